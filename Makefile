@@ -1,0 +1,28 @@
+# Two commands do all set-up on a fresh machine (Python 3.11, root): see README.md.
+#   make audit   set up, then run the main job on the embedded default data set (digits)
+#   make test    set up, then run the whole test suite under Bazel
+SHELL := /bin/bash
+BAZEL := bazel
+AUDIT_ARGS ?=
+
+.PHONY: setup audit test pytest bench clean
+
+setup:
+	@bash tools/setup.sh
+
+audit: setup
+	$(BAZEL) run //eval:audit -- $(AUDIT_ARGS)
+
+# Every test file is its own py_test target; pytest runs each and its JUnit XML is summed.
+test: setup
+	$(BAZEL) build //...
+	@status=0; $(BAZEL) test //... || status=$$?; \
+	  .venv/bin/python tools/test_summary.py bazel-testlogs || status=1; \
+	  exit $$status
+
+# The same test files with plain pytest in one process (quicker while developing).
+pytest: setup
+	.venv/bin/pytest -q tests
+
+clean:
+	$(BAZEL) clean

@@ -1,0 +1,122 @@
+"""Batched TFLite inference: resize once to batch B, feed whole batches, one tail per stream.
+
+The interpreter's input is resized to `[B, H, W, C]` and allocated once (`interpreter.create`).
+Every batch of B examples is quantized (one table lookup for uint8 pixels) straight into a
+preallocated input buffer and run. A last partial batch of m < B examples is handled by the
+`tail` policy, never by a re-allocation per batch:
+
+  * "pad": the m examples go into the first m rows of the B buffer, the other rows are zeros,
+    and only the first m output rows are kept: (B - m) rows of wasted compute;
+  * "resize" (default): the input is resized to m once for that batch; the next full batch
+    resizes back to B. Measured on ResNet-20 / CIFAR shapes, 2 threads, B = 256: one
+    resize + allocate (+ XNNPACK re-prepare on the next invoke) costs about 6 ms against
+    about 250 ms for a padded batch, so re-allocating once per stream is cheaper than padding
+    for any m <= 0.97 B (benchmarks/tflite_eval_bench.py reports both).
+
+Both are correct only because rows do not interact: a Keras model in inference mode (BatchNorm
+folded) and per-row dynamic quantization of activations in the hybrid (`dynamic_int8`) kernels.
+tests/eval/batched_test.py checks that every format gives the same outputs at batch 1 and at
+batch B under both policies.
+"""
+
+import numpy as np
+
+from eval import interpreter
+
+DEFAULT_BATCH_SIZE = 256
+TAIL_POLICIES = ("resize", "pad")
+
+
+class BatchedRunner:
+  """Runs one `.tflite` file over uint8 image batches of any size.
+
+  Attributes:
+    batch_size: B, the interpreter's fixed input batch size.
+    input_shape: (H, W, C) the model takes.
+    num_classes: number of output scores.
+    input_dtype, output_dtype: the file's I/O dtypes (int8 for `full_int8`).
+  """
+
+  def __init__(self, model, batch_size=DEFAULT_BATCH_SIZE,
+               num_threads=interpreter.DEFAULT_NUM_THREADS, runtime="xnnpack", tail="resize"):
+    """Creates the interpreter (via the factory) at batch size `batch_size`.
+
+    Args:
+      model: path of a `.tflite` file, or its bytes.
+      batch_size: B >= 1.
+      num_threads: interpreter threads.
+      runtime: a key of `interpreter.RUNTIMES`.
+      tail: how a last partial batch is run, one of `TAIL_POLICIES` (see module doc).
+
+    Raises:
+      interpreter.TfliteError: unreadable / invalid file, or not a one-input, one-output
+        image classifier.
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+      raise interpreter.TfliteError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if tail not in TAIL_POLICIES:
+      raise interpreter.TfliteError(f"unknown tail policy {tail!r} ({', '.join(TAIL_POLICIES)})")
+    self.batch_size = batch_size
+    self.runtime = runtime
+    self.tail = tail
+    self.reallocations = 0  # resize + allocate calls after creation (tail batches only)
+    self.interpreter = interpreter.create(model, num_threads, runtime, batch_size)
+    inputs = self.interpreter.get_input_details()
+    outputs = self.interpreter.get_output_details()
+    if len(outputs) != 1 or len(outputs[0]["shape"]) != 2:
+      raise interpreter.TfliteError(
+          f"expected one [batch, classes] output, got {[list(o['shape']) for o in outputs]}")
+    self._in, self._out = inputs[0]["index"], outputs[0]["index"]
+    self.input_shape = tuple(int(d) for d in inputs[0]["shape"][1:])
+    self.num_classes = int(outputs[0]["shape"][1])
+    self.input_dtype = np.dtype(inputs[0]["dtype"])
+    self.output_dtype = np.dtype(outputs[0]["dtype"])
+    self.quantize = interpreter.InputQuantizer(inputs[0])
+    self.dequantize = interpreter.OutputDequantizer(outputs[0])
+    self._buffer = np.zeros([batch_size, *self.input_shape], self.input_dtype)
+    self._allocated = batch_size
+
+  def _allocate(self, size):
+    if size != self._allocated:
+      self.interpreter.resize_tensor_input(self._in, [size, *self.input_shape], strict=True)
+      self.interpreter.allocate_tensors()
+      self._allocated = size
+      self.reallocations += 1
+
+  def check_images(self, images):
+    """Raises `TfliteError` unless `images` are `[N, H, W, C]` with the model's (H, W, C)."""
+    shape = tuple(np.shape(images)[1:])
+    if shape != self.input_shape:
+      raise interpreter.TfliteError(
+          f"model input shape {self.input_shape} does not match the data's image shape {shape}")
+
+  def run_raw(self, images, out=None):
+    """Returns the raw (possibly int8) outputs `[N, num_classes]` for images `[N, H, W, C]`.
+
+    Args:
+      images: uint8 (or float32 raw pixel) images, any N >= 0.
+      out: optional preallocated `[N, num_classes]` array of the output dtype.
+    """
+    self.check_images(images)
+    n = len(images)
+    if out is None:
+      out = np.empty([n, self.num_classes], self.output_dtype)
+    b = self.batch_size
+    for start in range(0, n, b):
+      chunk = images[start:start + b]
+      m = len(chunk)
+      if m < b and self.tail == "pad":
+        self._buffer[m:] = 0
+        feed = self._buffer
+      else:
+        feed = self._buffer[:m]
+      self._allocate(len(feed))
+      self.quantize(chunk, out=self._buffer[:m])
+      self.interpreter.set_tensor(self._in, feed)
+      self.interpreter.invoke()
+      out[start:start + m] = self.interpreter.get_tensor(self._out)[:m]
+    return out
+
+  def run(self, images):
+    """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (SPEC §1.2)."""
+    return self.dequantize(self.run_raw(images))

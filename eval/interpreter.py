@@ -1,0 +1,162 @@
+"""The one TFLite interpreter factory of tf_forget, and the quantized I/O rules.
+
+Every `.tflite` file is run through `create` (CONVENTIONS.md): LiteRT's interpreter
+(`ai_edge_litert.interpreter`; `tf.lite.Interpreter` is deprecated), `num_threads`
+configurable, and the default delegate (XNNPACK) on: `OpResolverType.AUTO` applies it.
+`runtime="builtin"` disables default delegates (issue #10's fallback path for files XNNPACK
+refuses).
+
+Quantized I/O (issue #3; SPEC §1.2): an int8/uint8 input is fed `q = clamp(round(x / s) + z)`
+with the input tensor's own scale s and zero point z (round half away from zero, as TFLite's
+`Quantize` kernel); an int8/uint8 output is dequantized `(q - z) * s` before any metric. Because
+the data sets yield uint8 pixels, `InputQuantizer` precomputes the 256 possible input values
+once and quantizes a batch with one table lookup.
+"""
+
+import numpy as np
+
+from ai_edge_litert import interpreter as litert
+from tflite_export import flatbuffer
+
+RUNTIMES = {
+    "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate
+    "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+}
+DEFAULT_NUM_THREADS = 2
+
+
+class TfliteError(ValueError):
+  """A `.tflite` file that cannot be read or run, or does not fit the data (one line)."""
+
+
+def _one_line(e):
+  return " ".join(str(e).split())[:300]
+
+
+def read_model(path):
+  """Reads and checks a `.tflite` file: returns its bytes.
+
+  Raises:
+    TfliteError: missing, unreadable, or not a TFLite flatbuffer.
+  """
+  try:
+    with open(path, "rb") as f:
+      data = f.read()
+  except OSError as e:
+    raise TfliteError(f"cannot read {path}: {e.strerror or _one_line(e)}") from e
+  try:
+    flatbuffer.check_identifier(data, what=path)
+  except flatbuffer.TfliteFileError as e:
+    raise TfliteError(str(e)) from e
+  return data
+
+
+def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size=None):
+  """Creates a LiteRT interpreter with tensors allocated.
+
+  Args:
+    model: path of a `.tflite` file, or its bytes.
+    num_threads: CPU threads (>= 1).
+    runtime: a key of `RUNTIMES`.
+    batch_size: if set, the (single) input is resized to `batch_size` before allocation.
+
+  Returns:
+    An allocated `ai_edge_litert.interpreter.Interpreter`.
+
+  Raises:
+    TfliteError: an unreadable, truncated or non-TFLite file (the interpreter verifies the
+      whole flatbuffer), or a runtime that cannot prepare the model.
+  """
+  if runtime not in RUNTIMES:
+    raise TfliteError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
+  if not isinstance(num_threads, int) or num_threads < 1:
+    raise TfliteError(f"num_threads must be an int >= 1, got {num_threads!r}")
+  name = "model bytes"
+  if isinstance(model, (bytes, bytearray)):
+    data = bytes(model)
+    try:
+      flatbuffer.check_identifier(data)
+    except flatbuffer.TfliteFileError as e:
+      raise TfliteError(str(e)) from e
+  else:
+    name = str(model)
+    data = read_model(model)
+  try:
+    interp = litert.Interpreter(model_content=data, num_threads=num_threads,
+                                experimental_op_resolver_type=RUNTIMES[runtime])
+    if batch_size is not None:
+      inputs = interp.get_input_details()
+      if len(inputs) != 1:
+        raise TfliteError(f"{name} has {len(inputs)} inputs; expected one image input")
+      shape = list(inputs[0]["shape"])
+      if shape[0] != batch_size:
+        interp.resize_tensor_input(inputs[0]["index"], [batch_size, *shape[1:]], strict=True)
+    interp.allocate_tensors()
+  except (ValueError, RuntimeError) as e:
+    if isinstance(e, TfliteError):
+      raise
+    raise TfliteError(f"{name} is not a valid TFLite model: {_one_line(e)}") from e
+  return interp
+
+
+def _quantization(details):
+  scale, zero = details["quantization"]
+  return float(scale), int(zero)
+
+
+class InputQuantizer:
+  """Maps uint8 images (or float raw pixel values) to what an input tensor takes.
+
+  float32 inputs get the raw pixel values as float32; int8/uint8 inputs get
+  `clamp(round_half_away(x / scale) + zero_point)` with the tensor's own quantization.
+  """
+
+  def __init__(self, details):
+    self.dtype = np.dtype(details["dtype"])
+    self.quantized = self.dtype in (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))
+    if self.quantized:
+      self.scale, self.zero_point = _quantization(details)
+      if self.scale <= 0:
+        raise TfliteError(f"input {details['name']!r} is {self.dtype} without quantization")
+    elif self.dtype != np.dtype(np.float32):
+      raise TfliteError(f"unsupported input dtype {self.dtype} (expected float32 or int8)")
+    self._table = self.quantize(np.arange(256, dtype=np.float32))
+
+  def quantize(self, values):
+    """Quantizes float raw pixel values (any shape) to the input dtype."""
+    values = np.asarray(values, np.float32)
+    if not self.quantized:
+      return values
+    info = np.iinfo(self.dtype)
+    scaled = values.astype(np.float64) / self.scale
+    rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)  # half away from zero
+    return np.clip(rounded + self.zero_point, info.min, info.max).astype(self.dtype)
+
+  def __call__(self, images, out=None):
+    """Converts uint8 `[N, ...]` images (table lookup) or float ones, optionally into `out`."""
+    images = np.asarray(images)
+    if images.dtype == np.uint8:
+      return np.take(self._table, images, out=out)
+    result = self.quantize(images)
+    if out is not None:
+      out[...] = result
+      return out
+    return result
+
+
+class OutputDequantizer:
+  """Maps an output tensor's values to float32 scores (`(q - zero_point) * scale`)."""
+
+  def __init__(self, details):
+    self.dtype = np.dtype(details["dtype"])
+    self.quantized = np.issubdtype(self.dtype, np.integer)
+    if self.quantized:
+      self.scale, self.zero_point = _quantization(details)
+      if self.scale <= 0:
+        raise TfliteError(f"output {details['name']!r} is {self.dtype} without quantization")
+
+  def __call__(self, values):
+    if not self.quantized:
+      return np.asarray(values, np.float32)
+    return ((values.astype(np.float32) - np.float32(self.zero_point)) *
+            np.float32(self.scale))

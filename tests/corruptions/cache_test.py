@@ -1,0 +1,96 @@
+"""The corrupted-split cache: generation, keys, re-batching, parallel workers, the Dataset view."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tf_forget.corruptions import cache
+from tf_forget.corruptions import reference
+from tf_forget.corruptions import registry
+from tf_forget.data import base
+
+
+class _Tiny(base.Dataset):
+  """50 gray 8x8 images with labels, ids 100.. and one attribute; fixed order."""
+
+  def __init__(self, size=8):
+    super().__init__(base.DatasetSpec(
+        name="tiny", num_classes=3, image_shape=(size, size, 1), splits=("train", "test"),
+        attribute_names=("Bright",), options={"size": size}))
+    self.images = reference.synthetic_images(50, size, size, seed=11, channels=1)
+    self.labels = np.arange(50, dtype=np.int64) % 3
+    self.ids = np.arange(100, 150, dtype=np.int64)
+
+  def batches(self, split, batch_size):
+    self.check_split(split)
+    for i in range(0, 50, batch_size):
+      s = slice(i, i + batch_size)
+      yield base.Examples(self.images[s], self.labels[s], self.ids[s],
+                          {"Bright": self.images[s].mean(axis=(1, 2, 3)) > 100})
+
+
+def test_fill_and_read_back(tmp_path):
+  data = _Tiny()
+  keys = cache.fill(data, "test", [("fog", 2), ("glass_blur", 3)], str(tmp_path), batch_size=16)
+  assert [k.split_name for k in keys] == ["fog@2", "glass_blur@3"]
+  split = cache.CorruptedSplit(data, "test", "glass_blur", 3, str(tmp_path))
+  assert split.name == "glass_blur@3" and len(split) == 50 and split.key.table == "32"
+  with open(os.path.join(keys[1].directory(str(tmp_path)), "meta.json")) as f:
+    meta = json.load(f)
+  assert meta["shard_sizes"] == [16, 16, 16, 2] and meta["table"] == "32"
+  got = base.concatenate(split.batches(7))
+  np.testing.assert_array_equal(got.ids, data.ids)
+  np.testing.assert_array_equal(got.labels, data.labels)
+  np.testing.assert_array_equal(got.attributes["Bright"], data.images.mean(axis=(1, 2, 3)) > 100)
+  seeds = registry.example_seeds("tiny", data.ids, "glass_blur", 3)
+  np.testing.assert_array_equal(got.images, registry.apply("glass_blur", data.images, 3, seeds))
+  assert [len(b) for b in split.batches(7)] == [7] * 7 + [1]
+
+
+def test_complete_entries_are_skipped_and_keys_separate(tmp_path):
+  data = _Tiny()
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path))
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == []
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path), overwrite=True)
+  other = cache.fill(data, "test", [("fog", 2)], str(tmp_path), table="224", base_seed=1)
+  assert other[0].directory(str(tmp_path)).endswith(os.path.join("fog@2", "table=224,seed=1"))
+  a = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)).batches(50)
+  b = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path), table="224",
+                           base_seed=1).batches(50)
+  assert np.any(next(a).images != next(b).images)
+
+
+def test_missing_or_mismatched_entries_raise(tmp_path):
+  data = _Tiny()
+  with pytest.raises(cache.CacheError, match="not cached"):
+    cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  cache.fill(data, "test", [("fog", 2)], str(tmp_path))
+  changed = _Tiny()
+  changed.spec = base.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
+  with pytest.raises(cache.CacheError, match="options"):
+    cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
+  with pytest.raises(base.DataError):
+    cache.fill(data, "validation", [("fog", 2)], str(tmp_path))
+
+
+def test_parallel_workers_write_the_same_images(tmp_path):
+  data = _Tiny()
+  cache.fill(data, "test", [("snow", 4)], str(tmp_path / "a"), batch_size=25)
+  cache.fill(data, "test", [("snow", 4)], str(tmp_path / "b"), batch_size=10, processes=2)
+  a = base.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "a")))
+  b = base.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "b")))
+  np.testing.assert_array_equal(a.images, b.images)
+
+
+def test_corrupted_dataset_serves_corrupted_and_clean_splits(tmp_path):
+  data = _Tiny()
+  view = cache.CorruptedDataset(data, str(tmp_path), ["contrast@5"], generate=True)
+  assert view.spec.splits == ("train", "test", "contrast@5") and view.spec.name == "tiny"
+  corrupted = view.load("contrast@5")
+  clean = view.load("test")
+  np.testing.assert_array_equal(corrupted.ids, clean.ids)
+  assert corrupted.images.std() < clean.images.std()
+  with pytest.raises(base.DataError):
+    view.load("fog@2")

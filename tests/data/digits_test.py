@@ -1,0 +1,85 @@
+"""digits and digits_biased: real offline data, balanced seeded split, planted subgroup."""
+
+import numpy as np
+import pytest
+
+from tf_forget.data import base
+from tf_forget.data import registry
+
+
+def test_digits_split_is_balanced_stratified_and_disjoint():
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  assert len(train) + len(test) == 1797  # sklearn load_digits size
+  np.testing.assert_array_equal(np.bincount(test.labels), [50] * 10)  # SPEC §2.7
+  assert not set(train.ids) & set(test.ids)
+  assert train.images.dtype == np.uint8 and train.images.shape[1:] == (8, 8, 1)
+  assert train.images.max() == 255 and train.images.min() == 0
+
+
+def test_digits_ids_are_source_rows():
+  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  raw = datasets.load_digits()
+  test = registry.get("digits").load("test")
+  np.testing.assert_array_equal(test.labels, raw.target[test.ids])
+  np.testing.assert_array_equal(
+      test.images[..., 0], np.rint(raw.images[test.ids] * 255 / 16).astype(np.uint8))
+
+
+def test_digits_split_is_seeded():
+  a = registry.get("digits").load("test").ids
+  b = registry.get("digits").load("test").ids
+  c = registry.get("digits", split_seed=7).load("test").ids
+  np.testing.assert_array_equal(a, b)
+  assert not np.array_equal(a, c)
+
+
+def test_batches_cover_split_in_order():
+  data = registry.get("digits")
+  parts = list(data.batches("test", 128))
+  assert [len(p) for p in parts] == [128, 128, 128, 116]
+  np.testing.assert_array_equal(np.concatenate([p.ids for p in parts]), data.load("test").ids)
+  np.testing.assert_array_equal(data.take("train", 100).ids, data.load("train").ids[:100])
+
+
+def test_digits_biased_plants_rare_subgroup():
+  data = registry.get("digits_biased")
+  train, test = data.load("train"), data.load("test")
+  inv, pos = train.attributes["Inverted"], train.labels == 1
+  # Positives are digits 0 and 1: about 20% of the train split.
+  assert 0.18 < pos.mean() < 0.22
+  # The planted intersection is exactly round(1% of train) = 13 examples.
+  assert (inv & pos).sum() == round(0.01 * len(train))
+  # Negatives are inverted about half of the time; the test split is balanced on Inverted.
+  assert 0.4 < inv[~pos].mean() < 0.6
+  assert (test.attributes["Inverted"] & (test.labels == 1)).sum() >= 30
+  # Inverted images really are inverted: white background (corners are 255 or faint-inverted).
+  corners = train.images[inv][:, 0, 0, 0]
+  assert corners.min() >= 255 - 1
+  faint = train.attributes["Faint"] & ~inv
+  assert train.images[faint].max() <= round(255 * 0.55)
+
+
+def test_digits_biased_attributes_are_deterministic():
+  a = registry.get("digits_biased").load("train")
+  b = registry.get("digits_biased").load("train")
+  np.testing.assert_array_equal(a.images, b.images)
+  np.testing.assert_array_equal(a.attributes["Inverted"], b.attributes["Inverted"])
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("nope", {}, "unknown data set 'nope'"),
+    ("digits", {"colour": 1}, "takes no option 'colour'"),
+    ("digits_biased", {"rare_rate": 0.5}, "rare_rate must be in"),
+])
+def test_bad_names_and_options(name, options, message):
+  with pytest.raises(base.DataError, match=message):
+    registry.get(name, **options)
+
+
+def test_unknown_split_and_attribute():
+  data = registry.get("digits_biased")
+  with pytest.raises(base.DataError, match="no split 'validation'"):
+    data.load("validation")
+  with pytest.raises(base.DataError, match="no attribute 'Male'"):
+    data.check_attributes(["Male"])

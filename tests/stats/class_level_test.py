@@ -1,0 +1,132 @@
+"""000 §2.2 class-level measures (SPEC §3.1-3.3): Welch test, eq. 3, Figure 2 differences."""
+
+import numpy as np
+import pytest
+from scipy import stats as sp_stats
+
+from tf_forget.stats import class_level
+
+
+def _random_population(rng, members, classes):
+  recall = rng.uniform(0.3, 1.0, (members, classes))
+  acc = recall.mean(axis=1) + rng.normal(0, 0.01, members)
+  return recall, acc
+
+
+@pytest.mark.parametrize("seed,k0,kt", [(0, 30, 30), (1, 10, 7), (2, 5, 12)])
+def test_welch_equals_scipy_ttest_ind(seed, k0, kt):
+  rng = np.random.default_rng(seed)
+  r0, a0 = _random_population(rng, k0, 20)
+  rt, at = _random_population(rng, kt, 20)
+  table = class_level.welch_class_test(r0, a0, rt, at)
+  for c in range(20):
+    want = sp_stats.ttest_ind(rt[:, c] - at, r0[:, c] - a0, equal_var=False)
+    np.testing.assert_allclose(table["p_value"][c], want.pvalue, rtol=1e-12)
+    np.testing.assert_allclose(table["t_statistic"][c], want.statistic, rtol=1e-12)
+  assert (table["significant"] == (table["p_value"] <= 0.05)).all()
+
+
+def test_welch_by_hand_df2():
+  """Two members each: S_0 = {0, 0.2}, S_t = {-0.2, 0}.
+
+  t = (-0.1 - 0.1) / sqrt(0.02/2 + 0.02/2) = -sqrt(2); Welch df = 2 (equal variances, n = 2);
+  Student t with 2 df has F(t) = 1/2 + t / (2 sqrt(2 + t^2)), so the two-tailed
+  p = 1 - |t| / sqrt(2 + t^2) = 1 - sqrt(2)/2.
+  """
+  r0 = np.array([[0.5], [0.7]])
+  a0 = np.array([0.5, 0.5])
+  rt = np.array([[0.4], [0.4]])
+  at = np.array([0.6, 0.4])
+  table = class_level.welch_class_test(r0, a0, rt, at)
+  np.testing.assert_allclose(table["t_statistic"][0], -np.sqrt(2), rtol=1e-12)
+  np.testing.assert_allclose(table["p_value"][0], 1 - np.sqrt(2) / 2, rtol=1e-12)
+  assert not table["significant"][0]
+
+
+def test_welch_center_population_by_hand_df1():
+  """center="population" subtracts the mean accuracy: S_t = {-0.1, -0.1}, S_0 = {0, 0.2}.
+
+  t = -0.2 / sqrt(0 + 0.01) = -2; Welch df = 0.01^2 / (0.01^2 / 1) = 1 (Cauchy), so
+  p = 1 - 2 arctan(2) / pi.
+  """
+  r0 = np.array([[0.5], [0.7]])
+  a0 = np.array([0.5, 0.5])
+  rt = np.array([[0.4], [0.4]])
+  at = np.array([0.6, 0.4])
+  table = class_level.welch_class_test(r0, a0, rt, at, center="population")
+  np.testing.assert_allclose(table["t_statistic"][0], -2.0, rtol=1e-12)
+  np.testing.assert_allclose(table["p_value"][0], 1 - 2 * np.arctan(2) / np.pi, rtol=1e-12)
+  shifted = class_level.mean_shifted_class_recall(rt, at, center="population")
+  np.testing.assert_allclose(shifted[:, 0], [-0.1, -0.1])
+
+
+def test_zero_variance_both_gives_nan_not_significant():
+  r = np.array([[0.5, 0.9], [0.5, 0.8], [0.5, 0.7]])
+  a = np.array([0.5, 0.5, 0.5])
+  rt = np.array([[0.6, 0.2], [0.6, 0.3], [0.6, 0.1]])  # class 0: both samples constant
+  table = class_level.welch_class_test(r, a, rt, a)
+  assert np.isnan(table["p_value"][0]) and not table["significant"][0]
+  assert table["significant"][1]
+  assert class_level.count_significant_classes(table) == 1
+
+
+def test_benjamini_hochberg_by_hand_and_bonferroni():
+  p = np.array([0.01, 0.04, 0.03, 0.5, np.nan])
+  np.testing.assert_allclose(class_level.benjamini_hochberg(p),
+                             [0.04, 0.16 / 3, 0.16 / 3, 0.5, np.nan])
+  np.testing.assert_allclose(class_level.bonferroni(p), [0.04, 0.16, 0.12, 1.0, np.nan])
+
+
+def test_correction_changes_significance():
+  rng = np.random.default_rng(5)
+  r0, a0 = _random_population(rng, 30, 50)
+  rt, at = _random_population(rng, 30, 50)
+  rt[:, :3] -= 0.4  # three classes lose recall
+  plain = class_level.welch_class_test(r0, a0, rt, at)
+  bonf = class_level.welch_class_test(r0, a0, rt, at, correction="bonferroni")
+  bh = class_level.welch_class_test(r0, a0, rt, at, correction="bh")
+  assert (bonf["p_adjusted"] >= plain["p_value"] - 1e-15).all()
+  n_plain, n_bh, n_bonf = (class_level.count_significant_classes(t) for t in (plain, bh, bonf))
+  assert n_plain >= n_bh >= n_bonf >= 3
+  np.testing.assert_array_equal(plain["p_adjusted"], plain["p_value"])
+
+
+def test_relative_recall_difference_eq3_by_hand():
+  r0 = np.array([[0.5, 0.0], [1.0, 0.5]])
+  rt = np.array([[0.25, 0.3], [0.5, 0.5]])
+  ratio, excluded = class_level.relative_recall_difference(r0, rt)
+  np.testing.assert_allclose(ratio, [0.5, 1.0])  # class 1: pair k=0 has beta_0 = 0, left out
+  np.testing.assert_array_equal(excluded, [0, 1])
+  ratio, excluded = class_level.relative_recall_difference(np.zeros((2, 1)), np.ones((2, 1)))
+  assert np.isnan(ratio[0]) and excluded[0] == 2
+
+
+def test_absolute_and_normalized_recall_difference_by_hand():
+  r0 = np.array([[0.8, 0.6], [0.6, 0.6]])  # class means 0.7, 0.6
+  a0 = np.array([0.7, 0.6])                 # mean 0.65
+  rt = np.array([[0.5, 0.7], [0.5, 0.5], [0.5, 0.6]])  # class means 0.5, 0.6
+  at = np.array([0.6, 0.5, 0.55])           # mean 0.55
+  np.testing.assert_allclose(class_level.absolute_recall_difference(r0, rt), [-0.2, 0.0],
+                             atol=1e-15)
+  np.testing.assert_allclose(class_level.normalized_recall_difference(r0, a0, rt, at),
+                             [-0.1, 0.1], atol=1e-15)
+
+
+def test_gained_lost_summary():
+  d = np.array([0.1, -0.3, 0.05, -0.5, 0.2])
+  s = np.array([True, True, True, True, False])
+  out = class_level.gained_lost_summary(d, s)
+  assert out == {"n_significant": 4, "n_gained": 2, "n_lost": 2,
+                 "mean_gain": pytest.approx(0.075), "mean_loss": pytest.approx(-0.4)}
+  none = class_level.gained_lost_summary(d, np.zeros(5, bool))
+  assert none["n_gained"] == 0 and np.isnan(none["mean_gain"])
+
+
+def test_class_level_report_columns_and_unequal_populations():
+  rng = np.random.default_rng(9)
+  r0, a0 = _random_population(rng, 6, 4)
+  rt, at = _random_population(rng, 5, 4)
+  table = class_level.class_level_report(r0, a0, rt, at)
+  assert table["relative_recall_difference"].isna().all()  # unpaired: eq. 3 undefined
+  table = class_level.class_level_report(r0, a0, r0 * 0.9, a0)
+  np.testing.assert_allclose(table["relative_recall_difference"], 0.9)

@@ -1,0 +1,44 @@
+"""Format registry and variant names (SPEC §1.1)."""
+
+import pytest
+
+from tflite_export import formats
+
+
+@pytest.mark.parametrize("member,fmt,name", [
+    ("dense", "float32", "dense"),
+    ("dense", "float16", "float16"),
+    ("dense", "dynamic_int8", "dynamic_int8"),
+    ("dense", "full_int8", "full_int8"),
+    ("prune_0.9", "float32", "prune_0.9"),
+    ("prune_0.9", "full_int8", "prune_0.9+full_int8"),
+])
+def test_variant_names_round_trip(member, fmt, name):
+  variant = formats.Variant(member, fmt)
+  assert variant.name == name
+  assert formats.parse_variant(name) == variant
+
+
+def test_registry_is_plain_dict_of_options():
+  assert list(formats.FORMATS) == ["float32", "float16", "dynamic_int8", "full_int8"]
+  assert formats.FORMATS["full_int8"]["representative"]
+  assert formats.FORMATS["full_int8"]["io_type"] == "int8"
+  assert not formats.FORMATS["float32"]["optimize"]
+  assert formats.ENCODINGS == ("plain",)  # issue #10 adds "sparse"
+
+
+@pytest.mark.parametrize("bad", ["", "prune_0.9+bogus", "full_int8+float16",
+                                 "dense+full_int8", "prune_0.9+float32", "a+b+c+d"])
+def test_bad_variant_names(bad):
+  with pytest.raises(formats.FormatError):
+    formats.parse_variant(bad)
+
+
+def test_parse_formats():
+  assert formats.parse_formats("float32, full_int8,float32") == ["float32", "full_int8"]
+  with pytest.raises(formats.FormatError, match="unknown TFLite format 'int4'"):
+    formats.parse_formats("float32,int4")
+  with pytest.raises(formats.FormatError):
+    formats.parse_formats(" , ")
+  with pytest.raises(formats.FormatError):
+    formats.Variant("dense", "float32", "sparse")

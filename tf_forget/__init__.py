@@ -1,0 +1,1 @@
+"""tf_forget: audit what model compression does beyond top-line accuracy."""

@@ -1,0 +1,237 @@
+"""On-disk cache of corrupted splits, and the corrupted splits as `Examples` for the evaluator.
+
+Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
+`CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.base.Examples` with the same
+ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3` (SPEC
+§1.1) like any split. Schema: docs/artifacts/corruptions.md.
+
+    <cache_dir>/<dataset>/<split>/<corruption>@<severity>/table=<table>,seed=<base_seed>/
+        part-00000.npz ...   images uint8 [n, H, W, C], labels int64 [n], ids int64 [n],
+                             attr__<name> bool [n]            (npz, no pickles)
+        meta.json            written last: the entry is complete iff it exists
+
+The key is (data set, split, corruption, severity, table, base seed); the data set's options and
+image shape are recorded in meta.json and checked on read. Files go through
+`tf_forget.io.atomic` (atomic writes, no pickles). Example seeds: `registry.example_seeds`.
+"""
+
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import os
+
+import numpy as np
+
+from tf_forget.corruptions import registry
+from tf_forget.corruptions import tables
+from tf_forget.data import base
+from tf_forget.io import atomic
+
+SCHEMA_VERSION = 1
+_ATTR = "attr__"
+
+
+class CacheError(base.DataError):
+  """A corrupted split that is missing, incomplete or does not match its data set."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheKey:
+  """Identifies one cached corrupted split."""
+  dataset: str
+  split: str
+  corruption: str
+  severity: int
+  table: str
+  base_seed: int = 0
+
+  @property
+  def split_name(self):
+    return registry.split_name(self.corruption, self.severity)
+
+  def directory(self, cache_dir):
+    return os.path.join(cache_dir, self.dataset, self.split, self.split_name,
+                        f"table={self.table},seed={self.base_seed}")
+
+
+def _json_safe(options):
+  return {str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
+          for k, v in dict(options).items()}
+
+
+def resolve_table(dataset, table=None):
+  """The severity table for `dataset`: `table`, or the family of its image size."""
+  if table is not None:
+    return tables.check_table(table)
+  height, width = dataset.spec.image_shape[:2]
+  return tables.family_for_shape(height, width)
+
+
+def is_complete(key, cache_dir):
+  """True iff the entry's meta.json exists (it is written after every shard)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile.exists(os.path.join(key.directory(cache_dir), "meta.json"))
+
+
+def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=1000,
+         processes=0, overwrite=False):
+  """Generates the corrupted versions of `split` for every (corruption, severity) in `jobs`.
+
+  Reads the clean split once, in its fixed order, in batches of `batch_size`; each batch is
+  corrupted for every pending job (in `processes` worker processes if > 0) and written as one
+  shard per job; meta.json is written when a job's last shard is on disk.
+
+  Args:
+    dataset: a `base.Dataset`.
+    split: the clean split (e.g. `dataset.spec.eval_split`).
+    jobs: iterable of (corruption, severity).
+    cache_dir: cache root.
+    table: severity table, default `resolve_table(dataset)`.
+    base_seed: replicate seed, part of the key.
+    batch_size: examples per shard.
+    processes: worker processes (0: in this process).
+    overwrite: regenerate complete entries too.
+
+  Returns:
+    The list of `CacheKey`s generated (complete ones are skipped unless `overwrite`).
+
+  Raises:
+    base.DataError / tables.CorruptionError: unknown split, corruption or severity.
+  """
+  dataset.check_split(split)
+  table = resolve_table(dataset, table)
+  keys = []
+  for corruption, severity in jobs:
+    registry.check(corruption, severity)
+    key = CacheKey(dataset.spec.name, split, corruption, int(severity), table, int(base_seed))
+    if overwrite or not is_complete(key, cache_dir):
+      keys.append(key)
+  if not keys:
+    return []
+  counts = {key: [] for key in keys}
+  # "spawn": workers import only the registry (numpy / scipy / cv2), never TensorFlow.
+  pool = (concurrent.futures.ProcessPoolExecutor(
+      processes, mp_context=multiprocessing.get_context("spawn")) if processes > 0 else None)
+  try:
+    for index, batch in enumerate(dataset.batches(split, batch_size)):
+      results = {}
+      for key in keys:
+        seeds = registry.example_seeds(key.dataset, batch.ids, key.corruption, key.severity,
+                                       key.base_seed)
+        args = (key.corruption, batch.images, key.severity, seeds, table)
+        results[key] = pool.submit(registry.apply, *args) if pool else registry.apply(*args)
+      for key in keys:
+        images = results[key].result() if pool else results[key]
+        arrays = dict(images=images, labels=np.asarray(batch.labels, np.int64),
+                      ids=np.asarray(batch.ids, np.int64))
+        arrays.update({_ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
+        atomic.write_npz(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"),
+                         **arrays)
+        counts[key].append(int(len(batch)))
+  finally:
+    if pool:
+      pool.shutdown()
+  for key in keys:
+    atomic.write_json(os.path.join(key.directory(cache_dir), "meta.json"), dict(
+        schema_version=SCHEMA_VERSION, dataset=key.dataset, split=key.split,
+        corruption=key.corruption, severity=key.severity, table=key.table,
+        base_seed=key.base_seed, seed_derivation="registry.example_seeds (sha256)",
+        image_shape=list(dataset.spec.image_shape), options=_json_safe(dataset.spec.options),
+        shards=[f"part-{i:05d}.npz" for i in range(len(counts[key]))],
+        shard_sizes=counts[key], num_examples=int(sum(counts[key]))))
+  return keys
+
+
+class CorruptedSplit:
+  """A cached corrupted split, iterable as `Examples` (see module docstring).
+
+  Attributes:
+    key: the `CacheKey`.
+    name: the split name `<corruption>@<severity>` (SPEC §1.1).
+    meta: the entry's meta.json.
+  """
+
+  def __init__(self, dataset, split, corruption, severity, cache_dir, table=None, base_seed=0):
+    registry.check(corruption, severity)
+    self.key = CacheKey(dataset.spec.name, split, corruption, int(severity),
+                        resolve_table(dataset, table), int(base_seed))
+    self.name = self.key.split_name
+    self._dir = self.key.directory(cache_dir)
+    if not is_complete(self.key, cache_dir):
+      raise CacheError(f"corrupted split {self.name} of {dataset.spec.name}/{split} "
+                       f"(table {self.key.table}, seed {base_seed}) is not cached in "
+                       f"{cache_dir}: run tf_forget/corruptions/generate_corruptions.py")
+    self.meta = atomic.read_json(os.path.join(self._dir, "meta.json"))
+    if (self.meta.get("schema_version") != SCHEMA_VERSION or
+        self.meta["options"] != _json_safe(dataset.spec.options) or
+        tuple(self.meta["image_shape"]) != tuple(dataset.spec.image_shape)):
+      raise CacheError(f"cached split {self._dir} was made with other data set options or "
+                       f"image shape; regenerate it with --overwrite")
+
+  def __len__(self):
+    return int(self.meta["num_examples"])
+
+  def _shards(self):
+    for shard in self.meta["shards"]:
+      arrays = atomic.read_npz(os.path.join(self._dir, shard))
+      attrs = {k[len(_ATTR):]: v for k, v in arrays.items() if k.startswith(_ATTR)}
+      yield base.Examples(images=arrays["images"], labels=arrays["labels"], ids=arrays["ids"],
+                          attributes=attrs)
+
+  def batches(self, batch_size):
+    """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
+    if batch_size < 1:
+      raise CacheError(f"batch_size must be >= 1, got {batch_size}")
+    pending = []
+    held = 0
+    for shard in self._shards():
+      pending.append(shard)
+      held += len(shard)
+      while held >= batch_size:
+        merged = base.concatenate(pending)
+        yield merged.take(slice(0, batch_size))
+        rest = merged.take(slice(batch_size, None))
+        pending, held = ([rest], len(rest)) if len(rest) else ([], 0)
+    if held:
+      yield base.concatenate(pending)
+
+  def __iter__(self):
+    return self.batches(1024)
+
+
+class CorruptedDataset(base.Dataset):
+  """A data set whose splits are the clean splits plus cached `<corruption>@<severity>` splits.
+
+  `batches("glass_blur@3", n)` reads the cached corruption of `source_split` (default the data
+  set's eval split); clean split names pass through to the wrapped data set. With
+  `generate=True`, a missing entry is generated in this process on first use.
+  """
+
+  def __init__(self, dataset, cache_dir, corrupted_splits, source_split=None, table=None,
+               base_seed=0, generate=False):
+    names = tuple(corrupted_splits)
+    for name in names:
+      registry.parse_split_name(name)
+    spec = dataclasses.replace(dataset.spec, splits=tuple(dataset.spec.splits) + names)
+    super().__init__(spec)
+    self.base = dataset
+    self.cache_dir = cache_dir
+    self.source_split = source_split or dataset.spec.eval_split
+    self.table = resolve_table(dataset, table)
+    self.base_seed = base_seed
+    self.generate = generate
+
+  def corrupted_split(self, name):
+    """The `CorruptedSplit` of `name` (`<corruption>@<severity>`)."""
+    self.check_split(name)
+    corruption, severity = registry.parse_split_name(name)
+    if self.generate:
+      fill(self.base, self.source_split, [(corruption, severity)], self.cache_dir,
+           table=self.table, base_seed=self.base_seed)
+    return CorruptedSplit(self.base, self.source_split, corruption, severity, self.cache_dir,
+                          table=self.table, base_seed=self.base_seed)
+
+  def batches(self, split, batch_size):
+    if split in self.base.spec.splits:
+      return self.base.batches(split, batch_size)
+    return self.corrupted_split(split).batches(batch_size)

@@ -1,0 +1,142 @@
+"""What every data set of the registry yields: uint8 images, labels, stable ids, attributes.
+
+The contract (docs/artifacts/data.md):
+  * images are `uint8` arrays `[N, H, W, C]` of raw pixel values in [0, 255], in the data set's
+    fixed order (tfds `shuffle_files=False`); models take these values as float32 and normalise
+    inside the model, so a `.tflite` file is fed exactly what the data set yields;
+  * labels are `int64` `[N]` in `[0, num_classes)`;
+  * ids are `int64` `[N]`, a stable integer per example of a split (its position in the split's
+    fixed order, or the source's own index), so predictions of different models align;
+  * attributes are named boolean arrays `[N]` where the data set has them (CelebA's 40).
+"""
+
+import abc
+import dataclasses
+from typing import Iterator, Mapping, Tuple
+
+import numpy as np
+
+
+class DataError(ValueError):
+  """A data set, split, option or attribute that does not exist or cannot be read."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+  """Static facts about a data set.
+
+  Attributes:
+    name: registry name, e.g. "digits".
+    num_classes: number of target classes.
+    image_shape: (H, W, C) of the yielded uint8 images.
+    splits: split names, e.g. ("train", "test").
+    eval_split: the split the audit reports on.
+    class_names: one name per class.
+    attribute_names: names of the per-example binary attributes ("" tuple if none).
+    protected_attributes: the attributes the subgroup audit crosses by default (004: Male, Young).
+    options: the options the data set was built with (recorded in member configs).
+  """
+  name: str
+  num_classes: int
+  image_shape: Tuple[int, int, int]
+  splits: Tuple[str, ...]
+  eval_split: str = "test"
+  class_names: Tuple[str, ...] = ()
+  attribute_names: Tuple[str, ...] = ()
+  protected_attributes: Tuple[str, ...] = ()
+  options: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Examples:
+  """A batch or a whole split of examples; all arrays are aligned on axis 0.
+
+  Attributes:
+    images: uint8 `[N, H, W, C]`.
+    labels: int64 `[N]`.
+    ids: int64 `[N]`, stable per split.
+    attributes: name -> bool `[N]`.
+  """
+  images: np.ndarray
+  labels: np.ndarray
+  ids: np.ndarray
+  attributes: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+  def __len__(self):
+    return int(self.labels.shape[0])
+
+  def take(self, index):
+    """Returns the examples at `index` (a slice, int array or boolean mask)."""
+    return Examples(
+        images=self.images[index],
+        labels=self.labels[index],
+        ids=self.ids[index],
+        attributes={k: v[index] for k, v in self.attributes.items()})
+
+
+def concatenate(parts):
+  """Concatenates a non-empty sequence of `Examples` along axis 0."""
+  parts = list(parts)
+  if not parts:
+    raise DataError("no examples to concatenate")
+  return Examples(
+      images=np.concatenate([p.images for p in parts]),
+      labels=np.concatenate([p.labels for p in parts]),
+      ids=np.concatenate([p.ids for p in parts]),
+      attributes={
+          k: np.concatenate([p.attributes[k] for p in parts])
+          for k in parts[0].attributes
+      })
+
+
+class Dataset(abc.ABC):
+  """A data set of the registry (see `registry.DATASETS`)."""
+
+  def __init__(self, spec):
+    self.spec = spec
+
+  def check_split(self, split):
+    """Raises `DataError` unless `split` is one of the data set's splits."""
+    if split not in self.spec.splits:
+      raise DataError(f"data set {self.spec.name!r} has no split {split!r} "
+                      f"(splits: {', '.join(self.spec.splits)})")
+
+  def check_attributes(self, names):
+    """Raises `DataError` naming the first attribute the data set lacks."""
+    for name in names:
+      if name not in self.spec.attribute_names:
+        known = ", ".join(self.spec.attribute_names) or "none"
+        raise DataError(f"data set {self.spec.name!r} has no attribute {name!r} "
+                        f"(attributes: {known})")
+
+  @abc.abstractmethod
+  def batches(self, split, batch_size) -> Iterator[Examples]:
+    """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
+
+  def load(self, split) -> Examples:
+    """Materialises a whole split in memory (small data sets, representative sets, tests)."""
+    return concatenate(self.batches(split, 1024))
+
+  def take(self, split, n) -> Examples:
+    """The first `n` examples of `split` in its fixed order (e.g. full_int8 calibration, 000 App. A)."""
+    parts, seen = [], 0
+    for batch in self.batches(split, min(max(n, 1), 1024)):
+      parts.append(batch.take(slice(0, n - seen)))
+      seen += len(parts[-1])
+      if seen >= n:
+        break
+    return concatenate(parts)
+
+  def num_examples(self, split) -> int:
+    """Number of examples in `split`."""
+    return sum(len(b) for b in self.batches(split, 4096))
+
+  def tf_dataset(self, split):
+    """The split as an unbatched `tf.data.Dataset` of `(image uint8 [H,W,C], label int64)`.
+
+    Fixed order; the trainer shuffles and augments. The default builds it from the numpy split
+    (fine for small data sets); tfds-backed data sets override it to stream.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    data = self.load(split)
+    return tf.data.Dataset.from_tensor_slices((data.images, data.labels))

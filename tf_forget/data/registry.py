@@ -1,0 +1,54 @@
+"""The data set registry: a plain dict of names -> builders (as uncertainty-baselines' DATASETS).
+
+    dataset = registry.get("digits")
+    test = dataset.load("test")
+
+Each builder takes keyword options (e.g. `image_size` for CelebA, `data_dir`) and returns a
+`base.Dataset`. Unknown names and unknown options raise `base.DataError` with a one-line message.
+"""
+
+import inspect
+
+from tf_forget.data import base
+from tf_forget.data import digits
+from tf_forget.data import digits_biased
+from tf_forget.data import tfds_sets
+
+DATASETS = {
+    "digits": digits.Digits,
+    "digits_biased": digits_biased.DigitsBiased,
+    "celeb_a": tfds_sets.CelebA,
+    "cifar10": tfds_sets.Cifar10,
+    "cifar100": tfds_sets.Cifar100,
+    "mnist": tfds_sets.Mnist,
+    "fashion_mnist": tfds_sets.FashionMnist,
+    "imagenet2012": tfds_sets.Imagenet2012,
+}
+
+DEFAULT_DATASET = "digits"
+
+
+def get(name, **options):
+  """Builds the data set `name` with `options`.
+
+  Args:
+    name: a key of `DATASETS`.
+    **options: builder keyword arguments; `None` values are dropped (unset flags).
+
+  Returns:
+    A `base.Dataset`.
+
+  Raises:
+    base.DataError: unknown name or option, or an option the builder rejects.
+  """
+  if name not in DATASETS:
+    raise base.DataError(
+        f"unknown data set {name!r} (known: {', '.join(sorted(DATASETS))})")
+  builder = DATASETS[name]
+  options = {k: v for k, v in options.items() if v is not None}
+  accepted = inspect.signature(builder).parameters
+  for key in options:
+    if key not in accepted:
+      raise base.DataError(f"data set {name!r} takes no option {key!r} "
+                           f"(options: {', '.join(accepted) or 'none'})")
+  return builder(**options)

@@ -1,0 +1,143 @@
+"""Prune potential, excess error and noise similarity of 003 (SPEC §6.6-6.7), stats only.
+
+* `prune_potential`: Definition 1 with test error as loss: the largest prune ratio whose
+  error is ≤ the parent's error + δ (δ = 0.5%), 0 if none (003 §5.1; SPEC §6.6).
+* `prune_potential_summary`: average and minimum over the distributions of a set (003
+  Tables 2, 9, 10: "Train Dist." / "Test Dist."), then mean ± SD (ddof = 0) over
+  repetitions; `prune_potential_difference`: 003 Table 2 "Diff." = Test − Train.
+* `excess_error`: Definition 2, error on the test distribution (averaged over its
+  corruptions) minus error on nominal data; `excess_error_difference`: ê − e (003 §5.1).
+* `matching_label_share` and `noise_similarity`: 003 §4.1, the share of matching labels and
+  the expected L2 distance between the softmax outputs of two models under noise. This
+  module receives the predictions / softmax arrays; the noise injection lives elsewhere.
+
+Errors and prune ratios are fractions (δ = 0.005). Paper:
+../shared/papers/003_4467b02672bb7836.txt.
+"""
+
+import numpy as np
+
+from tf_forget.stats import validate
+
+DELTA = 0.005
+
+
+def prune_potential(prune_ratios, errors, parent_error, delta=DELTA):
+  """Prune potential P(θ, D) (003 Definition 1, §5.1; SPEC §6.6).
+
+  Args:
+    prune_ratios: float `[R]` prune ratios (fraction of weights removed) of the pruned
+      networks.
+    errors: float `[..., R]` test error of each pruned network on distribution D, e.g.
+      `[repetitions, distributions, R]`.
+    parent_error: float `[...]` error of the unpruned parent on the same D (broadcast
+      against `errors[..., 0]`).
+    delta: margin δ (003: 0.5% = 0.005).
+
+  Returns:
+    float `[...]`: max prune ratio with error ≤ parent_error + δ, 0 if none qualifies.
+  """
+  r = validate.check_finite(prune_ratios, "prune_ratios", ndim=1)
+  e = validate.check_finite(errors, "errors")
+  p = validate.check_finite(parent_error, "parent_error")
+  if e.shape[-1] != r.shape[0]:
+    raise validate.StatsInputError(
+        f"errors has {e.shape[-1]} prune ratios on its last axis but prune_ratios has"
+        f" {r.shape[0]}")
+  ok = e <= p[..., None] + delta
+  return np.where(ok, r, 0.0).max(axis=-1, initial=0.0)
+
+
+def prune_potential_summary(potentials, ddof=0):
+  """Average and minimum prune potential over a distribution set, mean ± SD over reps.
+
+  003 Tables 2, 9, 10 (SPEC §6.6): per repetition, the average and the minimum over the
+  distributions of the set (e.g. the corruptions of the test distribution), then mean and
+  SD (ddof = 0) over repetitions.
+
+  Args:
+    potentials: float `[repetitions, distributions]`.
+    ddof: SD degrees of freedom (SPEC §6.6: 0).
+
+  Returns:
+    dict `average_mean`, `average_sd`, `minimum_mean`, `minimum_sd`.
+  """
+  p = validate.check_finite(potentials, "potentials", ndim=2)
+  avg = p.mean(axis=1)
+  low = p.min(axis=1)
+  return {"average_mean": float(avg.mean()), "average_sd": float(avg.std(ddof=ddof)),
+          "minimum_mean": float(low.mean()), "minimum_sd": float(low.std(ddof=ddof))}
+
+
+def prune_potential_difference(train_potential, test_potential):
+  """003 Table 2 "Diff.": prune potential on the test minus the train distribution, p' − p."""
+  return (np.asarray(test_potential, dtype=np.float64)
+          - np.asarray(train_potential, dtype=np.float64))
+
+
+def excess_error(test_errors, nominal_error):
+  """Excess error e(θ, D') (003 Definition 2 with test error; SPEC §6.6).
+
+  The test distribution D' is the set of its corruptions: its error is the mean over
+  them (003 §5.1 "the excess error is evaluated by averaging over all corruptions").
+
+  Args:
+    test_errors: float `[..., corruptions]` errors on each corruption of D'.
+    nominal_error: float `[...]` error on nominal test data (train distribution D).
+
+  Returns:
+    float `[...]`.
+  """
+  te = validate.check_finite(test_errors, "test_errors")
+  ne = validate.check_finite(nominal_error, "nominal_error")
+  return te.mean(axis=-1) - ne
+
+
+def excess_error_difference(excess_pruned, excess_parent):
+  """ê − e: additional excess error of the pruned network over its parent (003 §5.1)."""
+  return (np.asarray(excess_pruned, dtype=np.float64)
+          - np.asarray(excess_parent, dtype=np.float64))
+
+
+def matching_label_share(labels_a, labels_b):
+  """Share of matching predicted labels E[argmax f_θ(x') = argmax f_θ̂(x')] (003 §4.1).
+
+  Args:
+    labels_a: int `[..., examples]` labels of model a (e.g. `[noise_levels, draws, examples]`).
+    labels_b: int, same shape, of model b on the same noisy inputs.
+
+  Returns:
+    float `[...without the last two axes]` if at least 2-D (mean over draws and examples),
+    else a float.
+  """
+  a = np.asarray(labels_a)
+  b = np.asarray(labels_b)
+  if a.shape != b.shape:
+    raise validate.StatsInputError(f"labels_a shape {a.shape} != labels_b shape {b.shape}")
+  if a.size == 0:
+    raise validate.StatsInputError("labels_a is empty")
+  same = (a == b).astype(np.float64)
+  return same.mean(axis=tuple(range(max(0, a.ndim - 2), a.ndim)))
+
+
+def noise_similarity(softmax_a, softmax_b):
+  """Noise similarity of two models from their softmax outputs (003 §4.1, Figure 4).
+
+  Args:
+    softmax_a: float `[..., draws, examples, C]` softmax of model a on noisy inputs.
+    softmax_b: float, same shape, of model b on the same inputs.
+
+  Returns:
+    dict `matching` (share of equal argmax labels, lowest index on ties, SPEC §1.2) and
+    `l2` (mean over draws and examples of ‖f_a(x') − f_b(x')‖_2), each float `[...]`.
+  """
+  a = validate.check_finite(softmax_a, "softmax_a")
+  b = validate.check_finite(softmax_b, "softmax_b")
+  if a.shape != b.shape:
+    raise validate.StatsInputError(f"softmax_a shape {a.shape} != softmax_b shape {b.shape}")
+  if a.ndim < 2:
+    raise validate.StatsInputError("softmax arrays need at least [examples, classes]")
+  dist = np.linalg.norm(a - b, axis=-1)
+  axes = tuple(range(max(0, dist.ndim - 2), dist.ndim))
+  return {"matching": matching_label_share(a.argmax(axis=-1), b.argmax(axis=-1)),
+          "l2": dist.mean(axis=axes)}

@@ -1,0 +1,77 @@
+"""Deterministic, resumable training input pipelines.
+
+The train split is shuffled with the member's seed (reshuffled every pass), augmented with
+*stateless* random ops keyed on (member seed, position in the stream), cast to float32 raw pixel
+values (models normalise inside) and batched with `drop_remainder`. Everything is a function of
+(seed, step): resuming at step s skips the first s batches and sees exactly the batches an
+uninterrupted run would have seen.
+"""
+
+import tensorflow as tf
+
+AUGMENTATIONS = ("none", "shift", "crop_flip")
+
+
+def _augment_fn(augmentation, shift_pixels, image_shape):
+  """Returns f(index, image uint8) -> image float32 for the named augmentation."""
+  h, w, c = image_shape
+
+  def none(index, image):  # pylint: disable=unused-argument
+    return tf.cast(image, tf.float32)
+
+  def shift(index, image, flip=False):
+    seed = tf.stack([tf.cast(index, tf.int64), tf.constant(0, tf.int64)])
+    seed = tf.cast(seed, tf.int64)
+    image = tf.cast(image, tf.float32)
+    p = shift_pixels
+    padded = tf.pad(image, [[p, p], [p, p], [0, 0]])
+    image = tf.image.stateless_random_crop(padded, [h, w, c], seed=seed)
+    if flip:
+      image = tf.image.stateless_random_flip_left_right(image, seed=seed + 1)
+    return image
+
+  if augmentation == "none" or (augmentation == "shift" and shift_pixels == 0):
+    return none
+  if augmentation == "shift":
+    return shift
+  if augmentation == "crop_flip":
+    return lambda index, image: shift(index, image, flip=True)
+  raise ValueError(f"unknown augmentation {augmentation!r} (known: {', '.join(AUGMENTATIONS)})")
+
+
+def train_stream(dataset, preset, seed, start_step=0):
+  """The batched, infinite training stream of a member.
+
+  Args:
+    dataset: a `tf_forget.data.base.Dataset`.
+    preset: a `presets.Preset` (batch size, augmentation).
+    seed: the member's seed.
+    start_step: batches to skip (resume).
+
+  Returns:
+    A `tf.data.Dataset` of (images float32 `[B, H, W, C]`, labels int64 `[B]`).
+  """
+  n = dataset.num_examples("train")
+  if n < preset.batch_size:
+    raise ValueError(f"train split of {dataset.spec.name!r} has {n} examples, fewer than "
+                     f"batch_size={preset.batch_size}")
+  augment = _augment_fn(preset.augmentation, preset.shift_pixels, dataset.spec.image_shape)
+  ds = dataset.tf_dataset("train")
+  if n <= 200_000 and dataset.spec.image_shape[0] * dataset.spec.image_shape[1] <= 64 * 64:
+    ds = ds.cache()
+  ds = ds.shuffle(min(n, 50_000), seed=seed, reshuffle_each_iteration=True).repeat()
+  offset = tf.constant(seed, tf.int64) * 1_000_003
+  ds = ds.enumerate().map(
+      lambda i, example: (augment(i + offset, example[0]), example[1]),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  ds = ds.batch(preset.batch_size, drop_remainder=True)
+  if start_step:
+    ds = ds.skip(start_step)
+  return ds.prefetch(2)
+
+
+def eval_stream(dataset, split, batch_size=256):
+  """A split in fixed order as (images float32, labels) batches, for Keras `evaluate`."""
+  return dataset.tf_dataset(split).map(
+      lambda image, label: (tf.cast(image, tf.float32), label),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size).prefetch(2)

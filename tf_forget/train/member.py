@@ -1,0 +1,249 @@
+"""One population member: (data set, model, variant, k) trained by a pure function of its config.
+
+`train_member(config, member_dir)` trains from scratch (or resumes from the member's last
+checkpoint), strips the pruning wrappers, checks the achieved sparsity and writes `model.keras`
+then `metadata.json` atomically (docs/artifacts/members.md). Member k of each variant gets its
+own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
+TensorFlow's op determinism on, the same config gives the same weights on the same machine and
+stack, and a resumed member the same weights as an uninterrupted one.
+"""
+
+import dataclasses
+import hashlib
+import os
+import platform
+import time
+from typing import Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from tf_forget.compat import keras2
+from tf_forget.data import registry as data_registry
+from tf_forget.io import atomic
+from tf_forget.models import registry as model_registry
+from tf_forget.train import inputs
+from tf_forget.train import presets
+from tf_forget.train import pruning
+from tf_forget.train import variants
+
+SCHEMA = "tf_forget.member/1"
+MODEL_FILE = "model.keras"
+METADATA_FILE = "metadata.json"
+CHECKPOINT_DIR = "checkpoints"
+
+
+@dataclasses.dataclass(frozen=True)
+class MemberConfig:
+  """Everything a member's training depends on.
+
+  Attributes:
+    dataset: data registry name.
+    model: model registry name.
+    variant: `dense` or `prune_<t>`.
+    k: member index (pairs members across variants, 000 eq. 3).
+    preset: the training protocol.
+    dataset_options: data builder options.
+    model_options: model builder options.
+    population_seed: base seed of the population (0 by default).
+  """
+  dataset: str
+  model: str
+  variant: str
+  k: int
+  preset: presets.Preset
+  dataset_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
+  model_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
+  population_seed: int = 0
+
+  @property
+  def seed(self):
+    """Stable 31-bit seed from (population seed, data set, model, variant, k) (SPEC §1.3)."""
+    key = f"{self.population_seed}|{self.dataset}|{self.model}|{self.variant}|{self.k}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def member_dir(run_dir, variant, k):
+  """`<run>/members/<variant>/<k>`."""
+  return os.path.join(run_dir, "members", variant, str(int(k)))
+
+
+def is_finished(directory):
+  """A member is finished when its metadata exists (it is written last)."""
+  return tf.io.gfile.exists(os.path.join(directory, METADATA_FILE))
+
+
+def _versions():
+  tfmot = keras2.tfmot()
+  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
+          "tfmot": tfmot.__version__, "numpy": np.__version__,
+          "python": platform.python_version()}
+
+
+def _build(config, dataset):
+  """Model (wrapped for pruning if the variant is pruned) and its optimizer."""
+  keras = keras2.keras()
+  preset = config.preset
+  variant = variants.parse(config.variant)
+  model_options = dict(preset.model_options)
+  model_options.update(config.model_options)
+  model_options.setdefault("weight_decay", preset.weight_decay)
+  model = model_registry.get(config.model, input_shape=dataset.spec.image_shape,
+                             num_classes=dataset.spec.num_classes, **model_options)
+  if variant.pruned:
+    model = pruning.wrap(model, variant.sparsity, *preset.pruning_schedule())
+  boundaries = preset.lr_boundary_steps()
+  values = [preset.learning_rate * preset.lr_decay ** i for i in range(len(boundaries) + 1)]
+  lr = keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)
+  optimizer = keras.optimizers.SGD(learning_rate=lr, momentum=preset.momentum, nesterov=True)
+  model.compile(optimizer=optimizer,
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])
+  return model, optimizer, variant
+
+
+def _rng_states(model):
+  """{name: tf.random.Generator} of the model's random layers (Dropout, ...), for checkpoints.
+
+  tf_keras does not track these generators as checkpoint dependencies of the layers.
+  """
+  states = {}
+  for layer in model.layers:
+    inner = getattr(layer, "layer", layer)
+    rng = getattr(inner, "_random_generator", None)
+    if rng is not None:
+      rng._maybe_init()  # pylint: disable=protected-access
+      if getattr(rng, "_generator", None) is not None:
+        states[f"rng_{inner.name}"] = rng._generator  # pylint: disable=protected-access
+  return states
+
+
+class _Checkpointer(keras2.keras().callbacks.Callback):
+  """Saves a checkpoint at the end of every chunk ("epoch") of `checkpoint_every` steps."""
+
+  def __init__(self, manager, on_chunk=None):
+    super().__init__()
+    self._manager = manager
+    self._on_chunk = on_chunk
+
+  def on_epoch_end(self, epoch, logs=None):
+    self._manager.save(checkpoint_number=epoch + 1)
+    if self._on_chunk:
+      self._on_chunk(epoch + 1, logs or {})
+
+
+def train_member(config, directory, log=None, stop_after_chunks=None):
+  """Trains (or resumes, or skips) one member and writes its artifacts.
+
+  Args:
+    config: a `MemberConfig`.
+    directory: the member's directory (`member_dir(run, variant, k)`).
+    log: optional callable taking a progress string.
+    stop_after_chunks: test hook: stop (as if killed) after this many checkpoint chunks.
+
+  Returns:
+    The member's metadata dict, or None if stopped early by `stop_after_chunks`.
+
+  Raises:
+    RuntimeError: if the achieved sparsity misses the target.
+  """
+  if is_finished(directory):
+    return atomic.read_json(os.path.join(directory, METADATA_FILE))
+  keras = keras2.keras()
+  preset = config.preset
+  if preset.steps % preset.checkpoint_every:
+    raise presets.PresetError(f"steps={preset.steps} is not a multiple of "
+                              f"checkpoint_every={preset.checkpoint_every}")
+  dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
+  # Dropout etc. draw from per-layer tf.random.Generators (tf_keras' "stateful" RNG), whose
+  # states are checkpointed with the model (`_rng_states`): a resumed member sees the same
+  # dropout masks as an uninterrupted one.
+  keras.backend.experimental.enable_tf_random_generator()
+  keras.utils.set_random_seed(config.seed)
+  tf.config.experimental.enable_op_determinism()
+  model, optimizer, variant = _build(config, dataset)
+
+  ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_rng_states(model))
+  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1)
+  start_chunk = 0
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint).expect_partial()
+    start_chunk = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+  chunks = preset.steps // preset.checkpoint_every
+  wall_before = _read_wall(ckpt_dir)
+  t0 = time.time()
+
+  def on_chunk(chunk, logs):
+    _write_wall(ckpt_dir, wall_before + time.time() - t0)
+    if log:
+      log(f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
+          f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}")
+
+  stream = inputs.train_stream(dataset, preset, config.seed,
+                               start_step=start_chunk * preset.checkpoint_every)
+  end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
+  cbs = [_Checkpointer(manager, on_chunk)]
+  if variant.pruned:
+    cbs = pruning.callbacks() + cbs
+  if start_chunk < end_chunk:
+    model.fit(stream, epochs=end_chunk, initial_epoch=start_chunk,
+              steps_per_epoch=preset.checkpoint_every, callbacks=cbs, verbose=0)
+  if end_chunk < chunks:
+    return None
+
+  final = pruning.finalize(model) if variant.pruned else model
+  report = pruning.sparsity_report(final, variant.sparsity)
+  if variant.pruned and not report["meets_target"]:
+    raise RuntimeError(f"member {config.variant}/{config.k}: achieved sparsity "
+                       f"{report['prunable']:.4f} misses target {variant.sparsity}")
+  final.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])
+  train_acc = final.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1]
+  test_acc = final.evaluate(inputs.eval_stream(dataset, dataset.spec.eval_split), verbose=0)[1]
+  _save_model(final, os.path.join(directory, MODEL_FILE))
+  metadata = {
+      "schema": SCHEMA,
+      "dataset": config.dataset,
+      "dataset_options": dict(dataset.spec.options),
+      "model": config.model,
+      "model_options": dict(config.model_options),
+      "variant": variant.name,
+      "k": int(config.k),
+      "seed": int(config.seed),
+      "population_seed": int(config.population_seed),
+      "preset": preset.to_json(),
+      "steps": int(optimizer.iterations.numpy()),
+      "resumed_from_step": int(start_chunk * preset.checkpoint_every),
+      "sparsity": report,
+      "train_accuracy": float(train_acc),
+      "test_accuracy": float(test_acc),
+      "eval_split": dataset.spec.eval_split,
+      "wall_time_s": round(wall_before + time.time() - t0, 3),
+      "versions": _versions(),
+  }
+  atomic.write_json(os.path.join(directory, METADATA_FILE), metadata)
+  if tf.io.gfile.exists(ckpt_dir):
+    tf.io.gfile.rmtree(ckpt_dir)
+  return atomic.read_json(os.path.join(directory, METADATA_FILE))
+
+
+def _save_model(model, path):
+  """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name)."""
+  tmp = path[:-len(".keras")] + ".tmp.keras"
+  model.save(tmp)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _read_wall(ckpt_dir):
+  path = os.path.join(ckpt_dir, "wall_time.json")
+  return atomic.read_json(path)["seconds"] if tf.io.gfile.exists(path) else 0.0
+
+
+def _write_wall(ckpt_dir, seconds):
+  atomic.write_json(os.path.join(ckpt_dir, "wall_time.json"), {"seconds": seconds})
+
+
+def load_model(directory):
+  """Loads a finished member's plain tf_keras model."""
+  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False)

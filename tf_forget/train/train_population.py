@@ -1,0 +1,52 @@
+r"""Trains a population of dense and pruned members (thin binary over `population`).
+
+  bazel run //tf_forget/train:train_population -- --run_dir=/tmp/run --preset=digits
+
+Re-running skips finished members and resumes interrupted ones.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from tf_forget.compat import keras2
+
+_RUN_DIR = flags.DEFINE_string("run_dir", None, "Output directory of the population.")
+_PRESET = flags.DEFINE_string("preset", "digits", "Training protocol (train/presets.py).")
+_DATASET = flags.DEFINE_string("dataset", None, "Data set (default: the preset's).")
+_MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
+_VARIANTS = flags.DEFINE_list(
+    "variants", None, "Trained variants, e.g. dense,prune_0.5,prune_0.9 (default: the preset's).")
+_MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K).", lower_bound=1)
+_STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.", lower_bound=1)
+_SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.", lower_bound=0)
+_IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W (e.g. CelebA).")
+_DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
+
+flags.mark_flag_as_required("run_dir")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  keras2.enable()
+  logging.set_verbosity(logging.WARNING)
+  from tf_forget.train import population  # pylint: disable=g-import-not-at-top
+  dataset_options = {"data_dir": _DATA_DIR.value}
+  if _IMAGE_SIZE.value:
+    dataset_options["image_size"] = [int(v) for v in _IMAGE_SIZE.value]
+  dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
+  try:
+    config = population.make_config(
+        _RUN_DIR.value, _PRESET.value, dataset=_DATASET.value, model=_MODEL.value,
+        variants=_VARIANTS.value, members=_MEMBERS.value, dataset_options=dataset_options,
+        population_seed=_SEED.value, steps=_STEPS.value)
+    population.train_population(config)
+  except ValueError as e:  # bad flags or data: one line, non-zero exit
+    sys.exit(f"train_population: error: {e}")
+
+
+if __name__ == "__main__":
+  app.run(main)

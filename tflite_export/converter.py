@@ -1,0 +1,123 @@
+"""Converts a tf_keras member model to TFLite in one of the `formats.FORMATS`.
+
+Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense model):
+  * `tf.lite.TFLiteConverter.from_keras_model(model)` works on a tf_keras model (with or without
+    `TF_USE_LEGACY_KERAS=1`), but saves the model to a temporary SavedModel first (about 3x
+    slower on small models) and takes the batch size from the model's input;
+  * `from_concrete_functions([f], model)` with `f = tf.function(model(x, training=False))`
+    traced at `TensorSpec([None, H, W, C], float32, name="image")` is what we use: no
+    SavedModel round trip, no dependence on what `tf.keras` is bound to, inference mode
+    explicit, and a dynamic batch dimension (`shape_signature` [-1, H, W, C]) so the evaluator
+    can resize the input to its batch size. Both give byte-identical files run to run (and
+    across processes); they differ from each other only in the signature's tensor names.
+
+Determinism: converting the same model twice (in one process or in two) gives identical
+bytes for all four formats, including `full_int8` with a fixed representative set
+(tests/tflite_export/converter_test.py pins this). The converter embeds its own metadata
+(`CONVERSION_METADATA`: environment, TF version, options) but no time stamp or path.
+
+Representative data (SPEC §2.5; 000 appendix A): the first N train examples in the data set's
+fixed order, fed one at a time exactly as at evaluation (raw pixel values as float32; the model
+normalises inside).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tf_forget.compat import keras2
+from tflite_export import formats
+
+
+class ConversionError(ValueError):
+  """A model the converter cannot convert in the requested format (one-line message)."""
+
+
+def _one_line(e):
+  text = " ".join(str(e).split())
+  return text[:300] + ("..." if len(text) > 300 else "")
+
+
+def input_signature(model):
+  """The `TensorSpec` [None, H, W, C] float32 named "image" of a one-input image model.
+
+  Raises:
+    ConversionError: a model with several inputs or a non-image (rank != 4) input.
+  """
+  if len(model.inputs) != 1:
+    raise ConversionError(f"model has {len(model.inputs)} inputs; expected one image input")
+  shape = model.inputs[0].shape
+  if shape.rank != 4 or any(d is None for d in shape[1:]):
+    raise ConversionError(f"model input shape {shape} is not [batch, H, W, C]")
+  return tf.TensorSpec([None, *shape[1:]], tf.float32, name="image")
+
+
+def representative_dataset(images):
+  """A representative-data generator over uint8 or float images `[N, H, W, C]`.
+
+  Yields one example at a time as float32 `[1, H, W, C]`, the values the evaluator feeds.
+  """
+  images = np.asarray(images)
+
+  def generator():
+    for i in range(images.shape[0]):
+      yield [images[i:i + 1].astype(np.float32)]
+
+  return generator
+
+
+def convert(model, fmt, representative_images=None):
+  """Converts a Keras 2 model to TFLite bytes.
+
+  Args:
+    model: a tf_keras model taking float32 `[batch, H, W, C]` raw pixels, returning logits.
+    fmt: a key of `formats.FORMATS`.
+    representative_images: uint8 `[N, H, W, C]`, required by formats that need calibration
+      (`full_int8`; SPEC §2.5), ignored by the others.
+
+  Returns:
+    The `.tflite` flatbuffer as bytes.
+
+  Raises:
+    formats.FormatError: unknown format.
+    ConversionError: missing representative data or a converter failure.
+  """
+  formats.check_format(fmt)
+  options = formats.FORMATS[fmt]
+  spec = input_signature(model)
+  function = tf.function(lambda image: model(image, training=False))
+  concrete = function.get_concrete_function(spec)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], model)
+  if options["optimize"]:
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  if options["supported_types"]:
+    converter.target_spec.supported_types = [
+        tf.as_dtype(t) for t in options["supported_types"]]
+  if options["int8_only"]:
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+  if options["io_type"]:
+    converter.inference_input_type = tf.as_dtype(options["io_type"])
+    converter.inference_output_type = tf.as_dtype(options["io_type"])
+  if options["representative"]:
+    if representative_images is None or len(representative_images) == 0:
+      raise ConversionError(f"format {fmt!r} needs representative images (SPEC §2.5)")
+    expected = tuple(spec.shape[1:])
+    if tuple(np.shape(representative_images)[1:]) != expected:
+      raise ConversionError(f"representative images have shape "
+                            f"{tuple(np.shape(representative_images)[1:])}, model input "
+                            f"{expected}")
+    converter.representative_dataset = representative_dataset(representative_images)
+  try:
+    return converter.convert()
+  except Exception as e:  # pylint: disable=broad-except
+    raise ConversionError(f"TFLite conversion to {fmt} failed: {_one_line(e)}") from e
+
+
+def versions():
+  """Versions recorded with every export."""
+  try:
+    from importlib import metadata  # pylint: disable=g-import-not-at-top
+    litert = metadata.version("ai-edge-litert")
+  except Exception:  # pylint: disable=broad-except
+    litert = None
+  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
+          "ai_edge_litert": litert, "numpy": np.__version__}

@@ -1,0 +1,63 @@
+"""Exports every member of a population run to TFLite (docs/artifacts/tflite.md).
+
+    bazel run //tflite_export:export_population -- --run_dir=/path/to/run \
+        --formats=float32,float16,dynamic_int8,full_int8 --pruned_formats=float32
+
+Dense members get `--formats`; pruned members get `--pruned_formats` (SPEC §1.1: post-training
+formats apply to dense members unless a combination such as `prune_0.9+full_int8` is asked for).
+Finished exports are skipped on re-run. Bad input is a one-line error and exit status 1.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from tf_forget.compat import keras2
+from tflite_export import formats  # no TensorFlow: flags are validated before TF loads
+
+_RUN_DIR = flags.DEFINE_string("run_dir", None, "Population run directory (with members/).")
+_FORMATS = flags.DEFINE_string("formats", "float32,float16,dynamic_int8,full_int8",
+                               "Comma-separated TFLite formats for the dense members.")
+_PRUNED_FORMATS = flags.DEFINE_string("pruned_formats", "float32",
+                                      "Comma-separated TFLite formats for pruned members.")
+_REPRESENTATIVE_SIZE = flags.DEFINE_integer(
+    "representative_size", 100, "First N train examples used to calibrate full_int8 "
+    "(SPEC §2.5; 000 appendix A).", lower_bound=1)
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Re-export finished exports.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  keras2.enable()
+  if not _RUN_DIR.value:
+    raise app.UsageError("--run_dir is required")
+  if not os.path.isdir(_RUN_DIR.value):
+    raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
+  try:
+    dense = formats.parse_formats(_FORMATS.value)
+    pruned = formats.parse_formats(_PRUNED_FORMATS.value)
+  except formats.FormatError as e:
+    raise app.UsageError(str(e))
+  # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
+  from tflite_export import converter
+  from tflite_export import export
+  from tf_forget.data import base
+  # pylint: enable=g-import-not-at-top
+  try:
+    export.export_population(_RUN_DIR.value, dense, pruned, _REPRESENTATIVE_SIZE.value,
+                             overwrite=_OVERWRITE.value, log=print)
+  except (export.ExportError, converter.ConversionError, formats.FormatError,
+          base.DataError) as e:
+    print(f"export_population: error: {e}", file=sys.stderr)
+    return 1
+  except (ValueError, OSError) as e:  # other library errors, one line
+    print(f"export_population: error: {' '.join(str(e).split())}", file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == "__main__":
+  app.run(main)

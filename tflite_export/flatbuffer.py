@@ -1,0 +1,235 @@
+"""Reads weights out of a `.tflite` file: zeros per kernel, sizes raw and gzipped.
+
+Sparsity is counted from the bytes of the file itself (issue #3: "confirm the zeros survive in
+the flatbuffer's weight tensors"), by parsing the flatbuffer with the LiteRT schema bindings
+(`ai_edge_litert.schema_py_generated`, generated from `tensorflow/lite/schema/schema.fbs`). No
+interpreter and no TensorFlow: the interpreter's `get_tensor` cannot read every constant once a
+delegate has taken the graph, and `tf.lite.experimental.Analyzer` prints text only.
+
+Counting rules (SPEC §1.4):
+  * *kernels* are the prunable weights: the weight input (index 1) of CONV_2D,
+    DEPTHWISE_CONV_2D, CONV_3D, FULLY_CONNECTED and TRANSPOSE_CONV, followed back through
+    DEQUANTIZE / DENSIFY ops to the constant stored in the file (float16 files store the kernel
+    as a float16 constant feeding a DEQUANTIZE op);
+  * *constants* are every constant tensor of the file (kernels, biases, folded BatchNorm, shape
+    constants), i.e. a superset of "all parameters";
+  * a stored value is zero when it represents the real number 0: `q == zero_point` for quantized
+    tensors (per-channel zero points along the quantized dimension), `x == 0` for float tensors;
+  * a tensor's element count is the product of its shape, so a sparse-encoded tensor
+    (issue #10, `Tensor.sparsity` set, fewer values stored) counts its missing elements as zeros.
+"""
+
+import gzip
+
+import numpy as np
+
+from ai_edge_litert import schema_py_generated as schema
+
+TFLITE_IDENTIFIER = b"TFL3"
+
+_OP = schema.BuiltinOperator
+# op code -> index of its weight (kernel) input.
+_KERNEL_INPUT = {
+    _OP.CONV_2D: 1,
+    _OP.DEPTHWISE_CONV_2D: 1,
+    _OP.CONV_3D: 1,
+    _OP.FULLY_CONNECTED: 1,
+    _OP.TRANSPOSE_CONV: 1,
+}
+# Ops that only re-represent a constant (followed back to the stored tensor).
+_PASS_THROUGH = (_OP.DEQUANTIZE, _OP.DENSIFY)
+
+_T = schema.TensorType
+_DTYPES = {
+    _T.FLOAT32: np.float32,
+    _T.FLOAT16: np.float16,
+    _T.FLOAT64: np.float64,
+    _T.INT8: np.int8,
+    _T.UINT8: np.uint8,
+    _T.INT16: np.int16,
+    _T.UINT16: np.uint16,
+    _T.INT32: np.int32,
+    _T.UINT32: np.uint32,
+    _T.INT64: np.int64,
+    _T.UINT64: np.uint64,
+    _T.BOOL: np.bool_,
+}
+
+
+class TfliteFileError(ValueError):
+  """Bytes that are not a (complete) TFLite flatbuffer."""
+
+
+def check_identifier(data, what="file"):
+  """Raises `TfliteFileError` unless `data` carries the TFLite file identifier "TFL3".
+
+  A truncated file keeps its identifier; `eval.interpreter` verifies the whole buffer.
+  """
+  if len(data) < 8 or bytes(data[4:8]) != TFLITE_IDENTIFIER:
+    raise TfliteFileError(f"{what} is not a TFLite flatbuffer (no 'TFL3' identifier)")
+
+
+def sizes(data):
+  """Raw and gzipped size in bytes (gzip level 9, mtime 0: reproducible)."""
+  return {"raw": len(data), "gzip": len(gzip.compress(bytes(data), compresslevel=9, mtime=0))}
+
+
+def _opcode(model, op):
+  code = model.OperatorCodes(op.OpcodeIndex())
+  return max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+
+
+def _buffer_bytes(model, data, tensor):
+  """The stored bytes of a constant tensor, or None for an activation / input tensor."""
+  index = tensor.Buffer()
+  if index <= 0 or index >= model.BuffersLength():
+    return None
+  buf = model.Buffers(index)
+  if buf.Offset() > 1:  # Large models (> 2 GB) keep buffers after the flatbuffer.
+    return bytes(data[buf.Offset():buf.Offset() + buf.Size()])
+  if buf.DataLength() == 0:
+    return None
+  return buf.DataAsNumpy().tobytes()
+
+
+def _is_zero(tensor, values):
+  """Boolean mask of the stored values that represent the real number 0."""
+  quant = tensor.Quantization()
+  if quant is not None and quant.ZeroPointLength() > 0 and np.issubdtype(values.dtype,
+                                                                       np.integer):
+    zero_points = quant.ZeroPointAsNumpy().astype(np.int64)
+    if zero_points.size == 1 or tensor.Sparsity() is not None:
+      return values.astype(np.int64) == zero_points.reshape(-1)[0]
+    shape = tensor.ShapeAsNumpy()
+    axis = quant.QuantizedDimension()
+    bshape = [1] * len(shape)
+    bshape[axis] = zero_points.size
+    return values.reshape(shape).astype(np.int64) == zero_points.reshape(bshape)
+  return values == 0
+
+
+def _tensor_stats(model, data, tensor):
+  raw = _buffer_bytes(model, data, tensor)
+  if raw is None:
+    return None
+  dtype = _DTYPES.get(tensor.Type())
+  shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros([0], np.int32)
+  count = int(np.prod(shape, dtype=np.int64))
+  if dtype is None:  # int4, string, ...: counted, zeros not decoded.
+    return {"count": count, "zeros": None, "dtype": int(tensor.Type())}
+  values = np.frombuffer(raw, dtype=dtype)
+  if tensor.Sparsity() is None and values.size != count:
+    raise TfliteFileError(f"tensor {tensor.Name().decode()!r} stores {values.size} values for "
+                          f"shape {list(shape)}")
+  nonzero = int(np.count_nonzero(~_is_zero(tensor, values)))
+  return {"count": count, "zeros": count - nonzero, "dtype": np.dtype(dtype).name}
+
+
+def _fraction(zeros, count):
+  return float(zeros) / count if count else float("nan")
+
+
+def weight_stats(data):
+  """Counts zeros in the constant tensors stored in a TFLite flatbuffer.
+
+  Args:
+    data: the bytes of a `.tflite` file (verify it first, e.g. with `eval.interpreter`).
+
+  Returns:
+    A JSON-ready dict:
+      `kernels`: {count, zeros, fraction} over the prunable kernels (SPEC §1.4);
+      `constants`: {count, zeros, fraction} over every constant tensor;
+      `per_kernel`: {tensor name: {count, zeros, fraction, dtype}} in file order.
+
+  Raises:
+    TfliteFileError: not a TFLite flatbuffer, or a tensor whose stored size contradicts its
+      shape.
+  """
+  check_identifier(data)
+  data = bytes(data)
+  try:
+    model = schema.Model.GetRootAs(data, 0)
+    kernel_tensors = []  # (subgraph index, tensor index)
+    stats = {}
+    for s in range(model.SubgraphsLength()):
+      graph = model.Subgraphs(s)
+      producer = {}
+      for o in range(graph.OperatorsLength()):
+        op = graph.Operators(o)
+        for j in range(op.OutputsLength()):
+          producer[op.Outputs(j)] = op
+      for o in range(graph.OperatorsLength()):
+        op = graph.Operators(o)
+        position = _KERNEL_INPUT.get(_opcode(model, op))
+        if position is None or position >= op.InputsLength():
+          continue
+        t = op.Inputs(position)
+        while t in producer and _opcode(model, producer[t]) in _PASS_THROUGH:
+          t = producer[t].Inputs(0)
+        if t >= 0 and (s, t) not in kernel_tensors:
+          kernel_tensors.append((s, t))
+      for t in range(graph.TensorsLength()):
+        st = _tensor_stats(model, data, graph.Tensors(t))
+        if st is not None:
+          stats[(s, t)] = st
+  except (IndexError, TypeError, ValueError) as e:
+    if isinstance(e, TfliteFileError):
+      raise
+    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+
+  def total(keys):
+    keys = [k for k in keys if k in stats and stats[k]["zeros"] is not None]
+    count = sum(stats[k]["count"] for k in keys)
+    zeros = sum(stats[k]["zeros"] for k in keys)
+    return {"count": count, "zeros": zeros, "fraction": _fraction(zeros, count)}
+
+  per_kernel = {}
+  for key in kernel_tensors:
+    if key in stats:
+      st = stats[key]
+      name = model.Subgraphs(key[0]).Tensors(key[1]).Name().decode("utf-8", "replace")
+      per_kernel[name] = dict(st, fraction=_fraction(st["zeros"] or 0, st["count"]))
+  return {
+      "kernels": total([k for k in kernel_tensors if k in stats]),
+      "constants": total(stats),
+      "per_kernel": per_kernel,
+  }
+
+
+def _io_tensor(graph, index):
+  tensor = graph.Tensors(index)
+  quant = tensor.Quantization()
+  scale = quant.ScaleAsNumpy().tolist() if quant is not None and quant.ScaleLength() else []
+  zero = (quant.ZeroPointAsNumpy().tolist()
+          if quant is not None and quant.ZeroPointLength() else [])
+  signature = (tensor.ShapeSignatureAsNumpy().tolist() if tensor.ShapeSignatureLength()
+               else tensor.ShapeAsNumpy().tolist())
+  dtype = _DTYPES.get(tensor.Type())
+  return {
+      "name": tensor.Name().decode("utf-8", "replace"),
+      "shape": signature,  # -1: dynamic (the batch dimension of our exports)
+      "dtype": np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
+      "scale": scale,
+      "zero_point": zero,
+  }
+
+
+def io_details(data):
+  """Inputs and outputs of the main subgraph: name, shape signature, dtype, quantization.
+
+  Returns:
+    {"inputs": [...], "outputs": [...]}, each entry {name, shape, dtype, scale, zero_point}
+    (scale / zero_point empty for float tensors).
+
+  Raises:
+    TfliteFileError: not a TFLite flatbuffer.
+  """
+  check_identifier(data)
+  try:
+    graph = schema.Model.GetRootAs(bytes(data), 0).Subgraphs(0)
+    return {
+        "inputs": [_io_tensor(graph, graph.Inputs(i)) for i in range(graph.InputsLength())],
+        "outputs": [_io_tensor(graph, graph.Outputs(i)) for i in range(graph.OutputsLength())],
+    }
+  except (IndexError, TypeError, ValueError) as e:
+    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e

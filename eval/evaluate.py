@@ -10,6 +10,7 @@ Outputs: `eval.predictions` files, one per (variant, member, split). An existing
 same `.tflite` (sha256 recorded in its metadata) is skipped on re-run.
 """
 
+import json
 import os
 import time
 
@@ -19,6 +20,7 @@ from eval import batched
 from eval import interpreter
 from eval import predictions
 from tf_forget.data import base
+from tflite_export import formats
 
 TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export.SCHEMA (not imported: no TF here)
 
@@ -82,7 +84,7 @@ def run(runner, batches):
 def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
                   batch_size=batched.DEFAULT_BATCH_SIZE,
                   num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
-                  overwrite=False, tflite_sha256=None, image_shape=None):
+                  overwrite=False, tflite_sha256=None, image_shape=None, tail="resize"):
   """Evaluates one `.tflite` file on one split and writes its predictions file.
 
   Args:
@@ -97,6 +99,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
     overwrite: re-evaluate even if `out_path` is complete.
     tflite_sha256: the file's sha256 (from its export JSON) to match existing predictions.
     image_shape: the data's (H, W, C), checked against the model input before running.
+    tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
 
   Returns:
     (metadata dict of the predictions file, skipped bool).
@@ -107,7 +110,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   """
   if not overwrite and predictions.is_complete(out_path, tflite_sha256):
     return predictions.read(out_path)["metadata"], True
-  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads)
+  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, tail=tail)
   if image_shape is not None and tuple(image_shape) != runner.input_shape:
     raise interpreter.TfliteError(
         f"{tflite_path}: model input shape {runner.input_shape} does not match the data "
@@ -141,7 +144,6 @@ def list_exports(run_dir):
   Raises:
     EvaluationError: no `tflite/` directory or no finished export.
   """
-  import json  # pylint: disable=g-import-not-at-top
   root = os.path.join(run_dir, "tflite")
   if not os.path.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
@@ -150,7 +152,8 @@ def list_exports(run_dir):
     vdir = os.path.join(root, member_variant)
     if not os.path.isdir(vdir):
       continue
-    for k in sorted(os.listdir(vdir), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0)):
+    for k in sorted(os.listdir(vdir), key=lambda s: (not s.isdigit(), int(s) if s.isdigit()
+                                                     else 0)):
       kdir = os.path.join(vdir, k)
       if not (k.isdigit() and os.path.isdir(kdir)):
         continue
@@ -165,4 +168,7 @@ def list_exports(run_dir):
         found.append(meta)
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
-  return found
+  order = {name: i for i, name in enumerate(formats.FORMATS)}
+  return sorted(found, key=lambda m: (m["member_variant"] != formats.DENSE, m["member_variant"],
+                                      int(m["k"]), order.get(m["format"], len(order)),
+                                      m["encoding"]))

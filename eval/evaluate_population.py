@@ -16,6 +16,7 @@ import sys
 
 from absl import app
 from absl import flags
+from absl import logging
 
 from tf_forget.compat import keras2
 
@@ -47,6 +48,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  logging.set_verbosity(logging.WARNING)  # TensorFlow logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")
   if not os.path.isdir(_RUN_DIR.value):

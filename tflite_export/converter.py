@@ -2,14 +2,16 @@
 
 Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense model):
   * `tf.lite.TFLiteConverter.from_keras_model(model)` works on a tf_keras model (with or without
-    `TF_USE_LEGACY_KERAS=1`), but saves the model to a temporary SavedModel first (about 3x
-    slower on small models) and takes the batch size from the model's input;
+    `TF_USE_LEGACY_KERAS=1`), but takes the batch size and tensor names from the Keras model and
+    leaves the call's `training` argument to Keras' default;
   * `from_concrete_functions([f], model)` with `f = tf.function(model(x, training=False))`
-    traced at `TensorSpec([None, H, W, C], float32, name="image")` is what we use: no
-    SavedModel round trip, no dependence on what `tf.keras` is bound to, inference mode
-    explicit, and a dynamic batch dimension (`shape_signature` [-1, H, W, C]) so the evaluator
-    can resize the input to its batch size. Both give byte-identical files run to run (and
-    across processes); they differ from each other only in the signature's tensor names.
+    traced at `TensorSpec([None, H, W, C], float32, name="image")` is what we use: inference
+    mode explicit, a dynamic batch dimension (`shape_signature` [-1, H, W, C]) so the evaluator
+    can resize the input to its batch size, and no dependence on what `tf.keras` is bound to.
+    In TF 2.21 both paths save a temporary SavedModel internally (hence the "Assets written
+    to /tmp/..." log lines) and take about the same time (~0.6 s for a small CNN); both give
+    byte-identical files run to run and across processes; they differ from each other only in
+    the signature's tensor names.
 
 Determinism: converting the same model twice (in one process or in two) gives identical
 bytes for all four formats, including `full_int8` with a fixed representative set

@@ -144,8 +144,9 @@ def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
   return examples.images, examples.ids
 
 
-def export_member(run_dir, variant, k, dataset=None, representative_size=DEFAULT_REPRESENTATIVE_SIZE,
-                  model=None, metadata=None, overwrite=False):
+def export_member(run_dir, variant, k, dataset=None,
+                  representative_size=DEFAULT_REPRESENTATIVE_SIZE, model=None, metadata=None,
+                  overwrite=False):
   """Exports member k of `variant.member_variant` in `variant.format`; skips a finished export.
 
   Args:
@@ -246,7 +247,7 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   results = []
   datasets = {}
   for member_variant, k in members:
-    jobs = [v for v, kk in plan([(member_variant, k)], dense_formats, pruned_formats)]
+    jobs = [v for v, _ in plan([(member_variant, k)], dense_formats, pruned_formats)]
     todo = [v for v in jobs if overwrite or not is_complete(run_dir, v, k)]
     model = metadata = None
     if todo:

@@ -3,6 +3,8 @@
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -192,3 +194,26 @@ def test_linf_noise_float_and_uint8():
   images = reference.synthetic_images(2, 8, 8, seed=9)
   out = noise.linf_uniform_noise_uint8(images, 8 / 255, [1, 2])
   assert np.max(np.abs(out.astype(int) - images)) <= 8
+
+
+def test_corruption_functions_import_neither_tensorflow_nor_skimage():
+  code = ("import sys\n"
+          "from tf_forget.corruptions import registry\n"
+          "import numpy as np\n"
+          "registry.apply('frost', np.zeros((1, 8, 8, 3), np.uint8), 3, [0])\n"
+          "bad = [m for m in ('tensorflow', 'skimage', 'imagecorruptions') if m in sys.modules]\n"
+          "assert not bad, bad\n")
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(registry.__file__))))
+  env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+  subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_zoom_numba_kernel_matches_numpy_form():
+  if not glass_kernel.HAVE_NUMBA:
+    pytest.skip("numba not installed")
+  for table, shape in (("imagecorruptions", (3, 40, 52)), ("32", (3, 32, 32)), ("224", (2, 9, 7))):
+    images = reference.synthetic_images(*shape, seed=10)
+    for severity in (1, 5):
+      a = blur.zoom_blur(images, severity, None, table, use_numba=True)
+      b = blur.zoom_blur(images, severity, None, table, use_numba=False)
+      np.testing.assert_array_equal(a, b)

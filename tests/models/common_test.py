@@ -64,3 +64,9 @@ def test_image_input_without_normalization_only_rescales():
 def test_bad_mean_std(mean, std):
   with pytest.raises(common.ModelError):
     common.image_input((4, 4, 3), mean=mean, std=std)
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1, "x", None])
+def test_bad_dropout_rate(bad):
+  with pytest.raises(common.ModelError, match="dropout_rate"):
+    common.check_dropout_rate(bad)

@@ -1,4 +1,4 @@
-"""Every registered model can be wrapped by tfmot pruning, stripped again, and converted.
+"""Every registered model can be wrapped by tfmot pruning and stripped again.
 
 tfmot 0.8.1's `PruneRegistry` means to support `Rescaling` but registers
 `Rescaling.__class__` (that is, `type`) instead of the class (prune_registry.py; upstream
@@ -11,7 +11,6 @@ for `tf_forget.compat.keras2.tfmot()`), and wrapping layer by layer with
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from tf_forget.compat import keras2
 from tf_forget.models import registry
@@ -44,8 +43,8 @@ MASKED = ("small_cnn", "lenet5", "cifar_resnet20", "resnet18")
 
 @pytest.fixture(name="rescaling_registered")
 def fixture_rescaling_registered(monkeypatch):
-  monkeypatch.setitem(prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP,  # pylint: disable=protected-access
-                      keras.layers.Rescaling, [])
+  weights_map = prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP  # pylint: disable=protected-access
+  monkeypatch.setitem(weights_map, keras.layers.Rescaling, [])
 
 
 def _schedule():
@@ -119,29 +118,3 @@ def test_whole_model_prune_low_magnitude_wraps_and_strips(name):
 @pytest.mark.parametrize("name", ["small_cnn", "cifar_resnet20"])
 def test_per_layer_prune_low_magnitude_wraps_and_strips(name):
   _check(name, _wrap_per_layer)
-
-
-@pytest.mark.parametrize("name,options", [
-    ("small_cnn", dict(mean=0.5, std=0.25)),  # with the per-channel normalize layer
-    ("lenet5", {}),
-    ("cifar_resnet20", {}),  # option A's Permute / ZeroPadding2D shortcut
-    ("wrn", dict(depth=10, width=1)),
-])
-def test_full_int8_tflite_conversion(name, options):
-  shape = TINY_SHAPES[name]
-  keras.utils.set_random_seed(0)
-  model = registry.get(name, shape, 3, **options)
-  rng = np.random.default_rng(0)
-
-  def representative():
-    for _ in range(4):
-      yield [rng.uniform(0, 255, (1,) + shape).astype(np.float32)]
-
-  converter = tf.lite.TFLiteConverter.from_keras_model(model)
-  converter.optimizations = [tf.lite.Optimize.DEFAULT]
-  converter.representative_dataset = representative
-  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-  converter.inference_input_type = tf.int8
-  converter.inference_output_type = tf.int8
-  flatbuffer = converter.convert()
-  assert flatbuffer[4:8] == b"TFL3"  # the TFLite flatbuffer identifier

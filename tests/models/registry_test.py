@@ -35,6 +35,20 @@ def test_unknown_option_is_a_one_line_model_error():
   assert "\n" not in str(info.value)
 
 
+def test_presets_fix_their_options():
+  model = registry.get("wrn_16_8", (8, 8, 3), 10)
+  assert model.name == "wrn_16_8"
+  assert model.get_layer("group3_block1_conv1").filters == 64 * 8
+  with pytest.raises(common.ModelError, match="takes no option 'depth'"):
+    registry.get("wrn_28_10", (8, 8, 3), 10, depth=16)
+  assert registry.get("wrn", (8, 8, 3), 10, depth=10, width=1).output_shape == (None, 10)
+
+
+def test_bad_option_value_is_a_model_error():
+  with pytest.raises(common.ModelError, match="shortcut"):
+    registry.get("cifar_resnet20", (8, 8, 3), 10, shortcut="C")
+
+
 def test_none_options_are_dropped():
   model = registry.get("small_cnn", (8, 8, 1), 10, weight_decay=None, mean=None)
   assert not model.losses
@@ -60,10 +74,13 @@ def test_no_normalize_layer_without_mean_std():
   assert "normalize" not in [layer.name for layer in model.layers]
 
 
-def test_building_is_deterministic_given_the_global_seed():
+@pytest.mark.parametrize("name,shape", [("small_cnn", (8, 8, 1)),
+                                        ("cifar_resnet20", (8, 8, 3)),
+                                        ("lenet5", (28, 28, 1))])
+def test_building_is_deterministic_given_the_global_seed(name, shape):
   def weights(seed):
     keras.utils.set_random_seed(seed)
-    return registry.get("small_cnn", (8, 8, 1), 10).get_weights()
+    return registry.get(name, shape, 10).get_weights()
 
   first, again, other = weights(3), weights(3), weights(4)
   assert all(np.array_equal(a, b) for a, b in zip(first, again))

@@ -16,6 +16,7 @@ import numpy as np
 from tf_forget.corruptions import common
 from tf_forget.corruptions import glass_kernel
 from tf_forget.corruptions import tables
+from tf_forget.corruptions import zoom_kernel
 
 
 def gaussian_blur(images, severity, seeds, table):
@@ -109,7 +110,7 @@ def motion_blur(images, severity, seeds, table, renormalize=True):
   return out
 
 
-def zoom_blur(images, severity, seeds, table, exact=False):
+def zoom_blur(images, severity, seeds, table, exact=False, use_numba=None):
   """Mean of the image and its centre zooms by each factor of the table (float32 as the scripts).
 
   Args:
@@ -117,19 +118,26 @@ def zoom_blur(images, severity, seeds, table, exact=False):
     severity: 1..5.
     seeds: unused (deterministic).
     table: severity table name.
-    exact: bit-identical scipy zooms (True) or the faster matrix form (default; within one
-      grey level of the reference, see `common.clipped_zoom`).
+    exact: bit-identical scipy zooms (True) or the faster separable form (default; within
+      one grey level of the reference, see `common.clipped_zoom`).
+    use_numba: run the separable form as the `zoom_kernel` numba kernel (default: if numba is
+      installed) or in numpy (False).
 
   Returns:
     uint8 `[N, H, W, C]`.
   """
   del seeds  # deterministic
+  if use_numba is None:
+    use_numba = glass_kernel.HAVE_NUMBA
   factors = tables.zoom_factors(table, severity)
   trim = tables.variant(table, "zoom_trim")
   x = (images / 255.).astype(np.float32)
   h, w = x.shape[1:3]
   out = np.zeros_like(x)
   for z in factors:
-    out += common.clipped_zoom(x, z, trim, exact)[:, :h, :w]
+    if not exact and use_numba:
+      zoom_kernel.accumulate(x, out, common.zoom_taps(h, w, z, trim))
+    else:
+      out += common.clipped_zoom(x, z, trim, exact)[:, :h, :w]
   x = (x + out) / (len(factors) + 1)
   return common.to_uint8(np.clip(x, 0, 1) * 255)

@@ -94,12 +94,18 @@ def contrast(images, severity, seeds, table):
 
 
 def _remap(image, dx, dy):
-  """Bilinear resampling of `image` `[H, W, C]` at (y + dy, x + dx), mode 'reflect'."""
-  shape = image.shape
-  xx, yy, zz = np.meshgrid(np.arange(shape[1]), np.arange(shape[0]), np.arange(shape[2]))
-  indices = (np.reshape(yy + dy[..., np.newaxis], (-1, 1)),
-             np.reshape(xx + dx[..., np.newaxis], (-1, 1)), np.reshape(zz, (-1, 1)))
-  return ndimage.map_coordinates(image, indices, order=1, mode="reflect").reshape(shape)
+  """Bilinear resampling of `image` `[H, W, C]` at (y + dy, x + dx), mode 'reflect'.
+
+  The reference resamples the 3-D array at integer channel coordinates; resampling each
+  channel in 2-D drops only terms of weight exactly 0 (same values, half the work).
+  """
+  h, w = image.shape[:2]
+  xx, yy = np.meshgrid(np.arange(w), np.arange(h))
+  coords = np.stack([yy + dy, xx + dx])
+  out = np.empty_like(image)
+  for c in range(image.shape[2]):
+    out[..., c] = ndimage.map_coordinates(image[..., c], coords, order=1, mode="reflect")
+  return out
 
 
 def _elastic_generic(image, alpha, rs):

@@ -4,7 +4,7 @@ The textures ship with Hendrycks' scripts and with `imagecorruptions` 1.1.2 (Apa
 the images' own origin and license are unclear), so this project does not vendor them: they are
 read from the `imagecorruptions/frost/` directory of the installed package, located with
 `importlib.util.find_spec` (which finds a top-level package without executing it — importing
-imagecorruptions would import skimage, cv2 and pkg_resources and fail on today's numpy), and
+imagecorruptions would pull in scikit-image and the deprecated pkg_resources), and
 each file is checked against the SHA-256 below before use. `TF_FORGET_FROST_DIR` overrides
 the directory (same files, same checksums).
 """

@@ -69,6 +69,17 @@ def check_weight_decay(weight_decay):
   return value
 
 
+def check_dropout_rate(rate):
+  """Validates a dropout rate (a float in [0, 1)) and returns it as float."""
+  try:
+    value = float(rate)
+  except (TypeError, ValueError):
+    value = float("nan")
+  if not 0.0 <= value < 1.0:
+    raise ModelError(f"dropout_rate must be in [0, 1), got {rate!r}")
+  return value
+
+
 def l2(weight_decay):
   """The kernel regularizer for `weight_decay`, or None when it is 0.
 

@@ -22,8 +22,8 @@ Parameter counts (1000 classes, 224×224×3): ResNet-50 25,557,032 trainable (= 
 `resnet50`) plus 53,120 non-trainable BN statistics; `keras.applications.ResNet50` reports
 25,636,712 in total because its convs also carry biases (26,560 more, one per conv output
 channel) and its total includes the 53,120 BN statistics. ResNet-18: 11,689,512 trainable
-(= torchvision's `resnet18`) plus 9,600 non-trainable. Any input size works (global average pooling); CelebA uses its native 218×178
-(SPEC §2.4).
+(= torchvision's `resnet18`) plus 9,600 non-trainable. Any input size works (global average
+pooling); CelebA uses its native 218×178 (SPEC §2.4).
 """
 
 from tf_forget.compat import keras2

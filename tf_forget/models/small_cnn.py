@@ -68,8 +68,7 @@ def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=1
     raise common.ModelError(f"filters must be three positive ints, got {filters!r}")
   if not isinstance(hidden_units, int) or hidden_units < 1:
     raise common.ModelError(f"hidden_units must be a positive int, got {hidden_units!r}")
-  if not 0.0 <= float(dropout_rate) < 1.0:
-    raise common.ModelError(f"dropout_rate must be in [0, 1), got {dropout_rate!r}")
+  dropout_rate = common.check_dropout_rate(dropout_rate)
 
   inputs, x = common.image_input(input_shape, mean=mean, std=std)
   for i, (width, pool) in enumerate(zip(filters, (False, True, True)), start=1):

@@ -99,8 +99,7 @@ def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.
     raise common.ModelError(f"wrn depth must be an int 6n + 4 >= 10, got {depth!r}")
   if isinstance(width, bool) or not isinstance(width, int) or width < 1:
     raise common.ModelError(f"wrn width must be a positive int, got {width!r}")
-  if not 0.0 <= float(dropout_rate) < 1.0:
-    raise common.ModelError(f"dropout_rate must be in [0, 1), got {dropout_rate!r}")
+  dropout_rate = common.check_dropout_rate(dropout_rate)
   input_shape = common.check_input_shape(input_shape, min_size=4)
   num_classes = common.check_num_classes(num_classes)
   blocks = (depth - 4) // 6

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tf_forget.corruptions import blur
+from tf_forget.corruptions import digital
 from tf_forget.corruptions import frost_textures
 from tf_forget.corruptions import glass_kernel
 from tf_forget.corruptions import noise
@@ -217,3 +218,15 @@ def test_zoom_numba_kernel_matches_numpy_form():
       a = blur.zoom_blur(images, severity, None, table, use_numba=True)
       b = blur.zoom_blur(images, severity, None, table, use_numba=False)
       np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fn", [digital.brightness, digital.saturate])
+def test_hsv_numba_kernel_matches_numpy_form(fn):
+  if not glass_kernel.HAVE_NUMBA:
+    pytest.skip("numba not installed")
+  images = reference.synthetic_images(6, 30, 26, seed=12)
+  images[0, :4, :4] = [[0, 0, 0], [255, 255, 255], [255, 0, 0], [7, 7, 7]]  # grey, primaries
+  for table in ("32", "64", "224"):
+    for severity in tables.SEVERITIES:
+      np.testing.assert_array_equal(fn(images, severity, None, table, use_numba=True),
+                                    fn(images, severity, None, table, use_numba=False))

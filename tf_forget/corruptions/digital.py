@@ -2,7 +2,8 @@
 
 Re-implementations of the scripts named in `tables.py` (000 §4 Table 3; 003 §5 / Table 11).
 Batch in, batch out (uint8 `[N, H, W, C]`). The HSV conversions are numpy re-implementations of
-skimage's `rgb2hsv` / `hsv2rgb` (same formulas, so outputs agree within one grey level);
+skimage's `rgb2hsv` / `hsv2rgb` (same formulas, so outputs agree within one grey level; with
+numba installed brightness / saturate run as the per-pixel `hsv_kernel`, equal to the numpy form);
 pixelate and JPEG use Pillow as the scripts do (JPEG bytes depend on Pillow's libjpeg).
 
 Grayscale (C = 1): brightness adds c to the value (imagecorruptions' grayscale branch);
@@ -21,6 +22,8 @@ from PIL import Image
 from scipy import ndimage
 
 from tf_forget.corruptions import common
+from tf_forget.corruptions import glass_kernel
+from tf_forget.corruptions import hsv_kernel
 from tf_forget.corruptions import tables
 
 
@@ -58,10 +61,16 @@ def hsv2rgb(hsv):
   return out
 
 
-def brightness(images, severity, seeds, table):
-  """Adds c to the HSV value (to the gray value for C = 1)."""
+def _numba(use_numba):
+  return glass_kernel.HAVE_NUMBA if use_numba is None else use_numba
+
+
+def brightness(images, severity, seeds, table, use_numba=None):
+  """Adds c to the HSV value (to the gray value for C = 1); numba kernel if installed."""
   del seeds  # deterministic
   c = tables.params(table, "brightness", severity)
+  if images.shape[-1] == 3 and _numba(use_numba):
+    return hsv_kernel.adjust(images, hsv_kernel.BRIGHTNESS, c)
   x = common.to_float(images)
   if x.shape[-1] == 1:
     x = np.clip(x + c, 0, 1)
@@ -72,10 +81,12 @@ def brightness(images, severity, seeds, table):
   return common.to_uint8(np.clip(x, 0, 1) * 255)
 
 
-def saturate(images, severity, seeds, table):
+def saturate(images, severity, seeds, table, use_numba=None):
   """Scales the HSV saturation by c0 and adds c1 (gray images: unchanged, see module doc)."""
   del seeds  # deterministic
   factor, offset = tables.params(table, "saturate", severity)
+  if images.shape[-1] == 3 and _numba(use_numba):
+    return hsv_kernel.adjust(images, hsv_kernel.SATURATE, factor, offset)
   x = common.to_float(images)
   if x.shape[-1] == 3:
     x = rgb2hsv(x)

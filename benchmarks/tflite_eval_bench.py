@@ -10,14 +10,17 @@ Measures in one run, on the same `.tflite` file and the same images:
   (r) what one re-allocation costs: `resize_tensor_input` + `allocate_tensors` to B - 1 and
       back, each followed by an invoke, minus two plain invokes at B, halved, best of 10 (this
       includes XNNPACK's re-preparation on the first invoke after a resize).
-Reports img/s (median of `--repeats`) and the ratios c/b and c/a (goal: c >= 0.8 b, c >= 1.4 a
-with 2 threads; reference on this machine a ≈ 3.2k img/s, b ≈ 4.8k img/s).
+Reports img/s (median over `--repeats` rounds; each round runs a, b, c, c' once, interleaved, so
+that load from other processes on a shared machine hits all of them alike) and the ratios c/b
+and c/a (goal: c >= 0.8 b, c >= 1.4 a with 2 threads; reference on this machine
+a ≈ 3.2k img/s, b ≈ 4.8k img/s).
 
     python benchmarks/tflite_eval_bench.py --num_threads=2 --batch_size=256
 """
 
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,9 +35,9 @@ from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
 
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1)
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "Batch size B.", lower_bound=1)
-_NUM_IMAGES = flags.DEFINE_integer("num_images", 5000, "Images per measurement (N).",
+_NUM_IMAGES = flags.DEFINE_integer("num_images", 3000, "Images per measurement (N).",
                                    lower_bound=1)
-_REPEATS = flags.DEFINE_integer("repeats", 3, "Repeats per measurement (median).",
+_REPEATS = flags.DEFINE_integer("repeats", 5, "Interleaved rounds (median per method).",
                                 lower_bound=1)
 _FORMAT = flags.DEFINE_string("format", "float32", "TFLite format of the model.")
 _MODEL = flags.DEFINE_string("model", "cifar_resnet20", "Model registry name.")
@@ -50,13 +53,15 @@ def _min_seconds(fn, repeats):
   return best
 
 
-def _median_rate(fn, n, repeats):
-  times = []
+def _interleaved_rates(jobs, repeats):
+  """{name: n / median seconds} for jobs {name: (fn, n)}, run round-robin `repeats` times."""
+  times = {name: [] for name in jobs}
   for _ in range(repeats):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return n / statistics.median(times)
+    for name, (fn, _) in jobs.items():
+      start = time.perf_counter()
+      fn()
+      times[name].append(time.perf_counter() - start)
+  return {name: n / statistics.median(times[name]) for name, (_, n) in jobs.items()}
 
 
 def main(argv):
@@ -146,11 +151,12 @@ def main(argv):
   naive.set_tensor(n_in["index"], quant(images[:1]))
   naive.invoke()
 
-  results = {}
-  results["a_naive_img_s"] = _median_rate(run_naive, n, _REPEATS.value)
-  results["b_raw_batched_img_s"] = _median_rate(run_raw, full, _REPEATS.value)
-  results["c_evaluator_img_s"] = _median_rate(evaluator("resize"), n, _REPEATS.value)
-  results["c_evaluator_pad_img_s"] = _median_rate(evaluator("pad"), n, _REPEATS.value)
+  results = _interleaved_rates({
+      "a_naive_img_s": (run_naive, n),
+      "b_raw_batched_img_s": (run_raw, full),
+      "c_evaluator_img_s": (evaluator("resize"), n),
+      "c_evaluator_pad_img_s": (evaluator("pad"), n),
+  }, _REPEATS.value)
   # Best of 10 (a difference of two noisy timings): the cost without other processes' noise.
   results["realloc_ms"] = 500 * (_min_seconds(reallocate_twice, 10) -
                                  _min_seconds(invoke_twice, 10))
@@ -171,6 +177,7 @@ def main(argv):
   if _OUTPUT.value:
     with open(_OUTPUT.value, "w") as f:
       json.dump(results, f, indent=2)
+  shutil.rmtree(tmp, ignore_errors=True)
   return 0
 
 

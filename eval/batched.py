@@ -8,10 +8,11 @@ preallocated input buffer and run. A last partial batch of m < B examples is han
   * "pad": the m examples go into the first m rows of the B buffer, the other rows are zeros,
     and only the first m output rows are kept: (B - m) rows of wasted compute;
   * "resize" (default): the input is resized to m once for that batch; the next full batch
-    resizes back to B. Measured on ResNet-20 / CIFAR shapes, 2 threads, B = 256: one
-    resize + allocate (+ XNNPACK re-prepare on the next invoke) costs about 6 ms against
-    about 250 ms for a padded batch, so re-allocating once per stream is cheaper than padding
-    for any m <= 0.97 B (benchmarks/tflite_eval_bench.py reports both).
+    resizes back to B. Measured on ResNet-20 / CIFAR shapes, 2 threads, B = 256: a
+    resize + allocate (+ XNNPACK re-prepare on the next invoke) costs 0-4 ms, below the
+    timing noise of one ~250 ms batch, so re-allocating once per stream beats padding unless
+    m is within a few rows of B; end to end the evaluator ran 4-8% faster with "resize" than
+    with "pad" on 3000-5000 images (benchmarks/tflite_eval_bench.py reports both).
 
 Both are correct only because rows do not interact: a Keras model in inference mode (BatchNorm
 folded) and per-row dynamic quantization of activations in the hybrid (`dynamic_int8`) kernels.

@@ -31,6 +31,8 @@ _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lo
 _SAVE_LOGITS = flags.DEFINE_bool("save_logits", True, "Store dequantized logits too.")
 _CHECK_KERAS = flags.DEFINE_bool("check_keras", True, "Compare with the Keras models too.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Recompute existing predictions.")
+_TAIL = flags.DEFINE_enum("tail", "resize", ["resize", "pad"],
+                          "Last partial batch: resize the input once, or pad to B.")
 
 
 def _table(summary, title):
@@ -68,7 +70,7 @@ def main(argv):
         _RUN_DIR.value, dataset=dataset, splits=_SPLITS.value,
         batch_size=_BATCH_SIZE.value, num_threads=_NUM_THREADS.value,
         save_logits=_SAVE_LOGITS.value, check_keras=_CHECK_KERAS.value,
-        variants=_VARIANTS.value, overwrite=_OVERWRITE.value, log=print)
+        variants=_VARIANTS.value, overwrite=_OVERWRITE.value, log=print, tail=_TAIL.value)
   except (evaluate.EvaluationError, interpreter.TfliteError, predictions.PredictionsError,
           agreement.AgreementError, base.DataError) as e:
     print(f"evaluate_population: error: {e}", file=sys.stderr)

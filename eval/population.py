@@ -57,7 +57,8 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
 def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
                         batch_size=batched.DEFAULT_BATCH_SIZE,
                         num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
-                        check_keras=True, variants=None, overwrite=False, log=None):
+                        check_keras=True, variants=None, overwrite=False, log=None,
+                        tail="resize"):
   """Evaluates all finished exports of `run_dir` on the given splits.
 
   Args:
@@ -71,6 +72,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     variants: optional iterable of audited variant names to restrict to.
     overwrite: recompute existing predictions.
     log: optional callable(str) for progress lines.
+    tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
 
   Returns:
     {split: agreement table dict} (also written to `<run>/eval/agreement/<split>.json`).
@@ -111,7 +113,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
                     "dataset": dataset.spec.name},
           batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
           overwrite=overwrite, tflite_sha256=meta["sha256"],
-          image_shape=dataset.spec.image_shape)
+          image_shape=dataset.spec.image_shape, tail=tail)
       if log:
         log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
             f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")

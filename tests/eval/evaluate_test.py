@@ -122,3 +122,20 @@ def test_unwritable_output(run, tmp_path):
   with pytest.raises(evaluate.EvaluationError, match="cannot write"):
     evaluate.evaluate_file(os.path.join(run_dir, "tflite", "dense", "0", "float32.tflite"),
                            dataset.batches("test", 64), str(out / "test.npz"), "test")
+
+
+def test_registry_tfds_data_set_under_mock_data(tmp_path):
+  # Any registry data set works: cifar10 through tfds.testing.mock_data (nothing downloaded),
+  # exported to full_int8 with its own first train examples, evaluated on its test split.
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  run_dir = str(tmp_path)
+  model = fake_run.tiny_cnn(0, num_classes=10, input_shape=(32, 32, 3))
+  fake_run.write_member(run_dir, "dense", 0, model, dataset="cifar10")
+  with tfds.testing.mock_data(num_examples=20):
+    dataset = registry.get("cifar10")
+    export.export_population(run_dir, ["full_int8"], ["float32"], representative_size=8)
+    tables = population.evaluate_population(run_dir, batch_size=16, check_keras=False)
+  data = predictions.read(predictions.path(run_dir, "full_int8", 0, "test"))
+  assert data["topk"].shape == (20, 5)
+  assert tables["test"]["dataset"] == "cifar10" == dataset.spec.name

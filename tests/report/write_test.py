@@ -1,0 +1,187 @@
+"""write_report end to end on the fake runs: files, JSON = stats outputs, self-contained HTML,
+determinism, and bad input -> one-line error with no partial output."""
+
+import glob
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.report import fake_run
+from tf_forget.report import collect
+from tf_forget.report import html
+from tf_forget.report import write
+from tf_forget.stats import accuracy
+from tf_forget.stats import class_level
+from tf_forget.stats import exemplars
+from tf_forget.stats import recall_distortion
+from tf_forget.stats import subgroups
+
+CONFIG = {"dataset": "test", "members": 5, "variants": ["dense", "prune_0.9", "full_int8"]}
+
+
+def _population(run_dir, variant, split="test"):
+  """(top1 [K, N], labels [N]) read straight from the npz files, independently of collect."""
+  paths = sorted(glob.glob(os.path.join(run_dir, "predictions", variant, "*", f"{split}.npz")))
+  tops, labels = [], None
+  for p in paths:
+    with np.load(p, allow_pickle=False) as d:
+      tops.append(d["topk"][:, 0])
+      labels = d["labels"]
+  return np.stack(tops), labels
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+  root = tmp_path_factory.mktemp("digits")
+  run_dir, out = str(root / "run"), str(root / "out")
+  fake_run.make_digits_run(run_dir)
+  doc = write.write_report(run_dir, out, CONFIG)
+  return run_dir, out, doc
+
+
+@pytest.fixture(scope="module")
+def biased(tmp_path_factory):
+  root = tmp_path_factory.mktemp("biased")
+  run_dir, out = str(root / "run"), str(root / "out")
+  fake_run.make_biased_run(run_dir)
+  doc = write.write_report(run_dir, out, CONFIG)
+  return run_dir, out, doc
+
+
+def test_files_and_schema(digits):
+  _, out, doc = digits
+  assert sorted(os.listdir(out)) == ["report.html", "report.json", "tables"]
+  with open(os.path.join(out, "report.json")) as f:
+    on_disk = json.load(f)
+  assert on_disk == doc
+  assert doc["schema_version"] == write.SCHEMA_VERSION and doc["config"] == CONFIG
+  assert doc["tools"]["numpy"] == np.__version__ and doc["tools"]["pandas"] == pd.__version__
+  names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "tables")))
+  assert names == sorted(doc["tables"]) == ["cie_accuracy", "class_level", "pie",
+                                            "pie_accuracy", "recall_distortion", "robustness",
+                                            "topline"]
+  pie = pd.read_csv(os.path.join(out, "tables", "pie.csv")).set_index("variant")
+  assert pie.loc["prune_0.9", "pie_count"] == 40
+  assert doc["variants"]["prune_0.9"]["pie_count"] == 40
+  assert doc["variants"]["prune_0.9"]["significant_classes"] == 6
+
+
+def test_json_numbers_equal_the_stats_library(biased):
+  run_dir, _, doc = biased
+  p0, labels = _population(run_dir, "dense")
+  pt, _ = _population(run_dir, "prune_0.9")
+  r0, a0 = accuracy.per_class_recall(p0, labels, 2), accuracy.top1_accuracy(p0, labels)
+  rt, at = accuracy.per_class_recall(pt, labels, 2), accuracy.top1_accuracy(pt, labels)
+  expected = class_level.class_level_report(r0, a0, rt, at)
+  rows = [r for r in doc["tables"]["class_level"] if r["variant"] == "prune_0.9"]
+  for r in rows:
+    e = expected.loc[r["class"]]
+    assert r["p_value"] == pytest.approx(e.p_value, rel=1e-12)
+    assert r["normalized_recall_difference"] == pytest.approx(e.normalized_recall_difference)
+    assert r["relative_recall_difference"] == pytest.approx(e.relative_recall_difference)
+    assert r["significant"] == bool(e.significant)
+  pie = exemplars.pruning_identified_exemplars(p0, pt, 2)
+  assert doc["variants"]["prune_0.9"]["pie_count"] == pie["count"]
+  rd = recall_distortion.recall_distortion_summary(r0, a0, rt, at)
+  got = [a if a is not None else np.nan for a in doc["variants"]["prune_0.9"]["alphas"]]
+  np.testing.assert_allclose(got, rd["alphas"], rtol=1e-12)
+  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  attrs = registry.get("digits_biased").load("test").attributes
+  table = subgroups.subgroup_table(p0, pt, labels, attrs, protected=("Inverted", "Faint"))
+  row = next(r for r in doc["tables"]["subgroups"] if r["variant"] == "prune_0.9"
+             and r["model"] == "normalized_difference" and r["metric"] == "fnr")
+  for group in table.columns:
+    e = table.loc[("normalized_difference", "fnr"), group]
+    assert (row[group] is None) == bool(np.isnan(e))
+    if row[group] is not None:
+      assert row[group] == pytest.approx(e, rel=1e-12)
+
+
+def test_html_is_self_contained_with_every_section_and_the_numbers(digits, biased):
+  for _, out, doc in (digits, biased):
+    with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
+      page = f.read()
+    assert "http://" not in page and "https://" not in page and "src=\"file" not in page
+    assert not re.search(r"<(script|link|iframe)", page)
+    ids = re.findall(r"<section id=\"([^\"]+)\"", page)
+    assert ids == [sid for sid, _ in html.SECTIONS]
+    for sid in ("topline", "class-level", "pie", "recall-distortion"):
+      body = page.split(f"<section id=\"{sid}\">")[1].split("</section>")[0]
+      assert "data:image/png;base64," in body, sid
+  _, out, doc = digits
+  page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+  assert "prune_0.9: 6 significant classes (5 gained, 1 lost" in page
+  assert ">40<" in page  # #PIE in the PIE table
+  assert "Not shown: data set &#x27;digits&#x27; has no protected attributes" in page
+  _, out, doc = biased
+  page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+  gallery = page.split("<section id=\"gallery\">")[1]
+  assert gallery.count("class=\"card\"") == 12  # prune_0.9's top 12; full_int8 has none
+
+
+def test_same_inputs_same_report(digits, tmp_path):
+  run_dir, out, _ = digits
+  again = str(tmp_path / "again")
+  write.write_report(run_dir, again, CONFIG)
+  for name in ["report.json", "report.html"] + [
+      os.path.join("tables", f) for f in os.listdir(os.path.join(out, "tables"))]:
+    with open(os.path.join(out, name), "rb") as a, open(os.path.join(again, name), "rb") as b:
+      assert a.read() == b.read(), name
+
+
+def test_nan_is_null_in_json(biased):
+  _, out, doc = biased
+  text = open(os.path.join(out, "report.json")).read()
+  assert "NaN" not in text and "Infinity" not in text
+  rows = [r for r in doc["tables"]["pie_accuracy"] if r["variant"] == "full_int8"
+          and r["subset"] == "pie"]
+  assert rows and all(r["top1"] is None for r in rows)  # no PIE: accuracy undefined
+
+
+def test_missing_predictions_leave_no_output(tmp_path):
+  out = tmp_path / "out"
+  with pytest.raises(collect.CollectError) as e:
+    write.write_report(str(tmp_path / "no_run"), str(out), CONFIG)
+  assert "\n" not in str(e.value)
+  assert not out.exists()
+
+
+def test_misaligned_ids_leave_no_output(digits, tmp_path):
+  run_dir = str(tmp_path / "run")
+  shutil.copytree(digits[0], run_dir)
+  test = np.load(os.path.join(run_dir, "predictions", "dense", "0", "test.npz"))
+  fake_run.write_member(run_dir, "full_int8", 3, "test", test["ids"][::-1].copy() + 1,
+                        test["labels"], test["topk"][:, 0], 10, "digits")
+  out = tmp_path / "out"
+  out.mkdir()
+  with pytest.raises(collect.CollectError, match="ids differ") as e:
+    write.write_report(run_dir, str(out), CONFIG)
+  assert "\n" not in str(e.value)
+  assert fake_run.listing(str(out)) == []
+
+
+def test_unwritable_output_is_a_one_line_error(digits, tmp_path):
+  not_a_dir = tmp_path / "file"
+  not_a_dir.write_text("x")
+  with pytest.raises(write.ReportError, match="not a directory"):
+    write.write_report(digits[0], str(not_a_dir), CONFIG)
+  assert not_a_dir.read_text() == "x"
+
+
+def test_a_failed_write_removes_what_it_wrote(digits, tmp_path, monkeypatch):
+  out = str(tmp_path / "out")
+  real = write.atomic.write_json
+
+  def fail(path, obj):
+    raise OSError("disk full")
+
+  monkeypatch.setattr(write.atomic, "write_json", fail)
+  with pytest.raises(write.ReportError, match="disk full"):
+    write.write_report(digits[0], out, CONFIG)
+  assert fake_run.listing(out) == []
+  monkeypatch.setattr(write.atomic, "write_json", real)

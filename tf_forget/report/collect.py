@@ -1,0 +1,304 @@
+"""Loads a run's predictions into memory, aligned on example ids (docs/artifacts/predictions.md).
+
+    <run>/predictions/<variant>/<k>/<split>.npz  ->  Run.predictions[variant][split]
+
+Every member of a variant on a split must cover the same example ids; every variant on a split
+must cover the same ids as `dense` (rows are reordered to dense's order if only the order
+differs); the labels must agree. Attributes (and, on request, images) of the evaluation split
+come from the data registry (docs/artifacts/data.md), looked up by example id; the training
+split's attribute shares feed 004 Figure 2 (SPEC §4.4).
+
+Numpy only for the predictions (`eval.predictions.read`); the data registry is imported where a
+data set is built.
+"""
+
+import dataclasses
+import os
+import re
+from typing import Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+from eval import predictions as predictions_lib
+
+DENSE = "dense"
+# Corrupted splits are `<corruption>@<severity>` (SPEC §1.1).
+_CORRUPTED = re.compile(r"^(?P<corruption>[^@/]+)@(?P<severity>\d+)$")
+
+
+class CollectError(ValueError):
+  """A run's predictions that are missing, misaligned or inconsistent (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitPredictions:
+  """One variant's population on one split.
+
+  Attributes:
+    members: int `[members]` member indices k (sorted).
+    ids: int64 `[N]` example ids (dense's order).
+    labels: int64 `[N]` true labels.
+    topk: int32 `[members, N, k]` labels by decreasing score; `topk[:, :, 0]` is the top-1.
+    metadata: one metadata dict per member (the npz `metadata`).
+  """
+  members: np.ndarray
+  ids: np.ndarray
+  labels: np.ndarray
+  topk: np.ndarray
+  metadata: Tuple[dict, ...]
+
+  @property
+  def top1(self):
+    """int `[members, N]` top-1 labels."""
+    return self.topk[:, :, 0]
+
+  def select(self, members):
+    """The rows of the given member indices (a subset of `self.members`, in that order)."""
+    pos = {int(k): i for i, k in enumerate(self.members)}
+    rows = [pos[int(k)] for k in members]
+    return SplitPredictions(np.asarray(members, np.int64), self.ids, self.labels,
+                            self.topk[rows], tuple(self.metadata[i] for i in rows))
+
+
+@dataclasses.dataclass
+class Run:
+  """A run's predictions plus the facts of its data set.
+
+  Attributes:
+    run_dir: the run directory.
+    dataset_name, dataset_options: registry name and options.
+    num_classes: C.
+    class_names: one name per class (may be empty).
+    eval_split: the split the audit reports on (the data set's `eval_split`).
+    protected_attributes: attribute names the subgroup audit crosses (004 §2).
+    predictions: variant -> split -> `SplitPredictions`.
+    attributes: name -> bool `[N]` of the evaluation split, aligned on dense's ids.
+    train_attribute_shares: name -> share of the training split (004 Figure 2 x-axis).
+    dataset: the `base.Dataset` (for `images_for`), or None.
+  """
+  run_dir: str
+  dataset_name: str
+  dataset_options: Mapping[str, object]
+  num_classes: int
+  class_names: Tuple[str, ...]
+  eval_split: str
+  protected_attributes: Tuple[str, ...]
+  predictions: Dict[str, Dict[str, SplitPredictions]]
+  attributes: Dict[str, np.ndarray]
+  train_attribute_shares: Dict[str, float]
+  dataset: object = None
+
+  @property
+  def variants(self):
+    """Variant names, `dense` first, then sorted."""
+    return [DENSE] + sorted(v for v in self.predictions if v != DENSE)
+
+  @property
+  def eval(self):
+    """variant -> `SplitPredictions` on the evaluation split."""
+    return {v: self.predictions[v][self.eval_split] for v in self.variants
+            if self.eval_split in self.predictions[v]}
+
+  def corrupted_splits(self):
+    """Sorted list of (split, corruption, severity) of the corrupted splits present."""
+    out = set()
+    for splits in self.predictions.values():
+      for split in splits:
+        m = _CORRUPTED.match(split)
+        if m:
+          out.add((split, m.group("corruption"), int(m.group("severity"))))
+    return sorted(out, key=lambda s: (s[1], s[2]))
+
+
+def parse_split(split):
+  """(corruption, severity) of a corrupted split name, or None for a plain split."""
+  m = _CORRUPTED.match(split)
+  return (m.group("corruption"), int(m.group("severity"))) if m else None
+
+
+def _scan(run_dir):
+  """{variant: {split: {k: path}}} of every predictions file under `<run>/predictions`."""
+  root = os.path.join(run_dir, "predictions")
+  if not os.path.isdir(root):
+    raise CollectError(f"no predictions directory {root}")
+  files = {}
+  for variant in sorted(os.listdir(root)):
+    vdir = os.path.join(root, variant)
+    if not os.path.isdir(vdir):
+      continue
+    for k in sorted(os.listdir(vdir)):
+      kdir = os.path.join(vdir, k)
+      if not (os.path.isdir(kdir) and k.isdigit()):
+        continue
+      for name in sorted(os.listdir(kdir)):
+        if name.endswith(".npz"):
+          files.setdefault(variant, {}).setdefault(name[:-4], {})[int(k)] = os.path.join(
+              kdir, name)
+  if DENSE not in files:
+    raise CollectError(f"no '{DENSE}' predictions under {root} (the baseline population)")
+  return files
+
+
+def _population(variant, split, paths):
+  """Stacks the members' files of one (variant, split); all must share ids and labels."""
+  members = sorted(paths)
+  ids = labels = None
+  topks, metas = [], []
+  for k in members:
+    try:
+      data = predictions_lib.read(paths[k])
+    except predictions_lib.PredictionsError as e:
+      raise CollectError(str(e)) from e
+    if ids is None:
+      ids, labels = data["ids"].astype(np.int64), data["labels"].astype(np.int64)
+    elif not np.array_equal(data["ids"], ids):
+      raise CollectError(f"{variant}/{k}/{split}: example ids differ from member "
+                         f"{members[0]}'s ({paths[k]})")
+    elif not np.array_equal(data["labels"], labels):
+      raise CollectError(f"{variant}/{k}/{split}: labels differ from member {members[0]}'s")
+    if topks and data["topk"].shape[1] != topks[0].shape[1]:
+      raise CollectError(f"{variant}/{k}/{split}: top-k width {data['topk'].shape[1]} != "
+                         f"{topks[0].shape[1]}")
+    topks.append(data["topk"].astype(np.int32))
+    metas.append(data["metadata"])
+  if len(np.unique(ids)) != len(ids):
+    raise CollectError(f"{variant}/{split}: duplicate example ids")
+  return SplitPredictions(np.asarray(members, np.int64), ids, labels, np.stack(topks),
+                          tuple(metas))
+
+
+def _align(pop, ref, where):
+  """`pop` reordered to `ref`'s ids; raises unless both cover the same ids with equal labels."""
+  if np.array_equal(pop.ids, ref.ids):
+    order = None
+  else:
+    if pop.ids.shape != ref.ids.shape or not np.array_equal(np.sort(pop.ids), np.sort(ref.ids)):
+      raise CollectError(f"{where}: example ids differ from the dense population's "
+                         f"({pop.ids.size} vs {ref.ids.size} examples)")
+    order = np.argsort(pop.ids)[np.searchsorted(np.sort(pop.ids), ref.ids)]
+  labels = pop.labels if order is None else pop.labels[order]
+  if not np.array_equal(labels, ref.labels):
+    raise CollectError(f"{where}: true labels differ from the dense population's")
+  topk = pop.topk if order is None else pop.topk[:, order]
+  return SplitPredictions(pop.members, ref.ids, ref.labels, topk, pop.metadata)
+
+
+def _index_of(data_ids, ids, where):
+  """Positions of `ids` in `data_ids`; raises naming the first id the data set lacks."""
+  pos = {int(i): n for n, i in enumerate(data_ids)}
+  missing = [int(i) for i in ids if int(i) not in pos]
+  if missing:
+    raise CollectError(f"{where}: {len(missing)} example ids not in the data set "
+                       f"(first: {missing[0]})")
+  return np.asarray([pos[int(i)] for i in ids], np.int64)
+
+
+def _stream_attributes(dataset, split, names):
+  """(ids `[N]`, {name: bool `[N]`}) of a split without keeping images (bounded memory)."""
+  ids, attrs = [], {n: [] for n in names}
+  for batch in dataset.batches(split, 4096):
+    ids.append(np.asarray(batch.ids, np.int64))
+    for n in names:
+      attrs[n].append(np.asarray(batch.attributes[n], bool))
+  return (np.concatenate(ids) if ids else np.zeros(0, np.int64),
+          {n: np.concatenate(v) if v else np.zeros(0, bool) for n, v in attrs.items()})
+
+
+def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
+             train_attribute_shares=None):
+  """Loads every predictions file of a run (docs/artifacts/predictions.md).
+
+  Args:
+    run_dir: the run directory (holding `predictions/`).
+    dataset: a `base.Dataset` to take attributes / class names from; default: built from the
+      registry with `dataset_name` (default: the `dataset` recorded in the dense metadata) and
+      `dataset_options` (default: the metadata's `dataset_options`, if any).
+    dataset_name, dataset_options: see `dataset`.
+    train_attribute_shares: optional {attribute: training share}; default: computed by
+      streaming the data set's train split (attributes only).
+
+  Returns:
+    A `Run`.
+
+  Raises:
+    CollectError: no predictions, no dense population, unreadable files, members or variants
+      whose ids / labels differ, no evaluation split, ids absent from the data set.
+  """
+  files = _scan(run_dir)
+  raw = {v: {s: _population(v, s, paths) for s, paths in splits.items()}
+         for v, splits in files.items()}
+  dense_meta = next(iter(next(iter(raw[DENSE].values())).metadata))
+  if dataset is None:
+    from tf_forget.data import registry  # pylint: disable=g-import-not-at-top (TensorFlow)
+    name = dataset_name or dense_meta.get("dataset")
+    if not name:
+      raise CollectError("predictions record no data set; pass dataset_name")
+    options = dict(dataset_options if dataset_options is not None
+                   else dense_meta.get("dataset_options") or {})
+    try:
+      dataset = registry.get(name, **options)
+    except ValueError as e:
+      raise CollectError(str(e).splitlines()[0]) from e
+  spec = dataset.spec
+  eval_split = spec.eval_split
+  if eval_split not in raw[DENSE]:
+    raise CollectError(f"no dense predictions on the evaluation split {eval_split!r} "
+                       f"(found: {', '.join(sorted(raw[DENSE]))})")
+  aligned = {}
+  for variant, splits in raw.items():
+    aligned[variant] = {}
+    for split, pop in splits.items():
+      if split not in raw[DENSE]:
+        raise CollectError(f"{variant}/{split}: no dense predictions on split {split!r}")
+      aligned[variant][split] = _align(pop, raw[DENSE][split], f"{variant}/{split}")
+  for variant, splits in aligned.items():
+    for split, pop in splits.items():
+      if pop.labels.size and (pop.labels.min() < 0 or pop.labels.max() >= spec.num_classes
+                              or pop.topk.max() >= spec.num_classes):
+        raise CollectError(f"{variant}/{split}: labels out of range for {spec.num_classes} "
+                           f"classes of {spec.name!r}")
+  ref = aligned[DENSE][eval_split]
+  names = tuple(spec.attribute_names)
+  attributes = {}
+  if names:
+    data_ids, attrs = _stream_attributes(dataset, eval_split, names)
+    index = _index_of(data_ids, ref.ids, f"{DENSE}/{eval_split}")
+    attributes = {n: attrs[n][index] for n in names}
+    if train_attribute_shares is None and "train" in spec.splits:
+      _, train = _stream_attributes(dataset, "train", names)
+      train_attribute_shares = {n: float(v.mean()) for n, v in train.items() if v.size}
+  return Run(run_dir=run_dir, dataset_name=spec.name,
+             dataset_options=dict(spec.options or {}), num_classes=int(spec.num_classes),
+             class_names=tuple(spec.class_names), eval_split=eval_split,
+             protected_attributes=tuple(spec.protected_attributes),
+             predictions=aligned, attributes=attributes,
+             train_attribute_shares=dict(train_attribute_shares or {}), dataset=dataset)
+
+
+def images_for(run, ids):
+  """uint8 `[len(ids), H, W, C]` images of the evaluation split for the given example ids.
+
+  Streams the split and keeps only the requested images (CelebA's test split would not fit
+  in memory whole).
+
+  Raises:
+    CollectError: no data set, or an id the split lacks.
+  """
+  ids = np.asarray(ids, np.int64)
+  if run.dataset is None:
+    raise CollectError("the run has no data set to take images from")
+  h, w, c = run.dataset.spec.image_shape
+  out = np.zeros((ids.size, h, w, c), np.uint8)
+  want = {int(i): n for n, i in enumerate(ids)}
+  found = 0
+  for batch in run.dataset.batches(run.eval_split, 1024):
+    for row, i in enumerate(np.asarray(batch.ids)):
+      n = want.get(int(i))
+      if n is not None:
+        out[n] = batch.images[row]
+        found += 1
+    if found == ids.size:
+      break
+  if found != ids.size:
+    raise CollectError(f"{ids.size - found} requested ids not in split {run.eval_split!r}")
+  return out

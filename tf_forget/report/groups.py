@@ -1,0 +1,199 @@
+"""The measures that need more than the evaluation split's predictions: subgroups (protected
+attributes), over-indexing (training-split attribute shares) and robustness (corrupted splits).
+
+* Subgroup error / FPR / FNR and normalized differences, 004 Tables 3-5 (SPEC §4.2-4.3): only
+  for a binary task whose data set names protected attributes; members averaged are the first
+  `subgroup_members` (SPEC §1.5: 10), or all if fewer.
+* Over-indexing of attributes among Taxicab CIEs at percentile 80, 004 Figure 2 (SPEC §4.4).
+* Robustness per corruption normalized to dense, 000 Table 3 (SPEC §3.6): accuracy averaged
+  over members and severities 1-5 first.
+
+All numbers come from `tf_forget.stats` (subgroups, cie, robustness, accuracy).
+"""
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.report import collect
+from tf_forget.stats import accuracy
+from tf_forget.stats import cie
+from tf_forget.stats import robustness
+from tf_forget.stats import subgroups
+from tf_forget.stats import validate
+
+DENSE = collect.DENSE
+SEVERITIES = (1, 2, 3, 4, 5)
+
+
+def subgroup_tables(run, subgroup_members=10):
+  """004 Tables 3 and 5 for every compressed variant.
+
+  Returns:
+    (DataFrame with columns `variant`, `model` (baseline / compressed /
+    normalized_difference), `metric` (error / fpr / fnr) and one column per subgroup, or None
+    when the measure does not apply; list of notes).
+  """
+  protected = tuple(run.protected_attributes)
+  if not protected:
+    return None, [f"data set {run.dataset_name!r} has no protected attributes"]
+  missing = [a for a in protected if a not in run.attributes]
+  if missing:
+    return None, [f"attributes {missing} missing from the evaluation split"]
+  if run.num_classes != 2:
+    return None, [f"subgroup FPR / FNR need a binary task ({run.num_classes} classes)"]
+  pop_0 = run.eval[DENSE]
+  frames, notes = [], []
+  for variant, pop_t in run.eval.items():
+    if variant == DENSE:
+      continue
+    try:
+      table = subgroups.subgroup_table(pop_0.top1, pop_t.top1, pop_0.labels, run.attributes,
+                                       protected=protected, num_members=subgroup_members)
+    except validate.StatsInputError as e:
+      notes.append(f"{variant}: subgroup table not computed ({e})")
+      continue
+    frames.append(table.reset_index().assign(variant=variant))
+  if not frames:
+    return None, notes
+  out = pd.concat(frames, ignore_index=True)
+  first = ["variant", "model", "metric"]
+  return out[first + [c for c in out.columns if c not in first]], notes
+
+
+def worst_subgroups(table):
+  """Per variant, the subgroup whose FNR (and error) grew most (for gates and the manifest).
+
+  Args:
+    table: from `subgroup_tables`.
+
+  Returns:
+    dict variant -> {metric: {`subgroup`, `baseline`, `compressed`, `increase` (fraction),
+    `normalized_difference` (%)}} for metric in (fnr, error); the subgroup with the largest
+    absolute increase, the aggregate excluded; None where every cell is undefined.
+  """
+  out = {}
+  groups = [c for c in table.columns if c not in ("variant", "model", "metric", "aggregate")]
+  for variant, t in table.groupby("variant", sort=False):
+    out[variant] = {}
+    for metric in ("fnr", "error"):
+      cell = {m: t[(t.model == m) & (t.metric == metric)][groups].iloc[0].to_numpy(float)
+              for m in ("baseline", "compressed", "normalized_difference")}
+      increase = cell["compressed"] - cell["baseline"]
+      if np.isnan(increase).all():
+        out[variant][metric] = None
+        continue
+      i = int(np.nanargmax(increase))
+      out[variant][metric] = {
+          "subgroup": groups[i], "baseline": float(cell["baseline"][i]),
+          "compressed": float(cell["compressed"][i]), "increase": float(increase[i]),
+          "normalized_difference": float(cell["normalized_difference"][i])}
+  return out
+
+
+def over_indexing_table(run, cies, percentile=80, seed=0):
+  """Relative representation of each attribute among Taxicab CIEs (004 Figure 2; SPEC §4.4).
+
+  Args:
+    run: `collect.Run`.
+    cies: variant -> dict with `distance` (from `measures.taxicab_measures`).
+    percentile: CIE threshold (SPEC §4.4: 80).
+    seed: tie-breaking seed (SPEC §4.1).
+
+  Returns:
+    (DataFrame columns `variant`, `attribute`, `train_share`, `cie_share`,
+    `relative_representation`, `cie_count`, or None; list of notes).
+  """
+  if not run.attributes:
+    return None, [f"data set {run.dataset_name!r} has no attributes"]
+  if not run.train_attribute_shares:
+    return None, ["no training-split attribute shares"]
+  frames, notes = [], []
+  for variant, c in cies.items():
+    mask = cie.select_percentile(c["distance"], percentile, seed)
+    try:
+      table = subgroups.over_indexing(run.train_attribute_shares, run.attributes, mask)
+    except validate.StatsInputError as e:
+      notes.append(f"{variant}: over-indexing not computed ({e})")
+      continue
+    frames.append(table.reset_index().assign(variant=variant))
+  if not frames:
+    return None, notes
+  out = pd.concat(frames, ignore_index=True)
+  return out[["variant"] + [c for c in out.columns if c != "variant"]], notes
+
+
+def robustness_accuracy(run):
+  """Per-member accuracies on every corrupted split (SPEC §3.6 inputs).
+
+  Returns:
+    (top1, top5 or None, notes): dicts (variant, corruption) -> float `[members, severities]`
+    over the severities 1-5 the dense population has for that corruption and the members the
+    variant has on all of them. A variant missing one of dense's severities is left out.
+  """
+  splits = run.corrupted_splits()
+  by_corruption = {}
+  for split, corruption, severity in splits:
+    if severity in SEVERITIES and split in run.predictions[DENSE]:
+      by_corruption.setdefault(corruption, []).append((severity, split))
+  k5 = run.num_classes > 5
+  top1, top5, notes = {}, ({} if k5 else None), []
+  for corruption, sev_splits in sorted(by_corruption.items()):
+    for variant in run.variants:
+      pops = [run.predictions[variant].get(split) for _, split in sev_splits]
+      if any(p is None for p in pops):
+        notes.append(f"{variant}: lacks some severities of {corruption}; left out")
+        continue
+      members = pops[0].members
+      for p in pops[1:]:
+        members = np.intersect1d(members, p.members)
+      if not members.size:
+        notes.append(f"{variant}: no member on every severity of {corruption}; left out")
+        continue
+      pops = [p.select(members) for p in pops]
+      top1[(variant, corruption)] = np.stack(
+          [accuracy.top1_accuracy(p.top1, p.labels) for p in pops], axis=1)
+      if k5:
+        top5[(variant, corruption)] = np.stack(
+            [accuracy.topk_accuracy(p.topk, p.labels, k=5) for p in pops], axis=1)
+  return top1, top5, notes
+
+
+def robustness_measures(run):
+  """000 Table 3 per (variant, corruption): top-1 (top-5) and normalized to dense (SPEC §3.6).
+
+  Returns:
+    (DataFrame from `robustness.robustness_table` plus `severities` and `members`, or None
+    without corrupted splits; list of notes).
+  """
+  top1, top5, notes = robustness_accuracy(run)
+  if not top1:
+    return None, notes or ["no corrupted splits (`<corruption>@<severity>`) in the run"]
+  table = robustness.robustness_table(top1, top5, dense=DENSE)
+  table["severities"] = [top1[(v, c)].shape[1] for v, c in zip(table.variant,
+                                                               table.corruption)]
+  table["members"] = [top1[(v, c)].shape[0] for v, c in zip(table.variant, table.corruption)]
+  order = {v: i for i, v in enumerate(run.variants)}
+  table = table.sort_values(["corruption", "variant"], key=lambda s: s.map(order)
+                            if s.name == "variant" else s, kind="stable")
+  return table.reset_index(drop=True), notes
+
+
+def compute(run, cies, subgroup_members=10, over_indexing_percentile=80, seed=0):
+  """Subgroup, over-indexing and robustness tables of a run.
+
+  Returns:
+    (tables: name -> DataFrame for the measures that apply (`subgroups`, `over_indexing`,
+    `robustness`); notes: name -> list of str; worst: variant -> `worst_subgroups` entry).
+  """
+  tables, notes, worst = {}, {}, {}
+  sub, notes["subgroups"] = subgroup_tables(run, subgroup_members)
+  if sub is not None:
+    tables["subgroups"] = sub
+    worst = worst_subgroups(sub)
+  over, notes["over_indexing"] = over_indexing_table(run, cies, over_indexing_percentile, seed)
+  if over is not None:
+    tables["over_indexing"] = over
+  rob, notes["robustness"] = robustness_measures(run)
+  if rob is not None:
+    tables["robustness"] = rob
+  return tables, notes, worst

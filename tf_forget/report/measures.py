@@ -1,0 +1,311 @@
+"""Every measure of the papers that applies to a run, as tables (DataFrames) and JSON.
+
+Calls `tf_forget.stats` (docs/artifacts/stats.md) on a `collect.Run`; nothing is recomputed
+here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
+
+* top-line accuracy (000 Table 2; top-5 only with more than 5 classes);
+* class level: Welch test per class, absolute / normalized / relative recall difference,
+  #significant classes, gained / lost (000 §2.2, Figure 2; SPEC §3.1-3.3);
+* PIE: modal labels, #PIE, ties, accuracy on PIE / non-PIE / all (000 §2.3, Table 6;
+  SPEC §3.4-3.5);
+* Taxicab CIE ranking and accuracy at percentiles (004 §3.1, Table 2; SPEC §4.1);
+* subgroups (004 Tables 3-5; SPEC §4.2-4.3) and over-indexing (004 Figure 2; SPEC §4.4), only
+  with protected attributes — see `groups`;
+* robustness per corruption (000 Table 3; SPEC §3.6) — see `groups`;
+* recall-distortion slope α with a 99% CI (002 §5-6; SPEC §5.2-5.3).
+
+Measures that pair members by index (eq. 3, Taxicab, α) use the member indices both
+populations have. A measure undefined for the run (one member, a zero accuracy) gives NaN and
+a note, never an exception.
+"""
+
+import dataclasses
+from typing import Dict, List
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.report import collect
+from tf_forget.report import groups
+from tf_forget.stats import accuracy
+from tf_forget.stats import cie
+from tf_forget.stats import class_level
+from tf_forget.stats import exemplars
+from tf_forget.stats import recall_distortion
+from tf_forget.stats import validate
+
+DENSE = collect.DENSE
+TOPK = 5
+
+
+@dataclasses.dataclass
+class Measures:
+  """The report's numbers.
+
+  Attributes:
+    tables: name -> DataFrame (one CSV each; see docs/artifacts/report.md).
+    variants: variant -> per-variant summary dict (JSON-ready).
+    cie: compressed variant -> dict with `order` int `[N]` (Taxicab rank, largest first),
+      `distance` int `[N]`, `modal_0`, `modal_t` int `[N]`, `members` int.
+    notes: measure -> list of one-line notes (what was skipped and why).
+    config: the measure settings used.
+  """
+  tables: Dict[str, pd.DataFrame]
+  variants: Dict[str, dict]
+  cie: Dict[str, dict]
+  notes: Dict[str, List[str]]
+  config: dict
+
+
+def use_topk(num_classes):
+  """Top-5 is reported only with more than 5 classes (issue #6)."""
+  return num_classes > TOPK
+
+
+def paired(pop_0, pop_t):
+  """Both populations restricted to the member indices they share (SPEC §1.3), in order."""
+  common = np.intersect1d(pop_0.members, pop_t.members)
+  return pop_0.select(common), pop_t.select(common)
+
+
+def _summary(values):
+  """`accuracy.population_summary` with ddof 0, or NaNs for an empty population."""
+  return accuracy.population_summary(values)
+
+
+def topline_table(run):
+  """Top-line accuracy per variant: mean / std / min / max over members (000 Table 2).
+
+  Returns:
+    DataFrame columns `variant`, `metric` ("top1", "top5" if C > 5), `mean`, `std`, `min`,
+    `max`, `members`, `change` (mean minus dense's mean, fraction).
+  """
+  rows = []
+  for variant, pop in run.eval.items():
+    metrics = {"top1": accuracy.top1_accuracy(pop.top1, pop.labels)}
+    if use_topk(run.num_classes):
+      metrics["top5"] = accuracy.topk_accuracy(pop.topk, pop.labels, k=TOPK)
+    for metric, values in metrics.items():
+      rows.append({"variant": variant, "metric": metric, **_summary(values)})
+  table = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
+                                      "members"])
+  dense_mean = table[table.variant == DENSE].set_index("metric")["mean"]
+  table["change"] = table["mean"] - table["metric"].map(dense_mean)
+  return table
+
+
+def _recall(pop, num_classes):
+  return (accuracy.per_class_recall(pop.top1, pop.labels, num_classes),
+          accuracy.top1_accuracy(pop.top1, pop.labels))
+
+
+def class_table(run, variant, alpha=0.05, center="member", correction=None):
+  """Per-class Welch test and recall differences of one variant vs dense (000 Figure 2).
+
+  Uses every member for the test and the absolute / normalized differences, the shared
+  member indices for eq. 3's relative difference (SPEC §3.2). With fewer than 2 members in
+  a population the test columns are NaN (not significant).
+
+  Returns:
+    (DataFrame indexed by class: `class_name` plus the `class_level.class_level_report`
+    columns; list of notes).
+  """
+  notes = []
+  pop_0, pop_t = run.eval[DENSE], run.eval[variant]
+  r0, a0 = _recall(pop_0, run.num_classes)
+  rt, at = _recall(pop_t, run.num_classes)
+  try:
+    table = class_level.class_level_report(r0, a0, rt, at, alpha=alpha, center=center,
+                                           correction=correction)
+  except validate.StatsInputError as e:
+    notes.append(f"{variant}: Welch test not computed ({e})")
+    nan = np.full(run.num_classes, np.nan)
+    table = pd.DataFrame({
+        "t_statistic": nan, "p_value": nan, "p_adjusted": nan,
+        "significant": np.zeros(run.num_classes, bool), "mean_shift_0": nan,
+        "mean_shift_t": nan,
+        "absolute_recall_difference": class_level.absolute_recall_difference(r0, rt),
+        "normalized_recall_difference": class_level.normalized_recall_difference(
+            r0, a0, rt, at)}, index=pd.RangeIndex(run.num_classes, name="class"))
+  q0, qt = paired(pop_0, pop_t)
+  if q0.members.size:
+    rel, excluded = class_level.relative_recall_difference(
+        _recall(q0, run.num_classes)[0], _recall(qt, run.num_classes)[0])
+  else:
+    notes.append(f"{variant}: no member index shared with dense; eq. 3 not computed")
+    rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
+  table["relative_recall_difference"] = rel
+  table["relative_excluded_pairs"] = excluded
+  names = list(run.class_names) if len(run.class_names) == run.num_classes else [
+      str(c) for c in range(run.num_classes)]
+  table.insert(0, "class_name", names)
+  return table, notes
+
+
+def pie_measures(run, variant, sample_size=None, seed=0):
+  """#PIE, ties and accuracy on PIE / non-PIE / all (000 §2.3, Table 6; SPEC §3.4-3.5).
+
+  Returns:
+    (dict from `exemplars.pruning_identified_exemplars`, DataFrame from
+    `exemplars.accuracy_on_subsets`).
+  """
+  pop_0, pop_t = run.eval[DENSE], run.eval[variant]
+  pie = exemplars.pruning_identified_exemplars(pop_0.top1, pop_t.top1, run.num_classes)
+  k = use_topk(run.num_classes)
+  table = exemplars.accuracy_on_subsets(
+      pop_0.top1, pop_t.top1, pop_0.labels, pie["pie"],
+      topk_predictions_0=pop_0.topk if k else None,
+      topk_predictions_t=pop_t.topk if k else None, k=TOPK, sample_size=sample_size,
+      seed=seed, subset_name="pie")
+  return pie, table
+
+
+def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
+  """Taxicab CIE distance, seeded ranking and accuracy at percentiles (004 §3.1, Table 2).
+
+  Returns:
+    (dict `order`, `distance`, `modal_0`, `modal_t`, `members`, or None without shared
+    members; DataFrame from `cie.taxicab_cie_accuracy` or None).
+  """
+  q0, qt = paired(run.eval[DENSE], run.eval[variant])
+  if not q0.members.size:
+    return None, None
+  distance = cie.taxicab_distance(q0.top1, qt.top1, run.num_classes)
+  order = cie.rank_by_distance(distance, seed)
+  k = use_topk(run.num_classes)
+  table = cie.taxicab_cie_accuracy(
+      q0.top1, qt.top1, q0.labels, percentiles=percentiles, seed=seed,
+      num_classes=run.num_classes, topk_predictions_0=q0.topk if k else None,
+      topk_predictions_t=qt.topk if k else None, k=TOPK)
+  modal_0, _ = exemplars.modal_label(q0.top1, run.num_classes)
+  modal_t, _ = exemplars.modal_label(qt.top1, run.num_classes)
+  return ({"order": order, "distance": distance, "modal_0": modal_0, "modal_t": modal_t,
+           "members": int(q0.members.size)}, table)
+
+
+def alpha_measures(run, variant, confidence=0.99):
+  """Recall-distortion slope α per member, mean α with CI and label (002 §5-6; SPEC §5.2-5.3).
+
+  Returns:
+    (dict from `recall_distortion.recall_distortion_summary` with `alphas` as a list and
+    `members`, or NaN fields and a note where undefined; list of notes).
+  """
+  q0, qt = paired(run.eval[DENSE], run.eval[variant])
+  nan = float("nan")
+  empty = {"alphas": [], "mean_alpha": {"mean": nan, "low": nan, "high": nan, "label": "?",
+                                        "n": 0},
+           "alpha_hat": nan, "r2": nan, "mean_accuracy_0": nan, "mean_accuracy_t": nan,
+           "recall_variance_0": nan, "recall_variance_t": nan, "members": 0}
+  if not q0.members.size:
+    return empty, [f"{variant}: no member index shared with dense; α not computed"]
+  r0, a0 = _recall(q0, run.num_classes)
+  rt, at = _recall(qt, run.num_classes)
+  try:
+    out = recall_distortion.recall_distortion_summary(r0, a0, rt, at, confidence=confidence)
+  except validate.StatsInputError as e:
+    return empty, [f"{variant}: α not computed ({e})"]
+  out = dict(out, alphas=[float(a) for a in out["alphas"]], members=int(q0.members.size))
+  notes = []
+  if out["mean_alpha"]["n"] < 2:
+    notes.append(f"{variant}: the CI of α needs at least 2 defined slopes "
+                 f"(have {out['mean_alpha']['n']})")
+  return out, notes
+
+
+def compute(run, seed=0, alpha=0.05, center="member", correction=None,
+            percentiles=cie.PERCENTILES, over_indexing_percentile=80, subgroup_members=10,
+            sample_size=None, confidence=0.99):
+  """Computes every measure that applies to `run`.
+
+  Args:
+    run: a `collect.Run`.
+    seed: seed of Taxicab tie-breaking (SPEC §4.1) and of optional PIE samples.
+    alpha: significance level of the Welch test (000: 0.05).
+    center, correction: see `class_level.welch_class_test` (SPEC §3.1).
+    percentiles: Taxicab CIE percentiles (SPEC §4.1).
+    over_indexing_percentile: CIEs of 004 Figure 2 (SPEC §4.4: 80).
+    subgroup_members: members averaged in subgroup tables (SPEC §1.5: first 10).
+    sample_size: optional PIE / non-PIE sample size (SPEC §3.5; default the full subsets).
+    confidence: CI level of α (002: 0.99).
+
+  Returns:
+    `Measures`.
+  """
+  config = {"seed": seed, "alpha": alpha, "center": center, "correction": correction,
+            "percentiles": [float(p) for p in percentiles],
+            "over_indexing_percentile": float(over_indexing_percentile),
+            "subgroup_members": subgroup_members, "pie_sample_size": sample_size,
+            "confidence": confidence, "topk": use_topk(run.num_classes)}
+  notes = {}
+  tables = {"topline": topline_table(run)}
+  class_rows, pie_counts, pie_acc, cie_acc, alpha_rows = [], [], [], [], []
+  cies, variants = {}, {}
+  for variant in run.eval:
+    top = tables["topline"]
+    row = top[(top.variant == variant) & (top.metric == "top1")].iloc[0]
+    variants[variant] = {"members": int(row["members"]), "top1": float(row["mean"]),
+                         "top1_change": float(row["change"])}
+    if variant == DENSE:
+      continue
+    table, n = class_table(run, variant, alpha, center, correction)
+    notes.setdefault("class_level", []).extend(n)
+    class_rows.append(table.reset_index().assign(variant=variant))
+    gl = class_level.gained_lost_summary(table["normalized_recall_difference"],
+                                         table["significant"])
+    pie, acc = pie_measures(run, variant, sample_size, seed)
+    pie_counts.append({"variant": variant, "pie_count": pie["count"],
+                       "pie_fraction": pie["count"] / pie["pie"].size,
+                       "examples": int(pie["pie"].size), "ties_dense": pie["ties_0"],
+                       "ties_compressed": pie["ties_t"]})
+    pie_acc.append(acc.assign(variant=variant))
+    taxi, cacc = taxicab_measures(run, variant, percentiles, seed)
+    if taxi is None:
+      notes.setdefault("cie", []).append(f"{variant}: no member shared with dense")
+    else:
+      cies[variant] = taxi
+      cie_acc.append(cacc.assign(variant=variant))
+    rd, n = alpha_measures(run, variant, confidence)
+    notes.setdefault("recall_distortion", []).extend(n)
+    alpha_rows.append({"variant": variant, "members": rd["members"],
+                       "mean_alpha": rd["mean_alpha"]["mean"],
+                       "ci_low": rd["mean_alpha"]["low"], "ci_high": rd["mean_alpha"]["high"],
+                       "label": rd["mean_alpha"]["label"], "n": rd["mean_alpha"]["n"],
+                       "alpha_hat": rd["alpha_hat"], "r2": rd["r2"],
+                       "mean_accuracy_0": rd["mean_accuracy_0"],
+                       "mean_accuracy_t": rd["mean_accuracy_t"],
+                       "recall_variance_0": rd["recall_variance_0"],
+                       "recall_variance_t": rd["recall_variance_t"]})
+    variants[variant].update({
+        "significant_classes": gl["n_significant"], "gained": gl["n_gained"],
+        "lost": gl["n_lost"], "mean_gain": gl["mean_gain"], "mean_loss": gl["mean_loss"],
+        "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
+        "pie_ties_compressed": pie["ties_t"], "alphas": rd["alphas"],
+        "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]})
+  compressed = [v for v in run.eval if v != DENSE]
+  if not compressed:
+    notes.setdefault("report", []).append("only the dense population: nothing to compare")
+  tables["class_level"] = _concat(class_rows, ["variant", "class"])
+  tables["pie"] = pd.DataFrame(pie_counts, columns=["variant", "pie_count", "pie_fraction",
+                                                    "examples", "ties_dense",
+                                                    "ties_compressed"])
+  tables["pie_accuracy"] = _concat(pie_acc, ["variant"])
+  tables["cie_accuracy"] = _concat(cie_acc, ["variant"])
+  tables["recall_distortion"] = pd.DataFrame(alpha_rows)
+  group_tables, group_notes, worst = groups.compute(
+      run, cies, subgroup_members=subgroup_members,
+      over_indexing_percentile=over_indexing_percentile, seed=seed)
+  tables.update(group_tables)
+  for key, n in group_notes.items():
+    notes.setdefault(key, []).extend(n)
+  for variant, w in worst.items():
+    variants[variant]["worst_subgroup"] = w
+  return Measures(tables=tables, variants=variants, cie=cies,
+                  notes={k: v for k, v in notes.items() if v}, config=config)
+
+
+def _concat(frames, first):
+  """Concatenates per-variant frames, `first` columns in front (empty frame if none)."""
+  if not frames:
+    return pd.DataFrame(columns=first)
+  out = pd.concat(frames, ignore_index=True)
+  return out[first + [c for c in out.columns if c not in first]]

@@ -1,0 +1,196 @@
+"""The report's sections: each measure's figure (`plots`) beside its numbers (`html.table`).
+
+`build(...)` turns `measures.Measures` and the gallery into the inner HTML of every section of
+`html.SECTIONS`; sections whose measure does not apply say why (the `notes`).
+"""
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.report import html
+from tf_forget.report import plots
+
+PCT = "pct"
+PTS = "pct_pts"
+MAX_CLASS_ROWS = 60
+
+
+def overview_frame(measures):
+  """One row per variant: the numbers a reviewer (and a deployment gate) looks at first."""
+  rows = []
+  for variant, s in measures.variants.items():
+    worst = (s.get("worst_subgroup") or {}).get("fnr") or {}
+    rows.append({"variant": variant, "members": s["members"], "top1": s["top1"],
+                 "top1_change": s["top1_change"],
+                 "significant_classes": s.get("significant_classes", np.nan),
+                 "pie_count": s.get("pie_count", np.nan),
+                 "mean_alpha": s.get("mean_alpha", np.nan),
+                 "alpha_label": s.get("alpha_label", ""),
+                 "worst_fnr_subgroup": worst.get("subgroup", ""),
+                 "worst_fnr_increase": worst.get("increase", np.nan)})
+  return pd.DataFrame(rows)
+
+
+def _drop_empty(frame, column="topk"):
+  """The frame without `column` when it is entirely NaN (top-5 of a task with <= 5 classes)."""
+  if column in frame and frame[column].isna().all():
+    return frame.drop(columns=[column])
+  return frame
+
+
+def _overview(measures):
+  frame = overview_frame(measures)
+  return ("<p class=\"lead\">Per variant against the dense population. top1_change and "
+          "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
+          "means compression shrank the per-class recall imbalance, &gt; 1 that it "
+          "intensified it.</p>"
+          + html.table(frame, {"members": "int", "top1": PCT, "top1_change": PCT,
+                               "significant_classes": "int", "pie_count": "int",
+                               "worst_fnr_increase": PCT}))
+
+
+def _topline(measures):
+  t = measures.tables["topline"]
+  return html.pair(plots.topline(t), "top-line accuracy per variant",
+                   html.table(t, {"mean": PCT, "std": PCT, "min": PCT, "max": PCT,
+                                  "members": "int", "change": PCT}))
+
+
+def _class_level(measures):
+  t = measures.tables["class_level"]
+  if t.empty:
+    return html.skipped(measures.notes.get("class_level") or ["no compressed variant"])
+  parts = ["<p class=\"lead\">Bars: absolute recall difference (compressed − dense, mean over "
+           "members); plum bars: the class's mean-shifted recall differs significantly (two-"
+           "tailed Welch test, SPEC §3.1); green points: normalized recall difference (minus the "
+           "change of overall accuracy); relative: 000 eq. 3 ratio (1 = unchanged).</p>"]
+  cols = ["class_name", "absolute_recall_difference", "normalized_recall_difference",
+          "relative_recall_difference", "p_value", "significant"]
+  short = {"class_name": "class", "absolute_recall_difference": "absolute",
+           "normalized_recall_difference": "normalized",
+           "relative_recall_difference": "relative", "p_value": "p"}
+  for variant, rows in t.groupby("variant", sort=False):
+    s = measures.variants[variant]
+    parts.append(f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
+                 f"({s['gained']} gained, {s['lost']} lost; mean gain "
+                 f"{html.esc(html.fmt(s['mean_gain'], PCT))}, mean loss "
+                 f"{html.esc(html.fmt(s['mean_loss'], PCT))})</h3>")
+    shown = rows.assign(_abs=rows.absolute_recall_difference.abs()).sort_values(
+        ["significant", "_abs"], ascending=[False, False], kind="stable")[cols]
+    shown = shown.rename(columns=short)
+    parts.append(html.pair(
+        plots.class_level(rows, variant), f"per-class recall difference, {variant}",
+        html.table(shown, {"absolute": PCT, "normalized": PCT, "p": "p"},
+                   highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS)))
+  return "".join(parts)
+
+
+def _pie(measures):
+  t = measures.tables["pie"]
+  if t.empty:
+    return html.skipped(["no compressed variant"])
+  parts = ["<p class=\"lead\">A PIE is an example whose modal label over the compressed "
+           "population differs from the dense population's (ties go to the largest label; "
+           "ties_* count them). Accuracy: mean over members on each subset, both populations "
+           "(SPEC §3.5).</p>",
+           html.pair(plots.counts(t, measures.variants), "significant classes and PIE counts",
+                     html.table(t, {"pie_count": "int", "pie_fraction": PCT,
+                                    "examples": "int", "ties_dense": "int",
+                                    "ties_compressed": "int"})),
+           "<h3>Accuracy on PIE / non-PIE / all</h3>"]
+  acc = _drop_empty(measures.tables["pie_accuracy"])
+  parts.append(html.pair(plots.pie_accuracy(acc), "accuracy on PIE, non-PIE and all",
+                         html.table(acc, {"top1": PCT, "topk": PCT, "n": "int"})))
+  cie = _drop_empty(measures.tables["cie_accuracy"])
+  if not cie.empty:
+    parts.append("<h3>Accuracy on Taxicab CIEs (004 Table 2)</h3><p class=\"lead\">The "
+                 "examples with the largest Taxicab distance between the two populations' "
+                 "label counts at each percentile (p90: top 10%); ties broken by a seeded "
+                 "permutation (SPEC §4.1).</p>")
+    parts.append(html.table(cie, {"percentile": "int", "top1": PCT, "topk": PCT,
+                                  "n": "int"}))
+  return "".join(parts)
+
+
+def _subgroups(measures):
+  t = measures.tables.get("subgroups")
+  if t is None:
+    return html.skipped(measures.notes.get("subgroups"))
+  groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
+  rates = t[t.model != "normalized_difference"]
+  nd = t[t.model == "normalized_difference"]
+  members = measures.config["subgroup_members"]
+  return ("<p class=\"lead\">Rates averaged over the first "
+          f"{html.esc(members)} members (SPEC §1.5); positive = class 1; FPR / FNR are n/a in "
+          "a subgroup without actual negatives / positives. Normalized difference = "
+          "100·(compressed − dense)/dense.</p>"
+          + html.pair(plots.subgroups(t), "subgroup normalized differences",
+                      html.table(nd, {g: PTS for g in groups}), stacked=True)
+          + "<h3>Rates</h3>" + html.table(rates, {g: PCT for g in groups}))
+
+
+def _over_indexing(measures):
+  t = measures.tables.get("over_indexing")
+  if t is None:
+    return html.skipped(measures.notes.get("over_indexing"))
+  p = measures.config["over_indexing_percentile"]
+  return (f"<p class=\"lead\">CIEs: Taxicab at percentile {html.esc(html.fmt(p, 'int'))} "
+          "(SPEC §4.4). Relative representation = share among CIEs / share in the training "
+          "set; above 1 the attribute is over-indexed.</p>"
+          + html.pair(plots.over_indexing(t), "attribute over-indexing",
+                      html.table(t, {"train_share": PCT, "cie_share": PCT,
+                                     "cie_count": "int"})))
+
+
+def _robustness(measures):
+  t = measures.tables.get("robustness")
+  if t is None:
+    return html.skipped(measures.notes.get("robustness"))
+  return ("<p class=\"lead\">Accuracy averaged over members and severities first, then "
+          "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (SPEC §3.6).</p>"
+          + html.pair(plots.robustness(t), "robustness per corruption",
+                      html.table(_drop_empty(t, "top5_norm").pipe(_drop_empty, "top5"),
+                                 {"top1": PCT, "top5": PCT, "top1_norm": PTS,
+                                     "top5_norm": PTS, "severities": "int",
+                                     "members": "int"})))
+
+
+def _alpha(measures):
+  t = measures.tables["recall_distortion"]
+  if t.empty:
+    return html.skipped(["no compressed variant"])
+  return ("<p class=\"lead\">α: slope through the origin of each class's normalized recall "
+          "balance after vs before compression, per member (grey dots); mean with a "
+          "t-based 99% CI; label &lt; (CI below 1), &gt; (above), ? (contains 1).</p>"
+          + html.pair(plots.alpha(t, measures.variants), "recall distortion slope",
+                      html.table(t, {"members": "int", "n": "int", "mean_accuracy_0": PCT,
+                                     "mean_accuracy_t": PCT})))
+
+
+def _notes(measures, extra):
+  items = [f"{k}: {n}" for k, ns in sorted(measures.notes.items()) for n in ns]
+  items += list(extra)
+  items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(
+      measures.config.items())))
+  return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
+
+
+def build(measures, gallery, protected, extra_notes=()):
+  """Inner HTML of every section (`html.SECTIONS` ids).
+
+  Args:
+    measures: `measures.Measures`.
+    gallery: variant -> gallery entries with `png` (`gallery.build`).
+    protected: protected attribute names (shown on every gallery card).
+    extra_notes: more lines for the notes section.
+
+  Returns:
+    dict section id -> HTML.
+  """
+  gal = (html.gallery_html(gallery, protected) if gallery
+         else html.skipped(["no compressed variant"]))
+  return {"overview": _overview(measures), "topline": _topline(measures),
+          "class-level": _class_level(measures), "pie": _pie(measures),
+          "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
+          "robustness": _robustness(measures), "recall-distortion": _alpha(measures),
+          "gallery": gal, "notes": _notes(measures, extra_notes)}

@@ -1,0 +1,216 @@
+"""Writes a run's report: `report.json`, `tables/<name>.csv` and `report.html` (issue #6).
+
+    build_report(run_dir, config)         -> Report (everything in memory, nothing written)
+    write_report(run_dir, out_dir, config) -> the report.json dict
+
+Everything is computed and rendered in memory first, so bad input (missing predictions,
+misaligned ids, an unknown data set) raises before any file exists. The files are then written
+atomically one by one (`tf_forget/io/atomic.py`), `report.json` last: a directory holding
+`report.json` holds a complete report. If a write fails, the files this call already wrote are
+removed. Schema: docs/artifacts/report.md.
+"""
+
+import dataclasses
+import importlib.metadata
+import math
+import os
+import platform
+from typing import Dict
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.io import atomic
+from tf_forget.report import collect
+from tf_forget.report import gallery as gallery_lib
+from tf_forget.report import html
+from tf_forget.report import measures as measures_lib
+from tf_forget.report import sections
+
+SCHEMA_VERSION = "tf_forget.report/1"
+TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow", "ai-edge-litert",
+         "tensorflow-model-optimization", "tf-keras")
+
+
+class ReportError(ValueError):
+  """A report that cannot be built or written (one line)."""
+
+
+@dataclasses.dataclass
+class Report:
+  """A rendered report, not yet written.
+
+  Attributes:
+    json: the report.json dict (JSON-ready: NaN as None).
+    tables: name -> CSV text.
+    html: the page.
+    measures: the `measures.Measures` it was built from.
+  """
+  json: dict
+  tables: Dict[str, str]
+  html: str
+  measures: object
+
+
+def jsonable(value):
+  """Plain JSON types: numpy scalars / arrays converted, NaN and infinities -> None."""
+  if isinstance(value, dict):
+    return {str(k): jsonable(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [jsonable(v) for v in value]
+  if isinstance(value, np.ndarray):
+    return [jsonable(v) for v in value.tolist()]
+  if isinstance(value, (bool, np.bool_)):
+    return bool(value)
+  if isinstance(value, (int, np.integer)):
+    return int(value)
+  if isinstance(value, (float, np.floating)):
+    v = float(value)
+    return None if math.isnan(v) or math.isinf(v) else v
+  if value is None or isinstance(value, str):
+    return value
+  return str(value)
+
+
+def records(frame):
+  """A DataFrame as a list of JSON-ready row dicts (column order kept)."""
+  return [jsonable(dict(zip(frame.columns, row))) for row in frame.itertuples(index=False)]
+
+
+def tool_versions():
+  """Installed versions of the tools the numbers depend on (None if absent)."""
+  out = {"python": platform.python_version()}
+  for name in TOOLS:
+    try:
+      out[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      out[name] = None
+  return out
+
+
+def _inputs(run):
+  """variant -> split -> member indices and the `.tflite` sha256 of each member's file."""
+  return {v: {s: {"members": [int(k) for k in p.members],
+                  "tflite_sha256": [m.get("tflite_sha256") for m in p.metadata]}
+              for s, p in sorted(splits.items())}
+          for v, splits in sorted(run.predictions.items())}
+
+
+def build_report(run_dir, config=None, dataset=None, dataset_name=None,
+                 dataset_options=None, train_attribute_shares=None, gallery_size=12,
+                 title=None, **measure_options):
+  """Computes and renders a report in memory (nothing is written).
+
+  Args:
+    run_dir: run directory with `predictions/` (docs/artifacts/predictions.md).
+    config: the run's configuration (JSON-ready dict), stored as is in report.json.
+    dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
+    gallery_size: Taxicab CIEs shown per compressed variant.
+    title: page title (default "tf_forget audit: <data set>").
+    **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
+      correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,
+      confidence).
+
+  Returns:
+    `Report`.
+
+  Raises:
+    collect.CollectError: missing / misaligned predictions, unknown data set.
+    ValueError: bad measure options (from `tf_forget.stats`).
+  """
+  run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
+                         dataset_options=dataset_options,
+                         train_attribute_shares=train_attribute_shares)
+  m = measures_lib.compute(run, **measure_options)
+  gallery = gallery_lib.build(run, m.cie, size=gallery_size)
+  gallery_json = {v: [{k: x for k, x in e.items() if k != "png"} for e in es]
+                  for v, es in gallery.items()}
+  n = int(run.eval[collect.DENSE].ids.size)
+  dataset_json = {"name": run.dataset_name, "options": run.dataset_options,
+                  "num_classes": run.num_classes, "class_names": list(run.class_names),
+                  "eval_split": run.eval_split, "examples": n,
+                  "protected_attributes": list(run.protected_attributes),
+                  "attributes": sorted(run.attributes),
+                  "train_attribute_shares": run.train_attribute_shares}
+  doc = jsonable({
+      "schema_version": SCHEMA_VERSION,
+      "config": config or {},
+      "tools": tool_versions(),
+      "dataset": dataset_json,
+      "settings": m.config,
+      "variants": m.variants,
+      "inputs": _inputs(run),
+      "tables": {name: records(t) for name, t in sorted(m.tables.items())},
+      "gallery": gallery_json,
+      "notes": m.notes,
+      "files": {"html": "report.html",
+                "tables": [f"tables/{name}.csv" for name in sorted(m.tables)]},
+  })
+  csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
+  members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
+  intro = [("data set", f"{run.dataset_name} {run.dataset_options or ''}".strip()),
+           ("evaluation split", f"{run.eval_split} ({n} examples)"),
+           ("variants (members)", members), ("run directory", run_dir),
+           ("schema", SCHEMA_VERSION)]
+  page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
+                   sections.build(m, gallery, run.protected_attributes))
+  return Report(json=doc, tables=csvs, html=page, measures=m)
+
+
+def _remove(paths):
+  for p in paths:
+    try:
+      os.remove(p)
+    except OSError:
+      pass
+
+
+def save(report, out_dir):
+  """Writes a built `Report` under `out_dir` (tables, HTML, then report.json).
+
+  Raises:
+    ReportError: `out_dir` is not a writable directory; nothing of this report is left.
+  """
+  if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+    raise ReportError(f"report output {out_dir} exists and is not a directory")
+  written = []
+  try:
+    for name, text in sorted(report.tables.items()):
+      path = os.path.join(out_dir, "tables", f"{name}.csv")
+      atomic.write_bytes(path, text.encode("utf-8"))
+      written.append(path)
+    path = os.path.join(out_dir, "report.html")
+    atomic.write_bytes(path, report.html.encode("utf-8"))
+    written.append(path)
+    path = os.path.join(out_dir, "report.json")
+    atomic.write_json(path, report.json)
+    written.append(path)
+  except Exception as e:  # pylint: disable=broad-except (any I/O error; re-raised as one line)
+    _remove(written)
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise ReportError(f"cannot write the report under {out_dir}: {first}") from e
+
+
+def write_report(run_dir, out_dir, config, **options):
+  """Builds the report of `run_dir` and writes it under `out_dir`.
+
+  Writes `out_dir/report.json`, `out_dir/tables/<name>.csv` and `out_dir/report.html`
+  (docs/artifacts/report.md).
+
+  Args:
+    run_dir: run directory with `predictions/`.
+    out_dir: output directory (the audit's `--out`; may equal `run_dir`).
+    config: the run configuration (JSON-ready dict) recorded in report.json.
+    **options: keyword arguments of `build_report` (dataset, dataset_name,
+      dataset_options, train_attribute_shares, gallery_size, title, seed, alpha, ...).
+
+  Returns:
+    The report.json dict.
+
+  Raises:
+    collect.CollectError, ReportError, ValueError: one-line errors; no report file is written
+      (or left) when one is raised.
+  """
+  report = build_report(run_dir, config, **options)
+  save(report, out_dir)
+  return report.json

@@ -62,9 +62,13 @@ def test_files_and_schema(digits):
   assert doc["schema_version"] == write.SCHEMA_VERSION and doc["config"] == CONFIG
   assert doc["tools"]["numpy"] == np.__version__ and doc["tools"]["pandas"] == pd.__version__
   names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "tables")))
-  assert names == sorted(doc["tables"]) == ["cie_accuracy", "class_level", "pie",
-                                            "pie_accuracy", "recall_distortion", "robustness",
-                                            "topline"]
+  assert names == sorted(doc["tables"]) == ["cie_accuracy", "class_level", "gallery",
+                                            "overview", "pie", "pie_accuracy",
+                                            "recall_distortion", "robustness", "topline"]
+  gallery = pd.read_csv(os.path.join(out, "tables", "gallery.csv"))
+  assert (gallery.variant == "prune_0.9").sum() == 12 and (gallery.distance == 10).all()
+  overview = pd.read_csv(os.path.join(out, "tables", "overview.csv")).set_index("variant")
+  assert overview.loc["prune_0.9", "significant_classes"] == 6
   pie = pd.read_csv(os.path.join(out, "tables", "pie.csv")).set_index("variant")
   assert pie.loc["prune_0.9", "pie_count"] == 40
   assert doc["variants"]["prune_0.9"]["pie_count"] == 40

@@ -1,0 +1,7 @@
+"""tf_forget.report: a run's predictions -> report.json, tables/*.csv and report.html (issue #6).
+
+Modules, in the order the data flows: collect (predictions aligned on ids + data set facts),
+measures and groups (every measure of `tf_forget.stats` that applies), plots and gallery
+(PNG bytes), html and sections (the self-contained page), write (`write_report`, atomic
+artifacts). Schema: docs/artifacts/report.md.
+"""

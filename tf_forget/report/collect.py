@@ -15,7 +15,7 @@ data set is built.
 import dataclasses
 import os
 import re
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Tuple
 
 import numpy as np
 

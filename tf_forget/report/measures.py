@@ -68,11 +68,6 @@ def paired(pop_0, pop_t):
   return pop_0.select(common), pop_t.select(common)
 
 
-def _summary(values):
-  """`accuracy.population_summary` with ddof 0, or NaNs for an empty population."""
-  return accuracy.population_summary(values)
-
-
 def topline_table(run):
   """Top-line accuracy per variant: mean / std / min / max over members (000 Table 2).
 
@@ -86,7 +81,8 @@ def topline_table(run):
     if use_topk(run.num_classes):
       metrics["top5"] = accuracy.topk_accuracy(pop.topk, pop.labels, k=TOPK)
     for metric, values in metrics.items():
-      rows.append({"variant": variant, "metric": metric, **_summary(values)})
+      rows.append({"variant": variant, "metric": metric,
+                   **accuracy.population_summary(values)})
   table = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
                                       "members"])
   dense_mean = table[table.variant == DENSE].set_index("metric")["mean"]
@@ -299,8 +295,34 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     notes.setdefault(key, []).extend(n)
   for variant, w in worst.items():
     variants[variant]["worst_subgroup"] = w
+  tables["overview"] = overview_table(variants)
   return Measures(tables=tables, variants=variants, cie=cies,
                   notes={k: v for k, v in notes.items() if v}, config=config)
+
+
+def overview_table(variants):
+  """One row per variant: the numbers a reviewer (and a deployment gate) looks at first.
+
+  Args:
+    variants: `Measures.variants`.
+
+  Returns:
+    DataFrame columns `variant`, `members`, `top1`, `top1_change`, `significant_classes`,
+    `pie_count`, `mean_alpha`, `alpha_label`, `worst_fnr_subgroup`, `worst_fnr_increase`
+    (NaN / "" where not applicable, e.g. for dense).
+  """
+  rows = []
+  for variant, s in variants.items():
+    worst = (s.get("worst_subgroup") or {}).get("fnr") or {}
+    rows.append({"variant": variant, "members": s["members"], "top1": s["top1"],
+                 "top1_change": s["top1_change"],
+                 "significant_classes": s.get("significant_classes", np.nan),
+                 "pie_count": s.get("pie_count", np.nan),
+                 "mean_alpha": s.get("mean_alpha", np.nan),
+                 "alpha_label": s.get("alpha_label", ""),
+                 "worst_fnr_subgroup": worst.get("subgroup", ""),
+                 "worst_fnr_increase": worst.get("increase", np.nan)})
+  return pd.DataFrame(rows)
 
 
 def _concat(frames, first):

@@ -143,7 +143,9 @@ def class_level(table, variant):
   ax.axhline(0, color="black", linewidth=0.8)
   _few(ax, len(t))
   ax.set_xticks(x)
-  ax.set_xticklabels([str(n) for n in t.class_name], rotation=60 if len(t) > 12 else 0,
+  names = [str(n) for n in t.class_name]
+  crowded = len(t) * max(map(len, names), default=1) > 60
+  ax.set_xticklabels(names, rotation=60 if crowded else 0, ha="right" if crowded else "center",
                      fontsize=7 if len(t) > 30 else 9)
   ax.set_ylabel("recall change (points)")
   ax.set_xlabel("class (plum: significant, Welch p ≤ level)")

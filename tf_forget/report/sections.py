@@ -4,31 +4,12 @@
 `html.SECTIONS`; sections whose measure does not apply say why (the `notes`).
 """
 
-import numpy as np
-import pandas as pd
-
 from tf_forget.report import html
 from tf_forget.report import plots
 
 PCT = "pct"
 PTS = "pct_pts"
 MAX_CLASS_ROWS = 60
-
-
-def overview_frame(measures):
-  """One row per variant: the numbers a reviewer (and a deployment gate) looks at first."""
-  rows = []
-  for variant, s in measures.variants.items():
-    worst = (s.get("worst_subgroup") or {}).get("fnr") or {}
-    rows.append({"variant": variant, "members": s["members"], "top1": s["top1"],
-                 "top1_change": s["top1_change"],
-                 "significant_classes": s.get("significant_classes", np.nan),
-                 "pie_count": s.get("pie_count", np.nan),
-                 "mean_alpha": s.get("mean_alpha", np.nan),
-                 "alpha_label": s.get("alpha_label", ""),
-                 "worst_fnr_subgroup": worst.get("subgroup", ""),
-                 "worst_fnr_increase": worst.get("increase", np.nan)})
-  return pd.DataFrame(rows)
 
 
 def _drop_empty(frame, column="topk"):
@@ -39,7 +20,7 @@ def _drop_empty(frame, column="topk"):
 
 
 def _overview(measures):
-  frame = overview_frame(measures)
+  frame = measures.tables["overview"]
   return ("<p class=\"lead\">Per variant against the dense population. top1_change and "
           "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
           "means compression shrank the per-class recall imbalance, &gt; 1 that it "
@@ -149,10 +130,9 @@ def _robustness(measures):
   return ("<p class=\"lead\">Accuracy averaged over members and severities first, then "
           "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (SPEC §3.6).</p>"
           + html.pair(plots.robustness(t), "robustness per corruption",
-                      html.table(_drop_empty(t, "top5_norm").pipe(_drop_empty, "top5"),
+                      html.table(_drop_empty(_drop_empty(t, "top5_norm"), "top5"),
                                  {"top1": PCT, "top5": PCT, "top1_norm": PTS,
-                                     "top5_norm": PTS, "severities": "int",
-                                     "members": "int"})))
+                                  "top5_norm": PTS, "severities": "int", "members": "int"})))
 
 
 def _alpha(measures):

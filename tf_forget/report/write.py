@@ -28,8 +28,8 @@ from tf_forget.report import measures as measures_lib
 from tf_forget.report import sections
 
 SCHEMA_VERSION = "tf_forget.report/1"
-TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow", "ai-edge-litert",
-         "tensorflow-model-optimization", "tf-keras")
+TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
+         "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
 
 
 class ReportError(ValueError):
@@ -88,6 +88,17 @@ def tool_versions():
   return out
 
 
+def gallery_table(gallery_json):
+  """The gallery entries as one table (attributes as `attr_<name>` columns)."""
+  rows = []
+  for variant, entries in gallery_json.items():
+    for e in entries:
+      row = {"variant": variant, **{k: v for k, v in e.items() if k != "attributes"}}
+      row.update({f"attr_{a}": v for a, v in e["attributes"].items()})
+      rows.append(row)
+  return pd.DataFrame(rows, columns=None if rows else ["variant", "rank", "id", "distance"])
+
+
 def _inputs(run):
   """variant -> split -> member indices and the `.tflite` sha256 of each member's file."""
   return {v: {s: {"members": [int(k) for k in p.members],
@@ -125,6 +136,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   gallery = gallery_lib.build(run, m.cie, size=gallery_size)
   gallery_json = {v: [{k: x for k, x in e.items() if k != "png"} for e in es]
                   for v, es in gallery.items()}
+  m.tables["gallery"] = gallery_table(gallery_json)
   n = int(run.eval[collect.DENSE].ids.size)
   dataset_json = {"name": run.dataset_name, "options": run.dataset_options,
                   "num_classes": run.num_classes, "class_names": list(run.class_names),

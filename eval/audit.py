@@ -1,7 +1,10 @@
 r"""The audit command (thin binary over `eval/audit_lib.py`).
 
   bazel run //eval:audit                       # embedded default: digits, offline
+  bazel run //eval:audit -- --dataset=digits_biased
   bazel run //eval:audit -- --dataset=celeb_a  # the paper's protocol (needs the tfds data)
+
+Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
 """
 
 import os
@@ -13,15 +16,53 @@ from absl import logging
 
 from tf_forget.compat import keras2
 
+GATE_FAILED = 3
+
 _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forget/data).")
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
 _PRESET = flags.DEFINE_string("preset", None, "Training protocol (default: the data set's).")
-_MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K).", lower_bound=2)
-_VARIANTS = flags.DEFINE_list("variants", None, "Trained variants, e.g. dense,prune_0.9.")
+_MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).",
+                                lower_bound=2)
+_VARIANTS = flags.DEFINE_list("variants", None,
+                              "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
+_SPARSITIES = flags.DEFINE_list("sparsities", None,
+                                "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
+_QUANT = flags.DEFINE_list("quantizations", None,
+                           "Post-training formats of dense members (default: SPEC §2.3).")
+_CORRUPTIONS = flags.DEFINE_list("corruptions", None,
+                                 "Corruptions to evaluate (default: all 19; 'none': none).")
+_SEVERITIES = flags.DEFINE_list("severities", None, "Corruption severities (1-5).")
 _STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.", lower_bound=1)
-_SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.", lower_bound=0)
+_SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.",
+                             lower_bound=0)
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
 _IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W.")
+_THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
+                                lower_bound=1, upper_bound=64)
+_DEPLOY_ALL = flags.DEFINE_bool("deploy_all_members", False,
+                                "Ship every member's file, not only member 0's.")
+_MAX_DROP = flags.DEFINE_float("max_accuracy_drop", None,
+                               "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).",
+                               lower_bound=0.0, upper_bound=1.0)
+_MAX_FNR = flags.DEFINE_float("max_subgroup_fnr_increase", None,
+                              "Gate: max FNR increase of a protected subgroup (fraction).",
+                              lower_bound=0.0, upper_bound=1.0)
+_MAX_SIG = flags.DEFINE_integer("max_significant_classes", None,
+                                "Gate: max classes with a significant recall change.",
+                                lower_bound=0)
+
+
+@flags.validator("sparsities", "every sparsity must be a number in (0, 1)")
+def _check_sparsities(values):
+  try:
+    return values is None or all(0.0 < float(v) < 1.0 for v in values)
+  except ValueError:
+    return False
+
+
+@flags.validator("severities", "severities must be integers 1-5")
+def _check_severities(values):
+  return values is None or all(v.isdigit() and 1 <= int(v) <= 5 for v in values)
 
 
 def _resolve(path):
@@ -34,17 +75,31 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  from eval import deploy  # pylint: disable=g-import-not-at-top
+  variants = _VARIANTS.value
+  if _SPARSITIES.value:
+    variants = (variants or ["dense"]) + [f"prune_{float(t):g}" for t in _SPARSITIES.value]
+  corruptions = _CORRUPTIONS.value
+  if corruptions == ["none"]:
+    corruptions = []
   config = audit_lib.AuditConfig(
       dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
-      preset=_PRESET.value, members=_MEMBERS.value, variants=_VARIANTS.value,
+      preset=_PRESET.value, members=_MEMBERS.value, variants=variants,
+      quantizations=_QUANT.value, corruptions=corruptions,
+      severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
       steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,
-      image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None)
+      image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
+      gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
+      deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value)
   try:
-    audit_lib.run_audit(config)
-  except ValueError as e:
-    sys.exit(f"audit: error: {e}")
+    _, manifest = audit_lib.run_audit(config)
+  except ValueError as e:  # bad input: one line, non-zero exit
+    sys.exit(f"audit: error: {' '.join(str(e).split())}")
+  if manifest["failed_variants"]:
+    sys.exit(GATE_FAILED)
 
 
 if __name__ == "__main__":

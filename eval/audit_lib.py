@@ -1,51 +1,123 @@
 """The audit's library function (`eval/audit.py` is the thin binary over it).
 
-Stage 1 of the audit (issue #2): train (or reuse) the dense and pruned populations of a data set.
-Later stages — TFLite export, evaluation on the test split and corruptions, the statistics of the
-four papers and the report — are added by the export/evaluation, stats, corruption and audit
-issues.
+`run_audit(config)` runs the pipeline for one data set, each stage resumable and skipping what
+is already on disk:
+  1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
+  2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
+     formats of the data set (SPEC §2.3), pruned members to float32 (`tflite_export`);
+  3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
+     evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`);
+  4. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
+     (`tf_forget.report`);
+  5. write the deployment bundle with the gate verdicts (`eval.deploy`).
+Every number in the report comes from running the exported `.tflite` files.
 """
 
 import dataclasses
 import os
+import time
 from typing import Optional, Sequence
 
+from eval import deploy
+from eval import population as eval_population
+from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.report import write as report_write
 from tf_forget.train import population
 from tf_forget.train import presets
+from tflite_export import export as export_lib
+
+# Post-training formats per data set (SPEC §2.3); others get 000's three.
+QUANTIZATIONS = {"celeb_a": ("dynamic_int8", "full_int8")}
+DEFAULT_QUANTIZATIONS = ("float16", "dynamic_int8", "full_int8")
+# Severities of the generated corruption suite: small offline sets audit severity 3 only (the
+# Lost-in-Pruning protocol, 003 §5) to keep the default audit short; others 1-5 (000, SPEC §3.6).
+FAST_SEVERITIES = {"digits": (3,), "digits_biased": (3,)}
+ALL_SEVERITIES = (1, 2, 3, 4, 5)
+
+
+class AuditError(ValueError):
+  """A bad audit configuration."""
 
 
 @dataclasses.dataclass(frozen=True)
 class AuditConfig:
-  """What to audit.
+  """What to audit (see `eval/audit.py` for the flags).
 
   Attributes:
     dataset: data registry name.
-    out: run directory.
+    out: run / output directory.
     preset: training protocol (default: the data set's, `presets.for_dataset`).
     members: members per variant (default: the preset's).
     variants: trained variants (default: the preset's).
+    quantizations: post-training formats of the dense members (default: SPEC §2.3).
+    corruptions: corruption names, () for none (default: all 19).
+    severities: corruption severities (default: `FAST_SEVERITIES` or 1-5).
     steps: override of the preset's training steps.
     population_seed: base seed of the population.
     data_dir: tfds data directory.
     image_size: optional (H, W) input resize.
+    gates: `deploy.Gates`.
+    deploy_members: "first" or "all".
+    num_threads: TFLite interpreter threads.
   """
   dataset: str
   out: str
   preset: Optional[str] = None
   members: Optional[int] = None
   variants: Optional[Sequence[str]] = None
+  quantizations: Optional[Sequence[str]] = None
+  corruptions: Optional[Sequence[str]] = None
+  severities: Optional[Sequence[int]] = None
   steps: Optional[int] = None
   population_seed: int = 0
   data_dir: Optional[str] = None
   image_size: Optional[Sequence[int]] = None
+  gates: deploy.Gates = deploy.Gates()
+  deploy_members: str = "first"
+  num_threads: int = 2
+
+  def to_json(self):
+    d = dataclasses.asdict(self)
+    d["gates"] = dataclasses.asdict(self.gates)
+    return d
+
+
+def _corruption_splits(config):
+  names = (tuple(corruption_registry.CORRUPTIONS) if config.corruptions is None
+           else tuple(config.corruptions))
+  severities = tuple(config.severities or FAST_SEVERITIES.get(config.dataset, ALL_SEVERITIES))
+  for name in names:
+    for severity in severities:
+      corruption_registry.check(name, severity)
+  return [corruption_registry.split_name(n, s) for n in names for s in severities]
+
+
+class _Progress:
+  """Prints members / files done out of total with an ETA, at most every 10%."""
+
+  def __init__(self, stage, total, log):
+    self.stage, self.total, self.log = stage, max(total, 1), log
+    self.done, self.t0, self.next = 0, time.time(), 0.1
+
+  def __call__(self, line):
+    self.done += 1
+    if self.done / self.total >= self.next or self.done == self.total:
+      rate = (time.time() - self.t0) / self.done
+      self.log(f"  [{self.stage}] {self.done}/{self.total} "
+               f"ETA {rate * (self.total - self.done):.0f} s  ({line})")
+      self.next += 0.1
 
 
 def run_audit(config, log=print):
-  """Runs the audit's stages that exist so far and returns a summary dict.
+  """Runs the audit and returns (report dict, manifest dict).
 
   Raises:
-    ValueError (subclasses): bad data set, preset, variant or output directory.
+    ValueError subclasses with a one-line message: bad data set, preset, variant, format,
+    corruption or output directory; nothing partial is left in the report or bundle.
   """
+  if config.deploy_members not in ("first", "all"):
+    raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
@@ -53,14 +125,69 @@ def run_audit(config, log=print):
       config.out, config.preset or presets.for_dataset(config.dataset), dataset=config.dataset,
       variants=config.variants, members=config.members, dataset_options=dataset_options,
       population_seed=config.population_seed, steps=config.steps)
+  if pop.members < 2:
+    raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
+  quantizations = tuple(config.quantizations if config.quantizations is not None
+                        else QUANTIZATIONS.get(config.dataset, DEFAULT_QUANTIZATIONS))
+  corrupted = _corruption_splits(config)
+  t_start = time.time()
+
+  log("== 1/5 populations")
   metas = population.train_population(pop, log=log)
-  rows = {}
-  for meta in metas:
-    rows.setdefault(meta["variant"], []).append(meta)
-  log(f"\n{'variant':<12} {'members':>7} {'test acc (mean)':>16} {'sparsity':>9}")
-  for variant, group in rows.items():
-    acc = sum(m["test_accuracy"] for m in group) / len(group)
-    sparsity = sum(m["sparsity"]["prunable"] for m in group) / len(group)
-    log(f"{variant:<12} {len(group):>7} {acc:>16.4f} {sparsity:>9.4f}")
-  log(f"\nartifacts: {os.path.join(config.out, 'members')}")
-  return {"run_dir": config.out, "variants": {v: len(g) for v, g in rows.items()}}
+  dataset = _dataset(metas[0])
+
+  log("== 2/5 TFLite export")
+  n_exports = len(metas) + pop.members * len(quantizations)
+  export_lib.export_population(config.out, dense_formats=("float32",) + quantizations,
+                               pruned_formats=("float32",), dataset=dataset,
+                               log=_Progress("export", n_exports, log))
+
+  log("== 3/5 TFLite evaluation")
+  eval_population.evaluate_population(
+      config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
+      log=_Progress(f"eval {dataset.spec.eval_split}", n_exports, log))
+  if corrupted:
+    cache_dir = os.path.join(config.out, "corruptions")
+    suite = corruption_cache.CorruptedDataset(dataset, cache_dir, corrupted)
+    corruption_cache.fill(dataset, suite.source_split,
+                          [corruption_registry.parse_split_name(s) for s in corrupted],
+                          cache_dir, table=suite.table)
+    streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in corrupted}
+    eval_population.evaluate_population(
+        config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
+        check_keras=False, save_logits=False,
+        log=_Progress("eval corruptions", n_exports * len(corrupted), log))
+
+  log("== 4/5 report")
+  report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset)
+
+  log("== 5/5 deployment bundle")
+  manifest = deploy.write_bundle(config.out, config.out, report, config.gates,
+                                 members=config.deploy_members)
+  _summary(report, manifest, log)
+  log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
+      f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
+      f"wall time: {time.time() - t_start:.0f} s")
+  return report, manifest
+
+
+def _dataset(meta):
+  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  return registry.get(meta["dataset"], **meta.get("dataset_options", {}))
+
+
+def _summary(report, manifest, log):
+  """Prints the short summary table and the failed gates."""
+  failed = {e["variant"]: e["gate"]["reasons"] for e in manifest["files"]
+            if not e["gate"]["passed"]}
+  log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
+      f"{'#PIE':>6} {'worst FNR +':>11}  gate")
+  for variant, s in sorted(report["variants"].items()):
+    worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
+    worst = f"{100 * worst:+.1f}pt" if isinstance(worst, float) and worst == worst else "n/a"
+    log(f"{variant:<22} {s.get('members', 0):>7} {s.get('top1', float('nan')):>7.4f} "
+        f"{100 * s.get('top1_change', 0.0):>+6.2f} {s.get('significant_classes', 0):>7} "
+        f"{s.get('pie_count', 0):>6} {worst:>11}  {'FAIL' if variant in failed else 'pass'}")
+  for variant, reasons in sorted(failed.items()):
+    for reason in reasons:
+      log(f"gate failed: {variant}: {reason}")

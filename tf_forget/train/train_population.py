@@ -5,6 +5,7 @@ r"""Trains a population of dense and pruned members (thin binary over `populatio
 Re-running skips finished members and resumes interrupted ones.
 """
 
+import os
 import sys
 
 from absl import app
@@ -32,6 +33,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from tf_forget.train import population  # pylint: disable=g-import-not-at-top
   dataset_options = {"data_dir": _DATA_DIR.value}

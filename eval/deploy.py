@@ -1,0 +1,126 @@
+"""The audited deployment bundle and the gates (issue #6): what a user ships, and whether to.
+
+    <out>/deploy/<variant>/<k>.tflite     copies of the audited files (one member, or all)
+    <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
+
+A gate is a user-set bound on a variant's change relative to the dense population:
+  * `max_accuracy_drop`: mean top-1 of the dense population minus that of the variant, in
+    accuracy points (fractions: 0.01 = one percentage point);
+  * `max_subgroup_fnr_increase`: the largest increase of a subgroup's false-negative rate
+    (fraction, compressed minus baseline, 004 Table 3), over the protected subgroups;
+  * `max_significant_classes`: classes whose recall changed significantly (000 §2.2).
+A variant fails if it exceeds any gate; the dense baseline is never gated. The bundle is written
+whole into a temporary directory and renamed, so a failed run leaves no partial bundle.
+"""
+
+import dataclasses
+import math
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from tf_forget.io import atomic
+from tflite_export import export as export_lib
+from tflite_export import formats
+
+MANIFEST_SCHEMA = "tf_forget.manifest/1"
+
+
+@dataclasses.dataclass(frozen=True)
+class Gates:
+  """User-set bounds; None disables a gate."""
+  max_accuracy_drop: Optional[float] = None
+  max_subgroup_fnr_increase: Optional[float] = None
+  max_significant_classes: Optional[int] = None
+
+
+def _finite(value):
+  return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def verdict(variant, summary, gates):
+  """Checks one variant's report summary against the gates.
+
+  Args:
+    variant: variant name.
+    summary: `report.json["variants"][variant]` (top1_change, significant_classes,
+      worst_subgroup).
+    gates: `Gates`.
+
+  Returns:
+    (passed: bool, reasons: list of one-line strings).
+  """
+  if variant == formats.DENSE:
+    return True, []
+  reasons = []
+  drop = -summary.get("top1_change", 0.0)
+  if gates.max_accuracy_drop is not None and _finite(drop) and drop > gates.max_accuracy_drop:
+    reasons.append(f"top-1 accuracy drops by {100 * drop:.2f} points "
+                   f"(max {100 * gates.max_accuracy_drop:.2f})")
+  worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
+  increase = worst.get("increase")
+  if (gates.max_subgroup_fnr_increase is not None and _finite(increase) and
+      increase > gates.max_subgroup_fnr_increase):
+    reasons.append(f"FNR of subgroup {worst.get('subgroup')} rises by {100 * increase:.2f} "
+                   f"points (max {100 * gates.max_subgroup_fnr_increase:.2f})")
+  significant = summary.get("significant_classes")
+  if (gates.max_significant_classes is not None and _finite(significant) and
+      significant > gates.max_significant_classes):
+    reasons.append(f"{int(significant)} classes change significantly "
+                   f"(max {gates.max_significant_classes})")
+  return not reasons, reasons
+
+
+def write_bundle(run_dir, out_dir, report, gates, members="first"):
+  """Copies the audited `.tflite` files and writes the manifest with the gate verdicts.
+
+  Args:
+    run_dir: the run directory with `tflite/` exports.
+    out_dir: the audit output directory; the bundle goes to `out_dir/deploy`.
+    report: the report.json dict (`tf_forget.report.write`).
+    gates: `Gates`.
+    members: "first" (member 0 of each variant: the one a user ships) or "all".
+
+  Returns:
+    The manifest dict.
+  """
+  deploy = os.path.join(out_dir, "deploy")
+  tmp = deploy + ".tmp"
+  if tf.io.gfile.exists(tmp):
+    tf.io.gfile.rmtree(tmp)
+  entries = []
+  for variant_name, summary in sorted(report["variants"].items()):
+    variant = formats.parse_variant(variant_name)
+    passed, reasons = verdict(variant_name, summary, gates)
+    ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
+    if members == "first":
+      ks = ks[:1]
+    for k in ks:
+      src, meta_path = export_lib.export_paths(run_dir, variant, k)
+      meta = atomic.read_json(meta_path)
+      rel = os.path.join(variant_name, f"{k}.tflite")
+      tf.io.gfile.makedirs(os.path.join(tmp, variant_name))
+      tf.io.gfile.copy(src, os.path.join(tmp, rel), overwrite=True)
+      worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
+      entries.append({
+          "variant": variant_name, "k": int(k), "file": rel, "format": meta["format"],
+          "encoding": meta["encoding"], "sha256": meta["sha256"],
+          "size_bytes": meta["size_bytes"],
+          "sparsity": meta["sparsity"]["kernels"]["fraction"],
+          "top1_accuracy_population": summary.get("top1"),
+          "top1_change_vs_dense": summary.get("top1_change"),
+          "cie_count": summary.get("pie_count"),
+          "significant_classes": summary.get("significant_classes"),
+          "worst_subgroup_fnr": worst or None,
+          "gate": {"passed": passed, "reasons": reasons},
+      })
+  manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
+              "gates": dataclasses.asdict(gates), "files": entries,
+              "failed_variants": sorted({e["variant"] for e in entries
+                                         if not e["gate"]["passed"]})}
+  atomic.write_json(os.path.join(tmp, "manifest.json"), manifest)
+  if tf.io.gfile.exists(deploy):
+    tf.io.gfile.rmtree(deploy)
+  tf.io.gfile.rename(tmp, deploy)
+  return manifest

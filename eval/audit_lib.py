@@ -22,10 +22,12 @@ from eval import deploy
 from eval import population as eval_population
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 from tf_forget.train import presets
 from tflite_export import export as export_lib
+from tflite_export import formats
 
 # Post-training formats per data set (SPEC §2.3); others get 000's three.
 QUANTIZATIONS = {"celeb_a": ("dynamic_int8", "full_int8")}
@@ -129,12 +131,16 @@ def run_audit(config, log=print):
     raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   quantizations = tuple(config.quantizations if config.quantizations is not None
                         else QUANTIZATIONS.get(config.dataset, DEFAULT_QUANTIZATIONS))
+  for fmt in quantizations:
+    formats.check_format(fmt)
   corrupted = _corruption_splits(config)
+  # Fail before anything is written if the data set is unknown or not readable.
+  dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
+  dataset.take(dataset.spec.eval_split, 1)
   t_start = time.time()
 
   log("== 1/5 populations")
   metas = population.train_population(pop, log=log)
-  dataset = _dataset(metas[0])
 
   log("== 2/5 TFLite export")
   n_exports = len(metas) + pop.members * len(quantizations)
@@ -169,11 +175,6 @@ def run_audit(config, log=print):
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
       f"wall time: {time.time() - t_start:.0f} s")
   return report, manifest
-
-
-def _dataset(meta):
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-  return registry.get(meta["dataset"], **meta.get("dataset_options", {}))
 
 
 def _summary(report, manifest, log):

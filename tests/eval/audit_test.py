@@ -1,0 +1,110 @@
+"""The audit binary: flag validation, bad input, a tiny end-to-end run, bundle and gates."""
+
+import json
+import os
+
+from absl import flags
+from absl.testing import flagsaver
+import pytest
+
+from eval import audit
+from eval import deploy
+
+FLAGS = flags.FLAGS
+
+
+def _run_main(**flag_values):
+  with flagsaver.flagsaver(**flag_values):
+    try:
+      audit.main(["audit"])
+    except SystemExit as e:
+      return e.code
+  return 0
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("sparsities", ["1.5"]),
+    ("sparsities", ["0"]),
+    ("members", 1),
+    ("severities", ["6"]),
+])
+def test_flag_validation_rejects_bad_values(flag, value):
+  with pytest.raises(flags.IllegalFlagValueError):
+    with flagsaver.flagsaver(**{flag: value}):
+      pass
+
+
+def test_stray_arguments_are_a_usage_error():
+  from absl import app  # pylint: disable=g-import-not-at-top
+  with pytest.raises(app.UsageError, match="unexpected arguments"):
+    audit.main(["audit", "extra"])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"dataset": "nope"}, "unknown data set 'nope'"),
+    ({"quantizations": ["int4"]}, "int4"),
+    ({"corruptions": ["rain"]}, "rain"),
+    ({"dataset": "cifar10", "data_dir": "/nonexistent"}, "not prepared"),
+])
+def test_bad_input_is_one_line_non_zero_and_writes_nothing(tmp_path, overrides, message):
+  out = tmp_path / "out"
+  code = _run_main(out=str(out), **overrides)
+  assert isinstance(code, str) and code.startswith("audit: error:") and message in code
+  assert "\n" not in code
+  assert not out.exists()
+
+
+def test_unwritable_out_is_one_line_error(tmp_path):
+  blocker = tmp_path / "file"
+  blocker.write_text("not a directory")
+  code = _run_main(out=str(blocker / "run"), preset="tiny", members=2)
+  assert isinstance(code, str) and code.startswith("audit: error:")
+  assert "\n" not in code and blocker.read_text() == "not a directory"
+
+
+def test_gate_verdicts():
+  gates = deploy.Gates(max_accuracy_drop=0.01, max_subgroup_fnr_increase=0.05,
+                       max_significant_classes=2)
+  ok, reasons = deploy.verdict("prune_0.9", {"top1_change": -0.005, "significant_classes": 2,
+                                             "worst_subgroup": {"fnr": {"increase": 0.05}}},
+                               gates)
+  assert ok and not reasons
+  ok, reasons = deploy.verdict(
+      "prune_0.9", {"top1_change": -0.02, "significant_classes": 3,
+                    "worst_subgroup": {"fnr": {"subgroup": "MY", "increase": 0.2}}}, gates)
+  assert not ok and len(reasons) == 3
+  assert any("MY" in r for r in reasons)
+  # The baseline is never gated; undefined measures (NaN) do not fail a gate.
+  assert deploy.verdict("dense", {"top1_change": -1.0}, gates)[0]
+  assert deploy.verdict("float16", {"top1_change": float("nan"),
+                                    "significant_classes": float("nan")}, gates)[0]
+
+
+def test_tiny_audit_end_to_end(tmp_path):
+  out = tmp_path / "run"
+  code = _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
+                   quantizations=["full_int8"], corruptions=["gaussian_noise"],
+                   severities=["3"], max_accuracy_drop=0.0)
+  report = json.loads((out / "report.json").read_text())
+  manifest = json.loads((out / "deploy" / "manifest.json").read_text())
+  assert set(report["variants"]) == {"dense", "prune_0.5", "full_int8"}
+  assert (out / "report.html").exists() and (out / "tables").is_dir()
+  assert {e["variant"] for e in manifest["files"]} == {"dense", "prune_0.5", "full_int8"}
+  for entry in manifest["files"]:
+    assert (out / "deploy" / entry["file"]).stat().st_size == entry["size_bytes"]["raw"]
+  pruned = next(e for e in manifest["files"] if e["variant"] == "prune_0.5")
+  assert abs(pruned["sparsity"] - 0.5) < 1e-3
+  # The gate (no accuracy drop allowed) fails exactly the variants whose mean top-1 dropped,
+  # and the exit status says so.
+  dropped = {v for v, s in report["variants"].items() if v != "dense" and s["top1_change"] < 0}
+  assert set(manifest["failed_variants"]) == dropped
+  assert code == (audit.GATE_FAILED if dropped else 0)
+  # Robustness on the corrupted split came from the TFLite files.
+  assert (out / "predictions" / "prune_0.5" / "0" / "gaussian_noise@3.npz").exists()
+  assert "robustness" in report["tables"]
+  # Re-running reuses everything and gives the same report numbers.
+  _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
+            quantizations=["full_int8"], corruptions=["gaussian_noise"], severities=["3"],
+            max_accuracy_drop=0.0)
+  again = json.loads((out / "report.json").read_text())
+  assert again["variants"] == report["variants"]

@@ -5,7 +5,7 @@ SHELL := /bin/bash
 BAZEL := bazel
 AUDIT_ARGS ?=
 
-.PHONY: setup audit test pytest bench clean
+.PHONY: setup audit test clean
 
 setup:
 	@bash tools/setup.sh
@@ -19,10 +19,6 @@ test: setup
 	@status=0; $(BAZEL) test //... || status=$$?; \
 	  .venv/bin/python tools/test_summary.py bazel-testlogs || status=1; \
 	  exit $$status
-
-# The same test files with plain pytest in one process (quicker while developing).
-pytest: setup
-	.venv/bin/pytest -q tests
 
 clean:
 	$(BAZEL) clean

@@ -5,6 +5,16 @@ Issue #3: every format is checked against the float32 `.tflite` of the same memb
 model it came from. Top-1 is the argmax with ties to the lowest index, after int8 outputs are
 dequantized (SPEC §1.2). The logit errors are absolute differences of the (dequantized) output
 scores; they are only comparable between formats of the same member.
+
+Twin check (issue #10): a sparse-encoded file stores the same weights as its plain twin, so its
+predictions must be the same: top-1 identical on every example, and every score within
+`atol + rtol * |plain score|` with rtol = 1e-4 and atol = 1e-4 for float outputs (the two
+files may run on different runtime paths, XNNPACK vs the built-in kernels, whose float
+accumulation order differs: measured differences are ~1e-7 on small CNNs) or one output
+quantization step for int8 outputs (the built-in and XNNPACK int8 kernels round a requantized
+accumulator differently by one step: measured on a 90%-pruned tiny CNN, `full_int8+sparse` on
+the built-in kernels vs plain `full_int8` on XNNPACK, some scores differ by exactly one step,
+top-1 identical). Any difference is a one-line reason.
 """
 
 import numpy as np
@@ -41,6 +51,76 @@ def compare(scores, reference, ids=None, reference_ids=None):
       "max_abs_logit_error": float(err.max()) if err.size else float("nan"),
       "mean_abs_logit_error": float(err.mean()) if err.size else float("nan"),
   }
+
+
+TWIN_RTOL = 1e-4
+TWIN_ATOL = 1e-4
+
+
+def twin_tolerance(output_scale=None):
+  """Absolute score tolerance of the twin check: 1e-4, or one int8 output step if larger.
+
+  One step is `1.001 * scale`: `(q - z) * s` is computed in float32, so two dequantized
+  scores one step apart can differ by a few ulps more than `s`.
+  """
+  return max(TWIN_ATOL, 1.001 * float(output_scale or 0.0))
+
+
+def twin_mismatch(scores, plain_scores, topk=None, plain_topk=None, output_scale=None):
+  """Why a sparse file's predictions differ from its plain twin's, or None if they are equal.
+
+  Args:
+    scores, plain_scores: float `[N, C]` dequantized scores, or None (then top-1 only).
+    topk, plain_topk: int `[N, k]` (used when scores are missing).
+    output_scale: the int8 output tensor's scale (None for float outputs).
+
+  Returns:
+    None, or a one-line reason (how many top-1 differ, the largest score difference).
+  """
+  if scores is not None and plain_scores is not None:
+    scores = np.asarray(scores, np.float32)
+    plain_scores = np.asarray(plain_scores, np.float32)
+    if scores.shape != plain_scores.shape:
+      return f"scores {scores.shape} vs plain twin {plain_scores.shape}"
+    top1, plain_top1 = np.argmax(scores, 1), np.argmax(plain_scores, 1)
+  else:
+    top1, plain_top1 = np.asarray(topk)[:, 0], np.asarray(plain_topk)[:, 0]
+  reasons = []
+  differ = int(np.sum(top1 != plain_top1))
+  if differ:
+    reasons.append(f"top-1 differs on {differ} of {len(top1)} examples")
+  if scores is not None and plain_scores is not None:
+    atol = twin_tolerance(output_scale)
+    err = np.abs(scores - plain_scores)
+    over = err > atol + TWIN_RTOL * np.abs(plain_scores)
+    if np.any(over):
+      reasons.append(f"{int(np.sum(over))} scores differ by up to {float(err.max()):.3g} "
+                     f"(tolerance {atol:.3g} + {TWIN_RTOL:g} x |score|)")
+  return ("sparse file disagrees with its plain twin: " + "; ".join(reasons)) if reasons else None
+
+
+def compare_twin_files(path, plain_path, output_scale=None):
+  """Twin check of two predictions files: `compare` fields plus `equal`, `reason`, `atol`.
+
+  Raises:
+    AgreementError: the two files are not on the same example ids.
+  """
+  a, b = predictions.read(path), predictions.read(plain_path)
+  if not np.array_equal(a["ids"], b["ids"]):
+    raise AgreementError("the sparse file's predictions and its plain twin's are not on the "
+                         "same example ids")
+  both = "logits" in a and "logits" in b
+  if both:
+    result = compare(a["logits"], b["logits"])
+  else:
+    result = {"n": int(len(a["ids"])),
+              "top1_agreement": float(np.mean(a["topk"][:, 0] == b["topk"][:, 0])),
+              "max_abs_logit_error": None, "mean_abs_logit_error": None}
+  reason = twin_mismatch(a.get("logits"), b.get("logits"), a["topk"], b["topk"], output_scale)
+  return dict(result, equal=reason is None, reason=reason, logits_checked=both,
+              atol=twin_tolerance(output_scale), rtol=TWIN_RTOL,
+              runtime=a["metadata"].get("runtime"),
+              plain_runtime=b["metadata"].get("runtime"))
 
 
 def compare_files(path, reference_path):

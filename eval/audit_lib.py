@@ -16,7 +16,7 @@ Every number in the report comes from running the exported `.tflite` files.
 import dataclasses
 import os
 import time
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from eval import deploy
 from eval import population as eval_population
@@ -62,6 +62,7 @@ class AuditConfig:
     gates: `deploy.Gates`.
     deploy_members: "first" or "all".
     num_threads: TFLite interpreter threads.
+    preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
   """
   dataset: str
   out: str
@@ -78,10 +79,12 @@ class AuditConfig:
   gates: deploy.Gates = deploy.Gates()
   deploy_members: str = "first"
   num_threads: int = 2
+  preset_overrides: Optional[Mapping[str, object]] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
     d["gates"] = dataclasses.asdict(self.gates)
+    d["preset_overrides"] = dict(self.preset_overrides or {})
     return d
 
 
@@ -126,7 +129,8 @@ def run_audit(config, log=print):
   pop = population.make_config(
       config.out, config.preset or presets.for_dataset(config.dataset), dataset=config.dataset,
       variants=config.variants, members=config.members, dataset_options=dataset_options,
-      population_seed=config.population_seed, steps=config.steps)
+      population_seed=config.population_seed,
+      **dict(config.preset_overrides or {}, steps=config.steps))
   if pop.members < 2:
     raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   quantizations = tuple(config.quantizations if config.quantizations is not None

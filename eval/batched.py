@@ -18,6 +18,11 @@ Both are correct only because rows do not interact: a Keras model in inference m
 folded) and per-row dynamic quantization of activations in the hybrid (`dynamic_int8`) kernels.
 tests/eval/batched_test.py checks that every format gives the same outputs at batch 1 and at
 batch B under both policies.
+
+`runtime="auto"` (issue #10) runs the file as a device would (`interpreter.create_for_device`):
+XNNPACK, or the built-in kernels if the delegate refuses the model at allocation or at the
+first invoke; `runtime` then names the path that produced the outputs and `fallback_reason`
+says why.
 """
 
 import numpy as np
@@ -46,7 +51,8 @@ class BatchedRunner:
       model: path of a `.tflite` file, or its bytes.
       batch_size: B >= 1.
       num_threads: interpreter threads.
-      runtime: a key of `interpreter.RUNTIMES`.
+      runtime: a key of `interpreter.RUNTIMES`, or "auto" (XNNPACK, falling back to the
+        built-in kernels when the delegate refuses the model).
       tail: how a last partial batch is run, one of `TAIL_POLICIES` (see module doc).
 
     Raises:
@@ -58,10 +64,23 @@ class BatchedRunner:
     if tail not in TAIL_POLICIES:
       raise interpreter.TfliteError(f"unknown tail policy {tail!r} ({', '.join(TAIL_POLICIES)})")
     self.batch_size = batch_size
-    self.runtime = runtime
     self.tail = tail
     self.reallocations = 0  # resize + allocate calls after creation (tail batches only)
-    self.interpreter = interpreter.create(model, num_threads, runtime, batch_size)
+    self.fallback_reason = None
+    self._model, self._num_threads = model, num_threads
+    self._auto = runtime == "auto"
+    self._invoked = False
+    if self._auto:
+      self.interpreter, self.runtime, self.fallback_reason = interpreter.create_for_device(
+          model, num_threads, batch_size, probe=False)
+    else:
+      self.interpreter = interpreter.create(model, num_threads, runtime, batch_size)
+      self.runtime = runtime
+    self._setup()
+
+  def _setup(self):
+    """Reads the I/O details of `self.interpreter`, allocated at `self.batch_size`."""
+    batch_size = self.batch_size
     inputs = self.interpreter.get_input_details()
     outputs = self.interpreter.get_output_details()
     if len(outputs) != 1 or len(outputs[0]["shape"]) != 2:
@@ -113,10 +132,27 @@ class BatchedRunner:
         feed = self._buffer[:m]
       self._allocate(len(feed))
       self.quantize(chunk, out=self._buffer[:m])
-      self.interpreter.set_tensor(self._in, feed)
-      self.interpreter.invoke()
+      self._invoke(feed)
       out[start:start + m] = self.interpreter.get_tensor(self._out)[:m]
     return out
+
+  def _invoke(self, feed):
+    """Invokes; under "auto", a delegate refusing the first invoke switches to "builtin"."""
+    try:
+      self.interpreter.set_tensor(self._in, feed)
+      self.interpreter.invoke()
+    except (RuntimeError, ValueError) as e:
+      if not (self._auto and not self._invoked and self.runtime == "xnnpack" and
+              interpreter.is_delegate_refusal(e)):
+        raise interpreter.TfliteError(f"invoke failed: {' '.join(str(e).split())[:300]}") from e
+      self.fallback_reason = f"XNNPACK refused the model: {' '.join(str(e).split())[:300]}"
+      self.runtime = "builtin"
+      self.interpreter = interpreter.create(self._model, self._num_threads, "builtin",
+                                            len(feed))
+      self._allocated = len(feed)
+      self.interpreter.set_tensor(self._in, feed)
+      self.interpreter.invoke()
+    self._invoked = True
 
   def run(self, images):
     """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (SPEC §1.2)."""

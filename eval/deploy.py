@@ -11,6 +11,12 @@ A gate is a user-set bound on a variant's change relative to the dense populatio
   * `max_significant_classes`: classes whose recall changed significantly (000 §2.2).
 A variant fails if it exceeds any gate; the dense baseline is never gated. The bundle is written
 whole into a temporary directory and renamed, so a failed run leaves no partial bundle.
+
+Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
+sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain
+twin's (`eval.agreement.compare_twin_files`), it is smaller, and its median latency is within
+`max_latency_ratio` of the plain file's measured in the same run (`eval.latency`); otherwise
+the plain file, with a one-line reason.
 """
 
 import dataclasses
@@ -25,6 +31,12 @@ from tflite_export import export as export_lib
 from tflite_export import formats
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
+ENCODING_MODES = ("auto", "plain", "sparse")
+DEFAULT_MAX_LATENCY_RATIO = 1.5
+
+
+class DeployError(ValueError):
+  """Bad deployment options or encoding inputs (one line)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +84,60 @@ def verdict(variant, summary, gates):
   return not reasons, reasons
 
 
-def write_bundle(run_dir, out_dir, report, gates, members="first"):
+def _positive(value):
+  return (isinstance(value, (int, float)) and not isinstance(value, bool) and
+          math.isfinite(value) and value > 0)
+
+
+def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, mode="auto"):
+  """Chooses the plain file or its sparse-encoded twin for one variant (issue #10).
+
+  Args:
+    plain: {"size": bytes, "latency": median seconds or None} of the plain file.
+    sparse: None (no sparse twin), or {"size", "latency", "twin_equal": bool, "twin_reason":
+      one-line reason or None, "error": one-line conversion failure or None}.
+    max_latency_ratio: the largest sparse / plain median latency `auto` accepts (> 0).
+    mode: "auto" (the smallest file whose predictions equal its plain twin's and whose latency
+      is within the bound), "plain" (always plain) or "sparse" (sparse whenever it exists and
+      equals its twin, whatever its size and latency).
+
+  Returns:
+    (encoding "plain" or "sparse", one-line reason).
+
+  Raises:
+    DeployError: an unknown mode, a bad bound, or a missing / non-positive plain size.
+  """
+  if mode not in ENCODING_MODES:
+    raise DeployError(f"unknown deploy encoding {mode!r} (known: {', '.join(ENCODING_MODES)})")
+  if not _positive(max_latency_ratio):
+    raise DeployError(f"max_latency_ratio must be a finite number > 0, got {max_latency_ratio!r}")
+  if not _positive((plain or {}).get("size")):
+    raise DeployError(f"plain file size must be > 0, got {(plain or {}).get('size')!r}")
+  if mode == "plain":
+    return "plain", "plain encoding requested"
+  if sparse is None:
+    return "plain", "no sparse-encoded twin"
+  if sparse.get("error"):
+    return "plain", f"sparse conversion failed: {sparse['error']}"
+  if not sparse.get("twin_equal"):
+    return "plain", (sparse.get("twin_reason") or
+                     "sparse file not checked against its plain twin")
+  if mode == "sparse":
+    return "sparse", "sparse encoding requested; predictions equal the plain twin's"
+  size_ratio = sparse["size"] / plain["size"]
+  if size_ratio >= 1:
+    return "plain", f"sparse file is not smaller ({size_ratio:.3f}x the plain size)"
+  if not (_positive(plain.get("latency")) and _positive(sparse.get("latency"))):
+    return "plain", "latency not measured for both files; cannot check the latency bound"
+  latency_ratio = sparse["latency"] / plain["latency"]
+  if latency_ratio > max_latency_ratio:
+    return "plain", (f"sparse file is {latency_ratio:.2f}x slower than plain "
+                     f"(max {max_latency_ratio:g}x)")
+  return "sparse", (f"sparse file {size_ratio:.3f}x the plain size, latency "
+                    f"{latency_ratio:.2f}x (max {max_latency_ratio:g}x), predictions equal")
+
+
+def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=None):
   """Copies the audited `.tflite` files and writes the manifest with the gate verdicts.
 
   Args:
@@ -81,6 +146,10 @@ def write_bundle(run_dir, out_dir, report, gates, members="first"):
     report: the report.json dict (`tf_forget.report.write`).
     gates: `Gates`.
     members: "first" (member 0 of each variant: the one a user ships) or "all".
+    encodings: optional {variant name: {"encoding": "plain" | "sparse", "reason": str, ...}}
+      (e.g. from `choose_encoding`, plus runtime / ratios to record); a variant mapped to
+      "sparse" ships its sparse-encoded twin, and the dict is recorded as the entry's
+      `encoding_choice`. None (default): every variant ships as reported, as before.
 
   Returns:
     The manifest dict.
@@ -96,8 +165,12 @@ def write_bundle(run_dir, out_dir, report, gates, members="first"):
     ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
     if members == "first":
       ks = ks[:1]
+    choice = (encodings or {}).get(variant_name)
+    shipped = variant
+    if choice and choice.get("encoding", formats.DEFAULT_ENCODING) != variant.encoding:
+      shipped = formats.Variant(variant.member_variant, variant.format, choice["encoding"])
     for k in ks:
-      src, meta_path = export_lib.export_paths(run_dir, variant, k)
+      src, meta_path = export_lib.export_paths(run_dir, shipped, k)
       meta = atomic.read_json(meta_path)
       rel = os.path.join(variant_name, f"{k}.tflite")
       tf.io.gfile.makedirs(os.path.join(tmp, variant_name))
@@ -115,6 +188,8 @@ def write_bundle(run_dir, out_dir, report, gates, members="first"):
           "worst_subgroup_fnr": worst or None,
           "gate": {"passed": passed, "reasons": reasons},
       })
+      if choice is not None:
+        entries[-1]["encoding_choice"] = dict(choice)
   manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
               "gates": dataclasses.asdict(gates), "files": entries,
               "failed_variants": sorted({e["variant"] for e in entries

@@ -23,6 +23,7 @@ from tf_forget.data import base
 from tflite_export import formats
 
 TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export.SCHEMA (not imported: no TF here)
+FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tflite_export.export.FAILURE_SCHEMA
 
 
 class EvaluationError(ValueError):
@@ -84,7 +85,8 @@ def run(runner, batches):
 def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
                   batch_size=batched.DEFAULT_BATCH_SIZE,
                   num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
-                  overwrite=False, tflite_sha256=None, image_shape=None, tail="resize"):
+                  overwrite=False, tflite_sha256=None, image_shape=None, tail="resize",
+                  runtime="auto"):
   """Evaluates one `.tflite` file on one split and writes its predictions file.
 
   Args:
@@ -100,6 +102,10 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
     tflite_sha256: the file's sha256 (from its export JSON) to match existing predictions.
     image_shape: the data's (H, W, C), checked against the model input before running.
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
+    runtime: "auto" (default: XNNPACK, the built-in kernels if the delegate refuses the
+      model, as on a device; issue #10), "xnnpack" or "builtin". The path that produced the
+      predictions is recorded as `runtime`, a fallback's one-line reason as
+      `runtime_fallback`.
 
   Returns:
     (metadata dict of the predictions file, skipped bool).
@@ -110,7 +116,8 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   """
   if not overwrite and predictions.is_complete(out_path, tflite_sha256):
     return predictions.read(out_path)["metadata"], True
-  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, tail=tail)
+  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, runtime=runtime,
+                                 tail=tail)
   if image_shape is not None and tuple(image_shape) != runner.input_shape:
     raise interpreter.TfliteError(
         f"{tflite_path}: model input shape {runner.input_shape} does not match the data "
@@ -120,7 +127,8 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   seconds = time.time() - start
   meta = dict(metadata or {}, split=split, tflite=os.path.abspath(tflite_path),
               tflite_sha256=tflite_sha256, batch_size=batch_size, num_threads=num_threads,
-              runtime=runner.runtime, input_dtype=runner.input_dtype.name,
+              runtime=runner.runtime, runtime_fallback=runner.fallback_reason,
+              input_dtype=runner.input_dtype.name,
               output_dtype=runner.output_dtype.name, seconds=seconds,
               examples_per_second=len(ids) / seconds if seconds > 0 else None,
               top1_accuracy=float(np.mean(np.argmax(scores, axis=1) == labels)))
@@ -172,3 +180,22 @@ def list_exports(run_dir):
   return sorted(found, key=lambda m: (m["member_variant"] != formats.DENSE, m["member_variant"],
                                       int(m["k"]), order.get(m["format"], len(order)),
                                       m["encoding"]))
+
+
+def list_failures(run_dir):
+  """Recorded failed conversions (sparse twins, issue #10): list of their JSON dicts.
+
+  Reads `<run>/tflite/<member variant>/<k>/<stem>.failed.json`; [] if there are none.
+  """
+  root = os.path.join(run_dir, "tflite")
+  found = []
+  if not os.path.isdir(root):
+    return found
+  for dirpath, _, names in sorted(os.walk(root)):
+    for name in sorted(names):
+      if name.endswith(".failed.json") and ".tmp-" not in name:
+        with open(os.path.join(dirpath, name)) as f:
+          record = json.load(f)
+        if record.get("schema") == FAILURE_SCHEMA:
+          found.append(record)
+  return found

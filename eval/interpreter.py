@@ -3,8 +3,15 @@
 Every `.tflite` file is run through `create` (CONVENTIONS.md): LiteRT's interpreter
 (`ai_edge_litert.interpreter`; `tf.lite.Interpreter` is deprecated), `num_threads`
 configurable, and the default delegate (XNNPACK) on: `OpResolverType.AUTO` applies it.
-`runtime="builtin"` disables default delegates (issue #10's fallback path for files XNNPACK
-refuses).
+`runtime="builtin"` disables default delegates.
+
+Device fallback (issue #10): `create_for_device` runs a file as a phone app would: XNNPACK
+first; if the delegate refuses the model, the built-in kernels. Measured on this stack
+(TF 2.21, ai-edge-litert): XNNPACK accepts sparse-encoded float32 and float16 files, and refuses
+sparse `dynamic_int8` and `full_int8` files at `allocate_tensors` ("failed to delegate
+FULLY_CONNECTED node ... (TfLiteXNNPackDelegate) failed to prepare"); those run with
+`OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES`. Which path produced the numbers is returned
+and recorded in the predictions metadata (`runtime`).
 
 Quantized I/O (issue #3; SPEC §1.2): an int8/uint8 input is fed `q = clamp(round(x / s) + z)`
 with the input tensor's own scale s and zero point z (round half away from zero, as TFLite's
@@ -12,6 +19,8 @@ with the input tensor's own scale s and zero point z (round half away from zero,
 the data sets yield uint8 pixels, `InputQuantizer` precomputes the 256 possible input values
 once and quantizes a batch with one table lookup.
 """
+
+import re
 
 import numpy as np
 
@@ -23,6 +32,8 @@ RUNTIMES = {
     "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
 }
 DEFAULT_NUM_THREADS = 2
+# A delegate that refuses a model: LiteRT's messages at allocate / invoke.
+_DELEGATE_REFUSAL = re.compile(r"delegate|failed to prepare", re.IGNORECASE)
 
 
 class TfliteError(ValueError):
@@ -97,6 +108,53 @@ def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size
       raise
     raise TfliteError(f"{name} is not a valid TFLite model: {_one_line(e)}") from e
   return interp
+
+
+def is_delegate_refusal(error):
+  """Whether an interpreter error says a delegate refused (failed to prepare) the model."""
+  return bool(_DELEGATE_REFUSAL.search(str(error)))
+
+
+def _probe(interp):
+  """Invokes once on zeros, so that a delegate failing only at invoke fails here."""
+  details = interp.get_input_details()[0]
+  interp.set_tensor(details["index"], np.zeros(details["shape"], details["dtype"]))
+  interp.invoke()
+
+
+def create_for_device(model, num_threads=DEFAULT_NUM_THREADS, batch_size=None, probe=True):
+  """Creates an interpreter as a device would: XNNPACK, else the built-in kernels.
+
+  The XNNPACK interpreter is allocated (and, with `probe`, invoked once on zeros); if that
+  fails with a delegate refusal (`is_delegate_refusal`), the model is created again with
+  `runtime="builtin"`. Any other failure (a corrupt or truncated file) is raised as it is.
+
+  Args:
+    model: path of a `.tflite` file, or its bytes.
+    num_threads: CPU threads (>= 1).
+    batch_size: if set, the (single) input is resized to `batch_size` before allocation.
+    probe: also invoke once, catching delegates that refuse only at invoke.
+
+  Returns:
+    (allocated interpreter, runtime name "xnnpack" or "builtin", one-line reason of the
+    fallback or None).
+
+  Raises:
+    TfliteError: an unreadable or invalid file, or one that no runtime can prepare.
+  """
+  try:
+    interp = create(model, num_threads, "xnnpack", batch_size)
+    if probe:
+      _probe(interp)
+    return interp, "xnnpack", None
+  except (TfliteError, ValueError, RuntimeError) as e:
+    if not is_delegate_refusal(e):
+      if isinstance(e, TfliteError):
+        raise
+      raise TfliteError(f"cannot run the model: {_one_line(e)}") from e
+    reason = f"XNNPACK refused the model: {_one_line(e)}"
+  interp = create(model, num_threads, "builtin", batch_size)
+  return interp, "builtin", reason
 
 
 def _quantization(details):

@@ -4,7 +4,10 @@
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
     <run>/eval/agreement/<split>.json                  agreement table (eval.agreement)
 
-(docs/artifacts/predictions.md). The data set is the one the members were trained on (from the
+(docs/artifacts/predictions.md). Files run as on a device (`runtime="auto"`: XNNPACK, else the
+built-in kernels; issue #10). Every sparse-encoded file is checked against its plain twin
+(`agreement.compare_twin_files`): a mismatch, or a sparse conversion that failed at export, is
+a one-line entry of the table's `twin_failures`, never silent. The data set is the one the members were trained on (from the
 export JSON) unless another registry data set is given; its image shape must match every
 file's input, checked before anything is written. Custom streams (corrupted splits) are passed
 as `split_batches`: name -> callable(batch_size) returning an iterable of `Examples`.
@@ -25,6 +28,12 @@ AGREEMENT_SCHEMA = "tf_forget.agreement/1"
 
 def _member_key(meta):
   return meta["member_variant"], int(meta["k"])
+
+
+def _output_scale(meta):
+  """The int8 output scale of an export (None for float outputs)."""
+  out = meta["io"]["outputs"][0]
+  return out["scale"][0] if out["dtype"] in ("int8", "uint8") and out["scale"] else None
 
 
 def check_shapes(exports, image_shape):
@@ -91,6 +100,8 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     source = exports[0]["source"]
     dataset = data_registry.get(source["dataset"], **(source.get("dataset_options") or {}))
   check_shapes(exports, dataset.spec.image_shape)
+  failures = [f for f in evaluate.list_failures(run_dir)
+              if variants is None or f["variant"] in set(variants)]
   streams = {}
   for split in (splits if splits is not None else
                 ([] if split_batches else [dataset.spec.eval_split])):
@@ -118,11 +129,25 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
         log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
             f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
       rows.append({"variant": meta["variant"], "format": meta["format"],
+                   "encoding": meta["encoding"], "runtime": pmeta.get("runtime"),
                    "member_variant": member_variant, "k": k, "path": out,
                    "top1_accuracy": pmeta["top1_accuracy"]})
     by_member = {(_member_key(m), m["format"], m["encoding"]): r
                  for m, r in zip(exports, rows)}
+    twin_failures = []
     for meta, row in zip(exports, rows):
+      if meta["encoding"] != "plain":
+        twin = by_member.get((_member_key(meta), meta["format"], "plain"))
+        if twin is None:
+          row["vs_plain_twin"] = None
+          twin_failures.append({"variant": meta["variant"], "k": row["k"],
+                                "reason": "no plain twin evaluated to compare with"})
+        else:
+          row["vs_plain_twin"] = agreement.compare_twin_files(row["path"], twin["path"],
+                                                              _output_scale(meta))
+          if not row["vs_plain_twin"]["equal"]:
+            twin_failures.append({"variant": meta["variant"], "k": row["k"],
+                                  "reason": row["vs_plain_twin"]["reason"]})
       ref = by_member.get((_member_key(meta), "float32", "plain"))
       if ref is not None:
         row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
@@ -137,6 +162,10 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
         "rows": rows,
         "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
         "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
+        "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
+        "twin_failures": twin_failures + [
+            {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
+             f"plain file kept: {f['reason']}"} for f in failures],
     }
     table_path = os.path.join(run_dir, "eval", "agreement", f"{split}.json")
     try:

@@ -67,30 +67,40 @@ def representative_dataset(images):
   return generator
 
 
-def convert(model, fmt, representative_images=None):
+def convert(model, fmt, representative_images=None, encoding=formats.DEFAULT_ENCODING):
   """Converts a Keras 2 model to TFLite bytes.
+
+  The "sparse" encoding (issue #10) adds `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the
+  format's optimizations: the converter then stores constant weights that are sparse enough
+  in TFLite's compressed sparse format (`Tensor.sparsity`) and the runtime densifies them
+  (or, for some kernels, runs them sparse). Everything else is the format's.
 
   Args:
     model: a tf_keras model taking float32 `[batch, H, W, C]` raw pixels, returning logits.
     fmt: a key of `formats.FORMATS`.
     representative_images: uint8 `[N, H, W, C]`, required by formats that need calibration
       (`full_int8`; SPEC §2.5), ignored by the others.
+    encoding: a value of `formats.ENCODINGS`.
 
   Returns:
     The `.tflite` flatbuffer as bytes.
 
   Raises:
-    formats.FormatError: unknown format.
+    formats.FormatError: unknown format or encoding.
     ConversionError: missing representative data or a converter failure.
   """
   formats.check_format(fmt)
+  formats.check_encoding(encoding)
   options = formats.FORMATS[fmt]
   spec = input_signature(model)
   function = tf.function(lambda image: model(image, training=False))
   concrete = function.get_concrete_function(spec)
   converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], model)
-  if options["optimize"]:
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  optimizations = [tf.lite.Optimize.DEFAULT] if options["optimize"] else []
+  if encoding == formats.SPARSE:
+    optimizations.append(tf.lite.Optimize.EXPERIMENTAL_SPARSITY)
+  if optimizations:
+    converter.optimizations = optimizations
   if options["supported_types"]:
     converter.target_spec.supported_types = [
         tf.as_dtype(t) for t in options["supported_types"]]
@@ -111,7 +121,8 @@ def convert(model, fmt, representative_images=None):
   try:
     return converter.convert()
   except Exception as e:  # pylint: disable=broad-except
-    raise ConversionError(f"TFLite conversion to {fmt} failed: {_one_line(e)}") from e
+    what = fmt if encoding == formats.DEFAULT_ENCODING else f"{fmt} ({encoding} encoding)"
+    raise ConversionError(f"TFLite conversion to {what} failed: {_one_line(e)}") from e
 
 
 def versions():

@@ -3,8 +3,10 @@
     <run>/tflite/<member variant>/<k>/<file stem>.tflite
     <run>/tflite/<member variant>/<k>/<file stem>.json     # written last: presence = finished
 
-with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`; issue #10
-adds `<format>+sparse`). Quantized member k is the quantization of member k of its member
+with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`) or, for the
+sparse-encoded twin of issue #10, `<format>+sparse`. A sparse conversion that fails leaves the
+plain file as it is and records its one-line reason in `<format>+sparse.failed.json` (schema
+`tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the quantization of member k of its member
 variant (SPEC §1.3); the audited variant name (SPEC §1.1) is recorded in the JSON.
 
 Pruned members are stored with their pruning wrappers stripped (docs/artifacts/members.md) and
@@ -28,6 +30,7 @@ from tflite_export import flatbuffer
 from tflite_export import formats
 
 SCHEMA = "tf_forget.tflite/1"
+FAILURE_SCHEMA = "tf_forget.tflite_failure/1"
 DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.
 REPRESENTATIVE_SPLIT = "train"
 
@@ -57,6 +60,12 @@ def export_paths(run_dir, variant, k):
   return base + ".tflite", base + ".json"
 
 
+def failure_path(run_dir, variant, k):
+  """Where a failed (sparse) conversion of a variant's export of member k is recorded."""
+  base = os.path.join(run_dir, "tflite", variant.member_variant, str(k), file_stem(variant))
+  return base + ".failed.json"
+
+
 def list_members(run_dir):
   """Finished members of a run: sorted [(member variant, k)] with a `metadata.json`.
 
@@ -81,7 +90,8 @@ def list_members(run_dir):
   return sorted(found, key=lambda vk: (vk[0] != formats.DENSE, vk[0], vk[1]))
 
 
-def plan(members, dense_formats, pruned_formats=("float32",)):
+def plan(members, dense_formats, pruned_formats=("float32",),
+         encodings=(formats.DEFAULT_ENCODING,)):
   """The exports to make: [(Variant, k)] for the given members (SPEC §1.1).
 
   Args:
@@ -89,15 +99,19 @@ def plan(members, dense_formats, pruned_formats=("float32",)):
     dense_formats: formats applied to the dense members.
     pruned_formats: formats applied to every other member variant (combinations such as
       `prune_0.9+full_int8` when "full_int8" is listed).
+    encodings: weight encodings of every format (issue #10); a plain file is always planned
+      before its sparse twin.
 
   Returns:
     A list of (`formats.Variant`, k).
   """
+  order = sorted(dict.fromkeys(encodings), key=lambda e: e != formats.DEFAULT_ENCODING)
   jobs = []
   for member_variant, k in members:
     fmts = dense_formats if member_variant == formats.DENSE else pruned_formats
     for fmt in fmts:
-      jobs.append((formats.Variant(member_variant, fmt), k))
+      for encoding in order:
+        jobs.append((formats.Variant(member_variant, fmt, encoding), k))
   return jobs
 
 
@@ -177,7 +191,7 @@ def export_member(run_dir, variant, k, dataset=None,
       dataset = data_registry.get(metadata["dataset"], **metadata.get("dataset_options", {}))
     rep_images, rep_ids = representative_images(dataset, representative_size)
   start = time.time()
-  data = converter.convert(model, variant.format, rep_images)
+  data = converter.convert(model, variant.format, rep_images, variant.encoding)
   seconds = time.time() - start
   stats = flatbuffer.weight_stats(data)
   with tf.io.gfile.GFile(os.path.join(member_dir(run_dir, variant.member_variant, k),
@@ -214,8 +228,11 @@ def export_member(run_dir, variant, k, dataset=None,
       "sha256": sha256(data),
       "size_bytes": flatbuffer.sizes(data),
       "sparsity": stats,
+      "sparse_tensors": flatbuffer.sparse_tensors(data),
       "io": flatbuffer.io_details(data),
   }
+  if variant.encoding != formats.DEFAULT_ENCODING:
+    meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   try:
     atomic.write_bytes(path, data)
     atomic.write_json(meta_path, meta)  # Last: its presence marks a finished export.
@@ -227,27 +244,60 @@ def export_member(run_dir, variant, k, dataset=None,
       except (OSError, tf.errors.OpError):
         pass
     raise ExportError(f"cannot write {path}: {_one_line(e)}") from e
+  stale = failure_path(run_dir, variant, k)
+  if tf.io.gfile.exists(stale):
+    tf.io.gfile.remove(stale)
   return dict(meta, skipped=False)
+
+
+def _twin_summary(run_dir, variant, k, size):
+  """{file, sha256, size_bytes, size_ratio} of a sparse file's plain twin (None if absent)."""
+  twin = formats.plain_twin(variant)
+  _, twin_meta_path = export_paths(run_dir, twin, k)
+  if not tf.io.gfile.exists(twin_meta_path):
+    return None
+  twin_meta = atomic.read_json(twin_meta_path)
+  raw = twin_meta["size_bytes"]["raw"]
+  return {"file": file_stem(twin) + ".tflite", "sha256": twin_meta["sha256"],
+          "size_bytes": twin_meta["size_bytes"], "size_ratio": size / raw if raw else None}
+
+
+def record_failure(run_dir, variant, k, reason):
+  """Writes `<stem>.failed.json` for a conversion that failed; returns the record."""
+  twin = formats.plain_twin(variant)
+  record = {"schema": FAILURE_SCHEMA, "variant": variant.name,
+            "member_variant": variant.member_variant, "k": k, "format": variant.format,
+            "encoding": variant.encoding, "reason": _one_line(reason),
+            "plain_twin": file_stem(twin) + ".tflite"}
+  atomic.write_json(failure_path(run_dir, variant, k), record)
+  return record
 
 
 def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
                       representative_size=DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
-                      overwrite=False, log=None):
+                      overwrite=False, log=None, encodings=(formats.DEFAULT_ENCODING,)):
   """Exports every finished member of a run (see `plan`); returns the list of export dicts.
 
   Members are loaded once for all their formats; the data set (for representative data) is
   `dataset` if given, else built once per distinct (name, options) of the members' metadata.
+  With "sparse" in `encodings` every plain file gets a sparse-encoded twin (issue #10); a
+  sparse conversion that fails does not stop the run: its one-line reason is recorded
+  (`record_failure`) and returned as a dict with key `failed`, and the plain file stays.
 
   Raises:
-    ExportError, converter.ConversionError, formats.FormatError: on the first failure.
+    ExportError, converter.ConversionError, formats.FormatError: on the first failure of a
+      plain export.
   """
   for fmt in list(dense_formats) + list(pruned_formats):
     formats.check_format(fmt)
+  for encoding in encodings:
+    formats.check_encoding(encoding)
   members = list_members(run_dir)
   results = []
   datasets = {}
   for member_variant, k in members:
-    jobs = [v for v, _ in plan([(member_variant, k)], dense_formats, pruned_formats)]
+    jobs = [v for v, _ in plan([(member_variant, k)], dense_formats, pruned_formats,
+                               encodings)]
     todo = [v for v in jobs if overwrite or not is_complete(run_dir, v, k)]
     model = metadata = None
     if todo:
@@ -261,8 +311,17 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
           datasets[key] = data_registry.get(metadata["dataset"],
                                             **metadata.get("dataset_options", {}))
         member_dataset = datasets[key]
-      result = export_member(run_dir, variant, k, member_dataset, representative_size, model,
-                             metadata, overwrite)
+      try:
+        result = export_member(run_dir, variant, k, member_dataset, representative_size, model,
+                               metadata, overwrite)
+      except converter.ConversionError as e:
+        if variant.encoding == formats.DEFAULT_ENCODING:
+          raise
+        record = record_failure(run_dir, variant, k, str(e))
+        if log:
+          log(f"FAILED {variant.name}/{k}: {record['reason']} (plain file kept)")
+        results.append(dict(record, failed=record["reason"], skipped=False))
+        continue
       if log:
         log(f"{'skip' if result['skipped'] else 'wrote'} {variant.name}/{k}: "
             f"{result['size_bytes']['raw']} B (gzip {result['size_bytes']['gzip']} B), "

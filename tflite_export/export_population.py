@@ -1,11 +1,14 @@
 """Exports every member of a population run to TFLite (docs/artifacts/tflite.md).
 
     bazel run //tflite_export:export_population -- --run_dir=/path/to/run \
-        --formats=float32,float16,dynamic_int8,full_int8 --pruned_formats=float32
+        --formats=float32,float16,dynamic_int8,full_int8 --pruned_formats=float32 \
+        --encodings=plain,sparse
 
 Dense members get `--formats`; pruned members get `--pruned_formats` (SPEC §1.1: post-training
 formats apply to dense members unless a combination such as `prune_0.9+full_int8` is asked for).
-Finished exports are skipped on re-run. Bad input is a one-line error and exit status 1.
+`--encodings=plain,sparse` adds a sparse-encoded twin of every file (issue #10); a sparse
+conversion that fails is reported on one line and recorded, the plain file stays, and the exit
+status is still 0. Finished exports are skipped on re-run. Bad input is a one-line error and exit status 1.
 """
 
 import os
@@ -26,6 +29,8 @@ _PRUNED_FORMATS = flags.DEFINE_string("pruned_formats", "float32",
 _REPRESENTATIVE_SIZE = flags.DEFINE_integer(
     "representative_size", 100, "First N train examples used to calibrate full_int8 "
     "(SPEC §2.5; 000 appendix A).", lower_bound=1)
+_ENCODINGS = flags.DEFINE_string("encodings", "plain",
+                                 "Comma-separated weight encodings: plain, sparse (issue #10).")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Re-export finished exports.")
 
 
@@ -41,6 +46,7 @@ def main(argv):
   try:
     dense = formats.parse_formats(_FORMATS.value)
     pruned = formats.parse_formats(_PRUNED_FORMATS.value)
+    encodings = formats.parse_encodings(_ENCODINGS.value)
   except formats.FormatError as e:
     raise app.UsageError(str(e))
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
@@ -50,7 +56,7 @@ def main(argv):
   # pylint: enable=g-import-not-at-top
   try:
     export.export_population(_RUN_DIR.value, dense, pruned, _REPRESENTATIVE_SIZE.value,
-                             overwrite=_OVERWRITE.value, log=print)
+                             overwrite=_OVERWRITE.value, log=print, encodings=encodings)
   except (export.ExportError, converter.ConversionError, formats.FormatError,
           base.DataError) as e:
     print(f"export_population: error: {e}", file=sys.stderr)

@@ -196,6 +196,27 @@ def weight_stats(data):
   }
 
 
+def sparse_tensors(data):
+  """Names of the tensors stored sparse-encoded (`Tensor.sparsity` set; issue #10).
+
+  Raises:
+    TfliteFileError: not a TFLite flatbuffer.
+  """
+  check_identifier(data)
+  try:
+    model = schema.Model.GetRootAs(bytes(data), 0)
+    names = []
+    for s in range(model.SubgraphsLength()):
+      graph = model.Subgraphs(s)
+      for t in range(graph.TensorsLength()):
+        tensor = graph.Tensors(t)
+        if tensor.Sparsity() is not None:
+          names.append(tensor.Name().decode("utf-8", "replace"))
+    return names
+  except (IndexError, TypeError, ValueError) as e:
+    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+
+
 def _io_tensor(graph, index):
   tensor = graph.Tensors(index)
   quant = tensor.Quantization()

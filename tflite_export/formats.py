@@ -16,10 +16,17 @@ Its *audited variant name* joins the parts with "+", leaving out the defaults:
   dense              full_int8   plain         ``full_int8``
   prune_0.9          float32     plain         ``prune_0.9``
   prune_0.9          full_int8   plain         ``prune_0.9+full_int8``
-  dense              float32     sparse        ``float32+sparse`` (issue #10, not built yet)
+  dense              float32     sparse        ``float32+sparse``
+  dense              full_int8   sparse        ``full_int8+sparse``
+  prune_0.9          float32     sparse        ``prune_0.9+sparse``
+  prune_0.9          full_int8   sparse        ``prune_0.9+full_int8+sparse``
   =================  ==========  ============  ===========================
 
-Only `encoding="plain"` exists today; `ENCODINGS` is where issue #10's sparse encoding goes.
+Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" adds
+`tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the
+(pruned) constant weights in TFLite's compressed sparse format (`Tensor.sparsity`, CSR-like
+`DimensionMetadata`). A sparse file is the "sparse-encoded twin" of the plain file of the same
+member variant, format and member.
 """
 
 import dataclasses
@@ -46,8 +53,10 @@ FORMATS = {
                       representative=True),
 }
 
-# Weight encodings of a file. Issue #10 adds "sparse" (EXPERIMENTAL_SPARSITY).
-ENCODINGS = ("plain",)
+# Weight encodings of a file (issue #10): name -> whether the converter gets
+# `tf.lite.Optimize.EXPERIMENTAL_SPARSITY`.
+ENCODINGS = ("plain", "sparse")
+SPARSE = "sparse"
 
 
 class FormatError(ValueError):
@@ -70,7 +79,8 @@ class Variant:
   def __post_init__(self):
     check_format(self.format)
     check_encoding(self.encoding)
-    if not self.member_variant or "+" in self.member_variant or "/" in self.member_variant:
+    if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
+        self.member_variant in ENCODINGS or self.member_variant in FORMATS):
       raise FormatError(f"bad member variant {self.member_variant!r}")
 
   @property
@@ -113,11 +123,32 @@ def parse_formats(text):
   return list(dict.fromkeys(names))
 
 
+def parse_encodings(text):
+  """Parses a comma-separated list of encodings ("plain,sparse"), in the given order.
+
+  Raises:
+    FormatError: an empty list or an unknown encoding.
+  """
+  names = [n.strip() for n in text.split(",") if n.strip()]
+  if not names:
+    raise FormatError("no encoding given")
+  for name in names:
+    check_encoding(name)
+  return list(dict.fromkeys(names))
+
+
+def plain_twin(variant):
+  """The plain-encoded `Variant` of the same member variant and format (itself if plain)."""
+  return Variant(variant.member_variant, variant.format, DEFAULT_ENCODING)
+
+
 def parse_variant(name):
   """Parses an audited variant name into a `Variant` (inverse of `Variant.name`).
 
   "full_int8" -> (dense, full_int8, plain); "prune_0.9" -> (prune_0.9, float32, plain);
-  "prune_0.9+dynamic_int8" -> (prune_0.9, dynamic_int8, plain).
+  "prune_0.9+dynamic_int8" -> (prune_0.9, dynamic_int8, plain);
+  "float32+sparse" -> (dense, float32, sparse); "prune_0.9+sparse" -> (prune_0.9, float32,
+  sparse); "prune_0.9+full_int8+sparse" -> (prune_0.9, full_int8, sparse).
 
   Raises:
     FormatError: a malformed name or unknown parts.

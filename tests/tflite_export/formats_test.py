@@ -24,7 +24,7 @@ def test_registry_is_plain_dict_of_options():
   assert formats.FORMATS["full_int8"]["representative"]
   assert formats.FORMATS["full_int8"]["io_type"] == "int8"
   assert not formats.FORMATS["float32"]["optimize"]
-  assert formats.ENCODINGS == ("plain",)  # issue #10 adds "sparse"
+  assert formats.ENCODINGS == ("plain", "sparse")
 
 
 @pytest.mark.parametrize("bad", ["", "prune_0.9+bogus", "full_int8+float16",
@@ -41,4 +41,34 @@ def test_parse_formats():
   with pytest.raises(formats.FormatError):
     formats.parse_formats(" , ")
   with pytest.raises(formats.FormatError):
-    formats.Variant("dense", "float32", "sparse")
+    formats.Variant("dense", "float32", "gzip")
+
+
+@pytest.mark.parametrize("member,fmt,name", [
+    ("dense", "float32", "float32+sparse"),
+    ("dense", "full_int8", "full_int8+sparse"),
+    ("prune_0.9", "float32", "prune_0.9+sparse"),
+    ("prune_0.9", "full_int8", "prune_0.9+full_int8+sparse"),
+])
+def test_sparse_variant_names_round_trip(member, fmt, name):
+  # Names per SPEC §1.1 / formats.Variant.name: defaults (dense, float32, plain) left out,
+  # except that a dense sparse file keeps its format so the name never reads "sparse" alone.
+  variant = formats.Variant(member, fmt, "sparse")
+  assert variant.name == name
+  assert formats.parse_variant(name) == variant
+  assert formats.plain_twin(variant) == formats.Variant(member, fmt)
+
+
+@pytest.mark.parametrize("bad", ["sparse", "prune_0.9+float32+sparse", "sparse+full_int8",
+                                 "full_int8+sparse+sparse"])
+def test_bad_sparse_variant_names(bad):
+  with pytest.raises(formats.FormatError):
+    formats.parse_variant(bad)
+
+
+def test_parse_encodings():
+  assert formats.parse_encodings("plain, sparse,plain") == ["plain", "sparse"]
+  with pytest.raises(formats.FormatError, match="unknown encoding 'gzip'"):
+    formats.parse_encodings("plain,gzip")
+  with pytest.raises(formats.FormatError, match="no encoding"):
+    formats.parse_encodings(",")

@@ -21,6 +21,7 @@ GATE_FAILED = 3
 _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forget/data).")
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
 _PRESET = flags.DEFINE_string("preset", None, "Training protocol (default: the data set's).")
+_MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
 _MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).",
                                 lower_bound=2)
 _VARIANTS = flags.DEFINE_list("variants", None,
@@ -87,7 +88,7 @@ def main(argv):
     corruptions = []
   config = audit_lib.AuditConfig(
       dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
-      preset=_PRESET.value, members=_MEMBERS.value, variants=variants,
+      preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
       quantizations=_QUANT.value, corruptions=corruptions,
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
       steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,

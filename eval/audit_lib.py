@@ -50,6 +50,7 @@ class AuditConfig:
     dataset: data registry name.
     out: run / output directory.
     preset: training protocol (default: the data set's, `presets.for_dataset`).
+    model: model registry name (default: the preset's).
     members: members per variant (default: the preset's).
     variants: trained variants (default: the preset's).
     quantizations: post-training formats of the dense members (default: SPEC §2.3).
@@ -67,6 +68,7 @@ class AuditConfig:
   dataset: str
   out: str
   preset: Optional[str] = None
+  model: Optional[str] = None
   members: Optional[int] = None
   variants: Optional[Sequence[str]] = None
   quantizations: Optional[Sequence[str]] = None
@@ -128,7 +130,7 @@ def run_audit(config, log=print):
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   pop = population.make_config(
       config.out, config.preset or presets.for_dataset(config.dataset), dataset=config.dataset,
-      variants=config.variants, members=config.members, dataset_options=dataset_options,
+      model=config.model, variants=config.variants, members=config.members, dataset_options=dataset_options,
       population_seed=config.population_seed,
       **dict(config.preset_overrides or {}, steps=config.steps))
   if pop.members < 2:

@@ -3,14 +3,17 @@
     <run>/predictions/<variant>/<k>/<split>.npz        eval.predictions, one per file x split
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
     <run>/eval/agreement/<split>.json                  agreement table (eval.agreement)
+    <run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz   plain twin re-run on a sparse
+                                                       file's fallback path (issue #10)
 
 (docs/artifacts/predictions.md). Files run as on a device (`runtime="auto"`: XNNPACK, else the
 built-in kernels; issue #10). Every sparse-encoded file is checked against its plain twin
 (`agreement.compare_twin_files`): a mismatch, or a sparse conversion that failed at export, is
-a one-line entry of the table's `twin_failures`, never silent. The data set is the one the members were trained on (from the
-export JSON) unless another registry data set is given; its image shape must match every
-file's input, checked before anything is written. Custom streams (corrupted splits) are passed
-as `split_batches`: name -> callable(batch_size) returning an iterable of `Examples`.
+a one-line entry of the table's `twin_failures`, never silent. The data set is the one the
+members were trained on (from the export JSON) unless another registry data set is given; its
+image shape must match every file's input, checked before anything is written. Custom streams
+(corrupted splits) are passed as `split_batches`: name -> callable(batch_size) returning an
+iterable of `Examples`.
 """
 
 import os
@@ -34,6 +37,40 @@ def _output_scale(meta):
   """The int8 output scale of an export (None for float outputs)."""
   out = meta["io"]["outputs"][0]
   return out["scale"][0] if out["dtype"] in ("int8", "uint8") and out["scale"] else None
+
+
+def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
+                      output_scale, overwrite, tail):
+  """Tells a runtime-path difference from an encoding difference in a failed twin check.
+
+  When the sparse file ran on another runtime path than its plain twin (XNNPACK refused it),
+  the plain twin is also run on the sparse file's path (`<run>/eval/twin_runtime/<plain
+  variant>/<k>/<split>.<runtime>.npz`) and compared: `vs_plain_twin` gains `same_runtime`
+  (that comparison) and `encoding_exact`, and its `reason` says which one differs. The twin
+  check itself stays failed: on a device the two files give different predictions.
+  """
+  twin = row["vs_plain_twin"]
+  runtime = twin["runtime"]
+  if runtime is None or runtime == twin["plain_runtime"]:
+    twin["encoding_exact"] = False
+    return
+  k = row["k"]
+  out = os.path.join(run_dir, "eval", "twin_runtime", twin_meta["variant"], str(k),
+                     f"{split}.{runtime}.npz")
+  evaluate.evaluate_file(
+      twin_meta["path"], lambda: stream(batch_size), out, split,
+      metadata={"variant": twin_meta["variant"], "member_variant": twin_meta["member_variant"],
+                "k": k, "format": twin_meta["format"], "encoding": twin_meta["encoding"]},
+      batch_size=batch_size, num_threads=num_threads, overwrite=overwrite,
+      tflite_sha256=twin_meta["sha256"], tail=tail, runtime=runtime)
+  same = agreement.compare_twin_files(row["path"], out, output_scale)
+  twin["same_runtime"] = same
+  twin["encoding_exact"] = same["equal"]
+  if same["equal"]:
+    twin["reason"] += (f" ({runtime} vs {twin['plain_runtime']}; on {runtime} the plain twin "
+                       f"gives equal predictions: the runtime path differs, not the encoding)")
+  else:
+    twin["reason"] += f" (also on the same runtime {runtime}: {same['reason']})"
 
 
 def check_shapes(exports, image_shape):
@@ -145,7 +182,11 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
         else:
           row["vs_plain_twin"] = agreement.compare_twin_files(row["path"], twin["path"],
                                                               _output_scale(meta))
+          row["vs_plain_twin"]["encoding_exact"] = row["vs_plain_twin"]["equal"]
           if not row["vs_plain_twin"]["equal"]:
+            twin_meta = exports[rows.index(twin)]
+            _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
+                              _output_scale(meta), overwrite, tail)
             twin_failures.append({"variant": meta["variant"], "k": row["k"],
                                   "reason": row["vs_plain_twin"]["reason"]})
       ref = by_member.get((_member_key(meta), "float32", "plain"))

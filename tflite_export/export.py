@@ -6,8 +6,9 @@
 with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`) or, for the
 sparse-encoded twin of issue #10, `<format>+sparse`. A sparse conversion that fails leaves the
 plain file as it is and records its one-line reason in `<format>+sparse.failed.json` (schema
-`tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the quantization of member k of its member
-variant (SPEC §1.3); the audited variant name (SPEC §1.1) is recorded in the JSON.
+`tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the
+quantization of member k of its member variant (SPEC §1.3); the audited variant name
+(SPEC §1.1) is recorded in the JSON.
 
 Pruned members are stored with their pruning wrappers stripped (docs/artifacts/members.md) and
 are exported as they are; the zeros are counted back from the written file

@@ -8,7 +8,8 @@ Dense members get `--formats`; pruned members get `--pruned_formats` (SPEC §1.1
 formats apply to dense members unless a combination such as `prune_0.9+full_int8` is asked for).
 `--encodings=plain,sparse` adds a sparse-encoded twin of every file (issue #10); a sparse
 conversion that fails is reported on one line and recorded, the plain file stays, and the exit
-status is still 0. Finished exports are skipped on re-run. Bad input is a one-line error and exit status 1.
+status is still 0. Finished exports are skipped on re-run. Bad input is a one-line error and
+exit status 1.
 """
 
 import os

@@ -183,7 +183,41 @@ def test_twin_disagreement_is_reported_in_the_table(run):
   assert [(f["variant"], f["k"]) for f in failures] == [("prune_0.9+sparse", 0)]
   assert "top-1 differs on 1 of 150" in failures[0]["reason"]
   row = [r for r in table["rows"] if r["variant"] == "prune_0.9+sparse"][0]
-  assert not row["vs_plain_twin"]["equal"]
+  assert not row["vs_plain_twin"]["equal"] and not row["vs_plain_twin"]["encoding_exact"]
+  assert "same_runtime" not in row["vs_plain_twin"]  # both ran on XNNPACK
+
+
+def _tamper(path, i):
+  """Reverses the scores of example i of a predictions file (a corrupted evaluation)."""
+  d = predictions.read(path)
+  logits = d["logits"].copy()
+  logits[i] = logits[i][::-1]
+  predictions.write(path, d["ids"], d["labels"], logits, d["metadata"])
+
+
+def test_runtime_path_difference_is_told_from_encoding_difference(run):
+  run_dir, dataset, _ = run
+  # The plain full_int8 twin's (XNNPACK) predictions corrupted: the sparse file (built-in
+  # kernels) then differs from them, but equals the plain file run on the built-in kernels.
+  _tamper(predictions.path(run_dir, "prune_0.9+full_int8", 0, "test"), 0)
+  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                         check_keras=False)["test"]
+  row = [r for r in table["rows"] if r["variant"] == "prune_0.9+full_int8+sparse"][0]
+  twin = row["vs_plain_twin"]
+  assert not twin["equal"] and twin["encoding_exact"]
+  assert (twin["runtime"], twin["plain_runtime"]) == ("builtin", "xnnpack")
+  assert twin["same_runtime"]["equal"] and twin["same_runtime"]["plain_runtime"] == "builtin"
+  assert twin["reason"].endswith("the runtime path differs, not the encoding)")
+  assert os.path.exists(os.path.join(run_dir, "eval", "twin_runtime", "prune_0.9+full_int8",
+                                     "0", "test.builtin.npz"))
+  # Now the sparse file's own predictions corrupted too: different on the same runtime.
+  _tamper(predictions.path(run_dir, "prune_0.9+full_int8+sparse", 0, "test"), 1)
+  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                         check_keras=False)["test"]
+  twin = [r for r in table["rows"]
+          if r["variant"] == "prune_0.9+full_int8+sparse"][0]["vs_plain_twin"]
+  assert not twin["encoding_exact"] and "also on the same runtime builtin" in twin["reason"]
+  assert "\n" not in twin["reason"]
 
 
 def test_failed_sparse_conversion_is_in_the_table(tmp_path, pruned_files):

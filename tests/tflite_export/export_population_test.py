@@ -35,6 +35,7 @@ def test_exports_and_skips(run_dir):
 @pytest.mark.parametrize("args,message", [
     (["stray"], "unexpected arguments: stray"),
     (["--formats=float32,int4"], "unknown TFLite format 'int4'"),
+    (["--encodings=plain,gzip"], "unknown encoding 'gzip'"),
     (["--run_dir=/nonexistent/run"], "is not a directory"),
 ])
 def test_usage_errors(run_dir, args, message):
@@ -55,3 +56,15 @@ def test_unwritable_output_dir(tmp_path):
   (line,) = binary_helper.error_lines(result, "export_population: error:")
   assert "cannot write" in line and "Traceback" not in result.stderr
   assert sorted(os.listdir(run_dir)) == ["members", "tflite"]
+
+
+def test_sparse_twins_with_encodings_flag(tmp_path):
+  run_dir = str(tmp_path)
+  fake_run.write_member(run_dir, "prune_0.9", 0, fake_run.tiny_cnn(1), dataset="digits")
+  result = binary_helper.run_binary(BINARY, f"--run_dir={run_dir}", "--formats=float32",
+                                    "--pruned_formats=float32", "--encodings=plain,sparse")
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert [l.split()[:2] for l in result.stdout.splitlines() if l.startswith("wrote")] == [
+      ["wrote", "prune_0.9/0:"], ["wrote", "prune_0.9+sparse/0:"]]
+  assert sorted(os.listdir(os.path.join(run_dir, "tflite", "prune_0.9", "0"))) == [
+      "float32+sparse.json", "float32+sparse.tflite", "float32.json", "float32.tflite"]

@@ -145,7 +145,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     The member's metadata dict, or None if stopped early by `stop_after_chunks`.
 
   Raises:
-    RuntimeError: if the achieved sparsity misses the target.
+    RuntimeError: if training diverged or the achieved sparsity misses the target.
   """
   if is_finished(directory):
     return atomic.read_json(os.path.join(directory, METADATA_FILE))
@@ -192,6 +192,9 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   if end_chunk < chunks:
     return None
 
+  if not all(np.isfinite(w).all() for w in model.get_weights()):
+    raise RuntimeError(f"member {config.variant}/{config.k}: training diverged (non-finite "
+                       f"weights); lower the preset's learning_rate ({preset.learning_rate})")
   final = pruning.finalize(model) if variant.pruned else model
   report = pruning.sparsity_report(final, variant.sparsity)
   if variant.pruned and not report["meets_target"]:

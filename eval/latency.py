@@ -2,9 +2,12 @@
 
 Issue #10 asks, per format and encoding, for the median batch-1 and batch-64 latency with 2
 threads, measured in the same run as the plain twin. `measure` times several files in one
-run, interleaved: for every batch size, each repetition invokes every file once in turn, so
-that a slow-down of the machine (2 shared cores) hits plain and sparse alike and their ratio
-stays meaningful. Files run through the one interpreter factory
+run, interleaved in blocks: for every batch size, each round invokes every file `block` times
+in turn (after one untimed invoke), so that a slow-down of the machine (2 shared cores) hits
+plain and sparse alike and their ratio stays meaningful. Blocks rather than single invokes:
+alternating invokes of an XNNPACK and a built-in-kernel interpreter one by one lets their
+thread pools disturb each other (measured: batch-1 medians of the same file moved 4x between
+runs), a block re-warms the pool first. Files run through the one interpreter factory
 (`interpreter.create_for_device`: XNNPACK, else the built-in kernels), and the runtime path
 that was timed is returned with the numbers.
 
@@ -22,6 +25,7 @@ from eval import interpreter
 DEFAULT_BATCH_SIZES = (1, 64)
 DEFAULT_REPEATS = 30
 DEFAULT_WARMUP = 3
+DEFAULT_BLOCK = 10
 
 
 class LatencyError(ValueError):
@@ -44,7 +48,7 @@ def _prepare(model, batch_size, num_threads, runtime, seed):
 
 def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
             num_threads=interpreter.DEFAULT_NUM_THREADS, repeats=DEFAULT_REPEATS,
-            warmup=DEFAULT_WARMUP, runtime="auto", seed=0):
+            warmup=DEFAULT_WARMUP, runtime="auto", seed=0, block=DEFAULT_BLOCK):
   """Median latency of several files, measured interleaved in one run.
 
   Args:
@@ -55,6 +59,7 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     warmup: untimed invocations before (>= 0).
     runtime: "auto" (as on a device), "xnnpack" or "builtin".
     seed: seed of the input pixels.
+    block: timed invocations of one file in a row within a round (>= 1).
 
   Returns:
     {name: {"runtime": path timed, "fallback_reason": str or None,
@@ -70,6 +75,8 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     raise LatencyError(f"repeats must be an int >= 1, got {repeats!r}")
   if not isinstance(warmup, int) or warmup < 0:
     raise LatencyError(f"warmup must be an int >= 0, got {warmup!r}")
+  if not isinstance(block, int) or block < 1:
+    raise LatencyError(f"block must be an int >= 1, got {block!r}")
   if not batch_sizes or any(not isinstance(b, int) or b < 1 for b in batch_sizes):
     raise LatencyError(f"batch sizes must be ints >= 1, got {batch_sizes!r}")
   results = {name: {} for name in models}
@@ -79,14 +86,18 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     for name, (_, used, reason) in prepared.items():
       results[name].setdefault("runtime", used)
       results[name].setdefault("fallback_reason", reason)
-    times = {name: [] for name in models}
-    for r in range(warmup + repeats):
-      for name, (interp, _, _) in prepared.items():
-        start = time.perf_counter()
+    for interp, _, _ in prepared.values():
+      for _ in range(warmup):
         interp.invoke()
-        elapsed = time.perf_counter() - start
-        if r >= warmup:
-          times[name].append(elapsed)
+    times = {name: [] for name in models}
+    while len(next(iter(times.values()))) < repeats:
+      n = min(block, repeats - len(next(iter(times.values()))))
+      for name, (interp, _, _) in prepared.items():
+        interp.invoke()  # untimed: re-warms this interpreter's thread pool
+        for _ in range(n):
+          start = time.perf_counter()
+          interp.invoke()
+          times[name].append(time.perf_counter() - start)
     for name, t in times.items():
       t = np.asarray(t)
       results[name][f"batch_{b}"] = {

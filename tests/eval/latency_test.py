@@ -17,7 +17,7 @@ def files():
 
 
 def test_measure_twins_in_one_run(files):
-  result = latency.measure(files, batch_sizes=(1, 8), repeats=5, warmup=1)
+  result = latency.measure(files, batch_sizes=(1, 8), repeats=5, warmup=1, block=2)
   assert set(result) == set(files)
   # Runtime paths as measured on this stack (eval/interpreter.py): XNNPACK refuses sparse int8.
   assert {n: r["runtime"] for n, r in result.items()} == {
@@ -45,6 +45,7 @@ def test_forced_builtin_runtime(files):
     ({"warmup": -1}, "warmup"),
     ({"batch_sizes": (0,)}, "batch sizes"),
     ({"batch_sizes": ()}, "batch sizes"),
+    ({"block": 0}, "block"),
 ])
 def test_bad_options(files, kwargs, message):
   with pytest.raises(latency.LatencyError, match=message):

@@ -2,7 +2,8 @@
 
     python tools/test_summary.py bazel-testlogs
 
-prints e.g. `bazel: 212 passed, 0 failed, 3 skipped` (failures and errors count as failed) and
+prints e.g. `bazel: 212 passed, 0 failed, 3 skipped` (failures and errors count as failed; a
+target killed by Bazel's timeout counts as one more failure, even if its tests had passed) and
 exits non-zero if a target has no readable results.
 """
 
@@ -25,6 +26,11 @@ def main(testlogs):
       passed += tests - bad - skip
       failed += bad
       skipped += skip
+  for log in sorted(glob.glob(os.path.join(testlogs, "**", "test.log"), recursive=True)):
+    with open(log, errors="replace") as f:
+      if any("-- Test timed out at " in line for line in f):
+        failed += 1
+        print(f"timed out: {os.path.relpath(os.path.dirname(log), testlogs)}", file=sys.stderr)
   if not files:
     print("bazel: no test results found", file=sys.stderr)
     return 1

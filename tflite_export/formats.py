@@ -109,18 +109,23 @@ def check_encoding(name):
     raise FormatError(f"unknown encoding {name!r} (known: {', '.join(ENCODINGS)})")
 
 
+def _parse_list(text, check, what):
+  """Comma-separated names, checked with `check`, duplicates dropped, order kept."""
+  names = [n.strip() for n in text.split(",") if n.strip()]
+  if not names:
+    raise FormatError(f"no {what} given")
+  for name in names:
+    check(name)
+  return list(dict.fromkeys(names))
+
+
 def parse_formats(text):
   """Parses a comma-separated list of formats ("float32,full_int8"), in the given order.
 
   Raises:
     FormatError: an empty list or an unknown format.
   """
-  names = [n.strip() for n in text.split(",") if n.strip()]
-  if not names:
-    raise FormatError("no TFLite format given")
-  for name in names:
-    check_format(name)
-  return list(dict.fromkeys(names))
+  return _parse_list(text, check_format, "TFLite format")
 
 
 def parse_encodings(text):
@@ -129,12 +134,7 @@ def parse_encodings(text):
   Raises:
     FormatError: an empty list or an unknown encoding.
   """
-  names = [n.strip() for n in text.split(",") if n.strip()]
-  if not names:
-    raise FormatError("no encoding given")
-  for name in names:
-    check_encoding(name)
-  return list(dict.fromkeys(names))
+  return _parse_list(text, check_encoding, "encoding")
 
 
 def plain_twin(variant):

@@ -42,22 +42,12 @@ def subgroup_tables(run, subgroup_members=10):
   if run.num_classes != 2:
     return None, [f"subgroup FPR / FNR need a binary task ({run.num_classes} classes)"]
   pop_0 = run.eval[DENSE]
-  frames, notes = [], []
-  for variant, pop_t in run.eval.items():
-    if variant == DENSE:
-      continue
-    try:
-      table = subgroups.subgroup_table(pop_0.top1, pop_t.top1, pop_0.labels, run.attributes,
-                                       protected=protected, num_members=subgroup_members)
-    except validate.StatsInputError as e:
-      notes.append(f"{variant}: subgroup table not computed ({e})")
-      continue
-    frames.append(table.reset_index().assign(variant=variant))
-  if not frames:
-    return None, notes
-  out = pd.concat(frames, ignore_index=True)
-  first = ["variant", "model", "metric"]
-  return out[first + [c for c in out.columns if c not in first]], notes
+  compressed = {v: p for v, p in run.eval.items() if v != DENSE}
+  return _per_variant(
+      compressed, lambda pop_t: subgroups.subgroup_table(
+          pop_0.top1, pop_t.top1, pop_0.labels, run.attributes, protected=protected,
+          num_members=subgroup_members),
+      "subgroup table", ["variant", "model", "metric"])
 
 
 def worst_subgroups(table):
@@ -107,19 +97,11 @@ def over_indexing_table(run, cies, percentile=80, seed=0):
     return None, [f"data set {run.dataset_name!r} has no attributes"]
   if not run.train_attribute_shares:
     return None, ["no training-split attribute shares"]
-  frames, notes = [], []
-  for variant, c in cies.items():
-    mask = cie.select_percentile(c["distance"], percentile, seed)
-    try:
-      table = subgroups.over_indexing(run.train_attribute_shares, run.attributes, mask)
-    except validate.StatsInputError as e:
-      notes.append(f"{variant}: over-indexing not computed ({e})")
-      continue
-    frames.append(table.reset_index().assign(variant=variant))
-  if not frames:
-    return None, notes
-  out = pd.concat(frames, ignore_index=True)
-  return out[["variant"] + [c for c in out.columns if c != "variant"]], notes
+  return _per_variant(
+      cies, lambda c: subgroups.over_indexing(
+          run.train_attribute_shares, run.attributes,
+          cie.select_percentile(c["distance"], percentile, seed)),
+      "over-indexing", ["variant"])
 
 
 def robustness_accuracy(run):
@@ -197,3 +179,29 @@ def compute(run, cies, subgroup_members=10, over_indexing_percentile=80, seed=0)
   if rob is not None:
     tables["robustness"] = rob
   return tables, notes, worst
+
+
+def _per_variant(items, table_fn, what, first):
+  """Concatenates `table_fn(item)` over variants; a variant the stats reject becomes a note.
+
+  Args:
+    items: variant -> input of `table_fn`.
+    table_fn: callable returning a DataFrame (index reset into columns).
+    what: name of the measure, for notes.
+    first: columns to put first (`variant` and the table's key columns).
+
+  Returns:
+    (DataFrame with a `variant` column, or None if no variant has one; list of notes).
+  """
+  frames, notes = [], []
+  for variant, item in items.items():
+    try:
+      table = table_fn(item)
+    except validate.StatsInputError as e:
+      notes.append(f"{variant}: {what} not computed ({e})")
+      continue
+    frames.append(table.reset_index().assign(variant=variant))
+  if not frames:
+    return None, notes
+  out = pd.concat(frames, ignore_index=True)
+  return out[first + [c for c in out.columns if c not in first]], notes

@@ -30,9 +30,22 @@ _SPARSITIES = flags.DEFINE_list("sparsities", None,
                                 "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
 _QUANT = flags.DEFINE_list("quantizations", None,
                            "Post-training formats of dense members (default: SPEC §2.3).")
+_PRUNED_QUANT = flags.DEFINE_list("pruned_quantizations", None,
+                                  "Formats of pruned members besides float32 (default: the "
+                                  "--quantizations; 'none': float32 only).")
 _CORRUPTIONS = flags.DEFINE_list("corruptions", None,
                                  "Corruptions to evaluate (default: all 19; 'none': none).")
 _SEVERITIES = flags.DEFINE_list("severities", None, "Corruption severities (1-5).")
+_NOISE = flags.DEFINE_list("noise_levels", None,
+                           "l-inf noise levels ε on the normalized input, ascending, e.g. "
+                           "0,0.1,0.2 (default: SPEC §6.7 grid, thinned for digits; 'none': "
+                           "no noise evaluation).")
+_NOISE_DRAWS = flags.DEFINE_integer("noise_draws", None,
+                                    "Noise draws per example and level (default 100; 10 on "
+                                    "digits).", lower_bound=1)
+_NOISE_EXAMPLES = flags.DEFINE_integer("noise_examples", None,
+                                       "Examples evaluated under noise, at most (default "
+                                       "1000).", lower_bound=1)
 _STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.", lower_bound=1)
 _SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.",
                              lower_bound=0)
@@ -42,6 +55,13 @@ _THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
                                 lower_bound=1, upper_bound=64)
 _DEPLOY_ALL = flags.DEFINE_bool("deploy_all_members", False,
                                 "Ship every member's file, not only member 0's.")
+_DEPLOY_ENCODING = flags.DEFINE_enum(
+    "deploy_encoding", "auto", ["auto", "plain", "sparse"],
+    "Shipped encoding: auto = the sparse twin where it is smaller, predicts the same and is "
+    "within --max_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).")
+_MAX_LATENCY = flags.DEFINE_float("max_latency_ratio", 1.5,
+                                  "Largest sparse / plain median latency 'auto' accepts.",
+                                  lower_bound=1e-6)
 _MAX_DROP = flags.DEFINE_float("max_accuracy_drop", None,
                                "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).",
                                lower_bound=0.0, upper_bound=1.0)
@@ -66,6 +86,17 @@ def _check_severities(values):
   return values is None or all(v.isdigit() and 1 <= int(v) <= 5 for v in values)
 
 
+@flags.validator("noise_levels", "noise levels must be 'none' or ascending numbers >= 0")
+def _check_noise(values):
+  if values is None or values == ["none"]:
+    return True
+  try:
+    eps = [float(v) for v in values]
+  except ValueError:
+    return False
+  return all(e >= 0 for e in eps) and all(b > a for a, b in zip(eps, eps[1:]))
+
+
 def _resolve(path):
   """Relative paths are relative to where the user ran `bazel run` (not the runfiles)."""
   base = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
@@ -86,15 +117,22 @@ def main(argv):
   corruptions = _CORRUPTIONS.value
   if corruptions == ["none"]:
     corruptions = []
+  pruned_quant = _PRUNED_QUANT.value
+  if pruned_quant == ["none"]:
+    pruned_quant = []
+  noise = _NOISE.value
+  noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
   config = audit_lib.AuditConfig(
       dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
-      quantizations=_QUANT.value, corruptions=corruptions,
+      quantizations=_QUANT.value, pruned_quantizations=pruned_quant, corruptions=corruptions,
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
+      noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,
       steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
       gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
-      deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value)
+      deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
+      deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value)
   try:
     _, manifest = audit_lib.run_audit(config)
   except ValueError as e:  # bad input: one line, non-zero exit

@@ -4,12 +4,18 @@
 is already on disk:
   1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
   2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
-     formats of the data set (SPEC §2.3), pruned members to float32 (`tflite_export`);
+     formats of the data set (SPEC §2.3), pruned members to float32 and, by default, the same
+     formats (`prune_0.9+full_int8`); unless `deploy_encoding="plain"`, every file also gets
+     a sparse-encoded twin (`float32+sparse`, issue #10; `tflite_export`);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
-     evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`);
-  4. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
-     (`tf_forget.report`);
-  5. write the deployment bundle with the gate verdicts (`eval.deploy`).
+     evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`) and
+     under l-inf uniform noise (`tf_forget.corruptions.noise_eval`, 003 §4.1, SPEC §6.7);
+  4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
+     in the same run (`eval.encodings`, issue #10);
+  5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
+     (`tf_forget.report`; sparse twins are not report variants: their predictions are checked
+     equal to their plain twin's, and their sizes and latencies have their own section);
+  6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 """
 
@@ -19,8 +25,12 @@ import time
 from typing import Mapping, Optional, Sequence
 
 from eval import deploy
+from eval import encodings as encodings_lib
+from eval import evaluate as eval_evaluate
 from eval import population as eval_population
 from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import noise_artifact
+from tf_forget.corruptions import noise_eval
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
@@ -36,6 +46,10 @@ DEFAULT_QUANTIZATIONS = ("float16", "dynamic_int8", "full_int8")
 # Lost-in-Pruning protocol, 003 §5) to keep the default audit short; others 1-5 (000, SPEC §3.6).
 FAST_SEVERITIES = {"digits": (3,), "digits_biased": (3,)}
 ALL_SEVERITIES = (1, 2, 3, 4, 5)
+# l-inf noise (SPEC §6.7: ε in linspace(0, 0.7, 15), 1000 examples x 100 draws); the small
+# offline sets use every second level and 10 draws (~1 min of the default audit).
+FAST_NOISE = {"digits": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10},
+              "digits_biased": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10}}
 
 
 class AuditError(ValueError):
@@ -54,14 +68,22 @@ class AuditConfig:
     members: members per variant (default: the preset's).
     variants: trained variants (default: the preset's).
     quantizations: post-training formats of the dense members (default: SPEC §2.3).
+    pruned_quantizations: formats of the pruned members besides float32 (default: the
+      `quantizations`; () for float32 only).
     corruptions: corruption names, () for none (default: all 19).
     severities: corruption severities (default: `FAST_SEVERITIES` or 1-5).
+    noise_levels: l-inf noise levels ε, () for none (default: `FAST_NOISE` or SPEC §6.7).
+    noise_draws: noise draws per example and level (default: `FAST_NOISE` or 100).
+    noise_examples: examples evaluated under noise, at most (default 1000).
     steps: override of the preset's training steps.
     population_seed: base seed of the population.
     data_dir: tfds data directory.
     image_size: optional (H, W) input resize.
     gates: `deploy.Gates`.
     deploy_members: "first" or "all".
+    deploy_encoding: "auto", "plain" or "sparse" (`deploy.choose_encoding`; "plain" exports
+      no sparse twins).
+    max_latency_ratio: the sparse / plain latency bound of "auto".
     num_threads: TFLite interpreter threads.
     preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
   """
@@ -72,14 +94,20 @@ class AuditConfig:
   members: Optional[int] = None
   variants: Optional[Sequence[str]] = None
   quantizations: Optional[Sequence[str]] = None
+  pruned_quantizations: Optional[Sequence[str]] = None
   corruptions: Optional[Sequence[str]] = None
   severities: Optional[Sequence[int]] = None
+  noise_levels: Optional[Sequence[float]] = None
+  noise_draws: Optional[int] = None
+  noise_examples: Optional[int] = None
   steps: Optional[int] = None
   population_seed: int = 0
   data_dir: Optional[str] = None
   image_size: Optional[Sequence[int]] = None
   gates: deploy.Gates = deploy.Gates()
   deploy_members: str = "first"
+  deploy_encoding: str = "auto"
+  max_latency_ratio: float = deploy.DEFAULT_MAX_LATENCY_RATIO
   num_threads: int = 2
   preset_overrides: Optional[Mapping[str, object]] = None
 
@@ -98,6 +126,22 @@ def _corruption_splits(config):
     for severity in severities:
       corruption_registry.check(name, severity)
   return [corruption_registry.split_name(n, s) for n in names for s in severities]
+
+
+def _noise_protocol(config):
+  """The `NoiseProtocol` of the audit, or None when `noise_levels` is ()."""
+  fast = FAST_NOISE.get(config.dataset, {})
+  eps = config.noise_levels if config.noise_levels is not None else fast.get(
+      "eps", noise_artifact.PAPER_EPS)
+  if not len(eps):  # pylint: disable=g-explicit-length-test
+    return None
+  protocol = noise_artifact.NoiseProtocol(
+      eps=tuple(float(e) for e in eps),
+      draws=config.noise_draws or fast.get("draws", noise_artifact.PAPER_DRAWS),
+      examples=config.noise_examples or noise_artifact.PAPER_EXAMPLES,
+      seed=config.population_seed)
+  protocol.check()
+  return protocol
 
 
 class _Progress:
@@ -137,27 +181,38 @@ def run_audit(config, log=print):
     raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   quantizations = tuple(config.quantizations if config.quantizations is not None
                         else QUANTIZATIONS.get(config.dataset, DEFAULT_QUANTIZATIONS))
-  for fmt in quantizations:
+  pruned_quantizations = tuple(quantizations if config.pruned_quantizations is None
+                              else config.pruned_quantizations)
+  for fmt in quantizations + pruned_quantizations:
     formats.check_format(fmt)
+  deploy.choose_encoding({"size": 1}, None, config.max_latency_ratio, config.deploy_encoding)
+  encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
   corrupted = _corruption_splits(config)
+  noise = _noise_protocol(config)
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   dataset.take(dataset.spec.eval_split, 1)
   t_start = time.time()
 
-  log("== 1/5 populations")
+  log("== 1/6 populations")
   metas = population.train_population(pop, log=log)
 
-  log("== 2/5 TFLite export")
-  n_exports = len(metas) + pop.members * len(quantizations)
+  log("== 2/6 TFLite export")
+  n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
+  n_exports = (len(metas) + pop.members * len(quantizations) +
+               n_pruned * len(pruned_quantizations))
   export_lib.export_population(config.out, dense_formats=("float32",) + quantizations,
-                               pruned_formats=("float32",), dataset=dataset,
-                               log=_Progress("export", n_exports, log))
+                               pruned_formats=("float32",) + pruned_quantizations,
+                               dataset=dataset, encodings=encodings,
+                               log=_Progress("export", n_exports * len(encodings), log))
+  plain_variants = [m["variant"] for m in eval_evaluate.list_exports(config.out)
+                    if m["encoding"] == "plain"]
+  plain_variants = list(dict.fromkeys(plain_variants))
 
-  log("== 3/5 TFLite evaluation")
+  log("== 3/6 TFLite evaluation")
   eval_population.evaluate_population(
       config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
-      log=_Progress(f"eval {dataset.spec.eval_split}", n_exports, log))
+      log=_Progress(f"eval {dataset.spec.eval_split}", n_exports * len(encodings), log))
   if corrupted:
     cache_dir = os.path.join(config.out, "corruptions")
     suite = corruption_cache.CorruptedDataset(dataset, cache_dir, corrupted)
@@ -167,15 +222,25 @@ def run_audit(config, log=print):
     streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in corrupted}
     eval_population.evaluate_population(
         config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
-        check_keras=False, save_logits=False,
+        check_keras=False, save_logits=False, variants=plain_variants,
         log=_Progress("eval corruptions", n_exports * len(corrupted), log))
+  if noise is not None:
+    noise_eval.evaluate_population(config.out, dataset, noise, num_threads=config.num_threads,
+                                   log=_Progress(f"l-inf noise ({len(noise.eps)} levels x "
+                                                 f"{noise.draws} draws)", n_exports, log))
 
-  log("== 4/5 report")
+  log("== 4/6 deployment encodings (twin check, size, latency)")
+  chosen = encodings_lib.choose(
+      config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,
+      max_latency_ratio=config.max_latency_ratio, num_threads=config.num_threads,
+      log=lambda line: log(f"  {line}"))
+
+  log("== 5/6 report")
   report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset)
 
-  log("== 5/5 deployment bundle")
+  log("== 6/6 deployment bundle")
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates,
-                                 members=config.deploy_members)
+                                 members=config.deploy_members, encodings=chosen["variants"])
   _summary(report, manifest, log)
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"

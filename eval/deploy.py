@@ -14,7 +14,8 @@ whole into a temporary directory and renamed, so a failed run leaves no partial 
 
 Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
 sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain
-twin's (`eval.agreement.compare_twin_files`), it is smaller, and its median latency is within
+twin's (`eval.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and its
+median latency is within
 `max_latency_ratio` of the plain file's measured in the same run (`eval.latency`); otherwise
 the plain file, with a one-line reason.
 """
@@ -33,6 +34,10 @@ from tflite_export import formats
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 ENCODING_MODES = ("auto", "plain", "sparse")
 DEFAULT_MAX_LATENCY_RATIO = 1.5
+# `auto` ships a sparse twin only if it saves at least 1% of the plain file: on a dense (or
+# barely sparse) model the converter's sparse file is the plain one give or take a few bytes
+# of metadata, not worth an experimental encoding.
+MIN_SIZE_SAVING = 0.01
 
 
 class DeployError(ValueError):
@@ -127,6 +132,9 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
   size_ratio = sparse["size"] / plain["size"]
   if size_ratio >= 1:
     return "plain", f"sparse file is not smaller ({size_ratio:.3f}x the plain size)"
+  if size_ratio > 1 - MIN_SIZE_SAVING:
+    return "plain", (f"sparse file saves under {100 * MIN_SIZE_SAVING:g}% "
+                     f"({size_ratio:.4f}x the plain size)")
   if not (_positive(plain.get("latency")) and _positive(sparse.get("latency"))):
     return "plain", "latency not measured for both files; cannot check the latency bound"
   latency_ratio = sparse["latency"] / plain["latency"]
@@ -149,7 +157,8 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
     encodings: optional {variant name: {"encoding": "plain" | "sparse", "reason": str, ...}}
       (e.g. from `choose_encoding`, plus runtime / ratios to record); a variant mapped to
       "sparse" ships its sparse-encoded twin, and the dict is recorded as the entry's
-      `encoding_choice`. None (default): every variant ships as reported, as before.
+      `encoding_choice` (its `runtime` and `latency_ratio` also as the entry's `runtime` and
+      `latency_ratio_to_plain`). None (default): every variant ships as reported.
 
   Returns:
     The manifest dict.
@@ -159,6 +168,7 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
   if tf.io.gfile.exists(tmp):
     tf.io.gfile.rmtree(tmp)
   entries = []
+  dense_sizes = {}
   for variant_name, summary in sorted(report["variants"].items()):
     variant = formats.parse_variant(variant_name)
     passed, reasons = verdict(variant_name, summary, gates)
@@ -176,10 +186,18 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
       tf.io.gfile.makedirs(os.path.join(tmp, variant_name))
       tf.io.gfile.copy(src, os.path.join(tmp, rel), overwrite=True)
       worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
+      if k not in dense_sizes:
+        _, dense_meta = export_lib.export_paths(run_dir, formats.parse_variant(formats.DENSE), k)
+        dense_sizes[k] = (atomic.read_json(dense_meta)["size_bytes"]["raw"]
+                          if tf.io.gfile.exists(dense_meta) else None)
       entries.append({
           "variant": variant_name, "k": int(k), "file": rel, "format": meta["format"],
           "encoding": meta["encoding"], "sha256": meta["sha256"],
           "size_bytes": meta["size_bytes"],
+          "size_ratio_to_dense_float32": (meta["size_bytes"]["raw"] / dense_sizes[k]
+                                          if dense_sizes[k] else None),
+          "runtime": (choice or {}).get("runtime"),
+          "latency_ratio_to_plain": (choice or {}).get("latency_ratio"),
           "sparsity": meta["sparsity"]["kernels"]["fraction"],
           "top1_accuracy_population": summary.get("top1"),
           "top1_change_vs_dense": summary.get("top1_change"),

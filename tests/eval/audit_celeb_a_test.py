@@ -18,17 +18,24 @@ def test_celeb_a_audit_under_mock_data(tmp_path):
   config = audit_lib.AuditConfig(
       dataset="celeb_a", out=str(out), model="small_cnn", members=2, variants=["dense", "prune_0.5"],
       corruptions=["gaussian_noise"], severities=[3], image_size=(32, 32), steps=20,
+      noise_draws=5, deploy_encoding="plain",
       preset_overrides={"batch_size": 8, "learning_rate": 0.01, "prune_begin": 2, "prune_end": 10,
                         "prune_frequency": 2, "checkpoint_every": 10})
   with tfds.testing.mock_data(num_examples=24):
     report, manifest = audit_lib.run_audit(config, log=lambda _: None)
   run = json.loads((out / "run.json").read_text())
   assert run["preset"]["name"] == "celeb_a_paper" and run["preset"]["model"] == "resnet18"
-  # 004's two post-training quantizations of the dense members (SPEC §2.3), plus pruning.
-  assert set(report["variants"]) == {"dense", "prune_0.5", "dynamic_int8", "full_int8"}
+  # 004's two post-training quantizations of the dense members (SPEC §2.3), plus pruning and
+  # the pruned members in the same formats.
+  variants = {"dense", "prune_0.5", "dynamic_int8", "full_int8", "prune_0.5+dynamic_int8",
+              "prune_0.5+full_int8"}
+  assert set(report["variants"]) == variants
   assert report["dataset"]["protected_attributes"] == ["Male", "Young"]
   subgroup_columns = set(report["tables"]["subgroups"][0])
   assert {"aggregate", "M", "F", "Y", "O", "MY", "MO", "FY", "FO"} <= subgroup_columns
   assert "over_indexing" in report["tables"] and "robustness" in report["tables"]
-  assert len(manifest["files"]) == 4
+  assert len(manifest["files"]) == len(variants)
+  # l-inf noise on the SPEC §6.7 grid (15 levels from 0 to 0.7), here 5 draws.
+  assert report["settings"]["noise"]["eps"][-1] == 0.7
+  assert len({r["eps"] for r in report["tables"]["noise_accuracy"]}) == 15
   assert (out / "report.html").read_text().count("<section") >= 5

@@ -31,8 +31,9 @@ REGEN = os.environ.get("TF_FORGET_REGEN_GOLDEN") == "1"
 def _audit(dataset, out):
   config = audit_lib.AuditConfig(
       dataset=dataset, out=str(out), preset="digits", members=3,
-      variants=["dense", "prune_0.9"], quantizations=["full_int8"],
-      corruptions=["gaussian_noise", "glass_blur"], severities=[3], steps=300,
+      variants=["dense", "prune_0.9"], quantizations=["full_int8"], pruned_quantizations=[],
+      deploy_encoding="plain", corruptions=["gaussian_noise", "glass_blur"], severities=[3],
+      steps=300,
       preset_overrides={"checkpoint_every": 100})
   report, _ = audit_lib.run_audit(config, log=lambda _: None)
   return report
@@ -51,7 +52,9 @@ def _digest(report):
     variants[name] = row
   robustness = {f"{r['variant']}|{r['corruption']}": r["top1"]
                 for r in report["tables"]["robustness"]}
-  return {"variants": variants, "robustness": robustness}
+  noise = {f"{r['variant']}|{r['eps']:g}": r["top1"] for r in report["tables"]["noise_accuracy"]
+           if r["eps"] in (0.0, 0.4, 0.7)}
+  return {"variants": variants, "robustness": robustness, "noise": noise}
 
 
 def _close(got, want, tol, what):
@@ -87,6 +90,10 @@ def test_report_matches_golden(reports):
     assert set(got["robustness"]) == set(want["robustness"])
     for key, w in want["robustness"].items():
       _close(got["robustness"][key], w, 0.02, f"{dataset} robustness {key}")
+    # l-inf noise (003 §4.1, 10 draws x 500 examples: one flipped example in 100 per file).
+    assert set(got["noise"]) == set(want["noise"])
+    for key, w in want["noise"].items():
+      _close(got["noise"][key], w, 0.02, f"{dataset} l-inf noise top-1 {key}")
 
 
 def test_digits_biased_planted_subgroup_loses_most(reports):
@@ -108,3 +115,18 @@ def test_quantization_changes_less_than_pruning(reports):
   for report in reports.values():
     v = report["variants"]
     assert v["full_int8"]["pie_count"] < v["prune_0.9"]["pie_count"]
+
+
+def test_noise_lowers_accuracy_and_quantization_stays_close_to_its_parent(reports):
+  # 003 §4.1 / Figure 4: noise lowers every variant's accuracy; a post-training quantization
+  # of dense member k agrees with member k under noise far more than two separately trained
+  # dense members agree with each other.
+  for dataset, report in reports.items():
+    acc = {(r["variant"], r["eps"]): r["top1"] for r in report["tables"]["noise_accuracy"]}
+    for variant in report["variants"]:
+      # (digits_biased is binary with ~80% negatives: accuracy floors near 0.8.)
+      assert acc[(variant, 0.7)] < acc[(variant, 0.0)] - 0.05, (dataset, variant)
+    sim = {(r["variant"], r["eps"]): r["matching"]
+           for r in report["tables"]["noise_similarity"]}
+    for eps in (0.4, 0.7):
+      assert sim[("full_int8", eps)] > sim[("dense (independent)", eps)], (dataset, eps)

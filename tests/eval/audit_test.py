@@ -27,6 +27,10 @@ def _run_main(**flag_values):
     ("sparsities", ["0"]),
     ("members", 1),
     ("severities", ["6"]),
+    ("noise_levels", ["0.2", "0.1"]),
+    ("noise_levels", ["-0.1"]),
+    ("noise_levels", ["x"]),
+    ("noise_draws", 0),
 ])
 def test_flag_validation_rejects_bad_values(flag, value):
   with pytest.raises(flags.IllegalFlagValueError):
@@ -84,16 +88,30 @@ def test_tiny_audit_end_to_end(tmp_path):
   out = tmp_path / "run"
   code = _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
                    quantizations=["full_int8"], corruptions=["gaussian_noise"],
-                   severities=["3"], max_accuracy_drop=0.0)
+                   severities=["3"], max_accuracy_drop=0.0, noise_levels=["0", "0.5"],
+                   noise_draws=2, noise_examples=50)
   report = json.loads((out / "report.json").read_text())
   manifest = json.loads((out / "deploy" / "manifest.json").read_text())
-  assert set(report["variants"]) == {"dense", "prune_0.5", "full_int8"}
+  # Pruned members are exported in the dense members' formats too (000's combinations); their
+  # sparse-encoded twins are checked and timed, not report variants (issue #10).
+  variants = {"dense", "prune_0.5", "full_int8", "prune_0.5+full_int8"}
+  assert set(report["variants"]) == variants
   assert (out / "report.html").exists() and (out / "tables").is_dir()
-  assert {e["variant"] for e in manifest["files"]} == {"dense", "prune_0.5", "full_int8"}
+  assert (out / "tflite" / "prune_0.5" / "1" / "full_int8+sparse.tflite").exists()
+  assert {e["variant"] for e in manifest["files"]} == variants
   for entry in manifest["files"]:
     assert (out / "deploy" / entry["file"]).stat().st_size == entry["size_bytes"]["raw"]
+    assert entry["runtime"] in ("xnnpack", "builtin")
+    assert entry["encoding_choice"]["reason"] and entry["latency_ratio_to_plain"] > 0
+    assert entry["encoding"] == entry["encoding_choice"]["encoding"]
   pruned = next(e for e in manifest["files"] if e["variant"] == "prune_0.5")
   assert abs(pruned["sparsity"] - 0.5) < 1e-3
+  dense = next(e for e in manifest["files"] if e["variant"] == "dense")
+  assert dense["size_ratio_to_dense_float32"] == 1.0 and dense["encoding"] == "plain"
+  assert pruned["size_ratio_to_dense_float32"] == pytest.approx(
+      pruned["size_bytes"]["raw"] / dense["size_bytes"]["raw"])
+  assert {r["variant"] for r in report["tables"]["deployment"]} == variants
+  assert report["settings"]["deployment"]["mode"] == "auto"
   # The gate (no accuracy drop allowed) fails exactly the variants whose mean top-1 dropped,
   # and the exit status says so.
   dropped = {v for v, s in report["variants"].items() if v != "dense" and s["top1_change"] < 0}
@@ -102,9 +120,19 @@ def test_tiny_audit_end_to_end(tmp_path):
   # Robustness on the corrupted split came from the TFLite files.
   assert (out / "predictions" / "prune_0.5" / "0" / "gaussian_noise@3.npz").exists()
   assert "robustness" in report["tables"]
+  # l-inf noise (003 §4.1) was run on every file with the flags' protocol.
+  assert report["settings"]["noise"] == {"eps": [0.0, 0.5], "draws": 2, "examples": 50,
+                                         "seed": 0}
+  acc = report["tables"]["noise_accuracy"]
+  assert {(r["variant"], r["eps"]) for r in acc} == {(v, e) for v in variants
+                                                     for e in (0.0, 0.5)}
+  assert {r["variant"] for r in report["tables"]["noise_similarity"]} == (
+      variants - {"dense"}) | {"dense (independent)"}
+  assert (out / "noise" / "full_int8" / "1" / "linf.npz").exists()
   # Re-running reuses everything and gives the same report numbers.
   _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
             quantizations=["full_int8"], corruptions=["gaussian_noise"], severities=["3"],
-            max_accuracy_drop=0.0)
+            max_accuracy_drop=0.0, noise_levels=["0", "0.5"], noise_draws=2,
+            noise_examples=50)
   again = json.loads((out / "report.json").read_text())
   assert again["variants"] == report["variants"]

@@ -43,6 +43,7 @@ def test_auto_picks_plain_when_sparse_is_slower_than_the_bound():
      "sparse file disagrees with its plain twin: top-1 differs on 3 of 150 examples"),
     (_sparse(equal=None), "sparse file not checked against its plain twin"),
     (_sparse(size=1000), "sparse file is not smaller (1.000x the plain size)"),
+    (_sparse(size=991), "sparse file saves under 1% (0.9910x the plain size)"),
     (_sparse(latency=None), "latency not measured for both files; cannot check the latency "
      "bound"),
 ])

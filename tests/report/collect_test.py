@@ -139,3 +139,15 @@ def test_biased_attributes_and_images_by_id(tmp_path):
   images = collect.images_for(run, ids[[5, 0]])
   test = registry.get("digits_biased").load("test")
   np.testing.assert_array_equal(images, test.images[[5, 0]])
+
+
+def test_sparse_twins_are_not_report_variants(digits_run, tmp_path):
+  # Issue #10: `<variant>+sparse` predictions are checked against their plain twin by the
+  # evaluator; the report's variants are the plain files only.
+  run_dir = _copy(digits_run[0], tmp_path)
+  root = os.path.join(run_dir, "predictions")
+  shutil.copytree(os.path.join(root, "prune_0.9"), os.path.join(root, "prune_0.9+sparse"))
+  shutil.copytree(os.path.join(root, "dense"), os.path.join(root, "float32+sparse"))
+  run = collect.load_run(run_dir)
+  assert "prune_0.9+sparse" not in run.variants and "float32+sparse" not in run.variants
+  assert "prune_0.9" in run.variants

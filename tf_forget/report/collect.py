@@ -8,6 +8,10 @@ differs); the labels must agree. Attributes (and, on request, images) of the eva
 come from the data registry (docs/artifacts/data.md), looked up by example id; the training
 split's attribute shares feed 004 Figure 2 (SPEC §4.4).
 
+Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue #10) are not
+report variants: `eval.population` checks that their predictions equal their plain twin's
+(the agreement table), and `report.deployment` shows their sizes and latencies.
+
 Numpy only for the predictions (`eval.predictions.read`); the data registry is imported where a
 data set is built.
 """
@@ -24,6 +28,7 @@ from eval import predictions as predictions_lib
 DENSE = "dense"
 # Corrupted splits are `<corruption>@<severity>` (SPEC §1.1).
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/]+)@(?P<severity>\d+)$")
+SPARSE_SUFFIX = "+sparse"
 
 
 class CollectError(ValueError):
@@ -124,7 +129,7 @@ def _scan(run_dir):
   files = {}
   for variant in sorted(os.listdir(root)):
     vdir = os.path.join(root, variant)
-    if not os.path.isdir(vdir):
+    if not os.path.isdir(vdir) or variant.endswith(SPARSE_SUFFIX):
       continue
     for k in sorted(os.listdir(vdir)):
       kdir = os.path.join(vdir, k)

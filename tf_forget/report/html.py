@@ -24,8 +24,10 @@ SECTIONS = (
     ("subgroups", "4. Subgroups: error, FPR, FNR (004 Tables 3-5)"),
     ("over-indexing", "5. Attribute over-indexing among CIEs (004 Figure 2)"),
     ("robustness", "6. Robustness to corruptions (000 Table 3)"),
-    ("recall-distortion", "7. Recall distortion slope α (002)"),
-    ("gallery", "8. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
+    ("noise", "7. l-inf noise: accuracy, prune potential, similarity (003 §4.1, §5)"),
+    ("recall-distortion", "8. Recall distortion slope α (002)"),
+    ("deployment", "9. Deployment: encoding, size, latency vs accuracy"),
+    ("gallery", "10. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
     ("notes", "Notes"),
 )
 

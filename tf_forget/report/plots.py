@@ -8,7 +8,8 @@ Inputs are the tables of `measures.compute` (docs/artifacts/report.md). Figures 
 papers: 000 Figure 2 (per-class recall difference, significant classes in plum, normalized
 difference as green points), 000 Table 2 / Figure 3 (#PIE, PIE accuracy), 004 Tables 3-4
 (subgroup normalized differences), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),
-002 Figures 3-5 (slope α against 1).
+003 Figures 1 and 4 (accuracy, prune potential and similarity under l-inf noise), 002 Figures
+3-5 (slope α against 1).
 """
 
 import io
@@ -38,13 +39,14 @@ def color(i):
   return PALETTE[i % len(PALETTE)]
 
 
-def _figure(height, ncols=1, width=WIDTH, sharey=False):
+def _figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
+  """A figure of `nrows` x `ncols` axes (a flat list, row-major); `height` is per row."""
   with matplotlib.rc_context(_RC):
-    fig = mpl_figure.Figure(figsize=(width, height), dpi=DPI)
+    fig = mpl_figure.Figure(figsize=(width, height * nrows), dpi=DPI)
     axes = []
-    for i in range(ncols):
+    for i in range(ncols * nrows):
       share = axes[0] if sharey and axes else None
-      axes.append(fig.add_subplot(1, ncols, i + 1, sharey=share))
+      axes.append(fig.add_subplot(nrows, ncols, i + 1, sharey=share))
   return fig, axes
 
 
@@ -174,7 +176,11 @@ def counts(pie_table, variants_summary):
 def pie_accuracy(table):
   """Top-1 of dense and compressed populations on PIE / non-PIE / all (000 Table 6)."""
   variants = list(dict.fromkeys(table.variant))
-  fig, axes = _figure(3.2, ncols=max(1, len(variants)))
+  ncols = min(4, max(1, len(variants)))
+  nrows = -(-max(1, len(variants)) // ncols)
+  fig, axes = _figure(3.0, ncols=ncols, nrows=nrows, width=WIDTH if nrows == 1 else WIDE)
+  for ax in axes[len(variants):]:
+    ax.set_visible(False)
   for ax, variant in zip(axes, variants):
     t = table[table.variant == variant]
     subsets = list(dict.fromkeys(t.subset))
@@ -252,6 +258,75 @@ def robustness(table):
   ax.set_title("Robustness per corruption, normalized to dense (000 Table 3)")
   if series:
     ax.legend(fontsize=8)
+  return to_png(fig)
+
+
+def noise(accuracy, similarity, potential=None):
+  """Top-1, prune potential and matching labels vs ε (003 Figures 1, 4a), one panel each."""
+  panels = 3 if potential is not None else 2
+  fig, axes = _figure(3.2, ncols=panels, width=WIDE)
+  variants = list(dict.fromkeys(accuracy.variant))
+  for i, v in enumerate(variants):
+    t = accuracy[accuracy.variant == v]
+    axes[0].plot(t.eps, 100 * t.top1, marker="o", markersize=3, color=color(i),
+                 linewidth=2.2 if v == "dense" else 1.2, label=v)
+  axes[0].set_xlabel("ε (normalized input)")
+  axes[0].set_ylabel("top-1 (%)")
+  axes[0].set_title("Accuracy under l-inf noise")
+  axes[0].legend(fontsize=7)
+  ax = axes[-1]
+  for v in dict.fromkeys(similarity.variant):
+    t = similarity[similarity.variant == v]
+    style = {"color": "black", "linestyle": "--"} if v not in variants else {
+        "color": color(variants.index(v))}
+    ax.plot(t.eps, 100 * t.matching, marker="o", markersize=3, label=v, **style)
+  ax.set_xlabel("ε (normalized input)")
+  ax.set_ylabel("labels matching dense member k (%)")
+  ax.set_title("Noise similarity (003 Figure 4a)")
+  if len(similarity):
+    ax.legend(fontsize=7)
+  if potential is not None:
+    axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o", color=PLUM)
+    axes[1].fill_between(potential.eps,
+                         100 * (potential.prune_potential - potential.prune_potential_sd),
+                         100 * (potential.prune_potential + potential.prune_potential_sd),
+                         color=PLUM, alpha=0.15)
+    axes[1].set_ylim(-5, 105)
+    axes[1].set_xlabel("ε (normalized input)")
+    axes[1].set_ylabel("prune potential (%)")
+    axes[1].set_title("Prune potential under noise (003 Figure 1)")
+  return to_png(fig)
+
+
+def size_accuracy(table):
+  """Shipped size (relative to dense float32, log) vs population top-1 per variant (#10).
+
+  A hollow marker is the plain file, a filled one the shipped file; an arrow joins them when
+  the sparse twin is shipped.
+  """
+  fig, (ax,) = _figure(3.6)
+  dense_bytes = None
+  for row in table.itertuples(index=False):
+    if row.variant == "dense":
+      dense_bytes = row.plain_bytes
+  for i, row in enumerate(table.itertuples(index=False)):
+    if row.top1 is None or row.shipped_vs_dense_float32 is None:
+      continue
+    y = 100 * row.top1
+    shipped = row.shipped_vs_dense_float32
+    plain = row.plain_bytes / dense_bytes if dense_bytes else shipped
+    c = color(i)
+    ax.scatter([plain], [y], facecolors="none", edgecolors=c, s=40, zorder=3)
+    ax.scatter([shipped], [y], color=c, s=40, zorder=4, label=f"{row.variant} ({row.encoding})")
+    if row.encoding == "sparse":
+      ax.annotate("", xy=(shipped, y), xytext=(plain, y),
+                  arrowprops={"arrowstyle": "->", "color": c})
+  ax.set_xscale("log")
+  ax.set_xlabel("shipped file size / dense float32 file (log)")
+  ax.set_ylabel("population top-1 (%)")
+  ax.set_title("Size vs accuracy per variant (hollow: plain file; filled: shipped)")
+  if len(table):
+    ax.legend(fontsize=7, loc="best")
   return to_png(fig)
 
 

@@ -135,6 +135,34 @@ def _robustness(measures):
                                   "top5_norm": PTS, "severities": "int", "members": "int"})))
 
 
+def _noise(measures):
+  acc = measures.tables.get("noise_accuracy")
+  if acc is None:
+    return html.skipped(measures.notes.get("noise"))
+  sim = measures.tables["noise_similarity"]
+  pp = measures.tables.get("noise_prune_potential")
+  protocol = measures.config.get("noise") or {}
+  lead = ("<p class=\"lead\">U(−ε, ε) noise added to the normalized input of every "
+          f"exported file ({protocol.get('examples', '?')} examples max × "
+          f"{protocol.get('draws', '?')} draws, the same draws for every file; 003 §4.1, SPEC "
+          "§6.7). top1_change is in points beside the ratio to dense (top1_norm); excess error "
+          "is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its excess over "
+          "dense's. Prune potential: the largest pruned level whose error stays within 0.5 "
+          "points of dense's at the same ε (003 Definition 1). Similarity: member k against "
+          "dense member k on the same noisy inputs; the dashed line compares two separately "
+          "trained dense members.</p>")
+  numbers = html.table(acc, {"members": "int", "top1": PCT, "top1_sd": PCT,
+                             "top1_change": PCT, "top1_norm": PTS, "excess_error": PCT,
+                             "excess_error_vs_dense": PCT}, max_rows=60)
+  numbers += html.table(sim, {"pairs": "int", "matching": PCT, "matching_sd": PCT},
+                        max_rows=60)
+  if pp is not None:
+    numbers += html.table(pp, {"members": "int", "prune_potential": PCT,
+                               "prune_potential_sd": PCT})
+  return lead + html.pair(plots.noise(acc, sim, pp), "accuracy and similarity under noise",
+                          numbers, stacked=True)
+
+
 def _alpha(measures):
   t = measures.tables["recall_distortion"]
   if t.empty:
@@ -145,6 +173,27 @@ def _alpha(measures):
           + html.pair(plots.alpha(t, measures.variants), "recall distortion slope",
                       html.table(t, {"members": "int", "n": "int", "mean_accuracy_0": PCT,
                                      "mean_accuracy_t": PCT})))
+
+
+def _deployment(measures):
+  t = measures.tables.get("deployment")
+  if t is None:
+    return html.skipped(measures.notes.get("deployment"))
+  settings = measures.config.get("deployment") or {}
+  lead = ("<p class=\"lead\">The file each variant ships (member "
+          f"{settings.get('k', 0)}; deploy encoding {html.esc(settings.get('mode'))}): the "
+          "sparse-encoded twin only if its predictions equal the plain file's on the "
+          f"{html.esc(settings.get('split'))} split, it is smaller, and its median latency is "
+          f"within {settings.get('max_latency_ratio')}× the plain file's at every measured "
+          "batch size (interleaved in the same run, "
+          f"{settings.get('num_threads')} threads, as on a device: XNNPACK, else the built-in "
+          "kernels; runtime says which ran). Sizes are raw bytes; shipped_vs_dense_float32 "
+          "is the shipped file over the dense float32 file.</p>")
+  formats = {c: "num" for c in t.columns if "_ms_b" in c}
+  formats.update({"sparsity": PCT, "top1": PCT, "top1_change": PCT, "plain_bytes": "int",
+                  "sparse_bytes": "int"})
+  return lead + html.pair(plots.size_accuracy(t), "size vs accuracy per variant",
+                          html.table(t, formats), stacked=True)
 
 
 def _notes(measures, extra):
@@ -172,5 +221,6 @@ def build(measures, gallery, protected, extra_notes=()):
   return {"overview": _overview(measures), "topline": _topline(measures),
           "class-level": _class_level(measures), "pie": _pie(measures),
           "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
-          "robustness": _robustness(measures), "recall-distortion": _alpha(measures),
+          "robustness": _robustness(measures), "noise": _noise(measures),
+          "deployment": _deployment(measures), "recall-distortion": _alpha(measures),
           "gallery": gal, "notes": _notes(measures, extra_notes)}

@@ -22,9 +22,11 @@ import pandas as pd
 
 from tf_forget.io import atomic
 from tf_forget.report import collect
+from tf_forget.report import deployment as deployment_lib
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
+from tf_forget.report import noise as noise_lib
 from tf_forget.report import sections
 
 SCHEMA_VERSION = "tf_forget.report/1"
@@ -127,12 +129,21 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 
   Raises:
     collect.CollectError: missing / misaligned predictions, unknown data set.
+    noise.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
     ValueError: bad measure options (from `tf_forget.stats`).
   """
   run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
                          dataset_options=dataset_options,
                          train_attribute_shares=train_attribute_shares)
   m = measures_lib.compute(run, **measure_options)
+  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants)
+  m.tables.update(noise_tables)
+  m.notes.setdefault("noise", []).extend(noise_notes)
+  m.config["noise"] = noise_protocol
+  deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
+  m.tables.update(deploy_tables)
+  m.notes.setdefault("deployment", []).extend(deploy_notes)
+  m.config["deployment"] = deploy_settings
   gallery = gallery_lib.build(run, m.cie, size=gallery_size)
   gallery_json = {v: [{k: x for k, x in e.items() if k != "png"} for e in es]
                   for v, es in gallery.items()}

@@ -1,0 +1,155 @@
+"""Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1; SPEC §6.7).
+
+Writes one `tf_forget.corruptions.noise_artifact` file per (variant, member): the schema, the
+noise model and the example subset are documented there and in docs/artifacts/corruptions.md.
+"""
+
+import os
+import time
+
+import numpy as np
+
+from eval import batched
+from eval import evaluate
+from eval import interpreter
+from tf_forget.corruptions import noise
+from tf_forget.corruptions import noise_artifact
+from tf_forget.io import atomic
+
+
+def select_examples(dataset, protocol):
+  """The evaluated examples: the eval split, or a seeded random subset sorted by id.
+
+  Returns:
+    `base.Examples` with at most `protocol.examples` examples.
+  """
+  split = dataset.load(dataset.spec.eval_split)
+  n = len(split)
+  if n <= protocol.examples:
+    return split
+  chosen = np.random.default_rng(protocol.seed).choice(n, protocol.examples, replace=False)
+  chosen = chosen[np.argsort(np.asarray(split.ids)[chosen], kind="stable")]
+  return split.take(chosen)
+
+
+def noise_scale(model_options, channels):
+  """Raw-pixel units of one normalized-input unit per channel: 255 · std_c, float32 `[C]`."""
+  std = (model_options or {}).get("std")
+  std = np.broadcast_to(np.asarray(1.0 if std is None else std, np.float64), (channels,))
+  return (255.0 * std).astype(np.float32)
+
+
+def _softmax(scores):
+  z = scores - scores.max(axis=-1, keepdims=True)
+  e = np.exp(z)
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=None,
+                  num_threads=interpreter.DEFAULT_NUM_THREADS,
+                  batch_size=batched.DEFAULT_BATCH_SIZE, tflite_sha256=None):
+  """Runs one `.tflite` file on `examples` under every noise level and draw; writes `linf.npz`.
+
+  Args:
+    tflite_path: the file.
+    examples: `base.Examples` (uint8 images `[N, H, W, C]`).
+    protocol: a `noise_artifact.NoiseProtocol`.
+    scale: float32 `[C]` from `noise_scale`.
+    out_path: the artifact to write (atomically).
+    metadata: extra JSON-ready metadata (variant, k, ...).
+    num_threads, batch_size: interpreter threads and batch size.
+    tflite_sha256: the file's sha256; an existing artifact for the same file and protocol is
+      kept.
+
+  Returns:
+    (metadata dict, skipped bool).
+
+  Raises:
+    noise_artifact.NoiseError: bad protocol or unwritable output; interpreter.TfliteError: bad file.
+  """
+  protocol.check()
+  if noise_artifact.is_complete(out_path, tflite_sha256, protocol):
+    return noise_artifact.read(out_path)["metadata"], True
+  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, runtime="auto")
+  runner.check_images(examples.images)
+  raw = np.asarray(examples.images, np.float32)
+  base_input = raw / scale
+  eps = np.asarray(protocol.eps, np.float64)
+  n, draws = len(raw), protocol.draws
+  top1 = np.empty([eps.size, draws, n], np.int32)
+  soft = np.empty([eps.size, draws, n, runner.num_classes], np.float16)
+  start = time.time()
+  for l, e in enumerate(eps):
+    for d in range(draws):
+      if e == 0 and d > 0:
+        top1[l, d], soft[l, d] = top1[l, 0], soft[l, 0]
+        continue
+      noisy = noise.linf_uniform_noise(base_input, float(e),
+                                       np.random.default_rng([protocol.seed, d])) * scale
+      scores = runner.run(noisy)
+      top1[l, d] = np.argmax(scores, axis=1)
+      soft[l, d] = _softmax(scores.astype(np.float64))
+  seconds = time.time() - start
+  meta = noise_artifact.write(
+      out_path, eps, examples.ids, examples.labels, top1, soft,
+      dict(metadata or {}, protocol=protocol.to_json(), tflite=os.path.abspath(tflite_path),
+           tflite_sha256=tflite_sha256, noise_scale=[float(s) for s in scale],
+           runtime=runner.runtime, runtime_fallback=runner.fallback_reason, seconds=seconds,
+           top1_accuracy=[float(np.mean(top1[l] == examples.labels))
+                          for l in range(eps.size)]))
+  return meta, False
+
+
+def _model_options(run_dir, meta):
+  member = os.path.join(run_dir, "members", meta["member_variant"], str(int(meta["k"])),
+                        "metadata.json")
+  if os.path.exists(member):
+    return atomic.read_json(member).get("model_options") or {}
+  return meta.get("source", {}).get("model_options") or {}
+
+
+def evaluate_population(run_dir, dataset, protocol, variants=None,
+                        num_threads=interpreter.DEFAULT_NUM_THREADS,
+                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None):
+  """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
+
+  Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
+  split by `eval.population`), so noise adds nothing about the encoding.
+
+  Args:
+    run_dir: run directory with `tflite/` exports.
+    dataset: the members' `base.Dataset`.
+    protocol: a `noise_artifact.NoiseProtocol`.
+    variants: optional audited variant names to restrict to.
+    num_threads, batch_size: interpreter threads and batch size.
+    log: optional callable(str), one line per file.
+
+  Returns:
+    list of the artifacts' metadata dicts.
+
+  Raises:
+    noise_artifact.NoiseError, evaluate.EvaluationError, interpreter.TfliteError (one line).
+  """
+  protocol.check()
+  exports = [m for m in evaluate.list_exports(run_dir) if m["encoding"] == "plain" and
+             (variants is None or m["variant"] in set(variants))]
+  if not exports:
+    raise noise_artifact.NoiseError(f"no plain export to evaluate under noise in {run_dir}")
+  examples = select_examples(dataset, protocol)
+  channels = dataset.spec.image_shape[-1]
+  metas = []
+  for meta in exports:
+    k = int(meta["k"])
+    out, skipped = evaluate_file(
+        meta["path"], examples, protocol, noise_scale(_model_options(run_dir, meta), channels),
+        noise_artifact.path(run_dir, meta["variant"], k),
+        metadata={"variant": meta["variant"], "member_variant": meta["member_variant"],
+                  "k": k, "format": meta["format"], "encoding": meta["encoding"],
+                  "dataset": dataset.spec.name},
+        num_threads=num_threads, batch_size=batch_size, tflite_sha256=meta["sha256"])
+    metas.append(out)
+    if log:
+      acc = out["top1_accuracy"]
+      log(f"{'skip' if skipped else 'noise'} {meta['variant']}/{k}: top-1 {acc[0]:.4f} at "
+          f"eps {protocol.eps[0]:g} -> {acc[-1]:.4f} at eps {protocol.eps[-1]:g}")
+  return metas

@@ -1,0 +1,87 @@
+"""The report's deployment table: encoding, size, latency and accuracy per variant (issue #10).
+
+Reads `<run>/eval/encodings.json` (schema `tf_forget.encodings/1`, written by
+`eval.encodings.choose`; docs/artifacts/predictions.md) and joins it with the report's
+population accuracies: per variant, the encoding shipped and why, the runtime path of the shipped
+file, the raw sizes of the plain and sparse files of the deployed member, the shipped size
+relative to the dense float32 file (the trade-off a user ships on: size vs accuracy), and the
+median batch-1 / batch-64 latencies of both files measured in the same run.
+"""
+
+import os
+
+import pandas as pd
+
+from tf_forget.io import atomic
+
+SCHEMA = "tf_forget.encodings/1"  # eval.encodings.SCHEMA (not imported: report reads files)
+
+
+class DeploymentReportError(ValueError):
+  """An unreadable encodings artifact (one line)."""
+
+
+def load(run_dir):
+  """The encodings artifact of a run, or None if there is none.
+
+  Raises:
+    DeploymentReportError: a file of another schema.
+  """
+  path = os.path.join(run_dir, "eval", "encodings.json")
+  if not os.path.exists(path):
+    return None
+  doc = atomic.read_json(path)
+  if doc.get("schema") != SCHEMA:
+    raise DeploymentReportError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
+  return doc
+
+
+def _ms(entry, encoding, batch):
+  value = ((entry.get("latency_s") or {}).get(encoding) or {}).get(f"batch_{batch}")
+  return None if value is None else 1000 * value
+
+
+def table(doc, variants_summary):
+  """One row per variant (report order), numbers as documented in the module docstring.
+
+  Args:
+    doc: the encodings artifact (`load`).
+    variants_summary: `Measures.variants` (for top-1 and its change).
+
+  Returns:
+    DataFrame.
+  """
+  rows = []
+  batches = doc.get("batch_sizes", [1, 64])
+  order = [v for v in variants_summary if v in doc["variants"]]
+  order += sorted(v for v in doc["variants"] if v not in order)
+  for variant in order:
+    e = doc["variants"][variant]
+    sizes = e.get("size_bytes") or {}
+    plain = (sizes.get("plain") or {}).get("raw")
+    sparse = (sizes.get("sparse") or {}).get("raw")
+    row = {"variant": variant, "encoding": e["encoding"], "runtime": e.get("runtime") or "",
+           "sparsity": e.get("sparsity"),
+           "top1": (variants_summary.get(variant) or {}).get("top1"),
+           "top1_change": (variants_summary.get(variant) or {}).get("top1_change"),
+           "plain_bytes": plain, "sparse_bytes": sparse,
+           "sparse_to_plain": e.get("sparse_to_plain_size"),
+           "shipped_vs_dense_float32": e.get("size_ratio_to_dense_float32")}
+    for b in batches:
+      row[f"plain_ms_b{b}"] = _ms(e, "plain", b)
+      row[f"sparse_ms_b{b}"] = _ms(e, "sparse", b)
+    row["sparse_runtime"] = e.get("sparse_runtime") or ""
+    row["latency_ratio"] = e.get("latency_ratio")
+    row["reason"] = e.get("reason", "")
+    rows.append(row)
+  return pd.DataFrame(rows)
+
+
+def compute(run_dir, variants_summary):
+  """(tables {"deployment": DataFrame} or {}, notes, settings dict or None)."""
+  doc = load(run_dir)
+  if doc is None:
+    return {}, ["no deployment encodings in the run (eval/encodings.json)"], None
+  settings = {k: doc.get(k) for k in ("mode", "max_latency_ratio", "split", "k",
+                                      "batch_sizes", "num_threads")}
+  return {"deployment": table(doc, variants_summary)}, [], settings

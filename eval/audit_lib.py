@@ -5,8 +5,9 @@ is already on disk:
   1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
   2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
      formats of the data set (SPEC §2.3), pruned members to float32 and, by default, the same
-     formats (`prune_0.9+full_int8`); unless `deploy_encoding="plain"`, every file also gets
-     a sparse-encoded twin (`float32+sparse`, issue #10; `tflite_export`);
+     formats (`prune_0.9+full_int8`); unless `deploy_encoding="plain"`, every pruned member's
+     file also gets a sparse-encoded twin (`prune_0.9+full_int8+sparse`, issue #10; a dense
+     model's sparse file is its plain file re-serialized, so dense files get none);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
      evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`) and
      under l-inf uniform noise (`tf_forget.corruptions.noise_eval`, 003 §4.1, SPEC §6.7);
@@ -194,25 +195,26 @@ def run_audit(config, log=print):
   dataset.take(dataset.spec.eval_split, 1)
   t_start = time.time()
 
-  log("== 1/6 populations")
+  log(f"== 1/6 populations  [{time.time() - t_start:.0f} s]")
   metas = population.train_population(pop, log=log)
 
-  log("== 2/6 TFLite export")
+  log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
   n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
-  n_exports = (len(metas) + pop.members * len(quantizations) +
-               n_pruned * len(pruned_quantizations))
+  n_dense = pop.members * (1 + len(quantizations))
+  n_pruned *= 1 + len(pruned_quantizations)
+  n_files = n_dense + n_pruned * len(encodings)
   export_lib.export_population(config.out, dense_formats=("float32",) + quantizations,
                                pruned_formats=("float32",) + pruned_quantizations,
-                               dataset=dataset, encodings=encodings,
-                               log=_Progress("export", n_exports * len(encodings), log))
+                               dataset=dataset, encodings=encodings, dense_encodings=("plain",),
+                               log=_Progress("export", n_files, log))
   plain_variants = [m["variant"] for m in eval_evaluate.list_exports(config.out)
                     if m["encoding"] == "plain"]
   plain_variants = list(dict.fromkeys(plain_variants))
 
-  log("== 3/6 TFLite evaluation")
+  log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
   eval_population.evaluate_population(
       config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
-      log=_Progress(f"eval {dataset.spec.eval_split}", n_exports * len(encodings), log))
+      log=_Progress(f"eval {dataset.spec.eval_split}", n_files, log))
   if corrupted:
     cache_dir = os.path.join(config.out, "corruptions")
     suite = corruption_cache.CorruptedDataset(dataset, cache_dir, corrupted)
@@ -223,22 +225,23 @@ def run_audit(config, log=print):
     eval_population.evaluate_population(
         config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
         check_keras=False, save_logits=False, variants=plain_variants,
-        log=_Progress("eval corruptions", n_exports * len(corrupted), log))
+        log=_Progress("eval corruptions", (n_dense + n_pruned) * len(corrupted), log))
   if noise is not None:
     noise_eval.evaluate_population(config.out, dataset, noise, num_threads=config.num_threads,
                                    log=_Progress(f"l-inf noise ({len(noise.eps)} levels x "
-                                                 f"{noise.draws} draws)", n_exports, log))
+                                                 f"{noise.draws} draws)", n_dense + n_pruned,
+                                   log))
 
-  log("== 4/6 deployment encodings (twin check, size, latency)")
+  log(f"== 4/6 deployment encodings  [{time.time() - t_start:.0f} s]")
   chosen = encodings_lib.choose(
       config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,
       max_latency_ratio=config.max_latency_ratio, num_threads=config.num_threads,
       log=lambda line: log(f"  {line}"))
 
-  log("== 5/6 report")
+  log(f"== 5/6 report  [{time.time() - t_start:.0f} s]")
   report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset)
 
-  log("== 6/6 deployment bundle")
+  log(f"== 6/6 deployment bundle  [{time.time() - t_start:.0f} s]")
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates,
                                  members=config.deploy_members, encodings=chosen["variants"])
   _summary(report, manifest, log)

@@ -92,7 +92,7 @@ def list_members(run_dir):
 
 
 def plan(members, dense_formats, pruned_formats=("float32",),
-         encodings=(formats.DEFAULT_ENCODING,)):
+         encodings=(formats.DEFAULT_ENCODING,), dense_encodings=None):
   """The exports to make: [(Variant, k)] for the given members (SPEC §1.1).
 
   Args:
@@ -102,16 +102,23 @@ def plan(members, dense_formats, pruned_formats=("float32",),
       `prune_0.9+full_int8` when "full_int8" is listed).
     encodings: weight encodings of every format (issue #10); a plain file is always planned
       before its sparse twin.
+    dense_encodings: encodings of the dense members' files (default: `encodings`); the audit
+      gives ("plain",): a dense model's sparse file is its plain file re-serialized.
 
   Returns:
     A list of (`formats.Variant`, k).
   """
-  order = sorted(dict.fromkeys(encodings), key=lambda e: e != formats.DEFAULT_ENCODING)
+  def ordered(encs):
+    return sorted(dict.fromkeys(encs), key=lambda e: e != formats.DEFAULT_ENCODING)
+
+  order = ordered(encodings)
+  dense_order = order if dense_encodings is None else ordered(dense_encodings)
   jobs = []
   for member_variant, k in members:
-    fmts = dense_formats if member_variant == formats.DENSE else pruned_formats
+    dense = member_variant == formats.DENSE
+    fmts = dense_formats if dense else pruned_formats
     for fmt in fmts:
-      for encoding in order:
+      for encoding in (dense_order if dense else order):
         jobs.append((formats.Variant(member_variant, fmt, encoding), k))
   return jobs
 
@@ -276,7 +283,8 @@ def record_failure(run_dir, variant, k, reason):
 
 def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
                       representative_size=DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
-                      overwrite=False, log=None, encodings=(formats.DEFAULT_ENCODING,)):
+                      overwrite=False, log=None, encodings=(formats.DEFAULT_ENCODING,),
+                      dense_encodings=None):
   """Exports every finished member of a run (see `plan`); returns the list of export dicts.
 
   Members are loaded once for all their formats; the data set (for representative data) is
@@ -284,6 +292,7 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   With "sparse" in `encodings` every plain file gets a sparse-encoded twin (issue #10); a
   sparse conversion that fails does not stop the run: its one-line reason is recorded
   (`record_failure`) and returned as a dict with key `failed`, and the plain file stays.
+  `dense_encodings` (default: `encodings`) applies to the dense members only.
 
   Raises:
     ExportError, converter.ConversionError, formats.FormatError: on the first failure of a
@@ -291,14 +300,14 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   """
   for fmt in list(dense_formats) + list(pruned_formats):
     formats.check_format(fmt)
-  for encoding in encodings:
+  for encoding in tuple(encodings) + tuple(dense_encodings or ()):
     formats.check_encoding(encoding)
   members = list_members(run_dir)
   results = []
   datasets = {}
   for member_variant, k in members:
     jobs = [v for v, _ in plan([(member_variant, k)], dense_formats, pruned_formats,
-                               encodings)]
+                               encodings, dense_encodings)]
     todo = [v for v in jobs if overwrite or not is_complete(run_dir, v, k)]
     model = metadata = None
     if todo:

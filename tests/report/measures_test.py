@@ -104,6 +104,14 @@ def test_planted_subgroup_loses_most(biased):
   assert worst["subgroup"].startswith("Inverted=1")
   assert worst["compressed"] == pytest.approx(1.0)
   assert m.variants["full_int8"]["worst_subgroup"]["fnr"]["increase"] == 0.0
+  # The absolute difference (points) beside 004's ratio: every inverted positive is missed
+  # under prune_0.9, so its FNR rises by 1 - its baseline FNR.
+  cell = {model: t[(t.variant == "prune_0.9") & (t.model == model) & (t.metric == "fnr")]
+          ["Inverted=1"].iloc[0] for model in ("baseline", "compressed", "absolute_difference")}
+  assert cell["absolute_difference"] == pytest.approx(1.0 - cell["baseline"])
+  assert worst["increase"] == pytest.approx(
+      t[(t.variant == "prune_0.9") & (t.model == "absolute_difference") &
+        (t.metric == "fnr")][worst["subgroup"]].iloc[0])
   assert m.variants["prune_0.9"]["pie_count"] == planted.size
   over = m.tables["over_indexing"].set_index(["variant", "attribute"])
   # Every Taxicab CIE at p80 with d > 0 is an inverted positive: Inverted over-indexes.

@@ -22,7 +22,7 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--hide-scrollbars")
 SECTION_IDS = ("overview", "topline", "class-level", "pie", "subgroups", "over-indexing",
-               "robustness", "recall-distortion", "gallery", "notes")
+               "robustness", "noise", "recall-distortion", "deployment", "gallery", "notes")
 
 
 def _run(args, tmp):

@@ -57,6 +57,10 @@ def test_plan_puts_plain_before_sparse():
       ("dense", 0), ("float32+sparse", 0),
       ("prune_0.9+full_int8", 1), ("prune_0.9+full_int8+sparse", 1)]
   assert [v.name for v, _ in export.plan([("dense", 0)], ["float32"])] == ["dense"]
+  # The audit's plan: sparse twins of the pruned members only.
+  jobs = export.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"],
+                     ["float32"], encodings=("plain", "sparse"), dense_encodings=("plain",))
+  assert [v.name for v, _ in jobs] == ["dense", "full_int8", "prune_0.9", "prune_0.9+sparse"]
 
 
 def test_layout_names_and_metadata(run):

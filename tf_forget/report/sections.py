@@ -98,15 +98,19 @@ def _subgroups(measures):
   if t is None:
     return html.skipped(measures.notes.get("subgroups"))
   groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
-  rates = t[t.model != "normalized_difference"]
+  rates = t[t.model.isin(["baseline", "compressed"])]
   nd = t[t.model == "normalized_difference"]
+  absolute = t[t.model == "absolute_difference"]
   members = measures.config["subgroup_members"]
   return ("<p class=\"lead\">Rates averaged over the first "
           f"{html.esc(members)} members (SPEC §1.5); positive = class 1; FPR / FNR are n/a in "
           "a subgroup without actual negatives / positives. Normalized difference = "
-          "100·(compressed − dense)/dense.</p>"
+          "100·(compressed − dense)/dense; beside it the absolute difference in points "
+          "(a near-zero baseline makes the ratio explode).</p>"
           + html.pair(plots.subgroups(t), "subgroup normalized differences",
                       html.table(nd, {g: PTS for g in groups}), stacked=True)
+          + "<h3>Absolute difference (points)</h3>"
+          + html.table(absolute, {g: PCT for g in groups})
           + "<h3>Rates</h3>" + html.table(rates, {g: PCT for g in groups}))
 
 

@@ -39,6 +39,13 @@ def color(i):
   return PALETTE[i % len(PALETTE)]
 
 
+def line_style(i):
+  """Colour, line style and marker of the i-th series: past the palette, dashed and squares."""
+  second = (i // len(PALETTE)) % 2 == 1
+  return {"color": color(i), "linestyle": "--" if second else "-",
+          "marker": "s" if second else "o"}
+
+
 def _figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
   """A figure of `nrows` x `ncols` axes (a flat list, row-major); `height` is per row."""
   with matplotlib.rc_context(_RC):
@@ -268,8 +275,8 @@ def noise(accuracy, similarity, potential=None):
   variants = list(dict.fromkeys(accuracy.variant))
   for i, v in enumerate(variants):
     t = accuracy[accuracy.variant == v]
-    axes[0].plot(t.eps, 100 * t.top1, marker="o", markersize=3, color=color(i),
-                 linewidth=2.2 if v == "dense" else 1.2, label=v)
+    axes[0].plot(t.eps, 100 * t.top1, markersize=3, linewidth=2.2 if v == "dense" else 1.2,
+                 label=v, **line_style(i))
   axes[0].set_xlabel("ε (normalized input)")
   axes[0].set_ylabel("top-1 (%)")
   axes[0].set_title("Accuracy under l-inf noise")
@@ -277,9 +284,9 @@ def noise(accuracy, similarity, potential=None):
   ax = axes[-1]
   for v in dict.fromkeys(similarity.variant):
     t = similarity[similarity.variant == v]
-    style = {"color": "black", "linestyle": "--"} if v not in variants else {
-        "color": color(variants.index(v))}
-    ax.plot(t.eps, 100 * t.matching, marker="o", markersize=3, label=v, **style)
+    style = ({"color": "black", "linestyle": ":", "marker": "o"} if v not in variants
+             else line_style(variants.index(v)))
+    ax.plot(t.eps, 100 * t.matching, markersize=3, label=v, **style)
   ax.set_xlabel("ε (normalized input)")
   ax.set_ylabel("labels matching dense member k (%)")
   ax.set_title("Noise similarity (003 Figure 4a)")
@@ -315,9 +322,10 @@ def size_accuracy(table):
     y = 100 * row.top1
     shipped = row.shipped_vs_dense_float32
     plain = row.plain_bytes / dense_bytes if dense_bytes else shipped
-    c = color(i)
-    ax.scatter([plain], [y], facecolors="none", edgecolors=c, s=40, zorder=3)
-    ax.scatter([shipped], [y], color=c, s=40, zorder=4, label=f"{row.variant} ({row.encoding})")
+    c, marker = color(i), line_style(i)["marker"]
+    ax.scatter([plain], [y], facecolors="none", edgecolors=c, s=40, marker=marker, zorder=3)
+    ax.scatter([shipped], [y], color=c, s=40, marker=marker, zorder=4,
+               label=f"{row.variant} ({row.encoding})")
     if row.encoding == "sparse":
       ax.annotate("", xy=(shipped, y), xytext=(plain, y),
                   arrowprops={"arrowstyle": "->", "color": c})

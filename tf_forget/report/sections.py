@@ -153,8 +153,8 @@ def _noise(measures):
           "is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its excess over "
           "dense's. Prune potential: the largest pruned level whose error stays within 0.5 "
           "points of dense's at the same ε (003 Definition 1). Similarity: member k against "
-          "dense member k on the same noisy inputs; the dashed line compares two separately "
-          "trained dense members.</p>")
+          "dense member k on the same noisy inputs; the dotted black line compares two "
+          "separately trained dense members.</p>")
   numbers = html.table(acc, {"members": "int", "top1": PCT, "top1_sd": PCT,
                              "top1_change": PCT, "top1_norm": PTS, "excess_error": PCT,
                              "excess_error_vs_dense": PCT}, max_rows=60)

@@ -175,7 +175,8 @@ def run_audit(config, log=print):
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   pop = population.make_config(
       config.out, config.preset or presets.for_dataset(config.dataset), dataset=config.dataset,
-      model=config.model, variants=config.variants, members=config.members, dataset_options=dataset_options,
+      model=config.model, variants=config.variants, members=config.members,
+      dataset_options=dataset_options,
       population_seed=config.population_seed,
       **dict(config.preset_overrides or {}, steps=config.steps))
   if pop.members < 2:
@@ -186,7 +187,7 @@ def run_audit(config, log=print):
                               else config.pruned_quantizations)
   for fmt in quantizations + pruned_quantizations:
     formats.check_format(fmt)
-  deploy.choose_encoding({"size": 1}, None, config.max_latency_ratio, config.deploy_encoding)
+  deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
   encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
   corrupted = _corruption_splits(config)
   noise = _noise_protocol(config)

@@ -94,6 +94,14 @@ def _positive(value):
           math.isfinite(value) and value > 0)
 
 
+def check_encoding_options(mode, max_latency_ratio):
+  """Raises `DeployError` for an unknown deploy encoding or a bound that is not a number > 0."""
+  if mode not in ENCODING_MODES:
+    raise DeployError(f"unknown deploy encoding {mode!r} (known: {', '.join(ENCODING_MODES)})")
+  if not _positive(max_latency_ratio):
+    raise DeployError(f"max_latency_ratio must be a finite number > 0, got {max_latency_ratio!r}")
+
+
 def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, mode="auto"):
   """Chooses the plain file or its sparse-encoded twin for one variant (issue #10).
 
@@ -112,10 +120,7 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
   Raises:
     DeployError: an unknown mode, a bad bound, or a missing / non-positive plain size.
   """
-  if mode not in ENCODING_MODES:
-    raise DeployError(f"unknown deploy encoding {mode!r} (known: {', '.join(ENCODING_MODES)})")
-  if not _positive(max_latency_ratio):
-    raise DeployError(f"max_latency_ratio must be a finite number > 0, got {max_latency_ratio!r}")
+  check_encoding_options(mode, max_latency_ratio)
   if not _positive((plain or {}).get("size")):
     raise DeployError(f"plain file size must be > 0, got {(plain or {}).get('size')!r}")
   if mode == "plain":

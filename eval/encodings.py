@@ -60,15 +60,15 @@ def choose(run_dir, variants, split, k=0, mode="auto",
 
   Returns:
     The written dict: {"schema", "mode", "max_latency_ratio", "split", "k", "batch_sizes",
-    "variants": {variant: entry}}, entry = {"encoding", "reason", "runtime",
-    "runtime_fallback", "sparsity", "size_bytes": {"plain", "sparse"}, "size_ratio_to_dense_float32",
-    "sparse_to_plain_size", "latency_s": {"plain", "sparse"}, "latency_ratio", "twin_equal"}.
+    "variants": {variant: entry}}; the entry's keys are documented in
+    docs/artifacts/predictions.md ("encoding", "reason", "runtime", "size_bytes",
+    "size_ratio_to_dense_float32", "latency_s", "latency_ratio", "twin_equal", ...).
 
   Raises:
     deploy.DeployError: bad mode / bound; evaluate.EvaluationError: missing exports or
       agreement table; interpreter.TfliteError: a file that cannot run.
   """
-  deploy.choose_encoding({"size": 1}, None, max_latency_ratio, mode)  # validates the options
+  deploy.check_encoding_options(mode, max_latency_ratio)
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
   table_path = os.path.join(run_dir, "eval", "agreement", f"{split}.json")

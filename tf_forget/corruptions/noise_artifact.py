@@ -14,10 +14,11 @@ distance of the softmax outputs). `noise_eval` writes the per-file raw material 
 | `ids`, `labels` | int64 `[N]` | the evaluated examples (sorted ids) and their true labels |
 | `top1` | int32 `[L, D, N]` | top-1 label of draw d at level l |
 | `softmax` | float16 `[L, D, N, C]` | softmax of the (dequantized) scores |
-| `metadata` | `<U` 0-d | JSON: schema, variant, member_variant, k, format, encoding, tflite_sha256, seed, draws, examples, noise_scale, runtime |
+| `metadata` | `<U` 0-d | JSON: schema, variant, k, format, protocol, noise_scale, runtime, ... |
 
-Noise, identical for every file of a run: draw d uses `np.random.default_rng([seed, d])` at
-every level, so level l's noise is ε_l times the same U(-1, 1) field (common random numbers:
+Noise, identical for every file of a run: draw d is one U(-1, 1) field drawn with
+`np.random.default_rng([seed, d]).uniform(-1, 1)`, and level l's noise is ε_l times it
+(the law of `noise.linf_uniform_noise`, the levels sharing one draw; common random numbers:
 differences between levels and between models are not draw noise). At ε = 0 one draw is run
 and repeated. The models normalise inside (docs/artifacts/members.md: input = raw pixels in
 [0, 255], then `(x / 255 − mean) / std`), so ε in normalized units is ε · 255 · std_c raw

@@ -8,28 +8,39 @@ import os
 import time
 
 import numpy as np
+from scipy import special
 
 from eval import batched
 from eval import evaluate
 from eval import interpreter
-from tf_forget.corruptions import noise
 from tf_forget.corruptions import noise_artifact
+from tf_forget.data import base
 from tf_forget.io import atomic
 
 
 def select_examples(dataset, protocol):
   """The evaluated examples: the eval split, or a seeded random subset sorted by id.
 
+  The split is streamed and only the chosen examples are kept (CelebA's test split would not
+  fit in memory whole).
+
   Returns:
     `base.Examples` with at most `protocol.examples` examples.
   """
-  split = dataset.load(dataset.spec.eval_split)
-  n = len(split)
+  split = dataset.spec.eval_split
+  n = dataset.num_examples(split)
   if n <= protocol.examples:
-    return split
-  chosen = np.random.default_rng(protocol.seed).choice(n, protocol.examples, replace=False)
-  chosen = chosen[np.argsort(np.asarray(split.ids)[chosen], kind="stable")]
-  return split.take(chosen)
+    return dataset.load(split)
+  chosen = np.zeros(n, bool)
+  chosen[np.random.default_rng(protocol.seed).choice(n, protocol.examples, replace=False)] = True
+  parts, start = [], 0
+  for batch in dataset.batches(split, 1024):
+    keep = chosen[start:start + len(batch)]
+    start += len(batch)
+    if keep.any():
+      parts.append(batch.take(keep))
+  picked = base.concatenate(parts)
+  return picked.take(np.argsort(np.asarray(picked.ids), kind="stable"))
 
 
 def noise_scale(model_options, channels):
@@ -37,12 +48,6 @@ def noise_scale(model_options, channels):
   std = (model_options or {}).get("std")
   std = np.broadcast_to(np.asarray(1.0 if std is None else std, np.float64), (channels,))
   return (255.0 * std).astype(np.float32)
-
-
-def _softmax(scores):
-  z = scores - scores.max(axis=-1, keepdims=True)
-  e = np.exp(z)
-  return e / e.sum(axis=-1, keepdims=True)
 
 
 def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=None,
@@ -65,7 +70,8 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
     (metadata dict, skipped bool).
 
   Raises:
-    noise_artifact.NoiseError: bad protocol or unwritable output; interpreter.TfliteError: bad file.
+    noise_artifact.NoiseError: bad protocol or unwritable output.
+    interpreter.TfliteError: an unreadable file or a shape mismatch.
   """
   protocol.check()
   if noise_artifact.is_complete(out_path, tflite_sha256, protocol):
@@ -73,22 +79,22 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, runtime="auto")
   runner.check_images(examples.images)
   raw = np.asarray(examples.images, np.float32)
-  base_input = raw / scale
   eps = np.asarray(protocol.eps, np.float64)
   n, draws = len(raw), protocol.draws
   top1 = np.empty([eps.size, draws, n], np.int32)
   soft = np.empty([eps.size, draws, n, runner.num_classes], np.float16)
   start = time.time()
-  for l, e in enumerate(eps):
-    for d in range(draws):
+  # Draw d is one U(-1, 1) field (`default_rng([seed, d])`) scaled by every level's ε: the
+  # common random numbers of the artifact doc, generated once per draw, not once per level.
+  for d in range(draws):
+    unit = np.random.default_rng([protocol.seed, d]).uniform(-1.0, 1.0, size=raw.shape)
+    for l, e in enumerate(eps):
       if e == 0 and d > 0:
         top1[l, d], soft[l, d] = top1[l, 0], soft[l, 0]
         continue
-      noisy = noise.linf_uniform_noise(base_input, float(e),
-                                       np.random.default_rng([protocol.seed, d])) * scale
-      scores = runner.run(noisy)
+      scores = runner.run(raw + (e * unit * scale).astype(np.float32))
       top1[l, d] = np.argmax(scores, axis=1)
-      soft[l, d] = _softmax(scores.astype(np.float64))
+      soft[l, d] = special.softmax(scores.astype(np.float64), axis=-1)
   seconds = time.time() - start
   meta = noise_artifact.write(
       out_path, eps, examples.ids, examples.labels, top1, soft,

@@ -80,9 +80,14 @@ def _order(noise, variants):
   return first + sorted(v for v in noise if v not in first)
 
 
-def _member_accuracy(arts):
-  """float `[members, L]` top-1 per member (mean over draws and examples)."""
-  return np.stack([(a["top1"] == a["labels"]).mean(axis=(1, 2)) for a in arts.values()])
+def _accuracy(art):
+  """float `[L]` top-1 of one artifact per level (mean over draws and examples)."""
+  return (art["top1"] == art["labels"]).mean(axis=(1, 2))
+
+
+def _member_accuracy(arts, ks=None):
+  """float `[members, L]` top-1 of the members `ks` (default: all, in order of k)."""
+  return np.stack([_accuracy(arts[k]) for k in (sorted(arts) if ks is None else ks)])
 
 
 def accuracy_table(noise, variants=None):
@@ -122,11 +127,10 @@ def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
   eps = noise[DENSE][ks[0]]["eps"]
   ratios = np.array([t for t, _ in pruned])
 
-  def err(v):
-    return np.stack([1 - (noise[v][k]["top1"] == noise[v][k]["labels"]).mean(axis=(1, 2))
-                     for k in ks])  # [K, L]
-  errors = np.stack([err(v) for _, v in pruned], axis=-1)  # [K, L, R]
-  potential = lost_in_pruning.prune_potential(ratios, errors, err(DENSE), delta)  # [K, L]
+  errors = np.stack([1 - _member_accuracy(noise[v], ks) for _, v in pruned],
+                    axis=-1)  # [K, L, R]
+  potential = lost_in_pruning.prune_potential(
+      ratios, errors, 1 - _member_accuracy(noise[DENSE], ks), delta)  # [K, L]
   return pd.DataFrame({"eps": eps.astype(float), "members": len(ks),
                        "prune_potential": potential.mean(axis=0),
                        "prune_potential_sd": potential.std(axis=0, ddof=0),

@@ -18,6 +18,7 @@ import time
 from absl import app
 from absl import flags
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 _MODEL = flags.DEFINE_string("model", "cifar_resnet20", "Model registry name.")
@@ -30,6 +31,7 @@ _THREADS = flags.DEFINE_integer("threads", 0, "TF intra/inter-op threads (0: TF 
 def main(argv):
   del argv
   keras2.enable()
+  cpu_kernels.configure()
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_forget.models import registry  # pylint: disable=g-import-not-at-top

@@ -27,6 +27,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
 from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "/tmp/tf_forget_sparse_bench",
@@ -73,6 +74,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  cpu_kernels.configure()
   # pylint: disable=g-import-not-at-top
   from eval import deploy
   from eval import latency

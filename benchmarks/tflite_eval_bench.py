@@ -31,6 +31,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
 from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
 
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1)
@@ -68,6 +69,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  cpu_kernels.configure()
   # pylint: disable=g-import-not-at-top
   import numpy as np
   from eval import batched

@@ -14,6 +14,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 GATE_FAILED = 3
@@ -107,6 +108,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from eval import audit_lib  # pylint: disable=g-import-not-at-top

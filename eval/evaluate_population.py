@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 _RUN_DIR = flags.DEFINE_string("run_dir", None, "Population run directory (with tflite/).")
@@ -50,6 +51,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  cpu_kernels.configure()
   logging.set_verbosity(logging.WARNING)  # TensorFlow logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")

@@ -1,9 +1,13 @@
 """Test-suite set-up shared by pytest and the Bazel py_test wrapper (tools/pytest.bzl)."""
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
-# Keras 2 must be selected before any test module imports TensorFlow (as the binaries do).
+# Keras 2 and the portable CPU kernels must be selected before any test module imports
+# TensorFlow (as the binaries do). A value set in the environment (e.g. TF_ENABLE_ONEDNN_OPTS=1
+# to run the suite on oneDNN's kernels) is kept.
 keras2.enable()
+cpu_kernels.configure()
 
 from absl import flags  # pylint: disable=g-import-not-at-top
 

@@ -19,6 +19,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tflite_export import formats  # no TensorFlow: flags are validated before TF loads
 
@@ -39,6 +40,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
+  cpu_kernels.configure()
   logging.set_verbosity(logging.WARNING)  # the converter logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")

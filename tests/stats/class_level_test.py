@@ -1,5 +1,7 @@
 """000 §2.2 class-level measures (SPEC §3.1-3.3): Welch test, eq. 3, Figure 2 differences."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sp_stats
@@ -130,3 +132,96 @@ def test_class_level_report_columns_and_unequal_populations():
   assert table["relative_recall_difference"].isna().all()  # unpaired: eq. 3 undefined
   table = class_level.class_level_report(r0, a0, r0 * 0.9, a0)
   np.testing.assert_allclose(table["relative_recall_difference"], 0.9)
+
+
+def _identical_members(recall_row, accuracy, members=5):
+  """A population whose `members` members all have the same recall vector and accuracy."""
+  return (np.tile(np.asarray(recall_row, dtype=np.float64), (members, 1)),
+          np.full(members, accuracy))
+
+
+def _scipy_welch(a, b):
+  """scipy's Welch test, without its precision warning on (nearly) constant samples."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    return sp_stats.ttest_ind(a, b, equal_var=False)
+
+
+# Class 1: S = 0.8 - 0.6, five bitwise-identical copies whose np.var is ~7.7e-34, not 0.
+_RECALL_ROW = [0.9, 0.8, 0.7, 0.6, 0.35, 0.1]
+
+
+def test_identical_populations_constant_samples_decided_exactly():
+  """SPEC §3.1: every member identical in both populations -> every class p NaN, 0 signif."""
+  r0, a0 = _identical_members(_RECALL_ROW, 0.6)
+  rt, at = _identical_members(_RECALL_ROW, 0.6)
+  s = class_level.mean_shifted_class_recall(r0, a0)
+  # Precondition: the samples are bitwise constant, yet np.var is not exactly 0 for some
+  # class, so the old `np.var(...) == 0` rule let scipy test them.
+  assert (s == s[0]).all()
+  assert (np.var(s, axis=0) > 0).any()
+  table = class_level.welch_class_test(r0, a0, rt, at)
+  assert table["p_value"].isna().all()
+  assert table["p_adjusted"].isna().all()
+  assert not table["significant"].any()
+  assert class_level.count_significant_classes(table) == 0
+  assert table["t_statistic"].isna().all()  # constant and equal: t undefined
+
+
+def test_two_different_constant_populations_are_not_significant():
+  """Both samples constant but different: p NaN (SPEC §3.1), where scipy alone gives p ~ 0."""
+  r0, a0 = _identical_members(_RECALL_ROW, 0.6)
+  rt, at = _identical_members(np.asarray(_RECALL_ROW) - 0.05, 0.6)
+  s0 = class_level.mean_shifted_class_recall(r0, a0)
+  st = class_level.mean_shifted_class_recall(rt, at)
+  # Precondition: class 1 has a rounding-noise variance and scipy calls it significant.
+  assert np.var(s0[:, 1]) > 0
+  assert _scipy_welch(st[:, 1], s0[:, 1]).pvalue <= 0.05
+  for correction in class_level.CORRECTIONS:
+    table = class_level.welch_class_test(r0, a0, rt, at, correction=correction)
+    assert table["p_value"].isna().all()
+    assert class_level.count_significant_classes(table) == 0
+    np.testing.assert_array_equal(table["t_statistic"], -np.inf)  # the class lost recall
+
+
+def test_exactly_one_constant_sample_keeps_scipy_p():
+  """One constant sample is not SPEC §3.1's case: Welch reduces to a one-sample t-test of the
+  other sample against the constant (df = K - 1), and scipy's finite p is kept."""
+  rng = np.random.default_rng(3)
+  r0, a0 = _identical_members(_RECALL_ROW, 0.6)
+  rt = rng.uniform(0.3, 1.0, (7, len(_RECALL_ROW)))
+  at = rt.mean(axis=1)
+  s0 = class_level.mean_shifted_class_recall(r0, a0)
+  st = class_level.mean_shifted_class_recall(rt, at)
+  table = class_level.welch_class_test(r0, a0, rt, at)
+  assert np.isfinite(table["p_value"]).all() and np.isfinite(table["t_statistic"]).all()
+  for c in range(len(_RECALL_ROW)):
+    want = _scipy_welch(st[:, c], s0[:, c])
+    np.testing.assert_allclose(table["p_value"][c], want.pvalue, rtol=1e-12)
+    one_sample = sp_stats.ttest_1samp(st[:, c], s0[0, c])
+    np.testing.assert_allclose(table["p_value"][c], one_sample.pvalue, rtol=1e-9)
+  # The other way round (compressed population constant) as well.
+  table = class_level.welch_class_test(rt, at, r0, a0)
+  assert np.isfinite(table["p_value"]).all()
+
+
+def test_count_significant_classes_mixed_constant_and_varied_classes():
+  """Only both-constant classes are dropped; the rest is scipy's Welch test, p <= 0.05."""
+  rng = np.random.default_rng(11)
+  k0, kt, classes = 8, 6, 12
+  r0 = rng.uniform(0.3, 1.0, (k0, classes))
+  rt = rng.uniform(0.3, 1.0, (kt, classes))
+  rt[:, 4:8] -= 0.25                      # some classes lose recall
+  a0 = np.full(k0, 0.6)
+  at = np.full(kt, 0.6)
+  r0[:, :2] = 0.8                         # classes 0, 1: both samples constant
+  rt[:, 0] = 0.8
+  rt[:, 1] = 0.75
+  r0[:, 2] = 0.8                          # class 2: only the baseline sample constant
+  table = class_level.welch_class_test(r0, a0, rt, at)
+  s0 = r0 - a0[:, None]
+  st = rt - at[:, None]
+  want = [_scipy_welch(st[:, c], s0[:, c]).pvalue <= 0.05 for c in range(2, classes)]
+  assert table["p_value"][:2].isna().all() and np.isfinite(table["p_value"][2:]).all()
+  np.testing.assert_array_equal(table["significant"][2:], want)
+  assert class_level.count_significant_classes(table) == sum(want) > 0

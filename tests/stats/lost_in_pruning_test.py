@@ -35,6 +35,73 @@ def test_prune_potential_definition1_by_hand():
                              [0.3, 0.3, 0.0])
 
 
+def test_prune_potential_exactly_parent_plus_delta_qualifies_from_accuracy_floats():
+  """SPEC §6.6 boundary: parent 0 / 10,000 errors, pruned 50 / 10,000 -> exactly parent + δ.
+
+  Errors as the report computes them, 1 − accuracy; 1 − 0.995 = 0.0050000000000000044 is
+  above the float 0 + 0.005, so a float comparison rejected the network.
+  """
+  ratios = np.array([0.5, 0.9])
+  parent = 1 - 10000 / 10000
+  at_delta = 1 - 9950 / 10000   # 50 errors
+  above = 1 - 9949 / 10000      # 51 errors
+  assert at_delta > parent + lip.DELTA  # precondition: the float comparison fails here
+  errors = np.array([[0.0, at_delta], [at_delta, above], [above, above]])
+  np.testing.assert_array_equal(lip.prune_potential(ratios, errors, parent), [0.9, 0.5, 0.0])
+  np.testing.assert_array_equal(
+      lip.prune_potential(ratios, errors, parent, num_examples=10000), [0.9, 0.5, 0.0])
+  np.testing.assert_array_equal(
+      lip.prune_potential(ratios, errors, np.full(3, parent), delta="0.005"), [0.9, 0.5, 0.0])
+
+
+def test_prune_potential_exact_boundary_from_counts():
+  """The same boundary from error counts k / n; also with a nonzero parent error."""
+  n = 10000
+  ratios = np.array([0.3, 0.7])
+  errors = np.array([[0, 50], [50, 51]]) / n
+  np.testing.assert_array_equal(lip.prune_potential(ratios, errors, 0.0, num_examples=n),
+                                [0.7, 0.3])
+  # Parent 266 errors: 316 qualifies, 317 does not (0.0316 > 0.0266 + 0.005 in floats).
+  errors = np.array([[316, 317]]) / n
+  assert errors[0, 0] > 266 / n + lip.DELTA  # precondition
+  for kwargs in ({}, {"num_examples": n}):
+    np.testing.assert_array_equal(lip.prune_potential(ratios, errors, [266 / n], **kwargs),
+                                  [0.3])
+  # 003's noise protocol (1000 images x 100 draws): δ·n = 500 errors.
+  n = 100_000
+  errors = 1 - np.array([[97_000, 96_999]]) / n
+  for kwargs in ({}, {"num_examples": n}):
+    np.testing.assert_array_equal(
+        lip.prune_potential(ratios, errors, [1 - 97_500 / n], **kwargs), [0.3])
+
+
+def test_prune_potential_float_path_matches_counts_up_to_max_denominator():
+  """Without num_examples, float64 errors k/n (as 1 − accuracy) are recovered exactly for
+  n ≤ MAX_DENOMINATOR: the decision at k_parent + ⌊δ·n⌋ and one error more equals the
+  integer one."""
+  rng = np.random.default_rng(0)
+  ratios = np.array([0.5, 0.9])
+  for n in list(rng.integers(1, lip.MAX_DENOMINATOR, 200)) + [lip.MAX_DENOMINATOR]:
+    n = int(n)
+    k_parent = int(rng.integers(0, n - n // 200))
+    k_edge = k_parent + (n // 200)  # ⌊0.005·n⌋ = ⌊n / 200⌋
+    errors = np.array([1 - (n - k_edge) / n, 1 - (n - k_edge - 1) / n])
+    parent = 1 - (n - k_parent) / n
+    assert lip.prune_potential(ratios, errors, parent) == 0.5, (n, k_parent)
+    assert lip.prune_potential(ratios, errors, parent, num_examples=n) == 0.5, (n, k_parent)
+
+
+def test_prune_potential_num_examples_must_fit_the_errors():
+  with pytest.raises(lip.validate.StatsInputError, match="whole error counts"):
+    lip.prune_potential([0.5], [0.0051], 0.0, num_examples=1000)
+  with pytest.raises(lip.validate.StatsInputError, match="num_examples"):
+    lip.prune_potential([0.5], [0.005], 0.0, num_examples=0)
+  with pytest.raises(lip.validate.StatsInputError, match="num_examples"):
+    lip.prune_potential([0.5], [0.005], 0.0, num_examples=1000.0)
+  with pytest.raises(lip.validate.StatsInputError, match="delta"):
+    lip.prune_potential([0.5], [0.005], 0.0, delta=float("nan"))
+
+
 def test_prune_potential_summary_mean_sd_ddof0():
   pot = np.array([[0.8, 0.6, 0.0], [0.9, 0.7, 0.2]])  # reps x distributions
   out = lip.prune_potential_summary(pot)

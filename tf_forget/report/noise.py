@@ -130,7 +130,8 @@ def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
   errors = np.stack([1 - _member_accuracy(noise[v], ks) for _, v in pruned],
                     axis=-1)  # [K, L, R]
   potential = lost_in_pruning.prune_potential(
-      ratios, errors, 1 - _member_accuracy(noise[DENSE], ks), delta)  # [K, L]
+      ratios, errors, 1 - _member_accuracy(noise[DENSE], ks), delta,
+      num_examples=noise[DENSE][ks[0]]["top1"][0].size)  # [K, L]; n = draws x examples
   return pd.DataFrame({"eps": eps.astype(float), "members": len(ks),
                        "prune_potential": potential.mean(axis=0),
                        "prune_potential_sd": potential.std(axis=0, ddof=0),

@@ -81,6 +81,16 @@ def bonferroni(p_values, num_tests=None):
   return np.minimum(1.0, p * m)
 
 
+def _constant_over_members(shifted):
+  """bool `[C]`: the sample of a class has a single value (max == min over members).
+
+  Decided exactly, not with `np.var(...) == 0`: the variance of bitwise identical floats is
+  computed through their mean and can come out ~1e-33 instead of 0 (e.g. five copies of
+  0.8 − 0.6), which scipy then treats as a real, tiny spread (SPEC §3.1).
+  """
+  return np.all(shifted == shifted[:1], axis=0)
+
+
 def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
                      center="member", correction=None):
   """Per-class two-tailed Welch t-test on mean-shifted class recall (000 §2.2; SPEC §3.1).
@@ -90,6 +100,19 @@ def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
   p ≤ alpha (000: 0.05). A class whose two samples both have zero variance gets p = NaN and
   is not significant (SPEC §3.1); so does a class absent from the test set (NaN recall).
   Populations need not be paired or of equal size.
+
+  Zero variance is decided exactly: a sample is constant iff all its values are equal
+  (max == min over members), not by `np.var(...) == 0`, which gives ~1e-33 on some runs of
+  identical floats and lets scipy report p ≈ 0 for two constant samples. Exact equality
+  is the right test for S_t^c = β^c_{t,k} − β^M_{t,k}: members with identical recall and
+  accuracy get bitwise identical S (the same float subtraction; with
+  `center="population"` the same scalar is subtracted from every member). It does not
+  catch members whose S agree only in exact arithmetic (recall 0.7, accuracy 0.6 vs recall
+  0.8, accuracy 0.7: 0.09999999999999998 vs 0.10000000000000009); such a sample counts as
+  non-constant and scipy tests it as it is.
+
+  Exactly one constant sample is not a special case: Welch's standard error is then that of
+  the other sample alone (df = its size − 1) and scipy's finite p is kept.
 
   Args:
     recall_0: float `[K0, C]` per-class recall of the non-compressed population.
@@ -103,7 +126,8 @@ def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
 
   Returns:
     DataFrame indexed by class with columns `t_statistic` (positive: the class gained
-    relative to overall accuracy), `p_value`, `p_adjusted` (= p_value if no correction),
+    relative to overall accuracy; ±inf if both samples are constant and differ, NaN if
+    they are constant and equal), `p_value`, `p_adjusted` (= p_value if no correction),
     `significant` (bool), `mean_shift_0`, `mean_shift_t` (means of S_0^c, S_t^c).
 
   Raises:
@@ -126,9 +150,14 @@ def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
     res = sp_stats.ttest_ind(st, s0, axis=0, equal_var=False)
   t_stat = np.asarray(res.statistic, dtype=np.float64)
   p = np.asarray(res.pvalue, dtype=np.float64)
-  degenerate = (np.var(s0, axis=0) == 0) & (np.var(st, axis=0) == 0)
+  degenerate = _constant_over_members(s0) & _constant_over_members(st)
   missing = np.isnan(s0).any(axis=0) | np.isnan(st).any(axis=0)
   p = np.where(degenerate | missing, np.nan, p)
+  # Two constant samples: t = ±inf if they differ, undefined if equal (scipy's value on
+  # rounding-noise variances, e.g. -3.6e15, means nothing).
+  with np.errstate(invalid="ignore"):
+    t_degenerate = np.where(st[0] == s0[0], np.nan, np.copysign(np.inf, st[0] - s0[0]))
+  t_stat = np.where(degenerate, t_degenerate, t_stat)
   t_stat = np.where(missing, np.nan, t_stat)
   if correction == "bh":
     p_adj = benjamini_hochberg(p)

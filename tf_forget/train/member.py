@@ -5,7 +5,8 @@ checkpoint), strips the pruning wrappers, checks the achieved sparsity and write
 then `metadata.json` atomically (docs/artifacts/members.md). Member k of each variant gets its
 own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
 TensorFlow's op determinism on, the same config gives the same weights on the same machine and
-stack, and a resumed member the same weights as an uninterrupted one.
+stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
+kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
 """
 
 import dataclasses
@@ -18,6 +19,7 @@ from typing import Mapping
 import numpy as np
 import tensorflow as tf
 
+from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.io import atomic
@@ -224,6 +226,9 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       "eval_split": dataset.spec.eval_split,
       "wall_time_s": round(wall_before + time.time() - t0, 3),
       "versions": _versions(),
+      # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
+      # the same weights when these match; stages after training do not depend on them.
+      "machine": cpu_kernels.describe(),
   }
   atomic.write_json(os.path.join(directory, METADATA_FILE), metadata)
   if tf.io.gfile.exists(ckpt_dir):

@@ -20,9 +20,10 @@ top-1 identical). Any difference is a one-line reason.
 import numpy as np
 
 from eval import predictions
+from tf_forget.artifacts import errors
 
 
-class AgreementError(ValueError):
+class AgreementError(errors.Error):
   """Predictions that cannot be compared (different examples or classes)."""
 
 

@@ -14,6 +14,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.artifacts import errors
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -137,8 +138,8 @@ def main(argv):
       deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value)
   try:
     _, manifest = audit_lib.run_audit(config)
-  except ValueError as e:  # bad input: one line, non-zero exit
-    sys.exit(f"audit: error: {' '.join(str(e).split())}")
+  except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
+    sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
   if manifest["failed_variants"]:
     sys.exit(GATE_FAILED)
 

@@ -10,7 +10,7 @@ is already on disk:
      model's sparse file is its plain file re-serialized, so dense files get none);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
      evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`) and
-     under l-inf uniform noise (`tf_forget.corruptions.noise_eval`, 003 §4.1, SPEC §6.7);
+     under l-inf uniform noise (`eval.noise`, 003 §4.1, SPEC §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
      in the same run (`eval.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
@@ -18,20 +18,31 @@ is already on disk:
      equal to their plain twin's, and their sizes and latencies have their own section);
   6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
+
+Validation first (issue #14): `run_audit` checks everything — data set, preset and overrides,
+model name, steps, variants, formats, corruptions, noise protocol, the run directory's existing
+`audit.json` and `run.json`, and that `out` is writable — before it writes anything. Then it
+writes `<out>/audit.json` (`audit_identity`: the config fields that determine artifacts). A
+re-run with an equal config reuses every artifact that is still current (each records the
+hashes of its inputs; `tf_forget.artifacts.lineage`), and says why it redoes the others; a
+different config is refused with one line naming the differing fields. The report holds only
+the variants and splits this config asks for.
 """
 
 import dataclasses
+import json
 import os
 import time
 from typing import Mapping, Optional, Sequence
 
 from eval import deploy
 from eval import encodings as encodings_lib
-from eval import evaluate as eval_evaluate
+from eval import noise as noise_eval
 from eval import population as eval_population
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import cache as corruption_cache
-from tf_forget.corruptions import noise_artifact
-from tf_forget.corruptions import noise_eval
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
@@ -39,6 +50,7 @@ from tf_forget.train import population
 from tf_forget.train import presets
 from tflite_export import export as export_lib
 from tflite_export import formats
+from tf_forget.artifacts import errors
 
 # Post-training formats per data set (SPEC §2.3); others get 000's three.
 QUANTIZATIONS = {"celeb_a": ("dynamic_int8", "full_int8")}
@@ -53,8 +65,11 @@ FAST_NOISE = {"digits": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10},
               "digits_biased": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10}}
 
 
-class AuditError(ValueError):
-  """A bad audit configuration."""
+AUDIT_SCHEMA = "tf_forget.audit/1"
+
+
+class AuditError(errors.Error):
+  """A bad audit configuration, or one that conflicts with the run directory (one line)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,12 +176,33 @@ class _Progress:
       self.next += 0.1
 
 
-def run_audit(config, log=print):
-  """Runs the audit and returns (report dict, manifest dict).
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """A validated audit: what `run_audit` will make (nothing written yet).
+
+  Attributes:
+    population: the `population.PopulationConfig`.
+    quantizations, pruned_quantizations: formats besides float32 of dense / pruned members.
+    encodings: weight encodings of pruned members' files ("plain", maybe "sparse").
+    corrupted: corrupted split names (`glass_blur@3`).
+    noise: the `noise_artifact.NoiseProtocol`, or None.
+    dataset: the `base.Dataset` (checked readable).
+  """
+  population: object
+  quantizations: tuple
+  pruned_quantizations: tuple
+  encodings: tuple
+  corrupted: tuple
+  noise: object
+  dataset: object
+
+
+def plan(config):
+  """Validates everything about `config` without writing anything; returns a `Plan`.
 
   Raises:
-    ValueError subclasses with a one-line message: bad data set, preset, variant, format,
-    corruption or output directory; nothing partial is left in the report or bundle.
+    errors.Error subclasses (AuditError, PopulationError, VariantError, FormatError, DataError,
+    CorruptionError, NoiseError, DeployError) with a one-line message.
   """
   if config.deploy_members not in ("first", "all"):
     raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
@@ -194,28 +230,125 @@ def run_audit(config, log=print):
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   dataset.take(dataset.spec.eval_split, 1)
+  return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
+              dataset)
+
+
+def audit_identity(config, p):
+  """The config fields that determine the artifacts of a run directory (`<out>/audit.json`).
+
+  Recorded: dataset and its options (data_dir, image_size), the preset name and its full
+  parameters after overrides (steps, batch size, ...), model, members, trained variants,
+  quantizations, pruned_quantizations, encodings, corrupted splits (corruptions x severities),
+  the noise protocol and the population seed. Not recorded, since they only affect the
+  bundle, the gates or timings and are recomputed on every run: gates, deploy_members,
+  deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
+  max_latency_ratio and num_threads.
+  """
+  pop = p.population
+  return json.loads(json.dumps({
+      "dataset": pop.dataset,
+      "dataset_options": dict(pop.dataset_options),
+      "preset": pop.preset.name,
+      "preset_params": pop.preset.to_json(),
+      "model": pop.model,
+      "members": int(pop.members),
+      "variants": list(pop.variants),
+      "quantizations": list(p.quantizations),
+      "pruned_quantizations": list(p.pruned_quantizations),
+      "encodings": list(p.encodings),
+      "corruptions": list(p.corrupted),
+      "noise": p.noise.to_json() if p.noise is not None else None,
+      "population_seed": int(pop.population_seed),
+  }))
+
+
+def _differences(old, new):
+  """[(field, old value, new value)], dict fields compared one level down (`preset_params.steps`)."""
+  out = []
+  for key, value in new.items():
+    before = old.get(key)
+    if before == value:
+      continue
+    if isinstance(before, dict) and isinstance(value, dict):
+      out.extend((f"{key}.{sub}", before.get(sub), value.get(sub))
+                 for sub in sorted(set(before) | set(value)) if before.get(sub) != value.get(sub))
+    else:
+      out.append((key, before, value))
+  return out
+
+
+def check_audit_file(out, identity):
+  """Raises `AuditError` if `<out>/audit.json` records another config (reads only).
+
+  Returns:
+    True if an equal audit.json exists, False if there is none.
+  """
+  path = layout.audit_file(out)
+  if not fileio.exists(path):
+    return False
+  try:
+    old = fileio.read_json(path, "audit config")
+  except errors.ReadError as e:
+    raise AuditError(f"{e}: use another --out or remove it") from e
+  if not isinstance(old, dict) or old.get("schema") != AUDIT_SCHEMA:
+    raise AuditError(f"{path} is not a {AUDIT_SCHEMA} file: use another --out or remove it")
+  diffs = _differences(old.get("config") or {}, identity)
+  if diffs:
+    was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
+    asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)
+    raise AuditError(f"{out} was made with {was}; this run asks {asks}: use another --out or "
+                     "remove it")
+  return True
+
+
+def run_audit(config, log=print):
+  """Runs the audit and returns (report dict, manifest dict).
+
+  Raises:
+    errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
+    format, corruption, noise protocol, a run directory made with another config, or an output
+    directory that cannot be written. Nothing is written before every check has passed.
+  """
+  p = plan(config)
+  pop, dataset = p.population, p.dataset
+  quantizations, pruned_quantizations = p.quantizations, p.pruned_quantizations
+  encodings, corrupted, noise = p.encodings, list(p.corrupted), p.noise
+  identity = audit_identity(config, p)
+  check_audit_file(config.out, identity)
+  population.check_run_dir(pop)
+  try:
+    fileio.check_writable(config.out)
+  except errors.WriteError as e:
+    raise AuditError(str(e)) from e
+  fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
 
   log(f"== 1/6 populations  [{time.time() - t_start:.0f} s]")
   metas = population.train_population(pop, log=log)
+  members = [(m["variant"], int(m["k"])) for m in metas]
 
   log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
   n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
   n_dense = pop.members * (1 + len(quantizations))
   n_pruned *= 1 + len(pruned_quantizations)
   n_files = n_dense + n_pruned * len(encodings)
-  export_lib.export_population(config.out, dense_formats=("float32",) + quantizations,
-                               pruned_formats=("float32",) + pruned_quantizations,
-                               dataset=dataset, encodings=encodings, dense_encodings=("plain",),
-                               log=_Progress("export", n_files, log))
-  plain_variants = [m["variant"] for m in eval_evaluate.list_exports(config.out)
-                    if m["encoding"] == "plain"]
-  plain_variants = list(dict.fromkeys(plain_variants))
+  progress = _Progress("export", n_files, log)
+  exported = export_lib.export_population(
+      config.out, dense_formats=("float32",) + quantizations,
+      pruned_formats=("float32",) + pruned_quantizations, dataset=dataset, encodings=encodings,
+      dense_encodings=("plain",), members=members,
+      log=lambda line: (log(f"  {line}") if line.startswith("redo ") else progress(line)))
+  all_variants = list(dict.fromkeys(r["variant"] for r in exported if not r.get("failed")))
+  plain_variants = [v for v in all_variants
+                    if formats.parse_variant(v).encoding == formats.DEFAULT_ENCODING]
+  redo = lambda line: log(f"  {line}")
 
   log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
   eval_population.evaluate_population(
       config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
-      log=_Progress(f"eval {dataset.spec.eval_split}", n_files, log))
+      variants=all_variants, log=_Progress(f"eval {dataset.spec.eval_split}", n_files, log),
+      redo_log=redo)
   if corrupted:
     cache_dir = os.path.join(config.out, "corruptions")
     suite = corruption_cache.CorruptedDataset(dataset, cache_dir, corrupted)
@@ -223,15 +356,18 @@ def run_audit(config, log=print):
                           [corruption_registry.parse_split_name(s) for s in corrupted],
                           cache_dir, table=suite.table)
     streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in corrupted}
+    split_ids = {s: suite.corrupted_split(s).identity() for s in corrupted}
     eval_population.evaluate_population(
         config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
-        check_keras=False, save_logits=False, variants=plain_variants,
-        log=_Progress("eval corruptions", (n_dense + n_pruned) * len(corrupted), log))
+        check_keras=False, save_logits=False, variants=plain_variants, split_ids=split_ids,
+        log=_Progress("eval corruptions", (n_dense + n_pruned) * len(corrupted), log),
+        redo_log=redo)
   if noise is not None:
-    noise_eval.evaluate_population(config.out, dataset, noise, num_threads=config.num_threads,
+    noise_eval.evaluate_population(config.out, dataset, noise, variants=plain_variants,
+                                   num_threads=config.num_threads,
                                    log=_Progress(f"l-inf noise ({len(noise.eps)} levels x "
                                                  f"{noise.draws} draws)", n_dense + n_pruned,
-                                   log))
+                                                 log), redo_log=redo)
 
   log(f"== 4/6 deployment encodings  [{time.time() - t_start:.0f} s]")
   chosen = encodings_lib.choose(
@@ -240,7 +376,9 @@ def run_audit(config, log=print):
       log=lambda line: log(f"  {line}"))
 
   log(f"== 5/6 report  [{time.time() - t_start:.0f} s]")
-  report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset)
+  report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset,
+                                     variants=plain_variants,
+                                     splits=[dataset.spec.eval_split] + corrupted)
 
   log(f"== 6/6 deployment bundle  [{time.time() - t_start:.0f} s]")
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates,

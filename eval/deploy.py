@@ -30,6 +30,7 @@ import tensorflow as tf
 from tf_forget.io import atomic
 from tflite_export import export as export_lib
 from tflite_export import formats
+from tf_forget.artifacts import errors
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 ENCODING_MODES = ("auto", "plain", "sparse")
@@ -40,7 +41,7 @@ DEFAULT_MAX_LATENCY_RATIO = 1.5
 MIN_SIZE_SAVING = 0.01
 
 
-class DeployError(ValueError):
+class DeployError(errors.Error):
   """Bad deployment options or encoding inputs (one line)."""
 
 

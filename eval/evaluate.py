@@ -6,11 +6,17 @@ batches of exactly B (`rebatch`) so that only the very last batch is padded
 (`batched.BatchedRunner`). Every number comes from running the exported file through the LiteRT
 runtime (issue #3); int8 outputs are dequantized before top-k (SPEC §1.2).
 
-Outputs: `eval.predictions` files, one per (variant, member, split). An existing file for the
-same `.tflite` (sha256 recorded in its metadata) is skipped on re-run.
+Outputs: `eval.predictions` files, one per (variant, member, split). Lineage (issue #14): the
+file is read once, its bytes are hashed and the interpreter runs those same bytes; the
+predictions record that sha256 and the input split's identity as `inputs`
+(`tf_forget.artifacts.predictions`). An existing file is reused only if it records the sha256
+of the current `.tflite` bytes (which must also be the export JSON's) and the same split, and
+holds logits if they are asked for; otherwise it is redone and the caller's `log` says why
+("redo prune_0.9/0 test: its .tflite changed since it was evaluated"). Batch size and tail
+policy are not part of the lineage: rows do not interact, so they do not change the results
+(tests/eval/batched_test.py).
 """
 
-import json
 import os
 import time
 
@@ -18,7 +24,11 @@ import numpy as np
 
 from eval import batched
 from eval import interpreter
-from eval import predictions
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import predictions
 from tf_forget.data import base
 from tflite_export import formats
 
@@ -26,7 +36,7 @@ TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export.SCHEMA (not importe
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tflite_export.export.FAILURE_SCHEMA
 
 
-class EvaluationError(ValueError):
+class EvaluationError(errors.Error):
   """A run, export or split that cannot be evaluated (one-line message)."""
 
 
@@ -82,11 +92,33 @@ def run(runner, batches):
           runner.dequantize(np.concatenate(raw)))
 
 
+def current_sha256(tflite_path, expected=None):
+  """sha256 of a `.tflite` file's bytes now (memoized per process by size / mtime / inode).
+
+  Args:
+    tflite_path: the file.
+    expected: the sha256 its export JSON records, if any.
+
+  Raises:
+    interpreter.TfliteError: the file cannot be read.
+    EvaluationError: the bytes are not the ones the export JSON records (the file changed
+      after it was exported; re-running the export restores it).
+  """
+  try:
+    sha = hashing.file_sha256(tflite_path)
+  except OSError as e:
+    raise interpreter.TfliteError(f"cannot read {tflite_path}: {errors.one_line(e)}") from e
+  if expected is not None and sha != expected:
+    raise EvaluationError(f"{tflite_path} changed since it was exported (sha256 {sha[:12]} is "
+                          f"not its JSON's {expected[:12]}): run the export again")
+  return sha
+
+
 def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
                   batch_size=batched.DEFAULT_BATCH_SIZE,
                   num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
                   overwrite=False, tflite_sha256=None, image_shape=None, tail="resize",
-                  runtime="auto"):
+                  runtime="auto", split_id=None, log=None):
   """Evaluates one `.tflite` file on one split and writes its predictions file.
 
   Args:
@@ -98,26 +130,41 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
     metadata: extra JSON-ready metadata (variant, k, ...).
     batch_size, num_threads: see `batched.BatchedRunner`.
     save_logits: store dequantized scores too.
-    overwrite: re-evaluate even if `out_path` is complete.
-    tflite_sha256: the file's sha256 (from its export JSON) to match existing predictions.
+    overwrite: re-evaluate even if `out_path` is current.
+    tflite_sha256: the sha256 the export JSON records; a file whose bytes differ is an
+      `EvaluationError` (nothing is evaluated). The predictions record the sha256 of the bytes
+      actually run, whatever is passed here.
+    split_id: the input split's identity (`predictions.split_identity`), recorded in `inputs`
+      and required equal for reuse.
     image_shape: the data's (H, W, C), checked against the model input before running.
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
     runtime: "auto" (default: XNNPACK, the built-in kernels if the delegate refuses the
       model, as on a device; issue #10), "xnnpack" or "builtin". The path that produced the
       predictions is recorded as `runtime`, a fallback's one-line reason as
       `runtime_fallback`.
+    log: optional callable(str); told why an existing file is redone.
 
   Returns:
     (metadata dict of the predictions file, skipped bool).
 
   Raises:
     interpreter.TfliteError: unreadable / invalid file or shape mismatch.
-    EvaluationError: nothing to evaluate or the output cannot be written.
+    EvaluationError: nothing to evaluate, a file that is not its export JSON's, or the output
+      cannot be written.
   """
-  if not overwrite and predictions.is_complete(out_path, tflite_sha256):
+  sha = current_sha256(tflite_path, tflite_sha256)
+  inputs = {"tflite": sha, "split": split_id}
+  state = predictions.status(out_path, inputs, need_logits=save_logits)
+  if state and not overwrite:
     return predictions.read(out_path)["metadata"], True
-  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, runtime=runtime,
-                                 tail=tail)
+  if log and not state and state.reason != "missing":
+    label = "/".join(str((metadata or {}).get(key, "?")) for key in ("variant", "k"))
+    log(f"redo {label} {split}: {state.reason}")
+  data = interpreter.read_model(tflite_path)  # the bytes hashed are the bytes run
+  sha = hashing.sha256_bytes(data)
+  if sha != inputs["tflite"]:
+    raise EvaluationError(f"{tflite_path} changed while it was being evaluated")
+  runner = batched.BatchedRunner(data, batch_size, num_threads, runtime=runtime, tail=tail)
   if image_shape is not None and tuple(image_shape) != runner.input_shape:
     raise interpreter.TfliteError(
         f"{tflite_path}: model input shape {runner.input_shape} does not match the data "
@@ -126,21 +173,13 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   ids, labels, scores = run(runner, batches() if callable(batches) else batches)
   seconds = time.time() - start
   meta = dict(metadata or {}, split=split, tflite=os.path.abspath(tflite_path),
-              tflite_sha256=tflite_sha256, batch_size=batch_size, num_threads=num_threads,
+              tflite_sha256=sha, inputs=inputs, batch_size=batch_size, num_threads=num_threads,
               runtime=runner.runtime, runtime_fallback=runner.fallback_reason,
               input_dtype=runner.input_dtype.name,
               output_dtype=runner.output_dtype.name, seconds=seconds,
               examples_per_second=len(ids) / seconds if seconds > 0 else None,
               top1_accuracy=float(np.mean(np.argmax(scores, axis=1) == labels)))
-  try:
-    predictions.write(out_path, ids, labels, scores, meta, save_logits)
-  except OSError as e:
-    raise EvaluationError(f"cannot write {out_path}: {' '.join(str(e).split())[:200]}") from e
-  except Exception as e:  # pylint: disable=broad-except
-    # tf.errors.OpError (gfile) without importing TensorFlow here.
-    if type(e).__module__.startswith("tensorflow"):
-      raise EvaluationError(f"cannot write {out_path}: {' '.join(str(e).split())[:200]}") from e
-    raise
+  predictions.write(out_path, ids, labels, scores, meta, save_logits)  # errors.WriteError
   return predictions.read(out_path)["metadata"], False
 
 
@@ -152,7 +191,7 @@ def list_exports(run_dir):
   Raises:
     EvaluationError: no `tflite/` directory or no finished export.
   """
-  root = os.path.join(run_dir, "tflite")
+  root = layout.tflite_root(run_dir)
   if not os.path.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
   found = []
@@ -168,9 +207,11 @@ def list_exports(run_dir):
       for name in sorted(os.listdir(kdir)):
         if not name.endswith(".json") or ".tmp-" in name:
           continue
-        with open(os.path.join(kdir, name)) as f:
-          meta = json.load(f)
-        if meta.get("schema") != TFLITE_SCHEMA:
+        try:
+          meta = fileio.read_json(os.path.join(kdir, name), "export JSON")
+        except errors.ReadError as e:
+          raise EvaluationError(f"{e}: run the export again") from e
+        if not isinstance(meta, dict) or meta.get("schema") != TFLITE_SCHEMA:
           continue
         meta["path"] = os.path.join(kdir, name[:-len(".json")] + ".tflite")
         found.append(meta)
@@ -194,8 +235,10 @@ def list_failures(run_dir):
   for dirpath, _, names in sorted(os.walk(root)):
     for name in sorted(names):
       if name.endswith(".failed.json") and ".tmp-" not in name:
-        with open(os.path.join(dirpath, name)) as f:
-          record = json.load(f)
-        if record.get("schema") == FAILURE_SCHEMA:
+        try:
+          record = fileio.read_json(os.path.join(dirpath, name), "failure record")
+        except errors.ReadError:
+          continue  # a torn record: the next export run writes it again
+        if isinstance(record, dict) and record.get("schema") == FAILURE_SCHEMA:
           found.append(record)
   return found

@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.artifacts import errors
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -58,12 +59,7 @@ def main(argv):
   if not os.path.isdir(_RUN_DIR.value):
     raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from eval import agreement
-  from eval import evaluate
-  from eval import interpreter
   from eval import population
-  from eval import predictions
-  from tf_forget.data import base
   from tf_forget.data import registry
   # pylint: enable=g-import-not-at-top
   try:
@@ -73,12 +69,8 @@ def main(argv):
         batch_size=_BATCH_SIZE.value, num_threads=_NUM_THREADS.value,
         save_logits=_SAVE_LOGITS.value, check_keras=_CHECK_KERAS.value,
         variants=_VARIANTS.value, overwrite=_OVERWRITE.value, log=print, tail=_TAIL.value)
-  except (evaluate.EvaluationError, interpreter.TfliteError, predictions.PredictionsError,
-          agreement.AgreementError, base.DataError) as e:
-    print(f"evaluate_population: error: {e}", file=sys.stderr)
-    return 1
-  except (ValueError, OSError) as e:  # other library errors (e.g. loading a Keras member)
-    print(f"evaluate_population: error: {' '.join(str(e).split())}", file=sys.stderr)
+  except errors.Error as e:  # bad input or artifact: one line (a bug keeps its traceback)
+    print(f"evaluate_population: error: {errors.one_line(e, 1000)}", file=sys.stderr)
     return 1
   for split, table in tables.items():
     print(_table(table["summary_vs_float32_tflite"], f"[{split}] vs float32 TFLite"))

@@ -26,6 +26,7 @@ import numpy as np
 
 from ai_edge_litert import interpreter as litert
 from tflite_export import flatbuffer
+from tf_forget.artifacts import errors
 
 RUNTIMES = {
     "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate
@@ -36,7 +37,7 @@ DEFAULT_NUM_THREADS = 2
 _DELEGATE_REFUSAL = re.compile(r"delegate|failed to prepare", re.IGNORECASE)
 
 
-class TfliteError(ValueError):
+class TfliteError(errors.Error):
   """A `.tflite` file that cannot be read or run, or does not fit the data (one line)."""
 
 

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from eval import interpreter
+from tf_forget.artifacts import errors
 
 DEFAULT_BATCH_SIZES = (1, 64)
 DEFAULT_REPEATS = 30
@@ -28,7 +29,7 @@ DEFAULT_WARMUP = 3
 DEFAULT_BLOCK = 10
 
 
-class LatencyError(ValueError):
+class LatencyError(errors.Error):
   """Bad latency-measurement options (one line)."""
 
 

@@ -13,18 +13,26 @@ a one-line entry of the table's `twin_failures`, never silent. The data set is t
 members were trained on (from the export JSON) unless another registry data set is given; its
 image shape must match every file's input, checked before anything is written. Custom streams
 (corrupted splits) are passed as `split_batches`: name -> callable(batch_size) returning an
-iterable of `Examples`.
+iterable of `Examples`, with their identities in `split_ids` (name -> sha256, e.g. of the
+corruption cache entry's meta.json) so that predictions of another input split are redone.
+
+Lineage (issue #14): predictions record the sha256 of the `.tflite` bytes run and the split
+identity (`eval.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
+split; a twin-runtime file the plain twin's bytes. The agreement tables are recomputed on every
+run from the current predictions files.
 """
 
-import os
 
 from eval import agreement
 from eval import batched
 from eval import evaluate
 from eval import interpreter
-from eval import predictions
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import predictions
 from tf_forget.data import registry as data_registry
-from tf_forget.io import atomic
 
 AGREEMENT_SCHEMA = "tf_forget.agreement/1"
 
@@ -40,7 +48,7 @@ def _output_scale(meta):
 
 
 def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
-                      output_scale, overwrite, tail):
+                      output_scale, overwrite, tail, split_id=None, log=None):
   """Tells a runtime-path difference from an encoding difference in a failed twin check.
 
   When the sparse file ran on another runtime path than its plain twin (XNNPACK refused it),
@@ -55,14 +63,14 @@ def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_th
     twin["encoding_exact"] = False
     return
   k = row["k"]
-  out = os.path.join(run_dir, "eval", "twin_runtime", twin_meta["variant"], str(k),
-                     f"{split}.{runtime}.npz")
+  out = layout.twin_runtime(run_dir, twin_meta["variant"], k, split, runtime)
   evaluate.evaluate_file(
       twin_meta["path"], lambda: stream(batch_size), out, split,
       metadata={"variant": twin_meta["variant"], "member_variant": twin_meta["member_variant"],
                 "k": k, "format": twin_meta["format"], "encoding": twin_meta["encoding"]},
       batch_size=batch_size, num_threads=num_threads, overwrite=overwrite,
-      tflite_sha256=twin_meta["sha256"], tail=tail, runtime=runtime)
+      tflite_sha256=twin_meta["sha256"], tail=tail, runtime=runtime, split_id=split_id,
+      log=log)
   same = agreement.compare_twin_files(row["path"], out, output_scale)
   twin["same_runtime"] = same
   twin["encoding_exact"] = same["equal"]
@@ -83,20 +91,33 @@ def check_shapes(exports, image_shape):
           f"shape {tuple(image_shape)}")
 
 
-def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=False):
-  """Path of the Keras model's predictions of member k on `split` (computed once, cached)."""
-  out = os.path.join(run_dir, "predictions_keras", member_variant, str(k), f"{split}.npz")
-  if not overwrite and predictions.is_complete(out):
+def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=False,
+                      split_id=None, log=None):
+  """Path of the Keras model's predictions of member k on `split` (computed once, cached).
+
+  Reused only if they record the sha256 of the member's current `model.keras` bytes and the
+  same split identity.
+  """
+  out = layout.keras_predictions(run_dir, member_variant, k, split)
+  model_path = layout.member_model(run_dir, member_variant, k)
+  try:
+    model_sha = hashing.file_sha256(model_path)
+  except OSError as e:
+    raise evaluate.EvaluationError(f"cannot read {model_path}: {errors.one_line(e)}") from e
+  inputs = {"model": model_sha, "split": split_id}
+  state = predictions.status(out, inputs)
+  if state and not overwrite:
     return out
+  if log and state.reason != "missing":
+    log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
   from tflite_export import export  # pylint: disable=g-import-not-at-top  (TensorFlow)
   model, _ = export.load_member(run_dir, member_variant, k)
+  if hashing.file_sha256(model_path, memo=False) != model_sha:
+    raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")
   ids, labels, scores = agreement.keras_scores(model, batches())
-  try:
-    predictions.write(out, ids, labels, scores,
-                      {"variant": f"keras:{member_variant}", "member_variant": member_variant,
-                       "k": k, "split": split, "runtime": "tf_keras"})
-  except Exception as e:  # pylint: disable=broad-except  (OSError, tf.errors.OpError)
-    raise evaluate.EvaluationError(f"cannot write {out}: {' '.join(str(e).split())[:200]}") from e
+  predictions.write(out, ids, labels, scores,
+                    {"variant": f"keras:{member_variant}", "member_variant": member_variant,
+                     "k": k, "split": split, "runtime": "tf_keras", "inputs": inputs})
   return out
 
 
@@ -104,7 +125,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
                         batch_size=batched.DEFAULT_BATCH_SIZE,
                         num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
                         check_keras=True, variants=None, overwrite=False, log=None,
-                        tail="resize"):
+                        tail="resize", split_ids=None, redo_log=None):
   """Evaluates all finished exports of `run_dir` on the given splits.
 
   Args:
@@ -112,12 +133,15 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     dataset: a `base.Dataset`; default: the members' data set from the export JSON.
     splits: data split names; default `[dataset.spec.eval_split]` (when no `split_batches`).
     split_batches: extra streams, name -> callable(batch_size) -> iterable of `Examples`.
+    split_ids: name -> identity (sha256) of each `split_batches` stream; registry splits get
+      `predictions.split_identity(dataset name, options, split)`.
     batch_size, num_threads: interpreter batch size and threads.
     save_logits: store dequantized scores in the predictions files.
     check_keras: also compare with the Keras models (cached in `predictions_keras/`).
     variants: optional iterable of audited variant names to restrict to.
     overwrite: recompute existing predictions.
     log: optional callable(str) for progress lines.
+    redo_log: optional callable(str) for "redo ..." lines (default: `log`).
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
 
   Returns:
@@ -139,18 +163,21 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
   check_shapes(exports, dataset.spec.image_shape)
   failures = [f for f in evaluate.list_failures(run_dir)
               if variants is None or f["variant"] in set(variants)]
-  streams = {}
+  streams, ids = {}, dict(split_ids or {})
   for split in (splits if splits is not None else
                 ([] if split_batches else [dataset.spec.eval_split])):
     dataset.check_split(split)
     streams[split] = (lambda b, s=split: dataset.batches(s, b))
+    ids[split] = predictions.split_identity(dataset.spec.name, dataset.spec.options, split)
   streams.update(split_batches or {})
+  redo_log = redo_log or log
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
 
   tables = {}
   for split, stream in streams.items():
     rows = []
+    split_id = ids.get(split)
     for meta in exports:
       member_variant, k = _member_key(meta)
       out = predictions.path(run_dir, meta["variant"], k, split)
@@ -161,7 +188,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
                     "dataset": dataset.spec.name},
           batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
           overwrite=overwrite, tflite_sha256=meta["sha256"],
-          image_shape=dataset.spec.image_shape, tail=tail)
+          image_shape=dataset.spec.image_shape, tail=tail, split_id=split_id, log=redo_log)
       if log:
         log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
             f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
@@ -186,7 +213,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
           if not row["vs_plain_twin"]["equal"]:
             twin_meta = exports[rows.index(twin)]
             _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
-                              _output_scale(meta), overwrite, tail)
+                              _output_scale(meta), overwrite, tail, split_id, redo_log)
             twin_failures.append({"variant": meta["variant"], "k": row["k"],
                                   "reason": row["vs_plain_twin"]["reason"]})
       ref = by_member.get((_member_key(meta), "float32", "plain"))
@@ -194,7 +221,8 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
         row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
       if check_keras:
         kpath = keras_predictions(run_dir, row["member_variant"], row["k"], split,
-                                  lambda st=stream: st(batch_size), overwrite)
+                                  lambda st=stream: st(batch_size), overwrite, split_id,
+                                  redo_log)
         row["vs_keras"] = agreement.compare_files(row["path"], kpath)
     table = {
         "schema": AGREEMENT_SCHEMA,
@@ -208,11 +236,6 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
             {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
              f"plain file kept: {f['reason']}"} for f in failures],
     }
-    table_path = os.path.join(run_dir, "eval", "agreement", f"{split}.json")
-    try:
-      atomic.write_json(table_path, table)
-    except Exception as e:  # pylint: disable=broad-except  (OSError, tf.errors.OpError)
-      raise evaluate.EvaluationError(
-          f"cannot write {table_path}: {' '.join(str(e).split())[:200]}") from e
+    fileio.write_json(layout.agreement(run_dir, split), table)  # errors.WriteError: one line
     tables[split] = table
   return tables

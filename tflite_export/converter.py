@@ -28,9 +28,10 @@ import tensorflow as tf
 
 from tf_forget.compat import keras2
 from tflite_export import formats
+from tf_forget.artifacts import errors
 
 
-class ConversionError(ValueError):
+class ConversionError(errors.Error):
   """A model the converter cannot convert in the requested format (one-line message)."""
 
 

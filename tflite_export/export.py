@@ -12,20 +12,28 @@ quantization of member k of its member variant (SPEC §1.3); the audited variant
 
 Pruned members are stored with their pruning wrappers stripped (docs/artifacts/members.md) and
 are exported as they are; the zeros are counted back from the written file
-(`flatbuffer.weight_stats`). A re-run skips every export whose JSON exists and whose `.tflite`
-still has the recorded sha256.
+(`flatbuffer.weight_stats`).
+
+Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
+converted, "converter": sha256 of the format's options and encoding, "representative": sha256
+of the representative example ids (null without)}. A re-run reuses an export only if its JSON
+is readable, its `.tflite` still has the recorded sha256 and every input equals the current one
+(`status`); otherwise it re-exports and says why ("its model.keras changed since it was
+exported").
 """
 
-import hashlib
 import os
 import time
 
 import numpy as np
-import tensorflow as tf
 
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import lineage
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
-from tf_forget.io import atomic
 from tflite_export import converter
 from tflite_export import flatbuffer
 from tflite_export import formats
@@ -36,35 +44,21 @@ DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.
 REPRESENTATIVE_SPLIT = "train"
 
 
-class ExportError(ValueError):
+class ExportError(errors.Error):
   """A member that cannot be exported (missing, unreadable, unwritable output; one line)."""
 
 
-def _one_line(e):
-  return " ".join(str(e).split())[:300]
+_one_line = errors.one_line
 
 
 def file_stem(variant):
   """File name (without extension) of a variant's export inside `tflite/<member>/<k>/`."""
-  if variant.encoding == formats.DEFAULT_ENCODING:
-    return variant.format
-  return f"{variant.format}+{variant.encoding}"
+  return variant.file_stem
 
 
-def member_dir(run_dir, member_variant, k):
-  return os.path.join(run_dir, "members", member_variant, str(k))
-
-
-def export_paths(run_dir, variant, k):
-  """(tflite path, json path) of a variant's export of member k."""
-  base = os.path.join(run_dir, "tflite", variant.member_variant, str(k), file_stem(variant))
-  return base + ".tflite", base + ".json"
-
-
-def failure_path(run_dir, variant, k):
-  """Where a failed (sparse) conversion of a variant's export of member k is recorded."""
-  base = os.path.join(run_dir, "tflite", variant.member_variant, str(k), file_stem(variant))
-  return base + ".failed.json"
+member_dir = layout.member_dir
+export_paths = layout.tflite_paths
+failure_path = layout.tflite_failure
 
 
 def list_members(run_dir):
@@ -73,18 +67,16 @@ def list_members(run_dir):
   Raises:
     ExportError: no `members/` directory or no finished member.
   """
-  root = os.path.join(run_dir, "members")
-  if not tf.io.gfile.isdir(root):
+  root = layout.members_root(run_dir)
+  if not fileio.isdir(root):
     raise ExportError(f"{run_dir} has no members/ directory (not a population run)")
   found = []
-  for variant in sorted(tf.io.gfile.listdir(root)):
-    variant = variant.rstrip("/")
+  for variant in fileio.listdir(root):
     vdir = os.path.join(root, variant)
-    if not tf.io.gfile.isdir(vdir):
+    if not fileio.isdir(vdir):
       continue
-    for k in tf.io.gfile.listdir(vdir):
-      k = k.rstrip("/")
-      if k.isdigit() and tf.io.gfile.exists(os.path.join(vdir, k, "metadata.json")):
+    for k in fileio.listdir(vdir):
+      if k.isdigit() and fileio.exists(os.path.join(vdir, k, layout.METADATA_FILE)):
         found.append((variant, int(k)))
   if not found:
     raise ExportError(f"{run_dir} has no finished member (members/<variant>/<k>/metadata.json)")
@@ -123,23 +115,78 @@ def plan(members, dense_formats, pruned_formats=("float32",),
   return jobs
 
 
-def sha256(data):
-  return hashlib.sha256(bytes(data)).hexdigest()
+sha256 = hashing.sha256_bytes
 
 
-def is_complete(run_dir, variant, k):
-  """Whether an export exists, is finished (JSON present) and its file matches its sha256."""
+def converter_inputs(variant):
+  """sha256 of what the converter is told: the format's options and the encoding."""
+  options = {key: (list(v) if isinstance(v, tuple) else v)
+             for key, v in formats.FORMATS[variant.format].items()}
+  return hashing.sha256_json({"options": options, "encoding": variant.encoding})
+
+
+def representative_sha256(ids):
+  """sha256 of representative example ids (int64 bytes), as the JSON records it."""
+  return sha256(np.asarray(ids, np.int64).tobytes())
+
+
+def expected_inputs(run_dir, variant, k, representative_ids=None):
+  """The lineage `inputs` an export of member k in `variant` would record now.
+
+  Args:
+    run_dir, variant, k: the export.
+    representative_ids: the representative example ids (formats that take representative
+      data); None leaves the representative set unchecked.
+
+  Returns:
+    {"model": sha256 of the member's current model.keras (None if unreadable), "converter":
+    `converter_inputs`, and "representative" when `representative_ids` is given}.
+  """
+  out = {"model": hashing.file_sha256_or_none(layout.member_model(run_dir,
+                                                                  variant.member_variant, k)),
+         "converter": converter_inputs(variant)}
+  if representative_ids is not None:
+    out["representative"] = representative_sha256(representative_ids)
+  return out
+
+
+def read_json(meta_path):
+  """An export's JSON; raises `errors.ReadError` if unreadable or not of `SCHEMA`."""
+  meta = fileio.read_json(meta_path, "export JSON")
+  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
+    raise errors.ReadError(f"{meta_path} is not a {SCHEMA} file")
+  return meta
+
+
+def status(run_dir, variant, k, representative_ids=None):
+  """`lineage.Status` of an export: JSON readable, file intact, inputs current.
+
+  Current means: the JSON is readable and of this format and encoding, the `.tflite` has the
+  sha256 the JSON records, and its `inputs` equal `expected_inputs` (same model.keras bytes,
+  converter options and, if given, representative ids).
+  """
   path, meta_path = export_paths(run_dir, variant, k)
-  if not (tf.io.gfile.exists(meta_path) and tf.io.gfile.exists(path)):
-    return False
-  try:
-    meta = atomic.read_json(meta_path)
-    with tf.io.gfile.GFile(path, "rb") as f:
-      data = f.read()
-  except (ValueError, OSError, tf.errors.OpError):
-    return False
-  return (meta.get("schema") == SCHEMA and meta.get("format") == variant.format and
-          meta.get("encoding") == variant.encoding and meta.get("sha256") == sha256(data))
+  if not fileio.exists(meta_path):
+    return lineage.MISSING
+
+  def intact(meta):
+    if meta.get("format") != variant.format or meta.get("encoding") != variant.encoding:
+      return "its JSON describes another format or encoding"
+    sha = hashing.file_sha256_or_none(path)
+    if sha is None:
+      return "its .tflite is missing"
+    if sha != meta.get("sha256"):
+      return "its .tflite changed since it was exported"
+    return None
+
+  return lineage.status(lambda: read_json(meta_path),
+                        expected_inputs(run_dir, variant, k, representative_ids), "exported",
+                        extra=intact)
+
+
+def is_complete(run_dir, variant, k, representative_ids=None):
+  """Whether an export exists and is current (`status`)."""
+  return bool(status(run_dir, variant, k, representative_ids))
 
 
 def load_member(run_dir, member_variant, k):
@@ -150,12 +197,30 @@ def load_member(run_dir, member_variant, k):
   """
   mdir = member_dir(run_dir, member_variant, k)
   try:
-    metadata = atomic.read_json(os.path.join(mdir, "metadata.json"))
-    model = keras2.keras().models.load_model(os.path.join(mdir, "model.keras"), compile=False)
-  except Exception as e:  # pylint: disable=broad-except
+    metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
+    model = keras2.keras().models.load_model(os.path.join(mdir, layout.MODEL_FILE),
+                                             compile=False)
+  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
     raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
                       f"{_one_line(e)}") from e
   return model, metadata
+
+
+def check_member(run_dir, member_variant, k):
+  """Raises `ExportError` unless the member's model.keras is the one its metadata records.
+
+  Metadata without `model_sha256` (written before lineage) is accepted as it is.
+  """
+  mdir = member_dir(run_dir, member_variant, k)
+  try:
+    metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
+  except errors.ReadError as e:
+    raise ExportError(f"member {member_variant}/{k}: {e}") from e
+  recorded = metadata.get("model_sha256")
+  if recorded is not None and recorded != hashing.file_sha256_or_none(
+      os.path.join(mdir, layout.MODEL_FILE)):
+    raise ExportError(f"member {member_variant}/{k} is not finished: its model.keras changed "
+                      "since it was trained; re-run train_population")
 
 
 def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
@@ -184,27 +249,39 @@ def export_member(run_dir, variant, k, dataset=None,
   Returns:
     The export's JSON dict (read back from disk if skipped), with key `skipped`.
 
+  Returns:
+    The export's JSON dict (read back from disk if skipped), with keys `skipped` and `redo`
+    (why an existing export was made again, else None).
+
   Raises:
     ExportError, converter.ConversionError: the export could not be made; nothing is written.
   """
   path, meta_path = export_paths(run_dir, variant, k)
-  if not overwrite and is_complete(run_dir, variant, k):
-    return dict(atomic.read_json(meta_path), skipped=True)
-  if model is None or metadata is None:
-    model, metadata = load_member(run_dir, variant.member_variant, k)
   options = formats.FORMATS[variant.format]
   rep_images, rep_ids = None, None
   if options["representative"]:
     if dataset is None:
+      if metadata is None:
+        metadata = fileio.read_json(os.path.join(member_dir(run_dir, variant.member_variant, k),
+                                                 layout.METADATA_FILE), "member metadata")
       dataset = data_registry.get(metadata["dataset"], **metadata.get("dataset_options", {}))
     rep_images, rep_ids = representative_images(dataset, representative_size)
+  state = status(run_dir, variant, k, rep_ids)
+  if not overwrite and state:
+    return dict(read_json(meta_path), skipped=True, redo=None)
+  check_member(run_dir, variant.member_variant, k)
+  source_sha = hashing.file_sha256(
+      layout.member_model(run_dir, variant.member_variant, k), memo=False)
+  if model is None or metadata is None:
+    model, metadata = load_member(run_dir, variant.member_variant, k)
   start = time.time()
   data = converter.convert(model, variant.format, rep_images, variant.encoding)
   seconds = time.time() - start
   stats = flatbuffer.weight_stats(data)
-  with tf.io.gfile.GFile(os.path.join(member_dir(run_dir, variant.member_variant, k),
-                                      "model.keras"), "rb") as f:
-    source_sha = sha256(f.read())
+  if hashing.file_sha256(layout.member_model(run_dir, variant.member_variant, k),
+                         memo=False) != source_sha:
+    raise ExportError(f"member {variant.member_variant}/{k}: model.keras changed while it was "
+                      "being exported")
   meta = {
       "schema": SCHEMA,
       "variant": variant.name,
@@ -213,7 +290,7 @@ def export_member(run_dir, variant, k, dataset=None,
       "format": variant.format,
       "encoding": variant.encoding,
       "source": {
-          "model": os.path.join("members", variant.member_variant, str(k), "model.keras"),
+          "model": layout.member_model_relpath(variant.member_variant, k),
           "sha256": source_sha,
           "seed": metadata.get("seed"),
           "dataset": metadata.get("dataset"),
@@ -230,8 +307,11 @@ def export_member(run_dir, variant, k, dataset=None,
           "split": REPRESENTATIVE_SPLIT,
           "size": int(len(rep_ids)),
           "first_ids": [int(i) for i in rep_ids[:5]],
-          "ids_sha256": sha256(np.asarray(rep_ids, np.int64).tobytes()),
+          "ids_sha256": representative_sha256(rep_ids),
       } if rep_ids is not None else None),
+      "inputs": dict({"model": source_sha, "converter": converter_inputs(variant)},
+                     **({"representative": representative_sha256(rep_ids)}
+                        if rep_ids is not None else {})),
       "versions": converter.versions(),
       "sha256": sha256(data),
       "size_bytes": flatbuffer.sizes(data),
@@ -242,29 +322,29 @@ def export_member(run_dir, variant, k, dataset=None,
   if variant.encoding != formats.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   try:
-    atomic.write_bytes(path, data)
-    atomic.write_json(meta_path, meta)  # Last: its presence marks a finished export.
-  except (OSError, tf.errors.OpError) as e:
+    fileio.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
+    fileio.write_bytes(path, data)
+    hashing.remember(path, meta["sha256"])
+    fileio.write_json(meta_path, meta)  # Last: its presence marks a finished export.
+  except errors.WriteError as e:
     for p in (meta_path, path):
       try:
-        if tf.io.gfile.exists(p):
-          tf.io.gfile.remove(p)
-      except (OSError, tf.errors.OpError):
+        fileio.remove(p)
+      except errors.WriteError:
         pass
-    raise ExportError(f"cannot write {path}: {_one_line(e)}") from e
-  stale = failure_path(run_dir, variant, k)
-  if tf.io.gfile.exists(stale):
-    tf.io.gfile.remove(stale)
-  return dict(meta, skipped=False)
+    raise ExportError(str(e)) from e
+  fileio.remove(failure_path(run_dir, variant, k))
+  return dict(meta, skipped=False, redo=None if overwrite else state.reason)
 
 
 def _twin_summary(run_dir, variant, k, size):
   """{file, sha256, size_bytes, size_ratio} of a sparse file's plain twin (None if absent)."""
   twin = formats.plain_twin(variant)
   _, twin_meta_path = export_paths(run_dir, twin, k)
-  if not tf.io.gfile.exists(twin_meta_path):
+  try:
+    twin_meta = read_json(twin_meta_path)
+  except errors.ReadError:
     return None
-  twin_meta = atomic.read_json(twin_meta_path)
   raw = twin_meta["size_bytes"]["raw"]
   return {"file": file_stem(twin) + ".tflite", "sha256": twin_meta["sha256"],
           "size_bytes": twin_meta["size_bytes"], "size_ratio": size / raw if raw else None}
@@ -277,14 +357,14 @@ def record_failure(run_dir, variant, k, reason):
             "member_variant": variant.member_variant, "k": k, "format": variant.format,
             "encoding": variant.encoding, "reason": _one_line(reason),
             "plain_twin": file_stem(twin) + ".tflite"}
-  atomic.write_json(failure_path(run_dir, variant, k), record)
+  fileio.write_json(failure_path(run_dir, variant, k), record)
   return record
 
 
 def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
                       representative_size=DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
                       overwrite=False, log=None, encodings=(formats.DEFAULT_ENCODING,),
-                      dense_encodings=None):
+                      dense_encodings=None, members=None):
   """Exports every finished member of a run (see `plan`); returns the list of export dicts.
 
   Members are loaded once for all their formats; the data set (for representative data) is
@@ -292,7 +372,10 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   With "sparse" in `encodings` every plain file gets a sparse-encoded twin (issue #10); a
   sparse conversion that fails does not stop the run: its one-line reason is recorded
   (`record_failure`) and returned as a dict with key `failed`, and the plain file stays.
-  `dense_encodings` (default: `encodings`) applies to the dense members only.
+  `dense_encodings` (default: `encodings`) applies to the dense members only. `members`
+  ([(member variant, k)]) restricts the export to those members (default: every finished
+  member on disk). An export that is no longer current is made again and `log` gets a line
+  "redo <variant>/<k> export: <why>".
 
   Raises:
     ExportError, converter.ConversionError, formats.FormatError: on the first failure of a
@@ -302,27 +385,48 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
     formats.check_format(fmt)
   for encoding in tuple(encodings) + tuple(dense_encodings or ()):
     formats.check_encoding(encoding)
-  members = list_members(run_dir)
+  on_disk = list_members(run_dir)
+  if members is not None:
+    missing = sorted(set(map(tuple, members)) - set(on_disk))
+    if missing:
+      raise ExportError(f"member {missing[0][0]}/{missing[0][1]} is not finished in {run_dir}")
+    wanted = set(map(tuple, members))
+    members = [m for m in on_disk if m in wanted]
+  else:
+    members = on_disk
   results = []
-  datasets = {}
+  datasets, rep_ids = {}, {}
+
+  def member_dataset(metadata):
+    """The data set of representative data: `dataset`, else one per (name, options)."""
+    if dataset is not None:
+      return dataset
+    key = (metadata["dataset"], repr(sorted(metadata.get("dataset_options", {}).items())))
+    if key not in datasets:
+      datasets[key] = data_registry.get(metadata["dataset"],
+                                        **metadata.get("dataset_options", {}))
+    return datasets[key]
+
   for member_variant, k in members:
     jobs = [v for v, _ in plan([(member_variant, k)], dense_formats, pruned_formats,
                                encodings, dense_encodings)]
-    todo = [v for v in jobs if overwrite or not is_complete(run_dir, v, k)]
-    model = metadata = None
-    if todo:
+    metadata = fileio.read_json(os.path.join(member_dir(run_dir, member_variant, k),
+                                             layout.METADATA_FILE), "member metadata")
+    data = None
+    if any(formats.FORMATS[v.format]["representative"] for v in jobs):
+      data = member_dataset(metadata)
+      if id(data) not in rep_ids:
+        rep_ids[id(data)] = representative_images(data, representative_size)[1]
+    todo = [v for v in jobs if overwrite or not is_complete(
+        run_dir, v, k, rep_ids[id(data)] if formats.FORMATS[v.format]["representative"]
+        else None)]
+    model = None
+    if todo:  # the member is loaded once for all its formats
+      check_member(run_dir, member_variant, k)
       model, metadata = load_member(run_dir, member_variant, k)
     for variant in jobs:
-      member_dataset = dataset
-      if (member_dataset is None and variant in todo and
-          formats.FORMATS[variant.format]["representative"]):
-        key = (metadata["dataset"], repr(sorted(metadata.get("dataset_options", {}).items())))
-        if key not in datasets:
-          datasets[key] = data_registry.get(metadata["dataset"],
-                                            **metadata.get("dataset_options", {}))
-        member_dataset = datasets[key]
       try:
-        result = export_member(run_dir, variant, k, member_dataset, representative_size, model,
+        result = export_member(run_dir, variant, k, data, representative_size, model,
                                metadata, overwrite)
       except converter.ConversionError as e:
         if variant.encoding == formats.DEFAULT_ENCODING:
@@ -332,6 +436,8 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
           log(f"FAILED {variant.name}/{k}: {record['reason']} (plain file kept)")
         results.append(dict(record, failed=record["reason"], skipped=False))
         continue
+      if log and result.get("redo") not in (None, "missing"):
+        log(f"redo {variant.name}/{k} export: {result['redo']}")
       if log:
         log(f"{'skip' if result['skipped'] else 'wrote'} {variant.name}/{k}: "
             f"{result['size_bytes']['raw']} B (gzip {result['size_bytes']['gzip']} B), "

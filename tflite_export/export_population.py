@@ -19,6 +19,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.artifacts import errors
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tflite_export import formats  # no TensorFlow: flags are validated before TF loads
@@ -53,19 +54,13 @@ def main(argv):
   except formats.FormatError as e:
     raise app.UsageError(str(e))
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from tflite_export import converter
   from tflite_export import export
-  from tf_forget.data import base
   # pylint: enable=g-import-not-at-top
   try:
     export.export_population(_RUN_DIR.value, dense, pruned, _REPRESENTATIVE_SIZE.value,
                              overwrite=_OVERWRITE.value, log=print, encodings=encodings)
-  except (export.ExportError, converter.ConversionError, formats.FormatError,
-          base.DataError) as e:
-    print(f"export_population: error: {e}", file=sys.stderr)
-    return 1
-  except (ValueError, OSError) as e:  # other library errors, one line
-    print(f"export_population: error: {' '.join(str(e).split())}", file=sys.stderr)
+  except errors.Error as e:  # bad input or artifact: one line (a bug keeps its traceback)
+    print(f"export_population: error: {errors.one_line(e, 1000)}", file=sys.stderr)
     return 1
   return 0
 

@@ -25,6 +25,8 @@ import numpy as np
 
 from ai_edge_litert import schema_py_generated as schema
 
+from tf_forget.artifacts import errors
+
 TFLITE_IDENTIFIER = b"TFL3"
 
 _OP = schema.BuiltinOperator
@@ -56,7 +58,7 @@ _DTYPES = {
 }
 
 
-class TfliteFileError(ValueError):
+class TfliteFileError(errors.Error):
   """Bytes that are not a (complete) TFLite flatbuffer."""
 
 

@@ -7,7 +7,8 @@ first 100 training examples as representative data, TFLite with MLIR), plus the 
 reference with no optimisation.
 
 Variant names (SPEC §1.1): a TFLite file is identified by (member variant, format, encoding).
-Its *audited variant name* joins the parts with "+", leaving out the defaults:
+Its *audited variant name* joins the parts with "+", leaving out the defaults (the grammar lives
+in `tf_forget.artifacts.names`, re-exported here):
 
   =================  ==========  ============  ===========================
   member variant     format      encoding      variant name
@@ -29,11 +30,22 @@ Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" add
 member variant, format and member.
 """
 
-import dataclasses
+from tf_forget.artifacts import names
 
-DENSE = "dense"
-DEFAULT_FORMAT = "float32"
-DEFAULT_ENCODING = "plain"
+# The name grammar (re-exported: `tf_forget.artifacts.names` owns it).
+DENSE = names.DENSE
+DEFAULT_FORMAT = names.DEFAULT_FORMAT
+DEFAULT_ENCODING = names.DEFAULT_ENCODING
+ENCODINGS = names.ENCODINGS
+SPARSE = names.SPARSE
+FormatError = names.FormatError
+Variant = names.Variant
+check_format = names.check_format
+check_encoding = names.check_encoding
+parse_formats = names.parse_formats
+parse_encodings = names.parse_encodings
+plain_twin = names.plain_twin
+parse_variant = names.parse_variant
 
 # name -> converter options. Keys:
 #   optimize: set `converter.optimizations = [tf.lite.Optimize.DEFAULT]`.
@@ -53,121 +65,5 @@ FORMATS = {
                       representative=True),
 }
 
-# Weight encodings of a file (issue #10): name -> whether the converter gets
-# `tf.lite.Optimize.EXPERIMENTAL_SPARSITY`.
-ENCODINGS = ("plain", "sparse")
-SPARSE = "sparse"
-
-
-class FormatError(ValueError):
-  """An unknown format, encoding or malformed variant name."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-  """A TFLite variant: which member population, which format, which encoding.
-
-  Attributes:
-    member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
-    format: a key of `FORMATS`.
-    encoding: a value of `ENCODINGS`.
-  """
-  member_variant: str
-  format: str = DEFAULT_FORMAT
-  encoding: str = DEFAULT_ENCODING
-
-  def __post_init__(self):
-    check_format(self.format)
-    check_encoding(self.encoding)
-    if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
-        self.member_variant in ENCODINGS or self.member_variant in FORMATS):
-      raise FormatError(f"bad member variant {self.member_variant!r}")
-
-  @property
-  def name(self):
-    """The audited variant name (SPEC §1.1), e.g. "prune_0.9+full_int8"."""
-    parts = []
-    if self.member_variant != DENSE:
-      parts.append(self.member_variant)
-    if self.format != DEFAULT_FORMAT or (self.member_variant == DENSE and
-                                         self.encoding != DEFAULT_ENCODING):
-      parts.append(self.format)
-    if self.encoding != DEFAULT_ENCODING:
-      parts.append(self.encoding)
-    return "+".join(parts) if parts else DENSE
-
-
-def check_format(name):
-  """Raises `FormatError` unless `name` is a key of `FORMATS`."""
-  if name not in FORMATS:
-    raise FormatError(f"unknown TFLite format {name!r} (known: {', '.join(FORMATS)})")
-
-
-def check_encoding(name):
-  """Raises `FormatError` unless `name` is in `ENCODINGS`."""
-  if name not in ENCODINGS:
-    raise FormatError(f"unknown encoding {name!r} (known: {', '.join(ENCODINGS)})")
-
-
-def _parse_list(text, check, what):
-  """Comma-separated names, checked with `check`, duplicates dropped, order kept."""
-  names = [n.strip() for n in text.split(",") if n.strip()]
-  if not names:
-    raise FormatError(f"no {what} given")
-  for name in names:
-    check(name)
-  return list(dict.fromkeys(names))
-
-
-def parse_formats(text):
-  """Parses a comma-separated list of formats ("float32,full_int8"), in the given order.
-
-  Raises:
-    FormatError: an empty list or an unknown format.
-  """
-  return _parse_list(text, check_format, "TFLite format")
-
-
-def parse_encodings(text):
-  """Parses a comma-separated list of encodings ("plain,sparse"), in the given order.
-
-  Raises:
-    FormatError: an empty list or an unknown encoding.
-  """
-  return _parse_list(text, check_encoding, "encoding")
-
-
-def plain_twin(variant):
-  """The plain-encoded `Variant` of the same member variant and format (itself if plain)."""
-  return Variant(variant.member_variant, variant.format, DEFAULT_ENCODING)
-
-
-def parse_variant(name):
-  """Parses an audited variant name into a `Variant` (inverse of `Variant.name`).
-
-  "full_int8" -> (dense, full_int8, plain); "prune_0.9" -> (prune_0.9, float32, plain);
-  "prune_0.9+dynamic_int8" -> (prune_0.9, dynamic_int8, plain);
-  "float32+sparse" -> (dense, float32, sparse); "prune_0.9+sparse" -> (prune_0.9, float32,
-  sparse); "prune_0.9+full_int8+sparse" -> (prune_0.9, full_int8, sparse).
-
-  Raises:
-    FormatError: a malformed name or unknown parts.
-  """
-  parts = name.split("+")
-  member, fmt, encoding = DENSE, DEFAULT_FORMAT, DEFAULT_ENCODING
-  i = 0
-  if parts[0] not in FORMATS:
-    member = parts[0]
-    i = 1
-  if i < len(parts) and parts[i] in FORMATS:
-    fmt = parts[i]
-    i += 1
-  if i < len(parts):
-    encoding = parts[i]
-    i += 1
-  if i != len(parts) or not member:
-    raise FormatError(f"malformed variant name {name!r}")
-  variant = Variant(member, fmt, encoding)
-  if variant.name != name:
-    raise FormatError(f"non-canonical variant name {name!r} (canonical: {variant.name!r})")
-  return variant
+if tuple(FORMATS) != names.FORMAT_NAMES:
+  raise AssertionError("tflite_export.formats.FORMATS and artifacts.names.FORMAT_NAMES differ")

@@ -11,6 +11,7 @@ from eval import interpreter
 from eval import population
 from eval import predictions
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import errors
 from tf_forget.data import base
 from tflite_export import export
 
@@ -119,7 +120,7 @@ def test_unwritable_output(run, tmp_path):
   run_dir, dataset = run
   out = tmp_path / "blocked"
   out.write_text("a file, not a directory")
-  with pytest.raises(evaluate.EvaluationError, match="cannot write"):
+  with pytest.raises(errors.WriteError, match="cannot write"):  # one line, where it happens
     evaluate.evaluate_file(os.path.join(run_dir, "tflite", "dense", "0", "float32.tflite"),
                            dataset.batches("test", 64), str(out / "test.npz"), "test")
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tf_forget.corruptions import noise_artifact
+from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.report import noise
 from tf_forget.report import sections
 from tf_forget.report import measures as measures_lib

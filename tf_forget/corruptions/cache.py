@@ -11,21 +11,30 @@ ids, labels and attributes as the clean split, so the evaluator evaluates `glass
         meta.json            written last: the entry is complete iff it exists
 
 The key is (data set, split, corruption, severity, table, base seed); the data set's options and
-image shape are recorded in meta.json and checked on read. Files go through
-`tf_forget.io.atomic` (atomic writes, no pickles). Example seeds: `registry.example_seeds`.
+image shape are recorded in meta.json and checked on read. meta.json also records `inputs`
+(lineage, issue #14): the identity of the clean split it was made from
+(`predictions.split_identity`) and the sha256 of the clean examples' ids and labels; the
+sha256 of meta.json is in turn the identity of the corrupted split that predictions record
+(`CorruptedSplit.identity`). An entry whose meta.json is unreadable is regenerated. Files go
+through `tf_forget.artifacts.fileio` (atomic writes, no pickles). Example seeds:
+`registry.example_seeds`.
 """
 
 import concurrent.futures
 import dataclasses
+import hashlib
 import multiprocessing
 import os
 
 import numpy as np
 
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import predictions
 from tf_forget.corruptions import registry
 from tf_forget.corruptions import tables
 from tf_forget.data import base
-from tf_forget.io import atomic
 
 SCHEMA_VERSION = 1
 _ATTR = "attr__"
@@ -67,10 +76,22 @@ def resolve_table(dataset, table=None):
   return tables.family_for_shape(height, width)
 
 
+def _read_meta(directory):
+  meta = fileio.read_json(os.path.join(directory, "meta.json"), "corruption cache entry")
+  if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
+    raise errors.ReadError(f"{directory}/meta.json is not a corruption cache entry of schema "
+                           f"version {SCHEMA_VERSION}")
+  return meta
+
+
 def is_complete(key, cache_dir):
-  """True iff the entry's meta.json exists (it is written after every shard)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile.exists(os.path.join(key.directory(cache_dir), "meta.json"))
+  """True iff the entry's meta.json (written after every shard) is readable, shards present."""
+  directory = key.directory(cache_dir)
+  try:
+    meta = _read_meta(directory)
+  except errors.ReadError:
+    return False
+  return all(fileio.exists(os.path.join(directory, shard)) for shard in meta.get("shards", []))
 
 
 def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=1000,
@@ -109,11 +130,14 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
   if not keys:
     return []
   counts = {key: [] for key in keys}
+  examples = hashlib.sha256()  # the clean examples' ids and labels, in order
   # "spawn": workers import only the registry (numpy / scipy / cv2), never TensorFlow.
   pool = (concurrent.futures.ProcessPoolExecutor(
       processes, mp_context=multiprocessing.get_context("spawn")) if processes > 0 else None)
   try:
     for index, batch in enumerate(dataset.batches(split, batch_size)):
+      examples.update(np.asarray(batch.ids, np.int64).tobytes())
+      examples.update(np.asarray(batch.labels, np.int64).tobytes())
       results = {}
       for key in keys:
         seeds = registry.example_seeds(key.dataset, batch.ids, key.corruption, key.severity,
@@ -125,14 +149,17 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
         arrays = dict(images=images, labels=np.asarray(batch.labels, np.int64),
                       ids=np.asarray(batch.ids, np.int64))
         arrays.update({_ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
-        atomic.write_npz(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"),
+        fileio.write_npz(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"),
                          **arrays)
         counts[key].append(int(len(batch)))
   finally:
     if pool:
       pool.shutdown()
+  inputs = {"split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
+            "examples": examples.hexdigest()}
   for key in keys:
-    atomic.write_json(os.path.join(key.directory(cache_dir), "meta.json"), dict(
+    fileio.write_json(os.path.join(key.directory(cache_dir), "meta.json"), dict(
+        inputs=inputs,
         schema_version=SCHEMA_VERSION, dataset=key.dataset, split=key.split,
         corruption=key.corruption, severity=key.severity, table=key.table,
         base_seed=key.base_seed, seed_derivation="registry.example_seeds (sha256)",
@@ -161,9 +188,11 @@ class CorruptedSplit:
       raise CacheError(f"corrupted split {self.name} of {dataset.spec.name}/{split} "
                        f"(table {self.key.table}, seed {base_seed}) is not cached in "
                        f"{cache_dir}: run tf_forget/corruptions/generate_corruptions.py")
-    self.meta = atomic.read_json(os.path.join(self._dir, "meta.json"))
-    if (self.meta.get("schema_version") != SCHEMA_VERSION or
-        self.meta["options"] != _json_safe(dataset.spec.options) or
+    try:
+      self.meta = _read_meta(self._dir)
+    except errors.ReadError as e:
+      raise CacheError(str(e)) from e
+    if (self.meta.get("options") != _json_safe(dataset.spec.options) or
         tuple(self.meta["image_shape"]) != tuple(dataset.spec.image_shape)):
       raise CacheError(f"cached split {self._dir} was made with other data set options or "
                        f"image shape; regenerate it with --overwrite")
@@ -171,9 +200,17 @@ class CorruptedSplit:
   def __len__(self):
     return int(self.meta["num_examples"])
 
+  def identity(self):
+    """sha256 of this entry's meta.json: the identity of the split predictions record."""
+    return hashing.sha256_bytes(fileio.read_bytes(os.path.join(self._dir, "meta.json")))
+
   def _shards(self):
     for shard in self.meta["shards"]:
-      arrays = atomic.read_npz(os.path.join(self._dir, shard))
+      path = os.path.join(self._dir, shard)
+      try:
+        arrays = fileio.read_npz(path, "corrupted shard")
+      except errors.ReadError as e:
+        raise CacheError(f"{e}: regenerate it (generate_corruptions --overwrite)") from e
       attrs = {k[len(_ATTR):]: v for k, v in arrays.items() if k.startswith(_ATTR)}
       yield base.Examples(images=arrays["images"], labels=arrays["labels"], ids=arrays["ids"],
                           attributes=attrs)

@@ -12,6 +12,7 @@ evaluator reads them through `tf_forget.corruptions.cache.CorruptedDataset`.
 from absl import app
 from absl import flags
 
+from tf_forget.artifacts import errors
 from tf_forget.corruptions import cache
 from tf_forget.corruptions import registry
 from tf_forget.corruptions import tables
@@ -66,8 +67,8 @@ def main(argv):
     keys = cache.fill(dataset, split, jobs, _CACHE_DIR.value, table=_TABLE.value,
                       base_seed=_BASE_SEED.value, batch_size=_BATCH_SIZE.value,
                       processes=_PROCESSES.value, overwrite=_OVERWRITE.value)
-  except ValueError as e:  # DataError / CorruptionError: one line, non-zero exit
-    raise app.UsageError(str(e)) from e
+  except errors.Error as e:  # DataError / CorruptionError / WriteError: one line, exit 1
+    raise app.UsageError(errors.one_line(e, 1000)) from e
   print(f"generated {len(keys)} of {len(jobs)} corrupted splits of {_DATASET.value}/{split} "
         f"in {_CACHE_DIR.value}")
 

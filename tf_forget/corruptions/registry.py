@@ -15,6 +15,7 @@ import hashlib
 
 import numpy as np
 
+from tf_forget.artifacts import names
 from tf_forget.corruptions import blur
 from tf_forget.corruptions import common
 from tf_forget.corruptions import digital
@@ -57,18 +58,21 @@ FAMILY_OF = {
 
 
 def split_name(corruption, severity):
-  """`glass_blur@3` (SPEC §1.1)."""
+  """`glass_blur@3` (SPEC §1.1; grammar: `tf_forget.artifacts.names`)."""
   check(corruption, severity)
-  return f"{corruption}@{severity}"
+  return names.split_name(corruption, severity)
 
 
 def parse_split_name(name):
   """`"glass_blur@3"` -> ("glass_blur", 3); raises `CorruptionError` on anything else."""
-  corruption, sep, sev = str(name).partition("@")
-  if not sep or not sev.isdigit():
+  try:
+    parsed = names.parse_split(name)
+  except names.SplitNameError as e:
+    raise CorruptionError(str(e)) from e
+  if parsed is None:
     raise CorruptionError(f"corrupted split names are <corruption>@<severity>, got {name!r}")
-  check(corruption, int(sev))
-  return corruption, int(sev)
+  check(*parsed)
+  return parsed
 
 
 def check(corruption, severity):

@@ -23,8 +23,10 @@ import math
 
 import numpy as np
 
+from tf_forget.artifacts import errors
 
-class CorruptionError(ValueError):
+
+class CorruptionError(errors.Error):
   """An unknown corruption, severity, table or a malformed image batch."""
 
 

@@ -16,8 +16,10 @@ from typing import Iterator, Mapping, Tuple
 
 import numpy as np
 
+from tf_forget.artifacts import errors
 
-class DataError(ValueError):
+
+class DataError(errors.Error):
   """A data set, split, option or attribute that does not exist or cannot be read."""
 
 

@@ -16,11 +16,12 @@ Keras is Keras 2 from `tf_forget.compat.keras2` (CONVENTIONS.md).
 
 import math
 from tf_forget.compat import keras2
+from tf_forget.artifacts import errors
 
 INPUT_NAME = "image"
 
 
-class ModelError(ValueError):
+class ModelError(errors.Error):
   """An unknown model, an unknown option, or an option value a model cannot be built with."""
 
 

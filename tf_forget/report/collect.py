@@ -12,26 +12,29 @@ Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue 
 report variants: `eval.population` checks that their predictions equal their plain twin's
 (the agreement table), and `report.deployment` shows their sizes and latencies.
 
-Numpy only for the predictions (`eval.predictions.read`); the data registry is imported where a
-data set is built.
+`load_run(..., variants=, splits=)` loads only the variants and splits a config asks for (the
+audit passes its own), so files another config left in the run directory never enter a report.
+
+Numpy only for the predictions (`tf_forget.artifacts.predictions.read`); the data registry is
+imported where a data set is built.
 """
 
 import dataclasses
 import os
-import re
 from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
-from eval import predictions as predictions_lib
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions as predictions_lib
 
-DENSE = "dense"
-# Corrupted splits are `<corruption>@<severity>` (SPEC §1.1).
-_CORRUPTED = re.compile(r"^(?P<corruption>[^@/]+)@(?P<severity>\d+)$")
-SPARSE_SUFFIX = "+sparse"
+DENSE = names.DENSE
+SPARSE_SUFFIX = "+" + names.SPARSE
 
 
-class CollectError(ValueError):
+class CollectError(errors.Error):
   """A run's predictions that are missing, misaligned or inconsistent (one line)."""
 
 
@@ -109,34 +112,40 @@ class Run:
     out = set()
     for splits in self.predictions.values():
       for split in splits:
-        m = _CORRUPTED.match(split)
-        if m:
-          out.add((split, m.group("corruption"), int(m.group("severity"))))
+        parsed = parse_split(split)
+        if parsed:
+          out.add((split,) + parsed)
     return sorted(out, key=lambda s: (s[1], s[2]))
 
 
 def parse_split(split):
   """(corruption, severity) of a corrupted split name, or None for a plain split."""
-  m = _CORRUPTED.match(split)
-  return (m.group("corruption"), int(m.group("severity"))) if m else None
+  try:
+    return names.parse_split(split)
+  except names.SplitNameError:
+    return None
 
 
-def _scan(run_dir):
-  """{variant: {split: {k: path}}} of every predictions file under `<run>/predictions`."""
-  root = os.path.join(run_dir, "predictions")
+def _scan(run_dir, variants=None, splits=None):
+  """{variant: {split: {k: path}}} of the predictions files under `<run>/predictions`.
+
+  Only `variants` and `splits` if given (None: every file on disk).
+  """
+  root = layout.predictions_root(run_dir)
   if not os.path.isdir(root):
     raise CollectError(f"no predictions directory {root}")
   files = {}
   for variant in sorted(os.listdir(root)):
     vdir = os.path.join(root, variant)
-    if not os.path.isdir(vdir) or variant.endswith(SPARSE_SUFFIX):
+    if (not os.path.isdir(vdir) or variant.endswith(SPARSE_SUFFIX) or
+        (variants is not None and variant not in variants)):
       continue
     for k in sorted(os.listdir(vdir)):
       kdir = os.path.join(vdir, k)
       if not (os.path.isdir(kdir) and k.isdigit()):
         continue
       for name in sorted(os.listdir(kdir)):
-        if name.endswith(".npz"):
+        if name.endswith(".npz") and (splits is None or name[:-4] in splits):
           files.setdefault(variant, {}).setdefault(name[:-4], {})[int(k)] = os.path.join(
               kdir, name)
   if DENSE not in files:
@@ -210,7 +219,7 @@ def _stream_attributes(dataset, split, names):
 
 
 def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
-             train_attribute_shares=None):
+             train_attribute_shares=None, variants=None, splits=None):
   """Loads every predictions file of a run (docs/artifacts/predictions.md).
 
   Args:
@@ -221,6 +230,7 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
     dataset_name, dataset_options: see `dataset`.
     train_attribute_shares: optional {attribute: training share}; default: computed by
       streaming the data set's train split (attributes only).
+    variants, splits: load only these variant names and split names (None: all on disk).
 
   Returns:
     A `Run`.
@@ -229,7 +239,8 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
     CollectError: no predictions, no dense population, unreadable files, members or variants
       whose ids / labels differ, no evaluation split, ids absent from the data set.
   """
-  files = _scan(run_dir)
+  files = _scan(run_dir, None if variants is None else set(variants),
+                None if splits is None else set(splits))
   raw = {v: {s: _population(v, s, paths) for s, paths in splits.items()}
          for v, splits in files.items()}
   dense_meta = next(iter(next(iter(raw[DENSE].values())).metadata))

@@ -13,11 +13,12 @@ import os
 import pandas as pd
 
 from tf_forget.io import atomic
+from tf_forget.artifacts import errors
 
 SCHEMA = "tf_forget.encodings/1"  # eval.encodings.SCHEMA (not imported: report reads files)
 
 
-class DeploymentReportError(ValueError):
+class DeploymentReportError(errors.Error):
   """An unreadable encodings artifact (one line)."""
 
 

@@ -1,6 +1,6 @@
 """Report tables of the l-inf noise evaluation (003 §4.1, §5.1, App. D.1; SPEC §6.6-6.7).
 
-Reads `<run>/noise/<variant>/<k>/linf.npz` (`tf_forget.corruptions.noise_artifact`) and
+Reads `<run>/noise/<variant>/<k>/linf.npz` (`tf_forget.artifacts.noise`) and
 computes, per variant and noise level ε:
 
 * `noise_accuracy`: top-1 (mean over draws, then mean ± SD over members), normalized to dense
@@ -24,20 +24,21 @@ import re
 import numpy as np
 import pandas as pd
 
-from tf_forget.corruptions import noise_artifact
+from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.stats import lost_in_pruning
+from tf_forget.artifacts import errors
 
 DENSE = "dense"
 INDEPENDENT = "dense (independent)"
 _PRUNED = re.compile(r"^prune_(?P<t>0?\.\d+|1(\.0*)?)$")
 
 
-class NoiseReportError(ValueError):
+class NoiseReportError(errors.Error):
   """Noise artifacts that do not fit together (one line)."""
 
 
-def load(run_dir):
-  """Loads every noise artifact of a run.
+def load(run_dir, variants=None):
+  """Loads every noise artifact of a run (of `variants` only, if given).
 
   Returns:
     None if the run has no `noise/` directory, else dict variant -> {k: artifact dict}; all
@@ -51,6 +52,8 @@ def load(run_dir):
     return None
   out, ref = {}, None
   for variant in sorted(os.listdir(root)):
+    if variants is not None and variant not in set(variants):
+      continue
     vdir = os.path.join(root, variant)
     for k in sorted((d for d in os.listdir(vdir) if d.isdigit()), key=int):
       path = os.path.join(vdir, k, noise_artifact.FILE_NAME)
@@ -179,7 +182,7 @@ def compute(run_dir, variants=None):
   Raises:
     NoiseReportError: inconsistent artifacts.
   """
-  noise = load(run_dir)
+  noise = load(run_dir, variants)
   if noise is None:
     return {}, ["no l-inf noise evaluation in the run (noise/)"], None
   tables = {"noise_accuracy": accuracy_table(noise, variants),

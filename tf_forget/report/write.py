@@ -28,13 +28,14 @@ from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
 from tf_forget.report import sections
+from tf_forget.artifacts import errors
 
 SCHEMA_VERSION = "tf_forget.report/1"
 TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
          "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
 
 
-class ReportError(ValueError):
+class ReportError(errors.Error):
   """A report that cannot be built or written (one line)."""
 
 
@@ -111,7 +112,7 @@ def _inputs(run):
 
 def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                  dataset_options=None, train_attribute_shares=None, gallery_size=12,
-                 title=None, **measure_options):
+                 title=None, variants=None, splits=None, **measure_options):
   """Computes and renders a report in memory (nothing is written).
 
   Args:
@@ -119,6 +120,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     config: the run's configuration (JSON-ready dict), stored as is in report.json.
     dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
     gallery_size: Taxicab CIEs shown per compressed variant.
+    variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>").
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
       correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,
@@ -134,7 +136,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   """
   run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
                          dataset_options=dataset_options,
-                         train_attribute_shares=train_attribute_shares)
+                         train_attribute_shares=train_attribute_shares, variants=variants,
+                         splits=splits)
   m = measures_lib.compute(run, **measure_options)
   noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants)
   m.tables.update(noise_tables)

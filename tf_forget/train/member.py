@@ -2,7 +2,11 @@
 
 `train_member(config, member_dir)` trains from scratch (or resumes from the member's last
 checkpoint), strips the pruning wrappers, checks the achieved sparsity and writes `model.keras`
-then `metadata.json` atomically (docs/artifacts/members.md). Member k of each variant gets its
+then `metadata.json` atomically (docs/artifacts/members.md). The metadata records the sha256 of
+the `model.keras` bytes (`model_sha256`) and of the member's config (`inputs.config`): a member
+is finished only if both match (`status`); otherwise it is trained again, and the caller logs
+why. A checkpoint or model that cannot be written (read-only directory, full disk) is an
+`errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
 own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
 TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
@@ -11,6 +15,7 @@ kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the met
 
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import time
@@ -19,10 +24,14 @@ from typing import Mapping
 import numpy as np
 import tensorflow as tf
 
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import lineage
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
-from tf_forget.io import atomic
 from tf_forget.models import registry as model_registry
 from tf_forget.train import inputs
 from tf_forget.train import presets
@@ -30,9 +39,9 @@ from tf_forget.train import pruning
 from tf_forget.train import variants
 
 SCHEMA = "tf_forget.member/1"
-MODEL_FILE = "model.keras"
-METADATA_FILE = "metadata.json"
-CHECKPOINT_DIR = "checkpoints"
+MODEL_FILE = layout.MODEL_FILE
+METADATA_FILE = layout.METADATA_FILE
+CHECKPOINT_DIR = layout.CHECKPOINT_DIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,15 +73,56 @@ class MemberConfig:
     key = f"{self.population_seed}|{self.dataset}|{self.model}|{self.variant}|{self.k}"
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
+  def identity(self):
+    """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`)."""
+    return {"dataset": self.dataset, "dataset_options": dict(self.dataset_options),
+            "model": self.model, "model_options": dict(self.model_options),
+            "variant": self.variant, "k": int(self.k), "seed": int(self.seed),
+            "population_seed": int(self.population_seed), "preset": self.preset.to_json()}
 
-def member_dir(run_dir, variant, k):
-  """`<run>/members/<variant>/<k>`."""
-  return os.path.join(run_dir, "members", variant, str(int(k)))
+  def inputs(self):
+    """The lineage `inputs` of the member's metadata: {"config": sha256 of `identity`}."""
+    return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity())))}
 
 
-def is_finished(directory):
-  """A member is finished when its metadata exists (it is written last)."""
-  return tf.io.gfile.exists(os.path.join(directory, METADATA_FILE))
+member_dir = layout.member_dir
+
+
+def read_metadata(directory):
+  """A member's metadata dict; raises `errors.ReadError` if missing or not of `SCHEMA`."""
+  path = os.path.join(directory, METADATA_FILE)
+  meta = fileio.read_json(path, "member metadata")
+  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
+    raise errors.ReadError(f"{path} is not a {SCHEMA} file")
+  return meta
+
+
+def status(directory, config=None):
+  """`lineage.Status` of a member: finished, and its `model.keras` is the one it recorded.
+
+  Finished means: `metadata.json` readable, `model.keras` present with the recorded sha256, and
+  (if `config` is given) the same member config (`MemberConfig.inputs`).
+  """
+  if not fileio.exists(os.path.join(directory, METADATA_FILE)):
+    return lineage.MISSING
+  model_path = os.path.join(directory, MODEL_FILE)
+
+  def model_matches(meta):
+    sha = hashing.file_sha256_or_none(model_path)
+    if sha is None:
+      return "its model.keras is missing"
+    if sha != meta.get("model_sha256"):
+      return "its model.keras changed since it was trained"
+    return None
+
+  return lineage.status(lambda: read_metadata(directory),
+                        config.inputs() if config is not None else {}, "trained",
+                        extra=model_matches)
+
+
+def is_finished(directory, config=None):
+  """Whether the member is finished and current (`status`)."""
+  return bool(status(directory, config))
 
 
 def _versions():
@@ -129,7 +179,10 @@ class _Checkpointer(keras2.keras().callbacks.Callback):
     self._on_chunk = on_chunk
 
   def on_epoch_end(self, epoch, logs=None):
-    self._manager.save(checkpoint_number=epoch + 1)
+    try:
+      self._manager.save(checkpoint_number=epoch + 1)
+    except (OSError, tf.errors.OpError) as e:  # read-only directory, full disk: one line
+      raise errors.write_error(self._manager.directory, e) from e
     if self._on_chunk:
       self._on_chunk(epoch + 1, logs or {})
 
@@ -148,9 +201,13 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
 
   Raises:
     RuntimeError: if training diverged or the achieved sparsity misses the target.
+    errors.WriteError: a checkpoint, the model or the metadata cannot be written.
   """
-  if is_finished(directory):
-    return atomic.read_json(os.path.join(directory, METADATA_FILE))
+  if is_finished(directory, config):
+    return read_metadata(directory)
+  # Not current (or not there): the old metadata goes first, so that a kill while retraining
+  # never leaves metadata that describes another model.keras.
+  fileio.remove(os.path.join(directory, METADATA_FILE))
   keras = keras2.keras()
   preset = config.preset
   if preset.steps % preset.checkpoint_every:
@@ -206,7 +263,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                 metrics=["accuracy"])
   train_acc = final.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1]
   test_acc = final.evaluate(inputs.eval_stream(dataset, dataset.spec.eval_split), verbose=0)[1]
-  _save_model(final, os.path.join(directory, MODEL_FILE))
+  model_sha256 = _save_model(final, os.path.join(directory, MODEL_FILE))
   metadata = {
       "schema": SCHEMA,
       "dataset": config.dataset,
@@ -229,27 +286,50 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
+      # Lineage (issue #14): the bytes of model.keras and what they are a function of.
+      "model_sha256": model_sha256,
+      "inputs": config.inputs(),
   }
-  atomic.write_json(os.path.join(directory, METADATA_FILE), metadata)
+  fileio.write_json(os.path.join(directory, METADATA_FILE), metadata)
   if tf.io.gfile.exists(ckpt_dir):
     tf.io.gfile.rmtree(ckpt_dir)
-  return atomic.read_json(os.path.join(directory, METADATA_FILE))
+  return read_metadata(directory)
 
 
 def _save_model(model, path):
-  """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name)."""
+  """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name).
+
+  Returns:
+    The sha256 of the written file.
+
+  Raises:
+    errors.WriteError: the file cannot be written (one line); no temporary file is left.
+  """
   tmp = path[:-len(".keras")] + ".tmp.keras"
-  model.save(tmp)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+  try:
+    model.save(tmp)
+    sha = hashing.file_sha256(tmp, memo=False)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+  except (OSError, tf.errors.OpError) as e:
+    try:
+      fileio.remove(tmp)
+    except errors.WriteError:
+      pass
+    raise errors.write_error(path, e) from e
+  hashing.remember(path, sha)
+  return sha
 
 
 def _read_wall(ckpt_dir):
   path = os.path.join(ckpt_dir, "wall_time.json")
-  return atomic.read_json(path)["seconds"] if tf.io.gfile.exists(path) else 0.0
+  try:
+    return float(fileio.read_json(path)["seconds"]) if fileio.exists(path) else 0.0
+  except (errors.ReadError, KeyError, TypeError):
+    return 0.0  # a torn wall-time record only loses the time statistic
 
 
 def _write_wall(ckpt_dir, seconds):
-  atomic.write_json(os.path.join(ckpt_dir, "wall_time.json"), {"seconds": seconds})
+  fileio.write_json(os.path.join(ckpt_dir, "wall_time.json"), {"seconds": seconds})
 
 
 def load_model(directory):

@@ -2,7 +2,14 @@
 
 `train_population` writes `<run>/run.json` (the population's config) and trains every member
 that is not finished yet, printing members done / total and an ETA; re-running skips finished
-members and resumes a member killed midway from its last checkpoint. Members are trained
+members and resumes a member killed midway from its last checkpoint. A member whose
+`model.keras` no longer has the sha256 its metadata records (replaced, truncated) or whose
+config changed is trained again, with a log line saying why (`member.status`).
+
+`make_config` validates everything a population needs before anything is written (preset and
+overrides, model registry name, variants, steps a multiple of the checkpoint interval) and
+`check_run_dir` checks an existing `run.json` without writing: the audit calls both before it
+writes anything. Members are trained
 k-major (all variants of member 0, then of member 1, ...), so a partial run already holds
 complete pairs for every variant.
 """
@@ -13,18 +20,19 @@ import os
 import time
 from typing import Mapping, Sequence
 
-import tensorflow as tf
-
-from tf_forget.io import atomic
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.models import registry as model_registry
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
 from tf_forget.train import variants as variants_lib
+from tf_forget.artifacts import errors
 
-RUN_FILE = "run.json"
+RUN_FILE = layout.RUN_FILE
 RUN_SCHEMA = "tf_forget.run/1"
 
 
-class PopulationError(ValueError):
+class PopulationError(errors.Error):
   """A population config that is invalid or conflicts with the run directory."""
 
 
@@ -67,9 +75,21 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
   """Builds a validated `PopulationConfig` from a preset and overrides.
 
   Raises:
-    PopulationError / presets.PresetError / variants_lib.VariantError: invalid values.
+    PopulationError / variants_lib.VariantError: invalid values (preset errors are raised as
+      `PopulationError`): an unknown preset, field or model, steps not a multiple of
+      `checkpoint_every`, members < 1, duplicate variants.
   """
-  preset = presets.get(preset_name, **preset_overrides)
+  try:
+    preset = presets.get(preset_name, **preset_overrides)
+  except presets.PresetError as e:
+    raise PopulationError(str(e)) from e
+  if preset.steps % preset.checkpoint_every:
+    raise PopulationError(f"steps={preset.steps} is not a multiple of checkpoint_every="
+                          f"{preset.checkpoint_every} (preset {preset.name!r})")
+  model = model or preset.model
+  if model not in model_registry.MODELS:
+    raise PopulationError(f"unknown model {model!r} (known: "
+                          f"{', '.join(sorted(model_registry.MODELS))})")
   if variants is None:
     names = [v.name for v in variants_lib.population_variants(preset.sparsities)]
   else:
@@ -81,7 +101,7 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
     raise PopulationError(f"members must be >= 1, got {k}")
   return PopulationConfig(
       run_dir=run_dir, preset=preset, dataset=dataset or preset.dataset,
-      model=model or preset.model, variants=tuple(names), members=k,
+      model=model, variants=tuple(names), members=k,
       dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
       population_seed=int(population_seed))
 
@@ -97,12 +117,19 @@ def member_configs(config):
   ]
 
 
-def _check_run_file(config):
-  """Writes run.json, or checks that an existing one describes the same population."""
-  path = os.path.join(config.run_dir, RUN_FILE)
+def check_run_dir(config):
+  """Checks an existing run.json against `config` without writing; returns the new run.json.
+
+  Returns:
+    The run.json dict to write (variants and members merged with an existing one's).
+
+  Raises:
+    PopulationError: run.json describes another population, or cannot be read.
+  """
+  path = layout.run_file(config.run_dir)
   identity = config.identity()
-  if tf.io.gfile.exists(path):
-    old = atomic.read_json(path)
+  if fileio.exists(path):
+    old = fileio.read_json(path, "run config")
     for key, value in identity.items():
       if old.get(key) != value:
         raise PopulationError(f"{config.run_dir} holds a population with a different {key}; "
@@ -112,8 +139,7 @@ def _check_run_file(config):
     members = max(int(old.get("members", 0)), config.members)
   else:
     variants_all, members = list(config.variants), config.members
-  atomic.write_json(path, dict(identity, schema=RUN_SCHEMA, variants=variants_all,
-                               members=members))
+  return dict(identity, schema=RUN_SCHEMA, variants=variants_all, members=members)
 
 
 def _fmt(seconds):
@@ -131,25 +157,31 @@ def train_population(config, log=print):
 
   Returns:
     List of member metadata dicts, in `member_configs` order.
+
+  Raises:
+    PopulationError: run.json of another population; errors.WriteError: the run directory,
+      a checkpoint or a member cannot be written (one line).
   """
-  try:
-    tf.io.gfile.makedirs(config.run_dir)
-  except tf.errors.OpError as e:
-    raise PopulationError(f"cannot create run directory {config.run_dir}: {e.message}") from e
-  _check_run_file(config)
+  run_doc = check_run_dir(config)
+  fileio.makedirs(config.run_dir)
+  fileio.write_json(layout.run_file(config.run_dir), run_doc)
   todo = member_configs(config)
   total = len(todo)
-  done = sum(member_lib.is_finished(
-      member_lib.member_dir(config.run_dir, m.variant, m.k)) for m in todo)
+  states = {(m.variant, m.k): member_lib.status(
+      member_lib.member_dir(config.run_dir, m.variant, m.k), m) for m in todo}
+  done = sum(bool(st) for st in states.values())
   log(f"population: {config.dataset} / {config.model} / preset {config.preset.name}: "
       f"{len(config.variants)} variants x {config.members} members = {total} "
       f"({done} already finished) in {config.run_dir}")
   results, trained_times = [], []
   for cfg in todo:
     directory = member_lib.member_dir(config.run_dir, cfg.variant, cfg.k)
-    if member_lib.is_finished(directory):
+    state = states[(cfg.variant, cfg.k)]
+    if state:
       results.append(member_lib.train_member(cfg, directory))
       continue
+    if state.reason != "missing":
+      log(f"redo members {cfg.variant}/{cfg.k}: {state.reason}")
     t0 = time.time()
     log(f"[{done + 1}/{total}] training {cfg.variant} k={cfg.k} (seed {cfg.seed})")
     meta = member_lib.train_member(cfg, directory, log=log)

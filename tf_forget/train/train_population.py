@@ -12,6 +12,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tf_forget.artifacts import errors
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -48,8 +49,8 @@ def main(argv):
         variants=_VARIANTS.value, members=_MEMBERS.value, dataset_options=dataset_options,
         population_seed=_SEED.value, steps=_STEPS.value)
     population.train_population(config)
-  except ValueError as e:  # bad flags or data: one line, non-zero exit
-    sys.exit(f"train_population: error: {e}")
+  except errors.Error as e:  # bad flags, data or disk: one line (a bug keeps its traceback)
+    sys.exit(f"train_population: error: {errors.one_line(e, 1000)}")
 
 
 if __name__ == "__main__":

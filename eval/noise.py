@@ -1,7 +1,13 @@
 """Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1; SPEC §6.7).
 
-Writes one `tf_forget.corruptions.noise_artifact` file per (variant, member): the schema, the
+Writes one `tf_forget.artifacts.noise` file per (variant, member): the schema, the
 noise model and the example subset are documented there and in docs/artifacts/corruptions.md.
+Moved here from `tf_forget/corruptions/noise_eval.py` (issue #14): it runs `.tflite` files, the
+evaluator's business.
+
+Lineage: the file is read once, hashed, and those bytes are run; the artifact records
+`inputs` = {"tflite", "split", "protocol", "noise_scale"} (`noise_artifact.status`) and is
+reused only if all equal the current ones.
 """
 
 import os
@@ -13,9 +19,13 @@ from scipy import special
 from eval import batched
 from eval import evaluate
 from eval import interpreter
-from tf_forget.corruptions import noise_artifact
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import predictions
 from tf_forget.data import base
-from tf_forget.io import atomic
 
 
 def select_examples(dataset, protocol):
@@ -52,7 +62,8 @@ def noise_scale(model_options, channels):
 
 def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=None,
                   num_threads=interpreter.DEFAULT_NUM_THREADS,
-                  batch_size=batched.DEFAULT_BATCH_SIZE, tflite_sha256=None):
+                  batch_size=batched.DEFAULT_BATCH_SIZE, tflite_sha256=None, split_id=None,
+                  log=None):
   """Runs one `.tflite` file on `examples` under every noise level and draw; writes `linf.npz`.
 
   Args:
@@ -63,8 +74,10 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
     out_path: the artifact to write (atomically).
     metadata: extra JSON-ready metadata (variant, k, ...).
     num_threads, batch_size: interpreter threads and batch size.
-    tflite_sha256: the file's sha256; an existing artifact for the same file and protocol is
-      kept.
+    tflite_sha256: the sha256 the export JSON records (a file whose bytes differ is an
+      `evaluate.EvaluationError`); the artifact records the sha256 of the bytes run.
+    split_id: identity of the clean split the examples come from (`predictions.split_identity`).
+    log: optional callable(str); told why an existing artifact is redone.
 
   Returns:
     (metadata dict, skipped bool).
@@ -74,9 +87,20 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
     interpreter.TfliteError: an unreadable file or a shape mismatch.
   """
   protocol.check()
-  if noise_artifact.is_complete(out_path, tflite_sha256, protocol):
+  sha = evaluate.current_sha256(tflite_path, tflite_sha256)
+  inputs = {"tflite": sha, "split": split_id,
+            "protocol": hashing.sha256_json(protocol.to_json()),
+            "noise_scale": hashing.sha256_json([float(s) for s in scale])}
+  state = noise_artifact.status(out_path, inputs)
+  if state:
     return noise_artifact.read(out_path)["metadata"], True
-  runner = batched.BatchedRunner(tflite_path, batch_size, num_threads, runtime="auto")
+  if log and state.reason != "missing":
+    label = "/".join(str((metadata or {}).get(key, "?")) for key in ("variant", "k"))
+    log(f"redo {label} l-inf noise: {state.reason}")
+  data = interpreter.read_model(tflite_path)  # the bytes hashed are the bytes run
+  if hashing.sha256_bytes(data) != sha:
+    raise evaluate.EvaluationError(f"{tflite_path} changed while it was being evaluated")
+  runner = batched.BatchedRunner(data, batch_size, num_threads, runtime="auto")
   runner.check_images(examples.images)
   raw = np.asarray(examples.images, np.float32)
   eps = np.asarray(protocol.eps, np.float64)
@@ -99,7 +123,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   meta = noise_artifact.write(
       out_path, eps, examples.ids, examples.labels, top1, soft,
       dict(metadata or {}, protocol=protocol.to_json(), tflite=os.path.abspath(tflite_path),
-           tflite_sha256=tflite_sha256, noise_scale=[float(s) for s in scale],
+           tflite_sha256=sha, inputs=inputs, noise_scale=[float(s) for s in scale],
            runtime=runner.runtime, runtime_fallback=runner.fallback_reason, seconds=seconds,
            top1_accuracy=[float(np.mean(top1[l] == examples.labels))
                           for l in range(eps.size)]))
@@ -107,16 +131,18 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
 
 
 def _model_options(run_dir, meta):
-  member = os.path.join(run_dir, "members", meta["member_variant"], str(int(meta["k"])),
-                        "metadata.json")
-  if os.path.exists(member):
-    return atomic.read_json(member).get("model_options") or {}
+  member = layout.member_metadata(run_dir, meta["member_variant"], meta["k"])
+  if fileio.exists(member):
+    try:
+      return fileio.read_json(member, "member metadata").get("model_options") or {}
+    except errors.ReadError as e:
+      raise evaluate.EvaluationError(str(e)) from e
   return meta.get("source", {}).get("model_options") or {}
 
 
 def evaluate_population(run_dir, dataset, protocol, variants=None,
                         num_threads=interpreter.DEFAULT_NUM_THREADS,
-                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None):
+                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None, redo_log=None):
   """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
 
   Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
@@ -129,6 +155,7 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
     variants: optional audited variant names to restrict to.
     num_threads, batch_size: interpreter threads and batch size.
     log: optional callable(str), one line per file.
+    redo_log: optional callable(str) for "redo ..." lines (default: `log`).
 
   Returns:
     list of the artifacts' metadata dicts.
@@ -143,6 +170,8 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
     raise noise_artifact.NoiseError(f"no plain export to evaluate under noise in {run_dir}")
   examples = select_examples(dataset, protocol)
   channels = dataset.spec.image_shape[-1]
+  split_id = predictions.split_identity(dataset.spec.name, dataset.spec.options,
+                                        dataset.spec.eval_split)
   metas = []
   for meta in exports:
     k = int(meta["k"])
@@ -152,7 +181,8 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
         metadata={"variant": meta["variant"], "member_variant": meta["member_variant"],
                   "k": k, "format": meta["format"], "encoding": meta["encoding"],
                   "dataset": dataset.spec.name},
-        num_threads=num_threads, batch_size=batch_size, tflite_sha256=meta["sha256"])
+        num_threads=num_threads, batch_size=batch_size, tflite_sha256=meta["sha256"],
+        split_id=split_id, log=redo_log or log)
     metas.append(out)
     if log:
       acc = out["top1_accuracy"]

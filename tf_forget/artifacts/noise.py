@@ -1,10 +1,10 @@
-"""The l-inf noise artifact and protocol (003 §4.1, App. D.1; SPEC §6.7); no LiteRT import.
+"""The l-inf noise artifact and protocol (003 §4.1, App. D.1; SPEC §6.7); numpy + JSON only.
 
 003 injects U(-ε, ε) noise into the *normalized* network input, for a random subset of 1000
 test images and 100 draws, and reads two things off it: accuracy per noise level (its
 Figure 1 / 28: prune potential collapses as ε grows) and the functional similarity of a
 compressed network to its dense counterpart (Figure 4: share of matching labels and L2
-distance of the softmax outputs). `noise_eval` writes the per-file raw material for both:
+distance of the softmax outputs). `eval.noise` writes the per-file raw material for both:
 
     <run>/noise/<variant>/<k>/linf.npz
 
@@ -14,7 +14,11 @@ distance of the softmax outputs). `noise_eval` writes the per-file raw material 
 | `ids`, `labels` | int64 `[N]` | the evaluated examples (sorted ids) and their true labels |
 | `top1` | int32 `[L, D, N]` | top-1 label of draw d at level l |
 | `softmax` | float16 `[L, D, N, C]` | softmax of the (dequantized) scores |
-| `metadata` | `<U` 0-d | JSON: schema, variant, k, format, protocol, noise_scale, runtime, ... |
+| `metadata` | `<U` 0-d | JSON: schema, variant, k, format, protocol, noise_scale, runtime, `inputs`, ... |
+
+`inputs` (lineage) = {"tflite": sha256 of the `.tflite` bytes run, "split": identity of the
+examples (`predictions.split_identity` of the eval split), "protocol": sha256 of the protocol
+JSON, "noise_scale": sha256 of the per-channel scale}; an artifact is reused only if all match.
 
 Noise, identical for every file of a run: draw d is one U(-1, 1) field drawn with
 `np.random.default_rng([seed, d]).uniform(-1, 1)`, and level l's noise is ε_l times it
@@ -30,23 +34,24 @@ split if it has at most `examples`, else a random subset (seed `seed`) of that s
 
 import dataclasses
 import json
-import os
-import zipfile
 from typing import Sequence
 
 import numpy as np
 
-from tf_forget.io import atomic
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import lineage
 
 SCHEMA = "tf_forget.linf_noise/1"
-FILE_NAME = "linf.npz"
+FILE_NAME = layout.NOISE_FILE
 # SPEC §6.7: ε grid linspace(0, 0.7, 15), 1000 test images x 100 draws.
 PAPER_EPS = tuple(round(float(e), 6) for e in np.linspace(0.0, 0.7, 15))
 PAPER_DRAWS = 100
 PAPER_EXAMPLES = 1000
 
 
-class NoiseError(ValueError):
+class NoiseError(errors.Error):
   """A bad noise protocol or an unreadable noise artifact (one line)."""
 
 
@@ -82,7 +87,7 @@ class NoiseProtocol:
 
 def path(run_dir, variant, k):
   """`<run>/noise/<variant>/<k>/linf.npz`."""
-  return os.path.join(run_dir, "noise", variant, str(int(k)), FILE_NAME)
+  return layout.noise(run_dir, variant, k)
 
 
 def read(file_path):
@@ -92,25 +97,36 @@ def read(file_path):
     NoiseError: missing, truncated or inconsistent file.
   """
   try:
-    out = atomic.read_npz(file_path)
+    out = fileio.read_npz(file_path, "noise artifact")
     meta = json.loads(str(out.pop("metadata")))
-  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+    if not isinstance(meta, dict):
+      raise ValueError("metadata is not a JSON object")
+  except (errors.ReadError, ValueError, KeyError) as e:
     raise NoiseError(f"cannot read noise artifact {file_path}: "
-                     f"{' '.join(str(e).split())[:200]}") from e
+                     f"{errors.one_line(e, 200)}") from e
   if meta.get("schema") != SCHEMA:
     raise NoiseError(f"{file_path}: schema {meta.get('schema')!r}, expected {SCHEMA!r}")
-  l, n = out["eps"].size, out["ids"].size
-  shape = out["top1"].shape
-  if len(shape) != 3 or shape[0] != l or shape[2] != n or out["softmax"].shape[:3] != shape:
+  try:
+    l, n = out["eps"].size, out["ids"].size
+    shape = out["top1"].shape
+    bad = (len(shape) != 3 or shape[0] != l or shape[2] != n or
+           out["softmax"].shape[:3] != shape or out["labels"].shape != (n,))
+  except KeyError as e:
+    raise NoiseError(f"{file_path}: missing array {e}") from e
+  if bad:
     raise NoiseError(f"{file_path}: arrays disagree on levels / draws / examples")
   out["metadata"] = meta
   return out
 
 
+def status(out_path, inputs):
+  """`lineage.Status` of an artifact for the current `inputs` (see the module doc)."""
+  return lineage.status(lambda: read(out_path)["metadata"], inputs, "evaluated",
+                        exists=lambda: fileio.exists(out_path))
+
+
 def is_complete(out_path, tflite_sha256, protocol):
   """Whether a readable artifact exists for the same protocol (and `.tflite` sha256, if given)."""
-  if not os.path.exists(out_path):
-    return False
   try:
     meta = read(out_path)["metadata"]
   except NoiseError:
@@ -123,14 +139,11 @@ def write(out_path, eps, ids, labels, top1, softmax, metadata):
   """Writes one artifact atomically (`metadata` gets the schema).
 
   Raises:
-    NoiseError: the file cannot be written.
+    errors.WriteError: the file cannot be written.
   """
   meta = dict(metadata, schema=SCHEMA)
-  try:
-    atomic.write_npz(out_path, eps=np.asarray(eps, np.float64), ids=np.asarray(ids, np.int64),
-                     labels=np.asarray(labels, np.int64), top1=np.asarray(top1, np.int32),
-                     softmax=np.asarray(softmax, np.float16),
-                     metadata=np.array(json.dumps(meta, sort_keys=True)))
-  except OSError as e:
-    raise NoiseError(f"cannot write {out_path}: {' '.join(str(e).split())[:200]}") from e
+  fileio.write_npz(out_path, eps=np.asarray(eps, np.float64), ids=np.asarray(ids, np.int64),
+                   labels=np.asarray(labels, np.int64), top1=np.asarray(top1, np.int32),
+                   softmax=np.asarray(softmax, np.float16),
+                   metadata=np.array(json.dumps(meta, sort_keys=True)))
   return meta

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from eval import batched
-from tf_forget.corruptions import noise_artifact
-from tf_forget.corruptions import noise_eval
+from tf_forget.artifacts import noise as noise_artifact
+from eval import noise as noise_eval
 from tests.tflite_export import fake_run
 from tflite_export import export
 

@@ -1,0 +1,134 @@
+"""Every path of a run directory (docs/artifacts/*.md), in one place.
+
+    <run>/
+      audit.json                                     the audit's config (`eval/audit_lib.py`)
+      run.json                                       the population config (tf_forget/train)
+      members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
+      tflite/<member variant>/<k>/<stem>.{tflite, json, failed.json}
+      predictions/<variant>/<k>/<split>.npz
+      predictions_keras/<member variant>/<k>/<split>.npz
+      noise/<variant>/<k>/linf.npz
+      eval/agreement/<split>.json
+      eval/encodings.json
+      eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz
+      corruptions/                                   the corrupted-split cache of the audit
+      report.json, report.html, tables/              tf_forget/report
+      deploy/                                        the deployment bundle
+
+`<stem>` is the format, or `<format>+sparse` for a sparse-encoded twin (`names.Variant`);
+`<k>` is the member index without padding. Standard library only.
+"""
+
+import os
+
+from tf_forget.artifacts import names
+
+RUN_FILE = "run.json"
+AUDIT_FILE = "audit.json"
+REPORT_FILE = "report.json"
+MODEL_FILE = "model.keras"
+METADATA_FILE = "metadata.json"
+CHECKPOINT_DIR = "checkpoints"
+NOISE_FILE = "linf.npz"
+
+
+def _check_split(split):
+  names.parse_split(split)  # raises SplitNameError for "", "a/b", "x@y"
+  return split
+
+
+def run_file(run_dir):
+  return os.path.join(run_dir, RUN_FILE)
+
+
+def audit_file(run_dir):
+  return os.path.join(run_dir, AUDIT_FILE)
+
+
+def report_file(run_dir):
+  return os.path.join(run_dir, REPORT_FILE)
+
+
+def members_root(run_dir):
+  return os.path.join(run_dir, "members")
+
+
+def member_dir(run_dir, member_variant, k):
+  """`<run>/members/<member variant>/<k>`."""
+  return os.path.join(run_dir, "members", member_variant, str(int(k)))
+
+
+def member_model(run_dir, member_variant, k):
+  return os.path.join(member_dir(run_dir, member_variant, k), MODEL_FILE)
+
+
+def member_metadata(run_dir, member_variant, k):
+  return os.path.join(member_dir(run_dir, member_variant, k), METADATA_FILE)
+
+
+def member_model_relpath(member_variant, k):
+  """`members/<member variant>/<k>/model.keras` (relative to the run, as exports record it)."""
+  return os.path.join("members", member_variant, str(int(k)), MODEL_FILE)
+
+
+def tflite_root(run_dir):
+  return os.path.join(run_dir, "tflite")
+
+
+def _tflite_base(run_dir, variant, k):
+  return os.path.join(run_dir, "tflite", variant.member_variant, str(int(k)), variant.file_stem)
+
+
+def tflite_paths(run_dir, variant, k):
+  """(`.tflite` path, `.json` path) of a `names.Variant`'s export of member k."""
+  base = _tflite_base(run_dir, variant, k)
+  return base + ".tflite", base + ".json"
+
+
+def tflite_failure(run_dir, variant, k):
+  """`<stem>.failed.json`: a failed (sparse) conversion of a variant's export of member k."""
+  return _tflite_base(run_dir, variant, k) + ".failed.json"
+
+
+def predictions_root(run_dir):
+  return os.path.join(run_dir, "predictions")
+
+
+def predictions(run_dir, variant, k, split):
+  """`<run>/predictions/<variant>/<k>/<split>.npz`."""
+  return os.path.join(run_dir, "predictions", variant, str(int(k)), f"{_check_split(split)}.npz")
+
+
+def keras_predictions(run_dir, member_variant, k, split):
+  """`<run>/predictions_keras/<member variant>/<k>/<split>.npz`."""
+  return os.path.join(run_dir, "predictions_keras", member_variant, str(int(k)),
+                      f"{_check_split(split)}.npz")
+
+
+def noise(run_dir, variant, k):
+  """`<run>/noise/<variant>/<k>/linf.npz`."""
+  return os.path.join(run_dir, "noise", variant, str(int(k)), NOISE_FILE)
+
+
+def agreement(run_dir, split):
+  """`<run>/eval/agreement/<split>.json`."""
+  return os.path.join(run_dir, "eval", "agreement", f"{_check_split(split)}.json")
+
+
+def encodings(run_dir):
+  """`<run>/eval/encodings.json`."""
+  return os.path.join(run_dir, "eval", "encodings.json")
+
+
+def twin_runtime(run_dir, variant, k, split, runtime):
+  """`<run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz`."""
+  return os.path.join(run_dir, "eval", "twin_runtime", variant, str(int(k)),
+                      f"{_check_split(split)}.{runtime}.npz")
+
+
+def corruptions_dir(run_dir):
+  return os.path.join(run_dir, "corruptions")
+
+
+def deploy_dir(run_dir):
+  return os.path.join(run_dir, "deploy")

@@ -1,0 +1,83 @@
+"""Is an artifact current? Recorded `inputs` against the current inputs' hashes.
+
+Every artifact records `inputs`: {name: sha256} of what it was made from (a member's
+`model.keras`, the `.tflite` bytes an evaluation ran, the identity of its input split, ...;
+docs/artifacts/*.md). A stage reuses an artifact only if it is readable and every recorded
+input equals the current one; otherwise it redoes it and logs why, e.g.
+
+    redo prune_0.9/0 test: its .tflite changed since it was evaluated
+
+`Status` carries that reason. Standard library only.
+"""
+
+import dataclasses
+from typing import Optional
+
+from tf_forget.artifacts import errors
+
+# What a changed input means, for the log line ("its <label> changed since it was <verb>").
+LABELS = {
+    "model": "model.keras",
+    "tflite": ".tflite",
+    "split": "input split",
+    "protocol": "noise protocol",
+    "config": "config",
+    "representative": "representative data",
+    "converter": "converter options",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+  """Whether an artifact can be reused, and if not, why (one line)."""
+  current: bool
+  reason: Optional[str] = None
+
+  def __bool__(self):
+    return self.current
+
+
+CURRENT = Status(True)
+MISSING = Status(False, "missing")
+
+
+def changed(recorded, expected, verb="made"):
+  """The reason the recorded inputs differ from the expected ones, or None if they match.
+
+  Args:
+    recorded: the artifact's `inputs` dict (or None for an artifact made before lineage).
+    expected: {name: sha256 or JSON value} of the current inputs; every key must match.
+    verb: how the artifact was made ("evaluated", "exported", "trained").
+  """
+  if not isinstance(recorded, dict):
+    return "it records no inputs (made by an older version)"
+  for name, value in expected.items():
+    if recorded.get(name) != value:
+      label = LABELS.get(name, name)
+      if recorded.get(name) is None:
+        return f"it does not record its {label}"
+      return f"its {label} changed since it was {verb}"
+  return None
+
+
+def status(read, expected, verb="made", exists=None, extra=None):
+  """`Status` of an artifact: readable (via `read()` -> metadata dict) and with `expected` inputs.
+
+  Args:
+    read: zero-argument callable returning the artifact's metadata dict (with `inputs`);
+      raising `errors.Error` (unreadable, wrong schema) means "redo".
+    expected: see `changed`.
+    verb: see `changed`.
+    exists: optional zero-argument callable; False means `MISSING`.
+    extra: optional callable(metadata) -> reason or None, a further requirement.
+  """
+  if exists is not None and not exists():
+    return MISSING
+  try:
+    meta = read()
+  except errors.Error as e:
+    return Status(False, f"it is unreadable ({errors.one_line(e, 160)})")
+  reason = changed(meta.get("inputs"), expected, verb)
+  if reason is None and extra is not None:
+    reason = extra(meta)
+  return CURRENT if reason is None else Status(False, reason)

@@ -1,0 +1,243 @@
+"""The name grammar of a run (SPEC §1.1): trained variants, audited variants, splits.
+
+Trained (member) variants: `dense`, and `prune_<t>` for gradual magnitude pruning to fraction
+t of the prunable weights, 0 < t < 1 (`prune_0.9`).
+
+Audited variant names: a TFLite file is (member variant, format, encoding); its name joins
+the parts with "+", leaving out the defaults (`dense`, `float32`, `plain`):
+
+  =================  ==========  ============  ===========================
+  member variant     format      encoding      variant name
+  =================  ==========  ============  ===========================
+  dense              float32     plain         ``dense``
+  dense              full_int8   plain         ``full_int8``
+  prune_0.9          float32     plain         ``prune_0.9``
+  prune_0.9          full_int8   plain         ``prune_0.9+full_int8``
+  dense              float32     sparse        ``float32+sparse``
+  dense              full_int8   sparse        ``full_int8+sparse``
+  prune_0.9          float32     sparse        ``prune_0.9+sparse``
+  prune_0.9          full_int8   sparse        ``prune_0.9+full_int8+sparse``
+  =================  ==========  ============  ===========================
+
+The formats are the keys of the exporter's registry `tflite_export.formats.FORMATS` (which
+checks at import that they are `FORMAT_NAMES`); encodings are "plain" and "sparse" (issue #10).
+
+Splits: a data split (`test`) or a corrupted split `<corruption>@<severity>` (`glass_blur@3`);
+this module owns the grammar, `tf_forget.corruptions.registry` checks the corruption exists.
+
+Standard library only.
+"""
+
+import dataclasses
+import re
+
+from tf_forget.artifacts import errors
+
+DENSE = "dense"
+DEFAULT_FORMAT = "float32"
+DEFAULT_ENCODING = "plain"
+SPARSE = "sparse"
+FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
+ENCODINGS = ("plain", "sparse")
+_PRUNE = re.compile(r"^prune_(0?\.\d+)$")
+_CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
+
+
+class VariantError(errors.Error):
+  """A trained-variant name that is not `dense` or `prune_<t>` with 0 < t < 1."""
+
+
+class FormatError(errors.Error):
+  """An unknown format, encoding or malformed audited variant name."""
+
+
+class SplitNameError(errors.Error):
+  """A split name that is neither a plain split nor `<corruption>@<severity>`."""
+
+
+# --- trained variants -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedVariant:
+  """A trained variant.
+
+  Attributes:
+    name: canonical name (`dense`, `prune_0.9`).
+    sparsity: target fraction t of zeros among prunable weights (0 for dense).
+  """
+  name: str
+  sparsity: float
+
+  @property
+  def pruned(self):
+    return self.sparsity > 0
+
+
+def prune_name(t):
+  """The canonical name of pruning to fraction `t` (`prune_0.9`, `prune_0.95`)."""
+  return f"prune_{float(t):g}"
+
+
+def parse_trained(name):
+  """Parses a trained-variant name into a `TrainedVariant` with a canonical name.
+
+  Raises:
+    VariantError: anything but `dense` or `prune_<t>`, or t outside (0, 1).
+  """
+  if name == DENSE:
+    return TrainedVariant(DENSE, 0.0)
+  match = _PRUNE.match(str(name))
+  if not match:
+    raise VariantError(f"unknown variant {name!r}: expected 'dense' or 'prune_<t>' "
+                       "with 0 < t < 1, e.g. 'prune_0.9'")
+  t = float(match.group(1))
+  if not 0.0 < t < 1.0:
+    raise VariantError(f"sparsity of {name!r} must be in (0, 1), got {t}")
+  return TrainedVariant(prune_name(t), t)
+
+
+def population_variants(sparsities):
+  """`dense` plus one pruned variant per sparsity, in the given order."""
+  return [parse_trained(DENSE)] + [parse_trained(prune_name(t)) for t in sparsities]
+
+
+# --- audited (TFLite) variants ----------------------------------------------------------------
+
+
+def check_format(name):
+  """Raises `FormatError` unless `name` is a TFLite format."""
+  if name not in FORMAT_NAMES:
+    raise FormatError(f"unknown TFLite format {name!r} (known: {', '.join(FORMAT_NAMES)})")
+
+
+def check_encoding(name):
+  """Raises `FormatError` unless `name` is in `ENCODINGS`."""
+  if name not in ENCODINGS:
+    raise FormatError(f"unknown encoding {name!r} (known: {', '.join(ENCODINGS)})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """A TFLite variant: which member population, which format, which encoding.
+
+  Attributes:
+    member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
+    format: one of `FORMAT_NAMES`.
+    encoding: one of `ENCODINGS`.
+  """
+  member_variant: str
+  format: str = DEFAULT_FORMAT
+  encoding: str = DEFAULT_ENCODING
+
+  def __post_init__(self):
+    check_format(self.format)
+    check_encoding(self.encoding)
+    if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
+        self.member_variant in ENCODINGS or self.member_variant in FORMAT_NAMES):
+      raise FormatError(f"bad member variant {self.member_variant!r}")
+
+  @property
+  def name(self):
+    """The audited variant name (SPEC §1.1), e.g. "prune_0.9+full_int8"."""
+    parts = []
+    if self.member_variant != DENSE:
+      parts.append(self.member_variant)
+    if self.format != DEFAULT_FORMAT or (self.member_variant == DENSE and
+                                         self.encoding != DEFAULT_ENCODING):
+      parts.append(self.format)
+    if self.encoding != DEFAULT_ENCODING:
+      parts.append(self.encoding)
+    return "+".join(parts) if parts else DENSE
+
+  @property
+  def file_stem(self):
+    """File name (without extension) inside `tflite/<member variant>/<k>/`."""
+    if self.encoding == DEFAULT_ENCODING:
+      return self.format
+    return f"{self.format}+{self.encoding}"
+
+
+def _parse_list(text, check, what):
+  """Comma-separated names, checked with `check`, duplicates dropped, order kept."""
+  names = [n.strip() for n in text.split(",") if n.strip()]
+  if not names:
+    raise FormatError(f"no {what} given")
+  for name in names:
+    check(name)
+  return list(dict.fromkeys(names))
+
+
+def parse_formats(text):
+  """Parses a comma-separated list of formats ("float32,full_int8"), in the given order."""
+  return _parse_list(text, check_format, "TFLite format")
+
+
+def parse_encodings(text):
+  """Parses a comma-separated list of encodings ("plain,sparse"), in the given order."""
+  return _parse_list(text, check_encoding, "encoding")
+
+
+def plain_twin(variant):
+  """The plain-encoded `Variant` of the same member variant and format (itself if plain)."""
+  return Variant(variant.member_variant, variant.format, DEFAULT_ENCODING)
+
+
+def parse_variant(name):
+  """Parses an audited variant name into a `Variant` (inverse of `Variant.name`).
+
+  "full_int8" -> (dense, full_int8, plain); "prune_0.9" -> (prune_0.9, float32, plain);
+  "prune_0.9+dynamic_int8" -> (prune_0.9, dynamic_int8, plain);
+  "float32+sparse" -> (dense, float32, sparse); "prune_0.9+sparse" -> (prune_0.9, float32,
+  sparse); "prune_0.9+full_int8+sparse" -> (prune_0.9, full_int8, sparse).
+
+  Raises:
+    FormatError: a malformed name or unknown parts.
+  """
+  parts = str(name).split("+")
+  member, fmt, encoding = DENSE, DEFAULT_FORMAT, DEFAULT_ENCODING
+  i = 0
+  if parts[0] not in FORMAT_NAMES:
+    member = parts[0]
+    i = 1
+  if i < len(parts) and parts[i] in FORMAT_NAMES:
+    fmt = parts[i]
+    i += 1
+  if i < len(parts):
+    encoding = parts[i]
+    i += 1
+  if i != len(parts) or not member:
+    raise FormatError(f"malformed variant name {name!r}")
+  variant = Variant(member, fmt, encoding)
+  if variant.name != name:
+    raise FormatError(f"non-canonical variant name {name!r} (canonical: {variant.name!r})")
+  return variant
+
+
+# --- splits -----------------------------------------------------------------------------------
+
+
+def split_name(corruption, severity):
+  """`glass_blur@3` (grammar only; `corruptions.registry.split_name` also checks the name)."""
+  name = f"{corruption}@{int(severity)}"
+  if not _CORRUPTED.match(name):
+    raise SplitNameError(f"bad corruption name {corruption!r}")
+  return name
+
+
+def parse_split(name):
+  """(corruption, severity) of a corrupted split name, None for a plain split (`test`).
+
+  Raises:
+    SplitNameError: a name with "@" that is not `<corruption>@<severity>`, or an empty name or
+      one with a "/".
+  """
+  name = str(name)
+  if not name or "/" in name:
+    raise SplitNameError(f"bad split name {name!r}")
+  if "@" not in name:
+    return None
+  m = _CORRUPTED.match(name)
+  if not m:
+    raise SplitNameError(f"corrupted split names are <corruption>@<severity>, got {name!r}")
+  return m.group("corruption"), int(m.group("severity"))

@@ -1,0 +1,87 @@
+"""Atomic writes (os + rename for local paths), one-line write errors, hashing, names, layout."""
+
+import errno
+import hashlib
+import os
+
+import pytest
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+
+
+def test_write_errors_are_one_line_and_leave_nothing(tmp_path, monkeypatch):
+  blocker = tmp_path / "file"
+  blocker.write_text("x")
+  with pytest.raises(errors.WriteError, match=r"cannot write .*file/sub: Not a directory"):
+    fileio.write_json(str(blocker / "sub" / "a.json"), {})  # NotADirectoryError
+  assert blocker.read_text() == "x"
+
+  def full(path, data):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+  monkeypatch.setattr(fileio, "_write_file", full)
+  with pytest.raises(errors.WriteError) as e:
+    fileio.write_json(str(tmp_path / "b.json"), {})
+  assert str(e.value) == f"cannot write {tmp_path / 'b.json'}: No space left on device"
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # no temporary file left
+
+
+def test_check_writable(tmp_path, monkeypatch):
+  out = tmp_path / "a" / "b"
+  assert fileio.check_writable(str(out)) == [str(tmp_path / "a"), str(out)]
+  assert list(out.iterdir()) == []  # the probe is gone
+  fileio.remove_created([str(tmp_path / "a"), str(out)])
+  assert not (tmp_path / "a").exists()
+
+  def denied(path, data):
+    raise PermissionError(errno.EACCES, "Permission denied")
+
+  monkeypatch.setattr(fileio, "_write_file", denied)
+  with pytest.raises(errors.WriteError, match="Permission denied"):
+    fileio.check_writable(str(out))
+  assert not (tmp_path / "a").exists()  # what it created is removed again
+
+
+def test_file_sha256_streams_and_notices_changes(tmp_path):
+  path = tmp_path / "f.bin"
+  data = os.urandom(3 << 20)
+  path.write_bytes(data)
+  assert hashing.file_sha256(str(path)) == hashlib.sha256(data).hexdigest()
+  path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, new bytes and mtime
+  os.utime(path, ns=(1, 1))
+  assert hashing.file_sha256(str(path)) == hashlib.sha256(
+      data[:-1] + bytes([data[-1] ^ 1])).hexdigest()
+  assert hashing.sha256_json({"b": 1, "a": 2}) == hashing.sha256_json({"a": 2, "b": 1})
+
+
+def test_names_round_trip():
+  for name in ("dense", "full_int8", "prune_0.9", "prune_0.9+full_int8", "float32+sparse",
+               "prune_0.9+sparse", "prune_0.9+full_int8+sparse"):
+    assert names.parse_variant(name).name == name
+  assert names.parse_trained("prune_0.90").name == "prune_0.9"
+  with pytest.raises(errors.Error):
+    names.parse_variant("prune_0.9+int4")
+  with pytest.raises(errors.Error):
+    names.parse_trained("prune_1.5")
+  assert names.parse_split("test") is None
+  assert names.parse_split("glass_blur@3") == ("glass_blur", 3)
+  assert names.split_name("glass_blur", 3) == "glass_blur@3"
+  for bad in ("", "a/b", "glass_blur@x", "@3"):
+    with pytest.raises(names.SplitNameError):
+      names.parse_split(bad)
+
+
+def test_layout():
+  v = names.parse_variant("prune_0.9+full_int8+sparse")
+  assert layout.tflite_paths("r", v, 3) == ("r/tflite/prune_0.9/3/full_int8+sparse.tflite",
+                                            "r/tflite/prune_0.9/3/full_int8+sparse.json")
+  assert layout.predictions("r", "dense", 0, "fog@2") == "r/predictions/dense/0/fog@2.npz"
+  assert layout.member_model("r", "dense", 1) == "r/members/dense/1/model.keras"
+  assert layout.twin_runtime("r", "full_int8", 0, "test", "builtin") == (
+      "r/eval/twin_runtime/full_int8/0/test.builtin.npz")
+  with pytest.raises(names.SplitNameError):
+    layout.predictions("r", "dense", 0, "a/b")

@@ -55,6 +55,10 @@ class NoiseError(errors.Error):
   """A bad noise protocol or an unreadable noise artifact (one line)."""
 
 
+class NoiseReadError(NoiseError, errors.ReadError):
+  """A noise artifact that is missing, truncated or inconsistent."""
+
+
 @dataclasses.dataclass(frozen=True)
 class NoiseProtocol:
   """Which noise levels, how many draws, on how many examples.
@@ -101,20 +105,22 @@ def read(file_path):
     meta = json.loads(str(out.pop("metadata")))
     if not isinstance(meta, dict):
       raise ValueError("metadata is not a JSON object")
-  except (errors.ReadError, ValueError, KeyError) as e:
-    raise NoiseError(f"cannot read noise artifact {file_path}: "
-                     f"{errors.one_line(e, 200)}") from e
+  except errors.ReadError as e:
+    raise NoiseReadError(str(e)) from e
+  except (ValueError, KeyError) as e:
+    raise NoiseReadError(f"cannot read noise artifact {file_path}: "
+                         f"{errors.one_line(e, 200)}") from e
   if meta.get("schema") != SCHEMA:
-    raise NoiseError(f"{file_path}: schema {meta.get('schema')!r}, expected {SCHEMA!r}")
+    raise NoiseReadError(f"{file_path}: schema {meta.get('schema')!r}, expected {SCHEMA!r}")
   try:
     l, n = out["eps"].size, out["ids"].size
     shape = out["top1"].shape
     bad = (len(shape) != 3 or shape[0] != l or shape[2] != n or
            out["softmax"].shape[:3] != shape or out["labels"].shape != (n,))
   except KeyError as e:
-    raise NoiseError(f"{file_path}: missing array {e}") from e
+    raise NoiseReadError(f"{file_path}: missing array {e}") from e
   if bad:
-    raise NoiseError(f"{file_path}: arrays disagree on levels / draws / examples")
+    raise NoiseReadError(f"{file_path}: arrays disagree on levels / draws / examples")
   out["metadata"] = meta
   return out
 

@@ -119,7 +119,9 @@ def read(file_path):
     meta = json.loads(str(out.pop("metadata")))
     if not isinstance(meta, dict):
       raise ValueError("metadata is not a JSON object")
-  except (errors.ReadError, ValueError, KeyError) as e:
+  except errors.ReadError as e:
+    raise PredictionsError(str(e)) from e
+  except (ValueError, KeyError) as e:
     raise PredictionsError(f"cannot read predictions {file_path}: "
                            f"{errors.one_line(e, 200)}") from e
   if meta.get("schema") != SCHEMA:

@@ -39,6 +39,7 @@ from eval import deploy
 from eval import encodings as encodings_lib
 from eval import noise as noise_eval
 from eval import population as eval_population
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise as noise_artifact
@@ -50,7 +51,6 @@ from tf_forget.train import population
 from tf_forget.train import presets
 from tflite_export import export as export_lib
 from tflite_export import formats
-from tf_forget.artifacts import errors
 
 # Post-training formats per data set (SPEC §2.3); others get 000's three.
 QUANTIZATIONS = {"celeb_a": ("dynamic_int8", "full_int8")}

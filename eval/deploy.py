@@ -27,10 +27,10 @@ from typing import Optional
 
 import tensorflow as tf
 
+from tf_forget.artifacts import errors
 from tf_forget.io import atomic
 from tflite_export import export as export_lib
 from tflite_export import formats
-from tf_forget.artifacts import errors
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 ENCODING_MODES = ("auto", "plain", "sparse")

@@ -19,6 +19,7 @@ import os
 from eval import deploy
 from eval import evaluate
 from eval import latency
+from tf_forget.artifacts import layout
 from tf_forget.io import atomic
 from tflite_export import formats
 
@@ -28,7 +29,7 @@ DEFAULT_REPEATS = 20
 
 def path(run_dir):
   """`<run>/eval/encodings.json`."""
-  return os.path.join(run_dir, "eval", "encodings.json")
+  return layout.encodings(run_dir)
 
 
 def _medians(result, batch_sizes):
@@ -71,7 +72,7 @@ def choose(run_dir, variants, split, k=0, mode="auto",
   deploy.check_encoding_options(mode, max_latency_ratio)
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
-  table_path = os.path.join(run_dir, "eval", "agreement", f"{split}.json")
+  table_path = layout.agreement(run_dir, split)
   if not os.path.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
   agreement = atomic.read_json(table_path)

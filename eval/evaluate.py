@@ -228,7 +228,7 @@ def list_failures(run_dir):
 
   Reads `<run>/tflite/<member variant>/<k>/<stem>.failed.json`; [] if there are none.
   """
-  root = os.path.join(run_dir, "tflite")
+  root = layout.tflite_root(run_dir)
   found = []
   if not os.path.isdir(root):
     return found

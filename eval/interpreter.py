@@ -25,8 +25,8 @@ import re
 import numpy as np
 
 from ai_edge_litert import interpreter as litert
-from tflite_export import flatbuffer
 from tf_forget.artifacts import errors
+from tflite_export import flatbuffer
 
 RUNTIMES = {
     "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate

@@ -26,9 +26,9 @@ normalises inside).
 import numpy as np
 import tensorflow as tf
 
+from tf_forget.artifacts import errors
 from tf_forget.compat import keras2
 from tflite_export import formats
-from tf_forget.artifacts import errors
 
 
 class ConversionError(errors.Error):

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise
 from tf_forget.report import sections
-from tf_forget.report import measures as measures_lib
 
 LABELS = [0, 1, 0, 1]
 EPS = [0.0, 0.5]

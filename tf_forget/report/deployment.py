@@ -12,8 +12,9 @@ import os
 
 import pandas as pd
 
-from tf_forget.io import atomic
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import layout
+from tf_forget.io import atomic
 
 SCHEMA = "tf_forget.encodings/1"  # eval.encodings.SCHEMA (not imported: report reads files)
 
@@ -28,7 +29,7 @@ def load(run_dir):
   Raises:
     DeploymentReportError: a file of another schema.
   """
-  path = os.path.join(run_dir, "eval", "encodings.json")
+  path = layout.encodings(run_dir)
   if not os.path.exists(path):
     return None
   doc = atomic.read_json(path)

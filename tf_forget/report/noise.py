@@ -24,9 +24,9 @@ import re
 import numpy as np
 import pandas as pd
 
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.stats import lost_in_pruning
-from tf_forget.artifacts import errors
 
 DENSE = "dense"
 INDEPENDENT = "dense (independent)"
@@ -47,7 +47,7 @@ def load(run_dir, variants=None):
   Raises:
     NoiseReportError: an unreadable artifact, or artifacts of different protocols / examples.
   """
-  root = os.path.join(run_dir, "noise")
+  root = os.path.join(run_dir, "noise")  # layout.noise(run_dir, variant, k) below it
   if not os.path.isdir(root):
     return None
   out, ref = {}, None

@@ -20,6 +20,7 @@ from typing import Dict
 import numpy as np
 import pandas as pd
 
+from tf_forget.artifacts import errors
 from tf_forget.io import atomic
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
@@ -28,7 +29,6 @@ from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
 from tf_forget.report import sections
-from tf_forget.artifacts import errors
 
 SCHEMA_VERSION = "tf_forget.report/1"
 TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",

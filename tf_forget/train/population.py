@@ -20,13 +20,13 @@ import os
 import time
 from typing import Mapping, Sequence
 
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.models import registry as model_registry
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
 from tf_forget.train import variants as variants_lib
-from tf_forget.artifacts import errors
 
 RUN_FILE = layout.RUN_FILE
 RUN_SCHEMA = "tf_forget.run/1"

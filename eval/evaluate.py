@@ -114,6 +114,14 @@ def current_sha256(tflite_path, expected=None):
   return sha
 
 
+def runner_for(data, tflite_path, *args, **kwargs):
+  """A `batched.BatchedRunner` on the bytes `data` read from `tflite_path` (errors name it)."""
+  try:
+    return batched.BatchedRunner(data, *args, **kwargs)
+  except interpreter.TfliteError as e:
+    raise interpreter.TfliteError(str(e).replace("model bytes", tflite_path, 1)) from e
+
+
 def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
                   batch_size=batched.DEFAULT_BATCH_SIZE,
                   num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
@@ -164,7 +172,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   sha = hashing.sha256_bytes(data)
   if sha != inputs["tflite"]:
     raise EvaluationError(f"{tflite_path} changed while it was being evaluated")
-  runner = batched.BatchedRunner(data, batch_size, num_threads, runtime=runtime, tail=tail)
+  runner = runner_for(data, tflite_path, batch_size, num_threads, runtime=runtime, tail=tail)
   if image_shape is not None and tuple(image_shape) != runner.input_shape:
     raise interpreter.TfliteError(
         f"{tflite_path}: model input shape {runner.input_shape} does not match the data "

@@ -100,7 +100,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   data = interpreter.read_model(tflite_path)  # the bytes hashed are the bytes run
   if hashing.sha256_bytes(data) != sha:
     raise evaluate.EvaluationError(f"{tflite_path} changed while it was being evaluated")
-  runner = batched.BatchedRunner(data, batch_size, num_threads, runtime="auto")
+  runner = evaluate.runner_for(data, tflite_path, batch_size, num_threads, runtime="auto")
   runner.check_images(examples.images)
   raw = np.asarray(examples.images, np.float32)
   eps = np.asarray(protocol.eps, np.float64)

@@ -4,6 +4,7 @@ The binary's `main` runs in-process under absl `flagsaver` (one TensorFlow impor
 one end-to-end run goes through a subprocess as `bazel run` would.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -58,11 +59,29 @@ def copy_run(run_dir, tmp_path):
   return new
 
 
+def _adopt(path):
+  """Makes the export JSON of `path` record its current bytes (an export of a bad file)."""
+  meta_path = path[:-len(".tflite")] + ".json"
+  with open(meta_path) as f:
+    meta = json.load(f)
+  with open(path, "rb") as f:
+    meta["sha256"] = hashlib.sha256(f.read()).hexdigest()
+  with open(meta_path, "w") as f:
+    json.dump(meta, f)
+
+
 def test_truncated_tflite(run_dir, tmp_path, capsys):
   new = copy_run(run_dir, tmp_path)
   path = os.path.join(new, "tflite", "dense", "0", "full_int8.tflite")
   with open(path, "r+b") as f:
     f.truncate(os.path.getsize(path) // 2)
+  # A file that is not what its export JSON records is refused before it is run (issue #14).
+  result = run_main(capsys, run_dir=new, check_keras=False)
+  assert result.returncode == 1
+  (line,) = binary_helper.error_lines(result, PREFIX)
+  assert "full_int8.tflite changed since it was exported" in line
+  # A truncated file its JSON describes is caught by the interpreter.
+  _adopt(path)
   result = run_main(capsys, run_dir=new, check_keras=False)
   assert result.returncode == 1
   (line,) = binary_helper.error_lines(result, PREFIX)
@@ -72,8 +91,10 @@ def test_truncated_tflite(run_dir, tmp_path, capsys):
 
 def test_non_tflite_file(run_dir, tmp_path, capsys):
   new = copy_run(run_dir, tmp_path)
-  with open(os.path.join(new, "tflite", "dense", "0", "float32.tflite"), "wb") as f:
+  path = os.path.join(new, "tflite", "dense", "0", "float32.tflite")
+  with open(path, "wb") as f:
     f.write(b"this is not a flatbuffer")
+  _adopt(path)
   result = run_main(capsys, run_dir=new, check_keras=False)
   assert result.returncode == 1
   (line,) = binary_helper.error_lines(result, PREFIX)

@@ -54,7 +54,8 @@ def configure():
   Raises:
     RuntimeError: if TensorFlow was already imported before a default could be set.
   """
-  missing = [name for name in DEFAULTS if name not in os.environ]
+  # Empty counts as unset (Bazel's `--test_env=NAME` may pass an unset variable as "").
+  missing = [name for name in DEFAULTS if not os.environ.get(name)]
   if missing and "tensorflow" in sys.modules:
     raise RuntimeError(
         f"{', '.join(missing)} must be set before TensorFlow is imported; call "

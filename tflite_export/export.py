@@ -172,12 +172,7 @@ def status(run_dir, variant, k, representative_ids=None):
   def intact(meta):
     if meta.get("format") != variant.format or meta.get("encoding") != variant.encoding:
       return "its JSON describes another format or encoding"
-    sha = hashing.file_sha256_or_none(path)
-    if sha is None:
-      return "its .tflite is missing"
-    if sha != meta.get("sha256"):
-      return "its .tflite changed since it was exported"
-    return None
+    return lineage.file_reason(path, meta.get("sha256"), ".tflite", "exported")
 
   return lineage.status(lambda: read_json(meta_path),
                         expected_inputs(run_dir, variant, k, representative_ids), "exported",

@@ -6,22 +6,10 @@ The format registry is a plain dict `FORMATS`: name -> converter options (what
 first 100 training examples as representative data, TFLite with MLIR), plus the float32
 reference with no optimisation.
 
-Variant names (SPEC §1.1): a TFLite file is identified by (member variant, format, encoding).
-Its *audited variant name* joins the parts with "+", leaving out the defaults (the grammar lives
-in `tf_forget.artifacts.names`, re-exported here):
-
-  =================  ==========  ============  ===========================
-  member variant     format      encoding      variant name
-  =================  ==========  ============  ===========================
-  dense              float32     plain         ``dense``
-  dense              full_int8   plain         ``full_int8``
-  prune_0.9          float32     plain         ``prune_0.9``
-  prune_0.9          full_int8   plain         ``prune_0.9+full_int8``
-  dense              float32     sparse        ``float32+sparse``
-  dense              full_int8   sparse        ``full_int8+sparse``
-  prune_0.9          float32     sparse        ``prune_0.9+sparse``
-  prune_0.9          full_int8   sparse        ``prune_0.9+full_int8+sparse``
-  =================  ==========  ============  ===========================
+Variant names (SPEC §1.1): a TFLite file is identified by (member variant, format, encoding);
+its *audited variant name* joins the parts with "+", leaving out the defaults
+(`prune_0.9+full_int8`, `float32+sparse`): the grammar and its table live in
+`tf_forget.artifacts.names`, re-exported here.
 
 Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" adds
 `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the

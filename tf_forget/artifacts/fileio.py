@@ -211,3 +211,23 @@ def read_npz(path, what="npz artifact"):
       return {k: npz[k] for k in npz.files}
   except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
     raise errors.read_error(path, e, what) from e
+
+
+def read_npz_with_metadata(path, what):
+  """Reads an `.npz` artifact whose `metadata` array holds a JSON object.
+
+  Returns:
+    (dict of the other arrays, metadata dict).
+
+  Raises:
+    errors.ReadError: unreadable file (see `read_npz`), or `metadata` missing or not a JSON
+      object; callers re-raise it as their own artifact error.
+  """
+  out = read_npz(path, what)
+  try:
+    meta = json.loads(str(out.pop("metadata")))
+    if not isinstance(meta, dict):
+      raise ValueError("metadata is not a JSON object")
+  except (ValueError, KeyError) as e:
+    raise errors.read_error(path, e, what) from e
+  return out, meta

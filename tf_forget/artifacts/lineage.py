@@ -7,13 +7,14 @@ input equals the current one; otherwise it redoes it and logs why, e.g.
 
     redo prune_0.9/0 test: its .tflite changed since it was evaluated
 
-`Status` carries that reason. Standard library only.
+`Status` carries that reason. Standard library and `hashing` only.
 """
 
 import dataclasses
 from typing import Optional
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import hashing
 
 # What a changed input means, for the log line ("its <label> changed since it was <verb>").
 LABELS = {
@@ -57,6 +58,22 @@ def changed(recorded, expected, verb="made"):
       if recorded.get(name) is None:
         return f"it does not record its {label}"
       return f"its {label} changed since it was {verb}"
+  return None
+
+
+def file_reason(path, recorded_sha256, label, verb):
+  """Why the file at `path` is not the one an artifact recorded, or None if it is.
+
+  Args:
+    path: the file (a member's `model.keras`, an export's `.tflite`).
+    recorded_sha256: the sha256 the artifact recorded for it.
+    label, verb: for the reason, "its <label> is missing" / "changed since it was <verb>".
+  """
+  sha = hashing.file_sha256_or_none(path)
+  if sha is None:
+    return f"its {label} is missing"
+  if sha != recorded_sha256:
+    return f"its {label} changed since it was {verb}"
   return None
 
 

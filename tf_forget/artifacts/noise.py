@@ -101,15 +101,9 @@ def read(file_path):
     NoiseError: missing, truncated or inconsistent file.
   """
   try:
-    out = fileio.read_npz(file_path, "noise artifact")
-    meta = json.loads(str(out.pop("metadata")))
-    if not isinstance(meta, dict):
-      raise ValueError("metadata is not a JSON object")
+    out, meta = fileio.read_npz_with_metadata(file_path, "noise artifact")
   except errors.ReadError as e:
     raise NoiseReadError(str(e)) from e
-  except (ValueError, KeyError) as e:
-    raise NoiseReadError(f"cannot read noise artifact {file_path}: "
-                         f"{errors.one_line(e, 200)}") from e
   if meta.get("schema") != SCHEMA:
     raise NoiseReadError(f"{file_path}: schema {meta.get('schema')!r}, expected {SCHEMA!r}")
   try:

@@ -115,15 +115,9 @@ def read(file_path):
       of the wrong shapes.
   """
   try:
-    out = fileio.read_npz(file_path, "predictions")
-    meta = json.loads(str(out.pop("metadata")))
-    if not isinstance(meta, dict):
-      raise ValueError("metadata is not a JSON object")
+    out, meta = fileio.read_npz_with_metadata(file_path, "predictions")
   except errors.ReadError as e:
     raise PredictionsError(str(e)) from e
-  except (ValueError, KeyError) as e:
-    raise PredictionsError(f"cannot read predictions {file_path}: "
-                           f"{errors.one_line(e, 200)}") from e
   if meta.get("schema") != SCHEMA:
     raise PredictionsError(f"{file_path} has schema {meta.get('schema')!r}, not {SCHEMA!r}")
   try:

@@ -108,12 +108,7 @@ def status(directory, config=None):
   model_path = os.path.join(directory, MODEL_FILE)
 
   def model_matches(meta):
-    sha = hashing.file_sha256_or_none(model_path)
-    if sha is None:
-      return "its model.keras is missing"
-    if sha != meta.get("model_sha256"):
-      return "its model.keras changed since it was trained"
-    return None
+    return lineage.file_reason(model_path, meta.get("model_sha256"), "model.keras", "trained")
 
   return lineage.status(lambda: read_metadata(directory),
                         config.inputs() if config is not None else {}, "trained",

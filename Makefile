@@ -17,7 +17,8 @@ audit: setup
 test: setup
 	$(BAZEL) build //...
 	@status=0; $(BAZEL) test //... || status=$$?; \
-	  .venv/bin/python tools/test_summary.py bazel-testlogs || status=1; \
+	  .venv/bin/python tools/test_summary.py bazel-testlogs \
+	    $$($(BAZEL) query 'tests(//...) except attr(tags, manual, //...)' 2>/dev/null) || status=1; \
 	  exit $$status
 
 clean:

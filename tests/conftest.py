@@ -14,3 +14,8 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 # absl flags are parsed by app.run in binaries; tests that use flagsaver need them marked parsed.
 if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
+
+
+def pytest_report_header(config):  # pylint: disable=unused-argument
+  """Names the CPU kernels the suite runs on (tf_forget/compat/cpu_kernels.py) in every log."""
+  return "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items())

@@ -16,6 +16,7 @@ if not flags.FLAGS.is_parsed():
   flags.FLAGS.mark_as_parsed()
 
 
-def pytest_report_header(config):  # pylint: disable=unused-argument
-  """Names the CPU kernels the suite runs on (tf_forget/compat/cpu_kernels.py) in every log."""
-  return "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items())
+def pytest_terminal_summary(terminalreporter):
+  """Names the CPU kernels the suite ran on (tf_forget/compat/cpu_kernels.py) in every log."""
+  terminalreporter.write_line(
+      "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items()))

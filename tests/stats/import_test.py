@@ -3,35 +3,15 @@
 Runs in a fresh interpreter: the test session itself has TensorFlow loaded by conftest.py.
 """
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests import import_check
 
 MODULES = ("validate", "accuracy", "class_level", "exemplars", "cie", "subgroups",
            "robustness", "recall_distortion", "lost_in_pruning")
 
-_SCRIPT = """
-import sys
-import tf_forget.stats
-{imports}
-bad = sorted(m for m in sys.modules
-             if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')
-             or (m.startswith('tf_forget') and m not in ('tf_forget', 'tf_forget.stats')
-                 and not m.startswith('tf_forget.stats.')))
-print(','.join(bad))
-"""
-
-
 def _run(imports):
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = dict(os.environ)
-  env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-  out = subprocess.run([sys.executable, "-c", _SCRIPT.format(imports=imports)],
-                       capture_output=True, text=True, env=env, cwd=root, timeout=120,
-                       check=True)
-  return out.stdout.strip()
+  return import_check.foreign_modules("import tf_forget.stats\n" + imports, "tf_forget.stats")
 
 
 def test_whole_library_imports_without_tensorflow():

@@ -86,8 +86,9 @@ def test_resume_after_sigkill(tmp_path):
                           start_new_session=True)
   ckpt = run / "members" / "prune_0.5" / "0" / "checkpoints"
   deadline = time.time() + 120
-  while time.time() < deadline and not (ckpt.exists() and any(
-      p.name.endswith(".index") for p in ckpt.iterdir())):
+  # Wait for the CheckpointManager's state file, which it writes after the checkpoint's data
+  # and index: killed between the two, a member rightly resumes from the previous checkpoint.
+  while time.time() < deadline and not (ckpt / "checkpoint").exists():
     time.sleep(0.2)
   os.killpg(proc.pid, signal.SIGKILL)
   proc.wait()

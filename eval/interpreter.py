@@ -1,7 +1,8 @@
 """The one TFLite interpreter factory of tf_forget, and the quantized I/O rules.
 
-Every `.tflite` file is run through `create` (CONVENTIONS.md): LiteRT's interpreter
-(`ai_edge_litert.interpreter`; `tf.lite.Interpreter` is deprecated), `num_threads`
+Every `.tflite` file is run through `create` (CONVENTIONS.md) from its bytes (`model_content`;
+a path is read through `fileio`, so local and URL paths such as gs:// run alike): LiteRT's
+interpreter (`ai_edge_litert.interpreter`; `tf.lite.Interpreter` is deprecated), `num_threads`
 configurable, and the default delegate (XNNPACK) on: `OpResolverType.AUTO` applies it.
 `runtime="builtin"` disables default delegates.
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from ai_edge_litert import interpreter as litert
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tflite_export import flatbuffer
 
 RUNTIMES = {
@@ -52,10 +54,11 @@ def read_model(path):
     TfliteError: missing, unreadable, or not a TFLite flatbuffer.
   """
   try:
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:  # local or URL (gs://, issue #15)
       data = f.read()
-  except OSError as e:
-    raise TfliteError(f"cannot read {path}: {e.strerror or _one_line(e)}") from e
+  except fileio.io_errors() as e:
+    reason = getattr(e, "strerror", None) or _one_line(getattr(e, "message", None) or e)
+    raise TfliteError(f"cannot read {path}: {reason}") from e
   try:
     flatbuffer.check_identifier(data, what=path)
   except flatbuffer.TfliteFileError as e:

@@ -5,15 +5,27 @@ and a killed writer leaves at most a `*.tmp-*` file that the next run overwrites
 go through `os` (rename is atomic on a local file system); paths with a URL scheme (`gs://`,
 ...) go through `tf.io.gfile`, imported only for them, so this module imports no TensorFlow.
 
+Reads, listings and hashes go through here too (issue #15): `exists`, `isdir`, `listdir`,
+`walk`, `stat` / `getsize`, `open_file` (streaming), `read_bytes`, `copy`, `rmtree` and
+`replace_dir`, so that `--out=gs://...` works end to end. TensorFlow's in-memory `ram://` file
+system (the tests' stand-in for a bucket) lists a directory's children by name prefix, so that
+`ram://a/deploy` would list `.tmp` for a sibling `ram://a/deploy.tmp`; `listdir` drops such
+phantom entries and `rmtree` deletes `ram://` trees entry by entry. Directory renames are not
+atomic on object stores (and move nothing on `ram://`): `replace_dir` moves URL trees file by
+file, the files named `last` (a completion marker) after the others.
+
 Errors: a write that fails (read-only directory, a path below a regular file, a full disk) is
 an `errors.WriteError` "cannot write <path>: <reason>", and no temporary file is left; a read
 of a missing, truncated or malformed file is an `errors.ReadError`. Callers that only ask "is
 this artifact current?" turn a `ReadError` into "no" and redo the artifact.
 """
 
+import builtins
+import collections
 import io
 import json
 import os
+import shutil
 import uuid
 import zipfile
 
@@ -40,6 +52,15 @@ def _tf_errors():
   return (errors_mod.OpError,) if errors_mod is not None else ()
 
 
+def io_errors():
+  """The exception classes a file system call raises: OSError, and TensorFlow's OpError."""
+  return (OSError,) + _tf_errors()
+
+
+def _is_ram(path):
+  return str(path).startswith("ram://")
+
+
 def exists(path):
   return _gfile().exists(path) if is_url(path) else os.path.exists(path)
 
@@ -48,12 +69,93 @@ def isdir(path):
   return _gfile().isdir(path) if is_url(path) else os.path.isdir(path)
 
 
+def isfile(path):
+  """Whether `path` is an existing regular file (not a directory)."""
+  if is_url(path):
+    return _gfile().exists(path) and not _gfile().isdir(path)
+  return os.path.isfile(path)
+
+
+def join(*parts):
+  """`os.path.join` (URL paths use "/" too)."""
+  return os.path.join(*parts)
+
+
+def abspath(path):
+  """`os.path.abspath` of a local path; a URL path as it is."""
+  return str(path) if is_url(path) else os.path.abspath(path)
+
+
 def listdir(path):
   """Sorted entry names of a directory ([] if it does not exist)."""
   if not isdir(path):
     return []
-  names = _gfile().listdir(path) if is_url(path) else os.listdir(path)
-  return sorted(n.rstrip("/") for n in names)
+  if not is_url(path):
+    return sorted(os.listdir(path))
+  names = sorted(n.rstrip("/") for n in _gfile().listdir(path))
+  if _is_ram(path):  # phantom children of a sibling sharing the prefix (module docstring)
+    names = [n for n in names if _gfile().exists(join(path, n))]
+  return names
+
+
+def walk(top):
+  """Yields (dirpath, dirnames, filenames) top-down like `os.walk`, names sorted.
+
+  Nothing is yielded if `top` is not a directory. Pruning `dirnames` in place skips them.
+  """
+  if not is_url(top):
+    for dirpath, dirnames, filenames in os.walk(top):
+      dirnames.sort()
+      yield dirpath, dirnames, sorted(filenames)
+    return
+  if not isdir(top):
+    return
+  dirnames, filenames = [], []
+  for name in listdir(top):
+    (dirnames if isdir(join(top, name)) else filenames).append(name)
+  yield top, dirnames, filenames
+  for name in dirnames:
+    yield from walk(join(top, name))
+
+
+FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode"])
+FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown) and inode (None for URLs)."""
+
+
+def stat(path):
+  """`FileStat` of a file.
+
+  Raises:
+    OSError: the file does not exist or cannot be read (FileNotFoundError if missing), as
+      `os.stat`, also for URL paths.
+  """
+  if not is_url(path):
+    st = os.stat(path)
+    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino)
+  try:
+    st = _gfile().stat(path)
+  except _tf_errors() as e:
+    cls = FileNotFoundError if type(e).__name__ == "NotFoundError" else OSError
+    raise cls(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
+  return FileStat(int(st.length), int(st.mtime_nsec), None)
+
+
+def getsize(path):
+  """Size of a file in bytes (OSError as `stat`)."""
+  return stat(path).size
+
+
+def open_file(path, mode="rb"):
+  """Opens a file for streaming (`open` / `tf.io.gfile.GFile`); use as a context manager.
+
+  A URL file opened for reading that does not exist raises FileNotFoundError, as a local one;
+  later read errors of a URL file are TensorFlow OpErrors (`io_errors()` lists both).
+  """
+  if not is_url(path):
+    return builtins.open(path, mode)
+  if "r" in mode and not _gfile().exists(path):
+    raise FileNotFoundError(f"{path}: No such file or directory")
+  return _gfile().GFile(path, mode)
 
 
 def makedirs(path):
@@ -85,8 +187,16 @@ def _write_file(path, data):
     with _gfile().GFile(path, "wb") as f:
       f.write(data)
   else:
-    with open(path, "wb") as f:
+    with builtins.open(path, "wb") as f:
       f.write(data)
+
+
+def _parent(path):
+  """The parent directory of `path`, or "" (none, or only a URL scheme such as `gs:`)."""
+  parent = os.path.dirname(str(path))
+  if is_url(path) and "://" not in parent:
+    return ""
+  return parent
 
 
 def _rename(src, dst):
@@ -103,7 +213,7 @@ def write_bytes(path, data):
     errors.WriteError: the directory cannot be created or the file written / renamed; no
       temporary file is left behind.
   """
-  parent = os.path.dirname(path)
+  parent = _parent(path)
   if parent:
     makedirs(parent)
   tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
@@ -164,10 +274,92 @@ def read_bytes(path):
     if is_url(path):
       with _gfile().GFile(path, "rb") as f:
         return f.read()
-    with open(path, "rb") as f:
+    with builtins.open(path, "rb") as f:
       return f.read()
   except (OSError,) + _tf_errors() as e:
     raise errors.read_error(path, e, "file") from e
+
+
+def copy(src, dst):
+  """Copies file `src` to `dst` atomically (temporary name, then rename), creating parents.
+
+  Either path may be a URL (then `tf.io.gfile.copy`); `dst` is replaced if it exists.
+
+  Raises:
+    errors.WriteError: `src` cannot be read or `dst` cannot be written; no temporary file is
+      left behind.
+  """
+  parent = _parent(dst)
+  if parent:
+    makedirs(parent)
+  tmp = f"{dst}.tmp-{uuid.uuid4().hex[:8]}"
+  try:
+    if is_url(src) or is_url(dst):
+      _gfile().copy(src, tmp, overwrite=True)
+    else:
+      shutil.copyfile(src, tmp)
+    _rename(tmp, dst)
+  except io_errors() as e:
+    raise errors.write_error(dst, e) from e
+  finally:
+    try:
+      remove(tmp)
+    except errors.WriteError:
+      pass
+
+
+def rmtree(path):
+  """Removes a directory tree if it exists (no error if it does not).
+
+  Raises:
+    errors.WriteError: an entry cannot be removed.
+  """
+  try:
+    if not is_url(path):
+      if os.path.lexists(path):
+        shutil.rmtree(path)
+    elif _is_ram(path):  # gfile.rmtree trips over the phantom children (module docstring)
+      if _gfile().exists(path):
+        for dirpath, dirnames, filenames in reversed(list(walk(path))):
+          for name in filenames + dirnames:
+            _gfile().remove(join(dirpath, name))
+        _gfile().remove(path)
+    elif _gfile().exists(path):
+      _gfile().rmtree(path)
+  except io_errors() as e:
+    raise errors.write_error(path, e) from e
+
+
+def replace_dir(src, dst, last=()):
+  """Moves the finished directory `src` to `dst`, replacing what was there.
+
+  Local: `dst` is removed, then `src` renamed (one rename). URL: `dst` is removed, then every
+  file of `src` renamed into `dst`, the relative paths in `last` (a completion marker such as
+  "manifest.json") after all others, and `src` removed: a reader that trusts the marker never
+  sees a partial tree.
+
+  Raises:
+    errors.WriteError: a file cannot be removed or moved.
+  """
+  rmtree(dst)
+  try:
+    if not is_url(src):
+      os.rename(src, dst)
+      return
+    moves = []
+    for dirpath, _, filenames in walk(src):
+      rel_dir = dirpath[len(src):].strip("/")
+      moves.extend(os.path.join(rel_dir, name) for name in filenames)
+    moves.sort(key=lambda rel: (rel in last, rel))
+    makedirs(dst)
+    for rel in moves:
+      parent = _parent(join(dst, rel))
+      if parent:
+        makedirs(parent)
+      _rename(join(src, rel), join(dst, rel))
+  except io_errors() as e:
+    raise errors.write_error(dst, e) from e
+  rmtree(src)
 
 
 def write_json(path, obj):

@@ -7,12 +7,15 @@ when those hashes equal the current inputs' hashes.
 
 `file_sha256` memoizes by (path, size, mtime_ns, inode) inside one process, so a stage that
 asks about the same `.tflite` for every split hashes it once; a file rewritten in place gets a
-new mtime and is hashed again. Standard library only.
+new mtime and is hashed again. Files are read and stat'ed through `fileio` (local or URL
+paths, issue #15); a URL file system without modification times (`ram://` reports 0) is never
+memoized. Standard library and `fileio` only (no TensorFlow unless a URL path is hashed).
 """
 
 import hashlib
 import json
-import os
+
+from tf_forget.artifacts import fileio
 
 _CHUNK = 1 << 20
 _MEMO = {}
@@ -30,30 +33,36 @@ def sha256_json(value):
 
 
 def _stat_key(path):
-  st = os.stat(path)
-  return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+  """The memo key of a file as it is now, or None if it cannot be memoized (no mtime)."""
+  st = fileio.stat(path)
+  if not st.mtime_ns and fileio.is_url(path):
+    return None
+  return (fileio.abspath(path), st.size, st.mtime_ns, st.inode)
 
 
 def file_sha256(path, memo=True):
   """Hex sha256 of a file's bytes, read in 1 MiB chunks.
 
   Args:
-    path: a local file or a URL (gs://...; read through `fileio.read_bytes`).
+    path: a local file or a URL (gs://...; read through `fileio.open_file`).
     memo: reuse the hash of an unchanged file (same size, mtime and inode) in this process.
 
   Raises:
-    OSError: the file cannot be read (callers turn it into their `errors.Error`).
+    OSError: the file cannot be read, also for URL paths (callers turn it into their
+      `errors.Error`).
   """
-  if "://" in str(path):
-    from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
-    return sha256_bytes(fileio.read_bytes(path))
   key = _stat_key(path) if memo else None
   if key is not None and key in _MEMO:
     return _MEMO[key]
   digest = hashlib.sha256()
-  with open(path, "rb") as f:
-    for chunk in iter(lambda: f.read(_CHUNK), b""):
-      digest.update(chunk)
+  try:
+    with fileio.open_file(path, "rb") as f:
+      for chunk in iter(lambda: f.read(_CHUNK), b""):
+        digest.update(chunk)
+  except fileio.io_errors() as e:
+    if isinstance(e, OSError):
+      raise
+    raise OSError(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
   value = digest.hexdigest()
   if key is not None:
     _MEMO[key] = value
@@ -71,6 +80,8 @@ def file_sha256_or_none(path):
 def remember(path, sha):
   """Records `sha` as the hash of the file at `path` as it is now (after writing it)."""
   try:
-    _MEMO[_stat_key(path)] = sha
+    key = _stat_key(path)
   except OSError:
-    pass
+    return
+  if key is not None:
+    _MEMO[key] = sha

@@ -4,13 +4,15 @@
 is already on disk:
   1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
   2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
-     formats of the data set (SPEC §2.3), pruned members to float32 and, by default, the same
-     formats (`prune_0.9+full_int8`); unless `deploy_encoding="plain"`, every pruned member's
-     file also gets a sparse-encoded twin (`prune_0.9+full_int8+sparse`, issue #10; a dense
-     model's sparse file is its plain file re-serialized, so dense files get none);
+     formats of the data set (SPEC §2.3), pruned members to float32 only unless combinations are
+     asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; SPEC §1.1); unless
+     `deploy_encoding="plain"`, every pruned member's file also gets a sparse-encoded twin
+     (`prune_0.9+full_int8+sparse`, issue #10; a dense model's sparse file is its plain file
+     re-serialized, so dense files get none);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
-     evaluate every `.tflite` file on the clean and corrupted splits (`eval.population`) and
-     under l-inf uniform noise (`eval.noise`, 003 §4.1, SPEC §6.7);
+     evaluate every `.tflite` file on the clean split, and the files of the robustness members
+     (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
+     splits (`eval.population`) and under l-inf uniform noise (`eval.noise`, 003 §4.1, SPEC §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
      in the same run (`eval.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
@@ -18,6 +20,10 @@ is already on disk:
      equal to their plain twin's, and their sizes and latencies have their own section);
   6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
+
+Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
+preset, post-training formats, corruptions and severities, robustness members, noise protocol.
+`plan_report` prints what an audit will cost (counts per stage, `eval/costs.py`) without the data.
 
 Validation first (issue #14): `run_audit` checks everything — data set, preset and overrides,
 model name, steps, variants, formats, corruptions, noise protocol, the run directory's existing
@@ -45,6 +51,7 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
 from tf_forget.train import population
@@ -52,17 +59,8 @@ from tf_forget.train import presets
 from tflite_export import export as export_lib
 from tflite_export import formats
 
-# Post-training formats per data set (SPEC §2.3); others get 000's three.
-QUANTIZATIONS = {"celeb_a": ("dynamic_int8", "full_int8")}
-DEFAULT_QUANTIZATIONS = ("float16", "dynamic_int8", "full_int8")
-# Severities of the generated corruption suite: small offline sets audit severity 3 only (the
-# Lost-in-Pruning protocol, 003 §5) to keep the default audit short; others 1-5 (000, SPEC §3.6).
-FAST_SEVERITIES = {"digits": (3,), "digits_biased": (3,)}
-ALL_SEVERITIES = (1, 2, 3, 4, 5)
-# l-inf noise (SPEC §6.7: ε in linspace(0, 0.7, 15), 1000 examples x 100 draws); the small
-# offline sets use every second level and 10 draws (~1 min of the default audit).
-FAST_NOISE = {"digits": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10},
-              "digits_biased": {"eps": noise_artifact.PAPER_EPS[::2], "draws": 10}}
+# The per-data-set defaults (formats, corruptions, severities, noise, robustness members) are
+# the data set's protocol: `tf_forget.data.protocols` (SPEC §1.1, §1.5, §2.3, §3.6, §6.7).
 
 
 AUDIT_SCHEMA = "tf_forget.audit/1"
@@ -83,14 +81,15 @@ class AuditConfig:
     model: model registry name (default: the preset's).
     members: members per variant (default: the preset's).
     variants: trained variants (default: the preset's).
-    quantizations: post-training formats of the dense members (default: SPEC §2.3).
+    quantizations: post-training formats of the dense members (default: the protocol's,
+      SPEC §2.3; `tf_forget.data.protocols`).
     pruned_quantizations: formats of the pruned members besides float32 (default: the
-      `quantizations`; () for float32 only).
-    corruptions: corruption names, () for none (default: all 19).
-    severities: corruption severities (default: `FAST_SEVERITIES` or 1-5).
-    noise_levels: l-inf noise levels ε, () for none (default: `FAST_NOISE` or SPEC §6.7).
-    noise_draws: noise draws per example and level (default: `FAST_NOISE` or 100).
-    noise_examples: examples evaluated under noise, at most (default 1000).
+      protocol's, () = float32 only, SPEC §1.1).
+    corruptions: corruption names, () for none (default: the protocol's: all 19, CelebA none).
+    severities: corruption severities (default: the protocol's: 1-5, digits 3).
+    noise_levels: l-inf noise levels ε, () for none (default: the protocol's, SPEC §6.7).
+    noise_draws: noise draws per example and level (default: the protocol's, 100; digits 10).
+    noise_examples: examples evaluated under noise, at most (default: the protocol's, 1000).
     steps: override of the preset's training steps.
     population_seed: base seed of the population.
     data_dir: tfds data directory.
@@ -134,10 +133,22 @@ class AuditConfig:
     return d
 
 
+def _protocol(dataset):
+  """The data set's protocol; an unknown data set is the data registry's `DataError`."""
+  if dataset not in data_registry.DATASETS:
+    data_registry.get(dataset)  # raises, naming the known data sets
+  try:
+    return protocols.get(dataset)
+  except protocols.ProtocolError as e:
+    raise AuditError(str(e)) from e
+
+
 def _corruption_splits(config):
-  names = (tuple(corruption_registry.CORRUPTIONS) if config.corruptions is None
-           else tuple(config.corruptions))
-  severities = tuple(config.severities or FAST_SEVERITIES.get(config.dataset, ALL_SEVERITIES))
+  """Corrupted split names (corruptions x severities; defaults: the protocol's)."""
+  protocol = _protocol(config.dataset)
+  names = config.corruptions if config.corruptions is not None else protocol.corruptions
+  names = tuple(corruption_registry.CORRUPTIONS) if names is None else tuple(names)
+  severities = tuple(config.severities or protocol.severities)
   for name in names:
     for severity in severities:
       corruption_registry.check(name, severity)
@@ -146,15 +157,14 @@ def _corruption_splits(config):
 
 def _noise_protocol(config):
   """The `NoiseProtocol` of the audit, or None when `noise_levels` is ()."""
-  fast = FAST_NOISE.get(config.dataset, {})
-  eps = config.noise_levels if config.noise_levels is not None else fast.get(
-      "eps", noise_artifact.PAPER_EPS)
+  defaults = _protocol(config.dataset)
+  eps = config.noise_levels if config.noise_levels is not None else defaults.noise_eps
   if not len(eps):  # pylint: disable=g-explicit-length-test
     return None
   protocol = noise_artifact.NoiseProtocol(
       eps=tuple(float(e) for e in eps),
-      draws=config.noise_draws or fast.get("draws", noise_artifact.PAPER_DRAWS),
-      examples=config.noise_examples or noise_artifact.PAPER_EXAMPLES,
+      draws=config.noise_draws or defaults.noise_draws,
+      examples=config.noise_examples or defaults.noise_examples,
       seed=config.population_seed)
   protocol.check()
   return protocol
@@ -187,6 +197,8 @@ class Plan:
     corrupted: corrupted split names (`glass_blur@3`).
     noise: the `noise_artifact.NoiseProtocol`, or None.
     dataset: the `base.Dataset` (checked readable).
+    robustness_members: the k's evaluated on the corrupted splits and under noise (the
+      protocol's first n members, SPEC §1.5, or every member).
   """
   population: object
   quantizations: tuple
@@ -195,6 +207,7 @@ class Plan:
   corrupted: tuple
   noise: object
   dataset: object
+  robustness_members: tuple = ()
 
 
 def plan(config):
@@ -206,11 +219,12 @@ def plan(config):
   """
   if config.deploy_members not in ("first", "all"):
     raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
+  protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   pop = population.make_config(
-      config.out, config.preset or presets.for_dataset(config.dataset), dataset=config.dataset,
+      config.out, config.preset or protocol.preset, dataset=config.dataset,
       model=config.model, variants=config.variants, members=config.members,
       dataset_options=dataset_options,
       population_seed=config.population_seed,
@@ -218,9 +232,10 @@ def plan(config):
   if pop.members < 2:
     raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   quantizations = tuple(config.quantizations if config.quantizations is not None
-                        else QUANTIZATIONS.get(config.dataset, DEFAULT_QUANTIZATIONS))
-  pruned_quantizations = tuple(quantizations if config.pruned_quantizations is None
-                              else config.pruned_quantizations)
+                        else protocol.quantizations)
+  pruned_quantizations = tuple(protocol.pruned_quantizations
+                               if config.pruned_quantizations is None
+                               else config.pruned_quantizations)
   for fmt in quantizations + pruned_quantizations:
     formats.check_format(fmt)
   deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
@@ -231,7 +246,14 @@ def plan(config):
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   dataset.take(dataset.spec.eval_split, 1)
   return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
-              dataset)
+              dataset, robustness_members=robustness_members(protocol, pop.members))
+
+
+def robustness_members(protocol, members):
+  """The k's evaluated on corrupted splits and noise: the protocol's first n, or all."""
+  n = members if protocol.robustness_members is None else min(protocol.robustness_members,
+                                                               members)
+  return tuple(range(n))
 
 
 def audit_identity(config, p):

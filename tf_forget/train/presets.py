@@ -23,10 +23,15 @@ accuracy. At 1,200 steps the members converge so far that 90% pruning forgets al
 digits (2 PIEs out of 500 with 5 members); at 600 the audit shows 000's phenomena: #PIE grows with
 sparsity, dense accuracy on PIEs far below overall, quantization less disparate than pruning) and
 `tiny` (tests; seconds).
+
+Which preset a data set gets by default is part of its protocol (`tf_forget.data.protocols`,
+`for_dataset`).
 """
 
 import dataclasses
 from typing import Optional, Tuple
+
+from tf_forget.data import protocols
 
 # Sparsity levels (SPEC §2.3) and the trained variants per data set.
 PAPER_SPARSITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -59,6 +64,9 @@ class Preset:
     checkpoint_every: steps between checkpoints (resume after a kill).
     model_options: extra model builder options.
     image_size: optional input resize recorded in the member's data options.
+    mixed_precision: train under the mixed_float16 policy (GPU); recorded in metadata
+      (`to_json` records it only when True, so that the members trained before the field
+      existed keep their config hashes).
   """
   name: str
   dataset: str
@@ -80,6 +88,7 @@ class Preset:
   checkpoint_every: int = 1000
   model_options: Tuple[Tuple[str, object], ...] = ()
   image_size: Optional[Tuple[int, int]] = None
+  mixed_precision: bool = False
 
   def pruning_schedule(self):
     """(begin_step, end_step, frequency) in optimiser steps (SPEC §2.2)."""
@@ -97,6 +106,8 @@ class Preset:
     """The preset as a JSON-able dict (recorded in every member's metadata)."""
     d = dataclasses.asdict(self)
     d["model_options"] = dict(self.model_options)
+    if not self.mixed_precision:
+      del d["mixed_precision"]
     d["pruning_schedule"] = dict(zip(("begin_step", "end_step", "frequency"),
                                      self.pruning_schedule()))
     return d
@@ -129,19 +140,16 @@ PRESETS = {
 
 DEFAULT_PRESET = "digits"
 
-# The protocol a data set gets when none is named (the audit's default).
-DATASET_PRESETS = {
-    "digits": "digits",
-    "digits_biased": "digits",
-    "celeb_a": "celeb_a_paper",
-    "cifar10": "cifar10_paper",
-    "imagenet2012": "imagenet_paper",
-}
-
-
 def for_dataset(dataset):
-  """The default preset name for `dataset` (the scaled-down `digits` protocol if none)."""
-  return DATASET_PRESETS.get(dataset, DEFAULT_PRESET)
+  """The preset name of `dataset`'s protocol (`tf_forget.data.protocols`).
+
+  Raises:
+    PresetError: a data set without a protocol.
+  """
+  try:
+    return protocols.get(dataset).preset
+  except protocols.ProtocolError as e:
+    raise PresetError(str(e)) from e
 
 
 class PresetError(ValueError):

@@ -1,6 +1,10 @@
 r"""Trains a population of dense and pruned members (thin binary over `population`).
 
-  bazel run //tf_forget/train:train_population -- --run_dir=/tmp/run --preset=digits
+  bazel run //tf_forget/train:train_population -- --run_dir=/tmp/run --dataset=digits
+
+`--preset` defaults to the data set's protocol preset (`tf_forget.data.protocols`):
+`--dataset=celeb_a` trains 004's CelebA protocol, not the digits one. With neither flag: digits;
+with `--preset` only: the preset's data set.
 
 Re-running skips finished members and resumes interrupted ones.
 """
@@ -17,8 +21,12 @@ from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 _RUN_DIR = flags.DEFINE_string("run_dir", None, "Output directory of the population.")
-_PRESET = flags.DEFINE_string("preset", "digits", "Training protocol (train/presets.py).")
-_DATASET = flags.DEFINE_string("dataset", None, "Data set (default: the preset's).")
+_DATASET = flags.DEFINE_string("dataset", None,
+                               "Data set (tf_forget/data; default: the --preset's if one is "
+                               "given, else digits).")
+_PRESET = flags.DEFINE_string("preset", None,
+                              "Training protocol (train/presets.py; default: the data set's, "
+                              "tf_forget/data/protocols.py).")
 _MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
 _VARIANTS = flags.DEFINE_list(
     "variants", None, "Trained variants, e.g. dense,prune_0.5,prune_0.9 (default: the preset's).")
@@ -39,17 +47,20 @@ def main(argv):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from tf_forget.train import population  # pylint: disable=g-import-not-at-top
+  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
   dataset_options = {"data_dir": _DATA_DIR.value}
   if _IMAGE_SIZE.value:
     dataset_options["image_size"] = [int(v) for v in _IMAGE_SIZE.value]
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   try:
+    dataset = _DATASET.value or (None if _PRESET.value else "digits")
+    preset = _PRESET.value or presets.for_dataset(dataset)
     config = population.make_config(
-        _RUN_DIR.value, _PRESET.value, dataset=_DATASET.value, model=_MODEL.value,
+        _RUN_DIR.value, preset, dataset=dataset, model=_MODEL.value,
         variants=_VARIANTS.value, members=_MEMBERS.value, dataset_options=dataset_options,
         population_seed=_SEED.value, steps=_STEPS.value)
     population.train_population(config)
-  except errors.Error as e:  # bad flags, data or disk: one line (a bug keeps its traceback)
+  except (errors.Error, presets.PresetError) as e:  # bad flags, data or disk: one line
     sys.exit(f"train_population: error: {errors.one_line(e, 1000)}")
 
 

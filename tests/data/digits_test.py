@@ -83,3 +83,18 @@ def test_unknown_split_and_attribute():
     data.load("validation")
   with pytest.raises(base.DataError, match="no attribute 'Male'"):
     data.check_attributes(["Male"])
+
+
+@pytest.mark.parametrize("name", ["digits", "digits_biased"])
+def test_annotation_batches_match_the_split_without_images(name):
+  data = registry.get(name)
+  whole = data.load("train")
+  parts = list(data.annotation_batches("train", 500))
+  assert [len(p) for p in parts] == [500, 500, 297]
+  assert not any(hasattr(p, "images") for p in parts)
+  np.testing.assert_array_equal(np.concatenate([p.ids for p in parts]), whole.ids)
+  np.testing.assert_array_equal(np.concatenate([p.labels for p in parts]), whole.labels)
+  for key, values in whole.attributes.items():
+    np.testing.assert_array_equal(np.concatenate([p.attributes[key] for p in parts]), values)
+  assert set(parts[0].attributes) == set(data.spec.attribute_names)
+  assert data.num_examples("train") == 1297

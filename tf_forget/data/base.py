@@ -8,6 +8,13 @@ The contract (docs/artifacts/data.md):
   * ids are `int64` `[N]`, a stable integer per example of a split (its position in the split's
     fixed order, or the source's own index), so predictions of different models align;
   * attributes are named boolean arrays `[N]` where the data set has them (CelebA's 40).
+
+Cheap paths, so that nothing decodes a million JPEGs it does not need (issue #15):
+  * `num_examples` is metadata where the source has it (tfds), never a pass over the images;
+  * `annotation_batches` streams labels, ids and attributes without images;
+  * `train_records` / `decode_record` split the training input into cheap records (encoded
+    images for tfds) that the trainer shuffles and skips, and the decode it runs afterwards, in
+    parallel, only for the batches it trains on.
 """
 
 import abc
@@ -76,6 +83,23 @@ class Examples:
         attributes={k: v[index] for k, v in self.attributes.items()})
 
 
+@dataclasses.dataclass(frozen=True)
+class Annotations:
+  """Labels, ids and attributes of a batch or split, without images; aligned on axis 0.
+
+  Attributes:
+    labels: int64 `[N]`.
+    ids: int64 `[N]`, stable per split.
+    attributes: name -> bool `[N]`.
+  """
+  labels: np.ndarray
+  ids: np.ndarray
+  attributes: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+  def __len__(self):
+    return int(self.labels.shape[0])
+
+
 def concatenate(parts):
   """Concatenates a non-empty sequence of `Examples` along axis 0."""
   parts = list(parts)
@@ -129,9 +153,18 @@ class Dataset(abc.ABC):
         break
     return concatenate(parts)
 
+  def annotation_batches(self, split, batch_size) -> Iterator[Annotations]:
+    """Yields the split's labels, ids and attributes in its fixed order, without images.
+
+    The default reads `batches` and drops the images; data sets that can skip image decoding
+    (tfds) or hold arrays (in-memory sets) override it.
+    """
+    for batch in self.batches(split, batch_size):
+      yield Annotations(labels=batch.labels, ids=batch.ids, attributes=batch.attributes)
+
   def num_examples(self, split) -> int:
-    """Number of examples in `split`."""
-    return sum(len(b) for b in self.batches(split, 4096))
+    """Number of examples in `split` (default: counted over `annotation_batches`)."""
+    return sum(len(b) for b in self.annotation_batches(split, 4096))
 
   def tf_dataset(self, split):
     """The split as an unbatched `tf.data.Dataset` of `(image uint8 [H,W,C], label int64)`.
@@ -142,3 +175,24 @@ class Dataset(abc.ABC):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     data = self.load(split)
     return tf.data.Dataset.from_tensor_slices((data.images, data.labels))
+
+  def train_records(self, split):
+    """The split as an unbatched `tf.data.Dataset` of cheap records, in fixed order.
+
+    The trainer shuffles, repeats and skips (resume) these records and decodes only the ones
+    it trains on (`decode_record`). The default is `tf_dataset(split)` itself (images already
+    decoded: in-memory data sets); tfds-backed data sets yield encoded images.
+    """
+    return self.tf_dataset(split)
+
+  def decode_record(self, record):
+    """Decodes one `train_records` element (traced inside `tf.data` map).
+
+    Args:
+      record: one element of `train_records`.
+
+    Returns:
+      `(image uint8 [H, W, C], label int64 [])` as `tf_dataset` yields them (default: the
+      record itself).
+    """
+    return record

@@ -74,6 +74,13 @@ class InMemoryDataset(base.Dataset):
     for start in range(0, len(data), batch_size):
       yield data.take(slice(start, start + batch_size))
 
+  def annotation_batches(self, split, batch_size):
+    data = self.load(split)
+    for start in range(0, len(data), batch_size):
+      part = slice(start, start + batch_size)
+      yield base.Annotations(labels=data.labels[part], ids=data.ids[part],
+                             attributes={k: v[part] for k, v in data.attributes.items()})
+
   def num_examples(self, split):
     return len(self.load(split))
 

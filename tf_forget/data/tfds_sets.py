@@ -13,7 +13,17 @@ position in that order, so predictions of different models align (docs/artifacts
 * `imagenet2012`: needs the manually downloaded archives in `manual_dir` (tfds' ImageNet
   builder); images centre-cropped (fraction 0.875) and resized to `image_size` (default 224²),
   the usual ResNet-50 evaluation preprocessing; the audit reports on `validation`.
+
+Scaling (issue #15): `num_examples` is the tfds metadata (`info.splits[split]`, which also
+answers tfds slices such as "train[:90%]"), falling back to counting records read with the
+image left encoded (`tfds.decode.SkipDecoding`); `annotation_batches` reads labels and
+attributes with the image left encoded; `train_records` yields (encoded image, label) so the
+trainer shuffles and skips records and decodes (`decode_record`, the tfds image feature's own
+decoder, then `_image`) only what it trains on, in parallel. Splits may use tfds' slicing
+syntax on a known split ("train[:90%]"); ids are then positions in the slice.
 """
+
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -74,15 +84,34 @@ class TfdsDataset(base.Dataset):
   def _class_names(self):
     return tuple(str(c) for c in range(self.NUM_CLASSES))
 
-  def _raw(self, split):
-    """The split as tfds yields it, in fixed order."""
+  def check_split(self, split):
+    """Raises `DataError` unless `split` is a known split, possibly tfds-sliced ("train[:9]")."""
+    match = re.fullmatch(r"(\w+)\[[^\]]*\]", split) if isinstance(split, str) else None
+    super().check_split(match.group(1) if match else split)
+
+  def _builder(self):
+    """The tfds builder (prepared first if `download`); made once per data set object."""
+    builder = getattr(self, "_tfds_builder", None)
+    if builder is None:
+      builder = tfds.builder(self.TFDS_NAME, data_dir=self._data_dir)
+      if self._download:
+        config = tfds.download.DownloadConfig(manual_dir=self._manual_dir)
+        builder.download_and_prepare(download_config=config)
+      self._tfds_builder = builder
+    return builder
+
+  def _raw(self, split, decode_image=True):
+    """The split as tfds yields it, in fixed order.
+
+    Args:
+      split: a split name (or a tfds slice of one).
+      decode_image: False leaves `image` as its encoded bytes (`tfds.decode.SkipDecoding`).
+    """
     self.check_split(split)
-    builder = tfds.builder(self.TFDS_NAME, data_dir=self._data_dir)
-    if self._download:
-      config = tfds.download.DownloadConfig(manual_dir=self._manual_dir)
-      builder.download_and_prepare(download_config=config)
+    builder = self._builder()
+    decoders = None if decode_image else {"image": tfds.decode.SkipDecoding()}
     try:
-      return builder.as_dataset(split=split, shuffle_files=False)
+      return builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
       where = self._data_dir or "the default tfds data_dir"
       raise base.DataError(
@@ -106,15 +135,54 @@ class TfdsDataset(base.Dataset):
     return {"image": self._image(example["image"]), "label": self._label(example),
             "attributes": self._attributes(example)}
 
+  def num_examples(self, split):
+    """The split's size from tfds metadata; without metadata, counted with images undecoded."""
+    self.check_split(split)
+    try:
+      return int(self._builder().info.splits[split].num_examples)
+    except (KeyError, ValueError, AssertionError):
+      pass  # no metadata (e.g. tfds.testing.mock_data): count the records instead
+    records = self._raw(split, decode_image=False)
+    n = int(records.cardinality())
+    if n >= 0:
+      return n
+    return int(records.map(lambda ex: tf.constant(1, tf.int64)).reduce(
+        tf.constant(0, tf.int64), lambda total, one: total + one))
+
   def tf_dataset(self, split):
     return self._raw(split).map(lambda ex: (self._image(ex["image"]), self._label(ex)),
                                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+  def train_records(self, split):
+    """(encoded image bytes, label int64) in fixed order; see `decode_record`."""
+    return self._raw(split, decode_image=False).map(
+        lambda ex: (ex["image"], self._label(ex)), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)
+
+  def decode_record(self, record):
+    """(image uint8 [H, W, C] at the configured size, label) of a `train_records` element."""
+    encoded, label = record
+    image = self._builder().info.features["image"].decode_example(encoded)
+    return self._image(image), label
+
+  def annotation_batches(self, split, batch_size):
+    ds = self._raw(split, decode_image=False).map(
+        lambda ex: {"label": self._label(ex), "attributes": self._attributes(ex)},
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    start = 0
+    for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
+      n = len(batch["label"])
+      yield base.Annotations(
+          labels=np.asarray(batch["label"], np.int64),
+          ids=np.arange(start, start + n, dtype=np.int64),
+          attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()})
+      start += n
 
   def batches(self, split, batch_size):
     ds = self._raw(split).map(self._convert, num_parallel_calls=tf.data.AUTOTUNE,
                               deterministic=True)
     start = 0
-    for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(2)):
+    for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
       yield base.Examples(
           images=np.asarray(batch["image"], np.uint8),

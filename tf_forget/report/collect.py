@@ -208,9 +208,15 @@ def _index_of(data_ids, ids, where):
 
 
 def _stream_attributes(dataset, split, names):
-  """(ids `[N]`, {name: bool `[N]`}) of a split without keeping images (bounded memory)."""
+  """(ids `[N]`, {name: bool `[N]`}) of a split, read without images (bounded memory).
+
+  `annotation_batches` never decodes an image (tfds sets leave them encoded, in-memory sets
+  slice their arrays); data sets without it are read through `batches`.
+  """
   ids, attrs = [], {n: [] for n in names}
-  for batch in dataset.batches(split, 4096):
+  stream = getattr(dataset, "annotation_batches", None)
+  batches = stream(split, 4096) if stream is not None else dataset.batches(split, 4096)
+  for batch in batches:
     ids.append(np.asarray(batch.ids, np.int64))
     for n in names:
       attrs[n].append(np.asarray(batch.attributes[n], bool))

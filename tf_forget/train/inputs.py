@@ -5,6 +5,13 @@ The train split is shuffled with the member's seed (reshuffled every pass), augm
 values (models normalise inside) and batched with `drop_remainder`. Everything is a function of
 (seed, step): resuming at step s skips the first s batches and sees exactly the batches an
 uninterrupted run would have seen.
+
+Order of the stages (issue #15): the data set's cheap `train_records` (encoded images for tfds
+sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the first
+`start_step * batch_size` of them are skipped, and only then are records decoded and augmented
+(in parallel, deterministic order) and batched. A resume therefore reads but never decodes the
+skipped batches; the numbering happens before the skip, so a record's augmentation seed is the
+same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places the batches.
 """
 
 import tensorflow as tf
@@ -56,22 +63,29 @@ def train_stream(dataset, preset, seed, start_step=0):
     raise ValueError(f"train split of {dataset.spec.name!r} has {n} examples, fewer than "
                      f"batch_size={preset.batch_size}")
   augment = _augment_fn(preset.augmentation, preset.shift_pixels, dataset.spec.image_shape)
-  ds = dataset.tf_dataset("train")
+  ds = dataset.train_records("train")
   if n <= 200_000 and dataset.spec.image_shape[0] * dataset.spec.image_shape[1] <= 64 * 64:
     ds = ds.cache()
   ds = ds.shuffle(min(n, 50_000), seed=seed, reshuffle_each_iteration=True).repeat()
   offset = tf.constant(seed, tf.int64) * 1_000_003
-  ds = ds.enumerate().map(
-      lambda i, example: (augment(i + offset, example[0]), example[1]),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  ds = ds.batch(preset.batch_size, drop_remainder=True)
+  ds = ds.enumerate()
   if start_step:
-    ds = ds.skip(start_step)
-  return ds.prefetch(2)
+    # Whole batches of cheap records: the stream is infinite and batches drop no remainder, so
+    # skipping start_step * batch_size records is skipping start_step batches.
+    ds = ds.skip(int(start_step) * preset.batch_size)
+
+  def decode_and_augment(i, record):
+    image, label = dataset.decode_record(record)
+    return augment(i + offset, image), label
+
+  ds = ds.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  ds = ds.batch(preset.batch_size, drop_remainder=True)
+  return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def eval_stream(dataset, split, batch_size=256):
   """A split in fixed order as (images float32, labels) batches, for Keras `evaluate`."""
   return dataset.tf_dataset(split).map(
       lambda image, label: (tf.cast(image, tf.float32), label),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size).prefetch(2)
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size).prefetch(
+          tf.data.AUTOTUNE)

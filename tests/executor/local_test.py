@@ -1,0 +1,87 @@
+"""LocalExecutor: a reused spawn process pool; lost workers retried, collateral losses free."""
+
+import os
+
+import pytest
+
+from tests.executor import contract
+from tf_forget import executor
+from tf_forget.executor import local
+
+
+@pytest.fixture(scope="module")
+def pool():
+  with local.LocalExecutor(workers=2, max_retries=2) as ex:
+    yield ex
+
+
+def test_describe(pool):
+  assert pool.describe() == "local process pool, 2 workers"
+  assert pool.name == "local"
+
+
+def test_same_results_as_inline_and_processes_are_reused(pool):
+  first = contract.check_same_results_as_inline(pool)
+  second = contract.check_same_results_as_inline(pool)
+  assert os.getpid() not in first
+  assert len(first | second) <= 2
+
+
+def test_two_tasks_run_at_once(pool, tmp_path):
+  contract.check_two_at_once(pool, tmp_path)
+
+
+def test_error_class_survives_and_no_task_starts_after_it(pool, tmp_path):
+  contract.check_error_class_survives_and_stops(pool, tmp_path)
+
+
+def test_other_errors_name_the_task(pool):
+  contract.check_other_errors_name_the_task(pool)
+
+
+def test_lost_worker_is_retried(pool, tmp_path):
+  contract.check_lost_worker_is_retried(pool, tmp_path)
+
+
+def test_always_lost_worker_fails_after_max_retries(pool, tmp_path):
+  contract.check_always_lost_worker_fails(pool, tmp_path, max_retries=2)
+
+
+def test_os_exit_is_a_lost_worker(pool):
+  with pytest.raises(executor.ExecutorError, match=r"^task exit: worker lost 3 times$"):
+    pool.run([contract.toy("exit", "exit_hard", code=3)], log=lambda _: None)
+
+
+def test_collateral_losses_do_not_count(tmp_path):
+  # "slow" runs while two other tasks kill their workers one after the other: it is lost twice
+  # with the pool, which must not count against its max_retries=1.
+  lines = []
+  tasks = [contract.toy("slow", "started", cost=10, marker_dir=str(tmp_path), name="slow",
+                        seconds=2.0),
+           contract.toy("die 1", "die_once", marker=str(tmp_path / "1"), value=1),
+           contract.toy("die 2", "die_once", marker=str(tmp_path / "2"), value=2)]
+  with local.LocalExecutor(workers=2, max_retries=1) as ex:
+    assert ex.run(tasks, stage="c", log=lines.append) == {"slow": "slow", "die 1": 1, "die 2": 2}
+  assert "  [c] die 1: worker lost, retry 1/1" in lines
+  assert "  [c] die 2: worker lost, retry 1/1" in lines
+  assert not any(line.startswith("  [c] slow:") for line in lines), lines
+
+
+def test_progress_lines(pool):
+  contract.check_progress_lines(pool)
+
+
+def test_env_is_set_in_the_workers():
+  with local.LocalExecutor(workers=1, env={"TF_FORGET_TOY": "set"}) as ex:
+    assert ex.run([contract.toy("env", "env_value", name="TF_FORGET_TOY")],
+                  log=lambda _: None) == {"env": "set"}
+
+
+def test_a_task_needing_all_cpus_runs_alone(pool, tmp_path):
+  wide = executor.Task("wide", f"{contract.TOY}:meet", {"marker_dir": str(tmp_path), "me": "w",
+                                                         "peer": "n", "timeout": 1.0}, num_cpus=2)
+  narrow = contract.toy("narrow", "meet", marker_dir=str(tmp_path), me="n", peer="w",
+                        timeout=1.0)
+  # "narrow" starts first (equal costs keep the order) and waits for "wide" in vain: "wide" only
+  # starts when both slots are free, and then finds the marker "narrow" left.
+  assert pool.run([narrow, wide], log=lambda _: None) == {"narrow": False, "wide": True}

@@ -1,0 +1,96 @@
+"""Toy task functions for the executor tests: no TensorFlow, fast, steered by marker files.
+
+Each function is run by import string ("tests.executor.toy_tasks:<name>") in the executors'
+workers; the marker files in a test's temporary directory say what ran where and when.
+"""
+
+import os
+import signal
+import time
+
+from tf_forget.artifacts import errors
+
+
+class ToyError(errors.Error):
+  """An `errors.Error` subclass defined outside tf_forget (must round-trip through pickle)."""
+
+
+class UnpicklableError(errors.Error):
+  """An `errors.Error` whose constructor takes two arguments: unpickling it fails."""
+
+  def __init__(self, what, why):
+    super().__init__(f"{what} failed because {why}")
+
+
+def square(x):
+  """x * x, and the worker's pid."""
+  return {"square": x * x, "pid": os.getpid()}
+
+
+def touch(path):
+  """Creates the marker file `path`."""
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(str(os.getpid()))
+
+
+def started(marker_dir, name, seconds=0.0):
+  """Notes `name` as started in `marker_dir`, sleeps `seconds`, returns `name`."""
+  touch(os.path.join(marker_dir, f"started-{name}"))
+  time.sleep(seconds)
+  return name
+
+
+def meet(marker_dir, me, peer, timeout=30.0):
+  """Creates my marker, waits for the peer's; True if both ran at the same time."""
+  touch(os.path.join(marker_dir, me))
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    if os.path.exists(os.path.join(marker_dir, peer)):
+      return True
+    time.sleep(0.02)
+  return False
+
+
+def fail(marker_dir, name, message):
+  """Notes `name` as started, then raises ToyError(message)."""
+  started(marker_dir, name)
+  raise ToyError(message)
+
+
+def fail_unpicklable():
+  raise UnpicklableError("the toy", "its error cannot be unpickled")
+
+
+def divide(x, y):
+  return x / y
+
+
+def not_json():
+  return {"a set": {1, 2}}
+
+
+def die_once(marker, value):
+  """Kills its own process the first time (no `marker` yet); returns `value` afterwards."""
+  if not os.path.exists(marker):
+    touch(marker)
+    os.kill(os.getpid(), signal.SIGKILL)
+  return value
+
+
+def always_die(marker_dir, name):
+  """Counts an attempt in `marker_dir`, then kills its own process."""
+  touch(os.path.join(marker_dir, f"attempt-{name}-{time.monotonic_ns()}"))
+  os.kill(os.getpid(), signal.SIGKILL)
+
+
+def exit_hard(code):
+  """Ends its process with os._exit (no cleanup, no exception)."""
+  os._exit(code)  # pylint: disable=protected-access
+
+
+def env_value(name):
+  return os.environ.get(name)
+
+
+def cwd():
+  return os.getcwd()

@@ -1,0 +1,149 @@
+"""`LocalExecutor`: a pool of spawned worker processes on this machine.
+
+A `concurrent.futures.ProcessPoolExecutor` with the "spawn" start method (TensorFlow is not
+fork-safe). The pool is created on the first `run` and its processes are reused by later tasks
+and `run` calls (a worker pays TensorFlow's ~5 s import once).
+
+Scheduling: at most `workers` tasks run at once. A task occupies min(workers, ceil(num_cpus))
+worker slots (a task with num_cpus=2 on 2 workers runs alone); `num_gpus` is ignored. This is a
+simplification: the pool does not pin CPUs, it only limits how many tasks run concurrently.
+
+Lost workers: when a worker process dies (signal, OOM kill, `os._exit`) the pool is broken
+(`BrokenProcessPool`) and every task in flight fails with it. The executor then rebuilds the
+pool and resubmits those tasks. Each worker notes the key of its running task in a file named
+by its pid (`worker.initialize`), and the pool terminates the surviving workers with SIGTERM,
+so the task whose worker exited otherwise is the culprit: its loss counts against its
+`max_retries`; the other tasks were collateral and are resubmitted for free. When the culprit
+cannot be told apart (it died of SIGTERM too, or while idle), every task in flight counts a loss.
+
+`env`: environment variables set in each worker by the pool initializer, before the worker
+imports any task module (by default workers inherit `os.environ`). Note that spawn imports the
+driver's `__main__` module in each worker before the initializer runs: keep TensorFlow imports
+out of a binary's module level (or set such variables in the driver's own environment).
+"""
+
+import concurrent.futures
+from concurrent.futures import process as futures_process
+import math
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+
+from tf_forget.artifacts import errors
+from tf_forget.executor import base
+from tf_forget.executor import scheduler
+from tf_forget.executor import worker
+
+
+def check_workers(workers, minimum=1):
+  """`workers` (None: os.cpu_count()) as an int >= `minimum`; ExecutorError otherwise."""
+  if workers is None:
+    return max(os.cpu_count() or 1, minimum)
+  if isinstance(workers, bool) or not isinstance(workers, int) or workers < minimum:
+    raise base.ExecutorError(f"workers must be an integer >= {minimum}, got {workers!r}")
+  return workers
+
+
+class LocalExecutor(scheduler.PooledExecutor):
+  """Runs tasks in a reused pool of `workers` spawned processes; retries lost workers."""
+
+  name = "local"
+
+  def __init__(self, workers=None, max_retries=2, env=None):
+    """A local process pool (the processes start with the first task).
+
+    Args:
+      workers: number of worker processes (default `os.cpu_count()`).
+      max_retries: how many times a task whose worker died runs again.
+      env: {name: value} environment variables set in each worker.
+
+    Raises:
+      ExecutorError: bad `workers`, `max_retries` or `env`.
+    """
+    super().__init__(max_retries)
+    self.workers = check_workers(workers)
+    if env is not None and not isinstance(env, dict):
+      raise base.ExecutorError(f"env must be a dict of environment variables, got {env!r:.100}")
+    self._env = {str(k): str(v) for k, v in (env or {}).items()}
+    self._pool = None
+    self._state_dir = None
+
+  def describe(self):
+    return f"local process pool, {self.workers} worker{'' if self.workers == 1 else 's'}"
+
+  def _capacity(self):
+    return {"slots": self.workers}
+
+  def _need(self, task):
+    return {"slots": min(self.workers, max(1, math.ceil(task.num_cpus)))}
+
+  def _get_pool(self):
+    if self._pool is None:
+      if self._state_dir is None:
+        self._state_dir = tempfile.mkdtemp(prefix="tf_forget_executor_")
+      self._pool = concurrent.futures.ProcessPoolExecutor(
+          max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+          initializer=worker.initialize, initargs=(self._env, self._state_dir))
+    return self._pool
+
+  def _submit(self, task):
+    future = self._get_pool().submit(worker.envelope, task.key, task.fn, dict(task.kwargs))
+    future.task_key = task.key
+    return future
+
+  def _wait(self, handles):
+    done, _ = concurrent.futures.wait(handles, return_when=concurrent.futures.FIRST_COMPLETED)
+    if any(isinstance(f.exception(), futures_process.BrokenProcessPool) for f in done):
+      culprits = self._reset_broken_pool()
+      done = handles  # the broken pool has set every future of the pool
+      in_flight = {f.task_key for f in handles
+                   if isinstance(f.exception(), futures_process.BrokenProcessPool)}
+      if not culprits & in_flight:
+        culprits = in_flight
+    else:
+      culprits = set()
+    outcomes = []
+    for future in done:
+      error = future.exception()
+      if error is None:
+        outcomes.append((future, scheduler.from_envelope(future.result())))
+      elif isinstance(error, futures_process.BrokenProcessPool):
+        status = scheduler.LOST if future.task_key in culprits else scheduler.COLLATERAL
+        outcomes.append((future, scheduler.Outcome(status)))
+      else:  # the envelope could not be sent or received (it cannot be the task's exception)
+        outcomes.append((future, scheduler.Outcome(scheduler.FAILED, error=base.task_error(
+            future.task_key, type(error).__name__, errors.one_line(error)))))
+    return outcomes
+
+  def _reset_broken_pool(self):
+    """Shuts the broken pool down; returns the keys of the tasks whose worker exited by itself."""
+    pool, self._pool = self._pool, None
+    processes = dict(getattr(pool, "_processes", None) or {})
+    pool.shutdown(wait=True, cancel_futures=True)
+    culprits = set()
+    for pid, process in processes.items():
+      process.join(timeout=10)
+      if process.exitcode not in (None, 0, -signal.SIGTERM):
+        culprits.add(worker.running_key(self._state_dir, pid))
+    culprits.discard("")
+    return culprits
+
+  def _abort(self, handles):
+    """Terminates the workers (the driver was interrupted); a later run starts a new pool."""
+    pool, self._pool = self._pool, None
+    if pool is None:
+      return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+      process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+  def close(self):
+    """Shuts the pool down (waits for running tasks) and removes the state directory."""
+    pool, self._pool = self._pool, None
+    if pool is not None:
+      pool.shutdown(wait=True, cancel_futures=True)
+    if self._state_dir is not None:
+      shutil.rmtree(self._state_dir, ignore_errors=True)
+      self._state_dir = None

@@ -1,0 +1,213 @@
+"""`RayExecutor`: runs the tasks as Ray core tasks, on a local Ray or on a Ray cluster.
+
+Ray is optional: it is imported when the executor first connects (`pip install ray==2.60.0`).
+Each `Task` becomes one Ray task (`worker.envelope` wrapped by `ray.remote`) with
+`num_cpus`/`num_gpus` from the task, `max_retries` for lost workers (Ray reruns a task whose
+worker process died; once they are used up the executor raises "task <key>: worker lost <n>
+times") and `retry_exceptions=False` (a task's own exception is never retried). Tasks are
+submitted biggest `cost` first while they fit the cluster's CPUs / GPUs as read at the start of
+each `run` (so that no task starts after a failure; scheduler.py).
+
+Where the workers find the code:
+  * `address=None` starts a local Ray (`ray.init(address="local")`, shut down by `close()`).
+    Its workers are new interpreters whose working directory is Ray's session directory, so a
+    project that is not installed (a checkout run with `PYTHONPATH=.`, or a Bazel py_test whose
+    stub sets PYTHONPATH to the runfiles) would not be importable there. The executor therefore
+    puts the checkout's root and the driver's own `sys.path` directories (those outside the
+    Python installation) into `runtime_env["env_vars"]["PYTHONPATH"]`.
+  * `address="auto"` or "ray://host:port" connects to a running cluster (`close()` only
+    disconnects). The paths of the driver mean nothing on the cluster's nodes: the project must
+    be installed in the cluster's image, or shipped with the job, e.g.
+    `RayExecutor("ray://head:10001", runtime_env={"py_modules": ["/src/tf_forget"]})` or
+    `runtime_env={"working_dir": "/src/checkout"}`. Task arguments that are paths must be valid
+    on the workers (a shared file system).
+`env` is passed as `runtime_env["env_vars"]` (merged into the `runtime_env` argument's).
+
+Ray's INFO lines are kept down (`logging_level=WARNING`); worker output and task errors still
+reach the driver (`log_to_driver=True`). A local Ray keeps its session files under a short
+temporary directory /tmp/ray_XXXX (AF_UNIX socket paths are limited to 107 bytes, and Bazel's
+TEST_TMPDIR is long), removed by `close()`.
+"""
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+
+from tf_forget.artifacts import errors
+from tf_forget.executor import base
+from tf_forget.executor import scheduler
+from tf_forget.executor import worker
+
+INSTALL = "ray is not installed: pip install ray==2.60.0"
+_LOST_ERRORS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError", "LocalRayletDiedError")
+
+
+def _import_ray():
+  try:
+    import ray  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    raise base.ExecutorError(INSTALL) from e
+  return ray
+
+
+def project_paths():
+  """The directories the driver imports from that a local Ray worker would not know.
+
+  The root of this checkout (the directory holding `tf_forget/`), then the driver's `sys.path`
+  entries that are directories outside the Python installation (sys.prefix, base_prefix).
+  """
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix,
+                                                          sys.exec_prefix})
+  paths = [root]
+  for entry in sys.path:
+    path = os.path.abspath(entry or os.curdir)
+    if os.path.isdir(path) and not (os.path.realpath(path) + os.sep).startswith(prefixes):
+      paths.append(path)
+  return list(dict.fromkeys(paths))
+
+
+class RayExecutor(scheduler.PooledExecutor):
+  """Runs tasks as Ray core tasks; Ray retries the tasks whose worker died."""
+
+  name = "ray"
+
+  def __init__(self, address=None, max_retries=2, env=None, num_cpus=None, runtime_env=None):
+    """A Ray executor (Ray starts or is connected to on the first `run` / `describe`).
+
+    Args:
+      address: None to start a local Ray; "auto" or "ray://host:port" for a running cluster.
+      max_retries: how many times Ray reruns a task whose worker died.
+      env: {name: value} environment variables of the workers.
+      num_cpus: CPUs of a local Ray (default: all); not allowed with `address`.
+      runtime_env: a Ray runtime_env dict merged with ours (py_modules, working_dir, ...).
+
+    Raises:
+      ExecutorError: bad arguments.
+    """
+    super().__init__(max_retries)
+    if address is not None and (not isinstance(address, str) or not address):
+      raise base.ExecutorError(f"ray address must be 'auto' or 'ray://host:port', got {address!r}")
+    if address is not None and num_cpus is not None:
+      raise base.ExecutorError("num_cpus is for a local Ray only (address=None)")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)
+                                 or num_cpus < 1):
+      raise base.ExecutorError(f"ray num_cpus must be an integer >= 1, got {num_cpus!r}")
+    for name, value in (("env", env), ("runtime_env", runtime_env)):
+      if value is not None and not isinstance(value, dict):
+        raise base.ExecutorError(f"{name} must be a dict, got {value!r:.100}")
+    self.address = address
+    self.num_cpus = num_cpus
+    self._env = {str(k): str(v) for k, v in (env or {}).items()}
+    self._user_runtime_env = dict(runtime_env or {})
+    self._ray = None
+    self._remote = None
+    self._owned = False
+    self._temp_dir = None
+    self._keys = {}  # ObjectRef -> task key
+
+  def runtime_env(self):
+    """The runtime_env given to `ray.init`: the argument's, plus env vars and local PYTHONPATH."""
+    runtime_env = dict(self._user_runtime_env)
+    env_vars = dict(runtime_env.get("env_vars") or {})
+    env_vars.update(self._env)
+    if self.address is None:
+      paths = project_paths()
+      if env_vars.get("PYTHONPATH"):
+        paths.append(env_vars["PYTHONPATH"])
+      env_vars["PYTHONPATH"] = os.pathsep.join(paths)
+    if env_vars:
+      runtime_env["env_vars"] = env_vars
+    return runtime_env
+
+  def _connect(self):
+    if self._ray is not None:
+      return self._ray
+    ray = _import_ray()
+    options = dict(logging_level=logging.WARNING, log_to_driver=True,
+                   runtime_env=self.runtime_env())
+    try:
+      if ray.is_initialized():
+        self._owned = None  # someone else's connection: used, never shut down
+      elif self.address is None:
+        self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
+                                          else None)
+        ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                 _temp_dir=self._temp_dir, **options)
+        self._owned = True
+      else:
+        ray.init(address=self.address, **options)
+        self._owned = False
+    except Exception as e:  # pylint: disable=broad-except
+      self._cleanup_temp_dir()
+      where = self.address or "a local Ray"
+      raise base.ExecutorError(f"cannot start or connect to {where}: {errors.one_line(e, 200)}")
+    self._ray = ray
+    self._remote = ray.remote(worker.envelope)
+    return ray
+
+  def _resources(self):
+    resources = self._connect().cluster_resources()
+    return {"CPU": float(resources.get("CPU", 0)), "GPU": float(resources.get("GPU", 0))}
+
+  def describe(self):
+    resources = self._resources()
+    try:
+      where = self._ray.get_runtime_context().gcs_address
+    except Exception:  # pylint: disable=broad-except
+      where = None
+    where = where or self.address or "local"
+    if self.address is None:
+      where += " (local)"
+    return f"ray at {where}, {resources['CPU']:g} CPUs, {resources['GPU']:g} GPUs"
+
+  def _capacity(self):
+    return self._resources()
+
+  def _need(self, task):
+    return {"CPU": float(task.num_cpus), "GPU": float(task.num_gpus)}
+
+  def _submit(self, task):
+    ref = self._remote.options(
+        num_cpus=task.num_cpus, num_gpus=task.num_gpus, max_retries=self.max_retries,
+        retry_exceptions=False, name=task.key).remote(task.key, task.fn, dict(task.kwargs))
+    self._keys[ref] = task.key
+    return ref
+
+  def _wait(self, handles):
+    ray = self._ray
+    ready, _ = ray.wait(handles, num_returns=1)
+    lost = tuple(getattr(ray.exceptions, name) for name in _LOST_ERRORS
+                 if hasattr(ray.exceptions, name))
+    outcomes = []
+    for ref in ready:
+      key = self._keys.pop(ref, "?")
+      try:
+        outcomes.append((ref, scheduler.from_envelope(ray.get(ref))))
+      except lost:
+        outcomes.append((ref, scheduler.Outcome(scheduler.EXHAUSTED)))
+      except ray.exceptions.RayError as e:
+        error = base.task_error(key, type(e).__name__, errors.one_line(e))
+        outcomes.append((ref, scheduler.Outcome(scheduler.FAILED, error=error)))
+    return outcomes
+
+  def _abort(self, handles):
+    for ref in handles:
+      try:
+        self._ray.cancel(ref, force=True)
+      except Exception:  # pylint: disable=broad-except
+        pass
+
+  def _cleanup_temp_dir(self):
+    if self._temp_dir is not None:
+      shutil.rmtree(self._temp_dir, ignore_errors=True)
+      self._temp_dir = None
+
+  def close(self):
+    """Shuts a local Ray down, or disconnects from a cluster (not one someone else connected)."""
+    ray, self._ray = self._ray, None
+    if ray is not None and self._owned is not None:
+      ray.shutdown()
+    self._cleanup_temp_dir()

@@ -3,6 +3,7 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit                       # embedded default: digits, offline
   bazel run //eval:audit -- --dataset=digits_biased
   bazel run //eval:audit -- --dataset=celeb_a  # the paper's protocol (needs the tfds data)
+  bazel run //eval:audit -- --plan --dataset=imagenet2012  # its cost plan (no data needed)
 
 Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
 """
@@ -19,9 +20,16 @@ from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 GATE_FAILED = 3
+FLAGS = flags.FLAGS
 
 _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forget/data).")
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
+_PLAN = flags.DEFINE_bool("plan", False,
+                          "Print the audit's cost plan (counts per stage and an estimate) and "
+                          "exit 0: writes nothing, needs no data on disk (eval/costs.py).")
+_UNIT_COSTS = flags.DEFINE_string("unit_costs", None,
+                                  "Unit-cost file of --plan (default: "
+                                  "eval/unit_costs/cpu_2core_avx512.json).")
 _PRESET = flags.DEFINE_string("preset", None, "Training protocol (default: the data set's).")
 _MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
 _MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).",
@@ -136,6 +144,15 @@ def main(argv):
       gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
       deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
       deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value)
+  if _PLAN.value:
+    from eval import costs  # pylint: disable=g-import-not-at-top
+    workers = getattr(FLAGS, "workers", None) or 1
+    try:
+      print(audit_lib.plan_report(config, costs.default_unit_costs(
+          _resolve(_UNIT_COSTS.value) if _UNIT_COSTS.value else None), workers))
+    except errors.Error as e:
+      sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
+    return 0
   try:
     _, manifest = audit_lib.run_audit(config)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)

@@ -210,8 +210,11 @@ class Plan:
   robustness_members: tuple = ()
 
 
-def plan(config):
+def plan(config, check_data=True):
   """Validates everything about `config` without writing anything; returns a `Plan`.
+
+  With `check_data=False` the data set is built (options checked) but not read, so that a plan
+  can be made for a data set whose files are not on disk (`plan_report`).
 
   Raises:
     errors.Error subclasses (AuditError, PopulationError, VariantError, FormatError, DataError,
@@ -244,7 +247,8 @@ def plan(config):
   noise = _noise_protocol(config)
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
-  dataset.take(dataset.spec.eval_split, 1)
+  if check_data:
+    dataset.take(dataset.spec.eval_split, 1)
   return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
               dataset, robustness_members=robustness_members(protocol, pop.members))
 
@@ -433,3 +437,38 @@ def _summary(report, manifest, log):
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
+
+
+def plan_report(config, unit_costs=None, workers=1):
+  """The audit's cost plan as text (counts per stage and, given unit costs, an estimate).
+
+  Needs no data on disk: the counts come from the protocol of the data set (split sizes,
+  `tf_forget.data.protocols`), the population config and the validated plan (`eval.costs`).
+
+  Args:
+    config: an `AuditConfig`.
+    unit_costs: path of a `tf_forget.unit_costs/1` file, or None for counts only.
+    workers: workers the wall-time estimate divides by.
+
+  Raises:
+    errors.Error subclasses (as `plan`), `costs.CostError` for a bad unit-cost file.
+  """
+  from eval import costs  # pylint: disable=g-import-not-at-top
+  p = plan(config, check_data=False)
+  pop, spec = p.population, p.dataset.spec
+  protocol = _protocol(config.dataset)
+  if spec.eval_split not in protocol.split_sizes:
+    raise AuditError(f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
+  n_dense = sum(v == formats.DENSE for v in pop.variants)
+  inputs = costs.PlanInputs(
+      dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),
+      members=pop.members, dense_variants=n_dense, pruned_variants=len(pop.variants) - n_dense,
+      steps=pop.preset.steps, batch_size=pop.preset.batch_size,
+      quantizations=p.quantizations, pruned_quantizations=p.pruned_quantizations,
+      sparse="sparse" in p.encodings, corrupted_splits=len(p.corrupted),
+      robustness_members=len(p.robustness_members),
+      noise_eps=tuple(p.noise.eps) if p.noise is not None else (),
+      noise_draws=p.noise.draws if p.noise is not None else 0,
+      noise_examples=p.noise.examples if p.noise is not None else 0,
+      eval_size=protocol.split_sizes[spec.eval_split])
+  return costs.plan_text(inputs, unit_costs, workers)

@@ -94,3 +94,56 @@ def test_corrupted_dataset_serves_corrupted_and_clean_splits(tmp_path):
   assert corrupted.images.std() < clean.images.std()
   with pytest.raises(base.DataError):
     view.load("fog@2")
+
+
+@pytest.mark.parametrize("size, channels, encoding", [(8, 1, "deflate"), (32, 1, "png"),
+                                                      (32, 3, "png"), (40, 3, "png")])
+def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
+  data = _Tiny(size)
+  gen = np.random.default_rng(size + channels)
+  # Worst case for the codecs: uniform noise over the full 0..255 range, plus flat extremes.
+  data.images = gen.integers(0, 256, (50, size, size, channels), dtype=np.uint8)
+  data.images[0] = 0
+  data.images[1] = 255
+  data.spec = base.DatasetSpec(**{**data.spec.__dict__, "image_shape": (size, size, channels)})
+  key, = cache.fill(data, "test", [("contrast", 1)], str(tmp_path), batch_size=16)
+  with open(os.path.join(key.directory(str(tmp_path)), "meta.json")) as f:
+    meta = json.load(f)
+  assert meta["encoding"] == encoding and meta["schema_version"] == cache.SCHEMA_VERSION
+  got = base.concatenate(cache.CorruptedSplit(data, "test", "contrast", 1, str(tmp_path)))
+  seeds = registry.example_seeds("tiny", data.ids, "contrast", 1)
+  want = registry.apply("contrast", data.images, 1, seeds)
+  assert got.images.dtype == np.uint8 and got.images.shape == want.shape
+  np.testing.assert_array_equal(got.images, want)
+  np.testing.assert_array_equal(got.ids, data.ids)
+
+
+def test_shards_are_compressed(tmp_path):
+  data = _Tiny(32)
+  data.images = reference.synthetic_images(50, 32, 32, seed=5, channels=3)
+  data.spec = base.DatasetSpec(**{**data.spec.__dict__, "image_shape": (32, 32, 3)})
+  key, = cache.fill(data, "test", [("glass_blur", 3)], str(tmp_path), batch_size=50)
+  shard = os.path.join(key.directory(str(tmp_path)), "part-00000.npz")
+  assert os.path.getsize(shard) < 0.85 * data.images.nbytes  # measured: 0.75 of raw
+
+
+def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
+  data = _Tiny()
+  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  new = base.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  # Rewrite the entry as schema 1 wrote it: uncompressed `images`, no `encoding` in meta.json.
+  directory = key.directory(str(tmp_path))
+  with open(os.path.join(directory, "meta.json")) as f:
+    meta = json.load(f)
+  for i, shard in enumerate(meta["shards"]):
+    part = new.take(slice(20 * i, 20 * (i + 1)))
+    np.savez(os.path.join(directory, shard), images=part.images, labels=part.labels,
+             ids=part.ids, attr__Bright=part.attributes["Bright"])
+  del meta["encoding"]
+  meta["schema_version"] = 1
+  with open(os.path.join(directory, "meta.json"), "w") as f:
+    json.dump(meta, f)
+  old = base.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  np.testing.assert_array_equal(old.images, new.images)
+  np.testing.assert_array_equal(old.attributes["Bright"], new.attributes["Bright"])
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == []  # complete: not redone

@@ -1,17 +1,30 @@
 """RayExecutor on a local Ray (one start for the whole file): the same contract as the pool."""
 
 import os
+import sys
 
 import pytest
 
 from tests.executor import contract
+from tf_forget import executor
 from tf_forget.executor import ray_executor
 
 
+_PROBE = "executor_path_probe"
+
+
 @pytest.fixture(scope="module")
-def ray_ex():
-  with ray_executor.RayExecutor(address=None, num_cpus=2, env={"TF_FORGET_TOY": "ray"}) as ex:
-    yield ex
+def ray_ex(tmp_path_factory):
+  # A module importable only through a sys.path entry the driver adds at run time (not in
+  # PYTHONPATH, not the working directory): the executor must ship it to the workers.
+  extra = tmp_path_factory.mktemp("extra_path")
+  (extra / f"{_PROBE}.py").write_text("def where():\n  return __file__\n")
+  sys.path.append(str(extra))
+  try:
+    with ray_executor.RayExecutor(address=None, num_cpus=2, env={"TF_FORGET_TOY": "ray"}) as ex:
+      yield ex
+  finally:
+    sys.path.remove(str(extra))
 
 
 def test_describe(ray_ex):
@@ -48,11 +61,22 @@ def test_progress_lines(ray_ex):
   contract.check_progress_lines(ray_ex)
 
 
-def test_env_and_project_path_reach_the_workers(ray_ex):
-  # The workers run in Ray's session directory, yet import tests.executor.toy_tasks: the
-  # executor ships the driver's paths in runtime_env PYTHONPATH.
-  got = ray_ex.run([contract.toy("env", "env_value", name="TF_FORGET_TOY"),
-                    contract.toy("cwd", "cwd")], log=lambda _: None)
+def test_env_and_the_drivers_paths_reach_the_workers(ray_ex):
+  tasks = [contract.toy("env", "env_value", name="TF_FORGET_TOY"),
+           executor.Task("probe", f"{_PROBE}:where", {})]
+  got = ray_ex.run(tasks, log=lambda _: None)
   assert got["env"] == "ray"
-  paths = ray_ex.runtime_env()["env_vars"]["PYTHONPATH"].split(os.pathsep)
-  assert os.path.dirname(os.path.dirname(os.path.dirname(contract.__file__))) in paths
+  assert os.path.basename(got["probe"]) == f"{_PROBE}.py"
+
+
+def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
+  inherited, added = tmp_path / "inherited", tmp_path / "added"
+  inherited.mkdir()
+  added.mkdir()
+  monkeypatch.setenv("PYTHONPATH", str(inherited))
+  monkeypatch.setattr(sys, "path", [str(inherited), str(added), os.getcwd(), "",
+                                    os.path.dirname(os.__file__), str(tmp_path / "missing")])
+  paths = ray_executor.project_paths()
+  assert str(added) in paths
+  assert not {str(inherited), os.getcwd(), os.path.dirname(os.__file__)} & set(paths)
+  assert str(tmp_path / "missing") not in paths

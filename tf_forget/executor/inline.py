@@ -24,10 +24,10 @@ class InlineExecutor(base.Executor):
         value = worker.call(task.fn, dict(task.kwargs))
         worker.check_result(value)
       except Exception as e:  # pylint: disable=broad-except
-        progress.note(f"{task.key} failed: {type(e).__name__}: {errors.one_line(e, 200)}")
+        progress.note(f"{task.key} failed: {type(e).__name__}: {worker.message(e)[:200]}")
         if isinstance(e, errors.Error):
           raise
-        raise base.task_error(task.key, type(e).__name__, errors.one_line(e)) from e
+        raise base.task_error(task.key, type(e).__name__, worker.message(e)) from e
       results[task.key] = value
       progress.done(task)
     return results

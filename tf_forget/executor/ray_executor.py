@@ -10,11 +10,14 @@ each `run` (so that no task starts after a failure; scheduler.py).
 
 Where the workers find the code:
   * `address=None` starts a local Ray (`ray.init(address="local")`, shut down by `close()`).
-    Its workers are new interpreters whose working directory is Ray's session directory, so a
-    project that is not installed (a checkout run with `PYTHONPATH=.`, or a Bazel py_test whose
-    stub sets PYTHONPATH to the runfiles) would not be importable there. The executor therefore
-    puts the checkout's root and the driver's own `sys.path` directories (those outside the
-    Python installation) into `runtime_env["env_vars"]["PYTHONPATH"]`.
+    Its workers inherit the driver's environment and working directory (measured with Ray
+    2.60: a driver run with `PYTHONPATH=.` from the checkout, or a Bazel py_test whose stub sets
+    PYTHONPATH, imports fine), but not the entries the driver added to `sys.path` at run time
+    (pytest's `pythonpath`, a script's `sys.path.insert`). The executor puts the checkout's root
+    and the driver's `sys.path` directories outside the Python installation that the inherited
+    PYTHONPATH and working directory do not cover into `runtime_env["env_vars"]["PYTHONPATH"]`.
+    A runtime_env costs ~4 s once (Ray starts dedicated workers instead of its prestarted ones),
+    so none is set when nothing is missing and `env` is empty.
   * `address="auto"` or "ray://host:port" connects to a running cluster (`close()` only
     disconnects). The paths of the driver mean nothing on the cluster's nodes: the project must
     be installed in the cluster's image, or shipped with the job, e.g.
@@ -29,8 +32,10 @@ temporary directory /tmp/ray_XXXX (AF_UNIX socket paths are limited to 107 bytes
 TEST_TMPDIR is long), removed by `close()`.
 """
 
+import contextlib
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -40,8 +45,23 @@ from tf_forget.executor import base
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours its task names
 INSTALL = "ray is not installed: pip install ray==2.60.0"
+# A local Ray enables token authentication (~/.ray/auth_token) and warns that it did, every time.
+_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _LOST_ERRORS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError", "LocalRayletDiedError")
+
+
+@contextlib.contextmanager
+def _quiet(name):
+  """Raises the logger `name` to ERROR while the block runs."""
+  logger = logging.getLogger(name)
+  level = logger.level
+  logger.setLevel(logging.ERROR)
+  try:
+    yield
+  finally:
+    logger.setLevel(level)
 
 
 def _import_ray():
@@ -56,15 +76,20 @@ def project_paths():
   """The directories the driver imports from that a local Ray worker would not know.
 
   The root of this checkout (the directory holding `tf_forget/`), then the driver's `sys.path`
-  entries that are directories outside the Python installation (sys.prefix, base_prefix).
+  entries that are directories outside the Python installation (sys.prefix, base_prefix),
+  except those a worker inherits: the working directory and the PYTHONPATH entries.
   """
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix,
                                                           sys.exec_prefix})
-  paths = [root]
-  for entry in sys.path:
+  inherited = {os.path.abspath(p or os.curdir)
+               for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)}
+  inherited.add(os.path.abspath(os.curdir))
+  paths = []
+  for entry in [root, *sys.path]:
     path = os.path.abspath(entry or os.curdir)
-    if os.path.isdir(path) and not (os.path.realpath(path) + os.sep).startswith(prefixes):
+    if (path not in inherited and os.path.isdir(path)
+        and not (os.path.realpath(path) + os.sep).startswith(prefixes)):
       paths.append(path)
   return list(dict.fromkeys(paths))
 
@@ -113,11 +138,10 @@ class RayExecutor(scheduler.PooledExecutor):
     runtime_env = dict(self._user_runtime_env)
     env_vars = dict(runtime_env.get("env_vars") or {})
     env_vars.update(self._env)
-    if self.address is None:
-      paths = project_paths()
-      if env_vars.get("PYTHONPATH"):
-        paths.append(env_vars["PYTHONPATH"])
-      env_vars["PYTHONPATH"] = os.pathsep.join(paths)
+    paths = project_paths() if self.address is None else []
+    if paths:
+      inherited = env_vars.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
+      env_vars["PYTHONPATH"] = os.pathsep.join(paths + ([inherited] if inherited else []))
     if env_vars:
       runtime_env["env_vars"] = env_vars
     return runtime_env
@@ -127,15 +151,16 @@ class RayExecutor(scheduler.PooledExecutor):
       return self._ray
     ray = _import_ray()
     options = dict(logging_level=logging.WARNING, log_to_driver=True,
-                   runtime_env=self.runtime_env())
+                   runtime_env=self.runtime_env() or None)
     try:
       if ray.is_initialized():
         self._owned = None  # someone else's connection: used, never shut down
       elif self.address is None:
         self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
                                           else None)
-        ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
-                 _temp_dir=self._temp_dir, **options)
+        with _quiet(_AUTH_LOGGER):
+          ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                   _temp_dir=self._temp_dir, **options)
         self._owned = True
       else:
         ray.init(address=self.address, **options)
@@ -189,7 +214,8 @@ class RayExecutor(scheduler.PooledExecutor):
       except lost:
         outcomes.append((ref, scheduler.Outcome(scheduler.EXHAUSTED)))
       except ray.exceptions.RayError as e:
-        error = base.task_error(key, type(e).__name__, errors.one_line(e))
+        message = errors.one_line(_ANSI.sub("", str(e)))
+        error = base.task_error(key, type(e).__name__, message)
         outcomes.append((ref, scheduler.Outcome(scheduler.FAILED, error=error)))
     return outcomes
 

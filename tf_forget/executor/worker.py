@@ -36,6 +36,11 @@ def call(fn, kwargs):
   return resolve(fn)(**kwargs)
 
 
+def message(exc):
+  """`exc`'s message on one line (for an OSError with its path, unlike `errors.one_line`)."""
+  return " ".join((str(exc) or type(exc).__name__).split())[:errors.MAX_MESSAGE]
+
+
 def check_result(value):
   """Raises TypeError if `value` is not JSON-able (the contract of every task function)."""
   try:
@@ -111,7 +116,7 @@ def envelope(key, fn, kwargs):
     return {
         "ok": False,
         "type": type(e).__name__,
-        "message": errors.one_line(e),
+        "message": message(e),
         "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
         "is_error": isinstance(e, errors.Error),
         "pickled": _pickled_error(e),

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # One-time, idempotent set-up for a fresh machine (Python 3.11, root, no venv, no Bazel):
 #   * a virtualenv at .venv with requirements.txt installed (re-installed when the file changes);
+#     TF_DEVICE=gpu installs the same pins with tensorflow[and-cuda] (TensorFlow with its CUDA
+#     wheels) instead of tensorflow-cpu: the GPU requirements are generated from requirements.txt
+#     here, so the two can never drift. Switching TF_DEVICE recreates the venv (tensorflow-cpu
+#     and tensorflow cannot share one).
+#     `tools/setup.sh --print-requirements` prints the requirements TF_DEVICE selects and exits.
 #   * Bazel 4.2.3 from Debian's bazel-bootstrap, linked as /usr/bin/bazel-4.2.3 for the wrapper;
 #   * .bazelrc.local pointing Bazel's Python at the venv interpreter.
 # Fast (< 1 s) when everything is already in place.
@@ -12,15 +17,50 @@ command -v "$PY" >/dev/null || PY=python3
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# --- requirements for TF_DEVICE ------------------------------------------------------------------
+device=${TF_DEVICE:-cpu}
+case "$device" in
+  cpu|gpu) ;;
+  *) log "TF_DEVICE must be cpu or gpu, got '$device'"; exit 2 ;;
+esac
+
+requirements() {  # the requirements text for device $1
+  if [ "$1" = gpu ]; then
+    sed -E 's/^tensorflow-cpu==/tensorflow[and-cuda]==/' requirements.txt
+  else
+    cat requirements.txt
+  fi
+}
+
+if [ "$(requirements "$device" | grep -cE '^tensorflow(-cpu|\[and-cuda\])==')" != 1 ]; then
+  log "requirements.txt must pin tensorflow-cpu==<version> exactly once (TF_DEVICE=$device)"
+  exit 2
+fi
+if [ "${1:-}" = "--print-requirements" ]; then
+  requirements "$device"
+  exit 0
+fi
+
 # --- virtualenv ------------------------------------------------------------------------------
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-stamp=.venv/.requirements.sha256
-if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+want="$device $(requirements "$device" | sha256sum | cut -d' ' -f1)"
+stamp=.venv/.requirements.stamp
+have=$(cat "$stamp" 2>/dev/null || true)
+if [ -z "$have" ] && [ -f .venv/.requirements.sha256 ]; then
+  have="cpu $(cat .venv/.requirements.sha256)"  # a venv set up before TF_DEVICE existed
+fi
+if [ ! -x .venv/bin/python ] || [ "$have" != "$want" ]; then
   t0=$(date +%s)
-  log "creating .venv and installing requirements.txt (a few minutes on a fresh machine)"
+  if [ -x .venv/bin/python ] && [ -n "$have" ] && [ "${have%% *}" != "$device" ]; then
+    log "TF_DEVICE changed from ${have%% *} to $device: recreating .venv"
+    rm -rf .venv
+  fi
+  log "creating .venv and installing the $device requirements (a few minutes on a fresh machine)"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  requirements "$device" > .venv/requirements-installed.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check \
+    -r .venv/requirements-installed.txt
   echo "$want" > "$stamp"
+  rm -f .venv/.requirements.sha256
   log "venv ready in $(( $(date +%s) - t0 )) s"
 fi
 

@@ -1,6 +1,8 @@
 """LocalExecutor: a reused spawn process pool; lost workers retried, collateral losses free."""
 
 import os
+import signal
+import time
 
 import pytest
 
@@ -65,6 +67,16 @@ def test_collateral_losses_do_not_count(tmp_path):
   assert "  [c] die 1: worker lost, retry 1/1" in lines
   assert "  [c] die 2: worker lost, retry 1/1" in lines
   assert not any(line.startswith("  [c] slow:") for line in lines), lines
+
+
+def test_a_worker_dying_while_idle_costs_no_retry(tmp_path):
+  with local.LocalExecutor(workers=2, max_retries=0) as ex:
+    pids = {v["pid"] for v in ex.run(contract.squares(4), log=lambda _: None).values()}
+    os.kill(min(pids), signal.SIGKILL)
+    time.sleep(0.5)  # the pool notices the death and marks itself broken
+    got = ex.run(contract.squares(4), log=lambda _: None)
+  assert [v["square"] for v in got.values()] == [0, 1, 4, 9]
+  assert min(pids) not in {v["pid"] for v in got.values()}
 
 
 def test_progress_lines(pool):

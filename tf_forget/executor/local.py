@@ -89,7 +89,13 @@ class LocalExecutor(scheduler.PooledExecutor):
     return self._pool
 
   def _submit(self, task):
-    future = self._get_pool().submit(worker.envelope, task.key, task.fn, dict(task.kwargs))
+    try:
+      future = self._get_pool().submit(worker.envelope, task.key, task.fn, dict(task.kwargs))
+      future.never_ran = False
+    except futures_process.BrokenProcessPool as e:  # a worker died while idle, since the last wait
+      future = concurrent.futures.Future()
+      future.set_exception(e)
+      future.never_ran = True
     future.task_key = task.key
     return future
 
@@ -110,7 +116,8 @@ class LocalExecutor(scheduler.PooledExecutor):
       if error is None:
         outcomes.append((future, scheduler.from_envelope(future.result())))
       elif isinstance(error, futures_process.BrokenProcessPool):
-        status = scheduler.LOST if future.task_key in culprits else scheduler.COLLATERAL
+        lost = future.task_key in culprits and not future.never_ran
+        status = scheduler.LOST if lost else scheduler.COLLATERAL
         outcomes.append((future, scheduler.Outcome(status)))
       else:  # the envelope could not be sent or received (it cannot be the task's exception)
         outcomes.append((future, scheduler.Outcome(scheduler.FAILED, error=base.task_error(

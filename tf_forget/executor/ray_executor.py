@@ -29,13 +29,17 @@ Where the workers find the code:
 Ray's INFO lines are kept down (`logging_level=WARNING`); worker output and task errors still
 reach the driver (`log_to_driver=True`). A local Ray keeps its session files under a short
 temporary directory /tmp/ray_XXXX (AF_UNIX socket paths are limited to 107 bytes, and Bazel's
-TEST_TMPDIR is long), removed by `close()`.
+TEST_TMPDIR is long), removed by `close()`. Ray 2.60 turns token authentication on for a local
+Ray; where no token is configured the executor makes one in a private temporary file rather
+than in ~/.ray (read-only in Bazel's sandbox): see `_ensure_local_token`.
 """
 
+import atexit
 import contextlib
 import logging
 import os
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -49,6 +53,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours its task names
 INSTALL = "ray is not installed: pip install ray==2.60.0"
 # A local Ray enables token authentication (~/.ray/auth_token) and warns that it did, every time.
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+_AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 _LOST_ERRORS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError", "LocalRayletDiedError")
 
 
@@ -62,6 +67,27 @@ def _quiet(name):
     yield
   finally:
     logger.setLevel(level)
+
+
+def _ensure_local_token():
+  """Makes sure a local Ray finds an auth token without writing to $HOME.
+
+  A local Ray 2.60 enables token authentication and, when no token is configured, writes one to
+  ~/.ray/auth_token, which fails where $HOME is read-only (Bazel's test sandbox). If no token is
+  configured (RAY_AUTH_MODE, RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH unset, no ~/.ray/auth_token),
+  a random token is written to a private temporary file, and RAY_AUTH_TOKEN_PATH points to it
+  for the rest of this process (every local Ray it starts uses the same token: Ray caches it).
+  """
+  if any(os.environ.get(name) for name in _AUTH_VARS):
+    return
+  if os.path.isfile(os.path.join(os.path.expanduser("~"), ".ray", "auth_token")):
+    return
+  directory = tempfile.mkdtemp(prefix="ray_token_")
+  atexit.register(shutil.rmtree, directory, ignore_errors=True)
+  path = os.path.join(directory, "auth_token")
+  with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+    f.write(secrets.token_hex(32))
+  os.environ["RAY_AUTH_TOKEN_PATH"] = path
 
 
 def _import_ray():
@@ -158,6 +184,7 @@ class RayExecutor(scheduler.PooledExecutor):
       elif self.address is None:
         self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
                                           else None)
+        _ensure_local_token()
         with _quiet(_AUTH_LOGGER):
           ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
                    _temp_dir=self._temp_dir, **options)

@@ -273,8 +273,10 @@ def format_plan(p, c, est=None, unit_costs_path=None):
           "no measured cost")
     lines.append(f"  {stage:<12} {cost:>16}  {text}")
   if est is not None:
-    lines.append(f"  {'total':<12} {human_seconds(est['total']):>16}  worker-time "
-                 f"({unit_costs_path or 'unit costs'})")
+    shown = unit_costs_path or "unit costs"
+    if os.sep + os.path.join("eval", "unit_costs") + os.sep in shown:  # the committed file
+      shown = os.path.join("eval", "unit_costs", os.path.basename(shown))
+    lines.append(f"  {'total':<12} {human_seconds(est['total']):>16}  worker-time ({shown})")
     lines.append(f"  {'wall':<12} {human_seconds(est['wall']):>16}  with {est['workers']} "
                  "worker(s): total / workers, ignoring stage barriers")
     lines.extend(f"  note: {n}" for n in est["notes"])

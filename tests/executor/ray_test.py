@@ -49,14 +49,6 @@ def test_other_errors_name_the_task(ray_ex):
   contract.check_other_errors_name_the_task(ray_ex)
 
 
-def test_lost_worker_is_retried(ray_ex, tmp_path):
-  contract.check_lost_worker_is_retried(ray_ex, tmp_path)
-
-
-def test_always_lost_worker_fails_after_max_retries(ray_ex, tmp_path):
-  contract.check_always_lost_worker_fails(ray_ex, tmp_path, max_retries=2)
-
-
 def test_progress_lines(ray_ex):
   contract.check_progress_lines(ray_ex)
 
@@ -80,3 +72,12 @@ def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
   assert str(added) in paths
   assert not {str(inherited), os.getcwd(), os.path.dirname(os.__file__)} & set(paths)
   assert str(tmp_path / "missing") not in paths
+
+
+# Last: the worker kills make Ray start new workers, which slows the tests after them.
+def test_lost_worker_is_retried(ray_ex, tmp_path):
+  contract.check_lost_worker_is_retried(ray_ex, tmp_path)
+
+
+def test_always_lost_worker_fails_after_max_retries(ray_ex, tmp_path):
+  contract.check_always_lost_worker_fails(ray_ex, tmp_path, max_retries=2)

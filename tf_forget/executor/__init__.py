@@ -15,6 +15,9 @@ from tf_forget.executor.inline import InlineExecutor
 from tf_forget.executor.local import LocalExecutor
 from tf_forget.executor.ray_executor import RayExecutor
 
+__all__ = ["EXECUTORS", "Executor", "ExecutorError", "InlineExecutor", "LocalExecutor",
+           "RayExecutor", "Task", "make"]
+
 EXECUTORS = {
     "inline": InlineExecutor,
     "local": LocalExecutor,

@@ -158,6 +158,7 @@ class RayExecutor(scheduler.PooledExecutor):
     self._owned = False
     self._temp_dir = None
     self._keys = {}  # ObjectRef -> task key
+    self._task_options = {}
 
   def runtime_env(self):
     """The runtime_env given to `ray.init`: the argument's, plus env vars and local PYTHONPATH."""
@@ -180,7 +181,8 @@ class RayExecutor(scheduler.PooledExecutor):
                    runtime_env=self.runtime_env() or None)
     try:
       if ray.is_initialized():
-        self._owned = None  # someone else's connection: used, never shut down
+        self._owned = None  # someone else's connection: used, never shut down; our runtime_env
+        self._task_options["runtime_env"] = options["runtime_env"]  # goes with each task
       elif self.address is None:
         self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
                                           else None)
@@ -222,9 +224,9 @@ class RayExecutor(scheduler.PooledExecutor):
     return {"CPU": float(task.num_cpus), "GPU": float(task.num_gpus)}
 
   def _submit(self, task):
-    ref = self._remote.options(
-        num_cpus=task.num_cpus, num_gpus=task.num_gpus, max_retries=self.max_retries,
-        retry_exceptions=False, name=task.key).remote(task.key, task.fn, dict(task.kwargs))
+    options = dict(num_cpus=task.num_cpus, num_gpus=task.num_gpus, max_retries=self.max_retries,
+                   retry_exceptions=False, name=task.key, **self._task_options)
+    ref = self._remote.options(**options).remote(task.key, task.fn, dict(task.kwargs))
     self._keys[ref] = task.key
     return ref
 
@@ -261,6 +263,7 @@ class RayExecutor(scheduler.PooledExecutor):
   def close(self):
     """Shuts a local Ray down, or disconnects from a cluster (not one someone else connected)."""
     ray, self._ray = self._ray, None
+    self._task_options = {}
     if ray is not None and self._owned is not None:
       ray.shutdown()
     self._cleanup_temp_dir()

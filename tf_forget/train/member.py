@@ -11,6 +11,14 @@ own seed, derived stably from (population seed, data set, model, variant, k) (SP
 TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
 kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
+
+GPUs (issue #15): `train_member` first turns on memory growth for every visible GPU
+(`tf_forget.compat.gpu`, a no-op on CPU) and records them as `gpus`. A preset with
+`mixed_precision` builds and trains its model under Keras' `mixed_float16` policy, set for the
+model's building only and then restored (other members, later stages see the old policy); the
+logits are cast to float32 by a last float32 linear `Activation` (losses and saved outputs stay
+float32) and the policy is recorded as
+`precision_policy` ("float32" otherwise).
 """
 
 import dataclasses
@@ -30,6 +38,7 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.compat import cpu_kernels
+from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.models import registry as model_registry
@@ -127,8 +136,50 @@ def _versions():
           "python": platform.python_version()}
 
 
+MIXED_POLICY = "mixed_float16"
+
+
+def precision_policy(preset):
+  """The Keras dtype policy a preset trains under: "mixed_float16" or "float32"."""
+  return MIXED_POLICY if getattr(preset, "mixed_precision", False) else "float32"
+
+
+def _float32_logits(model):
+  """The model with its logits cast to float32 by a weightless float32 linear `Activation`.
+
+  Under `mixed_float16` every layer computes in float16, the zoo's final `Dense` (the logits)
+  too; Keras' recipe is a float32 linear activation after it, so that the loss and the saved
+  model's outputs are float32. (Rebuilding the logits `Dense` itself in float32 breaks tfmot's
+  pruning wrapper, which would feed it float16 inputs; the cast layer has no weights to prune.)
+  """
+  keras = keras2.keras()
+  if model.output.dtype == tf.float32:
+    return model
+  outputs = keras.layers.Activation("linear", dtype="float32", name="logits_float32")(
+      model.output)
+  return keras.Model(model.inputs, outputs, name=model.name)
+
+
 def _build(config, dataset):
-  """Model (wrapped for pruning if the variant is pruned) and its optimizer."""
+  """Model (wrapped for pruning if the variant is pruned) and its optimizer.
+
+  With the preset's `mixed_precision`, the model is built and compiled under the
+  `mixed_float16` global policy (compile wraps the optimizer in a `LossScaleOptimizer`, which
+  is returned), and the previous global policy is restored before returning.
+  """
+  keras = keras2.keras()
+  if precision_policy(config.preset) == "float32":
+    return _build_model(config, dataset)
+  previous = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(MIXED_POLICY)
+  try:
+    model, _, variant = _build_model(config, dataset, mixed=True)
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+  return model, model.optimizer, variant
+
+
+def _build_model(config, dataset, mixed=False):
   keras = keras2.keras()
   preset = config.preset
   variant = variants.parse(config.variant)
@@ -137,6 +188,8 @@ def _build(config, dataset):
   model_options.setdefault("weight_decay", preset.weight_decay)
   model = model_registry.get(config.model, input_shape=dataset.spec.image_shape,
                              num_classes=dataset.spec.num_classes, **model_options)
+  if mixed:
+    model = _float32_logits(model)
   if variant.pruned:
     model = pruning.wrap(model, variant.sparsity, *preset.pruning_schedule())
   boundaries = preset.lr_boundary_steps()
@@ -198,6 +251,8 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     RuntimeError: if training diverged or the achieved sparsity misses the target.
     errors.WriteError: a checkpoint, the model or the metadata cannot be written.
   """
+  # Before anything touches a GPU: memory growth can only be set before initialization.
+  gpu.configure()
   if is_finished(directory, config):
     return read_metadata(directory)
   # Not current (or not there): the old metadata goes first, so that a kill while retraining
@@ -270,6 +325,8 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       "seed": int(config.seed),
       "population_seed": int(config.population_seed),
       "preset": preset.to_json(),
+      "precision_policy": precision_policy(preset),
+      "gpus": gpu.describe(),
       "steps": int(optimizer.iterations.numpy()),
       "resumed_from_step": int(start_chunk * preset.checkpoint_every),
       "sparsity": report,

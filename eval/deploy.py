@@ -10,7 +10,8 @@ A gate is a user-set bound on a variant's change relative to the dense populatio
     (fraction, compressed minus baseline, 004 Table 3), over the protected subgroups;
   * `max_significant_classes`: classes whose recall changed significantly (000 §2.2).
 A variant fails if it exceeds any gate; the dense baseline is never gated. The bundle is written
-whole into a temporary directory and renamed, so a failed run leaves no partial bundle.
+whole into a temporary directory and renamed (file by file on a URL file system such as gs://,
+the manifest last: `fileio.replace_dir`), so a failed run leaves no partial bundle.
 
 Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
 sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain
@@ -25,9 +26,8 @@ import math
 import os
 from typing import Optional
 
-import tensorflow as tf
-
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.io import atomic
 from tflite_export import export as export_lib
 from tflite_export import formats
@@ -171,8 +171,7 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
   """
   deploy = os.path.join(out_dir, "deploy")
   tmp = deploy + ".tmp"
-  if tf.io.gfile.exists(tmp):
-    tf.io.gfile.rmtree(tmp)
+  fileio.rmtree(tmp)
   entries = []
   dense_sizes = {}
   for variant_name, summary in sorted(report["variants"].items()):
@@ -189,13 +188,12 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
       src, meta_path = export_lib.export_paths(run_dir, shipped, k)
       meta = atomic.read_json(meta_path)
       rel = os.path.join(variant_name, f"{k}.tflite")
-      tf.io.gfile.makedirs(os.path.join(tmp, variant_name))
-      tf.io.gfile.copy(src, os.path.join(tmp, rel), overwrite=True)
+      fileio.copy(src, os.path.join(tmp, rel))
       worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
       if k not in dense_sizes:
         _, dense_meta = export_lib.export_paths(run_dir, formats.parse_variant(formats.DENSE), k)
         dense_sizes[k] = (atomic.read_json(dense_meta)["size_bytes"]["raw"]
-                          if tf.io.gfile.exists(dense_meta) else None)
+                          if fileio.exists(dense_meta) else None)
       entries.append({
           "variant": variant_name, "k": int(k), "file": rel, "format": meta["format"],
           "encoding": meta["encoding"], "sha256": meta["sha256"],
@@ -219,7 +217,5 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
               "failed_variants": sorted({e["variant"] for e in entries
                                          if not e["gate"]["passed"]})}
   atomic.write_json(os.path.join(tmp, "manifest.json"), manifest)
-  if tf.io.gfile.exists(deploy):
-    tf.io.gfile.rmtree(deploy)
-  tf.io.gfile.rename(tmp, deploy)
+  fileio.replace_dir(tmp, deploy, last=("manifest.json",))
   return manifest

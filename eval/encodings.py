@@ -14,11 +14,10 @@ relative to the dense float32 file of the same member k, and the latency ratio t
 file (1 when plain is shipped).
 """
 
-import os
-
 from eval import deploy
 from eval import evaluate
 from eval import latency
+from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.io import atomic
 from tflite_export import formats
@@ -73,7 +72,7 @@ def choose(run_dir, variants, split, k=0, mode="auto",
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
   table_path = layout.agreement(run_dir, split)
-  if not os.path.exists(table_path):
+  if not fileio.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
   agreement = atomic.read_json(table_path)
   dense = exports.get((formats.DENSE, k))

@@ -180,7 +180,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   start = time.time()
   ids, labels, scores = run(runner, batches() if callable(batches) else batches)
   seconds = time.time() - start
-  meta = dict(metadata or {}, split=split, tflite=os.path.abspath(tflite_path),
+  meta = dict(metadata or {}, split=split, tflite=fileio.abspath(tflite_path),
               tflite_sha256=sha, inputs=inputs, batch_size=batch_size, num_threads=num_threads,
               runtime=runner.runtime, runtime_fallback=runner.fallback_reason,
               input_dtype=runner.input_dtype.name,
@@ -200,19 +200,19 @@ def list_exports(run_dir):
     EvaluationError: no `tflite/` directory or no finished export.
   """
   root = layout.tflite_root(run_dir)
-  if not os.path.isdir(root):
+  if not fileio.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
   found = []
-  for member_variant in sorted(os.listdir(root)):
+  for member_variant in fileio.listdir(root):
     vdir = os.path.join(root, member_variant)
-    if not os.path.isdir(vdir):
+    if not fileio.isdir(vdir):
       continue
-    for k in sorted(os.listdir(vdir), key=lambda s: (not s.isdigit(), int(s) if s.isdigit()
-                                                     else 0)):
+    for k in sorted(fileio.listdir(vdir), key=lambda s: (not s.isdigit(), int(s) if s.isdigit()
+                                                         else 0)):
       kdir = os.path.join(vdir, k)
-      if not (k.isdigit() and os.path.isdir(kdir)):
+      if not (k.isdigit() and fileio.isdir(kdir)):
         continue
-      for name in sorted(os.listdir(kdir)):
+      for name in fileio.listdir(kdir):
         if not name.endswith(".json") or ".tmp-" in name:
           continue
         try:
@@ -238,10 +238,10 @@ def list_failures(run_dir):
   """
   root = layout.tflite_root(run_dir)
   found = []
-  if not os.path.isdir(root):
+  if not fileio.isdir(root):
     return found
-  for dirpath, _, names in sorted(os.walk(root)):
-    for name in sorted(names):
+  for dirpath, _, names in sorted(fileio.walk(root)):
+    for name in names:
       if name.endswith(".failed.json") and ".tmp-" not in name:
         try:
           record = fileio.read_json(os.path.join(dirpath, name), "failure record")

@@ -10,7 +10,6 @@ Lineage: the file is read once, hashed, and those bytes are run; the artifact re
 reused only if all equal the current ones.
 """
 
-import os
 import time
 
 import numpy as np
@@ -122,7 +121,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   seconds = time.time() - start
   meta = noise_artifact.write(
       out_path, eps, examples.ids, examples.labels, top1, soft,
-      dict(metadata or {}, protocol=protocol.to_json(), tflite=os.path.abspath(tflite_path),
+      dict(metadata or {}, protocol=protocol.to_json(), tflite=fileio.abspath(tflite_path),
            tflite_sha256=sha, inputs=inputs, noise_scale=[float(s) for s in scale],
            runtime=runner.runtime, runtime_fallback=runner.fallback_reason, seconds=seconds,
            top1_accuracy=[float(np.mean(top1[l] == examples.labels))

@@ -6,11 +6,13 @@ go through `os` (rename is atomic on a local file system); paths with a URL sche
 ...) go through `tf.io.gfile`, imported only for them, so this module imports no TensorFlow.
 
 Reads, listings and hashes go through here too (issue #15): `exists`, `isdir`, `listdir`,
-`walk`, `stat` / `getsize`, `open_file` (streaming), `read_bytes`, `copy`, `rmtree` and
-`replace_dir`, so that `--out=gs://...` works end to end. TensorFlow's in-memory `ram://` file
-system (the tests' stand-in for a bucket) lists a directory's children by name prefix, so that
-`ram://a/deploy` would list `.tmp` for a sibling `ram://a/deploy.tmp`; `listdir` drops such
-phantom entries and `rmtree` deletes `ram://` trees entry by entry. Directory renames are not
+`walk`, `stat` / `getsize`, `open_file` (streaming), `read_bytes`, `copy`, `rename`, `rmtree`
+and `replace_dir`, so that `--out=gs://...` works end to end. TensorFlow's in-memory `ram://` file
+system (the tests' stand-in for a bucket) matches names by string prefix: with only
+`ram://a/deploy.tmp/` there, `tf.io.gfile` says `ram://a/deploy` exists and is a directory,
+and lists `.tmp` in it. `exists`, `isdir` and `listdir` check `ram://` entries against their
+parent's listing, up to the root, and `rmtree` deletes `ram://` trees entry by entry. Only
+directories made with `makedirs` are listed there (`write_bytes` and `copy` make them). Directory renames are not
 atomic on object stores (and move nothing on `ram://`): `replace_dir` moves URL trees file by
 file, the files named `last` (a completion marker) after the others.
 
@@ -61,18 +63,36 @@ def _is_ram(path):
   return str(path).startswith("ram://")
 
 
+def _ram_exists(path):
+  """Whether `path` is an entry of `ram://` (whose own `exists` matches name prefixes)."""
+  path = str(path).rstrip("/")
+  parent, name = path.rsplit("/", 1)
+  if parent == "ram:/":
+    parent = "ram://"
+  elif not name or not _ram_exists(parent):
+    return not name  # "ram://" itself
+  try:
+    return name in _gfile().listdir(parent) and _gfile().exists(path)
+  except _tf_errors():  # an empty `ram://` has no root directory
+    return False
+
+
 def exists(path):
-  return _gfile().exists(path) if is_url(path) else os.path.exists(path)
+  if not is_url(path):
+    return os.path.exists(path)
+  return _ram_exists(path) if _is_ram(path) else _gfile().exists(path)
 
 
 def isdir(path):
-  return _gfile().isdir(path) if is_url(path) else os.path.isdir(path)
+  if not is_url(path):
+    return os.path.isdir(path)
+  return (not _is_ram(path) or _ram_exists(path)) and _gfile().isdir(path)
 
 
 def isfile(path):
   """Whether `path` is an existing regular file (not a directory)."""
   if is_url(path):
-    return _gfile().exists(path) and not _gfile().isdir(path)
+    return exists(path) and not _gfile().isdir(path)
   return os.path.isfile(path)
 
 
@@ -153,7 +173,7 @@ def open_file(path, mode="rb"):
   """
   if not is_url(path):
     return builtins.open(path, mode)
-  if "r" in mode and not _gfile().exists(path):
+  if "r" in mode and not exists(path):
     raise FileNotFoundError(f"{path}: No such file or directory")
   return _gfile().GFile(path, mode)
 
@@ -173,7 +193,7 @@ def remove(path):
   """Removes a file if it exists (no error if it does not)."""
   try:
     if is_url(path):
-      if _gfile().exists(path):
+      if exists(path):
         _gfile().remove(path)
     elif os.path.lexists(path):
       os.remove(path)
@@ -204,6 +224,18 @@ def _rename(src, dst):
     _gfile().rename(src, dst, overwrite=True)
   else:
     os.replace(src, dst)
+
+
+def rename(src, dst):
+  """Renames file `src` to `dst`, replacing `dst` (atomic on a local file system).
+
+  Raises:
+    errors.WriteError: the rename failed.
+  """
+  try:
+    _rename(src, dst)
+  except io_errors() as e:
+    raise errors.write_error(dst, e) from e
 
 
 def write_bytes(path, data):
@@ -319,7 +351,7 @@ def rmtree(path):
       if os.path.lexists(path):
         shutil.rmtree(path)
     elif _is_ram(path):  # gfile.rmtree trips over the phantom children (module docstring)
-      if _gfile().exists(path):
+      if exists(path):
         for dirpath, dirnames, filenames in reversed(list(walk(path))):
           for name in filenames + dirnames:
             _gfile().remove(join(dirpath, name))

@@ -26,6 +26,7 @@ from typing import Dict, Mapping, Tuple
 import numpy as np
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
@@ -132,19 +133,19 @@ def _scan(run_dir, variants=None, splits=None):
   Only `variants` and `splits` if given (None: every file on disk).
   """
   root = layout.predictions_root(run_dir)
-  if not os.path.isdir(root):
+  if not fileio.isdir(root):
     raise CollectError(f"no predictions directory {root}")
   files = {}
-  for variant in sorted(os.listdir(root)):
+  for variant in fileio.listdir(root):
     vdir = os.path.join(root, variant)
-    if (not os.path.isdir(vdir) or variant.endswith(SPARSE_SUFFIX) or
-        (variants is not None and variant not in variants)):
+    if (variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants) or
+        not fileio.isdir(vdir)):
       continue
-    for k in sorted(os.listdir(vdir)):
+    for k in fileio.listdir(vdir):
       kdir = os.path.join(vdir, k)
-      if not (os.path.isdir(kdir) and k.isdigit()):
+      if not (k.isdigit() and fileio.isdir(kdir)):
         continue
-      for name in sorted(os.listdir(kdir)):
+      for name in fileio.listdir(kdir):
         if name.endswith(".npz") and (splits is None or name[:-4] in splits):
           files.setdefault(variant, {}).setdefault(name[:-4], {})[int(k)] = os.path.join(
               kdir, name)

@@ -8,11 +8,10 @@ relative to the dense float32 file (the trade-off a user ships on: size vs accur
 median batch-1 / batch-64 latencies of both files measured in the same run.
 """
 
-import os
-
 import pandas as pd
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.io import atomic
 
@@ -30,7 +29,7 @@ def load(run_dir):
     DeploymentReportError: a file of another schema.
   """
   path = layout.encodings(run_dir)
-  if not os.path.exists(path):
+  if not fileio.exists(path):
     return None
   doc = atomic.read_json(path)
   if doc.get("schema") != SCHEMA:

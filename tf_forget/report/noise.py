@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.stats import lost_in_pruning
 
@@ -48,16 +49,16 @@ def load(run_dir, variants=None):
     NoiseReportError: an unreadable artifact, or artifacts of different protocols / examples.
   """
   root = os.path.join(run_dir, "noise")  # layout.noise(run_dir, variant, k) below it
-  if not os.path.isdir(root):
+  if not fileio.isdir(root):
     return None
   out, ref = {}, None
-  for variant in sorted(os.listdir(root)):
+  for variant in fileio.listdir(root):
     if variants is not None and variant not in set(variants):
       continue
     vdir = os.path.join(root, variant)
-    for k in sorted((d for d in os.listdir(vdir) if d.isdigit()), key=int):
+    for k in sorted((d for d in fileio.listdir(vdir) if d.isdigit()), key=int):
       path = os.path.join(vdir, k, noise_artifact.FILE_NAME)
-      if not os.path.exists(path):
+      if not fileio.exists(path):
         continue
       try:
         art = noise_artifact.read(path)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.io import atomic
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
@@ -186,8 +187,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 def _remove(paths):
   for p in paths:
     try:
-      os.remove(p)
-    except OSError:
+      fileio.remove(p)
+    except errors.WriteError:
       pass
 
 
@@ -197,7 +198,7 @@ def save(report, out_dir):
   Raises:
     ReportError: `out_dir` is not a writable directory; nothing of this report is left.
   """
-  if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+  if fileio.exists(out_dir) and not fileio.isdir(out_dir):
     raise ReportError(f"report output {out_dir} exists and is not a directory")
   written = []
   try:

@@ -343,8 +343,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       "inputs": config.inputs(),
   }
   fileio.write_json(os.path.join(directory, METADATA_FILE), metadata)
-  if tf.io.gfile.exists(ckpt_dir):
-    tf.io.gfile.rmtree(ckpt_dir)
+  fileio.rmtree(ckpt_dir)
   return read_metadata(directory)
 
 
@@ -359,15 +358,18 @@ def _save_model(model, path):
   """
   tmp = path[:-len(".keras")] + ".tmp.keras"
   try:
-    model.save(tmp)
-    sha = hashing.file_sha256(tmp, memo=False)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-  except (OSError, tf.errors.OpError) as e:
+    try:
+      model.save(tmp)  # Keras writes local and URL (gs://) paths through TF's file systems
+      sha = hashing.file_sha256(tmp, memo=False)
+    except (OSError, tf.errors.OpError) as e:
+      raise errors.write_error(path, e) from e
+    fileio.rename(tmp, path)
+  except errors.WriteError:
     try:
       fileio.remove(tmp)
     except errors.WriteError:
       pass
-    raise errors.write_error(path, e) from e
+    raise
   hashing.remember(path, sha)
   return sha
 

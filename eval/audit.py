@@ -61,6 +61,16 @@ _SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.
                              lower_bound=0)
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
 _IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W.")
+_EXECUTOR = flags.DEFINE_enum(
+    "executor", "local", ["inline", "local", "ray"],
+    "Where the work runs: local = a process pool of --workers; ray = Ray core tasks at "
+    "--ray_address; inline = this process, one unit after another. All give the same bytes.")
+_WORKERS = flags.DEFINE_integer("workers", None,
+                                "Worker processes of --executor=local (default: every core; "
+                                "0 = inline), CPUs of a Ray started here.", lower_bound=0)
+_RAY_ADDRESS = flags.DEFINE_string("ray_address", None,
+                                   "Ray cluster: auto, ray://host:port (default: start a "
+                                   "local Ray). Only with --executor=ray.")
 _THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
                                 lower_bound=1, upper_bound=64)
 _DEPLOY_ALL = flags.DEFINE_bool("deploy_all_members", False,
@@ -107,6 +117,12 @@ def _check_noise(values):
   return all(e >= 0 for e in eps) and all(b > a for a, b in zip(eps, eps[1:]))
 
 
+@flags.multi_flags_validator(["executor", "ray_address"],
+                             "--ray_address needs --executor=ray")
+def _check_ray_address(values):
+  return values["ray_address"] is None or values["executor"] == "ray"
+
+
 def _resolve(path):
   """Relative paths are relative to where the user ran `bazel run` (not the runfiles)."""
   base = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
@@ -143,7 +159,10 @@ def main(argv):
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
       gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
       deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
-      deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value)
+      deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value,
+      executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
+      _EXECUTOR.value, workers=_WORKERS.value,
+      ray_address=_RAY_ADDRESS.value)
   if _PLAN.value:
     from eval import costs  # pylint: disable=g-import-not-at-top
     workers = getattr(FLAGS, "workers", None) or 1

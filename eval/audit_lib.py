@@ -43,20 +43,17 @@ from typing import Mapping, Optional, Sequence
 
 from eval import deploy
 from eval import encodings as encodings_lib
-from eval import noise as noise_eval
-from eval import population as eval_population
+from eval import stages
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise as noise_artifact
-from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 from tf_forget.train import presets
-from tflite_export import export as export_lib
 from tflite_export import formats
 
 # The per-data-set defaults (formats, corruptions, severities, noise, robustness members) are
@@ -101,6 +98,11 @@ class AuditConfig:
     max_latency_ratio: the sparse / plain latency bound of "auto".
     num_threads: TFLite interpreter threads.
     preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
+    executor: "inline" (every stage in this process, one after another), "local" (a process
+      pool of `workers`) or "ray" (Ray core tasks at `ray_address`; None starts a local Ray).
+      Not part of the run's identity: every executor makes the same bytes (issue #15).
+    workers: worker processes of "local" (default: every core), CPUs of a local Ray.
+    ray_address: "auto", "ray://host:port", or None.
   """
   dataset: str
   out: str
@@ -125,6 +127,9 @@ class AuditConfig:
   max_latency_ratio: float = deploy.DEFAULT_MAX_LATENCY_RATIO
   num_threads: int = 2
   preset_overrides: Optional[Mapping[str, object]] = None
+  executor: str = "inline"
+  workers: Optional[int] = None
+  ray_address: Optional[str] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -168,22 +173,6 @@ def _noise_protocol(config):
       seed=config.population_seed)
   protocol.check()
   return protocol
-
-
-class _Progress:
-  """Prints members / files done out of total with an ETA, at most every 10%."""
-
-  def __init__(self, stage, total, log):
-    self.stage, self.total, self.log = stage, max(total, 1), log
-    self.done, self.t0, self.next = 0, time.time(), 0.1
-
-  def __call__(self, line):
-    self.done += 1
-    if self.done / self.total >= self.next or self.done == self.total:
-      rate = (time.time() - self.t0) / self.done
-      self.log(f"  [{self.stage}] {self.done}/{self.total} "
-               f"ETA {rate * (self.total - self.done):.0f} s  ({line})")
-      self.next += 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,64 +326,22 @@ def run_audit(config, log=print):
     directory that cannot be written. Nothing is written before every check has passed.
   """
   p = plan(config)
-  pop, dataset = p.population, p.dataset
-  quantizations, pruned_quantizations = p.quantizations, p.pruned_quantizations
-  encodings, corrupted, noise = p.encodings, list(p.corrupted), p.noise
   identity = audit_identity(config, p)
   check_audit_file(config.out, identity)
-  population.check_run_dir(pop)
+  population.check_run_dir(p.population)
   try:
     fileio.check_writable(config.out)
   except errors.WriteError as e:
     raise AuditError(str(e)) from e
   fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
-
-  log(f"== 1/6 populations  [{time.time() - t_start:.0f} s]")
-  metas = population.train_population(pop, log=log)
-  members = [(m["variant"], int(m["k"])) for m in metas]
-
-  log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
-  n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
-  n_dense = pop.members * (1 + len(quantizations))
-  n_pruned *= 1 + len(pruned_quantizations)
-  n_files = n_dense + n_pruned * len(encodings)
-  progress = _Progress("export", n_files, log)
-  exported = export_lib.export_population(
-      config.out, dense_formats=("float32",) + quantizations,
-      pruned_formats=("float32",) + pruned_quantizations, dataset=dataset, encodings=encodings,
-      dense_encodings=("plain",), members=members,
-      log=lambda line: (log(f"  {line}") if line.startswith("redo ") else progress(line)))
-  all_variants = list(dict.fromkeys(r["variant"] for r in exported if not r.get("failed")))
-  plain_variants = [v for v in all_variants
-                    if formats.parse_variant(v).encoding == formats.DEFAULT_ENCODING]
-  redo = lambda line: log(f"  {line}")
-
-  log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
-  eval_population.evaluate_population(
-      config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
-      variants=all_variants, log=_Progress(f"eval {dataset.spec.eval_split}", n_files, log),
-      redo_log=redo)
-  if corrupted:
-    cache_dir = os.path.join(config.out, "corruptions")
-    suite = corruption_cache.CorruptedDataset(dataset, cache_dir, corrupted)
-    corruption_cache.fill(dataset, suite.source_split,
-                          [corruption_registry.parse_split_name(s) for s in corrupted],
-                          cache_dir, table=suite.table)
-    streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in corrupted}
-    split_ids = {s: suite.corrupted_split(s).identity() for s in corrupted}
-    eval_population.evaluate_population(
-        config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
-        check_keras=False, save_logits=False, variants=plain_variants, split_ids=split_ids,
-        log=_Progress("eval corruptions", (n_dense + n_pruned) * len(corrupted), log),
-        redo_log=redo)
-  if noise is not None:
-    noise_eval.evaluate_population(config.out, dataset, noise, variants=plain_variants,
-                                   num_threads=config.num_threads,
-                                   log=_Progress(f"l-inf noise ({len(noise.eps)} levels x "
-                                                 f"{noise.draws} draws)", n_dense + n_pruned,
-                                                 log), redo_log=redo)
-
+  executor = stages.make_executor(config, log)
+  try:
+    plain_variants = stages.make_predictions(config, p, executor, t_start, log)
+  finally:
+    if executor is not None:
+      executor.close()
+  dataset, corrupted = p.dataset, list(p.corrupted)
   log(f"== 4/6 deployment encodings  [{time.time() - t_start:.0f} s]")
   chosen = encodings_lib.choose(
       config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,

@@ -141,7 +141,8 @@ def _model_options(run_dir, meta):
 
 def evaluate_population(run_dir, dataset, protocol, variants=None,
                         num_threads=interpreter.DEFAULT_NUM_THREADS,
-                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None, redo_log=None):
+                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None, redo_log=None,
+                        files=None):
   """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
 
   Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
@@ -155,6 +156,8 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
     num_threads, batch_size: interpreter threads and batch size.
     log: optional callable(str), one line per file.
     redo_log: optional callable(str) for "redo ..." lines (default: `log`).
+    files: optional iterable of (variant, k) to restrict to (robustness members, or one
+      executor task's share).
 
   Returns:
     list of the artifacts' metadata dicts.
@@ -165,6 +168,9 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
   protocol.check()
   exports = [m for m in evaluate.list_exports(run_dir) if m["encoding"] == "plain" and
              (variants is None or m["variant"] in set(variants))]
+  if files is not None:
+    wanted = {(str(v), int(k)) for v, k in files}
+    exports = [m for m in exports if (m["variant"], int(m["k"])) in wanted]
   if not exports:
     raise noise_artifact.NoiseError(f"no plain export to evaluate under noise in {run_dir}")
   examples = select_examples(dataset, protocol)

@@ -125,7 +125,8 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
                         batch_size=batched.DEFAULT_BATCH_SIZE,
                         num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
                         check_keras=True, variants=None, overwrite=False, log=None,
-                        tail="resize", split_ids=None, redo_log=None):
+                        tail="resize", split_ids=None, redo_log=None, files=None,
+                        write_tables=True):
   """Evaluates all finished exports of `run_dir` on the given splits.
 
   Args:
@@ -143,9 +144,13 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     log: optional callable(str) for progress lines.
     redo_log: optional callable(str) for "redo ..." lines (default: `log`).
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
+    files: optional iterable of (variant, k) to restrict to (one executor task's share).
+    write_tables: compute and write the agreement tables (False: only the predictions files, as an
+      executor task does; the driver's final call, which finds them current, writes tables).
 
   Returns:
-    {split: agreement table dict} (also written to `<run>/eval/agreement/<split>.json`).
+    {split: agreement table dict} (also written to `<run>/eval/agreement/<split>.json`); {}
+    when `write_tables` is False.
 
   Raises:
     evaluate.EvaluationError, interpreter.TfliteError, data errors: nothing is written for
@@ -157,6 +162,9 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     exports = [m for m in exports if m["variant"] in wanted]
     if not exports:
       raise evaluate.EvaluationError(f"no export of variants {sorted(wanted)} in {run_dir}")
+  if files is not None:
+    wanted_files = {(str(v), int(k)) for v, k in files}
+    exports = [m for m in exports if (m["variant"], int(m["k"])) in wanted_files]
   if dataset is None:
     source = exports[0]["source"]
     dataset = data_registry.get(source["dataset"], **(source.get("dataset_options") or {}))
@@ -192,10 +200,14 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
       if log:
         log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
             f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
+      if not write_tables:
+        continue
       rows.append({"variant": meta["variant"], "format": meta["format"],
                    "encoding": meta["encoding"], "runtime": pmeta.get("runtime"),
                    "member_variant": member_variant, "k": k, "path": out,
                    "top1_accuracy": pmeta["top1_accuracy"]})
+    if not write_tables:
+      continue
     by_member = {(_member_key(m), m["format"], m["encoding"]): r
                  for m, r in zip(exports, rows)}
     twin_failures = []

@@ -85,7 +85,9 @@ def test_unknown_data_set():
 def test_audit_defaults_resolve_from_the_protocol(tmp_path):
   celeb_a = audit_lib.AuditConfig(dataset="celeb_a", out=str(tmp_path))
   assert audit_lib._corruption_splits(celeb_a) == []  # pylint: disable=protected-access
-  noise = audit_lib._noise_protocol(celeb_a)  # pylint: disable=protected-access
+  assert audit_lib._noise_protocol(celeb_a) is None  # pylint: disable=protected-access
+  cifar = audit_lib.AuditConfig(dataset="cifar10", out=str(tmp_path))
+  noise = audit_lib._noise_protocol(cifar)  # pylint: disable=protected-access
   assert noise.eps == noise_artifact.PAPER_EPS and noise.draws == 100
   digits = audit_lib.AuditConfig(dataset="digits", out=str(tmp_path))
   splits = audit_lib._corruption_splits(digits)  # pylint: disable=protected-access

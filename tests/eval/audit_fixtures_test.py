@@ -35,7 +35,6 @@ Regenerate deliberately (after a change of protocol or stack), and review the di
 """
 
 import glob
-import hashlib
 import json
 import math
 import os
@@ -47,6 +46,7 @@ import pytest
 from scipy import stats as sp_stats
 
 from eval import audit_lib
+from tests.eval import run_digest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(TESTS, "fixtures")
@@ -70,22 +70,6 @@ def _config(dataset, out):
       preset_overrides={"checkpoint_every": 100})
 
 
-def _sha(path):
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
-
-
-def _npz(path):
-  with np.load(path, allow_pickle=False) as data:
-    out = {k: data[k] for k in data.files}
-  out["metadata"] = json.loads(str(out["metadata"]))
-  return out
-
-
-def _rel(run, path):
-  return os.path.relpath(path, run)
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
   out = {}
@@ -98,78 +82,10 @@ def runs(tmp_path_factory):
   return out
 
 
-def _exports(run):
-  """{"<member variant>/<k>/<format>": (sha256, size)} of the plain .tflite files."""
-  found = {}
-  for path in sorted(glob.glob(os.path.join(run, "tflite", "*", "*", "*.tflite"))):
-    member_variant, k, name = _rel(run, path).split(os.sep)[1:]
-    found[f"{member_variant}/{k}/{name[:-len('.tflite')]}"] = (_sha(path), os.path.getsize(path))
-  return found
-
-
-def _predictions(run):
-  """{"<variant>/<k>/<split>": {"correct", "top1_sha256"}} of predictions and noise files."""
-  found = {}
-  for path in sorted(glob.glob(os.path.join(run, "predictions", "*", "*", "*.npz"))):
-    variant, k, name = _rel(run, path).split(os.sep)[1:]
-    data = _npz(path)
-    top1 = np.ascontiguousarray(data["topk"][:, 0], np.int32)
-    found[f"{variant}/{k}/{name[:-4]}"] = {
-        "correct": int(np.sum(top1 == data["labels"])),
-        "top1_sha256": hashlib.sha256(top1.tobytes()).hexdigest()}
-  for path in sorted(glob.glob(os.path.join(run, "noise", "*", "*", "linf.npz"))):
-    variant, k, _ = _rel(run, path).split(os.sep)[1:]
-    data = _npz(path)
-    top1 = np.ascontiguousarray(data["top1"], np.int32)
-    found[f"{variant}/{k}/linf"] = {
-        "correct": [int(np.sum(top1[l] == data["labels"][None])) for l in range(len(top1))],
-        "top1_sha256": hashlib.sha256(top1.tobytes()).hexdigest()}
-  return found
-
-
-# Tables pinned value by value in the golden file; every other table but the timed
-# `deployment` one is pinned by the sha256 of its canonical JSON (floats to 10 digits).
-READABLE_TABLES = ("topline", "pie", "robustness", "noise_accuracy", "noise_similarity",
-                   "recall_distortion")
-
-
-def _canonical(value):
-  if isinstance(value, dict):
-    return {str(k): _canonical(v) for k, v in value.items()}
-  if isinstance(value, list):
-    return [_canonical(v) for v in value]
-  if isinstance(value, float):
-    return f"{value:.9e}"
-  return value
-
-
-def _report_numbers(report):
-  """The pinned part of report.json: variants, readable tables, hashes of the others."""
-  tables = report["tables"]
-  return json.loads(json.dumps({
-      "variants": report["variants"],
-      "tables": {k: tables[k] for k in READABLE_TABLES if k in tables},
-      "subgroups_fnr": [r for r in tables.get("subgroups", []) if r["metric"] == "fnr"],
-      "tables_sha256": {
-          k: hashlib.sha256(json.dumps(_canonical(v), sort_keys=True).encode()).hexdigest()
-          for k, v in tables.items() if k not in READABLE_TABLES and k != "deployment"},
-  }))
-
-
-def _digest(run_info):
-  exports = _exports(run_info["run"])
-  return {
-      "exports_sha256": {k: sha for k, (sha, _) in exports.items()
-                         if k.rsplit("/", 1)[1] in EXACT_FORMATS},
-      "exports_size": {k: size for k, (_, size) in exports.items()},
-      "predictions": _predictions(run_info["run"]),
-      "report": _report_numbers(run_info["report"]),
-  }
-
-
 @pytest.fixture(scope="module")
 def golden(runs):
-  digests = {d: _digest(r) for d, r in runs.items()}
+  digests = {d: run_digest.digest(r["run"], r["report"], EXACT_FORMATS)
+             for d, r in runs.items()}
   if REGEN:
     with open(GOLDEN, "w") as f:
       json.dump(digests, f, indent=1, sort_keys=True)
@@ -183,7 +99,7 @@ def test_fixture_members_are_reused_not_retrained(runs):
     assert any("(6 already finished)" in line for line in r["logs"]), (dataset, r["logs"][:3])
     for path in glob.glob(os.path.join(FIXTURES, dataset, "members", "*", "*", "model.keras")):
       rel = os.path.relpath(path, os.path.join(FIXTURES, dataset))
-      assert _sha(os.path.join(r["run"], rel)) == _sha(path), rel
+      assert run_digest.sha(os.path.join(r["run"], rel)) == run_digest.sha(path), rel
 
 
 def test_exports_match_golden(golden):
@@ -260,7 +176,7 @@ def _population(run, variant, split):
   """(labels [N], top1 [K, N]) of a variant's members on a split, read with numpy only."""
   files = sorted(glob.glob(os.path.join(run, "predictions", variant, "*", f"{split}.npz")),
                  key=lambda p: int(p.split(os.sep)[-2]))
-  data = [_npz(p) for p in files]
+  data = [run_digest.npz(p) for p in files]
   for d in data[1:]:
     assert np.array_equal(d["ids"], data[0]["ids"])
   return data[0]["labels"], np.stack([d["topk"][:, 0] for d in data])
@@ -313,7 +229,7 @@ def test_report_agrees_with_independent_recomputation(runs):
       files = glob.glob(os.path.join(run, "noise", row["variant"], "*", "linf.npz"))
       accs = []
       for path in files:
-        d = _npz(path)
+        d = run_digest.npz(path)
         level = int(np.flatnonzero(np.isclose(d["eps"], row["eps"]))[0])
         accs.append((d["top1"][level] == d["labels"][None]).mean())
       assert math.isclose(row["top1"], float(np.mean(accs)), abs_tol=1e-12), (dataset, row)
@@ -333,7 +249,7 @@ def test_report_agrees_with_independent_recomputation(runs):
 def _biased_attributes(n, run):
   """The digits_biased test split's attributes, aligned on the dense predictions' ids."""
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-  ids = _npz(sorted(glob.glob(os.path.join(run, "predictions", "dense", "0", "test.npz")))[0])
+  ids = run_digest.npz(sorted(glob.glob(os.path.join(run, "predictions", "dense", "0", "test.npz")))[0])
   examples = registry.get("digits_biased").load("test")
   pos = {int(i): j for j, i in enumerate(examples.ids)}
   index = np.array([pos[int(i)] for i in ids["ids"]])

@@ -26,6 +26,7 @@ What the papers and SPEC settle:
   protocols evaluate every member (`None`; their default K is 5 anyway).
 * l-inf noise (003 §4.1, SPEC §6.7): ε in linspace(0, 0.7, 15), 100 draws, 1000 examples; the
   scaled-down protocols use every second level and 10 draws (~1 min of the default audit).
+  CelebA none: 004 reports on the clean test split only (issue #15: "CelebA: test split only").
 * split sizes and image shapes: what the loaders yield (tfds' published counts; digits from
   `tf_forget.data.digits`: 1,797 images, a balanced test split of 50 per class), so that a cost
   plan (`eval/costs.py`) works without the data on disk.
@@ -115,7 +116,7 @@ PROTOCOLS = {
     "fashion_mnist": _scaled_down("fashion_mnist", _MNIST_SPLITS, (28, 28, 1)),
     "celeb_a": Protocol(
         dataset="celeb_a", preset="celeb_a_paper", quantizations=CELEB_A_QUANTIZATIONS,
-        corruptions=(), split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
+        corruptions=(), noise_eps=(), split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
         image_shape=(218, 178, 3)),
     "cifar10": Protocol(dataset="cifar10", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
                         image_shape=(32, 32, 3)),

@@ -1,0 +1,149 @@
+"""Runs the audit's stages as executor tasks (issue #15): the driver side of `eval.tasks`.
+
+Each function builds the tasks of one stage — train one member, export one member's files,
+generate a chunk of corrupted splits, evaluate one member's files on a chunk of splits, a
+member's Keras reference predictions, a member's files under noise — and runs them on a
+`tf_forget.executor.Executor` (local process pool or Ray). The tasks write the stage's
+artifacts; afterwards the audit runs each stage's ordinary sequential pass, which finds every
+artifact current, checks it, and writes what needs the whole population (agreement tables,
+the report). Work that is already current is not submitted (members) or is skipped by the
+task at once (files), so a driver that is killed and run again redoes only unfinished work.
+
+Tasks are pure functions of plain JSON arguments; results are paths and hashes.
+"""
+
+import math
+
+from eval import evaluate
+from eval import tasks
+from tf_forget.executor import base as executor_base
+from tf_forget.train import member as member_lib
+from tf_forget.train import population
+
+TASKS = "eval.tasks"
+# Tasks per worker of a chunked stage: more than one, so that a slow task does not leave the
+# other workers idle at the end, and not many, since each task loads its data set.
+TASKS_PER_WORKER = 4
+
+
+def _task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
+  return executor_base.Task(key=key, fn=f"{TASKS}:{fn}", kwargs=kwargs, cost=float(cost),
+                            num_gpus=num_gpus)
+
+
+def _gpus(executor):
+  """GPUs a TensorFlow task asks for: 1 where the executor has GPUs, else 0."""
+  return 1.0 if getattr(executor, "num_gpus", 0) else 0.0
+
+
+def _chunks(items, n):
+  """`items` cut into at most `n` contiguous chunks of nearly equal size."""
+  items = list(items)
+  size = max(1, math.ceil(len(items) / max(1, n)))
+  return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _workers(executor):
+  return max(1, int(getattr(executor, "workers", 0) or 1))
+
+
+def train(executor, pop, log=print):
+  """Trains every member of `pop` that is not finished and current; returns the task results.
+
+  A member whose artifacts are stale is retrained, with a "redo" line saying why.
+  """
+  todo = []
+  for cfg in population.member_configs(pop):
+    state = member_lib.status(member_lib.member_dir(pop.run_dir, cfg.variant, cfg.k), cfg)
+    if state:
+      continue
+    if state.reason != "missing":
+      log(f"  redo members {cfg.variant}/{cfg.k}: {state.reason}")
+    todo.append(_task(f"train {cfg.variant}/{cfg.k}", "train_member",
+                      cost=cfg.preset.steps * cfg.preset.batch_size, num_gpus=_gpus(executor),
+                      run_dir=pop.run_dir, **tasks.member_kwargs(cfg)))
+  total = pop.members * len(pop.variants)
+  log(f"  {total - len(todo)} of {total} members already trained")
+  return executor.run(todo, stage="train", log=log) if todo else {}
+
+
+def export(executor, run_dir, members, dense_formats, pruned_formats, encodings,
+           dense_encodings, log=print):
+  """Exports every member's files, one task per member; logs written / reused counts."""
+  todo = [_task(f"export {v}/{k}", "export_member", cost=len(
+      dense_formats if v == "dense" else pruned_formats), run_dir=run_dir, member_variant=v,
+                k=int(k), dense_formats=list(dense_formats), pruned_formats=list(pruned_formats),
+                encodings=list(encodings), dense_encodings=list(dense_encodings))
+          for v, k in members]
+  results = executor.run(todo, stage="export", log=log)
+  files = [f for r in results.values() for f in r["files"]]
+  log(f"  export: {sum(not f['skipped'] for f in files)} files written, "
+      f"{sum(bool(f['skipped']) for f in files)} reused, "
+      f"{sum(bool(f['failed']) for f in files)} failed")
+  return results
+
+
+def _by_member(run_dir, variants, members=None):
+  """{(member variant, k): [audited variant names]} of the finished exports."""
+  out = {}
+  wanted = set(variants)
+  for meta in evaluate.list_exports(run_dir):
+    k = int(meta["k"])
+    if meta["variant"] in wanted and (members is None or k in members):
+      out.setdefault((meta["member_variant"], k), []).append(meta["variant"])
+  return out
+
+
+def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variants,
+                 corrupted, cache_dir, noise, robustness_members, num_threads, log=print):
+  """Makes every predictions file the audit evaluates, through the executor.
+
+  First round: each member's files on the clean split, each member's Keras predictions,
+  the corrupted splits' generation and the noise evaluation; second round: the robustness
+  members' plain files on the corrupted splits, in chunks.
+
+  Args:
+    dataset: the `base.Dataset` (its name and options are passed to the tasks).
+    variants: audited variant names evaluated on the clean split (every encoding).
+    plain_variants: plain-encoded variants evaluated on corrupted splits and under noise.
+    corrupted: corrupted split names; cache_dir: the corruption cache.
+    noise: a `NoiseProtocol` or None.
+    robustness_members: k's evaluated on corrupted splits and noise (None: all).
+  """
+  name, options = dataset.spec.name, dict(dataset.spec.options)
+  common = {"run_dir": run_dir, "dataset": name, "dataset_options": options}
+  first = []
+  for (member_variant, k), names in sorted(_by_member(run_dir, variants).items()):
+    first.append(_task(f"eval {member_variant}/{k} {eval_split}", "evaluate_files",
+                       cost=len(names), files=[[v, k] for v in names],
+                       num_threads=num_threads, splits=[eval_split], **common))
+    first.append(_task(f"keras {member_variant}/{k} {eval_split}", "keras_predictions",
+                       num_gpus=_gpus(executor), member_variant=member_variant, k=k,
+                       split=eval_split, **common))
+  robust = _by_member(run_dir, plain_variants, robustness_members)
+  workers = _workers(executor)
+  split_chunks = _chunks(corrupted, workers * TASKS_PER_WORKER)
+  for chunk in split_chunks:
+    first.append(_task(f"corrupt {chunk[0]}..{chunk[-1]}", "corrupt_splits",
+                       cost=len(chunk), dataset=name, dataset_options=options, splits=chunk,
+                       cache_dir=cache_dir))
+  if noise is not None:
+    for (member_variant, k), names in sorted(robust.items()):
+      first.append(_task(f"noise {member_variant}/{k}", "evaluate_noise",
+                         cost=len(names) * len(noise.eps) * noise.draws / 10,
+                         files=[[v, k] for v in names], protocol=noise.to_json(),
+                         num_threads=num_threads, **common))
+  executor.run(first, stage="evaluate", log=log)
+  if not corrupted:
+    return
+  # Robustness: (member, chunk of splits) tasks, about TASKS_PER_WORKER per worker.
+  per_member = max(1, math.ceil(workers * TASKS_PER_WORKER / max(1, len(robust))))
+  second = []
+  for (member_variant, k), names in sorted(robust.items()):
+    for chunk in _chunks(corrupted, per_member):
+      second.append(_task(f"eval {member_variant}/{k} {chunk[0]}..{chunk[-1]}",
+                          "evaluate_files", cost=len(names) * len(chunk),
+                          files=[[v, k] for v in names], num_threads=num_threads,
+                          corrupted=chunk, cache_dir=cache_dir, **common))
+  executor.run(second, stage="evaluate corruptions", log=log)
+

@@ -1,0 +1,128 @@
+"""The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions), issue #15.
+
+`make_predictions` runs them one after another. With an executor (`tf_forget.executor`: a
+local process pool or Ray), each stage's work first runs as tasks (`eval.parallel`,
+`eval.tasks`); the stage's ordinary sequential pass then finds every artifact current, checks
+its lineage and writes what needs the whole population (run.json, agreement tables). Without
+one ("inline"), the sequential passes do the work themselves. Either way the bytes are the
+same: a task is a pure function of its arguments, and TensorFlow's threads come from the
+environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
+
+Robustness (corrupted splits, l-inf noise) is evaluated on the plain-encoded files of the
+protocol's robustness members only (SPEC §1.5: the first 5 on ImageNet / CIFAR-10).
+"""
+
+import os
+import time
+
+from eval import noise as noise_eval
+from eval import parallel
+from eval import population as eval_population
+from eval import tasks
+from tf_forget import executor as executor_lib
+from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.train import population
+from tflite_export import export as export_lib
+from tflite_export import formats
+
+
+class Progress:
+  """Prints members / files done out of total with an ETA, at most every 10%."""
+
+  def __init__(self, stage, total, log):
+    self.stage, self.total, self.log = stage, max(total, 1), log
+    self.done, self.t0, self.next = 0, time.time(), 0.1
+
+  def __call__(self, line):
+    self.done += 1
+    if self.done / self.total >= self.next or self.done == self.total:
+      rate = (time.time() - self.t0) / self.done
+      self.log(f"  [{self.stage}] {self.done}/{self.total} "
+               f"ETA {rate * (self.total - self.done):.0f} s  ({line})")
+      self.next += 0.1
+
+
+# Environment a Ray worker needs before it imports TensorFlow (a local pool inherits it).
+WORKER_ENV = ("TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA",
+              "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_CPP_MIN_LOG_LEVEL",
+              "TF_DETERMINISTIC_OPS")
+
+
+def make_executor(config, log):
+  """The executor of `config` (None for "inline": the stages run in this process)."""
+  if config.executor == "inline":
+    return None
+  env = {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
+  executor = executor_lib.make(config.executor, workers=config.workers,
+                               address=config.ray_address, env=env)
+  log(f"executor: {executor.describe()}")
+  return executor
+
+
+def make_predictions(config, p, executor, t_start, log):
+  """Stages 1-3: members, `.tflite` files, predictions; returns the plain audited variants.
+
+  With an executor, each stage's work runs as tasks first (`eval.parallel`); the sequential
+  pass after it then finds every artifact current and writes the population-wide tables.
+  """
+  pop, dataset = p.population, p.dataset
+  quantizations, pruned_quantizations = p.quantizations, p.pruned_quantizations
+  encodings, corrupted, noise = p.encodings, list(p.corrupted), p.noise
+  robust = p.robustness_members
+  log(f"== 1/6 populations  [{time.time() - t_start:.0f} s]")
+  if executor is not None:
+    parallel.train(executor, pop, log=log)
+  metas = population.train_population(pop, log=log)
+  members = [(m["variant"], int(m["k"])) for m in metas]
+
+  log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
+  dense_formats = ("float32",) + tuple(quantizations)
+  pruned_formats = ("float32",) + tuple(pruned_quantizations)
+  if executor is not None:
+    parallel.export(executor, config.out, members, dense_formats, pruned_formats, encodings,
+                    ("plain",), log=log)
+  n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
+  n_dense = pop.members * len(dense_formats)
+  n_pruned *= len(pruned_formats)
+  n_files = n_dense + n_pruned * len(encodings)
+  progress = Progress("export", n_files, log)
+  exported = export_lib.export_population(
+      config.out, dense_formats=dense_formats, pruned_formats=pruned_formats, dataset=dataset,
+      encodings=encodings, dense_encodings=("plain",), members=members,
+      log=lambda line: (log(f"  {line}") if line.startswith("redo ") else progress(line)))
+  all_variants = list(dict.fromkeys(r["variant"] for r in exported if not r.get("failed")))
+  plain_variants = [v for v in all_variants
+                    if formats.parse_variant(v).encoding == formats.DEFAULT_ENCODING]
+  redo = lambda line: log(f"  {line}")
+  robust_files = [(v, k) for v in plain_variants for k in robust]
+  n_robust = len(plain_variants) * len(robust)
+
+  log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
+  cache_dir = os.path.join(config.out, "corruptions")
+  if executor is not None:
+    parallel.evaluate_all(executor, config.out, dataset, dataset.spec.eval_split, all_variants,
+                          plain_variants, corrupted, cache_dir, noise, robust,
+                          config.num_threads, log=log)
+  eval_population.evaluate_population(
+      config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
+      variants=all_variants, log=Progress(f"eval {dataset.spec.eval_split}", n_files, log),
+      redo_log=redo)
+  if corrupted:
+    corruption_cache.fill(dataset, dataset.spec.eval_split,
+                          [corruption_registry.parse_split_name(s) for s in corrupted],
+                          cache_dir, table=corruption_cache.resolve_table(dataset))
+    _, streams, split_ids = tasks.corrupted_suite(dataset, cache_dir, corrupted)
+    eval_population.evaluate_population(
+        config.out, dataset=dataset, split_batches=streams, num_threads=config.num_threads,
+        check_keras=False, save_logits=False, variants=plain_variants, split_ids=split_ids,
+        files=robust_files, log=Progress("eval corruptions", n_robust * len(corrupted), log),
+        redo_log=redo)
+  if noise is not None:
+    noise_eval.evaluate_population(config.out, dataset, noise, variants=plain_variants,
+                                   num_threads=config.num_threads, files=robust_files,
+                                   log=Progress(f"l-inf noise ({len(noise.eps)} levels x "
+                                                 f"{noise.draws} draws)", n_robust, log),
+                                   redo_log=redo)
+  return plain_variants
+

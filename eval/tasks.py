@@ -1,0 +1,207 @@
+"""The audit's units of work, as executor tasks (issue #15).
+
+Each function here runs in an executor worker (`tf_forget.executor`: a local process, a Ray
+worker, or the driver itself for `inline`). It is a pure function of its keyword arguments —
+plain JSON values: run directory, names, options, seeds — and of the artifacts already on
+disk; it writes its artifacts atomically through the stage it calls (`train_member`,
+`export_population`, `evaluate_population`, `corruption_cache.fill`, the noise evaluator),
+each of which skips what is current (lineage, docs/artifacts/runs.md), and it returns only
+small JSON dicts (paths, hashes, counts), never a Keras object or an array.
+
+So a task that is lost with its worker and retried redoes only what it had not finished (a
+member resumes from its last checkpoint, bit-identically: `tf_forget.train.member`), and a
+killed driver that is run again submits the same tasks, which find their work done.
+
+The same task gives the same bytes on every executor: threads are set by the environment the
+executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
+"""
+
+import dataclasses
+
+from eval import batched
+from eval import noise as noise_eval
+from eval import population as eval_population
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import predictions
+from tf_forget.compat import keras2
+from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.data import registry as data_registry
+from tf_forget.train import member as member_lib
+from tf_forget.train import presets
+from tflite_export import export as export_lib
+
+
+class TaskError(errors.Error):
+  """A task's arguments do not describe what the driver meant (one line)."""
+
+
+def preset_from_json(preset_json):
+  """The `presets.Preset` whose `to_json()` is `preset_json` (a member's recorded protocol).
+
+  Raises:
+    TaskError: the dict does not round-trip (a field this version does not know).
+  """
+  fields = {f.name for f in dataclasses.fields(presets.Preset)}
+  unknown = sorted(set(preset_json) - fields - {"pruning_schedule"})
+  if unknown:
+    raise TaskError(f"preset has unknown fields {unknown}: worker and driver versions differ")
+  values = {k: tuple(v) if isinstance(v, list) else v
+            for k, v in preset_json.items() if k in fields}
+  values["model_options"] = tuple(sorted(dict(preset_json.get("model_options") or {}).items()))
+  preset = presets.Preset(**values)
+  if preset.to_json() != preset_json:
+    raise TaskError(f"preset {preset_json.get('name')!r} does not round-trip through JSON")
+  return preset
+
+
+def member_kwargs(cfg):
+  """The JSON kwargs of `train_member` for a `member_lib.MemberConfig` (driver side)."""
+  return {"dataset": cfg.dataset, "model": cfg.model, "variant": cfg.variant, "k": int(cfg.k),
+          "preset": cfg.preset.to_json(), "dataset_options": dict(cfg.dataset_options),
+          "model_options": dict(cfg.model_options),
+          "population_seed": int(cfg.population_seed)}
+
+
+def _dataset(name, options):
+  return data_registry.get(name, **dict(options or {}))
+
+
+def _clear_keras():
+  """Frees the worker's Keras graph state between tasks (a worker runs many)."""
+  keras2.keras().backend.clear_session()
+
+
+def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=None,
+                 model_options=None, population_seed=0):
+  """Trains (or resumes, or finds finished) one member; returns its model hash.
+
+  Returns:
+    {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
+  """
+  cfg = member_lib.MemberConfig(
+      dataset=dataset, model=model, variant=variant, k=int(k), preset=preset_from_json(preset),
+      dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
+      population_seed=int(population_seed))
+  try:
+    meta = member_lib.train_member(cfg, member_lib.member_dir(run_dir, variant, int(k)))
+  finally:
+    _clear_keras()
+  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
+          "test_accuracy": meta.get("test_accuracy")}
+
+
+def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, encodings,
+                  dense_encodings):
+  """Exports every file of one member (`export_lib.export_population` restricted to it).
+
+  Returns:
+    {"member", "files": [{"variant", "sha256" | "failed", "skipped"}]}.
+  """
+  try:
+    results = export_lib.export_population(
+        run_dir, dense_formats=tuple(dense_formats), pruned_formats=tuple(pruned_formats),
+        encodings=tuple(encodings), dense_encodings=tuple(dense_encodings),
+        members=[(member_variant, int(k))])
+  finally:
+    _clear_keras()
+  return {"member": f"{member_variant}/{k}",
+          "files": [{"variant": r["variant"], "sha256": r.get("sha256"),
+                     "failed": r.get("failed"), "skipped": bool(r.get("skipped"))}
+                    for r in results]}
+
+
+def corrupted_suite(dataset, cache_dir, splits):
+  """The `CorruptedDataset`, stream callables and split identities of cached corrupted splits.
+
+  Shared by the driver and the tasks so that both evaluate exactly the same streams.
+
+  Returns:
+    (suite, {split: callable(batch_size)}, {split: identity}).
+  """
+  suite = corruption_cache.CorruptedDataset(dataset, cache_dir, splits)
+  streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in splits}
+  ids = {s: suite.corrupted_split(s).identity() for s in splits}
+  return suite, streams, ids
+
+
+def corrupt_splits(dataset, dataset_options, splits, cache_dir):
+  """Generates the cached corrupted versions of the eval split (`corruption_cache.fill`).
+
+  Returns:
+    {"generated": [split names made], "splits": splits}.
+  """
+  data = _dataset(dataset, dataset_options)
+  suite = corruption_cache.CorruptedDataset(data, cache_dir, splits)
+  keys = corruption_cache.fill(data, suite.source_split,
+                               [corruption_registry.parse_split_name(s) for s in splits],
+                               cache_dir, table=suite.table)
+  return {"generated": [corruption_registry.split_name(k.corruption, k.severity) for k in keys],
+          "splits": list(splits)}
+
+
+def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits=(),
+                   corrupted=(), cache_dir=None):
+  """Evaluates some `.tflite` files on clean and / or cached corrupted splits.
+
+  Writes predictions files only (the driver's final pass writes the agreement tables); clean
+  splits keep logits, corrupted splits do not — as the driver's own pass asks, so that it
+  finds these files current.
+
+  Args:
+    files: [(variant, k)].
+    splits: registry split names (e.g. ["test"]).
+    corrupted: corrupted split names (`glass_blur@3`), read from `cache_dir`.
+
+  Returns:
+    {"files": number of files, "splits": number of splits}.
+  """
+  data = _dataset(dataset, dataset_options)
+  files = [(v, int(k)) for v, k in files]
+  if splits:
+    eval_population.evaluate_population(run_dir, dataset=data, splits=list(splits),
+                                        num_threads=num_threads, check_keras=False,
+                                        files=files, write_tables=False)
+  if corrupted:
+    _, streams, ids = corrupted_suite(data, cache_dir, list(corrupted))
+    eval_population.evaluate_population(run_dir, dataset=data, split_batches=streams,
+                                        split_ids=ids, num_threads=num_threads,
+                                        check_keras=False, save_logits=False, files=files,
+                                        write_tables=False)
+  return {"files": len(files), "splits": len(splits) + len(corrupted)}
+
+
+def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, split):
+  """The Keras model's own predictions of one member on a clean split (agreement reference).
+
+  Returns:
+    {"path": the predictions file}.
+  """
+  data = _dataset(dataset, dataset_options)
+  split_id = predictions.split_identity(data.spec.name, data.spec.options, split)
+  try:
+    out = eval_population.keras_predictions(
+        run_dir, member_variant, int(k), split,
+        lambda: data.batches(split, batched.DEFAULT_BATCH_SIZE), split_id=split_id)
+  finally:
+    _clear_keras()
+  return {"path": out}
+
+
+def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threads):
+  """Evaluates some plain `.tflite` files under l-inf noise (`eval.noise`, SPEC §6.7).
+
+  Args:
+    protocol: `NoiseProtocol.to_json()`.
+
+  Returns:
+    {"files": [noise artifact paths]}.
+  """
+  data = _dataset(dataset, dataset_options)
+  noise = noise_artifact.NoiseProtocol(eps=tuple(protocol["eps"]), draws=protocol["draws"],
+                                       examples=protocol["examples"], seed=protocol["seed"])
+  files = [(v, int(k)) for v, k in files]
+  noise_eval.evaluate_population(run_dir, data, noise, num_threads=num_threads, files=files)
+  return {"files": [layout.noise(run_dir, v, k) for v, k in files]}

@@ -20,7 +20,6 @@ from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
 GATE_FAILED = 3
-FLAGS = flags.FLAGS
 
 _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forget/data).")
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
@@ -164,11 +163,9 @@ def main(argv):
       _EXECUTOR.value, workers=_WORKERS.value,
       ray_address=_RAY_ADDRESS.value)
   if _PLAN.value:
-    from eval import costs  # pylint: disable=g-import-not-at-top
-    workers = getattr(FLAGS, "workers", None) or 1
     try:
-      print(audit_lib.plan_report(config, costs.default_unit_costs(
-          _resolve(_UNIT_COSTS.value) if _UNIT_COSTS.value else None), workers))
+      print(audit_lib.plan_report(config, _resolve(_UNIT_COSTS.value) if _UNIT_COSTS.value
+                                  else None))
     except errors.Error as e:
       sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
     return 0

@@ -21,6 +21,11 @@ is already on disk:
   6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
+Stages 1-3 run on an executor (`config.executor`, issue #15; `eval.stages`): "inline" in this
+process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work is
+a task (`eval.tasks`) whose artifacts are the same bytes on every executor; the executor is not
+part of the run's identity, so a run may be continued on another one.
+
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol.
 `plan_report` prints what an audit will cost (counts per stage, `eval/costs.py`) without the data.
@@ -41,6 +46,7 @@ import os
 import time
 from typing import Mapping, Optional, Sequence
 
+from eval import costs
 from eval import deploy
 from eval import encodings as encodings_lib
 from eval import stages
@@ -53,7 +59,6 @@ from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.report import write as report_write
 from tf_forget.train import population
-from tf_forget.train import presets
 from tflite_export import formats
 
 # The per-data-set defaults (formats, corruptions, severities, noise, robustness members) are
@@ -61,6 +66,7 @@ from tflite_export import formats
 
 
 AUDIT_SCHEMA = "tf_forget.audit/1"
+EXECUTORS = ("inline", "local", "ray")
 
 
 class AuditError(errors.Error):
@@ -211,6 +217,11 @@ def plan(config, check_data=True):
   """
   if config.deploy_members not in ("first", "all"):
     raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
+  if config.executor not in EXECUTORS:
+    raise AuditError(f"executor must be one of {', '.join(EXECUTORS)}, got {config.executor!r}")
+  if config.executor != "inline" and str(config.out).startswith("ram://"):
+    raise AuditError(f"{config.out} is in this process's memory, which worker processes do not "
+                     "share: use --executor=inline, or a shared path (gs://, a shared disk)")
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -334,6 +345,10 @@ def run_audit(config, log=print):
   except errors.WriteError as e:
     raise AuditError(str(e)) from e
   fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
+  try:
+    log(plan_report(config))
+  except errors.Error as e:  # the plan is informative: a missing size or cost file stops nothing
+    log(f"(no cost plan: {errors.one_line(e, 300)})")
   t_start = time.time()
   executor = stages.make_executor(config, log)
   try:
@@ -386,7 +401,7 @@ def _summary(report, manifest, log):
       log(f"gate failed: {variant}: {reason}")
 
 
-def plan_report(config, unit_costs=None, workers=1):
+def plan_report(config, unit_costs=None, workers=None):
   """The audit's cost plan as text (counts per stage and, given unit costs, an estimate).
 
   Needs no data on disk: the counts come from the protocol of the data set (split sizes,
@@ -394,13 +409,14 @@ def plan_report(config, unit_costs=None, workers=1):
 
   Args:
     config: an `AuditConfig`.
-    unit_costs: path of a `tf_forget.unit_costs/1` file, or None for counts only.
-    workers: workers the wall-time estimate divides by.
+    unit_costs: path of a `tf_forget.unit_costs/1` file (default: the committed file measured
+      on a 2-core CPU, `eval/unit_costs/`).
+    workers: workers the wall-time estimate divides by (default: the config's workers; every
+      core for "local"; 1 otherwise).
 
   Raises:
     errors.Error subclasses (as `plan`), `costs.CostError` for a bad unit-cost file.
   """
-  from eval import costs  # pylint: disable=g-import-not-at-top
   p = plan(config, check_data=False)
   pop, spec = p.population, p.dataset.spec
   protocol = _protocol(config.dataset)
@@ -418,4 +434,6 @@ def plan_report(config, unit_costs=None, workers=1):
       noise_draws=p.noise.draws if p.noise is not None else 0,
       noise_examples=p.noise.examples if p.noise is not None else 0,
       eval_size=protocol.split_sizes[spec.eval_split])
-  return costs.plan_text(inputs, unit_costs, workers)
+  if workers is None:
+    workers = config.workers or (os.cpu_count() if config.executor == "local" else 1)
+  return costs.plan_text(inputs, costs.default_unit_costs(unit_costs), workers)

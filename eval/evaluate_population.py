@@ -11,7 +11,6 @@ non-TFLite file, a model input shape that does not match the data set, an output
 that cannot be written) is a one-line error and exit status 1.
 """
 
-import os
 import sys
 
 from absl import app
@@ -19,6 +18,7 @@ from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -56,7 +56,7 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # TensorFlow logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")
-  if not os.path.isdir(_RUN_DIR.value):
+  if not fileio.isdir(_RUN_DIR.value):
     raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
   from eval import population

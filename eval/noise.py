@@ -59,6 +59,26 @@ def noise_scale(model_options, channels):
   return (255.0 * std).astype(np.float32)
 
 
+def _inputs(tflite_path, tflite_sha256, split_id, protocol, scale):
+  """The lineage `inputs` of a noise artifact (what it must record to be current)."""
+  return {"tflite": evaluate.current_sha256(tflite_path, tflite_sha256), "split": split_id,
+          "protocol": hashing.sha256_json(protocol.to_json()),
+          "noise_scale": hashing.sha256_json([float(s) for s in scale])}
+
+
+def file_status(run_dir, meta, dataset, protocol):
+  """`lineage.Status` of the noise artifact of one export (`meta`: its export JSON), unread.
+
+  What `evaluate_population` would find: an executor's driver skips current files with it.
+  """
+  scale = noise_scale(_model_options(run_dir, meta), dataset.spec.image_shape[-1])
+  split_id = predictions.split_identity(dataset.spec.name, dataset.spec.options,
+                                        dataset.spec.eval_split)
+  return noise_artifact.status(
+      noise_artifact.path(run_dir, meta["variant"], int(meta["k"])),
+      _inputs(meta["path"], meta["sha256"], split_id, protocol, scale))
+
+
 def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=None,
                   num_threads=interpreter.DEFAULT_NUM_THREADS,
                   batch_size=batched.DEFAULT_BATCH_SIZE, tflite_sha256=None, split_id=None,
@@ -86,10 +106,8 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
     interpreter.TfliteError: an unreadable file or a shape mismatch.
   """
   protocol.check()
-  sha = evaluate.current_sha256(tflite_path, tflite_sha256)
-  inputs = {"tflite": sha, "split": split_id,
-            "protocol": hashing.sha256_json(protocol.to_json()),
-            "noise_scale": hashing.sha256_json([float(s) for s in scale])}
+  inputs = _inputs(tflite_path, tflite_sha256, split_id, protocol, scale)
+  sha = inputs["tflite"]
   state = noise_artifact.status(out_path, inputs)
   if state:
     return noise_artifact.read(out_path)["metadata"], True

@@ -6,8 +6,9 @@ member's Keras reference predictions, a member's files under noise — and runs 
 `tf_forget.executor.Executor` (local process pool or Ray). The tasks write the stage's
 artifacts; afterwards the audit runs each stage's ordinary sequential pass, which finds every
 artifact current, checks it, and writes what needs the whole population (agreement tables,
-the report). Work that is already current is not submitted (members) or is skipped by the
-task at once (files), so a driver that is killed and run again redoes only unfinished work.
+the report). Work that is already current (by the same lineage checks the sequential passes
+make) is not submitted, and a task skips anything that became current meanwhile, so a driver
+that is killed and run again redoes only unfinished work.
 
 Tasks are pure functions of plain JSON arguments; results are paths and hashes.
 """
@@ -15,10 +16,19 @@ Tasks are pure functions of plain JSON arguments; results are paths and hashes.
 import math
 
 from eval import evaluate
+from eval import noise as noise_eval
 from eval import tasks
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import predictions
+from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.executor import base as executor_base
 from tf_forget.train import member as member_lib
 from tf_forget.train import population
+from tflite_export import export as export_lib
+from tflite_export import formats
 
 TASKS = "eval.tasks"
 # Tasks per worker of a chunked stage: more than one, so that a slow task does not leave the
@@ -67,14 +77,43 @@ def train(executor, pop, log=print):
   return executor.run(todo, stage="train", log=log) if todo else {}
 
 
+def _stale(status_fn, what, log):
+  """Whether an artifact must be (re)made; logs "redo <what>: <why>" for one that exists.
+
+  The line is the one the sequential pass would print (its task runs in a worker, whose own
+  lines do not reach the driver). An input that cannot be read counts as stale: the task
+  raises the one-line error.
+  """
+  try:
+    state = status_fn()
+  except errors.Error:
+    return True
+  if not state and state.reason != "missing":
+    log(f"  redo {what}: {state.reason}")
+  return not state
+
+
 def export(executor, run_dir, members, dense_formats, pruned_formats, encodings,
-           dense_encodings, log=print):
-  """Exports every member's files, one task per member; logs written / reused counts."""
-  todo = [_task(f"export {v}/{k}", "export_member", cost=len(
-      dense_formats if v == "dense" else pruned_formats), run_dir=run_dir, member_variant=v,
-                k=int(k), dense_formats=list(dense_formats), pruned_formats=list(pruned_formats),
-                encodings=list(encodings), dense_encodings=list(dense_encodings))
-          for v, k in members]
+           dense_encodings, dataset, log=print):
+  """Exports the files of every member that has one missing or stale, one task per member."""
+  rep_ids = None
+  todo = []
+  for v, k in members:
+    jobs = [variant for variant, _ in export_lib.plan(
+        [(v, k)], dense_formats, pruned_formats, encodings, dense_encodings)]
+    if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_ids is None:
+      rep_ids = export_lib.representative_images(dataset)[1]
+    pending = [j for j in jobs if _stale(lambda j=j: export_lib.status(
+        run_dir, j, k, rep_ids if formats.FORMATS[j.format]["representative"] else None),
+                                         f"{j.name}/{k} export", log)]
+    if pending:
+      todo.append(_task(f"export {v}/{k}", "export_member", cost=len(pending), run_dir=run_dir,
+                        member_variant=v, k=int(k), dense_formats=list(dense_formats),
+                        pruned_formats=list(pruned_formats), encodings=list(encodings),
+                        dense_encodings=list(dense_encodings)))
+  log(f"  {len(members) - len(todo)} of {len(members)} members' files already exported")
+  if not todo:
+    return {}
   results = executor.run(todo, stage="export", log=log)
   files = [f for r in results.values() for f in r["files"]]
   log(f"  export: {sum(not f['skipped'] for f in files)} files written, "
@@ -84,14 +123,31 @@ def export(executor, run_dir, members, dense_formats, pruned_formats, encodings,
 
 
 def _by_member(run_dir, variants, members=None):
-  """{(member variant, k): [audited variant names]} of the finished exports."""
+  """{(member variant, k): [export JSON dicts]} of the finished exports of `variants`."""
   out = {}
   wanted = set(variants)
   for meta in evaluate.list_exports(run_dir):
     k = int(meta["k"])
     if meta["variant"] in wanted and (members is None or k in members):
-      out.setdefault((meta["member_variant"], k), []).append(meta["variant"])
+      out.setdefault((meta["member_variant"], k), []).append(meta)
   return out
+
+
+def _predictions_stale(run_dir, meta, split, split_id, need_logits, log):
+  k = int(meta["k"])
+  out = predictions.path(run_dir, meta["variant"], k, split)
+  return _stale(lambda: predictions.status(out, {
+      "tflite": evaluate.current_sha256(meta["path"], meta["sha256"]), "split": split_id},
+                                             need_logits=need_logits),
+                f"{meta['variant']}/{k} {split}", log)
+
+
+def _keras_stale(run_dir, member_variant, k, split, split_id, log):
+  out = layout.keras_predictions(run_dir, member_variant, k, split)
+  model = layout.member_model(run_dir, member_variant, k)
+  return _stale(lambda: predictions.status(out, {"model": hashing.file_sha256(model),
+                                                 "split": split_id}),
+                f"keras:{member_variant}/{k} {split}", log)
 
 
 def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variants,
@@ -100,7 +156,8 @@ def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variant
 
   First round: each member's files on the clean split, each member's Keras predictions,
   the corrupted splits' generation and the noise evaluation; second round: the robustness
-  members' plain files on the corrupted splits, in chunks.
+  members' plain files on the corrupted splits, in chunks. Only files that are missing or
+  stale are submitted (what the sequential passes would redo).
 
   Args:
     dataset: the `base.Dataset` (its name and options are passed to the tasks).
@@ -108,42 +165,58 @@ def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variant
     plain_variants: plain-encoded variants evaluated on corrupted splits and under noise.
     corrupted: corrupted split names; cache_dir: the corruption cache.
     noise: a `NoiseProtocol` or None.
-    robustness_members: k's evaluated on corrupted splits and noise (None: all).
+    robustness_members: k's evaluated on corrupted splits and noise.
   """
   name, options = dataset.spec.name, dict(dataset.spec.options)
   common = {"run_dir": run_dir, "dataset": name, "dataset_options": options}
+  clean_id = predictions.split_identity(name, dataset.spec.options, eval_split)
   first = []
-  for (member_variant, k), names in sorted(_by_member(run_dir, variants).items()):
-    first.append(_task(f"eval {member_variant}/{k} {eval_split}", "evaluate_files",
-                       cost=len(names), files=[[v, k] for v in names],
-                       num_threads=num_threads, splits=[eval_split], **common))
-    first.append(_task(f"keras {member_variant}/{k} {eval_split}", "keras_predictions",
-                       num_gpus=_gpus(executor), member_variant=member_variant, k=k,
-                       split=eval_split, **common))
+  for (member_variant, k), metas in sorted(_by_member(run_dir, variants).items()):
+    todo = [m["variant"] for m in metas
+            if _predictions_stale(run_dir, m, eval_split, clean_id, True, log)]
+    if todo:
+      first.append(_task(f"eval {member_variant}/{k} {eval_split}", "evaluate_files",
+                         cost=len(todo), files=[[v, k] for v in todo],
+                         num_threads=num_threads, splits=[eval_split], **common))
+    if _keras_stale(run_dir, member_variant, k, eval_split, clean_id, log):
+      first.append(_task(f"keras {member_variant}/{k} {eval_split}", "keras_predictions",
+                         num_gpus=_gpus(executor), member_variant=member_variant, k=k,
+                         split=eval_split, **common))
   robust = _by_member(run_dir, plain_variants, robustness_members)
   workers = _workers(executor)
-  split_chunks = _chunks(corrupted, workers * TASKS_PER_WORKER)
-  for chunk in split_chunks:
+  table = corruption_cache.resolve_table(dataset)
+  missing = [s for s in corrupted if not corruption_cache.is_complete(corruption_cache.CacheKey(
+      name, eval_split, *corruption_registry.parse_split_name(s), table), cache_dir)]
+  for chunk in _chunks(missing, workers * TASKS_PER_WORKER):
     first.append(_task(f"corrupt {chunk[0]}..{chunk[-1]}", "corrupt_splits",
                        cost=len(chunk), dataset=name, dataset_options=options, splits=chunk,
                        cache_dir=cache_dir))
   if noise is not None:
-    for (member_variant, k), names in sorted(robust.items()):
-      first.append(_task(f"noise {member_variant}/{k}", "evaluate_noise",
-                         cost=len(names) * len(noise.eps) * noise.draws / 10,
-                         files=[[v, k] for v in names], protocol=noise.to_json(),
-                         num_threads=num_threads, **common))
-  executor.run(first, stage="evaluate", log=log)
+    for (member_variant, k), metas in sorted(robust.items()):
+      todo = [m["variant"] for m in metas if _stale(
+          lambda m=m: noise_eval.file_status(run_dir, m, dataset, noise),
+          f"{m['variant']}/{k} l-inf noise", log)]
+      if todo:
+        first.append(_task(f"noise {member_variant}/{k}", "evaluate_noise",
+                           cost=len(todo) * len(noise.eps) * noise.draws / 10,
+                           files=[[v, k] for v in todo], protocol=noise.to_json(),
+                           num_threads=num_threads, **common))
+  if first:
+    executor.run(first, stage="evaluate", log=log)
   if not corrupted:
     return
   # Robustness: (member, chunk of splits) tasks, about TASKS_PER_WORKER per worker.
+  _, _, split_ids = tasks.corrupted_suite(dataset, cache_dir, corrupted)
   per_member = max(1, math.ceil(workers * TASKS_PER_WORKER / max(1, len(robust))))
   second = []
-  for (member_variant, k), names in sorted(robust.items()):
+  for (member_variant, k), metas in sorted(robust.items()):
     for chunk in _chunks(corrupted, per_member):
-      second.append(_task(f"eval {member_variant}/{k} {chunk[0]}..{chunk[-1]}",
-                          "evaluate_files", cost=len(names) * len(chunk),
-                          files=[[v, k] for v in names], num_threads=num_threads,
-                          corrupted=chunk, cache_dir=cache_dir, **common))
-  executor.run(second, stage="evaluate corruptions", log=log)
-
+      todo = [m["variant"] for m in metas if any(  # not short-circuited: every redo is said
+          [_predictions_stale(run_dir, m, s, split_ids[s], False, log) for s in chunk])]
+      if todo:
+        second.append(_task(f"eval {member_variant}/{k} {chunk[0]}..{chunk[-1]}",
+                            "evaluate_files", cost=len(todo) * len(chunk),
+                            files=[[v, k] for v in todo], num_threads=num_threads,
+                            corrupted=chunk, cache_dir=cache_dir, **common))
+  if second:
+    executor.run(second, stage="evaluate corruptions", log=log)

@@ -81,7 +81,7 @@ def make_predictions(config, p, executor, t_start, log):
   pruned_formats = ("float32",) + tuple(pruned_quantizations)
   if executor is not None:
     parallel.export(executor, config.out, members, dense_formats, pruned_formats, encodings,
-                    ("plain",), log=log)
+                    ("plain",), dataset, log=log)
   n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
   n_dense = pop.members * len(dense_formats)
   n_pruned *= len(pruned_formats)

@@ -58,8 +58,8 @@ def members_dataset(run_dir):
     return run.get("dataset") if isinstance(run, dict) else None
   found = set()
   members = os.path.join(run_dir, "members")
-  for variant in sorted(os.listdir(members)) if os.path.isdir(members) else ():
-    for k in sorted(os.listdir(os.path.join(members, variant))):
+  for variant in fileio.listdir(members):
+    for k in fileio.listdir(os.path.join(members, variant)):
       meta_path = os.path.join(members, variant, k, layout.METADATA_FILE)
       if fileio.exists(meta_path):
         meta = fileio.read_json(meta_path, "member metadata")
@@ -89,7 +89,7 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)  # the converter logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")
-  if not os.path.isdir(_RUN_DIR.value):
+  if not fileio.isdir(_RUN_DIR.value):
     raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
   dense, pruned = _FORMATS.value, _PRUNED_FORMATS.value
   if dense is None or pruned is None:

@@ -51,7 +51,7 @@ def test_defaults_are_set_and_user_values_kept():
   import json  # pylint: disable=g-import-not-at-top
   got = json.loads(_run(_CONFIGURE, _env())[-1])
   assert got["TF_ENABLE_ONEDNN_OPTS"] == "0"
-  assert got["TF_NUM_INTRAOP_THREADS"] == "2" and got["TF_NUM_INTEROP_THREADS"] == "2"
+  assert got["TF_NUM_INTRAOP_THREADS"] == "2" and got["TF_NUM_INTEROP_THREADS"] == "1"
   got = json.loads(_run(_CONFIGURE, _env(TF_ENABLE_ONEDNN_OPTS="1",
                                          TF_NUM_INTRAOP_THREADS="4"))[-1])
   assert got["TF_ENABLE_ONEDNN_OPTS"] == "1" and got["TF_NUM_INTRAOP_THREADS"] == "4"

@@ -80,3 +80,10 @@ def test_a_rerun_on_another_executor_reuses_everything(runs):
   after = {p: os.stat(p).st_mtime_ns for p in before}
   assert after == before
   assert not [line for line in logs if "redo" in line], logs
+
+
+def test_ram_paths_need_the_inline_executor():
+  with pytest.raises(audit_lib.AuditError, match="use --executor=inline"):
+    audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="ram://run", executor="local"))
+  with pytest.raises(audit_lib.AuditError, match="executor must be one of"):
+    audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))

@@ -206,6 +206,16 @@ class RayExecutor(scheduler.PooledExecutor):
     resources = self._connect().cluster_resources()
     return {"CPU": float(resources.get("CPU", 0)), "GPU": float(resources.get("GPU", 0))}
 
+  @property
+  def workers(self):
+    """CPUs of the cluster: how many one-CPU tasks run at once (chunking of stages)."""
+    return max(1, int(self._resources()["CPU"]))
+
+  @property
+  def num_gpus(self):
+    """GPUs of the cluster: a TensorFlow task asks for one where there are any."""
+    return self._resources()["GPU"]
+
   def describe(self):
     resources = self._resources()
     try:

@@ -62,16 +62,21 @@ def test_env_and_the_drivers_paths_reach_the_workers(ray_ex):
 
 
 def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
-  inherited, added = tmp_path / "inherited", tmp_path / "added"
-  inherited.mkdir()
-  added.mkdir()
+  inherited, added, package = tmp_path / "inherited", tmp_path / "added", tmp_path / "eval"
+  for d in (inherited, added, package):
+    d.mkdir()
+  # A script's own directory, first on sys.path (`bazel run //eval:audit`): a package whose
+  # `encodings.py` would hide the standard library's in a worker started with it on PYTHONPATH.
+  (package / "__init__.py").write_text("")
+  (package / "encodings.py").write_text("")
   monkeypatch.setenv("PYTHONPATH", str(inherited))
-  monkeypatch.setattr(sys, "path", [str(inherited), str(added), os.getcwd(), "",
+  monkeypatch.setattr(sys, "path", [str(package), str(inherited), str(added), os.getcwd(), "",
                                     os.path.dirname(os.__file__), str(tmp_path / "missing")])
   paths = ray_executor.project_paths()
   assert str(added) in paths
   assert not {str(inherited), os.getcwd(), os.path.dirname(os.__file__)} & set(paths)
   assert str(tmp_path / "missing") not in paths
+  assert str(package) not in paths
 
 
 # Last: the worker kills make Ray start new workers, which slows the tests after them.

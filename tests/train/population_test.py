@@ -31,6 +31,15 @@ def test_default_variants_follow_the_preset():
   assert presets.get("cifar10_paper").pruning_schedule() == (8000, 72000, 4000)  # SPEC §2.2
 
 
+def test_mixed_precision_is_refused_for_pruned_variants():
+  # tfmot's pruning misses its target under mixed_float16 (tests/train/member_test.py): a
+  # one-line error before any training, not a failed member after it.
+  with pytest.raises(population.PopulationError, match="only dense members support"):
+    population.make_config("/tmp/x", "tiny", mixed_precision=True)
+  config = population.make_config("/tmp/x", "tiny", variants=["dense"], mixed_precision=True)
+  assert config.preset.mixed_precision
+
+
 def test_population_trains_then_skips_everything(tmp_path):
   config = population.make_config(str(tmp_path), "tiny", members=2)
   lines = []

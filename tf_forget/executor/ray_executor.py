@@ -103,7 +103,11 @@ def project_paths():
 
   The root of this checkout (the directory holding `tf_forget/`), then the driver's `sys.path`
   entries that are directories outside the Python installation (sys.prefix, base_prefix),
-  except those a worker inherits: the working directory and the PYTHONPATH entries.
+  except those a worker inherits (the working directory and the PYTHONPATH entries) and
+  package directories (holding `__init__.py`): Python puts a script's own directory first on
+  `sys.path` (`eval/` for `eval/audit.py` under `bazel run`), and as a worker's PYTHONPATH it
+  would shadow the standard library (`eval/encodings.py` hides `encodings`, and the worker's
+  interpreter cannot start).
   """
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix,
@@ -115,6 +119,7 @@ def project_paths():
   for entry in [root, *sys.path]:
     path = os.path.abspath(entry or os.curdir)
     if (path not in inherited and os.path.isdir(path)
+        and not os.path.exists(os.path.join(path, "__init__.py"))
         and not (os.path.realpath(path) + os.sep).startswith(prefixes)):
       paths.append(path)
   return list(dict.fromkeys(paths))

@@ -96,6 +96,12 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
     names = [variants_lib.parse(v).name for v in variants]
   if len(set(names)) != len(names):
     raise PopulationError(f"duplicate variants in {names}")
+  pruned = [n for n in names if n != "dense"]
+  if preset.mixed_precision and pruned:
+    raise PopulationError(
+        f"preset {preset.name!r} trains under mixed_float16, which only dense members support: "
+        f"tfmot's pruning misses its sparsity target under it (measured 0.4999 of 0.5); "
+        f"train {', '.join(pruned)} with a float32 preset")
   k = preset.members if members is None else int(members)
   if k < 1:
     raise PopulationError(f"members must be >= 1, got {k}")

@@ -345,13 +345,13 @@ def run_audit(config, log=print):
   except errors.WriteError as e:
     raise AuditError(str(e)) from e
   fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
-  try:
-    log(plan_report(config))
-  except errors.Error as e:  # the plan is informative: a missing size or cost file stops nothing
-    log(f"(no cost plan: {errors.one_line(e, 300)})")
   t_start = time.time()
   executor = stages.make_executor(config, log)
   try:
+    try:
+      log(plan_report(config, workers=getattr(executor, "workers", None)))
+    except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
+      log(f"(no cost plan: {errors.one_line(e, 300)})")
     plain_variants = stages.make_predictions(config, p, executor, t_start, log)
   finally:
     if executor is not None:

@@ -12,6 +12,9 @@ So a task that is lost with its worker and retried redoes only what it had not f
 member resumes from its last checkpoint, bit-identically: `tf_forget.train.member`), and a
 killed driver that is run again submits the same tasks, which find their work done.
 
+Every task that may touch a GPU turns on memory growth first (`tf_forget.compat.gpu`; training
+does it in `train_member`), so the tasks of one machine can share its GPUs.
+
 The same task gives the same bytes on every executor: threads are set by the environment the
 executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
 """
@@ -25,6 +28,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.artifacts import predictions
+from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
@@ -66,6 +70,8 @@ def member_kwargs(cfg):
 
 
 def _dataset(name, options):
+  """The task's data set; first, GPU memory growth (a worker may share its GPU)."""
+  gpu.configure()
   return data_registry.get(name, **dict(options or {}))
 
 
@@ -100,6 +106,7 @@ def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, enc
   Returns:
     {"member", "files": [{"variant", "sha256" | "failed", "skipped"}]}.
   """
+  gpu.configure()
   try:
     results = export_lib.export_population(
         run_dir, dense_formats=tuple(dense_formats), pruned_formats=tuple(pruned_formats),

@@ -16,7 +16,9 @@ import os
 import pytest
 
 from eval import audit_lib
+from eval import tasks
 from tests.eval import run_digest
+from tf_forget.train import presets
 
 ALL_FORMATS = ("float32", "full_int8")
 RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
@@ -87,3 +89,14 @@ def test_ram_paths_need_the_inline_executor():
     audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="ram://run", executor="local"))
   with pytest.raises(audit_lib.AuditError, match="executor must be one of"):
     audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
+
+
+@pytest.mark.parametrize("name", sorted(presets.PRESETS))
+def test_task_presets_round_trip_through_json(name):
+  # A training task gets its member's protocol as JSON (eval/tasks.py); it must rebuild exactly
+  # the driver's preset, or the member's config hash (and so its lineage) would differ.
+  for preset in (presets.get(name), presets.get(name, steps=presets.get(name).steps * 2,
+                                                  mixed_precision=True)):
+    assert tasks.preset_from_json(preset.to_json()) == preset
+  with pytest.raises(tasks.TaskError, match="unknown fields"):
+    tasks.preset_from_json(dict(presets.get(name).to_json(), nosuch=1))

@@ -74,7 +74,7 @@ def test_tfds_shapes_and_splits_match_the_loaders():
 
 
 def test_unknown_data_set():
-  with pytest.raises(protocols.ProtocolError, match="no protocol for data set 'nope'"):
+  with pytest.raises(protocols.ProtocolError, match="unknown data set 'nope': no protocol"):
     protocols.get("nope")
   with pytest.raises(presets.PresetError, match="'nope'"):
     presets.for_dataset("nope")

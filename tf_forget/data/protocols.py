@@ -141,6 +141,6 @@ def get(dataset):
     ProtocolError: no protocol for `dataset`.
   """
   if dataset not in PROTOCOLS:
-    raise ProtocolError(f"no protocol for data set {dataset!r} (known: "
+    raise ProtocolError(f"unknown data set {dataset!r}: no protocol (known: "
                         f"{', '.join(sorted(PROTOCOLS))})")
   return PROTOCOLS[dataset]

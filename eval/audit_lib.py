@@ -371,34 +371,11 @@ def run_audit(config, log=print):
   log(f"== 6/6 deployment bundle  [{time.time() - t_start:.0f} s]")
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates,
                                  members=config.deploy_members, encodings=chosen["variants"])
-  _summary(report, manifest, log)
+  deploy.print_summary(report, manifest, log)
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
       f"wall time: {time.time() - t_start:.0f} s")
   return report, manifest
-
-
-def _summary(report, manifest, log):
-  """Prints the short summary table (with the shipped file of each variant) and failed gates."""
-  failed = {e["variant"]: e["gate"]["reasons"] for e in manifest["files"]
-            if not e["gate"]["passed"]}
-  shipped = {}
-  for e in manifest["files"]:
-    ratio = e.get("size_ratio_to_dense_float32")
-    shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
-  log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-      f"{'#PIE':>6} {'worst FNR +':>11}  {'shipped (size)':<15} gate")
-  for variant, s in sorted(report["variants"].items()):
-    worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
-    worst = f"{100 * worst:+.1f}pt" if isinstance(worst, float) and worst == worst else "n/a"
-    log(f"{variant:<22} {s.get('members', 0):>7} {s.get('top1', float('nan')):>7.4f} "
-        f"{100 * s.get('top1_change', 0.0):>+6.2f} {s.get('significant_classes', 0):>7} "
-        f"{s.get('pie_count', 0):>6} {worst:>11}  {shipped.get(variant, ''):<15} "
-        f"{'FAIL' if variant in failed else 'pass'}")
-  log("(shipped size: the bundled file over the dense float32 file)")
-  for variant, reasons in sorted(failed.items()):
-    for reason in reasons:
-      log(f"gate failed: {variant}: {reason}")
 
 
 def plan_report(config, unit_costs=None, workers=None):

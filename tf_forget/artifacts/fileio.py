@@ -24,6 +24,7 @@ this artifact current?" turn a `ReadError` into "no" and redo the artifact.
 
 import builtins
 import collections
+import contextlib
 import io
 import json
 import os
@@ -238,6 +239,30 @@ def rename(src, dst):
     raise errors.write_error(dst, e) from e
 
 
+@contextlib.contextmanager
+def _atomic(path):
+  """Yields a temporary name next to `path` (parents created); renames it to `path` on exit.
+
+  Raises:
+    errors.WriteError: the directory, the temporary file or the rename failed; the temporary
+      file is removed in every case.
+  """
+  parent = _parent(path)
+  if parent:
+    makedirs(parent)
+  tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+  try:
+    yield tmp
+    _rename(tmp, path)
+  except io_errors() as e:
+    raise errors.write_error(path, e) from e
+  finally:
+    try:
+      remove(tmp)
+    except errors.WriteError:
+      pass
+
+
 def write_bytes(path, data):
   """Writes `data` to `path` atomically, creating parent directories.
 
@@ -245,20 +270,8 @@ def write_bytes(path, data):
     errors.WriteError: the directory cannot be created or the file written / renamed; no
       temporary file is left behind.
   """
-  parent = _parent(path)
-  if parent:
-    makedirs(parent)
-  tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-  try:
+  with _atomic(path) as tmp:
     _write_file(tmp, data)
-    _rename(tmp, path)
-  except (OSError,) + _tf_errors() as e:
-    raise errors.write_error(path, e) from e
-  finally:
-    try:
-      remove(tmp)
-    except errors.WriteError:
-      pass
 
 
 def check_writable(directory):
@@ -321,23 +334,11 @@ def copy(src, dst):
     errors.WriteError: `src` cannot be read or `dst` cannot be written; no temporary file is
       left behind.
   """
-  parent = _parent(dst)
-  if parent:
-    makedirs(parent)
-  tmp = f"{dst}.tmp-{uuid.uuid4().hex[:8]}"
-  try:
+  with _atomic(dst) as tmp:
     if is_url(src) or is_url(dst):
       _gfile().copy(src, tmp, overwrite=True)
     else:
       shutil.copyfile(src, tmp)
-    _rename(tmp, dst)
-  except io_errors() as e:
-    raise errors.write_error(dst, e) from e
-  finally:
-    try:
-      remove(tmp)
-    except errors.WriteError:
-      pass
 
 
 def rmtree(path):

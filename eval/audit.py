@@ -4,6 +4,7 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit -- --dataset=digits_biased
   bazel run //eval:audit -- --dataset=celeb_a  # the paper's protocol (needs the tfds data)
   bazel run //eval:audit -- --plan --dataset=imagenet2012  # its cost plan (no data needed)
+  bazel run //eval:audit -- --pruning=oneshot --ratios=2,4,10,20,50  # 002: prune after training
 
 Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
 """
@@ -16,6 +17,7 @@ from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import names
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -37,6 +39,30 @@ _VARIANTS = flags.DEFINE_list("variants", None,
                               "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
 _SPARSITIES = flags.DEFINE_list("sparsities", None,
                                 "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
+_PRUNING = flags.DEFINE_enum(
+    "pruning", "gradual", ["gradual", "oneshot", "both"],
+    "gradual = pruning during training (000, the preset's or --sparsities levels); oneshot = "
+    "dense members pruned after training by --algorithms to --ratios and fine-tuned (002); "
+    "both.")
+_RATIOS = flags.DEFINE_list("ratios", ["2", "4", "10", "20", "50"],
+                            "One-shot compression ratios r > 1 (weights before / after; 002).")
+_ALGORITHMS = flags.DEFINE_list("algorithms", ["mp", "gp", "up", "rp"],
+                                "One-shot algorithms: mp magnitude, gp gradient, up undecayed, "
+                                "rp random (002 §3).")
+_FINETUNE = flags.DEFINE_string("finetune", None,
+                                "One-shot fine-tuning phases <epochs>@<lr>,... (default: the "
+                                "preset's, e.g. digits 3@0.05,2@0.005,2@0.0005).")
+_GRAD_BATCHES = flags.DEFINE_integer("grad_batches", None,
+                                     "Training batches averaged for GP/UP's gradient "
+                                     "(default 1, SPEC §6.2).", lower_bound=1)
+_EXCLUDE_CLASSIFIER = flags.DEFINE_bool("exclude_classifier", None,
+                                        "Leave the classifier unpruned (002's reference).")
+_RATIO_OVER = flags.DEFINE_enum("ratio_over", None, ["prunable", "all"],
+                                "Count one-shot ratios over the prunable kernels (default) "
+                                "or all parameters (002's reference; SPEC §6.3).")
+_UP_FORMULA = flags.DEFINE_enum("up_formula", None, ["code", "derivation"],
+                                "UP score: the authors' code (default) or 002's derivation "
+                                "line read literally (SPEC §6.1).")
 _QUANT = flags.DEFINE_list("quantizations", None,
                            "Post-training formats of dense members (default: SPEC §2.3).")
 _PRUNED_QUANT = flags.DEFINE_list("pruned_quantizations", None,
@@ -100,6 +126,19 @@ def _check_sparsities(values):
     return False
 
 
+@flags.validator("ratios", "every ratio must be a number > 1")
+def _check_ratios(values):
+  try:
+    return all(float(v) > 1.0 for v in values)
+  except ValueError:
+    return False
+
+
+@flags.validator("algorithms", "algorithms must be among mp, gp, up, rp")
+def _check_algorithms(values):
+  return bool(values) and all(v in ("mp", "gp", "up", "rp") for v in values)
+
+
 @flags.validator("severities", "severities must be integers 1-5")
 def _check_severities(values):
   return values is None or all(v.isdigit() and 1 <= int(v) <= 5 for v in values)
@@ -140,6 +179,17 @@ def main(argv):
   variants = _VARIANTS.value
   if _SPARSITIES.value:
     variants = (variants or ["dense"]) + [f"prune_{float(t):g}" for t in _SPARSITIES.value]
+  oneshot = []
+  if _PRUNING.value != "gradual":
+    oneshot = [v.name for v in names.oneshot_variants(
+        _ALGORITHMS.value, [float(r) for r in _RATIOS.value])]
+    if _PRUNING.value == "oneshot" and variants is None:
+      variants = ["dense"]
+  oneshot_overrides = {
+      "phases": _FINETUNE.value, "grad_batches": _GRAD_BATCHES.value,
+      "exclude_classifier": _EXCLUDE_CLASSIFIER.value, "ratio_over": _RATIO_OVER.value,
+      "up_formula": _UP_FORMULA.value}
+  oneshot_overrides = {k: v for k, v in oneshot_overrides.items() if v is not None}
   corruptions = _CORRUPTIONS.value
   if corruptions == ["none"]:
     corruptions = []
@@ -151,6 +201,7 @@ def main(argv):
   config = audit_lib.AuditConfig(
       dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
+      oneshot_variants=oneshot, oneshot_overrides=oneshot_overrides or None,
       quantizations=_QUANT.value, pruned_quantizations=pruned_quant, corruptions=corruptions,
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
       noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,

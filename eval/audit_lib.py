@@ -53,10 +53,13 @@ from eval import stages
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import population as prune_population
+from tf_forget.prune import protocol as prune_protocol
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 from tflite_export import formats
@@ -83,7 +86,12 @@ class AuditConfig:
     preset: training protocol (default: the data set's, `presets.for_dataset`).
     model: model registry name (default: the preset's).
     members: members per variant (default: the preset's).
-    variants: trained variants (default: the preset's).
+    variants: trained variants (default: the preset's): `dense`, gradual `prune_<t>` and
+      one-shot `oneshot_<alg>_r<r>` (002; made from dense member k by `tf_forget.prune`, so
+      `dense` is added when a one-shot variant is asked for).
+    oneshot_variants: one-shot variants added to `variants` (or to the preset's).
+    oneshot_overrides: fields of the one-shot protocol to replace (`tf_forget.prune.protocol`:
+      phases, grad_batches, exclude_classifier, ratio_over, up_formula, ...).
     quantizations: post-training formats of the dense members (default: the protocol's,
       SPEC §2.3; `tf_forget.data.protocols`).
     pruned_quantizations: formats of the pruned members besides float32 (default: the
@@ -116,6 +124,8 @@ class AuditConfig:
   model: Optional[str] = None
   members: Optional[int] = None
   variants: Optional[Sequence[str]] = None
+  oneshot_variants: Sequence[str] = ()
+  oneshot_overrides: Optional[Mapping[str, object]] = None
   quantizations: Optional[Sequence[str]] = None
   pruned_quantizations: Optional[Sequence[str]] = None
   corruptions: Optional[Sequence[str]] = None
@@ -141,6 +151,7 @@ class AuditConfig:
     d = dataclasses.asdict(self)
     d["gates"] = dataclasses.asdict(self.gates)
     d["preset_overrides"] = dict(self.preset_overrides or {})
+    d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
     return d
 
 
@@ -194,6 +205,8 @@ class Plan:
     dataset: the `base.Dataset` (checked readable).
     robustness_members: the k's evaluated on the corrupted splits and under noise (the
       protocol's first n members, SPEC §1.5, or every member).
+    oneshot: one-shot variant names (made from the dense members after training).
+    oneshot_protocol: their `tf_forget.prune.protocol.OneshotProtocol`, or None.
   """
   population: object
   quantizations: tuple
@@ -203,6 +216,32 @@ class Plan:
   noise: object
   dataset: object
   robustness_members: tuple = ()
+  oneshot: tuple = ()
+  oneshot_protocol: object = None
+
+  @property
+  def variants(self):
+    """Every member variant: the trained ones, then the one-shot ones."""
+    return tuple(self.population.variants) + tuple(self.oneshot)
+
+
+def _split_variants(config, preset_name):
+  """(trained variants or None for the preset's, one-shot variants, one-shot protocol)."""
+  trained, oneshot = None, []
+  if config.variants is not None:
+    trained, oneshot = prune_population.split_variants(config.variants)
+  extra_trained, extra = prune_population.split_variants(config.oneshot_variants or ())
+  if extra_trained:
+    raise AuditError(f"not one-shot variants: {', '.join(extra_trained)}")
+  oneshot = list(dict.fromkeys(oneshot + extra))
+  if not oneshot:
+    if config.oneshot_overrides:
+      raise AuditError("one-shot options given but no one-shot variant asked for")
+    return trained, (), None
+  if trained is not None and names.DENSE not in trained:
+    trained = [names.DENSE] + trained
+  proto = prune_protocol.get(preset_name, **dict(config.oneshot_overrides or {}))
+  return trained, tuple(oneshot), proto
 
 
 def plan(config, check_data=True):
@@ -226,9 +265,11 @@ def plan(config, check_data=True):
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
+  preset_name = config.preset or protocol.preset
+  trained, oneshot, oneshot_protocol = _split_variants(config, preset_name)
   pop = population.make_config(
-      config.out, config.preset or protocol.preset, dataset=config.dataset,
-      model=config.model, variants=config.variants, members=config.members,
+      config.out, preset_name, dataset=config.dataset,
+      model=config.model, variants=trained, members=config.members,
       dataset_options=dataset_options,
       population_seed=config.population_seed,
       **dict(config.preset_overrides or {}, steps=config.steps))
@@ -249,8 +290,12 @@ def plan(config, check_data=True):
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   if check_data:
     dataset.take(dataset.spec.eval_split, 1)
+  if oneshot and pop.preset.mixed_precision:
+    raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: one-shot pruning "
+                     "needs float32 parents")
   return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
-              dataset, robustness_members=robustness_members(protocol, pop.members))
+              dataset, robustness_members=robustness_members(protocol, pop.members),
+              oneshot=oneshot, oneshot_protocol=oneshot_protocol)
 
 
 def robustness_members(protocol, members):
@@ -272,6 +317,7 @@ def audit_identity(config, p):
   max_latency_ratio and num_threads.
   """
   pop = p.population
+  oneshot = ({"oneshot_protocol": p.oneshot_protocol.to_json()} if p.oneshot else {})
   return json.loads(json.dumps({
       "dataset": pop.dataset,
       "dataset_options": dict(pop.dataset_options),
@@ -279,7 +325,8 @@ def audit_identity(config, p):
       "preset_params": pop.preset.to_json(),
       "model": pop.model,
       "members": int(pop.members),
-      "variants": list(pop.variants),
+      "variants": list(p.variants),
+      **oneshot,
       "quantizations": list(p.quantizations),
       "pruned_quantizations": list(p.pruned_quantizations),
       "encodings": list(p.encodings),
@@ -400,9 +447,16 @@ def plan_report(config, unit_costs=None, workers=None):
   if spec.eval_split not in protocol.split_sizes:
     raise AuditError(f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
   n_dense = sum(v == formats.DENSE for v in pop.variants)
+  finetune_images = 0
+  if p.oneshot:
+    n_train = protocol.split_sizes.get("train", 0)
+    finetune_images = p.oneshot_protocol.epochs * (
+        n_train - -(-n_train // p.oneshot_protocol.validation_every))
   inputs = costs.PlanInputs(
       dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),
-      members=pop.members, dense_variants=n_dense, pruned_variants=len(pop.variants) - n_dense,
+      members=pop.members, dense_variants=n_dense,
+      pruned_variants=len(p.variants) - n_dense, oneshot_variants=len(p.oneshot),
+      finetune_images=finetune_images,
       steps=pop.preset.steps, batch_size=pop.preset.batch_size,
       quantizations=p.quantizations, pruned_quantizations=p.pruned_quantizations,
       sparse="sparse" in p.encodings, corrupted_splits=len(p.corrupted),

@@ -5,7 +5,8 @@ counts come from the data set's protocol, `tf_forget.data.protocols`, and the po
 config; `audit_lib.plan_report`). No TensorFlow here.
 
 Counts (`counts`):
-  * train: members (variants x K) and training images (optimizer steps x batch, per member);
+  * train: members (variants x K) and training images (optimizer steps x batch, per member;
+    a one-shot member (issue #16) is its fine-tuning: epochs x the fine-tuning examples);
   * export: TFLite conversions: dense members x (1 + quantizations) + pruned members x
     (1 + pruned_quantizations), and a sparse twin of every pruned file when the encodings
     include "sparse";
@@ -47,7 +48,9 @@ class PlanInputs:
     image_shape: (H, W, C) of the model input.
     members: members per variant (K).
     dense_variants: trained variants that are dense (0 or 1).
-    pruned_variants: trained variants that are pruned.
+    pruned_variants: member variants that are pruned (gradual and one-shot).
+    oneshot_variants: how many of `pruned_variants` are one-shot (made by fine-tuning).
+    finetune_images: images one one-shot member's fine-tuning trains on (epochs x examples).
     steps, batch_size: optimizer steps and batch of one member.
     quantizations, pruned_quantizations: formats besides float32 of dense / pruned members.
     sparse: whether pruned files get a sparse-encoded twin.
@@ -74,6 +77,8 @@ class PlanInputs:
   noise_draws: int = 0
   noise_examples: int = 0
   eval_size: int = 0
+  oneshot_variants: int = 0
+  finetune_images: int = 0
 
 
 def _add(d, key, n):
@@ -122,9 +127,12 @@ def counts(p):
     _add(by_format, fmt, n * (p.corrupted_splits * p.eval_size + per_noise_file))
   corrupted = robustness_files * p.corrupted_splits * p.eval_size
   noise = robustness_files * per_noise_file
+  k_oneshot = p.oneshot_variants * p.members
+  trained_images = (members - k_oneshot) * p.steps * p.batch_size
   return {
       "train": {"members": members, "images_per_member": p.steps * p.batch_size,
-                "images": members * p.steps * p.batch_size},
+                "oneshot_members": k_oneshot, "finetune_images_per_member": p.finetune_images,
+                "images": trained_images + k_oneshot * p.finetune_images},
       "export": {"files": files, "plain_files": plain_files, "conversions": files,
                  "by_format": conversions},
       "corruptions": {"splits": p.corrupted_splits, "images": p.corrupted_splits * p.eval_size},
@@ -254,9 +262,14 @@ def format_plan(p, c, est=None, unit_costs_path=None):
   lines = [f"audit plan: {p.dataset}, model {p.model}, input {_shape_key(p.image_shape)}, "
            f"eval split {human_count(p.eval_size, 'images')}"]
   tr, ex, co, ev = (c[s] for s in STAGES)
+  trained = tr["members"] - tr["oneshot_members"]
+  train_row = (f"{trained} members x {human_count(tr['images_per_member'])} images "
+               f"({p.steps} steps x {p.batch_size})")
+  if tr["oneshot_members"]:
+    train_row += (f" + {tr['oneshot_members']} one-shot fine-tunings x "
+                  f"{human_count(tr['finetune_images_per_member'])} images")
   rows = [
-      ("train", f"{tr['members']} members x {human_count(tr['images_per_member'])} images "
-                f"({p.steps} steps x {p.batch_size}) = {human_count(tr['images'], 'images')}"),
+      ("train", f"{train_row} = {human_count(tr['images'], 'images')}"),
       ("export", f"{ex['conversions']} conversions ("
                  + ", ".join(f"{f} {n}" for f, n in ex["by_format"].items()) + ")"),
       ("corruptions", f"{co['splits']} splits x {human_count(p.eval_size)} = "

@@ -25,6 +25,8 @@ from tf_forget.artifacts import predictions
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.executor import base as executor_base
+from tf_forget.prune import member as prune_member_lib
+from tf_forget.prune import population as prune_population
 from tf_forget.train import member as member_lib
 from tf_forget.train import population
 from tflite_export import export as export_lib
@@ -75,6 +77,25 @@ def train(executor, pop, log=print):
   total = pop.members * len(pop.variants)
   log(f"  {total - len(todo)} of {total} members already trained")
   return executor.run(todo, stage="train", log=log) if todo else {}
+
+
+def prune(executor, pop, variants, protocol, log=print):
+  """Makes every one-shot member of `variants` that is not current (dense parents first).
+
+  One task per member; a member whose artifacts are stale (parent retrained, protocol
+  changed) is made again, with a "redo" line saying why.
+  """
+  todo, configs = [], prune_population.oneshot_configs(pop, variants, protocol)
+  for cfg in configs:
+    if not _stale(lambda c=cfg: prune_member_lib.status(pop.run_dir, c),
+                  f"members {cfg.member.variant}/{cfg.member.k}", log):
+      continue
+    todo.append(_task(f"prune {cfg.member.variant}/{cfg.member.k}", "prune_member",
+                      cost=protocol.epochs * protocol.batch_size, num_gpus=_gpus(executor),
+                      run_dir=pop.run_dir, protocol=protocol.to_json(),
+                      **tasks.member_kwargs(cfg.member)))
+  log(f"  {len(configs) - len(todo)} of {len(configs)} one-shot members already made")
+  return executor.run(todo, stage="prune", log=log) if todo else {}
 
 
 def _stale(status_fn, what, log):

@@ -1,5 +1,8 @@
 """The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions), issue #15.
 
+Stage 1 trains the populations, then makes the one-shot members (issue #16) from the finished
+dense members (`tf_forget.prune.population`); from stage 2 on they are members like any other.
+
 `make_predictions` runs them one after another. With an executor (`tf_forget.executor`: a
 local process pool or Ray), each stage's work first runs as tasks (`eval.parallel`,
 `eval.tasks`); the stage's ordinary sequential pass then finds every artifact current, checks
@@ -22,6 +25,7 @@ from eval import tasks
 from tf_forget import executor as executor_lib
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.prune import population as prune_population
 from tf_forget.train import population
 from tflite_export import export as export_lib
 from tflite_export import formats
@@ -74,6 +78,10 @@ def make_predictions(config, p, executor, t_start, log):
   if executor is not None:
     parallel.train(executor, pop, log=log)
   metas = population.train_population(pop, log=log)
+  if p.oneshot:  # 002: prune each dense member after training, then fine-tune (issue #16)
+    if executor is not None:
+      parallel.prune(executor, pop, p.oneshot, p.oneshot_protocol, log=log)
+    metas += prune_population.prune_population(pop, p.oneshot, p.oneshot_protocol, log=log)
   members = [(m["variant"], int(m["k"])) for m in metas]
 
   log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
@@ -83,7 +91,7 @@ def make_predictions(config, p, executor, t_start, log):
     parallel.export(executor, config.out, members, dense_formats, pruned_formats, encodings,
                     ("plain",), dataset, log=log)
   n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
-  n_dense = pop.members * len(dense_formats)
+  n_dense = sum(m["variant"] == formats.DENSE for m in metas) * len(dense_formats)
   n_pruned *= len(pruned_formats)
   n_files = n_dense + n_pruned * len(encodings)
   progress = Progress("export", n_files, log)

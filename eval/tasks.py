@@ -33,6 +33,8 @@ from tf_forget.compat import keras2
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import member as prune_member_lib
+from tf_forget.prune import protocol as prune_protocol
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
 from tflite_export import export as export_lib
@@ -97,6 +99,47 @@ def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=No
     _clear_keras()
   return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
           "test_accuracy": meta.get("test_accuracy")}
+
+
+def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
+                 model_options=None, population_seed=0):
+  """Makes (or finds current) one one-shot member from its dense parent (issue #16).
+
+  Args:
+    protocol: the `OneshotProtocol.to_json()` dict; the other arguments as `train_member`.
+
+  Returns:
+    {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
+  """
+  cfg = prune_member_lib.OneshotConfig(
+      member=member_lib.MemberConfig(
+          dataset=dataset, model=model, variant=variant, k=int(k),
+          preset=preset_from_json(preset), dataset_options=dict(dataset_options or {}),
+          model_options=dict(model_options or {}), population_seed=int(population_seed)),
+      protocol=protocol_from_json(protocol))
+  try:
+    meta = prune_member_lib.prune_member(cfg, run_dir)
+  finally:
+    _clear_keras()
+  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
+          "test_accuracy": meta.get("test_accuracy")}
+
+
+def protocol_from_json(protocol_json):
+  """The `OneshotProtocol` whose `to_json()` is `protocol_json`.
+
+  Raises:
+    TaskError: the dict does not round-trip.
+  """
+  fields = {f.name for f in dataclasses.fields(prune_protocol.OneshotProtocol)}
+  if set(protocol_json) != fields:
+    raise TaskError(f"one-shot protocol fields {sorted(protocol_json)} differ from "
+                    f"{sorted(fields)}: worker and driver versions differ")
+  values = dict(protocol_json, phases=tuple(tuple(p) for p in protocol_json["phases"]))
+  proto = prune_protocol.OneshotProtocol(**values)
+  if proto.to_json() != protocol_json:
+    raise TaskError(f"one-shot protocol {protocol_json.get('name')!r} does not round-trip")
+  return proto
 
 
 def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, encodings,

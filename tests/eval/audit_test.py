@@ -7,6 +7,7 @@ from absl import flags
 from absl.testing import flagsaver
 import pytest
 
+from tests import binary_main
 from eval import audit
 from eval import deploy
 
@@ -14,12 +15,7 @@ FLAGS = flags.FLAGS
 
 
 def _run_main(**flag_values):
-  with flagsaver.flagsaver(**flag_values):
-    try:
-      audit.main(["audit"])
-    except SystemExit as e:
-      return e.code
-  return 0
+  return binary_main.run_main(audit.main, "audit", **flag_values)
 
 
 @pytest.mark.parametrize("flag, value", [

@@ -1,5 +1,6 @@
 """The audit's cost plan (eval/costs.py, audit_lib.plan_report, `audit --plan`)."""
 
+import dataclasses
 import json
 import os
 
@@ -29,7 +30,8 @@ UNIT_COSTS = {
 def test_counts_by_hand():
   c = costs.counts(SMALL)
   # train: 2 variants x 3 members = 6 members, 10 steps x 4 = 40 images each.
-  assert c["train"] == {"members": 6, "images_per_member": 40, "images": 240}
+  assert c["train"] == {"members": 6, "images_per_member": 40, "images": 240,
+                        "oneshot_members": 0, "finetune_images_per_member": 0}
   # export: dense 3 x (1 + 2) = 9; pruned 3 x 1 (float32 only) x 2 (sparse twin) = 6.
   assert c["export"]["conversions"] == 15 and c["export"]["plain_files"] == 12
   assert c["export"]["by_format"] == {"float32": 3 + 6, "float16": 3, "full_int8": 3}
@@ -118,3 +120,16 @@ def test_committed_unit_cost_file_loads():
   assert path and os.path.basename(path) == "cpu_2core_avx512.json"
   data = costs.load_unit_costs(path)
   assert "small_cnn" in data["models"] and data["machine"]["cores"] >= 1
+
+
+def test_oneshot_members_cost_their_fine_tuning():
+  # 1 dense + 2 one-shot variants x 3 members: 3 trained members x 40 images and 6 fine-tunings
+  # x 500 images; the one-shot files are exported and evaluated as pruned files.
+  p = dataclasses.replace(SMALL, dense_variants=1, pruned_variants=2, oneshot_variants=2,
+                          finetune_images=500)
+  c = costs.counts(p)
+  assert c["train"] == {"members": 9, "images_per_member": 40, "images": 3 * 40 + 6 * 500,
+                        "oneshot_members": 6, "finetune_images_per_member": 500}
+  assert c["export"]["plain_files"] == 3 * 3 + 6
+  text = costs.format_plan(p, c)
+  assert "3 members x 40 images" in text and "6 one-shot fine-tunings x 500 images" in text

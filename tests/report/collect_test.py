@@ -1,5 +1,7 @@
 """collect: predictions aligned on ids, attributes from the registry, one-line errors."""
 
+import dataclasses
+import json
 import os
 import shutil
 
@@ -34,6 +36,45 @@ def test_loads_every_variant_and_split(digits_run):
                                                                          labels)[1]))
   assert [s[1:] for s in run.corrupted_splits()] == [("gaussian_noise", s) for s in range(1, 6)]
   assert run.attributes == {} and run.train_attribute_shares == {}
+
+
+def test_pairing_by_index_outside_one_shot(digits_run):
+  run_dir, _, _ = digits_run
+  run = collect.load_run(run_dir)
+  assert run.pairing["full_int8"] == {"kind": "index", "label": "index (same network)",
+                                      "pairs": [(0, 0), (1, 1), (2, 2)], "notes": [],
+                                      "pruning": {}}
+  assert run.pairing["prune_0.9"]["label"] == "index (independent members)"
+  # A Run built without `pairing` falls back to index pairing.
+  bare = dataclasses.replace(run, pairing={})
+  assert bare.pairing_of("prune_0.9") == run.pairing["prune_0.9"]
+
+
+def test_parent_link_checks(tmp_path):
+  run_dir = str(tmp_path)
+  fake_run.make_oneshot_run(run_dir, members=3, variants={"oneshot_gp_r4": 1.0,
+                                                          "oneshot_rp_r4": 1.0})
+  meta = tmp_path / "members" / "oneshot_gp_r4"
+  (meta / "0" / "metadata.json").write_text(json.dumps({"model_sha256": "x"}))
+  (meta / "1" / "metadata.json").write_text("{not json")
+  link = json.loads((tmp_path / "members" / "oneshot_rp_r4" / "2" / "metadata.json").read_text())
+  link["parent"]["variant"] = "prune_0.9"
+  (tmp_path / "members" / "oneshot_rp_r4" / "2" / "metadata.json").write_text(json.dumps(link))
+  (tmp_path / "members" / "dense" / "1" / "metadata.json").write_text("{}")
+  run = collect.load_run(run_dir)
+  gp, rp = run.pairing["oneshot_gp_r4"], run.pairing["oneshot_rp_r4"]
+  assert gp["pairs"] == [(2, 2)] and rp["pairs"] == [(0, 0)]
+  notes = gp["notes"] + rp["notes"]
+  assert len(notes) == 4 and all("\n" not in n for n in notes)
+  for text in ("oneshot_gp_r4: member 0 left out of paired measures: metadata.json has no "
+               "parent link",
+               "oneshot_gp_r4: member 1 left out of paired measures: no readable",
+               "oneshot_rp_r4: member 1 left out of paired measures: the parent's metadata.json "
+               "records no model_sha256 (dense/1)",
+               "oneshot_rp_r4: member 2 left out of paired measures: parent link names "
+               "'prune_0.9'"):
+    assert any(n.startswith(text) for n in notes), text
+  assert rp["pruning"]["algorithm"] == "rp"
 
 
 def test_rows_in_another_order_are_aligned_to_dense(tmp_path):

@@ -15,13 +15,18 @@ of every unplanted example is its true label. On top of that:
   `gaussian_noise@1..5` drop dense to 1 - 0.1 s and prune_0.9 further.
 * `digits_biased`: `prune_0.9` members miss every positive of the `Inverted` subgroup
   (false negatives), the rare subgroup of the data set.
+* `make_oneshot_run` (`digits`, 50 test examples per class): one-shot variants with a planted
+  recall-distortion slope α (002 §5) per member and `members/*/metadata.json` parent links
+  (below).
 """
 
+import json
 import os
 
 import numpy as np
 
 from eval import predictions
+from tf_forget.artifacts import names
 from tf_forget.data import registry
 
 NOISE_PERIOD = 50
@@ -113,3 +118,101 @@ def listing(root):
   for d, _, files in os.walk(root):
     out.extend(os.path.relpath(os.path.join(d, f), root) for f in files)
   return sorted(out)
+
+
+# --- one-shot runs with a planted α (issue #16) ---------------------------------------------
+
+BASE_WRONG = 20  # W: wrong examples per class of every member (accuracy 1 - 20/50 = 0.6)
+PATTERN = np.array([8, -8, 4, -4, 0, 0, 0, 0, 0, 0])  # P: per-class offsets, sum 0, mult. of 4
+ONESHOT = {"oneshot_mp_r2": 0.5, "oneshot_mp_r10": 2.0, "oneshot_up_r2": 1.0,
+           "oneshot_up_r10": 1.5}
+
+
+def dense_sha(k):
+  """The fake `model_sha256` of dense member k's model.keras."""
+  return f"{k:064x}"
+
+
+def planted_alpha(factor, index, k):
+  """α of member k of the index-th one-shot variant: factor + 0.25 · ((k + index) % 3 − 1).
+
+  Over k = 0..5 the offsets average 0 (each value twice) and differ between variants, so the
+  paired differences are not constant (a t statistic exists).
+  """
+  return factor + 0.25 * ((k + index) % 3 - 1)
+
+
+def _wrong_per_class(labels, counts, k):
+  """Top-1 that is wrong on counts[c] examples of each class c (label + 1), offset by k."""
+  pred = labels.copy()
+  for c, n in enumerate(counts):
+    pos = np.flatnonzero(labels == c)
+    wrong = pos[(np.arange(int(n)) + 3 * k) % pos.size]
+    pred[wrong] = (c + 1) % 10
+  return pred
+
+
+def _write_json(path, obj):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w") as f:
+    json.dump(obj, f)
+
+
+def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, children=(),
+                     gradual=False, metadata=True):
+  """A `digits` run whose one-shot variants have a known α per member.
+
+  Dense member k is wrong on W + P[(c + k) % 10] examples of class c, so its normalized recall
+  balance is B̄^c = −P[(c + k) % 10] / (50 A) with A = 0.6. Member k of the i-th one-shot
+  variant (factor f) is the pruning of dense parent k' = (k + parent_shift) % members: wrong on
+  W + α P[(c + k') % 10] examples of class c with α = `planted_alpha(f, i, k)`. Its accuracy
+  is A too, so its slope against its parent is exactly α (002 §5; SPEC §5.2); against dense
+  member k (index pairing) it is α · (P · roll(P, shift)) / (P · P) instead.
+
+  Args:
+    run_dir: the run directory.
+    members: K.
+    variants: one-shot variant -> planted factor f.
+    parent_shift: k' = (k + shift) % K; 0 pairs parent and index alike.
+    children: quantized children (`oneshot_up_r10+full_int8`): predictions equal their member
+      variant's.
+    gradual: also write `prune_0.9` with α = 1 against dense member k (index pairing).
+    metadata: write `members/<variant>/<k>/metadata.json` with `model_sha256` and parent links.
+
+  Returns:
+    (planted {variant: {k: α}}, parents {variant: {k: k'}}).
+  """
+  test = registry.get("digits").load("test")
+  ids, labels = test.ids, test.labels
+  planted, parents = {}, {}
+  for k in range(members):
+    counts = BASE_WRONG + np.roll(PATTERN, -k)
+    write_member(run_dir, "dense", k, "test", ids, labels, _wrong_per_class(labels, counts, k),
+                 10, "digits")
+    if metadata:
+      _write_json(os.path.join(run_dir, "members", "dense", str(k), "metadata.json"),
+                  {"model_sha256": dense_sha(k)})
+    if gradual:
+      write_member(run_dir, "prune_0.9", k, "test", ids, labels,
+                   _wrong_per_class(labels, counts, k + 1), 10, "digits")
+  for i, (variant, factor) in enumerate(variants.items()):
+    trained = names.parse_trained(variant)
+    for k in range(members):
+      parent = (k + parent_shift) % members
+      alpha = planted_alpha(factor, i, k)
+      counts = BASE_WRONG + alpha * np.roll(PATTERN, -parent)
+      assert np.allclose(counts, np.round(counts)), "α · P must be whole examples"
+      pred = _wrong_per_class(labels, np.round(counts), k)
+      for name in (variant,) + tuple(c for c in children if c.split("+")[0] == variant):
+        write_member(run_dir, name, k, "test", ids, labels, pred, 10, "digits")
+      planted.setdefault(variant, {})[k] = alpha
+      parents.setdefault(variant, {})[k] = parent
+      if metadata:
+        _write_json(os.path.join(run_dir, "members", variant, str(k), "metadata.json"), {
+            "model_sha256": f"{i + 1:032x}{k:032x}",
+            "parent": {"variant": "dense", "k": parent, "model_sha256": dense_sha(parent),
+                       "weights_sha256": dense_sha(parent)[::-1]},
+            "pruning": {"algorithm": trained.algorithm, "ratio": trained.ratio,
+                        "fraction": trained.fraction,
+                        "ratio_over": "prunable", "exclude_classifier": False}})
+  return planted, parents

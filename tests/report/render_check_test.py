@@ -22,7 +22,8 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--hide-scrollbars")
 SECTION_IDS = ("overview", "topline", "class-level", "pie", "subgroups", "over-indexing",
-               "robustness", "noise", "recall-distortion", "deployment", "gallery", "notes")
+               "robustness", "noise", "recall-distortion", "recall-study", "deployment",
+               "gallery", "notes")
 
 
 def _run(args, tmp):

@@ -152,6 +152,31 @@ def test_t_test_directions_and_bonferroni():
     rd.paired_t_test(base, base[:10])
 
 
+def test_paired_tests_rows_with_their_own_pairs():
+  rng = np.random.default_rng(2)
+  base = rng.normal(1.0, 0.1, 30)
+  by_ratio = {2: base, 4: base + 0.05 + rng.normal(0, 0.01, 30),
+              10: base + 0.3 + rng.normal(0, 0.01, 30)}
+  lib = rd.ratio_trend_tests(by_ratio)
+  table = rd.paired_tests([(2, 4, by_ratio[2], by_ratio[4]),
+                           (4, 10, by_ratio[4][:20], by_ratio[10][:20]),
+                           (10, 50, base[:1], base[:1] + 1)], "less")
+  assert list(table.n) == [30, 20, 1] and (table.rows == 3).all()
+  # Row 1 is ratio_trend_tests' row (same pairs); row 2 uses its own 20 pairs (scipy).
+  assert table.p_value[0] == pytest.approx(lib.p_value[0], rel=1e-12)
+  want = sp_stats.ttest_rel(by_ratio[4][:20], by_ratio[10][:20], alternative="less").pvalue
+  assert table.p_value[1] == pytest.approx(want, rel=1e-12)
+  assert table.mean_second[1] == pytest.approx(by_ratio[10][:20].mean())
+  np.testing.assert_allclose(table.p_bonferroni[:2], np.minimum(1, 3 * table.p_value[:2]))
+  assert np.isnan(table.p_value[2]) and np.isnan(table.p_bonferroni[2])  # n < 2: no test
+  empty = rd.paired_tests([("a", "b", [], [])])
+  assert empty.n[0] == 0 and np.isnan(empty.p_value[0])
+  with pytest.raises(validate.StatsInputError, match="paired t-test"):
+    rd.paired_tests([("a", "b", base, base[:10])])
+  with pytest.raises(validate.StatsInputError, match="NaN"):
+    rd.paired_tests([("a", "b", [1.0, np.nan], [1.0, 2.0])])
+
+
 def test_recall_variance_ddof0():
   r = np.array([[0.9, 0.7, 0.8], [1.0, 0.0, np.nan]])
   np.testing.assert_allclose(rd.recall_variance(r), [0.02 / 3, 0.25])

@@ -10,22 +10,18 @@ command finishes the member.
 import errno
 import json
 
-from absl.testing import flagsaver
 import pytest
 import tensorflow as tf
 
+from tests import binary_main
 from tf_forget.train import train_population
 
 FLAGS = dict(preset="tiny", variants=["dense"], members=1)
 
 
 def _main(run_dir):
-  with flagsaver.flagsaver(run_dir=str(run_dir), **FLAGS):
-    try:
-      train_population.main(["train_population"])
-    except SystemExit as e:
-      return e.code
-  return 0
+  return binary_main.run_main(train_population.main, "train_population", run_dir=str(run_dir),
+                              **FLAGS)
 
 
 @pytest.mark.parametrize("error, reason", [

@@ -9,11 +9,14 @@ when those hashes equal the current inputs' hashes.
 asks about the same `.tflite` for every split hashes it once; a file rewritten in place gets a
 new mtime and is hashed again. Files are read and stat'ed through `fileio` (local or URL
 paths, issue #15); a URL file system without modification times (`ram://` reports 0) is never
-memoized. Standard library and `fileio` only (no TensorFlow unless a URL path is hashed).
+memoized. Standard library, numpy and `fileio` only (no TensorFlow unless a URL path is
+hashed).
 """
 
 import hashlib
 import json
+
+import numpy as np
 
 from tf_forget.artifacts import fileio
 
@@ -85,3 +88,20 @@ def remember(path, sha):
     return
   if key is not None:
     _MEMO[key] = sha
+
+
+def arrays_sha256(named_arrays):
+  """sha256 of named arrays: names, dtypes, shapes and bytes, in the given order.
+
+  The content hash of a model's weights (a one-shot member's `parent.weights_sha256`): unlike
+  a `.keras` file's bytes, which hold the save time, it is the same for the same weights.
+
+  Args:
+    named_arrays: iterable of (name, numpy array).
+  """
+  h = hashlib.sha256()
+  for name, array in named_arrays:
+    a = np.ascontiguousarray(array)
+    h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+    h.update(a.tobytes())
+  return h.hexdigest()

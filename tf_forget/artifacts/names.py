@@ -1,7 +1,15 @@
 """The name grammar of a run (SPEC §1.1): trained variants, audited variants, splits.
 
-Trained (member) variants: `dense`, and `prune_<t>` for gradual magnitude pruning to fraction
-t of the prunable weights, 0 < t < 1 (`prune_0.9`).
+Trained (member) variants (`parse_trained`):
+
+* `dense`;
+* `prune_<t>`: gradual magnitude pruning during training (000, Zhu & Gupta) to fraction t of
+  the prunable weights, 0 < t < 1 (`prune_0.9`); an independently trained population;
+* `oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`: prune-after-training (002 §3, issue #16) of the
+  dense member with the same k by algorithm `mp`, `gp`, `up` or `rp` to compression ratio r > 1
+  (`oneshot_up_r10`: 1/10 of the prunable weights kept, t = 1 − 1/r = 0.9 exactly) or to
+  fraction t (`oneshot_mp_t0.3`), then fine-tuned with the mask fixed (SPEC §6.1-6.4). Its
+  `parent` is `dense`: member k is paired with dense member k by that link.
 
 Audited variant names: a TFLite file is (member variant, format, encoding); its name joins
 the parts with "+", leaving out the defaults (`dense`, `float32`, `plain`):
@@ -30,21 +38,26 @@ Standard library only.
 
 import dataclasses
 import re
+from typing import Optional
 
 from tf_forget.artifacts import errors
 
 DENSE = "dense"
+GRADUAL = "gradual"
+ONESHOT = "oneshot"
 DEFAULT_FORMAT = "float32"
 DEFAULT_ENCODING = "plain"
 SPARSE = "sparse"
 FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
 ENCODINGS = ("plain", "sparse")
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
+ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # = tf_forget.prune.scores.ALGORITHMS (a test checks)
+_ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
 class VariantError(errors.Error):
-  """A trained-variant name that is not `dense` or `prune_<t>` with 0 < t < 1."""
+  """A trained-variant name outside the grammar (`dense`, `prune_<t>`, `oneshot_<alg>_r<r>`)."""
 
 
 class FormatError(errors.Error):
@@ -63,15 +76,33 @@ class TrainedVariant:
   """A trained variant.
 
   Attributes:
-    name: canonical name (`dense`, `prune_0.9`).
-    sparsity: target fraction t of zeros among prunable weights (0 for dense).
+    name: canonical name (`dense`, `prune_0.9`, `oneshot_up_r10`).
+    sparsity: target fraction t of zeros among prunable weights (0 for dense; 1 − 1/r for a
+      ratio, as a float — the exact count is `tf_forget.prune.scores.compression`'s).
+    method: "dense", "gradual" (`prune_<t>`) or "oneshot".
+    algorithm: one-shot algorithm ("mp", "gp", "up", "rp"), None otherwise.
+    ratio: one-shot compression ratio r as given (None when given as a fraction or not one-shot).
+    fraction: one-shot fraction t as given (None when given as a ratio or not one-shot).
   """
   name: str
   sparsity: float
+  method: str = "dense"
+  algorithm: Optional[str] = None
+  ratio: Optional[float] = None
+  fraction: Optional[float] = None
 
   @property
   def pruned(self):
     return self.sparsity > 0
+
+  @property
+  def oneshot(self):
+    return self.method == ONESHOT
+
+  @property
+  def parent(self):
+    """The variant whose member k this one is made from (`dense` for one-shot), else None."""
+    return DENSE if self.oneshot else None
 
 
 def prune_name(t):
@@ -79,27 +110,66 @@ def prune_name(t):
   return f"prune_{float(t):g}"
 
 
+def oneshot_name(algorithm, ratio=None, fraction=None):
+  """`oneshot_<alg>_r<r>` (ratio) or `oneshot_<alg>_t<t>` (fraction); checked by parsing.
+
+  Raises:
+    VariantError: an unknown algorithm, not exactly one of ratio / fraction, r <= 1, t not in
+      (0, 1).
+  """
+  if (ratio is None) == (fraction is None):
+    raise VariantError("give a one-shot compression as a ratio or a fraction, not both")
+  name = (f"oneshot_{algorithm}_r{float(ratio):g}" if ratio is not None
+          else f"oneshot_{algorithm}_t{float(fraction):g}")
+  return parse_trained(name).name
+
+
+def _parse_oneshot(name, match):
+  alg, kind, value = match.group("alg"), match.group("kind"), float(match.group("value"))
+  if alg not in ONESHOT_ALGORITHMS:
+    raise VariantError(f"unknown one-shot algorithm {alg!r} in {name!r} (known: "
+                       f"{', '.join(ONESHOT_ALGORITHMS)})")
+  if kind == "r":
+    if not value > 1.0:
+      raise VariantError(f"compression ratio of {name!r} must be > 1, got {value:g}")
+    return TrainedVariant(f"oneshot_{alg}_r{value:g}", 1.0 - 1.0 / value, ONESHOT, alg,
+                          ratio=value)
+  if not 0.0 < value < 1.0:
+    raise VariantError(f"fraction of {name!r} must be in (0, 1), got {value:g}")
+  return TrainedVariant(f"oneshot_{alg}_t{value:g}", value, ONESHOT, alg, fraction=value)
+
+
 def parse_trained(name):
   """Parses a trained-variant name into a `TrainedVariant` with a canonical name.
 
   Raises:
-    VariantError: anything but `dense` or `prune_<t>`, or t outside (0, 1).
+    VariantError: anything outside the grammar, t outside (0, 1), r <= 1, an unknown algorithm.
   """
   if name == DENSE:
     return TrainedVariant(DENSE, 0.0)
+  oneshot = _ONESHOT.match(str(name))
+  if oneshot:
+    return _parse_oneshot(name, oneshot)
   match = _PRUNE.match(str(name))
   if not match:
-    raise VariantError(f"unknown variant {name!r}: expected 'dense' or 'prune_<t>' "
-                       "with 0 < t < 1, e.g. 'prune_0.9'")
+    raise VariantError(f"unknown variant {name!r}: expected 'dense', 'prune_<t>' with "
+                       "0 < t < 1 (e.g. 'prune_0.9') or 'oneshot_<mp|gp|up|rp>_r<ratio>' "
+                       "(e.g. 'oneshot_up_r10')")
   t = float(match.group(1))
   if not 0.0 < t < 1.0:
     raise VariantError(f"sparsity of {name!r} must be in (0, 1), got {t}")
-  return TrainedVariant(prune_name(t), t)
+  return TrainedVariant(prune_name(t), t, GRADUAL)
 
 
 def population_variants(sparsities):
   """`dense` plus one pruned variant per sparsity, in the given order."""
   return [parse_trained(DENSE)] + [parse_trained(prune_name(t)) for t in sparsities]
+
+
+def oneshot_variants(algorithms, ratios=(), fractions=()):
+  """One-shot variants, algorithm-major: every algorithm x (ratios, then fractions)."""
+  return [parse_trained(oneshot_name(a, ratio=r)) for a in algorithms for r in ratios] + \
+      [parse_trained(oneshot_name(a, fraction=t)) for a in algorithms for t in fractions]
 
 
 # --- audited (TFLite) variants ----------------------------------------------------------------

@@ -87,8 +87,37 @@ def apply_masks(model, masks, exclude_classifier=False):
     variable.assign(variable * tf.constant(masks[name], variable.dtype))
 
 
+def trainable_count(model):
+  """Trainable parameters of `model` (kernels, biases, BatchNorm γ/β; not moving statistics)."""
+  return int(sum(np.prod(v.shape) for v in model.trainable_weights))
+
+
+def compression_of(model, ratio=None, fraction=None, ratio_over="prunable",
+                   exclude_classifier=False):
+  """The exact `scores.Compression` of a model, with r over prunable kernels or all parameters.
+
+  With `ratio_over="all"` (002's reference, SPEC §6.3) the kept count is round(N / r) of all N
+  trainable parameters and every removed one must be a prunable kernel weight; the returned
+  compression then counts over all parameters (`total` = N).
+
+  Raises:
+    scores.PruneError: a compression that cannot be met by pruning the prunable kernels.
+  """
+  prunable = sum(int(np.prod(v.shape)) for v in kernels(model, exclude_classifier).values())
+  if ratio_over == "prunable":
+    return scores.compression(prunable, ratio=ratio, fraction=fraction)
+  if ratio_over != "all":
+    raise scores.PruneError(f"ratio_over must be 'prunable' or 'all', got {ratio_over!r}")
+  comp = scores.compression(trainable_count(model), ratio=ratio, fraction=fraction)
+  if comp.pruned > prunable:
+    raise scores.PruneError(
+        f"ratio {comp.ratio:g} over all {comp.total} parameters removes {comp.pruned}, more than "
+        f"the {prunable} prunable kernel weights: it cannot be met")
+  return comp
+
+
 def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches=1, eps=0.0,
-          seed=0, up_formula="code", exclude_classifier=False):
+          seed=0, up_formula="code", exclude_classifier=False, ratio_over="prunable"):
   """Prunes `model` in place, one-shot, with one global threshold and an exact count.
 
   Args:
@@ -100,6 +129,7 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
     seed: RP's seed.
     up_formula: see `scores.unified`.
     exclude_classifier: see `kernels`.
+    ratio_over: "prunable" or "all" (`compression_of`).
 
   Returns:
     (masks {name: bool array}, `scores.Compression`).
@@ -109,8 +139,7 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
   """
   variables = kernels(model, exclude_classifier)
   weights = {name: v.numpy() for name, v in variables.items()}
-  total = sum(w.size for w in weights.values())
-  comp = scores.compression(total, ratio=ratio, fraction=fraction)
+  comp = compression_of(model, ratio, fraction, ratio_over, exclude_classifier)
   grads = None
   if algorithm in ("gp", "up"):
     if batches is None:

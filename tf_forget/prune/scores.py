@@ -29,11 +29,13 @@ from typing import Dict, Mapping
 
 import numpy as np
 
+from tf_forget.artifacts import errors
+
 ALGORITHMS = ("mp", "gp", "up", "rp")
 UP_FORMULAS = ("code", "derivation")
 
 
-class PruneError(ValueError):
+class PruneError(errors.Error):
   """Bad pruning input: an unknown algorithm, a ratio that cannot be met, mismatched shapes."""
 
 

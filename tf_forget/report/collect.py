@@ -15,6 +15,10 @@ report variants: `eval.population` checks that their predictions equal their pla
 `load_run(..., variants=, splits=)` loads only the variants and splits a config asks for (the
 audit passes its own), so files another config left in the run directory never enter a report.
 
+Member pairing: `Run.pairing[variant]` says which dense member each member of a compressed
+variant is compared with in paired measures — one-shot members with the dense parent their
+`metadata.json` links to (checked current), others by index k (`tf_forget.report.pairing`).
+
 Numpy only for the predictions (`tf_forget.artifacts.predictions.read`); the data registry is
 imported where a data set is built.
 """
@@ -30,9 +34,13 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
+from tf_forget.report import pairing as pairing_lib
 
 DENSE = names.DENSE
 SPARSE_SUFFIX = "+" + names.SPARSE
+PARENT = pairing_lib.PARENT
+INDEX = pairing_lib.INDEX
+LABELS = pairing_lib.LABELS
 
 
 class CollectError(errors.Error):
@@ -84,6 +92,10 @@ class Run:
     attributes: name -> bool `[N]` of the evaluation split, aligned on dense's ids.
     train_attribute_shares: name -> share of the training split (004 Figure 2 x-axis).
     dataset: the `base.Dataset` (for `images_for`), or None.
+    pairing: compressed variant -> {"kind": "parent" | "index", "label": a `LABELS` value,
+      "pairs": [(k_dense, k_variant), ...] sorted by k_variant, "notes": [one line per reason
+      members were left out]} (`pairing.pair_members`); `pairing_of` falls back to index
+      pairing for a variant it lacks (a `Run` built by hand).
   """
   run_dir: str
   dataset_name: str
@@ -96,6 +108,16 @@ class Run:
   attributes: Dict[str, np.ndarray]
   train_attribute_shares: Dict[str, float]
   dataset: object = None
+  pairing: Dict[str, dict] = dataclasses.field(default_factory=dict)
+
+  def pairing_of(self, variant):
+    """`pairing[variant]`, or index pairing over the members both populations have."""
+    if variant in self.pairing:
+      return self.pairing[variant]
+    dense = self.predictions.get(DENSE, {})
+    dense = {self.eval_split: dense[self.eval_split]} if self.eval_split in dense else dense
+    return pairing_lib.index_pairing(variant, _members(self.predictions.get(variant, {})),
+                                     _members(dense))
 
   @property
   def variants(self):
@@ -119,12 +141,38 @@ class Run:
     return sorted(out, key=lambda s: (s[1], s[2]))
 
 
+def paired(pop_0, pop_t, pairs=None):
+  """Two populations restricted to their paired members, row i of one against row i of the other.
+
+  Args:
+    pop_0: the dense `SplitPredictions`.
+    pop_t: a compressed variant's `SplitPredictions`.
+    pairs: [(k_dense, k_variant), ...] (`Run.pairing_of(variant)["pairs"]`); pairs whose
+      members either population lacks are skipped. None: the member indices both have
+      (SPEC §1.3), in order.
+
+  Returns:
+    (pop_0 rows, pop_t rows), both with the same number of members.
+  """
+  if pairs is None:
+    common = np.intersect1d(pop_0.members, pop_t.members)
+    return pop_0.select(common), pop_t.select(common)
+  have_0, have_t = set(pop_0.members.tolist()), set(pop_t.members.tolist())
+  use = [(int(a), int(b)) for a, b in pairs if a in have_0 and b in have_t]
+  return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
+
+
 def parse_split(split):
   """(corruption, severity) of a corrupted split name, or None for a plain split."""
   try:
     return names.parse_split(split)
   except names.SplitNameError:
     return None
+
+
+def _members(splits):
+  """Sorted member indices present on any split of one variant ({split: SplitPredictions})."""
+  return sorted({int(k) for pop in splits.values() for k in pop.members})
 
 
 def _scan(run_dir, variants=None, splits=None):
@@ -281,21 +329,30 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
         raise CollectError(f"{variant}/{split}: labels out of range for {spec.num_classes} "
                            f"classes of {spec.name!r}")
   ref = aligned[DENSE][eval_split]
-  names = tuple(spec.attribute_names)
+  attr_names = tuple(spec.attribute_names)
   attributes = {}
-  if names:
-    data_ids, attrs = _stream_attributes(dataset, eval_split, names)
+  if attr_names:
+    data_ids, attrs = _stream_attributes(dataset, eval_split, attr_names)
     index = _index_of(data_ids, ref.ids, f"{DENSE}/{eval_split}")
-    attributes = {n: attrs[n][index] for n in names}
+    attributes = {n: attrs[n][index] for n in attr_names}
     if train_attribute_shares is None and "train" in spec.splits:
-      _, train = _stream_attributes(dataset, "train", names)
+      _, train = _stream_attributes(dataset, "train", attr_names)
       train_attribute_shares = {n: float(v.mean()) for n, v in train.items() if v.size}
   return Run(run_dir=run_dir, dataset_name=spec.name,
              dataset_options=dict(spec.options or {}), num_classes=int(spec.num_classes),
              class_names=tuple(spec.class_names), eval_split=eval_split,
              protected_attributes=tuple(spec.protected_attributes),
              predictions=aligned, attributes=attributes,
-             train_attribute_shares=dict(train_attribute_shares or {}), dataset=dataset)
+             train_attribute_shares=dict(train_attribute_shares or {}), dataset=dataset,
+             pairing=_pairing(run_dir, aligned, eval_split))
+
+
+def _pairing(run_dir, aligned, eval_split):
+  """`Run.pairing`: every compressed variant against the dense evaluation population."""
+  dense = [int(k) for k in aligned[DENSE][eval_split].members]
+  cache = {}
+  return {v: pairing_lib.pair_members(run_dir, v, _members(splits), dense, cache)
+          for v, splits in sorted(aligned.items()) if v != DENSE}
 
 
 def images_for(run, ids):

@@ -3,8 +3,9 @@
 Order: the "nothing changed" view (top-line accuracy per variant) first, then what changed —
 class level (000 Figure 2), #significant classes and #PIE, accuracy on PIE / non-PIE / all
 (000 Table 6) and on Taxicab CIEs (004 Table 2), subgroups (004 Tables 3-5), over-indexing
-(004 Figure 2), robustness (000 Table 3), recall distortion α (002) and the CIE gallery
-(004 Figure 3). Every figure sits beside the table of its numbers.
+(004 Figure 2), robustness (000 Table 3), recall distortion α (002), 002's study of one-shot
+pruning (α per algorithm and ratio, its t-tests), deployment and the CIE gallery (004
+Figure 3). Every figure sits beside the table of its numbers.
 
 Self-contained: images are base64 PNG data URIs, the CSS is inline, nothing is fetched. Every
 piece of text goes through `html.escape`. Undefined numbers (NaN) print as "n/a".
@@ -26,8 +27,9 @@ SECTIONS = (
     ("robustness", "6. Robustness to corruptions (000 Table 3)"),
     ("noise", "7. l-inf noise: accuracy, prune potential, similarity (003 §4.1, §5)"),
     ("recall-distortion", "8. Recall distortion slope α (002)"),
-    ("deployment", "9. Deployment: encoding, size, latency vs accuracy"),
-    ("gallery", "10. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
+    ("recall-study", "9. Recall distortion after one-shot pruning (002)"),
+    ("deployment", "10. Deployment: encoding, size, latency vs accuracy"),
+    ("gallery", "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
     ("notes", "Notes"),
 )
 
@@ -59,7 +61,7 @@ def esc(text):
 
 def fmt(value, kind="num"):
   """Formats a cell: "pct" fraction -> percent, "pct_pts" already percent, "int", "p"
-  (p-value), "num"; NaN / None -> "n/a"."""
+  (p-value), "g" (shortest, e.g. a ratio 10), "num"; NaN / None -> "n/a"."""
   if value is None or isinstance(value, str) or isinstance(value, (bool, np.bool_)):
     return "n/a" if value is None else str(value)
   v = float(value)
@@ -73,6 +75,8 @@ def fmt(value, kind="num"):
     return str(int(round(v)))
   if kind == "p":
     return f"{v:.2e}" if v < 1e-3 else f"{v:.4f}"
+  if kind == "g":
+    return f"{v:g}"
   return f"{v:.4f}"
 
 

@@ -14,9 +14,13 @@ here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
 * robustness per corruption (000 Table 3; SPEC §3.6) — see `groups`;
 * recall-distortion slope α with a 99% CI (002 §5-6; SPEC §5.2-5.3).
 
-Measures that pair members by index (eq. 3, Taxicab, α) use the member indices both
-populations have. A measure undefined for the run (one member, a zero accuracy) gives NaN and
-a note, never an exception.
+Measures that pair members (eq. 3, Taxicab, α) pair them as `Run.pairing` says
+(`tf_forget.report.pairing`): a one-shot member with the dense parent its metadata links to
+(002 §6.2: α compares one network before and after pruning), every other member with the dense
+member of the same index k (SPEC §1.3). The `recall_distortion` table states the pairing per
+row. One-shot variants also get 002's study (`recall_study`: per (algorithm, ratio) α, the
+§7 t-tests). A measure undefined for the run (one member, a zero accuracy) gives NaN and a
+note, never an exception.
 """
 
 import dataclasses
@@ -27,6 +31,7 @@ import pandas as pd
 
 from tf_forget.report import collect
 from tf_forget.report import groups
+from tf_forget.report import recall_study
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
 from tf_forget.stats import class_level
@@ -49,12 +54,14 @@ class Measures:
       `distance` int `[N]`, `modal_0`, `modal_t` int `[N]`, `members` int.
     notes: measure -> list of one-line notes (what was skipped and why).
     config: the measure settings used.
+    study: the `recall_study.Study` of the one-shot variants (its figures' data), or None.
   """
   tables: Dict[str, pd.DataFrame]
   variants: Dict[str, dict]
   cie: Dict[str, dict]
   notes: Dict[str, List[str]]
   config: dict
+  study: object = None
 
 
 def use_topk(num_classes):
@@ -62,10 +69,12 @@ def use_topk(num_classes):
   return num_classes > TOPK
 
 
-def paired(pop_0, pop_t):
-  """Both populations restricted to the member indices they share (SPEC §1.3), in order."""
-  common = np.intersect1d(pop_0.members, pop_t.members)
-  return pop_0.select(common), pop_t.select(common)
+paired = collect.paired
+
+
+def _paired(run, variant):
+  """(dense rows, variant rows) paired as `run.pairing_of(variant)` says."""
+  return paired(run.eval[DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
 
 
 def topline_table(run):
@@ -123,12 +132,12 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
         "absolute_recall_difference": class_level.absolute_recall_difference(r0, rt),
         "normalized_recall_difference": class_level.normalized_recall_difference(
             r0, a0, rt, at)}, index=pd.RangeIndex(run.num_classes, name="class"))
-  q0, qt = paired(pop_0, pop_t)
+  q0, qt = _paired(run, variant)
   if q0.members.size:
     rel, excluded = class_level.relative_recall_difference(
         _recall(q0, run.num_classes)[0], _recall(qt, run.num_classes)[0])
   else:
-    notes.append(f"{variant}: no member index shared with dense; eq. 3 not computed")
+    notes.append(f"{variant}: no member paired with dense; eq. 3 not computed")
     rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
   table["relative_recall_difference"] = rel
   table["relative_excluded_pairs"] = excluded
@@ -163,7 +172,7 @@ def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
     (dict `order`, `distance`, `modal_0`, `modal_t`, `members`, or None without shared
     members; DataFrame from `cie.taxicab_cie_accuracy` or None).
   """
-  q0, qt = paired(run.eval[DENSE], run.eval[variant])
+  q0, qt = _paired(run, variant)
   if not q0.members.size:
     return None, None
   distance = cie.taxicab_distance(q0.top1, qt.top1, run.num_classes)
@@ -182,25 +191,34 @@ def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
 def alpha_measures(run, variant, confidence=0.99):
   """Recall-distortion slope α per member, mean α with CI and label (002 §5-6; SPEC §5.2-5.3).
 
+  α_t(m) compares member k_t with the dense member it is paired with (`run.pairing_of`): for
+  one-shot variants its parent, the same network before pruning (002 §6.2); for gradual
+  pruning member k, an independently trained network.
+
   Returns:
-    (dict from `recall_distortion.recall_distortion_summary` with `alphas` as a list and
-    `members`, or NaN fields and a note where undefined; list of notes).
+    (dict from `recall_distortion.recall_distortion_summary` with `alphas` as a list,
+    `members`, `pairs` ([k_dense, k_variant] per alpha) and `pairing` (the pairing label), or
+    NaN fields and a note where undefined; list of notes).
   """
-  q0, qt = paired(run.eval[DENSE], run.eval[variant])
+  pairing = run.pairing_of(variant)
+  q0, qt = _paired(run, variant)
   nan = float("nan")
   empty = {"alphas": [], "mean_alpha": {"mean": nan, "low": nan, "high": nan, "label": "?",
                                         "n": 0},
            "alpha_hat": nan, "r2": nan, "mean_accuracy_0": nan, "mean_accuracy_t": nan,
-           "recall_variance_0": nan, "recall_variance_t": nan, "members": 0}
+           "recall_variance_0": nan, "recall_variance_t": nan, "members": 0, "pairs": [],
+           "pairing": pairing["label"]}
   if not q0.members.size:
-    return empty, [f"{variant}: no member index shared with dense; α not computed"]
+    return empty, [f"{variant}: no member paired with dense; α not computed"]
   r0, a0 = _recall(q0, run.num_classes)
   rt, at = _recall(qt, run.num_classes)
   try:
     out = recall_distortion.recall_distortion_summary(r0, a0, rt, at, confidence=confidence)
   except validate.StatsInputError as e:
     return empty, [f"{variant}: α not computed ({e})"]
-  out = dict(out, alphas=[float(a) for a in out["alphas"]], members=int(q0.members.size))
+  out = dict(out, alphas=[float(a) for a in out["alphas"]], members=int(q0.members.size),
+             pairs=[[int(a), int(b)] for a, b in zip(q0.members, qt.members)],
+             pairing=pairing["label"])
   notes = []
   if out["mean_alpha"]["n"] < 2:
     notes.append(f"{variant}: the CI of α needs at least 2 defined slopes "
@@ -232,7 +250,7 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
             "over_indexing_percentile": float(over_indexing_percentile),
             "subgroup_members": subgroup_members, "pie_sample_size": sample_size,
             "confidence": confidence, "topk": use_topk(run.num_classes)}
-  notes = {}
+  notes = {"pairing": [n for v in run.eval if v != DENSE for n in run.pairing_of(v)["notes"]]}
   tables = {"topline": topline_table(run)}
   class_rows, pie_counts, pie_acc, cie_acc, alpha_rows = [], [], [], [], []
   cies, variants = {}, {}
@@ -262,7 +280,7 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
       cie_acc.append(cacc.assign(variant=variant))
     rd, n = alpha_measures(run, variant, confidence)
     notes.setdefault("recall_distortion", []).extend(n)
-    alpha_rows.append({"variant": variant, "members": rd["members"],
+    alpha_rows.append({"variant": variant, "pairing": rd["pairing"], "members": rd["members"],
                        "mean_alpha": rd["mean_alpha"]["mean"],
                        "ci_low": rd["mean_alpha"]["low"], "ci_high": rd["mean_alpha"]["high"],
                        "label": rd["mean_alpha"]["label"], "n": rd["mean_alpha"]["n"],
@@ -275,7 +293,8 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
         "significant_classes": gl["n_significant"], "gained": gl["n_gained"],
         "lost": gl["n_lost"], "mean_gain": gl["mean_gain"], "mean_loss": gl["mean_loss"],
         "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
-        "pie_ties_compressed": pie["ties_t"], "alphas": rd["alphas"],
+        "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],
+        "alpha_pairs": rd["pairs"], "alphas": rd["alphas"],
         "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]})
   compressed = [v for v in run.eval if v != DENSE]
   if not compressed:
@@ -287,6 +306,10 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
   tables["pie_accuracy"] = _concat(pie_acc, ["variant"])
   tables["cie_accuracy"] = _concat(cie_acc, ["variant"])
   tables["recall_distortion"] = pd.DataFrame(alpha_rows)
+  study = recall_study.compute(run, variants, tables["recall_distortion"])
+  if study is not None:
+    tables.update(study.tables)
+    notes.setdefault("recall_study", []).extend(study.notes)
   group_tables, group_notes, worst = groups.compute(
       run, cies, subgroup_members=subgroup_members,
       over_indexing_percentile=over_indexing_percentile, seed=seed)
@@ -297,7 +320,7 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     variants[variant]["worst_subgroup"] = w
   tables["overview"] = overview_table(variants)
   return Measures(tables=tables, variants=variants, cie=cies,
-                  notes={k: v for k, v in notes.items() if v}, config=config)
+                  notes={k: v for k, v in notes.items() if v}, config=config, study=study)
 
 
 def overview_table(variants):

@@ -57,6 +57,11 @@ def _figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
   return fig, axes
 
 
+def figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
+  """Public `_figure` for the report's other figure modules (`recall_study_plots`)."""
+  return _figure(height, ncols=ncols, width=width, sharey=sharey, nrows=nrows)
+
+
 def _few(ax, n, slots=6):
   """Keeps bars of a plot with few groups from filling the whole axis."""
   if n < slots:

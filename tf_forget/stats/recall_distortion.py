@@ -7,7 +7,9 @@
   appendix G); `mean_accuracy` Ā (SPEC §5.2).
 * `mean_slope_ci`: mean α over models with a t-based 99% CI and its label "<", ">" or "?"
   (002 §6.2 "Confidence intervals"; SPEC §5.3).
-* t-tests of §7 / appendix A with directions and Bonferroni by rows (SPEC §5.4).
+* t-tests of §7 / appendix A with directions and Bonferroni by rows (SPEC §5.4);
+  `paired_tests` for comparisons whose pairs differ from row to row (each row pairs the
+  models present on both of its sides).
 * `recall_variance`: population variance (ddof = 0) of R^c over classes (002 Table 11;
   SPEC §5.5).
 
@@ -294,6 +296,48 @@ def mp_vs_up_tests(cells):
   rows = [(m, r, "two-sided", *paired_t_test(a_mp, a_up).values())
           for (m, r), (a_mp, a_up) in cells.items()]
   return _table(rows, len(rows))
+
+
+def paired_tests(comparisons, alternative="two-sided"):
+  """Paired t-tests of one table column, each row with its own pairs; Bonferroni × rows.
+
+  The rows of 002 Tables 1-4, 8 and 9 compare slopes of the same dense models m (§6.2); when a
+  model is missing on one side of a row (a member left out), that row pairs the models both
+  sides have, so rows may differ in n. With every model on every side the rows equal
+  `ratio_trend_tests` / `algorithm_tests` / `mp_vs_up_tests` (SPEC §5.4).
+
+  Args:
+    comparisons: list of (first, second, a `[n]`, b `[n]`): a[i] and b[i] are slopes of the
+      same model; n may differ between rows. A row with n < 2 gets NaN statistic and p-value
+      (still counted in the Bonferroni rows).
+    alternative: "two-sided", "less" (H_a: E[a] < E[b]) or "greater", for every row.
+
+  Returns:
+    DataFrame: one row per comparison (`first`, `second`, `alternative`, `n`, `mean_first`,
+    `mean_second`, `statistic`, `p_value`, `rows`, `p_bonferroni` = min(1, p × rows)), rows =
+    the number of comparisons.
+  """
+  if alternative not in ALTERNATIVES:
+    raise validate.StatsInputError(f"alternative must be one of {ALTERNATIVES}")
+  nan = float("nan")
+  rows = []
+  for first, second, a, b in comparisons:
+    if np.size(a) or np.size(b):
+      a = validate.check_finite(a, "a", ndim=1)
+      b = validate.check_finite(b, "b", ndim=1)
+      validate.check_same_members(a, b, ("a", "b"), "a paired t-test")
+    else:
+      a = b = np.zeros(0)
+    res = (paired_t_test(a, b, alternative) if a.size >= 2 else
+           {"statistic": nan, "p_value": nan})
+    rows.append({"first": first, "second": second, "alternative": alternative,
+                 "n": int(a.size), "mean_first": float(a.mean()) if a.size else nan,
+                 "mean_second": float(b.mean()) if b.size else nan, **res})
+  df = pd.DataFrame(rows, columns=["first", "second", "alternative", "n", "mean_first",
+                                   "mean_second", "statistic", "p_value"])
+  df["rows"] = len(df)
+  df["p_bonferroni"] = bonferroni(df["p_value"].to_numpy(dtype=np.float64), len(df))
+  return df
 
 
 def recall_variance(recall):

@@ -46,7 +46,8 @@ def _augment_fn(augmentation, shift_pixels, image_shape):
   raise ValueError(f"unknown augmentation {augmentation!r} (known: {', '.join(AUGMENTATIONS)})")
 
 
-def train_stream(dataset, preset, seed, start_step=0):
+def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples=None,
+                 batch_size=None):
   """The batched, infinite training stream of a member.
 
   Args:
@@ -54,16 +55,21 @@ def train_stream(dataset, preset, seed, start_step=0):
     preset: a `presets.Preset` (batch size, augmentation).
     seed: the member's seed.
     start_step: batches to skip (resume).
+    records: optional subset of the train split's records (`dataset.train_records("train")`
+      filtered, e.g. one-shot fine-tuning without its validation records); default all.
+    num_examples: the number of `records` (required with `records`).
+    batch_size: optional batch size instead of the preset's.
 
   Returns:
     A `tf.data.Dataset` of (images float32 `[B, H, W, C]`, labels int64 `[B]`).
   """
-  n = dataset.num_examples("train")
-  if n < preset.batch_size:
+  batch_size = int(batch_size or preset.batch_size)
+  n = dataset.num_examples("train") if records is None else int(num_examples)
+  if n < batch_size:
     raise ValueError(f"train split of {dataset.spec.name!r} has {n} examples, fewer than "
-                     f"batch_size={preset.batch_size}")
+                     f"batch_size={batch_size}")
   augment = _augment_fn(preset.augmentation, preset.shift_pixels, dataset.spec.image_shape)
-  ds = dataset.train_records("train")
+  ds = dataset.train_records("train") if records is None else records
   if n <= 200_000 and dataset.spec.image_shape[0] * dataset.spec.image_shape[1] <= 64 * 64:
     ds = ds.cache()
   ds = ds.shuffle(min(n, 50_000), seed=seed, reshuffle_each_iteration=True).repeat()
@@ -72,14 +78,14 @@ def train_stream(dataset, preset, seed, start_step=0):
   if start_step:
     # Whole batches of cheap records: the stream is infinite and batches drop no remainder, so
     # skipping start_step * batch_size records is skipping start_step batches.
-    ds = ds.skip(int(start_step) * preset.batch_size)
+    ds = ds.skip(int(start_step) * batch_size)
 
   def decode_and_augment(i, record):
     image, label = dataset.decode_record(record)
     return augment(i + offset, image), label
 
   ds = ds.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  ds = ds.batch(preset.batch_size, drop_remainder=True)
+  ds = ds.batch(batch_size, drop_remainder=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 
 

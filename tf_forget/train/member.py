@@ -129,7 +129,7 @@ def is_finished(directory, config=None):
   return bool(status(directory, config))
 
 
-def _versions():
+def versions():
   tfmot = keras2.tfmot()
   return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
           "tfmot": tfmot.__version__, "numpy": np.__version__,
@@ -313,7 +313,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                 metrics=["accuracy"])
   train_acc = final.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1]
   test_acc = final.evaluate(inputs.eval_stream(dataset, dataset.spec.eval_split), verbose=0)[1]
-  model_sha256 = _save_model(final, os.path.join(directory, MODEL_FILE))
+  model_sha256 = save_model(final, os.path.join(directory, MODEL_FILE))
   metadata = {
       "schema": SCHEMA,
       "dataset": config.dataset,
@@ -334,7 +334,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       "test_accuracy": float(test_acc),
       "eval_split": dataset.spec.eval_split,
       "wall_time_s": round(wall_before + time.time() - t0, 3),
-      "versions": _versions(),
+      "versions": versions(),
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
@@ -347,7 +347,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   return read_metadata(directory)
 
 
-def _save_model(model, path):
+def save_model(model, path):
   """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name).
 
   Returns:

@@ -148,7 +148,7 @@ def check_run_dir(config):
   return dict(identity, schema=RUN_SCHEMA, variants=variants_all, members=members)
 
 
-def _fmt(seconds):
+def format_seconds(seconds):
   seconds = int(round(seconds))
   return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else \
       f"{seconds // 60}m{seconds % 60:02d}s"
@@ -196,7 +196,7 @@ def train_population(config, log=print):
     eta = (total - done) * sum(trained_times) / len(trained_times)
     log(f"[{done}/{total}] {cfg.variant} k={cfg.k}: test accuracy {meta['test_accuracy']:.4f}, "
         f"sparsity {meta['sparsity']['prunable']:.4f} (target {meta['sparsity']['target']}), "
-        f"{trained_times[-1]:.1f} s; ETA {_fmt(eta)}")
+        f"{trained_times[-1]:.1f} s; ETA {format_seconds(eta)}")
     results.append(meta)
   log(f"population complete: {total} members in {os.path.join(config.run_dir, 'members')}")
   return results

@@ -1,0 +1,363 @@
+"""One one-shot member: dense member k pruned after training, then fine-tuned (issue #16).
+
+`prune_member(config, run_dir)` makes `<run>/members/oneshot_<alg>_r<r>/<k>/` from the
+finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
+
+1. load the parent's `model.keras` (it must be finished and current: `train.member.status`);
+2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4);
+3. for GP / UP, g = the mean data-loss gradient over `grad_batches` unaugmented batches of the
+   remaining training records, drawn with the member's seed, inference mode (SPEC §6.2);
+4. prune one-shot with one global threshold and an exact count (`oneshot.prune`), ε = 2λ of
+   the parent preset's l2 coefficient unless the protocol sets it;
+5. fine-tune with the parent's loss and weight decay, SGD Nesterov over the protocol's phases,
+   the mask re-applied after every optimizer step (`oneshot.FixedMasks`), and keep the weights
+   of the epoch with the lowest validation *data* loss (mean cross-entropy, no regularization;
+   epoch 0 = right after pruning is a candidate too, ties to the earlier epoch);
+6. check every pruned weight is still zero and write `model.keras` + `metadata.json` with the
+   member schema (docs/artifacts/members.md), so export, evaluation and the report read it
+   like any member, plus `parent` {variant, k, model_sha256, weights_sha256} and `pruning`
+   (algorithm, asked and achieved compression, g's batches, ε, the protocol, per-epoch
+   validation losses, the chosen epoch).
+
+The member is current only if its config (member identity + protocol) and its parent's
+`model.keras` sha256 are the ones it recorded: a retrained parent makes it stale (lineage).
+A killed fine-tuning starts again from the parent (fine-tuning is short next to training; its
+epochs are not checkpointed).
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import lineage
+from tf_forget.artifacts import names
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import gpu
+from tf_forget.compat import keras2
+from tf_forget.data import registry as data_registry
+from tf_forget.prune import oneshot
+from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import scores
+from tf_forget.train import inputs
+from tf_forget.train import member as member_lib
+from tf_forget.train import pruning
+
+
+class PruneMemberError(errors.Error):
+  """A one-shot member that cannot be made: no finished parent, a mixed-precision parent."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OneshotConfig:
+  """Everything a one-shot member depends on besides its parent's weights.
+
+  Attributes:
+    member: the member's `train.member.MemberConfig` (variant `oneshot_<alg>_r<r>`, its k,
+      the population's preset and options; its `seed` seeds RP, g's batches and fine-tuning).
+    protocol: the `protocol.OneshotProtocol`.
+  """
+  member: member_lib.MemberConfig
+  protocol: protocol_lib.OneshotProtocol
+
+  @property
+  def variant(self):
+    return names.parse_trained(self.member.variant)
+
+  @property
+  def parent(self):
+    """The parent's `MemberConfig` (dense, same k)."""
+    return dataclasses.replace(self.member, variant=self.variant.parent)
+
+  def identity(self):
+    return {"member": self.member.identity(), "oneshot": self.protocol.to_json(),
+            "parent": {"variant": self.variant.parent, "k": int(self.member.k)}}
+
+  def inputs(self, parent_sha256):
+    """Lineage inputs: the config's hash and the parent's `model.keras` sha256."""
+    return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
+            "parent": parent_sha256}
+
+
+def parent_dir(run_dir, config):
+  return layout.member_dir(run_dir, config.variant.parent, config.member.k)
+
+
+def status(run_dir, config):
+  """`lineage.Status` of the member: finished, from the current parent, with this config."""
+  directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
+  if not fileio.exists(os.path.join(directory, member_lib.METADATA_FILE)):
+    return lineage.MISSING
+  parent_state = member_lib.status(parent_dir(run_dir, config), config.parent)
+  if not parent_state:
+    return lineage.Status(False, f"its parent {config.variant.parent}/{config.member.k} is not "
+                          f"current ({parent_state.reason})")
+  parent_sha = member_lib.read_metadata(parent_dir(run_dir, config))["model_sha256"]
+  model_path = os.path.join(directory, member_lib.MODEL_FILE)
+  return lineage.status(
+      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha), "pruned",
+      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
+                                             "model.keras", "pruned"))
+
+
+def holdout(dataset, every):
+  """(train records, validation records, n_train, n_val): every `every`-th record held out."""
+  records = dataset.train_records("train").enumerate()
+  every = tf.constant(int(every), tf.int64)
+
+  def held_out(i, record):  # pylint: disable=unused-argument
+    return tf.equal(i % every, 0)
+
+  def kept(i, record):
+    return tf.logical_not(held_out(i, record))
+
+  def drop_index(i, record):  # pylint: disable=unused-argument
+    return record
+
+  val = records.filter(held_out).map(drop_index)
+  train = records.filter(kept).map(drop_index)
+  n = dataset.num_examples("train")
+  n_val = -(-n // int(every))
+  return train, val, n - n_val, n_val
+
+
+def _record(parts):
+  """A `train_records` element from a `map` function's arguments (tuples arrive unpacked)."""
+  return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _decoded(dataset, records, batch_size):
+  """Unaugmented (images float32, labels) batches of `records`, in order."""
+  def decode(*parts):
+    image, label = dataset.decode_record(_record(parts))
+    return tf.cast(image, tf.float32), label
+  return records.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=True).batch(batch_size)
+
+
+def gradient_batches(dataset, records, n, protocol, seed):
+  """(list of (images, labels) numpy batches, record positions used): g's input (SPEC §6.2)."""
+  ds = records.enumerate().shuffle(n, seed=seed, reshuffle_each_iteration=False)
+  def decode(i, record):
+    image, label = dataset.decode_record(record)
+    return i, image, label
+
+  ds = ds.map(decode)
+  ds = ds.batch(protocol.grad_batch_size, drop_remainder=True).take(protocol.grad_batches)
+  batches, used = [], []
+  for positions, images, labels in ds.as_numpy_iterator():
+    batches.append((images.astype(np.float32), labels))
+    used.extend(int(p) for p in positions)
+  return batches, used
+
+
+def data_loss(model, batches):
+  """Mean sparse cross-entropy of the logits over `batches` (no regularization), inference mode."""
+  keras = keras2.keras()
+  total, count = 0.0, 0
+  for images, labels in batches:
+    logits = model(images, training=False)
+    losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+    total += float(tf.reduce_sum(tf.cast(losses, tf.float64)))
+    count += int(losses.shape[0])
+  return total / max(count, 1)
+
+
+class BestEpoch(keras2.keras().callbacks.Callback):
+  """Keeps the weights of the epoch with the lowest validation data loss (epoch 0 = start)."""
+
+  def __init__(self, val_batches):
+    super().__init__()
+    self.val_batches = val_batches
+    self.losses, self.best_epoch, self.best_weights = [], 0, None
+
+  def _score(self, epoch):
+    loss = data_loss(self.model, self.val_batches)
+    self.losses.append(loss)
+    if self.best_weights is None or loss < min(self.losses[:-1]):
+      self.best_epoch, self.best_weights = epoch, self.model.get_weights()
+
+  def on_train_begin(self, logs=None):
+    self._score(0)
+
+  def on_epoch_end(self, epoch, logs=None):
+    self._score(epoch + 1)
+
+
+def _optimizer(protocol, steps_per_epoch, momentum):
+  keras = keras2.keras()
+  boundaries, values, step = [], [], 0
+  for epochs, lr in protocol.phases:
+    values.append(float(lr))
+    step += epochs * steps_per_epoch
+    boundaries.append(step)
+  schedule = keras.optimizers.schedules.PiecewiseConstantDecay(boundaries[:-1], values) \
+      if len(values) > 1 else values[0]
+  return keras.optimizers.SGD(learning_rate=schedule, momentum=momentum, nesterov=True)
+
+
+def _check_masks(model, masks, exclude_classifier):
+  """Raises RuntimeError if a pruned weight is not zero."""
+  for name, variable in oneshot.kernels(model, exclude_classifier).items():
+    revived = int(np.count_nonzero(variable.numpy()[~masks[name]]))
+    if revived:
+      raise RuntimeError(f"fine-tuning revived {revived} pruned weights of {name}")
+
+
+def prune_member(config, run_dir, log=None):
+  """Makes (or reuses) one one-shot member.
+
+  Args:
+    config: a `OneshotConfig`.
+    run_dir: the run directory holding the parent.
+    log: optional callable taking a progress string.
+
+  Returns:
+    The member's metadata dict.
+
+  Raises:
+    PruneMemberError: the parent is not finished or trained under mixed precision.
+    scores.PruneError: a compression that cannot be met.
+    errors.WriteError: the member cannot be written.
+  """
+  gpu.configure()
+  directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
+  if status(run_dir, config):
+    return member_lib.read_metadata(directory)
+  p_dir = parent_dir(run_dir, config)
+  parent_state = member_lib.status(p_dir, config.parent)
+  if not parent_state:
+    raise PruneMemberError(f"{config.member.variant}/{config.member.k}: parent "
+                           f"{config.variant.parent}/{config.member.k} is not finished "
+                           f"({parent_state.reason}); train the dense population first")
+  parent_meta = member_lib.read_metadata(p_dir)
+  if parent_meta.get("precision_policy", "float32") != "float32":
+    raise PruneMemberError(f"parent {config.variant.parent}/{config.member.k} was trained under "
+                           f"{parent_meta['precision_policy']}: one-shot pruning needs float32")
+  fileio.remove(os.path.join(directory, member_lib.METADATA_FILE))
+  keras = keras2.keras()
+  t0 = time.time()
+  member, proto, variant = config.member, config.protocol, config.variant
+  preset = member.preset
+  dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
+  keras.backend.experimental.enable_tf_random_generator()
+  keras.utils.set_random_seed(member.seed)
+  tf.config.experimental.enable_op_determinism()
+
+  model = member_lib.load_model(p_dir)
+  parent_weights = hashing.arrays_sha256((w.name, w.numpy()) for w in model.weights)
+  train_recs, val_recs, n_train, n_val = holdout(dataset, proto.validation_every)
+  val_batches = [(x.astype(np.float32), y) for x, y in
+                 _decoded(dataset, val_recs, 256).as_numpy_iterator()]
+  grad_batches, grad_positions = [], []
+  if variant.algorithm in ("gp", "up"):
+    grad_batches, grad_positions = gradient_batches(dataset, train_recs, n_train, proto,
+                                                    member.seed)
+  eps = proto.epsilon(preset.weight_decay)
+  masks, comp = oneshot.prune(
+      model, variant.algorithm, ratio=variant.ratio, fraction=variant.fraction,
+      batches=grad_batches, num_batches=proto.grad_batches, eps=eps, seed=member.seed,
+      up_formula=proto.up_formula, exclude_classifier=proto.exclude_classifier,
+      ratio_over=proto.ratio_over)
+  test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
+  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])
+  pruned_test_acc = float(model.evaluate(test_stream, verbose=0)[1])
+
+  steps_per_epoch = n_train // proto.batch_size
+  if steps_per_epoch < 1:
+    raise PruneMemberError(f"{n_train} fine-tuning examples are fewer than the batch size "
+                           f"{proto.batch_size}")
+  model.compile(optimizer=_optimizer(proto, steps_per_epoch, proto.momentum),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])
+  stream = inputs.train_stream(dataset, preset, member.seed, records=train_recs,
+                               num_examples=n_train, batch_size=proto.batch_size)
+  best = BestEpoch(val_batches)
+
+  class _Log(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+      if log:
+        log(f"    epoch {epoch + 1}/{proto.epochs} loss {(logs or {}).get('loss', 0):.4f} "
+            f"val data loss {best.losses[-1]:.4f}")
+
+  model.fit(stream, epochs=proto.epochs, steps_per_epoch=steps_per_epoch, verbose=0,
+            callbacks=[oneshot.FixedMasks(masks, proto.exclude_classifier), best, _Log()])
+  model.set_weights(best.best_weights)
+  if not all(np.isfinite(w).all() for w in model.get_weights()):
+    raise RuntimeError(f"member {member.variant}/{member.k}: fine-tuning diverged")
+  _check_masks(model, masks, proto.exclude_classifier)
+  pruned_count = int(sum(int((~m).sum()) for m in masks.values()))
+  if pruned_count != comp.pruned:
+    raise RuntimeError(f"pruned {pruned_count} weights, the compression asks {comp.pruned}")
+  # One global threshold: layers differ, so the per-layer check of gradual pruning does not
+  # apply; the exact global count (checked above) and the zeros (`_check_masks`) do.
+  report = dict(pruning.sparsity_report(model, 0.0), target=comp.achieved_fraction,
+                target_over=proto.ratio_over, meets_target=True, global_threshold=True)
+  steps = int(model.optimizer.iterations.numpy())
+  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])  # saved without the fine-tuning optimizer, as members are
+  train_acc = float(model.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1])
+  test_acc = float(model.evaluate(test_stream, verbose=0)[1])
+  fileio.makedirs(directory)
+  model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
+  metadata = {
+      "schema": member_lib.SCHEMA,
+      "dataset": member.dataset,
+      "dataset_options": dict(dataset.spec.options),
+      "model": member.model,
+      "model_options": dict(member.model_options),
+      "variant": variant.name,
+      "k": int(member.k),
+      "seed": int(member.seed),
+      "population_seed": int(member.population_seed),
+      "preset": preset.to_json(),
+      "precision_policy": "float32",
+      "gpus": gpu.describe(),
+      "steps": steps,
+      "resumed_from_step": 0,
+      "sparsity": report,
+      "train_accuracy": train_acc,
+      "test_accuracy": test_acc,
+      "eval_split": dataset.spec.eval_split,
+      "wall_time_s": round(time.time() - t0, 3),
+      "versions": member_lib.versions(),
+      "machine": cpu_kernels.describe(),
+      "parent": {"variant": variant.parent, "k": int(member.k),
+                 "model_sha256": parent_meta["model_sha256"],
+                 "weights_sha256": parent_weights,
+                 "test_accuracy": parent_meta.get("test_accuracy")},
+      "pruning": {
+          "method": names.ONESHOT, "algorithm": variant.algorithm,
+          "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
+          "compression": comp.to_json(), "ratio_over": proto.ratio_over,
+          "exclude_classifier": proto.exclude_classifier,
+          "pruned_weights": pruned_count,
+          "eps": eps if variant.algorithm == "up" else None,
+          "up_formula": proto.up_formula if variant.algorithm == "up" else None,
+          "gradient": ({"batches": proto.grad_batches, "batch_size": proto.grad_batch_size,
+                        "records": "train records not held out, unaugmented, shuffled with "
+                                   "the member seed",
+                        "positions_sha256": hashing.sha256_json(grad_positions)}
+                       if grad_batches else None),
+          "rp_seed": int(member.seed) if variant.algorithm == "rp" else None,
+          "pruned_test_accuracy": pruned_test_acc,
+          "finetune": {"protocol": proto.to_json(), "train_examples": int(n_train),
+                       "validation_examples": int(n_val),
+                       "validation": f"every {proto.validation_every}th train record "
+                                     "(held out of fine-tuning, seen by the parent)",
+                       "validation_data_loss": [round(x, 6) for x in best.losses],
+                       "best_epoch": int(best.best_epoch)},
+      },
+      "model_sha256": model_sha256,
+      "inputs": config.inputs(parent_meta["model_sha256"]),
+  }
+  fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
+  return member_lib.read_metadata(directory)

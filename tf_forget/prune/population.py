@@ -1,0 +1,101 @@
+"""One-shot populations: every dense member k pruned by each (algorithm, ratio) (issue #16).
+
+`oneshot_configs(pop, variants, protocol)` lists the members to make, k-major (every variant of
+parent 0, then of parent 1, ...), so a partial run already holds complete (algorithm, ratio)
+sets for the first parents. `prune_population` makes every member that is not current,
+printing members done / total and an ETA, and logs `redo members <v>/<k>: <why>` for a member
+that exists but is stale (its parent retrained, its protocol changed, its file replaced).
+The dense population must be trained first (`tf_forget.train.population`); the run's
+`run.json` lists the one-shot variants next to the trained ones (`register_variants`).
+"""
+
+import time
+
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+from tf_forget.prune import member as member_lib
+from tf_forget.prune import protocol as protocol_lib
+from tf_forget.train import member as train_member
+from tf_forget.train import population as train_population
+
+
+def split_variants(variants):
+  """(trained variant names, one-shot variant names) of a population's variant list."""
+  parsed = [names.parse_trained(v) for v in variants]
+  return ([v.name for v in parsed if not v.oneshot], [v.name for v in parsed if v.oneshot])
+
+
+def oneshot_configs(pop, variants, protocol):
+  """`member.OneshotConfig`s of `variants` for the population's members, k-major.
+
+  Args:
+    pop: the `train.population.PopulationConfig` of the parents.
+    variants: one-shot variant names.
+    protocol: a `protocol.OneshotProtocol`.
+  """
+  return [
+      member_lib.OneshotConfig(
+          member=train_member.MemberConfig(
+              dataset=pop.dataset, model=pop.model, variant=v, k=k, preset=pop.preset,
+              dataset_options=pop.dataset_options, model_options=pop.model_options,
+              population_seed=pop.population_seed),
+          protocol=protocol)
+      for k in range(pop.members) for v in variants
+  ]
+
+
+def default_protocol(pop, **overrides):
+  """The one-shot protocol of the population's preset, with overrides (`protocol.get`)."""
+  return protocol_lib.get(pop.preset.name, **overrides)
+
+
+def register_variants(pop, variants):
+  """Adds `variants` to the run's `run.json` (after `train_population` wrote it)."""
+  path = layout.run_file(pop.run_dir)
+  doc = fileio.read_json(path, "run config")
+  doc["variants"] = list(doc.get("variants", [])) + [
+      v for v in variants if v not in doc.get("variants", [])]
+  fileio.write_json(path, doc)
+
+
+def prune_population(pop, variants, protocol, log=print):
+  """Makes every one-shot member of `variants` that is not current.
+
+  Args:
+    pop: the parents' `PopulationConfig` (the dense members must be finished).
+    variants: one-shot variant names (`oneshot_<alg>_r<r>`).
+    protocol: a `protocol.OneshotProtocol`.
+    log: callable for progress lines.
+
+  Returns:
+    Member metadata dicts in `oneshot_configs` order.
+  """
+  todo = oneshot_configs(pop, variants, protocol)
+  if not todo:
+    return []
+  register_variants(pop, variants)
+  states = [member_lib.status(pop.run_dir, c) for c in todo]
+  done = sum(bool(s) for s in states)
+  total = len(todo)
+  log(f"one-shot pruning: {len(variants)} variants x {pop.members} parents = {total} "
+      f"({done} already finished), fine-tuning {protocol.epochs} epochs")
+  results, times = [], []
+  for cfg, state in zip(todo, states):
+    if state:
+      results.append(member_lib.prune_member(cfg, pop.run_dir))
+      continue
+    if state.reason != "missing":
+      log(f"redo members {cfg.member.variant}/{cfg.member.k}: {state.reason}")
+    t0 = time.time()
+    meta = member_lib.prune_member(cfg, pop.run_dir)
+    times.append(time.time() - t0)
+    done += 1
+    eta = (total - done) * sum(times) / len(times)
+    log(f"[{done}/{total}] {cfg.member.variant} k={cfg.member.k}: test accuracy "
+        f"{meta['parent']['test_accuracy']:.4f} -> pruned "
+        f"{meta['pruning']['pruned_test_accuracy']:.4f} -> fine-tuned "
+        f"{meta['test_accuracy']:.4f} (epoch {meta['pruning']['finetune']['best_epoch']}), "
+        f"{times[-1]:.1f} s; ETA {train_population.format_seconds(eta)}")
+    results.append(meta)
+  return results

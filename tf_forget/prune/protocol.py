@@ -1,0 +1,150 @@
+"""How a trained parent is pruned one-shot and fine-tuned (002 §6.1, SPEC §6.1-6.4), per preset.
+
+A `OneshotProtocol` is plain data recorded in every one-shot member's metadata and hashed into
+its lineage (a changed protocol means the member is made again). It is keyed by the parent's
+training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows the model:
+
+* `cifar_resnet_002` (and the other full-size presets, which have no schedule of their own):
+  the authors' released schedule for ResNets — 10 epochs at LR 0.1, then 5 epochs each at 1e-2,
+  1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128 (SPEC §6.4);
+* `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1: "fine-tuned for another 15 epochs");
+* `digits` (scaled down, ~2 s a member on 2 cores): 3 epochs at 0.05 (the parent's initial LR,
+  as the ResNet schedule restarts at the parent's 0.1), then 2 each at 5e-3 and 5e-4, batch 64;
+* `tiny` (tests): 2 epochs at 0.01, batch 32.
+
+Every schedule keeps the epoch with the lowest loss on a validation split held out from train
+(every `validation_every`-th training record, 10% by default; 002's reference selects on the
+test loader, which SPEC §6.4 rules out). The parent itself was trained on all of train (its
+preset is the population's), so the validation records are held out of fine-tuning only: they
+select the epoch, they are not unseen by the parent — recorded in the metadata.
+
+Gradient g (SPEC §6.2): `grad_batches` batches of `grad_batch_size` unaugmented training
+records (the fine-tuning part of train), drawn with the member's seed; 002's reference uses one
+batch of 128. ε (UP): None means 2λ of the parent preset's `weight_decay` (Keras `l2(λ)`,
+SPEC §6.1); a number overrides it. Standard library only (and `artifacts.errors`).
+"""
+
+import dataclasses
+from typing import Optional, Tuple
+
+from tf_forget.artifacts import errors
+
+RATIO_OVER = ("prunable", "all")
+UP_FORMULAS = ("code", "derivation")  # = tf_forget.prune.scores.UP_FORMULAS (a test checks)
+
+
+class ProtocolError(errors.Error):
+  """An invalid one-shot protocol or override (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OneshotProtocol:
+  """The one-shot pruning and fine-tuning protocol.
+
+  Attributes:
+    name: the training preset it belongs to.
+    phases: ((epochs, learning rate), ...) of fine-tuning, in order.
+    batch_size: fine-tuning batch size.
+    momentum: SGD (Nesterov) momentum.
+    validation_every: every n-th training record is held out for epoch selection (n >= 2).
+    grad_batches: batches averaged for g (GP, UP).
+    grad_batch_size: examples per gradient batch.
+    exclude_classifier: leave the classifier's kernel unpruned (002's reference; SPEC §6.3).
+    ratio_over: "prunable" (r over the prunable kernels, default) or "all" (over all parameters,
+      002's reference count; SPEC §6.3).
+    up_formula: "code" (the released code, default) or "derivation" (SPEC §6.1).
+    eps: ε of UP; None = 2 × the parent preset's weight_decay λ.
+  """
+  name: str
+  phases: Tuple[Tuple[int, float], ...]
+  batch_size: int = 128
+  momentum: float = 0.9
+  validation_every: int = 10
+  grad_batches: int = 1
+  grad_batch_size: int = 128
+  exclude_classifier: bool = False
+  ratio_over: str = "prunable"
+  up_formula: str = "code"
+  eps: Optional[float] = None
+
+  @property
+  def epochs(self):
+    """Fine-tuning epochs in total."""
+    return sum(e for e, _ in self.phases)
+
+  def epsilon(self, weight_decay):
+    """ε of UP given the parent's l2 coefficient λ (ε = 2λ unless `eps` is set)."""
+    return float(self.eps) if self.eps is not None else 2.0 * float(weight_decay)
+
+  def to_json(self):
+    d = dataclasses.asdict(self)
+    d["phases"] = [[int(e), float(lr)] for e, lr in self.phases]
+    return d
+
+
+_RESNET = ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4))
+
+PROTOCOLS = {
+    "cifar_resnet_002": OneshotProtocol("cifar_resnet_002", _RESNET),
+    "lenet5_002": OneshotProtocol("lenet5_002", ((15, 0.01),)),
+    "digits": OneshotProtocol("digits", ((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
+    "tiny": OneshotProtocol("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
+}
+# Full-size presets without a schedule of their own take the ResNet one (SPEC §6.4).
+for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper"):
+  PROTOCOLS[_name] = OneshotProtocol(_name, _RESNET)
+
+
+def parse_phases(text):
+  """Parses "3@0.05,2@0.005" into ((3, 0.05), (2, 0.005)).
+
+  Raises:
+    ProtocolError: a malformed phase, epochs < 1 or a learning rate <= 0.
+  """
+  phases = []
+  for part in [p.strip() for p in str(text).split(",") if p.strip()]:
+    try:
+      epochs, lr = part.split("@")
+      epochs, lr = int(epochs), float(lr)
+    except ValueError:
+      raise ProtocolError(f"bad fine-tuning phase {part!r}: expected <epochs>@<learning rate>, "
+                          "e.g. 3@0.05") from None
+    if epochs < 1 or not lr > 0:
+      raise ProtocolError(f"bad fine-tuning phase {part!r}: epochs >= 1 and LR > 0 needed")
+    phases.append((epochs, lr))
+  if not phases:
+    raise ProtocolError("no fine-tuning phase given")
+  return tuple(phases)
+
+
+def get(preset_name, **overrides):
+  """The protocol of training preset `preset_name`, with fields replaced (None ignored).
+
+  Raises:
+    ProtocolError: no protocol for the preset, an unknown field or an invalid value.
+  """
+  if preset_name not in PROTOCOLS:
+    raise ProtocolError(f"no one-shot fine-tuning protocol for preset {preset_name!r} "
+                        f"(known: {', '.join(sorted(PROTOCOLS))})")
+  fields = {f.name for f in dataclasses.fields(OneshotProtocol)} - {"name"}
+  overrides = {k: v for k, v in overrides.items() if v is not None}
+  for key in overrides:
+    if key not in fields:
+      raise ProtocolError(f"one-shot protocol has no field {key!r}")
+  if isinstance(overrides.get("phases"), str):
+    overrides["phases"] = parse_phases(overrides["phases"])
+  p = dataclasses.replace(PROTOCOLS[preset_name], **overrides)
+  if p.batch_size < 1 or p.grad_batch_size < 1 or p.grad_batches < 1:
+    raise ProtocolError("batch_size, grad_batch_size and grad_batches must be >= 1")
+  if p.validation_every < 2:
+    raise ProtocolError(f"validation_every must be >= 2, got {p.validation_every}")
+  if p.ratio_over not in RATIO_OVER:
+    raise ProtocolError(f"ratio_over must be one of {', '.join(RATIO_OVER)}, got "
+                        f"{p.ratio_over!r}")
+  if p.up_formula not in UP_FORMULAS:
+    raise ProtocolError(f"up_formula must be one of {', '.join(UP_FORMULAS)}, got "
+                        f"{p.up_formula!r}")
+  if p.eps is not None and not p.eps >= 0:
+    raise ProtocolError(f"eps must be >= 0, got {p.eps}")
+  parse_phases(",".join(f"{e}@{lr}" for e, lr in p.phases))
+  return p

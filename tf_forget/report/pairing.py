@@ -1,0 +1,142 @@
+"""Which dense member each member of a compressed variant is compared with (issue #16).
+
+Paired measures (000 eq. 3, 004 Taxicab, 002 α) compare dense member k_0 with member k_t of a
+variant:
+
+* one-shot variants (`oneshot_<alg>_r<r>`, `oneshot_<alg>_t<t>`; SPEC §6.1-6.4) and their
+  quantized / encoded children (`oneshot_up_r10+full_int8`): member k_t is the pruning of the
+  dense member its `<run>/members/<member variant>/<k_t>/metadata.json` `parent` link names
+  (002 §6.2: "a pair of models, corresponding to before and after pruning"; α compares the
+  same network). The link is current only while `parent.model_sha256` equals the dense
+  member's own `model_sha256` (docs/artifacts/members.md); a stale or missing link leaves the
+  member out of paired measures, with a one-line note;
+* every other variant pairs by index, k_0 = k_t (SPEC §1.3): a quantized dense member is the
+  same network, a gradual-pruning member (`prune_<t>`) an independently trained one;
+* a run without `members/` (predictions copied alone, test fixtures) pairs one-shot members by
+  index too — as they were made — and says so in its label.
+
+Standard library plus `tf_forget.artifacts`; no numpy, no TensorFlow.
+"""
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+
+DENSE = names.DENSE
+PARENT = "parent"
+INDEX = "index"
+# The `label` of a pairing, shown beside every paired measure.
+LABELS = {"parent": "parent", "same": "index (same network)",
+          "independent": "index (independent members)",
+          "no_metadata": "index (no member metadata)"}
+
+
+def _trained(variant):
+  """The `names.TrainedVariant` of an audited variant's member variant, or None if unparsable."""
+  try:
+    return names.parse_trained(names.parse_variant(variant).member_variant)
+  except errors.Error:
+    return None
+
+
+def index_pairing(variant, members, dense_members):
+  """Pairs member k with dense member k (SPEC §1.3), labelled by what k and k share."""
+  trained = _trained(variant)
+  if trained is not None and trained.name == DENSE:
+    label = LABELS["same"]
+  elif trained is not None and trained.oneshot:
+    label = LABELS["no_metadata"]
+  else:
+    label = LABELS["independent"]
+  dense = set(dense_members)
+  return {"kind": INDEX, "label": label,
+          "pairs": [(int(k), int(k)) for k in members if k in dense], "notes": [],
+          "pruning": {}}
+
+
+def _read_metadata(run_dir, variant, k):
+  """A member's metadata.json dict, or None if it is missing or unreadable."""
+  try:
+    meta = fileio.read_json(layout.member_metadata(run_dir, variant, k), "member metadata")
+  except errors.Error:
+    return None
+  return meta if isinstance(meta, dict) else None
+
+
+def _parent_of(run_dir, member_variant, k, dense_members):
+  """(k_dense, reason, pruning) of a one-shot member's parent link.
+
+  `reason` is None when the link is current; else a one-line reason, with `k_dense` the
+  parent it names (None if it names none). `pruning` is the metadata's `pruning` dict or {}.
+  """
+  meta = _read_metadata(run_dir, member_variant, k)
+  if meta is None:
+    return None, "no readable members/<variant>/<k>/metadata.json", {}
+  pruning = meta.get("pruning") if isinstance(meta.get("pruning"), dict) else {}
+  parent = meta.get(PARENT)
+  if not isinstance(parent, dict) or "k" not in parent:
+    return None, "metadata.json has no parent link", pruning
+  if parent.get("variant", DENSE) != DENSE:
+    return None, f"parent link names {parent.get('variant')!r}, not {DENSE!r}", pruning
+  try:
+    k_dense = int(parent["k"])
+  except (TypeError, ValueError):
+    return None, f"parent link has a bad member index {parent['k']!r}", pruning
+  if k_dense not in dense_members:
+    return k_dense, "the parent has no predictions", pruning
+  dense_meta = _read_metadata(run_dir, DENSE, k_dense)
+  current = None if dense_meta is None else dense_meta.get("model_sha256")
+  if not current:
+    return k_dense, "the parent's metadata.json records no model_sha256", pruning
+  if parent.get("model_sha256") != current:
+    return k_dense, ("stale parent link: the parent's model.keras sha256 differs from the one "
+                     "pruned (retrained since?)"), pruning
+  return k_dense, None, pruning
+
+
+def _note(variant, reason, found):
+  """One line: which members of `variant` are left out and why (parents named if known)."""
+  ks = [k for k, _ in found]
+  parents = [f"{DENSE}/{p}" for _, p in found if p is not None]
+  return (f"{variant}: member{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))} left out "
+          f"of paired measures: {reason}" + (f" ({', '.join(parents)})" if parents else ""))
+
+
+def pair_members(run_dir, variant, members, dense_members, cache=None):
+  """How member k of `variant` pairs with a dense member (module docstring).
+
+  Args:
+    run_dir: the run directory (its `members/` holds the parent links).
+    variant: an audited variant name (not dense).
+    members: the variant's member indices.
+    dense_members: the dense population's member indices.
+    cache: optional dict (member variant, k) -> (k_dense, reason, pruning), shared by the
+      variants of one run (a quantized child reads its member variant's link once).
+
+  Returns:
+    dict `kind` ("parent" | "index"), `label` (a `LABELS` value), `pairs` [(k_dense, k)]
+    sorted by k, `notes` (one line per reason a member was left out), `pruning` (the
+    `pruning` record of the first paired member's metadata — algorithm, ratio, fraction,
+    settings such as `ratio_over` / `exclude_classifier`, SPEC §6.3 — or {}).
+  """
+  trained = _trained(variant)
+  if (trained is None or not trained.oneshot or
+      not fileio.isdir(layout.members_root(run_dir))):
+    return index_pairing(variant, members, dense_members)
+  cache = {} if cache is None else cache
+  dense = set(int(k) for k in dense_members)
+  pairs, left_out, pruning = [], {}, {}
+  for k in sorted(int(k) for k in members):
+    key = (trained.name, k)
+    if key not in cache:
+      cache[key] = _parent_of(run_dir, trained.name, k, dense)
+    k_dense, reason, record = cache[key]
+    if reason is None:
+      pairs.append((k_dense, k))
+      pruning = pruning or record
+    else:
+      left_out.setdefault(reason, []).append((k, k_dense))
+  notes = [_note(variant, reason, found) for reason, found in left_out.items()]
+  return {"kind": PARENT, "label": LABELS["parent"], "pairs": pairs, "notes": notes,
+          "pruning": pruning}

@@ -1,0 +1,115 @@
+"""Figures of 002's one-shot study (`recall_study`), drawn like `plots` (Agg, PNG bytes).
+
+* `alpha_boxplots`: 002 Figure 1 — boxplots of the model slopes α_t(m) across dense models m
+  at each compression ratio t, one panel per pruning algorithm P; each tick names the ratio
+  with its CI label ("<", ">", "?", 002 §6.2), the mean with its 99% CI beside the box, α = 1
+  dashed.
+* `balance_scatter`: 002 Figure 5 — normalized recall balance B̄^c(m) of the dense parent
+  (x) vs B̄^c_t(m) of its pruned self (y), one point per (class, model), ratios as rows and
+  algorithms as columns; y = x dashed, y = α̂·x solid, α̂ / r² / Ā_t printed in the panel.
+
+Inputs: the `oneshot_alpha` table and `recall_study.Study.cells`.
+"""
+
+import numpy as np
+
+from tf_forget.report import plots
+
+MAX_SCATTER_ROWS = 6
+
+
+def _cells(cells):
+  return {c["variant"]: c for c in cells}
+
+
+def alpha_boxplots(table, cells):
+  """002 Figure 1 for one run: α_t(m) per ratio, one panel per algorithm.
+
+  Args:
+    table: `oneshot_alpha` (`variant`, `algorithm`, `ratio`, `mean_alpha`, `ci_low`,
+      `ci_high`, `label`).
+    cells: `Study.cells` (`alphas` {k_dense: α}).
+
+  Returns:
+    PNG bytes.
+  """
+  by_variant = _cells(cells)
+  algs = list(dict.fromkeys(table.algorithm))
+  n = max(1, len(algs))
+  fig, axes = plots.figure(3.4, ncols=n, width=plots.WIDE if n > 2 else plots.WIDTH,
+                           sharey=True)
+  for i, (ax, alg) in enumerate(zip(axes, algs)):
+    rows = list(table[table.algorithm == alg].itertuples(index=False))
+    for j, row in enumerate(rows):
+      a = np.array([x for x in by_variant[row.variant]["alphas"].values() if np.isfinite(x)])
+      if a.size:
+        ax.boxplot([a], positions=[j], widths=0.45, patch_artist=True, manage_ticks=False,
+                   boxprops={"facecolor": plots.color(i), "alpha": 0.4},
+                   medianprops={"color": "black"}, flierprops={"markersize": 3})
+      if np.isfinite(row.mean_alpha):
+        err = (None if not np.isfinite(row.ci_low) else
+               np.clip([[row.mean_alpha - row.ci_low], [row.ci_high - row.mean_alpha]], 0,
+                       None))
+        ax.errorbar([j + 0.32], [row.mean_alpha], yerr=err, fmt="o", color=plots.PLUM,
+                    capsize=3, markersize=4, zorder=3)
+    ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(np.arange(len(rows)))
+    ax.set_xticklabels([f"{row.ratio:g}{row.label}" for row in rows])
+    ax.set_xlim(-0.6, max(len(rows), 2) - 0.4)
+    ax.set_xlabel("compression ratio r (CI label)")
+    ax.set_title(f"{alg.upper()}: α per dense model")
+  axes[0].set_ylabel("α_t(m)  (1 = balance unchanged)")
+  return plots.to_png(fig)
+
+
+def balance_scatter(table, cells):
+  """002 Figure 5 for one run: B̄ before (x) vs after (y), ratios × algorithms.
+
+  At most `MAX_SCATTER_ROWS` ratios (the largest) are drawn.
+
+  Args:
+    table: `oneshot_alpha` (`variant`, `algorithm`, `ratio`, `alpha_hat`, `r2`,
+      `mean_accuracy_t`).
+    cells: `Study.cells` (`nrb_0`, `nrb_t` float `[K, C]` or None).
+
+  Returns:
+    PNG bytes.
+  """
+  by_variant = _cells(cells)
+  algs = list(dict.fromkeys(table.algorithm))
+  ratios = sorted({round(float(r), 9) for r in table.ratio})[-MAX_SCATTER_ROWS:]
+  ncols, nrows = max(1, len(algs)), max(1, len(ratios))
+  fig, axes = plots.figure(2.5, ncols=ncols, nrows=nrows,
+                           width=plots.WIDE if ncols > 2 else plots.WIDTH)
+  points = [by_variant[v] for v in table.variant if by_variant[v]["nrb_0"] is not None]
+  lim = max([float(np.nanmax(np.abs(np.concatenate([c["nrb_0"].ravel(), c["nrb_t"].ravel()]))))
+             for c in points] + [1e-3]) * 1.08
+  for ax in axes:
+    ax.set_visible(False)
+  for row in table.itertuples(index=False):
+    r = round(float(row.ratio), 9)
+    if r not in ratios:
+      continue
+    i, j = ratios.index(r), algs.index(row.algorithm)
+    ax = axes[i * ncols + j]
+    if ax.get_visible():  # a second variant with the same cell (r and t): keep the first
+      continue
+    ax.set_visible(True)
+    cell = by_variant[row.variant]
+    if cell["nrb_0"] is not None:
+      ax.scatter(cell["nrb_0"].ravel(), cell["nrb_t"].ravel(), s=6, alpha=0.45,
+                 color=plots.color(j), linewidths=0)
+    ax.plot([-lim, lim], [-lim, lim], color=plots.GREY, linestyle="--", linewidth=0.9)
+    if np.isfinite(row.alpha_hat):
+      ax.plot([-lim, lim], [-lim * row.alpha_hat, lim * row.alpha_hat], color="black",
+              linewidth=1.0)
+    ax.text(0.03, 0.97, f"α̂ = {row.alpha_hat:.2f}\nr² = {row.r2:.2f}\n"
+            f"Ā_t = {row.mean_accuracy_t:.3f}", transform=ax.transAxes, va="top", fontsize=7)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_title(f"{row.algorithm.upper()}, r = {row.ratio:g}", fontsize=9)
+    if i == nrows - 1:
+      ax.set_xlabel("B̄ dense parent")
+    if j == 0:
+      ax.set_ylabel("B̄ pruned")
+  return plots.to_png(fig)

@@ -37,7 +37,7 @@ def alpha_boxplots(table, cells):
   algs = list(dict.fromkeys(table.algorithm))
   n = max(1, len(algs))
   fig, axes = plots.figure(3.4, ncols=n, width=plots.WIDE if n > 2 else plots.WIDTH,
-                           sharey=True)
+                           sharey=False)  # own scale: a collapsed algorithm's α spans ±100s
   for i, (ax, alg) in enumerate(zip(axes, algs)):
     rows = list(table[table.algorithm == alg].itertuples(index=False))
     for j, row in enumerate(rows):
@@ -81,9 +81,6 @@ def balance_scatter(table, cells):
   ncols, nrows = max(1, len(algs)), max(1, len(ratios))
   fig, axes = plots.figure(2.5, ncols=ncols, nrows=nrows,
                            width=plots.WIDE if ncols > 2 else plots.WIDTH)
-  points = [by_variant[v] for v in table.variant if by_variant[v]["nrb_0"] is not None]
-  lim = max([float(np.nanmax(np.abs(np.concatenate([c["nrb_0"].ravel(), c["nrb_t"].ravel()]))))
-             for c in points] + [1e-3]) * 1.08
   for ax in axes:
     ax.set_visible(False)
   for row in table.itertuples(index=False):
@@ -96,6 +93,14 @@ def balance_scatter(table, cells):
       continue
     ax.set_visible(True)
     cell = by_variant[row.variant]
+    # Each panel on its own symmetric scale: a collapsed network's B̄ (up to 1/A − 1) would
+    # shrink every healthy panel to a dot on a shared one.
+    lim = 1e-3
+    if cell["nrb_0"] is not None:
+      both = np.concatenate([cell["nrb_0"].ravel(), cell["nrb_t"].ravel()])
+      if np.isfinite(both).any():
+        lim = max(lim, float(np.nanmax(np.abs(both))))
+    lim *= 1.08
     if cell["nrb_0"] is not None:
       ax.scatter(cell["nrb_0"].ravel(), cell["nrb_t"].ravel(), s=6, alpha=0.45,
                  color=plots.color(j), linewidths=0)

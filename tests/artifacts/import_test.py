@@ -7,7 +7,7 @@ import pytest
 
 from tests import import_check
 
-MODULES = ("errors", "hashing", "fileio", "names", "layout", "lineage", "predictions", "noise")
+MODULES = ("errors", "hashing", "filesystem", "fileio", "names", "layout", "lineage", "predictions", "noise")
 
 
 def _run(imports):

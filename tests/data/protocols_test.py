@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from eval import audit_lib
+from eval import audit_plan
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import base
@@ -79,26 +79,26 @@ def test_unknown_data_set():
   with pytest.raises(presets.PresetError, match="'nope'"):
     presets.for_dataset("nope")
   with pytest.raises(base.DataError, match="unknown data set 'nope'"):
-    audit_lib._protocol("nope")  # pylint: disable=protected-access
+    audit_plan._protocol("nope")  # pylint: disable=protected-access
 
 
 def test_audit_defaults_resolve_from_the_protocol(tmp_path):
-  celeb_a = audit_lib.AuditConfig(dataset="celeb_a", out=str(tmp_path))
-  assert audit_lib._corruption_splits(celeb_a) == []  # pylint: disable=protected-access
-  assert audit_lib._noise_protocol(celeb_a) is None  # pylint: disable=protected-access
-  cifar = audit_lib.AuditConfig(dataset="cifar10", out=str(tmp_path))
-  noise = audit_lib._noise_protocol(cifar)  # pylint: disable=protected-access
+  celeb_a = audit_plan.AuditConfig(dataset="celeb_a", out=str(tmp_path))
+  assert audit_plan._corruption_splits(celeb_a) == []  # pylint: disable=protected-access
+  assert audit_plan._noise_protocol(celeb_a) is None  # pylint: disable=protected-access
+  cifar = audit_plan.AuditConfig(dataset="cifar10", out=str(tmp_path))
+  noise = audit_plan._noise_protocol(cifar)  # pylint: disable=protected-access
   assert noise.eps == noise_artifact.PAPER_EPS and noise.draws == 100
-  digits = audit_lib.AuditConfig(dataset="digits", out=str(tmp_path))
-  splits = audit_lib._corruption_splits(digits)  # pylint: disable=protected-access
+  digits = audit_plan.AuditConfig(dataset="digits", out=str(tmp_path))
+  splits = audit_plan._corruption_splits(digits)  # pylint: disable=protected-access
   assert len(splits) == len(corruption_registry.CORRUPTIONS) and splits[0].endswith("@3")
-  imagenet = audit_lib.AuditConfig(dataset="imagenet2012", out=str(tmp_path),
+  imagenet = audit_plan.AuditConfig(dataset="imagenet2012", out=str(tmp_path),
                                    corruptions=["fog"])
-  assert audit_lib._corruption_splits(imagenet) == [  # pylint: disable=protected-access
+  assert audit_plan._corruption_splits(imagenet) == [  # pylint: disable=protected-access
       f"fog@{s}" for s in range(1, 6)]
-  assert audit_lib.robustness_members(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
-  assert audit_lib.robustness_members(protocols.get("imagenet2012"), 3) == (0, 1, 2)
-  assert audit_lib.robustness_members(protocols.get("digits"), 7) == tuple(range(7))
+  assert audit_plan.robustness_members(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
+  assert audit_plan.robustness_members(protocols.get("imagenet2012"), 3) == (0, 1, 2)
+  assert audit_plan.robustness_members(protocols.get("digits"), 7) == tuple(range(7))
 
 
 def test_mixed_precision_is_recorded_only_when_on():

@@ -5,16 +5,12 @@ and a killed writer leaves at most a `*.tmp-*` file that the next run overwrites
 go through `os` (rename is atomic on a local file system); paths with a URL scheme (`gs://`,
 ...) go through `tf.io.gfile`, imported only for them, so this module imports no TensorFlow.
 
-Reads, listings and hashes go through here too (issue #15): `exists`, `isdir`, `listdir`,
-`walk`, `stat` / `getsize`, `open_file` (streaming), `read_bytes`, `copy`, `rename`, `rmtree`
-and `replace_dir`, so that `--out=gs://...` works end to end. TensorFlow's in-memory `ram://` file
-system (the tests' stand-in for a bucket) matches names by string prefix: with only
-`ram://a/deploy.tmp/` there, `tf.io.gfile` says `ram://a/deploy` exists and is a directory,
-and lists `.tmp` in it. `exists`, `isdir` and `listdir` check `ram://` entries against their
-parent's listing, up to the root, and `rmtree` deletes `ram://` trees entry by entry. Only
-directories made with `makedirs` are listed there (`write_bytes` and `copy` make them). Directory renames are not
-atomic on object stores (and move nothing on `ram://`): `replace_dir` moves URL trees file by
-file, the files named `last` (a completion marker) after the others.
+Reads, listings and hashes go through here too (issue #15): the file-system primitives of
+`tf_forget.artifacts.filesystem` (`exists`, `isdir`, `listdir`, `walk`, `stat` / `getsize`,
+`open_file`, `makedirs`, `remove`, `rmtree`; re-exported here) and `read_bytes`, `copy`, `rename`
+and `replace_dir`, so that `--out=gs://...` works end to end. Directory renames are not atomic on
+object stores (and move nothing on `ram://`): `replace_dir` moves URL trees file by file, the
+files named `last` (a completion marker) after the others.
 
 Errors: a write that fails (read-only directory, a path below a regular file, a full disk) is
 an `errors.WriteError` "cannot write <path>: <reason>", and no temporary file is left; a read
@@ -23,7 +19,6 @@ this artifact current?" turn a `ReadError` into "no" and redo the artifact.
 """
 
 import builtins
-import collections
 import contextlib
 import io
 import json
@@ -35,194 +30,25 @@ import zipfile
 import numpy as np
 
 from tf_forget.artifacts import errors
-
-
-def is_url(path):
-  """Whether `path` has a URL scheme (gs://...) and goes through `tf.io.gfile`."""
-  return "://" in str(path)
-
-
-def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (URL paths only)
-  return tf.io.gfile
-
-
-def _tf_errors():
-  """The TensorFlow OpError class if TensorFlow is loaded, else an empty tuple."""
-  import sys  # pylint: disable=g-import-not-at-top
-  tf = sys.modules.get("tensorflow")
-  errors_mod = getattr(tf, "errors", None) if tf is not None else None
-  return (errors_mod.OpError,) if errors_mod is not None else ()
-
-
-def io_errors():
-  """The exception classes a file system call raises: OSError, and TensorFlow's OpError."""
-  return (OSError,) + _tf_errors()
-
-
-def _is_ram(path):
-  return str(path).startswith("ram://")
-
-
-def _ram_exists(path):
-  """Whether `path` is an entry of `ram://` (whose own `exists` matches name prefixes)."""
-  path = str(path).rstrip("/")
-  parent, name = path.rsplit("/", 1)
-  if parent == "ram:/":
-    parent = "ram://"
-  elif not name or not _ram_exists(parent):
-    return not name  # "ram://" itself
-  try:
-    return name in _gfile().listdir(parent) and _gfile().exists(path)
-  except _tf_errors():  # an empty `ram://` has no root directory
-    return False
-
-
-def exists(path):
-  if not is_url(path):
-    return os.path.exists(path)
-  return _ram_exists(path) if _is_ram(path) else _gfile().exists(path)
-
-
-def isdir(path):
-  if not is_url(path):
-    return os.path.isdir(path)
-  return (not _is_ram(path) or _ram_exists(path)) and _gfile().isdir(path)
-
-
-def isfile(path):
-  """Whether `path` is an existing regular file (not a directory)."""
-  if is_url(path):
-    return exists(path) and not _gfile().isdir(path)
-  return os.path.isfile(path)
-
-
-def join(*parts):
-  """`os.path.join` (URL paths use "/" too)."""
-  return os.path.join(*parts)
-
-
-def abspath(path):
-  """`os.path.abspath` of a local path; a URL path as it is."""
-  return str(path) if is_url(path) else os.path.abspath(path)
-
-
-def listdir(path):
-  """Sorted entry names of a directory ([] if it does not exist)."""
-  if not isdir(path):
-    return []
-  if not is_url(path):
-    return sorted(os.listdir(path))
-  names = sorted(n.rstrip("/") for n in _gfile().listdir(path))
-  if _is_ram(path):  # phantom children of a sibling sharing the prefix (module docstring)
-    names = [n for n in names if _gfile().exists(join(path, n))]
-  return names
-
-
-def walk(top):
-  """Yields (dirpath, dirnames, filenames) top-down like `os.walk`, names sorted.
-
-  Nothing is yielded if `top` is not a directory. Pruning `dirnames` in place skips them.
-  """
-  if not is_url(top):
-    for dirpath, dirnames, filenames in os.walk(top):
-      dirnames.sort()
-      yield dirpath, dirnames, sorted(filenames)
-    return
-  if not isdir(top):
-    return
-  dirnames, filenames = [], []
-  for name in listdir(top):
-    (dirnames if isdir(join(top, name)) else filenames).append(name)
-  yield top, dirnames, filenames
-  for name in dirnames:
-    yield from walk(join(top, name))
-
-
-FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode"])
-FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown) and inode (None for URLs)."""
-
-
-def stat(path):
-  """`FileStat` of a file.
-
-  Raises:
-    OSError: the file does not exist or cannot be read (FileNotFoundError if missing), as
-      `os.stat`, also for URL paths.
-  """
-  if not is_url(path):
-    st = os.stat(path)
-    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino)
-  try:
-    st = _gfile().stat(path)
-  except _tf_errors() as e:
-    cls = FileNotFoundError if type(e).__name__ == "NotFoundError" else OSError
-    raise cls(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
-  return FileStat(int(st.length), int(st.mtime_nsec), None)
-
-
-def getsize(path):
-  """Size of a file in bytes (OSError as `stat`)."""
-  return stat(path).size
-
-
-def open_file(path, mode="rb"):
-  """Opens a file for streaming (`open` / `tf.io.gfile.GFile`); use as a context manager.
-
-  A URL file opened for reading that does not exist raises FileNotFoundError, as a local one;
-  later read errors of a URL file are TensorFlow OpErrors (`io_errors()` lists both).
-  """
-  if not is_url(path):
-    return builtins.open(path, mode)
-  if "r" in mode and not exists(path):
-    raise FileNotFoundError(f"{path}: No such file or directory")
-  return _gfile().GFile(path, mode)
-
-
-def makedirs(path):
-  """Creates `path` and its parents; raises `errors.WriteError`."""
-  try:
-    if is_url(path):
-      _gfile().makedirs(path)
-    else:
-      os.makedirs(path, exist_ok=True)
-  except (OSError,) + _tf_errors() as e:
-    raise errors.write_error(path, e) from e
-
-
-def remove(path):
-  """Removes a file if it exists (no error if it does not)."""
-  try:
-    if is_url(path):
-      if exists(path):
-        _gfile().remove(path)
-    elif os.path.lexists(path):
-      os.remove(path)
-  except (OSError,) + _tf_errors() as e:
-    raise errors.write_error(path, e) from e
+# The file-system primitives (re-exported: callers use `fileio.exists`, `fileio.walk`, ...).
+from tf_forget.artifacts.filesystem import (  # pylint: disable=unused-import
+    FileStat, abspath, exists, getsize, gfile, io_errors, is_url, isdir, isfile, join, listdir,
+    makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, walk)
 
 
 def _write_file(path, data):
   """Writes `data` to `path` (not atomic: the primitive under `write_bytes`)."""
   if is_url(path):
-    with _gfile().GFile(path, "wb") as f:
+    with gfile().GFile(path, "wb") as f:
       f.write(data)
   else:
     with builtins.open(path, "wb") as f:
       f.write(data)
 
 
-def _parent(path):
-  """The parent directory of `path`, or "" (none, or only a URL scheme such as `gs:`)."""
-  parent = os.path.dirname(str(path))
-  if is_url(path) and "://" not in parent:
-    return ""
-  return parent
-
-
 def _rename(src, dst):
   if is_url(src):
-    _gfile().rename(src, dst, overwrite=True)
+    gfile().rename(src, dst, overwrite=True)
   else:
     os.replace(src, dst)
 
@@ -247,7 +73,7 @@ def _atomic(path):
     errors.WriteError: the directory, the temporary file or the rename failed; the temporary
       file is removed in every case.
   """
-  parent = _parent(path)
+  parent = parent_dir(path)
   if parent:
     makedirs(parent)
   tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
@@ -317,11 +143,11 @@ def read_bytes(path):
   """Reads a whole file; raises `errors.ReadError`."""
   try:
     if is_url(path):
-      with _gfile().GFile(path, "rb") as f:
+      with gfile().GFile(path, "rb") as f:
         return f.read()
     with builtins.open(path, "rb") as f:
       return f.read()
-  except (OSError,) + _tf_errors() as e:
+  except (OSError,) + tf_errors() as e:
     raise errors.read_error(path, e, "file") from e
 
 
@@ -336,31 +162,9 @@ def copy(src, dst):
   """
   with _atomic(dst) as tmp:
     if is_url(src) or is_url(dst):
-      _gfile().copy(src, tmp, overwrite=True)
+      gfile().copy(src, tmp, overwrite=True)
     else:
       shutil.copyfile(src, tmp)
-
-
-def rmtree(path):
-  """Removes a directory tree if it exists (no error if it does not).
-
-  Raises:
-    errors.WriteError: an entry cannot be removed.
-  """
-  try:
-    if not is_url(path):
-      if os.path.lexists(path):
-        shutil.rmtree(path)
-    elif _is_ram(path):  # gfile.rmtree trips over the phantom children (module docstring)
-      if exists(path):
-        for dirpath, dirnames, filenames in reversed(list(walk(path))):
-          for name in filenames + dirnames:
-            _gfile().remove(join(dirpath, name))
-        _gfile().remove(path)
-    elif _gfile().exists(path):
-      _gfile().rmtree(path)
-  except io_errors() as e:
-    raise errors.write_error(path, e) from e
 
 
 def replace_dir(src, dst, last=()):
@@ -386,7 +190,7 @@ def replace_dir(src, dst, last=()):
     moves.sort(key=lambda rel: (rel in last, rel))
     makedirs(dst)
     for rel in moves:
-      parent = _parent(join(dst, rel))
+      parent = parent_dir(join(dst, rel))
       if parent:
         makedirs(parent)
       _rename(join(src, rel), join(dst, rel))

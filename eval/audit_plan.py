@@ -1,0 +1,386 @@
+"""The audit's configuration and plan: what an audit will make, validated before anything is
+written (`eval/audit_lib.py` runs it).
+
+* `AuditConfig`: what to audit (the flags of `eval/audit.py`).
+* `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
+  formats, corruptions, noise protocol) without writing and returns a `Plan`.
+* `audit_identity`: the config fields that determine the artifacts (`<out>/audit.json`);
+  `check_audit_file` refuses a run directory made with another config, naming the fields.
+* `plan_report`: what an audit will cost (counts per stage, `eval/costs.py`), with no data on disk.
+
+Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
+preset, post-training formats, corruptions and severities, robustness members, noise protocol
+(SPEC §1.1, §1.5, §2.3, §3.6, §6.7).
+"""
+
+import dataclasses
+import json
+import os
+from typing import Mapping, Optional, Sequence
+
+from eval import costs
+from eval import deploy
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.data import protocols
+from tf_forget.data import registry as data_registry
+from tf_forget.prune import population as prune_population
+from tf_forget.prune import protocol as prune_protocol
+from tf_forget.train import population
+from tflite_export import formats
+
+
+AUDIT_SCHEMA = "tf_forget.audit/1"
+EXECUTORS = ("inline", "local", "ray")
+
+
+class AuditError(errors.Error):
+  """A bad audit configuration, or one that conflicts with the run directory (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditConfig:
+  """What to audit (see `eval/audit.py` for the flags).
+
+  Attributes:
+    dataset: data registry name.
+    out: run / output directory.
+    preset: training protocol (default: the data set's, `presets.for_dataset`).
+    model: model registry name (default: the preset's).
+    members: members per variant (default: the preset's).
+    variants: trained variants (default: the preset's): `dense`, gradual `prune_<t>` and
+      one-shot `oneshot_<alg>_r<r>` (002; made from dense member k by `tf_forget.prune`, so
+      `dense` is added when a one-shot variant is asked for).
+    oneshot_variants: one-shot variants added to `variants` (or to the preset's).
+    oneshot_overrides: fields of the one-shot protocol to replace (`tf_forget.prune.protocol`:
+      phases, grad_batches, exclude_classifier, ratio_over, up_formula, ...).
+    quantizations: post-training formats of the dense members (default: the protocol's,
+      SPEC §2.3; `tf_forget.data.protocols`).
+    pruned_quantizations: formats of the pruned members besides float32 (default: the
+      protocol's, () = float32 only, SPEC §1.1).
+    corruptions: corruption names, () for none (default: the protocol's: all 19, CelebA none).
+    severities: corruption severities (default: the protocol's: 1-5, digits 3).
+    noise_levels: l-inf noise levels ε, () for none (default: the protocol's, SPEC §6.7).
+    noise_draws: noise draws per example and level (default: the protocol's, 100; digits 10).
+    noise_examples: examples evaluated under noise, at most (default: the protocol's, 1000).
+    steps: override of the preset's training steps.
+    population_seed: base seed of the population.
+    data_dir: tfds data directory.
+    image_size: optional (H, W) input resize.
+    gates: `deploy.Gates`.
+    deploy_members: "first" or "all".
+    deploy_encoding: "auto", "plain" or "sparse" (`deploy.choose_encoding`; "plain" exports
+      no sparse twins).
+    max_latency_ratio: the sparse / plain latency bound of "auto".
+    num_threads: TFLite interpreter threads.
+    preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
+    executor: "inline" (every stage in this process, one after another), "local" (a process
+      pool of `workers`) or "ray" (Ray core tasks at `ray_address`; None starts a local Ray).
+      Not part of the run's identity: every executor makes the same bytes (issue #15).
+    workers: worker processes of "local" (default: every core), CPUs of a local Ray.
+    ray_address: "auto", "ray://host:port", or None.
+  """
+  dataset: str
+  out: str
+  preset: Optional[str] = None
+  model: Optional[str] = None
+  members: Optional[int] = None
+  variants: Optional[Sequence[str]] = None
+  oneshot_variants: Sequence[str] = ()
+  oneshot_overrides: Optional[Mapping[str, object]] = None
+  quantizations: Optional[Sequence[str]] = None
+  pruned_quantizations: Optional[Sequence[str]] = None
+  corruptions: Optional[Sequence[str]] = None
+  severities: Optional[Sequence[int]] = None
+  noise_levels: Optional[Sequence[float]] = None
+  noise_draws: Optional[int] = None
+  noise_examples: Optional[int] = None
+  steps: Optional[int] = None
+  population_seed: int = 0
+  data_dir: Optional[str] = None
+  image_size: Optional[Sequence[int]] = None
+  gates: deploy.Gates = deploy.Gates()
+  deploy_members: str = "first"
+  deploy_encoding: str = "auto"
+  max_latency_ratio: float = deploy.DEFAULT_MAX_LATENCY_RATIO
+  num_threads: int = 2
+  preset_overrides: Optional[Mapping[str, object]] = None
+  executor: str = "inline"
+  workers: Optional[int] = None
+  ray_address: Optional[str] = None
+
+  def to_json(self):
+    d = dataclasses.asdict(self)
+    d["gates"] = dataclasses.asdict(self.gates)
+    d["preset_overrides"] = dict(self.preset_overrides or {})
+    d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
+    return d
+
+
+def _protocol(dataset):
+  """The data set's protocol; an unknown data set is the data registry's `DataError`."""
+  if dataset not in data_registry.DATASETS:
+    data_registry.get(dataset)  # raises, naming the known data sets
+  try:
+    return protocols.get(dataset)
+  except protocols.ProtocolError as e:
+    raise AuditError(str(e)) from e
+
+
+def _corruption_splits(config):
+  """Corrupted split names (corruptions x severities; defaults: the protocol's)."""
+  protocol = _protocol(config.dataset)
+  names = config.corruptions if config.corruptions is not None else protocol.corruptions
+  names = tuple(corruption_registry.CORRUPTIONS) if names is None else tuple(names)
+  severities = tuple(config.severities or protocol.severities)
+  for name in names:
+    for severity in severities:
+      corruption_registry.check(name, severity)
+  return [corruption_registry.split_name(n, s) for n in names for s in severities]
+
+
+def _noise_protocol(config):
+  """The `NoiseProtocol` of the audit, or None when `noise_levels` is ()."""
+  defaults = _protocol(config.dataset)
+  eps = config.noise_levels if config.noise_levels is not None else defaults.noise_eps
+  if not len(eps):  # pylint: disable=g-explicit-length-test
+    return None
+  protocol = noise_artifact.NoiseProtocol(
+      eps=tuple(float(e) for e in eps),
+      draws=config.noise_draws or defaults.noise_draws,
+      examples=config.noise_examples or defaults.noise_examples,
+      seed=config.population_seed)
+  protocol.check()
+  return protocol
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """A validated audit: what `run_audit` will make (nothing written yet).
+
+  Attributes:
+    population: the `population.PopulationConfig`.
+    quantizations, pruned_quantizations: formats besides float32 of dense / pruned members.
+    encodings: weight encodings of pruned members' files ("plain", maybe "sparse").
+    corrupted: corrupted split names (`glass_blur@3`).
+    noise: the `noise_artifact.NoiseProtocol`, or None.
+    dataset: the `base.Dataset` (checked readable).
+    robustness_members: the k's evaluated on the corrupted splits and under noise (the
+      protocol's first n members, SPEC §1.5, or every member).
+    oneshot: one-shot variant names (made from the dense members after training).
+    oneshot_protocol: their `tf_forget.prune.protocol.OneshotProtocol`, or None.
+  """
+  population: object
+  quantizations: tuple
+  pruned_quantizations: tuple
+  encodings: tuple
+  corrupted: tuple
+  noise: object
+  dataset: object
+  robustness_members: tuple = ()
+  oneshot: tuple = ()
+  oneshot_protocol: object = None
+
+  @property
+  def variants(self):
+    """Every member variant: the trained ones, then the one-shot ones."""
+    return tuple(self.population.variants) + tuple(self.oneshot)
+
+
+def _split_variants(config, preset_name):
+  """(trained variants or None for the preset's, one-shot variants, one-shot protocol)."""
+  trained, oneshot = None, []
+  if config.variants is not None:
+    trained, oneshot = prune_population.split_variants(config.variants)
+  extra_trained, extra = prune_population.split_variants(config.oneshot_variants or ())
+  if extra_trained:
+    raise AuditError(f"not one-shot variants: {', '.join(extra_trained)}")
+  oneshot = list(dict.fromkeys(oneshot + extra))
+  if not oneshot:
+    if config.oneshot_overrides:
+      raise AuditError("one-shot options given but no one-shot variant asked for")
+    return trained, (), None
+  if trained is not None and names.DENSE not in trained:
+    trained = [names.DENSE] + trained
+  proto = prune_protocol.get(preset_name, **dict(config.oneshot_overrides or {}))
+  return trained, tuple(oneshot), proto
+
+
+def plan(config, check_data=True):
+  """Validates everything about `config` without writing anything; returns a `Plan`.
+
+  With `check_data=False` the data set is built (options checked) but not read, so that a plan
+  can be made for a data set whose files are not on disk (`plan_report`).
+
+  Raises:
+    errors.Error subclasses (AuditError, PopulationError, VariantError, FormatError, DataError,
+    CorruptionError, NoiseError, DeployError) with a one-line message.
+  """
+  if config.deploy_members not in ("first", "all"):
+    raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
+  if config.executor not in EXECUTORS:
+    raise AuditError(f"executor must be one of {', '.join(EXECUTORS)}, got {config.executor!r}")
+  if config.executor != "inline" and str(config.out).startswith("ram://"):
+    raise AuditError(f"{config.out} is in this process's memory, which worker processes do not "
+                     "share: use --executor=inline, or a shared path (gs://, a shared disk)")
+  protocol = _protocol(config.dataset)
+  dataset_options = {"data_dir": config.data_dir,
+                     "image_size": list(config.image_size) if config.image_size else None}
+  dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
+  preset_name = config.preset or protocol.preset
+  trained, oneshot, oneshot_protocol = _split_variants(config, preset_name)
+  pop = population.make_config(
+      config.out, preset_name, dataset=config.dataset,
+      model=config.model, variants=trained, members=config.members,
+      dataset_options=dataset_options,
+      population_seed=config.population_seed,
+      **dict(config.preset_overrides or {}, steps=config.steps))
+  if pop.members < 2:
+    raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
+  quantizations = tuple(config.quantizations if config.quantizations is not None
+                        else protocol.quantizations)
+  pruned_quantizations = tuple(protocol.pruned_quantizations
+                               if config.pruned_quantizations is None
+                               else config.pruned_quantizations)
+  for fmt in quantizations + pruned_quantizations:
+    formats.check_format(fmt)
+  deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
+  encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
+  corrupted = _corruption_splits(config)
+  noise = _noise_protocol(config)
+  # Fail before anything is written if the data set is unknown or not readable.
+  dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
+  if check_data:
+    dataset.take(dataset.spec.eval_split, 1)
+  if oneshot and pop.preset.mixed_precision:
+    raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: one-shot pruning "
+                     "needs float32 parents")
+  return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
+              dataset, robustness_members=robustness_members(protocol, pop.members),
+              oneshot=oneshot, oneshot_protocol=oneshot_protocol)
+
+
+def robustness_members(protocol, members):
+  """The k's evaluated on corrupted splits and noise: the protocol's first n, or all."""
+  n = members if protocol.robustness_members is None else min(protocol.robustness_members,
+                                                               members)
+  return tuple(range(n))
+
+
+def audit_identity(config, p):
+  """The config fields that determine the artifacts of a run directory (`<out>/audit.json`).
+
+  Recorded: dataset and its options (data_dir, image_size), the preset name and its full
+  parameters after overrides (steps, batch size, ...), model, members, trained variants,
+  quantizations, pruned_quantizations, encodings, corrupted splits (corruptions x severities),
+  the noise protocol and the population seed. Not recorded, since they only affect the
+  bundle, the gates or timings and are recomputed on every run: gates, deploy_members,
+  deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
+  max_latency_ratio and num_threads.
+  """
+  pop = p.population
+  oneshot = ({"oneshot_protocol": p.oneshot_protocol.to_json()} if p.oneshot else {})
+  return json.loads(json.dumps({
+      "dataset": pop.dataset,
+      "dataset_options": dict(pop.dataset_options),
+      "preset": pop.preset.name,
+      "preset_params": pop.preset.to_json(),
+      "model": pop.model,
+      "members": int(pop.members),
+      "variants": list(p.variants),
+      **oneshot,
+      "quantizations": list(p.quantizations),
+      "pruned_quantizations": list(p.pruned_quantizations),
+      "encodings": list(p.encodings),
+      "corruptions": list(p.corrupted),
+      "noise": p.noise.to_json() if p.noise is not None else None,
+      "population_seed": int(pop.population_seed),
+  }))
+
+
+def _differences(old, new):
+  """[(field, old value, new value)], dict fields compared one level down (`preset_params.steps`)."""
+  out = []
+  for key, value in new.items():
+    before = old.get(key)
+    if before == value:
+      continue
+    if isinstance(before, dict) and isinstance(value, dict):
+      out.extend((f"{key}.{sub}", before.get(sub), value.get(sub))
+                 for sub in sorted(set(before) | set(value)) if before.get(sub) != value.get(sub))
+    else:
+      out.append((key, before, value))
+  return out
+
+
+def check_audit_file(out, identity):
+  """Raises `AuditError` if `<out>/audit.json` records another config (reads only).
+
+  Returns:
+    True if an equal audit.json exists, False if there is none.
+  """
+  path = layout.audit_file(out)
+  if not fileio.exists(path):
+    return False
+  try:
+    old = fileio.read_json(path, "audit config")
+  except errors.ReadError as e:
+    raise AuditError(f"{e}: use another --out or remove it") from e
+  if not isinstance(old, dict) or old.get("schema") != AUDIT_SCHEMA:
+    raise AuditError(f"{path} is not a {AUDIT_SCHEMA} file: use another --out or remove it")
+  diffs = _differences(old.get("config") or {}, identity)
+  if diffs:
+    was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
+    asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)
+    raise AuditError(f"{out} was made with {was}; this run asks {asks}: use another --out or "
+                     "remove it")
+  return True
+
+
+def plan_report(config, unit_costs=None, workers=None):
+  """The audit's cost plan as text (counts per stage and, given unit costs, an estimate).
+
+  Needs no data on disk: the counts come from the protocol of the data set (split sizes,
+  `tf_forget.data.protocols`), the population config and the validated plan (`eval.costs`).
+
+  Args:
+    config: an `AuditConfig`.
+    unit_costs: path of a `tf_forget.unit_costs/1` file (default: the committed file measured
+      on a 2-core CPU, `eval/unit_costs/`).
+    workers: workers the wall-time estimate divides by (default: the config's workers; every
+      core for "local"; 1 otherwise).
+
+  Raises:
+    errors.Error subclasses (as `plan`), `costs.CostError` for a bad unit-cost file.
+  """
+  p = plan(config, check_data=False)
+  pop, spec = p.population, p.dataset.spec
+  protocol = _protocol(config.dataset)
+  if spec.eval_split not in protocol.split_sizes:
+    raise AuditError(f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
+  n_dense = sum(v == formats.DENSE for v in pop.variants)
+  finetune_images = 0
+  if p.oneshot:
+    n_train = protocol.split_sizes.get("train", 0)
+    finetune_images = p.oneshot_protocol.epochs * (
+        n_train - -(-n_train // p.oneshot_protocol.validation_every))
+  inputs = costs.PlanInputs(
+      dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),
+      members=pop.members, dense_variants=n_dense,
+      pruned_variants=len(p.variants) - n_dense, oneshot_variants=len(p.oneshot),
+      finetune_images=finetune_images,
+      steps=pop.preset.steps, batch_size=pop.preset.batch_size,
+      quantizations=p.quantizations, pruned_quantizations=p.pruned_quantizations,
+      sparse="sparse" in p.encodings, corrupted_splits=len(p.corrupted),
+      robustness_members=len(p.robustness_members),
+      noise_eps=tuple(p.noise.eps) if p.noise is not None else (),
+      noise_draws=p.noise.draws if p.noise is not None else 0,
+      noise_examples=p.noise.examples if p.noise is not None else 0,
+      eval_size=protocol.split_sizes[spec.eval_split])
+  if workers is None:
+    workers = config.workers or (os.cpu_count() if config.executor == "local" else 1)
+  return costs.plan_text(inputs, costs.default_unit_costs(unit_costs), workers)

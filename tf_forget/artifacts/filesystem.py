@@ -1,0 +1,214 @@
+"""File-system primitives for local paths and URLs (`gs://`, `ram://`), no TensorFlow import.
+
+Local paths go through `os`; paths with a URL scheme go through `tf.io.gfile`, imported only for
+them (issue #15). TensorFlow's in-memory `ram://` file system (the tests' stand-in for a bucket)
+matches names by string prefix: with only `ram://a/deploy.tmp/` there, `tf.io.gfile` says
+`ram://a/deploy` exists and is a directory, and lists `.tmp` in it. `exists`, `isdir` and
+`listdir` check `ram://` entries against their parent's listing, up to the root, and `rmtree`
+deletes `ram://` trees entry by entry. Only directories made with `makedirs` are listed there.
+
+Atomic writes and checked reads of artifacts are `tf_forget.artifacts.fileio`'s (which re-exports
+these names); a failed removal or `makedirs` is an `errors.WriteError`.
+"""
+
+import builtins
+import collections
+import os
+import shutil
+
+from tf_forget.artifacts import errors
+
+
+def is_url(path):
+  """Whether `path` has a URL scheme (gs://...) and goes through `tf.io.gfile`."""
+  return "://" in str(path)
+
+
+def gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (URL paths only)
+  return tf.io.gfile
+
+
+def tf_errors():
+  """The TensorFlow OpError class if TensorFlow is loaded, else an empty tuple."""
+  import sys  # pylint: disable=g-import-not-at-top
+  tf = sys.modules.get("tensorflow")
+  errors_mod = getattr(tf, "errors", None) if tf is not None else None
+  return (errors_mod.OpError,) if errors_mod is not None else ()
+
+
+def io_errors():
+  """The exception classes a file system call raises: OSError, and TensorFlow's OpError."""
+  return (OSError,) + tf_errors()
+
+
+def _is_ram(path):
+  return str(path).startswith("ram://")
+
+
+def _ram_exists(path):
+  """Whether `path` is an entry of `ram://` (whose own `exists` matches name prefixes)."""
+  path = str(path).rstrip("/")
+  parent, name = path.rsplit("/", 1)
+  if parent == "ram:/":
+    parent = "ram://"
+  elif not name or not _ram_exists(parent):
+    return not name  # "ram://" itself
+  try:
+    return name in gfile().listdir(parent) and gfile().exists(path)
+  except tf_errors():  # an empty `ram://` has no root directory
+    return False
+
+
+def exists(path):
+  if not is_url(path):
+    return os.path.exists(path)
+  return _ram_exists(path) if _is_ram(path) else gfile().exists(path)
+
+
+def isdir(path):
+  if not is_url(path):
+    return os.path.isdir(path)
+  return (not _is_ram(path) or _ram_exists(path)) and gfile().isdir(path)
+
+
+def isfile(path):
+  """Whether `path` is an existing regular file (not a directory)."""
+  if is_url(path):
+    return exists(path) and not gfile().isdir(path)
+  return os.path.isfile(path)
+
+
+def join(*parts):
+  """`os.path.join` (URL paths use "/" too)."""
+  return os.path.join(*parts)
+
+
+def abspath(path):
+  """`os.path.abspath` of a local path; a URL path as it is."""
+  return str(path) if is_url(path) else os.path.abspath(path)
+
+
+def listdir(path):
+  """Sorted entry names of a directory ([] if it does not exist)."""
+  if not isdir(path):
+    return []
+  if not is_url(path):
+    return sorted(os.listdir(path))
+  names = sorted(n.rstrip("/") for n in gfile().listdir(path))
+  if _is_ram(path):  # phantom children of a sibling sharing the prefix (module docstring)
+    names = [n for n in names if gfile().exists(join(path, n))]
+  return names
+
+
+def walk(top):
+  """Yields (dirpath, dirnames, filenames) top-down like `os.walk`, names sorted.
+
+  Nothing is yielded if `top` is not a directory. Pruning `dirnames` in place skips them.
+  """
+  if not is_url(top):
+    for dirpath, dirnames, filenames in os.walk(top):
+      dirnames.sort()
+      yield dirpath, dirnames, sorted(filenames)
+    return
+  if not isdir(top):
+    return
+  dirnames, filenames = [], []
+  for name in listdir(top):
+    (dirnames if isdir(join(top, name)) else filenames).append(name)
+  yield top, dirnames, filenames
+  for name in dirnames:
+    yield from walk(join(top, name))
+
+
+FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode"])
+FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown) and inode (None for URLs)."""
+
+
+def stat(path):
+  """`FileStat` of a file.
+
+  Raises:
+    OSError: the file does not exist or cannot be read (FileNotFoundError if missing), as
+      `os.stat`, also for URL paths.
+  """
+  if not is_url(path):
+    st = os.stat(path)
+    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino)
+  try:
+    st = gfile().stat(path)
+  except tf_errors() as e:
+    cls = FileNotFoundError if type(e).__name__ == "NotFoundError" else OSError
+    raise cls(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
+  return FileStat(int(st.length), int(st.mtime_nsec), None)
+
+
+def getsize(path):
+  """Size of a file in bytes (OSError as `stat`)."""
+  return stat(path).size
+
+
+def open_file(path, mode="rb"):
+  """Opens a file for streaming (`open` / `tf.io.gfile.GFile`); use as a context manager.
+
+  A URL file opened for reading that does not exist raises FileNotFoundError, as a local one;
+  later read errors of a URL file are TensorFlow OpErrors (`io_errors()` lists both).
+  """
+  if not is_url(path):
+    return builtins.open(path, mode)
+  if "r" in mode and not exists(path):
+    raise FileNotFoundError(f"{path}: No such file or directory")
+  return gfile().GFile(path, mode)
+
+
+def makedirs(path):
+  """Creates `path` and its parents; raises `errors.WriteError`."""
+  try:
+    if is_url(path):
+      gfile().makedirs(path)
+    else:
+      os.makedirs(path, exist_ok=True)
+  except (OSError,) + tf_errors() as e:
+    raise errors.write_error(path, e) from e
+
+
+def remove(path):
+  """Removes a file if it exists (no error if it does not)."""
+  try:
+    if is_url(path):
+      if exists(path):
+        gfile().remove(path)
+    elif os.path.lexists(path):
+      os.remove(path)
+  except (OSError,) + tf_errors() as e:
+    raise errors.write_error(path, e) from e
+
+
+def parent_dir(path):
+  """The parent directory of `path`, or "" (none, or only a URL scheme such as `gs:`)."""
+  parent = os.path.dirname(str(path))
+  if is_url(path) and "://" not in parent:
+    return ""
+  return parent
+
+
+def rmtree(path):
+  """Removes a directory tree if it exists (no error if it does not).
+
+  Raises:
+    errors.WriteError: an entry cannot be removed.
+  """
+  try:
+    if not is_url(path):
+      if os.path.lexists(path):
+        shutil.rmtree(path)
+    elif _is_ram(path):  # gfile.rmtree trips over the phantom children (module docstring)
+      if exists(path):
+        for dirpath, dirnames, filenames in reversed(list(walk(path))):
+          for name in filenames + dirnames:
+            gfile().remove(join(dirpath, name))
+        gfile().remove(path)
+    elif gfile().exists(path):
+      gfile().rmtree(path)
+  except io_errors() as e:
+    raise errors.write_error(path, e) from e

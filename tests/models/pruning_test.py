@@ -34,6 +34,8 @@ TINY_SHAPES = {
     "cifar_resnet44": (8, 8, 3),
     "cifar_resnet56": (8, 8, 3),
     "cifar_resnet110": (8, 8, 3),
+    "vgg16": (32, 32, 3),  # five 2×2 poolings
+    "densenet22": (8, 8, 3),
     "lenet5": (28, 28, 1),
     "small_cnn": (8, 8, 1),
 }

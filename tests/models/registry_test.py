@@ -23,8 +23,8 @@ def test_get_names_the_model_and_returns_logits():
 
 
 def test_unknown_name_is_a_one_line_model_error():
-  with pytest.raises(common.ModelError, match="unknown model 'vgg16'") as info:
-    registry.get("vgg16", (8, 8, 1), 10)
+  with pytest.raises(common.ModelError, match="unknown model 'vgg17'") as info:
+    registry.get("vgg17", (8, 8, 1), 10)
   assert "\n" not in str(info.value)
   assert isinstance(info.value, ValueError)
 

@@ -18,9 +18,11 @@ import inspect
 
 from tf_forget.models import cifar_resnet
 from tf_forget.models import common
+from tf_forget.models import densenet
 from tf_forget.models import lenet
 from tf_forget.models import resnet
 from tf_forget.models import small_cnn
+from tf_forget.models import vgg
 from tf_forget.models import wide_resnet
 
 ModelError = common.ModelError
@@ -67,6 +69,10 @@ MODELS = {
     **{f"cifar_resnet{depth}": _preset(cifar_resnet.cifar_resnet, f"cifar_resnet{depth}",
                                        depth=depth)
        for depth in (20, 32, 44, 56, 110)},
+    # 003 appendix B (Table 3): torchprune's CIFAR `vgg16_bn` and `densenet22` (DenseNet-BC,
+    # k = 12); 003's ResNet20/56/110 and WRN-16-8 are the entries above.
+    "vgg16": _preset(vgg.vgg, "vgg16", depth=16),
+    "densenet22": _preset(densenet.densenet, "densenet22", depth=22, growth_rate=12),
     # 002 §6: MNIST / Fashion-MNIST.
     "lenet5": lenet.lenet5,
     # The embedded default data set `digits` (8×8×1).

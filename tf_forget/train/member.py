@@ -45,6 +45,7 @@ from tf_forget.models import registry as model_registry
 from tf_forget.train import inputs
 from tf_forget.train import presets
 from tf_forget.train import pruning
+from tf_forget.train import schedule
 from tf_forget.train import variants
 
 SCHEMA = "tf_forget.member/1"
@@ -192,10 +193,7 @@ def _build_model(config, dataset, mixed=False):
     model = _float32_logits(model)
   if variant.pruned:
     model = pruning.wrap(model, variant.sparsity, *preset.pruning_schedule())
-  boundaries = preset.lr_boundary_steps()
-  values = [preset.learning_rate * preset.lr_decay ** i for i in range(len(boundaries) + 1)]
-  lr = keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)
-  optimizer = keras.optimizers.SGD(learning_rate=lr, momentum=preset.momentum, nesterov=True)
+  optimizer = schedule.optimizer(preset)
   model.compile(optimizer=optimizer,
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])

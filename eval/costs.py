@@ -51,10 +51,16 @@ class PlanInputs:
     pruned_variants: member variants that are pruned (gradual and one-shot).
     oneshot_variants: how many of `pruned_variants` are one-shot (made by fine-tuning).
     finetune_images: images one one-shot member's fine-tuning trains on (epochs x examples).
+    retrain_variants: how many of `pruned_variants` are prune-retrain cycles (003, issue #17).
+    retrain_images: images one cycle's retraining trains on (steps x batch).
     steps, batch_size: optimizer steps and batch of one member.
     quantizations, pruned_quantizations: formats besides float32 of dense / pruned members.
     sparse: whether pruned files get a sparse-encoded twin.
     corrupted_splits: corrupted splits (corruptions x severities).
+    published: the corrupted splits are read from a published suite (`--robustness=published`):
+      nothing is generated.
+    published_examples: examples of the published test sets evaluated besides them (CIFAR-10.1,
+      ImageNet-A), summed.
     robustness_members: members per variant evaluated on corrupted splits and noise (at most K).
     noise_eps: noise levels (() = none).
     noise_draws, noise_examples: draws per level, examples at most.
@@ -72,6 +78,8 @@ class PlanInputs:
   pruned_quantizations: Tuple[str, ...] = ()
   sparse: bool = False
   corrupted_splits: int = 0
+  published: bool = False
+  published_examples: int = 0
   robustness_members: int = 0
   noise_eps: Sequence[float] = ()
   noise_draws: int = 0
@@ -79,6 +87,8 @@ class PlanInputs:
   eval_size: int = 0
   oneshot_variants: int = 0
   finetune_images: int = 0
+  retrain_variants: int = 0
+  retrain_images: int = 0
 
 
 def _add(d, key, n):
@@ -124,18 +134,23 @@ def counts(p):
       p.noise_examples, p.eval_size) if len(p.noise_eps) else 0
   by_format = dict(clean)
   for fmt, n in robust.items():
-    _add(by_format, fmt, n * (p.corrupted_splits * p.eval_size + per_noise_file))
-  corrupted = robustness_files * p.corrupted_splits * p.eval_size
+    _add(by_format, fmt, n * (p.corrupted_splits * p.eval_size + p.published_examples
+                              + per_noise_file))
+  corrupted = robustness_files * (p.corrupted_splits * p.eval_size + p.published_examples)
+  generated = 0 if p.published else p.corrupted_splits
   noise = robustness_files * per_noise_file
   k_oneshot = p.oneshot_variants * p.members
-  trained_images = (members - k_oneshot) * p.steps * p.batch_size
+  k_retrain = p.retrain_variants * p.members
+  trained_images = (members - k_oneshot - k_retrain) * p.steps * p.batch_size
   return {
       "train": {"members": members, "images_per_member": p.steps * p.batch_size,
                 "oneshot_members": k_oneshot, "finetune_images_per_member": p.finetune_images,
-                "images": trained_images + k_oneshot * p.finetune_images},
+                "retrain_members": k_retrain, "retrain_images_per_member": p.retrain_images,
+                "images": (trained_images + k_oneshot * p.finetune_images
+                           + k_retrain * p.retrain_images)},
       "export": {"files": files, "plain_files": plain_files, "conversions": files,
                  "by_format": conversions},
-      "corruptions": {"splits": p.corrupted_splits, "images": p.corrupted_splits * p.eval_size},
+      "corruptions": {"splits": generated, "images": generated * p.eval_size},
       "evaluation": {"clean": files * p.eval_size, "corrupted": corrupted, "noise": noise,
                      "inferences": files * p.eval_size + corrupted + noise,
                      "robustness_files": robustness_files, "by_format": by_format},
@@ -262,12 +277,15 @@ def format_plan(p, c, est=None, unit_costs_path=None):
   lines = [f"audit plan: {p.dataset}, model {p.model}, input {_shape_key(p.image_shape)}, "
            f"eval split {human_count(p.eval_size, 'images')}"]
   tr, ex, co, ev = (c[s] for s in STAGES)
-  trained = tr["members"] - tr["oneshot_members"]
+  trained = tr["members"] - tr["oneshot_members"] - tr.get("retrain_members", 0)
   train_row = (f"{trained} members x {human_count(tr['images_per_member'])} images "
                f"({p.steps} steps x {p.batch_size})")
   if tr["oneshot_members"]:
     train_row += (f" + {tr['oneshot_members']} one-shot fine-tunings x "
                   f"{human_count(tr['finetune_images_per_member'])} images")
+  if tr.get("retrain_members"):
+    train_row += (f" + {tr['retrain_members']} prune-retrain cycles x "
+                  f"{human_count(tr['retrain_images_per_member'])} images")
   rows = [
       ("train", f"{train_row} = {human_count(tr['images'], 'images')}"),
       ("export", f"{ex['conversions']} conversions ("

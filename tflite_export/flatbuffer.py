@@ -131,6 +131,66 @@ def _fraction(zeros, count):
   return float(zeros) / count if count else float("nan")
 
 
+def _kernel_tensors(model):
+  """[(subgraph index, tensor index)] of the stored kernels of conv / dense ops, in op order."""
+  kernel_tensors = []
+  for s in range(model.SubgraphsLength()):
+    graph = model.Subgraphs(s)
+    producer = {}
+    for o in range(graph.OperatorsLength()):
+      op = graph.Operators(o)
+      for j in range(op.OutputsLength()):
+        producer[op.Outputs(j)] = op
+    for o in range(graph.OperatorsLength()):
+      op = graph.Operators(o)
+      position = _KERNEL_INPUT.get(_opcode(model, op))
+      if position is None or position >= op.InputsLength():
+        continue
+      t = op.Inputs(position)
+      while t in producer and _opcode(model, producer[t]) in _PASS_THROUGH:
+        t = producer[t].Inputs(0)
+      if t >= 0 and (s, t) not in kernel_tensors:
+        kernel_tensors.append((s, t))
+  return kernel_tensors
+
+
+def zero_filters(data):
+  """Whole output channels stored as zeros, per kernel (filter pruning shows here; issue #17).
+
+  TFLite stores conv kernels `[out, H, W, in]` and fully-connected weights `[out, in]`: a filter
+  removed by filter thresholding is an all-zero slice along axis 0.
+
+  Args:
+    data: the bytes of a `.tflite` file.
+
+  Returns:
+    {kernel tensor name: [all-zero output channels, output channels]}, in op order; kernels
+    stored sparse-encoded or in an undecoded type are left out.
+
+  Raises:
+    TfliteFileError: not a TFLite flatbuffer.
+  """
+  check_identifier(data)
+  data = bytes(data)
+  out = {}
+  try:
+    model = schema.Model.GetRootAs(data, 0)
+    for s, t in _kernel_tensors(model):
+      tensor = model.Subgraphs(s).Tensors(t)
+      raw = _buffer_bytes(model, data, tensor)
+      dtype = _DTYPES.get(tensor.Type())
+      if raw is None or dtype is None or tensor.Sparsity() is not None or \
+          tensor.ShapeLength() < 2:
+        continue
+      shape = tensor.ShapeAsNumpy()
+      zero = _is_zero(tensor, np.frombuffer(raw, dtype=dtype)).reshape(shape[0], -1)
+      out[tensor.Name().decode("utf-8", "replace")] = [int(zero.all(axis=1).sum()),
+                                                       int(shape[0])]
+  except (IndexError, TypeError, ValueError) as e:
+    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+  return out
+
+
 def weight_stats(data):
   """Counts zeros in the constant tensors stored in a TFLite flatbuffer.
 
@@ -151,25 +211,10 @@ def weight_stats(data):
   data = bytes(data)
   try:
     model = schema.Model.GetRootAs(data, 0)
-    kernel_tensors = []  # (subgraph index, tensor index)
+    kernel_tensors = _kernel_tensors(model)  # (subgraph index, tensor index)
     stats = {}
     for s in range(model.SubgraphsLength()):
       graph = model.Subgraphs(s)
-      producer = {}
-      for o in range(graph.OperatorsLength()):
-        op = graph.Operators(o)
-        for j in range(op.OutputsLength()):
-          producer[op.Outputs(j)] = op
-      for o in range(graph.OperatorsLength()):
-        op = graph.Operators(o)
-        position = _KERNEL_INPUT.get(_opcode(model, op))
-        if position is None or position >= op.InputsLength():
-          continue
-        t = op.Inputs(position)
-        while t in producer and _opcode(model, producer[t]) in _PASS_THROUGH:
-          t = producer[t].Inputs(0)
-        if t >= 0 and (s, t) not in kernel_tensors:
-          kernel_tensors.append((s, t))
       for t in range(graph.TensorsLength()):
         st = _tensor_stats(model, data, graph.Tensors(t))
         if st is not None:

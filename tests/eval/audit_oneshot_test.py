@@ -38,8 +38,8 @@ def test_flag_validation_rejects_bad_values(flag, value):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"finetune": "1@0.1"}, "no one-shot variant asked for"),
-    ({"pruning": "oneshot", "finetune": "1@x"}, "bad fine-tuning phase"),
-    ({"pruning": "oneshot", "ratio_over": "all", "preset": "celeb_a_paper",
+    ({"pruning": ["oneshot"], "finetune": "1@x"}, "bad fine-tuning phase"),
+    ({"pruning": ["oneshot"], "ratio_over": "all", "preset": "celeb_a_paper",
       "dataset": "nope"}, "unknown data set"),
 ])
 def test_bad_oneshot_input_is_one_line_and_writes_nothing(tmp_path, overrides, message):
@@ -60,7 +60,7 @@ def test_protocol_round_trips_to_a_worker():
 
 
 def test_plan_counts_the_fine_tunings(capsys):
-  assert _run_main(plan=True, pruning="oneshot", ratios=["2", "10"]) == 0
+  assert _run_main(plan=True, pruning=["oneshot"], ratios=["2", "10"]) == 0
   text = capsys.readouterr().out
   # 4 algorithms x 2 ratios x 5 members (digits' K) fine-tunings after 5 dense members.
   assert "5 members x" in text and "40 one-shot fine-tunings" in text
@@ -68,7 +68,7 @@ def test_plan_counts_the_fine_tunings(capsys):
 
 def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   out = tmp_path / "run"
-  args = dict(out=str(out), preset="tiny", members=2, pruning="oneshot", ratios=["4"],
+  args = dict(out=str(out), preset="tiny", members=2, pruning=["oneshot"], ratios=["4"],
               quantizations=[], corruptions=["none"], noise_levels=["none"],
               deploy_encoding="plain", executor="local", workers=2)
   _run_main(**args)

@@ -10,6 +10,12 @@ Trained (member) variants (`parse_trained`):
   (`oneshot_up_r10`: 1/10 of the prunable weights kept, t = 1 − 1/r = 0.9 exactly) or to
   fraction t (`oneshot_mp_t0.3`), then fine-tuned with the mask fixed (SPEC §6.1-6.4). Its
   `parent` is `dense`: member k is paired with dense member k by that link.
+* `iter_<alg>_c<n>`: cycle n >= 1 of iterative prune-retrain (003 Algorithm 1, issue #17) by
+  algorithm `wt` (weight thresholding, global |θ|) or `ft` (filter thresholding, per-layer L1
+  norm of filters): cycle n prunes member k of its `parent` (`dense` for n = 1, else
+  `iter_<alg>_c<n-1>`) further and retrains it. The keep ratio of cycle n is the iterative
+  protocol's (`tf_forget.prune.iterative_protocol`), not part of the name, so `sparsity` is NaN
+  until a member's metadata records what was achieved.
 
 Audited variant names: a TFLite file is (member variant, format, encoding); its name joins
 the parts with "+", leaving out the defaults (`dense`, `float32`, `plain`):
@@ -45,6 +51,7 @@ from tf_forget.artifacts import errors
 DENSE = "dense"
 GRADUAL = "gradual"
 ONESHOT = "oneshot"
+ITERATIVE = "iterative"
 DEFAULT_FORMAT = "float32"
 DEFAULT_ENCODING = "plain"
 SPARSE = "sparse"
@@ -53,11 +60,14 @@ ENCODINGS = ("plain", "sparse")
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
 ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # = tf_forget.prune.scores.ALGORITHMS (a test checks)
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
+ITERATIVE_ALGORITHMS = ("wt", "ft")  # = tf_forget.prune.structured.ALGORITHMS (a test checks)
+_ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
 class VariantError(errors.Error):
-  """A trained-variant name outside the grammar (`dense`, `prune_<t>`, `oneshot_<alg>_r<r>`)."""
+  """A trained-variant name outside the grammar (`dense`, `prune_<t>`, `oneshot_<alg>_r<r>`,
+  `iter_<alg>_c<n>`)."""
 
 
 class FormatError(errors.Error):
@@ -76,13 +86,15 @@ class TrainedVariant:
   """A trained variant.
 
   Attributes:
-    name: canonical name (`dense`, `prune_0.9`, `oneshot_up_r10`).
+    name: canonical name (`dense`, `prune_0.9`, `oneshot_up_r10`, `iter_wt_c3`).
     sparsity: target fraction t of zeros among prunable weights (0 for dense; 1 − 1/r for a
-      ratio, as a float — the exact count is `tf_forget.prune.scores.compression`'s).
-    method: "dense", "gradual" (`prune_<t>`) or "oneshot".
-    algorithm: one-shot algorithm ("mp", "gp", "up", "rp"), None otherwise.
+      ratio, as a float — the exact count is `tf_forget.prune.scores.compression`'s; NaN for
+      an iterative cycle, whose keep ratio is its protocol's).
+    method: "dense", "gradual" (`prune_<t>`), "oneshot" or "iterative".
+    algorithm: one-shot ("mp", "gp", "up", "rp") or iterative ("wt", "ft") algorithm.
     ratio: one-shot compression ratio r as given (None when given as a fraction or not one-shot).
     fraction: one-shot fraction t as given (None when given as a ratio or not one-shot).
+    cycle: prune-retrain cycle n >= 1 of an iterative variant, None otherwise.
   """
   name: str
   sparsity: float
@@ -90,19 +102,30 @@ class TrainedVariant:
   algorithm: Optional[str] = None
   ratio: Optional[float] = None
   fraction: Optional[float] = None
+  cycle: Optional[int] = None
 
   @property
   def pruned(self):
-    return self.sparsity > 0
+    return self.method != DENSE
 
   @property
   def oneshot(self):
     return self.method == ONESHOT
 
   @property
+  def iterative(self):
+    return self.method == ITERATIVE
+
+  @property
   def parent(self):
-    """The variant whose member k this one is made from (`dense` for one-shot), else None."""
-    return DENSE if self.oneshot else None
+    """The variant whose member k this one is made from, None for a trained one.
+
+    `dense` for one-shot and for cycle 1 of iterative prune-retrain, `iter_<alg>_c<n-1>` for a
+    later cycle.
+    """
+    if self.iterative and self.cycle > 1:
+      return iterative_name(self.algorithm, self.cycle - 1)
+    return DENSE if self.oneshot or self.iterative else None
 
 
 def prune_name(t):
@@ -122,6 +145,21 @@ def oneshot_name(algorithm, ratio=None, fraction=None):
   name = (f"oneshot_{algorithm}_r{float(ratio):g}" if ratio is not None
           else f"oneshot_{algorithm}_t{float(fraction):g}")
   return parse_trained(name).name
+
+
+def iterative_name(algorithm, cycle):
+  """`iter_<alg>_c<n>`, checked by parsing (`VariantError`)."""
+  return parse_trained(f"iter_{algorithm}_c{int(cycle)}").name
+
+
+def _parse_iterative(name, match):
+  alg, cycle = match.group("alg"), int(match.group("cycle"))
+  if alg not in ITERATIVE_ALGORITHMS:
+    raise VariantError(f"unknown iterative pruning algorithm {alg!r} in {name!r} (known: "
+                       f"{', '.join(ITERATIVE_ALGORITHMS)})")
+  if cycle < 1:
+    raise VariantError(f"cycle of {name!r} must be >= 1")
+  return TrainedVariant(f"iter_{alg}_c{cycle}", float("nan"), ITERATIVE, alg, cycle=cycle)
 
 
 def _parse_oneshot(name, match):
@@ -150,11 +188,14 @@ def parse_trained(name):
   oneshot = _ONESHOT.match(str(name))
   if oneshot:
     return _parse_oneshot(name, oneshot)
+  iterative = _ITERATIVE.match(str(name))
+  if iterative:
+    return _parse_iterative(name, iterative)
   match = _PRUNE.match(str(name))
   if not match:
     raise VariantError(f"unknown variant {name!r}: expected 'dense', 'prune_<t>' with "
                        "0 < t < 1 (e.g. 'prune_0.9') or 'oneshot_<mp|gp|up|rp>_r<ratio>' "
-                       "(e.g. 'oneshot_up_r10')")
+                       "(e.g. 'oneshot_up_r10') or 'iter_<wt|ft>_c<cycle>' (e.g. 'iter_wt_c3')")
   t = float(match.group(1))
   if not 0.0 < t < 1.0:
     raise VariantError(f"sparsity of {name!r} must be in (0, 1), got {t}")
@@ -170,6 +211,11 @@ def oneshot_variants(algorithms, ratios=(), fractions=()):
   """One-shot variants, algorithm-major: every algorithm x (ratios, then fractions)."""
   return [parse_trained(oneshot_name(a, ratio=r)) for a in algorithms for r in ratios] + \
       [parse_trained(oneshot_name(a, fraction=t)) for a in algorithms for t in fractions]
+
+
+def iterative_variants(algorithms, cycles):
+  """Iterative variants, algorithm-major: every algorithm x cycles 1..`cycles`."""
+  return [parse_trained(iterative_name(a, n)) for a in algorithms for n in range(1, cycles + 1)]
 
 
 # --- audited (TFLite) variants ----------------------------------------------------------------

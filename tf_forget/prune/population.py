@@ -1,4 +1,6 @@
-"""One-shot populations: every dense member k pruned by each (algorithm, ratio) (issue #16).
+"""Populations pruned after training: one-shot (issue #16) and iterative prune-retrain (#17).
+
+One-shot: every dense member k pruned by each (algorithm, ratio).
 
 `oneshot_configs(pop, variants, protocol)` lists the members to make, k-major (every variant of
 parent 0, then of parent 1, ...), so a partial run already holds complete (algorithm, ratio)
@@ -7,6 +9,10 @@ printing members done / total and an ETA, and logs `redo members <v>/<k>: <why>`
 that exists but is stale (its parent retrained, its protocol changed, its file replaced).
 The dense population must be trained first (`tf_forget.train.population`); the run's
 `run.json` lists the one-shot variants next to the trained ones (`register_variants`).
+
+Iterative (003 Algorithm 1): `iterative_configs` lists cycle-major (every (algorithm, k) of
+cycle 1, then of cycle 2, ...: a cycle needs the one before it), and `retrain_population`
+makes each cycle that is not current with the same progress lines.
 """
 
 import time
@@ -14,16 +20,26 @@ import time
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.prune import iterative_protocol
 from tf_forget.prune import member as member_lib
 from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import retrain
 from tf_forget.train import member as train_member
 from tf_forget.train import population as train_population
 
 
 def split_variants(variants):
-  """(trained variant names, one-shot variant names) of a population's variant list."""
+  """(trained, one-shot, iterative) variant names of a population's variant list."""
   parsed = [names.parse_trained(v) for v in variants]
-  return ([v.name for v in parsed if not v.oneshot], [v.name for v in parsed if v.oneshot])
+  return ([v.name for v in parsed if not (v.oneshot or v.iterative)],
+          [v.name for v in parsed if v.oneshot], [v.name for v in parsed if v.iterative])
+
+
+def _member(pop, variant, k):
+  return train_member.MemberConfig(
+      dataset=pop.dataset, model=pop.model, variant=variant, k=k, preset=pop.preset,
+      dataset_options=pop.dataset_options, model_options=pop.model_options,
+      population_seed=pop.population_seed)
 
 
 def oneshot_configs(pop, variants, protocol):
@@ -34,15 +50,8 @@ def oneshot_configs(pop, variants, protocol):
     variants: one-shot variant names.
     protocol: a `protocol.OneshotProtocol`.
   """
-  return [
-      member_lib.OneshotConfig(
-          member=train_member.MemberConfig(
-              dataset=pop.dataset, model=pop.model, variant=v, k=k, preset=pop.preset,
-              dataset_options=pop.dataset_options, model_options=pop.model_options,
-              population_seed=pop.population_seed),
-          protocol=protocol)
-      for k in range(pop.members) for v in variants
-  ]
+  return [member_lib.OneshotConfig(member=_member(pop, v, k), protocol=protocol)
+          for k in range(pop.members) for v in variants]
 
 
 def default_protocol(pop, **overrides):
@@ -96,6 +105,73 @@ def prune_population(pop, variants, protocol, log=print):
         f"{meta['parent']['test_accuracy']:.4f} -> pruned "
         f"{meta['pruning']['pruned_test_accuracy']:.4f} -> fine-tuned "
         f"{meta['test_accuracy']:.4f} (epoch {meta['pruning']['finetune']['best_epoch']}), "
+        f"{times[-1]:.1f} s; ETA {train_population.format_seconds(eta)}")
+    results.append(meta)
+  return results
+
+
+def iterative_configs(pop, variants, protocol):
+  """`retrain.RetrainConfig`s of `variants` (`iter_<alg>_c<n>`), cycle-major, then k, then alg.
+
+  Every earlier cycle of an asked variant is included (cycle n needs n − 1).
+
+  Raises:
+    iterative_protocol.IterativeProtocolError: a cycle beyond the protocol's.
+  """
+  wanted = {}
+  for v in variants:
+    parsed = names.parse_trained(v)
+    protocol.keep_ratio(parsed.cycle)
+    wanted[parsed.algorithm] = max(wanted.get(parsed.algorithm, 0), parsed.cycle)
+  return [retrain.RetrainConfig(member=_member(pop, names.iterative_name(alg, n), k),
+                                protocol=protocol)
+          for n in range(1, max(wanted.values(), default=0) + 1)
+          for k in range(pop.members)
+          for alg in names.ITERATIVE_ALGORITHMS if wanted.get(alg, 0) >= n]
+
+
+def default_iterative_protocol(pop, **overrides):
+  """The iterative protocol of the population's preset (`iterative_protocol.get`)."""
+  return iterative_protocol.get(pop.preset.name, **overrides)
+
+
+def retrain_population(pop, variants, protocol, log=print):
+  """Makes every prune-retrain cycle of `variants` that is not current.
+
+  Args:
+    pop: the parents' `PopulationConfig` (the dense members must be finished).
+    variants: iterative variant names (`iter_<alg>_c<n>`).
+    protocol: an `iterative_protocol.IterativeProtocol`.
+    log: callable for progress lines.
+
+  Returns:
+    Member metadata dicts in `iterative_configs` order.
+  """
+  todo = iterative_configs(pop, variants, protocol)
+  if not todo:
+    return []
+  register_variants(pop, list(dict.fromkeys(c.member.variant for c in todo)))
+  states = [retrain.status(pop.run_dir, c) for c in todo]
+  done, total = sum(bool(s) for s in states), len(todo)
+  log(f"prune-retrain: {total} cycles ({done} already finished), keep ratios "
+      f"{', '.join(f'{k:.3g}' for k in protocol.keep_ratios[:max(c.variant.cycle for c in todo)])}"
+      f", {todo[0].retrain_steps()} retraining steps each")
+  results, times = [], []
+  for cfg, state in zip(todo, states):
+    if state:
+      results.append(retrain.retrain_member(cfg, pop.run_dir))
+      continue
+    if state.reason != "missing":
+      log(f"redo members {cfg.member.variant}/{cfg.member.k}: {state.reason}")
+    t0 = time.time()
+    meta = retrain.retrain_member(cfg, pop.run_dir)
+    times.append(time.time() - t0)
+    done += 1
+    eta = (total - done) * sum(times) / len(times)
+    p = meta["pruning"]
+    log(f"[{done}/{total}] {cfg.member.variant} k={cfg.member.k}: keep {p['keep_ratio']:.3g} "
+        f"(prune ratio {p['prune_ratio']:.3f}), test accuracy {meta['parent']['test_accuracy']:.4f}"
+        f" -> pruned {p['pruned_test_accuracy']:.4f} -> retrained {meta['test_accuracy']:.4f}, "
         f"{times[-1]:.1f} s; ETA {train_population.format_seconds(eta)}")
     results.append(meta)
   return results

@@ -91,7 +91,8 @@ PROTOCOLS = {
     "tiny": OneshotProtocol("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
 }
 # Full-size presets without a schedule of their own take the ResNet one (SPEC §6.4).
-for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper"):
+for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper", "resnet20_003", "resnet56_003",
+              "resnet110_003", "vgg16_003", "densenet22_003", "wrn16_8_003"):
   PROTOCOLS[_name] = OneshotProtocol(_name, _RESNET)
 
 

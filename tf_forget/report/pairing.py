@@ -10,6 +10,9 @@ variant:
   same network). The link is current only while `parent.model_sha256` equals the dense
   member's own `model_sha256` (docs/artifacts/members.md); a stale or missing link leaves the
   member out of paired measures, with a one-line note;
+* prune-retrain cycles (`iter_<alg>_c<n>`, 003 Algorithm 1; issue #17) pair with the dense
+  member at the root of their chain of parent links (cycle n → cycle n − 1 → … → dense), every
+  link checked current the same way;
 * every other variant pairs by index, k_0 = k_t (SPEC §1.3): a quantized dense member is the
   same network, a gradual-pruning member (`prune_<t>`) an independently trained one;
 * a run without `members/` (predictions copied alone, test fixtures) pairs one-shot members by
@@ -45,7 +48,7 @@ def index_pairing(variant, members, dense_members):
   trained = _trained(variant)
   if trained is not None and trained.name == DENSE:
     label = LABELS["same"]
-  elif trained is not None and trained.oneshot:
+  elif trained is not None and (trained.oneshot or trained.iterative):
     label = LABELS["no_metadata"]
   else:
     label = LABELS["independent"]
@@ -65,10 +68,11 @@ def _read_metadata(run_dir, variant, k):
 
 
 def _parent_of(run_dir, member_variant, k, dense_members):
-  """(k_dense, reason, pruning) of a one-shot member's parent link.
+  """(k_dense, reason, pruning) of a one-shot or prune-retrain member's parent link.
 
-  `reason` is None when the link is current; else a one-line reason, with `k_dense` the
-  parent it names (None if it names none). `pruning` is the metadata's `pruning` dict or {}.
+  `reason` is None when the link (and, for a later prune-retrain cycle, every link up to the
+  dense member) is current; else a one-line reason, with `k_dense` the parent it names (None if
+  it names none). `pruning` is the metadata's `pruning` dict or {}.
   """
   meta = _read_metadata(run_dir, member_variant, k)
   if meta is None:
@@ -77,22 +81,26 @@ def _parent_of(run_dir, member_variant, k, dense_members):
   parent = meta.get(PARENT)
   if not isinstance(parent, dict) or "k" not in parent:
     return None, "metadata.json has no parent link", pruning
-  if parent.get("variant", DENSE) != DENSE:
-    return None, f"parent link names {parent.get('variant')!r}, not {DENSE!r}", pruning
+  expected = names.parse_trained(member_variant).parent or DENSE
+  if parent.get("variant", DENSE) != expected:
+    return None, f"parent link names {parent.get('variant')!r}, not {expected!r}", pruning
   try:
-    k_dense = int(parent["k"])
+    k_parent = int(parent["k"])
   except (TypeError, ValueError):
     return None, f"parent link has a bad member index {parent['k']!r}", pruning
-  if k_dense not in dense_members:
-    return k_dense, "the parent has no predictions", pruning
-  dense_meta = _read_metadata(run_dir, DENSE, k_dense)
-  current = None if dense_meta is None else dense_meta.get("model_sha256")
+  if expected == DENSE and k_parent not in dense_members:
+    return k_parent, "the parent has no predictions", pruning
+  parent_meta = _read_metadata(run_dir, expected, k_parent)
+  current = None if parent_meta is None else parent_meta.get("model_sha256")
   if not current:
-    return k_dense, "the parent's metadata.json records no model_sha256", pruning
+    return k_parent, "the parent's metadata.json records no model_sha256", pruning
   if parent.get("model_sha256") != current:
-    return k_dense, ("stale parent link: the parent's model.keras sha256 differs from the one "
-                     "pruned (retrained since?)"), pruning
-  return k_dense, None, pruning
+    return k_parent, ("stale parent link: the parent's model.keras sha256 differs from the one "
+                      "pruned (retrained since?)"), pruning
+  if expected == DENSE:
+    return k_parent, None, pruning
+  k_dense, reason, _ = _parent_of(run_dir, expected, k_parent, dense_members)
+  return k_dense, (None if reason is None else f"{expected}/{k_parent}: {reason}"), pruning
 
 
 def _note(variant, reason, found):
@@ -121,7 +129,7 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
     settings such as `ratio_over` / `exclude_classifier`, SPEC §6.3 — or {}).
   """
   trained = _trained(variant)
-  if (trained is None or not trained.oneshot or
+  if (trained is None or not (trained.oneshot or trained.iterative) or
       not fileio.isdir(layout.members_root(run_dir))):
     return index_pairing(variant, members, dense_members)
   cache = {} if cache is None else cache

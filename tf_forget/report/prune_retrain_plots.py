@@ -1,0 +1,133 @@
+"""Figures of 003's prune-retrain study (issue #17), from `prune_retrain`'s tables.
+
+* `curves`: prune–accuracy curve per method on every distribution (003 Figure 6a): nominal
+  bold, corruptions thin, published sets dashed, l-inf noise levels dotted grey;
+* `excess`: ê − e, the pruned network's excess error over its parent's, against the prune
+  ratio (003 Figure 6c);
+* `similarity`: share of equal labels under noise against ε, each cycle against its own
+  parent (solid) and against an independent dense member (dashed), with the dense-vs-dense
+  reference dotted (003 Figure 4).
+
+Each panel has its own y scale. PNG bytes via `plots.to_png` (deterministic).
+"""
+
+from tf_forget.report import plots
+
+STYLE = {"nominal": {"linewidth": 2.4, "color": "black", "marker": "o"},
+         "published": {"linewidth": 1.4, "linestyle": "--", "marker": "s"},
+         "noise": {"linewidth": 0.9, "linestyle": ":", "color": plots.GREY, "marker": None}}
+
+
+def curves(curve):
+  """Top-1 (%) against prune ratio (%) per method, one line per distribution."""
+  methods = list(dict.fromkeys(curve.method))
+  fig, axes = plots.figure(3.4, ncols=max(1, len(methods)))
+  for ax, method in zip(axes, methods):
+    t = curve[curve.method == method]
+    for i, dist in enumerate(dict.fromkeys(t.distribution)):
+      d = t[t.distribution == dist].sort_values("prune_ratio")
+      kind = d.kind.iloc[0]
+      style = dict(STYLE.get(kind, {"linewidth": 1.0, "color": plots.color(i), "marker": "."}))
+      label = dist if kind != "noise" else None
+      ax.plot(100 * d.prune_ratio, 100 * d.top1, markersize=3, label=label, **style)
+    ax.set_xlabel("prune ratio (% of prunable weights)")
+    ax.set_ylabel("top-1 (%)")
+    ax.set_title(f"{method.upper()}: prune–accuracy per distribution (003 Fig. 6a)")
+    ax.legend(fontsize=6, ncol=2)
+  return plots.to_png(fig)
+
+
+def excess(table):
+  """ê − e (points) against prune ratio (%), mean ± SD over parents, per method."""
+  fig, (ax,) = plots.figure(3.2)
+  for i, method in enumerate(dict.fromkeys(table.method)):
+    t = table[table.method == method].sort_values("prune_ratio")
+    ax.errorbar(100 * t.prune_ratio, 100 * t.excess_vs_parent, yerr=100 * t.excess_vs_parent_sd,
+                capsize=2, label=method.upper(), **plots.line_style(i))
+  ax.axhline(0, color="black", linewidth=0.8)
+  ax.set_xlabel("prune ratio (% of prunable weights)")
+  ax.set_ylabel("ê − e (points of error)")
+  ax.set_title("Excess error over the parent's on the test distribution (003 Fig. 6c)")
+  ax.legend(fontsize=7)
+  return plots.to_png(fig)
+
+
+def similarity(table):
+  """Share of equal labels (%) under noise against ε, per method (parent vs independent)."""
+  methods = [m for m in dict.fromkeys(table.method) if m != "dense"]
+  fig, axes = plots.figure(3.4, ncols=max(1, len(methods)))
+  ref = table[table.method == "dense"]
+  for ax, method in zip(axes, methods):
+    t = table[table.method == method]
+    for i, cycle in enumerate(sorted(set(t.cycle))):
+      c = t[t.cycle == cycle]
+      style = plots.line_style(i)
+      ax.plot(c.eps, 100 * c.matching_parent, markersize=3, color=style["color"],
+              marker="o", label=f"c{cycle} ({100 * c.prune_ratio.iloc[0]:.0f}%) vs parent")
+      ax.plot(c.eps, 100 * c.matching_independent, markersize=3, color=style["color"],
+              linestyle="--", marker="x")
+    if len(ref):
+      ax.plot(ref.eps, 100 * ref.matching_independent, color="black", linestyle=":",
+              label="dense vs independent dense")
+    ax.set_xlabel("ε (normalized input)")
+    ax.set_ylabel("labels equal (%)")
+    ax.set_title(f"{method.upper()}: noise similarity (003 Fig. 4); dashed: vs independent")
+    ax.legend(fontsize=6)
+  return plots.to_png(fig)
+
+
+PCT, PTS = "pct", "pct_pts"
+
+
+def sections(measures):
+  """{"prune-retrain": inner HTML} when the run has prune-retrain cycles, else {}."""
+  from tf_forget.report import html  # pylint: disable=g-import-not-at-top
+  curve = measures.tables.get("prune_retrain_curve")
+  if curve is None or curve.empty:
+    return {}
+  summary = measures.tables.get("prune_retrain_summary")
+  potential = measures.tables.get("prune_retrain_potential")
+  excess_t = measures.tables.get("prune_retrain_excess")
+  sim = measures.tables.get("prune_retrain_similarity")
+  parts = ["<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
+           "retrained cycle after cycle (003 Algorithm 1, SPEC §6.5): WT removes the smallest "
+           "|θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
+           "filters, their bias and the BatchNorm γ/β behind them). prune_ratio: zeros among "
+           "the prunable kernels of the exported networks. Prune potential (003 Definition 1): "
+           "the largest prune ratio whose top-1 error stays within 0.5 points of the parent's "
+           "on the same distribution; train = nominal test data, test = the corrupted and "
+           "published splits (average and minimum over them), mean ± SD over parents; diff = "
+           "test − train (003 Table 2).</p>"]
+  numbers = ""
+  if summary is not None and not summary.empty:
+    numbers += html.table(summary, {c: PCT for c in summary.columns
+                                    if c.startswith(("train", "test_a", "test_m", "diff"))}
+                          | {"parents": "int", "test_distributions": "int"})
+  parts.append(html.pair(curves(curve), "prune-accuracy curves per distribution", numbers,
+                         stacked=True))
+  if potential is not None and not potential.empty:
+    parts.append("<h3>Prune potential per distribution</h3>" + html.table(
+        potential, {"prune_potential": PCT, "prune_potential_sd": PCT, "parents": "int"},
+        max_rows=80))
+  if excess_t is not None and not excess_t.empty:
+    parts.append("<h3>Excess error (003 Definition 2)</h3><p class=\"lead\">e = mean error "
+                 "over the test distribution − nominal error; ê − e: the pruned network's "
+                 "minus its parent's, mean ± SD over parents.</p>" + html.pair(
+                     excess(excess_t), "excess error over the parent", html.table(
+                         excess_t, {"prune_ratio": PCT, "excess_error": PCT,
+                                    "parent_excess_error": PCT, "excess_vs_parent": PCT,
+                                    "excess_vs_parent_sd": PCT, "parents": "int",
+                                    "test_distributions": "int", "cycle": "int"})))
+  if sim is not None and not sim.empty:
+    parts.append("<h3>Noise similarity to the parent (003 §4.1)</h3><p class=\"lead\">Share "
+                 "of equal labels on the same noisy inputs: each pruned member against its own "
+                 "parent (the dense member its chain of parent links starts from) and against "
+                 "an independently trained dense member (k+1 mod K).</p>" + html.pair(
+                     similarity(sim), "noise similarity to the parent", html.table(
+                         sim, {"prune_ratio": PCT, "matching_parent": PCT,
+                               "matching_independent": PCT, "pairs": "int", "cycle": "int"},
+                         max_rows=60), stacked=True))
+  notes = measures.notes.get("prune_retrain")
+  if notes:
+    parts.append(html.skipped(notes))
+  return {"prune-retrain": "".join(parts)}

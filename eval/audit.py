@@ -5,6 +5,8 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit -- --dataset=celeb_a  # the paper's protocol (needs the tfds data)
   bazel run //eval:audit -- --plan --dataset=imagenet2012  # its cost plan (no data needed)
   bazel run //eval:audit -- --pruning=oneshot --ratios=2,4,10,20,50  # 002: prune after training
+  bazel run //eval:audit -- --dataset=cifar10 --robustness=published  # CIFAR-10-C, CIFAR-10.1
+  bazel run //eval:audit -- --pruning=iterative --methods=wt,ft      # 003: prune-retrain cycles
 
 Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
 """
@@ -39,11 +41,13 @@ _VARIANTS = flags.DEFINE_list("variants", None,
                               "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
 _SPARSITIES = flags.DEFINE_list("sparsities", None,
                                 "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
-_PRUNING = flags.DEFINE_enum(
-    "pruning", "gradual", ["gradual", "oneshot", "both"],
-    "gradual = pruning during training (000, the preset's or --sparsities levels); oneshot = "
-    "dense members pruned after training by --algorithms to --ratios and fine-tuned (002); "
-    "both.")
+PRUNING_KINDS = ("gradual", "oneshot", "iterative", "both")
+_PRUNING = flags.DEFINE_list(
+    "pruning", ["gradual"],
+    "Comma-separated: gradual = pruning during training (000, the preset's or --sparsities "
+    "levels); oneshot = dense members pruned after training by --algorithms to --ratios and "
+    "fine-tuned (002); iterative = dense members pruned and retrained cycle after cycle by "
+    "--methods (003 Algorithm 1); both = gradual,oneshot.")
 _RATIOS = flags.DEFINE_list("ratios", ["2", "4", "10", "20", "50"],
                             "One-shot compression ratios r > 1 (weights before / after; 002).")
 _ALGORITHMS = flags.DEFINE_list("algorithms", ["mp", "gp", "up", "rp"],
@@ -63,6 +67,21 @@ _RATIO_OVER = flags.DEFINE_enum("ratio_over", None, ["prunable", "all"],
 _UP_FORMULA = flags.DEFINE_enum("up_formula", None, ["code", "derivation"],
                                 "UP score: the authors' code (default) or 002's derivation "
                                 "line read literally (SPEC §6.1).")
+_METHODS = flags.DEFINE_list("methods", ["wt", "ft"],
+                             "Iterative prune-retrain methods: wt weight thresholding (global "
+                             "|w|), ft filter thresholding (per-layer filter L1 norm; 003).")
+_CYCLES = flags.DEFINE_integer("cycles", None,
+                               "Prune-retrain cycles (default: the preset's; digits 6, paper "
+                               "presets the released 23).", lower_bound=1)
+_KEEP_ALPHA = flags.DEFINE_float("keep_alpha", None,
+                                 "Constant keep fraction per cycle instead of the released "
+                                 "sequence (keep alpha^n after n cycles; SPEC §6.5).")
+_WARMUP_EPOCHS = flags.DEFINE_float("warmup_epochs", None,
+                                    "Linear LR warm-up epochs of each retraining (003: 5).",
+                                    lower_bound=0)
+_RETRAIN_STEPS = flags.DEFINE_integer("retrain_steps", None,
+                                      "Steps of each retraining (default: the preset's full "
+                                      "schedule, as 003).", lower_bound=1)
 _QUANT = flags.DEFINE_list("quantizations", None,
                            "Post-training formats of dense members (default: SPEC §2.3).")
 _PRUNED_QUANT = flags.DEFINE_list("pruned_quantizations", None,
@@ -71,6 +90,11 @@ _PRUNED_QUANT = flags.DEFINE_list("pruned_quantizations", None,
 _CORRUPTIONS = flags.DEFINE_list("corruptions", None,
                                  "Corruptions to evaluate (default: all 19; 'none': none).")
 _SEVERITIES = flags.DEFINE_list("severities", None, "Corruption severities (1-5).")
+_ROBUSTNESS = flags.DEFINE_enum(
+    "robustness", "generated", ["generated", "published"],
+    "generated = corrupt the eval split here (tf_forget/corruptions); published = read the "
+    "data set's published suites instead (cifar10: CIFAR-10-C + CIFAR-10.1; imagenet2012: tfds' "
+    "imagenet2012_corrupted + ImageNet-A, 000 Table 8), from --data_dir.")
 _NOISE = flags.DEFINE_list("noise_levels", None,
                            "l-inf noise levels ε on the normalized input, ascending, e.g. "
                            "0,0.1,0.2 (default: SPEC §6.7 grid, thinned for digits; 'none': "
@@ -139,6 +163,21 @@ def _check_algorithms(values):
   return bool(values) and all(v in ("mp", "gp", "up", "rp") for v in values)
 
 
+@flags.validator("pruning", "pruning must be among " + ", ".join(PRUNING_KINDS))
+def _check_pruning(values):
+  return bool(values) and all(v in PRUNING_KINDS for v in values)
+
+
+@flags.validator("methods", "methods must be among wt, ft")
+def _check_methods(values):
+  return bool(values) and all(v in ("wt", "ft") for v in values)
+
+
+@flags.validator("keep_alpha", "keep_alpha must be in (0, 1)")
+def _check_keep_alpha(value):
+  return value is None or 0.0 < value < 1.0
+
+
 @flags.validator("severities", "severities must be integers 1-5")
 def _check_severities(values):
   return values is None or all(v.isdigit() and 1 <= int(v) <= 5 for v in values)
@@ -179,12 +218,21 @@ def main(argv):
   variants = _VARIANTS.value
   if _SPARSITIES.value:
     variants = (variants or ["dense"]) + [f"prune_{float(t):g}" for t in _SPARSITIES.value]
-  oneshot = []
-  if _PRUNING.value != "gradual":
+  kinds = set(_PRUNING.value)
+  if "both" in kinds:
+    kinds |= {"gradual", "oneshot"}
+  oneshot, methods = [], []
+  if "oneshot" in kinds:
     oneshot = [v.name for v in names.oneshot_variants(
         _ALGORITHMS.value, [float(r) for r in _RATIOS.value])]
-    if _PRUNING.value == "oneshot" and variants is None:
-      variants = ["dense"]
+  if "iterative" in kinds:
+    methods = list(dict.fromkeys(_METHODS.value))
+  if "gradual" not in kinds and variants is None:
+    variants = ["dense"]
+  iterative_overrides = {
+      "cycles": _CYCLES.value, "alpha": _KEEP_ALPHA.value,
+      "warmup_epochs": _WARMUP_EPOCHS.value, "retrain_steps": _RETRAIN_STEPS.value}
+  iterative_overrides = {k: v for k, v in iterative_overrides.items() if v is not None}
   oneshot_overrides = {
       "phases": _FINETUNE.value, "grad_batches": _GRAD_BATCHES.value,
       "exclude_classifier": _EXCLUDE_CLASSIFIER.value, "ratio_over": _RATIO_OVER.value,
@@ -202,8 +250,10 @@ def main(argv):
       dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
       oneshot_variants=oneshot, oneshot_overrides=oneshot_overrides or None,
+      iterative_methods=methods, iterative_overrides=iterative_overrides or None,
       quantizations=_QUANT.value, pruned_quantizations=pruned_quant, corruptions=corruptions,
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
+      robustness=_ROBUSTNESS.value,
       noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,
       steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,

@@ -104,7 +104,8 @@ def run_audit(config, log=print):
   log(f"== 5/6 report  [{time.time() - t_start:.0f} s]")
   report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset,
                                      variants=plain_variants,
-                                     splits=[dataset.spec.eval_split] + corrupted)
+                                     splits=[dataset.spec.eval_split] + corrupted
+                                     + list(p.extra_splits))
 
   log(f"== 6/6 deployment bundle  [{time.time() - t_start:.0f} s]")
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates,

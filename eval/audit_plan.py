@@ -25,9 +25,11 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import iterative_protocol
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import protocol as prune_protocol
 from tf_forget.train import population
@@ -36,6 +38,7 @@ from tflite_export import formats
 
 AUDIT_SCHEMA = "tf_forget.audit/1"
 EXECUTORS = ("inline", "local", "ray")
+ROBUSTNESS = ("generated", "published")
 
 
 class AuditError(errors.Error):
@@ -58,12 +61,21 @@ class AuditConfig:
     oneshot_variants: one-shot variants added to `variants` (or to the preset's).
     oneshot_overrides: fields of the one-shot protocol to replace (`tf_forget.prune.protocol`:
       phases, grad_batches, exclude_classifier, ratio_over, up_formula, ...).
+    iterative_methods: iterative prune-retrain algorithms ("wt", "ft"; 003 Algorithm 1): every
+      cycle of the iterative protocol of each is added to the variants (`iter_<alg>_c<n>`).
+    iterative_overrides: options of the iterative protocol (`tf_forget.prune.
+      iterative_protocol.get`: cycles, alpha, warmup_epochs, retrain_steps, exclude_classifier).
     quantizations: post-training formats of the dense members (default: the protocol's,
       SPEC §2.3; `tf_forget.data.protocols`).
     pruned_quantizations: formats of the pruned members besides float32 (default: the
       protocol's, () = float32 only, SPEC §1.1).
     corruptions: corruption names, () for none (default: the protocol's: all 19, CelebA none).
     severities: corruption severities (default: the protocol's: 1-5, digits 3).
+    robustness: "generated" (corrupt the eval split, `tf_forget.corruptions.cache`) or
+      "published" (the data set's published suites, `tf_forget.corruptions.published`: the
+      corrupted splits of the same names read from e.g. CIFAR-10-C, plus its published test
+      sets, e.g. CIFAR-10.1, ImageNet-A; SPEC §3.6). Recorded in the identity only when
+      "published", so run directories made before the option keep theirs.
     noise_levels: l-inf noise levels ε, () for none (default: the protocol's, SPEC §6.7).
     noise_draws: noise draws per example and level (default: the protocol's, 100; digits 10).
     noise_examples: examples evaluated under noise, at most (default: the protocol's, 1000).
@@ -92,10 +104,13 @@ class AuditConfig:
   variants: Optional[Sequence[str]] = None
   oneshot_variants: Sequence[str] = ()
   oneshot_overrides: Optional[Mapping[str, object]] = None
+  iterative_methods: Sequence[str] = ()
+  iterative_overrides: Optional[Mapping[str, object]] = None
   quantizations: Optional[Sequence[str]] = None
   pruned_quantizations: Optional[Sequence[str]] = None
   corruptions: Optional[Sequence[str]] = None
   severities: Optional[Sequence[int]] = None
+  robustness: str = "generated"
   noise_levels: Optional[Sequence[float]] = None
   noise_draws: Optional[int] = None
   noise_examples: Optional[int] = None
@@ -117,7 +132,10 @@ class AuditConfig:
     d = dataclasses.asdict(self)
     d["gates"] = dataclasses.asdict(self.gates)
     d["preset_overrides"] = dict(self.preset_overrides or {})
+    if d["robustness"] == "generated":  # the default: report.json's config as before the option
+      del d["robustness"]
     d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
+    d["iterative_overrides"] = dict(self.iterative_overrides or {})
     return d
 
 
@@ -173,6 +191,11 @@ class Plan:
       protocol's first n members, SPEC §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
     oneshot_protocol: their `tf_forget.prune.protocol.OneshotProtocol`, or None.
+    robustness: "generated" or "published" (`AuditConfig.robustness`).
+    published: the data set's `protocols.Published` when "published", else None.
+    extra_splits: the published test sets evaluated besides `corrupted` (`cifar10_1`).
+    iterative: iterative prune-retrain variant names (`iter_<alg>_c<n>`, every cycle).
+    iterative_protocol: their `tf_forget.prune.iterative_protocol.IterativeProtocol`, or None.
   """
   population: object
   quantizations: tuple
@@ -184,30 +207,55 @@ class Plan:
   robustness_members: tuple = ()
   oneshot: tuple = ()
   oneshot_protocol: object = None
+  robustness: str = "generated"
+  published: object = None
+  extra_splits: tuple = ()
+  iterative: tuple = ()
+  iterative_protocol: object = None
 
   @property
   def variants(self):
-    """Every member variant: the trained ones, then the one-shot ones."""
-    return tuple(self.population.variants) + tuple(self.oneshot)
+    """Every member variant: the trained ones, then the one-shot, then the iterative ones."""
+    return tuple(self.population.variants) + tuple(self.oneshot) + tuple(self.iterative)
 
 
 def _split_variants(config, preset_name):
-  """(trained variants or None for the preset's, one-shot variants, one-shot protocol)."""
-  trained, oneshot = None, []
+  """(trained variants or None for the preset's, one-shot variants, one-shot protocol,
+  iterative variants, iterative protocol)."""
+  trained, oneshot, iterative = None, [], []
   if config.variants is not None:
-    trained, oneshot = prune_population.split_variants(config.variants)
-  extra_trained, extra = prune_population.split_variants(config.oneshot_variants or ())
-  if extra_trained:
-    raise AuditError(f"not one-shot variants: {', '.join(extra_trained)}")
+    trained, oneshot, iterative = prune_population.split_variants(config.variants)
+  extra_trained, extra, extra_iterative = prune_population.split_variants(
+      config.oneshot_variants or ())
+  if extra_trained or extra_iterative:
+    raise AuditError(f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
   oneshot = list(dict.fromkeys(oneshot + extra))
-  if not oneshot:
-    if config.oneshot_overrides:
-      raise AuditError("one-shot options given but no one-shot variant asked for")
-    return trained, (), None
-  if trained is not None and names.DENSE not in trained:
+  proto = None
+  if oneshot:
+    proto = prune_protocol.get(preset_name, **dict(config.oneshot_overrides or {}))
+  elif config.oneshot_overrides:
+    raise AuditError("one-shot options given but no one-shot variant asked for")
+  iterative, iter_proto = _iterative(config, preset_name, iterative)
+  if (oneshot or iterative) and trained is not None and names.DENSE not in trained:
     trained = [names.DENSE] + trained
-  proto = prune_protocol.get(preset_name, **dict(config.oneshot_overrides or {}))
-  return trained, tuple(oneshot), proto
+  return trained, tuple(oneshot), proto, iterative, iter_proto
+
+
+def _iterative(config, preset_name, named):
+  """(iterative variants: every cycle of each method plus the named ones, their protocol)."""
+  for method in config.iterative_methods:
+    if method not in names.ITERATIVE_ALGORITHMS:
+      raise AuditError(f"unknown iterative pruning method {method!r} (known: "
+                       f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
+  if not (named or config.iterative_methods):
+    if config.iterative_overrides:
+      raise AuditError("prune-retrain options given but no iterative method asked for")
+    return (), None
+  proto = iterative_protocol.get(preset_name, **dict(config.iterative_overrides or {}))
+  variants = [v.name for v in names.iterative_variants(config.iterative_methods, proto.cycles)]
+  for name in named:
+    proto.keep_ratio(names.parse_trained(name).cycle)  # a cycle beyond the protocol: error
+  return tuple(dict.fromkeys(variants + list(named))), proto
 
 
 def plan(config, check_data=True):
@@ -232,7 +280,8 @@ def plan(config, check_data=True):
                      "image_size": list(config.image_size) if config.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   preset_name = config.preset or protocol.preset
-  trained, oneshot, oneshot_protocol = _split_variants(config, preset_name)
+  trained, oneshot, oneshot_protocol, iterative, iter_protocol = _split_variants(
+      config, preset_name)
   pop = population.make_config(
       config.out, preset_name, dataset=config.dataset,
       model=config.model, variants=trained, members=config.members,
@@ -251,17 +300,31 @@ def plan(config, check_data=True):
   deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
   encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
   corrupted = _corruption_splits(config)
+  if config.robustness not in ROBUSTNESS:
+    raise AuditError(f"robustness must be one of {', '.join(ROBUSTNESS)}, got "
+                     f"{config.robustness!r}")
+  published = (published_lib.suites_for(config.dataset) if config.robustness == "published"
+               else None)
   noise = _noise_protocol(config)
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   if check_data:
     dataset.take(dataset.spec.eval_split, 1)
-  if oneshot and pop.preset.mixed_precision:
-    raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: one-shot pruning "
-                     "needs float32 parents")
+  extra = ()
+  if published is not None:  # every split maps to a loader of the right shape; readable
+    extra = tuple(x.name for x in published.extra)
+    suite = published_lib.PublishedSuite(dataset, published_lib.split_names(published,
+                                                                             corrupted))
+    if check_data:
+      suite.check_readable()
+  if (oneshot or iterative) and pop.preset.mixed_precision:
+    raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
+                     "training needs float32 parents")
   return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
               dataset, robustness_members=robustness_members(protocol, pop.members),
-              oneshot=oneshot, oneshot_protocol=oneshot_protocol)
+              oneshot=oneshot, oneshot_protocol=oneshot_protocol, robustness=config.robustness,
+              published=published, extra_splits=extra, iterative=iterative,
+              iterative_protocol=iter_protocol)
 
 
 def robustness_members(protocol, members):
@@ -277,13 +340,17 @@ def audit_identity(config, p):
   Recorded: dataset and its options (data_dir, image_size), the preset name and its full
   parameters after overrides (steps, batch size, ...), model, members, trained variants,
   quantizations, pruned_quantizations, encodings, corrupted splits (corruptions x severities),
-  the noise protocol and the population seed. Not recorded, since they only affect the
+  the noise protocol and the population seed; with `robustness="published"` (only then, so
+  that directories made before the option keep their identity) the published suites. Not
+  recorded, since they only affect the
   bundle, the gates or timings and are recomputed on every run: gates, deploy_members,
   deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
   max_latency_ratio and num_threads.
   """
   pop = p.population
   oneshot = ({"oneshot_protocol": p.oneshot_protocol.to_json()} if p.oneshot else {})
+  if p.iterative:
+    oneshot["iterative_protocol"] = p.iterative_protocol.to_json()
   return json.loads(json.dumps({
       "dataset": pop.dataset,
       "dataset_options": dict(pop.dataset_options),
@@ -298,6 +365,9 @@ def audit_identity(config, p):
       "encodings": list(p.encodings),
       "corruptions": list(p.corrupted),
       "noise": p.noise.to_json() if p.noise is not None else None,
+      **({"robustness": {"source": "published", "corrupted_suite": p.published.corrupted,
+                         "extra_splits": {x.name: x.suite for x in p.published.extra}}}
+         if p.published is not None else {}),
       "population_seed": int(pop.population_seed),
   }))
 
@@ -368,15 +438,22 @@ def plan_report(config, unit_costs=None, workers=None):
     n_train = protocol.split_sizes.get("train", 0)
     finetune_images = p.oneshot_protocol.epochs * (
         n_train - -(-n_train // p.oneshot_protocol.validation_every))
+  retrain_images = 0
+  if p.iterative:
+    retrain_images = (p.iterative_protocol.retrain_steps or pop.preset.steps) * \
+        pop.preset.batch_size
   inputs = costs.PlanInputs(
       dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),
       members=pop.members, dense_variants=n_dense,
       pruned_variants=len(p.variants) - n_dense, oneshot_variants=len(p.oneshot),
       finetune_images=finetune_images,
+      retrain_variants=len(p.iterative), retrain_images=retrain_images,
       steps=pop.preset.steps, batch_size=pop.preset.batch_size,
       quantizations=p.quantizations, pruned_quantizations=p.pruned_quantizations,
       sparse="sparse" in p.encodings, corrupted_splits=len(p.corrupted),
       robustness_members=len(p.robustness_members),
+      published=p.published is not None,
+      published_examples=sum(x.examples for x in p.published.extra) if p.published else 0,
       noise_eps=tuple(p.noise.eps) if p.noise is not None else (),
       noise_draws=p.noise.draws if p.noise is not None else 0,
       noise_examples=p.noise.examples if p.noise is not None else 0,

@@ -27,6 +27,7 @@ from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.executor import base as executor_base
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import population as prune_population
+from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import member as member_lib
 from tf_forget.train import population
 from tflite_export import export as export_lib
@@ -96,6 +97,31 @@ def prune(executor, pop, variants, protocol, log=print):
                       **tasks.member_kwargs(cfg.member)))
   log(f"  {len(configs) - len(todo)} of {len(configs)} one-shot members already made")
   return executor.run(todo, stage="prune", log=log) if todo else {}
+
+
+def retrain(executor, pop, variants, protocol, log=print):
+  """Makes every prune-retrain cycle of `variants` that is not current, one wave per cycle.
+
+  Cycle n of member k needs cycle n − 1 of member k, so the tasks run in waves: every (method,
+  k) of cycle 1, then of cycle 2, ...; within a wave they run in parallel.
+  """
+  configs = prune_population.iterative_configs(pop, variants, protocol)
+  results, made = {}, 0
+  for cycle in sorted({c.variant.cycle for c in configs}):
+    todo = []
+    for cfg in (c for c in configs if c.variant.cycle == cycle):
+      if not _stale(lambda c=cfg: retrain_lib.status(pop.run_dir, c),
+                    f"members {cfg.member.variant}/{cfg.member.k}", log):
+        continue
+      todo.append(_task(f"retrain {cfg.member.variant}/{cfg.member.k}", "retrain_member",
+                        cost=cfg.retrain_steps() * pop.preset.batch_size,
+                        num_gpus=_gpus(executor), run_dir=pop.run_dir,
+                        protocol=protocol.to_json(), **tasks.member_kwargs(cfg.member)))
+    made += len(todo)
+    if todo:
+      results.update(executor.run(todo, stage=f"retrain cycle {cycle}", log=log))
+  log(f"  {len(configs) - made} of {len(configs)} prune-retrain cycles already made")
+  return results
 
 
 def _stale(status_fn, what, log):
@@ -172,7 +198,8 @@ def _keras_stale(run_dir, member_variant, k, split, split_id, log):
 
 
 def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variants,
-                 corrupted, cache_dir, noise, robustness_members, num_threads, log=print):
+                 corrupted, cache_dir, noise, robustness_members, num_threads, log=print,
+                 published=()):
   """Makes every predictions file the audit evaluates, through the executor.
 
   First round: each member's files on the clean split, each member's Keras predictions,
@@ -187,6 +214,9 @@ def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variant
     corrupted: corrupted split names; cache_dir: the corruption cache.
     noise: a `NoiseProtocol` or None.
     robustness_members: k's evaluated on corrupted splits and noise.
+    published: published split names (`--robustness=published`, `tasks.evaluate_published`),
+      evaluated in the second round like corrupted splits (then `corrupted` is empty: nothing
+      is generated).
   """
   name, options = dataset.spec.name, dict(dataset.spec.options)
   common = {"run_dir": run_dir, "dataset": name, "dataset_options": options}
@@ -224,20 +254,26 @@ def evaluate_all(executor, run_dir, dataset, eval_split, variants, plain_variant
                            num_threads=num_threads, **common))
   if first:
     executor.run(first, stage="evaluate", log=log)
-  if not corrupted:
+  if not corrupted and not published:
     return
   # Robustness: (member, chunk of splits) tasks, about TASKS_PER_WORKER per worker.
-  _, _, split_ids = tasks.corrupted_suite(dataset, cache_dir, corrupted)
+  if published:
+    suite, _, split_ids = tasks.published_suite(dataset, list(published))
+    splits, kind, logits = list(published), "published", set(filter(suite.keeps_logits,
+                                                                     published))
+  else:
+    _, _, split_ids = tasks.corrupted_suite(dataset, cache_dir, corrupted)
+    splits, kind, logits = corrupted, "corrupted", set()
   per_member = max(1, math.ceil(workers * TASKS_PER_WORKER / max(1, len(robust))))
   second = []
   for (member_variant, k), metas in sorted(robust.items()):
-    for chunk in _chunks(corrupted, per_member):
+    for chunk in _chunks(splits, per_member):
       todo = [m["variant"] for m in metas if any(  # not short-circuited: every redo is said
-          [_predictions_stale(run_dir, m, s, split_ids[s], False, log) for s in chunk])]
+          [_predictions_stale(run_dir, m, s, split_ids[s], s in logits, log) for s in chunk])]
       if todo:
         second.append(_task(f"eval {member_variant}/{k} {chunk[0]}..{chunk[-1]}",
                             "evaluate_files", cost=len(todo) * len(chunk),
                             files=[[v, k] for v in todo], num_threads=num_threads,
-                            corrupted=chunk, cache_dir=cache_dir, **common))
+                            cache_dir=cache_dir, **{kind: chunk}, **common))
   if second:
     executor.run(second, stage="evaluate corruptions", log=log)

@@ -12,7 +12,10 @@ same: a task is a pure function of its arguments, and TensorFlow's threads come 
 environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
 
 Robustness (corrupted splits, l-inf noise) is evaluated on the plain-encoded files of the
-protocol's robustness members only (SPEC §1.5: the first 5 on ImageNet / CIFAR-10).
+protocol's robustness members only (SPEC §1.5: the first 5 on ImageNet / CIFAR-10). With
+`--robustness=published` the corrupted splits are read from the data set's published suite
+instead of generated, and its published test sets are added (`tasks.evaluate_published`,
+`tf_forget.corruptions.published`; SPEC §3.6).
 """
 
 import os
@@ -82,6 +85,11 @@ def make_predictions(config, p, executor, t_start, log):
     if executor is not None:
       parallel.prune(executor, pop, p.oneshot, p.oneshot_protocol, log=log)
     metas += prune_population.prune_population(pop, p.oneshot, p.oneshot_protocol, log=log)
+  if p.iterative:  # 003: prune-retrain cycles from each dense member (issue #17)
+    if executor is not None:
+      parallel.retrain(executor, pop, p.iterative, p.iterative_protocol, log=log)
+    metas += prune_population.retrain_population(pop, p.iterative, p.iterative_protocol,
+                                                 log=log)
   members = [(m["variant"], int(m["k"])) for m in metas]
 
   log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
@@ -108,15 +116,21 @@ def make_predictions(config, p, executor, t_start, log):
 
   log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
   cache_dir = os.path.join(config.out, "corruptions")
+  published = corrupted + list(p.extra_splits) if p.robustness == "published" else []
   if executor is not None:
     parallel.evaluate_all(executor, config.out, dataset, dataset.spec.eval_split, all_variants,
-                          plain_variants, corrupted, cache_dir, noise, robust,
-                          config.num_threads, log=log)
+                          plain_variants, [] if published else corrupted, cache_dir, noise,
+                          robust, config.num_threads, log=log, published=published)
   eval_population.evaluate_population(
       config.out, dataset=dataset, splits=[dataset.spec.eval_split], num_threads=config.num_threads,
       variants=all_variants, log=Progress(f"eval {dataset.spec.eval_split}", n_files, log),
       redo_log=redo)
-  if corrupted:
+  if published:
+    tasks.evaluate_published(
+        config.out, dataset, published, num_threads=config.num_threads,
+        variants=plain_variants, files=robust_files, redo_log=redo,
+        log=Progress("eval published", n_robust * len(published), log))
+  elif corrupted:
     corruption_cache.fill(dataset, dataset.spec.eval_split,
                           [corruption_registry.parse_split_name(s) for s in corrupted],
                           cache_dir, table=corruption_cache.resolve_table(dataset))

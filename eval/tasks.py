@@ -31,10 +31,13 @@ from tf_forget.artifacts import predictions
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import iterative_protocol
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import protocol as prune_protocol
+from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
 from tflite_export import export as export_lib
@@ -125,6 +128,34 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
           "test_accuracy": meta.get("test_accuracy")}
 
 
+def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
+                   model_options=None, population_seed=0):
+  """Makes (or resumes, or finds current) one prune-retrain cycle from its parent (issue #17).
+
+  Args:
+    protocol: the `IterativeProtocol.to_json()` dict; the other arguments as `train_member`.
+
+  Returns:
+    {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
+  """
+  try:
+    proto = iterative_protocol.IterativeProtocol.from_json(protocol)
+  except iterative_protocol.IterativeProtocolError as e:
+    raise TaskError(f"{e}: worker and driver versions differ") from e
+  cfg = retrain_lib.RetrainConfig(
+      member=member_lib.MemberConfig(
+          dataset=dataset, model=model, variant=variant, k=int(k),
+          preset=preset_from_json(preset), dataset_options=dict(dataset_options or {}),
+          model_options=dict(model_options or {}), population_seed=int(population_seed)),
+      protocol=proto)
+  try:
+    meta = retrain_lib.retrain_member(cfg, run_dir)
+  finally:
+    _clear_keras()
+  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
+          "test_accuracy": meta.get("test_accuracy")}
+
+
 def protocol_from_json(protocol_json):
   """The `OneshotProtocol` whose `to_json()` is `protocol_json`.
 
@@ -177,6 +208,43 @@ def corrupted_suite(dataset, cache_dir, splits):
   return suite, streams, ids
 
 
+def published_suite(dataset, splits):
+  """The `PublishedSuite`, stream callables and split identities of published splits.
+
+  `--robustness=published` (`tf_forget.corruptions.published`): shared by the driver and the
+  tasks as `corrupted_suite` is. A split's identity is its tfds builder's full name and version
+  with the loader options, so predictions made from another suite version are redone.
+
+  Returns:
+    (suite, {split: callable(batch_size)}, {split: identity}).
+  """
+  suite = published_lib.PublishedSuite(dataset, splits)
+  streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in splits}
+  return suite, streams, {s: suite.identity(s) for s in splits}
+
+
+def evaluate_published(run_dir, data, splits, **options):
+  """Evaluates `.tflite` files on published splits (`eval.population.evaluate_population`).
+
+  The corrupted splits are evaluated without logits, as the generated ones; the published test
+  sets (`cifar10_1`, `imagenet_a`) with logits, which ImageNet-A's optional 200-class mask
+  (SPEC §3.6) needs in the report.
+
+  Args:
+    data: the audited `base.Dataset`.
+    splits: published split names.
+    **options: `evaluate_population` keyword arguments (num_threads, files, variants, log,
+      redo_log, write_tables).
+  """
+  suite, streams, ids = published_suite(data, list(splits))
+  for with_logits in (False, True):
+    group = [s for s in splits if suite.keeps_logits(s) == with_logits]
+    if group:
+      eval_population.evaluate_population(
+          run_dir, dataset=data, split_batches={s: streams[s] for s in group}, split_ids=ids,
+          check_keras=False, save_logits=with_logits, **options)
+
+
 def corrupt_splits(dataset, dataset_options, splits, cache_dir):
   """Generates the cached corrupted versions of the eval split (`corruption_cache.fill`).
 
@@ -193,8 +261,8 @@ def corrupt_splits(dataset, dataset_options, splits, cache_dir):
 
 
 def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits=(),
-                   corrupted=(), cache_dir=None):
-  """Evaluates some `.tflite` files on clean and / or cached corrupted splits.
+                   corrupted=(), cache_dir=None, published=()):
+  """Evaluates some `.tflite` files on clean, cached corrupted and / or published splits.
 
   Writes predictions files only (the driver's final pass writes the agreement tables); clean
   splits keep logits, corrupted splits do not — as the driver's own pass asks, so that it
@@ -204,6 +272,7 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
     files: [(variant, k)].
     splits: registry split names (e.g. ["test"]).
     corrupted: corrupted split names (`glass_blur@3`), read from `cache_dir`.
+    published: published split names (`--robustness=published`; `evaluate_published`).
 
   Returns:
     {"files": number of files, "splits": number of splits}.
@@ -220,7 +289,10 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
                                         split_ids=ids, num_threads=num_threads,
                                         check_keras=False, save_logits=False, files=files,
                                         write_tables=False)
-  return {"files": len(files), "splits": len(splits) + len(corrupted)}
+  if published:
+    evaluate_published(run_dir, data, list(published), num_threads=num_threads, files=files,
+                       write_tables=False)
+  return {"files": len(files), "splits": len(splits) + len(corrupted) + len(published)}
 
 
 def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, split):

@@ -27,6 +27,13 @@ What the papers and SPEC settle:
 * l-inf noise (003 §4.1, SPEC §6.7): ε in linspace(0, 0.7, 15), 100 draws, 1000 examples; the
   scaled-down protocols use every second level and 10 draws (~1 min of the default audit).
   CelebA none: 004 reports on the clean test split only (issue #15: "CelebA: test split only").
+* published robustness suites (`--robustness=published`, `published`): CIFAR-10 -> the published
+  CIFAR-10-C (tfds `cifar10_corrupted`, Hendrycks & Dietterich 2019; 003 §5) as its
+  `<corruption>@<severity>` splits, plus CIFAR-10.1 (Recht et al. 2018; 003 Table 11) as split
+  `cifar10_1`; ImageNet -> tfds' `imagenet2012_corrupted` (tfds' *regeneration* of ImageNet-C
+  from the validation set, not the published files) plus ImageNet-A (000 Table 8, SPEC §3.6) as
+  split `imagenet_a`; the others none. Suites are named by their key in
+  `tf_forget.corruptions.tfds_suites.SUITES` (this module imports nothing of them).
 * split sizes and image shapes: what the loaders yield (tfds' published counts; digits from
   `tf_forget.data.digits`: 1,797 images, a balanced test split of 50 per class), so that a cost
   plan (`eval/costs.py`) works without the data on disk.
@@ -58,6 +65,37 @@ class ProtocolError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class PublishedSplit:
+  """A published test set evaluated as an extra split of the audit (SPEC §3.6).
+
+  Attributes:
+    name: the split name in predictions and the report (`imagenet_a`).
+    suite: its loader (`tf_forget.corruptions.tfds_suites.SUITES` key).
+    source_split: the loader's split read.
+    examples: its size (tfds' published count; for the cost plan).
+  """
+  name: str
+  suite: str
+  source_split: str = "test"
+  examples: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+  """The published robustness suites of a data set (`--robustness=published`).
+
+  Attributes:
+    corrupted: the suite whose `<corruption>@<severity>` splits replace the generated ones
+      (same split names, same example order as the eval split).
+    extra: published test sets evaluated besides them.
+    note: a line the report and docs repeat (e.g. that a suite is a regeneration).
+  """
+  corrupted: str
+  extra: Tuple[PublishedSplit, ...] = ()
+  note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class Protocol:
   """The audit protocol of one data set (plain data).
 
@@ -76,6 +114,7 @@ class Protocol:
     eval_split: the split the audit reports on.
     split_sizes: examples per split, as the loader yields them.
     image_shape: (H, W, C) of the model input at the default options.
+    published: the published robustness suites (`Published`), or None.
   """
   dataset: str
   preset: str
@@ -90,6 +129,7 @@ class Protocol:
   eval_split: str = "test"
   split_sizes: Mapping[str, int] = dataclasses.field(default_factory=dict)
   image_shape: Tuple[int, int, int] = (32, 32, 3)
+  published: Optional[Published] = None
 
   def eval_size(self):
     """Examples of the eval split."""
@@ -107,6 +147,16 @@ def _scaled_down(dataset, split_sizes, image_shape):
 _DIGITS_SPLITS = {"train": 1297, "test": 500}
 _CIFAR_SPLITS = {"train": 50_000, "test": 10_000}
 _MNIST_SPLITS = {"train": 60_000, "test": 10_000}
+# CIFAR-10-C: 10,000 test images per (corruption, severity), in test order; CIFAR-10.1 v6: 2,000.
+CIFAR10_PUBLISHED = Published(
+    corrupted="cifar10_corrupted", extra=(PublishedSplit("cifar10_1", "cifar10_1", "test", 2000),))
+# tfds' imagenet2012_corrupted: 50,000 validation images per (corruption, severity) at 224x224;
+# ImageNet-A: 7,500 images, 1000-way labels.
+IMAGENET_PUBLISHED = Published(
+    corrupted="imagenet2012_corrupted",
+    extra=(PublishedSplit("imagenet_a", "imagenet_a", "test", 7500),),
+    note="corrupted splits from tfds' imagenet2012_corrupted: tfds' regeneration of ImageNet-C "
+         "from the validation set, not the published ImageNet-C files")
 
 PROTOCOLS = {
     "digits": _scaled_down("digits", _DIGITS_SPLITS, (8, 8, 1)),
@@ -119,12 +169,13 @@ PROTOCOLS = {
         corruptions=(), noise_eps=(), split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
         image_shape=(218, 178, 3)),
     "cifar10": Protocol(dataset="cifar10", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
-                        image_shape=(32, 32, 3)),
+                        image_shape=(32, 32, 3), published=CIFAR10_PUBLISHED),
     "cifar100": Protocol(dataset="cifar100", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
                          image_shape=(32, 32, 3)),
     "imagenet2012": Protocol(
         dataset="imagenet2012", preset="imagenet_paper", eval_split="validation",
-        split_sizes={"train": 1_281_167, "validation": 50_000}, image_shape=(224, 224, 3)),
+        split_sizes={"train": 1_281_167, "validation": 50_000}, image_shape=(224, 224, 3),
+        published=IMAGENET_PUBLISHED),
 }
 
 
@@ -144,3 +195,8 @@ def get(dataset):
     raise ProtocolError(f"unknown data set {dataset!r}: no protocol (known: "
                         f"{', '.join(sorted(PROTOCOLS))})")
   return PROTOCOLS[dataset]
+
+
+def published_splits():
+  """{split name: `PublishedSplit`} of every protocol's published test sets (`imagenet_a`, ...)."""
+  return {x.name: x for p in PROTOCOLS.values() if p.published for x in p.published.extra}

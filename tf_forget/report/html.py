@@ -33,6 +33,14 @@ SECTIONS = (
     ("notes", "Notes"),
 )
 
+# Sections shown only when their measure applies (`sections.build` returns them then):
+# (id, title, the section they follow). A run without them renders exactly as before.
+OPTIONAL_SECTIONS = (
+    ("published", "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1", "robustness"),
+    ("prune-retrain", "9b. Prune-retrain: how far each parent prunes, per distribution (003)",
+     "recall-study"),
+)
+
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;
 max-width:1250px;padding:16px 24px;color:#222;background:#fff;line-height:1.4}
@@ -167,7 +175,8 @@ def page(title, intro_rows, sections):
   Args:
     title: page title (escaped here).
     intro_rows: list of (label, value) pairs shown under the title (escaped here).
-    sections: dict section id -> inner HTML (already escaped), for the ids of `SECTIONS`.
+    sections: dict section id -> inner HTML (already escaped), for the ids of `SECTIONS`
+      and those of `OPTIONAL_SECTIONS` that apply (the others are left out).
 
   Returns:
     str, the whole document.
@@ -177,10 +186,14 @@ def page(title, intro_rows, sections):
          f"<h1>{esc(title)}</h1><table>"]
   out += [f"<tr><th class=\"t\">{esc(k)}</th><td class=\"t\">{esc(v)}</td></tr>"
           for k, v in intro_rows]
-  out.append("</table><nav><p>")
-  out.append(" · ".join(f"<a href=\"#{sid}\">{esc(name)}</a>" for sid, name in SECTIONS))
-  out.append("</p></nav>")
+  layout = []
   for sid, name in SECTIONS:
+    layout.append((sid, name))
+    layout += [(o, n) for o, n, after in OPTIONAL_SECTIONS if after == sid and o in sections]
+  out.append("</table><nav><p>")
+  out.append(" · ".join(f"<a href=\"#{sid}\">{esc(name)}</a>" for sid, name in layout))
+  out.append("</p></nav>")
+  for sid, name in layout:
     out.append(f"<section id=\"{sid}\"><h2>{esc(name)}</h2>{sections.get(sid, '')}</section>")
   out.append("</body></html>\n")
   return "".join(out)

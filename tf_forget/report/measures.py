@@ -12,6 +12,8 @@ here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
 * subgroups (004 Tables 3-5; SPEC §4.2-4.3) and over-indexing (004 Figure 2; SPEC §4.4), only
   with protected attributes — see `groups`;
 * robustness per corruption (000 Table 3; SPEC §3.6) — see `groups`;
+* published test sets: ImageNet-A (000 Table 8; SPEC §3.6, optional 200-class mask) and
+  CIFAR-10.1 — see `published` (only when such a split was evaluated);
 * recall-distortion slope α with a 99% CI (002 §5-6; SPEC §5.2-5.3).
 
 Measures that pair members (eq. 3, Taxicab, α) pair them as `Run.pairing` says
@@ -31,6 +33,7 @@ import pandas as pd
 
 from tf_forget.report import collect
 from tf_forget.report import groups
+from tf_forget.report import published
 from tf_forget.report import recall_study
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
@@ -228,7 +231,7 @@ def alpha_measures(run, variant, confidence=0.99):
 
 def compute(run, seed=0, alpha=0.05, center="member", correction=None,
             percentiles=cie.PERCENTILES, over_indexing_percentile=80, subgroup_members=10,
-            sample_size=None, confidence=0.99):
+            sample_size=None, confidence=0.99, imagenet_a_mask=False):
   """Computes every measure that applies to `run`.
 
   Args:
@@ -241,6 +244,8 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     subgroup_members: members averaged in subgroup tables (SPEC §1.5: first 10).
     sample_size: optional PIE / non-PIE sample size (SPEC §3.5; default the full subsets).
     confidence: CI level of α (002: 0.99).
+    imagenet_a_mask: 000 Table 8 also with the argmax over ImageNet-A's 200 classes
+      (Hendrycks' protocol; SPEC §3.6: 1000-way by default).
 
   Returns:
     `Measures`.
@@ -318,6 +323,11 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     notes.setdefault(key, []).extend(n)
   for variant, w in worst.items():
     variants[variant]["worst_subgroup"] = w
+  pub_tables, pub_notes, pub_settings = published.compute(run, imagenet_a_mask)
+  tables.update(pub_tables)
+  notes.setdefault("published", []).extend(pub_notes)
+  if pub_settings is not None:  # only then: a run without published splits keeps its settings
+    config["published"] = pub_settings
   tables["overview"] = overview_table(variants)
   return Measures(tables=tables, variants=variants, cie=cies,
                   notes={k: v for k, v in notes.items() if v}, config=config, study=study)

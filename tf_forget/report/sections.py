@@ -5,6 +5,8 @@
 """
 
 from tf_forget.report import html
+from tf_forget.report import prune_retrain_plots
+from tf_forget.report import published
 from tf_forget.report import plots
 from tf_forget.report import recall_study_plots
 
@@ -281,5 +283,6 @@ def build(measures, gallery, protected, extra_notes=()):
           "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
           "robustness": _robustness(measures), "noise": _noise(measures),
           "deployment": _deployment(measures), "recall-distortion": _alpha(measures),
-          "recall-study": _recall_study(measures),
+          "recall-study": _recall_study(measures), **published.sections(measures),
+          **prune_retrain_plots.sections(measures),
           "gallery": gal, "notes": _notes(measures, extra_notes)}

@@ -29,6 +29,7 @@ from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
+from tf_forget.report import prune_retrain
 from tf_forget.report import sections
 
 SCHEMA_VERSION = "tf_forget.report/1"
@@ -144,6 +145,10 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   m.tables.update(noise_tables)
   m.notes.setdefault("noise", []).extend(noise_notes)
   m.config["noise"] = noise_protocol
+  study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
+  if study is not None:  # 003's prune-retrain study (issue #17)
+    m.tables.update(study.tables)
+    m.notes.setdefault("prune_retrain", []).extend(study.notes)
   deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
   m.tables.update(deploy_tables)
   m.notes.setdefault("deployment", []).extend(deploy_notes)

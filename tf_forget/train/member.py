@@ -200,7 +200,7 @@ def _build_model(config, dataset, mixed=False):
   return model, optimizer, variant
 
 
-def _rng_states(model):
+def rng_states(model):
   """{name: tf.random.Generator} of the model's random layers (Dropout, ...), for checkpoints.
 
   tf_keras does not track these generators as checkpoint dependencies of the layers.
@@ -216,7 +216,7 @@ def _rng_states(model):
   return states
 
 
-class _Checkpointer(keras2.keras().callbacks.Callback):
+class Checkpointer(keras2.keras().callbacks.Callback):
   """Saves a checkpoint at the end of every chunk ("epoch") of `checkpoint_every` steps."""
 
   def __init__(self, manager, on_chunk=None):
@@ -263,7 +263,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                               f"checkpoint_every={preset.checkpoint_every}")
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
   # Dropout etc. draw from per-layer tf.random.Generators (tf_keras' "stateful" RNG), whose
-  # states are checkpointed with the model (`_rng_states`): a resumed member sees the same
+  # states are checkpointed with the model (`rng_states`): a resumed member sees the same
   # dropout masks as an uninterrupted one.
   keras.backend.experimental.enable_tf_random_generator()
   keras.utils.set_random_seed(config.seed)
@@ -271,18 +271,18 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   model, optimizer, variant = _build(config, dataset)
 
   ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_rng_states(model))
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **rng_states(model))
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1)
   start_chunk = 0
   if manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint).expect_partial()
     start_chunk = int(manager.latest_checkpoint.rsplit("-", 1)[1])
   chunks = preset.steps // preset.checkpoint_every
-  wall_before = _read_wall(ckpt_dir)
+  wall_before = read_wall(ckpt_dir)
   t0 = time.time()
 
   def on_chunk(chunk, logs):
-    _write_wall(ckpt_dir, wall_before + time.time() - t0)
+    write_wall(ckpt_dir, wall_before + time.time() - t0)
     if log:
       log(f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
           f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}")
@@ -290,7 +290,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   stream = inputs.train_stream(dataset, preset, config.seed,
                                start_step=start_chunk * preset.checkpoint_every)
   end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
-  cbs = [_Checkpointer(manager, on_chunk)]
+  cbs = [Checkpointer(manager, on_chunk)]
   if variant.pruned:
     cbs = pruning.callbacks() + cbs
   if start_chunk < end_chunk:
@@ -372,7 +372,7 @@ def save_model(model, path):
   return sha
 
 
-def _read_wall(ckpt_dir):
+def read_wall(ckpt_dir):
   path = os.path.join(ckpt_dir, "wall_time.json")
   try:
     return float(fileio.read_json(path)["seconds"]) if fileio.exists(path) else 0.0
@@ -380,7 +380,7 @@ def _read_wall(ckpt_dir):
     return 0.0  # a torn wall-time record only loses the time statistic
 
 
-def _write_wall(ckpt_dir, seconds):
+def write_wall(ckpt_dir, seconds):
   fileio.write_json(os.path.join(ckpt_dir, "wall_time.json"), {"seconds": seconds})
 
 

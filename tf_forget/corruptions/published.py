@@ -141,6 +141,7 @@ class PublishedSuite:
     return loader.batches(source, batch_size)
 
   def num_examples(self, split):
+    """The size of `split` (tfds metadata, or its records counted)."""
     loader, source = self.loader(split)
     return loader.num_examples(source)
 

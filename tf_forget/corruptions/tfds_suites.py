@@ -54,6 +54,7 @@ class _Suite(tfds_sets.TfdsDataset):
     return self.TFDS_NAME
 
   def _tfds_builder(self, split):
+    """The tfds builder of `split` (prepared first if `download`), made once per name."""
     builders = getattr(self, "_builders", None)
     if builders is None:
       builders = self._builders = {}
@@ -67,6 +68,7 @@ class _Suite(tfds_sets.TfdsDataset):
     return builders[name]
 
   def _raw(self, split, decode_image=True):
+    """The split as tfds yields it (fixed order); `DataError` naming the builder if unprepared."""
     self.check_split(split)
     builder = self._tfds_builder(split)
     decoders = None if decode_image else {"image": tfds_sets.tfds.decode.SkipDecoding()}
@@ -84,6 +86,7 @@ class _Suite(tfds_sets.TfdsDataset):
     self._raw(split, decode_image=False)
 
   def num_examples(self, split):
+    """The split's size from tfds metadata; without metadata, its records counted undecoded."""
     self.check_split(split)
     info = self._tfds_builder(split).info
     try:
@@ -94,6 +97,7 @@ class _Suite(tfds_sets.TfdsDataset):
         tf.constant(0, tf.int64), lambda total, _: total + 1))
 
   def decode_record(self, record):
+    """Raises `DataError`: a published suite is a test set, never trained on."""
     raise base.DataError(f"{self.NAME!r} is a test suite: it has no training records")
 
   def identity(self, split):

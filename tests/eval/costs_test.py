@@ -31,7 +31,8 @@ def test_counts_by_hand():
   c = costs.counts(SMALL)
   # train: 2 variants x 3 members = 6 members, 10 steps x 4 = 40 images each.
   assert c["train"] == {"members": 6, "images_per_member": 40, "images": 240,
-                        "oneshot_members": 0, "finetune_images_per_member": 0}
+                        "oneshot_members": 0, "finetune_images_per_member": 0,
+                        "retrain_members": 0, "retrain_images_per_member": 0}
   # export: dense 3 x (1 + 2) = 9; pruned 3 x 1 (float32 only) x 2 (sparse twin) = 6.
   assert c["export"]["conversions"] == 15 and c["export"]["plain_files"] == 12
   assert c["export"]["by_format"] == {"float32": 3 + 6, "float16": 3, "full_int8": 3}
@@ -129,7 +130,22 @@ def test_oneshot_members_cost_their_fine_tuning():
                           finetune_images=500)
   c = costs.counts(p)
   assert c["train"] == {"members": 9, "images_per_member": 40, "images": 3 * 40 + 6 * 500,
-                        "oneshot_members": 6, "finetune_images_per_member": 500}
+                        "oneshot_members": 6, "finetune_images_per_member": 500,
+                        "retrain_members": 0, "retrain_images_per_member": 0}
   assert c["export"]["plain_files"] == 3 * 3 + 6
   text = costs.format_plan(p, c)
   assert "3 members x 40 images" in text and "6 one-shot fine-tunings x 500 images" in text
+
+
+def test_prune_retrain_cycles_are_counted_as_retrainings():
+  # 2 dense members + 2 cycles x 2 members, each cycle retrained on 20 steps x 4 images = 80:
+  # trained images 2 x 40 (10 steps x 4) + 4 x 80 = 400 (issue #17).
+  p = costs.PlanInputs(dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=2,
+                       dense_variants=1, pruned_variants=2, retrain_variants=2,
+                       retrain_images=80, steps=10, batch_size=4, quantizations=(),
+                       pruned_quantizations=(), sparse=False, corrupted_splits=0,
+                       robustness_members=2, noise_eps=(), noise_draws=0, noise_examples=0,
+                       eval_size=10)
+  c = costs.counts(p)["train"]
+  assert (c["members"], c["retrain_members"], c["images"]) == (6, 4, 400)
+  assert "4 prune-retrain cycles x 80 images" in costs.format_plan(p, costs.counts(p))

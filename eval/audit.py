@@ -7,6 +7,7 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit -- --pruning=oneshot --ratios=2,4,10,20,50  # 002: prune after training
   bazel run //eval:audit -- --dataset=cifar10 --robustness=published  # CIFAR-10-C, CIFAR-10.1
   bazel run //eval:audit -- --pruning=iterative --methods=wt,ft      # 003: prune-retrain cycles
+  bazel run //eval:audit -- --pruning=iterative --robust_training    # 003 §6: robust (re)training
 
 Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
 """
@@ -22,6 +23,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
+from tf_forget.corruptions import robust_training
 
 GATE_FAILED = 3
 
@@ -95,6 +97,12 @@ _ROBUSTNESS = flags.DEFINE_enum(
     "generated = corrupt the eval split here (tf_forget/corruptions); published = read the "
     "data set's published suites instead (cifar10: CIFAR-10-C + CIFAR-10.1; imagenet2012: tfds' "
     "imagenet2012_corrupted + ImageNet-A, 000 Table 8), from --data_dir.")
+_ROBUST_TRAINING = flags.DEFINE_bool(
+    "robust_training", False,
+    "003 §6 / SPEC §6.8: train and retrain with one corruption per image drawn uniformly from "
+    f"{', '.join(robust_training.ROBUST_TRAIN_CORRUPTIONS)} at severity 3; evaluate (unless "
+    f"--corruptions) {', '.join(robust_training.ROBUST_TEST_CORRUPTIONS)} at --severities "
+    "(default 3).")
 _NOISE = flags.DEFINE_list("noise_levels", None,
                            "l-inf noise levels ε on the normalized input, ascending, e.g. "
                            "0,0.1,0.2 (default: SPEC §6.7 grid, thinned for digits; 'none': "
@@ -253,7 +261,7 @@ def main(argv):
       iterative_methods=methods, iterative_overrides=iterative_overrides or None,
       quantizations=_QUANT.value, pruned_quantizations=pruned_quant, corruptions=corruptions,
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
-      robustness=_ROBUSTNESS.value,
+      robustness=_ROBUSTNESS.value, robust_training=_ROBUST_TRAINING.value,
       noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,
       steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,

@@ -27,6 +27,7 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import robust_training as robust_lib
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.prune import iterative_protocol
@@ -90,6 +91,11 @@ class AuditConfig:
     max_latency_ratio: the sparse / plain latency bound of "auto".
     num_threads: TFLite interpreter threads.
     preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
+    robust_training: 003 §6 / SPEC §6.8: train (and retrain) with one of
+      `robust_training.ROBUST_TRAIN_CORRUPTIONS` drawn per image at severity 3 (the preset's
+      `train_corruptions`, unless `preset_overrides` names them), and, unless `corruptions` is
+      given, evaluate the test distribution's `ROBUST_TEST_CORRUPTIONS` at `severities` (default
+      3). Recorded in `to_json` only when True; the identity records the preset's corruptions.
     executor: "inline" (every stage in this process, one after another), "local" (a process
       pool of `workers`) or "ray" (Ray core tasks at `ray_address`; None starts a local Ray).
       Not part of the run's identity: every executor makes the same bytes (issue #15).
@@ -127,6 +133,7 @@ class AuditConfig:
   executor: str = "inline"
   workers: Optional[int] = None
   ray_address: Optional[str] = None
+  robust_training: bool = False
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -134,6 +141,8 @@ class AuditConfig:
     d["preset_overrides"] = dict(self.preset_overrides or {})
     if d["robustness"] == "generated":  # the default: report.json's config as before the option
       del d["robustness"]
+    if not d["robust_training"]:  # the default: report.json's config as before the option
+      del d["robust_training"]
     d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
     d["iterative_overrides"] = dict(self.iterative_overrides or {})
     return d
@@ -153,12 +162,23 @@ def _corruption_splits(config):
   """Corrupted split names (corruptions x severities; defaults: the protocol's)."""
   protocol = _protocol(config.dataset)
   names = config.corruptions if config.corruptions is not None else protocol.corruptions
-  names = tuple(corruption_registry.CORRUPTIONS) if names is None else tuple(names)
   severities = tuple(config.severities or protocol.severities)
+  if config.robust_training and config.corruptions is None:  # SPEC §6.8's test distribution
+    names = robust_lib.ROBUST_TEST_CORRUPTIONS
+    severities = tuple(config.severities or (robust_lib.ROBUST_SEVERITY,))
+  names = tuple(corruption_registry.CORRUPTIONS) if names is None else tuple(names)
   for name in names:
     for severity in severities:
       corruption_registry.check(name, severity)
   return [corruption_registry.split_name(n, s) for n in names for s in severities]
+
+
+def _preset_overrides(config):
+  """The preset overrides: `preset_overrides`, `steps`, robust training's corruptions."""
+  overrides = dict(config.preset_overrides or {}, steps=config.steps)
+  if config.robust_training:
+    overrides.setdefault("train_corruptions", robust_lib.ROBUST_TRAIN_CORRUPTIONS)
+  return overrides
 
 
 def _noise_protocol(config):
@@ -287,7 +307,7 @@ def plan(config, check_data=True):
       model=config.model, variants=trained, members=config.members,
       dataset_options=dataset_options,
       population_seed=config.population_seed,
-      **dict(config.preset_overrides or {}, steps=config.steps))
+      **_preset_overrides(config))
   if pop.members < 2:
     raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   quantizations = tuple(config.quantizations if config.quantizations is not None

@@ -20,6 +20,7 @@ executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
 """
 
 import dataclasses
+import json
 
 from eval import batched
 from eval import noise as noise_eval
@@ -47,8 +48,19 @@ class TaskError(errors.Error):
   """A task's arguments do not describe what the driver meant (one line)."""
 
 
+def _as_json(value):
+  """`value` after a JSON round trip (tuples become lists)."""
+  return json.loads(json.dumps(value))
+
+
 def preset_from_json(preset_json):
   """The `presets.Preset` whose `to_json()` is `preset_json` (a member's recorded protocol).
+
+  Args:
+    preset_json: `Preset.to_json()`, as it is or read back from JSON (lists for tuples).
+
+  Returns:
+    The `presets.Preset` (tuple fields, e.g. `train_corruptions`, as tuples).
 
   Raises:
     TaskError: the dict does not round-trip (a field this version does not know).
@@ -61,7 +73,8 @@ def preset_from_json(preset_json):
             for k, v in preset_json.items() if k in fields}
   values["model_options"] = tuple(sorted(dict(preset_json.get("model_options") or {}).items()))
   preset = presets.Preset(**values)
-  if preset.to_json() != preset_json:
+  # Compared as JSON: a dict read from JSON holds lists where `to_json` holds tuples.
+  if _as_json(preset.to_json()) != _as_json(preset_json):
     raise TaskError(f"preset {preset_json.get('name')!r} does not round-trip through JSON")
   return preset
 

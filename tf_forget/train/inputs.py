@@ -12,9 +12,22 @@ sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the fi
 (in parallel, deterministic order) and batched. A resume therefore reads but never decodes the
 skipped batches; the numbering happens before the skip, so a record's augmentation seed is the
 same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places the batches.
+
+Robust training (003 §6, appendix E.1; SPEC §6.8): with a preset's `train_corruptions`, each
+decoded uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
+`train_corruption_severity`, then augmented. The draw and the corruption's randomness are a pure
+function of (member seed, stream position) (`tf_forget.corruptions.robust_training.draw`), so
+resumes see the same corrupted batches. Throughput: benchmarks/robust_stream_bench.py. The corruptions are the pure-numpy image functions of
+`tf_forget.corruptions` (the one package of the eval side's suite the train stage imports; it
+imports no TensorFlow), run through `tf.numpy_function` once per batch of decoded images in the
+parallel, deterministic map. Since that map calls Python, an iterator of a robust stream must
+not outlive the interpreter (drop it before exit; `model.fit`'s iterator ends with `fit`): at
+interpreter shutdown its prefetching threads can block on the GIL and hang the exit.
 """
 
 import tensorflow as tf
+
+from tf_forget.corruptions import robust_training
 
 AUGMENTATIONS = ("none", "shift", "crop_flip")
 
@@ -46,13 +59,39 @@ def _augment_fn(augmentation, shift_pixels, image_shape):
   raise ValueError(f"unknown augmentation {augmentation!r} (known: {', '.join(AUGMENTATIONS)})")
 
 
+def _corrupt_fn(corruptions, severity, seed):
+  """Returns f(positions int64 [n], images uint8 [n, H, W, C]) -> each with its drawn corruption.
+
+  None without `corruptions` (the plain stream's graph is unchanged).
+
+  Raises:
+    robust_training.CorruptionError: an unknown / repeated name or a bad severity.
+  """
+  corruptions = tuple(corruptions or ())
+  if not corruptions:
+    return None
+  robust_training.check(corruptions, severity)
+  severity, seed = int(severity), int(seed)
+
+  def corrupt_numpy(positions, images):
+    return robust_training.corrupt_batch(images, positions, corruptions, severity, seed)
+
+  def corrupt(positions, images):
+    out = tf.numpy_function(corrupt_numpy, [positions, images], tf.uint8, stateful=False)
+    out.set_shape(images.shape)
+    return out
+
+  return corrupt
+
+
 def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples=None,
                  batch_size=None):
   """The batched, infinite training stream of a member.
 
   Args:
     dataset: a `tf_forget.data.base.Dataset`.
-    preset: a `presets.Preset` (batch size, augmentation).
+    preset: a `presets.Preset` (batch size, augmentation, robust training's
+      `train_corruptions` and `train_corruption_severity`, SPEC §6.8).
     seed: the member's seed.
     start_step: batches to skip (resume).
     records: optional subset of the train split's records (`dataset.train_records("train")`
@@ -62,6 +101,9 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
 
   Returns:
     A `tf.data.Dataset` of (images float32 `[B, H, W, C]`, labels int64 `[B]`).
+
+  Raises:
+    ValueError: fewer examples than a batch; an unknown augmentation or train corruption.
   """
   batch_size = int(batch_size or preset.batch_size)
   n = dataset.num_examples("train") if records is None else int(num_examples)
@@ -69,6 +111,7 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
     raise ValueError(f"train split of {dataset.spec.name!r} has {n} examples, fewer than "
                      f"batch_size={batch_size}")
   augment = _augment_fn(preset.augmentation, preset.shift_pixels, dataset.spec.image_shape)
+  corrupt = _corrupt_fn(preset.train_corruptions, preset.train_corruption_severity, seed)
   ds = dataset.train_records("train") if records is None else records
   if n <= 200_000 and dataset.spec.image_shape[0] * dataset.spec.image_shape[1] <= 64 * 64:
     ds = ds.cache()
@@ -84,7 +127,21 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
     image, label = dataset.decode_record(record)
     return augment(i + offset, image), label
 
-  ds = ds.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  def decode(i, record):
+    image, label = dataset.decode_record(record)
+    return i, image, label
+
+  parallel = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if corrupt is None:
+    ds = ds.map(decode_and_augment, **parallel)
+  else:
+    # Robust training: the decoded images are corrupted a batch at a time (one Python call per
+    # batch, images that draw the same corruption in one `registry.apply`: measured ~3x faster
+    # than one call per image; the same pixels, every image has its own seed), then augmented.
+    ds = ds.map(decode, **parallel).batch(batch_size)
+    ds = ds.map(lambda i, images, labels: (i, corrupt(i, images), labels), **parallel)
+    ds = ds.unbatch().map(lambda i, image, label: (augment(i + offset, image), label),
+                          **parallel)
   ds = ds.batch(batch_size, drop_remainder=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -36,6 +36,7 @@ Which preset a data set gets by default is part of its protocol (`tf_forget.data
 import dataclasses
 from typing import Optional, Tuple
 
+from tf_forget.corruptions import robust_training
 from tf_forget.data import protocols
 
 # Sparsity levels (SPEC §2.3) and the trained variants per data set.
@@ -77,6 +78,12 @@ class Preset:
     warmup_steps: linear LR warm-up from 0 over the first `warmup_steps` steps, then the
       step-decay schedule (`tf_forget.train.schedule`; 003 appendix B.1). `to_json` records it
       only when not 0.
+    train_corruptions: robust training (003 §6, appendix E.1; SPEC §6.8): per training image
+      one of these corruption names ("none": the clean image) drawn uniformly, on the fly
+      (`tf_forget.train.inputs`); () trains on clean images. `to_json` records it only when
+      not empty (and the severity only then or when not 3). SPEC §6.8's list:
+      `robust_training.ROBUST_TRAIN_CORRUPTIONS`.
+    train_corruption_severity: their severity (1..5; SPEC §6.8: 3).
   """
   name: str
   dataset: str
@@ -101,6 +108,8 @@ class Preset:
   mixed_precision: bool = False
   nesterov: bool = True
   warmup_steps: int = 0
+  train_corruptions: Tuple[str, ...] = ()
+  train_corruption_severity: int = robust_training.ROBUST_SEVERITY
 
   def pruning_schedule(self):
     """(begin_step, end_step, frequency) in optimiser steps (SPEC §2.2)."""
@@ -126,6 +135,10 @@ class Preset:
       del d["nesterov"]
     if not self.warmup_steps:
       del d["warmup_steps"]
+    if not self.train_corruptions:
+      del d["train_corruptions"]
+      if self.train_corruption_severity == robust_training.ROBUST_SEVERITY:
+        del d["train_corruption_severity"]
     d["pruning_schedule"] = dict(zip(("begin_step", "end_step", "frequency"),
                                      self.pruning_schedule()))
     return d
@@ -278,6 +291,8 @@ def get(name, **overrides):
   for key in overrides:
     if key not in fields:
       raise PresetError(f"preset has no field {key!r}")
+  if "train_corruptions" in overrides:
+    overrides["train_corruptions"] = tuple(overrides["train_corruptions"])
   preset = dataclasses.replace(preset, **overrides)
   if preset.steps < 1 or preset.batch_size < 1:
     raise PresetError(f"steps and batch_size must be >= 1, got {preset.steps}, "
@@ -285,6 +300,11 @@ def get(name, **overrides):
   if not 0 <= preset.warmup_steps <= preset.steps:
     raise PresetError(f"warmup_steps must be in [0, steps={preset.steps}], got "
                       f"{preset.warmup_steps}")
+  if preset.train_corruptions:
+    try:
+      robust_training.check(preset.train_corruptions, preset.train_corruption_severity)
+    except robust_training.CorruptionError as e:
+      raise PresetError(f"preset {preset.name!r}: {e}") from e
   begin, end, frequency = preset.pruning_schedule()
   if not 0 <= begin < end <= preset.steps or frequency < 1:
     raise PresetError(f"pruning schedule begin={begin}, end={end}, frequency={frequency} "

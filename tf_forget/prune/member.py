@@ -39,7 +39,6 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
-from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
@@ -308,33 +307,19 @@ def prune_member(config, run_dir, log=None):
   test_acc = float(model.evaluate(test_stream, verbose=0)[1])
   fileio.makedirs(directory)
   model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
-  metadata = {
-      "schema": member_lib.SCHEMA,
-      "dataset": member.dataset,
-      "dataset_options": dict(dataset.spec.options),
-      "model": member.model,
-      "model_options": dict(member.model_options),
-      "variant": variant.name,
-      "k": int(member.k),
-      "seed": int(member.seed),
-      "population_seed": int(member.population_seed),
-      "preset": preset.to_json(),
-      "precision_policy": "float32",
-      "gpus": gpu.describe(),
-      "steps": steps,
-      "resumed_from_step": 0,
-      "sparsity": report,
-      "train_accuracy": train_acc,
-      "test_accuracy": test_acc,
-      "eval_split": dataset.spec.eval_split,
-      "wall_time_s": round(time.time() - t0, 3),
-      "versions": member_lib.versions(),
-      "machine": cpu_kernels.describe(),
-      "parent": {"variant": variant.parent, "k": int(member.k),
-                 "model_sha256": parent_meta["model_sha256"],
-                 "weights_sha256": parent_weights,
-                 "test_accuracy": parent_meta.get("test_accuracy")},
-      "pruning": {
+  metadata = member_lib.derived_metadata(
+      member, dataset,
+      steps=steps,
+      resumed_from_step=0,
+      sparsity=report,
+      train_accuracy=train_acc,
+      test_accuracy=test_acc,
+      wall_time_s=round(time.time() - t0, 3),
+      parent={"variant": variant.parent, "k": int(member.k),
+             "model_sha256": parent_meta["model_sha256"],
+             "weights_sha256": parent_weights,
+             "test_accuracy": parent_meta.get("test_accuracy")},
+      pruning={
           "method": names.ONESHOT, "algorithm": variant.algorithm,
           "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
           "compression": comp.to_json(), "ratio_over": proto.ratio_over,
@@ -356,8 +341,7 @@ def prune_member(config, run_dir, log=None):
                        "validation_data_loss": [round(x, 6) for x in best.losses],
                        "best_epoch": int(best.best_epoch)},
       },
-      "model_sha256": model_sha256,
-      "inputs": config.inputs(parent_meta["model_sha256"]),
-  }
+      model_sha256=model_sha256,
+      inputs=config.inputs(parent_meta["model_sha256"]))
   fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
   return member_lib.read_metadata(directory)

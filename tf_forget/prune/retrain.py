@@ -42,7 +42,6 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
-from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
@@ -261,32 +260,18 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
                 target_over="prunable", meets_target=True, global_threshold=variant.algorithm == "wt")
   filters = ({name: [int(m.sum()), int(m.size)] for name, m in masks.items()}
              if variant.algorithm == "ft" else None)
-  metadata = {
-      "schema": member_lib.SCHEMA,
-      "dataset": member.dataset,
-      "dataset_options": dict(dataset.spec.options),
-      "model": member.model,
-      "model_options": dict(member.model_options),
-      "variant": variant.name,
-      "k": int(member.k),
-      "seed": int(member.seed),
-      "population_seed": int(member.population_seed),
-      "preset": preset.to_json(),
-      "precision_policy": "float32",
-      "gpus": gpu.describe(),
-      "steps": done_steps,
-      "resumed_from_step": int(start_chunk * chunk),
-      "sparsity": report,
-      "train_accuracy": train_acc,
-      "test_accuracy": test_acc,
-      "eval_split": dataset.spec.eval_split,
-      "wall_time_s": round(wall_before + time.time() - t0, 3),
-      "versions": member_lib.versions(),
-      "machine": cpu_kernels.describe(),
-      "parent": {"variant": variant.parent, "k": int(member.k),
-                 "model_sha256": parent_meta["model_sha256"],
-                 "test_accuracy": parent_meta.get("test_accuracy")},
-      "pruning": {
+  metadata = member_lib.derived_metadata(
+      member, dataset,
+      steps=done_steps,
+      resumed_from_step=int(start_chunk * chunk),
+      sparsity=report,
+      train_accuracy=train_acc,
+      test_accuracy=test_acc,
+      wall_time_s=round(wall_before + time.time() - t0, 3),
+      parent={"variant": variant.parent, "k": int(member.k),
+             "model_sha256": parent_meta["model_sha256"],
+             "test_accuracy": parent_meta.get("test_accuracy")},
+      pruning={
           "method": names.ITERATIVE, "algorithm": variant.algorithm, "cycle": variant.cycle,
           "keep_ratio": float(config.keep_ratio),
           "kept_weights": int(kept_weights), "prunable_weights": int(total),
@@ -297,9 +282,8 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
           "retrain": {"protocol": proto.to_json(), "steps": steps, "warmup_steps": warmup,
                       "train_examples": int(n_train)},
       },
-      "model_sha256": model_sha256,
-      "inputs": config.inputs(parent_meta["model_sha256"]),
-  }
+      model_sha256=model_sha256,
+      inputs=config.inputs(parent_meta["model_sha256"]))
   fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
   fileio.rmtree(ckpt_dir)
   return member_lib.read_metadata(directory)

@@ -345,6 +345,25 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   return read_metadata(directory)
 
 
+def derived_metadata(config, dataset, **fields):
+  """The member-schema metadata of a member made from another one (pruned after training).
+
+  The keys every member shares — schema, data set and options, model and options, variant, k,
+  seed, preset, precision policy (float32), GPUs, eval split, versions, machine — from
+  `config` (a `MemberConfig`) and `dataset`, plus `fields` (steps, sparsity, accuracies,
+  parent, pruning, model_sha256, inputs, ...).
+  """
+  return {
+      "schema": SCHEMA, "dataset": config.dataset,
+      "dataset_options": dict(dataset.spec.options), "model": config.model,
+      "model_options": dict(config.model_options), "variant": config.variant,
+      "k": int(config.k), "seed": int(config.seed),
+      "population_seed": int(config.population_seed), "preset": config.preset.to_json(),
+      "precision_policy": "float32", "gpus": gpu.describe(),
+      "eval_split": dataset.spec.eval_split, "versions": versions(),
+      "machine": cpu_kernels.describe(), **fields}
+
+
 def save_model(model, path):
   """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name).
 

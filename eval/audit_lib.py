@@ -44,6 +44,7 @@ import os
 import time
 
 from eval import audit_plan
+from eval import run_identity
 from eval import deploy
 from eval import encodings as encodings_lib
 from eval import stages
@@ -59,8 +60,8 @@ AuditConfig = audit_plan.AuditConfig
 AuditError = audit_plan.AuditError
 plan = audit_plan.plan
 plan_report = audit_plan.plan_report
-audit_identity = audit_plan.audit_identity
-check_audit_file = audit_plan.check_audit_file
+audit_identity = run_identity.audit_identity
+check_audit_file = run_identity.check_audit_file
 robustness_members = audit_plan.robustness_members
 AUDIT_SCHEMA = audit_plan.AUDIT_SCHEMA
 EXECUTORS = audit_plan.EXECUTORS

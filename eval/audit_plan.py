@@ -4,8 +4,7 @@ written (`eval/audit_lib.py` runs it).
 * `AuditConfig`: what to audit (the flags of `eval/audit.py`).
 * `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
   formats, corruptions, noise protocol) without writing and returns a `Plan`.
-* `audit_identity`: the config fields that determine the artifacts (`<out>/audit.json`);
-  `check_audit_file` refuses a run directory made with another config, naming the fields.
+* what a run directory was made with (`<out>/audit.json`) is `eval.run_identity`'s.
 * `plan_report`: what an audit will cost (counts per stage, `eval/costs.py`), with no data on disk.
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
@@ -14,15 +13,12 @@ preset, post-training formats, corruptions and severities, robustness members, n
 """
 
 import dataclasses
-import json
 import os
 from typing import Mapping, Optional, Sequence
 
 from eval import costs
 from eval import deploy
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import published as published_lib
@@ -352,83 +348,6 @@ def robustness_members(protocol, members):
   n = members if protocol.robustness_members is None else min(protocol.robustness_members,
                                                                members)
   return tuple(range(n))
-
-
-def audit_identity(config, p):
-  """The config fields that determine the artifacts of a run directory (`<out>/audit.json`).
-
-  Recorded: dataset and its options (data_dir, image_size), the preset name and its full
-  parameters after overrides (steps, batch size, ...), model, members, trained variants,
-  quantizations, pruned_quantizations, encodings, corrupted splits (corruptions x severities),
-  the noise protocol and the population seed; with `robustness="published"` (only then, so
-  that directories made before the option keep their identity) the published suites. Not
-  recorded, since they only affect the
-  bundle, the gates or timings and are recomputed on every run: gates, deploy_members,
-  deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
-  max_latency_ratio and num_threads.
-  """
-  pop = p.population
-  oneshot = ({"oneshot_protocol": p.oneshot_protocol.to_json()} if p.oneshot else {})
-  if p.iterative:
-    oneshot["iterative_protocol"] = p.iterative_protocol.to_json()
-  return json.loads(json.dumps({
-      "dataset": pop.dataset,
-      "dataset_options": dict(pop.dataset_options),
-      "preset": pop.preset.name,
-      "preset_params": pop.preset.to_json(),
-      "model": pop.model,
-      "members": int(pop.members),
-      "variants": list(p.variants),
-      **oneshot,
-      "quantizations": list(p.quantizations),
-      "pruned_quantizations": list(p.pruned_quantizations),
-      "encodings": list(p.encodings),
-      "corruptions": list(p.corrupted),
-      "noise": p.noise.to_json() if p.noise is not None else None,
-      **({"robustness": {"source": "published", "corrupted_suite": p.published.corrupted,
-                         "extra_splits": {x.name: x.suite for x in p.published.extra}}}
-         if p.published is not None else {}),
-      "population_seed": int(pop.population_seed),
-  }))
-
-
-def _differences(old, new):
-  """[(field, old value, new value)], dict fields compared one level down (`preset_params.steps`)."""
-  out = []
-  for key, value in new.items():
-    before = old.get(key)
-    if before == value:
-      continue
-    if isinstance(before, dict) and isinstance(value, dict):
-      out.extend((f"{key}.{sub}", before.get(sub), value.get(sub))
-                 for sub in sorted(set(before) | set(value)) if before.get(sub) != value.get(sub))
-    else:
-      out.append((key, before, value))
-  return out
-
-
-def check_audit_file(out, identity):
-  """Raises `AuditError` if `<out>/audit.json` records another config (reads only).
-
-  Returns:
-    True if an equal audit.json exists, False if there is none.
-  """
-  path = layout.audit_file(out)
-  if not fileio.exists(path):
-    return False
-  try:
-    old = fileio.read_json(path, "audit config")
-  except errors.ReadError as e:
-    raise AuditError(f"{e}: use another --out or remove it") from e
-  if not isinstance(old, dict) or old.get("schema") != AUDIT_SCHEMA:
-    raise AuditError(f"{path} is not a {AUDIT_SCHEMA} file: use another --out or remove it")
-  diffs = _differences(old.get("config") or {}, identity)
-  if diffs:
-    was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
-    asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)
-    raise AuditError(f"{out} was made with {was}; this run asks {asks}: use another --out or "
-                     "remove it")
-  return True
 
 
 def plan_report(config, unit_costs=None, workers=None):

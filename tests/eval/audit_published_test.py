@@ -14,6 +14,7 @@ import tensorflow_datasets as tfds
 from eval import audit
 from eval import audit_lib
 from eval import audit_plan
+from eval import run_identity
 from eval import tasks
 from tests import binary_main
 from tf_forget.artifacts import errors
@@ -56,7 +57,7 @@ def test_plan_published_on_cifar10(tmp_path):
     p = audit_plan.plan(_config(tmp_path))
   assert p.robustness == "published" and p.corrupted == tuple(SPLITS)
   assert p.extra_splits == ("cifar10_1",) and p.published.corrupted == "cifar10_corrupted"
-  identity = audit_plan.audit_identity(_config(tmp_path), p)
+  identity = run_identity.audit_identity(_config(tmp_path), p)
   assert identity["robustness"] == {"source": "published", "corrupted_suite": "cifar10_corrupted",
                                     "extra_splits": {"cifar10_1": "cifar10_1"}}
   assert identity["corruptions"] == SPLITS
@@ -65,7 +66,7 @@ def test_plan_published_on_cifar10(tmp_path):
   generated = _config(tmp_path, robustness="generated")
   g = audit_plan.plan(generated, check_data=False)
   assert g.published is None and g.extra_splits == ()
-  assert "robustness" not in audit_plan.audit_identity(generated, g)
+  assert "robustness" not in run_identity.audit_identity(generated, g)
   assert "robustness" not in generated.to_json()
 
 

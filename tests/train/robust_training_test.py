@@ -10,6 +10,7 @@ import pytest
 
 from eval import audit
 from eval import audit_plan
+from eval import run_identity
 from eval import tasks
 from tests import import_check
 from tf_forget.corruptions import robust_training
@@ -171,7 +172,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   assert p.population.preset.train_corruptions == ROBUST
   assert p.population.preset.train_corruption_severity == 3
   assert p.corrupted == tuple(f"{c}@3" for c in robust_training.ROBUST_TEST_CORRUPTIONS)
-  assert audit_plan.audit_identity(config, p)["preset_params"]["train_corruptions"] == list(
+  assert run_identity.audit_identity(config, p)["preset_params"]["train_corruptions"] == list(
       ROBUST)
   assert config.to_json()["robust_training"] is True
   given = audit_plan.plan(dataclasses.replace(config, corruptions=["fog"], severities=[2]),
@@ -181,7 +182,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   plain = audit_plan.plan(plain_config, check_data=False)
   assert plain.population.preset.train_corruptions == ()
   assert "robust_training" not in plain_config.to_json()
-  assert "train_corruptions" not in audit_plan.audit_identity(plain_config, plain)[
+  assert "train_corruptions" not in run_identity.audit_identity(plain_config, plain)[
       "preset_params"]
   assert not (tmp_path / "run").exists()
 

@@ -1,7 +1,9 @@
-"""plots and gallery thumbnails: PNG bytes, deterministic, no software / date metadata."""
+"""plots and gallery thumbnails: PNG bytes at 2x, deterministic, no software / date metadata;
+legible from 2 to 30 variants (issue #18)."""
 
 import io
 
+from matplotlib import text as mpl_text
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,9 +13,22 @@ from tests.report import fake_run
 from tf_forget.report import collect
 from tf_forget.report import gallery
 from tf_forget.report import measures
+from tf_forget.report import palette
 from tf_forget.report import plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PX = plots.DPI * plots.SCALE  # pixels per inch of every PNG
+VARIANTS = ["dense", "float16", "dynamic_int8", "full_int8", "float32+sparse", "prune_0.5",
+            "prune_0.5+float16", "prune_0.7", "prune_0.8", "prune_0.9", "prune_0.9+full_int8",
+            "prune_0.9+sparse", "prune_0.9+full_int8+sparse", "prune_0.95", "oneshot_mp_r2",
+            "oneshot_mp_r4", "oneshot_mp_r10", "oneshot_up_r2", "oneshot_up_r4",
+            "oneshot_up_r10", "oneshot_up_r10+full_int8", "oneshot_gp_r10", "oneshot_rp_r10",
+            "iter_wt_c1", "iter_wt_c2", "iter_wt_c3", "iter_wt_c4", "iter_ft_c1", "iter_ft_c2",
+            "iter_ft_c3"]
+CORRUPTIONS = ["gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur",
+               "motion_blur", "zoom_blur", "snow", "frost", "fog", "brightness", "contrast",
+               "elastic_transform", "pixelate", "jpeg_compression", "speckle_noise",
+               "gaussian_blur", "spatter", "saturate"]
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +37,37 @@ def biased(tmp_path_factory):
   fake_run.make_biased_run(run_dir, members=3)
   run = collect.load_run(run_dir)
   return run, measures.compute(run)
+
+
+def _size(png):
+  with Image.open(io.BytesIO(png)) as im:
+    return im.size
+
+
+def _synthetic(n, seed=0):
+  """Tables of the report with the first n of `VARIANTS` (values drawn at random)."""
+  rng = np.random.default_rng(seed)
+  vs = VARIANTS[:n]
+  top = pd.DataFrame([{"variant": v, "metric": m, "mean": a, "min": a - .01, "max": a + .01}
+                      for v in vs for m, a in (("top1", rng.uniform(.85, .95)),
+                                               ("top5", rng.uniform(.95, .99)))])
+  summary = {v: {"significant_classes": int(rng.integers(0, 9)),
+                 "alphas": list(rng.normal(1, .2, 4))} for v in vs}
+  pie = pd.DataFrame({"variant": vs[1:], "pie_count": rng.integers(0, 300, n - 1)})
+  alpha = pd.DataFrame([{"variant": v, "mean_alpha": a, "ci_low": a - .2, "ci_high": a + .2,
+                         "label": "?"} for v, a in zip(vs[1:], rng.normal(1, .2, n - 1))])
+  rob = pd.DataFrame([{"variant": v, "corruption": c, "top1_norm": 0.0 if v == "dense" else
+                       rng.normal(-5, 8)} for c in CORRUPTIONS for v in vs])
+  eps = [0.0, 0.02, 0.05, 0.1]
+  acc = pd.DataFrame([{"variant": v, "eps": e, "top1": .9 - e * rng.uniform(1, 5)}
+                      for v in vs for e in eps])
+  sim = pd.DataFrame([{"variant": v, "eps": e, "matching": 1 - e * rng.uniform(1, 5)}
+                      for v in ["dense (independent)"] + vs[1:] for e in eps])
+  dep = pd.DataFrame([{"variant": v, "encoding": "sparse" if "prune" in v else "plain",
+                       "top1": rng.uniform(.88, .92), "plain_bytes": 1e6,
+                       "shipped_vs_dense_float32": .3 if "prune" in v else 1.0} for v in vs])
+  return {"topline": top, "summary": summary, "pie": pie, "alpha": alpha, "robustness": rob,
+          "noise": (acc, sim), "deployment": dep}
 
 
 def _figures(m):
@@ -38,7 +84,7 @@ def _figures(m):
   }
 
 
-def test_every_figure_is_a_deterministic_png(biased):
+def test_every_figure_is_a_deterministic_png_at_twice_its_size(biased):
   _, m = biased
   for name, draw in _figures(m).items():
     first, second = draw(), draw()
@@ -46,8 +92,115 @@ def test_every_figure_is_a_deterministic_png(biased):
     assert first == second, f"{name} is not deterministic"
     assert b"matplotlib" not in first.lower() and b"Software" not in first, name
     with Image.open(io.BytesIO(first)) as im:
-      assert im.size[0] >= 700
+      assert im.size[0] in (plots.WIDTH * PX, plots.WIDE * PX), (name, im.size)
       assert len(set(im.convert("L").getdata())) > 2  # not blank
+
+
+def test_png_pixels_are_inches_times_dpi_times_scale():
+  assert plots.SCALE == 2
+  fig, _ = plots.figure(3.0, width=plots.WIDTH)
+  assert fig.get_size_inches().tolist() == [plots.WIDTH, 3.0]
+  assert _size(plots.to_png(fig)) == (1500, 600)  # 7.5 in x 3 in at 100 dpi x 2
+  fig, _ = plots.figure(2.5, ncols=2, nrows=2, width=plots.WIDE)
+  assert _size(plots.to_png(fig)) == (2400, 1000)
+
+
+@pytest.mark.parametrize("name", ["topline", "counts", "alpha", "robustness"])
+def test_variant_rows_grow_with_the_number_of_variants(name):
+  def draw(n):
+    t = _synthetic(n)
+    return {"topline": lambda: plots.topline(t["topline"]),
+            "counts": lambda: plots.counts(t["pie"], t["summary"]),
+            "alpha": lambda: plots.alpha(t["alpha"], t["summary"]),
+            "robustness": lambda: plots.robustness(t["robustness"])}[name]()
+  (w2, h2), (w30, h30) = _size(draw(2)), _size(draw(30))
+  assert w30 <= plots.WIDE * PX
+  # Every extra variant row adds at least 0.2 in (the labels of 9 pt text need 0.125 in).
+  assert h30 - h2 >= 28 * 0.2 * PX, (h2, h30)
+
+
+def test_thirty_variants_draw_with_distinct_styles():
+  t = _synthetic(30)
+  acc, sim = t["noise"]
+  for png in (plots.noise(acc, sim), plots.size_accuracy(t["deployment"]),
+              plots.robustness(t["robustness"])):
+    assert png.startswith(PNG_MAGIC)
+  styles = plots.variant_styles(VARIANTS)
+  assert len({(s["color"], s["hatch"], s["marker"]) for s in styles.values()}) == 30
+  assert styles["dense"]["color"] == palette.DENSE_COLOR
+  assert plots.size_accuracy(t["deployment"]) == plots.size_accuracy(t["deployment"])
+
+
+def test_placed_labels_do_not_overlap():
+  fig, (ax,) = plots.figure(3.6)
+  rng = np.random.default_rng(0)
+  xy = [(float(x), float(y)) for x, y in zip(rng.uniform(0, 1, 30), rng.uniform(0, .3, 30))]
+  ax.scatter(*zip(*xy))
+  ax.set_xlim(-0.2, 1.2)
+  ax.set_ylim(-1, 1.3)
+  plots.place_labels(fig, ax, xy, [f"oneshot_up_r{i}+full_int8" for i in range(30)])
+  fig.draw_without_rendering()
+  renderer = fig.canvas.get_renderer()
+  # The text only (an annotation's own extent includes its leader line).
+  boxes = [mpl_text.Text.get_window_extent(t, renderer) for t in ax.texts]
+  assert len(boxes) == 30
+  frame = ax.get_window_extent(renderer)
+  for i, a in enumerate(boxes):
+    assert frame.x0 <= a.x0 and a.x1 <= frame.x1 and frame.y0 <= a.y0 and a.y1 <= frame.y1
+    for b in boxes[i + 1:]:
+      assert not a.overlaps(b), (a, b)
+
+
+def test_subgroup_figure_plots_absolute_points():
+  # The complaint of issue #18: FNR of the planted group 79.6% -> 97.5% is +17.9 points, but
+  # its normalized difference 100 (97.5 - 79.6) / 79.6 = +22.5% read as small.
+  groups = {"aggregate": (0.20, 0.25), "Inverted=1": (0.796, 0.975)}
+  rows = []
+  for metric in ("error", "fpr", "fnr"):
+    b = {g: v[0] for g, v in groups.items()}
+    c = {g: v[1] for g, v in groups.items()}
+    rows += [{"variant": "prune_0.9", "model": "baseline", "metric": metric, **b},
+             {"variant": "prune_0.9", "model": "compressed", "metric": metric, **c},
+             {"variant": "prune_0.9", "model": "normalized_difference", "metric": metric,
+              **{g: 100 * (c[g] - b[g]) / b[g] for g in groups}},
+             {"variant": "prune_0.9", "model": "absolute_difference", "metric": metric,
+              **{g: c[g] - b[g] for g in groups}}]
+  table = pd.DataFrame(rows)
+  pts = plots.subgroup_points(table)
+  row = pts[(pts.metric == "fnr") & (pts.subgroup == "Inverted=1")].iloc[0]
+  assert row.points == pytest.approx(17.9)
+  assert row.normalized == pytest.approx(22.487, abs=1e-3)
+  assert list(pts.columns) == ["metric", "variant", "subgroup", "points", "normalized"]
+  assert plots.subgroups(table).startswith(PNG_MAGIC)
+
+
+def test_subgroup_points_of_a_run_are_compressed_minus_baseline(biased):
+  _, m = biased
+  t = m.tables["subgroups"]
+  pts = plots.subgroup_points(t)
+  groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
+  for variant in ("prune_0.9", "full_int8"):
+    for metric in ("error", "fpr", "fnr"):
+      rate = {model: t[(t.variant == variant) & (t.model == model) & (t.metric == metric)][
+          groups].iloc[0].to_numpy(float) for model in ("baseline", "compressed")}
+      got = pts[(pts.variant == variant) & (pts.metric == metric)].points.to_numpy(float)
+      np.testing.assert_allclose(got, 100 * (rate["compressed"] - rate["baseline"]),
+                                 atol=1e-9)
+  # prune_0.9 misses every positive of Inverted=1 (fake_run): its FNR change is large.
+  inv = pts[(pts.variant == "prune_0.9") & (pts.metric == "fnr") &
+            (pts.subgroup == "Inverted=1")].points.iloc[0]
+  assert inv > 50
+
+
+def test_subgroups_with_many_variants_is_a_heatmap_of_the_same_width():
+  rows = []
+  for v in VARIANTS[1:]:
+    for metric in ("error", "fpr", "fnr"):
+      for model, value in (("baseline", .1), ("compressed", .15), ("normalized_difference", 50),
+                           ("absolute_difference", .05)):
+        rows.append({"variant": v, "model": model, "metric": metric, "a": value, "b": value})
+  png = plots.subgroups(pd.DataFrame(rows))
+  assert _size(png)[0] == plots.WIDE * PX
 
 
 def test_robustness_figure_with_nan():

@@ -1,132 +1,74 @@
-"""The report's figures, drawn with matplotlib's Agg canvas and returned as PNG bytes.
-
-No pyplot (no global state, no display): each function builds a `matplotlib.figure.Figure`
-of a fixed size and renders it with `FigureCanvasAgg`. PNG metadata carries no software
-version or date, so the same tables give the same bytes (with the same matplotlib).
+"""The report's figures, returned as PNG bytes; drawn with the helpers of `figure_kit`
+(Agg canvas, deterministic PNGs, legible from 2 to 30 variants, issue #18).
 
 Inputs are the tables of `measures.compute` (docs/artifacts/report.md). Figures follow the
 papers: 000 Figure 2 (per-class recall difference, significant classes in plum, normalized
 difference as green points), 000 Table 2 / Figure 3 (#PIE, PIE accuracy), 004 Tables 3-4
-(subgroup normalized differences), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),
+(subgroup differences, in points), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),
 003 Figures 1 and 4 (accuracy, prune potential and similarity under l-inf noise), 002 Figures
 3-5 (slope α against 1).
 """
 
-import io
-
-import matplotlib
-from matplotlib.backends import backend_agg
-from matplotlib import figure as mpl_figure
+from matplotlib import lines as mpl_lines
+from matplotlib import patches as mpl_patches
 import numpy as np
 
-DPI = 100
-WIDTH = 7.5  # inches
-WIDE = 12.0  # inches, figures shown full width (subgroups)
-PLUM = "#8e4585"
-GREEN = "#2ca02c"
-GREY = "#b0b0b0"
-DENSE_COLOR = "#4c72b0"
-# A fixed, colour-blind-friendly cycle (variants are coloured by their order).
-PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
-           "#8c8c8c", "#ccb974", "#64b5cd")
-_RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
-       "axes.axisbelow": True, "svg.hashsalt": "tf_forget", "path.simplify": False}
+from tf_forget.report import palette
+# The generic helpers and style constants (re-exported: callers use `plots.SCALE`,
+# `plots.figure`, `plots.to_png`, ...).
+from tf_forget.report.figure_kit import (  # pylint: disable=unused-import
+    DENSE_COLOR, DPI, GREEN, GREY, PALETTE, PLUM, REFERENCE, ROW, SCALE, WIDE, WIDTH,
+    bar_labels, color, figure, heatmap, legend_below, legend_height, legend_shape, line,
+    line_style, patch, place_labels, rows_height, to_png, variant_barh, variant_yaxis)
+
+_figure = figure  # the name the figures below call it by
+
 MAX_CLASSES = 60
+MAX_SUBGROUP_BARS = 6  # more compressed variants: the subgroup figure becomes a heatmap
 
 
-def color(i):
-  """The i-th colour of the fixed palette."""
-  return PALETTE[i % len(PALETTE)]
+def variant_styles(variants):
+  """`palette.styles` of a figure's variants (colour, hatch, hatch_color, marker, linestyle)."""
+  return palette.styles(list(variants))
 
 
-def line_style(i):
-  """Colour, line style and marker of the i-th series: past the palette, dashed and squares."""
-  second = (i // len(PALETTE)) % 2 == 1
-  return {"color": color(i), "linestyle": "--" if second else "-",
-          "marker": "s" if second else "o"}
-
-
-def _figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
-  """A figure of `nrows` x `ncols` axes (a flat list, row-major); `height` is per row."""
-  with matplotlib.rc_context(_RC):
-    fig = mpl_figure.Figure(figsize=(width, height * nrows), dpi=DPI)
-    axes = []
-    for i in range(ncols * nrows):
-      share = axes[0] if sharey and axes else None
-      axes.append(fig.add_subplot(nrows, ncols, i + 1, sharey=share))
-  return fig, axes
-
-
-def figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1):
-  """Public `_figure` for the report's other figure modules (`recall_study_plots`)."""
-  return _figure(height, ncols=ncols, width=width, sharey=sharey, nrows=nrows)
-
-
-def _few(ax, n, slots=6):
-  """Keeps bars of a plot with few groups from filling the whole axis."""
-  if n < slots:
-    pad = (slots - n) / 2
-    ax.set_xlim(-0.5 - pad, n - 0.5 + pad)
-
-
-def to_png(fig):
-  """Renders a figure to PNG bytes without metadata (deterministic)."""
-  with matplotlib.rc_context(_RC):
-    canvas = backend_agg.FigureCanvasAgg(fig)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    canvas.print_png(buf, metadata={"Software": None})
-  return buf.getvalue()
-
-
-def _bars(ax, labels, series, ylabel):
-  """Grouped bars: series = [(name, values, colour)], one group per label."""
-  n = max(len(series), 1)
-  width = 0.8 / n
-  x = np.arange(len(labels))
-  for i, (name, values, c) in enumerate(series):
-    v = np.asarray(values, dtype=float)
-    ax.bar(x + (i - (n - 1) / 2) * width, np.nan_to_num(v), width, label=name, color=c)
-    for xi, vi in zip(x + (i - (n - 1) / 2) * width, v):
-      if np.isnan(vi):
-        ax.text(xi, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
-  ax.set_xticks(x)
-  ax.set_xticklabels(labels, rotation=30 if max(map(len, labels), default=0) > 8 else 0,
-                     ha="right" if max(map(len, labels), default=0) > 8 else "center")
-  ax.set_ylabel(ylabel)
-  ax.axhline(0, color="black", linewidth=0.8)
-  _few(ax, len(labels), 4)
+def _points(table, model):
+  """Long-format rows (`metric`, `variant`, `subgroup`, value) of one `model` of `subgroups`."""
+  groups = [c for c in table.columns if c not in ("variant", "model", "metric")]
+  t = table[table.model == model].melt(id_vars=["variant", "metric"], value_vars=groups,
+                                       var_name="subgroup", value_name="value")
+  return t, groups
 
 
 def topline(table):
-  """Top-line accuracy per variant (mean bar, min-max whisker), the "nothing changed" view.
+  """Top-line accuracy per variant (mean bar, min-max whisker), the "nothing changed" view:
+  one panel per metric, variants down the y axis, dense's mean dashed.
 
   Args:
     table: `topline` table (`variant`, `metric`, `mean`, `min`, `max`).
   """
   metrics = list(dict.fromkeys(table.metric))
   variants = list(dict.fromkeys(table.variant))
-  fig, (ax,) = _figure(3.2)
-  n = len(metrics)
-  width = 0.8 / n
-  x = np.arange(len(variants))
-  for i, metric in enumerate(metrics):
-    t = table[table.metric == metric].set_index("variant").loc[variants]
-    pos = x + (i - (n - 1) / 2) * width
-    ax.bar(pos, 100 * t["mean"], width, color=color(i), label=metric)
-    yerr = np.clip([100 * (t["mean"] - t["min"]), 100 * (t["max"] - t["mean"])], 0, None)
-    ax.errorbar(pos, 100 * t["mean"], yerr=yerr,
-                fmt="none", ecolor="black", capsize=3, linewidth=0.8)
-    for p, m in zip(pos, t["mean"]):
-      ax.text(p, 100 * m, f"{100 * m:.1f}", ha="center", va="bottom", fontsize=7)
-  lo = 100 * float(table["min"].min())
-  ax.set_ylim(max(0.0, lo - 10), 101)
-  ax.set_xticks(x)
-  ax.set_xticklabels(variants)
-  _few(ax, len(variants), 4)
-  ax.set_ylabel("accuracy (%)")
-  ax.set_title("Top-line accuracy per variant (mean over members; whiskers: min-max)")
-  ax.legend(loc="lower right")
+  styles = variant_styles(variants)
+  fig, axes = _figure(rows_height(len(variants), base=1.2), ncols=len(metrics), sharey=True,
+                      sharex=True)
+  lo = max(0.0, 100 * float(table["min"].min()) - 10)
+  pos = np.arange(len(variants))
+  for ax, metric in zip(axes, metrics):
+    t = table[table.metric == metric].set_index("variant").reindex(variants)
+    mean = 100 * t["mean"].to_numpy(float)
+    err = np.clip([mean - 100 * t["min"], 100 * t["max"] - mean], 0, None)
+    ax.set_xlim(lo, 100 + 0.16 * (100 - lo))
+    variant_barh(ax, pos, mean, [styles[v] for v in variants], 0.7, xerr=err, left=lo)
+    bar_labels(ax, pos, 100 * t["max"].to_numpy(float), [f"{m:.1f}" for m in mean])
+    if "dense" in t.index and not np.isnan(t.loc["dense", "mean"]):
+      ax.axvline(100 * t.loc["dense", "mean"], color=DENSE_COLOR, linestyle="--",
+                 linewidth=0.8)
+    ax.set_xticks([x for x in ax.get_xticks() if lo <= x <= 100])
+    ax.set_xlabel(f"{metric} accuracy (%)")
+  variant_yaxis(axes, variants)
+  fig.suptitle("Top-line accuracy per variant (mean over members; whiskers: min-max; "
+               "dashed: dense)")
   return to_png(fig)
 
 
@@ -147,156 +89,237 @@ def class_level(table, variant):
         (sig if len(sig) else t).absolute_recall_difference.abs()
         .sort_values(ascending=False, kind="stable").index[:MAX_CLASSES])
   t = t.sort_values("absolute_recall_difference", kind="stable")
-  fig, (ax,) = _figure(3.4)
+  fig, (ax,) = _figure(3.6)
   x = np.arange(len(t))
   colors = [PLUM if s else GREY for s in t.significant]
-  ax.bar(x, 100 * t.absolute_recall_difference.fillna(0), color=colors,
-         label="absolute recall difference")
-  ax.scatter(x, 100 * t.normalized_recall_difference, color=GREEN, zorder=3, s=14,
-             label="normalized recall difference")
+  ax.bar(x, 100 * t.absolute_recall_difference.fillna(0), color=colors, width=0.7)
+  ax.scatter(x, 100 * t.normalized_recall_difference, color=GREEN, zorder=3, s=14)
   ax.axhline(0, color="black", linewidth=0.8)
-  _few(ax, len(t))
+  if len(t) < 6:
+    ax.set_xlim(-0.5 - (6 - len(t)) / 2, len(t) - 0.5 + (6 - len(t)) / 2)
   ax.set_xticks(x)
   names = [str(n) for n in t.class_name]
   crowded = len(t) * max(map(len, names), default=1) > 60
   ax.set_xticklabels(names, rotation=60 if crowded else 0, ha="right" if crowded else "center",
+                     rotation_mode="anchor" if crowded else "default",
                      fontsize=7 if len(t) > 30 else 9)
+  ax.grid(False, axis="x")
   ax.set_ylabel("recall change (points)")
-  ax.set_xlabel("class (plum: significant, Welch p ≤ level)")
+  ax.set_xlabel("class")
   ax.set_title(f"{variant} vs dense: per-class recall difference (000 Figure 2)")
-  ax.legend(loc="best", fontsize=8)
+  legend_below(fig, [mpl_patches.Patch(color=PLUM), mpl_patches.Patch(color=GREY),
+                     mpl_lines.Line2D([], [], color=GREEN, marker="o", linestyle="none")],
+               ["absolute, significant (Welch p ≤ level)", "absolute, not significant",
+                "normalized (minus the accuracy change)"])
   return to_png(fig)
 
 
 def counts(pie_table, variants_summary):
-  """#significant classes and #PIE per compressed variant (000 Table 2)."""
+  """#significant classes and #PIE per compressed variant (000 Table 2), variants down y."""
   variants = list(pie_table.variant)
-  fig, (a1, a2) = _figure(3.0, ncols=2)
+  styles = variant_styles(variants)
+  fig, axes = _figure(rows_height(len(variants), base=1.0, least=2.0), ncols=2, sharey=True)
   sig = [variants_summary[v].get("significant_classes", 0) for v in variants]
-  for ax, values, title, c in ((a1, sig, "# significant classes", PLUM),
-                               (a2, list(pie_table.pie_count), "# PIE (modal label changed)",
-                                color(1))):
-    ax.bar(np.arange(len(variants)), values, color=c)
-    for i, v in enumerate(values):
-      ax.text(i, v, str(int(v)), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(np.arange(len(variants)))
-    ax.set_xticklabels(variants, rotation=20, ha="right")
+  pos = np.arange(len(variants))
+  for ax, values, title in ((axes[0], sig, "# significant classes"),
+                            (axes[1], list(pie_table.pie_count), "# PIE (modal label changed)")):
+    values = np.asarray(values, dtype=float)
+    variant_barh(ax, pos, values, [styles[v] for v in variants], 0.7)
+    ax.set_xlim(0, max(1.0, np.nanmax(values, initial=0)) * 1.18)
+    bar_labels(ax, pos, values, [f"{int(v)}" if np.isfinite(v) else "" for v in values])
     ax.set_title(title)
+  variant_yaxis(axes, variants)
   return to_png(fig)
 
 
 def pie_accuracy(table):
-  """Top-1 of dense and compressed populations on PIE / non-PIE / all (000 Table 6)."""
+  """Top-1 of dense and compressed populations on PIE / non-PIE / all (000 Table 6): one
+  panel per subset, variants down y, the dense population's bar above the variant's."""
   variants = list(dict.fromkeys(table.variant))
-  ncols = min(4, max(1, len(variants)))
-  nrows = -(-max(1, len(variants)) // ncols)
-  fig, axes = _figure(3.0, ncols=ncols, nrows=nrows, width=WIDTH if nrows == 1 else WIDE)
-  for ax in axes[len(variants):]:
-    ax.set_visible(False)
-  for ax, variant in zip(axes, variants):
-    t = table[table.variant == variant]
-    subsets = list(dict.fromkeys(t.subset))
-    series = [(pop, [100 * float(t[(t.population == pop) & (t.subset == s)].top1.iloc[0])
-                     for s in subsets], c)
-              for pop, c in (("dense", DENSE_COLOR), ("compressed", color(1)))]
-    _bars(ax, subsets, series, "top-1 (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(variant)
-  axes[0].legend(loc="lower left", fontsize=8)
+  subsets = list(dict.fromkeys(table.subset))
+  styles = variant_styles(variants)
+  dense = {"color": REFERENCE, "hatch": "", "hatch_color": "black"}
+  fig, axes = _figure(rows_height(len(variants), base=1.5, per=0.36), ncols=max(1, len(subsets)),
+                      sharey=True, sharex=True)
+  pos = np.arange(len(variants))
+  for ax, subset in zip(axes, subsets):
+    t = table[table.subset == subset]
+    ax.set_xlim(0, 118)
+    for offset, pop, style in ((-0.19, "dense", lambda v: dense),
+                               (0.19, "compressed", lambda v: styles[v])):
+      vals = np.array([100 * float(next(iter(t[(t.variant == v) & (t.population == pop)]
+                                             .top1), np.nan)) for v in variants])
+      variant_barh(ax, pos + offset, vals, [style(v) for v in variants], 0.36)
+      bar_labels(ax, pos + offset, vals, [f"{v:.1f}" for v in vals], fontsize=6)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("top-1 (%)")
+    ax.set_title({"pie": "PIE", "non_pie": "non-PIE"}.get(subset, subset))
+  variant_yaxis(axes, variants)
+  legend_below(fig, [patch(dense), mpl_patches.Patch(facecolor="white", edgecolor="#555")],
+               ["dense population on the variant's subset (upper bar)",
+                "compressed population (lower bar, the variant's colour)"], fontsize=7.5)
   return to_png(fig)
 
 
+def subgroup_points(table):
+  """What `subgroups` draws: per (metric, variant, subgroup) the absolute difference in points
+  (100 × compressed − dense rate) and the normalized difference (%) beside it.
+
+  Args:
+    table: `subgroups` (`variant`, `model`, `metric`, one column per subgroup).
+
+  Returns:
+    DataFrame `metric`, `variant`, `subgroup`, `points`, `normalized` (table order).
+  """
+  absolute, groups = _points(table, "absolute_difference")
+  normalized, _ = _points(table, "normalized_difference")
+  out = absolute.rename(columns={"value": "points"})
+  out["points"] = 100 * out["points"].astype(float)
+  out = out.merge(normalized.rename(columns={"value": "normalized"}), how="left",
+                  on=["variant", "metric", "subgroup"])
+  order = {m: i for i, m in enumerate(("error", "fpr", "fnr"))}
+  out["_g"] = out.subgroup.map({g: i for i, g in enumerate(groups)})
+  out = out.sort_values(["metric", "_g"], key=lambda s: s.map(order) if s.name == "metric"
+                        else s, kind="stable")
+  return out[["metric", "variant", "subgroup", "points", "normalized"]].reset_index(drop=True)
+
+
 def subgroups(table):
-  """Normalized difference of error / FPR / FNR per subgroup and variant (004 Tables 3-4):
-  one panel per metric, subgroups down the y-axis, a bar per compressed variant."""
-  groups = [c for c in table.columns if c not in ("variant", "model", "metric")]
-  variants = list(dict.fromkeys(table.variant))
-  nd = table[table.model == "normalized_difference"]
-  fig, axes = _figure(0.9 + 0.32 * len(groups) * max(1, len(variants)) ** 0.5, ncols=3,
-                      width=WIDE, sharey=True)
+  """Error / FPR / FNR change per subgroup and variant (004 Tables 3-4) in percentage points
+  (compressed − dense rate, the `absolute_difference` rows; red / right = worse), the
+  normalized difference (%) in brackets when there is room: one panel per metric on one
+  shared scale. Up to `MAX_SUBGROUP_BARS` variants a bar per variant with subgroups down y,
+  beyond that a heatmap (variants x subgroups)."""
+  pts = subgroup_points(table)
+  groups = list(dict.fromkeys(pts.subgroup))
+  variants = list(dict.fromkeys(pts.variant))
+  metrics = ("error", "fpr", "fnr")
+  names = {m: "error" if m == "error" else m.upper() for m in metrics}
+  finite = pts.points[np.isfinite(pts.points)].to_numpy(float)
+  lo, hi = min(0.0, *finite), max(0.0, *finite)
   n = max(1, len(variants))
+  if n > MAX_SUBGROUP_BARS:
+    fig, axes = _figure(rows_height(n, base=1.2 + 0.05 * max(map(len, groups), default=0)),
+                        ncols=3, width=WIDE, sharey=True)
+    for ax, metric in zip(axes, metrics):
+      t = pts[pts.metric == metric].pivot(index="variant", columns="subgroup", values="points")
+      image = heatmap(ax, t.reindex(index=variants, columns=groups), variants, groups,
+                      cmap="RdBu_r", vmax=max(-lo, hi, 5.0), fontsize=6.5)
+      ax.set_title(f"{names[metric]}: compressed − dense (points)")
+    variant_yaxis(axes, variants)
+    fig.colorbar(image, ax=axes, shrink=0.7, label="points, compressed − dense (red: worse)")
+    fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points "
+                 "(004 Tables 3-4)")
+    return to_png(fig)
+  styles = variant_styles(variants)
+  fig, axes = _figure(1.3 + len(groups) * (0.16 * n + 0.18) + legend_height(WIDE, variants),
+                      ncols=3, width=WIDE, sharey=True, sharex=True)
+  span = max(hi - lo, 1.0)
+  ax_lo, ax_hi = lo - (0.45 * span if lo < 0 else 0.04 * span), hi + 0.45 * span
   height = 0.8 / n
   y = np.arange(len(groups))
-  for ax, metric in zip(axes, ("error", "fpr", "fnr")):
-    t = nd[nd.metric == metric].set_index("variant")
+  for ax, metric in zip(axes, metrics):
+    ax.set_xlim(ax_lo, ax_hi)
     for i, v in enumerate(variants):
-      vals = t.loc[v, groups].to_numpy(float)
+      t = pts[(pts.metric == metric) & (pts.variant == v)].set_index("subgroup").reindex(groups)
       pos = y + (i - (n - 1) / 2) * height
-      ax.barh(pos, np.nan_to_num(vals), height, color=color(i + 1), label=v)
-      for p, val in zip(pos, vals):
-        if np.isnan(val):
-          ax.text(0, p, " n/a", va="center", fontsize=7)
+      vals = t.points.to_numpy(float)
+      variant_barh(ax, pos, vals, [styles[v]] * len(groups), height * 0.92)
+      texts = [("0" if abs(p) < 0.05 else f"{p:+.1f}") +
+               (f" ({q:+.0f}%)" if n <= 2 and np.isfinite(q) and abs(p) >= 0.05 else "")
+               for p, q in zip(vals, t.normalized.to_numpy(float))]
+      bar_labels(ax, pos, vals, texts, fontsize=7 if n <= 3 else 6.5)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_title(("error" if metric == "error" else metric.upper())
-                 + ": normalized difference (%)")
+    ax.set_xlabel("points (compressed − dense)")
+    ax.set_title(names[metric])
   axes[0].set_yticks(y)
   axes[0].set_yticklabels(groups)
-  axes[0].invert_yaxis()
-  axes[0].legend(fontsize=7)
+  axes[0].set_ylim(len(groups) - 0.5, -0.5)
+  for ax in axes:
+    ax.grid(False, axis="y")
+  for ax in axes[1:]:
+    ax.tick_params(labelleft=False)
+  legend_below(fig, [patch(styles[v]) for v in variants], variants)
+  fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points (004 "
+               "Tables 3-4)" + ("; in brackets the normalized difference, %" if n <= 2 else ""))
   return to_png(fig)
 
 
 def over_indexing(table):
   """004 Figure 2: training share of each attribute vs its relative representation among
-  Taxicab CIEs (1 = proportional)."""
+  Taxicab CIEs (1 = proportional); a marker per variant, each attribute named once (at its
+  highest point, labels moved apart), the variants' legend below."""
   variants = list(dict.fromkeys(table.variant))
-  fig, (ax,) = _figure(3.8)
-  for i, v in enumerate(variants):
+  styles = variant_styles(variants)
+  fig, (ax,) = _figure(3.8 + legend_height(WIDTH, variants))
+  for v in variants:
     t = table[table.variant == v]
-    ax.scatter(100 * t.train_share, t.relative_representation, color=color(i + 1), label=v,
-               s=18)
-    if len(t) <= 45:
-      for _, row in t.iterrows():
-        ax.annotate(str(row.attribute), (100 * row.train_share, row.relative_representation),
-                    fontsize=6, xytext=(2, 2), textcoords="offset points")
+    s = styles[v]
+    ax.scatter(100 * t.train_share, t.relative_representation, color=s["color"],
+               marker=s["marker"], s=22, edgecolors="white", linewidths=0.4, zorder=3)
   ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
   ax.set_xlabel("share of the training set (%)")
   ax.set_ylabel("relative representation among CIEs")
   ax.set_title("Attribute over-indexing among Taxicab CIEs (004 Figure 2)")
-  ax.legend(fontsize=8)
+  ax.margins(x=0.15, y=0.12)
+  legend_below(fig, [line(styles[v], linestyle="none") for v in variants], variants)
+  top = table.loc[table.groupby("attribute", sort=False).relative_representation.idxmax()
+                  .dropna()]
+  if 0 < len(top) <= 45:
+    place_labels(fig, ax, list(zip(100 * top.train_share, top.relative_representation)),
+                 [str(a) for a in top.attribute], fontsize=6.5,
+                 obstacles=list(zip(100 * table.train_share, table.relative_representation)))
   return to_png(fig)
 
 
 def robustness(table):
-  """Top-1 per corruption normalized to dense, 100 (A_t / A_0 − 1) (000 Table 3)."""
+  """Top-1 per corruption normalized to dense, 100 (A_t / A_0 − 1) (000 Table 3): a heatmap,
+  compressed variants down y and corruptions across, every cell annotated (red: worse than
+  dense, blue: better; grey: n/a)."""
   corruptions = list(dict.fromkeys(table.corruption))
-  variants = [v for v in dict.fromkeys(table.variant) if v != "dense"]
-  fig, (ax,) = _figure(3.4)
-  series = []
-  for i, v in enumerate(variants):
-    t = table[table.variant == v].set_index("corruption")
-    series.append((v, [float(t.top1_norm.get(c, np.nan)) for c in corruptions], color(i + 1)))
-  _bars(ax, corruptions, series, "top-1 vs dense (%)")
-  ax.set_title("Robustness per corruption, normalized to dense (000 Table 3)")
-  if series:
-    ax.legend(fontsize=8)
+  variants = [v for v in dict.fromkeys(table.variant) if v != "dense"] or ["dense"]
+  t = table.drop_duplicates(["variant", "corruption"]).pivot(
+      index="variant", columns="corruption", values="top1_norm").reindex(
+          index=variants, columns=corruptions).to_numpy(float)
+  longest = max(map(len, corruptions), default=0)
+  width = WIDE if len(corruptions) > 8 else WIDTH
+  base = 1.0 + (0.05 * longest if len(corruptions) > 1 else 0.2)
+  fig, (ax,) = _figure(base + 0.3 * len(variants), width=width)
+  vmax = max(5.0, float(np.nanmax(np.abs(t))) if np.isfinite(t).any() else 0.0)
+  image = heatmap(ax, t, variants, corruptions, vmax=vmax,
+                  fontsize=7 if len(corruptions) <= 14 else 6.5)
+  fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, aspect=max(8, 4 * len(variants)),
+               label="top-1 vs dense (%)")
+  ax.set_title("Top-1 vs dense per corruption, 100 (A_t / A_0 − 1) (000 Table 3)")
   return to_png(fig)
 
 
 def noise(accuracy, similarity, potential=None):
-  """Top-1, prune potential and matching labels vs ε (003 Figures 1, 4a), one panel each."""
+  """Top-1, prune potential and matching labels vs ε (003 Figures 1, 4a), one panel each;
+  one legend of the variants below the panels."""
   panels = 3 if potential is not None else 2
-  fig, axes = _figure(3.2, ncols=panels, width=WIDE)
   variants = list(dict.fromkeys(accuracy.variant))
-  for i, v in enumerate(variants):
+  extra = [v for v in dict.fromkeys(similarity.variant) if v not in variants]
+  styles = variant_styles(variants)
+  fig, axes = _figure(3.1 + legend_height(WIDE, variants + extra), ncols=panels, width=WIDE)
+  for v in variants:
     t = accuracy[accuracy.variant == v]
-    axes[0].plot(t.eps, 100 * t.top1, markersize=3, linewidth=2.2 if v == "dense" else 1.2,
-                 label=v, **line_style(i))
+    s = styles[v]
+    axes[0].plot(t.eps, 100 * t.top1, markersize=3.5, linewidth=2.2 if v == "dense" else 1.3,
+                 color=s["color"], marker=s["marker"], linestyle=s["linestyle"])
   axes[0].set_xlabel("ε (normalized input)")
   axes[0].set_ylabel("top-1 (%)")
   axes[0].set_title("Accuracy under l-inf noise")
-  axes[0].legend(fontsize=7)
   ax = axes[-1]
+  reference = {"color": "black", "linestyle": ":", "marker": "o"}
   for v in dict.fromkeys(similarity.variant):
     t = similarity[similarity.variant == v]
-    style = ({"color": "black", "linestyle": ":", "marker": "o"} if v not in variants
-             else line_style(variants.index(v)))
-    ax.plot(t.eps, 100 * t.matching, markersize=3, label=v, **style)
+    s = reference if v in extra else styles[v]
+    ax.plot(t.eps, 100 * t.matching, markersize=3.5, linewidth=1.3, color=s["color"],
+            marker=s["marker"], linestyle=s["linestyle"])
   ax.set_xlabel("ε (normalized input)")
-  ax.set_ylabel("labels matching dense member k (%)")
+  ax.set_ylabel("labels = dense member k's (%)")
   ax.set_title("Noise similarity (003 Figure 4a)")
-  if len(similarity):
-    ax.legend(fontsize=7)
   if potential is not None:
     axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o", color=PLUM)
     axes[1].fill_between(potential.eps,
@@ -307,6 +330,8 @@ def noise(accuracy, similarity, potential=None):
     axes[1].set_xlabel("ε (normalized input)")
     axes[1].set_ylabel("prune potential (%)")
     axes[1].set_title("Prune potential under noise (003 Figure 1)")
+  legend_below(fig, [line(styles[v], markersize=4) for v in variants] +
+               [line(reference, markersize=4) for _ in extra], variants + extra)
   return to_png(fig)
 
 
@@ -314,56 +339,79 @@ def size_accuracy(table):
   """Shipped size (relative to dense float32, log) vs population top-1 per variant (#10).
 
   A hollow marker is the plain file, a filled one the shipped file; an arrow joins them when
-  the sparse twin is shipped.
+  the sparse twin is shipped. Each shipped point is named beside it (labels moved apart).
   """
-  fig, (ax,) = _figure(3.6)
-  dense_bytes = None
-  for row in table.itertuples(index=False):
-    if row.variant == "dense":
-      dense_bytes = row.plain_bytes
-  for i, row in enumerate(table.itertuples(index=False)):
-    if row.top1 is None or row.shipped_vs_dense_float32 is None:
-      continue
+  rows = [r for r in table.itertuples(index=False)
+          if r.top1 is not None and r.shipped_vs_dense_float32 is not None
+          and np.isfinite(r.top1) and np.isfinite(r.shipped_vs_dense_float32)]
+  styles = variant_styles([r.variant for r in rows])
+  dense_bytes = next((r.plain_bytes for r in table.itertuples(index=False)
+                      if r.variant == "dense"), None)
+  fig, (ax,) = _figure(max(3.8, 1.6 + 0.17 * len(rows)))
+  shipped_xy, plain_xy, shipped_sparse, texts, colors = [], [], [], [], []
+  for row in rows:
     y = 100 * row.top1
     shipped = row.shipped_vs_dense_float32
-    plain = row.plain_bytes / dense_bytes if dense_bytes else shipped
-    c, marker = color(i), line_style(i)["marker"]
-    ax.scatter([plain], [y], facecolors="none", edgecolors=c, s=40, marker=marker, zorder=3)
-    ax.scatter([shipped], [y], color=c, s=40, marker=marker, zorder=4,
-               label=f"{row.variant} ({row.encoding})")
+    plain = row.plain_bytes / dense_bytes if dense_bytes and row.plain_bytes else shipped
+    s = styles[row.variant]
+    ax.scatter([shipped], [y], color=s["color"], s=36, marker=s["marker"], zorder=4,
+               edgecolors="white", linewidths=0.4)
     if row.encoding == "sparse":
+      ax.scatter([plain], [y], facecolors="none", edgecolors=s["color"], s=36,
+                 marker=s["marker"], zorder=3)
       ax.annotate("", xy=(shipped, y), xytext=(plain, y),
-                  arrowprops={"arrowstyle": "->", "color": c})
+                  arrowprops={"arrowstyle": "->", "color": s["color"], "linewidth": 0.9})
+      plain_xy.append((plain, y))
+      shipped_sparse.append((shipped, y))
+    shipped_xy.append((shipped, y))
+    texts.append(row.variant + (" (sparse)" if row.encoding == "sparse"
+                                and "sparse" not in row.variant else ""))
+    colors.append("black")
   ax.set_xscale("log")
+  if shipped_xy:
+    xs = [x for x, _ in shipped_xy + plain_xy]
+    ys = [y for _, y in shipped_xy]
+    ax.set_xlim(min(xs) / 2.2, max(xs) * 2.2)
+    pad = max(0.5, 0.12 * (max(ys) - min(ys)))
+    ax.set_ylim(min(ys) - pad, max(ys) + pad)
   ax.set_xlabel("shipped file size / dense float32 file (log)")
   ax.set_ylabel("population top-1 (%)")
-  ax.set_title("Size vs accuracy per variant (hollow: plain file; filled: shipped)")
-  if len(table):
-    ax.legend(fontsize=7, loc="best")
+  ax.set_title("Size vs accuracy per variant (filled: shipped file; hollow: its plain twin)")
+  place_labels(fig, ax, shipped_xy, texts, fontsize=7, colors=colors, obstacles=plain_xy,
+               segments=list(zip(shipped_sparse, plain_xy)))
   return to_png(fig)
 
 
 def alpha(table, variants_summary):
-  """002's slope α per variant: mean with its 99% CI, member slopes as dots, 1 dashed."""
+  """002's slope α per variant, variants down y: mean with its 99% CI, member slopes as grey
+  dots, 1 dashed; "mean label" printed beside the CI."""
   variants = list(table.variant)
-  fig, (ax,) = _figure(3.2)
+  styles = variant_styles(variants)
+  fig, (ax,) = _figure(rows_height(len(variants), base=1.1, per=0.32, least=2.2))
+  right = []
   for i, v in enumerate(variants):
     row = table[table.variant == v].iloc[0]
     members = np.asarray(variants_summary[v].get("alphas") or [], dtype=float)
     members = members[~np.isnan(members)]
-    ax.scatter(np.full(members.size, i + 0.15), members, color=GREY, s=10, zorder=2)
-    if not np.isnan(row.mean_alpha):
-      ax.errorbar([i], [row.mean_alpha],
-                  yerr=np.clip([[row.mean_alpha - row.ci_low],
-                                [row.ci_high - row.mean_alpha]], 0, None)
-                  if not np.isnan(row.ci_low) else None,
-                  fmt="o", color=color(i + 1), capsize=4, zorder=3)
-      ax.text(i - 0.1, row.mean_alpha, f"{row.mean_alpha:.2f} {row.label}", ha="right",
-              va="center", fontsize=8)
-  ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
-  ax.set_xticks(np.arange(len(variants)))
-  ax.set_xticklabels(variants)
-  ax.set_xlim(-0.8, len(variants) - 0.2)
-  ax.set_ylabel("α (1 = recall balance unchanged)")
-  ax.set_title("Recall distortion slope α, mean and 99% CI (002)")
+    ax.scatter(members, np.full(members.size, i + 0.22), color=GREY, s=9, zorder=2)
+    if np.isnan(row.mean_alpha):
+      ax.text(1, i, " n/a", va="center", fontsize=7, color="#666")
+      continue
+    ci = not np.isnan(row.ci_low)
+    s = styles[v]
+    ax.errorbar([row.mean_alpha], [i], xerr=np.clip([[row.mean_alpha - row.ci_low],
+                                                     [row.ci_high - row.mean_alpha]], 0, None)
+                if ci else None, fmt=s["marker"], color=s["color"], capsize=3, markersize=5,
+                zorder=3)
+    right.append((max(row.ci_high if ci else row.mean_alpha,
+                      members.max(initial=row.mean_alpha)), i, f"{row.mean_alpha:.2f} "
+                  f"{row.label}"))
+  ax.axvline(1, color="black", linewidth=0.8, linestyle="--")
+  lo, hi = ax.get_xlim()
+  ax.set_xlim(lo, hi + 0.18 * (hi - lo))
+  for x, i, text in right:
+    ax.text(x + 0.015 * (hi - lo), i, " " + text, va="center", ha="left", fontsize=7.5)
+  variant_yaxis([ax], variants)
+  ax.set_xlabel("α (1 = recall balance unchanged)")
+  ax.set_title("Recall distortion slope α, mean and 99% CI (002); grey: members")
   return to_png(fig)

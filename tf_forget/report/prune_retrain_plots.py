@@ -8,72 +8,108 @@
   parent (solid) and against an independent dense member (dashed), with the dense-vs-dense
   reference dotted (003 Figure 4).
 
-Each panel has its own y scale. PNG bytes via `plots.to_png` (deterministic).
+Each panel has its own y scale. PNG bytes via `figure_kit.to_png` (deterministic).
 """
 
+from tf_forget.report import figure_kit
 from tf_forget.report import plots
 
 STYLE = {"nominal": {"linewidth": 2.4, "color": "black", "marker": "o"},
          "published": {"linewidth": 1.4, "linestyle": "--", "marker": "s"},
-         "noise": {"linewidth": 0.9, "linestyle": ":", "color": plots.GREY, "marker": None}}
+         "noise": {"linewidth": 0.9, "linestyle": ":", "color": figure_kit.GREY,
+                   "marker": None}}
 
 
 def curves(curve):
-  """Top-1 (%) against prune ratio (%) per method, one line per distribution."""
+  """Top-1 (%) against prune ratio (%) per method, one line per distribution; one legend of
+  the distributions below the panels (noise levels: one grey entry)."""
   methods = list(dict.fromkeys(curve.method))
-  fig, axes = plots.figure(3.4, ncols=max(1, len(methods)))
+  n = max(1, len(methods))
+  width = figure_kit.WIDE if n > 1 else figure_kit.WIDTH
+  labels = list(dict.fromkeys("l-inf noise (all ε)" if k == "noise" else d
+                              for d, k in zip(curve.distribution, curve.kind)))
+  fig, axes = figure_kit.figure(3.3 + figure_kit.legend_height(width, labels, 7), ncols=n,
+                                width=width)
+  legend = {}
   for ax, method in zip(axes, methods):
     t = curve[curve.method == method]
-    for i, dist in enumerate(dict.fromkeys(t.distribution)):
+    others = [d for d in dict.fromkeys(t.distribution)
+              if t[t.distribution == d].kind.iloc[0] not in STYLE]
+    for dist in dict.fromkeys(t.distribution):
       d = t[t.distribution == dist].sort_values("prune_ratio")
       kind = d.kind.iloc[0]
-      style = dict(STYLE.get(kind, {"linewidth": 1.0, "color": plots.color(i), "marker": "."}))
-      label = dist if kind != "noise" else None
-      ax.plot(100 * d.prune_ratio, 100 * d.top1, markersize=3, label=label, **style)
+      style = dict(STYLE.get(kind) or dict(figure_kit.line_style(others.index(dist)),
+                                           linewidth=1.0))
+      if kind == "published":
+        style.setdefault("color", figure_kit.color(len(others)))
+      (handle,) = ax.plot(100 * d.prune_ratio, 100 * d.top1, markersize=3, **style)
+      legend.setdefault("l-inf noise (all ε)" if kind == "noise" else dist, handle)
     ax.set_xlabel("prune ratio (% of prunable weights)")
     ax.set_ylabel("top-1 (%)")
     ax.set_title(f"{method.upper()}: prune–accuracy per distribution (003 Fig. 6a)")
-    ax.legend(fontsize=6, ncol=2)
-  return plots.to_png(fig)
+  figure_kit.legend_below(fig, list(legend.values()), list(legend), fontsize=7)
+  return figure_kit.to_png(fig)
+
+
+def _method_style(method):
+  """The palette style of a prune-retrain method (its cycle 1's family hue)."""
+  name = f"iter_{method}_c1"
+  return plots.variant_styles([name])[name]
 
 
 def excess(table):
   """ê − e (points) against prune ratio (%), mean ± SD over parents, per method."""
-  fig, (ax,) = plots.figure(3.2)
-  for i, method in enumerate(dict.fromkeys(table.method)):
+  fig, (ax,) = figure_kit.figure(3.6)
+  methods = list(dict.fromkeys(table.method))
+  for i, method in enumerate(methods):
     t = table[table.method == method].sort_values("prune_ratio")
+    style = _method_style(method)
     ax.errorbar(100 * t.prune_ratio, 100 * t.excess_vs_parent, yerr=100 * t.excess_vs_parent_sd,
-                capsize=2, label=method.upper(), **plots.line_style(i))
+                capsize=2, color=style["color"], marker=figure_kit.line_style(i)["marker"],
+                linestyle=figure_kit.line_style(i)["linestyle"])
   ax.axhline(0, color="black", linewidth=0.8)
   ax.set_xlabel("prune ratio (% of prunable weights)")
   ax.set_ylabel("ê − e (points of error)")
   ax.set_title("Excess error over the parent's on the test distribution (003 Fig. 6c)")
-  ax.legend(fontsize=7)
-  return plots.to_png(fig)
+  figure_kit.legend_below(
+      fig, [figure_kit.line(dict(_method_style(m), marker=figure_kit.line_style(i)["marker"],
+                                 linestyle=figure_kit.line_style(i)["linestyle"]))
+            for i, m in enumerate(methods)], [m.upper() for m in methods])
+  return figure_kit.to_png(fig)
 
 
 def similarity(table):
   """Share of equal labels (%) under noise against ε, per method (parent vs independent)."""
   methods = [m for m in dict.fromkeys(table.method) if m != "dense"]
-  fig, axes = plots.figure(3.4, ncols=max(1, len(methods)))
+  n = max(1, len(methods))
+  fig, axes = figure_kit.figure(3.6, ncols=n,
+                                width=figure_kit.WIDE if n > 1 else figure_kit.WIDTH)
   ref = table[table.method == "dense"]
   for ax, method in zip(axes, methods):
     t = table[table.method == method]
-    for i, cycle in enumerate(sorted(set(t.cycle))):
+    cycles = sorted(set(t.cycle))
+    styles = plots.variant_styles([f"iter_{method}_c{c}" for c in cycles])
+    handles, labels = [], []
+    for cycle in cycles:
       c = t[t.cycle == cycle]
-      style = plots.line_style(i)
-      ax.plot(c.eps, 100 * c.matching_parent, markersize=3, color=style["color"],
-              marker="o", label=f"c{cycle} ({100 * c.prune_ratio.iloc[0]:.0f}%) vs parent")
-      ax.plot(c.eps, 100 * c.matching_independent, markersize=3, color=style["color"],
+      color = styles[f"iter_{method}_c{cycle}"]["color"]
+      (h,) = ax.plot(c.eps, 100 * c.matching_parent, markersize=3, color=color, marker="o")
+      ax.plot(c.eps, 100 * c.matching_independent, markersize=3, color=color,
               linestyle="--", marker="x")
+      handles.append(h)
+      labels.append(f"c{cycle} ({100 * c.prune_ratio.iloc[0]:.0f}%)")
     if len(ref):
-      ax.plot(ref.eps, 100 * ref.matching_independent, color="black", linestyle=":",
-              label="dense vs independent dense")
+      (h,) = ax.plot(ref.eps, 100 * ref.matching_independent, color="black", linestyle=":")
+      handles.append(h)
+      labels.append("dense vs indep. dense")
     ax.set_xlabel("ε (normalized input)")
     ax.set_ylabel("labels equal (%)")
-    ax.set_title(f"{method.upper()}: noise similarity (003 Fig. 4); dashed: vs independent")
-    ax.legend(fontsize=6)
-  return plots.to_png(fig)
+    ax.set_title(f"{method.upper()}: noise similarity (003 Fig. 4)")
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7,
+              ncol=min(4, len(labels)), frameon=False,
+              title="solid: vs own parent; dashed: vs an independent dense member",
+              title_fontsize=7)
+  return figure_kit.to_png(fig)
 
 
 PCT, PTS = "pct", "pct_pts"

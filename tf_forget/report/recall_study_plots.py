@@ -13,6 +13,7 @@ Inputs: the `oneshot_alpha` table and `recall_study.Study.cells`.
 
 import numpy as np
 
+from tf_forget.report import figure_kit
 from tf_forget.report import plots
 
 MAX_SCATTER_ROWS = 6
@@ -34,32 +35,38 @@ def alpha_boxplots(table, cells):
     PNG bytes.
   """
   by_variant = _cells(cells)
+  styles = plots.variant_styles(table.variant)
   algs = list(dict.fromkeys(table.algorithm))
   n = max(1, len(algs))
-  fig, axes = plots.figure(3.4, ncols=n, width=plots.WIDE if n > 2 else plots.WIDTH,
-                           sharey=False)  # own scale: a collapsed algorithm's α spans ±100s
-  for i, (ax, alg) in enumerate(zip(axes, algs)):
+  fig, axes = figure_kit.figure(3.4, ncols=n,
+                                width=figure_kit.WIDE if n > 2 else figure_kit.WIDTH,
+                                sharey=False)  # own scale: a collapsed algorithm's α spans ±100s
+  for ax, alg in zip(axes, algs):
     rows = list(table[table.algorithm == alg].itertuples(index=False))
     for j, row in enumerate(rows):
       a = np.array([x for x in by_variant[row.variant]["alphas"].values() if np.isfinite(x)])
       if a.size:
         ax.boxplot([a], positions=[j], widths=0.45, patch_artist=True, manage_ticks=False,
-                   boxprops={"facecolor": plots.color(i), "alpha": 0.4},
+                   boxprops={"facecolor": styles[row.variant]["color"], "alpha": 0.55},
                    medianprops={"color": "black"}, flierprops={"markersize": 3})
       if np.isfinite(row.mean_alpha):
         err = (None if not np.isfinite(row.ci_low) else
                np.clip([[row.mean_alpha - row.ci_low], [row.ci_high - row.mean_alpha]], 0,
                        None))
-        ax.errorbar([j + 0.32], [row.mean_alpha], yerr=err, fmt="o", color=plots.PLUM,
+        ax.errorbar([j + 0.32], [row.mean_alpha], yerr=err, fmt="o", color=figure_kit.PLUM,
                     capsize=3, markersize=4, zorder=3)
     ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(np.arange(len(rows)))
-    ax.set_xticklabels([f"{row.ratio:g}{row.label}" for row in rows])
+    crowded = len(rows) * 3.4 / 7.5 * n > 6 or len(rows) > 8
+    ax.set_xticklabels([f"{row.ratio:g}{row.label}" for row in rows],
+                       rotation=45 if crowded else 0, ha="right" if crowded else "center",
+                       rotation_mode="anchor" if crowded else "default")
+    ax.grid(False, axis="x")
     ax.set_xlim(-0.6, max(len(rows), 2) - 0.4)
     ax.set_xlabel("compression ratio r (CI label)")
     ax.set_title(f"{alg.upper()}: α per dense model")
   axes[0].set_ylabel("α_t(m)  (1 = balance unchanged)")
-  return plots.to_png(fig)
+  return figure_kit.to_png(fig)
 
 
 def balance_scatter(table, cells):
@@ -76,11 +83,12 @@ def balance_scatter(table, cells):
     PNG bytes.
   """
   by_variant = _cells(cells)
+  styles = plots.variant_styles(table.variant)
   algs = list(dict.fromkeys(table.algorithm))
   ratios = sorted({round(float(r), 9) for r in table.ratio})[-MAX_SCATTER_ROWS:]
   ncols, nrows = max(1, len(algs)), max(1, len(ratios))
-  fig, axes = plots.figure(2.5, ncols=ncols, nrows=nrows,
-                           width=plots.WIDE if ncols > 2 else plots.WIDTH)
+  fig, axes = figure_kit.figure(2.5, ncols=ncols, nrows=nrows,
+                                width=figure_kit.WIDE if ncols > 2 else figure_kit.WIDTH)
   for ax in axes:
     ax.set_visible(False)
   for row in table.itertuples(index=False):
@@ -103,8 +111,8 @@ def balance_scatter(table, cells):
     lim *= 1.08
     if cell["nrb_0"] is not None:
       ax.scatter(cell["nrb_0"].ravel(), cell["nrb_t"].ravel(), s=6, alpha=0.45,
-                 color=plots.color(j), linewidths=0)
-    ax.plot([-lim, lim], [-lim, lim], color=plots.GREY, linestyle="--", linewidth=0.9)
+                 color=styles[row.variant]["color"], linewidths=0)
+    ax.plot([-lim, lim], [-lim, lim], color=figure_kit.GREY, linestyle="--", linewidth=0.9)
     if np.isfinite(row.alpha_hat):
       ax.plot([-lim, lim], [-lim * row.alpha_hat, lim * row.alpha_hat], color="black",
               linewidth=1.0)
@@ -117,4 +125,4 @@ def balance_scatter(table, cells):
       ax.set_xlabel("B̄ dense parent")
     if j == 0:
       ax.set_ylabel("B̄ pruned")
-  return plots.to_png(fig)
+  return figure_kit.to_png(fig)

@@ -3,13 +3,8 @@
     <out>/deploy/<variant>/<k>.tflite     copies of the audited files (one member, or all)
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
 
-A gate is a user-set bound on a variant's change relative to the dense population:
-  * `max_accuracy_drop`: mean top-1 of the dense population minus that of the variant, in
-    accuracy points (fractions: 0.01 = one percentage point);
-  * `max_subgroup_fnr_increase`: the largest increase of a subgroup's false-negative rate
-    (fraction, compressed minus baseline, 004 Table 3), over the protected subgroups;
-  * `max_significant_classes`: classes whose recall changed significantly (000 §2.2).
-A variant fails if it exceeds any gate; the dense baseline is never gated. The bundle is written
+The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
+shows the same verdicts) and are re-exported here. The bundle is written
 whole into a temporary directory and renamed (file by file on a URL file system such as gs://,
 the manifest last: `fileio.replace_dir`), so a failed run leaves no partial bundle.
 
@@ -24,11 +19,11 @@ the plain file, with a one-line reason.
 import dataclasses
 import math
 import os
-from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.io import atomic
+from tf_forget.report import gates as gates_lib
 from tflite_export import export as export_lib
 from tflite_export import formats
 
@@ -45,49 +40,8 @@ class DeployError(errors.Error):
   """Bad deployment options or encoding inputs (one line)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Gates:
-  """User-set bounds; None disables a gate."""
-  max_accuracy_drop: Optional[float] = None
-  max_subgroup_fnr_increase: Optional[float] = None
-  max_significant_classes: Optional[int] = None
-
-
-def _finite(value):
-  return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def verdict(variant, summary, gates):
-  """Checks one variant's report summary against the gates.
-
-  Args:
-    variant: variant name.
-    summary: `report.json["variants"][variant]` (top1_change, significant_classes,
-      worst_subgroup).
-    gates: `Gates`.
-
-  Returns:
-    (passed: bool, reasons: list of one-line strings).
-  """
-  if variant == formats.DENSE:
-    return True, []
-  reasons = []
-  drop = -summary.get("top1_change", 0.0)
-  if gates.max_accuracy_drop is not None and _finite(drop) and drop > gates.max_accuracy_drop:
-    reasons.append(f"top-1 accuracy drops by {100 * drop:.2f} points "
-                   f"(max {100 * gates.max_accuracy_drop:.2f})")
-  worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
-  increase = worst.get("increase")
-  if (gates.max_subgroup_fnr_increase is not None and _finite(increase) and
-      increase > gates.max_subgroup_fnr_increase):
-    reasons.append(f"FNR of subgroup {worst.get('subgroup')} rises by {100 * increase:.2f} "
-                   f"points (max {100 * gates.max_subgroup_fnr_increase:.2f})")
-  significant = summary.get("significant_classes")
-  if (gates.max_significant_classes is not None and _finite(significant) and
-      significant > gates.max_significant_classes):
-    reasons.append(f"{int(significant)} classes change significantly "
-                   f"(max {gates.max_significant_classes})")
-  return not reasons, reasons
+Gates = gates_lib.Gates
+verdict = gates_lib.verdict
 
 
 def _positive(value):

@@ -7,7 +7,10 @@
 #     and tensorflow cannot share one).
 #     `tools/setup.sh --print-requirements` prints the requirements TF_DEVICE selects and exits.
 #   * Bazel 4.2.3 from Debian's bazel-bootstrap, linked as /usr/bin/bazel-4.2.3 for the wrapper;
-#   * .bazelrc.local pointing Bazel's Python at the venv interpreter.
+#   * .bazelrc.local pointing Bazel's Python at the venv interpreter;
+#   * with SETUP_CHROMIUM=1 (`make test` sets it; the audit needs no browser): Debian's chromium
+#     for tests/report/render_check_test.py, if /usr/bin/chromium is missing. If it cannot be
+#     installed (no network, not root), one `[setup] WARNING` line and the render check skips.
 # Fast (< 1 s) when everything is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +19,7 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+apt_updated=0
 
 # --- requirements for TF_DEVICE ------------------------------------------------------------------
 device=${TF_DEVICE:-cpu}
@@ -70,7 +74,7 @@ if [ ! -x "/usr/bin/bazel-${bazel_version}" ]; then
   if [ ! -x /usr/bin/bazel-4 ]; then
     log "installing Debian's bazel-bootstrap"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    apt-get update -qq && apt_updated=1
     apt-get install -y -qq bazel-bootstrap >/dev/null
   fi
   ln -sf /usr/bin/bazel-4 "/usr/bin/bazel-${bazel_version}"
@@ -80,4 +84,24 @@ fi
 rc="build --python_path=${root}/.venv/bin/python"
 if [ "$(cat .bazelrc.local 2>/dev/null)" != "$rc" ]; then
   echo "$rc" > .bazelrc.local
+fi
+
+# --- Chromium for the report's render check (SETUP_CHROMIUM=1) --------------------------------
+# No recommends (25 packages instead of 130: no desktop, no notification daemon); DejaVu named so
+# that text renders even where fontconfig resolved its font dependency to another package.
+if [ "${SETUP_CHROMIUM:-0}" = 1 ] && [ ! -x /usr/bin/chromium ]; then
+  log "installing Debian's chromium (headless render check of the report)"
+  export DEBIAN_FRONTEND=noninteractive
+  t0=$(date +%s)
+  apt_log=$(mktemp)
+  if { [ "$apt_updated" = 1 ] || apt-get update -qq || true
+       apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core
+     } >"$apt_log" 2>&1 && [ -x /usr/bin/chromium ]; then
+    log "chromium ready in $(( $(date +%s) - t0 )) s"
+  else
+    why=$(grep -v '^$' "$apt_log" | tail -n1 | cut -c1-120 || true)
+    log "WARNING: could not install chromium (${why:-apt-get failed});" \
+      "the browser checks of tests/report/render_check_test.py will be SKIPPED"
+  fi
+  rm -f "$apt_log"
 fi

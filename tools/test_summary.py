@@ -2,7 +2,8 @@
 
     python tools/test_summary.py bazel-testlogs [//pkg:target ...]
 
-prints e.g. `bazel: 212 passed, 0 failed, 3 skipped` (failures and errors count as failed; a
+prints one `skipped N: <target>: <reason>` line per skip reason, then e.g.
+`bazel: 212 passed, 0 failed, 3 skipped` (failures and errors count as failed; a
 target killed by Bazel's timeout counts as one more failure, even if its tests had passed) and
 exits non-zero if a target has no readable results. With target labels (the Makefile passes the
 non-manual test targets from `bazel query`), only those targets' logs count, and a target
@@ -39,9 +40,15 @@ def main(testlogs, labels=()):
     missing = []
     files = sorted(glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True))
     logs = sorted(glob.glob(os.path.join(testlogs, "**", "test.log"), recursive=True))
+  reasons = {}
   for path in files:
     root = ET.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for case in root.iter("testcase"):
+      for skip in case.findall("skipped"):
+        target = os.path.relpath(os.path.dirname(path), testlogs)
+        reasons.setdefault((target, skip.get("message", "")), 0)
+        reasons[(target, skip.get("message", ""))] += 1
     for suite in suites:
       tests = int(suite.get("tests", 0))
       bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
@@ -57,6 +64,8 @@ def main(testlogs, labels=()):
   if not files:
     print("bazel: no test results found", file=sys.stderr)
     return 1
+  for (target, message), n in sorted(reasons.items()):  # a skip is never silent
+    print(f"skipped {n}: {target}: {message}")
   print(f"bazel: {passed} passed, {failed} failed, {skipped} skipped")
   return 1 if labels and missing else 0
 

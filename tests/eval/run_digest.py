@@ -3,8 +3,9 @@
 Shared by the fixtures' golden test (issue #14) and the executor test (issue #15): export hashes
 and sizes, per (file, split) the number of correct top-1 labels and the sha256 of the top-1
 vector (test split, corrupted splits, l-inf noise), and report.json's numbers — the variant
-summaries and readable tables value by value, every other table but the timed `deployment`
-one by the sha256 of its canonical JSON (floats to 10 digits).
+summaries, the recommendation and readable tables value by value, every other table but the
+timed `deployment` one (and the verdict's latency columns) by the sha256 of its canonical JSON
+(floats to 10 digits).
 """
 
 import glob
@@ -79,9 +80,13 @@ def canonical(value):
 
 def report_numbers(report):
   """The pinned part of report.json: variants, readable tables, hashes of the others."""
-  tables = report["tables"]
+  tables = dict(report["tables"])
+  # The verdict's latency columns are timings (like the `deployment` table): not pinned.
+  tables["verdict"] = [{k: v for k, v in row.items() if not k.startswith("latency")}
+                       for row in tables.get("verdict", [])]
   return json.loads(json.dumps({
       "variants": report["variants"],
+      "recommendation": report.get("recommendation"),
       "tables": {k: tables[k] for k in READABLE_TABLES if k in tables},
       "subgroups_fnr": [r for r in tables.get("subgroups", []) if r["metric"] == "fnr"],
       "tables_sha256": {

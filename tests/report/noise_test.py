@@ -118,7 +118,7 @@ def test_section_shows_plot_and_tables(tables):
                             config={"noise": {"draws": 2, "examples": 4}})
   body = sections._noise(m)  # pylint: disable=protected-access
   assert "data:image/png;base64," in body and "4 examples max × 2 draws" in body
-  assert body.count("<table>") == 3
+  assert body.count("<table class=") == 3
   empty = measures_lib.Measures(tables={}, variants={}, cie={}, config={},
                                 notes={"noise": ["no l-inf noise evaluation"]})
   assert "no l-inf noise evaluation" in sections._noise(empty)  # pylint: disable=protected-access

@@ -216,7 +216,7 @@ def test_html_json_and_csv_have_the_study(shifted, tmp_path):
   assert section.count("data:image/png;base64,") == 2
   for text in ("oneshot_mp_r10", "Bonferroni", "0.0250", "model-size (M"):
     assert text in section, text
-  assert len(re.findall(r"<table>", section)) == 4
+  assert len(re.findall(r"<table class=", section)) == 4
   alpha = page.split("<section id=\"recall-distortion\">")[1].split("</section>")[0]
   assert "same network before and after pruning" in alpha and ">parent<" in alpha
   assert "index (independent members)" in alpha

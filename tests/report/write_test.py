@@ -62,9 +62,11 @@ def test_files_and_schema(digits):
   assert doc["schema_version"] == write.SCHEMA_VERSION and doc["config"] == CONFIG
   assert doc["tools"]["numpy"] == np.__version__ and doc["tools"]["pandas"] == pd.__version__
   names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "tables")))
-  assert names == sorted(doc["tables"]) == ["cie_accuracy", "class_level", "gallery",
+  assert names == sorted(doc["tables"]) == ["cie_accuracy", "cie_annotation", "class_level",
+                                            "gallery",
                                             "overview", "pie", "pie_accuracy",
-                                            "recall_distortion", "robustness", "topline"]
+                                            "recall_distortion", "robustness", "topline",
+                                            "verdict"]
   gallery = pd.read_csv(os.path.join(out, "tables", "gallery.csv"))
   assert (gallery.variant == "prune_0.9").sum() == 12 and (gallery.distance == 10).all()
   overview = pd.read_csv(os.path.join(out, "tables", "overview.csv")).set_index("variant")
@@ -111,7 +113,9 @@ def test_html_is_self_contained_with_every_section_and_the_numbers(digits, biase
     with open(os.path.join(out, "report.html"), encoding="utf-8") as f:
       page = f.read()
     assert "http://" not in page and "https://" not in page and "src=\"file" not in page
-    assert not re.search(r"<(script|link|iframe)", page)
+    # One inline script (table sorting / filtering), nothing loaded from anywhere.
+    assert not re.search(r"<(link|iframe)|<script[^>]*src", page)
+    assert page.count("<script>") == 1
     ids = re.findall(r"<section id=\"([^\"]+)\"", page)
     assert ids == [sid for sid, _ in html.SECTIONS]
     for sid in ("topline", "class-level", "pie", "recall-distortion"):
@@ -119,13 +123,16 @@ def test_html_is_self_contained_with_every_section_and_the_numbers(digits, biase
       assert "data:image/png;base64," in body, sid
   _, out, doc = digits
   page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
-  assert "prune_0.9: 6 significant classes (5 gained, 1 lost" in page
+  assert "prune_0.9: 6 significant classes (6 after Benjamini-Hochberg; 5 gained, 1 lost" in page
+  verdict = page.split("<section id=\"verdict\">")[1].split("</section>")[0]
+  assert "<p class=\"recommendation\">" in verdict and "table class=\"verdict" in verdict
+  assert doc["recommendation"]["file"] in verdict
   assert ">40<" in page  # #PIE in the PIE table
   assert "Not shown: data set &#x27;digits&#x27; has no protected attributes" in page
   _, out, doc = biased
   page = open(os.path.join(out, "report.html"), encoding="utf-8").read()
   gallery = page.split("<section id=\"gallery\">")[1]
-  assert gallery.count("class=\"card\"") == 12  # prune_0.9's top 12; full_int8 has none
+  assert gallery.count("class=\"gal-card ") == 12  # prune_0.9's top 12; full_int8 has none
 
 
 def test_same_inputs_same_report(digits, tmp_path):

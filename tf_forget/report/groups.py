@@ -58,6 +58,22 @@ def subgroup_tables(run, subgroup_members=10):
   return _per_variant(compressed, table, "subgroup table", ["variant", "model", "metric"])
 
 
+def subgroup_counts(run):
+  """Examples, actual positives and negatives per subgroup: the n behind every rate.
+
+  Returns:
+    DataFrame columns `subgroup` (the `subgroup_tables` column names, aggregate first),
+    `examples`, `positives`, `negatives`.
+  """
+  labels = run.eval[DENSE].labels
+  masks = subgroups.subgroup_masks(run.attributes, labels.size,
+                                   tuple(run.protected_attributes))
+  return pd.DataFrame([{"subgroup": name, "examples": int(m.sum()),
+                        "positives": int(np.sum(m & (labels == 1))),
+                        "negatives": int(np.sum(m & (labels != 1)))}
+                       for name, m in masks.items()])
+
+
 def worst_subgroups(table):
   """Per variant, the subgroup whose FNR (and error) grew most (for gates and the manifest).
 
@@ -179,6 +195,7 @@ def compute(run, cies, subgroup_members=10, over_indexing_percentile=80, seed=0)
   sub, notes["subgroups"] = subgroup_tables(run, subgroup_members)
   if sub is not None:
     tables["subgroups"] = sub
+    tables["subgroup_counts"] = subgroup_counts(run)
     worst = worst_subgroups(sub)
   over, notes["over_indexing"] = over_indexing_table(run, cies, over_indexing_percentile, seed)
   if over is not None:

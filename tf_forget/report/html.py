@@ -18,6 +18,8 @@ import math
 import numpy as np
 
 SECTIONS = (
+    ("verdict", "Verdict: which file to ship, and what it costs"),
+    ("glossary", "How to read this report"),
     ("overview", "Overview"),
     ("topline", "1. Top-line accuracy: the \"nothing changed\" view"),
     ("class-level", "2. Class level: which classes changed (000 Figure 2)"),
@@ -32,6 +34,18 @@ SECTIONS = (
     ("gallery", "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
     ("notes", "Notes"),
 )
+
+# Short names of the sticky table of contents.
+NAV = {"verdict": "Verdict", "glossary": "Terms", "overview": "Overview", "topline": "1 Top-1",
+       "class-level": "2 Classes", "pie": "3 PIE", "subgroups": "4 Subgroups",
+       "over-indexing": "5 Over-indexing", "robustness": "6 Robustness",
+       "published": "6b Published sets", "noise": "7 Noise", "recall-distortion": "8 α",
+       "recall-study": "9 One-shot", "prune-retrain": "9b Prune-retrain",
+       "deployment": "10 Deployment", "gallery": "11 Gallery", "notes": "Notes"}
+# Figures are drawn at FIGURE_SCALE x their CSS size (`plots.SCALE`) and shown at
+# natural width / FIGURE_SCALE, so the browser only ever scales them down.
+FIGURE_SCALE = 2
+FILTER_MIN_ROWS = 10
 
 # Sections shown only when their measure applies (`sections.build` returns them then):
 # (id, title, the section they follow). A run without them renders exactly as before.
@@ -48,7 +62,7 @@ h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #8e4585;padding
 margin-top:2em}h3{margin:1.2em 0 .4em}
 .pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 .pair>figure{margin:0;flex:0 1 680px;max-width:760px}.stack>figure{flex:1 1 100%;
-max-width:1200px}.pair>figure img{width:100%;height:auto;
+max-width:1200px}.pair>figure img{max-width:100%;height:auto;
 border:1px solid #ddd}.pair>.numbers{flex:1 1 380px;overflow-x:auto;max-height:560px;
 overflow-y:auto}
 table{border-collapse:collapse;font-size:12px;margin:4px 0}th,td{border:1px solid #ccc;
@@ -59,6 +73,41 @@ td.t,th.t{text-align:left}tr.sig td{background:#f6e8f3}.na{color:#999}
 width:170px;font-size:11px;background:#fafafa}.card img{image-rendering:pixelated;
 display:block;margin:0 auto 4px auto;max-width:128px}.card .changed{color:#c44e52;
 font-weight:bold}code{background:#f4f4f4;padding:0 3px}
+nav#toc{position:sticky;top:0;z-index:10;background:#fff;border-bottom:1px solid #ddd;
+padding:6px 0;font-size:13px}nav#toc a{margin-right:10px;white-space:nowrap;color:#5a2a55}
+section{scroll-margin-top:48px}.tablewrap{overflow-x:auto;max-width:100%}
+table.sortable th{cursor:pointer}table.sortable th:after{content:" \\2195";color:#bbb}
+input.filter{font-size:12px;margin:4px 0;padding:2px 4px;width:220px}
+.verdict-pass{color:#2b7a3d}.verdict-fail{color:#b3261e;font-weight:bold}
+.verdict-rec{background:#e5f4e8;font-weight:bold}.verdict-over{color:#a15c00}
+p.recommendation{font-size:1.15em;background:#f3faf4;border-left:5px solid #2b7a3d;
+padding:8px 12px;max-width:1150px}p.recommendation.none{background:#fdf1f0;
+border-left-color:#b3261e}.caveat{color:#8a5a00}dl.glossary dt{font-weight:bold;
+margin-top:.5em}dl.glossary dd{margin-left:1.5em;max-width:1000px}
+figure img{max-width:100%;height:auto}table.verdict td{white-space:normal;text-align:left;
+min-width:70px;max-width:260px;vertical-align:top}table.verdict th{white-space:normal}
+"""
+
+# Sorting (click a header) and filtering (type in the box above a table): a few lines, no
+# library, nothing fetched. Numbers sort by value ("n/a" last), text alphabetically.
+SCRIPT = """
+(function(){
+function val(td){var t=td.textContent.trim();if(t==="n/a"||t==="")return null;
+var m=t.replace(/\u2212/g,"-").match(/^[+-]?[0-9]*\\.?[0-9]+(e[+-]?[0-9]+)?/i);
+return m?parseFloat(m[0]):t.toLowerCase();}
+document.querySelectorAll("table.sortable").forEach(function(tb){
+tb.querySelectorAll("thead th").forEach(function(th,i){var asc=true;
+th.addEventListener("click",function(){var body=tb.tBodies[0];
+var rows=Array.prototype.slice.call(body.rows);rows.sort(function(a,b){
+var x=val(a.cells[i]),y=val(b.cells[i]);if(x===null)return 1;if(y===null)return -1;
+if(typeof x!==typeof y){x=String(x);y=String(y);}
+return (x<y?-1:x>y?1:0)*(asc?1:-1);});asc=!asc;rows.forEach(function(r){body.appendChild(r);});
+});});});
+document.querySelectorAll("input.filter").forEach(function(inp){
+var tb=inp.nextElementSibling;inp.addEventListener("input",function(){
+var q=inp.value.toLowerCase();Array.prototype.forEach.call(tb.tBodies[0].rows,function(r){
+r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?"":"none";});});});
+})();
 """
 
 
@@ -68,7 +117,8 @@ def esc(text):
 
 
 def fmt(value, kind="num"):
-  """Formats a cell: "pct" fraction -> percent, "pct_pts" already percent, "int", "p"
+  """Formats a cell: "pct" fraction -> percent, "pts" a difference of fractions -> signed
+  percentage points ("+1.20 pt"), "pct_pts" already percent (a relative change), "int", "p"
   (p-value), "g" (shortest, e.g. a ratio 10), "num"; NaN / None -> "n/a"."""
   if value is None or isinstance(value, str) or isinstance(value, (bool, np.bool_)):
     return "n/a" if value is None else str(value)
@@ -79,6 +129,8 @@ def fmt(value, kind="num"):
     return f"{100 * v:.2f}%"
   if kind == "pct_pts":
     return f"{v:+.2f}%"
+  if kind == "pts":
+    return f"{100 * v:+.2f} pt"
   if kind == "int":
     return str(int(round(v)))
   if kind == "p":
@@ -88,7 +140,8 @@ def fmt(value, kind="num"):
   return f"{v:.4f}"
 
 
-def table(frame, formats=None, highlight=None, max_rows=None):
+def table(frame, formats=None, highlight=None, max_rows=None, classes="sortable",
+          row_classes=None):
   """An HTML table of a DataFrame; `formats` col -> kind (see `fmt`); text columns left.
 
   Args:
@@ -96,38 +149,61 @@ def table(frame, formats=None, highlight=None, max_rows=None):
     formats: column -> format kind.
     highlight: optional bool sequence marking rows (class `sig`).
     max_rows: show at most this many rows and say how many were left out.
+    classes: CSS classes of the table ("sortable": click a header to sort).
+    row_classes: optional per-row CSS class (overrides `highlight`'s `sig`).
+
+  Returns:
+    The table's HTML, inside a horizontally scrollable box (never clipped); tables of
+    `FILTER_MIN_ROWS` rows or more get a filter box.
   """
   formats = formats or {}
   cols = list(frame.columns)
-  out = ["<table><thead><tr>"]
+  out = ["<div class=\"tablewrap\">"]
+  if len(frame) >= FILTER_MIN_ROWS:
+    out.append("<input class=\"filter\" placeholder=\"filter rows\" aria-label=\"filter rows\">")
+  out.append(f"<table class=\"{esc(classes)}\"><thead><tr>")
   out += [f"<th class=\"t\">{esc(c)}</th>" for c in cols]
   out.append("</tr></thead><tbody>")
   rows = list(frame.itertuples(index=False))
   marks = list(highlight) if highlight is not None else [False] * len(rows)
+  marks = [("sig" if m else "") for m in marks]
+  if row_classes is not None:
+    marks = list(row_classes)
   shown = rows if max_rows is None else rows[:max_rows]
   for row, mark in zip(shown, marks):
-    out.append("<tr class=\"sig\">" if mark else "<tr>")
+    out.append(f"<tr class=\"{esc(mark)}\">" if mark else "<tr>")
     for c, v in zip(cols, row):
       text = fmt(v, formats.get(c, "num"))
       cls = "t" if isinstance(v, str) else ("na" if text == "n/a" else "")
       out.append(f"<td class=\"{cls}\">{esc(text)}</td>")
     out.append("</tr>")
-  out.append("</tbody></table>")
+  out.append("</tbody></table></div>")
   if max_rows is not None and len(rows) > max_rows:
     out.append(f"<p class=\"skip\">{len(rows) - max_rows} more rows in the CSV.</p>")
   return "".join(out)
 
 
-def img(png, alt):
-  """An <img> with the PNG inlined as a base64 data URI."""
+def png_size(png):
+  """(width, height) in pixels of PNG bytes, read from the IHDR chunk."""
+  if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+    raise ValueError("not a PNG")
+  return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def img(png, alt, scale=1):
+  """An <img> with the PNG inlined as a base64 data URI, shown at its natural size / `scale`
+  CSS px (width and height set: never upscaled; CSS may only shrink it to the column)."""
   data = base64.b64encode(png).decode("ascii")
-  return f"<img alt=\"{esc(alt)}\" src=\"data:image/png;base64,{data}\">"
+  w, h = png_size(png)
+  return (f"<img alt=\"{esc(alt)}\" width=\"{w // scale}\" height=\"{h // scale}\" "
+          f"src=\"data:image/png;base64,{data}\">")
 
 
 def pair(png, alt, numbers_html, stacked=False):
-  """A figure with its numbers beside it (`stacked`: a full-width figure, numbers below)."""
+  """A figure (drawn at `FIGURE_SCALE`) with its numbers beside it (`stacked`: a full-width
+  figure, numbers below)."""
   cls = "pair stack" if stacked else "pair"
-  return (f"<div class=\"{cls}\"><figure>{img(png, alt)}</figure>"
+  return (f"<div class=\"{cls}\"><figure>{img(png, alt, FIGURE_SCALE)}</figure>"
           f"<div class=\"numbers\">{numbers_html}</div></div>")
 
 
@@ -137,39 +213,7 @@ def skipped(reasons):
   return f"<p class=\"skip\">Not shown: {esc(text)}.</p>"
 
 
-def gallery_html(gallery, protected):
-  """Cards of the top CIEs per variant: thumbnail, true / dense / compressed labels, attributes.
-
-  Args:
-    gallery: variant -> list of `gallery.entries` dicts (with `png`).
-    protected: attribute names to always show (others are shown when True).
-  """
-  parts = []
-  for variant, items in gallery.items():
-    parts.append(f"<h3>{esc(variant)}</h3>")
-    if not items:
-      parts.append("<p class=\"skip\">No example changed between the dense and this "
-                   "population (every Taxicab distance is 0).</p>")
-      continue
-    parts.append("<div class=\"gallery\">")
-    for e in items:
-      attrs = [f"{a}={int(v)}" for a, v in e["attributes"].items()
-               if a in protected or v]
-      thumb = img(e["png"], f"example {e['id']}") if "png" in e else ""
-      cls = " class=\"changed\"" if e["dense_modal"] != e["compressed_modal"] else ""
-      parts.append(
-          f"<div class=\"card\">{thumb}<div>#{e['rank']} id {e['id']} · d<sub>T</sub> "
-          f"{e['distance']}/{e['max_distance']}</div>"
-          f"<div>true: <b>{esc(e['label_name'])}</b></div>"
-          f"<div>dense modal: {esc(e['dense_modal_name'])}</div>"
-          f"<div{cls}>{esc(variant)} modal: "
-          f"{esc(e['compressed_modal_name'])}</div>"
-          f"<div>{esc(', '.join(attrs) or 'no attributes')}</div></div>")
-    parts.append("</div>")
-  return "".join(parts)
-
-
-def page(title, intro_rows, sections):
+def page(title, intro_rows, sections, css=""):
   """Assembles the page.
 
   Args:
@@ -177,12 +221,13 @@ def page(title, intro_rows, sections):
     intro_rows: list of (label, value) pairs shown under the title (escaped here).
     sections: dict section id -> inner HTML (already escaped), for the ids of `SECTIONS`
       and those of `OPTIONAL_SECTIONS` that apply (the others are left out).
+    css: more style rules (e.g. `gallery_view.CSS`).
 
   Returns:
     str, the whole document.
   """
   out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+         f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>",
          f"<h1>{esc(title)}</h1><table>"]
   out += [f"<tr><th class=\"t\">{esc(k)}</th><td class=\"t\">{esc(v)}</td></tr>"
           for k, v in intro_rows]
@@ -190,10 +235,11 @@ def page(title, intro_rows, sections):
   for sid, name in SECTIONS:
     layout.append((sid, name))
     layout += [(o, n) for o, n, after in OPTIONAL_SECTIONS if after == sid and o in sections]
-  out.append("</table><nav><p>")
-  out.append(" · ".join(f"<a href=\"#{sid}\">{esc(name)}</a>" for sid, name in layout))
-  out.append("</p></nav>")
+  out.append("</table><nav id=\"toc\">")
+  out.append(" ".join(f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(NAV.get(sid, name))}</a>"
+                      for sid, name in layout))
+  out.append("</nav>")
   for sid, name in layout:
     out.append(f"<section id=\"{sid}\"><h2>{esc(name)}</h2>{sections.get(sid, '')}</section>")
-  out.append("</body></html>\n")
+  out.append(f"<script>{SCRIPT}</script></body></html>\n")
   return "".join(out)

@@ -39,6 +39,7 @@ from tf_forget.stats import accuracy
 from tf_forget.stats import cie
 from tf_forget.stats import class_level
 from tf_forget.stats import exemplars
+from tf_forget.stats import intervals
 from tf_forget.stats import recall_distortion
 from tf_forget.stats import validate
 
@@ -85,7 +86,8 @@ def topline_table(run):
 
   Returns:
     DataFrame columns `variant`, `metric` ("top1", "top5" if C > 5), `mean`, `std`, `min`,
-    `max`, `members`, `change` (mean minus dense's mean, fraction).
+    `max`, `members`, `ci_low`, `ci_high` (95% t interval of the mean over members,
+    `intervals.mean_interval`), `change` (mean minus dense's mean, fraction).
   """
   rows = []
   for variant, pop in run.eval.items():
@@ -93,10 +95,12 @@ def topline_table(run):
     if use_topk(run.num_classes):
       metrics["top5"] = accuracy.topk_accuracy(pop.topk, pop.labels, k=TOPK)
     for metric, values in metrics.items():
+      ci = intervals.mean_interval(values)
       rows.append({"variant": variant, "metric": metric,
-                   **accuracy.population_summary(values)})
+                   **accuracy.population_summary(values), "ci_low": ci["low"],
+                   "ci_high": ci["high"]})
   table = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
-                                      "members"])
+                                      "members", "ci_low", "ci_high"])
   dense_mean = table[table.variant == DENSE].set_index("metric")["mean"]
   table["change"] = table["mean"] - table["metric"].map(dense_mean)
   return table
@@ -144,6 +148,9 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
     rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
   table["relative_recall_difference"] = rel
   table["relative_excluded_pairs"] = excluded
+  # Shown beside every p-value (issue #18): the Benjamini-Hochberg adjusted p over the
+  # variant's classes, whatever `correction` decides `significant` with (SPEC §3.1: none).
+  table["p_bh"] = class_level.benjamini_hochberg(table["p_value"].to_numpy(float))
   names = list(run.class_names) if len(run.class_names) == run.num_classes else [
       str(c) for c in range(run.num_classes)]
   table.insert(0, "class_name", names)
@@ -295,7 +302,9 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
                        "recall_variance_0": rd["recall_variance_0"],
                        "recall_variance_t": rd["recall_variance_t"]})
     variants[variant].update({
-        "significant_classes": gl["n_significant"], "gained": gl["n_gained"],
+        "significant_classes": gl["n_significant"],
+        "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha)),
+        "gained": gl["n_gained"],
         "lost": gl["n_lost"], "mean_gain": gl["mean_gain"], "mean_loss": gl["mean_loss"],
         "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
         "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],

@@ -4,14 +4,21 @@
 `html.SECTIONS`; sections whose measure does not apply say why (the `notes`).
 """
 
+import numpy as np
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import names
+from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
 from tf_forget.report import plots
 from tf_forget.report import recall_study_plots
+from tf_forget.report import verdict_view
 
 PCT = "pct"
-PTS = "pct_pts"
+PTS = "pct_pts"  # a relative change already in percent
+PTS_ABS = "pts"  # a difference of fractions, shown in points
 MAX_CLASS_ROWS = 60
 
 
@@ -28,16 +35,19 @@ def _overview(measures):
           "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
           "means compression shrank the per-class recall imbalance, &gt; 1 that it "
           "intensified it.</p>"
-          + html.table(frame, {"members": "int", "top1": PCT, "top1_change": PCT,
+          + html.table(frame, {"members": "int", "top1": PCT, "top1_change": PTS_ABS,
                                "significant_classes": "int", "pie_count": "int",
-                               "worst_fnr_increase": PCT}))
+                               "worst_fnr_increase": PTS_ABS}))
 
 
 def _topline(measures):
   t = measures.tables["topline"]
   return html.pair(plots.topline(t), "top-line accuracy per variant",
                    html.table(t, {"mean": PCT, "std": PCT, "min": PCT, "max": PCT,
-                                  "members": "int", "change": PCT}))
+                                  "members": "int", "ci_low": PCT, "ci_high": PCT,
+                                  "change": PTS_ABS})
+                   + "<p class=\"lead\">ci_low / ci_high: 95% t interval of the mean over "
+                   "members; the interval of each change is in the verdict table.</p>")
 
 
 def _class_level(measures):
@@ -48,25 +58,87 @@ def _class_level(measures):
            "members); plum bars: the class's mean-shifted recall differs significantly (two-"
            "tailed Welch test, SPEC §3.1); green points: normalized recall difference (minus the "
            "change of overall accuracy); relative: 000 eq. 3 ratio (1 = unchanged).</p>"]
+  k = min(s["members"] for s in measures.variants.values())
+  if k < 10:
+    parts.append(f"<p class=\"caveat\">⚠ K = {k} members per population (the papers use 30) "
+                 "and no multiple-testing correction (000's protocol): at p ≤ 0.05 about 1 "
+                 "class in 20 is flagged by chance. The p (BH) column is the "
+                 "Benjamini-Hochberg adjusted p-value over the variant's classes.</p>")
+  blocks = {variant: rows for variant, rows in t.groupby("variant", sort=False)}
+  for lead, folded in fold_families(blocks):
+    parts.append(_class_block(measures, lead, blocks[lead]))
+    if folded:
+      names_ = ", ".join(folded)
+      parts.append(f"<details><summary>{html.esc(names_)}: the same as {html.esc(lead)} "
+                   f"(same significant classes, every class within "
+                   f"{100 * FOLD_TOLERANCE:g} pt) — click to show</summary>"
+                   + "".join(_class_block(measures, v, blocks[v]) for v in folded)
+                   + "</details>")
+  return "".join(parts)
+
+
+FOLD_TOLERANCE = 0.005  # recall difference (fraction) within which a child repeats its lead
+
+
+def _family(variant):
+  try:
+    return names.parse_variant(variant).member_variant
+  except errors.Error:
+    return variant
+
+
+def fold_families(blocks):
+  """Groups class-level blocks by variant family (the trained variant a file comes from).
+
+  In each family the lead is the trained variant itself (or its first child when the family
+  is dense's); a child whose significant classes equal the lead's and whose absolute recall
+  difference is within `FOLD_TOLERANCE` of the lead's in every class is folded under it.
+
+  Args:
+    blocks: variant -> its `class_level` rows (report order).
+
+  Returns:
+    list of (lead, [folded variants]) in report order; unfolded children are leads themselves.
+  """
+  families = {}
+  for variant in blocks:
+    families.setdefault(_family(variant), []).append(variant)
+  out = []
+  for family, members in families.items():
+    members = sorted(members, key=lambda v: v != family)  # the trained variant first
+    lead, rest = members[0], members[1:]
+    folded, shown = [], []
+    for v in rest:
+      a, b = blocks[lead], blocks[v]
+      diff = np.abs(a.absolute_recall_difference.to_numpy(float)
+                    - b.absolute_recall_difference.to_numpy(float))
+      same = (list(a.significant) == list(b.significant) and
+              bool(np.all(np.nan_to_num(diff) <= FOLD_TOLERANCE)))
+      (folded if same else shown).append(v)
+    out.append((lead, folded))
+    out += [(v, []) for v in shown]
+  return out
+
+
+def _class_block(measures, variant, rows):
   cols = ["class_name", "absolute_recall_difference", "normalized_recall_difference",
-          "relative_recall_difference", "p_value", "significant"]
+          "relative_recall_difference", "p_value", "p_bh", "significant"]
   short = {"class_name": "class", "absolute_recall_difference": "absolute",
            "normalized_recall_difference": "normalized",
-           "relative_recall_difference": "relative", "p_value": "p"}
-  for variant, rows in t.groupby("variant", sort=False):
-    s = measures.variants[variant]
-    parts.append(f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
-                 f"({s['gained']} gained, {s['lost']} lost; mean gain "
-                 f"{html.esc(html.fmt(s['mean_gain'], PCT))}, mean loss "
-                 f"{html.esc(html.fmt(s['mean_loss'], PCT))})</h3>")
-    shown = rows.assign(_abs=rows.absolute_recall_difference.abs()).sort_values(
-        ["significant", "_abs"], ascending=[False, False], kind="stable")[cols]
-    shown = shown.rename(columns=short)
-    parts.append(html.pair(
-        plots.class_level(rows, variant), f"per-class recall difference, {variant}",
-        html.table(shown, {"absolute": PCT, "normalized": PCT, "p": "p"},
-                   highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS)))
-  return "".join(parts)
+           "relative_recall_difference": "relative", "p_value": "p", "p_bh": "p (BH)"}
+  s = measures.variants[variant]
+  head = (f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
+          f"({s.get('significant_classes_bh', 'n/a')} after Benjamini-Hochberg; "
+          f"{s['gained']} gained, {s['lost']} lost; mean gain "
+          f"{html.esc(html.fmt(s['mean_gain'], PTS_ABS))}, mean loss "
+          f"{html.esc(html.fmt(s['mean_loss'], PTS_ABS))})</h3>")
+  shown = rows.assign(_abs=rows.absolute_recall_difference.abs()).sort_values(
+      ["significant", "_abs"], ascending=[False, False], kind="stable")[cols]
+  shown = shown.rename(columns=short)
+  return head + html.pair(
+      plots.class_level(rows, variant), f"per-class recall difference, {variant}",
+      html.table(shown, {"absolute": PTS_ABS, "normalized": PTS_ABS, "p": "p", "p (BH)": "p"},
+                 highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS))
 
 
 def _pie(measures):
@@ -104,16 +176,22 @@ def _subgroups(measures):
   rates = t[t.model.isin(["baseline", "compressed"])]
   nd = t[t.model == "normalized_difference"]
   absolute = t[t.model == "absolute_difference"]
-  members = measures.config["subgroup_members"]
+  members = min(measures.config["subgroup_members"],
+                min(s["members"] for s in measures.variants.values()))
+  counts = measures.tables.get("subgroup_counts")
   return ("<p class=\"lead\">Rates averaged over the first "
-          f"{html.esc(members)} members (SPEC §1.5); positive = class 1; FPR / FNR are n/a in "
-          "a subgroup without actual negatives / positives. Normalized difference = "
-          "100·(compressed − dense)/dense; beside it the absolute difference in points "
-          "(a near-zero baseline makes the ratio explode).</p>"
-          + html.pair(plots.subgroups(t), "subgroup normalized differences",
-                      html.table(nd, {g: PTS for g in groups}), stacked=True)
-          + "<h3>Absolute difference (points)</h3>"
-          + html.table(absolute, {g: PCT for g in groups})
+          f"{html.esc(members)} members of each population (SPEC §1.5); positive = class 1; "
+          "FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
+          "absolute difference, compressed − dense, in points; below it the normalized "
+          "difference 100·(compressed − dense)/dense in % (004 Table 3), which explodes on a "
+          "near-zero baseline, and the rates themselves. n: the examples, positives (FNR's "
+          "denominator) and negatives (FPR's) of each subgroup.</p>"
+          + html.pair(plots.subgroups(t), "subgroup absolute differences (points)",
+                      html.table(absolute, {g: PTS_ABS for g in groups}), stacked=True)
+          + ("" if counts is None else "<h3>n per subgroup</h3>" + html.table(
+              counts, {"examples": "int", "positives": "int", "negatives": "int"}))
+          + "<h3>Normalized difference (relative, %; 004 Table 3)</h3>"
+          + html.table(nd, {g: PTS for g in groups})
           + "<h3>Rates</h3>" + html.table(rates, {g: PCT for g in groups}))
 
 
@@ -139,7 +217,8 @@ def _robustness(measures):
           + html.pair(plots.robustness(t), "robustness per corruption",
                       html.table(_drop_empty(_drop_empty(t, "top5_norm"), "top5"),
                                  {"top1": PCT, "top5": PCT, "top1_norm": PTS,
-                                  "top5_norm": PTS, "severities": "int", "members": "int"})))
+                                  "top5_norm": PTS, "severities": "int", "members": "int"},
+                                 max_rows=60), stacked=True))
 
 
 def _noise(measures):
@@ -264,21 +343,24 @@ def _notes(measures, extra):
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
 
 
-def build(measures, gallery, protected, extra_notes=()):
+def build(measures, gallery, protected, extra_notes=(), recommendation=None):
   """Inner HTML of every section (`html.SECTIONS` ids).
 
   Args:
     measures: `measures.Measures`.
-    gallery: variant -> gallery entries with `png` (`gallery.build`).
+    gallery: family -> gallery cards with `png` (`gallery.build_families`).
     protected: protected attribute names (shown on every gallery card).
     extra_notes: more lines for the notes section.
+    recommendation: `verdict.recommend`'s dict (the verdict block's first line).
 
   Returns:
     dict section id -> HTML.
   """
-  gal = (html.gallery_html(gallery, protected) if gallery
+  gal = (gallery_view.html(gallery, protected) if gallery
          else html.skipped(["no compressed variant"]))
-  return {"overview": _overview(measures), "topline": _topline(measures),
+  return {"verdict": verdict_view.section(measures, recommendation),
+          "glossary": verdict_view.glossary(),
+          "overview": _overview(measures), "topline": _topline(measures),
           "class-level": _class_level(measures), "pie": _pie(measures),
           "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
           "robustness": _robustness(measures), "noise": _noise(measures),

@@ -26,13 +26,17 @@ from tf_forget.io import atomic
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
 from tf_forget.report import gallery as gallery_lib
+from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
 from tf_forget.report import prune_retrain
 from tf_forget.report import sections
+from tf_forget.report import verdict as verdict_lib
 
 SCHEMA_VERSION = "tf_forget.report/1"
+# The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
+ANNOTATION_PERCENTILE = 90
 TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
          "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
 
@@ -93,17 +97,6 @@ def tool_versions():
   return out
 
 
-def gallery_table(gallery_json):
-  """The gallery entries as one table (attributes as `attr_<name>` columns)."""
-  rows = []
-  for variant, entries in gallery_json.items():
-    for e in entries:
-      row = {"variant": variant, **{k: v for k, v in e.items() if k != "attributes"}}
-      row.update({f"attr_{a}": v for a, v in e["attributes"].items()})
-      rows.append(row)
-  return pd.DataFrame(rows, columns=None if rows else ["variant", "rank", "id", "distance"])
-
-
 def _inputs(run):
   """variant -> split -> member indices and the `.tflite` sha256 of each member's file."""
   return {v: {s: {"members": [int(k) for k in p.members],
@@ -121,7 +114,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     run_dir: run directory with `predictions/` (docs/artifacts/predictions.md).
     config: the run's configuration (JSON-ready dict), stored as is in report.json.
     dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
-    gallery_size: Taxicab CIEs shown per compressed variant.
+    gallery_size: Taxicab CIE cards shown per variant family (a trained variant and its
+      quantized children, each example once).
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>").
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
@@ -153,10 +147,12 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   m.tables.update(deploy_tables)
   m.notes.setdefault("deployment", []).extend(deploy_notes)
   m.config["deployment"] = deploy_settings
-  gallery = gallery_lib.build(run, m.cie, size=gallery_size)
-  gallery_json = {v: [{k: x for k, x in e.items() if k != "png"} for e in es]
-                  for v, es in gallery.items()}
-  m.tables["gallery"] = gallery_table(gallery_json)
+  m.tables["verdict"], recommendation = verdict_lib.compute(run, m, (config or {}).get("gates"))
+  gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
+  gallery_json = gallery_lib.without_images(gallery)
+  m.tables["gallery"] = gallery_lib.table(gallery_json)
+  m.tables["cie_annotation"] = gallery_lib.annotation_table(
+      run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])
   n = int(run.eval[collect.DENSE].ids.size)
   dataset_json = {"name": run.dataset_name, "options": run.dataset_options,
                   "num_classes": run.num_classes, "class_names": list(run.class_names),
@@ -174,18 +170,21 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       "inputs": _inputs(run),
       "tables": {name: records(t) for name, t in sorted(m.tables.items())},
       "gallery": gallery_json,
+      "recommendation": recommendation,
       "notes": m.notes,
       "files": {"html": "report.html",
                 "tables": [f"tables/{name}.csv" for name in sorted(m.tables)]},
   })
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
-  intro = [("data set", f"{run.dataset_name} {run.dataset_options or ''}".strip()),
+  options = ", ".join(f"{k}={v}" for k, v in sorted((run.dataset_options or {}).items()))
+  intro = [("data set", f"{run.dataset_name} ({options})" if options else run.dataset_name),
            ("evaluation split", f"{run.eval_split} ({n} examples)"),
            ("variants (members)", members), ("run directory", run_dir),
            ("schema", SCHEMA_VERSION)]
   page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
-                   sections.build(m, gallery, run.protected_attributes))
+                   sections.build(m, gallery, run.protected_attributes,
+                                  recommendation=recommendation), css=gallery_view.CSS)
   return Report(json=doc, tables=csvs, html=page, measures=m)
 
 

@@ -1,0 +1,155 @@
+"""The verdict block's numbers (tf_forget/report/verdict.py) on the planted fake runs, and the
+recommendation rule on hand-made tables.
+
+Expected values come from the plants of tests/report/fake_run.py (its docstring), counted
+here from the data set itself, and the intervals from the t formula with `scipy.stats.t.ppf`
+(a second method: verdict.py goes through `ttest_rel` / `ttest_ind`).
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from tests.report import fake_run
+from tf_forget.data import registry
+from tf_forget.report import collect
+from tf_forget.report import gates as gates_lib
+from tf_forget.report import measures as measures_lib
+from tf_forget.report import verdict
+from tf_forget.stats import accuracy
+
+
+def _verdict(run_dir, dataset, gates=None):
+  run = collect.load_run(run_dir, dataset_name=dataset)
+  m = measures_lib.compute(run)
+  frame, rec = verdict.compute(run, m, gates)
+  return run, frame.set_index("variant"), rec
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+  d = str(tmp_path_factory.mktemp("digits"))
+  fake_run.make_digits_run(d, corrupted=False)
+  return d
+
+
+@pytest.fixture(scope="module")
+def biased(tmp_path_factory):
+  d = str(tmp_path_factory.mktemp("biased"))
+  fake_run.make_biased_run(d)
+  return d
+
+
+def test_worst_class_is_the_planted_one(digits):
+  _, frame, _ = _verdict(digits, "digits")
+  row = frame.loc["prune_0.9"]
+  labels = registry.get("digits").load("test").labels
+  assert row["worst_class"] == "3" and row["worst_class_n"] == np.sum(labels == 3)
+  # 20 of class 3's examples wrong in every pruned member, the same noise elsewhere.
+  assert row["worst_class_change"] == pytest.approx(-20 / np.sum(labels == 3))
+  assert row["worst_class_low"] <= row["worst_class_change"] <= row["worst_class_high"]
+  assert row["worst_class_p"] < 1e-4 and row["worst_class_p_bh"] >= row["worst_class_p"]
+  assert row["pairing"] == "independent" and row["top1_change"] == pytest.approx(0, abs=1e-12)
+  assert row["pie_count"] == 40
+
+
+def test_paired_interval_matches_the_t_formula(digits):
+  run, frame, _ = _verdict(digits, "digits")
+  row = frame.loc["full_int8"]
+  assert row["pairing"] == "paired"
+  assert row["top1_change"] == row["top1_low"] == row["top1_high"] == 0  # identical files
+  # prune_0.9 vs dense as if paired: differences per member by hand, t formula.
+  p0, pt = run.eval["dense"], run.eval["prune_0.9"]
+  d = (accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3]
+       - accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3])
+  out = verdict.intervals.mean_difference_interval(
+      accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3],
+      accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3], paired=True)
+  assert out["low"] == out["high"] == pytest.approx(d.mean())  # constant differences
+
+
+def test_welch_interval_matches_the_t_formula(biased):
+  run, frame, _ = _verdict(biased, "digits_biased")
+  row = frame.loc["prune_0.9"]
+  a0 = accuracy.top1_accuracy(run.eval["dense"].top1, run.eval["dense"].labels)
+  at = accuracy.top1_accuracy(run.eval["prune_0.9"].top1, run.eval["prune_0.9"].labels)
+  v0, vt = a0.var(ddof=1) / a0.size, at.var(ddof=1) / at.size
+  df = (v0 + vt) ** 2 / (v0 ** 2 / (a0.size - 1) + vt ** 2 / (at.size - 1))
+  half = stats.t.ppf(0.975, df) * np.sqrt(v0 + vt)
+  assert row["top1_change"] == pytest.approx(at.mean() - a0.mean())
+  assert row["top1_low"] == pytest.approx(at.mean() - a0.mean() - half)
+  assert row["top1_high"] == pytest.approx(at.mean() - a0.mean() + half)
+
+
+def test_worst_subgroup_is_inside_the_planted_group(biased):
+  _, frame, rec = _verdict(biased, "digits_biased")
+  row = frame.loc["prune_0.9"]
+  test = registry.get("digits_biased").load("test")
+  assert row["worst_subgroup"].startswith("Inverted=1")
+  mask = np.asarray(test.attributes["Inverted"], bool) & (test.labels == 1)
+  if "Faint=1" in row["worst_subgroup"]:
+    mask &= np.asarray(test.attributes["Faint"], bool)
+  elif "Faint=0" in row["worst_subgroup"]:
+    mask &= ~np.asarray(test.attributes["Faint"], bool)
+  assert row["worst_subgroup_n"] == mask.sum()
+  assert row["worst_subgroup_fnr_change"] > 0.8  # every planted positive missed
+  assert frame.loc["full_int8", "worst_subgroup_fnr_change"] == 0
+  # prune_0.9 loses ~10 points: over the default 1-point budget; full_int8 is recommended.
+  assert frame.loc["prune_0.9", "verdict"] == "over budget"
+  assert rec["variant"] == "full_int8" and frame.loc["full_int8", "verdict"] == "recommended"
+
+
+def test_gate_failure_shows_with_its_reason(digits):
+  _, frame, rec = _verdict(digits, "digits", {"max_significant_classes": 0})
+  assert frame.loc["prune_0.9", "verdict"] == "fail"
+  assert "classes change significantly" in frame.loc["prune_0.9", "reason"]
+  assert rec["variant"] == "full_int8"
+  assert "--max_accuracy_drop" in rec["rule"] and "default budget" in rec["rule"]
+  assert any("K = 5" in c for c in rec["caveats"])
+
+
+def _frame(rows):
+  base = {"members": 30, "top1_low": -0.001, "top1_high": 0.001, "pairing": "paired",
+          "gate": "pass", "reasons": "", "size_vs_dense": np.nan}
+  dense = {"variant": "dense", "file": "deploy/dense/0.tflite", "size_bytes": 1000.0,
+           "top1": 0.9, "top1_change": 0.0, "verdict": "baseline", "reason": "", "members": 30}
+  return pd.DataFrame([dense] + [dict(base, file=f"deploy/{r['variant']}/0.tflite", **r)
+                                 for r in rows])
+
+
+def test_rule_smallest_passing_file_and_size_ties():
+  frame = _frame([
+      {"variant": "a", "size_bytes": 500.0, "top1": 0.895, "top1_change": -0.005},
+      {"variant": "b", "size_bytes": 503.0, "top1": 0.899, "top1_change": -0.001},  # within 1%
+      {"variant": "c", "size_bytes": 100.0, "top1": 0.80, "top1_change": -0.10},  # over budget
+      {"variant": "d", "size_bytes": 50.0, "top1": 0.9, "top1_change": 0.0, "gate": "fail",
+       "reasons": "x"},
+  ])
+  rec = verdict.recommend(frame, gates_lib.Gates())
+  assert rec["variant"] == "b" and rec["file"] == "deploy/b/0.tflite"
+  assert list(frame.verdict) == ["baseline", "pass", "recommended", "over budget", "fail"]
+  # a 20-point budget lets c in: it is the smallest passing file.
+  frame = _frame([{"variant": "c", "size_bytes": 100.0, "top1": 0.8, "top1_change": -0.1},
+                  {"variant": "a", "size_bytes": 500.0, "top1": 0.9, "top1_change": 0.0}])
+  rec = verdict.recommend(frame, gates_lib.Gates(max_accuracy_drop=0.2))
+  assert rec["variant"] == "c" and "(--max_accuracy_drop)" in rec["rule"]
+
+
+def test_rule_without_candidates_ships_dense_and_without_sizes_by_accuracy():
+  frame = _frame([{"variant": "c", "size_bytes": 100.0, "top1": 0.8, "top1_change": -0.1}])
+  assert verdict.recommend(frame, gates_lib.Gates())["variant"] == "dense"
+  frame = _frame([{"variant": "a", "size_bytes": np.nan, "top1": 0.895, "top1_change": -0.005},
+                  {"variant": "b", "size_bytes": np.nan, "top1": 0.899, "top1_change": -0.001}])
+  frame.loc[0, "size_bytes"] = np.nan
+  rec = verdict.recommend(frame, gates_lib.Gates())
+  assert rec["variant"] == "b" and "No file sizes" in rec["rule"]
+
+
+def test_wide_interval_and_small_k_caveats():
+  frame = _frame([{"variant": "a", "size_bytes": 10.0, "top1": 0.9, "top1_change": -0.005,
+                   "top1_low": -0.03, "members": 3}])
+  rec = verdict.recommend(frame, gates_lib.Gates())
+  assert rec["variant"] == "a"
+  assert any("reaches -3.00 pt" in c for c in rec["caveats"])
+  assert any("K = 3" in c for c in rec["caveats"])

@@ -1,0 +1,293 @@
+"""The report's verdict block: which file to ship, what it costs, how sure we are (issue #18).
+
+One row per variant, against the dense population:
+
+* the file a user ships (`deploy/<variant>/0.tflite`, the encoding the audit chose), its size
+  and batch-1 latency, both also as ratios to the dense float32 file (`deployment` table);
+* top-1 change (points) with its t-based confidence interval over members
+  (`tf_forget.stats.intervals`: Welch for independently trained populations, paired for a
+  network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
+* the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
+  SPEC §3.3), its number of test examples, interval, Welch p-value (SPEC §3.1) and the
+  Benjamini-Hochberg adjusted one over the variant's classes;
+* the worst subgroup: the largest FNR increase over the protected subgroups (004 Table 3,
+  SPEC §4.2; first `subgroup_members` members, SPEC §1.5), its number of actual positives and
+  interval;
+* #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`).
+
+The recommendation (`recommend`): among the compressed variants that pass every gate and lose
+at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURACY_BUDGET`
+when that gate is not set — a budget for the recommendation only, not a gate: the exit status
+is unaffected), the smallest shipped file; sizes within `SIZE_TIE` of each other go to the
+higher top-1. Without measured sizes, the one with the smallest top-1 loss. If none
+qualifies: the dense float32 file. Caveats say when the interval of the recommended file's
+change reaches past the budget or when populations are small (K < `SMALL_K`; the papers use
+K = 30, SPEC §1.5).
+"""
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.report import collect
+from tf_forget.report import gates as gates_lib
+from tf_forget.report import pairing as pairing_lib
+from tf_forget.stats import accuracy
+from tf_forget.stats import intervals
+from tf_forget.stats import subgroups
+
+DENSE = collect.DENSE
+DEFAULT_ACCURACY_BUDGET = 0.01
+SIZE_TIE = 0.01
+SMALL_K = 10
+# A worst-class / worst-subgroup change larger than this (5 points) is named in the caveats of
+# the recommended file when no gate bounds it.
+WATCH = 0.05
+CONFIDENCE = intervals.CONFIDENCE
+NAN = float("nan")
+
+
+def is_paired(pairing):
+  """True if a variant's member k is the same network as its dense partner (not independent)."""
+  return pairing["label"] != pairing_lib.LABELS["independent"]
+
+
+def _populations(run, variant):
+  """(dense rows, variant rows, paired) as the variant's pairing says."""
+  pairing = run.pairing_of(variant)
+  if is_paired(pairing):
+    q0, qt = collect.paired(run.eval[DENSE], run.eval[variant], pairing["pairs"])
+    return q0, qt, True
+  return run.eval[DENSE], run.eval[variant], False
+
+
+def _interval(values_0, values_t, paired, confidence):
+  return intervals.mean_difference_interval(values_0, values_t, paired=paired,
+                                            confidence=confidence, bounds=(0.0, 1.0))
+
+
+def _empty(paired):
+  nan = float("nan")
+  return {"difference": nan, "low": nan, "high": nan, "n_0": 0, "n_t": 0, "spread": nan,
+          "method": "paired" if paired else "welch", "confidence": CONFIDENCE}
+
+
+def top1_interval(run, variant, confidence=CONFIDENCE):
+  """The interval of the variant's top-1 change (fraction), `intervals` dict (NaN without a
+  paired member: every parent link stale, `pairing.py`)."""
+  p0, pt, paired = _populations(run, variant)
+  if not pt.members.size:
+    return _empty(paired)
+  return _interval(accuracy.top1_accuracy(p0.top1, p0.labels),
+                   accuracy.top1_accuracy(pt.top1, pt.labels), paired, confidence)
+
+
+def worst_class(run, variant, class_rows, confidence=CONFIDENCE):
+  """The class with the largest mean recall loss, with n, interval and p-values.
+
+  Args:
+    run: `collect.Run`.
+    variant: a compressed variant.
+    class_rows: the variant's rows of the `class_level` table (columns `class`, `class_name`,
+      `absolute_recall_difference`, `p_value`, `p_bh`).
+    confidence: interval level.
+
+  Returns:
+    dict `name`, `class`, `n` (test examples of the class), the `intervals` fields of its
+    recall change, `p_value`, `p_bh` (Benjamini-Hochberg over the variant's classes); None if
+    no class has a defined difference.
+  """
+  diff = class_rows["absolute_recall_difference"].to_numpy(float)
+  if class_rows.empty or np.isnan(diff).all():
+    return None
+  i = int(np.nanargmin(diff))
+  row = class_rows.iloc[i]
+  c = int(row["class"])
+  p0, pt, paired = _populations(run, variant)
+  if not pt.members.size:
+    return None
+  r0 = accuracy.per_class_recall(p0.top1, p0.labels, run.num_classes)[:, c]
+  rt = accuracy.per_class_recall(pt.top1, pt.labels, run.num_classes)[:, c]
+  return dict(_interval(r0, rt, paired, confidence), name=str(row["class_name"]), **{
+      "class": c, "n": int(np.sum(run.eval[DENSE].labels == c)),
+      "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])})
+
+
+def worst_subgroup(run, variant, summary, subgroup_members=10, confidence=CONFIDENCE):
+  """The subgroup whose FNR rose most (`groups.worst_subgroups`), with n and interval.
+
+  Returns:
+    dict `name`, `n` (actual positives in the subgroup), the `intervals` fields of its FNR
+    change over the first `subgroup_members` members (SPEC §1.5); None without subgroups.
+  """
+  worst = ((summary.get("worst_subgroup") or {}).get("fnr")) or None
+  if not worst:
+    return None
+  p0, pt, paired = _populations(run, variant)
+  if not pt.members.size:
+    return None
+  labels = run.eval[DENSE].labels
+  masks = subgroups.subgroup_masks(run.attributes, labels.size, tuple(run.protected_attributes))
+  mask = {worst["subgroup"]: masks[worst["subgroup"]]}
+  m = subgroup_members
+  f0 = subgroups.subgroup_rates(p0.top1[:m], labels, mask)["fnr"][:, 0]
+  ft = subgroups.subgroup_rates(pt.top1[:m], labels, mask)["fnr"][:, 0]
+  return dict(_interval(f0, ft, paired, confidence), name=worst["subgroup"],
+              n=int(np.sum(mask[worst["subgroup"]] & (labels == 1))))
+
+
+def _shipped(deploy, variant):
+  """(encoding, bytes, batch-1 ms) of the variant's shipped file, NaN where not measured."""
+  if deploy is None or variant not in set(deploy.variant):
+    return "", NAN, NAN
+  row = deploy[deploy.variant == variant].iloc[0]
+  enc = row["encoding"]
+  size = row["sparse_bytes"] if enc == "sparse" else row["plain_bytes"]
+  ms = row.get(f"{enc}_ms_b1", NAN)
+  return enc, float(size) if size is not None else NAN, float(ms) if ms is not None else NAN
+
+
+def table(run, measures, gates, confidence=CONFIDENCE):
+  """The verdict table, one row per variant (dense first), as the module docstring says.
+
+  Args:
+    run: `collect.Run`.
+    measures: `measures.Measures` (with the `deployment` table when the run has one).
+    gates: `gates.Gates`.
+    confidence: level of every interval.
+
+  Returns:
+    DataFrame; changes are fractions (points / 100), NaN where undefined.
+  """
+  deploy = measures.tables.get("deployment")
+  _, dense_bytes, dense_ms = _shipped(deploy, DENSE)
+  classes = measures.tables["class_level"]
+  members = measures.config.get("subgroup_members", 10)
+  rows = []
+  for variant, s in measures.variants.items():
+    enc, size, ms = _shipped(deploy, variant)
+    row = {"variant": variant, "members": s["members"],
+           "file": f"deploy/{variant}/0.tflite", "encoding": enc, "size_bytes": size,
+           "size_vs_dense": size / dense_bytes, "latency_ms": ms,
+           "latency_vs_dense": ms / dense_ms, "top1": s["top1"]}
+    if variant == DENSE:
+      rows.append(dict(row, top1_change=0.0, verdict="baseline",
+                       reason="the uncompressed reference"))
+      continue
+    top = top1_interval(run, variant, confidence)
+    row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
+               pairing="paired" if top["method"] == "paired" else "independent")
+    wc = worst_class(run, variant, classes[classes.variant == variant], confidence)
+    if wc is not None:
+      row.update(worst_class=wc["name"], worst_class_n=wc["n"],
+                 worst_class_change=wc["difference"], worst_class_low=wc["low"],
+                 worst_class_high=wc["high"], worst_class_p=wc["p_value"],
+                 worst_class_p_bh=wc["p_bh"])
+    ws = worst_subgroup(run, variant, s, members, confidence)
+    if ws is not None:
+      row.update(worst_subgroup=ws["name"], worst_subgroup_n=ws["n"],
+                 worst_subgroup_fnr_change=ws["difference"], worst_subgroup_low=ws["low"],
+                 worst_subgroup_high=ws["high"])
+    passed, reasons = gates_lib.verdict(variant, s, gates)
+    row.update(pie_count=s.get("pie_count", NAN), gate="pass" if passed else "fail",
+               reasons="; ".join(reasons))
+    rows.append(row)
+  return pd.DataFrame(rows)
+
+
+def _points(x):
+  return f"{100 * x:+.2f} pt"
+
+
+def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
+  """Names the file to ship and the rule that chose it; fills the table's `verdict` column.
+
+  Args:
+    frame: from `table` (modified in place: `verdict` and `reason` of compressed rows).
+    gates: `gates.Gates`.
+    default_budget: the accuracy budget when the `max_accuracy_drop` gate is not set.
+
+  Returns:
+    dict `variant`, `file`, `rule` (one sentence), `why` (one sentence), `caveats` (list).
+  """
+  gated = gates.max_accuracy_drop is not None
+  budget = gates.max_accuracy_drop if gated else default_budget
+  rule = ("Rule: the smallest shipped file among the compressed variants that pass every gate "
+          f"and lose at most {100 * budget:.2f} points of top-1 "
+          + ("(--max_accuracy_drop)" if gated else
+             "(default budget, not a gate; set --max_accuracy_drop to change it)")
+          + f"; sizes within {100 * SIZE_TIE:g}% go to the higher top-1.")
+  has_size = frame["size_bytes"].notna().any()
+  candidates = []
+  for i, row in frame.iterrows():
+    if row["variant"] == DENSE:
+      continue
+    if row["gate"] == "fail":
+      frame.at[i, "verdict"], frame.at[i, "reason"] = "fail", row["reasons"]
+    elif row["top1_change"] != row["top1_change"]:
+      frame.at[i, "verdict"] = "undefined"
+      frame.at[i, "reason"] = "top-1 change undefined (no paired member)"
+    elif -row["top1_change"] > budget:
+      frame.at[i, "verdict"] = "over budget"
+      frame.at[i, "reason"] = (f"top-1 {_points(row['top1_change'])}, budget "
+                               f"-{100 * budget:.2f} pt")
+    else:
+      frame.at[i, "verdict"], frame.at[i, "reason"] = "pass", "within every bound"
+      candidates.append(i)
+  if not has_size:
+    rule += " No file sizes were measured in this run, so the smallest top-1 loss decides."
+  if not candidates:
+    dense = frame[frame.variant == DENSE].iloc[0]
+    return {"variant": DENSE, "file": dense["file"], "rule": rule,
+            "why": "no compressed variant passes: ship the dense float32 file.",
+            "caveats": _caveats(frame, None, budget, gates)}
+  cand = frame.loc[candidates]
+  if has_size and cand["size_bytes"].notna().any():
+    smallest = cand["size_bytes"].min()
+    near = cand[cand["size_bytes"] <= smallest * (1 + SIZE_TIE)]
+    best = near.sort_values(["top1", "size_bytes"], ascending=[False, True], kind="stable").index[0]
+  else:
+    best = cand.sort_values("top1_change", ascending=False, kind="stable").index[0]
+  frame.at[best, "verdict"] = "recommended"
+  row = frame.loc[best]
+  size = (f"{row['size_bytes'] / 1024:.1f} KiB, {row['size_vs_dense']:.2f}x the dense file"
+          if row["size_bytes"] == row["size_bytes"] else "size not measured")
+  why = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
+         f"({100 * CONFIDENCE:g}% CI {_points(row['top1_low'])} to {_points(row['top1_high'])}"
+         f", {row['pairing']} members).")
+  return {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
+          "caveats": _caveats(frame, best, budget, gates)}
+
+
+def _caveats(frame, best, budget, gates=None):
+  out = []
+  if best is not None:
+    row = frame.loc[best]
+    name = row["variant"]
+    low = row["top1_low"]
+    if low == low and -low > budget:
+      out.append(f"The interval of {name}'s top-1 change reaches {_points(low)}, past the "
+                 "budget: the data do not rule out a larger loss.")
+    loss = row.get("worst_class_change", NAN)
+    if loss == loss and -loss > WATCH:
+      out.append(f"{name} loses {_points(loss)} of recall on class {row['worst_class']} "
+                 f"(n = {int(row['worst_class_n'])}); set --max_significant_classes to gate "
+                 "on class-level changes.")
+    rise = row.get("worst_subgroup_fnr_change", NAN)
+    if rise == rise and rise > WATCH and (gates is None or
+                                           gates.max_subgroup_fnr_increase is None):
+      out.append(f"{name} raises the false-negative rate of subgroup {row['worst_subgroup']} "
+                 f"by {_points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
+                 "--max_subgroup_fnr_increase to gate on it.")
+  k = int(frame["members"].min())
+  if k < SMALL_K:
+    out.append(f"Small populations (K = {k} members; the papers use 30): intervals are wide, "
+               "and a class flagged significant at p ≤ 0.05 without correction may be chance "
+               "(see the BH-adjusted p).")
+  return out
+
+
+def compute(run, measures, gates_json=None, confidence=CONFIDENCE):
+  """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`."""
+  gates = gates_lib.Gates.from_json(gates_json)
+  frame = table(run, measures, gates, confidence)
+  return frame, recommend(frame, gates)

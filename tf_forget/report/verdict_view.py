@@ -1,0 +1,135 @@
+"""The report's first screen: the verdict block and the glossary (issue #18).
+
+`section` renders `verdict.table` / `verdict.recommend` (tf_forget/report/verdict.py): the
+recommended file in one sentence, the rule that chose it, caveats, then one row per variant —
+file, size and latency against dense, top-1 change with its interval, worst class and worst
+subgroup with n and interval, #PIE, gate verdict and why. `glossary` introduces every
+measure in one or two plain sentences with its paper reference.
+"""
+
+import pandas as pd
+
+from tf_forget.report import html
+
+
+def _pt(x, digits=2):
+  return "n/a" if x is None or x != x else f"{100 * x:+.{digits}f} pt"
+
+
+def _change(value, low, high):
+  """'−0.40 pt [−0.90, +0.10]': a change with its interval (points)."""
+  if value is None or value != value:
+    return "n/a"
+  ci = "" if low != low or high != high else f" [{_pt(low)[:-3]}, {_pt(high)[:-3]}]"
+  return _pt(value) + ci
+
+
+def _size(row):
+  if row.get("size_bytes") != row.get("size_bytes"):
+    return "not measured"
+  return f"{row['size_bytes'] / 1024:.1f} KiB ({row['size_vs_dense']:.2f}×)"
+
+
+def _latency(row):
+  if row.get("latency_ms") != row.get("latency_ms"):
+    return "not measured"
+  return f"{row['latency_ms']:.3f} ms ({row['latency_vs_dense']:.2f}×)"
+
+
+VERDICT_CLASSES = {"recommended": "verdict-rec", "fail": "verdict-fail",
+                   "over budget": "verdict-over", "pass": "verdict-pass"}
+
+
+def verdict_rows(frame):
+  """The verdict table as display strings (one row per variant)."""
+  rows = []
+  for _, r in frame.iterrows():
+    r = r.to_dict()
+    dense = r["variant"] == "dense"
+    wc = ("" if dense or not isinstance(r.get("worst_class"), str) else
+          f"{r['worst_class']} (n={int(r['worst_class_n'])}): "
+          f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])}; "
+          f"p={html.fmt(r['worst_class_p'], 'p')}, BH {html.fmt(r['worst_class_p_bh'], 'p')}")
+    ws = ("" if dense or not isinstance(r.get("worst_subgroup"), str) else
+          f"{r['worst_subgroup']} (n={int(r['worst_subgroup_n'])} positives): "
+          + _change(r["worst_subgroup_fnr_change"], r["worst_subgroup_low"],
+                    r["worst_subgroup_high"]))
+    rows.append({
+        "variant": r["variant"], "verdict": r.get("verdict") or "",
+        "file to ship": r["file"] + (f" ({r['encoding']})" if r.get("encoding") else ""),
+        "size (× dense)": _size(r), "latency b=1 (× dense)": _latency(r),
+        "top-1": html.fmt(r["top1"], "pct"),
+        "top-1 change [95% CI]": "" if dense else _change(r["top1_change"], r["top1_low"],
+                                                          r["top1_high"]),
+        "worst class recall": wc, "worst subgroup FNR": ws,
+        "#PIE": "" if dense else html.fmt(r.get("pie_count"), "int"),
+        "members": str(int(r["members"])) + ("" if dense else f" ({r['pairing']})"),
+        "why": r.get("reason") or ""})
+  return pd.DataFrame(rows)
+
+
+def section(measures, recommendation):
+  """The verdict section's HTML: the recommendation, its rule and caveats, the table."""
+  frame = measures.tables.get("verdict")
+  if frame is None or recommendation is None:
+    return html.skipped(["no verdict computed"])
+  rec = recommendation
+  none = rec["variant"] == "dense"
+  head = (f"Ship <b>{html.esc(rec['file'])}</b>" + ("" if none else
+          f" — {html.esc(rec['why'])}") if not none else
+          f"Ship <b>{html.esc(rec['file'])}</b>: {html.esc(rec['why'])}")
+  out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>",
+         f"<p class=\"lead\">{html.esc(rec['rule'])}</p>"]
+  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
+  shown = verdict_rows(frame)
+  out.append(html.table(shown, classes="verdict sortable",
+                        row_classes=[VERDICT_CLASSES.get(v, "") for v in shown.verdict]))
+  out.append("<p class=\"lead\">Changes are in percentage points (pt) of the dense "
+             "population's value, mean over members, with the t-based 95% interval over "
+             "members: paired where member k is the same network before and after "
+             "compression, Welch where the populations are trained independently. Worst class: "
+             "the largest recall loss, its test examples n, the Welch p-value (000 §2.2) and "
+             "the Benjamini-Hochberg adjusted one over all classes. Worst subgroup: the "
+             "largest false-negative-rate increase over the protected subgroups (004 Table "
+             "3). The file column is the one written to the deployment bundle "
+             "(deploy/manifest.json).</p>")
+  return "".join(out)
+
+
+GLOSSARY = (
+    ("top-1, top-1 change", "Share of test images whose highest-scoring class is the true "
+     "one, averaged over the members of a population; the change is compressed minus dense, "
+     "in percentage points (pt). 000 Table 2."),
+    ("members, K", "Independently trained (or compressed) copies of a model; every number is "
+     "a mean over them. The papers use K = 30 (000 §2.4); with a few members intervals are "
+     "wide."),
+    ("significant class", "A class whose recall, relative to each member's overall accuracy, "
+     "differs between the populations in a two-tailed Welch t-test at p ≤ 0.05 (000 §2.2, "
+     "SPEC §3.1). No multiple-testing correction is applied by default; the BH column shows "
+     "the Benjamini-Hochberg adjusted p-value."),
+    ("PIE (#PIE)", "Pruning Identified Exemplar: a test image whose most frequent label over "
+     "the compressed population differs from the most frequent label over the dense one "
+     "(000 §2.3). #PIE counts them."),
+    ("CIE, Taxicab distance d_T", "Compression Identified Exemplar: 004 ranks images by the "
+     "Taxicab distance between the two populations' label counts (0 = identical votes, 2K = "
+     "every member changed its vote); the top ranks are the images compression changed most "
+     "(004 §3.1)."),
+    ("subgroup FNR / FPR", "False-negative (false-positive) rate within a subgroup of the "
+     "protected attributes, e.g. Male × Young (004 Tables 3-5). Normalized difference = "
+     "relative change in %, absolute = change in points."),
+    ("α, recall distortion", "Slope of each class's recall balance after vs before "
+     "compression; α > 1: compression widened the gaps between classes, α < 1: narrowed them. "
+     "Label <, >, ? : the 99% interval lies below, above or around 1 (002 §5-6)."),
+    ("prune potential, excess error", "The largest pruned fraction whose error stays within "
+     "0.5 points of the parent's, per test distribution; excess error = error under a "
+     "distribution shift minus error on the nominal test set (003 Definitions 1-2)."),
+    ("robustness (normalized)", "Accuracy on corrupted images relative to the dense "
+     "population's on the same corruption, 100·(A_t/A_0 − 1) % (000 Table 3)."),
+)
+
+
+def glossary():
+  """The glossary section's HTML (collapsed)."""
+  items = "".join(f"<dt>{html.esc(t)}</dt><dd>{html.esc(d)}</dd>" for t, d in GLOSSARY)
+  return ("<details><summary>The measures in one or two sentences each (click to open)"
+          f"</summary><dl class=\"glossary\">{items}</dl></details>")

@@ -58,7 +58,7 @@ OPTIONAL_SECTIONS = (
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;
 max-width:1250px;padding:16px 24px;color:#222;background:#fff;line-height:1.4}
-h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #8e4585;padding-bottom:4px;
+h1{font-size:1.5em;margin:.2em 0}h2{border-bottom:2px solid #8e4585;padding-bottom:4px;
 margin-top:2em}h3{margin:1.2em 0 .4em}
 .pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 .pair>figure{margin:0;flex:0 1 680px;max-width:760px}.stack>figure{flex:1 1 100%;
@@ -84,7 +84,7 @@ p.recommendation{font-size:1.15em;background:#f3faf4;border-left:5px solid #2b7a
 padding:8px 12px;max-width:1150px}p.recommendation.none{background:#fdf1f0;
 border-left-color:#b3261e}.caveat{color:#8a5a00}dl.glossary dt{font-weight:bold;
 margin-top:.5em}dl.glossary dd{margin-left:1.5em;max-width:1000px}
-figure img{max-width:100%;height:auto}table.verdict td{white-space:normal;text-align:left;
+figure img{max-width:100%;height:auto}p.meta{font-size:12px;color:#555;margin:0 0 6px 0}table.verdict td{white-space:normal;text-align:left;
 min-width:70px;max-width:260px;vertical-align:top}table.verdict th{white-space:normal}
 """
 
@@ -228,14 +228,13 @@ def page(title, intro_rows, sections, css=""):
   """
   out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
          f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>",
-         f"<h1>{esc(title)}</h1><table>"]
-  out += [f"<tr><th class=\"t\">{esc(k)}</th><td class=\"t\">{esc(v)}</td></tr>"
-          for k, v in intro_rows]
+         f"<h1>{esc(title)}</h1><p class=\"meta\">"]
+  out.append(" · ".join(f"<b>{esc(k)}</b>: {esc(v)}" for k, v in intro_rows))
   layout = []
   for sid, name in SECTIONS:
     layout.append((sid, name))
     layout += [(o, n) for o, n, after in OPTIONAL_SECTIONS if after == sid and o in sections]
-  out.append("</table><nav id=\"toc\">")
+  out.append("</p><nav id=\"toc\">")
   out.append(" ".join(f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(NAV.get(sid, name))}</a>"
                       for sid, name in layout))
   out.append("</nav>")

@@ -40,32 +40,41 @@ VERDICT_CLASSES = {"recommended": "verdict-rec", "fail": "verdict-fail",
                    "over budget": "verdict-over", "pass": "verdict-pass"}
 
 
+def _p(value):
+  v = html.fmt(value, "p")
+  return v if v == "n/a" else f"{float(value):.2g}"
+
+
 def verdict_rows(frame):
-  """The verdict table as display strings (one row per variant)."""
+  """The verdict table as display strings (one row per variant; empty columns dropped)."""
   rows = []
   for _, r in frame.iterrows():
     r = r.to_dict()
     dense = r["variant"] == "dense"
     wc = ("" if dense or not isinstance(r.get("worst_class"), str) else
-          f"{r['worst_class']} (n={int(r['worst_class_n'])}): "
-          f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])}; "
-          f"p={html.fmt(r['worst_class_p'], 'p')}, BH {html.fmt(r['worst_class_p_bh'], 'p')}")
+          f"{r['worst_class']} (n={int(r['worst_class_n'])}) "
+          f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])} "
+          f"p {_p(r['worst_class_p'])}, BH {_p(r['worst_class_p_bh'])}")
     ws = ("" if dense or not isinstance(r.get("worst_subgroup"), str) else
-          f"{r['worst_subgroup']} (n={int(r['worst_subgroup_n'])} positives): "
+          f"{r['worst_subgroup']} (n={int(r['worst_subgroup_n'])} pos.) "
           + _change(r["worst_subgroup_fnr_change"], r["worst_subgroup_low"],
                     r["worst_subgroup_high"]))
+    reason = r.get("reason") or ""
     rows.append({
-        "variant": r["variant"], "verdict": r.get("verdict") or "",
+        "variant": r["variant"] + f" (K={int(r['members'])}"
+                   + ("" if dense else f", {r['pairing']}") + ")",
+        "verdict": r.get("verdict") or "",
         "file to ship": r["file"] + (f" ({r['encoding']})" if r.get("encoding") else ""),
         "size (× dense)": _size(r), "latency b=1 (× dense)": _latency(r),
         "top-1": html.fmt(r["top1"], "pct"),
         "top-1 change [95% CI]": "" if dense else _change(r["top1_change"], r["top1_low"],
                                                           r["top1_high"]),
-        "worst class recall": wc, "worst subgroup FNR": ws,
+        "worst class: recall change": wc, "worst subgroup: FNR change": ws,
         "#PIE": "" if dense else html.fmt(r.get("pie_count"), "int"),
-        "members": str(int(r["members"])) + ("" if dense else f" ({r['pairing']})"),
-        "why": r.get("reason") or ""})
-  return pd.DataFrame(rows)
+        "why": "" if reason in ("within every bound", "the uncompressed reference") else reason})
+  out = pd.DataFrame(rows)
+  keep = [c for c in out.columns if c in ("variant", "verdict") or (out[c] != "").any()]
+  return out[keep]
 
 
 def section(measures, recommendation):

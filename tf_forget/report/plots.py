@@ -232,13 +232,7 @@ def subgroups(table):
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("points (compressed − dense)")
     ax.set_title(names[metric])
-  axes[0].set_yticks(y)
-  axes[0].set_yticklabels(groups)
-  axes[0].set_ylim(len(groups) - 0.5, -0.5)
-  for ax in axes:
-    ax.grid(False, axis="y")
-  for ax in axes[1:]:
-    ax.tick_params(labelleft=False)
+  variant_yaxis(axes, groups)  # subgroup names down y, first at the top
   legend_below(fig, [patch(styles[v]) for v in variants], variants)
   fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points (004 "
                "Tables 3-4)" + ("; in brackets the normalized difference, %" if n <= 2 else ""))

@@ -153,3 +153,21 @@ def test_wide_interval_and_small_k_caveats():
   assert rec["variant"] == "a"
   assert any("reaches -3.00 pt" in c for c in rec["caveats"])
   assert any("K = 3" in c for c in rec["caveats"])
+
+
+def test_class_and_subgroup_tables_carry_the_same_intervals(biased):
+  """The class-level and subgroup tables show the intervals the verdict names (issue #18)."""
+  run = collect.load_run(biased, dataset_name="digits_biased")
+  m = measures_lib.compute(run)
+  frame = verdict.table(run, m, gates_lib.Gates()).set_index("variant")
+  row = frame.loc["prune_0.9"]
+  cls = m.tables["class_level"]
+  c = cls[(cls.variant == "prune_0.9") & (cls.class_name == row["worst_class"])].iloc[0]
+  assert c["absolute_low"] == pytest.approx(row["worst_class_low"])
+  assert c["absolute_high"] == pytest.approx(row["worst_class_high"])
+  sub = m.tables["subgroups"]
+  pick = lambda model: sub[(sub.variant == "prune_0.9") & (sub.model == model)
+                           & (sub.metric == "fnr")].iloc[0][row["worst_subgroup"]]
+  assert pick("absolute_low") == pytest.approx(row["worst_subgroup_low"])
+  assert pick("absolute_high") == pytest.approx(row["worst_subgroup_high"]) == 1.0  # clipped
+  assert pick("absolute_low") <= pick("absolute_difference") <= pick("absolute_high")

@@ -162,6 +162,21 @@ def paired(pop_0, pop_t, pairs=None):
   return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
 
 
+def comparison(run, variant):
+  """(dense rows, variant rows, paired) on the evaluation split, as the variant's pairing says.
+
+  Paired (the same network before and after compression: a quantized dense member, a one-shot
+  or prune-retrain member and its dense parent; `pairing.py`): row i against row i of the
+  pairs. Independent (gradual pruning, SPEC §1.3): every member of both populations. The
+  intervals of the report (`stats.intervals`) are paired or Welch accordingly.
+  """
+  pairing = run.pairing_of(variant)
+  if pairing["label"] != pairing_lib.LABELS["independent"]:
+    q0, qt = paired(run.eval[DENSE], run.eval[variant], pairing["pairs"])
+    return q0, qt, True
+  return run.eval[DENSE], run.eval[variant], False
+
+
 def parse_split(split):
   """(corruption, severity) of a corrupted split name, or None for a plain split."""
   try:

@@ -17,6 +17,7 @@ import pandas as pd
 from tf_forget.report import collect
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
+from tf_forget.stats import intervals
 from tf_forget.stats import robustness
 from tf_forget.stats import subgroups
 from tf_forget.stats import validate
@@ -30,11 +31,12 @@ def subgroup_tables(run, subgroup_members=10):
 
   Besides 004's rows, `model` = "absolute_difference" holds compressed − baseline (fractions,
   i.e. points of rate): the normalized difference of a near-zero baseline rate explodes (a
-  subgroup with FNR 0.009 → 0.057 reads +550%), the absolute one does not.
+  subgroup with FNR 0.009 → 0.057 reads +550%), the absolute one does not; `absolute_low` /
+  `absolute_high` its 95% interval over the members (issue #18).
 
   Returns:
     (DataFrame with columns `variant`, `model` (baseline / compressed /
-    normalized_difference / absolute_difference), `metric` (error / fpr / fnr) and one column
+    normalized_difference / absolute_difference / absolute_low / absolute_high), `metric` (error / fpr / fnr) and one column
     per subgroup, or None when the measure does not apply; list of notes).
   """
   protected = tuple(run.protected_attributes)
@@ -46,16 +48,52 @@ def subgroup_tables(run, subgroup_members=10):
   if run.num_classes != 2:
     return None, [f"subgroup FPR / FNR need a binary task ({run.num_classes} classes)"]
   pop_0 = run.eval[DENSE]
-  compressed = {v: p for v, p in run.eval.items() if v != DENSE}
-  def table(pop_t):
+  compressed = {v: v for v in run.eval if v != DENSE}
+  masks = subgroups.subgroup_masks(run.attributes, pop_0.labels.size, protected)
+  def table(variant):
+    pop_t = run.eval[variant]
     t = subgroups.subgroup_table(pop_0.top1, pop_t.top1, pop_0.labels, run.attributes,
                                  protected=protected, num_members=subgroup_members)
     diff = t.loc["compressed"] - t.loc["baseline"]
-    diff.index = pd.MultiIndex.from_tuples([("absolute_difference", m) for m in diff.index],
-                                           names=t.index.names)
-    return pd.concat([t, diff])
+    low, high = _difference_intervals(run, variant, masks, subgroup_members)
+    parts = [t]
+    for model, frame in (("absolute_difference", diff), ("absolute_low", low),
+                         ("absolute_high", high)):
+      frame = frame.reindex(diff.index)[list(diff.columns)]
+      frame.index = pd.MultiIndex.from_tuples([(model, m) for m in diff.index],
+                                              names=t.index.names)
+      parts.append(frame)
+    return pd.concat(parts)
 
   return _per_variant(compressed, table, "subgroup table", ["variant", "model", "metric"])
+
+
+def _difference_intervals(run, variant, masks, subgroup_members):
+  """95% intervals of each rate's change (compressed − dense) over the first members.
+
+  Welch over independent members, paired for the same network (`collect.comparison`);
+  clipped to [−1, 1] (`intervals.mean_difference_interval`).
+
+  Returns:
+    (low, high): DataFrames indexed by metric, one column per subgroup.
+  """
+  p0, pt, is_paired = collect.comparison(run, variant)
+  m = subgroup_members
+  labels = run.eval[DENSE].labels
+  if not pt.members.size:
+    nan = pd.DataFrame(np.nan, index=list(subgroups.METRICS), columns=list(masks))
+    return nan, nan
+  r0 = subgroups.subgroup_rates(p0.top1[:m], labels, masks)
+  rt = subgroups.subgroup_rates(pt.top1[:m], labels, masks)
+  low, high = {}, {}
+  for metric in subgroups.METRICS:
+    cis = [intervals.mean_difference_interval(r0[metric][:, g], rt[metric][:, g],
+                                              paired=is_paired, bounds=(0.0, 1.0))
+           for g in range(len(masks))]
+    low[metric] = [c["low"] for c in cis]
+    high[metric] = [c["high"] for c in cis]
+  return (pd.DataFrame.from_dict(low, orient="index", columns=list(masks)),
+          pd.DataFrame.from_dict(high, orient="index", columns=list(masks)))
 
 
 def subgroup_counts(run):

@@ -148,6 +148,18 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
     rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
   table["relative_recall_difference"] = rel
   table["relative_excluded_pairs"] = excluded
+  # The interval of each class's recall change (issue #18: uncertainty wherever a mean is
+  # shown): Welch over independent members, paired for the same network (`collect.comparison`).
+  c0, ct, is_paired = collect.comparison(run, variant)
+  lows, highs = np.full(run.num_classes, np.nan), np.full(run.num_classes, np.nan)
+  if ct.members.size:
+    rc0 = accuracy.per_class_recall(c0.top1, c0.labels, run.num_classes)
+    rct = accuracy.per_class_recall(ct.top1, ct.labels, run.num_classes)
+    for c in range(run.num_classes):
+      ci = intervals.mean_difference_interval(rc0[:, c], rct[:, c], paired=is_paired,
+                                              bounds=(0.0, 1.0))
+      lows[c], highs[c] = ci["low"], ci["high"]
+  table["absolute_low"], table["absolute_high"] = lows, highs
   # Shown beside every p-value (issue #18): the Benjamini-Hochberg adjusted p over the
   # variant's classes, whatever `correction` decides `significant` with (SPEC §3.1: none).
   table["p_bh"] = class_level.benjamini_hochberg(table["p_value"].to_numpy(float))

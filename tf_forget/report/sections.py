@@ -5,6 +5,7 @@
 """
 
 import numpy as np
+import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
@@ -121,18 +122,23 @@ def fold_families(blocks):
 
 
 def _class_block(measures, variant, rows):
-  cols = ["class_name", "absolute_recall_difference", "normalized_recall_difference",
-          "relative_recall_difference", "p_value", "p_bh", "significant"]
+  cols = ["class_name", "absolute_recall_difference", "absolute_95ci",
+          "normalized_recall_difference", "relative_recall_difference", "p_value", "p_bh",
+          "significant"]
   short = {"class_name": "class", "absolute_recall_difference": "absolute",
            "normalized_recall_difference": "normalized",
-           "relative_recall_difference": "relative", "p_value": "p", "p_bh": "p (BH)"}
+           "relative_recall_difference": "relative", "p_value": "p", "p_bh": "p (BH)",
+           "absolute_95ci": "95% CI (pt)"}
   s = measures.variants[variant]
   head = (f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
           f"({s.get('significant_classes_bh', 'n/a')} after Benjamini-Hochberg; "
           f"{s['gained']} gained, {s['lost']} lost; mean gain "
           f"{html.esc(html.fmt(s['mean_gain'], PTS_ABS))}, mean loss "
           f"{html.esc(html.fmt(s['mean_loss'], PTS_ABS))})</h3>")
-  shown = rows.assign(_abs=rows.absolute_recall_difference.abs()).sort_values(
+  ci = [("n/a" if lo != lo else f"[{100 * lo:+.2f}, {100 * hi:+.2f}]")
+        for lo, hi in zip(rows.get("absolute_low", rows.p_value * float("nan")),
+                          rows.get("absolute_high", rows.p_value * float("nan")))]
+  shown = rows.assign(_abs=rows.absolute_recall_difference.abs(), absolute_95ci=ci).sort_values(
       ["significant", "_abs"], ascending=[False, False], kind="stable")[cols]
   shown = shown.rename(columns=short)
   return head + html.pair(
@@ -175,24 +181,47 @@ def _subgroups(measures):
   groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
   rates = t[t.model.isin(["baseline", "compressed"])]
   nd = t[t.model == "normalized_difference"]
-  absolute = t[t.model == "absolute_difference"]
+  absolute = _with_intervals(t, groups)
   members = min(measures.config["subgroup_members"],
                 min(s["members"] for s in measures.variants.values()))
   counts = measures.tables.get("subgroup_counts")
   return ("<p class=\"lead\">Rates averaged over the first "
           f"{html.esc(members)} members of each population (SPEC §1.5); positive = class 1; "
           "FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
-          "absolute difference, compressed − dense, in points; below it the normalized "
+          "absolute difference, compressed − dense, in points with its 95% interval over the "
+          "members [low, high]; below it the normalized "
           "difference 100·(compressed − dense)/dense in % (004 Table 3), which explodes on a "
           "near-zero baseline, and the rates themselves. n: the examples, positives (FNR's "
           "denominator) and negatives (FPR's) of each subgroup.</p>"
           + html.pair(plots.subgroups(t), "subgroup absolute differences (points)",
-                      html.table(absolute, {g: PTS_ABS for g in groups}), stacked=True)
+                      html.table(absolute), stacked=True)
           + ("" if counts is None else "<h3>n per subgroup</h3>" + html.table(
               counts, {"examples": "int", "positives": "int", "negatives": "int"}))
           + "<h3>Normalized difference (relative, %; 004 Table 3)</h3>"
           + html.table(nd, {g: PTS for g in groups})
           + "<h3>Rates</h3>" + html.table(rates, {g: PCT for g in groups}))
+
+
+def _interval_text(value, low, high):
+  """'+17.90 [+12.01, +23.79]' (points) or 'n/a'."""
+  if value != value:
+    return "n/a"
+  ci = "" if low != low or high != high else f" [{100 * low:+.2f}, {100 * high:+.2f}]"
+  return f"{100 * value:+.2f}{ci}"
+
+
+def _with_intervals(table, groups):
+  """The absolute-difference rows with their 95% intervals as text (points)."""
+  rows = []
+  key = ["variant", "metric"]
+  diff = table[table.model == "absolute_difference"].set_index(key)
+  low = table[table.model == "absolute_low"].set_index(key)
+  high = table[table.model == "absolute_high"].set_index(key)
+  for (variant, metric), row in diff.iterrows():
+    rows.append({"variant": variant, "metric": metric, **{
+        g: _interval_text(row[g], low.loc[(variant, metric), g],
+                          high.loc[(variant, metric), g]) for g in groups}})
+  return pd.DataFrame(rows, columns=["variant", "metric"] + groups)
 
 
 def _over_indexing(measures):

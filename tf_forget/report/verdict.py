@@ -30,7 +30,6 @@ import pandas as pd
 
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
-from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 from tf_forget.stats import subgroups
@@ -46,18 +45,7 @@ CONFIDENCE = intervals.CONFIDENCE
 NAN = float("nan")
 
 
-def is_paired(pairing):
-  """True if a variant's member k is the same network as its dense partner (not independent)."""
-  return pairing["label"] != pairing_lib.LABELS["independent"]
-
-
-def _populations(run, variant):
-  """(dense rows, variant rows, paired) as the variant's pairing says."""
-  pairing = run.pairing_of(variant)
-  if is_paired(pairing):
-    q0, qt = collect.paired(run.eval[DENSE], run.eval[variant], pairing["pairs"])
-    return q0, qt, True
-  return run.eval[DENSE], run.eval[variant], False
+_populations = collect.comparison
 
 
 def _interval(values_0, values_t, paired, confidence):

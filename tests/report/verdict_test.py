@@ -171,3 +171,15 @@ def test_class_and_subgroup_tables_carry_the_same_intervals(biased):
   assert pick("absolute_low") == pytest.approx(row["worst_subgroup_low"])
   assert pick("absolute_high") == pytest.approx(row["worst_subgroup_high"]) == 1.0  # clipped
   assert pick("absolute_low") <= pick("absolute_difference") <= pick("absolute_high")
+
+
+def test_robustness_change_has_its_interval(tmp_path):
+  """fake_run's gaussian_noise@s: dense wrong on 0.1·s·N + k examples, prune_0.9 on
+  0.12·s·N + k, so its change averaged over s = 1..5 is −10·(1+…+5)/5/500 = −0.06 exactly."""
+  fake_run.make_digits_run(str(tmp_path))
+  run = collect.load_run(str(tmp_path), dataset_name="digits")
+  t = measures_lib.compute(run).tables["robustness"].set_index(["variant", "corruption"])
+  row = t.loc[("prune_0.9", "gaussian_noise")]
+  assert row["top1_change"] == pytest.approx(-0.06)
+  assert row["top1_change_low"] <= -0.06 <= row["top1_change_high"]
+  assert np.isnan(t.loc[("dense", "gaussian_noise"), "top1_change_low"])

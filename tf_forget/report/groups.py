@@ -170,9 +170,10 @@ def robustness_accuracy(run):
   """Per-member accuracies on every corrupted split (SPEC §3.6 inputs).
 
   Returns:
-    (top1, top5 or None, notes): dicts (variant, corruption) -> float `[members, severities]`
-    over the severities 1-5 the dense population has for that corruption and the members the
-    variant has on all of them. A variant missing one of dense's severities is left out.
+    (top1, top5 or None, notes, members): dicts (variant, corruption) -> float
+    `[members, severities]` over the severities 1-5 the dense population has for that
+    corruption and the members the variant has on all of them (their indices in `members`).
+    A variant missing one of dense's severities is left out.
   """
   splits = run.corrupted_splits()
   by_corruption = {}
@@ -180,7 +181,7 @@ def robustness_accuracy(run):
     if severity in SEVERITIES and split in run.predictions[DENSE]:
       by_corruption.setdefault(corruption, []).append((severity, split))
   k5 = run.num_classes > 5
-  top1, top5, notes = {}, ({} if k5 else None), []
+  top1, top5, notes, kept = {}, ({} if k5 else None), [], {}
   for corruption, sev_splits in sorted(by_corruption.items()):
     for variant in run.variants:
       pops = [run.predictions[variant].get(split) for _, split in sev_splits]
@@ -194,25 +195,50 @@ def robustness_accuracy(run):
         notes.append(f"{variant}: no member on every severity of {corruption}; left out")
         continue
       pops = [p.select(members) for p in pops]
+      kept[(variant, corruption)] = [int(k) for k in members]
       top1[(variant, corruption)] = np.stack(
           [accuracy.top1_accuracy(p.top1, p.labels) for p in pops], axis=1)
       if k5:
         top5[(variant, corruption)] = np.stack(
             [accuracy.topk_accuracy(p.topk, p.labels, k=5) for p in pops], axis=1)
-  return top1, top5, notes
+  return top1, top5, notes, kept
+
+
+def _change_interval(run, top1, kept, variant, corruption):
+  """95% interval of a variant's top-1 change (points / 100) on one corruption: accuracy
+  averaged over severities per member, paired by the variant's pairing, else Welch."""
+  a0 = top1[(DENSE, corruption)].mean(axis=1)
+  at = top1[(variant, corruption)].mean(axis=1)
+  pairing = run.pairing_of(variant)
+  if pairing["label"] != collect.LABELS["independent"]:
+    pos0 = {k: i for i, k in enumerate(kept[(DENSE, corruption)])}
+    post = {k: i for i, k in enumerate(kept[(variant, corruption)])}
+    pairs = [(pos0[a], post[b]) for a, b in pairing["pairs"] if a in pos0 and b in post]
+    a0 = a0[[i for i, _ in pairs]]
+    at = at[[j for _, j in pairs]]
+    return intervals.mean_difference_interval(a0, at, paired=True, bounds=(0.0, 1.0))
+  return intervals.mean_difference_interval(a0, at, bounds=(0.0, 1.0))
 
 
 def robustness_measures(run):
   """000 Table 3 per (variant, corruption): top-1 (top-5) and normalized to dense (SPEC §3.6).
 
   Returns:
-    (DataFrame from `robustness.robustness_table` plus `severities` and `members`, or None
-    without corrupted splits; list of notes).
+    (DataFrame from `robustness.robustness_table` plus `top1_change` (points / 100, mean over
+    members of the accuracy averaged over severities, minus dense's) with its 95% interval
+    `top1_change_low` / `_high` (paired by the variant's pairing, else Welch; issue #18),
+    `severities` and `members`, or None without corrupted splits; list of notes).
   """
-  top1, top5, notes = robustness_accuracy(run)
+  top1, top5, notes, kept = robustness_accuracy(run)
   if not top1:
     return None, notes or ["no corrupted splits (`<corruption>@<severity>`) in the run"]
   table = robustness.robustness_table(top1, top5, dense=DENSE)
+  cis = [_change_interval(run, top1, kept, v, c) if v != DENSE and (DENSE, c) in top1
+         else {"difference": np.nan, "low": np.nan, "high": np.nan}
+         for v, c in zip(table.variant, table.corruption)]
+  table["top1_change"] = [c["difference"] for c in cis]
+  table["top1_change_low"] = [c["low"] for c in cis]
+  table["top1_change_high"] = [c["high"] for c in cis]
   table["severities"] = [top1[(v, c)].shape[1] for v, c in zip(table.variant,
                                                                table.corruption)]
   table["members"] = [top1[(v, c)].shape[0] for v, c in zip(table.variant, table.corruption)]

@@ -242,11 +242,15 @@ def _robustness(measures):
   if t is None:
     return html.skipped(measures.notes.get("robustness"))
   return ("<p class=\"lead\">Accuracy averaged over members and severities first, then "
-          "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (SPEC §3.6).</p>"
+          "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (SPEC §3.6); "
+          "top1_change is the same change in points with its 95% interval over members "
+          "(low / high).</p>"
           + html.pair(plots.robustness(t), "robustness per corruption",
                       html.table(_drop_empty(_drop_empty(t, "top5_norm"), "top5"),
                                  {"top1": PCT, "top5": PCT, "top1_norm": PTS,
-                                  "top5_norm": PTS, "severities": "int", "members": "int"},
+                                  "top5_norm": PTS, "severities": "int", "members": "int",
+                                  "top1_change": PTS_ABS, "top1_change_low": PTS_ABS,
+                                  "top1_change_high": PTS_ABS},
                                  max_rows=60), stacked=True))
 
 

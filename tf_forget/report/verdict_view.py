@@ -52,6 +52,7 @@ def verdict_rows(frame):
     r = r.to_dict()
     dense = r["variant"] == "dense"
     wc = ("" if dense or not isinstance(r.get("worst_class"), str) else
+          "no class lost recall" if r["worst_class_change"] >= 0 else
           f"{r['worst_class']} (n={int(r['worst_class_n'])}) "
           f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])} "
           f"p {_p(r['worst_class_p'])}, BH {_p(r['worst_class_p_bh'])}")

@@ -155,22 +155,35 @@ def test_wide_interval_and_small_k_caveats():
   assert any("K = 3" in c for c in rec["caveats"])
 
 
-def test_class_and_subgroup_tables_carry_the_same_intervals(biased):
-  """The class-level and subgroup tables show the intervals the verdict names (issue #18)."""
-  run = collect.load_run(biased, dataset_name="digits_biased")
-  m = measures_lib.compute(run)
-  frame = verdict.table(run, m, gates_lib.Gates()).set_index("variant")
+def _welch(a, b):
+  """(low, high) of mean(b) − mean(a) by the Welch t formula (95%)."""
+  va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+  df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+  half = stats.t.ppf(0.975, df) * np.sqrt(va + vb)
+  return b.mean() - a.mean() - half, b.mean() - a.mean() + half
+
+
+def test_class_and_subgroup_intervals_by_the_t_formula(biased):
+  """The verdict's worst class / subgroup intervals, recomputed from the predictions."""
+  run, frame, _ = _verdict(biased, "digits_biased")
   row = frame.loc["prune_0.9"]
-  cls = m.tables["class_level"]
-  c = cls[(cls.variant == "prune_0.9") & (cls.class_name == row["worst_class"])].iloc[0]
-  assert c["absolute_low"] == pytest.approx(row["worst_class_low"])
-  assert c["absolute_high"] == pytest.approx(row["worst_class_high"])
-  sub = m.tables["subgroups"]
-  pick = lambda model: sub[(sub.variant == "prune_0.9") & (sub.model == model)
-                           & (sub.metric == "fnr")].iloc[0][row["worst_subgroup"]]
-  assert pick("absolute_low") == pytest.approx(row["worst_subgroup_low"])
-  assert pick("absolute_high") == pytest.approx(row["worst_subgroup_high"]) == 1.0  # clipped
-  assert pick("absolute_low") <= pick("absolute_difference") <= pick("absolute_high")
+  p0, pt = run.eval["dense"], run.eval["prune_0.9"]
+  c = list(run.class_names).index(row["worst_class"])
+  low, high = _welch(accuracy.per_class_recall(p0.top1, p0.labels, 2)[:, c],
+                     accuracy.per_class_recall(pt.top1, pt.labels, 2)[:, c])
+  assert row["worst_class_low"] == pytest.approx(low)
+  assert row["worst_class_high"] == pytest.approx(high)
+  test = registry.get("digits_biased").load("test")
+  mask = np.ones(test.labels.size, bool)
+  for part in row["worst_subgroup"].split("&"):
+    name, value = part.split("=")
+    mask &= np.asarray(test.attributes[name], bool) == bool(int(value))
+  pos = mask & (test.labels == 1)
+  fnr = lambda top1: np.array([(t[pos] != 1).mean() for t in top1[:10]])
+  low, high = _welch(fnr(p0.top1), fnr(pt.top1))
+  assert row["worst_subgroup_low"] == pytest.approx(low)
+  assert row["worst_subgroup_high"] == pytest.approx(min(high, 1.0))  # clipped to +100 pt
+  assert row["worst_subgroup_low"] <= row["worst_subgroup_fnr_change"] <= row["worst_subgroup_high"]
 
 
 def test_robustness_change_has_its_interval(tmp_path):

@@ -32,7 +32,6 @@ from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
-from tf_forget.stats import subgroups
 
 DENSE = collect.DENSE
 DEFAULT_ACCURACY_BUDGET = 0.01
@@ -69,58 +68,50 @@ def top1_interval(run, variant, confidence=CONFIDENCE):
                    accuracy.top1_accuracy(pt.top1, pt.labels), paired, confidence)
 
 
-def worst_class(run, variant, class_rows, confidence=CONFIDENCE):
+def worst_class(run, class_rows):
   """The class with the largest mean recall loss, with n, interval and p-values.
 
   Args:
     run: `collect.Run`.
-    variant: a compressed variant.
-    class_rows: the variant's rows of the `class_level` table (columns `class`, `class_name`,
-      `absolute_recall_difference`, `p_value`, `p_bh`).
-    confidence: interval level.
+    class_rows: one variant's rows of the `class_level` table (columns `class`,
+      `class_name`, `absolute_recall_difference`, `absolute_low` / `_high` (its 95% interval,
+      `measures.class_table`), `p_value`, `p_bh`).
 
   Returns:
-    dict `name`, `class`, `n` (test examples of the class), the `intervals` fields of its
-    recall change, `p_value`, `p_bh` (Benjamini-Hochberg over the variant's classes); None if
-    no class has a defined difference.
+    dict `name`, `class`, `n` (test examples of the class), `difference`, `low`, `high`,
+    `p_value`, `p_bh` (Benjamini-Hochberg over the variant's classes); None if no class has a
+    defined difference.
   """
   diff = class_rows["absolute_recall_difference"].to_numpy(float)
   if class_rows.empty or np.isnan(diff).all():
     return None
-  i = int(np.nanargmin(diff))
-  row = class_rows.iloc[i]
+  row = class_rows.iloc[int(np.nanargmin(diff))]
   c = int(row["class"])
-  p0, pt, paired = _populations(run, variant)
-  if not pt.members.size:
-    return None
-  r0 = accuracy.per_class_recall(p0.top1, p0.labels, run.num_classes)[:, c]
-  rt = accuracy.per_class_recall(pt.top1, pt.labels, run.num_classes)[:, c]
-  return dict(_interval(r0, rt, paired, confidence), name=str(row["class_name"]), **{
-      "class": c, "n": int(np.sum(run.eval[DENSE].labels == c)),
-      "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])})
+  return {"name": str(row["class_name"]), "class": c,
+          "n": int(np.sum(run.eval[DENSE].labels == c)),
+          "difference": float(row["absolute_recall_difference"]),
+          "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
+          "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
 
 
-def worst_subgroup(run, variant, summary, subgroup_members=10, confidence=CONFIDENCE):
+def worst_subgroup(measures, variant):
   """The subgroup whose FNR rose most (`groups.worst_subgroups`), with n and interval.
 
   Returns:
-    dict `name`, `n` (actual positives in the subgroup), the `intervals` fields of its FNR
-    change over the first `subgroup_members` members (SPEC §1.5); None without subgroups.
+    dict `name`, `n` (actual positives in the subgroup, `subgroup_counts`), `difference`,
+    `low`, `high` (the `subgroups` table's absolute difference and its 95% interval over the
+    first members, SPEC §1.5); None without subgroups.
   """
-  worst = ((summary.get("worst_subgroup") or {}).get("fnr")) or None
+  worst = ((measures.variants[variant].get("worst_subgroup") or {}).get("fnr")) or None
   if not worst:
     return None
-  p0, pt, paired = _populations(run, variant)
-  if not pt.members.size:
-    return None
-  labels = run.eval[DENSE].labels
-  masks = subgroups.subgroup_masks(run.attributes, labels.size, tuple(run.protected_attributes))
-  mask = {worst["subgroup"]: masks[worst["subgroup"]]}
-  m = subgroup_members
-  f0 = subgroups.subgroup_rates(p0.top1[:m], labels, mask)["fnr"][:, 0]
-  ft = subgroups.subgroup_rates(pt.top1[:m], labels, mask)["fnr"][:, 0]
-  return dict(_interval(f0, ft, paired, confidence), name=worst["subgroup"],
-              n=int(np.sum(mask[worst["subgroup"]] & (labels == 1))))
+  name = worst["subgroup"]
+  t = measures.tables["subgroups"]
+  t = t[(t.variant == variant) & (t.metric == "fnr")].set_index("model")[name]
+  counts = measures.tables["subgroup_counts"].set_index("subgroup")
+  return {"name": name, "n": int(counts.loc[name, "positives"]),
+          "difference": float(t["absolute_difference"]), "low": float(t["absolute_low"]),
+          "high": float(t["absolute_high"])}
 
 
 def _shipped(deploy, variant):
@@ -141,7 +132,8 @@ def table(run, measures, gates, confidence=CONFIDENCE):
     run: `collect.Run`.
     measures: `measures.Measures` (with the `deployment` table when the run has one).
     gates: `gates.Gates`.
-    confidence: level of every interval.
+    confidence: level of the top-1 interval (the class and subgroup intervals come from their
+      tables, at `intervals.CONFIDENCE`).
 
   Returns:
     DataFrame; changes are fractions (points / 100), NaN where undefined.
@@ -149,7 +141,6 @@ def table(run, measures, gates, confidence=CONFIDENCE):
   deploy = measures.tables.get("deployment")
   _, dense_bytes, dense_ms = _shipped(deploy, DENSE)
   classes = measures.tables["class_level"]
-  members = measures.config.get("subgroup_members", 10)
   rows = []
   for variant, s in measures.variants.items():
     enc, size, ms = _shipped(deploy, variant)
@@ -164,13 +155,13 @@ def table(run, measures, gates, confidence=CONFIDENCE):
     top = top1_interval(run, variant, confidence)
     row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
                pairing="paired" if top["method"] == "paired" else "independent")
-    wc = worst_class(run, variant, classes[classes.variant == variant], confidence)
+    wc = worst_class(run, classes[classes.variant == variant])
     if wc is not None:
       row.update(worst_class=wc["name"], worst_class_n=wc["n"],
                  worst_class_change=wc["difference"], worst_class_low=wc["low"],
                  worst_class_high=wc["high"], worst_class_p=wc["p_value"],
                  worst_class_p_bh=wc["p_bh"])
-    ws = worst_subgroup(run, variant, s, members, confidence)
+    ws = worst_subgroup(measures, variant)
     if ws is not None:
       row.update(worst_subgroup=ws["name"], worst_subgroup_n=ws["n"],
                  worst_subgroup_fnr_change=ws["difference"], worst_subgroup_low=ws["low"],

@@ -122,3 +122,20 @@ def test_section_shows_plot_and_tables(tables):
   empty = measures_lib.Measures(tables={}, variants={}, cie={}, config={},
                                 notes={"noise": ["no l-inf noise evaluation"]})
   assert "no l-inf noise evaluation" in sections._noise(empty)  # pylint: disable=protected-access
+
+
+def test_change_intervals_welch_and_paired(tmp_path):
+  """By hand: at ε = 0.5 dense members (.75, .5), prune_0.5 (1, .75).
+  Welch: difference .25, each sample variance .03125, SE √(2 · .03125 / 2) = .17678, df 2,
+  t_{0.975, 2} = 4.303 → ±.7607 (the top clipped at +1).
+  Paired by k: differences (.25, .25) → no spread → the point .25."""
+  write_run(str(tmp_path))
+  welch = noise.compute(str(tmp_path), ["dense", "prune_0.5"])[0]["noise_accuracy"]
+  r = _row(welch, "prune_0.5", 0.5)
+  assert r.top1_change_low == pytest.approx(0.25 - 4.303 * 0.17678, abs=2e-4)
+  assert r.top1_change_high == 1.0
+  paired = noise.compute(str(tmp_path), ["dense", "prune_0.5"],
+                         pairs={"prune_0.5": [(0, 0), (1, 1)]})[0]["noise_accuracy"]
+  r = _row(paired, "prune_0.5", 0.5)
+  assert r.top1_change_low == r.top1_change_high == pytest.approx(0.25)
+  assert np.isnan(_row(paired, "dense", 0.5).top1_change_low)

@@ -162,6 +162,11 @@ def paired(pop_0, pop_t, pairs=None):
   return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
 
 
+def is_paired(run, variant):
+  """True if the variant's member k is the same network as its dense partner (`comparison`)."""
+  return run.pairing_of(variant)["label"] != pairing_lib.LABELS["independent"]
+
+
 def comparison(run, variant):
   """(dense rows, variant rows, paired) on the evaluation split, as the variant's pairing says.
 
@@ -170,9 +175,8 @@ def comparison(run, variant):
   pairs. Independent (gradual pruning, SPEC §1.3): every member of both populations. The
   intervals of the report (`stats.intervals`) are paired or Welch accordingly.
   """
-  pairing = run.pairing_of(variant)
-  if pairing["label"] != pairing_lib.LABELS["independent"]:
-    q0, qt = paired(run.eval[DENSE], run.eval[variant], pairing["pairs"])
+  if is_paired(run, variant):
+    q0, qt = paired(run.eval[DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
     return q0, qt, True
   return run.eval[DENSE], run.eval[variant], False
 

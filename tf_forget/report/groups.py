@@ -209,8 +209,8 @@ def _change_interval(run, top1, kept, variant, corruption):
   averaged over severities per member, paired by the variant's pairing, else Welch."""
   a0 = top1[(DENSE, corruption)].mean(axis=1)
   at = top1[(variant, corruption)].mean(axis=1)
-  pairing = run.pairing_of(variant)
-  if pairing["label"] != collect.LABELS["independent"]:
+  if collect.is_paired(run, variant):
+    pairing = run.pairing_of(variant)
     pos0 = {k: i for i, k in enumerate(kept[(DENSE, corruption)])}
     post = {k: i for i, k in enumerate(kept[(variant, corruption)])}
     pairs = [(pos0[a], post[b]) for a, b in pairing["pairs"] if a in pos0 and b in post]

@@ -27,6 +27,7 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.stats import intervals
 from tf_forget.stats import lost_in_pruning
 
 DENSE = "dense"
@@ -94,11 +95,38 @@ def _member_accuracy(arts, ks=None):
   return np.stack([_accuracy(arts[k]) for k in (sorted(arts) if ks is None else ks)])
 
 
-def accuracy_table(noise, variants=None):
-  """`noise_accuracy` rows: variant, eps, members, top1, top1_sd, top1_change (points),
-  top1_norm (%), excess_error, excess_error_vs_dense (003 Definition 2, §5.1)."""
+def _change_intervals(acc, variant, pairs, ks):
+  """[L] lows and highs of the variant's top-1 change per level (95%; `stats.intervals`).
+
+  Paired by `pairs` [(k_dense, k_variant), ...] when given (the same network: a quantized
+  member, a one-shot or prune-retrain member and its parent), else Welch over the members.
+  """
+  a0, at = acc[DENSE], acc[variant]
+  if pairs is not None:
+    pos0 = {k: i for i, k in enumerate(ks[DENSE])}
+    post = {k: i for i, k in enumerate(ks[variant])}
+    use = [(pos0[a], post[b]) for a, b in pairs if a in pos0 and b in post]
+    a0, at = a0[[i for i, _ in use]], at[[j for _, j in use]]
+  cis = [intervals.mean_difference_interval(a0[:, l], at[:, l], paired=pairs is not None,
+                                            bounds=(0.0, 1.0))
+         for l in range(acc[DENSE].shape[1])]
+  return [c["low"] for c in cis], [c["high"] for c in cis]
+
+
+def accuracy_table(noise, variants=None, pairs=None):
+  """`noise_accuracy` rows: variant, eps, members, top1, top1_sd, top1_change (points) with
+  its 95% interval top1_change_low / _high, top1_norm (%), excess_error,
+  excess_error_vs_dense (003 Definition 2, §5.1).
+
+  Args:
+    noise: from `load`.
+    variants: preferred order.
+    pairs: variant -> [(k_dense, k_variant), ...] for variants compared with themselves
+      before compression (paired intervals); others get Welch intervals.
+  """
   eps = next(iter(noise[DENSE].values()))["eps"]
   acc = {v: _member_accuracy(noise[v]) for v in noise}
+  ks = {v: sorted(noise[v]) for v in noise}
   dense = acc[DENSE].mean(axis=0)
   dense_excess = lost_in_pruning.excess_error(1 - dense[:, None], 1 - dense[0])
   rows = []
@@ -106,11 +134,15 @@ def accuracy_table(noise, variants=None):
     a = acc[v]
     mean = a.mean(axis=0)
     excess = lost_in_pruning.excess_error(1 - mean[:, None], 1 - mean[0])
+    nan = [np.nan] * len(eps)
+    lows, highs = (nan, nan) if v == DENSE else _change_intervals(
+        acc, v, (pairs or {}).get(v), ks)
     for l, e in enumerate(eps):
       rows.append({
           "variant": v, "eps": float(e), "members": a.shape[0], "top1": mean[l],
           "top1_sd": a[:, l].std(ddof=1) if a.shape[0] > 1 else np.nan,
-          "top1_change": mean[l] - dense[l],
+          "top1_change": mean[l] - dense[l], "top1_change_low": lows[l],
+          "top1_change_high": highs[l],
           "top1_norm": 100 * (mean[l] / dense[l] - 1) if dense[l] > 0 else np.nan,
           "excess_error": excess[l],
           "excess_error_vs_dense": lost_in_pruning.excess_error_difference(
@@ -170,12 +202,13 @@ def similarity_table(noise, variants=None):
                                      "l2"])
 
 
-def compute(run_dir, variants=None):
+def compute(run_dir, variants=None, pairs=None):
   """The noise tables of a run.
 
   Args:
     run_dir: run directory.
     variants: preferred variant order (the report's).
+    pairs: see `accuracy_table`.
 
   Returns:
     (tables: name -> DataFrame, possibly empty; notes: list of str; protocol dict or None).
@@ -186,7 +219,7 @@ def compute(run_dir, variants=None):
   noise = load(run_dir, variants)
   if noise is None:
     return {}, ["no l-inf noise evaluation in the run (noise/)"], None
-  tables = {"noise_accuracy": accuracy_table(noise, variants),
+  tables = {"noise_accuracy": accuracy_table(noise, variants, pairs),
             "noise_similarity": similarity_table(noise, variants)}
   notes = []
   pp = prune_potential_table(noise)

@@ -264,14 +264,17 @@ def _noise(measures):
   lead = ("<p class=\"lead\">U(−ε, ε) noise added to the normalized input of every "
           f"exported file ({protocol.get('examples', '?')} examples max × "
           f"{protocol.get('draws', '?')} draws, the same draws for every file; 003 §4.1, SPEC "
-          "§6.7). top1_change is in points beside the ratio to dense (top1_norm); excess error "
-          "is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its excess over "
-          "dense's. Prune potential: the largest pruned level whose error stays within 0.5 "
+          "§6.7). top1_change is in points with its 95% interval over members (low / high; "
+          "paired for the same network, else Welch), beside the ratio to dense (top1_norm); "
+          "excess error is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its "
+          "excess over dense's. Prune potential: the largest pruned level whose error stays within 0.5 "
           "points of dense's at the same ε (003 Definition 1). Similarity: member k against "
           "dense member k on the same noisy inputs; the dotted black line compares two "
           "separately trained dense members.</p>")
   numbers = html.table(acc, {"members": "int", "top1": PCT, "top1_sd": PCT,
-                             "top1_change": PCT, "top1_norm": PTS, "excess_error": PCT,
+                             "top1_change": PTS_ABS, "top1_change_low": PTS_ABS,
+                             "top1_change_high": PTS_ABS, "top1_norm": PTS,
+                             "excess_error": PCT,
                              "excess_error_vs_dense": PCT}, max_rows=60)
   numbers += html.table(sim, {"pairs": "int", "matching": PCT, "matching_sd": PCT},
                         max_rows=60)

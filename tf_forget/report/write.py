@@ -135,7 +135,9 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                          train_attribute_shares=train_attribute_shares, variants=variants,
                          splits=splits)
   m = measures_lib.compute(run, **measure_options)
-  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants)
+  pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
+           if v != collect.DENSE and collect.is_paired(run, v)}
+  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants, pairs)
   m.tables.update(noise_tables)
   m.notes.setdefault("noise", []).extend(noise_notes)
   m.config["noise"] = noise_protocol

@@ -8,7 +8,6 @@ different labels are sqrt(2 · 0.8²) = 1.1314 apart in L2.
 import os
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tf_forget.artifacts import noise as noise_artifact

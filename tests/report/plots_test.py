@@ -105,6 +105,11 @@ def test_png_pixels_are_inches_times_dpi_times_scale():
   assert _size(plots.to_png(fig)) == (2400, 1000)
 
 
+def test_html_shows_figures_at_the_scale_they_are_drawn():
+  from tf_forget.report import html  # pylint: disable=g-import-not-at-top
+  assert html.FIGURE_SCALE == plots.SCALE  # else the page would up- or downscale every figure
+
+
 @pytest.mark.parametrize("name", ["topline", "counts", "alpha", "robustness"])
 def test_variant_rows_grow_with_the_number_of_variants(name):
   def draw(n):
@@ -113,7 +118,7 @@ def test_variant_rows_grow_with_the_number_of_variants(name):
             "counts": lambda: plots.counts(t["pie"], t["summary"]),
             "alpha": lambda: plots.alpha(t["alpha"], t["summary"]),
             "robustness": lambda: plots.robustness(t["robustness"])}[name]()
-  (w2, h2), (w30, h30) = _size(draw(2)), _size(draw(30))
+  (_, h2), (w30, h30) = _size(draw(2)), _size(draw(30))
   assert w30 <= plots.WIDE * PX
   # Every extra variant row adds at least 0.2 in (the labels of 9 pt text need 0.125 in).
   assert h30 - h2 >= 28 * 0.2 * PX, (h2, h30)

@@ -18,7 +18,6 @@ import platform
 from typing import Dict
 
 import numpy as np
-import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio

@@ -157,6 +157,19 @@ def test_inline_errors(tmp_path):
   assert isinstance(info.value.__cause__, ZeroDivisionError)
 
 
+def test_progress_says_how_far_an_interrupted_run_got():
+  ex = executor.InlineExecutor()
+  assert ex.progress() is None
+  tasks = [contract.toy("one", "square", x=1), contract.toy("two", "square", x=2),
+           contract.toy("stop", "interrupt"), contract.toy("four", "square", x=4)]
+  with pytest.raises(KeyboardInterrupt):
+    ex.run(tasks, stage="train", log=lambda _: None)
+  assert ex.progress() == executor.RunProgress("train", 2, 4)
+  assert ex.progress() == ("train", 2, 4)  # a plain tuple too
+  ex.run(contract.squares(3), stage="export", log=lambda _: None)
+  assert ex.progress() == ("export", 3, 3)
+
+
 def test_inline_progress_lines():
   contract.check_progress_lines(executor.InlineExecutor())
 

@@ -1,6 +1,7 @@
 """RayExecutor on a local Ray (one start for the whole file): the same contract as the pool."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -77,6 +78,26 @@ def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
   assert not {str(inherited), os.getcwd(), os.path.dirname(os.__file__)} & set(paths)
   assert str(tmp_path / "missing") not in paths
   assert str(package) not in paths
+
+
+def test_a_driver_connects_to_a_running_cluster_by_address(ray_ex, monkeypatch):
+  # The fixture's local Ray is a running cluster: its GCS port passes check_address, and a second
+  # driver connects with ray.init in a thread (bounded_init, issue #25) and runs tasks on it.
+  gcs = ray_ex._ray.get_runtime_context().gcs_address  # pylint: disable=protected-access
+  assert executor.check_address("ray", gcs) == gcs
+  monkeypatch.setenv("RAY_ADDRESS", gcs)
+  assert executor.check_address("ray", "auto") == gcs
+  monkeypatch.delenv("RAY_ADDRESS")
+  code = ("from tf_forget.executor import ray_executor\n"
+          "from tests.executor import contract\n"
+          f"with ray_executor.RayExecutor(address={gcs!r}) as ex:\n"
+          "  print(sorted(v['square'] for v in ex.run(contract.squares(3), log=print).values()))\n")
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                        timeout=300, env=dict(os.environ, PYTHONPATH=root), check=False)
+  assert done.returncode == 0, done.stderr
+  assert done.stdout.splitlines()[0] == f"[tasks] 3 tasks on ray at {gcs}, 2 CPUs, 0 GPUs"
+  assert done.stdout.splitlines()[-1] == "[0, 1, 4]"
 
 
 # Last: the worker kills make Ray start new workers, which slows the tests after them.

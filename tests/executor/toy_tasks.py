@@ -94,3 +94,16 @@ def env_value(name):
 
 def cwd():
   return os.getcwd()
+
+
+def parent_death_signal():
+  """The parent-death signal of this process (Linux `prctl(PR_GET_PDEATHSIG)`; 0: none)."""
+  import ctypes  # pylint: disable=g-import-not-at-top
+  value = ctypes.c_int(-1)
+  ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
+  return value.value
+
+
+def interrupt():
+  """Raises KeyboardInterrupt, as Ctrl-C does in the driver (InlineExecutor runs it there)."""
+  raise KeyboardInterrupt()

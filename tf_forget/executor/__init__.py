@@ -4,19 +4,23 @@
     results = ex.run([executor.Task("train dense/0", "eval.tasks:train_member", {...})],
                      stage="train")
 
-`EXECUTORS` maps the names of `--executor` to the classes; `make` builds one from flag values.
+`EXECUTORS` maps the names of `--executor` to the classes; `make` builds one from flag values;
+`check_address` checks, in seconds, that a Ray cluster can be reached (call it before writing
+anything); `Executor.progress()` says how far a `run` got when it was interrupted (issue #25).
 This package imports nothing of tf_forget but `tf_forget.artifacts.errors`, and no TensorFlow.
 """
 
+from tf_forget.executor.address import check_address
 from tf_forget.executor.base import Executor
 from tf_forget.executor.base import ExecutorError
+from tf_forget.executor.base import RunProgress
 from tf_forget.executor.base import Task
 from tf_forget.executor.inline import InlineExecutor
 from tf_forget.executor.local import LocalExecutor
 from tf_forget.executor.ray_executor import RayExecutor
 
 __all__ = ["EXECUTORS", "Executor", "ExecutorError", "InlineExecutor", "LocalExecutor",
-           "RayExecutor", "Task", "make"]
+           "RayExecutor", "RunProgress", "Task", "check_address", "make"]
 
 EXECUTORS = {
     "inline": InlineExecutor,

@@ -25,12 +25,20 @@ import dataclasses
 import json
 import pickle
 import re
+import typing
 from typing import Mapping
 
 from tf_forget.artifacts import errors
 from tf_forget.executor import progress as progress_lib
 
 _FN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+class RunProgress(typing.NamedTuple):
+  """How far the current (or last) `Executor.run` got: `stage`, `done` of `total` tasks."""
+  stage: str
+  done: int
+  total: int
 
 
 class ExecutorError(errors.Error):
@@ -133,6 +141,7 @@ class Executor:
   """Runs the independent tasks of one stage; abstract (`_run`, `describe`)."""
 
   name = "executor"
+  _progress = None  # the progress_lib.Progress of the current or last run
 
   def describe(self):
     """One line for logs and run metadata, e.g. "local process pool, 2 workers"."""
@@ -155,14 +164,29 @@ class Executor:
     Raises:
       errors.Error: a task raised it (its own class and message).
       ExecutorError: a task raised another exception, or its worker was lost too many times.
+      KeyboardInterrupt: the driver was interrupted (Ctrl-C, or a KeyboardInterrupt subclass
+        raised by a signal handler): re-raised once the workers are stopped (issue #25);
+        `progress()` says how many tasks were done.
     """
     tasks = check_tasks(tasks)
     if not tasks:
       return {}
     progress = progress_lib.Progress(stage, tasks, log)
+    self._progress = progress
     progress.start(self.describe())
     results = self._run(tasks, progress)
     return {task.key: results[task.key] for task in tasks}
+
+  def progress(self):
+    """How far the current or last `run` got, e.g. to report an interrupt (issue #25).
+
+    Returns:
+      RunProgress(stage, done, total): tasks finished with a result (`done`) of the run's
+      `total`; None before the first `run` with tasks.
+    """
+    if self._progress is None:
+      return None
+    return RunProgress(self._progress.stage, self._progress.done_count, self._progress.total)
 
   def _run(self, tasks, progress):
     """Runs the checked, non-empty `tasks`; returns {key: value}; calls `progress.done(task)`."""

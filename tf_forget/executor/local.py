@@ -16,6 +16,20 @@ so the task whose worker exited otherwise is the culprit: its loss counts agains
 `max_retries`; the other tasks were collateral and are resubmitted for free. When the culprit
 cannot be told apart (it died of SIGTERM too, or while idle), every task in flight counts a loss.
 
+The workers die with the driver (issue #25; lifeline.py): each asks Linux for SIGKILL when the
+driver's main thread exits (`PR_SET_PDEATHSIG`; all of a pool's processes are spawned at once
+by the thread creating the pool, asked for only if it is the main thread) and watches its parent
+pid (any OS). So a `kill -9` or a SIGTERM of the driver leaves no worker training on. The state
+directory `<tmp>/tf_forget_executor_<driver pid>_XXXX` is removed by `close()` and on an
+interrupt, and by the next LocalExecutor to start a pool once its owner is dead.
+
+Interrupts: the workers ignore SIGINT (Ctrl-C reaches the whole foreground process group; they
+are spawned with SIGINT blocked until they ignore it). When `run` is interrupted in the driver
+(KeyboardInterrupt, or a subclass raised by a signal handler) the executor terminates the
+workers (SIGTERM, SIGKILL after 5 s), drops the pool and the state directory and re-raises; the
+tasks that finished keep their artifacts, the running ones leave none (atomic writes), and
+`progress()` says how many were done.
+
 `env`: environment variables set in each worker by the pool initializer, before the worker
 imports any task module (by default workers inherit `os.environ`). Note that spawn imports the
 driver's `__main__` module in each worker before the initializer runs: keep TensorFlow imports
@@ -24,17 +38,39 @@ out of a binary's module level (or set such variables in the driver's own enviro
 
 import concurrent.futures
 from concurrent.futures import process as futures_process
+import contextlib
 import math
 import multiprocessing
 import os
 import shutil
 import signal
-import tempfile
+import threading
 
 from tf_forget.artifacts import errors
 from tf_forget.executor import base
+from tf_forget.executor import lifeline
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
+
+_TERMINATE_WAIT_S = 5.0  # after SIGTERM, a worker gets this long before SIGKILL
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+  """Blocks SIGINT in this thread while the block runs (spawned workers inherit the mask).
+
+  A worker spawned with SIGINT blocked cannot die of a Ctrl-C (with a KeyboardInterrupt
+  traceback) before its initializer ignores SIGINT (`worker.ignore_sigint`). The driver loses
+  nothing: a SIGINT stays pending until the block ends (or another thread takes it).
+  """
+  if not hasattr(signal, "pthread_sigmask"):
+    yield
+    return
+  previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+  try:
+    yield
+  finally:
+    signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def check_workers(workers, minimum=1):
@@ -82,10 +118,17 @@ class LocalExecutor(scheduler.PooledExecutor):
   def _get_pool(self):
     if self._pool is None:
       if self._state_dir is None:
-        self._state_dir = tempfile.mkdtemp(prefix="tf_forget_executor_")
+        lifeline.remove_stale_state_dirs()
+        self._state_dir = lifeline.make_state_dir()
+      on_main_thread = threading.current_thread() is threading.main_thread()
       self._pool = concurrent.futures.ProcessPoolExecutor(
           max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-          initializer=worker.initialize, initargs=(self._env, self._state_dir))
+          initializer=worker.initialize,
+          initargs=(self._env, self._state_dir, os.getpid(), on_main_thread))
+      launch = getattr(self._pool, "_launch_processes", None)  # CPython >= 3.9
+      if launch is not None:
+        with _sigint_blocked():
+          launch()  # all of them now, from this thread: see lifeline.py on PR_SET_PDEATHSIG
     return self._pool
 
   def _submit(self, task):
@@ -138,19 +181,31 @@ class LocalExecutor(scheduler.PooledExecutor):
     return culprits
 
   def _abort(self, handles):
-    """Terminates the workers (the driver was interrupted); a later run starts a new pool."""
+    """Stops the workers at once (the driver was interrupted); a later run starts a new pool.
+
+    The running tasks are lost (their artifacts are written atomically: nothing partial stays);
+    the state directory is removed (issue #25).
+    """
     pool, self._pool = self._pool, None
-    if pool is None:
-      return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-      process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
+    if pool is not None:
+      processes = list((getattr(pool, "_processes", None) or {}).values())
+      for process in processes:
+        process.terminate()
+      for process in processes:
+        process.join(timeout=_TERMINATE_WAIT_S)
+        if process.exitcode is None:
+          process.kill()
+      pool.shutdown(wait=True, cancel_futures=True)
+    self._remove_state_dir()
+
+  def _remove_state_dir(self):
+    if self._state_dir is not None:
+      shutil.rmtree(self._state_dir, ignore_errors=True)
+      self._state_dir = None
 
   def close(self):
     """Shuts the pool down (waits for running tasks) and removes the state directory."""
     pool, self._pool = self._pool, None
     if pool is not None:
       pool.shutdown(wait=True, cancel_futures=True)
-    if self._state_dir is not None:
-      shutil.rmtree(self._state_dir, ignore_errors=True)
-      self._state_dir = None
+    self._remove_state_dir()

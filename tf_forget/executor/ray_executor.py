@@ -26,6 +26,12 @@ Where the workers find the code:
     on the workers (a shared file system).
 `env` is passed as `runtime_env["env_vars"]` (merged into the `runtime_env` argument's).
 
+Connecting to a running cluster never hangs (issue #25): `address.check_address` first opens a
+TCP connection to its port (10 s at most, name lookup included), then `ray.init` runs in a
+thread waited for at most `connect_timeout_s` (`bounded_init`): an unreachable or wrong address
+is a one-line `ExecutorError` naming it, not ~10 minutes of Ray's retries. `ray.init` replaces
+the driver's SIGTERM handler with its own; the executor puts a Python handler back.
+
 Ray's INFO lines are kept down (`logging_level=WARNING`); worker output and task errors still
 reach the driver (`log_to_driver=True`). A local Ray keeps its session files under a short
 temporary directory /tmp/ray_XXXX (AF_UNIX socket paths are limited to 107 bytes, and Bazel's
@@ -41,10 +47,13 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 
 from tf_forget.artifacts import errors
+from tf_forget.executor import address as address_lib
 from tf_forget.executor import base
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
@@ -55,6 +64,7 @@ INSTALL = "ray is not installed: pip install ray==2.60.0"
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 _LOST_ERRORS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError", "LocalRayletDiedError")
+CONNECT_TIMEOUT_S = 120.0  # bound on ray.init for a running cluster (issue #25)
 
 
 @contextlib.contextmanager
@@ -67,6 +77,68 @@ def _quiet(name):
     yield
   finally:
     logger.setLevel(level)
+
+
+class _DropMessage(logging.Filter):
+  """Drops the records whose message starts with `prefix`."""
+
+  def __init__(self, prefix):
+    super().__init__()
+    self.prefix = prefix
+
+  def filter(self, record):
+    return not record.getMessage().startswith(self.prefix)
+
+
+@contextlib.contextmanager
+def _keep_sigterm_handler():
+  """Puts back a Python SIGTERM handler that `ray.init` replaces with `sys.exit` (issue #25).
+
+  `ray.init` in the main thread installs a SIGTERM handler raising SystemExit, which would
+  silently replace the driver's own (the audit's raises a KeyboardInterrupt subclass). Only a
+  handler set from Python is put back; with the default disposition Ray's handler stays (it lets
+  Ray's atexit hook shut a local Ray down).
+  """
+  handler = signal.getsignal(signal.SIGTERM)
+  try:
+    yield
+  finally:
+    if (callable(handler) and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is not handler):
+      signal.signal(signal.SIGTERM, handler)
+
+
+def bounded_init(ray, timeout_s, **kwargs):
+  """`ray.init(**kwargs)` in a daemon thread, waited for at most `timeout_s` seconds.
+
+  `ray.init` on a port that is open but is no Ray cluster (or one that does not answer) retries
+  for ~10 minutes; the thread is abandoned after `timeout_s` (issue #25). Ray sets no SIGTERM
+  handler from a thread (its warning saying so is dropped).
+
+  Raises:
+    TimeoutError: after `timeout_s` seconds; whatever `ray.init` raised.
+  """
+  box = {}
+
+  def connect():
+    try:
+      ray.init(**kwargs)
+    except BaseException as e:  # pylint: disable=broad-except
+      box["error"] = e
+
+  logger = logging.getLogger("ray._private.worker")
+  drop = _DropMessage("SIGTERM handler is not set")
+  logger.addFilter(drop)
+  try:
+    thread = threading.Thread(target=connect, daemon=True, name="tf_forget-ray-init")
+    thread.start()
+    thread.join(timeout_s)
+  finally:
+    logger.removeFilter(drop)
+  if thread.is_alive():
+    raise TimeoutError(f"ray.init did not return within {timeout_s:g} s")
+  if "error" in box:
+    raise box["error"]
 
 
 def _ensure_local_token():
@@ -130,15 +202,18 @@ class RayExecutor(scheduler.PooledExecutor):
 
   name = "ray"
 
-  def __init__(self, address=None, max_retries=2, env=None, num_cpus=None, runtime_env=None):
+  def __init__(self, address=None, max_retries=2, env=None, num_cpus=None, runtime_env=None,
+               connect_timeout_s=CONNECT_TIMEOUT_S):
     """A Ray executor (Ray starts or is connected to on the first `run` / `describe`).
 
     Args:
-      address: None to start a local Ray; "auto" or "ray://host:port" for a running cluster.
+      address: None to start a local Ray; "auto", "host:port" or "ray://host:port" for a
+        running cluster (checked with `address.check_address` before `ray.init`).
       max_retries: how many times Ray reruns a task whose worker died.
       env: {name: value} environment variables of the workers.
       num_cpus: CPUs of a local Ray (default: all); not allowed with `address`.
       runtime_env: a Ray runtime_env dict merged with ours (py_modules, working_dir, ...).
+      connect_timeout_s: seconds `ray.init` may take to connect to a running cluster.
 
     Raises:
       ExecutorError: bad arguments.
@@ -151,11 +226,15 @@ class RayExecutor(scheduler.PooledExecutor):
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)
                                  or num_cpus < 1):
       raise base.ExecutorError(f"ray num_cpus must be an integer >= 1, got {num_cpus!r}")
+    if (isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, (int, float))
+        or not connect_timeout_s > 0):
+      raise base.ExecutorError(f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
     for name, value in (("env", env), ("runtime_env", runtime_env)):
       if value is not None and not isinstance(value, dict):
         raise base.ExecutorError(f"{name} must be a dict, got {value!r:.100}")
     self.address = address
     self.num_cpus = num_cpus
+    self.connect_timeout_s = connect_timeout_s
     self._env = {str(k): str(v) for k, v in (env or {}).items()}
     self._user_runtime_env = dict(runtime_env or {})
     self._ray = None
@@ -192,13 +271,16 @@ class RayExecutor(scheduler.PooledExecutor):
         self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
                                           else None)
         _ensure_local_token()
-        with _quiet(_AUTH_LOGGER):
+        with _quiet(_AUTH_LOGGER), _keep_sigterm_handler():
           ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
                    _temp_dir=self._temp_dir, **options)
         self._owned = True
       else:
-        ray.init(address=self.address, **options)
+        address_lib.check_address(self.name, self.address)
+        bounded_init(ray, self.connect_timeout_s, address=self.address, **options)
         self._owned = False
+    except base.ExecutorError:
+      raise
     except Exception as e:  # pylint: disable=broad-except
       self._cleanup_temp_dir()
       where = self.address or "a local Ray"

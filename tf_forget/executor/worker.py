@@ -15,9 +15,11 @@ import importlib
 import json
 import os
 import pickle
+import signal
 import traceback
 
 from tf_forget.artifacts import errors
+from tf_forget.executor import lifeline
 
 _STATE = {"dir": None}
 
@@ -49,17 +51,38 @@ def check_result(value):
     raise TypeError(f"the task returned a value that is not JSON-able: {errors.one_line(e, 200)}")
 
 
-def initialize(env, state_dir):
-  """Initializer of a local pool worker: sets `env` and where to note the running task's key.
+def initialize(env, state_dir, parent_pid=None, death_signal=False):
+  """Initializer of a local pool worker: lifeline to the driver, SIGINT, `env`, state directory.
 
   Args:
     env: {name: value} environment variables to set (None: keep the inherited environment).
     state_dir: directory in which the worker writes the key of its running task to a file named
       by its pid, so that the driver can tell which task a dead worker was running.
+    parent_pid: the driver's pid: the worker ends itself once its parent is another process
+      (`lifeline.watch_parent`; issue #25). None: no watchdog.
+    death_signal: also ask Linux for SIGKILL when the spawning thread exits
+      (`lifeline.set_parent_death_signal`; only when the driver spawned it from its main thread).
   """
+  ignore_sigint()
+  if death_signal:
+    lifeline.set_parent_death_signal(signal.SIGKILL)
+  if parent_pid is not None:
+    lifeline.watch_parent(parent_pid)  # after the prctl: catches a driver that died before it
   for name, value in (env or {}).items():
     os.environ[str(name)] = str(value)
   _STATE["dir"] = state_dir
+
+
+def ignore_sigint():
+  """Ignores SIGINT in this process (and unblocks it: the driver spawns workers with it blocked).
+
+  Ctrl-C goes to the whole foreground process group: the driver stops the workers itself, and
+  a worker must neither die of it half-way nor print a KeyboardInterrupt traceback (issue #25).
+  Setting SIG_IGN also discards a SIGINT that arrived while the worker was starting.
+  """
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _note_running(key):

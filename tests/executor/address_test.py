@@ -1,0 +1,151 @@
+"""check_address: an unreachable Ray cluster is a one-line error in seconds (issue #25).
+
+No network needed: a closed port on 127.0.0.1, a name no resolver knows ("bogus"), a listening
+socket of the test's own.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tf_forget import executor
+from tf_forget.executor import address
+from tf_forget.executor import ray_executor
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _closed_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+@pytest.fixture
+def listening():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s.getsockname()[1]
+
+
+def _fails_fast(name, addr, match, **kwargs):
+  start = time.monotonic()
+  with pytest.raises(executor.ExecutorError) as info:
+    executor.check_address(name, addr, **kwargs)
+  assert time.monotonic() - start < 5.0
+  assert "\n" not in str(info.value)
+  assert info.value.__cause__ is None  # nothing more is printed
+  if match.endswith("$"):
+    assert str(info.value) == match[:-1]
+  else:
+    assert str(info.value).startswith(match)
+  return str(info.value)
+
+
+def test_a_closed_port_fails_at_once():
+  port = _closed_port()
+  _fails_fast("ray", f"127.0.0.1:{port}",
+              f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused$")
+  _fails_fast("ray", f"ray://127.0.0.1:{port}",
+              f"cannot reach the Ray cluster at ray://127.0.0.1:{port}: Connection refused$")
+
+
+@pytest.mark.parametrize("addr", ["bogus:1234", "ray://bogus:1234"])
+def test_an_unknown_host_fails_at_once(addr):
+  message = _fails_fast("ray", addr, f"cannot reach the Ray cluster at {addr}: ")
+  assert len(message) > len(f"cannot reach the Ray cluster at {addr}: ")  # says why
+
+
+def test_a_listening_port_is_reached(listening):
+  assert executor.check_address("ray", f"127.0.0.1:{listening}") == f"127.0.0.1:{listening}"
+  assert executor.check_address("ray", f"ray://127.0.0.1:{listening}/") == (
+      f"127.0.0.1:{listening}")
+
+
+def test_nothing_to_check():
+  assert executor.check_address("ray", None) is None  # a local Ray
+  assert executor.check_address("local", None) is None
+  assert executor.check_address("inline", "bogus:1234") is None
+
+
+@pytest.mark.parametrize("addr", ["bogus", "http://bogus:1234", "bogus:0", "bogus:http",
+                                  "ray://:1234", ""])
+def test_malformed_addresses(addr):
+  _fails_fast("ray", addr, "ray address must be 'auto', 'host:port' or 'ray://host:port', got ")
+
+
+def test_split_defaults_the_client_port_and_takes_ipv6():
+  assert address.split("ray://head") == ("head", 10001)
+  assert address.split("[::1]:6379") == ("::1", 6379)
+
+
+def test_a_lookup_that_hangs_is_bounded(monkeypatch):
+  def hang(*args, **kwargs):
+    del args, kwargs
+    time.sleep(3)
+    raise socket.timeout("timed out")
+
+  monkeypatch.setattr(socket, "create_connection", hang)
+  _fails_fast("ray", "slow:1234", "cannot reach the Ray cluster at slow:1234: no answer within "
+              "0.5 s$", timeout_s=0.5)
+
+
+def test_auto_follows_ray_address_and_names_what_it_found(monkeypatch):
+  port = _closed_port()
+  monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+  _fails_fast("ray", "auto", f"cannot reach the Ray cluster at auto (127.0.0.1:{port}): "
+              "Connection refused$")
+
+
+def test_auto_without_a_cluster(monkeypatch):
+  from ray._private import services  # pylint: disable=g-import-not-at-top
+  monkeypatch.delenv("RAY_ADDRESS", raising=False)
+  # Other Rays may run on a shared machine: pretend there is none, and no `ray start` file.
+  monkeypatch.setattr(services, "find_gcs_addresses", frozenset)
+  monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
+  _fails_fast("ray", "auto", "ray address 'auto': no running Ray cluster found (")
+
+
+def test_the_ray_executor_checks_before_ray_init():
+  start = time.monotonic()
+  with pytest.raises(executor.ExecutorError) as info:
+    ray_executor.RayExecutor(address="bogus:1234").describe()
+  assert time.monotonic() - start < 10.0  # includes importing ray
+  assert str(info.value).startswith("cannot reach the Ray cluster at bogus:1234: ")
+
+
+def test_ray_init_on_a_port_that_is_no_ray_is_bounded(listening):
+  # The port answers, so check_address passes, and ray.init retries for minutes: the executor
+  # gives up after connect_timeout_s. In a subprocess: the abandoned ray.init thread stays.
+  code = ("from tf_forget.executor import ray_executor, base\n"
+          f"ex = ray_executor.RayExecutor(address='127.0.0.1:{listening}', connect_timeout_s=3)\n"
+          "try:\n  ex.describe()\nexcept base.ExecutorError as e:\n  print(e)\n")
+  start = time.monotonic()
+  done = subprocess.run([sys.executable, "-c", code], cwd=_ROOT, capture_output=True, text=True,
+                        timeout=120, env=dict(os.environ, PYTHONPATH=_ROOT))
+  assert time.monotonic() - start < 60.0
+  assert done.stdout == (f"cannot start or connect to 127.0.0.1:{listening}: ray.init did not "
+                         "return within 3 s\n"), done.stderr
+
+
+def test_ray_init_keeps_a_python_sigterm_handler():
+  def mine(signum, frame):
+    del signum, frame
+
+  previous = signal.signal(signal.SIGTERM, mine)
+  try:
+    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+      signal.signal(signal.SIGTERM, lambda *_: None)  # what ray.init does
+    assert signal.getsignal(signal.SIGTERM) is mine
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+      signal.signal(signal.SIGTERM, mine)
+    assert signal.getsignal(signal.SIGTERM) is mine  # Ray's own stays where there was none
+  finally:
+    signal.signal(signal.SIGTERM, previous)

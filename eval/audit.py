@@ -9,18 +9,23 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit -- --pruning=iterative --methods=wt,ft      # 003: prune-retrain cycles
   bazel run //eval:audit -- --pruning=iterative --robust_training    # 003 §6: robust (re)training
 
-Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line).
+Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line), 130 / 143
+when interrupted by Ctrl-C / SIGTERM (finished work is kept: run the same command to resume).
+TensorFlow's own output goes to <out>/logs/ (`--verbose`: the terminal); see `tf_forget.cli`.
 """
 
+import math
 import os
 import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
+from tf_forget.cli import app as cli_app
+from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.corruptions import robust_training
@@ -139,6 +144,10 @@ _DEPLOY_ENCODING = flags.DEFINE_enum(
 _MAX_LATENCY = flags.DEFINE_float("max_latency_ratio", 1.5,
                                   "Largest sparse / plain median latency 'auto' accepts.",
                                   lower_bound=1e-6)
+_REMEASURE = flags.DEFINE_bool(
+    "remeasure_latency", False,
+    "Time the plain and sparse files again although a decision for the same files and settings "
+    "is recorded in eval/encodings.json (by default a re-run keeps the recorded choice).")
 _MAX_DROP = flags.DEFINE_float("max_accuracy_drop", None,
                                "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).",
                                lower_bound=0.0, upper_bound=1.0)
@@ -202,21 +211,23 @@ def _check_noise(values):
   return all(e >= 0 for e in eps) and all(b > a for a, b in zip(eps, eps[1:]))
 
 
+def _finite_or_none(value):
+  return value is None or math.isfinite(value)
+
+
+flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
+for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase"):
+  flags.register_validator(_gate, _finite_or_none, f"--{_gate} must be a finite number")
+
+
 @flags.multi_flags_validator(["executor", "ray_address"],
                              "--ray_address needs --executor=ray")
 def _check_ray_address(values):
   return values["ray_address"] is None or values["executor"] == "ray"
 
 
-def _resolve(path):
-  """Relative paths are relative to where the user ran `bazel run` (not the runfiles)."""
-  base = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
-  return path if os.path.isabs(path) else os.path.join(base, path)
-
-
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
@@ -255,7 +266,8 @@ def main(argv):
   noise = _NOISE.value
   noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
   config = audit_lib.AuditConfig(
-      dataset=_DATASET.value, out=_resolve(_OUT.value or os.path.join("runs", _DATASET.value)),
+      dataset=_DATASET.value,
+      out=filesystem.user_path(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
       oneshot_variants=oneshot, oneshot_overrides=oneshot_overrides or None,
       iterative_methods=methods, iterative_overrides=iterative_overrides or None,
@@ -263,23 +275,24 @@ def main(argv):
       severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
       robustness=_ROBUSTNESS.value, robust_training=_ROBUST_TRAINING.value,
       noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,
-      steps=_STEPS.value, population_seed=_SEED.value, data_dir=_DATA_DIR.value,
+      steps=_STEPS.value, population_seed=_SEED.value,
+      data_dir=filesystem.user_path(_DATA_DIR.value),
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
       gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
       deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
       deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value,
+      remeasure_latency=_REMEASURE.value,
       executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
       _EXECUTOR.value, workers=_WORKERS.value,
       ray_address=_RAY_ADDRESS.value)
   if _PLAN.value:
     try:
-      print(audit_lib.plan_report(config, _resolve(_UNIT_COSTS.value) if _UNIT_COSTS.value
-                                  else None))
+      print(audit_lib.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))
     except errors.Error as e:
       sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
     return 0
   try:
-    _, manifest = audit_lib.run_audit(config)
+    _, manifest = audit_lib.run_audit(config, on_locked=console.attach)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
   if manifest["failed_variants"]:
@@ -287,4 +300,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli_app.run(main, "audit")

@@ -41,6 +41,7 @@ the variants and splits this config asks for.
 """
 
 import os
+import threading
 import time
 
 from eval import audit_plan
@@ -51,6 +52,7 @@ from eval import stages
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import run_lock
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 
@@ -65,24 +67,87 @@ check_audit_file = run_identity.check_audit_file
 robustness_members = audit_plan.robustness_members
 AUDIT_SCHEMA = audit_plan.AUDIT_SCHEMA
 EXECUTORS = audit_plan.EXECUTORS
+# How long a `scheme://` --out may take to answer the write probe before the audit gives up.
+URL_CHECK_TIMEOUT_S = 60.0
 
 
-def run_audit(config, log=print):
+def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
+  """Checks that `out` can be written, within `timeout_s` for a `scheme://` path (issue #25).
+
+  Raises:
+    AuditError: "cannot write to <out>: <reason>", or an unreachable bucket (one line).
+  """
+  outcome = {}
+
+  def probe():
+    try:
+      fileio.check_writable(out)
+    except errors.Error as e:
+      outcome["error"] = e
+
+  if not fileio.is_url(out):
+    probe()
+  else:
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+      raise AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the bucket name, "
+                       "the network and the credentials")
+  if "error" in outcome:
+    raise AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
+
+
+def _validate(config):
+  """Every check of `run_audit` that writes nothing; returns (plan, identity)."""
+  p = plan(config)
+  identity = audit_identity(config, p)
+  if fileio.is_url(config.out):  # an unreachable bucket: one line, before anything is read
+    _check_out(config.out)
+  run_lock.check_ours(config.out)
+  check_audit_file(config.out, identity)
+  population.check_run_dir(p.population)
+  stages.check_executor(config)
+  if not fileio.is_url(config.out):
+    _check_out(config.out)
+  return p, identity
+
+
+def run_audit(config, log=print, on_locked=None):
   """Runs the audit and returns (report dict, manifest dict).
+
+  Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
+  run directory, issue #25), then writes. The lock is released when the audit ends (also on an
+  error or an interrupt; the kernel drops it if the process is killed).
+
+  Args:
+    config: an `AuditConfig`.
+    log: callable(str) for the progress lines.
+    on_locked: optional callable(out) called once the run directory is locked and before the
+      first artifact is written (the binary moves its log file there).
 
   Raises:
     errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
-    format, corruption, noise protocol, a run directory made with another config, or an output
-    directory that cannot be written. Nothing is written before every check has passed.
+    format, corruption, noise protocol, gate, executor address, a run directory made with
+    another config or in use by another command, a non-empty directory that is not a run
+    directory, or an output directory that cannot be written. Nothing is written before every
+    check has passed.
   """
-  p = plan(config)
-  identity = audit_identity(config, p)
-  check_audit_file(config.out, identity)
-  population.check_run_dir(p.population)
+  p, identity = _validate(config)
+  lock = run_lock.acquire(config.out, "audit")
   try:
-    fileio.check_writable(config.out)
-  except errors.WriteError as e:
-    raise AuditError(str(e)) from e
+    if lock.note:
+      log(lock.note)
+    check_audit_file(config.out, identity)  # again: another command may have written it
+    if on_locked is not None:
+      on_locked(config.out)
+    return _run_locked(config, p, identity, log)
+  finally:
+    lock.release()
+
+
+def _run_locked(config, p, identity, log):
+  """The audit's stages, once the run directory is locked (see `run_audit`)."""
   fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
   executor = stages.make_executor(config, log)
@@ -96,20 +161,21 @@ def run_audit(config, log=print):
     if executor is not None:
       executor.close()
   dataset, corrupted = p.dataset, list(p.corrupted)
-  log(f"== 4/6 deployment encodings  [{time.time() - t_start:.0f} s]")
+  stages.header(log, 4, "deployment encodings", t_start)
   chosen = encodings_lib.choose(
       config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,
       max_latency_ratio=config.max_latency_ratio, num_threads=config.num_threads,
-      log=lambda line: log(f"  {line}"))
+      remeasure=config.remeasure_latency, log=lambda line: log(f"  {line}"))
 
-  log(f"== 5/6 report  [{time.time() - t_start:.0f} s]")
-  report = report_write.write_report(config.out, config.out, config.to_json(), dataset=dataset,
+  stages.header(log, 5, "report", t_start)
+  report = report_write.write_report(config.out, config.out, config.to_json(), log=log,
+                                     dataset=dataset,
                                      variants=plain_variants,
                                      splits=[dataset.spec.eval_split] + corrupted
                                      + list(p.extra_splits))
 
-  log(f"== 6/6 deployment bundle  [{time.time() - t_start:.0f} s]")
-  manifest = deploy.write_bundle(config.out, config.out, report, config.gates,
+  stages.header(log, 6, "deployment bundle", t_start)
+  manifest = deploy.write_bundle(config.out, config.out, report, config.gates, log=log,
                                  members=config.deploy_members, encodings=chosen["variants"])
   deploy.print_summary(report, manifest, log)
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"

@@ -97,6 +97,8 @@ class AuditConfig:
       Not part of the run's identity: every executor makes the same bytes (issue #15).
     workers: worker processes of "local" (default: every core), CPUs of a local Ray.
     ray_address: "auto", "ray://host:port", or None.
+    remeasure_latency: time the plain / sparse twins again although `eval/encodings.json`
+      records a decision for the same files and settings (issue #25). In `to_json` only when True.
   """
   dataset: str
   out: str
@@ -130,6 +132,7 @@ class AuditConfig:
   workers: Optional[int] = None
   ray_address: Optional[str] = None
   robust_training: bool = False
+  remeasure_latency: bool = False
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -139,6 +142,8 @@ class AuditConfig:
       del d["robustness"]
     if not d["robust_training"]:  # the default: report.json's config as before the option
       del d["robust_training"]
+    if not d["remeasure_latency"]:  # likewise
+      del d["remeasure_latency"]
     d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
     d["iterative_overrides"] = dict(self.iterative_overrides or {})
     return d
@@ -333,6 +338,10 @@ def plan(config, check_data=True):
                                                                              corrupted))
     if check_data:
       suite.check_readable()
+  if (config.gates.max_subgroup_fnr_increase is not None
+      and not dataset.spec.protected_attributes):
+    raise AuditError(f"--max_subgroup_fnr_increase gates protected subgroups, but "
+                     f"{dataset.spec.name} has no protected attributes to gate")
   if (oneshot or iterative) and pop.preset.mixed_precision:
     raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
                      "training needs float32 parents")

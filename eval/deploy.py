@@ -5,15 +5,16 @@
 
 The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
 shows the same verdicts) and are re-exported here. The bundle is written
-whole into a temporary directory and renamed (file by file on a URL file system such as gs://,
-the manifest last: `fileio.replace_dir`), so a failed run leaves no partial bundle.
+whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
+URL file system such as gs://, the manifest out first and in last), so a failed or killed run
+leaves the previous bundle or the new one, never a mixture (issue #25).
 
 Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
 sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain
-twin's (`eval.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and its
-median latency is within
-`max_latency_ratio` of the plain file's measured in the same run (`eval.latency`); otherwise
-the plain file, with a one-line reason.
+twin's (`eval.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and it is
+not slower than `max_latency_ratio` beyond the spread of the sparse / plain latency ratio over
+interleaved rounds (`eval.latency.ratio_interval`: refused only when the interval's low end
+exceeds the bound, issue #25); otherwise the plain file, with a one-line reason.
 """
 
 import dataclasses
@@ -22,12 +23,15 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import swap
 from tf_forget.io import atomic
 from tf_forget.report import gates as gates_lib
 from tflite_export import export as export_lib
 from tflite_export import formats
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
+BUNDLE = "deploy"  # out_dir/deploy
+MANIFEST = "manifest.json"  # the bundle's completion marker, written last
 ENCODING_MODES = ("auto", "plain", "sparse")
 DEFAULT_MAX_LATENCY_RATIO = 1.5
 # `auto` ships a sparse twin only if it saves at least 1% of the plain file: on a dense (or
@@ -57,14 +61,37 @@ def check_encoding_options(mode, max_latency_ratio):
     raise DeployError(f"max_latency_ratio must be a finite number > 0, got {max_latency_ratio!r}")
 
 
+def _latency_ratio(plain, sparse):
+  """{"median", "low", "high"} of sparse / plain latency, or None if not measured (#25).
+
+  The paired-round interval `sparse["latency_ratio"]` when given (`eval.latency.ratio_interval`),
+  else the ratio of the two medians as a point interval.
+  """
+  given = sparse.get("latency_ratio")
+  if given is not None:
+    values = [given.get(k) for k in ("median", "low", "high")]
+    return dict(zip(("median", "low", "high"), values)) if all(map(_positive, values)) else None
+  if not (_positive(plain.get("latency")) and _positive(sparse.get("latency"))):
+    return None
+  r = sparse["latency"] / plain["latency"]
+  return {"median": r, "low": r, "high": r}
+
+
 def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, mode="auto"):
-  """Chooses the plain file or its sparse-encoded twin for one variant (issue #10).
+  """Chooses the plain file or its sparse-encoded twin for one variant (issues #10, #25).
+
+  The latency bound refuses a sparse twin only when it is slower beyond the spread of the
+  measurement (issue #25): when the low end of the sparse / plain ratio interval exceeds
+  `max_latency_ratio`. A median over the bound with an interval reaching under it is noise on a
+  shared machine, not a slower file; the sparse twin ships and the reason says so.
 
   Args:
     plain: {"size": bytes, "latency": median seconds or None} of the plain file.
     sparse: None (no sparse twin), or {"size", "latency", "twin_equal": bool, "twin_reason":
-      one-line reason or None, "error": one-line conversion failure or None}.
-    max_latency_ratio: the largest sparse / plain median latency `auto` accepts (> 0).
+      one-line reason or None, "error": one-line conversion failure or None, and optionally
+      "latency_ratio": {"median", "low", "high"} of the per-round paired ratios sparse / plain
+      (`eval.latency.ratio_interval`); without it the two medians' ratio is used alone}.
+    max_latency_ratio: the largest sparse / plain latency ratio `auto` accepts (> 0).
     mode: "auto" (the smallest file whose predictions equal its plain twin's and whose latency
       is within the bound), "plain" (always plain) or "sparse" (sparse whenever it exists and
       equals its twin, whatever its size and latency).
@@ -95,18 +122,84 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
   if size_ratio > 1 - MIN_SIZE_SAVING:
     return "plain", (f"sparse file saves under {100 * MIN_SIZE_SAVING:g}% "
                      f"({size_ratio:.4f}x the plain size)")
-  if not (_positive(plain.get("latency")) and _positive(sparse.get("latency"))):
+  r = _latency_ratio(plain, sparse)
+  if r is None:
     return "plain", "latency not measured for both files; cannot check the latency bound"
-  latency_ratio = sparse["latency"] / plain["latency"]
-  if latency_ratio > max_latency_ratio:
-    return "plain", (f"sparse file is {latency_ratio:.2f}x slower than plain "
-                     f"(max {max_latency_ratio:g}x)")
+  bound = f"max {max_latency_ratio:g}x"
+  spread = "" if r["low"] == r["high"] else f"ratio interval {r['low']:.2f}–{r['high']:.2f}x"
+  if r["low"] > max_latency_ratio:
+    return "plain", (f"sparse file is {r['median']:.2f}x slower than plain "
+                     f"({spread + ' > ' if spread else ''}{bound})")
+  noise = ", over the bound only within noise" if r["median"] > max_latency_ratio else ""
   return "sparse", (f"sparse file {size_ratio:.3f}x the plain size, latency "
-                    f"{latency_ratio:.2f}x (max {max_latency_ratio:g}x), predictions equal")
+                    f"{r['median']:.2f}x ({spread + ', ' if spread else ''}{bound}{noise}), "
+                    "predictions equal")
 
 
-def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=None):
+def _dense_size(run_dir, k, cache):
+  """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
+  if k not in cache:
+    _, meta = export_lib.export_paths(run_dir, formats.parse_variant(formats.DENSE), k)
+    cache[k] = atomic.read_json(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
+  return cache[k]
+
+
+def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
+  """The manifest entry of one shipped file (see `write_bundle`)."""
+  worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
+  entry = {
+      "variant": variant_name, "k": int(k), "file": os.path.join(variant_name, f"{k}.tflite"),
+      "format": meta["format"], "encoding": meta["encoding"], "sha256": meta["sha256"],
+      "size_bytes": meta["size_bytes"],
+      "size_ratio_to_dense_float32": (meta["size_bytes"]["raw"] / dense_size
+                                      if dense_size else None),
+      "runtime": (choice or {}).get("runtime"),
+      "latency_ratio_to_plain": (choice or {}).get("latency_ratio"),
+      "sparsity": meta["sparsity"]["kernels"]["fraction"],
+      "top1_accuracy_population": summary.get("top1"),
+      "top1_change_vs_dense": summary.get("top1_change"),
+      "cie_count": summary.get("pie_count"),
+      "significant_classes": summary.get("significant_classes"),
+      "worst_subgroup_fnr": worst or None,
+      "gate": {"passed": gate[0], "reasons": gate[1]},
+  }
+  if choice is not None:
+    entry["encoding_choice"] = dict(choice)
+  return entry
+
+
+def _build(run_dir, bundle, report, gates, members, encodings):
+  """Copies the shipped files into the new directory `bundle`, writes its manifest last."""
+  entries, dense_sizes = [], {}
+  for variant_name, summary in sorted(report["variants"].items()):
+    variant = formats.parse_variant(variant_name)
+    gate = verdict(variant_name, summary, gates)
+    ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
+    choice = (encodings or {}).get(variant_name)
+    shipped = variant
+    if choice and choice.get("encoding", formats.DEFAULT_ENCODING) != variant.encoding:
+      shipped = formats.Variant(variant.member_variant, variant.format, choice["encoding"])
+    for k in ks[:1] if members == "first" else ks:
+      src, meta_path = export_lib.export_paths(run_dir, shipped, k)
+      entries.append(_entry(variant_name, k, atomic.read_json(meta_path), summary, gate, choice,
+                            _dense_size(run_dir, k, dense_sizes)))
+      fileio.copy(src, os.path.join(bundle, entries[-1]["file"]))
+  manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
+              "gates": dataclasses.asdict(gates), "files": entries,
+              "failed_variants": sorted({e["variant"] for e in entries
+                                         if not e["gate"]["passed"]})}
+  atomic.write_json(os.path.join(bundle, MANIFEST), manifest, strict=True)
+  return manifest
+
+
+def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=None, log=print):
   """Copies the audited `.tflite` files and writes the manifest with the gate verdicts.
+
+  The bundle is built whole in a staging directory `out_dir/deploy.tmp-*`, then swapped in
+  (`swap.swap_in`): the old `deploy/` renamed to `deploy.old-*`, the new one renamed to
+  `deploy/`, the old one removed; what a killed earlier swap left is restored or removed
+  first. A reader sees the old bundle or the new one, never a mixture. The manifest is strict
+  JSON (NaN and infinities as null).
 
   Args:
     run_dir: the run directory with `tflite/` exports.
@@ -119,60 +212,31 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
       "sparse" ships its sparse-encoded twin, and the dict is recorded as the entry's
       `encoding_choice` (its `runtime` and `latency_ratio` also as the entry's `runtime` and
       `latency_ratio_to_plain`). None (default): every variant ships as reported.
+    log: callable(str) for one-line warnings (an old bundle that could not be removed: the new
+      one stands).
 
   Returns:
     The manifest dict.
+
+  Raises:
+    errors.WriteError: the bundle cannot be written or swapped in; the previous bundle, if
+      any, is then left as it was.
   """
-  deploy = os.path.join(out_dir, "deploy")
-  tmp = deploy + ".tmp"
-  fileio.rmtree(tmp)
-  entries = []
-  dense_sizes = {}
-  for variant_name, summary in sorted(report["variants"].items()):
-    variant = formats.parse_variant(variant_name)
-    passed, reasons = verdict(variant_name, summary, gates)
-    ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
-    if members == "first":
-      ks = ks[:1]
-    choice = (encodings or {}).get(variant_name)
-    shipped = variant
-    if choice and choice.get("encoding", formats.DEFAULT_ENCODING) != variant.encoding:
-      shipped = formats.Variant(variant.member_variant, variant.format, choice["encoding"])
-    for k in ks:
-      src, meta_path = export_lib.export_paths(run_dir, shipped, k)
-      meta = atomic.read_json(meta_path)
-      rel = os.path.join(variant_name, f"{k}.tflite")
-      fileio.copy(src, os.path.join(tmp, rel))
-      worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
-      if k not in dense_sizes:
-        _, dense_meta = export_lib.export_paths(run_dir, formats.parse_variant(formats.DENSE), k)
-        dense_sizes[k] = (atomic.read_json(dense_meta)["size_bytes"]["raw"]
-                          if fileio.exists(dense_meta) else None)
-      entries.append({
-          "variant": variant_name, "k": int(k), "file": rel, "format": meta["format"],
-          "encoding": meta["encoding"], "sha256": meta["sha256"],
-          "size_bytes": meta["size_bytes"],
-          "size_ratio_to_dense_float32": (meta["size_bytes"]["raw"] / dense_sizes[k]
-                                          if dense_sizes[k] else None),
-          "runtime": (choice or {}).get("runtime"),
-          "latency_ratio_to_plain": (choice or {}).get("latency_ratio"),
-          "sparsity": meta["sparsity"]["kernels"]["fraction"],
-          "top1_accuracy_population": summary.get("top1"),
-          "top1_change_vs_dense": summary.get("top1_change"),
-          "cie_count": summary.get("pie_count"),
-          "significant_classes": summary.get("significant_classes"),
-          "worst_subgroup_fnr": worst or None,
-          "gate": {"passed": passed, "reasons": reasons},
-      })
-      if choice is not None:
-        entries[-1]["encoding_choice"] = dict(choice)
-  manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
-              "gates": dataclasses.asdict(gates), "files": entries,
-              "failed_variants": sorted({e["variant"] for e in entries
-                                         if not e["gate"]["passed"]})}
-  atomic.write_json(os.path.join(tmp, "manifest.json"), manifest)
-  fileio.replace_dir(tmp, deploy, last=("manifest.json",))
+  notes = swap.clean_staging(out_dir, BUNDLE, (BUNDLE,), (MANIFEST,))
+  with swap.staging(out_dir, BUNDLE) as tmp:
+    manifest = _build(run_dir, os.path.join(tmp, BUNDLE), report, gates, members, encodings)
+    notes += swap.swap_in(tmp, (BUNDLE,), (MANIFEST,))
+  for note in notes:
+    log(f"warning: {note} (the new bundle is in place)")
   return manifest
+
+
+def _number(value, spec, scale=1, unit=""):
+  """`scale * value` formatted with `spec` plus `unit`, or "n/a" if None or not finite."""
+  if not (isinstance(value, (int, float)) and not isinstance(value, bool) and
+          math.isfinite(value)):
+    return "n/a"
+  return format(scale * value, spec) + unit
 
 
 def print_summary(report, manifest, log=print):
@@ -193,11 +257,11 @@ def print_summary(report, manifest, log=print):
       f"{'#PIE':>6} {'worst FNR +':>11}  {'shipped (size)':<15} gate")
   for variant, s in sorted(report["variants"].items()):
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
-    worst = f"{100 * worst:+.1f}pt" if isinstance(worst, float) and worst == worst else "n/a"
-    log(f"{variant:<22} {s.get('members', 0):>7} {s.get('top1', float('nan')):>7.4f} "
-        f"{100 * s.get('top1_change', 0.0):>+6.2f} {s.get('significant_classes', 0):>7} "
-        f"{s.get('pie_count', 0):>6} {worst:>11}  {shipped.get(variant, ''):<15} "
-        f"{'FAIL' if variant in failed else 'pass'}")
+    worst = _number(worst, "+.1f", 100, "pt")
+    log(f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
+        f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
+        f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
+        f"{worst:>11}  {shipped.get(variant, ''):<15} {'FAIL' if variant in failed else 'pass'}")
   log("(shipped size: the bundled file over the dense float32 file)")
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:

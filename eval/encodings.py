@@ -5,25 +5,38 @@
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
 sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
 (`eval.population` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
-is there too), the raw / gzip sizes from the export JSON, and the median latency of both files
-at batch 1 and 64 with the interpreter threads of the audit, measured interleaved in the same
-run (`eval.latency`, as on a device: XNNPACK, else the built-in kernels). `deploy.choose_encoding`
-then decides. The latency bound is checked at the batch size where the sparse file fares worst
-(the ratio a user can count on). The entry records the runtime path of the chosen file, its size
-relative to the dense float32 file of the same member k, and the latency ratio to the plain
-file (1 when plain is shipped).
+is there too), the raw / gzip sizes from the export JSON, and the latency of both files at
+batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of
+fresh interpreters in the same run (`eval.latency`, as on a device: XNNPACK, else the built-in
+kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch size
+where the sparse file fares worst (the highest low end of its ratio interval), on the interval
+of the per-round paired ratios sparse / plain (issue #25: a single median moved 2x between
+identical runs on a shared machine). The entry records the runtime path of the chosen file, its
+size relative to the dense float32 file of the same member k, the latency ratio to the plain
+file (1 when plain is shipped) and the ratio intervals.
+
+Re-runs (issue #25): an entry records its `inputs` — the sha256 of the plain and sparse bytes
+timed, the twin check and the settings that decide (`_settings`) — and is reused as it is, with
+nothing timed, while they are unchanged; otherwise it is measured again with a
+`redo <variant> encoding: <why>` line. `remeasure=True` times every variant afresh.
 """
+
+import dataclasses
 
 from eval import deploy
 from eval import evaluate
+from eval import interpreter
 from eval import latency
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.io import atomic
 from tflite_export import formats
 
 SCHEMA = "tf_forget.encodings/1"
-DEFAULT_REPEATS = 20
+DEFAULT_REPEATS = latency.DEFAULT_REPEATS
+DEFAULT_BLOCK = latency.DEFAULT_BLOCK
 
 
 def path(run_dir):
@@ -44,9 +57,159 @@ def _twin_check(agreement, sparse_name, k):
   return False, "sparse file not evaluated against its plain twin"
 
 
+def _settings(mode, max_latency_ratio, num_threads, batch_sizes, repeats, block):
+  """The settings a recorded decision depends on (issue #25), JSON-ready."""
+  return {"mode": mode, "max_latency_ratio": max_latency_ratio, "num_threads": num_threads,
+          "batch_sizes": list(batch_sizes), "repeats": repeats, "block": block,
+          "coverage": latency.DEFAULT_COVERAGE}
+
+
+def _recorded(run_dir, log):
+  """{variant: entry} of the encodings.json on disk; {} if there is none or it is unreadable."""
+  if not fileio.exists(path(run_dir)):
+    return {}
+  try:
+    doc = atomic.read_json(path(run_dir), "encodings artifact")
+  except errors.ReadError as e:
+    if log:
+      log(f"redo encodings: {errors.one_line(e, 200)}")
+    return {}
+  return doc.get("variants", {}) if doc.get("schema") == SCHEMA else {}
+
+
+def _why_stale(entry, inputs):
+  """Why a recorded entry cannot be reused for `inputs` (one line), or None if it can."""
+  rec = (entry or {}).get("inputs")
+  if not rec:
+    return "no recorded inputs (written before issue #25)"
+  if rec.get("plain_sha256") != inputs["plain_sha256"]:
+    return "its plain file changed since it was timed"
+  if rec.get("sparse_sha256") != inputs["sparse_sha256"]:
+    return "its sparse twin changed since it was timed"
+  if rec.get("twin_check") != inputs["twin_check"]:
+    return "its sparse twin's check changed"
+  old, new = rec.get("settings") or {}, inputs["settings"]
+  changed = [f"{key} {old.get(key)!r} -> {value!r}" for key, value in new.items()
+             if old.get(key) != value]
+  return f"settings changed ({', '.join(changed)})" if changed else None
+
+
+def _interval(timed, batch_sizes):
+  """{batch: latency.ratio_interval of sparse / plain}, {} when no sparse file was timed."""
+  if "sparse" not in timed:
+    return {}
+  return {b: latency.ratio_interval(latency.paired_ratios(timed["sparse"], timed["plain"], b))
+          for b in batch_sizes}
+
+
+def _measure(plain, sparse, sparse_in, data, settings, dense_size):
+  """A fresh entry of one variant: times the files in `data`, then lets `deploy` decide."""
+  batch_sizes = settings["batch_sizes"]
+  timed = latency.measure(data, batch_sizes, settings["num_threads"], settings["repeats"],
+                          block=settings["block"])
+  intervals = _interval(timed, batch_sizes)
+  worst = (max(intervals, key=lambda b: (intervals[b]["low"], intervals[b]["median"]))
+           if intervals else batch_sizes[0])
+  if sparse_in is not None:
+    sparse_in = dict(sparse_in, latency_ratio=intervals.get(worst), latency=timed.get(
+        "sparse", {}).get(f"batch_{worst}", {}).get("median_s"))
+  encoding, reason = deploy.choose_encoding(
+      {"size": plain["size_bytes"]["raw"],
+       "latency": timed["plain"][f"batch_{worst}"]["median_s"]},
+      sparse_in, settings["max_latency_ratio"], settings["mode"])
+  chosen = sparse if encoding == "sparse" else plain
+  timed_chosen = timed[encoding]
+  check = dict(intervals[worst], batch_size=worst) if intervals else None
+  return {
+      "encoding": encoding, "reason": reason, "file_variant": chosen["variant"],
+      "runtime": timed_chosen["runtime"], "runtime_fallback": timed_chosen["fallback_reason"],
+      "sparsity": plain["sparsity"]["kernels"]["fraction"],
+      "size_bytes": {"plain": plain["size_bytes"],
+                     "sparse": sparse["size_bytes"] if sparse else None},
+      "size_ratio_to_dense_float32": chosen["size_bytes"]["raw"] / dense_size,
+      "sparse_to_plain_size": (sparse["size_bytes"]["raw"] / plain["size_bytes"]["raw"]
+                               if sparse else None),
+      "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items()},
+      "sparse_runtime": timed.get("sparse", {}).get("runtime"),
+      "latency_ratio": check["median"] if encoding == "sparse" else 1.0,
+      "sparse_latency_ratio": {f"batch_{b}": i["median"] for b, i in intervals.items()},
+      "sparse_latency_interval": {f"batch_{b}": i for b, i in intervals.items()},
+      "latency_check": check,
+      "twin_equal": sparse_in["twin_equal"] if sparse_in else None,
+  }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+  """What `choose` read once for every variant."""
+  run_dir: str
+  exports: dict  # (variant, k) -> export JSON with "path"
+  failures: dict  # (variant, k) -> failed sparse conversion reason
+  agreement: dict  # the eval split's agreement table
+  k: int
+  settings: dict
+  dense_size: int
+
+
+def _files(run, name):
+  """(plain export, sparse export or None, sparse twin's `choose_encoding` input or None)."""
+  plain = run.exports.get((name, run.k))
+  if plain is None:
+    raise evaluate.EvaluationError(f"no export of variant {name} member {run.k} in {run.run_dir}")
+  v = formats.parse_variant(name)
+  sparse_name = formats.Variant(v.member_variant, v.format, "sparse").name
+  sparse = run.exports.get((sparse_name, run.k))
+  if sparse is None and (sparse_name, run.k) not in run.failures:
+    return plain, None, None
+  equal, reason = (_twin_check(run.agreement, sparse_name, run.k) if sparse is not None
+                   else (False, None))
+  return plain, sparse, {"size": sparse["size_bytes"]["raw"] if sparse else None,
+                         "twin_equal": equal, "twin_reason": reason,
+                         "error": run.failures.get((sparse_name, run.k))}
+
+
+def _variant(run, name, recorded, remeasure, log):
+  """(entry, reused) of one variant: the recorded entry if its inputs still hold, else new."""
+  plain, sparse, sparse_in = _files(run, name)
+  data = {"plain": interpreter.read_model(plain["path"])}  # the bytes hashed are the bytes timed
+  if sparse is not None and run.settings["mode"] != "plain":
+    data["sparse"] = interpreter.read_model(sparse["path"])
+  inputs = {"plain_sha256": hashing.sha256_bytes(data["plain"]),
+            "sparse_sha256": hashing.sha256_bytes(data["sparse"]) if "sparse" in data else None,
+            "twin_check": ({key: sparse_in[key] for key in ("twin_equal", "twin_reason", "error")}
+                           if sparse_in else None),
+            "settings": run.settings}
+  why = ("missing" if name not in recorded else "re-measure requested" if remeasure else
+         _why_stale(recorded[name], inputs))
+  if why is None:  # sizes are not timings: the dense file's is read anew
+    entry = recorded[name]
+    size = (entry["size_bytes"]["sparse"] if entry["encoding"] == "sparse"
+            else entry["size_bytes"]["plain"])["raw"]
+    return dict(entry, size_ratio_to_dense_float32=size / run.dense_size), True
+  if log and why != "missing":
+    log(f"redo {name} encoding: {why}")
+  entry = _measure(plain, sparse, sparse_in, data, run.settings, run.dense_size)
+  return dict(entry, inputs=inputs), False
+
+
+def _read_inputs(run_dir, split, k, settings):
+  """`_Inputs` of a run; raises `evaluate.EvaluationError` for what is missing."""
+  exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
+  failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
+  table_path = layout.agreement(run_dir, split)
+  if not fileio.exists(table_path):
+    raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
+  dense = exports.get((formats.DENSE, k))
+  if dense is None:
+    raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
+  return _Inputs(run_dir, exports, failures, atomic.read_json(table_path), k, settings,
+                 dense["size_bytes"]["raw"])
+
+
 def choose(run_dir, variants, split, k=0, mode="auto",
            max_latency_ratio=deploy.DEFAULT_MAX_LATENCY_RATIO, num_threads=2,
-           batch_sizes=latency.DEFAULT_BATCH_SIZES, repeats=DEFAULT_REPEATS, log=None):
+           batch_sizes=latency.DEFAULT_BATCH_SIZES, repeats=DEFAULT_REPEATS,
+           block=DEFAULT_BLOCK, remeasure=False, log=None):
   """Chooses plain or sparse for each variant and writes `eval/encodings.json`.
 
   Args:
@@ -55,78 +218,35 @@ def choose(run_dir, variants, split, k=0, mode="auto",
     split: the eval split whose twin check counts.
     k: the deployed member.
     mode, max_latency_ratio: see `deploy.choose_encoding`.
-    num_threads, batch_sizes, repeats: latency measurement (`latency.measure`).
-    log: optional callable(str), one line per variant.
+    num_threads, batch_sizes, repeats, block: latency measurement (`latency.measure`; repeats
+      / block rounds of fresh interpreters).
+    remeasure: time every variant again even where a recorded decision still holds (#25).
+    log: optional callable(str), one line per variant ("<variant>: <encoding> (<reason>)",
+      "... [recorded]" when reused) and a "redo <variant> encoding: <why>" line before one
+      measured again.
 
   Returns:
     The written dict: {"schema", "mode", "max_latency_ratio", "split", "k", "batch_sizes",
-    "variants": {variant: entry}}; the entry's keys are documented in
-    docs/artifacts/predictions.md ("encoding", "reason", "runtime", "size_bytes",
-    "size_ratio_to_dense_float32", "latency_s", "latency_ratio", "twin_equal", ...).
+    "num_threads", "repeats", "block", "coverage", "variants": {variant: entry}}; the entry's
+    keys are documented in docs/artifacts/predictions.md ("encoding", "reason", "runtime",
+    "size_bytes", "size_ratio_to_dense_float32", "latency_s", "latency_ratio",
+    "sparse_latency_interval", "latency_check", "twin_equal", "inputs", ...).
 
   Raises:
     deploy.DeployError: bad mode / bound; evaluate.EvaluationError: missing exports or
-      agreement table; interpreter.TfliteError: a file that cannot run.
+      agreement table; interpreter.TfliteError: a file that cannot be read or run;
+      latency.LatencyError: bad measurement options.
   """
   deploy.check_encoding_options(mode, max_latency_ratio)
-  exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
-  failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
-  table_path = layout.agreement(run_dir, split)
-  if not fileio.exists(table_path):
-    raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
-  agreement = atomic.read_json(table_path)
-  dense = exports.get((formats.DENSE, k))
-  if dense is None:
-    raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
-  dense_size = dense["size_bytes"]["raw"]
+  settings = _settings(mode, max_latency_ratio, num_threads, batch_sizes, repeats, block)
+  run = _read_inputs(run_dir, split, k, settings)
+  recorded = _recorded(run_dir, log)
   entries = {}
   for name in variants:
-    plain = exports.get((name, k))
-    if plain is None:
-      raise evaluate.EvaluationError(f"no export of variant {name} member {k} in {run_dir}")
-    v = formats.parse_variant(name)
-    sparse_name = formats.Variant(v.member_variant, v.format, "sparse").name
-    sparse = exports.get((sparse_name, k))
-    files = {"plain": plain["path"]}
-    if sparse is not None and mode != "plain":
-      files["sparse"] = sparse["path"]
-    timed = latency.measure(files, batch_sizes, num_threads, repeats)
-    ratios = ({b: latency.ratio(timed["sparse"], timed["plain"], b) for b in batch_sizes}
-              if "sparse" in files else {})
-    worst = max(ratios, key=ratios.get) if ratios else batch_sizes[0]
-    sparse_in = None
-    if sparse is not None or (sparse_name, k) in failures:
-      equal, reason = (_twin_check(agreement, sparse_name, k) if sparse is not None
-                       else (False, None))
-      sparse_in = {"size": sparse["size_bytes"]["raw"] if sparse else None,
-                   "latency": timed.get("sparse", {}).get(f"batch_{worst}", {}).get("median_s"),
-                   "twin_equal": equal, "twin_reason": reason,
-                   "error": failures.get((sparse_name, k))}
-    encoding, reason = deploy.choose_encoding(
-        {"size": plain["size_bytes"]["raw"],
-         "latency": timed["plain"][f"batch_{worst}"]["median_s"]},
-        sparse_in, max_latency_ratio, mode)
-    chosen = sparse if encoding == "sparse" else plain
-    timed_chosen = timed["sparse" if encoding == "sparse" else "plain"]
-    entries[name] = {
-        "encoding": encoding, "reason": reason, "file_variant": chosen["variant"],
-        "runtime": timed_chosen["runtime"], "runtime_fallback": timed_chosen["fallback_reason"],
-        "sparsity": plain["sparsity"]["kernels"]["fraction"],
-        "size_bytes": {"plain": plain["size_bytes"],
-                       "sparse": sparse["size_bytes"] if sparse else None},
-        "size_ratio_to_dense_float32": chosen["size_bytes"]["raw"] / dense_size,
-        "sparse_to_plain_size": (sparse["size_bytes"]["raw"] / plain["size_bytes"]["raw"]
-                                 if sparse else None),
-        "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items()},
-        "sparse_runtime": timed.get("sparse", {}).get("runtime"),
-        "latency_ratio": ratios.get(worst) if encoding == "sparse" else 1.0,
-        "sparse_latency_ratio": {f"batch_{b}": r for b, r in ratios.items()},
-        "twin_equal": sparse_in["twin_equal"] if sparse_in else None,
-    }
+    entries[name], reused = _variant(run, name, recorded, remeasure, log)
     if log:
-      log(f"{name}: {encoding} ({reason})")
-  doc = {"schema": SCHEMA, "mode": mode, "max_latency_ratio": max_latency_ratio,
-         "split": split, "k": k, "batch_sizes": list(batch_sizes), "num_threads": num_threads,
-         "variants": entries}
+      log(f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
+          + (" [recorded]" if reused else ""))
+  doc = dict({"schema": SCHEMA, "split": split, "k": k}, **settings, variants=entries)
   atomic.write_json(path(run_dir), doc)
   return doc

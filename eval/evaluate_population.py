@@ -11,14 +11,15 @@ non-TFLite file, a model input shape that does not match the data set, an output
 that cannot be written) is a one-line error and exit status 1.
 """
 
-import sys
-
 from absl import app
 from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
+from tf_forget.cli import app as cli_app
+from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -49,28 +50,29 @@ def _table(summary, title):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
   cpu_kernels.configure()
   logging.set_verbosity(logging.WARNING)  # TensorFlow logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")
-  if not fileio.isdir(_RUN_DIR.value):
-    raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
+  run_dir = filesystem.user_path(_RUN_DIR.value)
+  if not fileio.isdir(run_dir):
+    raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
   from eval import population
   from tf_forget.data import registry
   # pylint: enable=g-import-not-at-top
   try:
     dataset = registry.get(_DATASET.value) if _DATASET.value else None
-    tables = population.evaluate_population(
-        _RUN_DIR.value, dataset=dataset, splits=_SPLITS.value,
-        batch_size=_BATCH_SIZE.value, num_threads=_NUM_THREADS.value,
-        save_logits=_SAVE_LOGITS.value, check_keras=_CHECK_KERAS.value,
-        variants=_VARIANTS.value, overwrite=_OVERWRITE.value, log=print, tail=_TAIL.value)
+    with cli_app.locked_run_dir(run_dir, "evaluate_population", check_ours=False):
+      tables = population.evaluate_population(
+          run_dir, dataset=dataset, splits=_SPLITS.value,
+          batch_size=_BATCH_SIZE.value, num_threads=_NUM_THREADS.value,
+          save_logits=_SAVE_LOGITS.value, check_keras=_CHECK_KERAS.value,
+          variants=_VARIANTS.value, overwrite=_OVERWRITE.value, log=print, tail=_TAIL.value)
   except errors.Error as e:  # bad input or artifact: one line (a bug keeps its traceback)
-    print(f"evaluate_population: error: {errors.one_line(e, 1000)}", file=sys.stderr)
+    console.error(f"evaluate_population: error: {errors.one_line(e, 1000)}")
     return 1
   for split, table in tables.items():
     print(_table(table["summary_vs_float32_tflite"], f"[{split}] vs float32 TFLite"))
@@ -80,4 +82,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli_app.run(main, "evaluate_population")

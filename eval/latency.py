@@ -1,19 +1,26 @@
-"""Median inference latency of `.tflite` files, run as on a device (issue #10).
+"""Median inference latency of `.tflite` files, run as on a device (issues #10, #25).
 
 Issue #10 asks, per format and encoding, for the median batch-1 and batch-64 latency with 2
 threads, measured in the same run as the plain twin. `measure` times several files in one
-run, interleaved in blocks: for every batch size, each round invokes every file `block` times
-in turn (after one untimed invoke), so that a slow-down of the machine (2 shared cores) hits
-plain and sparse alike and their ratio stays meaningful. Blocks rather than single invokes:
-alternating invokes of an XNNPACK and a built-in-kernel interpreter one by one lets their
-thread pools disturb each other (measured: batch-1 medians of the same file moved 4x between
-runs), a block re-warms the pool first. Files run through the one interpreter factory
-(`interpreter.create_for_device`: XNNPACK, else the built-in kernels), and the runtime path
-that was timed is returned with the numbers.
+run, interleaved in rounds: for every batch size, each round creates a fresh interpreter per
+file, warms them, then invokes every file `block` times in turn (after one untimed invoke), the
+first file rotating from round to round. Blocks rather than single invokes: alternating invokes
+of an XNNPACK and a built-in-kernel interpreter one by one lets their thread pools disturb each
+other, a block re-warms the pool first.
+
+Fresh interpreters per round (issue #25): on a loaded machine (2 shared cores) an
+interpreter's thread pool settles into a fast or a slow state for its whole life — measured:
+the digits CNN's batch-1 median at 33 µs or 61 µs, every round of one interpreter alike, so one
+interpreter per file made a sparse twin "1.9x slower" in one run and 0.5x in the next. A fresh
+pair each round turns that state into round-to-round spread, which `paired_ratios` (the ratio
+of the two block medians of the same round, same load) and `ratio_interval` (their median and
+interquartile range) expose instead of hiding it in one number.
 
 Only `invoke` is timed (the input is set before); the inputs are fixed pseudo-random pixels
-(the sparse kernels' work does not depend on the data). The first `warmup` invocations per
-file and batch size are not timed (XNNPACK packs weights at the first invoke).
+(the sparse kernels' work does not depend on the data). The first `warmup` invocations of each
+interpreter are not timed (XNNPACK packs weights at the first invoke). The runtime path is
+chosen in the first round (`interpreter.create_for_device`: XNNPACK, else the built-in kernels)
+and kept for the later ones; it is returned with the numbers.
 """
 
 import time
@@ -24,9 +31,11 @@ from eval import interpreter
 from tf_forget.artifacts import errors
 
 DEFAULT_BATCH_SIZES = (1, 64)
-DEFAULT_REPEATS = 30
+DEFAULT_BLOCK = 5
+DEFAULT_REPEATS = 15 * DEFAULT_BLOCK  # 15 rounds
 DEFAULT_WARMUP = 3
-DEFAULT_BLOCK = 10
+# `ratio_interval`'s central share of the per-round ratios: 0.5 is the interquartile range.
+DEFAULT_COVERAGE = 0.5
 
 
 class LatencyError(errors.Error):
@@ -47,29 +56,7 @@ def _prepare(model, batch_size, num_threads, runtime, seed):
   return interp, used, reason
 
 
-def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
-            num_threads=interpreter.DEFAULT_NUM_THREADS, repeats=DEFAULT_REPEATS,
-            warmup=DEFAULT_WARMUP, runtime="auto", seed=0, block=DEFAULT_BLOCK):
-  """Median latency of several files, measured interleaved in one run.
-
-  Args:
-    models: {name: path or bytes of a `.tflite` file} (e.g. a plain file and its sparse twin).
-    batch_sizes: input batch sizes to time.
-    num_threads: interpreter threads.
-    repeats: timed invocations per file and batch size (>= 1).
-    warmup: untimed invocations before (>= 0).
-    runtime: "auto" (as on a device), "xnnpack" or "builtin".
-    seed: seed of the input pixels.
-    block: timed invocations of one file in a row within a round (>= 1).
-
-  Returns:
-    {name: {"runtime": path timed, "fallback_reason": str or None,
-            "batch_<b>": {"median_s", "p10_s", "p90_s", "repeats"}}}.
-
-  Raises:
-    LatencyError: bad options.
-    interpreter.TfliteError: a file that cannot be run.
-  """
+def _check_options(models, batch_sizes, repeats, warmup, block):
   if not models:
     raise LatencyError("no file to time")
   if not isinstance(repeats, int) or repeats < 1:
@@ -80,30 +67,87 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     raise LatencyError(f"block must be an int >= 1, got {block!r}")
   if not batch_sizes or any(not isinstance(b, int) or b < 1 for b in batch_sizes):
     raise LatencyError(f"batch sizes must be ints >= 1, got {batch_sizes!r}")
-  results = {name: {} for name in models}
+
+
+def _time_block(interp, n):
+  interp.invoke()  # untimed: re-warms this interpreter's thread pool
+  times = []
+  for _ in range(n):
+    start = time.perf_counter()
+    interp.invoke()
+    times.append(time.perf_counter() - start)
+  return times
+
+
+def _round(data, order, n, batch_size, num_threads, runtimes, fallbacks, warmup, seed):
+  """{name: n invoke times} of one round on fresh interpreters.
+
+  `runtimes` maps a name to the runtime to create it with; "auto" is replaced by the path
+  taken (its fallback reason put in `fallbacks`), so later rounds skip the probe.
+  """
+  prepared = {}
+  for name in order:
+    interp, used, reason = _prepare(data[name], batch_size, num_threads, runtimes[name], seed)
+    if runtimes[name] == "auto":
+      runtimes[name], fallbacks[name] = used, reason
+    prepared[name] = interp
+  for name in order:
+    for _ in range(warmup):
+      prepared[name].invoke()
+  return {name: _time_block(prepared[name], n) for name in order}
+
+
+def _stats(times, round_medians):
+  t = np.asarray(times)
+  return {"median_s": float(np.median(t)), "p10_s": float(np.percentile(t, 10)),
+          "p90_s": float(np.percentile(t, 90)), "repeats": int(t.size),
+          "round_medians_s": [float(m) for m in round_medians]}
+
+
+def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
+            num_threads=interpreter.DEFAULT_NUM_THREADS, repeats=DEFAULT_REPEATS,
+            warmup=DEFAULT_WARMUP, runtime="auto", seed=0, block=DEFAULT_BLOCK):
+  """Latency of several files, measured interleaved in rounds of fresh interpreters (#25).
+
+  Args:
+    models: {name: path or bytes of a `.tflite` file} (e.g. a plain file and its sparse twin).
+    batch_sizes: input batch sizes to time.
+    num_threads: interpreter threads.
+    repeats: timed invocations per file and batch size (>= 1), in ceil(repeats / block) rounds.
+    warmup: untimed invocations of each fresh interpreter (>= 0).
+    runtime: "auto" (as on a device), "xnnpack" or "builtin".
+    seed: seed of the input pixels.
+    block: timed invocations of one file in a row within a round (>= 1).
+
+  Returns:
+    {name: {"runtime": path timed, "fallback_reason": str or None,
+            "batch_<b>": {"median_s", "p10_s", "p90_s", "repeats", "round_medians_s": [one
+            block median per round]}}}.
+
+  Raises:
+    LatencyError: bad options.
+    interpreter.TfliteError: a file that cannot be read or run.
+  """
+  _check_options(models, batch_sizes, repeats, warmup, block)
+  data = {name: interpreter.read_model(m) if isinstance(m, str) else m
+          for name, m in models.items()}
+  names = list(models)
+  results = {name: {} for name in names}
   for b in batch_sizes:
-    prepared = {name: _prepare(model, b, num_threads, runtime, seed)
-                for name, model in models.items()}
-    for name, (_, used, reason) in prepared.items():
-      results[name].setdefault("runtime", used)
-      results[name].setdefault("fallback_reason", reason)
-    for interp, _, _ in prepared.values():
-      for _ in range(warmup):
-        interp.invoke()
-    times = {name: [] for name in models}
-    while len(next(iter(times.values()))) < repeats:
-      n = min(block, repeats - len(next(iter(times.values()))))
-      for name, (interp, _, _) in prepared.items():
-        interp.invoke()  # untimed: re-warms this interpreter's thread pool
-        for _ in range(n):
-          start = time.perf_counter()
-          interp.invoke()
-          times[name].append(time.perf_counter() - start)
-    for name, t in times.items():
-      t = np.asarray(t)
-      results[name][f"batch_{b}"] = {
-          "median_s": float(np.median(t)), "p10_s": float(np.percentile(t, 10)),
-          "p90_s": float(np.percentile(t, 90)), "repeats": int(t.size)}
+    runtimes, fallbacks = {name: runtime for name in names}, {}
+    times = {name: [] for name in names}
+    medians = {name: [] for name in names}
+    for r in range(-(-repeats // block)):
+      order = names[r % len(names):] + names[:r % len(names)]
+      timed = _round(data, order, min(block, repeats - r * block), b, num_threads, runtimes,
+                     fallbacks, warmup, seed)
+      for name, t in timed.items():
+        times[name] += t
+        medians[name].append(np.median(t))
+    for name in names:
+      results[name].setdefault("runtime", runtimes[name])
+      results[name].setdefault("fallback_reason", fallbacks.get(name))
+      results[name][f"batch_{b}"] = _stats(times[name], medians[name])
   return results
 
 
@@ -111,3 +155,41 @@ def ratio(result, reference, batch_size):
   """Median latency ratio `result / reference` at `batch_size` (e.g. sparse vs plain)."""
   key = f"batch_{batch_size}"
   return result[key]["median_s"] / reference[key]["median_s"]
+
+
+def paired_ratios(result, reference, batch_size):
+  """Per-round ratios `result / reference` of the block medians at `batch_size` (issue #25).
+
+  Both files ran in each round on fresh interpreters under the same machine load, so the
+  ratio of a round cancels the load the two shared; their spread is what remains.
+
+  Returns:
+    float array [rounds].
+  """
+  key = f"batch_{batch_size}"
+  return (np.asarray(result[key]["round_medians_s"], float) /
+          np.asarray(reference[key]["round_medians_s"], float))
+
+
+def ratio_interval(ratios, coverage=DEFAULT_COVERAGE):
+  """Median of paired latency ratios and the central `coverage` share of them (issue #25).
+
+  Args:
+    ratios: per-round ratios (`paired_ratios`), >= 1 value.
+    coverage: in (0, 1]; the default 0.5 gives the interquartile range.
+
+  Returns:
+    {"median", "low", "high" (the (1 - coverage) / 2 and (1 + coverage) / 2 percentiles,
+    linear interpolation), "rounds", "coverage"}.
+
+  Raises:
+    LatencyError: no ratio, a ratio that is not a finite number > 0, or a bad coverage.
+  """
+  r = np.asarray(ratios, float)
+  if r.size == 0 or not np.all(np.isfinite(r) & (r > 0)):
+    raise LatencyError(f"latency ratios must be finite numbers > 0, got {list(r)!r}")
+  if not 0 < coverage <= 1:
+    raise LatencyError(f"coverage must be in (0, 1], got {coverage!r}")
+  low, median, high = np.percentile(r, [50 * (1 - coverage), 50, 50 * (1 + coverage)])
+  return {"median": float(median), "low": float(low), "high": float(high),
+          "rounds": int(r.size), "coverage": float(coverage)}

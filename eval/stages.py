@@ -26,6 +26,7 @@ from eval import parallel
 from eval import population as eval_population
 from eval import tasks
 from tf_forget import executor as executor_lib
+from tf_forget.cli import status
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.prune import population as prune_population
@@ -40,9 +41,11 @@ class Progress:
   def __init__(self, stage, total, log):
     self.stage, self.total, self.log = stage, max(total, 1), log
     self.done, self.t0, self.next = 0, time.time(), 0.1
+    status.begin(stage, total)
 
   def __call__(self, line):
     self.done += 1
+    status.advance()
     if self.done / self.total >= self.next or self.done == self.total:
       rate = (time.time() - self.t0) / self.done
       self.log(f"  [{self.stage}] {self.done}/{self.total} "
@@ -54,6 +57,22 @@ class Progress:
 WORKER_ENV = ("TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA",
               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_CPP_MIN_LOG_LEVEL",
               "TF_DETERMINISTIC_OPS")
+
+
+def header(log, index, name, t_start, stages=6):
+  """Logs "== <index>/<stages> <name>  [<elapsed> s]" and marks the stage as under way."""
+  log(f"== {index}/{stages} {name}  [{time.time() - t_start:.0f} s]")
+  status.begin(name, 0)
+
+
+def check_executor(config):
+  """Checks, before anything is written, that the executor of `config` can be reached.
+
+  Raises:
+    executor_lib.ExecutorError: an unreachable Ray address (one line, within seconds).
+  """
+  if config.executor == "ray" and config.ray_address:
+    executor_lib.check_address("ray", config.ray_address)
 
 
 def make_executor(config, log):
@@ -77,7 +96,7 @@ def make_predictions(config, p, executor, t_start, log):
   quantizations, pruned_quantizations = p.quantizations, p.pruned_quantizations
   encodings, corrupted, noise = p.encodings, list(p.corrupted), p.noise
   robust = p.robustness_members
-  log(f"== 1/6 populations  [{time.time() - t_start:.0f} s]")
+  header(log, 1, "populations", t_start)
   if executor is not None:
     parallel.train(executor, pop, log=log)
   metas = population.train_population(pop, log=log)
@@ -92,7 +111,7 @@ def make_predictions(config, p, executor, t_start, log):
                                                  log=log)
   members = [(m["variant"], int(m["k"])) for m in metas]
 
-  log(f"== 2/6 TFLite export  [{time.time() - t_start:.0f} s]")
+  header(log, 2, "TFLite export", t_start)
   dense_formats = ("float32",) + tuple(quantizations)
   pruned_formats = ("float32",) + tuple(pruned_quantizations)
   if executor is not None:
@@ -114,7 +133,7 @@ def make_predictions(config, p, executor, t_start, log):
   robust_files = [(v, k) for v in plain_variants for k in robust]
   n_robust = len(plain_variants) * len(robust)
 
-  log(f"== 3/6 TFLite evaluation  [{time.time() - t_start:.0f} s]")
+  header(log, 3, "TFLite evaluation", t_start)
   cache_dir = os.path.join(config.out, "corruptions")
   published = corrupted + list(p.extra_splits) if p.robustness == "published" else []
   if executor is not None:

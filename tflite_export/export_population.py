@@ -16,7 +16,6 @@ exit status 1.
 """
 
 import os
-import sys
 
 from absl import app
 from absl import flags
@@ -24,7 +23,10 @@ from absl import logging
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
+from tf_forget.cli import app as cli_app
+from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.data import protocols
@@ -82,22 +84,22 @@ def protocol_formats(run_dir):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
   cpu_kernels.configure()
   logging.set_verbosity(logging.WARNING)  # the converter logs every SavedModel it writes
   if not _RUN_DIR.value:
     raise app.UsageError("--run_dir is required")
-  if not fileio.isdir(_RUN_DIR.value):
-    raise app.UsageError(f"--run_dir {_RUN_DIR.value} is not a directory")
+  run_dir = filesystem.user_path(_RUN_DIR.value)
+  if not fileio.isdir(run_dir):
+    raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   dense, pruned = _FORMATS.value, _PRUNED_FORMATS.value
   if dense is None or pruned is None:
     try:
-      default_dense, default_pruned = protocol_formats(_RUN_DIR.value)
+      default_dense, default_pruned = protocol_formats(run_dir)
     except (errors.Error, protocols.ProtocolError) as e:
-      print(f"export_population: error: {errors.one_line(e, 1000)} (or give --formats and "
-            "--pruned_formats)", file=sys.stderr)
+      console.error(f"export_population: error: {errors.one_line(e, 1000)} (or give --formats "
+                    "and --pruned_formats)")
       return 1
     dense = default_dense if dense is None else dense
     pruned = default_pruned if pruned is None else pruned
@@ -111,13 +113,14 @@ def main(argv):
   from tflite_export import export
   # pylint: enable=g-import-not-at-top
   try:
-    export.export_population(_RUN_DIR.value, dense, pruned, _REPRESENTATIVE_SIZE.value,
-                             overwrite=_OVERWRITE.value, log=print, encodings=encodings)
+    with cli_app.locked_run_dir(run_dir, "export_population", check_ours=False):
+      export.export_population(run_dir, dense, pruned, _REPRESENTATIVE_SIZE.value,
+                               overwrite=_OVERWRITE.value, log=print, encodings=encodings)
   except errors.Error as e:  # bad input or artifact: one line (a bug keeps its traceback)
-    print(f"export_population: error: {errors.one_line(e, 1000)}", file=sys.stderr)
+    console.error(f"export_population: error: {errors.one_line(e, 1000)}")
     return 1
   return 0
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli_app.run(main, "export_population")

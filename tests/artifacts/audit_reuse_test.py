@@ -198,7 +198,12 @@ def test_settings_that_only_affect_the_bundle_are_not_conflicts(run, capsys):
   out, _ = run
   code, log = _run_main(capsys, out=str(out), **dict(CONFIG, num_threads=1,
                                                      max_accuracy_drop=1.0))
-  assert code == 0 and "redo" not in log
+  assert code == 0
+  # Only the latency-based encoding choice is timed again (other threads: issue #25 records the
+  # settings it was measured with); no artifact is redone.
+  redone = [line.strip() for line in log.splitlines() if line.strip().startswith("redo")]
+  assert redone and all(" encoding: settings changed (num_threads 2 -> 1)" in line
+                        for line in redone), redone
 
 
 def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):

@@ -1,7 +1,9 @@
-"""Atomic writes (os + rename for local paths), one-line write errors, hashing, names, layout."""
+"""Atomic writes (os + rename for local paths), one-line write errors, hashing, names, layout,
+strict JSON (issue #25)."""
 
 import errno
 import hashlib
+import json
 import os
 
 import pytest
@@ -85,3 +87,23 @@ def test_layout():
       "r/eval/twin_runtime/full_int8/0/test.builtin.npz")
   with pytest.raises(names.SplitNameError):
     layout.predictions("r", "dense", 0, "a/b")
+
+
+def test_strict_json_writes_nan_and_infinities_as_null(tmp_path):
+  path = str(tmp_path / "m.json")
+  obj = {"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": (1, -float("inf"))}}
+  fileio.write_json(path, obj, strict=True)
+
+  def refuse(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+
+  with open(path) as f:
+    assert json.loads(f.read(), parse_constant=refuse) == {
+        "a": None, "b": [None, 1.5], "c": {"d": [1, None]}}
+  # Valid JSON is written with the same bytes, strict or not.
+  valid = {"z": [1, 2.5, None, "x"], "a": {"b": True}}
+  fileio.write_json(path, valid)
+  lax = open(path, "rb").read()
+  fileio.write_json(path, valid, strict=True)
+  assert open(path, "rb").read() == lax == (
+      json.dumps(valid, indent=2, sort_keys=True) + "\n").encode()

@@ -16,6 +16,7 @@ import pytest
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import swap
 from tf_forget.artifacts import hashing
 
 tf = pytest.importorskip("tensorflow")
@@ -110,7 +111,7 @@ def test_replace_dir(root):
   tmp = dst + ".tmp"
   fileio.write_bytes(fileio.join(tmp, "v", "0.tflite"), b"model")
   fileio.write_json(fileio.join(tmp, "manifest.json"), {"ok": True})
-  fileio.replace_dir(tmp, dst, last=("manifest.json",))
+  swap.replace_dir(tmp, dst, last=("manifest.json",))
   assert not fileio.exists(tmp) and fileio.listdir(root) == ["deploy"]
   assert fileio.listdir(dst) == ["manifest.json", "v"]
   assert fileio.read_bytes(fileio.join(dst, "v", "0.tflite")) == b"model"

@@ -25,7 +25,6 @@ def test_fills_the_cache_for_digits(tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, argv", [
     (dict(dataset="digits"), []),
-    (dict(dataset="digits", cache_dir="/tmp/x"), ["stray"]),
     (dict(dataset="digits", cache_dir="/tmp/x", corruptions=["nope"]), []),
     (dict(dataset="digits", cache_dir="/tmp/x", severities=["0"]), []),
     (dict(dataset="nope", cache_dir="/tmp/x", corruptions=["fog"], severities=["1"]), []),

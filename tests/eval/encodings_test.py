@@ -1,13 +1,18 @@
-"""The audit's per-variant encoding choice with real files (issue #10): `eval.encodings`."""
+"""The audit's per-variant encoding choice with real files (issues #10, #25): `eval.encodings`."""
 
+import contextlib
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from eval import deploy
 from eval import encodings
+from eval import latency
 from eval import population
 from tests.tflite_export import fake_run
 from tf_forget.report import deployment
@@ -45,7 +50,14 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
   assert e["size_ratio_to_dense_float32"] == pytest.approx(sizes["sparse"]["raw"] / dense)
   assert set(e["latency_s"]) == {"plain", "sparse"}
   assert set(e["latency_s"]["sparse"]) == {"batch_1", "batch_64"}
-  assert e["latency_ratio"] == pytest.approx(max(e["sparse_latency_ratio"].values()))
+  # The ratio shipped is the median paired ratio at the batch size where the sparse file
+  # fares worst (the highest low end of its interval), recorded with its interval (#25).
+  check = e["latency_check"]
+  assert e["latency_ratio"] == check["median"]
+  assert e["sparse_latency_ratio"][f"batch_{check['batch_size']}"] == check["median"]
+  assert check["low"] == max(i["low"] for i in e["sparse_latency_interval"].values())
+  assert check["low"] <= check["median"] <= check["high"]
+  assert e["inputs"]["settings"]["max_latency_ratio"] == 20.0
   # A dense model's "sparse" twin saves nothing: plain is shipped, with the reason.
   d = doc["variants"]["dense"]
   assert d["encoding"] == "plain" and "sparse file" in d["reason"]
@@ -73,7 +85,8 @@ def test_int8_sparse_runs_on_builtin_kernels_and_is_never_shipped_silently(run):
 def test_plain_when_sparse_is_slower_than_the_bound(run):
   doc = _choose(run, max_latency_ratio=0.01)
   e = doc["variants"]["prune_0.9"]
-  assert e["encoding"] == "plain" and "slower than plain (max 0.01x)" in e["reason"]
+  assert e["encoding"] == "plain" and "slower than plain (" in e["reason"]
+  assert e["reason"].endswith("max 0.01x)")
   assert e["latency_ratio"] == 1.0 and e["runtime"] == "xnnpack"
 
 
@@ -112,3 +125,109 @@ def test_bundle_and_report_carry_the_choice(run, tmp_path):
   row = table[table.variant == "prune_0.9"].iloc[0]
   assert row.encoding == "sparse" and row.sparse_bytes < row.plain_bytes
   assert np.isfinite(row.sparse_ms_b64) and row.sparse_ms_b64 > 0
+
+
+@contextlib.contextmanager
+def _cpu_load(processes=2, seconds=120):
+  """Bursty busy loops on the cores, as other engineers' jobs on a shared machine (#25).
+
+  Each process spins 1-50 ms, then sleeps 0-20 ms: the load under which one interpreter per
+  file made the digits CNN's sparse twin 1.9x "slower" in 3 of 8 runs (issue #25).
+  """
+  code = ("import random, time\nend = time.time() + %d\nwhile time.time() < end:\n"
+          "  t = time.time() + random.uniform(0.001, 0.05)\n  while time.time() < t: pass\n"
+          "  time.sleep(random.uniform(0, 0.02))\n" % seconds)
+  procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(processes)]
+  try:
+    yield
+  finally:
+    for p in procs:
+      p.kill()
+      p.wait()
+
+
+PRUNED = ["prune_0.9", "prune_0.9+full_int8"]
+
+
+def test_five_fresh_measurements_give_the_same_decision(run):
+  """Issue #25: the same twins re-timed five times (under bursty load) ship the same file."""
+  decisions = []
+  with _cpu_load():
+    for _ in range(5):
+      doc = encodings.choose(run, PRUNED, "test", remeasure=True)
+      decisions.append({v: e["encoding"] for v, e in doc["variants"].items()})
+      checks = {v: e["latency_check"] for v, e in doc["variants"].items()}
+      print({v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
+             for v, c in checks.items()})
+  assert all(d == decisions[0] for d in decisions), decisions
+  # float32 sparse runs on XNNPACK as fast as plain; sparse int8 on the built-in kernels is
+  # several times slower (measured 2.6x-300x), beyond any spread.
+  assert decisions[0]["prune_0.9"] == "sparse"
+  assert decisions[0]["prune_0.9+full_int8"] == "plain"
+  assert "slower than plain (ratio interval" in doc["variants"]["prune_0.9+full_int8"]["reason"]
+
+
+@pytest.fixture()
+def copied_run(run, tmp_path):
+  out = str(tmp_path / "run")
+  shutil.copytree(run, out)
+  return out
+
+
+def _no_timing(*args, **kwargs):
+  raise AssertionError("latency.measure called for a recorded decision")
+
+
+def test_recorded_decision_is_reused_without_timing(copied_run, monkeypatch):
+  first = _choose(copied_run, max_latency_ratio=20.0)
+  for e in first["variants"].values():
+    assert len(e["inputs"]["plain_sha256"]) == 64 and len(e["inputs"]["sparse_sha256"]) == 64
+  monkeypatch.setattr(latency, "measure", _no_timing)
+  lines = []
+  again = _choose(copied_run, max_latency_ratio=20.0, log=lines.append)
+  assert again == first
+  assert lines == [f"{v}: {first['variants'][v]['encoding']} "
+                   f"({first['variants'][v]['reason']}) [recorded]" for v in VARIANTS]
+  with open(encodings.path(copied_run)) as f:
+    assert json.load(f) == first
+  with pytest.raises(AssertionError, match="latency.measure called"):
+    _choose(copied_run, max_latency_ratio=20.0, remeasure=True)
+
+
+def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
+  _choose(copied_run, max_latency_ratio=20.0)
+  timed = []
+  real = latency.measure
+
+  def counted(models, *args, **kwargs):
+    timed.append(sorted(models))
+    return real(models, *args, **kwargs)
+
+  monkeypatch.setattr(latency, "measure", counted)
+  # Another valid sparse file in place of prune_0.9's twin (as a re-export would write).
+  twin = os.path.join(copied_run, "tflite", "prune_0.9", "0", "float32+sparse.tflite")
+  shutil.copy(os.path.join(copied_run, "tflite", "dense", "0", "float32+sparse.tflite"), twin)
+  lines = []
+  doc = _choose(copied_run, max_latency_ratio=20.0, log=lines.append)
+  assert timed == [["plain", "sparse"]]  # only prune_0.9 is timed again
+  assert "redo prune_0.9 encoding: its sparse twin changed since it was timed" in lines
+  assert doc["variants"]["prune_0.9"]["inputs"]["sparse_sha256"] == (
+      encodings.hashing.file_sha256(twin, memo=False))
+  assert sum(line.endswith("[recorded]") for line in lines) == len(VARIANTS) - 1
+  timed.clear()
+  lines.clear()
+  _choose(copied_run, max_latency_ratio=2.0, log=lines.append)
+  assert len(timed) == len(VARIANTS)
+  assert ("redo dense encoding: settings changed (max_latency_ratio 20.0 -> 2.0)") in lines
+
+
+def test_record_without_inputs_is_measured_again(copied_run, monkeypatch):
+  """An encodings.json written before issue #25 has no `inputs`: its decisions are redone."""
+  doc = _choose(copied_run)
+  for e in doc["variants"].values():
+    del e["inputs"]
+  with open(encodings.path(copied_run), "w") as f:
+    json.dump(doc, f)
+  lines = []
+  _choose(copied_run, log=lines.append)
+  assert "redo prune_0.9 encoding: no recorded inputs (written before issue #25)" in lines

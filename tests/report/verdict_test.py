@@ -17,6 +17,7 @@ from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import verdict
+from tf_forget.report import verdict_view
 from tf_forget.stats import accuracy
 
 
@@ -196,3 +197,44 @@ def test_robustness_change_has_its_interval(tmp_path):
   assert row["top1_change"] == pytest.approx(-0.06)
   assert row["top1_change_low"] <= -0.06 <= row["top1_change_high"]
   assert np.isnan(t.loc[("dense", "gaussian_noise"), "top1_change_low"])
+
+
+def _deployment():
+  """A `deployment` table as `deployment.table` builds it from encodings.json (issue #25)."""
+  return pd.DataFrame([
+      {"variant": "dense", "encoding": "plain", "reason": "no sparse-encoded twin"},
+      {"variant": "full_int8", "encoding": "plain", "reason": "no sparse-encoded twin"},
+      {"variant": "prune_0.9", "encoding": "plain",
+       "reason": "sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > max 1.5x)"},
+      {"variant": "prune_0.5", "encoding": "sparse", "reason": "sparse file 0.5x ..."},
+      {"variant": "prune_0.9+full_int8", "encoding": "plain",
+       "reason": "sparse file disagrees with its plain twin: top-1 differs on 3 of 150 examples"},
+  ])
+
+
+def test_why_a_pruned_variant_ships_plain_comes_from_the_recorded_reason():
+  deploy = _deployment()
+  assert verdict.ships_plain_why(deploy, "prune_0.9") == (
+      "ships plain: sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > "
+      "max 1.5x)")
+  assert verdict.ships_plain_why(deploy, "prune_0.9+full_int8") == (
+      "ships plain: sparse file disagrees with its plain twin: top-1 differs on 3 of 150 "
+      "examples")
+  # Not said for a variant that ships sparse, an unpruned one, or without a decision.
+  assert verdict.ships_plain_why(deploy, "prune_0.5") == ""
+  assert verdict.ships_plain_why(deploy, "full_int8") == ""
+  assert verdict.ships_plain_why(deploy, "prune_0.75") == ""
+  assert verdict.ships_plain_why(None, "prune_0.9") == ""
+
+
+def test_verdict_table_shows_why_a_pruned_variant_ships_plain(digits):
+  _, frame, _ = _verdict(digits, "digits")
+  frame = frame.reset_index()
+  frame["encoding"] = "plain"
+  shown = verdict_view.verdict_rows(frame, _deployment()).set_index("file to ship")
+  assert ("deploy/prune_0.9/0.tflite (plain) — ships plain: sparse file is 1.90x slower than "
+          "plain (ratio interval 1.70–2.10x > max 1.5x)") in shown.index
+  assert "deploy/full_int8/0.tflite (plain)" in shown.index
+  # Without the deployment table the cell is the file alone, as before.
+  plain = verdict_view.verdict_rows(frame)["file to ship"]
+  assert "deploy/prune_0.9/0.tflite (plain)" in plain.values

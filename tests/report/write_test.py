@@ -1,6 +1,8 @@
 """write_report end to end on the fake runs: files, JSON = stats outputs, self-contained HTML,
-determinism, and bad input -> one-line error with no partial output."""
+determinism, bad input -> one-line error with no partial output, and a failed or killed re-run
+that keeps the previous report whole (issue #25)."""
 
+import errno
 import glob
 import json
 import os
@@ -12,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.report import fake_run
+from tf_forget.artifacts import swap
 from tf_forget.report import collect
 from tf_forget.report import html
 from tf_forget.report import write
@@ -196,3 +199,111 @@ def test_a_failed_write_removes_what_it_wrote(digits, tmp_path, monkeypatch):
     write.write_report(digits[0], out, CONFIG)
   assert fake_run.listing(out) == []
   monkeypatch.setattr(write.atomic, "write_json", real)
+
+
+# --- issue #25: a failed re-run keeps the previous report byte for byte ----------------------
+
+
+def _snapshot(out):
+  """{relative path: bytes} of every file under `out`, and its sorted top-level entries."""
+  files = {}
+  for rel in fake_run.listing(out):
+    with open(os.path.join(out, rel), "rb") as f:
+      files[rel] = f.read()
+  return files, sorted(os.listdir(out))
+
+
+@pytest.fixture
+def previous(digits, tmp_path):
+  """An output directory holding a previous report that differs from digits' in every file."""
+  out = str(tmp_path / "out")
+  shutil.copytree(digits[1], out)
+  for rel in fake_run.listing(out):
+    with open(os.path.join(out, rel), "ab") as f:
+      f.write(b"\nprevious run\n")
+  with open(os.path.join(out, "tables", "previous_only.csv"), "w") as f:
+    f.write("a\n1\n")
+  return out
+
+
+def _disk_full_at(monkeypatch, n):
+  """The n-th file write (0-based) fails with ENOSPC."""
+  real, calls = write.fileio._write_file, []
+
+  def write_file(path, data):
+    calls.append(path)
+    if len(calls) == n + 1:
+      raise OSError(errno.ENOSPC, "No space left on device")
+    real(path, data)
+
+  monkeypatch.setattr(write.fileio, "_write_file", write_file)
+
+
+def _swap_rename_fails_at(monkeypatch, n):
+  """The swap's n-th rename (0-based) fails with EIO (the roll-back's renames succeed)."""
+  real, calls = write.fileio._rename, []
+
+  def rename(src, dst):
+    if not os.path.basename(src).startswith(os.path.basename(dst) + ".tmp-"):  # atomic writes
+      calls.append(dst)
+      if len(calls) == n + 1:
+        raise OSError(errno.EIO, "Input/output error")
+    real(src, dst)
+
+  monkeypatch.setattr(write.fileio, "_rename", rename)
+
+
+def _directory_at(name):
+  def make(monkeypatch, out):
+    del monkeypatch
+    os.remove(os.path.join(out, name))
+    os.mkdir(os.path.join(out, name))
+  return make
+
+
+# The digits report has 11 tables: 13 file writes; the swap renames 3 old entries aside and 3 new
+# ones in.
+FAULTS = {
+    "report.html is a directory": (_directory_at("report.html"), "report.html: Is a directory"),
+    "report.json is a directory": (_directory_at("report.json"), "report.json: Is a directory"),
+    **{f"disk full at write {n}": (lambda m, out, n=n: _disk_full_at(m, n),
+                                   "No space left on device") for n in (5, 12)},
+    **{f"rename {n} of the swap fails": (lambda m, out, n=n: _swap_rename_fails_at(m, n),
+                                         "Input/output error") for n in range(6)},
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_failed_rewrite_keeps_the_previous_report(digits, previous, monkeypatch, fault):
+  make_fault, message = FAULTS[fault]
+  make_fault(monkeypatch, previous)
+  before = _snapshot(previous)
+  with pytest.raises(write.ReportError, match=re.escape(message)) as e:
+    write.write_report(digits[0], previous, CONFIG)
+  assert "\n" not in str(e.value)
+  assert str(e.value).startswith(f"cannot write the report under {previous}: ")
+  assert _snapshot(previous) == before  # byte for byte, and no staging directory left
+
+
+def test_a_rewrite_replaces_the_previous_report_whole(digits, previous):
+  write.write_report(digits[0], previous, CONFIG)
+  assert _snapshot(previous) == _snapshot(digits[1])  # previous_only.csv is gone
+
+
+def test_leftovers_of_a_killed_save_are_finished_or_undone(digits, previous):
+  before = _snapshot(previous)
+  # Killed after the new tables moved in, before report.html: the old tables are aside.
+  aside = os.path.join(previous, ".report.old-1-dead")
+  staged = os.path.join(previous, ".report.tmp-1-dead")
+  shutil.copytree(os.path.join(digits[1], "tables"), os.path.join(staged, "tables"))
+  os.makedirs(aside)
+  os.rename(os.path.join(previous, "tables"), os.path.join(aside, "tables"))
+  os.rename(os.path.join(staged, "tables"), os.path.join(previous, "tables"))
+  for name in ("report.html", "report.json"):
+    shutil.copy(os.path.join(digits[1], name), os.path.join(staged, name))
+  shutil.copytree(staged, os.path.join(previous, ".report.tmp-2-build"))  # a killed build
+  assert swap.clean_staging(previous, write.STAGING, write.ENTRIES) == []
+  assert _snapshot(previous) == before  # the previous report, whole
+  os.mkdir(os.path.join(previous, ".report.tmp-3-build"))
+  write.write_report(digits[0], previous, CONFIG)  # a save cleans leftovers first
+  assert _snapshot(previous) == _snapshot(digits[1])

@@ -113,6 +113,18 @@ def write_member(run_dir, variant, k, model, dataset="synthetic"):
   return mdir
 
 
+def pruned_twins_run(run_dir):
+  """A run with dense/0 and prune_0.9/0 on the synthetic data, exported to float32 with the
+  pruned file's sparse twin; returns `run_dir`."""
+  dataset = SyntheticDataset()
+  write_member(run_dir, "dense", 0, tiny_cnn(0))
+  write_member(run_dir, "prune_0.9", 0, prune(tiny_cnn(0), dataset, 0.9))
+  from tflite_export import export  # pylint: disable=g-import-not-at-top
+  export.export_population(run_dir, ["float32"], ["float32"], dataset=dataset,
+                           encodings=("plain", "sparse"))
+  return run_dir
+
+
 def kernel_zeros(model):
   """(zeros, count) over the Conv2D / Dense kernels of a Keras model (SPEC §1.4)."""
   keras = keras2.keras()

@@ -7,10 +7,11 @@ go through `os` (rename is atomic on a local file system); paths with a URL sche
 
 Reads, listings and hashes go through here too (issue #15): the file-system primitives of
 `tf_forget.artifacts.filesystem` (`exists`, `isdir`, `listdir`, `walk`, `stat` / `getsize`,
-`open_file`, `makedirs`, `remove`, `rmtree`; re-exported here) and `read_bytes`, `copy`, `rename`
-and `replace_dir`, so that `--out=gs://...` works end to end. Directory renames are not atomic on
-object stores (and move nothing on `ram://`): `replace_dir` moves URL trees file by file, the
-files named `last` (a completion marker) after the others.
+`open_file`, `makedirs`, `remove`, `rmtree`; re-exported here) and `read_bytes`, `copy` and
+`rename`, so that `--out=gs://...` works end to end. Several artifacts that belong together (a
+report, a bundle) are replaced whole by `tf_forget.artifacts.swap`.
+
+`write_json(..., strict=True)` writes strict JSON (RFC 8259): NaN and infinities become null.
 
 Errors: a write that fails (read-only directory, a path below a regular file, a full disk) is
 an `errors.WriteError` "cannot write <path>: <reason>", and no temporary file is left; a read
@@ -22,6 +23,7 @@ import builtins
 import contextlib
 import io
 import json
+import math
 import os
 import shutil
 import uuid
@@ -51,6 +53,18 @@ def _rename(src, dst):
     gfile().rename(src, dst, overwrite=True)
   else:
     os.replace(src, dst)
+
+
+def touch(path):
+  """Creates (or empties) the file `path`; no temporary name, an empty file has no partial state.
+
+  Raises:
+    errors.WriteError: it cannot be written.
+  """
+  try:
+    _write_file(path, b"")
+  except io_errors() as e:
+    raise errors.write_error(path, e) from e
 
 
 def rename(src, dst):
@@ -167,41 +181,29 @@ def copy(src, dst):
       shutil.copyfile(src, tmp)
 
 
-def replace_dir(src, dst, last=()):
-  """Moves the finished directory `src` to `dst`, replacing what was there.
+def _finite(obj):
+  """`obj` with every NaN / infinite float in its dicts, lists and tuples replaced by None."""
+  if isinstance(obj, dict):
+    return {k: _finite(v) for k, v in obj.items()}
+  if isinstance(obj, (list, tuple)):
+    return [_finite(v) for v in obj]
+  if isinstance(obj, float) and not math.isfinite(obj):
+    return None
+  return obj
 
-  Local: `dst` is removed, then `src` renamed (one rename). URL: `dst` is removed, then every
-  file of `src` renamed into `dst`, the relative paths in `last` (a completion marker such as
-  "manifest.json") after all others, and `src` removed: a reader that trusts the marker never
-  sees a partial tree.
 
-  Raises:
-    errors.WriteError: a file cannot be removed or moved.
+def write_json(path, obj, strict=False):
+  """Writes `obj` as indented, key-sorted JSON to `path` atomically (`errors.WriteError`).
+
+  Args:
+    path: the file.
+    obj: JSON-ready object.
+    strict: write strict JSON (RFC 8259), NaN and infinities as null; otherwise they are
+      written as JavaScript's `NaN` / `Infinity` (the bytes of valid JSON are the same).
   """
-  rmtree(dst)
-  try:
-    if not is_url(src):
-      os.rename(src, dst)
-      return
-    moves = []
-    for dirpath, _, filenames in walk(src):
-      rel_dir = dirpath[len(src):].strip("/")
-      moves.extend(os.path.join(rel_dir, name) for name in filenames)
-    moves.sort(key=lambda rel: (rel in last, rel))
-    makedirs(dst)
-    for rel in moves:
-      parent = parent_dir(join(dst, rel))
-      if parent:
-        makedirs(parent)
-      _rename(join(src, rel), join(dst, rel))
-  except io_errors() as e:
-    raise errors.write_error(dst, e) from e
-  rmtree(src)
-
-
-def write_json(path, obj):
-  """Writes `obj` as indented, key-sorted JSON to `path` atomically (`errors.WriteError`)."""
-  text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=True) + "\n"
+  if strict:
+    obj = _finite(obj)
+  text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=not strict) + "\n"
   write_bytes(path, text.encode("utf-8"))
 
 

@@ -24,6 +24,21 @@ def is_url(path):
   return "://" in str(path)
 
 
+def user_path(path):
+  """A path given on a command line, as the command will use it (issue #25).
+
+  `scheme://` paths (gs://, ram://) are kept as they are; `~` is expanded; a relative local
+  path is relative to where the user ran the command (`BUILD_WORKING_DIRECTORY` under
+  `bazel run`, whose own working directory is the runfiles tree), and returned absolute.
+  None stays None. Every path flag of every binary goes through this one function.
+  """
+  if path is None or is_url(path):
+    return path
+  path = os.path.expanduser(str(path))
+  base = os.environ.get("BUILD_WORKING_DIRECTORY") or os.getcwd()
+  return os.path.normpath(os.path.join(base, path))
+
+
 def gfile():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  (URL paths only)
   return tf.io.gfile

@@ -1,6 +1,7 @@
 """Every path of a run directory (docs/artifacts/*.md), in one place.
 
     <run>/
+      .tf_forget.lock                                who is writing the run (`run_lock.py`)
       audit.json                                     the audit's config (`eval/audit_lib.py`)
       run.json                                       the population config (tf_forget/train)
       members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
@@ -14,6 +15,7 @@
       corruptions/                                   the corrupted-split cache of the audit
       report.json, report.html, tables/              tf_forget/report
       deploy/                                        the deployment bundle
+      logs/                                          TensorFlow's output (`tf_forget/cli`)
 
 `<stem>` is the format, or `<format>+sparse` for a sparse-encoded twin (`names.Variant`);
 `<k>` is the member index without padding. Standard library only.
@@ -30,6 +32,10 @@ MODEL_FILE = "model.keras"
 METADATA_FILE = "metadata.json"
 CHECKPOINT_DIR = "checkpoints"
 NOISE_FILE = "linf.npz"
+LOCK_FILE = ".tf_forget.lock"
+# A directory holding one of these was made by tf_forget (`run_lock.check_ours`): a population
+# copied without its run.json (the test fixtures, a `members/` tree moved by hand) has `members`.
+RUN_MARKERS = (AUDIT_FILE, RUN_FILE, LOCK_FILE, "members")
 
 
 def _check_split(split):
@@ -39,6 +45,10 @@ def _check_split(split):
 
 def run_file(run_dir):
   return os.path.join(run_dir, RUN_FILE)
+
+
+def lock_file(run_dir):
+  return os.path.join(run_dir, LOCK_FILE)
 
 
 def audit_file(run_dir):

@@ -13,10 +13,11 @@ from absl import app
 from absl import flags
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import filesystem
+from tf_forget.cli import app as cli_app
 from tf_forget.corruptions import cache
 from tf_forget.corruptions import registry
 from tf_forget.corruptions import tables
-from tf_forget.data import registry as data_registry
 
 _DATASET = flags.DEFINE_string("dataset", None, "Data set registry name.")
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory (tfds data sets).")
@@ -34,6 +35,7 @@ _BATCH_SIZE = flags.DEFINE_integer("batch_size", 1000, "Examples per shard.", lo
 _PROCESSES = flags.DEFINE_integer("processes", 0, "Worker processes (0: in this process).",
                                   lower_bound=0)
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Regenerate complete entries too.")
+flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
 
 
 def _jobs(corruptions, severities):
@@ -50,28 +52,26 @@ def _jobs(corruptions, severities):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  del argv  # stray arguments are refused by `cli_app.run`
   if not _DATASET.value or not _CACHE_DIR.value:
     raise app.UsageError("--dataset and --cache_dir are required")
   jobs = _jobs(_CORRUPTIONS.value, _SEVERITIES.value)
-  options = {"data_dir": _DATA_DIR.value}
+  options = {"data_dir": filesystem.user_path(_DATA_DIR.value)}
+  cache_dir = filesystem.user_path(_CACHE_DIR.value)
   if _IMAGE_SIZE.value:
-    try:
-      options["image_size"] = tuple(int(v) for v in _IMAGE_SIZE.value)
-    except ValueError as e:
-      raise app.UsageError(f"--image_size must be H,W integers, got {_IMAGE_SIZE.value}") from e
+    options["image_size"] = tuple(int(v) for v in _IMAGE_SIZE.value)
+  from tf_forget.data import registry as data_registry  # pylint: disable=g-import-not-at-top
   try:
     dataset = data_registry.get(_DATASET.value, **options)
     split = _SPLIT.value or dataset.spec.eval_split
-    keys = cache.fill(dataset, split, jobs, _CACHE_DIR.value, table=_TABLE.value,
+    keys = cache.fill(dataset, split, jobs, cache_dir, table=_TABLE.value,
                       base_seed=_BASE_SEED.value, batch_size=_BATCH_SIZE.value,
                       processes=_PROCESSES.value, overwrite=_OVERWRITE.value)
   except errors.Error as e:  # DataError / CorruptionError / WriteError: one line, exit 1
     raise app.UsageError(errors.one_line(e, 1000)) from e
   print(f"generated {len(keys)} of {len(jobs)} corrupted splits of {_DATASET.value}/{split} "
-        f"in {_CACHE_DIR.value}")
+        f"in {cache_dir}")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli_app.run(main, "generate_corruptions")

@@ -55,6 +55,8 @@ class TfdsDataset(base.Dataset):
   LABEL_KEY = "label"
   ATTRIBUTES = ()
   PROTECTED = ()
+  # What preparing the data needs besides `tfds build` (a manual download), said in the error.
+  PREPARE_NOTE = ""
 
   def __init__(self, data_dir=None, image_size=None, download=False, manual_dir=None):
     """Configures the data set.
@@ -113,10 +115,18 @@ class TfdsDataset(base.Dataset):
     try:
       return builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
-      where = self._data_dir or "the default tfds data_dir"
-      raise base.DataError(
-          f"data set {self.NAME!r} is not prepared in {where}: "
-          f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+      raise base.DataError(self._not_prepared()) from e
+
+  def _not_prepared(self):
+    """The one-line error for data that is not on disk: where, and how to prepare it.
+
+    Nothing is downloaded here (no `download=True`): the user prepares the data once with
+    tfds' own command line and passes its directory (issue #25).
+    """
+    where = self._data_dir or "the default tfds data_dir (~/tensorflow_datasets)"
+    return (f"data set {self.NAME!r} is not prepared in {where}: pass --data_dir=DIR with a "
+            f"prepared {self.TFDS_NAME}; prepare it once with `tfds build {self.TFDS_NAME} "
+            f"--data_dir=DIR`{self.PREPARE_NOTE}")
 
   def _image(self, image):
     """uint8 image [H, W, C] at the configured size."""
@@ -208,6 +218,8 @@ class CelebA(TfdsDataset):
   """CelebA, target `Blond_Hair` (1 = blond), all 40 attributes kept (004 §2)."""
   TFDS_NAME = "celeb_a"
   NAME = "celeb_a"
+  PREPARE_NOTE = (" (CelebA may need a manual download: put its files in DIR/downloads/manual, "
+                  "as tfds' celeb_a page says)")
   NUM_CLASSES = 2
   NATIVE_SHAPE = (218, 178, 3)
   SPLITS = ("train", "validation", "test")
@@ -252,6 +264,8 @@ class FashionMnist(TfdsDataset):
 class Imagenet2012(TfdsDataset):
   """ImageNet 2012 from manually downloaded archives; centre crop 0.875, resize to 224²."""
   TFDS_NAME = NAME = "imagenet2012"
+  PREPARE_NOTE = (" (ImageNet needs its archives downloaded by hand into DIR/downloads/manual, "
+                  "as tfds' imagenet2012 page says)")
   NUM_CLASSES = 1000
   NATIVE_SHAPE = None
   SPLITS = ("train", "validation")

@@ -12,6 +12,8 @@ ETA is the elapsed time times (cost still to run / cost done).
 
 import time
 
+from tf_forget.cli import status
+
 
 class Progress:
   """Counts finished tasks of one stage and logs the progress lines."""
@@ -34,6 +36,7 @@ class Progress:
     self._clock = clock
     self._start = clock()
     self._bucket = 0
+    status.begin(stage, self.total)  # what an interrupted command says it was doing
 
   def start(self, description):
     """Logs "[<stage>] <n> tasks on <description>" and restarts the clock."""
@@ -51,6 +54,7 @@ class Progress:
     """Counts `task` as finished; logs a line if another tenth of the tasks is done."""
     self.done_count += 1
     self.done_cost += task.cost
+    status.advance()
     bucket = (10 * self.done_count) // self.total
     if bucket > self._bucket or self.done_count == self.total:
       self._bucket = bucket

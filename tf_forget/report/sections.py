@@ -358,9 +358,10 @@ def _deployment(measures):
   lead = ("<p class=\"lead\">The file each variant ships (member "
           f"{settings.get('k', 0)}; deploy encoding {html.esc(settings.get('mode'))}): the "
           "sparse-encoded twin only if its predictions equal the plain file's on the "
-          f"{html.esc(settings.get('split'))} split, it is smaller, and its median latency is "
-          f"within {settings.get('max_latency_ratio')}× the plain file's at every measured "
-          "batch size (interleaved in the same run, "
+          f"{html.esc(settings.get('split'))} split, it is smaller, and it is not slower than "
+          f"{settings.get('max_latency_ratio')}× the plain file beyond the measurement's spread "
+          "at every measured batch size (sparse / plain ratios over interleaved rounds with "
+          "fresh interpreters, refused when their low quartile exceeds the bound; "
           f"{settings.get('num_threads')} threads, as on a device: XNNPACK, else the built-in "
           "kernels; runtime says which ran). Sizes are raw bytes; shipped_vs_dense_float32 "
           "is the shipped file over the dense float32 file.</p>")

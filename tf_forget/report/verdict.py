@@ -28,6 +28,7 @@ K = 30, SPEC §1.5).
 import numpy as np
 import pandas as pd
 
+from tf_forget.artifacts import names
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
 from tf_forget.stats import accuracy
@@ -123,6 +124,28 @@ def _shipped(deploy, variant):
   size = row["sparse_bytes"] if enc == "sparse" else row["plain_bytes"]
   ms = row.get(f"{enc}_ms_b1", NAN)
   return enc, float(size) if size is not None else NAN, float(ms) if ms is not None else NAN
+
+
+def ships_plain_why(deploy, variant):
+  """Why a pruned variant ships its plain file, in one sentence (issue #25), or "".
+
+  The reason is the one recorded with the decision in `eval/encodings.json`
+  (`eval.deploy.choose_encoding`: the sparse twin slower than the bound beyond its ratio
+  interval, not smaller, predicting differently, ...), so the verdict says what the bundle did.
+
+  Args:
+    deploy: the `deployment` table (`deployment.table`) or None.
+    variant: an audited variant name.
+  """
+  if deploy is None or variant not in set(deploy.variant):
+    return ""
+  row = deploy[deploy.variant == variant].iloc[0]
+  try:
+    pruned = names.parse_variant(variant).member_variant != DENSE
+  except names.FormatError:
+    return ""
+  reason = row.get("reason") or ""
+  return f"ships plain: {reason}" if pruned and row["encoding"] == "plain" and reason else ""
 
 
 def table(run, measures, gates, confidence=CONFIDENCE):

@@ -10,6 +10,7 @@ measure in one or two plain sentences with its paper reference.
 import pandas as pd
 
 from tf_forget.report import html
+from tf_forget.report import verdict
 
 
 def _pt(x, digits=2):
@@ -45,8 +46,20 @@ def _p(value):
   return v if v == "n/a" else f"{float(value):.2g}"
 
 
-def verdict_rows(frame):
-  """The verdict table as display strings (one row per variant; empty columns dropped)."""
+def _file(r, deploy):
+  """'deploy/v/0.tflite (plain) — ships plain: <why>' (the why for pruned variants, #25)."""
+  out = r["file"] + (f" ({r['encoding']})" if r.get("encoding") else "")
+  why = verdict.ships_plain_why(deploy, r["variant"])
+  return f"{out} — {why}" if why else out
+
+
+def verdict_rows(frame, deploy=None):
+  """The verdict table as display strings (one row per variant; empty columns dropped).
+
+  Args:
+    frame: `verdict.table`.
+    deploy: the `deployment` table, for why a pruned variant ships plain (None: not said).
+  """
   rows = []
   for _, r in frame.iterrows():
     r = r.to_dict()
@@ -65,7 +78,7 @@ def verdict_rows(frame):
         "variant": r["variant"] + f" (K={int(r['members'])}"
                    + ("" if dense else f", {r['pairing']}") + ")",
         "verdict": r.get("verdict") or "",
-        "file to ship": r["file"] + (f" ({r['encoding']})" if r.get("encoding") else ""),
+        "file to ship": _file(r, deploy),
         "size (× dense)": _size(r), "latency b=1 (× dense)": _latency(r),
         "top-1": html.fmt(r["top1"], "pct"),
         "top-1 change [95% CI]": "" if dense else _change(r["top1_change"], r["top1_low"],
@@ -91,7 +104,7 @@ def section(measures, recommendation):
   out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>",
          f"<p class=\"lead\">{html.esc(rec['rule'])}</p>"]
   out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
-  shown = verdict_rows(frame)
+  shown = verdict_rows(frame, measures.tables.get("deployment"))
   out.append(html.table(shown, classes="verdict sortable",
                         row_classes=[VERDICT_CLASSES.get(v, "") for v in shown.verdict]))
   out.append("<p class=\"lead\">Changes are in percentage points (pt) of the dense "

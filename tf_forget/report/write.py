@@ -5,9 +5,10 @@
 
 Everything is computed and rendered in memory first, so bad input (missing predictions,
 misaligned ids, an unknown data set) raises before any file exists. The files are then written
-atomically one by one (`tf_forget/io/atomic.py`), `report.json` last: a directory holding
-`report.json` holds a complete report. If a write fails, the files this call already wrote are
-removed. Schema: docs/artifacts/report.md.
+to a staging directory in the output directory and swapped in by renames, `report.json` last
+(`swap.swap_in`, issue #25): a directory holding `report.json` holds a complete report, and a
+write that fails (a full disk, a directory where report.html goes) leaves the previous report
+byte for byte. Schema: docs/artifacts/report.md.
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import swap
 from tf_forget.io import atomic
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
@@ -36,6 +38,9 @@ from tf_forget.report import verdict as verdict_lib
 SCHEMA_VERSION = "tf_forget.report/1"
 # The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
 ANNOTATION_PERCENTILE = 90
+# What `save` swaps in, report.json (the completion marker) last, and its staging label.
+ENTRIES = ("tables", "report.html", "report.json")
+STAGING = ".report"
 TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
          "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
 
@@ -189,41 +194,47 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   return Report(json=doc, tables=csvs, html=page, measures=m)
 
 
-def _remove(paths):
-  for p in paths:
-    try:
-      fileio.remove(p)
-    except errors.WriteError:
-      pass
+def _write_files(report, directory):
+  """Writes the report's tables, page and report.json under `directory` (`errors.WriteError`)."""
+  fileio.makedirs(os.path.join(directory, "tables"))
+  for name, text in sorted(report.tables.items()):
+    atomic.write_bytes(os.path.join(directory, "tables", f"{name}.csv"), text.encode("utf-8"))
+  atomic.write_bytes(os.path.join(directory, "report.html"), report.html.encode("utf-8"))
+  atomic.write_json(os.path.join(directory, "report.json"), report.json)
 
 
-def save(report, out_dir):
-  """Writes a built `Report` under `out_dir` (tables, HTML, then report.json).
+def save(report, out_dir, log=print):
+  """Writes a built `Report` under `out_dir`, replacing a previous report whole.
+
+  The new tables/, report.html and report.json are written to a staging directory
+  `out_dir/.report.tmp-*`, then swapped in by renames, report.json last
+  (`swap.swap_in`); what a killed earlier save left is finished or undone first.
+
+  Args:
+    report: `Report`.
+    out_dir: output directory (created if missing).
+    log: callable(str) for one-line warnings (an old report that could not be removed: the
+      new one stands).
 
   Raises:
-    ReportError: `out_dir` is not a writable directory; nothing of this report is left.
+    ReportError: `out_dir` is not a writable directory, or a write or rename failed (a full
+      disk, a directory where report.html goes); the previous report, if any, is left as it
+      was and nothing of this one.
   """
   if fileio.exists(out_dir) and not fileio.isdir(out_dir):
     raise ReportError(f"report output {out_dir} exists and is not a directory")
-  written = []
   try:
-    for name, text in sorted(report.tables.items()):
-      path = os.path.join(out_dir, "tables", f"{name}.csv")
-      atomic.write_bytes(path, text.encode("utf-8"))
-      written.append(path)
-    path = os.path.join(out_dir, "report.html")
-    atomic.write_bytes(path, report.html.encode("utf-8"))
-    written.append(path)
-    path = os.path.join(out_dir, "report.json")
-    atomic.write_json(path, report.json)
-    written.append(path)
+    notes = swap.clean_staging(out_dir, STAGING, ENTRIES)
+    with swap.staging(out_dir, STAGING) as tmp:
+      _write_files(report, tmp)
+      notes += swap.swap_in(tmp, ENTRIES)
   except Exception as e:  # pylint: disable=broad-except (any I/O error; re-raised as one line)
-    _remove(written)
-    first = str(e).splitlines()[0] if str(e) else type(e).__name__
-    raise ReportError(f"cannot write the report under {out_dir}: {first}") from e
+    raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
+  for note in notes:
+    log(f"warning: {note}")
 
 
-def write_report(run_dir, out_dir, config, **options):
+def write_report(run_dir, out_dir, config, log=print, **options):
   """Builds the report of `run_dir` and writes it under `out_dir`.
 
   Writes `out_dir/report.json`, `out_dir/tables/<name>.csv` and `out_dir/report.html`
@@ -233,6 +244,7 @@ def write_report(run_dir, out_dir, config, **options):
     run_dir: run directory with `predictions/`.
     out_dir: output directory (the audit's `--out`; may equal `run_dir`).
     config: the run configuration (JSON-ready dict) recorded in report.json.
+    log: callable(str) for one-line warnings (see `save`).
     **options: keyword arguments of `build_report` (dataset, dataset_name,
       dataset_options, train_attribute_shares, gallery_size, title, seed, alpha, ...).
 
@@ -240,9 +252,9 @@ def write_report(run_dir, out_dir, config, **options):
     The report.json dict.
 
   Raises:
-    collect.CollectError, ReportError, ValueError: one-line errors; no report file is written
-      (or left) when one is raised.
+    collect.CollectError, ReportError, ValueError: one-line errors; no file of this report is
+      written (or left) when one is raised, and a previous report stays as it was.
   """
   report = build_report(run_dir, config, **options)
-  save(report, out_dir)
+  save(report, out_dir, log)
   return report.json

@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.cli import status
 from tf_forget.models import registry as model_registry
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
@@ -123,19 +124,45 @@ def member_configs(config):
   ]
 
 
-def check_run_dir(config):
+def _read_run_file(path, log):
+  """The existing run.json dict, or None if there is none or it is unreadable (then redone).
+
+  A run.json that is not a JSON object (truncated, zeroed, garbage) is redone like any other
+  unreadable artifact (issue #25): it only records the population's identity, which the audit
+  has already checked against `audit.json`, and the members' own metadata carry their lineage.
+  """
+  if not fileio.exists(path):
+    return None
+  try:
+    old = fileio.read_json(path, "run config")
+  except errors.ReadError as e:
+    reason = errors.one_line(e, 200)
+  else:
+    if isinstance(old, dict):
+      return old
+    reason = f"{path} is not a JSON object"
+  if log is not None:
+    log(f"redo {layout.RUN_FILE}: {reason}")
+  return None
+
+
+def check_run_dir(config, log=None):
   """Checks an existing run.json against `config` without writing; returns the new run.json.
+
+  Args:
+    config: a `PopulationConfig`.
+    log: optional callable(str) for the "redo run.json: why" line of an unreadable run.json.
 
   Returns:
     The run.json dict to write (variants and members merged with an existing one's).
 
   Raises:
-    PopulationError: run.json describes another population, or cannot be read.
+    PopulationError: run.json describes another population.
   """
   path = layout.run_file(config.run_dir)
   identity = config.identity()
-  if fileio.exists(path):
-    old = fileio.read_json(path, "run config")
+  old = _read_run_file(path, log)
+  if old is not None:
     for key, value in identity.items():
       if old.get(key) != value:
         raise PopulationError(f"{config.run_dir} holds a population with a different {key}; "
@@ -168,7 +195,7 @@ def train_population(config, log=print):
     PopulationError: run.json of another population; errors.WriteError: the run directory,
       a checkpoint or a member cannot be written (one line).
   """
-  run_doc = check_run_dir(config)
+  run_doc = check_run_dir(config, log=log)
   fileio.makedirs(config.run_dir)
   fileio.write_json(layout.run_file(config.run_dir), run_doc)
   todo = member_configs(config)
@@ -180,6 +207,8 @@ def train_population(config, log=print):
       f"{len(config.variants)} variants x {config.members} members = {total} "
       f"({done} already finished) in {config.run_dir}")
   results, trained_times = [], []
+  status.begin("populations", total)
+  status.advance(done)
   for cfg in todo:
     directory = member_lib.member_dir(config.run_dir, cfg.variant, cfg.k)
     state = states[(cfg.variant, cfg.k)]
@@ -193,6 +222,7 @@ def train_population(config, log=print):
     meta = member_lib.train_member(cfg, directory, log=log)
     trained_times.append(time.time() - t0)
     done += 1
+    status.advance()
     eta = (total - done) * sum(trained_times) / len(trained_times)
     log(f"[{done}/{total}] {cfg.variant} k={cfg.k}: test accuracy {meta['test_accuracy']:.4f}, "
         f"sparsity {meta['sparsity']['prunable']:.4f} (target {meta['sparsity']['target']}), "

@@ -12,11 +12,12 @@ Re-running skips finished members and resumes interrupted ones.
 import os
 import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import filesystem
+from tf_forget.cli import app as cli_app
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 
@@ -37,18 +38,19 @@ _IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W (e.g. 
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
 
 flags.mark_flag_as_required("run_dir")
+flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from tf_forget.train import population  # pylint: disable=g-import-not-at-top
   from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
-  dataset_options = {"data_dir": _DATA_DIR.value}
+  run_dir = filesystem.user_path(_RUN_DIR.value)
+  dataset_options = {"data_dir": filesystem.user_path(_DATA_DIR.value)}
   if _IMAGE_SIZE.value:
     dataset_options["image_size"] = [int(v) for v in _IMAGE_SIZE.value]
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
@@ -56,13 +58,15 @@ def main(argv):
     dataset = _DATASET.value or (None if _PRESET.value else "digits")
     preset = _PRESET.value or presets.for_dataset(dataset)
     config = population.make_config(
-        _RUN_DIR.value, preset, dataset=dataset, model=_MODEL.value,
+        run_dir, preset, dataset=dataset, model=_MODEL.value,
         variants=_VARIANTS.value, members=_MEMBERS.value, dataset_options=dataset_options,
         population_seed=_SEED.value, steps=_STEPS.value)
-    population.train_population(config)
+    population.check_run_dir(config)
+    with cli_app.locked_run_dir(run_dir, "train_population"):
+      population.train_population(config)
   except (errors.Error, presets.PresetError) as e:  # bad flags, data or disk: one line
     sys.exit(f"train_population: error: {errors.one_line(e, 1000)}")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli_app.run(main, "train_population")

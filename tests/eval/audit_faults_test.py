@@ -1,0 +1,226 @@
+"""Issue #25 through the audit command itself (a subprocess, as a user runs it).
+
+Nothing lost (a directory that is not a run directory is refused, not written into), nothing
+misplaced (`--out=ram://…` stays off the local disk, an unknown scheme is one line), one writer
+per run directory (a second audit is refused naming the first; a dead holder's lock is taken
+over), clean interrupts (Ctrl-C / SIGTERM: one line, exit 130 / 143, the re-run resumes), no
+TensorFlow noise on the terminal (it goes to <out>/logs/; --verbose shows it), one-line errors
+for bad flags, and a garbage run.json redone rather than refused.
+"""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AUDIT = os.path.join(ROOT, "eval", "audit.py")
+TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
+        "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
+        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+
+
+def _env():
+  env = dict(os.environ, PYTHONPATH=ROOT)
+  env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # as a user has it: TensorFlow's C++ lines are on
+  return env
+
+
+def _run(args, cwd=None, timeout=600):
+  return subprocess.run([sys.executable, AUDIT, *args], env=_env(), cwd=cwd, text=True,
+                        capture_output=True, timeout=timeout, check=False)
+
+
+def _start(args, cwd=None):
+  return subprocess.Popen([sys.executable, AUDIT, *args], env=_env(), cwd=cwd, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          start_new_session=True)
+
+
+def _wait_for(predicate, what, timeout=300):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if predicate():
+      return
+    time.sleep(0.2)
+  raise AssertionError(f"timed out waiting for {what}")
+
+
+def _lock_holder(out):
+  try:
+    with open(os.path.join(out, ".tf_forget.lock"), encoding="utf-8") as f:
+      text = f.read()
+    return json.loads(text) if text.strip() else None
+  except (OSError, ValueError):
+    return None
+
+
+def _one_line(result):
+  lines = result.stderr.strip().splitlines()
+  assert len(lines) == 1, result.stderr[-3000:]
+  return lines[0]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A finished tiny audit: (out, CompletedProcess)."""
+  out = str(tmp_path_factory.mktemp("finished") / "run")
+  result = _run([f"--out={out}", *TINY])
+  assert result.returncode == 0, result.stderr[-3000:]
+  return out, result
+
+
+def test_a_normal_run_prints_no_tensorflow_lines_and_keeps_them_in_logs(finished):
+  out, result = finished
+  assert result.stderr == "", result.stderr[-3000:]
+  assert "== 6/6 deployment bundle" in result.stdout
+  for noise in ("cuInit", "cuda drivers", "XNNPACK", "absl::InitializeLog"):
+    assert noise not in result.stdout
+  logs = glob.glob(os.path.join(out, "logs", "audit-*.log"))
+  assert len(logs) == 1
+  with open(logs[0], encoding="utf-8") as f:
+    text = f.read()
+  assert "absl::InitializeLog" in text or "cuda" in text.lower(), text[:2000]
+  assert _lock_holder(out) is None, "a finished audit leaves its lock released (empty)"
+
+
+def test_verbose_shows_tensorflow_output(tmp_path):
+  # celeb_a is not prepared: the command imports TensorFlow, then stops with one line.
+  quiet = _run([f"--out={tmp_path / 'q'}", "--dataset=celeb_a"])
+  verbose = _run(["--verbose", f"--out={tmp_path / 'v'}", "--dataset=celeb_a"])
+  assert quiet.returncode == verbose.returncode == 1
+  assert _one_line(quiet).startswith("audit: error: data set 'celeb_a' is not prepared")
+  assert verbose.stderr.strip().splitlines()[-1] == _one_line(quiet)
+  assert "absl::InitializeLog" in verbose.stderr or "cuda" in verbose.stderr.lower()
+  assert list(tmp_path.iterdir()) == [], "a stopped command leaves no log behind"
+
+
+def test_a_directory_that_is_not_a_run_directory_is_refused(tmp_path):
+  out = tmp_path / "p"
+  (out / "deploy").mkdir(parents=True)
+  (out / "deploy" / "key").write_text("k")
+  result = _run([f"--out={out}", *TINY])
+  assert result.returncode == 1
+  line = _one_line(result)
+  assert line.startswith("audit: error:") and "not a tf_forget run directory" in line
+  assert (out / "deploy" / "key").read_text() == "k"
+  assert sorted(p.name for p in out.iterdir()) == ["deploy"]
+
+
+def test_ram_out_is_not_written_to_the_local_disk(tmp_path):
+  cwd = tmp_path / "cwd"
+  cwd.mkdir()
+  result = _run(["--out=ram://bucket/run", *TINY], cwd=str(cwd))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "== 6/6 deployment bundle" in result.stdout
+  assert list(cwd.iterdir()) == [], "the ram:// run landed in the working directory"
+
+
+def test_an_unknown_scheme_is_one_line_before_anything_is_written(tmp_path):
+  result = _run(["--out=foo://bucket/run", *TINY], cwd=str(tmp_path))
+  assert result.returncode == 1
+  line = _one_line(result)
+  assert line.startswith("audit: error: cannot write to foo://bucket/run")
+  assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["extra"], "unexpected arguments: extra (see --help)"),
+    (["--image_size=abc"], "image_size must be two positive integers"),
+    (["--image_size=28"], "image_size must be two positive integers"),
+    (["--image_size=28.5,28"], "image_size must be two positive integers"),
+    (["--image_size=3,3,3"], "image_size must be two positive integers"),
+    (["--max_accuracy_drop=nan"], "--max_accuracy_drop must be a finite number"),
+    (["--max_subgroup_fnr_increase=nan"], "--max_subgroup_fnr_increase must be a finite"),
+    (["--max_subgroup_fnr_increase=0"], "digits has no protected attributes to gate"),
+    (["--dataset=celeb_a"], "tfds build celeb_a --data_dir=DIR"),
+    (["--executor=ray", "--ray_address=bogus:1234"],
+     "cannot reach the Ray cluster at bogus:1234"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, expected):
+  out = tmp_path / "out"
+  result = _run([f"--out={out}", *args], cwd=str(tmp_path))
+  assert result.returncode == 1
+  line = _one_line(result)
+  assert line.startswith("audit: error:") and expected in line, line
+  assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("binary, args", [
+    ("eval/evaluate_population.py", []),
+    ("tflite_export/export_population.py", []),
+    ("tf_forget/train/train_population.py", []),
+    ("tf_forget/corruptions/generate_corruptions.py", []),
+    ("eval/evaluate_population.py", ["--run_dir=/tmp", "stray"]),
+])
+def test_stage_binaries_give_one_usage_line(binary, args):
+  result = subprocess.run([sys.executable, os.path.join(ROOT, binary), *args], env=_env(),
+                          text=True, capture_output=True, timeout=300, check=False)
+  assert result.returncode == 1
+  line = _one_line(result)
+  assert line.endswith("(see --help)") and ": error:" in line, line
+
+
+def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
+  out = str(tmp_path / "run")
+  args = [f"--out={out}", *TINY[:3], "--steps=400", *TINY[4:]]  # ~25 s of training
+  first = _start(args)
+  try:
+    _wait_for(lambda: (_lock_holder(out) or {}).get("pid") == first.pid, "the first's lock")
+    second = _run(args, timeout=120)
+    assert second.returncode == 1
+    line = _one_line(second)
+    assert f"is in use by audit (pid {first.pid} on" in line, line
+    stage = subprocess.run(  # a stage binary takes the same lock
+        [sys.executable, os.path.join(ROOT, "tflite_export", "export_population.py"),
+         f"--run_dir={out}", "--formats=float32", "--pruned_formats=float32"],
+        env=_env(), text=True, capture_output=True, timeout=120, check=False)
+    assert stage.returncode == 1
+    assert f"is in use by audit (pid {first.pid} on" in _one_line(stage)
+    assert first.poll() is None, "the refused commands disturbed the running audit"
+  finally:
+    os.killpg(first.pid, signal.SIGKILL)
+    first.communicate()
+  assert _lock_holder(out)["pid"] == first.pid  # the dead holder's record is still there
+  with open(os.path.join(out, "run.json"), "w", encoding="utf-8") as f:
+    f.write("garbage{")  # and a garbage run.json: redone, not refused
+  again = _run(args)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert f"taking over the lock of audit (pid {first.pid} on" in again.stdout
+  assert "redo run.json: " in again.stdout
+  with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+    assert json.load(f)["dataset"] == "digits"
+
+
+@pytest.mark.parametrize("signum, code, verb", [
+    (signal.SIGINT, 130, "interrupted"),
+    (signal.SIGTERM, 143, "terminated"),
+])
+def test_an_interrupt_is_one_line_and_the_rerun_resumes(tmp_path, signum, code, verb):
+  out = str(tmp_path / "run")
+  args = [f"--out={out}", *TINY[:3], "--steps=400", *TINY[4:]]  # ~25 s of training
+  proc = _start(args)
+  try:
+    _wait_for(lambda: os.path.isdir(os.path.join(out, "members")), "training to start")
+    time.sleep(1.0)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=120)
+  finally:
+    if proc.poll() is None:
+      os.killpg(proc.pid, signal.SIGKILL)
+  assert proc.returncode == code, stderr[-3000:]
+  lines = stderr.strip().splitlines()
+  assert len(lines) == 1, stderr[-3000:]
+  assert lines[0].startswith(f"audit: {verb} during populations"), lines[0]
+  assert lines[0].endswith("; run the same command to resume")
+  assert _lock_holder(out) is None
+  assert not glob.glob(os.path.join(out, "members", "*", "*", "*.tmp-*"))
+  if signum == signal.SIGINT:  # the same command resumes (once is enough)
+    done = _run(args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "taking over" not in done.stdout and done.stderr == ""

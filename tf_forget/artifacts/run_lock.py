@@ -1,0 +1,149 @@
+"""One writer per run directory, and no writing into a directory tf_forget did not make (#25).
+
+`check_ours(run_dir)`: a run directory is either new, empty, or marked as tf_forget's by one of
+`layout.RUN_MARKERS` (`audit.json`, `run.json`, the lock file, a `members/` population). Anything else is the user's
+directory: a command refuses it in one line instead of writing (and replacing `deploy/`) there.
+
+`acquire(run_dir, command)` takes the run directory's lock before the command's first write:
+`<run>/.tf_forget.lock` holds the holder's pid, host, start time and command (JSON). On a
+local file system the lock is an exclusive `fcntl.flock` on that file, which the kernel drops
+when its holder dies (kill -9 included); a second command finds it held and is refused in one
+line naming the holder. A lock file that still names a holder although nobody holds the lock
+was left by a command that died: the new holder takes it over and says so. `scheme://`
+directories (gs://) have no flock: there the file alone is the lock, refused while it names a
+live process on this host or any process on another host (the user deletes it when that run
+is gone). `release()` empties the file and drops the lock.
+"""
+
+import datetime
+import fcntl
+import json
+import os
+import socket
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+
+
+class LockError(errors.Error):
+  """The run directory is another command's, or not tf_forget's (one line)."""
+
+
+def check_ours(run_dir):
+  """Raises LockError if `run_dir` is a non-empty directory that tf_forget did not make."""
+  if not fileio.isdir(run_dir):
+    return
+  entries = fileio.listdir(run_dir)
+  if entries and not set(entries) & set(layout.RUN_MARKERS):
+    raise LockError(f"{run_dir} is not empty and is not a tf_forget run directory (no "
+                    f"{layout.AUDIT_FILE} or {layout.RUN_FILE}); choose a new or empty directory")
+
+
+def _holder_text(info):
+  return (f"{info.get('command', 'a tf_forget command')} (pid {info.get('pid')} on "
+          f"{info.get('host')}, started {info.get('start')})")
+
+
+def _parse(text):
+  try:
+    info = json.loads(text) if text.strip() else None
+  except ValueError:
+    return None
+  return info if isinstance(info, dict) and "pid" in info else None
+
+
+def _alive(info):
+  """Whether the holder `info` may still run (a process on another host counts as alive)."""
+  if info.get("host") != socket.gethostname():
+    return True
+  try:
+    os.kill(int(info["pid"]), 0)
+  except ProcessLookupError:
+    return False
+  except (PermissionError, ValueError, TypeError):
+    return True
+  return True
+
+
+def _info(command):
+  return {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+          "start": datetime.datetime.now().isoformat(timespec="seconds")}
+
+
+class RunLock:
+  """A held lock on one run directory; `release()` (or the process's end) drops it."""
+
+  def __init__(self, path, fd, note):
+    self.path, self._fd, self.note = path, fd, note
+
+  def release(self):
+    """Empties the lock file and drops the lock (idempotent)."""
+    if self._fd is None:
+      if self.path is not None and fileio.is_url(self.path):
+        fileio.write_bytes(self.path, b"")
+        self.path = None
+      return
+    os.ftruncate(self._fd, 0)
+    fcntl.flock(self._fd, fcntl.LOCK_UN)
+    os.close(self._fd)
+    self._fd = None
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.release()
+
+
+def _acquire_local(run_dir, command):
+  path = layout.lock_file(run_dir)
+  os.makedirs(run_dir, exist_ok=True)
+  fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except BlockingIOError:
+    info = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace")) or {}
+    os.close(fd)
+    raise LockError(f"{run_dir} is in use by {_holder_text(info)}; wait for it to finish or "
+                    "stop it") from None
+  old = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, json.dumps(_info(command)).encode("utf-8"), 0)
+  os.fsync(fd)
+  note = (f"taking over the lock of {_holder_text(old)}, which is no longer running"
+          if old else None)
+  return RunLock(path, fd, note)
+
+
+def _acquire_url(run_dir, command):
+  path = layout.lock_file(run_dir)
+  old = _parse(fileio.read_bytes(path).decode("utf-8", "replace")) \
+      if fileio.exists(path) else None
+  if old and _alive(old):
+    raise LockError(f"{run_dir} is in use by {_holder_text(old)}; wait for it to finish, or "
+                    f"delete {path} if that run is gone")
+  fileio.write_bytes(path, json.dumps(_info(command)).encode("utf-8"))
+  note = (f"taking over the lock of {_holder_text(old)}, which is no longer running"
+          if old else None)
+  return RunLock(path, None, note)
+
+
+def acquire(run_dir, command, check=True):
+  """Takes `run_dir`'s lock for `command` (creating the directory); returns the `RunLock`.
+
+  Its `note` is a line to show when the lock of a dead holder was taken over (else None).
+  `check=False` skips `check_ours` (a command that adds artifacts to an existing run).
+
+  Raises:
+    LockError: another live command holds the lock, or `run_dir` is not tf_forget's.
+    errors.WriteError: the lock file cannot be written.
+  """
+  if check:
+    check_ours(run_dir)
+  try:
+    if fileio.is_url(run_dir):
+      return _acquire_url(run_dir, command)
+    return _acquire_local(run_dir, command)
+  except OSError as e:
+    raise errors.write_error(layout.lock_file(run_dir), e) from e

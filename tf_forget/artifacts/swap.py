@@ -1,0 +1,215 @@
+"""Replacing a set of files or directories whole: the report and the bundle (issue #25).
+
+A finished set of entries (files or directory trees) is built in a staging directory
+`<dir>/<label>.tmp-<tag>` (`staging`), then `swap_in` replaces the entries of the same names in
+`<dir>`, each old one first renamed into `<dir>/<label>.old-<tag>/`. A reader sees the old set
+or the new one, never a mixture: on a local file system each step is one rename, and on an
+error or an interrupt the swap is rolled back to the old entries whole. A swap killed half way
+is finished or undone by the next `clean_staging`. `scheme://` file systems have no directory
+rename: trees move file by file, the completion markers (`manifest.json`) out first and in last,
+and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
+
+Built on `tf_forget.artifacts.fileio`'s primitives; no TensorFlow import.
+"""
+
+import contextlib
+import errno
+import os
+import uuid
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+
+# A finished set of entries (files or directory trees) built in a staging
+# directory `<dir>/<label>.tmp-<tag>` replaces the entries of the same names in `<dir>`, each old
+# one first renamed into `<dir>/<label>.old-<tag>/`. The swap is complete once the staging
+# directory no longer holds the last name; until then it can be rolled back, by this process on
+# an error or by the next `clean_staging` after a kill.
+_TMP, _OLD = ".tmp-", ".old-"
+_MOVED = ".moved"  # `<aside>/<name>.moved`: the old entry `name` is wholly aside
+
+
+def _tree_files(top):
+  """Relative paths of the files under directory `top`."""
+  return [os.path.join(dirpath[len(top):].strip("/"), name)
+          for dirpath, _, filenames in fileio.walk(top) for name in filenames]
+
+
+def _move(src, dst, first=(), last=()):
+  """Renames file or directory `src` to `dst`, replacing a file `dst`.
+
+  Local: one rename (`dst` must not be a non-empty directory). URL (no directory rename): a
+  tree is moved file by file into `dst`, the relative paths in `first` first and those in
+  `last` last, then `src` is removed.
+
+  Raises:
+    errors.WriteError: a rename failed.
+  """
+  if not fileio.is_url(src) or not fileio.isdir(src):
+    fileio.rename(src, dst)
+    return
+  for rel in sorted(_tree_files(src), key=lambda r: (r not in first, r in last, r)):
+    fileio.makedirs(fileio.parent_dir(fileio.join(dst, rel)))
+    fileio.rename(fileio.join(src, rel), fileio.join(dst, rel))
+  fileio.rmtree(src)
+
+
+def _remove_entry(path):
+  """Removes a file or a directory tree if it exists (`errors.WriteError`)."""
+  if fileio.isdir(path):
+    fileio.rmtree(path)
+  else:
+    fileio.remove(path)
+
+
+def _remove_all(paths):
+  """Removes each path; returns one-line notes "could not remove <path>: <reason>"."""
+  notes = []
+  for path in paths:
+    try:
+      _remove_entry(path)
+    except errors.WriteError as e:
+      notes.append(f"could not remove {path}: {str(e).split(': ', 1)[-1]}")
+  return notes
+
+
+def _aside(staging):
+  """The directory a swap from `staging` moves the old entries into (`.tmp-` -> `.old-`)."""
+  head, tag = staging.rsplit(_TMP, 1)
+  return head + _OLD + tag
+
+
+@contextlib.contextmanager
+def staging(directory, label):
+  """Yields a new empty staging directory `<directory>/<label>.tmp-<pid>-<id>` for `swap_in`.
+
+  It is removed if the block raises (a `swap_in` that succeeds removes it too), unless a
+  `swap_in` from it was left half done: that one is `clean_staging`'s to finish.
+
+  Raises:
+    errors.WriteError: it cannot be created.
+  """
+  path = fileio.join(directory, f"{label}{_TMP}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+  fileio.makedirs(path)
+  try:
+    yield path
+  except BaseException:
+    if not fileio.exists(_aside(path)):
+      _remove_all([path])
+    raise
+
+
+def _check_kinds(staging_dir, names):
+  """Refuses to replace a directory by a file or a file by a directory (`errors.WriteError`)."""
+  for name in names:
+    old = fileio.join(fileio.parent_dir(staging_dir), name)
+    new_is_dir = fileio.isdir(fileio.join(staging_dir, name))
+    if fileio.exists(old) and fileio.isdir(old) != new_is_dir:
+      code = errno.ENOTDIR if new_is_dir else errno.EISDIR
+      raise errors.WriteError(f"cannot write {old}: {os.strerror(code)}")
+
+
+def _roll_back(staging_dir, names, markers=()):
+  """Undoes a `swap_in` from `staging_dir`, then removes it and its aside directory.
+
+  Each old entry moved aside goes back: if it was wholly aside (always, locally), what is in its
+  place (the new entry, or part of it) is removed first; otherwise (a URL tree moved aside in
+  part) its files are merged back. A new entry that replaced nothing is removed.
+
+  Raises:
+    errors.WriteError: a removal or rename failed (a later `clean_staging` retries).
+  """
+  parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
+  for name in reversed(names):
+    dst, old, new = fileio.join(parent, name), fileio.join(aside, name), fileio.join(staging_dir, name)
+    if fileio.exists(old):
+      if fileio.exists(old + _MOVED) or not fileio.is_url(dst):  # local: one rename moved it aside whole
+        _remove_entry(dst)
+      _move(old, dst, last=markers)
+    elif not fileio.exists(new):
+      _remove_entry(dst)
+  fileio.rmtree(aside)
+  fileio.rmtree(staging_dir)
+
+
+def swap_in(staging_dir, names, markers=()):
+  """Replaces the entries `names` of the staging directory's parent by the staged ones, whole.
+
+  In order, each old entry is renamed into the aside directory `<label>.old-<tag>` and the new
+  one renamed into place (one rename each on a local file system; file by file on a URL one),
+  then the aside and staging directories are removed. Name the completion marker (report.json)
+  last: a reader sees the old entries or the new ones.
+
+  Args:
+    staging_dir: from `staging`, holding every entry of `names` (files or directories).
+    names: entry names in swap order.
+    markers: relative paths inside a directory entry marking it complete ("manifest.json"):
+      on a URL file system moved out first and in last.
+
+  Returns:
+    One-line notes about old entries that could not be removed (the new ones stand; the next
+    `clean_staging` retries).
+
+  Raises:
+    errors.WriteError: an old entry is a directory where a file goes (or the reverse), or a
+      rename failed; the old entries are then in place and the staging directory is gone.
+  """
+  parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
+  try:
+    _check_kinds(staging_dir, names)
+    fileio.makedirs(aside)
+    for name in names:
+      if fileio.exists(fileio.join(parent, name)):
+        _move(fileio.join(parent, name), fileio.join(aside, name), first=markers)
+        fileio.touch(fileio.join(aside, name + _MOVED))
+      _move(fileio.join(staging_dir, name), fileio.join(parent, name), last=markers)
+  except BaseException:  # an error, or an interrupt: roll back, then re-raise
+    with contextlib.suppress(errors.WriteError):
+      _roll_back(staging_dir, names, markers)
+    raise
+  return _remove_all([aside, staging_dir])
+
+
+def clean_staging(directory, label, names, markers=()):
+  """Finishes what a killed swap of `label` left in `directory` (call before a new swap).
+
+  A swap killed before its last new entry moved in is rolled back (the old entries restored
+  whole); a completed one's old entries are removed; so are staging directories of killed
+  builds. Assumes one writer per directory.
+
+  Returns:
+    One-line notes about what could not be restored or removed.
+  """
+  notes = []
+  for entry in fileio.listdir(directory):
+    if not entry.startswith(label + _OLD):
+      continue
+    staged = fileio.join(directory, label + _TMP + entry[len(label + _OLD):])
+    try:
+      if fileio.exists(fileio.join(staged, names[-1])):  # killed before the swap completed
+        _roll_back(staged, names, markers)
+    except errors.WriteError as e:
+      notes.append(f"could not restore {fileio.join(directory, entry)}: {errors.one_line(e)}")
+  return notes + _remove_all([fileio.join(directory, e) for e in fileio.listdir(directory)
+                              if e.startswith((label + _TMP, label + _OLD))])
+
+
+def replace_dir(src, dst, last=()):
+  """Replaces directory `dst` by the finished directory `src` (`swap_in` of one entry).
+
+  Args:
+    src: the new directory (moved, so gone afterwards).
+    dst: the directory to replace (may not exist).
+    last: relative paths of completion markers ("manifest.json"), see `swap_in`.
+
+  Returns:
+    One-line notes (see `swap_in`, `clean_staging`).
+
+  Raises:
+    errors.WriteError: see `swap_in`; `dst` is then as it was.
+  """
+  parent, name = fileio.parent_dir(dst) or ".", os.path.basename(dst)
+  notes = clean_staging(parent, name, (name,), last)
+  with staging(parent, name) as tmp:
+    _move(src, fileio.join(tmp, name), last=last)
+    return notes + swap_in(tmp, (name,), last)

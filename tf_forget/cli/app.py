@@ -1,0 +1,138 @@
+"""How every tf_forget command starts and stops (issue #25): `run(main, name)`.
+
+`absl.app.run` with the project's rules for what a user sees:
+  * a bad flag, a missing required flag or a stray argument is one line,
+    "<name>: error: <problem> (see --help)", and exit status 1 (absl prints the whole usage,
+    up to ~140 lines);
+  * an `errors.Error` (bad input, a bad artifact) or `sys.exit("<one line>")` is that line on
+    the terminal's stderr and exit status 1;
+  * Ctrl-C (SIGINT) and SIGTERM stop the command where it is: finished artifacts stay (every
+    artifact is written atomically), one line "<name>: interrupted during <stage>, N of M units
+    done; run the same command to resume" (`tf_forget.cli.status`), exit status 130 / 143;
+  * TensorFlow's, LiteRT's and the converter's output goes to a log file, not the terminal
+    (`tf_forget.cli.console`); `--verbose` keeps it on the terminal;
+  * anything else is a bug: its traceback is printed, exit status 1.
+The binary's `main` returns its exit status (None: 0) and may call `console.attach(run_dir)`
+once its run directory is its own, so that the log is kept there.
+"""
+
+import contextlib
+import signal
+import sys
+import traceback
+
+from absl import app
+from absl import flags
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import run_lock
+from tf_forget.cli import console
+from tf_forget.cli import status
+
+INTERRUPTED = 130  # 128 + SIGINT
+TERMINATED = 143  # 128 + SIGTERM
+
+_VERBOSE = flags.DEFINE_bool(
+    "verbose", False, "Show TensorFlow's, LiteRT's and the converter's own output on the "
+    "terminal (by default it goes to <run directory>/logs/).")
+
+
+IMAGE_SIZE_MESSAGE = "image_size must be two positive integers H,W, e.g. 64,64"
+
+
+def image_size_ok(values):
+  """Validator of an `--image_size` list flag: None, or exactly two positive integers."""
+  return values is None or (len(values) == 2 and all(str(v).strip().isdigit() and int(v) > 0
+                                                      for v in values))
+
+
+class Terminated(KeyboardInterrupt):
+  """SIGTERM, raised in the main thread so that it unwinds like Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+  del signum, frame
+  raise Terminated()
+
+
+def _usage(name, message):
+  console.error(f"{name}: error: {' '.join(str(message).split())} (see --help)")
+  sys.exit(1)
+
+
+def _parser(name):
+  def parse(argv):
+    try:
+      return flags.FLAGS(argv)
+    except flags.Error as e:
+      _usage(name, e)
+  return parse
+
+
+def _interrupted(name, exc):
+  verb = "terminated" if isinstance(exc, Terminated) else "interrupted"
+  console.error(f"{name}: {verb} during {status.describe()}; run the same command to resume")
+  return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+
+
+def _call(main, name, argv):
+  """Runs `main(argv)`; returns the exit status under the rules of the module docstring."""
+  try:
+    if len(argv) > 1:
+      raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    console.capture(name, verbose=_VERBOSE.value)
+    code = main(argv)
+    return 0 if code is None else code
+  except app.UsageError as e:
+    _usage(name, e)
+  except errors.Error as e:
+    console.error(f"{name}: error: {errors.one_line(e, 1000)}")
+    return 1
+  except KeyboardInterrupt as e:
+    return _interrupted(name, e)
+  except SystemExit as e:
+    if isinstance(e.code, str):
+      console.error(e.code)
+      return 1
+    return 0 if e.code is None else e.code
+  except Exception:  # pylint: disable=broad-except (a bug: keep its traceback, on the terminal)
+    console.error(traceback.format_exc().rstrip())
+    if console.log_path():
+      console.keep()
+      console.error(f"{name}: TensorFlow's output is in {console.log_path()}")
+    return 1
+  finally:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the exit
+    console.close()
+
+
+@contextlib.contextmanager
+def locked_run_dir(run_dir, command, check_ours=True, log=print):
+  """Holds `run_dir`'s lock (`run_lock`) for a stage binary and keeps its log there.
+
+  Args:
+    run_dir: the run directory the command writes.
+    command: the command's name, recorded as the lock's holder.
+    check_ours: refuse a non-empty directory that tf_forget did not make (a binary that only
+      adds artifacts to an existing run passes False).
+    log: where the line about a taken-over lock goes.
+
+  Raises:
+    run_lock.LockError: another command holds the lock, or the directory is not tf_forget's.
+  """
+  if check_ours:
+    run_lock.check_ours(run_dir)
+  lock = run_lock.acquire(run_dir, command, check=False)
+  try:
+    if lock.note:
+      log(lock.note)
+    console.attach(run_dir)
+    yield lock
+  finally:
+    lock.release()
+
+
+def run(main, name):
+  """Runs the absl binary `main` as the command `name` (module docstring); never returns."""
+  signal.signal(signal.SIGTERM, _on_sigterm)
+  app.run(lambda argv: sys.exit(_call(main, name, argv)), flags_parser=_parser(name))

@@ -189,4 +189,6 @@ def test_failure_envelope_keeps_errors_and_wraps_the_rest():
 def test_the_package_imports_no_tensorflow_and_nothing_of_the_pipeline():
   foreign = import_check.foreign_modules(
       "import tf_forget.executor\nimport tf_forget.executor.worker", "tf_forget.executor")
-  assert foreign == "tf_forget.artifacts,tf_forget.artifacts.errors"
+  # errors, and the stage-status leaf an interrupted command reads (standard library only).
+  assert foreign == ("tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.cli,"
+                     "tf_forget.cli.status")

@@ -25,6 +25,7 @@ from tf_forget.artifacts import predictions
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.executor import base as executor_base
+from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import retrain as retrain_lib
@@ -80,13 +81,33 @@ def train(executor, pop, log=print):
   return executor.run(todo, stage="train", log=log) if todo else {}
 
 
+def gradients(executor, pop, configs, protocol, log=print):
+  """Computes g of every dense parent that a GP or UP member of `configs` reads, if not current.
+
+  One task per parent (SPEC §6.2, "the same g for GP and UP"; issue #26), as a stage of its
+  own before the prune tasks, so that no two tasks write one g.
+  """
+  todo = []
+  for parent in prune_population.gradient_parents(configs):
+    if not _stale(lambda p=parent: prune_gradient.current(pop.run_dir, p, protocol),
+                  f"gradient {parent.variant}/{parent.k}", log):
+      continue
+    todo.append(_task(f"gradient {parent.variant}/{parent.k}", "oneshot_gradient",
+                      cost=protocol.grad_batches * protocol.grad_batch_size,
+                      num_gpus=_gpus(executor), run_dir=pop.run_dir,
+                      protocol=protocol.to_json(), **tasks.member_kwargs(parent)))
+  return executor.run(todo, stage="gradient", log=log) if todo else {}
+
+
 def prune(executor, pop, variants, protocol, log=print):
   """Makes every one-shot member of `variants` that is not current (dense parents first).
 
-  One task per member; a member whose artifacts are stale (parent retrained, protocol
-  changed) is made again, with a "redo" line saying why.
+  First g of every parent a GP or UP member reads (`gradients`), then one task per member; a
+  member whose artifacts are stale (parent retrained, g or protocol changed) is made again,
+  with a "redo" line saying why.
   """
   todo, configs = [], prune_population.oneshot_configs(pop, variants, protocol)
+  gradients(executor, pop, configs, protocol, log)
   for cfg in configs:
     if not _stale(lambda c=cfg: prune_member_lib.status(pop.run_dir, c),
                   f"members {cfg.member.variant}/{cfg.member.k}", log):

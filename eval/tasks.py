@@ -35,6 +35,7 @@ from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import iterative_protocol
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import protocol as prune_protocol
@@ -139,6 +140,31 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
     _clear_keras()
   return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
           "test_accuracy": meta.get("test_accuracy")}
+
+
+def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
+                     dataset_options=None, model_options=None, population_seed=0):
+  """Computes (or finds current) g of one dense parent, read by its GP and UP members.
+
+  SPEC §6.2 ("the same g for GP and UP"), issue #26: one task per parent, run before the
+  parent's prune tasks (`eval.parallel.prune`), so that they never race to write it.
+
+  Args:
+    variant, k: the parent ("dense", k); protocol: `OneshotProtocol.to_json()`; the other
+      arguments as `train_member`.
+
+  Returns:
+    {"parent": "<variant>/<k>", "path", "sha256"} of the g artifact.
+  """
+  parent = member_lib.MemberConfig(
+      dataset=dataset, model=model, variant=variant, k=int(k), preset=preset_from_json(preset),
+      dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
+      population_seed=int(population_seed))
+  try:
+    grad = prune_gradient.ensure(run_dir, parent, protocol_from_json(protocol))
+  finally:
+    _clear_keras()
+  return {"parent": f"{variant}/{k}", "path": grad.path, "sha256": grad.sha256}
 
 
 def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,

@@ -5,6 +5,8 @@ fine-tuned; the one-shot members are exported, evaluated and reported like any m
 report pairs each with its parent.
 """
 
+import glob
+import hashlib
 import json
 import os
 
@@ -15,7 +17,9 @@ import pytest
 from tests import binary_main
 from eval import audit
 from eval import tasks
+from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import protocol
+from tf_forget.train import member as member_lib
 
 FLAGS = flags.FLAGS
 ALGORITHMS = ("mp", "gp", "up", "rp")
@@ -66,6 +70,30 @@ def test_plan_counts_the_fine_tunings(capsys):
   assert "5 members x" in text and "40 one-shot fine-tunings" in text
 
 
+def _check_one_g_per_parent(out, k, dense_meta):
+  """GP and UP members of parent k read its one g (SPEC §6.2, issue #26); MP and RP none; the
+  g a worker wrote is byte-identical to the one computed here, in the test's process."""
+  (g_file,) = glob.glob(str(out / "members" / "dense" / str(k) / "gradient" / "*.npz"))
+  with open(g_file, "rb") as f:
+    g_bytes = f.read()
+  for a in ALGORITHMS:
+    meta = json.loads((out / "members" / f"oneshot_{a}_r4" / str(k) / "metadata.json").read_text())
+    if a in ("gp", "up"):
+      assert meta["inputs"]["gradient"] == hashlib.sha256(g_bytes).hexdigest()
+    else:
+      assert meta["pruning"]["gradient"] is None and "gradient" not in meta["inputs"]
+  run = json.loads((out / "run.json").read_text())
+  parent = member_lib.MemberConfig(
+      dataset=run["dataset"], model=run["model"], variant="dense", k=k,
+      preset=tasks.preset_from_json(dense_meta["preset"]),
+      dataset_options=run["dataset_options"], model_options=run["model_options"],
+      population_seed=run["population_seed"])
+  os.remove(g_file)
+  assert prune_gradient.ensure(str(out), parent, protocol.get("tiny")).path == g_file
+  with open(g_file, "rb") as f:
+    assert f.read() == g_bytes
+
+
 def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   out = tmp_path / "run"
   args = dict(out=str(out), preset="tiny", members=2, pruning=["oneshot"], ratios=["4"],
@@ -102,8 +130,12 @@ def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   assert all(r["pairing"] == "parent" and r["members"] == 2 for r in study)
   assert "oneshot_algorithm_tests" in report["tables"]
   first_log = capsys.readouterr().out
-  # The one-shot members were made by executor tasks (`eval.parallel.prune`).
+  # The one-shot members were made by executor tasks (`eval.parallel.prune`), after one g task
+  # per parent (issue #26).
   assert "[prune] 8 tasks on local process pool" in first_log
+  assert "[gradient] 2 tasks on local process pool" in first_log
+  for k in range(2):
+    _check_one_g_per_parent(out, k, dense_meta[k])
   # Re-running reuses every member (nothing pruned again).
   _run_main(**args)
   log = capsys.readouterr().out

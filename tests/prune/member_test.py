@@ -17,6 +17,7 @@ from tf_forget.artifacts import layout
 from tf_forget.prune import member as member_lib
 from tf_forget.prune import oneshot
 from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import records
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
 from tf_forget.train import population
@@ -74,9 +75,12 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   assert zeros - (n - comp["keep"]) <= 2
   assert meta["sparsity"]["target"] == pytest.approx(0.75, abs=1 / n)
   # g and ε are recorded where they are used (SPEC §6.2): GP and UP only; ε = 2λ for UP.
+  # g is the parent's one artifact (issue #26), recorded by its sha256 in the lineage.
   if algorithm in ("gp", "up"):
     assert meta["pruning"]["gradient"]["batches"] == 1
     assert meta["pruning"]["gradient"]["batch_size"] == 32
+    g_path = os.path.join(run_dir, meta["pruning"]["gradient"]["path"])
+    assert meta["inputs"]["gradient"] == hashing.file_sha256(g_path)
   else:
     assert meta["pruning"]["gradient"] is None
   if algorithm == "up":
@@ -95,10 +99,10 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   # The saved model is the chosen epoch's: its validation data loss is the minimum.
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
   dataset = registry.get("digits")
-  _, val, _, n_val = member_lib.holdout(dataset, cfg.protocol.validation_every)
+  _, val, _, n_val = records.holdout(dataset, cfg.protocol.validation_every)
   assert ft["validation_examples"] == n_val == 130  # every 10th of 1,297
   batches = [(x.astype(np.float32), y) for x, y in
-             member_lib._decoded(dataset, val, 256).as_numpy_iterator()]  # pylint: disable=protected-access
+             records.decoded(dataset, val, 256).as_numpy_iterator()]
   model = train_member.load_model(layout.member_dir(run_dir, "oneshot_mp_r10", 0))
   assert member_lib.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
   # The pruned set is MP's on the parent: the n/10 largest |θ| survive, and stay zero-free

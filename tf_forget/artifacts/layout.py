@@ -5,6 +5,7 @@
       audit.json                                     the audit's config (`eval/audit_lib.py`)
       run.json                                       the population config (tf_forget/train)
       members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
+      members/dense/<k>/gradient/<protocol>.npz      g of a one-shot parent (`prune/gradient.py`)
       tflite/<member variant>/<k>/<stem>.{tflite, json, failed.json}
       predictions/<variant>/<k>/<split>.npz
       predictions_keras/<member variant>/<k>/<split>.npz
@@ -74,6 +75,16 @@ def member_model(run_dir, member_variant, k):
 
 def member_metadata(run_dir, member_variant, k):
   return os.path.join(member_dir(run_dir, member_variant, k), METADATA_FILE)
+
+
+def gradient_file(run_dir, parent_variant, k, protocol_sha256):
+  """`<run>/members/<parent>/<k>/gradient/<first 16 hex of the protocol's sha256>.npz`.
+
+  g, the mean data-loss gradient of a one-shot parent that every GP and UP member of that
+  parent reads (SPEC §6.2, issue #26).
+  """
+  return os.path.join(member_dir(run_dir, parent_variant, k), "gradient",
+                      f"{protocol_sha256[:16]}.npz")
 
 
 def member_model_relpath(member_variant, k):

@@ -25,6 +25,8 @@ LABELS = {
     "config": "config",
     "representative": "representative data",
     "converter": "converter options",
+    "gradient": "gradient g (SPEC §6.2)",
+    "gradient_protocol": "gradient protocol",
 }
 
 

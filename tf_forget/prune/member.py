@@ -4,9 +4,11 @@
 finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
 
 1. load the parent's `model.keras` (it must be finished and current: `train.member.status`);
-2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4);
-3. for GP / UP, g = the mean data-loss gradient over `grad_batches` unaugmented batches of the
-   remaining training records, drawn with the member's seed, inference mode (SPEC §6.2);
+2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4,
+   `records.holdout`);
+3. for GP / UP, read g, the parent's one gradient artifact (`gradient.ensure`: computed once
+   per parent and protocol, then read by every GP and UP member of that parent at every ratio;
+   SPEC §6.2 "the same g for GP and UP", issue #26); MP and RP compute no gradient;
 4. prune one-shot with one global threshold and an exact count (`oneshot.prune`), ε = 2λ of
    the parent preset's l2 coefficient unless the protocol sets it;
 5. fine-tune with the parent's loss and weight decay, SGD Nesterov over the protocol's phases,
@@ -16,13 +18,13 @@ finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
 6. check every pruned weight is still zero and write `model.keras` + `metadata.json` with the
    member schema (docs/artifacts/members.md), so export, evaluation and the report read it
    like any member, plus `parent` {variant, k, model_sha256, weights_sha256} and `pruning`
-   (algorithm, asked and achieved compression, g's batches, ε, the protocol, per-epoch
-   validation losses, the chosen epoch).
+   (algorithm, asked and achieved compression, g's artifact, sha256 and protocol, ε, the
+   protocol, per-epoch validation losses, the chosen epoch).
 
-The member is current only if its config (member identity + protocol) and its parent's
-`model.keras` sha256 are the ones it recorded: a retrained parent makes it stale (lineage).
-A killed fine-tuning starts again from the parent (fine-tuning is short next to training; its
-epochs are not checkpointed).
+The member is current only if its config (member identity + protocol), its parent's
+`model.keras` sha256 and, for GP / UP, the sha256 of the g it read are the ones it recorded:
+a retrained parent or another g makes it stale (lineage). A killed fine-tuning starts again
+from the parent (fine-tuning is short next to training; its epochs are not checkpointed).
 """
 
 import dataclasses
@@ -42,9 +44,10 @@ from tf_forget.artifacts import names
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
+from tf_forget.prune import gradient as gradient_lib
 from tf_forget.prune import oneshot
 from tf_forget.prune import protocol as protocol_lib
-from tf_forget.prune import scores
+from tf_forget.prune import records
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
 from tf_forget.train import pruning
@@ -56,11 +59,12 @@ class PruneMemberError(errors.Error):
 
 @dataclasses.dataclass(frozen=True)
 class OneshotConfig:
-  """Everything a one-shot member depends on besides its parent's weights.
+  """Everything a one-shot member depends on besides its parent's weights (and g).
 
   Attributes:
     member: the member's `train.member.MemberConfig` (variant `oneshot_<alg>_r<r>`, its k,
-      the population's preset and options; its `seed` seeds RP, g's batches and fine-tuning).
+      the population's preset and options; its `seed` seeds RP and fine-tuning; g's batches
+      are the parent's, `gradient.seed`).
     protocol: the `protocol.OneshotProtocol`.
   """
   member: member_lib.MemberConfig
@@ -75,22 +79,40 @@ class OneshotConfig:
     """The parent's `MemberConfig` (dense, same k)."""
     return dataclasses.replace(self.member, variant=self.variant.parent)
 
+  @property
+  def needs_gradient(self):
+    """Whether the member reads g (GP, UP; SPEC §6.1)."""
+    return gradient_lib.needs(self.variant.algorithm)
+
   def identity(self):
     return {"member": self.member.identity(), "oneshot": self.protocol.to_json(),
             "parent": {"variant": self.variant.parent, "k": int(self.member.k)}}
 
-  def inputs(self, parent_sha256):
-    """Lineage inputs: the config's hash and the parent's `model.keras` sha256."""
-    return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
-            "parent": parent_sha256}
+  def inputs(self, parent_sha256, gradient_sha256=None):
+    """Lineage inputs: the config's hash, the parent's `model.keras` sha256 and, for GP / UP,
+    the sha256 of the g artifact read (SPEC §6.2, issue #26)."""
+    out = {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
+           "parent": parent_sha256}
+    if self.needs_gradient:
+      out["gradient"] = gradient_sha256
+    return out
 
 
 def parent_dir(run_dir, config):
   return layout.member_dir(run_dir, config.variant.parent, config.member.k)
 
 
+def _gradient_sha256(run_dir, config, parent_sha):
+  """(sha256 of the parent's current g, None) or (None, why g is not current)."""
+  state = gradient_lib.status(run_dir, config.parent, config.protocol, parent_sha)
+  if not state:
+    return None, (f"its gradient g of {config.variant.parent}/{config.member.k} is not "
+                  f"current ({state.reason})")
+  return hashing.file_sha256(gradient_lib.path(run_dir, config.parent, config.protocol)), None
+
+
 def status(run_dir, config):
-  """`lineage.Status` of the member: finished, from the current parent, with this config."""
+  """`lineage.Status` of the member: finished, from the current parent (and g), this config."""
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
   if not fileio.exists(os.path.join(directory, member_lib.METADATA_FILE)):
     return lineage.MISSING
@@ -99,62 +121,16 @@ def status(run_dir, config):
     return lineage.Status(False, f"its parent {config.variant.parent}/{config.member.k} is not "
                           f"current ({parent_state.reason})")
   parent_sha = member_lib.read_metadata(parent_dir(run_dir, config))["model_sha256"]
+  g_sha = None
+  if config.needs_gradient:
+    g_sha, reason = _gradient_sha256(run_dir, config, parent_sha)
+    if reason:
+      return lineage.Status(False, reason)
   model_path = os.path.join(directory, member_lib.MODEL_FILE)
   return lineage.status(
-      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha), "pruned",
+      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha, g_sha), "pruned",
       extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
                                              "model.keras", "pruned"))
-
-
-def holdout(dataset, every):
-  """(train records, validation records, n_train, n_val): every `every`-th record held out."""
-  records = dataset.train_records("train").enumerate()
-  every = tf.constant(int(every), tf.int64)
-
-  def held_out(i, record):  # pylint: disable=unused-argument
-    return tf.equal(i % every, 0)
-
-  def kept(i, record):
-    return tf.logical_not(held_out(i, record))
-
-  def drop_index(i, record):  # pylint: disable=unused-argument
-    return record
-
-  val = records.filter(held_out).map(drop_index)
-  train = records.filter(kept).map(drop_index)
-  n = dataset.num_examples("train")
-  n_val = -(-n // int(every))
-  return train, val, n - n_val, n_val
-
-
-def _record(parts):
-  """A `train_records` element from a `map` function's arguments (tuples arrive unpacked)."""
-  return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-def _decoded(dataset, records, batch_size):
-  """Unaugmented (images float32, labels) batches of `records`, in order."""
-  def decode(*parts):
-    image, label = dataset.decode_record(_record(parts))
-    return tf.cast(image, tf.float32), label
-  return records.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
-                     deterministic=True).batch(batch_size)
-
-
-def gradient_batches(dataset, records, n, protocol, seed):
-  """(list of (images, labels) numpy batches, record positions used): g's input (SPEC §6.2)."""
-  ds = records.enumerate().shuffle(n, seed=seed, reshuffle_each_iteration=False)
-  def decode(i, record):
-    image, label = dataset.decode_record(record)
-    return i, image, label
-
-  ds = ds.map(decode)
-  ds = ds.batch(protocol.grad_batch_size, drop_remainder=True).take(protocol.grad_batches)
-  batches, used = [], []
-  for positions, images, labels in ds.as_numpy_iterator():
-    batches.append((images.astype(np.float32), labels))
-    used.extend(int(p) for p in positions)
-  return batches, used
 
 
 def data_loss(model, batches):
@@ -210,26 +186,8 @@ def _check_masks(model, masks, exclude_classifier):
       raise RuntimeError(f"fine-tuning revived {revived} pruned weights of {name}")
 
 
-def prune_member(config, run_dir, log=None):
-  """Makes (or reuses) one one-shot member.
-
-  Args:
-    config: a `OneshotConfig`.
-    run_dir: the run directory holding the parent.
-    log: optional callable taking a progress string.
-
-  Returns:
-    The member's metadata dict.
-
-  Raises:
-    PruneMemberError: the parent is not finished or trained under mixed precision.
-    scores.PruneError: a compression that cannot be met.
-    errors.WriteError: the member cannot be written.
-  """
-  gpu.configure()
-  directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
-  if status(run_dir, config):
-    return member_lib.read_metadata(directory)
+def _finished_parent(run_dir, config):
+  """The parent's metadata; PruneMemberError if it is not finished, current and float32."""
   p_dir = parent_dir(run_dir, config)
   parent_state = member_lib.status(p_dir, config.parent)
   if not parent_state:
@@ -240,36 +198,47 @@ def prune_member(config, run_dir, log=None):
   if parent_meta.get("precision_policy", "float32") != "float32":
     raise PruneMemberError(f"parent {config.variant.parent}/{config.member.k} was trained under "
                            f"{parent_meta['precision_policy']}: one-shot pruning needs float32")
+  return parent_meta
+
+
+def prune_member(config, run_dir, log=None):
+  """Makes (or reuses) one one-shot member.
+
+  GP and UP read their parent's one g artifact (`gradient.ensure`, SPEC §6.2, issue #26),
+  computing it first if it is not current; a g redone with the bytes the member recorded
+  (a garbage file rewritten) leaves the member current.
+
+  Args:
+    config: a `OneshotConfig`.
+    run_dir: the run directory holding the parent.
+    log: optional callable taking a progress string (and `redo gradient` lines).
+
+  Returns:
+    The member's metadata dict.
+
+  Raises:
+    PruneMemberError: the parent is not finished or trained under mixed precision.
+    scores.PruneError: a compression that cannot be met.
+    errors.WriteError: the member (or g) cannot be written.
+  """
+  gpu.configure()
+  directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
+  if status(run_dir, config):
+    return member_lib.read_metadata(directory)
+  parent_meta = _finished_parent(run_dir, config)
+  grad = None
+  if config.needs_gradient:
+    grad = gradient_lib.ensure(run_dir, config.parent, config.protocol, log)
+    if status(run_dir, config):
+      return member_lib.read_metadata(directory)
   fileio.remove(os.path.join(directory, member_lib.METADATA_FILE))
+  return _make(config, run_dir, parent_meta, grad, log)
+
+
+def _finetune(model, config, dataset, train_recs, n_train, masks, best, log):
+  """Fine-tunes `model` with its masks held fixed, `best` selecting the epoch (SPEC §6.4)."""
   keras = keras2.keras()
-  t0 = time.time()
-  member, proto, variant = config.member, config.protocol, config.variant
-  preset = member.preset
-  dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
-  keras.backend.experimental.enable_tf_random_generator()
-  keras.utils.set_random_seed(member.seed)
-  tf.config.experimental.enable_op_determinism()
-
-  model = member_lib.load_model(p_dir)
-  parent_weights = hashing.arrays_sha256((w.name, w.numpy()) for w in model.weights)
-  train_recs, val_recs, n_train, n_val = holdout(dataset, proto.validation_every)
-  val_batches = [(x.astype(np.float32), y) for x, y in
-                 _decoded(dataset, val_recs, 256).as_numpy_iterator()]
-  grad_batches, grad_positions = [], []
-  if variant.algorithm in ("gp", "up"):
-    grad_batches, grad_positions = gradient_batches(dataset, train_recs, n_train, proto,
-                                                    member.seed)
-  eps = proto.epsilon(preset.weight_decay)
-  masks, comp = oneshot.prune(
-      model, variant.algorithm, ratio=variant.ratio, fraction=variant.fraction,
-      batches=grad_batches, num_batches=proto.grad_batches, eps=eps, seed=member.seed,
-      up_formula=proto.up_formula, exclude_classifier=proto.exclude_classifier,
-      ratio_over=proto.ratio_over)
-  test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
-  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
-  pruned_test_acc = float(model.evaluate(test_stream, verbose=0)[1])
-
+  member, proto = config.member, config.protocol
   steps_per_epoch = n_train // proto.batch_size
   if steps_per_epoch < 1:
     raise PruneMemberError(f"{n_train} fine-tuning examples are fewer than the batch size "
@@ -277,9 +246,8 @@ def prune_member(config, run_dir, log=None):
   model.compile(optimizer=_optimizer(proto, steps_per_epoch, proto.momentum),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])
-  stream = inputs.train_stream(dataset, preset, member.seed, records=train_recs,
+  stream = inputs.train_stream(dataset, member.preset, member.seed, records=train_recs,
                                num_examples=n_train, batch_size=proto.batch_size)
-  best = BestEpoch(val_batches)
 
   class _Log(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
@@ -293,6 +261,60 @@ def prune_member(config, run_dir, log=None):
   if not all(np.isfinite(w).all() for w in model.get_weights()):
     raise RuntimeError(f"member {member.variant}/{member.k}: fine-tuning diverged")
   _check_masks(model, masks, proto.exclude_classifier)
+  return int(model.optimizer.iterations.numpy())
+
+
+def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, split, best):
+  """The member metadata's `pruning` dict (docs/artifacts/members.md)."""
+  variant, proto = config.variant, config.protocol
+  n_train, n_val = split
+  return {
+      "method": names.ONESHOT, "algorithm": variant.algorithm,
+      "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
+      "compression": comp.to_json(), "ratio_over": proto.ratio_over,
+      "exclude_classifier": proto.exclude_classifier,
+      "pruned_weights": pruned_count,
+      "eps": eps if variant.algorithm == "up" else None,
+      "up_formula": proto.up_formula if variant.algorithm == "up" else None,
+      "gradient": grad.record() if grad is not None else None,
+      "rp_seed": int(config.member.seed) if variant.algorithm == "rp" else None,
+      "pruned_test_accuracy": pruned_test_acc,
+      "finetune": {"protocol": proto.to_json(), "train_examples": int(n_train),
+                   "validation_examples": int(n_val),
+                   "validation": f"every {proto.validation_every}th train record "
+                                 "(held out of fine-tuning, seen by the parent)",
+                   "validation_data_loss": [round(x, 6) for x in best.losses],
+                   "best_epoch": int(best.best_epoch)},
+  }
+
+
+def _make(config, run_dir, parent_meta, grad, log):
+  """Prunes the parent, fine-tunes, checks and writes the member; returns its metadata."""
+  keras = keras2.keras()
+  t0 = time.time()
+  member, proto, variant = config.member, config.protocol, config.variant
+  directory = layout.member_dir(run_dir, member.variant, member.k)
+  dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
+  keras.backend.experimental.enable_tf_random_generator()
+  keras.utils.set_random_seed(member.seed)
+  tf.config.experimental.enable_op_determinism()
+
+  model = member_lib.load_model(parent_dir(run_dir, config))
+  parent_weights = hashing.arrays_sha256((w.name, w.numpy()) for w in model.weights)
+  train_recs, val_recs, n_train, n_val = records.holdout(dataset, proto.validation_every)
+  val_batches = [(x.astype(np.float32), y) for x, y in
+                 records.decoded(dataset, val_recs, 256).as_numpy_iterator()]
+  eps = proto.epsilon(member.preset.weight_decay)
+  masks, comp = oneshot.prune(
+      model, variant.algorithm, ratio=variant.ratio, fraction=variant.fraction, eps=eps,
+      seed=member.seed, up_formula=proto.up_formula, exclude_classifier=proto.exclude_classifier,
+      ratio_over=proto.ratio_over, grads=grad.grads if grad is not None else None)
+  test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
+  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"])
+  pruned_test_acc = float(model.evaluate(test_stream, verbose=0)[1])
+  best = BestEpoch(val_batches)
+  steps = _finetune(model, config, dataset, train_recs, n_train, masks, best, log)
   pruned_count = int(sum(int((~m).sum()) for m in masks.values()))
   if pruned_count != comp.pruned:
     raise RuntimeError(f"pruned {pruned_count} weights, the compression asks {comp.pruned}")
@@ -300,7 +322,6 @@ def prune_member(config, run_dir, log=None):
   # apply; the exact global count (checked above) and the zeros (`_check_masks`) do.
   report = dict(pruning.sparsity_report(model, 0.0), target=comp.achieved_fraction,
                 target_over=proto.ratio_over, meets_target=True, global_threshold=True)
-  steps = int(model.optimizer.iterations.numpy())
   model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])  # saved without the fine-tuning optimizer, as members are
   train_acc = float(model.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1])
@@ -308,40 +329,16 @@ def prune_member(config, run_dir, log=None):
   fileio.makedirs(directory)
   model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
   metadata = member_lib.derived_metadata(
-      member, dataset,
-      steps=steps,
-      resumed_from_step=0,
-      sparsity=report,
-      train_accuracy=train_acc,
-      test_accuracy=test_acc,
+      member, dataset, steps=steps, resumed_from_step=0, sparsity=report,
+      train_accuracy=train_acc, test_accuracy=test_acc,
       wall_time_s=round(time.time() - t0, 3),
       parent={"variant": variant.parent, "k": int(member.k),
-             "model_sha256": parent_meta["model_sha256"],
-             "weights_sha256": parent_weights,
-             "test_accuracy": parent_meta.get("test_accuracy")},
-      pruning={
-          "method": names.ONESHOT, "algorithm": variant.algorithm,
-          "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
-          "compression": comp.to_json(), "ratio_over": proto.ratio_over,
-          "exclude_classifier": proto.exclude_classifier,
-          "pruned_weights": pruned_count,
-          "eps": eps if variant.algorithm == "up" else None,
-          "up_formula": proto.up_formula if variant.algorithm == "up" else None,
-          "gradient": ({"batches": proto.grad_batches, "batch_size": proto.grad_batch_size,
-                        "records": "train records not held out, unaugmented, shuffled with "
-                                   "the member seed",
-                        "positions_sha256": hashing.sha256_json(grad_positions)}
-                       if grad_batches else None),
-          "rp_seed": int(member.seed) if variant.algorithm == "rp" else None,
-          "pruned_test_accuracy": pruned_test_acc,
-          "finetune": {"protocol": proto.to_json(), "train_examples": int(n_train),
-                       "validation_examples": int(n_val),
-                       "validation": f"every {proto.validation_every}th train record "
-                                     "(held out of fine-tuning, seen by the parent)",
-                       "validation_data_loss": [round(x, 6) for x in best.losses],
-                       "best_epoch": int(best.best_epoch)},
-      },
+              "model_sha256": parent_meta["model_sha256"],
+              "weights_sha256": parent_weights,
+              "test_accuracy": parent_meta.get("test_accuracy")},
+      pruning=_pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc,
+                              (n_train, n_val), best),
       model_sha256=model_sha256,
-      inputs=config.inputs(parent_meta["model_sha256"]))
+      inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None))
   fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
   return member_lib.read_metadata(directory)

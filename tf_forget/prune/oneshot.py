@@ -117,7 +117,8 @@ def compression_of(model, ratio=None, fraction=None, ratio_over="prunable",
 
 
 def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches=1, eps=0.0,
-          seed=0, up_formula="code", exclude_classifier=False, ratio_over="prunable"):
+          seed=0, up_formula="code", exclude_classifier=False, ratio_over="prunable",
+          grads=None):
   """Prunes `model` in place, one-shot, with one global threshold and an exact count.
 
   Args:
@@ -130,6 +131,9 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
     up_formula: see `scores.unified`.
     exclude_classifier: see `kernels`.
     ratio_over: "prunable" or "all" (`compression_of`).
+    grads: g given, {kernel name: array} over (at least) the pruned kernels, e.g. the parent's
+      one g artifact that every GP and UP member reads (`gradient.ensure`; SPEC §6.2, issue
+      #26); then `batches` is not used.
 
   Returns:
     (masks {name: bool array}, `scores.Compression`).
@@ -140,10 +144,13 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
   variables = kernels(model, exclude_classifier)
   weights = {name: v.numpy() for name, v in variables.items()}
   comp = compression_of(model, ratio, fraction, ratio_over, exclude_classifier)
-  grads = None
-  if algorithm in ("gp", "up"):
-    if batches is None:
-      raise scores.PruneError(f"{algorithm.upper()} needs training batches for its gradient")
+  if algorithm not in ("gp", "up"):
+    grads = None
+  elif grads is not None:
+    grads = {name: grads[name] for name in weights if name in grads}
+  elif batches is None:
+    raise scores.PruneError(f"{algorithm.upper()} needs training batches for its gradient")
+  else:
     grads = mean_gradient(model, batches, num_batches, exclude_classifier)
   masks = scores.masks(algorithm, weights, comp.pruned, grads=grads, eps=eps, seed=seed,
                        up_formula=up_formula)

@@ -4,9 +4,11 @@ One-shot: every dense member k pruned by each (algorithm, ratio).
 
 `oneshot_configs(pop, variants, protocol)` lists the members to make, k-major (every variant of
 parent 0, then of parent 1, ...), so a partial run already holds complete (algorithm, ratio)
-sets for the first parents. `prune_population` makes every member that is not current,
-printing members done / total and an ETA, and logs `redo members <v>/<k>: <why>` for a member
-that exists but is stale (its parent retrained, its protocol changed, its file replaced).
+sets for the first parents. `prune_population` first computes g of every parent a GP or UP
+member reads (`gradient.ensure`, once per parent: SPEC §6.2, issue #26), then makes every
+member that is not current, printing members done / total and an ETA, and logs
+`redo members <v>/<k>: <why>` for a member that exists but is stale (its parent retrained, its
+g changed, its protocol changed, its file replaced).
 The dense population must be trained first (`tf_forget.train.population`); the run's
 `run.json` lists the one-shot variants next to the trained ones (`register_variants`).
 
@@ -20,6 +22,7 @@ import time
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.prune import gradient
 from tf_forget.prune import iterative_protocol
 from tf_forget.prune import member as member_lib
 from tf_forget.prune import protocol as protocol_lib
@@ -59,6 +62,31 @@ def default_protocol(pop, **overrides):
   return protocol_lib.get(pop.preset.name, **overrides)
 
 
+def gradient_parents(configs):
+  """The distinct dense parents (`train.member.MemberConfig`) whose g some of `configs` read.
+
+  GP and UP members of a parent, at every ratio, read one g (SPEC §6.2, issue #26); MP and
+  RP read none.
+  """
+  parents = {}
+  for cfg in configs:
+    if cfg.needs_gradient:
+      parents.setdefault((cfg.parent.variant, cfg.parent.k), cfg.parent)
+  return list(parents.values())
+
+
+def ensure_gradients(pop, configs, protocol, log=print):
+  """Computes g of every finished parent that `configs` read and whose g is not current.
+
+  Run before the members' statuses, so a g redone with the same bytes (a garbage file) leaves
+  its members current. A parent that is not finished is skipped: its members then fail with
+  `member.PruneMemberError` naming it.
+  """
+  for parent in gradient_parents(configs):
+    if train_member.status(layout.member_dir(pop.run_dir, parent.variant, parent.k), parent):
+      gradient.ensure(pop.run_dir, parent, protocol, log)
+
+
 def register_variants(pop, variants):
   """Adds `variants` to the run's `run.json` (after `train_population` wrote it)."""
   path = layout.run_file(pop.run_dir)
@@ -84,6 +112,7 @@ def prune_population(pop, variants, protocol, log=print):
   if not todo:
     return []
   register_variants(pop, variants)
+  ensure_gradients(pop, todo, protocol, log)
   states = [member_lib.status(pop.run_dir, c) for c in todo]
   done = sum(bool(s) for s in states)
   total = len(todo)

@@ -19,9 +19,11 @@ preset is the population's), so the validation records are held out of fine-tuni
 select the epoch, they are not unseen by the parent — recorded in the metadata.
 
 Gradient g (SPEC §6.2): `grad_batches` batches of `grad_batch_size` unaugmented training
-records (the fine-tuning part of train), drawn with the member's seed; 002's reference uses one
-batch of 128. ε (UP): None means 2λ of the parent preset's `weight_decay` (Keras `l2(λ)`,
-SPEC §6.1); a number overrides it. Standard library only (and `artifacts.errors`).
+records (the fine-tuning part of train), drawn with a seed derived from the dense parent's, so
+that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`, issue
+#26); 002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
+`weight_decay` (Keras `l2(λ)`, SPEC §6.1); a number overrides it. Standard library only (and
+`artifacts.errors`).
 """
 
 import dataclasses
@@ -47,7 +49,7 @@ class OneshotProtocol:
     batch_size: fine-tuning batch size.
     momentum: SGD (Nesterov) momentum.
     validation_every: every n-th training record is held out for epoch selection (n >= 2).
-    grad_batches: batches averaged for g (GP, UP).
+    grad_batches: batches averaged for g (GP, UP; one g per parent, `gradient.py`).
     grad_batch_size: examples per gradient batch.
     exclude_classifier: leave the classifier's kernel unpruned (002's reference; SPEC §6.3).
     ratio_over: "prunable" (r over the prunable kernels, default) or "all" (over all parameters,

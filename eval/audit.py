@@ -157,6 +157,31 @@ _MAX_FNR = flags.DEFINE_float("max_subgroup_fnr_increase", None,
 _MAX_SIG = flags.DEFINE_integer("max_significant_classes", None,
                                 "Gate: max classes with a significant recall change.",
                                 lower_bound=0)
+# 000's human study (§3.3, Table 7 / Figure 5; issue #26; tf_forget/report/human_study.py).
+_ANN_EXPORT = flags.DEFINE_string(
+    "annotation_export", None,
+    "Write a blind-annotation export of 000's human study to this directory: sheet/ for the "
+    "annotators (shuffled images, label, annotations.csv, sheet.html), key.json kept apart.")
+_ANNOTATIONS = flags.DEFINE_string(
+    "annotations", None,
+    "A filled sheet/annotations.csv: adds 000 Table 7 / Figure 5 (tables/human_study.csv).")
+_ANN_KEY = flags.DEFINE_string(
+    "annotation_key", None,
+    "The export's key.json (default: the one beside the sheet/ the annotations sit in, or in "
+    "--annotation_export).")
+_ANN_VARIANT = flags.DEFINE_string(
+    "annotation_variant", None,
+    "Variant of the study (default: the one with the most PIEs; reading back: the key's).")
+_ANN_GROUP = flags.DEFINE_enum(
+    "annotation_group", None, ["pie", "cie"],
+    "pie (000: modal label changed) or cie (Taxicab p90 with d_T > 0, 004 §3.2); default pie.")
+_ANN_PER_GROUP = flags.DEFINE_integer(
+    "annotation_per_group", None, "Examples per group, both groups alike (default 100).",
+    lower_bound=1)
+_ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 0).",
+                                 lower_bound=0)
+_ANN_COLUMNS = flags.DEFINE_list(
+    "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
 
 @flags.validator("sparsities", "every sparsity must be a number in (0, 1)")
@@ -226,6 +251,34 @@ def _check_ray_address(values):
   return values["ray_address"] is None or values["executor"] == "ray"
 
 
+@flags.multi_flags_validator(
+    ["annotation_export", "annotations", "annotation_key", "annotation_variant",
+     "annotation_group", "annotation_per_group", "annotation_seed", "annotation_columns"],
+    "--annotation_* flags need --annotation_export or --annotations")
+def _check_annotation_flags(values):
+  return (values["annotation_export"] is not None or values["annotations"] is not None
+          or all(v is None for v in values.values()))
+
+
+def _human_study():
+  """`tf_forget.report.human_study.Options` of the --annotation* flags, or None.
+
+  Checked now (a missing annotations or key file, a bad column name: one line before anything
+  is trained or written); matching them against the run is the report's (`human_study`).
+  """
+  if _ANN_EXPORT.value is None and _ANNOTATIONS.value is None:
+    return None
+  from tf_forget.report import human_study  # pylint: disable=g-import-not-at-top
+  options = human_study.Options(
+      export_dir=filesystem.user_path(_ANN_EXPORT.value),
+      annotations=filesystem.user_path(_ANNOTATIONS.value),
+      key=filesystem.user_path(_ANN_KEY.value), variant=_ANN_VARIANT.value,
+      group=_ANN_GROUP.value, per_group=_ANN_PER_GROUP.value, seed=_ANN_SEED.value,
+      columns=tuple(_ANN_COLUMNS.value or ()))
+  human_study.check_options(options)
+  return options
+
+
 def main(argv):
   del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
@@ -292,7 +345,8 @@ def main(argv):
       sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
     return 0
   try:
-    _, manifest = audit_lib.run_audit(config, on_locked=console.attach)
+    study = _human_study()
+    _, manifest = audit_lib.run_audit(config, on_locked=console.attach, human_study=study)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
   if manifest["failed_variants"]:

@@ -113,7 +113,7 @@ def _validate(config):
   return p, identity
 
 
-def run_audit(config, log=print, on_locked=None):
+def run_audit(config, log=print, on_locked=None, human_study=None):
   """Runs the audit and returns (report dict, manifest dict).
 
   Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
@@ -125,6 +125,8 @@ def run_audit(config, log=print, on_locked=None):
     log: callable(str) for the progress lines.
     on_locked: optional callable(out) called once the run directory is locked and before the
       first artifact is written (the binary moves its log file there).
+    human_study: optional `tf_forget.report.human_study.Options`: write 000's blind-annotation
+      export and / or read filled annotations back into the report (issue #26).
 
   Raises:
     errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
@@ -141,12 +143,12 @@ def run_audit(config, log=print, on_locked=None):
     check_audit_file(config.out, identity)  # again: another command may have written it
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, identity, log)
+    return _run_locked(config, p, identity, log, human_study)
   finally:
     lock.release()
 
 
-def _run_locked(config, p, identity, log):
+def _run_locked(config, p, identity, log, human_study=None):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
   fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
@@ -169,7 +171,7 @@ def _run_locked(config, p, identity, log):
 
   stages.header(log, 5, "report", t_start)
   report = report_write.write_report(config.out, config.out, config.to_json(), log=log,
-                                     dataset=dataset,
+                                     dataset=dataset, human_study=human_study,
                                      variants=plain_variants,
                                      splits=[dataset.spec.eval_split] + corrupted
                                      + list(p.extra_splits))

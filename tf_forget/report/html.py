@@ -37,7 +37,8 @@ SECTIONS = (
 
 # Short names of the sticky table of contents.
 NAV = {"verdict": "Verdict", "glossary": "Terms", "overview": "Overview", "topline": "1 Top-1",
-       "class-level": "2 Classes", "pie": "3 PIE", "subgroups": "4 Subgroups",
+       "class-level": "2 Classes", "pie": "3 PIE", "human-study": "3b Human study",
+       "subgroups": "4 Subgroups",
        "over-indexing": "5 Over-indexing", "robustness": "6 Robustness",
        "published": "6b Published sets", "noise": "7 Noise", "recall-distortion": "8 α",
        "recall-study": "9 One-shot", "prune-retrain": "9b Prune-retrain",
@@ -50,6 +51,7 @@ FILTER_MIN_ROWS = 10
 # Sections shown only when their measure applies (`sections.build` returns them then):
 # (id, title, the section they follow). A run without them renders exactly as before.
 OPTIONAL_SECTIONS = (
+    ("human-study", "3b. Human study: what the PIEs (CIEs) are (000 Table 7, Figure 5)", "pie"),
     ("published", "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1", "robustness"),
     ("prune-retrain", "9b. Prune-retrain: how far each parent prunes, per distribution (003)",
      "recall-study"),

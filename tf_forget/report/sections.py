@@ -11,6 +11,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.report import gallery_view
 from tf_forget.report import html
+from tf_forget.report import human_study_view
 from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
 from tf_forget.report import plots
@@ -403,5 +404,6 @@ def build(measures, gallery, protected, extra_notes=(), recommendation=None):
           "robustness": _robustness(measures), "noise": _noise(measures),
           "deployment": _deployment(measures), "recall-distortion": _alpha(measures),
           "recall-study": _recall_study(measures), **published.sections(measures),
+          **human_study_view.sections(measures),
           **prune_retrain_plots.sections(measures),
           "gallery": gal, "notes": _notes(measures, extra_notes)}

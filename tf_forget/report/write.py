@@ -29,6 +29,8 @@ from tf_forget.report import deployment as deployment_lib
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
+from tf_forget.report import human_study as human_study_lib
+from tf_forget.report import human_study_sheet
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
 from tf_forget.report import prune_retrain
@@ -58,11 +60,14 @@ class Report:
     tables: name -> CSV text.
     html: the page.
     measures: the `measures.Measures` it was built from.
+    export: (directory, {relative path: bytes}) of a blind-annotation export to write with
+      the report (`human_study`), or None.
   """
   json: dict
   tables: Dict[str, str]
   html: str
   measures: object
+  export: object = None
 
 
 def jsonable(value):
@@ -111,7 +116,8 @@ def _inputs(run):
 
 def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                  dataset_options=None, train_attribute_shares=None, gallery_size=12,
-                 title=None, variants=None, splits=None, **measure_options):
+                 title=None, variants=None, splits=None, human_study=None,
+                 **measure_options):
   """Computes and renders a report in memory (nothing is written).
 
   Args:
@@ -122,6 +128,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       quantized children, each example once).
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>").
+    human_study: `human_study.Options` (or a dict of its fields): the blind-annotation export
+      of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
       correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,
       confidence).
@@ -132,6 +140,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   Raises:
     collect.CollectError: missing / misaligned predictions, unknown data set.
     noise.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
+    human_study.HumanStudyError: an annotation file or key that does not match the run.
     ValueError: bad measure options (from `tf_forget.stats`).
   """
   run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
@@ -159,6 +168,13 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   m.tables["gallery"] = gallery_lib.table(gallery_json)
   m.tables["cie_annotation"] = gallery_lib.annotation_table(
       run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])
+  study = None
+  if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)
+    study = human_study_lib.compute(run, m, human_study)
+    m.tables.update(study.tables)
+    if study.notes:
+      m.notes.setdefault("human_study", []).extend(study.notes)
+    m.config["human_study"] = study.settings
   n = int(run.eval[collect.DENSE].ids.size)
   dataset_json = {"name": run.dataset_name, "options": run.dataset_options,
                   "num_classes": run.num_classes, "class_names": list(run.class_names),
@@ -191,7 +207,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
                    sections.build(m, gallery, run.protected_attributes,
                                   recommendation=recommendation), css=gallery_view.CSS)
-  return Report(json=doc, tables=csvs, html=page, measures=m)
+  return Report(json=doc, tables=csvs, html=page, measures=m,
+                export=study.export if study is not None else None)
 
 
 def _write_files(report, directory):
@@ -208,7 +225,9 @@ def save(report, out_dir, log=print):
 
   The new tables/, report.html and report.json are written to a staging directory
   `out_dir/.report.tmp-*`, then swapped in by renames, report.json last
-  (`swap.swap_in`); what a killed earlier save left is finished or undone first.
+  (`swap.swap_in`); what a killed earlier save left is finished or undone first. A
+  blind-annotation export (`report.export`) is then written under its own directory, whole
+  (`human_study_sheet.write`).
 
   Args:
     report: `Report`.
@@ -232,6 +251,13 @@ def save(report, out_dir, log=print):
     raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
   for note in notes:
     log(f"warning: {note}")
+  if report.export is not None:  # the blind-annotation export, beside the report
+    where, contents = report.export
+    try:
+      human_study_sheet.write(where, contents)
+    except Exception as e:  # pylint: disable=broad-except (I/O; re-raised as one line)
+      raise ReportError(f"cannot write the annotation export under {where}: "
+                        f"{errors.one_line(e)}") from e
 
 
 def write_report(run_dir, out_dir, config, log=print, **options):
@@ -246,7 +272,8 @@ def write_report(run_dir, out_dir, config, log=print, **options):
     config: the run configuration (JSON-ready dict) recorded in report.json.
     log: callable(str) for one-line warnings (see `save`).
     **options: keyword arguments of `build_report` (dataset, dataset_name,
-      dataset_options, train_attribute_shares, gallery_size, title, seed, alpha, ...).
+      dataset_options, train_attribute_shares, gallery_size, title, human_study, seed,
+      alpha, ...).
 
   Returns:
     The report.json dict.

@@ -1,8 +1,9 @@
 """One writer per run directory, and no writing into a directory tf_forget did not make (#25).
 
 `check_ours(run_dir)`: a run directory is either new, empty, or marked as tf_forget's by one of
-`layout.RUN_MARKERS` (`audit.json`, `run.json`, the lock file, a `members/` population). Anything else is the user's
-directory: a command refuses it in one line instead of writing (and replacing `deploy/`) there.
+`layout.RUN_MARKERS` (`audit.json`, `run.json`, the lock file, a `members/` population).
+Anything else is the user's directory: a command refuses it in one line instead of writing
+(and replacing `deploy/`) there.
 
 `acquire(run_dir, command)` takes the run directory's lock before the command's first write:
 `<run>/.tf_forget.lock` holds the holder's pid, host, start time and command (JSON). On a
@@ -12,7 +13,10 @@ line naming the holder. A lock file that still names a holder although nobody ho
 was left by a command that died: the new holder takes it over and says so. `scheme://`
 directories (gs://) have no flock: there the file alone is the lock, refused while it names a
 live process on this host or any process on another host (the user deletes it when that run
-is gone). `release()` empties the file and drops the lock.
+is gone). `release()` removes the file and drops the lock, so a finished or failed command
+leaves nothing behind; a file left by a killed holder is what "take over" finds. Because the file
+is removed on release, `acquire` checks after locking that the path still names the file it
+locked (else another holder removed it meanwhile) and tries again.
 """
 
 import datetime
@@ -78,13 +82,16 @@ class RunLock:
     self.path, self._fd, self.note = path, fd, note
 
   def release(self):
-    """Empties the lock file and drops the lock (idempotent)."""
+    """Removes the lock file and drops the lock (idempotent)."""
     if self._fd is None:
       if self.path is not None and fileio.is_url(self.path):
-        fileio.write_bytes(self.path, b"")
+        fileio.remove(self.path)
         self.path = None
       return
-    os.ftruncate(self._fd, 0)
+    try:
+      os.remove(self.path)
+    except FileNotFoundError:
+      pass
     fcntl.flock(self._fd, fcntl.LOCK_UN)
     os.close(self._fd)
     self._fd = None
@@ -96,17 +103,30 @@ class RunLock:
     self.release()
 
 
+def _locked_fd(run_dir, path, attempts=20):
+  """An fd of the lock file at `path` holding its exclusive flock (see the module docstring)."""
+  for _ in range(attempts):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      info = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace")) or {}
+      os.close(fd)
+      raise LockError(f"{run_dir} is in use by {_holder_text(info)}; wait for it to finish or "
+                      "stop it") from None
+    try:
+      if os.stat(path).st_ino == os.fstat(fd).st_ino:
+        return fd
+    except FileNotFoundError:
+      pass
+    os.close(fd)  # its holder removed the file after we opened it: lock the new one
+  raise LockError(f"{run_dir}: could not take the lock (its lock file keeps changing)")
+
+
 def _acquire_local(run_dir, command):
   path = layout.lock_file(run_dir)
   os.makedirs(run_dir, exist_ok=True)
-  fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-  except BlockingIOError:
-    info = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace")) or {}
-    os.close(fd)
-    raise LockError(f"{run_dir} is in use by {_holder_text(info)}; wait for it to finish or "
-                    "stop it") from None
+  fd = _locked_fd(run_dir, path)
   old = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
   os.ftruncate(fd, 0)
   os.pwrite(fd, json.dumps(_info(command)).encode("utf-8"), 0)

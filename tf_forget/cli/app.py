@@ -77,6 +77,17 @@ def _interrupted(name, exc):
 
 def _call(main, name, argv):
   """Runs `main(argv)`; returns the exit status under the rules of the module docstring."""
+  code = 1
+  try:
+    code = _status(main, name, argv)
+    return code
+  finally:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the exit
+    console.close(failed=code == 1)
+
+
+def _status(main, name, argv):
+  """`main(argv)`'s exit status; one-line errors and interrupts printed (module docstring)."""
   try:
     if len(argv) > 1:
       raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -101,9 +112,6 @@ def _call(main, name, argv):
       console.keep()
       console.error(f"{name}: TensorFlow's output is in {console.log_path()}")
     return 1
-  finally:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the exit
-    console.close()
 
 
 @contextlib.contextmanager
@@ -126,7 +134,7 @@ def locked_run_dir(run_dir, command, check_ours=True, log=print):
   try:
     if lock.note:
       log(lock.note)
-    console.attach(run_dir)
+    console.attach(run_dir, defer=True)
     yield lock
   finally:
     lock.release()

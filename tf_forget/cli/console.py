@@ -40,6 +40,7 @@ class _State:
     self.remote_dir = None
     self.name = "tf_forget"
     self.keep = False
+    self.pending_dir = None  # `attach(..., defer=True)`: moved there by `close` on success
 
 
 _STATE = _State()
@@ -80,16 +81,25 @@ def capture(name, verbose=False):
   _STATE.log_path = path
 
 
-def attach(run_dir):
+def _log_name():
+  stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+  return f"{_STATE.name}-{stamp}-{os.getpid()}.log"
+
+
+def attach(run_dir, defer=False):
   """Moves the log into `<run_dir>/logs/` (the rest of the run appends there); returns its path.
 
-  Call it once the run directory is the command's (validated, locked). Without a capture this
-  does nothing and returns None.
+  Call it once the run directory is the command's (validated, locked). With `defer=True` the
+  log stays temporary and `close` moves it there only if the command did not fail with a
+  one-line error (a stage binary that refuses its input leaves nothing in the run). Without a
+  capture this does nothing and returns None.
   """
   if _STATE.log_path is None or _STATE.attached:
     return _STATE.log_path
-  stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-  base = f"{_STATE.name}-{stamp}-{os.getpid()}.log"
+  if defer:
+    _STATE.pending_dir = run_dir
+    return _STATE.log_path
+  base = _log_name()
   if filesystem.is_url(run_dir):
     _STATE.remote_dir = filesystem.join(run_dir, LOGS_DIR, base)
     _STATE.attached = True
@@ -113,11 +123,17 @@ def keep():
   _STATE.keep = True
 
 
-def close():
-  """Ends the capture: copies a remote run's log, removes an unattached temporary log."""
+def close(failed=False):
+  """Ends the capture: copies a remote run's log, removes an unattached temporary log.
+
+  Args:
+    failed: the command stopped with a one-line error (a deferred log is then dropped).
+  """
   if _STATE.log_path is None:
     return
   sys.stderr.flush()
+  if _STATE.pending_dir is not None and not failed:
+    attach(_STATE.pending_dir)
   if _STATE.remote_dir is not None:
     try:
       fileio.copy(_STATE.log_path, _STATE.remote_dir)

@@ -27,6 +27,7 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from tf_forget.artifacts import names
 from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
 from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
 
@@ -92,7 +93,7 @@ def main(argv):
   rows = {(r["member_variant"], r["format"], r["encoding"]): r for r in table["rows"]}
 
   def meta(mv, fmt, enc):
-    path = export.export_paths(work, formats.Variant(mv, fmt, enc), 0)[1]
+    path = export.export_paths(work, names.Variant(mv, fmt, enc), 0)[1]
     return json.load(open(path)) if os.path.exists(path) else None
 
   dense_f32 = meta("dense", "float32", "plain")["size_bytes"]["raw"]
@@ -100,9 +101,9 @@ def main(argv):
   for mv in sorted({r[0] for r in rows}, key=lambda m: (m != "dense", m)):
     for fmt in fmts:
       plain, sparse = meta(mv, fmt, "plain"), meta(mv, fmt, "sparse")
-      files = {"plain": export.export_paths(work, formats.Variant(mv, fmt), 0)[0]}
+      files = {"plain": export.export_paths(work, names.Variant(mv, fmt), 0)[0]}
       if sparse is not None:
-        files["sparse"] = export.export_paths(work, formats.Variant(mv, fmt, "sparse"), 0)[0]
+        files["sparse"] = export.export_paths(work, names.Variant(mv, fmt, "sparse"), 0)[0]
       lat = latency.measure(files, num_threads=_NUM_THREADS.value, repeats=_REPEATS.value)
       twin = (rows.get((mv, fmt, "sparse")) or {}).get("vs_plain_twin")
       choice = deploy.choose_encoding(

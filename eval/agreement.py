@@ -19,7 +19,7 @@ top-1 identical). Any difference is a one-line reason.
 
 import numpy as np
 
-from eval import predictions
+from tf_forget.artifacts import predictions
 from tf_forget.artifacts import errors
 
 

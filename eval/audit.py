@@ -21,6 +21,7 @@ import sys
 from absl import flags
 from absl import logging
 
+from tf_forget import executor as executor_lib
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
@@ -29,6 +30,8 @@ from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.corruptions import robust_training
+from tf_forget.prune import scores as prune_scores
+from tf_forget.report import gates as gates_lib
 
 GATE_FAILED = 3
 
@@ -57,7 +60,7 @@ _PRUNING = flags.DEFINE_list(
     "--methods (003 Algorithm 1); both = gradual,oneshot.")
 _RATIOS = flags.DEFINE_list("ratios", ["2", "4", "10", "20", "50"],
                             "One-shot compression ratios r > 1 (weights before / after; 002).")
-_ALGORITHMS = flags.DEFINE_list("algorithms", ["mp", "gp", "up", "rp"],
+_ALGORITHMS = flags.DEFINE_list("algorithms", list(names.ONESHOT_ALGORITHMS),
                                 "One-shot algorithms: mp magnitude, gp gradient, up undecayed, "
                                 "rp random (002 §3).")
 _FINETUNE = flags.DEFINE_string("finetune", None,
@@ -71,10 +74,10 @@ _EXCLUDE_CLASSIFIER = flags.DEFINE_bool("exclude_classifier", None,
 _RATIO_OVER = flags.DEFINE_enum("ratio_over", None, ["prunable", "all"],
                                 "Count one-shot ratios over the prunable kernels (default) "
                                 "or all parameters (002's reference; SPEC §6.3).")
-_UP_FORMULA = flags.DEFINE_enum("up_formula", None, ["code", "derivation"],
+_UP_FORMULA = flags.DEFINE_enum("up_formula", None, list(prune_scores.UP_FORMULAS),
                                 "UP score: the authors' code (default) or 002's derivation "
                                 "line read literally (SPEC §6.1).")
-_METHODS = flags.DEFINE_list("methods", ["wt", "ft"],
+_METHODS = flags.DEFINE_list("methods", list(names.ITERATIVE_ALGORITHMS),
                              "Iterative prune-retrain methods: wt weight thresholding (global "
                              "|w|), ft filter thresholding (per-layer filter L1 norm; 003).")
 _CYCLES = flags.DEFINE_integer("cycles", None,
@@ -124,7 +127,7 @@ _SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
 _IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W.")
 _EXECUTOR = flags.DEFINE_enum(
-    "executor", "local", ["inline", "local", "ray"],
+    "executor", "local", sorted(executor_lib.EXECUTORS),
     "Where the work runs: local = a process pool of --workers; ray = Ray core tasks at "
     "--ray_address; inline = this process, one unit after another. All give the same bytes.")
 _WORKERS = flags.DEFINE_integer("workers", None,
@@ -200,9 +203,9 @@ def _check_ratios(values):
     return False
 
 
-@flags.validator("algorithms", "algorithms must be among mp, gp, up, rp")
+@flags.validator("algorithms", "algorithms must be among " + ", ".join(names.ONESHOT_ALGORITHMS))
 def _check_algorithms(values):
-  return bool(values) and all(v in ("mp", "gp", "up", "rp") for v in values)
+  return bool(values) and all(v in names.ONESHOT_ALGORITHMS for v in values)
 
 
 @flags.validator("pruning", "pruning must be among " + ", ".join(PRUNING_KINDS))
@@ -210,9 +213,9 @@ def _check_pruning(values):
   return bool(values) and all(v in PRUNING_KINDS for v in values)
 
 
-@flags.validator("methods", "methods must be among wt, ft")
+@flags.validator("methods", "methods must be among " + ", ".join(names.ITERATIVE_ALGORITHMS))
 def _check_methods(values):
-  return bool(values) and all(v in ("wt", "ft") for v in values)
+  return bool(values) and all(v in names.ITERATIVE_ALGORITHMS for v in values)
 
 
 @flags.validator("keep_alpha", "keep_alpha must be in (0, 1)")
@@ -286,7 +289,7 @@ def main(argv):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
-  from eval import deploy  # pylint: disable=g-import-not-at-top
+  from eval import audit_plan  # pylint: disable=g-import-not-at-top
   variants = _VARIANTS.value
   if _SPARSITIES.value:
     variants = (variants or ["dense"]) + [f"prune_{float(t):g}" for t in _SPARSITIES.value]
@@ -318,7 +321,7 @@ def main(argv):
     pruned_quant = []
   noise = _NOISE.value
   noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
-  config = audit_lib.AuditConfig(
+  config = audit_plan.AuditConfig(
       dataset=_DATASET.value,
       out=filesystem.user_path(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
@@ -331,7 +334,7 @@ def main(argv):
       steps=_STEPS.value, population_seed=_SEED.value,
       data_dir=filesystem.user_path(_DATA_DIR.value),
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
-      gates=deploy.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
+      gates=gates_lib.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
       deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
       deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value,
       remeasure_latency=_REMEASURE.value,
@@ -340,7 +343,7 @@ def main(argv):
       ray_address=_RAY_ADDRESS.value)
   if _PLAN.value:
     try:
-      print(audit_lib.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))
+      print(audit_plan.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))
     except errors.Error as e:
       sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
     return 0

@@ -56,17 +56,6 @@ from tf_forget.artifacts import run_lock
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 
-# The config, plan and identity live in `eval.audit_plan`; their names are kept here for the
-# binary and callers.
-AuditConfig = audit_plan.AuditConfig
-AuditError = audit_plan.AuditError
-plan = audit_plan.plan
-plan_report = audit_plan.plan_report
-audit_identity = run_identity.audit_identity
-check_audit_file = run_identity.check_audit_file
-robustness_members = audit_plan.robustness_members
-AUDIT_SCHEMA = audit_plan.AUDIT_SCHEMA
-EXECUTORS = audit_plan.EXECUTORS
 # How long a `scheme://` --out may take to answer the write probe before the audit gives up.
 URL_CHECK_TIMEOUT_S = 60.0
 
@@ -92,20 +81,20 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-      raise AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the bucket name, "
-                       "the network and the credentials")
+      raise audit_plan.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
+                                  "bucket name, the network and the credentials")
   if "error" in outcome:
-    raise AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
+    raise audit_plan.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
 def _validate(config):
   """Every check of `run_audit` that writes nothing; returns (plan, identity)."""
-  p = plan(config)
-  identity = audit_identity(config, p)
+  p = audit_plan.plan(config)
+  identity = run_identity.audit_identity(config, p)
   if fileio.is_url(config.out):  # an unreachable bucket: one line, before anything is read
     _check_out(config.out)
   run_lock.check_ours(config.out)
-  check_audit_file(config.out, identity)
+  run_identity.check_audit_file(config.out, identity)
   population.check_run_dir(p.population)
   stages.check_executor(config)
   if not fileio.is_url(config.out):
@@ -121,7 +110,7 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
   error or an interrupt; the kernel drops it if the process is killed).
 
   Args:
-    config: an `AuditConfig`.
+    config: an `audit_plan.AuditConfig`.
     log: callable(str) for the progress lines.
     on_locked: optional callable(out) called once the run directory is locked and before the
       first artifact is written (the binary moves its log file there).
@@ -140,7 +129,8 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
   try:
     if lock.note:
       log(lock.note)
-    check_audit_file(config.out, identity)  # again: another command may have written it
+    # Again: another command may have written it between the check and the lock.
+    run_identity.check_audit_file(config.out, identity)
     if on_locked is not None:
       on_locked(config.out)
     return _run_locked(config, p, identity, log, human_study)
@@ -150,12 +140,13 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
 
 def _run_locked(config, p, identity, log, human_study=None):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
-  fileio.write_json(layout.audit_file(config.out), {"schema": AUDIT_SCHEMA, "config": identity})
+  fileio.write_json(layout.audit_file(config.out),
+                    {"schema": audit_plan.AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
   executor = stages.make_executor(config, log)
   try:
     try:
-      log(plan_report(config, workers=getattr(executor, "workers", None)))
+      log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
     plain_variants = stages.make_predictions(config, p, executor, t_start, log)

@@ -18,6 +18,7 @@ from typing import Mapping, Optional, Sequence
 
 from eval import costs
 from eval import deploy
+from tf_forget import executor as executor_lib
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
@@ -29,12 +30,11 @@ from tf_forget.data import registry as data_registry
 from tf_forget.prune import iterative_protocol
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import protocol as prune_protocol
+from tf_forget.report import gates as gates_lib
 from tf_forget.train import population
-from tflite_export import formats
 
 
 AUDIT_SCHEMA = "tf_forget.audit/1"
-EXECUTORS = ("inline", "local", "ray")
 ROBUSTNESS = ("generated", "published")
 
 
@@ -80,7 +80,7 @@ class AuditConfig:
     population_seed: base seed of the population.
     data_dir: tfds data directory.
     image_size: optional (H, W) input resize.
-    gates: `deploy.Gates`.
+    gates: `gates_lib.Gates`.
     deploy_members: "first" or "all".
     deploy_encoding: "auto", "plain" or "sparse" (`deploy.choose_encoding`; "plain" exports
       no sparse twins).
@@ -122,7 +122,7 @@ class AuditConfig:
   population_seed: int = 0
   data_dir: Optional[str] = None
   image_size: Optional[Sequence[int]] = None
-  gates: deploy.Gates = deploy.Gates()
+  gates: gates_lib.Gates = gates_lib.Gates()
   deploy_members: str = "first"
   deploy_encoding: str = "auto"
   max_latency_ratio: float = deploy.DEFAULT_MAX_LATENCY_RATIO
@@ -291,8 +291,9 @@ def plan(config, check_data=True):
   """
   if config.deploy_members not in ("first", "all"):
     raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
-  if config.executor not in EXECUTORS:
-    raise AuditError(f"executor must be one of {', '.join(EXECUTORS)}, got {config.executor!r}")
+  if config.executor not in executor_lib.EXECUTORS:
+    raise AuditError(f"executor must be one of {', '.join(sorted(executor_lib.EXECUTORS))}, got "
+                     f"{config.executor!r}")
   if config.executor != "inline" and str(config.out).startswith("ram://"):
     raise AuditError(f"{config.out} is in this process's memory, which worker processes do not "
                      "share: use --executor=inline, or a shared path (gs://, a shared disk)")
@@ -317,7 +318,7 @@ def plan(config, check_data=True):
                                if config.pruned_quantizations is None
                                else config.pruned_quantizations)
   for fmt in quantizations + pruned_quantizations:
-    formats.check_format(fmt)
+    names.check_format(fmt)
   deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
   encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
   corrupted = _corruption_splits(config)
@@ -380,7 +381,7 @@ def plan_report(config, unit_costs=None, workers=None):
   protocol = _protocol(config.dataset)
   if spec.eval_split not in protocol.split_sizes:
     raise AuditError(f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
-  n_dense = sum(v == formats.DENSE for v in pop.variants)
+  n_dense = sum(v == names.DENSE for v in pop.variants)
   finetune_images = 0
   if p.oneshot:
     n_train = protocol.split_sizes.get("train", 0)

@@ -2,7 +2,7 @@
 
 `eval/audit.py --plan` prints it for any data set, with or without its data on disk (the
 counts come from the data set's protocol, `tf_forget.data.protocols`, and the population
-config; `audit_lib.plan_report`). No TensorFlow here.
+config; `audit_plan.plan_report`). No TensorFlow here.
 
 Counts (`counts`):
   * train: members (variants x K) and training images (optimizer steps x batch, per member;

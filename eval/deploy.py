@@ -4,7 +4,7 @@
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
 
 The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
-shows the same verdicts) and are re-exported here. The bundle is written
+shows the same verdicts). The bundle is written
 whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
 URL file system such as gs://, the manifest out first and in last), so a failed or killed run
 leaves the previous bundle or the new one, never a mixture (issue #25).
@@ -23,11 +23,10 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
-from tf_forget.io import atomic
 from tf_forget.report import gates as gates_lib
 from tflite_export import export as export_lib
-from tflite_export import formats
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 BUNDLE = "deploy"  # out_dir/deploy
@@ -42,10 +41,6 @@ MIN_SIZE_SAVING = 0.01
 
 class DeployError(errors.Error):
   """Bad deployment options or encoding inputs (one line)."""
-
-
-Gates = gates_lib.Gates
-verdict = gates_lib.verdict
 
 
 def _positive(value):
@@ -139,8 +134,8 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
 def _dense_size(run_dir, k, cache):
   """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
   if k not in cache:
-    _, meta = export_lib.export_paths(run_dir, formats.parse_variant(formats.DENSE), k)
-    cache[k] = atomic.read_json(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
+    _, meta = export_lib.export_paths(run_dir, names.parse_variant(names.DENSE), k)
+    cache[k] = fileio.read_json(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
   return cache[k]
 
 
@@ -172,23 +167,23 @@ def _build(run_dir, bundle, report, gates, members, encodings):
   """Copies the shipped files into the new directory `bundle`, writes its manifest last."""
   entries, dense_sizes = [], {}
   for variant_name, summary in sorted(report["variants"].items()):
-    variant = formats.parse_variant(variant_name)
-    gate = verdict(variant_name, summary, gates)
+    variant = names.parse_variant(variant_name)
+    gate = gates_lib.verdict(variant_name, summary, gates)
     ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
     choice = (encodings or {}).get(variant_name)
     shipped = variant
-    if choice and choice.get("encoding", formats.DEFAULT_ENCODING) != variant.encoding:
-      shipped = formats.Variant(variant.member_variant, variant.format, choice["encoding"])
+    if choice and choice.get("encoding", names.DEFAULT_ENCODING) != variant.encoding:
+      shipped = names.Variant(variant.member_variant, variant.format, choice["encoding"])
     for k in ks[:1] if members == "first" else ks:
       src, meta_path = export_lib.export_paths(run_dir, shipped, k)
-      entries.append(_entry(variant_name, k, atomic.read_json(meta_path), summary, gate, choice,
+      entries.append(_entry(variant_name, k, fileio.read_json(meta_path), summary, gate, choice,
                             _dense_size(run_dir, k, dense_sizes)))
       fileio.copy(src, os.path.join(bundle, entries[-1]["file"]))
   manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
               "gates": dataclasses.asdict(gates), "files": entries,
               "failed_variants": sorted({e["variant"] for e in entries
                                          if not e["gate"]["passed"]})}
-  atomic.write_json(os.path.join(bundle, MANIFEST), manifest, strict=True)
+  fileio.write_json(os.path.join(bundle, MANIFEST), manifest, strict=True)
   return manifest
 
 

@@ -31,8 +31,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
-from tf_forget.io import atomic
-from tflite_export import formats
+from tf_forget.artifacts import names
 
 SCHEMA = "tf_forget.encodings/1"
 DEFAULT_REPEATS = latency.DEFAULT_REPEATS
@@ -69,7 +68,7 @@ def _recorded(run_dir, log):
   if not fileio.exists(path(run_dir)):
     return {}
   try:
-    doc = atomic.read_json(path(run_dir), "encodings artifact")
+    doc = fileio.read_json(path(run_dir), "encodings artifact")
   except errors.ReadError as e:
     if log:
       log(f"redo encodings: {errors.one_line(e, 200)}")
@@ -156,8 +155,8 @@ def _files(run, name):
   plain = run.exports.get((name, run.k))
   if plain is None:
     raise evaluate.EvaluationError(f"no export of variant {name} member {run.k} in {run.run_dir}")
-  v = formats.parse_variant(name)
-  sparse_name = formats.Variant(v.member_variant, v.format, "sparse").name
+  v = names.parse_variant(name)
+  sparse_name = names.Variant(v.member_variant, v.format, "sparse").name
   sparse = run.exports.get((sparse_name, run.k))
   if sparse is None and (sparse_name, run.k) not in run.failures:
     return plain, None, None
@@ -199,10 +198,10 @@ def _read_inputs(run_dir, split, k, settings):
   table_path = layout.agreement(run_dir, split)
   if not fileio.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
-  dense = exports.get((formats.DENSE, k))
+  dense = exports.get((names.DENSE, k))
   if dense is None:
     raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
-  return _Inputs(run_dir, exports, failures, atomic.read_json(table_path), k, settings,
+  return _Inputs(run_dir, exports, failures, fileio.read_json(table_path), k, settings,
                  dense["size_bytes"]["raw"])
 
 
@@ -248,5 +247,5 @@ def choose(run_dir, variants, split, k=0, mode="auto",
       log(f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
           + (" [recorded]" if reused else ""))
   doc = dict({"schema": SCHEMA, "split": split, "k": k}, **settings, variants=entries)
-  atomic.write_json(path(run_dir), doc)
+  fileio.write_json(path(run_dir), doc)
   return doc

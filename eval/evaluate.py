@@ -28,6 +28,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.data import base
 from tflite_export import formats
@@ -226,7 +227,7 @@ def list_exports(run_dir):
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
   order = {name: i for i, name in enumerate(formats.FORMATS)}
-  return sorted(found, key=lambda m: (m["member_variant"] != formats.DENSE, m["member_variant"],
+  return sorted(found, key=lambda m: (m["member_variant"] != names.DENSE, m["member_variant"],
                                       int(m["k"]), order.get(m["format"], len(order)),
                                       m["encoding"]))
 
@@ -240,8 +241,8 @@ def list_failures(run_dir):
   found = []
   if not fileio.isdir(root):
     return found
-  for dirpath, _, names in sorted(fileio.walk(root)):
-    for name in names:
+  for dirpath, _, filenames in sorted(fileio.walk(root)):
+    for name in filenames:
       if name.endswith(".failed.json") and ".tmp-" not in name:
         try:
           record = fileio.read_json(os.path.join(dirpath, name), "failure record")

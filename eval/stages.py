@@ -26,13 +26,13 @@ from eval import parallel
 from eval import population as eval_population
 from eval import tasks
 from tf_forget import executor as executor_lib
+from tf_forget.artifacts import names
 from tf_forget.cli import status
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.prune import population as prune_population
 from tf_forget.train import population
 from tflite_export import export as export_lib
-from tflite_export import formats
 
 
 class Progress:
@@ -117,8 +117,8 @@ def make_predictions(config, p, executor, t_start, log):
   if executor is not None:
     parallel.export(executor, config.out, members, dense_formats, pruned_formats, encodings,
                     ("plain",), dataset, log=log)
-  n_pruned = sum(m["variant"] != formats.DENSE for m in metas)
-  n_dense = sum(m["variant"] == formats.DENSE for m in metas) * len(dense_formats)
+  n_pruned = sum(m["variant"] != names.DENSE for m in metas)
+  n_dense = sum(m["variant"] == names.DENSE for m in metas) * len(dense_formats)
   n_pruned *= len(pruned_formats)
   n_files = n_dense + n_pruned * len(encodings)
   progress = Progress("export", n_files, log)
@@ -128,7 +128,7 @@ def make_predictions(config, p, executor, t_start, log):
       log=lambda line: (log(f"  {line}") if line.startswith("redo ") else progress(line)))
   all_variants = list(dict.fromkeys(r["variant"] for r in exported if not r.get("failed")))
   plain_variants = [v for v in all_variants
-                    if formats.parse_variant(v).encoding == formats.DEFAULT_ENCODING]
+                    if names.parse_variant(v).encoding == names.DEFAULT_ENCODING]
   redo = lambda line: log(f"  {line}")
   robust_files = [(v, k) for v in plain_variants for k in robust]
   n_robust = len(plain_variants) * len(robust)

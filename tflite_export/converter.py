@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tflite_export import formats
 
@@ -68,7 +69,7 @@ def representative_dataset(images):
   return generator
 
 
-def convert(model, fmt, representative_images=None, encoding=formats.DEFAULT_ENCODING):
+def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCODING):
   """Converts a Keras 2 model to TFLite bytes.
 
   The "sparse" encoding (issue #10) adds `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the
@@ -81,24 +82,24 @@ def convert(model, fmt, representative_images=None, encoding=formats.DEFAULT_ENC
     fmt: a key of `formats.FORMATS`.
     representative_images: uint8 `[N, H, W, C]`, required by formats that need calibration
       (`full_int8`; SPEC §2.5), ignored by the others.
-    encoding: a value of `formats.ENCODINGS`.
+    encoding: a value of `names.ENCODINGS`.
 
   Returns:
     The `.tflite` flatbuffer as bytes.
 
   Raises:
-    formats.FormatError: unknown format or encoding.
+    names.FormatError: unknown format or encoding.
     ConversionError: missing representative data or a converter failure.
   """
-  formats.check_format(fmt)
-  formats.check_encoding(encoding)
+  names.check_format(fmt)
+  names.check_encoding(encoding)
   options = formats.FORMATS[fmt]
   spec = input_signature(model)
   function = tf.function(lambda image: model(image, training=False))
   concrete = function.get_concrete_function(spec)
   converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], model)
   optimizations = [tf.lite.Optimize.DEFAULT] if options["optimize"] else []
-  if encoding == formats.SPARSE:
+  if encoding == names.SPARSE:
     optimizations.append(tf.lite.Optimize.EXPERIMENTAL_SPARSITY)
   if optimizations:
     converter.optimizations = optimizations
@@ -122,7 +123,7 @@ def convert(model, fmt, representative_images=None, encoding=formats.DEFAULT_ENC
   try:
     return converter.convert()
   except Exception as e:  # pylint: disable=broad-except
-    what = fmt if encoding == formats.DEFAULT_ENCODING else f"{fmt} ({encoding} encoding)"
+    what = fmt if encoding == names.DEFAULT_ENCODING else f"{fmt} ({encoding} encoding)"
     raise ConversionError(f"TFLite conversion to {what} failed: {_one_line(e)}") from e
 
 

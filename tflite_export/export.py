@@ -32,6 +32,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tflite_export import converter
@@ -80,11 +81,11 @@ def list_members(run_dir):
         found.append((variant, int(k)))
   if not found:
     raise ExportError(f"{run_dir} has no finished member (members/<variant>/<k>/metadata.json)")
-  return sorted(found, key=lambda vk: (vk[0] != formats.DENSE, vk[0], vk[1]))
+  return sorted(found, key=lambda vk: (vk[0] != names.DENSE, vk[0], vk[1]))
 
 
 def plan(members, dense_formats, pruned_formats=("float32",),
-         encodings=(formats.DEFAULT_ENCODING,), dense_encodings=None):
+         encodings=(names.DEFAULT_ENCODING,), dense_encodings=None):
   """The exports to make: [(Variant, k)] for the given members (SPEC §1.1).
 
   Args:
@@ -98,20 +99,20 @@ def plan(members, dense_formats, pruned_formats=("float32",),
       gives ("plain",): a dense model's sparse file is its plain file re-serialized.
 
   Returns:
-    A list of (`formats.Variant`, k).
+    A list of (`names.Variant`, k).
   """
   def ordered(encs):
-    return sorted(dict.fromkeys(encs), key=lambda e: e != formats.DEFAULT_ENCODING)
+    return sorted(dict.fromkeys(encs), key=lambda e: e != names.DEFAULT_ENCODING)
 
   order = ordered(encodings)
   dense_order = order if dense_encodings is None else ordered(dense_encodings)
   jobs = []
   for member_variant, k in members:
-    dense = member_variant == formats.DENSE
+    dense = member_variant == names.DENSE
     fmts = dense_formats if dense else pruned_formats
     for fmt in fmts:
       for encoding in (dense_order if dense else order):
-        jobs.append((formats.Variant(member_variant, fmt, encoding), k))
+        jobs.append((names.Variant(member_variant, fmt, encoding), k))
   return jobs
 
 
@@ -233,7 +234,7 @@ def export_member(run_dir, variant, k, dataset=None,
 
   Args:
     run_dir: the population run directory.
-    variant: a `formats.Variant`.
+    variant: a `names.Variant`.
     k: member index.
     dataset: a `tf_forget.data.base.Dataset` (built from the member metadata if None; needed
       only by formats with representative data).
@@ -314,7 +315,7 @@ def export_member(run_dir, variant, k, dataset=None,
       "sparse_tensors": flatbuffer.sparse_tensors(data),
       "io": flatbuffer.io_details(data),
   }
-  if variant.encoding != formats.DEFAULT_ENCODING:
+  if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   try:
     fileio.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
@@ -334,7 +335,7 @@ def export_member(run_dir, variant, k, dataset=None,
 
 def _twin_summary(run_dir, variant, k, size):
   """{file, sha256, size_bytes, size_ratio} of a sparse file's plain twin (None if absent)."""
-  twin = formats.plain_twin(variant)
+  twin = names.plain_twin(variant)
   _, twin_meta_path = export_paths(run_dir, twin, k)
   try:
     twin_meta = read_json(twin_meta_path)
@@ -347,7 +348,7 @@ def _twin_summary(run_dir, variant, k, size):
 
 def record_failure(run_dir, variant, k, reason):
   """Writes `<stem>.failed.json` for a conversion that failed; returns the record."""
-  twin = formats.plain_twin(variant)
+  twin = names.plain_twin(variant)
   record = {"schema": FAILURE_SCHEMA, "variant": variant.name,
             "member_variant": variant.member_variant, "k": k, "format": variant.format,
             "encoding": variant.encoding, "reason": _one_line(reason),
@@ -358,7 +359,7 @@ def record_failure(run_dir, variant, k, reason):
 
 def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
                       representative_size=DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
-                      overwrite=False, log=None, encodings=(formats.DEFAULT_ENCODING,),
+                      overwrite=False, log=None, encodings=(names.DEFAULT_ENCODING,),
                       dense_encodings=None, members=None):
   """Exports every finished member of a run (see `plan`); returns the list of export dicts.
 
@@ -373,13 +374,13 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   "redo <variant>/<k> export: <why>".
 
   Raises:
-    ExportError, converter.ConversionError, formats.FormatError: on the first failure of a
+    ExportError, converter.ConversionError, names.FormatError: on the first failure of a
       plain export.
   """
   for fmt in list(dense_formats) + list(pruned_formats):
-    formats.check_format(fmt)
+    names.check_format(fmt)
   for encoding in tuple(encodings) + tuple(dense_encodings or ()):
-    formats.check_encoding(encoding)
+    names.check_encoding(encoding)
   on_disk = list_members(run_dir)
   if members is not None:
     missing = sorted(set(map(tuple, members)) - set(on_disk))
@@ -424,7 +425,7 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
         result = export_member(run_dir, variant, k, data, representative_size, model,
                                metadata, overwrite)
       except converter.ConversionError as e:
-        if variant.encoding == formats.DEFAULT_ENCODING:
+        if variant.encoding == names.DEFAULT_ENCODING:
           raise
         record = record_failure(run_dir, variant, k, str(e))
         if log:

@@ -25,12 +25,12 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.cli import app as cli_app
 from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
 from tf_forget.data import protocols
-from tflite_export import formats  # no TensorFlow: flags are validated before TF loads
 
 _RUN_DIR = flags.DEFINE_string("run_dir", None, "Population run directory (with members/).")
 _FORMATS = flags.DEFINE_string("formats", None,
@@ -104,10 +104,10 @@ def main(argv):
     dense = default_dense if dense is None else dense
     pruned = default_pruned if pruned is None else pruned
   try:
-    dense = formats.parse_formats(dense)
-    pruned = formats.parse_formats(pruned)
-    encodings = formats.parse_encodings(_ENCODINGS.value)
-  except formats.FormatError as e:
+    dense = names.parse_formats(dense)
+    pruned = names.parse_formats(pruned)
+    encodings = names.parse_encodings(_ENCODINGS.value)
+  except names.FormatError as e:
     raise app.UsageError(str(e))
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
   from tflite_export import export

@@ -9,7 +9,7 @@ reference with no optimisation.
 Variant names (SPEC §1.1): a TFLite file is identified by (member variant, format, encoding);
 its *audited variant name* joins the parts with "+", leaving out the defaults
 (`prune_0.9+full_int8`, `float32+sparse`): the grammar and its table live in
-`tf_forget.artifacts.names`, re-exported here.
+`tf_forget.artifacts.names` (its one home, issue #27).
 
 Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" adds
 `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the
@@ -19,21 +19,6 @@ member variant, format and member.
 """
 
 from tf_forget.artifacts import names
-
-# The name grammar (re-exported: `tf_forget.artifacts.names` owns it).
-DENSE = names.DENSE
-DEFAULT_FORMAT = names.DEFAULT_FORMAT
-DEFAULT_ENCODING = names.DEFAULT_ENCODING
-ENCODINGS = names.ENCODINGS
-SPARSE = names.SPARSE
-FormatError = names.FormatError
-Variant = names.Variant
-check_format = names.check_format
-check_encoding = names.check_encoding
-parse_formats = names.parse_formats
-parse_encodings = names.parse_encodings
-plain_twin = names.plain_twin
-parse_variant = names.parse_variant
 
 # name -> converter options. Keys:
 #   optimize: set `converter.optimizations = [tf.lite.Optimize.DEFAULT]`.

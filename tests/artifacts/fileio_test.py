@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 
+import numpy as np
 import pytest
 
 from tf_forget.artifacts import errors
@@ -107,3 +108,32 @@ def test_strict_json_writes_nan_and_infinities_as_null(tmp_path):
   fileio.write_json(path, valid, strict=True)
   assert open(path, "rb").read() == lax == (
       json.dumps(valid, indent=2, sort_keys=True) + "\n").encode()
+
+
+# --- round trips (formerly tests/io/atomic_test.py, the alias module removed: issue #27) ---
+
+
+def test_json_round_trip_and_no_temp_left(tmp_path):
+  path = str(tmp_path / "a" / "b.json")
+  fileio.write_json(path, {"x": [1, 2], "nan": float("nan")})
+  data = fileio.read_json(path)
+  assert data["x"] == [1, 2] and np.isnan(data["nan"])
+  assert [p.name for p in (tmp_path / "a").iterdir()] == ["b.json"]
+
+
+def test_npz_round_trip_refuses_object_arrays(tmp_path):
+  path = str(tmp_path / "p.npz")
+  fileio.write_npz(path, ids=np.arange(3), topk=np.ones((3, 2), np.int16))
+  got = fileio.read_npz(path)
+  np.testing.assert_array_equal(got["ids"], np.arange(3))
+  with pytest.raises(ValueError, match="dtype object"):
+    fileio.write_npz(str(tmp_path / "q.npz"), bad=np.array([{"a": 1}], dtype=object))
+  assert not (tmp_path / "q.npz").exists()
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+  target = tmp_path / "file"
+  target.write_text("x")
+  with pytest.raises(Exception):
+    fileio.write_bytes(str(target / "child.json"), b"{}")  # parent is a file
+  assert target.read_text() == "x"

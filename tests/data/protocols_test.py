@@ -6,13 +6,13 @@ import sys
 import pytest
 
 from eval import audit_plan
+from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import base
 from tf_forget.data import protocols
 from tf_forget.data import registry
 from tf_forget.train import presets
-from tflite_export import formats
 
 
 def test_every_registry_data_set_has_a_consistent_protocol():
@@ -20,7 +20,7 @@ def test_every_registry_data_set_has_a_consistent_protocol():
   for name, p in protocols.PROTOCOLS.items():
     assert p.dataset == name and p.preset in presets.PRESETS
     for fmt in p.quantizations + p.pruned_quantizations:
-      formats.check_format(fmt)
+      names.check_format(fmt)
     assert p.eval_split in p.split_sizes and p.eval_size() > 0
     assert all(1 <= s <= 5 for s in p.severities)
     for corruption in p.corruptions or ():

@@ -33,7 +33,7 @@ def _config(out, **overrides):
       noise_levels=[], deploy_encoding="plain", robustness="published", steps=4,
       preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"})
   values.update(overrides)
-  return audit_lib.AuditConfig(**values)
+  return audit_plan.AuditConfig(**values)
 
 
 def _missing(prefix):
@@ -71,7 +71,7 @@ def test_plan_published_on_cifar10(tmp_path):
 
 
 def test_published_on_digits_is_one_line_naming_it(tmp_path):
-  config = audit_lib.AuditConfig(dataset="digits", out=str(tmp_path), robustness="published")
+  config = audit_plan.AuditConfig(dataset="digits", out=str(tmp_path), robustness="published")
   with pytest.raises(published.PublishedError) as e:
     audit_plan.plan(config, check_data=False)
   assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
@@ -80,7 +80,7 @@ def test_published_on_digits_is_one_line_naming_it(tmp_path):
                               plan=True)
   assert code == f"audit: error: {e.value}"
   with pytest.raises(audit_plan.AuditError, match="robustness must be one of generated, "):
-    audit_plan.plan(audit_lib.AuditConfig(dataset="digits", out=str(tmp_path),
+    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out=str(tmp_path),
                                           robustness="both"), check_data=False)
 
 
@@ -99,7 +99,7 @@ def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_
 
 def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
   def counts(robustness):
-    text = audit_plan.plan_report(audit_lib.AuditConfig(
+    text = audit_plan.plan_report(audit_plan.AuditConfig(
         dataset="cifar10", out="/nonexistent", members=5, variants=["dense"],
         quantizations=[], corruptions=["fog"], severities=[3], robustness=robustness))
     return {line.split()[0]: line for line in text.splitlines()[1:5]}

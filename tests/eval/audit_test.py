@@ -8,7 +8,7 @@ import pytest
 
 from tests import binary_main
 from eval import audit
-from eval import deploy
+from tf_forget.report import gates as gates_lib
 
 FLAGS = flags.FLAGS
 
@@ -56,21 +56,21 @@ def test_unwritable_out_is_one_line_error(tmp_path):
 
 
 def test_gate_verdicts():
-  gates = deploy.Gates(max_accuracy_drop=0.01, max_subgroup_fnr_increase=0.05,
+  gates = gates_lib.Gates(max_accuracy_drop=0.01, max_subgroup_fnr_increase=0.05,
                        max_significant_classes=2)
-  ok, reasons = deploy.verdict("prune_0.9", {"top1_change": -0.005, "significant_classes": 2,
+  ok, reasons = gates_lib.verdict("prune_0.9", {"top1_change": -0.005, "significant_classes": 2,
                                              "worst_subgroup": {"fnr": {"increase": 0.05}}},
                                gates)
   assert ok and not reasons
-  ok, reasons = deploy.verdict(
+  ok, reasons = gates_lib.verdict(
       "prune_0.9", {"top1_change": -0.02, "significant_classes": 3,
                     "worst_subgroup": {"fnr": {"subgroup": "MY", "increase": 0.2}}}, gates)
   assert not ok and len(reasons) == 3
   assert any("MY" in r for r in reasons)
   # The baseline is never gated; a gate whose measure is undefined (NaN) or missing cannot be
   # evaluated and fails (issue #25; tests/eval/deploy_faults_test.py).
-  assert deploy.verdict("dense", {"top1_change": -1.0}, gates)[0]
-  ok, reasons = deploy.verdict("float16", {"top1_change": float("nan"),
+  assert gates_lib.verdict("dense", {"top1_change": -1.0}, gates)[0]
+  ok, reasons = gates_lib.verdict("float16", {"top1_change": float("nan"),
                                            "significant_classes": float("nan")}, gates)
   assert not ok and len(reasons) == 3 and all("could not be evaluated" in r for r in reasons)
 

@@ -9,6 +9,8 @@ import pytest
 from eval import deploy
 from eval import latency
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import names
+from tf_forget.report import gates as gates_lib
 from tflite_export import export
 
 PLAIN = {"size": 1000, "latency": 0.010}
@@ -132,7 +134,7 @@ def _report():
 
 
 def test_bundle_default_is_unchanged(run, tmp_path):
-  manifest = deploy.write_bundle(run, str(tmp_path), _report(), deploy.Gates())
+  manifest = deploy.write_bundle(run, str(tmp_path), _report(), gates_lib.Gates())
   assert [(e["variant"], e["encoding"]) for e in manifest["files"]] == [
       ("dense", "plain"), ("prune_0.9", "plain")]
   assert all("encoding_choice" not in e for e in manifest["files"])
@@ -140,10 +142,10 @@ def test_bundle_default_is_unchanged(run, tmp_path):
 
 def test_bundle_ships_the_chosen_sparse_twin(run, tmp_path):
   choice = {"encoding": "sparse", "reason": "sparse file 0.2x", "runtime": "xnnpack"}
-  manifest = deploy.write_bundle(run, str(tmp_path), _report(), deploy.Gates(),
+  manifest = deploy.write_bundle(run, str(tmp_path), _report(), gates_lib.Gates(),
                                  encodings={"prune_0.9": choice})
   entry = [e for e in manifest["files"] if e["variant"] == "prune_0.9"][0]
-  with open(export.export_paths(run, export.formats.Variant("prune_0.9", "float32", "sparse"),
+  with open(export.export_paths(run, names.Variant("prune_0.9", "float32", "sparse"),
                                 0)[1]) as f:
     sparse_meta = json.load(f)
   assert entry["encoding"] == "sparse" and entry["sha256"] == sparse_meta["sha256"]

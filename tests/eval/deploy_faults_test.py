@@ -60,11 +60,11 @@ def _summary(**overrides):
      "gate max_significant_classes could not be evaluated: significant classes undefined"),
 ])
 def test_a_gate_that_cannot_be_evaluated_fails(gates, summary, reason):
-  passed, reasons = deploy.verdict("prune_0.9", summary, gates_lib.Gates(**gates))
+  passed, reasons = gates_lib.verdict("prune_0.9", summary, gates_lib.Gates(**gates))
   assert not passed and len(reasons) == 1 and reasons[0].startswith(reason), reasons
   # Without that gate the same summary passes, and the baseline is never gated.
-  assert deploy.verdict("prune_0.9", summary, gates_lib.Gates()) == (True, [])
-  assert deploy.verdict("dense", summary, gates_lib.Gates(**gates)) == (True, [])
+  assert gates_lib.verdict("prune_0.9", summary, gates_lib.Gates()) == (True, [])
+  assert gates_lib.verdict("dense", summary, gates_lib.Gates(**gates)) == (True, [])
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from eval import latency
 from eval import population
 from tests.tflite_export import fake_run
 from tf_forget.report import deployment
+from tf_forget.report import gates as gates_lib
 from tflite_export import export
 
 
@@ -111,7 +112,7 @@ def test_bundle_and_report_carry_the_choice(run, tmp_path):
   report = {"dataset": {"name": "synthetic", "eval_split": "test"},
             "variants": {v: dict(summary) for v in VARIANTS},
             "inputs": {v: {"test": {"members": [0]}} for v in VARIANTS}}
-  manifest = deploy.write_bundle(run, str(tmp_path), report, deploy.Gates(),
+  manifest = deploy.write_bundle(run, str(tmp_path), report, gates_lib.Gates(),
                                  encodings=doc["variants"])
   entry = next(e for e in manifest["files"] if e["variant"] == "prune_0.9")
   assert entry["encoding"] == "sparse" and entry["runtime"] == "xnnpack"

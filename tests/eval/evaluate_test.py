@@ -9,7 +9,7 @@ from eval import agreement
 from eval import evaluate
 from eval import interpreter
 from eval import population
-from eval import predictions
+from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
 from tf_forget.data import base

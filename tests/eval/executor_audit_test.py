@@ -16,6 +16,7 @@ import os
 import pytest
 
 from eval import audit_lib
+from eval import audit_plan
 from eval import tasks
 from tests.eval import run_digest
 from tf_forget.train import presets
@@ -25,7 +26,7 @@ RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
 
 
 def _config(out, executor, workers):
-  return audit_lib.AuditConfig(
+  return audit_plan.AuditConfig(
       dataset="digits", out=out, preset="tiny", members=2, variants=["dense", "prune_0.5"],
       quantizations=["full_int8"], pruned_quantizations=[], deploy_encoding="plain",
       corruptions=["gaussian_noise", "contrast"], severities=[3], noise_levels=[0.0, 0.5],
@@ -85,10 +86,10 @@ def test_a_rerun_on_another_executor_reuses_everything(runs):
 
 
 def test_ram_paths_need_the_inline_executor():
-  with pytest.raises(audit_lib.AuditError, match="use --executor=inline"):
-    audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="ram://run", executor="local"))
-  with pytest.raises(audit_lib.AuditError, match="executor must be one of"):
-    audit_lib.plan(audit_lib.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
+  with pytest.raises(audit_plan.AuditError, match="use --executor=inline"):
+    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out="ram://run", executor="local"))
+  with pytest.raises(audit_plan.AuditError, match="executor must be one of"):
+    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
 
 
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from eval import predictions
+from tf_forget.artifacts import predictions
 
 
 def test_topk_ties_go_to_the_lowest_index():
@@ -47,7 +47,7 @@ def test_readable_without_tensorflow(tmp_path):
   code = (f"import sys, numpy as np, json\n"
           f"with np.load({path!r}, allow_pickle=False) as d:\n"
           f"  meta = json.loads(str(d['metadata'])); topk = d['topk']\n"
-          f"from eval import predictions\n"
+          f"from tf_forget.artifacts import predictions\n"
           f"predictions.read({path!r})\n"
           f"assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'\n"
           f"print(meta['variant'], topk.tolist())\n")

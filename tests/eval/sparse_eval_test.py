@@ -17,11 +17,11 @@ from eval import batched
 from eval import evaluate
 from eval import interpreter
 from eval import population
-from eval import predictions
+from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import names
 from tflite_export import converter
 from tflite_export import export
-from tflite_export import formats
 
 FORMATS = ["float32", "dynamic_int8", "full_int8"]
 
@@ -33,7 +33,7 @@ def pruned_files():
   model = fake_run.prune(fake_run.train(fake_run.tiny_cnn(0), dataset, epochs=2), dataset, 0.9)
   rep = dataset.take("train", 50).images
   return model, dataset, {(fmt, enc): converter.convert(model, fmt, rep, enc)
-                          for fmt in FORMATS for enc in formats.ENCODINGS}
+                          for fmt in FORMATS for enc in names.ENCODINGS}
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +225,7 @@ def test_failed_sparse_conversion_is_in_the_table(tmp_path, pruned_files):
   run_dir = str(tmp_path)
   fake_run.write_member(run_dir, "prune_0.9", 0, model)
   export.export_population(run_dir, [], ["float32"], dataset=dataset)
-  export.record_failure(run_dir, formats.Variant("prune_0.9", "float32", "sparse"), 0,
+  export.record_failure(run_dir, names.Variant("prune_0.9", "float32", "sparse"), 0,
                         "TFLite conversion to float32 (sparse encoding) failed: boom")
   table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
                                          check_keras=False)["test"]

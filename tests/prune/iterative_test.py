@@ -32,7 +32,6 @@ keras = keras2.keras()
 
 
 def test_names_link_each_cycle_to_the_one_before():
-  assert names.ITERATIVE_ALGORITHMS == structured.ALGORITHMS
   v = names.parse_trained("iter_ft_c3")
   assert (v.method, v.algorithm, v.cycle, v.parent, v.pruned) == ("iterative", "ft", 3,
                                                                   "iter_ft_c2", True)

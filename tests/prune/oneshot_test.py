@@ -7,6 +7,7 @@ softmax regression, in numpy).
 import numpy as np
 import pytest
 
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.prune import oneshot
 from tf_forget.prune import scores
@@ -71,7 +72,7 @@ def test_gradient_leaves_batchnorm_statistics_untouched():
     np.testing.assert_array_equal(a, b.numpy())
 
 
-@pytest.mark.parametrize("algorithm", scores.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", names.ONESHOT_ALGORITHMS)
 def test_prune_removes_the_exact_count_of_weights(algorithm):
   model = _cnn()
   masks, comp = oneshot.prune(model, algorithm, ratio=4, batches=[_images()], eps=2e-4, seed=3)

@@ -4,13 +4,7 @@ import pytest
 
 from tf_forget.artifacts import names
 from tf_forget.prune import protocol
-from tf_forget.prune import scores
 from tf_forget.train import presets
-
-
-def test_grammar_constants_agree_with_the_scores_module():
-  assert names.ONESHOT_ALGORITHMS == scores.ALGORITHMS
-  assert protocol.UP_FORMULAS == scores.UP_FORMULAS
 
 
 def test_resnet_schedule_is_the_released_one():

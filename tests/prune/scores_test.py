@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests import import_check
+from tf_forget.artifacts import names
 from tf_forget.prune import scores
 
 
@@ -67,7 +68,7 @@ def test_ratios_of_002_give_exact_counts(ratio, keep):
   rng = np.random.default_rng(ratio)
   weights = {"a": rng.normal(size=(10, 30)), "b": rng.normal(size=(700,))}
   grads = {n: rng.normal(size=w.shape) for n, w in weights.items()}
-  for algorithm in scores.ALGORITHMS:
+  for algorithm in names.ONESHOT_ALGORITHMS:
     m = scores.masks(algorithm, weights, c.pruned, grads=grads, eps=5e-4, seed=3)
     assert sum(int(v.sum()) for v in m.values()) == keep, algorithm
 
@@ -116,10 +117,11 @@ def test_bad_input_is_one_line():
 
 def test_scores_import_no_tensorflow():
   # Pure numpy: nothing of the pipeline but the error base (`tf_forget.artifacts.errors`,
-  # standard library only), which makes a bad ratio a one-line error of the binaries.
+  # standard library only), which makes a bad ratio a one-line error of the binaries, and the
+  # name grammar that owns the algorithm names (`tf_forget.artifacts.names`, no TensorFlow).
   assert import_check.foreign_modules("from tf_forget.prune import scores",
                                       "tf_forget.prune") == \
-      "tf_forget.artifacts,tf_forget.artifacts.errors"
+      "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names"
   # The check itself can fail: a module that loads TensorFlow is reported.
   assert "tensorflow" in import_check.foreign_modules(
       "from tf_forget.prune import scores\nimport tensorflow", "tf_forget.prune")

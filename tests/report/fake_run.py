@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from eval import predictions
+from tf_forget.artifacts import predictions
 from tf_forget.artifacts import names
 from tf_forget.data import registry
 

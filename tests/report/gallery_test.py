@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from tests.report import fake_run
+from tf_forget.artifacts import names
 from tf_forget.data import registry
 from tf_forget.report import collect
 from tf_forget.report import gallery
@@ -27,7 +28,7 @@ MEMBERS = 5
 
 def _cies(run):
   """compressed variant -> Taxicab dict, as `measures.compute` builds `Measures.cie`."""
-  return {v: measures.taxicab_measures(run, v)[0] for v in run.eval if v != collect.DENSE}
+  return {v: measures.taxicab_measures(run, v)[0] for v in run.eval if v != names.DENSE}
 
 
 def _make_kinds_run(run_dir):

@@ -27,6 +27,7 @@ from tf_forget.artifacts import errors
 from tf_forget.data import registry
 from tf_forget.report import collect
 from tf_forget.report import human_study
+from tf_forget.report import human_study_sample
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
 
@@ -106,7 +107,7 @@ def _fill(where, path, seed=7, rule=RULE):
 def _one_line_error(fn):
   with pytest.raises(errors.Error) as e:
     fn()
-  assert isinstance(e.value, human_study.HumanStudyError)
+  assert isinstance(e.value, human_study_sample.HumanStudyError)
   assert "\n" not in str(e.value)
   return str(e.value)
 
@@ -461,7 +462,7 @@ def test_refused_report_writes_nothing(run_dir, export, filled_report, tmp_path)
   bad = str(tmp_path / "bad.csv")
   _rewrite(path, bad, lambda rows: rows[:-1])
   new_export = str(tmp_path / "new_export")
-  with pytest.raises(human_study.HumanStudyError, match="lack 1 of the key's 80 items"):
+  with pytest.raises(human_study_sample.HumanStudyError, match="lack 1 of the key's 80 items"):
     write.write_report(run_dir, out, CONFIG, human_study={
         "annotations": bad, "key": os.path.join(where, "key.json"), "export_dir": new_export})
   assert fake_run.listing(out) == before and not os.path.exists(new_export)

@@ -11,13 +11,15 @@ from PIL import Image
 
 from tests.report import fake_run
 from tf_forget.report import collect
+from tf_forget.report import figure_kit
 from tf_forget.report import gallery
 from tf_forget.report import measures
 from tf_forget.report import palette
 from tf_forget.report import plots
+from tf_forget.report import recall_study_plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-PX = plots.DPI * plots.SCALE  # pixels per inch of every PNG
+PX = figure_kit.DPI * figure_kit.SCALE  # pixels per inch of every PNG
 VARIANTS = ["dense", "float16", "dynamic_int8", "full_int8", "float32+sparse", "prune_0.5",
             "prune_0.5+float16", "prune_0.7", "prune_0.8", "prune_0.9", "prune_0.9+full_int8",
             "prune_0.9+sparse", "prune_0.9+full_int8+sparse", "prune_0.95", "oneshot_mp_r2",
@@ -80,7 +82,7 @@ def _figures(m):
       "pie_accuracy": lambda: plots.pie_accuracy(t["pie_accuracy"]),
       "subgroups": lambda: plots.subgroups(t["subgroups"]),
       "over_indexing": lambda: plots.over_indexing(t["over_indexing"]),
-      "alpha": lambda: plots.alpha(t["recall_distortion"], m.variants),
+      "alpha": lambda: recall_study_plots.alpha(t["recall_distortion"], m.variants),
   }
 
 
@@ -92,22 +94,22 @@ def test_every_figure_is_a_deterministic_png_at_twice_its_size(biased):
     assert first == second, f"{name} is not deterministic"
     assert b"matplotlib" not in first.lower() and b"Software" not in first, name
     with Image.open(io.BytesIO(first)) as im:
-      assert im.size[0] in (plots.WIDTH * PX, plots.WIDE * PX), (name, im.size)
+      assert im.size[0] in (figure_kit.WIDTH * PX, figure_kit.WIDE * PX), (name, im.size)
       assert len(set(im.convert("L").getdata())) > 2  # not blank
 
 
 def test_png_pixels_are_inches_times_dpi_times_scale():
-  assert plots.SCALE == 2
-  fig, _ = plots.figure(3.0, width=plots.WIDTH)
-  assert fig.get_size_inches().tolist() == [plots.WIDTH, 3.0]
-  assert _size(plots.to_png(fig)) == (1500, 600)  # 7.5 in x 3 in at 100 dpi x 2
-  fig, _ = plots.figure(2.5, ncols=2, nrows=2, width=plots.WIDE)
-  assert _size(plots.to_png(fig)) == (2400, 1000)
+  assert figure_kit.SCALE == 2
+  fig, _ = figure_kit.figure(3.0, width=figure_kit.WIDTH)
+  assert fig.get_size_inches().tolist() == [figure_kit.WIDTH, 3.0]
+  assert _size(figure_kit.to_png(fig)) == (1500, 600)  # 7.5 in x 3 in at 100 dpi x 2
+  fig, _ = figure_kit.figure(2.5, ncols=2, nrows=2, width=figure_kit.WIDE)
+  assert _size(figure_kit.to_png(fig)) == (2400, 1000)
 
 
 def test_html_shows_figures_at_the_scale_they_are_drawn():
   from tf_forget.report import html  # pylint: disable=g-import-not-at-top
-  assert html.FIGURE_SCALE == plots.SCALE  # else the page would up- or downscale every figure
+  assert html.FIGURE_SCALE == figure_kit.SCALE  # else the page would up- or downscale every figure
 
 
 @pytest.mark.parametrize("name", ["topline", "counts", "alpha", "robustness"])
@@ -116,10 +118,10 @@ def test_variant_rows_grow_with_the_number_of_variants(name):
     t = _synthetic(n)
     return {"topline": lambda: plots.topline(t["topline"]),
             "counts": lambda: plots.counts(t["pie"], t["summary"]),
-            "alpha": lambda: plots.alpha(t["alpha"], t["summary"]),
+            "alpha": lambda: recall_study_plots.alpha(t["alpha"], t["summary"]),
             "robustness": lambda: plots.robustness(t["robustness"])}[name]()
   (_, h2), (w30, h30) = _size(draw(2)), _size(draw(30))
-  assert w30 <= plots.WIDE * PX
+  assert w30 <= figure_kit.WIDE * PX
   # Every extra variant row adds at least 0.2 in (the labels of 9 pt text need 0.125 in).
   assert h30 - h2 >= 28 * 0.2 * PX, (h2, h30)
 
@@ -130,20 +132,20 @@ def test_thirty_variants_draw_with_distinct_styles():
   for png in (plots.noise(acc, sim), plots.size_accuracy(t["deployment"]),
               plots.robustness(t["robustness"])):
     assert png.startswith(PNG_MAGIC)
-  styles = plots.variant_styles(VARIANTS)
+  styles = figure_kit.variant_styles(VARIANTS)
   assert len({(s["color"], s["hatch"], s["marker"]) for s in styles.values()}) == 30
   assert styles["dense"]["color"] == palette.DENSE_COLOR
   assert plots.size_accuracy(t["deployment"]) == plots.size_accuracy(t["deployment"])
 
 
 def test_placed_labels_do_not_overlap():
-  fig, (ax,) = plots.figure(3.6)
+  fig, (ax,) = figure_kit.figure(3.6)
   rng = np.random.default_rng(0)
   xy = [(float(x), float(y)) for x, y in zip(rng.uniform(0, 1, 30), rng.uniform(0, .3, 30))]
   ax.scatter(*zip(*xy))
   ax.set_xlim(-0.2, 1.2)
   ax.set_ylim(-1, 1.3)
-  plots.place_labels(fig, ax, xy, [f"oneshot_up_r{i}+full_int8" for i in range(30)])
+  figure_kit.place_labels(fig, ax, xy, [f"oneshot_up_r{i}+full_int8" for i in range(30)])
   fig.draw_without_rendering()
   renderer = fig.canvas.get_renderer()
   # The text only (an annotation's own extent includes its leader line).
@@ -205,7 +207,7 @@ def test_subgroups_with_many_variants_is_a_heatmap_of_the_same_width():
                            ("absolute_difference", .05)):
         rows.append({"variant": v, "model": model, "metric": metric, "a": value, "b": value})
   png = plots.subgroups(pd.DataFrame(rows))
-  assert _size(png)[0] == plots.WIDE * PX
+  assert _size(png)[0] == figure_kit.WIDE * PX
 
 
 def test_robustness_figure_with_nan():

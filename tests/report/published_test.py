@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from eval import predictions
+from tf_forget.artifacts import predictions
 from tf_forget.data import base
 from tf_forget.report import collect
 from tf_forget.report import html

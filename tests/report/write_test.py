@@ -189,16 +189,16 @@ def test_unwritable_output_is_a_one_line_error(digits, tmp_path):
 
 def test_a_failed_write_removes_what_it_wrote(digits, tmp_path, monkeypatch):
   out = str(tmp_path / "out")
-  real = write.atomic.write_json
+  real = write.fileio.write_json
 
   def fail(path, obj):
     raise OSError("disk full")
 
-  monkeypatch.setattr(write.atomic, "write_json", fail)
+  monkeypatch.setattr(write.fileio, "write_json", fail)
   with pytest.raises(write.ReportError, match="disk full"):
     write.write_report(digits[0], out, CONFIG)
   assert fake_run.listing(out) == []
-  monkeypatch.setattr(write.atomic, "write_json", real)
+  monkeypatch.setattr(write.fileio, "write_json", real)
 
 
 # --- issue #25: a failed re-run keeps the previous report byte for byte ----------------------

@@ -5,6 +5,7 @@ import pytest
 
 from eval import batched
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tflite_export import converter
 from tflite_export import formats
@@ -72,5 +73,5 @@ def test_representative_data_changes_calibration(trained):
 
 
 def test_unknown_format():
-  with pytest.raises(formats.FormatError):
+  with pytest.raises(names.FormatError):
     converter.convert(hand_model(), "int4")

@@ -3,13 +3,12 @@
 import json
 import os
 
-import numpy as np
 import pytest
 
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import names
 from tflite_export import converter
 from tflite_export import export
-from tflite_export import formats
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def test_layout_and_metadata(run):
   run_dir, _, results = run
   assert [(r["variant"], r["skipped"]) for r in results] == [
       ("dense", False), ("full_int8", False), ("prune_0.5", False)]
-  path, meta_path = export.export_paths(run_dir, formats.Variant("dense", "full_int8"), 0)
+  path, meta_path = export.export_paths(run_dir, names.Variant("dense", "full_int8"), 0)
   assert path == os.path.join(run_dir, "tflite", "dense", "0", "full_int8.tflite")
   with open(meta_path) as f:
     meta = json.load(f)
@@ -48,7 +47,7 @@ def test_layout_and_metadata(run):
 
 def test_rerun_skips_and_repairs(run):
   run_dir, dataset, _ = run
-  variant = formats.Variant("dense", "float32")
+  variant = names.Variant("dense", "float32")
   path, _ = export.export_paths(run_dir, variant, 0)
   mtime = os.stat(path).st_mtime_ns
   again = export.export_population(run_dir, ["float32", "full_int8"], ["float32"],
@@ -65,7 +64,7 @@ def test_rerun_skips_and_repairs(run):
 def test_representative_shape_mismatch(run):
   run_dir, _, _ = run
   with pytest.raises(converter.ConversionError, match="shape"):
-    export.export_member(run_dir, formats.Variant("prune_0.5", "full_int8"), 0,
+    export.export_member(run_dir, names.Variant("prune_0.5", "full_int8"), 0,
                          dataset=fake_run.SyntheticDataset(image_shape=(9, 9, 1)))
   assert not os.path.exists(
       os.path.join(run_dir, "tflite", "prune_0.5", "0", "full_int8.tflite"))
@@ -82,7 +81,7 @@ def test_unwritable_output(tmp_path):
   fake_run.write_member(run_dir, "dense", 0, fake_run.tiny_cnn(0))
   make_unwritable(os.path.join(run_dir, "tflite"))
   with pytest.raises(export.ExportError, match="cannot write"):
-    export.export_member(run_dir, formats.Variant("dense", "float32"), 0)
+    export.export_member(run_dir, names.Variant("dense", "float32"), 0)
   assert sorted(os.listdir(run_dir)) == ["members", "tflite"]
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tf_forget.artifacts import names
 from tflite_export import formats
 
 
@@ -14,9 +15,9 @@ from tflite_export import formats
     ("prune_0.9", "full_int8", "prune_0.9+full_int8"),
 ])
 def test_variant_names_round_trip(member, fmt, name):
-  variant = formats.Variant(member, fmt)
+  variant = names.Variant(member, fmt)
   assert variant.name == name
-  assert formats.parse_variant(name) == variant
+  assert names.parse_variant(name) == variant
 
 
 def test_registry_is_plain_dict_of_options():
@@ -24,24 +25,24 @@ def test_registry_is_plain_dict_of_options():
   assert formats.FORMATS["full_int8"]["representative"]
   assert formats.FORMATS["full_int8"]["io_type"] == "int8"
   assert not formats.FORMATS["float32"]["optimize"]
-  assert formats.ENCODINGS == ("plain", "sparse")
+  assert names.ENCODINGS == ("plain", "sparse")
 
 
 @pytest.mark.parametrize("bad", ["", "prune_0.9+bogus", "full_int8+float16",
                                  "dense+full_int8", "prune_0.9+float32", "a+b+c+d"])
 def test_bad_variant_names(bad):
-  with pytest.raises(formats.FormatError):
-    formats.parse_variant(bad)
+  with pytest.raises(names.FormatError):
+    names.parse_variant(bad)
 
 
 def test_parse_formats():
-  assert formats.parse_formats("float32, full_int8,float32") == ["float32", "full_int8"]
-  with pytest.raises(formats.FormatError, match="unknown TFLite format 'int4'"):
-    formats.parse_formats("float32,int4")
-  with pytest.raises(formats.FormatError):
-    formats.parse_formats(" , ")
-  with pytest.raises(formats.FormatError):
-    formats.Variant("dense", "float32", "gzip")
+  assert names.parse_formats("float32, full_int8,float32") == ["float32", "full_int8"]
+  with pytest.raises(names.FormatError, match="unknown TFLite format 'int4'"):
+    names.parse_formats("float32,int4")
+  with pytest.raises(names.FormatError):
+    names.parse_formats(" , ")
+  with pytest.raises(names.FormatError):
+    names.Variant("dense", "float32", "gzip")
 
 
 @pytest.mark.parametrize("member,fmt,name", [
@@ -51,24 +52,24 @@ def test_parse_formats():
     ("prune_0.9", "full_int8", "prune_0.9+full_int8+sparse"),
 ])
 def test_sparse_variant_names_round_trip(member, fmt, name):
-  # Names per SPEC §1.1 / formats.Variant.name: defaults (dense, float32, plain) left out,
+  # Names per SPEC §1.1 / names.Variant.name: defaults (dense, float32, plain) left out,
   # except that a dense sparse file keeps its format so the name never reads "sparse" alone.
-  variant = formats.Variant(member, fmt, "sparse")
+  variant = names.Variant(member, fmt, "sparse")
   assert variant.name == name
-  assert formats.parse_variant(name) == variant
-  assert formats.plain_twin(variant) == formats.Variant(member, fmt)
+  assert names.parse_variant(name) == variant
+  assert names.plain_twin(variant) == names.Variant(member, fmt)
 
 
 @pytest.mark.parametrize("bad", ["sparse", "prune_0.9+float32+sparse", "sparse+full_int8",
                                  "full_int8+sparse+sparse"])
 def test_bad_sparse_variant_names(bad):
-  with pytest.raises(formats.FormatError):
-    formats.parse_variant(bad)
+  with pytest.raises(names.FormatError):
+    names.parse_variant(bad)
 
 
 def test_parse_encodings():
-  assert formats.parse_encodings("plain, sparse,plain") == ["plain", "sparse"]
-  with pytest.raises(formats.FormatError, match="unknown encoding 'gzip'"):
-    formats.parse_encodings("plain,gzip")
-  with pytest.raises(formats.FormatError, match="no encoding"):
-    formats.parse_encodings(",")
+  assert names.parse_encodings("plain, sparse,plain") == ["plain", "sparse"]
+  with pytest.raises(names.FormatError, match="unknown encoding 'gzip'"):
+    names.parse_encodings("plain,gzip")
+  with pytest.raises(names.FormatError, match="no encoding"):
+    names.parse_encodings(",")

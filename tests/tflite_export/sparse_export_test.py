@@ -21,6 +21,7 @@ import os
 import pytest
 
 from tests.tflite_export import fake_run
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tflite_export import converter
 from tflite_export import export
@@ -70,11 +71,11 @@ def test_layout_names_and_metadata(run):
       "prune_0.9+float16", "prune_0.9+float16+sparse",
       "prune_0.9+dynamic_int8", "prune_0.9+dynamic_int8+sparse",
       "prune_0.9+full_int8", "prune_0.9+full_int8+sparse"]
-  variant = formats.Variant("prune_0.9", "full_int8", "sparse")
+  variant = names.Variant("prune_0.9", "full_int8", "sparse")
   path, meta_path = export.export_paths(run_dir, variant, 0)
   assert path == os.path.join(run_dir, "tflite", "prune_0.9", "0", "full_int8+sparse.tflite")
   meta = _meta(run_dir, variant)
-  plain = _meta(run_dir, formats.plain_twin(variant))
+  plain = _meta(run_dir, names.plain_twin(variant))
   with open(path, "rb") as f:
     data = f.read()
   assert meta["variant"] == "prune_0.9+full_int8+sparse"
@@ -93,7 +94,7 @@ def test_layout_names_and_metadata(run):
 def test_sparsity_matches_keras_kernels(run):
   run_dir, _, pruned, _ = run
   zeros, count = fake_run.kernel_zeros(pruned)  # counted on the Keras model, independently
-  meta = _meta(run_dir, formats.Variant("prune_0.9", "float32", "sparse"))
+  meta = _meta(run_dir, names.Variant("prune_0.9", "float32", "sparse"))
   assert (meta["sparsity"]["kernels"]["zeros"], meta["sparsity"]["kernels"]["count"]) == (
       zeros, count)
 
@@ -109,8 +110,8 @@ def _rows(model):
 @pytest.mark.parametrize("fmt", list(formats.FORMATS))
 def test_sparse_file_smaller_by_what_sparsity_allows(run, fmt):
   run_dir, _, pruned, _ = run
-  plain = _meta(run_dir, formats.Variant("prune_0.9", fmt))
-  sparse = _meta(run_dir, formats.Variant("prune_0.9", fmt, "sparse"))
+  plain = _meta(run_dir, names.Variant("prune_0.9", fmt))
+  sparse = _meta(run_dir, names.Variant("prune_0.9", fmt, "sparse"))
   rows = _rows(pruned)
   removable = sum(k["zeros"] * _BYTES[k["dtype"]]
                   for k in plain["sparsity"]["per_kernel"].values())
@@ -150,14 +151,14 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
   assert "failed" not in results[0]
   reason = results[1]["failed"]
   assert "densify pass broke" in reason and "\n" not in reason
-  sparse = formats.Variant("dense", "float32", "sparse")
+  sparse = names.Variant("dense", "float32", "sparse")
   path, meta_path = export.export_paths(run_dir, sparse, 0)
   assert not os.path.exists(path) and not os.path.exists(meta_path)
   with open(export.failure_path(run_dir, sparse, 0)) as f:
     record = json.load(f)
   assert record["schema"] == export.FAILURE_SCHEMA and record["reason"] == reason
   assert record["plain_twin"] == "float32.tflite"
-  assert export.is_complete(run_dir, formats.Variant("dense"), 0)
+  assert export.is_complete(run_dir, names.Variant("dense"), 0)
   assert any(l.startswith("FAILED float32+sparse/0") for l in lines)
   # A later successful conversion removes the stale failure record.
   monkeypatch.setattr(converter, "convert", real)

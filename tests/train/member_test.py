@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from tf_forget.io import atomic
+from tf_forget.artifacts import fileio
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
 
@@ -95,7 +95,7 @@ def test_resume_after_sigkill(tmp_path):
   assert ckpt.exists(), "no checkpoint was written before the kill"
   done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
   assert done.returncode == 0, done.stderr[-2000:]
-  meta = atomic.read_json(str(run / "members" / "prune_0.5" / "0" / "metadata.json"))
+  meta = fileio.read_json(str(run / "members" / "prune_0.5" / "0" / "metadata.json"))
   assert meta["resumed_from_step"] >= 20 and meta["steps"] == 600
   assert meta["sparsity"]["meets_target"]
   assert not ckpt.exists()

@@ -6,20 +6,20 @@ import sys
 
 import pytest
 
+from tf_forget.artifacts import names
 from tf_forget.train import population
 from tf_forget.train import presets
-from tf_forget.train import variants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_variant_names():
-  assert variants.parse("prune_0.90").name == "prune_0.9"
-  assert variants.parse("prune_.5").sparsity == 0.5
-  assert variants.parse("dense").sparsity == 0
+  assert names.parse_trained("prune_0.90").name == "prune_0.9"
+  assert names.parse_trained("prune_.5").sparsity == 0.5
+  assert names.parse_trained("dense").sparsity == 0
   for bad in ("prune_1.0", "prune_0", "sparse", "prune_0.9+full_int8"):
-    with pytest.raises(variants.VariantError):
-      variants.parse(bad)
+    with pytest.raises(names.VariantError):
+      names.parse_trained(bad)
 
 
 def test_default_variants_follow_the_preset():

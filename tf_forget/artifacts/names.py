@@ -58,9 +58,9 @@ SPARSE = "sparse"
 FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
 ENCODINGS = ("plain", "sparse")
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
-ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # = tf_forget.prune.scores.ALGORITHMS (a test checks)
+ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (SPEC §6.1); their one home
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
-ITERATIVE_ALGORITHMS = ("wt", "ft")  # = tf_forget.prune.structured.ALGORITHMS (a test checks)
+ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (SPEC §6.5); their one home
 _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 

@@ -121,9 +121,11 @@ def _roll_back(staging_dir, names, markers=()):
   """
   parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
   for name in reversed(names):
-    dst, old, new = fileio.join(parent, name), fileio.join(aside, name), fileio.join(staging_dir, name)
+    dst, old = fileio.join(parent, name), fileio.join(aside, name)
+    new = fileio.join(staging_dir, name)
     if fileio.exists(old):
-      if fileio.exists(old + _MOVED) or not fileio.is_url(dst):  # local: one rename moved it aside whole
+      # Locally one rename moved it aside whole; on a URL file system the flag says so.
+      if fileio.exists(old + _MOVED) or not fileio.is_url(dst):
         _remove_entry(dst)
       _move(old, dst, last=markers)
     elif not fileio.exists(new):

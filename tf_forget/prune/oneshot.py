@@ -123,7 +123,7 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
 
   Args:
     model: the trained parent (a copy: it is changed in place).
-    algorithm: "mp", "gp", "up" or "rp" (`scores.ALGORITHMS`).
+    algorithm: "mp", "gp", "up" or "rp" (`names.ONESHOT_ALGORITHMS`).
     ratio, fraction: the compression (`scores.compression`), over the prunable kernels.
     batches, num_batches: training batches for g (GP, UP).
     eps: the parent's weight decay ε (UP).

@@ -30,9 +30,9 @@ import dataclasses
 from typing import Optional, Tuple
 
 from tf_forget.artifacts import errors
+from tf_forget.prune import scores
 
 RATIO_OVER = ("prunable", "all")
-UP_FORMULAS = ("code", "derivation")  # = tf_forget.prune.scores.UP_FORMULAS (a test checks)
 
 
 class ProtocolError(errors.Error):
@@ -144,8 +144,8 @@ def get(preset_name, **overrides):
   if p.ratio_over not in RATIO_OVER:
     raise ProtocolError(f"ratio_over must be one of {', '.join(RATIO_OVER)}, got "
                         f"{p.ratio_over!r}")
-  if p.up_formula not in UP_FORMULAS:
-    raise ProtocolError(f"up_formula must be one of {', '.join(UP_FORMULAS)}, got "
+  if p.up_formula not in scores.UP_FORMULAS:
+    raise ProtocolError(f"up_formula must be one of {', '.join(scores.UP_FORMULAS)}, got "
                         f"{p.up_formula!r}")
   if p.eps is not None and not p.eps >= 0:
     raise ProtocolError(f"eps must be >= 0, got {p.eps}")

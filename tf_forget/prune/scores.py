@@ -30,8 +30,8 @@ from typing import Dict, Mapping
 import numpy as np
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import names
 
-ALGORITHMS = ("mp", "gp", "up", "rp")
 UP_FORMULAS = ("code", "derivation")
 
 
@@ -214,8 +214,8 @@ def masks(algorithm, weights: Mapping[str, np.ndarray], pruned, grads=None, eps=
   Raises:
     PruneError: unknown algorithm, missing gradients, bad shapes or counts.
   """
-  if algorithm not in ALGORITHMS:
-    raise PruneError(f"unknown pruning algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
+  if algorithm not in names.ONESHOT_ALGORITHMS:
+    raise PruneError(f"unknown pruning algorithm {algorithm!r} (known: {', '.join(names.ONESHOT_ALGORITHMS)})")
   if algorithm == "rp":
     return random_masks({n: np.shape(w) for n, w in weights.items()}, pruned, seed)
   if algorithm == "mp":

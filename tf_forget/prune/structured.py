@@ -31,12 +31,12 @@ import fractions
 import numpy as np
 import tensorflow as tf
 
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.prune import oneshot
 from tf_forget.prune import scores
 from tf_forget.train import pruning
 
-ALGORITHMS = ("wt", "ft")
 
 
 def kept_count(n, keep_ratio):
@@ -221,7 +221,7 @@ def prune(model, algorithm, keep_ratio, previous=None, exclude_classifier=False)
     masks = filter_masks(model, keep_ratio, previous)
   else:
     raise scores.PruneError(f"unknown iterative pruning algorithm {algorithm!r} (known: "
-                            f"{', '.join(ALGORITHMS)})")
+                            f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
   var_masks = variable_masks(model, algorithm, masks, exclude_classifier)
   apply(model, var_masks)
   return masks, var_masks

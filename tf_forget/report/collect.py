@@ -17,7 +17,8 @@ audit passes its own), so files another config left in the run directory never e
 
 Member pairing: `Run.pairing[variant]` says which dense member each member of a compressed
 variant is compared with in paired measures — one-shot members with the dense parent their
-`metadata.json` links to (checked current), others by index k (`tf_forget.report.pairing`).
+`metadata.json` links to (checked current), others by index k; `tf_forget.report.pairing`
+makes it and applies it to two populations (`pairing.comparison`, `pairing.paired`).
 
 Numpy only for the predictions (`tf_forget.artifacts.predictions.read`); the data registry is
 imported where a data set is built.
@@ -36,11 +37,7 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
 from tf_forget.report import pairing as pairing_lib
 
-DENSE = names.DENSE
 SPARSE_SUFFIX = "+" + names.SPARSE
-PARENT = pairing_lib.PARENT
-INDEX = pairing_lib.INDEX
-LABELS = pairing_lib.LABELS
 
 
 class CollectError(errors.Error):
@@ -92,10 +89,10 @@ class Run:
     attributes: name -> bool `[N]` of the evaluation split, aligned on dense's ids.
     train_attribute_shares: name -> share of the training split (004 Figure 2 x-axis).
     dataset: the `base.Dataset` (for `images_for`), or None.
-    pairing: compressed variant -> {"kind": "parent" | "index", "label": a `LABELS` value,
-      "pairs": [(k_dense, k_variant), ...] sorted by k_variant, "notes": [one line per reason
-      members were left out]} (`pairing.pair_members`); `pairing_of` falls back to index
-      pairing for a variant it lacks (a `Run` built by hand).
+    pairing: compressed variant -> {"kind": "parent" | "index", "label": a `pairing.LABELS`
+      value, "pairs": [(k_dense, k_variant), ...] sorted by k_variant, "notes": [one line per
+      reason members were left out]} (`pairing.pair_members`); `pairing_of` falls back to
+      index pairing for a variant it lacks (a `Run` built by hand).
   """
   run_dir: str
   dataset_name: str
@@ -114,7 +111,7 @@ class Run:
     """`pairing[variant]`, or index pairing over the members both populations have."""
     if variant in self.pairing:
       return self.pairing[variant]
-    dense = self.predictions.get(DENSE, {})
+    dense = self.predictions.get(names.DENSE, {})
     dense = {self.eval_split: dense[self.eval_split]} if self.eval_split in dense else dense
     return pairing_lib.index_pairing(variant, _members(self.predictions.get(variant, {})),
                                      _members(dense))
@@ -122,7 +119,7 @@ class Run:
   @property
   def variants(self):
     """Variant names, `dense` first, then sorted."""
-    return [DENSE] + sorted(v for v in self.predictions if v != DENSE)
+    return [names.DENSE] + sorted(v for v in self.predictions if v != names.DENSE)
 
   @property
   def eval(self):
@@ -139,46 +136,6 @@ class Run:
         if parsed:
           out.add((split,) + parsed)
     return sorted(out, key=lambda s: (s[1], s[2]))
-
-
-def paired(pop_0, pop_t, pairs=None):
-  """Two populations restricted to their paired members, row i of one against row i of the other.
-
-  Args:
-    pop_0: the dense `SplitPredictions`.
-    pop_t: a compressed variant's `SplitPredictions`.
-    pairs: [(k_dense, k_variant), ...] (`Run.pairing_of(variant)["pairs"]`); pairs whose
-      members either population lacks are skipped. None: the member indices both have
-      (SPEC §1.3), in order.
-
-  Returns:
-    (pop_0 rows, pop_t rows), both with the same number of members.
-  """
-  if pairs is None:
-    common = np.intersect1d(pop_0.members, pop_t.members)
-    return pop_0.select(common), pop_t.select(common)
-  have_0, have_t = set(pop_0.members.tolist()), set(pop_t.members.tolist())
-  use = [(int(a), int(b)) for a, b in pairs if a in have_0 and b in have_t]
-  return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
-
-
-def is_paired(run, variant):
-  """True if the variant's member k is the same network as its dense partner (`comparison`)."""
-  return run.pairing_of(variant)["label"] != pairing_lib.LABELS["independent"]
-
-
-def comparison(run, variant):
-  """(dense rows, variant rows, paired) on the evaluation split, as the variant's pairing says.
-
-  Paired (the same network before and after compression: a quantized dense member, a one-shot
-  or prune-retrain member and its dense parent; `pairing.py`): row i against row i of the
-  pairs. Independent (gradual pruning, SPEC §1.3): every member of both populations. The
-  intervals of the report (`stats.intervals`) are paired or Welch accordingly.
-  """
-  if is_paired(run, variant):
-    q0, qt = paired(run.eval[DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
-    return q0, qt, True
-  return run.eval[DENSE], run.eval[variant], False
 
 
 def parse_split(split):
@@ -216,8 +173,8 @@ def _scan(run_dir, variants=None, splits=None):
         if name.endswith(".npz") and (splits is None or name[:-4] in splits):
           files.setdefault(variant, {}).setdefault(name[:-4], {})[int(k)] = os.path.join(
               kdir, name)
-  if DENSE not in files:
-    raise CollectError(f"no '{DENSE}' predictions under {root} (the baseline population)")
+  if names.DENSE not in files:
+    raise CollectError(f"no '{names.DENSE}' predictions under {root} (the baseline population)")
   return files
 
 
@@ -317,7 +274,7 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
                 None if splits is None else set(splits))
   raw = {v: {s: _population(v, s, paths) for s, paths in splits.items()}
          for v, splits in files.items()}
-  dense_meta = next(iter(next(iter(raw[DENSE].values())).metadata))
+  dense_meta = next(iter(next(iter(raw[names.DENSE].values())).metadata))
   if dataset is None:
     from tf_forget.data import registry  # pylint: disable=g-import-not-at-top (TensorFlow)
     name = dataset_name or dense_meta.get("dataset")
@@ -331,28 +288,28 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
       raise CollectError(str(e).splitlines()[0]) from e
   spec = dataset.spec
   eval_split = spec.eval_split
-  if eval_split not in raw[DENSE]:
+  if eval_split not in raw[names.DENSE]:
     raise CollectError(f"no dense predictions on the evaluation split {eval_split!r} "
-                       f"(found: {', '.join(sorted(raw[DENSE]))})")
+                       f"(found: {', '.join(sorted(raw[names.DENSE]))})")
   aligned = {}
   for variant, splits in raw.items():
     aligned[variant] = {}
     for split, pop in splits.items():
-      if split not in raw[DENSE]:
+      if split not in raw[names.DENSE]:
         raise CollectError(f"{variant}/{split}: no dense predictions on split {split!r}")
-      aligned[variant][split] = _align(pop, raw[DENSE][split], f"{variant}/{split}")
+      aligned[variant][split] = _align(pop, raw[names.DENSE][split], f"{variant}/{split}")
   for variant, splits in aligned.items():
     for split, pop in splits.items():
       if pop.labels.size and (pop.labels.min() < 0 or pop.labels.max() >= spec.num_classes
                               or pop.topk.max() >= spec.num_classes):
         raise CollectError(f"{variant}/{split}: labels out of range for {spec.num_classes} "
                            f"classes of {spec.name!r}")
-  ref = aligned[DENSE][eval_split]
+  ref = aligned[names.DENSE][eval_split]
   attr_names = tuple(spec.attribute_names)
   attributes = {}
   if attr_names:
     data_ids, attrs = _stream_attributes(dataset, eval_split, attr_names)
-    index = _index_of(data_ids, ref.ids, f"{DENSE}/{eval_split}")
+    index = _index_of(data_ids, ref.ids, f"{names.DENSE}/{eval_split}")
     attributes = {n: attrs[n][index] for n in attr_names}
     if train_attribute_shares is None and "train" in spec.splits:
       _, train = _stream_attributes(dataset, "train", attr_names)
@@ -368,10 +325,10 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
 
 def _pairing(run_dir, aligned, eval_split):
   """`Run.pairing`: every compressed variant against the dense evaluation population."""
-  dense = [int(k) for k in aligned[DENSE][eval_split].members]
+  dense = [int(k) for k in aligned[names.DENSE][eval_split].members]
   cache = {}
   return {v: pairing_lib.pair_members(run_dir, v, _members(splits), dense, cache)
-          for v, splits in sorted(aligned.items()) if v != DENSE}
+          for v, splits in sorted(aligned.items()) if v != names.DENSE}
 
 
 def images_for(run, ids):

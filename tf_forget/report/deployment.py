@@ -13,7 +13,6 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
-from tf_forget.io import atomic
 
 SCHEMA = "tf_forget.encodings/1"  # eval.encodings.SCHEMA (not imported: report reads files)
 
@@ -31,7 +30,7 @@ def load(run_dir):
   path = layout.encodings(run_dir)
   if not fileio.exists(path):
     return None
-  doc = atomic.read_json(path)
+  doc = fileio.read_json(path)
   if doc.get("schema") != SCHEMA:
     raise DeploymentReportError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
   return doc

@@ -11,8 +11,8 @@ the same matplotlib).
 Legible from 2 to 30 variants (issue #18): variants run down the y axis of horizontal bars
 (`variant_barh`, `variant_yaxis`; figure height grows with their number, `rows_height`) or
 across a `heatmap`, legends sit outside the axes (`legend_below`), labels of scatter points are
-moved apart (`place_labels`), and every variant has the style of its family (`palette.styles`:
-colour = trained network, hatch / marker = format).
+moved apart (`place_labels`), and every variant has the style of its family (`variant_styles`,
+from `palette.styles`: colour = trained network, hatch / marker = format).
 """
 
 import io
@@ -36,7 +36,6 @@ PLUM = "#8e4585"
 GREEN = "#2ca02c"
 GREY = "#b0b0b0"
 REFERENCE = "#c9c9c9"  # the dense population as a reference bar beside a variant
-DENSE_COLOR = palette.DENSE_COLOR
 # A fixed, colour-blind-friendly cycle for series that are not variants (distributions).
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")
@@ -56,6 +55,11 @@ def line_style(i):
   """Colour, line style and marker of the i-th series; distinct for 40 series."""
   r = (i // len(PALETTE)) % len(_LINESTYLES)
   return {"color": color(i), "linestyle": _LINESTYLES[r], "marker": _MARKERS[r]}
+
+
+def variant_styles(variants):
+  """`palette.styles` of a figure's variants (colour, hatch, hatch_color, marker, linestyle)."""
+  return palette.styles(list(variants))
 
 
 def figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1, sharex=False):

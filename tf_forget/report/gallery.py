@@ -39,19 +39,19 @@ ANNOTATION_COLUMNS = ("variant", "family", "rank", "id", "position", "distance",
                       "label", "label_name", "dense_modal", "compressed_modal", "kind")
 
 
-def thumbnail(image):
-  """PNG bytes of a uint8 `[H, W, C]` image: small images upscaled (nearest) to >= 64 px,
-  large ones downscaled to <= 128 px; no metadata (deterministic)."""
+def thumbnail(image, min_side=MIN_SIDE, max_side=MAX_SIDE):
+  """PNG bytes of a uint8 `[H, W, C]` image: small images upscaled (nearest) to >= `min_side`
+  px, large ones downscaled to <= `max_side` px; no metadata (deterministic)."""
   image = np.asarray(image, np.uint8)
   if image.ndim == 3 and image.shape[2] == 1:
     image = image[:, :, 0]
   pil = Image.fromarray(image)
   h, w = image.shape[:2]
-  if max(h, w) < MIN_SIDE:
-    scale = -(-MIN_SIDE // max(h, w))
+  if max(h, w) < min_side:
+    scale = -(-min_side // max(h, w))
     pil = pil.resize((w * scale, h * scale), Image.NEAREST)
-  elif max(h, w) > MAX_SIDE:
-    scale = MAX_SIDE / max(h, w)
+  elif max(h, w) > max_side:
+    scale = max_side / max(h, w)
     pil = pil.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.BILINEAR)
   buf = io.BytesIO()
   pil.save(buf, format="PNG")
@@ -114,7 +114,7 @@ def entries(run, cie, size=12):
     `distance`, `max_distance` (2N), `label`, `label_name`, `dense_modal`, `dense_modal_name`,
     `compressed_modal`, `compressed_modal_name`, `attributes` {name: bool}.
   """
-  pop = run.eval[collect.DENSE]
+  pop = run.eval[names.DENSE]
   out = []
   for rank, pos in enumerate(cie["order"][:size]):
     pos = int(pos)
@@ -166,7 +166,7 @@ def family_entries(run, cies, size=12):
       best[int(pos)] = min(best.get(int(pos), (r + 1, vi)), (r + 1, vi))
   chosen = sorted(best, key=lambda p: (best[p], p))[:size]
   ranks = {v: _ranks(c["order"]) for v, c in cies.items()}
-  pop = run.eval[collect.DENSE]
+  pop = run.eval[names.DENSE]
   out = []
   for pos in chosen:
     label = int(pop.labels[pos])
@@ -289,7 +289,7 @@ def annotation_table(run, cies, percentile=90, seed=0):
     DataFrame with `ANNOTATION_COLUMNS`, `attr_<name>` per attribute and an empty `annotation`
     column; variants in `cies` order, then by rank.
   """
-  pop = run.eval[collect.DENSE]
+  pop = run.eval[names.DENSE]
   attrs = sorted(run.attributes)
   columns = list(ANNOTATION_COLUMNS) + [f"attr_{a}" for a in attrs] + ["annotation"]
   frames = []

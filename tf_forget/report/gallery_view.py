@@ -12,7 +12,6 @@ them. Every piece of text goes through `html.escape`; class names start with `ga
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html as html_lib
 
-esc = html_lib.esc
 
 ORDER = (gallery_lib.BROKEN, gallery_lib.FIXED, gallery_lib.CHANGED, gallery_lib.SAME)
 CLASS = {gallery_lib.BROKEN: "gal-broken", gallery_lib.FIXED: "gal-fixed",
@@ -58,7 +57,7 @@ color:#222}.gal-rows li.gal-changed{border-left-color:#e69f00}
 
 def badge(kind):
   """The kind as a coloured word."""
-  return f"<span class=\"gal-badge {CLASS[kind]}\">{esc(kind)}</span>"
+  return f"<span class=\"gal-badge {CLASS[kind]}\">{html_lib.esc(kind)}</span>"
 
 
 def legend(cards):
@@ -72,11 +71,13 @@ def legend(cards):
 def _row(row):
   """One variant flagging the example: its rank, d_T, dense -> compressed modal, kind."""
   kind = row["kind"]
-  return (f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">{esc(row['variant'])}</span>"
-          f"<br>#{esc(row['rank'])} · d<sub>T</sub> {esc(row['distance'])}/"
-          f"{esc(row['max_distance'])} · <span class=\"gal-word {CLASS[kind]}\">{esc(kind)}"
-          f"</span><br>modal: dense {esc(row['dense_modal_name'])} → "
-          f"{esc(row['compressed_modal_name'])}</li>")
+  return (f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">"
+          f"{html_lib.esc(row['variant'])}</span>"
+          f"<br>#{html_lib.esc(row['rank'])} · d<sub>T</sub> {html_lib.esc(row['distance'])}/"
+          f"{html_lib.esc(row['max_distance'])} · <span class=\"gal-word {CLASS[kind]}\">"
+          f"{html_lib.esc(kind)}"
+          f"</span><br>modal: dense {html_lib.esc(row['dense_modal_name'])} → "
+          f"{html_lib.esc(row['compressed_modal_name'])}</li>")
 
 
 def card(entry, protected):
@@ -90,13 +91,14 @@ def card(entry, protected):
   thumb = (html_lib.img(entry["png"], f"example {entry['id']}, true label {entry['label_name']}")
            if "png" in entry else "")
   attrs = [f"{a}={int(v)}" for a, v in entry["attributes"].items() if a in protected or v]
-  attrs_html = (f"<div class=\"gal-attrs\">{esc(', '.join(attrs) or 'no attributes')}</div>"
-                if entry["attributes"] else "")
+  attrs_html = (f"<div class=\"gal-attrs\">{html_lib.esc(', '.join(attrs) or 'no attributes')}"
+                "</div>" if entry["attributes"] else "")
   rows = "".join(_row(r) for r in entry["variants"])
-  return (f"<div class=\"gal-card {CLASS[kind]}\" title=\"{esc(kind)}: {esc(MEANING[kind])}\">"
-          f"<div class=\"gal-head\">{badge(kind)}<span>#{esc(entry['rank'])} · id "
-          f"{esc(entry['id'])}</span></div>{thumb}"
-          f"<div>true: <b>{esc(entry['label_name'])}</b></div>"
+  return (f"<div class=\"gal-card {CLASS[kind]}\" title=\"{html_lib.esc(kind)}: "
+          f"{html_lib.esc(MEANING[kind])}\">"
+          f"<div class=\"gal-head\">{badge(kind)}<span>#{html_lib.esc(entry['rank'])} · id "
+          f"{html_lib.esc(entry['id'])}</span></div>{thumb}"
+          f"<div>true: <b>{html_lib.esc(entry['label_name'])}</b></div>"
           f"<ul class=\"gal-rows\">{rows}</ul>{attrs_html}</div>")
 
 
@@ -110,7 +112,7 @@ def html(gallery, protected):
   Returns:
     str.
   """
-  meanings = "; ".join(f"<b>{esc(k)}</b>: {esc(MEANING[k])}" for k in ORDER)
+  meanings = "; ".join(f"<b>{html_lib.esc(k)}</b>: {html_lib.esc(MEANING[k])}" for k in ORDER)
   parts = [f"<p class=\"gal-intro\">One gallery per family: a trained variant and its "
            f"quantized or encoded children. Each example is shown once, with every variant of "
            f"the family that changes its label counts (Taxicab distance d<sub>T</sub> &gt; 0 "
@@ -118,8 +120,8 @@ def html(gallery, protected):
            f"of broken, changed, fixed, same modal among its variants. {meanings}.</p>"]
   for fam, g in gallery.items():
     variants = ", ".join(g["variants"])
-    parts.append(f"<h3>{esc(fam)} <span class=\"gal-intro\">(variants: {esc(variants)})"
-                 f"</span></h3>")
+    parts.append(f"<h3>{html_lib.esc(fam)} <span class=\"gal-intro\">(variants: "
+                 f"{html_lib.esc(variants)})</span></h3>")
     if not g["cards"]:
       parts.append("<p class=\"gal-empty\">No example changed between dense and any variant "
                    "of this family (every Taxicab distance is 0).</p>")

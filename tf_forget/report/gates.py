@@ -19,8 +19,8 @@ import numbers
 from typing import Optional
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import names
 
-DENSE = "dense"  # tf_forget.artifacts.names.DENSE
 
 
 class GateError(errors.Error):
@@ -94,7 +94,7 @@ def verdict(variant, summary, gates):
   Returns:
     (passed: bool, reasons: list of one-line strings).
   """
-  if variant == DENSE:
+  if variant == names.DENSE:
     return True, []
   change = summary.get("top1_change")
   drop = -change if _finite(change) else None

@@ -14,7 +14,8 @@ All numbers come from `tf_forget.stats` (subgroups, cie, robustness, accuracy).
 import numpy as np
 import pandas as pd
 
-from tf_forget.report import collect
+from tf_forget.artifacts import names
+from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
 from tf_forget.stats import intervals
@@ -22,7 +23,6 @@ from tf_forget.stats import robustness
 from tf_forget.stats import subgroups
 from tf_forget.stats import validate
 
-DENSE = collect.DENSE
 SEVERITIES = (1, 2, 3, 4, 5)
 
 
@@ -36,8 +36,9 @@ def subgroup_tables(run, subgroup_members=10):
 
   Returns:
     (DataFrame with columns `variant`, `model` (baseline / compressed /
-    normalized_difference / absolute_difference / absolute_low / absolute_high), `metric` (error / fpr / fnr) and one column
-    per subgroup, or None when the measure does not apply; list of notes).
+    normalized_difference / absolute_difference / absolute_low / absolute_high), `metric`
+    (error / fpr / fnr) and one column per subgroup, or None when the measure does not apply;
+    list of notes).
   """
   protected = tuple(run.protected_attributes)
   if not protected:
@@ -47,8 +48,8 @@ def subgroup_tables(run, subgroup_members=10):
     return None, [f"attributes {missing} missing from the evaluation split"]
   if run.num_classes != 2:
     return None, [f"subgroup FPR / FNR need a binary task ({run.num_classes} classes)"]
-  pop_0 = run.eval[DENSE]
-  compressed = {v: v for v in run.eval if v != DENSE}
+  pop_0 = run.eval[names.DENSE]
+  compressed = {v: v for v in run.eval if v != names.DENSE}
   masks = subgroups.subgroup_masks(run.attributes, pop_0.labels.size, protected)
   def table(variant):
     pop_t = run.eval[variant]
@@ -71,15 +72,15 @@ def subgroup_tables(run, subgroup_members=10):
 def _difference_intervals(run, variant, masks, subgroup_members):
   """95% intervals of each rate's change (compressed − dense) over the first members.
 
-  Welch over independent members, paired for the same network (`collect.comparison`);
+  Welch over independent members, paired for the same network (`pairing_lib.comparison`);
   clipped to [−1, 1] (`intervals.mean_difference_interval`).
 
   Returns:
     (low, high): DataFrames indexed by metric, one column per subgroup.
   """
-  p0, pt, is_paired = collect.comparison(run, variant)
+  p0, pt, is_paired = pairing_lib.comparison(run, variant)
   m = subgroup_members
-  labels = run.eval[DENSE].labels
+  labels = run.eval[names.DENSE].labels
   if not pt.members.size:
     nan = pd.DataFrame(np.nan, index=list(subgroups.METRICS), columns=list(masks))
     return nan, nan
@@ -103,7 +104,7 @@ def subgroup_counts(run):
     DataFrame columns `subgroup` (the `subgroup_tables` column names, aggregate first),
     `examples`, `positives`, `negatives`.
   """
-  labels = run.eval[DENSE].labels
+  labels = run.eval[names.DENSE].labels
   masks = subgroups.subgroup_masks(run.attributes, labels.size,
                                    tuple(run.protected_attributes))
   return pd.DataFrame([{"subgroup": name, "examples": int(m.sum()),
@@ -178,7 +179,7 @@ def robustness_accuracy(run):
   splits = run.corrupted_splits()
   by_corruption = {}
   for split, corruption, severity in splits:
-    if severity in SEVERITIES and split in run.predictions[DENSE]:
+    if severity in SEVERITIES and split in run.predictions[names.DENSE]:
       by_corruption.setdefault(corruption, []).append((severity, split))
   k5 = run.num_classes > 5
   top1, top5, notes, kept = {}, ({} if k5 else None), [], {}
@@ -207,11 +208,11 @@ def robustness_accuracy(run):
 def _change_interval(run, top1, kept, variant, corruption):
   """95% interval of a variant's top-1 change (points / 100) on one corruption: accuracy
   averaged over severities per member, paired by the variant's pairing, else Welch."""
-  a0 = top1[(DENSE, corruption)].mean(axis=1)
+  a0 = top1[(names.DENSE, corruption)].mean(axis=1)
   at = top1[(variant, corruption)].mean(axis=1)
-  if collect.is_paired(run, variant):
+  if pairing_lib.is_paired(run, variant):
     pairing = run.pairing_of(variant)
-    pos0 = {k: i for i, k in enumerate(kept[(DENSE, corruption)])}
+    pos0 = {k: i for i, k in enumerate(kept[(names.DENSE, corruption)])}
     post = {k: i for i, k in enumerate(kept[(variant, corruption)])}
     pairs = [(pos0[a], post[b]) for a, b in pairing["pairs"] if a in pos0 and b in post]
     a0 = a0[[i for i, _ in pairs]]
@@ -232,8 +233,8 @@ def robustness_measures(run):
   top1, top5, notes, kept = robustness_accuracy(run)
   if not top1:
     return None, notes or ["no corrupted splits (`<corruption>@<severity>`) in the run"]
-  table = robustness.robustness_table(top1, top5, dense=DENSE)
-  cis = [_change_interval(run, top1, kept, v, c) if v != DENSE and (DENSE, c) in top1
+  table = robustness.robustness_table(top1, top5, dense=names.DENSE)
+  cis = [_change_interval(run, top1, kept, v, c) if v != names.DENSE and (names.DENSE, c) in top1
          else {"difference": np.nan, "low": np.nan, "high": np.nan}
          for v, c in zip(table.variant, table.corruption)]
   table["top1_change"] = [c["difference"] for c in cis]

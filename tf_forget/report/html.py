@@ -43,10 +43,14 @@ NAV = {"verdict": "Verdict", "glossary": "Terms", "overview": "Overview", "topli
        "published": "6b Published sets", "noise": "7 Noise", "recall-distortion": "8 α",
        "recall-study": "9 One-shot", "prune-retrain": "9b Prune-retrain",
        "deployment": "10 Deployment", "gallery": "11 Gallery", "notes": "Notes"}
-# Figures are drawn at FIGURE_SCALE x their CSS size (`plots.SCALE`) and shown at
+# Figures are drawn at FIGURE_SCALE x their CSS size (`figure_kit.SCALE`) and shown at
 # natural width / FIGURE_SCALE, so the browser only ever scales them down.
 FIGURE_SCALE = 2
 FILTER_MIN_ROWS = 10
+# Cell formats of `fmt` whose names say little (the others: "int", "p", "g", "num").
+PCT = "pct"  # a fraction, shown in percent
+PTS = "pct_pts"  # a relative change already in percent
+PTS_ABS = "pts"  # a difference of fractions, shown in points
 
 # Sections shown only when their measure applies (`sections.build` returns them then):
 # (id, title, the section they follow). A run without them renders exactly as before.

@@ -53,13 +53,11 @@ from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
 from tf_forget.stats import representation
 
-GROUPS = sample.GROUPS
 DEFAULT_GROUP = "pie"
 DEFAULT_PER_GROUP = 100
 DEFAULT_PERCENTILE = 90
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
-KEY_FILE, SHEET_DIR, ITEM, NOTES = sample.KEY_FILE, sample.SHEET_DIR, sample.ITEM, sample.NOTES
 TABLE_COLUMNS = ("variant", "group", "attribute", "source", "flagged_count", "flagged_n",
                  "flagged_share", "flagged_share_low", "flagged_share_high", "other_count",
                  "other_n", "other_share", "other_share_low", "other_share_high", "ratio",
@@ -67,8 +65,6 @@ TABLE_COLUMNS = ("variant", "group", "attribute", "source", "flagged_count", "fl
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
-HumanStudyError = sample.HumanStudyError
-draw, read_key, check_key = sample.draw, sample.read_key, sample.check_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,45 +156,46 @@ def as_options(value):
   try:
     return Options(**dict(value))
   except TypeError as e:
-    raise HumanStudyError(f"human-study options: {errors.one_line(e)}") from e
+    raise sample.HumanStudyError(f"human-study options: {errors.one_line(e)}") from e
 
 
 def check_options(options):
   """Checks the options without a run: values, column names, readable files.
 
   Raises:
-    HumanStudyError: a bad group, per_group, percentile, seed or column name, a missing or
-      unreadable annotations / key file, an export directory that is a file or a non-empty
-      directory without a key (one line).
+    human_study_sample.HumanStudyError: a bad group, per_group, percentile, seed or column
+      name, a missing or unreadable annotations / key file, an export directory that is a file
+      or a non-empty directory without a key (one line).
   """
-  if options.group is not None and options.group not in GROUPS:
-    raise HumanStudyError(f"human-study group must be one of {', '.join(GROUPS)}, "
-                          f"got {options.group!r}")
+  if options.group is not None and options.group not in sample.GROUPS:
+    raise sample.HumanStudyError(f"human-study group must be one of "
+                                 f"{', '.join(sample.GROUPS)}, got {options.group!r}")
   if options.per_group is not None and int(options.per_group) < 1:
-    raise HumanStudyError(f"human-study per_group must be >= 1, got {options.per_group}")
+    raise sample.HumanStudyError(f"human-study per_group must be >= 1, got {options.per_group}")
   if options.seed is not None and int(options.seed) < 0:
-    raise HumanStudyError(f"human-study seed must be >= 0, got {options.seed}")
+    raise sample.HumanStudyError(f"human-study seed must be >= 0, got {options.seed}")
   if options.percentile is not None and not 0 <= float(options.percentile) < 100:
-    raise HumanStudyError(f"human-study percentile must be in [0, 100), got "
-                          f"{options.percentile}")
+    raise sample.HumanStudyError(f"human-study percentile must be in [0, 100), got "
+                                 f"{options.percentile}")
   if not 0 < float(options.confidence) < 1:
-    raise HumanStudyError(f"human-study confidence must be in (0, 1), got "
-                          f"{options.confidence}")
+    raise sample.HumanStudyError(f"human-study confidence must be in (0, 1), got "
+                                 f"{options.confidence}")
   seen = set(VOCABULARY_NAMES)
   for name in options.columns:
-    if not _NAME.match(str(name)) or name in (ITEM, NOTES) or str(name).startswith(NOTES):
-      raise HumanStudyError(f"human-study column {name!r}: use a name of letters, digits and _ "
-                            f"(not {ITEM!r} or {NOTES}*)")
+    if (not _NAME.match(str(name)) or name in (sample.ITEM, sample.NOTES)
+        or str(name).startswith(sample.NOTES)):
+      raise sample.HumanStudyError(f"human-study column {name!r}: use a name of letters, "
+                                   f"digits and _ (not {sample.ITEM!r} or {sample.NOTES}*)")
     if name in seen:
-      raise HumanStudyError(f"human-study column {name!r} is given twice (or is in the "
-                            "vocabulary already)")
+      raise sample.HumanStudyError(f"human-study column {name!r} is given twice (or is in the "
+                                   "vocabulary already)")
     seen.add(name)
   if options.export_dir is not None:
     human_study_sheet.existing_key(options.export_dir)  # a file, a foreign directory
   if options.annotations is not None:
     if not fileio.isfile(options.annotations):
-      raise HumanStudyError(f"no annotations file {options.annotations}")
-    read_key(key_path(options))
+      raise sample.HumanStudyError(f"no annotations file {options.annotations}")
+    sample.read_key(key_path(options))
 
 
 def key_path(options):
@@ -207,15 +204,15 @@ def key_path(options):
     return options.key
   candidates = []
   if options.export_dir is not None:
-    candidates.append(fileio.join(options.export_dir, KEY_FILE))
+    candidates.append(fileio.join(options.export_dir, sample.KEY_FILE))
   folder = os.path.dirname(os.path.abspath(options.annotations))
-  if os.path.basename(folder) == SHEET_DIR:
-    candidates.append(os.path.join(os.path.dirname(folder), KEY_FILE))
+  if os.path.basename(folder) == sample.SHEET_DIR:
+    candidates.append(os.path.join(os.path.dirname(folder), sample.KEY_FILE))
   for path in candidates:
     if fileio.isfile(path):
       return path
-  raise HumanStudyError(f"no key for annotations {options.annotations}: pass the key.json "
-                        "the export wrote (--annotation_key)")
+  raise sample.HumanStudyError(f"no key for annotations {options.annotations}: pass the "
+                               "key.json the export wrote (--annotation_key)")
 
 
 
@@ -230,35 +227,38 @@ def read_annotations(path, key):
     0/1 values in the key's item order).
 
   Raises:
-    HumanStudyError: unreadable file, no `item` column, a missing or duplicate column, an
-      unknown, duplicate or missing item, items of another export, a value other than 0 / 1.
+    human_study_sample.HumanStudyError: unreadable file, no `item` column, a missing or
+      duplicate column, an unknown, duplicate or missing item, items of another export, a value
+      other than 0 / 1.
   """
   try:
     text = fileio.read_bytes(path).decode("utf-8-sig")
   except errors.ReadError as e:
-    raise HumanStudyError(errors.one_line(e)) from e
+    raise sample.HumanStudyError(errors.one_line(e)) from e
   except UnicodeDecodeError as e:
-    raise HumanStudyError(f"annotations {path} are not UTF-8 text: {e.reason}") from e
+    raise sample.HumanStudyError(f"annotations {path} are not UTF-8 text: {e.reason}") from e
   try:
     rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
   except csv.Error as e:
-    raise HumanStudyError(f"annotations {path} are not CSV: {errors.one_line(e)}") from e
+    raise sample.HumanStudyError(f"annotations {path} are not CSV: {errors.one_line(e)}") from e
   if not rows:
-    raise HumanStudyError(f"annotations {path} are empty")
+    raise sample.HumanStudyError(f"annotations {path} are empty")
   header = [c.strip() for c in rows[0]]
   where = f"annotations {path}"
-  if ITEM not in header:
-    raise HumanStudyError(f"{where} have no {ITEM!r} column (header: {', '.join(header)[:120]})")
+  if sample.ITEM not in header:
+    raise sample.HumanStudyError(f"{where} have no {sample.ITEM!r} column (header: "
+                                 f"{', '.join(header)[:120]})")
   for i, name in enumerate(header):
     if not name:
-      raise HumanStudyError(f"{where}: column {i + 1} has no name")
+      raise sample.HumanStudyError(f"{where}: column {i + 1} has no name")
     if header.count(name) > 1:
-      raise HumanStudyError(f"{where}: column {name!r} appears twice")
+      raise sample.HumanStudyError(f"{where}: column {name!r} appears twice")
   missing = [a for a in key["attributes"] if a not in header]
   if missing:
-    raise HumanStudyError(f"{where} lack column {missing[0]!r} (the key's attributes: "
-                          f"{', '.join(key['attributes'])})")
-  attrs = list(key["attributes"]) + [c for c in header if c != ITEM and not c.startswith(NOTES)
+    raise sample.HumanStudyError(f"{where} lack column {missing[0]!r} (the key's attributes: "
+                                 f"{', '.join(key['attributes'])})")
+  attrs = list(key["attributes"]) + [c for c in header
+                                     if c != sample.ITEM and not c.startswith(sample.NOTES)
                                      and c not in key["attributes"]]
   index = {it["item"]: i for i, it in enumerate(key["items"])}
   prefix = key["study"].get("study", "")
@@ -266,27 +266,29 @@ def read_annotations(path, key):
   col = {c: header.index(c) for c in attrs}
   for n, row in enumerate(rows[1:], start=2):
     if len(row) > len(header):
-      raise HumanStudyError(f"{where} row {n} has {len(row)} cells, the header {len(header)}")
+      raise sample.HumanStudyError(f"{where} row {n} has {len(row)} cells, the header "
+                                   f"{len(header)}")
     row = [c.strip() for c in row] + [""] * (len(header) - len(row))
-    item = row[header.index(ITEM)]
+    item = row[header.index(sample.ITEM)]
     if item not in index:
       if item and not item.startswith(prefix + "-"):
-        raise HumanStudyError(f"{where} belong to another export (row {n}: item {item[:40]!r}; "
-                              f"the key {key['study'].get('study')!r} is for {_study(key)})")
-      raise HumanStudyError(f"{where} row {n}: unknown item {item[:40]!r} (not in the key)")
+        raise sample.HumanStudyError(f"{where} belong to another export (row {n}: item "
+                                     f"{item[:40]!r}; the key {key['study'].get('study')!r} is "
+                                     f"for {_study(key)})")
+      raise sample.HumanStudyError(f"{where} row {n}: unknown item {item[:40]!r} (not in the key)")
     i = index[item]
     if values[i, 0] >= 0:
-      raise HumanStudyError(f"{where} row {n}: item {item!r} appears twice")
+      raise sample.HumanStudyError(f"{where} row {n}: item {item!r} appears twice")
     for j, a in enumerate(attrs):
       cell = row[col[a]]
       if cell not in ("0", "1"):
-        raise HumanStudyError(f"{where} row {n} (item {item}), column {a!r}: {cell[:20]!r} is "
-                              "not 0 or 1")
+        raise sample.HumanStudyError(f"{where} row {n} (item {item}), column {a!r}: "
+                                     f"{cell[:20]!r} is not 0 or 1")
       values[i, j] = int(cell)
   absent = [it["item"] for it, v in zip(key["items"], values) if v[0] < 0]
   if absent:
-    raise HumanStudyError(f"{where} lack {len(absent)} of the key's {len(index)} items "
-                          f"(first: {absent[0]})")
+    raise sample.HumanStudyError(f"{where} lack {len(absent)} of the key's {len(index)} items "
+                                 f"(first: {absent[0]})")
   return attrs, values
 
 
@@ -337,10 +339,10 @@ def _export(run, measures, options):
   group = options.group or DEFAULT_GROUP
   percentile = DEFAULT_PERCENTILE if options.percentile is None else options.percentile
   variant = options.variant or sample.default_variant(run, measures, group, percentile)
-  key = draw(run, measures, variant, group,
-             DEFAULT_PER_GROUP if options.per_group is None else options.per_group,
-             DEFAULT_SEED if options.seed is None else options.seed, percentile,
-             VOCABULARY_NAMES + tuple(options.columns))
+  key = sample.draw(run, measures, variant, group,
+                    DEFAULT_PER_GROUP if options.per_group is None else options.per_group,
+                    DEFAULT_SEED if options.seed is None else options.seed, percentile,
+                    VOCABULARY_NAMES + tuple(options.columns))
   where = options.export_dir
   if human_study_sheet.kept(where, key):
     return key, None, f"export {where} of study {key['study']['study']} is already there: kept"
@@ -348,7 +350,8 @@ def _export(run, measures, options):
   s = key["study"]
   return key, files, (f"export for blind annotation written to {where}: {s['per_group']} "
                       f"{sample.label(group)} + {s['per_group']} others of {variant}, seed "
-                      f"{s['seed']} (annotators get {SHEET_DIR}/; {KEY_FILE} stays apart)")
+                      f"{s['seed']} (annotators get {sample.SHEET_DIR}/; {sample.KEY_FILE} "
+                      "stays apart)")
 
 
 def compute(run, measures, options):
@@ -363,8 +366,9 @@ def compute(run, measures, options):
     `Study`.
 
   Raises:
-    HumanStudyError: bad options, an export directory holding another study, a key or
-      annotation file that does not match (one line; raised before anything is written).
+    human_study_sample.HumanStudyError: bad options, an export directory holding another
+      study, a key or annotation file that does not match (one line; raised before anything is
+      written).
   """
   options = as_options(options)
   check_options(options)
@@ -377,8 +381,8 @@ def compute(run, measures, options):
       export = (options.export_dir, files)
   if options.annotations is not None:
     path = key_path(options)
-    key = read_key(path)
-    check_key(key, path, run, measures, options)
+    key = sample.read_key(path)
+    sample.check_key(key, path, run, measures, options)
     attrs, values = read_annotations(options.annotations, key)
     tables["human_study"] = table(key, attrs, values, options.confidence)
     settings = _settings(key, options.confidence) | {

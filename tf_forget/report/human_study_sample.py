@@ -23,7 +23,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
-from tf_forget.report import collect
+from tf_forget.artifacts import names
 from tf_forget.stats import cie as cie_lib
 from tf_forget.stats import exemplars
 
@@ -45,13 +45,13 @@ def label(group):
 
 def group_mask(run, measures, variant, group, percentile):
   """bool `[N]`: the examples of the evaluation split in the group ("pie" / "cie")."""
-  compressed = [v for v in run.eval if v != collect.DENSE]
+  compressed = [v for v in run.eval if v != names.DENSE]
   if variant not in compressed:
     raise HumanStudyError(f"human study: no compressed variant {variant!r} in this run "
                           f"(have: {', '.join(compressed) or 'none'})")
   if group == "pie":
     return np.asarray(exemplars.pruning_identified_exemplars(
-        run.eval[collect.DENSE].top1, run.eval[variant].top1, run.num_classes)["pie"], bool)
+        run.eval[names.DENSE].top1, run.eval[variant].top1, run.num_classes)["pie"], bool)
   c = measures.cie.get(variant)
   if c is None:
     raise HumanStudyError(f"human study: {variant} has no Taxicab CIEs (no member paired "
@@ -65,7 +65,7 @@ def default_variant(run, measures, group, percentile):
   """The compressed variant with the most examples in the group (ties: report order)."""
   best, most = None, 0
   for v in run.eval:
-    if v == collect.DENSE or (group == "cie" and v not in measures.cie):
+    if v == names.DENSE or (group == "cie" and v not in measures.cie):
       continue
     count = int(group_mask(run, measures, v, group, percentile).sum())
     if count > most:
@@ -84,7 +84,7 @@ def fingerprint(run, variant, group, percentile, mask):
   """sha256 of the data set, split, variant, group definition, example ids and group mask."""
   h = hashlib.sha256(json.dumps([run.dataset_name, run.eval_split, variant, group,
                                  percentile]).encode("utf-8"))
-  h.update(np.asarray(run.eval[collect.DENSE].ids, "<i8").tobytes())
+  h.update(np.asarray(run.eval[names.DENSE].ids, "<i8").tobytes())
   h.update(np.asarray(mask, np.uint8).tobytes())
   return h.hexdigest()
 
@@ -127,7 +127,7 @@ def draw(run, measures, variant, group, per_group, seed, percentile, attributes)
   study.update({"requested_per_group": int(per_group), "flagged_total": int(flagged.size),
                 "other_total": int(other.size), "examples": int(mask.size),
                 "study": token[:6]})
-  ids = run.eval[collect.DENSE].ids
+  ids = run.eval[names.DENSE].ids
   items = []
   for i in order:
     pos = int(positions[i])

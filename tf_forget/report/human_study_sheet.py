@@ -19,13 +19,12 @@ import csv
 import io
 import json
 
-import numpy as np
-from PIL import Image
-
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
+from tf_forget.report import gallery
 from tf_forget.report import html as html_lib
 from tf_forget.report import human_study_sample as hs
 
@@ -33,25 +32,11 @@ MIN_SIDE = 128  # smaller images are upscaled (nearest) so their pixels stay vis
 MAX_SIDE = 512  # larger images are downscaled
 STAGING = ".export"
 ENTRIES = (hs.SHEET_DIR, hs.KEY_FILE)  # swap order: key.json (the completion marker) last
-esc = html_lib.esc
 
 
 def png(image):
-  """PNG bytes of a uint8 `[H, W, C]` image for an annotator (no metadata: deterministic)."""
-  image = np.asarray(image, np.uint8)
-  if image.ndim == 3 and image.shape[2] == 1:
-    image = image[:, :, 0]
-  pil = Image.fromarray(image)
-  h, w = image.shape[:2]
-  if max(h, w) < MIN_SIDE:
-    scale = -(-MIN_SIDE // max(h, w))
-    pil = pil.resize((w * scale, h * scale), Image.NEAREST)
-  elif max(h, w) > MAX_SIDE:
-    scale = MAX_SIDE / max(h, w)
-    pil = pil.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.BILINEAR)
-  buf = io.BytesIO()
-  pil.save(buf, format="PNG")
-  return buf.getvalue()
+  """PNG bytes of a uint8 `[H, W, C]` image for an annotator (larger than the gallery's)."""
+  return gallery.thumbnail(image, MIN_SIDE, MAX_SIDE)
 
 
 def key_bytes(key):
@@ -143,24 +128,24 @@ def sheet_html(key, labels, pngs, vocabulary):
     vocabulary: `human_study.VOCABULARY`.
   """
   attrs = list(key["attributes"])
-  defs = "".join(f"<dt><code>{esc(n)}</code>: {esc(t)}</dt><dd>{esc(d)}</dd>"
-                 for n, t, d in _definitions(key, vocabulary))
+  defs = "".join(f"<dt><code>{html_lib.esc(n)}</code>: {html_lib.esc(t)}</dt>"
+                 f"<dd>{html_lib.esc(d)}</dd>" for n, t, d in _definitions(key, vocabulary))
   cards = []
   for it in key["items"]:
     item = it["item"]
     data = base64.b64encode(pngs[item]).decode("ascii")
     w, h = html_lib.png_size(pngs[item])
-    boxes = "".join(f"<label><input type=\"checkbox\" data-item=\"{esc(item)}\" "
-                    f"data-col=\"{esc(a)}\"> {esc(a)}</label>" for a in attrs)
-    cards.append(f"<div class=\"it\" data-id=\"{esc(item)}\"><b>{esc(item)}</b>"
-                 f"<img alt=\"{esc(item)}\" width=\"{w}\" height=\"{h}\" "
-                 f"src=\"data:image/png;base64,{data}\"><div>label: <b>{esc(labels[item])}"
+    boxes = "".join(f"<label><input type=\"checkbox\" data-item=\"{html_lib.esc(item)}\" "
+                    f"data-col=\"{html_lib.esc(a)}\"> {html_lib.esc(a)}</label>" for a in attrs)
+    cards.append(f"<div class=\"it\" data-id=\"{html_lib.esc(item)}\"><b>{html_lib.esc(item)}</b>"
+                 f"<img alt=\"{html_lib.esc(item)}\" width=\"{w}\" height=\"{h}\" "
+                 f"src=\"data:image/png;base64,{data}\"><div>label: <b>{html_lib.esc(labels[item])}"
                  f"</b></div>{boxes}<input type=\"text\" placeholder=\"notes\" "
-                 f"data-item=\"{esc(item)}\" data-col=\"notes\"></div>")
+                 f"data-item=\"{html_lib.esc(item)}\" data-col=\"notes\"></div>")
   return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
           f"<title>Annotation sheet</title><style>{SHEET_CSS}</style></head>"
-          f"<body data-study=\"{esc(key['study']['study'])}\" "
-          f"data-attrs=\"{esc(json.dumps(attrs))}\"><h1>Annotation sheet</h1>"
+          f"<body data-study=\"{html_lib.esc(key['study']['study'])}\" "
+          f"data-attrs=\"{html_lib.esc(json.dumps(attrs))}\"><h1>Annotation sheet</h1>"
           f"<p>{len(key['items'])} images. Tick every attribute that applies to an image "
           "(an unticked box is a 0), then download annotations.csv and send it back. Your "
           "ticks are kept in this browser until then.</p><dl>" + defs + "</dl>"
@@ -178,7 +163,7 @@ def files(run, key, vocabulary):
   ids = [it["id"] for it in key["items"]]
   images = collect.images_for(run, ids)
   labels, pngs = {}, {}
-  pop = run.eval[collect.DENSE]
+  pop = run.eval[names.DENSE]
   for it, image in zip(key["items"], images):
     label = int(pop.labels[it["position"]])
     named = len(run.class_names) == run.num_classes

@@ -31,8 +31,9 @@ from typing import Dict, List
 import numpy as np
 import pandas as pd
 
-from tf_forget.report import collect
+from tf_forget.artifacts import names
 from tf_forget.report import groups
+from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import published
 from tf_forget.report import recall_study
 from tf_forget.stats import accuracy
@@ -43,7 +44,6 @@ from tf_forget.stats import intervals
 from tf_forget.stats import recall_distortion
 from tf_forget.stats import validate
 
-DENSE = collect.DENSE
 TOPK = 5
 
 
@@ -73,12 +73,10 @@ def use_topk(num_classes):
   return num_classes > TOPK
 
 
-paired = collect.paired
-
-
 def _paired(run, variant):
   """(dense rows, variant rows) paired as `run.pairing_of(variant)` says."""
-  return paired(run.eval[DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
+  return pairing_lib.paired(run.eval[names.DENSE], run.eval[variant],
+                             run.pairing_of(variant)["pairs"])
 
 
 def topline_table(run):
@@ -101,7 +99,7 @@ def topline_table(run):
                    "ci_high": ci["high"]})
   table = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
                                       "members", "ci_low", "ci_high"])
-  dense_mean = table[table.variant == DENSE].set_index("metric")["mean"]
+  dense_mean = table[table.variant == names.DENSE].set_index("metric")["mean"]
   table["change"] = table["mean"] - table["metric"].map(dense_mean)
   return table
 
@@ -123,7 +121,7 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
     columns; list of notes).
   """
   notes = []
-  pop_0, pop_t = run.eval[DENSE], run.eval[variant]
+  pop_0, pop_t = run.eval[names.DENSE], run.eval[variant]
   r0, a0 = _recall(pop_0, run.num_classes)
   rt, at = _recall(pop_t, run.num_classes)
   try:
@@ -149,8 +147,8 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
   table["relative_recall_difference"] = rel
   table["relative_excluded_pairs"] = excluded
   # The interval of each class's recall change (issue #18: uncertainty wherever a mean is
-  # shown): Welch over independent members, paired for the same network (`collect.comparison`).
-  c0, ct, is_paired = collect.comparison(run, variant)
+  # shown): Welch over independent members, paired for the same network (`pairing_lib.comparison`).
+  c0, ct, is_paired = pairing_lib.comparison(run, variant)
   lows, highs = np.full(run.num_classes, np.nan), np.full(run.num_classes, np.nan)
   if ct.members.size:
     rc0 = accuracy.per_class_recall(c0.top1, c0.labels, run.num_classes)
@@ -163,9 +161,9 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
   # Shown beside every p-value (issue #18): the Benjamini-Hochberg adjusted p over the
   # variant's classes, whatever `correction` decides `significant` with (SPEC §3.1: none).
   table["p_bh"] = class_level.benjamini_hochberg(table["p_value"].to_numpy(float))
-  names = list(run.class_names) if len(run.class_names) == run.num_classes else [
+  class_names = list(run.class_names) if len(run.class_names) == run.num_classes else [
       str(c) for c in range(run.num_classes)]
-  table.insert(0, "class_name", names)
+  table.insert(0, "class_name", class_names)
   return table, notes
 
 
@@ -176,7 +174,7 @@ def pie_measures(run, variant, sample_size=None, seed=0):
     (dict from `exemplars.pruning_identified_exemplars`, DataFrame from
     `exemplars.accuracy_on_subsets`).
   """
-  pop_0, pop_t = run.eval[DENSE], run.eval[variant]
+  pop_0, pop_t = run.eval[names.DENSE], run.eval[variant]
   pie = exemplars.pruning_identified_exemplars(pop_0.top1, pop_t.top1, run.num_classes)
   k = use_topk(run.num_classes)
   table = exemplars.accuracy_on_subsets(
@@ -248,6 +246,48 @@ def alpha_measures(run, variant, confidence=0.99):
   return out, notes
 
 
+def _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
+                      sample_size, confidence):
+  """One compressed variant's measures (`compute`'s arguments); its notes go to `notes`.
+
+  Returns:
+    dict `class_level`, `pie` (its `pie` row), `pie_accuracy`, `taxicab` and `cie_accuracy`
+    (None without a member shared with dense), `alpha` (its `recall_distortion` row) and
+    `summary` (its fields of `Measures.variants`).
+  """
+  table, n = class_table(run, variant, alpha, center, correction)
+  notes.setdefault("class_level", []).extend(n)
+  gl = class_level.gained_lost_summary(table["normalized_recall_difference"],
+                                       table["significant"])
+  pie, acc = pie_measures(run, variant, sample_size, seed)
+  taxi, cacc = taxicab_measures(run, variant, percentiles, seed)
+  if taxi is None:
+    notes.setdefault("cie", []).append(f"{variant}: no member shared with dense")
+  rd, n = alpha_measures(run, variant, confidence)
+  notes.setdefault("recall_distortion", []).extend(n)
+  return {
+      "class_level": table,
+      "pie": {"variant": variant, "pie_count": pie["count"],
+              "pie_fraction": pie["count"] / pie["pie"].size, "examples": int(pie["pie"].size),
+              "ties_dense": pie["ties_0"], "ties_compressed": pie["ties_t"]},
+      "pie_accuracy": acc, "taxicab": taxi, "cie_accuracy": cacc,
+      "alpha": {"variant": variant, "pairing": rd["pairing"], "members": rd["members"],
+                "mean_alpha": rd["mean_alpha"]["mean"], "ci_low": rd["mean_alpha"]["low"],
+                "ci_high": rd["mean_alpha"]["high"], "label": rd["mean_alpha"]["label"],
+                "n": rd["mean_alpha"]["n"], "alpha_hat": rd["alpha_hat"], "r2": rd["r2"],
+                "mean_accuracy_0": rd["mean_accuracy_0"], "mean_accuracy_t": rd["mean_accuracy_t"],
+                "recall_variance_0": rd["recall_variance_0"],
+                "recall_variance_t": rd["recall_variance_t"]},
+      "summary": {
+          "significant_classes": gl["n_significant"],
+          "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha)),
+          "gained": gl["n_gained"], "lost": gl["n_lost"], "mean_gain": gl["mean_gain"],
+          "mean_loss": gl["mean_loss"], "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
+          "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],
+          "alpha_pairs": rd["pairs"], "alphas": rd["alphas"],
+          "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]}}
+
+
 def compute(run, seed=0, alpha=0.05, center="member", correction=None,
             percentiles=cie.PERCENTILES, over_indexing_percentile=80, subgroup_members=10,
             sample_size=None, confidence=0.99, imagenet_a_mask=False):
@@ -274,7 +314,7 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
             "over_indexing_percentile": float(over_indexing_percentile),
             "subgroup_members": subgroup_members, "pie_sample_size": sample_size,
             "confidence": confidence, "topk": use_topk(run.num_classes)}
-  notes = {"pairing": [n for v in run.eval if v != DENSE for n in run.pairing_of(v)["notes"]]}
+  notes = {"pairing": [n for v in run.eval if v != names.DENSE for n in run.pairing_of(v)["notes"]]}
   tables = {"topline": topline_table(run)}
   class_rows, pie_counts, pie_acc, cie_acc, alpha_rows = [], [], [], [], []
   cies, variants = {}, {}
@@ -283,46 +323,19 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     row = top[(top.variant == variant) & (top.metric == "top1")].iloc[0]
     variants[variant] = {"members": int(row["members"]), "top1": float(row["mean"]),
                          "top1_change": float(row["change"])}
-    if variant == DENSE:
+    if variant == names.DENSE:
       continue
-    table, n = class_table(run, variant, alpha, center, correction)
-    notes.setdefault("class_level", []).extend(n)
-    class_rows.append(table.reset_index().assign(variant=variant))
-    gl = class_level.gained_lost_summary(table["normalized_recall_difference"],
-                                         table["significant"])
-    pie, acc = pie_measures(run, variant, sample_size, seed)
-    pie_counts.append({"variant": variant, "pie_count": pie["count"],
-                       "pie_fraction": pie["count"] / pie["pie"].size,
-                       "examples": int(pie["pie"].size), "ties_dense": pie["ties_0"],
-                       "ties_compressed": pie["ties_t"]})
-    pie_acc.append(acc.assign(variant=variant))
-    taxi, cacc = taxicab_measures(run, variant, percentiles, seed)
-    if taxi is None:
-      notes.setdefault("cie", []).append(f"{variant}: no member shared with dense")
-    else:
-      cies[variant] = taxi
-      cie_acc.append(cacc.assign(variant=variant))
-    rd, n = alpha_measures(run, variant, confidence)
-    notes.setdefault("recall_distortion", []).extend(n)
-    alpha_rows.append({"variant": variant, "pairing": rd["pairing"], "members": rd["members"],
-                       "mean_alpha": rd["mean_alpha"]["mean"],
-                       "ci_low": rd["mean_alpha"]["low"], "ci_high": rd["mean_alpha"]["high"],
-                       "label": rd["mean_alpha"]["label"], "n": rd["mean_alpha"]["n"],
-                       "alpha_hat": rd["alpha_hat"], "r2": rd["r2"],
-                       "mean_accuracy_0": rd["mean_accuracy_0"],
-                       "mean_accuracy_t": rd["mean_accuracy_t"],
-                       "recall_variance_0": rd["recall_variance_0"],
-                       "recall_variance_t": rd["recall_variance_t"]})
-    variants[variant].update({
-        "significant_classes": gl["n_significant"],
-        "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha)),
-        "gained": gl["n_gained"],
-        "lost": gl["n_lost"], "mean_gain": gl["mean_gain"], "mean_loss": gl["mean_loss"],
-        "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
-        "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],
-        "alpha_pairs": rd["pairs"], "alphas": rd["alphas"],
-        "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]})
-  compressed = [v for v in run.eval if v != DENSE]
+    one = _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
+                            sample_size, confidence)
+    class_rows.append(one["class_level"].reset_index().assign(variant=variant))
+    pie_counts.append(one["pie"])
+    pie_acc.append(one["pie_accuracy"].assign(variant=variant))
+    if one["taxicab"] is not None:
+      cies[variant] = one["taxicab"]
+      cie_acc.append(one["cie_accuracy"].assign(variant=variant))
+    alpha_rows.append(one["alpha"])
+    variants[variant].update(one["summary"])
+  compressed = [v for v in run.eval if v != names.DENSE]
   if not compressed:
     notes.setdefault("report", []).append("only the dense population: nothing to compare")
   tables["class_level"] = _concat(class_rows, ["variant", "class"])

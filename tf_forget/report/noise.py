@@ -26,11 +26,11 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.stats import intervals
 from tf_forget.stats import lost_in_pruning
 
-DENSE = "dense"
 INDEPENDENT = "dense (independent)"
 _PRUNED = re.compile(r"^prune_(?P<t>0?\.\d+|1(\.0*)?)$")
 
@@ -75,7 +75,7 @@ def load(run_dir, variants=None):
       out.setdefault(variant, {})[int(k)] = art
   if not out:
     return None
-  if DENSE not in out:
+  if names.DENSE not in out:
     raise NoiseReportError(f"{root}: no dense population under noise to compare with")
   return out
 
@@ -101,15 +101,15 @@ def _change_intervals(acc, variant, pairs, ks):
   Paired by `pairs` [(k_dense, k_variant), ...] when given (the same network: a quantized
   member, a one-shot or prune-retrain member and its parent), else Welch over the members.
   """
-  a0, at = acc[DENSE], acc[variant]
+  a0, at = acc[names.DENSE], acc[variant]
   if pairs is not None:
-    pos0 = {k: i for i, k in enumerate(ks[DENSE])}
+    pos0 = {k: i for i, k in enumerate(ks[names.DENSE])}
     post = {k: i for i, k in enumerate(ks[variant])}
     use = [(pos0[a], post[b]) for a, b in pairs if a in pos0 and b in post]
     a0, at = a0[[i for i, _ in use]], at[[j for _, j in use]]
   cis = [intervals.mean_difference_interval(a0[:, l], at[:, l], paired=pairs is not None,
                                             bounds=(0.0, 1.0))
-         for l in range(acc[DENSE].shape[1])]
+         for l in range(acc[names.DENSE].shape[1])]
   return [c["low"] for c in cis], [c["high"] for c in cis]
 
 
@@ -124,10 +124,10 @@ def accuracy_table(noise, variants=None, pairs=None):
     pairs: variant -> [(k_dense, k_variant), ...] for variants compared with themselves
       before compression (paired intervals); others get Welch intervals.
   """
-  eps = next(iter(noise[DENSE].values()))["eps"]
+  eps = next(iter(noise[names.DENSE].values()))["eps"]
   acc = {v: _member_accuracy(noise[v]) for v in noise}
   ks = {v: sorted(noise[v]) for v in noise}
-  dense = acc[DENSE].mean(axis=0)
+  dense = acc[names.DENSE].mean(axis=0)
   dense_excess = lost_in_pruning.excess_error(1 - dense[:, None], 1 - dense[0])
   rows = []
   for v in _order(noise, variants):
@@ -135,7 +135,7 @@ def accuracy_table(noise, variants=None, pairs=None):
     mean = a.mean(axis=0)
     excess = lost_in_pruning.excess_error(1 - mean[:, None], 1 - mean[0])
     nan = [np.nan] * len(eps)
-    lows, highs = (nan, nan) if v == DENSE else _change_intervals(
+    lows, highs = (nan, nan) if v == names.DENSE else _change_intervals(
         acc, v, (pairs or {}).get(v), ks)
     for l, e in enumerate(eps):
       rows.append({
@@ -157,17 +157,17 @@ def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
                   if (m := _PRUNED.match(v)))
   if not pruned:
     return None
-  ks = sorted(set.intersection(set(noise[DENSE]), *(set(noise[v]) for _, v in pruned)))
+  ks = sorted(set.intersection(set(noise[names.DENSE]), *(set(noise[v]) for _, v in pruned)))
   if not ks:
     return None
-  eps = noise[DENSE][ks[0]]["eps"]
+  eps = noise[names.DENSE][ks[0]]["eps"]
   ratios = np.array([t for t, _ in pruned])
 
   errors = np.stack([1 - _member_accuracy(noise[v], ks) for _, v in pruned],
                     axis=-1)  # [K, L, R]
   potential = lost_in_pruning.prune_potential(
-      ratios, errors, 1 - _member_accuracy(noise[DENSE], ks), delta,
-      num_examples=noise[DENSE][ks[0]]["top1"][0].size)  # [K, L]; n = draws x examples
+      ratios, errors, 1 - _member_accuracy(noise[names.DENSE], ks), delta,
+      num_examples=noise[names.DENSE][ks[0]]["top1"][0].size)  # [K, L]; n = draws x examples
   return pd.DataFrame({"eps": eps.astype(float), "members": len(ks),
                        "prune_potential": potential.mean(axis=0),
                        "prune_potential_sd": potential.std(axis=0, ddof=0),
@@ -176,14 +176,14 @@ def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
 
 def similarity_table(noise, variants=None):
   """`noise_similarity` rows: variant, eps, pairs, matching (share), l2 (003 Figure 4)."""
-  dense = noise[DENSE]
+  dense = noise[names.DENSE]
   eps = next(iter(dense.values()))["eps"]
   pairs = {}
   ks = sorted(dense)
   if len(ks) > 1:
     pairs[INDEPENDENT] = [(dense[k], dense[ks[(i + 1) % len(ks)]]) for i, k in enumerate(ks)]
   for v in _order(noise, variants):
-    if v != DENSE:
+    if v != names.DENSE:
       pairs[v] = [(noise[v][k], dense[k]) for k in sorted(noise[v]) if k in dense]
   rows = []
   for v, ps in pairs.items():
@@ -227,7 +227,7 @@ def compute(run_dir, variants=None, pairs=None):
     notes.append("prune potential under noise needs pruned float32 variants (prune_<t>)")
   else:
     tables["noise_prune_potential"] = pp
-  art = next(iter(noise[DENSE].values()))
+  art = next(iter(noise[names.DENSE].values()))
   runtimes = sorted({a["metadata"].get("runtime") for arts in noise.values()
                      for a in arts.values()})
   notes.append(f"runtime paths under noise: {', '.join(str(r) for r in runtimes)}")

@@ -18,15 +18,20 @@ variant:
 * a run without `members/` (predictions copied alone, test fixtures) pairs one-shot members by
   index too — as they were made — and says so in its label.
 
-Standard library plus `tf_forget.artifacts`; no numpy, no TensorFlow.
+`pair_members` makes a variant's pairing (`collect.Run.pairing`); `paired` and `comparison`
+apply it: the dense and the variant's populations, row i against row i (`comparison`: or every
+member of both when the members are independent networks).
+
+Numpy plus `tf_forget.artifacts`; no TensorFlow, no import of `collect` (which imports this).
 """
+
+import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 
-DENSE = names.DENSE
 PARENT = "parent"
 INDEX = "index"
 # The `label` of a pairing, shown beside every paired measure.
@@ -46,7 +51,7 @@ def _trained(variant):
 def index_pairing(variant, members, dense_members):
   """Pairs member k with dense member k (SPEC §1.3), labelled by what k and k share."""
   trained = _trained(variant)
-  if trained is not None and trained.name == DENSE:
+  if trained is not None and trained.name == names.DENSE:
     label = LABELS["same"]
   elif trained is not None and (trained.oneshot or trained.iterative):
     label = LABELS["no_metadata"]
@@ -81,14 +86,14 @@ def _parent_of(run_dir, member_variant, k, dense_members):
   parent = meta.get(PARENT)
   if not isinstance(parent, dict) or "k" not in parent:
     return None, "metadata.json has no parent link", pruning
-  expected = names.parse_trained(member_variant).parent or DENSE
-  if parent.get("variant", DENSE) != expected:
+  expected = names.parse_trained(member_variant).parent or names.DENSE
+  if parent.get("variant", names.DENSE) != expected:
     return None, f"parent link names {parent.get('variant')!r}, not {expected!r}", pruning
   try:
     k_parent = int(parent["k"])
   except (TypeError, ValueError):
     return None, f"parent link has a bad member index {parent['k']!r}", pruning
-  if expected == DENSE and k_parent not in dense_members:
+  if expected == names.DENSE and k_parent not in dense_members:
     return k_parent, "the parent has no predictions", pruning
   parent_meta = _read_metadata(run_dir, expected, k_parent)
   current = None if parent_meta is None else parent_meta.get("model_sha256")
@@ -97,7 +102,7 @@ def _parent_of(run_dir, member_variant, k, dense_members):
   if parent.get("model_sha256") != current:
     return k_parent, ("stale parent link: the parent's model.keras sha256 differs from the one "
                       "pruned (retrained since?)"), pruning
-  if expected == DENSE:
+  if expected == names.DENSE:
     return k_parent, None, pruning
   k_dense, reason, _ = _parent_of(run_dir, expected, k_parent, dense_members)
   return k_dense, (None if reason is None else f"{expected}/{k_parent}: {reason}"), pruning
@@ -106,7 +111,7 @@ def _parent_of(run_dir, member_variant, k, dense_members):
 def _note(variant, reason, found):
   """One line: which members of `variant` are left out and why (parents named if known)."""
   ks = [k for k, _ in found]
-  parents = [f"{DENSE}/{p}" for _, p in found if p is not None]
+  parents = [f"{names.DENSE}/{p}" for _, p in found if p is not None]
   return (f"{variant}: member{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))} left out "
           f"of paired measures: {reason}" + (f" ({', '.join(parents)})" if parents else ""))
 
@@ -148,3 +153,46 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
   notes = [_note(variant, reason, found) for reason, found in left_out.items()]
   return {"kind": PARENT, "label": LABELS["parent"], "pairs": pairs, "notes": notes,
           "pruning": pruning}
+
+
+def paired(pop_0, pop_t, pairs=None):
+  """Two populations restricted to their paired members, row i of one against row i of the other.
+
+  Args:
+    pop_0: the dense `collect.SplitPredictions`.
+    pop_t: a compressed variant's `collect.SplitPredictions`.
+    pairs: [(k_dense, k_variant), ...] (`collect.Run.pairing_of(variant)["pairs"]`); pairs whose
+      members either population lacks are skipped. None: the member indices both have
+      (SPEC §1.3), in order.
+
+  Returns:
+    (pop_0 rows, pop_t rows), both with the same number of members.
+  """
+  if pairs is None:
+    common = np.intersect1d(pop_0.members, pop_t.members)
+    return pop_0.select(common), pop_t.select(common)
+  have_0, have_t = set(pop_0.members.tolist()), set(pop_t.members.tolist())
+  use = [(int(a), int(b)) for a, b in pairs if a in have_0 and b in have_t]
+  return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
+
+
+def is_paired(run, variant):
+  """True if the variant's member k is the same network as its dense partner (`comparison`)."""
+  return run.pairing_of(variant)["label"] != LABELS["independent"]
+
+
+def comparison(run, variant):
+  """(dense rows, variant rows, paired) on the evaluation split, as the variant's pairing says.
+
+  `run` is a `collect.Run`.
+
+  Paired (the same network before and after compression: a quantized dense member, a one-shot
+  or prune-retrain member and its dense parent; module docstring): row i against row i of the
+  pairs. Independent (gradual pruning, SPEC §1.3): every member of both populations. The
+  intervals of the report (`stats.intervals`) are paired or Welch accordingly.
+  """
+  if is_paired(run, variant):
+    q0, qt = paired(run.eval[names.DENSE], run.eval[variant],
+                    run.pairing_of(variant)["pairs"])
+    return q0, qt, True
+  return run.eval[names.DENSE], run.eval[variant], False

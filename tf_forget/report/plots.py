@@ -5,31 +5,19 @@ Inputs are the tables of `measures.compute` (docs/artifacts/report.md). Figures 
 papers: 000 Figure 2 (per-class recall difference, significant classes in plum, normalized
 difference as green points), 000 Table 2 / Figure 3 (#PIE, PIE accuracy), 004 Tables 3-4
 (subgroup differences, in points), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),
-003 Figures 1 and 4 (accuracy, prune potential and similarity under l-inf noise), 002 Figures
-3-5 (slope α against 1).
+003 Figures 1 and 4 (accuracy, prune potential and similarity under l-inf noise), the shipped
+size against accuracy (#10). 002's slope α is drawn by `recall_study_plots`.
 """
 
 from matplotlib import lines as mpl_lines
 from matplotlib import patches as mpl_patches
 import numpy as np
 
+from tf_forget.report import figure_kit
 from tf_forget.report import palette
-# The generic helpers and style constants (re-exported: callers use `plots.SCALE`,
-# `plots.figure`, `plots.to_png`, ...).
-from tf_forget.report.figure_kit import (  # pylint: disable=unused-import
-    DENSE_COLOR, DPI, GREEN, GREY, PALETTE, PLUM, REFERENCE, ROW, SCALE, WIDE, WIDTH,
-    bar_labels, color, figure, heatmap, legend_below, legend_height, legend_shape, line,
-    line_style, patch, place_labels, rows_height, to_png, variant_barh, variant_yaxis)
-
-_figure = figure  # the name the figures below call it by
 
 MAX_CLASSES = 60
 MAX_SUBGROUP_BARS = 6  # more compressed variants: the subgroup figure becomes a heatmap
-
-
-def variant_styles(variants):
-  """`palette.styles` of a figure's variants (colour, hatch, hatch_color, marker, linestyle)."""
-  return palette.styles(list(variants))
 
 
 def _points(table, model):
@@ -49,9 +37,9 @@ def topline(table):
   """
   metrics = list(dict.fromkeys(table.metric))
   variants = list(dict.fromkeys(table.variant))
-  styles = variant_styles(variants)
-  fig, axes = _figure(rows_height(len(variants), base=1.2), ncols=len(metrics), sharey=True,
-                      sharex=True)
+  styles = figure_kit.variant_styles(variants)
+  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.2),
+                                ncols=len(metrics), sharey=True, sharex=True)
   lo = max(0.0, 100 * float(table["min"].min()) - 10)
   pos = np.arange(len(variants))
   for ax, metric in zip(axes, metrics):
@@ -59,17 +47,17 @@ def topline(table):
     mean = 100 * t["mean"].to_numpy(float)
     err = np.clip([mean - 100 * t["min"], 100 * t["max"] - mean], 0, None)
     ax.set_xlim(lo, 100 + 0.16 * (100 - lo))
-    variant_barh(ax, pos, mean, [styles[v] for v in variants], 0.7, xerr=err, left=lo)
-    bar_labels(ax, pos, 100 * t["max"].to_numpy(float), [f"{m:.1f}" for m in mean])
+    figure_kit.variant_barh(ax, pos, mean, [styles[v] for v in variants], 0.7, xerr=err, left=lo)
+    figure_kit.bar_labels(ax, pos, 100 * t["max"].to_numpy(float), [f"{m:.1f}" for m in mean])
     if "dense" in t.index and not np.isnan(t.loc["dense", "mean"]):
-      ax.axvline(100 * t.loc["dense", "mean"], color=DENSE_COLOR, linestyle="--",
+      ax.axvline(100 * t.loc["dense", "mean"], color=palette.DENSE_COLOR, linestyle="--",
                  linewidth=0.8)
     ax.set_xticks([x for x in ax.get_xticks() if lo <= x <= 100])
     ax.set_xlabel(f"{metric} accuracy (%)")
-  variant_yaxis(axes, variants)
+  figure_kit.variant_yaxis(axes, variants)
   fig.suptitle("Top-line accuracy per variant (mean over members; whiskers: min-max; "
                "dashed: dense)")
-  return to_png(fig)
+  return figure_kit.to_png(fig)
 
 
 def class_level(table, variant):
@@ -89,11 +77,11 @@ def class_level(table, variant):
         (sig if len(sig) else t).absolute_recall_difference.abs()
         .sort_values(ascending=False, kind="stable").index[:MAX_CLASSES])
   t = t.sort_values("absolute_recall_difference", kind="stable")
-  fig, (ax,) = _figure(3.6)
+  fig, (ax,) = figure_kit.figure(3.6)
   x = np.arange(len(t))
-  colors = [PLUM if s else GREY for s in t.significant]
+  colors = [figure_kit.PLUM if s else figure_kit.GREY for s in t.significant]
   ax.bar(x, 100 * t.absolute_recall_difference.fillna(0), color=colors, width=0.7)
-  ax.scatter(x, 100 * t.normalized_recall_difference, color=GREEN, zorder=3, s=14)
+  ax.scatter(x, 100 * t.normalized_recall_difference, color=figure_kit.GREEN, zorder=3, s=14)
   ax.axhline(0, color="black", linewidth=0.8)
   if len(t) < 6:
     ax.set_xlim(-0.5 - (6 - len(t)) / 2, len(t) - 0.5 + (6 - len(t)) / 2)
@@ -107,29 +95,32 @@ def class_level(table, variant):
   ax.set_ylabel("recall change (points)")
   ax.set_xlabel("class")
   ax.set_title(f"{variant} vs dense: per-class recall difference (000 Figure 2)")
-  legend_below(fig, [mpl_patches.Patch(color=PLUM), mpl_patches.Patch(color=GREY),
-                     mpl_lines.Line2D([], [], color=GREEN, marker="o", linestyle="none")],
-               ["absolute, significant (Welch p ≤ level)", "absolute, not significant",
-                "normalized (minus the accuracy change)"])
-  return to_png(fig)
+  figure_kit.legend_below(
+      fig, [mpl_patches.Patch(color=figure_kit.PLUM), mpl_patches.Patch(color=figure_kit.GREY),
+            mpl_lines.Line2D([], [], color=figure_kit.GREEN, marker="o", linestyle="none")],
+      ["absolute, significant (Welch p ≤ level)", "absolute, not significant",
+       "normalized (minus the accuracy change)"])
+  return figure_kit.to_png(fig)
 
 
 def counts(pie_table, variants_summary):
   """#significant classes and #PIE per compressed variant (000 Table 2), variants down y."""
   variants = list(pie_table.variant)
-  styles = variant_styles(variants)
-  fig, axes = _figure(rows_height(len(variants), base=1.0, least=2.0), ncols=2, sharey=True)
+  styles = figure_kit.variant_styles(variants)
+  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.0, least=2.0),
+                                ncols=2, sharey=True)
   sig = [variants_summary[v].get("significant_classes", 0) for v in variants]
   pos = np.arange(len(variants))
   for ax, values, title in ((axes[0], sig, "# significant classes"),
                             (axes[1], list(pie_table.pie_count), "# PIE (modal label changed)")):
     values = np.asarray(values, dtype=float)
-    variant_barh(ax, pos, values, [styles[v] for v in variants], 0.7)
+    figure_kit.variant_barh(ax, pos, values, [styles[v] for v in variants], 0.7)
     ax.set_xlim(0, max(1.0, np.nanmax(values, initial=0)) * 1.18)
-    bar_labels(ax, pos, values, [f"{int(v)}" if np.isfinite(v) else "" for v in values])
+    figure_kit.bar_labels(ax, pos, values,
+                          [f"{int(v)}" if np.isfinite(v) else "" for v in values])
     ax.set_title(title)
-  variant_yaxis(axes, variants)
-  return to_png(fig)
+  figure_kit.variant_yaxis(axes, variants)
+  return figure_kit.to_png(fig)
 
 
 def pie_accuracy(table):
@@ -137,10 +128,10 @@ def pie_accuracy(table):
   panel per subset, variants down y, the dense population's bar above the variant's."""
   variants = list(dict.fromkeys(table.variant))
   subsets = list(dict.fromkeys(table.subset))
-  styles = variant_styles(variants)
-  dense = {"color": REFERENCE, "hatch": "", "hatch_color": "black"}
-  fig, axes = _figure(rows_height(len(variants), base=1.5, per=0.36), ncols=max(1, len(subsets)),
-                      sharey=True, sharex=True)
+  styles = figure_kit.variant_styles(variants)
+  dense = {"color": figure_kit.REFERENCE, "hatch": "", "hatch_color": "black"}
+  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.5, per=0.36),
+                                ncols=max(1, len(subsets)), sharey=True, sharex=True)
   pos = np.arange(len(variants))
   for ax, subset in zip(axes, subsets):
     t = table[table.subset == subset]
@@ -149,16 +140,17 @@ def pie_accuracy(table):
                                (0.19, "compressed", lambda v: styles[v])):
       vals = np.array([100 * float(next(iter(t[(t.variant == v) & (t.population == pop)]
                                              .top1), np.nan)) for v in variants])
-      variant_barh(ax, pos + offset, vals, [style(v) for v in variants], 0.36)
-      bar_labels(ax, pos + offset, vals, [f"{v:.1f}" for v in vals], fontsize=6)
+      figure_kit.variant_barh(ax, pos + offset, vals, [style(v) for v in variants], 0.36)
+      figure_kit.bar_labels(ax, pos + offset, vals, [f"{v:.1f}" for v in vals], fontsize=6)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_xlabel("top-1 (%)")
     ax.set_title({"pie": "PIE", "non_pie": "non-PIE"}.get(subset, subset))
-  variant_yaxis(axes, variants)
-  legend_below(fig, [patch(dense), mpl_patches.Patch(facecolor="white", edgecolor="#555")],
-               ["dense population on the variant's subset (upper bar)",
-                "compressed population (lower bar, the variant's colour)"], fontsize=7.5)
-  return to_png(fig)
+  figure_kit.variant_yaxis(axes, variants)
+  figure_kit.legend_below(
+      fig, [figure_kit.patch(dense), mpl_patches.Patch(facecolor="white", edgecolor="#555")],
+      ["dense population on the variant's subset (upper bar)",
+       "compressed population (lower bar, the variant's colour)"], fontsize=7.5)
+  return figure_kit.to_png(fig)
 
 
 def subgroup_points(table):
@@ -199,21 +191,23 @@ def subgroups(table):
   lo, hi = min(0.0, *finite), max(0.0, *finite)
   n = max(1, len(variants))
   if n > MAX_SUBGROUP_BARS:
-    fig, axes = _figure(rows_height(n, base=1.2 + 0.05 * max(map(len, groups), default=0)),
-                        ncols=3, width=WIDE, sharey=True)
+    fig, axes = figure_kit.figure(
+        figure_kit.rows_height(n, base=1.2 + 0.05 * max(map(len, groups), default=0)),
+        ncols=3, width=figure_kit.WIDE, sharey=True)
     for ax, metric in zip(axes, metrics):
       t = pts[pts.metric == metric].pivot(index="variant", columns="subgroup", values="points")
-      image = heatmap(ax, t.reindex(index=variants, columns=groups), variants, groups,
-                      cmap="RdBu_r", vmax=max(-lo, hi, 5.0), fontsize=6.5)
+      image = figure_kit.heatmap(ax, t.reindex(index=variants, columns=groups), variants,
+                                 groups, cmap="RdBu_r", vmax=max(-lo, hi, 5.0), fontsize=6.5)
       ax.set_title(f"{names[metric]}: compressed − dense (points)")
-    variant_yaxis(axes, variants)
+    figure_kit.variant_yaxis(axes, variants)
     fig.colorbar(image, ax=axes, shrink=0.7, label="points, compressed − dense (red: worse)")
     fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points "
                  "(004 Tables 3-4)")
-    return to_png(fig)
-  styles = variant_styles(variants)
-  fig, axes = _figure(1.3 + len(groups) * (0.16 * n + 0.18) + legend_height(WIDE, variants),
-                      ncols=3, width=WIDE, sharey=True, sharex=True)
+    return figure_kit.to_png(fig)
+  styles = figure_kit.variant_styles(variants)
+  fig, axes = figure_kit.figure(
+      1.3 + len(groups) * (0.16 * n + 0.18) + figure_kit.legend_height(figure_kit.WIDE, variants),
+      ncols=3, width=figure_kit.WIDE, sharey=True, sharex=True)
   span = max(hi - lo, 1.0)
   ax_lo, ax_hi = lo - (0.45 * span if lo < 0 else 0.04 * span), hi + 0.45 * span
   height = 0.8 / n
@@ -224,19 +218,19 @@ def subgroups(table):
       t = pts[(pts.metric == metric) & (pts.variant == v)].set_index("subgroup").reindex(groups)
       pos = y + (i - (n - 1) / 2) * height
       vals = t.points.to_numpy(float)
-      variant_barh(ax, pos, vals, [styles[v]] * len(groups), height * 0.92)
+      figure_kit.variant_barh(ax, pos, vals, [styles[v]] * len(groups), height * 0.92)
       texts = [("0" if abs(p) < 0.05 else f"{p:+.1f}") +
                (f" ({q:+.0f}%)" if n <= 2 and np.isfinite(q) and abs(p) >= 0.05 else "")
                for p, q in zip(vals, t.normalized.to_numpy(float))]
-      bar_labels(ax, pos, vals, texts, fontsize=7 if n <= 3 else 6.5)
+      figure_kit.bar_labels(ax, pos, vals, texts, fontsize=7 if n <= 3 else 6.5)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("points (compressed − dense)")
     ax.set_title(names[metric])
-  variant_yaxis(axes, groups)  # subgroup names down y, first at the top
-  legend_below(fig, [patch(styles[v]) for v in variants], variants)
+  figure_kit.variant_yaxis(axes, groups)  # subgroup names down y, first at the top
+  figure_kit.legend_below(fig, [figure_kit.patch(styles[v]) for v in variants], variants)
   fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points (004 "
                "Tables 3-4)" + ("; in brackets the normalized difference, %" if n <= 2 else ""))
-  return to_png(fig)
+  return figure_kit.to_png(fig)
 
 
 def over_indexing(table):
@@ -244,8 +238,8 @@ def over_indexing(table):
   Taxicab CIEs (1 = proportional); a marker per variant, each attribute named once (at its
   highest point, labels moved apart), the variants' legend below."""
   variants = list(dict.fromkeys(table.variant))
-  styles = variant_styles(variants)
-  fig, (ax,) = _figure(3.8 + legend_height(WIDTH, variants))
+  styles = figure_kit.variant_styles(variants)
+  fig, (ax,) = figure_kit.figure(3.8 + figure_kit.legend_height(figure_kit.WIDTH, variants))
   for v in variants:
     t = table[table.variant == v]
     s = styles[v]
@@ -256,14 +250,16 @@ def over_indexing(table):
   ax.set_ylabel("relative representation among CIEs")
   ax.set_title("Attribute over-indexing among Taxicab CIEs (004 Figure 2)")
   ax.margins(x=0.15, y=0.12)
-  legend_below(fig, [line(styles[v], linestyle="none") for v in variants], variants)
+  figure_kit.legend_below(fig, [figure_kit.line(styles[v], linestyle="none") for v in variants],
+                          variants)
   top = table.loc[table.groupby("attribute", sort=False).relative_representation.idxmax()
                   .dropna()]
   if 0 < len(top) <= 45:
-    place_labels(fig, ax, list(zip(100 * top.train_share, top.relative_representation)),
-                 [str(a) for a in top.attribute], fontsize=6.5,
-                 obstacles=list(zip(100 * table.train_share, table.relative_representation)))
-  return to_png(fig)
+    figure_kit.place_labels(
+        fig, ax, list(zip(100 * top.train_share, top.relative_representation)),
+        [str(a) for a in top.attribute], fontsize=6.5,
+        obstacles=list(zip(100 * table.train_share, table.relative_representation)))
+  return figure_kit.to_png(fig)
 
 
 def robustness(table):
@@ -276,16 +272,16 @@ def robustness(table):
       index="variant", columns="corruption", values="top1_norm").reindex(
           index=variants, columns=corruptions).to_numpy(float)
   longest = max(map(len, corruptions), default=0)
-  width = WIDE if len(corruptions) > 8 else WIDTH
+  width = figure_kit.WIDE if len(corruptions) > 8 else figure_kit.WIDTH
   base = 1.0 + (0.05 * longest if len(corruptions) > 1 else 0.2)
-  fig, (ax,) = _figure(base + 0.3 * len(variants), width=width)
+  fig, (ax,) = figure_kit.figure(base + 0.3 * len(variants), width=width)
   vmax = max(5.0, float(np.nanmax(np.abs(t))) if np.isfinite(t).any() else 0.0)
-  image = heatmap(ax, t, variants, corruptions, vmax=vmax,
-                  fontsize=7 if len(corruptions) <= 14 else 6.5)
+  image = figure_kit.heatmap(ax, t, variants, corruptions, vmax=vmax,
+                             fontsize=7 if len(corruptions) <= 14 else 6.5)
   fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, aspect=max(8, 4 * len(variants)),
                label="top-1 vs dense (%)")
   ax.set_title("Top-1 vs dense per corruption, 100 (A_t / A_0 − 1) (000 Table 3)")
-  return to_png(fig)
+  return figure_kit.to_png(fig)
 
 
 def noise(accuracy, similarity, potential=None):
@@ -294,8 +290,9 @@ def noise(accuracy, similarity, potential=None):
   panels = 3 if potential is not None else 2
   variants = list(dict.fromkeys(accuracy.variant))
   extra = [v for v in dict.fromkeys(similarity.variant) if v not in variants]
-  styles = variant_styles(variants)
-  fig, axes = _figure(3.1 + legend_height(WIDE, variants + extra), ncols=panels, width=WIDE)
+  styles = figure_kit.variant_styles(variants)
+  fig, axes = figure_kit.figure(3.1 + figure_kit.legend_height(figure_kit.WIDE, variants + extra),
+                                ncols=panels, width=figure_kit.WIDE)
   for v in variants:
     t = accuracy[accuracy.variant == v]
     s = styles[v]
@@ -315,18 +312,20 @@ def noise(accuracy, similarity, potential=None):
   ax.set_ylabel("labels = dense member k's (%)")
   ax.set_title("Noise similarity (003 Figure 4a)")
   if potential is not None:
-    axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o", color=PLUM)
+    axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o",
+                 color=figure_kit.PLUM)
     axes[1].fill_between(potential.eps,
                          100 * (potential.prune_potential - potential.prune_potential_sd),
                          100 * (potential.prune_potential + potential.prune_potential_sd),
-                         color=PLUM, alpha=0.15)
+                         color=figure_kit.PLUM, alpha=0.15)
     axes[1].set_ylim(-5, 105)
     axes[1].set_xlabel("ε (normalized input)")
     axes[1].set_ylabel("prune potential (%)")
     axes[1].set_title("Prune potential under noise (003 Figure 1)")
-  legend_below(fig, [line(styles[v], markersize=4) for v in variants] +
-               [line(reference, markersize=4) for _ in extra], variants + extra)
-  return to_png(fig)
+  figure_kit.legend_below(fig, [figure_kit.line(styles[v], markersize=4) for v in variants] +
+                          [figure_kit.line(reference, markersize=4) for _ in extra],
+                          variants + extra)
+  return figure_kit.to_png(fig)
 
 
 def size_accuracy(table):
@@ -338,10 +337,10 @@ def size_accuracy(table):
   rows = [r for r in table.itertuples(index=False)
           if r.top1 is not None and r.shipped_vs_dense_float32 is not None
           and np.isfinite(r.top1) and np.isfinite(r.shipped_vs_dense_float32)]
-  styles = variant_styles([r.variant for r in rows])
+  styles = figure_kit.variant_styles([r.variant for r in rows])
   dense_bytes = next((r.plain_bytes for r in table.itertuples(index=False)
                       if r.variant == "dense"), None)
-  fig, (ax,) = _figure(max(3.8, 1.6 + 0.17 * len(rows)))
+  fig, (ax,) = figure_kit.figure(max(3.8, 1.6 + 0.17 * len(rows)))
   shipped_xy, plain_xy, shipped_sparse, texts, colors = [], [], [], [], []
   for row in rows:
     y = 100 * row.top1
@@ -371,41 +370,7 @@ def size_accuracy(table):
   ax.set_xlabel("shipped file size / dense float32 file (log)")
   ax.set_ylabel("population top-1 (%)")
   ax.set_title("Size vs accuracy per variant (filled: shipped file; hollow: its plain twin)")
-  place_labels(fig, ax, shipped_xy, texts, fontsize=7, colors=colors, obstacles=plain_xy,
-               segments=list(zip(shipped_sparse, plain_xy)))
-  return to_png(fig)
+  figure_kit.place_labels(fig, ax, shipped_xy, texts, fontsize=7, colors=colors,
+                          obstacles=plain_xy, segments=list(zip(shipped_sparse, plain_xy)))
+  return figure_kit.to_png(fig)
 
-
-def alpha(table, variants_summary):
-  """002's slope α per variant, variants down y: mean with its 99% CI, member slopes as grey
-  dots, 1 dashed; "mean label" printed beside the CI."""
-  variants = list(table.variant)
-  styles = variant_styles(variants)
-  fig, (ax,) = _figure(rows_height(len(variants), base=1.1, per=0.32, least=2.2))
-  right = []
-  for i, v in enumerate(variants):
-    row = table[table.variant == v].iloc[0]
-    members = np.asarray(variants_summary[v].get("alphas") or [], dtype=float)
-    members = members[~np.isnan(members)]
-    ax.scatter(members, np.full(members.size, i + 0.22), color=GREY, s=9, zorder=2)
-    if np.isnan(row.mean_alpha):
-      ax.text(1, i, " n/a", va="center", fontsize=7, color="#666")
-      continue
-    ci = not np.isnan(row.ci_low)
-    s = styles[v]
-    ax.errorbar([row.mean_alpha], [i], xerr=np.clip([[row.mean_alpha - row.ci_low],
-                                                     [row.ci_high - row.mean_alpha]], 0, None)
-                if ci else None, fmt=s["marker"], color=s["color"], capsize=3, markersize=5,
-                zorder=3)
-    right.append((max(row.ci_high if ci else row.mean_alpha,
-                      members.max(initial=row.mean_alpha)), i, f"{row.mean_alpha:.2f} "
-                  f"{row.label}"))
-  ax.axvline(1, color="black", linewidth=0.8, linestyle="--")
-  lo, hi = ax.get_xlim()
-  ax.set_xlim(lo, hi + 0.18 * (hi - lo))
-  for x, i, text in right:
-    ax.text(x + 0.015 * (hi - lo), i, " " + text, va="center", ha="left", fontsize=7.5)
-  variant_yaxis([ax], variants)
-  ax.set_xlabel("α (1 = recall balance unchanged)")
-  ax.set_title("Recall distortion slope α, mean and 99% CI (002); grey: members")
-  return to_png(fig)

@@ -40,7 +40,6 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.stats import lost_in_pruning
 
-DENSE = names.DENSE
 NOMINAL = "nominal"
 SEVERITY = 3  # 003 §5: "we choose severity level 3 out of 5"
 METHODS = {"wt": "WT (weights, global |θ|)", "ft": "FT (filters, per-layer L1)"}
@@ -94,10 +93,10 @@ def _distributions(run, noise):
   splits += [(s, s, "published") for s in extra]
   for split, name, kind in splits:
     counts = {v: _correct(p[split]) for v, p in run.predictions.items() if split in p}
-    if DENSE in counts:
+    if names.DENSE in counts:
       out.append((name, kind, counts))
   for v_arts in [noise] if noise else []:
-    eps = next(iter(v_arts[DENSE].values()))["eps"]
+    eps = next(iter(v_arts[names.DENSE].values()))["eps"]
     for l, e in enumerate(eps):
       counts = {}
       for v, arts in v_arts.items():
@@ -144,9 +143,9 @@ def compute(run, noise=None, delta=lost_in_pruning.DELTA):
                         enumerate(chain)] for p in parents])  # [K, R]
     per_dist = {}
     for name, kind, counts in dists:
-      if DENSE not in counts or any(v not in counts for _, v in chain):
+      if names.DENSE not in counts or any(v not in counts for _, v in chain):
         continue
-      dense, n = counts[DENSE]
+      dense, n = counts[names.DENSE]
       ks = [p for p in parents if p in dense and all(
           pairs[p][i] in counts[v][0] for i, (_, v) in enumerate(chain))]
       if not ks:
@@ -160,7 +159,7 @@ def compute(run, noise=None, delta=lost_in_pruning.DELTA):
                                                       num_examples=n)
                       for j in range(len(ks))]) if np.isfinite(r).all() else None
       per_dist[name] = (kind, ks, err, parent_err, pot)
-      curve.append({"method": alg, "cycle": 0, "variant": DENSE, "distribution": name,
+      curve.append({"method": alg, "cycle": 0, "variant": names.DENSE, "distribution": name,
                     "kind": kind, "prune_ratio": 0.0, "top1": 1 - parent_err.mean(),
                     "top1_sd": parent_err.std(ddof=0), "parents": len(ks)})
       for i, (c, v) in enumerate(chain):
@@ -249,9 +248,9 @@ def _excess(alg, chain, ratios, parents, per_dist):
 
 def _similarity(run, noise, by_alg):
   """Matching labels / L2 of each cycle vs its own parent and vs an independent dense member."""
-  if not noise or DENSE not in noise or len(noise[DENSE]) < 2:
+  if not noise or names.DENSE not in noise or len(noise[names.DENSE]) < 2:
     return None
-  dense = noise[DENSE]
+  dense = noise[names.DENSE]
   ks = sorted(dense)
   other = {k: ks[(i + 1) % len(ks)] for i, k in enumerate(ks)}
   eps = next(iter(dense.values()))["eps"]
@@ -264,7 +263,7 @@ def _similarity(run, noise, by_alg):
   rows = []
   ref = [sim(dense[k], dense[other[k]]) for k in ks]
   for l, e in enumerate(eps):
-    rows.append({"method": DENSE, "cycle": 0, "variant": "dense (independent)",
+    rows.append({"method": names.DENSE, "cycle": 0, "variant": "dense (independent)",
                  "eps": float(e), "prune_ratio": 0.0,
                  "matching_parent": np.nan, "matching_independent":
                  np.mean([m[l] for m, _ in ref]), "l2_parent": np.nan,

@@ -12,7 +12,6 @@ Each panel has its own y scale. PNG bytes via `figure_kit.to_png` (deterministic
 """
 
 from tf_forget.report import figure_kit
-from tf_forget.report import plots
 
 STYLE = {"nominal": {"linewidth": 2.4, "color": "black", "marker": "o"},
          "published": {"linewidth": 1.4, "linestyle": "--", "marker": "s"},
@@ -54,7 +53,7 @@ def curves(curve):
 def _method_style(method):
   """The palette style of a prune-retrain method (its cycle 1's family hue)."""
   name = f"iter_{method}_c1"
-  return plots.variant_styles([name])[name]
+  return figure_kit.variant_styles([name])[name]
 
 
 def excess(table):
@@ -88,7 +87,7 @@ def similarity(table):
   for ax, method in zip(axes, methods):
     t = table[table.method == method]
     cycles = sorted(set(t.cycle))
-    styles = plots.variant_styles([f"iter_{method}_c{c}" for c in cycles])
+    styles = figure_kit.variant_styles([f"iter_{method}_c{c}" for c in cycles])
     handles, labels = [], []
     for cycle in cycles:
       c = t[t.cycle == cycle]
@@ -112,7 +111,6 @@ def similarity(table):
   return figure_kit.to_png(fig)
 
 
-PCT, PTS = "pct", "pct_pts"
 
 
 def sections(measures):
@@ -136,23 +134,23 @@ def sections(measures):
            "test − train (003 Table 2).</p>"]
   numbers = ""
   if summary is not None and not summary.empty:
-    numbers += html.table(summary, {c: PCT for c in summary.columns
+    numbers += html.table(summary, {c: html.PCT for c in summary.columns
                                     if c.startswith(("train", "test_a", "test_m", "diff"))}
                           | {"parents": "int", "test_distributions": "int"})
   parts.append(html.pair(curves(curve), "prune-accuracy curves per distribution", numbers,
                          stacked=True))
   if potential is not None and not potential.empty:
     parts.append("<h3>Prune potential per distribution</h3>" + html.table(
-        potential, {"prune_potential": PCT, "prune_potential_sd": PCT, "parents": "int"},
+        potential, {"prune_potential": html.PCT, "prune_potential_sd": html.PCT, "parents": "int"},
         max_rows=80))
   if excess_t is not None and not excess_t.empty:
     parts.append("<h3>Excess error (003 Definition 2)</h3><p class=\"lead\">e = mean error "
                  "over the test distribution − nominal error; ê − e: the pruned network's "
                  "minus its parent's, mean ± SD over parents.</p>" + html.pair(
                      excess(excess_t), "excess error over the parent", html.table(
-                         excess_t, {"prune_ratio": PCT, "excess_error": PCT,
-                                    "parent_excess_error": PCT, "excess_vs_parent": PCT,
-                                    "excess_vs_parent_sd": PCT, "parents": "int",
+                         excess_t, {"prune_ratio": html.PCT, "excess_error": html.PCT,
+                                    "parent_excess_error": html.PCT, "excess_vs_parent": html.PCT,
+                                    "excess_vs_parent_sd": html.PCT, "parents": "int",
                                     "test_distributions": "int", "cycle": "int"})))
   if sim is not None and not sim.empty:
     parts.append("<h3>Noise similarity to the parent (003 §4.1)</h3><p class=\"lead\">Share "
@@ -160,8 +158,8 @@ def sections(measures):
                  "parent (the dense member its chain of parent links starts from) and against "
                  "an independently trained dense member (k+1 mod K).</p>" + html.pair(
                      similarity(sim), "noise similarity to the parent", html.table(
-                         sim, {"prune_ratio": PCT, "matching_parent": PCT,
-                               "matching_independent": PCT, "pairs": "int", "cycle": "int"},
+                         sim, {"prune_ratio": html.PCT, "matching_parent": html.PCT,
+                               "matching_independent": html.PCT, "pairs": "int", "cycle": "int"},
                          max_rows=60), stacked=True))
   notes = measures.notes.get("prune_retrain")
   if notes:

@@ -27,6 +27,7 @@ natural-adv-examples `eval.py` (commit 2f866f5b870d3099e3211a92a137a77531c09874)
 import numpy as np
 import pandas as pd
 
+from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
 from tf_forget.data import protocols
 from tf_forget.report import collect
@@ -34,11 +35,8 @@ from tf_forget.report import html
 from tf_forget.stats import accuracy
 from tf_forget.stats import robustness
 
-DENSE = collect.DENSE
 IMAGENET_A = "imagenet_a"
 TOPK = 5
-PCT = "pct"
-PTS = "pct_pts"
 
 IMAGENET_A_INDICES_IN_1K = (
     6, 11, 13, 15, 17, 22, 23, 27, 30, 37, 39, 42, 47, 50,
@@ -130,7 +128,8 @@ def _masked_accuracies(run, variant, pop):
 def _table8(accs, classes):
   """Table 8 rows of one label space from {variant: (top-1 [members], top-5 [members])}."""
   t = robustness.robustness_table({(v, IMAGENET_A): a for v, (a, _) in accs.items()},
-                                  {(v, IMAGENET_A): b for v, (_, b) in accs.items()}, dense=DENSE)
+                                  {(v, IMAGENET_A): b for v, (_, b) in accs.items()},
+                                  dense=names.DENSE)
   t.insert(1, "classes", classes)
   t["members"] = [accs[v][0].size for v in t.variant]
   return t.drop(columns=["corruption"])
@@ -150,7 +149,7 @@ def imagenet_a_table(run, mask=False):
   """
   pops = {v: run.predictions[v][IMAGENET_A] for v in run.variants
           if IMAGENET_A in run.predictions[v]}
-  if DENSE not in pops:
+  if names.DENSE not in pops:
     return None, [] if not pops else [f"no dense predictions on {IMAGENET_A}"]
   full = {v: (accuracy.top1_accuracy(p.top1, p.labels),
               accuracy.topk_accuracy(p.topk, p.labels, k=TOPK)) for v, p in pops.items()}
@@ -162,12 +161,12 @@ def imagenet_a_table(run, mask=False):
       notes.append(f"200-class mask not computed: {e}")
     else:
       frames.append(_table8({v: m[:2] for v, m in masked.items()}, 200))
-      outside = masked[DENSE][2]
+      outside = masked[names.DENSE][2]
       if outside:
         notes.append(f"{outside} {IMAGENET_A} labels are outside its 200 classes: never right "
                      "under the mask")
   table = pd.concat(frames, ignore_index=True)
-  table["examples"] = int(pops[DENSE].ids.size)
+  table["examples"] = int(pops[names.DENSE].ids.size)
   return table, notes
 
 
@@ -180,11 +179,11 @@ def published_splits_table(run):
     on the eval split), `members`, `examples`, or None without such a split; list of notes).
   """
   splits = sorted(s for s in protocols.published_splits()
-                  if s != IMAGENET_A and s in run.predictions[DENSE])
+                  if s != IMAGENET_A and s in run.predictions[names.DENSE])
   rows = []
   for split in splits:
-    dense = float(accuracy.top1_accuracy(run.predictions[DENSE][split].top1,
-                                         run.predictions[DENSE][split].labels).mean())
+    dense = float(accuracy.top1_accuracy(run.predictions[names.DENSE][split].top1,
+                                         run.predictions[names.DENSE][split].labels).mean())
     for variant in run.variants:
       pop = run.predictions[variant].get(split)
       if pop is None:
@@ -244,8 +243,9 @@ def sections(measures):
         "= 100·(A_t/A_0 − 1) against dense (SPEC §3.6). classes 1000: the 1000-way argmax "
         "(the default: 000's dense top-1 of 0.89% suggests no masking); classes 200: the argmax "
         "over ImageNet-A's 200 classes only (Hendrycks' protocol, from the stored logits).</p>"
-        + html.table(t8, {"classes": "int", "top1": PCT, "top5": PCT, "top1_norm": PTS,
-                          "top5_norm": PTS, "members": "int", "examples": "int"}))
+        + html.table(t8, {"classes": "int", "top1": html.PCT, "top5": html.PCT,
+                          "top1_norm": html.PTS, "top5_norm": html.PTS, "members": "int",
+                          "examples": "int"}))
   if other is not None:
     parts.append(
         "<h3>Published test sets</h3><p class=\"lead\">Accuracy on a published test set of "
@@ -253,8 +253,9 @@ def sections(measures):
         "members; top1_change in points and top1_norm = 100·(A_t/A_0 − 1) against dense; "
         "clean_top1: the same members on the clean evaluation split.</p>"
         + html.table(other.dropna(axis=1, how="all"),
-                     {"top1": PCT, "top5": PCT, "top1_change": PCT, "top1_norm": PTS,
-                      "clean_top1": PCT, "members": "int", "examples": "int"}))
+                     {"top1": html.PCT, "top5": html.PCT, "top1_change": html.PCT,
+                      "top1_norm": html.PTS, "clean_top1": html.PCT, "members": "int",
+                      "examples": "int"}))
   if settings.get("note"):
     parts.append(f"<p class=\"skip\">Note: {html.esc(settings['note'])}.</p>")
   return {"published": "".join(parts)}

@@ -34,13 +34,11 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
-from tf_forget.report import collect
+from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import recall_distortion
 from tf_forget.stats import validate
 
-DENSE = collect.DENSE
-ALGORITHMS = names.ONESHOT_ALGORITHMS
 ALPHA_COLUMNS = ["pairing", "members", "n", "mean_alpha", "ci_low", "ci_high", "label",
                  "alpha_hat", "r2", "mean_accuracy_0", "mean_accuracy_t", "recall_variance_0",
                  "recall_variance_t"]
@@ -94,8 +92,8 @@ def oneshot_cells(variants):
       continue
     cells.append({"variant": v, "algorithm": trained.algorithm, "ratio": ratio_of(trained),
                   "sparsity": trained.sparsity, "by_fraction": trained.fraction is not None})
-  cells.sort(key=lambda c: (ALGORITHMS.index(c["algorithm"]), round(c["ratio"], 9),
-                            c["by_fraction"], c["variant"]))
+  cells.sort(key=lambda c: (names.ONESHOT_ALGORITHMS.index(c["algorithm"]),
+                            round(c["ratio"], 9), c["by_fraction"], c["variant"]))
   return cells, children
 
 
@@ -143,7 +141,7 @@ def ratio_tests(cells):
     number of ratio pairs of that algorithm.
   """
   groups = []
-  for alg in ALGORITHMS:
+  for alg in names.ONESHOT_ALGORITHMS:
     ordered = [c for r, by_alg in _by_ratio(cells).items() for a, c in by_alg.items()
                if a == alg]
     groups.append((alg, [(a["ratio"], b["ratio"], a, b)
@@ -155,12 +153,12 @@ def algorithm_tests(cells):
   """002 §7.4 / Table 8 per ratio: every pair of algorithms, paired, two-sided.
 
   Returns:
-    DataFrame `ratio`, `first`, `second` (algorithms, in `ALGORITHMS` order) +
+    DataFrame `ratio`, `first`, `second` (algorithms, in `names.ONESHOT_ALGORITHMS` order) +
     `TEST_COLUMNS`; Bonferroni × the number of algorithm pairs at that ratio (6 for 4).
   """
   groups = []
   for ratio, by_alg in _by_ratio(cells).items():
-    ordered = [by_alg[a] for a in ALGORITHMS if a in by_alg]
+    ordered = [by_alg[a] for a in names.ONESHOT_ALGORITHMS if a in by_alg]
     groups.append((ratio, [(a["algorithm"], b["algorithm"], a, b)
                            for a, b in itertools.combinations(ordered, 2)]))
   return _tests(groups, "ratio", "two-sided")
@@ -185,7 +183,8 @@ def mp_vs_up_tests(cells):
 
 def _balances(run, variant):
   """(B̄ of the paired dense parents, B̄ of the pruned members), float `[K, C]`, or Nones."""
-  q0, qt = collect.paired(run.eval[DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
+  q0, qt = pairing_lib.paired(run.eval[names.DENSE], run.eval[variant],
+                              run.pairing_of(variant)["pairs"])
   if not q0.members.size:
     return None, None
   try:
@@ -229,7 +228,7 @@ def compute(run, variants, rd_table):
   Returns:
     `Study` or None.
   """
-  cells, children = oneshot_cells(v for v in run.eval if v != DENSE)
+  cells, children = oneshot_cells(v for v in run.eval if v != names.DENSE)
   if not cells:
     return None
   notes = [MODELS_NOTE]

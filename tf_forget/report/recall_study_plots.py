@@ -1,5 +1,7 @@
-"""Figures of 002's one-shot study (`recall_study`), drawn like `plots` (Agg, PNG bytes).
+"""Figures of 002's recall distortion, drawn with `figure_kit` (Agg, PNG bytes).
 
+* `alpha`: the slope α of every compressed variant against 1 (002 Figures 3-5): mean with its
+  99% CI, member slopes as grey dots; from the `recall_distortion` table of `measures.compute`.
 * `alpha_boxplots`: 002 Figure 1 — boxplots of the model slopes α_t(m) across dense models m
   at each compression ratio t, one panel per pruning algorithm P; each tick names the ratio
   with its CI label ("<", ">", "?", 002 §6.2), the mean with its 99% CI beside the box, α = 1
@@ -8,19 +10,62 @@
   (x) vs B̄^c_t(m) of its pruned self (y), one point per (class, model), ratios as rows and
   algorithms as columns; y = x dashed, y = α̂·x solid, α̂ / r² / Ā_t printed in the panel.
 
-Inputs: the `oneshot_alpha` table and `recall_study.Study.cells`.
+Inputs of the last two: the `oneshot_alpha` table and `recall_study.Study.cells`.
 """
 
 import numpy as np
 
 from tf_forget.report import figure_kit
-from tf_forget.report import plots
 
 MAX_SCATTER_ROWS = 6
 
 
 def _cells(cells):
   return {c["variant"]: c for c in cells}
+
+
+def alpha(table, variants_summary):
+  """002's slope α per variant, variants down y: mean with its 99% CI, member slopes as grey
+  dots, 1 dashed; "mean label" printed beside the CI.
+
+  Args:
+    table: `recall_distortion` (`variant`, `mean_alpha`, `ci_low`, `ci_high`, `label`).
+    variants_summary: variant -> summary dict (`alphas`: the member slopes).
+
+  Returns:
+    PNG bytes.
+  """
+  variants = list(table.variant)
+  styles = figure_kit.variant_styles(variants)
+  fig, (ax,) = figure_kit.figure(
+      figure_kit.rows_height(len(variants), base=1.1, per=0.32, least=2.2))
+  right = []
+  for i, v in enumerate(variants):
+    row = table[table.variant == v].iloc[0]
+    members = np.asarray(variants_summary[v].get("alphas") or [], dtype=float)
+    members = members[~np.isnan(members)]
+    ax.scatter(members, np.full(members.size, i + 0.22), color=figure_kit.GREY, s=9, zorder=2)
+    if np.isnan(row.mean_alpha):
+      ax.text(1, i, " n/a", va="center", fontsize=7, color="#666")
+      continue
+    ci = not np.isnan(row.ci_low)
+    s = styles[v]
+    ax.errorbar([row.mean_alpha], [i], xerr=np.clip([[row.mean_alpha - row.ci_low],
+                                                     [row.ci_high - row.mean_alpha]], 0, None)
+                if ci else None, fmt=s["marker"], color=s["color"], capsize=3, markersize=5,
+                zorder=3)
+    right.append((max(row.ci_high if ci else row.mean_alpha,
+                      members.max(initial=row.mean_alpha)), i, f"{row.mean_alpha:.2f} "
+                  f"{row.label}"))
+  ax.axvline(1, color="black", linewidth=0.8, linestyle="--")
+  lo, hi = ax.get_xlim()
+  ax.set_xlim(lo, hi + 0.18 * (hi - lo))
+  for x, i, text in right:
+    ax.text(x + 0.015 * (hi - lo), i, " " + text, va="center", ha="left", fontsize=7.5)
+  figure_kit.variant_yaxis([ax], variants)
+  ax.set_xlabel("α (1 = recall balance unchanged)")
+  ax.set_title("Recall distortion slope α, mean and 99% CI (002); grey: members")
+  return figure_kit.to_png(fig)
 
 
 def alpha_boxplots(table, cells):
@@ -35,7 +80,7 @@ def alpha_boxplots(table, cells):
     PNG bytes.
   """
   by_variant = _cells(cells)
-  styles = plots.variant_styles(table.variant)
+  styles = figure_kit.variant_styles(table.variant)
   algs = list(dict.fromkeys(table.algorithm))
   n = max(1, len(algs))
   fig, axes = figure_kit.figure(3.4, ncols=n,
@@ -83,7 +128,7 @@ def balance_scatter(table, cells):
     PNG bytes.
   """
   by_variant = _cells(cells)
-  styles = plots.variant_styles(table.variant)
+  styles = figure_kit.variant_styles(table.variant)
   algs = list(dict.fromkeys(table.algorithm))
   ratios = sorted({round(float(r), 9) for r in table.ratio})[-MAX_SCATTER_ROWS:]
   ncols, nrows = max(1, len(algs)), max(1, len(ratios))

@@ -1,7 +1,9 @@
 """The report's sections: each measure's figure (`plots`) beside its numbers (`html.table`).
 
 `build(...)` turns `measures.Measures` and the gallery into the inner HTML of every section of
-`html.SECTIONS`; sections whose measure does not apply say why (the `notes`).
+`html.SECTIONS`; sections whose measure does not apply say why (the `notes`). A study's own
+sections come from its module: `verdict_view`, `recall_study_view` (002), `published`,
+`human_study_view` (000 Table 7), `prune_retrain_plots` (003) and `gallery_view`.
 """
 
 import numpy as np
@@ -15,12 +17,9 @@ from tf_forget.report import human_study_view
 from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
 from tf_forget.report import plots
-from tf_forget.report import recall_study_plots
+from tf_forget.report import recall_study_view
 from tf_forget.report import verdict_view
 
-PCT = "pct"
-PTS = "pct_pts"  # a relative change already in percent
-PTS_ABS = "pts"  # a difference of fractions, shown in points
 MAX_CLASS_ROWS = 60
 
 
@@ -37,17 +36,17 @@ def _overview(measures):
           "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
           "means compression shrank the per-class recall imbalance, &gt; 1 that it "
           "intensified it.</p>"
-          + html.table(frame, {"members": "int", "top1": PCT, "top1_change": PTS_ABS,
-                               "significant_classes": "int", "pie_count": "int",
-                               "worst_fnr_increase": PTS_ABS}))
+          + html.table(frame, {"members": "int", "top1": html.PCT,
+                               "top1_change": html.PTS_ABS, "significant_classes": "int",
+                               "pie_count": "int", "worst_fnr_increase": html.PTS_ABS}))
 
 
 def _topline(measures):
   t = measures.tables["topline"]
   return html.pair(plots.topline(t), "top-line accuracy per variant",
-                   html.table(t, {"mean": PCT, "std": PCT, "min": PCT, "max": PCT,
-                                  "members": "int", "ci_low": PCT, "ci_high": PCT,
-                                  "change": PTS_ABS})
+                   html.table(t, {"mean": html.PCT, "std": html.PCT, "min": html.PCT,
+                                  "max": html.PCT, "members": "int", "ci_low": html.PCT,
+                                  "ci_high": html.PCT, "change": html.PTS_ABS})
                    + "<p class=\"lead\">ci_low / ci_high: 95% t interval of the mean over "
                    "members; the interval of each change is in the verdict table.</p>")
 
@@ -134,8 +133,8 @@ def _class_block(measures, variant, rows):
   head = (f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
           f"({s.get('significant_classes_bh', 'n/a')} after Benjamini-Hochberg; "
           f"{s['gained']} gained, {s['lost']} lost; mean gain "
-          f"{html.esc(html.fmt(s['mean_gain'], PTS_ABS))}, mean loss "
-          f"{html.esc(html.fmt(s['mean_loss'], PTS_ABS))})</h3>")
+          f"{html.esc(html.fmt(s['mean_gain'], html.PTS_ABS))}, mean loss "
+          f"{html.esc(html.fmt(s['mean_loss'], html.PTS_ABS))})</h3>")
   ci = [("n/a" if lo != lo else f"[{100 * lo:+.2f}, {100 * hi:+.2f}]")
         for lo, hi in zip(rows.get("absolute_low", rows.p_value * float("nan")),
                           rows.get("absolute_high", rows.p_value * float("nan")))]
@@ -144,7 +143,8 @@ def _class_block(measures, variant, rows):
   shown = shown.rename(columns=short)
   return head + html.pair(
       plots.class_level(rows, variant), f"per-class recall difference, {variant}",
-      html.table(shown, {"absolute": PTS_ABS, "normalized": PTS_ABS, "p": "p", "p (BH)": "p"},
+      html.table(shown, {"absolute": html.PTS_ABS, "normalized": html.PTS_ABS, "p": "p",
+                         "p (BH)": "p"},
                  highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS))
 
 
@@ -157,20 +157,20 @@ def _pie(measures):
            "ties_* count them). Accuracy: mean over members on each subset, both populations "
            "(SPEC §3.5).</p>",
            html.pair(plots.counts(t, measures.variants), "significant classes and PIE counts",
-                     html.table(t, {"pie_count": "int", "pie_fraction": PCT,
+                     html.table(t, {"pie_count": "int", "pie_fraction": html.PCT,
                                     "examples": "int", "ties_dense": "int",
                                     "ties_compressed": "int"})),
            "<h3>Accuracy on PIE / non-PIE / all</h3>"]
   acc = _drop_empty(measures.tables["pie_accuracy"])
   parts.append(html.pair(plots.pie_accuracy(acc), "accuracy on PIE, non-PIE and all",
-                         html.table(acc, {"top1": PCT, "topk": PCT, "n": "int"})))
+                         html.table(acc, {"top1": html.PCT, "topk": html.PCT, "n": "int"})))
   cie = _drop_empty(measures.tables["cie_accuracy"])
   if not cie.empty:
     parts.append("<h3>Accuracy on Taxicab CIEs (004 Table 2)</h3><p class=\"lead\">The "
                  "examples with the largest Taxicab distance between the two populations' "
                  "label counts at each percentile (p90: top 10%); ties broken by a seeded "
                  "permutation (SPEC §4.1).</p>")
-    parts.append(html.table(cie, {"percentile": "int", "top1": PCT, "topk": PCT,
+    parts.append(html.table(cie, {"percentile": "int", "top1": html.PCT, "topk": html.PCT,
                                   "n": "int"}))
   return "".join(parts)
 
@@ -199,8 +199,8 @@ def _subgroups(measures):
           + ("" if counts is None else "<h3>n per subgroup</h3>" + html.table(
               counts, {"examples": "int", "positives": "int", "negatives": "int"}))
           + "<h3>Normalized difference (relative, %; 004 Table 3)</h3>"
-          + html.table(nd, {g: PTS for g in groups})
-          + "<h3>Rates</h3>" + html.table(rates, {g: PCT for g in groups}))
+          + html.table(nd, {g: html.PTS for g in groups})
+          + "<h3>Rates</h3>" + html.table(rates, {g: html.PCT for g in groups}))
 
 
 def _interval_text(value, low, high):
@@ -234,7 +234,7 @@ def _over_indexing(measures):
           "(SPEC §4.4). Relative representation = share among CIEs / share in the training "
           "set; above 1 the attribute is over-indexed.</p>"
           + html.pair(plots.over_indexing(t), "attribute over-indexing",
-                      html.table(t, {"train_share": PCT, "cie_share": PCT,
+                      html.table(t, {"train_share": html.PCT, "cie_share": html.PCT,
                                      "cie_count": "int"})))
 
 
@@ -248,10 +248,10 @@ def _robustness(measures):
           "(low / high).</p>"
           + html.pair(plots.robustness(t), "robustness per corruption",
                       html.table(_drop_empty(_drop_empty(t, "top5_norm"), "top5"),
-                                 {"top1": PCT, "top5": PCT, "top1_norm": PTS,
-                                  "top5_norm": PTS, "severities": "int", "members": "int",
-                                  "top1_change": PTS_ABS, "top1_change_low": PTS_ABS,
-                                  "top1_change_high": PTS_ABS},
+                                 {"top1": html.PCT, "top5": html.PCT, "top1_norm": html.PTS,
+                                  "top5_norm": html.PTS, "severities": "int", "members": "int",
+                                  "top1_change": html.PTS_ABS, "top1_change_low": html.PTS_ABS,
+                                  "top1_change_high": html.PTS_ABS},
                                  max_rows=60), stacked=True))
 
 
@@ -268,87 +268,22 @@ def _noise(measures):
           "§6.7). top1_change is in points with its 95% interval over members (low / high; "
           "paired for the same network, else Welch), beside the ratio to dense (top1_norm); "
           "excess error is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its "
-          "excess over dense's. Prune potential: the largest pruned level whose error stays within 0.5 "
-          "points of dense's at the same ε (003 Definition 1). Similarity: member k against "
-          "dense member k on the same noisy inputs; the dotted black line compares two "
-          "separately trained dense members.</p>")
-  numbers = html.table(acc, {"members": "int", "top1": PCT, "top1_sd": PCT,
-                             "top1_change": PTS_ABS, "top1_change_low": PTS_ABS,
-                             "top1_change_high": PTS_ABS, "top1_norm": PTS,
-                             "excess_error": PCT,
-                             "excess_error_vs_dense": PCT}, max_rows=60)
-  numbers += html.table(sim, {"pairs": "int", "matching": PCT, "matching_sd": PCT},
+          "excess over dense's. Prune potential: the largest pruned level whose error stays "
+          "within 0.5 points of dense's at the same ε (003 Definition 1). Similarity: member "
+          "k against dense member k on the same noisy inputs; the dotted black line compares "
+          "two separately trained dense members.</p>")
+  numbers = html.table(acc, {"members": "int", "top1": html.PCT, "top1_sd": html.PCT,
+                             "top1_change": html.PTS_ABS, "top1_change_low": html.PTS_ABS,
+                             "top1_change_high": html.PTS_ABS, "top1_norm": html.PTS,
+                             "excess_error": html.PCT,
+                             "excess_error_vs_dense": html.PCT}, max_rows=60)
+  numbers += html.table(sim, {"pairs": "int", "matching": html.PCT, "matching_sd": html.PCT},
                         max_rows=60)
   if pp is not None:
-    numbers += html.table(pp, {"members": "int", "prune_potential": PCT,
-                               "prune_potential_sd": PCT})
+    numbers += html.table(pp, {"members": "int", "prune_potential": html.PCT,
+                               "prune_potential_sd": html.PCT})
   return lead + html.pair(plots.noise(acc, sim, pp), "accuracy and similarity under noise",
                           numbers, stacked=True)
-
-
-ALPHA_FORMATS = {"members": "int", "n": "int", "mean_accuracy_0": PCT, "mean_accuracy_t": PCT}
-TEST_FORMATS = {"n": "int", "rows": "int", "p_value": "p", "p_bonferroni": "p"}
-
-
-def _alpha(measures):
-  t = measures.tables["recall_distortion"]
-  if t.empty:
-    return html.skipped(["no compressed variant"])
-  return ("<p class=\"lead\">α: slope through the origin of each class's normalized recall "
-          "balance after vs before compression, per member (grey dots); mean with a "
-          "t-based 99% CI; label &lt; (CI below 1), &gt; (above), ? (contains 1).</p>"
-          + html.pair(plots.alpha(t, measures.variants), "recall distortion slope",
-                      "<p class=\"lead\">pairing: 002's α compares the same network before "
-                      "and after pruning. One-shot members are paired with the dense parent "
-                      "their metadata links to (<i>parent</i>); quantized dense members with "
-                      "the dense member they quantize (<i>index (same network)</i>); a "
-                      "gradual-pruning member k (prune_&lt;t&gt;) is trained independently, so "
-                      "its α compares it with dense member k, another network (<i>index "
-                      "(independent members)</i>).</p>" + html.table(t, ALPHA_FORMATS)))
-
-
-def _recall_study(measures):
-  study = measures.study
-  if study is None:
-    return html.skipped(["no one-shot variant (oneshot_<alg>_r<r>) in this run"])
-  t = measures.tables["oneshot_alpha"]
-  lead = ("<p class=\"lead\">Each dense member pruned once by magnitude (mp), gradient "
-          "(gp), 002's UP (up) or at random (rp) to ratio r, then fine-tuned (SPEC §6), and "
-          "compared with itself before pruning. α (002 §5): the slope through the origin of "
-          "the classes' normalized recall balance B̄ = (R − A)/A after against before pruning; "
-          "&gt; 1 means pruning widened the gaps between classes, &lt; 1 that it narrowed "
-          "them. Label: the t-based 99% CI of the mean α over dense models lies below 1 (&lt;), "
-          "above 1 (&gt;) or contains 1 (?) (002 §6.2). Tests compare the same dense models "
-          "on both sides (paired t-tests, 002 §7); Bonferroni multiplies each p-value by the "
-          "number of rows in its column (rows), capped at 1 (SPEC §5.4).</p>")
-  cols = [c for c in t.columns if c not in ("ratio_over", "exclude_classifier")
-          or t[c].notna().any()]
-  parts = [lead, html.pair(recall_study_plots.alpha_boxplots(t, study.cells),
-                           "alpha per dense model by ratio and algorithm",
-                           html.table(t[cols], dict(ALPHA_FORMATS, sparsity=PCT, ratio="g")),
-                           stacked=True),
-           "<h3>Normalized recall balance before vs after (002 Figure 5)</h3>",
-           html.pair(recall_study_plots.balance_scatter(t, study.cells),
-                     "normalized recall balance before and after pruning",
-                     "<p class=\"lead\">One point per class and dense model; dashed: y = x "
-                     "(balance unchanged); solid: y = α̂·x, the pooled fit (α̂, uncentered "
-                     "r², mean accuracy after pruning Ā_t; 002 §6.2).</p>", stacked=True)]
-  for name, title, what in (
-      ("oneshot_ratio_tests", "Consecutive ratios within each algorithm (002 Table 4)",
-       "paired, H_a: E[α at the smaller ratio] &lt; E[α at the larger]; rows = ratio pairs "
-       "of the algorithm"),
-      ("oneshot_algorithm_tests", "Pairs of algorithms at each ratio (002 Table 8)",
-       "paired, two-sided; rows = algorithm pairs at the ratio"),
-      ("oneshot_mp_vs_up", "MP vs UP at each ratio (002 Table 9)",
-       "paired, two-sided; rows = every ratio cell at once")):
-    frame = measures.tables[name]
-    parts.append(f"<h3>{html.esc(title)}</h3><p class=\"lead\">{what}.</p>")
-    parts.append(html.table(frame, dict(TEST_FORMATS, ratio="g", first="g", second="g"))
-                 if not frame.empty else
-                 html.skipped([n for n in study.notes if n.startswith(name)]))
-  general = [n for n in study.notes if not n.startswith("oneshot_")]
-  parts.append("<p class=\"skip\">" + html.esc("; ".join(general) + ".") + "</p>")
-  return "".join(parts)
 
 
 def _deployment(measures):
@@ -367,8 +302,8 @@ def _deployment(measures):
           "kernels; runtime says which ran). Sizes are raw bytes; shipped_vs_dense_float32 "
           "is the shipped file over the dense float32 file.</p>")
   formats = {c: "num" for c in t.columns if "_ms_b" in c}
-  formats.update({"sparsity": PCT, "top1": PCT, "top1_change": PCT, "plain_bytes": "int",
-                  "sparse_bytes": "int"})
+  formats.update({"sparsity": html.PCT, "top1": html.PCT, "top1_change": html.PCT,
+                  "plain_bytes": "int", "sparse_bytes": "int"})
   return lead + html.pair(plots.size_accuracy(t), "size vs accuracy per variant",
                           html.table(t, formats), stacked=True)
 
@@ -402,8 +337,8 @@ def build(measures, gallery, protected, extra_notes=(), recommendation=None):
           "class-level": _class_level(measures), "pie": _pie(measures),
           "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
           "robustness": _robustness(measures), "noise": _noise(measures),
-          "deployment": _deployment(measures), "recall-distortion": _alpha(measures),
-          "recall-study": _recall_study(measures), **published.sections(measures),
+          "deployment": _deployment(measures), **recall_study_view.sections(measures),
+          **published.sections(measures),
           **human_study_view.sections(measures),
           **prune_retrain_plots.sections(measures),
           "gallery": gal, "notes": _notes(measures, extra_notes)}

@@ -29,23 +29,18 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import names
-from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
+from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
-DENSE = collect.DENSE
 DEFAULT_ACCURACY_BUDGET = 0.01
 SIZE_TIE = 0.01
 SMALL_K = 10
 # A worst-class / worst-subgroup change larger than this (5 points) is named in the caveats of
 # the recommended file when no gate bounds it.
 WATCH = 0.05
-CONFIDENCE = intervals.CONFIDENCE
 NAN = float("nan")
-
-
-_populations = collect.comparison
 
 
 def _interval(values_0, values_t, paired, confidence):
@@ -56,13 +51,13 @@ def _interval(values_0, values_t, paired, confidence):
 def _empty(paired):
   nan = float("nan")
   return {"difference": nan, "low": nan, "high": nan, "n_0": 0, "n_t": 0, "spread": nan,
-          "method": "paired" if paired else "welch", "confidence": CONFIDENCE}
+          "method": "paired" if paired else "welch", "confidence": intervals.CONFIDENCE}
 
 
-def top1_interval(run, variant, confidence=CONFIDENCE):
+def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
   """The interval of the variant's top-1 change (fraction), `intervals` dict (NaN without a
   paired member: every parent link stale, `pairing.py`)."""
-  p0, pt, paired = _populations(run, variant)
+  p0, pt, paired = pairing_lib.comparison(run, variant)
   if not pt.members.size:
     return _empty(paired)
   return _interval(accuracy.top1_accuracy(p0.top1, p0.labels),
@@ -89,7 +84,7 @@ def worst_class(run, class_rows):
   row = class_rows.iloc[int(np.nanargmin(diff))]
   c = int(row["class"])
   return {"name": str(row["class_name"]), "class": c,
-          "n": int(np.sum(run.eval[DENSE].labels == c)),
+          "n": int(np.sum(run.eval[names.DENSE].labels == c)),
           "difference": float(row["absolute_recall_difference"]),
           "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
           "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
@@ -141,14 +136,14 @@ def ships_plain_why(deploy, variant):
     return ""
   row = deploy[deploy.variant == variant].iloc[0]
   try:
-    pruned = names.parse_variant(variant).member_variant != DENSE
+    pruned = names.parse_variant(variant).member_variant != names.DENSE
   except names.FormatError:
     return ""
   reason = row.get("reason") or ""
   return f"ships plain: {reason}" if pruned and row["encoding"] == "plain" and reason else ""
 
 
-def table(run, measures, gates, confidence=CONFIDENCE):
+def table(run, measures, gates, confidence=intervals.CONFIDENCE):
   """The verdict table, one row per variant (dense first), as the module docstring says.
 
   Args:
@@ -162,7 +157,7 @@ def table(run, measures, gates, confidence=CONFIDENCE):
     DataFrame; changes are fractions (points / 100), NaN where undefined.
   """
   deploy = measures.tables.get("deployment")
-  _, dense_bytes, dense_ms = _shipped(deploy, DENSE)
+  _, dense_bytes, dense_ms = _shipped(deploy, names.DENSE)
   classes = measures.tables["class_level"]
   rows = []
   for variant, s in measures.variants.items():
@@ -171,7 +166,7 @@ def table(run, measures, gates, confidence=CONFIDENCE):
            "file": f"deploy/{variant}/0.tflite", "encoding": enc, "size_bytes": size,
            "size_vs_dense": size / dense_bytes, "latency_ms": ms,
            "latency_vs_dense": ms / dense_ms, "top1": s["top1"]}
-    if variant == DENSE:
+    if variant == names.DENSE:
       rows.append(dict(row, top1_change=0.0, verdict="baseline",
                        reason="the uncompressed reference"))
       continue
@@ -221,7 +216,7 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
   has_size = frame["size_bytes"].notna().any()
   candidates = []
   for i, row in frame.iterrows():
-    if row["variant"] == DENSE:
+    if row["variant"] == names.DENSE:
       continue
     if row["gate"] == "fail":
       frame.at[i, "verdict"], frame.at[i, "reason"] = "fail", row["reasons"]
@@ -238,8 +233,8 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
   if not has_size:
     rule += " No file sizes were measured in this run, so the smallest top-1 loss decides."
   if not candidates:
-    dense = frame[frame.variant == DENSE].iloc[0]
-    return {"variant": DENSE, "file": dense["file"], "rule": rule,
+    dense = frame[frame.variant == names.DENSE].iloc[0]
+    return {"variant": names.DENSE, "file": dense["file"], "rule": rule,
             "why": "no compressed variant passes: ship the dense float32 file.",
             "caveats": _caveats(frame, None, budget, gates)}
   cand = frame.loc[candidates]
@@ -254,8 +249,8 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
   size = (f"{row['size_bytes'] / 1024:.1f} KiB, {row['size_vs_dense']:.2f}x the dense file"
           if row["size_bytes"] == row["size_bytes"] else "size not measured")
   why = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
-         f"({100 * CONFIDENCE:g}% CI {_points(row['top1_low'])} to {_points(row['top1_high'])}"
-         f", {row['pairing']} members).")
+         f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
+         f"{_points(row['top1_high'])}, {row['pairing']} members).")
   return {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
           "caveats": _caveats(frame, best, budget, gates)}
 
@@ -288,7 +283,7 @@ def _caveats(frame, best, budget, gates=None):
   return out
 
 
-def compute(run, measures, gates_json=None, confidence=CONFIDENCE):
+def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`."""
   gates = gates_lib.Gates.from_json(gates_json)
   frame = table(run, measures, gates, confidence)

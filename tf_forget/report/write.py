@@ -22,8 +22,8 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
-from tf_forget.io import atomic
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
 from tf_forget.report import gallery as gallery_lib
@@ -33,6 +33,7 @@ from tf_forget.report import human_study as human_study_lib
 from tf_forget.report import human_study_sheet
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
+from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import prune_retrain
 from tf_forget.report import sections
 from tf_forget.report import verdict as verdict_lib
@@ -114,6 +115,57 @@ def _inputs(run):
           for v, splits in sorted(run.predictions.items())}
 
 
+def _add_run_artifacts(run, run_dir, m):
+  """Adds the measures of the run directory's other artifacts to `m` (in place).
+
+  l-inf noise (`noise`, 003 §4.1), 003's prune-retrain study (`prune_retrain`, issue #17) and
+  the deployment encodings (`deployment`, issue #10), in that order.
+
+  Args:
+    run: the `collect.Run`.
+    run_dir: its run directory.
+    m: its `measures.Measures`.
+  """
+  pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
+           if v != names.DENSE and pairing_lib.is_paired(run, v)}
+  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants, pairs)
+  m.tables.update(noise_tables)
+  m.notes.setdefault("noise", []).extend(noise_notes)
+  m.config["noise"] = noise_protocol
+  study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
+  if study is not None:  # 003's prune-retrain study (issue #17)
+    m.tables.update(study.tables)
+    m.notes.setdefault("prune_retrain", []).extend(study.notes)
+  deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
+  m.tables.update(deploy_tables)
+  m.notes.setdefault("deployment", []).extend(deploy_notes)
+  m.config["deployment"] = deploy_settings
+
+
+def _add_human_study(run, m, options):
+  """Adds 000's human study (§3.3, Table 7; issue #26) to `m` (in place).
+
+  Returns:
+    The `human_study.Study` (its `export`, if any, is written with the report).
+  """
+  study = human_study_lib.compute(run, m, options)
+  m.tables.update(study.tables)
+  if study.notes:
+    m.notes.setdefault("human_study", []).extend(study.notes)
+  m.config["human_study"] = study.settings
+  return study
+
+
+def _dataset_json(run, examples):
+  """report.json's `dataset`: the data set's facts and the evaluation split's size."""
+  return {"name": run.dataset_name, "options": run.dataset_options,
+          "num_classes": run.num_classes, "class_names": list(run.class_names),
+          "eval_split": run.eval_split, "examples": examples,
+          "protected_attributes": list(run.protected_attributes),
+          "attributes": sorted(run.attributes),
+          "train_attribute_shares": run.train_attribute_shares}
+
+
 def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                  dataset_options=None, train_attribute_shares=None, gallery_size=12,
                  title=None, variants=None, splits=None, human_study=None,
@@ -140,7 +192,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   Raises:
     collect.CollectError: missing / misaligned predictions, unknown data set.
     noise.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
-    human_study.HumanStudyError: an annotation file or key that does not match the run.
+    human_study_sample.HumanStudyError: an annotation file or key that does not match the run.
     ValueError: bad measure options (from `tf_forget.stats`).
   """
   run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
@@ -148,20 +200,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                          train_attribute_shares=train_attribute_shares, variants=variants,
                          splits=splits)
   m = measures_lib.compute(run, **measure_options)
-  pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
-           if v != collect.DENSE and collect.is_paired(run, v)}
-  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants, pairs)
-  m.tables.update(noise_tables)
-  m.notes.setdefault("noise", []).extend(noise_notes)
-  m.config["noise"] = noise_protocol
-  study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
-  if study is not None:  # 003's prune-retrain study (issue #17)
-    m.tables.update(study.tables)
-    m.notes.setdefault("prune_retrain", []).extend(study.notes)
-  deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
-  m.tables.update(deploy_tables)
-  m.notes.setdefault("deployment", []).extend(deploy_notes)
-  m.config["deployment"] = deploy_settings
+  _add_run_artifacts(run, run_dir, m)
   m.tables["verdict"], recommendation = verdict_lib.compute(run, m, (config or {}).get("gates"))
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
@@ -170,23 +209,13 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])
   study = None
   if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)
-    study = human_study_lib.compute(run, m, human_study)
-    m.tables.update(study.tables)
-    if study.notes:
-      m.notes.setdefault("human_study", []).extend(study.notes)
-    m.config["human_study"] = study.settings
-  n = int(run.eval[collect.DENSE].ids.size)
-  dataset_json = {"name": run.dataset_name, "options": run.dataset_options,
-                  "num_classes": run.num_classes, "class_names": list(run.class_names),
-                  "eval_split": run.eval_split, "examples": n,
-                  "protected_attributes": list(run.protected_attributes),
-                  "attributes": sorted(run.attributes),
-                  "train_attribute_shares": run.train_attribute_shares}
+    study = _add_human_study(run, m, human_study)
+  n = int(run.eval[names.DENSE].ids.size)
   doc = jsonable({
       "schema_version": SCHEMA_VERSION,
       "config": config or {},
       "tools": tool_versions(),
-      "dataset": dataset_json,
+      "dataset": _dataset_json(run, n),
       "settings": m.config,
       "variants": m.variants,
       "inputs": _inputs(run),
@@ -215,9 +244,9 @@ def _write_files(report, directory):
   """Writes the report's tables, page and report.json under `directory` (`errors.WriteError`)."""
   fileio.makedirs(os.path.join(directory, "tables"))
   for name, text in sorted(report.tables.items()):
-    atomic.write_bytes(os.path.join(directory, "tables", f"{name}.csv"), text.encode("utf-8"))
-  atomic.write_bytes(os.path.join(directory, "report.html"), report.html.encode("utf-8"))
-  atomic.write_json(os.path.join(directory, "report.json"), report.json)
+    fileio.write_bytes(os.path.join(directory, "tables", f"{name}.csv"), text.encode("utf-8"))
+  fileio.write_bytes(os.path.join(directory, "report.html"), report.html.encode("utf-8"))
+  fileio.write_json(os.path.join(directory, "report.json"), report.json)
 
 
 def save(report, out_dir, log=print):

@@ -37,6 +37,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import names
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
@@ -46,7 +47,6 @@ from tf_forget.train import inputs
 from tf_forget.train import presets
 from tf_forget.train import pruning
 from tf_forget.train import schedule
-from tf_forget.train import variants
 
 SCHEMA = "tf_forget.member/1"
 MODEL_FILE = layout.MODEL_FILE
@@ -183,7 +183,7 @@ def _build(config, dataset):
 def _build_model(config, dataset, mixed=False):
   keras = keras2.keras()
   preset = config.preset
-  variant = variants.parse(config.variant)
+  variant = names.parse_trained(config.variant)
   model_options = dict(preset.model_options)
   model_options.update(config.model_options)
   model_options.setdefault("weight_decay", preset.weight_decay)

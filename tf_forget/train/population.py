@@ -23,11 +23,11 @@ from typing import Mapping, Sequence
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.cli import status
 from tf_forget.models import registry as model_registry
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
-from tf_forget.train import variants as variants_lib
 
 RUN_FILE = layout.RUN_FILE
 RUN_SCHEMA = "tf_forget.run/1"
@@ -76,7 +76,7 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
   """Builds a validated `PopulationConfig` from a preset and overrides.
 
   Raises:
-    PopulationError / variants_lib.VariantError: invalid values (preset errors are raised as
+    PopulationError / names.VariantError: invalid values (preset errors are raised as
       `PopulationError`): an unknown preset, field or model, steps not a multiple of
       `checkpoint_every`, members < 1, duplicate variants.
   """
@@ -92,12 +92,12 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
     raise PopulationError(f"unknown model {model!r} (known: "
                           f"{', '.join(sorted(model_registry.MODELS))})")
   if variants is None:
-    names = [v.name for v in variants_lib.population_variants(preset.sparsities)]
+    chosen = [v.name for v in names.population_variants(preset.sparsities)]
   else:
-    names = [variants_lib.parse(v).name for v in variants]
-  if len(set(names)) != len(names):
-    raise PopulationError(f"duplicate variants in {names}")
-  pruned = [n for n in names if n != "dense"]
+    chosen = [names.parse_trained(v).name for v in variants]
+  if len(set(chosen)) != len(chosen):
+    raise PopulationError(f"duplicate variants in {chosen}")
+  pruned = [n for n in chosen if n != names.DENSE]
   if preset.mixed_precision and pruned:
     raise PopulationError(
         f"preset {preset.name!r} trains under mixed_float16, which only dense members support: "
@@ -108,7 +108,7 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
     raise PopulationError(f"members must be >= 1, got {k}")
   return PopulationConfig(
       run_dir=run_dir, preset=preset, dataset=dataset or preset.dataset,
-      model=model, variants=tuple(names), members=k,
+      model=model, variants=tuple(chosen), members=k,
       dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
       population_seed=int(population_seed))
 

@@ -50,9 +50,21 @@ class Terminated(KeyboardInterrupt):
   """SIGTERM, raised in the main thread so that it unwinds like Ctrl-C."""
 
 
-def _on_sigterm(signum, frame):
-  del signum, frame
-  raise Terminated()
+_RECEIVED = []  # the signals this process was stopped by, first first
+
+
+def _on_signal(signum, frame):
+  """Ctrl-C / SIGTERM: noted (see `_status`), then raised in the main thread."""
+  del frame
+  _RECEIVED.append(signum)
+  raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _received():
+  """The interrupt this process got, as an exception (None if it got none)."""
+  if not _RECEIVED:
+    return None
+  return Terminated() if _RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _usage(name, message):
@@ -97,6 +109,8 @@ def _status(main, name, argv):
   except app.UsageError as e:
     _usage(name, e)
   except errors.Error as e:
+    if _received() is not None:
+      return _interrupted(name, _received())
     console.error(f"{name}: error: {errors.one_line(e, 1000)}")
     return 1
   except KeyboardInterrupt as e:
@@ -107,6 +121,8 @@ def _status(main, name, argv):
       return 1
     return 0 if e.code is None else e.code
   except Exception:  # pylint: disable=broad-except (a bug: keep its traceback, on the terminal)
+    if _received() is not None:  # the interrupt surfaced as another error (e.g. raised inside
+      return _interrupted(name, _received())  # TensorFlow's device scope): still one line
     console.error(traceback.format_exc().rstrip())
     if console.log_path():
       console.keep()
@@ -142,5 +158,6 @@ def locked_run_dir(run_dir, command, check_ours=True, log=print):
 
 def run(main, name):
   """Runs the absl binary `main` as the command `name` (module docstring); never returns."""
-  signal.signal(signal.SIGTERM, _on_sigterm)
+  signal.signal(signal.SIGTERM, _on_signal)
+  signal.signal(signal.SIGINT, _on_signal)
   app.run(lambda argv: sys.exit(_call(main, name, argv)), flags_parser=_parser(name))

@@ -1,0 +1,51 @@
+"""tf_forget.cli.app: an interrupt is one line and exit 130 / 143 even when TensorFlow turns it
+into another error on its way up (issue #25: a SIGTERM raised inside a Keras callback surfaced
+as "RuntimeError: Exiting device scope without proper scope nesting")."""
+
+import signal
+
+from absl.testing import flagsaver
+import pytest
+
+from tf_forget.artifacts import errors
+from tf_forget.cli import app
+from tf_forget.cli import status
+
+
+def _main_that_turns(signum, into):
+  def main(argv):
+    del argv
+    try:
+      app._on_signal(signum, None)  # pylint: disable=protected-access
+    except KeyboardInterrupt as e:
+      raise into from e
+  return main
+
+
+@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize("into", [RuntimeError("Exiting device scope without proper scope "
+                                               "nesting"), errors.WriteError("cannot write x")])
+def test_an_interrupt_surfacing_as_another_error_is_one_line(capsys, monkeypatch, signum, code,
+                                                             verb, into):
+  monkeypatch.setattr(app, "_RECEIVED", [])
+  status.begin("populations", 4)
+  status.advance(1)
+  with flagsaver.flagsaver(verbose=True):
+    main = _main_that_turns(signum, into)
+    got = app._status(main, "cmd", ["cmd"])  # pylint: disable=protected-access
+  assert got == code
+  assert capsys.readouterr().err.strip().splitlines() == [
+      f"cmd: {verb} during populations, 1 of 4 units done; run the same command to resume"]
+
+
+def test_a_bug_without_an_interrupt_keeps_its_traceback(capsys, monkeypatch):
+  monkeypatch.setattr(app, "_RECEIVED", [])
+
+  def main(argv):
+    raise RuntimeError("a bug")
+
+  with flagsaver.flagsaver(verbose=True):
+    assert app._status(main, "cmd", ["cmd"]) == 1  # pylint: disable=protected-access
+  err = capsys.readouterr().err
+  assert "Traceback" in err and "RuntimeError: a bug" in err

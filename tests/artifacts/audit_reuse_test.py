@@ -223,11 +223,11 @@ def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_bug_keeps_its_traceback(tmp_path, capsys, monkeypatch):
   # Only the project's error base class is turned into one line: a KeyError from a bug is not.
-  from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  from eval import audit_plan  # pylint: disable=g-import-not-at-top
 
   def bug(config):
     raise KeyError("bug")
 
-  monkeypatch.setattr(audit_lib, "plan", bug)
+  monkeypatch.setattr(audit_plan, "plan", bug)
   with pytest.raises(KeyError):
     _run_main(capsys, out=str(tmp_path / "run"), **CONFIG)

@@ -1,5 +1,7 @@
-"""Snapshots of files on disk, for tests that check nothing changed (issue #25)."""
+"""Files on disk in tests (issue #25): snapshots to check nothing changed, and a rename that
+fails once, to check that a swap rolls back."""
 
+import errno
 import os
 
 
@@ -21,3 +23,24 @@ def snapshot(root, entries=None):
         with open(os.path.join(d, name), "rb") as f:
           files[os.path.relpath(os.path.join(d, name), root)] = f.read()
   return files
+
+
+def fail_once_renaming_to(monkeypatch, target):
+  """Makes the first `os.replace` / `os.rename` onto `target` fail with EIO.
+
+  Returns:
+    A list that holds `target` once that rename has failed (empty while it has not).
+  """
+  failed = []
+
+  def once(real):
+    def rename(src, dst, **kwargs):
+      if os.fspath(dst) == target and not failed:
+        failed.append(dst)
+        raise OSError(errno.EIO, "Input/output error")
+      return real(src, dst, **kwargs)
+    return rename
+
+  monkeypatch.setattr(os, "replace", once(os.replace))
+  monkeypatch.setattr(os, "rename", once(os.rename))
+  return failed

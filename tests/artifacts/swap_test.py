@@ -151,18 +151,7 @@ def test_replace_dir_keeps_the_old_tree_when_the_move_in_fails(tmp_path, monkeyp
   dst, src = str(tmp_path / "deploy"), str(tmp_path / "deploy.tmp")
   _make_report(dst, "old")
   _make_report(src, "new")
-  real_replace, real_rename, failed = os.replace, os.rename, []
-
-  def once(real):
-    def rename(a, b, **kwargs):
-      if os.fspath(b) == dst and not failed:  # the new tree moving in
-        failed.append(b)
-        raise OSError(errno.EIO, "Input/output error")
-      return real(a, b, **kwargs)
-    return rename
-
-  monkeypatch.setattr(os, "replace", once(real_replace))
-  monkeypatch.setattr(os, "rename", once(real_rename))
+  failed = files.fail_once_renaming_to(monkeypatch, dst)  # the new tree moving in
   with pytest.raises(errors.WriteError, match="Input/output error"):
     swap.replace_dir(src, dst, last=("report.json",))
   assert failed and files.snapshot(dst) == _files_of_version("old")

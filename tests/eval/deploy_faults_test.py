@@ -106,18 +106,8 @@ def test_a_failed_swap_keeps_the_previous_bundle(run, tmp_path, monkeypatch):
   out = str(tmp_path)
   deploy.write_bundle(run, out, _report(), gates_lib.Gates())
   before = files.snapshot(out)
-  target, failed = os.path.join(out, "deploy"), []
-
-  def once(real):
-    def rename(src, dst, **kwargs):
-      if os.fspath(dst) == target and not failed:  # the new bundle moving in
-        failed.append(dst)
-        raise OSError(errno.EIO, "Input/output error")
-      return real(src, dst, **kwargs)
-    return rename
-
-  monkeypatch.setattr(os, "replace", once(os.replace))
-  monkeypatch.setattr(os, "rename", once(os.rename))
+  # The new bundle moving in fails once.
+  failed = files.fail_once_renaming_to(monkeypatch, os.path.join(out, "deploy"))
   with pytest.raises(errors.WriteError, match="Input/output error") as e:
     deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE)
   assert failed and "\n" not in str(e.value)

@@ -12,11 +12,11 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
 
+from tests.prune import parents
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.prune import gradient
@@ -33,17 +33,12 @@ GP_UP = ["oneshot_gp_r4", "oneshot_up_r4", "oneshot_up_r10"]
 
 @pytest.fixture(scope="module")
 def parent_run(tmp_path_factory):
-  run = str(tmp_path_factory.mktemp("parent"))
-  pop = population.make_config(run, "tiny", variants=["dense"], members=1)
-  population.train_population(pop, log=lambda line: None)
-  return run
+  return parents.train_tiny_parent(str(tmp_path_factory.mktemp("parent")))
 
 
 @pytest.fixture
 def pop(parent_run, tmp_path):
-  dst = str(tmp_path / "run")
-  shutil.copytree(parent_run, dst)
-  return population.make_config(dst, "tiny", variants=["dense"], members=1)
+  return parents.copy_of(parent_run, str(tmp_path / "run"))
 
 
 def _protocol():

@@ -12,6 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tests.prune import parents
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.prune import iterative_protocol as ip
@@ -193,17 +194,13 @@ def test_held_masks_keep_entries_at_zero_through_training(algorithm):
 
 @pytest.fixture(scope="module")
 def parent_run(tmp_path_factory):
-  run = str(tmp_path_factory.mktemp("parent"))
-  pop = population.make_config(run, "tiny", variants=["dense"], members=1)
-  population.train_population(pop, log=lambda line: None)
-  return run
+  return parents.train_tiny_parent(str(tmp_path_factory.mktemp("parent")))
 
 
 @pytest.fixture
 def run(parent_run, tmp_path):
   dst = str(tmp_path / "run")
-  shutil.copytree(parent_run, dst)
-  return dst, population.make_config(dst, "tiny", variants=["dense"], members=1)
+  return dst, parents.copy_of(parent_run, dst)
 
 
 def _config(pop, variant, **overrides):

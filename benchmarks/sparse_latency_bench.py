@@ -81,6 +81,7 @@ def main(argv):
   from eval import latency
   from eval import population
   from tflite_export import export
+  from tflite_export import export_state
   from tflite_export import formats
   # pylint: enable=g-import-not-at-top
   work = _WORK_DIR.value
@@ -93,7 +94,7 @@ def main(argv):
   rows = {(r["member_variant"], r["format"], r["encoding"]): r for r in table["rows"]}
 
   def meta(mv, fmt, enc):
-    path = export.export_paths(work, names.Variant(mv, fmt, enc), 0)[1]
+    path = export_state.export_paths(work, names.Variant(mv, fmt, enc), 0)[1]
     return json.load(open(path)) if os.path.exists(path) else None
 
   dense_f32 = meta("dense", "float32", "plain")["size_bytes"]["raw"]
@@ -101,9 +102,9 @@ def main(argv):
   for mv in sorted({r[0] for r in rows}, key=lambda m: (m != "dense", m)):
     for fmt in fmts:
       plain, sparse = meta(mv, fmt, "plain"), meta(mv, fmt, "sparse")
-      files = {"plain": export.export_paths(work, names.Variant(mv, fmt), 0)[0]}
+      files = {"plain": export_state.export_paths(work, names.Variant(mv, fmt), 0)[0]}
       if sparse is not None:
-        files["sparse"] = export.export_paths(work, names.Variant(mv, fmt, "sparse"), 0)[0]
+        files["sparse"] = export_state.export_paths(work, names.Variant(mv, fmt, "sparse"), 0)[0]
       lat = latency.measure(files, num_threads=_NUM_THREADS.value, repeats=_REPEATS.value)
       twin = (rows.get((mv, fmt, "sparse")) or {}).get("vs_plain_twin")
       choice = deploy.choose_encoding(

@@ -288,6 +288,7 @@ def main(argv):
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
+  from eval import audit_config  # pylint: disable=g-import-not-at-top
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
   from eval import audit_plan  # pylint: disable=g-import-not-at-top
   variants = _VARIANTS.value
@@ -321,7 +322,7 @@ def main(argv):
     pruned_quant = []
   noise = _NOISE.value
   noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
-  config = audit_plan.AuditConfig(
+  config = audit_config.AuditConfig(
       dataset=_DATASET.value,
       out=filesystem.user_path(_OUT.value or os.path.join("runs", _DATASET.value)),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,

@@ -44,6 +44,7 @@ import os
 import threading
 import time
 
+from eval import audit_config
 from eval import audit_plan
 from eval import run_identity
 from eval import deploy
@@ -81,10 +82,10 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-      raise audit_plan.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
-                                  "bucket name, the network and the credentials")
+      raise audit_config.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
+                                    "bucket name, the network and the credentials")
   if "error" in outcome:
-    raise audit_plan.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
+    raise audit_config.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
 def _validate(config):
@@ -110,7 +111,7 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
   error or an interrupt; the kernel drops it if the process is killed).
 
   Args:
-    config: an `audit_plan.AuditConfig`.
+    config: an `audit_config.AuditConfig`.
     log: callable(str) for the progress lines.
     on_locked: optional callable(out) called once the run directory is locked and before the
       first artifact is written (the binary moves its log file there).
@@ -141,7 +142,7 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
 def _run_locked(config, p, identity, log, human_study=None):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
   fileio.write_json(layout.audit_file(config.out),
-                    {"schema": audit_plan.AUDIT_SCHEMA, "config": identity})
+                    {"schema": audit_config.AUDIT_SCHEMA, "config": identity})
   t_start = time.time()
   executor = stages.make_executor(config, log)
   try:
@@ -149,25 +150,26 @@ def _run_locked(config, p, identity, log, human_study=None):
       log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
-    plain_variants = stages.make_predictions(config, p, executor, t_start, log)
+    sections = stages.audit_stages(p)
+    plain_variants = stages.make_predictions(config, p, executor, sections, t_start, log)
   finally:
-    if executor is not None:
-      executor.close()
+    executor.close()
   dataset, corrupted = p.dataset, list(p.corrupted)
-  stages.header(log, 4, "deployment encodings", t_start)
+  n = len(sections)
+  stages.header(log, n + 1, "deployment encodings", t_start, n + 3)
   chosen = encodings_lib.choose(
       config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,
       max_latency_ratio=config.max_latency_ratio, num_threads=config.num_threads,
       remeasure=config.remeasure_latency, log=lambda line: log(f"  {line}"))
 
-  stages.header(log, 5, "report", t_start)
+  stages.header(log, n + 2, "report", t_start, n + 3)
   report = report_write.write_report(config.out, config.out, config.to_json(), log=log,
                                      dataset=dataset, human_study=human_study,
                                      variants=plain_variants,
                                      splits=[dataset.spec.eval_split] + corrupted
                                      + list(p.extra_splits))
 
-  stages.header(log, 6, "deployment bundle", t_start)
+  stages.header(log, n + 3, "deployment bundle", t_start, n + 3)
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates, log=log,
                                  members=config.deploy_members, encodings=chosen["variants"])
   deploy.print_summary(report, manifest, log)

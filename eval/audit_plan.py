@@ -1,7 +1,7 @@
-"""The audit's configuration and plan: what an audit will make, validated before anything is
-written (`eval/audit_lib.py` runs it).
+"""The audit's plan: what an audit will make, validated before anything is written
+(`eval/audit_lib.py` runs it).
 
-* `AuditConfig`: what to audit (the flags of `eval/audit.py`).
+* what to audit (`AuditConfig`, the flags of `eval/audit.py`) is `eval.audit_config`'s.
 * `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
   formats, corruptions, noise protocol) without writing and returns a `Plan`.
 * what a run directory was made with (`<out>/audit.json`) is `eval.run_identity`'s.
@@ -14,12 +14,11 @@ preset, post-training formats, corruptions and severities, robustness members, n
 
 import dataclasses
 import os
-from typing import Mapping, Optional, Sequence
 
+from eval import audit_config
 from eval import costs
 from eval import deploy
 from tf_forget import executor as executor_lib
-from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.corruptions import published as published_lib
@@ -27,126 +26,13 @@ from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.corruptions import robust_training as robust_lib
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
-from tf_forget.prune import iterative_protocol
+from tf_forget.prune import iterative_schedule
 from tf_forget.prune import population as prune_population
-from tf_forget.prune import protocol as prune_protocol
-from tf_forget.report import gates as gates_lib
+from tf_forget.prune import oneshot_schedule
 from tf_forget.train import population
 
 
-AUDIT_SCHEMA = "tf_forget.audit/1"
 ROBUSTNESS = ("generated", "published")
-
-
-class AuditError(errors.Error):
-  """A bad audit configuration, or one that conflicts with the run directory (one line)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class AuditConfig:
-  """What to audit (see `eval/audit.py` for the flags).
-
-  Attributes:
-    dataset: data registry name.
-    out: run / output directory.
-    preset: training protocol (default: the data set's, `presets.for_dataset`).
-    model: model registry name (default: the preset's).
-    members: members per variant (default: the preset's).
-    variants: trained variants (default: the preset's): `dense`, gradual `prune_<t>` and
-      one-shot `oneshot_<alg>_r<r>` (002; made from dense member k by `tf_forget.prune`, so
-      `dense` is added when a one-shot variant is asked for).
-    oneshot_variants: one-shot variants added to `variants` (or to the preset's).
-    oneshot_overrides: fields of the one-shot protocol to replace (`tf_forget.prune.protocol`:
-      phases, grad_batches, exclude_classifier, ratio_over, up_formula, ...).
-    iterative_methods: iterative prune-retrain algorithms ("wt", "ft"; 003 Algorithm 1): every
-      cycle of the iterative protocol of each is added to the variants (`iter_<alg>_c<n>`).
-    iterative_overrides: options of the iterative protocol (`tf_forget.prune.
-      iterative_protocol.get`: cycles, alpha, warmup_epochs, retrain_steps, exclude_classifier).
-    quantizations: post-training formats of the dense members (default: the protocol's,
-      SPEC §2.3; `tf_forget.data.protocols`).
-    pruned_quantizations: formats of the pruned members besides float32 (default: the
-      protocol's, () = float32 only, SPEC §1.1).
-    corruptions: corruption names, () for none (default: the protocol's: all 19, CelebA none).
-    severities: corruption severities (default: the protocol's: 1-5, digits 3).
-    robustness: "generated" (corrupt the eval split, `tf_forget.corruptions.cache`) or
-      "published" (the data set's published suites, `tf_forget.corruptions.published`: the
-      corrupted splits of the same names read from e.g. CIFAR-10-C, plus its published test
-      sets, e.g. CIFAR-10.1, ImageNet-A; SPEC §3.6). Recorded in the identity only when
-      "published", so run directories made before the option keep theirs.
-    noise_levels: l-inf noise levels ε, () for none (default: the protocol's, SPEC §6.7).
-    noise_draws: noise draws per example and level (default: the protocol's, 100; digits 10).
-    noise_examples: examples evaluated under noise, at most (default: the protocol's, 1000).
-    steps: override of the preset's training steps.
-    population_seed: base seed of the population.
-    data_dir: tfds data directory.
-    image_size: optional (H, W) input resize.
-    gates: `gates_lib.Gates`.
-    deploy_members: "first" or "all".
-    deploy_encoding: "auto", "plain" or "sparse" (`deploy.choose_encoding`; "plain" exports
-      no sparse twins).
-    max_latency_ratio: the sparse / plain latency bound of "auto".
-    num_threads: TFLite interpreter threads.
-    preset_overrides: other preset fields to replace (e.g. batch_size; tests, small runs).
-    robust_training: 003 §6 / SPEC §6.8: train (and retrain) with one of
-      `robust_training.ROBUST_TRAIN_CORRUPTIONS` drawn per image at severity 3 (the preset's
-      `train_corruptions`, unless `preset_overrides` names them), and, unless `corruptions` is
-      given, evaluate the test distribution's `ROBUST_TEST_CORRUPTIONS` at `severities` (default
-      3). Recorded in `to_json` only when True; the identity records the preset's corruptions.
-    executor: "inline" (every stage in this process, one after another), "local" (a process
-      pool of `workers`) or "ray" (Ray core tasks at `ray_address`; None starts a local Ray).
-      Not part of the run's identity: every executor makes the same bytes (issue #15).
-    workers: worker processes of "local" (default: every core), CPUs of a local Ray.
-    ray_address: "auto", "ray://host:port", or None.
-    remeasure_latency: time the plain / sparse twins again although `eval/encodings.json`
-      records a decision for the same files and settings (issue #25). In `to_json` only when True.
-  """
-  dataset: str
-  out: str
-  preset: Optional[str] = None
-  model: Optional[str] = None
-  members: Optional[int] = None
-  variants: Optional[Sequence[str]] = None
-  oneshot_variants: Sequence[str] = ()
-  oneshot_overrides: Optional[Mapping[str, object]] = None
-  iterative_methods: Sequence[str] = ()
-  iterative_overrides: Optional[Mapping[str, object]] = None
-  quantizations: Optional[Sequence[str]] = None
-  pruned_quantizations: Optional[Sequence[str]] = None
-  corruptions: Optional[Sequence[str]] = None
-  severities: Optional[Sequence[int]] = None
-  robustness: str = "generated"
-  noise_levels: Optional[Sequence[float]] = None
-  noise_draws: Optional[int] = None
-  noise_examples: Optional[int] = None
-  steps: Optional[int] = None
-  population_seed: int = 0
-  data_dir: Optional[str] = None
-  image_size: Optional[Sequence[int]] = None
-  gates: gates_lib.Gates = gates_lib.Gates()
-  deploy_members: str = "first"
-  deploy_encoding: str = "auto"
-  max_latency_ratio: float = deploy.DEFAULT_MAX_LATENCY_RATIO
-  num_threads: int = 2
-  preset_overrides: Optional[Mapping[str, object]] = None
-  executor: str = "inline"
-  workers: Optional[int] = None
-  ray_address: Optional[str] = None
-  robust_training: bool = False
-  remeasure_latency: bool = False
-
-  def to_json(self):
-    d = dataclasses.asdict(self)
-    d["gates"] = dataclasses.asdict(self.gates)
-    d["preset_overrides"] = dict(self.preset_overrides or {})
-    if d["robustness"] == "generated":  # the default: report.json's config as before the option
-      del d["robustness"]
-    if not d["robust_training"]:  # the default: report.json's config as before the option
-      del d["robust_training"]
-    if not d["remeasure_latency"]:  # likewise
-      del d["remeasure_latency"]
-    d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
-    d["iterative_overrides"] = dict(self.iterative_overrides or {})
-    return d
 
 
 def _protocol(dataset):
@@ -156,7 +42,7 @@ def _protocol(dataset):
   try:
     return protocols.get(dataset)
   except protocols.ProtocolError as e:
-    raise AuditError(str(e)) from e
+    raise audit_config.AuditError(str(e)) from e
 
 
 def _corruption_splits(config):
@@ -211,12 +97,12 @@ class Plan:
     robustness_members: the k's evaluated on the corrupted splits and under noise (the
       protocol's first n members, SPEC §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
-    oneshot_protocol: their `tf_forget.prune.protocol.OneshotProtocol`, or None.
-    robustness: "generated" or "published" (`AuditConfig.robustness`).
+    oneshot_schedule: their `tf_forget.prune.oneshot_schedule.OneshotSchedule`, or None.
+    robustness: "generated" or "published" (`audit_config.AuditConfig.robustness`).
     published: the data set's `protocols.Published` when "published", else None.
     extra_splits: the published test sets evaluated besides `corrupted` (`cifar10_1`).
     iterative: iterative prune-retrain variant names (`iter_<alg>_c<n>`, every cycle).
-    iterative_protocol: their `tf_forget.prune.iterative_protocol.IterativeProtocol`, or None.
+    iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
   """
   population: object
   quantizations: tuple
@@ -227,12 +113,12 @@ class Plan:
   dataset: object
   robustness_members: tuple = ()
   oneshot: tuple = ()
-  oneshot_protocol: object = None
+  oneshot_schedule: object = None
   robustness: str = "generated"
   published: object = None
   extra_splits: tuple = ()
   iterative: tuple = ()
-  iterative_protocol: object = None
+  iterative_schedule: object = None
 
   @property
   def variants(self):
@@ -249,13 +135,14 @@ def _split_variants(config, preset_name):
   extra_trained, extra, extra_iterative = prune_population.split_variants(
       config.oneshot_variants or ())
   if extra_trained or extra_iterative:
-    raise AuditError(f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
+    raise audit_config.AuditError(
+        f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
   oneshot = list(dict.fromkeys(oneshot + extra))
   proto = None
   if oneshot:
-    proto = prune_protocol.get(preset_name, **dict(config.oneshot_overrides or {}))
+    proto = oneshot_schedule.get(preset_name, **dict(config.oneshot_overrides or {}))
   elif config.oneshot_overrides:
-    raise AuditError("one-shot options given but no one-shot variant asked for")
+    raise audit_config.AuditError("one-shot options given but no one-shot variant asked for")
   iterative, iter_proto = _iterative(config, preset_name, iterative)
   if (oneshot or iterative) and trained is not None and names.DENSE not in trained:
     trained = [names.DENSE] + trained
@@ -266,17 +153,47 @@ def _iterative(config, preset_name, named):
   """(iterative variants: every cycle of each method plus the named ones, their protocol)."""
   for method in config.iterative_methods:
     if method not in names.ITERATIVE_ALGORITHMS:
-      raise AuditError(f"unknown iterative pruning method {method!r} (known: "
-                       f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
+      raise audit_config.AuditError(f"unknown iterative pruning method {method!r} (known: "
+                                    f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
   if not (named or config.iterative_methods):
     if config.iterative_overrides:
-      raise AuditError("prune-retrain options given but no iterative method asked for")
+      raise audit_config.AuditError(
+          "prune-retrain options given but no iterative method asked for")
     return (), None
-  proto = iterative_protocol.get(preset_name, **dict(config.iterative_overrides or {}))
+  proto = iterative_schedule.get(preset_name, **dict(config.iterative_overrides or {}))
   variants = [v.name for v in names.iterative_variants(config.iterative_methods, proto.cycles)]
   for name in named:
     proto.keep_ratio(names.parse_trained(name).cycle)  # a cycle beyond the protocol: error
   return tuple(dict.fromkeys(variants + list(named))), proto
+
+
+def _check_run_options(config):
+  """Checks `deploy_members` and the executor (one that `out` can be shared with)."""
+  if config.deploy_members not in ("first", "all"):
+    raise audit_config.AuditError(
+        f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
+  if config.executor not in executor_lib.EXECUTORS:
+    raise audit_config.AuditError(
+        f"executor must be one of {', '.join(sorted(executor_lib.EXECUTORS))}, got "
+        f"{config.executor!r}")
+  if config.executor != "inline" and str(config.out).startswith("ram://"):
+    raise audit_config.AuditError(
+        f"{config.out} is in this process's memory, which worker processes do not "
+        "share: use --executor=inline, or a shared path (gs://, a shared disk)")
+
+
+def _formats(config, protocol):
+  """(quantizations, pruned quantizations, encodings), checked (defaults: the protocol's)."""
+  quantizations = tuple(config.quantizations if config.quantizations is not None
+                        else protocol.quantizations)
+  pruned_quantizations = tuple(protocol.pruned_quantizations
+                               if config.pruned_quantizations is None
+                               else config.pruned_quantizations)
+  for fmt in quantizations + pruned_quantizations:
+    names.check_format(fmt)
+  deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
+  encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
+  return quantizations, pruned_quantizations, encodings
 
 
 def plan(config, check_data=True):
@@ -289,20 +206,13 @@ def plan(config, check_data=True):
     errors.Error subclasses (AuditError, PopulationError, VariantError, FormatError, DataError,
     CorruptionError, NoiseError, DeployError) with a one-line message.
   """
-  if config.deploy_members not in ("first", "all"):
-    raise AuditError(f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
-  if config.executor not in executor_lib.EXECUTORS:
-    raise AuditError(f"executor must be one of {', '.join(sorted(executor_lib.EXECUTORS))}, got "
-                     f"{config.executor!r}")
-  if config.executor != "inline" and str(config.out).startswith("ram://"):
-    raise AuditError(f"{config.out} is in this process's memory, which worker processes do not "
-                     "share: use --executor=inline, or a shared path (gs://, a shared disk)")
+  _check_run_options(config)
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
   preset_name = config.preset or protocol.preset
-  trained, oneshot, oneshot_protocol, iterative, iter_protocol = _split_variants(
+  trained, oneshot, oneshot_schedule, iterative, iter_schedule = _split_variants(
       config, preset_name)
   pop = population.make_config(
       config.out, preset_name, dataset=config.dataset,
@@ -311,20 +221,13 @@ def plan(config, check_data=True):
       population_seed=config.population_seed,
       **_preset_overrides(config))
   if pop.members < 2:
-    raise AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
-  quantizations = tuple(config.quantizations if config.quantizations is not None
-                        else protocol.quantizations)
-  pruned_quantizations = tuple(protocol.pruned_quantizations
-                               if config.pruned_quantizations is None
-                               else config.pruned_quantizations)
-  for fmt in quantizations + pruned_quantizations:
-    names.check_format(fmt)
-  deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
-  encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
+    raise audit_config.AuditError(
+        f"an audit compares populations: members must be >= 2, got {pop.members}")
+  quantizations, pruned_quantizations, encodings = _formats(config, protocol)
   corrupted = _corruption_splits(config)
   if config.robustness not in ROBUSTNESS:
-    raise AuditError(f"robustness must be one of {', '.join(ROBUSTNESS)}, got "
-                     f"{config.robustness!r}")
+    raise audit_config.AuditError(f"robustness must be one of {', '.join(ROBUSTNESS)}, got "
+                                  f"{config.robustness!r}")
   published = (published_lib.suites_for(config.dataset) if config.robustness == "published"
                else None)
   noise = _noise_protocol(config)
@@ -341,16 +244,18 @@ def plan(config, check_data=True):
       suite.check_readable()
   if (config.gates.max_subgroup_fnr_increase is not None
       and not dataset.spec.protected_attributes):
-    raise AuditError(f"--max_subgroup_fnr_increase gates protected subgroups, but "
-                     f"{dataset.spec.name} has no protected attributes to gate")
+    raise audit_config.AuditError(
+        f"--max_subgroup_fnr_increase gates protected subgroups, but "
+        f"{dataset.spec.name} has no protected attributes to gate")
   if (oneshot or iterative) and pop.preset.mixed_precision:
-    raise AuditError(f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
-                     "training needs float32 parents")
+    raise audit_config.AuditError(
+        f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
+        "training needs float32 parents")
   return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
               dataset, robustness_members=robustness_members(protocol, pop.members),
-              oneshot=oneshot, oneshot_protocol=oneshot_protocol, robustness=config.robustness,
+              oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
               published=published, extra_splits=extra, iterative=iterative,
-              iterative_protocol=iter_protocol)
+              iterative_schedule=iter_schedule)
 
 
 def robustness_members(protocol, members):
@@ -367,7 +272,7 @@ def plan_report(config, unit_costs=None, workers=None):
   `tf_forget.data.protocols`), the population config and the validated plan (`eval.costs`).
 
   Args:
-    config: an `AuditConfig`.
+    config: an `audit_config.AuditConfig`.
     unit_costs: path of a `tf_forget.unit_costs/1` file (default: the committed file measured
       on a 2-core CPU, `eval/unit_costs/`).
     workers: workers the wall-time estimate divides by (default: the config's workers; every
@@ -380,16 +285,17 @@ def plan_report(config, unit_costs=None, workers=None):
   pop, spec = p.population, p.dataset.spec
   protocol = _protocol(config.dataset)
   if spec.eval_split not in protocol.split_sizes:
-    raise AuditError(f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
+    raise audit_config.AuditError(
+        f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
   n_dense = sum(v == names.DENSE for v in pop.variants)
   finetune_images = 0
   if p.oneshot:
     n_train = protocol.split_sizes.get("train", 0)
-    finetune_images = p.oneshot_protocol.epochs * (
-        n_train - -(-n_train // p.oneshot_protocol.validation_every))
+    finetune_images = p.oneshot_schedule.epochs * (
+        n_train - -(-n_train // p.oneshot_schedule.validation_every))
   retrain_images = 0
   if p.iterative:
-    retrain_images = (p.iterative_protocol.retrain_steps or pop.preset.steps) * \
+    retrain_images = (p.iterative_schedule.retrain_steps or pop.preset.steps) * \
         pop.preset.batch_size
   inputs = costs.PlanInputs(
       dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),

@@ -26,7 +26,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import gates as gates_lib
-from tflite_export import export as export_lib
+from tflite_export import export_state
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 BUNDLE = "deploy"  # out_dir/deploy
@@ -134,7 +134,7 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
 def _dense_size(run_dir, k, cache):
   """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
   if k not in cache:
-    _, meta = export_lib.export_paths(run_dir, names.parse_variant(names.DENSE), k)
+    _, meta = export_state.export_paths(run_dir, names.parse_variant(names.DENSE), k)
     cache[k] = fileio.read_json(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
   return cache[k]
 
@@ -175,7 +175,7 @@ def _build(run_dir, bundle, report, gates, members, encodings):
     if choice and choice.get("encoding", names.DEFAULT_ENCODING) != variant.encoding:
       shipped = names.Variant(variant.member_variant, variant.format, choice["encoding"])
     for k in ks[:1] if members == "first" else ks:
-      src, meta_path = export_lib.export_paths(run_dir, shipped, k)
+      src, meta_path = export_state.export_paths(run_dir, shipped, k)
       entries.append(_entry(variant_name, k, fileio.read_json(meta_path), summary, gate, choice,
                             _dense_size(run_dir, k, dense_sizes)))
       fileio.copy(src, os.path.join(bundle, entries[-1]["file"]))

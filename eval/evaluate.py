@@ -33,7 +33,7 @@ from tf_forget.artifacts import predictions
 from tf_forget.data import base
 from tflite_export import formats
 
-TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export.SCHEMA (not imported: no TF here)
+TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export_state.SCHEMA (not imported: no TF here)
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tflite_export.export.FAILURE_SCHEMA
 
 
@@ -204,26 +204,18 @@ def list_exports(run_dir):
   if not fileio.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
   found = []
-  for member_variant in fileio.listdir(root):
-    vdir = os.path.join(root, member_variant)
-    if not fileio.isdir(vdir):
-      continue
-    for k in sorted(fileio.listdir(vdir), key=lambda s: (not s.isdigit(), int(s) if s.isdigit()
-                                                         else 0)):
-      kdir = os.path.join(vdir, k)
-      if not (k.isdigit() and fileio.isdir(kdir)):
+  for _, _, kdir in layout.walk(root):
+    for name in fileio.listdir(kdir):
+      if not name.endswith(".json") or ".tmp-" in name:
         continue
-      for name in fileio.listdir(kdir):
-        if not name.endswith(".json") or ".tmp-" in name:
-          continue
-        try:
-          meta = fileio.read_json(os.path.join(kdir, name), "export JSON")
-        except errors.ReadError as e:
-          raise EvaluationError(f"{e}: run the export again") from e
-        if not isinstance(meta, dict) or meta.get("schema") != TFLITE_SCHEMA:
-          continue
-        meta["path"] = os.path.join(kdir, name[:-len(".json")] + ".tflite")
-        found.append(meta)
+      try:
+        meta = fileio.read_json(os.path.join(kdir, name), "export JSON")
+      except errors.ReadError as e:
+        raise EvaluationError(f"{e}: run the export again") from e
+      if not isinstance(meta, dict) or meta.get("schema") != TFLITE_SCHEMA:
+        continue
+      meta["path"] = os.path.join(kdir, name[:-len(".json")] + ".tflite")
+      found.append(meta)
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
   order = {name: i for i, name in enumerate(formats.FORMATS)}

@@ -1,6 +1,6 @@
 """Evaluates every exported `.tflite` file of a population run, then checks agreement.
 
-    <run>/predictions/<variant>/<k>/<split>.npz        eval.predictions, one per file x split
+    <run>/predictions/<variant>/<k>/<split>.npz        artifacts.predictions, one per file x split
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
     <run>/eval/agreement/<split>.json                  agreement table (eval.agreement)
     <run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz   plain twin re-run on a sparse
@@ -110,8 +110,8 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
     return out
   if log and state.reason != "missing":
     log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
-  from tflite_export import export  # pylint: disable=g-import-not-at-top  (TensorFlow)
-  model, _ = export.load_member(run_dir, member_variant, k)
+  from tflite_export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  model, _ = export_state.load_member(run_dir, member_variant, k)
   if hashing.file_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")
   ids, labels, scores = agreement.keras_scores(model, batches())
@@ -145,8 +145,8 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     redo_log: optional callable(str) for "redo ..." lines (default: `log`).
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
     files: optional iterable of (variant, k) to restrict to (one executor task's share).
-    write_tables: compute and write the agreement tables (False: only the predictions files, as an
-      executor task does; the driver's final call, which finds them current, writes tables).
+    write_tables: compute and write the agreement tables (False: only the predictions files, as
+      an evaluation task does; the stage's `finish` then calls `agreement_tables`).
 
   Returns:
     {split: agreement table dict} (also written to `<run>/eval/agreement/<split>.json`); {}
@@ -156,6 +156,55 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     evaluate.EvaluationError, interpreter.TfliteError, data errors: nothing is written for
       the failing (file, split).
   """
+  exports, dataset, failures, streams, ids = _select(
+      run_dir, dataset, splits, split_batches, split_ids, variants, files)
+  redo_log = redo_log or log
+  for split, stream in streams.items():
+    for meta in exports:
+      member_variant, k = _member_key(meta)
+      pmeta, skipped = evaluate.evaluate_file(
+          meta["path"], lambda st=stream: st(batch_size),
+          predictions.path(run_dir, meta["variant"], k, split), split,
+          metadata={"variant": meta["variant"], "member_variant": member_variant, "k": k,
+                    "format": meta["format"], "encoding": meta["encoding"],
+                    "dataset": dataset.spec.name},
+          batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
+          overwrite=overwrite, tflite_sha256=meta["sha256"],
+          image_shape=dataset.spec.image_shape, tail=tail, split_id=ids.get(split),
+          log=redo_log)
+      if log:
+        log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
+            f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
+  if not write_tables:
+    return {}
+  return {split: _table(run_dir, dataset, split, stream, ids.get(split), exports, failures,
+                        check_keras, batch_size, num_threads, overwrite, tail, redo_log)
+          for split, stream in streams.items()}
+
+
+def agreement_tables(run_dir, dataset, splits=None, split_batches=None, split_ids=None,
+                     variants=None, files=None, check_keras=True,
+                     batch_size=batched.DEFAULT_BATCH_SIZE,
+                     num_threads=interpreter.DEFAULT_NUM_THREADS, tail="resize", log=None):
+  """Writes the agreement tables of predictions files already made (an evaluation stage's finish).
+
+  The arguments select the files and splits as `evaluate_population`'s do; every predictions
+  file (and, with `check_keras`, every Keras predictions file) must already be current, as the
+  evaluation stages' tasks leave them (`eval.file_stages`). Only a failed twin check runs a
+  file again (`_diagnose_runtime`); `log` gets its "redo" lines.
+
+  Returns:
+    {split: agreement table dict}, also written to `<run>/eval/agreement/<split>.json`.
+  """
+  exports, dataset, failures, streams, ids = _select(
+      run_dir, dataset, splits, split_batches, split_ids, variants, files)
+  return {split: _table(run_dir, dataset, split, stream, ids.get(split), exports, failures,
+                        check_keras, batch_size, num_threads, False, tail, log, keras_ready=True)
+          for split, stream in streams.items()}
+
+
+def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files):
+  """(exports, dataset, sparse failures, {split: stream}, {split: identity}) to evaluate."""
   exports = evaluate.list_exports(run_dir)
   if variants is not None:
     wanted = set(variants)
@@ -178,76 +227,64 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
     streams[split] = (lambda b, s=split: dataset.batches(s, b))
     ids[split] = predictions.split_identity(dataset.spec.name, dataset.spec.options, split)
   streams.update(split_batches or {})
-  redo_log = redo_log or log
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
+  return exports, dataset, failures, streams, ids
 
-  tables = {}
-  for split, stream in streams.items():
-    rows = []
-    split_id = ids.get(split)
-    for meta in exports:
-      member_variant, k = _member_key(meta)
-      out = predictions.path(run_dir, meta["variant"], k, split)
-      pmeta, skipped = evaluate.evaluate_file(
-          meta["path"], lambda st=stream: st(batch_size), out, split,
-          metadata={"variant": meta["variant"], "member_variant": member_variant, "k": k,
-                    "format": meta["format"], "encoding": meta["encoding"],
-                    "dataset": dataset.spec.name},
-          batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
-          overwrite=overwrite, tflite_sha256=meta["sha256"],
-          image_shape=dataset.spec.image_shape, tail=tail, split_id=split_id, log=redo_log)
-      if log:
-        log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
-            f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
-      if not write_tables:
-        continue
-      rows.append({"variant": meta["variant"], "format": meta["format"],
-                   "encoding": meta["encoding"], "runtime": pmeta.get("runtime"),
-                   "member_variant": member_variant, "k": k, "path": out,
-                   "top1_accuracy": pmeta["top1_accuracy"]})
-    if not write_tables:
-      continue
-    by_member = {(_member_key(m), m["format"], m["encoding"]): r
-                 for m, r in zip(exports, rows)}
-    twin_failures = []
-    for meta, row in zip(exports, rows):
-      if meta["encoding"] != "plain":
-        twin = by_member.get((_member_key(meta), meta["format"], "plain"))
-        if twin is None:
-          row["vs_plain_twin"] = None
+
+def _table(run_dir, dataset, split, stream, split_id, exports, failures, check_keras,
+           batch_size, num_threads, overwrite, tail, redo_log, keras_ready=False):
+  """Builds and writes the agreement table of one split from its current predictions files."""
+  rows = []
+  for meta in exports:
+    member_variant, k = _member_key(meta)
+    out = predictions.path(run_dir, meta["variant"], k, split)
+    pmeta = predictions.read(out)["metadata"]
+    rows.append({"variant": meta["variant"], "format": meta["format"],
+                 "encoding": meta["encoding"], "runtime": pmeta.get("runtime"),
+                 "member_variant": member_variant, "k": k, "path": out,
+                 "top1_accuracy": pmeta["top1_accuracy"]})
+  by_member = {(_member_key(m), m["format"], m["encoding"]): r
+               for m, r in zip(exports, rows)}
+  twin_failures = []
+  for meta, row in zip(exports, rows):
+    if meta["encoding"] != "plain":
+      twin = by_member.get((_member_key(meta), meta["format"], "plain"))
+      if twin is None:
+        row["vs_plain_twin"] = None
+        twin_failures.append({"variant": meta["variant"], "k": row["k"],
+                              "reason": "no plain twin evaluated to compare with"})
+      else:
+        row["vs_plain_twin"] = agreement.compare_twin_files(row["path"], twin["path"],
+                                                            _output_scale(meta))
+        row["vs_plain_twin"]["encoding_exact"] = row["vs_plain_twin"]["equal"]
+        if not row["vs_plain_twin"]["equal"]:
+          twin_meta = exports[rows.index(twin)]
+          _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
+                            _output_scale(meta), overwrite, tail, split_id, redo_log)
           twin_failures.append({"variant": meta["variant"], "k": row["k"],
-                                "reason": "no plain twin evaluated to compare with"})
-        else:
-          row["vs_plain_twin"] = agreement.compare_twin_files(row["path"], twin["path"],
-                                                              _output_scale(meta))
-          row["vs_plain_twin"]["encoding_exact"] = row["vs_plain_twin"]["equal"]
-          if not row["vs_plain_twin"]["equal"]:
-            twin_meta = exports[rows.index(twin)]
-            _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
-                              _output_scale(meta), overwrite, tail, split_id, redo_log)
-            twin_failures.append({"variant": meta["variant"], "k": row["k"],
-                                  "reason": row["vs_plain_twin"]["reason"]})
-      ref = by_member.get((_member_key(meta), "float32", "plain"))
-      if ref is not None:
-        row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
-      if check_keras:
-        kpath = keras_predictions(run_dir, row["member_variant"], row["k"], split,
-                                  lambda st=stream: st(batch_size), overwrite, split_id,
-                                  redo_log)
-        row["vs_keras"] = agreement.compare_files(row["path"], kpath)
-    table = {
-        "schema": AGREEMENT_SCHEMA,
-        "split": split,
-        "dataset": dataset.spec.name,
-        "rows": rows,
-        "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
-        "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
-        "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
-        "twin_failures": twin_failures + [
-            {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
-             f"plain file kept: {f['reason']}"} for f in failures],
-    }
-    fileio.write_json(layout.agreement(run_dir, split), table)  # errors.WriteError: one line
-    tables[split] = table
-  return tables
+                                "reason": row["vs_plain_twin"]["reason"]})
+    ref = by_member.get((_member_key(meta), "float32", "plain"))
+    if ref is not None:
+      row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
+    if check_keras:
+      kpath = (layout.keras_predictions(run_dir, row["member_variant"], row["k"], split)
+               if keras_ready else
+               keras_predictions(run_dir, row["member_variant"], row["k"], split,
+                                 lambda st=stream: st(batch_size), overwrite, split_id,
+                                 redo_log))
+      row["vs_keras"] = agreement.compare_files(row["path"], kpath)
+  table = {
+      "schema": AGREEMENT_SCHEMA,
+      "split": split,
+      "dataset": dataset.spec.name,
+      "rows": rows,
+      "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
+      "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
+      "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
+      "twin_failures": twin_failures + [
+          {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
+           f"plain file kept: {f['reason']}"} for f in failures],
+  }
+  fileio.write_json(layout.agreement(run_dir, split), table)  # errors.WriteError: one line
+  return table

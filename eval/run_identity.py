@@ -7,13 +7,13 @@ the differing fields (`eval.audit_plan` validates the config; `eval.audit_lib` w
 
 import json
 
-from eval import audit_plan
+from eval import audit_config
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 
-AuditError = audit_plan.AuditError
-AUDIT_SCHEMA = audit_plan.AUDIT_SCHEMA
+AuditError = audit_config.AuditError
+AUDIT_SCHEMA = audit_config.AUDIT_SCHEMA
 
 
 def audit_identity(config, p):
@@ -30,9 +30,9 @@ def audit_identity(config, p):
   max_latency_ratio and num_threads.
   """
   pop = p.population
-  oneshot = ({"oneshot_protocol": p.oneshot_protocol.to_json()} if p.oneshot else {})
+  oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
   if p.iterative:
-    oneshot["iterative_protocol"] = p.iterative_protocol.to_json()
+    oneshot["iterative_protocol"] = p.iterative_schedule.to_json()
   return json.loads(json.dumps({
       "dataset": pop.dataset,
       "dataset_options": dict(pop.dataset_options),

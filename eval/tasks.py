@@ -19,9 +19,6 @@ The same task gives the same bytes on every executor: threads are set by the env
 executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
 """
 
-import dataclasses
-import json
-
 from eval import batched
 from eval import noise as noise_eval
 from eval import population as eval_population
@@ -36,9 +33,9 @@ from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.prune import gradient as prune_gradient
-from tf_forget.prune import iterative_protocol
+from tf_forget.prune import iterative_schedule
 from tf_forget.prune import member as prune_member_lib
-from tf_forget.prune import protocol as prune_protocol
+from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
@@ -49,35 +46,20 @@ class TaskError(errors.Error):
   """A task's arguments do not describe what the driver meant (one line)."""
 
 
-def _as_json(value):
-  """`value` after a JSON round trip (tuples become lists)."""
-  return json.loads(json.dumps(value))
+def _preset(preset_json):
+  """The driver's `presets.Preset` from its JSON (`Preset.from_json`; errors as `TaskError`)."""
+  try:
+    return presets.Preset.from_json(preset_json)
+  except presets.PresetError as e:
+    raise TaskError(str(e)) from e
 
 
-def preset_from_json(preset_json):
-  """The `presets.Preset` whose `to_json()` is `preset_json` (a member's recorded protocol).
-
-  Args:
-    preset_json: `Preset.to_json()`, as it is or read back from JSON (lists for tuples).
-
-  Returns:
-    The `presets.Preset` (tuple fields, e.g. `train_corruptions`, as tuples).
-
-  Raises:
-    TaskError: the dict does not round-trip (a field this version does not know).
-  """
-  fields = {f.name for f in dataclasses.fields(presets.Preset)}
-  unknown = sorted(set(preset_json) - fields - {"pruning_schedule"})
-  if unknown:
-    raise TaskError(f"preset has unknown fields {unknown}: worker and driver versions differ")
-  values = {k: tuple(v) if isinstance(v, list) else v
-            for k, v in preset_json.items() if k in fields}
-  values["model_options"] = tuple(sorted(dict(preset_json.get("model_options") or {}).items()))
-  preset = presets.Preset(**values)
-  # Compared as JSON: a dict read from JSON holds lists where `to_json` holds tuples.
-  if _as_json(preset.to_json()) != _as_json(preset_json):
-    raise TaskError(f"preset {preset_json.get('name')!r} does not round-trip through JSON")
-  return preset
+def _oneshot_schedule(protocol_json):
+  """The driver's `OneshotSchedule` from its JSON (errors as `TaskError`)."""
+  try:
+    return oneshot_schedule.OneshotSchedule.from_json(protocol_json)
+  except oneshot_schedule.OneshotScheduleError as e:
+    raise TaskError(str(e)) from e
 
 
 def member_kwargs(cfg):
@@ -107,7 +89,7 @@ def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=No
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
   cfg = member_lib.MemberConfig(
-      dataset=dataset, model=model, variant=variant, k=int(k), preset=preset_from_json(preset),
+      dataset=dataset, model=model, variant=variant, k=int(k), preset=_preset(preset),
       dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
       population_seed=int(population_seed))
   try:
@@ -123,7 +105,7 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
   """Makes (or finds current) one one-shot member from its dense parent (issue #16).
 
   Args:
-    protocol: the `OneshotProtocol.to_json()` dict; the other arguments as `train_member`.
+    protocol: the `OneshotSchedule.to_json()` dict; the other arguments as `train_member`.
 
   Returns:
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
@@ -131,9 +113,9 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
   cfg = prune_member_lib.OneshotConfig(
       member=member_lib.MemberConfig(
           dataset=dataset, model=model, variant=variant, k=int(k),
-          preset=preset_from_json(preset), dataset_options=dict(dataset_options or {}),
+          preset=_preset(preset), dataset_options=dict(dataset_options or {}),
           model_options=dict(model_options or {}), population_seed=int(population_seed)),
-      protocol=protocol_from_json(protocol))
+      protocol=_oneshot_schedule(protocol))
   try:
     meta = prune_member_lib.prune_member(cfg, run_dir)
   finally:
@@ -147,21 +129,21 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
   """Computes (or finds current) g of one dense parent, read by its GP and UP members.
 
   SPEC §6.2 ("the same g for GP and UP"), issue #26: one task per parent, run before the
-  parent's prune tasks (`eval.parallel.prune`), so that they never race to write it.
+  parent's prune tasks (`eval.member_stages.GradientStage`), so that they never race to write it.
 
   Args:
-    variant, k: the parent ("dense", k); protocol: `OneshotProtocol.to_json()`; the other
+    variant, k: the parent ("dense", k); protocol: `OneshotSchedule.to_json()`; the other
       arguments as `train_member`.
 
   Returns:
     {"parent": "<variant>/<k>", "path", "sha256"} of the g artifact.
   """
   parent = member_lib.MemberConfig(
-      dataset=dataset, model=model, variant=variant, k=int(k), preset=preset_from_json(preset),
+      dataset=dataset, model=model, variant=variant, k=int(k), preset=_preset(preset),
       dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
       population_seed=int(population_seed))
   try:
-    grad = prune_gradient.ensure(run_dir, parent, protocol_from_json(protocol))
+    grad = prune_gradient.ensure(run_dir, parent, _oneshot_schedule(protocol))
   finally:
     _clear_keras()
   return {"parent": f"{variant}/{k}", "path": grad.path, "sha256": grad.sha256}
@@ -172,19 +154,19 @@ def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, datase
   """Makes (or resumes, or finds current) one prune-retrain cycle from its parent (issue #17).
 
   Args:
-    protocol: the `IterativeProtocol.to_json()` dict; the other arguments as `train_member`.
+    protocol: the `IterativeSchedule.to_json()` dict; the other arguments as `train_member`.
 
   Returns:
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
   try:
-    proto = iterative_protocol.IterativeProtocol.from_json(protocol)
-  except iterative_protocol.IterativeProtocolError as e:
+    proto = iterative_schedule.IterativeSchedule.from_json(protocol)
+  except iterative_schedule.IterativeScheduleError as e:
     raise TaskError(f"{e}: worker and driver versions differ") from e
   cfg = retrain_lib.RetrainConfig(
       member=member_lib.MemberConfig(
           dataset=dataset, model=model, variant=variant, k=int(k),
-          preset=preset_from_json(preset), dataset_options=dict(dataset_options or {}),
+          preset=_preset(preset), dataset_options=dict(dataset_options or {}),
           model_options=dict(model_options or {}), population_seed=int(population_seed)),
       protocol=proto)
   try:
@@ -193,23 +175,6 @@ def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, datase
     _clear_keras()
   return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
           "test_accuracy": meta.get("test_accuracy")}
-
-
-def protocol_from_json(protocol_json):
-  """The `OneshotProtocol` whose `to_json()` is `protocol_json`.
-
-  Raises:
-    TaskError: the dict does not round-trip.
-  """
-  fields = {f.name for f in dataclasses.fields(prune_protocol.OneshotProtocol)}
-  if set(protocol_json) != fields:
-    raise TaskError(f"one-shot protocol fields {sorted(protocol_json)} differ from "
-                    f"{sorted(fields)}: worker and driver versions differ")
-  values = dict(protocol_json, phases=tuple(tuple(p) for p in protocol_json["phases"]))
-  proto = prune_protocol.OneshotProtocol(**values)
-  if proto.to_json() != protocol_json:
-    raise TaskError(f"one-shot protocol {protocol_json.get('name')!r} does not round-trip")
-  return proto
 
 
 def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, encodings,
@@ -303,9 +268,8 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
                    corrupted=(), cache_dir=None, published=()):
   """Evaluates some `.tflite` files on clean, cached corrupted and / or published splits.
 
-  Writes predictions files only (the driver's final pass writes the agreement tables); clean
-  splits keep logits, corrupted splits do not — as the driver's own pass asks, so that it
-  finds these files current.
+  Writes predictions files only (the stage's `finish` writes the agreement tables); clean
+  splits keep logits, corrupted splits do not (`eval.file_stages`).
 
   Args:
     files: [(variant, k)].

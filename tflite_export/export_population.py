@@ -59,13 +59,11 @@ def members_dataset(run_dir):
     run = fileio.read_json(path, "run config")
     return run.get("dataset") if isinstance(run, dict) else None
   found = set()
-  members = os.path.join(run_dir, "members")
-  for variant in fileio.listdir(members):
-    for k in fileio.listdir(os.path.join(members, variant)):
-      meta_path = os.path.join(members, variant, k, layout.METADATA_FILE)
-      if fileio.exists(meta_path):
-        meta = fileio.read_json(meta_path, "member metadata")
-        found.add(meta.get("dataset") if isinstance(meta, dict) else None)
+  for _, _, kdir in layout.walk(layout.members_root(run_dir)):
+    meta_path = os.path.join(kdir, layout.METADATA_FILE)
+    if fileio.exists(meta_path):
+      meta = fileio.read_json(meta_path, "member metadata")
+      found.add(meta.get("dataset") if isinstance(meta, dict) else None)
   if len(found) != 1:
     what = "no member" if not found else f"members of several data sets {sorted(map(str, found))}"
     raise errors.ReadError(f"{run_dir} has no run.json and {what}")

@@ -178,8 +178,8 @@ def _predictions(out):
 
 
 def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
+  from eval import audit_config  # pylint: disable=g-import-not-at-top
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
-  from eval import audit_plan  # pylint: disable=g-import-not-at-top
 
   cwd = tmp_path / "cwd"
   cwd.mkdir()
@@ -189,7 +189,7 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
   results = {}
   for out in (local, ram):
     t0 = time.time()
-    results[out] = audit_lib.run_audit(audit_plan.AuditConfig(out=out, **_AUDIT),
+    results[out] = audit_lib.run_audit(audit_config.AuditConfig(out=out, **_AUDIT),
                                        log=lambda s: None)
     print(f"audit on {out}: {time.time() - t0:.0f} s")
   assert list(cwd.iterdir()) == []  # the ram:// run wrote nothing locally
@@ -225,7 +225,7 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
 
   # A second run on ram:// reuses every artifact: exists / listdir / hashes work there.
   lines, t0 = [], time.time()
-  report2, _ = audit_lib.run_audit(audit_plan.AuditConfig(out=ram, **_AUDIT), log=lines.append)
+  report2, _ = audit_lib.run_audit(audit_config.AuditConfig(out=ram, **_AUDIT), log=lines.append)
   assert not [line for line in lines if "redo" in line], lines
   assert _strip(report2["variants"], ram) == _strip(report["variants"], ram)
   print(f"re-run on {ram}: {time.time() - t0:.0f} s")

@@ -29,6 +29,7 @@ def _main_that_turns(signum, into):
 def test_an_interrupt_surfacing_as_another_error_is_one_line(capsys, monkeypatch, signum, code,
                                                              verb, into):
   monkeypatch.setattr(app, "_RECEIVED", [])
+  status.reset()  # an audit run earlier in this process left its last section
   status.begin("populations", 4)
   status.advance(1)
   with flagsaver.flagsaver(verbose=True):

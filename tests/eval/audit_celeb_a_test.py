@@ -10,14 +10,14 @@ import json
 
 import tensorflow_datasets as tfds
 
+from eval import audit_config
 from eval import audit_lib
-from eval import audit_plan
 from tf_forget.artifacts import noise as noise_artifact
 
 
 def test_celeb_a_audit_under_mock_data(tmp_path):
   out = tmp_path / "celeb_a"
-  config = audit_plan.AuditConfig(
+  config = audit_config.AuditConfig(
       dataset="celeb_a", out=str(out), model="small_cnn", members=2, variants=["dense", "prune_0.5"],
       corruptions=["gaussian_noise"], severities=[3], image_size=(32, 32), steps=20,
       noise_levels=list(noise_artifact.PAPER_EPS), noise_draws=5, deploy_encoding="plain",

@@ -45,8 +45,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sp_stats
 
+from eval import audit_config
 from eval import audit_lib
-from eval import audit_plan
 from tests.eval import run_digest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,7 +63,7 @@ NOISE = {"levels": [0.0, 0.4], "draws": 3}
 def _config(dataset, out):
   # The fixtures' population (tests/fixtures/make_fixtures.py): 3 members x dense/prune_0.9,
   # digits preset at 300 steps; every post-training format of the dense members.
-  return audit_plan.AuditConfig(
+  return audit_config.AuditConfig(
       dataset=dataset, out=out, preset="digits", members=3, variants=["dense", "prune_0.9"],
       quantizations=["float16", "dynamic_int8", "full_int8"], pruned_quantizations=[],
       deploy_encoding="plain", corruptions=["gaussian_noise", "glass_blur"], severities=[3],

@@ -16,10 +16,10 @@ import pytest
 
 from tests import binary_main
 from eval import audit
-from eval import tasks
 from tf_forget.prune import gradient as prune_gradient
-from tf_forget.prune import protocol
+from tf_forget.prune import oneshot_schedule
 from tf_forget.train import member as member_lib
+from tf_forget.train import presets
 
 FLAGS = flags.FLAGS
 ALGORITHMS = ("mp", "gp", "up", "rp")
@@ -56,11 +56,11 @@ def test_bad_oneshot_input_is_one_line_and_writes_nothing(tmp_path, overrides, m
 
 
 def test_protocol_round_trips_to_a_worker():
-  for name in protocol.PROTOCOLS:
-    p = protocol.get(name, exclude_classifier=True, phases="2@0.1,1@0.01")
-    assert tasks.protocol_from_json(json.loads(json.dumps(p.to_json()))) == p
-  with pytest.raises(tasks.TaskError, match="versions differ"):
-    tasks.protocol_from_json(dict(protocol.get("tiny").to_json(), extra=1))
+  for name in oneshot_schedule.SCHEDULES:
+    p = oneshot_schedule.get(name, exclude_classifier=True, phases="2@0.1,1@0.01")
+    assert oneshot_schedule.OneshotSchedule.from_json(json.loads(json.dumps(p.to_json()))) == p
+  with pytest.raises(oneshot_schedule.OneshotScheduleError, match="versions differ"):
+    oneshot_schedule.OneshotSchedule.from_json(dict(oneshot_schedule.get("tiny").to_json(), extra=1))
 
 
 def test_plan_counts_the_fine_tunings(capsys):
@@ -85,11 +85,11 @@ def _check_one_g_per_parent(out, k, dense_meta):
   run = json.loads((out / "run.json").read_text())
   parent = member_lib.MemberConfig(
       dataset=run["dataset"], model=run["model"], variant="dense", k=k,
-      preset=tasks.preset_from_json(dense_meta["preset"]),
+      preset=presets.Preset.from_json(dense_meta["preset"]),
       dataset_options=run["dataset_options"], model_options=run["model_options"],
       population_seed=run["population_seed"])
   os.remove(g_file)
-  assert prune_gradient.ensure(str(out), parent, protocol.get("tiny")).path == g_file
+  assert prune_gradient.ensure(str(out), parent, oneshot_schedule.get("tiny")).path == g_file
   with open(g_file, "rb") as f:
     assert f.read() == g_bytes
 

@@ -21,14 +21,14 @@ ranking of subgroups was luck (the claim failed on a fresh machine). At 600 step
 
 import pytest
 
+from eval import audit_config
 from eval import audit_lib
-from eval import audit_plan
 
 STEPS = {"digits": 300, "digits_biased": 600}
 
 
 def _audit(dataset, out, population_seed=0):
-  config = audit_plan.AuditConfig(
+  config = audit_config.AuditConfig(
       dataset=dataset, out=str(out), preset="digits", members=3,
       variants=["dense", "prune_0.9"], quantizations=["full_int8"], pruned_quantizations=[],
       deploy_encoding="plain", corruptions=["gaussian_noise", "glass_blur"], severities=[3],

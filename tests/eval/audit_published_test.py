@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from eval import audit
+from eval import audit_config
 from eval import audit_lib
 from eval import audit_plan
 from eval import run_identity
@@ -33,7 +34,7 @@ def _config(out, **overrides):
       noise_levels=[], deploy_encoding="plain", robustness="published", steps=4,
       preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"})
   values.update(overrides)
-  return audit_plan.AuditConfig(**values)
+  return audit_config.AuditConfig(**values)
 
 
 def _missing(prefix):
@@ -71,7 +72,7 @@ def test_plan_published_on_cifar10(tmp_path):
 
 
 def test_published_on_digits_is_one_line_naming_it(tmp_path):
-  config = audit_plan.AuditConfig(dataset="digits", out=str(tmp_path), robustness="published")
+  config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path), robustness="published")
   with pytest.raises(published.PublishedError) as e:
     audit_plan.plan(config, check_data=False)
   assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
@@ -79,9 +80,9 @@ def test_published_on_digits_is_one_line_naming_it(tmp_path):
   code = binary_main.run_main(audit.main, "audit", dataset="digits", robustness="published",
                               plan=True)
   assert code == f"audit: error: {e.value}"
-  with pytest.raises(audit_plan.AuditError, match="robustness must be one of generated, "):
-    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out=str(tmp_path),
-                                          robustness="both"), check_data=False)
+  with pytest.raises(audit_config.AuditError, match="robustness must be one of generated, "):
+    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out=str(tmp_path),
+                                            robustness="both"), check_data=False)
 
 
 def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_path):
@@ -99,7 +100,7 @@ def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_
 
 def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
   def counts(robustness):
-    text = audit_plan.plan_report(audit_plan.AuditConfig(
+    text = audit_plan.plan_report(audit_config.AuditConfig(
         dataset="cifar10", out="/nonexistent", members=5, variants=["dense"],
         quantizations=[], corruptions=["fog"], severities=[3], robustness=robustness))
     return {line.split()[0]: line for line in text.splitlines()[1:5]}
@@ -121,8 +122,8 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   run = str(tmp_path / "run")
   logs = []
   with tfds.testing.mock_data(num_examples=8):
-    # Executor path first (eval.parallel -> eval.tasks.evaluate_files, in this process), then
-    # the sequential pass, which must find every file current.
+    # The robustness stage's tasks (eval.file_stages -> eval.tasks.evaluate_files, in this
+    # process); its finish writes the published splits' agreement tables from their files.
     report, _ = audit_lib.run_audit(_config(run, executor="local", workers=0),
                                     log=logs.append)
     suite = published.PublishedSuite(registry.get("cifar10"), SPLITS + ["cifar10_1"])
@@ -138,9 +139,11 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
     assert data["ids"].tolist() == list(range(8))
   assert not os.path.exists(os.path.join(run, "corruptions"))  # nothing generated
   assert not any(line.lstrip().startswith("redo") for line in logs)
-  # The executor's tasks made them: the sequential pass after them skipped all 12 files.
-  seq = [line for line in logs if "[eval published]" in line]
-  assert len(seq) >= 10 and all("(skip " in line for line in seq), seq  # every 10%
+  # The tasks made them: for each of the 2 members, its 2 plain files on 2 chunks of the 3
+  # published splits (about 4 tasks per worker).
+  assert "[evaluate corruptions] 4 tasks on inline (driver process)" in logs, logs
+  for split in SPLITS + ["cifar10_1"]:
+    assert os.path.exists(os.path.join(run, "eval", "agreement", f"{split}.json")), split
   audit_json = json.loads(open(os.path.join(run, "audit.json")).read())
   assert audit_json["config"]["robustness"]["corrupted_suite"] == "cifar10_corrupted"
   robust = {(r["variant"], r["corruption"]) for r in report["tables"]["robustness"]}
@@ -152,12 +155,13 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   assert report["settings"]["published"]["splits"] == ["cifar10_1"]
   page = open(os.path.join(run, "report.html")).read()
   assert "<section id=\"published\">" in page
-  # The sequential path alone (inline) on the same directory: everything is reused.
+  # Again on another executor (inline) on the same directory: everything is reused.
   stamps = {p: os.path.getmtime(os.path.join(run, p)) for p in files}
   logs = []
   with tfds.testing.mock_data(num_examples=8):
     audit_lib.run_audit(_config(run), log=logs.append)
   assert {p: os.path.getmtime(os.path.join(run, p)) for p in files} == stamps
+  assert not any("tasks on" in line for line in logs), logs
   assert not any(line.lstrip().startswith("redo") for line in logs)
   assert tasks.published_suite(registry.get("cifar10"), ["cifar10_1"])[2] == {
       "cifar10_1": want_ids["cifar10_1"]}

@@ -11,7 +11,7 @@ from eval import latency
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.report import gates as gates_lib
-from tflite_export import export
+from tflite_export import export_state
 
 PLAIN = {"size": 1000, "latency": 0.010}
 
@@ -145,10 +145,10 @@ def test_bundle_ships_the_chosen_sparse_twin(run, tmp_path):
   manifest = deploy.write_bundle(run, str(tmp_path), _report(), gates_lib.Gates(),
                                  encodings={"prune_0.9": choice})
   entry = [e for e in manifest["files"] if e["variant"] == "prune_0.9"][0]
-  with open(export.export_paths(run, names.Variant("prune_0.9", "float32", "sparse"),
-                                0)[1]) as f:
+  with open(export_state.export_paths(run, names.Variant("prune_0.9", "float32", "sparse"),
+                                      0)[1]) as f:
     sparse_meta = json.load(f)
   assert entry["encoding"] == "sparse" and entry["sha256"] == sparse_meta["sha256"]
   assert entry["encoding_choice"] == choice
   with open(os.path.join(tmp_path, "deploy", entry["file"]), "rb") as f:
-    assert export.sha256(f.read()) == sparse_meta["sha256"]
+    assert export_state.sha256(f.read()) == sparse_meta["sha256"]

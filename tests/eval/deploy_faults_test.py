@@ -21,7 +21,7 @@ from tests import files
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
 from tf_forget.report import gates as gates_lib
-from tflite_export import export
+from tflite_export import export_state
 
 NAN, INF = float("nan"), float("inf")
 FIELDS = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes")
@@ -146,7 +146,7 @@ def _check_bundle(out, manifest):
   shipped = files.snapshot(os.path.join(out, "deploy"))
   assert sorted(shipped) == sorted(["manifest.json"] + [e["file"] for e in manifest["files"]])
   for e in manifest["files"]:
-    assert export.sha256(shipped[e["file"]]) == e["sha256"]
+    assert export_state.sha256(shipped[e["file"]]) == e["sha256"]
 
 
 def test_a_swap_killed_between_its_renames_is_restored(run, tmp_path):

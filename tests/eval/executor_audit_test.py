@@ -15,9 +15,9 @@ import os
 
 import pytest
 
+from eval import audit_config
 from eval import audit_lib
 from eval import audit_plan
-from eval import tasks
 from tests.eval import run_digest
 from tf_forget.train import presets
 
@@ -26,7 +26,7 @@ RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
 
 
 def _config(out, executor, workers):
-  return audit_plan.AuditConfig(
+  return audit_config.AuditConfig(
       dataset="digits", out=out, preset="tiny", members=2, variants=["dense", "prune_0.5"],
       quantizations=["full_int8"], pruned_quantizations=[], deploy_encoding="plain",
       corruptions=["gaussian_noise", "contrast"], severities=[3], noise_levels=[0.0, 0.5],
@@ -86,10 +86,10 @@ def test_a_rerun_on_another_executor_reuses_everything(runs):
 
 
 def test_ram_paths_need_the_inline_executor():
-  with pytest.raises(audit_plan.AuditError, match="use --executor=inline"):
-    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out="ram://run", executor="local"))
-  with pytest.raises(audit_plan.AuditError, match="executor must be one of"):
-    audit_plan.plan(audit_plan.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
+  with pytest.raises(audit_config.AuditError, match="use --executor=inline"):
+    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out="ram://run", executor="local"))
+  with pytest.raises(audit_config.AuditError, match="executor must be one of"):
+    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
 
 
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))
@@ -98,6 +98,6 @@ def test_task_presets_round_trip_through_json(name):
   # the driver's preset, or the member's config hash (and so its lineage) would differ.
   for preset in (presets.get(name), presets.get(name, steps=presets.get(name).steps * 2,
                                                   mixed_precision=True)):
-    assert tasks.preset_from_json(preset.to_json()) == preset
-  with pytest.raises(tasks.TaskError, match="unknown fields"):
-    tasks.preset_from_json(dict(presets.get(name).to_json(), nosuch=1))
+    assert presets.Preset.from_json(preset.to_json()) == preset
+  with pytest.raises(presets.PresetError, match="unknown fields"):
+    presets.Preset.from_json(dict(presets.get(name).to_json(), nosuch=1))

@@ -22,8 +22,7 @@ from tf_forget.artifacts import layout
 from tf_forget.prune import gradient
 from tf_forget.prune import member as member_lib
 from tf_forget.prune import oneshot
-from tf_forget.prune import population as prune_population
-from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
 from tf_forget.train import population
@@ -42,7 +41,7 @@ def pop(parent_run, tmp_path):
 
 
 def _protocol():
-  return protocol_lib.get("tiny")
+  return oneshot_schedule.get("tiny")
 
 
 def _config(pop, variant):
@@ -53,10 +52,8 @@ def _config(pop, variant):
 
 
 def _prune(pop, variants):
-  """Runs `prune_population`; returns its log lines."""
-  lines = []
-  prune_population.prune_population(pop, variants, _protocol(), log=lines.append)
-  return lines
+  """Runs the audit's g and one-shot stages; returns their log lines."""
+  return parents.run_member_stages(pop, oneshot=variants, oneshot_schedule=_protocol())
 
 
 def _meta(pop, variant):

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from tests.prune import parents
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
-from tf_forget.prune import iterative_protocol as ip
+from tf_forget.prune import iterative_schedule as ip
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import retrain
 from tf_forget.prune import scores
@@ -70,13 +71,13 @@ def test_alpha_schedule_and_overrides():
   assert ip.get("digits", cycles=2).keep_ratios == (0.5, 0.25)
   assert ip.get("cifar10_paper", alpha=0.85, cycles=3).keep_ratios == (0.85, 0.7225, 0.614125)
   assert ip.get("cifar10_paper", cycles=4).keep_ratios == ip.torchprune_keep_ratios()[:4]
-  assert ip.IterativeProtocol.from_json(json.loads(json.dumps(p.to_json()))) == p
+  assert ip.IterativeSchedule.from_json(json.loads(json.dumps(p.to_json()))) == p
   for kwargs, message in [({"alpha": 1.0}, "alpha"), ({"cycles": 24}, "1..23"),
                           ({"warmup": 1}, "no option"), ({"retrain_steps": 0}, ">= 1")]:
-    with pytest.raises(ip.IterativeProtocolError, match=message):
+    with pytest.raises(ip.IterativeScheduleError, match=message):
       ip.get("cifar10_paper", **kwargs)
-  with pytest.raises(ip.IterativeProtocolError, match="decrease"):
-    ip.IterativeProtocol("x", (0.5, 0.5)).check()
+  with pytest.raises(ip.IterativeScheduleError, match="decrease"):
+    ip.IterativeSchedule("x", (0.5, 0.5)).check()
 
 
 # --- masks ----------------------------------------------------------------------------------
@@ -211,9 +212,11 @@ def _config(pop, variant, **overrides):
 def test_cycles_chain_parent_links_and_reach_the_keep_ratios(run):
   run_dir, pop = run
   proto = ip.get("tiny")
-  metas = prune_population.retrain_population(pop, ["iter_wt_c2", "iter_ft_c2"], proto,
-                                              log=lambda line: None)
-  by = {m["variant"]: m for m in metas}
+  parents.run_member_stages(pop, iterative=["iter_wt_c2", "iter_ft_c2"],
+                            iterative_schedule=proto)
+  by = {c.member.variant: train_member.read_metadata(layout.member_dir(run_dir,
+                                                                       c.member.variant, 0))
+        for c in prune_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)}
   assert list(by) == ["iter_wt_c1", "iter_ft_c1", "iter_wt_c2", "iter_ft_c2"]
   dense = train_member.read_metadata(os.path.join(run_dir, "members", "dense", "0"))
   for alg in ("wt", "ft"):

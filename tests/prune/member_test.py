@@ -16,7 +16,7 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.prune import member as member_lib
 from tf_forget.prune import oneshot
-from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
@@ -45,7 +45,7 @@ def _config(pop, variant, **overrides):
   return member_lib.OneshotConfig(
       member=train_member.MemberConfig(dataset=pop.dataset, model=pop.model, variant=variant,
                                        k=0, preset=pop.preset),
-      protocol=protocol_lib.get("tiny", **overrides))
+      protocol=oneshot_schedule.get("tiny", **overrides))
 
 
 def _kernels(run_dir, variant):

@@ -1,6 +1,6 @@
 """Test fixture: a run directory of synthetic predictions with a planted effect.
 
-Written with `eval.predictions.write` in the schema of docs/artifacts/predictions.md, over the
+Written with `tf_forget.artifacts.predictions.write` in the schema of docs/artifacts/predictions.md, over the
 real `digits` / `digits_biased` test splits (ids and labels from the data registry).
 
 Every population shares one noise pattern: member k is wrong (label + 1) on the examples whose

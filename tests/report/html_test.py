@@ -9,6 +9,7 @@ import pandas as pd
 from PIL import Image
 
 from tf_forget.report import html
+from tf_forget.report import registry
 
 
 def _png(width, height):
@@ -23,7 +24,9 @@ def test_every_text_is_escaped():
   out = html.table(frame, {"value": "pct"})
   assert "<script>" not in out and "&lt;script&gt;" in out and "a&amp;b" in out
   assert "50.00%" in out and "n/a" in out
-  page = html.page("t<1>", [("run \"dir\"", "/x<y>")], {"overview": "<p>ok</p>"})
+  page = html.page("t<1>", [("run \"dir\"", "/x<y>")],
+                   [("overview", "Over<view>", "O&V", "<p>ok</p>")])
+  assert "<h2>Over&lt;view&gt;</h2>" in page and ">O&amp;V</a>" in page
   assert "t&lt;1&gt;" in page and "/x&lt;y&gt;" in page and "run &quot;dir&quot;" in page
 
 
@@ -39,20 +42,21 @@ def test_formats():
 
 def test_page_has_every_section_in_order_and_no_external_resource():
   png = _png(40, 20)
-  sections = {sid: html.pair(png, sid, "<p>numbers</p>") for sid, _ in html.SECTIONS}
-  page = html.page("audit", [], sections)
+  shown = [sec for sec in registry.SECTIONS if not sec.optional]
+  page = html.page("audit", [], [(sec.id, sec.title, sec.nav,
+                                  html.pair(png, sec.id, "<p>numbers</p>")) for sec in shown])
   ids = re.findall(r"<section id=\"([^\"]+)\"", page)
-  assert ids == [sid for sid, _ in html.SECTIONS]
+  assert ids == [sec.id for sec in shown]
   assert ids[0] == "verdict"  # the answer first (issue #18)
   assert ids.index("topline") < ids.index("class-level") < ids.index("gallery")
   nav = re.search(r"<nav id=\"toc\">(.*?)</nav>", page).group(1)
   assert re.findall(r"href=\"#([^\"]+)\"", nav) == ids
   assert "position:sticky" in page and "<script>" in page
   assert "http://" not in page and "https://" not in page and "src=\"file" not in page
-  assert page.count("src=\"data:image/png;base64,") == len(html.SECTIONS)
+  assert page.count("src=\"data:image/png;base64,") == len(shown)
   # Figures are drawn at FIGURE_SCALE x and shown at natural / FIGURE_SCALE: never upscaled.
   size = f"width=\"{40 // html.FIGURE_SCALE}\" height=\"{20 // html.FIGURE_SCALE}\""
-  assert page.count(size) == len(html.SECTIONS)
+  assert page.count(size) == len(shown)
 
 
 def test_png_size_and_img_never_upscale():

@@ -115,12 +115,12 @@ def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
 def test_section_shows_plot_and_tables(tables):
   m = measures_lib.Measures(tables=dict(tables), variants={}, cie={}, notes={},
                             config={"noise": {"draws": 2, "examples": 4}})
-  body = sections._noise(m)  # pylint: disable=protected-access
+  body = sections.noise(m)
   assert "data:image/png;base64," in body and "4 examples max × 2 draws" in body
   assert body.count("<table class=") == 3
   empty = measures_lib.Measures(tables={}, variants={}, cie={}, config={},
                                 notes={"noise": ["no l-inf noise evaluation"]})
-  assert "no l-inf noise evaluation" in sections._noise(empty)  # pylint: disable=protected-access
+  assert "no l-inf noise evaluation" in sections.noise(empty)
 
 
 def test_change_intervals_welch_and_paired(tmp_path):

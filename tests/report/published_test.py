@@ -14,7 +14,7 @@ from tf_forget.report import collect
 from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import published
-from tf_forget.report import sections
+from tf_forget.report import registry
 from tests.report import fake_run
 
 # tfds' imagenet2012 label file: the label space of tfds' imagenet_a (its ClassLabel reads it).
@@ -28,6 +28,12 @@ class _Stub:
   def __init__(self, name, num_classes, eval_split):
     self.spec = base.DatasetSpec(name=name, num_classes=num_classes, image_shape=(8, 8, 3),
                                  splits=(eval_split,), eval_split=eval_split)
+
+
+def _page(m):
+  """The report page of measures `m` alone (no gallery, no recommendation)."""
+  return html.page("t", [], [(sec.id, sec.title, sec.nav, inner)
+                             for sec, inner in registry.render(registry.View(measures=m))])
 
 
 def _ranked(rows, num_classes=1000):
@@ -128,7 +134,7 @@ def test_table8_in_measures_and_its_section(imagenet_run):
   assert set(m.tables["imagenet_a"].classes) == {1000, 200}
   assert m.config["published"]["splits"] == ["imagenet_a"]
   assert "tfds' regeneration" in m.config["published"]["note"]
-  page = html.page("t", [], sections.build(m, {}, ()))
+  page = _page(m)
   ids = re.findall(r"<section id=\"([^\"]+)\"", page)
   assert ids[ids.index("robustness") + 1] == "published"
   section = page.split("<section id=\"published\">")[1].split("</section>")[0]
@@ -181,5 +187,6 @@ def test_a_run_without_published_splits_is_unchanged(tmp_path):
   m = measures_lib.compute(collect.load_run(str(tmp_path)))
   assert "published" not in m.config and "imagenet_a" not in m.tables
   assert "published_splits" not in m.tables and "published" not in m.notes
-  page = html.page("t", [], sections.build(m, {}, ()))
-  assert re.findall(r"<section id=\"([^\"]+)\"", page) == [sid for sid, _ in html.SECTIONS]
+  page = _page(m)
+  assert re.findall(r"<section id=\"([^\"]+)\"", page) == [
+      sec.id for sec in registry.SECTIONS if not sec.optional]

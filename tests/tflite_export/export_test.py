@@ -9,6 +9,7 @@ from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tflite_export import converter
 from tflite_export import export
+from tflite_export import export_state
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +27,15 @@ def test_layout_and_metadata(run):
   run_dir, _, results = run
   assert [(r["variant"], r["skipped"]) for r in results] == [
       ("dense", False), ("full_int8", False), ("prune_0.5", False)]
-  path, meta_path = export.export_paths(run_dir, names.Variant("dense", "full_int8"), 0)
+  path, meta_path = export_state.export_paths(run_dir, names.Variant("dense", "full_int8"), 0)
   assert path == os.path.join(run_dir, "tflite", "dense", "0", "full_int8.tflite")
   with open(meta_path) as f:
     meta = json.load(f)
   with open(path, "rb") as f:
     data = f.read()
-  assert meta["schema"] == export.SCHEMA
+  assert meta["schema"] == export_state.SCHEMA
   assert meta["format"] == "full_int8" and meta["encoding"] == "plain"
-  assert meta["sha256"] == export.sha256(data)
+  assert meta["sha256"] == export_state.sha256(data)
   assert meta["size_bytes"]["raw"] == len(data)
   assert meta["representative"]["size"] == 30
   assert meta["representative"]["first_ids"] == [0, 1, 2, 3, 4]  # first train ids, in order
@@ -48,7 +49,7 @@ def test_layout_and_metadata(run):
 def test_rerun_skips_and_repairs(run):
   run_dir, dataset, _ = run
   variant = names.Variant("dense", "float32")
-  path, _ = export.export_paths(run_dir, variant, 0)
+  path, _ = export_state.export_paths(run_dir, variant, 0)
   mtime = os.stat(path).st_mtime_ns
   again = export.export_population(run_dir, ["float32", "full_int8"], ["float32"],
                                    representative_size=30, dataset=dataset)
@@ -56,9 +57,9 @@ def test_rerun_skips_and_repairs(run):
   assert os.stat(path).st_mtime_ns == mtime
   with open(path, "r+b") as f:  # a corrupted file no longer matches its sha256
     f.truncate(100)
-  assert not export.is_complete(run_dir, variant, 0)
+  assert not export_state.is_complete(run_dir, variant, 0)
   redo = export.export_member(run_dir, variant, 0)
-  assert not redo["skipped"] and export.is_complete(run_dir, variant, 0)
+  assert not redo["skipped"] and export_state.is_complete(run_dir, variant, 0)
 
 
 def test_representative_shape_mismatch(run):
@@ -80,18 +81,18 @@ def test_unwritable_output(tmp_path):
   run_dir = str(tmp_path)
   fake_run.write_member(run_dir, "dense", 0, fake_run.tiny_cnn(0))
   make_unwritable(os.path.join(run_dir, "tflite"))
-  with pytest.raises(export.ExportError, match="cannot write"):
+  with pytest.raises(export_state.ExportError, match="cannot write"):
     export.export_member(run_dir, names.Variant("dense", "float32"), 0)
   assert sorted(os.listdir(run_dir)) == ["members", "tflite"]
 
 
 def test_missing_members(tmp_path):
-  with pytest.raises(export.ExportError, match="no members"):
-    export.list_members(str(tmp_path))
+  with pytest.raises(export_state.ExportError, match="no members"):
+    export_state.list_members(str(tmp_path))
 
 
 def test_plan_applies_quantization_to_dense_only():
-  jobs = export.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"], ["float32"])
+  jobs = export_state.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"], ["float32"])
   assert [(v.name, k) for v, k in jobs] == [("dense", 0), ("full_int8", 0), ("prune_0.9", 0)]
-  jobs = export.plan([("prune_0.9", 1)], ["float32"], ["float32", "full_int8"])
+  jobs = export_state.plan([("prune_0.9", 1)], ["float32"], ["float32", "full_int8"])
   assert [v.name for v, _ in jobs] == ["prune_0.9", "prune_0.9+full_int8"]

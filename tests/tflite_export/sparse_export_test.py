@@ -25,6 +25,7 @@ from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tflite_export import converter
 from tflite_export import export
+from tflite_export import export_state
 from tflite_export import flatbuffer
 from tflite_export import formats
 
@@ -47,20 +48,21 @@ def run(tmp_path_factory):
 
 
 def _meta(run_dir, variant):
-  with open(export.export_paths(run_dir, variant, 0)[1]) as f:
+  with open(export_state.export_paths(run_dir, variant, 0)[1]) as f:
     return json.load(f)
 
 
 def test_plan_puts_plain_before_sparse():
-  jobs = export.plan([("dense", 0), ("prune_0.9", 1)], ["float32"], ["full_int8"],
-                     encodings=("sparse", "plain"))
+  jobs = export_state.plan([("dense", 0), ("prune_0.9", 1)], ["float32"], ["full_int8"],
+                           encodings=("sparse", "plain"))
   assert [(v.name, k) for v, k in jobs] == [
       ("dense", 0), ("float32+sparse", 0),
       ("prune_0.9+full_int8", 1), ("prune_0.9+full_int8+sparse", 1)]
-  assert [v.name for v, _ in export.plan([("dense", 0)], ["float32"])] == ["dense"]
+  assert [v.name for v, _ in export_state.plan([("dense", 0)], ["float32"])] == ["dense"]
   # The audit's plan: sparse twins of the pruned members only.
-  jobs = export.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"],
-                     ["float32"], encodings=("plain", "sparse"), dense_encodings=("plain",))
+  jobs = export_state.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"],
+                           ["float32"], encodings=("plain", "sparse"),
+                           dense_encodings=("plain",))
   assert [v.name for v, _ in jobs] == ["dense", "full_int8", "prune_0.9", "prune_0.9+sparse"]
 
 
@@ -72,7 +74,7 @@ def test_layout_names_and_metadata(run):
       "prune_0.9+dynamic_int8", "prune_0.9+dynamic_int8+sparse",
       "prune_0.9+full_int8", "prune_0.9+full_int8+sparse"]
   variant = names.Variant("prune_0.9", "full_int8", "sparse")
-  path, meta_path = export.export_paths(run_dir, variant, 0)
+  path, meta_path = export_state.export_paths(run_dir, variant, 0)
   assert path == os.path.join(run_dir, "tflite", "prune_0.9", "0", "full_int8+sparse.tflite")
   meta = _meta(run_dir, variant)
   plain = _meta(run_dir, names.plain_twin(variant))
@@ -80,7 +82,7 @@ def test_layout_names_and_metadata(run):
     data = f.read()
   assert meta["variant"] == "prune_0.9+full_int8+sparse"
   assert meta["encoding"] == "sparse" and plain["encoding"] == "plain"
-  assert meta["sha256"] == export.sha256(data) != plain["sha256"]
+  assert meta["sha256"] == export_state.sha256(data) != plain["sha256"]
   assert meta["size_bytes"] == flatbuffer.sizes(data)
   assert meta["sparse_tensors"] and not plain["sparse_tensors"]
   assert meta["plain_twin"]["sha256"] == plain["sha256"]
@@ -152,13 +154,13 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
   reason = results[1]["failed"]
   assert "densify pass broke" in reason and "\n" not in reason
   sparse = names.Variant("dense", "float32", "sparse")
-  path, meta_path = export.export_paths(run_dir, sparse, 0)
+  path, meta_path = export_state.export_paths(run_dir, sparse, 0)
   assert not os.path.exists(path) and not os.path.exists(meta_path)
   with open(export.failure_path(run_dir, sparse, 0)) as f:
     record = json.load(f)
   assert record["schema"] == export.FAILURE_SCHEMA and record["reason"] == reason
   assert record["plain_twin"] == "float32.tflite"
-  assert export.is_complete(run_dir, names.Variant("dense"), 0)
+  assert export_state.is_complete(run_dir, names.Variant("dense"), 0)
   assert any(l.startswith("FAILED float32+sparse/0") for l in lines)
   # A later successful conversion removes the stale failure record.
   monkeypatch.setattr(converter, "convert", real)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from eval import audit
+from eval import audit_config
 from eval import audit_plan
 from eval import run_identity
-from eval import tasks
 from tests import import_check
 from tf_forget.corruptions import robust_training
 from tf_forget.data import registry
@@ -161,13 +161,13 @@ def test_to_json_of_existing_presets_is_unchanged():
     presets.get("digits"), presets.get("resnet20_003", train_corruptions=["none", "snow"])])
 def test_preset_round_trips_through_json(preset):
   assert isinstance(preset.train_corruptions, tuple)
-  restored = tasks.preset_from_json(json.loads(json.dumps(preset.to_json())))
+  restored = presets.Preset.from_json(json.loads(json.dumps(preset.to_json())))
   assert restored == preset and isinstance(restored.train_corruptions, tuple)
 
 
 def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
-  config = audit_plan.AuditConfig(dataset="digits", out=str(tmp_path / "run"),
-                                  robust_training=True)
+  config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path / "run"),
+                                    robust_training=True)
   p = audit_plan.plan(config, check_data=False)
   assert p.population.preset.train_corruptions == ROBUST
   assert p.population.preset.train_corruption_severity == 3
@@ -178,7 +178,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   given = audit_plan.plan(dataclasses.replace(config, corruptions=["fog"], severities=[2]),
                           check_data=False)
   assert given.corrupted == ("fog@2",) and given.population.preset.train_corruptions == ROBUST
-  plain_config = audit_plan.AuditConfig(dataset="digits", out=str(tmp_path / "plain"))
+  plain_config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path / "plain"))
   plain = audit_plan.plan(plain_config, check_data=False)
   assert plain.population.preset.train_corruptions == ()
   assert "robust_training" not in plain_config.to_json()

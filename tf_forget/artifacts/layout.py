@@ -19,11 +19,14 @@
       logs/                                          TensorFlow's output (`tf_forget/cli`)
 
 `<stem>` is the format, or `<format>+sparse` for a sparse-encoded twin (`names.Variant`);
-`<k>` is the member index without padding. Standard library only.
+`<k>` is the member index without padding. `walk(root)` lists the `<root>/<variant>/<k>/`
+directories of any of these trees. Standard library only (and `filesystem`, which reads
+`scheme://` paths through TensorFlow only when given one).
 """
 
 import os
 
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 
 RUN_FILE = "run.json"
@@ -126,9 +129,34 @@ def keras_predictions(run_dir, member_variant, k, split):
                       f"{_check_split(split)}.npz")
 
 
+def noise_root(run_dir):
+  """`<run>/noise`."""
+  return os.path.join(run_dir, "noise")
+
+
 def noise(run_dir, variant, k):
   """`<run>/noise/<variant>/<k>/linf.npz`."""
-  return os.path.join(run_dir, "noise", variant, str(int(k)), NOISE_FILE)
+  return os.path.join(noise_root(run_dir), variant, str(int(k)), NOISE_FILE)
+
+
+def walk(root):
+  """Yields (variant, k, directory) of every `<root>/<variant>/<k>/` directory.
+
+  `root` is one of the per-member trees (`members_root`, `tflite_root`, `predictions_root`,
+  `noise_root`, ...). Variants come in name order, k ascending; entries that are not
+  directories, and `<k>` that are not digits (a writer's temporary names), are skipped. A root
+  that does not exist yields nothing.
+  """
+  if not filesystem.isdir(root):
+    return
+  for variant in filesystem.listdir(root):
+    vdir = os.path.join(root, variant)
+    if not filesystem.isdir(vdir):
+      continue
+    for k in sorted((d for d in filesystem.listdir(vdir) if d.isdigit()), key=int):
+      kdir = os.path.join(vdir, k)
+      if filesystem.isdir(kdir):
+        yield variant, int(k), kdir
 
 
 def agreement(run_dir, split):

@@ -9,7 +9,13 @@ One process-wide record: commands run one audit at a time.
 import threading
 
 _LOCK = threading.Lock()
-_CURRENT = {"stage": None, "done": 0, "total": 0}
+_CURRENT = {"section": None, "stage": None, "done": 0, "total": 0}
+
+
+def section(name):
+  """Starts a section of the command (the audit's "populations"), no stage under way yet."""
+  with _LOCK:
+    _CURRENT.update(section=str(name), stage=None, done=0, total=0)
 
 
 def begin(stage, total):
@@ -31,17 +37,23 @@ def current():
 
 
 def describe():
-  """"<stage>, N of M units done" (or "start-up" before the first stage)."""
+  """"<stage>, N of M units done" (or "start-up" before the first stage).
+
+  Within a section: "<section>" before its first stage, "<section> (<stage>, N of M units
+  done)" after, "<section>, N of M units done" when the stage has the section's name.
+  """
   stage, done, total = current()
+  with _LOCK:
+    name = _CURRENT["section"]
+  counts = f"{done} of {total} unit{'' if total == 1 else 's'} done" if total > 0 else ""
   if stage is None:
-    return "start-up"
-  if total <= 0:
-    return stage
-  return f"{stage}, {done} of {total} unit{'' if total == 1 else 's'} done"
+    return name or "start-up"
+  if name is None or name == stage:
+    return f"{stage}, {counts}" if counts else stage
+  return f"{name} ({stage}, {counts})" if counts else f"{name} ({stage})"
 
 
 def reset():
-  """Forgets the stage (a new command in the same process, e.g. a test)."""
-  begin(None, 0)
+  """Forgets the section and stage (a new command in the same process, e.g. a test)."""
   with _LOCK:
-    _CURRENT["stage"] = None
+    _CURRENT.update(section=None, stage=None, done=0, total=0)

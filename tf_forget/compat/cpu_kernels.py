@@ -24,7 +24,7 @@ settings). Two things decide the kernels:
 intra-op threads and 1 inter-op thread. Measured on digits (small CNN, prune_0.9, 300 steps, one
 member): with these defaults the weights are bit-identical whether the process may use 1 or 2
 cores; with oneDNN on they change with the ISA cap and the core count; a 2-thread Eigen run is
-as fast as oneDNN on this model. What "same seed, same result" promises (README): on one
+as fast as oneDNN on this model. What "same seed, same result" promises (docs/testing.md): on one
 machine and stack, always; across x86-64 machines with these defaults, training is expected to
 be identical (the same compiled kernels, the same thread split) but that cannot be proven on
 one machine; every stage after training (TFLite export, evaluation, statistics, report) is

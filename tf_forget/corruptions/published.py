@@ -2,7 +2,7 @@
 
 `--robustness=published` (eval/audit.py) replaces the generated corrupted splits of the eval
 split (`tf_forget.corruptions.cache`) by the published ones and adds the published test sets,
-both as named in the data set's protocol (`tf_forget.data.protocols`, `Protocol.published`):
+both as named in the data set's protocol (`tf_forget.data.protocols`, `AuditProtocol.published`):
 
     cifar10       `<corruption>@<severity>` from `cifar10_corrupted` (CIFAR-10-C), + `cifar10_1`
     imagenet2012  `<corruption>@<severity>` from `imagenet2012_corrupted` (tfds' regeneration

@@ -96,7 +96,7 @@ class Published:
 
 
 @dataclasses.dataclass(frozen=True)
-class Protocol:
+class AuditProtocol:
   """The audit protocol of one data set (plain data).
 
   Attributes:
@@ -138,7 +138,7 @@ class Protocol:
 
 def _scaled_down(dataset, split_sizes, image_shape):
   """The `digits` protocol: small CNN, severity 3, thinned noise, every member."""
-  return Protocol(dataset=dataset, preset="digits", severities=(3,), robustness_members=None,
+  return AuditProtocol(dataset=dataset, preset="digits", severities=(3,), robustness_members=None,
                   noise_eps=FAST_EPS, noise_draws=FAST_DRAWS, split_sizes=split_sizes,
                   image_shape=image_shape)
 
@@ -164,15 +164,15 @@ PROTOCOLS = {
     # 002's MNIST / Fashion-MNIST: no paper preset here; the scaled-down protocol.
     "mnist": _scaled_down("mnist", _MNIST_SPLITS, (28, 28, 1)),
     "fashion_mnist": _scaled_down("fashion_mnist", _MNIST_SPLITS, (28, 28, 1)),
-    "celeb_a": Protocol(
+    "celeb_a": AuditProtocol(
         dataset="celeb_a", preset="celeb_a_paper", quantizations=CELEB_A_QUANTIZATIONS,
         corruptions=(), noise_eps=(), split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
         image_shape=(218, 178, 3)),
-    "cifar10": Protocol(dataset="cifar10", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
+    "cifar10": AuditProtocol(dataset="cifar10", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
                         image_shape=(32, 32, 3), published=CIFAR10_PUBLISHED),
-    "cifar100": Protocol(dataset="cifar100", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
+    "cifar100": AuditProtocol(dataset="cifar100", preset="cifar10_paper", split_sizes=_CIFAR_SPLITS,
                          image_shape=(32, 32, 3)),
-    "imagenet2012": Protocol(
+    "imagenet2012": AuditProtocol(
         dataset="imagenet2012", preset="imagenet_paper", eval_split="validation",
         split_sizes={"train": 1_281_167, "validation": 50_000}, image_shape=(224, 224, 3),
         published=IMAGENET_PUBLISHED),
@@ -186,7 +186,7 @@ def get(dataset):
     dataset: a data registry name.
 
   Returns:
-    The `Protocol`.
+    The `AuditProtocol`.
 
   Raises:
     ProtocolError: no protocol for `dataset`.

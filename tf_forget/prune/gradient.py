@@ -91,7 +91,7 @@ def needs(algorithm):
 
 
 def protocol_json(protocol):
-  """What g depends on besides the parent (SPEC §6.2), from a `protocol.OneshotProtocol`."""
+  """What g depends on besides the parent (SPEC §6.2), from a `protocol.OneshotSchedule`."""
   return {"schema": SCHEMA, "batches": int(protocol.grad_batches),
           "batch_size": int(protocol.grad_batch_size),
           "validation_every": int(protocol.validation_every),
@@ -173,7 +173,7 @@ def draw_batches(dataset, train_records, n, protocol, draw_seed):
   Args:
     dataset: the parent's `base.Dataset`.
     train_records, n: the records not held out and their number (`records.holdout`).
-    protocol: the `OneshotProtocol` (`grad_batches`, `grad_batch_size`).
+    protocol: the `OneshotSchedule` (`grad_batches`, `grad_batch_size`).
     draw_seed: the shuffle seed (`seed`).
   """
   ds = train_records.enumerate().shuffle(n, seed=draw_seed, reshuffle_each_iteration=False)
@@ -233,7 +233,7 @@ def ensure(run_dir, parent, protocol, log=None):
   Args:
     run_dir: the run directory.
     parent: the dense parent's `train.member.MemberConfig`.
-    protocol: the `OneshotProtocol`.
+    protocol: the `OneshotSchedule`.
     log: optional callable for the `redo gradient <parent>/<k>: <why>` line.
 
   Returns:

@@ -46,7 +46,7 @@ from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.prune import gradient as gradient_lib
 from tf_forget.prune import oneshot
-from tf_forget.prune import protocol as protocol_lib
+from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
@@ -65,10 +65,10 @@ class OneshotConfig:
     member: the member's `train.member.MemberConfig` (variant `oneshot_<alg>_r<r>`, its k,
       the population's preset and options; its `seed` seeds RP and fine-tuning; g's batches
       are the parent's, `gradient.seed`).
-    protocol: the `protocol.OneshotProtocol`.
+    protocol: the `protocol.OneshotSchedule`.
   """
   member: member_lib.MemberConfig
-  protocol: protocol_lib.OneshotProtocol
+  protocol: oneshot_schedule.OneshotSchedule
 
   @property
   def variant(self):
@@ -189,16 +189,10 @@ def _check_masks(model, masks, exclude_classifier):
 def _finished_parent(run_dir, config):
   """The parent's metadata; PruneMemberError if it is not finished, current and float32."""
   p_dir = parent_dir(run_dir, config)
-  parent_state = member_lib.status(p_dir, config.parent)
-  if not parent_state:
-    raise PruneMemberError(f"{config.member.variant}/{config.member.k}: parent "
-                           f"{config.variant.parent}/{config.member.k} is not finished "
-                           f"({parent_state.reason}); train the dense population first")
-  parent_meta = member_lib.read_metadata(p_dir)
-  if parent_meta.get("precision_policy", "float32") != "float32":
-    raise PruneMemberError(f"parent {config.variant.parent}/{config.member.k} was trained under "
-                           f"{parent_meta['precision_policy']}: one-shot pruning needs float32")
-  return parent_meta
+  return member_lib.finished_parent(
+      p_dir, member_lib.status(p_dir, config.parent),
+      f"{config.member.variant}/{config.member.k}", f"{config.variant.parent}/{config.member.k}",
+      PruneMemberError, "train the dense population first", "one-shot pruning")
 
 
 def prune_member(config, run_dir, log=None):

@@ -45,8 +45,9 @@ from tf_forget.artifacts import names
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
-from tf_forget.prune import iterative_protocol
+from tf_forget.prune import iterative_schedule
 from tf_forget.prune import structured
+from tf_forget.train import checkpoints
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
 from tf_forget.train import pruning
@@ -67,10 +68,10 @@ class RetrainConfig:
   Attributes:
     member: the member's `train.member.MemberConfig` (variant `iter_<alg>_c<n>`, its k, the
       population's preset and options; its `seed` seeds the retraining).
-    protocol: the `iterative_protocol.IterativeProtocol`.
+    protocol: the `iterative_schedule.IterativeSchedule`.
   """
   member: member_lib.MemberConfig
-  protocol: iterative_protocol.IterativeProtocol
+  protocol: iterative_schedule.IterativeSchedule
 
   @property
   def variant(self):
@@ -157,15 +158,10 @@ def _prepare(config, run_dir):
   parent = config.parent()
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
   p_dir = _dir(run_dir, parent_member)
-  state = _status_of(run_dir, parent)
-  if not state:
-    raise RetrainError(f"{config.member.variant}/{config.member.k}: parent "
-                       f"{parent_member.variant}/{parent_member.k} is not finished "
-                       f"({state.reason}); make the earlier cycles first")
-  meta = member_lib.read_metadata(p_dir)
-  if meta.get("precision_policy", "float32") != "float32":
-    raise RetrainError(f"parent {parent_member.variant}/{parent_member.k} was trained under "
-                       f"{meta['precision_policy']}: prune-retrain needs float32")
+  meta = member_lib.finished_parent(
+      p_dir, _status_of(run_dir, parent), f"{config.member.variant}/{config.member.k}",
+      f"{parent_member.variant}/{parent_member.k}", RetrainError, "make the earlier cycles first",
+      "prune-retrain")
   return p_dir, meta
 
 
@@ -193,22 +189,59 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   p_dir, parent_meta = _prepare(config, run_dir)
   fileio.remove(os.path.join(directory, member_lib.METADATA_FILE))
   keras = keras2.keras()
-  member, proto, variant = config.member, config.protocol, config.variant
+  member = config.member
   dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
   keras.backend.experimental.enable_tf_random_generator()
   keras.utils.set_random_seed(member.seed)
   tf.config.experimental.enable_op_determinism()
 
+  model, masks, var_masks = _prune_parent(config, p_dir)
+  test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
+  pruned_test_acc = _evaluate(model, test_stream)
+  n_train = dataset.num_examples("train")
+  optimizer, steps, warmup = _compile_for_retraining(config, model, n_train)
+  ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
+  retrained = _retrain_chunks(config, dataset, model, optimizer, var_masks, steps, ckpt_dir,
+                              log, stop_after_chunks)
+  if retrained is None:
+    return None
+  resumed_from_step, elapsed = retrained
+  zeros, total = _check_retrained(member, model, var_masks)
+  done_steps = int(optimizer.iterations.numpy())
+  train_acc = _evaluate(model, inputs.eval_stream(dataset, "train"))
+  test_acc = _evaluate(model, test_stream)  # compiled without the optimizer: saved as members are
+  retrain = {"protocol": config.protocol.to_json(), "steps": steps, "warmup_steps": warmup,
+             "train_examples": int(n_train)}
+  _write_member(
+      config, directory, dataset, model, masks, parent_meta, elapsed,
+      steps=done_steps,
+      resumed_from_step=int(resumed_from_step),
+      train_accuracy=train_acc,
+      test_accuracy=test_acc,
+      pruning_record=_pruning_record(config, masks, zeros, total, pruned_test_acc, retrain))
+  fileio.rmtree(ckpt_dir)
+  return member_lib.read_metadata(directory)
+
+
+def _prune_parent(config, p_dir):
+  """(model, algorithm masks, variable masks): the parent pruned to the cycle's keep ratio."""
+  variant = config.variant
   model = member_lib.load_model(p_dir)
   previous = read_masks(p_dir) if variant.cycle > 1 else None
   masks, var_masks = structured.prune(model, variant.algorithm, config.keep_ratio, previous,
-                                      proto.exclude_classifier)
-  test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
-  pruned_test_acc = _evaluate(model, test_stream)
+                                      config.protocol.exclude_classifier)
+  return model, masks, var_masks
 
-  preset = member.preset
+
+def _compile_for_retraining(config, model, n_train):
+  """(optimizer, retraining steps, warm-up steps): the model compiled with the parent's schedule.
+
+  Raises:
+    RetrainError: a warm-up that does not fit in the retraining steps.
+  """
+  keras = keras2.keras()
+  proto, preset = config.protocol, config.member.preset
   steps = config.retrain_steps()
-  n_train = dataset.num_examples("train")
   warmup = _warmup_steps(proto, n_train, preset.batch_size)
   if warmup >= steps:
     raise RetrainError(f"warm-up of {proto.warmup_epochs} epochs ({warmup} steps) does not fit "
@@ -217,21 +250,30 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   model.compile(optimizer=optimizer,
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])
+  return optimizer, steps, warmup
+
+
+def _retrain_chunks(config, dataset, model, optimizer, var_masks, steps, ckpt_dir, log,
+                    stop_after_chunks):
+  """Retrains the chunks not yet checkpointed, masked entries re-zeroed after every step.
+
+  Returns:
+    (the step this run started from, a callable giving the wall time of every run so far), or
+    None if stopped early by `stop_after_chunks`.
+  """
+  member = config.member
+  preset = member.preset
   chunk = _chunk(preset, steps)
-  ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                   **member_lib.rng_states(model))
-  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1)
-  start_chunk = 0
-  if manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint).expect_partial()
-    start_chunk = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+  manager, start_chunk = checkpoints.resume_or_start(model, optimizer, ckpt_dir)
   chunks = steps // chunk
-  wall_before = member_lib.read_wall(ckpt_dir)
+  wall_before = checkpoints.read_wall(ckpt_dir)
   t0 = time.time()
 
+  def elapsed():
+    return wall_before + time.time() - t0
+
   def on_chunk(done, logs):
-    member_lib.write_wall(ckpt_dir, wall_before + time.time() - t0)
+    checkpoints.write_wall(ckpt_dir, elapsed())
     if log:
       log(f"    step {done * chunk}/{steps} loss {logs.get('loss', float('nan')):.4f} "
           f"acc {logs.get('accuracy', float('nan')):.3f}")
@@ -241,50 +283,65 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   if start_chunk < end_chunk:
     model.fit(stream, epochs=end_chunk, initial_epoch=start_chunk, steps_per_epoch=chunk,
               verbose=0, callbacks=[structured.HeldMasks(var_masks),
-                                    member_lib.Checkpointer(manager, on_chunk)])
+                                    checkpoints.Checkpointer(manager, on_chunk)])
   if end_chunk < chunks:
     return None
+  return start_chunk * chunk, elapsed
+
+
+def _check_retrained(member, model, var_masks):
+  """(zero, total) prunable kernel weights of the retrained model, checked finite and masked.
+
+  Raises:
+    RuntimeError: if retraining diverged.
+  """
   structured.apply(model, var_masks)  # a restored checkpoint was saved after a masked step
   if not all(np.isfinite(w).all() for w in model.get_weights()):
     raise RuntimeError(f"member {member.variant}/{member.k}: retraining diverged")
   structured.check_zero(model, var_masks)
-  zeros, total = structured.kernel_sparsity(model)
+  return structured.kernel_sparsity(model)
+
+
+def _pruning_record(config, masks, zeros, total, pruned_test_acc, retrain):
+  """The `pruning` entry of the cycle's metadata."""
+  variant, proto = config.variant, config.protocol
   kept_weights = total - zeros
-  done_steps = int(optimizer.iterations.numpy())
-  train_acc = _evaluate(model, inputs.eval_stream(dataset, "train"))
-  test_acc = _evaluate(model, test_stream)  # compiled without the optimizer: saved as members are
+  filters = ({name: [int(m.sum()), int(m.size)] for name, m in masks.items()}
+             if variant.algorithm == "ft" else None)
+  return {
+      "method": names.ITERATIVE, "algorithm": variant.algorithm, "cycle": variant.cycle,
+      "keep_ratio": float(config.keep_ratio),
+      "kept_weights": int(kept_weights), "prunable_weights": int(total),
+      "prune_ratio": zeros / total,
+      "filters_kept": filters,
+      "exclude_classifier": bool(proto.exclude_classifier and variant.algorithm == "wt"),
+      "pruned_test_accuracy": pruned_test_acc,
+      "retrain": retrain,
+  }
+
+
+def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed, steps,
+                  resumed_from_step, train_accuracy, test_accuracy, pruning_record):
+  """Writes the cycle's `model.keras`, `masks.npz` and, last, `metadata.json`."""
+  member, variant = config.member, config.variant
   fileio.makedirs(directory)
   model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
   fileio.write_npz(os.path.join(directory, MASKS_FILE), **masks)
   report = dict(pruning.sparsity_report(model, 0.0), target=1.0 - config.keep_ratio,
-                target_over="prunable", meets_target=True, global_threshold=variant.algorithm == "wt")
-  filters = ({name: [int(m.sum()), int(m.size)] for name, m in masks.items()}
-             if variant.algorithm == "ft" else None)
+                target_over="prunable", meets_target=True,
+                global_threshold=variant.algorithm == "wt")
   metadata = member_lib.derived_metadata(
       member, dataset,
-      steps=done_steps,
-      resumed_from_step=int(start_chunk * chunk),
+      steps=steps,
+      resumed_from_step=resumed_from_step,
       sparsity=report,
-      train_accuracy=train_acc,
-      test_accuracy=test_acc,
-      wall_time_s=round(wall_before + time.time() - t0, 3),
+      train_accuracy=train_accuracy,
+      test_accuracy=test_accuracy,
+      wall_time_s=round(elapsed(), 3),
       parent={"variant": variant.parent, "k": int(member.k),
-             "model_sha256": parent_meta["model_sha256"],
-             "test_accuracy": parent_meta.get("test_accuracy")},
-      pruning={
-          "method": names.ITERATIVE, "algorithm": variant.algorithm, "cycle": variant.cycle,
-          "keep_ratio": float(config.keep_ratio),
-          "kept_weights": int(kept_weights), "prunable_weights": int(total),
-          "prune_ratio": zeros / total,
-          "filters_kept": filters,
-          "exclude_classifier": bool(proto.exclude_classifier and variant.algorithm == "wt"),
-          "pruned_test_accuracy": pruned_test_acc,
-          "retrain": {"protocol": proto.to_json(), "steps": steps, "warmup_steps": warmup,
-                      "train_examples": int(n_train)},
-      },
+              "model_sha256": parent_meta["model_sha256"],
+              "test_accuracy": parent_meta.get("test_accuracy")},
+      pruning=pruning_record,
       model_sha256=model_sha256,
       inputs=config.inputs(parent_meta["model_sha256"]))
   fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
-  fileio.rmtree(ckpt_dir)
-  return member_lib.read_metadata(directory)
-

@@ -160,19 +160,12 @@ def _scan(run_dir, variants=None, splits=None):
   if not fileio.isdir(root):
     raise CollectError(f"no predictions directory {root}")
   files = {}
-  for variant in fileio.listdir(root):
-    vdir = os.path.join(root, variant)
-    if (variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants) or
-        not fileio.isdir(vdir)):
+  for variant, k, kdir in layout.walk(root):
+    if variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants):
       continue
-    for k in fileio.listdir(vdir):
-      kdir = os.path.join(vdir, k)
-      if not (k.isdigit() and fileio.isdir(kdir)):
-        continue
-      for name in fileio.listdir(kdir):
-        if name.endswith(".npz") and (splits is None or name[:-4] in splits):
-          files.setdefault(variant, {}).setdefault(name[:-4], {})[int(k)] = os.path.join(
-              kdir, name)
+    for name in fileio.listdir(kdir):
+      if name.endswith(".npz") and (splits is None or name[:-4] in splits):
+        files.setdefault(variant, {}).setdefault(name[:-4], {})[k] = os.path.join(kdir, name)
   if names.DENSE not in files:
     raise CollectError(f"no '{names.DENSE}' predictions under {root} (the baseline population)")
   return files

@@ -1,11 +1,8 @@
 """The self-contained `report.html`: one page, read top to bottom (issue #6 "Outputs").
 
-Order: the "nothing changed" view (top-line accuracy per variant) first, then what changed —
-class level (000 Figure 2), #significant classes and #PIE, accuracy on PIE / non-PIE / all
-(000 Table 6) and on Taxicab CIEs (004 Table 2), subgroups (004 Tables 3-5), over-indexing
-(004 Figure 2), robustness (000 Table 3), recall distortion α (002), 002's study of one-shot
-pruning (α per algorithm and ratio, its t-tests), deployment and the CIE gallery (004
-Figure 3). Every figure sits beside the table of its numbers.
+The page's parts — tables, figure-beside-numbers pairs, the page itself — for the sections of
+`registry.SECTIONS` (which gives their order: the verdict and the "nothing changed" view first,
+then what changed). Every figure sits beside the table of its numbers.
 
 Self-contained: images are base64 PNG data URIs, the CSS is inline, nothing is fetched. Every
 piece of text goes through `html.escape`. Undefined numbers (NaN) print as "n/a".
@@ -17,32 +14,6 @@ import math
 
 import numpy as np
 
-SECTIONS = (
-    ("verdict", "Verdict: which file to ship, and what it costs"),
-    ("glossary", "How to read this report"),
-    ("overview", "Overview"),
-    ("topline", "1. Top-line accuracy: the \"nothing changed\" view"),
-    ("class-level", "2. Class level: which classes changed (000 Figure 2)"),
-    ("pie", "3. Pruning / compression identified exemplars (PIE)"),
-    ("subgroups", "4. Subgroups: error, FPR, FNR (004 Tables 3-5)"),
-    ("over-indexing", "5. Attribute over-indexing among CIEs (004 Figure 2)"),
-    ("robustness", "6. Robustness to corruptions (000 Table 3)"),
-    ("noise", "7. l-inf noise: accuracy, prune potential, similarity (003 §4.1, §5)"),
-    ("recall-distortion", "8. Recall distortion slope α (002)"),
-    ("recall-study", "9. Recall distortion after one-shot pruning (002)"),
-    ("deployment", "10. Deployment: encoding, size, latency vs accuracy"),
-    ("gallery", "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)"),
-    ("notes", "Notes"),
-)
-
-# Short names of the sticky table of contents.
-NAV = {"verdict": "Verdict", "glossary": "Terms", "overview": "Overview", "topline": "1 Top-1",
-       "class-level": "2 Classes", "pie": "3 PIE", "human-study": "3b Human study",
-       "subgroups": "4 Subgroups",
-       "over-indexing": "5 Over-indexing", "robustness": "6 Robustness",
-       "published": "6b Published sets", "noise": "7 Noise", "recall-distortion": "8 α",
-       "recall-study": "9 One-shot", "prune-retrain": "9b Prune-retrain",
-       "deployment": "10 Deployment", "gallery": "11 Gallery", "notes": "Notes"}
 # Figures are drawn at FIGURE_SCALE x their CSS size (`figure_kit.SCALE`) and shown at
 # natural width / FIGURE_SCALE, so the browser only ever scales them down.
 FIGURE_SCALE = 2
@@ -51,15 +22,6 @@ FILTER_MIN_ROWS = 10
 PCT = "pct"  # a fraction, shown in percent
 PTS = "pct_pts"  # a relative change already in percent
 PTS_ABS = "pts"  # a difference of fractions, shown in points
-
-# Sections shown only when their measure applies (`sections.build` returns them then):
-# (id, title, the section they follow). A run without them renders exactly as before.
-OPTIONAL_SECTIONS = (
-    ("human-study", "3b. Human study: what the PIEs (CIEs) are (000 Table 7, Figure 5)", "pie"),
-    ("published", "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1", "robustness"),
-    ("prune-retrain", "9b. Prune-retrain: how far each parent prunes, per distribution (003)",
-     "recall-study"),
-)
 
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;
@@ -225,8 +187,8 @@ def page(title, intro_rows, sections, css=""):
   Args:
     title: page title (escaped here).
     intro_rows: list of (label, value) pairs shown under the title (escaped here).
-    sections: dict section id -> inner HTML (already escaped), for the ids of `SECTIONS`
-      and those of `OPTIONAL_SECTIONS` that apply (the others are left out).
+    sections: [(id, title, short name, inner HTML)] in page order (`registry.render`): the
+      title and short name are escaped here, the inner HTML is not.
     css: more style rules (e.g. `gallery_view.CSS`).
 
   Returns:
@@ -236,15 +198,11 @@ def page(title, intro_rows, sections, css=""):
          f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>",
          f"<h1>{esc(title)}</h1><p class=\"meta\">"]
   out.append(" · ".join(f"<b>{esc(k)}</b>: {esc(v)}" for k, v in intro_rows))
-  layout = []
-  for sid, name in SECTIONS:
-    layout.append((sid, name))
-    layout += [(o, n) for o, n, after in OPTIONAL_SECTIONS if after == sid and o in sections]
   out.append("</p><nav id=\"toc\">")
-  out.append(" ".join(f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(NAV.get(sid, name))}</a>"
-                      for sid, name in layout))
+  out.append(" ".join(f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(nav)}</a>"
+                      for sid, name, nav, _ in sections))
   out.append("</nav>")
-  for sid, name in layout:
-    out.append(f"<section id=\"{sid}\"><h2>{esc(name)}</h2>{sections.get(sid, '')}</section>")
+  for sid, name, _, inner in sections:
+    out.append(f"<section id=\"{sid}\"><h2>{esc(name)}</h2>{inner}</section>")
   out.append(f"<script>{SCRIPT}</script></body></html>\n")
   return "".join(out)

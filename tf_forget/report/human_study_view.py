@@ -1,6 +1,6 @@
 """The human-study section of the page: 000 Table 7 and a Figure 5 (`human_study`).
 
-Shown only when the report was built with human-study options (`html.OPTIONAL_SECTIONS`,
+Shown only when the report was built with human-study options (`registry.SECTIONS`,
 after "pie"). Figure: left, each attribute's share among the sample's PIEs (CIEs) and among
 its non-PIEs, with Wilson 95% intervals (000 Figure 5 draws these shares as two pie charts;
 the attributes are not exclusive — an image may have several — so here side by side bars);
@@ -71,11 +71,11 @@ def _interval(low, high):
   return "n/a" if low != low or high != high else f"[{low:.3g}, {high:.3g}]"
 
 
-def sections(measures):
-  """{"human-study": inner HTML} when the report has human-study settings, else {}."""
+def section(measures):
+  """The "human-study" section's HTML when the report has human-study settings, else None."""
   settings = measures.config.get("human_study")
   if not settings:
-    return {}
+    return None
   group = settings.get("group") or "pie"
   flagged, other = group.upper(), f"non-{group.upper()}"
   notes = measures.notes.get("human_study") or []
@@ -98,7 +98,7 @@ def sections(measures):
     parts.append("<p class=\"skip\">No annotations read yet: fill the export's "
                  "<code>sheet/annotations.csv</code> and pass it back (<code>--annotations"
                  "</code>) to add 000 Table 7 here.</p>")
-    return {"human-study": "".join(parts)}
+    return "".join(parts)
   shown = pd.DataFrame({
       "attribute": t.attribute, "source": t.source,
       f"{flagged} share [95%] (count/n)": _shares(t, "flagged"),
@@ -110,4 +110,4 @@ def sections(measures):
   parts.append(html.pair(figure_png(t, flagged, other),
                          "attribute shares per group and their relative representation",
                          html.table(shown, formats), stacked=True))
-  return {"human-study": "".join(parts)}
+  return "".join(parts)

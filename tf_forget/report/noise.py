@@ -18,7 +18,6 @@ computes, per variant and noise level ε:
   reference row is the fair comparison.
 """
 
-import os
 import re
 
 import numpy as np
@@ -26,6 +25,7 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.stats import intervals
@@ -49,30 +49,28 @@ def load(run_dir, variants=None):
   Raises:
     NoiseReportError: an unreadable artifact, or artifacts of different protocols / examples.
   """
-  root = os.path.join(run_dir, "noise")  # layout.noise(run_dir, variant, k) below it
+  root = layout.noise_root(run_dir)
   if not fileio.isdir(root):
     return None
   out, ref = {}, None
-  for variant in fileio.listdir(root):
+  for variant, k, _ in layout.walk(root):
     if variants is not None and variant not in set(variants):
       continue
-    vdir = os.path.join(root, variant)
-    for k in sorted((d for d in fileio.listdir(vdir) if d.isdigit()), key=int):
-      path = os.path.join(vdir, k, noise_artifact.FILE_NAME)
-      if not fileio.exists(path):
-        continue
-      try:
-        art = noise_artifact.read(path)
-      except noise_artifact.NoiseError as e:
-        raise NoiseReportError(str(e)) from e
-      if ref is None:
-        ref = art
-      elif (art["metadata"].get("protocol") != ref["metadata"].get("protocol") or
-            not np.array_equal(art["ids"], ref["ids"]) or
-            not np.array_equal(art["labels"], ref["labels"])):
-        raise NoiseReportError(f"{path}: other noise protocol or examples than "
-                               f"{ref['metadata'].get('variant')}/{ref['metadata'].get('k')}")
-      out.setdefault(variant, {})[int(k)] = art
+    path = layout.noise(run_dir, variant, k)
+    if not fileio.exists(path):
+      continue
+    try:
+      art = noise_artifact.read(path)
+    except noise_artifact.NoiseError as e:
+      raise NoiseReportError(str(e)) from e
+    if ref is None:
+      ref = art
+    elif (art["metadata"].get("protocol") != ref["metadata"].get("protocol") or
+          not np.array_equal(art["ids"], ref["ids"]) or
+          not np.array_equal(art["labels"], ref["labels"])):
+      raise NoiseReportError(f"{path}: other noise protocol or examples than "
+                             f"{ref['metadata'].get('variant')}/{ref['metadata'].get('k')}")
+    out.setdefault(variant, {})[k] = art
   if not out:
     return None
   if names.DENSE not in out:

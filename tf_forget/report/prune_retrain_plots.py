@@ -113,12 +113,12 @@ def similarity(table):
 
 
 
-def sections(measures):
-  """{"prune-retrain": inner HTML} when the run has prune-retrain cycles, else {}."""
+def section(measures):
+  """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else None."""
   from tf_forget.report import html  # pylint: disable=g-import-not-at-top
   curve = measures.tables.get("prune_retrain_curve")
   if curve is None or curve.empty:
-    return {}
+    return None
   summary = measures.tables.get("prune_retrain_summary")
   potential = measures.tables.get("prune_retrain_potential")
   excess_t = measures.tables.get("prune_retrain_excess")
@@ -164,4 +164,4 @@ def sections(measures):
   notes = measures.notes.get("prune_retrain")
   if notes:
     parts.append(html.skipped(notes))
-  return {"prune-retrain": "".join(parts)}
+  return "".join(parts)

@@ -229,11 +229,11 @@ def compute(run, imagenet_a_mask=False):
                          "note": note or None}
 
 
-def sections(measures):
-  """{"published": inner HTML} when a published table exists, else {} (`html.OPTIONAL_SECTIONS`)."""
+def section(measures):
+  """The "published" section's HTML when a published table exists, else None (left out)."""
   t8, other = measures.tables.get(IMAGENET_A), measures.tables.get("published_splits")
   if t8 is None and other is None:
-    return {}
+    return None
   settings = measures.config.get("published") or {}
   parts = []
   if t8 is not None:
@@ -258,4 +258,4 @@ def sections(measures):
                       "examples": "int"}))
   if settings.get("note"):
     parts.append(f"<p class=\"skip\">Note: {html.esc(settings['note'])}.</p>")
-  return {"published": "".join(parts)}
+  return "".join(parts)

@@ -15,7 +15,7 @@ ALPHA_FORMATS = {"members": "int", "n": "int", "mean_accuracy_0": html.PCT,
 TEST_FORMATS = {"n": "int", "rows": "int", "p_value": "p", "p_bonferroni": "p"}
 
 
-def _distortion(measures):
+def distortion(measures):
   """The "recall-distortion" section: α of every compressed variant (002 §5)."""
   t = measures.tables["recall_distortion"]
   if t.empty:
@@ -33,7 +33,7 @@ def _distortion(measures):
                       "(independent members)</i>).</p>" + html.table(t, ALPHA_FORMATS)))
 
 
-def _study(measures):
+def oneshot_study(measures):
   """The "recall-study" section: 002's one-shot study (α per algorithm and ratio, its tests)."""
   study = measures.study
   if study is None:
@@ -76,15 +76,3 @@ def _study(measures):
   general = [n for n in study.notes if not n.startswith("oneshot_")]
   parts.append("<p class=\"skip\">" + html.esc("; ".join(general) + ".") + "</p>")
   return "".join(parts)
-
-
-def sections(measures):
-  """{"recall-distortion": inner HTML, "recall-study": inner HTML} (`html.SECTIONS` ids).
-
-  Args:
-    measures: `measures.Measures`.
-
-  Returns:
-    dict section id -> HTML; a section whose measure does not apply says why.
-  """
-  return {"recall-distortion": _distortion(measures), "recall-study": _study(measures)}

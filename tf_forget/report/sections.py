@@ -1,9 +1,9 @@
-"""The report's sections: each measure's figure (`plots`) beside its numbers (`html.table`).
+"""The core sections' HTML: each measure's figure (`plots`) beside its numbers (`html.table`).
 
-`build(...)` turns `measures.Measures` and the gallery into the inner HTML of every section of
-`html.SECTIONS`; sections whose measure does not apply say why (the `notes`). A study's own
-sections come from its module: `verdict_view`, `recall_study_view` (002), `published`,
-`human_study_view` (000 Table 7), `prune_retrain_plots` (003) and `gallery_view`.
+One function per section of `registry.SECTIONS`, from `measures.Measures`; a section whose
+measure does not apply says why (the `notes`). A study's own sections live in its module
+(`verdict_view`, `recall_study_view` (002), `published`, `human_study_view` (000 Table 7),
+`prune_retrain_plots` (003), `gallery_view`); the registry puts them all in order.
 """
 
 import numpy as np
@@ -13,12 +13,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.report import gallery_view
 from tf_forget.report import html
-from tf_forget.report import human_study_view
-from tf_forget.report import prune_retrain_plots
-from tf_forget.report import published
 from tf_forget.report import plots
-from tf_forget.report import recall_study_view
-from tf_forget.report import verdict_view
 
 MAX_CLASS_ROWS = 60
 
@@ -30,7 +25,7 @@ def _drop_empty(frame, column="topk"):
   return frame
 
 
-def _overview(measures):
+def overview(measures):
   frame = measures.tables["overview"]
   return ("<p class=\"lead\">Per variant against the dense population. top1_change and "
           "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
@@ -41,7 +36,7 @@ def _overview(measures):
                                "pie_count": "int", "worst_fnr_increase": html.PTS_ABS}))
 
 
-def _topline(measures):
+def topline(measures):
   t = measures.tables["topline"]
   return html.pair(plots.topline(t), "top-line accuracy per variant",
                    html.table(t, {"mean": html.PCT, "std": html.PCT, "min": html.PCT,
@@ -51,7 +46,7 @@ def _topline(measures):
                    "members; the interval of each change is in the verdict table.</p>")
 
 
-def _class_level(measures):
+def class_level(measures):
   t = measures.tables["class_level"]
   if t.empty:
     return html.skipped(measures.notes.get("class_level") or ["no compressed variant"])
@@ -148,7 +143,7 @@ def _class_block(measures, variant, rows):
                  highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS))
 
 
-def _pie(measures):
+def pie(measures):
   t = measures.tables["pie"]
   if t.empty:
     return html.skipped(["no compressed variant"])
@@ -175,7 +170,7 @@ def _pie(measures):
   return "".join(parts)
 
 
-def _subgroups(measures):
+def subgroups(measures):
   t = measures.tables.get("subgroups")
   if t is None:
     return html.skipped(measures.notes.get("subgroups"))
@@ -225,7 +220,7 @@ def _with_intervals(table, groups):
   return pd.DataFrame(rows, columns=["variant", "metric"] + groups)
 
 
-def _over_indexing(measures):
+def over_indexing(measures):
   t = measures.tables.get("over_indexing")
   if t is None:
     return html.skipped(measures.notes.get("over_indexing"))
@@ -238,7 +233,7 @@ def _over_indexing(measures):
                                      "cie_count": "int"})))
 
 
-def _robustness(measures):
+def robustness(measures):
   t = measures.tables.get("robustness")
   if t is None:
     return html.skipped(measures.notes.get("robustness"))
@@ -255,7 +250,7 @@ def _robustness(measures):
                                  max_rows=60), stacked=True))
 
 
-def _noise(measures):
+def noise(measures):
   acc = measures.tables.get("noise_accuracy")
   if acc is None:
     return html.skipped(measures.notes.get("noise"))
@@ -286,7 +281,7 @@ def _noise(measures):
                           numbers, stacked=True)
 
 
-def _deployment(measures):
+def deployment(measures):
   t = measures.tables.get("deployment")
   if t is None:
     return html.skipped(measures.notes.get("deployment"))
@@ -308,7 +303,7 @@ def _deployment(measures):
                           html.table(t, formats), stacked=True)
 
 
-def _notes(measures, extra):
+def notes(measures, extra):
   items = [f"{k}: {n}" for k, ns in sorted(measures.notes.items()) for n in ns]
   items += list(extra)
   items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(
@@ -316,29 +311,7 @@ def _notes(measures, extra):
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
 
 
-def build(measures, gallery, protected, extra_notes=(), recommendation=None):
-  """Inner HTML of every section (`html.SECTIONS` ids).
-
-  Args:
-    measures: `measures.Measures`.
-    gallery: family -> gallery cards with `png` (`gallery.build_families`).
-    protected: protected attribute names (shown on every gallery card).
-    extra_notes: more lines for the notes section.
-    recommendation: `verdict.recommend`'s dict (the verdict block's first line).
-
-  Returns:
-    dict section id -> HTML.
-  """
-  gal = (gallery_view.html(gallery, protected) if gallery
-         else html.skipped(["no compressed variant"]))
-  return {"verdict": verdict_view.section(measures, recommendation),
-          "glossary": verdict_view.glossary(),
-          "overview": _overview(measures), "topline": _topline(measures),
-          "class-level": _class_level(measures), "pie": _pie(measures),
-          "subgroups": _subgroups(measures), "over-indexing": _over_indexing(measures),
-          "robustness": _robustness(measures), "noise": _noise(measures),
-          "deployment": _deployment(measures), **recall_study_view.sections(measures),
-          **published.sections(measures),
-          **human_study_view.sections(measures),
-          **prune_retrain_plots.sections(measures),
-          "gallery": gal, "notes": _notes(measures, extra_notes)}
+def gallery(cards, protected):
+  """The gallery section: the cards, or why there are none."""
+  return (gallery_view.html(cards, protected) if cards
+          else html.skipped(["no compressed variant"]))

@@ -35,7 +35,7 @@ from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise as noise_lib
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import prune_retrain
-from tf_forget.report import sections
+from tf_forget.report import registry
 from tf_forget.report import verdict as verdict_lib
 
 SCHEMA_VERSION = "tf_forget.report/1"
@@ -115,45 +115,69 @@ def _inputs(run):
           for v, splits in sorted(run.predictions.items())}
 
 
-def _add_run_artifacts(run, run_dir, m):
-  """Adds the measures of the run directory's other artifacts to `m` (in place).
+@dataclasses.dataclass
+class Part:
+  """Measures added after the core ones (`measures.compute`): one study's tables, notes and
+  settings. A notes key that is present is added to the report's notes even with no note."""
+  tables: dict = dataclasses.field(default_factory=dict)
+  notes: dict = dataclasses.field(default_factory=dict)
+  config: dict = dataclasses.field(default_factory=dict)
 
-  l-inf noise (`noise`, 003 §4.1), 003's prune-retrain study (`prune_retrain`, issue #17) and
-  the deployment encodings (`deployment`, issue #10), in that order.
+
+def merged(m, parts):
+  """A new `measures.Measures`: `m`'s tables, notes and settings, then each part's, in order."""
+  tables, config = dict(m.tables), dict(m.config)
+  notes = {key: list(values) for key, values in m.notes.items()}
+  for part in parts:
+    tables.update(part.tables)
+    for key, values in part.notes.items():
+      notes.setdefault(key, []).extend(values)
+    config.update(part.config)
+  return dataclasses.replace(m, tables=tables, notes=notes, config=config)
+
+
+def _run_artifact_parts(run, run_dir, m):
+  """The measures of the run directory's other artifacts: l-inf noise (`noise`, 003 §4.1),
+  003's prune-retrain study (`prune_retrain`, issue #17) and the deployment encodings
+  (`deployment`, issue #10), in that order.
 
   Args:
     run: the `collect.Run`.
     run_dir: its run directory.
-    m: its `measures.Measures`.
+    m: its core `measures.Measures`.
   """
   pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
            if v != names.DENSE and pairing_lib.is_paired(run, v)}
   noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants, pairs)
-  m.tables.update(noise_tables)
-  m.notes.setdefault("noise", []).extend(noise_notes)
-  m.config["noise"] = noise_protocol
+  parts = [Part(noise_tables, {"noise": noise_notes}, {"noise": noise_protocol})]
   study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
   if study is not None:  # 003's prune-retrain study (issue #17)
-    m.tables.update(study.tables)
-    m.notes.setdefault("prune_retrain", []).extend(study.notes)
+    parts.append(Part(study.tables, {"prune_retrain": study.notes}))
   deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
-  m.tables.update(deploy_tables)
-  m.notes.setdefault("deployment", []).extend(deploy_notes)
-  m.config["deployment"] = deploy_settings
+  parts.append(Part(deploy_tables, {"deployment": deploy_notes},
+                    {"deployment": deploy_settings}))
+  return parts
 
 
-def _add_human_study(run, m, options):
-  """Adds 000's human study (§3.3, Table 7; issue #26) to `m` (in place).
+def _review_parts(run, m, gates, gallery_json):
+  """The verdict (`verdict`) and the gallery's tables (the cards, the CIEs to annotate).
 
   Returns:
-    The `human_study.Study` (its `export`, if any, is written with the report).
+    ([Part], the recommendation dict).
   """
+  verdict_table, recommendation = verdict_lib.compute(run, m, gates)
+  gallery_tables = {"gallery": gallery_lib.table(gallery_json),
+                    "cie_annotation": gallery_lib.annotation_table(
+                        run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])}
+  return [Part({"verdict": verdict_table}), Part(gallery_tables)], recommendation
+
+
+def _human_study_part(run, m, options):
+  """000's human study (§3.3, Table 7; issue #26): (its `Part`, the `human_study.Study`, whose
+  `export`, if any, is written with the report)."""
   study = human_study_lib.compute(run, m, options)
-  m.tables.update(study.tables)
-  if study.notes:
-    m.notes.setdefault("human_study", []).extend(study.notes)
-  m.config["human_study"] = study.settings
-  return study
+  return Part(study.tables, {"human_study": study.notes} if study.notes else {},
+              {"human_study": study.settings}), study
 
 
 def _dataset_json(run, examples):
@@ -199,17 +223,16 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                          dataset_options=dataset_options,
                          train_attribute_shares=train_attribute_shares, variants=variants,
                          splits=splits)
-  m = measures_lib.compute(run, **measure_options)
-  _add_run_artifacts(run, run_dir, m)
-  m.tables["verdict"], recommendation = verdict_lib.compute(run, m, (config or {}).get("gates"))
+  core = measures_lib.compute(run, **measure_options)
+  m = merged(core, _run_artifact_parts(run, run_dir, core))
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
-  m.tables["gallery"] = gallery_lib.table(gallery_json)
-  m.tables["cie_annotation"] = gallery_lib.annotation_table(
-      run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])
+  parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)
+  m = merged(m, parts)
   study = None
   if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)
-    study = _add_human_study(run, m, human_study)
+    part, study = _human_study_part(run, m, human_study)
+    m = merged(m, [part])
   n = int(run.eval[names.DENSE].ids.size)
   doc = jsonable({
       "schema_version": SCHEMA_VERSION,
@@ -233,9 +256,11 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
            ("evaluation split", f"{run.eval_split} ({n} examples)"),
            ("variants (members)", members), ("run directory", run_dir),
            ("schema", SCHEMA_VERSION)]
+  view = registry.View(measures=m, gallery=gallery, protected=run.protected_attributes,
+                       recommendation=recommendation)
   page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
-                   sections.build(m, gallery, run.protected_attributes,
-                                  recommendation=recommendation), css=gallery_view.CSS)
+                   [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(view)],
+                   css=gallery_view.CSS)
   return Report(json=doc, tables=csvs, html=page, measures=m,
                 export=study.export if study is not None else None)
 

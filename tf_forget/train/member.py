@@ -43,6 +43,7 @@ from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.models import registry as model_registry
+from tf_forget.train import checkpoints
 from tf_forget.train import inputs
 from tf_forget.train import presets
 from tf_forget.train import pruning
@@ -200,39 +201,6 @@ def _build_model(config, dataset, mixed=False):
   return model, optimizer, variant
 
 
-def rng_states(model):
-  """{name: tf.random.Generator} of the model's random layers (Dropout, ...), for checkpoints.
-
-  tf_keras does not track these generators as checkpoint dependencies of the layers.
-  """
-  states = {}
-  for layer in model.layers:
-    inner = getattr(layer, "layer", layer)
-    rng = getattr(inner, "_random_generator", None)
-    if rng is not None:
-      rng._maybe_init()  # pylint: disable=protected-access
-      if getattr(rng, "_generator", None) is not None:
-        states[f"rng_{inner.name}"] = rng._generator  # pylint: disable=protected-access
-  return states
-
-
-class Checkpointer(keras2.keras().callbacks.Callback):
-  """Saves a checkpoint at the end of every chunk ("epoch") of `checkpoint_every` steps."""
-
-  def __init__(self, manager, on_chunk=None):
-    super().__init__()
-    self._manager = manager
-    self._on_chunk = on_chunk
-
-  def on_epoch_end(self, epoch, logs=None):
-    try:
-      self._manager.save(checkpoint_number=epoch + 1)
-    except (OSError, tf.errors.OpError) as e:  # read-only directory, full disk: one line
-      raise errors.write_error(self._manager.directory, e) from e
-    if self._on_chunk:
-      self._on_chunk(epoch + 1, logs or {})
-
-
 def train_member(config, directory, log=None, stop_after_chunks=None):
   """Trains (or resumes, or skips) one member and writes its artifacts.
 
@@ -256,33 +224,61 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   # Not current (or not there): the old metadata goes first, so that a kill while retraining
   # never leaves metadata that describes another model.keras.
   fileio.remove(os.path.join(directory, METADATA_FILE))
-  keras = keras2.keras()
   preset = config.preset
   if preset.steps % preset.checkpoint_every:
     raise presets.PresetError(f"steps={preset.steps} is not a multiple of "
                               f"checkpoint_every={preset.checkpoint_every}")
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
-  # Dropout etc. draw from per-layer tf.random.Generators (tf_keras' "stateful" RNG), whose
-  # states are checkpointed with the model (`rng_states`): a resumed member sees the same
-  # dropout masks as an uninterrupted one.
-  keras.backend.experimental.enable_tf_random_generator()
-  keras.utils.set_random_seed(config.seed)
-  tf.config.experimental.enable_op_determinism()
+  _seed(config.seed)
   model, optimizer, variant = _build(config, dataset)
 
   ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **rng_states(model))
-  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=1)
-  start_chunk = 0
-  if manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint).expect_partial()
-    start_chunk = int(manager.latest_checkpoint.rsplit("-", 1)[1])
+  trained = _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log,
+                          stop_after_chunks)
+  if trained is None:
+    return None
+  resumed_from_step, elapsed = trained
+  final, report = _finalize(config, model, variant)
+  train_acc, test_acc = _accuracies(final, dataset)
+  model_sha256 = save_model(final, os.path.join(directory, MODEL_FILE))
+  metadata = _metadata(config, dataset, variant, steps=int(optimizer.iterations.numpy()),
+                       resumed_from_step=resumed_from_step, report=report,
+                       train_acc=train_acc, test_acc=test_acc, elapsed=elapsed,
+                       model_sha256=model_sha256)
+  fileio.write_json(os.path.join(directory, METADATA_FILE), metadata)
+  fileio.rmtree(ckpt_dir)
+  return read_metadata(directory)
+
+
+def _seed(seed):
+  """Seeds every random draw of training and turns on TensorFlow's op determinism."""
+  keras = keras2.keras()
+  # Dropout etc. draw from per-layer tf.random.Generators (tf_keras' "stateful" RNG), whose
+  # states are checkpointed with the model (`checkpoints.rng_states`): a resumed member sees the
+  # same dropout masks as an uninterrupted one.
+  keras.backend.experimental.enable_tf_random_generator()
+  keras.utils.set_random_seed(seed)
+  tf.config.experimental.enable_op_determinism()
+
+
+def _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log, stop_after_chunks):
+  """Trains the chunks of `checkpoint_every` steps not yet checkpointed, saving each one.
+
+  Returns:
+    (the step this run started from, a callable giving the wall time of every run so far), or
+    None if stopped early by `stop_after_chunks`.
+  """
+  preset = config.preset
+  manager, start_chunk = checkpoints.resume_or_start(model, optimizer, ckpt_dir)
   chunks = preset.steps // preset.checkpoint_every
-  wall_before = read_wall(ckpt_dir)
+  wall_before = checkpoints.read_wall(ckpt_dir)
   t0 = time.time()
 
+  def elapsed():
+    return wall_before + time.time() - t0
+
   def on_chunk(chunk, logs):
-    write_wall(ckpt_dir, wall_before + time.time() - t0)
+    checkpoints.write_wall(ckpt_dir, elapsed())
     if log:
       log(f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
           f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}")
@@ -290,7 +286,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   stream = inputs.train_stream(dataset, preset, config.seed,
                                start_step=start_chunk * preset.checkpoint_every)
   end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
-  cbs = [Checkpointer(manager, on_chunk)]
+  cbs = [checkpoints.Checkpointer(manager, on_chunk)]
   if variant.pruned:
     cbs = pruning.callbacks() + cbs
   if start_chunk < end_chunk:
@@ -298,7 +294,16 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
               steps_per_epoch=preset.checkpoint_every, callbacks=cbs, verbose=0)
   if end_chunk < chunks:
     return None
+  return start_chunk * preset.checkpoint_every, elapsed
 
+
+def _finalize(config, model, variant):
+  """(plain model, sparsity report) of the trained model, checked finite and on target.
+
+  Raises:
+    RuntimeError: if training diverged or the achieved sparsity misses the target.
+  """
+  preset = config.preset
   if not all(np.isfinite(w).all() for w in model.get_weights()):
     raise RuntimeError(f"member {config.variant}/{config.k}: training diverged (non-finite "
                        f"weights); lower the preset's learning_rate ({preset.learning_rate})")
@@ -307,42 +312,43 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   if variant.pruned and not report["meets_target"]:
     raise RuntimeError(f"member {config.variant}/{config.k}: achieved sparsity "
                        f"{report['prunable']:.4f} misses target {variant.sparsity}")
+  return final, report
+
+
+def _accuracies(final, dataset):
+  """(train accuracy, test accuracy) of the plain model, compiled without an optimizer."""
+  keras = keras2.keras()
   final.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])
   train_acc = final.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1]
   test_acc = final.evaluate(inputs.eval_stream(dataset, dataset.spec.eval_split), verbose=0)[1]
-  model_sha256 = save_model(final, os.path.join(directory, MODEL_FILE))
-  metadata = {
-      "schema": SCHEMA,
-      "dataset": config.dataset,
-      "dataset_options": dict(dataset.spec.options),
-      "model": config.model,
-      "model_options": dict(config.model_options),
-      "variant": variant.name,
-      "k": int(config.k),
-      "seed": int(config.seed),
-      "population_seed": int(config.population_seed),
-      "preset": preset.to_json(),
-      "precision_policy": precision_policy(preset),
-      "gpus": gpu.describe(),
-      "steps": int(optimizer.iterations.numpy()),
-      "resumed_from_step": int(start_chunk * preset.checkpoint_every),
-      "sparsity": report,
-      "train_accuracy": float(train_acc),
-      "test_accuracy": float(test_acc),
-      "eval_split": dataset.spec.eval_split,
-      "wall_time_s": round(wall_before + time.time() - t0, 3),
+  return train_acc, test_acc
+
+
+def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_acc, test_acc,
+              elapsed, model_sha256):
+  """The trained member's `metadata.json` dict (docs/artifacts/members.md).
+
+  `elapsed` is called for the wall time of every run so far (`_train_chunks`).
+  """
+  preset = config.preset
+  return {
+      "schema": SCHEMA, "dataset": config.dataset,
+      "dataset_options": dict(dataset.spec.options), "model": config.model,
+      "model_options": dict(config.model_options), "variant": variant.name,
+      "k": int(config.k), "seed": int(config.seed),
+      "population_seed": int(config.population_seed), "preset": preset.to_json(),
+      "precision_policy": precision_policy(preset), "gpus": gpu.describe(),
+      "steps": steps, "resumed_from_step": int(resumed_from_step), "sparsity": report,
+      "train_accuracy": float(train_acc), "test_accuracy": float(test_acc),
+      "eval_split": dataset.spec.eval_split, "wall_time_s": round(elapsed(), 3),
       "versions": versions(),
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
       # Lineage (issue #14): the bytes of model.keras and what they are a function of.
-      "model_sha256": model_sha256,
-      "inputs": config.inputs(),
+      "model_sha256": model_sha256, "inputs": config.inputs(),
   }
-  fileio.write_json(os.path.join(directory, METADATA_FILE), metadata)
-  fileio.rmtree(ckpt_dir)
-  return read_metadata(directory)
 
 
 def derived_metadata(config, dataset, **fields):
@@ -362,6 +368,34 @@ def derived_metadata(config, dataset, **fields):
       "precision_policy": "float32", "gpus": gpu.describe(),
       "eval_split": dataset.spec.eval_split, "versions": versions(),
       "machine": cpu_kernels.describe(), **fields}
+
+
+def finished_parent(directory, state, member_label, parent_label, error, first, needs):
+  """The metadata of the parent a member is made from (pruned after training).
+
+  Args:
+    directory: the parent's member directory.
+    state: the parent's `lineage.Status` (its own kind's: `status` of a trained member, or of
+      the pruned member it is).
+    member_label, parent_label: "<variant>/<k>" of the member being made and of its parent.
+    error: the `errors.Error` subclass to raise.
+    first: what to make first when the parent is not finished (the end of the message).
+    needs: what needs a float32 parent ("one-shot pruning", "prune-retrain").
+
+  Returns:
+    The parent's metadata dict.
+
+  Raises:
+    error: the parent is not finished and current, or was not trained in float32.
+  """
+  if not state:
+    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); "
+                f"{first}")
+  meta = read_metadata(directory)
+  if meta.get("precision_policy", "float32") != "float32":
+    raise error(f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} "
+                "needs float32")
+  return meta
 
 
 def save_model(model, path):
@@ -389,18 +423,6 @@ def save_model(model, path):
     raise
   hashing.remember(path, sha)
   return sha
-
-
-def read_wall(ckpt_dir):
-  path = os.path.join(ckpt_dir, "wall_time.json")
-  try:
-    return float(fileio.read_json(path)["seconds"]) if fileio.exists(path) else 0.0
-  except (errors.ReadError, KeyError, TypeError):
-    return 0.0  # a torn wall-time record only loses the time statistic
-
-
-def write_wall(ckpt_dir, seconds):
-  fileio.write_json(os.path.join(ckpt_dir, "wall_time.json"), {"seconds": seconds})
 
 
 def load_model(directory):

@@ -181,6 +181,17 @@ def format_seconds(seconds):
       f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def write_run_file(config, log=print):
+  """Checks an existing run.json (`check_run_dir`) and writes the population's, merged.
+
+  Raises:
+    PopulationError: run.json of another population; errors.WriteError (one line).
+  """
+  run_doc = check_run_dir(config, log=log)
+  fileio.makedirs(config.run_dir)
+  fileio.write_json(layout.run_file(config.run_dir), run_doc)
+
+
 def train_population(config, log=print):
   """Trains every unfinished member of the population.
 
@@ -195,9 +206,7 @@ def train_population(config, log=print):
     PopulationError: run.json of another population; errors.WriteError: the run directory,
       a checkpoint or a member cannot be written (one line).
   """
-  run_doc = check_run_dir(config, log=log)
-  fileio.makedirs(config.run_dir)
-  fileio.write_json(layout.run_file(config.run_dir), run_doc)
+  write_run_file(config, log=log)
   todo = member_configs(config)
   total = len(todo)
   states = {(m.variant, m.k): member_lib.status(

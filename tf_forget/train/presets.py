@@ -34,6 +34,7 @@ Which preset a data set gets by default is part of its protocol (`tf_forget.data
 """
 
 import dataclasses
+import json
 from typing import Optional, Tuple
 
 from tf_forget.corruptions import robust_training
@@ -142,6 +143,30 @@ class Preset:
     d["pruning_schedule"] = dict(zip(("begin_step", "end_step", "frequency"),
                                      self.pruning_schedule()))
     return d
+
+  @classmethod
+  def from_json(cls, preset_json):
+    """The `Preset` whose `to_json()` is `preset_json` (a member's recorded protocol).
+
+    Args:
+      preset_json: `to_json()`, as it is or read back from JSON (lists for tuples).
+
+    Raises:
+      PresetError: a field this version does not know, or a dict that does not round-trip
+        ("worker and driver versions differ": a task's preset comes from the driver).
+    """
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(preset_json) - fields - {"pruning_schedule"})
+    if unknown:
+      raise PresetError(f"preset has unknown fields {unknown}: worker and driver versions differ")
+    values = {k: tuple(v) if isinstance(v, list) else v
+              for k, v in preset_json.items() if k in fields}
+    values["model_options"] = tuple(sorted(dict(preset_json.get("model_options") or {}).items()))
+    preset = cls(**values)
+    # Compared as JSON: a dict read from JSON holds lists where `to_json` holds tuples.
+    if json.loads(json.dumps(preset.to_json())) != json.loads(json.dumps(preset_json)):
+      raise PresetError(f"preset {preset_json.get('name')!r} does not round-trip through JSON")
+    return preset
 
 
 CIFAR10_TRAIN_SIZE = 50_000

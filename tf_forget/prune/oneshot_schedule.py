@@ -1,6 +1,6 @@
 """How a trained parent is pruned one-shot and fine-tuned (002 §6.1, SPEC §6.1-6.4), per preset.
 
-A `OneshotProtocol` is plain data recorded in every one-shot member's metadata and hashed into
+A `OneshotSchedule` is plain data recorded in every one-shot member's metadata and hashed into
 its lineage (a changed protocol means the member is made again). It is keyed by the parent's
 training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows the model:
 
@@ -35,12 +35,12 @@ from tf_forget.prune import scores
 RATIO_OVER = ("prunable", "all")
 
 
-class ProtocolError(errors.Error):
+class OneshotScheduleError(errors.Error):
   """An invalid one-shot protocol or override (one line)."""
 
 
 @dataclasses.dataclass(frozen=True)
-class OneshotProtocol:
+class OneshotSchedule:
   """The one-shot pruning and fine-tuning protocol.
 
   Attributes:
@@ -83,26 +83,44 @@ class OneshotProtocol:
     d["phases"] = [[int(e), float(lr)] for e, lr in self.phases]
     return d
 
+  @classmethod
+  def from_json(cls, protocol_json):
+    """The `OneshotSchedule` whose `to_json()` is `protocol_json`.
+
+    Raises:
+      OneshotScheduleError: other fields, or a dict that does not round-trip ("worker and driver
+        versions differ": a task's protocol comes from the driver).
+    """
+    fields = {f.name for f in dataclasses.fields(cls)}
+    if set(protocol_json) != fields:
+      raise OneshotScheduleError(f"one-shot protocol fields {sorted(protocol_json)} differ from "
+                          f"{sorted(fields)}: worker and driver versions differ")
+    values = dict(protocol_json, phases=tuple(tuple(p) for p in protocol_json["phases"]))
+    proto = cls(**values)
+    if proto.to_json() != protocol_json:
+      raise OneshotScheduleError(f"one-shot protocol {protocol_json.get('name')!r} does not round-trip")
+    return proto
+
 
 _RESNET = ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4))
 
-PROTOCOLS = {
-    "cifar_resnet_002": OneshotProtocol("cifar_resnet_002", _RESNET),
-    "lenet5_002": OneshotProtocol("lenet5_002", ((15, 0.01),)),
-    "digits": OneshotProtocol("digits", ((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
-    "tiny": OneshotProtocol("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
+SCHEDULES = {
+    "cifar_resnet_002": OneshotSchedule("cifar_resnet_002", _RESNET),
+    "lenet5_002": OneshotSchedule("lenet5_002", ((15, 0.01),)),
+    "digits": OneshotSchedule("digits", ((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
+    "tiny": OneshotSchedule("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
 }
 # Full-size presets without a schedule of their own take the ResNet one (SPEC §6.4).
 for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper", "resnet20_003", "resnet56_003",
               "resnet110_003", "vgg16_003", "densenet22_003", "wrn16_8_003"):
-  PROTOCOLS[_name] = OneshotProtocol(_name, _RESNET)
+  SCHEDULES[_name] = OneshotSchedule(_name, _RESNET)
 
 
 def parse_phases(text):
   """Parses "3@0.05,2@0.005" into ((3, 0.05), (2, 0.005)).
 
   Raises:
-    ProtocolError: a malformed phase, epochs < 1 or a learning rate <= 0.
+    OneshotScheduleError: a malformed phase, epochs < 1 or a learning rate <= 0.
   """
   phases = []
   for part in [p.strip() for p in str(text).split(",") if p.strip()]:
@@ -110,13 +128,13 @@ def parse_phases(text):
       epochs, lr = part.split("@")
       epochs, lr = int(epochs), float(lr)
     except ValueError:
-      raise ProtocolError(f"bad fine-tuning phase {part!r}: expected <epochs>@<learning rate>, "
+      raise OneshotScheduleError(f"bad fine-tuning phase {part!r}: expected <epochs>@<learning rate>, "
                           "e.g. 3@0.05") from None
     if epochs < 1 or not lr > 0:
-      raise ProtocolError(f"bad fine-tuning phase {part!r}: epochs >= 1 and LR > 0 needed")
+      raise OneshotScheduleError(f"bad fine-tuning phase {part!r}: epochs >= 1 and LR > 0 needed")
     phases.append((epochs, lr))
   if not phases:
-    raise ProtocolError("no fine-tuning phase given")
+    raise OneshotScheduleError("no fine-tuning phase given")
   return tuple(phases)
 
 
@@ -124,30 +142,30 @@ def get(preset_name, **overrides):
   """The protocol of training preset `preset_name`, with fields replaced (None ignored).
 
   Raises:
-    ProtocolError: no protocol for the preset, an unknown field or an invalid value.
+    OneshotScheduleError: no protocol for the preset, an unknown field or an invalid value.
   """
-  if preset_name not in PROTOCOLS:
-    raise ProtocolError(f"no one-shot fine-tuning protocol for preset {preset_name!r} "
-                        f"(known: {', '.join(sorted(PROTOCOLS))})")
-  fields = {f.name for f in dataclasses.fields(OneshotProtocol)} - {"name"}
+  if preset_name not in SCHEDULES:
+    raise OneshotScheduleError(f"no one-shot fine-tuning protocol for preset {preset_name!r} "
+                        f"(known: {', '.join(sorted(SCHEDULES))})")
+  fields = {f.name for f in dataclasses.fields(OneshotSchedule)} - {"name"}
   overrides = {k: v for k, v in overrides.items() if v is not None}
   for key in overrides:
     if key not in fields:
-      raise ProtocolError(f"one-shot protocol has no field {key!r}")
+      raise OneshotScheduleError(f"one-shot protocol has no field {key!r}")
   if isinstance(overrides.get("phases"), str):
     overrides["phases"] = parse_phases(overrides["phases"])
-  p = dataclasses.replace(PROTOCOLS[preset_name], **overrides)
+  p = dataclasses.replace(SCHEDULES[preset_name], **overrides)
   if p.batch_size < 1 or p.grad_batch_size < 1 or p.grad_batches < 1:
-    raise ProtocolError("batch_size, grad_batch_size and grad_batches must be >= 1")
+    raise OneshotScheduleError("batch_size, grad_batch_size and grad_batches must be >= 1")
   if p.validation_every < 2:
-    raise ProtocolError(f"validation_every must be >= 2, got {p.validation_every}")
+    raise OneshotScheduleError(f"validation_every must be >= 2, got {p.validation_every}")
   if p.ratio_over not in RATIO_OVER:
-    raise ProtocolError(f"ratio_over must be one of {', '.join(RATIO_OVER)}, got "
+    raise OneshotScheduleError(f"ratio_over must be one of {', '.join(RATIO_OVER)}, got "
                         f"{p.ratio_over!r}")
   if p.up_formula not in scores.UP_FORMULAS:
-    raise ProtocolError(f"up_formula must be one of {', '.join(scores.UP_FORMULAS)}, got "
+    raise OneshotScheduleError(f"up_formula must be one of {', '.join(scores.UP_FORMULAS)}, got "
                         f"{p.up_formula!r}")
   if p.eps is not None and not p.eps >= 0:
-    raise ProtocolError(f"eps must be >= 0, got {p.eps}")
+    raise OneshotScheduleError(f"eps must be >= 0, got {p.eps}")
   parse_phases(",".join(f"{e}@{lr}" for e, lr in p.phases))
   return p

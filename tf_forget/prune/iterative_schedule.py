@@ -1,6 +1,6 @@
 """How a trained parent is pruned and retrained cycle after cycle (003 Algorithm 1, SPEC §6.5).
 
-An `IterativeProtocol` is plain data recorded in every iterative member's metadata and hashed
+An `IterativeSchedule` is plain data recorded in every iterative member's metadata and hashed
 into its lineage. Cycle n (variant `iter_<alg>_c<n>`) prunes cycle n − 1 (the dense member for
 n = 1) down to the **absolute** keep ratio `keep_ratios[n − 1]` of the prunable weights (WT) or
 of every prunable layer's filters (FT), then retrains it with the parent preset's full training
@@ -38,7 +38,7 @@ TORCHPRUNE_SPACING = (("geometric", 2, 0.99, 0.855), ("geometric", 58, 0.85, 0.1
 TORCHPRUNE_RETRAIN_ITERATIONS = 23
 
 
-class IterativeProtocolError(errors.Error):
+class IterativeScheduleError(errors.Error):
   """An invalid iterative protocol or override (one line)."""
 
 
@@ -85,17 +85,17 @@ def alpha_keep_ratios(alpha, cycles):
   """(α, α², …, α^cycles): a constant keep fraction α per cycle.
 
   Raises:
-    IterativeProtocolError: α not in (0, 1) or cycles < 1.
+    IterativeScheduleError: α not in (0, 1) or cycles < 1.
   """
   if not 0.0 < float(alpha) < 1.0:
-    raise IterativeProtocolError(f"keep fraction alpha must be in (0, 1), got {alpha!r}")
+    raise IterativeScheduleError(f"keep fraction alpha must be in (0, 1), got {alpha!r}")
   if int(cycles) < 1:
-    raise IterativeProtocolError(f"cycles must be >= 1, got {cycles!r}")
+    raise IterativeScheduleError(f"cycles must be >= 1, got {cycles!r}")
   return tuple(round(float(alpha) ** n, 12) for n in range(1, int(cycles) + 1))
 
 
 @dataclasses.dataclass(frozen=True)
-class IterativeProtocol:
+class IterativeSchedule:
   """The iterative prune-retrain protocol.
 
   Attributes:
@@ -126,26 +126,26 @@ class IterativeProtocol:
     """The absolute keep ratio after `cycle` (1-based).
 
     Raises:
-      IterativeProtocolError: a cycle the protocol does not have.
+      IterativeScheduleError: a cycle the protocol does not have.
     """
     if not 1 <= int(cycle) <= self.cycles:
-      raise IterativeProtocolError(f"cycle {cycle} is outside the protocol's 1..{self.cycles}")
+      raise IterativeScheduleError(f"cycle {cycle} is outside the protocol's 1..{self.cycles}")
     return self.keep_ratios[int(cycle) - 1]
 
   def check(self):
-    """Raises `IterativeProtocolError` unless the fields are consistent."""
+    """Raises `IterativeScheduleError` unless the fields are consistent."""
     if self.schedule not in SCHEDULES:
-      raise IterativeProtocolError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
+      raise IterativeScheduleError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
                                    f"{self.schedule!r}")
     ks = self.keep_ratios
     if not ks or any(not 0.0 < k < 1.0 for k in ks):
-      raise IterativeProtocolError(f"keep ratios must be in (0, 1), got {list(ks)}")
+      raise IterativeScheduleError(f"keep ratios must be in (0, 1), got {list(ks)}")
     if any(b >= a for a, b in zip(ks, ks[1:])):
-      raise IterativeProtocolError(f"keep ratios must decrease cycle after cycle, got {list(ks)}")
+      raise IterativeScheduleError(f"keep ratios must decrease cycle after cycle, got {list(ks)}")
     if self.warmup_epochs < 0:
-      raise IterativeProtocolError(f"warmup_epochs must be >= 0, got {self.warmup_epochs}")
+      raise IterativeScheduleError(f"warmup_epochs must be >= 0, got {self.warmup_epochs}")
     if self.retrain_steps is not None and self.retrain_steps < 1:
-      raise IterativeProtocolError(f"retrain_steps must be >= 1, got {self.retrain_steps}")
+      raise IterativeScheduleError(f"retrain_steps must be >= 1, got {self.retrain_steps}")
     return self
 
   def to_json(self):
@@ -159,15 +159,15 @@ class IterativeProtocol:
     """The protocol whose `to_json()` is `d`.
 
     Raises:
-      IterativeProtocolError: unknown or missing fields, or a dict that does not round-trip.
+      IterativeScheduleError: unknown or missing fields, or a dict that does not round-trip.
     """
     fields = {f.name for f in dataclasses.fields(cls)}
     if set(d) != fields:
-      raise IterativeProtocolError(f"iterative protocol fields {sorted(d)} differ from "
+      raise IterativeScheduleError(f"iterative protocol fields {sorted(d)} differ from "
                                    f"{sorted(fields)}")
     proto = cls(**dict(d, keep_ratios=tuple(d["keep_ratios"]))).check()
     if proto.to_json() != d:
-      raise IterativeProtocolError(f"iterative protocol {d.get('name')!r} does not round-trip")
+      raise IterativeScheduleError(f"iterative protocol {d.get('name')!r} does not round-trip")
     return proto
 
 
@@ -187,14 +187,14 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
       values are ignored.
 
   Raises:
-    IterativeProtocolError: unknown field, or a bad value.
+    IterativeScheduleError: unknown field, or a bad value.
   """
-  fields = {f.name for f in dataclasses.fields(IterativeProtocol)} - {
+  fields = {f.name for f in dataclasses.fields(IterativeSchedule)} - {
       "name", "keep_ratios", "schedule", "alpha"}
   overrides = {k: v for k, v in overrides.items() if v is not None}
   for key in overrides:
     if key not in fields:
-      raise IterativeProtocolError(f"iterative protocol has no option {key!r} (options: "
+      raise IterativeScheduleError(f"iterative protocol has no option {key!r} (options: "
                                    f"cycles, alpha, {', '.join(sorted(fields))})")
   if preset_name in _SCALED:
     scaled_alpha, default_cycles, warmup = _SCALED[preset_name]
@@ -203,13 +203,13 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
       alpha, cycles = scaled_alpha, default_cycles if cycles is None else cycles
   if alpha is not None:
     ks = alpha_keep_ratios(alpha, cycles if cycles is not None else 6)
-    proto = IterativeProtocol(preset_name, ks, "alpha", float(alpha), **overrides)
+    proto = IterativeSchedule(preset_name, ks, "alpha", float(alpha), **overrides)
   else:
     ks = torchprune_keep_ratios()
     if cycles is not None:
       if not 1 <= int(cycles) <= len(ks):
-        raise IterativeProtocolError(f"cycles must be in 1..{len(ks)} for the torchprune "
+        raise IterativeScheduleError(f"cycles must be in 1..{len(ks)} for the torchprune "
                                      f"schedule, got {cycles}")
       ks = ks[:int(cycles)]
-    proto = IterativeProtocol(preset_name, ks, "torchprune", None, **overrides)
+    proto = IterativeSchedule(preset_name, ks, "torchprune", None, **overrides)
   return proto.check()

@@ -3,24 +3,24 @@
 import pytest
 
 from tf_forget.artifacts import names
-from tf_forget.prune import protocol
+from tf_forget.prune import oneshot_schedule
 from tf_forget.train import presets
 
 
 def test_resnet_schedule_is_the_released_one():
   # SPEC §6.4: 10 epochs at 0.1, then 5 each at 1e-2, 1e-3, 1e-4; LeNet 15 at 0.01 (002 §6.1).
-  p = protocol.get("cifar_resnet_002")
+  p = oneshot_schedule.get("cifar_resnet_002")
   assert p.phases == ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4)) and p.epochs == 25
   assert p.batch_size == 128 and p.grad_batches == 1 and p.grad_batch_size == 128
-  assert protocol.get("lenet5_002").phases == ((15, 0.01),)
+  assert oneshot_schedule.get("lenet5_002").phases == ((15, 0.01),)
   # ε = 2λ of the parent's Keras l2(λ): the CIFAR ResNet parents' 0.0005 (002 §6.1).
   assert p.epsilon(presets.get("cifar_resnet_002").weight_decay) == pytest.approx(5e-4)
-  assert protocol.get("digits", eps=0.25).epsilon(1e-4) == 0.25
+  assert oneshot_schedule.get("digits", eps=0.25).epsilon(1e-4) == 0.25
 
 
 def test_every_preset_has_a_protocol():
   for name in presets.PRESETS:
-    assert protocol.get(name).name == name
+    assert oneshot_schedule.get(name).name == name
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -34,18 +34,18 @@ def test_every_preset_has_a_protocol():
     ({"momentum2": 0.1}, "no field"),
 ])
 def test_bad_overrides_are_one_line_errors(overrides, message):
-  with pytest.raises(protocol.ProtocolError, match=message):
-    protocol.get("digits", **overrides)
+  with pytest.raises(oneshot_schedule.OneshotScheduleError, match=message):
+    oneshot_schedule.get("digits", **overrides)
 
 
 def test_unknown_preset():
-  with pytest.raises(protocol.ProtocolError, match="no one-shot fine-tuning protocol"):
-    protocol.get("nope")
+  with pytest.raises(oneshot_schedule.OneshotScheduleError, match="no one-shot fine-tuning protocol"):
+    oneshot_schedule.get("nope")
 
 
 def test_phases_parse():
-  assert protocol.parse_phases("3@0.05, 2@5e-3") == ((3, 0.05), (2, 0.005))
-  assert protocol.get("digits", phases="1@0.1").phases == ((1, 0.1),)
+  assert oneshot_schedule.parse_phases("3@0.05, 2@5e-3") == ((3, 0.05), (2, 0.005))
+  assert oneshot_schedule.get("digits", phases="1@0.1").phases == ((1, 0.1),)
 
 
 @pytest.mark.parametrize("name, canonical, sparsity, ratio, fraction", [

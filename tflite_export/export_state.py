@@ -1,0 +1,198 @@
+"""What a run's `.tflite` exports are made from, and whether an export is current.
+
+The finished members of a run (`list_members`, `load_member`, `check_member`), the exports to
+make of them (`plan`), their representative data (`representative_images`, SPEC §2.5), where an
+export is written (`export_paths`) and its lineage (`tflite_export.export` writes the files).
+
+Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
+converted, "converter": sha256 of the format's options and encoding, "representative": sha256
+of the representative example ids (null without)}. A re-run reuses an export only if its JSON
+is readable, its `.tflite` still has the recorded sha256 and every input equals the current one
+(`status`); otherwise it re-exports and says why ("its model.keras changed since it was
+exported").
+"""
+
+import os
+
+import numpy as np
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import lineage
+from tf_forget.artifacts import names
+from tf_forget.compat import keras2
+from tflite_export import formats
+
+SCHEMA = "tf_forget.tflite/1"
+DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.
+REPRESENTATIVE_SPLIT = "train"
+
+
+class ExportError(errors.Error):
+  """A member that cannot be exported (missing, unreadable, unwritable output; one line)."""
+
+
+member_dir = layout.member_dir
+export_paths = layout.tflite_paths
+
+
+def list_members(run_dir):
+  """Finished members of a run: sorted [(member variant, k)] with a `metadata.json`.
+
+  Raises:
+    ExportError: no `members/` directory or no finished member.
+  """
+  root = layout.members_root(run_dir)
+  if not fileio.isdir(root):
+    raise ExportError(f"{run_dir} has no members/ directory (not a population run)")
+  found = [(variant, k) for variant, k, kdir in layout.walk(root)
+           if fileio.exists(os.path.join(kdir, layout.METADATA_FILE))]
+  if not found:
+    raise ExportError(f"{run_dir} has no finished member (members/<variant>/<k>/metadata.json)")
+  return sorted(found, key=lambda vk: (vk[0] != names.DENSE, vk[0], vk[1]))
+
+
+def plan(members, dense_formats, pruned_formats=("float32",),
+         encodings=(names.DEFAULT_ENCODING,), dense_encodings=None):
+  """The exports to make: [(Variant, k)] for the given members (SPEC §1.1).
+
+  Args:
+    members: [(member variant, k)] as from `list_members`.
+    dense_formats: formats applied to the dense members.
+    pruned_formats: formats applied to every other member variant (combinations such as
+      `prune_0.9+full_int8` when "full_int8" is listed).
+    encodings: weight encodings of every format (issue #10); a plain file is always planned
+      before its sparse twin.
+    dense_encodings: encodings of the dense members' files (default: `encodings`); the audit
+      gives ("plain",): a dense model's sparse file is its plain file re-serialized.
+
+  Returns:
+    A list of (`names.Variant`, k).
+  """
+  def ordered(encs):
+    return sorted(dict.fromkeys(encs), key=lambda e: e != names.DEFAULT_ENCODING)
+
+  order = ordered(encodings)
+  dense_order = order if dense_encodings is None else ordered(dense_encodings)
+  jobs = []
+  for member_variant, k in members:
+    dense = member_variant == names.DENSE
+    fmts = dense_formats if dense else pruned_formats
+    for fmt in fmts:
+      for encoding in (dense_order if dense else order):
+        jobs.append((names.Variant(member_variant, fmt, encoding), k))
+  return jobs
+
+
+sha256 = hashing.sha256_bytes
+
+
+def converter_inputs(variant):
+  """sha256 of what the converter is told: the format's options and the encoding."""
+  options = {key: (list(v) if isinstance(v, tuple) else v)
+             for key, v in formats.FORMATS[variant.format].items()}
+  return hashing.sha256_json({"options": options, "encoding": variant.encoding})
+
+
+def representative_sha256(ids):
+  """sha256 of representative example ids (int64 bytes), as the JSON records it."""
+  return sha256(np.asarray(ids, np.int64).tobytes())
+
+
+def expected_inputs(run_dir, variant, k, representative_ids=None):
+  """The lineage `inputs` an export of member k in `variant` would record now.
+
+  Args:
+    run_dir, variant, k: the export.
+    representative_ids: the representative example ids (formats that take representative
+      data); None leaves the representative set unchecked.
+
+  Returns:
+    {"model": sha256 of the member's current model.keras (None if unreadable), "converter":
+    `converter_inputs`, and "representative" when `representative_ids` is given}.
+  """
+  out = {"model": hashing.file_sha256_or_none(layout.member_model(run_dir,
+                                                                  variant.member_variant, k)),
+         "converter": converter_inputs(variant)}
+  if representative_ids is not None:
+    out["representative"] = representative_sha256(representative_ids)
+  return out
+
+
+def read_json(meta_path):
+  """An export's JSON; raises `errors.ReadError` if unreadable or not of `SCHEMA`."""
+  meta = fileio.read_json(meta_path, "export JSON")
+  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
+    raise errors.ReadError(f"{meta_path} is not a {SCHEMA} file")
+  return meta
+
+
+def status(run_dir, variant, k, representative_ids=None):
+  """`lineage.Status` of an export: JSON readable, file intact, inputs current.
+
+  Current means: the JSON is readable and of this format and encoding, the `.tflite` has the
+  sha256 the JSON records, and its `inputs` equal `expected_inputs` (same model.keras bytes,
+  converter options and, if given, representative ids).
+  """
+  path, meta_path = export_paths(run_dir, variant, k)
+  if not fileio.exists(meta_path):
+    return lineage.MISSING
+
+  def intact(meta):
+    if meta.get("format") != variant.format or meta.get("encoding") != variant.encoding:
+      return "its JSON describes another format or encoding"
+    return lineage.file_reason(path, meta.get("sha256"), ".tflite", "exported")
+
+  return lineage.status(lambda: read_json(meta_path),
+                        expected_inputs(run_dir, variant, k, representative_ids), "exported",
+                        extra=intact)
+
+
+def is_complete(run_dir, variant, k, representative_ids=None):
+  """Whether an export exists and is current (`status`)."""
+  return bool(status(run_dir, variant, k, representative_ids))
+
+
+def load_member(run_dir, member_variant, k):
+  """Loads a member's (tf_keras model, metadata dict).
+
+  Raises:
+    ExportError: a missing or unreadable member.
+  """
+  mdir = member_dir(run_dir, member_variant, k)
+  try:
+    metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
+    model = keras2.keras().models.load_model(os.path.join(mdir, layout.MODEL_FILE),
+                                             compile=False)
+  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
+    raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
+                      f"{errors.one_line(e)}") from e
+  return model, metadata
+
+
+def check_member(run_dir, member_variant, k):
+  """Raises `ExportError` unless the member's model.keras is the one its metadata records.
+
+  Metadata without `model_sha256` (written before lineage) is accepted as it is.
+  """
+  mdir = member_dir(run_dir, member_variant, k)
+  try:
+    metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
+  except errors.ReadError as e:
+    raise ExportError(f"member {member_variant}/{k}: {e}") from e
+  recorded = metadata.get("model_sha256")
+  if recorded is not None and recorded != hashing.file_sha256_or_none(
+      os.path.join(mdir, layout.MODEL_FILE)):
+    raise ExportError(f"member {member_variant}/{k} is not finished: its model.keras changed "
+                      "since it was trained; re-run train_population")
+
+
+def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
+  """The first `size` train examples in fixed order, uint8 `[size, H, W, C]` (SPEC §2.5)."""
+  if size < 1:
+    raise ExportError(f"representative size must be >= 1, got {size}")
+  examples = dataset.take(REPRESENTATIVE_SPLIT, size)
+  return examples.images, examples.ids
+

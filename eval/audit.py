@@ -186,6 +186,31 @@ _ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 
 _ANN_COLUMNS = flags.DEFINE_list(
     "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
+# Your own model, files and data (issue #28; eval/user_plan.py).
+_REFERENCE = flags.DEFINE_list(
+    "reference", None,
+    "Your model instead of trained populations: .keras / .h5 files, SavedModel directories or "
+    "float .tflite files, one per independently trained network (K; usually one).")
+_CANDIDATE = flags.DEFINE_multi_string(
+    "candidate", [], "NAME=PATH[,PATH...]: your own .tflite files (one per --reference), audited "
+    "as they are; repeatable. Reported as the variant user_<NAME>.")
+_COMPRESS = flags.DEFINE_list(
+    "compress", [], "Formats tf_forget makes from Keras references: float16, dynamic_int8, "
+    "full_int8 (full_int8 calibrates on the first 100 train examples).")
+_CLASS_NAMES = flags.DEFINE_list(
+    "class_names", None, "Your model's classes in output order (default: labels.txt in the "
+    "folder, else the sorted class folders).")
+_ATTRIBUTES = flags.DEFINE_string(
+    "attributes", None, "CSV of per-example attributes (column id or path, then binary or "
+    "categorical columns) for the subgroup tables and gates.")
+_PROTECTED = flags.DEFINE_list("protected", None,
+                               "Attributes the subgroup audit and gates cross.")
+_OUTPUT_INDEX = flags.DEFINE_integer("output_index", None,
+                                     "The output to audit, for a Keras model with several.",
+                                     lower_bound=0)
+# Flags that describe a population tf_forget trains: refused with --reference.
+TRAINING_FLAGS = ("preset", "model", "members", "variants", "sparsities", "steps")
+
 
 @flags.validator("sparsities", "every sparsity must be a number in (0, 1)")
 def _check_sparsities(values):
@@ -282,6 +307,37 @@ def _human_study():
   return options
 
 
+def _user_models():
+  """`eval.user_plan.UserModels` of the --reference / --candidate flags, or None.
+
+  Raises:
+    cli_app usage error: --candidate, --compress or a data option without --reference, or a
+      training flag with it.
+  """
+  from eval import user_plan  # pylint: disable=g-import-not-at-top
+  if not _REFERENCE.value:
+    if _CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None:
+      raise errors.Error("--candidate, --compress and --output_index audit your own model: "
+                         "give it with --reference")
+    return None
+  given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
+  if given or _PRUNING.value != ["gradual"]:
+    raise errors.Error(f"--{(given or ['pruning'])[0]} describes a population tf_forget trains; "
+                       "with --reference your own model is audited")
+  return user_plan.UserModels(
+      references=tuple(filesystem.user_path(p) for p in _REFERENCE.value),
+      candidates=tuple((name, tuple(filesystem.user_path(p) for p in paths))
+                       for name, paths in map(user_plan.parse_candidate, _CANDIDATE.value)),
+      compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
+      attributes=filesystem.user_path(_ATTRIBUTES.value),
+      protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value)
+
+
+def _default_out():
+  """runs/<data set> (runs/folder for folder:PATH and the other spellings of your data)."""
+  return os.path.join("runs", _DATASET.value.split(":", 1)[0])
+
+
 def main(argv):
   del argv  # stray arguments are refused by `cli_app.run`
   keras2.enable()
@@ -322,9 +378,13 @@ def main(argv):
     pruned_quant = []
   noise = _NOISE.value
   noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
+  try:
+    user = _user_models()
+  except errors.Error as e:
+    sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
   config = audit_config.AuditConfig(
-      dataset=_DATASET.value,
-      out=filesystem.user_path(_OUT.value or os.path.join("runs", _DATASET.value)),
+      dataset=_DATASET.value, user=user,
+      out=filesystem.user_path(_OUT.value or _default_out()),
       preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
       oneshot_variants=oneshot, oneshot_overrides=oneshot_overrides or None,
       iterative_methods=methods, iterative_overrides=iterative_overrides or None,

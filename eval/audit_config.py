@@ -82,6 +82,8 @@ class AuditConfig:
     ray_address: "auto", "ray://host:port", or None.
     remeasure_latency: time the plain / sparse twins again although `eval/encodings.json`
       records a decision for the same files and settings (issue #25). In `to_json` only when True.
+    user: the user's own models and files (`eval.user_plan.UserModels`, issue #28): the audit
+      imports them instead of training. In `to_json` only when given.
   """
   dataset: str
   out: str
@@ -116,9 +118,14 @@ class AuditConfig:
   ray_address: Optional[str] = None
   robust_training: bool = False
   remeasure_latency: bool = False
+  user: Optional[object] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
+    if self.user is None:  # the default: report.json's config as before the option
+      del d["user"]
+    else:
+      d["user"] = self.user.to_json()
     d["gates"] = dataclasses.asdict(self.gates)
     d["preset_overrides"] = dict(self.preset_overrides or {})
     if d["robustness"] == "generated":  # the default: report.json's config as before the option

@@ -96,7 +96,8 @@ def _validate(config):
     _check_out(config.out)
   run_lock.check_ours(config.out)
   run_identity.check_audit_file(config.out, identity)
-  population.check_run_dir(p.population)
+  if p.user is None:  # an audit of the user's models trains nothing (issue #28)
+    population.check_run_dir(p.population)
   stages.check_executor(config)
   if not fileio.is_url(config.out):
     _check_out(config.out)

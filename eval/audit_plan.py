@@ -18,6 +18,7 @@ import os
 from eval import audit_config
 from eval import costs
 from eval import deploy
+from eval import user_plan
 from tf_forget import executor as executor_lib
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
@@ -26,6 +27,7 @@ from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.corruptions import robust_training as robust_lib
 from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
+from tf_forget.data import sources
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import oneshot_schedule
@@ -37,6 +39,10 @@ ROBUSTNESS = ("generated", "published")
 
 def _protocol(dataset):
   """The data set's protocol; an unknown data set is the data registry's `DataError`."""
+  if str(dataset).split(":", 1)[0] in sources.PREFIXES:
+    raise audit_config.AuditError(
+        f"--dataset={dataset} is your own data: tf_forget trains only on its registered data "
+        "sets; audit your model on it with --reference (and --candidate / --compress)")
   if dataset not in data_registry.DATASETS:
     data_registry.get(dataset)  # raises, naming the known data sets
   try:
@@ -103,6 +109,8 @@ class Plan:
     extra_splits: the published test sets evaluated besides `corrupted` (`cifar10_1`).
     iterative: iterative prune-retrain variant names (`iter_<alg>_c<n>`, every cycle).
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
+    user: the user's `eval.user_plan.UserModels` (then `population` is an
+      `user_plan.ImportedPopulation`: imported, not trained), or None.
   """
   population: object
   quantizations: tuple
@@ -119,6 +127,7 @@ class Plan:
   extra_splits: tuple = ()
   iterative: tuple = ()
   iterative_schedule: object = None
+  user: object = None
 
   @property
   def variants(self):
@@ -207,6 +216,10 @@ def plan(config, check_data=True):
     CorruptionError, NoiseError, DeployError) with a one-line message.
   """
   _check_run_options(config)
+  if config.user is not None:  # the user's own models (issue #28): imported, not trained
+    p = user_plan.plan(config, Plan)
+    _check_gates(config, p.dataset)
+    return p
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -242,11 +255,7 @@ def plan(config, check_data=True):
                                                                              corrupted))
     if check_data:
       suite.check_readable()
-  if (config.gates.max_subgroup_fnr_increase is not None
-      and not dataset.spec.protected_attributes):
-    raise audit_config.AuditError(
-        f"--max_subgroup_fnr_increase gates protected subgroups, but "
-        f"{dataset.spec.name} has no protected attributes to gate")
+  _check_gates(config, dataset)
   if (oneshot or iterative) and pop.preset.mixed_precision:
     raise audit_config.AuditError(
         f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
@@ -256,6 +265,15 @@ def plan(config, check_data=True):
               oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
               published=published, extra_splits=extra, iterative=iterative,
               iterative_schedule=iter_schedule)
+
+
+def _check_gates(config, dataset):
+  """Refuses a subgroup gate on a data set without protected attributes."""
+  if (config.gates.max_subgroup_fnr_increase is not None
+      and not dataset.spec.protected_attributes):
+    raise audit_config.AuditError(
+        f"--max_subgroup_fnr_increase gates protected subgroups, but "
+        f"{dataset.spec.name} has no protected attributes to gate")
 
 
 def robustness_members(protocol, members):
@@ -282,6 +300,8 @@ def plan_report(config, unit_costs=None, workers=None):
     errors.Error subclasses (as `plan`), `costs.CostError` for a bad unit-cost file.
   """
   p = plan(config, check_data=False)
+  if p.user is not None:
+    return user_plan.describe(p)
   pop, spec = p.population, p.dataset.spec
   protocol = _protocol(config.dataset)
   if spec.eval_split not in protocol.split_sizes:

@@ -4,7 +4,9 @@
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
 
 The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
-shows the same verdicts). The bundle is written
+shows the same verdicts); each variant's measures go through `gates.k1_measures`, so with one
+dense member (K = 1, issue #28) the manifest, the gates and the summary carry the paired
+per-example tests of the report, as its verdict does. The bundle is written
 whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
 URL file system such as gs://, the manifest out first and in last), so a failed or killed run
 leaves the previous bundle or the new one, never a mixture (issue #25).
@@ -163,11 +165,18 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
   return entry
 
 
+def _gate_measures(report, variant_name, summary):
+  """The variant's summary the gates read (`gates.k1_measures`: itself unless K = 1)."""
+  return gates_lib.k1_measures(variant_name, summary, report.get("settings"),
+                               report.get("tables"))
+
+
 def _build(run_dir, bundle, report, gates, members, encodings):
   """Copies the shipped files into the new directory `bundle`, writes its manifest last."""
   entries, dense_sizes = [], {}
   for variant_name, summary in sorted(report["variants"].items()):
     variant = names.parse_variant(variant_name)
+    summary = _gate_measures(report, variant_name, summary)
     gate = gates_lib.verdict(variant_name, summary, gates)
     ks = sorted(report["inputs"][variant_name][report["dataset"]["eval_split"]]["members"])
     choice = (encodings or {}).get(variant_name)
@@ -251,6 +260,7 @@ def print_summary(report, manifest, log=print):
   log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
       f"{'#PIE':>6} {'worst FNR +':>11}  {'shipped (size)':<15} gate")
   for variant, s in sorted(report["variants"].items()):
+    s = _gate_measures(report, variant, s)  # K = 1: the paired tests the gates read
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
     worst = _number(worst, "+.1f", 100, "pt")
     log(f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "

@@ -57,12 +57,16 @@ class ExportStage(driver.Stage):
 
   def _plan(self, ctx):
     p = ctx.plan
-    return {"dense_formats": ("float32",) + tuple(p.quantizations),
+    dense = ("float32",) + tuple(p.quantizations) if ctx.keras_members else ()
+    return {"dense_formats": dense,
             "pruned_formats": ("float32",) + tuple(p.pruned_quantizations),
             "encodings": tuple(p.encodings), "dense_encodings": (names.DEFAULT_ENCODING,)}
 
   def _members(self, ctx):
-    """The audited members in the order the export lists them (`export_state.list_members`)."""
+    """The audited members in the order the export lists them (`export_state.list_members`);
+    none for `.tflite` references, which have no model to convert (issue #28)."""
+    if not ctx.keras_members:
+      return []
     wanted = set(ctx.members)
     return [m for m in export_state.list_members(ctx.run_dir) if m in wanted]
 
@@ -73,6 +77,8 @@ class ExportStage(driver.Stage):
     plan, units, rep_ids = self._plan(ctx), [], None
     for v, k in self._members(ctx):
       jobs = self._jobs(ctx, (v, k))
+      if not jobs:  # a .tflite reference: nothing to convert (issue #28)
+        continue
       if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_ids is None:
         rep_ids = export_state.representative_images(ctx.dataset)[1]
       units.append(driver.Unit(
@@ -99,8 +105,8 @@ class ExportStage(driver.Stage):
           failed[(f["variant"], k)] = f["failed"]
           ctx.log(f"  FAILED {f['variant']}/{k}: {f['failed']} (plain file kept)")
     ctx.variants = list(dict.fromkeys(
-        j.name for v, k in self._members(ctx) for j in self._jobs(ctx, (v, k))
-        if (j.name, k) not in failed))
+        [j.name for v, k in self._members(ctx) for j in self._jobs(ctx, (v, k))
+         if (j.name, k) not in failed] + ctx.stored))
     ctx.plain_variants = [v for v in ctx.variants
                           if names.parse_variant(v).encoding == names.DEFAULT_ENCODING]
 
@@ -164,6 +170,8 @@ class EvaluateStage(driver.Stage):
               f"eval {mv}/{k} {split}", "evaluate_files", cost=len(todo),
               files=[[v, k] for v in todo], num_threads=ctx.num_threads, splits=[split],
               **common)))
+      if not ctx.keras_members:
+        continue
       units.append(driver.Unit(
           checks=[_keras_check(ctx.run_dir, mv, k, split, clean_id)],
           task=lambda _, mv=mv, k=k: driver.task(
@@ -203,7 +211,7 @@ class EvaluateStage(driver.Stage):
   def finish(self, ctx, results):
     eval_population.agreement_tables(
         ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
-        num_threads=ctx.num_threads, log=ctx.redo_log)
+        check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
 
 
 class RobustnessStage(driver.Stage):

@@ -8,6 +8,7 @@ the differing fields (`eval.audit_plan` validates the config; `eval.audit_lib` w
 import json
 
 from eval import audit_config
+from eval import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
@@ -29,6 +30,8 @@ def audit_identity(config, p):
   deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
   max_latency_ratio and num_threads.
   """
+  if p.user is not None:  # the user's models (issue #28): their paths, not their bytes
+    return json.loads(json.dumps(user_plan.identity(config, p)))
   pop = p.population
   oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
   if p.iterative:

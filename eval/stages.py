@@ -15,6 +15,7 @@ import time
 
 from eval import driver
 from eval import file_stages
+from eval import import_stages
 from eval import member_stages
 from tf_forget import executor as executor_lib
 from tf_forget.cli import status
@@ -37,7 +38,8 @@ class Context:
     num_gpus: the executor's GPUs (a TensorFlow task asks for one where there are any).
     log: callable(str).
     members: [(member variant, k)] made by the member stages.
-    variants: audited variants whose files were exported (every encoding).
+    stored: audited variants of the user's own files, stored as they are (issue #28).
+    variants: audited variants whose files were exported or stored (every encoding).
     plain_variants: the plain-encoded ones (evaluated for robustness, reported).
   """
   plan: object
@@ -47,6 +49,7 @@ class Context:
   num_gpus: float
   log: object
   members: list = dataclasses.field(default_factory=list)
+  stored: list = dataclasses.field(default_factory=list)
   variants: list = dataclasses.field(default_factory=list)
   plain_variants: list = dataclasses.field(default_factory=list)
 
@@ -54,13 +57,25 @@ class Context:
   def dataset(self):
     return self.plan.dataset
 
+  @property
+  def keras_members(self):
+    """Whether the members have Keras models (all but `.tflite` references, issue #28)."""
+    return getattr(self.plan, "user", None) is None or self.plan.population.kind == "keras"
+
   def redo_log(self, line):
     self.log(f"  {line}")
 
 
 def audit_stages(plan):
-  """[(section title, [stages])] of `plan`, in order: the members, export, evaluation."""
+  """[(section title, [stages])] of `plan`, in order: the members, export, evaluation.
+
+  An audit of the user's models (`plan.user`, issue #28) imports them instead of training
+  (`eval.import_stages`) and exports only what it converts from Keras references.
+  """
   files = file_stages.stages(plan)
+  if plan.user is not None:
+    return [("your models", import_stages.stages(plan)), ("TFLite export", files[:1]),
+            ("TFLite evaluation", files[1:])]
   return [("populations", member_stages.stages(plan)), ("TFLite export", files[:1]),
           ("TFLite evaluation", files[1:])]
 

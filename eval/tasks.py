@@ -24,6 +24,7 @@ from eval import noise as noise_eval
 from eval import population as eval_population
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.artifacts import predictions
 from tf_forget.compat import gpu
@@ -37,8 +38,10 @@ from tf_forget.prune import iterative_schedule
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import retrain as retrain_lib
+from tf_forget.train import imported
 from tf_forget.train import member as member_lib
 from tf_forget.train import presets
+from tflite_export import candidates
 from tflite_export import export as export_lib
 
 
@@ -330,3 +333,31 @@ def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threa
   files = [(v, int(k)) for v, k in files]
   noise_eval.evaluate_population(run_dir, data, noise, num_threads=num_threads, files=files)
   return {"files": [layout.noise(run_dir, v, k) for v, k in files]}
+
+
+def import_reference(run_dir, k, path, dataset, dataset_options, output_index=None):
+  """Imports the user's Keras reference `path` as dense member k (`tf_forget.train.imported`).
+
+  Returns:
+    {"member": "dense/<k>", "model_sha256"}.
+  """
+  data = _dataset(dataset, dataset_options)
+  try:
+    meta = imported.import_member(run_dir, int(k), path, data, output_index)
+  finally:
+    _clear_keras()
+  return {"member": f"dense/{k}", "model_sha256": meta["model_sha256"]}
+
+
+def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, dataset_options):
+  """Stores the user's `.tflite` file `path` as the export `file_format` of dense member k
+  (`tflite_export.candidates`: a candidate `user_<name>`, or a float32 reference).
+
+  Returns:
+    {"variant", "k", "sha256"}.
+  """
+  data = _dataset(dataset, dataset_options)
+  variant = names.Variant(names.DENSE, file_format)
+  meta = candidates.store(run_dir, variant, int(k), path, data,
+                          reference=(tuple(shape), int(classes)))
+  return {"variant": variant.name, "k": int(k), "sha256": meta["sha256"]}

@@ -92,7 +92,7 @@ def export_member(run_dir, variant, k, dataset=None,
   meta = _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep_ids)
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
-  _write_export(path, meta_path, data, meta)
+  write_export(path, meta_path, data, meta)
   fileio.remove(failure_path(run_dir, variant, k))
   return dict(meta, skipped=False, redo=None if overwrite else state.reason)
 
@@ -161,7 +161,7 @@ def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds
   }
 
 
-def _write_export(path, meta_path, data, meta):
+def write_export(path, meta_path, data, meta):
   """Writes the `.tflite` bytes, then the JSON; on a write error removes both.
 
   Raises:

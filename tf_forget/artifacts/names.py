@@ -14,7 +14,7 @@ Trained (member) variants (`parse_trained`):
   algorithm `wt` (weight thresholding, global |θ|) or `ft` (filter thresholding, per-layer L1
   norm of filters): cycle n prunes member k of its `parent` (`dense` for n = 1, else
   `iter_<alg>_c<n-1>`) further and retrains it. The keep ratio of cycle n is the iterative
-  protocol's (`tf_forget.prune.iterative_protocol`), not part of the name, so `sparsity` is NaN
+  protocol's (`tf_forget.prune.iterative_schedule`), not part of the name, so `sparsity` is NaN
   until a member's metadata records what was achieved.
 
 Audited variant names: a TFLite file is (member variant, format, encoding); its name joins
@@ -35,6 +35,9 @@ the parts with "+", leaving out the defaults (`dense`, `float32`, `plain`):
 
 The formats are the keys of the exporter's registry `tflite_export.formats.FORMATS` (which
 checks at import that they are `FORMAT_NAMES`); encodings are "plain" and "sparse" (issue #10).
+A file the user brings (issue #28: `--candidate=NAME=PATH`) is audited as it is, never
+converted: its format is `user_<NAME>` (`user_format`), so the candidate `int8` of the dense
+(reference) members is the variant ``user_int8``, its file `tflite/dense/<k>/user_int8.tflite`.
 
 Splits: a data split (`test`) or a corrupted split `<corruption>@<severity>` (`glass_blur@3`);
 this module owns the grammar, `tf_forget.corruptions.registry` checks the corruption exists.
@@ -62,6 +65,8 @@ ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (SPEC §6.1); their one
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
 ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (SPEC §6.5); their one home
 _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
+_USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
+USER_FORMAT_PREFIX = "user_"
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
@@ -227,6 +232,29 @@ def check_format(name):
     raise FormatError(f"unknown TFLite format {name!r} (known: {', '.join(FORMAT_NAMES)})")
 
 
+def is_user_format(name):
+  """Whether `name` is the format of a file the user brings (`user_<NAME>`, issue #28)."""
+  return bool(_USER_FORMAT.match(str(name)))
+
+
+def user_format(candidate):
+  """The format of the user's candidate `candidate` ("int8" -> "user_int8").
+
+  Raises:
+    FormatError: a name that is not 1-40 lower-case letters, digits or "_" (starting with a
+      letter or digit): it becomes part of file names and of the report's variant names.
+  """
+  name = USER_FORMAT_PREFIX + str(candidate)
+  if not _USER_FORMAT.match(name):
+    raise FormatError(f"bad candidate name {candidate!r}: use 1-40 lower-case letters, digits "
+                      "and _ (e.g. int8, qat_int8)")
+  return name
+
+
+def _is_format(name):
+  return name in FORMAT_NAMES or is_user_format(name)
+
+
 def check_encoding(name):
   """Raises `FormatError` unless `name` is in `ENCODINGS`."""
   if name not in ENCODINGS:
@@ -239,7 +267,7 @@ class Variant:
 
   Attributes:
     member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
-    format: one of `FORMAT_NAMES`.
+    format: one of `FORMAT_NAMES`, or `user_<NAME>` for a file the user brings.
     encoding: one of `ENCODINGS`.
   """
   member_variant: str
@@ -247,10 +275,11 @@ class Variant:
   encoding: str = DEFAULT_ENCODING
 
   def __post_init__(self):
-    check_format(self.format)
+    if not is_user_format(self.format):
+      check_format(self.format)
     check_encoding(self.encoding)
     if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
-        self.member_variant in ENCODINGS or self.member_variant in FORMAT_NAMES):
+        self.member_variant in ENCODINGS or _is_format(self.member_variant)):
       raise FormatError(f"bad member variant {self.member_variant!r}")
 
   @property
@@ -313,10 +342,10 @@ def parse_variant(name):
   parts = str(name).split("+")
   member, fmt, encoding = DENSE, DEFAULT_FORMAT, DEFAULT_ENCODING
   i = 0
-  if parts[0] not in FORMAT_NAMES:
+  if not _is_format(parts[0]):
     member = parts[0]
     i = 1
-  if i < len(parts) and parts[i] in FORMAT_NAMES:
+  if i < len(parts) and _is_format(parts[i]):
     fmt = parts[i]
     i += 1
   if i < len(parts):

@@ -12,6 +12,8 @@ import inspect
 from tf_forget.data import base
 from tf_forget.data import digits
 from tf_forget.data import digits_biased
+from tf_forget.data import image_folders
+from tf_forget.data import record_sets
 from tf_forget.data import tfds_sets
 
 DATASETS = {
@@ -23,6 +25,11 @@ DATASETS = {
     "mnist": tfds_sets.Mnist,
     "fashion_mnist": tfds_sets.FashionMnist,
     "imagenet2012": tfds_sets.Imagenet2012,
+    # The user's own data (issue #28), spelled folder:PATH, tfds:NAME, tfrecord:GLOB
+    # (sources.parse).
+    "folder": image_folders.Folder,
+    "tfds": record_sets.Tfds,
+    "tfrecord": record_sets.TfRecord,
 }
 
 DEFAULT_DATASET = "digits"

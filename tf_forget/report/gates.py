@@ -11,6 +11,15 @@ gate cannot be evaluated, issue #25); the dense baseline is never gated. Bounds 
 numbers >= 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
 (eval/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows them. One
 implementation, here.
+
+With one dense member (K = 1, issue #28: the report's settings carry `single_network`) the
+population measures (Welch over members, means over members) have no spread over training
+seeds; `k1_measures` then hands the gates the paired per-example tests of
+`tf_forget/report/single_network.py` instead: the top-1 change of `k1_topline`, the classes
+marked significant in `k1_classes` (exact McNemar per class, Benjamini-Hochberg over the
+classes) and the protected subgroup whose FNR rose most in `k1_subgroups` (paired bootstrap
+interval). Every caller (verdict, bundle, summary) goes through it, so a K = 1 audit gates on
+the paired tests everywhere, and a failed gate's reason names the test.
 """
 
 import dataclasses
@@ -21,6 +30,18 @@ from typing import Optional
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 
+
+
+# K = 1 (issue #28): the settings key of a single-network report (`single_network.SETTINGS_KEY`;
+# not imported, to keep this module light for eval/deploy.py), the `design` a K = 1 summary
+# carries, the subgroup that is every example, and the tests the gates then read, in words.
+K1_SETTINGS_KEY = "single_network"
+K1_DESIGN = "single_network"
+AGGREGATE = "aggregate"
+K1_TOP1_TEST = "Newcombe, paired over the test examples"
+K1_CLASS_TEST = "McNemar + BH over the test examples"
+K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
+K1_RATES = ("fnr", "error")
 
 
 class GateError(errors.Error):
@@ -61,6 +82,105 @@ class Gates:
     return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
 
 
+def _rows(table, variant):
+  """One variant's rows of a table as dicts: `table` a DataFrame (`Measures.tables`) or a list
+  of row dicts (report.json `tables`); [] when None."""
+  if table is None:
+    return []
+  rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+  return [r for r in rows if r.get("variant") == variant]
+
+
+def _number(value):
+  """`value` as a float, None when missing or not finite."""
+  return float(value) if _finite(value) else None
+
+
+def k1_worst_rate(rows, measure):
+  """The protected subgroup whose `measure` rose most in one variant's `k1_subgroups` rows.
+
+  The aggregate is excluded; ties go to the first in table order (as
+  `groups.worst_subgroups`).
+
+  Args:
+    rows: row dicts of one variant (`subgroup`, `measure`, `n`, `rate_reference`,
+      `rate_candidate`, `change`, `low`, `high`).
+    measure: "fnr" or "error".
+
+  Returns:
+    dict `subgroup`, `baseline`, `compressed`, `increase` (fraction), `low`, `high` (its paired
+    bootstrap 95% interval), `n` (the rate's denominator: actual positives for FNR), `test`;
+    None when no change is defined.
+  """
+  best = None
+  for r in rows:
+    if (r.get("measure") != measure or r.get("subgroup") == AGGREGATE or
+        not _finite(r.get("change"))):
+      continue
+    if best is None or r["change"] > best["change"]:
+      best = r
+  if best is None:
+    return None
+  return {"subgroup": str(best["subgroup"]), "baseline": _number(best.get("rate_reference")),
+          "compressed": _number(best.get("rate_candidate")), "increase": float(best["change"]),
+          "low": _number(best.get("low")), "high": _number(best.get("high")),
+          "n": int(best["n"]) if _finite(best.get("n")) else None, "test": K1_SUBGROUP_TEST}
+
+
+def k1_measures(variant, summary, settings, tables):
+  """The measures the gates read for one variant: the summary, or at K = 1 the paired tests.
+
+  Without the K = 1 design (`settings` lack `single_network`: K > 1) and for dense, `summary`
+  itself, unchanged. With it (issue #28), a copy of `summary` with `design` = `K1_DESIGN` and:
+    * `top1_change`, `top1_low`, `top1_high`: the variant's `k1_topline` row (difference and
+      Newcombe 95% interval over the test examples); the summary's change when it has none;
+    * `significant_classes`: its `k1_classes` rows marked `significant` (exact McNemar per
+      class, Benjamini-Hochberg over the classes); None (undefined: the gate fails) when the
+      variant has no rows;
+    * `worst_subgroup`: {`fnr`, `error`: `k1_worst_rate`} from `k1_subgroups`; None without
+      that table (no protected attributes) or without a defined change.
+
+  Args:
+    variant: variant name.
+    summary: `report.json["variants"][variant]` / `Measures.variants[variant]`.
+    settings: the report's settings (`report.json["settings"]` / `Measures.config`).
+    tables: name -> table (DataFrame or list of row dicts) of the report.
+
+  Returns:
+    dict (the summary itself when K > 1).
+  """
+  if variant == names.DENSE or (settings or {}).get(K1_SETTINGS_KEY) is None:
+    return summary
+  tables = tables or {}
+  out = dict(summary, design=K1_DESIGN)
+  top = _rows(tables.get("k1_topline"), variant)
+  if top:
+    out.update(top1_change=_number(top[0].get("difference")),
+               top1_low=_number(top[0].get("low")), top1_high=_number(top[0].get("high")))
+  classes = _rows(tables.get("k1_classes"), variant)
+  out["significant_classes"] = (sum(r.get("significant") is True for r in classes)
+                                if classes else None)
+  groups = _rows(tables.get("k1_subgroups"), variant)
+  worst = {m: k1_worst_rate(groups, m) for m in K1_RATES}
+  out["worst_subgroup"] = worst if any(worst.values()) else None
+  return out
+
+
+def _interval_words(low, high, test):
+  """'95% CI 1.00 to 3.00 points, <test>; ' (points), or '<test>; ' without an interval."""
+  if _finite(low) and _finite(high):
+    return f"95% CI {100 * low:.2f} to {100 * high:.2f} points, {test}; "
+  return f"{test}; "
+
+
+def _classes_reason(significant, bound, k1):
+  """Why the significant-classes gate fails; at K = 1 with the paired test's name."""
+  if k1:
+    return (f"{significant} significant class{'' if significant == 1 else 'es'} "
+            f"({K1_CLASS_TEST}; max {bound})")
+  return f"{significant} classes change significantly (max {bound})"
+
+
 def _check(gate, bound, value, missing, exceeded):
   """The reason one gate fails, or None (gate off, or `value` within `bound`).
 
@@ -88,7 +208,7 @@ def verdict(variant, summary, gates):
   Args:
     variant: variant name.
     summary: `report.json["variants"][variant]` (top1_change, significant_classes,
-      worst_subgroup).
+      worst_subgroup), or at K = 1 its `k1_measures` (then the reasons name the paired tests).
     gates: `Gates`.
 
   Returns:
@@ -96,23 +216,28 @@ def verdict(variant, summary, gates):
   """
   if variant == names.DENSE:
     return True, []
+  k1 = summary.get("design") == K1_DESIGN
   change = summary.get("top1_change")
   drop = -change if _finite(change) else None
   worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
   increase = worst.get("increase")
   significant = summary.get("significant_classes")
+  # K = 1: the reason names the paired test (and interval) the measure comes from.
+  top_how = (_interval_words(-summary["top1_high"], -summary["top1_low"], K1_TOP1_TEST)
+             if k1 and _finite(summary.get("top1_low")) and _finite(summary.get("top1_high"))
+             else "")
+  fnr_how = _interval_words(worst.get("low"), worst.get("high"), K1_SUBGROUP_TEST) if k1 else ""
   reasons = [
       _check("max_accuracy_drop", gates.max_accuracy_drop, drop, "top-1 change undefined",
              lambda: (f"top-1 accuracy drops by {100 * drop:.2f} points "
-                      f"(max {100 * gates.max_accuracy_drop:.2f})")),
+                      f"({top_how}max {100 * gates.max_accuracy_drop:.2f})")),
       _check("max_subgroup_fnr_increase", gates.max_subgroup_fnr_increase, increase,
              "no subgroup FNR change (no protected attributes, or undefined)",
              lambda: (f"FNR of subgroup {worst.get('subgroup')} rises by {100 * increase:.2f} "
-                      f"points (max {100 * gates.max_subgroup_fnr_increase:.2f})")),
+                      f"points ({fnr_how}max {100 * gates.max_subgroup_fnr_increase:.2f})")),
       _check("max_significant_classes", gates.max_significant_classes, significant,
-             "significant classes undefined",
-             lambda: (f"{int(significant)} classes change significantly "
-                      f"(max {gates.max_significant_classes})")),
+             "significant classes undefined" + (" (no per-class McNemar test)" if k1 else ""),
+             lambda: _classes_reason(int(significant), gates.max_significant_classes, k1)),
   ]
   reasons = [r for r in reasons if r is not None]
   return not reasons, reasons

@@ -246,6 +246,15 @@ def alpha_measures(run, variant, confidence=0.99):
   return out, notes
 
 
+def _significance(run, variant, gained_lost, table, alpha):
+  """The Welch test's counts of significant classes (000 §2.2), or None for both when one side
+  has a single member: the test needs two (K = 1: the paired tests of `single_network`)."""
+  if min(run.eval[names.DENSE].members.size, run.eval[variant].members.size) < 2:
+    return {"significant_classes": None, "significant_classes_bh": None}
+  return {"significant_classes": gained_lost["n_significant"],
+          "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha))}
+
+
 def _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
                       sample_size, confidence):
   """One compressed variant's measures (`compute`'s arguments); its notes go to `notes`.
@@ -279,8 +288,7 @@ def _variant_measures(run, variant, notes, seed, alpha, center, correction, perc
                 "recall_variance_0": rd["recall_variance_0"],
                 "recall_variance_t": rd["recall_variance_t"]},
       "summary": {
-          "significant_classes": gl["n_significant"],
-          "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha)),
+          **_significance(run, variant, gl, table, alpha),
           "gained": gl["n_gained"], "lost": gl["n_lost"], "mean_gain": gl["mean_gain"],
           "mean_loss": gl["mean_loss"], "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
           "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],

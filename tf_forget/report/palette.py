@@ -62,6 +62,15 @@ def _parse(variant):
   return v.member_variant, v.format, v.encoding
 
 
+def _style_parts(variant):
+  """`_parse`, but a file the user brings (`user_<NAME>`, issue #28) is a family of its own:
+  it is not one of tf_forget's formats, so it gets a colour of its own, not a hatch."""
+  fam, fmt, enc = _parse(variant)
+  if names.is_user_format(fmt):
+    return str(variant), names.DEFAULT_FORMAT, enc
+  return fam, fmt, enc
+
+
 def family(variant):
   """The trained variant (`dense`, `prune_0.9`, ...) an audited variant is made from."""
   return _parse(variant)[0]
@@ -151,7 +160,7 @@ def styles(variants):
     StyleError: two variants got the same (colour, hatch, marker) (cannot happen for names
       of the grammar; a guard).
   """
-  parsed = {v: _parse(v) for v in dict.fromkeys(variants)}
+  parsed = {v: _style_parts(v) for v in dict.fromkeys(variants)}
   colors = family_colors(sorted({f for f, _, _ in parsed.values()}, key=str))
   out = {}
   for v, (fam, fmt, enc) in parsed.items():

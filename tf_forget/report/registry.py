@@ -16,6 +16,7 @@ from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
 from tf_forget.report import recall_study_view
 from tf_forget.report import sections
+from tf_forget.report import single_network_view
 from tf_forget.report import verdict_view
 
 
@@ -54,6 +55,8 @@ SECTIONS = (
     Section("overview", "Overview", "Overview", lambda v: sections.overview(v.measures)),
     Section("topline", "1. Top-line accuracy: the \"nothing changed\" view", "1 Top-1",
             lambda v: sections.topline(v.measures)),
+    Section("k1", "1b. One network, its compressed files: flips and paired tests (K = 1)",
+            "1b K = 1", lambda v: single_network_view.section(v.measures), optional=True),
     Section("class-level", "2. Class level: which classes changed (000 Figure 2)", "2 Classes",
             lambda v: sections.class_level(v.measures)),
     Section("pie", "3. Pruning / compression identified exemplars (PIE)", "3 PIE",

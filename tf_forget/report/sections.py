@@ -125,8 +125,11 @@ def _class_block(measures, variant, rows):
            "relative_recall_difference": "relative", "p_value": "p", "p_bh": "p (BH)",
            "absolute_95ci": "95% CI (pt)"}
   s = measures.variants[variant]
-  head = (f"<h3>{html.esc(variant)}: {s['significant_classes']} significant classes "
-          f"({s.get('significant_classes_bh', 'n/a')} after Benjamini-Hochberg; "
+  count = ("n/a (Welch's test needs 2 members a side; K = 1: section 1b)"
+           if s["significant_classes"] is None else s["significant_classes"])
+  head = (f"<h3>{html.esc(variant)}: {count} significant classes "
+          f"({'n/a' if s.get('significant_classes_bh') is None else s['significant_classes_bh']}"
+          " after Benjamini-Hochberg; "
           f"{s['gained']} gained, {s['lost']} lost; mean gain "
           f"{html.esc(html.fmt(s['mean_gain'], html.PTS_ABS))}, mean loss "
           f"{html.esc(html.fmt(s['mean_loss'], html.PTS_ABS))})</h3>")

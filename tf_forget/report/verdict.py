@@ -7,13 +7,20 @@ One row per variant, against the dense population:
 * top-1 change (points) with its t-based confidence interval over members
   (`tf_forget.stats.intervals`: Welch for independently trained populations, paired for a
   network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
+  with one dense member (K = 1, issue #28) instead the paired per-example interval of the
+  `k1_topline` table (Newcombe's, over the test examples; `single_network`), and the
+  recommendation states that design (`design`);
 * the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
   SPEC §3.3), its number of test examples, interval, Welch p-value (SPEC §3.1) and the
-  Benjamini-Hochberg adjusted one over the variant's classes;
+  Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
+  recall drop of `k1_classes` (Newcombe interval, exact McNemar p, BH p) and the number of
+  classes it marks significant (`significant_classes`);
 * the worst subgroup: the largest FNR increase over the protected subgroups (004 Table 3,
   SPEC §4.2; first `subgroup_members` members, SPEC §1.5), its number of actual positives and
-  interval;
-* #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`).
+  interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
+  examples);
+* #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
+  the same paired numbers, `gates.k1_measures`, and a failed gate's reason names the test).
 
 The recommendation (`recommend`): among the compressed variants that pass every gate and lose
 at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURACY_BUDGET`
@@ -31,6 +38,7 @@ import pandas as pd
 from tf_forget.artifacts import names
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import pairing as pairing_lib
+from tf_forget.report import single_network
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
@@ -41,6 +49,8 @@ SMALL_K = 10
 # the recommended file when no gate bounds it.
 WATCH = 0.05
 NAN = float("nan")
+# The `pairing` of a row whose top-1 interval is over the test examples (K = 1, issue #28).
+K1_PAIRING = "paired examples"
 
 
 def _interval(values_0, values_t, paired, confidence):
@@ -62,6 +72,27 @@ def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
     return _empty(paired)
   return _interval(accuracy.top1_accuracy(p0.top1, p0.labels),
                    accuracy.top1_accuracy(pt.top1, pt.labels), paired, confidence)
+
+
+def k1_top1(measures, variant):
+  """The variant's `k1_topline` row as an interval dict (`difference`, `low`, `high`), or None
+  when the report has no K = 1 tables (`single_network`) or none for the variant."""
+  t = measures.tables.get("k1_topline")
+  if t is None or variant not in set(t.variant):
+    return None
+  row = t[t.variant == variant].iloc[0]
+  return {"difference": float(row["difference"]), "low": float(row["low"]),
+          "high": float(row["high"])}
+
+
+def design(run, measures):
+  """The K = 1 design in one sentence for the first screen, or None (K > 1)."""
+  if not measures.config.get(single_network.SETTINGS_KEY):
+    return None
+  n = int(run.eval[names.DENSE].ids.size)
+  return (f"Design: one network (K = 1) against its own compressed files: intervals and tests "
+          f"are over the {n} test examples (paired: McNemar, Newcombe), not over training "
+          "seeds — they describe this trained network, not its training recipe.")
 
 
 def worst_class(run, class_rows):
@@ -88,6 +119,34 @@ def worst_class(run, class_rows):
           "difference": float(row["absolute_recall_difference"]),
           "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
           "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
+
+
+def k1_worst_class(k1_classes, variant):
+  """The class with the largest recall drop in the variant's `k1_classes` rows (K = 1), as
+  `worst_class`'s dict (`p_value`: exact McNemar; `p_bh`: Benjamini-Hochberg over the
+  classes; interval: Newcombe's), or None without a defined change."""
+  if k1_classes is None:
+    return None
+  rows = k1_classes[k1_classes.variant == variant]
+  change = rows["change"].to_numpy(float)
+  if rows.empty or np.isnan(change).all():
+    return None
+  row = rows.iloc[int(np.nanargmin(change))]
+  return {"name": str(row["class_name"]), "class": int(row["class"]), "n": int(row["n"]),
+          "difference": float(row["change"]), "low": float(row["low"]),
+          "high": float(row["high"]), "p_value": float(row["p_value"]),
+          "p_bh": float(row["p_adjusted"])}
+
+
+def k1_worst_subgroup(gate_measures):
+  """The worst subgroup (FNR) of a variant's `gates.k1_measures` (K = 1), as
+  `worst_subgroup`'s dict, or None without one."""
+  worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
+  if not worst:
+    return None
+  return {"name": worst["subgroup"], "n": worst["n"], "difference": worst["increase"],
+          "low": NAN if worst["low"] is None else worst["low"],
+          "high": NAN if worst["high"] is None else worst["high"]}
 
 
 def worst_subgroup(measures, variant):
@@ -170,25 +229,39 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
       rows.append(dict(row, top1_change=0.0, verdict="baseline",
                        reason="the uncompressed reference"))
       continue
-    top = top1_interval(run, variant, confidence)
+    k1 = k1_top1(measures, variant)
+    top = k1 or top1_interval(run, variant, confidence)
+    pairing = K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
     row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
-               pairing="paired" if top["method"] == "paired" else "independent")
-    wc = worst_class(run, classes[classes.variant == variant])
+               pairing=pairing)
+    # K = 1 (issue #28): the worst class / subgroup and the gates from the paired tests.
+    g = gates_lib.k1_measures(variant, s, measures.config, measures.tables)
+    k1_design = g is not s
+    if k1_design:
+      wc = k1_worst_class(measures.tables.get("k1_classes"), variant)
+      row["significant_classes"] = g["significant_classes"]
+    else:
+      wc = worst_class(run, classes[classes.variant == variant])
     if wc is not None:
       row.update(worst_class=wc["name"], worst_class_n=wc["n"],
                  worst_class_change=wc["difference"], worst_class_low=wc["low"],
                  worst_class_high=wc["high"], worst_class_p=wc["p_value"],
                  worst_class_p_bh=wc["p_bh"])
-    ws = worst_subgroup(measures, variant)
+    ws = k1_worst_subgroup(g) if k1_design else worst_subgroup(measures, variant)
     if ws is not None:
       row.update(worst_subgroup=ws["name"], worst_subgroup_n=ws["n"],
                  worst_subgroup_fnr_change=ws["difference"], worst_subgroup_low=ws["low"],
                  worst_subgroup_high=ws["high"])
-    passed, reasons = gates_lib.verdict(variant, s, gates)
+    passed, reasons = gates_lib.verdict(variant, g, gates)
     row.update(pie_count=s.get("pie_count", NAN), gate="pass" if passed else "fail",
                reasons="; ".join(reasons))
     rows.append(row)
   return pd.DataFrame(rows)
+
+
+def _pairing_words(pairing):
+  """How the top-1 interval pairs, for the recommendation's sentence."""
+  return "paired over the test examples" if pairing == K1_PAIRING else f"{pairing} members"
 
 
 def _points(x):
@@ -250,7 +323,7 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
           if row["size_bytes"] == row["size_bytes"] else "size not measured")
   why = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
          f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
-         f"{_points(row['top1_high'])}, {row['pairing']} members).")
+         f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])}).")
   return {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
           "caveats": _caveats(frame, best, budget, gates)}
 
@@ -276,7 +349,8 @@ def _caveats(frame, best, budget, gates=None):
                  f"by {_points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
                  "--max_subgroup_fnr_increase to gate on it.")
   k = int(frame["members"].min())
-  if k < SMALL_K:
+  k1 = k == 1 and "pairing" in frame and (frame["pairing"] == K1_PAIRING).any()  # design says it
+  if k < SMALL_K and not k1:
     out.append(f"Small populations (K = {k} members; the papers use 30): intervals are wide, "
                "and a class flagged significant at p ≤ 0.05 without correction may be chance "
                "(see the BH-adjusted p).")
@@ -284,7 +358,12 @@ def _caveats(frame, best, budget, gates=None):
 
 
 def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE):
-  """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`."""
+  """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
+  K = 1 the recommendation also has `design` (`design`)."""
   gates = gates_lib.Gates.from_json(gates_json)
   frame = table(run, measures, gates, confidence)
-  return frame, recommend(frame, gates)
+  rec = recommend(frame, gates)
+  sentence = design(run, measures)
+  if sentence:
+    rec["design"] = sentence
+  return frame, rec

@@ -46,6 +46,14 @@ def _p(value):
   return v if v == "n/a" else f"{float(value):.2g}"
 
 
+def _significant(count):
+  """'1 class significant (McNemar + BH)': the K = 1 count of `k1_classes`."""
+  if count is None or count != count:
+    return "significant classes n/a"
+  n = int(count)
+  return f"{n} class{'' if n == 1 else 'es'} significant (McNemar + BH)"
+
+
 def _file(r, deploy):
   """'deploy/v/0.tflite (plain) — ships plain: <why>' (the why for pruned variants, #25)."""
   out = r["file"] + (f" ({r['encoding']})" if r.get("encoding") else "")
@@ -64,11 +72,15 @@ def verdict_rows(frame, deploy=None):
   for _, r in frame.iterrows():
     r = r.to_dict()
     dense = r["variant"] == "dense"
+    k1 = not dense and r.get("pairing") == verdict.K1_PAIRING  # K = 1: the paired tests
     wc = ("" if dense or not isinstance(r.get("worst_class"), str) else
           "no class lost recall" if r["worst_class_change"] >= 0 else
           f"{r['worst_class']} (n={int(r['worst_class_n'])}) "
           f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])} "
-          f"p {_p(r['worst_class_p'])}, BH {_p(r['worst_class_p_bh'])}")
+          f"{'McNemar ' if k1 else ''}p {_p(r['worst_class_p'])}, "
+          f"BH {_p(r['worst_class_p_bh'])}")
+    if k1:
+      wc = (wc + "; " if wc else "") + _significant(r.get("significant_classes"))
     ws = ("" if dense or not isinstance(r.get("worst_subgroup"), str) else
           f"{r['worst_subgroup']} (n={int(r['worst_subgroup_n'])} pos.) "
           + _change(r["worst_subgroup_fnr_change"], r["worst_subgroup_low"],
@@ -91,6 +103,26 @@ def verdict_rows(frame, deploy=None):
   return out[keep]
 
 
+POPULATION_LEAD = ("Changes are in percentage points (pt) of the dense population's value, mean "
+                   "over members, with the t-based 95% interval over members: paired where "
+                   "member k is the same network before and after compression, Welch where the "
+                   "populations are trained independently.")
+K1_LEAD = ("Changes are in percentage points (pt) of the reference network's value; the top-1 "
+           "interval is Newcombe's paired 95% interval over the test examples (K = 1; "
+           "section 1b has the per-example tests, per class and per subgroup).")
+POPULATION_TAIL = (" Worst class: the largest recall loss, its test examples n, the Welch p-value "
+                   "(000 §2.2) and the Benjamini-Hochberg adjusted one over all classes. Worst "
+                   "subgroup: the largest false-negative-rate increase over the protected "
+                   "subgroups (004 Table 3).")
+K1_TAIL = (" Worst class: the largest recall drop, its test examples n, Newcombe's 95% interval, "
+           "the exact McNemar p-value over the class's examples and the Benjamini-Hochberg "
+           "adjusted one over all classes, then how many classes that test marks significant "
+           "(what --max_significant_classes counts). Worst subgroup: the largest "
+           "false-negative-rate increase over the protected subgroups, with its paired "
+           "bootstrap 95% interval over the test examples (what --max_subgroup_fnr_increase "
+           "reads).")
+
+
 def section(measures, recommendation):
   """The verdict section's HTML: the recommendation, its rule and caveats, the table."""
   frame = measures.tables.get("verdict")
@@ -101,20 +133,17 @@ def section(measures, recommendation):
   head = (f"Ship <b>{html.esc(rec['file'])}</b>" + ("" if none else
           f" — {html.esc(rec['why'])}") if not none else
           f"Ship <b>{html.esc(rec['file'])}</b>: {html.esc(rec['why'])}")
-  out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>",
-         f"<p class=\"lead\">{html.esc(rec['rule'])}</p>"]
+  out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>"]
+  if rec.get("design"):  # K = 1 (issue #28): the design before anything else
+    out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
+  out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
   out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
   shown = verdict_rows(frame, measures.tables.get("deployment"))
   out.append(html.table(shown, classes="verdict sortable",
                         row_classes=[VERDICT_CLASSES.get(v, "") for v in shown.verdict]))
-  out.append("<p class=\"lead\">Changes are in percentage points (pt) of the dense "
-             "population's value, mean over members, with the t-based 95% interval over "
-             "members: paired where member k is the same network before and after "
-             "compression, Welch where the populations are trained independently. Worst class: "
-             "the largest recall loss, its test examples n, the Welch p-value (000 §2.2) and "
-             "the Benjamini-Hochberg adjusted one over all classes. Worst subgroup: the "
-             "largest false-negative-rate increase over the protected subgroups (004 Table "
-             "3). The file column is the one written to the deployment bundle "
+  tail = K1_TAIL if rec.get("design") else POPULATION_TAIL
+  out.append("<p class=\"lead\">" + (K1_LEAD if rec.get("design") else POPULATION_LEAD)
+             + tail + " The file column is the one written to the deployment bundle "
              "(deploy/manifest.json).</p>")
   return "".join(out)
 

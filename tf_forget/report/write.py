@@ -36,6 +36,7 @@ from tf_forget.report import noise as noise_lib
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import prune_retrain
 from tf_forget.report import registry
+from tf_forget.report import single_network
 from tf_forget.report import verdict as verdict_lib
 
 SCHEMA_VERSION = "tf_forget.report/1"
@@ -224,7 +225,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                          train_attribute_shares=train_attribute_shares, variants=variants,
                          splits=splits)
   core = measures_lib.compute(run, **measure_options)
-  m = merged(core, _run_artifact_parts(run, run_dir, core))
+  k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
+  m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1])  # k1: K = 1 only (#28)
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
   parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)

@@ -5,5 +5,6 @@ measures run on predictions from any framework. See docs/artifacts/stats.md for 
 input arrays and output tables, and ../shared/SPEC.md §3-§7 for the settled choices.
 
 Modules: validate, accuracy, class_level, exemplars, cie, subgroups, robustness,
-recall_distortion, lost_in_pruning, representation.
+recall_distortion, lost_in_pruning, representation, paired (one network against its own
+compressed file, K = 1: per-example paired tests and intervals, issue #28).
 """

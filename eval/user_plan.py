@@ -1,0 +1,256 @@
+"""The plan of an audit of the user's own model, files and data (issue #28).
+
+    audit --dataset=folder:/data/test --reference=model.keras \
+          --candidate=int8=model_int8.tflite --compress=float16 --out=/tmp/audit
+
+`UserModels` is what the user brings (`AuditConfig.user`): K reference model files (the dense
+population: K = 1 is one network), their own `.tflite` candidates (one file per reference),
+formats tf_forget makes from the references (`--compress`), and how to read the data (class
+names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
+anything is written — every file readable, every signature an image classifier of the data
+set's classes and image size, every candidate the shape of its reference — and returns the
+audit's `Plan` (`eval.audit_plan.Plan`) whose `population` is an `ImportedPopulation`: the
+audit then imports instead of training (`eval.import_stages`) and runs the same export,
+evaluation, report, verdict, gates and bundle.
+
+The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:PATH`,
+`tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`, or a registered data set). Images are resized
+to the reference's input size and channels (`tf_forget.data.user_sets`).
+"""
+
+import dataclasses
+from typing import Optional, Sequence, Tuple
+
+from eval import audit_config
+from tf_forget.artifacts import names
+from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.data import registry as data_registry
+from tf_forget.data import sources
+from tf_forget.train import imported
+from tflite_export import candidates as candidates_lib
+
+# Formats tf_forget can make from a Keras reference (`--compress`).
+COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserModels:
+  """The user's models and files (`--reference`, `--candidate`, `--compress`, data options).
+
+  Attributes:
+    references: K paths: `.keras` / `.h5` files, SavedModel directories or float `.tflite`
+      files (all of one kind), the dense members 0..K-1.
+    candidates: ((name, (K paths)), ...): the user's `.tflite` files, audited as they are.
+    compress: formats tf_forget converts from the (Keras) references (`COMPRESS_FORMATS`).
+    class_names: the model's output classes in order (default: the data set's / labels.txt).
+    attributes: CSV of per-example attributes (`tf_forget.data.user_sets`).
+    protected: attributes the subgroup audit and gates cross.
+    output_index: the output to audit, for a Keras model with several.
+  """
+  references: Tuple[str, ...]
+  candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+  compress: Tuple[str, ...] = ()
+  class_names: Optional[Tuple[str, ...]] = None
+  attributes: Optional[str] = None
+  protected: Optional[Tuple[str, ...]] = None
+  output_index: Optional[int] = None
+
+  def to_json(self):
+    d = dataclasses.asdict(self)
+    d["references"] = list(self.references)
+    d["candidates"] = {name: list(paths) for name, paths in self.candidates}
+    d["compress"] = list(self.compress)
+    for key in ("class_names", "protected"):
+      d[key] = list(d[key]) if d[key] is not None else None
+    return d
+
+  @classmethod
+  def from_json(cls, d):
+    return cls(references=tuple(d["references"]),
+               candidates=tuple((n, tuple(p)) for n, p in d.get("candidates", {}).items()),
+               compress=tuple(d.get("compress", ())),
+               class_names=tuple(d["class_names"]) if d.get("class_names") else None,
+               attributes=d.get("attributes"),
+               protected=tuple(d["protected"]) if d.get("protected") else None,
+               output_index=d.get("output_index"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportedPopulation:
+  """The dense population of an audit of the user's models (`Plan.population`).
+
+  Attributes:
+    run_dir: the run directory.
+    dataset, dataset_options: the data set's registry name and options.
+    members: K, the number of references.
+    kind: "keras" or "tflite" (the references' kind).
+    signature: ((H, W, C), classes) of the references.
+    variants: ("dense",).
+    model: "user".
+  """
+  run_dir: str
+  dataset: str
+  dataset_options: dict
+  members: int
+  kind: str
+  signature: tuple
+  variants: Tuple[str, ...] = (names.DENSE,)
+  model: str = "user"
+
+
+def parse_candidate(text):
+  """("int8", ("a.tflite", "b.tflite")) from "int8=a.tflite,b.tflite" (`--candidate`).
+
+  Raises:
+    AuditError: no "=", no path, or a bad name (`names.user_format`).
+  """
+  name, sep, paths = str(text).partition("=")
+  files = tuple(p.strip() for p in paths.split(",") if p.strip())
+  if not sep or not files:
+    raise audit_config.AuditError(f"--candidate={text}: expected NAME=PATH[,PATH...]")
+  names.user_format(name)
+  return name, files
+
+
+def _kind(references):
+  kinds = {imported.kind(path) for path in references}
+  if len(kinds) != 1:
+    raise audit_config.AuditError("--reference: mix of Keras and .tflite files; give one kind")
+  return kinds.pop()
+
+
+def _signature(references, kind, output_index):
+  """((H, W, C), classes) shared by every reference (loaded and checked)."""
+  found = []
+  for path in references:
+    if kind == "keras":
+      found.append(imported.signature(imported.load(path), path, output_index))
+    else:
+      found.append(candidates_lib.signature(candidates_lib.read(path), path))
+  for path, sig in zip(references[1:], found[1:]):
+    candidates_lib.check_signature(path, sig, found[0], f"reference {references[0]}")
+  return found[0]
+
+
+def _dataset(config, user, signature):
+  """The audited data set, read at the references' image size and channels."""
+  name, options = sources.parse(config.dataset)
+  if name in sources.PREFIXES:
+    (height, width, channels), _ = signature
+    options.update(image_size=[height, width], channels=channels)
+    options.update({k: v for k, v in (
+        ("class_names", list(user.class_names) if user.class_names else None),
+        ("attributes", user.attributes),
+        ("protected", list(user.protected) if user.protected else None)) if v is not None})
+    if config.data_dir and name == "tfds":
+      options["data_dir"] = config.data_dir
+  elif user.class_names or user.attributes or user.protected:
+    raise audit_config.AuditError(
+        f"--class_names / --attributes / --protected describe the user's own data "
+        f"(folder:, tfds:, tfrecord:); {name!r} has its own")
+  options = {k: v for k, v in options.items() if v is not None}
+  dataset = data_registry.get(name, **options)
+  dataset.take(dataset.spec.eval_split, 1)
+  return dataset
+
+
+def _check_candidates(user, signature):
+  """Every candidate has one file per reference, readable and of the references' signature."""
+  seen = set()
+  for name, paths in user.candidates:
+    if name in seen:
+      raise audit_config.AuditError(f"--candidate {name} given twice")
+    seen.add(name)
+    if len(paths) != len(user.references):
+      raise audit_config.AuditError(
+          f"--candidate {name} has {len(paths)} files for {len(user.references)} references: "
+          "give one file per reference, in the same order")
+    for path in paths:
+      candidates_lib.check_signature(
+          path, candidates_lib.signature(candidates_lib.read(path), path), signature)
+
+
+def _check_compress(user, kind, dataset):
+  for fmt in user.compress:
+    if fmt not in COMPRESS_FORMATS:
+      raise audit_config.AuditError(f"--compress: unknown format {fmt!r} (known: "
+                                    f"{', '.join(COMPRESS_FORMATS)})")
+  if user.compress and kind != "keras":
+    raise audit_config.AuditError(
+        "--compress converts the reference model: it needs Keras references (.keras, .h5, "
+        "SavedModel), not .tflite files")
+  if "full_int8" in user.compress and "train" not in dataset.spec.splits:
+    raise audit_config.AuditError(
+        "--compress=full_int8 calibrates on the data set's first 100 train examples (SPEC §2.3): "
+        "give a data set with a train split (e.g. a folder with train/ and test/)")
+
+
+def _corrupted(config):
+  """Corrupted splits: none unless --corruptions asks (at --severities, default 3), generated
+  at the size of the user's images (`tf_forget.corruptions`)."""
+  severities = tuple(config.severities or (3,))
+  out = []
+  for name in config.corruptions or ():
+    for severity in severities:
+      corruption_registry.check(name, severity)
+      out.append(corruption_registry.split_name(name, severity))
+  return tuple(out)
+
+
+def plan(config, plan_cls):
+  """The `plan_cls` (`audit_plan.Plan`) of an audit of `config.user`; writes nothing.
+
+  Raises:
+    AuditError, imported.ReferenceModelError, candidates.CandidateError, DataError: one line.
+  """
+  user = config.user
+  if not user.references:
+    raise audit_config.AuditError("--reference: give at least one model file")
+  if not user.candidates and not user.compress:
+    raise audit_config.AuditError(
+        "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
+        f"--compress={','.join(COMPRESS_FORMATS)}")
+  kind = _kind(user.references)
+  signature = _signature(user.references, kind, user.output_index)
+  dataset = _dataset(config, user, signature)
+  imported.check_matches(user.references[0], *signature, dataset)
+  _check_candidates(user, signature)
+  _check_compress(user, kind, dataset)
+  pop = ImportedPopulation(run_dir=config.out, dataset=dataset.spec.name,
+                           dataset_options=dict(dataset.spec.options),
+                           members=len(user.references), kind=kind, signature=signature)
+  return plan_cls(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
+                  encodings=(names.DEFAULT_ENCODING,), corrupted=_corrupted(config), noise=None,
+                  dataset=dataset, robustness_members=tuple(range(pop.members)), user=user)
+
+
+def identity(config, p):
+  """The audit.json identity of an audit of the user's models (`run_identity`)."""
+  user = config.user
+  return {"user": {"references": list(user.references),
+                   "candidates": {n: list(paths) for n, paths in user.candidates},
+                   "compress": list(user.compress), "output_index": user.output_index},
+          "dataset": p.population.dataset,
+          "dataset_options": dict(p.population.dataset_options),
+          "members": p.population.members, "variants": list(p.variants),
+          "quantizations": list(p.quantizations), "encodings": list(p.encodings),
+          "corruptions": list(p.corrupted), "noise": None}
+
+
+def describe(p):
+  """The plan's first lines (there is no training to cost)."""
+  pop, spec = p.population, p.dataset.spec
+  (h, w, c), classes = pop.signature
+  cands = [name for name, _ in p.user.candidates]
+  return (f"audit plan: your model ({pop.kind}, {pop.members} reference"
+          f"{'' if pop.members == 1 else 's'}, {h}x{w}x{c} -> {classes} classes) on "
+          f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
+          f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
+          f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
+          f"\n  statistics: {_design(pop.members)}")
+
+
+def _design(members):
+  if members == 1:
+    return "one network (K = 1): paired over the test examples"
+  return f"K = {members} networks: population measures, paired by member"

@@ -1,0 +1,206 @@
+"""Issue #28: the user's own model, `.tflite` files and data enter the audit (the binary).
+
+The test plays the user: it trains tiny Keras classifiers with plain tf_keras (not tf_forget's
+training) on scikit-learn's digits, writes the test split as a PNG folder (one folder per
+class), converts the models with the plain TFLite converter to full int8 and to float32, and
+runs `eval/audit.py --reference=... --candidate=...` in a subprocess, as a user would.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tf_forget.compat import keras2
+from tf_forget.data import registry
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COMMON = ["--executor=inline", "--deploy_encoding=plain"]
+
+
+def _env():
+  env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
+  env.pop("BUILD_WORKING_DIRECTORY", None)
+  return env
+
+
+def _audit(args, cwd):
+  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
+                        cwd=cwd, env=_env(), text=True, capture_output=True, timeout=600,
+                        check=False)
+
+
+def _one_line(result):
+  lines = result.stderr.strip().splitlines()
+  assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
+  return lines[0]
+
+
+def _sha(path):
+  with open(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+def _train(seed, train):
+  """A tiny classifier that includes its own preprocessing (raw pixels 0-255 in)."""
+  keras = keras2.keras()
+  keras.utils.set_random_seed(seed)
+  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
+                            keras.layers.Conv2D(8, 3, activation="relu"),
+                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(train.images.astype("float32"), train.labels, epochs=10, batch_size=64, verbose=0)
+  return model
+
+
+def _convert(model, train, int8):
+  converter = tf.lite.TFLiteConverter.from_keras_model(model)
+  if int8:
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: (
+        [train.images[i:i + 1].astype("float32")] for i in range(100))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+  return converter.convert()
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory):
+  """The user's directory: images/<class>/<i>.png, model<k>.keras, int8_<k>.tflite,
+  float_<k>.tflite for k = 0, 1, 2."""
+  root = tmp_path_factory.mktemp("user")
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  for i, (image, label) in enumerate(zip(test.images, test.labels)):
+    folder = root / "images" / str(int(label))
+    folder.mkdir(parents=True, exist_ok=True)
+    tf.io.write_file(str(folder / f"{i:04d}.png"), tf.io.encode_png(image))
+  for k in range(3):
+    model = _train(k, train)
+    model.save(str(root / f"model{k}.keras"))
+    (root / f"int8_{k}.tflite").write_bytes(_convert(model, train, int8=True))
+    (root / f"float_{k}.tflite").write_bytes(_convert(model, train, int8=False))
+  return root
+
+
+@pytest.fixture(scope="module")
+def k1(user):
+  """One audit of reference model0.keras, candidate int8_0.tflite and --compress=dynamic_int8."""
+  args = ["--dataset=folder:images", "--reference=model0.keras",
+          "--candidate=int8=int8_0.tflite", "--compress=dynamic_int8", "--out=k1", *COMMON]
+  result = _audit(args, user)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return args, result
+
+
+def test_k1_audit_reports_and_ships_the_users_file(user, k1):
+  _, result = k1
+  assert result.stderr == ""
+  report = json.loads((user / "k1" / "report.json").read_text())
+  assert set(report["variants"]) == {"dense", "dynamic_int8", "user_int8"}
+  assert all(v["members"] == 1 for v in report["variants"].values())
+  assert report["config"]["user"]["candidates"] == {"int8": [str(user / "int8_0.tflite")]}
+  manifest = json.loads((user / "k1" / "deploy" / "manifest.json").read_text())
+  shipped = {f["variant"]: f for f in manifest["files"]}
+  assert shipped["user_int8"]["sha256"] == _sha(user / "int8_0.tflite")
+  assert _sha(user / "k1" / "deploy" / "user_int8" / "0.tflite") == _sha(user / "int8_0.tflite")
+  assert "your model (keras, 1 reference, 8x8x1 -> 10 classes)" in result.stdout
+  assert "one network (K = 1)" in result.stdout
+
+
+def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
+  """The stored predictions of the user's file equal running it here on the PNGs."""
+  del k1
+  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+  got = predictions.read(str(user / "k1" / "predictions" / "user_int8" / "0" / "test.npz"))
+  interp = tf.lite.Interpreter(model_path=str(user / "int8_0.tflite"))
+  interp.allocate_tensors()
+  inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+  files = sorted(p.relative_to(user / "images").as_posix()
+                 for p in (user / "images").rglob("*.png"))
+  scale, zero = inp["quantization"]
+  top1 = []
+  for name in files:
+    image = tf.io.decode_png(tf.io.read_file(str(user / "images" / name))).numpy()
+    q = np.clip(np.round(image.astype(np.float32) / scale + zero), -128, 127).astype(np.int8)
+    interp.set_tensor(inp["index"], q[None])
+    interp.invoke()
+    top1.append(int(np.argmax(interp.get_tensor(out["index"])[0])))
+  assert got["ids"].tolist() == list(range(len(files)))
+  assert got["labels"].tolist() == [int(n.split("/")[0]) for n in files]
+  assert got["topk"][:, 0].tolist() == top1
+
+
+def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
+  args, _ = k1
+  again = _audit(args, user)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "1 of 1 candidate files already stored" in again.stdout
+  assert "redo" not in again.stdout
+  original = (user / "int8_0.tflite").read_bytes()
+  try:
+    (user / "int8_0.tflite").write_bytes((user / "int8_1.tflite").read_bytes())
+    changed = _audit(args, user)
+  finally:
+    (user / "int8_0.tflite").write_bytes(original)
+  assert changed.returncode == 0, changed.stderr[-3000:]
+  assert "redo user_int8/0: its file changed since it was stored" in changed.stdout
+  assert "redo user_int8/0 test: its .tflite changed since it was evaluated" in changed.stdout
+  assert "1 of 1 references already imported" in changed.stdout
+
+
+def test_three_references_and_float_tflite_references(user):
+  keras_refs = _audit(["--dataset=folder:images", "--reference=model0.keras,model1.keras,"
+                       "model2.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite,"
+                       "int8_2.tflite", "--out=k3", *COMMON], user)
+  assert keras_refs.returncode == 0, keras_refs.stderr[-3000:]
+  report = json.loads((user / "k3" / "report.json").read_text())
+  assert report["variants"]["user_int8"]["members"] == 3
+  assert "K = 3 networks" in keras_refs.stdout
+  tflite_refs = _audit(["--dataset=folder:images", "--reference=float_0.tflite",
+                        "--candidate=int8=int8_0.tflite", "--out=tf1", *COMMON], user)
+  assert tflite_refs.returncode == 0, tflite_refs.stderr[-3000:]
+  assert _sha(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
+      _sha(user / "float_0.tflite")
+  assert not (user / "tf1" / "members" / "dense" / "0" / "model.keras").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--reference=nope.keras", "--candidate=int8=int8_0.tflite"], "nope.keras does not exist"),
+    (["--candidate=int8=int8_0.tflite"], "give it with --reference"),
+    (["--reference=model0.keras"], "nothing to audit against the reference"),
+    (["--reference=model0.keras", "--members=3", "--compress=float16"],
+     "--members describes a population tf_forget trains"),
+    (["--reference=model0.keras", "--candidate=int8=model1.keras"], "not a TFLite flatbuffer"),
+    (["--reference=model0.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite"],
+     "has 2 files for 1 references"),
+    (["--reference=model0.keras", "--candidate=Bad-Name=int8_0.tflite"], "bad candidate name"),
+    (["--reference=float_0.tflite", "--compress=float16"], "needs Keras references"),
+    (["--reference=model0.keras", "--compress=full_int8"], "train split"),
+    (["--reference=model0.keras", "--compress=float16", "--class_names=a,b,c,d,e,f,g,h,i"],
+     "is not a class of class_names"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
+  out = user / "refused"
+  result = _audit(["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
+  line = _one_line(result)
+  assert line.startswith("audit: error:") and expected in line, line
+  assert not out.exists()
+
+
+def test_a_model_of_other_classes_is_refused(user, tmp_path):
+  nine = tmp_path / "nine"
+  for label in range(9):
+    (nine / str(label)).mkdir(parents=True)
+    src = next((user / "images" / str(label)).iterdir())
+    (nine / str(label) / src.name).write_bytes(src.read_bytes())
+  result = _audit([f"--dataset=folder:{nine}", "--reference=model0.keras",
+                   "--compress=float16", f"--out={tmp_path / 'out'}", *COMMON], user)
+  assert "outputs 10 classes but the data set has 9" in _one_line(result)
+  assert not (tmp_path / "out").exists()

@@ -1,0 +1,172 @@
+"""The `folder` data set (issue #28): a folder of images, one subfolder per class.
+
+Registered as `folder`, spelled `folder:PATH` (`sources.parse`). What it shares with the other
+user data sets (decoding, attributes, batches, splits) is `user_sets`.
+"""
+
+import posixpath
+
+import numpy as np
+import tensorflow as tf
+
+from tf_forget.artifacts import filesystem
+from tf_forget.data import base
+from tf_forget.data import images
+from tf_forget.data import user_inputs
+from tf_forget.data import user_sets
+
+IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")  # as image_dataset_from_directory
+LABELS_FILE = "labels.txt"
+SPLIT_FOLDERS = ("train", "test")
+
+
+class Folder(user_sets.UserDataset):
+  """A folder of images, one subfolder per class (Keras `image_dataset_from_directory`).
+
+  Classes: `class_names`, else `labels.txt` in the folder root (line i = class i), else the
+  sorted class subfolder names; every class subfolder must name a class (classes without a
+  subfolder are allowed: num_classes = len(class names)). Images (.bmp .gif .jpeg .jpg .png,
+  any case; hidden files skipped; other files ignored) may sit in nested folders of their class
+  folder. Splits: see `user_sets`. ids: position in the sorted relative paths of the
+  split; `example_names` are those paths (relative to the folder root, "/"-separated).
+  """
+
+  def __init__(self, path=None, image_size=None, channels=None, class_names=None,
+               attributes=None, protected=None):
+    """Lists the folder (no image decoded except the first, if the size is not given).
+
+    Args:
+      path: the folder root (local or `gs://`).
+      image_size: (H, W) or int to resize to; default the first image's size.
+      channels: 1 or 3; default from the first image (grey or grey+alpha -> 1).
+      class_names: the classes in label order; default `labels.txt`, else sorted folders.
+      attributes: path of an attributes CSV (`attributes_csv.AttributeCsv`).
+      protected: attribute names the subgroup audit gates.
+
+    Raises:
+      base.DataError: missing folder, stray image, empty class, bad option (one line).
+    """
+    if not path:
+      raise base.DataError("data set 'folder' needs path (spell it folder:/path/to/images)")
+    self.root = filesystem.user_path(path)
+    if not filesystem.isdir(self.root):
+      raise base.DataError(f"image folder {self.root} does not exist")
+    split_roots = self._split_roots()
+    given = user_inputs.parse_names(class_names, "class_names")
+    self._names_from = "class_names" if given else LABELS_FILE
+    class_names = given or self._labels_file() or tuple(
+        sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
+    if not class_names:
+      raise base.DataError(f"image folder {self.root} holds no class folder")
+    self._files = {s: self._list(s, r, class_names) for s, r in split_roots.items()}
+    first = self._files["test"][0][0]
+    self._finish("folder", split_roots, images.parse_image_size(image_size),
+                 images.parse_channels(channels), class_names, attributes, protected,
+                 {"path": self.root, "class_names": list(given) if given else None},
+                 lambda: (filesystem.join(self.root, first), self._describe("test", 0)))
+
+  def _split_roots(self):
+    top = self._subfolders(self.root)
+    if "test" in top and set(top) <= set(SPLIT_FOLDERS):
+      self._check_no_stray(self.root)
+      return {s: filesystem.join(self.root, s) for s in SPLIT_FOLDERS if s in top}
+    if set(SPLIT_FOLDERS) <= set(top):
+      other = next(d for d in top if d not in SPLIT_FOLDERS)
+      raise base.DataError(f"image folder {self.root} has {other}/ next to train/ and test/: "
+                           "put the class folders inside train/ and test/")
+    return {"test": self.root}
+
+  def _subfolders(self, path):
+    return [n for n in filesystem.listdir(path)
+            if not n.startswith(".") and filesystem.isdir(filesystem.join(path, n))]
+
+  def _class_folders(self, split_root):
+    self._check_no_stray(split_root)
+    return self._subfolders(split_root)
+
+  def _check_no_stray(self, path):
+    for name in filesystem.listdir(path):
+      if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
+        rel = self._relative(filesystem.join(path, name))
+        raise base.DataError(f"image {rel} of folder {self.root} is in no class folder")
+
+  def _labels_file(self):
+    path = filesystem.join(self.root, LABELS_FILE)
+    if not filesystem.isfile(path):
+      return None
+    lines = user_inputs.read_text(path, "class names").splitlines()
+    while lines and not lines[-1].strip():
+      lines.pop()
+    if not lines or any(not n.strip() for n in lines):
+      raise base.DataError(f"{path}: an empty line (one class name per line)")
+    return user_inputs.parse_names(lines, str(path))
+
+  def _relative(self, path):
+    rel = str(path)[len(self.root):].replace("\\", "/").lstrip("/")
+    return posixpath.normpath(rel)
+
+  def _list(self, split, split_root, class_names):
+    """Sorted (relative paths, labels) of a split's images."""
+    index = {c: i for i, c in enumerate(class_names)}
+    files = []
+    for folder in self._class_folders(split_root):
+      rel_folder = self._relative(filesystem.join(split_root, folder))
+      if folder not in index:
+        raise base.DataError(f"folder {rel_folder}/ of {self.root} is not a class of "
+                             f"{self._names_from} ({len(class_names)} classes: "
+                             f"{', '.join(class_names[:5])}"
+                             f"{', ...' if len(class_names) > 5 else ''})")
+      found = 0
+      for dirpath, dirnames, filenames in filesystem.walk(filesystem.join(split_root, folder)):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+          if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
+            files.append((self._relative(filesystem.join(dirpath, name)), index[folder]))
+            found += 1
+      if not found:
+        raise base.DataError(f"class folder {rel_folder}/ of {self.root} holds no image "
+                             f"({', '.join(IMAGE_EXTENSIONS)})")
+    if not files:
+      where = self._relative(split_root) + "/" if split_root != self.root else ""
+      raise base.DataError(f"image folder {self.root}{'/' + where if where else ''} holds no "
+                           "class folder")
+    files.sort()
+    return ([f for f, _ in files], np.asarray([c for _, c in files], np.int64))
+
+  def _records(self, split):
+    self.check_split(split)
+    names, labels = self._files[split]
+    prefix = self.root.rstrip("/") + "/"
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.constant(names, tf.string), labels, np.arange(len(names), dtype=np.int64))).map(
+            lambda rel, label, i: (prefix + rel, label, i))
+
+  def _decode(self, record):
+    return images.decode_image_bytes(tf.io.read_file(record))
+
+  def num_examples(self, split):
+    self.check_split(split)
+    return len(self._files[split][0])
+
+  def example_names(self, split):
+    self.check_split(split)
+    return list(self._files[split][0])
+
+  def _describe(self, split, position, example_id=None):
+    position = int(example_id) if position is None else position  # ids are positions
+    return f"image {self._files[split][0][position]} of folder {self.root}"
+
+  def _path_rows(self):
+    where = {n: (s, i) for s, (names, _) in self._files.items() for i, n in enumerate(names)}
+    rows = []
+    for line, key in enumerate(self._csv.keys, start=2):
+      if key not in where:
+        raise base.DataError(f"attributes CSV {self._csv.path} line {line}: path {key!r} is no "
+                             f"image of folder {self.root}")
+      rows.append(where[key])
+    return [s for s, _ in rows], [i for _, i in rows]
+
+  def _index_attribute_rows(self):
+    super()._index_attribute_rows()
+    for split in self.spec.splits:  # cheap here: the ids are positions
+      self._check_attribute_rows(split)

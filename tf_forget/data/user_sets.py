@@ -1,0 +1,251 @@
+"""The user's own data (issue #28): an image folder, any tfds data set, TFRecord files.
+
+Registered as `folder` (`image_folders.Folder`), `tfds` and `tfrecord` (`record_sets.Tfds`,
+`record_sets.TfRecord`), spelled `folder:PATH`, `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`
+on the command line (`sources.parse`). They yield what every data set yields (`base`,
+docs/artifacts/data.md): uint8 images `[N, H, W, C]`, int64 labels, int64 ids, boolean
+attributes, and `example_names(split)` — the image's path relative to the folder root for
+`folder`, `str(id)` for the others — so the report can name the examples. This module holds
+what the three share, `UserDataset`.
+
+Images: decoded, converted to `channels` and resized to `image_size` (the model's input size)
+as `images` says. `image_size` and `channels` default to the first example's.
+
+Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes`
+(a CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit
+gates). The recorded `spec.options` are JSON-able and rebuild the same data set with
+`registry.get`.
+
+Splits: the eval split is always named "test". A folder whose top-level subfolders include
+`test` and are all `train` or `test` is split by them (splits "train" if present, and "test");
+any other folder is one "test" split. A tfds source reads its `split` (default "test") as "test",
+and `train_split` if given as "train". TFRecord files are one "test" split.
+
+Streaming: the file list / record order is in memory, images are decoded per batch
+(`batches`); `annotation_batches` reads no image; `train_records` are paths or encoded images
+that the trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
+`base.DataError` naming the file (folder) or record, raised by the batch holding it.
+"""
+
+import abc
+
+import numpy as np
+import tensorflow as tf
+
+from tf_forget.artifacts import filesystem
+from tf_forget.data import attributes_csv
+from tf_forget.data import base
+from tf_forget.data import images
+from tf_forget.data import user_inputs
+
+_PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+class UserDataset(base.Dataset):
+  """What the three sources share: decode + convert, attributes, batches, errors by name.
+
+  A subclass gives `_records(split)` (a `tf.data.Dataset` of (image record, label int64,
+  id int64) in fixed order, the image record left undecoded), `_decode(record)` (uint8
+  `[h, w, c]`), `num_examples`, `example_names` and `_describe(split, position)`.
+  """
+
+  def _finish(self, name, splits, image_size, channels, class_names, attributes, protected,
+              options, first):
+    """Resolves the size and channels (if unset, from the image record `first()` returns with
+    its description), reads the attributes CSV and sets `spec`."""
+    if image_size is None or channels is None:
+      first = self._probe(first)
+      image_size = image_size or tuple(int(v) for v in first.shape[:2])
+      channels = channels or (1 if first.shape[2] < 3 else 3)
+    self._size, self._channels = image_size, channels
+    self._csv = (attributes_csv.AttributeCsv(filesystem.user_path(attributes)) if attributes
+                 else None)
+    self._attribute_index, self._checked = {}, set()
+    names = tuple(self._csv.names) if self._csv else ()
+    protected = user_inputs.parse_names(protected, "protected") or ()
+    options = dict(options, image_size=list(image_size), channels=channels,
+                   attributes=self._csv.path if self._csv else None,
+                   protected=list(protected) or None)
+    super().__init__(base.DatasetSpec(
+        name=name, num_classes=len(class_names), image_shape=tuple(image_size) + (channels,),
+        splits=tuple(splits), eval_split="test", class_names=tuple(class_names),
+        attribute_names=names, protected_attributes=protected,
+        options={k: v for k, v in options.items() if v is not None}))
+    self.check_attributes(protected)
+    if self._csv:
+      self._index_attribute_rows()
+
+  def _probe(self, first):
+    """The first example's decoded image (eagerly), or a DataError naming it."""
+    record, description = first()
+    try:
+      return self._decode(record)
+    except tf.errors.OpError as e:
+      raise base.DataError(f"cannot decode {description}: {user_inputs.tf_message(e)}") from e
+
+  @abc.abstractmethod
+  def _records(self, split):
+    """(image record, label int64, id int64) of `split` in fixed order."""
+
+  @abc.abstractmethod
+  def _decode(self, record):
+    """uint8 `[h, w, c]` of one image record."""
+
+  @abc.abstractmethod
+  def example_names(self, split):
+    """One display name per example of `split`, in its fixed order."""
+
+  @abc.abstractmethod
+  def _describe(self, split, position, example_id=None):
+    """How an error names the example at `position` of `split` (or, position None, the one
+    with `example_id`), e.g. "image cat/1.png of folder /data"."""
+
+  def _split_ids(self, split):
+    """int64 ids of `split` in order (default: positions)."""
+    return np.arange(self.num_examples(split), dtype=np.int64)
+
+  def image(self, record):
+    """uint8 `[H, W, channels]` of one image record (decoded, converted, resized)."""
+    return images.convert_image(self._decode(record), self._size, self._channels)
+
+  # Attributes -------------------------------------------------------------------------------
+
+  def _row_splits(self):
+    """The split of every CSV row, for `id` keys."""
+    if self._csv.splits is not None:
+      for line, s in enumerate(self._csv.splits, start=2):
+        if s not in self.spec.splits:
+          raise base.DataError(f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
+                               f"not one of {', '.join(self.spec.splits)}")
+      return list(self._csv.splits)
+    if len(self.spec.splits) > 1:
+      raise base.DataError(f"attributes CSV {self._csv.path} is keyed by id but the data set "
+                           f"has splits {', '.join(self.spec.splits)}: add a column 'split'")
+    return [self.spec.splits[0]] * len(self._csv.keys)
+
+  def _path_rows(self):
+    """(split, id) of every CSV row from `path` keys (folder sets override)."""
+    raise base.DataError(f"attributes CSV {self._csv.path}: data set {self.spec.name!r} has no "
+                         "paths; key the rows by 'id'")
+
+  def _index_attribute_rows(self):
+    """Per split: the rows' ids, sorted, and their row numbers."""
+    if self._csv.key == "path":
+      splits, ids = self._path_rows()
+    else:
+      splits, ids = self._row_splits(), self._csv.keys
+    rows = {s: ([], []) for s in self.spec.splits}
+    for row, (split, key) in enumerate(zip(splits, ids)):
+      rows[split][0].append(key)
+      rows[split][1].append(row)
+    for split, (keys, numbers) in rows.items():
+      keys, numbers = np.asarray(keys, np.int64), np.asarray(numbers, np.int64)
+      order = np.argsort(keys, kind="stable")
+      keys, numbers = keys[order], numbers[order]
+      twice = np.flatnonzero(keys[1:] == keys[:-1])
+      if twice.size:
+        raise base.DataError(f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
+                             f": a second row for {self._describe(split, None, keys[twice[0]])}")
+      self._attribute_index[split] = (keys, numbers)
+
+  def _check_attribute_rows(self, split):
+    """Raises DataError naming the first example without a row, or the first row of no
+    example, of `split` (once per split; a pass over the split's ids, no image read)."""
+    if not self._csv or split in self._checked:
+      return
+    keys, numbers = self._attribute_index[split]
+    ids = self._split_ids(split)
+    found = np.isin(ids, keys)
+    if not found.all():
+      first = int(np.flatnonzero(~found)[0])
+      raise base.DataError(f"attributes CSV {self._csv.path} has no row for "
+                           f"{self._describe(split, first, ids[first])}")
+    known = np.isin(keys, ids)
+    if not known.all():
+      line = int(np.min(numbers[~known])) + 2
+      raise base.DataError(f"attributes CSV {self._csv.path} line {line}: "
+                           f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
+                           f"split {split!r}")
+    self._checked.add(split)
+
+  def _attributes_of(self, split, ids):
+    if not self._csv:
+      return {}
+    keys, numbers = self._attribute_index[split]
+    rows = numbers[np.searchsorted(keys, ids)]
+    return {n: self._csv.values[n][rows] for n in self._csv.names}
+
+  # Reading ----------------------------------------------------------------------------------
+
+  def _checked_labels(self, split, start, labels):
+    bad = np.flatnonzero((labels < 0) | (labels >= self.spec.num_classes))
+    if bad.size:
+      raise base.DataError(f"{self._describe(split, start + int(bad[0]))} has label "
+                           f"{labels[bad[0]]}, not in [0, {self.spec.num_classes})")
+    return labels
+
+  def _stream(self, split, batch_size, ds):
+    """Iterates a batched pipeline over `split` after checking its attribute rows; yields
+    (position of the batch's first example, batch). An OpError becomes a DataError naming the
+    example (found by re-reading the failing batch one example at a time)."""
+    self.check_split(split)
+    self._check_attribute_rows(split)
+    return self._stream_unchecked(split, ds, batch_size)
+
+  def _stream_unchecked(self, split, ds, batch_size=4096):
+    iterator, start = iter(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)), 0
+    while True:
+      try:
+        batch = next(iterator)
+      except StopIteration:
+        return
+      except tf.errors.OpError as e:
+        raise self._locate(split, start, batch_size, e) from e
+      yield start, batch
+      start += len(batch[1])
+
+  def _locate(self, split, start, count, error):
+    records = iter(self._records(split).skip(start).take(count))
+    for position in range(start, start + count):
+      try:
+        record = next(records)
+      except StopIteration:
+        break
+      except tf.errors.OpError as e:
+        return base.DataError(f"cannot read {self._describe(split, position)}: "
+                              f"{user_inputs.tf_message(e)}")
+      try:
+        self.image(record[0])
+      except tf.errors.OpError as e:
+        return base.DataError(f"cannot decode {self._describe(split, position)}: "
+                              f"{user_inputs.tf_message(e)}")
+    return base.DataError(f"cannot read split {split!r} of data set {self.spec.name!r} near "
+                          f"example {start}: {user_inputs.tf_message(error)}")
+
+  def batches(self, split, batch_size):
+    ds = self._records(split).map(lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
+    for start, (pixels, labels, ids) in self._stream(split, batch_size, ds):
+      ids = ids.numpy()
+      yield base.Examples(images=pixels.numpy(),
+                          labels=self._checked_labels(split, start, labels.numpy()),
+                          ids=ids, attributes=self._attributes_of(split, ids))
+
+  def annotation_batches(self, split, batch_size):
+    ds = self._records(split).map(lambda r, label, i: (label, label, i))
+    for start, (_, labels, ids) in self._stream(split, batch_size, ds):
+      ids = ids.numpy()
+      yield base.Annotations(labels=self._checked_labels(split, start, labels.numpy()),
+                             ids=ids, attributes=self._attributes_of(split, ids))
+
+  def tf_dataset(self, split):
+    self.check_split(split)
+    return self._records(split).map(lambda r, label, i: (self.image(r), label), **_PARALLEL)
+
+  def train_records(self, split):
+    """(image record: a path or encoded bytes, label int64) in fixed order."""
+    self.check_split(split)
+    return self._records(split).map(lambda r, label, i: (r, label))
+
+  def decode_record(self, record):
+    record, label = record
+    return self.image(record), label

@@ -1,0 +1,140 @@
+"""The user's own `.tflite` files, audited exactly as they are (issue #28).
+
+`--candidate=NAME=PATH[,PATH...]`: the files a user's pipeline made (post-training
+quantization, QAT, tfmot pruning, another converter), one per reference member. Each is stored
+as an export of dense member k in the format `user_<NAME>` (`names.user_format`):
+
+    <run>/tflite/dense/<k>/user_<NAME>.tflite   the user's bytes, unchanged (never re-converted)
+    <run>/tflite/dense/<k>/user_<NAME>.json     the export JSON (docs/artifacts/tflite.md), last
+
+so the evaluation, the report, the verdict and the bundle treat it like any exported file, and
+the bundle ships the user's bytes (their sha256 is the JSON's). Its lineage is the sha256 of the
+user's file (`inputs.file`): a candidate that changes on disk is stored again and its
+predictions redone. A `.tflite` reference (a float file, no Keras model) is stored the same way
+as the float32 file of dense member k (`import_reference_file`).
+
+`check_signature` refuses, in one line, a file whose input or output differs from the
+reference's, a file with several inputs or outputs, or a non-image input.
+"""
+
+import os
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import hashing
+from tf_forget.artifacts import lineage
+from tf_forget.artifacts import names
+from tflite_export import converter
+from tflite_export import export
+from tflite_export import export_state
+from tflite_export import flatbuffer
+
+
+class CandidateError(errors.Error):
+  """A user's `.tflite` file that cannot be audited as given (one line, naming the file)."""
+
+
+def read(path):
+  """The bytes of a user's `.tflite` file, checked to be a TFLite flatbuffer.
+
+  Raises:
+    CandidateError: missing, unreadable, or not a `.tflite` file.
+  """
+  try:
+    data = fileio.read_bytes(path)
+  except errors.Error as e:
+    raise CandidateError(f"cannot read {path}: {errors.one_line(e)}") from e
+  try:
+    flatbuffer.check_identifier(data, str(path))
+  except flatbuffer.TfliteFileError as e:
+    raise CandidateError(str(e)) from e
+  return data
+
+
+def signature(data, path):
+  """((H, W, C), classes) of a `.tflite` image classifier, from its flatbuffer.
+
+  Raises:
+    CandidateError: several inputs or outputs, a non-image input, or an output that is not
+      [batch, classes].
+  """
+  io = flatbuffer.io_details(data)
+  if len(io["inputs"]) != 1 or len(io["outputs"]) != 1:
+    raise CandidateError(f"{path} has {len(io['inputs'])} inputs and {len(io['outputs'])} "
+                         "outputs; a .tflite file is audited with one image input and one "
+                         "class-score output")
+  shape, out = io["inputs"][0]["shape"], io["outputs"][0]["shape"]
+  if len(shape) != 4 or shape[-1] not in (1, 3) or min(shape[1:]) < 1:
+    raise CandidateError(f"{path}: input shape {shape} is not an image "
+                         "[batch, height, width, 1 or 3 channels]")
+  if len(out) != 2 or out[-1] < 1:
+    raise CandidateError(f"{path}: output shape {out} is not [batch, classes]")
+  return tuple(int(d) for d in shape[1:]), int(out[-1])
+
+
+def check_signature(path, got, want, what="the reference"):
+  """Raises `CandidateError` unless `got` == `want` (((H, W, C), classes) pairs)."""
+  if tuple(got[0]) != tuple(want[0]):
+    raise CandidateError(f"{path} takes {tuple(got[0])} images but {what} takes "
+                         f"{tuple(want[0])}")
+  if got[1] != want[1]:
+    raise CandidateError(f"{path} outputs {got[1]} classes but {what} outputs {want[1]}")
+
+
+def status(run_dir, variant, k, path):
+  """`lineage.Status` of a stored user file: its JSON records the current sha256 of `path` and
+  the stored copy is intact."""
+  stored, meta_path = export_state.export_paths(run_dir, variant, k)
+  if not fileio.exists(meta_path):
+    return lineage.MISSING
+  return lineage.status(
+      lambda: export_state.read_json(meta_path), {"file": hashing.file_sha256(path)},
+      "stored", extra=lambda meta: lineage.file_reason(stored, meta.get("sha256"), ".tflite",
+                                                       "stored"))
+
+
+def store(run_dir, variant, k, path, dataset, reference=None):
+  """Stores the user's file `path` as the export `variant` of dense member k.
+
+  Args:
+    run_dir, variant, k: where (`variant`: a `names.Variant` of member "dense").
+    path: the user's `.tflite` file.
+    dataset: the audited `base.Dataset` (recorded).
+    reference: the ((H, W, C), classes) the file must match (None: the data set's).
+
+  Returns:
+    The export JSON dict.
+
+  Raises:
+    CandidateError: see `read`, `signature`, `check_signature`.
+    export_state.ExportError: the files cannot be written.
+  """
+  data = read(path)
+  got = signature(data, path)
+  want = reference or (tuple(dataset.spec.image_shape), dataset.spec.num_classes)
+  check_signature(path, got, want, "the reference" if reference else "the data set")
+  sha = hashing.sha256_bytes(data)
+  meta = {
+      "schema": export_state.SCHEMA, "variant": variant.name,
+      "member_variant": variant.member_variant, "k": int(k), "format": variant.format,
+      "encoding": variant.encoding,
+      "source": {"file": fileio.abspath(path), "sha256": sha, "kind": "user .tflite",
+                 "dataset": dataset.spec.name, "dataset_options": dict(dataset.spec.options)},
+      "converter": None, "representative": None, "inputs": {"file": sha},
+      "versions": converter.versions(), "sha256": sha, "size_bytes": flatbuffer.sizes(data),
+      "sparsity": flatbuffer.weight_stats(data),
+      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer.io_details(data)}
+  stored, meta_path = export_state.export_paths(run_dir, variant, k)
+  fileio.makedirs(os.path.dirname(stored))
+  export.write_export(stored, meta_path, data, meta)
+  return meta
+
+
+def reference_variant():
+  """The export a `.tflite` reference is stored as: the float32 file of the dense member."""
+  return names.Variant(names.DENSE)
+
+
+def candidate_variant(name):
+  """The export of the user's candidate `name` (`user_<name>` of the dense member)."""
+  return names.Variant(names.DENSE, names.user_format(name))

@@ -208,6 +208,10 @@ _PROTECTED = flags.DEFINE_list("protected", None,
 _OUTPUT_INDEX = flags.DEFINE_integer("output_index", None,
                                      "The output to audit, for a Keras model with several.",
                                      lower_bound=0)
+_PREPROCESS = flags.DEFINE_string(
+    "preprocess", None, "What your model takes from the pixels, if it does not normalize "
+    "itself: unit (x/255), symmetric (x/127.5-1), imagenet_caffe, imagenet_torch, or "
+    "MODULE:FUNCTION (uint8 batch in, model input out).")
 # Flags that describe a population tf_forget trains: refused with --reference.
 TRAINING_FLAGS = ("preset", "model", "members", "variants", "sparsities", "steps")
 
@@ -316,9 +320,10 @@ def _user_models():
   """
   from eval import user_plan  # pylint: disable=g-import-not-at-top
   if not _REFERENCE.value:
-    if _CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None:
-      raise errors.Error("--candidate, --compress and --output_index audit your own model: "
-                         "give it with --reference")
+    if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
+        or _PREPROCESS.value):
+      raise errors.Error("--candidate, --compress, --output_index and --preprocess audit your "
+                         "own model: give it with --reference")
     return None
   given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
   if given or _PRUNING.value != ["gradual"]:
@@ -330,7 +335,8 @@ def _user_models():
                        for name, paths in map(user_plan.parse_candidate, _CANDIDATE.value)),
       compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
       attributes=filesystem.user_path(_ATTRIBUTES.value),
-      protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value)
+      protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
+      preprocess=_PREPROCESS.value)
 
 
 def _default_out():

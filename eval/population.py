@@ -229,7 +229,9 @@ def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files)
   streams.update(split_batches or {})
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
-  return exports, dataset, failures, streams, ids
+  fed = {split: (lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
+         for split, stream in streams.items()}  # what the models take (issue #28's preprocess)
+  return exports, dataset, failures, fed, ids
 
 
 def _table(run_dir, dataset, split, stream, split_id, exports, failures, check_keras,

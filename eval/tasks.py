@@ -312,7 +312,8 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
   try:
     out = eval_population.keras_predictions(
         run_dir, member_variant, int(k), split,
-        lambda: data.batches(split, batched.DEFAULT_BATCH_SIZE), split_id=split_id)
+        lambda: (data.model_inputs(e) for e in data.batches(split, batched.DEFAULT_BATCH_SIZE)),
+        split_id=split_id)
   finally:
     _clear_keras()
   return {"path": out}

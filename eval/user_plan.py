@@ -46,6 +46,8 @@ class UserModels:
     attributes: CSV of per-example attributes (`tf_forget.data.user_sets`).
     protected: attributes the subgroup audit and gates cross.
     output_index: the output to audit, for a Keras model with several.
+    preprocess: what the models take from the images' pixels (`tf_forget.data.preprocess`:
+      unit, symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -54,6 +56,7 @@ class UserModels:
   attributes: Optional[str] = None
   protected: Optional[Tuple[str, ...]] = None
   output_index: Optional[int] = None
+  preprocess: Optional[str] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -72,7 +75,7 @@ class UserModels:
                class_names=tuple(d["class_names"]) if d.get("class_names") else None,
                attributes=d.get("attributes"),
                protected=tuple(d["protected"]) if d.get("protected") else None,
-               output_index=d.get("output_index"))
+               output_index=d.get("output_index"), preprocess=d.get("preprocess"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,12 +144,13 @@ def _dataset(config, user, signature):
     options.update({k: v for k, v in (
         ("class_names", list(user.class_names) if user.class_names else None),
         ("attributes", user.attributes),
-        ("protected", list(user.protected) if user.protected else None)) if v is not None})
+        ("protected", list(user.protected) if user.protected else None),
+        ("preprocess", user.preprocess)) if v is not None})
     if config.data_dir and name == "tfds":
       options["data_dir"] = config.data_dir
-  elif user.class_names or user.attributes or user.protected:
+  elif user.class_names or user.attributes or user.protected or user.preprocess:
     raise audit_config.AuditError(
-        f"--class_names / --attributes / --protected describe the user's own data "
+        f"--class_names / --attributes / --protected / --preprocess describe the user's own data "
         f"(folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)

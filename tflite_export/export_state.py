@@ -190,9 +190,10 @@ def check_member(run_dir, member_variant, k):
 
 
 def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
-  """The first `size` train examples in fixed order, uint8 `[size, H, W, C]` (SPEC §2.5)."""
+  """The first `size` train examples in fixed order, `[size, H, W, C]` (SPEC §2.5), as the
+  model takes them (`Dataset.model_inputs`: uint8 pixels, or the user's preprocess)."""
   if size < 1:
     raise ExportError(f"representative size must be >= 1, got {size}")
-  examples = dataset.take(REPRESENTATIVE_SPLIT, size)
+  examples = dataset.model_inputs(dataset.take(REPRESENTATIVE_SPLIT, size))
   return examples.images, examples.ids
 

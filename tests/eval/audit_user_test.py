@@ -204,3 +204,33 @@ def test_a_model_of_other_classes_is_refused(user, tmp_path):
                    "--compress=float16", f"--out={tmp_path / 'out'}", *COMMON], user)
   assert "outputs 10 classes but the data set has 9" in _one_line(result)
   assert not (tmp_path / "out").exists()
+
+
+def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
+  """A model without its own preprocessing (trained on x / 127.5 - 1) is audited right with
+  --preprocess=symmetric: the float32 file's top-1 equals the Keras model's on the same
+  inputs; fed the raw pixels instead, it is far off (a shift, unlike a scale, changes a ReLU
+  network's argmax)."""
+  keras = keras2.keras()
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  norm = lambda x: x / np.float32(127.5) - np.float32(1)
+  keras.utils.set_random_seed(0)
+  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(8, 3, activation="relu"),
+                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(norm(train.images), train.labels, epochs=10, batch_size=64, verbose=0)
+  want = float(np.mean(np.argmax(model.predict(norm(test.images), verbose=0), 1)
+                       == test.labels))
+  model.save(str(user / "symmetric.keras"))
+  args = ["--dataset=folder:images", "--reference=symmetric.keras", "--compress=float16",
+          *COMMON]
+  fed = _audit([*args, "--preprocess=symmetric", "--out=symmetric"], user)
+  assert fed.returncode == 0, fed.stderr[-3000:]
+  report = json.loads((user / "symmetric" / "report.json").read_text())
+  assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
+  assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
+  raw = _audit([*args, "--out=raw"], user)  # the same model fed raw pixels: a wrong audit
+  assert raw.returncode == 0, raw.stderr[-3000:]
+  wrong = json.loads((user / "raw" / "report.json").read_text())
+  assert wrong["variants"]["dense"]["top1"] < want - 0.1

@@ -139,6 +139,11 @@ class Dataset(abc.ABC):
   def batches(self, split, batch_size) -> Iterator[Examples]:
     """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
 
+  def model_inputs(self, examples):
+    """`examples` as a model is fed them: the raw pixels unchanged (every registered data set;
+    models normalize inside). The user's data sources apply their `preprocess` (issue #28)."""
+    return examples
+
   def load(self, split) -> Examples:
     """Materialises a whole split in memory (small data sets, representative sets, tests)."""
     return concatenate(self.batches(split, 1024))

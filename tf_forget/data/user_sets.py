@@ -28,6 +28,7 @@ that the trainer decodes with `decode_record`. An image that cannot be decoded i
 """
 
 import abc
+import dataclasses
 
 import numpy as np
 import tensorflow as tf
@@ -36,6 +37,7 @@ from tf_forget.artifacts import filesystem
 from tf_forget.data import attributes_csv
 from tf_forget.data import base
 from tf_forget.data import images
+from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import user_inputs
 
 _PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -50,7 +52,7 @@ class UserDataset(base.Dataset):
   """
 
   def _finish(self, name, splits, image_size, channels, class_names, attributes, protected,
-              options, first):
+              options, first, preprocess=None):
     """Resolves the size and channels (if unset, from the image record `first()` returns with
     its description), reads the attributes CSV and sets `spec`."""
     if image_size is None or channels is None:
@@ -63,9 +65,10 @@ class UserDataset(base.Dataset):
     self._attribute_index, self._checked = {}, set()
     names = tuple(self._csv.names) if self._csv else ()
     protected = user_inputs.parse_names(protected, "protected") or ()
+    self._preprocess = preprocess_lib.resolve(preprocess) if preprocess else None
     options = dict(options, image_size=list(image_size), channels=channels,
                    attributes=self._csv.path if self._csv else None,
-                   protected=list(protected) or None)
+                   protected=list(protected) or None, preprocess=preprocess)
     super().__init__(base.DatasetSpec(
         name=name, num_classes=len(class_names), image_shape=tuple(image_size) + (channels,),
         splits=tuple(splits), eval_split="test", class_names=tuple(class_names),
@@ -74,6 +77,12 @@ class UserDataset(base.Dataset):
     self.check_attributes(protected)
     if self._csv:
       self._index_attribute_rows()
+
+  def model_inputs(self, examples):
+    """`examples` with the images the model takes (`preprocess`, if the option is set)."""
+    if self._preprocess is None:
+      return examples
+    return dataclasses.replace(examples, images=self._preprocess(examples.images))
 
   def _probe(self, first):
     """The first example's decoded image (eagerly), or a DataError naming it."""

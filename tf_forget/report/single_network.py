@@ -207,7 +207,8 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
   bs = {v: validate.check_labels(b, name="b") for v, b in candidates.items()}
   nan = float("nan")
   rows = {}
-  # pylint: disable=protected-access (the rates exactly as `paired` defines them)
+  # The rates exactly as `paired` defines them (its private helpers).
+  # pylint: disable=protected-access
   for name, mask in masks.items():
     mask = np.asarray(mask, dtype=bool)
     for measure in measures:

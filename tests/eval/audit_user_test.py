@@ -234,3 +234,27 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   assert raw.returncode == 0, raw.stderr[-3000:]
   wrong = json.loads((user / "raw" / "report.json").read_text())
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
+
+
+def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
+  """An untrained network's file as the candidate: its per-class McNemar tests (BH) find
+  significant classes, so --max_significant_classes=0 fails it and the command exits 3 (what a
+  deployment's CI reads); the reference's own conversion passes."""
+  keras = keras2.keras()
+  keras.utils.set_random_seed(1)
+  untrained = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
+                                keras.layers.Flatten(), keras.layers.Dense(10)])
+  converter = tf.lite.TFLiteConverter.from_keras_model(untrained)
+  (user / "untrained.tflite").write_bytes(converter.convert())
+  result = _audit(["--dataset=folder:images", "--reference=model0.keras",
+                   "--candidate=bad=untrained.tflite", "--compress=float16",
+                   "--max_significant_classes=0", "--out=gated", *COMMON], user)
+  assert result.returncode == 3, result.stderr[-3000:]
+  manifest = json.loads((user / "gated" / "deploy" / "manifest.json").read_text())
+  assert manifest["failed_variants"] == ["user_bad"]
+  report = json.loads((user / "gated" / "report.json").read_text())
+  k1 = [r for r in report["tables"]["k1_classes"] if r["variant"] == "user_bad"]
+  assert sum(bool(r["significant"]) for r in k1) >= 1
+  verdict = {r["variant"]: r for r in report["tables"]["verdict"]}
+  assert "McNemar + BH over the test examples" in verdict["user_bad"]["reasons"]
+  assert verdict["float16"]["gate"] == "pass"

@@ -6,6 +6,7 @@ class), converts the models with the plain TFLite converter to full int8 and to 
 runs `eval/audit.py --reference=... --candidate=...` in a subprocess, as a user would.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -258,3 +259,41 @@ def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
   verdict = {r["variant"]: r for r in report["tables"]["verdict"]}
   assert "McNemar + BH over the test examples" in verdict["user_bad"]["reasons"]
   assert verdict["float16"]["gate"] == "pass"
+
+
+def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
+  """--dataset=tfds:mnist (a mock tfds data set) and --dataset=tfrecord:GLOB (written here):
+  the same K = 1 audit, in this process (tfds' mock lives in it)."""
+  from eval import audit_config  # pylint: disable=g-import-not-at-top
+  from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  from eval import user_plan  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  keras = keras2.keras()
+  keras.utils.set_random_seed(0)
+  model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Rescaling(1 / 255.0),
+                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model.save(str(tmp_path / "m.keras"))
+  (tmp_path / "m.tflite").write_bytes(_convert(model, None, int8=False))
+  user = user_plan.UserModels(references=(str(tmp_path / "m.keras"),),
+                              candidates=(("f32", (str(tmp_path / "m.tflite"),)),))
+  with tfds.testing.mock_data(num_examples=12):
+    config = audit_config.AuditConfig(dataset="tfds:mnist", out=str(tmp_path / "tfds"),
+                                      user=user, deploy_encoding="plain", executor="inline")
+    report, _ = audit_lib.run_audit(config, log=lambda line: None)
+    images = registry.get("mnist").load("test")
+  assert set(report["variants"]) == {"dense", "user_f32"}
+  assert report["dataset"]["examples"] == 12
+  with tf.io.TFRecordWriter(str(tmp_path / "d.tfrecord")) as writer:
+    for image, label in zip(images.images, images.labels):
+      writer.write(tf.train.Example(features=tf.train.Features(feature={
+          "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
+              value=[tf.io.encode_png(image).numpy()])),
+          "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(
+              value=[int(label)]))})).SerializeToString())
+  config = audit_config.AuditConfig(
+      dataset=f"tfrecord:{tmp_path}/*.tfrecord", out=str(tmp_path / "rec"),
+      user=dataclasses.replace(user, class_names=tuple(str(c) for c in range(10))),
+      deploy_encoding="plain", executor="inline")
+  again, _ = audit_lib.run_audit(config, log=lambda line: None)
+  # The same images and model: the same top-1 through either source.
+  assert again["variants"]["user_f32"]["top1"] == report["variants"]["user_f32"]["top1"]

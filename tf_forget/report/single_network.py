@@ -13,7 +13,8 @@ with the paired per-example methods of `tf_forget.stats.paired`:
 * `k1_classes`: per-class recall change, exact McNemar per class, Benjamini-Hochberg over the
   classes (`paired.per_class_recall_change`);
 * `k1_subgroups` (protected attributes only): error / FNR / FPR change of each subgroup of
-  `subgroups.subgroup_masks` (the `subgroups` table's columns, `aggregate` = every example)
+  `subgroups.subgroup_masks` (SPEC §4.2: aggregate, each value of each protected attribute and
+  their intersections; a rate without a denominator is NaN, never 0)
   with a seeded paired bootstrap interval (`paired.paired_bootstrap_change`); FNR / FPR need
   a binary task, as the `subgroups` table. The resamples of a subgroup and measure depend only
   on its denominator set and the seed, not on the candidate, so `subgroup_rows` draws them once
@@ -23,8 +24,9 @@ with the paired per-example methods of `tf_forget.stats.paired`:
 * `flips`: every example whose prediction changed, `broken` (right -> wrong), `fixed`
   (wrong -> right) or `changed` (wrong -> another wrong) (`paired.flips`).
 
-`compute` returns nothing (no table, note or setting) unless the dense population has exactly
-one member, so a K > 1 report is unchanged. The conclusions are about this trained network on
+With K >= 2 the population measures apply as the papers define them (SPEC §1.3 pairs member k
+with member k; §3.1's Welch test over members), so `compute` returns nothing (no table, note
+or setting) unless the dense population has exactly one member, so a K > 1 report is unchanged. The conclusions are about this trained network on
 data like this test set, not about its training recipe.
 """
 
@@ -149,7 +151,7 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
   """[(low, high)] of `paired.paired_bootstrap_change` for several candidates at once.
 
   The resamples are those of `paired_bootstrap_change` (`scipy.stats.bootstrap`, paired,
-  vectorized, percentile method): batches of max(1, `paired._BOOTSTRAP_CELLS` // n) rows of n
+  vectorized, percentile method): batches of max(1, `paired.BOOTSTRAP_CELLS` // n) rows of n
   indices drawn by `rng.integers(0, n, (rows, n))` from `np.random.default_rng(seed)`, and
   δ* = mean(err_b[i]) − mean(err_a[i]) per row. They depend only on n and the seed, so they
   are drawn once for every candidate. A mean of 0/1 values is its exact count over n, so
@@ -180,7 +182,7 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
     words.append(word)
   counts = [[] for _ in columns]
   rng = np.random.default_rng(seed)
-  rows = max(1, paired._BOOTSTRAP_CELLS // n)  # pylint: disable=protected-access
+  rows = max(1, paired.BOOTSTRAP_CELLS // n)
   for start in range(0, n_resamples, rows):
     index = rng.integers(0, n, (min(rows, n_resamples - start), n))
     for w, word in enumerate(words):
@@ -208,12 +210,11 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
   nan = float("nan")
   rows = {}
   # The rates exactly as `paired` defines them (its private helpers).
-  # pylint: disable=protected-access
   for name, mask in masks.items():
     mask = np.asarray(mask, dtype=bool)
     for measure in measures:
-      err_a, _ = paired._rate_examples(y, a, a, mask, measure, 1)
-      errs = {v: paired._rate_examples(y, a, b, mask, measure, 1)[1] for v, b in bs.items()}
+      err_a, _ = paired.rate_examples(y, a, a, mask, measure, 1)
+      errs = {v: paired.rate_examples(y, a, b, mask, measure, 1)[1] for v, b in bs.items()}
       n = int(err_a.size)
       intervals = (bootstrap_intervals(err_a, list(errs.values()), seed, int(n_resamples))
                    if n >= 2 else [(nan, nan)] * len(errs))
@@ -223,9 +224,8 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
                "high": high, "n_resamples": int(n_resamples)}
         if n:
           row.update(rate_reference=float(err_a.mean()), rate_candidate=float(err_b.mean()),
-                     change=float(paired._mean_change(err_a, err_b)))
+                     change=float(paired.mean_change(err_a, err_b)))
         rows[variant, name, measure] = row
-  # pylint: enable=protected-access
   return [rows[v, name, measure] for v in bs for name in masks for measure in measures]
 
 

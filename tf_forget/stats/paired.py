@@ -42,7 +42,7 @@ MEASURES = ("error", "fnr", "fpr")
 INTERVAL_METHOD = "newcombe_hybrid_score"  # Newcombe (1998) method 10
 BOOTSTRAP_METHOD = "paired_percentile_bootstrap"
 # Resampled values held at once by the vectorized bootstrap (memory bound, not a tuning knob).
-_BOOTSTRAP_CELLS = 4_000_000
+BOOTSTRAP_CELLS = 4_000_000
 
 
 def _check_confidence(confidence, name="confidence"):
@@ -298,8 +298,10 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   return out
 
 
-def _rate_examples(y, a, b, mask, measure, positive):
-  """Per-example indicators (a side, b side) whose mean is the rate, over its denominator."""
+def rate_examples(y, a, b, mask, measure, positive):
+  """Per-example indicators (a side, b side) whose mean is the rate, over its denominator set
+  D (SPEC §4.2): error = 1[ŷ ≠ y] over the subgroup; FNR = 1[ŷ ≠ +] over its actual
+  positives; FPR = 1[ŷ = +] over its actual negatives (+ = `positive`)."""
   if measure == "error":
     keep = mask
     return (a[keep] != y[keep]), (b[keep] != y[keep])
@@ -310,7 +312,8 @@ def _rate_examples(y, a, b, mask, measure, positive):
   return a[keep] == positive, b[keep] == positive
 
 
-def _mean_change(err_a, err_b, axis=-1):
+def mean_change(err_a, err_b, axis=-1):
+  """r_b − r_a = mean(e_b) − mean(e_a) of paired indicators (`rate_examples`) along `axis`."""
   return np.mean(err_b, axis=axis) - np.mean(err_a, axis=axis)
 
 
@@ -357,19 +360,19 @@ def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, s
   if int(positive) != positive or positive < 0:
     raise validate.StatsInputError(f"positive must be a non-negative label, got {positive}")
   y, a, b, m = _check_triplet(y, a, b, mask)
-  err_a, err_b = _rate_examples(y, a, b, m, measure, int(positive))
+  err_a, err_b = rate_examples(y, a, b, m, measure, int(positive))
   n = int(err_a.size)
   nan = float("nan")
   out = {"measure": measure, "n": n, "n_resamples": int(n_resamples),
          "confidence": confidence, "method": BOOTSTRAP_METHOD}
   if n == 0:
     return dict(out, change=nan, rate_a=nan, rate_b=nan, low=nan, high=nan)
-  out.update(change=float(_mean_change(err_a, err_b)), rate_a=float(err_a.mean()),
+  out.update(change=float(mean_change(err_a, err_b)), rate_a=float(err_a.mean()),
              rate_b=float(err_b.mean()))
   if n < 2:
     return dict(out, low=nan, high=nan)
-  res = stats.bootstrap((err_a.astype(np.float64), err_b.astype(np.float64)), _mean_change,
-                        n_resamples=int(n_resamples), batch=max(1, _BOOTSTRAP_CELLS // n),
+  res = stats.bootstrap((err_a.astype(np.float64), err_b.astype(np.float64)), mean_change,
+                        n_resamples=int(n_resamples), batch=max(1, BOOTSTRAP_CELLS // n),
                         vectorized=True, paired=True, confidence_level=confidence,
                         method="percentile", rng=np.random.default_rng(seed))
   return dict(out, low=float(res.confidence_interval.low),

@@ -196,7 +196,10 @@ _CANDIDATE = flags.DEFINE_multi_string(
     "as they are; repeatable. Reported as the variant user_<NAME>.")
 _COMPRESS = flags.DEFINE_list(
     "compress", [], "Formats tf_forget makes from Keras references: float16, dynamic_int8, "
-    "full_int8 (full_int8 calibrates on the first 100 train examples).")
+    "full_int8 (full_int8 calibrates on the first 100 train examples, or --calibration).")
+_CALIBRATION = flags.DEFINE_string(
+    "calibration", None, "Data whose first 100 examples calibrate --compress=full_int8, spelled "
+    "like --dataset (folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB); default: the train split.")
 _CLASS_NAMES = flags.DEFINE_list(
     "class_names", None, "Your model's classes in output order (default: labels.txt in the "
     "folder, else the sorted class folders).")
@@ -206,7 +209,8 @@ _ATTRIBUTES = flags.DEFINE_string(
 _PROTECTED = flags.DEFINE_list("protected", None,
                                "Attributes the subgroup audit and gates cross.")
 _OUTPUT_INDEX = flags.DEFINE_integer("output_index", None,
-                                     "The output to audit, for a Keras model with several.",
+                                     "The output to audit, for a model with several (in each "
+                                     "file's own output order).",
                                      lower_bound=0)
 _PREPROCESS = flags.DEFINE_string(
     "preprocess", None, "What your model takes from the pixels, if it does not normalize "
@@ -321,9 +325,9 @@ def _user_models():
   from eval import user_plan  # pylint: disable=g-import-not-at-top
   if not _REFERENCE.value:
     if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
-        or _PREPROCESS.value):
-      raise errors.Error("--candidate, --compress, --output_index and --preprocess audit your "
-                         "own model: give it with --reference")
+        or _PREPROCESS.value or _CALIBRATION.value):
+      raise errors.Error("--candidate, --compress, --calibration, --output_index and "
+                         "--preprocess audit your own model: give it with --reference")
     return None
   given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
   if given or _PRUNING.value != ["gradual"]:
@@ -336,7 +340,7 @@ def _user_models():
       compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
       attributes=filesystem.user_path(_ATTRIBUTES.value),
       protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
-      preprocess=_PREPROCESS.value)
+      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value)
 
 
 def _default_out():

@@ -44,7 +44,8 @@ class BatchedRunner:
   """
 
   def __init__(self, model, batch_size=DEFAULT_BATCH_SIZE,
-               num_threads=interpreter.DEFAULT_NUM_THREADS, runtime="xnnpack", tail="resize"):
+               num_threads=interpreter.DEFAULT_NUM_THREADS, runtime="xnnpack", tail="resize",
+               output_index=None):
     """Creates the interpreter (via the factory) at batch size `batch_size`.
 
     Args:
@@ -54,6 +55,8 @@ class BatchedRunner:
       runtime: a key of `interpreter.RUNTIMES`, or "auto" (XNNPACK, falling back to the
         built-in kernels when the delegate refuses the model).
       tail: how a last partial batch is run, one of `TAIL_POLICIES` (see module doc).
+      output_index: the output that holds the class scores, for a file with several (in the
+        file's own output order; issue #28 `--output_index`); None: the file must have one.
 
     Raises:
       interpreter.TfliteError: unreadable / invalid file, or not a one-input, one-output
@@ -68,6 +71,7 @@ class BatchedRunner:
     self.reallocations = 0  # resize + allocate calls after creation (tail batches only)
     self.fallback_reason = None
     self._model, self._num_threads = model, num_threads
+    self._output_index = output_index
     self._auto = runtime == "auto"
     self._invoked = False
     if self._auto:
@@ -83,16 +87,21 @@ class BatchedRunner:
     batch_size = self.batch_size
     inputs = self.interpreter.get_input_details()
     outputs = self.interpreter.get_output_details()
-    if len(outputs) != 1 or len(outputs[0]["shape"]) != 2:
+    index = self._output_index or 0
+    if ((self._output_index is None and len(outputs) != 1) or not 0 <= index < len(outputs)
+        or len(outputs[index]["shape"]) != 2):
       raise interpreter.TfliteError(
-          f"expected one [batch, classes] output, got {[list(o['shape']) for o in outputs]}")
-    self._in, self._out = inputs[0]["index"], outputs[0]["index"]
+          f"expected one [batch, classes] output{'' if self._output_index is None else ' at '}"
+          f"{'' if self._output_index is None else f'output_index {index}'}, got "
+          f"{[list(o['shape']) for o in outputs]}")
+    output = outputs[index]
+    self._in, self._out = inputs[0]["index"], output["index"]
     self.input_shape = tuple(int(d) for d in inputs[0]["shape"][1:])
-    self.num_classes = int(outputs[0]["shape"][1])
+    self.num_classes = int(output["shape"][1])
     self.input_dtype = np.dtype(inputs[0]["dtype"])
-    self.output_dtype = np.dtype(outputs[0]["dtype"])
+    self.output_dtype = np.dtype(output["dtype"])
     self.quantize = interpreter.InputQuantizer(inputs[0])
-    self.dequantize = interpreter.OutputDequantizer(outputs[0])
+    self.dequantize = interpreter.OutputDequantizer(output)
     self._buffer = np.zeros([batch_size, *self.input_shape], self.input_dtype)
     self._allocated = batch_size
 

@@ -74,17 +74,17 @@ class ExportStage(driver.Stage):
     return [v for v, _ in export_state.plan([member], **self._plan(ctx))]
 
   def units(self, ctx):
-    plan, units, rep_ids = self._plan(ctx), [], None
+    plan, units, rep_key = self._plan(ctx), [], None
     for v, k in self._members(ctx):
       jobs = self._jobs(ctx, (v, k))
       if not jobs:  # a .tflite reference: nothing to convert (issue #28)
         continue
-      if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_ids is None:
-        rep_ids = export_state.representative_images(ctx.dataset)[1]
+      if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_key is None:
+        rep_key = export_state.representative_images(ctx.dataset).key
       units.append(driver.Unit(
           checks=[driver.Check(f"{j.name}/{k} export", lambda j=j, k=k: export_state.status(
               ctx.run_dir, j, k,
-              rep_ids if formats.FORMATS[j.format]["representative"] else None), j)
+              rep_key if formats.FORMATS[j.format]["representative"] else None), j)
                   for j in jobs],
           task=lambda pending, v=v, k=k: driver.task(
               f"export {v}/{k}", "export_member", cost=len(pending), run_dir=ctx.run_dir,

@@ -32,7 +32,8 @@ def _store_unit(ctx, variant, k, path, what):
                                                                         path))],
       task=lambda _: driver.task(f"store {variant.name}/{k}", "store_user_file", k=int(k),
                                  file_format=variant.format, path=path, shape=list(shape),
-                                 classes=int(classes), **_data_kwargs(ctx)))
+                                 classes=int(classes), output_index=ctx.plan.user.output_index,
+                                 **_data_kwargs(ctx)))
 
 
 class ReferenceStage(driver.Stage):

@@ -117,7 +117,8 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   data = interpreter.read_model(tflite_path)  # the bytes hashed are the bytes run
   if hashing.sha256_bytes(data) != sha:
     raise evaluate.EvaluationError(f"{tflite_path} changed while it was being evaluated")
-  runner = evaluate.runner_for(data, tflite_path, batch_size, num_threads, runtime="auto")
+  runner = evaluate.runner_for(data, tflite_path, batch_size, num_threads, runtime="auto",
+                               output_index=(metadata or {}).get("output_index"))
   runner.check_images(examples.images)
   raw = np.asarray(examples.images, np.float32)
   eps = np.asarray(protocol.eps, np.float64)
@@ -203,7 +204,9 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
         noise_artifact.path(run_dir, meta["variant"], k),
         metadata={"variant": meta["variant"], "member_variant": meta["member_variant"],
                   "k": k, "format": meta["format"], "encoding": meta["encoding"],
-                  "dataset": dataset.spec.name},
+                  "dataset": dataset.spec.name,
+                  **({"output_index": meta["output_index"]}
+                     if meta.get("output_index") is not None else {})},
         num_threads=num_threads, batch_size=batch_size, tflite_sha256=meta["sha256"],
         split_id=split_id, log=redo_log or log)
     metas.append(out)

@@ -43,7 +43,7 @@ def _member_key(meta):
 
 def _output_scale(meta):
   """The int8 output scale of an export (None for float outputs)."""
-  out = meta["io"]["outputs"][0]
+  out = meta["io"]["outputs"][meta.get("output_index") or 0]
   return out["scale"][0] if out["dtype"] in ("int8", "uint8") and out["scale"] else None
 
 
@@ -171,7 +171,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
           batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
           overwrite=overwrite, tflite_sha256=meta["sha256"],
           image_shape=dataset.spec.image_shape, tail=tail, split_id=ids.get(split),
-          log=redo_log)
+          log=redo_log, output_index=meta.get("output_index"))
       if log:
         log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
             f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
@@ -229,7 +229,7 @@ def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files)
   streams.update(split_batches or {})
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
-  fed = {split: (lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
+  fed = {split: evaluate.replayable(lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
          for split, stream in streams.items()}  # what the models take (issue #28's preprocess)
   return exports, dataset, failures, fed, ids
 

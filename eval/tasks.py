@@ -350,7 +350,8 @@ def import_reference(run_dir, k, path, dataset, dataset_options, output_index=No
   return {"member": f"dense/{k}", "model_sha256": meta["model_sha256"]}
 
 
-def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, dataset_options):
+def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, dataset_options,
+                    output_index=None):
   """Stores the user's `.tflite` file `path` as the export `file_format` of dense member k
   (`tflite_export.candidates`: a candidate `user_<name>`, or a float32 reference).
 
@@ -360,5 +361,5 @@ def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, data
   data = _dataset(dataset, dataset_options)
   variant = names.Variant(names.DENSE, file_format)
   meta = candidates.store(run_dir, variant, int(k), path, data,
-                          reference=(tuple(shape), int(classes)))
+                          reference=(tuple(shape), int(classes)), output_index=output_index)
   return {"variant": variant.name, "k": int(k), "sha256": meta["sha256"]}

@@ -28,6 +28,7 @@ from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.train import imported
 from tflite_export import candidates as candidates_lib
+from tflite_export import export_state
 
 # Formats tf_forget can make from a Keras reference (`--compress`).
 COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
@@ -45,9 +46,12 @@ class UserModels:
     class_names: the model's output classes in order (default: the data set's / labels.txt).
     attributes: CSV of per-example attributes (`tf_forget.data.user_sets`).
     protected: attributes the subgroup audit and gates cross.
-    output_index: the output to audit, for a Keras model with several.
+    output_index: the output to audit, for a model or file with several (each file's own
+      output order: a Keras model's outputs, a `.tflite` file's outputs).
     preprocess: what the models take from the images' pixels (`tf_forget.data.preprocess`:
       unit, symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
+    calibration: the data that calibrates `--compress=full_int8` (a `sources` spelling; its
+      first 100 examples, SPEC §2.3 / §2.5); None: the audited data set's train split.
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -57,6 +61,7 @@ class UserModels:
   protected: Optional[Tuple[str, ...]] = None
   output_index: Optional[int] = None
   preprocess: Optional[str] = None
+  calibration: Optional[str] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -75,7 +80,8 @@ class UserModels:
                class_names=tuple(d["class_names"]) if d.get("class_names") else None,
                attributes=d.get("attributes"),
                protected=tuple(d["protected"]) if d.get("protected") else None,
-               output_index=d.get("output_index"), preprocess=d.get("preprocess"))
+               output_index=d.get("output_index"), preprocess=d.get("preprocess"),
+               calibration=d.get("calibration"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +135,7 @@ def _signature(references, kind, output_index):
     if kind == "keras":
       found.append(imported.signature(imported.load(path), path, output_index))
     else:
-      found.append(candidates_lib.signature(candidates_lib.read(path), path))
+      found.append(candidates_lib.signature(candidates_lib.read(path), path, output_index))
   for path, sig in zip(references[1:], found[1:]):
     candidates_lib.check_signature(path, sig, found[0], f"reference {references[0]}")
   return found[0]
@@ -145,17 +151,39 @@ def _dataset(config, user, signature):
         ("class_names", list(user.class_names) if user.class_names else None),
         ("attributes", user.attributes),
         ("protected", list(user.protected) if user.protected else None),
-        ("preprocess", user.preprocess)) if v is not None})
+        ("preprocess", user.preprocess),
+        ("calibration", _calibration(config, user))) if v is not None})
     if config.data_dir and name == "tfds":
       options["data_dir"] = config.data_dir
-  elif user.class_names or user.attributes or user.protected or user.preprocess:
+  elif (user.class_names or user.attributes or user.protected or user.preprocess
+        or user.calibration):
     raise audit_config.AuditError(
-        f"--class_names / --attributes / --protected / --preprocess describe the user's own data "
-        f"(folder:, tfds:, tfrecord:); {name!r} has its own")
+        f"--class_names / --attributes / --protected / --preprocess / --calibration describe "
+        f"the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
   dataset.take(dataset.spec.eval_split, 1)
   return dataset
+
+
+def _calibration(config, user):
+  """{"name", "options"} of `--calibration` (`sources.parse`), or None.
+
+  Raises:
+    AuditError: not a folder:, tfds: or tfrecord: spelling, or no full_int8 to calibrate.
+  """
+  if not user.calibration:
+    return None
+  if "full_int8" not in user.compress:
+    raise audit_config.AuditError("--calibration calibrates --compress=full_int8; nothing "
+                                  "else uses it")
+  name, options = sources.parse(user.calibration)
+  if name not in sources.PREFIXES:
+    raise audit_config.AuditError(f"--calibration={user.calibration}: give your own data "
+                                  "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)")
+  if config.data_dir and name == "tfds":
+    options["data_dir"] = config.data_dir
+  return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
 def _check_candidates(user, signature):
@@ -171,7 +199,8 @@ def _check_candidates(user, signature):
           "give one file per reference, in the same order")
     for path in paths:
       candidates_lib.check_signature(
-          path, candidates_lib.signature(candidates_lib.read(path), path), signature)
+          path, candidates_lib.signature(candidates_lib.read(path), path, user.output_index),
+          signature)
 
 
 def _check_compress(user, kind, dataset):
@@ -183,10 +212,13 @@ def _check_compress(user, kind, dataset):
     raise audit_config.AuditError(
         "--compress converts the reference model: it needs Keras references (.keras, .h5, "
         "SavedModel), not .tflite files")
-  if "full_int8" in user.compress and "train" not in dataset.spec.splits:
-    raise audit_config.AuditError(
-        "--compress=full_int8 calibrates on the data set's first 100 train examples (SPEC §2.3): "
-        "give a data set with a train split (e.g. a folder with train/ and test/)")
+  if "full_int8" in user.compress:
+    source, split = export_state.calibration_source(dataset)
+    if source is dataset and "train" not in dataset.spec.splits:
+      raise audit_config.AuditError(
+          "--compress=full_int8 calibrates on the first 100 train examples (SPEC §2.3): give "
+          "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
+    source.take(split, 1)
 
 
 def _corrupted(config):
@@ -233,7 +265,8 @@ def identity(config, p):
   user = config.user
   return {"user": {"references": list(user.references),
                    "candidates": {n: list(paths) for n, paths in user.candidates},
-                   "compress": list(user.compress), "output_index": user.output_index},
+                   "compress": list(user.compress), "output_index": user.output_index,
+                   "calibration": user.calibration},
           "dataset": p.population.dataset,
           "dataset_options": dict(p.population.dataset_options),
           "members": p.population.members, "variants": list(p.variants),

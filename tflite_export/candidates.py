@@ -51,19 +51,30 @@ def read(path):
   return data
 
 
-def signature(data, path):
+def signature(data, path, output_index=None):
   """((H, W, C), classes) of a `.tflite` image classifier, from its flatbuffer.
 
+  Args:
+    data, path: the file's bytes and its name (for errors).
+    output_index: the class-score output of a file with several, in the file's own output
+      order (`--output_index`; a converter may order a Keras model's outputs otherwise).
+
   Raises:
-    CandidateError: several inputs or outputs, a non-image input, or an output that is not
-      [batch, classes].
+    CandidateError: several inputs, several outputs without `output_index`, an index out of
+      range, a non-image input, or an output that is not [batch, classes].
   """
   io = flatbuffer.io_details(data)
-  if len(io["inputs"]) != 1 or len(io["outputs"]) != 1:
-    raise CandidateError(f"{path} has {len(io['inputs'])} inputs and {len(io['outputs'])} "
-                         "outputs; a .tflite file is audited with one image input and one "
-                         "class-score output")
-  shape, out = io["inputs"][0]["shape"], io["outputs"][0]["shape"]
+  outputs = len(io["outputs"])
+  if len(io["inputs"]) != 1:
+    raise CandidateError(f"{path} has {len(io['inputs'])} inputs; a .tflite file is audited "
+                         "with one image input")
+  if output_index is None and outputs != 1:
+    raise CandidateError(f"{path} has {outputs} outputs: choose the class scores with "
+                         "--output_index (in the file's output order)")
+  index = output_index or 0
+  if not 0 <= index < outputs:
+    raise CandidateError(f"{path}: --output_index={index} but it has {outputs} outputs")
+  shape, out = io["inputs"][0]["shape"], io["outputs"][index]["shape"]
   if len(shape) != 4 or shape[-1] not in (1, 3) or min(shape[1:]) < 1:
     raise CandidateError(f"{path}: input shape {shape} is not an image "
                          "[batch, height, width, 1 or 3 channels]")
@@ -93,7 +104,7 @@ def status(run_dir, variant, k, path):
                                                        "stored"))
 
 
-def store(run_dir, variant, k, path, dataset, reference=None):
+def store(run_dir, variant, k, path, dataset, reference=None, output_index=None):
   """Stores the user's file `path` as the export `variant` of dense member k.
 
   Args:
@@ -101,6 +112,8 @@ def store(run_dir, variant, k, path, dataset, reference=None):
     path: the user's `.tflite` file.
     dataset: the audited `base.Dataset` (recorded).
     reference: the ((H, W, C), classes) the file must match (None: the data set's).
+    output_index: the class-score output of a file with several (`signature`); recorded as
+      the JSON's `output_index`, which the evaluation reads.
 
   Returns:
     The export JSON dict.
@@ -110,7 +123,7 @@ def store(run_dir, variant, k, path, dataset, reference=None):
     export_state.ExportError: the files cannot be written.
   """
   data = read(path)
-  got = signature(data, path)
+  got = signature(data, path, output_index)
   want = reference or (tuple(dataset.spec.image_shape), dataset.spec.num_classes)
   check_signature(path, got, want, "the reference" if reference else "the data set")
   sha = hashing.sha256_bytes(data)
@@ -123,7 +136,8 @@ def store(run_dir, variant, k, path, dataset, reference=None):
       "converter": None, "representative": None, "inputs": {"file": sha},
       "versions": converter.versions(), "sha256": sha, "size_bytes": flatbuffer.sizes(data),
       "sparsity": flatbuffer.weight_stats(data),
-      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer.io_details(data)}
+      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer.io_details(data),
+      "output_index": output_index}
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
   fileio.makedirs(os.path.dirname(stored))
   export.write_export(stored, meta_path, data, meta)

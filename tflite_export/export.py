@@ -73,9 +73,8 @@ def export_member(run_dir, variant, k, dataset=None,
   """
   path, meta_path = export_state.export_paths(run_dir, variant, k)
   options = formats.FORMATS[variant.format]
-  rep_images, rep_ids, metadata = _representative(run_dir, variant, k, dataset,
-                                                  representative_size, metadata)
-  state = export_state.status(run_dir, variant, k, rep_ids)
+  rep, metadata = _representative(run_dir, variant, k, dataset, representative_size, metadata)
+  state = export_state.status(run_dir, variant, k, rep.key if rep else None)
   if not overwrite and state:
     return dict(export_state.read_json(meta_path), skipped=True, redo=None)
   export_state.check_member(run_dir, variant.member_variant, k)
@@ -83,13 +82,13 @@ def export_member(run_dir, variant, k, dataset=None,
   if model is None or metadata is None:
     model, metadata = export_state.load_member(run_dir, variant.member_variant, k)
   start = time.time()
-  data = converter.convert(model, variant.format, rep_images, variant.encoding)
+  data = converter.convert(model, variant.format, rep.images if rep else None, variant.encoding)
   seconds = time.time() - start
   stats = flatbuffer.weight_stats(data)
   if _source_sha256(run_dir, variant, k) != source_sha:
     raise export_state.ExportError(f"member {variant.member_variant}/{k}: model.keras changed "
                                    "while it was being exported")
-  meta = _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep_ids)
+  meta = _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep)
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   write_export(path, meta_path, data, meta)
@@ -98,21 +97,21 @@ def export_member(run_dir, variant, k, dataset=None,
 
 
 def _representative(run_dir, variant, k, dataset, representative_size, metadata):
-  """(images, ids, metadata): the representative data of formats that need it, else Nones.
+  """(`export_state.Representative`, metadata): the representative data of formats that need
+  it, else None.
 
   Without `dataset`, it is built from the member's metadata, read from `run_dir` (and
   returned) when `metadata` is None; `metadata` is returned as given otherwise.
   """
   if not formats.FORMATS[variant.format]["representative"]:
-    return None, None, metadata
+    return None, metadata
   if dataset is None:
     if metadata is None:
       metadata = fileio.read_json(
           os.path.join(export_state.member_dir(run_dir, variant.member_variant, k),
                        layout.METADATA_FILE), "member metadata")
     dataset = data_registry.get(metadata["dataset"], **metadata.get("dataset_options", {}))
-  rep_images, rep_ids = export_state.representative_images(dataset, representative_size)
-  return rep_images, rep_ids, metadata
+  return export_state.representative_images(dataset, representative_size), metadata
 
 
 def _source_sha256(run_dir, variant, k):
@@ -120,7 +119,7 @@ def _source_sha256(run_dir, variant, k):
   return hashing.file_sha256(layout.member_model(run_dir, variant.member_variant, k), memo=False)
 
 
-def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep_ids):
+def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
   """The export's JSON dict (docs/artifacts/tflite.md) of the converted bytes `data`."""
   return {
       "schema": export_state.SCHEMA,
@@ -143,15 +142,15 @@ def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds
                       for key, v in options.items()},
           "seconds": seconds,
       },
-      "representative": ({
-          "split": export_state.REPRESENTATIVE_SPLIT,
-          "size": int(len(rep_ids)),
-          "first_ids": [int(i) for i in rep_ids[:5]],
-          "ids_sha256": export_state.representative_sha256(rep_ids),
-      } if rep_ids is not None else None),
+      "representative": (dict({
+          "split": rep.split,
+          "size": int(len(rep.ids)),
+          "first_ids": [int(i) for i in rep.ids[:5]],
+          "ids_sha256": export_state.representative_sha256(rep.ids),
+      }, **({"calibration": rep.calibration} if rep.calibration else {}))
+                         if rep is not None else None),
       "inputs": dict({"model": source_sha, "converter": export_state.converter_inputs(variant)},
-                     **({"representative": export_state.representative_sha256(rep_ids)}
-                        if rep_ids is not None else {})),
+                     **({"representative": rep.key} if rep is not None else {})),
       "versions": converter.versions(),
       "sha256": export_state.sha256(data),
       "size_bytes": flatbuffer.sizes(data),
@@ -230,7 +229,7 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
   for encoding in tuple(encodings) + tuple(dense_encodings or ()):
     names.check_encoding(encoding)
   results = []
-  datasets, rep_ids = {}, {}
+  datasets, rep_keys = {}, {}
   for member_variant, k in _selected_members(run_dir, members):
     jobs = [v for v, _ in export_state.plan([(member_variant, k)], dense_formats,
                                             pruned_formats, encodings, dense_encodings)]
@@ -239,10 +238,10 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
     data = None
     if any(formats.FORMATS[v.format]["representative"] for v in jobs):
       data = _member_dataset(metadata, dataset, datasets)
-      if id(data) not in rep_ids:
-        rep_ids[id(data)] = export_state.representative_images(data, representative_size)[1]
+      if id(data) not in rep_keys:
+        rep_keys[id(data)] = export_state.representative_images(data, representative_size).key
     todo = [v for v in jobs if overwrite or not export_state.is_complete(
-        run_dir, v, k, rep_ids[id(data)] if formats.FORMATS[v.format]["representative"]
+        run_dir, v, k, rep_keys[id(data)] if formats.FORMATS[v.format]["representative"]
         else None)]
     model = None
     if todo:  # the member is loaded once for all its formats

@@ -6,12 +6,14 @@ export is written (`export_paths`) and its lineage (`tflite_export.export` write
 
 Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
 converted, "converter": sha256 of the format's options and encoding, "representative": sha256
-of the representative example ids (null without)}. A re-run reuses an export only if its JSON
+of the representative example ids (null without; with the user's `--calibration` data, its
+name, options, split and pixels folded in: `Representative.key`)}. A re-run reuses an export only if its JSON
 is readable, its `.tflite` still has the recorded sha256 and every input equals the current one
 (`status`); otherwise it re-exports and says why ("its model.keras changed since it was
 exported").
 """
 
+import collections
 import os
 
 import numpy as np
@@ -23,6 +25,7 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
+from tf_forget.data import registry as data_registry
 from tflite_export import formats
 
 SCHEMA = "tf_forget.tflite/1"
@@ -101,23 +104,23 @@ def representative_sha256(ids):
   return sha256(np.asarray(ids, np.int64).tobytes())
 
 
-def expected_inputs(run_dir, variant, k, representative_ids=None):
+def expected_inputs(run_dir, variant, k, representative=None):
   """The lineage `inputs` an export of member k in `variant` would record now.
 
   Args:
     run_dir, variant, k: the export.
-    representative_ids: the representative example ids (formats that take representative
-      data); None leaves the representative set unchecked.
+    representative: the `Representative.key` of the representative data (formats that take
+      it); None leaves the representative set unchecked.
 
   Returns:
     {"model": sha256 of the member's current model.keras (None if unreadable), "converter":
-    `converter_inputs`, and "representative" when `representative_ids` is given}.
+    `converter_inputs`, and "representative" when `representative` is given}.
   """
   out = {"model": hashing.file_sha256_or_none(layout.member_model(run_dir,
                                                                   variant.member_variant, k)),
          "converter": converter_inputs(variant)}
-  if representative_ids is not None:
-    out["representative"] = representative_sha256(representative_ids)
+  if representative is not None:
+    out["representative"] = representative
   return out
 
 
@@ -129,12 +132,12 @@ def read_json(meta_path):
   return meta
 
 
-def status(run_dir, variant, k, representative_ids=None):
+def status(run_dir, variant, k, representative=None):
   """`lineage.Status` of an export: JSON readable, file intact, inputs current.
 
   Current means: the JSON is readable and of this format and encoding, the `.tflite` has the
   sha256 the JSON records, and its `inputs` equal `expected_inputs` (same model.keras bytes,
-  converter options and, if given, representative ids).
+  converter options and, if given, representative data: a `Representative.key`).
   """
   path, meta_path = export_paths(run_dir, variant, k)
   if not fileio.exists(meta_path):
@@ -146,13 +149,13 @@ def status(run_dir, variant, k, representative_ids=None):
     return lineage.file_reason(path, meta.get("sha256"), ".tflite", "exported")
 
   return lineage.status(lambda: read_json(meta_path),
-                        expected_inputs(run_dir, variant, k, representative_ids), "exported",
+                        expected_inputs(run_dir, variant, k, representative), "exported",
                         extra=intact)
 
 
-def is_complete(run_dir, variant, k, representative_ids=None):
+def is_complete(run_dir, variant, k, representative=None):
   """Whether an export exists and is current (`status`)."""
-  return bool(status(run_dir, variant, k, representative_ids))
+  return bool(status(run_dir, variant, k, representative))
 
 
 def load_member(run_dir, member_variant, k):
@@ -189,11 +192,54 @@ def check_member(run_dir, member_variant, k):
                       "since it was trained; re-run train_population")
 
 
+Representative = collections.namedtuple("Representative", "images ids split calibration key")
+Representative.__doc__ = """The representative data of an export (`representative_images`).
+
+Attributes:
+  images: `[size, H, W, C]` as the model takes them.
+  ids: int64 `[size]`, their ids in `split` of the calibration source.
+  split: the split they come from.
+  calibration: None (the audited data set's train split), or the user's `--calibration` data
+    ({"name", "options"} of `sources.parse`).
+  key: the lineage input `representative`: `representative_sha256(ids)`, with the calibration
+    data's name, options, split and the images' bytes folded in when it is the user's.
+"""
+
+
+def calibration_source(dataset):
+  """(data set, split) whose first examples calibrate full_int8.
+
+  The audited data set's train split (SPEC §2.5: first 100 examples), or, when its options
+  hold `calibration` (issue #28, `--calibration=DATA`), that data read at the audited data
+  set's image size, channels and preprocess: its train split if it has one, else its eval
+  split (labels unused).
+
+  Raises:
+    base.DataError: the calibration data cannot be read (one line).
+  """
+  calibration = dataset.spec.options.get("calibration")
+  if not calibration:
+    return dataset, REPRESENTATIVE_SPLIT
+  height, width, channels = dataset.spec.image_shape
+  options = dict(calibration["options"], image_size=[height, width], channels=channels)
+  if dataset.spec.options.get("preprocess"):
+    options["preprocess"] = dataset.spec.options["preprocess"]
+  source = data_registry.get(calibration["name"], **options)
+  return source, ("train" if "train" in source.spec.splits else source.spec.eval_split)
+
+
 def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
-  """The first `size` train examples in fixed order, `[size, H, W, C]` (SPEC §2.5), as the
-  model takes them (`Dataset.model_inputs`: uint8 pixels, or the user's preprocess)."""
+  """The `Representative` data: the first `size` examples of `calibration_source(dataset)` in
+  fixed order (SPEC §2.5), as the model takes them (`Dataset.model_inputs`: uint8 pixels, or
+  the user's preprocess)."""
   if size < 1:
     raise ExportError(f"representative size must be >= 1, got {size}")
-  examples = dataset.model_inputs(dataset.take(REPRESENTATIVE_SPLIT, size))
-  return examples.images, examples.ids
+  source, split = calibration_source(dataset)
+  examples = source.model_inputs(source.take(split, size))
+  calibration = dataset.spec.options.get("calibration") or None
+  key = representative_sha256(examples.ids)
+  if calibration:  # the user's files may change in place: their pixels are part of the key
+    key = hashing.sha256_json({"ids": key, "calibration": calibration, "split": split,
+                               "images": sha256(np.ascontiguousarray(examples.images).tobytes())})
+  return Representative(examples.images, examples.ids, split, calibration, key)
 

@@ -183,7 +183,11 @@ def test_three_references_and_float_tflite_references(user):
      "has 2 files for 1 references"),
     (["--reference=model0.keras", "--candidate=Bad-Name=int8_0.tflite"], "bad candidate name"),
     (["--reference=float_0.tflite", "--compress=float16"], "needs Keras references"),
-    (["--reference=model0.keras", "--compress=full_int8"], "train split"),
+    (["--reference=model0.keras", "--compress=full_int8"], "give --calibration=DATA"),
+    (["--reference=model0.keras", "--compress=float16", "--calibration=folder:images"],
+     "--calibration calibrates --compress=full_int8"),
+    (["--reference=model0.keras", "--compress=full_int8", "--calibration=folder:nowhere"],
+     "does not exist"),
     (["--reference=model0.keras", "--compress=float16", "--class_names=a,b,c,d,e,f,g,h,i"],
      "is not a class of class_names"),
 ])
@@ -237,6 +241,45 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
 
 
+def _write_folder(root, images, labels):
+  for i, (image, label) in enumerate(zip(images, labels)):
+    folder = root / str(int(label))
+    folder.mkdir(parents=True, exist_ok=True)
+    tf.io.write_file(str(folder / f"{i:04d}.png"), tf.io.encode_png(image))
+
+
+def _input_scale(path):
+  interpreter = tf.lite.Interpreter(model_path=str(path))
+  return interpreter.get_input_details()[0]["quantization"][0]
+
+
+def test_calibration_data_calibrates_the_full_int8_file(user):
+  """--calibration=folder:DIR: full_int8 is calibrated on the first 100 images of DIR (sorted
+  paths), not on a train split the test folder does not have. Independent check: the int8
+  input's scale is the calibration images' range / 255 (the converter's asymmetric input
+  quantization over [min(0, lo), max(0, hi)]); calibration images rewritten in place with their
+  pixels halved redo the export, and give half the scale."""
+  data = registry.get("digits").load("train")
+  _write_folder(user / "calib", data.images[:150], data.labels[:150])
+  first = sorted(str(p.relative_to(user / "calib")) for p in (user / "calib").rglob("*.png"))[:100]
+  picked = np.stack([data.images[int(p.split("/")[1][:4])] for p in first])
+  args = ["--dataset=folder:images", "--reference=model0.keras", "--compress=full_int8",
+          "--out=cal", *COMMON]
+  result = _audit([*args, "--calibration=folder:calib"], user)
+  assert result.returncode == 0, result.stderr[-3000:]
+  meta = json.loads((user / "cal" / "tflite" / "dense" / "0" / "full_int8.json").read_text())
+  rep = meta["representative"]
+  assert rep["size"] == 100 and rep["calibration"]["name"] == "folder"
+  assert rep["calibration"]["options"]["path"] == str(user / "calib")
+  int8_file = user / "cal" / "tflite" / "dense" / "0" / "full_int8.tflite"
+  assert _input_scale(int8_file) == pytest.approx(float(picked.max()) / 255, rel=0.01)
+  _write_folder(user / "calib", data.images[:150] // 2, data.labels[:150])
+  again = _audit([*args, "--calibration=folder:calib"], user)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "redo full_int8/0 export" in again.stdout, again.stdout
+  assert _input_scale(int8_file) == pytest.approx(float((picked // 2).max()) / 255, rel=0.01)
+
+
 def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
   """An untrained network's file as the candidate: its per-class McNemar tests (BH) find
   significant classes, so --max_significant_classes=0 fails it and the command exits 3 (what a
@@ -259,6 +302,48 @@ def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
   verdict = {r["variant"]: r for r in report["tables"]["verdict"]}
   assert "McNemar + BH over the test examples" in verdict["user_bad"]["reasons"]
   assert verdict["float16"]["gate"] == "pass"
+
+
+def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(user):
+  """A network with an auxiliary head, converted with both outputs (float reference, int8
+  candidate): refused in one line without --output_index; with it (in the files' own output
+  order), the audit runs on the class scores, and the reference's top-1 is the interpreter's on
+  those scores."""
+  keras = keras2.keras()
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  keras.utils.set_random_seed(3)
+  inputs = keras.Input((8, 8, 1))
+  hidden = keras.layers.Flatten()(keras.layers.Rescaling(1 / 255.0)(inputs))
+  hidden = keras.layers.Dense(32, activation="relu")(hidden)
+  model = keras.Model(inputs, [keras.layers.Dense(4, name="aux")(hidden),
+                               keras.layers.Dense(10, name="classes")(hidden)])
+  model.compile("adam", [keras.losses.MeanSquaredError(),
+                         keras.losses.SparseCategoricalCrossentropy(from_logits=True)])
+  model.fit(train.images.astype("float32"), [np.zeros([len(train), 4]), train.labels],
+            epochs=5, batch_size=64, verbose=0)
+  (user / "two_f32.tflite").write_bytes(_convert(model, train, int8=False))
+  (user / "two_i8.tflite").write_bytes(_convert(model, train, int8=True))
+  interpreter = tf.lite.Interpreter(model_path=str(user / "two_f32.tflite"))
+  outputs = interpreter.get_output_details()
+  index = [int(o["shape"][-1]) for o in outputs].index(10)
+  args = ["--dataset=folder:images", "--reference=two_f32.tflite",
+          "--candidate=int8=two_i8.tflite", *COMMON]
+  refused = _audit([*args, "--out=two_refused"], user)
+  assert "has 2 outputs: choose the class scores with --output_index" in _one_line(refused)
+  result = _audit([*args, f"--output_index={index}", "--out=two"], user)
+  assert result.returncode == 0, result.stderr[-3000:]
+  report = json.loads((user / "two" / "report.json").read_text())
+  interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"],
+                                  [len(test), 8, 8, 1])
+  interpreter.allocate_tensors()
+  interpreter.set_tensor(interpreter.get_input_details()[0]["index"],
+                         test.images.astype("float32"))
+  interpreter.invoke()
+  scores = interpreter.get_tensor(outputs[index]["index"])
+  want = float(np.mean(np.argmax(scores, 1) == test.labels))
+  assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=1e-9)
+  assert report["variants"]["user_int8"]["top1"] > want - 0.1
 
 
 def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):

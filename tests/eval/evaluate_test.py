@@ -31,6 +31,27 @@ def test_rebatch_recuts_any_stream():
   assert [b is e for b, e in zip(evaluate.rebatch(exact, 4), exact)] == [True, True]
 
 
+def test_replayable_reads_a_split_once_and_replays_the_same_batches():
+  reads = []
+
+  def stream(batch_size):
+    reads.append(batch_size)
+    return (fake_run.make_examples(batch_size, seed=i, start_id=10 * i) for i in range(3))
+
+  replay = evaluate.replayable(stream)
+  first, again = list(replay(4)), list(replay(4))
+  assert reads == [4] and [a is b for a, b in zip(first, again)] == [True] * 3
+  list(replay(2))  # another batch size is another stream
+  assert reads == [4, 2]
+  partial = evaluate.replayable(stream)
+  next(iter(partial(4)))  # a stream read part-way is not kept
+  list(partial(4))
+  assert reads == [4, 2, 4, 4]
+  over = evaluate.replayable(stream, budget=first[0].images.nbytes)  # too big to keep
+  list(over(4)), list(over(4))
+  assert reads == [4, 2, 4, 4, 4, 4]
+
+
 def test_float32_and_float16_agree_with_keras(exports):
   # Issue #3: float32 TFLite vs Keras >= 99.9% top-1 agreement, float16 >= 99%.
   model, dataset, files = exports

@@ -32,7 +32,7 @@ class Folder(user_sets.UserDataset):
   """
 
   def __init__(self, path=None, image_size=None, channels=None, class_names=None,
-               attributes=None, protected=None, preprocess=None):
+               attributes=None, protected=None, preprocess=None, calibration=None):
     """Lists the folder (no image decoded except the first, if the size is not given).
 
     Args:
@@ -43,6 +43,7 @@ class Folder(user_sets.UserDataset):
       attributes: path of an attributes CSV (`attributes_csv.AttributeCsv`).
       protected: attribute names the subgroup audit gates.
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
+      calibration: recorded only (`user_sets`, option `calibration`).
 
     Raises:
       base.DataError: missing folder, stray image, empty class, bad option (one line).
@@ -63,7 +64,8 @@ class Folder(user_sets.UserDataset):
     first = self._files["test"][0][0]
     self._finish("folder", split_roots, images.parse_image_size(image_size),
                  images.parse_channels(channels), class_names, attributes, protected,
-                 {"path": self.root, "class_names": list(given) if given else None},
+                 {"path": self.root, "class_names": list(given) if given else None,
+                  "calibration": calibration},
                  lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
                  preprocess)
 

@@ -13,7 +13,9 @@ as `images` says. `image_size` and `channels` default to the first example's.
 
 Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes`
 (a CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit
-gates). The recorded `spec.options` are JSON-able and rebuild the same data set with
+gates), `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose
+first examples calibrate full_int8, `--calibration`; read by
+`tflite_export.export_state.calibration_source`). The recorded `spec.options` are JSON-able and rebuild the same data set with
 `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include

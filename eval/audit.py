@@ -160,6 +160,14 @@ _MAX_FNR = flags.DEFINE_float("max_subgroup_fnr_increase", None,
 _MAX_SIG = flags.DEFINE_integer("max_significant_classes", None,
                                 "Gate: max classes with a significant recall change.",
                                 lower_bound=0)
+_MAX_FLIP = flags.DEFINE_float(
+    "max_flip_rate", None,
+    "Gate: max share of test examples whose top-1 label differs from the dense reference's "
+    "(broken + fixed + changed over n; 0.01 = 1%).", lower_bound=0.0, upper_bound=1.0)
+_MAX_KL = flags.DEFINE_float(
+    "max_kl", None,
+    "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
+    "nats (from the saved logits).", lower_bound=0.0)
 # 000's human study (§3.3, Table 7 / Figure 5; issue #26; tf_forget/report/human_study.py).
 _ANN_EXPORT = flags.DEFINE_string(
     "annotation_export", None,
@@ -186,6 +194,11 @@ _ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 
 _ANN_COLUMNS = flags.DEFINE_list(
     "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
+_REPAIR_LAYERS = flags.DEFINE_integer(
+    "repair_layers", 0, "Also make and audit full_int8~float<N>: each full int8 file with the N "
+    "layers that erred most on the examples it forgot kept in float (0: none).",
+    lower_bound=0, upper_bound=99)
+
 # Your own model, files and data (issue #28; eval/user_plan.py).
 _REFERENCE = flags.DEFINE_list(
     "reference", None,
@@ -196,10 +209,15 @@ _CANDIDATE = flags.DEFINE_multi_string(
     "as they are; repeatable. Reported as the variant user_<NAME>.")
 _COMPRESS = flags.DEFINE_list(
     "compress", [], "Formats tf_forget makes from Keras references: float16, dynamic_int8, "
-    "full_int8 (full_int8 calibrates on the first 100 train examples, or --calibration).")
+    "full_int8 (full_int8 calibrates on 100 train examples, or on --calibration).")
 _CALIBRATION = flags.DEFINE_string(
-    "calibration", None, "Data whose first 100 examples calibrate --compress=full_int8, spelled "
-    "like --dataset (folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB); default: the train split.")
+    "calibration", None, "Data whose 100 examples (evenly spaced) calibrate "
+    "--compress=full_int8, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
+    "tfrecord:GLOB); default: the train split.")
+_TRAIN = flags.DEFINE_string(
+    "train", None, "Labelled data that --pruning=oneshot of your Keras --reference reads for the "
+    "gradient g and fine-tuning, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
+    "tfrecord:GLOB): its train split if it has one, else its only split.")
 _CLASS_NAMES = flags.DEFINE_list(
     "class_names", None, "Your model's classes in output order (default: labels.txt in the "
     "folder, else the sorted class folders).")
@@ -277,7 +295,7 @@ def _finite_or_none(value):
 
 
 flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
-for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase"):
+for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_flip_rate", "max_kl"):
   flags.register_validator(_gate, _finite_or_none, f"--{_gate} must be a finite number")
 
 
@@ -320,19 +338,20 @@ def _user_models():
 
   Raises:
     cli_app usage error: --candidate, --compress or a data option without --reference, or a
-      training flag with it.
+      training flag with it (--pruning=oneshot prunes the reference: `eval.user_prune_plan`).
   """
   from eval import user_plan  # pylint: disable=g-import-not-at-top
   if not _REFERENCE.value:
     if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
-        or _PREPROCESS.value or _CALIBRATION.value):
-      raise errors.Error("--candidate, --compress, --calibration, --output_index and "
+        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value):
+      raise errors.Error("--candidate, --compress, --calibration, --train, --output_index and "
                          "--preprocess audit your own model: give it with --reference")
     return None
   given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
-  if given or _PRUNING.value != ["gradual"]:
+  if given or _PRUNING.value not in (["gradual"], ["oneshot"]):
     raise errors.Error(f"--{(given or ['pruning'])[0]} describes a population tf_forget trains; "
-                       "with --reference your own model is audited")
+                       "with --reference your own model is audited (and pruned one-shot with "
+                       "--pruning=oneshot)")
   return user_plan.UserModels(
       references=tuple(filesystem.user_path(p) for p in _REFERENCE.value),
       candidates=tuple((name, tuple(filesystem.user_path(p) for p in paths))
@@ -340,7 +359,7 @@ def _user_models():
       compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
       attributes=filesystem.user_path(_ATTRIBUTES.value),
       protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
-      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value)
+      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value, train=_TRAIN.value)
 
 
 def _default_out():
@@ -405,13 +424,16 @@ def main(argv):
       steps=_STEPS.value, population_seed=_SEED.value,
       data_dir=filesystem.user_path(_DATA_DIR.value),
       image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
-      gates=gates_lib.Gates(_MAX_DROP.value, _MAX_FNR.value, _MAX_SIG.value),
+      gates=gates_lib.Gates(max_accuracy_drop=_MAX_DROP.value,
+                            max_subgroup_fnr_increase=_MAX_FNR.value,
+                            max_significant_classes=_MAX_SIG.value,
+                            max_flip_rate=_MAX_FLIP.value, max_kl=_MAX_KL.value),
       deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
       deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value,
       remeasure_latency=_REMEASURE.value,
       executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
       _EXECUTOR.value, workers=_WORKERS.value,
-      ray_address=_RAY_ADDRESS.value)
+      ray_address=_RAY_ADDRESS.value, repair_layers=_REPAIR_LAYERS.value)
   if _PLAN.value:
     try:
       print(audit_plan.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))

@@ -84,6 +84,9 @@ class AuditConfig:
       records a decision for the same files and settings (issue #25). In `to_json` only when True.
     user: the user's own models and files (`eval.user_plan.UserModels`, issue #28): the audit
       imports them instead of training. In `to_json` only when given.
+    repair_layers: N > 0 makes, for every member with a full int8 file, the repaired file
+      `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
+      `eval.layer_analysis`); 0 (the default) none. In `to_json` only when > 0.
   """
   dataset: str
   out: str
@@ -119,9 +122,12 @@ class AuditConfig:
   robust_training: bool = False
   remeasure_latency: bool = False
   user: Optional[object] = None
+  repair_layers: int = 0
 
   def to_json(self):
     d = dataclasses.asdict(self)
+    if not d["repair_layers"]:  # the default: report.json's config as before the option
+      del d["repair_layers"]
     if self.user is None:  # the default: report.json's config as before the option
       del d["user"]
     else:

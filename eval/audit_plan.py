@@ -111,6 +111,7 @@ class Plan:
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
     user: the user's `eval.user_plan.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
+    repair_layers: N of the repaired files `full_int8~float<N>` (issue #29); 0: none.
   """
   population: object
   quantizations: tuple
@@ -128,6 +129,7 @@ class Plan:
   iterative: tuple = ()
   iterative_schedule: object = None
   user: object = None
+  repair_layers: int = 0
 
   @property
   def variants(self):
@@ -219,7 +221,7 @@ def plan(config, check_data=True):
   if config.user is not None:  # the user's own models (issue #28): imported, not trained
     p = user_plan.plan(config, Plan)
     _check_gates(config, p.dataset)
-    return p
+    return dataclasses.replace(p, repair_layers=_repair_layers(config, p))
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -260,11 +262,29 @@ def plan(config, check_data=True):
     raise audit_config.AuditError(
         f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
         "training needs float32 parents")
-  return Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
-              dataset, robustness_members=robustness_members(protocol, pop.members),
-              oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
-              published=published, extra_splits=extra, iterative=iterative,
-              iterative_schedule=iter_schedule)
+  p = Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
+           dataset, robustness_members=robustness_members(protocol, pop.members),
+           oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
+           published=published, extra_splits=extra, iterative=iterative,
+           iterative_schedule=iter_schedule)
+  return dataclasses.replace(p, repair_layers=_repair_layers(config, p))
+
+
+def _repair_layers(config, p):
+  """`config.repair_layers`, checked: a repair needs a full int8 format to start from.
+
+  Raises:
+    AuditError: layers outside [0, 99], or no full int8 format audited.
+  """
+  layers = config.repair_layers
+  if isinstance(layers, bool) or not isinstance(layers, int) or not 0 <= layers <= 99:
+    raise audit_config.AuditError(f"--repair_layers must be an int in [0, 99], got {layers!r}")
+  if layers and names.REPAIRED_FORMAT not in tuple(p.quantizations) + tuple(
+      p.pruned_quantizations):
+    raise audit_config.AuditError(
+        f"--repair_layers repairs full int8 files: add {names.REPAIRED_FORMAT} to "
+        "--quantizations (or --compress)")
+  return layers
 
 
 def _check_gates(config, dataset):

@@ -4,9 +4,10 @@
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
 
 The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
-shows the same verdicts); each variant's measures go through `gates.k1_measures`, so with one
-dense member (K = 1, issue #28) the manifest, the gates and the summary carry the paired
-per-example tests of the report, as its verdict does. The bundle is written
+shows the same verdicts); each variant's measures go through `gates.gate_measures`: the
+manifest, the gates and the summary carry the output divergence of the report (flip rate and
+mean KL, issue #29) and, with one dense member (K = 1, issue #28), its paired per-example
+tests, as its verdict does. The bundle is written
 whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
 URL file system such as gs://, the manifest out first and in last), so a failed or killed run
 leaves the previous bundle or the new one, never a mixture (issue #25).
@@ -158,6 +159,8 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
       "cie_count": summary.get("pie_count"),
       "significant_classes": summary.get("significant_classes"),
       "worst_subgroup_fnr": worst or None,
+      "flip_rate": summary.get("flip_rate"),
+      "kl_mean": summary.get("kl_mean"),
       "gate": {"passed": gate[0], "reasons": gate[1]},
   }
   if choice is not None:
@@ -166,8 +169,8 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
 
 
 def _gate_measures(report, variant_name, summary):
-  """The variant's summary the gates read (`gates.k1_measures`: itself unless K = 1)."""
-  return gates_lib.k1_measures(variant_name, summary, report.get("settings"),
+  """The variant's measures the gates read (`gates.gate_measures`)."""
+  return gates_lib.gate_measures(variant_name, summary, report.get("settings"),
                                report.get("tables"))
 
 
@@ -258,16 +261,19 @@ def print_summary(report, manifest, log=print):
     ratio = e.get("size_ratio_to_dense_float32")
     shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
   log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-      f"{'#PIE':>6} {'worst FNR +':>11}  {'shipped (size)':<15} gate")
+      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>6} {'KL':>8}  {'shipped (size)':<15} gate")
   for variant, s in sorted(report["variants"].items()):
-    s = _gate_measures(report, variant, s)  # K = 1: the paired tests the gates read
+    s = _gate_measures(report, variant, s)  # what the gates read (divergence; K = 1 tests)
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
     worst = _number(worst, "+.1f", 100, "pt")
     log(f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
         f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
         f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
-        f"{worst:>11}  {shipped.get(variant, ''):<15} {'FAIL' if variant in failed else 'pass'}")
-  log("(shipped size: the bundled file over the dense float32 file)")
+        f"{worst:>11} {_number(s.get('flip_rate'), '.1%'):>6} "
+        f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
+        f"{'FAIL' if variant in failed else 'pass'}")
+  log("(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
+      "and KL: mean KL(reference ‖ file) in nats, vs the dense reference)")
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")

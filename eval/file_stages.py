@@ -44,7 +44,7 @@ def _chunks(items, n):
   return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _dataset_kwargs(ctx):
+def dataset_kwargs(ctx):
   return {"run_dir": ctx.run_dir, "dataset": ctx.dataset.spec.name,
           "dataset_options": dict(ctx.dataset.spec.options)}
 
@@ -111,7 +111,7 @@ class ExportStage(driver.Stage):
                           if names.parse_variant(v).encoding == names.DEFAULT_ENCODING]
 
 
-def _by_member(run_dir, variants, members=None):
+def by_member(run_dir, variants, members=None):
   """{(member variant, k): [export JSON dicts]} of the finished exports of `variants`."""
   out = {}
   wanted = set(variants)
@@ -122,7 +122,7 @@ def _by_member(run_dir, variants, members=None):
   return out
 
 
-def _predictions_check(run_dir, meta, split, split_id, need_logits):
+def predictions_check(run_dir, meta, split, split_id, need_logits):
   k = int(meta["k"])
   out = predictions.path(run_dir, meta["variant"], k, split)
   return driver.Check(f"{meta['variant']}/{k} {split}", lambda: predictions.status(out, {
@@ -139,7 +139,7 @@ def _keras_check(run_dir, member_variant, k, split, split_id):
 
 
 def _robust_members(ctx):
-  return _by_member(ctx.run_dir, ctx.plain_variants, ctx.plan.robustness_members)
+  return by_member(ctx.run_dir, ctx.plain_variants, ctx.plan.robustness_members)
 
 
 def _published(ctx):
@@ -160,12 +160,12 @@ class EvaluateStage(driver.Stage):
 
   def units(self, ctx):
     data, split = ctx.dataset, ctx.dataset.spec.eval_split
-    common = _dataset_kwargs(ctx)
+    common = dataset_kwargs(ctx)
     clean_id = predictions.split_identity(data.spec.name, data.spec.options, split)
     units = []
-    for (mv, k), metas in sorted(_by_member(ctx.run_dir, ctx.variants).items()):
+    for (mv, k), metas in sorted(by_member(ctx.run_dir, ctx.variants).items()):
       units.append(driver.Unit(
-          checks=[_predictions_check(ctx.run_dir, m, split, clean_id, True) for m in metas],
+          checks=[predictions_check(ctx.run_dir, m, split, clean_id, True) for m in metas],
           task=lambda todo, mv=mv, k=k: driver.task(
               f"eval {mv}/{k} {split}", "evaluate_files", cost=len(todo),
               files=[[v, k] for v in todo], num_threads=ctx.num_threads, splits=[split],
@@ -196,7 +196,7 @@ class EvaluateStage(driver.Stage):
         cache_dir=cache_dir)) for chunk in _chunks(missing, ctx.workers * TASKS_PER_WORKER)]
 
   def _noise_units(self, ctx):
-    noise, common = ctx.plan.noise, _dataset_kwargs(ctx)
+    noise, common = ctx.plan.noise, dataset_kwargs(ctx)
     return [driver.Unit(
         checks=[driver.Check(f"{m['variant']}/{k} l-inf noise",
                              lambda m=m: noise_eval.file_status(ctx.run_dir, m, ctx.dataset,
@@ -239,13 +239,13 @@ class RobustnessStage(driver.Stage):
     for (mv, k), metas in sorted(robust.items()):
       for chunk in _chunks(splits, per_member):
         units.append(driver.Unit(
-            checks=[_predictions_check(ctx.run_dir, m, s, ids[s], s in logits)
+            checks=[predictions_check(ctx.run_dir, m, s, ids[s], s in logits)
                     for m in metas for s in chunk],
             task=lambda todo, mv=mv, k=k, chunk=chunk: driver.task(
                 f"eval {mv}/{k} {chunk[0]}..{chunk[-1]}", "evaluate_files",
                 cost=len(set(todo)) * len(chunk), files=[[v, k] for v in dict.fromkeys(todo)],
                 num_threads=ctx.num_threads, **{kind: chunk}, **extra,
-                **_dataset_kwargs(ctx))))
+                **dataset_kwargs(ctx))))
     return units
 
   def finish(self, ctx, results):

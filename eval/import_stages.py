@@ -7,11 +7,16 @@ Stage contract and driver: `eval.driver`. With `--reference` (`eval.user_plan`):
     (`tflite_export.candidates`); finish: run.json;
   * candidates: one unit per (candidate, k): the user's `.tflite` file stored unchanged as the
     export `user_<name>` of dense member k (`tflite_export.candidates`).
+With `--pruning=oneshot` (Keras references, `eval.user_prune_plan`) the one-shot stages of a
+trained population follow, unchanged (`member_stages.oneshot_stages`: g of each imported dense
+member, then the `oneshot_<alg>_r<r>` members, fine-tuned on the user's `--train` data).
 The export stage then converts the float32 file (and `--compress` formats) of Keras
-references; evaluation, report and bundle follow as for trained members.
+references and float32 files of the one-shot members; evaluation, report and bundle follow as
+for trained members.
 """
 
 from eval import driver
+from eval import member_stages
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -88,8 +93,8 @@ class CandidateStage(driver.Stage):
 
 
 def stages(plan):
-  """The import stages of an audit of the user's models."""
+  """The import stages of an audit of the user's models, then its one-shot stages, if any."""
   out = [ReferenceStage()]
   if plan.user.candidates:
     out.append(CandidateStage())
-  return out
+  return out + member_stages.oneshot_stages(plan)

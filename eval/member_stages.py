@@ -145,11 +145,15 @@ class RetrainStage(driver.Stage):
     ctx.members += [(c.member.variant, c.member.k) for c in configs]
 
 
+def oneshot_stages(plan):
+  """g of the dense parents, then the one-shot members, if `plan` asks for any (after the
+  dense members are trained, or imported: `eval.import_stages`)."""
+  return [GradientStage(), PruneStage()] if plan.oneshot else []
+
+
 def stages(plan):
   """The member stages of `plan` (an `eval.audit_plan.Plan`), in order."""
-  out = [TrainStage()]
-  if plan.oneshot:
-    out += [GradientStage(), PruneStage()]
+  out = [TrainStage()] + oneshot_stages(plan)
   if plan.iterative:
     cycles = {c.variant.cycle for c in prune_population.iterative_configs(
         plan.population, plan.iterative, plan.iterative_schedule)}

@@ -2,11 +2,12 @@
 
 `audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and
 the one-shot members, (003, issue #17) one stage per prune-retrain cycle (`eval.member_stages`),
-then export, evaluation and robustness (`eval.file_stages`). `make_predictions` runs each with
-the one driver, `eval.driver.run_stage`, on the audit's executor (`tf_forget.executor`: inline
-in this process, a local process pool or Ray): the same tasks and the same bytes on each, since
-a task is a pure function of its arguments and TensorFlow's threads come from the environment
-(`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
+then export, evaluation and robustness (`eval.file_stages`), then (issue #29) the per-layer
+error of full int8 files and repaired files (`eval.repair_stages`). `make_predictions` runs each
+with the one driver, `eval.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
+inline in this process, a local process pool or Ray): the same tasks and the same bytes on
+each, since a task is a pure function of its arguments and TensorFlow's threads come from the
+environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
 """
 
 import dataclasses
@@ -17,6 +18,7 @@ from eval import driver
 from eval import file_stages
 from eval import import_stages
 from eval import member_stages
+from eval import repair_stages
 from tf_forget import executor as executor_lib
 from tf_forget.cli import status
 
@@ -41,6 +43,7 @@ class Context:
     stored: audited variants of the user's own files, stored as they are (issue #28).
     variants: audited variants whose files were exported or stored (every encoding).
     plain_variants: the plain-encoded ones (evaluated for robustness, reported).
+    repaired: the repaired variants (`full_int8~float<N>`, issue #29), also in `variants`.
   """
   plan: object
   run_dir: str
@@ -52,6 +55,7 @@ class Context:
   stored: list = dataclasses.field(default_factory=list)
   variants: list = dataclasses.field(default_factory=list)
   plain_variants: list = dataclasses.field(default_factory=list)
+  repaired: list = dataclasses.field(default_factory=list)
 
   @property
   def dataset(self):
@@ -67,17 +71,18 @@ class Context:
 
 
 def audit_stages(plan):
-  """[(section title, [stages])] of `plan`, in order: the members, export, evaluation.
+  """[(section title, [stages])] of `plan`, in order: the members, export, evaluation, and
+  "why and repair" when a full int8 format is audited.
 
   An audit of the user's models (`plan.user`, issue #28) imports them instead of training
   (`eval.import_stages`) and exports only what it converts from Keras references.
   """
   files = file_stages.stages(plan)
-  if plan.user is not None:
-    return [("your models", import_stages.stages(plan)), ("TFLite export", files[:1]),
-            ("TFLite evaluation", files[1:])]
-  return [("populations", member_stages.stages(plan)), ("TFLite export", files[:1]),
-          ("TFLite evaluation", files[1:])]
+  why = repair_stages.stages(plan)
+  first = (("your models", import_stages.stages(plan)) if plan.user is not None
+           else ("populations", member_stages.stages(plan)))
+  return [first, ("TFLite export", files[:1]), ("TFLite evaluation", files[1:])] + (
+      [("why and repair", why)] if why else [])
 
 
 def header(log, index, name, t_start, stages):

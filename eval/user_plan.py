@@ -16,12 +16,16 @@ evaluation, report, verdict, gates and bundle.
 The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:PATH`,
 `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`, or a registered data set). Images are resized
 to the reference's input size and channels (`tf_forget.data.user_sets`).
+
+One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`): `eval.user_prune_plan`
+checks it and gives the variants, schedule and preset the plan carries.
 """
 
 import dataclasses
 from typing import Optional, Sequence, Tuple
 
 from eval import audit_config
+from eval import user_prune_plan
 from tf_forget.artifacts import names
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
@@ -51,7 +55,10 @@ class UserModels:
     preprocess: what the models take from the images' pixels (`tf_forget.data.preprocess`:
       unit, symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
     calibration: the data that calibrates `--compress=full_int8` (a `sources` spelling; its
-      first 100 examples, SPEC §2.3 / §2.5); None: the audited data set's train split.
+      100 examples evenly spaced over it, `Dataset.calibration_examples`); None: the audited
+      data set's train split.
+    train: the labelled data one-shot pruning reads for g and fine-tuning (`--train`, a
+      `sources` spelling; `eval.user_prune_plan`); None: no one-shot pruning.
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -62,6 +69,7 @@ class UserModels:
   output_index: Optional[int] = None
   preprocess: Optional[str] = None
   calibration: Optional[str] = None
+  train: Optional[str] = None
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -81,7 +89,7 @@ class UserModels:
                attributes=d.get("attributes"),
                protected=tuple(d["protected"]) if d.get("protected") else None,
                output_index=d.get("output_index"), preprocess=d.get("preprocess"),
-               calibration=d.get("calibration"))
+               calibration=d.get("calibration"), train=d.get("train"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +103,11 @@ class ImportedPopulation:
     kind: "keras" or "tflite" (the references' kind).
     signature: ((H, W, C), classes) of the references.
     variants: ("dense",).
-    model: "user".
+    model: "user" (`imported.MODEL`).
+    preset: the imported members' preset as one-shot pruning reads it (`imported.preset`), or
+      None without one-shot variants.
+    model_options, population_seed: {} and 0 (what member configs read of a population,
+      `tf_forget.prune.population`).
   """
   run_dir: str
   dataset: str
@@ -104,7 +116,10 @@ class ImportedPopulation:
   kind: str
   signature: tuple
   variants: Tuple[str, ...] = (names.DENSE,)
-  model: str = "user"
+  model: str = imported.MODEL
+  preset: object = None
+  model_options: dict = dataclasses.field(default_factory=dict)
+  population_seed: int = 0
 
 
 def parse_candidate(text):
@@ -141,8 +156,9 @@ def _signature(references, kind, output_index):
   return found[0]
 
 
-def _dataset(config, user, signature):
-  """The audited data set, read at the references' image size and channels."""
+def _dataset(config, user, signature, train=None):
+  """The audited data set, read at the references' image size and channels (`train`: the
+  `train_data` option, `user_prune_plan.train_option`)."""
   name, options = sources.parse(config.dataset)
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
@@ -152,14 +168,14 @@ def _dataset(config, user, signature):
         ("attributes", user.attributes),
         ("protected", list(user.protected) if user.protected else None),
         ("preprocess", user.preprocess),
-        ("calibration", _calibration(config, user))) if v is not None})
+        ("calibration", _calibration(config, user)), ("train_data", train)) if v is not None})
     if config.data_dir and name == "tfds":
       options["data_dir"] = config.data_dir
   elif (user.class_names or user.attributes or user.protected or user.preprocess
-        or user.calibration):
+        or user.calibration or train):
     raise audit_config.AuditError(
-        f"--class_names / --attributes / --protected / --preprocess / --calibration describe "
-        f"the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
+        f"--class_names / --attributes / --protected / --preprocess / --calibration / --train "
+        f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
   dataset.take(dataset.spec.eval_split, 1)
@@ -216,7 +232,7 @@ def _check_compress(user, kind, dataset):
     source, split = export_state.calibration_source(dataset)
     if source is dataset and "train" not in dataset.spec.splits:
       raise audit_config.AuditError(
-          "--compress=full_int8 calibrates on the first 100 train examples (SPEC §2.3): give "
+          "--compress=full_int8 calibrates on 100 train examples (SPEC §2.3): give "
           "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
     source.take(split, 1)
 
@@ -242,22 +258,31 @@ def plan(config, plan_cls):
   user = config.user
   if not user.references:
     raise audit_config.AuditError("--reference: give at least one model file")
-  if not user.candidates and not user.compress:
+  oneshot = user_prune_plan.variants(config)
+  if not user.candidates and not user.compress and not oneshot:
     raise audit_config.AuditError(
         "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
-        f"--compress={','.join(COMPRESS_FORMATS)}")
+        f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
   kind = _kind(user.references)
+  train = user_prune_plan.train_option(config, user, kind, oneshot)
   signature = _signature(user.references, kind, user.output_index)
-  dataset = _dataset(config, user, signature)
+  dataset = _dataset(config, user, signature, train)
   imported.check_matches(user.references[0], *signature, dataset)
   _check_candidates(user, signature)
   _check_compress(user, kind, dataset)
+  pruned = user_prune_plan.plan(config, user, dataset, oneshot)
   pop = ImportedPopulation(run_dir=config.out, dataset=dataset.spec.name,
                            dataset_options=dict(dataset.spec.options),
-                           members=len(user.references), kind=kind, signature=signature)
+                           members=len(user.references), kind=kind, signature=signature,
+                           preset=pruned.preset if pruned else None)
+  # Sparse twins of the one-shot members' files as in a trained audit (`deploy_encoding`).
+  encodings = ((names.DEFAULT_ENCODING,) if not pruned or config.deploy_encoding == "plain"
+               else (names.DEFAULT_ENCODING, "sparse"))
   return plan_cls(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
-                  encodings=(names.DEFAULT_ENCODING,), corrupted=_corrupted(config), noise=None,
-                  dataset=dataset, robustness_members=tuple(range(pop.members)), user=user)
+                  encodings=encodings, corrupted=_corrupted(config), noise=None,
+                  dataset=dataset, robustness_members=tuple(range(pop.members)),
+                  oneshot=pruned.variants if pruned else (),
+                  oneshot_schedule=pruned.schedule if pruned else None, user=user)
 
 
 def identity(config, p):
@@ -266,7 +291,8 @@ def identity(config, p):
   return {"user": {"references": list(user.references),
                    "candidates": {n: list(paths) for n, paths in user.candidates},
                    "compress": list(user.compress), "output_index": user.output_index,
-                   "calibration": user.calibration},
+                   "calibration": user.calibration, "train": user.train},
+          **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
           "dataset": p.population.dataset,
           "dataset_options": dict(p.population.dataset_options),
           "members": p.population.members, "variants": list(p.variants),
@@ -284,7 +310,7 @@ def describe(p):
           f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
           f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
           f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-          f"\n  statistics: {_design(pop.members)}")
+          f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}")
 
 
 def _design(members):

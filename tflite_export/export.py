@@ -88,7 +88,7 @@ def export_member(run_dir, variant, k, dataset=None,
   if _source_sha256(run_dir, variant, k) != source_sha:
     raise export_state.ExportError(f"member {variant.member_variant}/{k}: model.keras changed "
                                    "while it was being exported")
-  meta = _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep)
+  meta = export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep)
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   write_export(path, meta_path, data, meta)
@@ -119,7 +119,7 @@ def _source_sha256(run_dir, variant, k):
   return hashing.file_sha256(layout.member_model(run_dir, variant.member_variant, k), memo=False)
 
 
-def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
+def export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
   """The export's JSON dict (docs/artifacts/tflite.md) of the converted bytes `data`."""
   return {
       "schema": export_state.SCHEMA,
@@ -149,7 +149,8 @@ def _export_json(variant, k, data, stats, metadata, source_sha, options, seconds
           "ids_sha256": export_state.representative_sha256(rep.ids),
       }, **({"calibration": rep.calibration} if rep.calibration else {}))
                          if rep is not None else None),
-      "inputs": dict({"model": source_sha, "converter": export_state.converter_inputs(variant)},
+      "inputs": dict({"model": source_sha,
+                      "converter": export_state.converter_key(options, variant.encoding)},
                      **({"representative": rep.key} if rep is not None else {})),
       "versions": converter.versions(),
       "sha256": export_state.sha256(data),

@@ -7,10 +7,10 @@ export is written (`export_paths`) and its lineage (`tflite_export.export` write
 Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
 converted, "converter": sha256 of the format's options and encoding, "representative": sha256
 of the representative example ids (null without; with the user's `--calibration` data, its
-name, options, split and pixels folded in: `Representative.key`)}. A re-run reuses an export only if its JSON
-is readable, its `.tflite` still has the recorded sha256 and every input equals the current one
-(`status`); otherwise it re-exports and says why ("its model.keras changed since it was
-exported").
+name, options, split and pixels folded in: `Representative.key`)}. A re-run reuses an export
+only if its JSON is readable, its `.tflite` still has the recorded sha256 and every input
+equals the current one (`status`); otherwise it re-exports and says why ("its model.keras
+changed since it was exported").
 """
 
 import collections
@@ -94,9 +94,13 @@ sha256 = hashing.sha256_bytes
 
 def converter_inputs(variant):
   """sha256 of what the converter is told: the format's options and the encoding."""
-  options = {key: (list(v) if isinstance(v, tuple) else v)
-             for key, v in formats.FORMATS[variant.format].items()}
-  return hashing.sha256_json({"options": options, "encoding": variant.encoding})
+  return converter_key(formats.FORMATS[variant.format], variant.encoding)
+
+
+def converter_key(options, encoding):
+  """sha256 of converter `options` (a dict) and `encoding` (`converter_inputs`)."""
+  options = {key: (list(v) if isinstance(v, tuple) else v) for key, v in options.items()}
+  return hashing.sha256_json({"options": options, "encoding": encoding})
 
 
 def representative_sha256(ids):
@@ -229,13 +233,14 @@ def calibration_source(dataset):
 
 
 def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
-  """The `Representative` data: the first `size` examples of `calibration_source(dataset)` in
-  fixed order (SPEC §2.5), as the model takes them (`Dataset.model_inputs`: uint8 pixels, or
-  the user's preprocess)."""
+  """The `Representative` data: `size` examples of `calibration_source(dataset)`
+  (`Dataset.calibration_examples`: the first `size` in fixed order, SPEC §2.5; for the user's
+  data, evenly spaced over it, since a folder is sorted by class), as the model takes them
+  (`Dataset.model_inputs`: uint8 pixels, or the user's preprocess)."""
   if size < 1:
     raise ExportError(f"representative size must be >= 1, got {size}")
   source, split = calibration_source(dataset)
-  examples = source.model_inputs(source.take(split, size))
+  examples = source.model_inputs(source.calibration_examples(split, size))
   calibration = dataset.spec.options.get("calibration") or None
   key = representative_sha256(examples.ids)
   if calibration:  # the user's files may change in place: their pixels are part of the key

@@ -299,17 +299,22 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
 
 
 def rank_layers(result, forgotten="forgotten", stable="stable"):
-  """Layers ranked by how much more error they make on the forgotten examples than on the rest.
+  """Layers ranked by their own error on the forgotten examples, with its excess over the rest.
 
-  score = nmse[forgotten] - nmse[stable]: the excess of the forgotten examples' normalized
-  squared error (squared error over the float tensor's power, each on its own subset) over the
-  stable examples', in units of signal power. It is > 0 when the layer errs more, relative to
-  its signal, on the forgotten examples, and a near-lossless layer cannot come first: a ratio
-  (or the SNR difference in dB, 10 log10 of the ratio) would put a RESHAPE whose "error" is
-  float rounding (nmse ~ 1e-15) anywhere. Ties: lower op index first, then tensor name; rows
-  without a score (an empty subset, a zero float tensor) come last. The score says where the
-  forgotten examples' error concentrates: a layer with a large but uniform error scores ~0
-  (its rows keep the absolute nmse).
+  Order: nmse[forgotten] (squared error over the float tensor's power on the forgotten
+  examples), largest first — the layer whose int8 twin distorts most where the file forgot;
+  ties by the excess, then lower op index, then tensor name; rows without an nmse (an empty
+  subset, a zero float tensor) last. Each row also has excess = nmse[forgotten] − nmse[stable]:
+  how much larger that error is on the forgotten examples than on the stable rest (> 0: the
+  error concentrates where the file forgot).
+
+  Why not order by the excess: when the culprit breaks nearly every example, the few stable
+  ones are survivors by luck on which it errs as much, and its excess falls to 0 or below
+  (measured on a digits CNN whose int8 file broke 335 of 360 examples: the culprit's excess
+  was the lowest of 9 layers, its nmse on the forgotten examples the highest, 1.9 against
+  <= 0.16 for every other layer; keeping it alone in float recovered 333 of 335;
+  examples/repair/NOTES.md). A ratio or SNR difference would put lossless ops (RESHAPE, pooling:
+  nmse ~1e-16) anywhere.
 
   Args:
     result: rows of `layer_errors`.
@@ -317,7 +322,7 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
 
   Returns:
     [{"rank", "tensor_name" (the `denylisted_nodes` name: pass it to `selective_quantize`),
-      "op_name", "op_index", "score", "nmse_forgotten", "nmse_stable", "snr_db_forgotten",
+      "op_name", "op_index", "nmse_forgotten", "nmse_stable", "excess", "snr_db_forgotten",
       "snr_db_stable", "snr_drop_db" (stable minus forgotten SNR)}], best first.
 
   Raises:
@@ -330,14 +335,15 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
         raise LayerErrorError(f"layer errors have no subset {name!r} "
                               f"(have {', '.join(sorted(row['subsets']))})")
     f, s = row["subsets"][forgotten], row["subsets"][stable]
-    score = (f["nmse"] - s["nmse"]) if f["nmse"] is not None and s["nmse"] is not None else None
+    excess = (f["nmse"] - s["nmse"]) if f["nmse"] is not None and s["nmse"] is not None else None
     drop = (s["snr_db"] - f["snr_db"]
             if f["snr_db"] is not None and s["snr_db"] is not None else None)
     ranked.append({"tensor_name": row["tensor_name"], "op_name": row["op_name"],
-                   "op_index": row["op_index"], "score": score, "nmse_forgotten": f["nmse"],
-                   "nmse_stable": s["nmse"], "snr_db_forgotten": f["snr_db"],
+                   "op_index": row["op_index"], "nmse_forgotten": f["nmse"],
+                   "nmse_stable": s["nmse"], "excess": excess, "snr_db_forgotten": f["snr_db"],
                    "snr_db_stable": s["snr_db"], "snr_drop_db": drop})
-  ranked.sort(key=lambda r: (r["score"] is None, -(r["score"] or 0.0),
+  ranked.sort(key=lambda r: (r["nmse_forgotten"] is None, -(r["nmse_forgotten"] or 0.0),
+                             -(r["excess"] or 0.0),
                              r["op_index"] if r["op_index"] is not None else math.inf,
                              r["tensor_name"] or ""))
   for i, r in enumerate(ranked):

@@ -373,3 +373,23 @@ def test_every_refusal_is_a_one_line_data_error(tmp_path):
   for what, fn, text in _refusals(tmp_path):
     message = _one_line(fn)
     assert text in message, (what, message)
+
+
+def test_calibration_examples_are_spread_over_a_class_sorted_folder(tmp_path):
+  """A folder lists class by class: its calibration examples are evenly spaced positions
+  (np.linspace over the split, rounded), so every class is in them, and they are exactly the
+  images `load` yields at those positions; a registered data set keeps its first n."""
+  spec = {f"{c}/{i:02d}.png": (6, 6, 3) for c in ("a", "b", "c") for i in range(20)}
+  _folder(tmp_path, spec)
+  data = registry.get("folder", path=str(tmp_path))
+  picked = data.calibration_examples("test", 7)
+  want = np.round(np.linspace(0, 59, 7)).astype(np.int64)  # 0, 10, 20, 30, 39, 49, 59
+  np.testing.assert_array_equal(picked.ids, want)
+  everything = data.load("test")
+  np.testing.assert_array_equal(picked.images, everything.images[want])
+  np.testing.assert_array_equal(picked.labels, everything.labels[want])
+  assert set(picked.labels.tolist()) == {0, 1, 2}
+  assert len(data.calibration_examples("test", 100)) == 60  # fewer than n: all of them
+  digits = registry.get("digits")
+  np.testing.assert_array_equal(digits.calibration_examples("train", 5).ids,
+                                digits.take("train", 5).ids)

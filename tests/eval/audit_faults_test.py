@@ -5,12 +5,14 @@ misplaced (`--out=ram://…` stays off the local disk, an unknown scheme is one 
 per run directory (a second audit is refused naming the first; a dead holder's lock is taken
 over), clean interrupts (Ctrl-C / SIGTERM: one line, exit 130 / 143, the re-run resumes), no
 TensorFlow noise on the terminal (it goes to <out>/logs/; --verbose shows it), one-line errors
-for bad flags, and a garbage run.json redone rather than refused.
+for bad flags, and a garbage run.json redone rather than refused. Also (issue #29) the
+output-divergence gate through the command, on a copy of the same finished run: exit 3.
 """
 
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,6 +91,38 @@ def test_a_normal_run_prints_no_tensorflow_lines_and_keeps_them_in_logs(finished
   assert _lock_holder(out) is None, "a finished audit leaves its lock released (empty)"
 
 
+def test_a_flip_rate_gate_fails_the_command_with_exit_3(finished, tmp_path):
+  """Issue #29: the finished tiny run, copied (every artifact reused), audited again with
+  --max_flip_rate=0: prune_0.5 (independently trained) flips examples against dense member k,
+  so the gate fails it and the command exits 3; report.json has a `divergence` row for every
+  compressed variant, and the manifest and the summary lines carry the same numbers."""
+  out, _ = finished
+  gated = str(tmp_path / "gated")
+  shutil.copytree(out, gated)
+  result = _run([f"--out={gated}", *TINY, "--max_flip_rate=0", "--max_kl=10"])
+  assert "redo" not in result.stdout and "[train]" not in result.stdout, result.stdout[-3000:]
+  with open(os.path.join(gated, "report.json"), encoding="utf-8") as f:
+    report = json.load(f)
+  rows = {r["variant"]: r for r in report["tables"]["divergence"]}
+  compressed = set(report["variants"]) - {"dense"}
+  assert compressed == {"prune_0.5"} and compressed <= set(rows)
+  row = rows["prune_0.5"]
+  flips = row["broken"] + row["fixed"] + row["changed"]
+  assert flips > 0 and row["flip_rate"] == flips / (row["pairs"] * row["n"])
+  assert (row["pairs"], row["design"], row["reference"]) == (2, "pairs", "independent member k")
+  assert 0 < row["kl_mean"] < 10  # the KL gate passes
+  assert result.returncode == 3, result.stderr[-3000:]
+  with open(os.path.join(gated, "deploy", "manifest.json"), encoding="utf-8") as f:
+    manifest = json.load(f)
+  assert manifest["failed_variants"] == ["prune_0.5"]
+  entry = next(e for e in manifest["files"] if e["variant"] == "prune_0.5")
+  assert (entry["flip_rate"], entry["kl_mean"]) == (row["flip_rate"], row["kl_mean"])
+  assert manifest["gates"]["max_flip_rate"] == 0 and manifest["gates"]["max_kl"] == 10
+  (reason,) = entry["gate"]["reasons"]
+  assert reason.startswith(f"top-1 flip rate {100 * row['flip_rate']:.2f}% of test examples")
+  assert f"gate failed: prune_0.5: {reason}" in result.stdout
+
+
 def test_verbose_shows_tensorflow_output(tmp_path):
   # celeb_a is not prepared: the command imports TensorFlow, then stops with one line.
   quiet = _run([f"--out={tmp_path / 'q'}", "--dataset=celeb_a"])
@@ -138,6 +172,8 @@ def test_an_unknown_scheme_is_one_line_before_anything_is_written(tmp_path):
     (["--max_accuracy_drop=nan"], "--max_accuracy_drop must be a finite number"),
     (["--max_subgroup_fnr_increase=nan"], "--max_subgroup_fnr_increase must be a finite"),
     (["--max_subgroup_fnr_increase=0"], "digits has no protected attributes to gate"),
+    (["--max_kl=nan"], "--max_kl must be a finite number"),
+    (["--max_flip_rate=inf"], "--max_flip_rate"),
     (["--dataset=celeb_a"], "tfds build celeb_a --data_dir=DIR"),
     (["--executor=ray", "--ray_address=bogus:1234"],
      "cannot reach the Ray cluster at bogus:1234"),

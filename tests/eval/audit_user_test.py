@@ -254,15 +254,16 @@ def _input_scale(path):
 
 
 def test_calibration_data_calibrates_the_full_int8_file(user):
-  """--calibration=folder:DIR: full_int8 is calibrated on the first 100 images of DIR (sorted
-  paths), not on a train split the test folder does not have. Independent check: the int8
+  """--calibration=folder:DIR: full_int8 is calibrated on 100 images of DIR evenly spaced over
+  its sorted paths, not on a train split the test folder does not have. Independent check: the int8
   input's scale is the calibration images' range / 255 (the converter's asymmetric input
   quantization over [min(0, lo), max(0, hi)]); calibration images rewritten in place with their
   pixels halved redo the export, and give half the scale."""
   data = registry.get("digits").load("train")
   _write_folder(user / "calib", data.images[:150], data.labels[:150])
-  first = sorted(str(p.relative_to(user / "calib")) for p in (user / "calib").rglob("*.png"))[:100]
-  picked = np.stack([data.images[int(p.split("/")[1][:4])] for p in first])
+  paths = sorted(str(p.relative_to(user / "calib")) for p in (user / "calib").rglob("*.png"))
+  spread = np.round(np.linspace(0, len(paths) - 1, 100)).astype(int)  # evenly spaced, not first
+  picked = np.stack([data.images[int(paths[i].split("/")[1][:4])] for i in spread])
   args = ["--dataset=folder:images", "--reference=model0.keras", "--compress=full_int8",
           "--out=cal", *COMMON]
   result = _audit([*args, "--calibration=folder:calib"], user)

@@ -24,7 +24,8 @@ from tf_forget.report import gates as gates_lib
 from tflite_export import export_state
 
 NAN, INF = float("nan"), float("inf")
-FIELDS = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes")
+FIELDS = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes",
+          "max_flip_rate", "max_kl")
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -58,6 +59,9 @@ def _summary(**overrides):
     ({"max_accuracy_drop": 0.01}, {"top1": 0.9}, "gate max_accuracy_drop could not be evaluated"),
     ({"max_significant_classes": 2}, _summary(significant_classes=NAN),
      "gate max_significant_classes could not be evaluated: significant classes undefined"),
+    ({"max_flip_rate": 0.01}, _summary(),  # no `divergence` row: no saved logits
+     "gate max_flip_rate could not be evaluated: no output divergence"),
+    ({"max_kl": 0.01}, _summary(kl_mean=NAN), "gate max_kl could not be evaluated"),
 ])
 def test_a_gate_that_cannot_be_evaluated_fails(gates, summary, reason):
   passed, reasons = gates_lib.verdict("prune_0.9", summary, gates_lib.Gates(**gates))

@@ -63,9 +63,18 @@ def predictions(run):
 
 
 # Tables pinned value by value in the golden file; every other table but the timed
-# `deployment` one is pinned by the sha256 of its canonical JSON (floats to 10 digits).
+# `deployment` one (and `UNPINNED_TABLES`) is pinned by the sha256 of its canonical JSON
+# (floats to 10 digits).
 READABLE_TABLES = ("topline", "pie", "robustness", "noise_accuracy", "noise_similarity",
                    "recall_distortion")
+# Not pinned here (issue #29): the output-divergence tables, added after the golden file was
+# made (pinning them means regenerating it); their numbers are checked against hand-computed
+# KL and Δp on planted logits by tests/report/divergence_report_test.py.
+# Nor the per-layer error (`layers`, `repair`): the QuantizationDebugger's float errors vary with
+# the CPU's kernels (a sha256 of them cannot hold on another machine); they are recomputed from
+# the predictions and export files by tests/eval/repair_stages_test.py.
+UNPINNED_TABLES = ("deployment", "divergence", "divergence_classes", "divergence_subgroups",
+                   "divergence_examples", "layers", "repair")
 
 
 def canonical(value):
@@ -91,7 +100,7 @@ def report_numbers(report):
       "subgroups_fnr": [r for r in tables.get("subgroups", []) if r["metric"] == "fnr"],
       "tables_sha256": {
           k: hashlib.sha256(json.dumps(canonical(v), sort_keys=True).encode()).hexdigest()
-          for k, v in tables.items() if k not in READABLE_TABLES and k != "deployment"},
+          for k, v in tables.items() if k not in READABLE_TABLES + UNPINNED_TABLES},
   }))
 
 

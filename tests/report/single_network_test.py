@@ -1,5 +1,5 @@
 """The K = 1 tables (tf_forget/report/single_network.py), their section, the verdict's design
-statement, and the verdict cells and gates that read them (`gates.k1_measures`), on fake runs
+statement, and the verdict cells and gates that read them (`gates.gate_measures`), on fake runs
 with one dense member and planted flips (issue #28).
 
 Expected values are counted here from the plants of tests/report/fake_run.py (its docstring):
@@ -72,10 +72,10 @@ def _gated(case, dataset, gates):
 
 def _json_gate(case, variant, gates):
   """The gate verdict the bundle gives (eval/deploy.py): from report.json, through
-  `gates.k1_measures`."""
+  `gates.gate_measures`."""
   doc = case["report"].json
-  measures = gates_lib.k1_measures(variant, doc["variants"][variant], doc["settings"],
-                                   doc["tables"])
+  measures = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"],
+                                     doc["tables"])
   return gates_lib.verdict(variant, measures, gates_lib.Gates(**gates)), measures
 
 
@@ -250,13 +250,14 @@ def test_significant_classes_gate_reads_mcnemar_at_k1(digits):
 def test_k1_gates_refuse_a_variant_without_paired_tests():
   settings = {single_network.SETTINGS_KEY: {}}
   summary = {"top1_change": 0.0, "significant_classes": 0, "worst_subgroup": None}
-  m = gates_lib.k1_measures("prune_0.9", summary, settings, {"k1_classes": []})
+  m = gates_lib.gate_measures("prune_0.9", summary, settings, {"k1_classes": []})
   assert m["significant_classes"] is None  # not the population's (Welch) 0
   passed, reasons = gates_lib.verdict("prune_0.9", m, gates_lib.Gates(max_significant_classes=3))
   assert not passed and reasons == ["gate max_significant_classes could not be evaluated: "
                                     "significant classes undefined (no per-class McNemar test)"]
-  assert gates_lib.k1_measures("prune_0.9", summary, {}, {}) is summary  # K > 1: as is
-  assert gates_lib.k1_measures("dense", summary, settings, {}) is summary
+  k5 = gates_lib.gate_measures("prune_0.9", summary, {}, {})  # K > 1: the summary's measures
+  assert "design" not in k5 and {k: k5[k] for k in summary} == summary
+  assert gates_lib.gate_measures("dense", summary, settings, {}) is summary
 
 
 def test_k1_worst_rate_skips_the_aggregate_and_keeps_the_first_tie():
@@ -317,9 +318,9 @@ def test_k5_has_no_k1_tables_and_renders_as_before(tmp_path, monkeypatch):
   assert "design" not in report.json["recommendation"]
   assert 'id="k1"' not in report.html and "K = 1" not in report.html
   assert "significant_classes" not in report.measures.tables["verdict"]
-  for variant, s in report.json["variants"].items():  # the gates read the summary as is
-    assert gates_lib.k1_measures(variant, s, report.json["settings"],
-                                 report.json["tables"]) is s
+  for variant, s in report.json["variants"].items():  # the gates read the summary's measures
+    g = gates_lib.gate_measures(variant, s, report.json["settings"], report.json["tables"])
+    assert "design" not in g and {k: g[k] for k in s} == s
   # The same page with the K = 1 module switched off: byte for byte.
   monkeypatch.setattr(write.single_network, "compute", lambda *a, **k: ({}, {}, {}))
   without = write.build_report(run_dir, dataset_name="digits")

@@ -66,7 +66,8 @@ def test_files_and_schema(digits):
   assert doc["tools"]["numpy"] == np.__version__ and doc["tools"]["pandas"] == pd.__version__
   names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "tables")))
   assert names == sorted(doc["tables"]) == ["cie_accuracy", "cie_annotation", "class_level",
-                                            "gallery",
+                                            "divergence", "divergence_classes",
+                                            "divergence_examples", "gallery",
                                             "overview", "pie", "pie_accuracy",
                                             "recall_distortion", "robustness", "topline",
                                             "verdict"]

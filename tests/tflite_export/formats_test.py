@@ -73,3 +73,29 @@ def test_parse_encodings():
     names.parse_encodings("plain,gzip")
   with pytest.raises(names.FormatError, match="no encoding"):
     names.parse_encodings(",")
+
+
+@pytest.mark.parametrize("member, layers, name", [
+    ("dense", 3, "full_int8~float3"), ("prune_0.9", 1, "prune_0.9+full_int8~float1"),
+    ("dense", 12, "full_int8~float12")])
+def test_repaired_variant_names_round_trip(member, layers, name):
+  # Issue #29: full int8 with N layers kept in float is the format full_int8~float<N>.
+  fmt = names.repair_format(layers)
+  variant = names.Variant(member, fmt)
+  assert variant.name == name and names.parse_variant(name) == variant
+  assert names.repair_layers(fmt) == layers and names.repair_layers("full_int8") is None
+  assert variant.file_stem == fmt
+
+
+@pytest.mark.parametrize("bad", [0, 100, -1, 2.0, True, "3"])
+def test_bad_repair_layers(bad):
+  with pytest.raises(names.FormatError):
+    names.repair_format(bad)
+
+
+@pytest.mark.parametrize("name", ["full_int8~float0", "float16~float3", "full_int8~float",
+                                  "full_int8~float100", "full_int8~float3 "])
+def test_other_names_are_not_repaired_formats(name):
+  assert names.repair_layers(name) is None
+  with pytest.raises(names.FormatError):
+    names.Variant("dense", name)

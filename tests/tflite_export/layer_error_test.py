@@ -120,8 +120,9 @@ def test_bad_layer_is_ranked_first(case):
   assert [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
   top = ranked[0]
   assert top["tensor_name"].startswith("model/bad/") and top["op_name"] == "FULLY_CONNECTED"
-  assert top["score"] > 0.05  # nmse of the forgotten examples exceeds the stable ones'
-  assert all(r["score"] < 0.01 * top["score"] for r in ranked[1:])
+  assert top["excess"] > 0.05  # nmse of the forgotten examples exceeds the stable ones'
+  assert all(r["nmse_forgotten"] < 0.01 * top["nmse_forgotten"] for r in ranked[1:])
+  assert all(r["excess"] < 0.01 * top["excess"] for r in ranked[1:])
   assert top["snr_drop_db"] > 0
   # Every quantized op of the file has a row; all rows saw every subset.
   ops = op_outputs(case["int8"])

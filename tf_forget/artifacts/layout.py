@@ -10,6 +10,7 @@
       predictions/<variant>/<k>/<split>.npz
       predictions_keras/<member variant>/<k>/<split>.npz
       noise/<variant>/<k>/linf.npz
+      layers/<member variant>/<k>/full_int8{.json, .model_explorer.json}   per-layer error (#29)
       eval/agreement/<split>.json
       eval/encodings.json
       eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz
@@ -137,6 +138,18 @@ def noise_root(run_dir):
 def noise(run_dir, variant, k):
   """`<run>/noise/<variant>/<k>/linf.npz`."""
   return os.path.join(noise_root(run_dir), variant, str(int(k)), NOISE_FILE)
+
+
+def layers(run_dir, member_variant, k):
+  """`<run>/layers/<member variant>/<k>/full_int8.json`: per-layer error of the member's full
+  int8 file on its forgotten and stable examples (`eval.layer_analysis`, issue #29)."""
+  return os.path.join(run_dir, "layers", member_variant, str(int(k)), "full_int8.json")
+
+
+def model_explorer(run_dir, member_variant, k):
+  """`<run>/layers/<member variant>/<k>/full_int8.model_explorer.json` (node data)."""
+  return os.path.join(run_dir, "layers", member_variant, str(int(k)),
+                      "full_int8.model_explorer.json")
 
 
 def walk(root):

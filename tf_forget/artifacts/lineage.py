@@ -27,6 +27,7 @@ LABELS = {
     "converter": "converter options",
     "gradient": "gradient g (SPEC §6.2)",
     "gradient_protocol": "gradient protocol",
+    "train_data": "train data (--train)",
 }
 
 

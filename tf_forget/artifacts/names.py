@@ -38,6 +38,9 @@ checks at import that they are `FORMAT_NAMES`); encodings are "plain" and "spars
 A file the user brings (issue #28: `--candidate=NAME=PATH`) is audited as it is, never
 converted: its format is `user_<NAME>` (`user_format`), so the candidate `int8` of the dense
 (reference) members is the variant ``user_int8``, its file `tflite/dense/<k>/user_int8.tflite`.
+A repaired file (issue #29) is full int8 with the N layers that erred most on the forgotten
+examples kept in float: format `full_int8~float<N>` (`repair_format`), e.g. the variant
+``full_int8~float3`` (`eval.layer_analysis` ranks the layers and makes it).
 
 Splits: a data split (`test`) or a corrupted split `<corruption>@<severity>` (`glass_blur@3`);
 this module owns the grammar, `tf_forget.corruptions.registry` checks the corruption exists.
@@ -67,6 +70,8 @@ ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (SPEC §6.5); their one home
 _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
+REPAIRED_FORMAT = "full_int8"  # the format a repair starts from
+_REPAIR_FORMAT = re.compile(r"^full_int8~float(?P<layers>[1-9]\d?)$")  # 1-99 layers in float
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
@@ -251,8 +256,26 @@ def user_format(candidate):
   return name
 
 
+def repair_format(layers):
+  """The format of a full int8 file with its `layers` top-ranked layers in float (issue #29):
+  3 -> "full_int8~float3".
+
+  Raises:
+    FormatError: `layers` not an int in [1, 99].
+  """
+  if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= 99:
+    raise FormatError(f"layers kept in float must be an int in [1, 99], got {layers!r}")
+  return f"{REPAIRED_FORMAT}~float{layers}"
+
+
+def repair_layers(name):
+  """N of a repaired format `full_int8~float<N>`, None for any other format."""
+  match = _REPAIR_FORMAT.match(str(name))
+  return int(match.group("layers")) if match else None
+
+
 def _is_format(name):
-  return name in FORMAT_NAMES or is_user_format(name)
+  return name in FORMAT_NAMES or is_user_format(name) or repair_layers(name) is not None
 
 
 def check_encoding(name):
@@ -267,7 +290,8 @@ class Variant:
 
   Attributes:
     member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
-    format: one of `FORMAT_NAMES`, or `user_<NAME>` for a file the user brings.
+    format: one of `FORMAT_NAMES`, `user_<NAME>` for a file the user brings, or
+      `full_int8~float<N>` for a repaired file.
     encoding: one of `ENCODINGS`.
   """
   member_variant: str
@@ -275,7 +299,7 @@ class Variant:
   encoding: str = DEFAULT_ENCODING
 
   def __post_init__(self):
-    if not is_user_format(self.format):
+    if not is_user_format(self.format) and repair_layers(self.format) is None:
       check_format(self.format)
     check_encoding(self.encoding)
     if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or

@@ -158,6 +158,11 @@ class Dataset(abc.ABC):
         break
     return concatenate(parts)
 
+  def calibration_examples(self, split, n) -> Examples:
+    """The examples that calibrate a full int8 file: the first `n` of `split` (SPEC §2.5; a
+    registered data set's fixed order is not sorted by class)."""
+    return self.take(split, n)
+
   def annotation_batches(self, split, batch_size) -> Iterator[Annotations]:
     """Yields the split's labels, ids and attributes in its fixed order, without images.
 

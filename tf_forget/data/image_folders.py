@@ -32,7 +32,8 @@ class Folder(user_sets.UserDataset):
   """
 
   def __init__(self, path=None, image_size=None, channels=None, class_names=None,
-               attributes=None, protected=None, preprocess=None, calibration=None):
+               attributes=None, protected=None, preprocess=None, calibration=None,
+               train_data=None):
     """Lists the folder (no image decoded except the first, if the size is not given).
 
     Args:
@@ -44,6 +45,7 @@ class Folder(user_sets.UserDataset):
       protected: attribute names the subgroup audit gates.
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
+      train_data: recorded only (`user_sets`, option `train_data`).
 
     Raises:
       base.DataError: missing folder, stray image, empty class, bad option (one line).
@@ -65,7 +67,7 @@ class Folder(user_sets.UserDataset):
     self._finish("folder", split_roots, images.parse_image_size(image_size),
                  images.parse_channels(channels), class_names, attributes, protected,
                  {"path": self.root, "class_names": list(given) if given else None,
-                  "calibration": calibration},
+                  "calibration": calibration, "train_data": train_data},
                  lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
                  preprocess)
 

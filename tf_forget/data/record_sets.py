@@ -43,7 +43,7 @@ class Tfds(user_sets.UserDataset):
   def __init__(self, tfds_name=None, config=None, split="test", train_split=None, data_dir=None,
                image_size=None, channels=None, image_key="image", label_key="label",
                class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None):
+               calibration=None, train_data=None):
     """Builds the tfds builder (its features; no data is read).
 
     Args:
@@ -62,6 +62,7 @@ class Tfds(user_sets.UserDataset):
       protected: attribute names the subgroup audit gates.
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
+      train_data: recorded only (`user_sets`, option `train_data`).
 
     Raises:
       base.DataError: unknown data set, config or feature, or a bad option (one line).
@@ -84,7 +85,8 @@ class Tfds(user_sets.UserDataset):
                  {"tfds_name": str(name), "config": config, "split": split,
                   "train_split": train_split, "data_dir": self._data_dir,
                   "image_key": image_key, "label_key": label_key,
-                  "class_names": list(given) if given else None, "calibration": calibration},
+                  "class_names": list(given) if given else None, "calibration": calibration,
+                  "train_data": train_data},
                  None, preprocess)
 
   def _tfds_builder(self, name, config):
@@ -189,7 +191,7 @@ class TfRecord(user_sets.UserDataset):
 
   def __init__(self, pattern=None, spec=None, image_size=None, channels=None,
                class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None):
+               calibration=None, train_data=None):
     """Lists the files and reads the spec (and the first record if size or channels is unset).
 
     Args:
@@ -202,6 +204,7 @@ class TfRecord(user_sets.UserDataset):
       protected: attribute names the subgroup audit gates.
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
+      train_data: recorded only (`user_sets`, option `train_data`).
 
     Raises:
       base.DataError: no file matches, bad spec file, no class names, bad option (one line).
@@ -232,7 +235,8 @@ class TfRecord(user_sets.UserDataset):
     self._finish("tfrecord", ("test",), images.parse_image_size(image_size),
                  images.parse_channels(channels), names, attributes, protected,
                  {"pattern": self.pattern, "spec": self._spec_path,
-                  "class_names": list(given) if given else None, "calibration": calibration},
+                  "class_names": list(given) if given else None, "calibration": calibration,
+                  "train_data": train_data},
                  self._first, preprocess)
 
   def _read_spec(self):

@@ -15,8 +15,10 @@ Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`
 (a CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit
 gates), `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose
 first examples calibrate full_int8, `--calibration`; read by
-`tflite_export.export_state.calibration_source`). The recorded `spec.options` are JSON-able and rebuild the same data set with
-`registry.get`.
+`tflite_export.export_state.calibration_source`), `train_data` (recorded only: {"name",
+"options"} of the labelled data one-shot pruning fine-tunes on, `--train`; read by
+`tf_forget.data.train_view`). The recorded `spec.options` are JSON-able and rebuild the same
+data set with `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include
 `test` and are all `train` or `test` is split by them (splits "train" if present, and "test");
@@ -240,6 +242,28 @@ class UserDataset(base.Dataset):
       yield base.Examples(images=pixels.numpy(),
                           labels=self._checked_labels(split, start, labels.numpy()),
                           ids=ids, attributes=self._attributes_of(split, ids))
+
+  def calibration_examples(self, split, n):
+    """`n` examples evenly spaced over `split`'s fixed order (both ends included), not its first
+    `n`: a folder's order is class by class, so its first 100 images are often one class (a
+    full int8 file calibrated on them can clip every other class's activations). Only the
+    chosen images are decoded. Fewer than `n` examples: all of them."""
+    total = self.num_examples(split)
+    if total <= n:
+      return self.take(split, n)
+    positions = np.unique(np.round(np.linspace(0, total - 1, n)).astype(np.int64))
+    keep = tf.constant(positions)
+    ds = (self._records(split).enumerate()
+          .filter(lambda i, rec: tf.reduce_any(tf.equal(i, keep)))
+          .map(lambda i, rec: (self.image(rec[0]), rec[1], rec[2]), **_PARALLEL))
+    self.check_split(split)
+    self._check_attribute_rows(split)
+    parts = []
+    for _, (pixels, labels, ids) in self._stream_unchecked(split, ds, len(positions)):
+      ids = ids.numpy()
+      parts.append(base.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=ids,
+                                 attributes=self._attributes_of(split, ids)))
+    return base.concatenate(parts)
 
   def annotation_batches(self, split, batch_size):
     ds = self._records(split).map(lambda r, label, i: (label, label, i))

@@ -9,8 +9,9 @@ and written to
 <protocol> being the first 16 hex digits of the sha256 of `protocol_json`, the part of the
 one-shot protocol g depends on: `grad_batches` batches of `grad_batch_size` unaugmented records
 of the fine-tuning part of train (every `validation_every`-th record is held out,
-`records.holdout`), shuffled with a seed derived from the parent's (`seed`); the mean sparse
-cross-entropy of the logits without regularization, in inference mode
+`records.holdout`; train is the user's `--train` data for an imported parent,
+`tf_forget.data.train_view`), shuffled with a seed derived from the parent's (`seed`); the
+mean sparse cross-entropy of the logits without regularization, in inference mode
 (`oneshot.mean_gradient`); every prunable kernel in layer order (a member that leaves the
 classifier unpruned reads a subset). Every GP and UP member of the parent, at every ratio,
 reads this one file and records its sha256 (`inputs.gradient`); MP and RP never compute it.
@@ -19,7 +20,8 @@ The file (`fileio.write_npz`, no pickle) holds `g_0`, `g_1`, ... (float64, one p
 layer order) and `metadata` (JSON): schema, parent {variant, k, model_sha256}, protocol and
 its sha256, seed, `positions_sha256` of the record positions used, kernels [{name, shape}],
 `arrays_sha256` (`hashing.arrays_sha256` of the named arrays) and `inputs` {model: the parent's
-model_sha256, gradient_protocol, seed}. Its bytes are a function of those alone (no time;
+model_sha256, gradient_protocol, seed, and with the user's `--train` data train_data: its
+`train_view.fingerprint`}. Its bytes are a function of those alone (no time;
 numpy writes npz entries with zip's fixed 1980 date), so every executor writes the same bytes
 for the same parent and protocol.
 
@@ -44,8 +46,10 @@ from tf_forget.artifacts import lineage
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
+from tf_forget.data import train_view
 from tf_forget.prune import oneshot
 from tf_forget.prune import records
+from tf_forget.train import imported
 from tf_forget.train import member as member_lib
 
 SCHEMA = "tf_forget.gradient/1"
@@ -118,8 +122,14 @@ def path(run_dir, parent, protocol):
 
 
 def _inputs(parent, protocol, parent_sha256):
-  return {"model": parent_sha256, "gradient_protocol": protocol_sha256(protocol),
-          "seed": seed(parent)}
+  """g's lineage inputs; `train_data` only with the user's `--train` data (issue #28), so that
+  the g of a trained parent keeps the inputs it recorded."""
+  out = {"model": parent_sha256, "gradient_protocol": protocol_sha256(protocol),
+         "seed": seed(parent)}
+  train_data = train_view.fingerprint_of(parent.dataset, parent.dataset_options)
+  if train_data is not None:
+    out["train_data"] = train_data
+  return out
 
 
 def write(file, grads, metadata):
@@ -200,7 +210,7 @@ def compute(run_dir, parent, protocol):
   draw_seed = seed(parent)
   keras2.keras().utils.set_random_seed(draw_seed)
   tf.config.experimental.enable_op_determinism()
-  dataset = data_registry.get(parent.dataset, **dict(parent.dataset_options))
+  dataset = train_view.of(data_registry.get(parent.dataset, **dict(parent.dataset_options)))
   model = member_lib.load_model(layout.member_dir(run_dir, parent.variant, parent.k))
   train_records, _, n_train, _ = records.holdout(dataset, protocol.validation_every)
   batches, used = draw_batches(dataset, train_records, n_train, protocol, draw_seed)
@@ -211,10 +221,12 @@ def compute(run_dir, parent, protocol):
 def _parent_sha256(run_dir, parent):
   """The finished parent's model_sha256; GradientError if it is not finished and current."""
   directory = layout.member_dir(run_dir, parent.variant, parent.k)
-  state = member_lib.status(directory, parent)
+  state = imported.member_status(run_dir, parent)
   if not state:
+    first = ("import the reference first" if parent.model == imported.MODEL
+             else "train the dense population first")
     raise GradientError(f"gradient of {parent.variant}/{parent.k}: the parent is not finished "
-                        f"({state.reason}); train the dense population first")
+                        f"({state.reason}); {first}")
   return member_lib.read_metadata(directory)["model_sha256"]
 
 

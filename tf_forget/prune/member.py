@@ -3,9 +3,11 @@
 `prune_member(config, run_dir)` makes `<run>/members/oneshot_<alg>_r<r>/<k>/` from the
 finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
 
-1. load the parent's `model.keras` (it must be finished and current: `train.member.status`);
+1. load the parent's `model.keras` (it must be finished and current: `train.member.status`, or
+   for the user's imported reference `train.imported.member_status`, issue #28);
 2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4,
-   `records.holdout`);
+   `records.holdout`); the training records are the data set's train split, or the user's
+   `--train` data (`tf_forget.data.train_view`, fed as the model takes it);
 3. for GP / UP, read g, the parent's one gradient artifact (`gradient.ensure`: computed once
    per parent and protocol, then read by every GP and UP member of that parent at every ratio;
    SPEC §6.2 "the same g for GP and UP", issue #26); MP and RP compute no gradient;
@@ -22,9 +24,11 @@ finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
    protocol, per-epoch validation losses, the chosen epoch).
 
 The member is current only if its config (member identity + protocol), its parent's
-`model.keras` sha256 and, for GP / UP, the sha256 of the g it read are the ones it recorded:
-a retrained parent or another g makes it stale (lineage). A killed fine-tuning starts again
-from the parent (fine-tuning is short next to training; its epochs are not checkpointed).
+`model.keras` sha256, for GP / UP the sha256 of the g it read and, with the user's `--train`
+data, that data's fingerprint (`train_view.fingerprint`) are the ones it recorded: a retrained
+(or re-imported) parent, another g or changed train data makes it stale (lineage). A killed
+fine-tuning starts again from the parent (fine-tuning is short next to training; its epochs
+are not checkpointed).
 """
 
 import dataclasses
@@ -44,10 +48,12 @@ from tf_forget.artifacts import names
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
+from tf_forget.data import train_view
 from tf_forget.prune import gradient as gradient_lib
 from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
+from tf_forget.train import imported
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
 from tf_forget.train import pruning
@@ -88,13 +94,16 @@ class OneshotConfig:
     return {"member": self.member.identity(), "oneshot": self.protocol.to_json(),
             "parent": {"variant": self.variant.parent, "k": int(self.member.k)}}
 
-  def inputs(self, parent_sha256, gradient_sha256=None):
-    """Lineage inputs: the config's hash, the parent's `model.keras` sha256 and, for GP / UP,
-    the sha256 of the g artifact read (SPEC §6.2, issue #26)."""
+  def inputs(self, parent_sha256, gradient_sha256=None, train_data=None):
+    """Lineage inputs: the config's hash, the parent's `model.keras` sha256, for GP / UP the
+    sha256 of the g artifact read (SPEC §6.2, issue #26) and, with the user's `--train` data,
+    its `train_view.fingerprint` (issue #28)."""
     out = {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
            "parent": parent_sha256}
     if self.needs_gradient:
       out["gradient"] = gradient_sha256
+    if train_data is not None:
+      out["train_data"] = train_data
     return out
 
 
@@ -116,7 +125,7 @@ def status(run_dir, config):
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
   if not fileio.exists(os.path.join(directory, member_lib.METADATA_FILE)):
     return lineage.MISSING
-  parent_state = member_lib.status(parent_dir(run_dir, config), config.parent)
+  parent_state = imported.member_status(run_dir, config.parent)
   if not parent_state:
     return lineage.Status(False, f"its parent {config.variant.parent}/{config.member.k} is not "
                           f"current ({parent_state.reason})")
@@ -127,8 +136,10 @@ def status(run_dir, config):
     if reason:
       return lineage.Status(False, reason)
   model_path = os.path.join(directory, member_lib.MODEL_FILE)
+  train_data = train_view.fingerprint_of(config.member.dataset, config.member.dataset_options)
   return lineage.status(
-      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha, g_sha), "pruned",
+      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha, g_sha, train_data),
+      "pruned",
       extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
                                              "model.keras", "pruned"))
 
@@ -188,11 +199,12 @@ def _check_masks(model, masks, exclude_classifier):
 
 def _finished_parent(run_dir, config):
   """The parent's metadata; PruneMemberError if it is not finished, current and float32."""
-  p_dir = parent_dir(run_dir, config)
+  first = ("import the reference first" if config.parent.model == imported.MODEL
+           else "train the dense population first")
   return member_lib.finished_parent(
-      p_dir, member_lib.status(p_dir, config.parent),
+      parent_dir(run_dir, config), imported.member_status(run_dir, config.parent),
       f"{config.member.variant}/{config.member.k}", f"{config.variant.parent}/{config.member.k}",
-      PruneMemberError, "train the dense population first", "one-shot pruning")
+      PruneMemberError, first, "one-shot pruning")
 
 
 def prune_member(config, run_dir, log=None):
@@ -258,10 +270,12 @@ def _finetune(model, config, dataset, train_recs, n_train, masks, best, log):
   return int(model.optimizer.iterations.numpy())
 
 
-def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, split, best):
+def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, split, best,
+                    dataset):
   """The member metadata's `pruning` dict (docs/artifacts/members.md)."""
   variant, proto = config.variant, config.protocol
   n_train, n_val = split
+  data = ({"data": dataset.describe()} if isinstance(dataset, train_view.TrainView) else {})
   return {
       "method": names.ONESHOT, "algorithm": variant.algorithm,
       "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
@@ -278,7 +292,7 @@ def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, spli
                    "validation": f"every {proto.validation_every}th train record "
                                  "(held out of fine-tuning, seen by the parent)",
                    "validation_data_loss": [round(x, 6) for x in best.losses],
-                   "best_epoch": int(best.best_epoch)},
+                   "best_epoch": int(best.best_epoch), **data},
   }
 
 
@@ -288,7 +302,7 @@ def _make(config, run_dir, parent_meta, grad, log):
   t0 = time.time()
   member, proto, variant = config.member, config.protocol, config.variant
   directory = layout.member_dir(run_dir, member.variant, member.k)
-  dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
+  dataset = train_view.of(data_registry.get(member.dataset, **dict(member.dataset_options)))
   keras.backend.experimental.enable_tf_random_generator()
   keras.utils.set_random_seed(member.seed)
   tf.config.experimental.enable_op_determinism()
@@ -329,10 +343,13 @@ def _make(config, run_dir, parent_meta, grad, log):
       parent={"variant": variant.parent, "k": int(member.k),
               "model_sha256": parent_meta["model_sha256"],
               "weights_sha256": parent_weights,
-              "test_accuracy": parent_meta.get("test_accuracy")},
+              "test_accuracy": parent_meta.get("test_accuracy"),
+              **({"reference": parent_meta["reference"]} if "reference" in parent_meta
+                 else {})},
       pruning=_pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc,
-                              (n_train, n_val), best),
+                              (n_train, n_val), best, dataset),
       model_sha256=model_sha256,
-      inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None))
+      inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None,
+                           train_view.fingerprint(dataset)))
   fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
   return member_lib.read_metadata(directory)

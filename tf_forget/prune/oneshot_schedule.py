@@ -10,7 +10,11 @@ training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows
 * `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1: "fine-tuned for another 15 epochs");
 * `digits` (scaled down, ~2 s a member on 2 cores): 3 epochs at 0.05 (the parent's initial LR,
   as the ResNet schedule restarts at the parent's 0.1), then 2 each at 5e-3 and 5e-4, batch 64;
-* `tiny` (tests): 2 epochs at 0.01, batch 32.
+* `tiny` (tests): 2 epochs at 0.01, batch 32;
+* `user` (the user's own Keras model, `--reference --pruning=oneshot`, issue #28; its preset is
+  `tf_forget.train.imported.preset`): our choice for a model whose training is unknown — 5
+  epochs at 0.01 (002's LeNet rate, low enough for a network trained with Adam), then 5 at
+  1e-3, batch 128 (the reference's, SPEC §6.4); `--finetune` sets the phases.
 
 Every schedule keeps the epoch with the lowest loss on a validation split held out from train
 (every `validation_every`-th training record, 10% by default; 002's reference selects on the
@@ -109,6 +113,7 @@ SCHEDULES = {
     "lenet5_002": OneshotSchedule("lenet5_002", ((15, 0.01),)),
     "digits": OneshotSchedule("digits", ((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
     "tiny": OneshotSchedule("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
+    "user": OneshotSchedule("user", ((5, 0.01), (5, 1e-3))),
 }
 # Full-size presets without a schedule of their own take the ResNet one (SPEC §6.4).
 for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper", "resnet20_003", "resnet56_003",

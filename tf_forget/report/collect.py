@@ -199,15 +199,24 @@ def _population(variant, split, paths):
                           tuple(metas))
 
 
+def row_order(ids, ref_ids, where):
+  """Rows of `ids` in the order of `ref_ids` (None when already in that order).
+
+  Raises:
+    CollectError: the two do not hold the same ids.
+  """
+  ids, ref_ids = np.asarray(ids), np.asarray(ref_ids)
+  if np.array_equal(ids, ref_ids):
+    return None
+  if ids.shape != ref_ids.shape or not np.array_equal(np.sort(ids), np.sort(ref_ids)):
+    raise CollectError(f"{where}: example ids differ from the dense population's "
+                       f"({ids.size} vs {ref_ids.size} examples)")
+  return np.argsort(ids)[np.searchsorted(np.sort(ids), ref_ids)]
+
+
 def _align(pop, ref, where):
   """`pop` reordered to `ref`'s ids; raises unless both cover the same ids with equal labels."""
-  if np.array_equal(pop.ids, ref.ids):
-    order = None
-  else:
-    if pop.ids.shape != ref.ids.shape or not np.array_equal(np.sort(pop.ids), np.sort(ref.ids)):
-      raise CollectError(f"{where}: example ids differ from the dense population's "
-                         f"({pop.ids.size} vs {ref.ids.size} examples)")
-    order = np.argsort(pop.ids)[np.searchsorted(np.sort(pop.ids), ref.ids)]
+  order = row_order(pop.ids, ref.ids, where)
   labels = pop.labels if order is None else pop.labels[order]
   if not np.array_equal(labels, ref.labels):
     raise CollectError(f"{where}: true labels differ from the dense population's")

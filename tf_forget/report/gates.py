@@ -5,21 +5,27 @@ A gate is a bound on a variant's change relative to the dense population:
     accuracy points (fractions: 0.01 = one percentage point);
   * `max_subgroup_fnr_increase`: the largest increase of a subgroup's false-negative rate
     (fraction, compressed minus baseline, 004 Table 3), over the protected subgroups;
-  * `max_significant_classes`: classes whose recall changed significantly (000 §2.2).
+  * `max_significant_classes`: classes whose recall changed significantly (000 §2.2);
+  * `max_flip_rate`: the share of test examples whose top-1 label differs from the reference's
+    (broken + fixed + changed over n; over the P·n (pair, example) values with P member pairs),
+    and `max_kl`: the mean KL(reference ‖ file) of the softmax outputs in nats — both from the
+    report's `divergence` table (issue #29; `tf_forget/report/divergence_report.py`), for every
+    design (K = 1 and K > 1).
 A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the
 gate cannot be evaluated, issue #25); the dense baseline is never gated. Bounds must be finite
 numbers >= 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
 (eval/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows them. One
 implementation, here.
 
-With one dense member (K = 1, issue #28: the report's settings carry `single_network`) the
-population measures (Welch over members, means over members) have no spread over training
-seeds; `k1_measures` then hands the gates the paired per-example tests of
-`tf_forget/report/single_network.py` instead: the top-1 change of `k1_topline`, the classes
-marked significant in `k1_classes` (exact McNemar per class, Benjamini-Hochberg over the
-classes) and the protected subgroup whose FNR rose most in `k1_subgroups` (paired bootstrap
-interval). Every caller (verdict, bundle, summary) goes through it, so a K = 1 audit gates on
-the paired tests everywhere, and a failed gate's reason names the test.
+`gate_measures` hands the gates each variant's measures: its summary plus the flip rate and
+mean KL of the `divergence` table. With one dense member (K = 1, issue #28: the report's
+settings carry `single_network`) the population measures (Welch over members, means over
+members) have no spread over training seeds; `gate_measures` then also hands the gates the
+paired per-example tests of `tf_forget/report/single_network.py` instead: the top-1 change of
+`k1_topline`, the classes marked significant in `k1_classes` (exact McNemar per class,
+Benjamini-Hochberg over the classes) and the protected subgroup whose FNR rose most in
+`k1_subgroups` (paired bootstrap interval). Every caller (verdict, bundle, summary) goes through it, so every audit gates on
+the same numbers everywhere, and a failed gate's reason names the measure (at K = 1 the test).
 """
 
 import dataclasses
@@ -42,6 +48,10 @@ K1_TOP1_TEST = "Newcombe, paired over the test examples"
 K1_CLASS_TEST = "McNemar + BH over the test examples"
 K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
 K1_RATES = ("fnr", "error")
+# Issue #29: the table the flip-rate and KL gates read (`divergence_report`; not imported).
+DIVERGENCE_TABLE = "divergence"
+NO_DIVERGENCE = ("no output divergence (no saved logits for the variant or its dense "
+                 "reference, or no paired member)")
 
 
 class GateError(errors.Error):
@@ -64,6 +74,8 @@ class Gates:
   max_accuracy_drop: Optional[float] = None
   max_subgroup_fnr_increase: Optional[float] = None
   max_significant_classes: Optional[int] = None
+  max_flip_rate: Optional[float] = None
+  max_kl: Optional[float] = None
 
   def __post_init__(self):
     for f in dataclasses.fields(self):
@@ -127,11 +139,30 @@ def k1_worst_rate(rows, measure):
           "n": int(best["n"]) if _finite(best.get("n")) else None, "test": K1_SUBGROUP_TEST}
 
 
-def k1_measures(variant, summary, settings, tables):
-  """The measures the gates read for one variant: the summary, or at K = 1 the paired tests.
+def divergence_measures(rows):
+  """The divergence gates' measures from one variant's `divergence` rows (issue #29).
 
-  Without the K = 1 design (`settings` lack `single_network`: K > 1) and for dense, `summary`
-  itself, unchanged. With it (issue #28), a copy of `summary` with `design` = `K1_DESIGN` and:
+  Returns:
+    dict `flip_rate` (fraction), `kl_mean` (nats) and `divergence` {`kl_low`, `kl_high`,
+    `design`, `pairs`, `n`, `broken`, `fixed`, `changed`}; None for each without a row (no
+    saved logits: the gates cannot be evaluated).
+  """
+  if not rows:
+    return {"flip_rate": None, "kl_mean": None, "divergence": None}
+  r = rows[0]
+  return {"flip_rate": _number(r.get("flip_rate")), "kl_mean": _number(r.get("kl_mean")),
+          "divergence": {"kl_low": _number(r.get("kl_low")), "kl_high": _number(r.get("kl_high")),
+                         "design": r.get("design"), "pairs": r.get("pairs"), "n": r.get("n"),
+                         **{k: r.get(k) for k in ("broken", "fixed", "changed")}}}
+
+
+def gate_measures(variant, summary, settings, tables):
+  """The measures the gates read for one variant: its summary, the output divergence, and at
+  K = 1 the paired tests.
+
+  For every design, a copy of `summary` with `divergence_measures` of the variant's
+  `divergence` rows (`flip_rate`, `kl_mean`, `divergence`). With the K = 1 design (`settings`
+  carry `single_network`; issue #28) also `design` = `K1_DESIGN` and:
     * `top1_change`, `top1_low`, `top1_high`: the variant's `k1_topline` row (difference and
       Newcombe 95% interval over the test examples); the summary's change when it has none;
     * `significant_classes`: its `k1_classes` rows marked `significant` (exact McNemar per
@@ -147,12 +178,15 @@ def k1_measures(variant, summary, settings, tables):
     tables: name -> table (DataFrame or list of row dicts) of the report.
 
   Returns:
-    dict (the summary itself when K > 1).
+    dict (for dense the summary itself: the baseline is never gated).
   """
-  if variant == names.DENSE or (settings or {}).get(K1_SETTINGS_KEY) is None:
+  if variant == names.DENSE:
     return summary
   tables = tables or {}
-  out = dict(summary, design=K1_DESIGN)
+  out = dict(summary, **divergence_measures(_rows(tables.get(DIVERGENCE_TABLE), variant)))
+  if (settings or {}).get(K1_SETTINGS_KEY) is None:
+    return out
+  out["design"] = K1_DESIGN
   top = _rows(tables.get("k1_topline"), variant)
   if top:
     out.update(top1_change=_number(top[0].get("difference")),
@@ -179,6 +213,27 @@ def _classes_reason(significant, bound, k1):
     return (f"{significant} significant class{'' if significant == 1 else 'es'} "
             f"({K1_CLASS_TEST}; max {bound})")
   return f"{significant} classes change significantly (max {bound})"
+
+
+def _flip_reason(rate, bound, div):
+  """Why the flip-rate gate fails: the rate, its flips and pairs, the bound (percent)."""
+  div = div or {}
+  counts = ", ".join(f"{div[k]} {k}" for k in ("broken", "fixed", "changed")
+                     if div.get(k) is not None)
+  pairs = div.get("pairs")
+  over = f" over {pairs} member pairs" if isinstance(pairs, int) and pairs > 1 else ""
+  return (f"top-1 flip rate {100 * rate:.2f}% of test examples vs the reference"
+          f"{' (' + counts + over + ')' if counts else ''} (max {100 * bound:.2f}%)")
+
+
+def _kl_reason(kl, bound, div):
+  """Why the KL gate fails: the mean KL with its interval and design, the bound (nats)."""
+  div = div or {}
+  low, high = div.get("kl_low"), div.get("kl_high")
+  unit = "member pairs" if div.get("design") == "pairs" else "test examples"
+  ci = (f"95% CI {low:.4g} to {high:.4g}, t over the {unit}; " if _finite(low) and _finite(high)
+        else "")
+  return f"mean KL(reference ‖ file) {kl:.4g} nats ({ci}max {bound:g})"
 
 
 def _check(gate, bound, value, missing, exceeded):
@@ -208,7 +263,8 @@ def verdict(variant, summary, gates):
   Args:
     variant: variant name.
     summary: `report.json["variants"][variant]` (top1_change, significant_classes,
-      worst_subgroup), or at K = 1 its `k1_measures` (then the reasons name the paired tests).
+      worst_subgroup), through `gate_measures` (flip_rate, kl_mean, divergence; at K = 1 the
+      paired tests, which the reasons then name).
     gates: `Gates`.
 
   Returns:
@@ -238,6 +294,11 @@ def verdict(variant, summary, gates):
       _check("max_significant_classes", gates.max_significant_classes, significant,
              "significant classes undefined" + (" (no per-class McNemar test)" if k1 else ""),
              lambda: _classes_reason(int(significant), gates.max_significant_classes, k1)),
+      _check("max_flip_rate", gates.max_flip_rate, summary.get("flip_rate"), NO_DIVERGENCE,
+             lambda: _flip_reason(summary["flip_rate"], gates.max_flip_rate,
+                                  summary.get("divergence"))),
+      _check("max_kl", gates.max_kl, summary.get("kl_mean"), NO_DIVERGENCE,
+             lambda: _kl_reason(summary["kl_mean"], gates.max_kl, summary.get("divergence"))),
   ]
   reasons = [r for r in reasons if r is not None]
   return not reasons, reasons

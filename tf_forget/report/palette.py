@@ -45,6 +45,7 @@ CHILD = {
     ("float16", "sparse"): ("//..", "P", (0, (6, 2, 1, 2))),
     ("dynamic_int8", "sparse"): ("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1))),
     ("full_int8", "sparse"): ("xx..", "X", (0, (1, 1))),
+    ("full_int8", "repaired"): ("x", "d", (0, (4, 1, 1, 1))),  # full_int8~float<N> (#29)
 }
 
 
@@ -68,6 +69,8 @@ def _style_parts(variant):
   fam, fmt, enc = _parse(variant)
   if names.is_user_format(fmt):
     return str(variant), names.DEFAULT_FORMAT, enc
+  if names.repair_layers(fmt) is not None:  # a repaired full int8 file (issue #29): its hatch
+    return fam, names.REPAIRED_FORMAT, "repaired"
   return fam, fmt, enc
 
 

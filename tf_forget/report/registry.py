@@ -11,10 +11,12 @@ its render function (in `sections` or a study's own view module).
 import dataclasses
 from typing import Callable, Mapping, Optional, Sequence
 
+from tf_forget.report import divergence_view
 from tf_forget.report import human_study_view
 from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
 from tf_forget.report import recall_study_view
+from tf_forget.report import repair_view
 from tf_forget.report import sections
 from tf_forget.report import single_network_view
 from tf_forget.report import verdict_view
@@ -30,12 +32,15 @@ class View:
     protected: protected attribute names (shown on every gallery card).
     extra_notes: more lines for the notes section.
     recommendation: `verdict.recommend`'s dict (the verdict block's first line).
+    divergence_images: example id -> PNG thumbnail of the largest-KL examples
+      (`divergence_report.thumbnails`).
   """
   measures: object
   gallery: Mapping = dataclasses.field(default_factory=dict)
   protected: Sequence[str] = ()
   extra_notes: Sequence[str] = ()
   recommendation: Optional[dict] = None
+  divergence_images: Mapping = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +62,10 @@ SECTIONS = (
             lambda v: sections.topline(v.measures)),
     Section("k1", "1b. One network, its compressed files: flips and paired tests (K = 1)",
             "1b K = 1", lambda v: single_network_view.section(v.measures), optional=True),
+    Section("divergence", "1c. Output divergence: how far each file's outputs moved (KL, Δp)",
+            "1c Divergence", lambda v: divergence_view.section(v.measures)),
+    Section("why", "1d. Why a full int8 file forgot: per-layer error, and its repair",
+            "1d Why", lambda v: repair_view.section(v.measures), optional=True),
     Section("class-level", "2. Class level: which classes changed (000 Figure 2)", "2 Classes",
             lambda v: sections.class_level(v.measures)),
     Section("pie", "3. Pruning / compression identified exemplars (PIE)", "3 PIE",
@@ -84,7 +93,9 @@ SECTIONS = (
     Section("deployment", "10. Deployment: encoding, size, latency vs accuracy", "10 Deployment",
             lambda v: sections.deployment(v.measures)),
     Section("gallery", "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)",
-            "11 Gallery", lambda v: sections.gallery(v.gallery, v.protected)),
+            "11 Gallery", lambda v: (sections.gallery(v.gallery, v.protected)
+                                     + divergence_view.gallery(v.measures,
+                                                               v.divergence_images))),
     Section("notes", "Notes", "Notes", lambda v: sections.notes(v.measures, v.extra_notes)),
 )
 

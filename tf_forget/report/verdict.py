@@ -20,7 +20,8 @@ One row per variant, against the dense population:
   interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
   examples);
 * #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
-  the same paired numbers, `gates.k1_measures`, and a failed gate's reason names the test).
+  the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
+  the flip-rate and KL gates read the `divergence` table (issue #29) through the same function.
 
 The recommendation (`recommend`): among the compressed variants that pass every gate and lose
 at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURACY_BUDGET`
@@ -139,7 +140,7 @@ def k1_worst_class(k1_classes, variant):
 
 
 def k1_worst_subgroup(gate_measures):
-  """The worst subgroup (FNR) of a variant's `gates.k1_measures` (K = 1), as
+  """The worst subgroup (FNR) of a variant's `gates.gate_measures` (K = 1), as
   `worst_subgroup`'s dict, or None without one."""
   worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
   if not worst:
@@ -235,8 +236,8 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
     row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
                pairing=pairing)
     # K = 1 (issue #28): the worst class / subgroup and the gates from the paired tests.
-    g = gates_lib.k1_measures(variant, s, measures.config, measures.tables)
-    k1_design = g is not s
+    g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
+    k1_design = g.get("design") == gates_lib.K1_DESIGN
     if k1_design:
       wc = k1_worst_class(measures.tables.get("k1_classes"), variant)
       row["significant_classes"] = g["significant_classes"]

@@ -177,6 +177,11 @@ GLOSSARY = (
      "distribution shift minus error on the nominal test set (003 Definitions 1-2)."),
     ("robustness (normalized)", "Accuracy on corrupted images relative to the dense "
      "population's on the same corruption, 100·(A_t/A_0 − 1) % (000 Table 3)."),
+    ("KL, Δp, flip rate", "How far a compressed file's outputs moved from its reference's "
+     "(the dense float32 file of the same network, or an independent dense member for "
+     "gradual pruning), from the saved logits: KL(reference ‖ file) of the softmax outputs in "
+     "nats, Δp the change of the true class's probability, flip rate the share of examples "
+     "whose top-1 label changed (section 1c)."),
 )
 
 

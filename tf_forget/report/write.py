@@ -26,6 +26,8 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
+from tf_forget.report import divergence_report
+from tf_forget.report import repair_report
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
@@ -202,7 +204,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     config: the run's configuration (JSON-ready dict), stored as is in report.json.
     dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
     gallery_size: Taxicab CIE cards shown per variant family (a trained variant and its
-      quantized children, each example once).
+      quantized children, each example once), and largest-KL examples per compressed
+      variant (`divergence_examples`, issue #29).
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>").
     human_study: `human_study.Options` (or a dict of its fields): the blind-annotation export
@@ -226,7 +229,9 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
                          splits=splits)
   core = measures_lib.compute(run, **measure_options)
   k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
-  m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1])  # k1: K = 1 only (#28)
+  div = Part(*divergence_report.compute(run, size=gallery_size))  # from the logits (#29)
+  why = Part(*repair_report.compute(run))  # per-layer error and repairs (#29)
+  m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1, div, why])  # k1: K = 1 (#28)
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
   parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)
@@ -259,7 +264,9 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
            ("variants (members)", members), ("run directory", run_dir),
            ("schema", SCHEMA_VERSION)]
   view = registry.View(measures=m, gallery=gallery, protected=run.protected_attributes,
-                       recommendation=recommendation)
+                       recommendation=recommendation,
+                       divergence_images=divergence_report.thumbnails(
+                           run, m.tables.get("divergence_examples")))
   page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
                    [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(view)],
                    css=gallery_view.CSS)

@@ -1,0 +1,117 @@
+"""The audit's "why and repair" stages (issue #29): per-layer error, repaired files, their
+evaluation.
+
+Stage contract and driver: `eval.driver`. After the clean-split evaluation, for every member
+with a Keras model and a plain `full_int8` file (`eval.layer_analysis`):
+  * layers: one unit per member: the per-layer error of its full int8 file on the examples it
+    forgot and on the stable rest (QuantizationDebugger), ranked, with Model Explorer node data;
+  * repair (`--repair_layers=N` > 0): one unit per member: `full_int8~float<N>`, its N
+    top-ranked layers kept in float; finish: the repaired variants join the audited ones;
+  * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
+    split's agreement table again, now with them.
+Repaired files are not evaluated under corruptions or noise (the robustness tables keep the
+audited formats).
+"""
+
+from eval import driver
+from eval import file_stages
+from eval import layer_analysis
+from eval import population as eval_population
+from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions
+
+
+def _analysed(ctx):
+  """(member variant, k) of the audited members with a Keras model and a full int8 file."""
+  fmt = layer_analysis.FORMAT
+  if not ctx.keras_members:
+    return []
+  return [(mv, k) for mv, k in ctx.members
+          if names.Variant(mv, fmt).name in ctx.variants
+          and layer_analysis.applies(ctx.run_dir, mv, k)]
+
+
+class LayersStage(driver.Stage):
+  """Per-layer error of every full int8 file on its forgotten examples."""
+
+  name = "layers"
+  noun = "layer analyses already current"
+
+  def units(self, ctx):
+    return [driver.Unit(
+        checks=[driver.Check(f"layers {mv}/{k}", lambda mv=mv, k=k: layer_analysis.status(
+            ctx.run_dir, mv, k, ctx.dataset))],
+        task=lambda _, mv=mv, k=k: driver.task(
+            f"layers {mv}/{k}", "eval.layer_analysis:analyze_task", member_variant=mv,
+            k=int(k), **file_stages.dataset_kwargs(ctx)))
+            for mv, k in _analysed(ctx)]
+
+  def describe(self, ctx, done, total):
+    return (f"why: per-layer error of {total} full int8 file{'' if total == 1 else 's'} on "
+            f"the examples it forgot ({done} already current)")
+
+
+class RepairStage(driver.Stage):
+  """`full_int8~float<N>` of every analysed member."""
+
+  name = "repair"
+  noun = "repaired files already made"
+
+  def _variants(self, ctx):
+    fmt = names.repair_format(ctx.plan.repair_layers)
+    return [(names.Variant(mv, fmt), k) for mv, k in _analysed(ctx)]
+
+  def units(self, ctx):
+    return [driver.Unit(
+        checks=[driver.Check(f"{v.name}/{k} export", lambda v=v, k=k: layer_analysis.repair_status(
+            ctx.run_dir, v, k, ctx.dataset), v)],
+        task=lambda _, v=v, k=k: driver.task(
+            f"repair {v.name}/{k}", "eval.layer_analysis:repair_task",
+            member_variant=v.member_variant, k=int(k), file_format=v.format,
+            **file_stages.dataset_kwargs(ctx)))
+            for v, k in self._variants(ctx)]
+
+  def describe(self, ctx, done, total):
+    return (f"repair: {total} full int8 file{'' if total == 1 else 's'} with the "
+            f"{ctx.plan.repair_layers} top-ranked layers in float ({done} already made)")
+
+  def finish(self, ctx, results):
+    ctx.repaired = list(dict.fromkeys(v.name for v, _ in self._variants(ctx)))
+    ctx.variants = list(dict.fromkeys(list(ctx.variants) + ctx.repaired))
+    ctx.plain_variants = list(dict.fromkeys(list(ctx.plain_variants) + ctx.repaired))
+
+
+class EvaluateRepairsStage(driver.Stage):
+  """The repaired files on the clean split."""
+
+  name = "evaluate repairs"
+  noun = "repaired files already evaluated"
+
+  def units(self, ctx):
+    data, split = ctx.dataset, ctx.dataset.spec.eval_split
+    clean_id = predictions.split_identity(data.spec.name, data.spec.options, split)
+    by_member = file_stages.by_member(ctx.run_dir, ctx.repaired)
+    return [driver.Unit(
+        checks=[file_stages.predictions_check(ctx.run_dir, m, split, clean_id, True)
+                for m in metas],
+        task=lambda todo, mv=mv, k=k: driver.task(
+            f"eval repaired {mv}/{k} {split}", "evaluate_files", cost=len(todo),
+            files=[[v, k] for v in todo], num_threads=ctx.num_threads, splits=[split],
+            **file_stages.dataset_kwargs(ctx)))
+            for (mv, k), metas in sorted(by_member.items())]
+
+  def finish(self, ctx, results):
+    eval_population.agreement_tables(
+        ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
+        check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
+
+
+def stages(plan):
+  """The why-and-repair stages of `plan`: none without a full int8 format to analyse."""
+  formats = tuple(plan.quantizations) + tuple(plan.pruned_quantizations)
+  if layer_analysis.FORMAT not in formats:
+    return []
+  out = [LayersStage()]
+  if plan.repair_layers:
+    out += [RepairStage(), EvaluateRepairsStage()]
+  return out

@@ -1,0 +1,169 @@
+"""One-shot pruning of the user's own Keras model (issue #28): the plan's part.
+
+    audit --dataset=folder:/data/test --reference=model.keras --train=folder:/data/train \
+          --pruning=oneshot --algorithms=mp,gp --ratios=2,4
+
+The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`,
+`--grad_batches`, `--exclude_classifier`, `--ratio_over`, `--up_formula`; in the config
+`oneshot_variants` and `oneshot_overrides`) make `oneshot_<alg>_r<r>` member k of each imported
+dense member k, with the stages and code of a trained population (`eval.member_stages.
+oneshot_stages`, `tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan`
+returns the variants, the "user" one-shot schedule (`tf_forget.prune.oneshot_schedule`, with
+the overrides) and the imported members' preset (`tf_forget.train.imported.preset`), which
+`eval.user_plan` puts into the `Plan` and its `ImportedPopulation`. Export, evaluation, report
+(paired with their parent), verdict, gates and bundle then treat them as any one-shot member.
+
+The train data: `--train=DATA`, spelled like `--dataset` (`folder:PATH`, `tfds:NAME[:SPLIT]`,
+`tfrecord:GLOB`), is recorded in the audited data set's options as `train_data`
+(`train_option`) and read by the pruning code through `tf_forget.data.train_view` (its train
+split if it has one, else its only split; at the reference's input size, channels, classes and
+`--preprocess`); why there, and what of it the lineage detects: that module's docstring.
+
+Refused in one line before anything is written: one-shot variants of `.tflite` references (no
+weights to fine-tune), without `--train`, or of a reference that is not compiled with a sparse
+categorical cross-entropy of logits (`imported.trainable`); `--train` without one-shot
+variants; UP over references whose weight decays differ (one ε, SPEC §6.1); train data with
+fewer examples than a fine-tuning (or g's) batch after the validation hold-out.
+"""
+
+import dataclasses
+
+from eval import audit_config
+from tf_forget.artifacts import names
+from tf_forget.data import sources
+from tf_forget.data import train_view
+from tf_forget.prune import gradient as prune_gradient
+from tf_forget.prune import oneshot_schedule
+from tf_forget.prune import population as prune_population
+from tf_forget.train import imported
+
+SPELLINGS = "folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB"
+
+
+@dataclasses.dataclass(frozen=True)
+class OneshotPlan:
+  """The one-shot part of an audit of the user's model.
+
+  Attributes:
+    variants: the one-shot variant names (`oneshot_<alg>_r<r>`).
+    schedule: their `oneshot_schedule.OneshotSchedule` ("user", with the overrides).
+    preset: the imported members' `presets.Preset` (`imported.preset`, λ of the references).
+  """
+  variants: tuple
+  schedule: object
+  preset: object
+
+
+def variants(config):
+  """The one-shot variants `config` asks for (`oneshot_variants`, or one-shot `variants`).
+
+  Raises:
+    AuditError: a variant that is not one-shot besides dense, or one-shot options without a
+      one-shot variant.
+  """
+  trained, oneshot, iterative = prune_population.split_variants(
+      list(config.variants or ()) + list(config.oneshot_variants or ()))
+  other = [v for v in trained + iterative if v != names.DENSE]
+  if other:
+    raise audit_config.AuditError(f"{', '.join(other)} describe a population tf_forget "
+                                  "trains; your model can be pruned one-shot (--pruning=oneshot)")
+  if config.oneshot_overrides and not oneshot:
+    raise audit_config.AuditError("one-shot options given but no one-shot variant asked for "
+                                  "(--pruning=oneshot)")
+  return tuple(dict.fromkeys(oneshot))
+
+
+def train_option(config, user, kind, oneshot):
+  """{"name", "options"} of `--train` (`sources.parse`) for the data set's `train_data`, or None.
+
+  Raises:
+    AuditError: one-shot variants of `.tflite` references or without `--train`; `--train`
+      without one-shot variants, or not a spelling of the user's own data.
+  """
+  if oneshot and kind != "keras":
+    raise audit_config.AuditError(
+        "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
+        "references (.keras, .h5, SavedModel), not .tflite files")
+  if oneshot and not user.train:
+    raise audit_config.AuditError(
+        f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: "
+        f"{SPELLINGS})")
+  if not user.train:
+    return None
+  if not oneshot:
+    raise audit_config.AuditError("--train is the data one-shot pruning fine-tunes on: give "
+                                  "--pruning=oneshot, or leave --train out")
+  name, options = sources.parse(user.train)
+  if name not in sources.PREFIXES:
+    raise audit_config.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
+  if config.data_dir and name == "tfds":
+    options["data_dir"] = config.data_dir
+  return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
+
+
+def _weight_decay(user, oneshot):
+  """λ of the imported members' preset: ε / 2 of the references' one weight decay, else 0.
+
+  Raises:
+    imported.ReferenceModelError: a reference one-shot pruning cannot fine-tune.
+    AuditError: UP asked for while the references' weight decays differ.
+  """
+  decays = set()
+  for path in user.references:
+    decays |= imported.trainable(path, user.output_index)
+  ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
+  if len(decays) > 1 and ups:
+    raise audit_config.AuditError(
+        f"{ups[0]} scores with one weight decay ε (SPEC §6.1), but your reference"
+        f"{'s were' if len(user.references) > 1 else ' was'} trained with several: "
+        f"{', '.join(f'{e:g}' for e in sorted(decays))}; leave out up (--algorithms)")
+  return decays.pop() / 2 if len(decays) == 1 else 0.0
+
+
+def _check_examples(user, view, schedule, oneshot):
+  """Raises AuditError unless the train data has a fine-tuning batch (and g's batches) after
+  the validation hold-out."""
+  n = view.num_examples(train_view.TRAIN)
+  kept = n - -(-n // schedule.validation_every)
+  need, what = schedule.batch_size, f"a fine-tuning batch of {schedule.batch_size}"
+  if any(prune_gradient.needs(names.parse_trained(v).algorithm) for v in oneshot):
+    grad = schedule.grad_batches * schedule.grad_batch_size
+    if grad > need:
+      need, what = grad, (f"g's {schedule.grad_batches} batch(es) of "
+                          f"{schedule.grad_batch_size} (--grad_batches)")
+  if kept < need:
+    raise audit_config.AuditError(
+        f"--train={user.train} has {n} examples in split {view.split!r}, {kept} after the "
+        f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
+
+
+def plan(config, user, dataset, oneshot):
+  """The `OneshotPlan` of `oneshot` (None if empty); checks everything, writes nothing.
+
+  Args:
+    config: the `audit_config.AuditConfig`.
+    user: its `user_plan.UserModels`.
+    dataset: the audited data set, with the `train_data` option (`train_option`).
+    oneshot: `variants(config)`.
+
+  Raises:
+    AuditError, OneshotScheduleError, imported.ReferenceModelError, DataError: one line.
+  """
+  if not oneshot:
+    return None
+  schedule = oneshot_schedule.get(imported.PRESET, **dict(config.oneshot_overrides or {}))
+  view = train_view.of(dataset)
+  view.take(train_view.TRAIN, 1)  # readable: decodes the first image
+  _check_examples(user, view, schedule, oneshot)
+  return OneshotPlan(variants=oneshot, schedule=schedule,
+                     preset=imported.preset(_weight_decay(user, oneshot)))
+
+
+def describe(p):
+  """The cost plan's line of the one-shot members of `p` (an `audit_plan.Plan`), or ""."""
+  if not p.oneshot:
+    return ""
+  members = p.population.members
+  return (f"\n  one-shot: {len(p.oneshot)} variant{'' if len(p.oneshot) == 1 else 's'} x "
+          f"{members} reference{'' if members == 1 else 's'} = {len(p.oneshot) * members} "
+          f"members, fine-tuned {p.oneshot_schedule.epochs} epochs on --train={p.user.train}")

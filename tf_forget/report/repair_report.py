@@ -1,0 +1,153 @@
+"""Why a full int8 file forgot, and what its repair bought and cost (issue #29).
+
+Reads what the audit's "why and repair" stages wrote (docs/artifacts/layers.md): each
+analysed member's `layers/<member variant>/<k>/full_int8.json`, and the predictions and export
+JSONs of its files. Two tables:
+
+* `layers`: per analysed member, its `TOP_LAYERS` best-ranked layers: op, NMSE on the forgotten
+  and on the stable examples, the excess NMSE(forgotten) − NMSE(stable), SNR on both, and
+  whether the repaired file keeps the layer in float;
+* `repair`: per repaired variant `<base>~float<N>`, averaged over its members (each against its
+  own float32 file): size over the plain int8 file and over float32, top-1 of the int8 and the
+  repaired file, their flip rates against float32 (top-1 changed), the broken examples (right
+  in float32, wrong in the file), and the recall change of the member's worst class (the class
+  whose recall fell most from float32 to int8, from its analysis) before and after.
+
+Without an analysis both are empty and the section is left out. Numpy / pandas and
+`tf_forget.artifacts` only.
+"""
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
+
+TOP_LAYERS = 10
+NOTES_KEY = "repair"
+LAYER_COLUMNS = ["member_variant", "k", "basis", "rank", "op_name", "tensor_name",
+                 "nmse_forgotten", "nmse_stable", "excess", "snr_db_forgotten", "snr_db_stable",
+                 "kept"]
+REPAIR_COLUMNS = ["variant", "base", "layers", "members", "size_vs_int8", "size_vs_float32",
+                  "top1_int8", "top1_repaired", "flip_rate_int8", "flip_rate_repaired",
+                  "broken_int8", "broken_repaired", "worst_class", "worst_class_change_int8",
+                  "worst_class_change_repaired"]
+
+
+def _analyses(run_dir):
+  """{(member variant, k): analysis dict} of the run's readable analyses."""
+  root = os.path.join(run_dir, "layers")
+  out = {}
+  if not fileio.isdir(root):
+    return out
+  for member_variant, k, _ in layout.walk(root):
+    try:
+      out[(member_variant, int(k))] = fileio.read_json(
+          layout.layers(run_dir, member_variant, k), "layer analysis")
+    except errors.Error:
+      continue
+  return out
+
+
+def _export(run_dir, variant, k):
+  """The export JSON of the audited variant `variant` (a name) of member k."""
+  _, meta_path = layout.tflite_paths(run_dir, names.parse_variant(variant), k)
+  return fileio.read_json(meta_path, "export JSON")
+
+
+def _top1(run, variant, k):
+  """Top-1 `[N]` of member k of `variant` on the evaluation split (None if absent)."""
+  pop = run.eval.get(variant)
+  if pop is None or int(k) not in set(pop.members.tolist()):
+    return None
+  return pop.top1[list(pop.members).index(int(k))]
+
+
+def layer_rows(doc, kept):
+  """The `layers` rows of one analysis (`kept`: tensor names the repaired file keeps)."""
+  return [{"member_variant": doc["member_variant"], "k": int(doc["k"]), "basis": doc["basis"],
+           "rank": r["rank"], "op_name": r["op_name"], "tensor_name": r["tensor_name"],
+           "nmse_forgotten": r["nmse_forgotten"], "nmse_stable": r["nmse_stable"],
+           "excess": r["excess"], "snr_db_forgotten": r["snr_db_forgotten"],
+           "snr_db_stable": r["snr_db_stable"], "kept": r["tensor_name"] in kept}
+          for r in doc["ranking"][:TOP_LAYERS]]
+
+
+def _recall_change(labels, ref, cand, cls):
+  mask = labels == cls
+  if cls is None or not mask.any():
+    return np.nan
+  return float(np.mean(cand[mask] == cls) - np.mean(ref[mask] == cls))
+
+
+def member_effect(run, member_variant, k, variant, doc):
+  """What the repair `variant` changed for member k, against its float32 file (a dict)."""
+  labels = run.eval[names.DENSE].labels
+  int8 = names.Variant(member_variant, names.REPAIRED_FORMAT).name
+  ref, before, after = (_top1(run, v, k) for v in (member_variant, int8, variant))
+  sizes = {v: _export(run.run_dir, v, k)["size_bytes"]["raw"]
+           for v in (member_variant, int8, variant)}
+  cls = doc.get("worst_class")
+  return {"size_vs_int8": sizes[variant] / sizes[int8],
+          "size_vs_float32": sizes[variant] / sizes[member_variant],
+          "top1_int8": float(np.mean(before == labels)),
+          "top1_repaired": float(np.mean(after == labels)),
+          "flip_rate_int8": float(np.mean(before != ref)),
+          "flip_rate_repaired": float(np.mean(after != ref)),
+          "broken_int8": int(np.sum((ref == labels) & (before != labels))),
+          "broken_repaired": int(np.sum((ref == labels) & (after != labels))),
+          "worst_class": cls,
+          "worst_class_change_int8": _recall_change(labels, ref, before, cls),
+          "worst_class_change_repaired": _recall_change(labels, ref, after, cls)}
+
+
+def _repaired_variants(run, member_variant):
+  base = names.Variant(member_variant, names.REPAIRED_FORMAT).name
+  out = []
+  for v in run.eval:
+    try:
+      parsed = names.parse_variant(v)
+    except errors.Error:
+      continue
+    if parsed.member_variant == member_variant and names.repair_layers(parsed.format):
+      out.append((v, base, names.repair_layers(parsed.format)))
+  return out
+
+
+def compute(run):
+  """(tables, notes) of the run's analyses and repairs (empty without an analysis)."""
+  analyses = _analyses(run.run_dir)
+  if not analyses:
+    return {}, {}
+  layers, effects, notes = [], {}, []
+  for (mv, k), doc in sorted(analyses.items()):
+    repaired = _repaired_variants(run, mv)
+    kept = set()
+    for variant, base, n in repaired:
+      try:
+        kept |= set(_export(run.run_dir, variant, k).get("repair", {}).get("float_nodes", []))
+        effects.setdefault((variant, base, n), []).append(member_effect(run, mv, k, variant, doc))
+      except (errors.Error, KeyError) as e:
+        notes.append(f"{variant}/{k}: repair effect not computed ({errors.one_line(e, 160)})")
+    layers += layer_rows(doc, kept)
+    if doc["basis"] == "all":
+      notes.append(f"{names.Variant(mv, names.REPAIRED_FORMAT).name}/{k} forgot nothing: its "
+                   "layers are ranked by their error on every example")
+  rows = [dict({"variant": v, "base": base, "layers": n, "members": len(effs)},
+               **{c: _mean([e[c] for e in effs]) for c in REPAIR_COLUMNS[4:]
+                  if c != "worst_class"},
+               worst_class=effs[0]["worst_class"] if len(effs) == 1 else None)
+          for (v, base, n), effs in sorted(effects.items())]
+  tables = {"layers": pd.DataFrame(layers, columns=LAYER_COLUMNS)}
+  if rows:
+    tables["repair"] = pd.DataFrame(rows, columns=REPAIR_COLUMNS)
+  return tables, ({NOTES_KEY: notes} if notes else {})
+
+
+def _mean(values):
+  values = [v for v in values if v is not None and np.isfinite(v)]
+  return float(np.mean(values)) if values else np.nan

@@ -27,7 +27,7 @@ scale, so most of the live weights round to 0 or +-1. More training makes it wor
 variance keeps decaying): with these settings, 10 epochs flip a few test examples, 12 flip ~9%,
 13 flip ~25% and 15 flip more than half.
 
-Nothing here imports tf_forget: this is the user's side (examples/repair/NOTES.md).
+Nothing here imports tf_forget: this is the user's side (examples/repair/README.md).
 """
 
 import argparse

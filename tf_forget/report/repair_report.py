@@ -148,6 +148,34 @@ def compute(run):
   return tables, ({NOTES_KEY: notes} if notes else {})
 
 
+def sentences(tables):
+  """One sentence per repaired variant for the verdict: what it cost and what it bought."""
+  t = tables.get("repair")
+  if t is None:
+    return []
+  layers = tables.get("layers")
+  out = []
+  for row in t.to_dict("records"):
+    ops = []
+    if layers is not None:
+      ops = sorted(set(layers[layers["kept"].astype(bool)]["op_name"]))
+    cls = row["worst_class"]
+    worst = ("" if cls is None or not np.isfinite(row["worst_class_change_int8"]) else
+             f"; recall of class {int(cls)}, the one {row['base']} hurt most, "
+             f"{100 * row['worst_class_change_int8']:+.1f} → "
+             f"{100 * row['worst_class_change_repaired']:+.1f} pt")
+    out.append(
+        f"Repair {row['variant']}: {row['layers']} layer{'' if row['layers'] == 1 else 's'} of "
+        f"{row['base']} kept in float{' (' + ', '.join(ops) + ')' if ops else ''} costs "
+        f"{row['size_vs_int8']:.2f}x the int8 file's size ({row['size_vs_float32']:.2f}x "
+        f"float32) and buys top-1 {100 * row['top1_int8']:.2f}% → "
+        f"{100 * row['top1_repaired']:.2f}%, flips vs float32 "
+        f"{100 * row['flip_rate_int8']:.1f}% → {100 * row['flip_rate_repaired']:.1f}%, broken "
+        f"examples {row['broken_int8']:g} → {row['broken_repaired']:g}{worst}"
+        f"{' (means over ' + str(row['members']) + ' members)' if row['members'] > 1 else ''}.")
+  return out
+
+
 def _mean(values):
   values = [v for v in values if v is not None and np.isfinite(v)]
   return float(np.mean(values)) if values else np.nan

@@ -235,6 +235,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
   parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)
+  if recommendation is not None and "repair" in m.tables:  # issue #29: what a repair bought
+    recommendation["repairs"] = repair_report.sentences(m.tables)
   m = merged(m, parts)
   study = None
   if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)

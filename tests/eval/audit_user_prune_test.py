@@ -11,11 +11,7 @@ trained population's (`eval.member_stages`, `tf_forget.prune`) with a one-epoch 
 """
 
 import glob
-import hashlib
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -23,10 +19,10 @@ import tensorflow as tf
 
 from eval import audit
 from tests import binary_main
+from tests.eval import audit_binary
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
 PRUNE = ["--dataset=folder:test", "--reference=model.keras", "--pruning=oneshot",
          "--algorithms=mp,gp", "--ratios=2", "--train=folder:train", "--finetune=1@0.01"]
@@ -34,27 +30,8 @@ VARIANTS = ("oneshot_mp_r2", "oneshot_gp_r2")
 L2 = 1e-4  # the reference's kernel regularizer λ: ε of UP = 2λ (SPEC §6.1)
 
 
-def _env():
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
-  env.pop("BUILD_WORKING_DIRECTORY", None)
-  return env
 
 
-def _audit(args, cwd):
-  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
-                        cwd=cwd, env=_env(), text=True, capture_output=True, timeout=600,
-                        check=False)
-
-
-def _one_line(result):
-  lines = result.stderr.strip().splitlines()
-  assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
-  return lines[0]
-
-
-def _sha(path):
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 def _write_folder(root, images, labels):
@@ -106,7 +83,7 @@ def user(tmp_path_factory):
 def pruned(user):
   """The audit of model.keras with its one-shot MP and GP members at ratio 2."""
   args = [*PRUNE, "--out=p1", *COMMON]
-  result = _audit(args, user)
+  result = audit_binary.audit(args, user)
   assert result.returncode == 0, result.stderr[-3000:]
   return args, result
 
@@ -138,7 +115,7 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
   for variant in VARIANTS:
     meta = _meta(user, variant)
     assert meta["parent"]["model_sha256"] == dense["model_sha256"]
-    assert meta["parent"]["reference"]["sha256"] == _sha(user / "model.keras")
+    assert meta["parent"]["reference"]["sha256"] == audit_binary.sha256(user / "model.keras")
     assert meta["dataset_options"]["train_data"] == {
         "name": "folder", "options": {"path": str(user / "train")}}
     data = meta["pruning"]["finetune"]["data"]
@@ -154,13 +131,13 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
     assert sum(int(np.count_nonzero(k == 0)) for k in kernels) == total - round(total / 2)
   (g_file,) = glob.glob(str(user / "p1" / "members" / "dense" / "0" / "gradient" / "*.npz"))
   gp = _meta(user, "oneshot_gp_r2")
-  assert gp["pruning"]["gradient"]["sha256"] == _sha(g_file)
+  assert gp["pruning"]["gradient"]["sha256"] == audit_binary.sha256(g_file)
   assert _meta(user, "oneshot_mp_r2")["pruning"]["gradient"] is None
 
 
 def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members(user, pruned):
   args, _ = pruned
-  again = _audit(args, user)
+  again = audit_binary.audit(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 parents' g already computed" in again.stdout
   assert "2 of 2 one-shot members already made" in again.stdout
@@ -169,7 +146,7 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
   target = user / "train" / "5" / moved.name.replace(".png", "_was3.png")
   moved.rename(target)  # a training image moved to another class
   try:
-    changed = _audit(args, user)
+    changed = audit_binary.audit(args, user)
   finally:
     target.rename(moved)
   assert changed.returncode == 0, changed.stderr[-3000:]
@@ -197,8 +174,8 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
 ])
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   out = user / "refused"
-  result = _audit(["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
-  line = _one_line(result)
+  result = audit_binary.audit(["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
+  line = audit_binary.one_line(result)
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()
 

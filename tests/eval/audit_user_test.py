@@ -7,44 +7,21 @@ runs `eval/audit.py --reference=... --candidate=...` in a subprocess, as a user 
 """
 
 import dataclasses
-import hashlib
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.eval import audit_binary
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
 
 
-def _env():
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
-  env.pop("BUILD_WORKING_DIRECTORY", None)
-  return env
 
 
-def _audit(args, cwd):
-  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
-                        cwd=cwd, env=_env(), text=True, capture_output=True, timeout=600,
-                        check=False)
-
-
-def _one_line(result):
-  lines = result.stderr.strip().splitlines()
-  assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
-  return lines[0]
-
-
-def _sha(path):
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
 
 
 def _train(seed, train):
@@ -95,7 +72,7 @@ def k1(user):
   """One audit of reference model0.keras, candidate int8_0.tflite and --compress=dynamic_int8."""
   args = ["--dataset=folder:images", "--reference=model0.keras",
           "--candidate=int8=int8_0.tflite", "--compress=dynamic_int8", "--out=k1", *COMMON]
-  result = _audit(args, user)
+  result = audit_binary.audit(args, user)
   assert result.returncode == 0, result.stderr[-3000:]
   return args, result
 
@@ -109,8 +86,8 @@ def test_k1_audit_reports_and_ships_the_users_file(user, k1):
   assert report["config"]["user"]["candidates"] == {"int8": [str(user / "int8_0.tflite")]}
   manifest = json.loads((user / "k1" / "deploy" / "manifest.json").read_text())
   shipped = {f["variant"]: f for f in manifest["files"]}
-  assert shipped["user_int8"]["sha256"] == _sha(user / "int8_0.tflite")
-  assert _sha(user / "k1" / "deploy" / "user_int8" / "0.tflite") == _sha(user / "int8_0.tflite")
+  assert shipped["user_int8"]["sha256"] == audit_binary.sha256(user / "int8_0.tflite")
+  assert audit_binary.sha256(user / "k1" / "deploy" / "user_int8" / "0.tflite") == audit_binary.sha256(user / "int8_0.tflite")
   assert "your model (keras, 1 reference, 8x8x1 -> 10 classes)" in result.stdout
   assert "one network (K = 1)" in result.stdout
 
@@ -140,14 +117,14 @@ def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
 
 def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
   args, _ = k1
-  again = _audit(args, user)
+  again = audit_binary.audit(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 candidate files already stored" in again.stdout
   assert "redo" not in again.stdout
   original = (user / "int8_0.tflite").read_bytes()
   try:
     (user / "int8_0.tflite").write_bytes((user / "int8_1.tflite").read_bytes())
-    changed = _audit(args, user)
+    changed = audit_binary.audit(args, user)
   finally:
     (user / "int8_0.tflite").write_bytes(original)
   assert changed.returncode == 0, changed.stderr[-3000:]
@@ -157,18 +134,18 @@ def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
 
 
 def test_three_references_and_float_tflite_references(user):
-  keras_refs = _audit(["--dataset=folder:images", "--reference=model0.keras,model1.keras,"
+  keras_refs = audit_binary.audit(["--dataset=folder:images", "--reference=model0.keras,model1.keras,"
                        "model2.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite,"
                        "int8_2.tflite", "--out=k3", *COMMON], user)
   assert keras_refs.returncode == 0, keras_refs.stderr[-3000:]
   report = json.loads((user / "k3" / "report.json").read_text())
   assert report["variants"]["user_int8"]["members"] == 3
   assert "K = 3 networks" in keras_refs.stdout
-  tflite_refs = _audit(["--dataset=folder:images", "--reference=float_0.tflite",
+  tflite_refs = audit_binary.audit(["--dataset=folder:images", "--reference=float_0.tflite",
                         "--candidate=int8=int8_0.tflite", "--out=tf1", *COMMON], user)
   assert tflite_refs.returncode == 0, tflite_refs.stderr[-3000:]
-  assert _sha(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
-      _sha(user / "float_0.tflite")
+  assert audit_binary.sha256(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
+      audit_binary.sha256(user / "float_0.tflite")
   assert not (user / "tf1" / "members" / "dense" / "0" / "model.keras").exists()
 
 
@@ -193,8 +170,8 @@ def test_three_references_and_float_tflite_references(user):
 ])
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   out = user / "refused"
-  result = _audit(["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
-  line = _one_line(result)
+  result = audit_binary.audit(["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
+  line = audit_binary.one_line(result)
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()
 
@@ -205,9 +182,9 @@ def test_a_model_of_other_classes_is_refused(user, tmp_path):
     (nine / str(label)).mkdir(parents=True)
     src = next((user / "images" / str(label)).iterdir())
     (nine / str(label) / src.name).write_bytes(src.read_bytes())
-  result = _audit([f"--dataset=folder:{nine}", "--reference=model0.keras",
+  result = audit_binary.audit([f"--dataset=folder:{nine}", "--reference=model0.keras",
                    "--compress=float16", f"--out={tmp_path / 'out'}", *COMMON], user)
-  assert "outputs 10 classes but the data set has 9" in _one_line(result)
+  assert "outputs 10 classes but the data set has 9" in audit_binary.one_line(result)
   assert not (tmp_path / "out").exists()
 
 
@@ -230,12 +207,12 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   model.save(str(user / "symmetric.keras"))
   args = ["--dataset=folder:images", "--reference=symmetric.keras", "--compress=float16",
           *COMMON]
-  fed = _audit([*args, "--preprocess=symmetric", "--out=symmetric"], user)
+  fed = audit_binary.audit([*args, "--preprocess=symmetric", "--out=symmetric"], user)
   assert fed.returncode == 0, fed.stderr[-3000:]
   report = json.loads((user / "symmetric" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
   assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
-  raw = _audit([*args, "--out=raw"], user)  # the same model fed raw pixels: a wrong audit
+  raw = audit_binary.audit([*args, "--out=raw"], user)  # the same model fed raw pixels: a wrong audit
   assert raw.returncode == 0, raw.stderr[-3000:]
   wrong = json.loads((user / "raw" / "report.json").read_text())
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
@@ -266,7 +243,7 @@ def test_calibration_data_calibrates_the_full_int8_file(user):
   picked = np.stack([data.images[int(paths[i].split("/")[1][:4])] for i in spread])
   args = ["--dataset=folder:images", "--reference=model0.keras", "--compress=full_int8",
           "--out=cal", *COMMON]
-  result = _audit([*args, "--calibration=folder:calib"], user)
+  result = audit_binary.audit([*args, "--calibration=folder:calib"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   meta = json.loads((user / "cal" / "tflite" / "dense" / "0" / "full_int8.json").read_text())
   rep = meta["representative"]
@@ -275,7 +252,7 @@ def test_calibration_data_calibrates_the_full_int8_file(user):
   int8_file = user / "cal" / "tflite" / "dense" / "0" / "full_int8.tflite"
   assert _input_scale(int8_file) == pytest.approx(float(picked.max()) / 255, rel=0.01)
   _write_folder(user / "calib", data.images[:150] // 2, data.labels[:150])
-  again = _audit([*args, "--calibration=folder:calib"], user)
+  again = audit_binary.audit([*args, "--calibration=folder:calib"], user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "redo full_int8/0 export" in again.stdout, again.stdout
   assert _input_scale(int8_file) == pytest.approx(float((picked // 2).max()) / 255, rel=0.01)
@@ -291,7 +268,7 @@ def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
                                 keras.layers.Flatten(), keras.layers.Dense(10)])
   converter = tf.lite.TFLiteConverter.from_keras_model(untrained)
   (user / "untrained.tflite").write_bytes(converter.convert())
-  result = _audit(["--dataset=folder:images", "--reference=model0.keras",
+  result = audit_binary.audit(["--dataset=folder:images", "--reference=model0.keras",
                    "--candidate=bad=untrained.tflite", "--compress=float16",
                    "--max_significant_classes=0", "--out=gated", *COMMON], user)
   assert result.returncode == 3, result.stderr[-3000:]
@@ -330,9 +307,9 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
   index = [int(o["shape"][-1]) for o in outputs].index(10)
   args = ["--dataset=folder:images", "--reference=two_f32.tflite",
           "--candidate=int8=two_i8.tflite", *COMMON]
-  refused = _audit([*args, "--out=two_refused"], user)
-  assert "has 2 outputs: choose the class scores with --output_index" in _one_line(refused)
-  result = _audit([*args, f"--output_index={index}", "--out=two"], user)
+  refused = audit_binary.audit([*args, "--out=two_refused"], user)
+  assert "has 2 outputs: choose the class scores with --output_index" in audit_binary.one_line(refused)
+  result = audit_binary.audit([*args, f"--output_index={index}", "--out=two"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((user / "two" / "report.json").read_text())
   interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"],

@@ -10,32 +10,24 @@ the test split; a re-run reuses everything, and a changed analysis redoes the re
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.eval import audit_binary
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGS = ["--preset=tiny", "--members=2", "--variants=dense", "--steps=40",
         "--quantizations=full_int8", "--pruned_quantizations=none", "--corruptions=none",
         "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
 
 
-def _audit(args):
-  env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
-  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
-                        env=env, text=True, capture_output=True, timeout=900, check=False)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
   out = tmp_path_factory.mktemp("repair") / "run"
-  result = _audit([f"--out={out}", "--repair_layers=2", *ARGS])
+  result = audit_binary.audit([f"--out={out}", "--repair_layers=2", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   return out, result
 
@@ -142,12 +134,12 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
 
 def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
   out, _ = run
-  again = _audit([f"--out={out}", "--repair_layers=2", *ARGS])
+  again = audit_binary.audit([f"--out={out}", "--repair_layers=2", *ARGS])
   assert again.returncode == 0, again.stderr[-3000:]
   assert "2 of 2 layer analyses already current" in again.stdout
   assert "2 of 2 repaired files already made" in again.stdout
   os.remove(out / "layers" / "dense" / "1" / "full_int8.json")
-  third = _audit([f"--out={out}", "--repair_layers=2", *ARGS])
+  third = audit_binary.audit([f"--out={out}", "--repair_layers=2", *ARGS])
   assert third.returncode == 0, third.stderr[-3000:]
   assert "1 of 2 layer analyses already current" in third.stdout
   # The same analysis is made again (same inputs, deterministic): the repair stays current.
@@ -156,7 +148,7 @@ def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
 
 def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   args = [a for a in ARGS if not a.startswith("--quantizations")]
-  result = _audit([f"--out={tmp_path / 'run'}", "--repair_layers=2",
+  result = audit_binary.audit([f"--out={tmp_path / 'run'}", "--repair_layers=2",
                    "--quantizations=dynamic_int8", *args])
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]

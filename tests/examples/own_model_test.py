@@ -9,29 +9,18 @@ checks what the README says the report shows.
 import hashlib
 import json
 import os
-import re
 import subprocess
-import sys
+
+from tests.examples import readme_commands
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-README = os.path.join(ROOT, "examples", "own_model", "README.md")
-
-
-def _commands(out):
-  """The README's first ```sh block, for this interpreter and `out`."""
-  with open(README, encoding="utf-8") as f:
-    block = re.search(r"```sh\n(.*?)```", f.read(), re.S).group(1)
-  block = block.replace("\\\n", " ").replace("/tmp/own_model", out)
-  block = block.replace(".venv/bin/python", sys.executable).replace("PYTHONPATH=.",
-                                                                    f"PYTHONPATH={ROOT}")
-  return [line for line in block.splitlines() if line.strip()]
 
 
 def test_the_readme_commands_audit_a_model_tf_forget_did_not_make(tmp_path):
   out = str(tmp_path / "own")
   env = dict(os.environ, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
   env.pop("BUILD_WORKING_DIRECTORY", None)
-  for command in _commands(out):
+  for command in readme_commands.commands("examples/own_model/README.md", "/tmp/own_model", out):
     result = subprocess.run(command, shell=True, cwd=ROOT, env=env, text=True,
                             capture_output=True, timeout=900, check=False)
     assert result.returncode == 0, (command, result.stderr[-3000:])

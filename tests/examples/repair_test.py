@@ -9,26 +9,14 @@ predictions files, not the README's exact numbers.
 
 import json
 import os
-import re
 import subprocess
-import sys
 
 import numpy as np
 
+from tests.examples import readme_commands
 from tf_forget.artifacts import predictions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-README = os.path.join(ROOT, "examples", "repair", "README.md")
-
-
-def _commands(out):
-  """The README's first ```sh block, for this interpreter and `out`."""
-  with open(README, encoding="utf-8") as f:
-    block = re.search(r"```sh\n(.*?)```", f.read(), re.S).group(1)
-  block = block.replace("\\\n", " ").replace("/tmp/repair", out)
-  block = block.replace(".venv/bin/python", sys.executable).replace("PYTHONPATH=.",
-                                                                    f"PYTHONPATH={ROOT}")
-  return [line for line in block.splitlines() if line.strip()]
 
 
 def _top1(out, variant):
@@ -41,7 +29,7 @@ def test_the_readme_commands_rank_the_culprit_and_repair_it(tmp_path):
   env = dict(os.environ, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
   env.pop("BUILD_WORKING_DIRECTORY", None)
   codes = []
-  for command in _commands(out):
+  for command in readme_commands.commands("examples/repair/README.md", "/tmp/repair", out):
     result = subprocess.run(command, shell=True, cwd=ROOT, env=env, text=True,
                             capture_output=True, timeout=900, check=False)
     assert result.returncode in (0, 3), (command, result.stderr[-3000:])

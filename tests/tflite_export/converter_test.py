@@ -11,17 +11,6 @@ from tflite_export import converter
 from tflite_export import formats
 
 
-def hand_model():
-  """Input 2x2x1 -> Flatten -> Dense(3) with integer weights set by hand."""
-  keras = keras2.keras()
-  inp = keras.Input((2, 2, 1), name="image")
-  dense = keras.layers.Dense(3)
-  model = keras.Model(inp, dense(keras.layers.Flatten()(inp)))
-  kernel = np.array([[1, 0, 2], [0, 1, -1], [1, 1, 1], [-2, 0, 0.5]], np.float32)
-  bias = np.array([0.5, -1, 0], np.float32)
-  dense.set_weights([kernel, bias])
-  return model
-
 
 def test_float32_equals_hand_computed_outputs():
   # Flattened x = [1, 2, 3, 4]; by hand: x @ kernel = [1+0+3-8, 0+2+3+0, 2-2+3+2] = [-4, 5, 5],
@@ -29,7 +18,7 @@ def test_float32_equals_hand_computed_outputs():
   # [2-2, 0, 4+0.5] + bias = [0.5, -1, 4.5].
   images = np.array([[1, 2, 3, 4], [0, 0, 0, 0], [2, 0, 0, 1]], np.uint8).reshape(3, 2, 2, 1)
   expected = np.array([[-3.5, 4, 5], [0.5, -1, 0], [0.5, -1, 4.5]], np.float32)
-  data = converter.convert(hand_model(), "float32")
+  data = converter.convert(fake_run.hand_model(), "float32")
   scores = batched.BatchedRunner(data, batch_size=2).run(images)
   np.testing.assert_array_equal(scores, expected)
 
@@ -74,4 +63,4 @@ def test_representative_data_changes_calibration(trained):
 
 def test_unknown_format():
   with pytest.raises(names.FormatError):
-    converter.convert(hand_model(), "int4")
+    converter.convert(fake_run.hand_model(), "int4")

@@ -49,6 +49,18 @@ class SyntheticDataset(base.Dataset):
       yield data.take(slice(start, start + batch_size))
 
 
+def hand_model():
+  """Input 2x2x1 -> Flatten -> Dense(3) with integer weights set by hand."""
+  keras = keras2.keras()
+  inp = keras.Input((2, 2, 1), name="image")
+  dense = keras.layers.Dense(3)
+  model = keras.Model(inp, dense(keras.layers.Flatten()(inp)))
+  kernel = np.array([[1, 0, 2], [0, 1, -1], [1, 1, 1], [-2, 0, 0.5]], np.float32)
+  bias = np.array([0.5, -1, 0], np.float32)
+  dense.set_weights([kernel, bias])
+  return model
+
+
 def tiny_cnn(seed=0, num_classes=NUM_CLASSES, input_shape=IMAGE_SHAPE):
   """Rescaling -> Conv(8) -> BN -> ReLU -> Conv(8) -> ReLU -> GAP... Dense(32) -> Dense(C)."""
   keras = keras2.keras()

@@ -11,6 +11,7 @@ int8 top-1, both files run through the project's interpreter factory (`eval.batc
 
 import json
 import os
+import re
 import time
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 
 from eval import batched
+from tests.tflite_export import fake_run
 from tf_forget.compat import keras2
 from tflite_export import converter
 from tflite_export import flatbuffer
@@ -106,6 +108,12 @@ def case():
               clean_int8=clean_int8)
 
 
+def _bad(name):
+  """Whether a tensor name is the bad layer's ("model/bad/...", or "model_3/bad/..." when
+  other Keras models were built first in the process)."""
+  return re.match(r"model(_\d+)?/bad/", str(name)) is not None
+
+
 def test_the_outlier_breaks_int8_only(case):
   # Same float function before and after the outlier (it multiplies a dead unit) ...
   np.testing.assert_array_equal(case["pred_float"], case["clean_float"])
@@ -119,7 +127,7 @@ def test_bad_layer_is_ranked_first(case):
   ranked = layer_error.rank_layers(case["result"])
   assert [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
   top = ranked[0]
-  assert top["tensor_name"].startswith("model/bad/") and top["op_name"] == "FULLY_CONNECTED"
+  assert _bad(top["tensor_name"]) and top["op_name"] == "FULLY_CONNECTED"
   assert top["excess"] > 0.05  # nmse of the forgotten examples exceeds the stable ones'
   assert all(r["nmse_forgotten"] < 0.01 * top["nmse_forgotten"] for r in ranked[1:])
   assert all(r["excess"] < 0.01 * top["excess"] for r in ranked[1:])
@@ -157,7 +165,7 @@ def test_every_row_name_is_a_denylisted_nodes_name(case):
   # int8 tensor after it took the name: the graph output). Unknown names, which the quantizer
   # would ignore, are refused, and an empty list gives the plain full_int8 model (the same
   # predictions as `converter.convert`).
-  rows = [r for r in case["result"] if not r["tensor_name"].startswith("model/bad/")]
+  rows = [r for r in case["result"] if not _bad(r["tensor_name"])]
   data = layer_error.selective_quantize(case["model"], case["rep"],
                                         [r["tensor_name"] for r in rows])
   float_ops = [(name, tensor) for name, tensor, dtype in op_outputs(data) if dtype == "FLOAT32"]
@@ -174,16 +182,11 @@ def test_every_row_name_is_a_denylisted_nodes_name(case):
 
 
 def test_metrics_equal_an_independent_computation():
-  # Flatten -> Dense(3) with integer weights (converter_test.hand_model). Per layer, the float
+  # Flatten -> Dense(3) with integer weights (fake_run.hand_model). Per layer, the float
   # reference of the FULLY_CONNECTED op is x_deq @ kernel + bias on the dequantized int8 input
   # x_deq, and its int8 output is the file's output: both computed here without the debugger.
-  keras = keras2.keras()
-  inp = keras.Input((2, 2, 1), name="image")
-  dense = keras.layers.Dense(3)
-  model = keras.Model(inp, dense(keras.layers.Flatten()(inp)))
-  kernel = np.array([[1, 0, 2], [0, 1, -1], [1, 1, 1], [-2, 0, 0.5]], np.float32)
-  bias = np.array([0.5, -1, 0], np.float32)
-  dense.set_weights([kernel, bias])
+  model = fake_run.hand_model()
+  kernel, bias = model.layers[-1].get_weights()
   rng = np.random.default_rng(5)
   rep = rng.integers(0, 256, size=(20, 2, 2, 1)).astype(np.uint8)
   images = rng.integers(0, 256, size=(50, 2, 2, 1)).astype(np.uint8)
@@ -242,6 +245,6 @@ def test_model_explorer_node_data(case, tmp_path):
     assert set(item) <= {"stop", "bgColor", "textColor"}
     assert all(c[0] == "#" and len(c) == 7 for k, c in item.items() if k != "stop")  # hex only
   top = max(loaded["results"], key=lambda k: loaded["results"][k]["value"])
-  assert top.startswith("model/bad/")
+  assert _bad(top)
   with pytest.raises(model_explorer.NodeDataError, match="unknown metric"):
     model_explorer.model_explorer_node_data(case["result"], "psnr", "forgotten")

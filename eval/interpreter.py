@@ -66,7 +66,8 @@ def read_model(path):
   return data
 
 
-def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size=None):
+def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size=None,
+           preserve_all_tensors=False):
   """Creates a LiteRT interpreter with tensors allocated.
 
   Args:
@@ -74,6 +75,9 @@ def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size
     num_threads: CPU threads (>= 1).
     runtime: a key of `RUNTIMES`.
     batch_size: if set, the (single) input is resized to `batch_size` before allocation.
+    preserve_all_tensors: keep every intermediate tensor readable after `invoke` (LiteRT's
+      `experimental_preserve_all_tensors`; use with runtime "builtin": a delegate's internal
+      tensors are not the interpreter's).
 
   Returns:
     An allocated `ai_edge_litert.interpreter.Interpreter`.
@@ -98,7 +102,8 @@ def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size
     data = read_model(model)
   try:
     interp = litert.Interpreter(model_content=data, num_threads=num_threads,
-                                experimental_op_resolver_type=RUNTIMES[runtime])
+                                experimental_op_resolver_type=RUNTIMES[runtime],
+                                experimental_preserve_all_tensors=bool(preserve_all_tensors))
     if batch_size is not None:
       inputs = interp.get_input_details()
       if len(inputs) != 1:

@@ -1,11 +1,16 @@
-"""Why a full int8 file forgot, and a repaired file (issue #29).
+"""Why a full int8 file (or a user's file) forgot, and a repaired file (issue #29).
 
 For a member with a Keras model and a `full_int8` file (dense members, pruned members, the
-user's Keras references), after the evaluation:
+user's Keras references), and for every `.tflite` file the user brings (`user_<NAME>`, dense
+members), after the evaluation:
 
-    <run>/layers/<member variant>/<k>/full_int8.json                 `analyze` (SCHEMA)
-    <run>/layers/<member variant>/<k>/full_int8.model_explorer.json  node data, NMSE forgotten
+    <run>/layers/<member variant>/<k>/<format>.json                 `analyze` (SCHEMA)
+    <run>/layers/<member variant>/<k>/<format>.model_explorer.json  node data, NMSE forgotten
     <run>/tflite/<member variant>/<k>/full_int8~float<N>.{tflite,json}  `repair`
+
+A user's file has no float model to quantize again: it is compared tensor by tensor with the
+float32 file (`eval.tensor_match`: the accumulated error of the tensors the two graphs share,
+ranked by where it grows); it gets no repair (that needs the float model).
 
 `analyze` splits the evaluation split by the member's two `.tflite` files' stored predictions
 (the float32 file is the reference, SPEC §1.1's deployed float model):
@@ -26,8 +31,9 @@ examples and says so (`basis` "all").
 the N top-ranked layers kept in float (`layer_error.selective_quantize`), written as an export
 (docs/artifacts/tflite.md) that the evaluation, report and bundle treat like any file.
 
-Lineage: the analysis records the sha256 of model.keras, of both `.tflite` files, the split's
-identity, the representative data's key and `STABLE_MAX`; the repaired file the model, the
+Lineage: the analysis records the sha256 of both `.tflite` files, the split's identity and
+`STABLE_MAX`, and for full int8 the sha256 of model.keras and the representative data's key
+(for a user's file, the comparison method); the repaired file the model, the
 representative data and the layers it kept in float (`repair_inputs`). Anything changed is
 redone.
 """
@@ -37,6 +43,7 @@ import time
 
 import numpy as np
 
+from eval import tensor_match
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -69,30 +76,50 @@ def _export_meta(run_dir, member_variant, k, fmt):
   return export_state.read_json(meta_path)
 
 
-def applies(run_dir, member_variant, k):
-  """Whether member k has what an analysis needs: model.keras and a full int8 export."""
-  _, meta_path = export_state.export_paths(run_dir, names.Variant(member_variant, FORMAT), k)
-  return (fileio.exists(layout.member_model(run_dir, member_variant, k))
-          and fileio.exists(meta_path))
+def analysed_by_debugger(file_format):
+  """Whether `file_format`'s analysis is per layer (QuantizationDebugger: tf_forget's full int8
+  file, made from the member's model) rather than tensor by tensor (a user's file)."""
+  if file_format == FORMAT:
+    return True
+  if names.is_user_format(file_format):
+    return False
+  raise LayerAnalysisError(f"no layer analysis of format {file_format!r} "
+                           f"({FORMAT} or a user's user_<NAME> file)")
 
 
-def expected_inputs(run_dir, member_variant, k, dataset):
-  """The lineage `inputs` an analysis of member k would record now."""
+def applies(run_dir, member_variant, k, file_format=FORMAT):
+  """Whether member k has what an analysis of its `file_format` file needs: the file and the
+  float32 file (`REFERENCE_FORMAT`) exported, and for `full_int8` the member's model.keras."""
+  paths = [export_state.export_paths(run_dir, names.Variant(member_variant, f), k)[1]
+           for f in (file_format, REFERENCE_FORMAT)]
+  if analysed_by_debugger(file_format):
+    paths[1] = layout.member_model(run_dir, member_variant, k)
+  return all(fileio.exists(p) for p in paths)
+
+
+def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
+  """The lineage `inputs` an analysis of member k's `file_format` file would record now."""
   split = dataset.spec.eval_split
-  return {"model": hashing.file_sha256_or_none(layout.member_model(run_dir, member_variant, k)),
-          FORMAT: _export_meta(run_dir, member_variant, k, FORMAT)["sha256"],
-          REFERENCE_FORMAT: _export_meta(run_dir, member_variant, k, REFERENCE_FORMAT)["sha256"],
-          "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
-          "representative": export_state.representative_images(dataset).key,
-          "stable_max": STABLE_MAX}
+  inputs = {file_format: _export_meta(run_dir, member_variant, k, file_format)["sha256"],
+            REFERENCE_FORMAT: _export_meta(run_dir, member_variant, k, REFERENCE_FORMAT)["sha256"],
+            "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
+            "stable_max": STABLE_MAX}
+  if analysed_by_debugger(file_format):
+    inputs["model"] = hashing.file_sha256_or_none(layout.member_model(run_dir, member_variant,
+                                                                      k))
+    inputs["representative"] = export_state.representative_images(dataset).key
+  else:
+    inputs["method"] = tensor_match.METHOD
+  return inputs
 
 
-def status(run_dir, member_variant, k, dataset):
-  """`lineage.Status` of member k's analysis."""
-  path = layout.layers(run_dir, member_variant, k)
+def status(run_dir, member_variant, k, dataset, file_format=FORMAT):
+  """`lineage.Status` of member k's analysis of its `file_format` file."""
+  path = layout.layers(run_dir, member_variant, k, file_format)
   if not fileio.exists(path):
     return lineage.MISSING
-  return lineage.status(lambda: _read(path), expected_inputs(run_dir, member_variant, k, dataset),
+  return lineage.status(lambda: _read(path),
+                        expected_inputs(run_dir, member_variant, k, dataset, file_format),
                         "analysed")
 
 
@@ -148,16 +175,34 @@ def _images(dataset, split, ids):
   return np.stack(out) if out else np.zeros((0,) + shape, np.uint8)
 
 
-def _rank(rows, counts):
+def _debugger_rows(run_dir, member_variant, k, dataset, images):
+  """(rows, extra doc fields) of the per-layer analysis of the full int8 file."""
+  model, _ = export_state.load_member(run_dir, member_variant, k)
+  rep = export_state.representative_images(dataset)
+  return layer_error.layer_errors(model, rep.images, images), {"tool": TOOL}
+
+
+def _tensor_rows(run_dir, member_variant, k, file_format, images):
+  """(rows, extra doc fields) of the tensor-by-tensor comparison of a user's file."""
+  data = [fileio.read_bytes(export_state.export_paths(
+      run_dir, names.Variant(member_variant, f), k)[0]) for f in (REFERENCE_FORMAT, file_format)]
+  rows, facts = tensor_match.tensor_errors(data[0], data[1], images)
+  return rows, {"tool": tensor_match.METHOD, "matched": facts["matched"],
+                "unmatched": facts["unmatched"]}
+
+
+def _rank(rows, counts, by_debugger):
   """(basis, ranking): by the error on the forgotten examples, or, nothing forgotten, on the
-  stable ones (every example analysed)."""
+  stable ones (every example analysed); per layer by NMSE, tensor by tensor by its growth."""
+  rank = layer_error.rank_layers if by_debugger else tensor_match.rank_growth
   if counts["forgotten"]:
-    return "forgotten", layer_error.rank_layers(rows, "forgotten", "stable")
-  return "all", layer_error.rank_layers(rows, "stable", "stable")
+    return "forgotten", rank(rows, "forgotten", "stable")
+  return "all", rank(rows, "stable", "stable")
 
 
-def analyze(run_dir, member_variant, k, dataset, log=None):
-  """Writes member k's analysis (and its Model Explorer node data) unless current.
+def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None):
+  """Writes member k's analysis of its `file_format` file (and its Model Explorer node data)
+  unless current.
 
   Returns:
     The analysis dict (`SCHEMA`), read back when it was current.
@@ -165,29 +210,32 @@ def analyze(run_dir, member_variant, k, dataset, log=None):
   Raises:
     LayerAnalysisError, errors.Error: a missing export or predictions file, unreadable data.
   """
-  path = layout.layers(run_dir, member_variant, k)
-  state = status(run_dir, member_variant, k, dataset)
+  by_debugger = analysed_by_debugger(file_format)
+  path = layout.layers(run_dir, member_variant, k, file_format)
+  state = status(run_dir, member_variant, k, dataset, file_format)
   if state:
     return _read(path)
   if log and state.reason != "missing":
-    log(f"redo layers {member_variant}/{k}: {state.reason}")
-  inputs = expected_inputs(run_dir, member_variant, k, dataset)
+    log(f"redo layers {member_variant}/{k} {file_format}: {state.reason}")
+  inputs = expected_inputs(run_dir, member_variant, k, dataset, file_format)
   split = dataset.spec.eval_split
   ids, labels, ref = _top1(run_dir, member_variant, k, REFERENCE_FORMAT, split)
-  ids_c, _, cand = _top1(run_dir, member_variant, k, FORMAT, split)
+  ids_c, _, cand = _top1(run_dir, member_variant, k, file_format, split)
   if not np.array_equal(ids, ids_c):
-    raise LayerAnalysisError(f"{member_variant}/{k}: the float32 and full_int8 predictions "
+    raise LayerAnalysisError(f"{member_variant}/{k}: the float32 and {file_format} predictions "
                              "are not on the same examples")
   masks, facts = subsets(labels, ref, cand, dataset.spec.num_classes)
   start = time.time()
-  model, _ = export_state.load_member(run_dir, member_variant, k)
-  rep = export_state.representative_images(dataset)
   images = {name: _images(dataset, split, ids[mask]) for name, mask in masks.items()}
-  rows = layer_error.layer_errors(model, rep.images, images)
+  if by_debugger:
+    rows, extra = _debugger_rows(run_dir, member_variant, k, dataset, images)
+  else:
+    rows, extra = _tensor_rows(run_dir, member_variant, k, file_format, images)
   counts = {name: int(mask.sum()) for name, mask in masks.items()}
-  basis, ranking = _rank(rows, counts)
-  doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k), "format": FORMAT,
-         "reference": REFERENCE_FORMAT, "split": split, "tool": TOOL, "basis": basis,
+  basis, ranking = _rank(rows, counts, by_debugger)
+  doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k),
+         "format": file_format, "reference": REFERENCE_FORMAT, "split": split, **extra,
+         "basis": basis,
          "subsets": {name: {"count": counts[name],
                             "ids": [int(i) for i in ids[masks[name]][:STABLE_MAX]]}
                      for name in masks},
@@ -196,18 +244,18 @@ def analyze(run_dir, member_variant, k, dataset, log=None):
          "inputs": inputs}
   subset = "forgotten" if basis == "forgotten" else "stable"
   model_explorer.write_model_explorer_json(
-      layout.model_explorer(run_dir, member_variant, k),
+      layout.model_explorer(run_dir, member_variant, k, file_format),
       model_explorer.model_explorer_node_data(rows, "nmse", subset))
   fileio.write_json(path, doc)
   return doc
 
 
-def analyze_task(run_dir, member_variant, k, dataset, dataset_options):
+def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT):
   """`analyze` as an executor task (JSON arguments)."""
   data = data_registry.get(dataset, **dict(dataset_options or {}))
-  doc = analyze(run_dir, member_variant, int(k), data)
-  return {"member": f"{member_variant}/{int(k)}", "basis": doc["basis"],
-          "forgotten": doc["subsets"]["forgotten"]["count"]}
+  doc = analyze(run_dir, member_variant, int(k), data, file_format)
+  return {"member": f"{member_variant}/{int(k)}", "format": file_format,
+          "basis": doc["basis"], "forgotten": doc["subsets"]["forgotten"]["count"]}
 
 
 # A layer whose int8 twin errs less than this (NMSE) is lossless (RESHAPE, pooling: float

@@ -2,9 +2,12 @@
 evaluation.
 
 Stage contract and driver: `eval.driver`. After the clean-split evaluation, for every member
-with a Keras model and a plain `full_int8` file (`eval.layer_analysis`):
-  * layers: one unit per member: the per-layer error of its full int8 file on the examples it
-    forgot and on the stable rest (QuantizationDebugger), ranked, with Model Explorer node data;
+with a Keras model and a plain `full_int8` file, and every file the user brings
+(`eval.layer_analysis`):
+  * layers: one unit per member and file: the per-layer error of its full int8 file on the
+    examples it forgot and on the stable rest (QuantizationDebugger), or a user's file's
+    accumulated error tensor by tensor (`eval.tensor_match`), ranked, with Model Explorer node
+    data;
   * repair (`--repair_layers=N` > 0): one unit per member: `full_int8~float<N>`, its N
     top-ranked layers kept in float; finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
@@ -22,33 +25,40 @@ from tf_forget.artifacts import predictions
 
 
 def _analysed(ctx):
-  """(member variant, k) of the audited members with a Keras model and a full int8 file."""
-  fmt = layer_analysis.FORMAT
-  if not ctx.keras_members:
-    return []
-  return [(mv, k) for mv, k in ctx.members
-          if names.Variant(mv, fmt).name in ctx.variants
-          and layer_analysis.applies(ctx.run_dir, mv, k)]
+  """(member variant, k, format) of the audited files an analysis applies to: full int8 files
+  of members with a Keras model, and the user's own files (`layer_analysis.applies`)."""
+  out = []
+  for mv, k in ctx.members:
+    formats = [layer_analysis.FORMAT] if ctx.keras_members else []
+    formats += [names.parse_variant(v).format for v in ctx.variants
+                if names.parse_variant(v).member_variant == mv
+                and names.is_user_format(names.parse_variant(v).format)]
+    out += [(mv, k, f) for f in formats
+            if names.Variant(mv, f).name in ctx.variants
+            and layer_analysis.applies(ctx.run_dir, mv, k, f)]
+  return out
 
 
 class LayersStage(driver.Stage):
-  """Per-layer error of every full int8 file on its forgotten examples."""
+  """Per-layer error of every full int8 file (tensor by tensor for the user's files) on its
+  forgotten examples."""
 
   name = "layers"
   noun = "layer analyses already current"
 
   def units(self, ctx):
     return [driver.Unit(
-        checks=[driver.Check(f"layers {mv}/{k}", lambda mv=mv, k=k: layer_analysis.status(
-            ctx.run_dir, mv, k, ctx.dataset))],
-        task=lambda _, mv=mv, k=k: driver.task(
-            f"layers {mv}/{k}", "eval.layer_analysis:analyze_task", member_variant=mv,
-            k=int(k), **file_stages.dataset_kwargs(ctx)))
-            for mv, k in _analysed(ctx)]
+        checks=[driver.Check(f"layers {mv}/{k} {f}", lambda mv=mv, k=k, f=f: (
+            layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f)))],
+        task=lambda _, mv=mv, k=k, f=f: driver.task(
+            f"layers {mv}/{k} {f}", "eval.layer_analysis:analyze_task", member_variant=mv,
+            k=int(k), file_format=f, **file_stages.dataset_kwargs(ctx)))
+            for mv, k, f in _analysed(ctx)]
 
   def describe(self, ctx, done, total):
-    return (f"why: per-layer error of {total} full int8 file{'' if total == 1 else 's'} on "
-            f"the examples it forgot ({done} already current)")
+    return (f"why: where {total} compressed file{'' if total == 1 else 's'} depart"
+            f"{'s' if total == 1 else ''} from float32 on the examples they forgot "
+            f"({done} already current)")
 
 
 class RepairStage(driver.Stage):
@@ -59,7 +69,8 @@ class RepairStage(driver.Stage):
 
   def _variants(self, ctx):
     fmt = names.repair_format(ctx.plan.repair_layers)
-    return [(names.Variant(mv, fmt), k) for mv, k in _analysed(ctx)]
+    return [(names.Variant(mv, fmt), k) for mv, k, f in _analysed(ctx)
+            if f == layer_analysis.FORMAT]
 
   def units(self, ctx):
     return [driver.Unit(
@@ -107,9 +118,10 @@ class EvaluateRepairsStage(driver.Stage):
 
 
 def stages(plan):
-  """The why-and-repair stages of `plan`: none without a full int8 format to analyse."""
+  """The why-and-repair stages of `plan`: none without a full int8 format or a user's file to
+  analyse."""
   formats = tuple(plan.quantizations) + tuple(plan.pruned_quantizations)
-  if layer_analysis.FORMAT not in formats:
+  if layer_analysis.FORMAT not in formats and not (plan.user and plan.user.candidates):
     return []
   out = [LayersStage()]
   if plan.repair_layers:

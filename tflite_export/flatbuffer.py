@@ -19,7 +19,9 @@ Counting rules (SPEC §1.4):
     (issue #10, `Tensor.sparsity` set, fewer values stored) counts its missing elements as zeros.
 """
 
+import dataclasses
 import gzip
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from ai_edge_litert import schema_py_generated as schema
 from tf_forget.artifacts import errors
 
 TFLITE_IDENTIFIER = b"TFL3"
+_OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 
 _OP = schema.BuiltinOperator
 # op code -> index of its weight (kernel) input.
@@ -243,15 +246,22 @@ def weight_stats(data):
   }
 
 
+def _parse(data, read):
+  """`read(model)` on the file's flatbuffer root; a malformed file raises TfliteFileError."""
+  check_identifier(data)
+  try:
+    return read(schema.Model.GetRootAs(bytes(data), 0))
+  except (IndexError, TypeError, ValueError, AttributeError) as e:
+    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+
+
 def sparse_tensors(data):
   """Names of the tensors stored sparse-encoded (`Tensor.sparsity` set; issue #10).
 
   Raises:
     TfliteFileError: not a TFLite flatbuffer.
   """
-  check_identifier(data)
-  try:
-    model = schema.Model.GetRootAs(bytes(data), 0)
+  def read(model):
     names = []
     for s in range(model.SubgraphsLength()):
       graph = model.Subgraphs(s)
@@ -260,8 +270,7 @@ def sparse_tensors(data):
         if tensor.Sparsity() is not None:
           names.append(tensor.Name().decode("utf-8", "replace"))
     return names
-  except (IndexError, TypeError, ValueError) as e:
-    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+  return _parse(data, read)
 
 
 def _io_tensor(graph, index):
@@ -292,12 +301,78 @@ def io_details(data):
   Raises:
     TfliteFileError: not a TFLite flatbuffer.
   """
-  check_identifier(data)
-  try:
-    graph = schema.Model.GetRootAs(bytes(data), 0).Subgraphs(0)
+  def read(model):
+    graph = model.Subgraphs(0)
     return {
         "inputs": [_io_tensor(graph, graph.Inputs(i)) for i in range(graph.InputsLength())],
         "outputs": [_io_tensor(graph, graph.Outputs(i)) for i in range(graph.OutputsLength())],
     }
-  except (IndexError, TypeError, ValueError) as e:
-    raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
+  return _parse(data, read)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tensor:
+  """A tensor of the main subgraph: its shape (the stored one; batch 1 in our exports), dtype
+  name, per-tensor quantization (None for float tensors and per-channel weights) and whether
+  the file stores its values (a constant)."""
+  name: str
+  shape: Tuple[int, ...]
+  dtype: str
+  scale: Optional[float]
+  zero_point: Optional[int]
+  constant: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+  """An op of the main subgraph: builtin name ("CONV_2D") or custom code ("NumericVerify"),
+  input and output tensor indices (-1: an omitted optional input)."""
+  name: str
+  inputs: Tuple[int, ...]
+  outputs: Tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+  """The main subgraph of a `.tflite` file: ops in execution order, tensors, inputs, outputs."""
+  ops: Tuple[Op, ...]
+  tensors: Tuple[Tensor, ...]
+  inputs: Tuple[int, ...]
+  outputs: Tuple[int, ...]
+
+
+def _tensor(model, data, tensor):
+  quant = tensor.Quantization()
+  per_tensor = quant is not None and quant.ScaleLength() == 1 and quant.ZeroPointLength() == 1
+  dtype = _DTYPES.get(tensor.Type())
+  return Tensor(name=tensor.Name().decode("utf-8", "replace"),
+                shape=tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength()
+                else (),
+                dtype=np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
+                scale=float(quant.Scale(0)) if per_tensor else None,
+                zero_point=int(quant.ZeroPoint(0)) if per_tensor else None,
+                constant=_buffer_bytes(model, data, tensor) is not None)
+
+
+def graph(data):
+  """The main subgraph of a `.tflite` file, read with the LiteRT schema (no interpreter).
+
+  Raises:
+    TfliteFileError: not a TFLite flatbuffer.
+  """
+  def read(model):
+    sub = model.Subgraphs(0)
+    ops = []
+    for op in map(sub.Operators, range(sub.OperatorsLength())):
+      code = _opcode(model, op)
+      name = (model.OperatorCodes(op.OpcodeIndex()).CustomCode().decode("utf-8", "replace")
+              if code == _OP.CUSTOM else _OP_NAMES.get(code, str(code)))
+      ops.append(Op(name, tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength()
+                    else (), tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength()
+                    else ()))
+    return Graph(ops=tuple(ops),
+                 tensors=tuple(_tensor(model, data, sub.Tensors(i))
+                               for i in range(sub.TensorsLength())),
+                 inputs=tuple(sub.Inputs(i) for i in range(sub.InputsLength())),
+                 outputs=tuple(sub.Outputs(i) for i in range(sub.OutputsLength())))
+  return _parse(data, read)

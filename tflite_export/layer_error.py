@@ -55,17 +55,15 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from ai_edge_litert import schema_py_generated as schema
-
 from tf_forget.artifacts import errors
 from tflite_export import converter
+from tflite_export import flatbuffer
 from tflite_export import formats
 
 FORMAT = "full_int8"
 DEFAULT_BATCH_SIZE = 16
 METRICS = ("mse", "float_power", "nmse", "snr_db", "cosine")
 _NUMERIC_VERIFY = "NumericVerify"
-_OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 
 
 class LayerErrorError(errors.Error):
@@ -117,24 +115,10 @@ def _debugger(model, representative_images, float_nodes=None):
 
 def _graph(data):
   """Ops [(op name, [input tensor], [output tensor])], tensors [(name, scale, zero point)] and
-  the input tensor of a model's first subgraph (read with the LiteRT schema, no interpreter)."""
-  model = schema.Model.GetRootAs(bytes(data), 0)
-  sub = model.Subgraphs(0)
-  tensors = []
-  for t in map(sub.Tensors, range(sub.TensorsLength())):
-    q = t.Quantization()
-    quantized = q is not None and q.ScaleLength() > 0 and q.ZeroPointLength() > 0
-    tensors.append((t.Name().decode("utf-8", "replace"), float(q.Scale(0)) if quantized else None,
-                    int(q.ZeroPoint(0)) if quantized else None))
-  ops = []
-  for op in map(sub.Operators, range(sub.OperatorsLength())):
-    code = model.OperatorCodes(op.OpcodeIndex())
-    builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-    name = (code.CustomCode().decode() if builtin == schema.BuiltinOperator.CUSTOM
-            else _OP_NAMES.get(builtin, str(builtin)))
-    ops.append((name, [op.Inputs(j) for j in range(op.InputsLength())],
-                [op.Outputs(j) for j in range(op.OutputsLength())]))
-  return ops, tensors, sub.Inputs(0)
+  the input tensor of a model's first subgraph (`flatbuffer.graph`)."""
+  g = flatbuffer.graph(data)
+  return ([(op.name, list(op.inputs), list(op.outputs)) for op in g.ops],
+          [(t.name, t.scale, t.zero_point) for t in g.tensors], g.inputs[0])
 
 
 def _base(names, candidates):
@@ -187,19 +171,31 @@ def _pair(float_values, quant, scale, zero_point):
   return f, ((np.asarray(quant, np.float64) - zero_point) * scale).reshape(f.shape)
 
 
-def _sum_cosine(*args):
-  f, q = _pair(*args)
+def _sum_sq_error(f, q):
+  return float(np.sum((q - f) ** 2))
+
+
+def _sum_cosine(f, q):
   nf, nq = np.linalg.norm(f, axis=1), np.linalg.norm(q, axis=1)
   cos = np.where(nf * nq > 0, np.sum(f * q, axis=1) / np.maximum(nf * nq, 1e-300), 0.0)
   return float(np.sum(np.where((nf == 0) & (nq == 0), 1.0, cos)))
 
 
+def error_sums(reference, values):
+  """The sums `metrics` is made of, for float64 `[examples, elements]` reference values and
+  the values compared with them (summed over more batches by adding them key by key)."""
+  f = np.asarray(reference, np.float64).reshape(len(reference), -1)
+  q = np.asarray(values, np.float64).reshape(f.shape)
+  return {"sum_sq_error": _sum_sq_error(f, q), "sum_sq_float": float(np.sum(f ** 2)),
+          "sum_cosine": _sum_cosine(f, q), "examples": float(len(f)), "elements": float(f.size)}
+
+
 # layer_direct_compare_metrics: (float value, int8 value, scale, zero point) -> a sum over the
-# examples of one invoke.
+# examples of one invoke (the keys of `error_sums`).
 _SUMS = {
-    "sum_sq_error": lambda *args: float(np.sum(np.subtract(*_pair(*args)[::-1]) ** 2)),
+    "sum_sq_error": lambda *args: _sum_sq_error(*_pair(*args)),
     "sum_sq_float": lambda f, *_: float(np.sum(np.asarray(f, np.float64) ** 2)),
-    "sum_cosine": _sum_cosine,
+    "sum_cosine": lambda *args: _sum_cosine(*_pair(*args)),
     "examples": lambda f, *_: float(len(f)),
     "elements": lambda f, *_: float(np.size(f)),
 }
@@ -239,8 +235,9 @@ def _measure(debug_model, images, batch_size):
   return totals
 
 
-def _metrics(sums):
-  """The metrics of one layer on one subset from its sums (module doc); None where undefined."""
+def metrics(sums):
+  """The metrics of one layer on one subset from its sums (module doc; `error_sums`); None
+  where undefined (no example, zero float power, zero error for the SNR)."""
   count = int(round(sums.get("examples", 0)))
   if not count:
     return {"count": 0, **dict.fromkeys(METRICS)}
@@ -290,7 +287,7 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
   rows = []
   for layer in layers:
     key = layer.pop("key")
-    per_subset = {name: _metrics(measured[name].get(key, {})) for name in subsets}
+    per_subset = {name: metrics(measured[name].get(key, {})) for name in subsets}
     size = next((measured[name][key]["elements"] / measured[name][key]["examples"]
                  for name in subsets if key in measured[name]), None)
     rows.append(dict(layer, size=None if size is None else int(round(size)),

@@ -23,6 +23,10 @@ overlays "custom node data" loaded from a JSON file on a graph. Format, read in 
     output tensor name in the plain full_int8 file (`layer_error` row `file_tensor_name`), which
     does not depend on the op numbering.
 
+Checked by the tests with the package's own dataclasses (tests/tflite_export/
+model_explorer_schema.py: `GraphNodeData` read in dacite's strict mode, written back identically
+by its `to_json_string`; the package is installed without its dependencies).
+
 Use: `model_explorer.visualize("<member>.full_int8.tflite", node_data={"name": "nmse",
 "node_data_path": "<this file>.json"})` (`apis.py`, `NodeDataInfo`), or load the file in the
 web app's node data panel.

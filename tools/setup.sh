@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One-time, idempotent set-up for a fresh machine (Python 3.11, root, no venv, no Bazel):
-#   * a virtualenv at .venv with requirements.txt installed (re-installed when the file changes);
+#   * a virtualenv at .venv with requirements.txt installed, and requirements-nodeps.txt with
+#     `--no-deps` (packages of which the tests read one part, without their heavy dependencies);
+#     re-installed when either file changes;
 #     TF_DEVICE=gpu installs the same pins with tensorflow[and-cuda] (TensorFlow with its CUDA
 #     wheels) instead of tensorflow-cpu: the GPU requirements are generated from requirements.txt
 #     here, so the two can never drift. Switching TF_DEVICE recreates the venv (tensorflow-cpu
@@ -46,7 +48,7 @@ if [ "${1:-}" = "--print-requirements" ]; then
 fi
 
 # --- virtualenv ------------------------------------------------------------------------------
-want="$device $(requirements "$device" | sha256sum | cut -d' ' -f1)"
+want="$device $( { requirements "$device"; cat requirements-nodeps.txt; } | sha256sum | cut -d' ' -f1)"
 stamp=.venv/.requirements.stamp
 have=$(cat "$stamp" 2>/dev/null || true)
 if [ -z "$have" ] && [ -f .venv/.requirements.sha256 ]; then
@@ -63,6 +65,8 @@ if [ ! -x .venv/bin/python ] || [ "$have" != "$want" ]; then
   requirements "$device" > .venv/requirements-installed.txt
   .venv/bin/python -m pip install -q --disable-pip-version-check \
     -r .venv/requirements-installed.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    -r requirements-nodeps.txt
   echo "$want" > "$stamp"
   rm -f .venv/.requirements.sha256
   log "venv ready in $(( $(date +%s) - t0 )) s"

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests.eval import audit_binary
+from tests.tflite_export import model_explorer_schema
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 
@@ -66,6 +67,7 @@ def test_model_explorer_node_data_names_ops_of_the_int8_file(run):
       model_path=str(out / "tflite" / "dense" / "0" / "full_int8.tflite"))
   tensors = {t["name"] for t in interpreter.get_tensor_details()}
   assert data["results"] and set(data["results"]) <= tensors
+  model_explorer_schema.load_graph_node_data(data)  # the package's GraphNodeData, strict
   assert all(set(v) == {"value"} for v in data["results"].values())
   assert [g["stop"] for g in data["gradient"]] == sorted(g["stop"] for g in data["gradient"])
 

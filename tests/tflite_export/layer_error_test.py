@@ -1,57 +1,32 @@
 """Per-layer quantization error (issue #29): ranking, repair, metrics, Model Explorer node data.
 
 The main fixture trains a tiny 10-class CNN on structured 8x8 images and then breaks ONE layer
-for int8 only: hidden unit 0 is made dead (kernel column 0, bias -1: it is 0 for every input),
-and the "bad" Dense layer gets a huge weight from that dead unit into 16 of its 32 output
-channels. The float model computes exactly the same function, but each of those channels'
-per-channel int8 weight scale is set by the outlier, so its other weights round to 0 in the
-full_int8 file. "Broken" examples: float top-1 (the labels: the float model's own argmax) !=
+for int8 only (`broken_model`: a huge weight from a dead unit, so the layer's other int8 weights
+round to 0 in the full_int8 file). "Broken" examples: float top-1 (the labels: the float model's own argmax) !=
 int8 top-1, both files run through the project's interpreter factory (`eval.batched`).
 """
 
 import json
 import os
-import re
 import time
 
+import dacite
 import numpy as np
 import pytest
 
 from ai_edge_litert import schema_py_generated as schema
 
 from eval import batched
+from tests.tflite_export import broken_model
 from tests.tflite_export import fake_run
-from tf_forget.compat import keras2
+from tests.tflite_export import model_explorer_schema
 from tflite_export import converter
 from tflite_export import flatbuffer
 from tflite_export import layer_error
 from tflite_export import model_explorer
 
-NUM_CLASSES = 10
-OUTLIER_CHANNELS = 16
-
-
-def make_images(n, seed):
-  """`n` 8x8x1 uint8 images: class c (= i % 10) adds a bright 3x3 block at its own place."""
-  rng = np.random.default_rng(seed)
-  labels = np.arange(n) % NUM_CLASSES
-  images = rng.integers(0, 100, size=(n, 8, 8, 1))
-  for c in range(NUM_CLASSES):
-    row, col = divmod(c, 4)
-    images[labels == c, 2 * row:2 * row + 3, 2 * col:2 * col + 3] += 120
-  return images.clip(0, 255).astype(np.uint8), labels
-
-
-def tiny_model():
-  keras = keras2.keras()
-  keras.utils.set_random_seed(0)
-  inp = keras.Input((8, 8, 1), name="image")
-  x = keras.layers.Rescaling(1.0 / 255.0)(inp)
-  x = keras.layers.Conv2D(8, 3, padding="same", activation="relu", name="conv")(x)
-  x = keras.layers.Flatten()(x)
-  x = keras.layers.Dense(32, activation="relu", name="hidden")(x)
-  x = keras.layers.Dense(32, activation="relu", name="bad")(x)
-  return keras.Model(inp, keras.layers.Dense(NUM_CLASSES, name="logits")(x))
+NUM_CLASSES = broken_model.NUM_CLASSES
+make_images = broken_model.make_images
 
 
 def top1(data, images):
@@ -76,21 +51,12 @@ def op_outputs(data):
 
 @pytest.fixture(scope="module")
 def case():
-  keras = keras2.keras()
   images, labels = make_images(400, 3)
   rep = images[:100]
-  model = tiny_model()
-  model.compile(optimizer=keras.optimizers.Adam(0.01),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(images.astype(np.float32), labels, epochs=3, batch_size=32, verbose=0)
-  kernel, bias = model.get_layer("hidden").get_weights()
-  kernel[:, 0], bias[0] = 0.0, -1.0  # unit 0 is dead: ReLU(-1 + 0 * x) = 0 for every input
-  model.get_layer("hidden").set_weights([kernel, bias])
+  model = broken_model.trained_model(images, labels)
   clean_int8 = converter.convert(model, "full_int8", rep)
   clean_float = top1(converter.convert(model, "float32"), images)
-  kernel, bias = model.get_layer("bad").get_weights()
-  kernel[0, :OUTLIER_CHANNELS] = 1000 * np.abs(kernel).max()  # weight from the dead unit
-  model.get_layer("bad").set_weights([kernel, bias])
+  broken_model.add_outlier(model)
   float32 = converter.convert(model, "float32")
   int8 = converter.convert(model, "full_int8", rep)
   pred_float, pred_int8 = top1(float32, images), top1(int8, images)
@@ -108,11 +74,7 @@ def case():
               clean_int8=clean_int8)
 
 
-def _bad(name):
-  """Whether a tensor name is the bad layer's ("model/bad/...", or "model_3/bad/..." when
-  other Keras models were built first in the process)."""
-  return re.match(r"model(_\d+)?/bad/", str(name)) is not None
-
+_bad = broken_model.is_bad
 
 def test_the_outlier_breaks_int8_only(case):
   # Same float function before and after the outlier (it multiplies a dead unit) ...
@@ -216,22 +178,22 @@ def test_metrics_equal_an_independent_computation():
 
 
 def test_model_explorer_node_data(case, tmp_path):
-  # Structure of Model Explorer's custom node data, field by field as defined in
-  # ai-edge-model-explorer 0.1.34, model_explorer/node_data_builder.py (GraphNodeData,
-  # NodeDataResult, GradientItem; github.com/google-ai-edge/model-explorer commit
-  # 06091442ede407959d767cfc0d9169176ccd82dc without `name`); the package itself is not
-  # installed (its adapter wheel is 128 MB). Keys: output tensor names of the file's ops.
+  # Model Explorer's custom node data, read by the package's own dataclasses
+  # (ai-edge-model-explorer 0.1.34, model_explorer/node_data_builder.py: GraphNodeData,
+  # NodeDataResult, GradientItem) in dacite's strict mode, and written back identically by its
+  # `to_json_string` (which drops None fields and adds the defaults). Keys: output tensor names
+  # of the file's ops.
   data = model_explorer.model_explorer_node_data(case["result"], "nmse", "forgotten")
   path = tmp_path / "nmse_forgotten.json"
   model_explorer.write_model_explorer_json(str(path), data)
   assert os.listdir(tmp_path) == ["nmse_forgotten.json"]  # no temporary file left
   loaded = json.loads(path.read_text())  # strict JSON: json.loads accepts what JSON.parse does
   assert loaded == data
-  assert set(loaded) <= {"name", "results", "thresholds", "gradient", "hideInAggregatedStatsTable",
-                         "hideInChildrenStatsTable", "hideAggregatedStats",
-                         "showExpandedSummaryOnGroupNode",
-                         "showLabelCountColumnsInChildrenStatsTable"}
-  assert isinstance(loaded["name"], str)
+  node_data = model_explorer_schema.load_graph_node_data(loaded)
+  written = model_explorer_schema.round_trip(loaded)
+  assert {k: written[k] for k in loaded} == loaded
+  assert node_data.name == loaded["name"]
+  assert all(isinstance(r.value, float) for r in node_data.results.values())
   # One graph's node data: `results` present, and no `results` inside it (the web app's test).
   assert isinstance(loaded["results"], dict) and "results" not in loaded["results"]
   tensors = {tensor for _, tensor, _ in op_outputs(case["int8"])}
@@ -246,5 +208,9 @@ def test_model_explorer_node_data(case, tmp_path):
     assert all(c[0] == "#" and len(c) == 7 for k, c in item.items() if k != "stop")  # hex only
   top = max(loaded["results"], key=lambda k: loaded["results"][k]["value"])
   assert _bad(top)
+  for bad in ({**loaded, "colour": "red"}, {"results": {top: {"value": "1.0"}}},
+              {"gradient": loaded["gradient"]}):  # unknown field, wrong type, no results
+    with pytest.raises(dacite.DaciteError):
+      model_explorer_schema.load_graph_node_data(bad)
   with pytest.raises(model_explorer.NodeDataError, match="unknown metric"):
     model_explorer.model_explorer_node_data(case["result"], "psnr", "forgotten")

@@ -140,16 +140,17 @@ def noise(run_dir, variant, k):
   return os.path.join(noise_root(run_dir), variant, str(int(k)), NOISE_FILE)
 
 
-def layers(run_dir, member_variant, k):
-  """`<run>/layers/<member variant>/<k>/full_int8.json`: per-layer error of the member's full
-  int8 file on its forgotten and stable examples (`eval.layer_analysis`, issue #29)."""
-  return os.path.join(run_dir, "layers", member_variant, str(int(k)), "full_int8.json")
+def layers(run_dir, member_variant, k, file_format="full_int8"):
+  """`<run>/layers/<member variant>/<k>/<format>.json`: where the member's `file_format` file
+  departs from its float32 file on its forgotten and stable examples (`eval.layer_analysis`,
+  issue #29): per layer for `full_int8`, tensor by tensor for a user's file."""
+  return os.path.join(run_dir, "layers", member_variant, str(int(k)), f"{file_format}.json")
 
 
-def model_explorer(run_dir, member_variant, k):
-  """`<run>/layers/<member variant>/<k>/full_int8.model_explorer.json` (node data)."""
+def model_explorer(run_dir, member_variant, k, file_format="full_int8"):
+  """`<run>/layers/<member variant>/<k>/<format>.model_explorer.json` (node data)."""
   return os.path.join(run_dir, "layers", member_variant, str(int(k)),
-                      "full_int8.model_explorer.json")
+                      f"{file_format}.model_explorer.json")
 
 
 def walk(root):

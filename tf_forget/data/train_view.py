@@ -9,8 +9,10 @@ labelled training data apart from the audited test data (`--train=DATA`, spelled
 "options"} of `sources.parse` (like `calibration`), and `of(dataset)` returns a `TrainView`
 whose "train" split is that data — its train split if it has one, else its only split — read at
 the audited data set's image size, channels and classes (`class_names`: the labels index the
-model's outputs in the audited data set's order). Every split the view yields through
-`tf_dataset` / `decode_record` is what the model takes: the audited data set's `preprocess`
+model's outputs in the audited data set's order: a folder's class folders are mapped by name;
+data whose labels are numbers with their own class names, a tfds label feature or a tfrecord
+spec's, must name the audited classes in that order, or is refused). Every split the view
+yields through `tf_dataset` / `decode_record` is what the model takes: the audited data set's `preprocess`
 applied (float32), since every consumer casts the images to float32 and feeds them to the model
 (a registered data set has no preprocess: `of` returns it unchanged).
 
@@ -46,6 +48,33 @@ def source_split(source):
   return TRAIN if TRAIN in source.spec.splits else source.spec.eval_split
 
 
+def _check_classes(train, options, audited):
+  """Refuses train data whose labels would index other outputs than the audited classes.
+
+  A folder's labels come from its class folders' names, mapped onto `audited` by name. Train
+  data whose labels are numbers with names of their own (a tfds label feature's `ClassLabel`,
+  a tfrecord spec file's `class_names`) must name the audited classes in the audited order:
+  their labels are taken as they are. A tfrecord set without class names is taken in the
+  audited order.
+
+  Raises:
+    base.DataError: the train data's own classes differ (one line).
+  """
+  if train["name"] == "folder" or train["options"].get("class_names"):
+    return
+  try:
+    own = registry.get(train["name"], **options).spec.class_names
+  except base.DataError as e:
+    if "needs class_names" in str(e):  # a tfrecord set that names no class: label order
+      return
+    raise
+  if tuple(own) != tuple(audited):
+    shown = lambda names: ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+    raise base.DataError(
+        f"the train data's classes ({shown(tuple(own))}) are not the audited data set's "
+        f"({shown(tuple(audited))}) in its order: its labels would index other outputs")
+
+
 class TrainView(base.Dataset):
   """The audited data set with split "train" read from the user's train data (`OPTION`).
 
@@ -64,10 +93,11 @@ class TrainView(base.Dataset):
     """
     train = dataset.spec.options[OPTION]
     height, width, channels = dataset.spec.image_shape
-    options = dict(train["options"], image_size=[height, width], channels=channels,
-                   class_names=list(dataset.spec.class_names))
+    options = dict(train["options"], image_size=[height, width], channels=channels)
+    _check_classes(train, options, dataset.spec.class_names)
     self.dataset = dataset
-    self.source = registry.get(train["name"], **options)
+    self.source = registry.get(train["name"], **options,
+                               class_names=list(dataset.spec.class_names))
     self.split = source_split(self.source)
     name = dataset.spec.options.get("preprocess")
     self._preprocess = preprocess_lib.resolve(name) if name else None

@@ -1,12 +1,15 @@
-"""Why a full int8 file forgot, and what its repair bought and cost (issue #29).
+"""Why a full int8 file (or a user's file) forgot, and what a repair bought and cost (#29).
 
 Reads what the audit's "why and repair" stages wrote (docs/artifacts/layers.md): each
-analysed member's `layers/<member variant>/<k>/full_int8.json`, and the predictions and export
+analysed member's `layers/<member variant>/<k>/<format>.json`, and the predictions and export
 JSONs of its files. Two tables:
 
-* `layers`: per analysed member, its `TOP_LAYERS` best-ranked layers: op, NMSE on the forgotten
-  and on the stable examples, the excess NMSE(forgotten) − NMSE(stable), SNR on both, and
-  whether the repaired file keeps the layer in float;
+* `layers`: per analysed member and file, its `TOP_LAYERS` best-ranked layers: op, how it was
+  compared (`match`: "per layer" by the QuantizationDebugger, or a user file's tensor matched
+  by "name" / "position", `eval.tensor_match`), NMSE on the forgotten and on the stable
+  examples, the excess NMSE(forgotten) − NMSE(stable), the growth of a matched tensor's
+  accumulated NMSE over its inputs', SNR on both, and whether the repaired file keeps the
+  layer in float;
 * `repair`: per repaired variant `<base>~float<N>`, averaged over its members (each against its
   own float32 file): size over the plain int8 file and over float32, top-1 of the int8 and the
   repaired file, their flip rates against float32 (top-1 changed), the broken examples (right
@@ -29,9 +32,11 @@ from tf_forget.artifacts import names
 
 TOP_LAYERS = 10
 NOTES_KEY = "repair"
-LAYER_COLUMNS = ["member_variant", "k", "basis", "rank", "op_name", "tensor_name",
-                 "nmse_forgotten", "nmse_stable", "excess", "snr_db_forgotten", "snr_db_stable",
-                 "kept"]
+LAYER_COLUMNS = ["member_variant", "k", "format", "basis", "rank", "op_name", "tensor_name",
+                 "match", "nmse_forgotten", "nmse_stable", "excess", "growth_forgotten",
+                 "snr_db_forgotten", "snr_db_stable", "kept"]
+# How a row's tensors were compared: per layer by the debugger, or matched between two files.
+PER_LAYER = "per layer"
 REPAIR_COLUMNS = ["variant", "base", "layers", "members", "size_vs_int8", "size_vs_float32",
                   "top1_int8", "top1_repaired", "flip_rate_int8", "flip_rate_repaired",
                   "broken_int8", "broken_repaired", "worst_class", "worst_class_change_int8",
@@ -39,17 +44,21 @@ REPAIR_COLUMNS = ["variant", "base", "layers", "members", "size_vs_int8", "size_
 
 
 def _analyses(run_dir):
-  """{(member variant, k): analysis dict} of the run's readable analyses."""
+  """{(member variant, k, format): analysis dict} of the run's readable analyses."""
   root = os.path.join(run_dir, "layers")
   out = {}
   if not fileio.isdir(root):
     return out
-  for member_variant, k, _ in layout.walk(root):
-    try:
-      out[(member_variant, int(k))] = fileio.read_json(
-          layout.layers(run_dir, member_variant, k), "layer analysis")
-    except errors.Error:
-      continue
+  for member_variant, k, directory in layout.walk(root):
+    for name in sorted(fileio.listdir(directory)):
+      fmt = name[:-len(".json")]
+      if not name.endswith(".json") or fmt.endswith(".model_explorer"):
+        continue
+      try:
+        out[(member_variant, int(k), fmt)] = fileio.read_json(
+            layout.layers(run_dir, member_variant, k, fmt), "layer analysis")
+      except errors.Error:
+        continue
   return out
 
 
@@ -69,11 +78,14 @@ def _top1(run, variant, k):
 
 def layer_rows(doc, kept):
   """The `layers` rows of one analysis (`kept`: tensor names the repaired file keeps)."""
-  return [{"member_variant": doc["member_variant"], "k": int(doc["k"]), "basis": doc["basis"],
+  return [{"member_variant": doc["member_variant"], "k": int(doc["k"]),
+           "format": doc.get("format", names.REPAIRED_FORMAT), "basis": doc["basis"],
            "rank": r["rank"], "op_name": r["op_name"], "tensor_name": r["tensor_name"],
-           "nmse_forgotten": r["nmse_forgotten"], "nmse_stable": r["nmse_stable"],
-           "excess": r["excess"], "snr_db_forgotten": r["snr_db_forgotten"],
-           "snr_db_stable": r["snr_db_stable"], "kept": r["tensor_name"] in kept}
+           "match": r.get("match", PER_LAYER), "nmse_forgotten": r["nmse_forgotten"],
+           "nmse_stable": r["nmse_stable"], "excess": r["excess"],
+           "growth_forgotten": r.get("growth_forgotten"),
+           "snr_db_forgotten": r["snr_db_forgotten"], "snr_db_stable": r["snr_db_stable"],
+           "kept": r["tensor_name"] in kept}
           for r in doc["ranking"][:TOP_LAYERS]]
 
 
@@ -124,8 +136,8 @@ def compute(run):
   if not analyses:
     return {}, {}
   layers, effects, notes = [], {}, []
-  for (mv, k), doc in sorted(analyses.items()):
-    repaired = _repaired_variants(run, mv)
+  for (mv, k, fmt), doc in sorted(analyses.items()):
+    repaired = _repaired_variants(run, mv) if fmt == names.REPAIRED_FORMAT else []
     kept = set()
     for variant, base, n in repaired:
       try:
@@ -135,8 +147,12 @@ def compute(run):
         notes.append(f"{variant}/{k}: repair effect not computed ({errors.one_line(e, 160)})")
     layers += layer_rows(doc, kept)
     if doc["basis"] == "all":
-      notes.append(f"{names.Variant(mv, names.REPAIRED_FORMAT).name}/{k} forgot nothing: its "
+      notes.append(f"{names.Variant(mv, fmt).name}/{k} forgot nothing: its "
                    "layers are ranked by their error on every example")
+    if doc.get("unmatched"):
+      notes.append(f"{names.Variant(mv, fmt).name}/{k}: {doc['unmatched']} of its tensors "
+                   "match no tensor of the float32 file (by name or position) and are not "
+                   "compared")
   rows = [dict({"variant": v, "base": base, "layers": n, "members": len(effs)},
                **{c: _mean([e[c] for e in effs]) for c in REPAIR_COLUMNS[4:]
                   if c != "worst_class"},

@@ -13,7 +13,8 @@ FORMATS = {"size_vs_int8": "num", "size_vs_float32": "num", "top1_int8": html.PC
            "flip_rate_repaired": html.PCT, "broken_int8": "num", "broken_repaired": "num",
            "worst_class_change_int8": html.PTS_ABS, "worst_class_change_repaired": html.PTS_ABS,
            "layers": "int", "members": "int", "k": "int", "rank": "int", "excess": "g",
-           "nmse_forgotten": "g", "nmse_stable": "g", "snr_db_forgotten": "num",
+           "nmse_forgotten": "g", "nmse_stable": "g", "growth_forgotten": "g",
+           "snr_db_forgotten": "num",
            "snr_db_stable": "num"}
 LEAD = ("Each full int8 file is compared layer by layer with its float model on the examples "
         "it <b>forgot</b> (its top-1 differs from the float32 file's) and on the <b>stable</b> "
@@ -24,7 +25,12 @@ LEAD = ("Each full int8 file is compared layer by layer with its float model on 
         "NMSE(stable) says whether that error concentrates where the file forgot. Open the "
         "int8 file in Model Explorer and add "
         "<code>layers/&lt;member&gt;/&lt;k&gt;/full_int8.model_explorer.json</code> as node "
-        "data to see its graph coloured by that error.")
+        "data to see its graph coloured by that error. A <code>.tflite</code> file you brought "
+        "has no float model to quantize again: it is run beside the float32 file with every "
+        "tensor kept, the tensors the two graphs share are matched (by name, else by position: "
+        "<b>match</b>) and compared after dequantizing. That error is accumulated from the "
+        "layers before, so its rows are ranked by <b>growth</b>: the NMSE of the op's output "
+        "minus the largest NMSE of its inputs, on the forgotten examples.")
 
 
 def repair(t):
@@ -44,7 +50,7 @@ def layers(t):
   """Each analysed member's best-ranked layers."""
   shown = t.assign(tensor_name=t["tensor_name"].map(
       lambda n: n if n is None or len(str(n)) <= 60 else str(n)[:57] + "..."))
-  return ("<h3>Layers ranked by their excess error on the forgotten examples</h3>"
+  return ("<h3>Layers ranked by their error on the forgotten examples</h3>"
           + html.table(shown, FORMATS, highlight=list(t["kept"]), max_rows=40)
           + "<p class=\"note\">Highlighted: kept in float by the repaired file.</p>")
 

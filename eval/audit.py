@@ -16,6 +16,7 @@ TensorFlow's own output goes to <out>/logs/ (`--verbose`: the terminal); see `tf
 
 import math
 import os
+import re
 import sys
 
 from absl import flags
@@ -194,10 +195,10 @@ _ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 
 _ANN_COLUMNS = flags.DEFINE_list(
     "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
-_REPAIR_LAYERS = flags.DEFINE_integer(
-    "repair_layers", 0, "Also make and audit full_int8~float<N>: each full int8 file with the N "
-    "layers that erred most on the examples it forgot kept in float (0: none).",
-    lower_bound=0, upper_bound=99)
+_REPAIR_LAYERS = flags.DEFINE_list(
+    "repair_layers", [], "Also make and audit full_int8~float<N> for each N (e.g. 1,2,3): each "
+    "full int8 file with the N layers that erred most on the examples it forgot kept in float; "
+    "the verdict ships the smallest file that passes the gates (empty or 0: none).")
 
 # Your own model, files and data (issue #28; eval/user_plan.py).
 _REFERENCE = flags.DEFINE_list(
@@ -295,6 +296,9 @@ def _finite_or_none(value):
 
 
 flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
+flags.register_validator(
+    "repair_layers", lambda v: all(re.fullmatch(r"[0-9]{1,2}", x.strip()) for x in v),
+    "--repair_layers must be numbers in [0, 99], e.g. 1,2,3")
 for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_flip_rate", "max_kl"):
   flags.register_validator(_gate, _finite_or_none, f"--{_gate} must be a finite number")
 
@@ -433,7 +437,8 @@ def main(argv):
       remeasure_latency=_REMEASURE.value,
       executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
       _EXECUTOR.value, workers=_WORKERS.value,
-      ray_address=_RAY_ADDRESS.value, repair_layers=_REPAIR_LAYERS.value)
+      ray_address=_RAY_ADDRESS.value,
+      repair_layers=tuple(sorted({int(v) for v in _REPAIR_LAYERS.value} - {0})))
   if _PLAN.value:
     try:
       print(audit_plan.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))

@@ -10,7 +10,7 @@
 """
 
 import dataclasses
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Tuple
 
 from eval import deploy
 from tf_forget.artifacts import errors
@@ -84,9 +84,9 @@ class AuditConfig:
       records a decision for the same files and settings (issue #25). In `to_json` only when True.
     user: the user's own models and files (`eval.user_plan.UserModels`, issue #28): the audit
       imports them instead of training. In `to_json` only when given.
-    repair_layers: N > 0 makes, for every member with a full int8 file, the repaired file
-      `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
-      `eval.layer_analysis`); 0 (the default) none. In `to_json` only when > 0.
+    repair_layers: the N > 0 of the repaired files: for every member with a full int8 file and
+      each N, `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
+      `eval.layer_analysis`); () (the default) none. In `to_json` only when given.
   """
   dataset: str
   out: str
@@ -122,12 +122,14 @@ class AuditConfig:
   robust_training: bool = False
   remeasure_latency: bool = False
   user: Optional[object] = None
-  repair_layers: int = 0
+  repair_layers: Tuple[int, ...] = ()
 
   def to_json(self):
     d = dataclasses.asdict(self)
     if not d["repair_layers"]:  # the default: report.json's config as before the option
       del d["repair_layers"]
+    else:
+      d["repair_layers"] = list(self.repair_layers)
     if self.user is None:  # the default: report.json's config as before the option
       del d["user"]
     else:

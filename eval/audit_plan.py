@@ -111,7 +111,7 @@ class Plan:
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
     user: the user's `eval.user_plan.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
-    repair_layers: N of the repaired files `full_int8~float<N>` (issue #29); 0: none.
+    repair_layers: the N of the repaired files `full_int8~float<N>` (issue #29); (): none.
   """
   population: object
   quantizations: tuple
@@ -129,7 +129,7 @@ class Plan:
   iterative: tuple = ()
   iterative_schedule: object = None
   user: object = None
-  repair_layers: int = 0
+  repair_layers: tuple = ()
 
   @property
   def variants(self):
@@ -271,14 +271,18 @@ def plan(config, check_data=True):
 
 
 def _repair_layers(config, p):
-  """`config.repair_layers`, checked: a repair needs a full int8 format to start from.
+  """`config.repair_layers` as a sorted tuple, checked: a repair needs a full int8 format.
 
   Raises:
-    AuditError: layers outside [0, 99], or no full int8 format audited.
+    AuditError: a number outside [1, 99], or no full int8 format audited.
   """
   layers = config.repair_layers
-  if isinstance(layers, bool) or not isinstance(layers, int) or not 0 <= layers <= 99:
-    raise audit_config.AuditError(f"--repair_layers must be an int in [0, 99], got {layers!r}")
+  layers = (layers,) if isinstance(layers, int) and not isinstance(layers, bool) else layers
+  if (not isinstance(layers, (tuple, list)) or
+      any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 99 for n in layers)):
+    raise audit_config.AuditError(
+        f"--repair_layers must be numbers in [1, 99], got {config.repair_layers!r}")
+  layers = tuple(sorted(set(layers)))
   if layers and names.REPAIRED_FORMAT not in tuple(p.quantizations) + tuple(
       p.pruned_quantizations):
     raise audit_config.AuditError(

@@ -159,20 +159,21 @@ def subsets(labels, ref, cand, num_classes):
            "worst_class": worst_class})
 
 
-def _images(dataset, split, ids):
-  """The model inputs of the examples `ids` of `split`, in the order of `ids` (one pass)."""
-  wanted = {int(i): n for n, i in enumerate(ids)}
-  out = [None] * len(ids)
+def _images(dataset, split, ids, masks):
+  """{subset: the model inputs of its examples, in the order of `ids[mask]`}, read in one pass
+  over `split` (the subsets overlap; each example is decoded once)."""
+  wanted = {int(i): None for mask in masks.values() for i in ids[mask]}
   for batch in dataset.batches(split, 256):
     hit = [j for j, i in enumerate(batch.ids) if int(i) in wanted]
     if hit:
       fed = dataset.model_inputs(batch.take(np.asarray(hit)))
       for j, image in zip(hit, fed.images):
-        out[wanted[int(batch.ids[j])]] = image
-  if any(o is None for o in out):
+        wanted[int(batch.ids[j])] = image
+  if any(image is None for image in wanted.values()):
     raise LayerAnalysisError(f"split {split!r} lacks some analysed example ids")
-  shape = tuple(dataset.spec.image_shape)
-  return np.stack(out) if out else np.zeros((0,) + shape, np.uint8)
+  empty = np.zeros((0,) + tuple(dataset.spec.image_shape), np.uint8)
+  return {name: np.stack([wanted[int(i)] for i in ids[mask]]) if mask.any() else empty
+          for name, mask in masks.items()}
 
 
 def _debugger_rows(run_dir, member_variant, k, dataset, images):
@@ -182,11 +183,11 @@ def _debugger_rows(run_dir, member_variant, k, dataset, images):
   return layer_error.layer_errors(model, rep.images, images), {"tool": TOOL}
 
 
-def _tensor_rows(run_dir, member_variant, k, file_format, images):
+def _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads):
   """(rows, extra doc fields) of the tensor-by-tensor comparison of a user's file."""
   data = [fileio.read_bytes(export_state.export_paths(
       run_dir, names.Variant(member_variant, f), k)[0]) for f in (REFERENCE_FORMAT, file_format)]
-  rows, facts = tensor_match.tensor_errors(data[0], data[1], images)
+  rows, facts = tensor_match.tensor_errors(data[0], data[1], images, num_threads=num_threads)
   return rows, {"tool": tensor_match.METHOD, "matched": facts["matched"],
                 "unmatched": facts["unmatched"]}
 
@@ -200,7 +201,7 @@ def _rank(rows, counts, by_debugger):
   return "all", rank(rows, "stable", "stable")
 
 
-def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None):
+def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, num_threads=1):
   """Writes member k's analysis of its `file_format` file (and its Model Explorer node data)
   unless current.
 
@@ -226,11 +227,11 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None):
                              "are not on the same examples")
   masks, facts = subsets(labels, ref, cand, dataset.spec.num_classes)
   start = time.time()
-  images = {name: _images(dataset, split, ids[mask]) for name, mask in masks.items()}
+  images = _images(dataset, split, ids, masks)
   if by_debugger:
     rows, extra = _debugger_rows(run_dir, member_variant, k, dataset, images)
   else:
-    rows, extra = _tensor_rows(run_dir, member_variant, k, file_format, images)
+    rows, extra = _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads)
   counts = {name: int(mask.sum()) for name, mask in masks.items()}
   basis, ranking = _rank(rows, counts, by_debugger)
   doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k),
@@ -250,10 +251,11 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None):
   return doc
 
 
-def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT):
+def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT,
+                 num_threads=1):
   """`analyze` as an executor task (JSON arguments)."""
   data = data_registry.get(dataset, **dict(dataset_options or {}))
-  doc = analyze(run_dir, member_variant, int(k), data, file_format)
+  doc = analyze(run_dir, member_variant, int(k), data, file_format, num_threads=num_threads)
   return {"member": f"{member_variant}/{int(k)}", "format": file_format,
           "basis": doc["basis"], "forgotten": doc["subsets"]["forgotten"]["count"]}
 

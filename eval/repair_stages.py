@@ -8,8 +8,8 @@ with a Keras model and a plain `full_int8` file, and every file the user brings
     examples it forgot and on the stable rest (QuantizationDebugger), or a user's file's
     accumulated error tensor by tensor (`eval.tensor_match`), ranked, with Model Explorer node
     data;
-  * repair (`--repair_layers=N` > 0): one unit per member: `full_int8~float<N>`, its N
-    top-ranked layers kept in float; finish: the repaired variants join the audited ones;
+  * repair (`--repair_layers=N[,N...]`): one unit per member and N: `full_int8~float<N>`, its
+    N top-ranked layers kept in float (several N: the verdict ships the smallest that passes); finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
 Repaired files are not evaluated under corruptions or noise (the robustness tables keep the
@@ -52,7 +52,8 @@ class LayersStage(driver.Stage):
             layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f)))],
         task=lambda _, mv=mv, k=k, f=f: driver.task(
             f"layers {mv}/{k} {f}", "eval.layer_analysis:analyze_task", member_variant=mv,
-            k=int(k), file_format=f, **file_stages.dataset_kwargs(ctx)))
+            k=int(k), file_format=f, num_threads=ctx.num_threads,
+            **file_stages.dataset_kwargs(ctx)))
             for mv, k, f in _analysed(ctx)]
 
   def describe(self, ctx, done, total):
@@ -68,9 +69,8 @@ class RepairStage(driver.Stage):
   noun = "repaired files already made"
 
   def _variants(self, ctx):
-    fmt = names.repair_format(ctx.plan.repair_layers)
-    return [(names.Variant(mv, fmt), k) for mv, k, f in _analysed(ctx)
-            if f == layer_analysis.FORMAT]
+    return [(names.Variant(mv, names.repair_format(n)), k) for n in ctx.plan.repair_layers
+            for mv, k, f in _analysed(ctx) if f == layer_analysis.FORMAT]
 
   def units(self, ctx):
     return [driver.Unit(
@@ -83,8 +83,9 @@ class RepairStage(driver.Stage):
             for v, k in self._variants(ctx)]
 
   def describe(self, ctx, done, total):
+    layers = ", ".join(map(str, ctx.plan.repair_layers))
     return (f"repair: {total} full int8 file{'' if total == 1 else 's'} with the "
-            f"{ctx.plan.repair_layers} top-ranked layers in float ({done} already made)")
+            f"{layers} top-ranked layers in float ({done} already made)")
 
   def finish(self, ctx, results):
     ctx.repaired = list(dict.fromkeys(v.name for v, _ in self._variants(ctx)))

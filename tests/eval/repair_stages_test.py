@@ -148,6 +148,29 @@ def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
   assert "2 of 2 repaired files already made" in third.stdout
 
 
+def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes(run):
+  # --repair_layers=1,2 on the same run: full_int8~float2 is reused, full_int8~float1 made; both
+  # are reported side by side, float1 keeps the first of float2's layers.
+  out, _ = run
+  result = audit_binary.audit([f"--out={out}", "--repair_layers=2,1", *ARGS])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "2 of 4 repaired files already made" in result.stdout
+  report = _json(out / "report.json")
+  assert [r["variant"] for r in report["tables"]["repair"]] == ["full_int8~float1",
+                                                               "full_int8~float2"]
+  assert report["config"]["repair_layers"] == [1, 2]
+  for k in (0, 1):
+    one, two = (_json(out / "tflite" / "dense" / str(k) / f"full_int8~float{n}.json")[
+        "repair"]["float_nodes"] for n in (1, 2))
+    assert one == two[:1]
+  verdict = {r["variant"]: r for r in report["tables"]["verdict"]}
+  assert {"full_int8~float1", "full_int8~float2"} <= set(verdict)
+  passing = [r for v, r in verdict.items() if v != "dense" and r["gate"] == "pass"]
+  if passing:  # the smallest passing file (sizes within 1% go to the higher top-1)
+    smallest = min(r["size_vs_dense"] for r in passing)
+    assert verdict[report["recommendation"]["variant"]]["size_vs_dense"] <= 1.01 * smallest
+
+
 def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   args = [a for a in ARGS if not a.startswith("--quantizations")]
   result = audit_binary.audit([f"--out={tmp_path / 'run'}", "--repair_layers=2",
@@ -156,3 +179,9 @@ def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
   assert "--repair_layers repairs full int8 files" in lines[0]
   assert not (tmp_path / "run").exists()
+  for bad in ("x", "1,-2", "100"):
+    result = audit_binary.audit([f"--out={tmp_path / 'run'}", f"--repair_layers={bad}", *ARGS])
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1, result.stderr[-2000:]
+    assert "--repair_layers must be numbers in [0, 99]" in lines[0]
+    assert not (tmp_path / "run").exists()

@@ -34,6 +34,19 @@ def test_thirty_variants_get_thirty_distinct_styles():
   assert len({(s["color"], s["marker"], str(s["linestyle"])) for s in styles.values()}) == 30
 
 
+def test_repaired_files_of_one_family_differ_from_each_other_and_from_full_int8():
+  # --repair_layers=1,2,...: every full_int8~float<N> of a family gets its own hatch and
+  # marker (issue #29), the family's colour, and none looks like the plain int8 file.
+  repaired = [f"full_int8~float{n}" for n in range(1, 25)]
+  pruned = [f"prune_0.9+full_int8~float{n}" for n in (1, 2, 3)]
+  styles = palette.styles(THIRTY + repaired + pruned)  # StyleError if two looked the same
+  keys = {(s["color"], s["hatch"], s["marker"]) for s in styles.values()}
+  assert len(keys) == len(styles) == len(set(THIRTY + repaired + pruned))
+  assert {styles[v]["color"] for v in repaired} == {styles["dense"]["color"]}
+  assert styles["full_int8~float1"]["hatch"] == "x"
+  assert len({styles[v]["marker"] for v in repaired[:8]}) == 8
+
+
 def test_family_is_the_trained_variant():
   assert palette.family("prune_0.9+full_int8+sparse") == "prune_0.9"
   assert palette.family("full_int8") == "dense"

@@ -45,8 +45,19 @@ CHILD = {
     ("float16", "sparse"): ("//..", "P", (0, (6, 2, 1, 2))),
     ("dynamic_int8", "sparse"): ("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1))),
     ("full_int8", "sparse"): ("xx..", "X", (0, (1, 1))),
-    ("full_int8", "repaired"): ("x", "d", (0, (4, 1, 1, 1))),  # full_int8~float<N> (#29)
 }
+# A repaired full int8 file `full_int8~float<N>` (issue #29): hatch "x" with a mark per N (and
+# one more "x" every 8), its own marker; the same dash-dot line. Several N of one family differ.
+_REPAIRED_MARKS = ("", "|", "-", "+", "/", "\\", "o", "O")
+_REPAIRED_MARKERS = ("d", "p", "*", "8", "<", ">", "H", "1")
+_REPAIRED_LINE = (0, (4, 1, 1, 1))
+
+
+def _repaired_child(layers):
+  """(hatch, marker, line style) of `full_int8~float<layers>`."""
+  i = int(layers) - 1
+  return ("x" * (1 + i // len(_REPAIRED_MARKS)) + _REPAIRED_MARKS[i % len(_REPAIRED_MARKS)],
+          _REPAIRED_MARKERS[i % len(_REPAIRED_MARKERS)], _REPAIRED_LINE)
 
 
 class StyleError(ValueError):
@@ -70,7 +81,7 @@ def _style_parts(variant):
   if names.is_user_format(fmt):
     return str(variant), names.DEFAULT_FORMAT, enc
   if names.repair_layers(fmt) is not None:  # a repaired full int8 file (issue #29): its hatch
-    return fam, names.REPAIRED_FORMAT, "repaired"
+    return fam, fmt, "repaired"
   return fam, fmt, enc
 
 
@@ -167,7 +178,9 @@ def styles(variants):
   colors = family_colors(sorted({f for f, _, _ in parsed.values()}, key=str))
   out = {}
   for v, (fam, fmt, enc) in parsed.items():
-    hatch, marker, linestyle = CHILD.get((fmt, enc), CHILD[("float32", "plain")])
+    layers = names.repair_layers(fmt)
+    hatch, marker, linestyle = (_repaired_child(layers) if layers is not None else
+                                CHILD.get((fmt, enc), CHILD[("float32", "plain")]))
     out[v] = {"color": colors[fam], "hatch": hatch, "hatch_color": ink(colors[fam]),
               "marker": marker, "linestyle": linestyle}
   seen = {}

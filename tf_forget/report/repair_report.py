@@ -14,7 +14,8 @@ JSONs of its files. Two tables:
   own float32 file): size over the plain int8 file and over float32, top-1 of the int8 and the
   repaired file, their flip rates against float32 (top-1 changed), the broken examples (right
   in float32, wrong in the file), and the recall change of the member's worst class (the class
-  whose recall fell most from float32 to int8, from its analysis) before and after.
+  whose recall fell most from float32 to int8, from its analysis) before and after; the ops
+  kept in float (`kept_ops`). One row per N of `--repair_layers=1,2,3`, in order of N.
 
 Without an analysis both are empty and the section is left out. Numpy / pandas and
 `tf_forget.artifacts` only.
@@ -37,10 +38,10 @@ LAYER_COLUMNS = ["member_variant", "k", "format", "basis", "rank", "op_name", "t
                  "snr_db_forgotten", "snr_db_stable", "kept"]
 # How a row's tensors were compared: per layer by the debugger, or matched between two files.
 PER_LAYER = "per layer"
-REPAIR_COLUMNS = ["variant", "base", "layers", "members", "size_vs_int8", "size_vs_float32",
-                  "top1_int8", "top1_repaired", "flip_rate_int8", "flip_rate_repaired",
-                  "broken_int8", "broken_repaired", "worst_class", "worst_class_change_int8",
-                  "worst_class_change_repaired"]
+REPAIR_COLUMNS = ["variant", "base", "layers", "members", "kept_ops", "size_vs_int8",
+                  "size_vs_float32", "top1_int8", "top1_repaired", "flip_rate_int8",
+                  "flip_rate_repaired", "broken_int8", "broken_repaired", "worst_class",
+                  "worst_class_change_int8", "worst_class_change_repaired"]
 
 
 def _analyses(run_dir):
@@ -141,8 +142,10 @@ def compute(run):
     kept = set()
     for variant, base, n in repaired:
       try:
-        kept |= set(_export(run.run_dir, variant, k).get("repair", {}).get("float_nodes", []))
-        effects.setdefault((variant, base, n), []).append(member_effect(run, mv, k, variant, doc))
+        repair = _export(run.run_dir, variant, k).get("repair", {})
+        kept |= set(repair.get("float_nodes", []))
+        effect = dict(member_effect(run, mv, k, variant, doc), ops=repair.get("ops", []))
+        effects.setdefault((base, n, variant), []).append(effect)
       except (errors.Error, KeyError) as e:
         notes.append(f"{variant}/{k}: repair effect not computed ({errors.one_line(e, 160)})")
     layers += layer_rows(doc, kept)
@@ -153,11 +156,12 @@ def compute(run):
       notes.append(f"{names.Variant(mv, fmt).name}/{k}: {doc['unmatched']} of its tensors "
                    "match no tensor of the float32 file (by name or position) and are not "
                    "compared")
-  rows = [dict({"variant": v, "base": base, "layers": n, "members": len(effs)},
-               **{c: _mean([e[c] for e in effs]) for c in REPAIR_COLUMNS[4:]
+  rows = [dict({"variant": v, "base": base, "layers": n, "members": len(effs),
+                "kept_ops": ", ".join(sorted({op for e in effs for op in e["ops"]}))},
+               **{c: _mean([e[c] for e in effs]) for c in REPAIR_COLUMNS[5:]
                   if c != "worst_class"},
                worst_class=effs[0]["worst_class"] if len(effs) == 1 else None)
-          for (v, base, n), effs in sorted(effects.items())]
+          for (base, n, v), effs in sorted(effects.items())]
   tables = {"layers": pd.DataFrame(layers, columns=LAYER_COLUMNS)}
   if rows:
     tables["repair"] = pd.DataFrame(rows, columns=REPAIR_COLUMNS)
@@ -169,12 +173,9 @@ def sentences(tables):
   t = tables.get("repair")
   if t is None:
     return []
-  layers = tables.get("layers")
   out = []
   for row in t.to_dict("records"):
-    ops = []
-    if layers is not None:
-      ops = sorted(set(layers[layers["kept"].astype(bool)]["op_name"]))
+    ops = [op for op in str(row["kept_ops"] or "").split(", ") if op]
     cls = row["worst_class"]
     worst = ("" if cls is None or not np.isfinite(row["worst_class_change_int8"]) else
              f"; recall of class {int(cls)}, the one {row['base']} hurt most, "

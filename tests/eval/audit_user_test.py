@@ -147,6 +147,18 @@ def test_three_references_and_float_tflite_references(user):
   assert audit_binary.sha256(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
       audit_binary.sha256(user / "float_0.tflite")
   assert not (user / "tf1" / "members" / "dense" / "0" / "model.keras").exists()
+  # Why (issue #29): each candidate file is compared tensor by tensor with its reference's
+  # float32 file (the user's own float .tflite here); made by one converter from one model,
+  # every computing op matches by name. No full int8 file was made: no per-layer analysis.
+  for run, members in (("k3", 3), ("tf1", 1)):
+    for k in range(members):
+      layers = user / run / "layers" / "dense" / str(k)
+      doc = json.loads((layers / "user_int8.json").read_text())
+      assert doc["format"] == "user_int8" and doc["unmatched"] == 0, doc["matched"]
+      assert doc["matched"]["name"] >= 3 and doc["matched"]["position"] == 0
+      assert not (layers / "full_int8.json").exists()
+  table = json.loads((user / "tf1" / "report.json").read_text())["tables"]["layers"]
+  assert {r["format"] for r in table} == {"user_int8"}
 
 
 @pytest.mark.parametrize("args, expected", [

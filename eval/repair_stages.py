@@ -9,7 +9,8 @@ with a Keras model and a plain `full_int8` file, and every file the user brings
     accumulated error tensor by tensor (`eval.tensor_match`), ranked, with Model Explorer node
     data;
   * repair (`--repair_layers=N[,N...]`): one unit per member and N: `full_int8~float<N>`, its
-    N top-ranked layers kept in float (several N: the verdict ships the smallest that passes); finish: the repaired variants join the audited ones;
+    N top-ranked layers kept in float (several N: the verdict ships the smallest that
+    passes); finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
 Repaired files are not evaluated under corruptions or noise (the robustness tables keep the

@@ -12,9 +12,9 @@ the audited data set's image size, channels and classes (`class_names`: the labe
 model's outputs in the audited data set's order: a folder's class folders are mapped by name;
 data whose labels are numbers with their own class names, a tfds label feature or a tfrecord
 spec's, must name the audited classes in that order, or is refused). Every split the view
-yields through `tf_dataset` / `decode_record` is what the model takes: the audited data set's `preprocess`
-applied (float32), since every consumer casts the images to float32 and feeds them to the model
-(a registered data set has no preprocess: `of` returns it unchanged).
+yields through `tf_dataset` / `decode_record` is what the model takes: the audited data set's
+`preprocess` applied (float32), since every consumer casts the images to float32 and feeds them
+to the model (a registered data set has no preprocess: `of` returns it unchanged).
 
 Why an option of the audited data set and not a second data set in the member config: the
 member config (`train.member.MemberConfig`: data set and options) is what every task receives

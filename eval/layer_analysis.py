@@ -184,10 +184,16 @@ def _debugger_rows(run_dir, member_variant, k, dataset, images):
 
 
 def _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads):
-  """(rows, extra doc fields) of the tensor-by-tensor comparison of a user's file."""
+  """(rows, extra doc fields) of the tensor-by-tensor comparison of a user's file; files that
+  cannot be compared (`tensor_match.TensorMatchError`) give no rows and the reason ("error"),
+  so that the audit of the file goes on."""
   data = [fileio.read_bytes(export_state.export_paths(
       run_dir, names.Variant(member_variant, f), k)[0]) for f in (REFERENCE_FORMAT, file_format)]
-  rows, facts = tensor_match.tensor_errors(data[0], data[1], images, num_threads=num_threads)
+  try:
+    rows, facts = tensor_match.tensor_errors(data[0], data[1], images, num_threads=num_threads)
+  except tensor_match.TensorMatchError as e:  # the audit goes on; the report says why
+    return [], {"tool": tensor_match.METHOD, "error": errors.one_line(e, 300),
+                "matched": {"name": 0, "position": 0}, "unmatched": None}
   return rows, {"tool": tensor_match.METHOD, "matched": facts["matched"],
                 "unmatched": facts["unmatched"]}
 

@@ -149,10 +149,16 @@ def _dequantize(values, tensor):
 
 
 def _interpreters(reference, candidate, batch_size, num_threads):
-  """Both files' interpreters at `batch_size`, or at 1 when a file's graph fixes the batch."""
+  """Both files' interpreters at `batch_size`, or at 1 when a file fixes its batch (its input
+  cannot be resized, or its output does not follow)."""
   for size in dict.fromkeys((batch_size, 1)):
-    pair = [interpreter.create(data, num_threads, "builtin", size, preserve_all_tensors=True)
-            for data in (reference, candidate)]
+    try:
+      pair = [interpreter.create(data, num_threads, "builtin", size, preserve_all_tensors=True)
+              for data in (reference, candidate)]
+    except interpreter.TfliteError:
+      if size == 1:
+        raise
+      continue
     if all(p.get_output_details()[0]["shape"][0] == size for p in pair):
       return pair, size
   raise TensorMatchError("the files do not run one example per batch row")
@@ -198,13 +204,17 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
     facts {"matched": {"name", "position"}: counts, "unmatched": count, "batch_size"}.
 
   Raises:
-    TensorMatchError, interpreter.TfliteError: files that cannot be read, run or matched.
+    TensorMatchError, flatbuffer.TfliteFileError: files that cannot be read, run or matched.
   """
   graphs = (flatbuffer.graph(reference), flatbuffer.graph(candidate))
   matches, unmatched = match(*graphs)
-  pair, size = _interpreters(reference, candidate, batch_size, num_threads)
-  measured = {name: _measure(pair, graphs, matches, images, size) if len(images) else {}
-              for name, images in subsets.items()}
+  try:
+    pair, size = _interpreters(reference, candidate, batch_size, num_threads)
+    measured = {name: _measure(pair, graphs, matches, images, size) if len(images) else {}
+                for name, images in subsets.items()}
+  except (interpreter.TfliteError, RuntimeError, ValueError) as e:
+    raise TensorMatchError(f"cannot run the files with every tensor kept: "
+                           f"{errors.one_line(e, 200)}") from e
   row_of = {m["candidate"]: i for i, m in enumerate(matches)}
   rows = []
   for m in matches:

@@ -7,6 +7,8 @@ model. Second method for the numbers: ai-edge-quantizer's `model_validator.compa
 (0.10.0, the same LiteRT), which runs one example per invoke and matches tensors by name.
 """
 
+import os
+
 import flatbuffers
 import numpy as np
 import pytest
@@ -17,9 +19,12 @@ from ai_edge_quantizer import model_validator
 from ai_edge_quantizer.utils import validation_utils
 
 from eval import batched
+from eval import layer_analysis
 from eval import tensor_match
 from tests.tflite_export import broken_model
+from tf_forget.artifacts import names
 from tflite_export import converter
+from tflite_export import export_state
 from tflite_export import flatbuffer
 
 
@@ -126,9 +131,40 @@ def test_a_graph_without_shared_names_is_matched_by_position(case):
     assert a["subsets"] == b["subsets"]
 
 
+def test_a_file_with_a_fixed_batch_runs_one_example_per_invoke():
+  # A model saved with batch size 1 (its input's shape signature [1, 8, 8, 1]) cannot be resized
+  # to a batch: the comparison runs it one example at a time.
+  keras = tf.keras
+  model = keras.Sequential([keras.Input((8, 8, 1), batch_size=1), keras.layers.Flatten(),
+                            keras.layers.Dense(16, activation="relu"), keras.layers.Dense(10)])
+  images = broken_model.make_images(10, 0)[0]
+  float32, user = converter.convert(model, "float32"), _user_int8(model, images)
+  rows, facts = tensor_match.tensor_errors(float32, user, {"all": images}, batch_size=4)
+  assert facts["batch_size"] == 1 and facts["unmatched"] == 0
+  assert all(r["subsets"]["all"]["count"] == 10 for r in rows)
+
+
 def test_files_of_different_models_are_refused(case):
   other = converter.convert(tf.keras.Sequential(
       [tf.keras.Input((4, 4, 1)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)]),
       "float32")
   with pytest.raises(tensor_match.TensorMatchError, match="input shapes differ"):
     tensor_match.tensor_errors(case["float32"], other, {"all": case["images"][:2]})
+
+
+def test_a_file_that_cannot_be_compared_leaves_the_audit_going(case, tmp_path, monkeypatch):
+  # The analysis of a user's file records why it could not compare the tensors (the report
+  # notes it) instead of failing the audit of that file.
+  for fmt, data in (("float32", case["float32"]), ("user_x", case["user"])):
+    path, _ = export_state.export_paths(str(tmp_path), names.Variant("dense", fmt), 0)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+      f.write(data)
+
+  def refuse(*args, **kwargs):
+    raise tensor_match.TensorMatchError("cannot run the files with every tensor kept: boom")
+
+  monkeypatch.setattr(tensor_match, "tensor_errors", refuse)
+  rows, extra = layer_analysis._tensor_rows(str(tmp_path), "dense", 0, "user_x",
+                                            case["subsets"], 1)
+  assert rows == [] and extra["error"].endswith("boom") and extra["unmatched"] is None

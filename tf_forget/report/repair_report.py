@@ -152,6 +152,9 @@ def compute(run):
     if doc["basis"] == "all":
       notes.append(f"{names.Variant(mv, fmt).name}/{k} forgot nothing: its "
                    "layers are ranked by their error on every example")
+    if doc.get("error"):
+      notes.append(f"{names.Variant(mv, fmt).name}/{k}: not compared tensor by tensor "
+                   f"({doc['error']})")
     if doc.get("unmatched"):
       notes.append(f"{names.Variant(mv, fmt).name}/{k}: {doc['unmatched']} of its tensors "
                    "match no tensor of the float32 file (by name or position) and are not "

@@ -21,10 +21,10 @@ Run: PYTHONPATH=. .venv/bin/python benchmarks/divergence_report_bench.py [--cand
 
 import argparse
 import os
-import time
 
 import numpy as np
 
+from benchmarks.divergence_bench import best_of
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.report import collect
@@ -72,15 +72,6 @@ def make_run(run_dir, labels, attributes, variants, classes):
       train_attribute_shares={}, pairing=pairs)
 
 
-def best_of(repeats, fn):
-  best, out = float("inf"), None
-  for _ in range(repeats):
-    start = time.perf_counter()
-    out = fn()
-    best = min(best, time.perf_counter() - start)
-  return best, out
-
-
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--examples", type=int, default=50_000)
@@ -105,7 +96,7 @@ def main():
   print(f"  compute     {compute_s:7.2f} s  ({compute_s / TARGET_SECONDS:.2f} x the "
         f"{TARGET_SECONDS:g} s target)")
   print(f"  stats only  {stats_s:7.2f} s  (compute / stats only = {compute_s / stats_s:.2f})")
-  print(f"  tables: " + ", ".join(f"{k} {len(t)} rows" for k, t in sorted(tables.items())))
+  print("  tables: " + ", ".join(f"{k} {len(t)} rows" for k, t in sorted(tables.items())))
   if any(notes.values()):
     print(f"  notes: {notes}")
 

@@ -14,6 +14,12 @@ when interrupted by Ctrl-C / SIGTERM (finished work is kept: run the same comman
 TensorFlow's own output goes to <out>/logs/ (`--verbose`: the terminal); see `tf_forget.cli`.
 """
 
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from tf_forget.cli import startup
+
+if __name__ == "__main__":  # Ctrl-C / SIGTERM during the imports below: one line, 130 / 143
+  startup.guard("audit")
+
 import math
 import os
 import re
@@ -33,6 +39,7 @@ from tf_forget.compat import keras2
 from tf_forget.corruptions import robust_training
 from tf_forget.prune import scores as prune_scores
 from tf_forget.report import gates as gates_lib
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 GATE_FAILED = 3
 
@@ -126,7 +133,9 @@ _STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.", low
 _SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.",
                              lower_bound=0)
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
-_IMAGE_SIZE = flags.DEFINE_list("image_size", None, "Resize inputs to H,W.")
+_IMAGE_SIZE = flags.DEFINE_list("image_size", None,
+                                "Resize inputs to H,W (with --reference: the model's input "
+                                "size, which is the default).")
 _EXECUTOR = flags.DEFINE_enum(
     "executor", "local", sorted(executor_lib.EXECUTORS),
     "Where the work runs: local = a process pool of --workers; ray = Ray core tasks at "
@@ -211,6 +220,11 @@ _CANDIDATE = flags.DEFINE_multi_string(
 _COMPRESS = flags.DEFINE_list(
     "compress", [], "Formats tf_forget makes from Keras references: float16, dynamic_int8, "
     "full_int8 (full_int8 calibrates on 100 train examples, or on --calibration).")
+_MAX_PIXELS = flags.DEFINE_integer(
+    "max_image_pixels", 50_000_000,
+    "The largest image (width x height) of your data the audit accepts; a larger one (a "
+    "decompression bomb, or a photo that needs resizing first) is refused before anything is "
+    "written.", lower_bound=1)
 _CALIBRATION = flags.DEFINE_string(
     "calibration", None, "Data whose 100 examples (evenly spaced) calibrate "
     "--compress=full_int8, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
@@ -234,7 +248,15 @@ _OUTPUT_INDEX = flags.DEFINE_integer("output_index", None,
 _PREPROCESS = flags.DEFINE_string(
     "preprocess", None, "What your model takes from the pixels, if it does not normalize "
     "itself: unit (x/255), symmetric (x/127.5-1), imagenet_caffe, imagenet_torch, or "
-    "MODULE:FUNCTION (uint8 batch in, model input out).")
+    "MODULE:FUNCTION, which runs your code: the audit imports MODULE (running its top-level "
+    "code) and calls FUNCTION, a Python function of your own (not of the standard library), "
+    "on uint8 batches [N, H, W, C]; it must return the model's input, [N, H, W, C] numbers "
+    "(checked on test images before anything is written).")
+_TRUST_CODE = flags.DEFINE_bool(
+    "trust_model_code", False, "Runs the model's own Python code (Lambda layers, custom "
+    "layers) while loading it. Without it, a --reference holding a Lambda layer or a layer "
+    "or object that is not a built-in Keras class is refused before anything is loaded or "
+    "written, and .keras files load in Keras' safe mode.")
 # Flags that describe a population tf_forget trains: refused with --reference.
 TRAINING_FLAGS = ("preset", "model", "members", "variants", "sparsities", "steps")
 
@@ -347,9 +369,13 @@ def _user_models():
   from eval import user_plan  # pylint: disable=g-import-not-at-top
   if not _REFERENCE.value:
     if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
-        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value):
-      raise errors.Error("--candidate, --compress, --calibration, --train, --output_index and "
-                         "--preprocess audit your own model: give it with --reference")
+        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value or _TRUST_CODE.value):
+      raise errors.Error("--candidate, --compress, --calibration, --train, --output_index, "
+                         "--preprocess and --trust_model_code audit your own model: give it "
+                         "with --reference")
+    if _CLASS_NAMES.value or _ATTRIBUTES.value or _PROTECTED.value:  # else silently unused
+      raise errors.Error("--class_names, --attributes and --protected describe your own data "
+                         "for your own model: give it with --reference")
     return None
   given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
   if given or _PRUNING.value not in (["gradual"], ["oneshot"]):
@@ -363,7 +389,8 @@ def _user_models():
       compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
       attributes=filesystem.user_path(_ATTRIBUTES.value),
       protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
-      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value, train=_TRAIN.value)
+      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value, train=_TRAIN.value,
+      trust_model_code=_TRUST_CODE.value)
 
 
 def _default_out():
@@ -438,7 +465,8 @@ def main(argv):
       executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
       _EXECUTOR.value, workers=_WORKERS.value,
       ray_address=_RAY_ADDRESS.value,
-      repair_layers=tuple(sorted({int(v) for v in _REPAIR_LAYERS.value} - {0})))
+      repair_layers=tuple(sorted({int(v) for v in _REPAIR_LAYERS.value} - {0})),
+      max_image_pixels=_MAX_PIXELS.value)
   if _PLAN.value:
     try:
       print(audit_plan.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))

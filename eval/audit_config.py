@@ -14,6 +14,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 from eval import deploy
 from tf_forget.artifacts import errors
+from tf_forget.data import fingerprint
 from tf_forget.report import gates as gates_lib
 
 
@@ -87,6 +88,8 @@ class AuditConfig:
     repair_layers: the N > 0 of the repaired files: for every member with a full int8 file and
       each N, `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
       `eval.layer_analysis`); () (the default) none. In `to_json` only when given.
+    max_image_pixels: the largest image of the user's data accepted (width x height, issue #35;
+      `tf_forget.data.fingerprint`). In `to_json` only when not the default.
   """
   dataset: str
   out: str
@@ -123,6 +126,7 @@ class AuditConfig:
   remeasure_latency: bool = False
   user: Optional[object] = None
   repair_layers: Tuple[int, ...] = ()
+  max_image_pixels: int = fingerprint.DEFAULT_MAX_PIXELS
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -142,6 +146,8 @@ class AuditConfig:
       del d["robust_training"]
     if not d["remeasure_latency"]:  # likewise
       del d["remeasure_latency"]
+    if d["max_image_pixels"] == fingerprint.DEFAULT_MAX_PIXELS:  # likewise
+      del d["max_image_pixels"]
     d["oneshot_overrides"] = dict(self.oneshot_overrides or {})
     d["iterative_overrides"] = dict(self.iterative_overrides or {})
     return d

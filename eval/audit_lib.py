@@ -46,6 +46,7 @@ import time
 
 from eval import audit_config
 from eval import audit_plan
+from eval import data_identity
 from eval import run_identity
 from eval import deploy
 from eval import encodings as encodings_lib
@@ -54,6 +55,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
+from tf_forget.artifacts import swap
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 
@@ -88,20 +90,44 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     raise audit_config.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
+def _check_users_files(out):
+  """Refuses a run directory whose report or bundle folders hold files tf_forget did not write
+  there (issue #35): replacing `deploy/` or `tables/` whole would delete them.
+
+  Raises:
+    AuditError: one line naming the files (at most 5).
+  """
+  if not fileio.exists(out):
+    return
+  try:
+    found = (swap.foreign_files(out, report_write.STAGING, report_write.ENTRIES)
+             + swap.foreign_files(out, deploy.BUNDLE, (deploy.BUNDLE,)))
+  except errors.Error as e:
+    raise audit_config.AuditError(errors.one_line(e, 300)) from e
+  if found:
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise audit_config.AuditError(
+        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}): "
+        "move them out of the run directory (a re-run replaces those folders whole)")
+
+
 def _validate(config):
-  """Every check of `run_audit` that writes nothing; returns (plan, identity)."""
+  """Every check of `run_audit` that writes nothing; returns (plan, identity, the user's data
+  files hashed: `data_identity.attach`)."""
   p = audit_plan.plan(config)
+  p, hashed = data_identity.attach(p, config.out, config.max_image_pixels)
   identity = run_identity.audit_identity(config, p)
   if fileio.is_url(config.out):  # an unreachable bucket: one line, before anything is read
     _check_out(config.out)
   run_lock.check_ours(config.out)
   run_identity.check_audit_file(config.out, identity)
+  _check_users_files(config.out)
   if p.user is None:  # an audit of the user's models trains nothing (issue #28)
     population.check_run_dir(p.population)
   stages.check_executor(config)
   if not fileio.is_url(config.out):
     _check_out(config.out)
-  return p, identity
+  return p, identity, hashed
 
 
 def run_audit(config, log=print, on_locked=None, human_study=None):
@@ -126,7 +152,7 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
     directory, or an output directory that cannot be written. Nothing is written before every
     check has passed.
   """
-  p, identity = _validate(config)
+  p, identity, hashed = _validate(config)
   lock = run_lock.acquire(config.out, "audit")
   try:
     if lock.note:
@@ -135,15 +161,18 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
     run_identity.check_audit_file(config.out, identity)
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, identity, log, human_study)
+    return _run_locked(config, p, identity, log, human_study, hashed)
   finally:
     lock.release()
 
 
-def _run_locked(config, p, identity, log, human_study=None):
+def _run_locked(config, p, identity, log, human_study=None, hashed=()):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
   fileio.write_json(layout.audit_file(config.out),
                     {"schema": audit_config.AUDIT_SCHEMA, "config": identity})
+  for line in data_identity.lines(hashed):
+    log(line)
+  data_identity.write(config.out, hashed)
   t_start = time.time()
   executor = stages.make_executor(config, log)
   try:

@@ -292,12 +292,35 @@ def _repair_layers(config, p):
 
 
 def _check_gates(config, dataset):
-  """Refuses a subgroup gate on a data set without protected attributes."""
-  if (config.gates.max_subgroup_fnr_increase is not None
-      and not dataset.spec.protected_attributes):
+  """Refuses a subgroup gate that could never be evaluated (it would fail every variant):
+  a task that is not binary (the FNR of a subgroup needs a positive class, SPEC §4.2), or no
+  protected attributes; the message says what to give.
+  """
+  if config.gates.max_subgroup_fnr_increase is None:
+    return
+  spec, gate = dataset.spec, "--max_subgroup_fnr_increase"
+  users = config.user is not None and str(config.dataset).partition(":")[0] in sources.PREFIXES
+  if not users and not spec.protected_attributes:
     raise audit_config.AuditError(
-        f"--max_subgroup_fnr_increase gates protected subgroups, but "
-        f"{dataset.spec.name} has no protected attributes to gate")
+        f"{gate} gates protected subgroups, but {spec.name} has no protected attributes "
+        "to gate")
+  if spec.num_classes != 2:
+    raise audit_config.AuditError(
+        f"{gate} gates the false-negative rate of protected subgroups, which needs a binary "
+        f"task (positive = class 1): {spec.name} has {spec.num_classes} classes")
+  if spec.protected_attributes:
+    return
+  given = ", ".join(spec.attribute_names[:8]) + (", ..." if len(spec.attribute_names) > 8
+                                                 else "")
+  if spec.attribute_names:
+    of = (f"attributes CSV {config.user.attributes}" if config.user.attributes
+          else spec.name)
+    raise audit_config.AuditError(
+        f"{gate} gates protected subgroups: it needs --protected=ATTR[,ATTR] naming "
+        f"attributes of {of} (attributes: {given})")
+  raise audit_config.AuditError(
+      f"{gate} gates protected subgroups: it needs --attributes=CSV (a column 'path' or 'id', "
+      "then one column per attribute) and --protected=ATTR[,ATTR] naming its columns")
 
 
 def robustness_members(protocol, members):

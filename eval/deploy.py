@@ -232,7 +232,7 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
   notes = swap.clean_staging(out_dir, BUNDLE, (BUNDLE,), (MANIFEST,))
   with swap.staging(out_dir, BUNDLE) as tmp:
     manifest = _build(run_dir, os.path.join(tmp, BUNDLE), report, gates, members, encodings)
-    notes += swap.swap_in(tmp, (BUNDLE,), (MANIFEST,))
+    notes += swap.swap_in(tmp, (BUNDLE,), (MANIFEST,), record=True)
   for note in notes:
     log(f"warning: {note} (the new bundle is in place)")
   return manifest

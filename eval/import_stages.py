@@ -57,7 +57,8 @@ class ReferenceStage(driver.Stage):
                              lambda k=k, p=path: imported.status(ctx.run_dir, k, p))],
         task=lambda _, k=k, p=path: driver.task(
             f"import dense/{k}", "import_reference", k=int(k), path=p,
-            output_index=user.output_index, **_data_kwargs(ctx)))
+            output_index=user.output_index, trust_model_code=user.trust_model_code,
+            **_data_kwargs(ctx)))
             for k, path in enumerate(user.references)]
 
   def describe(self, ctx, done, total):

@@ -12,6 +12,7 @@ from eval import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import predictions
 
 AuditError = audit_config.AuditError
 AUDIT_SCHEMA = audit_config.AUDIT_SCHEMA
@@ -38,7 +39,7 @@ def audit_identity(config, p):
     oneshot["iterative_protocol"] = p.iterative_schedule.to_json()
   return json.loads(json.dumps({
       "dataset": pop.dataset,
-      "dataset_options": dict(pop.dataset_options),
+      "dataset_options": predictions.without_content(pop.dataset_options),
       "preset": pop.preset.name,
       "preset_params": pop.preset.to_json(),
       "model": pop.model,

@@ -91,14 +91,35 @@ def header(log, index, name, t_start, stages):
   status.section(name)
 
 
+# Seconds the audit's validation waits for a Ray cluster's port, then for its gRPC handshake.
+CONNECT_CHECK_S = 5.0
+
+
 def check_executor(config):
-  """Checks, before anything is written, that the executor of `config` can be reached.
+  """Checks, before anything is written, the executor flags of `config` and that the executor
+  can be reached (issue #35: `executor_lib.make` would refuse them after audit.json is written;
+  a port that is no Ray cluster would keep `ray.init` waiting for two minutes).
 
   Raises:
-    executor_lib.ExecutorError: an unreachable Ray address (one line, within seconds).
+    executor_lib.ExecutorError: --workers with --executor=inline, --workers=0 or --workers
+      with --ray_address for --executor=ray, an unreachable Ray address or one that does not
+      answer as Ray (one line, within `2 * CONNECT_CHECK_S` seconds).
   """
-  if config.executor == "ray" and config.ray_address:
-    executor_lib.check_address("ray", config.ray_address)
+  workers, address = config.workers, config.ray_address
+  if config.executor == "inline" and workers:
+    raise executor_lib.ExecutorError(
+        f"--workers={workers} is for --executor=local (processes) or ray; --executor=inline "
+        "runs everything in this process: drop one of them")
+  if config.executor == "ray" and workers == 0:
+    raise executor_lib.ExecutorError(
+        "--executor=ray needs --workers >= 1 (or none: every CPU); --workers=0 means inline")
+  if config.executor == "ray" and address and workers is not None:
+    raise executor_lib.ExecutorError(
+        f"--workers sets the CPUs of a Ray started here; the cluster at --ray_address="
+        f"{address} has its own: drop --workers")
+  if config.executor == "ray" and address:
+    executor_lib.check_address("ray", address, timeout_s=CONNECT_CHECK_S,
+                               handshake_s=CONNECT_CHECK_S)
 
 
 def make_executor(config, log):

@@ -336,15 +336,18 @@ def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threa
   return {"files": [layout.noise(run_dir, v, k) for v, k in files]}
 
 
-def import_reference(run_dir, k, path, dataset, dataset_options, output_index=None):
-  """Imports the user's Keras reference `path` as dense member k (`tf_forget.train.imported`).
+def import_reference(run_dir, k, path, dataset, dataset_options, output_index=None,
+                     trust_model_code=False):
+  """Imports the user's Keras reference `path` as dense member k (`tf_forget.train.imported`;
+  `trust_model_code`: `--trust_model_code`).
 
   Returns:
     {"member": "dense/<k>", "model_sha256"}.
   """
   data = _dataset(dataset, dataset_options)
   try:
-    meta = imported.import_member(run_dir, int(k), path, data, output_index)
+    meta = imported.import_member(run_dir, int(k), path, data, output_index,
+                                  bool(trust_model_code))
   finally:
     _clear_keras()
   return {"member": f"dense/{k}", "model_sha256": meta["model_sha256"]}

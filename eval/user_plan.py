@@ -15,18 +15,23 @@ evaluation, report, verdict, gates and bundle.
 
 The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:PATH`,
 `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`, or a registered data set). Images are resized
-to the reference's input size and channels (`tf_forget.data.user_sets`).
+to the reference's input size and channels (`tf_forget.data.user_sets`); an `--image_size`
+other than that size is refused.
 
 One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`): `eval.user_prune_plan`
 checks it and gives the variants, schedule and preset the plan carries.
 """
 
 import dataclasses
+import os
+import posixpath
 from typing import Optional, Sequence, Tuple
 
 from eval import audit_config
+from eval import interpreter
 from eval import user_prune_plan
 from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
@@ -59,6 +64,8 @@ class UserModels:
       data set's train split.
     train: the labelled data one-shot pruning reads for g and fine-tuning (`--train`, a
       `sources` spelling; `eval.user_prune_plan`); None: no one-shot pruning.
+    trust_model_code: load references whose loading runs their own Python code (`Lambda`,
+      custom layers; `--trust_model_code`, `tf_forget.train.model_code`); False: refused.
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -70,6 +77,7 @@ class UserModels:
   preprocess: Optional[str] = None
   calibration: Optional[str] = None
   train: Optional[str] = None
+  trust_model_code: bool = False
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -89,7 +97,8 @@ class UserModels:
                attributes=d.get("attributes"),
                protected=tuple(d["protected"]) if d.get("protected") else None,
                output_index=d.get("output_index"), preprocess=d.get("preprocess"),
-               calibration=d.get("calibration"), train=d.get("train"))
+               calibration=d.get("calibration"), train=d.get("train"),
+               trust_model_code=bool(d.get("trust_model_code", False)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,14 +152,35 @@ def _kind(references):
   return kinds.pop()
 
 
-def _signature(references, kind, output_index):
-  """((H, W, C), classes) shared by every reference (loaded and checked)."""
+def _read_tflite(path):
+  """The bytes of a user's `.tflite` file: a complete flatbuffer (`candidates.read`) that the
+  LiteRT interpreter loads and allocates (built-in kernels, one thread; issue #35)."""
+  data = candidates_lib.read(path)
+  try:
+    interpreter.create(data, num_threads=1, runtime="builtin")
+  except interpreter.TfliteError as e:
+    reason = str(e).partition(": ")[2] or str(e)
+    if "not a valid flatbuffer" in reason.lower():
+      raise candidates_lib.CandidateError(
+          f"{path} is not a complete TFLite flatbuffer (truncated or corrupt: the LiteRT "
+          f"interpreter refuses it: {reason})") from e
+    raise candidates_lib.CandidateError(f"{path} does not load in the LiteRT interpreter: "
+                                        f"{reason}") from e
+  return data
+
+
+def _signature(references, kind, output_index, trust_model_code=False):
+  """((H, W, C), classes) shared by every reference (loaded and checked; a `.tflite` reference
+  must be a float32 file, `candidates.check_float_reference`)."""
   found = []
   for path in references:
     if kind == "keras":
-      found.append(imported.signature(imported.load(path), path, output_index))
+      found.append(imported.signature(imported.load(path, trust_model_code), path,
+                                      output_index))
     else:
-      found.append(candidates_lib.signature(candidates_lib.read(path), path, output_index))
+      data = _read_tflite(path)
+      candidates_lib.check_float_reference(data, path)
+      found.append(candidates_lib.signature(data, path, output_index))
   for path, sig in zip(references[1:], found[1:]):
     candidates_lib.check_signature(path, sig, found[0], f"reference {references[0]}")
   return found[0]
@@ -179,7 +209,56 @@ def _dataset(config, user, signature, train=None):
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
   dataset.take(dataset.spec.eval_split, 1)
+  if user.preprocess:  # checked on 8 test images (MODULE:FUNCTION: the user's code runs here)
+    dataset.model_inputs(dataset.take(dataset.spec.eval_split, 8))
   return dataset
+
+
+def _real(path):
+  """`path` with symbolic links resolved (a `scheme://` URL normalized only)."""
+  if "://" in str(path):
+    scheme, _, rest = str(path).partition("://")
+    return f"{scheme}://{posixpath.normpath(rest)}"
+  return os.path.realpath(path)
+
+
+def _check_out_apart(config, user):
+  """Refuses an --out in a data folder the audit reads (`folder:PATH` of --dataset,
+  --calibration or --train): the audit would write into the user's data, and a re-run would
+  read its own files (the gallery's images, the bundle) as examples.
+
+  Raises:
+    AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
+  """
+  out = _real(config.out)
+  for flag, spelling in (("--dataset", config.dataset), ("--calibration", user.calibration),
+                         ("--train", user.train)):
+    name, options = sources.parse(spelling) if spelling else (None, {})
+    if name != "folder":
+      continue
+    folder = _real(options["path"])
+    if out == folder or out.startswith(folder.rstrip("/") + "/"):
+      raise audit_config.AuditError(
+          f"--out {config.out} is inside the data folder {options['path']} ({flag}): the "
+          "audit would write into your data and read its own files as examples; give an "
+          "--out outside it")
+
+
+def _check_image_size(config, user, signature):
+  """`--image_size` with your model: the model's input size decides (the images are resized to
+  it, `_dataset`); the same size is accepted, another refused rather than ignored.
+
+  Raises:
+    AuditError: "--image_size 16x16 is not the model's input size 8x8: ..." (one line).
+  """
+  if not config.image_size:
+    return
+  (height, width, _), _ = signature
+  given = tuple(int(v) for v in config.image_size)
+  if given != (height, width):
+    raise audit_config.AuditError(
+        f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
+        f"the images are resized to what {user.references[0]} takes; drop --image_size")
 
 
 def _calibration(config, user):
@@ -215,7 +294,7 @@ def _check_candidates(user, signature):
           "give one file per reference, in the same order")
     for path in paths:
       candidates_lib.check_signature(
-          path, candidates_lib.signature(candidates_lib.read(path), path, user.output_index),
+          path, candidates_lib.signature(_read_tflite(path), path, user.output_index),
           signature)
 
 
@@ -263,9 +342,11 @@ def plan(config, plan_cls):
     raise audit_config.AuditError(
         "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
         f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
+  _check_out_apart(config, user)
   kind = _kind(user.references)
   train = user_prune_plan.train_option(config, user, kind, oneshot)
-  signature = _signature(user.references, kind, user.output_index)
+  signature = _signature(user.references, kind, user.output_index, user.trust_model_code)
+  _check_image_size(config, user, signature)
   dataset = _dataset(config, user, signature, train)
   imported.check_matches(user.references[0], *signature, dataset)
   _check_candidates(user, signature)
@@ -294,7 +375,7 @@ def identity(config, p):
                    "calibration": user.calibration, "train": user.train},
           **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
           "dataset": p.population.dataset,
-          "dataset_options": dict(p.population.dataset_options),
+          "dataset_options": predictions.without_content(p.population.dataset_options),
           "members": p.population.members, "variants": list(p.variants),
           "quantizations": list(p.quantizations), "encodings": list(p.encodings),
           "corruptions": list(p.corrupted), "noise": None}

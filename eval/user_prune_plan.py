@@ -110,7 +110,7 @@ def _weight_decay(user, oneshot):
   """
   decays = set()
   for path in user.references:
-    decays |= imported.trainable(path, user.output_index)
+    decays |= imported.trainable(path, user.output_index, user.trust_model_code)
   ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
   if len(decays) > 1 and ups:
     raise audit_config.AuditError(

@@ -14,7 +14,9 @@ predictions redone. A `.tflite` reference (a float file, no Keras model) is stor
 as the float32 file of dense member k (`import_reference_file`).
 
 `check_signature` refuses, in one line, a file whose input or output differs from the
-reference's, a file with several inputs or outputs, or a non-image input.
+reference's, a file with several inputs or outputs, or a non-image input. `read` refuses a
+truncated or corrupt file (`flatbuffer.verify`, issue #35) and `check_float_reference` a
+quantized file given as the reference (`reference_kind`).
 """
 
 import os
@@ -35,17 +37,18 @@ class CandidateError(errors.Error):
 
 
 def read(path):
-  """The bytes of a user's `.tflite` file, checked to be a TFLite flatbuffer.
+  """The bytes of a user's `.tflite` file, checked to be a complete TFLite flatbuffer.
 
   Raises:
-    CandidateError: missing, unreadable, or not a `.tflite` file.
+    CandidateError: missing, unreadable, not a `.tflite` file, or truncated or corrupt (every
+      offset the parser reads is bounds-checked, `flatbuffer.verify`).
   """
   try:
     data = fileio.read_bytes(path)
   except errors.Error as e:
     raise CandidateError(f"cannot read {path}: {errors.one_line(e)}") from e
   try:
-    flatbuffer.check_identifier(data, str(path))
+    flatbuffer.verify(data, str(path))
   except flatbuffer.TfliteFileError as e:
     raise CandidateError(str(e)) from e
   return data
@@ -81,6 +84,45 @@ def signature(data, path, output_index=None):
   if len(out) != 2 or out[-1] < 1:
     raise CandidateError(f"{path}: output shape {out} is not [batch, classes]")
   return tuple(int(d) for d in shape[1:]), int(out[-1])
+
+
+def reference_kind(data):
+  """What a `.tflite` file stores, read from its main subgraph's tensor types (issue #35).
+
+  Args:
+    data: the bytes of a complete TFLite flatbuffer.
+
+  Returns:
+    None for a float32 file; otherwise "full-integer int16" / "full-integer uint8" /
+    "full-integer int8" (activations of that type, in that order: a 16x8 file keeps int8
+    weights, a uint8-I/O file int8 activations inside), "dynamic-range int8" (or uint8 /
+    int16: quantized constants, float activations), or "float16-weight" (float16 constants,
+    which DEQUANTIZE ops turn into float32 at load, or float16 activations).
+  """
+  tensors = flatbuffer.graph(data).tensors
+  activations = {t.dtype for t in tensors if not t.constant}
+  constants = {t.dtype for t in tensors if t.constant}
+  for dtype in ("int16", "uint8", "int8"):
+    if dtype in activations:
+      return f"full-integer {dtype}"
+  for dtype in ("int8", "uint8", "int16"):
+    if dtype in constants:
+      return f"dynamic-range {dtype}"
+  if "float16" in activations | constants:
+    return "float16-weight"
+  return None
+
+
+def check_float_reference(data, path):
+  """Raises `CandidateError` unless the `.tflite` file given as `--reference` is float32.
+
+  A quantized reference would be audited as the "float32" file of the dense member (and
+  shipped as one): the flag names the float model, a quantized file is a candidate.
+  """
+  kind = reference_kind(data)
+  if kind is not None:
+    raise CandidateError(f"--reference must be the float model; {path} is a {kind} file: give "
+                         f"it as --candidate=NAME={path}")
 
 
 def check_signature(path, got, want, what="the reference"):

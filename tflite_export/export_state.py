@@ -171,8 +171,13 @@ def load_member(run_dir, member_variant, k):
   mdir = member_dir(run_dir, member_variant, k)
   try:
     metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
+    # Keras' safe mode off only for the members of a reference the user trusted
+    # (`--trust_model_code`: `tf_forget.train.member.trusts_model_code`).
+    trusted = any(isinstance(ref, dict) and ref.get("trust_model_code") is True
+                  for ref in (metadata.get("reference"),
+                              (metadata.get("parent") or {}).get("reference")))
     model = keras2.keras().models.load_model(os.path.join(mdir, layout.MODEL_FILE),
-                                             compile=False)
+                                             compile=False, safe_mode=not trusted)
   except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
     raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
                       f"{errors.one_line(e)}") from e

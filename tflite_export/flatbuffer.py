@@ -21,6 +21,7 @@ Counting rules (SPEC §1.4):
 
 import dataclasses
 import gzip
+import struct
 from typing import Optional, Tuple
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from tf_forget.artifacts import errors
+from tflite_export import flatbuffer_verify
 
 TFLITE_IDENTIFIER = b"TFL3"
 _OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
@@ -68,10 +70,32 @@ class TfliteFileError(errors.Error):
 def check_identifier(data, what="file"):
   """Raises `TfliteFileError` unless `data` carries the TFLite file identifier "TFL3".
 
-  A truncated file keeps its identifier; `eval.interpreter` verifies the whole buffer.
+  A truncated file keeps its identifier: `verify` checks the whole flatbuffer.
   """
   if len(data) < 8 or bytes(data[4:8]) != TFLITE_IDENTIFIER:
     raise TfliteFileError(f"{what} is not a TFLite flatbuffer (no 'TFL3' identifier)")
+
+
+def verify(data, what="file"):
+  """Raises `TfliteFileError` unless `data` is a complete TFLite flatbuffer (issue #35).
+
+  Every offset and index this module reads is bounds-checked first (`flatbuffer_verify`), so
+  a truncated or corrupt file is refused in one line instead of failing (or reading garbage)
+  inside the parser. A file shorter than the 8-byte header counts as truncated; 8 bytes or
+  more without the "TFL3" identifier is not a TFLite file (`check_identifier`).
+
+  Args:
+    data: the bytes of a `.tflite` file.
+    what: the file's name, for the message.
+  """
+  if len(data) < 8:
+    raise TfliteFileError(f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: "
+                          f"{len(data)} bytes, shorter than the 8-byte header)")
+  check_identifier(data, what)
+  reason = flatbuffer_verify.problem(data)
+  if reason is not None:
+    raise TfliteFileError(f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: "
+                          f"{reason})")
 
 
 def sizes(data):
@@ -171,9 +195,9 @@ def zero_filters(data):
     stored sparse-encoded or in an undecoded type are left out.
 
   Raises:
-    TfliteFileError: not a TFLite flatbuffer.
+    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
   """
-  check_identifier(data)
+  verify(data)
   data = bytes(data)
   out = {}
   try:
@@ -189,7 +213,7 @@ def zero_filters(data):
       zero = _is_zero(tensor, np.frombuffer(raw, dtype=dtype)).reshape(shape[0], -1)
       out[tensor.Name().decode("utf-8", "replace")] = [int(zero.all(axis=1).sum()),
                                                        int(shape[0])]
-  except (IndexError, TypeError, ValueError) as e:
+  except (IndexError, TypeError, ValueError, struct.error) as e:
     raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
   return out
 
@@ -207,10 +231,10 @@ def weight_stats(data):
       `per_kernel`: {tensor name: {count, zeros, fraction, dtype}} in file order.
 
   Raises:
-    TfliteFileError: not a TFLite flatbuffer, or a tensor whose stored size contradicts its
-      shape.
+    TfliteFileError: not a complete TFLite flatbuffer (`verify`), or a tensor whose stored size
+      contradicts its shape.
   """
-  check_identifier(data)
+  verify(data)
   data = bytes(data)
   try:
     model = schema.Model.GetRootAs(data, 0)
@@ -222,7 +246,7 @@ def weight_stats(data):
         st = _tensor_stats(model, data, graph.Tensors(t))
         if st is not None:
           stats[(s, t)] = st
-  except (IndexError, TypeError, ValueError) as e:
+  except (IndexError, TypeError, ValueError, struct.error) as e:
     if isinstance(e, TfliteFileError):
       raise
     raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
@@ -248,10 +272,10 @@ def weight_stats(data):
 
 def _parse(data, read):
   """`read(model)` on the file's flatbuffer root; a malformed file raises TfliteFileError."""
-  check_identifier(data)
+  verify(data)
   try:
     return read(schema.Model.GetRootAs(bytes(data), 0))
-  except (IndexError, TypeError, ValueError, AttributeError) as e:
+  except (IndexError, TypeError, ValueError, AttributeError, struct.error) as e:
     raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
 
 
@@ -259,7 +283,7 @@ def sparse_tensors(data):
   """Names of the tensors stored sparse-encoded (`Tensor.sparsity` set; issue #10).
 
   Raises:
-    TfliteFileError: not a TFLite flatbuffer.
+    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
   """
   def read(model):
     names = []
@@ -299,7 +323,7 @@ def io_details(data):
     (scale / zero_point empty for float tensors).
 
   Raises:
-    TfliteFileError: not a TFLite flatbuffer.
+    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
   """
   def read(model):
     graph = model.Subgraphs(0)
@@ -358,7 +382,7 @@ def graph(data):
   """The main subgraph of a `.tflite` file, read with the LiteRT schema (no interpreter).
 
   Raises:
-    TfliteFileError: not a TFLite flatbuffer.
+    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
   """
   def read(model):
     sub = model.Subgraphs(0)

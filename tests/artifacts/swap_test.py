@@ -113,6 +113,29 @@ def test_swap_in_replaces_whole_and_refuses_a_directory_for_a_file(tmp_path):
   assert files.snapshot(out) == before and sorted(os.listdir(out)) == sorted(NAMES)
 
 
+def test_a_recorded_swap_names_the_files_it_did_not_write(tmp_path):
+  """Issue #35: a user's file under a swapped entry is named before a re-run would delete it."""
+  out = str(tmp_path / "out")
+  os.makedirs(out)
+  assert swap.foreign_files(out, ".r", NAMES) == []  # nothing recorded: nothing to name
+  with swap.staging(out, ".r") as tmp:
+    _make_report(tmp, "new")
+    assert swap.swap_in(tmp, NAMES, record=True) == []
+  assert swap.foreign_files(out, ".r", NAMES) == []
+  os.makedirs(os.path.join(out, "tables", "mine"))
+  for rel in ("tables/notes.txt", "tables/mine/a.csv", "elsewhere.txt"):
+    with open(os.path.join(out, rel), "w") as f:
+      f.write("the user's\n")
+  # Only what lies under the swapped entries; a file beside them is never touched.
+  assert swap.foreign_files(out, ".r", NAMES) == ["tables/mine/a.csv", "tables/notes.txt"]
+  # An unrecorded swap (the default) leaves no listing beside the entries.
+  other = str(tmp_path / "other")
+  with swap.staging(other, ".r") as tmp:
+    _make_report(tmp, "new")
+    swap.swap_in(tmp, NAMES)
+  assert sorted(os.listdir(other)) == sorted(NAMES)
+
+
 KILLED_SWAP = """
 import os, sys
 from tf_forget.artifacts import fileio

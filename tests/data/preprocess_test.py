@@ -28,10 +28,22 @@ def test_named_transforms_match_keras(name, module):
   np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
 
 
-def test_unit_and_a_user_function():
+def test_unit_and_a_user_function(tmp_path, monkeypatch):
   np.testing.assert_allclose(preprocess.resolve("unit")(BATCH), BATCH / 255.0, rtol=1e-6)
-  fn = preprocess.resolve("numpy:sqrt")  # any importable MODULE:FUNCTION, given the uint8 batch
+  (tmp_path / "user_prep.py").write_text("import numpy as np\n"
+                                         "def root(x):\n  return np.sqrt(x)\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  fn = preprocess.resolve("user_prep:root")  # an importable MODULE:FUNCTION, given the uint8 batch
   np.testing.assert_array_equal(fn(BATCH), np.sqrt(BATCH).astype(np.float32))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("os:system", "is a builtin_function_or_method, not a Python function"),
+    ("numpy:sqrt", "is a ufunc, not a Python function"),
+    ("shutil:rmtree", "function of Python's standard library")])
+def test_what_is_not_a_users_python_function_is_refused_before_it_is_called(name, message):
+  with pytest.raises(base.DataError, match=message):
+    preprocess.resolve(name)
 
 
 @pytest.mark.parametrize("name, message", [("nope", "unknown preprocess 'nope'"),

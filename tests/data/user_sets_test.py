@@ -190,6 +190,40 @@ def test_attributes_csv_keyed_by_path_or_id(tmp_path):
   np.testing.assert_array_equal(keyed.load("test").attributes["glasses"], [0, 0, 1, 1])
 
 
+def test_text_files_are_utf8_with_or_without_a_bom(tmp_path):
+  """Issue #35: labels.txt, the attributes CSV and the tfrecord spec are read as UTF-8, a byte
+  order mark (Excel's "CSV UTF-8", Notepad) dropped; other encodings are one line naming the
+  file, the first byte that is not UTF-8, its offset and line."""
+  root = _attribute_folder(tmp_path)
+  bom = b"\xef\xbb\xbf"
+  (root / "labels.txt").write_bytes(bom + "dog\ncat\n".encode())
+  (tmp_path / "a.csv").write_bytes(bom + b"path,glasses\r\ncat/0.png,1\r\ncat/1.png,0\r\n"
+                                   b"dog/0.png,1\r\ndog/1.png,0\r\n")
+  data = registry.get("folder", path=str(root), image_size=4, attributes=str(tmp_path / "a.csv"),
+                      protected=["glasses"])
+  assert data.spec.class_names == ("dog", "cat")  # not "\ufeffdog"
+  np.testing.assert_array_equal(data.load("test").attributes["glasses"], [1, 0, 1, 0])
+  (root / "labels.txt").write_bytes("dog\ncafé\n".encode("latin-1"))  # é = 0xe9, offset 7
+  assert _one_line(lambda: registry.get("folder", path=str(root), image_size=4)) == (
+      f"class names {root / 'labels.txt'} is not UTF-8 (byte 0xe9 at offset 7, line 2): "
+      "re-save it as UTF-8")
+  (root / "labels.txt").write_bytes("dog\ncat\n".encode("utf-16"))  # BOM ff fe: not UTF-8
+  assert "labels.txt is not UTF-8 (byte 0xff at offset 0, line 1)" in _one_line(
+      lambda: registry.get("folder", path=str(root), image_size=4))
+  (root / "labels.txt").unlink()
+  (tmp_path / "b.csv").write_bytes("path,skin\ncat/0.png,brun\ncat/1.png,châtain\n"
+                                   "dog/0.png,brun\ndog/1.png,brun\n".encode("latin-1"))
+  message = _one_line(lambda: registry.get("folder", path=str(root), image_size=4,
+                                           attributes=str(tmp_path / "b.csv")))
+  assert message == (f"attributes CSV {tmp_path / 'b.csv'} is not UTF-8 (byte 0xe2 at offset "
+                     "37, line 3): re-save it as UTF-8")
+  _tfrecords(tmp_path)
+  (tmp_path / "spec.json").write_bytes(bom + json.dumps({"image": "img", "label": "y"}).encode())
+  records = registry.get("tfrecord", pattern=str(tmp_path / "*.tfrecord"),
+                         spec=str(tmp_path / "spec.json"), class_names=["a", "b"])
+  assert records.spec.num_classes == 2
+
+
 def test_recorded_options_rebuild_the_same_data_set(tmp_path, monkeypatch):
   root = _attribute_folder(tmp_path)
   (tmp_path / "a.csv").write_text("path,glasses\ncat/0.png,1\ncat/1.png,0\ndog/0.png,1\n"

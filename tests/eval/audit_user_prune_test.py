@@ -11,6 +11,7 @@ trained population's (`eval.member_stages`, `tf_forget.prune`) with a one-epoch 
 """
 
 import glob
+import hashlib
 import json
 
 import numpy as np
@@ -107,6 +108,17 @@ def test_the_oneshot_members_are_audited_and_paired_with_their_parent(user, prun
   assert "fine-tuning 1 epochs" in result.stdout
 
 
+def _folder_digest(root):
+  """The content digest of a folder's images (issue #35, docs/artifacts/runs.md), computed
+  here from the files: sha256 of "<relative path>\\0<size>\\0<sha256>\\n" in path order."""
+  digest = hashlib.sha256()
+  for path in sorted(root.rglob("*.png"), key=lambda p: p.relative_to(root).as_posix()):
+    data = path.read_bytes()
+    digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0"
+                  f"{hashlib.sha256(data).hexdigest()}\n".encode())
+  return digest.hexdigest()
+
+
 def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pruned):
   """Independent check of the ratio: half of the conv and dense kernels' weights are zero in
   the saved member (r = 2 over the prunable kernels, SPEC §6.3: keep = round(total / 2))."""
@@ -117,7 +129,8 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
     assert meta["parent"]["model_sha256"] == dense["model_sha256"]
     assert meta["parent"]["reference"]["sha256"] == audit_binary.sha256(user / "model.keras")
     assert meta["dataset_options"]["train_data"] == {
-        "name": "folder", "options": {"path": str(user / "train")}}
+        "name": "folder", "options": {"path": str(user / "train")},
+        "content": _folder_digest(user / "train")}
     data = meta["pruning"]["finetune"]["data"]
     assert data["split"] == "test" and data["examples"] == 1297  # the folder's only split
     assert meta["pruning"]["finetune"]["train_examples"] == 1297 - 130  # every 10th held out

@@ -14,38 +14,11 @@ import pytest
 import tensorflow as tf
 
 from tests.eval import audit_binary
+from tests.eval import user_files
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
-
-
-
-
-
-
-def _train(seed, train):
-  """A tiny classifier that includes its own preprocessing (raw pixels 0-255 in)."""
-  keras = keras2.keras()
-  keras.utils.set_random_seed(seed)
-  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
-                            keras.layers.Conv2D(8, 3, activation="relu"),
-                            keras.layers.Flatten(), keras.layers.Dense(10)])
-  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(train.images.astype("float32"), train.labels, epochs=10, batch_size=64, verbose=0)
-  return model
-
-
-def _convert(model, train, int8):
-  converter = tf.lite.TFLiteConverter.from_keras_model(model)
-  if int8:
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = lambda: (
-        [train.images[i:i + 1].astype("float32")] for i in range(100))
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
-  return converter.convert()
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +33,10 @@ def user(tmp_path_factory):
     folder.mkdir(parents=True, exist_ok=True)
     tf.io.write_file(str(folder / f"{i:04d}.png"), tf.io.encode_png(image))
   for k in range(3):
-    model = _train(k, train)
+    model = user_files.train(k, train, epochs=10)
     model.save(str(root / f"model{k}.keras"))
-    (root / f"int8_{k}.tflite").write_bytes(_convert(model, train, int8=True))
-    (root / f"float_{k}.tflite").write_bytes(_convert(model, train, int8=False))
+    (root / f"int8_{k}.tflite").write_bytes(user_files.convert(model, train, int8=True))
+    (root / f"float_{k}.tflite").write_bytes(user_files.convert(model, train, int8=False))
   return root
 
 
@@ -312,8 +285,8 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
                          keras.losses.SparseCategoricalCrossentropy(from_logits=True)])
   model.fit(train.images.astype("float32"), [np.zeros([len(train), 4]), train.labels],
             epochs=5, batch_size=64, verbose=0)
-  (user / "two_f32.tflite").write_bytes(_convert(model, train, int8=False))
-  (user / "two_i8.tflite").write_bytes(_convert(model, train, int8=True))
+  (user / "two_f32.tflite").write_bytes(user_files.convert(model, train, int8=False))
+  (user / "two_i8.tflite").write_bytes(user_files.convert(model, train, int8=True))
   interpreter = tf.lite.Interpreter(model_path=str(user / "two_f32.tflite"))
   outputs = interpreter.get_output_details()
   index = [int(o["shape"][-1]) for o in outputs].index(10)
@@ -348,7 +321,7 @@ def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Rescaling(1 / 255.0),
                             keras.layers.Flatten(), keras.layers.Dense(10)])
   model.save(str(tmp_path / "m.keras"))
-  (tmp_path / "m.tflite").write_bytes(_convert(model, None, int8=False))
+  (tmp_path / "m.tflite").write_bytes(user_files.convert(model, None, int8=False))
   user = user_plan.UserModels(references=(str(tmp_path / "m.keras"),),
                               candidates=(("f32", (str(tmp_path / "m.tflite"),)),))
   with tfds.testing.mock_data(num_examples=12):

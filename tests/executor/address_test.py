@@ -1,7 +1,8 @@
 """check_address: an unreachable Ray cluster is a one-line error in seconds (issue #25).
 
 No network needed: a closed port on 127.0.0.1, a name no resolver knows ("bogus"), a listening
-socket of the test's own.
+socket of the test's own, servers of the test's own that answer as gRPC does or otherwise
+(issue #35's handshake).
 """
 
 import os
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -66,6 +68,72 @@ def test_a_listening_port_is_reached(listening):
   assert executor.check_address("ray", f"127.0.0.1:{listening}") == f"127.0.0.1:{listening}"
   assert executor.check_address("ray", f"ray://127.0.0.1:{listening}/") == (
       f"127.0.0.1:{listening}")
+
+
+@pytest.fixture
+def answering():
+  """Yields start(reply): a server on 127.0.0.1 that answers every connection with `reply`
+  (None: says nothing) and reads until the client closes; start returns its port."""
+  servers = []
+
+  def start(reply):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+
+    def serve():
+      while True:
+        try:
+          conn, _ = server.accept()
+        except OSError:
+          return  # closed
+        with conn:
+          try:
+            if reply is not None:
+              conn.sendall(reply)
+            while conn.recv(64):  # until the client closes
+              pass
+          except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    servers.append(server)
+    return server.getsockname()[1]
+
+  yield start
+  for server in servers:
+    try:
+      server.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    except OSError:
+      pass
+    server.close()
+
+
+# A gRPC server's first frame: an empty SETTINGS frame (RFC 9113 §6.5: length 0, type 0x4,
+# flags 0, stream 0).
+_SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def test_the_handshake_tells_a_grpc_server_from_another_service(answering):
+  grpc_like = answering(_SETTINGS)
+  assert executor.check_address("ray", f"ray://127.0.0.1:{grpc_like}", handshake_s=2.0) == (
+      f"127.0.0.1:{grpc_like}")
+  other = answering(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+  _fails_fast("ray", f"ray://127.0.0.1:{other}",
+              f"ray://127.0.0.1:{other} answers but is not a Ray cluster (it answered "
+              "b'HTTP/1.1 ', not an HTTP/2 SETTINGS frame): ", handshake_s=2.0)
+  silent = answering(None)
+  _fails_fast("ray", f"127.0.0.1:{silent}", f"127.0.0.1:{silent} answers but is not a Ray "
+              "cluster (no answer within 1 s): ", handshake_s=1.0)
+  assert executor.check_address("ray", f"127.0.0.1:{silent}") == f"127.0.0.1:{silent}"
+
+
+def test_the_handshake_is_skipped_under_ray_tls(answering, monkeypatch):
+  other = answering(b"\x15\x03\x03\x00\x02\x02\x46")  # a TLS alert: cannot judge
+  monkeypatch.setenv("RAY_USE_TLS", "1")
+  assert executor.check_address("ray", f"127.0.0.1:{other}", handshake_s=1.0) == (
+      f"127.0.0.1:{other}")
 
 
 def test_nothing_to_check():

@@ -358,6 +358,21 @@ def test_bad_annotation_files_are_refused_in_one_line(loaded, export, filled_rep
   assert re.search(message, text), text
 
 
+def test_annotations_that_are_not_utf8_are_refused_in_one_line(loaded, export, filled_report,
+                                                               tmp_path):
+  """Issue #35: a sheet re-saved in Latin-1 names the byte, its offset and the fix."""
+  where, _ = export
+  with open(filled_report[4], "rb") as f:
+    data = f.read()
+  bad = tmp_path / "latin.csv"
+  bad.write_bytes(data + "café\n".encode("latin-1"))  # é = 0xe9
+  run, m = loaded
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+      annotations=str(bad), key=os.path.join(where, "key.json"))))
+  assert text == (f"annotations {bad} are not UTF-8 text (byte 0xe9 at offset {len(data) + 3}):"
+                  " re-save them as UTF-8"), text
+
+
 def _another_run(path):
   """The fake digits run with one more lost example in prune_0.9 (41 PIEs)."""
   ids, labels, lost, _ = fake_run.make_digits_run(path, corrupted=False)

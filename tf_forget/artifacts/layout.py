@@ -14,6 +14,7 @@
       eval/agreement/<split>.json
       eval/encodings.json
       eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz
+      data/<role>.json                               the user's data files, hashed (#35)
       corruptions/                                   the corrupted-split cache of the audit
       report.json, report.html, tables/              tf_forget/report
       deploy/                                        the deployment bundle
@@ -187,6 +188,18 @@ def twin_runtime(run_dir, variant, k, split, runtime):
   """`<run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz`."""
   return os.path.join(run_dir, "eval", "twin_runtime", variant, str(int(k)),
                       f"{_check_split(split)}.{runtime}.npz")
+
+
+DATA_ROLES = ("test", "train", "calibration", "train_data")
+
+
+def data_fingerprint(run_dir, role):
+  """`<run>/data/<role>.json`: the files of the user's data a run read, hashed (issue #35;
+  `eval/data_identity.py`); role is a split of the audited data set, "calibration" or
+  "train_data"."""
+  if role not in DATA_ROLES:
+    raise ValueError(f"unknown data role {role!r} (roles: {', '.join(DATA_ROLES)})")
+  return os.path.join(run_dir, "data", f"{role}.json")
 
 
 def corruptions_dir(run_dir):

@@ -61,8 +61,29 @@ def path(run_dir, variant, k, split):
     raise PredictionsError(f"bad split name {split!r}") from e
 
 
+CONTENT = "content"  # the user data sets' option {split: sha256 of its files} (issue #35)
+
+
+def without_content(options):
+  """`options` without the content digests (`CONTENT`, also inside the `calibration` and
+  `train_data` sources): what a run directory's `audit.json` records of a data set, since a
+  changed file redoes what depends on it instead of refusing the run."""
+  out = {}
+  for key, value in dict(options or {}).items():
+    if key == CONTENT:
+      continue
+    if isinstance(value, dict) and CONTENT in value:
+      value = {k: v for k, v in value.items() if k != CONTENT}
+    out[key] = value
+  return out
+
+
 def split_identity(dataset_name, options, split, corruption_meta_sha256=None):
   """sha256 naming an input split: (data set, options, split), or a corruption cache entry.
+
+  The user's data (issue #35) records the content of each split in its options (`CONTENT`:
+  {split: sha256 of its files}); a split's identity holds its own digest only, so that a
+  changed train split or calibration folder does not redo what was evaluated on the test split.
 
   Args:
     dataset_name, options, split: the clean split (options as the data set's `spec.options`).
@@ -72,9 +93,13 @@ def split_identity(dataset_name, options, split, corruption_meta_sha256=None):
   """
   if corruption_meta_sha256 is not None:
     return hashing.sha256_json({"corrupted_split_meta": corruption_meta_sha256})
+  content = dict(dict(options or {}).get(CONTENT) or {}).get(split)
   opts = {str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
-          for k, v in dict(options or {}).items()}
-  return hashing.sha256_json({"dataset": dataset_name, "options": opts, "split": split})
+          for k, v in without_content(options).items()}
+  key = {"dataset": dataset_name, "options": opts, "split": split}
+  if content is not None:
+    key[CONTENT] = content
+  return hashing.sha256_json(key)
 
 
 def write(file_path, ids, labels, scores, metadata, save_logits=True):

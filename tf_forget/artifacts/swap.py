@@ -9,6 +9,14 @@ is finished or undone by the next `clean_staging`. `scheme://` file systems have
 rename: trees move file by file, the completion markers (`manifest.json`) out first and in last,
 and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
 
+What a swap replaces is recorded (issue #35): after a swap with `record=True` (the report's and
+the bundle's), `<dir>/.<label>.files.json` lists
+the files of the new entries (`listing`). A file a user added later under one of those entries
+(`deploy/notes.txt`, `tables/mine.csv`) is not tf_forget's: `foreign_files` names it, and the
+audit refuses to replace the entry before it writes anything (`eval/audit_lib.py`), instead of
+deleting the user's file with the old entry. A directory written before this record existed
+has no listing, and its files are taken as tf_forget's.
+
 Built on `tf_forget.artifacts.fileio`'s primitives; no TensorFlow import.
 """
 
@@ -52,6 +60,38 @@ def _move(src, dst, first=(), last=()):
     fileio.makedirs(fileio.parent_dir(fileio.join(dst, rel)))
     fileio.rename(fileio.join(src, rel), fileio.join(dst, rel))
   fileio.rmtree(src)
+
+
+def listing(directory, label):
+  """`<directory>/.<label>.files.json`: the files the last swap of `label` put in place."""
+  return fileio.join(directory, f".{label.lstrip('.')}.files.json")
+
+
+def _entry_files(directory, names):
+  """Relative paths ("<name>" or "<name>/<file>") of the files of entries `names`."""
+  out = []
+  for name in names:
+    path = fileio.join(directory, name)
+    if fileio.isdir(path):
+      out += sorted(f"{name}/{rel}" for rel in _tree_files(path))
+    elif fileio.exists(path):
+      out.append(name)
+  return out
+
+
+def foreign_files(directory, label, names):
+  """Files under the entries `names` of `directory` that the last swap of `label` did not put
+  there (a user's notes in `deploy/`), as relative paths; [] without a listing.
+
+  Raises:
+    errors.ReadError: the listing cannot be read.
+  """
+  path = listing(directory, label)
+  if not fileio.exists(path):
+    return []
+  recorded = fileio.read_json(path, "swap listing")
+  ours = set(recorded.get("files") or []) if isinstance(recorded, dict) else set()
+  return [rel for rel in _entry_files(directory, names) if rel not in ours]
 
 
 def _remove_entry(path):
@@ -134,7 +174,7 @@ def _roll_back(staging_dir, names, markers=()):
   fileio.rmtree(staging_dir)
 
 
-def swap_in(staging_dir, names, markers=()):
+def swap_in(staging_dir, names, markers=(), record=False):
   """Replaces the entries `names` of the staging directory's parent by the staged ones, whole.
 
   In order, each old entry is renamed into the aside directory `<label>.old-<tag>` and the new
@@ -147,6 +187,7 @@ def swap_in(staging_dir, names, markers=()):
     names: entry names in swap order.
     markers: relative paths inside a directory entry marking it complete ("manifest.json"):
       on a URL file system moved out first and in last.
+    record: write the `listing` of the new entries' files (for `foreign_files`).
 
   Returns:
     One-line notes about old entries that could not be removed (the new ones stand; the next
@@ -169,7 +210,15 @@ def swap_in(staging_dir, names, markers=()):
     with contextlib.suppress(errors.WriteError):
       _roll_back(staging_dir, names, markers)
     raise
-  return _remove_all([aside, staging_dir])
+  notes = []
+  if record:
+    label = os.path.basename(staging_dir.rstrip("/")).rsplit(_TMP, 1)[0]
+    try:
+      fileio.write_json(listing(parent, label), {"names": list(names),
+                                                 "files": _entry_files(parent, names)})
+    except errors.WriteError as e:
+      notes.append(f"could not record what {label} holds: {errors.one_line(e)}")
+  return notes + _remove_all([aside, staging_dir])
 
 
 def clean_staging(directory, label, names, markers=()):

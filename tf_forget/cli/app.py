@@ -3,7 +3,7 @@
 `absl.app.run` with the project's rules for what a user sees:
   * a bad flag, a missing required flag or a stray argument is one line,
     "<name>: error: <problem> (see --help)", and exit status 1 (absl prints the whole usage,
-    up to ~140 lines);
+    up to ~140 lines); `--help` / `--helpfull` print the flags and exit 0 (absl: 1);
   * an `errors.Error` (bad input, a bad artifact) or `sys.exit("<one line>")` is that line on
     the terminal's stderr and exit status 1;
   * Ctrl-C (SIGINT) and SIGTERM stop the command where it is: finished artifacts stay (every
@@ -27,10 +27,11 @@ from absl import flags
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import run_lock
 from tf_forget.cli import console
+from tf_forget.cli import startup
 from tf_forget.cli import status
 
-INTERRUPTED = 130  # 128 + SIGINT
-TERMINATED = 143  # 128 + SIGTERM
+INTERRUPTED = startup.INTERRUPTED  # 128 + SIGINT
+TERMINATED = startup.TERMINATED  # 128 + SIGTERM
 
 _VERBOSE = flags.DEFINE_bool(
     "verbose", False, "Show TensorFlow's, LiteRT's and the converter's own output on the "
@@ -78,13 +79,15 @@ def _parser(name):
       return flags.FLAGS(argv)
     except flags.Error as e:
       _usage(name, e)
+    except SystemExit as e:  # absl's --help / --helpshort / --helpfull / --helpxml printed
+      sys.exit(0 if e.code == 1 else e.code)  # what was asked for, and exit 1: a success
   return parse
 
 
 def _interrupted(name, exc):
-  verb = "terminated" if isinstance(exc, Terminated) else "interrupted"
-  console.error(f"{name}: {verb} during {status.describe()}; run the same command to resume")
-  return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+  terminated = isinstance(exc, Terminated)
+  console.error(startup.line(name, terminated, status.describe()))
+  return TERMINATED if terminated else INTERRUPTED
 
 
 def _call(main, name, argv):
@@ -157,7 +160,14 @@ def locked_run_dir(run_dir, command, check_ours=True, log=print):
 
 
 def run(main, name):
-  """Runs the absl binary `main` as the command `name` (module docstring); never returns."""
+  """Runs the absl binary `main` as the command `name` (module docstring); never returns.
+
+  The binary's imports before this call are covered by `startup.guard(name)`.
+  """
   signal.signal(signal.SIGTERM, _on_signal)
   signal.signal(signal.SIGINT, _on_signal)
-  app.run(lambda argv: sys.exit(_call(main, name, argv)), flags_parser=_parser(name))
+  try:
+    app.run(lambda argv: sys.exit(_call(main, name, argv)), flags_parser=_parser(name))
+  except KeyboardInterrupt as e:  # while absl parsed the flags, before `main` ran
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(_interrupted(name, e))

@@ -33,7 +33,7 @@ class Folder(user_sets.UserDataset):
 
   def __init__(self, path=None, image_size=None, channels=None, class_names=None,
                attributes=None, protected=None, preprocess=None, calibration=None,
-               train_data=None):
+               train_data=None, content=None):
     """Lists the folder (no image decoded except the first, if the size is not given).
 
     Args:
@@ -46,6 +46,7 @@ class Folder(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      content: recorded only (`user_sets`, option `content`).
 
     Raises:
       base.DataError: missing folder, stray image, empty class, bad option (one line).
@@ -67,7 +68,7 @@ class Folder(user_sets.UserDataset):
     self._finish("folder", split_roots, images.parse_image_size(image_size),
                  images.parse_channels(channels), class_names, attributes, protected,
                  {"path": self.root, "class_names": list(given) if given else None,
-                  "calibration": calibration, "train_data": train_data},
+                  "calibration": calibration, "train_data": train_data, "content": content},
                  lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
                  preprocess)
 
@@ -157,6 +158,15 @@ class Folder(user_sets.UserDataset):
   def example_names(self, split):
     self.check_split(split)
     return list(self._files[split][0])
+
+  def content_files(self, split):
+    """The split's images and `labels.txt` (if any), as (path relative to the root, path)."""
+    self.check_split(split)
+    files = [(rel, filesystem.join(self.root, rel)) for rel in self._files[split][0]]
+    labels = filesystem.join(self.root, LABELS_FILE)
+    if self._names_from == LABELS_FILE and filesystem.isfile(labels):
+      files.append((LABELS_FILE, labels))
+    return files + self._csv_files()
 
   def _describe(self, split, position, example_id=None):
     position = int(example_id) if position is None else position  # ids are positions

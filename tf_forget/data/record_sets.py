@@ -43,7 +43,7 @@ class Tfds(user_sets.UserDataset):
   def __init__(self, tfds_name=None, config=None, split="test", train_split=None, data_dir=None,
                image_size=None, channels=None, image_key="image", label_key="label",
                class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None, train_data=None):
+               calibration=None, train_data=None, content=None):
     """Builds the tfds builder (its features; no data is read).
 
     Args:
@@ -63,6 +63,7 @@ class Tfds(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      content: recorded only (`user_sets`, option `content`).
 
     Raises:
       base.DataError: unknown data set, config or feature, or a bad option (one line).
@@ -86,7 +87,7 @@ class Tfds(user_sets.UserDataset):
                   "train_split": train_split, "data_dir": self._data_dir,
                   "image_key": image_key, "label_key": label_key,
                   "class_names": list(given) if given else None, "calibration": calibration,
-                  "train_data": train_data},
+                  "train_data": train_data, "content": content},
                  None, preprocess)
 
   def _tfds_builder(self, name, config):
@@ -174,6 +175,19 @@ class Tfds(user_sets.UserDataset):
   def example_names(self, split):
     return [str(i) for i in range(self.num_examples(split))]
 
+  def content_files(self, split):
+    """The prepared data set's `dataset_info.json` (its version, split sizes and the download
+    checksums tfds recorded; the shards themselves are not re-read), and the attributes CSV."""
+    self.check_split(split)
+    files = []
+    try:
+      info = filesystem.join(str(self._builder.data_dir), "dataset_info.json")
+      if filesystem.isfile(info):
+        files.append((f"{self._name}/{self._builder.info.version}/dataset_info.json", info))
+    except (OSError, AssertionError, ValueError):  # not prepared: the read reports it
+      pass
+    return files + self._csv_files()
+
   def _describe(self, split, position, example_id=None):
     position = int(example_id) if position is None else position
     return f"example {position} of split {self._splits[split]!r} of tfds {self._name!r}"
@@ -191,7 +205,7 @@ class TfRecord(user_sets.UserDataset):
 
   def __init__(self, pattern=None, spec=None, image_size=None, channels=None,
                class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None, train_data=None):
+               calibration=None, train_data=None, content=None):
     """Lists the files and reads the spec (and the first record if size or channels is unset).
 
     Args:
@@ -205,6 +219,7 @@ class TfRecord(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      content: recorded only (`user_sets`, option `content`).
 
     Raises:
       base.DataError: no file matches, bad spec file, no class names, bad option (one line).
@@ -236,8 +251,16 @@ class TfRecord(user_sets.UserDataset):
                  images.parse_channels(channels), names, attributes, protected,
                  {"pattern": self.pattern, "spec": self._spec_path,
                   "class_names": list(given) if given else None, "calibration": calibration,
-                  "train_data": train_data},
+                  "train_data": train_data, "content": content},
                  self._first, preprocess)
+
+  def content_files(self, split):
+    """The TFRecord files (by path), the spec file and the attributes CSV."""
+    self.check_split(split)
+    files = [(path, path) for path in self._paths]
+    if self._spec_path:
+      files.append((self._spec_path, self._spec_path))
+    return files + self._csv_files()
 
   def _read_spec(self):
     fields = {}

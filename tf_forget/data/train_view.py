@@ -25,9 +25,10 @@ code has one path — `of(data_registry.get(name, **options))` — for trained a
 Lineage (`fingerprint`): besides the recorded options, the train data's identity is the sha256
 of its source, split, number of examples and example names (a folder's relative paths, which
 hold the class folder), recorded by g and by every one-shot member (`inputs.train_data`): a
-file added, removed, renamed or moved to another class redoes them. Pixels edited in place
-under the same names are not detected (reading every training image at every status check is
-what this avoids); use another `--out` after editing images in place.
+file added, removed, renamed or moved to another class redoes them. The source records its
+content too (issue #35: `eval.data_identity` sets `content`, the sha256 of its files, in the
+`train_data` option before the audit runs), so pixels edited in place under the same names
+redo them as well.
 """
 
 import dataclasses

@@ -1,5 +1,6 @@
 """What the user's own data sets (`user_sets`) read from the user, checked: lists of names, small
-text files, and TensorFlow errors turned into one-line `base.DataError` messages.
+text files (UTF-8, a byte order mark dropped), and TensorFlow errors turned into one-line
+`base.DataError` messages.
 """
 
 import re
@@ -20,13 +21,34 @@ def tf_message(error):
   return errors.one_line(text, 200)
 
 
-def read_text(path, what):
-  """The text of the file `path` (local or `gs://`); a DataError naming it as `what`."""
+def decode_text(data, path, what):
+  """`data` (bytes of the file `path`) as UTF-8 text, a leading byte order mark dropped.
+
+  Excel's "CSV UTF-8" and Notepad write a BOM (U+FEFF) first; it is not part of the first
+  name or column. Any other encoding (Latin-1, UTF-16, ...) is refused rather than guessed.
+
+  Raises:
+    base.DataError: "<what> <path> is not UTF-8 (byte 0xe9 at offset 3, line 1): re-save it
+      as UTF-8" (one line).
+  """
   try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      return f.read()
+    return data.decode("utf-8-sig")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    raise base.DataError(
+        f"{what} {path} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}, line "
+        f"{line}): re-save it as UTF-8") from None
+
+
+def read_text(path, what):
+  """The UTF-8 text of the file `path` (local or `gs://`; `decode_text`); a DataError naming
+  it as `what`."""
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      data = f.read()
   except (OSError, tf.errors.OpError) as e:
     raise base.DataError(f"cannot read {what} {path}: {tf_message(e)}") from e
+  return decode_text(data, path, what)
 
 
 def parse_names(values, what):

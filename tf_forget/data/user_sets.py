@@ -17,8 +17,11 @@ gates), `calibration` (recorded only: {"name", "options"} of the `sources.parse`
 first examples calibrate full_int8, `--calibration`; read by
 `tflite_export.export_state.calibration_source`), `train_data` (recorded only: {"name",
 "options"} of the labelled data one-shot pruning fine-tunes on, `--train`; read by
-`tf_forget.data.train_view`). The recorded `spec.options` are JSON-able and rebuild the same
-data set with `registry.get`.
+`tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the split's files,
+`fingerprint`}, set by `eval.data_identity` before the audit runs, so that every artifact made
+from a split records its content through `predictions.split_identity`, issue #35; `calibration`
+and `train_data` carry their own "content" key). The recorded `spec.options` are JSON-able and
+rebuild the same data set with `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include
 `test` and are all `train` or `test` is split by them (splits "train" if present, and "test");
@@ -103,6 +106,18 @@ class UserDataset(base.Dataset):
   @abc.abstractmethod
   def _decode(self, record):
     """uint8 `[h, w, c]` of one image record."""
+
+  @abc.abstractmethod
+  def content_files(self, split):
+    """The files whose bytes identify `split` (`fingerprint`): (name, path) pairs."""
+
+  def _csv_files(self):
+    return [(self._csv.path, self._csv.path)] if self._csv else []
+
+  def content(self, split):
+    """The recorded content digest of `split` (option `content`, `eval.data_identity`), or
+    None if the data set was built without one."""
+    return dict(self.spec.options.get("content") or {}).get(split)
 
   @abc.abstractmethod
   def example_names(self, split):

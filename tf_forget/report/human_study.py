@@ -232,11 +232,14 @@ def read_annotations(path, key):
       other than 0 / 1.
   """
   try:
-    text = fileio.read_bytes(path).decode("utf-8-sig")
+    data = fileio.read_bytes(path)
+    text = data.decode("utf-8-sig")
   except errors.ReadError as e:
     raise sample.HumanStudyError(errors.one_line(e)) from e
   except UnicodeDecodeError as e:
-    raise sample.HumanStudyError(f"annotations {path} are not UTF-8 text: {e.reason}") from e
+    raise sample.HumanStudyError(
+        f"annotations {path} are not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+        f"{e.start}): re-save them as UTF-8") from e
   try:
     rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
   except csv.Error as e:

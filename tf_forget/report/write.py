@@ -311,7 +311,7 @@ def save(report, out_dir, log=print):
     notes = swap.clean_staging(out_dir, STAGING, ENTRIES)
     with swap.staging(out_dir, STAGING) as tmp:
       _write_files(report, tmp)
-      notes += swap.swap_in(tmp, ENTRIES)
+      notes += swap.swap_in(tmp, ENTRIES, record=True)
   except Exception as e:  # pylint: disable=broad-except (any I/O error; re-raised as one line)
     raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
   for note in notes:

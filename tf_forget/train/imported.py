@@ -8,6 +8,13 @@ formats exactly as for trained members. Its `metadata.json` records the file's s
 member's lineage (`inputs.reference`): a reference that changes on disk is imported again, and
 everything made from it is redone (`status`).
 
+No code of the model's runs unless the user asks (`--trust_model_code`, issue #35): every load
+of a reference first reads its configuration (`model_code.check`) and refuses a `Lambda` layer
+or a class that is not a built-in Keras class, and loads `.keras` files in Keras' safe mode.
+With `trust_model_code` it loads as it is (safe mode off) and the member's metadata records it
+(`reference.trust_model_code`), so that the stages loading the member's `model.keras` later
+turn safe mode off for it too (`member.load_model`, `export_state.load_member`).
+
 The signature an audit can run (`signature`): one image input `[batch, H, W, C]` (C 1 or 3) and
 one output `[batch, classes]` (`output_index` picks one of several outputs). A model that
 includes its own preprocessing takes the data set's raw pixel values 0-255 as float32, as every
@@ -47,6 +54,7 @@ from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.train import member as member_lib
+from tf_forget.train import model_code
 from tf_forget.train import presets
 from tf_forget.train import pruning
 
@@ -93,14 +101,22 @@ def file_sha256(path):
   return hashing.sha256_json(entries)
 
 
-def load(path):
+def load(path, trust_model_code=False):
   """The tf_keras model of a Keras reference (not compiled).
+
+  Args:
+    path: a Keras reference.
+    trust_model_code: load it even if loading runs the model's own code (`model_code`).
 
   Raises:
     ReferenceModelError: tf_keras cannot load it (one line).
+    model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
+  if not trust_model_code:
+    model_code.check(path)
   try:
-    return keras2.keras().models.load_model(path, compile=False)
+    return keras2.keras().models.load_model(path, compile=False,
+                                            safe_mode=not trust_model_code)
   except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
     raise ReferenceModelError(f"cannot load reference {path} with tf_keras: {errors.one_line(e)}") from e
 
@@ -159,7 +175,7 @@ def status(run_dir, k, path):
                                              "imported"))
 
 
-def import_member(run_dir, k, path, dataset, output_index=None):
+def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code=False):
   """Imports `path` as dense member k of `run_dir` (model.keras, then metadata.json).
 
   Args:
@@ -168,6 +184,7 @@ def import_member(run_dir, k, path, dataset, output_index=None):
     path: a Keras reference (`kind(path) == "keras"`).
     dataset: the audited `base.Dataset` (its name and options are recorded).
     output_index: the output to audit, for a model with several.
+    trust_model_code: load it even if loading runs the model's own code (`load`).
 
   Returns:
     The member's metadata dict.
@@ -178,7 +195,7 @@ def import_member(run_dir, k, path, dataset, output_index=None):
     errors.WriteError: the member cannot be written.
   """
   sha = file_sha256(path)
-  model = load(path)
+  model = load(path, trust_model_code)
   shape, classes = signature(model, path, output_index)
   check_matches(path, shape, classes, dataset)
   directory = layout.member_dir(run_dir, names.DENSE, k)
@@ -191,7 +208,7 @@ def import_member(run_dir, k, path, dataset, output_index=None):
           "model_sha256": model_sha, "inputs": {"reference": sha},
           "reference": {"path": fileio.abspath(path), "sha256": sha, "kind": "keras",
                         "output_index": output_index, "input_shape": list(shape),
-                        "classes": classes},
+                        "classes": classes, "trust_model_code": bool(trust_model_code)},
           "precision_policy": "float32", "versions": member_lib.versions()}
   fileio.write_json(os.path.join(directory, layout.METADATA_FILE), meta)
   return meta
@@ -218,10 +235,13 @@ def preset(weight_decay=0.0):
       augmentation="none", sparsities=(), members=1, checkpoint_every=1)
 
 
-def _compiled(path):
-  """The reference loaded with its compile config (loss, optimizer)."""
+def _compiled(path, trust_model_code=False):
+  """The reference loaded with its compile config (loss, optimizer; `load`)."""
+  if not trust_model_code:
+    model_code.check(path, compiled=True)
   try:
-    return keras2.keras().models.load_model(path, compile=True)
+    return keras2.keras().models.load_model(path, compile=True,
+                                            safe_mode=not trust_model_code)
   except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
     raise ReferenceModelError(f"cannot load reference {path} compiled (its loss and optimizer) "
                               f"with tf_keras: {errors.one_line(e)}") from e
@@ -273,12 +293,13 @@ def _softmax_output(model):
           or getattr(layer, "activation", None) is keras.activations.softmax)
 
 
-def trainable(path, output_index=None):
+def trainable(path, output_index=None, trust_model_code=False):
   """Checks that one-shot pruning can fine-tune the Keras reference `path`; returns its ε's.
 
   Args:
     path: a Keras reference.
     output_index: the audited output, for a model with several.
+    trust_model_code: load it even if loading runs the model's own code (`load`).
 
   Returns:
     The set of distinct weight decays ε it was trained with (`_weight_decays`; empty: none).
@@ -287,8 +308,9 @@ def trainable(path, output_index=None):
     ReferenceModelError: it cannot be loaded compiled, is not compiled, its loss is not a
       sparse categorical cross-entropy of logits, its audited output is a softmax's, or it has
       no conv or dense kernel to prune.
+    model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
-  model = _compiled(path)
+  model = _compiled(path, trust_model_code)
   fix = ("one-shot pruning fine-tunes with the mean sparse categorical cross-entropy of the "
          "logits (SPEC §6.2, §6.4): compile it with "
          "loss=SparseCategoricalCrossentropy(from_logits=True) and save it again")

@@ -38,6 +38,7 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
@@ -85,11 +86,22 @@ class MemberConfig:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
   def identity(self):
-    """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`)."""
-    return {"dataset": self.dataset, "dataset_options": dict(self.dataset_options),
-            "model": self.model, "model_options": dict(self.model_options),
-            "variant": self.variant, "k": int(self.k), "seed": int(self.seed),
-            "population_seed": int(self.population_seed), "preset": self.preset.to_json()}
+    """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`).
+
+    The user's data records the content of its splits in its options (issue #35,
+    `predictions.CONTENT`); a member trains on the train split only, so its identity holds that
+    split's digest (`train_content`) and not the test split's. The `--train` data of one-shot
+    pruning enters through `inputs.train_data` (`train_view.fingerprint`) instead.
+    """
+    out = {"dataset": self.dataset,
+           "dataset_options": predictions.without_content(self.dataset_options),
+           "model": self.model, "model_options": dict(self.model_options),
+           "variant": self.variant, "k": int(self.k), "seed": int(self.seed),
+           "population_seed": int(self.population_seed), "preset": self.preset.to_json()}
+    train = dict(dict(self.dataset_options).get(predictions.CONTENT) or {}).get("train")
+    if train is not None:
+      out["train_content"] = train
+    return out
 
   def inputs(self):
     """The lineage `inputs` of the member's metadata: {"config": sha256 of `identity`}."""
@@ -425,6 +437,21 @@ def save_model(model, path):
   return sha
 
 
+def trusts_model_code(meta):
+  """Whether a member's metadata says it was imported, or pruned from a member imported, with
+  `--trust_model_code` (`tf_forget.train.imported`): its model.keras may hold a `Lambda`."""
+  for ref in (meta.get("reference"), (meta.get("parent") or {}).get("reference")):
+    if isinstance(ref, dict) and ref.get("trust_model_code") is True:
+      return True
+  return False
+
+
 def load_model(directory):
-  """Loads a finished member's plain tf_keras model."""
-  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False)
+  """Loads a finished member's plain tf_keras model (Keras' safe mode off only for a member of
+  a reference the user trusted, `trusts_model_code`)."""
+  try:
+    trusted = trusts_model_code(read_metadata(directory))
+  except errors.ReadError:
+    trusted = False
+  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False,
+                                          safe_mode=not trusted)

@@ -1,0 +1,161 @@
+"""The user's `.tflite` files, refused in one line when they cannot be audited (issue #35).
+
+Runs the audit binary as a user does (`audit_binary`) over the files `user_files.make` builds
+(a tiny digits classifier, its plain converter's full int8 and float32 files, a PNG folder):
+
+  * a `.tflite` cut at any length, or with bytes overwritten, given as `--candidate` or as
+    `--reference`, is refused before anything is written: exit 1, one line naming the file
+    and saying it "is not a complete TFLite flatbuffer (truncated or corrupt: ...)" — found
+    by the bounds-checked parse (`tflite_export.flatbuffer.verify`) or, for the parts the
+    parser does not read (an operator's options), by loading it in the LiteRT interpreter
+    (`eval.user_plan`);
+  * a quantized file (full int8, dynamic-range int8, float16 weights: the plain converter's
+    own options) given as `--reference` is refused with what it is and how to give it; the
+    float32 file stays accepted.
+
+"Nothing written": `--out` does not exist afterwards when it did not before, and an existing
+empty one stays empty.
+"""
+
+import struct
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from ai_edge_litert import schema_py_generated as schema
+
+from tests.eval import audit_binary
+from tests.eval import user_files
+from tf_forget.compat import keras2
+from tflite_export import flatbuffer
+
+CUTS = ("0", "1", "7", "8", "100", "half", "len-100", "len-1")
+INCOMPLETE = "is not a complete TFLite flatbuffer (truncated or corrupt: "
+
+
+def _convert(model, **target):
+  """The plain converter's quantized file: dynamic-range int8, or float16 weights."""
+  converter = tf.lite.TFLiteConverter.from_keras_model(model)
+  converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  converter.target_spec.supported_types = target.get("supported_types", [])
+  return converter.convert()
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+  """The user's files (once for the module), plus float16.tflite and dynamic.tflite."""
+  root = user_files.make(tmp_path_factory.mktemp("user"))
+  model = keras2.keras().models.load_model(str(root / "model.keras"))
+  (root / "float16.tflite").write_bytes(_convert(model, supported_types=[tf.float16]))
+  (root / "dynamic.tflite").write_bytes(_convert(model))
+  return root
+
+
+def _cut(data, cut):
+  length = {"half": len(data) // 2, "len-100": len(data) - 100, "len-1": len(data) - 1}
+  return data[:length[cut] if cut in length else int(cut)]
+
+
+def _snapshot(out):
+  """None if `out` does not exist, else {relative path: bytes (None for a folder)}."""
+  if not out.exists():
+    return None
+  return {str(p.relative_to(out)): None if p.is_dir() else p.read_bytes()
+          for p in sorted(out.rglob("*"))}
+
+
+def _refused(root, args, out):
+  """The one stderr line of a refused audit; checks exit 1 and that `out` is unchanged."""
+  before = _snapshot(out)
+  result = audit_binary.audit(args, cwd=root)
+  line = audit_binary.one_line(result)
+  assert _snapshot(out) == before
+  assert line.startswith("audit: error: "), line
+  return line
+
+
+def _reference_args(reference, out, *extra):
+  """`--reference=<a .tflite file>` with the user's int8 candidate."""
+  return ["--dataset=folder:images", f"--reference={reference}",
+          "--candidate=int8=int8.tflite", f"--out={out}", *user_files.COMMON, *extra]
+
+
+def _existing_out(tmp_path):
+  """An existing, empty run directory (one the audit would write into): must stay empty."""
+  out = tmp_path / "out"
+  out.mkdir()
+  return out
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_truncated_candidate_is_refused(root, tmp_path, cut):
+  path = root / f"int8_cut_{cut}.tflite"
+  path.write_bytes(_cut((root / "int8.tflite").read_bytes(), cut))
+  out = _existing_out(tmp_path) if cut in ("8", "len-100") else tmp_path / "out"
+  line = _refused(root, user_files.args(out, f"--candidate=cut={path.name}"), out)
+  assert f"{path} {INCOMPLETE}" in line and line.endswith(")"), line
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_truncated_reference_is_refused(root, tmp_path, cut):
+  path = root / f"float_cut_{cut}.tflite"
+  path.write_bytes(_cut((root / "float.tflite").read_bytes(), cut))
+  out = _existing_out(tmp_path) if cut in ("1", "half") else tmp_path / "out"
+  line = _refused(root, _reference_args(path.name, out), out)
+  assert f"{path} {INCOMPLETE}" in line and line.endswith(")"), line
+
+
+def _overwrite_name_length(data, seed):
+  """`data` with random bytes over the length of its input tensor's name (the middle of the
+  file), the top bit set: a string that runs past the end of the file."""
+  name = flatbuffer.io_details(data)["inputs"][0]["name"].encode()
+  pos = data.index(name + b"\0") - 4
+  assert struct.unpack_from("<I", data, pos)[0] == len(name)  # the string's length prefix
+  noise = bytearray(np.random.default_rng(seed).integers(0, 256, 4, dtype=np.uint8).tobytes())
+  noise[3] |= 0x80
+  return data[:pos] + bytes(noise) + data[pos + 4:]
+
+
+def _overwrite_options(data):
+  """`data` with the first operator's options table pointing its vtable outside the file:
+  a part `flatbuffer` does not parse, refused when the LiteRT interpreter loads it."""
+  options = schema.Model.GetRootAs(data, 0).Subgraphs(0).Operators(0).BuiltinOptions()
+  return data[:options.Pos] + struct.pack("<i", -(1 << 30)) + data[options.Pos + 4:]
+
+
+@pytest.mark.parametrize("flag", ["candidate", "reference"])
+@pytest.mark.parametrize("corruption", ["name_length", "options"])
+def test_overwritten_bytes_are_refused(root, tmp_path, flag, corruption):
+  source = root / ("int8.tflite" if flag == "candidate" else "float.tflite")
+  data = source.read_bytes()
+  path = root / f"{flag}_{corruption}.tflite"
+  path.write_bytes(_overwrite_name_length(data, seed=35) if corruption == "name_length"
+                   else _overwrite_options(data))
+  out = tmp_path / "out"
+  args = (user_files.args(out, f"--candidate=bad={path.name}") if flag == "candidate"
+          else _reference_args(path.name, out))
+  line = _refused(root, args, out)
+  assert f"{path} {INCOMPLETE}" in line, line
+  if corruption == "name_length":  # the bounds-checked parse names the string
+    assert "tensor" in line and ": name: " in line and "past the end of the" in line, line
+  else:
+    assert "the LiteRT interpreter refuses it" in line, line
+
+
+@pytest.mark.parametrize("name, kind", [("int8.tflite", "full-integer int8"),
+                                        ("dynamic.tflite", "dynamic-range int8"),
+                                        ("float16.tflite", "float16-weight")])
+def test_quantized_reference_is_refused(root, tmp_path, name, kind):
+  out = tmp_path / "out"
+  line = _refused(root, _reference_args(name, out), out)
+  path = root / name
+  assert line == (f"audit: error: --reference must be the float model; {path} is a {kind} "
+                  f"file: give it as --candidate=NAME={path}")
+
+
+def test_float_reference_is_accepted(root, tmp_path):
+  out = tmp_path / "out"
+  result = audit_binary.audit(_reference_args("float.tflite", out, "--plan"), cwd=root)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "audit plan: your model (tflite, 1 reference, 8x8x1 -> 10 classes)" in result.stdout
+  assert "candidates: int8" in result.stdout

@@ -1,0 +1,218 @@
+"""The user's data identified by its content (issue #35): files hashed, images checked.
+
+A split of the user's data (`user_sets`: a folder's images, a TFRecord set's files, plus the
+`labels.txt`, spec and attributes files that give them labels and attributes) is identified by
+`digest(entries)`: the sha256 of its files' relative paths, sizes and sha256 in path order. A
+file moved to another class folder, edited in place, added or removed changes it; `describe`
+says how ("10 moved, 20 added").
+
+Hashing 50,000 images on every run would cost more than the audit's own reading of them, so
+`fingerprint` reuses the sha256 of a file whose path, size and mtime (ns) equal those recorded
+by the previous fingerprint (`cache`, which the audit keeps in the run directory,
+docs/artifacts/runs.md); an unchanged folder is checked by one `stat` per file.
+
+Images are checked when they are hashed, before anything is written (`check_image`): a file the
+audit would fail to decode half way through an evaluation — empty, truncated, not an image,
+a dangling link — and an image over `max_pixels` (a decompression bomb: a 389 KB PNG of
+20000x20000 decodes to 1.2 GB) are refused in one line naming the file. Pillow reads the
+header (format, size, mode) without decoding; a PNG's chunks are read to its end and their
+CRCs checked (`Image.verify`), which finds a cut file; a JPEG must end with its EOI marker.
+"""
+
+import collections
+import dataclasses
+import hashlib
+import io
+import os
+from typing import Mapping, Optional, Sequence, Tuple
+
+from tf_forget.artifacts import filesystem
+from tf_forget.data import base
+
+# Pillow's own guard warns at 89 megapixels and refuses twice that; a photo of a modern phone
+# is 12-50 megapixels. `--max_image_pixels` changes it.
+DEFAULT_MAX_PIXELS = 50_000_000
+IMAGE_SUFFIXES = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+_FORMATS = {".bmp": "BMP", ".gif": "GIF", ".jpeg": "JPEG", ".jpg": "JPEG", ".png": "PNG"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+  """One file of a split: its relative path, size, mtime (ns), sha256 and, for an image, its
+  (width, height) (so that a cached image is held to a lower `max_pixels` too)."""
+  path: str
+  size: int
+  mtime_ns: int
+  sha256: str
+  shape: Tuple[int, int] = (0, 0)
+
+  def to_json(self):
+    return [self.path, self.size, self.mtime_ns, self.sha256, list(self.shape)]
+
+  @classmethod
+  def from_json(cls, row):
+    path, size, mtime_ns, sha, shape = row
+    width, height = shape
+    return cls(str(path), int(size), int(mtime_ns), str(sha), (int(width), int(height)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+  """The files of a split and how many of them were read (not taken from the cache)."""
+  entries: Tuple[Entry, ...]
+  hashed: int
+
+  @property
+  def digest(self):
+    return digest(self.entries)
+
+
+def digest(entries):
+  """sha256 of the (path, size, sha256) of `entries`, in path order (mtime is not content)."""
+  h = hashlib.sha256()
+  for e in sorted(entries, key=lambda e: e.path):
+    h.update(f"{e.path}\0{e.size}\0{e.sha256}\n".encode("utf-8"))
+  return h.hexdigest()
+
+
+def _pil():
+  from PIL import Image  # pylint: disable=g-import-not-at-top (only where images are checked)
+  return Image
+
+
+def check_size(shape, name, max_pixels):
+  """Raises `base.DataError` if an image of `shape` (width, height) has over `max_pixels`."""
+  width, height = shape
+  if width * height > max_pixels:
+    mp = width * height / 1e6
+    shown = f"{mp:.0f}" if mp >= 1 else f"{mp:.2g}"
+    raise base.DataError(f"{name} is {width}x{height} = {shown} megapixels, over the limit of "
+                         f"{max_pixels / 1e6:g} (--max_image_pixels)")
+
+
+def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
+  """(width, height) of `data` (a file's bytes), if it is a whole PNG, JPEG, GIF or BMP image
+  (as `tf.io.decode_image` reads them) of at most `max_pixels` pixels; else `base.DataError`.
+
+  Args:
+    data: the file's bytes.
+    name: how the error names the file ("image 3/a.png of folder /data").
+    max_pixels: the largest width x height accepted.
+  """
+  if not data:
+    raise base.DataError(f"{name} is empty (0 bytes)")
+  image_lib = _pil()
+  guard, image_lib.MAX_IMAGE_PIXELS = image_lib.MAX_IMAGE_PIXELS, None  # ours is max_pixels
+  try:
+    image = image_lib.open(io.BytesIO(data))
+    fmt, (width, height) = image.format, image.size
+  except image_lib.UnidentifiedImageError as e:
+    raise base.DataError(f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, "
+                         "JPEG, GIF or BMP header)") from e
+  except Exception as e:  # pylint: disable=broad-except (Pillow raises many kinds)
+    raise base.DataError(f"{name} is not a readable image ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:120]})") from e
+  finally:
+    image_lib.MAX_IMAGE_PIXELS = guard
+  if fmt not in set(_FORMATS.values()):
+    raise base.DataError(f"{name} is a {fmt} image; the audit reads PNG, JPEG, GIF and BMP")
+  check_size((width, height), name, max_pixels)
+  if fmt == "PNG":
+    try:
+      image_lib.open(io.BytesIO(data)).verify()
+    except Exception as e:  # pylint: disable=broad-except
+      raise base.DataError(f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
+                           f"{' '.join(str(e).split())[:120]})") from e
+  if fmt == "JPEG" and b"\xff\xd9" not in data[-64:]:
+    raise base.DataError(f"{name} is a truncated JPEG (no end-of-image marker)")
+  return (int(width), int(height))
+
+
+def fingerprint(files, cache=None, check=None, name=str):
+  """The `Fingerprint` of `files`, reading only files the cache does not know.
+
+  Args:
+    files: sequence of (relative path, path) to identify.
+    cache: optional {relative path: Entry} of a previous fingerprint; an entry of equal path,
+      size and mtime is reused without reading the file.
+    check: optional callable(bytes, relative path) -> (width, height) or None, run on every
+      file read (`image_check`); a cached entry was checked when it was read, and its recorded
+      shape is held to `check.max_pixels` (if the check has one) again.
+    name: callable(relative path) -> how an error names the file.
+
+  Raises:
+    base.DataError: a file cannot be read (missing, a dangling link), or `check` refuses it.
+  """
+  cache = cache or {}
+  entries, hashed = [], 0
+  for rel, path in files:
+    try:
+      st = filesystem.stat(path)
+    except OSError as e:
+      what = (f"a dangling link (to {os.readlink(path)})" if os.path.islink(path)
+              else f"unreadable ({e.strerror or e})")
+      raise base.DataError(f"{name(rel)} is {what}") from e
+    old = cache.get(rel)
+    if old is not None and old.size == st.size and old.mtime_ns == st.mtime_ns and st.mtime_ns:
+      if getattr(check, "max_pixels", None):
+        check_size(old.shape, name(rel), check.max_pixels)
+      entries.append(old)
+      continue
+    try:
+      with filesystem.open_file(path, "rb") as f:
+        data = f.read()
+    except (OSError,) + tuple(filesystem.io_errors()) as e:
+      raise base.DataError(f"cannot read {name(rel)}: {' '.join(str(e).split())}") from e
+    shape = check(data, rel) if check is not None else None
+    entries.append(Entry(rel, len(data), st.mtime_ns, hashlib.sha256(data).hexdigest(),
+                         tuple(shape or (0, 0))))
+    hashed += 1
+  return Fingerprint(tuple(entries), hashed)
+
+
+def describe(old, new):
+  """How the files changed: "10 moved, 20 added, 3 edited, 2 removed" ("" if equal).
+
+  A file under a new path with the bytes of a file that left its old path is "moved" (an image
+  moved to another class folder); a path whose bytes changed is "edited".
+
+  Args:
+    old, new: sequences of `Entry`.
+  """
+  before = {e.path: e for e in old}
+  after = {e.path: e for e in new}
+  gone = [before[p] for p in before if p not in after]
+  came = [after[p] for p in after if p not in before]
+  edited = sum(1 for p in after if p in before and after[p].sha256 != before[p].sha256)
+  left = collections.Counter(e.sha256 for e in gone)
+  moved = 0
+  for e in came:
+    if left[e.sha256] > 0:
+      left[e.sha256] -= 1
+      moved += 1
+  counts = (("moved", moved), ("added", len(came) - moved), ("edited", edited),
+            ("removed", len(gone) - moved))
+  return ", ".join(f"{n} {what}" for what, n in counts if n)
+
+
+def image_check(describe_file, max_pixels=DEFAULT_MAX_PIXELS):
+  """A `fingerprint` check running `check_image` on files with an image suffix.
+
+  Args:
+    describe_file: callable(relative path) -> how an error names it.
+    max_pixels: see `check_image`.
+  """
+  def check(data, rel):
+    if rel.lower().endswith(IMAGE_SUFFIXES):
+      return check_image(data, describe_file(rel), max_pixels)
+    return None
+  check.max_pixels = max_pixels
+  return check
+
+
+def entries_from_json(rows) -> Sequence[Entry]:
+  return tuple(Entry.from_json(r) for r in rows or ())
+
+
+def cache_of(entries: Optional[Sequence[Entry]]) -> Mapping[str, Entry]:
+  return {e.path: e for e in entries or ()}

@@ -1,0 +1,193 @@
+"""What loading a user's Keras model file would run, read before it is loaded (issue #35).
+
+A Keras model file is a description of built-in layers plus, possibly, code: a `Lambda` layer
+stores its Python function's bytecode (an `.h5` file or a SavedModel runs it while tf_keras
+rebuilds the model: it traces the lambda; tf_keras' `safe_mode` covers `.keras` files only),
+and a layer of a class of the user's names a module that `.keras` loading imports, or is
+revived from the SavedModel's traced functions. No model code runs unless the user asks
+(`--trust_model_code`): `check(path)` reads the model's configuration without deserializing
+anything —
+
+* `.keras` (a zip): its `config.json` (what `tf_keras.saving` reads);
+* `.h5` / `.hdf5` (any file tf_keras reads as HDF5): the `model_config` attribute (and
+  `training_config` when the model is loaded compiled), with h5py;
+* a Keras SavedModel: `keras_metadata.pb` (tf_keras' `SavedMetadata`), or the Keras objects of
+  the saved object graph in `saved_model.pb` when that file is missing (older SavedModels);
+
+— and refuses, in one line naming the layer (its name and class) and the flag, any `Lambda`,
+any object whose class is not a built-in tf_keras class (layers, initializers, regularizers,
+constraints, losses, metrics, optimizers, schedules, dtype policies; in a `.keras` file also
+any object of a module outside Keras, or registered under another name), and a `TFOpLambda`
+(Keras' wrapper of a TensorFlow function) calling a TensorFlow function that reads or writes
+files, prints or calls Python (`_RISKY_TF`: a name-based list, the rest are tensor ops).
+"""
+
+import functools
+import json
+import zipfile
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.compat import keras2
+
+FLAG = "--trust_model_code"
+# Serialized plain values of a `.keras` / SavedModel config, not objects with code.
+_DATA = ("__tuple__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__",
+         "TensorShape", "TypeSpec", "CompositeTensor")
+# Layers that call a TensorFlow API function named in their config (`function`).
+_TF_OP_LAYERS = ("TFOpLambda", "SlicingOpLambda")
+# Parts of a TensorFlow function's name (`tf.<name>`) that a model's layer may not call.
+_RISKY_TF = ("io", "gfile", "debugging", "summary", "saved_model", "raw_ops", "autograph",
+             "config", "distribute", "data", "train", "sysconfig", "test", "lite", "keras",
+             "experimental", "profiler", "tpu", "estimator", "queue")
+_RISKY_TF_WORDS = ("print", "py_func", "numpy_function", "file", "save", "load", "restore",
+                   "write", "read")
+
+
+class UntrustedCodeError(errors.Error):
+  """A model file whose loading would run code of its own (one line, naming the layer)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_names():
+  """The class names tf_keras deserializes as its own (minus `Lambda`)."""
+  keras = keras2.keras()
+  modules = (keras.layers, keras.layers.experimental,
+             keras.layers.experimental.preprocessing, keras.initializers, keras.regularizers,
+             keras.constraints, keras.losses, keras.metrics, keras.optimizers,
+             keras.optimizers.legacy, keras.optimizers.experimental,
+             keras.optimizers.schedules, keras.mixed_precision, keras.models)
+  found = set()
+  for module in modules:
+    for name, value in vars(module).items():
+      if isinstance(value, type):
+        found.update((name, value.__name__))
+  optimizers = {n for n, v in vars(keras.optimizers).items() if isinstance(v, type)}
+  found.update(f"Custom>{name}" for name in optimizers)  # how .h5 files name built-in ones
+  found.update(f"{name}V2" for name in vars(keras.initializers) if name[:1].isupper())
+  found.update(("Functional", "TFOpLambda", "SlicingOpLambda", "ClassMethod", "InstanceMethod",
+                "InstanceProperty", "BatchNormalizationV1", "BatchNormalizationV2", "GRUV1",
+                "GRUV2", "LSTMV1", "LSTMV2", "GRUCellV1", "GRUCellV2", "LSTMCellV1",
+                "LSTMCellV2"))
+  found.discard("Lambda")
+  return frozenset(found)
+
+
+def _keras_module(module):
+  return module is None or any(module == m or module.startswith(m + ".")
+                               for m in ("keras", "tf_keras"))
+
+
+def _refusal(node, builtin):
+  """Why the serialized object `node` (a dict with "class_name") would run code, or None."""
+  cls = node["class_name"]
+  if cls in _DATA:
+    return None
+  if cls == "Lambda":
+    return "runs Python code stored in the model file"
+  if (not isinstance(cls, str) or cls not in builtin or not _keras_module(node.get("module"))
+      or node.get("registered_name") not in (None, cls)):
+    return "is not a built-in Keras class: loading it runs the model's own code"
+  function = (node.get("config") or {}).get("function") if cls in _TF_OP_LAYERS else None
+  if isinstance(function, str):
+    parts = function.lower().split(".")
+    if (set(parts) & set(_RISKY_TF)
+        or any(word in parts[-1] for word in _RISKY_TF_WORDS)):
+      return f"calls tf.{function}"
+  return None
+
+
+def _name(node):
+  config = node.get("config")
+  name = config.get("name") if isinstance(config, dict) else None
+  return name if isinstance(name, str) else node.get("name")
+
+
+def _what(node, layer):
+  """How a refusal names `node`: "layer 'evil' (Lambda)", "MyInit in layer 'dense'"."""
+  name, cls = _name(node), node["class_name"]
+  if isinstance(name, str):
+    return f"layer {name!r} ({cls})"
+  return f"{cls} in layer {layer!r}" if layer else f"object {cls}"
+
+
+def _first_refusal(config, builtin):
+  """(what, why) of the first object of the JSON `config` that would run code, or None."""
+  stack = [(config, None)]
+  while stack:
+    node, layer = stack.pop()
+    if isinstance(node, dict):
+      if "class_name" in node:
+        why = _refusal(node, builtin)
+        if why:
+          return _what(node, layer), why
+        layer = _name(node) if isinstance(_name(node), str) else layer
+      stack.extend((value, layer) for value in reversed(list(node.values())))
+    elif isinstance(node, list):
+      stack.extend((value, layer) for value in reversed(node))
+  return None
+
+
+def _json(text):
+  return json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+
+
+def _saved_model(path):
+  """The JSON metadata of every Keras object of the SavedModel directory `path`."""
+  metadata = fileio.join(path, "keras_metadata.pb")
+  if fileio.exists(metadata):
+    proto = keras2.keras().protobuf.saved_metadata_pb2.SavedMetadata()
+    proto.ParseFromString(fileio.read_bytes(metadata))
+    return [_json(node.metadata) for node in proto.nodes]
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = saved_model_pb2.SavedModel()
+  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
+  return [_json(node.user_object.metadata)
+          for graph in proto.meta_graphs for node in graph.object_graph_def.nodes
+          if node.WhichOneof("kind") == "user_object"
+          and node.user_object.identifier.startswith("_tf_keras") and node.user_object.metadata]
+
+
+def _configs(path, compiled):
+  """The JSON configurations tf_keras would deserialize when loading `path` (as it decides
+  the format: `tf_keras.saving.load_model`)."""
+  if fileio.isdir(path):
+    return _saved_model(path)
+  with fileio.open_file(path, "rb") as f:
+    if str(path).endswith(".keras") and zipfile.is_zipfile(f):
+      with zipfile.ZipFile(f) as archive:
+        config = _json(archive.read("config.json"))
+      if not compiled and isinstance(config, dict):
+        config.pop("compile_config", None)
+      return [config]
+    import h5py  # pylint: disable=g-import-not-at-top
+    f.seek(0)
+    with h5py.File(f, "r") as h5:
+      keys = ("model_config", "training_config") if compiled else ("model_config",)
+      return [_json(h5.attrs[key]) for key in keys if key in h5.attrs]
+
+
+def check(path, compiled=False):
+  """Raises `UntrustedCodeError` if loading the Keras model `path` would run code of its own.
+
+  Args:
+    path: a `.keras` / `.h5` file or a SavedModel directory (`imported.kind` "keras").
+    compiled: the model is to be loaded compiled (its loss, metrics and optimizer are read).
+
+  Raises:
+    UntrustedCodeError: a `Lambda` layer, an object of a class that is not a built-in Keras
+      class, or a TensorFlow function that touches files or Python (one line, naming the layer
+      and `--trust_model_code`); a configuration that cannot be read ("cannot load").
+  """
+  try:
+    configs = _configs(path, compiled)
+  except Exception as e:  # pylint: disable=broad-except  (h5py, zipfile, protobuf, JSON errors)
+    raise UntrustedCodeError(f"cannot load reference {path}: cannot read its model "
+                             f"configuration ({errors.one_line(e, 300)})") from e
+  builtin = _builtin_names()
+  for config in configs:
+    found = _first_refusal(config, builtin)
+    if found:
+      what, why = found
+      raise UntrustedCodeError(f"reference {path}: {what} {why}; refused unless {FLAG} "
+                               "(runs the model's own Python code while loading it)")

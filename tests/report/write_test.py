@@ -58,11 +58,11 @@ def biased(tmp_path_factory):
 
 def test_files_and_schema(digits):
   _, out, doc = digits
-  assert sorted(os.listdir(out)) == [".report.files.json", "report.html", "report.json",
+  assert sorted(os.listdir(out)) == [".tf_forget.report.files.json", "report.html", "report.json",
                                      "tables"]
   # What the swap put in place is recorded (issue #35: a re-run refuses to delete a user's file
   # in tables/): exactly the files written, the listing itself aside.
-  with open(os.path.join(out, ".report.files.json")) as f:
+  with open(os.path.join(out, ".tf_forget.report.files.json")) as f:
     recorded = json.load(f)["files"]
   assert sorted(recorded) == sorted(
       [f"tables/{n}" for n in os.listdir(os.path.join(out, "tables"))]

@@ -10,7 +10,7 @@ rename: trees move file by file, the completion markers (`manifest.json`) out fi
 and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
 
 What a swap replaces is recorded (issue #35): after a swap with `record=True` (the report's and
-the bundle's), `<dir>/.<label>.files.json` lists
+the bundle's), `<dir>/.tf_forget.<label>.files.json` lists
 the files of the new entries (`listing`). A file a user added later under one of those entries
 (`deploy/notes.txt`, `tables/mine.csv`) is not tf_forget's: `foreign_files` names it, and the
 audit refuses to replace the entry before it writes anything (`eval/audit_lib.py`), instead of
@@ -63,8 +63,9 @@ def _move(src, dst, first=(), last=()):
 
 
 def listing(directory, label):
-  """`<directory>/.<label>.files.json`: the files the last swap of `label` put in place."""
-  return fileio.join(directory, f".{label.lstrip('.')}.files.json")
+  """`<directory>/.tf_forget.<label>.files.json`: the files the last swap of `label` put in
+  place (named apart from the swap's own `<label>.tmp-*` / `<label>.old-*` entries)."""
+  return fileio.join(directory, f".tf_forget.{label.lstrip('.')}.files.json")
 
 
 def _entry_files(directory, names):

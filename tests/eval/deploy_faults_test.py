@@ -106,6 +106,11 @@ def test_manifest_is_strict_json_and_fails_what_it_cannot_gate(run, tmp_path):
   assert manifest["failed_variants"] == ["prune_0.9"]
 
 
+# The bundle and the record of what it put in place (issue #35: a user's file in deploy/ is
+# refused, never deleted); no staging or aside directory is left.
+BUNDLE_ENTRIES = [".tf_forget.deploy.files.json", "deploy"]
+
+
 def test_a_failed_swap_keeps_the_previous_bundle(run, tmp_path, monkeypatch):
   out = str(tmp_path)
   deploy.write_bundle(run, out, _report(), gates_lib.Gates())
@@ -115,7 +120,7 @@ def test_a_failed_swap_keeps_the_previous_bundle(run, tmp_path, monkeypatch):
   with pytest.raises(errors.WriteError, match="Input/output error") as e:
     deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE)
   assert failed and "\n" not in str(e.value)
-  assert files.snapshot(out) == before and os.listdir(out) == ["deploy"]
+  assert files.snapshot(out) == before and sorted(os.listdir(out)) == BUNDLE_ENTRIES
 
 
 def test_an_old_bundle_that_cannot_be_removed_is_one_warning(run, tmp_path, monkeypatch):
@@ -140,7 +145,7 @@ def test_an_old_bundle_that_cannot_be_removed_is_one_warning(run, tmp_path, monk
   lines.clear()
   deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE,
                       log=lines.append)
-  assert lines == [] and os.listdir(out) == ["deploy"]  # the leftover is gone
+  assert lines == [] and sorted(os.listdir(out)) == BUNDLE_ENTRIES  # the leftover is gone
 
 
 def _check_bundle(out, manifest):
@@ -166,7 +171,7 @@ def test_a_swap_killed_between_its_renames_is_restored(run, tmp_path):
   # The next run is restored before it builds; its build fails (a variant never exported).
   with pytest.raises(errors.ReadError):
     deploy.write_bundle(run, out, _report(variants=("dense", "prune_0.5")), gates_lib.Gates())
-  assert files.snapshot(out) == before and os.listdir(out) == ["deploy"]
+  assert files.snapshot(out) == before and sorted(os.listdir(out)) == BUNDLE_ENTRIES
   manifest = deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE)
   _check_bundle(out, manifest)
-  assert os.listdir(out) == ["deploy"]
+  assert sorted(os.listdir(out)) == BUNDLE_ENTRIES

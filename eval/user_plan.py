@@ -152,7 +152,7 @@ def _kind(references):
   return kinds.pop()
 
 
-def _read_tflite(path):
+def read_tflite(path):
   """The bytes of a user's `.tflite` file: a complete flatbuffer (`candidates.read`) that the
   LiteRT interpreter loads and allocates (built-in kernels, one thread; issue #35)."""
   data = candidates_lib.read(path)
@@ -178,7 +178,7 @@ def _signature(references, kind, output_index, trust_model_code=False):
       found.append(imported.signature(imported.load(path, trust_model_code), path,
                                       output_index))
     else:
-      data = _read_tflite(path)
+      data = read_tflite(path)
       candidates_lib.check_float_reference(data, path)
       found.append(candidates_lib.signature(data, path, output_index))
   for path, sig in zip(references[1:], found[1:]):
@@ -294,7 +294,7 @@ def _check_candidates(user, signature):
           "give one file per reference, in the same order")
     for path in paths:
       candidates_lib.check_signature(
-          path, candidates_lib.signature(_read_tflite(path), path, user.output_index),
+          path, candidates_lib.signature(read_tflite(path), path, user.output_index),
           signature)
 
 

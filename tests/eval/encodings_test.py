@@ -147,25 +147,36 @@ def _cpu_load(processes=2, seconds=120):
       p.wait()
 
 
-PRUNED = ["prune_0.9", "prune_0.9+full_int8"]
+def _decision(run_dir, variant, **kwargs):
+  """(encoding, latency_check, reason) of `variant` timed afresh."""
+  e = encodings.choose(run_dir, [variant], "test", remeasure=True, **kwargs)["variants"][variant]
+  return e["encoding"], e["latency_check"], e["reason"]
 
 
 def test_five_fresh_measurements_give_the_same_decision(run):
-  """Issue #25: the same twins re-timed five times (under bursty load) ship the same file."""
+  """Issue #25: the same twins re-timed five times (under bursty load) ship the same file.
+
+  The float32 twin runs on XNNPACK as its plain file does (ratio ~1) and is judged at the
+  default bound, 1.5x: the case of issue #25 (the digits CNN's sparse twin measured 1.9x
+  "slower" in 3 of 8 runs). The int8 twin runs on the built-in kernels, and how much slower
+  that is depends on the machine: 2.6x-300x on the development machine, 1.4x-1.7x at batch 1
+  on the CI machine, where a bound of 1.5x sits inside the spread and no rule decides stably.
+  It is judged at a bound of half the low end of its first measurement: the five re-timings
+  must not move that low end by 2x (as a single median moved in issue #25; a re-timing here
+  under the load below moved it by 1.4x at most).
+  """
+  _, check, _ = _decision(run, "prune_0.9+full_int8")
+  bound = check["low"] / 2
   decisions = []
   with _cpu_load():
     for _ in range(5):
-      doc = encodings.choose(run, PRUNED, "test", remeasure=True)
-      decisions.append({v: e["encoding"] for v, e in doc["variants"].items()})
-      checks = {v: e["latency_check"] for v, e in doc["variants"].items()}
+      float32 = _decision(run, "prune_0.9")
+      int8 = _decision(run, "prune_0.9+full_int8", max_latency_ratio=bound)
+      decisions.append((float32[0], int8[0]))
       print({v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
-             for v, c in checks.items()})
-  assert all(d == decisions[0] for d in decisions), decisions
-  # float32 sparse runs on XNNPACK as fast as plain; sparse int8 on the built-in kernels is
-  # several times slower (measured 2.6x-300x), beyond any spread.
-  assert decisions[0]["prune_0.9"] == "sparse"
-  assert decisions[0]["prune_0.9+full_int8"] == "plain"
-  assert "slower than plain (ratio interval" in doc["variants"]["prune_0.9+full_int8"]["reason"]
+             for v, c in (("prune_0.9", float32[1]), ("prune_0.9+full_int8", int8[1]))})
+  assert decisions == [("sparse", "plain")] * 5, (bound, decisions)
+  assert "slower than plain (ratio interval" in int8[2]
 
 
 @pytest.fixture()

@@ -1,7 +1,7 @@
 """The user's `.tflite` files, refused in one line when they cannot be audited (issue #35).
 
-Runs the audit binary as a user does (`audit_binary`) over the files `user_files.make` builds
-(a tiny digits classifier, its plain converter's full int8 and float32 files, a PNG folder):
+Over the files `user_files.make` builds (a tiny digits classifier, its plain converter's full
+int8 and float32 files, a PNG folder):
 
   * a `.tflite` cut at any length, or with bytes overwritten, given as `--candidate` or as
     `--reference`, is refused before anything is written: exit 1, one line naming the file
@@ -13,8 +13,11 @@ Runs the audit binary as a user does (`audit_binary`) over the files `user_files
     own options) given as `--reference` is refused with what it is and how to give it; the
     float32 file stays accepted.
 
-"Nothing written": `--out` does not exist afterwards when it did not before, and an existing
-empty one stays empty.
+Every cut, overwrite and quantized file is checked by the function the audit calls on each
+`.tflite` it is given (`eval.user_plan.read_tflite`, then `candidates.check_float_reference`
+for a reference); one case of each kind also goes through the audit binary as a user runs it
+(`audit_binary`), which must refuse it in that one line and write nothing: `--out` does not
+exist afterwards when it did not before, and an existing empty one stays empty.
 """
 
 import struct
@@ -24,9 +27,11 @@ import pytest
 import tensorflow as tf
 from ai_edge_litert import schema_py_generated as schema
 
+from eval import user_plan
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
+from tflite_export import candidates
 from tflite_export import flatbuffer
 
 CUTS = ("0", "1", "7", "8", "100", "half", "len-100", "len-1")
@@ -87,20 +92,36 @@ def _existing_out(tmp_path):
   return out
 
 
+def _read_error(path):
+  """The one-line error of the audit's read of a user's `.tflite` file."""
+  with pytest.raises(candidates.CandidateError) as e:
+    user_plan.read_tflite(str(path))
+  return str(e.value)
+
+
+@pytest.mark.parametrize("name", ["int8.tflite", "float.tflite"])
 @pytest.mark.parametrize("cut", CUTS)
-def test_truncated_candidate_is_refused(root, tmp_path, cut):
+def test_a_file_cut_at_any_length_is_refused(root, tmp_path, name, cut):
+  path = tmp_path / f"cut_{cut}_{name}"
+  path.write_bytes(_cut((root / name).read_bytes(), cut))
+  line = _read_error(path)
+  assert line.startswith(f"{path} {INCOMPLETE}") and line.endswith(")"), line
+
+
+@pytest.mark.parametrize("cut, existing", [("len-100", True), ("8", False)])
+def test_truncated_candidate_is_refused_by_the_audit(root, tmp_path, cut, existing):
+  """The issue's case: a candidate missing its last 100 bytes (was a `struct.error`)."""
   path = root / f"int8_cut_{cut}.tflite"
   path.write_bytes(_cut((root / "int8.tflite").read_bytes(), cut))
-  out = _existing_out(tmp_path) if cut in ("8", "len-100") else tmp_path / "out"
+  out = _existing_out(tmp_path) if existing else tmp_path / "out"
   line = _refused(root, user_files.args(out, f"--candidate=cut={path.name}"), out)
-  assert f"{path} {INCOMPLETE}" in line and line.endswith(")"), line
+  assert line == "audit: error: " + _read_error(path)
 
 
-@pytest.mark.parametrize("cut", CUTS)
-def test_truncated_reference_is_refused(root, tmp_path, cut):
-  path = root / f"float_cut_{cut}.tflite"
-  path.write_bytes(_cut((root / "float.tflite").read_bytes(), cut))
-  out = _existing_out(tmp_path) if cut in ("1", "half") else tmp_path / "out"
+def test_truncated_reference_is_refused_by_the_audit(root, tmp_path):
+  path = root / "float_cut_half.tflite"
+  path.write_bytes(_cut((root / "float.tflite").read_bytes(), "half"))
+  out = _existing_out(tmp_path)
   line = _refused(root, _reference_args(path.name, out), out)
   assert f"{path} {INCOMPLETE}" in line and line.endswith(")"), line
 
@@ -123,34 +144,58 @@ def _overwrite_options(data):
   return data[:options.Pos] + struct.pack("<i", -(1 << 30)) + data[options.Pos + 4:]
 
 
-@pytest.mark.parametrize("flag", ["candidate", "reference"])
-@pytest.mark.parametrize("corruption", ["name_length", "options"])
-def test_overwritten_bytes_are_refused(root, tmp_path, flag, corruption):
-  source = root / ("int8.tflite" if flag == "candidate" else "float.tflite")
-  data = source.read_bytes()
-  path = root / f"{flag}_{corruption}.tflite"
+def _overwritten(root, name, corruption):
+  data = (root / name).read_bytes()
+  path = root / f"{corruption}_{name}"
   path.write_bytes(_overwrite_name_length(data, seed=35) if corruption == "name_length"
                    else _overwrite_options(data))
-  out = tmp_path / "out"
-  args = (user_files.args(out, f"--candidate=bad={path.name}") if flag == "candidate"
-          else _reference_args(path.name, out))
-  line = _refused(root, args, out)
-  assert f"{path} {INCOMPLETE}" in line, line
+  return path
+
+
+@pytest.mark.parametrize("name", ["int8.tflite", "float.tflite"])
+@pytest.mark.parametrize("corruption", ["name_length", "options"])
+def test_overwritten_bytes_are_refused(root, name, corruption):
+  path = _overwritten(root, name, corruption)
+  line = _read_error(path)
+  assert line.startswith(f"{path} {INCOMPLETE}"), line
   if corruption == "name_length":  # the bounds-checked parse names the string
     assert "tensor" in line and ": name: " in line and "past the end of the" in line, line
   else:
     assert "the LiteRT interpreter refuses it" in line, line
 
 
-@pytest.mark.parametrize("name, kind", [("int8.tflite", "full-integer int8"),
-                                        ("dynamic.tflite", "dynamic-range int8"),
-                                        ("float16.tflite", "float16-weight")])
-def test_quantized_reference_is_refused(root, tmp_path, name, kind):
+@pytest.mark.parametrize("flag", ["candidate", "reference"])
+def test_overwritten_bytes_are_refused_by_the_audit(root, tmp_path, flag):
+  """The part the parser does not read: found when the interpreter loads the file."""
+  path = _overwritten(root, "int8.tflite" if flag == "candidate" else "float.tflite", "options")
   out = tmp_path / "out"
-  line = _refused(root, _reference_args(name, out), out)
+  args = (user_files.args(out, f"--candidate=bad={path.name}") if flag == "candidate"
+          else _reference_args(path.name, out))
+  line = _refused(root, args, out)
+  assert f"{path} {INCOMPLETE}" in line and "the LiteRT interpreter refuses it" in line, line
+
+
+def _quantized_reference_error(path):
+  return (f"--reference must be the float model; {path} is a "
+          f"{KINDS[path.name]} file: give it as --candidate=NAME={path}")
+
+
+KINDS = {"int8.tflite": "full-integer int8", "dynamic.tflite": "dynamic-range int8",
+         "float16.tflite": "float16-weight"}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_quantized_reference_is_refused(root, name):
   path = root / name
-  assert line == (f"audit: error: --reference must be the float model; {path} is a {kind} "
-                  f"file: give it as --candidate=NAME={path}")
+  with pytest.raises(candidates.CandidateError) as e:
+    candidates.check_float_reference(user_plan.read_tflite(str(path)), str(path))
+  assert str(e.value) == _quantized_reference_error(path)
+
+
+def test_quantized_reference_is_refused_by_the_audit(root, tmp_path):
+  out = tmp_path / "out"
+  line = _refused(root, _reference_args("dynamic.tflite", out), out)
+  assert line == "audit: error: " + _quantized_reference_error(root / "dynamic.tflite")
 
 
 def test_float_reference_is_accepted(root, tmp_path):
@@ -159,3 +204,4 @@ def test_float_reference_is_accepted(root, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert "audit plan: your model (tflite, 1 reference, 8x8x1 -> 10 classes)" in result.stdout
   assert "candidates: int8" in result.stdout
+  candidates.check_float_reference((root / "float.tflite").read_bytes(), "float.tflite")

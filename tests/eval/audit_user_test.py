@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from eval import audit
+from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
@@ -154,6 +156,20 @@ def test_three_references_and_float_tflite_references(user):
      "is not a class of class_names"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
+  """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
+  out = user / "refused"
+  line = binary_main.run_argv(
+      audit.main, "audit", ["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
+  assert isinstance(line, str) and "\n" not in line, line
+  assert line.startswith("audit: error:") and expected in line, line
+  assert not out.exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--reference=nope.keras", "--candidate=int8=int8_0.tflite"], "nope.keras does not exist"),
+    (["--reference=model0.keras", "--candidate=Bad-Name=int8_0.tflite"], "bad candidate name"),
+])
+def test_bad_input_through_the_binary_is_one_line_and_writes_nothing(user, args, expected):
   out = user / "refused"
   result = audit_binary.audit(["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
   line = audit_binary.one_line(result)

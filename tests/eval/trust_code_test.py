@@ -21,6 +21,8 @@ import zipfile
 
 import pytest
 
+from eval import audit
+from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
@@ -206,12 +208,25 @@ def test_built_in_models_of_every_format_pass(tmp_path):
     ("user_prep:fails", "raised ValueError: the user's code failed"),
     ("os:system", "os.system is a builtin_function_or_method, not a Python function"),
     ("user_prep:nothing", "cannot be imported")])
-def test_a_bad_preprocess_function_is_one_line_and_writes_nothing(user, function, message):
+def test_a_bad_preprocess_function_is_one_line_and_writes_nothing(user, function, message,
+                                                                  monkeypatch):
+  """The binary's `main` in this process (`binary_main.run_argv`), `user_prep` importable;
+  `os:system` also through the binary below."""
+  monkeypatch.syspath_prepend(str(user))
   out = f"out_{function.replace(':', '_')}"
-  line = audit_binary.one_line(_audit(["--reference=model.keras", f"--preprocess={function}",
-                                       f"--out={out}", *ARGS], user))
+  line = binary_main.run_argv(audit.main, "audit", ["--reference=model.keras",
+                                                    f"--preprocess={function}",
+                                                    f"--out={out}", *ARGS], user)
+  assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error: ") and message in line, line
   assert not (user / out).exists()
+
+
+def test_a_bad_preprocess_function_is_refused_by_the_binary(user):
+  line = audit_binary.one_line(_audit(["--reference=model.keras", "--preprocess=os:system",
+                                       "--out=out_os", *ARGS], user))
+  assert line.startswith("audit: error: ") and "not a Python function" in line, line
+  assert not (user / "out_os").exists()
 
 
 def test_a_good_preprocess_function_feeds_the_model(user):

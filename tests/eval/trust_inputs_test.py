@@ -1,5 +1,7 @@
 """Issue #35 ("Trust what users bring"): edge cases an adversarial tester found with a user's
-model and image folder, each through the audit binary (`eval/audit.py` in a subprocess).
+model and image folder. One refusal of each kind runs the audit binary (`eval/audit.py`) in a
+subprocess; its variants run the binary's `main` in this process (`binary_main.run_argv`: the
+same line, without a subprocess's TensorFlow import).
 
 Every refusal is one line on stderr, exit status 1, and nothing written or deleted anywhere
 under the user's directory (`_tree` before and after): text files that are not UTF-8 (a BOM is
@@ -20,6 +22,8 @@ import time
 
 import pytest
 
+from eval import audit
+from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
@@ -54,13 +58,18 @@ def _tree(path):
   return out
 
 
-def _refused(root, args, expected):
-  """Runs the audit, which must refuse in one line containing `expected` and write nothing."""
+def _refused(root, args, expected, binary=False):
+  """Runs the audit, which must refuse in one line containing `expected` and write nothing:
+  the binary in a subprocess with `binary`, else its `main` in this process."""
   before = _tree(root)
-  result = audit_binary.audit(args, root)
-  line = audit_binary.one_line(result)
+  if binary:
+    result = audit_binary.audit(args, root)
+    line = audit_binary.one_line(result)
+    assert "Traceback" not in result.stderr + result.stdout
+  else:
+    line = binary_main.run_argv(audit.main, "audit", args, root)
+    assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error: ") and expected in line, line
-  assert "Traceback" not in result.stderr + result.stdout
   assert _tree(root) == before  # nothing written (no out/, no logs/), nothing deleted
   return line
 
@@ -85,7 +94,7 @@ def test_labels_txt_with_a_bom_is_read_and_latin1_is_refused(root):
     labels.write_bytes("\n".join(["café"] + LABELS[1:]).encode("latin-1") + b"\n")
     _refused(root, user_files.args("out"),
              f"class names {labels} is not UTF-8 (byte 0xe9 at offset 3, line 1): re-save it "
-             "as UTF-8")
+             "as UTF-8", binary=True)
   finally:
     labels.unlink()
 
@@ -205,7 +214,7 @@ def test_subgroup_gate_says_what_is_missing(root, binary_root):
   _refused(root, user_files.args("out", "--attributes=attrs.csv", "--protected=glasses",
                                  "--max_subgroup_fnr_increase=0.05"),
            "--max_subgroup_fnr_increase gates the false-negative rate of protected subgroups, "
-           "which needs a binary task (positive = class 1): folder has 10 classes")
+           "which needs a binary task (positive = class 1): folder has 10 classes", binary=True)
   _refused(binary_root, _binary_args("--attributes=attrs.csv"),
            "--max_subgroup_fnr_increase gates protected subgroups: it needs "
            f"--protected=ATTR[,ATTR] naming attributes of attributes CSV "
@@ -236,7 +245,7 @@ def test_executor_flag_clashes_are_refused(root):
            "--executor=ray needs --workers >= 1")
   _refused(root, user_files.args("out", "--workers=2"),  # COMMON has --executor=inline
            "--workers=2 is for --executor=local (processes) or ray; --executor=inline runs "
-           "everything in this process")
+           "everything in this process", binary=True)
 
 
 @pytest.fixture
@@ -274,7 +283,7 @@ def test_a_port_that_is_no_ray_cluster_is_refused_in_seconds(root, not_ray):
   _refused(root, user_files.args("out", "--executor=ray",
                                  f"--ray_address=ray://127.0.0.1:{not_ray}"),
            f"ray://127.0.0.1:{not_ray} answers but is not a Ray cluster (it answered "
-           "b'garbage, ', not an HTTP/2 SETTINGS frame)")
+           "b'garbage, ', not an HTTP/2 SETTINGS frame)", binary=True)
   assert time.monotonic() - start < 90  # imports and validation; ray.init would wait 120 s
 
 
@@ -285,7 +294,7 @@ def test_out_inside_a_data_folder_is_refused(root):
   _refused(root, user_files.args("images/run"),
            f"--out {root / 'images' / 'run'} is inside the data folder {root / 'images'} "
            "(--dataset): the audit would write into your data and read its own files as "
-           "examples; give an --out outside it")
+           "examples; give an --out outside it", binary=True)
   calibration = root / "calibration"
   shutil.copytree(root / "images", calibration)
   try:

@@ -186,10 +186,21 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
      "was saved without model.compile"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
+  """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
   out = user / "refused"
-  result = audit_binary.audit(["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
-  line = audit_binary.one_line(result)
+  line = binary_main.run_argv(
+      audit.main, "audit", ["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
+  assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error:") and expected in line, line
+  assert not out.exists()
+
+
+def test_bad_input_through_the_binary_is_one_line_and_writes_nothing(user):
+  out = user / "refused"
+  result = audit_binary.audit(["--dataset=folder:test", f"--out={out}",
+                               "--reference=model.keras", "--pruning=oneshot", *COMMON], user)
+  line = audit_binary.one_line(result)
+  assert line.startswith("audit: error:") and "give --train=DATA" in line, line
   assert not out.exists()
 
 

@@ -118,11 +118,17 @@ def write_inputs(tmp, n_images, width, seed):
 def run_audit(paths, out, num_threads):
   """Runs the audit; (wall seconds, [(index, name, seconds)], {stage name: [(task, seconds)]},
   exit code, output lines)."""
-  cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"),
-         f"--dataset=folder:{paths['images']}", f"--reference={paths['reference']}",
-         *[f"--candidate={name}={paths[name]}" for name in CANDIDATES],
-         "--executor=inline", "--deploy_encoding=plain", f"--num_threads={num_threads}",
-         f"--out={out}"]
+  return run_command([
+      f"--dataset=folder:{paths['images']}", f"--reference={paths['reference']}",
+      *[f"--candidate={name}={paths[name]}" for name in CANDIDATES],
+      "--executor=inline", "--deploy_encoding=plain", f"--num_threads={num_threads}",
+      f"--out={out}"])
+
+
+def run_command(args):
+  """Runs `eval/audit.py` with `args` in a subprocess; (wall seconds, [(index, name, seconds)]
+  of its stages, {stage name: [(task, seconds)]}, exit code, output lines)."""
+  cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args]
   env = dict(os.environ, PYTHONUNBUFFERED="1",
              PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
   print("audit command:", " ".join(cmd[1:]), flush=True)
@@ -196,10 +202,13 @@ def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
 
 
 def raw_seconds(model_path, images, batch_size, num_threads, runtime, repeats):
-  """Median seconds of set_tensor / invoke / get_tensor over `images` (see the docstring)."""
+  """Median seconds of set_tensor / invoke / get_tensor over `images` (see the docstring): the
+  model's inputs `[N, H, W, C]`, put in the file's layout and quantized outside the clock."""
   from eval import interpreter  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import input_layout  # pylint: disable=g-import-not-at-top
   with open(model_path, "rb") as f:
     data = f.read()
+  batch_size = interpreter.input_layout_of(data).batch or batch_size  # a fixed batch: its own
   n = len(images)
   full, tail = (n // batch_size) * batch_size, n % batch_size
   jobs = []
@@ -209,7 +218,8 @@ def raw_seconds(model_path, images, batch_size, num_threads, runtime, repeats):
     interp = interpreter.create(data, num_threads, runtime, batch_size=size)
     details = interp.get_input_details()[0]
     quantize = interpreter.InputQuantizer(details)
-    prepared = [quantize(images[s:s + size]) for s in chunks]
+    layout = input_layout.of_details(details)  # e.g. [N, H, W] for a file without channels
+    prepared = [quantize(layout.to_model(images[s:s + size])) for s in chunks]
     jobs.append((interp, details["index"], interp.get_output_details()[0]["index"], prepared))
     interp.set_tensor(details["index"], prepared[0])  # warm up: XNNPACK prepares on 1st invoke
     interp.invoke()

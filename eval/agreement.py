@@ -21,6 +21,7 @@ import numpy as np
 
 from tf_forget.artifacts import predictions
 from tf_forget.artifacts import errors
+from tf_forget.data import input_layout
 
 
 class AgreementError(errors.Error):
@@ -137,14 +138,16 @@ def compare_files(path, reference_path):
 
 
 def keras_scores(model, batches, batch_size=256):
-  """Keras logits `[N, C]` (inference mode) of a stream of `Examples`, fed as at evaluation.
+  """Keras logits `[N, C]` (inference mode) of a stream of `Examples`, fed as at evaluation
+  (in the model's input layout, `input_layout`: NHWC, grey NHW or channels-first NCHW).
 
   Returns:
     (ids int64 [N], labels int64 [N], scores float32 [N, C]).
   """
+  layout = input_layout.from_shape(tuple(model.inputs[0].shape))
   ids, labels, scores = [], [], []
   for batch in batches:
-    images = np.asarray(batch.images, np.float32)
+    images = layout.to_model(np.asarray(batch.images, np.float32))
     for start in range(0, len(images), batch_size):
       scores.append(np.asarray(model(images[start:start + batch_size], training=False)))
     ids.append(np.asarray(batch.ids, np.int64))

@@ -47,7 +47,9 @@ _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forge
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
 _PLAN = flags.DEFINE_bool("plan", False,
                           "Print the audit's cost plan (counts per stage and an estimate) and "
-                          "exit 0: writes nothing, needs no data on disk (eval/costs.py).")
+                          "exit 0: writes nothing, needs no data on disk (eval/costs.py); with "
+                          "--reference, the files' inferences over the listed images and the "
+                          "time, no image read (eval/user_costs.py).")
 _UNIT_COSTS = flags.DEFINE_string("unit_costs", None,
                                   "Unit-cost file of --plan (default: "
                                   "eval/unit_costs/cpu_2core_avx512.json).")
@@ -206,8 +208,12 @@ _ANN_COLUMNS = flags.DEFINE_list(
 
 _REPAIR_LAYERS = flags.DEFINE_list(
     "repair_layers", [], "Also make and audit full_int8~float<N> for each N (e.g. 1,2,3): each "
-    "full int8 file with the N layers that erred most on the examples it forgot kept in float; "
+    "full int8 file that forgot something significant (more than 3 broken examples, McNemar "
+    "p <= 0.05) with the N layers that erred most on the examples it forgot kept in float; "
     "the verdict ships the smallest file that passes the gates (empty or 0: none).")
+_REPAIR_ALWAYS = flags.DEFINE_bool(
+    "repair_always", False, "With --repair_layers: repair every full int8 file, also one that "
+    "forgot nothing significant (to measure what a repair costs).")
 
 # Your own model, files and data (issue #28; eval/user_plan.py).
 _REFERENCE = flags.DEFINE_list(
@@ -257,6 +263,11 @@ _TRUST_CODE = flags.DEFINE_bool(
     "layers) while loading it. Without it, a --reference holding a Lambda layer or a layer "
     "or object that is not a built-in Keras class is refused before anything is loaded or "
     "written, and .keras files load in Keras' safe mode.")
+_INPUT_SCALING_CHECK = flags.DEFINE_enum(
+    "input_scaling_check", "on", ["on", "off"], "Before the audit, run your --reference on 256 "
+    "test images under the given --preprocess and every other standard one (raw pixels, unit, "
+    "symmetric, imagenet_caffe, imagenet_torch) and refuse, naming the likely --preprocess, "
+    "when the given one scores near chance or far below another; off: audit as given.")
 # Flags that describe a population tf_forget trains: refused with --reference.
 TRAINING_FLAGS = ("preset", "model", "members", "variants", "sparsities", "steps")
 
@@ -369,10 +380,11 @@ def _user_models():
   from eval import user_plan  # pylint: disable=g-import-not-at-top
   if not _REFERENCE.value:
     if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
-        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value or _TRUST_CODE.value):
+        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value or _TRUST_CODE.value
+        or flags.FLAGS["input_scaling_check"].present):
       raise errors.Error("--candidate, --compress, --calibration, --train, --output_index, "
-                         "--preprocess and --trust_model_code audit your own model: give it "
-                         "with --reference")
+                         "--preprocess, --trust_model_code and --input_scaling_check audit "
+                         "your own model: give it with --reference")
     if _CLASS_NAMES.value or _ATTRIBUTES.value or _PROTECTED.value:  # else silently unused
       raise errors.Error("--class_names, --attributes and --protected describe your own data "
                          "for your own model: give it with --reference")
@@ -390,7 +402,8 @@ def _user_models():
       attributes=filesystem.user_path(_ATTRIBUTES.value),
       protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
       preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value, train=_TRAIN.value,
-      trust_model_code=_TRUST_CODE.value)
+      trust_model_code=_TRUST_CODE.value,
+      input_scaling_check=_INPUT_SCALING_CHECK.value == "on")
 
 
 def _default_out():
@@ -466,6 +479,7 @@ def main(argv):
       _EXECUTOR.value, workers=_WORKERS.value,
       ray_address=_RAY_ADDRESS.value,
       repair_layers=tuple(sorted({int(v) for v in _REPAIR_LAYERS.value} - {0})),
+      repair_always=_REPAIR_ALWAYS.value,
       max_image_pixels=_MAX_PIXELS.value)
   if _PLAN.value:
     try:

@@ -88,6 +88,8 @@ class AuditConfig:
     repair_layers: the N > 0 of the repaired files: for every member with a full int8 file and
       each N, `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
       `eval.layer_analysis`); () (the default) none. In `to_json` only when given.
+    repair_always: repair every full int8 file, not only one that forgot something
+      significant (`layer_analysis.repair_needed`, issue #36). In `to_json` only when True.
     max_image_pixels: the largest image of the user's data accepted (width x height, issue #35;
       `tf_forget.data.fingerprint`). In `to_json` only when not the default.
   """
@@ -126,6 +128,7 @@ class AuditConfig:
   remeasure_latency: bool = False
   user: Optional[object] = None
   repair_layers: Tuple[int, ...] = ()
+  repair_always: bool = False
   max_image_pixels: int = fingerprint.DEFAULT_MAX_PIXELS
 
   def to_json(self):
@@ -146,6 +149,8 @@ class AuditConfig:
       del d["robust_training"]
     if not d["remeasure_latency"]:  # likewise
       del d["remeasure_latency"]
+    if not d["repair_always"]:  # likewise
+      del d["repair_always"]
     if d["max_image_pixels"] == fingerprint.DEFAULT_MAX_PIXELS:  # likewise
       del d["max_image_pixels"]
     d["oneshot_overrides"] = dict(self.oneshot_overrides or {})

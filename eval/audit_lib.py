@@ -47,10 +47,12 @@ import time
 from eval import audit_config
 from eval import audit_plan
 from eval import data_identity
+from eval import input_scaling
 from eval import run_identity
 from eval import deploy
 from eval import encodings as encodings_lib
 from eval import stages
+from eval import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
@@ -125,8 +127,10 @@ def _validate(config):
   if p.user is None:  # an audit of the user's models trains nothing (issue #28)
     population.check_run_dir(p.population)
   stages.check_executor(config)
+  if p.user is not None and p.user.input_scaling_check:  # late: it runs the model (#36)
+    input_scaling.check(p.user, p.population.kind, p.dataset)
   if not fileio.is_url(config.out):
-    _check_out(config.out)
+    _check_out(config.out)  # creates `out` if it does not exist: last
   return p, identity, hashed
 
 
@@ -166,6 +170,17 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
     lock.release()
 
 
+def _estimated_seconds(p):
+  """One worker's estimated time of an audit of the user's files (`user_plan.estimate`), or
+  None (a population audit, or a file whose cost cannot be told)."""
+  if p.user is None:
+    return None
+  try:
+    return user_plan.estimate(p).seconds
+  except errors.Error:
+    return None
+
+
 def _run_locked(config, p, identity, log, human_study=None, hashed=()):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
   fileio.write_json(layout.audit_file(config.out),
@@ -174,7 +189,7 @@ def _run_locked(config, p, identity, log, human_study=None, hashed=()):
     log(line)
   data_identity.write(config.out, hashed)
   t_start = time.time()
-  executor = stages.make_executor(config, log)
+  executor = stages.make_executor(config, log, _estimated_seconds(p))
   try:
     try:
       log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))

@@ -112,6 +112,8 @@ class Plan:
     user: the user's `eval.user_plan.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
     repair_layers: the N of the repaired files `full_int8~float<N>` (issue #29); (): none.
+    repair_always: repair every full int8 file, also one that forgot nothing significant
+      (`--repair_always`; by default only those, `layer_analysis.repair_needed`, issue #36).
   """
   population: object
   quantizations: tuple
@@ -130,6 +132,7 @@ class Plan:
   iterative_schedule: object = None
   user: object = None
   repair_layers: tuple = ()
+  repair_always: bool = False
 
   @property
   def variants(self):
@@ -219,9 +222,10 @@ def plan(config, check_data=True):
   """
   _check_run_options(config)
   if config.user is not None:  # the user's own models (issue #28): imported, not trained
-    p = user_plan.plan(config, Plan)
+    p = user_plan.plan(config, Plan, check_data=check_data)
     _check_gates(config, p.dataset)
-    return dataclasses.replace(p, repair_layers=_repair_layers(config, p))
+    return dataclasses.replace(p, repair_layers=_repair_layers(config, p),
+                               repair_always=bool(config.repair_always))
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -267,7 +271,8 @@ def plan(config, check_data=True):
            oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
            published=published, extra_splits=extra, iterative=iterative,
            iterative_schedule=iter_schedule)
-  return dataclasses.replace(p, repair_layers=_repair_layers(config, p))
+  return dataclasses.replace(p, repair_layers=_repair_layers(config, p),
+                             repair_always=bool(config.repair_always))
 
 
 def _repair_layers(config, p):

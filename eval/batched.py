@@ -19,6 +19,11 @@ folded) and per-row dynamic quantization of activations in the hybrid (`dynamic_
 tests/eval/batched_test.py checks that every format gives the same outputs at batch 1 and at
 batch B under both policies.
 
+The images are `[N, H, W, C]` as a data set yields them; the file's input layout
+(`tf_forget.data.input_layout`, issue #36: `[B, H, W, C]`, grey `[B, H, W]`, channels-first
+`[B, C, H, W]`) decides how they are fed. A file whose input cannot be resized (a fixed batch
+in its shape signature, e.g. `[1, H, W]`) runs at its own batch size with the "pad" policy.
+
 `runtime="auto"` (issue #10) runs the file as a device would (`interpreter.create_for_device`):
 XNNPACK, or the built-in kernels if the delegate refuses the model at allocation or at the
 first invoke; `runtime` then names the path that produced the outputs and `fallback_reason`
@@ -37,8 +42,10 @@ class BatchedRunner:
   """Runs one `.tflite` file over uint8 image batches of any size.
 
   Attributes:
-    batch_size: B, the interpreter's fixed input batch size.
-    input_shape: (H, W, C) the model takes.
+    batch_size: B, the interpreter's fixed input batch size (the file's own when its input
+      cannot be resized).
+    layout: the file's `input_layout.InputLayout`.
+    input_shape: (H, W, C) of the images the model takes (in `layout`).
     num_classes: number of output scores.
     input_dtype, output_dtype: the file's I/O dtypes (int8 for `full_int8`).
   """
@@ -66,6 +73,11 @@ class BatchedRunner:
       raise interpreter.TfliteError(f"batch_size must be an int >= 1, got {batch_size!r}")
     if tail not in TAIL_POLICIES:
       raise interpreter.TfliteError(f"unknown tail policy {tail!r} ({', '.join(TAIL_POLICIES)})")
+    named = not isinstance(model, (bytes, bytearray))
+    self.layout = interpreter.input_layout_of(
+        interpreter.read_model(model) if named else model, str(model) if named else "model bytes")
+    if self.layout.batch is not None:  # its input cannot be resized: run it at its own batch
+      batch_size, tail = self.layout.batch, "pad"
     self.batch_size = batch_size
     self.tail = tail
     self.reallocations = 0  # resize + allocate calls after creation (tail batches only)
@@ -96,18 +108,19 @@ class BatchedRunner:
           f"{[list(o['shape']) for o in outputs]}")
     output = outputs[index]
     self._in, self._out = inputs[0]["index"], output["index"]
-    self.input_shape = tuple(int(d) for d in inputs[0]["shape"][1:])
+    self.input_shape = self.layout.image_shape
     self.num_classes = int(output["shape"][1])
     self.input_dtype = np.dtype(inputs[0]["dtype"])
     self.output_dtype = np.dtype(output["dtype"])
     self.quantize = interpreter.InputQuantizer(inputs[0])
     self.dequantize = interpreter.OutputDequantizer(output)
-    self._buffer = np.zeros([batch_size, *self.input_shape], self.input_dtype)
+    self._buffer = np.zeros([batch_size, *self.layout.model_shape], self.input_dtype)
     self._allocated = batch_size
 
   def _allocate(self, size):
     if size != self._allocated:
-      self.interpreter.resize_tensor_input(self._in, [size, *self.input_shape], strict=True)
+      self.interpreter.resize_tensor_input(self._in, [size, *self.layout.model_shape],
+                                           strict=True)
       self.interpreter.allocate_tensors()
       self._allocated = size
       self.reallocations += 1
@@ -120,7 +133,8 @@ class BatchedRunner:
           f"model input shape {self.input_shape} does not match the data's image shape {shape}")
 
   def run_raw(self, images, out=None):
-    """Returns the raw (possibly int8) outputs `[N, num_classes]` for images `[N, H, W, C]`.
+    """Returns the raw (possibly int8) outputs `[N, num_classes]` for images `[N, H, W, C]`
+    (fed in the file's layout).
 
     Args:
       images: uint8 (or float32 raw pixel) images, any N >= 0.
@@ -140,7 +154,7 @@ class BatchedRunner:
       else:
         feed = self._buffer[:m]
       self._allocate(len(feed))
-      self.quantize(chunk, out=self._buffer[:m])
+      self.quantize(self.layout.to_model(chunk), out=self._buffer[:m])
       self._invoke(feed)
       out[start:start + m] = self.interpreter.get_tensor(self._out)[:m]
     return out

@@ -29,6 +29,8 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import gates as gates_lib
+from tf_forget.report import user_verdict
+from tf_forget.report import wording
 from tflite_export import export_state
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
@@ -260,16 +262,17 @@ def print_summary(report, manifest, log=print):
   for e in manifest["files"]:
     ratio = e.get("size_ratio_to_dense_float32")
     shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
+  bound = (manifest.get("gates") or {}).get("max_flip_rate")
   log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>6} {'KL':>8}  {'shipped (size)':<15} gate")
-  for variant, s in sorted(report["variants"].items()):
-    s = _gate_measures(report, variant, s)  # what the gates read (divergence; K = 1 tests)
+      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} gate")
+  for variant in _users_first(report["variants"]):
+    s = _gate_measures(report, variant, report["variants"][variant])  # what the gates read
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
     worst = _number(worst, "+.1f", 100, "pt")
     log(f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
         f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
         f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
-        f"{worst:>11} {_number(s.get('flip_rate'), '.1%'):>6} "
+        f"{worst:>11} {_flip_rate(s.get('flip_rate'), bound):>7} "
         f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
         f"{'FAIL' if variant in failed else 'pass'}")
   log("(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
@@ -277,3 +280,18 @@ def print_summary(report, manifest, log=print):
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
+  rec = report.get("recommendation") or {}
+  if rec.get("variant"):  # the verdict's first screen: the file to ship, your files (#36)
+    log(f"\nrecommended: {rec['file']} — {rec.get('why', '')}")
+    for line in rec.get("users", []):
+      log(f"  {line}")
+
+
+def _users_first(variants):
+  """Variant names, the user's files (`user_<NAME>`) first, then the others sorted."""
+  return sorted(variants, key=lambda v: (not user_verdict.is_user(v), v))
+
+
+def _flip_rate(rate, bound):
+  """A flip rate with the digits its gate needs (`wording.rate`), "n/a" if undefined."""
+  return wording.rate(rate, bound=bound) if isinstance(rate, (int, float)) else "n/a"

@@ -135,7 +135,7 @@ def _keras_check(run_dir, member_variant, k, split, split_id):
   out = layout.keras_predictions(run_dir, member_variant, k, split)
   model = layout.member_model(run_dir, member_variant, k)
   return driver.Check(f"keras:{member_variant}/{k} {split}", lambda: predictions.status(
-      out, {"model": hashing.file_sha256(model), "split": split_id}))
+      out, {"model": hashing.path_sha256(model), "split": split_id}))
 
 
 def _robust_members(ctx):

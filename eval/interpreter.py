@@ -14,11 +14,13 @@ FULLY_CONNECTED node ... (TfLiteXNNPackDelegate) failed to prepare"); those run 
 `OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES`. Which path produced the numbers is returned
 and recorded in the predictions metadata (`runtime`).
 
-Quantized I/O (issue #3; SPEC §1.2): an int8/uint8 input is fed `q = clamp(round(x / s) + z)`
-with the input tensor's own scale s and zero point z (round half away from zero, as TFLite's
-`Quantize` kernel); an int8/uint8 output is dequantized `(q - z) * s` before any metric. Because
-the data sets yield uint8 pixels, `InputQuantizer` precomputes the 256 possible input values
-once and quantizes a batch with one table lookup.
+Quantized I/O (issue #3; SPEC §1.2): an int8 / uint8 / int16 input is fed
+`q = clamp(round(x / s) + z)` with the input tensor's own scale s and zero point z (round half
+away from zero, as TFLite's `Quantize` kernel); such an output is dequantized `(q - z) * s`
+before any metric. Because the data sets yield uint8 pixels, `InputQuantizer` precomputes the
+256 possible input values once and quantizes a batch with one table lookup. The input's layout
+(NHWC, grey NHW, channels-first NCHW, a fixed batch) is read by `input_layout_of`
+(`tf_forget.data.input_layout`, issue #36).
 """
 
 import re
@@ -28,6 +30,7 @@ import numpy as np
 from ai_edge_litert import interpreter as litert
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.data import input_layout
 from tflite_export import flatbuffer
 
 RUNTIMES = {
@@ -119,6 +122,25 @@ def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size
   return interp
 
 
+def input_layout_of(data, name="model bytes"):
+  """The `input_layout.InputLayout` of the one input of a `.tflite` file's bytes (its shape
+  signature: a fixed batch is `batch`).
+
+  Raises:
+    TfliteError: not one input, or an input no audit can feed (one line naming `name`).
+  """
+  try:
+    inputs = flatbuffer.io_details(data)["inputs"]
+  except flatbuffer.TfliteFileError as e:
+    raise TfliteError(str(e)) from e
+  if len(inputs) != 1:
+    raise TfliteError(f"{name} has {len(inputs)} inputs; expected one image input")
+  try:
+    return input_layout.of_io(inputs[0])
+  except input_layout.LayoutError as e:
+    raise TfliteError(f"{name}: {e}") from e
+
+
 def is_delegate_refusal(error):
   """Whether an interpreter error says a delegate refused (failed to prepare) the model."""
   return bool(_DELEGATE_REFUSAL.search(str(error)))
@@ -186,7 +208,8 @@ class InputQuantizer:
       if self.scale <= 0:
         raise TfliteError(f"input {details['name']!r} is {self.dtype} without quantization")
     elif self.dtype != np.dtype(np.float32):
-      raise TfliteError(f"unsupported input dtype {self.dtype} (expected float32 or int8)")
+      raise TfliteError(f"unsupported input dtype {self.dtype} (expected float32, uint8, int8 "
+                        "or int16)")
     self._table = self.quantize(np.arange(256, dtype=np.float32))
 
   def quantize(self, values):

@@ -42,17 +42,34 @@ class LatencyError(errors.Error):
   """Bad latency-measurement options (one line)."""
 
 
+class _FixedBatch:
+  """A file whose input cannot be resized (its `InputLayout.batch`, issue #36): a batch of b
+  examples is ceil(b / its batch) invokes, as a device runs it."""
+
+  def __init__(self, interp, invokes):
+    self._interp, self._invokes = interp, invokes
+
+  def invoke(self):
+    for _ in range(self._invokes):
+      self._interp.invoke()
+
+
 def _prepare(model, batch_size, num_threads, runtime, seed):
-  """(interpreter, runtime, fallback reason) with a fixed input set at `batch_size`."""
+  """(interpreter, runtime, fallback reason) with a fixed input set at `batch_size` (a file
+  with a fixed batch: at its own, invoked as often as `batch_size` needs, `_FixedBatch`)."""
+  fixed = interpreter.input_layout_of(model).batch
+  size = batch_size if fixed is None else None
   if runtime == "auto":
-    interp, used, reason = interpreter.create_for_device(model, num_threads, batch_size)
+    interp, used, reason = interpreter.create_for_device(model, num_threads, size)
   else:
-    interp = interpreter.create(model, num_threads, runtime, batch_size)
+    interp = interpreter.create(model, num_threads, runtime, size)
     used, reason = runtime, None
   details = interp.get_input_details()[0]
   images = np.random.default_rng(seed).integers(
       0, 256, size=details["shape"], dtype=np.uint8)
   interp.set_tensor(details["index"], interpreter.InputQuantizer(details)(images))
+  if fixed is not None:
+    return _FixedBatch(interp, -(-batch_size // fixed)), used, reason
   return interp, used, reason
 
 

@@ -51,7 +51,9 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.data import base as data_base
 from tf_forget.data import registry as data_registry
+from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
 from tflite_export import export
 from tflite_export import export_state
@@ -105,7 +107,7 @@ def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
             "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
             "stable_max": STABLE_MAX}
   if analysed_by_debugger(file_format):
-    inputs["model"] = hashing.file_sha256_or_none(layout.member_model(run_dir, member_variant,
+    inputs["model"] = hashing.path_sha256_or_none(layout.member_model(run_dir, member_variant,
                                                                       k))
     inputs["representative"] = export_state.representative_images(dataset).key
   else:
@@ -160,19 +162,16 @@ def subsets(labels, ref, cand, num_classes):
 
 
 def _images(dataset, split, ids, masks):
-  """{subset: the model inputs of its examples, in the order of `ids[mask]`}, read in one pass
-  over `split` (the subsets overlap; each example is decoded once)."""
-  wanted = {int(i): None for mask in masks.values() for i in ids[mask]}
-  for batch in dataset.batches(split, 256):
-    hit = [j for j, i in enumerate(batch.ids) if int(i) in wanted]
-    if hit:
-      fed = dataset.model_inputs(batch.take(np.asarray(hit)))
-      for j, image in zip(hit, fed.images):
-        wanted[int(batch.ids[j])] = image
-  if any(image is None for image in wanted.values()):
-    raise LayerAnalysisError(f"split {split!r} lacks some analysed example ids")
+  """{subset: the model inputs of its examples, in the order of `ids[mask]`}; the subsets
+  overlap, and each example is decoded once (`Dataset.examples`)."""
+  wanted = np.unique(np.concatenate([ids[mask] for mask in masks.values()] +
+                                    [np.zeros(0, np.int64)]).astype(np.int64))
+  try:
+    fed = dataset.model_inputs(dataset.examples(split, wanted))
+  except data_base.DataError as e:
+    raise LayerAnalysisError(f"split {split!r} lacks some analysed example ids: {e}") from e
   empty = np.zeros((0,) + tuple(dataset.spec.image_shape), np.uint8)
-  return {name: np.stack([wanted[int(i)] for i in ids[mask]]) if mask.any() else empty
+  return {name: fed.images[np.searchsorted(wanted, ids[mask])] if mask.any() else empty
           for name, mask in masks.items()}
 
 
@@ -205,6 +204,15 @@ def _rank(rows, counts, by_debugger):
   if counts["forgotten"]:
     return "forgotten", rank(rows, "forgotten", "stable")
   return "all", rank(rows, "stable", "stable")
+
+
+def _subset(count, ids, paths):
+  """A subset's `count`, its first ids and, when the data set names its examples (a folder's
+  image paths, `collect.dataset_paths`), their `paths` (issue #36)."""
+  out = {"count": int(count), "ids": [int(i) for i in ids]}
+  if paths is not None:
+    out["paths"] = [paths.get(int(i), "") for i in ids]
+  return out
 
 
 def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, num_threads=1):
@@ -240,11 +248,11 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
     rows, extra = _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads)
   counts = {name: int(mask.sum()) for name, mask in masks.items()}
   basis, ranking = _rank(rows, counts, by_debugger)
+  paths = report_collect.dataset_paths(dataset, split)
   doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k),
          "format": file_format, "reference": REFERENCE_FORMAT, "split": split, **extra,
          "basis": basis,
-         "subsets": {name: {"count": counts[name],
-                            "ids": [int(i) for i in ids[masks[name]][:STABLE_MAX]]}
+         "subsets": {name: _subset(counts[name], ids[masks[name]][:STABLE_MAX], paths)
                      for name in masks},
          "flips": facts["forgotten"], "worst_class": facts["worst_class"],
          "rows": rows, "ranking": ranking, "seconds": round(time.time() - start, 3),
@@ -264,6 +272,30 @@ def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_form
   doc = analyze(run_dir, member_variant, int(k), data, file_format, num_threads=num_threads)
   return {"member": f"{member_variant}/{int(k)}", "format": file_format,
           "basis": doc["basis"], "forgotten": doc["subsets"]["forgotten"]["count"]}
+
+
+def repair_needed(run_dir, member_variant, k):
+  """(whether member k's full int8 file is worth repairing, the line that says why not).
+
+  Only a file that forgot something significant is repaired (issue #36;
+  `paired.forgot_significantly`: more than a few broken examples, exact McNemar of broken vs
+  fixed significant): repairing a file that forgot nothing costs size and buys nothing. An
+  analysis that cannot be read counts as needed (`repair` then says why).
+  """
+  try:
+    doc = _read(layout.layers(run_dir, member_variant, k))
+  except errors.Error:
+    return True, ""
+  flips = doc.get("flips") or {}
+  needed, p = paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))
+  return needed, ("" if needed else f"no repair of {member_variant}/{k} {FORMAT}: it forgot "
+                  f"nothing significant ({no_repair_facts(flips, p)})")
+
+
+def no_repair_facts(flips, p):
+  """'7 broken, 5 fixed; McNemar p = 0.77' (the numbers behind `repair_needed`)."""
+  return (f"{flips.get('broken', 0)} broken, {flips.get('fixed', 0)} fixed; exact McNemar "
+          f"p = {p:.2g}")
 
 
 # A layer whose int8 twin errs less than this (NMSE) is lossless (RESHAPE, pooling: float
@@ -292,7 +324,7 @@ def repair_inputs(run_dir, variant, k, dataset):
     nodes = float_nodes(_read(layout.layers(run_dir, mv, k)), names.repair_layers(variant.format))
   except errors.Error:
     nodes = None
-  return {"model": hashing.file_sha256_or_none(layout.member_model(run_dir, mv, k)),
+  return {"model": hashing.path_sha256_or_none(layout.member_model(run_dir, mv, k)),
           "representative": export_state.representative_images(dataset).key,
           "float_nodes": nodes}
 

@@ -32,6 +32,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
+from tf_forget.data import input_layout
 from tf_forget.data import registry as data_registry
 
 AGREEMENT_SCHEMA = "tf_forget.agreement/1"
@@ -82,9 +83,13 @@ def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_th
 
 
 def check_shapes(exports, image_shape):
-  """Raises `interpreter.TfliteError` for the first export whose input is not `image_shape`."""
+  """Raises `interpreter.TfliteError` for the first export whose input does not take images of
+  `image_shape` (in any layout of `tf_forget.data.input_layout`)."""
   for meta in exports:
-    shape = tuple(meta["io"]["inputs"][0]["shape"][1:])
+    try:
+      shape = input_layout.of_io(meta["io"]["inputs"][0]).image_shape
+    except input_layout.LayoutError as e:
+      raise interpreter.TfliteError(f"{meta['path']}: {e}") from e
     if shape != tuple(image_shape):
       raise interpreter.TfliteError(
           f"{meta['path']}: model input shape {shape} does not match the data set's image "
@@ -95,13 +100,13 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
                       split_id=None, log=None):
   """Path of the Keras model's predictions of member k on `split` (computed once, cached).
 
-  Reused only if they record the sha256 of the member's current `model.keras` bytes and the
-  same split identity.
+  Reused only if they record the sha256 of the member's current `model.keras` bytes (or its
+  `saved_model/` files, `layout.member_model`) and the same split identity.
   """
   out = layout.keras_predictions(run_dir, member_variant, k, split)
   model_path = layout.member_model(run_dir, member_variant, k)
   try:
-    model_sha = hashing.file_sha256(model_path)
+    model_sha = hashing.path_sha256(model_path)
   except OSError as e:
     raise evaluate.EvaluationError(f"cannot read {model_path}: {errors.one_line(e)}") from e
   inputs = {"model": model_sha, "split": split_id}
@@ -111,13 +116,16 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
   if log and state.reason != "missing":
     log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
   from tflite_export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
-  model, _ = export_state.load_member(run_dir, member_variant, k)
-  if hashing.file_sha256(model_path, memo=False) != model_sha:
+  from tflite_export import model_files  # pylint: disable=g-import-not-at-top
+  model, metadata = export_state.load_member(run_dir, member_variant, k)
+  if hashing.path_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")
   ids, labels, scores = agreement.keras_scores(model, batches())
   predictions.write(out, ids, labels, scores,
                     {"variant": f"keras:{member_variant}", "member_variant": member_variant,
-                     "k": k, "split": split, "runtime": "tf_keras", "inputs": inputs})
+                     "k": k, "split": split, "inputs": inputs,
+                     # what ran it: tf_keras, Keras 3 or a SavedModel's signature (#36)
+                     "runtime": model_files.member_kind(metadata)})
   return out
 
 

@@ -10,7 +10,9 @@ with a Keras model and a plain `full_int8` file, and every file the user brings
     data;
   * repair (`--repair_layers=N[,N...]`): one unit per member and N: `full_int8~float<N>`, its
     N top-ranked layers kept in float (several N: the verdict ships the smallest that
-    passes); finish: the repaired variants join the audited ones;
+    passes), only for a full int8 file that forgot something significant
+    (`layer_analysis.repair_needed`; the others get one line saying so, issue #36); finish:
+    the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
 Repaired files are not evaluated under corruptions or noise (the robustness tables keep the
@@ -69,9 +71,20 @@ class RepairStage(driver.Stage):
   name = "repair"
   noun = "repaired files already made"
 
+  def _members(self, ctx):
+    """([(member variant, k)] of the full int8 files worth repairing, [one line per file that
+    is not]: `layer_analysis.repair_needed`, issue #36)."""
+    needed, skipped = [], []
+    always = getattr(ctx.plan, "repair_always", False)
+    for mv, k, f in _analysed(ctx):
+      if f == layer_analysis.FORMAT:
+        ok, line = (True, "") if always else layer_analysis.repair_needed(ctx.run_dir, mv, k)
+        (needed if ok else skipped).append((mv, k) if ok else line)
+    return needed, skipped
+
   def _variants(self, ctx):
     return [(names.Variant(mv, names.repair_format(n)), k) for n in ctx.plan.repair_layers
-            for mv, k, f in _analysed(ctx) if f == layer_analysis.FORMAT]
+            for mv, k in self._members(ctx)[0]]
 
   def units(self, ctx):
     return [driver.Unit(
@@ -85,8 +98,11 @@ class RepairStage(driver.Stage):
 
   def describe(self, ctx, done, total):
     layers = ", ".join(map(str, ctx.plan.repair_layers))
-    return (f"repair: {total} full int8 file{'' if total == 1 else 's'} with the "
-            f"{layers} top-ranked layers in float ({done} already made)")
+    skipped = self._members(ctx)[1]
+    head = (f"repair: {total} full int8 file{'' if total == 1 else 's'} with the {layers} "
+            f"top-ranked layers in float ({done} already made)" if total else
+            f"repair: no full int8 file needs one (--repair_layers={layers})")
+    return "\n".join([head] + [f"  {line}" for line in skipped])
 
   def finish(self, ctx, results):
     ctx.repaired = list(dict.fromkeys(v.name for v, _ in self._variants(ctx)))

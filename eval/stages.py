@@ -122,12 +122,32 @@ def check_executor(config):
                                handshake_s=CONNECT_CHECK_S)
 
 
-def make_executor(config, log):
-  """The executor of `config` ("inline" runs the tasks in this process)."""
+# Below this estimate of one worker's time (`eval.user_costs`), an audit of the user's files
+# runs in this process unless --workers is given: a pool's workers each import TensorFlow and
+# the task modules first (~6-10 s each on 2 cores), more than they would save (issue #36's
+# benchmark: 44 s with a pool of 2, 30 s in this process, same bytes).
+SMALL_WORK_S = 60.0
+
+
+def make_executor(config, log, estimated_seconds=None):
+  """The executor of `config` ("inline" runs the tasks in this process).
+
+  Args:
+    estimated_seconds: the plan's estimate of one worker's time, or None; below `SMALL_WORK_S`
+      the default local pool (no --workers) becomes this process.
+  """
+  name = config.executor
+  if (name == "local" and config.workers is None and estimated_seconds is not None
+      and estimated_seconds < SMALL_WORK_S):
+    name = "inline"
+    log(f"executor: this process (the work is estimated at {estimated_seconds:.0f} s, under "
+        f"{SMALL_WORK_S:.0f} s: a pool's start-up would cost more than it saves; --workers=N "
+        "for a pool)")
   env = {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
-  executor = executor_lib.make(config.executor, workers=config.workers,
+  executor = executor_lib.make(name, workers=config.workers if name != "inline" else None,
                                address=config.ray_address, env=env)
-  log(f"executor: {executor.describe()}")
+  if name == config.executor:
+    log(f"executor: {executor.describe()}")
   return executor
 
 

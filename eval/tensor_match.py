@@ -36,6 +36,7 @@ import numpy as np
 
 from eval import interpreter
 from tf_forget.artifacts import errors
+from tf_forget.data import input_layout
 from tflite_export import flatbuffer
 from tflite_export import layer_error
 
@@ -46,6 +47,7 @@ SKIPPED_OPS = ("QUANTIZE", "DEQUANTIZE")
 DEFAULT_BATCH_SIZE = 32
 INPUT = "INPUT"
 _QUANTIZED = ("int8", "uint8", "int16")
+_VALUES = ("float32", "float16") + _QUANTIZED  # the dtypes of activations (not int32 shapes)
 
 
 class TensorMatchError(errors.Error):
@@ -53,13 +55,17 @@ class TensorMatchError(errors.Error):
 
 
 def _activations(graph):
-  """[(op index, output tensor index)] of the ops that compute, their non-constant outputs."""
+  """[(op index, output tensor index)] of the ops that compute, their non-constant outputs of
+  activation values (float or quantized, with a batch axis): the int32 shape arithmetic of a
+  runtime `Reshape` (Keras 3: SHAPE, STRIDED_SLICE, PACK) is not an activation."""
   out = []
   for index, op in enumerate(graph.ops):
     if op.name in SKIPPED_OPS:
       continue
     for t in op.outputs:
-      if t >= 0 and not graph.tensors[t].constant:
+      tensor = graph.tensors[t] if t >= 0 else None
+      if (tensor is not None and not tensor.constant and tensor.dtype in _VALUES
+          and len(tensor.shape) >= 1):
         out.append((index, t))
   return out
 
@@ -106,6 +112,14 @@ def _source(graph, tensor, producers):
   return tensor
 
 
+def _image_shape(tensor):
+  """(H, W, C) of the images an input tensor takes, or None (`input_layout`)."""
+  try:
+    return input_layout.from_shape(tensor.shape).image_shape
+  except input_layout.LayoutError:
+    return None
+
+
 def match(reference, candidate):
   """The tensors of `candidate` matched to tensors of `reference` (two `flatbuffer.Graph`s).
 
@@ -116,11 +130,18 @@ def match(reference, candidate):
     (through QUANTIZE / DEQUANTIZE)}] in the candidate's op order; unmatched: the number of
     the candidate's computing ops' outputs left unmatched.
 
+  Files whose inputs take the same images in two layouts (`tf_forget.data.input_layout`: a
+  grey `[N, H, W]` file and an `[N, H, W, 1]` one, or channels first) are matched without the
+  input row (each is fed in its own layout, `tensor_errors`).
+
   Raises:
-    TensorMatchError: the files' inputs differ in shape (not one model's two files).
+    TensorMatchError: the files' inputs take different images (not one model's two files).
   """
   (ri,), (ci,) = reference.inputs[:1], candidate.inputs[:1]
-  if reference.tensors[ri].shape[1:] != candidate.tensors[ci].shape[1:]:
+  same_layout = reference.tensors[ri].shape[1:] == candidate.tensors[ci].shape[1:]
+  if not same_layout and (_image_shape(reference.tensors[ri]) is None or
+                          _image_shape(reference.tensors[ri])
+                          != _image_shape(candidate.tensors[ci])):
     raise TensorMatchError(f"input shapes differ: {reference.tensors[ri].shape[1:]} and "
                            f"{candidate.tensors[ci].shape[1:]}")
   ref_acts, cand_acts = _activations(reference), _activations(candidate)
@@ -131,7 +152,7 @@ def match(reference, candidate):
   how.update(dict.fromkeys(by_position, "position"))
   producers = {t: i for i, op in enumerate(candidate.ops) for t in op.outputs}
   matches = [{"reference": ri, "candidate": ci, "op_index": None, "op_name": INPUT,
-              "how": "input", "inputs": []}]
+              "how": "input", "inputs": []}] if same_layout else []
   for j, c in cand_acts:
     if c in pairs:
       op = candidate.ops[j]
@@ -148,6 +169,18 @@ def _dequantize(values, tensor):
   return values.astype(np.float64)
 
 
+def _output_rows(p):
+  """Rows of the output after one invoke on zeros: a graph whose shapes are computed at run
+  time (Keras 3's reshapes) reports its signature's batch of 1 until it runs."""
+  details = p.get_input_details()[0]
+  p.set_tensor(details["index"], np.zeros(details["shape"], details["dtype"]))
+  try:
+    p.invoke()
+  except (RuntimeError, ValueError):
+    return None
+  return p.get_tensor(p.get_output_details()[0]["index"]).shape[0]
+
+
 def _interpreters(reference, candidate, batch_size, num_threads):
   """Both files' interpreters at `batch_size`, or at 1 when a file fixes its batch (its input
   cannot be resized, or its output does not follow)."""
@@ -159,29 +192,54 @@ def _interpreters(reference, candidate, batch_size, num_threads):
       if size == 1:
         raise
       continue
-    if all(p.get_output_details()[0]["shape"][0] == size for p in pair):
+    if all(_output_rows(p) == size for p in pair):
       return pair, size
   raise TensorMatchError("the files do not run one example per batch row")
+
+
+# Rows gathered per `layer_error.error_sums` call: a file run one example per invoke (a fixed
+# batch of 1) would otherwise pay numpy's per-call overhead once per example and tensor.
+_SUM_ROWS = 256
 
 
 def _measure(pair, graphs, matches, images, size):
   """{candidate tensor: error sums} of the matches over `images`."""
   feeds = [interpreter.InputQuantizer(p.get_input_details()[0]) for p in pair]
+  layouts = [input_layout.of_details(p.get_input_details()[0]) for p in pair]
   totals = {m["candidate"]: None for m in matches}
+  pending = {m["candidate"]: ([], []) for m in matches}
+
+  def flush():
+    for m in matches:
+      refs, values = pending[m["candidate"]]
+      if not refs:
+        continue
+      sums = layer_error.error_sums(np.concatenate(refs), np.concatenate(values))
+      old = totals[m["candidate"]]
+      totals[m["candidate"]] = sums if old is None else {k: old[k] + v for k, v in sums.items()}
+      refs.clear()
+      values.clear()
+
+  rows = 0
   for start in range(0, len(images), size):
     batch = np.asarray(images[start:start + size])
     n = len(batch)
     if n < size:  # pad with the last example; only the first n rows count
       batch = np.concatenate([batch, np.repeat(batch[-1:], size - n, axis=0)])
-    for p, feed in zip(pair, feeds):
-      p.set_tensor(p.get_input_details()[0]["index"], feed(batch))
+    for p, feed, fed in zip(pair, feeds, layouts):  # in each file's input layout
+      p.set_tensor(p.get_input_details()[0]["index"], feed(fed.to_model(batch)))
       p.invoke()
     for m in matches:
-      f = _dequantize(pair[0].get_tensor(m["reference"]), graphs[0].tensors[m["reference"]])
-      q = _dequantize(pair[1].get_tensor(m["candidate"]), graphs[1].tensors[m["candidate"]])
-      sums = layer_error.error_sums(f[:n], q[:n])
-      old = totals[m["candidate"]]
-      totals[m["candidate"]] = sums if old is None else {k: old[k] + v for k, v in sums.items()}
+      refs, values = pending[m["candidate"]]
+      refs.append(_dequantize(pair[0].get_tensor(m["reference"]),
+                              graphs[0].tensors[m["reference"]])[:n])
+      values.append(_dequantize(pair[1].get_tensor(m["candidate"]),
+                                graphs[1].tensors[m["candidate"]])[:n])
+    rows += n
+    if rows >= _SUM_ROWS:
+      flush()
+      rows = 0
+  flush()
   return totals
 
 
@@ -191,12 +249,14 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
   Args:
     reference: bytes of the float32 `.tflite` file.
     candidate: bytes of the compared `.tflite` file (the user's), same input and classes.
-    subsets: dict name -> uint8 images `[n, H, W, C]` (n may be 0).
+    subsets: dict name -> uint8 images `[n, H, W, C]` (n may be 0), fed in the files' input
+      layout (`tf_forget.data.input_layout`).
     batch_size: examples per invoke (1 if a file's graph fixes its batch).
     num_threads: interpreter threads.
 
   Returns:
-    (rows, facts): rows in the candidate's op order, the model input first (JSON-able):
+    (rows, facts): rows in the candidate's op order, the model input first (none when the
+    files take their images in two layouts, `match`; JSON-able):
     {"tensor_name", "file_tensor_name": the candidate's tensor name, "reference_tensor_name",
     "op_name", "op_index", "match": "input" / "name" / "position", "inputs": indices of the
     rows of the op's matched activation inputs, "scale", "zero_point" (the candidate tensor's;

@@ -8,7 +8,8 @@ population: K = 1 is one network), their own `.tflite` candidates (one file per 
 formats tf_forget makes from the references (`--compress`), and how to read the data (class
 names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
 anything is written — every file readable, every signature an image classifier of the data
-set's classes and image size, every candidate the shape of its reference — and returns the
+set's classes and image size (in any input layout, `tf_forget.data.input_layout`), every
+candidate the images of its reference — and returns the
 audit's `Plan` (`eval.audit_plan.Plan`) whose `population` is an `ImportedPopulation`: the
 audit then imports instead of training (`eval.import_stages`) and runs the same export,
 evaluation, report, verdict, gates and bundle.
@@ -29,7 +30,9 @@ from typing import Optional, Sequence, Tuple
 
 from eval import audit_config
 from eval import interpreter
+from eval import user_costs
 from eval import user_prune_plan
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.corruptions import registry as corruption_registry
@@ -66,6 +69,9 @@ class UserModels:
       `sources` spelling; `eval.user_prune_plan`); None: no one-shot pruning.
     trust_model_code: load references whose loading runs their own Python code (`Lambda`,
       custom layers; `--trust_model_code`, `tf_forget.train.model_code`); False: refused.
+    input_scaling_check: run the reference under every standard preprocessing, the last
+      check before anything is written (`eval.audit_lib`), and refuse a `preprocess` that
+      looks wrong (`eval.input_scaling`, `--input_scaling_check`); False: audit as given.
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
@@ -78,6 +84,7 @@ class UserModels:
   calibration: Optional[str] = None
   train: Optional[str] = None
   trust_model_code: bool = False
+  input_scaling_check: bool = True
 
   def to_json(self):
     d = dataclasses.asdict(self)
@@ -98,7 +105,8 @@ class UserModels:
                protected=tuple(d["protected"]) if d.get("protected") else None,
                output_index=d.get("output_index"), preprocess=d.get("preprocess"),
                calibration=d.get("calibration"), train=d.get("train"),
-               trust_model_code=bool(d.get("trust_model_code", False)))
+               trust_model_code=bool(d.get("trust_model_code", False)),
+               input_scaling_check=bool(d.get("input_scaling_check", True)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,9 +194,10 @@ def _signature(references, kind, output_index, trust_model_code=False):
   return found[0]
 
 
-def _dataset(config, user, signature, train=None):
+def _dataset(config, user, signature, train=None, check_data=True):
   """The audited data set, read at the references' image size and channels (`train`: the
-  `train_data` option, `user_prune_plan.train_option`)."""
+  `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
+  decoded (`--plan`, issue #36)."""
   name, options = sources.parse(config.dataset)
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
@@ -208,6 +217,8 @@ def _dataset(config, user, signature, train=None):
         f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
+  if not check_data:
+    return dataset
   dataset.take(dataset.spec.eval_split, 1)
   if user.preprocess:  # checked on 8 test images (MODULE:FUNCTION: the user's code runs here)
     dataset.model_inputs(dataset.take(dataset.spec.eval_split, 8))
@@ -298,7 +309,7 @@ def _check_candidates(user, signature):
           signature)
 
 
-def _check_compress(user, kind, dataset):
+def _check_compress(user, kind, dataset, check_data=True):
   for fmt in user.compress:
     if fmt not in COMPRESS_FORMATS:
       raise audit_config.AuditError(f"--compress: unknown format {fmt!r} (known: "
@@ -313,7 +324,8 @@ def _check_compress(user, kind, dataset):
       raise audit_config.AuditError(
           "--compress=full_int8 calibrates on 100 train examples (SPEC §2.3): give "
           "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
-    source.take(split, 1)
+    if check_data:
+      source.take(split, 1)
 
 
 def _corrupted(config):
@@ -328,8 +340,11 @@ def _corrupted(config):
   return tuple(out)
 
 
-def plan(config, plan_cls):
+def plan(config, plan_cls, check_data=True):
   """The `plan_cls` (`audit_plan.Plan`) of an audit of `config.user`; writes nothing.
+
+  With `check_data=False` (`--plan`) the data are listed but no image is decoded: the models
+  and files are checked, the images are not (issue #36).
 
   Raises:
     AuditError, imported.ReferenceModelError, candidates.CandidateError, DataError: one line.
@@ -347,11 +362,11 @@ def plan(config, plan_cls):
   train = user_prune_plan.train_option(config, user, kind, oneshot)
   signature = _signature(user.references, kind, user.output_index, user.trust_model_code)
   _check_image_size(config, user, signature)
-  dataset = _dataset(config, user, signature, train)
+  dataset = _dataset(config, user, signature, train, check_data)
   imported.check_matches(user.references[0], *signature, dataset)
   _check_candidates(user, signature)
-  _check_compress(user, kind, dataset)
-  pruned = user_prune_plan.plan(config, user, dataset, oneshot)
+  _check_compress(user, kind, dataset, check_data)
+  pruned = user_prune_plan.plan(config, user, dataset, oneshot, check_data)
   pop = ImportedPopulation(run_dir=config.out, dataset=dataset.spec.name,
                            dataset_options=dict(dataset.spec.options),
                            members=len(user.references), kind=kind, signature=signature,
@@ -382,7 +397,9 @@ def identity(config, p):
 
 
 def describe(p):
-  """The plan's first lines (there is no training to cost)."""
+  """The plan: what is audited, then its cost (`eval.user_costs`: inferences per file and an
+  estimate of the time from the files' MACs per image and the number of images; no image is
+  read, issue #36)."""
   pop, spec = p.population, p.dataset.spec
   (h, w, c), classes = pop.signature
   cands = [name for name, _ in p.user.candidates]
@@ -391,7 +408,33 @@ def describe(p):
           f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
           f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
           f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-          f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}")
+          f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}\n"
+          + "\n".join(_cost_lines(p)))
+
+
+def _cost_lines(p):
+  """`user_costs.lines` of the plan (one line saying why when the files cannot be read)."""
+  try:
+    return user_costs.lines(estimate(p), p.population.members)
+  except errors.Error as e:  # the plan informs: a cost that cannot be told stops nothing
+    return [f"  (no cost estimate: {errors.one_line(e, 200)})"]
+
+
+def estimate(p):
+  """The `user_costs.Estimate` of the plan `p` of an audit of the user's files, from the
+  files' shapes and the number of images (no image is read).
+
+  Raises:
+    errors.Error: a file that cannot be read.
+  """
+  user, pop = p.user, p.population
+  model = imported.load(user.references[0], user.trust_model_code) if pop.kind == "keras" \
+      else None
+  files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in
+           user.candidates]
+  if pop.kind != "keras":  # the float reference file is audited as float32
+    files.insert(0, (names.DEFAULT_FORMAT, candidates_lib.read(user.references[0])))
+  return user_costs.user_estimate(p, model, files)
 
 
 def _design(members):

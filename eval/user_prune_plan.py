@@ -77,13 +77,22 @@ def train_option(config, user, kind, oneshot):
   """{"name", "options"} of `--train` (`sources.parse`) for the data set's `train_data`, or None.
 
   Raises:
-    AuditError: one-shot variants of `.tflite` references or without `--train`; `--train`
+    AuditError: one-shot variants of `.tflite`, Keras 3 or SavedModel references (tfmot
+      prunes tf_keras models only) or without `--train`; `--train`
       without one-shot variants, or not a spelling of the user's own data.
   """
   if oneshot and kind != "keras":
     raise audit_config.AuditError(
         "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
         "references (.keras, .h5, SavedModel), not .tflite files")
+  for path in user.references if oneshot else ():
+    found = imported.model_kind(path)
+    if found != "tf_keras":  # Keras 3 files and SavedModels (issue #36)
+      raise audit_config.AuditError(
+          f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
+          f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
+          "build the same model with tf_keras (import tf_keras), set its weights and save it, "
+          "or audit this file without --pruning")
   if oneshot and not user.train:
     raise audit_config.AuditError(
         f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: "
@@ -137,7 +146,7 @@ def _check_examples(user, view, schedule, oneshot):
         f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
 
 
-def plan(config, user, dataset, oneshot):
+def plan(config, user, dataset, oneshot, check_data=True):
   """The `OneshotPlan` of `oneshot` (None if empty); checks everything, writes nothing.
 
   Args:
@@ -145,6 +154,7 @@ def plan(config, user, dataset, oneshot):
     user: its `user_plan.UserModels`.
     dataset: the audited data set, with the `train_data` option (`train_option`).
     oneshot: `variants(config)`.
+    check_data: decode the first train image (False: `--plan`, the files listed only).
 
   Raises:
     AuditError, OneshotScheduleError, imported.ReferenceModelError, DataError: one line.
@@ -153,7 +163,8 @@ def plan(config, user, dataset, oneshot):
     return None
   schedule = oneshot_schedule.get(imported.PRESET, **dict(config.oneshot_overrides or {}))
   view = train_view.of(dataset)
-  view.take(train_view.TRAIN, 1)  # readable: decodes the first image
+  if check_data:  # `--plan` decodes no image (issue #36)
+    view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
   return OneshotPlan(variants=oneshot, schedule=schedule,
                      preset=imported.preset(_weight_decay(user, oneshot)))

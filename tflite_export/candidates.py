@@ -13,8 +13,11 @@ user's file (`inputs.file`): a candidate that changes on disk is stored again an
 predictions redone. A `.tflite` reference (a float file, no Keras model) is stored the same way
 as the float32 file of dense member k (`import_reference_file`).
 
-`check_signature` refuses, in one line, a file whose input or output differs from the
-reference's, a file with several inputs or outputs, or a non-image input. `read` refuses a
+`check_signature` refuses, in one line, a file whose images or classes differ from the
+reference's, a file with several inputs or outputs, or a non-image input. Inputs of any
+common layout are accepted (`tf_forget.data.input_layout`, issue #36): `[N, H, W, C]`, grey
+`[N, H, W]`, channels-first `[N, C, H, W]`, float32 or quantized; the reference and its
+candidates need only take the same images, not the same layout. `read` refuses a
 truncated or corrupt file (`flatbuffer.verify`, issue #35) and `check_float_reference` a
 quantized file given as the reference (`reference_kind`).
 """
@@ -26,6 +29,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.data import input_layout
 from tflite_export import converter
 from tflite_export import export
 from tflite_export import export_state
@@ -57,6 +61,10 @@ def read(path):
 def signature(data, path, output_index=None):
   """((H, W, C), classes) of a `.tflite` image classifier, from its flatbuffer.
 
+  (H, W, C) is the image shape the data must have: the input's layout (`input_layout`: NHWC,
+  grey NHW or channels-first NCHW; float32, or uint8 / int8 / int16 with its own quantization)
+  says how those images are fed.
+
   Args:
     data, path: the file's bytes and its name (for errors).
     output_index: the class-score output of a file with several, in the file's own output
@@ -64,7 +72,8 @@ def signature(data, path, output_index=None):
 
   Raises:
     CandidateError: several inputs, several outputs without `output_index`, an index out of
-      range, a non-image input, or an output that is not [batch, classes].
+      range, a non-image input, or an output that is not [batch, classes] of float32 or a
+      quantized type.
   """
   io = flatbuffer.io_details(data)
   outputs = len(io["outputs"])
@@ -77,13 +86,27 @@ def signature(data, path, output_index=None):
   index = output_index or 0
   if not 0 <= index < outputs:
     raise CandidateError(f"{path}: --output_index={index} but it has {outputs} outputs")
-  shape, out = io["inputs"][0]["shape"], io["outputs"][index]["shape"]
-  if len(shape) != 4 or shape[-1] not in (1, 3) or min(shape[1:]) < 1:
-    raise CandidateError(f"{path}: input shape {shape} is not an image "
-                         "[batch, height, width, 1 or 3 channels]")
+  layout = input_layout_of(data, path)
+  out = io["outputs"][index]["shape"]
   if len(out) != 2 or out[-1] < 1:
     raise CandidateError(f"{path}: output shape {out} is not [batch, classes]")
-  return tuple(int(d) for d in shape[1:]), int(out[-1])
+  try:
+    input_layout.check_output(io["outputs"][index])
+  except input_layout.LayoutError as e:
+    raise CandidateError(f"{path}: {e}") from e
+  return layout.image_shape, int(out[-1])
+
+
+def input_layout_of(data, path):
+  """The `input_layout.InputLayout` of a `.tflite` file's (first) input.
+
+  Raises:
+    CandidateError: an input no audit can feed (`input_layout.from_shape`), naming the file.
+  """
+  try:
+    return input_layout.of_io(flatbuffer.io_details(data)["inputs"][0])
+  except input_layout.LayoutError as e:
+    raise CandidateError(f"{path}: {e}") from e
 
 
 def reference_kind(data):

@@ -1,4 +1,4 @@
-"""Converts a tf_keras member model to TFLite in one of the `formats.FORMATS`.
+"""Converts a member model (tf_keras, Keras 3, SavedModel) to TFLite in a `formats.FORMATS`.
 
 Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense model):
   * `tf.lite.TFLiteConverter.from_keras_model(model)` works on a tf_keras model (with or without
@@ -12,6 +12,11 @@ Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense
     to /tmp/..." log lines) and take about the same time (~0.6 s for a small CNN); both give
     byte-identical files run to run and across processes; they differ from each other only in
     the signature's tensor names.
+  * a member imported from a Keras 3 file or a SavedModel (issue #36): the same call on the
+    model `model_files.load` gives, traced by `model_files.trace` — a Keras 3 model through a
+    SavedModel endpoint (`compat.keras3.serving_function`; with a Keras 3 model as the
+    `trackable_obj` of a plain `tf.function` its variables stay READ_VARIABLE ops and
+    calibration fails), a SavedModel through a `tf.function` of its serving signature.
 
 Determinism: converting the same model twice (in one process or in two) gives identical
 bytes for all four formats, including `full_int8` with a fixed representative set
@@ -29,7 +34,9 @@ import tensorflow as tf
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
+from tf_forget.data import input_layout
 from tflite_export import formats
+from tflite_export import model_files
 
 
 class ConversionError(errors.Error):
@@ -41,24 +48,45 @@ def _one_line(e):
   return text[:300] + ("..." if len(text) > 300 else "")
 
 
-def input_signature(model):
-  """The `TensorSpec` [None, H, W, C] float32 named "image" of a one-input image model.
+def model_layout(model):
+  """The `input_layout.InputLayout` of a one-input image model (issue #36: `[N, H, W, C]`,
+  grey `[N, H, W]` or channels-first `[N, C, H, W]`).
 
   Raises:
-    ConversionError: a model with several inputs or a non-image (rank != 4) input.
+    ConversionError: a model with several inputs or a non-image input.
   """
   if len(model.inputs) != 1:
     raise ConversionError(f"model has {len(model.inputs)} inputs; expected one image input")
-  shape = model.inputs[0].shape
-  if shape.rank != 4 or any(d is None for d in shape[1:]):
-    raise ConversionError(f"model input shape {shape} is not [batch, H, W, C]")
-  return tf.TensorSpec([None, *shape[1:]], tf.float32, name="image")
+  try:
+    return input_layout.from_shape(tuple(model.inputs[0].shape))
+  except input_layout.LayoutError as e:
+    raise ConversionError(f"model {e}") from e
+
+
+def input_signature(model):
+  """The `TensorSpec` [None, *input shape] float32 named "image" of a one-input image model
+  (`[None, H, W, C]`, or the model's own layout, `model_layout`).
+
+  Raises:
+    ConversionError: a model with several inputs or a non-image input.
+  """
+  return tf.TensorSpec([None, *model_layout(model).model_shape], tf.float32, name="image")
+
+
+def model_inputs(model, images):
+  """Images `[N, H, W, C]` in the model's input layout (`model_layout`); images of another
+  shape are returned as they are, for the caller's shape check to name."""
+  layout = model_layout(model)
+  try:
+    return layout.to_model(images)
+  except input_layout.LayoutError:
+    return images
 
 
 def representative_dataset(images):
-  """A representative-data generator over uint8 or float images `[N, H, W, C]`.
+  """A representative-data generator over uint8 or float model inputs (`model_inputs`).
 
-  Yields one example at a time as float32 `[1, H, W, C]`, the values the evaluator feeds.
+  Yields one example at a time as float32 `[1, ...]`, the values the evaluator feeds.
   """
   images = np.asarray(images)
 
@@ -70,7 +98,8 @@ def representative_dataset(images):
 
 
 def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCODING):
-  """Converts a Keras 2 model to TFLite bytes.
+  """Converts a member's model (tf_keras, Keras 3 or a SavedModel's signature,
+  `model_files`) to TFLite bytes.
 
   The "sparse" encoding (issue #10) adds `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the
   format's optimizations: the converter then stores constant weights that are sparse enough
@@ -78,10 +107,12 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   (or, for some kernels, runs them sparse). Everything else is the format's.
 
   Args:
-    model: a tf_keras model taking float32 `[batch, H, W, C]` raw pixels, returning logits.
+    model: a model of `model_files.load` taking float32 `[batch, H, W, C]` raw pixels,
+      returning logits.
     fmt: a key of `formats.FORMATS`.
-    representative_images: uint8 `[N, H, W, C]`, required by formats that need calibration
-      (`full_int8`; SPEC §2.5), ignored by the others.
+    representative_images: uint8 `[N, H, W, C]` (fed in the model's input layout,
+      `model_inputs`), required by formats that need calibration (`full_int8`; SPEC §2.5),
+      ignored by the others.
     encoding: a value of `names.ENCODINGS`.
 
   Returns:
@@ -95,9 +126,8 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   names.check_encoding(encoding)
   options = formats.FORMATS[fmt]
   spec = input_signature(model)
-  function = tf.function(lambda image: model(image, training=False))
-  concrete = function.get_concrete_function(spec)
-  converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], model)
+  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel (#36)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
   optimizations = [tf.lite.Optimize.DEFAULT] if options["optimize"] else []
   if encoding == names.SPARSE:
     optimizations.append(tf.lite.Optimize.EXPERIMENTAL_SPARSITY)
@@ -115,6 +145,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     if representative_images is None or len(representative_images) == 0:
       raise ConversionError(f"format {fmt!r} needs representative images (SPEC §2.5)")
     expected = tuple(spec.shape[1:])
+    representative_images = model_inputs(model, representative_images)
     if tuple(np.shape(representative_images)[1:]) != expected:
       raise ConversionError(f"representative images have shape "
                             f"{tuple(np.shape(representative_images)[1:])}, model input "

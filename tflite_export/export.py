@@ -31,6 +31,7 @@ from tflite_export import converter
 from tflite_export import export_state
 from tflite_export import flatbuffer
 from tflite_export import formats
+from tflite_export import model_files
 
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"
 
@@ -116,7 +117,7 @@ def _representative(run_dir, variant, k, dataset, representative_size, metadata)
 
 def _source_sha256(run_dir, variant, k):
   """The sha256 of the exported member's `model.keras` bytes, read now (not memoized)."""
-  return hashing.file_sha256(layout.member_model(run_dir, variant.member_variant, k), memo=False)
+  return hashing.path_sha256(layout.member_model(run_dir, variant.member_variant, k), memo=False)
 
 
 def export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
@@ -129,7 +130,9 @@ def export_json(variant, k, data, stats, metadata, source_sha, options, seconds,
       "format": variant.format,
       "encoding": variant.encoding,
       "source": {
-          "model": layout.member_model_relpath(variant.member_variant, k),
+          "model": layout.member_model_relpath(
+              variant.member_variant, k,
+              saved_model=model_files.member_kind(metadata) == "saved_model"),
           "sha256": source_sha,
           "seed": metadata.get("seed"),
           "dataset": metadata.get("dataset"),

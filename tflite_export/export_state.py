@@ -24,9 +24,9 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
-from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tflite_export import formats
+from tflite_export import model_files
 
 SCHEMA = "tf_forget.tflite/1"
 DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.
@@ -120,7 +120,7 @@ def expected_inputs(run_dir, variant, k, representative=None):
     {"model": sha256 of the member's current model.keras (None if unreadable), "converter":
     `converter_inputs`, and "representative" when `representative` is given}.
   """
-  out = {"model": hashing.file_sha256_or_none(layout.member_model(run_dir,
+  out = {"model": hashing.path_sha256_or_none(layout.member_model(run_dir,
                                                                   variant.member_variant, k)),
          "converter": converter_inputs(variant)}
   if representative is not None:
@@ -163,7 +163,8 @@ def is_complete(run_dir, variant, k, representative=None):
 
 
 def load_member(run_dir, member_variant, k):
-  """Loads a member's (tf_keras model, metadata dict).
+  """Loads a member's (model, metadata dict): a tf_keras model, or for a member imported from
+  a Keras 3 file or a SavedModel that kind's model (`model_files.load`, issue #36).
 
   Raises:
     ExportError: a missing or unreadable member.
@@ -176,8 +177,12 @@ def load_member(run_dir, member_variant, k):
     trusted = any(isinstance(ref, dict) and ref.get("trust_model_code") is True
                   for ref in (metadata.get("reference"),
                               (metadata.get("parent") or {}).get("reference")))
-    model = keras2.keras().models.load_model(os.path.join(mdir, layout.MODEL_FILE),
-                                             compile=False, safe_mode=not trusted)
+    kind = model_files.member_kind(metadata)
+    # A stored SavedModel is the user's directory as it is: its audited output is chosen here.
+    reference = metadata.get("reference") or {}
+    output = reference.get("output_index") if kind == "saved_model" else None
+    model = model_files.load(layout.member_model(run_dir, member_variant, k), kind,
+                             safe_mode=not trusted, output_index=output)
   except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
     raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
                       f"{errors.one_line(e)}") from e
@@ -195,8 +200,8 @@ def check_member(run_dir, member_variant, k):
   except errors.ReadError as e:
     raise ExportError(f"member {member_variant}/{k}: {e}") from e
   recorded = metadata.get("model_sha256")
-  if recorded is not None and recorded != hashing.file_sha256_or_none(
-      os.path.join(mdir, layout.MODEL_FILE)):
+  if recorded is not None and recorded != hashing.path_sha256_or_none(
+      layout.member_model(run_dir, member_variant, k)):
     raise ExportError(f"member {member_variant}/{k} is not finished: its model.keras changed "
                       "since it was trained; re-run train_population")
 
@@ -205,7 +210,9 @@ Representative = collections.namedtuple("Representative", "images ids split cali
 Representative.__doc__ = """The representative data of an export (`representative_images`).
 
 Attributes:
-  images: `[size, H, W, C]` as the model takes them.
+  images: `[size, H, W, C]` as the model takes them (its pixels or the user's preprocess);
+    the converter feeds them in the model's input layout (`converter.model_inputs`: grey
+    `[N, H, W]` or channels-first inputs, issue #36).
   ids: int64 `[size]`, their ids in `split` of the calibration source.
   split: the split they come from.
   calibration: None (the audited data set's train split), or the user's `--calibration` data

@@ -59,6 +59,7 @@ from tf_forget.artifacts import errors
 from tflite_export import converter
 from tflite_export import flatbuffer
 from tflite_export import formats
+from tflite_export import model_files
 
 FORMAT = "full_int8"
 DEFAULT_BATCH_SIZE = 16
@@ -85,13 +86,13 @@ def _full_int8_converter(model, representative_images):
   spec = converter.input_signature(model)
   if representative_images is None or len(representative_images) == 0:
     raise converter.ConversionError(f"format {FORMAT!r} needs representative images (SPEC §2.5)")
+  representative_images = converter.model_inputs(model, representative_images)
   if tuple(np.shape(representative_images)[1:]) != tuple(spec.shape[1:]):
     raise converter.ConversionError(
         f"representative images have shape {tuple(np.shape(representative_images)[1:])}, "
         f"model input {tuple(spec.shape[1:])}")
-  function = tf.function(lambda image: model(image, training=False))
-  conv = tf.lite.TFLiteConverter.from_concrete_functions(
-      [function.get_concrete_function(spec)], model)
+  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel (#36)
+  conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
   conv.optimizations = [tf.lite.Optimize.DEFAULT]
   conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   conv.inference_input_type = tf.as_dtype(options["io_type"])
@@ -272,6 +273,8 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
     LayerErrorError: a subset whose image shape is not the model's, or a bad batch size.
   """
   shape = tuple(converter.input_signature(model).shape[1:])
+  subsets = {name: converter.model_inputs(model, images) if len(images) else images
+             for name, images in subsets.items()}  # in the model's input layout
   for name, images in subsets.items():
     if len(images) and tuple(np.shape(images)[1:]) != shape:
       raise LayerErrorError(f"subset {name!r} has images of shape "

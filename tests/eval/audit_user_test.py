@@ -213,7 +213,13 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   report = json.loads((user / "symmetric" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
   assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
-  raw = audit_binary.audit([*args, "--out=raw"], user)  # the same model fed raw pixels: a wrong audit
+  # The same model fed raw pixels: refused (issue #36, `eval.input_scaling`), or, when asked,
+  # a wrong audit.
+  refused = audit_binary.one_line(audit_binary.audit([*args, "--out=raw"], user))
+  assert ("with raw pixels (0-255) but" in refused
+          and "your model probably expects --preprocess=symmetric; give it" in refused), refused
+  assert not (user / "raw").exists()
+  raw = audit_binary.audit([*args, "--out=raw", "--input_scaling_check=off"], user)
   assert raw.returncode == 0, raw.stderr[-3000:]
   wrong = json.loads((user / "raw" / "report.json").read_text())
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
@@ -338,8 +344,10 @@ def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
                             keras.layers.Flatten(), keras.layers.Dense(10)])
   model.save(str(tmp_path / "m.keras"))
   (tmp_path / "m.tflite").write_bytes(user_files.convert(model, None, int8=False))
+  # An untrained model on tfds' random mock images scores at chance: no scaling check (#36).
   user = user_plan.UserModels(references=(str(tmp_path / "m.keras"),),
-                              candidates=(("f32", (str(tmp_path / "m.tflite"),)),))
+                              candidates=(("f32", (str(tmp_path / "m.tflite"),)),),
+                              input_scaling_check=False)
   with tfds.testing.mock_data(num_examples=12):
     config = audit_config.AuditConfig(dataset="tfds:mnist", out=str(tmp_path / "tfds"),
                                       user=user, deploy_encoding="plain", executor="inline")

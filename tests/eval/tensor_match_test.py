@@ -144,6 +144,41 @@ def test_a_file_with_a_fixed_batch_runs_one_example_per_invoke():
   assert all(r["subsets"]["all"]["count"] == 10 for r in rows)
 
 
+def test_a_file_whose_shapes_are_computed_at_run_time_runs_batched():
+  # Keras 3's reshapes convert to shapes computed when the file runs: such a file reports an
+  # output of batch 1 until it is invoked (issue #36's tutorial files). Its comparison runs
+  # batched, with the sums of one example per invoke (to float32 kernels' summation order).
+  class Model(tf.Module):
+
+    def __init__(self):
+      rng = np.random.default_rng(0)
+      self.w = tf.constant(rng.normal(0, 0.1, (64, 10)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8, 8], tf.float32)])
+    def __call__(self, x):
+      flat = tf.reshape(x, tf.concat([tf.shape(x)[:1], [64]], 0))
+      return tf.matmul(tf.nn.relu(flat - 100.0), self.w)
+
+  module = Model()
+  images = broken_model.make_images(10, 0)[0]
+  conv = tf.lite.TFLiteConverter.from_concrete_functions(
+      [module.__call__.get_concrete_function()], module)
+  float32 = conv.convert()
+  conv.optimizations = [tf.lite.Optimize.DEFAULT]
+  conv.representative_dataset = lambda: ([images[i:i + 1, ..., 0].astype(np.float32)]
+                                         for i in range(len(images)))
+  user = conv.convert()
+  batched_rows, facts = tensor_match.tensor_errors(float32, user, {"all": images}, batch_size=4)
+  assert facts["batch_size"] == 4 and facts["unmatched"] == 0
+  single_rows, single = tensor_match.tensor_errors(float32, user, {"all": images}, batch_size=1)
+  assert single["batch_size"] == 1 and len(batched_rows) == len(single_rows) > 1
+  for a, b in zip(batched_rows, single_rows):
+    assert a["tensor_name"] == b["tensor_name"]
+    for key, value in b["subsets"]["all"].items():
+      want = value if value is None else pytest.approx(value, rel=1e-4, abs=1e-9)
+      assert a["subsets"]["all"][key] == want, key
+
+
 def test_files_of_different_models_are_refused(case):
   other = converter.convert(tf.keras.Sequential(
       [tf.keras.Input((4, 4, 1)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)]),

@@ -216,3 +216,62 @@ def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, child
                         "fraction": trained.fraction,
                         "ratio_over": "prunable", "exclude_classifier": False}})
   return planted, parents
+
+
+# --- the user's own files (issue #36) -------------------------------------------------------
+
+USER_WORSE_EXTRA = 3  # examples `user_worse` breaks beyond `full_int8`
+
+
+def make_user_run(run_dir, members=1, save_logits=False):
+  """A `digits` run of a user's model with tf_forget's `full_int8` and two files of the user's.
+
+  Every member k shares `noisy`'s pattern. `full_int8` is wrong (label + 2) on 2 clean examples
+  dense gets right; `user_int8` predicts exactly what `full_int8` predicts; `user_worse` also
+  breaks `USER_WORSE_EXTRA` more clean examples (label + 3). Returns (ids, labels, broken
+  positions of full_int8, the extra broken positions of user_worse).
+  """
+  test = registry.get("digits").load("test")
+  ids, labels = test.ids, test.labels
+  clean = np.flatnonzero((np.arange(labels.size) % NOISE_PERIOD) >= 10)
+  broken, extra = clean[:2], clean[2:2 + USER_WORSE_EXTRA]
+  for k in range(members):
+    dense = noisy(labels, k, 10)
+    int8 = dense.copy()
+    int8[broken] = (labels[broken] + 2) % 10
+    worse = int8.copy()
+    worse[extra] = (labels[extra] + 3) % 10
+    for variant, pred in (("dense", dense), ("full_int8", int8), ("user_int8", int8),
+                          ("user_worse", worse)):
+      predictions.write(predictions.path(run_dir, variant, k, "test"), ids, labels,
+                        scores_for(pred, 10),
+                        {"variant": variant, "member_variant": "dense", "k": k,
+                         "dataset": "digits", "split": "test"}, save_logits=save_logits)
+  return ids, labels, broken, extra
+
+
+def make_folder_run(run_dir, root, num_images=60):
+  """A K = 1 run over a folder of PNGs (`folder` data set: examples named by their path).
+
+  Writes the first `num_images` digits test images as `root/<label>/<iiii>.png`, then dense
+  (right everywhere) and `full_int8` (wrong, label + 1, on the folder's positions 0, 7 and 13)
+  with logits. Returns (the `folder` data set, the flipped positions).
+  """
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  test = registry.get("digits").load("test")
+  for i in range(num_images):
+    folder = os.path.join(root, str(int(test.labels[i])))
+    os.makedirs(folder, exist_ok=True)
+    Image.fromarray(test.images[i][:, :, 0]).save(os.path.join(folder, f"{i:04d}.png"))
+  data = registry.get("folder", path=str(root), image_size=[8, 8], channels=1)
+  labels = np.concatenate([b.labels for b in data.batches("test", 256)])
+  ids = np.arange(labels.size, dtype=np.int64)
+  flipped = np.array([0, 7, 13])
+  int8 = labels.copy()
+  int8[flipped] = (labels[flipped] + 1) % 10
+  for variant, pred in (("dense", labels), ("full_int8", int8)):
+    predictions.write(predictions.path(run_dir, variant, 0, "test"), ids, labels,
+                      scores_for(pred, 10),
+                      {"variant": variant, "member_variant": "dense", "k": 0,
+                       "dataset": "folder", "split": "test"}, save_logits=True)
+  return data, flipped

@@ -12,6 +12,7 @@ recomputed from the binomial distribution (`scipy.stats.binom.cdf`), not `binomt
 
 import glob
 import os
+import re
 
 import numpy as np
 import pytest
@@ -151,7 +152,14 @@ def test_section_and_design_sentence_in_the_page(digits):
   report = digits["report"]
   page = report.html
   assert '<section id="k1">' in page and "flips and paired tests (K = 1)" in page
-  assert page.index('id="topline"') < page.index('id="k1"') < page.index('id="class-level"')
+  # K = 1 (issue #36): the sections that compare populations are left out, named in one line.
+  ids = re.findall(r'<section id="([^"]+)"', page)
+  assert ids[:3] == ["verdict", "glossary", "k1"] and ids[-2:] == ["left-out", "notes"]
+  assert not {"overview", "topline", "class-level", "pie", "recall-distortion"} & set(ids)
+  left_out = page[page.index('<section id="left-out">'):page.index('<section id="notes">')]
+  assert left_out.count("<p") == 1 and "2 Classes" in left_out and "K ≥ 2" in left_out
+  assert "6 Robustness (no corrupted splits" in left_out.replace("&#x27;", "'")
+  assert "Not shown" not in page
   k1 = page[page.index('<section id="k1">'):]
   k1 = k1[:k1.index("</section>")]
   assert "examples are the unit of uncertainty" in k1 and "500 test examples" in k1

@@ -15,6 +15,7 @@ hashed).
 
 import hashlib
 import json
+import os
 
 import numpy as np
 
@@ -76,6 +77,31 @@ def file_sha256_or_none(path):
   """`file_sha256`, or None if the file is missing or unreadable."""
   try:
     return file_sha256(path)
+  except OSError:
+    return None
+
+
+def path_sha256(path, memo=True):
+  """`file_sha256` of a file; of a directory (a SavedModel, issue #36), the sha256 of the JSON
+  {relative path: `file_sha256`} of every file below it (`memo` as `file_sha256`'s).
+
+  Raises:
+    OSError: a file cannot be read.
+  """
+  if not fileio.isdir(path):
+    return file_sha256(path, memo)
+  entries = {}
+  for root, _, files in fileio.walk(path):
+    for name in files:
+      full = fileio.join(root, name)
+      entries[os.path.relpath(full, path).replace(os.sep, "/")] = file_sha256(full, memo)
+  return sha256_json(entries)
+
+
+def path_sha256_or_none(path):
+  """`path_sha256`, or None if the file or directory is missing or unreadable."""
+  try:
+    return path_sha256(path) if fileio.exists(path) else None
   except OSError:
     return None
 

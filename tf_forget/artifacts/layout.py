@@ -5,6 +5,7 @@
       audit.json                                     the audit's config (`eval/audit_lib.py`)
       run.json                                       the population config (tf_forget/train)
       members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
+      members/dense/<k>/saved_model/                 an imported SavedModel (`train/imported.py`)
       members/dense/<k>/gradient/<protocol>.npz      g of a one-shot parent (`prune/gradient.py`)
       tflite/<member variant>/<k>/<stem>.{tflite, json, failed.json}
       predictions/<variant>/<k>/<split>.npz
@@ -35,6 +36,7 @@ RUN_FILE = "run.json"
 AUDIT_FILE = "audit.json"
 REPORT_FILE = "report.json"
 MODEL_FILE = "model.keras"
+SAVED_MODEL_DIR = "saved_model"  # an imported SavedModel, as the user saved it (#36)
 METADATA_FILE = "metadata.json"
 CHECKPOINT_DIR = "checkpoints"
 NOISE_FILE = "linf.npz"
@@ -75,7 +77,11 @@ def member_dir(run_dir, member_variant, k):
 
 
 def member_model(run_dir, member_variant, k):
-  return os.path.join(member_dir(run_dir, member_variant, k), MODEL_FILE)
+  """The member's model: `model.keras`, or the `saved_model/` directory of a member imported
+  from a SavedModel (issue #36, `tf_forget.train.imported`) when that directory exists."""
+  directory = member_dir(run_dir, member_variant, k)
+  saved = os.path.join(directory, SAVED_MODEL_DIR)
+  return saved if filesystem.isdir(saved) else os.path.join(directory, MODEL_FILE)
 
 
 def member_metadata(run_dir, member_variant, k):
@@ -92,9 +98,11 @@ def gradient_file(run_dir, parent_variant, k, protocol_sha256):
                       f"{protocol_sha256[:16]}.npz")
 
 
-def member_model_relpath(member_variant, k):
-  """`members/<member variant>/<k>/model.keras` (relative to the run, as exports record it)."""
-  return os.path.join("members", member_variant, str(int(k)), MODEL_FILE)
+def member_model_relpath(member_variant, k, saved_model=False):
+  """`members/<member variant>/<k>/model.keras` (relative to the run, as exports record it;
+  `saved_model`: its `saved_model` directory, `member_model`)."""
+  return os.path.join("members", member_variant, str(int(k)),
+                      SAVED_MODEL_DIR if saved_model else MODEL_FILE)
 
 
 def tflite_root(run_dir):

@@ -72,7 +72,7 @@ def file_reason(path, recorded_sha256, label, verb):
     recorded_sha256: the sha256 the artifact recorded for it.
     label, verb: for the reason, "its <label> is missing" / "changed since it was <verb>".
   """
-  sha = hashing.file_sha256_or_none(path)
+  sha = hashing.path_sha256_or_none(path)  # a directory too (an imported SavedModel)
   if sha is None:
     return f"its {label} is missing"
   if sha != recorded_sha256:

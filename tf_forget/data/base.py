@@ -100,6 +100,18 @@ class Annotations:
     return int(self.labels.shape[0])
 
 
+def in_order(parts, ids, split):
+  """The examples of `parts` (each id at most once) in the order of `ids`; DataError naming a
+  missing id."""
+  found = concatenate(parts) if parts else None
+  position = {int(i): n for n, i in enumerate(found.ids)} if found is not None else {}
+  missing = [int(i) for i in ids if int(i) not in position]
+  if missing:
+    raise DataError(f"split {split!r} has no example with id {missing[0]} "
+                    f"({len(missing)} of {ids.size} requested ids missing)")
+  return found.take(np.asarray([position[int(i)] for i in ids], np.int64))
+
+
 def concatenate(parts):
   """Concatenates a non-empty sequence of `Examples` along axis 0."""
   parts = list(parts)
@@ -157,6 +169,36 @@ class Dataset(abc.ABC):
       if seen >= n:
         break
     return concatenate(parts)
+
+  def examples(self, split, ids) -> Examples:
+    """The examples of `split` with the given ids, in the order of `ids` (each id once).
+
+    The default streams the split and keeps the requested examples (a split may not fit in
+    memory whole); data sets that can read single records (a user's files) override it to
+    decode only those.
+
+    Raises:
+      DataError: an id the split lacks.
+    """
+    ids = np.asarray(ids, np.int64)
+    if not ids.size:
+      return self.no_examples()
+    want = {int(i): n for n, i in enumerate(ids)}
+    parts, found = [], 0
+    for batch in self.batches(split, 1024):
+      hit = np.asarray([j for j, i in enumerate(batch.ids) if int(i) in want], np.int64)
+      if hit.size:
+        parts.append(batch.take(hit))
+        found += hit.size
+      if found == len(want):
+        break
+    return in_order(parts, ids, split)
+
+  def no_examples(self) -> Examples:
+    """Zero examples of the data set's image shape and attributes."""
+    return Examples(images=np.zeros((0,) + tuple(self.spec.image_shape), np.uint8),
+                    labels=np.zeros(0, np.int64), ids=np.zeros(0, np.int64),
+                    attributes={n: np.zeros(0, bool) for n in self.spec.attribute_names})
 
   def calibration_examples(self, split, n) -> Examples:
     """The examples that calibrate a full int8 file: the first `n` of `split` (SPEC §2.5; a

@@ -140,13 +140,23 @@ class Folder(user_sets.UserDataset):
     files.sort()
     return ([f for f, _ in files], np.asarray([c for _, c in files], np.int64))
 
-  def _records(self, split):
+  def _records(self, split, ids=None):
+    """(path, label, id) of the split's images (an id is the image's position in the sorted
+    list), or only those of `ids` (sorted unique, present: `UserDataset.examples`)."""
     self.check_split(split)
     names, labels = self._files[split]
+    ids = np.arange(len(names), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
     prefix = self.root.rstrip("/") + "/"
     return tf.data.Dataset.from_tensor_slices(
-        (tf.constant(names, tf.string), labels, np.arange(len(names), dtype=np.int64))).map(
+        (tf.constant([names[i] for i in ids], tf.string), labels[ids], ids)).map(
             lambda rel, label, i: (prefix + rel, label, i))
+
+  def _records_of(self, split, ids):
+    known = ids[(ids >= 0) & (ids < self.num_examples(split))]
+    return self._records(split, known)
+
+  def _records_at(self, split, positions):  # an image's id is its position
+    return self._records(split, positions)
 
   def _decode(self, record):
     return images.decode_image_bytes(tf.io.read_file(record))

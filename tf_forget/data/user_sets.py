@@ -29,13 +29,16 @@ any other folder is one "test" split. A tfds source reads its `split` (default "
 and `train_split` if given as "train". TFRecord files are one "test" split.
 
 Streaming: the file list / record order is in memory, images are decoded per batch
-(`batches`); `annotation_batches` reads no image; `train_records` are paths or encoded images
+(`batches`), or once per process for a split whose content digest is recorded and whose pixels
+fit `DECODED_BYTES` (an audit evaluates every file on it; issue #36); `examples(split, ids)`
+decodes only the images asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images
 that the trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
 `base.DataError` naming the file (folder) or record, raised by the batch holding it.
 """
 
 import abc
 import dataclasses
+import json
 
 import numpy as np
 import tensorflow as tf
@@ -48,6 +51,10 @@ from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import user_inputs
 
 _PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+# Decoded splits kept in this process (`UserDataset._decoded`), oldest first, at most this
+# many bytes of pixels in all.
+DECODED_BYTES = 256 << 20
+_DECODED = {}
 
 
 class UserDataset(base.Dataset):
@@ -251,6 +258,33 @@ class UserDataset(base.Dataset):
                           f"example {start}: {user_inputs.tf_message(error)}")
 
   def batches(self, split, batch_size):
+    """The split in fixed order, decoded once per process when its content is recorded and it
+    fits `DECODED_BYTES` (`_decoded`), streamed otherwise."""
+    whole = self._decoded(split)
+    if whole is None:
+      yield from self._decode_batches(split, batch_size)
+      return
+    for start in range(0, len(whole), batch_size):
+      yield whole.take(slice(start, start + batch_size))
+
+  def _decoded(self, split):
+    """The whole split decoded, kept for the next pass of this process (an audit evaluates
+    every file on the same images), or None: no recorded content digest (the files may change
+    between passes), or more than `DECODED_BYTES` of pixels."""
+    if self.content(split) is None:
+      return None
+    key = (type(self).__name__, json.dumps(self.spec.options, sort_keys=True, default=str), split)
+    if key in _DECODED:
+      return _DECODED[key]
+    size = self.num_examples(split) * int(np.prod(self.spec.image_shape))
+    if size > DECODED_BYTES:
+      return None
+    while _DECODED and size + sum(e.images.nbytes for e in _DECODED.values()) > DECODED_BYTES:
+      _DECODED.pop(next(iter(_DECODED)))
+    _DECODED[key] = base.concatenate(self._decode_batches(split, 1024))
+    return _DECODED[key]
+
+  def _decode_batches(self, split, batch_size):
     ds = self._records(split).map(lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
     for start, (pixels, labels, ids) in self._stream(split, batch_size, ds):
       ids = ids.numpy()
@@ -267,10 +301,8 @@ class UserDataset(base.Dataset):
     if total <= n:
       return self.take(split, n)
     positions = np.unique(np.round(np.linspace(0, total - 1, n)).astype(np.int64))
-    keep = tf.constant(positions)
-    ds = (self._records(split).enumerate()
-          .filter(lambda i, rec: tf.reduce_any(tf.equal(i, keep)))
-          .map(lambda i, rec: (self.image(rec[0]), rec[1], rec[2]), **_PARALLEL))
+    ds = self._records_at(split, positions).map(
+        lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
     self.check_split(split)
     self._check_attribute_rows(split)
     parts = []
@@ -279,6 +311,41 @@ class UserDataset(base.Dataset):
       parts.append(base.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=ids,
                                  attributes=self._attributes_of(split, ids)))
     return base.concatenate(parts)
+
+  def examples(self, split, ids):
+    """The examples with the given ids, in the order of `ids`; only those images are decoded
+    (`_records_of`)."""
+    ids = np.asarray(ids, np.int64)
+    if not ids.size:
+      return self.no_examples()
+    ds = self._records_of(split, np.unique(ids)).map(
+        lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
+    parts = []
+    for _, (pixels, labels, found) in self._stream(split, 1024, ds):
+      found = found.numpy()
+      parts.append(base.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=found,
+                                 attributes=self._attributes_of(split, found)))
+    return base.in_order(parts, ids, split)
+
+  def _records_at(self, split, positions):
+    """The records at `positions` (sorted unique) of `split`'s fixed order, read before any
+    image is decoded; a data set that indexes its records overrides it."""
+    keep = tf.constant(positions)
+    return (self._records(split).enumerate()
+            .filter(lambda i, rec: tf.reduce_any(tf.equal(i, keep)))
+            .map(lambda i, rec: rec))
+
+  def _records_of(self, split, ids):
+    """The records of `split` whose id is in `ids` (sorted unique), read before any image is
+    decoded (a binary search per record); a data set that indexes its records overrides it."""
+    keep, last = tf.constant(ids), len(ids) - 1
+
+    def wanted(rec, label, i):
+      del rec, label
+      at = tf.minimum(tf.searchsorted(keep, tf.reshape(i, [1]))[0], last)
+      return tf.equal(tf.gather(keep, at), i)
+
+    return self._records(split).filter(wanted)
 
   def annotation_batches(self, split, batch_size):
     ds = self._records(split).map(lambda r, label, i: (label, label, i))

@@ -35,6 +35,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
+from tf_forget.data import base as data_base
 from tf_forget.report import pairing as pairing_lib
 
 SPARSE_SUFFIX = "+" + names.SPARSE
@@ -336,8 +337,8 @@ def _pairing(run_dir, aligned, eval_split):
 def images_for(run, ids):
   """uint8 `[len(ids), H, W, C]` images of the evaluation split for the given example ids.
 
-  Streams the split and keeps only the requested images (CelebA's test split would not fit
-  in memory whole).
+  Reads only the requested images (`Dataset.examples`: CelebA's test split would not fit in
+  memory whole).
 
   Raises:
     CollectError: no data set, or an id the split lacks.
@@ -345,18 +346,35 @@ def images_for(run, ids):
   ids = np.asarray(ids, np.int64)
   if run.dataset is None:
     raise CollectError("the run has no data set to take images from")
-  h, w, c = run.dataset.spec.image_shape
-  out = np.zeros((ids.size, h, w, c), np.uint8)
-  want = {int(i): n for n, i in enumerate(ids)}
-  found = 0
-  for batch in run.dataset.batches(run.eval_split, 1024):
-    for row, i in enumerate(np.asarray(batch.ids)):
-      n = want.get(int(i))
-      if n is not None:
-        out[n] = batch.images[row]
-        found += 1
-    if found == ids.size:
-      break
-  if found != ids.size:
-    raise CollectError(f"{ids.size - found} requested ids not in split {run.eval_split!r}")
-  return out
+  try:
+    return run.dataset.examples(run.eval_split, ids).images
+  except data_base.DataError as e:
+    raise CollectError(f"requested ids not in split {run.eval_split!r}: {e}") from e
+
+
+def example_paths(run):
+  """{example id: its path relative to the data root} of the evaluation split, or None.
+
+  A user's data set names each example (`example_names(split)`, `tf_forget.data.user_sets`):
+  a folder's image paths, in the split's fixed order, where an example's id is its position.
+  A data set without names, or whose names are its ids (tfds, TFRecord files, the registered
+  sets), has no paths: None, and the report's tables leave the `path` column out (issue #36).
+  """
+  return dataset_paths(run.dataset, run.eval_split)
+
+
+def dataset_paths(dataset, split):
+  """{example id: path} of a data set's split (see `example_paths`), or None."""
+  if dataset is None or not hasattr(dataset, "example_names"):
+    return None
+  names_ = [str(n) for n in dataset.example_names(split)]
+  if all(n.lstrip("-").isdigit() for n in names_):
+    return None
+  return dict(enumerate(names_))
+
+
+def paths_of(paths, ids):
+  """The `path` column for example `ids` (None: no column; unknown ids get "")."""
+  if paths is None:
+    return None
+  return [paths.get(int(i), "") for i in ids]

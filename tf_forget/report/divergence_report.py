@@ -230,8 +230,9 @@ def variant_row(run, variant, pooled):
               design=design, method=method, agreement=1 - row["flip_rate"], **counts)
 
 
-def example_rows(run, variant, results, size):
-  """The variant's `divergence_examples` rows: largest KL > 0 first, each example once."""
+def example_rows(run, variant, results, size, paths=None):
+  """The variant's `divergence_examples` rows: largest KL > 0 first, each example once; with
+  `paths` ({id: path}, `collect.example_paths`) each example's `path` (issue #36)."""
   dense, pop = run.eval[names.DENSE], run.eval[variant]
   row_0 = {int(k): r for r, k in enumerate(dense.members)}
   row_t = {int(k): r for r, k in enumerate(pop.members)}
@@ -246,7 +247,8 @@ def example_rows(run, variant, results, size):
     k0, kt, d = results[best[i]]
     kind = next((k for k in single_network.FLIP_KINDS if getattr(d.flips, k)[i]), SAME_TOP1)
     label = int(dense.labels[i])
-    rows.append({"variant": variant, "rank": rank + 1, "id": int(dense.ids[i]),
+    path = {} if paths is None else {"path": paths.get(int(dense.ids[i]), "")}
+    rows.append({"variant": variant, "rank": rank + 1, "id": int(dense.ids[i]), **path,
                  "position": int(i), "label": label, "label_name": class_names[label],
                  "reference_prediction": int(dense.top1[row_0[k0], i]),
                  "candidate_prediction": int(pop.top1[row_t[kt], i]), "kind": kind,
@@ -292,6 +294,7 @@ def compute(run, size=divergence.GALLERY, confidence=divergence.CONFIDENCE):
   y = run.eval[names.DENSE].labels
   tops, classes, groups, examples = [], [], [], []
   class_names = single_network.class_names_of(run)
+  paths = collect.example_paths(run)
   for variant in [v for v in plan if v in results]:
     pooled = _Pooled(results[variant], y, confidence)
     tops.append(variant_row(run, variant, pooled))
@@ -304,10 +307,12 @@ def compute(run, size=divergence.GALLERY, confidence=divergence.CONFIDENCE):
     if masks is not None:
       groups += [dict(s, variant=variant, subgroup=name, design=design)
                  for name, s in zip(masks, pooled.groups("by_subgroup", masks=masks))]
-    examples += example_rows(run, variant, results[variant], size)
+    examples += example_rows(run, variant, results[variant], size, paths)
   tables = {"divergence": pd.DataFrame(tops, columns=COLUMNS),
             "divergence_classes": pd.DataFrame(classes, columns=CLASS_COLUMNS),
-            "divergence_examples": pd.DataFrame(examples, columns=EXAMPLE_COLUMNS)}
+            "divergence_examples": pd.DataFrame(examples, columns=(
+                EXAMPLE_COLUMNS if paths is None else
+                EXAMPLE_COLUMNS[:3] + ["path"] + EXAMPLE_COLUMNS[3:]))}
   if masks is not None:
     tables["divergence_subgroups"] = pd.DataFrame(groups, columns=SUBGROUP_COLUMNS)
   return tables, {KEY: notes + mask_notes}, {KEY: settings(confidence, size)}

@@ -11,6 +11,7 @@ why (no saved logits, no compressed variant).
 from tf_forget.report import divergence_report
 from tf_forget.report import gallery_view
 from tf_forget.report import html
+from tf_forget.report import wording
 
 # KL and Δp in "g" (6 significant digits): a quantized file's KL is often ~1e-6.
 FORMATS = {"n": "int", "pairs": "int", "broken": "int", "fixed": "int", "changed": "int",
@@ -81,9 +82,12 @@ def examples(rows):
   """The largest-KL examples (their thumbnails are in the gallery section)."""
   if rows.empty:
     return html.skipped(["no example's output changed (every KL is 0)"])
-  cols = ["variant", "rank", "id", "label_name", "reference_prediction",
-          "candidate_prediction", "kind", "kl", "delta_p", "k_dense", "k_variant"]
-  return ("<h3>Examples of largest KL</h3>" + html.table(rows[cols], FORMATS, max_rows=60)
+  cols = ["variant", "rank", "id"] + (["path"] if "path" in rows else []) + [
+      "label_name", "reference_prediction", "candidate_prediction", "kind", "kl", "delta_p",
+      "k_dense", "k_variant"]
+  shown = rows[cols].assign(label_name=[wording.shown_label(n, c) for n, c in
+                                        zip(rows["label_name"], rows["label"])])
+  return ("<h3>Examples of largest KL</h3>" + html.table(shown, FORMATS, max_rows=60)
           + "<p class=\"lead\">Their images: <a href=\"#gallery\">gallery</a>; every one in "
           "tables/divergence_examples.csv.</p>")
 
@@ -111,10 +115,12 @@ def _card(row, png):
   badge = (gallery_view.badge(kind) if kind in gallery_view.CLASS else
            f"<span class=\"gal-badge gal-same\">{html.esc(kind)}</span>")
   css = gallery_view.CLASS.get(kind, "gal-same")
-  thumb = html.img(png, f"example {row['id']}, true label {row['label_name']}") if png else ""
+  label = wording.shown_label(row["label_name"], row["label"])
+  path = row.get("path") if isinstance(row.get("path"), str) else None
+  thumb = html.img(png, f"example {path or row['id']}, true label {label}") if png else ""
   return (f"<div class=\"gal-card {css}\"><div class=\"gal-head\">{badge}<span>#"
           f"{int(row['rank'])} · id {int(row['id'])}</span></div>{thumb}"
-          f"<div>true: <b>{html.esc(row['label_name'])}</b></div>"
+          f"{gallery_view.path_line(path)}<div>true: <b>{html.esc(label)}</b></div>"
           f"<div>reference {int(row['reference_prediction'])} → file "
           f"{int(row['candidate_prediction'])}</div>"
           f"<div>KL {row['kl']:.4g} nats · Δp {row['delta_p']:+.3f}</div>"

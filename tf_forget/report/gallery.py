@@ -115,6 +115,7 @@ def entries(run, cie, size=12):
     `compressed_modal`, `compressed_modal_name`, `attributes` {name: bool}.
   """
   pop = run.eval[names.DENSE]
+  paths = collect.example_paths(run)
   out = []
   for rank, pos in enumerate(cie["order"][:size]):
     pos = int(pos)
@@ -122,6 +123,7 @@ def entries(run, cie, size=12):
       break
     out.append({
         "rank": rank + 1, "position": pos, "id": int(pop.ids[pos]),
+        **_path(paths, pop.ids[pos]),
         "distance": int(cie["distance"][pos]), "max_distance": 2 * int(cie["members"]),
         "label": int(pop.labels[pos]), "label_name": _name(run, pop.labels[pos]),
         "dense_modal": int(cie["modal_0"][pos]),
@@ -130,6 +132,12 @@ def entries(run, cie, size=12):
         "compressed_modal_name": _name(run, cie["modal_t"][pos]),
         "attributes": _attributes(run, pos)})
   return out
+
+
+def _path(paths, example_id):
+  """{"path": the example's path} when the data set names its examples
+  (`collect.example_paths`), else {} (issue #36)."""
+  return {} if paths is None else {"path": paths.get(int(example_id), "")}
 
 
 def _ranks(order):
@@ -167,6 +175,7 @@ def family_entries(run, cies, size=12):
   chosen = sorted(best, key=lambda p: (best[p], p))[:size]
   ranks = {v: _ranks(c["order"]) for v, c in cies.items()}
   pop = run.eval[names.DENSE]
+  paths = collect.example_paths(run)
   out = []
   for pos in chosen:
     label = int(pop.labels[pos])
@@ -182,7 +191,7 @@ def family_entries(run, cies, size=12):
                    "kind": kind_of(label, d, t)})
     rows.sort(key=lambda row: row["rank"])
     out.append({"rank": best[pos][0], "position": pos, "id": int(pop.ids[pos]),
-                "label": label, "label_name": _name(run, label),
+                **_path(paths, pop.ids[pos]), "label": label, "label_name": _name(run, label),
                 "kind": next(k for k in KINDS if any(row["kind"] == k for row in rows)),
                 "attributes": _attributes(run, pos), "variants": rows})
   return out
@@ -262,7 +271,8 @@ def table(gallery):
   rows = []
   for fam, g in gallery.items():
     for e in g["cards"]:
-      card = {"family": fam, "card_rank": e["rank"], "id": e["id"], "position": e["position"],
+      card = {"family": fam, "card_rank": e["rank"], "id": e["id"],
+              **({"path": e["path"]} if "path" in e else {}), "position": e["position"],
               "label": e["label"], "label_name": e["label_name"], "card_kind": e["kind"]}
       attrs = {f"attr_{a}": v for a, v in e["attributes"].items()}
       rows += [{**card, **row, **attrs} for row in e["variants"]]
@@ -291,7 +301,10 @@ def annotation_table(run, cies, percentile=90, seed=0):
   """
   pop = run.eval[names.DENSE]
   attrs = sorted(run.attributes)
+  paths = collect.example_paths(run)
   columns = list(ANNOTATION_COLUMNS) + [f"attr_{a}" for a in attrs] + ["annotation"]
+  if paths is not None:  # the file an annotator opens (issue #36)
+    columns.insert(columns.index("id") + 1, "path")
   frames = []
   for variant, c in cies.items():
     distance = np.asarray(c["distance"])
@@ -303,7 +316,9 @@ def annotation_table(run, cies, percentile=90, seed=0):
     modal_0, modal_t = np.asarray(c["modal_0"])[pos], np.asarray(c["modal_t"])[pos]
     frame = pd.DataFrame({
         "variant": variant, "family": family(variant), "rank": rank + 1,
-        "id": np.asarray(pop.ids)[pos].astype(np.int64), "position": pos,
+        "id": np.asarray(pop.ids)[pos].astype(np.int64),
+        **({} if paths is None else {"path": collect.paths_of(paths, np.asarray(pop.ids)[pos])}),
+        "position": pos,
         "distance": distance[pos].astype(np.int64), "max_distance": 2 * int(c["members"]),
         "label": labels.astype(np.int64),
         "label_name": [_name(run, label) for label in labels],

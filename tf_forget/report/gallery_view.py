@@ -11,6 +11,7 @@ them. Every piece of text goes through `html.escape`; class names start with `ga
 
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html as html_lib
+from tf_forget.report import wording
 
 
 ORDER = (gallery_lib.BROKEN, gallery_lib.FIXED, gallery_lib.CHANGED, gallery_lib.SAME)
@@ -41,6 +42,7 @@ background:#fff;overflow-wrap:anywhere}
 .gal-v{font-family:monospace;font-weight:bold}
 .gal-word{font-weight:bold}
 .gal-attrs{color:#555;margin-top:2px;overflow-wrap:anywhere}
+.gal-path{color:#333;font-family:monospace;font-size:10px;overflow-wrap:anywhere}
 .gal-empty{color:#777;font-style:italic}
 .gal-card.gal-broken{border-color:#c62828}.gal-badge.gal-broken{background:#c62828}
 .gal-rows li.gal-broken{border-left-color:#c62828}.gal-word.gal-broken{color:#b71c1c}
@@ -71,13 +73,19 @@ def legend(cards):
 def _row(row):
   """One variant flagging the example: its rank, d_T, dense -> compressed modal, kind."""
   kind = row["kind"]
+  dense = wording.shown_label(row["dense_modal_name"], row["dense_modal"])
+  compressed = wording.shown_label(row["compressed_modal_name"], row["compressed_modal"])
   return (f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">"
           f"{html_lib.esc(row['variant'])}</span>"
           f"<br>#{html_lib.esc(row['rank'])} · d<sub>T</sub> {html_lib.esc(row['distance'])}/"
           f"{html_lib.esc(row['max_distance'])} · <span class=\"gal-word {CLASS[kind]}\">"
           f"{html_lib.esc(kind)}"
-          f"</span><br>modal: dense {html_lib.esc(row['dense_modal_name'])} → "
-          f"{html_lib.esc(row['compressed_modal_name'])}</li>")
+          f"</span><br>modal: dense {html_lib.esc(dense)} → {html_lib.esc(compressed)}</li>")
+
+
+def path_line(path):
+  """The example's file under the data root, on its card ("" without one; issue #36)."""
+  return f"<div class=\"gal-path\">{html_lib.esc(path)}</div>" if path else ""
 
 
 def card(entry, protected):
@@ -88,8 +96,9 @@ def card(entry, protected):
     protected: attribute names always shown (the others only when True).
   """
   kind = entry["kind"]
-  thumb = (html_lib.img(entry["png"], f"example {entry['id']}, true label {entry['label_name']}")
-           if "png" in entry else "")
+  label = wording.shown_label(entry["label_name"], entry["label"])
+  thumb = (html_lib.img(entry["png"], f"example {entry.get('path') or entry['id']}, true label "
+                        f"{label}") if "png" in entry else "")
   attrs = [f"{a}={int(v)}" for a, v in entry["attributes"].items() if a in protected or v]
   attrs_html = (f"<div class=\"gal-attrs\">{html_lib.esc(', '.join(attrs) or 'no attributes')}"
                 "</div>" if entry["attributes"] else "")
@@ -97,8 +106,8 @@ def card(entry, protected):
   return (f"<div class=\"gal-card {CLASS[kind]}\" title=\"{html_lib.esc(kind)}: "
           f"{html_lib.esc(MEANING[kind])}\">"
           f"<div class=\"gal-head\">{badge(kind)}<span>#{html_lib.esc(entry['rank'])} · id "
-          f"{html_lib.esc(entry['id'])}</span></div>{thumb}"
-          f"<div>true: <b>{html_lib.esc(entry['label_name'])}</b></div>"
+          f"{html_lib.esc(entry['id'])}</span></div>{thumb}{path_line(entry.get('path'))}"
+          f"<div>true: <b>{html_lib.esc(label)}</b></div>"
           f"<ul class=\"gal-rows\">{rows}</ul>{attrs_html}</div>")
 
 

@@ -222,8 +222,11 @@ def _flip_reason(rate, bound, div):
                      if div.get(k) is not None)
   pairs = div.get("pairs")
   over = f" over {pairs} member pairs" if isinstance(pairs, int) and pairs > 1 else ""
-  return (f"top-1 flip rate {100 * rate:.2f}% of test examples vs the reference"
-          f"{' (' + counts + over + ')' if counts else ''} (max {100 * bound:.2f}%)")
+  digits = 2  # more where two decimals cannot tell the rate from its bound (issue #36)
+  while digits < 8 and round(100 * rate, digits) == round(100 * bound, digits):
+    digits += 1
+  return (f"top-1 flip rate {100 * rate:.{digits}f}% of test examples vs the reference"
+          f"{' (' + counts + over + ')' if counts else ''} (max {100 * bound:.{digits}f}%)")
 
 
 def _kl_reason(kl, bound, div):

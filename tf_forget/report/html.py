@@ -50,7 +50,8 @@ input.filter{font-size:12px;margin:4px 0;padding:2px 4px;width:220px}
 .verdict-rec{background:#e5f4e8;font-weight:bold}.verdict-over{color:#a15c00}
 p.recommendation{font-size:1.15em;background:#f3faf4;border-left:5px solid #2b7a3d;
 padding:8px 12px;max-width:1150px}p.recommendation.none{background:#fdf1f0;
-border-left-color:#b3261e}.caveat{color:#8a5a00}dl.glossary dt{font-weight:bold;
+border-left-color:#b3261e}p.user-file{max-width:1150px;border-left:5px solid #8e4585;
+padding:4px 12px;margin:4px 0;background:#faf5f9}.caveat{color:#8a5a00}dl.glossary dt{font-weight:bold;
 margin-top:.5em}dl.glossary dd{margin-left:1.5em;max-width:1000px}
 figure img{max-width:100%;height:auto}p.meta{font-size:12px;color:#555;margin:0 0 6px 0}table.verdict td{white-space:normal;text-align:left;
 min-width:70px;max-width:260px;vertical-align:top}table.verdict th{white-space:normal}

@@ -9,9 +9,11 @@ its render function (in `sections` or a study's own view module).
 """
 
 import dataclasses
+import html as html_lib
 from typing import Callable, Mapping, Optional, Sequence
 
 from tf_forget.report import divergence_view
+from tf_forget.report import html
 from tf_forget.report import human_study_view
 from tf_forget.report import prune_retrain_plots
 from tf_forget.report import published
@@ -51,15 +53,17 @@ class Section:
   nav: str
   render: Callable[[View], Optional[str]]
   optional: bool = False
+  population: bool = False  # compares populations (K >= 2): left out with K = 1 (issue #36)
 
 
 SECTIONS = (
     Section("verdict", "Verdict: which file to ship, and what it costs", "Verdict",
             lambda v: verdict_view.section(v.measures, v.recommendation)),
     Section("glossary", "How to read this report", "Terms", lambda v: verdict_view.glossary()),
-    Section("overview", "Overview", "Overview", lambda v: sections.overview(v.measures)),
+    Section("overview", "Overview", "Overview", lambda v: sections.overview(v.measures),
+            population=True),
     Section("topline", "1. Top-line accuracy: the \"nothing changed\" view", "1 Top-1",
-            lambda v: sections.topline(v.measures)),
+            lambda v: sections.topline(v.measures), population=True),
     Section("k1", "1b. One network, its compressed files: flips and paired tests (K = 1)",
             "1b K = 1", lambda v: single_network_view.section(v.measures), optional=True),
     Section("divergence", "1c. Output divergence: how far each file's outputs moved (KL, Δp)",
@@ -67,15 +71,15 @@ SECTIONS = (
     Section("why", "1d. Why a full int8 file forgot: per-layer error, and its repair",
             "1d Why", lambda v: repair_view.section(v.measures), optional=True),
     Section("class-level", "2. Class level: which classes changed (000 Figure 2)", "2 Classes",
-            lambda v: sections.class_level(v.measures)),
+            lambda v: sections.class_level(v.measures), population=True),
     Section("pie", "3. Pruning / compression identified exemplars (PIE)", "3 PIE",
-            lambda v: sections.pie(v.measures)),
+            lambda v: sections.pie(v.measures), population=True),
     Section("human-study", "3b. Human study: what the PIEs (CIEs) are (000 Table 7, Figure 5)",
             "3b Human study", lambda v: human_study_view.section(v.measures), optional=True),
     Section("subgroups", "4. Subgroups: error, FPR, FNR (004 Tables 3-5)", "4 Subgroups",
-            lambda v: sections.subgroups(v.measures)),
+            lambda v: sections.subgroups(v.measures), population=True),
     Section("over-indexing", "5. Attribute over-indexing among CIEs (004 Figure 2)",
-            "5 Over-indexing", lambda v: sections.over_indexing(v.measures)),
+            "5 Over-indexing", lambda v: sections.over_indexing(v.measures), population=True),
     Section("robustness", "6. Robustness to corruptions (000 Table 3)", "6 Robustness",
             lambda v: sections.robustness(v.measures)),
     Section("published", "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1",
@@ -83,9 +87,9 @@ SECTIONS = (
     Section("noise", "7. l-inf noise: accuracy, prune potential, similarity (003 §4.1, §5)",
             "7 Noise", lambda v: sections.noise(v.measures)),
     Section("recall-distortion", "8. Recall distortion slope α (002)", "8 α",
-            lambda v: recall_study_view.distortion(v.measures)),
+            lambda v: recall_study_view.distortion(v.measures), population=True),
     Section("recall-study", "9. Recall distortion after one-shot pruning (002)", "9 One-shot",
-            lambda v: recall_study_view.oneshot_study(v.measures)),
+            lambda v: recall_study_view.oneshot_study(v.measures), population=True),
     Section("prune-retrain",
             "9b. Prune-retrain: how far each parent prunes, per distribution (003)",
             "9b Prune-retrain", lambda v: prune_retrain_plots.section(v.measures),
@@ -100,17 +104,59 @@ SECTIONS = (
 )
 
 
+LEFT_OUT = Section("left-out", "Left out for one network (K = 1)", "Left out",
+                   lambda v: None, optional=True)
+SKIPPED_MARK = "<p class=\"skip\">Not shown: "
+
+
+def _left_out_line(folded):
+  """The one line that names the sections a K = 1 report leaves out, and why.
+
+  Args:
+    folded: [(section, reason)]: a population section (reason "") or one with nothing to show.
+  """
+  population = [s.nav for s, _ in folded if s.population]
+  empty = [f"{s.nav} ({reason})" for s, reason in folded if not s.population]
+  parts = []
+  if population:
+    parts.append(f"{', '.join(population)}: these compare populations of K ≥ 2 independently "
+                 "trained networks (means, Welch tests and intervals over members, modal "
+                 "labels); with one network, section 1b answers the same questions over the "
+                 "test examples (paired), and the verdict reads it")
+  if empty:
+    parts.append("not measured in this run: " + "; ".join(empty))
+  return f"<p class=\"lead\">{html.esc('. '.join(parts))}.</p>"
+
+
+def _reason(text):
+  """The reason of a "Not shown: <reason>." line, as plain text."""
+  return html_lib.unescape(text[len(SKIPPED_MARK):].split("</p>")[0]).rstrip(".")
+
+
 def render(view):
   """[(section, inner HTML)] of the page, in order; optional sections that do not apply are out.
+
+  With one network (K = 1, `single_network`; issue #36) the sections that compare populations
+  (`Section.population`) and those with nothing to show ("Not shown: ...") are left out too,
+  and one line before the notes (`LEFT_OUT`) names them and says why.
 
   Raises:
     ValueError: a section that is not optional rendered None (a bug in its render function).
   """
-  out = []
+  out, folded = [], []
+  k1 = bool(view.measures.config.get("single_network"))
   for section in SECTIONS:
+    if k1 and section.population:
+      folded.append((section, ""))
+      continue
     text = section.render(view)
     if text is None and not section.optional:
       raise ValueError(f"report section {section.id!r} rendered nothing")
+    if k1 and text is not None and text.startswith(SKIPPED_MARK) and section.id != "notes":
+      folded.append((section, _reason(text)))
+      continue
     if text is not None:
+      if section.id == "notes" and folded:
+        out.append((LEFT_OUT, _left_out_line(folded)))
       out.append((section, text))
   return out

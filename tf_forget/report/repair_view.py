@@ -7,6 +7,7 @@ is. An optional section: None without an analysis (no full int8 file with its fl
 """
 
 from tf_forget.report import html
+from tf_forget.report import repair_report
 
 FORMATS = {"size_vs_int8": "num", "size_vs_float32": "num", "top1_int8": html.PCT,
            "top1_repaired": html.PCT, "flip_rate_int8": html.PCT,
@@ -33,22 +34,27 @@ LEAD = ("Each full int8 file is compared layer by layer with its float model on 
         "minus the largest NMSE of its inputs, on the forgotten examples.")
 
 
-def repair(t):
-  """The repaired files' cost and effect, or a line saying none was made."""
+def repair(t, skipped=()):
+  """The repaired files' cost and effect, or a line saying none was made (`skipped`: the
+  files not repaired because they forgot nothing significant, issue #36)."""
   head = ("<h3>Repaired files: the top-ranked layers kept in float</h3><p>Cost: size over the "
           "plain int8 file and over float32. Effect, each member against its own float32 "
           "file: top-1, flip rate (top-1 changed), broken examples (right in float32, wrong "
           "in the file) and the recall change of the class the int8 file hurt most — before "
           "(int8) and after (repaired); means over members.</p>")
+  lines = "".join(f"<p class=\"lead\">{html.esc(line)}</p>" for line in skipped)
   if t is None or t.empty:
-    return head + html.skipped(["no repaired file: add --repair_layers=N to make "
-                                "full_int8~float<N>"])
-  return head + html.table(t, FORMATS)
+    return head + (lines or html.skipped(["no repaired file: add --repair_layers=N to make "
+                                          "full_int8~float<N>"]))
+  shown = t.assign(gain=[repair_report.NO_GAIN if g is False or g == 0 else "gain"
+                         for g in t["gain"]]) if "gain" in t else t
+  return head + html.table(shown, FORMATS) + lines
 
 
 def layers(t):
   """Each analysed member's best-ranked layers."""
-  shown = t.assign(tensor_name=t["tensor_name"].map(
+  shown = t.drop(columns=["op_name"] if "op" in t else [])  # "op" names it distinctly
+  shown = shown.assign(tensor_name=t["tensor_name"].map(
       lambda n: n if n is None or len(str(n)) <= 60 else str(n)[:57] + "..."))
   return ("<h3>Layers ranked by their error on the forgotten examples</h3>"
           + html.table(shown, FORMATS, highlight=list(t["kept"]), max_rows=40)
@@ -60,5 +66,7 @@ def section(measures):
   t = measures.tables.get("layers")
   if t is None:
     return None
-  return (f"<p class=\"lead\">{LEAD}</p>" + repair(measures.tables.get("repair"))
+  return (f"<p class=\"lead\">{LEAD}</p>"
+          + repair(measures.tables.get("repair"),
+                   measures.notes.get(repair_report.NOT_REPAIRED_KEY, ()))
           + layers(t))

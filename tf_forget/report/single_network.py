@@ -35,6 +35,7 @@ import pandas as pd
 from scipy import stats
 
 from tf_forget.artifacts import names
+from tf_forget.report import collect
 from tf_forget.stats import paired
 from tf_forget.stats import subgroups
 from tf_forget.stats import validate
@@ -229,16 +230,28 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
   return [rows[v, name, measure] for v in bs for name in masks for measure in measures]
 
 
-def flip_rows(variant, ids, y, a, b):
-  """`flips` rows of one variant: every flipped example with its kind."""
+def flip_rows(variant, ids, y, a, b, paths=None):
+  """`flips` rows of one variant: every flipped example with its kind, and with `paths`
+  ({id: path}, `collect.example_paths`) its file's path after the id (issue #36)."""
   f = paired.flips(y, a, b)
   kind = np.full(y.size, "", dtype=object)
   for name in FLIP_KINDS:
     kind[getattr(f, name)] = name
   where = np.flatnonzero(kind != "")
-  return pd.DataFrame({"variant": variant, "id": ids[where], "label": y[where],
-                       "reference_prediction": a[where], "candidate_prediction": b[where],
-                       "kind": kind[where].astype(str)}, columns=FLIP_COLUMNS)
+  columns = dict(variant=variant, id=ids[where])
+  if paths is not None:
+    columns["path"] = collect.paths_of(paths, ids[where])
+  columns.update(label=y[where], reference_prediction=a[where], candidate_prediction=b[where],
+                 kind=kind[where].astype(str))
+  return pd.DataFrame(columns, columns=_with_path(FLIP_COLUMNS, paths))
+
+
+def _with_path(columns, paths):
+  """`columns` with `path` after `id` when the data set names its examples."""
+  if paths is None:
+    return list(columns)
+  i = columns.index("id") + 1
+  return list(columns[:i]) + ["path"] + list(columns[i:])
 
 
 def settings(seed, n_resamples, alpha):
@@ -251,7 +264,7 @@ def _concat(frames, columns):
   return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples):
+def variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples, paths=None):
   """One variant's parts but its `k1_subgroups` rows (made for every variant at once by
   `subgroup_rows`): (`k1_topline` row, `k1_classes` frame, `flips` frame). Raises, in the same
   order, what the per-variant measures raise for this variant."""
@@ -261,7 +274,7 @@ def variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples):
     check_subgroup_inputs(y, a, b, rate_measures(run.num_classes), seed, n_resamples)
   return (topline_row(variant, y, a, b),
           class_rows(variant, y, a, b, run.num_classes, class_names_of(run), alpha),
-          flip_rows(variant, dense.ids, y, a, b))
+          flip_rows(variant, dense.ids, y, a, b, paths))
 
 
 def compute(run, seed, alpha=0.05, n_resamples=paired.MIN_RESAMPLES):
@@ -281,11 +294,13 @@ def compute(run, seed, alpha=0.05, n_resamples=paired.MIN_RESAMPLES):
     return {}, {}, {}
   pairs, notes = candidate_pairs(run)
   masks, mask_notes = subgroup_masks(run)
+  paths = collect.example_paths(run)
   notes = [f"{DESIGN}; paired per-example tests (section 1b)"] + notes + mask_notes
   top, classes, flips, compared = [], [], [], {}
   for variant, (a, b) in pairs.items():
     try:
-      row, cls, flp = variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples)
+      row, cls, flp = variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples,
+                                     paths)
     except validate.StatsInputError as e:
       notes.append(f"{variant}: K = 1 measures not computed ({e})")
       continue
@@ -300,7 +315,7 @@ def compute(run, seed, alpha=0.05, n_resamples=paired.MIN_RESAMPLES):
                            rate_measures(run.num_classes), seed, n_resamples)
   tables = {"k1_topline": pd.DataFrame(top, columns=TOPLINE_COLUMNS),
             "k1_classes": _concat(classes, CLASS_COLUMNS),
-            "flips": _concat(flips, FLIP_COLUMNS)}
+            "flips": _concat(flips, _with_path(FLIP_COLUMNS, paths))}
   if masks is not None:
     tables["k1_subgroups"] = pd.DataFrame(groups, columns=SUBGROUP_COLUMNS)
   return tables, {NOTES_KEY: notes}, {SETTINGS_KEY: settings(seed, n_resamples, alpha)}

@@ -11,6 +11,9 @@ import pandas as pd
 
 from tf_forget.report import html
 from tf_forget.report import single_network
+from tf_forget.report import wording
+
+MAX_FLIP_ROWS = 60
 
 PCT = {"accuracy_reference": html.PCT, "accuracy_candidate": html.PCT,
        "recall_reference": html.PCT, "recall_candidate": html.PCT,
@@ -45,9 +48,9 @@ def classes(t, alpha):
   head = (f"<h3>Classes whose recall changed (exact McNemar per class, Benjamini-Hochberg "
           f"adjusted p ≤ {alpha:g})</h3>")
   if sig.empty:
-    return head + html.skipped([f"no class changed significantly ({t['class'].nunique()} "
-                                "classes tested per variant; every class in the k1_classes "
-                                "table)"])
+    return head + (f"<p class=\"lead\">No class changed significantly "  # a finding (#36)
+                   f"({t['class'].nunique()} classes tested per variant; every class in the "
+                   "k1_classes table).</p>")
   cols = ["variant", "class_name", "n", "recall_reference", "recall_candidate", "change",
           "low", "high", "broken", "fixed", "p_value", "p_adjusted"]
   return head + html.table(sig[cols], PCT)
@@ -73,9 +76,15 @@ def flip_counts(flips, classes):
   counts = pd.DataFrame(counts.to_dict("list"))  # plain columns (no index names)
   names = dict(zip(classes["class"].astype(int), classes["class_name"].astype(str)))
   counts.insert(2, "class_name", [names.get(int(c), str(c)) for c in counts["label"]])
-  return (head + html.table(counts, {k: "int" for k in ("label",)
-                                     + single_network.FLIP_KINDS})
-          + "<p class=\"lead\">Every flipped example, with its id and both predictions, is "
+  out = head + html.table(counts, {k: "int" for k in ("label",) + single_network.FLIP_KINDS})
+  if "path" in flips:  # the user's files, by name (issue #36)
+    shown = flips.assign(label=[wording.class_label(c, names.get(int(c)))
+                                for c in flips["label"]])
+    out += ("<h3>Flipped examples, by file</h3>"
+            + html.table(shown, {"id": "int", "reference_prediction": "int",
+                                 "candidate_prediction": "int"}, max_rows=MAX_FLIP_ROWS))
+  return (out + "<p class=\"lead\">Every flipped example, with its id"
+          + (", its file" if "path" in flips else "") + " and both predictions, is "
           "in tables/flips.csv.</p>")
 
 

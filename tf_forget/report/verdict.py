@@ -28,18 +28,22 @@ at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURAC
 when that gate is not set — a budget for the recommendation only, not a gate: the exit status
 is unaffected), the smallest shipped file; sizes within `SIZE_TIE` of each other go to the
 higher top-1. Without measured sizes, the one with the smallest top-1 loss. If none
-qualifies: the dense float32 file. Caveats say when the interval of the recommended file's
-change reaches past the budget or when populations are small (K < `SMALL_K`; the papers use
-K = 30, SPEC §1.5).
+qualifies: the dense float32 file. Then the user's own files (issue #36, `user_verdict`): one
+of theirs that is as good as that choice ships instead, and each gets one sentence; a repaired
+file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
+when the interval of the recommended file's change reaches past the budget or when populations
+are small (K < `SMALL_K`; the papers use K = 30, SPEC §1.5).
 """
 
-import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import names
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import pairing as pairing_lib
+from tf_forget.report import repair_report
 from tf_forget.report import single_network
+from tf_forget.report import user_verdict
+from tf_forget.report import verdict_cells as cells
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
@@ -52,6 +56,10 @@ WATCH = 0.05
 NAN = float("nan")
 # The `pairing` of a row whose top-1 interval is over the test examples (K = 1, issue #28).
 K1_PAIRING = "paired examples"
+# A compressed file that beats its reference by more than chance allows (issue #36): exact
+# McNemar p below this, with more than MISSCALED_RATIO times as many fixed as broken examples.
+MISSCALED_P = 0.001
+MISSCALED_RATIO = 2
 
 
 def _interval(values_0, values_t, paired, confidence):
@@ -94,80 +102,6 @@ def design(run, measures):
   return (f"Design: one network (K = 1) against its own compressed files: intervals and tests "
           f"are over the {n} test examples (paired: McNemar, Newcombe), not over training "
           "seeds — they describe this trained network, not its training recipe.")
-
-
-def worst_class(run, class_rows):
-  """The class with the largest mean recall loss, with n, interval and p-values.
-
-  Args:
-    run: `collect.Run`.
-    class_rows: one variant's rows of the `class_level` table (columns `class`,
-      `class_name`, `absolute_recall_difference`, `absolute_low` / `_high` (its 95% interval,
-      `measures.class_table`), `p_value`, `p_bh`).
-
-  Returns:
-    dict `name`, `class`, `n` (test examples of the class), `difference`, `low`, `high`,
-    `p_value`, `p_bh` (Benjamini-Hochberg over the variant's classes); None if no class has a
-    defined difference.
-  """
-  diff = class_rows["absolute_recall_difference"].to_numpy(float)
-  if class_rows.empty or np.isnan(diff).all():
-    return None
-  row = class_rows.iloc[int(np.nanargmin(diff))]
-  c = int(row["class"])
-  return {"name": str(row["class_name"]), "class": c,
-          "n": int(np.sum(run.eval[names.DENSE].labels == c)),
-          "difference": float(row["absolute_recall_difference"]),
-          "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
-          "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
-
-
-def k1_worst_class(k1_classes, variant):
-  """The class with the largest recall drop in the variant's `k1_classes` rows (K = 1), as
-  `worst_class`'s dict (`p_value`: exact McNemar; `p_bh`: Benjamini-Hochberg over the
-  classes; interval: Newcombe's), or None without a defined change."""
-  if k1_classes is None:
-    return None
-  rows = k1_classes[k1_classes.variant == variant]
-  change = rows["change"].to_numpy(float)
-  if rows.empty or np.isnan(change).all():
-    return None
-  row = rows.iloc[int(np.nanargmin(change))]
-  return {"name": str(row["class_name"]), "class": int(row["class"]), "n": int(row["n"]),
-          "difference": float(row["change"]), "low": float(row["low"]),
-          "high": float(row["high"]), "p_value": float(row["p_value"]),
-          "p_bh": float(row["p_adjusted"])}
-
-
-def k1_worst_subgroup(gate_measures):
-  """The worst subgroup (FNR) of a variant's `gates.gate_measures` (K = 1), as
-  `worst_subgroup`'s dict, or None without one."""
-  worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
-  if not worst:
-    return None
-  return {"name": worst["subgroup"], "n": worst["n"], "difference": worst["increase"],
-          "low": NAN if worst["low"] is None else worst["low"],
-          "high": NAN if worst["high"] is None else worst["high"]}
-
-
-def worst_subgroup(measures, variant):
-  """The subgroup whose FNR rose most (`groups.worst_subgroups`), with n and interval.
-
-  Returns:
-    dict `name`, `n` (actual positives in the subgroup, `subgroup_counts`), `difference`,
-    `low`, `high` (the `subgroups` table's absolute difference and its 95% interval over the
-    first members, SPEC §1.5); None without subgroups.
-  """
-  worst = ((measures.variants[variant].get("worst_subgroup") or {}).get("fnr")) or None
-  if not worst:
-    return None
-  name = worst["subgroup"]
-  t = measures.tables["subgroups"]
-  t = t[(t.variant == variant) & (t.metric == "fnr")].set_index("model")[name]
-  counts = measures.tables["subgroup_counts"].set_index("subgroup")
-  return {"name": name, "n": int(counts.loc[name, "positives"]),
-          "difference": float(t["absolute_difference"]), "low": float(t["absolute_low"]),
-          "high": float(t["absolute_high"])}
 
 
 def _shipped(deploy, variant):
@@ -239,16 +173,16 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
     g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
     k1_design = g.get("design") == gates_lib.K1_DESIGN
     if k1_design:
-      wc = k1_worst_class(measures.tables.get("k1_classes"), variant)
+      wc = cells.k1_worst_class(measures.tables.get("k1_classes"), variant)
       row["significant_classes"] = g["significant_classes"]
     else:
-      wc = worst_class(run, classes[classes.variant == variant])
+      wc = cells.worst_class(run, classes[classes.variant == variant])
     if wc is not None:
       row.update(worst_class=wc["name"], worst_class_n=wc["n"],
                  worst_class_change=wc["difference"], worst_class_low=wc["low"],
                  worst_class_high=wc["high"], worst_class_p=wc["p_value"],
                  worst_class_p_bh=wc["p_bh"])
-    ws = k1_worst_subgroup(g) if k1_design else worst_subgroup(measures, variant)
+    ws = cells.k1_worst_subgroup(g) if k1_design else cells.worst_subgroup(measures, variant)
     if ws is not None:
       row.update(worst_subgroup=ws["name"], worst_subgroup_n=ws["n"],
                  worst_subgroup_fnr_change=ws["difference"], worst_subgroup_low=ws["low"],
@@ -269,16 +203,21 @@ def _points(x):
   return f"{100 * x:+.2f} pt"
 
 
-def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
+def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET, users=None, no_gain=None):
   """Names the file to ship and the rule that chose it; fills the table's `verdict` column.
 
   Args:
     frame: from `table` (modified in place: `verdict` and `reason` of compressed rows).
     gates: `gates.Gates`.
     default_budget: the accuracy budget when the `max_accuracy_drop` gate is not set.
+    users: `user_verdict.Facts` when the user brought files: one of theirs that is as good as
+      the rule's choice is recommended instead (`user_verdict.preferred`); None: no user file.
+    no_gain: {repaired variant: why} of the repairs that bought nothing
+      (`repair_report.no_gain`): verdict "no gain", never recommended.
 
   Returns:
-    dict `variant`, `file`, `rule` (one sentence), `why` (one sentence), `caveats` (list).
+    dict `variant`, `file`, `rule` (one sentence), `why` (one sentence), `caveats` (list); with
+    a user's file recommended instead of the rule's choice also `instead_of` (that variant).
   """
   gated = gates.max_accuracy_drop is not None
   budget = gates.max_accuracy_drop if gated else default_budget
@@ -287,17 +226,21 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
           + ("(--max_accuracy_drop)" if gated else
              "(default budget, not a gate; set --max_accuracy_drop to change it)")
           + f"; sizes within {100 * SIZE_TIE:g}% go to the higher top-1.")
+  if users is not None:
+    rule += user_verdict.RULE
   has_size = frame["size_bytes"].notna().any()
   candidates = []
   for i, row in frame.iterrows():
     if row["variant"] == names.DENSE:
       continue
-    if row["gate"] == "fail":
+    if row["variant"] in (no_gain or {}):
+      frame.at[i, "verdict"], frame.at[i, "reason"] = "no gain", no_gain[row["variant"]]
+    elif row["gate"] == "fail":
       frame.at[i, "verdict"], frame.at[i, "reason"] = "fail", row["reasons"]
     elif row["top1_change"] != row["top1_change"]:
       frame.at[i, "verdict"] = "undefined"
       frame.at[i, "reason"] = "top-1 change undefined (no paired member)"
-    elif -row["top1_change"] > budget:
+    elif -row["top1_change"] > budget + 1e-12:  # a loss of exactly the budget is within it
       frame.at[i, "verdict"] = "over budget"
       frame.at[i, "reason"] = (f"top-1 {_points(row['top1_change'])}, budget "
                                f"-{100 * budget:.2f} pt")
@@ -318,6 +261,13 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
     best = near.sort_values(["top1", "size_bytes"], ascending=[False, True], kind="stable").index[0]
   else:
     best = cand.sort_values("top1_change", ascending=False, kind="stable").index[0]
+  instead_of = None
+  mine = user_verdict.preferred(frame, best, candidates, users)
+  if mine is not None:  # the user's own bytes, as good as the rule's choice (issue #36)
+    instead_of = frame.loc[best, "variant"]
+    frame.at[best, "reason"] = (f"within every bound; your {frame.loc[mine, 'variant']} is as "
+                                "good and ships instead")
+    best = mine
   frame.at[best, "verdict"] = "recommended"
   row = frame.loc[best]
   size = (f"{row['size_bytes'] / 1024:.1f} KiB, {row['size_vs_dense']:.2f}x the dense file"
@@ -325,8 +275,11 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET):
   why = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
          f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
          f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])}).")
-  return {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
-          "caveats": _caveats(frame, best, budget, gates)}
+  out = {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
+         "caveats": _caveats(frame, best, budget, gates)}
+  if instead_of is not None:
+    out["instead_of"] = instead_of
+  return out
 
 
 def _caveats(frame, best, budget, gates=None):
@@ -358,13 +311,40 @@ def _caveats(frame, best, budget, gates=None):
   return out
 
 
+def misscaled_caveat(measures):
+  """The first-screen caveat when a compressed file of a K = 1 audit beats its reference by
+  clearly more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
+  `MISSCALED_RATIO` times as many fixed as broken examples), or None. Compression does not add
+  accuracy; a reference fed values it was not trained on (a forgotten --preprocess), next to a
+  quantized file that rescales its own input, does (issue #36, `eval.input_scaling`)."""
+  t = measures.tables.get("k1_topline")
+  if t is None or not len(t):
+    return None
+  hits = t[(t["mcnemar_p"] < MISSCALED_P) & (t["fixed"] > MISSCALED_RATIO * t["broken"])]
+  if not len(hits):
+    return None
+  row = hits.sort_values("difference", ascending=False, kind="stable").iloc[0]
+  return (f"{row['variant']} beats its reference by {_points(row['difference'])} ({row['fixed']} "
+          f"examples fixed, {row['broken']} broken; exact McNemar p = {row['mcnemar_p']:.1g}), "
+          "more than chance allows: compression does not add accuracy, so the inputs are "
+          "probably mis-scaled — check --preprocess (what the reference was trained on).")
+
+
 def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
-  K = 1 the recommendation also has `design` (`design`)."""
+  K = 1 the recommendation also has `design` (`design`); with the user's files `users` (one
+  sentence per file, `user_verdict`), and their rows come first in the table."""
   gates = gates_lib.Gates.from_json(gates_json)
   frame = table(run, measures, gates, confidence)
-  rec = recommend(frame, gates)
+  users = user_verdict.facts(run, list(frame["variant"]))
+  rec = recommend(frame, gates, users=users, no_gain=repair_report.no_gain(measures.tables))
   sentence = design(run, measures)
   if sentence:
     rec["design"] = sentence
+  misscaled = misscaled_caveat(measures)
+  if misscaled:  # first: it puts every other number in doubt
+    rec["caveats"].insert(0, misscaled)
+  if users is not None:  # one sentence per file of the user's, their rows first (issue #36)
+    rec["users"] = user_verdict.sentences(frame, rec, users)
+    frame = user_verdict.users_first(frame)
   return frame, rec

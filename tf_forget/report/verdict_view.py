@@ -38,7 +38,8 @@ def _latency(row):
 
 
 VERDICT_CLASSES = {"recommended": "verdict-rec", "fail": "verdict-fail",
-                   "over budget": "verdict-over", "pass": "verdict-pass"}
+                   "over budget": "verdict-over", "no gain": "verdict-over",
+                   "pass": "verdict-pass"}
 
 
 def _p(value):
@@ -134,6 +135,8 @@ def section(measures, recommendation):
           f" — {html.esc(rec['why'])}") if not none else
           f"Ship <b>{html.esc(rec['file'])}</b>: {html.esc(rec['why'])}")
   out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>"]
+  # Your own files (issue #36): does each pass, and why it is (not) the one to ship.
+  out += [f"<p class=\"user-file\">{html.esc(u)}</p>" for u in rec.get("users", [])]
   if rec.get("design"):  # K = 1 (issue #28): the design before anything else
     out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
   out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")

@@ -40,6 +40,7 @@ from tf_forget.report import prune_retrain
 from tf_forget.report import registry
 from tf_forget.report import single_network
 from tf_forget.report import verdict as verdict_lib
+from tf_forget.report import wording
 
 SCHEMA_VERSION = "tf_forget.report/1"
 # The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
@@ -207,7 +208,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       quantized children, each example once), and largest-KL examples per compressed
       variant (`divergence_examples`, issue #29).
     variants, splits: the variants and splits to report (None: every predictions file).
-    title: page title (default "tf_forget audit: <data set>").
+    title: page title (default "tf_forget audit: <data set>", or with the user's model
+      "tf_forget audit: model.keras on images/", `wording.title`).
     human_study: `human_study.Options` (or a dict of its fields): the blind-annotation export
       of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
@@ -230,13 +232,15 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   core = measures_lib.compute(run, **measure_options)
   k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
   div = Part(*divergence_report.compute(run, size=gallery_size))  # from the logits (#29)
-  why = Part(*repair_report.compute(run))  # per-layer error and repairs (#29)
+  why = Part(*repair_report.compute(  # per-layer error and repairs (#29, #36)
+      run, repair_asked=bool((config or {}).get("repair_layers"))))
   m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1, div, why])  # k1: K = 1 (#28)
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
   parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)
-  if recommendation is not None and "repair" in m.tables:  # issue #29: what a repair bought
-    recommendation["repairs"] = repair_report.sentences(m.tables)
+  skipped = m.notes.get(repair_report.NOT_REPAIRED_KEY, [])
+  if recommendation is not None and ("repair" in m.tables or skipped):  # #29, #36
+    recommendation["repairs"] = repair_report.sentences(m.tables, skipped)
   m = merged(m, parts)
   study = None
   if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)
@@ -260,16 +264,15 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   })
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
-  options = ", ".join(f"{k}={v}" for k, v in sorted((run.dataset_options or {}).items()))
-  intro = [("data set", f"{run.dataset_name} ({options})" if options else run.dataset_name),
-           ("evaluation split", f"{run.eval_split} ({n} examples)"),
-           ("variants (members)", members), ("run directory", run_dir),
-           ("schema", SCHEMA_VERSION)]
+  user = (config or {}).get("user")  # the user's model and files, in words (issue #36)
+  intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
+      ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
   view = registry.View(measures=m, gallery=gallery, protected=run.protected_attributes,
                        recommendation=recommendation,
                        divergence_images=divergence_report.thumbnails(
                            run, m.tables.get("divergence_examples")))
-  page = html.page(title or f"tf_forget audit: {run.dataset_name}", intro,
+  page = html.page(title or wording.title(run.dataset_name, run.dataset_options,
+                                          (user or {}).get("references")), intro,
                    [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(view)],
                    css=gallery_view.CSS)
   return Report(json=doc, tables=csvs, html=page, measures=m,

@@ -14,7 +14,8 @@ Methods (the report names them as written here):
 
 * `flips`: per-example broken / fixed / changed / unchanged categories and their counts.
 * `mcnemar_exact`: exact two-sided McNemar test of top-1 correctness (McNemar 1947), the
-  binomial test of the discordant pairs, `scipy.stats.binomtest`.
+  binomial test of the discordant pairs, `scipy.stats.binomtest`; `forgot_significantly`: a
+  file worth repairing (more than a few broken examples, McNemar significant; issue #36).
 * `paired_accuracy_difference`: acc(b) − acc(a) with Newcombe's hybrid score interval for paired
   proportions (Newcombe 1998, method 10) built from Wilson intervals.
 * `per_class_recall_change`: recall change per class, exact McNemar per class,
@@ -43,6 +44,9 @@ INTERVAL_METHOD = "newcombe_hybrid_score"  # Newcombe (1998) method 10
 BOOTSTRAP_METHOD = "paired_percentile_bootstrap"
 # Resampled values held at once by the vectorized bootstrap (memory bound, not a tuning knob).
 BOOTSTRAP_CELLS = 4_000_000
+# `forgot_significantly`: more broken examples than this, and McNemar p <= REPAIR_ALPHA.
+REPAIR_MIN_BROKEN = 3
+REPAIR_ALPHA = 0.05
 
 
 def _check_confidence(confidence, name="confidence"):
@@ -136,6 +140,31 @@ def _mcnemar_p(n01, n10):
   if m == 0:
     return 1.0
   return float(stats.binomtest(min(n01, n10), m, 0.5, alternative="two-sided").pvalue)
+
+
+def mcnemar_p(broken, fixed):
+  """The exact two-sided McNemar p of `mcnemar_exact` from the discordant counts."""
+  return _mcnemar_p(int(broken), int(fixed))
+
+
+def forgot_significantly(broken, fixed, min_broken=REPAIR_MIN_BROKEN, alpha=REPAIR_ALPHA):
+  """Whether a compressed file forgot something worth repairing (issue #36).
+
+  It did when it broke more than `min_broken` examples (right in the reference, wrong in the
+  file) and the exact McNemar test of broken vs fixed rejects equal accuracy at `alpha`: a
+  file that breaks as many examples as it fixes, or a handful, forgot nothing a repair could
+  show to be won back.
+
+  Args:
+    broken, fixed: the file's flip counts against its reference (`flips`).
+    min_broken: broken examples at most which nothing counts as forgotten.
+    alpha: level of the McNemar test.
+
+  Returns:
+    (bool, the McNemar p-value).
+  """
+  p = mcnemar_p(broken, fixed)
+  return bool(int(broken) > min_broken and p <= alpha), p
 
 
 def mcnemar_exact(y, a, b, mask=None):

@@ -1,12 +1,18 @@
 """Members imported from the user's own model files instead of trained (issue #28).
 
 `--reference=PATH[,PATH...]`: each path is one member of the dense population (K paths: K
-independently trained networks; K = 1 is the common case). A reference is a Keras model file
-(`.keras`, `.h5`) or a Keras SavedModel directory, loaded with tf_keras and saved as the
-member's `model.keras`, from which tf_forget converts its float32 file and any `--compress`
-formats exactly as for trained members. Its `metadata.json` records the file's sha256 as the
-member's lineage (`inputs.reference`): a reference that changes on disk is imported again, and
-everything made from it is redone (`status`).
+independently trained networks; K = 1 is the common case). A reference is a model file as
+users have them (issue #36; its kind read from the file, `model_kind`): a `.keras` / `.h5` file
+of tf_keras or of Keras 3 (TF 2.21's default Keras), loaded with its own Keras and saved by it
+as the member's `model.keras`; a tf_keras SavedModel (tf_keras, as a `.keras` file); or a
+SavedModel without Keras metadata (Keras 3's `model.export()`, `tf.saved_model.save` with a
+`serving_default` signature), copied as it is into the member's `saved_model/` and run
+through that signature (`tflite_export.model_files`). The metadata's `reference.kind` says
+which, so that every later stage loads it the same way. From it tf_forget converts its float32
+file and any `--compress` formats exactly as for trained members. Its `metadata.json` records
+the file's sha256 (a directory: of its files') as the member's lineage (`inputs.reference`): a
+reference that changes on disk is imported again, and everything made from it is redone
+(`status`). One-shot pruning (tfmot) takes tf_keras references only.
 
 No code of the model's runs unless the user asks (`--trust_model_code`, issue #35): every load
 of a reference first reads its configuration (`model_code.check`) and refuses a `Lambda` layer
@@ -15,7 +21,8 @@ With `trust_model_code` it loads as it is (safe mode off) and the member's metad
 (`reference.trust_model_code`), so that the stages loading the member's `model.keras` later
 turn safe mode off for it too (`member.load_model`, `export_state.load_member`).
 
-The signature an audit can run (`signature`): one image input `[batch, H, W, C]` (C 1 or 3) and
+The signature an audit can run (`signature`): one image input — `[batch, H, W, C]` (C 1 or 3),
+grey `[batch, H, W]` or channels-first `[batch, C, H, W]` (`tf_forget.data.input_layout`) — and
 one output `[batch, classes]` (`output_index` picks one of several outputs). A model that
 includes its own preprocessing takes the data set's raw pixel values 0-255 as float32, as every
 member does here.
@@ -45,6 +52,7 @@ SPEC §6), in one place:
 """
 
 import os
+import uuid
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
@@ -53,10 +61,12 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
+from tf_forget.data import input_layout
 from tf_forget.train import member as member_lib
 from tf_forget.train import model_code
 from tf_forget.train import presets
 from tf_forget.train import pruning
+from tflite_export import model_files
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 MODEL = "user"  # the model name of an imported member (no model registry entry has it)
@@ -91,50 +101,66 @@ def kind(path):
 
 def file_sha256(path):
   """sha256 of a reference: its bytes, or, for a SavedModel directory, of its files' hashes."""
-  if not fileio.isdir(path):
-    return hashing.file_sha256(path)
-  entries = {}
-  for root, _, files in fileio.walk(path):
-    for name in files:
-      full = os.path.join(root, name)
-      entries[os.path.relpath(full, path)] = hashing.file_sha256(full)
-  return hashing.sha256_json(entries)
+  return hashing.path_sha256(path)
+
+
+def model_kind(path):
+  """How a Keras reference is loaded (`model_files.KINDS`, read from the file, issue #36):
+  "tf_keras", "keras3" (a `.keras` / `.h5` file of Keras 3) or "saved_model" (a SavedModel
+  without Keras metadata: Keras 3's `model.export()`, `tf.saved_model.save`)."""
+  return model_files.detect(path)
 
 
 def load(path, trust_model_code=False):
-  """The tf_keras model of a Keras reference (not compiled).
+  """The model of a Keras reference (not compiled): tf_keras, Keras 3, or a SavedModel's
+  serving signature (`model_files.load`, by `model_kind`).
 
   Args:
     path: a Keras reference.
     trust_model_code: load it even if loading runs the model's own code (`model_code`).
 
   Raises:
-    ReferenceModelError: tf_keras cannot load it (one line).
+    ReferenceModelError: it cannot be loaded (one line).
     model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
+  kind = model_kind(path)
   if not trust_model_code:
-    model_code.check(path)
+    model_code.check(path, kind=kind)
   try:
-    return keras2.keras().models.load_model(path, compile=False,
-                                            safe_mode=not trust_model_code)
+    return model_files.load(path, kind, safe_mode=not trust_model_code)
+  except model_files.ModelFileError as e:
+    raise ReferenceModelError(str(e)) from e
   except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
-    raise ReferenceModelError(f"cannot load reference {path} with tf_keras: {errors.one_line(e)}") from e
+    raise ReferenceModelError(f"cannot load reference {path} with "
+                              f"{model_files.LOADERS[kind]}: {errors.one_line(e)}") from e
+
+
+def input_layout_of(model, path):
+  """The `input_layout.InputLayout` of a Keras model's one input (fed float32).
+
+  Raises:
+    ReferenceModelError: several inputs, or an input no audit can feed (one line).
+  """
+  if len(model.inputs) != 1:
+    raise ReferenceModelError(f"reference {path} has {len(model.inputs)} inputs; an audit runs "
+                       "image classifiers with one image input")
+  try:
+    return input_layout.from_shape(tuple(model.inputs[0].shape))
+  except input_layout.LayoutError as e:
+    raise ReferenceModelError(f"reference {path}: {e}") from e
 
 
 def signature(model, path, output_index=None):
   """((H, W, C), classes) of a Keras model, checked to be an image classifier.
 
+  (H, W, C) is the image shape the data must have; the input may take it in any layout of
+  `input_layout` (`[N, H, W, C]`, grey `[N, H, W]`, channels-first `[N, C, H, W]`).
+
   Raises:
     ReferenceModelError: several inputs, a non-image input, several outputs without `output_index`,
       or an output that is not [batch, classes].
   """
-  if len(model.inputs) != 1:
-    raise ReferenceModelError(f"reference {path} has {len(model.inputs)} inputs; an audit runs "
-                       "image classifiers with one image input")
-  shape = tuple(model.inputs[0].shape)
-  if len(shape) != 4 or shape[-1] not in (1, 3) or None in shape[1:]:
-    raise ReferenceModelError(f"reference {path}: input shape {shape} is not an image "
-                       "[batch, height, width, 1 or 3 channels]")
+  shape = input_layout_of(model, path).image_shape
   outputs = list(model.outputs)
   if output_index is None and len(outputs) != 1:
     raise ReferenceModelError(f"reference {path} has {len(outputs)} outputs: choose one with "
@@ -146,15 +172,10 @@ def signature(model, path, output_index=None):
   out = tuple(outputs[index].shape)
   if len(out) != 2 or out[-1] is None:
     raise ReferenceModelError(f"reference {path}: output shape {out} is not [batch, classes]")
-  return tuple(int(d) for d in shape[1:]), int(out[-1])
+  return shape, int(out[-1])
 
 
-def classifier(model, output_index=None):
-  """`model` with one output: the `output_index`-th, if it has several."""
-  if output_index is None or len(model.outputs) == 1:
-    return model
-  keras = keras2.keras()
-  return keras.Model(model.inputs, model.outputs[output_index])
+classifier = model_files.classifier  # `model` with one output: the `output_index`-th
 
 
 def expected_inputs(path):
@@ -168,11 +189,11 @@ def status(run_dir, k, path):
   directory = layout.member_dir(run_dir, names.DENSE, k)
   if not fileio.exists(os.path.join(directory, layout.METADATA_FILE)):
     return lineage.MISSING
-  model_path = os.path.join(directory, layout.MODEL_FILE)
+  model_path = layout.member_model(run_dir, names.DENSE, k)
   return lineage.status(
       lambda: member_lib.read_metadata(directory), expected_inputs(path), "imported",
-      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"), "model.keras",
-                                             "imported"))
+      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
+                                             os.path.basename(model_path), "imported"))
 
 
 def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code=False):
@@ -195,23 +216,51 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
     errors.WriteError: the member cannot be written.
   """
   sha = file_sha256(path)
+  kind = model_kind(path)
   model = load(path, trust_model_code)
   shape, classes = signature(model, path, output_index)
   check_matches(path, shape, classes, dataset)
   directory = layout.member_dir(run_dir, names.DENSE, k)
   fileio.makedirs(directory)
-  model_sha = member_lib.save_model(classifier(model, output_index),
-                                    os.path.join(directory, layout.MODEL_FILE))
+  model_sha = _store(model, kind, path, directory, output_index)
   meta = {"schema": member_lib.SCHEMA, "variant": names.DENSE, "k": int(k), "model": MODEL,
           "model_options": {}, "dataset": dataset.spec.name,
           "dataset_options": dict(dataset.spec.options), "eval_split": dataset.spec.eval_split,
           "model_sha256": model_sha, "inputs": {"reference": sha},
-          "reference": {"path": fileio.abspath(path), "sha256": sha, "kind": "keras",
+          "reference": {"path": fileio.abspath(path), "sha256": sha, "kind": kind,
                         "output_index": output_index, "input_shape": list(shape),
                         "classes": classes, "trust_model_code": bool(trust_model_code)},
           "precision_policy": "float32", "versions": member_lib.versions()}
   fileio.write_json(os.path.join(directory, layout.METADATA_FILE), meta)
   return meta
+
+
+def _store(model, kind, path, directory, output_index):
+  """Stores a reference as the member's model (`layout.member_model`); returns its sha256.
+
+  A Keras model (tf_keras or Keras 3) is saved by its own Keras as `model.keras` (its audited
+  output only); a SavedModel is copied as it is into `saved_model/` (its output is chosen
+  when loaded, `export_state.load_member`). The other form, left by an earlier import of
+  another kind, is removed first: `layout.member_model` prefers `saved_model/`.
+  """
+  keras_file = os.path.join(directory, layout.MODEL_FILE)
+  saved = os.path.join(directory, layout.SAVED_MODEL_DIR)
+  if kind != "saved_model":
+    fileio.rmtree(saved)
+    return member_lib.save_model(classifier(model, output_index), keras_file)
+  fileio.remove(keras_file)
+  staged = f"{saved}.tmp-{uuid.uuid4().hex[:8]}"
+  try:
+    for root, _, files in fileio.walk(path):
+      fileio.makedirs(os.path.join(staged, os.path.relpath(root, path)))  # empty ones too
+      for name in files:
+        full = os.path.join(root, name)
+        fileio.copy(full, os.path.join(staged, os.path.relpath(full, path)))
+    fileio.rmtree(saved)
+    fileio.rename(staged, saved)
+  finally:
+    fileio.rmtree(staged)
+  return hashing.path_sha256(saved, memo=False)
 
 
 def check_matches(path, shape, classes, dataset):
@@ -307,10 +356,15 @@ def trainable(path, output_index=None, trust_model_code=False):
   Raises:
     ReferenceModelError: it cannot be loaded compiled, is not compiled, its loss is not a
       sparse categorical cross-entropy of logits, its audited output is a softmax's, or it has
-      no conv or dense kernel to prune.
+      no conv or dense kernel to prune, or it takes its images in another layout than
+      `[N, H, W, C]` (issue #36: the pruning code feeds the data set's images as they are).
     model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
   model = _compiled(path, trust_model_code)
+  layout = input_layout_of(model, path)
+  if layout.name != input_layout.NHWC:
+    raise ReferenceModelError(f"reference {path} takes {layout.describe()} inputs; one-shot "
+                              "pruning feeds [N, H, W, C] images: prune a model with that input")
   fix = ("one-shot pruning fine-tunes with the mean sparse categorical cross-entropy of the "
          "logits (SPEC §6.2, §6.4): compile it with "
          "loss=SparseCategoricalCrossentropy(from_logits=True) and save it again")

@@ -20,6 +20,18 @@ constraints, losses, metrics, optimizers, schedules, dtype policies; in a `.kera
 any object of a module outside Keras, or registered under another name), and a `TFOpLambda`
 (Keras' wrapper of a TensorFlow function) calling a TensorFlow function that reads or writes
 files, prints or calls Python (`_RISKY_TF`: a name-based list, the rest are tensor ops).
+
+Files of Keras 3 (issue #36; `tflite_export.model_files.detect` tells them apart) are checked
+against Keras 3's own built-in classes (`_keras3_names`: its layers, initializers, ...,
+`DTypePolicy`, `Functional`), minus `Lambda` and the layers that load or run foreign code
+(`TFSMLayer` loads a SavedModel from a path, `JaxLayer` / `FlaxLayer` /
+`TorchModuleWrapper` call functions or unpickle modules); Keras 3 writes `module` and
+`registered_name` for every object, which the `.keras` rule above reads. A SavedModel
+without Keras metadata (Keras 3's `model.export()`, `tf.saved_model.save`) is not rebuilt
+from Python code but run as its graph: the ops its `serving_default` signature reaches (the
+graph's nodes feeding the signature's outputs and every function they call) are checked
+instead, and an op that reads or writes files, prints, or calls back into Python
+(`_RISKY_OPS`, by name) is refused the same way.
 """
 
 import functools
@@ -29,11 +41,13 @@ import zipfile
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.compat import keras2
+from tf_forget.compat import keras3
+from tflite_export import model_files
 
 FLAG = "--trust_model_code"
 # Serialized plain values of a `.keras` / SavedModel config, not objects with code.
 _DATA = ("__tuple__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__",
-         "TensorShape", "TypeSpec", "CompositeTensor")
+         "TensorShape", "TypeSpec", "CompositeTensor", "__keras_tensor__")
 # Layers that call a TensorFlow API function named in their config (`function`).
 _TF_OP_LAYERS = ("TFOpLambda", "SlicingOpLambda")
 # Parts of a TensorFlow function's name (`tf.<name>`) that a model's layer may not call.
@@ -42,6 +56,11 @@ _RISKY_TF = ("io", "gfile", "debugging", "summary", "saved_model", "raw_ops", "a
              "experimental", "profiler", "tpu", "estimator", "queue")
 _RISKY_TF_WORDS = ("print", "py_func", "numpy_function", "file", "save", "load", "restore",
                    "write", "read")
+# Keras 3 layers that load or run code from outside the model file (see the module docstring).
+_KERAS3_FOREIGN = ("Lambda", "TFSMLayer", "JaxLayer", "FlaxLayer", "TorchModuleWrapper")
+# Parts of a graph op's type that read or write files, print, or call Python (a SavedModel).
+_RISKY_OPS = ("PyFunc", "File", "Save", "Restore", "Load", "Print", "Summary", "Dataset",
+              "Reader", "Checkpoint", "Debug", "ImmutableConst", "Proto")
 
 
 class UntrustedCodeError(errors.Error):
@@ -71,6 +90,19 @@ def _builtin_names():
                 "LSTMCellV2"))
   found.discard("Lambda")
   return frozenset(found)
+
+
+@functools.lru_cache(maxsize=1)
+def _keras3_names():
+  """The class names Keras 3 deserializes as its own (minus `_KERAS3_FOREIGN`)."""
+  keras = keras3.keras()
+  modules = (keras.layers, keras.initializers, keras.regularizers, keras.constraints,
+             keras.losses, keras.metrics, keras.optimizers, keras.optimizers.schedules,
+             keras.dtype_policies, keras.models)
+  found = {"Functional", "Sequential", "Model"}
+  for module in modules:
+    found.update(name for name, value in vars(module).items() if isinstance(value, type))
+  return frozenset(found - set(_KERAS3_FOREIGN))
 
 
 def _keras_module(module):
@@ -167,24 +199,89 @@ def _configs(path, compiled):
       return [_json(h5.attrs[key]) for key in keys if key in h5.attrs]
 
 
-def check(path, compiled=False):
+def _graph_ops(path):
+  """[(op type, node name)] the `serving_default` signature of SavedModel `path` runs."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = saved_model_pb2.SavedModel()
+  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
+  found = []
+  for graph in proto.meta_graphs:
+    signature = graph.signature_def.get(model_files.SERVING)
+    if signature is None:
+      continue
+    library = {f.signature.name: f for f in graph.graph_def.library.function}
+    nodes = {node.name: node for node in graph.graph_def.node}
+    todo = [t.name.split(":")[0] for t in signature.outputs.values()]
+    seen, functions = set(), []
+    while todo:  # the graph's nodes feeding the outputs
+      name = todo.pop().lstrip("^").split(":")[0]
+      if name in seen or name not in nodes:
+        continue
+      seen.add(name)
+      found.append((nodes[name].op, name))
+      functions.extend(_called(nodes[name]))
+      todo.extend(nodes[name].input)
+    done = set()
+    while functions:  # every function they call, whole
+      fname = functions.pop()
+      if fname in done or fname not in library:
+        continue
+      done.add(fname)
+      for node in library[fname].node_def:
+        found.append((node.op, node.name))
+        functions.extend(_called(node))
+  return found
+
+
+def _called(node):
+  """Names of the functions a graph node's attributes name (calls, branches, bodies)."""
+  out = []
+  for value in node.attr.values():
+    if value.HasField("func"):
+      out.append(value.func.name)
+    out.extend(f.name for f in value.list.func)
+  return out
+
+
+def _check_graph(path):
+  """Raises `UntrustedCodeError` if the serving signature of SavedModel `path` runs an op of
+  `_RISKY_OPS` (one without that signature is refused when loaded, `model_files`)."""
+  try:
+    ops = _graph_ops(path)
+  except Exception as e:  # pylint: disable=broad-except  (protobuf, file errors)
+    raise UntrustedCodeError(f"cannot load reference {path}: cannot read its graph "
+                             f"({errors.one_line(e, 300)})") from e
+  for op, name in ops:
+    if any(part in op for part in _RISKY_OPS):
+      raise UntrustedCodeError(f"reference {path}: its {model_files.SERVING} signature runs op "
+                               f"{op} ({name!r}), which reads or writes files, prints or calls "
+                               f"Python; refused unless {FLAG}")
+
+
+def check(path, compiled=False, kind=None):
   """Raises `UntrustedCodeError` if loading the Keras model `path` would run code of its own.
 
   Args:
     path: a `.keras` / `.h5` file or a SavedModel directory (`imported.kind` "keras").
     compiled: the model is to be loaded compiled (its loss, metrics and optimizer are read).
+    kind: its `model_files.KINDS` kind (None: `model_files.detect`); "keras3" is checked
+      against Keras 3's classes, "saved_model" by its graph's ops (`_check_graph`).
 
   Raises:
     UntrustedCodeError: a `Lambda` layer, an object of a class that is not a built-in Keras
       class, or a TensorFlow function that touches files or Python (one line, naming the layer
       and `--trust_model_code`); a configuration that cannot be read ("cannot load").
   """
+  kind = kind or model_files.detect(path)
+  if kind == "saved_model":
+    _check_graph(path)
+    return
   try:
     configs = _configs(path, compiled)
   except Exception as e:  # pylint: disable=broad-except  (h5py, zipfile, protobuf, JSON errors)
     raise UntrustedCodeError(f"cannot load reference {path}: cannot read its model "
                              f"configuration ({errors.one_line(e, 300)})") from e
-  builtin = _builtin_names()
+  builtin = _keras3_names() if kind == "keras3" else _builtin_names()
   for config in configs:
     found = _first_refusal(config, builtin)
     if found:

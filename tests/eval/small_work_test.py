@@ -1,0 +1,38 @@
+"""An audit of the user's files whose estimated work is small runs in this process (#36).
+
+`stages.make_executor` with the default local pool (no --workers): below `SMALL_WORK_S` of one
+worker's estimated time it makes the inline executor and says why in one line; an explicit
+--workers, another executor, no estimate (a population audit) or a large estimate keep what
+was asked.
+"""
+
+import types
+
+import pytest
+
+from eval import stages
+
+
+def _config(executor="local", workers=None):
+  return types.SimpleNamespace(executor=executor, workers=workers, ray_address=None)
+
+
+@pytest.mark.parametrize("config,seconds,kind", [
+    (_config(), 10.0, "InlineExecutor"),
+    (_config(), stages.SMALL_WORK_S - 0.1, "InlineExecutor"),
+    (_config(), stages.SMALL_WORK_S, "LocalExecutor"),
+    (_config(), None, "LocalExecutor"),
+    (_config(workers=2), 10.0, "LocalExecutor"),
+    (_config("inline"), 1000.0, "InlineExecutor"),
+])
+def test_the_default_pool_becomes_this_process_only_for_small_work(config, seconds, kind):
+  lines = []
+  executor = stages.make_executor(config, lines.append, seconds)
+  try:
+    assert type(executor).__name__ == kind
+    assert len(lines) == 1 and lines[0].startswith("executor: ")
+    if config.executor == "local" and kind == "InlineExecutor":
+      assert lines[0].startswith("executor: this process (the work is estimated at ")
+      assert "--workers=N for a pool" in lines[0]
+  finally:
+    executor.close()

@@ -1,0 +1,88 @@
+"""The verdict table's worst-class and worst-subgroup cells (issue #18; K = 1: issue #28).
+
+Split from `verdict` (its table reads them): per compressed variant, the class with the largest
+recall loss and the protected subgroup whose false-negative rate rose most, each with its
+number of test examples (positives), interval and p-values — from the population tables
+(`class_level`, `subgroups`: intervals over members, SPEC §3.1, §4.2) or, with one dense member,
+from the paired tests (`k1_classes`, `gates.gate_measures`' K = 1 worst subgroup).
+"""
+
+import numpy as np
+
+from tf_forget.artifacts import names
+
+NAN = float("nan")
+
+
+def worst_class(run, class_rows):
+  """The class with the largest mean recall loss, with n, interval and p-values.
+
+  Args:
+    run: `collect.Run`.
+    class_rows: one variant's rows of the `class_level` table (columns `class`,
+      `class_name`, `absolute_recall_difference`, `absolute_low` / `_high` (its 95% interval,
+      `measures.class_table`), `p_value`, `p_bh`).
+
+  Returns:
+    dict `name`, `class`, `n` (test examples of the class), `difference`, `low`, `high`,
+    `p_value`, `p_bh` (Benjamini-Hochberg over the variant's classes); None if no class has a
+    defined difference.
+  """
+  diff = class_rows["absolute_recall_difference"].to_numpy(float)
+  if class_rows.empty or np.isnan(diff).all():
+    return None
+  row = class_rows.iloc[int(np.nanargmin(diff))]
+  c = int(row["class"])
+  return {"name": str(row["class_name"]), "class": c,
+          "n": int(np.sum(run.eval[names.DENSE].labels == c)),
+          "difference": float(row["absolute_recall_difference"]),
+          "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
+          "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
+
+
+def k1_worst_class(k1_classes, variant):
+  """The class with the largest recall drop in the variant's `k1_classes` rows (K = 1), as
+  `worst_class`'s dict (`p_value`: exact McNemar; `p_bh`: Benjamini-Hochberg over the
+  classes; interval: Newcombe's), or None without a defined change."""
+  if k1_classes is None:
+    return None
+  rows = k1_classes[k1_classes.variant == variant]
+  change = rows["change"].to_numpy(float)
+  if rows.empty or np.isnan(change).all():
+    return None
+  row = rows.iloc[int(np.nanargmin(change))]
+  return {"name": str(row["class_name"]), "class": int(row["class"]), "n": int(row["n"]),
+          "difference": float(row["change"]), "low": float(row["low"]),
+          "high": float(row["high"]), "p_value": float(row["p_value"]),
+          "p_bh": float(row["p_adjusted"])}
+
+
+def k1_worst_subgroup(gate_measures):
+  """The worst subgroup (FNR) of a variant's `gates.gate_measures` (K = 1), as
+  `worst_subgroup`'s dict, or None without one."""
+  worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
+  if not worst:
+    return None
+  return {"name": worst["subgroup"], "n": worst["n"], "difference": worst["increase"],
+          "low": NAN if worst["low"] is None else worst["low"],
+          "high": NAN if worst["high"] is None else worst["high"]}
+
+
+def worst_subgroup(measures, variant):
+  """The subgroup whose FNR rose most (`groups.worst_subgroups`), with n and interval.
+
+  Returns:
+    dict `name`, `n` (actual positives in the subgroup, `subgroup_counts`), `difference`,
+    `low`, `high` (the `subgroups` table's absolute difference and its 95% interval over the
+    first members, SPEC §1.5); None without subgroups.
+  """
+  worst = ((measures.variants[variant].get("worst_subgroup") or {}).get("fnr")) or None
+  if not worst:
+    return None
+  name = worst["subgroup"]
+  t = measures.tables["subgroups"]
+  t = t[(t.variant == variant) & (t.metric == "fnr")].set_index("model")[name]
+  counts = measures.tables["subgroup_counts"].set_index("subgroup")
+  return {"name": name, "n": int(counts.loc[name, "positives"]),
+          "difference": float(t["absolute_difference"]), "low": float(t["absolute_low"]),
+          "high": float(t["absolute_high"])}

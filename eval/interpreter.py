@@ -127,12 +127,13 @@ def input_layout_of(data, name="model bytes"):
   signature: a fixed batch is `batch`).
 
   Raises:
-    TfliteError: not one input, or an input no audit can feed (one line naming `name`).
+    TfliteError: not a complete flatbuffer, not one input, or an input no audit can feed (one
+      line naming `name`).
   """
   try:
     inputs = flatbuffer.io_details(data)["inputs"]
   except flatbuffer.TfliteFileError as e:
-    raise TfliteError(str(e)) from e
+    raise TfliteError(f"{name} is not a valid TFLite model: {e}") from e
   if len(inputs) != 1:
     raise TfliteError(f"{name} has {len(inputs)} inputs; expected one image input")
   try:

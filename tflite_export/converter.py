@@ -52,14 +52,22 @@ def model_layout(model):
   """The `input_layout.InputLayout` of a one-input image model (issue #36: `[N, H, W, C]`,
   grey `[N, H, W]` or channels-first `[N, C, H, W]`).
 
+  A 4-D input whose channel count is neither 1 nor 3 on either end (e.g. `[N, 6, 6, 2]`)
+  converts as `[N, H, W, C]`, as every model did before issue #36: no data set yields such
+  images, so the audit refuses it earlier, but the converter itself has no reason to.
+
   Raises:
     ConversionError: a model with several inputs or a non-image input.
   """
   if len(model.inputs) != 1:
     raise ConversionError(f"model has {len(model.inputs)} inputs; expected one image input")
+  shape = tuple(model.inputs[0].shape)
   try:
-    return input_layout.from_shape(tuple(model.inputs[0].shape))
+    return input_layout.from_shape(shape)
   except input_layout.LayoutError as e:
+    dims = [None if d is None else int(d) for d in shape]
+    if len(dims) == 4 and None not in dims[1:] and min(dims[1:]) >= 1:
+      return input_layout.InputLayout(dims[1], dims[2], dims[3])
     raise ConversionError(f"model {e}") from e
 
 

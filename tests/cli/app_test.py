@@ -50,3 +50,35 @@ def test_a_bug_without_an_interrupt_keeps_its_traceback(capsys, monkeypatch):
     assert app._status(main, "cmd", ["cmd"]) == 1  # pylint: disable=protected-access
   err = capsys.readouterr().err
   assert "Traceback" in err and "RuntimeError: a bug" in err
+
+
+class _Finalized:
+  """Raises the signal handler's exception in `__del__`, where Python prints "Exception ignored"
+  and goes on (a SIGTERM landing in a finalizer: the CI run of trust_inputs_test at 1.0 s)."""
+
+  def __init__(self, signum):
+    self.signum = signum
+
+  def __del__(self):
+    app._on_signal(self.signum, None)  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
+                                                (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(capsys, monkeypatch,
+                                                                          signum, code, verb):
+  monkeypatch.setattr(app, "_RECEIVED", [])
+  status.reset()
+
+  def main(argv):
+    del argv
+    finalized = _Finalized(signum)
+    del finalized  # the exception is "ignored": main returns as if nothing happened
+    return 0
+
+  with flagsaver.flagsaver(verbose=True):
+    got = app._status(main, "cmd", ["cmd"])  # pylint: disable=protected-access
+  assert got == code
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert lines[-1].startswith(f"cmd: {verb} during ") and lines[-1].endswith(
+      "run the same command to resume")

@@ -108,6 +108,8 @@ def _status(main, name, argv):
       raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
     console.capture(name, verbose=_VERBOSE.value)
     code = main(argv)
+    if _received() is not None:  # the handler's exception was swallowed where Python cannot
+      return _interrupted(name, _received())  # raise it (a finalizer, a callback): still stop
     return 0 if code is None else code
   except app.UsageError as e:
     _usage(name, e)

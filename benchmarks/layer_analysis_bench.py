@@ -1,7 +1,7 @@
 """Benchmark (issue #29, "Performance"): what the per-layer analysis adds to the digits audit.
 
 Runs the default digits audit as a user runs it (a subprocess, `eval/audit.py --out=<tmp>`,
-plus `--repair_layers=N` if given) and reads the moments its `== i/n <section> [t s]` headers
+plus `--repair=...` if given) and reads the moments its `== i/n <section> [t s]` headers
 are printed: each section's seconds, the "why and repair" section's (the layer analyses, and
 the repairs if asked) share of the audit's wall time, and the ratio of the audit's wall time
 to the same wall time without that section (issue #29's target: < 1.30). Then, with every
@@ -9,7 +9,7 @@ artifact current, it removes `<out>/layers/` and runs the command again: the sec
 only the analyses (and reuses the rest), timing them on their own.
 
     PYTHONPATH=. TF_USE_LEGACY_KERAS=1 .venv/bin/python benchmarks/layer_analysis_bench.py \
-        [--repair_layers=0] [--keep=DIR]
+        [--repair=auto] [--keep=DIR]
 
 Timings are meant as ratios within one run (run it on an idle machine).
 """
@@ -28,11 +28,11 @@ HEADER = re.compile(r"^== (\d+)/(\d+) (.+?)\s+\[(\d+) s\]\s*$")
 WHY = "why and repair"
 
 
-def run(out, repair_layers):
+def run(out, repair):
   """(wall seconds, [(section, seconds)]) of one audit command."""
   env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1")
   cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), f"--out={out}",
-         f"--repair_layers={repair_layers}"]
+         *([f"--repair={repair}"] if repair else [])]
   start = time.time()
   proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
@@ -58,18 +58,18 @@ def report(title, wall, sections):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--repair_layers", type=int, default=0)
+  parser.add_argument("--repair", default="", help="e.g. auto or cle,float1 (default: none)")
   parser.add_argument("--keep", help="run directory to keep (default: a temporary one)")
   args = parser.parse_args()
   tmp = args.keep or tempfile.mkdtemp(prefix="layer_analysis_bench_")
   out = os.path.join(tmp, "digits")
   try:
-    wall, sections = run(out, args.repair_layers)
+    wall, sections = run(out, args.repair)
     why = report("fresh audit", wall, sections)
     print(f"why and repair: {why:.1f} s = {100 * why / wall:.1f}% of the audit; audit / audit "
           f"without it = {wall / (wall - why):.3f} (target < 1.30)")
     shutil.rmtree(os.path.join(out, "layers"))
-    wall2, sections2 = run(out, args.repair_layers)
+    wall2, sections2 = run(out, args.repair)
     why2 = report("re-run with layers/ removed (only the analyses are redone)", wall2, sections2)
     print(f"the analyses alone: {why2:.1f} s")
   finally:

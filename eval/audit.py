@@ -22,7 +22,6 @@ if __name__ == "__main__":  # Ctrl-C / SIGTERM during the imports below: one lin
 
 import math
 import os
-import re
 import sys
 
 from absl import flags
@@ -206,13 +205,18 @@ _ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 
 _ANN_COLUMNS = flags.DEFINE_list(
     "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
-_REPAIR_LAYERS = flags.DEFINE_list(
-    "repair_layers", [], "Also make and audit full_int8~float<N> for each N (e.g. 1,2,3): each "
-    "full int8 file that forgot something significant (more than 3 broken examples, McNemar "
-    "p <= 0.05) with the N layers that erred most on the examples it forgot kept in float; "
-    "the verdict ships the smallest file that passes the gates (empty or 0: none).")
+_REPAIR = flags.DEFINE_list(
+    "repair", [], "Also make and audit repaired files of each full int8 file that forgot "
+    "something significant (more than 3 broken examples, McNemar p <= 0.05): float<N> (the N "
+    "ops whose quantization broke most of the examples it forgot kept in float), cle "
+    "(cross-layer equalization first: no bytes), int16x8 (16-bit activations), auto (a search: "
+    "cle, then ops in float in causal order, until the gates hold or --max_repair_size; chosen "
+    "on one half of the test examples, reported on the other). E.g. auto or cle,float1,float2.")
+_MAX_REPAIR_SIZE = flags.DEFINE_float(
+    "max_repair_size", None, "--repair=auto keeps no more ops in float than keep the file "
+    "within this many times the full int8 file's bytes (default 1.5).", lower_bound=1.0)
 _REPAIR_ALWAYS = flags.DEFINE_bool(
-    "repair_always", False, "With --repair_layers: repair every full int8 file, also one that "
+    "repair_always", False, "With --repair: repair every full int8 file, also one that "
     "forgot nothing significant (to measure what a repair costs).")
 
 # Your own model, files and data (issue #28; eval/user_plan.py).
@@ -330,8 +334,8 @@ def _finite_or_none(value):
 
 flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
 flags.register_validator(
-    "repair_layers", lambda v: all(re.fullmatch(r"[0-9]{1,2}", x.strip()) for x in v),
-    "--repair_layers must be numbers in [0, 99], e.g. 1,2,3")
+    "repair", lambda v: all(names.repair_ok(x.strip()) for x in v),
+    f"--repair must be repairs ({names.REPAIR_NAMES}), e.g. auto or cle,float1")
 for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_flip_rate", "max_kl"):
   flags.register_validator(_gate, _finite_or_none, f"--{_gate} must be a finite number")
 
@@ -478,7 +482,8 @@ def main(argv):
       executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
       _EXECUTOR.value, workers=_WORKERS.value,
       ray_address=_RAY_ADDRESS.value,
-      repair_layers=tuple(sorted({int(v) for v in _REPAIR_LAYERS.value} - {0})),
+      repairs=names.sorted_repairs(v.strip() for v in _REPAIR.value),
+      **({} if _MAX_REPAIR_SIZE.value is None else {"max_repair_size": _MAX_REPAIR_SIZE.value}),
       repair_always=_REPAIR_ALWAYS.value,
       max_image_pixels=_MAX_PIXELS.value)
   if _PLAN.value:

@@ -19,6 +19,7 @@ from tf_forget.report import gates as gates_lib
 
 
 AUDIT_SCHEMA = "tf_forget.audit/1"
+DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file (#37)
 
 
 class AuditError(errors.Error):
@@ -85,9 +86,12 @@ class AuditConfig:
       records a decision for the same files and settings (issue #25). In `to_json` only when True.
     user: the user's own models and files (`eval.user_plan.UserModels`, issue #28): the audit
       imports them instead of training. In `to_json` only when given.
-    repair_layers: the N > 0 of the repaired files: for every member with a full int8 file and
-      each N, `full_int8~float<N>` with its N top-ranked layers in float (issue #29,
-      `eval.layer_analysis`); () (the default) none. In `to_json` only when given.
+    repairs: the repaired files (`names.REPAIR_NAMES`: "float<N>", "cle", "int16x8", "auto"):
+      for every member with a full int8 file, `full_int8~<repair>` (issue #29, #37;
+      `eval.layer_analysis`, `eval.no_byte_repairs`, `eval.repair_search`); () (the default)
+      none. In `to_json` only when given.
+    max_repair_size: the largest file the "auto" repair may choose, in times the plain full
+      int8 file's bytes (issue #37). In `to_json` only with repairs.
     repair_always: repair every full int8 file, not only one that forgot something
       significant (`layer_analysis.repair_needed`, issue #36). In `to_json` only when True.
     max_image_pixels: the largest image of the user's data accepted (width x height, issue #35;
@@ -127,16 +131,18 @@ class AuditConfig:
   robust_training: bool = False
   remeasure_latency: bool = False
   user: Optional[object] = None
-  repair_layers: Tuple[int, ...] = ()
+  repairs: Tuple[str, ...] = ()
   repair_always: bool = False
+  max_repair_size: float = DEFAULT_MAX_REPAIR_SIZE
   max_image_pixels: int = fingerprint.DEFAULT_MAX_PIXELS
 
   def to_json(self):
     d = dataclasses.asdict(self)
-    if not d["repair_layers"]:  # the default: report.json's config as before the option
-      del d["repair_layers"]
+    if not d["repairs"]:  # the default: report.json's config as before the option
+      del d["repairs"]
+      del d["max_repair_size"]
     else:
-      d["repair_layers"] = list(self.repair_layers)
+      d["repairs"] = list(self.repairs)
     if self.user is None:  # the default: report.json's config as before the option
       del d["user"]
     else:

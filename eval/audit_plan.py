@@ -13,6 +13,7 @@ preset, post-training formats, corruptions and severities, robustness members, n
 """
 
 import dataclasses
+import math
 import os
 
 from eval import audit_config
@@ -111,7 +112,10 @@ class Plan:
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
     user: the user's `eval.user_plan.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
-    repair_layers: the N of the repaired files `full_int8~float<N>` (issue #29); (): none.
+    repairs: the repaired files `full_int8~<repair>` (issue #29, #37; `names.repair_format`,
+      `names.sorted_repairs`); (): none.
+    max_repair_size: the "auto" repair's size budget (times the plain full int8 file).
+    repair_gates: the gates the "auto" repair searches to (`gates.Gates`, the audit's).
     repair_always: repair every full int8 file, also one that forgot nothing significant
       (`--repair_always`; by default only those, `layer_analysis.repair_needed`, issue #36).
   """
@@ -131,8 +135,10 @@ class Plan:
   iterative: tuple = ()
   iterative_schedule: object = None
   user: object = None
-  repair_layers: tuple = ()
+  repairs: tuple = ()
   repair_always: bool = False
+  max_repair_size: float = audit_config.DEFAULT_MAX_REPAIR_SIZE
+  repair_gates: object = None
 
   @property
   def variants(self):
@@ -224,8 +230,7 @@ def plan(config, check_data=True):
   if config.user is not None:  # the user's own models (issue #28): imported, not trained
     p = user_plan.plan(config, Plan, check_data=check_data)
     _check_gates(config, p.dataset)
-    return dataclasses.replace(p, repair_layers=_repair_layers(config, p),
-                               repair_always=bool(config.repair_always))
+    return _with_repairs(config, p)
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -271,29 +276,33 @@ def plan(config, check_data=True):
            oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
            published=published, extra_splits=extra, iterative=iterative,
            iterative_schedule=iter_schedule)
-  return dataclasses.replace(p, repair_layers=_repair_layers(config, p),
-                             repair_always=bool(config.repair_always))
+  return _with_repairs(config, p)
 
 
-def _repair_layers(config, p):
-  """`config.repair_layers` as a sorted tuple, checked: a repair needs a full int8 format.
+def _with_repairs(config, p):
+  """`p` with `config`'s repairs, checked: repair names, a full int8 format to repair, a size
+  budget >= 1.
 
   Raises:
-    AuditError: a number outside [1, 99], or no full int8 format audited.
+    AuditError: an unknown repair, no full int8 format audited, or a bad budget.
   """
-  layers = config.repair_layers
-  layers = (layers,) if isinstance(layers, int) and not isinstance(layers, bool) else layers
-  if (not isinstance(layers, (tuple, list)) or
-      any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 99 for n in layers)):
+  repairs = config.repairs
+  repairs = (repairs,) if isinstance(repairs, str) else repairs
+  if not isinstance(repairs, (tuple, list)) or not all(map(names.repair_ok, repairs)):
     raise audit_config.AuditError(
-        f"--repair_layers must be numbers in [1, 99], got {config.repair_layers!r}")
-  layers = tuple(sorted(set(layers)))
-  if layers and names.REPAIRED_FORMAT not in tuple(p.quantizations) + tuple(
+        f"--repair must be repairs ({names.REPAIR_NAMES}), got {config.repairs!r}")
+  repairs = names.sorted_repairs(repairs)
+  if repairs and names.REPAIRED_FORMAT not in tuple(p.quantizations) + tuple(
       p.pruned_quantizations):
     raise audit_config.AuditError(
-        f"--repair_layers repairs full int8 files: add {names.REPAIRED_FORMAT} to "
+        f"--repair repairs full int8 files: add {names.REPAIRED_FORMAT} to "
         "--quantizations (or --compress)")
-  return layers
+  size = config.max_repair_size
+  if isinstance(size, bool) or not isinstance(size, (int, float)) or not size >= 1.0 or \
+      not math.isfinite(size):
+    raise audit_config.AuditError(f"--max_repair_size must be a number >= 1, got {size!r}")
+  return dataclasses.replace(p, repairs=repairs, repair_always=bool(config.repair_always),
+                             max_repair_size=float(size), repair_gates=config.gates)
 
 
 def _check_gates(config, dataset):

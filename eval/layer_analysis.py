@@ -1,4 +1,4 @@
-"""Why a full int8 file (or a user's file) forgot, and a repaired file (issue #29).
+"""Why a full int8 file (or a user's file) forgot (issue #29, #37).
 
 For a member with a Keras model and a `full_int8` file (dense members, pruned members, the
 user's Keras references), and for every `.tflite` file the user brings (`user_<NAME>`, dense
@@ -6,7 +6,6 @@ members), after the evaluation:
 
     <run>/layers/<member variant>/<k>/<format>.json                 `analyze` (SCHEMA)
     <run>/layers/<member variant>/<k>/<format>.model_explorer.json  node data, NMSE forgotten
-    <run>/tflite/<member variant>/<k>/full_int8~float<N>.{tflite,json}  `repair`
 
 A user's file has no float model to quantize again: it is compared tensor by tensor with the
 float32 file (`eval.tensor_match`: the accumulated error of the tensors the two graphs share,
@@ -27,22 +26,29 @@ file), ranked by their NMSE on the forgotten examples, with its excess over the 
 (`layer_error.rank_layers`). When nothing was forgotten the ranking is by NMSE on the stable
 examples and says so (`basis` "all").
 
-`repair` converts `full_int8~float<N>` (`names.repair_format`): the full int8 quantization with
-the N top-ranked layers kept in float (`layer_error.selective_quantize`), written as an export
-(docs/artifacts/tflite.md) that the evaluation, report and bundle treat like any file.
+Then, for a full int8 file that forgot something significant (issue #37;
+`paired.forgot_significantly`, the rule that decides a repair: a handful of flips is noise an
+ablation cannot attribute, and costs two conversions per op), the ranking is causal
+(`ranked_by` "ablation"): the `ABLATED` ops of largest NMSE on the forgotten examples are each
+quantized alone and kept alone in float (`eval.causal_attribution`: broken examples recovered /
+caused, KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept
+as `nmse_rank`); each ablated op gets a fault kind (its own weights, its activation range,
+inherited), the range from the per-channel activation ranges of the plain file over the
+calibration images (`eval.range_diagnosis`: `ranges`, the tensors where one channel dominates).
+The repaired files are made from this ranking by `eval.repairs`.
 
 Lineage: the analysis records the sha256 of both `.tflite` files, the split's identity and
 `STABLE_MAX`, and for full int8 the sha256 of model.keras and the representative data's key
-(for a user's file, the comparison method); the repaired file the model, the
-representative data and the layers it kept in float (`repair_inputs`). Anything changed is
-redone.
+(for a user's file, the comparison method). Anything changed is redone.
 """
 
-import os
 import time
 
 import numpy as np
 
+from eval import batched
+from eval import causal_attribution
+from eval import range_diagnosis
 from eval import tensor_match
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
@@ -63,6 +69,9 @@ from tflite_export import model_explorer
 
 SCHEMA = "tf_forget.layers/1"
 STABLE_MAX = 1000
+ABLATED = causal_attribution.DEFAULT_CANDIDATES  # ops ablated (two files each)
+ABLATION_FORGOTTEN = 1000  # forgotten examples the ablation runs on at most (evenly spaced)
+ABLATION_STABLE = 250  # stable examples the ablation runs on (evenly spaced)
 REFERENCE_FORMAT = names.DEFAULT_FORMAT
 FORMAT = names.REPAIRED_FORMAT
 TOOL = ("tf.lite.experimental.QuantizationDebugger: NumericVerify per layer (the int8 op vs the "
@@ -132,6 +141,15 @@ def _read(path):
   return doc
 
 
+def read_analysis(run_dir, member_variant, k, file_format=FORMAT):
+  """Member k's analysis of its `file_format` file (`SCHEMA`).
+
+  Raises:
+    errors.Error: missing or not an analysis.
+  """
+  return _read(layout.layers(run_dir, member_variant, k, file_format))
+
+
 def _top1(run_dir, member_variant, k, fmt, split):
   variant = names.Variant(member_variant, fmt).name
   data = predictions.read(layout.predictions(run_dir, variant, k, split))
@@ -176,10 +194,43 @@ def _images(dataset, split, ids, masks):
 
 
 def _debugger_rows(run_dir, member_variant, k, dataset, images):
-  """(rows, extra doc fields) of the per-layer analysis of the full int8 file."""
+  """(rows, extra doc fields, (its `layer_error.SelectiveQuantizer`, representative images)) of
+  the per-layer analysis of the full int8 file (one calibration for it and the ablations)."""
   model, _ = export_state.load_member(run_dir, member_variant, k)
   rep = export_state.representative_images(dataset)
-  return layer_error.layer_errors(model, rep.images, images), {"tool": TOOL}
+  quantizer = layer_error.SelectiveQuantizer(model, rep.images)
+  return (layer_error.layer_errors(model, rep.images, images, quantizer=quantizer),
+          {"tool": TOOL}, (quantizer, rep.images))
+
+
+def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_threads):
+  """(the ranking by causal effect, extra doc fields): the `ABLATED` ops of largest error on
+  the forgotten examples ablated on at most `ABLATION_FORGOTTEN` forgotten examples and
+  `ABLATION_STABLE` stable ones (each evenly spaced)
+  (`causal_attribution`), and the activation ranges of the plain file over the calibration
+  images (`range_diagnosis`)."""
+  quantizer, rep_images = made
+  reference = fileio.read_bytes(export_state.export_paths(
+      run_dir, names.Variant(member_variant, REFERENCE_FORMAT), k)[0])
+  runner = batched.BatchedRunner(reference, num_threads=num_threads, runtime="builtin")
+  subsets = {}
+  for name, count in (("forgotten", ABLATION_FORGOTTEN), ("stable", ABLATION_STABLE)):
+    chosen = slice(None, None, max(1, -(-len(images[name]) // count)))
+    pick = images[name][chosen]
+    subsets[name] = (pick, labels[name][chosen], runner.run(pick) if len(pick) else
+                     np.zeros((0, 1), np.float32))
+  ablation = causal_attribution.ablate(
+      quantizer, causal_attribution.cheap_candidates(rows, ABLATED), subsets, num_threads)
+  plain = quantizer([])
+  ranges = range_diagnosis.dominant(range_diagnosis.channel_ranges(
+      plain, rep_images, num_threads=num_threads))
+  touching = range_diagnosis.ops_touching(flatbuffer.graph(plain), ranges)
+  return causal_attribution.rank(ranking, ablation, touching), {
+      "ranked_by": "ablation", "ablation": {
+          "plain": ablation["plain"], "ablated": len(ablation["ops"]),
+          "forgotten": int(len(subsets["forgotten"][0])),
+          "stable": int(len(subsets["stable"][0]))},
+      "ranges": ranges}
 
 
 def _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads):
@@ -243,11 +294,17 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   start = time.time()
   images = _images(dataset, split, ids, masks)
   if by_debugger:
-    rows, extra = _debugger_rows(run_dir, member_variant, k, dataset, images)
+    rows, extra, made = _debugger_rows(run_dir, member_variant, k, dataset, images)
   else:
     rows, extra = _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads)
   counts = {name: int(mask.sum()) for name, mask in masks.items()}
   basis, ranking = _rank(rows, counts, by_debugger)
+  extra["ranked_by"] = "error statistic"
+  if by_debugger and paired.forgot_significantly(facts["forgotten"]["broken"],
+                                                 facts["forgotten"]["fixed"])[0]:
+    ranking, why = _why(run_dir, member_variant, k, made, rows, ranking, images,
+                        {name: labels[mask] for name, mask in masks.items()}, num_threads)
+    extra.update(why)
   paths = report_collect.dataset_paths(dataset, split)
   doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k),
          "format": file_format, "reference": REFERENCE_FORMAT, "split": split, **extra,
@@ -274,30 +331,6 @@ def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_form
           "basis": doc["basis"], "forgotten": doc["subsets"]["forgotten"]["count"]}
 
 
-def repair_needed(run_dir, member_variant, k):
-  """(whether member k's full int8 file is worth repairing, the line that says why not).
-
-  Only a file that forgot something significant is repaired (issue #36;
-  `paired.forgot_significantly`: more than a few broken examples, exact McNemar of broken vs
-  fixed significant): repairing a file that forgot nothing costs size and buys nothing. An
-  analysis that cannot be read counts as needed (`repair` then says why).
-  """
-  try:
-    doc = _read(layout.layers(run_dir, member_variant, k))
-  except errors.Error:
-    return True, ""
-  flips = doc.get("flips") or {}
-  needed, p = paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))
-  return needed, ("" if needed else f"no repair of {member_variant}/{k} {FORMAT}: it forgot "
-                  f"nothing significant ({no_repair_facts(flips, p)})")
-
-
-def no_repair_facts(flips, p):
-  """'7 broken, 5 fixed; McNemar p = 0.77' (the numbers behind `repair_needed`)."""
-  return (f"{flips.get('broken', 0)} broken, {flips.get('fixed', 0)} fixed; exact McNemar "
-          f"p = {p:.2g}")
-
-
 # A layer whose int8 twin errs less than this (NMSE) is lossless (RESHAPE, pooling: float
 # rounding only); keeping it in float cannot repair anything.
 LOSSLESS_NMSE = 1e-9
@@ -313,74 +346,3 @@ def repairable(row):
 def float_nodes(doc, layers):
   """The `denylisted_nodes` names of the `layers` top-ranked repairable layers (`repairable`)."""
   return [r["tensor_name"] for r in doc["ranking"] if repairable(r)][:layers]
-
-
-def repair_inputs(run_dir, variant, k, dataset):
-  """The lineage `inputs` of the repaired file `variant` of member k now: the model, the
-  representative data and the layers kept in float (from the current analysis, None without
-  one), so that an analysis made again with the same ranking leaves the file current."""
-  mv = variant.member_variant
-  try:
-    nodes = float_nodes(_read(layout.layers(run_dir, mv, k)), names.repair_layers(variant.format))
-  except errors.Error:
-    nodes = None
-  return {"model": hashing.path_sha256_or_none(layout.member_model(run_dir, mv, k)),
-          "representative": export_state.representative_images(dataset).key,
-          "float_nodes": nodes}
-
-
-def repair_status(run_dir, variant, k, dataset):
-  """`lineage.Status` of the repaired export `variant` of member k."""
-  path, meta_path = export_state.export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
-    return lineage.MISSING
-  return lineage.status(
-      lambda: export_state.read_json(meta_path),
-      repair_inputs(run_dir, variant, k, dataset), "repaired",
-      extra=lambda meta: lineage.file_reason(path, meta.get("sha256"), ".tflite", "repaired"))
-
-
-def repair(run_dir, variant, k, dataset):
-  """Converts the repaired file `variant` (format `full_int8~float<N>`) of member k.
-
-  Returns:
-    Its export JSON dict.
-
-  Raises:
-    LayerAnalysisError: no current analysis, or not a repaired format.
-  """
-  layers = names.repair_layers(variant.format)
-  if layers is None:
-    raise LayerAnalysisError(f"{variant.name} is not a repaired format (full_int8~float<N>)")
-  mv = variant.member_variant
-  if not status(run_dir, mv, k, dataset):
-    raise LayerAnalysisError(f"{mv}/{k}: its layer analysis is not current; run it first")
-  doc = _read(layout.layers(run_dir, mv, k))
-  nodes = float_nodes(doc, layers)
-  inputs = repair_inputs(run_dir, variant, k, dataset)
-  model, metadata = export_state.load_member(run_dir, mv, k)
-  rep = export_state.representative_images(dataset)
-  start = time.time()
-  data = layer_error.selective_quantize(model, rep.images, nodes)
-  meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,
-                            inputs["model"], {"float_nodes": nodes}, time.time() - start, rep)
-  meta["converter"]["api"] = ("tf.lite.experimental.QuantizationDebugger("
-                              "denylisted_nodes).get_nondebug_quantized_model")
-  meta["repair"] = {"layers": layers, "kept": len(nodes), "float_nodes": nodes,
-                    "ops": [r["op_name"] for r in doc["ranking"]
-                            if r["tensor_name"] in nodes],
-                    "basis": doc["basis"],
-                    "analysis": os.path.relpath(layout.layers(run_dir, mv, k), run_dir)}
-  meta["inputs"] = inputs
-  path, meta_path = export_state.export_paths(run_dir, variant, k)
-  fileio.makedirs(os.path.dirname(path))
-  export.write_export(path, meta_path, data, meta)
-  return meta
-
-
-def repair_task(run_dir, member_variant, k, file_format, dataset, dataset_options):
-  """`repair` as an executor task (JSON arguments)."""
-  data = data_registry.get(dataset, **dict(dataset_options or {}))
-  variant = names.Variant(member_variant, file_format)
-  meta = repair(run_dir, variant, int(k), data)
-  return {"variant": variant.name, "k": int(k), "sha256": meta["sha256"]}

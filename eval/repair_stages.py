@@ -8,11 +8,12 @@ with a Keras model and a plain `full_int8` file, and every file the user brings
     examples it forgot and on the stable rest (QuantizationDebugger), or a user's file's
     accumulated error tensor by tensor (`eval.tensor_match`), ranked, with Model Explorer node
     data;
-  * repair (`--repair_layers=N[,N...]`): one unit per member and N: `full_int8~float<N>`, its
-    N top-ranked layers kept in float (several N: the verdict ships the smallest that
-    passes), only for a full int8 file that forgot something significant
-    (`layer_analysis.repair_needed`; the others get one line saying so, issue #36); finish:
-    the repaired variants join the audited ones;
+  * repair (`--repair=float<N>,cle,int16x8,auto`): one unit per member and repair:
+    `full_int8~<repair>` (`eval.repairs`: its N top-ranked ops kept in float, equalized,
+    16-bit activations, or the file a search chose on half of the test examples, issue #37;
+    several: the verdict ships the smallest that passes), only for a full int8 file that
+    forgot something significant (`repairs.repair_needed`; the others get one line saying so,
+    issue #36); finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
 Repaired files are not evaluated under corruptions or noise (the robustness tables keep the
@@ -23,6 +24,8 @@ from eval import driver
 from eval import file_stages
 from eval import layer_analysis
 from eval import population as eval_population
+from eval import repair_search
+from eval import repairs
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 
@@ -66,42 +69,50 @@ class LayersStage(driver.Stage):
 
 
 class RepairStage(driver.Stage):
-  """`full_int8~float<N>` of every analysed member."""
+  """`full_int8~<repair>` of every analysed member that forgot something significant."""
 
   name = "repair"
   noun = "repaired files already made"
 
   def _members(self, ctx):
     """([(member variant, k)] of the full int8 files worth repairing, [one line per file that
-    is not]: `layer_analysis.repair_needed`, issue #36)."""
+    is not]: `repairs.repair_needed`, issue #36)."""
     needed, skipped = [], []
     always = getattr(ctx.plan, "repair_always", False)
     for mv, k, f in _analysed(ctx):
       if f == layer_analysis.FORMAT:
-        ok, line = (True, "") if always else layer_analysis.repair_needed(ctx.run_dir, mv, k)
+        ok, line = (True, "") if always else repairs.repair_needed(ctx.run_dir, mv, k)
         (needed if ok else skipped).append((mv, k) if ok else line)
     return needed, skipped
 
   def _variants(self, ctx):
-    return [(names.Variant(mv, names.repair_format(n)), k) for n in ctx.plan.repair_layers
+    return [(names.Variant(mv, names.repair_format(r)), k) for r in ctx.plan.repairs
             for mv, k in self._members(ctx)[0]]
+
+  @staticmethod
+  def _search(ctx, variant):
+    """The search settings of an `auto` repair (`repair_search.settings`), else None."""
+    if names.repair_kind(variant.format) != "auto":
+      return None
+    return repair_search.settings(ctx.plan.repair_gates, ctx.plan.max_repair_size)
 
   def units(self, ctx):
     return [driver.Unit(
-        checks=[driver.Check(f"{v.name}/{k} export", lambda v=v, k=k: layer_analysis.repair_status(
-            ctx.run_dir, v, k, ctx.dataset), v)],
+        checks=[driver.Check(f"{v.name}/{k} export", lambda v=v, k=k: repairs.repair_status(
+            ctx.run_dir, v, k, ctx.dataset, self._search(ctx, v)), v)],
         task=lambda _, v=v, k=k: driver.task(
-            f"repair {v.name}/{k}", "eval.layer_analysis:repair_task",
+            f"repair {v.name}/{k}", "eval.repairs:repair_task",
             member_variant=v.member_variant, k=int(k), file_format=v.format,
+            search=self._search(ctx, v), num_threads=ctx.num_threads,
             **file_stages.dataset_kwargs(ctx)))
             for v, k in self._variants(ctx)]
 
   def describe(self, ctx, done, total):
-    layers = ", ".join(map(str, ctx.plan.repair_layers))
+    asked = ",".join(ctx.plan.repairs)
     skipped = self._members(ctx)[1]
-    head = (f"repair: {total} full int8 file{'' if total == 1 else 's'} with the {layers} "
-            f"top-ranked layers in float ({done} already made)" if total else
-            f"repair: no full int8 file needs one (--repair_layers={layers})")
+    head = (f"repair: {total} repaired file{'' if total == 1 else 's'} of the full int8 "
+            f"files that forgot something ({asked}; {done} already made)" if total else
+            f"repair: no full int8 file needs one (--repair={asked})")
     return "\n".join([head] + [f"  {line}" for line in skipped])
 
   def finish(self, ctx, results):
@@ -142,6 +153,6 @@ def stages(plan):
   if layer_analysis.FORMAT not in formats and not (plan.user and plan.user.candidates):
     return []
   out = [LayersStage()]
-  if plan.repair_layers:
+  if plan.repairs:
     out += [RepairStage(), EvaluateRepairsStage()]
   return out

@@ -23,14 +23,19 @@ Values: int8 / uint8 / int16 tensors are dequantized with their own scale and ze
 compared with the float file's tensor with `layer_error.error_sums` / `layer_error.metrics`
 (MSE, NMSE, SNR, cosine), the same definitions as the per-layer rows. Because the error is
 accumulated, where it *grows* is what points at a layer: growth = NMSE of the op's output minus
-the largest NMSE of its matched activation inputs (0 for an op reading constants only), on
-the forgotten examples (`rank_growth`). It approximates the layer's own contribution; it is
-not the isolated error of a QuantizationDebugger row. ai-edge-quantizer's
+the largest NMSE of its matched activation inputs (0 for an op reading constants only), and
+its ratio in decibels, growth_db = 10 log10(NMSE out / max(NMSE in, NMSE_FLOOR)), on the
+forgotten examples. `rank_growth` ranks by growth_db (issue #37): the absolute growth favours
+the last layers, where error has piled up (a head whose NMSE goes from 0.4 to 0.47 outranks a
+planted op going from 1e-4 to 0.05, +28 dB). It approximates the layer's own contribution; it
+is not the isolated error of a QuantizationDebugger row, and a per-tensor NMSE cannot see a
+range fault (the outlier channel holds the tensor's energy: `eval.range_diagnosis` can). ai-edge-quantizer's
 `model_validator.compare_model` compares the same tensors (by name only, one example per
 invoke); the tests check the MSEs against it.
 """
 
 import difflib
+import math
 
 import numpy as np
 
@@ -54,7 +59,7 @@ class TensorMatchError(errors.Error):
   """Files whose tensors cannot be compared (one line)."""
 
 
-def _activations(graph):
+def activations(graph):
   """[(op index, output tensor index)] of the ops that compute, their non-constant outputs of
   activation values (float or quantized, with a batch axis): the int32 shape arithmetic of a
   runtime `Reshape` (Keras 3: SHAPE, STRIDED_SLICE, PACK) is not an activation."""
@@ -144,7 +149,7 @@ def match(reference, candidate):
                           != _image_shape(candidate.tensors[ci])):
     raise TensorMatchError(f"input shapes differ: {reference.tensors[ri].shape[1:]} and "
                            f"{candidate.tensors[ci].shape[1:]}")
-  ref_acts, cand_acts = _activations(reference), _activations(candidate)
+  ref_acts, cand_acts = activations(reference), activations(candidate)
   pairs = _by_name(reference, candidate, ref_acts, cand_acts)
   how = dict.fromkeys(pairs, "name")
   by_position = _by_position(reference, candidate, ref_acts, cand_acts, pairs)
@@ -181,13 +186,14 @@ def _output_rows(p):
   return p.get_tensor(p.get_output_details()[0]["index"]).shape[0]
 
 
-def _interpreters(reference, candidate, batch_size, num_threads):
-  """Both files' interpreters at `batch_size`, or at 1 when a file fixes its batch (its input
-  cannot be resized, or its output does not follow)."""
+def interpreters(files, batch_size, num_threads):
+  """(the interpreters of `files` (bytes) with every tensor kept, the batch size): at
+  `batch_size`, or at 1 when a file fixes its batch (its input cannot be resized, or its output
+  does not follow)."""
   for size in dict.fromkeys((batch_size, 1)):
     try:
       pair = [interpreter.create(data, num_threads, "builtin", size, preserve_all_tensors=True)
-              for data in (reference, candidate)]
+              for data in files]
     except interpreter.TfliteError:
       if size == 1:
         raise
@@ -269,7 +275,7 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
   graphs = (flatbuffer.graph(reference), flatbuffer.graph(candidate))
   matches, unmatched = match(*graphs)
   try:
-    pair, size = _interpreters(reference, candidate, batch_size, num_threads)
+    pair, size = interpreters((reference, candidate), batch_size, num_threads)
     measured = {name: _measure(pair, graphs, matches, images, size) if len(images) else {}
                 for name, images in subsets.items()}
   except (interpreter.TfliteError, RuntimeError, ValueError) as e:
@@ -293,24 +299,34 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
                 "unmatched": unmatched, "batch_size": size}
 
 
+# growth_db's smallest denominator: about the NMSE of rounding one tensor to int8 (-40 dB; a
+# uniform tensor over its whole range gets 1 / 255^2 ~ 1.5e-5, peaked ones more), so an op
+# reading an (almost) exact input is not credited with an infinite ratio for its own rounding.
+NMSE_FLOOR = 1e-4
+
+
 def _growth(rows, subset):
-  """NMSE growth of each row on `subset` (None where its NMSE is undefined)."""
+  """(NMSE growth, growth in dB) of each row on `subset` (None where its NMSE is undefined)."""
   out = []
   for row in rows:
     nmse = row["subsets"][subset]["nmse"]
-    before = [rows[i]["subsets"][subset]["nmse"] for i in row["inputs"]]
-    out.append(None if nmse is None else nmse - max([b for b in before if b is not None],
-                                                    default=0.0))
+    before = max([b for b in (rows[i]["subsets"][subset]["nmse"] for i in row["inputs"])
+                  if b is not None], default=0.0)
+    if nmse is None:
+      out.append((None, None))
+    else:
+      out.append((nmse - before,
+                  10.0 * math.log10(max(nmse, NMSE_FLOOR) / max(before, NMSE_FLOOR))))
   return out
 
 
 def rank_growth(rows, forgotten="forgotten", stable="stable"):
   """Matched tensors ranked by how much the accumulated error grows there on `forgotten`.
 
-  Order: growth[forgotten] (module doc), largest first; ties by the lower op index; the model
+  Order: growth_db[forgotten] (module doc), largest first; ties by the lower op index; the model
   input and rows without an NMSE last. Each row has the fields of `layer_error.rank_layers`
   (nmse and SNR on both subsets, excess = nmse[forgotten] − nmse[stable]) plus
-  "growth_forgotten", "growth_stable" and "match".
+  "growth_forgotten", "growth_stable", "growth_db_forgotten", "growth_db_stable" and "match".
 
   Raises:
     TensorMatchError: a subset name the rows do not have.
@@ -320,19 +336,20 @@ def rank_growth(rows, forgotten="forgotten", stable="stable"):
       raise TensorMatchError(f"tensor errors have no subset {name!r}")
   growth_f, growth_s = _growth(rows, forgotten), _growth(rows, stable)
   ranked = []
-  for row, gf, gs in zip(rows, growth_f, growth_s):
+  for row, (gf, df), (gs, ds) in zip(rows, growth_f, growth_s):
     f, s = row["subsets"][forgotten], row["subsets"][stable]
     ranked.append({
         "tensor_name": row["tensor_name"], "op_name": row["op_name"],
         "op_index": row["op_index"], "match": row["match"], "nmse_forgotten": f["nmse"],
         "nmse_stable": s["nmse"],
         "excess": None if f["nmse"] is None or s["nmse"] is None else f["nmse"] - s["nmse"],
-        "growth_forgotten": gf, "growth_stable": gs, "snr_db_forgotten": f["snr_db"],
+        "growth_forgotten": gf, "growth_stable": gs, "growth_db_forgotten": df,
+        "growth_db_stable": ds, "snr_db_forgotten": f["snr_db"],
         "snr_db_stable": s["snr_db"],
         "snr_drop_db": (None if f["snr_db"] is None or s["snr_db"] is None
                         else s["snr_db"] - f["snr_db"])})
-  ranked.sort(key=lambda r: (r["op_index"] is None, r["growth_forgotten"] is None,
-                             -(r["growth_forgotten"] or 0.0), r["op_index"] or 0))
+  ranked.sort(key=lambda r: (r["op_index"] is None, r["growth_db_forgotten"] is None,
+                             -(r["growth_db_forgotten"] or 0.0), r["op_index"] or 0))
   for i, r in enumerate(ranked):
     r["rank"] = i + 1
   return ranked

@@ -117,7 +117,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   Args:
     model: a model of `model_files.load` taking float32 `[batch, H, W, C]` raw pixels,
       returning logits.
-    fmt: a key of `formats.FORMATS`.
+    fmt: a key of `formats.FORMATS`, or a repair that costs no bytes (`formats.options`).
     representative_images: uint8 `[N, H, W, C]` (fed in the model's input layout,
       `model_inputs`), required by formats that need calibration (`full_int8`; SPEC §2.5),
       ignored by the others.
@@ -130,9 +130,8 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     names.FormatError: unknown format or encoding.
     ConversionError: missing representative data or a converter failure.
   """
-  names.check_format(fmt)
+  options = formats.options(fmt)
   names.check_encoding(encoding)
-  options = formats.FORMATS[fmt]
   spec = input_signature(model)
   concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel (#36)
   converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
@@ -146,6 +145,9 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
         tf.as_dtype(t) for t in options["supported_types"]]
   if options["int8_only"]:
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+  if options["int16x8"]:
+    converter.target_spec.supported_ops = [
+        tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
   if options["io_type"]:
     converter.inference_input_type = tf.as_dtype(options["io_type"])
     converter.inference_output_type = tf.as_dtype(options["io_type"])

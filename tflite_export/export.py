@@ -164,6 +164,15 @@ def export_json(variant, k, data, stats, metadata, source_sha, options, seconds,
   }
 
 
+def write_variant(run_dir, variant, k, data, meta):
+  """`write_export` of `variant` of member k at its place in the run (its folder made); returns
+  `meta`."""
+  path, meta_path = export_state.export_paths(run_dir, variant, k)
+  fileio.makedirs(os.path.dirname(path))
+  write_export(path, meta_path, data, meta)
+  return meta
+
+
 def write_export(path, meta_path, data, meta):
   """Writes the `.tflite` bytes, then the JSON; on a write error removes both.
 

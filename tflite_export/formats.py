@@ -40,3 +40,23 @@ FORMATS = {
 
 if tuple(FORMATS) != names.FORMAT_NAMES:
   raise AssertionError("tflite_export.formats.FORMATS and artifacts.names.FORMAT_NAMES differ")
+
+
+def options(fmt):
+  """The converter options of format `fmt`, or of a repair that costs no bytes (issue #37):
+  `full_int8~int16x8` is full integer with 16-bit activations and 8-bit weights (TFLite's
+  `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`, key `int16x8`) and int16
+  input / output; `full_int8~cle` converts as `full_int8` (its model is equalized first,
+  `tflite_export.equalization`).
+
+  Raises:
+    names.FormatError: any other name.
+  """
+  kind = names.repair_kind(fmt)
+  if kind == "int16x8":
+    return dict(FORMATS["full_int8"], int8_only=False, io_type="int16", int16x8=True)
+  if kind == "cle":
+    return dict(FORMATS["full_int8"], int16x8=False)
+  names.check_format(fmt)
+  return dict(FORMATS[fmt], int16x8=False)
+

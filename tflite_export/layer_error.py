@@ -249,7 +249,8 @@ def metrics(sums):
           "cosine": sums["sum_cosine"] / count}
 
 
-def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH_SIZE):
+def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH_SIZE,
+                 quantizer=None):
   """Per-layer float-vs-int8 error of the `full_int8` quantization, per subset of examples.
 
   Args:
@@ -260,6 +261,9 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
       "forgotten" (the examples the int8 file flips), "stable".
     batch_size: examples per invoke (the debug interpreter keeps every intermediate tensor
       of a batch, float twins included: memory grows with it).
+    quantizer: a `SelectiveQuantizer` of the same model and images not called yet, whose
+      calibration to use instead of calibrating again (issue #37: one calibration for the
+      errors and the ablations).
 
   Returns:
     A list of rows, one per quantized op with a float reference, in op order (JSON-able):
@@ -281,7 +285,8 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
                             f"{tuple(np.shape(images)[1:])}, model input {shape}")
   if not isinstance(batch_size, int) or batch_size < 1:
     raise LayerErrorError(f"batch_size must be an int >= 1, got {batch_size!r}")
-  debugger = _debugger(model, representative_images)
+  debugger = (quantizer.debugger if quantizer is not None else
+              _debugger(model, representative_images))
   debug_model = debugger.get_debug_quantized_model()
   layers = _layers(debug_model, debugger.calibrated_model,
                    debugger.get_nondebug_quantized_model())
@@ -370,11 +375,30 @@ def selective_quantize(model, representative_images, float_nodes):
     LayerErrorError: a name that is not an op output of the model (it would be ignored).
     converter.ConversionError: as for `layer_errors`.
   """
-  float_nodes = [float_nodes] if isinstance(float_nodes, str) else list(float_nodes)
-  debugger = _debugger(model, representative_images, float_nodes)
-  known = {n for outs in _outputs(debugger.calibrated_model).values() for _, n in outs}
-  unknown = [n for n in float_nodes if n not in known]
-  if unknown:
-    raise LayerErrorError(f"no op has output tensor {unknown[0]!r} (names: the tensor_name of "
-                          f"layer_errors rows)")
-  return debugger.get_nondebug_quantized_model()
+  return SelectiveQuantizer(model, representative_images)(float_nodes)
+
+
+class SelectiveQuantizer:
+  """`selective_quantize` for many sets of float ops, calibrated once (issue #37's ablations:
+  two files per op). `nodes` are the names it accepts, in no particular order."""
+
+  def __init__(self, model, representative_images):
+    self.debugger = _debugger(model, representative_images)
+    self.nodes = frozenset(n for outs in _outputs(self.debugger.calibrated_model).values()
+                           for _, n in outs)
+
+  def __call__(self, float_nodes):
+    """The file with `float_nodes` (a name or names) in float, the rest int8; bytes."""
+    float_nodes = [float_nodes] if isinstance(float_nodes, str) else list(float_nodes)
+    unknown = [n for n in float_nodes if n not in self.nodes]
+    if unknown:
+      raise LayerErrorError(f"no op has output tensor {unknown[0]!r} (names: the tensor_name "
+                            "of layer_errors rows)")
+    try:
+      with _quiet():
+        self.debugger.options = tf.lite.experimental.QuantizationDebugOptions(
+            fully_quantize=True, denylisted_nodes=float_nodes or None)
+        return self.debugger.get_nondebug_quantized_model()
+    except Exception as e:  # pylint: disable=broad-except
+      raise converter.ConversionError(
+          f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e

@@ -57,7 +57,7 @@ def root(tmp_path_factory):
 ARGS = ("--dataset=folder:images", "--reference=model.keras", "--candidate=int8=int8.tflite",
         *user_files.COMMON)
 SAME = ("--compress=full_int8", "--candidate=worse=worse.tflite", "--calibration=folder:calib",
-        "--repair_layers=1")
+        "--repair=float1")
 
 
 def _audit(root, out, *extra):
@@ -192,7 +192,7 @@ def test_flip_rates_with_the_digits_their_gate_needs(root, same):
 def black(root):
   """Calibrated on black images (a full int8 file that forgets, a repair without gain), with
   tf_forget's dynamic_int8 and the user's dyn.tflite."""
-  return _audit(root, "black_run", "--calibration=folder:black", "--repair_layers=1",
+  return _audit(root, "black_run", "--calibration=folder:black", "--repair=float1",
                 "--compress=full_int8,dynamic_int8", "--candidate=dyn=dyn.tflite")
 
 

@@ -1,7 +1,7 @@
 """Issue #29 through the audit binary: per-layer error of the full int8 files on the examples
 they forgot, and the repaired files `full_int8~float<N>` (eval/layer_analysis.py).
 
-A tiny digits audit (2 members, full int8, `--repair_layers=2 --repair_always`: its int8 files
+A tiny digits audit (2 members, full int8, `--repair=float2 --repair_always`: its int8 files
 forget too little to be repaired by default, issue #36). The checks recompute what the
 artifacts claim from the artifacts themselves: the forgotten examples are exactly those whose
 top-1 differs between the member's float32 and full int8 predictions files; the repaired file
@@ -19,6 +19,7 @@ import tensorflow as tf
 from tests.eval import audit_binary
 from tests.tflite_export import model_explorer_schema
 from tf_forget.artifacts import predictions
+from tf_forget.stats import paired
 from tf_forget.data import registry
 
 ARGS = ["--preset=tiny", "--members=2", "--variants=dense", "--steps=40",
@@ -31,7 +32,7 @@ def run(tmp_path_factory):
   out = tmp_path_factory.mktemp("repair") / "run"
   # --repair_always: this tiny audit's int8 files forget too little to call for a repair
   # (issue #36); the repair's mechanics are what this file tests.
-  result = audit_binary.audit([f"--out={out}", "--repair_layers=2", "--repair_always", *ARGS])
+  result = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   return out, result
 
@@ -58,8 +59,15 @@ def test_the_forgotten_examples_are_the_files_flips(run, k):
   assert doc["subsets"]["stable"]["count"] == min(1000, int((ref == cand).sum()))
   assert doc["basis"] == ("forgotten" if len(flipped) else "all")
   key = "nmse_forgotten" if len(flipped) else "nmse_stable"
-  errs = [r[key] for r in doc["ranking"] if r[key] is not None]
+  # Issue #37: a file that forgot is ranked by ablation first (the ablated ops, then the rest);
+  # the error ranking is kept as nmse_rank.
+  by_error = sorted(doc["ranking"], key=lambda r: r.get("nmse_rank", r["rank"]))
+  errs = [r[key] for r in by_error if r[key] is not None]
   assert errs == sorted(errs, reverse=True)
+  evidence = [r.get("evidence", "error statistic") for r in doc["ranking"]]
+  assert evidence == sorted(evidence)  # "ablation" rows first
+  significant = paired.forgot_significantly(doc["flips"]["broken"], doc["flips"]["fixed"])[0]
+  assert ("ablation" in evidence) == significant
   assert [r["rank"] for r in doc["ranking"]] == list(range(1, len(doc["ranking"]) + 1))
 
 
@@ -139,12 +147,12 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
 
 def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
   out, _ = run
-  again = audit_binary.audit([f"--out={out}", "--repair_layers=2", "--repair_always", *ARGS])
+  again = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert again.returncode == 0, again.stderr[-3000:]
   assert "2 of 2 layer analyses already current" in again.stdout
   assert "2 of 2 repaired files already made" in again.stdout
   os.remove(out / "layers" / "dense" / "1" / "full_int8.json")
-  third = audit_binary.audit([f"--out={out}", "--repair_layers=2", "--repair_always", *ARGS])
+  third = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert third.returncode == 0, third.stderr[-3000:]
   assert "1 of 2 layer analyses already current" in third.stdout
   # The same analysis is made again (same inputs, deterministic): the repair stays current.
@@ -152,17 +160,17 @@ def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
 
 
 def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes(run):
-  # --repair_layers=1,2 on the same run: full_int8~float2 is reused, full_int8~float1 made; both
+  # --repair=float2,float1 on the same run: full_int8~float2 is reused, full_int8~float1 made; both
   # are reported side by side, float1 keeps the first of float2's layers.
   out, _ = run
-  result = audit_binary.audit([f"--out={out}", "--repair_layers=2,1", "--repair_always",
+  result = audit_binary.audit([f"--out={out}", "--repair=float2,float1", "--repair_always",
                                *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   assert "2 of 4 repaired files already made" in result.stdout
   report = _json(out / "report.json")
   assert [r["variant"] for r in report["tables"]["repair"]] == ["full_int8~float1",
                                                                "full_int8~float2"]
-  assert report["config"]["repair_layers"] == [1, 2]
+  assert report["config"]["repairs"] == ["float1", "float2"]
   for k in (0, 1):
     one, two = (_json(out / "tflite" / "dense" / str(k) / f"full_int8~float{n}.json")[
         "repair"]["float_nodes"] for n in (1, 2))
@@ -177,15 +185,15 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
 
 def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   args = [a for a in ARGS if not a.startswith("--quantizations")]
-  result = audit_binary.audit([f"--out={tmp_path / 'run'}", "--repair_layers=2",
+  result = audit_binary.audit([f"--out={tmp_path / 'run'}", "--repair=float2",
                    "--quantizations=dynamic_int8", *args])
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
-  assert "--repair_layers repairs full int8 files" in lines[0]
+  assert "--repair repairs full int8 files" in lines[0]
   assert not (tmp_path / "run").exists()
-  for bad in ("x", "1,-2", "100"):
-    result = audit_binary.audit([f"--out={tmp_path / 'run'}", f"--repair_layers={bad}", *ARGS])
+  for bad in ("x", "float1,-2", "float100", "2"):
+    result = audit_binary.audit([f"--out={tmp_path / 'run'}", f"--repair={bad}", *ARGS])
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr[-2000:]
-    assert "--repair_layers must be numbers in [0, 99]" in lines[0]
+    assert "--repair must be repairs (float<N>" in lines[0]
     assert not (tmp_path / "run").exists()

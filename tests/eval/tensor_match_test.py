@@ -203,3 +203,24 @@ def test_a_file_that_cannot_be_compared_leaves_the_audit_going(case, tmp_path, m
   rows, extra = layer_analysis._tensor_rows(str(tmp_path), "dense", 0, "user_x",
                                             case["subsets"], 1)
   assert rows == [] and extra["error"].endswith("boom") and extra["unmatched"] is None
+
+
+def test_growth_is_ranked_in_decibels_not_in_absolute_nmse():
+  # Issue #37, by hand: a chain input -> a -> b -> c -> head with NMSE 0, 1e-4, 0.05, 0.4,
+  # 0.47. Absolute growth: a 1e-4, b 0.0499, c 0.35, head 0.07 (c first); in dB:
+  # a 10 log10(1e-4 / NMSE_FLOOR) = 0, b 10 log10(0.05 / 1e-4) = 27.0, c 9.0, head 0.70.
+  nmse = [0.0, 1e-4, 0.05, 0.4, 0.47]
+  names = ["in", "a", "b", "c", "head"]
+  rows = [{"tensor_name": n, "op_name": "INPUT" if i == 0 else "CONV_2D",
+           "op_index": None if i == 0 else i, "match": "name",
+           "inputs": [] if i == 0 else [i - 1],
+           "subsets": {s: {"nmse": v, "snr_db": None} for s in ("forgotten", "stable")}}
+          for i, (n, v) in enumerate(zip(names, nmse))]
+  ranked = tensor_match.rank_growth(rows)
+  assert [r["tensor_name"] for r in ranked] == ["b", "c", "head", "a", "in"]
+  by_name = {r["tensor_name"]: r for r in ranked}
+  assert by_name["b"]["growth_db_forgotten"] == pytest.approx(10 * np.log10(500))
+  assert by_name["c"]["growth_db_forgotten"] == pytest.approx(10 * np.log10(8))
+  assert by_name["head"]["growth_db_forgotten"] == pytest.approx(10 * np.log10(0.47 / 0.4))
+  assert by_name["a"]["growth_db_forgotten"] == pytest.approx(0.0)
+  assert by_name["c"]["growth_forgotten"] == pytest.approx(0.35)  # the absolute column kept

@@ -112,7 +112,7 @@ def test_ops_named_apart_and_gain_per_repair(planted):
 
 def test_the_verdict_never_recommends_a_repair_without_gain(planted):
   run_dir, _ = planted
-  report = write.build_report(run_dir, {"repair_layers": [1, 2]}, dataset_name="digits",
+  report = write.build_report(run_dir, {"repairs": ["float1", "float2"]}, dataset_name="digits",
                               variants=["dense", "full_int8", "full_int8~float1"])
   frame = report.measures.tables["verdict"].set_index("variant")
   assert frame.loc["full_int8~float1", "verdict"] == "no gain"

@@ -75,20 +75,30 @@ def test_parse_encodings():
     names.parse_encodings(",")
 
 
+@pytest.mark.parametrize("repair, kind", [("cle", "cle"), ("int16x8", "int16x8"),
+                                          ("auto", "auto"), ("float2", "float")])
+def test_repair_kinds(repair, kind):
+  # Issue #37: the repairs that cost no bytes and the searched one are formats too.
+  fmt = names.repair_format(repair)
+  assert fmt == f"full_int8~{repair}" and names.repair_kind(fmt) == kind
+  assert names.parse_variant(f"prune_0.5+{fmt}").format == fmt
+
+
 @pytest.mark.parametrize("member, layers, name", [
     ("dense", 3, "full_int8~float3"), ("prune_0.9", 1, "prune_0.9+full_int8~float1"),
     ("dense", 12, "full_int8~float12")])
 def test_repaired_variant_names_round_trip(member, layers, name):
   # Issue #29: full int8 with N layers kept in float is the format full_int8~float<N>.
-  fmt = names.repair_format(layers)
+  fmt = names.repair_format(f"float{layers}")
   variant = names.Variant(member, fmt)
   assert variant.name == name and names.parse_variant(name) == variant
   assert names.repair_layers(fmt) == layers and names.repair_layers("full_int8") is None
   assert variant.file_stem == fmt
 
 
-@pytest.mark.parametrize("bad", [0, 100, -1, 2.0, True, "3"])
-def test_bad_repair_layers(bad):
+@pytest.mark.parametrize("bad", [3, "float0", "float100", "float-1", "float2.0", True, "3",
+                                 "cle ", "aut"])
+def test_bad_repair_names(bad):
   with pytest.raises(names.FormatError):
     names.repair_format(bad)
 

@@ -38,9 +38,13 @@ checks at import that they are `FORMAT_NAMES`); encodings are "plain" and "spars
 A file the user brings (issue #28: `--candidate=NAME=PATH`) is audited as it is, never
 converted: its format is `user_<NAME>` (`user_format`), so the candidate `int8` of the dense
 (reference) members is the variant ``user_int8``, its file `tflite/dense/<k>/user_int8.tflite`.
-A repaired file (issue #29) is full int8 with the N layers that erred most on the forgotten
-examples kept in float: format `full_int8~float<N>` (`repair_format`), e.g. the variant
-``full_int8~float3`` (`eval.layer_analysis` ranks the layers and makes it).
+A repaired file is `full_int8~<repair>` (`repair_format`; `--repair=<repair>,...`): `float<N>`
+(issue #29) keeps the N top-ranked ops in float, e.g. the variant ``full_int8~float3``
+(`eval.layer_analysis` ranks the ops and makes it); the repairs that cost no bytes (issue #37,
+`NO_BYTE_REPAIRS`) are `cle` (the float model equalized across layers first) and `int16x8`
+(16-bit activations), made by `eval.no_byte_repairs`; `auto` is the file a search chose
+(`eval.repair_search`: equalization, then ops in float in causal order, until the gates hold).
+`repair_kind` tells them apart.
 
 Splits: a data split (`test`) or a corrupted split `<corruption>@<severity>` (`glass_blur@3`);
 this module owns the grammar, `tf_forget.corruptions.registry` checks the corruption exists.
@@ -71,7 +75,13 @@ _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
 REPAIRED_FORMAT = "full_int8"  # the format a repair starts from
-_REPAIR_FORMAT = re.compile(r"^full_int8~float(?P<layers>[1-9]\d?)$")  # 1-99 layers in float
+# Repairs that keep every op int8-sized (issue #37): cross-layer equalization of the float model
+# before conversion, and 16-bit activations with 8-bit weights.
+NO_BYTE_REPAIRS = ("cle", "int16x8")
+AUTO_REPAIR = "auto"  # the file `eval.repair_search` chose
+_REPAIR = re.compile(r"^(?:float(?P<layers>[1-9]\d?)|(?P<kind>cle|int16x8|auto))$")
+_REPAIR_FORMAT = re.compile(r"^full_int8~(?P<repair>[a-z0-9]+)$")
+REPAIR_NAMES = "float<N> (N in 1-99), cle, int16x8, auto"
 _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
@@ -256,26 +266,52 @@ def user_format(candidate):
   return name
 
 
-def repair_format(layers):
-  """The format of a full int8 file with its `layers` top-ranked layers in float (issue #29):
-  3 -> "full_int8~float3".
+def repair_format(repair):
+  """The format of the repaired file `repair` (issue #29, #37): "float3" -> "full_int8~float3",
+  "cle", "int16x8", "auto" likewise (`REPAIR_NAMES`).
 
   Raises:
-    FormatError: `layers` not an int in [1, 99].
+    FormatError: not a repair name.
   """
-  if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= 99:
-    raise FormatError(f"layers kept in float must be an int in [1, 99], got {layers!r}")
-  return f"{REPAIRED_FORMAT}~float{layers}"
+  if not repair_ok(repair):
+    raise FormatError(f"unknown repair {repair!r} (known: {REPAIR_NAMES})")
+  return f"{REPAIRED_FORMAT}~{repair}"
+
+
+def repair_ok(repair):
+  """Whether `repair` is a repair name (`REPAIR_NAMES`)."""
+  return isinstance(repair, str) and bool(_REPAIR.match(repair))
+
+
+def sorted_repairs(repairs):
+  """Distinct repair names in their canonical order: `float<N>` by N first, then the others by
+  name ("float2", "auto", "float1" -> ("float1", "float2", "auto"))."""
+  return tuple(sorted(set(repairs), key=lambda r: (
+      0 if repair_layers(repair_format(r)) else 1, repair_layers(repair_format(r)) or 0, r)))
+
+
+def _repair_match(name):
+  match = _REPAIR_FORMAT.match(str(name))
+  return _REPAIR.match(match.group("repair")) if match else None
 
 
 def repair_layers(name):
   """N of a repaired format `full_int8~float<N>`, None for any other format."""
-  match = _REPAIR_FORMAT.match(str(name))
-  return int(match.group("layers")) if match else None
+  match = _repair_match(name)
+  return int(match.group("layers")) if match and match.group("layers") else None
+
+
+def repair_kind(name):
+  """"float" (`full_int8~float<N>`), "cle", "int16x8" (`NO_BYTE_REPAIRS`) or "auto" of a
+  repaired format, None for any other format."""
+  match = _repair_match(name)
+  if not match:
+    return None
+  return "float" if match.group("layers") else match.group("kind")
 
 
 def _is_format(name):
-  return name in FORMAT_NAMES or is_user_format(name) or repair_layers(name) is not None
+  return name in FORMAT_NAMES or is_user_format(name) or repair_kind(name) is not None
 
 
 def check_encoding(name):
@@ -291,7 +327,7 @@ class Variant:
   Attributes:
     member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
     format: one of `FORMAT_NAMES`, `user_<NAME>` for a file the user brings, or
-      `full_int8~float<N>` for a repaired file.
+      `full_int8~<repair>` for a repaired file (`repair_format`).
     encoding: one of `ENCODINGS`.
   """
   member_variant: str
@@ -299,7 +335,7 @@ class Variant:
   encoding: str = DEFAULT_ENCODING
 
   def __post_init__(self):
-    if not is_user_format(self.format) and repair_layers(self.format) is None:
+    if not is_user_format(self.format) and repair_kind(self.format) is None:
       check_format(self.format)
     check_encoding(self.encoding)
     if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or

@@ -48,14 +48,22 @@ CHILD = {
 }
 # A repaired full int8 file `full_int8~float<N>` (issue #29): hatch "x" with a mark per N (and
 # one more "x" every 8), its own marker; the same dash-dot line. Several N of one family differ.
+# The line style of every repaired file.
 _REPAIRED_MARKS = ("", "|", "-", "+", "/", "\\", "o", "O")
 _REPAIRED_MARKERS = ("d", "p", "*", "8", "<", ">", "H", "1")
 _REPAIRED_LINE = (0, (4, 1, 1, 1))
 
 
-def _repaired_child(layers):
-  """(hatch, marker, line style) of `full_int8~float<layers>`."""
-  i = int(layers) - 1
+# The other repairs (issue #37): hatch "x" with a mark none of float<N> uses, their own marker.
+_OTHER_REPAIRS = {"cle": ("x.", "^"), "int16x8": ("x*", "s"), "auto": ("x|-", "D")}
+
+
+def _repaired_child(fmt):
+  """(hatch, marker, line style) of the repaired format `fmt` (`full_int8~<repair>`)."""
+  kind = names.repair_kind(fmt)
+  if kind in _OTHER_REPAIRS:
+    return _OTHER_REPAIRS[kind] + (_REPAIRED_LINE,)
+  i = names.repair_layers(fmt) - 1
   return ("x" * (1 + i // len(_REPAIRED_MARKS)) + _REPAIRED_MARKS[i % len(_REPAIRED_MARKS)],
           _REPAIRED_MARKERS[i % len(_REPAIRED_MARKERS)], _REPAIRED_LINE)
 
@@ -80,7 +88,7 @@ def _style_parts(variant):
   fam, fmt, enc = _parse(variant)
   if names.is_user_format(fmt):
     return str(variant), names.DEFAULT_FORMAT, enc
-  if names.repair_layers(fmt) is not None:  # a repaired full int8 file (issue #29): its hatch
+  if names.repair_kind(fmt) is not None:  # a repaired full int8 file (issue #29): its hatch
     return fam, fmt, "repaired"
   return fam, fmt, enc
 
@@ -178,8 +186,7 @@ def styles(variants):
   colors = family_colors(sorted({f for f, _, _ in parsed.values()}, key=str))
   out = {}
   for v, (fam, fmt, enc) in parsed.items():
-    layers = names.repair_layers(fmt)
-    hatch, marker, linestyle = (_repaired_child(layers) if layers is not None else
+    hatch, marker, linestyle = (_repaired_child(fmt) if names.repair_kind(fmt) else
                                 CHILD.get((fmt, enc), CHILD[("float32", "plain")]))
     out[v] = {"color": colors[fam], "hatch": hatch, "hatch_color": ink(colors[fam]),
               "marker": marker, "linestyle": linestyle}

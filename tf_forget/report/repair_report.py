@@ -1,29 +1,30 @@
-"""Why a full int8 file (or a user's file) forgot, and what a repair bought and cost (#29).
+"""Why a full int8 file (or a user's file) forgot, and what a repair bought and cost (#29, #37).
 
 Reads what the audit's "why and repair" stages wrote (docs/artifacts/layers.md): each
 analysed member's `layers/<member variant>/<k>/<format>.json`, and the predictions and export
 JSONs of its files. Two tables:
 
-* `layers`: per analysed member and file, its `TOP_LAYERS` best-ranked layers: op, how it was
-  compared (`match`: "per layer" by the QuantizationDebugger, or a user file's tensor matched
-  by "name" / "position", `eval.tensor_match`), NMSE on the forgotten and on the stable
-  examples, the excess NMSE(forgotten) − NMSE(stable), the growth of a matched tensor's
-  accumulated NMSE over its inputs', SNR on both, and whether the repaired file keeps the
-  layer in float;
-* `repair`: per repaired variant `<base>~float<N>`, averaged over its members (each against its
-  own float32 file): size over the plain int8 file and over float32, top-1 of the int8 and the
-  repaired file, their flip rates against float32 (top-1 changed), the broken examples (right
-  in float32, wrong in the file), and the recall change of the member's worst class (the class
-  whose recall fell most from float32 to int8, from its analysis) before and after; the ops
-  kept in float (`kept_ops`, each op named so that two of one type differ: `CONV_2D #2
-  (sequential/conv2d_1)`), and `gain`: whether it broke fewer examples or lost less on the
-  worst class than the int8 file (a repair without gain is "no gain" in the verdict and never
-  recommended, `no_gain`; issue #36). One row per N of `--repair_layers=1,2,3`, in order of N.
+* `layers`: per analysed member and file, its best-ranked ops (`why_words.layer_rows`: the
+  causal ranking's ablation counts and fault kinds, the error statistics as columns), and the
+  "why" in words under `WHY_KEY` (`why_words.sentences`);
+* `repair`: per repaired variant `<base>~<repair>` (`float<N>`, `cle`, `int16x8`, `auto`),
+  averaged over its members (each against its own float32 file): size over the plain int8
+  file and over float32, top-1 of the int8 and the repaired file, their flip rates against
+  float32 (top-1 changed), the broken examples (right in float32, wrong in the file), and the
+  recall change of the member's worst class (the class whose recall fell most from float32 to
+  int8, from its analysis) before and after; the ops kept in float (`kept_ops`, named so that
+  two of one type differ: `CONV_2D #2 (sequential/conv2d_1)`), and `gain`: whether it broke
+  fewer examples or lost less on the worst class than the int8 file (a repair without gain is
+  "no gain" in the verdict and never recommended, `no_gain`; issue #36). An `auto` repair
+  (issue #37) is measured on the held-out half only (`examples`: the half its search did not
+  choose on, `halves.held_out_halves_by_id` with the seed its export JSON records), the int8
+  file on the same half, so that its gain is not the choice's own. Rows in order of the
+  repair (`float<N>` by N).
 
 A full int8 file that forgot nothing significant is not repaired (`not_repaired` says so, by
 the audit's rule `paired.forgot_significantly`). Without an analysis both tables are empty and
-the section is left out. Numpy / pandas, `tf_forget.artifacts`, `tf_forget.stats.paired` and
-`wording` only.
+the section is left out. Numpy / pandas, `tf_forget.artifacts`, `tf_forget.stats` and
+`why_words` / `wording` only.
 """
 
 import os
@@ -35,22 +36,22 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.report import why_words
 from tf_forget.report import wording
+from tf_forget.stats import halves
 from tf_forget.stats import paired
 
-TOP_LAYERS = 10
 NOTES_KEY = "repair"
 NOT_REPAIRED_KEY = "not_repaired"  # the notes' lines of the files left unrepaired (#36)
-LAYER_COLUMNS = ["member_variant", "k", "format", "basis", "rank", "op_name", "op",
-                 "tensor_name", "match", "nmse_forgotten", "nmse_stable", "excess",
-                 "growth_forgotten",
-                 "snr_db_forgotten", "snr_db_stable", "kept"]
-# How a row's tensors were compared: per layer by the debugger, or matched between two files.
-PER_LAYER = "per layer"
-REPAIR_COLUMNS = ["variant", "base", "layers", "members", "kept_ops", "size_vs_int8",
-                  "size_vs_float32", "top1_int8", "top1_repaired", "flip_rate_int8",
-                  "flip_rate_repaired", "broken_int8", "broken_repaired", "worst_class",
-                  "worst_class_change_int8", "worst_class_change_repaired", "gain"]
+WHY_KEY = "why"  # the notes' "why" sentences (`why_words.sentences`, issue #37)
+MEAN_COLUMNS = ["size_vs_int8", "size_vs_float32", "top1_int8", "top1_repaired",
+                "flip_rate_int8", "flip_rate_repaired", "broken_int8", "broken_repaired",
+                "worst_class_change_int8", "worst_class_change_repaired"]
+REPAIR_COLUMNS = (["variant", "base", "repair", "chosen", "layers", "members", "examples",
+                   "kept_ops"] + MEAN_COLUMNS[:8] + ["worst_class"] + MEAN_COLUMNS[8:] +
+                  ["gain"])
+ALL_EXAMPLES = "all"
+HELD_OUT = "held-out half"  # `auto`: numbers on the half its search did not choose on
 NO_GAIN = "no gain"
 # A repair gains when it breaks fewer examples or loses less recall on the worst class (by more
 # than float rounding).
@@ -90,31 +91,6 @@ def _top1(run, variant, k):
   return pop.top1[list(pop.members).index(int(k))]
 
 
-def op_labels(doc):
-  """{tensor name: 'CONV_2D #2 (sequential/conv2d_1)'} of an analysis's ranked ops, so that
-  two ops of one type differ (`wording.op_label`; issue #36)."""
-  ordinals = wording.op_ordinals(doc.get("rows") or doc.get("ranking") or [])
-  return {r["tensor_name"]: wording.op_label(
-      r["op_name"], r.get("file_tensor_name") or r["tensor_name"],
-      ordinals.get(r.get("op_index")))
-          for r in doc.get("ranking") or []}
-
-
-def layer_rows(doc, kept):
-  """The `layers` rows of one analysis (`kept`: tensor names the repaired file keeps)."""
-  labels = op_labels(doc)
-  return [{"member_variant": doc["member_variant"], "k": int(doc["k"]),
-           "format": doc.get("format", names.REPAIRED_FORMAT), "basis": doc["basis"],
-           "rank": r["rank"], "op_name": r["op_name"], "op": labels.get(r["tensor_name"]),
-           "tensor_name": r["tensor_name"],
-           "match": r.get("match", PER_LAYER), "nmse_forgotten": r["nmse_forgotten"],
-           "nmse_stable": r["nmse_stable"], "excess": r["excess"],
-           "growth_forgotten": r.get("growth_forgotten"),
-           "snr_db_forgotten": r["snr_db_forgotten"], "snr_db_stable": r["snr_db_stable"],
-           "kept": r["tensor_name"] in kept}
-          for r in doc["ranking"][:TOP_LAYERS]]
-
-
 def _recall_change(labels, ref, cand, cls):
   mask = labels == cls
   if cls is None or not mask.any():
@@ -122,15 +98,29 @@ def _recall_change(labels, ref, cand, cls):
   return float(np.mean(cand[mask] == cls) - np.mean(ref[mask] == cls))
 
 
-def member_effect(run, member_variant, k, variant, doc):
-  """What the repair `variant` changed for member k, against its float32 file (a dict)."""
+def _report_half(run, repair):
+  """The mask of the examples an `auto` repair's search did not choose on (None for every
+  other repair: all examples count)."""
+  if repair.get("kind") != names.AUTO_REPAIR:
+    return None
+  dense = run.eval[names.DENSE]
+  return halves.held_out_halves_by_id(dense.ids, dense.labels,
+                                      int(repair["halves"]["seed"]))[1]
+
+
+def member_effect(run, member_variant, k, variant, doc, mask=None):
+  """What the repair `variant` changed for member k, against its float32 file (a dict), on
+  the examples of `mask` (None: all)."""
   labels = run.eval[names.DENSE].labels
   int8 = names.Variant(member_variant, names.REPAIRED_FORMAT).name
   ref, before, after = (_top1(run, v, k) for v in (member_variant, int8, variant))
+  if mask is not None:
+    labels, ref, before, after = (a[mask] for a in (labels, ref, before, after))
   sizes = {v: _export(run.run_dir, v, k)["size_bytes"]["raw"]
            for v in (member_variant, int8, variant)}
   cls = doc.get("worst_class")
-  return {"size_vs_int8": sizes[variant] / sizes[int8],
+  return {"examples": int(labels.size),
+          "size_vs_int8": sizes[variant] / sizes[int8],
           "size_vs_float32": sizes[variant] / sizes[member_variant],
           "top1_int8": float(np.mean(before == labels)),
           "top1_repaired": float(np.mean(after == labels)),
@@ -144,6 +134,7 @@ def member_effect(run, member_variant, k, variant, doc):
 
 
 def _repaired_variants(run, member_variant):
+  """[(variant, base, repair name)] of the run's repaired files of `member_variant`."""
   base = names.Variant(member_variant, names.REPAIRED_FORMAT).name
   out = []
   for v in run.eval:
@@ -151,57 +142,84 @@ def _repaired_variants(run, member_variant):
       parsed = names.parse_variant(v)
     except errors.Error:
       continue
-    if parsed.member_variant == member_variant and names.repair_layers(parsed.format):
-      out.append((v, base, names.repair_layers(parsed.format)))
+    if parsed.member_variant == member_variant and names.repair_kind(parsed.format):
+      out.append((v, base, parsed.format.split("~", 1)[1]))
   return out
+
+
+def _effect(run, mv, k, variant, doc, labels):
+  """(the repair's effect row for member k, the tensor names it keeps in float)."""
+  repair = _export(run.run_dir, variant, k).get("repair", {})
+  nodes = repair.get("float_nodes") or []
+  effect = dict(member_effect(run, mv, k, variant, doc, _report_half(run, repair)),
+                kind=repair.get("kind", "float"), chosen=repair.get("chosen"),
+                kept=len(nodes), ops=[labels.get(t, t) for t in nodes])
+  return effect, set(nodes)
+
+
+def _notes_of(doc, fmt):
+  """The notes of one analysis: the basis, an error, unmatched tensors."""
+  who = f"{names.Variant(doc['member_variant'], fmt).name}/{doc['k']}"
+  notes = []
+  if doc["basis"] == "all":
+    notes.append(f"{who} forgot nothing: its layers are ranked by their error on every example")
+  if doc.get("error"):
+    notes.append(f"{who}: not compared tensor by tensor ({doc['error']})")
+  if doc.get("unmatched"):
+    notes.append(f"{who}: {doc['unmatched']} of its tensors match no tensor of the float32 "
+                 "file (by name or position) and are not compared")
+  return notes
+
+
+def _repair_row(key, effs):
+  base, repair, v = key
+  return dict({"variant": v, "base": base, "repair": effs[0]["kind"],
+               "chosen": effs[0]["chosen"], "layers": max(e["kept"] for e in effs),
+               "members": len(effs),
+               "examples": HELD_OUT if effs[0]["kind"] == names.AUTO_REPAIR else ALL_EXAMPLES,
+               "kept_ops": ", ".join(dict.fromkeys(op for e in effs for op in e["ops"]))},
+              **{c: _mean([e[c] for e in effs]) for c in MEAN_COLUMNS},
+              worst_class=effs[0]["worst_class"] if len(effs) == 1 else None,
+              n=effs[0]["examples"])
 
 
 def compute(run, repair_asked=False):
   """(tables, notes) of the run's analyses and repairs (empty without an analysis); with
-  `repair_asked` (`--repair_layers`) the files left unrepaired under `NOT_REPAIRED_KEY`."""
+  `repair_asked` (`--repair`) the files left unrepaired under `NOT_REPAIRED_KEY`; the "why"
+  in words under `WHY_KEY`."""
   analyses = _analyses(run.run_dir)
   if not analyses:
     return {}, {}
   skipped = not_repaired(run) if repair_asked else []
-  layers, effects, notes = [], {}, []
+  layers, effects, notes, why = [], {}, [], []
   for (mv, k, fmt), doc in sorted(analyses.items()):
     repaired = _repaired_variants(run, mv) if fmt == names.REPAIRED_FORMAT else []
-    kept = set()
-    for variant, base, n in repaired:
+    kept, labels = set(), why_words.op_labels(doc)
+    for variant, base, repair in repaired:
       try:
-        repair = _export(run.run_dir, variant, k).get("repair", {})
-        kept |= set(repair.get("float_nodes", []))
-        labels = op_labels(doc)
-        effect = dict(member_effect(run, mv, k, variant, doc),
-                      ops=[labels.get(t, t) for t in repair.get("float_nodes", [])])
-        effects.setdefault((base, n, variant), []).append(effect)
+        effect, nodes = _effect(run, mv, k, variant, doc, labels)
+        kept |= nodes
+        effects.setdefault((base, repair, variant), []).append(effect)
       except (errors.Error, KeyError) as e:
         notes.append(f"{variant}/{k}: repair effect not computed ({errors.one_line(e, 160)})")
-    layers += layer_rows(doc, kept)
-    if doc["basis"] == "all":
-      notes.append(f"{names.Variant(mv, fmt).name}/{k} forgot nothing: its "
-                   "layers are ranked by their error on every example")
-    if doc.get("error"):
-      notes.append(f"{names.Variant(mv, fmt).name}/{k}: not compared tensor by tensor "
-                   f"({doc['error']})")
-    if doc.get("unmatched"):
-      notes.append(f"{names.Variant(mv, fmt).name}/{k}: {doc['unmatched']} of its tensors "
-                   "match no tensor of the float32 file (by name or position) and are not "
-                   "compared")
-  rows = [dict({"variant": v, "base": base, "layers": n, "members": len(effs),
-                "kept_ops": ", ".join(dict.fromkeys(op for e in effs for op in e["ops"]))},
-               **{c: _mean([e[c] for e in effs]) for c in REPAIR_COLUMNS[5:]
-                  if c not in ("worst_class", "gain")},
-               worst_class=effs[0]["worst_class"] if len(effs) == 1 else None)
-          for (base, n, v), effs in sorted(effects.items())]
+    layers += why_words.layer_rows(doc, kept)
+    notes += _notes_of(doc, fmt)
+    flips = doc.get("flips") or {}
+    if paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))[0]:
+      why += why_words.sentences(doc)  # only what the audit would repair (issue #36's rule)
+  rows = [_repair_row(key, effs) for key, effs in sorted(
+      effects.items(), key=lambda item: (item[0][0], names.sorted_repairs(
+          [r for (b, r, _) in effects if b == item[0][0]]).index(item[0][1])))]
   for row in rows:
     row["gain"] = gained(row)
-  tables = {"layers": pd.DataFrame(layers, columns=LAYER_COLUMNS)}
+  tables = {"layers": pd.DataFrame(layers, columns=why_words.LAYER_COLUMNS)}
   if rows:
-    tables["repair"] = pd.DataFrame(rows, columns=REPAIR_COLUMNS)
+    tables["repair"] = pd.DataFrame(rows, columns=REPAIR_COLUMNS + ["n"])
   out = {NOTES_KEY: notes} if notes else {}
   if skipped:
     out[NOT_REPAIRED_KEY] = skipped
+  if why:
+    out[WHY_KEY] = why
   return tables, out
 
 
@@ -252,15 +270,33 @@ def _examples(run):
   return f"{int(run.eval[names.DENSE].ids.size):,}"
 
 
+def _what(row):
+  """'2 ops of full_int8 kept in float (CONV_2D #2 (...), ...)', 'full_int8 equalized across
+  layers first', ... (what a repaired file is)."""
+  ops = [op for op in str(row["kept_ops"] or "").split(", ") if op]
+  floated = (f"{row['layers']:g} op{'' if row['layers'] == 1 else 's'} of {row['base']} kept "
+             f"in float{' (' + ', '.join(ops) + ')' if ops else ''}")
+  kind = row["repair"]
+  if kind == "cle":
+    return f"{row['base']} equalized across layers first (no bytes)"
+  if kind == "int16x8":
+    return f"{row['base']} with 16-bit activations"
+  if kind == names.AUTO_REPAIR:
+    how = ("equalized across layers" if row["chosen"] == "cle" else floated)
+    return (f"the search's choice ({how}; chosen on one half of the test examples, the numbers "
+            f"below on the other {int(row['n']):,})")
+  return floated
+
+
 def sentences(tables, skipped=()):
-  """One sentence per repaired variant for the verdict: what it cost and what it bought (a
-  repair that bought nothing says "no gain"), then the `skipped` lines (`not_repaired`)."""
+  """One sentence per repaired variant for the verdict: what it is, cost and bought (a repair
+  that bought nothing says "no gain"; `auto` on its held-out half), then the `skipped` lines
+  (`not_repaired`)."""
   t = tables.get("repair")
   if t is None:
     return list(skipped)
   out = []
   for row in t.to_dict("records"):
-    ops = [op for op in str(row["kept_ops"] or "").split(", ") if op]
     cls = row["worst_class"]
     worst = ("" if cls is None or not np.isfinite(row["worst_class_change_int8"]) else
              f"; recall of class {int(cls)}, the one {row['base']} hurt most, "
@@ -268,8 +304,7 @@ def sentences(tables, skipped=()):
              f"{100 * row['worst_class_change_repaired']:+.1f} pt")
     verb = "buys" if row.get("gain", True) else "changes"
     out.append(
-        f"Repair {row['variant']}: {row['layers']} layer{'' if row['layers'] == 1 else 's'} of "
-        f"{row['base']} kept in float{' (' + ', '.join(ops) + ')' if ops else ''} costs "
+        f"Repair {row['variant']}: {_what(row)} costs "
         f"{row['size_vs_int8']:.2f}x the int8 file's size ({row['size_vs_float32']:.2f}x "
         f"float32) and {verb} top-1 {100 * row['top1_int8']:.2f}% → "
         f"{100 * row['top1_repaired']:.2f}%, flips vs float32 "
@@ -277,7 +312,8 @@ def sentences(tables, skipped=()):
         f"broken examples {row['broken_int8']:g} → {row['broken_repaired']:g}{worst}"
         f"{' (means over ' + str(row['members']) + ' members)' if row['members'] > 1 else ''}"
         + ("" if row.get("gain", True) else
-           f" — {NO_GAIN}: it breaks no fewer examples and loses no less on the worst class; "
+           f" — {NO_GAIN}: it breaks no fewer examples and loses no less on the worst class"
+           f"{' on the held-out half' if row['repair'] == names.AUTO_REPAIR else ''}; "
            "not recommended") + ".")
   return out + list(skipped)
 

@@ -141,6 +141,7 @@ def section(measures, recommendation):
     out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
   out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
   out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
+  out += [f"<p class=\"lead why\">{html.esc(r)}</p>" for r in rec.get("why_forgot", [])]
   out += [f"<p class=\"lead repair\">{html.esc(r)}</p>" for r in rec.get("repairs", [])]
   shown = verdict_rows(frame, measures.tables.get("deployment"))
   out.append(html.table(shown, classes="verdict sortable",

@@ -233,7 +233,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
   div = Part(*divergence_report.compute(run, size=gallery_size))  # from the logits (#29)
   why = Part(*repair_report.compute(  # per-layer error and repairs (#29, #36)
-      run, repair_asked=bool((config or {}).get("repair_layers"))))
+      run, repair_asked=bool((config or {}).get("repairs"))))
   m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1, div, why])  # k1: K = 1 (#28)
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)
@@ -241,6 +241,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   skipped = m.notes.get(repair_report.NOT_REPAIRED_KEY, [])
   if recommendation is not None and ("repair" in m.tables or skipped):  # #29, #36
     recommendation["repairs"] = repair_report.sentences(m.tables, skipped)
+  if recommendation is not None and m.notes.get(repair_report.WHY_KEY):  # #37: why, in words
+    recommendation["why_forgot"] = list(m.notes[repair_report.WHY_KEY])
   m = merged(m, parts)
   study = None
   if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)

@@ -1,0 +1,135 @@
+"""Issue #37 through the audit binary: two planted faults found causally and repaired, chosen
+on one half of the test examples and reported on the other.
+
+The user's model: an ordinary BN-free CNN (Conv2D -> pool -> SeparableConv2D x2 -> GAP ->
+Dense) trained here on the embedded digits, saved as `.keras`, with one fault planted that
+keeps the float function (ReLU is positively homogeneous: max |Δlogit| < 1e-4 checked here):
+  * weight fault: the second SeparableConv's pointwise input row 5 x100, its depthwise
+    channel 5 /100 — the pointwise CONV_2D must be ranked first by the causal ranking (fault
+    "weights"), and first by the user-file ranking of the plain converter's int8 file;
+  * range fault: the first Conv2D's output channel 6 x100, the next depthwise channel /100 —
+    the range diagnosis must name that conv's channel 6, the ranking call it a range fault,
+    and `--repair=auto` must choose `cle` (no bytes: <= 1.05x the int8 file) and recover
+    >= 80% of the int8 file's broken examples on the held-out half;
+  * no fault: the model itself — its int8 file forgets nothing significant, so nothing is
+    ablated, no repair is made and none is recommended.
+Each audit is `eval/audit.py --reference=<fault>.keras --compress=full_int8 --repair=auto`;
+the numbers asserted are recomputed from the run's predictions files and the halves' seed,
+not read from the report alone.
+"""
+
+import json
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+import pytest  # pylint: disable=g-import-not-at-top
+
+from tests import planted  # pylint: disable=g-import-not-at-top
+from tests.eval import audit_binary  # pylint: disable=g-import-not-at-top
+from tests.eval import user_files  # pylint: disable=g-import-not-at-top
+from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+from tf_forget.stats import halves  # pylint: disable=g-import-not-at-top
+
+ARGS = ("--dataset=digits", "--compress=full_int8", "--repair=auto", *user_files.COMMON)
+
+
+@pytest.fixture(scope="module")
+def audits(tmp_path_factory):
+  """{fault: (run directory, audit result)}, and "layers": the model's SeparableConv2D layer
+  names (Keras numbers them by how many were made in the process)."""
+  root = tmp_path_factory.mktemp("user")
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  keras = keras2.keras()
+  base = planted.train(keras, planted.cnn(keras), train.images, train.labels)
+  out = {"layers": [layer.name for layer in base.layers
+                    if isinstance(layer, keras.layers.SeparableConv2D)]}
+  before = base.predict(test.images.astype(np.float32), verbose=0)
+  for fault in ("weight", "range", "none"):
+    model = keras.models.clone_model(base)
+    model.set_weights(base.get_weights())
+    if fault != "none":
+      planted.plant(model, fault)
+    after = model.predict(test.images.astype(np.float32), verbose=0)
+    assert np.max(np.abs(after - before)) < 1e-3 * max(1.0, np.max(np.abs(before)))
+    model.save(str(root / f"{fault}.keras"))
+    (root / f"{fault}_int8.tflite").write_bytes(user_files.convert(model, train, int8=True))
+    result = audit_binary.audit([f"--reference={fault}.keras",
+                                 f"--candidate=int8={fault}_int8.tflite", f"--out={fault}",
+                                 *ARGS], root)
+    assert result.returncode in (0, 3), result.stderr[-3000:]
+    out[fault] = (str(root / fault), result)
+  return out
+
+
+def _json(run_dir, *parts):
+  with open(os.path.join(run_dir, *parts)) as f:
+    return json.load(f)
+
+
+def _top1(run_dir, variant):
+  data = predictions.read(os.path.join(run_dir, "predictions", variant, "0", "test.npz"))
+  return data["ids"], data["labels"], data["topk"][:, 0]
+
+
+def _held_out_broken(run_dir, variant, seed):
+  """Broken examples (right in float32, wrong in `variant`) on the report half."""
+  ids, labels, ref = _top1(run_dir, "dense")
+  ids_v, _, top1 = _top1(run_dir, variant)
+  assert np.array_equal(ids, ids_v)
+  _, report = halves.held_out_halves_by_id(ids, labels, seed)
+  return int(np.sum(report & (ref == labels) & (top1 != labels)))
+
+
+def test_the_weight_fault_is_ranked_first_by_both_rankings(audits):
+  run_dir, _ = audits["weight"]
+  planted_op = f"{audits['layers'][1]}/Relu"  # the second SeparableConv's pointwise CONV_2D
+  doc = _json(run_dir, "layers", "dense", "0", "full_int8.json")
+  top = doc["ranking"][0]
+  assert doc["ranked_by"] == "ablation" and top["evidence"] == "ablation"
+  assert top["op_name"] == "CONV_2D" and planted_op in top["tensor_name"], top["tensor_name"]
+  assert top["fault"] == "weights", top
+  assert top["recovered"] >= 0.5 * doc["ablation"]["plain"]["broken_forgotten"]
+  user = _json(run_dir, "layers", "dense", "0", "user_int8.json")
+  first = user["ranking"][0]
+  assert first["op_name"] == "CONV_2D" and planted_op in first["tensor_name"], first
+
+
+def test_the_range_fault_is_named_and_repaired_by_equalization(audits):
+  run_dir, _ = audits["range"]
+  doc = _json(run_dir, "layers", "dense", "0", "full_int8.json")
+  (wide,) = [r for r in doc["ranges"] if r["op_name"] == "CONV_2D"]
+  assert wide["channel"] == 6 and wide["ratio"] >= 50
+  assert doc["ranking"][0]["fault"] == "range"
+  meta = _json(run_dir, "tflite", "dense", "0", "full_int8~auto.json")
+  assert meta["repair"]["chosen"] == "cle"
+  plain = _json(run_dir, "tflite", "dense", "0", "full_int8.json")
+  assert meta["size_bytes"]["raw"] <= 1.05 * plain["size_bytes"]["raw"]
+  seed = meta["repair"]["halves"]["seed"]
+  before = _held_out_broken(run_dir, "full_int8", seed)
+  after = _held_out_broken(run_dir, "full_int8~auto", seed)
+  assert before >= 5 and after <= 0.2 * before, (before, after)
+  report = _json(run_dir, "report.json")
+  (row,) = [r for r in report["tables"]["repair"] if r["variant"] == "full_int8~auto"]
+  assert row["examples"] == "held-out half" and row["broken_int8"] == before
+  assert row["broken_repaired"] == after
+  why = " ".join(report["recommendation"]["why_forgot"])
+  assert "channel 6 spans" in why and "activation range" in why
+
+
+def test_a_model_without_a_fault_gets_no_repair(audits):
+  run_dir, result = audits["none"]
+  doc = _json(run_dir, "layers", "dense", "0", "full_int8.json")
+  assert doc["ranked_by"] == "error statistic", doc["flips"]
+  assert not os.path.exists(os.path.join(run_dir, "tflite", "dense", "0",
+                                         "full_int8~auto.tflite"))
+  assert "no repair of dense/0 full_int8: it forgot nothing significant" in result.stdout
+  report = _json(run_dir, "report.json")
+  assert not report["recommendation"]["variant"].startswith("full_int8~")
+  assert "why_forgot" not in report["recommendation"]
+  assert any("forgot nothing significant" in line
+             for line in report["recommendation"].get("repairs", []))

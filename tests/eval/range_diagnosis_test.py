@@ -1,0 +1,71 @@
+"""Range diagnosis (issue #37): a dominating channel named, with the levels it leaves the rest.
+
+Golden by hand: a 1x1 Conv2D (ReLU, no bias) with weights 1, 2, 3, 400 on images whose pixels
+span [0, 1] gives channel spans exactly 1, 2, 3, 400; the median span is 2.5 (ratio 160), the
+per-tensor scale is 400 / 255, and the other three channels keep 255 / 400 * (1, 2, 3) levels,
+median 1.275. The planted fault of the issue (the first Conv2D's output channel x100, the next
+depthwise channel /100: the same float function) is named; the same model unplanted is not.
+"""
+
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+import pytest  # pylint: disable=g-import-not-at-top
+import tf_keras as keras  # pylint: disable=g-import-not-at-top
+
+from eval import range_diagnosis  # pylint: disable=g-import-not-at-top
+from tests import planted  # pylint: disable=g-import-not-at-top
+from tf_forget.report import why_words  # pylint: disable=g-import-not-at-top
+from tflite_export import converter  # pylint: disable=g-import-not-at-top
+from tflite_export import flatbuffer  # pylint: disable=g-import-not-at-top
+
+L = keras.layers
+
+
+def _images(n=20, shape=(6, 6, 1), seed=0):
+  images = np.random.default_rng(seed).integers(0, 256, (n,) + shape, dtype=np.uint8)
+  images[0, 0, 0, 0], images[1, 0, 0, 0] = 0, 255  # every pixel's range is [0, 1] after 1/255
+  return images
+
+
+def test_by_hand():
+  model = keras.Sequential([keras.Input((6, 6, 1)), L.Rescaling(1 / 255.0),
+                            L.Conv2D(4, 1, activation="relu", use_bias=False)])
+  model.layers[1].set_weights([np.array([1.0, 2.0, 3.0, 400.0], np.float32).reshape(1, 1, 1, 4)])
+  data = converter.convert(model, "float32")
+  rows = range_diagnosis.channel_ranges(data, _images(), batch_size=8)
+  assert [r["op_name"] for r in rows] == ["CONV_2D"]
+  np.testing.assert_allclose(rows[0]["low"], 0.0, atol=1e-6)
+  np.testing.assert_allclose(rows[0]["high"], [1.0, 2.0, 3.0, 400.0], rtol=1e-6)
+  (found,) = range_diagnosis.dominant(rows)
+  assert found["channel"] == 3 and found["channels"] == 4
+  assert found["ratio"] == pytest.approx(160.0, rel=1e-6)
+  assert found["levels_others"] == pytest.approx(255 / 400 * 2, rel=1e-6)
+  assert found["levels_channel"] == pytest.approx(255.0, rel=1e-6)
+  words = why_words.range_sentence(found)
+  assert words.startswith("CONV_2D") and words.endswith(
+      "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
+      "channels about 1 levels")
+  # Issue #37: the op that writes the wide tensor is the one the causal ranking names.
+  touching = range_diagnosis.ops_touching(flatbuffer.graph(data), [found])
+  assert list(touching) == [rows[0]["op_index"]]
+
+
+def _cnn(fault):
+  model = planted.cnn(keras, separable=1)
+  return planted.plant(model, "range") if fault else model
+
+
+def test_the_planted_range_fault_is_named_and_the_clean_model_is_not():
+  images = _images(40, (8, 8, 1))
+  clean = range_diagnosis.dominant(range_diagnosis.channel_ranges(
+      converter.convert(_cnn(False), "float32"), images))
+  assert clean == []
+  found = range_diagnosis.dominant(range_diagnosis.channel_ranges(
+      converter.convert(_cnn(True), "float32"), images))
+  assert found, "the planted channel is not named"
+  first = found[0]
+  assert first["op_name"] == "CONV_2D" and first["channel"] == 6
+  assert first["ratio"] > 30 and first["levels_others"] < 10

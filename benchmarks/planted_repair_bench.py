@@ -33,7 +33,6 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 
 import user_audit_bench  # pylint: disable=g-import-not-at-top
 
-WHY = "why and repair"  # the audit's section name
 
 
 def make_files(tmp, n_images, seed=0):
@@ -80,9 +79,7 @@ def main():
       raise SystemExit(f"the audit failed (exit {code})")
     print(f"\naudit of a planted range fault on {args.images} images (exit {code}): "
           f"wall {wall:.1f} s")
-    for index, name, seconds in stages:
-      print(f"  {f'{index} {name}':36s} {seconds:6.1f} s {seconds / wall:6.1%}")
-    why = sum(seconds for _, name, seconds in stages if name == WHY)
+    why = user_audit_bench.print_stages(wall, stages)
     print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (target <= 30%)")
     with open(os.path.join(out, "layers", "dense", "0", "full_int8.json")) as f:
       doc = json.load(f)

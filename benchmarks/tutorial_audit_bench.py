@@ -42,7 +42,6 @@ import user_audit_bench  # pylint: disable=g-import-not-at-top
 
 ROOT = user_audit_bench.ROOT
 MAKE_FILES = os.path.join(ROOT, "examples", "tutorial", "make_files.py")
-WHY = "why and repair"  # the audit's section name
 
 
 def make_files(tmp, images):
@@ -123,12 +122,10 @@ def main():
     base = decode[0] + raw
     print(f"\naudit of the tutorial's files on {len(examples)} images 28x28 (exit {code}): "
           f"wall {wall:.1f} s")
-    for index, name, seconds in stages:
-      print(f"  {f'{index} {name}':36s} {seconds:6.1f} s {seconds / wall:6.1%}")
+    why = user_audit_bench.print_stages(wall, stages)
     print(f"baseline: decoding the images once {decode[0]:.2f} s + every file once through the "
           f"raw interpreter {raw:.2f} s ({', '.join(f'{v} {s:.2f}' for v, s in rows)}) = "
           f"{base:.2f} s")
-    why = sum(seconds for _, name, seconds in stages if name == WHY)
     print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (issue #37's target "
           f"with --repair=auto: <= 30%)")
     print(f"wall / baseline = {wall / base:.1f}x (target <= 2); `import tensorflow` alone "

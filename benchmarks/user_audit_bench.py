@@ -125,6 +125,17 @@ def run_audit(paths, out, num_threads):
       f"--out={out}"])
 
 
+WHY_STAGE = "why and repair"  # the audit's "why" section (issues #29, #37)
+
+
+def print_stages(wall, stages):
+  """Prints each stage of `run_command` with its seconds and share of `wall`; returns the
+  seconds of `WHY_STAGE`."""
+  for index, name, seconds in stages:
+    print(f"  {f'{index} {name}':36s} {seconds:6.1f} s {seconds / wall:6.1%}")
+  return sum(seconds for _, name, seconds in stages if name == WHY_STAGE)
+
+
 def run_command(args):
   """Runs `eval/audit.py` with `args` in a subprocess; (wall seconds, [(index, name, seconds)]
   of its stages, {stage name: [(task, seconds)]}, exit code, output lines)."""

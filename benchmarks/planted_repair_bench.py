@@ -71,12 +71,9 @@ def main():
       make_files(tmp, args.images)
     out = os.path.join(tmp, "audit")
     shutil.rmtree(out, ignore_errors=True)
-    wall, stages, _, code, lines = user_audit_bench.run_command([
+    wall, stages, _, code, _ = user_audit_bench.run_or_exit([
         f"--dataset=folder:{tmp}/images", f"--reference={tmp}/model.keras",
         "--compress=full_int8", "--repair=auto", f"--out={out}"])
-    if code not in (0, 3) or not stages:
-      print("\n".join(lines[-40:]))
-      raise SystemExit(f"the audit failed (exit {code})")
     print(f"\naudit of a planted range fault on {args.images} images (exit {code}): "
           f"wall {wall:.1f} s")
     why = user_audit_bench.print_stages(wall, stages)

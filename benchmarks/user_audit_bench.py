@@ -128,6 +128,16 @@ def run_audit(paths, out, num_threads):
 WHY_STAGE = "why and repair"  # the audit's "why" section (issues #29, #37)
 
 
+def run_or_exit(args):
+  """`run_command(args)`, exiting with the audit's last 40 lines when it failed (an exit
+  status other than 0 or 3, the gates' failure) or printed no stage."""
+  wall, stages, tasks, code, lines = run_command(args)
+  if code not in (0, 3) or not stages:
+    print("\n".join(lines[-40:]))
+    raise SystemExit(f"the audit failed (exit {code})")
+  return wall, stages, tasks, code, lines
+
+
 def print_stages(wall, stages):
   """Prints each stage of `run_command` with its seconds and share of `wall`; returns the
   seconds of `WHY_STAGE`."""

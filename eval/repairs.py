@@ -4,7 +4,7 @@ lineage, and the one entry point that makes any of them.
 `repair` makes `full_int8~<repair>` of member k (`names.repair_format`):
   * `float<N>`: the full int8 quantization with the N top-ranked ops of the current layer
     analysis (`eval.layer_analysis`: causal order first) kept in float
-    (`layer_error.selective_quantize`);
+    (`layer_error.SelectiveQuantizer`);
   * `cle`, `int16x8`: `eval.no_byte_repairs` (no analysis needed);
   * `auto`: `eval.repair_search` (equalization, then ops in float in causal order, chosen on
     one half of the test examples).
@@ -132,7 +132,7 @@ def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
   model, metadata = export_state.load_member(run_dir, mv, k)
   rep = export_state.representative_images(dataset)
   start = time.time()
-  data = layer_error.selective_quantize(model, rep.images, nodes)
+  data = layer_error.SelectiveQuantizer(model, rep.images)(nodes)
   meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,
                             inputs["model"], {"float_nodes": nodes}, time.time() - start, rep)
   meta["converter"]["api"] = ("tf.lite.experimental.QuantizationDebugger("

@@ -32,7 +32,7 @@ checked on the graphs it builds:
     quantize pattern compares them with the op's `NameLoc`, which is the op's output tensor
     name in `calibrated_model` (the whole name, fused parts joined by ";"). Checked: that name
     keeps the op in float; one fused part ("model/dense/MatMul") or the uniquified names of the
-    debug / plain model ("...Relu1") are ignored silently, so `selective_quantize` refuses
+    debug / plain model ("...Relu1") are ignored silently, so `SelectiveQuantizer` refuses
     names `calibrated_model` does not have. The debug model names an op's float twin and its
     int8 output after that name plus digits ("X", "X1"), which is how rows find it (None if
     not found); rows carry exactly that name (`tensor_name`).
@@ -326,7 +326,7 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
     forgotten, stable: names of two of its subsets.
 
   Returns:
-    [{"rank", "tensor_name" (the `denylisted_nodes` name: pass it to `selective_quantize`),
+    [{"rank", "tensor_name" (the `denylisted_nodes` name: pass it to `SelectiveQuantizer`),
       "op_name", "op_index", "nmse_forgotten", "nmse_stable", "excess", "snr_db_forgotten",
       "snr_db_stable", "snr_drop_db" (stable minus forgotten SNR)}], best first.
 
@@ -356,49 +356,44 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
   return ranked
 
 
-def selective_quantize(model, representative_images, float_nodes):
-  """A full-int8 file (int8 in- and output) with the ops named in `float_nodes` kept in float.
-
-  The debugger's `denylisted_nodes` + `get_nondebug_quantized_model()`, calibrated as
-  `layer_errors` calibrates: each denylisted op reads DEQUANTIZE of its int8 input, runs in
-  float with float weights, and QUANTIZE feeds its output on to the next int8 op.
-
-  Args:
-    model, representative_images: as for `layer_errors`.
-    float_nodes: `tensor_name`s of `layer_errors` / `rank_layers` rows (an empty list gives
-      the plain full_int8 quantization).
-
-  Returns:
-    The `.tflite` flatbuffer as bytes.
-
-  Raises:
-    LayerErrorError: a name that is not an op output of the model (it would be ignored).
-    converter.ConversionError: as for `layer_errors`.
-  """
-  return SelectiveQuantizer(model, representative_images)(float_nodes)
-
-
 class SelectiveQuantizer:
-  """`selective_quantize` for many sets of float ops, calibrated once (issue #37's ablations:
-  two files per op). `nodes` are the names it accepts, in no particular order."""
+  """Full-int8 files (int8 in- and output) with chosen ops kept in float, calibrated once as
+  `layer_errors` calibrates (issue #29's repairs, issue #37's ablations: two files per op).
+
+  A call is the debugger's `denylisted_nodes` + `get_nondebug_quantized_model()`: each op kept
+  in float reads DEQUANTIZE of its int8 input, runs in float with float weights, and QUANTIZE
+  feeds its output on to the next int8 op. `nodes` are the names it accepts (the
+  `tensor_name`s of `layer_errors` / `rank_layers` rows), in no particular order; each set's
+  file is made once. The constructor raises converter.ConversionError as `layer_errors` does.
+  """
 
   def __init__(self, model, representative_images):
     self.debugger = _debugger(model, representative_images)
     self.nodes = frozenset(n for outs in _outputs(self.debugger.calibrated_model).values()
                            for _, n in outs)
+    self._made = {}
 
   def __call__(self, float_nodes):
-    """The file with `float_nodes` (a name or names) in float, the rest int8; bytes."""
+    """The `.tflite` bytes with `float_nodes` (a name or names; [] the plain file) in float.
+
+    Raises:
+      LayerErrorError: a name that is not an op output of the model (it would be ignored).
+      converter.ConversionError: the quantizer failed.
+    """
     float_nodes = [float_nodes] if isinstance(float_nodes, str) else list(float_nodes)
     unknown = [n for n in float_nodes if n not in self.nodes]
     if unknown:
       raise LayerErrorError(f"no op has output tensor {unknown[0]!r} (names: the tensor_name "
                             "of layer_errors rows)")
+    key = tuple(sorted(float_nodes))
+    if key in self._made:
+      return self._made[key]
     try:
       with _quiet():
         self.debugger.options = tf.lite.experimental.QuantizationDebugOptions(
             fully_quantize=True, denylisted_nodes=float_nodes or None)
-        return self.debugger.get_nondebug_quantized_model()
+        self._made[key] = self.debugger.get_nondebug_quantized_model()
+        return self._made[key]
     except Exception as e:  # pylint: disable=broad-except
       raise converter.ConversionError(
           f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e

@@ -109,7 +109,7 @@ def test_bad_layer_is_ranked_first(case):
 
 def test_keeping_the_top_layer_in_float_repairs_the_broken_examples(case):
   top = layer_error.rank_layers(case["result"])[0]["tensor_name"]
-  repaired = layer_error.selective_quantize(case["model"], case["rep"], [top])
+  repaired = layer_error.SelectiveQuantizer(case["model"], case["rep"])([top])
   assert flatbuffer.io_details(repaired)["inputs"][0]["dtype"] == "int8"
   assert flatbuffer.io_details(repaired)["outputs"][0]["dtype"] == "int8"
   assert ("FULLY_CONNECTED", top, "FLOAT32") in op_outputs(repaired)
@@ -128,16 +128,17 @@ def test_every_row_name_is_a_denylisted_nodes_name(case):
   # would ignore, are refused, and an empty list gives the plain full_int8 model (the same
   # predictions as `converter.convert`).
   rows = [r for r in case["result"] if not _bad(r["tensor_name"])]
-  data = layer_error.selective_quantize(case["model"], case["rep"],
-                                        [r["tensor_name"] for r in rows])
+  quantizer = layer_error.SelectiveQuantizer(case["model"], case["rep"])
+  data = quantizer([r["tensor_name"] for r in rows])
   float_ops = [(name, tensor) for name, tensor, dtype in op_outputs(data) if dtype == "FLOAT32"]
   for row in rows:
     assert any(name == row["op_name"] and tensor.startswith(row["tensor_name"]) and
                tensor[len(row["tensor_name"]):] in ("", "1") for name, tensor in float_ops), row
   assert len([name for name, _ in float_ops if name not in ("DEQUANTIZE",)]) == len(rows)
   with pytest.raises(layer_error.LayerErrorError, match="no op has output tensor"):
-    layer_error.selective_quantize(case["model"], case["rep"], ["model/bad/MatMul"])
-  plain = layer_error.selective_quantize(case["model"], case["rep"], [])
+    quantizer(["model/bad/MatMul"])
+  plain = quantizer([])
+  assert quantizer([]) is plain  # one calibration, each set of float ops converted once
   runner = batched.BatchedRunner(case["int8"])
   np.testing.assert_array_equal(batched.BatchedRunner(plain).run(case["images"]),
                                 runner.run(case["images"]))

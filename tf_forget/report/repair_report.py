@@ -207,9 +207,9 @@ def compute(run, repair_asked=False):
     flips = doc.get("flips") or {}
     if paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))[0]:
       why += why_words.sentences(doc)  # only what the audit would repair (issue #36's rule)
+  order = names.sorted_repairs({repair for _, repair, _ in effects})
   rows = [_repair_row(key, effs) for key, effs in sorted(
-      effects.items(), key=lambda item: (item[0][0], names.sorted_repairs(
-          [r for (b, r, _) in effects if b == item[0][0]]).index(item[0][1])))]
+      effects.items(), key=lambda item: (item[0][0], order.index(item[0][1])))]
   for row in rows:
     row["gain"] = gained(row)
   tables = {"layers": pd.DataFrame(layers, columns=why_words.LAYER_COLUMNS)}

@@ -86,7 +86,7 @@ def main():
     with open(os.path.join(out, "tflite", "dense", "0", "full_int8~auto.json")) as f:
       meta = json.load(f)
     for trial in meta["repair"]["search"]:
-      print(f"  search {trial['candidate']:8s} {trial['size_vs_int8']:.3f}x broken "
+      print(f"  search {trial['candidate']:8s} {trial.get('size_vs_int8', 0):.3f}x broken "
             f"{trial.get('broken')} of {trial.get('n')} (choose half) "
             f"{'; '.join(trial['failed']) or 'holds'}")
   finally:

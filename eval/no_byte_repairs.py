@@ -40,11 +40,11 @@ def convert(model, kind, representative_images):
     raise RepairError(f"{kind!r} is not a repair that costs no bytes "
                       f"({', '.join(names.NO_BYTE_REPAIRS)})")
   record = None
-  if kind == "cle":
-    model, record = equalization.equalize(model)
   try:
+    if kind == "cle":
+      model, record = equalization.equalize(model)
     return converter.convert(model, names.repair_format(kind), representative_images), record
-  except converter.ConversionError as e:
+  except (converter.ConversionError, equalization.EqualizationError) as e:
     raise RepairError(f"{names.repair_format(kind)}: {errors.one_line(e, 300)}") from e
 
 

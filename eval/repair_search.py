@@ -11,7 +11,9 @@ and stops at the first whose forgetting "holds" on the choose half: it forgot no
 significantly (`paired.forgot_significantly`: broken vs fixed against float32) and every gate
 the user set that a half can measure holds (`--max_accuracy_drop`, `--max_significant_classes`
 (McNemar + BH per class), `--max_flip_rate`, `--max_kl`; the subgroup gate is left to the
-verdict). When none holds, the one that broke fewest examples is chosen.
+verdict). When none holds, the one that broke fewest examples is chosen; when none could be
+made within the budget (or `cle` for a model that is not tf_keras), the plain int8 file itself
+("plain": the report then shows no gain, and it is never recommended).
 
 Held out (SPEC §1.1's "no choice on the data it is judged on"): the choice is made on the
 "choose" half of the evaluation split (`tf_forget.stats.halves.held_out_halves_by_id`:
@@ -29,6 +31,7 @@ import numpy as np
 from eval import batched
 from eval import layer_analysis
 from eval import no_byte_repairs
+from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -106,9 +109,13 @@ def _choose_half(run_dir, member_variant, k, dataset, seed):
 
 
 def _candidates(model, rep_images, nodes):
-  """Yields (name, bytes, ops kept in float) in the search's order (module docstring)."""
-  data, _ = no_byte_repairs.convert(model, "cle", rep_images)
-  yield "cle", data, []
+  """Yields (name, bytes or the one-line reason there are none, ops kept in float) in the
+  search's order (module docstring): `cle` cannot be made for a model that is not tf_keras
+  (a Keras 3 reference), and the search goes on without it."""
+  try:
+    yield "cle", no_byte_repairs.convert(model, "cle", rep_images)[0], []
+  except no_byte_repairs.RepairError as e:
+    yield "cle", errors.one_line(e, 300), []
   quantizer = layer_error.SelectiveQuantizer(model, rep_images)
   for n in range(1, min(len(nodes), MAX_FLOAT_OPS) + 1):
     yield f"float{n}", quantizer(nodes[:n]), list(nodes[:n])
@@ -144,6 +151,9 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
   measure("plain", plain, [])
   kept = {}
   for name, data, nodes in _candidates(model, rep.images, inputs["float_nodes"] or []):
+    if isinstance(data, str):  # not made: why
+      trials.append({"candidate": name, "float_nodes": nodes, "failed": [data]})
+      continue
     if len(data) > setting["max_size"] * len(plain):
       trials.append({"candidate": name, "bytes": len(data),
                      "size_vs_int8": len(data) / len(plain), "float_nodes": nodes,
@@ -156,9 +166,8 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
   if chosen is None and kept:
     chosen = min((t for t in trials if t["candidate"] in kept),
                  key=lambda t: (t["broken"], t["bytes"]))["candidate"]
-  if chosen is None:
-    raise no_byte_repairs.RepairError(
-        f"{variant.name}/{k}: no repair within {setting['max_size']:g}x the full int8 file")
+  if chosen is None:  # nothing within the budget: the int8 file itself, "no gain" in the report
+    chosen, kept["plain"] = "plain", plain
   pick = next(t for t in trials if t["candidate"] == chosen)
   data = kept[chosen]
   meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,

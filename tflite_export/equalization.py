@@ -172,12 +172,20 @@ def equalize(model, iterations=50, tolerance=1e-4) -> Tuple[object, dict]:
     iterations: at most this many sweeps over the pairs.
     tolerance: stop when no scale of a sweep differs from 1 by more than this (relative).
 
+  Raises:
+    EqualizationError: not a tf_keras model.
+
   Returns:
     (model, record): a clone with the same config and rescaled weights (the original is
     untouched); record {"pairs": [{"first", "second", "inner", "channels", "max_scale",
     "min_scale"}] with the product of each pair's scales over the sweeps, "sweeps"}.
   """
   import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  if not isinstance(model, keras.Model):  # Keras 3 layers have no `outbound_nodes`
+    raise EqualizationError(
+        f"cross-layer equalization needs a tf_keras model, not a {type(model).__module__}."
+        f"{type(model).__name__} (a Keras 3 or SavedModel reference): repair it with int16x8 "
+        "or float<N>")
   found = pairs(model)
   kinds = {layer.name: _kind(layer) for layer in model.layers}
   weights = {layer.name: [np.array(w, np.float64) for w in layer.get_weights()]

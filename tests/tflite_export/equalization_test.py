@@ -122,3 +122,14 @@ def test_relu6_activation_and_two_consumers_are_not_paired():
   hidden = L.Conv2D(4, 3, activation="relu")(inputs)
   model = keras.Model(inputs, L.Add()([L.Conv2D(4, 1)(hidden), L.Conv2D(4, 1)(hidden)]))
   assert equalization.pairs(model) == []
+
+
+def test_a_keras_3_model_is_refused_in_one_line():
+  # Issue #37: a Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
+  # `outbound_nodes`; equalization says so instead of failing deep inside (the auto search then
+  # goes on without it, eval/repair_search.py).
+  import keras as keras3  # pylint: disable=g-import-not-at-top
+  model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Conv2D(4, 3)])
+  with pytest.raises(equalization.EqualizationError, match="needs a tf_keras model") as e:
+    equalization.equalize(model)
+  assert "\n" not in str(e.value)

@@ -282,7 +282,9 @@ def _what(row):
   if kind == "int16x8":
     return f"{row['base']} with 16-bit activations"
   if kind == names.AUTO_REPAIR:
-    how = ("equalized across layers" if row["chosen"] == "cle" else floated)
+    how = {"cle": "equalized across layers",
+           "plain": "no repair within the size budget: the int8 file itself"}.get(
+               row["chosen"], floated)
     return (f"the search's choice ({how}; chosen on one half of the test examples, the numbers "
             f"below on the other {int(row['n']):,})")
   return floated

@@ -33,6 +33,7 @@ from tf_forget.prune import iterative_schedule
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import population
+from tflite_export import model_files
 
 
 ROBUSTNESS = ("generated", "published")
@@ -280,8 +281,8 @@ def plan(config, check_data=True):
 
 
 def _with_repairs(config, p):
-  """`p` with `config`'s repairs, checked: repair names, a full int8 format to repair, a size
-  budget >= 1.
+  """`p` with `config`'s repairs, checked: repair names, a full int8 format to repair, `cle`
+  only of tf_keras references (`tflite_export.equalization`), a size budget >= 1.
 
   Raises:
     AuditError: an unknown repair, no full int8 format audited, or a bad budget.
@@ -297,6 +298,13 @@ def _with_repairs(config, p):
     raise audit_config.AuditError(
         f"--repair repairs full int8 files: add {names.REPAIRED_FORMAT} to "
         "--quantizations (or --compress)")
+  if "cle" in repairs and config.user is not None:  # equalization clones tf_keras layers
+    other = next(((r, k) for r in config.user.references
+                  if (k := model_files.detect(r)) != "tf_keras"), None)
+    if other is not None:
+      raise audit_config.AuditError(
+          f"--repair=cle needs tf_keras references: {other[0]} is a "
+          f"{model_files.LOADERS[other[1]]} model (use --repair=auto, int16x8 or float<N>)")
   size = config.max_repair_size
   if isinstance(size, bool) or not isinstance(size, (int, float)) or not size >= 1.0 or \
       not math.isfinite(size):

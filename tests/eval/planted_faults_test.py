@@ -27,6 +27,8 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
+from eval import audit  # pylint: disable=g-import-not-at-top
+from tests import binary_main  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tests.eval import audit_binary  # pylint: disable=g-import-not-at-top
 from tests.eval import user_files  # pylint: disable=g-import-not-at-top
@@ -140,3 +142,20 @@ def test_a_model_without_a_fault_gets_no_repair(audits):
   assert "why_forgot" not in report["recommendation"]
   assert any("forgot nothing significant" in line
              for line in report["recommendation"].get("repairs", []))
+
+
+def test_equalizing_a_keras_3_reference_is_refused_before_anything_is_written(tmp_path):
+  # Equalization clones tf_keras layers; a Keras 3 file (`import keras`, TensorFlow 2.21's
+  # default) asked for --repair=cle is one line at plan time (--repair=auto skips cle).
+  import keras as keras3  # pylint: disable=g-import-not-at-top
+  model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Rescaling(1 / 255.0),
+                             keras3.layers.Flatten(), keras3.layers.Dense(10)])
+  model.save(str(tmp_path / "k3.keras"))
+  out = tmp_path / "run"
+  line = binary_main.run_argv(audit.main, "audit", [
+      "--dataset=digits", "--reference=k3.keras", "--compress=full_int8", "--repair=cle",
+      f"--out={out}", *user_files.COMMON], tmp_path)
+  assert isinstance(line, str) and "\n" not in line, line
+  assert line.startswith("audit: error: --repair=cle needs tf_keras references: ") and \
+      "is a Keras 3 model" in line, line
+  assert not out.exists()

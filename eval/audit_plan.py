@@ -13,12 +13,12 @@ preset, post-training formats, corruptions and severities, robustness members, n
 """
 
 import dataclasses
-import math
 import os
 
 from eval import audit_config
 from eval import costs
 from eval import deploy
+from eval import repair_plan
 from eval import user_plan
 from tf_forget import executor as executor_lib
 from tf_forget.artifacts import names
@@ -33,7 +33,6 @@ from tf_forget.prune import iterative_schedule
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import population
-from tflite_export import model_files
 
 
 ROBUSTNESS = ("generated", "published")
@@ -231,7 +230,7 @@ def plan(config, check_data=True):
   if config.user is not None:  # the user's own models (issue #28): imported, not trained
     p = user_plan.plan(config, Plan, check_data=check_data)
     _check_gates(config, p.dataset)
-    return _with_repairs(config, p)
+    return dataclasses.replace(p, **repair_plan.fields(config, p))
   protocol = _protocol(config.dataset)
   dataset_options = {"data_dir": config.data_dir,
                      "image_size": list(config.image_size) if config.image_size else None}
@@ -277,40 +276,7 @@ def plan(config, check_data=True):
            oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
            published=published, extra_splits=extra, iterative=iterative,
            iterative_schedule=iter_schedule)
-  return _with_repairs(config, p)
-
-
-def _with_repairs(config, p):
-  """`p` with `config`'s repairs, checked: repair names, a full int8 format to repair, `cle`
-  only of tf_keras references (`tflite_export.equalization`), a size budget >= 1.
-
-  Raises:
-    AuditError: an unknown repair, no full int8 format audited, or a bad budget.
-  """
-  repairs = config.repairs
-  repairs = (repairs,) if isinstance(repairs, str) else repairs
-  if not isinstance(repairs, (tuple, list)) or not all(map(names.repair_ok, repairs)):
-    raise audit_config.AuditError(
-        f"--repair must be repairs ({names.REPAIR_NAMES}), got {config.repairs!r}")
-  repairs = names.sorted_repairs(repairs)
-  if repairs and names.REPAIRED_FORMAT not in tuple(p.quantizations) + tuple(
-      p.pruned_quantizations):
-    raise audit_config.AuditError(
-        f"--repair repairs full int8 files: add {names.REPAIRED_FORMAT} to "
-        "--quantizations (or --compress)")
-  if "cle" in repairs and config.user is not None:  # equalization clones tf_keras layers
-    other = next(((r, k) for r in config.user.references
-                  if (k := model_files.detect(r)) != "tf_keras"), None)
-    if other is not None:
-      raise audit_config.AuditError(
-          f"--repair=cle needs tf_keras references: {other[0]} is a "
-          f"{model_files.LOADERS[other[1]]} model (use --repair=auto, int16x8 or float<N>)")
-  size = config.max_repair_size
-  if isinstance(size, bool) or not isinstance(size, (int, float)) or not size >= 1.0 or \
-      not math.isfinite(size):
-    raise audit_config.AuditError(f"--max_repair_size must be a number >= 1, got {size!r}")
-  return dataclasses.replace(p, repairs=repairs, repair_always=bool(config.repair_always),
-                             max_repair_size=float(size), repair_gates=config.gates)
+  return dataclasses.replace(p, **repair_plan.fields(config, p))
 
 
 def _check_gates(config, dataset):

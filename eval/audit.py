@@ -8,6 +8,11 @@ r"""The audit command (thin binary over `eval/audit_lib.py`).
   bazel run //eval:audit -- --dataset=cifar10 --robustness=published  # CIFAR-10-C, CIFAR-10.1
   bazel run //eval:audit -- --pruning=iterative --methods=wt,ft      # 003: prune-retrain cycles
   bazel run //eval:audit -- --pruning=iterative --robust_training    # 003 §6: robust (re)training
+  bazel run //eval:audit -- --config=runs/digits/audit.json --out=/tmp/again  # a run again
+
+The flags are read into one configuration (`tf_forget.config.flag_values`, `tf_forget.config.
+tree.AuditConfig`); `--config=PATH` starts from a configuration file or a finished run's
+`audit.json`, and the flags given replace its fields. The audit is `tf_forget.api.audit`.
 
 Exit status: 0 when every gate passes, 3 when a gate fails, 1 on bad input (one line), 130 / 143
 when interrupted by Ctrl-C / SIGTERM (finished work is kept: run the same command to resume).
@@ -20,7 +25,6 @@ from tf_forget.cli import startup
 if __name__ == "__main__":  # Ctrl-C / SIGTERM during the imports below: one line, 130 / 143
   startup.guard("audit")
 
-import math
 import os
 import sys
 
@@ -35,15 +39,19 @@ from tf_forget.cli import app as cli_app
 from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
+from tf_forget.config import flag_values
 from tf_forget.corruptions import robust_training
 from tf_forget.prune import scores as prune_scores
-from tf_forget.report import gates as gates_lib
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 GATE_FAILED = 3
 
 _DATASET = flags.DEFINE_string("dataset", "digits", "Data set to audit (tf_forget/data).")
 _OUT = flags.DEFINE_string("out", None, "Run directory (default: runs/<dataset>).")
+_CONFIG = flags.DEFINE_string(
+    "config", None, "A configuration to start from: a finished run's audit.json (the whole "
+    "configuration it was made with) or a tf_forget.config/1 JSON file; the flags given on "
+    "the command line replace its fields (e.g. --out for a new run directory).")
 _PLAN = flags.DEFINE_bool("plan", False,
                           "Print the audit's cost plan (counts per stage and an estimate) and "
                           "exit 0: writes nothing, needs no data on disk (eval/costs.py); with "
@@ -54,13 +62,11 @@ _UNIT_COSTS = flags.DEFINE_string("unit_costs", None,
                                   "eval/unit_costs/cpu_2core_avx512.json).")
 _PRESET = flags.DEFINE_string("preset", None, "Training protocol (default: the data set's).")
 _MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
-_MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).",
-                                lower_bound=2)
+_MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).")
 _VARIANTS = flags.DEFINE_list("variants", None,
                               "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
 _SPARSITIES = flags.DEFINE_list("sparsities", None,
                                 "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
-PRUNING_KINDS = ("gradual", "oneshot", "iterative", "both")
 _PRUNING = flags.DEFINE_list(
     "pruning", ["gradual"],
     "Comma-separated: gradual = pruning during training (000, the preset's or --sparsities "
@@ -77,7 +83,7 @@ _FINETUNE = flags.DEFINE_string("finetune", None,
                                 "preset's, e.g. digits 3@0.05,2@0.005,2@0.0005).")
 _GRAD_BATCHES = flags.DEFINE_integer("grad_batches", None,
                                      "Training batches averaged for GP/UP's gradient "
-                                     "(default 1, SPEC §6.2).", lower_bound=1)
+                                     "(default 1, SPEC §6.2).")
 _EXCLUDE_CLASSIFIER = flags.DEFINE_bool("exclude_classifier", None,
                                         "Leave the classifier unpruned (002's reference).")
 _RATIO_OVER = flags.DEFINE_enum("ratio_over", None, ["prunable", "all"],
@@ -91,16 +97,15 @@ _METHODS = flags.DEFINE_list("methods", list(names.ITERATIVE_ALGORITHMS),
                              "|w|), ft filter thresholding (per-layer filter L1 norm; 003).")
 _CYCLES = flags.DEFINE_integer("cycles", None,
                                "Prune-retrain cycles (default: the preset's; digits 6, paper "
-                               "presets the released 23).", lower_bound=1)
+                               "presets the released 23).")
 _KEEP_ALPHA = flags.DEFINE_float("keep_alpha", None,
                                  "Constant keep fraction per cycle instead of the released "
                                  "sequence (keep alpha^n after n cycles; SPEC §6.5).")
 _WARMUP_EPOCHS = flags.DEFINE_float("warmup_epochs", None,
-                                    "Linear LR warm-up epochs of each retraining (003: 5).",
-                                    lower_bound=0)
+                                    "Linear LR warm-up epochs of each retraining (003: 5).")
 _RETRAIN_STEPS = flags.DEFINE_integer("retrain_steps", None,
                                       "Steps of each retraining (default: the preset's full "
-                                      "schedule, as 003).", lower_bound=1)
+                                      "schedule, as 003).")
 _QUANT = flags.DEFINE_list("quantizations", None,
                            "Post-training formats of dense members (default: SPEC §2.3).")
 _PRUNED_QUANT = flags.DEFINE_list("pruned_quantizations", None,
@@ -126,13 +131,12 @@ _NOISE = flags.DEFINE_list("noise_levels", None,
                            "no noise evaluation).")
 _NOISE_DRAWS = flags.DEFINE_integer("noise_draws", None,
                                     "Noise draws per example and level (default 100; 10 on "
-                                    "digits).", lower_bound=1)
+                                    "digits).")
 _NOISE_EXAMPLES = flags.DEFINE_integer("noise_examples", None,
                                        "Examples evaluated under noise, at most (default "
-                                       "1000).", lower_bound=1)
-_STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.", lower_bound=1)
-_SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.",
-                             lower_bound=0)
+                                       "1000).")
+_STEPS = flags.DEFINE_integer("steps", None, "Override the preset's steps.")
+_SEED = flags.DEFINE_integer("population_seed", 0, "Base seed of the population.")
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory.")
 _IMAGE_SIZE = flags.DEFINE_list("image_size", None,
                                 "Resize inputs to H,W (with --reference: the model's input "
@@ -143,12 +147,11 @@ _EXECUTOR = flags.DEFINE_enum(
     "--ray_address; inline = this process, one unit after another. All give the same bytes.")
 _WORKERS = flags.DEFINE_integer("workers", None,
                                 "Worker processes of --executor=local (default: every core; "
-                                "0 = inline), CPUs of a Ray started here.", lower_bound=0)
+                                "0 = inline), CPUs of a Ray started here.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None,
                                    "Ray cluster: auto, ray://host:port (default: start a "
                                    "local Ray). Only with --executor=ray.")
-_THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
-                                lower_bound=1, upper_bound=64)
+_THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.")
 _DEPLOY_ALL = flags.DEFINE_bool("deploy_all_members", False,
                                 "Ship every member's file, not only member 0's.")
 _DEPLOY_ENCODING = flags.DEFINE_enum(
@@ -156,29 +159,25 @@ _DEPLOY_ENCODING = flags.DEFINE_enum(
     "Shipped encoding: auto = the sparse twin where it is smaller, predicts the same and is "
     "within --max_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).")
 _MAX_LATENCY = flags.DEFINE_float("max_latency_ratio", 1.5,
-                                  "Largest sparse / plain median latency 'auto' accepts.",
-                                  lower_bound=1e-6)
+                                  "Largest sparse / plain median latency 'auto' accepts.")
 _REMEASURE = flags.DEFINE_bool(
     "remeasure_latency", False,
     "Time the plain and sparse files again although a decision for the same files and settings "
     "is recorded in eval/encodings.json (by default a re-run keeps the recorded choice).")
 _MAX_DROP = flags.DEFINE_float("max_accuracy_drop", None,
-                               "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).",
-                               lower_bound=0.0, upper_bound=1.0)
+                               "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).")
 _MAX_FNR = flags.DEFINE_float("max_subgroup_fnr_increase", None,
-                              "Gate: max FNR increase of a protected subgroup (fraction).",
-                              lower_bound=0.0, upper_bound=1.0)
+                              "Gate: max FNR increase of a protected subgroup (fraction).")
 _MAX_SIG = flags.DEFINE_integer("max_significant_classes", None,
-                                "Gate: max classes with a significant recall change.",
-                                lower_bound=0)
+                                "Gate: max classes with a significant recall change.")
 _MAX_FLIP = flags.DEFINE_float(
     "max_flip_rate", None,
     "Gate: max share of test examples whose top-1 label differs from the dense reference's "
-    "(broken + fixed + changed over n; 0.01 = 1%).", lower_bound=0.0, upper_bound=1.0)
+    "(broken + fixed + changed over n; 0.01 = 1%).")
 _MAX_KL = flags.DEFINE_float(
     "max_kl", None,
     "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
-    "nats (from the saved logits).", lower_bound=0.0)
+    "nats (from the saved logits).")
 # 000's human study (§3.3, Table 7 / Figure 5; issue #26; tf_forget/report/human_study.py).
 _ANN_EXPORT = flags.DEFINE_string(
     "annotation_export", None,
@@ -198,10 +197,8 @@ _ANN_GROUP = flags.DEFINE_enum(
     "annotation_group", None, ["pie", "cie"],
     "pie (000: modal label changed) or cie (Taxicab p90 with d_T > 0, 004 §3.2); default pie.")
 _ANN_PER_GROUP = flags.DEFINE_integer(
-    "annotation_per_group", None, "Examples per group, both groups alike (default 100).",
-    lower_bound=1)
-_ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 0).",
-                                 lower_bound=0)
+    "annotation_per_group", None, "Examples per group, both groups alike (default 100).")
+_ANN_SEED = flags.DEFINE_integer("annotation_seed", None, "Sample seed (default 0).")
 _ANN_COLUMNS = flags.DEFINE_list(
     "annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
 
@@ -213,8 +210,8 @@ _REPAIR = flags.DEFINE_list(
     "cle, then ops in float in causal order, until the gates hold or --max_repair_size; chosen "
     "on one half of the test examples, reported on the other). E.g. auto or cle,float1,float2.")
 _MAX_REPAIR_SIZE = flags.DEFINE_float(
-    "max_repair_size", None, "--repair=auto keeps no more ops in float than keep the file "
-    "within this many times the full int8 file's bytes (default 1.5).", lower_bound=1.0)
+    "max_repair_size", 1.5, "--repair=auto keeps no more ops in float than keep the file "
+    "within this many times the full int8 file's bytes (default 1.5).")
 _REPAIR_ALWAYS = flags.DEFINE_bool(
     "repair_always", False, "With --repair: repair every full int8 file, also one that "
     "forgot nothing significant (to measure what a repair costs).")
@@ -234,7 +231,7 @@ _MAX_PIXELS = flags.DEFINE_integer(
     "max_image_pixels", 50_000_000,
     "The largest image (width x height) of your data the audit accepts; a larger one (a "
     "decompression bomb, or a photo that needs resizing first) is refused before anything is "
-    "written.", lower_bound=1)
+    "written.")
 _CALIBRATION = flags.DEFINE_string(
     "calibration", None, "Data whose 100 examples (evenly spaced) calibrate "
     "--compress=full_int8, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
@@ -253,8 +250,7 @@ _PROTECTED = flags.DEFINE_list("protected", None,
                                "Attributes the subgroup audit and gates cross.")
 _OUTPUT_INDEX = flags.DEFINE_integer("output_index", None,
                                      "The output to audit, for a model with several (in each "
-                                     "file's own output order).",
-                                     lower_bound=0)
+                                     "file's own output order).")
 _PREPROCESS = flags.DEFINE_string(
     "preprocess", None, "What your model takes from the pixels, if it does not normalize "
     "itself: unit (x/255), symmetric (x/127.5-1), imagenet_caffe, imagenet_torch, or "
@@ -272,147 +268,15 @@ _INPUT_SCALING_CHECK = flags.DEFINE_enum(
     "test images under the given --preprocess and every other standard one (raw pixels, unit, "
     "symmetric, imagenet_caffe, imagenet_torch) and refuse, naming the likely --preprocess, "
     "when the given one scores near chance or far below another; off: audit as given.")
-# Flags that describe a population tf_forget trains: refused with --reference.
-TRAINING_FLAGS = ("preset", "model", "members", "variants", "sparsities", "steps")
 
 
-@flags.validator("sparsities", "every sparsity must be a number in (0, 1)")
-def _check_sparsities(values):
-  try:
-    return values is None or all(0.0 < float(v) < 1.0 for v in values)
-  except ValueError:
-    return False
-
-
-@flags.validator("ratios", "every ratio must be a number > 1")
-def _check_ratios(values):
-  try:
-    return all(float(v) > 1.0 for v in values)
-  except ValueError:
-    return False
-
-
-@flags.validator("algorithms", "algorithms must be among " + ", ".join(names.ONESHOT_ALGORITHMS))
-def _check_algorithms(values):
-  return bool(values) and all(v in names.ONESHOT_ALGORITHMS for v in values)
-
-
-@flags.validator("pruning", "pruning must be among " + ", ".join(PRUNING_KINDS))
-def _check_pruning(values):
-  return bool(values) and all(v in PRUNING_KINDS for v in values)
-
-
-@flags.validator("methods", "methods must be among " + ", ".join(names.ITERATIVE_ALGORITHMS))
-def _check_methods(values):
-  return bool(values) and all(v in names.ITERATIVE_ALGORITHMS for v in values)
-
-
-@flags.validator("keep_alpha", "keep_alpha must be in (0, 1)")
-def _check_keep_alpha(value):
-  return value is None or 0.0 < value < 1.0
-
-
-@flags.validator("severities", "severities must be integers 1-5")
-def _check_severities(values):
-  return values is None or all(v.isdigit() and 1 <= int(v) <= 5 for v in values)
-
-
-@flags.validator("noise_levels", "noise levels must be 'none' or ascending numbers >= 0")
-def _check_noise(values):
-  if values is None or values == ["none"]:
-    return True
-  try:
-    eps = [float(v) for v in values]
-  except ValueError:
-    return False
-  return all(e >= 0 for e in eps) and all(b > a for a, b in zip(eps, eps[1:]))
-
-
-def _finite_or_none(value):
-  return value is None or math.isfinite(value)
-
-
-flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE)
-flags.register_validator(
-    "repair", lambda v: all(names.repair_ok(x.strip()) for x in v),
-    f"--repair must be repairs ({names.REPAIR_NAMES}), e.g. auto or cle,float1")
-for _gate in ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_flip_rate", "max_kl"):
-  flags.register_validator(_gate, _finite_or_none, f"--{_gate} must be a finite number")
-
-
-@flags.multi_flags_validator(["executor", "ray_address"],
-                             "--ray_address needs --executor=ray")
-def _check_ray_address(values):
-  return values["ray_address"] is None or values["executor"] == "ray"
-
-
-@flags.multi_flags_validator(
-    ["annotation_export", "annotations", "annotation_key", "annotation_variant",
-     "annotation_group", "annotation_per_group", "annotation_seed", "annotation_columns"],
-    "--annotation_* flags need --annotation_export or --annotations")
-def _check_annotation_flags(values):
-  return (values["annotation_export"] is not None or values["annotations"] is not None
-          or all(v is None for v in values.values()))
-
-
-def _human_study():
-  """`tf_forget.report.human_study.Options` of the --annotation* flags, or None.
-
-  Checked now (a missing annotations or key file, a bad column name: one line before anything
-  is trained or written); matching them against the run is the report's (`human_study`).
-  """
-  if _ANN_EXPORT.value is None and _ANNOTATIONS.value is None:
-    return None
-  from tf_forget.report import human_study  # pylint: disable=g-import-not-at-top
-  options = human_study.Options(
-      export_dir=filesystem.user_path(_ANN_EXPORT.value),
-      annotations=filesystem.user_path(_ANNOTATIONS.value),
-      key=filesystem.user_path(_ANN_KEY.value), variant=_ANN_VARIANT.value,
-      group=_ANN_GROUP.value, per_group=_ANN_PER_GROUP.value, seed=_ANN_SEED.value,
-      columns=tuple(_ANN_COLUMNS.value or ()))
-  human_study.check_options(options)
-  return options
-
-
-def _user_models():
-  """`eval.user_plan.UserModels` of the --reference / --candidate flags, or None.
-
-  Raises:
-    cli_app usage error: --candidate, --compress or a data option without --reference, or a
-      training flag with it (--pruning=oneshot prunes the reference: `eval.user_prune_plan`).
-  """
-  from eval import user_plan  # pylint: disable=g-import-not-at-top
-  if not _REFERENCE.value:
-    if (_CANDIDATE.value or _COMPRESS.value or _OUTPUT_INDEX.value is not None
-        or _PREPROCESS.value or _CALIBRATION.value or _TRAIN.value or _TRUST_CODE.value
-        or flags.FLAGS["input_scaling_check"].present):
-      raise errors.Error("--candidate, --compress, --calibration, --train, --output_index, "
-                         "--preprocess, --trust_model_code and --input_scaling_check audit "
-                         "your own model: give it with --reference")
-    if _CLASS_NAMES.value or _ATTRIBUTES.value or _PROTECTED.value:  # else silently unused
-      raise errors.Error("--class_names, --attributes and --protected describe your own data "
-                         "for your own model: give it with --reference")
-    return None
-  given = [f for f in TRAINING_FLAGS if flags.FLAGS[f].present]
-  if given or _PRUNING.value not in (["gradual"], ["oneshot"]):
-    raise errors.Error(f"--{(given or ['pruning'])[0]} describes a population tf_forget trains; "
-                       "with --reference your own model is audited (and pruned one-shot with "
-                       "--pruning=oneshot)")
-  return user_plan.UserModels(
-      references=tuple(filesystem.user_path(p) for p in _REFERENCE.value),
-      candidates=tuple((name, tuple(filesystem.user_path(p) for p in paths))
-                       for name, paths in map(user_plan.parse_candidate, _CANDIDATE.value)),
-      compress=tuple(_COMPRESS.value), class_names=tuple(_CLASS_NAMES.value or ()) or None,
-      attributes=filesystem.user_path(_ATTRIBUTES.value),
-      protected=tuple(_PROTECTED.value or ()) or None, output_index=_OUTPUT_INDEX.value,
-      preprocess=_PREPROCESS.value, calibration=_CALIBRATION.value, train=_TRAIN.value,
-      trust_model_code=_TRUST_CODE.value,
-      input_scaling_check=_INPUT_SCALING_CHECK.value == "on")
-
-
-def _default_out():
-  """runs/<data set> (runs/folder for folder:PATH and the other spellings of your data)."""
-  return os.path.join("runs", _DATASET.value.split(":", 1)[0])
+def _values():
+  """({flag: value} of every audit flag, the flags given on the command line)."""
+  names = [f for f in flag_values.FLAG_PATHS] + list(flag_values.USER_FLAGS) + list(
+      flag_values.STUDY_FLAGS) + list(flag_values.VARIANT_FLAGS) + [
+          "deploy_all_members", "executor", "workers"]
+  return ({f: flags.FLAGS[f].value for f in names},
+          {f for f in names if flags.FLAGS[f].present})
 
 
 def main(argv):
@@ -421,83 +285,18 @@ def main(argv):
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
-  from eval import audit_config  # pylint: disable=g-import-not-at-top
-  from eval import audit_lib  # pylint: disable=g-import-not-at-top
-  from eval import audit_plan  # pylint: disable=g-import-not-at-top
-  variants = _VARIANTS.value
-  if _SPARSITIES.value:
-    variants = (variants or ["dense"]) + [f"prune_{float(t):g}" for t in _SPARSITIES.value]
-  kinds = set(_PRUNING.value)
-  if "both" in kinds:
-    kinds |= {"gradual", "oneshot"}
-  oneshot, methods = [], []
-  if "oneshot" in kinds:
-    oneshot = [v.name for v in names.oneshot_variants(
-        _ALGORITHMS.value, [float(r) for r in _RATIOS.value])]
-  if "iterative" in kinds:
-    methods = list(dict.fromkeys(_METHODS.value))
-  if "gradual" not in kinds and variants is None:
-    variants = ["dense"]
-  iterative_overrides = {
-      "cycles": _CYCLES.value, "alpha": _KEEP_ALPHA.value,
-      "warmup_epochs": _WARMUP_EPOCHS.value, "retrain_steps": _RETRAIN_STEPS.value}
-  iterative_overrides = {k: v for k, v in iterative_overrides.items() if v is not None}
-  oneshot_overrides = {
-      "phases": _FINETUNE.value, "grad_batches": _GRAD_BATCHES.value,
-      "exclude_classifier": _EXCLUDE_CLASSIFIER.value, "ratio_over": _RATIO_OVER.value,
-      "up_formula": _UP_FORMULA.value}
-  oneshot_overrides = {k: v for k, v in oneshot_overrides.items() if v is not None}
-  corruptions = _CORRUPTIONS.value
-  if corruptions == ["none"]:
-    corruptions = []
-  pruned_quant = _PRUNED_QUANT.value
-  if pruned_quant == ["none"]:
-    pruned_quant = []
-  noise = _NOISE.value
-  noise = None if noise is None else ([] if noise == ["none"] else [float(v) for v in noise])
+  from tf_forget import api  # pylint: disable=g-import-not-at-top
   try:
-    user = _user_models()
-  except errors.Error as e:
-    sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
-  config = audit_config.AuditConfig(
-      dataset=_DATASET.value, user=user,
-      out=filesystem.user_path(_OUT.value or _default_out()),
-      preset=_PRESET.value, model=_MODEL.value, members=_MEMBERS.value, variants=variants,
-      oneshot_variants=oneshot, oneshot_overrides=oneshot_overrides or None,
-      iterative_methods=methods, iterative_overrides=iterative_overrides or None,
-      quantizations=_QUANT.value, pruned_quantizations=pruned_quant, corruptions=corruptions,
-      severities=[int(v) for v in _SEVERITIES.value] if _SEVERITIES.value else None,
-      robustness=_ROBUSTNESS.value, robust_training=_ROBUST_TRAINING.value,
-      noise_levels=noise, noise_draws=_NOISE_DRAWS.value, noise_examples=_NOISE_EXAMPLES.value,
-      steps=_STEPS.value, population_seed=_SEED.value,
-      data_dir=filesystem.user_path(_DATA_DIR.value),
-      image_size=[int(v) for v in _IMAGE_SIZE.value] if _IMAGE_SIZE.value else None,
-      gates=gates_lib.Gates(max_accuracy_drop=_MAX_DROP.value,
-                            max_subgroup_fnr_increase=_MAX_FNR.value,
-                            max_significant_classes=_MAX_SIG.value,
-                            max_flip_rate=_MAX_FLIP.value, max_kl=_MAX_KL.value),
-      deploy_members="all" if _DEPLOY_ALL.value else "first", num_threads=_THREADS.value,
-      deploy_encoding=_DEPLOY_ENCODING.value, max_latency_ratio=_MAX_LATENCY.value,
-      remeasure_latency=_REMEASURE.value,
-      executor="inline" if _WORKERS.value == 0 and _EXECUTOR.value == "local" else
-      _EXECUTOR.value, workers=_WORKERS.value,
-      ray_address=_RAY_ADDRESS.value,
-      repairs=names.sorted_repairs(v.strip() for v in _REPAIR.value),
-      **({} if _MAX_REPAIR_SIZE.value is None else {"max_repair_size": _MAX_REPAIR_SIZE.value}),
-      repair_always=_REPAIR_ALWAYS.value,
-      max_image_pixels=_MAX_PIXELS.value)
-  if _PLAN.value:
-    try:
-      print(audit_plan.plan_report(config, filesystem.user_path(_UNIT_COSTS.value)))
-    except errors.Error as e:
-      sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
-    return 0
-  try:
-    study = _human_study()
-    _, manifest = audit_lib.run_audit(config, on_locked=console.attach, human_study=study)
+    base = api.load_config(filesystem.user_path(_CONFIG.value)) if _CONFIG.value else None
+    config = flag_values.config_from_flags(*_values(), base=base)
+    flag_values.check(config)
+    if _PLAN.value:
+      print(api.plan(config, filesystem.user_path(_UNIT_COSTS.value)))
+      return 0
+    result = api.audit(config, on_locked=console.attach)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"audit: error: {errors.one_line(e, 1000)}")
-  if manifest["failed_variants"]:
+  if not result.passed:
     sys.exit(GATE_FAILED)
 
 

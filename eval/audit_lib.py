@@ -21,7 +21,7 @@ is already on disk:
   6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
-Stages 1-3 run on an executor (`config.executor`, issue #15; `eval.stages`): "inline" in this
+Stages 1-3 run on an executor (`config.execution`, issue #15; `eval.stages`): "inline" in this
 process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work is
 a task (`eval.tasks`) whose artifacts are the same bytes on every executor; the executor is not
 part of the run's identity, so a run may be continued on another one.
@@ -44,13 +44,12 @@ import os
 import threading
 import time
 
-from eval import audit_config
 from eval import audit_plan
 from eval import data_identity
-from eval import input_scaling
-from eval import run_identity
 from eval import deploy
 from eval import encodings as encodings_lib
+from eval import input_scaling
+from eval import run_identity
 from eval import stages
 from eval import user_plan
 from tf_forget.artifacts import errors
@@ -58,6 +57,8 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
+from tf_forget.config import tree
+from tf_forget.report import human_study
 from tf_forget.report import write as report_write
 from tf_forget.train import population
 
@@ -86,10 +87,10 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-      raise audit_config.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
+      raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
                                     "bucket name, the network and the credentials")
   if "error" in outcome:
-    raise audit_config.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
+    raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
 def _check_users_files(out):
@@ -105,10 +106,10 @@ def _check_users_files(out):
     found = (swap.foreign_files(out, report_write.STAGING, report_write.ENTRIES)
              + swap.foreign_files(out, deploy.BUNDLE, (deploy.BUNDLE,)))
   except errors.Error as e:
-    raise audit_config.AuditError(errors.one_line(e, 300)) from e
+    raise tree.AuditError(errors.one_line(e, 300)) from e
   if found:
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"{out} holds files tf_forget did not write in the folders it replaces ({shown}): "
         "move them out of the run directory (a re-run replaces those folders whole)")
 
@@ -117,7 +118,9 @@ def _validate(config):
   """Every check of `run_audit` that writes nothing; returns (plan, identity, the user's data
   files hashed: `data_identity.attach`)."""
   p = audit_plan.plan(config)
-  p, hashed = data_identity.attach(p, config.out, config.max_image_pixels)
+  if config.human_study is not None:  # a missing annotations or key file, a bad column
+    human_study.check_options(config.human_study)
+  p, hashed = data_identity.attach(p, config.out, config.data.max_image_pixels)
   identity = run_identity.audit_identity(config, p)
   if fileio.is_url(config.out):  # an unreachable bucket: one line, before anything is read
     _check_out(config.out)
@@ -126,7 +129,7 @@ def _validate(config):
   _check_users_files(config.out)
   if p.user is None:  # an audit of the user's models trains nothing (issue #28)
     population.check_run_dir(p.population)
-  stages.check_executor(config)
+  stages.check_executor(config.execution)
   if p.user is not None and p.user.input_scaling_check:  # late: it runs the model (#36)
     input_scaling.check(p.user, p.population.kind, p.dataset)
   if not fileio.is_url(config.out):
@@ -134,7 +137,7 @@ def _validate(config):
   return p, identity, hashed
 
 
-def run_audit(config, log=print, on_locked=None, human_study=None):
+def run_audit(config, log=print, on_locked=None):
   """Runs the audit and returns (report dict, manifest dict).
 
   Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
@@ -142,12 +145,10 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
   error or an interrupt; the kernel drops it if the process is killed).
 
   Args:
-    config: an `audit_config.AuditConfig`.
+    config: a `tf_forget.config.tree.AuditConfig`.
     log: callable(str) for the progress lines.
     on_locked: optional callable(out) called once the run directory is locked and before the
       first artifact is written (the binary moves its log file there).
-    human_study: optional `tf_forget.report.human_study.Options`: write 000's blind-annotation
-      export and / or read filled annotations back into the report (issue #26).
 
   Raises:
     errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
@@ -165,7 +166,7 @@ def run_audit(config, log=print, on_locked=None, human_study=None):
     run_identity.check_audit_file(config.out, identity)
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, identity, log, human_study, hashed)
+    return _run_locked(config, p, identity, log, hashed)
   finally:
     lock.release()
 
@@ -181,42 +182,43 @@ def _estimated_seconds(p):
     return None
 
 
-def _run_locked(config, p, identity, log, human_study=None, hashed=()):
+def _run_locked(config, p, identity, log, hashed=()):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
-  fileio.write_json(layout.audit_file(config.out),
-                    {"schema": audit_config.AUDIT_SCHEMA, "config": identity})
+  run_identity.write_audit_file(config.out, identity, config)
   for line in data_identity.lines(hashed):
     log(line)
   data_identity.write(config.out, hashed)
   t_start = time.time()
-  executor = stages.make_executor(config, log, _estimated_seconds(p))
+  executor = stages.make_executor(config.execution, log, _estimated_seconds(p))
   try:
     try:
       log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
     sections = stages.audit_stages(p)
-    plain_variants = stages.make_predictions(config, p, executor, sections, t_start, log)
+    plain_variants = stages.make_predictions(p, config.out, config.deployment.num_threads, executor,
+                                            sections, t_start, log)
   finally:
     executor.close()
   dataset, corrupted = p.dataset, list(p.corrupted)
   n = len(sections)
   stages.header(log, n + 1, "deployment encodings", t_start, n + 3)
   chosen = encodings_lib.choose(
-      config.out, plain_variants, dataset.spec.eval_split, mode=config.deploy_encoding,
-      max_latency_ratio=config.max_latency_ratio, num_threads=config.num_threads,
-      remeasure=config.remeasure_latency, log=lambda line: log(f"  {line}"))
+      config.out, plain_variants, dataset.spec.eval_split, mode=config.deployment.encoding,
+      max_latency_ratio=config.deployment.max_latency_ratio,
+      num_threads=config.deployment.num_threads, remeasure=config.deployment.remeasure_latency,
+      log=lambda line: log(f"  {line}"))
 
   stages.header(log, n + 2, "report", t_start, n + 3)
   report = report_write.write_report(config.out, config.out, config.to_json(), log=log,
-                                     dataset=dataset, human_study=human_study,
+                                     dataset=dataset, human_study=config.human_study,
                                      variants=plain_variants,
                                      splits=[dataset.spec.eval_split] + corrupted
                                      + list(p.extra_splits))
 
   stages.header(log, n + 3, "deployment bundle", t_start, n + 3)
   manifest = deploy.write_bundle(config.out, config.out, report, config.gates, log=log,
-                                 members=config.deploy_members, encodings=chosen["variants"])
+                                 members=config.deployment.members, encodings=chosen["variants"])
   deploy.print_summary(report, manifest, log)
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"

@@ -1,7 +1,7 @@
 """The audit's plan: what an audit will make, validated before anything is written
 (`eval/audit_lib.py` runs it).
 
-* what to audit (`AuditConfig`, the flags of `eval/audit.py`) is `eval.audit_config`'s.
+* what to audit is a `tf_forget.config.tree.AuditConfig` (the flags of `eval/audit.py`).
 * `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
   formats, corruptions, noise protocol) without writing and returns a `Plan`.
 * what a run directory was made with (`<out>/audit.json`) is `eval.run_identity`'s.
@@ -15,14 +15,13 @@ preset, post-training formats, corruptions and severities, robustness members, n
 import dataclasses
 import os
 
-from eval import audit_config
 from eval import costs
 from eval import deploy
 from eval import repair_plan
 from eval import user_plan
-from tf_forget import executor as executor_lib
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.config import tree
 from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.corruptions import robust_training as robust_lib
@@ -30,18 +29,15 @@ from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.prune import iterative_schedule
-from tf_forget.prune import population as prune_population
 from tf_forget.prune import oneshot_schedule
+from tf_forget.prune import population as prune_population
 from tf_forget.train import population
-
-
-ROBUSTNESS = ("generated", "published")
 
 
 def _protocol(dataset):
   """The data set's protocol; an unknown data set is the data registry's `DataError`."""
   if str(dataset).split(":", 1)[0] in sources.PREFIXES:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"--dataset={dataset} is your own data: tf_forget trains only on its registered data "
         "sets; audit your model on it with --reference (and --candidate / --compress)")
   if dataset not in data_registry.DATASETS:
@@ -49,17 +45,18 @@ def _protocol(dataset):
   try:
     return protocols.get(dataset)
   except protocols.ProtocolError as e:
-    raise audit_config.AuditError(str(e)) from e
+    raise tree.AuditError(str(e)) from e
 
 
-def _corruption_splits(config):
-  """Corrupted split names (corruptions x severities; defaults: the protocol's)."""
-  protocol = _protocol(config.dataset)
-  names = config.corruptions if config.corruptions is not None else protocol.corruptions
-  severities = tuple(config.severities or protocol.severities)
-  if config.robust_training and config.corruptions is None:  # SPEC §6.8's test distribution
+def _corruption_splits(protocol, robustness, robust_training):
+  """Corrupted split names (corruptions x severities of a `tree.Robustness`; defaults: the
+  protocol's, or with robust training SPEC §6.8's test distribution)."""
+  names = (robustness.corruptions if robustness.corruptions is not None
+           else protocol.corruptions)
+  severities = tuple(robustness.severities or protocol.severities)
+  if robust_training and robustness.corruptions is None:
     names = robust_lib.ROBUST_TEST_CORRUPTIONS
-    severities = tuple(config.severities or (robust_lib.ROBUST_SEVERITY,))
+    severities = tuple(robustness.severities or (robust_lib.ROBUST_SEVERITY,))
   names = tuple(corruption_registry.CORRUPTIONS) if names is None else tuple(names)
   for name in names:
     for severity in severities:
@@ -67,25 +64,24 @@ def _corruption_splits(config):
   return [corruption_registry.split_name(n, s) for n in names for s in severities]
 
 
-def _preset_overrides(config):
-  """The preset overrides: `preset_overrides`, `steps`, robust training's corruptions."""
-  overrides = dict(config.preset_overrides or {}, steps=config.steps)
-  if config.robust_training:
+def _preset_overrides(population):
+  """The preset overrides of a `tree.Population`: `preset_overrides`, `steps`, robust
+  training's corruptions."""
+  overrides = dict(population.preset_overrides or {}, steps=population.steps)
+  if population.robust_training:
     overrides.setdefault("train_corruptions", robust_lib.ROBUST_TRAIN_CORRUPTIONS)
   return overrides
 
 
-def _noise_protocol(config):
-  """The `NoiseProtocol` of the audit, or None when `noise_levels` is ()."""
-  defaults = _protocol(config.dataset)
-  eps = config.noise_levels if config.noise_levels is not None else defaults.noise_eps
+def _noise_protocol(defaults, noise, seed):
+  """The `NoiseProtocol` of a `tree.Noise` (defaults: the data set's protocol `defaults`), or
+  None when its levels are ()."""
+  eps = noise.levels if noise.levels is not None else defaults.noise_eps
   if not len(eps):  # pylint: disable=g-explicit-length-test
     return None
   protocol = noise_artifact.NoiseProtocol(
-      eps=tuple(float(e) for e in eps),
-      draws=config.noise_draws or defaults.noise_draws,
-      examples=config.noise_examples or defaults.noise_examples,
-      seed=config.population_seed)
+      eps=tuple(float(e) for e in eps), draws=noise.draws or defaults.noise_draws,
+      examples=noise.examples or defaults.noise_examples, seed=seed)
   protocol.check()
   return protocol
 
@@ -105,12 +101,12 @@ class Plan:
       protocol's first n members, SPEC §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
     oneshot_schedule: their `tf_forget.prune.oneshot_schedule.OneshotSchedule`, or None.
-    robustness: "generated" or "published" (`audit_config.AuditConfig.robustness`).
+    robustness: "generated" or "published" (`tree.Robustness.source`).
     published: the data set's `protocols.Published` when "published", else None.
     extra_splits: the published test sets evaluated besides `corrupted` (`cifar10_1`).
     iterative: iterative prune-retrain variant names (`iter_<alg>_c<n>`, every cycle).
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
-    user: the user's `eval.user_plan.UserModels` (then `population` is an
+    user: the user's `tf_forget.config.tree.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
     repairs: the repaired files `full_int8~<repair>` (issue #29, #37; `names.repair_format`,
       `names.sorted_repairs`); (): none.
@@ -137,7 +133,7 @@ class Plan:
   user: object = None
   repairs: tuple = ()
   repair_always: bool = False
-  max_repair_size: float = audit_config.DEFAULT_MAX_REPAIR_SIZE
+  max_repair_size: float = tree.DEFAULT_MAX_REPAIR_SIZE
   repair_gates: object = None
 
   @property
@@ -146,73 +142,67 @@ class Plan:
     return tuple(self.population.variants) + tuple(self.oneshot) + tuple(self.iterative)
 
 
-def _split_variants(config, preset_name):
+def _split_variants(population, pruning, preset_name):
   """(trained variants or None for the preset's, one-shot variants, one-shot protocol,
   iterative variants, iterative protocol)."""
   trained, oneshot, iterative = None, [], []
-  if config.variants is not None:
-    trained, oneshot, iterative = prune_population.split_variants(config.variants)
+  if population.variants is not None:
+    trained, oneshot, iterative = prune_population.split_variants(population.variants)
   extra_trained, extra, extra_iterative = prune_population.split_variants(
-      config.oneshot_variants or ())
+      pruning.oneshot.variants)
   if extra_trained or extra_iterative:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
   oneshot = list(dict.fromkeys(oneshot + extra))
   proto = None
   if oneshot:
-    proto = oneshot_schedule.get(preset_name, **dict(config.oneshot_overrides or {}))
-  elif config.oneshot_overrides:
-    raise audit_config.AuditError("one-shot options given but no one-shot variant asked for")
-  iterative, iter_proto = _iterative(config, preset_name, iterative)
+    proto = oneshot_schedule.get(preset_name, **pruning.oneshot.overrides())
+  elif pruning.oneshot.overrides():
+    raise tree.AuditError("one-shot options given but no one-shot variant asked for")
+  iterative, iter_proto = _iterative(pruning.iterative, preset_name, iterative)
   if (oneshot or iterative) and trained is not None and names.DENSE not in trained:
     trained = [names.DENSE] + trained
   return trained, tuple(oneshot), proto, iterative, iter_proto
 
 
-def _iterative(config, preset_name, named):
-  """(iterative variants: every cycle of each method plus the named ones, their protocol)."""
-  for method in config.iterative_methods:
-    if method not in names.ITERATIVE_ALGORITHMS:
-      raise audit_config.AuditError(f"unknown iterative pruning method {method!r} (known: "
-                                    f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
-  if not (named or config.iterative_methods):
-    if config.iterative_overrides:
-      raise audit_config.AuditError(
-          "prune-retrain options given but no iterative method asked for")
+def _iterative(iterative, preset_name, named):
+  """(iterative variants: every cycle of each method of a `tree.Iterative` plus the named
+  ones, their protocol); the methods' names are checked by `tree.AuditConfig.validate`."""
+  if not (named or iterative.methods):
+    if iterative.overrides():
+      raise tree.AuditError("prune-retrain options given but no iterative method asked for")
     return (), None
-  proto = iterative_schedule.get(preset_name, **dict(config.iterative_overrides or {}))
-  variants = [v.name for v in names.iterative_variants(config.iterative_methods, proto.cycles)]
+  proto = iterative_schedule.get(preset_name, **iterative.overrides())
+  variants = [v.name for v in names.iterative_variants(iterative.methods, proto.cycles)]
   for name in named:
     proto.keep_ratio(names.parse_trained(name).cycle)  # a cycle beyond the protocol: error
   return tuple(dict.fromkeys(variants + list(named))), proto
 
 
-def _check_run_options(config):
-  """Checks `deploy_members` and the executor (one that `out` can be shared with)."""
-  if config.deploy_members not in ("first", "all"):
-    raise audit_config.AuditError(
-        f"deploy_members must be 'first' or 'all', got {config.deploy_members!r}")
-  if config.executor not in executor_lib.EXECUTORS:
-    raise audit_config.AuditError(
-        f"executor must be one of {', '.join(sorted(executor_lib.EXECUTORS))}, got "
-        f"{config.executor!r}")
-  if config.executor != "inline" and str(config.out).startswith("ram://"):
-    raise audit_config.AuditError(
+def _check_static(config):
+  """The checks that need nothing but the config (`tree.AuditConfig.validate`), and an
+  executor `out` can be shared with."""
+  problems = config.validate()
+  if problems:
+    raise tree.AuditError(problems[0])
+  if config.execution.executor != "inline" and str(config.out).startswith("ram://"):
+    raise tree.AuditError(
         f"{config.out} is in this process's memory, which worker processes do not "
         "share: use --executor=inline, or a shared path (gs://, a shared disk)")
 
 
-def _formats(config, protocol):
-  """(quantizations, pruned quantizations, encodings), checked (defaults: the protocol's)."""
-  quantizations = tuple(config.quantizations if config.quantizations is not None
+def _formats(formats, deployment, protocol):
+  """(quantizations, pruned quantizations, encodings) of a `tree.Formats` and a
+  `tree.Deployment`, checked (defaults: the protocol's)."""
+  quantizations = tuple(formats.quantizations if formats.quantizations is not None
                         else protocol.quantizations)
   pruned_quantizations = tuple(protocol.pruned_quantizations
-                               if config.pruned_quantizations is None
-                               else config.pruned_quantizations)
+                               if formats.pruned_quantizations is None
+                               else formats.pruned_quantizations)
   for fmt in quantizations + pruned_quantizations:
     names.check_format(fmt)
-  deploy.check_encoding_options(config.deploy_encoding, config.max_latency_ratio)
-  encodings = ("plain",) if config.deploy_encoding == "plain" else ("plain", "sparse")
+  deploy.check_encoding_options(deployment.encoding, deployment.max_latency_ratio)
+  encodings = ("plain",) if deployment.encoding == "plain" else ("plain", "sparse")
   return quantizations, pruned_quantizations, encodings
 
 
@@ -226,35 +216,32 @@ def plan(config, check_data=True):
     errors.Error subclasses (AuditError, PopulationError, VariantError, FormatError, DataError,
     CorruptionError, NoiseError, DeployError) with a one-line message.
   """
-  _check_run_options(config)
+  _check_static(config)
   if config.user is not None:  # the user's own models (issue #28): imported, not trained
-    p = user_plan.plan(config, Plan, check_data=check_data)
-    _check_gates(config, p.dataset)
-    return dataclasses.replace(p, **repair_plan.fields(config, p))
-  protocol = _protocol(config.dataset)
-  dataset_options = {"data_dir": config.data_dir,
-                     "image_size": list(config.image_size) if config.image_size else None}
+    p = Plan(**user_plan.plan_fields(config, check_data=check_data))
+    _check_gates(config.gates, config.user, config.data.dataset, p.dataset)
+    return dataclasses.replace(p, **repair_plan.fields(config.repair, config.gates, p))
+  data, pop_config = config.data, config.population
+  protocol = _protocol(data.dataset)
+  dataset_options = {"data_dir": data.data_dir,
+                     "image_size": list(data.image_size) if data.image_size else None}
   dataset_options = {k: v for k, v in dataset_options.items() if v is not None}
-  preset_name = config.preset or protocol.preset
+  preset_name = pop_config.preset or protocol.preset
   trained, oneshot, oneshot_schedule, iterative, iter_schedule = _split_variants(
-      config, preset_name)
+      pop_config, config.pruning, preset_name)
   pop = population.make_config(
-      config.out, preset_name, dataset=config.dataset,
-      model=config.model, variants=trained, members=config.members,
-      dataset_options=dataset_options,
-      population_seed=config.population_seed,
-      **_preset_overrides(config))
+      config.out, preset_name, dataset=data.dataset, model=pop_config.model,
+      variants=trained, members=pop_config.members, dataset_options=dataset_options,
+      population_seed=pop_config.population_seed, **_preset_overrides(pop_config))
   if pop.members < 2:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"an audit compares populations: members must be >= 2, got {pop.members}")
-  quantizations, pruned_quantizations, encodings = _formats(config, protocol)
-  corrupted = _corruption_splits(config)
-  if config.robustness not in ROBUSTNESS:
-    raise audit_config.AuditError(f"robustness must be one of {', '.join(ROBUSTNESS)}, got "
-                                  f"{config.robustness!r}")
-  published = (published_lib.suites_for(config.dataset) if config.robustness == "published"
-               else None)
-  noise = _noise_protocol(config)
+  quantizations, pruned_quantizations, encodings = _formats(config.formats,
+                                                            config.deployment, protocol)
+  corrupted = _corruption_splits(protocol, config.robustness, pop_config.robust_training)
+  source = config.robustness.source
+  published = published_lib.suites_for(data.dataset) if source == "published" else None
+  noise = _noise_protocol(protocol, config.noise, pop_config.population_seed)
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
   if check_data:
@@ -266,34 +253,35 @@ def plan(config, check_data=True):
                                                                              corrupted))
     if check_data:
       suite.check_readable()
-  _check_gates(config, dataset)
+  _check_gates(config.gates, None, data.dataset, dataset)
   if (oneshot or iterative) and pop.preset.mixed_precision:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"preset {pop.preset.name!r} trains under mixed_float16: pruning after "
         "training needs float32 parents")
   p = Plan(pop, quantizations, pruned_quantizations, encodings, tuple(corrupted), noise,
            dataset, robustness_members=robustness_members(protocol, pop.members),
-           oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=config.robustness,
+           oneshot=oneshot, oneshot_schedule=oneshot_schedule, robustness=source,
            published=published, extra_splits=extra, iterative=iterative,
            iterative_schedule=iter_schedule)
-  return dataclasses.replace(p, **repair_plan.fields(config, p))
+  return dataclasses.replace(p, **repair_plan.fields(config.repair, config.gates, p))
 
 
-def _check_gates(config, dataset):
-  """Refuses a subgroup gate that could never be evaluated (it would fail every variant):
-  a task that is not binary (the FNR of a subgroup needs a positive class, SPEC §4.2), or no
-  protected attributes; the message says what to give.
+def _check_gates(gates, user, dataset_name, dataset):
+  """Refuses a subgroup gate (of the `gates_lib.Gates`) that could never be evaluated (it would
+  fail every variant): a task that is not binary (the FNR of a subgroup needs a positive class,
+  SPEC §4.2), or no protected attributes; the message says what to give. `user`: the
+  `tree.UserModels`, or None.
   """
-  if config.gates.max_subgroup_fnr_increase is None:
+  if gates.max_subgroup_fnr_increase is None:
     return
   spec, gate = dataset.spec, "--max_subgroup_fnr_increase"
-  users = config.user is not None and str(config.dataset).partition(":")[0] in sources.PREFIXES
+  users = user is not None and str(dataset_name).partition(":")[0] in sources.PREFIXES
   if not users and not spec.protected_attributes:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"{gate} gates protected subgroups, but {spec.name} has no protected attributes "
         "to gate")
   if spec.num_classes != 2:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"{gate} gates the false-negative rate of protected subgroups, which needs a binary "
         f"task (positive = class 1): {spec.name} has {spec.num_classes} classes")
   if spec.protected_attributes:
@@ -301,12 +289,12 @@ def _check_gates(config, dataset):
   given = ", ".join(spec.attribute_names[:8]) + (", ..." if len(spec.attribute_names) > 8
                                                  else "")
   if spec.attribute_names:
-    of = (f"attributes CSV {config.user.attributes}" if config.user.attributes
+    of = (f"attributes CSV {user.attributes}" if user.attributes
           else spec.name)
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"{gate} gates protected subgroups: it needs --protected=ATTR[,ATTR] naming "
         f"attributes of {of} (attributes: {given})")
-  raise audit_config.AuditError(
+  raise tree.AuditError(
       f"{gate} gates protected subgroups: it needs --attributes=CSV (a column 'path' or 'id', "
       "then one column per attribute) and --protected=ATTR[,ATTR] naming its columns")
 
@@ -325,7 +313,7 @@ def plan_report(config, unit_costs=None, workers=None):
   `tf_forget.data.protocols`), the population config and the validated plan (`eval.costs`).
 
   Args:
-    config: an `audit_config.AuditConfig`.
+    config: a `tree.AuditConfig`.
     unit_costs: path of a `tf_forget.unit_costs/1` file (default: the committed file measured
       on a 2-core CPU, `eval/unit_costs/`).
     workers: workers the wall-time estimate divides by (default: the config's workers; every
@@ -338,10 +326,10 @@ def plan_report(config, unit_costs=None, workers=None):
   if p.user is not None:
     return user_plan.describe(p)
   pop, spec = p.population, p.dataset.spec
-  protocol = _protocol(config.dataset)
+  protocol = _protocol(config.data.dataset)
   if spec.eval_split not in protocol.split_sizes:
-    raise audit_config.AuditError(
-        f"protocol of {config.dataset!r} has no size for split {spec.eval_split!r}")
+    raise tree.AuditError(
+        f"protocol of {config.data.dataset!r} has no size for split {spec.eval_split!r}")
   n_dense = sum(v == names.DENSE for v in pop.variants)
   finetune_images = 0
   if p.oneshot:
@@ -369,5 +357,6 @@ def plan_report(config, unit_costs=None, workers=None):
       noise_examples=p.noise.examples if p.noise is not None else 0,
       eval_size=protocol.split_sizes[spec.eval_split])
   if workers is None:
-    workers = config.workers or (os.cpu_count() if config.executor == "local" else 1)
+    execution = config.execution
+    workers = execution.workers or (os.cpu_count() if execution.executor == "local" else 1)
   return costs.plan_text(inputs, costs.default_unit_costs(unit_costs), workers)

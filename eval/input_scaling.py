@@ -51,9 +51,9 @@ are probably mis-scaled.
 import numpy as np
 from scipy import stats
 
-from eval import audit_config
 from eval import batched
 from tf_forget.artifacts import fileio
+from tf_forget.config import tree
 from tf_forget.data import base
 from tf_forget.data import input_layout
 from tf_forget.data import preprocess as preprocess_lib
@@ -185,13 +185,13 @@ def check(user, kind, dataset):
   """Refuses references fed under the wrong scaling (module docstring); writes nothing.
 
   Args:
-    user: `eval.user_plan.UserModels` (its first reference, `preprocess`, `output_index`,
+    user: `tf_forget.config.tree.UserModels` (its first reference, `preprocess`, `output_index`,
       `trust_model_code`).
     kind: "keras" or "tflite".
     dataset: the audited `base.Dataset` (its eval split is sampled).
 
   Raises:
-    audit_config.AuditError: the one-line refusal (`message`).
+    tree.AuditError: the one-line refusal (`message`).
     base.DataError, errors.Error: the sample cannot be read or the reference run.
   """
   split = dataset.spec.eval_split
@@ -204,7 +204,7 @@ def check(user, kind, dataset):
   top1 = scores(predict, examples, names)
   result = verdict(examples.labels, top1, given, dataset.spec.num_classes)
   if result is not None:
-    raise audit_config.AuditError(message(user.references[0], result, given, len(examples),
+    raise tree.AuditError(message(user.references[0], result, given, len(examples),
                                           dataset.spec.num_classes))
   _check_candidate_ranges(user, dataset, examples, given, names)
 
@@ -268,5 +268,5 @@ def _check_candidate_ranges(user, dataset, examples, given, names):
       use = {n: range_use(x, value_range) for n, x in fed.items()}
       best = range_verdict(clipped, use, given)
       if best is not None:
-        raise audit_config.AuditError(range_message(name, path, layout, value_range, clipped,
+        raise tree.AuditError(range_message(name, path, layout, value_range, clipped,
                                                     given, best))

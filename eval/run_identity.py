@@ -1,21 +1,23 @@
-"""What a run directory was made with: `<out>/audit.json` (issue #14).
+"""What a run directory was made with: `<out>/audit.json` (issue #14, #38).
 
-`audit_identity(config, plan)` lists the config fields that determine the artifacts;
-`check_audit_file` refuses a run directory whose `audit.json` records another config, naming
-the differing fields (`eval.audit_plan` validates the config; `eval.audit_lib` writes the file).
+    {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>}
+
+`audit_identity(config, plan)` is the declared subset of the configuration (`tf_forget.config.
+tree.AuditConfig`), resolved by the plan, that decides what a re-run may reuse;
+`check_audit_file` refuses a run directory whose `audit.json` records another identity, naming
+the differing fields. `audit_config` is the whole configuration the run was made with, so that
+`audit --config=<out>/audit.json` (`tree.load`) runs it again (`eval.audit_plan` validates a
+config; `eval.audit_lib` writes the file).
 """
 
 import json
 
-from eval import audit_config
-from eval import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
+from tf_forget.config import tree
 
-AuditError = audit_config.AuditError
-AUDIT_SCHEMA = audit_config.AUDIT_SCHEMA
 
 
 def audit_identity(config, p):
@@ -32,7 +34,7 @@ def audit_identity(config, p):
   max_latency_ratio and num_threads.
   """
   if p.user is not None:  # the user's models (issue #28): their paths, not their bytes
-    return json.loads(json.dumps(user_plan.identity(config, p)))
+    return json.loads(json.dumps(_user_identity(config.user, p)))
   pop = p.population
   oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
   if p.iterative:
@@ -56,6 +58,26 @@ def audit_identity(config, p):
          if p.published is not None else {}),
       "population_seed": int(pop.population_seed),
   }))
+
+
+def _user_identity(user, p):
+  """The identity of an audit of the user's models (`tree.UserModels`, issue #28)."""
+  return {"user": {"references": list(user.references),
+                   "candidates": {n: list(paths) for n, paths in user.candidates},
+                   "compress": list(user.compress), "output_index": user.output_index,
+                   "calibration": user.calibration, "train": user.train},
+          **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
+          "dataset": p.population.dataset,
+          "dataset_options": predictions.without_content(p.population.dataset_options),
+          "members": p.population.members, "variants": list(p.variants),
+          "quantizations": list(p.quantizations), "encodings": list(p.encodings),
+          "corruptions": list(p.corrupted), "noise": None}
+
+
+def write_audit_file(out, identity, config):
+  """Writes `<out>/audit.json`: the identity and the whole configuration (`config.to_json`)."""
+  fileio.write_json(layout.audit_file(out), {"schema": tree.AUDIT_SCHEMA, "config": identity,
+                                            tree.AUDIT_CONFIG_KEY: config.to_json()})
 
 
 def _differences(old, new):
@@ -85,13 +107,14 @@ def check_audit_file(out, identity):
   try:
     old = fileio.read_json(path, "audit config")
   except errors.ReadError as e:
-    raise AuditError(f"{e}: use another --out or remove it") from e
-  if not isinstance(old, dict) or old.get("schema") != AUDIT_SCHEMA:
-    raise AuditError(f"{path} is not a {AUDIT_SCHEMA} file: use another --out or remove it")
+    raise tree.AuditError(f"{e}: use another --out or remove it") from e
+  if not isinstance(old, dict) or old.get("schema") != tree.AUDIT_SCHEMA:
+    raise tree.AuditError(f"{path} is not a {tree.AUDIT_SCHEMA} file: use another --out or "
+                          "remove it")
   diffs = _differences(old.get("config") or {}, identity)
   if diffs:
     was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
     asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)
-    raise AuditError(f"{out} was made with {was}; this run asks {asks}: use another --out or "
-                     "remove it")
+    raise tree.AuditError(f"{out} was made with {was}; this run asks {asks}: use another "
+                          "--out or remove it")
   return True

@@ -95,29 +95,30 @@ def header(log, index, name, t_start, stages):
 CONNECT_CHECK_S = 5.0
 
 
-def check_executor(config):
-  """Checks, before anything is written, the executor flags of `config` and that the executor
-  can be reached (issue #35: `executor_lib.make` would refuse them after audit.json is written;
-  a port that is no Ray cluster would keep `ray.init` waiting for two minutes).
+def check_executor(execution):
+  """Checks, before anything is written, the executor options (a `tree.Execution`) and that
+  the executor can be reached (issue #35: `executor_lib.make` would refuse them after
+  audit.json is written; a port that is no Ray cluster would keep `ray.init` waiting for two
+  minutes).
 
   Raises:
     executor_lib.ExecutorError: --workers with --executor=inline, --workers=0 or --workers
       with --ray_address for --executor=ray, an unreachable Ray address or one that does not
       answer as Ray (one line, within `2 * CONNECT_CHECK_S` seconds).
   """
-  workers, address = config.workers, config.ray_address
-  if config.executor == "inline" and workers:
+  workers, address = execution.workers, execution.ray_address
+  if execution.executor == "inline" and workers:
     raise executor_lib.ExecutorError(
         f"--workers={workers} is for --executor=local (processes) or ray; --executor=inline "
         "runs everything in this process: drop one of them")
-  if config.executor == "ray" and workers == 0:
+  if execution.executor == "ray" and workers == 0:
     raise executor_lib.ExecutorError(
         "--executor=ray needs --workers >= 1 (or none: every CPU); --workers=0 means inline")
-  if config.executor == "ray" and address and workers is not None:
+  if execution.executor == "ray" and address and workers is not None:
     raise executor_lib.ExecutorError(
         f"--workers sets the CPUs of a Ray started here; the cluster at --ray_address="
         f"{address} has its own: drop --workers")
-  if config.executor == "ray" and address:
+  if execution.executor == "ray" and address:
     executor_lib.check_address("ray", address, timeout_s=CONNECT_CHECK_S,
                                handshake_s=CONNECT_CHECK_S)
 
@@ -129,36 +130,36 @@ def check_executor(config):
 SMALL_WORK_S = 60.0
 
 
-def make_executor(config, log, estimated_seconds=None):
-  """The executor of `config` ("inline" runs the tasks in this process).
+def make_executor(execution, log, estimated_seconds=None):
+  """The executor of `execution` (`tree.Execution`) ("inline" runs the tasks in this process).
 
   Args:
     estimated_seconds: the plan's estimate of one worker's time, or None; below `SMALL_WORK_S`
       the default local pool (no --workers) becomes this process.
   """
-  name = config.executor
-  if (name == "local" and config.workers is None and estimated_seconds is not None
+  name = execution.executor
+  if (name == "local" and execution.workers is None and estimated_seconds is not None
       and estimated_seconds < SMALL_WORK_S):
     name = "inline"
     log(f"executor: this process (the work is estimated at {estimated_seconds:.0f} s, under "
         f"{SMALL_WORK_S:.0f} s: a pool's start-up would cost more than it saves; --workers=N "
         "for a pool)")
   env = {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
-  executor = executor_lib.make(name, workers=config.workers if name != "inline" else None,
-                               address=config.ray_address, env=env)
-  if name == config.executor:
+  executor = executor_lib.make(name, workers=execution.workers if name != "inline" else None,
+                               address=execution.ray_address, env=env)
+  if name == execution.executor:
     log(f"executor: {executor.describe()}")
   return executor
 
 
-def make_predictions(config, p, executor, sections, t_start, log):
+def make_predictions(p, run_dir, num_threads, executor, sections, t_start, log):
   """Stages 1-3: members, `.tflite` files, predictions; returns the plain audited variants.
 
   Args:
     sections: `audit_stages(p)`; its sections are numbered 1.. out of `len(sections) + 3`
       (the audit's deployment encodings, report and bundle follow).
   """
-  ctx = Context(plan=p, run_dir=config.out, num_threads=config.num_threads,
+  ctx = Context(plan=p, run_dir=run_dir, num_threads=num_threads,
                 workers=max(1, int(getattr(executor, "workers", 0) or 1)),
                 num_gpus=getattr(executor, "num_gpus", 0) or 0, log=log)
   for index, (title, stages) in enumerate(sections, start=1):

@@ -3,7 +3,8 @@
     audit --dataset=folder:/data/test --reference=model.keras \
           --candidate=int8=model_int8.tflite --compress=float16 --out=/tmp/audit
 
-`UserModels` is what the user brings (`AuditConfig.user`): K reference model files (the dense
+`tree.UserModels` is what the user brings (`AuditConfig.user`, `tf_forget.config.tree`): K
+reference model files (the dense
 population: K = 1 is one network), their own `.tflite` candidates (one file per reference),
 formats tf_forget makes from the references (`--compress`), and how to read the data (class
 names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
@@ -26,15 +27,15 @@ checks it and gives the variants, schedule and preset the plan carries.
 import dataclasses
 import os
 import posixpath
-from typing import Optional, Sequence, Tuple
+from typing import Tuple
 
-from eval import audit_config
 from eval import interpreter
 from eval import user_costs
 from eval import user_prune_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.config import tree
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
@@ -44,69 +45,6 @@ from tflite_export import export_state
 
 # Formats tf_forget can make from a Keras reference (`--compress`).
 COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
-
-
-@dataclasses.dataclass(frozen=True)
-class UserModels:
-  """The user's models and files (`--reference`, `--candidate`, `--compress`, data options).
-
-  Attributes:
-    references: K paths: `.keras` / `.h5` files, SavedModel directories or float `.tflite`
-      files (all of one kind), the dense members 0..K-1.
-    candidates: ((name, (K paths)), ...): the user's `.tflite` files, audited as they are.
-    compress: formats tf_forget converts from the (Keras) references (`COMPRESS_FORMATS`).
-    class_names: the model's output classes in order (default: the data set's / labels.txt).
-    attributes: CSV of per-example attributes (`tf_forget.data.user_sets`).
-    protected: attributes the subgroup audit and gates cross.
-    output_index: the output to audit, for a model or file with several (each file's own
-      output order: a Keras model's outputs, a `.tflite` file's outputs).
-    preprocess: what the models take from the images' pixels (`tf_forget.data.preprocess`:
-      unit, symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
-    calibration: the data that calibrates `--compress=full_int8` (a `sources` spelling; its
-      100 examples evenly spaced over it, `Dataset.calibration_examples`); None: the audited
-      data set's train split.
-    train: the labelled data one-shot pruning reads for g and fine-tuning (`--train`, a
-      `sources` spelling; `eval.user_prune_plan`); None: no one-shot pruning.
-    trust_model_code: load references whose loading runs their own Python code (`Lambda`,
-      custom layers; `--trust_model_code`, `tf_forget.train.model_code`); False: refused.
-    input_scaling_check: run the reference under every standard preprocessing, the last
-      check before anything is written (`eval.audit_lib`), and refuse a `preprocess` that
-      looks wrong (`eval.input_scaling`, `--input_scaling_check`); False: audit as given.
-  """
-  references: Tuple[str, ...]
-  candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
-  compress: Tuple[str, ...] = ()
-  class_names: Optional[Tuple[str, ...]] = None
-  attributes: Optional[str] = None
-  protected: Optional[Tuple[str, ...]] = None
-  output_index: Optional[int] = None
-  preprocess: Optional[str] = None
-  calibration: Optional[str] = None
-  train: Optional[str] = None
-  trust_model_code: bool = False
-  input_scaling_check: bool = True
-
-  def to_json(self):
-    d = dataclasses.asdict(self)
-    d["references"] = list(self.references)
-    d["candidates"] = {name: list(paths) for name, paths in self.candidates}
-    d["compress"] = list(self.compress)
-    for key in ("class_names", "protected"):
-      d[key] = list(d[key]) if d[key] is not None else None
-    return d
-
-  @classmethod
-  def from_json(cls, d):
-    return cls(references=tuple(d["references"]),
-               candidates=tuple((n, tuple(p)) for n, p in d.get("candidates", {}).items()),
-               compress=tuple(d.get("compress", ())),
-               class_names=tuple(d["class_names"]) if d.get("class_names") else None,
-               attributes=d.get("attributes"),
-               protected=tuple(d["protected"]) if d.get("protected") else None,
-               output_index=d.get("output_index"), preprocess=d.get("preprocess"),
-               calibration=d.get("calibration"), train=d.get("train"),
-               trust_model_code=bool(d.get("trust_model_code", False)),
-               input_scaling_check=bool(d.get("input_scaling_check", True)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +86,7 @@ def parse_candidate(text):
   name, sep, paths = str(text).partition("=")
   files = tuple(p.strip() for p in paths.split(",") if p.strip())
   if not sep or not files:
-    raise audit_config.AuditError(f"--candidate={text}: expected NAME=PATH[,PATH...]")
+    raise tree.AuditError(f"--candidate={text}: expected NAME=PATH[,PATH...]")
   names.user_format(name)
   return name, files
 
@@ -156,7 +94,7 @@ def parse_candidate(text):
 def _kind(references):
   kinds = {imported.kind(path) for path in references}
   if len(kinds) != 1:
-    raise audit_config.AuditError("--reference: mix of Keras and .tflite files; give one kind")
+    raise tree.AuditError("--reference: mix of Keras and .tflite files; give one kind")
   return kinds.pop()
 
 
@@ -198,7 +136,7 @@ def _dataset(config, user, signature, train=None, check_data=True):
   """The audited data set, read at the references' image size and channels (`train`: the
   `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
   decoded (`--plan`, issue #36)."""
-  name, options = sources.parse(config.dataset)
+  name, options = sources.parse(config.data.dataset)
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
     options.update(image_size=[height, width], channels=channels)
@@ -208,11 +146,11 @@ def _dataset(config, user, signature, train=None, check_data=True):
         ("protected", list(user.protected) if user.protected else None),
         ("preprocess", user.preprocess),
         ("calibration", _calibration(config, user)), ("train_data", train)) if v is not None})
-    if config.data_dir and name == "tfds":
-      options["data_dir"] = config.data_dir
+    if config.data.data_dir and name == "tfds":
+      options["data_dir"] = config.data.data_dir
   elif (user.class_names or user.attributes or user.protected or user.preprocess
         or user.calibration or train):
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"--class_names / --attributes / --protected / --preprocess / --calibration / --train "
         f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
@@ -242,14 +180,14 @@ def _check_out_apart(config, user):
     AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
   """
   out = _real(config.out)
-  for flag, spelling in (("--dataset", config.dataset), ("--calibration", user.calibration),
+  for flag, spelling in (("--dataset", config.data.dataset), ("--calibration", user.calibration),
                          ("--train", user.train)):
     name, options = sources.parse(spelling) if spelling else (None, {})
     if name != "folder":
       continue
     folder = _real(options["path"])
     if out == folder or out.startswith(folder.rstrip("/") + "/"):
-      raise audit_config.AuditError(
+      raise tree.AuditError(
           f"--out {config.out} is inside the data folder {options['path']} ({flag}): the "
           "audit would write into your data and read its own files as examples; give an "
           "--out outside it")
@@ -262,12 +200,12 @@ def _check_image_size(config, user, signature):
   Raises:
     AuditError: "--image_size 16x16 is not the model's input size 8x8: ..." (one line).
   """
-  if not config.image_size:
+  if not config.data.image_size:
     return
   (height, width, _), _ = signature
-  given = tuple(int(v) for v in config.image_size)
+  given = tuple(int(v) for v in config.data.image_size)
   if given != (height, width):
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
         f"the images are resized to what {user.references[0]} takes; drop --image_size")
 
@@ -281,14 +219,14 @@ def _calibration(config, user):
   if not user.calibration:
     return None
   if "full_int8" not in user.compress:
-    raise audit_config.AuditError("--calibration calibrates --compress=full_int8; nothing "
+    raise tree.AuditError("--calibration calibrates --compress=full_int8; nothing "
                                   "else uses it")
   name, options = sources.parse(user.calibration)
   if name not in sources.PREFIXES:
-    raise audit_config.AuditError(f"--calibration={user.calibration}: give your own data "
+    raise tree.AuditError(f"--calibration={user.calibration}: give your own data "
                                   "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)")
-  if config.data_dir and name == "tfds":
-    options["data_dir"] = config.data_dir
+  if config.data.data_dir and name == "tfds":
+    options["data_dir"] = config.data.data_dir
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
@@ -297,10 +235,10 @@ def _check_candidates(user, signature):
   seen = set()
   for name, paths in user.candidates:
     if name in seen:
-      raise audit_config.AuditError(f"--candidate {name} given twice")
+      raise tree.AuditError(f"--candidate {name} given twice")
     seen.add(name)
     if len(paths) != len(user.references):
-      raise audit_config.AuditError(
+      raise tree.AuditError(
           f"--candidate {name} has {len(paths)} files for {len(user.references)} references: "
           "give one file per reference, in the same order")
     for path in paths:
@@ -312,16 +250,16 @@ def _check_candidates(user, signature):
 def _check_compress(user, kind, dataset, check_data=True):
   for fmt in user.compress:
     if fmt not in COMPRESS_FORMATS:
-      raise audit_config.AuditError(f"--compress: unknown format {fmt!r} (known: "
+      raise tree.AuditError(f"--compress: unknown format {fmt!r} (known: "
                                     f"{', '.join(COMPRESS_FORMATS)})")
   if user.compress and kind != "keras":
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         "--compress converts the reference model: it needs Keras references (.keras, .h5, "
         "SavedModel), not .tflite files")
   if "full_int8" in user.compress:
     source, split = export_state.calibration_source(dataset)
     if source is dataset and "train" not in dataset.spec.splits:
-      raise audit_config.AuditError(
+      raise tree.AuditError(
           "--compress=full_int8 calibrates on 100 train examples (SPEC §2.3): give "
           "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
     if check_data:
@@ -331,17 +269,17 @@ def _check_compress(user, kind, dataset, check_data=True):
 def _corrupted(config):
   """Corrupted splits: none unless --corruptions asks (at --severities, default 3), generated
   at the size of the user's images (`tf_forget.corruptions`)."""
-  severities = tuple(config.severities or (3,))
+  severities = tuple(config.robustness.severities or (3,))
   out = []
-  for name in config.corruptions or ():
+  for name in config.robustness.corruptions or ():
     for severity in severities:
       corruption_registry.check(name, severity)
       out.append(corruption_registry.split_name(name, severity))
   return tuple(out)
 
 
-def plan(config, plan_cls, check_data=True):
-  """The `plan_cls` (`audit_plan.Plan`) of an audit of `config.user`; writes nothing.
+def plan_fields(config, check_data=True):
+  """The fields of the `audit_plan.Plan` of an audit of `config.user` (a dict); writes nothing.
 
   With `check_data=False` (`--plan`) the data are listed but no image is decoded: the models
   and files are checked, the images are not (issue #36).
@@ -351,10 +289,10 @@ def plan(config, plan_cls, check_data=True):
   """
   user = config.user
   if not user.references:
-    raise audit_config.AuditError("--reference: give at least one model file")
+    raise tree.AuditError("--reference: give at least one model file")
   oneshot = user_prune_plan.variants(config)
   if not user.candidates and not user.compress and not oneshot:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
         f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
   _check_out_apart(config, user)
@@ -372,28 +310,13 @@ def plan(config, plan_cls, check_data=True):
                            members=len(user.references), kind=kind, signature=signature,
                            preset=pruned.preset if pruned else None)
   # Sparse twins of the one-shot members' files as in a trained audit (`deploy_encoding`).
-  encodings = ((names.DEFAULT_ENCODING,) if not pruned or config.deploy_encoding == "plain"
+  encodings = ((names.DEFAULT_ENCODING,) if not pruned or config.deployment.encoding == "plain"
                else (names.DEFAULT_ENCODING, "sparse"))
-  return plan_cls(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
-                  encodings=encodings, corrupted=_corrupted(config), noise=None,
-                  dataset=dataset, robustness_members=tuple(range(pop.members)),
-                  oneshot=pruned.variants if pruned else (),
-                  oneshot_schedule=pruned.schedule if pruned else None, user=user)
-
-
-def identity(config, p):
-  """The audit.json identity of an audit of the user's models (`run_identity`)."""
-  user = config.user
-  return {"user": {"references": list(user.references),
-                   "candidates": {n: list(paths) for n, paths in user.candidates},
-                   "compress": list(user.compress), "output_index": user.output_index,
-                   "calibration": user.calibration, "train": user.train},
-          **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
-          "dataset": p.population.dataset,
-          "dataset_options": predictions.without_content(p.population.dataset_options),
-          "members": p.population.members, "variants": list(p.variants),
-          "quantizations": list(p.quantizations), "encodings": list(p.encodings),
-          "corruptions": list(p.corrupted), "noise": None}
+  return dict(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
+              encodings=encodings, corrupted=_corrupted(config), noise=None,
+              dataset=dataset, robustness_members=tuple(range(pop.members)),
+              oneshot=pruned.variants if pruned else (),
+              oneshot_schedule=pruned.schedule if pruned else None, user=user)
 
 
 def describe(p):

@@ -28,8 +28,8 @@ fewer examples than a fine-tuning (or g's) batch after the validation hold-out.
 
 import dataclasses
 
-from eval import audit_config
 from tf_forget.artifacts import names
+from tf_forget.config import tree
 from tf_forget.data import sources
 from tf_forget.data import train_view
 from tf_forget.prune import gradient as prune_gradient
@@ -62,13 +62,13 @@ def variants(config):
       one-shot variant.
   """
   trained, oneshot, iterative = prune_population.split_variants(
-      list(config.variants or ()) + list(config.oneshot_variants or ()))
+      list(config.population.variants or ()) + list(config.pruning.oneshot.variants or ()))
   other = [v for v in trained + iterative if v != names.DENSE]
   if other:
-    raise audit_config.AuditError(f"{', '.join(other)} describe a population tf_forget "
+    raise tree.AuditError(f"{', '.join(other)} describe a population tf_forget "
                                   "trains; your model can be pruned one-shot (--pruning=oneshot)")
-  if config.oneshot_overrides and not oneshot:
-    raise audit_config.AuditError("one-shot options given but no one-shot variant asked for "
+  if config.pruning.oneshot.overrides() and not oneshot:
+    raise tree.AuditError("one-shot options given but no one-shot variant asked for "
                                   "(--pruning=oneshot)")
   return tuple(dict.fromkeys(oneshot))
 
@@ -82,31 +82,31 @@ def train_option(config, user, kind, oneshot):
       without one-shot variants, or not a spelling of the user's own data.
   """
   if oneshot and kind != "keras":
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
         "references (.keras, .h5, SavedModel), not .tflite files")
   for path in user.references if oneshot else ():
     found = imported.model_kind(path)
     if found != "tf_keras":  # Keras 3 files and SavedModels (issue #36)
-      raise audit_config.AuditError(
+      raise tree.AuditError(
           f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
           f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
           "build the same model with tf_keras (import tf_keras), set its weights and save it, "
           "or audit this file without --pruning")
   if oneshot and not user.train:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: "
         f"{SPELLINGS})")
   if not user.train:
     return None
   if not oneshot:
-    raise audit_config.AuditError("--train is the data one-shot pruning fine-tunes on: give "
+    raise tree.AuditError("--train is the data one-shot pruning fine-tunes on: give "
                                   "--pruning=oneshot, or leave --train out")
   name, options = sources.parse(user.train)
   if name not in sources.PREFIXES:
-    raise audit_config.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
-  if config.data_dir and name == "tfds":
-    options["data_dir"] = config.data_dir
+    raise tree.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
+  if config.data.data_dir and name == "tfds":
+    options["data_dir"] = config.data.data_dir
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
@@ -122,7 +122,7 @@ def _weight_decay(user, oneshot):
     decays |= imported.trainable(path, user.output_index, user.trust_model_code)
   ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
   if len(decays) > 1 and ups:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"{ups[0]} scores with one weight decay ε (SPEC §6.1), but your reference"
         f"{'s were' if len(user.references) > 1 else ' was'} trained with several: "
         f"{', '.join(f'{e:g}' for e in sorted(decays))}; leave out up (--algorithms)")
@@ -141,7 +141,7 @@ def _check_examples(user, view, schedule, oneshot):
       need, what = grad, (f"g's {schedule.grad_batches} batch(es) of "
                           f"{schedule.grad_batch_size} (--grad_batches)")
   if kept < need:
-    raise audit_config.AuditError(
+    raise tree.AuditError(
         f"--train={user.train} has {n} examples in split {view.split!r}, {kept} after the "
         f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
 
@@ -150,8 +150,8 @@ def plan(config, user, dataset, oneshot, check_data=True):
   """The `OneshotPlan` of `oneshot` (None if empty); checks everything, writes nothing.
 
   Args:
-    config: the `audit_config.AuditConfig`.
-    user: its `user_plan.UserModels`.
+    config: the `tree.AuditConfig`.
+    user: its `tree.UserModels`.
     dataset: the audited data set, with the `train_data` option (`train_option`).
     oneshot: `variants(config)`.
     check_data: decode the first train image (False: `--plan`, the files listed only).
@@ -161,7 +161,7 @@ def plan(config, user, dataset, oneshot, check_data=True):
   """
   if not oneshot:
     return None
-  schedule = oneshot_schedule.get(imported.PRESET, **dict(config.oneshot_overrides or {}))
+  schedule = oneshot_schedule.get(imported.PRESET, **dict(config.pruning.oneshot.overrides() or {}))
   view = train_view.of(dataset)
   if check_data:  # `--plan` decodes no image (issue #36)
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image

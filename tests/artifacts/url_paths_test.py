@@ -16,8 +16,9 @@ import pytest
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
-from tf_forget.artifacts import swap
 from tf_forget.artifacts import hashing
+from tf_forget.artifacts import swap
+from tf_forget.config import tree
 
 tf = pytest.importorskip("tensorflow")
 
@@ -144,10 +145,13 @@ def test_url_parent_is_not_the_scheme(monkeypatch):
 
 # The audit, on ram:// and on a local directory.
 
-_AUDIT = dict(dataset="digits", preset="tiny", members=2, variants=["dense", "prune_0.5"],
-              quantizations=["dynamic_int8"], corruptions=["gaussian_noise"], severities=[3],
-              noise_levels=[0.0, 0.1], noise_draws=2, noise_examples=50, steps=60,
-              preset_overrides={"checkpoint_every": 30}, deploy_encoding="plain")
+_AUDIT = {"data": {"dataset": "digits"},
+          "population": {"preset": "tiny", "members": 2, "variants": ["dense", "prune_0.5"],
+                         "steps": 60, "preset_overrides": {"checkpoint_every": 30}},
+          "formats": {"quantizations": ["dynamic_int8"]},
+          "robustness": {"corruptions": ["gaussian_noise"], "severities": [3]},
+          "noise": {"levels": [0.0, 0.1], "draws": 2, "examples": 50},
+          "deployment": {"encoding": "plain"}}
 # Timings (and what depends on them: the encoding chosen by the latency bound) differ between
 # two runs; everything else in the report must be equal.
 _TIMED = ("seconds", "wall_time", "latency", "per_second", "_ms", "encoding", "runtime", "shipped",
@@ -178,7 +182,6 @@ def _predictions(out):
 
 
 def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
-  from eval import audit_config  # pylint: disable=g-import-not-at-top
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
 
   cwd = tmp_path / "cwd"
@@ -189,7 +192,7 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
   results = {}
   for out in (local, ram):
     t0 = time.time()
-    results[out] = audit_lib.run_audit(audit_config.AuditConfig(out=out, **_AUDIT),
+    results[out] = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=out)),
                                        log=lambda s: None)
     print(f"audit on {out}: {time.time() - t0:.0f} s")
   assert list(cwd.iterdir()) == []  # the ram:// run wrote nothing locally
@@ -225,7 +228,8 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
 
   # A second run on ram:// reuses every artifact: exists / listdir / hashes work there.
   lines, t0 = [], time.time()
-  report2, _ = audit_lib.run_audit(audit_config.AuditConfig(out=ram, **_AUDIT), log=lines.append)
+  report2, _ = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=ram)),
+                                   log=lines.append)
   assert not [line for line in lines if "redo" in line], lines
   assert _strip(report2["variants"], ram) == _strip(report["variants"], ram)
   print(f"re-run on {ram}: {time.time() - t0:.0f} s")

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from eval import audit_config
 from eval import audit_plan
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.config import tree
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import base
 from tf_forget.data import protocols
@@ -87,19 +87,17 @@ def test_unknown_data_set():
 
 
 def test_audit_defaults_resolve_from_the_protocol(tmp_path):
-  celeb_a = audit_config.AuditConfig(dataset="celeb_a", out=str(tmp_path))
-  assert audit_plan._corruption_splits(celeb_a) == []  # pylint: disable=protected-access
-  assert audit_plan._noise_protocol(celeb_a) is None  # pylint: disable=protected-access
-  cifar = audit_config.AuditConfig(dataset="cifar10", out=str(tmp_path))
-  noise = audit_plan._noise_protocol(cifar)  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  default, seed = tree.Robustness(), 0
+  assert audit_plan._corruption_splits(protocols.get("celeb_a"), default, False) == []
+  assert audit_plan._noise_protocol(protocols.get("celeb_a"), tree.Noise(), seed) is None
+  noise = audit_plan._noise_protocol(protocols.get("cifar10"), tree.Noise(), seed)
   assert noise.eps == noise_artifact.PAPER_EPS and noise.draws == 100
-  digits = audit_config.AuditConfig(dataset="digits", out=str(tmp_path))
-  splits = audit_plan._corruption_splits(digits)  # pylint: disable=protected-access
+  splits = audit_plan._corruption_splits(protocols.get("digits"), default, False)
   assert len(splits) == len(corruption_registry.CORRUPTIONS) and splits[0].endswith("@3")
-  imagenet = audit_config.AuditConfig(dataset="imagenet2012", out=str(tmp_path),
-                                     corruptions=["fog"])
-  assert audit_plan._corruption_splits(imagenet) == [  # pylint: disable=protected-access
-      f"fog@{s}" for s in range(1, 6)]
+  assert audit_plan._corruption_splits(protocols.get("imagenet2012"), tree.Robustness(
+      corruptions=("fog",)), False) == [f"fog@{s}" for s in range(1, 6)]
+  # pylint: enable=protected-access
   assert audit_plan.robustness_members(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
   assert audit_plan.robustness_members(protocols.get("imagenet2012"), 3) == (0, 1, 2)
   assert audit_plan.robustness_members(protocols.get("digits"), 7) == tuple(range(7))

@@ -45,9 +45,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sp_stats
 
-from eval import audit_config
 from eval import audit_lib
 from tests.eval import run_digest
+from tf_forget.config import tree
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(TESTS, "fixtures")
@@ -63,12 +63,15 @@ NOISE = {"levels": [0.0, 0.4], "draws": 3}
 def _config(dataset, out):
   # The fixtures' population (tests/fixtures/make_fixtures.py): 3 members x dense/prune_0.9,
   # digits preset at 300 steps; every post-training format of the dense members.
-  return audit_config.AuditConfig(
-      dataset=dataset, out=out, preset="digits", members=3, variants=["dense", "prune_0.9"],
-      quantizations=["float16", "dynamic_int8", "full_int8"], pruned_quantizations=[],
-      deploy_encoding="plain", corruptions=["gaussian_noise", "glass_blur"], severities=[3],
-      noise_levels=NOISE["levels"], noise_draws=NOISE["draws"], steps=300,
-      preset_overrides={"checkpoint_every": 100})
+  return tree.AuditConfig(
+      out=out, data=tree.Data(dataset=dataset),
+      population=tree.Population(preset="digits", members=3, variants=("dense", "prune_0.9"),
+                                 steps=300, preset_overrides={"checkpoint_every": 100}),
+      formats=tree.Formats(quantizations=("float16", "dynamic_int8", "full_int8"),
+                           pruned_quantizations=()),
+      deployment=tree.Deployment(encoding="plain"),
+      robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)),
+      noise=tree.Noise(levels=tuple(NOISE["levels"]), draws=NOISE["draws"]))
 
 
 @pytest.fixture(scope="module")

@@ -21,19 +21,21 @@ ranking of subgroups was luck (the claim failed on a fresh machine). At 600 step
 
 import pytest
 
-from eval import audit_config
 from eval import audit_lib
+from tf_forget.config import tree
 
 STEPS = {"digits": 300, "digits_biased": 600}
 
 
 def _audit(dataset, out, population_seed=0):
-  config = audit_config.AuditConfig(
-      dataset=dataset, out=str(out), preset="digits", members=3,
-      variants=["dense", "prune_0.9"], quantizations=["full_int8"], pruned_quantizations=[],
-      deploy_encoding="plain", corruptions=["gaussian_noise", "glass_blur"], severities=[3],
-      steps=STEPS[dataset], population_seed=population_seed,
-      preset_overrides={"checkpoint_every": 100})
+  config = tree.AuditConfig(
+      out=str(out), data=tree.Data(dataset=dataset),
+      population=tree.Population(preset="digits", members=3, variants=("dense", "prune_0.9"),
+                                 steps=STEPS[dataset], population_seed=population_seed,
+                                 preset_overrides={"checkpoint_every": 100}),
+      formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
+      deployment=tree.Deployment(encoding="plain"),
+      robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)))
   report, _ = audit_lib.run_audit(config, log=lambda _: None)
   return report
 

@@ -12,7 +12,6 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from eval import audit
-from eval import audit_config
 from eval import audit_lib
 from eval import audit_plan
 from eval import run_identity
@@ -20,21 +19,27 @@ from eval import tasks
 from tests import binary_main
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
+from tf_forget.config import tree
 from tf_forget.corruptions import published
 from tf_forget.data import registry
 
 SPLITS = ["gaussian_noise@3", "glass_blur@3"]
 
 
-def _config(out, **overrides):
-  """A tiny cifar10 population: the small CNN, 2 members, dense and its float16 files."""
-  values = dict(
-      dataset="cifar10", out=str(out), model="small_cnn", members=2, variants=["dense"],
-      quantizations=["float16"], corruptions=["gaussian_noise", "glass_blur"], severities=[3],
-      noise_levels=[], deploy_encoding="plain", robustness="published", steps=4,
-      preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"})
-  values.update(overrides)
-  return audit_config.AuditConfig(**values)
+def _config(out, overrides=None):
+  """A tiny cifar10 population: the small CNN, 2 members, dense and its float16 files;
+  `overrides`: {field path: value} (`tree.with_overrides`)."""
+  config = tree.AuditConfig(
+      out=str(out), data=tree.Data(dataset="cifar10"),
+      population=tree.Population(
+          model="small_cnn", members=2, variants=("dense",), steps=4,
+          preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"}),
+      formats=tree.Formats(quantizations=("float16",)),
+      robustness=tree.Robustness(source="published", corruptions=("gaussian_noise",
+                                                                   "glass_blur"),
+                                 severities=(3,)),
+      noise=tree.Noise(levels=()), deployment=tree.Deployment(encoding="plain"))
+  return tree.with_overrides(config, overrides or {})
 
 
 def _missing(prefix):
@@ -62,9 +67,9 @@ def test_plan_published_on_cifar10(tmp_path):
   assert identity["robustness"] == {"source": "published", "corrupted_suite": "cifar10_corrupted",
                                     "extra_splits": {"cifar10_1": "cifar10_1"}}
   assert identity["corruptions"] == SPLITS
-  assert _config(tmp_path).to_json()["robustness"] == "published"
+  assert _config(tmp_path).to_json()["robustness"]["source"] == "published"
   # The default records nothing new: run directories made before the option keep their identity.
-  generated = _config(tmp_path, robustness="generated")
+  generated = _config(tmp_path, {"robustness.source": "generated"})
   g = audit_plan.plan(generated, check_data=False)
   assert g.published is None and g.extra_splits == ()
   assert "robustness" not in run_identity.audit_identity(generated, g)
@@ -72,7 +77,7 @@ def test_plan_published_on_cifar10(tmp_path):
 
 
 def test_published_on_digits_is_one_line_naming_it(tmp_path):
-  config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path), robustness="published")
+  config = tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(source="published"))
   with pytest.raises(published.PublishedError) as e:
     audit_plan.plan(config, check_data=False)
   assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
@@ -80,14 +85,14 @@ def test_published_on_digits_is_one_line_naming_it(tmp_path):
   code = binary_main.run_main(audit.main, "audit", dataset="digits", robustness="published",
                               plan=True)
   assert code == f"audit: error: {e.value}"
-  with pytest.raises(audit_config.AuditError, match="robustness must be one of generated, "):
-    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out=str(tmp_path),
-                                            robustness="both"), check_data=False)
+  with pytest.raises(tree.AuditError, match="robustness.source must be one of generated, "):
+    audit_plan.plan(tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(
+        source="both")), check_data=False)
 
 
 def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_path):
   data_dir = str(tmp_path / "tfds")
-  config = _config(tmp_path / "run", data_dir=data_dir)
+  config = _config(tmp_path / "run", {"data.data_dir": data_dir})
   with tfds.testing.mock_data(as_dataset_fn=_missing("cifar10_1")):
     with pytest.raises(errors.Error) as e:
       audit_plan.plan(config)
@@ -100,9 +105,11 @@ def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_
 
 def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
   def counts(robustness):
-    text = audit_plan.plan_report(audit_config.AuditConfig(
-        dataset="cifar10", out="/nonexistent", members=5, variants=["dense"],
-        quantizations=[], corruptions=["fog"], severities=[3], robustness=robustness))
+    text = audit_plan.plan_report(tree.AuditConfig(
+        out="/nonexistent", data=tree.Data(dataset="cifar10"),
+        population=tree.Population(members=5, variants=("dense",)),
+        formats=tree.Formats(quantizations=()),
+        robustness=tree.Robustness(source=robustness, corruptions=("fog",), severities=(3,))))
     return {line.split()[0]: line for line in text.splitlines()[1:5]}
 
   generated, pub = counts("generated"), counts("published")
@@ -124,7 +131,8 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   with tfds.testing.mock_data(num_examples=8):
     # The robustness stage's tasks (eval.file_stages -> eval.tasks.evaluate_files, in this
     # process); its finish writes the published splits' agreement tables from their files.
-    report, _ = audit_lib.run_audit(_config(run, executor="local", workers=0),
+    report, _ = audit_lib.run_audit(_config(run, {"execution.executor": "local",
+                                                  "execution.workers": 0}),
                                     log=logs.append)
     suite = published.PublishedSuite(registry.get("cifar10"), SPLITS + ["cifar10_1"])
     want_ids = {s: suite.identity(s) for s in suite.splits}

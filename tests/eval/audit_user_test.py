@@ -18,6 +18,7 @@ from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
+from tf_forget.config import tree
 from tf_forget.data import registry
 
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
@@ -58,7 +59,7 @@ def test_k1_audit_reports_and_ships_the_users_file(user, k1):
   report = json.loads((user / "k1" / "report.json").read_text())
   assert set(report["variants"]) == {"dense", "dynamic_int8", "user_int8"}
   assert all(v["members"] == 1 for v in report["variants"].values())
-  assert report["config"]["user"]["candidates"] == {"int8": [str(user / "int8_0.tflite")]}
+  assert report["config"]["user"]["candidates"] == [["int8", [str(user / "int8_0.tflite")]]]
   manifest = json.loads((user / "k1" / "deploy" / "manifest.json").read_text())
   shipped = {f["variant"]: f for f in manifest["files"]}
   assert shipped["user_int8"]["sha256"] == audit_binary.sha256(user / "int8_0.tflite")
@@ -334,9 +335,7 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
 def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   """--dataset=tfds:mnist (a mock tfds data set) and --dataset=tfrecord:GLOB (written here):
   the same K = 1 audit, in this process (tfds' mock lives in it)."""
-  from eval import audit_config  # pylint: disable=g-import-not-at-top
   from eval import audit_lib  # pylint: disable=g-import-not-at-top
-  from eval import user_plan  # pylint: disable=g-import-not-at-top
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   keras = keras2.keras()
   keras.utils.set_random_seed(0)
@@ -345,12 +344,12 @@ def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   model.save(str(tmp_path / "m.keras"))
   (tmp_path / "m.tflite").write_bytes(user_files.convert(model, None, int8=False))
   # An untrained model on tfds' random mock images scores at chance: no scaling check (#36).
-  user = user_plan.UserModels(references=(str(tmp_path / "m.keras"),),
+  user = tree.UserModels(references=(str(tmp_path / "m.keras"),),
                               candidates=(("f32", (str(tmp_path / "m.tflite"),)),),
                               input_scaling_check=False)
   with tfds.testing.mock_data(num_examples=12):
-    config = audit_config.AuditConfig(dataset="tfds:mnist", out=str(tmp_path / "tfds"),
-                                      user=user, deploy_encoding="plain", executor="inline")
+    config = tree.AuditConfig(out=str(tmp_path / "tfds"), data=tree.Data(dataset="tfds:mnist"),
+                              user=user, deployment=tree.Deployment(encoding="plain"))
     report, _ = audit_lib.run_audit(config, log=lambda line: None)
     images = registry.get("mnist").load("test")
   assert set(report["variants"]) == {"dense", "user_f32"}
@@ -362,10 +361,10 @@ def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
               value=[tf.io.encode_png(image).numpy()])),
           "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(
               value=[int(label)]))})).SerializeToString())
-  config = audit_config.AuditConfig(
-      dataset=f"tfrecord:{tmp_path}/*.tfrecord", out=str(tmp_path / "rec"),
+  config = tree.AuditConfig(
+      out=str(tmp_path / "rec"), data=tree.Data(dataset=f"tfrecord:{tmp_path}/*.tfrecord"),
       user=dataclasses.replace(user, class_names=tuple(str(c) for c in range(10))),
-      deploy_encoding="plain", executor="inline")
+      deployment=tree.Deployment(encoding="plain"))
   again, _ = audit_lib.run_audit(config, log=lambda line: None)
   # The same images and model: the same top-1 through either source.
   assert again["variants"]["user_f32"]["top1"] == report["variants"]["user_f32"]["top1"]

@@ -8,9 +8,9 @@ from absl.testing import flagsaver
 import pytest
 
 from eval import audit
-from eval import audit_config
 from eval import audit_plan
 from eval import costs
+from tf_forget.config import tree
 from tf_forget.data import protocols
 
 SMALL = costs.PlanInputs(
@@ -77,7 +77,8 @@ def test_missing_model_is_said_not_invented():
 
 def test_celeb_a_default_plan_matches_the_protocol(tmp_path):
   out = tmp_path / "celeb_a"
-  text = audit_plan.plan_report(audit_config.AuditConfig(dataset="celeb_a", out=str(out)))
+  text = audit_plan.plan_report(tree.AuditConfig(out=str(out),
+                                                          data=tree.Data(dataset="celeb_a")))
   assert not out.exists()  # nothing written, no data read
   proto = protocols.get("celeb_a")
   k, pruned, test = 30, 6, 19_962  # 004: K = 30; dense + 6 sparsities (SPEC §2.3)

@@ -13,7 +13,6 @@ import os
 
 import pytest
 
-from eval import audit_config
 from eval import audit_lib
 from eval import driver
 from eval import stages as stages_lib
@@ -21,6 +20,7 @@ from tf_forget import executor as executor_lib
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import lineage
+from tf_forget.config import tree
 
 TASK = "tests.eval.driver_test:write_value"
 
@@ -135,10 +135,12 @@ def test_a_stage_added_to_the_audit_runs_and_is_reused(tmp_path, monkeypatch):
   listed = stages_lib.audit_stages
   monkeypatch.setattr(stages_lib, "audit_stages", lambda plan: listed(plan) + [
       ("digests", [DigestStage()])])
-  config = audit_config.AuditConfig(
-      dataset="digits", out=str(tmp_path / "run"), preset="tiny", members=2,
-      variants=["dense"], steps=40, quantizations=[], pruned_quantizations=[],
-      deploy_encoding="plain", corruptions=[], noise_levels=[], executor="inline")
+  config = tree.AuditConfig(
+      out=str(tmp_path / "run"),
+      population=tree.Population(preset="tiny", members=2, variants=("dense",), steps=40),
+      formats=tree.Formats(quantizations=(), pruned_quantizations=()),
+      deployment=tree.Deployment(encoding="plain"), robustness=tree.Robustness(corruptions=()),
+      noise=tree.Noise(levels=()), execution=tree.Execution(executor="inline"))
   logs = []
   audit_lib.run_audit(config, log=logs.append)
   assert any(line.startswith("== 4/7 digests") for line in logs), logs

@@ -15,10 +15,10 @@ import os
 
 import pytest
 
-from eval import audit_config
 from eval import audit_lib
 from eval import audit_plan
 from tests.eval import run_digest
+from tf_forget.config import tree
 from tf_forget.train import presets
 
 ALL_FORMATS = ("float32", "full_int8")
@@ -26,11 +26,14 @@ RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
 
 
 def _config(out, executor, workers):
-  return audit_config.AuditConfig(
-      dataset="digits", out=out, preset="tiny", members=2, variants=["dense", "prune_0.5"],
-      quantizations=["full_int8"], pruned_quantizations=[], deploy_encoding="plain",
-      corruptions=["gaussian_noise", "contrast"], severities=[3], noise_levels=[0.0, 0.5],
-      noise_draws=2, noise_examples=50, executor=executor, workers=workers)
+  return tree.AuditConfig(
+      out=out, population=tree.Population(preset="tiny", members=2,
+                                          variants=("dense", "prune_0.5")),
+      formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
+      deployment=tree.Deployment(encoding="plain"),
+      robustness=tree.Robustness(corruptions=("gaussian_noise", "contrast"), severities=(3,)),
+      noise=tree.Noise(levels=(0.0, 0.5), draws=2, examples=50),
+      execution=tree.Execution(executor=executor, workers=workers))
 
 
 def _models(run):
@@ -86,10 +89,10 @@ def test_a_rerun_on_another_executor_reuses_everything(runs):
 
 
 def test_ram_paths_need_the_inline_executor():
-  with pytest.raises(audit_config.AuditError, match="use --executor=inline"):
-    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out="ram://run", executor="local"))
-  with pytest.raises(audit_config.AuditError, match="executor must be one of"):
-    audit_plan.plan(audit_config.AuditConfig(dataset="digits", out="/tmp/x", executor="spark"))
+  with pytest.raises(tree.AuditError, match="use --executor=inline"):
+    audit_plan.plan(tree.AuditConfig(out="ram://run", execution=tree.Execution("local")))
+  with pytest.raises(tree.AuditError, match="executor must be one of"):
+    audit_plan.plan(tree.AuditConfig(out="/tmp/x", execution=tree.Execution("spark")))
 
 
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))

@@ -19,8 +19,8 @@ import tensorflow as tf
 from tests.eval import audit_binary
 from tests.tflite_export import model_explorer_schema
 from tf_forget.artifacts import predictions
-from tf_forget.stats import paired
 from tf_forget.data import registry
+from tf_forget.stats import paired
 
 ARGS = ["--preset=tiny", "--members=2", "--variants=dense", "--steps=40",
         "--quantizations=full_int8", "--pruned_quantizations=none", "--corruptions=none",
@@ -170,7 +170,7 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
   report = _json(out / "report.json")
   assert [r["variant"] for r in report["tables"]["repair"]] == ["full_int8~float1",
                                                                "full_int8~float2"]
-  assert report["config"]["repairs"] == ["float1", "float2"]
+  assert report["config"]["repair"]["repairs"] == ["float1", "float2"]
   for k in (0, 1):
     one, two = (_json(out / "tflite" / "dense" / str(k) / f"full_int8~float{n}.json")[
         "repair"]["float_nodes"] for n in (1, 2))

@@ -6,15 +6,14 @@ worker's estimated time it makes the inline executor and says why in one line; a
 was asked.
 """
 
-import types
-
 import pytest
 
 from eval import stages
+from tf_forget.config import tree
 
 
 def _config(executor="local", workers=None):
-  return types.SimpleNamespace(executor=executor, workers=workers, ray_address=None)
+  return tree.Execution(executor=executor, workers=workers)
 
 
 @pytest.mark.parametrize("config,seconds,kind", [

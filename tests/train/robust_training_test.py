@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from eval import audit
-from eval import audit_config
 from eval import audit_plan
 from eval import run_identity
 from tests import import_check
+from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
 from tf_forget.data import registry
 from tf_forget.train import inputs
@@ -166,22 +166,22 @@ def test_preset_round_trips_through_json(preset):
 
 
 def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
-  config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path / "run"),
-                                    robust_training=True)
+  config = tree.AuditConfig(out=str(tmp_path / "run"),
+                            population=tree.Population(robust_training=True))
   p = audit_plan.plan(config, check_data=False)
   assert p.population.preset.train_corruptions == ROBUST
   assert p.population.preset.train_corruption_severity == 3
   assert p.corrupted == tuple(f"{c}@3" for c in robust_training.ROBUST_TEST_CORRUPTIONS)
   assert run_identity.audit_identity(config, p)["preset_params"]["train_corruptions"] == list(
       ROBUST)
-  assert config.to_json()["robust_training"] is True
+  assert config.to_json()["population"]["robust_training"] is True
   given = audit_plan.plan(dataclasses.replace(config, corruptions=["fog"], severities=[2]),
                           check_data=False)
   assert given.corrupted == ("fog@2",) and given.population.preset.train_corruptions == ROBUST
-  plain_config = audit_config.AuditConfig(dataset="digits", out=str(tmp_path / "plain"))
+  plain_config = tree.AuditConfig(out=str(tmp_path / "plain"))
   plain = audit_plan.plan(plain_config, check_data=False)
   assert plain.population.preset.train_corruptions == ()
-  assert "robust_training" not in plain_config.to_json()
+  assert plain_config.to_json()["population"]["robust_training"] is False
   assert "train_corruptions" not in run_identity.audit_identity(plain_config, plain)[
       "preset_params"]
   assert not (tmp_path / "run").exists()

@@ -27,7 +27,6 @@ from tf_forget.artifacts import swap
 from tf_forget.report import collect
 from tf_forget.report import deployment as deployment_lib
 from tf_forget.report import divergence_report
-from tf_forget.report import repair_report
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
@@ -38,6 +37,7 @@ from tf_forget.report import noise as noise_lib
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import prune_retrain
 from tf_forget.report import registry
+from tf_forget.report import repair_report
 from tf_forget.report import single_network
 from tf_forget.report import verdict as verdict_lib
 from tf_forget.report import wording
@@ -202,7 +202,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 
   Args:
     run_dir: run directory with `predictions/` (docs/artifacts/predictions.md).
-    config: the run's configuration (JSON-ready dict), stored as is in report.json.
+    config: the run's configuration (`tf_forget.config.tree.AuditConfig.to_json`, a JSON
+      dict), stored as is in report.json; its `repair.repairs`, `gates` and `user` are read.
     dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
     gallery_size: Taxicab CIE cards shown per variant family (a trained variant and its
       quantized children, each example once), and largest-KL examples per compressed
@@ -233,7 +234,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
   div = Part(*divergence_report.compute(run, size=gallery_size))  # from the logits (#29)
   why = Part(*repair_report.compute(  # per-layer error and repairs (#29, #36)
-      run, repair_asked=bool((config or {}).get("repairs"))))
+      run, repair_asked=bool(((config or {}).get("repair") or {}).get("repairs"))))
   m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1, div, why])  # k1: K = 1 (#28)
   gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
   gallery_json = gallery_lib.without_images(gallery)

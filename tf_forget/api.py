@@ -1,0 +1,127 @@
+"""tf_forget as a library: run an audit, or read a finished one (issue #38).
+
+    from tf_forget import api
+
+    config = api.AuditConfig(out="/tmp/run", data=api.Data(dataset="digits"),
+                             user=api.UserModels(references=("model.keras",),
+                                                 candidates=(("int8", ("int8.tflite",)),)))
+    result = api.audit(config)              # validates everything first, then runs
+    result.passed                           # False: a gate failed (the binary exits 3)
+    result.verdict["variant"], result.verdict["why"]
+    result.tables["verdict"]                # every report table as a pandas DataFrame
+    api.load_report("/tmp/run")             # the same Result of a finished run
+
+`AuditConfig` and its sections are `tf_forget.config.tree`'s (one configuration, to_json /
+from_json, `validate`); `load_config` reads a configuration file or a run's `audit.json`. The
+audit binary (`eval/audit.py`), the examples and the benchmarks use this module.
+"""
+
+import dataclasses
+import io
+import os
+from typing import Mapping, Optional, Tuple
+
+import pandas as pd
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layout
+from tf_forget.config import tree
+
+# The configuration's classes, for callers of this module (their one home is `tree`).
+AuditConfig = tree.AuditConfig
+Data, Population, Pruning, Oneshot, Iterative = (tree.Data, tree.Population, tree.Pruning,
+                                                 tree.Oneshot, tree.Iterative)
+Formats, Robustness, Noise, Deployment = tree.Formats, tree.Robustness, tree.Noise, \
+    tree.Deployment
+Execution, Repair, UserModels = tree.Execution, tree.Repair, tree.UserModels
+AuditError = tree.AuditError
+load_config, save_config, with_overrides = tree.load, tree.save, tree.with_overrides
+REPORT_JSON = "report.json"
+MANIFEST = os.path.join("deploy", "manifest.json")
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+  """A finished audit.
+
+  Attributes:
+    run_dir: the run directory.
+    passed: True when every gate holds for every variant (the binary's exit status 0, else 3).
+    failed_variants: the variants a gate failed.
+    verdict: the report's recommendation: `variant`, `file`, `why`, `rule`, `caveats` (and,
+      with the user's files, what they forgot and why), or None when nothing is recommended.
+    tables: every report table ({name: DataFrame}, as `tables/<name>.csv`).
+    report: report.json as a dict.
+    manifest: the deployment bundle's manifest.json as a dict.
+    paths: {"report_html", "report_json", "tables", "bundle", "audit_json"}.
+  """
+  run_dir: str
+  passed: bool
+  failed_variants: Tuple[str, ...]
+  verdict: Optional[dict]
+  tables: Mapping[str, pd.DataFrame]
+  report: dict
+  manifest: dict
+  paths: Mapping[str, str]
+
+
+def _paths(run_dir):
+  join = fileio.join if fileio.is_url(run_dir) else os.path.join
+  return {"report_html": join(run_dir, "report.html"),
+          "report_json": join(run_dir, REPORT_JSON),
+          "tables": join(run_dir, "tables"),
+          "bundle": join(run_dir, MANIFEST),
+          "audit_json": layout.audit_file(run_dir)}
+
+
+def _result(run_dir, report, manifest):
+  paths = _paths(run_dir)
+  tables = {}
+  for name in sorted(report.get("tables") or {}):
+    data = fileio.read_bytes(f"{paths['tables']}/{name}.csv")
+    tables[name] = pd.read_csv(io.BytesIO(data)) if data.strip() else pd.DataFrame()
+  failed = tuple(manifest.get("failed_variants") or ())
+  return Result(run_dir=run_dir, passed=not failed, failed_variants=failed,
+                verdict=report.get("recommendation"), tables=tables, report=report,
+                manifest=manifest, paths=paths)
+
+
+def audit(config, log=print, on_locked=None):
+  """Runs the audit of `config` (an `AuditConfig`) and returns its `Result`.
+
+  Everything is checked before anything is written; a run directory made with the same
+  configuration is resumed (its current artifacts reused).
+
+  Args:
+    config: an `AuditConfig` (or its JSON dict).
+    log: callable(str) taking the progress lines.
+    on_locked: optional callable(out), called once the run directory is locked.
+
+  Raises:
+    errors.Error subclasses with a one-line message (`eval.audit_lib.run_audit`).
+  """
+  from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  if isinstance(config, dict):
+    config = AuditConfig.from_json(config)
+  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked)
+  return _result(config.out, report, manifest)
+
+
+def plan(config, unit_costs=None):
+  """The cost plan of `config` as text (nothing written, no data read: `eval.audit_plan`)."""
+  from eval import audit_plan  # pylint: disable=g-import-not-at-top
+  return audit_plan.plan_report(config, unit_costs)
+
+
+def load_report(run_dir):
+  """The `Result` of a finished run directory (its report.json, bundle and tables).
+
+  Raises:
+    errors.ReadError: no report or bundle there (the audit has not finished), one line.
+  """
+  report = fileio.read_json(_paths(run_dir)["report_json"], "report")
+  manifest = fileio.read_json(_paths(run_dir)["bundle"], "deployment manifest")
+  if not isinstance(report, dict) or not isinstance(manifest, dict):
+    raise errors.ReadError(f"{run_dir} holds no tf_forget report")
+  return _result(run_dir, report, manifest)

@@ -47,7 +47,7 @@ import time
 from eval import audit_plan
 from eval import data_identity
 from eval import deploy
-from eval import encodings as encodings_lib
+from eval import final_stages
 from eval import input_scaling
 from eval import run_identity
 from eval import stages
@@ -195,31 +195,17 @@ def _run_locked(config, p, identity, log, hashed=()):
       log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
-    sections = stages.audit_stages(p)
-    plain_variants = stages.make_predictions(p, config.out, config.deployment.num_threads, executor,
-                                            sections, t_start, log)
+    made, final = stages.audit_stages(p), final_stages.sections()
+    ctx = stages.context(p, config.out, config.deployment.num_threads, executor, log,
+                         final_stages.Final(config.deployment, config.gates, config.to_json(),
+                                            config.human_study))
+    stages.run_sections(made, ctx, executor, t_start, log, total=len(made) + len(final))
   finally:
     executor.close()
-  dataset, corrupted = p.dataset, list(p.corrupted)
-  n = len(sections)
-  stages.header(log, n + 1, "deployment encodings", t_start, n + 3)
-  chosen = encodings_lib.choose(
-      config.out, plain_variants, dataset.spec.eval_split, mode=config.deployment.encoding,
-      max_latency_ratio=config.deployment.max_latency_ratio,
-      num_threads=config.deployment.num_threads, remeasure=config.deployment.remeasure_latency,
-      log=lambda line: log(f"  {line}"))
-
-  stages.header(log, n + 2, "report", t_start, n + 3)
-  report = report_write.write_report(config.out, config.out, config.to_json(), log=log,
-                                     dataset=dataset, human_study=config.human_study,
-                                     variants=plain_variants,
-                                     splits=[dataset.spec.eval_split] + corrupted
-                                     + list(p.extra_splits))
-
-  stages.header(log, n + 3, "deployment bundle", t_start, n + 3)
-  manifest = deploy.write_bundle(config.out, config.out, report, config.gates, log=log,
-                                 members=config.deployment.members, encodings=chosen["variants"])
-  deploy.print_summary(report, manifest, log)
+  # In this process, the pool closed: the encodings time files on a quiet CPU.
+  stages.run_sections(final, ctx, None, t_start, log, first=len(made) + 1)
+  report = ctx.results[final_stages.ReportStage.name]
+  manifest = ctx.results[final_stages.BundleStage.name]
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
       f"wall time: {time.time() - t_start:.0f} s")

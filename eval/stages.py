@@ -3,8 +3,8 @@
 `audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and
 the one-shot members, (003, issue #17) one stage per prune-retrain cycle (`eval.member_stages`),
 then export, evaluation and robustness (`eval.file_stages`), then (issue #29) the per-layer
-error of full int8 files and repaired files (`eval.repair_stages`). `make_predictions` runs each
-with the one driver, `eval.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
+error of full int8 files and repaired files (`eval.repair_stages`); the deployment encodings,
+report and bundle follow (`eval.final_stages`). `run_sections` runs each with the one driver, `eval.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
 inline in this process, a local process pool or Ray): the same tasks and the same bytes on
 each, since a task is a pure function of its arguments and TensorFlow's threads come from the
 environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
@@ -44,6 +44,8 @@ class Context:
     variants: audited variants whose files were exported or stored (every encoding).
     plain_variants: the plain-encoded ones (evaluated for robustness, reported).
     repaired: the repaired variants (`full_int8~float<N>`, issue #29), also in `variants`.
+    final: what the last stages read of the configuration (`final_stages.Final`), or None.
+    results: {stage name: what its `finish` returned} (`run_sections`).
   """
   plan: object
   run_dir: str
@@ -56,6 +58,8 @@ class Context:
   variants: list = dataclasses.field(default_factory=list)
   plain_variants: list = dataclasses.field(default_factory=list)
   repaired: list = dataclasses.field(default_factory=list)
+  final: object = None
+  results: dict = dataclasses.field(default_factory=dict)
 
   @property
   def dataset(self):
@@ -152,18 +156,18 @@ def make_executor(execution, log, estimated_seconds=None):
   return executor
 
 
-def make_predictions(p, run_dir, num_threads, executor, sections, t_start, log):
-  """Stages 1-3: members, `.tflite` files, predictions; returns the plain audited variants.
+def context(p, run_dir, num_threads, executor, log, final=None):
+  """The `Context` of an audit's stages on `executor`."""
+  return Context(plan=p, run_dir=run_dir, num_threads=num_threads,
+                 workers=max(1, int(getattr(executor, "workers", 0) or 1)),
+                 num_gpus=getattr(executor, "num_gpus", 0) or 0, log=log, final=final)
 
-  Args:
-    sections: `audit_stages(p)`; its sections are numbered 1.. out of `len(sections) + 3`
-      (the audit's deployment encodings, report and bundle follow).
-  """
-  ctx = Context(plan=p, run_dir=run_dir, num_threads=num_threads,
-                workers=max(1, int(getattr(executor, "workers", 0) or 1)),
-                num_gpus=getattr(executor, "num_gpus", 0) or 0, log=log)
-  for index, (title, stages) in enumerate(sections, start=1):
-    header(log, index, title, t_start, len(sections) + 3)
+
+def run_sections(sections, ctx, executor, t_start, log, first=1, total=None):
+  """Runs each stage of `sections` ([(title, [stages])]) with the one driver, numbered
+  `first`.. out of `total`, keeping what each stage's `finish` returns in `ctx.results`."""
+  total = total or first - 1 + len(sections)
+  for index, (title, stages) in enumerate(sections, start=first):
+    header(log, index, title, t_start, total)
     for stage in stages:
-      driver.run_stage(stage, ctx, executor, log)
-  return ctx.plain_variants
+      ctx.results[stage.name] = driver.run_stage(stage, ctx, executor, log)

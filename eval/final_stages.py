@@ -1,0 +1,90 @@
+"""The audit's last three stages, under the same contract as the others (issue #38):
+deployment encodings (`eval.encodings`), the report (`tf_forget.report.write`) and the
+deployment bundle (`eval.deploy`).
+
+Each runs in the driver's process (no units: a latency measurement must not share the CPU with
+a pool's workers, and the report and bundle are one write each); its `finish` writes the
+stage-wide files and returns what the next one reads, kept by the driver in
+`Context.results[<stage name>]`: the encodings' decision dict, then report.json's dict, then
+the bundle's manifest. What they need of the configuration is `Context.final` (`Final`).
+"""
+
+import dataclasses
+from typing import Optional
+
+from eval import deploy
+from eval import driver
+from eval import encodings as encodings_lib
+from tf_forget.report import write as report_write
+
+
+@dataclasses.dataclass(frozen=True)
+class Final:
+  """What the last stages read of the audit's configuration.
+
+  Attributes:
+    deployment: the `tf_forget.config.tree.Deployment` section.
+    gates: the `gates_lib.Gates`.
+    config_json: the whole configuration's JSON (recorded in report.json).
+    human_study: the `human_study.Options`, or None.
+  """
+  deployment: object
+  gates: object
+  config_json: dict
+  human_study: Optional[object] = None
+
+
+class EncodingsStage(driver.Stage):
+  """Per variant, the shipped encoding: plain or its sparse twin (issue #10)."""
+
+  name = "encodings"
+
+  def units(self, ctx):
+    return []
+
+  def finish(self, ctx, results):
+    dep = ctx.final.deployment
+    return encodings_lib.choose(
+        ctx.run_dir, ctx.plain_variants, ctx.dataset.spec.eval_split, mode=dep.encoding,
+        max_latency_ratio=dep.max_latency_ratio, num_threads=dep.num_threads,
+        remeasure=dep.remeasure_latency, log=ctx.redo_log)
+
+
+class ReportStage(driver.Stage):
+  """report.json, tables/*.csv and report.html (`tf_forget.report.write`)."""
+
+  name = "report"
+
+  def units(self, ctx):
+    return []
+
+  def finish(self, ctx, results):
+    p = ctx.plan
+    return report_write.write_report(
+        ctx.run_dir, ctx.run_dir, ctx.final.config_json, log=ctx.log, dataset=p.dataset,
+        human_study=ctx.final.human_study, variants=ctx.plain_variants,
+        splits=[p.dataset.spec.eval_split] + list(p.corrupted) + list(p.extra_splits))
+
+
+class BundleStage(driver.Stage):
+  """deploy/: the chosen files and the manifest with the gate verdicts (`eval.deploy`)."""
+
+  name = "bundle"
+
+  def units(self, ctx):
+    return []
+
+  def finish(self, ctx, results):
+    report = ctx.results[ReportStage.name]
+    chosen = ctx.results[EncodingsStage.name]
+    manifest = deploy.write_bundle(ctx.run_dir, ctx.run_dir, report, ctx.final.gates,
+                                   log=ctx.log, members=ctx.final.deployment.members,
+                                   encodings=chosen["variants"])
+    deploy.print_summary(report, manifest, ctx.log)
+    return manifest
+
+
+def sections():
+  """[(section title, [stages])] of the last stages, in order."""
+  return [("deployment encodings", [EncodingsStage()]), ("report", [ReportStage()]),
+          ("deployment bundle", [BundleStage()])]

@@ -59,7 +59,7 @@ from tf_forget.data import input_layout
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.stats import paired
 from tf_forget.train import imported
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 SAMPLE = 256
 MARGIN = 0.10  # top-1 (a fraction: 10 points) another standard preprocessing must win by
@@ -260,7 +260,7 @@ def _check_candidate_ranges(user, dataset, examples, given, names):
   fed = {n: _feed(n, examples.images) for n in names}
   for name, paths in user.candidates:
     for path in paths:
-      layout = input_layout.of_io(flatbuffer.io_details(fileio.read_bytes(path))["inputs"][0])
+      layout = input_layout.of_io(flatbuffer_graph.io_details(fileio.read_bytes(path))["inputs"][0])
       value_range = input_range(layout)
       if value_range is None:
         continue

@@ -32,6 +32,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.data import input_layout
 from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 RUNTIMES = {
     "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate
@@ -131,7 +132,7 @@ def input_layout_of(data, name="model bytes"):
       line naming `name`).
   """
   try:
-    inputs = flatbuffer.io_details(data)["inputs"]
+    inputs = flatbuffer_graph.io_details(data)["inputs"]
   except flatbuffer.TfliteFileError as e:
     raise TfliteError(f"{name} is not a valid TFLite model: {e}") from e
   if len(inputs) != 1:

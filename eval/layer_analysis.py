@@ -63,7 +63,7 @@ from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
 from tflite_export import export
 from tflite_export import export_state
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import layer_error
 from tflite_export import model_explorer
 
@@ -224,7 +224,7 @@ def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_th
   plain = quantizer([])
   ranges = range_diagnosis.dominant(range_diagnosis.channel_ranges(
       plain, rep_images, num_threads=num_threads))
-  touching = range_diagnosis.ops_touching(flatbuffer.graph(plain), ranges)
+  touching = range_diagnosis.ops_touching(flatbuffer_graph.graph(plain), ranges)
   return causal_attribution.rank(ranking, ablation, touching), {
       "ranked_by": "ablation", "ablation": {
           "plain": ablation["plain"], "ablated": len(ablation["ops"]),

@@ -25,7 +25,7 @@ import numpy as np
 from eval import interpreter
 from eval import tensor_match
 from tf_forget.data import input_layout
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 DOMINANCE = 10.0  # a channel spanning at least this many times the median channel is named
 LEVELS = 255  # int8 steps of a per-tensor scale
@@ -47,7 +47,7 @@ def channel_ranges(data, images, batch_size=tensor_match.DEFAULT_BATCH_SIZE, num
   Raises:
     tensor_match.TensorMatchError, flatbuffer.TfliteFileError: a file that cannot be run.
   """
-  graph = flatbuffer.graph(data)
+  graph = flatbuffer_graph.graph(data)
   acts = [(i, t) for i, t in tensor_match.activations(graph)
           if len(graph.tensors[t].shape) >= 2 and graph.tensors[t].shape[-1] >= 2]
   (runner,), size = tensor_match.interpreters((data,), batch_size, num_threads)
@@ -110,7 +110,7 @@ def dominant(rows, dominance=DOMINANCE):
 
 
 def ops_touching(graph, found):
-  """{op index: the `dominant` row} of the ops of `graph` (a `flatbuffer.Graph`, the file
+  """{op index: the `dominant` row} of the ops of `graph` (a `flatbuffer_graph.Graph`, the file
   `found` was measured on) that write or read a tensor with a dominant channel: the op whose
   output range is wide, and its consumers, which read that tensor at one scale for all
   channels."""

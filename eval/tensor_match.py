@@ -42,7 +42,7 @@ import numpy as np
 from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.data import input_layout
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import layer_error
 
 METHOD = ("tensor match: the float32 file and the candidate run with every tensor kept "
@@ -126,7 +126,7 @@ def _image_shape(tensor):
 
 
 def match(reference, candidate):
-  """The tensors of `candidate` matched to tensors of `reference` (two `flatbuffer.Graph`s).
+  """The tensors of `candidate` matched to tensors of `reference` (two `flatbuffer_graph.Graph`s).
 
   Returns:
     (matches, unmatched): matches [{"reference", "candidate": tensor indices, "op_index",
@@ -272,7 +272,7 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
   Raises:
     TensorMatchError, flatbuffer.TfliteFileError: files that cannot be read, run or matched.
   """
-  graphs = (flatbuffer.graph(reference), flatbuffer.graph(candidate))
+  graphs = (flatbuffer_graph.graph(reference), flatbuffer_graph.graph(candidate))
   matches, unmatched = match(*graphs)
   try:
     pair, size = interpreters((reference, candidate), batch_size, num_threads)

@@ -34,6 +34,7 @@ from tflite_export import converter
 from tflite_export import export
 from tflite_export import export_state
 from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 
 class CandidateError(errors.Error):
@@ -75,7 +76,7 @@ def signature(data, path, output_index=None):
       range, a non-image input, or an output that is not [batch, classes] of float32 or a
       quantized type.
   """
-  io = flatbuffer.io_details(data)
+  io = flatbuffer_graph.io_details(data)
   outputs = len(io["outputs"])
   if len(io["inputs"]) != 1:
     raise CandidateError(f"{path} has {len(io['inputs'])} inputs; a .tflite file is audited "
@@ -104,7 +105,7 @@ def input_layout_of(data, path):
     CandidateError: an input no audit can feed (`input_layout.from_shape`), naming the file.
   """
   try:
-    return input_layout.of_io(flatbuffer.io_details(data)["inputs"][0])
+    return input_layout.of_io(flatbuffer_graph.io_details(data)["inputs"][0])
   except input_layout.LayoutError as e:
     raise CandidateError(f"{path}: {e}") from e
 
@@ -122,7 +123,7 @@ def reference_kind(data):
     int16: quantized constants, float activations), or "float16-weight" (float16 constants,
     which DEQUANTIZE ops turn into float32 at load, or float16 activations).
   """
-  tensors = flatbuffer.graph(data).tensors
+  tensors = flatbuffer_graph.graph(data).tensors
   activations = {t.dtype for t in tensors if not t.constant}
   constants = {t.dtype for t in tensors if t.constant}
   for dtype in ("int16", "uint8", "int8"):
@@ -201,7 +202,7 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
       "converter": None, "representative": None, "inputs": {"file": sha},
       "versions": converter.versions(), "sha256": sha, "size_bytes": flatbuffer.sizes(data),
       "sparsity": flatbuffer.weight_stats(data),
-      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer.io_details(data),
+      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer_graph.io_details(data),
       "output_index": output_index}
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
   fileio.makedirs(os.path.dirname(stored))

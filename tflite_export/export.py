@@ -30,6 +30,7 @@ from tf_forget.data import registry as data_registry
 from tflite_export import converter
 from tflite_export import export_state
 from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import formats
 from tflite_export import model_files
 
@@ -160,7 +161,7 @@ def export_json(variant, k, data, stats, metadata, source_sha, options, seconds,
       "size_bytes": flatbuffer.sizes(data),
       "sparsity": stats,
       "sparse_tensors": flatbuffer.sparse_tensors(data),
-      "io": flatbuffer.io_details(data),
+      "io": flatbuffer_graph.io_details(data),
   }
 
 

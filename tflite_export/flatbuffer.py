@@ -17,12 +17,13 @@ Counting rules (SPEC §1.4):
     tensors (per-channel zero points along the quantized dimension), `x == 0` for float tensors;
   * a tensor's element count is the product of its shape, so a sparse-encoded tensor
     (issue #10, `Tensor.sparsity` set, fewer values stored) counts its missing elements as zeros.
+
+The reading steps (`verify`, `parse`, `opcode`, `buffer_bytes`, `DTYPES`) also serve
+`flatbuffer_graph`, which reads the main subgraph's ops, tensors, inputs and outputs.
 """
 
-import dataclasses
 import gzip
 import struct
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -32,7 +33,6 @@ from tf_forget.artifacts import errors
 from tflite_export import flatbuffer_verify
 
 TFLITE_IDENTIFIER = b"TFL3"
-_OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 
 _OP = schema.BuiltinOperator
 # op code -> index of its weight (kernel) input.
@@ -47,7 +47,8 @@ _KERNEL_INPUT = {
 _PASS_THROUGH = (_OP.DEQUANTIZE, _OP.DENSIFY)
 
 _T = schema.TensorType
-_DTYPES = {
+# TFLite tensor type -> numpy dtype of its stored values (other types are not decoded).
+DTYPES = {
     _T.FLOAT32: np.float32,
     _T.FLOAT16: np.float16,
     _T.FLOAT64: np.float64,
@@ -103,12 +104,13 @@ def sizes(data):
   return {"raw": len(data), "gzip": len(gzip.compress(bytes(data), compresslevel=9, mtime=0))}
 
 
-def _opcode(model, op):
+def opcode(model, op):
+  """The builtin operator code of `op` (`schema.BuiltinOperator`)."""
   code = model.OperatorCodes(op.OpcodeIndex())
   return max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
 
 
-def _buffer_bytes(model, data, tensor):
+def buffer_bytes(model, data, tensor):
   """The stored bytes of a constant tensor, or None for an activation / input tensor."""
   index = tensor.Buffer()
   if index <= 0 or index >= model.BuffersLength():
@@ -138,10 +140,10 @@ def _is_zero(tensor, values):
 
 
 def _tensor_stats(model, data, tensor):
-  raw = _buffer_bytes(model, data, tensor)
+  raw = buffer_bytes(model, data, tensor)
   if raw is None:
     return None
-  dtype = _DTYPES.get(tensor.Type())
+  dtype = DTYPES.get(tensor.Type())
   shape = tensor.ShapeAsNumpy() if tensor.ShapeLength() else np.zeros([0], np.int32)
   count = int(np.prod(shape, dtype=np.int64))
   if dtype is None:  # int4, string, ...: counted, zeros not decoded.
@@ -170,11 +172,11 @@ def _kernel_tensors(model):
         producer[op.Outputs(j)] = op
     for o in range(graph.OperatorsLength()):
       op = graph.Operators(o)
-      position = _KERNEL_INPUT.get(_opcode(model, op))
+      position = _KERNEL_INPUT.get(opcode(model, op))
       if position is None or position >= op.InputsLength():
         continue
       t = op.Inputs(position)
-      while t in producer and _opcode(model, producer[t]) in _PASS_THROUGH:
+      while t in producer and opcode(model, producer[t]) in _PASS_THROUGH:
         t = producer[t].Inputs(0)
       if t >= 0 and (s, t) not in kernel_tensors:
         kernel_tensors.append((s, t))
@@ -204,8 +206,8 @@ def zero_filters(data):
     model = schema.Model.GetRootAs(data, 0)
     for s, t in _kernel_tensors(model):
       tensor = model.Subgraphs(s).Tensors(t)
-      raw = _buffer_bytes(model, data, tensor)
-      dtype = _DTYPES.get(tensor.Type())
+      raw = buffer_bytes(model, data, tensor)
+      dtype = DTYPES.get(tensor.Type())
       if raw is None or dtype is None or tensor.Sparsity() is not None or \
           tensor.ShapeLength() < 2:
         continue
@@ -270,8 +272,9 @@ def weight_stats(data):
   }
 
 
-def _parse(data, read):
-  """`read(model)` on the file's flatbuffer root; a malformed file raises TfliteFileError."""
+def parse(data, read):
+  """`read(model)` on the file's flatbuffer root (`schema.Model`), after `verify`; a malformed
+  file raises TfliteFileError."""
   verify(data)
   try:
     return read(schema.Model.GetRootAs(bytes(data), 0))
@@ -294,109 +297,4 @@ def sparse_tensors(data):
         if tensor.Sparsity() is not None:
           names.append(tensor.Name().decode("utf-8", "replace"))
     return names
-  return _parse(data, read)
-
-
-def _io_tensor(graph, index):
-  tensor = graph.Tensors(index)
-  quant = tensor.Quantization()
-  scale = quant.ScaleAsNumpy().tolist() if quant is not None and quant.ScaleLength() else []
-  zero = (quant.ZeroPointAsNumpy().tolist()
-          if quant is not None and quant.ZeroPointLength() else [])
-  signature = (tensor.ShapeSignatureAsNumpy().tolist() if tensor.ShapeSignatureLength()
-               else tensor.ShapeAsNumpy().tolist())
-  dtype = _DTYPES.get(tensor.Type())
-  return {
-      "name": tensor.Name().decode("utf-8", "replace"),
-      "shape": signature,  # -1: dynamic (the batch dimension of our exports)
-      "dtype": np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
-      "scale": scale,
-      "zero_point": zero,
-  }
-
-
-def io_details(data):
-  """Inputs and outputs of the main subgraph: name, shape signature, dtype, quantization.
-
-  Returns:
-    {"inputs": [...], "outputs": [...]}, each entry {name, shape, dtype, scale, zero_point}
-    (scale / zero_point empty for float tensors).
-
-  Raises:
-    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
-  """
-  def read(model):
-    graph = model.Subgraphs(0)
-    return {
-        "inputs": [_io_tensor(graph, graph.Inputs(i)) for i in range(graph.InputsLength())],
-        "outputs": [_io_tensor(graph, graph.Outputs(i)) for i in range(graph.OutputsLength())],
-    }
-  return _parse(data, read)
-
-
-@dataclasses.dataclass(frozen=True)
-class Tensor:
-  """A tensor of the main subgraph: its shape (the stored one; batch 1 in our exports), dtype
-  name, per-tensor quantization (None for float tensors and per-channel weights) and whether
-  the file stores its values (a constant)."""
-  name: str
-  shape: Tuple[int, ...]
-  dtype: str
-  scale: Optional[float]
-  zero_point: Optional[int]
-  constant: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class Op:
-  """An op of the main subgraph: builtin name ("CONV_2D") or custom code ("NumericVerify"),
-  input and output tensor indices (-1: an omitted optional input)."""
-  name: str
-  inputs: Tuple[int, ...]
-  outputs: Tuple[int, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Graph:
-  """The main subgraph of a `.tflite` file: ops in execution order, tensors, inputs, outputs."""
-  ops: Tuple[Op, ...]
-  tensors: Tuple[Tensor, ...]
-  inputs: Tuple[int, ...]
-  outputs: Tuple[int, ...]
-
-
-def _tensor(model, data, tensor):
-  quant = tensor.Quantization()
-  per_tensor = quant is not None and quant.ScaleLength() == 1 and quant.ZeroPointLength() == 1
-  dtype = _DTYPES.get(tensor.Type())
-  return Tensor(name=tensor.Name().decode("utf-8", "replace"),
-                shape=tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength()
-                else (),
-                dtype=np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
-                scale=float(quant.Scale(0)) if per_tensor else None,
-                zero_point=int(quant.ZeroPoint(0)) if per_tensor else None,
-                constant=_buffer_bytes(model, data, tensor) is not None)
-
-
-def graph(data):
-  """The main subgraph of a `.tflite` file, read with the LiteRT schema (no interpreter).
-
-  Raises:
-    TfliteFileError: not a complete TFLite flatbuffer (`verify`).
-  """
-  def read(model):
-    sub = model.Subgraphs(0)
-    ops = []
-    for op in map(sub.Operators, range(sub.OperatorsLength())):
-      code = _opcode(model, op)
-      name = (model.OperatorCodes(op.OpcodeIndex()).CustomCode().decode("utf-8", "replace")
-              if code == _OP.CUSTOM else _OP_NAMES.get(code, str(code)))
-      ops.append(Op(name, tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength()
-                    else (), tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength()
-                    else ()))
-    return Graph(ops=tuple(ops),
-                 tensors=tuple(_tensor(model, data, sub.Tensors(i))
-                               for i in range(sub.TensorsLength())),
-                 inputs=tuple(sub.Inputs(i) for i in range(sub.InputsLength())),
-                 outputs=tuple(sub.Outputs(i) for i in range(sub.OutputsLength())))
-  return _parse(data, read)
+  return parse(data, read)

@@ -57,7 +57,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tflite_export import converter
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import formats
 from tflite_export import model_files
 
@@ -116,8 +116,8 @@ def _debugger(model, representative_images, float_nodes=None):
 
 def _graph(data):
   """Ops [(op name, [input tensor], [output tensor])], tensors [(name, scale, zero point)] and
-  the input tensor of a model's first subgraph (`flatbuffer.graph`)."""
-  g = flatbuffer.graph(data)
+  the input tensor of a model's first subgraph (`flatbuffer_graph.graph`)."""
+  g = flatbuffer_graph.graph(data)
   return ([(op.name, list(op.inputs), list(op.outputs)) for op in g.ops],
           [(t.name, t.scale, t.zero_point) for t in g.tensors], g.inputs[0])
 

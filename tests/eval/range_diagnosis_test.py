@@ -19,7 +19,7 @@ from eval import range_diagnosis  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tf_forget.report import why_words  # pylint: disable=g-import-not-at-top
 from tflite_export import converter  # pylint: disable=g-import-not-at-top
-from tflite_export import flatbuffer  # pylint: disable=g-import-not-at-top
+from tflite_export import flatbuffer_graph  # pylint: disable=g-import-not-at-top
 
 L = keras.layers
 
@@ -49,7 +49,7 @@ def test_by_hand():
       "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
       "channels about 1 levels")
   # Issue #37: the op that writes the wide tensor is the one the causal ranking names.
-  touching = range_diagnosis.ops_touching(flatbuffer.graph(data), [found])
+  touching = range_diagnosis.ops_touching(flatbuffer_graph.graph(data), [found])
   assert list(touching) == [rows[0]["op_index"]]
 
 

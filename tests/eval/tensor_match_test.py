@@ -25,7 +25,7 @@ from tests.tflite_export import broken_model
 from tf_forget.artifacts import names
 from tflite_export import converter
 from tflite_export import export_state
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 
 def _user_int8(model, rep):
@@ -66,7 +66,7 @@ def case():
 
 
 def test_every_computing_op_is_matched_by_name(case):
-  graph = flatbuffer.graph(case["user"])
+  graph = flatbuffer_graph.graph(case["user"])
   computing = [op for op in graph.ops if op.name not in tensor_match.SKIPPED_OPS]
   assert case["facts"] == {"matched": {"name": len(computing), "position": 0}, "unmatched": 0,
                            "batch_size": tensor_match.DEFAULT_BATCH_SIZE}

@@ -32,7 +32,7 @@ from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
 from tflite_export import candidates
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 
 CUTS = ("0", "1", "7", "8", "100", "half", "len-100", "len-1")
 INCOMPLETE = "is not a complete TFLite flatbuffer (truncated or corrupt: "
@@ -129,7 +129,7 @@ def test_truncated_reference_is_refused_by_the_audit(root, tmp_path):
 def _overwrite_name_length(data, seed):
   """`data` with random bytes over the length of its input tensor's name (the middle of the
   file), the top bit set: a string that runs past the end of the file."""
-  name = flatbuffer.io_details(data)["inputs"][0]["name"].encode()
+  name = flatbuffer_graph.io_details(data)["inputs"][0]["name"].encode()
   pos = data.index(name + b"\0") - 4
   assert struct.unpack_from("<I", data, pos)[0] == len(name)  # the string's length prefix
   noise = bytearray(np.random.default_rng(seed).integers(0, 256, 4, dtype=np.uint8).tobytes())

@@ -17,6 +17,7 @@ import pytest
 from scipy import stats as sp_stats
 
 from tests.report import fake_run
+from tf_forget.report import class_measures
 from tf_forget.report import collect
 from tf_forget.report import measures
 from tf_forget.report import pairing as pairing_lib
@@ -58,7 +59,7 @@ def test_alpha_follows_the_parent_link_not_the_index(shifted):
     # The same members paired by index give another slope (module docstring): the link
     # matters.
     q0, qt = pairing_lib.paired(run.eval["dense"], run.eval[variant])
-    r = [measures._recall(q, 10) for q in (q0, qt)]  # pylint: disable=protected-access
+    r = [class_measures.recall_and_accuracy(q, 10) for q in (q0, qt)]
     by_index = recall_distortion.recall_distortion_summary(r[0][0], r[0][1], r[1][0],
                                                            r[1][1])["alphas"]
     p = fake_run.PATTERN

@@ -26,6 +26,7 @@ from tf_forget.report import single_network
 from tf_forget.report import verdict
 from tf_forget.report import write
 from tf_forget.stats import paired
+from tf_forget.stats import paired_bootstrap
 from tf_forget.stats import subgroups
 
 
@@ -174,7 +175,7 @@ def test_section_and_design_sentence_in_the_page(digits):
   assert "Small populations" not in verdict  # the design replaces the K < 10 caveat
   settings = report.json["settings"]["single_network"]
   assert settings["design"] == single_network.DESIGN
-  assert settings["n_resamples"] >= paired.MIN_RESAMPLES and settings["seed"] == 0
+  assert settings["n_resamples"] >= paired_bootstrap.MIN_RESAMPLES and settings["seed"] == 0
   assert {"k1_topline", "k1_classes", "flips"} <= set(report.tables)
 
 

@@ -9,7 +9,7 @@ from tests import import_check
 
 MODULES = ("validate", "accuracy", "class_level", "exemplars", "cie", "subgroups",
            "robustness", "recall_distortion", "lost_in_pruning", "representation",
-           "paired", "divergence")
+           "paired", "paired_bootstrap", "divergence")
 
 def _run(imports):
   return import_check.foreign_modules("import tf_forget.stats\n" + imports, "tf_forget.stats")

@@ -1,5 +1,6 @@
 """Zeros counted from the flatbuffer: hand-set kernels, a tfmot-pruned model, bad bytes; truncated
-and corrupt files refused by `verify` (issue #35)."""
+and corrupt files refused by `verify` (issue #35) before any parser (`flatbuffer`,
+`flatbuffer_graph`) reads them."""
 
 import flatbuffers
 import numpy as np
@@ -10,6 +11,7 @@ from tests.tflite_export import fake_run
 from tf_forget.compat import keras2
 from tflite_export import converter
 from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import formats
 
 
@@ -67,8 +69,8 @@ def test_pruned_zeros_survive_in_the_file(pruned_model, fmt):
 
 def test_io_details_of_full_int8(pruned_model):
   model, dataset = pruned_model
-  io = flatbuffer.io_details(converter.convert(model, "full_int8",
-                                               dataset.take("train", 20).images))
+  io = flatbuffer_graph.io_details(converter.convert(model, "full_int8",
+                                                     dataset.take("train", 20).images))
   (inp,), (out,) = io["inputs"], io["outputs"]
   assert inp["shape"] == [-1, 8, 8, 1] and inp["dtype"] == "int8" and len(inp["scale"]) == 1
   assert out["shape"] == [-1, fake_run.NUM_CLASSES] and out["dtype"] == "int8"
@@ -82,7 +84,7 @@ def test_not_tflite(data):
 
 # Every entry point that parses a file (each runs `verify` first).
 PARSERS = (flatbuffer.weight_stats, flatbuffer.zero_filters, flatbuffer.sparse_tensors,
-           flatbuffer.io_details, flatbuffer.graph)
+           flatbuffer_graph.io_details, flatbuffer_graph.graph)
 INCOMPLETE = r"^f\.tflite is not a complete TFLite flatbuffer \(truncated or corrupt: .+\)$"
 
 

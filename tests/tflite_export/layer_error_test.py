@@ -21,7 +21,7 @@ from tests.tflite_export import broken_model
 from tests.tflite_export import fake_run
 from tests.tflite_export import model_explorer_schema
 from tflite_export import converter
-from tflite_export import flatbuffer
+from tflite_export import flatbuffer_graph
 from tflite_export import layer_error
 from tflite_export import model_explorer
 
@@ -110,8 +110,8 @@ def test_bad_layer_is_ranked_first(case):
 def test_keeping_the_top_layer_in_float_repairs_the_broken_examples(case):
   top = layer_error.rank_layers(case["result"])[0]["tensor_name"]
   repaired = layer_error.SelectiveQuantizer(case["model"], case["rep"])([top])
-  assert flatbuffer.io_details(repaired)["inputs"][0]["dtype"] == "int8"
-  assert flatbuffer.io_details(repaired)["outputs"][0]["dtype"] == "int8"
+  assert flatbuffer_graph.io_details(repaired)["inputs"][0]["dtype"] == "int8"
+  assert flatbuffer_graph.io_details(repaired)["outputs"][0]["dtype"] == "int8"
   assert ("FULLY_CONNECTED", top, "FLOAT32") in op_outputs(repaired)
   pred = top1(repaired, case["images"])
   broken = case["broken"]

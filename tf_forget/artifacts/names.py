@@ -1,55 +1,8 @@
-"""The name grammar of a run (SPEC §1.1): trained variants, audited variants, splits.
+"""The names of a run and their grammar (SPEC §1.1): trained variants, audited variants, splits.
 
-Trained (member) variants (`parse_trained`):
-
-* `dense`;
-* `prune_<t>`: gradual magnitude pruning during training (000, Zhu & Gupta) to fraction t of
-  the prunable weights, 0 < t < 1 (`prune_0.9`); an independently trained population;
-* `oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`: prune-after-training (002 §3, issue #16) of the
-  dense member with the same k by algorithm `mp`, `gp`, `up` or `rp` to compression ratio r > 1
-  (`oneshot_up_r10`: 1/10 of the prunable weights kept, t = 1 − 1/r = 0.9 exactly) or to
-  fraction t (`oneshot_mp_t0.3`), then fine-tuned with the mask fixed (SPEC §6.1-6.4). Its
-  `parent` is `dense`: member k is paired with dense member k by that link.
-* `iter_<alg>_c<n>`: cycle n >= 1 of iterative prune-retrain (003 Algorithm 1, issue #17) by
-  algorithm `wt` (weight thresholding, global |θ|) or `ft` (filter thresholding, per-layer L1
-  norm of filters): cycle n prunes member k of its `parent` (`dense` for n = 1, else
-  `iter_<alg>_c<n-1>`) further and retrains it. The keep ratio of cycle n is the iterative
-  protocol's (`tf_forget.prune.iterative_schedule`), not part of the name, so `sparsity` is NaN
-  until a member's metadata records what was achieved.
-
-Audited variant names: a TFLite file is (member variant, format, encoding); its name joins
-the parts with "+", leaving out the defaults (`dense`, `float32`, `plain`):
-
-  =================  ==========  ============  ===========================
-  member variant     format      encoding      variant name
-  =================  ==========  ============  ===========================
-  dense              float32     plain         ``dense``
-  dense              full_int8   plain         ``full_int8``
-  prune_0.9          float32     plain         ``prune_0.9``
-  prune_0.9          full_int8   plain         ``prune_0.9+full_int8``
-  dense              float32     sparse        ``float32+sparse``
-  dense              full_int8   sparse        ``full_int8+sparse``
-  prune_0.9          float32     sparse        ``prune_0.9+sparse``
-  prune_0.9          full_int8   sparse        ``prune_0.9+full_int8+sparse``
-  =================  ==========  ============  ===========================
-
-The formats are the keys of the exporter's registry `tflite_export.formats.FORMATS` (which
-checks at import that they are `FORMAT_NAMES`); encodings are "plain" and "sparse" (issue #10).
-A file the user brings (issue #28: `--candidate=NAME=PATH`) is audited as it is, never
-converted: its format is `user_<NAME>` (`user_format`), so the candidate `int8` of the dense
-(reference) members is the variant ``user_int8``, its file `tflite/dense/<k>/user_int8.tflite`.
-A repaired file is `full_int8~<repair>` (`repair_format`; `--repair=<repair>,...`): `float<N>`
-(issue #29) keeps the N top-ranked ops in float, e.g. the variant ``full_int8~float3``
-(`eval.layer_analysis` ranks the ops and makes it); the repairs that cost no bytes (issue #37,
-`NO_BYTE_REPAIRS`) are `cle` (the float model equalized across layers first) and `int16x8`
-(16-bit activations), made by `eval.no_byte_repairs`; `auto` is the file a search chose
-(`eval.repair_search`: equalization, then ops in float in causal order, until the gates hold).
-`repair_kind` tells them apart.
-
-Splits: a data split (`test`) or a corrupted split `<corruption>@<severity>` (`glass_blur@3`);
-this module owns the grammar, `tf_forget.corruptions.registry` checks the corruption exists.
-
-Standard library only.
+The one home of every variant, format, encoding, repair and split name: their constants, parsers
+and builders. The grammar itself (what each name means, with examples) is described in
+docs/artifacts/names.md. Standard library only.
 """
 
 import dataclasses
@@ -75,9 +28,7 @@ _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
 REPAIRED_FORMAT = "full_int8"  # the format a repair starts from
-# Repairs that keep every op int8-sized (issue #37): cross-layer equalization of the float model
-# before conversion, and 16-bit activations with 8-bit weights.
-NO_BYTE_REPAIRS = ("cle", "int16x8")
+NO_BYTE_REPAIRS = ("cle", "int16x8")  # every op stays int8-sized (issue #37)
 AUTO_REPAIR = "auto"  # the file `eval.repair_search` chose
 _REPAIR = re.compile(r"^(?:float(?P<layers>[1-9]\d?)|(?P<kind>cle|int16x8|auto))$")
 _REPAIR_FORMAT = re.compile(r"^full_int8~(?P<repair>[a-z0-9]+)$")
@@ -86,8 +37,7 @@ _CORRUPTED = re.compile(r"^(?P<corruption>[^@/+]+)@(?P<severity>\d+)$")
 
 
 class VariantError(errors.Error):
-  """A trained-variant name outside the grammar (`dense`, `prune_<t>`, `oneshot_<alg>_r<r>`,
-  `iter_<alg>_c<n>`)."""
+  """A trained-variant name outside the grammar (`parse_trained`)."""
 
 
 class FormatError(errors.Error):
@@ -99,8 +49,6 @@ class SplitNameError(errors.Error):
 
 
 # --- trained variants -------------------------------------------------------------------------
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainedVariant:
   """A trained variant.
@@ -138,11 +86,8 @@ class TrainedVariant:
 
   @property
   def parent(self):
-    """The variant whose member k this one is made from, None for a trained one.
-
-    `dense` for one-shot and for cycle 1 of iterative prune-retrain, `iter_<alg>_c<n-1>` for a
-    later cycle.
-    """
+    """The variant whose member k this one is made from: `dense` for one-shot and for cycle 1
+    of iterative prune-retrain, `iter_<alg>_c<n-1>` for a later cycle; None for a trained one."""
     if self.iterative and self.cycle > 1:
       return iterative_name(self.algorithm, self.cycle - 1)
     return DENSE if self.oneshot or self.iterative else None
@@ -239,8 +184,6 @@ def iterative_variants(algorithms, cycles):
 
 
 # --- audited (TFLite) variants ----------------------------------------------------------------
-
-
 def check_format(name):
   """Raises `FormatError` unless `name` is a TFLite format."""
   if name not in FORMAT_NAMES:
@@ -325,7 +268,7 @@ class Variant:
   """A TFLite variant: which member population, which format, which encoding.
 
   Attributes:
-    member_variant: the trained population, "dense" or "prune_<t>" (SPEC §1.1).
+    member_variant: the trained population, a `parse_trained` name (SPEC §1.1).
     format: one of `FORMAT_NAMES`, `user_<NAME>` for a file the user brings, or
       `full_int8~<repair>` for a repaired file (`repair_format`).
     encoding: one of `ENCODINGS`.
@@ -335,7 +278,7 @@ class Variant:
   encoding: str = DEFAULT_ENCODING
 
   def __post_init__(self):
-    if not is_user_format(self.format) and repair_kind(self.format) is None:
+    if not _is_format(self.format):
       check_format(self.format)
     check_encoding(self.encoding)
     if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
@@ -389,12 +332,8 @@ def plain_twin(variant):
 
 
 def parse_variant(name):
-  """Parses an audited variant name into a `Variant` (inverse of `Variant.name`).
-
-  "full_int8" -> (dense, full_int8, plain); "prune_0.9" -> (prune_0.9, float32, plain);
-  "prune_0.9+dynamic_int8" -> (prune_0.9, dynamic_int8, plain);
-  "float32+sparse" -> (dense, float32, sparse); "prune_0.9+sparse" -> (prune_0.9, float32,
-  sparse); "prune_0.9+full_int8+sparse" -> (prune_0.9, full_int8, sparse).
+  """Parses an audited variant name into a `Variant` (inverse of `Variant.name`; examples in
+  docs/artifacts/names.md): "prune_0.9+full_int8" -> (prune_0.9, full_int8, plain).
 
   Raises:
     FormatError: a malformed name or unknown parts.
@@ -420,8 +359,6 @@ def parse_variant(name):
 
 
 # --- splits -----------------------------------------------------------------------------------
-
-
 def split_name(corruption, severity):
   """`glass_blur@3` (grammar only; `corruptions.registry.split_name` also checks the name)."""
   name = f"{corruption}@{int(severity)}"

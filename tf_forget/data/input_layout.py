@@ -192,7 +192,7 @@ def _first(values):
 
 
 def of_io(entry):
-  """The `InputLayout` of a `.tflite` input from `tflite_export.flatbuffer.io_details`
+  """The `InputLayout` of a `.tflite` input from `tflite_export.flatbuffer_graph.io_details`
   ({"shape": its shape signature, "dtype", "scale": [...], "zero_point": [...]})."""
   return from_shape(entry["shape"], entry["dtype"], _first(entry.get("scale")),
                     _first(entry.get("zero_point")))

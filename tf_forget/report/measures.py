@@ -5,7 +5,8 @@ here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
 
 * top-line accuracy (000 Table 2; top-5 only with more than 5 classes);
 * class level: Welch test per class, absolute / normalized / relative recall difference,
-  #significant classes, gained / lost (000 §2.2, Figure 2; SPEC §3.1-3.3);
+  #significant classes, gained / lost (000 §2.2, Figure 2; SPEC §3.1-3.3) — see
+  `class_measures`;
 * PIE: modal labels, #PIE, ties, accuracy on PIE / non-PIE / all (000 §2.3, Table 6;
   SPEC §3.4-3.5);
 * Taxicab CIE ranking and accuracy at percentiles (004 §3.1, Table 2; SPEC §4.1);
@@ -32,13 +33,13 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import names
+from tf_forget.report import class_measures
 from tf_forget.report import groups
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import published
 from tf_forget.report import recall_study
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
-from tf_forget.stats import class_level
 from tf_forget.stats import exemplars
 from tf_forget.stats import intervals
 from tf_forget.stats import recall_distortion
@@ -73,12 +74,6 @@ def use_topk(num_classes):
   return num_classes > TOPK
 
 
-def _paired(run, variant):
-  """(dense rows, variant rows) paired as `run.pairing_of(variant)` says."""
-  return pairing_lib.paired(run.eval[names.DENSE], run.eval[variant],
-                             run.pairing_of(variant)["pairs"])
-
-
 def topline_table(run):
   """Top-line accuracy per variant: mean / std / min / max over members (000 Table 2).
 
@@ -102,69 +97,6 @@ def topline_table(run):
   dense_mean = table[table.variant == names.DENSE].set_index("metric")["mean"]
   table["change"] = table["mean"] - table["metric"].map(dense_mean)
   return table
-
-
-def _recall(pop, num_classes):
-  return (accuracy.per_class_recall(pop.top1, pop.labels, num_classes),
-          accuracy.top1_accuracy(pop.top1, pop.labels))
-
-
-def class_table(run, variant, alpha=0.05, center="member", correction=None):
-  """Per-class Welch test and recall differences of one variant vs dense (000 Figure 2).
-
-  Uses every member for the test and the absolute / normalized differences, the shared
-  member indices for eq. 3's relative difference (SPEC §3.2). With fewer than 2 members in
-  a population the test columns are NaN (not significant).
-
-  Returns:
-    (DataFrame indexed by class: `class_name` plus the `class_level.class_level_report`
-    columns; list of notes).
-  """
-  notes = []
-  pop_0, pop_t = run.eval[names.DENSE], run.eval[variant]
-  r0, a0 = _recall(pop_0, run.num_classes)
-  rt, at = _recall(pop_t, run.num_classes)
-  try:
-    table = class_level.class_level_report(r0, a0, rt, at, alpha=alpha, center=center,
-                                           correction=correction)
-  except validate.StatsInputError as e:
-    notes.append(f"{variant}: Welch test not computed ({e})")
-    nan = np.full(run.num_classes, np.nan)
-    table = pd.DataFrame({
-        "t_statistic": nan, "p_value": nan, "p_adjusted": nan,
-        "significant": np.zeros(run.num_classes, bool), "mean_shift_0": nan,
-        "mean_shift_t": nan,
-        "absolute_recall_difference": class_level.absolute_recall_difference(r0, rt),
-        "normalized_recall_difference": class_level.normalized_recall_difference(
-            r0, a0, rt, at)}, index=pd.RangeIndex(run.num_classes, name="class"))
-  q0, qt = _paired(run, variant)
-  if q0.members.size:
-    rel, excluded = class_level.relative_recall_difference(
-        _recall(q0, run.num_classes)[0], _recall(qt, run.num_classes)[0])
-  else:
-    notes.append(f"{variant}: no member paired with dense; eq. 3 not computed")
-    rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
-  table["relative_recall_difference"] = rel
-  table["relative_excluded_pairs"] = excluded
-  # The interval of each class's recall change (issue #18: uncertainty wherever a mean is
-  # shown): Welch over independent members, paired for the same network (`pairing_lib.comparison`).
-  c0, ct, is_paired = pairing_lib.comparison(run, variant)
-  lows, highs = np.full(run.num_classes, np.nan), np.full(run.num_classes, np.nan)
-  if ct.members.size:
-    rc0 = accuracy.per_class_recall(c0.top1, c0.labels, run.num_classes)
-    rct = accuracy.per_class_recall(ct.top1, ct.labels, run.num_classes)
-    for c in range(run.num_classes):
-      ci = intervals.mean_difference_interval(rc0[:, c], rct[:, c], paired=is_paired,
-                                              bounds=(0.0, 1.0))
-      lows[c], highs[c] = ci["low"], ci["high"]
-  table["absolute_low"], table["absolute_high"] = lows, highs
-  # Shown beside every p-value (issue #18): the Benjamini-Hochberg adjusted p over the
-  # variant's classes, whatever `correction` decides `significant` with (SPEC §3.1: none).
-  table["p_bh"] = class_level.benjamini_hochberg(table["p_value"].to_numpy(float))
-  class_names = list(run.class_names) if len(run.class_names) == run.num_classes else [
-      str(c) for c in range(run.num_classes)]
-  table.insert(0, "class_name", class_names)
-  return table, notes
 
 
 def pie_measures(run, variant, sample_size=None, seed=0):
@@ -192,7 +124,7 @@ def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
     (dict `order`, `distance`, `modal_0`, `modal_t`, `members`, or None without shared
     members; DataFrame from `cie.taxicab_cie_accuracy` or None).
   """
-  q0, qt = _paired(run, variant)
+  q0, qt = pairing_lib.paired_with_dense(run, variant)
   if not q0.members.size:
     return None, None
   distance = cie.taxicab_distance(q0.top1, qt.top1, run.num_classes)
@@ -221,7 +153,7 @@ def alpha_measures(run, variant, confidence=0.99):
     NaN fields and a note where undefined; list of notes).
   """
   pairing = run.pairing_of(variant)
-  q0, qt = _paired(run, variant)
+  q0, qt = pairing_lib.paired_with_dense(run, variant)
   nan = float("nan")
   empty = {"alphas": [], "mean_alpha": {"mean": nan, "low": nan, "high": nan, "label": "?",
                                         "n": 0},
@@ -230,8 +162,8 @@ def alpha_measures(run, variant, confidence=0.99):
            "pairing": pairing["label"]}
   if not q0.members.size:
     return empty, [f"{variant}: no member paired with dense; α not computed"]
-  r0, a0 = _recall(q0, run.num_classes)
-  rt, at = _recall(qt, run.num_classes)
+  r0, a0 = class_measures.recall_and_accuracy(q0, run.num_classes)
+  rt, at = class_measures.recall_and_accuracy(qt, run.num_classes)
   try:
     out = recall_distortion.recall_distortion_summary(r0, a0, rt, at, confidence=confidence)
   except validate.StatsInputError as e:
@@ -246,15 +178,6 @@ def alpha_measures(run, variant, confidence=0.99):
   return out, notes
 
 
-def _significance(run, variant, gained_lost, table, alpha):
-  """The Welch test's counts of significant classes (000 §2.2), or None for both when one side
-  has a single member: the test needs two (K = 1: the paired tests of `single_network`)."""
-  if min(run.eval[names.DENSE].members.size, run.eval[variant].members.size) < 2:
-    return {"significant_classes": None, "significant_classes_bh": None}
-  return {"significant_classes": gained_lost["n_significant"],
-          "significant_classes_bh": int(np.sum(table["p_bh"].to_numpy(float) <= alpha))}
-
-
 def _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
                       sample_size, confidence):
   """One compressed variant's measures (`compute`'s arguments); its notes go to `notes`.
@@ -264,10 +187,8 @@ def _variant_measures(run, variant, notes, seed, alpha, center, correction, perc
     (None without a member shared with dense), `alpha` (its `recall_distortion` row) and
     `summary` (its fields of `Measures.variants`).
   """
-  table, n = class_table(run, variant, alpha, center, correction)
+  table, n = class_measures.class_table(run, variant, alpha, center, correction)
   notes.setdefault("class_level", []).extend(n)
-  gl = class_level.gained_lost_summary(table["normalized_recall_difference"],
-                                       table["significant"])
   pie, acc = pie_measures(run, variant, sample_size, seed)
   taxi, cacc = taxicab_measures(run, variant, percentiles, seed)
   if taxi is None:
@@ -288,9 +209,8 @@ def _variant_measures(run, variant, notes, seed, alpha, center, correction, perc
                 "recall_variance_0": rd["recall_variance_0"],
                 "recall_variance_t": rd["recall_variance_t"]},
       "summary": {
-          **_significance(run, variant, gl, table, alpha),
-          "gained": gl["n_gained"], "lost": gl["n_lost"], "mean_gain": gl["mean_gain"],
-          "mean_loss": gl["mean_loss"], "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
+          **class_measures.class_summary(run, variant, table, alpha),
+          "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
           "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],
           "alpha_pairs": rd["pairs"], "alphas": rd["alphas"],
           "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]}}

@@ -18,9 +18,9 @@ variant:
 * a run without `members/` (predictions copied alone, test fixtures) pairs one-shot members by
   index too — as they were made — and says so in its label.
 
-`pair_members` makes a variant's pairing (`collect.Run.pairing`); `paired` and `comparison`
-apply it: the dense and the variant's populations, row i against row i (`comparison`: or every
-member of both when the members are independent networks).
+`pair_members` makes a variant's pairing (`collect.Run.pairing`); `paired`, `paired_with_dense`
+and `comparison` apply it: the dense and the variant's populations, row i against row i
+(`comparison`: or every member of both when the members are independent networks).
 
 Numpy plus `tf_forget.artifacts`; no TensorFlow, no import of `collect` (which imports this).
 """
@@ -176,6 +176,12 @@ def paired(pop_0, pop_t, pairs=None):
   return pop_0.select([a for a, _ in use]), pop_t.select([b for _, b in use])
 
 
+def paired_with_dense(run, variant):
+  """(dense rows, variant rows) of a `collect.Run`'s evaluation split, paired as
+  `run.pairing_of(variant)` says (`paired`)."""
+  return paired(run.eval[names.DENSE], run.eval[variant], run.pairing_of(variant)["pairs"])
+
+
 def is_paired(run, variant):
   """True if the variant's member k is the same network as its dense partner (`comparison`)."""
   return run.pairing_of(variant)["label"] != LABELS["independent"]
@@ -192,7 +198,6 @@ def comparison(run, variant):
   intervals of the report (`stats.intervals`) are paired or Welch accordingly.
   """
   if is_paired(run, variant):
-    q0, qt = paired(run.eval[names.DENSE], run.eval[variant],
-                    run.pairing_of(variant)["pairs"])
+    q0, qt = paired_with_dense(run, variant)
     return q0, qt, True
   return run.eval[names.DENSE], run.eval[variant], False

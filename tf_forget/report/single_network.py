@@ -5,7 +5,7 @@ population measures (Welch tests and t intervals over members, `measures`) have 
 training seeds to work with: the uncertainty left is the finite test set's. This module then
 compares, for every compressed variant v, the reference network (the dense member) with its
 compressed file (v's member paired with it, `run.pairing_of(v)`) on the same test examples,
-with the paired per-example methods of `tf_forget.stats.paired`:
+with the paired per-example methods of `tf_forget.stats.paired` and `paired_bootstrap`:
 
 * `k1_topline`: top-1 accuracy change with Newcombe's hybrid score 95% interval
   (`paired.paired_accuracy_difference`), the flip counts and the exact McNemar p
@@ -14,9 +14,9 @@ with the paired per-example methods of `tf_forget.stats.paired`:
   classes (`paired.per_class_recall_change`);
 * `k1_subgroups` (protected attributes only): error / FNR / FPR change of each subgroup of
   `subgroups.subgroup_masks` (SPEC §4.2: aggregate, each value of each protected attribute and
-  their intersections; a rate without a denominator is NaN, never 0)
-  with a seeded paired bootstrap interval (`paired.paired_bootstrap_change`); FNR / FPR need
-  a binary task, as the `subgroups` table. The resamples of a subgroup and measure depend only
+  their intersections; a rate without a denominator is NaN, never 0) with a seeded paired
+  bootstrap interval (`paired_bootstrap.paired_bootstrap_change`); FNR / FPR need a binary
+  task, as the `subgroups` table. The resamples of a subgroup and measure depend only
   on its denominator set and the seed, not on the candidate, so `subgroup_rows` draws them once
   for every variant and counts per candidate (`bootstrap_intervals`): the same numbers as one
   `paired_bootstrap_change` call per variant, a few times faster (benchmarks/k1_stats_bench.py
@@ -37,6 +37,7 @@ from scipy import stats
 from tf_forget.artifacts import names
 from tf_forget.report import collect
 from tf_forget.stats import paired
+from tf_forget.stats import paired_bootstrap
 from tf_forget.stats import subgroups
 from tf_forget.stats import validate
 
@@ -49,7 +50,8 @@ METHODS = {
     "top1_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
     "class_test": "exact McNemar per class, Benjamini-Hochberg adjusted over the classes",
     "class_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
-    "subgroup_interval": f"{paired.BOOTSTRAP_METHOD} (the same examples resampled for both)",
+    "subgroup_interval":
+        f"{paired_bootstrap.BOOTSTRAP_METHOD} (the same examples resampled for both)",
     "confidence": paired.CONFIDENCE,
 }
 TOPLINE_METHOD = f"mcnemar_exact + {paired.INTERVAL_METHOD}"
@@ -136,24 +138,24 @@ def subgroup_masks(run):
 
 def rate_measures(num_classes):
   """The subgroup rates of a task: error, and FNR / FPR for a binary one (positive = 1)."""
-  return paired.MEASURES if num_classes == 2 else ("error",)
+  return paired_bootstrap.MEASURES if num_classes == 2 else ("error",)
 
 
 def check_subgroup_inputs(y, a, b, measures, seed, n_resamples):
-  """Raises what `paired.paired_bootstrap_change` would raise for these inputs (the library's
-  own checks: an empty subset returns before any resampling)."""
+  """Raises what `paired_bootstrap.paired_bootstrap_change` would raise for these inputs (the
+  library's own checks: an empty subset returns before any resampling)."""
   nothing = np.zeros(np.shape(y)[:1] or (0,), dtype=bool)
   for measure in measures:
-    paired.paired_bootstrap_change(y, a, b, nothing, measure, n_resamples=n_resamples,
-                                   seed=seed)
+    paired_bootstrap.paired_bootstrap_change(y, a, b, nothing, measure,
+                                             n_resamples=n_resamples, seed=seed)
 
 
 def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONFIDENCE):
-  """[(low, high)] of `paired.paired_bootstrap_change` for several candidates at once.
+  """[(low, high)] of `paired_bootstrap.paired_bootstrap_change` for several candidates at once.
 
   The resamples are those of `paired_bootstrap_change` (`scipy.stats.bootstrap`, paired,
-  vectorized, percentile method): batches of max(1, `paired.BOOTSTRAP_CELLS` // n) rows of n
-  indices drawn by `rng.integers(0, n, (rows, n))` from `np.random.default_rng(seed)`, and
+  vectorized, percentile method): batches of max(1, `paired_bootstrap.BOOTSTRAP_CELLS` // n)
+  rows of n indices drawn by `rng.integers(0, n, (rows, n))` from `np.random.default_rng(seed)`, and
   δ* = mean(err_b[i]) − mean(err_a[i]) per row. They depend only on n and the seed, so they
   are drawn once for every candidate. A mean of 0/1 values is its exact count over n, so
   counts give the same floats as scipy's means of float copies; the indicators are packed as
@@ -183,7 +185,7 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
     words.append(word)
   counts = [[] for _ in columns]
   rng = np.random.default_rng(seed)
-  rows = max(1, paired.BOOTSTRAP_CELLS // n)
+  rows = max(1, paired_bootstrap.BOOTSTRAP_CELLS // n)
   for start in range(0, n_resamples, rows):
     index = rng.integers(0, n, (min(rows, n_resamples - start), n))
     for w, word in enumerate(words):
@@ -204,18 +206,20 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
 def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
   """`k1_subgroups` rows of the variants `candidates` ({variant: candidate top-1 `[N]`}, their
   inputs checked by `check_subgroup_inputs`): each subgroup's rate change with its interval,
-  as `paired.paired_bootstrap_change` gives it, in the order variant, subgroup, measure."""
+  as `paired_bootstrap.paired_bootstrap_change` gives it, in the order variant, subgroup,
+  measure."""
   y = validate.check_labels(y, name="y")
   a = validate.check_labels(a, name="a")
   bs = {v: validate.check_labels(b, name="b") for v, b in candidates.items()}
   nan = float("nan")
   rows = {}
-  # The rates exactly as `paired` defines them (its private helpers).
+  # The rates exactly as `paired_bootstrap` defines them (`rate_examples`, `mean_change`).
   for name, mask in masks.items():
     mask = np.asarray(mask, dtype=bool)
     for measure in measures:
-      err_a, _ = paired.rate_examples(y, a, a, mask, measure, 1)
-      errs = {v: paired.rate_examples(y, a, b, mask, measure, 1)[1] for v, b in bs.items()}
+      err_a, _ = paired_bootstrap.rate_examples(y, a, a, mask, measure, 1)
+      errs = {v: paired_bootstrap.rate_examples(y, a, b, mask, measure, 1)[1]
+              for v, b in bs.items()}
       n = int(err_a.size)
       intervals = (bootstrap_intervals(err_a, list(errs.values()), seed, int(n_resamples))
                    if n >= 2 else [(nan, nan)] * len(errs))
@@ -225,7 +229,7 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
                "high": high, "n_resamples": int(n_resamples)}
         if n:
           row.update(rate_reference=float(err_a.mean()), rate_candidate=float(err_b.mean()),
-                     change=float(paired.mean_change(err_a, err_b)))
+                     change=float(paired_bootstrap.mean_change(err_a, err_b)))
         rows[variant, name, measure] = row
   return [rows[v, name, measure] for v in bs for name in masks for measure in measures]
 
@@ -277,14 +281,14 @@ def variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples, paths=No
           flip_rows(variant, dense.ids, y, a, b, paths))
 
 
-def compute(run, seed, alpha=0.05, n_resamples=paired.MIN_RESAMPLES):
+def compute(run, seed, alpha=0.05, n_resamples=paired_bootstrap.MIN_RESAMPLES):
   """The K = 1 tables of a run (see the module docstring).
 
   Args:
     run: `collect.Run`.
     seed: seed of the subgroup bootstrap (the report's `seed`).
     alpha: false discovery rate of the per-class Benjamini-Hochberg adjustment.
-    n_resamples: bootstrap resamples (>= `paired.MIN_RESAMPLES`).
+    n_resamples: bootstrap resamples (>= `paired_bootstrap.MIN_RESAMPLES`).
 
   Returns:
     (tables: name -> DataFrame, notes: {NOTES_KEY: [str]}, settings: {SETTINGS_KEY: dict}),

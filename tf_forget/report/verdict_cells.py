@@ -21,7 +21,7 @@ def worst_class(run, class_rows):
     run: `collect.Run`.
     class_rows: one variant's rows of the `class_level` table (columns `class`,
       `class_name`, `absolute_recall_difference`, `absolute_low` / `_high` (its 95% interval,
-      `measures.class_table`), `p_value`, `p_bh`).
+      `class_measures.class_table`), `p_value`, `p_bh`).
 
   Returns:
     dict `name`, `class`, `n` (test examples of the class), `difference`, `low`, `high`,

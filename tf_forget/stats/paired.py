@@ -20,9 +20,9 @@ Methods (the report names them as written here):
   proportions (Newcombe 1998, method 10) built from Wilson intervals.
 * `per_class_recall_change`: recall change per class, exact McNemar per class,
   Benjamini-Hochberg adjusted p-values (`scipy.stats.false_discovery_control`).
-* `paired_bootstrap_change`: change of a subgroup's error rate / FNR / FPR (SPEC §4.2) with a
-  paired percentile bootstrap over examples (`scipy.stats.bootstrap`, at least 2000 resamples,
-  seeded).
+
+The change of a subgroup's error rate / FNR / FPR with a paired bootstrap over the same
+examples is `paired_bootstrap.paired_bootstrap_change`.
 
 Inputs are int label arrays `[examples]` (labels y, reference predictions a, candidate
 predictions b) and optional boolean masks `[examples]` that restrict a measure to a subset.
@@ -38,46 +38,10 @@ from scipy import stats
 from tf_forget.stats import validate
 
 CONFIDENCE = 0.95
-MIN_RESAMPLES = 2000
-MEASURES = ("error", "fnr", "fpr")
 INTERVAL_METHOD = "newcombe_hybrid_score"  # Newcombe (1998) method 10
-BOOTSTRAP_METHOD = "paired_percentile_bootstrap"
-# Resampled values held at once by the vectorized bootstrap (memory bound, not a tuning knob).
-BOOTSTRAP_CELLS = 4_000_000
 # `forgot_significantly`: more broken examples than this, and McNemar p <= REPAIR_ALPHA.
 REPAIR_MIN_BROKEN = 3
 REPAIR_ALPHA = 0.05
-
-
-def _check_confidence(confidence, name="confidence"):
-  if not 0 < confidence < 1:
-    raise validate.StatsInputError(f"{name} must be in (0, 1), got {confidence}")
-
-
-def _check_mask(mask, n, name="mask"):
-  """bool `[n]`: all True if `mask` is None; rejects other lengths and non-0/1 values."""
-  if mask is None:
-    return np.ones(n, dtype=bool)
-  m = np.asarray(mask)
-  if m.ndim != 1 or m.shape[0] != n:
-    raise validate.StatsInputError(f"{name} has shape {m.shape} but there are {n} examples")
-  if m.dtype == bool:
-    return m
-  if not np.issubdtype(m.dtype, np.number) or not np.isin(m, (0, 1)).all():
-    raise validate.StatsInputError(f"{name} must be boolean (True / False or 0 / 1)")
-  return m.astype(bool)
-
-
-def _check_triplet(y, a, b, mask=None, num_classes=None):
-  """int64 y, a, b `[n]` and bool mask `[n]`, checked for rank, sign, range and length."""
-  y = validate.check_labels(y, num_classes, name="y")
-  a = validate.check_labels(a, num_classes, name="a")
-  b = validate.check_labels(b, num_classes, name="b")
-  for name, arr in (("a", a), ("b", b)):
-    if arr.shape[0] != y.shape[0]:
-      raise validate.StatsInputError(
-          f"{name} has {arr.shape[0]} examples but y has {y.shape[0]}")
-  return y, a, b, _check_mask(mask, y.shape[0])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +89,7 @@ def flips(y, a, b, mask=None):
   Raises:
     validate.StatsInputError: non-1-D, empty, negative or non-integer labels, unequal lengths.
   """
-  y, a, b, m = _check_triplet(y, a, b, mask)
+  y, a, b, m = validate.check_triplet(y, a, b, mask)
   right_a, right_b = a == y, b == y
   broken = right_a & ~right_b & m
   fixed = ~right_a & right_b & m
@@ -249,8 +213,8 @@ def paired_accuracy_difference(y, a, b, confidence=CONFIDENCE, mask=None):
   Raises:
     validate.StatsInputError: as `flips`, or a confidence outside (0, 1).
   """
-  _check_confidence(confidence)
-  y, a, b, m = _check_triplet(y, a, b, mask)
+  validate.check_confidence(confidence)
+  y, a, b, m = validate.check_triplet(y, a, b, mask)
   return _paired_proportions(a[m] == y[m], b[m] == y[m], confidence)
 
 
@@ -300,9 +264,9 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   """
   if num_classes is None or int(num_classes) < 1:
     raise validate.StatsInputError(f"num_classes must be a positive int, got {num_classes}")
-  _check_confidence(alpha, "alpha")
-  _check_confidence(confidence)
-  y, a, b, m = _check_triplet(y, a, b, mask, int(num_classes))
+  validate.check_confidence(alpha, "alpha")
+  validate.check_confidence(confidence)
+  y, a, b, m = validate.check_triplet(y, a, b, mask, int(num_classes))
   nan = np.full(num_classes, np.nan)
   out = {"n": np.zeros(num_classes, dtype=np.int64), "recall_a": nan.copy(),
          "recall_b": nan.copy(), "change": nan.copy(), "low": nan.copy(), "high": nan.copy(),
@@ -325,84 +289,3 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   out["significant"] = np.where(tested, out["p_adjusted"] <= alpha, False).astype(bool)
   out["num_tests"] = int(tested.sum())
   return out
-
-
-def rate_examples(y, a, b, mask, measure, positive):
-  """Per-example indicators (a side, b side) whose mean is the rate, over its denominator set
-  D (SPEC §4.2): error = 1[ŷ ≠ y] over the subgroup; FNR = 1[ŷ ≠ +] over its actual
-  positives; FPR = 1[ŷ = +] over its actual negatives (+ = `positive`)."""
-  if measure == "error":
-    keep = mask
-    return (a[keep] != y[keep]), (b[keep] != y[keep])
-  if measure == "fnr":  # FN / actual positives
-    keep = mask & (y == positive)
-    return a[keep] != positive, b[keep] != positive
-  keep = mask & (y != positive)  # fpr: FP / actual negatives
-  return a[keep] == positive, b[keep] == positive
-
-
-def mean_change(err_a, err_b, axis=-1):
-  """r_b − r_a = mean(e_b) − mean(e_a) of paired indicators (`rate_examples`) along `axis`."""
-  return np.mean(err_b, axis=axis) - np.mean(err_a, axis=axis)
-
-
-def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, seed=0,
-                            confidence=CONFIDENCE, positive=1):
-  """Change of a subgroup's error / FNR / FPR with a paired percentile bootstrap interval.
-
-  The rate r is a mean of per-example indicators over its denominator set D (SPEC §4.2;
-  positive = target `positive`): error: D = subgroup, [ŷ_i ≠ y_i]; FNR: D = subgroup
-  positives, [ŷ_i ≠ positive]; FPR: D = subgroup negatives (y_i ≠ positive),
-  [ŷ_i = positive]. The change is δ = r_b − r_a. Each of B resamples draws |D| indices from
-  D with replacement, the same indices for a and b (paired), and recomputes δ*; the interval
-  is the percentile interval [q_{α/2}(δ*), q_{1−α/2}(δ*)], α = 1 − confidence (Efron &
-  Tibshirani 1993, ch. 13), via `scipy.stats.bootstrap(paired=True, vectorized=True,
-  method="percentile")` with a numpy Generator seeded by `seed`. The bootstrap is conditional
-  on |D| (the subgroup's positives are fixed for FNR), which is how the rate is defined.
-
-  Args:
-    y: int `[n]` true labels (binary target for fnr / fpr).
-    a: int `[n]` reference predictions.
-    b: int `[n]` candidate predictions.
-    mask: bool `[n]` the subgroup (None: every example, the aggregate).
-    measure: "error", "fnr" or "fpr".
-    n_resamples: B >= 2000.
-    seed: int (or numpy Generator) seeding the resampling; same seed, same interval.
-    confidence: level in (0, 1).
-    positive: the positive label for fnr / fpr.
-
-  Returns:
-    dict `measure`, `change` (δ), `rate_a`, `rate_b`, `low`, `high`, `n` (|D|),
-    `n_resamples`, `confidence`, `method` ("paired_percentile_bootstrap"). `change` and the
-    rates are NaN when D is empty; `low` / `high` are NaN when |D| < 2.
-
-  Raises:
-    validate.StatsInputError: as `flips`, unknown measure, n_resamples < 2000, confidence
-      outside (0, 1), negative `positive`.
-  """
-  if measure not in MEASURES:
-    raise validate.StatsInputError(f"measure must be one of {MEASURES}, got {measure!r}")
-  if int(n_resamples) != n_resamples or n_resamples < MIN_RESAMPLES:
-    raise validate.StatsInputError(
-        f"n_resamples must be an integer >= {MIN_RESAMPLES}, got {n_resamples}")
-  _check_confidence(confidence)
-  if int(positive) != positive or positive < 0:
-    raise validate.StatsInputError(f"positive must be a non-negative label, got {positive}")
-  y, a, b, m = _check_triplet(y, a, b, mask)
-  err_a, err_b = rate_examples(y, a, b, m, measure, int(positive))
-  n = int(err_a.size)
-  nan = float("nan")
-  out = {"measure": measure, "n": n, "n_resamples": int(n_resamples),
-         "confidence": confidence, "method": BOOTSTRAP_METHOD}
-  if n == 0:
-    return dict(out, change=nan, rate_a=nan, rate_b=nan, low=nan, high=nan)
-  out.update(change=float(mean_change(err_a, err_b)), rate_a=float(err_a.mean()),
-             rate_b=float(err_b.mean()))
-  if n < 2:
-    return dict(out, low=nan, high=nan)
-  res = stats.bootstrap((err_a.astype(np.float64), err_b.astype(np.float64)), mean_change,
-                        n_resamples=int(n_resamples), batch=max(1, BOOTSTRAP_CELLS // n),
-                        vectorized=True, paired=True, confidence_level=confidence,
-                        method="percentile", rng=np.random.default_rng(seed))
-  return dict(out, low=float(res.confidence_interval.low),
-              high=float(res.confidence_interval.high))

@@ -6,6 +6,8 @@ their inputs to plain numpy arrays, so the measures can rely on shapes and dtype
 
 * predictions: integer labels, `[members, examples]` (top-1) or `[members, examples, k]` (top-k);
 * labels: integer labels `[examples]`;
+* paired labels (`check_triplet`): labels y, reference and candidate predictions a, b, each
+  `[examples]`, with an optional boolean mask `[examples]`;
 * attributes: a pandas DataFrame or a dict of boolean arrays `[examples]`.
 
 Floating arrays are accepted only when they hold whole numbers (a NaN is named as such).
@@ -192,3 +194,34 @@ def check_attributes(attributes, num_examples, name="attributes"):
       raise StatsInputError(f"{name}[{key!r}] holds values other than 0/1")
     out[key] = v.astype(bool)
   return out
+
+
+def check_confidence(confidence, name="confidence"):
+  """Raises unless a level (a confidence, a false discovery rate) lies in (0, 1)."""
+  if not 0 < confidence < 1:
+    raise StatsInputError(f"{name} must be in (0, 1), got {confidence}")
+
+
+def check_mask(mask, n, name="mask"):
+  """bool `[n]`: all True if `mask` is None; rejects other lengths and non-0/1 values."""
+  if mask is None:
+    return np.ones(n, dtype=bool)
+  m = np.asarray(mask)
+  if m.ndim != 1 or m.shape[0] != n:
+    raise StatsInputError(f"{name} has shape {m.shape} but there are {n} examples")
+  if m.dtype == bool:
+    return m
+  if not np.issubdtype(m.dtype, np.number) or not np.isin(m, (0, 1)).all():
+    raise StatsInputError(f"{name} must be boolean (True / False or 0 / 1)")
+  return m.astype(bool)
+
+
+def check_triplet(y, a, b, mask=None, num_classes=None):
+  """int64 y, a, b `[n]` and bool mask `[n]`, checked for rank, sign, range and length."""
+  y = check_labels(y, num_classes, name="y")
+  a = check_labels(a, num_classes, name="a")
+  b = check_labels(b, num_classes, name="b")
+  for name, arr in (("a", a), ("b", b)):
+    if arr.shape[0] != y.shape[0]:
+      raise StatsInputError(f"{name} has {arr.shape[0]} examples but y has {y.shape[0]}")
+  return y, a, b, check_mask(mask, y.shape[0])

@@ -1,4 +1,4 @@
-r"""The audit command (thin binary over `eval/audit_lib.py`).
+r"""The audit command (a thin binary over `tf_forget.api`).
 
   bazel run //eval:audit                       # embedded default: digits, offline
   bazel run //eval:audit -- --dataset=digits_biased
@@ -300,5 +300,34 @@ def main(argv):
     sys.exit(GATE_FAILED)
 
 
+# --help, section by section (every flag of this file under one title).
+HELP_SECTIONS = (
+    ("what to audit, and where", ["dataset", "out", "config", "plan", "unit_costs", "data_dir",
+                                  "image_size", "max_image_pixels", "verbose"]),
+    ("your own model, files and data", [
+        "reference", "candidate", "compress", "calibration", "train", "class_names",
+        "attributes", "protected", "output_index", "preprocess", "trust_model_code",
+        "input_scaling_check"]),
+    ("populations tf_forget trains", ["preset", "model", "members", "variants", "sparsities",
+                                      "steps", "population_seed", "robust_training"]),
+    ("pruning after training (002 one-shot, 003 prune-retrain)", [
+        "pruning", "ratios", "algorithms", "finetune", "grad_batches", "exclude_classifier",
+        "ratio_over", "up_formula", "methods", "cycles", "keep_alpha", "warmup_epochs",
+        "retrain_steps"]),
+    ("post-training formats", ["quantizations", "pruned_quantizations"]),
+    ("robustness and noise", ["corruptions", "severities", "robustness", "noise_levels",
+                              "noise_draws", "noise_examples"]),
+    ("gates (exit status 3 when one fails)", [
+        "max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes",
+        "max_flip_rate", "max_kl"]),
+    ("why it forgot, and repairs", ["repair", "max_repair_size", "repair_always"]),
+    ("deployment bundle", ["deploy_all_members", "deploy_encoding", "max_latency_ratio",
+                           "num_threads", "remeasure_latency"]),
+    ("where the work runs", ["executor", "workers", "ray_address"]),
+    ("000's human study", ["annotation_export", "annotations", "annotation_key",
+                           "annotation_variant", "annotation_group", "annotation_per_group",
+                           "annotation_seed", "annotation_columns"]),
+)
+
 if __name__ == "__main__":
-  cli_app.run(main, "audit")
+  cli_app.run(main, "audit", HELP_SECTIONS)

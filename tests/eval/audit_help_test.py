@@ -1,0 +1,46 @@
+"""`audit --help` lists every flag of the audit binary once, section by section (issue #38).
+
+The flags are those absl lists for `eval/audit.py` under `--helpfull` (a second listing, made
+by absl), plus `--verbose` (`tf_forget.cli.app`'s); a flag added to the binary without a
+section makes `--help` fail loudly instead of hiding it.
+"""
+
+import re
+
+from tests.eval import audit_binary
+
+SECTIONS = ["what to audit, and where", "your own model, files and data",
+            "populations tf_forget trains",
+            "pruning after training (002 one-shot, 003 prune-retrain)", "post-training formats",
+            "robustness and noise", "gates (exit status 3 when one fails)",
+            "why it forgot, and repairs", "deployment bundle", "where the work runs",
+            "000's human study"]
+
+
+def _flags_under(text, heading_pattern):
+  """{flag names} listed under the first heading matching `heading_pattern`."""
+  out, inside = set(), False
+  for line in text.splitlines():
+    if re.fullmatch(heading_pattern, line):
+      inside = True
+    elif inside and line and not line.startswith(" "):
+      break
+    elif inside and re.match(r"^  --(?:\[no\])?(\w+):", line):  # --[no]plan: a bool
+      out.add(re.match(r"^  --(?:\[no\])?(\w+):", line).group(1))
+  return out
+
+
+def test_help_lists_every_flag_once_in_its_section():
+  result = audit_binary.audit(["--help"])
+  assert result.returncode == 0, result.stderr[-2000:]
+  text = result.stdout
+  headings = [line[:-1] for line in text.splitlines() if line.endswith(":")
+              and not line.startswith(" ") and line[:-1] in SECTIONS]
+  assert headings == SECTIONS
+  listed = re.findall(r"^  --(\w+):", text, flags=re.M)
+  assert len(listed) == len(set(listed))  # each flag once
+  full = audit_binary.audit(["--helpfull"])
+  assert full.returncode == 0
+  own = _flags_under(full.stdout, r".*audit\.py:")
+  assert len(own) > 60 and set(listed) == own | {"verbose"}
+  assert "--config: A configuration to start from" in text

@@ -132,11 +132,11 @@ def _signature(references, kind, output_index, trust_model_code=False):
   return found[0]
 
 
-def _dataset(config, user, signature, train=None, check_data=True):
+def _dataset(data, user, signature, train=None, check_data=True):
   """The audited data set, read at the references' image size and channels (`train`: the
   `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
   decoded (`--plan`, issue #36)."""
-  name, options = sources.parse(config.data.dataset)
+  name, options = sources.parse(data.dataset)
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
     options.update(image_size=[height, width], channels=channels)
@@ -145,9 +145,10 @@ def _dataset(config, user, signature, train=None, check_data=True):
         ("attributes", user.attributes),
         ("protected", list(user.protected) if user.protected else None),
         ("preprocess", user.preprocess),
-        ("calibration", _calibration(config, user)), ("train_data", train)) if v is not None})
-    if config.data.data_dir and name == "tfds":
-      options["data_dir"] = config.data.data_dir
+        ("calibration", _calibration(data.data_dir, user)), ("train_data", train))
+        if v is not None})
+    if data.data_dir and name == "tfds":
+      options["data_dir"] = data.data_dir
   elif (user.class_names or user.attributes or user.protected or user.preprocess
         or user.calibration or train):
     raise tree.AuditError(
@@ -171,7 +172,7 @@ def _real(path):
   return os.path.realpath(path)
 
 
-def _check_out_apart(config, user):
+def _check_out_apart(out, dataset, user):
   """Refuses an --out in a data folder the audit reads (`folder:PATH` of --dataset,
   --calibration or --train): the audit would write into the user's data, and a re-run would
   read its own files (the gallery's images, the bundle) as examples.
@@ -179,38 +180,38 @@ def _check_out_apart(config, user):
   Raises:
     AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
   """
-  out = _real(config.out)
-  for flag, spelling in (("--dataset", config.data.dataset), ("--calibration", user.calibration),
+  real_out = _real(out)
+  for flag, spelling in (("--dataset", dataset), ("--calibration", user.calibration),
                          ("--train", user.train)):
     name, options = sources.parse(spelling) if spelling else (None, {})
     if name != "folder":
       continue
     folder = _real(options["path"])
-    if out == folder or out.startswith(folder.rstrip("/") + "/"):
+    if real_out == folder or real_out.startswith(folder.rstrip("/") + "/"):
       raise tree.AuditError(
-          f"--out {config.out} is inside the data folder {options['path']} ({flag}): the "
+          f"--out {out} is inside the data folder {options['path']} ({flag}): the "
           "audit would write into your data and read its own files as examples; give an "
           "--out outside it")
 
 
-def _check_image_size(config, user, signature):
+def _check_image_size(image_size, user, signature):
   """`--image_size` with your model: the model's input size decides (the images are resized to
   it, `_dataset`); the same size is accepted, another refused rather than ignored.
 
   Raises:
     AuditError: "--image_size 16x16 is not the model's input size 8x8: ..." (one line).
   """
-  if not config.data.image_size:
+  if not image_size:
     return
   (height, width, _), _ = signature
-  given = tuple(int(v) for v in config.data.image_size)
+  given = tuple(int(v) for v in image_size)
   if given != (height, width):
     raise tree.AuditError(
         f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
         f"the images are resized to what {user.references[0]} takes; drop --image_size")
 
 
-def _calibration(config, user):
+def _calibration(data_dir, user):
   """{"name", "options"} of `--calibration` (`sources.parse`), or None.
 
   Raises:
@@ -225,8 +226,8 @@ def _calibration(config, user):
   if name not in sources.PREFIXES:
     raise tree.AuditError(f"--calibration={user.calibration}: give your own data "
                                   "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)")
-  if config.data.data_dir and name == "tfds":
-    options["data_dir"] = config.data.data_dir
+  if data_dir and name == "tfds":
+    options["data_dir"] = data_dir
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
@@ -266,12 +267,12 @@ def _check_compress(user, kind, dataset, check_data=True):
       source.take(split, 1)
 
 
-def _corrupted(config):
+def _corrupted(robustness):
   """Corrupted splits: none unless --corruptions asks (at --severities, default 3), generated
   at the size of the user's images (`tf_forget.corruptions`)."""
-  severities = tuple(config.robustness.severities or (3,))
+  severities = tuple(robustness.severities or (3,))
   out = []
-  for name in config.robustness.corruptions or ():
+  for name in robustness.corruptions or ():
     for severity in severities:
       corruption_registry.check(name, severity)
       out.append(corruption_registry.split_name(name, severity))
@@ -290,21 +291,21 @@ def plan_fields(config, check_data=True):
   user = config.user
   if not user.references:
     raise tree.AuditError("--reference: give at least one model file")
-  oneshot = user_prune_plan.variants(config)
+  oneshot = user_prune_plan.variants(config.population, config.pruning.oneshot)
   if not user.candidates and not user.compress and not oneshot:
     raise tree.AuditError(
         "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
         f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
-  _check_out_apart(config, user)
+  _check_out_apart(config.out, config.data.dataset, user)
   kind = _kind(user.references)
-  train = user_prune_plan.train_option(config, user, kind, oneshot)
+  train = user_prune_plan.train_option(config.data.data_dir, user, kind, oneshot)
   signature = _signature(user.references, kind, user.output_index, user.trust_model_code)
-  _check_image_size(config, user, signature)
-  dataset = _dataset(config, user, signature, train, check_data)
+  _check_image_size(config.data.image_size, user, signature)
+  dataset = _dataset(config.data, user, signature, train, check_data)
   imported.check_matches(user.references[0], *signature, dataset)
   _check_candidates(user, signature)
   _check_compress(user, kind, dataset, check_data)
-  pruned = user_prune_plan.plan(config, user, dataset, oneshot, check_data)
+  pruned = user_prune_plan.plan(config.pruning.oneshot, user, dataset, oneshot, check_data)
   pop = ImportedPopulation(run_dir=config.out, dataset=dataset.spec.name,
                            dataset_options=dict(dataset.spec.options),
                            members=len(user.references), kind=kind, signature=signature,
@@ -313,7 +314,7 @@ def plan_fields(config, check_data=True):
   encodings = ((names.DEFAULT_ENCODING,) if not pruned or config.deployment.encoding == "plain"
                else (names.DEFAULT_ENCODING, "sparse"))
   return dict(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
-              encodings=encodings, corrupted=_corrupted(config), noise=None,
+              encodings=encodings, corrupted=_corrupted(config.robustness), noise=None,
               dataset=dataset, robustness_members=tuple(range(pop.members)),
               oneshot=pruned.variants if pruned else (),
               oneshot_schedule=pruned.schedule if pruned else None, user=user)

@@ -54,27 +54,29 @@ class OneshotPlan:
   preset: object
 
 
-def variants(config):
-  """The one-shot variants `config` asks for (`oneshot_variants`, or one-shot `variants`).
+def variants(population, oneshot_config):
+  """The one-shot variants asked for: a `tree.Oneshot`'s, or one-shot names among a
+  `tree.Population`'s `variants`.
 
   Raises:
     AuditError: a variant that is not one-shot besides dense, or one-shot options without a
       one-shot variant.
   """
   trained, oneshot, iterative = prune_population.split_variants(
-      list(config.population.variants or ()) + list(config.pruning.oneshot.variants or ()))
+      list(population.variants or ()) + list(oneshot_config.variants))
   other = [v for v in trained + iterative if v != names.DENSE]
   if other:
     raise tree.AuditError(f"{', '.join(other)} describe a population tf_forget "
-                                  "trains; your model can be pruned one-shot (--pruning=oneshot)")
-  if config.pruning.oneshot.overrides() and not oneshot:
+                          "trains; your model can be pruned one-shot (--pruning=oneshot)")
+  if oneshot_config.overrides() and not oneshot:
     raise tree.AuditError("one-shot options given but no one-shot variant asked for "
-                                  "(--pruning=oneshot)")
+                          "(--pruning=oneshot)")
   return tuple(dict.fromkeys(oneshot))
 
 
-def train_option(config, user, kind, oneshot):
-  """{"name", "options"} of `--train` (`sources.parse`) for the data set's `train_data`, or None.
+def train_option(data_dir, user, kind, oneshot):
+  """{"name", "options"} of `--train` (`sources.parse`) for the data set's `train_data`, or
+  None; `data_dir`: tfds' (`tree.Data.data_dir`).
 
   Raises:
     AuditError: one-shot variants of `.tflite`, Keras 3 or SavedModel references (tfmot
@@ -101,12 +103,12 @@ def train_option(config, user, kind, oneshot):
     return None
   if not oneshot:
     raise tree.AuditError("--train is the data one-shot pruning fine-tunes on: give "
-                                  "--pruning=oneshot, or leave --train out")
+                          "--pruning=oneshot, or leave --train out")
   name, options = sources.parse(user.train)
   if name not in sources.PREFIXES:
     raise tree.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
-  if config.data.data_dir and name == "tfds":
-    options["data_dir"] = config.data.data_dir
+  if data_dir and name == "tfds":
+    options["data_dir"] = data_dir
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
@@ -146,14 +148,14 @@ def _check_examples(user, view, schedule, oneshot):
         f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
 
 
-def plan(config, user, dataset, oneshot, check_data=True):
+def plan(oneshot_config, user, dataset, oneshot, check_data=True):
   """The `OneshotPlan` of `oneshot` (None if empty); checks everything, writes nothing.
 
   Args:
-    config: the `tree.AuditConfig`.
-    user: its `tree.UserModels`.
+    oneshot_config: the `tree.Oneshot` section (the protocol's fields to replace).
+    user: the `tree.UserModels`.
     dataset: the audited data set, with the `train_data` option (`train_option`).
-    oneshot: `variants(config)`.
+    oneshot: `variants(...)`.
     check_data: decode the first train image (False: `--plan`, the files listed only).
 
   Raises:
@@ -161,7 +163,7 @@ def plan(config, user, dataset, oneshot, check_data=True):
   """
   if not oneshot:
     return None
-  schedule = oneshot_schedule.get(imported.PRESET, **dict(config.pruning.oneshot.overrides() or {}))
+  schedule = oneshot_schedule.get(imported.PRESET, **oneshot_config.overrides())
   view = train_view.of(dataset)
   if check_data:  # `--plan` decodes no image (issue #36)
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image

@@ -27,8 +27,17 @@ def _path(value):
   return filesystem.user_path(value)
 
 
-def _none_list(convert=str):
-  return lambda v: None if v is None else tuple(() if v == _NONE else (convert(x) for x in v))
+def _none_list(convert=str, what=None):
+  """A list flag's tuple (--x=none: ()); a value `convert` refuses: "must be <what>"."""
+
+  def read(values):
+    if values is None:
+      return None
+    try:
+      return tuple(() if values == _NONE else (convert(x) for x in values))
+    except ValueError as e:
+      raise ValueError(f"must be {what}, got {','.join(values)}") from e
+  return read
 
 
 def _candidates(values):
@@ -73,9 +82,9 @@ FLAG_PATHS = {
     "quantizations": ("formats.quantizations", _tuple),
     "pruned_quantizations": ("formats.pruned_quantizations", _none_list()),
     "corruptions": ("robustness.corruptions", _none_list()),
-    "severities": ("robustness.severities", _none_list(int)),
+    "severities": ("robustness.severities", _none_list(int, "integers 1-5")),
     "robustness": ("robustness.source", None),
-    "noise_levels": ("noise.levels", _none_list(float)),
+    "noise_levels": ("noise.levels", _none_list(float, "'none' or ascending numbers >= 0")),
     "noise_draws": ("noise.draws", None), "noise_examples": ("noise.examples", None),
     "max_accuracy_drop": ("gates.max_accuracy_drop", None),
     "max_subgroup_fnr_increase": ("gates.max_subgroup_fnr_increase", None),
@@ -186,7 +195,9 @@ def _given(flag_table, values, apply):
       try:
         out[path] = convert(value) if convert is not None and value is not None else value
       except ValueError as e:
-        raise tree.AuditError(f"--{flag}: {e}") from e
+        text = str(e)  # "must be ..." from this module's conversions, else Python's own words
+        raise tree.AuditError(f"--{flag} {text}" if text.startswith("must ") else
+                              f"--{flag}: {text}") from e
   return out
 
 

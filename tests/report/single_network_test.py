@@ -331,7 +331,7 @@ def test_k5_has_no_k1_tables_and_renders_as_before(tmp_path, monkeypatch):
     g = gates_lib.gate_measures(variant, s, report.json["settings"], report.json["tables"])
     assert "design" not in g and {k: g[k] for k in s} == s
   # The same page with the K = 1 module switched off: byte for byte.
-  monkeypatch.setattr(write.single_network, "compute", lambda *a, **k: ({}, {}, {}))
+  monkeypatch.setattr(single_network, "compute", lambda *a, **k: ({}, {}, {}))
   without = write.build_report(run_dir, dataset_name="digits")
   assert without.html == report.html and without.json == report.json
   assert without.tables == report.tables

@@ -25,26 +25,16 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
-from tf_forget.report import deployment as deployment_lib
-from tf_forget.report import divergence_report
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
-from tf_forget.report import human_study as human_study_lib
 from tf_forget.report import human_study_sheet
 from tf_forget.report import measures as measures_lib
-from tf_forget.report import noise as noise_lib
-from tf_forget.report import pairing as pairing_lib
-from tf_forget.report import prune_retrain
 from tf_forget.report import registry
-from tf_forget.report import repair_report
-from tf_forget.report import single_network
-from tf_forget.report import verdict as verdict_lib
+from tf_forget.report import studies
 from tf_forget.report import wording
 
 SCHEMA_VERSION = "tf_forget.report/1"
-# The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
-ANNOTATION_PERCENTILE = 90
 # What `save` swaps in, report.json (the completion marker) last, and its staging label.
 ENTRIES = ("tables", "report.html", "report.json")
 STAGING = ".report"
@@ -119,71 +109,6 @@ def _inputs(run):
           for v, splits in sorted(run.predictions.items())}
 
 
-@dataclasses.dataclass
-class Part:
-  """Measures added after the core ones (`measures.compute`): one study's tables, notes and
-  settings. A notes key that is present is added to the report's notes even with no note."""
-  tables: dict = dataclasses.field(default_factory=dict)
-  notes: dict = dataclasses.field(default_factory=dict)
-  config: dict = dataclasses.field(default_factory=dict)
-
-
-def merged(m, parts):
-  """A new `measures.Measures`: `m`'s tables, notes and settings, then each part's, in order."""
-  tables, config = dict(m.tables), dict(m.config)
-  notes = {key: list(values) for key, values in m.notes.items()}
-  for part in parts:
-    tables.update(part.tables)
-    for key, values in part.notes.items():
-      notes.setdefault(key, []).extend(values)
-    config.update(part.config)
-  return dataclasses.replace(m, tables=tables, notes=notes, config=config)
-
-
-def _run_artifact_parts(run, run_dir, m):
-  """The measures of the run directory's other artifacts: l-inf noise (`noise`, 003 §4.1),
-  003's prune-retrain study (`prune_retrain`, issue #17) and the deployment encodings
-  (`deployment`, issue #10), in that order.
-
-  Args:
-    run: the `collect.Run`.
-    run_dir: its run directory.
-    m: its core `measures.Measures`.
-  """
-  pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
-           if v != names.DENSE and pairing_lib.is_paired(run, v)}
-  noise_tables, noise_notes, noise_protocol = noise_lib.compute(run_dir, run.variants, pairs)
-  parts = [Part(noise_tables, {"noise": noise_notes}, {"noise": noise_protocol})]
-  study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
-  if study is not None:  # 003's prune-retrain study (issue #17)
-    parts.append(Part(study.tables, {"prune_retrain": study.notes}))
-  deploy_tables, deploy_notes, deploy_settings = deployment_lib.compute(run_dir, m.variants)
-  parts.append(Part(deploy_tables, {"deployment": deploy_notes},
-                    {"deployment": deploy_settings}))
-  return parts
-
-
-def _review_parts(run, m, gates, gallery_json):
-  """The verdict (`verdict`) and the gallery's tables (the cards, the CIEs to annotate).
-
-  Returns:
-    ([Part], the recommendation dict).
-  """
-  verdict_table, recommendation = verdict_lib.compute(run, m, gates)
-  gallery_tables = {"gallery": gallery_lib.table(gallery_json),
-                    "cie_annotation": gallery_lib.annotation_table(
-                        run, m.cie, percentile=ANNOTATION_PERCENTILE, seed=m.config["seed"])}
-  return [Part({"verdict": verdict_table}), Part(gallery_tables)], recommendation
-
-
-def _human_study_part(run, m, options):
-  """000's human study (§3.3, Table 7; issue #26): (its `Part`, the `human_study.Study`, whose
-  `export`, if any, is written with the report)."""
-  study = human_study_lib.compute(run, m, options)
-  return Part(study.tables, {"human_study": study.notes} if study.notes else {},
-              {"human_study": study.settings}), study
-
-
 def _dataset_json(run, examples):
   """report.json's `dataset`: the data set's facts and the evaluation split's size."""
   return {"name": run.dataset_name, "options": run.dataset_options,
@@ -215,7 +140,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
       correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,
-      confidence).
+      confidence). The core measures are then followed by the registered studies, in order
+      (`studies.STUDIES`).
 
   Returns:
     `Report`.
@@ -224,31 +150,17 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     collect.CollectError: missing / misaligned predictions, unknown data set.
     noise.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
     human_study_sample.HumanStudyError: an annotation file or key that does not match the run.
-    ValueError: bad measure options (from `tf_forget.stats`).
+    ValueError: bad measure options (from `tf_forget.stats`); a study of `studies.STUDIES`
+      that names an input or a section that does not exist (`studies.check`).
   """
   run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
                          dataset_options=dataset_options,
                          train_attribute_shares=train_attribute_shares, variants=variants,
                          splits=splits)
   core = measures_lib.compute(run, **measure_options)
-  k1 = Part(*single_network.compute(run, core.config["seed"], core.config["alpha"]))
-  div = Part(*divergence_report.compute(run, size=gallery_size))  # from the logits (#29)
-  why = Part(*repair_report.compute(  # per-layer error and repairs (#29, #36)
-      run, repair_asked=bool(((config or {}).get("repair") or {}).get("repairs"))))
-  m = merged(core, _run_artifact_parts(run, run_dir, core) + [k1, div, why])  # k1: K = 1 (#28)
-  gallery = gallery_lib.build_families(run, m.cie, size=gallery_size)
-  gallery_json = gallery_lib.without_images(gallery)
-  parts, recommendation = _review_parts(run, m, (config or {}).get("gates"), gallery_json)
-  skipped = m.notes.get(repair_report.NOT_REPAIRED_KEY, [])
-  if recommendation is not None and ("repair" in m.tables or skipped):  # #29, #36
-    recommendation["repairs"] = repair_report.sentences(m.tables, skipped)
-  if recommendation is not None and m.notes.get(repair_report.WHY_KEY):  # #37: why, in words
-    recommendation["why_forgot"] = list(m.notes[repair_report.WHY_KEY])
-  m = merged(m, parts)
-  study = None
-  if human_study is not None:  # 000's human study (§3.3, Table 7; issue #26)
-    part, study = _human_study_part(run, m, human_study)
-    m = merged(m, [part])
+  m, given = studies.compute(run, run_dir, core, config or {},
+                             {"gallery_size": gallery_size, "human_study": human_study})
+  recommendation = given.get("recommendation")
   n = int(run.eval[names.DENSE].ids.size)
   doc = jsonable({
       "schema_version": SCHEMA_VERSION,
@@ -259,7 +171,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       "variants": m.variants,
       "inputs": _inputs(run),
       "tables": {name: records(t) for name, t in sorted(m.tables.items())},
-      "gallery": gallery_json,
+      "gallery": gallery_lib.without_images(given["gallery"]),
       "recommendation": recommendation,
       "notes": m.notes,
       "files": {"html": "report.html",
@@ -270,16 +182,14 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   user = (config or {}).get("user")  # the user's model and files, in words (issue #36)
   intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
       ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
-  view = registry.View(measures=m, gallery=gallery, protected=run.protected_attributes,
+  view = registry.View(measures=m, gallery=given["gallery"], protected=run.protected_attributes,
                        recommendation=recommendation,
-                       divergence_images=divergence_report.thumbnails(
-                           run, m.tables.get("divergence_examples")))
+                       divergence_images=given.get("divergence_images", {}))
   page = html.page(title or wording.title(run.dataset_name, run.dataset_options,
                                           (user or {}).get("references")), intro,
                    [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(view)],
                    css=gallery_view.CSS)
-  return Report(json=doc, tables=csvs, html=page, measures=m,
-                export=study.export if study is not None else None)
+  return Report(json=doc, tables=csvs, html=page, measures=m, export=given.get("export"))
 
 
 def _write_files(report, directory):

@@ -47,6 +47,7 @@ _JSON = flags.DEFINE_string("json", None, "Optional path for the raw results as 
 def _train(work_dir, steps, sparsities, log):
   # pylint: disable=g-import-not-at-top
   from tf_forget.train import member
+  from tf_forget.train import member_files
   from tf_forget.train import presets
   # pylint: enable=g-import-not-at-top
   preset = dataclasses.replace(presets.PRESETS["digits"], steps=steps,
@@ -56,7 +57,7 @@ def _train(work_dir, steps, sparsities, log):
     config = member.MemberConfig(dataset="digits", model="small_cnn", variant=variant, k=0,
                                  preset=preset)
     log(f"member {variant}/0 ...")
-    member.train_member(config, member.member_dir(work_dir, variant, 0))
+    member.train_member(config, member_files.member_dir(work_dir, variant, 0))
   return variants
 
 

@@ -15,7 +15,7 @@ from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import population as prune_population
 from tf_forget.prune import retrain as retrain_lib
-from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import population
 
 
@@ -49,8 +49,8 @@ class TrainStage(driver.Stage):
   def units(self, ctx):
     pop = ctx.plan.population
     return [driver.Unit(
-        checks=[driver.Check(f"members {cfg.variant}/{cfg.k}", lambda c=cfg: member_lib.status(
-            member_lib.member_dir(pop.run_dir, c.variant, c.k), c))],
+        checks=[driver.Check(f"members {cfg.variant}/{cfg.k}", lambda c=cfg: member_files.status(
+            member_files.member_dir(pop.run_dir, c.variant, c.k), c))],
         task=lambda _, c=cfg: _member_task(ctx, f"train {c.variant}/{c.k}", "train_member",
                                            c.preset.steps * c.preset.batch_size, c))
             for cfg in population.member_configs(pop)]

@@ -40,6 +40,7 @@ from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import imported
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import presets
 from tflite_export import candidates
 from tflite_export import export as export_lib
@@ -96,7 +97,7 @@ def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=No
       dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
       population_seed=int(population_seed))
   try:
-    meta = member_lib.train_member(cfg, member_lib.member_dir(run_dir, variant, int(k)))
+    meta = member_lib.train_member(cfg, member_files.member_dir(run_dir, variant, int(k)))
   finally:
     _clear_keras()
   return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],

@@ -59,7 +59,7 @@ class ImportedPopulation:
     signature: ((H, W, C), classes) of the references.
     variants: ("dense",).
     model: "user" (`imported.MODEL`).
-    preset: the imported members' preset as one-shot pruning reads it (`imported.preset`), or
+    preset: the imported members' preset as one-shot pruning reads it (`imported_parent.preset`), or
       None without one-shot variants.
     model_options, population_seed: {} and 0 (what member configs read of a population,
       `tf_forget.prune.population`).

@@ -9,7 +9,7 @@ The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`,
 dense member k, with the stages and code of a trained population (`eval.member_stages.
 oneshot_stages`, `tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan`
 returns the variants, the "user" one-shot schedule (`tf_forget.prune.oneshot_schedule`, with
-the overrides) and the imported members' preset (`tf_forget.train.imported.preset`), which
+the overrides) and the imported members' preset (`tf_forget.train.imported_parent.preset`), which
 `eval.user_plan` puts into the `Plan` and its `ImportedPopulation`. Export, evaluation, report
 (paired with their parent), verdict, gates and bundle then treat them as any one-shot member.
 
@@ -21,7 +21,7 @@ split if it has one, else its only split; at the reference's input size, channel
 
 Refused in one line before anything is written: one-shot variants of `.tflite` references (no
 weights to fine-tune), without `--train`, or of a reference that is not compiled with a sparse
-categorical cross-entropy of logits (`imported.trainable`); `--train` without one-shot
+categorical cross-entropy of logits (`imported_parent.trainable`); `--train` without one-shot
 variants; UP over references whose weight decays differ (one ε, SPEC §6.1); train data with
 fewer examples than a fine-tuning (or g's) batch after the validation hold-out.
 """
@@ -36,6 +36,7 @@ from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import population as prune_population
 from tf_forget.train import imported
+from tf_forget.train import imported_parent
 
 SPELLINGS = "folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB"
 
@@ -47,7 +48,7 @@ class OneshotPlan:
   Attributes:
     variants: the one-shot variant names (`oneshot_<alg>_r<r>`).
     schedule: their `oneshot_schedule.OneshotSchedule` ("user", with the overrides).
-    preset: the imported members' `presets.Preset` (`imported.preset`, λ of the references).
+    preset: the imported members' `presets.Preset` (`imported_parent.preset`, λ of the references).
   """
   variants: tuple
   schedule: object
@@ -121,7 +122,7 @@ def _weight_decay(user, oneshot):
   """
   decays = set()
   for path in user.references:
-    decays |= imported.trainable(path, user.output_index, user.trust_model_code)
+    decays |= imported_parent.trainable(path, user.output_index, user.trust_model_code)
   ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
   if len(decays) > 1 and ups:
     raise tree.AuditError(
@@ -163,13 +164,13 @@ def plan(oneshot_config, user, dataset, oneshot, check_data=True):
   """
   if not oneshot:
     return None
-  schedule = oneshot_schedule.get(imported.PRESET, **oneshot_config.overrides())
+  schedule = oneshot_schedule.get(imported_parent.PRESET, **oneshot_config.overrides())
   view = train_view.of(dataset)
   if check_data:  # `--plan` decodes no image (issue #36)
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
   return OneshotPlan(variants=oneshot, schedule=schedule,
-                     preset=imported.preset(_weight_decay(user, oneshot)))
+                     preset=imported_parent.preset(_weight_decay(user, oneshot)))
 
 
 def describe(p):

@@ -173,7 +173,7 @@ def load_member(run_dir, member_variant, k):
   try:
     metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
     # Keras' safe mode off only for the members of a reference the user trusted
-    # (`--trust_model_code`: `tf_forget.train.member.trusts_model_code`).
+    # (`--trust_model_code`: `tf_forget.train.member_files.trusts_model_code`).
     trusted = any(isinstance(ref, dict) and ref.get("trust_model_code") is True
                   for ref in (metadata.get("reference"),
                               (metadata.get("parent") or {}).get("reference")))

@@ -23,12 +23,12 @@ _TRAIN = """
 import hashlib, tempfile
 from tf_forget.compat import cpu_kernels, keras2
 keras2.enable(); cpu_kernels.configure()
-from tf_forget.train import member, presets
+from tf_forget.train import member, member_files, presets
 d = tempfile.mkdtemp()
 cfg = member.MemberConfig(dataset="digits", model="small_cnn", variant="prune_0.5", k=0,
                           preset=presets.get("tiny"))
 meta = member.train_member(cfg, d)
-m = member.load_model(d)
+m = member_files.load_model(d)
 print(hashlib.sha256(b"".join(w.tobytes() for w in m.get_weights())).hexdigest())
 print(meta["machine"]["settings"]["TF_NUM_INTRAOP_THREADS"])
 """

@@ -27,6 +27,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.executor import base as executor_base
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,7 +75,7 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
 
     thread = threading.Thread(target=drive)
     thread.start()
-    state = os.path.join(member_lib.member_dir(run, "prune_0.5", 0), "checkpoints", "checkpoint")
+    state = os.path.join(member_files.member_dir(run, "prune_0.5", 0), "checkpoints", "checkpoint")
     _wait_for(lambda: os.path.exists(state), "the first checkpoint")
     pids = list(pid_dir.iterdir())
     assert len(pids) == 1
@@ -82,7 +83,7 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
     thread.join(timeout=300)
   assert not failure, failure
   assert len(list(pid_dir.iterdir())) == 2, "the task was not retried on a new worker"
-  meta = member_lib.read_metadata(member_lib.member_dir(run, "prune_0.5", 0))
+  meta = member_files.read_metadata(member_files.member_dir(run, "prune_0.5", 0))
   assert meta["resumed_from_step"] >= 20, "the retry did not resume from the checkpoint"
   assert result[task.key]["model_sha256"] == meta["model_sha256"]
   assert run_digest.model_content_sha(layout.member_model(run, "prune_0.5", 0)) == uninterrupted

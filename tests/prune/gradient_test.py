@@ -25,6 +25,7 @@ from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
+from tf_forget.train import member_files
 from tf_forget.train import population
 
 GP_UP = ["oneshot_gp_r4", "oneshot_up_r4", "oneshot_up_r10"]
@@ -57,7 +58,7 @@ def _prune(pop, variants):
 
 
 def _meta(pop, variant):
-  return train_member.read_metadata(layout.member_dir(pop.run_dir, variant, 0))
+  return member_files.read_metadata(layout.member_dir(pop.run_dir, variant, 0))
 
 
 def _g_files(pop):
@@ -110,7 +111,7 @@ def _layer_prunes_as_mp(theta, kept):
 def test_up_prunes_a_layer_whose_g_is_zero_as_mp(pop):
   parent = _parent(pop)
   grad = gradient.ensure(pop.run_dir, parent, _protocol())
-  model = train_member.load_model(layout.member_dir(pop.run_dir, "dense", 0))
+  model = member_files.load_model(layout.member_dir(pop.run_dir, "dense", 0))
   theta = {n: v.numpy() for n, v in oneshot.kernels(model).items()}
   eps = _protocol().epsilon(pop.preset.weight_decay)
   pruned = scores.compression(sum(w.size for w in theta.values()), ratio=4).pruned
@@ -121,7 +122,7 @@ def test_up_prunes_a_layer_whose_g_is_zero_as_mp(pop):
   gradient.write(grad.path, planted, grad.metadata)
   meta = member_lib.prune_member(_config(pop, "oneshot_up_r4"), pop.run_dir)
   assert meta["pruning"]["gradient"]["sha256"] == _sha(grad.path) != grad.sha256
-  kernel = oneshot.kernels(train_member.load_model(
+  kernel = oneshot.kernels(member_files.load_model(
       layout.member_dir(pop.run_dir, "oneshot_up_r4", 0)))[layer].numpy()
   assert _layer_prunes_as_mp(theta[layer], kernel != 0)
   assert 0 < np.count_nonzero(kernel) < kernel.size
@@ -130,11 +131,11 @@ def test_up_prunes_a_layer_whose_g_is_zero_as_mp(pop):
 def _perturb_parent(pop):
   """Replaces the parent's model.keras by other weights (as a retraining would)."""
   directory = layout.member_dir(pop.run_dir, "dense", 0)
-  model = train_member.load_model(directory)
+  model = member_files.load_model(directory)
   kernel = oneshot.kernels(model)["logits"]
   kernel.assign(kernel * 1.5)
-  meta = train_member.read_metadata(directory)
-  meta["model_sha256"] = train_member.save_model(model, os.path.join(directory, "model.keras"))
+  meta = member_files.read_metadata(directory)
+  meta["model_sha256"] = member_files.save_model(model, os.path.join(directory, "model.keras"))
   fileio.write_json(os.path.join(directory, "metadata.json"), meta)
   return meta["model_sha256"]
 

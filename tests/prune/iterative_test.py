@@ -21,7 +21,7 @@ from tf_forget.prune import population as prune_population
 from tf_forget.prune import retrain
 from tf_forget.prune import scores
 from tf_forget.prune import structured
-from tf_forget.train import member as train_member
+from tf_forget.train import member_files
 from tf_forget.train import population
 from tflite_export import converter
 from tflite_export import export as export_lib
@@ -214,11 +214,11 @@ def test_cycles_chain_parent_links_and_reach_the_keep_ratios(run):
   proto = ip.get("tiny")
   parents.run_member_stages(pop, iterative=["iter_wt_c2", "iter_ft_c2"],
                             iterative_schedule=proto)
-  by = {c.member.variant: train_member.read_metadata(layout.member_dir(run_dir,
+  by = {c.member.variant: member_files.read_metadata(layout.member_dir(run_dir,
                                                                        c.member.variant, 0))
         for c in prune_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)}
   assert list(by) == ["iter_wt_c1", "iter_ft_c1", "iter_wt_c2", "iter_ft_c2"]
-  dense = train_member.read_metadata(os.path.join(run_dir, "members", "dense", "0"))
+  dense = member_files.read_metadata(os.path.join(run_dir, "members", "dense", "0"))
   for alg in ("wt", "ft"):
     c1, c2 = by[f"iter_{alg}_c1"], by[f"iter_{alg}_c2"]
     assert c1["parent"]["variant"] == "dense" and c1["parent"]["model_sha256"] == \
@@ -254,8 +254,8 @@ def test_resumed_cycle_equals_an_uninterrupted_one_and_lineage(run, tmp_path):
   assert os.path.isdir(os.path.join(other, "members", "iter_wt_c1", "0", "checkpoints"))
   resumed = retrain.retrain_member(cfg, other)
   assert resumed["resumed_from_step"] == 20
-  a = train_member.load_model(os.path.join(run_dir, "members", "iter_wt_c1", "0"))
-  b = train_member.load_model(os.path.join(other, "members", "iter_wt_c1", "0"))
+  a = member_files.load_model(os.path.join(run_dir, "members", "iter_wt_c1", "0"))
+  b = member_files.load_model(os.path.join(other, "members", "iter_wt_c1", "0"))
   for wa, wb in zip(a.get_weights(), b.get_weights()):
     np.testing.assert_array_equal(wa, wb)
   assert resumed["test_accuracy"] == whole["test_accuracy"]

@@ -20,6 +20,7 @@ from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
+from tf_forget.train import member_files
 from tf_forget.train import population
 from tflite_export import export as export_lib
 from tflite_export import flatbuffer
@@ -49,7 +50,7 @@ def _config(pop, variant, **overrides):
 
 
 def _kernels(run_dir, variant):
-  model = train_member.load_model(layout.member_dir(run_dir, variant, 0))
+  model = member_files.load_model(layout.member_dir(run_dir, variant, 0))
   return {n: v.numpy() for n, v in oneshot.kernels(model).items()}
 
 
@@ -58,8 +59,8 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   run_dir, pop = run
   variant = f"oneshot_{algorithm}_r4"
   meta = member_lib.prune_member(_config(pop, variant), run_dir)
-  parent_meta = train_member.read_metadata(layout.member_dir(run_dir, "dense", 0))
-  parent = train_member.load_model(layout.member_dir(run_dir, "dense", 0))
+  parent_meta = member_files.read_metadata(layout.member_dir(run_dir, "dense", 0))
+  parent = member_files.load_model(layout.member_dir(run_dir, "dense", 0))
   # The parent link names dense member 0 by its file's hash and by its weights' content hash.
   assert meta["parent"]["variant"] == "dense" and meta["parent"]["k"] == 0
   assert meta["parent"]["model_sha256"] == parent_meta["model_sha256"]
@@ -103,7 +104,7 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   assert ft["validation_examples"] == n_val == 130  # every 10th of 1,297
   batches = [(x.astype(np.float32), y) for x, y in
              records.decoded(dataset, val, 256).as_numpy_iterator()]
-  model = train_member.load_model(layout.member_dir(run_dir, "oneshot_mp_r10", 0))
+  model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r10", 0))
   assert member_lib.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
   # The pruned set is MP's on the parent: the n/10 largest |θ| survive, and stay zero-free
   # elsewhere after fine-tuning (the mask was held fixed).
@@ -133,7 +134,7 @@ def test_ratio_over_all_parameters_and_exclude_classifier(run):
   meta = member_lib.prune_member(
       _config(pop, "oneshot_mp_r2", ratio_over="all", exclude_classifier=True), run_dir)
   comp = meta["pruning"]["compression"]
-  model = train_member.load_model(layout.member_dir(run_dir, "oneshot_mp_r2", 0))
+  model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r2", 0))
   assert comp["total"] == oneshot.trainable_count(model)
   assert comp["keep"] == int(comp["total"] / 2 + 0.5)
   logits = oneshot.kernels(model)["logits"].numpy()

@@ -11,6 +11,7 @@ import pytest
 
 from tf_forget.artifacts import fileio
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,7 +23,7 @@ def _config(variant="prune_0.5", k=0, **overrides):
 
 
 def _weights(directory):
-  return member_lib.load_model(directory).get_weights()
+  return member_files.load_model(directory).get_weights()
 
 
 def test_seed_is_stable_and_distinct_per_member():
@@ -35,7 +36,7 @@ def test_seed_is_stable_and_distinct_per_member():
 
 def test_tiny_pruned_member_reaches_sparsity_and_writes_artifacts(tmp_path):
   meta = member_lib.train_member(_config(), str(tmp_path))
-  assert meta["schema"] == member_lib.SCHEMA
+  assert meta["schema"] == member_files.SCHEMA
   assert meta["steps"] == 60
   assert meta["sparsity"]["meets_target"]
   assert abs(meta["sparsity"]["prunable"] - 0.5) < 1e-3
@@ -68,7 +69,7 @@ def test_same_seed_same_weights(tmp_path):
 def test_resume_after_stop_equals_uninterrupted(tmp_path):
   full = member_lib.train_member(_config(), str(tmp_path / "full"))
   assert member_lib.train_member(_config(), str(tmp_path / "cut"), stop_after_chunks=1) is None
-  assert not member_lib.is_finished(str(tmp_path / "cut"))
+  assert not member_files.is_finished(str(tmp_path / "cut"))
   resumed = member_lib.train_member(_config(), str(tmp_path / "cut"))
   assert resumed["resumed_from_step"] == 20
   assert resumed["sparsity"]["per_layer"] == full["sparsity"]["per_layer"]
@@ -122,7 +123,7 @@ def test_mixed_precision_member_trains_float16_with_float32_logits(tmp_path, var
   assert np.isfinite(meta["test_accuracy"]) and meta["steps"] == 40
   if variant != "dense":
     assert meta["sparsity"]["meets_target"]
-  model = member_lib.load_model(str(tmp_path))
+  model = member_files.load_model(str(tmp_path))
   policies = {layer.dtype_policy.name for layer in model.layers[1:]}
   assert "mixed_float16" in policies  # the body computes in float16
   assert model.layers[-1].dtype_policy.name == "float32" and not model.layers[-1].weights

@@ -50,7 +50,8 @@ from tf_forget.data import train_view
 from tf_forget.prune import oneshot
 from tf_forget.prune import records
 from tf_forget.train import imported
-from tf_forget.train import member as member_lib
+from tf_forget.train import imported_parent
+from tf_forget.train import member_files
 
 SCHEMA = "tf_forget.gradient/1"
 ALGORITHMS = ("gp", "up")  # the scores that read g (SPEC §6.1)
@@ -211,7 +212,7 @@ def compute(run_dir, parent, protocol):
   keras2.keras().utils.set_random_seed(draw_seed)
   tf.config.experimental.enable_op_determinism()
   dataset = train_view.of(data_registry.get(parent.dataset, **dict(parent.dataset_options)))
-  model = member_lib.load_model(layout.member_dir(run_dir, parent.variant, parent.k))
+  model = member_files.load_model(layout.member_dir(run_dir, parent.variant, parent.k))
   train_records, _, n_train, _ = records.holdout(dataset, protocol.validation_every)
   batches, used = draw_batches(dataset, train_records, n_train, protocol, draw_seed)
   grads = oneshot.mean_gradient(model, batches, protocol.grad_batches)
@@ -221,13 +222,13 @@ def compute(run_dir, parent, protocol):
 def _parent_sha256(run_dir, parent):
   """The finished parent's model_sha256; GradientError if it is not finished and current."""
   directory = layout.member_dir(run_dir, parent.variant, parent.k)
-  state = imported.member_status(run_dir, parent)
+  state = imported_parent.member_status(run_dir, parent)
   if not state:
     first = ("import the reference first" if parent.model == imported.MODEL
              else "train the dense population first")
     raise GradientError(f"gradient of {parent.variant}/{parent.k}: the parent is not finished "
                         f"({state.reason}); {first}")
-  return member_lib.read_metadata(directory)["model_sha256"]
+  return member_files.read_metadata(directory)["model_sha256"]
 
 
 def current(run_dir, parent, protocol):

@@ -3,8 +3,8 @@
 `prune_member(config, run_dir)` makes `<run>/members/oneshot_<alg>_r<r>/<k>/` from the
 finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
 
-1. load the parent's `model.keras` (it must be finished and current: `train.member.status`, or
-   for the user's imported reference `train.imported.member_status`, issue #28);
+1. load the parent's `model.keras` (it must be finished and current: `train.member_files.status`, or
+   for the user's imported reference `train.imported_parent.member_status`, issue #28);
 2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4,
    `records.holdout`); the training records are the data set's train split, or the user's
    `--train` data (`tf_forget.data.train_view`, fed as the model takes it);
@@ -54,8 +54,10 @@ from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
 from tf_forget.train import imported
+from tf_forget.train import imported_parent
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import pruning
 
 
@@ -123,22 +125,22 @@ def _gradient_sha256(run_dir, config, parent_sha):
 def status(run_dir, config):
   """`lineage.Status` of the member: finished, from the current parent (and g), this config."""
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
-  if not fileio.exists(os.path.join(directory, member_lib.METADATA_FILE)):
+  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
-  parent_state = imported.member_status(run_dir, config.parent)
+  parent_state = imported_parent.member_status(run_dir, config.parent)
   if not parent_state:
     return lineage.Status(False, f"its parent {config.variant.parent}/{config.member.k} is not "
                           f"current ({parent_state.reason})")
-  parent_sha = member_lib.read_metadata(parent_dir(run_dir, config))["model_sha256"]
+  parent_sha = member_files.read_metadata(parent_dir(run_dir, config))["model_sha256"]
   g_sha = None
   if config.needs_gradient:
     g_sha, reason = _gradient_sha256(run_dir, config, parent_sha)
     if reason:
       return lineage.Status(False, reason)
-  model_path = os.path.join(directory, member_lib.MODEL_FILE)
+  model_path = os.path.join(directory, member_files.MODEL_FILE)
   train_data = train_view.fingerprint_of(config.member.dataset, config.member.dataset_options)
   return lineage.status(
-      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha, g_sha, train_data),
+      lambda: member_files.read_metadata(directory), config.inputs(parent_sha, g_sha, train_data),
       "pruned",
       extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
                                              "model.keras", "pruned"))
@@ -201,8 +203,8 @@ def _finished_parent(run_dir, config):
   """The parent's metadata; PruneMemberError if it is not finished, current and float32."""
   first = ("import the reference first" if config.parent.model == imported.MODEL
            else "train the dense population first")
-  return member_lib.finished_parent(
-      parent_dir(run_dir, config), imported.member_status(run_dir, config.parent),
+  return member_files.finished_parent(
+      parent_dir(run_dir, config), imported_parent.member_status(run_dir, config.parent),
       f"{config.member.variant}/{config.member.k}", f"{config.variant.parent}/{config.member.k}",
       PruneMemberError, first, "one-shot pruning")
 
@@ -230,14 +232,14 @@ def prune_member(config, run_dir, log=None):
   gpu.configure()
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
   if status(run_dir, config):
-    return member_lib.read_metadata(directory)
+    return member_files.read_metadata(directory)
   parent_meta = _finished_parent(run_dir, config)
   grad = None
   if config.needs_gradient:
     grad = gradient_lib.ensure(run_dir, config.parent, config.protocol, log)
     if status(run_dir, config):
-      return member_lib.read_metadata(directory)
-  fileio.remove(os.path.join(directory, member_lib.METADATA_FILE))
+      return member_files.read_metadata(directory)
+  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
   return _make(config, run_dir, parent_meta, grad, log)
 
 
@@ -307,7 +309,7 @@ def _make(config, run_dir, parent_meta, grad, log):
   keras.utils.set_random_seed(member.seed)
   tf.config.experimental.enable_op_determinism()
 
-  model = member_lib.load_model(parent_dir(run_dir, config))
+  model = member_files.load_model(parent_dir(run_dir, config))
   parent_weights = hashing.arrays_sha256((w.name, w.numpy()) for w in model.weights)
   train_recs, val_recs, n_train, n_val = records.holdout(dataset, proto.validation_every)
   val_batches = [(x.astype(np.float32), y) for x, y in
@@ -335,8 +337,8 @@ def _make(config, run_dir, parent_meta, grad, log):
   train_acc = float(model.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1])
   test_acc = float(model.evaluate(test_stream, verbose=0)[1])
   fileio.makedirs(directory)
-  model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
-  metadata = member_lib.derived_metadata(
+  model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
+  metadata = member_files.derived_metadata(
       member, dataset, steps=steps, resumed_from_step=0, sparsity=report,
       train_accuracy=train_acc, test_accuracy=test_acc,
       wall_time_s=round(time.time() - t0, 3),
@@ -351,5 +353,5 @@ def _make(config, run_dir, parent_meta, grad, log):
       model_sha256=model_sha256,
       inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None,
                            train_view.fingerprint(dataset)))
-  fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
-  return member_lib.read_metadata(directory)
+  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
+  return member_files.read_metadata(directory)

@@ -12,7 +12,7 @@ training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows
   as the ResNet schedule restarts at the parent's 0.1), then 2 each at 5e-3 and 5e-4, batch 64;
 * `tiny` (tests): 2 epochs at 0.01, batch 32;
 * `user` (the user's own Keras model, `--reference --pruning=oneshot`, issue #28; its preset is
-  `tf_forget.train.imported.preset`): our choice for a model whose training is unknown — 5
+  `tf_forget.train.imported_parent.preset`): our choice for a model whose training is unknown — 5
   epochs at 0.01 (002's LeNet rate, low enough for a network trained with Adam), then 5 at
   1e-3, batch 128 (the reference's, SPEC §6.4); `--finetune` sets the phases.
 

@@ -50,6 +50,7 @@ from tf_forget.prune import structured
 from tf_forget.train import checkpoints
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import pruning
 from tf_forget.train import schedule
 
@@ -108,13 +109,13 @@ def _status_of(run_dir, config):
   """`lineage.Status` of a dense parent (`MemberConfig`) or a cycle (`RetrainConfig`)."""
   if isinstance(config, RetrainConfig):
     return status(run_dir, config)
-  return member_lib.status(_dir(run_dir, config), config)
+  return member_files.status(_dir(run_dir, config), config)
 
 
 def status(run_dir, config):
   """`lineage.Status` of the cycle: finished, from the current parent chain, with this config."""
   directory = _dir(run_dir, config.member)
-  if not fileio.exists(os.path.join(directory, member_lib.METADATA_FILE)):
+  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
   parent = config.parent()
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
@@ -122,10 +123,10 @@ def status(run_dir, config):
   if not parent_state:
     return lineage.Status(False, f"its parent {parent_member.variant}/{parent_member.k} is not "
                           f"current ({parent_state.reason})")
-  parent_sha = member_lib.read_metadata(_dir(run_dir, parent_member))["model_sha256"]
-  model_path = os.path.join(directory, member_lib.MODEL_FILE)
+  parent_sha = member_files.read_metadata(_dir(run_dir, parent_member))["model_sha256"]
+  model_path = os.path.join(directory, member_files.MODEL_FILE)
   return lineage.status(
-      lambda: member_lib.read_metadata(directory), config.inputs(parent_sha), "retrained",
+      lambda: member_files.read_metadata(directory), config.inputs(parent_sha), "retrained",
       extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
                                              "model.keras", "retrained"))
 
@@ -158,7 +159,7 @@ def _prepare(config, run_dir):
   parent = config.parent()
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
   p_dir = _dir(run_dir, parent_member)
-  meta = member_lib.finished_parent(
+  meta = member_files.finished_parent(
       p_dir, _status_of(run_dir, parent), f"{config.member.variant}/{config.member.k}",
       f"{parent_member.variant}/{parent_member.k}", RetrainError, "make the earlier cycles first",
       "prune-retrain")
@@ -185,9 +186,9 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   gpu.configure()
   directory = _dir(run_dir, config.member)
   if status(run_dir, config):
-    return member_lib.read_metadata(directory)
+    return member_files.read_metadata(directory)
   p_dir, parent_meta = _prepare(config, run_dir)
-  fileio.remove(os.path.join(directory, member_lib.METADATA_FILE))
+  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
   keras = keras2.keras()
   member = config.member
   dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
@@ -220,13 +221,13 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
       test_accuracy=test_acc,
       pruning_record=_pruning_record(config, masks, zeros, total, pruned_test_acc, retrain))
   fileio.rmtree(ckpt_dir)
-  return member_lib.read_metadata(directory)
+  return member_files.read_metadata(directory)
 
 
 def _prune_parent(config, p_dir):
   """(model, algorithm masks, variable masks): the parent pruned to the cycle's keep ratio."""
   variant = config.variant
-  model = member_lib.load_model(p_dir)
+  model = member_files.load_model(p_dir)
   previous = read_masks(p_dir) if variant.cycle > 1 else None
   masks, var_masks = structured.prune(model, variant.algorithm, config.keep_ratio, previous,
                                       config.protocol.exclude_classifier)
@@ -325,12 +326,12 @@ def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed
   """Writes the cycle's `model.keras`, `masks.npz` and, last, `metadata.json`."""
   member, variant = config.member, config.variant
   fileio.makedirs(directory)
-  model_sha256 = member_lib.save_model(model, os.path.join(directory, member_lib.MODEL_FILE))
+  model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
   fileio.write_npz(os.path.join(directory, MASKS_FILE), **masks)
   report = dict(pruning.sparsity_report(model, 0.0), target=1.0 - config.keep_ratio,
                 target_over="prunable", meets_target=True,
                 global_threshold=variant.algorithm == "wt")
-  metadata = member_lib.derived_metadata(
+  metadata = member_files.derived_metadata(
       member, dataset,
       steps=steps,
       resumed_from_step=resumed_from_step,
@@ -344,4 +345,4 @@ def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed
       pruning=pruning_record,
       model_sha256=model_sha256,
       inputs=config.inputs(parent_meta["model_sha256"]))
-  fileio.write_json(os.path.join(directory, member_lib.METADATA_FILE), metadata)
+  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)

@@ -2,11 +2,12 @@
 
 `train_member(config, member_dir)` trains from scratch (or resumes from the member's last
 checkpoint), strips the pruning wrappers, checks the achieved sparsity and writes `model.keras`
-then `metadata.json` atomically (docs/artifacts/members.md). The metadata records the sha256 of
-the `model.keras` bytes (`model_sha256`) and of the member's config (`inputs.config`): a member
-is finished only if both match (`status`); otherwise it is trained again, and the caller logs
-why. A checkpoint or model that cannot be written (read-only directory, full disk) is an
-`errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
+then `metadata.json` atomically (docs/artifacts/members.md; the member's files are read, checked
+and written by `tf_forget.train.member_files`). The metadata records the sha256 of the
+`model.keras` bytes (`model_sha256`) and of the member's config (`inputs.config`): a member is
+finished only if both match (`member_files.status`); otherwise it is trained again, and the
+caller logs why. A checkpoint or model that cannot be written (read-only directory, full disk)
+is an `errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
 own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
 TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
@@ -25,18 +26,15 @@ import dataclasses
 import hashlib
 import json
 import os
-import platform
 import time
 from typing import Mapping
 
 import numpy as np
 import tensorflow as tf
 
-from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
-from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.compat import cpu_kernels
@@ -46,13 +44,11 @@ from tf_forget.data import registry as data_registry
 from tf_forget.models import registry as model_registry
 from tf_forget.train import checkpoints
 from tf_forget.train import inputs
+from tf_forget.train import member_files
 from tf_forget.train import presets
 from tf_forget.train import pruning
 from tf_forget.train import schedule
 
-SCHEMA = "tf_forget.member/1"
-MODEL_FILE = layout.MODEL_FILE
-METADATA_FILE = layout.METADATA_FILE
 CHECKPOINT_DIR = layout.CHECKPOINT_DIR
 
 
@@ -106,48 +102,6 @@ class MemberConfig:
   def inputs(self):
     """The lineage `inputs` of the member's metadata: {"config": sha256 of `identity`}."""
     return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity())))}
-
-
-member_dir = layout.member_dir
-
-
-def read_metadata(directory):
-  """A member's metadata dict; raises `errors.ReadError` if missing or not of `SCHEMA`."""
-  path = os.path.join(directory, METADATA_FILE)
-  meta = fileio.read_json(path, "member metadata")
-  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-    raise errors.ReadError(f"{path} is not a {SCHEMA} file")
-  return meta
-
-
-def status(directory, config=None):
-  """`lineage.Status` of a member: finished, and its `model.keras` is the one it recorded.
-
-  Finished means: `metadata.json` readable, `model.keras` present with the recorded sha256, and
-  (if `config` is given) the same member config (`MemberConfig.inputs`).
-  """
-  if not fileio.exists(os.path.join(directory, METADATA_FILE)):
-    return lineage.MISSING
-  model_path = os.path.join(directory, MODEL_FILE)
-
-  def model_matches(meta):
-    return lineage.file_reason(model_path, meta.get("model_sha256"), "model.keras", "trained")
-
-  return lineage.status(lambda: read_metadata(directory),
-                        config.inputs() if config is not None else {}, "trained",
-                        extra=model_matches)
-
-
-def is_finished(directory, config=None):
-  """Whether the member is finished and current (`status`)."""
-  return bool(status(directory, config))
-
-
-def versions():
-  tfmot = keras2.tfmot()
-  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
-          "tfmot": tfmot.__version__, "numpy": np.__version__,
-          "python": platform.python_version()}
 
 
 MIXED_POLICY = "mixed_float16"
@@ -218,7 +172,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
 
   Args:
     config: a `MemberConfig`.
-    directory: the member's directory (`member_dir(run, variant, k)`).
+    directory: the member's directory (`member_files.member_dir(run, variant, k)`).
     log: optional callable taking a progress string.
     stop_after_chunks: test hook: stop (as if killed) after this many checkpoint chunks.
 
@@ -231,11 +185,11 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   """
   # Before anything touches a GPU: memory growth can only be set before initialization.
   gpu.configure()
-  if is_finished(directory, config):
-    return read_metadata(directory)
+  if member_files.is_finished(directory, config):
+    return member_files.read_metadata(directory)
   # Not current (or not there): the old metadata goes first, so that a kill while retraining
   # never leaves metadata that describes another model.keras.
-  fileio.remove(os.path.join(directory, METADATA_FILE))
+  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
   preset = config.preset
   if preset.steps % preset.checkpoint_every:
     raise presets.PresetError(f"steps={preset.steps} is not a multiple of "
@@ -252,14 +206,14 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   resumed_from_step, elapsed = trained
   final, report = _finalize(config, model, variant)
   train_acc, test_acc = _accuracies(final, dataset)
-  model_sha256 = save_model(final, os.path.join(directory, MODEL_FILE))
+  model_sha256 = member_files.save_model(final, os.path.join(directory, member_files.MODEL_FILE))
   metadata = _metadata(config, dataset, variant, steps=int(optimizer.iterations.numpy()),
                        resumed_from_step=resumed_from_step, report=report,
                        train_acc=train_acc, test_acc=test_acc, elapsed=elapsed,
                        model_sha256=model_sha256)
-  fileio.write_json(os.path.join(directory, METADATA_FILE), metadata)
+  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
   fileio.rmtree(ckpt_dir)
-  return read_metadata(directory)
+  return member_files.read_metadata(directory)
 
 
 def _seed(seed):
@@ -345,7 +299,7 @@ def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_
   """
   preset = config.preset
   return {
-      "schema": SCHEMA, "dataset": config.dataset,
+      "schema": member_files.SCHEMA, "dataset": config.dataset,
       "dataset_options": dict(dataset.spec.options), "model": config.model,
       "model_options": dict(config.model_options), "variant": variant.name,
       "k": int(config.k), "seed": int(config.seed),
@@ -354,104 +308,10 @@ def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_
       "steps": steps, "resumed_from_step": int(resumed_from_step), "sparsity": report,
       "train_accuracy": float(train_acc), "test_accuracy": float(test_acc),
       "eval_split": dataset.spec.eval_split, "wall_time_s": round(elapsed(), 3),
-      "versions": versions(),
+      "versions": member_files.versions(),
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
       # Lineage (issue #14): the bytes of model.keras and what they are a function of.
       "model_sha256": model_sha256, "inputs": config.inputs(),
   }
-
-
-def derived_metadata(config, dataset, **fields):
-  """The member-schema metadata of a member made from another one (pruned after training).
-
-  The keys every member shares — schema, data set and options, model and options, variant, k,
-  seed, preset, precision policy (float32), GPUs, eval split, versions, machine — from
-  `config` (a `MemberConfig`) and `dataset`, plus `fields` (steps, sparsity, accuracies,
-  parent, pruning, model_sha256, inputs, ...).
-  """
-  return {
-      "schema": SCHEMA, "dataset": config.dataset,
-      "dataset_options": dict(dataset.spec.options), "model": config.model,
-      "model_options": dict(config.model_options), "variant": config.variant,
-      "k": int(config.k), "seed": int(config.seed),
-      "population_seed": int(config.population_seed), "preset": config.preset.to_json(),
-      "precision_policy": "float32", "gpus": gpu.describe(),
-      "eval_split": dataset.spec.eval_split, "versions": versions(),
-      "machine": cpu_kernels.describe(), **fields}
-
-
-def finished_parent(directory, state, member_label, parent_label, error, first, needs):
-  """The metadata of the parent a member is made from (pruned after training).
-
-  Args:
-    directory: the parent's member directory.
-    state: the parent's `lineage.Status` (its own kind's: `status` of a trained member, or of
-      the pruned member it is).
-    member_label, parent_label: "<variant>/<k>" of the member being made and of its parent.
-    error: the `errors.Error` subclass to raise.
-    first: what to make first when the parent is not finished (the end of the message).
-    needs: what needs a float32 parent ("one-shot pruning", "prune-retrain").
-
-  Returns:
-    The parent's metadata dict.
-
-  Raises:
-    error: the parent is not finished and current, or was not trained in float32.
-  """
-  if not state:
-    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); "
-                f"{first}")
-  meta = read_metadata(directory)
-  if meta.get("precision_policy", "float32") != "float32":
-    raise error(f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} "
-                "needs float32")
-  return meta
-
-
-def save_model(model, path):
-  """Saves a tf_keras model atomically (Keras needs the `.keras` suffix on the temp name).
-
-  Returns:
-    The sha256 of the written file.
-
-  Raises:
-    errors.WriteError: the file cannot be written (one line); no temporary file is left.
-  """
-  tmp = path[:-len(".keras")] + ".tmp.keras"
-  try:
-    try:
-      model.save(tmp)  # Keras writes local and URL (gs://) paths through TF's file systems
-      sha = hashing.file_sha256(tmp, memo=False)
-    except (OSError, tf.errors.OpError) as e:
-      raise errors.write_error(path, e) from e
-    fileio.rename(tmp, path)
-  except errors.WriteError:
-    try:
-      fileio.remove(tmp)
-    except errors.WriteError:
-      pass
-    raise
-  hashing.remember(path, sha)
-  return sha
-
-
-def trusts_model_code(meta):
-  """Whether a member's metadata says it was imported, or pruned from a member imported, with
-  `--trust_model_code` (`tf_forget.train.imported`): its model.keras may hold a `Lambda`."""
-  for ref in (meta.get("reference"), (meta.get("parent") or {}).get("reference")):
-    if isinstance(ref, dict) and ref.get("trust_model_code") is True:
-      return True
-  return False
-
-
-def load_model(directory):
-  """Loads a finished member's plain tf_keras model (Keras' safe mode off only for a member of
-  a reference the user trusted, `trusts_model_code`)."""
-  try:
-    trusted = trusts_model_code(read_metadata(directory))
-  except errors.ReadError:
-    trusted = False
-  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False,
-                                          safe_mode=not trusted)

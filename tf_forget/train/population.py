@@ -4,7 +4,7 @@
 that is not finished yet, printing members done / total and an ETA; re-running skips finished
 members and resumes a member killed midway from its last checkpoint. A member whose
 `model.keras` no longer has the sha256 its metadata records (replaced, truncated) or whose
-config changed is trained again, with a log line saying why (`member.status`).
+config changed is trained again, with a log line saying why (`member_files.status`).
 
 `make_config` validates everything a population needs before anything is written (preset and
 overrides, model registry name, variants, steps a multiple of the checkpoint interval) and
@@ -27,6 +27,7 @@ from tf_forget.artifacts import names
 from tf_forget.cli import status
 from tf_forget.models import registry as model_registry
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_files
 from tf_forget.train import presets
 
 RUN_FILE = layout.RUN_FILE
@@ -209,8 +210,8 @@ def train_population(config, log=print):
   write_run_file(config, log=log)
   todo = member_configs(config)
   total = len(todo)
-  states = {(m.variant, m.k): member_lib.status(
-      member_lib.member_dir(config.run_dir, m.variant, m.k), m) for m in todo}
+  states = {(m.variant, m.k): member_files.status(
+      member_files.member_dir(config.run_dir, m.variant, m.k), m) for m in todo}
   done = sum(bool(st) for st in states.values())
   log(f"population: {config.dataset} / {config.model} / preset {config.preset.name}: "
       f"{len(config.variants)} variants x {config.members} members = {total} "
@@ -219,7 +220,7 @@ def train_population(config, log=print):
   status.begin("populations", total)
   status.advance(done)
   for cfg in todo:
-    directory = member_lib.member_dir(config.run_dir, cfg.variant, cfg.k)
+    directory = member_files.member_dir(config.run_dir, cfg.variant, cfg.k)
     state = states[(cfg.variant, cfg.k)]
     if state:
       results.append(member_lib.train_member(cfg, directory))

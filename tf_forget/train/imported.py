@@ -70,7 +70,7 @@ from tflite_export import model_files
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 MODEL = "user"  # the model name of an imported member (no model registry entry has it)
-PRESET = "user"  # its preset's name, and its one-shot schedule's (`oneshot_schedule.SCHEDULES`)
+PRESET = "user"  # its preset's name, and its one-shot schedule's (`data/protocols/user.py`)
 PRESET_BATCH_SIZE = 128  # the "user" one-shot schedule's batch size
 # The attributes holding the regularizers of the prunable kernels (`pruning.prunable_kernels`).
 _REGULARIZERS = ("kernel_regularizer", "depthwise_regularizer", "pointwise_regularizer")

@@ -50,7 +50,7 @@ def _train(work_dir, steps, sparsities, log):
   from tf_forget.train import member_files
   from tf_forget.train import presets
   # pylint: enable=g-import-not-at-top
-  preset = dataclasses.replace(presets.PRESETS["digits"], steps=steps,
+  preset = dataclasses.replace(presets.get("digits"), steps=steps,
                                checkpoint_every=steps // 2)
   variants = ["dense"] + [f"prune_{s}" for s in sparsities]
   for variant in variants:

@@ -25,9 +25,9 @@ from tf_forget.config import tree
 from tf_forget.corruptions import published as published_lib
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.corruptions import robust_training as robust_lib
-from tf_forget.data import protocols
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
+from tf_forget.data.protocols import registry as protocols
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import population as prune_population

@@ -1,4 +1,4 @@
-"""The per-data-set protocols (tf_forget/data/protocols.py) and the stages that read them."""
+"""The per-data-set protocols (tf_forget/data/protocols/) and the stages that read them."""
 
 import subprocess
 import sys
@@ -11,9 +11,12 @@ from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.config import tree
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.data import base
-from tf_forget.data import protocols
 from tf_forget.data import registry
 from tf_forget.data import sources
+from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import schema
+from tf_forget.prune import iterative_schedule
+from tf_forget.prune import oneshot_schedule
 from tf_forget.train import presets
 
 
@@ -22,7 +25,7 @@ def test_every_registry_data_set_has_a_consistent_protocol():
   # (eval/user_plan.py), never trained on: it has no protocol.
   assert set(protocols.PROTOCOLS) == set(registry.DATASETS) - set(sources.PREFIXES)
   for name, p in protocols.PROTOCOLS.items():
-    assert p.dataset == name and p.preset in presets.PRESETS
+    assert p.dataset == name and p.preset in presets.names()
     for fmt in p.quantizations + p.pruned_quantizations:
       names.check_format(fmt)
     assert p.eval_split in p.split_sizes and p.eval_size() > 0
@@ -30,6 +33,19 @@ def test_every_registry_data_set_has_a_consistent_protocol():
     for corruption in p.corruptions or ():
       corruption_registry.check(corruption, 3)
     assert len(p.image_shape) == 3
+
+
+def test_every_protocol_resolves_its_preset_and_schedules():
+  # A data set whose preset lacks a one-shot or iterative schedule would fail at run time
+  # (`--pruning=oneshot`); every training protocol resolves all three, named as the preset.
+  for name, p in protocols.PROTOCOLS.items():
+    assert presets.get(p.preset).name == presets.for_dataset(name) == p.preset
+  for name, t in protocols.TRAININGS.items():
+    if t.preset is not None:
+      assert presets.get(name).dataset == t.dataset
+    assert oneshot_schedule.get(name).name == name and oneshot_schedule.get(name).phases
+    assert iterative_schedule.get(name).name == name
+  assert set(presets.names()) == set(protocols.TRAININGS) - {"user"}
 
 
 def test_spec_defaults():
@@ -49,13 +65,13 @@ def test_spec_defaults():
   assert presets.for_dataset("celeb_a") == "celeb_a_paper"
   assert presets.for_dataset("imagenet2012") == "imagenet_paper"
   assert presets.for_dataset("digits_biased") == "digits"
-  assert presets.PRESETS[protocols.get("cifar10").preset].model == "wrn_28_10"
+  assert presets.get(protocols.get("cifar10").preset).model == "wrn_28_10"
 
 
 def test_noise_constants_match_the_artifact_module():
-  assert protocols.PAPER_EPS == noise_artifact.PAPER_EPS
-  assert protocols.PAPER_DRAWS == noise_artifact.PAPER_DRAWS
-  assert protocols.PAPER_EXAMPLES == noise_artifact.PAPER_EXAMPLES
+  assert schema.PAPER_EPS == noise_artifact.PAPER_EPS
+  assert schema.PAPER_DRAWS == noise_artifact.PAPER_DRAWS
+  assert schema.PAPER_EXAMPLES == noise_artifact.PAPER_EXAMPLES
   digits = protocols.get("digits")
   assert digits.noise_eps == noise_artifact.PAPER_EPS[::2] and digits.noise_draws == 10
 
@@ -110,7 +126,8 @@ def test_mixed_precision_is_recorded_only_when_on():
 
 
 def test_protocols_imports_only_the_standard_library():
-  code = ("import sys; from tf_forget.data import protocols; "
+  # Importing the registry imports every protocol module.
+  code = ("import sys; from tf_forget.data.protocols import registry; "
           "bad = [m for m in ('numpy', 'tensorflow') if m in sys.modules]; "
           "assert not bad, bad")
   subprocess.run([sys.executable, "-c", code], check=True)

@@ -16,6 +16,7 @@ import pytest
 
 from tests import binary_main
 from eval import audit
+from tf_forget.data.protocols import registry as protocols
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import member as member_lib
@@ -56,7 +57,7 @@ def test_bad_oneshot_input_is_one_line_and_writes_nothing(tmp_path, overrides, m
 
 
 def test_protocol_round_trips_to_a_worker():
-  for name in oneshot_schedule.SCHEDULES:
+  for name in protocols.TRAININGS:  # every training protocol has a one-shot schedule
     p = oneshot_schedule.get(name, exclude_classifier=True, phases="2@0.1,1@0.01")
     assert oneshot_schedule.OneshotSchedule.from_json(json.loads(json.dumps(p.to_json()))) == p
   with pytest.raises(oneshot_schedule.OneshotScheduleError, match="versions differ"):

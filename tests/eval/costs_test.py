@@ -11,7 +11,7 @@ from eval import audit
 from eval import audit_plan
 from eval import costs
 from tf_forget.config import tree
-from tf_forget.data import protocols
+from tf_forget.data.protocols import registry as protocols
 
 SMALL = costs.PlanInputs(
     dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=3, dense_variants=1,

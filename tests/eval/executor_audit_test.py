@@ -95,7 +95,7 @@ def test_ram_paths_need_the_inline_executor():
     audit_plan.plan(tree.AuditConfig(out="/tmp/x", execution=tree.Execution("spark")))
 
 
-@pytest.mark.parametrize("name", sorted(presets.PRESETS))
+@pytest.mark.parametrize("name", sorted(presets.names()))
 def test_task_presets_round_trip_through_json(name):
   # A training task gets its member's protocol as JSON (eval/tasks.py); it must rebuild exactly
   # the driver's preset, or the member's config hash (and so its lineage) would differ.

@@ -62,7 +62,7 @@ def test_torchprune_schedule_is_the_released_configs():
 
 def _presets():
   from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
-  return presets.PRESETS
+  return presets.names()
 
 
 def test_alpha_schedule_and_overrides():

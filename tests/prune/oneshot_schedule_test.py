@@ -19,7 +19,7 @@ def test_resnet_schedule_is_the_released_one():
 
 
 def test_every_preset_has_a_protocol():
-  for name in presets.PRESETS:
+  for name in presets.names():
     assert oneshot_schedule.get(name).name == name
 
 

@@ -33,7 +33,7 @@ TABLE_3 = {
 
 
 def test_all_six_presets_exist():
-  assert {n for n in presets.PRESETS if n.endswith("_003")} == set(TABLE_3)
+  assert {n for n in presets.names() if n.endswith("_003")} == set(TABLE_3)
 
 
 @pytest.mark.parametrize("name", sorted(TABLE_3))

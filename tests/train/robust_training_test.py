@@ -146,7 +146,7 @@ def test_stream_rejects_unknown_corruptions_without_presets_get():
 
 
 def test_to_json_of_existing_presets_is_unchanged():
-  for name in presets.PRESETS:
+  for name in presets.names():
     d = presets.get(name).to_json()
     assert "train_corruptions" not in d and "train_corruption_severity" not in d, name
   for name, digest in TO_JSON_SHA256.items():

@@ -80,9 +80,9 @@ def test_steps_override_moves_the_boundaries_not_the_warmup():
 
 
 @pytest.mark.parametrize("name", sorted(n for n in OLD_HASHES
-                                         if presets.PRESETS[n].lr_boundaries))
+                                         if presets.get(n).lr_boundaries))
 def test_without_warmup_the_schedule_is_the_old_one(name):
-  preset = presets.PRESETS[name]
+  preset = presets.get(name)
   assert preset.warmup_steps == 0 and preset.nesterov
   new, old = schedule.learning_rate(preset), _old_schedule(preset)
   assert type(new) is type(old)  # pylint: disable=unidiomatic-typecheck
@@ -95,7 +95,7 @@ def test_without_warmup_the_schedule_is_the_old_one(name):
 def test_no_boundaries_is_a_constant_lr():
   # lenet5_002 has no LR decay. The old PiecewiseConstantDecay([], [lr]) fails at its first
   # call, i.e. at the first training step, so no member can depend on it; now a constant.
-  preset = presets.PRESETS["lenet5_002"]
+  preset = presets.get("lenet5_002")
   with pytest.raises(IndexError):
     _old_schedule(preset)(np.int64(0))
   assert schedule.learning_rate(preset) == 0.01
@@ -119,7 +119,7 @@ def test_optimizer_flags():
 
 def test_old_presets_train_exactly_as_before():
   # Three SGD steps with the old inline optimizer and with schedule.optimizer: same weights.
-  preset = dataclasses.replace(presets.PRESETS["tiny"], steps=4)
+  preset = dataclasses.replace(presets.get("tiny"), steps=4)
   rng = np.random.default_rng(0)
   x = rng.uniform(0, 255, (12, 4, 4, 1)).astype(np.float32)
   y = rng.integers(0, 3, 12)
@@ -140,7 +140,7 @@ def test_old_presets_train_exactly_as_before():
 
 
 def test_warmup_changes_training_and_first_step_is_a_no_op():
-  preset = dataclasses.replace(presets.PRESETS["tiny"], warmup_steps=3)
+  preset = dataclasses.replace(presets.get("tiny"), warmup_steps=3)
   x = np.random.default_rng(0).uniform(0, 255, (4, 4, 4, 1)).astype(np.float32)
   y = np.array([0, 1, 2, 0])
   keras.utils.set_random_seed(1)
@@ -180,7 +180,7 @@ def test_bad_schedule_raises(kwargs):
 
 @pytest.mark.parametrize("name", sorted(OLD_HASHES))
 def test_existing_presets_to_json_unchanged(name):
-  d = presets.PRESETS[name].to_json()
+  d = presets.get(name).to_json()
   assert set(d) == OLD_KEYS  # no nesterov / warmup_steps (nor mixed_precision) at defaults
   text = json.dumps(json.loads(json.dumps(d)), sort_keys=True, separators=(",", ":"),
                     allow_nan=True)

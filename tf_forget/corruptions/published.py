@@ -27,7 +27,7 @@ from tf_forget.artifacts import names
 from tf_forget.corruptions import registry as corruption_registry
 from tf_forget.corruptions import tfds_suites
 from tf_forget.data import base
-from tf_forget.data import protocols
+from tf_forget.data.protocols import registry as protocols
 
 
 class PublishedError(base.DataError):

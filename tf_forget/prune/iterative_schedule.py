@@ -21,7 +21,10 @@ Keep ratios (SPEC §6.5):
   1.6%: six retrainings reach 98.4% sparsity, where the small CNN's curve bends), `tiny` α = 0.5
   over 2 cycles (tests).
 
-`cycles` truncates the sequence to its first n cycles. Standard library only.
+Which a preset takes is declared with it (`tf_forget.data.protocols`:
+`registry.TRAININGS[name].iterative`, the α schedule's defaults, or None for torchprune).
+`cycles` truncates the sequence to its first n cycles. Standard library only (and
+`artifacts.errors`, the protocol registry).
 """
 
 import dataclasses
@@ -29,6 +32,7 @@ import math
 from typing import Optional, Tuple
 
 from tf_forget.artifacts import errors
+from tf_forget.data.protocols import registry as protocols
 
 SCHEDULES = ("torchprune", "alpha")
 # torchprune paper/lost/param/cifar/resnet20.yaml (every CIFAR network of 003 uses the same):
@@ -171,16 +175,13 @@ class IterativeSchedule:
     return proto
 
 
-# Scaled-down presets: (α, cycles, warm-up epochs).
-_SCALED = {"digits": (0.5, 6, 5), "tiny": (0.5, 2, 0.5)}
-
-
 def get(preset_name, cycles=None, alpha=None, **overrides):
   """The iterative protocol of a training preset, with overrides.
 
   Args:
-    preset_name: the parent preset (`tf_forget.train.presets`); `digits` and `tiny` get their
-      α schedules, every other preset the torchprune sequence.
+    preset_name: the parent preset (`tf_forget.train.presets`); a preset whose training
+      protocol declares an α schedule (`protocols.TRAININGS[preset_name].iterative`: `digits`,
+      `tiny`) gets it, every other preset the torchprune sequence.
     cycles: keep only the first `cycles` cycles (for "alpha": how many; default the preset's).
     alpha: use a constant keep fraction α per cycle instead (SPEC §6.5 option).
     **overrides: other fields (`warmup_epochs`, `retrain_steps`, `exclude_classifier`); None
@@ -196,11 +197,12 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
     if key not in fields:
       raise IterativeScheduleError(f"iterative protocol has no option {key!r} (options: "
                                    f"cycles, alpha, {', '.join(sorted(fields))})")
-  if preset_name in _SCALED:
-    scaled_alpha, default_cycles, warmup = _SCALED[preset_name]
-    overrides.setdefault("warmup_epochs", warmup)
+  training = protocols.TRAININGS.get(preset_name)
+  scaled = training.iterative if training is not None else None
+  if scaled is not None:
+    overrides.setdefault("warmup_epochs", scaled["warmup_epochs"])
     if alpha is None:
-      alpha, cycles = scaled_alpha, default_cycles if cycles is None else cycles
+      alpha, cycles = scaled["alpha"], scaled["cycles"] if cycles is None else cycles
   if alpha is not None:
     ks = alpha_keep_ratios(alpha, cycles if cycles is not None else 6)
     proto = IterativeSchedule(preset_name, ks, "alpha", float(alpha), **overrides)

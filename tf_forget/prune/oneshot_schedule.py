@@ -2,19 +2,18 @@
 
 A `OneshotSchedule` is plain data recorded in every one-shot member's metadata and hashed into
 its lineage (a changed protocol means the member is made again). It is keyed by the parent's
-training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows the model:
+training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows the model, and
+declared with that preset (`tf_forget.data.protocols`: `registry.TRAININGS[name].oneshot`, with
+the sources of its numbers; every training protocol has one):
 
-* `cifar_resnet_002` (and the other full-size presets, which have no schedule of their own):
-  the authors' released schedule for ResNets — 10 epochs at LR 0.1, then 5 epochs each at 1e-2,
-  1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128 (SPEC §6.4);
-* `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1: "fine-tuned for another 15 epochs");
-* `digits` (scaled down, ~2 s a member on 2 cores): 3 epochs at 0.05 (the parent's initial LR,
-  as the ResNet schedule restarts at the parent's 0.1), then 2 each at 5e-3 and 5e-4, batch 64;
-* `tiny` (tests): 2 epochs at 0.01, batch 32;
+* the full-size presets: the authors' released schedule for ResNets — 10 epochs at LR 0.1, then
+  5 epochs each at 1e-2, 1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128 (SPEC §6.4);
+* `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1);
+* `digits` (scaled down): 3 epochs at 0.05, then 2 each at 5e-3 and 5e-4, batch 64; `tiny`
+  (tests): 2 epochs at 0.01, batch 32;
 * `user` (the user's own Keras model, `--reference --pruning=oneshot`, issue #28; its preset is
-  `tf_forget.train.imported_parent.preset`): our choice for a model whose training is unknown — 5
-  epochs at 0.01 (002's LeNet rate, low enough for a network trained with Adam), then 5 at
-  1e-3, batch 128 (the reference's, SPEC §6.4); `--finetune` sets the phases.
+  `tf_forget.train.imported_parent.preset`): 5 epochs at 0.01, then 5 at 1e-3, batch 128;
+  `--finetune` sets the phases.
 
 Every schedule keeps the epoch with the lowest loss on a validation split held out from train
 (every `validation_every`-th training record, 10% by default; 002's reference selects on the
@@ -27,13 +26,14 @@ records (the fine-tuning part of train), drawn with a seed derived from the dens
 that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`, issue
 #26); 002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
 `weight_decay` (Keras `l2(λ)`, SPEC §6.1); a number overrides it. Standard library only (and
-`artifacts.errors`).
+`artifacts.errors`, the protocol registry).
 """
 
 import dataclasses
 from typing import Optional, Tuple
 
 from tf_forget.artifacts import errors
+from tf_forget.data.protocols import registry as protocols
 from tf_forget.prune import scores
 
 RATIO_OVER = ("prunable", "all")
@@ -106,21 +106,6 @@ class OneshotSchedule:
     return proto
 
 
-_RESNET = ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4))
-
-SCHEDULES = {
-    "cifar_resnet_002": OneshotSchedule("cifar_resnet_002", _RESNET),
-    "lenet5_002": OneshotSchedule("lenet5_002", ((15, 0.01),)),
-    "digits": OneshotSchedule("digits", ((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
-    "tiny": OneshotSchedule("tiny", ((2, 0.01),), batch_size=32, grad_batch_size=32),
-    "user": OneshotSchedule("user", ((5, 0.01), (5, 1e-3))),
-}
-# Full-size presets without a schedule of their own take the ResNet one (SPEC §6.4).
-for _name in ("celeb_a_paper", "cifar10_paper", "imagenet_paper", "resnet20_003", "resnet56_003",
-              "resnet110_003", "vgg16_003", "densenet22_003", "wrn16_8_003"):
-  SCHEDULES[_name] = OneshotSchedule(_name, _RESNET)
-
-
 def parse_phases(text):
   """Parses "3@0.05,2@0.005" into ((3, 0.05), (2, 0.005)).
 
@@ -144,22 +129,28 @@ def parse_phases(text):
 
 
 def get(preset_name, **overrides):
-  """The protocol of training preset `preset_name`, with fields replaced (None ignored).
+  """The protocol of training preset `preset_name` (built from its declaration,
+  `protocols.TRAININGS[preset_name].oneshot`), with fields replaced (None ignored).
 
   Raises:
     OneshotScheduleError: no protocol for the preset, an unknown field or an invalid value.
   """
-  if preset_name not in SCHEDULES:
+  if preset_name not in protocols.TRAININGS:
     raise OneshotScheduleError(f"no one-shot fine-tuning protocol for preset {preset_name!r} "
-                        f"(known: {', '.join(sorted(SCHEDULES))})")
+                        f"(known: {', '.join(sorted(protocols.TRAININGS))})")
   fields = {f.name for f in dataclasses.fields(OneshotSchedule)} - {"name"}
+  declared = protocols.TRAININGS[preset_name].oneshot
+  unknown = sorted(set(declared) - fields)
+  if unknown:
+    raise OneshotScheduleError(f"the one-shot protocol of preset {preset_name!r} declares "
+                               f"unknown fields {unknown}")
   overrides = {k: v for k, v in overrides.items() if v is not None}
   for key in overrides:
     if key not in fields:
       raise OneshotScheduleError(f"one-shot protocol has no field {key!r}")
   if isinstance(overrides.get("phases"), str):
     overrides["phases"] = parse_phases(overrides["phases"])
-  p = dataclasses.replace(SCHEDULES[preset_name], **overrides)
+  p = dataclasses.replace(OneshotSchedule(preset_name, **declared), **overrides)
   if p.batch_size < 1 or p.grad_batch_size < 1 or p.grad_batches < 1:
     raise OneshotScheduleError("batch_size, grad_batch_size and grad_batches must be >= 1")
   if p.validation_every < 2:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
-from tf_forget.data import protocols
+from tf_forget.data.protocols import registry as protocols
 from tf_forget.report import collect
 from tf_forget.report import html
 from tf_forget.stats import accuracy

@@ -26,8 +26,8 @@ _DATASET = flags.DEFINE_string("dataset", None,
                                "Data set (tf_forget/data; default: the --preset's if one is "
                                "given, else digits).")
 _PRESET = flags.DEFINE_string("preset", None,
-                              "Training protocol (train/presets.py; default: the data set's, "
-                              "tf_forget/data/protocols.py).")
+                              "Training protocol (tf_forget/data/protocols; default: the data "
+                              "set's).")
 _MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
 _VARIANTS = flags.DEFINE_list(
     "variants", None, "Trained variants, e.g. dense,prune_0.5,prune_0.9 (default: the preset's).")

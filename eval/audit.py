@@ -275,8 +275,8 @@ def _values():
   names = [f for f in flag_values.FLAG_PATHS] + list(flag_values.USER_FLAGS) + list(
       flag_values.STUDY_FLAGS) + list(flag_values.VARIANT_FLAGS) + [
           "deploy_all_members", "executor", "workers"]
-  return ({f: flags.FLAGS[f].value for f in names},
-          {f for f in names if flags.FLAGS[f].present})
+  given = lambda f: flags.FLAGS[f].present or not flags.FLAGS[f].using_default_value
+  return {f: flags.FLAGS[f].value for f in names}, {f for f in names if given(f)}
 
 
 def main(argv):

@@ -47,8 +47,8 @@ def test_the_users_flags_need_a_reference():
   config = flag_values.config_from_flags(
       *_values(reference=["m.keras"], compress=["full_int8"]), base=BASE)
   assert config.user.compress == ("full_int8",) and config.user.references[0].endswith("m.keras")
-  with pytest.raises(tree.AuditError, match="^--compress audits your own model: give it with "
-                                            "--reference$"):
+  with pytest.raises(tree.AuditError, match="^--candidate, --compress, .* audit your own model: "
+                                            "give it with --reference$"):
     flag_values.config_from_flags(*_values(compress=["full_int8"]), base=BASE)
   with pytest.raises(tree.AuditError, match="^--annotation_seed belongs to 000's human study"):
     flag_values.config_from_flags(*_values(annotation_seed=3), base=BASE)

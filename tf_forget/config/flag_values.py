@@ -121,7 +121,7 @@ STUDY_FLAGS = {
     "annotation_group": ("human_study.group", None),
     "annotation_per_group": ("human_study.per_group", None),
     "annotation_seed": ("human_study.seed", None),
-    "annotation_columns": ("human_study.columns", lambda v: tuple(v or ())),
+    "annotation_columns": ("human_study.columns", tuple),
 }
 VARIANT_FLAGS = ("variants", "sparsities", "pruning", "ratios", "algorithms", "methods")
 # The flag named for a field that a group of flags sets (`config_from_flags`).
@@ -190,10 +190,10 @@ def _given(flag_table, values, apply):
   """{path: converted value} of the flags of `flag_table` that `apply(flag)` selects."""
   out = {}
   for flag, (path, convert) in flag_table.items():
-    if apply(flag):
-      value = values[flag]
+    value = values[flag]
+    if apply(flag) and value is not None:  # None: not given (the field keeps its value)
       try:
-        out[path] = convert(value) if convert is not None and value is not None else value
+        out[path] = convert(value) if convert is not None else value
       except ValueError as e:
         text = str(e)  # "must be ..." from this module's conversions, else Python's own words
         raise tree.AuditError(f"--{flag} {text}" if text.startswith("must ") else
@@ -211,6 +211,22 @@ def _optional_section(table, values, present, keys, have_base, what):
       raise tree.AuditError(f"--{given[0]} {what}")
     return {}
   return _given(table, values, lambda f: f in present or not have_base)
+
+
+MODEL_FLAGS = ("candidate", "compress", "calibration", "train", "output_index", "preprocess",
+               "trust_model_code", "input_scaling_check")
+DATA_FLAGS = ("class_names", "attributes", "protected")
+
+
+def _refuse_without_reference(present):
+  """Raises `AuditError` for a flag of the user's model or data given without --reference."""
+  if any(f in present for f in MODEL_FLAGS):
+    raise tree.AuditError(f"{', '.join('--' + f for f in MODEL_FLAGS[:-2])}, "
+                          f"--{MODEL_FLAGS[-2]} and --{MODEL_FLAGS[-1]} audit your own model: "
+                          "give it with --reference")
+  if any(f in present for f in DATA_FLAGS):
+    raise tree.AuditError("--class_names, --attributes and --protected describe your own data "
+                          "for your own model: give it with --reference")
 
 
 def config_from_flags(values, present, base=None):
@@ -238,9 +254,10 @@ def config_from_flags(values, present, base=None):
     fields["execution.workers"] = values["workers"]
   if base is None and not values["out"]:
     fields["out"] = default_out(values["dataset"])
-  fields.update(_optional_section(
-      USER_FLAGS, values, present, ("reference",), base is not None and base.user is not None,
-      "audits your own model: give it with --reference"))
+  have_user = base is not None and base.user is not None
+  if not have_user and not values["reference"]:
+    _refuse_without_reference(present)
+  fields.update(_optional_section(USER_FLAGS, values, present, ("reference",), have_user, ""))
   fields.update(_optional_section(
       STUDY_FLAGS, values, present, ("annotation_export", "annotations"),
       base is not None and base.human_study is not None,

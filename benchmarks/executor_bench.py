@@ -62,14 +62,14 @@ def bench_audit(tmp):
 
 def _eval_tasks(run_dir, n):
   from tf_forget.executor import base  # pylint: disable=g-import-not-at-top
-  return [base.Task(key=f"eval dense/0 #{i}", fn="eval.tasks:evaluate_files",
+  return [base.Task(key=f"eval dense/0 #{i}", fn="tf_forget.pipeline.tasks:evaluate_files",
                     kwargs={"run_dir": run_dir, "files": [["dense", 0]], "dataset": "digits",
                             "dataset_options": {}, "num_threads": 2, "splits": ["test"]})
           for i in range(n)]
 
 
 def bench_ray_overhead(tmp, n=40):
-  from eval import stages  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
   from tf_forget import executor  # pylint: disable=g-import-not-at-top
   run = os.path.join(tmp, "overhead")
   _audit(run, "--executor=inline", "--members=2", "--variants=dense", "--quantizations=",
@@ -86,8 +86,8 @@ def bench_ray_overhead(tmp, n=40):
 
 
 def bench_ray_train(tmp, steps=600):
-  from eval import stages  # pylint: disable=g-import-not-at-top
-  from eval import tasks  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import tasks  # pylint: disable=g-import-not-at-top
   from tf_forget import executor  # pylint: disable=g-import-not-at-top
   from tf_forget.executor import base  # pylint: disable=g-import-not-at-top
   from tf_forget.train import member, presets  # pylint: disable=g-import-not-at-top
@@ -96,7 +96,7 @@ def bench_ray_train(tmp, steps=600):
   times = {}
   for cpus in (1, 2):
     run = os.path.join(tmp, f"ray_train_{cpus}")
-    todo = [base.Task(key=f"train {v}/{k}", fn="eval.tasks:train_member", kwargs=dict(
+    todo = [base.Task(key=f"train {v}/{k}", fn="tf_forget.pipeline.tasks:train_member", kwargs=dict(
         run_dir=run, **tasks.member_kwargs(member.MemberConfig(
             dataset="digits", model="small_cnn", variant=v, k=k, preset=preset))))
             for k in range(2) for v in ("dense", "prune_0.9")]

@@ -1,4 +1,4 @@
-"""Measures the per-unit costs of the audit's stages on this machine (`eval/costs.py` reads them).
+"""Measures the per-unit costs of the audit's stages on this machine (`tf_forget/pipeline/costs.py` reads them).
 
 For each paper model at its protocol's input shape (small_cnn 8x8x1 digits, resnet18 218x178x3
 CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
@@ -7,7 +7,7 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
     update is not included) at a small batch, after one warm-up step;
   * seconds per conversion of a trained-shape model to TFLite, float32 and full_int8
     (`tflite_export.converter.convert`; full_int8 calibrated on `--representative` random
-    images); float16 / dynamic_int8 / sparse twins are not measured: `eval/costs.py` takes the
+    images); float16 / dynamic_int8 / sparse twins are not measured: `tf_forget/pipeline/costs.py` takes the
     float32 figure for them (their conversion does the same graph work);
   * seconds per TFLite inference per image, float32 and full_int8, through the project's LiteRT
     factory (`eval.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed batch;
@@ -15,7 +15,7 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
     corruption of the suite at severity 3 on a few random images, averaged over the suite.
 Random weights and images: costs do not depend on the values (the int8 kernels neither).
 
-    python benchmarks/unit_costs.py --output=eval/unit_costs/cpu_2core_avx512.json
+    python benchmarks/unit_costs.py --output=tf_forget/pipeline/unit_costs/cpu_2core_avx512.json
 
 Runs several minutes on 2 cores (resnet50's conversions take about a minute each).
 """
@@ -47,7 +47,7 @@ CORRUPTION_SHAPES = {"8x8x1": (8, 8, 1, 16), "32x32x3": (32, 32, 3, 8),
                      "218x178x3": (218, 178, 3, 2), "224x224x3": (224, 224, 3, 2)}
 MEASURED_FORMATS = ("float32", "full_int8")
 
-_OUTPUT = flags.DEFINE_string("output", "eval/unit_costs/cpu_2core_avx512.json",
+_OUTPUT = flags.DEFINE_string("output", "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json",
                               "Where to write the unit-cost JSON.")
 _MODELS = flags.DEFINE_list("models", list(MODELS), "Models to measure.")
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
@@ -148,7 +148,7 @@ def main(argv):
               "eval.interpreter.create (XNNPACK) invoke at a fixed batch incl. input "
               "quantization, after one warm-up invoke; corruptions = registry.apply, suite "
               "mean at severity 3. Unmeasured formats (float16, dynamic_int8) and sparse "
-              "twins are costed as float32 by eval/costs.py."),
+              "twins are costed as float32 by tf_forget/pipeline/costs.py."),
       "corruption_seconds_per_image": measure_corruptions(log),
       "models": {},
   }

@@ -54,12 +54,12 @@ _CONFIG = flags.DEFINE_string(
     "the command line replace its fields (e.g. --out for a new run directory).")
 _PLAN = flags.DEFINE_bool("plan", False,
                           "Print the audit's cost plan (counts per stage and an estimate) and "
-                          "exit 0: writes nothing, needs no data on disk (eval/costs.py); with "
+                          "exit 0: writes nothing, needs no data on disk (tf_forget/pipeline/costs.py); with "
                           "--reference, the files' inferences over the listed images and the "
-                          "time, no image read (eval/user_costs.py).")
+                          "time, no image read (tf_forget/pipeline/user_costs.py).")
 _UNIT_COSTS = flags.DEFINE_string("unit_costs", None,
                                   "Unit-cost file of --plan (default: "
-                                  "eval/unit_costs/cpu_2core_avx512.json).")
+                                  "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json).")
 _PRESET = flags.DEFINE_string("preset", None, "Training protocol (default: the data set's).")
 _MODEL = flags.DEFINE_string("model", None, "Model (default: the preset's).")
 _MEMBERS = flags.DEFINE_integer("members", None, "Members per variant (K >= 2).")
@@ -216,7 +216,7 @@ _REPAIR_ALWAYS = flags.DEFINE_bool(
     "repair_always", False, "With --repair: repair every full int8 file, also one that "
     "forgot nothing significant (to measure what a repair costs).")
 
-# Your own model, files and data (issue #28; eval/user_plan.py).
+# Your own model, files and data (issue #28; tf_forget/pipeline/user_plan.py).
 _REFERENCE = flags.DEFINE_list(
     "reference", None,
     "Your model instead of trained populations: .keras / .h5 files, SavedModel directories or "

@@ -4,7 +4,7 @@ A model trained on x / 255 and audited on raw pixels (a forgotten `--preprocess=
 confident, wrong audit: TensorFlow's "Post-training integer quantization" tutorial, audited
 without the flag, scored its float reference 61.06% and the uint8 file (which quantizes its
 own input with the scale it was calibrated at, so it half survives raw pixels) 95.90%, and the
-verdict shipped it. So before anything is written — the last check of `eval.audit_lib`'s
+verdict shipped it. So before anything is written — the last check of `tf_forget.pipeline.audit_lib`'s
 validation, since it runs the model (not for `--plan`) — `check` runs the reference on a
 sample of the test split under the preprocessing given and under every other standard one
 (`tf_forget.data.preprocess`: raw pixels 0-255, `unit`, `symmetric`, and for RGB images

@@ -198,7 +198,7 @@ def agreement_tables(run_dir, dataset, splits=None, split_batches=None, split_id
 
   The arguments select the files and splits as `evaluate_population`'s do; every predictions
   file (and, with `check_keras`, every Keras predictions file) must already be current, as the
-  evaluation stages' tasks leave them (`eval.file_stages`). Only a failed twin check runs a
+  evaluation stages' tasks leave them (`tf_forget.pipeline.file_stages`). Only a failed twin check runs a
   file again (`_diagnose_runtime`); `log` gets its "redo" lines.
 
   Returns:

@@ -99,9 +99,9 @@ def audit(config, log=print, on_locked=None):
     on_locked: optional callable(out), called once the run directory is locked.
 
   Raises:
-    errors.Error subclasses with a one-line message (`eval.audit_lib.run_audit`).
+    errors.Error subclasses with a one-line message (`tf_forget.pipeline.audit_lib.run_audit`).
   """
-  from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
   if isinstance(config, dict):
     config = AuditConfig.from_json(config)
   report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked)
@@ -109,8 +109,8 @@ def audit(config, log=print, on_locked=None):
 
 
 def plan(config, unit_costs=None):
-  """The cost plan of `config` as text (nothing written, no data read: `eval.audit_plan`)."""
-  from eval import audit_plan  # pylint: disable=g-import-not-at-top
+  """The cost plan of `config` as text (nothing written, no data read: `tf_forget.pipeline.audit_plan`)."""
+  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
   return audit_plan.plan_report(config, unit_costs)
 
 

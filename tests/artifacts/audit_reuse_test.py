@@ -223,7 +223,7 @@ def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_bug_keeps_its_traceback(tmp_path, capsys, monkeypatch):
   # Only the project's error base class is turned into one line: a KeyError from a bug is not.
-  from eval import audit_plan  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
 
   def bug(config):
     raise KeyError("bug")

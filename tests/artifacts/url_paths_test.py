@@ -182,7 +182,7 @@ def _predictions(out):
 
 
 def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
-  from eval import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
 
   cwd = tmp_path / "cwd"
   cwd.mkdir()

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from eval import audit_plan
+from tf_forget.pipeline import audit_plan
 from tf_forget.config import tree
 from tf_forget.data import digits
 from tf_forget.data import registry as data_registry

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from eval import audit_plan
+from tf_forget.pipeline import audit_plan
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.config import tree
@@ -22,7 +22,7 @@ from tf_forget.train import presets
 
 def test_every_registry_data_set_has_a_consistent_protocol():
   # The user's own data (folder:, tfds:, tfrecord:) is audited with the user's own model
-  # (eval/user_plan.py), never trained on: it has no protocol.
+  # (tf_forget/pipeline/user_plan.py), never trained on: it has no protocol.
   assert set(protocols.PROTOCOLS) == set(registry.DATASETS) - set(sources.PREFIXES)
   for name, p in protocols.PROTOCOLS.items():
     assert p.dataset == name and p.preset in presets.names()

@@ -45,7 +45,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sp_stats
 
-from eval import audit_lib
+from tf_forget.pipeline import audit_lib
 from tests.eval import run_digest
 from tf_forget.config import tree
 

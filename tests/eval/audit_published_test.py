@@ -12,10 +12,10 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from eval import audit
-from eval import audit_lib
-from eval import audit_plan
-from eval import run_identity
-from eval import tasks
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import run_identity
+from tf_forget.pipeline import tasks
 from tests import binary_main
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
@@ -129,7 +129,7 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   run = str(tmp_path / "run")
   logs = []
   with tfds.testing.mock_data(num_examples=8):
-    # The robustness stage's tasks (eval.file_stages -> eval.tasks.evaluate_files, in this
+    # The robustness stage's tasks (tf_forget.pipeline.file_stages -> tf_forget.pipeline.tasks.evaluate_files, in this
     # process); its finish writes the published splits' agreement tables from their files.
     report, _ = audit_lib.run_audit(_config(run, {"execution.executor": "local",
                                                   "execution.workers": 0}),

@@ -6,7 +6,7 @@ tf_forget's training; sparse categorical cross-entropy of the logits, an l2(1e-4
 regularizer on its convolution) on scikit-learn's digits, writes the test split and, apart,
 the train split as PNG folders (one folder per class), and runs `eval/audit.py` in a
 subprocess, as a user would. The one-shot members are made by the same stages and code as a
-trained population's (`eval.member_stages`, `tf_forget.prune`) with a one-epoch fine-tuning
+trained population's (`tf_forget.pipeline.member_stages`, `tf_forget.prune`) with a one-epoch fine-tuning
 (`--finetune=1@0.01`).
 """
 

@@ -1,4 +1,4 @@
-"""The audit's cost plan (eval/costs.py, audit_plan.plan_report, `audit --plan`)."""
+"""The audit's cost plan (tf_forget/pipeline/costs.py, audit_plan.plan_report, `audit --plan`)."""
 
 import dataclasses
 import json
@@ -8,8 +8,8 @@ from absl.testing import flagsaver
 import pytest
 
 from eval import audit
-from eval import audit_plan
-from eval import costs
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import costs
 from tf_forget.config import tree
 from tf_forget.data.protocols import registry as protocols
 

@@ -1,4 +1,4 @@
-"""Issue #27: the stage contract and its one driver (`eval.driver.run_stage`).
+"""Issue #27: the stage contract and its one driver (`tf_forget.pipeline.driver.run_stage`).
 
 A toy stage (one text file per unit, a stage-wide sum written by `finish`) runs on the inline
 executor and on a local process pool: every check is asked once per run, only the units with a
@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from eval import audit_lib
-from eval import driver
-from eval import stages as stages_lib
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import stages as stages_lib
 from tf_forget import executor as executor_lib
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio

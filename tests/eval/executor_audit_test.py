@@ -15,8 +15,8 @@ import os
 
 import pytest
 
-from eval import audit_lib
-from eval import audit_plan
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import audit_plan
 from tests.eval import run_digest
 from tf_forget.config import tree
 from tf_forget.train import presets
@@ -97,7 +97,7 @@ def test_ram_paths_need_the_inline_executor():
 
 @pytest.mark.parametrize("name", sorted(presets.names()))
 def test_task_presets_round_trip_through_json(name):
-  # A training task gets its member's protocol as JSON (eval/tasks.py); it must rebuild exactly
+  # A training task gets its member's protocol as JSON (tf_forget/pipeline/tasks.py); it must rebuild exactly
   # the driver's preset, or the member's config hash (and so its lineage) would differ.
   for preset in (presets.get(name), presets.get(name, steps=presets.get(name).steps * 2,
                                                   mixed_precision=True)):

@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from eval import stages
-from eval import tasks
+from tf_forget.pipeline import stages
+from tf_forget.pipeline import tasks
 from tf_forget import executor as executor_lib
 from tests.eval import run_digest
 from tf_forget.artifacts import fileio

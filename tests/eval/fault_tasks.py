@@ -1,4 +1,4 @@
-"""A task for the fault-injection tests: `eval.tasks.train_member`, recording its process id.
+"""A task for the fault-injection tests: `tf_forget.pipeline.tasks.train_member`, recording its process id.
 
 Each attempt writes `<pid_dir>/<pid>.pid` before it starts, so a test can kill the worker
 that is training (and count the attempts) from outside, as a lost machine would.
@@ -6,7 +6,7 @@ that is training (and count the attempts) from outside, as a lost machine would.
 
 import os
 
-from eval import tasks
+from tf_forget.pipeline import tasks
 
 
 def train_member_recording_pid(pid_dir, **kwargs):

@@ -8,7 +8,7 @@ was asked.
 
 import pytest
 
-from eval import stages
+from tf_forget.pipeline import stages
 from tf_forget.config import tree
 
 

@@ -8,13 +8,13 @@ int8 and float32 files, a PNG folder):
     and saying it "is not a complete TFLite flatbuffer (truncated or corrupt: ...)" — found
     by the bounds-checked parse (`tflite_export.flatbuffer.verify`) or, for the parts the
     parser does not read (an operator's options), by loading it in the LiteRT interpreter
-    (`eval.user_plan`);
+    (`tf_forget.pipeline.user_plan`);
   * a quantized file (full int8, dynamic-range int8, float16 weights: the plain converter's
     own options) given as `--reference` is refused with what it is and how to give it; the
     float32 file stays accepted.
 
 Every cut, overwrite and quantized file is checked by the function the audit calls on each
-`.tflite` it is given (`eval.user_plan.read_tflite`, then `candidates.check_float_reference`
+`.tflite` it is given (`tf_forget.pipeline.user_plan.read_tflite`, then `candidates.check_float_reference`
 for a reference); one case of each kind also goes through the audit binary as a user runs it
 (`audit_binary`), which must refuse it in that one line and write nothing: `--out` does not
 exist afterwards when it did not before, and an existing empty one stays empty.
@@ -27,7 +27,7 @@ import pytest
 import tensorflow as tf
 from ai_edge_litert import schema_py_generated as schema
 
-from eval import user_plan
+from tf_forget.pipeline import user_plan
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2

@@ -3,9 +3,9 @@
 import shutil
 import types
 
-from eval import driver
-from eval import member_stages
-from eval import stages
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import member_stages
+from tf_forget.pipeline import stages
 from tf_forget import executor as executor_lib
 from tf_forget.train import population
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from eval import audit
-from eval import audit_plan
-from eval import run_identity
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import run_identity
 from tests import import_check
 from tf_forget.config import tree
 from tf_forget.corruptions import robust_training

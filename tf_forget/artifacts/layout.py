@@ -2,7 +2,7 @@
 
     <run>/
       .tf_forget.lock                                who is writing the run (`run_lock.py`)
-      audit.json                                     the audit's config (`eval/audit_lib.py`)
+      audit.json                                     the audit's config (`tf_forget/pipeline/audit_lib.py`)
       run.json                                       the population config (tf_forget/train)
       members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
       members/dense/<k>/saved_model/                 an imported SavedModel (`train/imported.py`)
@@ -203,7 +203,7 @@ DATA_ROLES = ("test", "train", "calibration", "train_data")
 
 def data_fingerprint(run_dir, role):
   """`<run>/data/<role>.json`: the files of the user's data a run read, hashed (issue #35;
-  `eval/data_identity.py`); role is a split of the audited data set, "calibration" or
+  `tf_forget/pipeline/data_identity.py`); role is a split of the audited data set, "calibration" or
   "train_data"."""
   if role not in DATA_ROLES:
     raise ValueError(f"unknown data role {role!r} (roles: {', '.join(DATA_ROLES)})")

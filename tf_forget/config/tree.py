@@ -10,7 +10,7 @@
 Every section has the defaults of the audit binary's flags (`eval/audit.py`, which names the
 flag of each field); None means "the data set's protocol's" (`tf_forget.data.protocols`, SPEC
 §1.1, §1.5, §2.3, §3.6, §6.7). What a run directory was made with, the subset of this tree a
-re-run may reuse artifacts under, is `eval.run_identity.audit_identity`.
+re-run may reuse artifacts under, is `tf_forget.pipeline.run_identity.audit_identity`.
 """
 
 import dataclasses
@@ -25,7 +25,7 @@ from tf_forget.report import gates as gates_lib
 from tf_forget.report import human_study as human_study_lib
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
-AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`eval.run_identity`)
+AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
 AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration (#38)
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file (#37)
 DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`eval.deploy`)
@@ -168,7 +168,7 @@ class Repair:
 
 @_frozen
 class UserModels:
-  """The user's models and files (issue #28; `eval.user_plan`).
+  """The user's models and files (issue #28; `tf_forget.pipeline.user_plan`).
 
   Attributes:
     references: K paths: `.keras` / `.h5` files, SavedModel directories or float `.tflite`
@@ -184,7 +184,7 @@ class UserModels:
       symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
     calibration: the data that calibrates a full int8 file made here (a `sources` spelling);
       None: the audited data set's train split.
-    train: the labelled data one-shot pruning reads (`eval.user_prune_plan`); None: none.
+    train: the labelled data one-shot pruning reads (`tf_forget.pipeline.user_prune_plan`); None: none.
     trust_model_code: load references whose loading runs their own Python code.
     input_scaling_check: refuse a `preprocess` that looks wrong (`eval.input_scaling`).
   """

@@ -20,7 +20,7 @@ the user's data sources, so it is part of the split's identity and of every file
   `numpy:sqrt`), a class or a standard-library function (`shutil:rmtree`) is refused before
   it is called. Its result is checked on every call (`_checked`: an array or tensor of the
   batch's shape and a numeric dtype); the audit calls it once on test images while it
-  validates, before anything is written (`eval.user_plan`).
+  validates, before anything is written (`tf_forget.pipeline.user_plan`).
 
 Applied where a model is fed — every `.tflite` file and Keras model evaluated, the
 representative data of a conversion — after corruptions (which act on the pixels). Numpy only.

@@ -26,7 +26,7 @@ Lineage (`fingerprint`): besides the recorded options, the train data's identity
 of its source, split, number of examples and example names (a folder's relative paths, which
 hold the class folder), recorded by g and by every one-shot member (`inputs.train_data`): a
 file added, removed, renamed or moved to another class redoes them. The source records its
-content too (issue #35: `eval.data_identity` sets `content`, the sha256 of its files, in the
+content too (issue #35: `tf_forget.pipeline.data_identity` sets `content`, the sha256 of its files, in the
 `train_data` option before the audit runs), so pixels edited in place under the same names
 redo them as well.
 """

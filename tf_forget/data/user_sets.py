@@ -18,7 +18,7 @@ first examples calibrate full_int8, `--calibration`; read by
 `tflite_export.export_state.calibration_source`), `train_data` (recorded only: {"name",
 "options"} of the labelled data one-shot pruning fine-tunes on, `--train`; read by
 `tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the split's files,
-`fingerprint`}, set by `eval.data_identity` before the audit runs, so that every artifact made
+`fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so that every artifact made
 from a split records its content through `predictions.split_identity`, issue #35; `calibration`
 and `train_data` carry their own "content" key). The recorded `spec.options` are JSON-able and
 rebuild the same data set with `registry.get`.
@@ -122,7 +122,7 @@ class UserDataset(base.Dataset):
     return [(self._csv.path, self._csv.path)] if self._csv else []
 
   def content(self, split):
-    """The recorded content digest of `split` (option `content`, `eval.data_identity`), or
+    """The recorded content digest of `split` (option `content`, `tf_forget.pipeline.data_identity`), or
     None if the data set was built without one."""
     return dict(self.spec.options.get("content") or {}).get(split)
 

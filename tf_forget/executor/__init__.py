@@ -1,7 +1,7 @@
 """Executors: run the audit's independent units of work inline, in local processes or on Ray.
 
   with executor.make("local", workers=2) as ex:
-    results = ex.run([executor.Task("train dense/0", "eval.tasks:train_member", {...})],
+    results = ex.run([executor.Task("train dense/0", "tf_forget.pipeline.tasks:train_member", {...})],
                      stage="train")
 
 `EXECUTORS` maps the names of `--executor` to the classes; `make` builds one from flag values;

@@ -1,6 +1,6 @@
 """Populations pruned after training: one-shot (issue #16) and iterative prune-retrain (#17).
 
-What to make, for the audit's member stages (`eval.member_stages`, which make it):
+What to make, for the audit's member stages (`tf_forget.pipeline.member_stages`, which make it):
   * one-shot: every dense member k pruned by each (algorithm, ratio). `oneshot_configs` lists
     the members k-major (every variant of parent 0, then of parent 1, ...), so a partial run
     already holds complete (algorithm, ratio) sets for the first parents; `gradient_parents`

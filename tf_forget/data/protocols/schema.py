@@ -5,7 +5,7 @@ more data sets once, with the training protocols their members are trained with:
 
 * `PROTOCOLS`: one `AuditProtocol` per data set — its training preset, the TFLite formats,
   corruptions and severities, noise, robustness members, split sizes and image shape (so that a
-  cost plan, `eval/costs.py`, works without the data on disk), any published suites;
+  cost plan, `tf_forget/pipeline/costs.py`, works without the data on disk), any published suites;
 * `TRAININGS`: one `TrainingProtocol` per preset — the fields of its
   `tf_forget.train.presets.Preset`, the parameters of its one-shot schedule
   (`tf_forget.prune.oneshot_schedule`) and of its iterative schedule

@@ -1,7 +1,7 @@
 """The user's own model pruned one-shot (`--reference --pruning=oneshot`, issue #28).
 
 The user's own data (`folder:`, `tfds:`, `tfrecord:`) is audited with the user's own model
-(`eval/user_plan.py`), never trained on: it has no audit protocol here, and the model no preset
+(`tf_forget/pipeline/user_plan.py`), never trained on: it has no audit protocol here, and the model no preset
 of ours (`tf_forget.train.imported_parent.preset` makes one from the reference, named "user"). What is
 ours is its one-shot fine-tuning schedule, "user": our choice for a model whose training is
 unknown — 5 epochs at 0.01 (002's LeNet rate, low enough for a network trained with Adam), then

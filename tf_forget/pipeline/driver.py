@@ -1,6 +1,6 @@
 """The stage contract and its one driver, `run_stage` (issue #27; docs/architecture.md).
 
-The audit is a list of stages (`eval.stages.audit_stages`). A stage declares:
+The audit is a list of stages (`tf_forget.pipeline.stages.audit_stages`). A stage declares:
   * `units(ctx)`: its units of work for the run in `ctx` — each a `Unit` with the `Check`s of
     the artifacts it makes (what they are called in a "redo" line, and their `lineage.Status`:
     current, or stale with the reason) and the executor `Task` that makes the stale ones;
@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 from tf_forget.artifacts import errors
 from tf_forget.executor import base as executor_base
 
-TASKS = "eval.tasks"
+TASKS = "tf_forget.pipeline.tasks"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Stage:
 
 
 def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
-  """The `executor.Task` `key` running `eval.tasks.<fn>(**kwargs)` ("module:function": that)."""
+  """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function": that)."""
   return executor_base.Task(key=key, fn=fn if ":" in fn else f"{TASKS}:{fn}", kwargs=kwargs,
                             cost=float(cost), num_gpus=num_gpus)
 
@@ -92,7 +92,7 @@ def run_stage(stage, ctx, executor, log):
 
   Args:
     stage: a `Stage`.
-    ctx: the run's context (`eval.stages.Context`), passed to the stage.
+    ctx: the run's context (`tf_forget.pipeline.stages.Context`), passed to the stage.
     executor: a `tf_forget.executor.Executor` (inline, local or Ray).
     log: callable(str).
 

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Optional
 
 from eval import deploy
-from eval import driver
+from tf_forget.pipeline import driver
 from eval import encodings as encodings_lib
 from tf_forget.report import write as report_write
 

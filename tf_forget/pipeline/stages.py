@@ -1,10 +1,10 @@
 """The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions), issue #15.
 
 `audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and
-the one-shot members, (003, issue #17) one stage per prune-retrain cycle (`eval.member_stages`),
-then export, evaluation and robustness (`eval.file_stages`), then (issue #29) the per-layer
-error of full int8 files and repaired files (`eval.repair_stages`); the deployment encodings,
-report and bundle follow (`eval.final_stages`). `run_sections` runs each with the one driver, `eval.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
+the one-shot members, (003, issue #17) one stage per prune-retrain cycle (`tf_forget.pipeline.member_stages`),
+then export, evaluation and robustness (`tf_forget.pipeline.file_stages`), then (issue #29) the per-layer
+error of full int8 files and repaired files (`tf_forget.pipeline.repair_stages`); the deployment encodings,
+report and bundle follow (`tf_forget.pipeline.final_stages`). `run_sections` runs each with the one driver, `tf_forget.pipeline.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
 inline in this process, a local process pool or Ray): the same tasks and the same bytes on
 each, since a task is a pure function of its arguments and TensorFlow's threads come from the
 environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
@@ -14,11 +14,11 @@ import dataclasses
 import os
 import time
 
-from eval import driver
-from eval import file_stages
-from eval import import_stages
-from eval import member_stages
-from eval import repair_stages
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import file_stages
+from tf_forget.pipeline import import_stages
+from tf_forget.pipeline import member_stages
+from tf_forget.pipeline import repair_stages
 from tf_forget import executor as executor_lib
 from tf_forget.cli import status
 
@@ -33,7 +33,7 @@ class Context:
   """What the stages of one audit share: its plan and what earlier stages made.
 
   Attributes:
-    plan: the `eval.audit_plan.Plan`.
+    plan: the `tf_forget.pipeline.audit_plan.Plan`.
     run_dir: the run directory.
     num_threads: interpreter threads of the evaluation tasks.
     workers: the executor's workers (chunks of corrupted splits per worker).
@@ -79,7 +79,7 @@ def audit_stages(plan):
   "why and repair" when a full int8 format is audited.
 
   An audit of the user's models (`plan.user`, issue #28) imports them instead of training
-  (`eval.import_stages`) and exports only what it converts from Keras references.
+  (`tf_forget.pipeline.import_stages`) and exports only what it converts from Keras references.
   """
   files = file_stages.stages(plan)
   why = repair_stages.stages(plan)
@@ -127,7 +127,7 @@ def check_executor(execution):
                                handshake_s=CONNECT_CHECK_S)
 
 
-# Below this estimate of one worker's time (`eval.user_costs`), an audit of the user's files
+# Below this estimate of one worker's time (`tf_forget.pipeline.user_costs`), an audit of the user's files
 # runs in this process unless --workers is given: a pool's workers each import TensorFlow and
 # the task modules first (~6-10 s each on 2 cores), more than they would save (issue #36's
 # benchmark: 44 s with a pool of 2, 30 s in this process, same bytes).

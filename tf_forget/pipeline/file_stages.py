@@ -1,6 +1,6 @@
 """The audit's file stages: TFLite export, evaluation on the clean split, robustness.
 
-Stage contract and driver: `eval.driver`. Units, in the order they run:
+Stage contract and driver: `tf_forget.pipeline.driver`. Units, in the order they run:
   * export: one member's `.tflite` files (dense members: float32 + the post-training formats;
     pruned members: float32 + `pruned_quantizations`, each with a sparse twin unless
     `deploy_encoding="plain"`); finish: the list of audited variants (a sparse conversion that
@@ -18,11 +18,11 @@ Robustness is evaluated on the plain-encoded files of the protocol's robustness 
 import math
 import os
 
-from eval import driver
+from tf_forget.pipeline import driver
 from eval import evaluate
 from eval import noise as noise_eval
 from eval import population as eval_population
-from eval import tasks
+from tf_forget.pipeline import tasks
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names

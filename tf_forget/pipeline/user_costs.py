@@ -12,7 +12,7 @@ the time, from
   and output shape); the files tf_forget makes from a Keras reference (`--compress`) share its
   graph;
 * seconds per MAC and per image measured on the committed 2-core CPU
-  (`eval/unit_costs/cpu_2core_avx512.json`: resnet18 at 218x178x3, about 1.41 G MACs per
+  (`tf_forget/pipeline/unit_costs/cpu_2core_avx512.json`: resnet18 at 218x178x3, about 1.41 G MACs per
   image, 0.0166 s in float32 and 0.0044 s in full int8 per image; small_cnn at 8x8x1 bounds
   the per-image overhead at 3.6e-5 s), and the conversion time of a model of its parameter
   count (small_cnn 1.5 s for 160 k parameters, resnet18 7.7 s for 11 M: linear between them).
@@ -218,7 +218,7 @@ def lines(e, references):
                + ("" if per is None else f", about {_seconds(per * e.images)} for the images"))
   out.append(f"  estimate: about {_seconds(e.seconds)} of one worker's time (from each file's "
              "MACs per image and the number of images, at the speeds of "
-             "eval/unit_costs/cpu_2core_avx512.json; no image was read)")
+             "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json; no image was read)")
   return out
 
 

@@ -6,8 +6,8 @@
 tree.AuditConfig`), resolved by the plan, that decides what a re-run may reuse;
 `check_audit_file` refuses a run directory whose `audit.json` records another identity, naming
 the differing fields. `audit_config` is the whole configuration the run was made with, so that
-`audit --config=<out>/audit.json` (`tree.load`) runs it again (`eval.audit_plan` validates a
-config; `eval.audit_lib` writes the file).
+`audit --config=<out>/audit.json` (`tree.load`) runs it again (`tf_forget.pipeline.audit_plan` validates a
+config; `tf_forget.pipeline.audit_lib` writes the file).
 """
 
 import json

@@ -1,7 +1,7 @@
 """The audit's "why and repair" stages (issue #29): per-layer error, repaired files, their
 evaluation.
 
-Stage contract and driver: `eval.driver`. After the clean-split evaluation, for every member
+Stage contract and driver: `tf_forget.pipeline.driver`. After the clean-split evaluation, for every member
 with a Keras model and a plain `full_int8` file, and every file the user brings
 (`eval.layer_analysis`):
   * layers: one unit per member and file: the per-layer error of its full int8 file on the
@@ -20,8 +20,8 @@ Repaired files are not evaluated under corruptions or noise (the robustness tabl
 audited formats).
 """
 
-from eval import driver
-from eval import file_stages
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import file_stages
 from eval import layer_analysis
 from eval import population as eval_population
 from eval import repair_search

@@ -1,11 +1,11 @@
 """The audit's plan: what an audit will make, validated before anything is written
-(`eval/audit_lib.py` runs it).
+(`tf_forget/pipeline/audit_lib.py` runs it).
 
 * what to audit is a `tf_forget.config.tree.AuditConfig` (the flags of `eval/audit.py`).
 * `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
   formats, corruptions, noise protocol) without writing and returns a `Plan`.
-* what a run directory was made with (`<out>/audit.json`) is `eval.run_identity`'s.
-* `plan_report`: what an audit will cost (counts per stage, `eval/costs.py`), with no data on disk.
+* what a run directory was made with (`<out>/audit.json`) is `tf_forget.pipeline.run_identity`'s.
+* `plan_report`: what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`), with no data on disk.
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol
@@ -15,10 +15,10 @@ preset, post-training formats, corruptions and severities, robustness members, n
 import dataclasses
 import os
 
-from eval import costs
+from tf_forget.pipeline import costs
 from eval import deploy
-from eval import repair_plan
-from eval import user_plan
+from tf_forget.pipeline import repair_plan
+from tf_forget.pipeline import user_plan
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise as noise_artifact
 from tf_forget.config import tree
@@ -310,12 +310,12 @@ def plan_report(config, unit_costs=None, workers=None):
   """The audit's cost plan as text (counts per stage and, given unit costs, an estimate).
 
   Needs no data on disk: the counts come from the protocol of the data set (split sizes,
-  `tf_forget.data.protocols`), the population config and the validated plan (`eval.costs`).
+  `tf_forget.data.protocols`), the population config and the validated plan (`tf_forget.pipeline.costs`).
 
   Args:
     config: a `tree.AuditConfig`.
     unit_costs: path of a `tf_forget.unit_costs/1` file (default: the committed file measured
-      on a 2-core CPU, `eval/unit_costs/`).
+      on a 2-core CPU, `tf_forget/pipeline/unit_costs/`).
     workers: workers the wall-time estimate divides by (default: the config's workers; every
       core for "local"; 1 otherwise).
 

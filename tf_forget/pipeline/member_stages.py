@@ -1,7 +1,7 @@
 """The audit's member-making stages: training, g, one-shot pruning, prune-retrain cycles.
 
-Stage contract and driver: `eval.driver`. Each unit is one member (or one parent's g); its
-task is the matching `eval.tasks` function, which writes the member's artifacts
+Stage contract and driver: `tf_forget.pipeline.driver`. Each unit is one member (or one parent's g); its
+task is the matching `tf_forget.pipeline.tasks` function, which writes the member's artifacts
 (docs/artifacts/runs.md). Training and the iterative cycles (003, issue #17) are the only
 stages whose units depend on each other: cycle n of member k needs cycle n − 1, so every cycle
 is a stage of its own (`RetrainStage(n)`). The one-shot members (002, issue #16) read g of
@@ -9,8 +9,8 @@ their dense parent (SPEC §6.2, "the same g for GP and UP"; issue #26), made by 
 stage before them so that no two tasks write one g.
 """
 
-from eval import driver
-from eval import tasks
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import tasks
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import member as prune_member_lib
 from tf_forget.prune import population as prune_population
@@ -147,12 +147,12 @@ class RetrainStage(driver.Stage):
 
 def oneshot_stages(plan):
   """g of the dense parents, then the one-shot members, if `plan` asks for any (after the
-  dense members are trained, or imported: `eval.import_stages`)."""
+  dense members are trained, or imported: `tf_forget.pipeline.import_stages`)."""
   return [GradientStage(), PruneStage()] if plan.oneshot else []
 
 
 def stages(plan):
-  """The member stages of `plan` (an `eval.audit_plan.Plan`), in order."""
+  """The member stages of `plan` (an `tf_forget.pipeline.audit_plan.Plan`), in order."""
   out = [TrainStage()] + oneshot_stages(plan)
   if plan.iterative:
     cycles = {c.variant.cycle for c in prune_population.iterative_configs(

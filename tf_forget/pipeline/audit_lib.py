@@ -21,14 +21,14 @@ is already on disk:
   6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
-Stages 1-3 run on an executor (`config.execution`, issue #15; `eval.stages`): "inline" in this
+Stages 1-3 run on an executor (`config.execution`, issue #15; `tf_forget.pipeline.stages`): "inline" in this
 process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work is
-a task (`eval.tasks`) whose artifacts are the same bytes on every executor; the executor is not
+a task (`tf_forget.pipeline.tasks`) whose artifacts are the same bytes on every executor; the executor is not
 part of the run's identity, so a run may be continued on another one.
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol.
-`plan_report` prints what an audit will cost (counts per stage, `eval/costs.py`) without the data.
+`plan_report` prints what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`) without the data.
 
 Validation first (issue #14): `run_audit` checks everything — data set, preset and overrides,
 model name, steps, variants, formats, corruptions, noise protocol, the run directory's existing
@@ -44,14 +44,14 @@ import os
 import threading
 import time
 
-from eval import audit_plan
-from eval import data_identity
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import data_identity
 from eval import deploy
-from eval import final_stages
+from tf_forget.pipeline import final_stages
 from eval import input_scaling
-from eval import run_identity
-from eval import stages
-from eval import user_plan
+from tf_forget.pipeline import run_identity
+from tf_forget.pipeline import stages
+from tf_forget.pipeline import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout

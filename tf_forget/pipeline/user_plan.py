@@ -11,8 +11,8 @@ names, an attributes CSV, the protected attributes). `plan(config)` checks all o
 anything is written — every file readable, every signature an image classifier of the data
 set's classes and image size (in any input layout, `tf_forget.data.input_layout`), every
 candidate the images of its reference — and returns the
-audit's `Plan` (`eval.audit_plan.Plan`) whose `population` is an `ImportedPopulation`: the
-audit then imports instead of training (`eval.import_stages`) and runs the same export,
+audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`) whose `population` is an `ImportedPopulation`: the
+audit then imports instead of training (`tf_forget.pipeline.import_stages`) and runs the same export,
 evaluation, report, verdict, gates and bundle.
 
 The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:PATH`,
@@ -20,7 +20,7 @@ The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:
 to the reference's input size and channels (`tf_forget.data.user_sets`); an `--image_size`
 other than that size is refused.
 
-One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`): `eval.user_prune_plan`
+One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`): `tf_forget.pipeline.user_prune_plan`
 checks it and gives the variants, schedule and preset the plan carries.
 """
 
@@ -30,8 +30,8 @@ import posixpath
 from typing import Tuple
 
 from eval import interpreter
-from eval import user_costs
-from eval import user_prune_plan
+from tf_forget.pipeline import user_costs
+from tf_forget.pipeline import user_prune_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
@@ -321,7 +321,7 @@ def plan_fields(config, check_data=True):
 
 
 def describe(p):
-  """The plan: what is audited, then its cost (`eval.user_costs`: inferences per file and an
+  """The plan: what is audited, then its cost (`tf_forget.pipeline.user_costs`: inferences per file and an
   estimate of the time from the files' MACs per image and the number of images; no image is
   read, issue #36)."""
   pop, spec = p.population, p.dataset.spec

@@ -133,7 +133,7 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
   """Computes (or finds current) g of one dense parent, read by its GP and UP members.
 
   SPEC §6.2 ("the same g for GP and UP"), issue #26: one task per parent, run before the
-  parent's prune tasks (`eval.member_stages.GradientStage`), so that they never race to write it.
+  parent's prune tasks (`tf_forget.pipeline.member_stages.GradientStage`), so that they never race to write it.
 
   Args:
     variant, k: the parent ("dense", k); protocol: `OneshotSchedule.to_json()`; the other
@@ -273,7 +273,7 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
   """Evaluates some `.tflite` files on clean, cached corrupted and / or published splits.
 
   Writes predictions files only (the stage's `finish` writes the agreement tables); clean
-  splits keep logits, corrupted splits do not (`eval.file_stages`).
+  splits keep logits, corrupted splits do not (`tf_forget.pipeline.file_stages`).
 
   Args:
     files: [(variant, k)].

@@ -1,13 +1,13 @@
 """The stages that bring the user's models and files into a run, instead of training (#28).
 
-Stage contract and driver: `eval.driver`. With `--reference` (`eval.user_plan`):
+Stage contract and driver: `tf_forget.pipeline.driver`. With `--reference` (`tf_forget.pipeline.user_plan`):
   * references: one unit per reference k: a Keras model is imported as dense member k
     (`tf_forget.train.imported`: model.keras and metadata.json, lineage the file's sha256); a
     float `.tflite` reference is stored as dense member k's float32 file
     (`tflite_export.candidates`); finish: run.json;
   * candidates: one unit per (candidate, k): the user's `.tflite` file stored unchanged as the
     export `user_<name>` of dense member k (`tflite_export.candidates`).
-With `--pruning=oneshot` (Keras references, `eval.user_prune_plan`) the one-shot stages of a
+With `--pruning=oneshot` (Keras references, `tf_forget.pipeline.user_prune_plan`) the one-shot stages of a
 trained population follow, unchanged (`member_stages.oneshot_stages`: g of each imported dense
 member, then the `oneshot_<alg>_r<r>` members, fine-tuned on the user's `--train` data).
 The export stage then converts the float32 file (and `--compress` formats) of Keras
@@ -15,8 +15,8 @@ references and float32 files of the one-shot members; evaluation, report and bun
 for trained members.
 """
 
-from eval import driver
-from eval import member_stages
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import member_stages
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names

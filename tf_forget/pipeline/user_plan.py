@@ -77,20 +77,6 @@ class ImportedPopulation:
   population_seed: int = 0
 
 
-def parse_candidate(text):
-  """("int8", ("a.tflite", "b.tflite")) from "int8=a.tflite,b.tflite" (`--candidate`).
-
-  Raises:
-    AuditError: no "=", no path, or a bad name (`names.user_format`).
-  """
-  name, sep, paths = str(text).partition("=")
-  files = tuple(p.strip() for p in paths.split(",") if p.strip())
-  if not sep or not files:
-    raise tree.AuditError(f"--candidate={text}: expected NAME=PATH[,PATH...]")
-  names.user_format(name)
-  return name, files
-
-
 def _kind(references):
   kinds = {imported.kind(path) for path in references}
   if len(kinds) != 1:

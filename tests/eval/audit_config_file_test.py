@@ -9,10 +9,14 @@ checked as the flags alone are. `tf_forget.api.load_report` reads the finished r
 import hashlib
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pandas as pd
 
 from tests.eval import audit_binary
+from tests.examples import readme_commands
 from tf_forget import api
 from tf_forget.config import tree
 
@@ -74,6 +78,15 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   # file's dynamic_int8 format: 3 x (float32 + dynamic_int8) conversions.
   assert "3 members x" in plan.stdout and "(40 steps x" in plan.stdout, plan.stdout
   assert "6 conversions (float32 3, dynamic_int8 3)" in plan.stdout, plan.stdout
+
+  # README's Python snippet, as written, on the first run: it resumes it, every artifact kept.
+  with open(os.path.join(readme_commands.ROOT, "README.md"), encoding="utf-8") as f:
+    snippet = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+  snippet = snippet.replace("runs/digits/audit.json", f"{first}/audit.json")
+  run = subprocess.run([sys.executable, "-c", snippet], env=audit_binary.env(), cwd=tmp_path,
+                       text=True, capture_output=True, timeout=600, check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  assert f"True {a.verdict['why']}" in run.stdout and "redo" not in run.stdout
 
 
 def test_a_bad_configuration_file_is_one_line_and_writes_nothing(tmp_path):

@@ -61,10 +61,11 @@ def bench_audit(tmp):
 
 
 def _eval_tasks(run_dir, n):
-  from tf_forget.executor import base  # pylint: disable=g-import-not-at-top
-  return [base.Task(key=f"eval dense/0 #{i}", fn="tf_forget.pipeline.tasks:evaluate_files",
-                    kwargs={"run_dir": run_dir, "files": [["dense", 0]], "dataset": "digits",
-                            "dataset_options": {}, "num_threads": 2, "splits": ["test"]})
+  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
+  return [executor_api.Task(key=f"eval dense/0 #{i}", fn="tf_forget.pipeline.tasks:evaluate_files",
+                            kwargs={"run_dir": run_dir, "files": [["dense", 0]],
+                                    "dataset": "digits", "dataset_options": {}, "num_threads": 2,
+                                    "splits": ["test"]})
           for i in range(n)]
 
 
@@ -89,16 +90,17 @@ def bench_ray_train(tmp, steps=600):
   from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
   from tf_forget.pipeline import tasks  # pylint: disable=g-import-not-at-top
   from tf_forget import executor  # pylint: disable=g-import-not-at-top
-  from tf_forget.executor import base  # pylint: disable=g-import-not-at-top
+  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
   from tf_forget.train import member, presets  # pylint: disable=g-import-not-at-top
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   preset = presets.get("digits", steps=steps)
   times = {}
   for cpus in (1, 2):
     run = os.path.join(tmp, f"ray_train_{cpus}")
-    todo = [base.Task(key=f"train {v}/{k}", fn="tf_forget.pipeline.tasks:train_member", kwargs=dict(
-        run_dir=run, **tasks.member_kwargs(member.MemberConfig(
-            dataset="digits", model="small_cnn", variant=v, k=k, preset=preset))))
+    todo = [executor_api.Task(key=f"train {v}/{k}", fn="tf_forget.pipeline.tasks:train_member",
+                              kwargs=dict(run_dir=run, **tasks.member_kwargs(member.MemberConfig(
+                                  dataset="digits", model="small_cnn", variant=v, k=k,
+                                  preset=preset))))
             for k in range(2) for v in ("dense", "prune_0.9")]
     with executor.make("ray", workers=cpus, env=env) as ex:
       t0 = time.time()  # includes each worker's TensorFlow import, as in an audit

@@ -34,7 +34,7 @@ def main(argv):
   cpu_kernels.configure()
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_forget.models import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
   from tf_forget.train import pruning  # pylint: disable=g-import-not-at-top
   keras = keras2.keras()
   if _THREADS.value:
@@ -48,7 +48,7 @@ def main(argv):
 
   def build(kind):
     keras.utils.set_random_seed(0)
-    model = registry.get(_MODEL.value, shape, classes, weight_decay=5e-4)
+    model = model_registry.get(_MODEL.value, shape, classes, weight_decay=5e-4)
     if kind != "dense":
       model = pruning.wrap(model, 0.9, begin_step=0, end_step=100_000, frequency=500,
                            wrap_all_layers=(kind == "tfmot"))

@@ -30,7 +30,7 @@ _SYNTHETIC_EXAMPLES = 2048
 
 def _synthetic(text):
   """An in-memory data set of `_SYNTHETIC_EXAMPLES` uint8 noise images of shape HxWxC."""
-  from tf_forget.data import base  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
   from tf_forget.data import digits  # pylint: disable=g-import-not-at-top
   try:
     shape = tuple(int(v) for v in text.lower().split("x"))
@@ -40,11 +40,11 @@ def _synthetic(text):
     raise app.UsageError(f"--sizes entries are 'digits' or HxWxC (C 1 or 3), got {text!r}") from e
   rng = np.random.default_rng(0)
   n = _SYNTHETIC_EXAMPLES
-  examples = base.Examples(images=rng.integers(0, 256, (n,) + shape, dtype=np.uint8),
-                           labels=rng.integers(0, 10, n).astype(np.int64),
-                           ids=np.arange(n, dtype=np.int64), attributes={})
-  spec = base.DatasetSpec(name=f"synthetic_{text}", num_classes=10, image_shape=shape,
-                          splits=("train",), eval_split="train")
+  examples = dataset_api.Examples(images=rng.integers(0, 256, (n,) + shape, dtype=np.uint8),
+                                  labels=rng.integers(0, 10, n).astype(np.int64),
+                                  ids=np.arange(n, dtype=np.int64), attributes={})
+  spec = dataset_api.DatasetSpec(name=f"synthetic_{text}", num_classes=10, image_shape=shape,
+                                 splits=("train",), eval_split="train")
   return digits.InMemoryDataset(spec, {"train": examples})
 
 

@@ -4,7 +4,7 @@ Trains (or reuses, in `--work_dir`) one `digits` member per variant (dense, prun
 prune_0.9) of the small CNN with a shortened `digits` preset (`--steps`; tfmot's gradual
 magnitude pruning, stripped), exports every format plain and sparse-encoded
 (`tflite_export.export`, `--encodings=plain,sparse`), evaluates every file as on a device
-(`eval.population`: XNNPACK, else the built-in kernels) with the twin check, and times each
+(`eval.population_eval`: XNNPACK, else the built-in kernels) with the twin check, and times each
 sparse file together with its plain twin in one interleaved run (`eval.latency.measure`:
 median batch-1 and batch-64 latency, `--num_threads`). Prints:
 
@@ -80,7 +80,7 @@ def main(argv):
   # pylint: disable=g-import-not-at-top
   from eval import deploy
   from eval import latency
-  from eval import population
+  from eval import population_eval
   from tflite_export import export
   from tflite_export import export_state
   from tflite_export import formats
@@ -91,7 +91,7 @@ def main(argv):
   fmts = list(formats.FORMATS)
   exports = export.export_population(work, fmts, fmts, encodings=("plain", "sparse"), log=log)
   failed = {(r["member_variant"], r["format"]): r["failed"] for r in exports if "failed" in r}
-  table = population.evaluate_population(work, check_keras=False, log=log)["test"]
+  table = population_eval.evaluate_population(work, check_keras=False, log=log)["test"]
   rows = {(r["member_variant"], r["format"], r["encoding"]): r for r in table["rows"]}
 
   def meta(mv, fmt, enc):

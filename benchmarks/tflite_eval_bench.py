@@ -75,14 +75,14 @@ def main(argv):
   from eval import batched
   from eval import evaluate
   from eval import interpreter
-  from tf_forget.data import base
-  from tf_forget.models import registry as models
+  from tf_forget.data import dataset_api
+  from tf_forget.models import model_registry
   from tflite_export import converter
   # pylint: enable=g-import-not-at-top
 
   shape, classes, n, b = (32, 32, 3), 10, _NUM_IMAGES.value, _BATCH_SIZE.value
   keras2.keras().utils.set_random_seed(0)
-  model = models.get(_MODEL.value, shape, classes)
+  model = model_registry.get(_MODEL.value, shape, classes)
   rng = np.random.default_rng(0)
   images = rng.integers(0, 256, (n, *shape), dtype=np.uint8)  # CIFAR-shaped uint8 pixels
   data = converter.convert(model, _FORMAT.value, images[:100])
@@ -112,8 +112,8 @@ def main(argv):
       raw.get_tensor(r_out)
 
   # (c) the evaluator end to end (a fresh predictions file each time).
-  examples = base.Examples(images=images, labels=rng.integers(0, classes, n),
-                           ids=np.arange(n, dtype=np.int64))
+  examples = dataset_api.Examples(images=images, labels=rng.integers(0, classes, n),
+                                  ids=np.arange(n, dtype=np.int64))
   tmp = tempfile.mkdtemp(prefix="tflite_eval_bench_")
   model_path = os.path.join(tmp, "model.tflite")
   with open(model_path, "wb") as f:

@@ -11,8 +11,8 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
     float32 figure for them (their conversion does the same graph work);
   * seconds per TFLite inference per image, float32 and full_int8, through the project's LiteRT
     factory (`eval.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed batch;
-  * seconds per corrupted image per resolution: `tf_forget.corruptions.registry.apply`, every
-    corruption of the suite at severity 3 on a few random images, averaged over the suite.
+  * seconds per corrupted image per resolution: `tf_forget.corruptions.corruption_registry.apply`,
+    every corruption of the suite at severity 3 on a few random images, averaged over the suite.
 Random weights and images: costs do not depend on the values (the int8 kernels neither).
 
     python benchmarks/unit_costs.py --output=tf_forget/pipeline/unit_costs/cpu_2core_avx512.json
@@ -89,10 +89,10 @@ def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
 
 def measure_model(name, log):
   """The unit costs of one model (dict)."""
-  from tf_forget.models import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
   from tflite_export import converter  # pylint: disable=g-import-not-at-top
   shape, classes, batch, steps, infer_batch, invokes = MODELS[name]
-  model = registry.get(name, input_shape=shape, num_classes=classes, weight_decay=1e-4)
+  model = model_registry.get(name, input_shape=shape, num_classes=classes, weight_decay=1e-4)
   out = {"image_shape": list(shape), "num_classes": classes, "parameters": model.count_params(),
          "train_batch": batch, "train_steps": steps}
   out["train_seconds_per_image"] = _train_cost(model, shape, classes, batch, steps)
@@ -115,16 +115,16 @@ def measure_model(name, log):
 
 def measure_corruptions(log):
   """{"HxWxC": seconds per corrupted image, averaged over the suite at severity 3}."""
-  from tf_forget.corruptions import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.corruptions import corruption_registry  # pylint: disable=g-import-not-at-top
   out = {}
   for key, (h, w, c, n) in CORRUPTION_SHAPES.items():
     images = np.random.default_rng(3).integers(0, 256, (n, h, w, c), dtype=np.uint8)
     seeds = np.arange(n, dtype=np.uint32)
     per_image = []
-    for name in registry.CORRUPTIONS:
-      registry.apply(name, images[:1], 3, seeds[:1])  # warm-up (numba, tables)
+    for name in corruption_registry.CORRUPTIONS:
+      corruption_registry.apply(name, images[:1], 3, seeds[:1])  # warm-up (numba, tables)
       start = time.perf_counter()
-      registry.apply(name, images, 3, seeds)
+      corruption_registry.apply(name, images, 3, seeds)
       per_image.append((time.perf_counter() - start) / n)
     out[key] = float(np.mean(per_image))
     log(f"corruptions {key}: {out[key] * 1e3:.2f} ms/img (suite mean)")

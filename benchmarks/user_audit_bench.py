@@ -196,15 +196,15 @@ def decoded_examples(out):
   from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
   from eval import batched  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import base  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
   run = fileio.read_json(layout.run_file(out), "run.json")
   data = registry.get(run["dataset"], **run["dataset_options"])
   seconds = []
   for _ in range(2):
     start = time.perf_counter()
-    examples = base.concatenate(list(data.batches(data.spec.eval_split,
-                                                  batched.DEFAULT_BATCH_SIZE)))
+    examples = dataset_api.concatenate(list(data.batches(data.spec.eval_split,
+                                                         batched.DEFAULT_BATCH_SIZE)))
     seconds.append(time.perf_counter() - start)
   return examples, seconds
 

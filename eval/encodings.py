@@ -4,7 +4,7 @@
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
 sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
-(`eval.population` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
+(`eval.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
 is there too), the raw / gzip sizes from the export JSON, and the latency of both files at
 batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of
 fresh interpreters in the same run (`eval.latency`, as on a device: XNNPACK, else the built-in

@@ -1,6 +1,6 @@
 """Evaluates exported `.tflite` files on data splits and writes predictions.
 
-Inputs are any iterable of `tf_forget.data.base.Examples` batches (a registry data set's
+Inputs are any iterable of `tf_forget.data.dataset_api.Examples` batches (a registry data set's
 `batches(split, B)`, or a corrupted split from a later stage): the stream is re-cut into
 batches of exactly B (`rebatch`) so that only the very last batch is padded
 (`batched.BatchedRunner`). Every number comes from running the exported file through the LiteRT
@@ -30,7 +30,7 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tflite_export import formats
 
 TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export_state.SCHEMA (not imported: no TF here)
@@ -55,7 +55,7 @@ def rebatch(batches, batch_size):
     pending.append(batch)
     pending_n += len(batch)
     if pending_n >= batch_size:
-      merged = base.concatenate(pending)
+      merged = dataset_api.concatenate(pending)
       start = 0
       while pending_n - start >= batch_size:
         yield merged.take(slice(start, start + batch_size))
@@ -63,7 +63,7 @@ def rebatch(batches, batch_size):
       pending = [merged.take(slice(start, None))] if start < pending_n else []
       pending_n -= start
   if pending_n:
-    yield base.concatenate(pending)
+    yield dataset_api.concatenate(pending)
 
 
 # A split whose decoded images fit in this many bytes is decoded once per task and replayed from

@@ -60,13 +60,13 @@ def main(argv):
   if not fileio.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from eval import population
+  from eval import population_eval
   from tf_forget.data import registry
   # pylint: enable=g-import-not-at-top
   try:
     dataset = registry.get(_DATASET.value) if _DATASET.value else None
     with cli_app.locked_run_dir(run_dir, "evaluate_population", check_ours=False):
-      tables = population.evaluate_population(
+      tables = population_eval.evaluate_population(
           run_dir, dataset=dataset, splits=_SPLITS.value,
           batch_size=_BATCH_SIZE.value, num_threads=_NUM_THREADS.value,
           save_logits=_SAVE_LOGITS.value, check_keras=_CHECK_KERAS.value,

@@ -54,7 +54,7 @@ from scipy import stats
 from eval import batched
 from tf_forget.artifacts import fileio
 from tf_forget.config import tree
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import input_layout
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.stats import paired
@@ -129,7 +129,7 @@ def scores(predict, examples, names):
   """{name: top-1 int `[n]`} of `predict` on `examples` under each preprocessing of `names`.
 
   Raises:
-    base.DataError: a preprocessing that fails on the images (the user's own function).
+    dataset_api.DataError: a preprocessing that fails on the images (the user's own function).
   """
   return {name: np.asarray(predict(_feed(name, examples.images))) for name in names}
 
@@ -188,16 +188,16 @@ def check(user, kind, dataset):
     user: `tf_forget.config.tree.UserModels` (its first reference, `preprocess`, `output_index`,
       `trust_model_code`).
     kind: "keras" or "tflite".
-    dataset: the audited `base.Dataset` (its eval split is sampled).
+    dataset: the audited `dataset_api.Dataset` (its eval split is sampled).
 
   Raises:
     tree.AuditError: the one-line refusal (`message`).
-    base.DataError, errors.Error: the sample cannot be read or the reference run.
+    dataset_api.DataError, errors.Error: the sample cannot be read or the reference run.
   """
   split = dataset.spec.eval_split
   examples = dataset.calibration_examples(split, SAMPLE)
   if len(examples) == 0:
-    raise base.DataError(f"split {split!r} of {dataset.spec.name} has no examples")
+    raise dataset_api.DataError(f"split {split!r} of {dataset.spec.name} has no examples")
   given = user.preprocess or RAW
   names = candidates(given, dataset.spec.image_shape[-1])
   predict = predictor(user.references[0], kind, user.output_index, user.trust_model_code)

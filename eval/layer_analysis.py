@@ -57,7 +57,7 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
-from tf_forget.data import base as data_base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
@@ -186,7 +186,7 @@ def _images(dataset, split, ids, masks):
                                     [np.zeros(0, np.int64)]).astype(np.int64))
   try:
     fed = dataset.model_inputs(dataset.examples(split, wanted))
-  except data_base.DataError as e:
+  except dataset_api.DataError as e:
     raise LayerAnalysisError(f"split {split!r} lacks some analysed example ids: {e}") from e
   empty = np.zeros((0,) + tuple(dataset.spec.image_shape), np.uint8)
   return {name: fed.images[np.searchsorted(wanted, ids[mask])] if mask.any() else empty

@@ -176,7 +176,7 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
   Args:
     run_dir, variant, k: where (`variant`: a `names.Variant` of member "dense").
     path: the user's `.tflite` file.
-    dataset: the audited `base.Dataset` (recorded).
+    dataset: the audited `dataset_api.Dataset` (recorded).
     reference: the ((H, W, C), classes) the file must match (None: the data set's).
     output_index: the class-score output of a file with several (`signature`); recorded as
       the JSON's `output_index`, which the evaluation reads.

@@ -56,7 +56,7 @@ def export_member(run_dir, variant, k, dataset=None,
     run_dir: the population run directory.
     variant: a `names.Variant`.
     k: member index.
-    dataset: a `tf_forget.data.base.Dataset` (built from the member metadata if None; needed
+    dataset: a `tf_forget.data.dataset_api.Dataset` (built from the member metadata if None; needed
       only by formats with representative data).
     representative_size: number of representative train examples (SPEC §2.5).
     model, metadata: the loaded member (loaded from `run_dir` if None).

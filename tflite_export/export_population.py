@@ -30,7 +30,7 @@ from tf_forget.cli import app as cli_app
 from tf_forget.cli import console
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 
 _RUN_DIR = flags.DEFINE_string("run_dir", None, "Population run directory (with members/).")
 _FORMATS = flags.DEFINE_string("formats", None,

@@ -231,7 +231,7 @@ def calibration_source(dataset):
   split (labels unused).
 
   Raises:
-    base.DataError: the calibration data cannot be read (one line).
+    dataset_api.DataError: the calibration data cannot be read (one line).
   """
   calibration = dataset.spec.options.get("calibration")
   if not calibration:

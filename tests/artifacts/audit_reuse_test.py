@@ -117,8 +117,8 @@ def test_altered_tflite_predictions_are_redone(run, capsys):
   # The stage refuses to evaluate a file that is not its export JSON's (it used to evaluate it
   # and record the JSON's sha256) ...
   with pytest.raises(evaluate.EvaluationError, match="changed since it was exported"):
-    from eval import population  # pylint: disable=g-import-not-at-top
-    population.evaluate_population(str(out), splits=["test"], check_keras=False)
+    from eval import population_eval  # pylint: disable=g-import-not-at-top
+    population_eval.evaluate_population(str(out), splits=["test"], check_keras=False)
   # ... and predictions of the altered bytes record the altered bytes' sha256.
   dataset = data_registry.get("digits")
   pred = out / "predictions" / "prune_0.5" / "0" / "test.npz"

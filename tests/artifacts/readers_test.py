@@ -12,7 +12,7 @@ import pytest
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
-from tf_forget.artifacts import noise
+from tf_forget.artifacts import noise_artifact
 from tf_forget.artifacts import predictions
 
 SPLIT_ID = predictions.split_identity("digits", {}, "test")
@@ -27,8 +27,8 @@ def _predictions(path):
 
 def _noise(path):
   top1 = np.zeros((2, 1, 3), np.int32)
-  noise.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1, np.zeros((2, 1, 3, 4)),
-              {"variant": "dense", "k": 0, "inputs": INPUTS})
+  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1, np.zeros((2, 1, 3, 4)),
+                       {"variant": "dense", "k": 0, "inputs": INPUTS})
   return str(path)
 
 
@@ -57,11 +57,11 @@ def test_predictions_reader(tmp_path, how):
 @pytest.mark.parametrize("how", DAMAGE)
 def test_noise_reader(tmp_path, how):
   path = _noise(tmp_path / "linf.npz")
-  assert noise.status(path, INPUTS)
+  assert noise_artifact.status(path, INPUTS)
   _damage(path, how)
   with pytest.raises(errors.Error, match="cannot read noise artifact"):
-    noise.read(path)
-  assert not noise.status(path, INPUTS)
+    noise_artifact.read(path)
+  assert not noise_artifact.status(path, INPUTS)
 
 
 @pytest.mark.parametrize("how", DAMAGE)
@@ -79,7 +79,7 @@ def test_npz_and_json_readers(tmp_path, how):
 
 
 def test_missing_files_are_read_errors(tmp_path):
-  for read in (fileio.read_json, fileio.read_npz, predictions.read, noise.read):
+  for read in (fileio.read_json, fileio.read_npz, predictions.read, noise_artifact.read):
     with pytest.raises(errors.ReadError):
       read(str(tmp_path / "nope"))
   assert predictions.status(str(tmp_path / "nope"), INPUTS).reason == "missing"

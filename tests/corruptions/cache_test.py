@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from tf_forget.corruptions import cache
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import reference
-from tf_forget.corruptions import registry
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
-class _Tiny(base.Dataset):
+class _Tiny(dataset_api.Dataset):
   """50 gray 8x8 images with labels, ids 100.. and one attribute; fixed order."""
 
   def __init__(self, size=8):
-    super().__init__(base.DatasetSpec(
+    super().__init__(dataset_api.DatasetSpec(
         name="tiny", num_classes=3, image_shape=(size, size, 1), splits=("train", "test"),
         attribute_names=("Bright",), options={"size": size}))
     self.images = reference.synthetic_images(50, size, size, seed=11, channels=1)
@@ -27,8 +27,8 @@ class _Tiny(base.Dataset):
     self.check_split(split)
     for i in range(0, 50, batch_size):
       s = slice(i, i + batch_size)
-      yield base.Examples(self.images[s], self.labels[s], self.ids[s],
-                          {"Bright": self.images[s].mean(axis=(1, 2, 3)) > 100})
+      yield dataset_api.Examples(self.images[s], self.labels[s], self.ids[s],
+                                 {"Bright": self.images[s].mean(axis=(1, 2, 3)) > 100})
 
 
 def test_fill_and_read_back(tmp_path):
@@ -40,12 +40,13 @@ def test_fill_and_read_back(tmp_path):
   with open(os.path.join(keys[1].directory(str(tmp_path)), "meta.json")) as f:
     meta = json.load(f)
   assert meta["shard_sizes"] == [16, 16, 16, 2] and meta["table"] == "32"
-  got = base.concatenate(split.batches(7))
+  got = dataset_api.concatenate(split.batches(7))
   np.testing.assert_array_equal(got.ids, data.ids)
   np.testing.assert_array_equal(got.labels, data.labels)
   np.testing.assert_array_equal(got.attributes["Bright"], data.images.mean(axis=(1, 2, 3)) > 100)
-  seeds = registry.example_seeds("tiny", data.ids, "glass_blur", 3)
-  np.testing.assert_array_equal(got.images, registry.apply("glass_blur", data.images, 3, seeds))
+  seeds = corruption_registry.example_seeds("tiny", data.ids, "glass_blur", 3)
+  np.testing.assert_array_equal(
+      got.images, corruption_registry.apply("glass_blur", data.images, 3, seeds))
   assert [len(b) for b in split.batches(7)] == [7] * 7 + [1]
 
 
@@ -68,10 +69,10 @@ def test_missing_or_mismatched_entries_raise(tmp_path):
     cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
   cache.fill(data, "test", [("fog", 2)], str(tmp_path))
   changed = _Tiny()
-  changed.spec = base.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
+  changed.spec = dataset_api.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
   with pytest.raises(cache.CacheError, match="options"):
     cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
-  with pytest.raises(base.DataError):
+  with pytest.raises(dataset_api.DataError):
     cache.fill(data, "validation", [("fog", 2)], str(tmp_path))
 
 
@@ -79,8 +80,8 @@ def test_parallel_workers_write_the_same_images(tmp_path):
   data = _Tiny()
   cache.fill(data, "test", [("snow", 4)], str(tmp_path / "a"), batch_size=25)
   cache.fill(data, "test", [("snow", 4)], str(tmp_path / "b"), batch_size=10, processes=2)
-  a = base.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "a")))
-  b = base.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "b")))
+  a = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "a")))
+  b = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "b")))
   np.testing.assert_array_equal(a.images, b.images)
 
 
@@ -92,7 +93,7 @@ def test_corrupted_dataset_serves_corrupted_and_clean_splits(tmp_path):
   clean = view.load("test")
   np.testing.assert_array_equal(corrupted.ids, clean.ids)
   assert corrupted.images.std() < clean.images.std()
-  with pytest.raises(base.DataError):
+  with pytest.raises(dataset_api.DataError):
     view.load("fog@2")
 
 
@@ -105,14 +106,15 @@ def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
   data.images = gen.integers(0, 256, (50, size, size, channels), dtype=np.uint8)
   data.images[0] = 0
   data.images[1] = 255
-  data.spec = base.DatasetSpec(**{**data.spec.__dict__, "image_shape": (size, size, channels)})
+  data.spec = dataset_api.DatasetSpec(
+      **{**data.spec.__dict__, "image_shape": (size, size, channels)})
   key, = cache.fill(data, "test", [("contrast", 1)], str(tmp_path), batch_size=16)
   with open(os.path.join(key.directory(str(tmp_path)), "meta.json")) as f:
     meta = json.load(f)
   assert meta["encoding"] == encoding and meta["schema_version"] == cache.SCHEMA_VERSION
-  got = base.concatenate(cache.CorruptedSplit(data, "test", "contrast", 1, str(tmp_path)))
-  seeds = registry.example_seeds("tiny", data.ids, "contrast", 1)
-  want = registry.apply("contrast", data.images, 1, seeds)
+  got = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "contrast", 1, str(tmp_path)))
+  seeds = corruption_registry.example_seeds("tiny", data.ids, "contrast", 1)
+  want = corruption_registry.apply("contrast", data.images, 1, seeds)
   assert got.images.dtype == np.uint8 and got.images.shape == want.shape
   np.testing.assert_array_equal(got.images, want)
   np.testing.assert_array_equal(got.ids, data.ids)
@@ -121,7 +123,7 @@ def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
 def test_shards_are_compressed(tmp_path):
   data = _Tiny(32)
   data.images = reference.synthetic_images(50, 32, 32, seed=5, channels=3)
-  data.spec = base.DatasetSpec(**{**data.spec.__dict__, "image_shape": (32, 32, 3)})
+  data.spec = dataset_api.DatasetSpec(**{**data.spec.__dict__, "image_shape": (32, 32, 3)})
   key, = cache.fill(data, "test", [("glass_blur", 3)], str(tmp_path), batch_size=50)
   shard = os.path.join(key.directory(str(tmp_path)), "part-00000.npz")
   assert os.path.getsize(shard) < 0.85 * data.images.nbytes  # measured: 0.75 of raw
@@ -130,7 +132,7 @@ def test_shards_are_compressed(tmp_path):
 def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
   data = _Tiny()
   key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
-  new = base.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  new = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
   # Rewrite the entry as schema 1 wrote it: uncompressed `images`, no `encoding` in meta.json.
   directory = key.directory(str(tmp_path))
   with open(os.path.join(directory, "meta.json")) as f:
@@ -143,7 +145,7 @@ def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
   meta["schema_version"] = 1
   with open(os.path.join(directory, "meta.json"), "w") as f:
     json.dump(meta, f)
-  old = base.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  old = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
   np.testing.assert_array_equal(old.images, new.images)
   np.testing.assert_array_equal(old.attributes["Bright"], new.attributes["Bright"])
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == []  # complete: not redone

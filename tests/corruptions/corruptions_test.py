@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from tf_forget.corruptions import blur
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import digital
 from tf_forget.corruptions import frost_textures
 from tf_forget.corruptions import glass_kernel
-from tf_forget.corruptions import noise
+from tf_forget.corruptions import noise_corruptions
 from tf_forget.corruptions import reference
-from tf_forget.corruptions import registry
 from tf_forget.corruptions import tables
 
-NAMES = tuple(registry.CORRUPTIONS)
+NAMES = tuple(corruption_registry.CORRUPTIONS)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_all_severities_on_tiny_gray_and_rgb(digits, name):
   for images in (digits, rgb):
     seeds = np.arange(len(images))
     for severity in tables.SEVERITIES:
-      out = registry.apply(name, images, severity, seeds)
+      out = corruption_registry.apply(name, images, severity, seeds)
       assert out.shape == images.shape and out.dtype == np.uint8
     # Meaningful at 8 px: severity 5 changes the image (saturate leaves gray images alone).
     if not (name == "saturate" and images.shape[-1] == 1):
@@ -44,7 +44,7 @@ def test_all_severities_on_tiny_gray_and_rgb(digits, name):
 def test_all_corruptions_at_other_sizes(shape):
   images = reference.synthetic_images(*shape[:3], seed=5, channels=shape[3])
   for name in NAMES:
-    out = registry.apply(name, images, 3, np.arange(shape[0]))
+    out = corruption_registry.apply(name, images, 3, np.arange(shape[0]))
     assert out.shape == images.shape and out.dtype == np.uint8
     if not (name == "saturate" and shape[-1] == 1):
       assert np.mean(out != images) > 0.01, name
@@ -53,26 +53,27 @@ def test_all_corruptions_at_other_sizes(shape):
 def test_blurs_keep_the_mean_brightness_on_tiny_images(digits):
   # Clipped kernels are renormalised (defocus disk, motion taps): no darkening at 8 px.
   for name in ("defocus_blur", "motion_blur", "gaussian_blur", "zoom_blur"):
-    out = registry.apply(name, digits, 5, np.arange(len(digits)), table="224")
+    out = corruption_registry.apply(name, digits, 5, np.arange(len(digits)), table="224")
     assert abs(out.mean() - digits.mean()) < 6, name
 
 
 def test_motion_blur_reference_mode_darkens_clipped_kernels(digits):
   seeds = np.arange(len(digits))
-  kept = registry.apply("motion_blur", digits, 5, seeds, table="224")
-  dropped = registry.apply("motion_blur", digits, 5, seeds, table="224", renormalize=False)
+  kept = corruption_registry.apply("motion_blur", digits, 5, seeds, table="224")
+  dropped = corruption_registry.apply(
+      "motion_blur", digits, 5, seeds, table="224", renormalize=False)
   assert dropped.mean() < kept.mean() - 5
 
 
 def test_seeds_make_each_example_independent_of_its_batch():
   images = reference.synthetic_images(5, 32, 32, seed=6)
-  seeds = registry.example_seeds("cifar10", np.arange(5), "glass_blur", 3)
-  full = registry.apply("glass_blur", images, 3, seeds)
-  part = registry.apply("glass_blur", images[2:4], 3, seeds[2:4])
+  seeds = corruption_registry.example_seeds("cifar10", np.arange(5), "glass_blur", 3)
+  full = corruption_registry.apply("glass_blur", images, 3, seeds)
+  part = corruption_registry.apply("glass_blur", images[2:4], 3, seeds[2:4])
   np.testing.assert_array_equal(full[2:4], part)
-  again = registry.apply("glass_blur", images, 3, seeds)
+  again = corruption_registry.apply("glass_blur", images, 3, seeds)
   np.testing.assert_array_equal(full, again)
-  other = registry.apply("glass_blur", images, 3, seeds + 1)
+  other = corruption_registry.apply("glass_blur", images, 3, seeds + 1)
   assert np.any(other != full)
 
 
@@ -80,10 +81,10 @@ def test_example_seeds_golden():
   # Independent computation of the documented derivation: sha256 of the NUL-joined key.
   key = "digits\x00fog\x003\x000\x0042"
   expected = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "little")
-  seeds = registry.example_seeds("digits", np.array([42, 43]), "fog", 3)
+  seeds = corruption_registry.example_seeds("digits", np.array([42, 43]), "fog", 3)
   assert seeds[0] == expected and seeds[1] != expected
-  assert registry.example_seeds("digits", [42], "fog", 4)[0] != expected
-  assert registry.example_seeds("digits", [42], "fog", 3, base_seed=1)[0] != expected
+  assert corruption_registry.example_seeds("digits", [42], "fog", 4)[0] != expected
+  assert corruption_registry.example_seeds("digits", [42], "fog", 3, base_seed=1)[0] != expected
 
 
 def _reference_shuffle(x, deltas, d, iterations):
@@ -140,7 +141,7 @@ def test_tables_match_the_scripts():
   assert tables.params("imagecorruptions", "elastic_transform", 1) == 250 * 0.05
   assert len(tables.zoom_factors("224", 5)) == len(np.arange(1, 1.31, 0.03))
   for table in tables.FAMILIES:
-    assert set(tables.TABLES[table]) == set(registry.CORRUPTIONS)
+    assert set(tables.TABLES[table]) == set(corruption_registry.CORRUPTIONS)
     assert all(len(v) == 5 for v in tables.TABLES[table].values())
 
 
@@ -154,15 +155,16 @@ def test_bad_input_raises(bad):
               seeds=np.arange(2), table=None)
   args.update(bad)
   with pytest.raises(tables.CorruptionError):
-    registry.apply(args["name"], args["images"], args["severity"], args["seeds"], args["table"])
+    corruption_registry.apply(
+        args["name"], args["images"], args["severity"], args["seeds"], args["table"])
 
 
 def test_split_names():
-  assert registry.split_name("glass_blur", 3) == "glass_blur@3"
-  assert registry.parse_split_name("glass_blur@3") == ("glass_blur", 3)
+  assert corruption_registry.split_name("glass_blur", 3) == "glass_blur@3"
+  assert corruption_registry.parse_split_name("glass_blur@3") == ("glass_blur", 3)
   for bad in ("glass_blur", "glass_blur@6", "blur@3", "glass_blur@x"):
     with pytest.raises(tables.CorruptionError):
-      registry.parse_split_name(bad)
+      corruption_registry.parse_split_name(bad)
 
 
 def test_frost_textures_are_checksummed(tmp_path, monkeypatch):
@@ -186,25 +188,27 @@ def test_frost_textures_are_checksummed(tmp_path, monkeypatch):
 def test_linf_noise_float_and_uint8():
   gen = np.random.default_rng(0)
   x = gen.normal(size=(4, 5, 5, 3)).astype(np.float32)
-  y = noise.linf_uniform_noise(x, 0.3, np.random.default_rng(1))
+  y = noise_corruptions.linf_uniform_noise(x, 0.3, np.random.default_rng(1))
   assert y.dtype == np.float32 and y.shape == x.shape
   assert np.max(np.abs(y - x)) <= 0.3 + 1e-6 and np.max(np.abs(y - x)) > 0.25
-  np.testing.assert_array_equal(noise.linf_uniform_noise(x, 0.0, np.random.default_rng(1)), x)
+  np.testing.assert_array_equal(
+      noise_corruptions.linf_uniform_noise(x, 0.0, np.random.default_rng(1)), x)
   with pytest.raises(tables.CorruptionError):
-    noise.linf_uniform_noise(x, -0.1, np.random.default_rng(1))
+    noise_corruptions.linf_uniform_noise(x, -0.1, np.random.default_rng(1))
   images = reference.synthetic_images(2, 8, 8, seed=9)
-  out = noise.linf_uniform_noise_uint8(images, 8 / 255, [1, 2])
+  out = noise_corruptions.linf_uniform_noise_uint8(images, 8 / 255, [1, 2])
   assert np.max(np.abs(out.astype(int) - images)) <= 8
 
 
 def test_corruption_functions_import_neither_tensorflow_nor_skimage():
   code = ("import sys\n"
-          "from tf_forget.corruptions import registry\n"
+          "from tf_forget.corruptions import corruption_registry\n"
           "import numpy as np\n"
-          "registry.apply('frost', np.zeros((1, 8, 8, 3), np.uint8), 3, [0])\n"
+          "corruption_registry.apply('frost', np.zeros((1, 8, 8, 3), np.uint8), 3, [0])\n"
           "bad = [m for m in ('tensorflow', 'skimage', 'imagecorruptions') if m in sys.modules]\n"
           "assert not bad, bad\n")
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(registry.__file__))))
+  root = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(corruption_registry.__file__))))
   env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
   subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
 

@@ -20,8 +20,8 @@ Tolerances:
 import numpy as np
 import pytest
 
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import reference
-from tf_forget.corruptions import registry
 
 pytest.importorskip("imagecorruptions")
 
@@ -53,14 +53,14 @@ def nonsquare():
 @pytest.mark.parametrize("name", EXACT)
 def test_exact(small, name, severity):
   images, seeds = small
-  ours = registry.apply(name, images, severity, seeds, table=TABLE)
+  ours = corruption_registry.apply(name, images, severity, seeds, table=TABLE)
   np.testing.assert_array_equal(ours, _reference(name, images, severity, seeds))
 
 
 @pytest.mark.parametrize("name", EXACT + ONE_LEVEL + ("motion_blur", "spatter"))
 def test_exact_nonsquare(nonsquare, name):
   images, seeds = nonsquare
-  ours = registry.apply(name, images, 3, seeds, table=TABLE)
+  ours = corruption_registry.apply(name, images, 3, seeds, table=TABLE)
   diff = np.abs(ours.astype(int) - _reference(name, images, 3, seeds))
   assert diff.max() <= (1 if name in ONE_LEVEL else 0)
 
@@ -68,7 +68,8 @@ def test_exact_nonsquare(nonsquare, name):
 @pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
 def test_motion_blur_exact_without_renormalisation(small, severity):
   images, seeds = small
-  ours = registry.apply("motion_blur", images, severity, seeds, table=TABLE, renormalize=False)
+  ours = corruption_registry.apply(
+      "motion_blur", images, severity, seeds, table=TABLE, renormalize=False)
   np.testing.assert_array_equal(ours, _reference("motion_blur", images, severity, seeds))
 
 
@@ -76,14 +77,14 @@ def test_motion_blur_exact_without_renormalisation(small, severity):
 def test_motion_blur_default_exact_when_kernel_fits(small, severity):
   # At 32 px the kernel (2r + 1 taps, r <= 15) fits for severities 1-4.
   images, seeds = small
-  ours = registry.apply("motion_blur", images, severity, seeds, table=TABLE)
+  ours = corruption_registry.apply("motion_blur", images, severity, seeds, table=TABLE)
   np.testing.assert_array_equal(ours, _reference("motion_blur", images, severity, seeds))
 
 
 @pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
 def test_zoom_blur_exact_mode(small, severity):
   images, seeds = small
-  ours = registry.apply("zoom_blur", images, severity, seeds, table=TABLE, exact=True)
+  ours = corruption_registry.apply("zoom_blur", images, severity, seeds, table=TABLE, exact=True)
   np.testing.assert_array_equal(ours, _reference("zoom_blur", images, severity, seeds))
 
 
@@ -91,7 +92,7 @@ def test_zoom_blur_exact_mode(small, severity):
 @pytest.mark.parametrize("name", ONE_LEVEL)
 def test_within_one_level(small, name, severity):
   images, seeds = small
-  ours = registry.apply(name, images, severity, seeds, table=TABLE)
+  ours = corruption_registry.apply(name, images, severity, seeds, table=TABLE)
   diff = np.abs(ours.astype(int) - _reference(name, images, severity, seeds))
   assert diff.max() <= 1
   assert np.mean(diff > 0) < 0.005
@@ -100,7 +101,7 @@ def test_within_one_level(small, name, severity):
 @pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
 def test_spatter_exact_except_empty_masks(small, severity):
   images, seeds = small
-  ours = registry.apply("spatter", images, severity, seeds, table=TABLE)
+  ours = corruption_registry.apply("spatter", images, severity, seeds, table=TABLE)
   ref = _reference("spatter", images, severity, seeds)
   differs = np.any(ours != ref, axis=(1, 2, 3))
   # Only where no water was drawn (ours leaves the image unchanged; the reference's 0 / 0 is
@@ -112,7 +113,7 @@ def test_spatter_exact_except_empty_masks(small, severity):
 def test_motion_blur_statistics_on_clipped_kernels():
   images = reference.synthetic_images(200, 32, 32, seed=5)
   seeds = np.arange(200, dtype=np.uint32) + 77
-  ours = registry.apply("motion_blur", images, 5, seeds, table=TABLE).astype(float)
+  ours = corruption_registry.apply("motion_blur", images, 5, seeds, table=TABLE).astype(float)
   ref = _reference("motion_blur", images, 5, seeds).astype(float)
   clean = images.astype(float)
 

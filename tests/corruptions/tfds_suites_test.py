@@ -5,7 +5,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 from tf_forget.corruptions import tfds_suites
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
 def test_cifar10_corrupted_splits_are_corruption_at_severity():
@@ -19,7 +19,7 @@ def test_cifar10_corrupted_splits_are_corruption_at_severity():
   assert batch.images.shape == (5, 32, 32, 3) and batch.images.dtype == np.uint8
   np.testing.assert_array_equal(batch.ids, np.arange(5))
   assert batch.labels.dtype == np.int64 and batch.labels.max() < 10
-  with pytest.raises(base.DataError):
+  with pytest.raises(dataset_api.DataError):
     list(data.batches("test", 2))
 
 
@@ -38,5 +38,5 @@ def test_cifar10_1_and_imagenet_a():
     a = tfds_suites.ImagenetA(image_size=64).load("test")
   assert c.images.shape == (3, 32, 32, 3)
   assert a.images.shape == (3, 64, 64, 3) and a.labels.max() < 1000
-  with pytest.raises(base.DataError):
+  with pytest.raises(dataset_api.DataError):
     tfds_suites.Cifar10_1(version="v5")

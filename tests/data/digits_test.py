@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 
@@ -73,15 +73,15 @@ def test_digits_biased_attributes_are_deterministic():
     ("digits_biased", {"rare_rate": 0.5}, "rare_rate must be in"),
 ])
 def test_bad_names_and_options(name, options, message):
-  with pytest.raises(base.DataError, match=message):
+  with pytest.raises(dataset_api.DataError, match=message):
     registry.get(name, **options)
 
 
 def test_unknown_split_and_attribute():
   data = registry.get("digits_biased")
-  with pytest.raises(base.DataError, match="no split 'validation'"):
+  with pytest.raises(dataset_api.DataError, match="no split 'validation'"):
     data.load("validation")
-  with pytest.raises(base.DataError, match="no attribute 'Male'"):
+  with pytest.raises(dataset_api.DataError, match="no attribute 'Male'"):
     data.check_attributes(["Male"])
 
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from PIL import Image
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import fingerprint
 
 
@@ -53,7 +53,7 @@ def test_an_unchanged_file_is_not_read_again(tmp_path):
   assert (first.hashed, second.hashed) == (20, 0)
   assert second.digest == first.digest
   # A cached image is held to a lower pixel limit too (its shape is recorded).
-  with pytest.raises(base.DataError, match=r"c/0.png is 8x8 = 6.4e-05 megapixels"):
+  with pytest.raises(dataset_api.DataError, match=r"c/0.png is 8x8 = 6.4e-05 megapixels"):
     fingerprint.fingerprint(files, cache=cache,
                             check=fingerprint.image_check(str, max_pixels=50))
   # An edit in place (same size, new mtime) is read again and changes the digest.
@@ -84,7 +84,7 @@ def test_describe_counts_moved_added_edited_removed():
     (_jpeg()[:-100], "truncated JPEG"),
 ])
 def test_bad_images_are_one_line(data, expected):
-  with pytest.raises(base.DataError, match=expected) as info:
+  with pytest.raises(dataset_api.DataError, match=expected) as info:
     fingerprint.check_image(data, "image x.png")
   assert "\n" not in str(info.value) and str(info.value).startswith("image x.png")
 
@@ -92,18 +92,19 @@ def test_bad_images_are_one_line(data, expected):
 def test_whole_images_pass_and_the_pixel_limit_refuses():
   fingerprint.check_image(_png(), "a.png")
   fingerprint.check_image(_jpeg(), "a.jpg")
-  with pytest.raises(base.DataError, match=r"is 80x80 = 0.0064 megapixels, over the limit of "
-                     r"0.005 \(--max_image_pixels\)"):
+  with pytest.raises(dataset_api.DataError,
+                     match=r"is 80x80 = 0.0064 megapixels, over the limit of "
+                           r"0.005 \(--max_image_pixels\)"):
     fingerprint.check_image(_png((80, 80)), "big.png", max_pixels=5000)
   # A 20000 x 20000 PNG of zeros is a few hundred KB; only its header is read for the check.
   bomb = _png((20000, 20000))
   assert len(bomb) < 2_000_000
-  with pytest.raises(base.DataError, match="is 20000x20000 = 400 megapixels"):
+  with pytest.raises(dataset_api.DataError, match="is 20000x20000 = 400 megapixels"):
     fingerprint.check_image(bomb, "bomb.png")
 
 
 def test_a_dangling_link_is_named(tmp_path):
   link = tmp_path / "x.png"
   os.symlink(tmp_path / "nowhere.png", link)
-  with pytest.raises(base.DataError, match="x.png is a dangling link"):
+  with pytest.raises(dataset_api.DataError, match="x.png is a dangling link"):
     fingerprint.fingerprint([("x.png", str(link))])

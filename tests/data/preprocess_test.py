@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import preprocess
 
 BATCH = np.random.default_rng(0).integers(0, 256, size=(4, 5, 6, 3), dtype=np.uint8)
@@ -42,7 +42,7 @@ def test_unit_and_a_user_function(tmp_path, monkeypatch):
     ("numpy:sqrt", "is a ufunc, not a Python function"),
     ("shutil:rmtree", "function of Python's standard library")])
 def test_what_is_not_a_users_python_function_is_refused_before_it_is_called(name, message):
-  with pytest.raises(base.DataError, match=message):
+  with pytest.raises(dataset_api.DataError, match=message):
     preprocess.resolve(name)
 
 
@@ -50,10 +50,10 @@ def test_what_is_not_a_users_python_function_is_refused_before_it_is_called(name
                                            ("numpy:no_such", "cannot be imported"),
                                            ("nosuchmodule:f", "cannot be imported")])
 def test_bad_names_are_one_line(name, message):
-  with pytest.raises(base.DataError, match=message):
+  with pytest.raises(dataset_api.DataError, match=message):
     preprocess.resolve(name)
 
 
 def test_rgb_conventions_refuse_grey_images():
-  with pytest.raises(base.DataError, match="needs RGB images"):
+  with pytest.raises(dataset_api.DataError, match="needs RGB images"):
     preprocess.resolve("imagenet_caffe")(BATCH[..., :1])

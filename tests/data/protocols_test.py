@@ -7,13 +7,13 @@ import pytest
 
 from tf_forget.pipeline import audit_plan
 from tf_forget.artifacts import names
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
-from tf_forget.corruptions import registry as corruption_registry
-from tf_forget.data import base
+from tf_forget.corruptions import corruption_registry
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.data import sources
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
@@ -98,7 +98,7 @@ def test_unknown_data_set():
     protocols.get("nope")
   with pytest.raises(presets.PresetError, match="'nope'"):
     presets.for_dataset("nope")
-  with pytest.raises(base.DataError, match="unknown data set 'nope'"):
+  with pytest.raises(dataset_api.DataError, match="unknown data set 'nope'"):
     audit_plan._protocol("nope")  # pylint: disable=protected-access
 
 
@@ -127,7 +127,7 @@ def test_mixed_precision_is_recorded_only_when_on():
 
 def test_protocols_imports_only_the_standard_library():
   # Importing the registry imports every protocol module.
-  code = ("import sys; from tf_forget.data.protocols import registry; "
+  code = ("import sys; from tf_forget.data.protocols import protocol_registry; "
           "bad = [m for m in ('numpy', 'tensorflow') if m in sys.modules]; "
           "assert not bad, bad")
   subprocess.run([sys.executable, "-c", code], check=True)

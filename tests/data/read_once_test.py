@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.data import user_sets
 
@@ -59,7 +59,7 @@ def _check_examples(data, split):
   assert len(data.examples(split, [])) == 0
   assert data.examples(split, []).images.shape[1:] == tuple(data.spec.image_shape)
   missing = int(everything.ids.max()) + 1
-  with pytest.raises(base.DataError, match=f"no example with id {missing}"):
+  with pytest.raises(dataset_api.DataError, match=f"no example with id {missing}"):
     data.examples(split, [int(ids[0]), missing])
 
 
@@ -98,7 +98,7 @@ def test_a_split_with_a_recorded_digest_is_decoded_once_per_process(tmp_path, mo
   assert len(decoded) == 2  # no digest: the files may change between passes
   recorded = registry.get("folder", path=str(tmp_path), content={"test": "d1"})
   for batch_size in (4, 1024, 3):
-    _same(base.concatenate(recorded.batches("test", batch_size)), first)
+    _same(dataset_api.concatenate(recorded.batches("test", batch_size)), first)
   assert len(decoded) == 3  # decoded once, then sliced at any batch size
   again = registry.get("folder", path=str(tmp_path), content={"test": "d1"})
   _same(again.load("test"), first)

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.data import sources
 
@@ -62,7 +62,7 @@ def test_relative_and_home_paths_become_absolute(tmp_path, monkeypatch):
     ("cifar11", "no such data set (known: celeb_a, cifar10, cifar100, digits"),
 ])
 def test_bad_spellings_are_one_line_errors_naming_the_forms(spec, problem):
-  with pytest.raises(base.DataError) as info:
+  with pytest.raises(dataset_api.DataError) as info:
     sources.parse(spec)
   message = str(info.value)
   assert "\n" not in message and problem in message

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.data import tfds_sets
 
@@ -46,7 +46,7 @@ def test_celeb_a_target_attributes_and_resize():
 
 
 def test_imagenet_needs_manual_dir_to_download():
-  with pytest.raises(base.DataError, match="needs manual_dir"):
+  with pytest.raises(dataset_api.DataError, match="needs manual_dir"):
     registry.get("imagenet2012", download=True, manual_dir="/nonexistent")
 
 
@@ -60,7 +60,7 @@ def test_imagenet_mock_is_cropped_and_resized():
 
 def test_unprepared_data_is_a_one_line_error(tmp_path):
   data = registry.get("cifar10", data_dir=str(tmp_path))
-  with pytest.raises(base.DataError, match="not prepared") as info:
+  with pytest.raises(dataset_api.DataError, match="not prepared") as info:
     data.load("test")
   assert "\n" not in str(info.value)
 
@@ -104,7 +104,7 @@ def test_num_examples_from_metadata_reads_no_data(monkeypatch):
     assert data.num_examples("train[:90%]") == 900  # tfds slicing, from the same metadata
     assert data.num_examples("train[10:20]") == 10
     assert spy.decoders == []  # nothing read
-    with pytest.raises(base.DataError, match="no split 'validation'"):
+    with pytest.raises(dataset_api.DataError, match="no split 'validation'"):
       data.num_examples("validation[:5]")
 
 

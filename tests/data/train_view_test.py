@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.data import sources
 from tf_forget.data import train_view
@@ -68,7 +68,7 @@ def test_train_is_the_train_data_labelled_in_the_audited_classes(folders):
     np.testing.assert_array_equal(x, train[rel])
   decoded = [view.decode_record(r) for r in view.train_records("train")]
   assert [int(y) for _, y in decoded] == [0, 2, 2]
-  with pytest.raises(base.DataError, match="training records"):
+  with pytest.raises(dataset_api.DataError, match="training records"):
     view.train_records("test")
   assert view.describe() == {"source": {"name": "folder", "options": {"path": str(root / "train")}},
                              "split": "test", "examples": 3}
@@ -100,7 +100,7 @@ def test_the_fingerprint_follows_the_files_not_their_pixels(folders):
 def test_train_data_of_a_class_the_model_does_not_have_is_refused(folders):
   root, _ = folders
   _write(root / "train", {"d/0.png": _pixels(7)})
-  with pytest.raises(base.DataError, match="is not a class of class_names"):
+  with pytest.raises(dataset_api.DataError, match="is not a class of class_names"):
     train_view.of(_audited(root))
 
 
@@ -203,7 +203,7 @@ def test_tfds_train_data_of_other_classes_is_refused(digit_folder, tmp_path):
   (digit_folder / "labels.txt").write_text("".join(f"{c}\n" for c in (1, 0, *range(2, 10))))
   with _mock_tfds([(_halvable(20, 14, 1)[0], 0)], []):
     for audited in (three, digit_folder):
-      with pytest.raises(base.DataError, match=r"the train data's classes \(0, 1, 2, 3"):
+      with pytest.raises(dataset_api.DataError, match=r"the train data's classes \(0, 1, 2, 3"):
         train_view.of(_auditing(audited, "tfds:mnist:train"))
 
 

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 GREY_WEIGHTS = np.array([0.2989, 0.5870, 0.1140], np.float32)  # tf.image.rgb_to_grayscale
@@ -63,7 +63,7 @@ PETS = {"dog/1.png": (9, 7, 3), "dog/sub/0.png": (6, 6, 1), "cat/b.png": (7, 9, 
 
 
 def _one_line(fn):
-  with pytest.raises(base.DataError) as info:
+  with pytest.raises(dataset_api.DataError) as info:
     fn()
   assert "\n" not in str(info.value)
   return str(info.value)

@@ -11,7 +11,7 @@ import json
 import tensorflow_datasets as tfds
 
 from tf_forget.pipeline import audit_lib
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
 
 

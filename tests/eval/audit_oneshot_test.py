@@ -16,7 +16,7 @@ import pytest
 
 from tests import binary_main
 from eval import audit
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import member as member_lib

@@ -20,7 +20,7 @@ from tests import binary_main
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
-from tf_forget.corruptions import published
+from tf_forget.corruptions import published_suites
 from tf_forget.data import registry
 
 SPLITS = ["gaussian_noise@3", "glass_blur@3"]
@@ -78,7 +78,7 @@ def test_plan_published_on_cifar10(tmp_path):
 
 def test_published_on_digits_is_one_line_naming_it(tmp_path):
   config = tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(source="published"))
-  with pytest.raises(published.PublishedError) as e:
+  with pytest.raises(published_suites.PublishedError) as e:
     audit_plan.plan(config, check_data=False)
   assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
                                                               "published robustness suite")
@@ -134,7 +134,7 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
     report, _ = audit_lib.run_audit(_config(run, {"execution.executor": "local",
                                                   "execution.workers": 0}),
                                     log=logs.append)
-    suite = published.PublishedSuite(registry.get("cifar10"), SPLITS + ["cifar10_1"])
+    suite = published_suites.PublishedSuite(registry.get("cifar10"), SPLITS + ["cifar10_1"])
     want_ids = {s: suite.identity(s) for s in suite.splits}
   files = _published_files(run)
   # dense and float16 (the plain variants), members 0 and 1, 3 published splits.

@@ -13,7 +13,7 @@ import pytest
 from eval import deploy
 from eval import encodings
 from eval import latency
-from eval import population
+from eval import population_eval
 from tests.tflite_export import fake_run
 from tf_forget.report import deployment
 from tf_forget.report import gates as gates_lib
@@ -28,7 +28,7 @@ def run(tmp_path_factory):
   fake_run.write_member(run_dir, "prune_0.9", 0, fake_run.prune(model, dataset, 0.9))
   export.export_population(run_dir, ["float32", "full_int8"], ["float32", "full_int8"],
                            dataset=dataset, encodings=("plain", "sparse"))
-  population.evaluate_population(run_dir, dataset=dataset, check_keras=False)
+  population_eval.evaluate_population(run_dir, dataset=dataset, check_keras=False)
   return run_dir
 
 

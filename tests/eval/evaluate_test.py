@@ -8,11 +8,11 @@ import pytest
 from eval import agreement
 from eval import evaluate
 from eval import interpreter
-from eval import population
+from eval import population_eval
 from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tflite_export import export
 
 
@@ -92,8 +92,8 @@ def run(tmp_path_factory, exports):
 def test_population_evaluation_and_rerun_skip(run):
   run_dir, dataset = run
   logs = []
-  tables = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                          log=logs.append)
+  tables = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                               log=logs.append)
   table = tables["test"]
   variants = {r["variant"] for r in table["rows"]}
   assert variants == {"dense", "float16", "dynamic_int8", "full_int8"}
@@ -109,7 +109,7 @@ def test_population_evaluation_and_rerun_skip(run):
   assert os.path.exists(os.path.join(run_dir, "eval", "agreement", "test.json"))
   mtime = os.stat(path).st_mtime_ns
   logs.clear()
-  population.evaluate_population(run_dir, dataset=dataset, batch_size=64, log=logs.append)
+  population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64, log=logs.append)
   assert all(line.startswith("skip") for line in logs) and len(logs) == 4
   assert os.stat(path).st_mtime_ns == mtime
 
@@ -120,10 +120,11 @@ def test_custom_stream_like_a_corrupted_split(run):
 
   def inverted(batch_size):
     for b in dataset.batches("test", 37):  # odd sizes are re-cut to the batch size
-      yield base.Examples(images=255 - b.images, labels=b.labels, ids=b.ids)
+      yield dataset_api.Examples(images=255 - b.images, labels=b.labels, ids=b.ids)
 
-  population.evaluate_population(run_dir, dataset=dataset, split_batches={"invert@1": inverted},
-                                 batch_size=64, check_keras=False, variants=["dense"])
+  population_eval.evaluate_population(
+      run_dir, dataset=dataset, split_batches={"invert@1": inverted},
+      batch_size=64, check_keras=False, variants=["dense"])
   data = predictions.read(predictions.path(run_dir, "dense", 0, "invert@1"))
   np.testing.assert_array_equal(data["ids"], dataset.load("test").ids)
   assert data["metadata"]["split"] == "invert@1"
@@ -132,8 +133,8 @@ def test_custom_stream_like_a_corrupted_split(run):
 def test_shape_mismatch_writes_nothing(run, tmp_path):
   run_dir, _ = run
   with pytest.raises(interpreter.TfliteError, match="does not match the data set"):
-    population.evaluate_population(run_dir, dataset=fake_run.SyntheticDataset((16, 16, 1)),
-                                   splits=["train"])
+    population_eval.evaluate_population(run_dir, dataset=fake_run.SyntheticDataset((16, 16, 1)),
+                                        splits=["train"])
   assert not os.path.exists(predictions.path(run_dir, "dense", 0, "train"))
 
 
@@ -157,7 +158,7 @@ def test_registry_tfds_data_set_under_mock_data(tmp_path):
   with tfds.testing.mock_data(num_examples=20):
     dataset = registry.get("cifar10")
     export.export_population(run_dir, ["full_int8"], ["float32"], representative_size=8)
-    tables = population.evaluate_population(run_dir, batch_size=16, check_keras=False)
+    tables = population_eval.evaluate_population(run_dir, batch_size=16, check_keras=False)
   data = predictions.read(predictions.path(run_dir, "full_int8", 0, "test"))
   assert data["topk"].shape == (20, 5)
   assert tables["test"]["dataset"] == "cifar10" == dataset.spec.name

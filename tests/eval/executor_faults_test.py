@@ -25,7 +25,7 @@ from tf_forget import executor as executor_lib
 from tests.eval import run_digest
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
-from tf_forget.executor import base as executor_base
+from tf_forget.executor import executor_api
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
 from tf_forget.train import presets
@@ -59,10 +59,10 @@ def _wait_for(predicate, what, timeout=180):
 def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted, name):
   run, pid_dir = str(tmp_path / "run"), tmp_path / "pids"
   pid_dir.mkdir()
-  task = executor_base.Task(key="train prune_0.5/0",
-                            fn="tests.eval.fault_tasks:train_member_recording_pid",
-                            kwargs=dict(pid_dir=str(pid_dir), run_dir=run,
-                                        **tasks.member_kwargs(_member())))
+  task = executor_api.Task(key="train prune_0.5/0",
+                           fn="tests.eval.fault_tasks:train_member_recording_pid",
+                           kwargs=dict(pid_dir=str(pid_dir), run_dir=run,
+                                       **tasks.member_kwargs(_member())))
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   result, failure = {}, []
   with executor_lib.make(name, workers=1 if name == "local" else 2, env=env) as executor:

@@ -32,7 +32,7 @@ import tensorflow as tf
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 from tf_forget.report import wording
 
@@ -43,7 +43,7 @@ def root(tmp_path_factory):
   train = registry.get("digits").load("train").take(np.arange(100))
   user_files.write_pngs(path / "calib", train)
   black = train.take(np.arange(10))
-  user_files.write_pngs(path / "black", base.Examples(
+  user_files.write_pngs(path / "black", dataset_api.Examples(
       images=np.zeros_like(black.images), labels=black.labels, ids=black.ids))
   model = keras2.keras().models.load_model(str(path / "model.keras"))
   dim = types.SimpleNamespace(images=(train.images * 0.5).astype(np.float32))

@@ -16,7 +16,7 @@ from eval import agreement
 from eval import batched
 from eval import evaluate
 from eval import interpreter
-from eval import population
+from eval import population_eval
 from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
@@ -43,8 +43,8 @@ def run(tmp_path_factory, pruned_files):
   fake_run.write_member(run_dir, "prune_0.9", 0, model)
   export.export_population(run_dir, [], FORMATS, representative_size=50, dataset=dataset,
                            encodings=("plain", "sparse"))
-  tables = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                          check_keras=False)
+  tables = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                               check_keras=False)
   return run_dir, dataset, tables["test"]
 
 
@@ -177,8 +177,8 @@ def test_twin_disagreement_is_reported_in_the_table(run):
   logits[0] = logits[0][::-1]  # flips the top-1 of example 0 (a corrupted evaluation)
   meta = {k: v for k, v in d["metadata"].items() if k not in ("schema", "num_examples")}
   predictions.write(path, d["ids"], d["labels"], logits, meta)
-  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                         check_keras=False)["test"]
+  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                              check_keras=False)["test"]
   failures = table["twin_failures"]
   assert [(f["variant"], f["k"]) for f in failures] == [("prune_0.9+sparse", 0)]
   assert "top-1 differs on 1 of 150" in failures[0]["reason"]
@@ -200,8 +200,8 @@ def test_runtime_path_difference_is_told_from_encoding_difference(run):
   # The plain full_int8 twin's (XNNPACK) predictions corrupted: the sparse file (built-in
   # kernels) then differs from them, but equals the plain file run on the built-in kernels.
   _tamper(predictions.path(run_dir, "prune_0.9+full_int8", 0, "test"), 0)
-  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                         check_keras=False)["test"]
+  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                              check_keras=False)["test"]
   row = [r for r in table["rows"] if r["variant"] == "prune_0.9+full_int8+sparse"][0]
   twin = row["vs_plain_twin"]
   assert not twin["equal"] and twin["encoding_exact"]
@@ -212,8 +212,8 @@ def test_runtime_path_difference_is_told_from_encoding_difference(run):
                                      "0", "test.builtin.npz"))
   # Now the sparse file's own predictions corrupted too: different on the same runtime.
   _tamper(predictions.path(run_dir, "prune_0.9+full_int8+sparse", 0, "test"), 1)
-  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                         check_keras=False)["test"]
+  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                              check_keras=False)["test"]
   twin = [r for r in table["rows"]
           if r["variant"] == "prune_0.9+full_int8+sparse"][0]["vs_plain_twin"]
   assert not twin["encoding_exact"] and "also on the same runtime builtin" in twin["reason"]
@@ -227,8 +227,8 @@ def test_failed_sparse_conversion_is_in_the_table(tmp_path, pruned_files):
   export.export_population(run_dir, [], ["float32"], dataset=dataset)
   export.record_failure(run_dir, names.Variant("prune_0.9", "float32", "sparse"), 0,
                         "TFLite conversion to float32 (sparse encoding) failed: boom")
-  table = population.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                         check_keras=False)["test"]
+  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
+                                              check_keras=False)["test"]
   assert [r["variant"] for r in table["rows"]] == ["prune_0.9"]
   assert table["twin_failures"] == [{
       "variant": "prune_0.9+sparse", "k": 0,

@@ -191,9 +191,9 @@ def test_the_ray_executor_checks_before_ray_init():
 def test_ray_init_on_a_port_that_is_no_ray_is_bounded(listening):
   # The port answers, so check_address passes, and ray.init retries for minutes: the executor
   # gives up after connect_timeout_s. In a subprocess: the abandoned ray.init thread stays.
-  code = ("from tf_forget.executor import ray_executor, base\n"
+  code = ("from tf_forget.executor import ray_executor, executor_api\n"
           f"ex = ray_executor.RayExecutor(address='127.0.0.1:{listening}', connect_timeout_s=3)\n"
-          "try:\n  ex.describe()\nexcept base.ExecutorError as e:\n  print(e)\n")
+          "try:\n  ex.describe()\nexcept executor_api.ExecutorError as e:\n  print(e)\n")
   start = time.monotonic()
   done = subprocess.run([sys.executable, "-c", code], cwd=_ROOT, capture_output=True, text=True,
                         timeout=120, env=dict(os.environ, PYTHONPATH=_ROOT))

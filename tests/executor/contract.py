@@ -1,7 +1,7 @@
 """The behaviour every executor must show, as checks shared by the executors' test files.
 
 Each `check_*` takes an executor (and a fresh temporary directory) and fails for real if the
-executor breaks the contract of tf_forget/executor/base.py.
+executor breaks the contract of tf_forget/executor/executor_api.py.
 """
 
 import os
@@ -11,7 +11,7 @@ import pytest
 
 from tests.executor import toy_tasks
 from tf_forget import executor
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 
 TOY = "tests.executor.toy_tasks"
 
@@ -60,7 +60,7 @@ def check_error_class_survives_and_stops(ex, tmp):
     ex.run(tasks, stage="toys", log=lines.append)
   assert type(info.value) is toy_tasks.ToyError
   assert str(info.value) == "the toy failed"
-  assert isinstance(info.value.__cause__, base.RemoteTraceback)
+  assert isinstance(info.value.__cause__, executor_api.RemoteTraceback)
   assert "toy_tasks.py" in str(info.value.__cause__)
   assert set(_started(tmp)) <= {"fail", "slow"}
   assert "fail" in _started(tmp)

@@ -8,7 +8,7 @@ from tests import import_check
 from tests.executor import contract
 from tests.executor import toy_tasks
 from tf_forget import executor
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 from tf_forget.executor import progress
 from tf_forget.executor import ray_executor
 from tf_forget.executor import worker
@@ -177,7 +177,7 @@ def test_inline_progress_lines():
 def test_failure_envelope_keeps_errors_and_wraps_the_rest():
   ok = worker.envelope("k", "tests.executor.toy_tasks:fail_unpicklable", {})
   assert (ok["ok"], ok["is_error"], ok["pickled"]) == (False, True, None)
-  err = base.failure_from_envelope("k", ok)
+  err = executor_api.failure_from_envelope("k", ok)
   assert type(err) is executor.ExecutorError
   assert str(err) == "task k: the toy failed because its error cannot be unpickled"
   assert "UnpicklableError" in str(err.__cause__)

@@ -5,7 +5,7 @@ import pytest
 
 from tf_forget.compat import keras2
 from tf_forget.models import cifar_resnet
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 keras = keras2.keras()
 
@@ -35,7 +35,7 @@ ROUNDING = {20: 0.005e6, 32: 0.005e6, 44: 0.005e6, 56: 0.005e6, 110: 0.05e6}
 @pytest.mark.parametrize("depth", sorted(TABLE_6))
 def test_param_count_matches_table_6(depth):
   model = cifar_resnet.cifar_resnet((32, 32, 3), 10, depth=depth)
-  trainable, _ = common.param_counts(model)
+  trainable, _ = model_kit.param_counts(model)
   assert trainable == _expected_params(depth)
   assert abs(trainable - TABLE_6[depth]) <= ROUNDING[depth]
   # Without BN γβ (if He et al. did not count them) the rounding agrees as well.
@@ -52,7 +52,7 @@ def test_exact_counts():
 
 def test_option_b_adds_two_projections():
   model = cifar_resnet.cifar_resnet((32, 32, 3), 10, depth=20, shortcut="B")
-  assert common.param_counts(model)[0] == _expected_params(20, "B") == 272_474
+  assert model_kit.param_counts(model)[0] == _expected_params(20, "B") == 272_474
 
 
 def test_option_a_shortcut_is_subsampled_identity_with_zero_channels():
@@ -72,5 +72,5 @@ def test_option_a_shortcut_is_subsampled_identity_with_zero_channels():
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     cifar_resnet.cifar_resnet(**args)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
 from tf_forget.models import densenet
-from tf_forget.models import registry
+from tf_forget.models import model_kit
+from tf_forget.models import model_registry
 from tf_forget.prune import oneshot
 
 keras = keras2.keras()
@@ -41,8 +41,8 @@ def test_exact_count_by_hand():
 
 
 def test_param_count_and_output_shape():
-  model = registry.get("densenet22", (32, 32, 3), 10)
-  trainable, non_trainable = common.param_counts(model)
+  model = model_registry.get("densenet22", (32, 32, 3), 10)
+  trainable, non_trainable = model_kit.param_counts(model)
   assert trainable == _expected_params() == 71_686
   assert non_trainable == 1_992
   assert model.name == "densenet22"
@@ -54,11 +54,11 @@ def test_param_count_and_output_shape():
 def test_other_depth_and_growth_rate():
   # DenseNet-BC-40 with k = 4 on 10 classes, against the same independent count.
   model = densenet.densenet((8, 8, 3), 10, depth=40, growth_rate=4)
-  assert common.param_counts(model)[0] == _expected_params(40, 4)
+  assert model_kit.param_counts(model)[0] == _expected_params(40, 4)
 
 
 def test_layout():
-  model = registry.get("densenet22", (32, 32, 3), 10)
+  model = model_registry.get("densenet22", (32, 32, 3), 10)
   assert model.get_layer("conv1").output_shape == (None, 32, 32, 24)
   assert model.get_layer("block1_layer3_concat").output_shape == (None, 32, 32, 60)
   assert model.get_layer("transition1_pool").output_shape == (None, 16, 16, 30)
@@ -77,7 +77,7 @@ def test_layout():
 
 
 def test_every_kernel_is_prunable():
-  model = registry.get("densenet22", (32, 32, 3), 10)
+  model = model_registry.get("densenet22", (32, 32, 3), 10)
   found = oneshot.kernels(model)
   convs = [l.name for l in model.layers if isinstance(l, keras.layers.Conv2D)]
   assert len(convs) == 21  # conv1 + 3 blocks × 3 layers × 2 + 2 transitions
@@ -91,5 +91,5 @@ def test_every_kernel_is_prunable():
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     densenet.densenet(**args)

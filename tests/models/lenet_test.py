@@ -3,8 +3,8 @@
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
 from tf_forget.models import lenet
+from tf_forget.models import model_kit
 
 keras = keras2.keras()
 
@@ -16,7 +16,7 @@ def test_shrinkbench_variant_param_count():
                84 * 10 + 10]
   assert per_layer == [60, 880, 48_120, 10_164, 850]
   model = lenet.lenet5((28, 28, 1), 10)
-  assert common.param_counts(model) == (sum(per_layer), 0) == (60_074, 0)
+  assert model_kit.param_counts(model) == (sum(per_layer), 0) == (60_074, 0)
   assert model.get_layer("flatten").output_shape == (None, 400)  # ShrinkBench's 16 * 5 * 5
 
 
@@ -30,7 +30,7 @@ def test_lecun1998_variant_param_count():
   # output with bias (850, +10).
   expected = sum(lecun.values()) + (2_416 - 1_516) - 12 - 32 + 10
   model = lenet.lenet5((28, 28, 1), 10, variant="lecun1998")
-  assert common.param_counts(model) == (expected, 0) == (61_706, 0)
+  assert model_kit.param_counts(model) == (expected, 0) == (61_706, 0)
   assert model.get_layer("conv1").output_shape == (None, 28, 28, 6)  # 32×32 field, as §II.A
   assert model.get_layer("flatten").output_shape == (None, 400)  # 5×5×16 into C5
 
@@ -43,8 +43,8 @@ def test_output_shape(variant):
 
 
 def test_bad_variant_and_small_input_raise_model_error():
-  with pytest.raises(common.ModelError, match="variant"):
+  with pytest.raises(model_kit.ModelError, match="variant"):
     lenet.lenet5((28, 28, 1), 10, variant="lenet300")
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     lenet.lenet5((9, 9, 1), 10)
   lenet.lenet5((10, 10, 1), 10)  # the smallest the shrinkbench variant takes

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import registry
+from tf_forget.models import model_registry
 
 keras = keras2.keras()
 tfmot = keras2.tfmot()
@@ -79,7 +79,7 @@ def _mask_step(pruned, x):
 
 
 def test_every_model_has_a_tiny_shape():
-  assert set(TINY_SHAPES) == set(registry.MODELS)
+  assert set(TINY_SHAPES) == set(model_registry.MODELS)
 
 
 def test_whole_model_wrapping_needs_rescaling_registered():
@@ -87,13 +87,13 @@ def test_whole_model_wrapping_needs_rescaling_registered():
   # this test and the fixture can go.
   assert not prune_registry.PruneRegistry.supports(keras.layers.Rescaling(1.0))
   with pytest.raises(ValueError, match="Rescaling"):
-    _wrap_whole(registry.get("small_cnn", (8, 8, 1), 3))
+    _wrap_whole(model_registry.get("small_cnn", (8, 8, 1), 3))
 
 
 def _check(name, wrap):
   shape = TINY_SHAPES[name]
   keras.utils.set_random_seed(0)
-  model = registry.get(name, shape, 3)
+  model = model_registry.get(name, shape, 3)
   pruned = wrap(model)
   wrappers = [l for l in pruned.layers if isinstance(l, pruning_wrapper.PruneLowMagnitude)]
   masked = [l for l in wrappers if l.layer.get_prunable_weights()]
@@ -112,7 +112,7 @@ def _check(name, wrap):
 
 
 @pytest.mark.usefixtures("rescaling_registered")
-@pytest.mark.parametrize("name", sorted(registry.MODELS))
+@pytest.mark.parametrize("name", sorted(model_registry.MODELS))
 def test_whole_model_prune_low_magnitude_wraps_and_strips(name):
   _check(name, _wrap_whole)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 from tf_forget.models import resnet
 
 keras = keras2.keras()
@@ -30,7 +30,7 @@ def test_resnet50_param_count(resnet50_imagenet):
   # torchvision's model table (docs "Classification", ResNet50_Weights: 25.6M, num_params
   # 25557032). Our convs are bias-free too, so the trainable counts agree exactly.
   model = resnet50_imagenet
-  trainable, non_trainable = common.param_counts(model)
+  trainable, non_trainable = model_kit.param_counts(model)
   assert trainable == 25_557_032
   assert non_trainable == 2 * _bn_channels(model) == 53_120  # BN moving mean + variance
   # keras.applications.ResNet50(weights=None).count_params() is 25,636,712 (its summary): the
@@ -44,7 +44,7 @@ def test_resnet18_param_count():
   # 11,689,512: torchvision `resnet18` num_params (ResNet18_Weights: 11.7M), bias-free convs,
   # BN gamma/beta counted, running statistics not.
   model = resnet.resnet18((224, 224, 3), 1000)
-  trainable, non_trainable = common.param_counts(model)
+  trainable, non_trainable = model_kit.param_counts(model)
   assert trainable == 11_689_512
   assert non_trainable == 2 * _bn_channels(model) == 9_600
   assert model.get_layer("stage4_block2_out").output_shape == (None, 7, 7, 512)
@@ -72,5 +72,5 @@ def test_structure_v15_stride_on_3x3_and_zero_init_residual(resnet50_imagenet):
 
 
 def test_bad_depth_raises_model_error():
-  with pytest.raises(common.ModelError, match="depth"):
+  with pytest.raises(model_kit.ModelError, match="depth"):
     resnet.resnet((32, 32, 3), 10, depth=19)

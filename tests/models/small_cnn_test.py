@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 from tf_forget.models import small_cnn
 
 keras = keras2.keras()
@@ -12,7 +12,7 @@ keras = keras2.keras()
 
 def test_output_shape_and_input_contract():
   model = small_cnn.small_cnn((8, 8, 1), 10)
-  assert model.input.name.startswith(common.INPUT_NAME)
+  assert model.input.name.startswith(model_kit.INPUT_NAME)
   assert model.input.dtype == "float32"
   assert model.layers[1].name == "rescale"
   assert isinstance(model.layers[1], keras.layers.Rescaling)
@@ -28,7 +28,7 @@ def test_param_count_by_hand():
   expected = (288 + 32) + (18432 + 64) + (73728 + 128) + (65536 + 128) + (1280 + 10)
   assert expected == 159626
   model = small_cnn.small_cnn((8, 8, 1), 10)
-  assert common.param_counts(model) == (expected, 0)
+  assert model_kit.param_counts(model) == (expected, 0)
   kernels = sum(int(np.prod(w.shape)) for w in model.trainable_weights if "kernel" in w.name)
   assert kernels == 159264  # the prunable weights (SPEC §1.4)
 
@@ -82,5 +82,5 @@ def test_trains_on_separable_data():
 def test_bad_values_raise_model_error(kwargs):
   args = dict(input_shape=(8, 8, 1), num_classes=10)
   args.update(kwargs)
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     small_cnn.small_cnn(**args)

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tf_forget.compat import keras2
-from tf_forget.models import registry
+from tf_forget.models import model_registry
 
 keras = keras2.keras()
 
@@ -27,7 +27,7 @@ SHAPES = {"small_cnn": (8, 8, 1), "lenet5": (28, 28, 1), "cifar_resnet20": (8, 8
 def test_full_int8_tflite_conversion(name, options):
   shape = SHAPES[name]
   keras.utils.set_random_seed(0)
-  model = registry.get(name, shape, 3, **options)
+  model = model_registry.get(name, shape, 3, **options)
   rng = np.random.default_rng(0)
 
   def representative():

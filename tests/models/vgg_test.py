@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
-from tf_forget.models import registry
+from tf_forget.models import model_kit
+from tf_forget.models import model_registry
 from tf_forget.models import vgg
 from tf_forget.prune import oneshot
 
@@ -39,8 +39,8 @@ def test_exact_count():
 
 
 def test_param_count_and_output_shape():
-  model = registry.get("vgg16", (32, 32, 3), 10)
-  trainable, non_trainable = common.param_counts(model)
+  model = model_registry.get("vgg16", (32, 32, 3), 10)
+  trainable, non_trainable = model_kit.param_counts(model)
   assert trainable == _expected_params(VGG16_D)
   assert non_trainable == 8_448  # BN moving mean and variance: 2 × 4,224 channels
   assert model.name == "vgg16"
@@ -67,7 +67,7 @@ def test_layout_matches_configuration_d():
 
 
 def test_every_kernel_is_prunable():
-  model = registry.get("vgg16", (32, 32, 3), 10)
+  model = model_registry.get("vgg16", (32, 32, 3), 10)
   found = oneshot.kernels(model)
   assert list(found) == [f"conv{s}_{i}" for s, n in ((1, 2), (2, 2), (3, 3), (4, 3), (5, 3))
                          for i in range(1, n + 1)] + ["logits"]
@@ -88,10 +88,10 @@ def test_weight_decay_on_every_kernel_only():
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     vgg.vgg(**args)
 
 
 def test_registry_fixes_the_depth():
-  with pytest.raises(common.ModelError, match="takes no option 'depth'"):
-    registry.get("vgg16", (32, 32, 3), 10, depth=19)
+  with pytest.raises(model_kit.ModelError, match="takes no option 'depth'"):
+    model_registry.get("vgg16", (32, 32, 3), 10, depth=19)

@@ -3,7 +3,7 @@
 import pytest
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 from tf_forget.models import wide_resnet
 
 keras = keras2.keras()
@@ -32,7 +32,7 @@ def _expected_params(depth, width, num_classes=10):
 ])
 def test_param_count_matches_paper(depth, width, published_millions):
   model = wide_resnet.wide_resnet((32, 32, 3), 10, depth=depth, width=width)
-  trainable, non_trainable = common.param_counts(model)
+  trainable, non_trainable = model_kit.param_counts(model)
   assert trainable == _expected_params(depth, width)
   # Printed to 0.1M: the exact count lies within ±0.05M of it.
   assert abs(trainable / 1e6 - published_millions) <= 0.05
@@ -64,5 +64,5 @@ def test_preactivation_shortcut_and_dropout():
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)
-  with pytest.raises(common.ModelError):
+  with pytest.raises(model_kit.ModelError):
     wide_resnet.wide_resnet(**args)

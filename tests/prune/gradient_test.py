@@ -20,8 +20,8 @@ from tests.prune import parents
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.prune import gradient
-from tf_forget.prune import member as member_lib
 from tf_forget.prune import oneshot
+from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import scores
 from tf_forget.train import member as train_member
@@ -46,7 +46,7 @@ def _protocol():
 
 
 def _config(pop, variant):
-  return member_lib.OneshotConfig(
+  return oneshot_member.OneshotConfig(
       member=train_member.MemberConfig(dataset=pop.dataset, model=pop.model, variant=variant,
                                        k=0, preset=pop.preset),
       protocol=_protocol())
@@ -120,7 +120,7 @@ def test_up_prunes_a_layer_whose_g_is_zero_as_mp(pop):
   layer = next(n for n in theta if not _layer_prunes_as_mp(theta[n], real[n]))
   planted = dict(grad.grads, **{layer: np.zeros_like(grad.grads[layer])})
   gradient.write(grad.path, planted, grad.metadata)
-  meta = member_lib.prune_member(_config(pop, "oneshot_up_r4"), pop.run_dir)
+  meta = oneshot_member.prune_member(_config(pop, "oneshot_up_r4"), pop.run_dir)
   assert meta["pruning"]["gradient"]["sha256"] == _sha(grad.path) != grad.sha256
   kernel = oneshot.kernels(member_files.load_model(
       layout.member_dir(pop.run_dir, "oneshot_up_r4", 0)))[layer].numpy()
@@ -158,7 +158,7 @@ def test_a_changed_parent_model_redoes_g_and_the_members(pop):
     meta = _meta(pop, variant)
     assert meta["pruning"]["gradient"]["sha256"] == after
     assert meta["parent"]["model_sha256"] == new_parent
-    assert member_lib.status(pop.run_dir, _config(pop, variant))
+    assert oneshot_member.status(pop.run_dir, _config(pop, variant))
 
 
 def _truncate(path):
@@ -185,7 +185,7 @@ def test_a_garbage_g_is_redone_with_the_same_bytes(pop, spoil, reason):
   good = _sha(g_file)
   stamp = os.path.getmtime(layout.member_model(pop.run_dir, GP_UP[0], 0))
   spoil(g_file)
-  state = member_lib.status(pop.run_dir, _config(pop, GP_UP[0]))
+  state = oneshot_member.status(pop.run_dir, _config(pop, GP_UP[0]))
   assert not state and "gradient g of dense/0 is not current" in state.reason
   log = _prune(pop, GP_UP[:2])
   assert any(l.startswith("redo gradient dense/0:") and reason in l for l in log), log
@@ -198,12 +198,12 @@ def test_a_garbage_g_is_redone_with_the_same_bytes(pop, spoil, reason):
 
 def test_a_member_redoes_a_garbage_g_itself(pop):
   cfg = _config(pop, "oneshot_gp_r4")
-  member_lib.prune_member(cfg, pop.run_dir)
+  oneshot_member.prune_member(cfg, pop.run_dir)
   g_file = gradient.path(pop.run_dir, _parent(pop), _protocol())
   good = _sha(g_file)
   _truncate(g_file)
   lines = []
-  meta = member_lib.prune_member(cfg, pop.run_dir, log=lines.append)
+  meta = oneshot_member.prune_member(cfg, pop.run_dir, log=lines.append)
   assert _sha(g_file) == good == meta["pruning"]["gradient"]["sha256"]
   assert any(l.startswith("redo gradient dense/0: it is unreadable") for l in lines), lines
 

@@ -17,7 +17,7 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.prune import iterative_schedule as ip
-from tf_forget.prune import population as prune_population
+from tf_forget.prune import pruned_population
 from tf_forget.prune import retrain
 from tf_forget.prune import scores
 from tf_forget.prune import structured
@@ -205,7 +205,7 @@ def run(parent_run, tmp_path):
 
 
 def _config(pop, variant, **overrides):
-  return prune_population.iterative_configs(
+  return pruned_population.iterative_configs(
       pop, [variant], ip.get("tiny", **overrides))[-1]
 
 
@@ -216,7 +216,7 @@ def test_cycles_chain_parent_links_and_reach_the_keep_ratios(run):
                             iterative_schedule=proto)
   by = {c.member.variant: member_files.read_metadata(layout.member_dir(run_dir,
                                                                        c.member.variant, 0))
-        for c in prune_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)}
+        for c in pruned_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)}
   assert list(by) == ["iter_wt_c1", "iter_ft_c1", "iter_wt_c2", "iter_ft_c2"]
   dense = member_files.read_metadata(os.path.join(run_dir, "members", "dense", "0"))
   for alg in ("wt", "ft"):

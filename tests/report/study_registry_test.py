@@ -10,7 +10,7 @@ import pytest
 
 from tests.report import fake_run
 from tf_forget.report import html
-from tf_forget.report import registry
+from tf_forget.report import section_registry
 from tf_forget.report import studies
 from tf_forget.report import write
 
@@ -25,8 +25,8 @@ def _members(measures):
 
 
 EXTRA = studies.Study("extra", ("measures",), _members, ("extra",))
-SECTION = registry.Section("extra", "12. Extra: members per variant", "12 Extra",
-                           lambda v: html.table(v.measures.tables["extra_members"]))
+SECTION = section_registry.Section("extra", "12. Extra: members per variant", "12 Extra",
+                                   lambda v: html.table(v.measures.tables["extra_members"]))
 
 
 @pytest.fixture(name="run_dir", scope="module")
@@ -42,13 +42,13 @@ def test_the_registry_is_in_merge_order_and_consistent():
       "verdict", "gallery", "human_study"]
   studies.check(studies.STUDIES)  # every need an input, every section in the registry
   viewed = {sid for s in studies.STUDIES for sid in s.sections}
-  assert viewed <= {sec.id for sec in registry.SECTIONS}
+  assert viewed <= {sec.id for sec in section_registry.SECTIONS}
 
 
 def test_a_registered_study_lands_in_the_report(run_dir, tmp_path, monkeypatch):
-  sections = list(registry.SECTIONS)
+  sections = list(section_registry.SECTIONS)
   monkeypatch.setattr(studies, "STUDIES", studies.STUDIES + (EXTRA,))
-  monkeypatch.setattr(registry, "SECTIONS", tuple(sections[:-1] + [SECTION, sections[-1]]))
+  monkeypatch.setattr(section_registry, "SECTIONS", tuple(sections[:-1] + [SECTION, sections[-1]]))
   out = str(tmp_path / "out")
   doc = write.write_report(run_dir, out, {}, dataset_name="digits")
   with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
@@ -70,7 +70,7 @@ def test_a_registered_study_lands_in_the_report(run_dir, tmp_path, monkeypatch):
 
 
 def test_the_registries_are_restored_and_the_study_is_gone(run_dir):
-  assert EXTRA not in studies.STUDIES and SECTION not in registry.SECTIONS
+  assert EXTRA not in studies.STUDIES and SECTION not in section_registry.SECTIONS
   report = write.build_report(run_dir, dataset_name="digits")
   assert "extra_members" not in report.tables and "extra" not in report.json["notes"]
   assert "id=\"extra\"" not in report.html

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from tf_forget.compat import keras2
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 NUM_CLASSES = 4
 IMAGE_SHAPE = (8, 8, 1)
@@ -25,21 +25,21 @@ def make_examples(n, seed, start_id=0):
   images = rng.integers(0, 120, size=(n, *IMAGE_SHAPE)).astype(np.int64)
   for c in range(NUM_CLASSES):
     images[labels == c, 2 * c:2 * c + 2, :, :] += 120
-  return base.Examples(images=images.clip(0, 255).astype(np.uint8), labels=labels,
-                       ids=np.arange(start_id, start_id + n, dtype=np.int64))
+  return dataset_api.Examples(images=images.clip(0, 255).astype(np.uint8), labels=labels,
+                              ids=np.arange(start_id, start_id + n, dtype=np.int64))
 
 
-class SyntheticDataset(base.Dataset):
+class SyntheticDataset(dataset_api.Dataset):
   """An in-memory registry-style data set (train 400, test 150 examples)."""
 
   def __init__(self, image_shape=IMAGE_SHAPE):
-    super().__init__(base.DatasetSpec(name="synthetic", num_classes=NUM_CLASSES,
-                                      image_shape=tuple(image_shape),
-                                      splits=("train", "test")))
+    super().__init__(dataset_api.DatasetSpec(name="synthetic", num_classes=NUM_CLASSES,
+                                             image_shape=tuple(image_shape),
+                                             splits=("train", "test")))
     self._splits = {"train": make_examples(400, 1), "test": make_examples(150, 2, 1000)}
     if tuple(image_shape) != IMAGE_SHAPE:  # for shape-mismatch tests
       for name, ex in self._splits.items():
-        self._splits[name] = base.Examples(
+        self._splits[name] = dataset_api.Examples(
             images=np.zeros((len(ex), *image_shape), np.uint8), labels=ex.labels, ids=ex.ids)
 
   def batches(self, split, batch_size):

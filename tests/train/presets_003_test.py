@@ -6,7 +6,7 @@ weight decay ε is Keras l2 λ = ε / 2 (SPEC §6.1).
 
 import pytest
 
-from tf_forget.models import registry
+from tf_forget.models import model_registry
 from tf_forget.train import presets
 from tf_forget.train import schedule
 
@@ -41,7 +41,7 @@ def test_epochs_to_steps(name):
   model, steps, batch, epoch, lr, decay, boundaries, nesterov, wd, warmup = TABLE_3[name]
   p = presets.get(name)
   assert p.name == name and p.dataset == "cifar10" and p.model == model
-  assert model in registry.MODELS
+  assert model in model_registry.MODELS
   assert (p.steps, p.batch_size, p.checkpoint_every) == (steps, batch, epoch)
   assert p.steps % p.checkpoint_every == 0  # the trainer requires whole chunks
   assert p.learning_rate == lr and p.lr_decay == decay and p.momentum == 0.9

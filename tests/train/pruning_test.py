@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.compat import keras2
-from tf_forget.models import registry as model_registry
+from tf_forget.models import model_registry
 from tf_forget.train import pruning
 
 keras = keras2.keras()

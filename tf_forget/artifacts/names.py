@@ -360,7 +360,7 @@ def parse_variant(name):
 
 # --- splits -----------------------------------------------------------------------------------
 def split_name(corruption, severity):
-  """`glass_blur@3` (grammar only; `corruptions.registry.split_name` also checks the name)."""
+  """`glass_blur@3` (grammar only; `corruption_registry.split_name` also checks the name)."""
   name = f"{corruption}@{int(severity)}"
   if not _CORRUPTED.match(name):
     raise SplitNameError(f"bad corruption name {corruption!r}")

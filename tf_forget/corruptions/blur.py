@@ -5,7 +5,7 @@ corruptions through ImageNet-C / CIFAR-10-C); batch in, batch out (uint8 `[N, H,
 
 Small images (e.g. 8x8 digits): the defocus disk is cropped to the image (at most 2H - 1 by
 2W - 1 taps) and renormalised if that cropped any weight; the motion kernel stops at the image
-border and the kept taps are renormalised (`common.motion_blur_image`); glass_blur's shuffle
+border and the kept taps are renormalised (`corruption_kit.motion_blur_image`); glass_blur's shuffle
 visits no pixel when max_delta leaves no interior (it is then two Gaussian blurs); Gaussian
 filters and zooms work at any size. Grayscale: every blur is channel-wise.
 """
@@ -13,7 +13,7 @@ filters and zooms work at any size. Grayscale: every blur is channel-wise.
 import cv2
 import numpy as np
 
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 from tf_forget.corruptions import glass_kernel
 from tf_forget.corruptions import tables
 from tf_forget.corruptions import zoom_kernel
@@ -23,8 +23,8 @@ def gaussian_blur(images, severity, seeds, table):
   """Gaussian blur with sigma c (skimage semantics: mode 'nearest', truncate 4)."""
   del seeds  # deterministic
   c = tables.params(table, "gaussian_blur", severity)
-  x = common.gaussian(common.to_float(images), c)
-  return common.to_uint8(np.clip(x, 0, 1) * 255)
+  x = corruption_kit.gaussian(corruption_kit.to_float(images), c)
+  return corruption_kit.to_uint8(np.clip(x, 0, 1) * 255)
 
 
 def glass_blur(images, severity, seeds, table, swap=False, use_numba=None):
@@ -42,12 +42,12 @@ def glass_blur(images, severity, seeds, table, swap=False, use_numba=None):
     uint8 `[N, H, W, C]`.
   """
   sigma, d, iterations = tables.params(table, "glass_blur", severity)
-  x = (common.gaussian(common.to_float(images), sigma) * 255).astype(np.uint8)
+  x = (corruption_kit.gaussian(corruption_kit.to_float(images), sigma) * 255).astype(np.uint8)
   deltas = glass_kernel.draw_deltas(seeds, images.shape[1:3], d, iterations)
   x = np.ascontiguousarray(x)
   glass_kernel.shuffle(x, deltas, d, iterations, swap=swap, use_numba=use_numba)
-  out = common.gaussian(x / 255., sigma)
-  return common.to_uint8(np.clip(out, 0, 1) * 255)
+  out = corruption_kit.gaussian(x / 255., sigma)
+  return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)
 
 
 def disk(radius, alias_blur):
@@ -80,12 +80,12 @@ def defocus_blur(images, severity, seeds, table):
   del seeds  # deterministic
   radius, alias = tables.params(table, "defocus_blur", severity)
   kernel = _clip_kernel(disk(radius, alias), *images.shape[1:3])
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   out = np.empty_like(x)
   for n in range(x.shape[0]):
     for d in range(x.shape[3]):
       out[n, :, :, d] = cv2.filter2D(np.ascontiguousarray(x[n, :, :, d]), -1, kernel)
-  return common.to_uint8(np.clip(out, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)
 
 
 def motion_blur(images, severity, seeds, table, renormalize=True):
@@ -96,7 +96,7 @@ def motion_blur(images, severity, seeds, table, renormalize=True):
     severity: 1..5.
     seeds: `[N]` per-image seeds (one `uniform(-45, 45)` draw each).
     table: severity table name; entries are (radius, sigma).
-    renormalize: see `common.motion_blur_image`.
+    renormalize: see `corruption_kit.motion_blur_image`.
 
   Returns:
     uint8 `[N, H, W, C]`.
@@ -104,9 +104,9 @@ def motion_blur(images, severity, seeds, table, renormalize=True):
   radius, sigma = tables.params(table, "motion_blur", severity)
   out = np.empty(images.shape, dtype=np.uint8)
   for n, s in enumerate(seeds):
-    angle = common.rng(s).uniform(-45, 45)
-    blurred = common.motion_blur_image(images[n], radius, sigma, angle, renormalize)
-    out[n] = common.to_uint8(blurred)
+    angle = corruption_kit.rng(s).uniform(-45, 45)
+    blurred = corruption_kit.motion_blur_image(images[n], radius, sigma, angle, renormalize)
+    out[n] = corruption_kit.to_uint8(blurred)
   return out
 
 
@@ -119,7 +119,7 @@ def zoom_blur(images, severity, seeds, table, exact=False, use_numba=None):
     seeds: unused (deterministic).
     table: severity table name.
     exact: bit-identical scipy zooms (True) or the faster separable form (default; within
-      one grey level of the reference, see `common.clipped_zoom`).
+      one grey level of the reference, see `corruption_kit.clipped_zoom`).
     use_numba: run the separable form as the `zoom_kernel` numba kernel (default: if numba is
       installed) or in numpy (False).
 
@@ -136,8 +136,8 @@ def zoom_blur(images, severity, seeds, table, exact=False, use_numba=None):
   out = np.zeros_like(x)
   for z in factors:
     if not exact and use_numba:
-      zoom_kernel.accumulate(x, out, common.zoom_taps(h, w, z, trim))
+      zoom_kernel.accumulate(x, out, corruption_kit.zoom_taps(h, w, z, trim))
     else:
-      out += common.clipped_zoom(x, z, trim, exact)[:, :h, :w]
+      out += corruption_kit.clipped_zoom(x, z, trim, exact)[:, :h, :w]
   x = (x + out) / (len(factors) + 1)
-  return common.to_uint8(np.clip(x, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(x, 0, 1) * 255)

@@ -1,8 +1,8 @@
 """On-disk cache of corrupted splits, and the corrupted splits as `Examples` for the evaluator.
 
 Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
-`CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.base.Examples` with the same
-ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3` (SPEC
+`CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.dataset_api.Examples` with the
+same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3` (SPEC
 §1.1) like any split. Schema: docs/artifacts/corruptions.md.
 
     <cache_dir>/<dataset>/<split>/<corruption>@<severity>/table=<table>,seed=<base_seed>/
@@ -29,7 +29,7 @@ image shape are recorded in meta.json and checked on read. meta.json also record
 sha256 of meta.json is in turn the identity of the corrupted split that predictions record
 (`CorruptedSplit.identity`). An entry whose meta.json is unreadable is regenerated. Files go
 through `tf_forget.artifacts.fileio` (atomic writes, no pickles). Example seeds:
-`registry.example_seeds`.
+`corruption_registry.example_seeds`.
 """
 
 import concurrent.futures
@@ -45,9 +45,9 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import predictions
-from tf_forget.corruptions import registry
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import tables
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = (1, 2)  # version 1: uncompressed shards ("raw")
@@ -57,7 +57,7 @@ PNG_LEVEL = 1  # measured: x1.87 at 6.8 ms an image vs level 6's x1.95 at 18 ms 
 _ATTR = "attr__"
 
 
-class CacheError(base.DataError):
+class CacheError(dataset_api.DataError):
   """A corrupted split that is missing, incomplete or does not match its data set."""
 
 
@@ -73,7 +73,7 @@ class CacheKey:
 
   @property
   def split_name(self):
-    return registry.split_name(self.corruption, self.severity)
+    return corruption_registry.split_name(self.corruption, self.severity)
 
   def directory(self, cache_dir):
     return os.path.join(cache_dir, self.dataset, self.split, self.split_name,
@@ -180,7 +180,7 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
   shard per job; meta.json is written when a job's last shard is on disk.
 
   Args:
-    dataset: a `base.Dataset`.
+    dataset: a `dataset_api.Dataset`.
     split: the clean split (e.g. `dataset.spec.eval_split`).
     jobs: iterable of (corruption, severity).
     cache_dir: cache root.
@@ -194,13 +194,13 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
     The list of `CacheKey`s generated (complete ones are skipped unless `overwrite`).
 
   Raises:
-    base.DataError / tables.CorruptionError: unknown split, corruption or severity.
+    dataset_api.DataError / tables.CorruptionError: unknown split, corruption or severity.
   """
   dataset.check_split(split)
   table = resolve_table(dataset, table)
   keys = []
   for corruption, severity in jobs:
-    registry.check(corruption, severity)
+    corruption_registry.check(corruption, severity)
     key = CacheKey(dataset.spec.name, split, corruption, int(severity), table, int(base_seed))
     if overwrite or not is_complete(key, cache_dir):
       keys.append(key)
@@ -218,10 +218,11 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
       examples.update(np.asarray(batch.labels, np.int64).tobytes())
       results = {}
       for key in keys:
-        seeds = registry.example_seeds(key.dataset, batch.ids, key.corruption, key.severity,
-                                       key.base_seed)
+        seeds = corruption_registry.example_seeds(key.dataset, batch.ids, key.corruption,
+                                                  key.severity, key.base_seed)
         args = (key.corruption, batch.images, key.severity, seeds, table)
-        results[key] = pool.submit(registry.apply, *args) if pool else registry.apply(*args)
+        results[key] = (pool.submit(corruption_registry.apply, *args) if pool
+                        else corruption_registry.apply(*args))
       for key in keys:
         images = results[key].result() if pool else results[key]
         arrays = dict(images=images, labels=np.asarray(batch.labels, np.int64),
@@ -236,6 +237,8 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
   inputs = {"split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
             "examples": examples.hexdigest()}
   for key in keys:
+    # `seed_derivation` is a recorded label: meta.json's sha256 is the split's identity
+    # (`CorruptedSplit.identity`), so it stays as first written.
     fileio.write_json(os.path.join(key.directory(cache_dir), "meta.json"), dict(
         inputs=inputs,
         schema_version=SCHEMA_VERSION, encoding=encoding, dataset=key.dataset, split=key.split,
@@ -257,7 +260,7 @@ class CorruptedSplit:
   """
 
   def __init__(self, dataset, split, corruption, severity, cache_dir, table=None, base_seed=0):
-    registry.check(corruption, severity)
+    corruption_registry.check(corruption, severity)
     self.key = CacheKey(dataset.spec.name, split, corruption, int(severity),
                         resolve_table(dataset, table), int(base_seed))
     self.name = self.key.split_name
@@ -295,8 +298,8 @@ class CorruptedSplit:
         raise CacheError(f"{path}: shard lacks {e}: regenerate it "
                          f"(generate_corruptions --overwrite)") from e
       attrs = {k[len(_ATTR):]: v for k, v in arrays.items() if k.startswith(_ATTR)}
-      yield base.Examples(images=images, labels=arrays["labels"], ids=arrays["ids"],
-                          attributes=attrs)
+      yield dataset_api.Examples(images=images, labels=arrays["labels"], ids=arrays["ids"],
+                                 attributes=attrs)
 
   def batches(self, batch_size):
     """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
@@ -308,18 +311,18 @@ class CorruptedSplit:
       pending.append(shard)
       held += len(shard)
       while held >= batch_size:
-        merged = base.concatenate(pending)
+        merged = dataset_api.concatenate(pending)
         yield merged.take(slice(0, batch_size))
         rest = merged.take(slice(batch_size, None))
         pending, held = ([rest], len(rest)) if len(rest) else ([], 0)
     if held:
-      yield base.concatenate(pending)
+      yield dataset_api.concatenate(pending)
 
   def __iter__(self):
     return self.batches(1024)
 
 
-class CorruptedDataset(base.Dataset):
+class CorruptedDataset(dataset_api.Dataset):
   """A data set whose splits are the clean splits plus cached `<corruption>@<severity>` splits.
 
   `batches("glass_blur@3", n)` reads the cached corruption of `source_split` (default the data
@@ -331,7 +334,7 @@ class CorruptedDataset(base.Dataset):
                base_seed=0, generate=False):
     names = tuple(corrupted_splits)
     for name in names:
-      registry.parse_split_name(name)
+      corruption_registry.parse_split_name(name)
     spec = dataclasses.replace(dataset.spec, splits=tuple(dataset.spec.splits) + names)
     super().__init__(spec)
     self.base = dataset
@@ -344,7 +347,7 @@ class CorruptedDataset(base.Dataset):
   def corrupted_split(self, name):
     """The `CorruptedSplit` of `name` (`<corruption>@<severity>`)."""
     self.check_split(name)
-    corruption, severity = registry.parse_split_name(name)
+    corruption, severity = corruption_registry.parse_split_name(name)
     if self.generate:
       fill(self.base, self.source_split, [(corruption, severity)], self.cache_dir,
            table=self.table, base_seed=self.base_seed)

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 from tf_forget.corruptions import glass_kernel
 from tf_forget.corruptions import hsv_kernel
 from tf_forget.corruptions import tables
@@ -71,14 +71,14 @@ def brightness(images, severity, seeds, table, use_numba=None):
   c = tables.params(table, "brightness", severity)
   if images.shape[-1] == 3 and _numba(use_numba):
     return hsv_kernel.adjust(images, hsv_kernel.BRIGHTNESS, c)
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   if x.shape[-1] == 1:
     x = np.clip(x + c, 0, 1)
   else:
     x = rgb2hsv(x)
     x[..., 2] = np.clip(x[..., 2] + c, 0, 1)
     x = hsv2rgb(x)
-  return common.to_uint8(np.clip(x, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(x, 0, 1) * 255)
 
 
 def saturate(images, severity, seeds, table, use_numba=None):
@@ -87,21 +87,21 @@ def saturate(images, severity, seeds, table, use_numba=None):
   factor, offset = tables.params(table, "saturate", severity)
   if images.shape[-1] == 3 and _numba(use_numba):
     return hsv_kernel.adjust(images, hsv_kernel.SATURATE, factor, offset)
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   if x.shape[-1] == 3:
     x = rgb2hsv(x)
     x[..., 1] = np.clip(x[..., 1] * factor + offset, 0, 1)
     x = hsv2rgb(x)
-  return common.to_uint8(np.clip(x, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(x, 0, 1) * 255)
 
 
 def contrast(images, severity, seeds, table):
   """Shrinks every image towards its per-channel mean by the factor c."""
   del seeds  # deterministic
   c = tables.params(table, "contrast", severity)
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   means = np.stack([xi.mean(axis=(0, 1), keepdims=True) for xi in x])
-  return common.to_uint8(np.clip((x - means) * c + means, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip((x - means) * c + means, 0, 1) * 255)
 
 
 def _remap(image, dx, dy):
@@ -159,12 +159,12 @@ def elastic_transform(images, severity, seeds, table):
   scale = max(x.shape[1:3]) / tables.NATIVE_SIZE[table]
   out = np.empty(images.shape, dtype=np.uint8)
   for n, s in enumerate(seeds):
-    rs = common.rng(s)
+    rs = corruption_kit.rng(s)
     if kind == "generic":
       warped = _elastic_generic(x[n], params, rs)
     else:
       warped = _elastic_affine(x[n], params, scale, rs)
-    out[n] = common.to_uint8(np.clip(warped, 0, 1) * 255)
+    out[n] = corruption_kit.to_uint8(np.clip(warped, 0, 1) * 255)
   return out
 
 

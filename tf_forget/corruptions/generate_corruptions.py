@@ -16,7 +16,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
 from tf_forget.cli import app as cli_app
 from tf_forget.corruptions import cache
-from tf_forget.corruptions import registry
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import tables
 
 _DATASET = flags.DEFINE_string("dataset", None, "Data set registry name.")
@@ -24,7 +24,7 @@ _DATA_DIR = flags.DEFINE_string("data_dir", None, "tfds data directory (tfds dat
 _IMAGE_SIZE = flags.DEFINE_list("image_size", None, "H,W to resize to (data sets that take it).")
 _CACHE_DIR = flags.DEFINE_string("cache_dir", None, "Root of the corrupted-split cache.")
 _SPLIT = flags.DEFINE_string("split", None, "Clean split to corrupt (default: the eval split).")
-_CORRUPTIONS = flags.DEFINE_list("corruptions", list(registry.CORRUPTIONS),
+_CORRUPTIONS = flags.DEFINE_list("corruptions", list(corruption_registry.CORRUPTIONS),
                                  "Corruption names (default: all 19).")
 _SEVERITIES = flags.DEFINE_list("severities", ["1", "2", "3", "4", "5"], "Severities 1..5.")
 _TABLE = flags.DEFINE_enum("table", None, list(tables.FAMILIES),
@@ -45,8 +45,8 @@ def _jobs(corruptions, severities):
     if not text.strip().isdigit() or int(text) not in tables.SEVERITIES:
       raise app.UsageError(f"--severities must be integers in 1..5, got {text!r}")
   for name in corruptions:
-    if name not in registry.CORRUPTIONS:
-      raise app.UsageError(f"unknown corruption {name!r} (known: {', '.join(registry.CORRUPTIONS)})")
+    if name not in corruption_registry.CORRUPTIONS:
+      raise app.UsageError(f"unknown corruption {name!r} (known: {', '.join(corruption_registry.CORRUPTIONS)})")
     jobs.extend((name, int(s)) for s in severities)
   return jobs
 

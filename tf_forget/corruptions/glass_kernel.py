@@ -15,7 +15,7 @@ which yields the same numbers as the reference's per-pixel `randint(-d, d, size=
 
 import numpy as np
 
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 
 try:
   import numba  # pylint: disable=g-import-not-at-top
@@ -75,7 +75,7 @@ def draw_deltas(seeds, shape, d, iterations):
   n_h = len(range(shape[0] - d, d, -1))
   n_w = len(range(shape[1] - d, d, -1))
   count = iterations * n_h * n_w
-  return np.stack([common.rng(s).randint(-d, d, size=(count, 2))
+  return np.stack([corruption_kit.rng(s).randint(-d, d, size=(count, 2))
                    for s in seeds]).astype(np.int64).reshape(len(seeds), count, 2)
 
 

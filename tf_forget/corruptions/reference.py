@@ -8,9 +8,10 @@ breaks on numpy >= 2 (`np.float_` in fog's plasma_fractal) and scikit-image >= 0
 from a `Generator` we seed — without touching numpy or skimage themselves.
 
 `corrupt(name, image, severity, seed)` runs one reference corruption with the same draws as
-`registry.apply(name, ..., seeds=[seed], table="imagecorruptions")`: `np.random.seed(seed)`
-for the legacy global draws and `np.random.default_rng(seed)` for skimage's impulse noise.
-imagecorruptions is a test-only dependency; nothing in the library imports this module.
+`corruption_registry.apply(name, ..., seeds=[seed], table="imagecorruptions")`:
+`np.random.seed(seed)` for the legacy global draws and `np.random.default_rng(seed)` for skimage's
+impulse noise. imagecorruptions is a test-only dependency; nothing in the library imports this
+module.
 """
 
 import types

@@ -8,25 +8,26 @@ distributions share no corruption (SPEC §6.8):
   contrast, elastic_transform, pixelate (a training preset's `train_corruptions`);
 * `ROBUST_TEST_CORRUPTIONS`: gaussian_noise, defocus_blur, glass_blur, brightness, fog, frost,
   jpeg_compression (the audit's corrupted splits under `--robust_training`); the test
-  distribution's CIFAR-10.1 is a published set (`tf_forget.corruptions.published`).
+  distribution's CIFAR-10.1 is a published set (`tf_forget.corruptions.published_suites`).
 
 Determinism: the corruption drawn for an image and the seed of its randomness are a pure function
 of (member seed, position of the image in the training stream) — `draw`, by
 `np.random.SeedSequence([STREAM_TAG, seed, position])` — so a resumed stream corrupts every image
 exactly as an uninterrupted one does, and an image's result does not depend on the batch it is
-corrupted in (`registry.apply` seeds every image on its own). The severity table is the one of
-the image size (`tables.family_for_shape`), as for the test distribution's cached splits.
+corrupted in (`corruption_registry.apply` seeds every image on its own). The severity table is the
+one of the image size (`tables.family_for_shape`), as for the test distribution's cached splits.
 
-Pure numpy (the image functions of `tf_forget.corruptions.registry`; no TensorFlow): the training
-input pipeline (`tf_forget.train.inputs`) calls `corrupt_batch` through `tf.numpy_function`.
+Pure numpy (the image functions of `tf_forget.corruptions.corruption_registry`; no TensorFlow): the
+training input pipeline (`tf_forget.train.inputs`) calls `corrupt_batch` through
+`tf.numpy_function`.
 """
 
 import numpy as np
 
-from tf_forget.corruptions import registry
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import tables
 
-CorruptionError = registry.CorruptionError
+CorruptionError = corruption_registry.CorruptionError
 
 NONE = "none"  # the clean image: "or no corruption" (003 appendix E.1)
 ROBUST_TRAIN_CORRUPTIONS = (NONE, "impulse_noise", "shot_noise", "motion_blur", "zoom_blur",
@@ -43,8 +44,8 @@ def check(corruptions, severity=ROBUST_SEVERITY):
   """Raises `CorruptionError` unless `corruptions` can be drawn from (one line).
 
   Args:
-    corruptions: names of `registry.CORRUPTIONS` or "none", at least one, no repeats (a repeat
-      would weight the uniform draw).
+    corruptions: names of `corruption_registry.CORRUPTIONS` or "none", at least one, no repeats (a
+      repeat would weight the uniform draw).
     severity: integer 1..5.
 
   Raises:
@@ -54,10 +55,10 @@ def check(corruptions, severity=ROBUST_SEVERITY):
   if not corruptions:
     raise CorruptionError("train corruptions: need at least one name")
   for name in corruptions:
-    if name != NONE and name not in registry.CORRUPTIONS:
+    if name != NONE and name not in corruption_registry.CORRUPTIONS:
       raise CorruptionError(
           f"unknown train corruption {name!r} (known: {NONE}, "
-          f"{', '.join(registry.CORRUPTIONS)})")
+          f"{', '.join(corruption_registry.CORRUPTIONS)})")
     if corruptions.count(name) > 1:
       raise CorruptionError(f"train corruption {name!r} is repeated")
   if isinstance(severity, bool) or severity not in tables.SEVERITIES:
@@ -85,8 +86,8 @@ def draw(num_corruptions, seed, position):
 def corrupt_batch(images, positions, corruptions, severity, seed):
   """Corrupts each image with the corruption drawn for its stream position (`draw`).
 
-  Images that draw the same corruption are corrupted in one `registry.apply` call (faster than
-  one by one; the same pixels, as every image has its own seed).
+  Images that draw the same corruption are corrupted in one `corruption_registry.apply` call (faster
+  than one by one; the same pixels, as every image has its own seed).
 
   Args:
     images: uint8 `[N, H, W, C]`, C in {1, 3}.
@@ -112,7 +113,7 @@ def corrupt_batch(images, positions, corruptions, severity, seed):
     rows = np.flatnonzero(choice == index)
     if name == NONE or not rows.size:
       continue
-    out[rows] = registry.apply(name, images[rows], severity, seeds[rows])
+    out[rows] = corruption_registry.apply(name, images[rows], severity, seeds[rows])
   return out
 
 

@@ -2,7 +2,7 @@
 
 A plain dict registry, `SUITES` (name -> loader class), with `get(name, **options)` as
 `tf_forget.data.registry.get`; which suite a data set's audit uses is its protocol's
-(`tf_forget.data.protocols`, `published`), read by `tf_forget.corruptions.published`.
+(`tf_forget.data.protocols`, `published`), read by `tf_forget.corruptions.published_suites`.
 
 * `cifar10_corrupted` — the published CIFAR-10-C (Hendrycks & Dietterich 2019; 003 §5 at
   severity 3): splits `<corruption>@<severity>` (SPEC §1.1) for the 19 corruptions x 5
@@ -22,7 +22,7 @@ A plain dict registry, `SUITES` (name -> loader class), with `get(name, **option
 Every loader takes `image_size` so that its images match the audited data set's input (resized
 by `TfdsDataset._image`, the same function as the clean split). `identity(split)` names what a
 split reads — the tfds builder's full name (name/config/version), its split and the options —
-so that predictions made from another suite version are stale (`eval.population` `split_ids`).
+so that predictions made from another suite version are stale (`eval.population_eval` `split_ids`).
 A split whose data is not prepared is a one-line `DataError` naming the tfds builder and the
 data_dir. Nothing is downloaded unless `download=True` (tests use `tfds.testing.mock_data`).
 """
@@ -32,15 +32,16 @@ import inspect
 import tensorflow as tf
 
 from tf_forget.artifacts import hashing
-from tf_forget.corruptions import registry
-from tf_forget.data import base
+from tf_forget.corruptions import corruption_registry
+from tf_forget.data import dataset_api
 from tf_forget.data import tfds_sets
 
 _CIFAR10_C_NAMES = {"glass_blur": "frosted_glass_blur", "elastic_transform": "elastic"}
 
 
 def _corrupted_splits():
-  return tuple(registry.split_name(c, s) for c in registry.CORRUPTIONS for s in range(1, 6))
+  return tuple(corruption_registry.split_name(c, s)
+               for c in corruption_registry.CORRUPTIONS for s in range(1, 6))
 
 
 class _Suite(tfds_sets.TfdsDataset):
@@ -77,7 +78,7 @@ class _Suite(tfds_sets.TfdsDataset):
                                 decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
       where = self._data_dir or "the default tfds data_dir"
-      raise base.DataError(
+      raise dataset_api.DataError(
           f"tfds builder {self.tfds_builder_name(split)!r} (split {split!r} of "
           f"{self.NAME!r}) is not prepared in {where}: download_and_prepare it there") from e
 
@@ -98,7 +99,7 @@ class _Suite(tfds_sets.TfdsDataset):
 
   def decode_record(self, record):
     """Raises `DataError`: a published suite is a test set, never trained on."""
-    raise base.DataError(f"{self.NAME!r} is a test suite: it has no training records")
+    raise dataset_api.DataError(f"{self.NAME!r} is a test suite: it has no training records")
 
   def identity(self, split):
     """sha256 of what `split` reads: tfds full name (with version), split and options."""
@@ -117,7 +118,7 @@ class _ConfigPerSplit(_Suite):
   RENAME = {}
 
   def tfds_builder_name(self, split):
-    corruption, severity = registry.parse_split_name(split)
+    corruption, severity = corruption_registry.parse_split_name(split)
     return f"{self.TFDS_NAME}/{self.RENAME.get(corruption, corruption)}_{severity}"
 
   def _builder_name(self, split):  # kept for callers of the first version
@@ -162,7 +163,7 @@ class Cifar10_1(_Suite):  # pylint: disable=invalid-name
 
   def __init__(self, data_dir=None, version="v6", image_size=None, download=False):
     if version not in ("v4", "v6"):
-      raise base.DataError(f"cifar10_1 version must be 'v4' or 'v6', got {version!r}")
+      raise dataset_api.DataError(f"cifar10_1 version must be 'v4' or 'v6', got {version!r}")
     self.TFDS_NAME = f"cifar10_1/{version}"  # pylint: disable=invalid-name
     super().__init__(data_dir=data_dir, image_size=image_size, download=download)
     self.spec.options["version"] = version
@@ -199,17 +200,17 @@ def get(name, **options):
       are dropped.
 
   Returns:
-    The suite, a `base.Dataset`.
+    The suite, a `dataset_api.Dataset`.
 
   Raises:
-    base.DataError: unknown name or option, or an option the loader rejects.
+    dataset_api.DataError: unknown name or option, or an option the loader rejects.
   """
   if name not in SUITES:
-    raise base.DataError(f"unknown published suite {name!r} (known: {', '.join(SUITES)})")
+    raise dataset_api.DataError(f"unknown published suite {name!r} (known: {', '.join(SUITES)})")
   options = {k: v for k, v in options.items() if v is not None}
   accepted = inspect.signature(SUITES[name]).parameters
   for key in options:
     if key not in accepted:
-      raise base.DataError(f"published suite {name!r} takes no option {key!r} "
-                           f"(options: {', '.join(accepted)})")
+      raise dataset_api.DataError(f"published suite {name!r} takes no option {key!r} "
+                                  f"(options: {', '.join(accepted)})")
   return SUITES[name](**options)

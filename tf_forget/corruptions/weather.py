@@ -6,7 +6,7 @@ fog and frost in the test distribution, snow in training). Batch in, batch out (
 
 Size handling: the fog fractal is generated at the next power of two of the largest side
 (imagecorruptions; equal to the scripts' sizes for 32/64/224); the snow layer is zoomed and
-motion-blurred by shift-and-add (no ImageMagick, see `common.motion_blur_image`); the frost
+motion-blurred by shift-and-add (no ImageMagick, see `corruption_kit.motion_blur_image`); the frost
 texture is resized by the family's factor times side / native side (0.2 for CIFAR at 32 px) or by
 imagecorruptions' fit rule, then cropped at random.
 
@@ -18,7 +18,7 @@ layer (imagecorruptions applies those weights to the BGR frost crop; we use the 
 import cv2
 import numpy as np
 
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 from tf_forget.corruptions import frost_textures
 from tf_forget.corruptions import tables
 
@@ -69,16 +69,17 @@ def _next_power_of_2(x):
 def fog(images, severity, seeds, table):
   """Adds a plasma-fractal haze and rescales by max / (max + c)."""
   strength, decay = tables.params(table, "fog", severity)
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   h, w = x.shape[1:3]
   mapsize = _next_power_of_2(max(h, w))
   out = np.empty_like(x)
   for n, s in enumerate(seeds):
     xi = x[n]
     max_val = xi.max()
-    xi = xi + strength * plasma_fractal(mapsize, decay, common.rng(s))[:h, :w][..., np.newaxis]
+    xi = xi + strength * plasma_fractal(mapsize, decay,
+                                        corruption_kit.rng(s))[:h, :w][..., np.newaxis]
     out[n] = np.clip(xi * max_val / (max_val + strength), 0, 1) * 255
-  return common.to_uint8(out)
+  return corruption_kit.to_uint8(out)
 
 
 def frost(images, severity, seeds, table):
@@ -90,14 +91,14 @@ def frost(images, severity, seeds, table):
     scale = scale * max(h, w) / tables.NATIVE_SIZE[table]
   out = np.empty(images.shape, dtype=np.uint8)
   for n, s in enumerate(seeds):
-    rs = common.rng(s)
+    rs = corruption_kit.rng(s)
     idx = rs.randint(5)
     texture = frost_textures.resized(idx, h, w, scale)
     x0, y0 = rs.randint(0, texture.shape[0] - h), rs.randint(0, texture.shape[1] - w)
     crop = texture[x0:x0 + h, y0:y0 + w][..., [2, 1, 0]]
     if ch == 1:
       crop = np.dot(crop, _GRAY_WEIGHTS)[..., np.newaxis]
-    out[n] = common.to_uint8(np.clip(c_img * images[n] + c_frost * crop, 0, 255))
+    out[n] = corruption_kit.to_uint8(np.clip(c_img * images[n] + c_frost * crop, 0, 255))
   return out
 
 
@@ -109,7 +110,7 @@ def snow(images, severity, seeds, table, renormalize=True):
     severity: 1..5.
     seeds: `[N]` per-image seeds (draws: normal layer, then the blur angle in [-135, -45)).
     table: severity table name.
-    renormalize: see `common.motion_blur_image`.
+    renormalize: see `corruption_kit.motion_blur_image`.
 
   Returns:
     uint8 `[N, H, W, C]`.
@@ -120,16 +121,16 @@ def snow(images, severity, seeds, table, renormalize=True):
   n_img, h, w, ch = x.shape
   layers, angles = [], []
   for s in seeds:
-    rs = common.rng(s)
+    rs = corruption_kit.rng(s)
     layers.append(rs.normal(size=(h, w), loc=loc, scale=scale))
     angles.append(rs.uniform(-135, -45))
   layers = np.stack(layers)
-  layers = common.clipped_zoom(layers[..., np.newaxis], zoom, trim)
+  layers = corruption_kit.clipped_zoom(layers[..., np.newaxis], zoom, trim)
   layers[layers < thresh] = 0
   layers = np.clip(layers[..., 0], 0, 1)
   out = np.empty(images.shape, dtype=np.uint8)
   for n, angle in enumerate(angles):
-    layer = common.motion_blur_image(layers[n], radius, sigma, angle, renormalize)
+    layer = corruption_kit.motion_blur_image(layers[n], radius, sigma, angle, renormalize)
     layer = (np.round(layer * 255).astype(np.uint8) / 255.)[:h, :w, np.newaxis]
     xi = x[n]
     if ch == 3:
@@ -137,7 +138,7 @@ def snow(images, severity, seeds, table, renormalize=True):
     else:
       gray = xi
     xi = weight * xi + (1 - weight) * np.maximum(xi, gray * 1.5 + 0.5)
-    out[n] = common.to_uint8(np.clip(xi + layer + np.rot90(layer, k=2), 0, 1) * 255)
+    out[n] = corruption_kit.to_uint8(np.clip(xi + layer + np.rot90(layer, k=2), 0, 1) * 255)
   return out
 
 
@@ -164,8 +165,9 @@ def spatter(images, severity, seeds, table):
   loc, scale, sigma, thresh, intensity, mud = tables.params(table, "spatter", severity)
   x = images.astype(np.float32) / 255.
   n_img, h, w, ch = x.shape
-  liquid = np.stack([common.rng(s).normal(size=(h, w), loc=loc, scale=scale) for s in seeds])
-  liquid = common.gaussian(liquid, sigma)
+  liquid = np.stack([corruption_kit.rng(s).normal(size=(h, w), loc=loc, scale=scale)
+                     for s in seeds])
+  liquid = corruption_kit.gaussian(liquid, sigma)
   liquid[liquid < thresh] = 0
   out = np.empty(images.shape, dtype=np.uint8)
   if mud == 0:
@@ -175,18 +177,18 @@ def spatter(images, severity, seeds, table):
       m *= intensity
       layer = m[..., np.newaxis] * color
       if ch == 3:
-        out[n] = common.to_uint8(np.clip(x[n] + layer, 0, 1) * 255)
+        out[n] = corruption_kit.to_uint8(np.clip(x[n] + layer, 0, 1) * 255)
       else:
         gray = np.dot(np.clip(layer, 0, 1), _GRAY_WEIGHTS)[..., np.newaxis]
-        out[n] = common.to_uint8(np.clip(x[n] + gray, 0, 1) * 255)
+        out[n] = corruption_kit.to_uint8(np.clip(x[n] + gray, 0, 1) * 255)
     return out
   color = np.array([63 / 255., 42 / 255., 20 / 255.])
-  m = common.gaussian(np.where(liquid > thresh, 1, 0).astype(np.float32), intensity)
+  m = corruption_kit.gaussian(np.where(liquid > thresh, 1, 0).astype(np.float32), intensity)
   m[m < 0.8] = 0
   for n in range(n_img):
     layer = color * m[n][..., np.newaxis]
     xi = x[n] * (1 - m[n][..., np.newaxis])
     if ch == 1:
       layer = np.dot(layer, _GRAY_WEIGHTS)[..., np.newaxis]
-    out[n] = common.to_uint8(np.clip(xi + layer, 0, 1) * 255)
+    out[n] = corruption_kit.to_uint8(np.clip(xi + layer, 0, 1) * 255)
   return out

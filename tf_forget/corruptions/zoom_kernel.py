@@ -1,11 +1,11 @@
 """zoom_blur's inner loop as a numba kernel: blend, cast to float32 and accumulate in one pass.
 
-`blur.zoom_blur` sums the image's centre zooms (`common.clipped_zoom`). The numpy form builds
-two float64 temporaries per zoom factor; this kernel computes each output value with the same
-float64 operations in the same order — rows first: a * (1 - fy) + c * fy, then columns:
-r_lo * (1 - fx) + r_hi * fx — casts it to float32 and adds it to the float32 sum, as the numpy
-form does, without temporaries. Used when numba is installed (see `glass_kernel.HAVE_NUMBA`);
-tests check it against the numpy form.
+`blur.zoom_blur` sums the image's centre zooms (`corruption_kit.clipped_zoom`). The numpy form
+builds two float64 temporaries per zoom factor; this kernel computes each output value with the same
+float64 operations in the same order — rows first: a * (1 - fy) + c * fy, then columns: r_lo * (1 -
+fx) + r_hi * fx — casts it to float32 and adds it to the float32 sum, as the numpy form does,
+without temporaries. Used when numba is installed (see `glass_kernel.HAVE_NUMBA`); tests check it
+against the numpy form.
 """
 
 import numpy as np
@@ -44,7 +44,7 @@ def accumulate(x, out, taps):
   Args:
     x: float32 `[N, H, W, C]` image batch.
     out: float32 `[N, H, W, C]` running sum.
-    taps: `common.zoom_taps(...)`.
+    taps: `corruption_kit.zoom_taps(...)`.
   """
   global _KERNEL
   if _KERNEL is None:

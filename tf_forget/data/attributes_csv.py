@@ -11,7 +11,7 @@ import posixpath
 
 import numpy as np
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import user_inputs
 
 KEY_COLUMNS = ("path", "id")
@@ -33,23 +33,23 @@ class AttributeCsv:
     rows = [r for r in csv.reader(io.StringIO(user_inputs.read_text(path, "attributes CSV")))
             if any(cell.strip() for cell in r)]
     if not rows:
-      raise base.DataError(f"attributes CSV {path} is empty")
+      raise dataset_api.DataError(f"attributes CSV {path} is empty")
     header = [h.strip() for h in rows[0]]
     self.key = next((k for k in KEY_COLUMNS if k in header), None)
     if self.key is None:
-      raise base.DataError(f"attributes CSV {path} needs a column 'path' or 'id' "
-                           f"(columns: {', '.join(header)})")
+      raise dataset_api.DataError(f"attributes CSV {path} needs a column 'path' or 'id' "
+                                  f"(columns: {', '.join(header)})")
     user_inputs.parse_names(header, f"the header of attributes CSV {path}")
     body = rows[1:]
     for line, row in enumerate(body, start=2):
       if len(row) != len(header):
-        raise base.DataError(f"attributes CSV {path} line {line}: {len(row)} fields, the "
-                             f"header has {len(header)}")
+        raise dataset_api.DataError(f"attributes CSV {path} line {line}: {len(row)} fields, the "
+                                    f"header has {len(header)}")
     cells = {h: [row[j].strip() for row in body] for j, h in enumerate(header)}
     for h, values in cells.items():
       if "" in values:
-        raise base.DataError(f"attributes CSV {path} line {values.index('') + 2}: empty "
-                             f"{h!r}")
+        raise dataset_api.DataError(f"attributes CSV {path} line {values.index('') + 2}: empty "
+                                    f"{h!r}")
     self.keys = [self._key(v, line) for line, v in enumerate(cells[self.key], start=2)]
     self.splits = cells.get("split")
     self.names, self.values = [], {}
@@ -61,7 +61,7 @@ class AttributeCsv:
         for value in sorted(set(values)):
           self._add(f"{column}={value}", np.array([v == value for v in values], bool))
     if not self.names:
-      raise base.DataError(f"attributes CSV {path} has no attribute column")
+      raise dataset_api.DataError(f"attributes CSV {path} has no attribute column")
 
   def _key(self, value, line):
     if self.key == "path":
@@ -69,11 +69,11 @@ class AttributeCsv:
     try:
       return int(value)
     except ValueError as e:
-      raise base.DataError(f"attributes CSV {self.path} line {line}: id {value!r} is not an "
-                           "integer") from e
+      raise dataset_api.DataError(f"attributes CSV {self.path} line {line}: id {value!r} is not an "
+                                  "integer") from e
 
   def _add(self, name, values):
     if name in self.values:
-      raise base.DataError(f"attributes CSV {self.path} defines attribute {name!r} twice")
+      raise dataset_api.DataError(f"attributes CSV {self.path} defines attribute {name!r} twice")
     self.names.append(name)
     self.values[name] = values

@@ -12,7 +12,7 @@ Example ids are the row index in `load_digits` (stable across splits and seeds).
 
 import numpy as np
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 NUM_CLASSES = 10
 SPLIT_SEED = 20201101
@@ -22,12 +22,13 @@ def load_source():
   """Loads the raw digits as (images uint8 [1797, 8, 8, 1], labels int64 [1797]).
 
   Raises:
-    base.DataError: if scikit-learn is not installed.
+    dataset_api.DataError: if scikit-learn is not installed.
   """
   try:
     from sklearn import datasets  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise base.DataError("data set 'digits' needs scikit-learn (pip install scikit-learn)") from e
+    raise dataset_api.DataError(
+        "data set 'digits' needs scikit-learn (pip install scikit-learn)") from e
   raw = datasets.load_digits()
   images = np.rint(raw.images * (255.0 / 16.0)).astype(np.uint8)[..., np.newaxis]
   return images, raw.target.astype(np.int64)
@@ -45,20 +46,20 @@ def balanced_test_index(labels, test_per_class, seed):
     Sorted int64 indices `[num_classes * test_per_class]`.
 
   Raises:
-    base.DataError: if a class has fewer than `test_per_class + 1` examples.
+    dataset_api.DataError: if a class has fewer than `test_per_class + 1` examples.
   """
   rng = np.random.default_rng(seed)
   chosen = []
   for c in np.unique(labels):
     members = np.flatnonzero(labels == c)
     if len(members) <= test_per_class:
-      raise base.DataError(f"class {c} has {len(members)} examples; cannot hold out "
-                           f"test_per_class={test_per_class}")
+      raise dataset_api.DataError(f"class {c} has {len(members)} examples; cannot hold out "
+                                  f"test_per_class={test_per_class}")
     chosen.append(rng.permutation(members)[:test_per_class])
   return np.sort(np.concatenate(chosen)).astype(np.int64)
 
 
-class InMemoryDataset(base.Dataset):
+class InMemoryDataset(dataset_api.Dataset):
   """A data set whose splits are numpy arrays held in memory."""
 
   def __init__(self, spec, splits):
@@ -78,8 +79,8 @@ class InMemoryDataset(base.Dataset):
     data = self.load(split)
     for start in range(0, len(data), batch_size):
       part = slice(start, start + batch_size)
-      yield base.Annotations(labels=data.labels[part], ids=data.ids[part],
-                             attributes={k: v[part] for k, v in data.attributes.items()})
+      yield dataset_api.Annotations(labels=data.labels[part], ids=data.ids[part],
+                                    attributes={k: v[part] for k, v in data.attributes.items()})
 
   def num_examples(self, split):
     return len(self.load(split))
@@ -102,8 +103,8 @@ class Digits(InMemoryDataset):
     ids = np.arange(len(labels), dtype=np.int64)
     splits = {}
     for name, mask in (("train", ~is_test), ("test", is_test)):
-      splits[name] = base.Examples(images=images[mask], labels=labels[mask], ids=ids[mask])
-    spec = base.DatasetSpec(
+      splits[name] = dataset_api.Examples(images=images[mask], labels=labels[mask], ids=ids[mask])
+    spec = dataset_api.DatasetSpec(
         name="digits",
         num_classes=NUM_CLASSES,
         image_shape=(8, 8, 1),

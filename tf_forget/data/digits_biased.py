@@ -26,7 +26,7 @@ attributes. Ids are the `load_digits` row index, as in `digits`.
 
 import numpy as np
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import digits
 
 POSITIVE_DIGITS = (0, 1)
@@ -62,8 +62,8 @@ def _biased_split(source, seed, rare_count=None):
   images = source.images.copy()
   images[faint] = np.rint(images[faint] * FAINT_SCALE).astype(np.uint8)
   images[inverted] = 255 - images[inverted]
-  return base.Examples(images=images, labels=target, ids=source.ids,
-                       attributes={"Inverted": inverted, "Faint": faint})
+  return dataset_api.Examples(images=images, labels=target, ids=source.ids,
+                              attributes={"Inverted": inverted, "Faint": faint})
 
 
 class DigitsBiased(digits.InMemoryDataset):
@@ -80,19 +80,20 @@ class DigitsBiased(digits.InMemoryDataset):
       split_seed: as in `digits.Digits`.
 
     Raises:
-      base.DataError: if `rare_rate` is outside (0, share of positives).
+      dataset_api.DataError: if `rare_rate` is outside (0, share of positives).
     """
     source = digits.Digits(test_per_class=test_per_class, split_seed=split_seed)
     train = source.load("train")
     positive_share = float(np.isin(train.labels, POSITIVE_DIGITS).mean())
     if not 0.0 < rare_rate < positive_share:
-      raise base.DataError(f"rare_rate must be in (0, {positive_share:.3f}), got {rare_rate}")
+      raise dataset_api.DataError(
+          f"rare_rate must be in (0, {positive_share:.3f}), got {rare_rate}")
     splits = {
         "train": _biased_split(train, attribute_seed,
                                rare_count=int(round(rare_rate * len(train)))),
         "test": _biased_split(source.load("test"), attribute_seed),
     }
-    spec = base.DatasetSpec(
+    spec = dataset_api.DatasetSpec(
         name="digits_biased",
         num_classes=2,
         image_shape=(8, 8, 1),

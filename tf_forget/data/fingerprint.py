@@ -27,7 +27,7 @@ import os
 from typing import Mapping, Optional, Sequence, Tuple
 
 from tf_forget.artifacts import filesystem
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 # Pillow's own guard warns at 89 megapixels and refuses twice that; a photo of a modern phone
 # is 12-50 megapixels. `--max_image_pixels` changes it.
@@ -81,18 +81,19 @@ def _pil():
 
 
 def check_size(shape, name, max_pixels):
-  """Raises `base.DataError` if an image of `shape` (width, height) has over `max_pixels`."""
+  """Raises `dataset_api.DataError` if an image of `shape` (width, height) has over `max_pixels`."""
   width, height = shape
   if width * height > max_pixels:
     mp = width * height / 1e6
     shown = f"{mp:.0f}" if mp >= 1 else f"{mp:.2g}"
-    raise base.DataError(f"{name} is {width}x{height} = {shown} megapixels, over the limit of "
-                         f"{max_pixels / 1e6:g} (--max_image_pixels)")
+    raise dataset_api.DataError(
+        f"{name} is {width}x{height} = {shown} megapixels, over the limit of "
+        f"{max_pixels / 1e6:g} (--max_image_pixels)")
 
 
 def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
   """(width, height) of `data` (a file's bytes), if it is a whole PNG, JPEG, GIF or BMP image
-  (as `tf.io.decode_image` reads them) of at most `max_pixels` pixels; else `base.DataError`.
+  (as `tf.io.decode_image` reads them) of at most `max_pixels` pixels; else `dataset_api.DataError`.
 
   Args:
     data: the file's bytes.
@@ -100,31 +101,31 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
     max_pixels: the largest width x height accepted.
   """
   if not data:
-    raise base.DataError(f"{name} is empty (0 bytes)")
+    raise dataset_api.DataError(f"{name} is empty (0 bytes)")
   image_lib = _pil()
   guard, image_lib.MAX_IMAGE_PIXELS = image_lib.MAX_IMAGE_PIXELS, None  # ours is max_pixels
   try:
     image = image_lib.open(io.BytesIO(data))
     fmt, (width, height) = image.format, image.size
   except image_lib.UnidentifiedImageError as e:
-    raise base.DataError(f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, "
-                         "JPEG, GIF or BMP header)") from e
+    raise dataset_api.DataError(f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, "
+                                "JPEG, GIF or BMP header)") from e
   except Exception as e:  # pylint: disable=broad-except (Pillow raises many kinds)
-    raise base.DataError(f"{name} is not a readable image ({type(e).__name__}: "
-                         f"{' '.join(str(e).split())[:120]})") from e
+    raise dataset_api.DataError(f"{name} is not a readable image ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:120]})") from e
   finally:
     image_lib.MAX_IMAGE_PIXELS = guard
   if fmt not in set(_FORMATS.values()):
-    raise base.DataError(f"{name} is a {fmt} image; the audit reads PNG, JPEG, GIF and BMP")
+    raise dataset_api.DataError(f"{name} is a {fmt} image; the audit reads PNG, JPEG, GIF and BMP")
   check_size((width, height), name, max_pixels)
   if fmt == "PNG":
     try:
       image_lib.open(io.BytesIO(data)).verify()
     except Exception as e:  # pylint: disable=broad-except
-      raise base.DataError(f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
-                           f"{' '.join(str(e).split())[:120]})") from e
+      raise dataset_api.DataError(f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
+                                  f"{' '.join(str(e).split())[:120]})") from e
   if fmt == "JPEG" and b"\xff\xd9" not in data[-64:]:
-    raise base.DataError(f"{name} is a truncated JPEG (no end-of-image marker)")
+    raise dataset_api.DataError(f"{name} is a truncated JPEG (no end-of-image marker)")
   return (int(width), int(height))
 
 
@@ -141,7 +142,7 @@ def fingerprint(files, cache=None, check=None, name=str):
     name: callable(relative path) -> how an error names the file.
 
   Raises:
-    base.DataError: a file cannot be read (missing, a dangling link), or `check` refuses it.
+    dataset_api.DataError: a file cannot be read (missing, a dangling link), or `check` refuses it.
   """
   cache = cache or {}
   entries, hashed = [], 0
@@ -151,7 +152,7 @@ def fingerprint(files, cache=None, check=None, name=str):
     except OSError as e:
       what = (f"a dangling link (to {os.readlink(path)})" if os.path.islink(path)
               else f"unreadable ({e.strerror or e})")
-      raise base.DataError(f"{name(rel)} is {what}") from e
+      raise dataset_api.DataError(f"{name(rel)} is {what}") from e
     old = cache.get(rel)
     if old is not None and old.size == st.size and old.mtime_ns == st.mtime_ns and st.mtime_ns:
       if getattr(check, "max_pixels", None):
@@ -162,7 +163,7 @@ def fingerprint(files, cache=None, check=None, name=str):
       with filesystem.open_file(path, "rb") as f:
         data = f.read()
     except (OSError,) + tuple(filesystem.io_errors()) as e:
-      raise base.DataError(f"cannot read {name(rel)}: {' '.join(str(e).split())}") from e
+      raise dataset_api.DataError(f"cannot read {name(rel)}: {' '.join(str(e).split())}") from e
     shape = check(data, rel) if check is not None else None
     entries.append(Entry(rel, len(data), st.mtime_ns, hashlib.sha256(data).hexdigest(),
                          tuple(shape or (0, 0))))

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import images
 from tf_forget.data import user_inputs
 from tf_forget.data import user_sets
@@ -49,20 +49,20 @@ class Folder(user_sets.UserDataset):
       content: recorded only (`user_sets`, option `content`).
 
     Raises:
-      base.DataError: missing folder, stray image, empty class, bad option (one line).
+      dataset_api.DataError: missing folder, stray image, empty class, bad option (one line).
     """
     if not path:
-      raise base.DataError("data set 'folder' needs path (spell it folder:/path/to/images)")
+      raise dataset_api.DataError("data set 'folder' needs path (spell it folder:/path/to/images)")
     self.root = filesystem.user_path(path)
     if not filesystem.isdir(self.root):
-      raise base.DataError(f"image folder {self.root} does not exist")
+      raise dataset_api.DataError(f"image folder {self.root} does not exist")
     split_roots = self._split_roots()
     given = user_inputs.parse_names(class_names, "class_names")
     self._names_from = "class_names" if given else LABELS_FILE
     class_names = given or self._labels_file() or tuple(
         sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
     if not class_names:
-      raise base.DataError(f"image folder {self.root} holds no class folder")
+      raise dataset_api.DataError(f"image folder {self.root} holds no class folder")
     self._files = {s: self._list(s, r, class_names) for s, r in split_roots.items()}
     first = self._files["test"][0][0]
     self._finish("folder", split_roots, images.parse_image_size(image_size),
@@ -79,8 +79,9 @@ class Folder(user_sets.UserDataset):
       return {s: filesystem.join(self.root, s) for s in SPLIT_FOLDERS if s in top}
     if set(SPLIT_FOLDERS) <= set(top):
       other = next(d for d in top if d not in SPLIT_FOLDERS)
-      raise base.DataError(f"image folder {self.root} has {other}/ next to train/ and test/: "
-                           "put the class folders inside train/ and test/")
+      raise dataset_api.DataError(
+          f"image folder {self.root} has {other}/ next to train/ and test/: "
+          "put the class folders inside train/ and test/")
     return {"test": self.root}
 
   def _subfolders(self, path):
@@ -95,7 +96,7 @@ class Folder(user_sets.UserDataset):
     for name in filesystem.listdir(path):
       if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
         rel = self._relative(filesystem.join(path, name))
-        raise base.DataError(f"image {rel} of folder {self.root} is in no class folder")
+        raise dataset_api.DataError(f"image {rel} of folder {self.root} is in no class folder")
 
   def _labels_file(self):
     path = filesystem.join(self.root, LABELS_FILE)
@@ -105,7 +106,7 @@ class Folder(user_sets.UserDataset):
     while lines and not lines[-1].strip():
       lines.pop()
     if not lines or any(not n.strip() for n in lines):
-      raise base.DataError(f"{path}: an empty line (one class name per line)")
+      raise dataset_api.DataError(f"{path}: an empty line (one class name per line)")
     return user_inputs.parse_names(lines, str(path))
 
   def _relative(self, path):
@@ -119,10 +120,10 @@ class Folder(user_sets.UserDataset):
     for folder in self._class_folders(split_root):
       rel_folder = self._relative(filesystem.join(split_root, folder))
       if folder not in index:
-        raise base.DataError(f"folder {rel_folder}/ of {self.root} is not a class of "
-                             f"{self._names_from} ({len(class_names)} classes: "
-                             f"{', '.join(class_names[:5])}"
-                             f"{', ...' if len(class_names) > 5 else ''})")
+        raise dataset_api.DataError(f"folder {rel_folder}/ of {self.root} is not a class of "
+                                    f"{self._names_from} ({len(class_names)} classes: "
+                                    f"{', '.join(class_names[:5])}"
+                                    f"{', ...' if len(class_names) > 5 else ''})")
       found = 0
       for dirpath, dirnames, filenames in filesystem.walk(filesystem.join(split_root, folder)):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -131,12 +132,13 @@ class Folder(user_sets.UserDataset):
             files.append((self._relative(filesystem.join(dirpath, name)), index[folder]))
             found += 1
       if not found:
-        raise base.DataError(f"class folder {rel_folder}/ of {self.root} holds no image "
-                             f"({', '.join(IMAGE_EXTENSIONS)})")
+        raise dataset_api.DataError(f"class folder {rel_folder}/ of {self.root} holds no image "
+                                    f"({', '.join(IMAGE_EXTENSIONS)})")
     if not files:
       where = self._relative(split_root) + "/" if split_root != self.root else ""
-      raise base.DataError(f"image folder {self.root}{'/' + where if where else ''} holds no "
-                           "class folder")
+      raise dataset_api.DataError(
+          f"image folder {self.root}{'/' + where if where else ''} holds no "
+          "class folder")
     files.sort()
     return ([f for f, _ in files], np.asarray([c for _, c in files], np.int64))
 
@@ -187,8 +189,9 @@ class Folder(user_sets.UserDataset):
     rows = []
     for line, key in enumerate(self._csv.keys, start=2):
       if key not in where:
-        raise base.DataError(f"attributes CSV {self._csv.path} line {line}: path {key!r} is no "
-                             f"image of folder {self.root}")
+        raise dataset_api.DataError(
+            f"attributes CSV {self._csv.path} line {line}: path {key!r} is no "
+            f"image of folder {self.root}")
       rows.append(where[key])
     return [s for s, _ in rows], [i for _, i in rows]
 

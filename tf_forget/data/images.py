@@ -12,7 +12,7 @@ sets' choice; `parse_image_size` and `parse_channels` check the options).
 import numpy as np
 import tensorflow as tf
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
 def parse_image_size(size):
@@ -22,9 +22,10 @@ def parse_image_size(size):
   try:
     h, w = (int(size), int(size)) if np.ndim(size) == 0 else (int(v) for v in size)
   except (TypeError, ValueError) as e:
-    raise base.DataError(f"image_size must be an int or (height, width), got {size!r}") from e
+    raise dataset_api.DataError(
+        f"image_size must be an int or (height, width), got {size!r}") from e
   if h <= 0 or w <= 0:
-    raise base.DataError(f"image_size must be positive, got {size!r}")
+    raise dataset_api.DataError(f"image_size must be positive, got {size!r}")
   return (h, w)
 
 
@@ -33,7 +34,7 @@ def parse_channels(channels):
   if channels is None:
     return None
   if channels not in (1, 3) or isinstance(channels, bool):
-    raise base.DataError(f"channels must be 1 (grey) or 3 (RGB), got {channels!r}")
+    raise dataset_api.DataError(f"channels must be 1 (grey) or 3 (RGB), got {channels!r}")
   return int(channels)
 
 

@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 from tf_forget.artifacts import errors
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 _CAFFE_MEAN_BGR = np.array([103.939, 116.779, 123.68], np.float32)
 _TORCH_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
@@ -42,7 +42,8 @@ _TORCH_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 def _rgb(images, name):
   if images.shape[-1] != 3:
-    raise base.DataError(f"preprocess {name!r} needs RGB images, got {images.shape[-1]} channel(s)")
+    raise dataset_api.DataError(
+        f"preprocess {name!r} needs RGB images, got {images.shape[-1]} channel(s)")
   return images
 
 
@@ -60,21 +61,21 @@ def resolve(name):
   "module:function").
 
   Raises:
-    base.DataError: an unknown name, a function that cannot be imported or that is not a Python
-      function outside the standard library (`_check_function`); the callable raises it for a
+    dataset_api.DataError: an unknown name, a function that cannot be imported or that is not a
+      Python function outside the standard library (`_check_function`); the callable raises it for a
       function that raises or returns what is not the model's input (`_checked`; one line).
   """
   if name in TRANSFORMS:
     return lambda images: TRANSFORMS[name](np.asarray(images, np.float32)).astype(np.float32)
   module, sep, function = str(name).partition(":")
   if not sep or not module or not function:
-    raise base.DataError(f"unknown preprocess {name!r} (known: {', '.join(TRANSFORMS)}, or "
-                         "MODULE:FUNCTION)")
+    raise dataset_api.DataError(f"unknown preprocess {name!r} (known: {', '.join(TRANSFORMS)}, or "
+                                "MODULE:FUNCTION)")
   try:
     fn = getattr(importlib.import_module(module), function)
   except Exception as e:  # pylint: disable=broad-except  (the user's module runs on import)
-    raise base.DataError(f"preprocess {name!r} cannot be imported: "
-                         f"{errors.one_line(e, 300)}") from e
+    raise dataset_api.DataError(f"preprocess {name!r} cannot be imported: "
+                                f"{errors.one_line(e, 300)}") from e
   _check_function(fn, name)
   return lambda images: _checked(_call(fn, images, name), images, name)
 
@@ -89,19 +90,20 @@ def _check_function(fn, name):
   module, _, function = name.partition(":")
   where = f"{module}.{function}"
   if not inspect.isfunction(fn):
-    raise base.DataError(f"--preprocess={name}: {where} is a {type(fn).__name__}, not a Python "
-                         "function (def) of your own module; refused without calling it")
+    raise dataset_api.DataError(
+        f"--preprocess={name}: {where} is a {type(fn).__name__}, not a Python "
+        "function (def) of your own module; refused without calling it")
   if _stdlib(fn.__module__) or _stdlib(module):
-    raise base.DataError(f"--preprocess={name}: {where} is a function of Python's standard "
-                         "library, not a preprocessing function; refused without calling it")
+    raise dataset_api.DataError(f"--preprocess={name}: {where} is a function of Python's standard "
+                                "library, not a preprocessing function; refused without calling it")
 
 
 def _call(fn, images, name):
   try:
     return fn(np.asarray(images, np.uint8))
   except Exception as e:  # pylint: disable=broad-except  (the user's code raises anything)
-    raise base.DataError(f"--preprocess={name} raised {type(e).__name__}: "
-                         f"{errors.one_line(e, 300)}") from e
+    raise dataset_api.DataError(f"--preprocess={name} raised {type(e).__name__}: "
+                                f"{errors.one_line(e, 300)}") from e
 
 
 def _checked(out, images, name):
@@ -110,15 +112,15 @@ def _checked(out, images, name):
   want = "[" + ", ".join(str(d) for d in np.shape(images)) + "]"
   if not (isinstance(out, np.ndarray)
           or all(hasattr(out, a) for a in ("__array__", "shape", "dtype"))):
-    raise base.DataError(f"--preprocess={name}: returned {type(out).__name__}, not an array "
-                         f"of shape {want}")
+    raise dataset_api.DataError(f"--preprocess={name}: returned {type(out).__name__}, not an array "
+                                f"of shape {want}")
   out = np.asarray(out)
   got = "[" + ", ".join(str(d) for d in out.shape) + "]"
   if out.shape != np.shape(images):
-    raise base.DataError(f"--preprocess={name}: returned an array of shape {got}, not "
-                         f"{want} (the images it was given)")
+    raise dataset_api.DataError(f"--preprocess={name}: returned an array of shape {got}, not "
+                                f"{want} (the images it was given)")
   if out.dtype == np.bool_ or not (np.issubdtype(out.dtype, np.integer)
                                    or np.issubdtype(out.dtype, np.floating)):
-    raise base.DataError(f"--preprocess={name}: returned an array of dtype {out.dtype}, not "
-                         "numbers (integers or floats)")
+    raise dataset_api.DataError(f"--preprocess={name}: returned an array of dtype {out.dtype}, not "
+                                "numbers (integers or floats)")
   return out.astype(np.float32)

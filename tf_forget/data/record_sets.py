@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import images
 from tf_forget.data import user_inputs
 from tf_forget.data import user_sets
@@ -66,12 +66,12 @@ class Tfds(user_sets.UserDataset):
       content: recorded only (`user_sets`, option `content`).
 
     Raises:
-      base.DataError: unknown data set, config or feature, or a bad option (one line).
+      dataset_api.DataError: unknown data set, config or feature, or a bad option (one line).
     """
     name = tfds_name
     if not name:
-      raise base.DataError("data set 'tfds' needs tfds_name (spell it "
-                           "tfds:NAME[/CONFIG][:SPLIT])")
+      raise dataset_api.DataError("data set 'tfds' needs tfds_name (spell it "
+                                  "tfds:NAME[/CONFIG][:SPLIT])")
     self._name = f"{name}/{config}" if config else str(name)
     self._data_dir = filesystem.user_path(data_dir)
     self._splits = {"train": train_split, "test": split} if train_split else {"test": split}
@@ -95,17 +95,17 @@ class Tfds(user_sets.UserDataset):
     try:
       return tfds.builder(str(name), data_dir=self._data_dir, **kwargs)
     except tfds.core.registered.DatasetNotFoundError as e:
-      raise base.DataError(f"tfds has no data set {name!r}") from e
+      raise dataset_api.DataError(f"tfds has no data set {name!r}") from e
     except (ValueError, KeyError) as e:
-      raise base.DataError(f"cannot build tfds data set {self._name!r}: "
-                           f"{errors.one_line(e, 160)}") from e
+      raise dataset_api.DataError(f"cannot build tfds data set {self._name!r}: "
+                                  f"{errors.one_line(e, 160)}") from e
 
   def _image_of(self, features):
     """The `image_key` feature, a uint8 image."""
     feature = self._feature(features, self._image_key, "image_key")
     if not isinstance(feature, tfds.features.Image) or feature.np_dtype != np.uint8:
-      raise base.DataError(f"image_key {self._image_key!r} of tfds {self._name!r} is not a "
-                           "uint8 image feature")
+      raise dataset_api.DataError(f"image_key {self._image_key!r} of tfds {self._name!r} is not a "
+                                  "uint8 image feature")
     return feature
 
   def _class_names(self, features, class_names):
@@ -115,8 +115,9 @@ class Tfds(user_sets.UserDataset):
     names = given or (tuple(label.names) if isinstance(label, tfds.features.ClassLabel)
                       else None)
     if not names:
-      raise base.DataError(f"label_key {self._label_key!r} of tfds {self._name!r} has no class "
-                           "names: pass class_names")
+      raise dataset_api.DataError(
+          f"label_key {self._label_key!r} of tfds {self._name!r} has no class "
+          "names: pass class_names")
     return given, names
 
   def _image_shape(self, image_size, channels):
@@ -124,15 +125,17 @@ class Tfds(user_sets.UserDataset):
     h, w, c = self._image_feature.shape
     size = images.parse_image_size(image_size) or ((h, w) if h and w else None)
     if size is None:
-      raise base.DataError(f"tfds {self._name!r} has images of varying size: pass image_size")
+      raise dataset_api.DataError(
+          f"tfds {self._name!r} has images of varying size: pass image_size")
     return size, images.parse_channels(channels) or (1 if c and c < 3 else 3)
 
   def _feature(self, features, key, option):
     try:
       return _nested(features, key)
     except (KeyError, TypeError) as e:
-      raise base.DataError(f"tfds {self._name!r} has no feature {key!r} ({option}; features: "
-                           f"{', '.join(features.keys())})") from e
+      raise dataset_api.DataError(
+          f"tfds {self._name!r} has no feature {key!r} ({option}; features: "
+          f"{', '.join(features.keys())})") from e
 
   def _raw(self, split, decode_image):
     self.check_split(split)
@@ -146,11 +149,12 @@ class Tfds(user_sets.UserDataset):
       return self._builder.as_dataset(split=tfds_split, shuffle_files=False, decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
       where = self._data_dir or "the default tfds data_dir (~/tensorflow_datasets)"
-      raise base.DataError(f"tfds {self._name!r} is not prepared in {where}: prepare it once "
-                           f"with `tfds build {self._name} --data_dir=DIR`") from e
+      raise dataset_api.DataError(
+          f"tfds {self._name!r} is not prepared in {where}: prepare it once "
+          f"with `tfds build {self._name} --data_dir=DIR`") from e
     except (ValueError, KeyError) as e:
-      raise base.DataError(f"cannot read split {tfds_split!r} of tfds {self._name!r}: "
-                           f"{errors.one_line(e, 160)}") from e
+      raise dataset_api.DataError(f"cannot read split {tfds_split!r} of tfds {self._name!r}: "
+                                  f"{errors.one_line(e, 160)}") from e
 
   def _records(self, split):
     return self._raw(split, decode_image=False).enumerate().map(
@@ -222,26 +226,26 @@ class TfRecord(user_sets.UserDataset):
       content: recorded only (`user_sets`, option `content`).
 
     Raises:
-      base.DataError: no file matches, bad spec file, no class names, bad option (one line).
+      dataset_api.DataError: no file matches, bad spec file, no class names, bad option (one line).
     """
     if not pattern:
-      raise base.DataError("data set 'tfrecord' needs pattern (spell it tfrecord:GLOB)")
+      raise dataset_api.DataError("data set 'tfrecord' needs pattern (spell it tfrecord:GLOB)")
     self.pattern = filesystem.user_path(pattern)
     try:
       self._paths = sorted(tf.io.gfile.glob(self.pattern))
     except tf.errors.OpError as e:
-      raise base.DataError(f"cannot list tfrecord files {self.pattern}: "
-                           f"{user_inputs.tf_message(e)}") from e
+      raise dataset_api.DataError(f"cannot list tfrecord files {self.pattern}: "
+                                  f"{user_inputs.tf_message(e)}") from e
     if not self._paths:
-      raise base.DataError(f"no file matches tfrecord pattern {self.pattern}")
+      raise dataset_api.DataError(f"no file matches tfrecord pattern {self.pattern}")
     self._spec_path = filesystem.user_path(spec) if spec else None
     self._fields = self._read_spec()
     given = user_inputs.parse_names(class_names, "class_names")
     names = given or user_inputs.parse_names(self._fields.get("class_names"),
                                              f"class_names of {spec}")
     if not names:
-      raise base.DataError(f"tfrecord {self.pattern} needs class_names (the option, or "
-                           "\"class_names\" in the spec file)")
+      raise dataset_api.DataError(f"tfrecord {self.pattern} needs class_names (the option, or "
+                                  "\"class_names\" in the spec file)")
     self._parse_spec = {self._fields["image"]: tf.io.FixedLenFeature([], tf.string),
                         self._fields["label"]: tf.io.FixedLenFeature([], tf.int64)}
     if self._fields.get("id"):
@@ -268,24 +272,25 @@ class TfRecord(user_sets.UserDataset):
       try:
         fields = json.loads(user_inputs.read_text(self._spec_path, "tfrecord spec"))
       except ValueError as e:
-        raise base.DataError(f"tfrecord spec {self._spec_path} is not JSON: "
-                             f"{errors.one_line(e, 120)}") from e
+        raise dataset_api.DataError(f"tfrecord spec {self._spec_path} is not JSON: "
+                                    f"{errors.one_line(e, 120)}") from e
       if not isinstance(fields, dict):
-        raise base.DataError(f"tfrecord spec {self._spec_path} must be a JSON object")
+        raise dataset_api.DataError(f"tfrecord spec {self._spec_path} must be a JSON object")
       for key, value in fields.items():
         if key not in TFRECORD_SPEC_KEYS:
-          raise base.DataError(f"tfrecord spec {self._spec_path} has unknown key {key!r} "
-                               f"(keys: {', '.join(TFRECORD_SPEC_KEYS)})")
+          raise dataset_api.DataError(f"tfrecord spec {self._spec_path} has unknown key {key!r} "
+                                      f"(keys: {', '.join(TFRECORD_SPEC_KEYS)})")
         if key != "class_names" and not (isinstance(value, str) and value):
-          raise base.DataError(f"tfrecord spec {self._spec_path}: {key!r} must name a feature")
+          raise dataset_api.DataError(
+              f"tfrecord spec {self._spec_path}: {key!r} must name a feature")
     return dict(DEFAULT_TFRECORD_SPEC, **fields)
 
   def _first(self):
     try:
       record = next(iter(self._parsed()))
     except tf.errors.OpError as e:
-      raise base.DataError(f"cannot read {self._describe('test', 0)}: "
-                           f"{user_inputs.tf_message(e)}") from e
+      raise dataset_api.DataError(f"cannot read {self._describe('test', 0)}: "
+                                  f"{user_inputs.tf_message(e)}") from e
     return record[0], self._describe("test", 0)
 
   def _records(self, split):
@@ -313,8 +318,8 @@ class TfRecord(user_sets.UserDataset):
         self._count = int(tf.data.TFRecordDataset(self._paths).reduce(
             np.int64(0), lambda n, _: n + 1))
       except tf.errors.OpError as e:
-        raise base.DataError(f"cannot read tfrecord files {self.pattern}: "
-                             f"{user_inputs.tf_message(e)}") from e
+        raise dataset_api.DataError(f"cannot read tfrecord files {self.pattern}: "
+                                    f"{user_inputs.tf_message(e)}") from e
     return self._count
 
   def _split_ids(self, split):
@@ -329,7 +334,7 @@ class TfRecord(user_sets.UserDataset):
       twice = np.flatnonzero(ids[order][1:] == ids[order][:-1])
       if twice.size:
         position = int(order[twice[0] + 1])
-        raise base.DataError(f"{self._describe(split, position)} repeats id {ids[position]}")
+        raise dataset_api.DataError(f"{self._describe(split, position)} repeats id {ids[position]}")
       self._ids = ids
     return self._ids
 

@@ -4,12 +4,13 @@
     test = dataset.load("test")
 
 Each builder takes keyword options (e.g. `image_size` for CelebA, `data_dir`) and returns a
-`base.Dataset`. Unknown names and unknown options raise `base.DataError` with a one-line message.
+`dataset_api.Dataset`. Unknown names and unknown options raise `dataset_api.DataError` with a
+one-line message.
 """
 
 import inspect
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import digits
 from tf_forget.data import digits_biased
 from tf_forget.data import image_folders
@@ -43,19 +44,19 @@ def get(name, **options):
     **options: builder keyword arguments; `None` values are dropped (unset flags).
 
   Returns:
-    A `base.Dataset`.
+    A `dataset_api.Dataset`.
 
   Raises:
-    base.DataError: unknown name or option, or an option the builder rejects.
+    dataset_api.DataError: unknown name or option, or an option the builder rejects.
   """
   if name not in DATASETS:
-    raise base.DataError(
+    raise dataset_api.DataError(
         f"unknown data set {name!r} (known: {', '.join(sorted(DATASETS))})")
   builder = DATASETS[name]
   options = {k: v for k, v in options.items() if v is not None}
   accepted = inspect.signature(builder).parameters
   for key in options:
     if key not in accepted:
-      raise base.DataError(f"data set {name!r} takes no option {key!r} "
-                           f"(options: {', '.join(accepted) or 'none'})")
+      raise dataset_api.DataError(f"data set {name!r} takes no option {key!r} "
+                                  f"(options: {', '.join(accepted) or 'none'})")
   return builder(**options)

@@ -24,7 +24,7 @@ the tfrecord `spec` file, attributes, ...) are the builders' own (`user_sets`).
 import re
 
 from tf_forget.artifacts import filesystem
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 PREFIXES = ("folder", "tfds", "tfrecord")
@@ -36,7 +36,7 @@ _TFDS = re.compile(r"(?P<tfds_name>[a-z][a-z0-9_]*)(?:/(?P<config>[\w.\-+]+))?"
 
 
 def _refuse(spec, problem):
-  return base.DataError(f"data set {spec!r}: {problem}; use {FORMS}")
+  return dataset_api.DataError(f"data set {spec!r}: {problem}; use {FORMS}")
 
 
 def parse(spec):
@@ -50,7 +50,7 @@ def parse(spec):
     JSON-able.
 
   Raises:
-    base.DataError: a spelling of none of these forms, or an unknown name (one line).
+    dataset_api.DataError: a spelling of none of these forms, or an unknown name (one line).
   """
   if not isinstance(spec, str) or not spec.strip():
     raise _refuse(spec, "empty")

@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
 def _pair(size):
@@ -39,11 +39,11 @@ def _pair(size):
     return (size, size)
   h, w = (int(v) for v in size)
   if h <= 0 or w <= 0:
-    raise base.DataError(f"image_size must be positive, got {size!r}")
+    raise dataset_api.DataError(f"image_size must be positive, got {size!r}")
   return (h, w)
 
 
-class TfdsDataset(base.Dataset):
+class TfdsDataset(dataset_api.Dataset):
   """Base class: a tfds data set yielding uint8 images, int64 labels and position ids."""
 
   TFDS_NAME = None
@@ -72,12 +72,12 @@ class TfdsDataset(base.Dataset):
     self._manual_dir = manual_dir
     size = _pair(image_size)
     if size is None and self.NATIVE_SHAPE is None:
-      raise base.DataError(f"data set {self.NAME!r} needs image_size")
+      raise dataset_api.DataError(f"data set {self.NAME!r} needs image_size")
     channels = self.NATIVE_SHAPE[2] if self.NATIVE_SHAPE else 3
     shape = (size[0], size[1], channels) if size else tuple(self.NATIVE_SHAPE)
     self._size = size
     options = {"image_size": list(size) if size else None, "data_dir": data_dir}
-    super().__init__(base.DatasetSpec(
+    super().__init__(dataset_api.DatasetSpec(
         name=self.NAME, num_classes=self.NUM_CLASSES, image_shape=shape, splits=self.SPLITS,
         eval_split=self.EVAL_SPLIT, class_names=self._class_names(),
         attribute_names=tuple(self.ATTRIBUTES), protected_attributes=tuple(self.PROTECTED),
@@ -115,7 +115,7 @@ class TfdsDataset(base.Dataset):
     try:
       return builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
-      raise base.DataError(self._not_prepared()) from e
+      raise dataset_api.DataError(self._not_prepared()) from e
 
   def _not_prepared(self):
     """The one-line error for data that is not on disk: where, and how to prepare it.
@@ -182,7 +182,7 @@ class TfdsDataset(base.Dataset):
     start = 0
     for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
-      yield base.Annotations(
+      yield dataset_api.Annotations(
           labels=np.asarray(batch["label"], np.int64),
           ids=np.arange(start, start + n, dtype=np.int64),
           attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()})
@@ -194,7 +194,7 @@ class TfdsDataset(base.Dataset):
     start = 0
     for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
-      yield base.Examples(
+      yield dataset_api.Examples(
           images=np.asarray(batch["image"], np.uint8),
           labels=np.asarray(batch["label"], np.int64),
           ids=np.arange(start, start + n, dtype=np.int64),
@@ -273,7 +273,7 @@ class Imagenet2012(TfdsDataset):
 
   def __init__(self, data_dir=None, image_size=224, download=False, manual_dir=None):
     if download and not (manual_dir and tf.io.gfile.isdir(manual_dir)):
-      raise base.DataError(
+      raise dataset_api.DataError(
           "data set 'imagenet2012' needs manual_dir: a directory holding "
           "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar")
     super().__init__(data_dir=data_dir, image_size=image_size, download=download,

@@ -36,7 +36,7 @@ import dataclasses
 import tensorflow as tf
 
 from tf_forget.artifacts import hashing
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import registry
 
@@ -59,29 +59,29 @@ def _check_classes(train, options, audited):
   audited order.
 
   Raises:
-    base.DataError: the train data's own classes differ (one line).
+    dataset_api.DataError: the train data's own classes differ (one line).
   """
   if train["name"] == "folder" or train["options"].get("class_names"):
     return
   try:
     own = registry.get(train["name"], **options).spec.class_names
-  except base.DataError as e:
+  except dataset_api.DataError as e:
     if "needs class_names" in str(e):  # a tfrecord set that names no class: label order
       return
     raise
   if tuple(own) != tuple(audited):
     shown = lambda names: ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-    raise base.DataError(
+    raise dataset_api.DataError(
         f"the train data's classes ({shown(tuple(own))}) are not the audited data set's "
         f"({shown(tuple(audited))}) in its order: its labels would index other outputs")
 
 
-class TrainView(base.Dataset):
+class TrainView(dataset_api.Dataset):
   """The audited data set with split "train" read from the user's train data (`OPTION`).
 
   Attributes:
     dataset: the audited data set.
-    source: the train data (a `base.Dataset` of `sources.PREFIXES`).
+    source: the train data (a `dataset_api.Dataset` of `sources.PREFIXES`).
     split: the split of `source` read as "train" (`source_split`).
   """
 
@@ -89,7 +89,7 @@ class TrainView(base.Dataset):
     """Builds the train data (lists it; no image is decoded).
 
     Raises:
-      base.DataError: the train data cannot be built (missing folder, a class folder that is
+      dataset_api.DataError: the train data cannot be built (missing folder, a class folder that is
         not one of the audited data set's classes, ...).
     """
     train = dataset.spec.options[OPTION]
@@ -143,8 +143,8 @@ class TrainView(base.Dataset):
   def train_records(self, split):
     """The train data's records (only "train": `decode_record` decodes the train data's)."""
     if split != TRAIN:
-      raise base.DataError(f"the training records of {self.spec.name!r} are its {TRAIN!r} "
-                           f"split's, not {split!r}'s")
+      raise dataset_api.DataError(f"the training records of {self.spec.name!r} are its {TRAIN!r} "
+                                  f"split's, not {split!r}'s")
     return self.source.train_records(self.split)
 
   def decode_record(self, record):

@@ -1,6 +1,6 @@
 """What the user's own data sets (`user_sets`) read from the user, checked: lists of names, small
 text files (UTF-8, a byte order mark dropped), and TensorFlow errors turned into one-line
-`base.DataError` messages.
+`dataset_api.DataError` messages.
 """
 
 import re
@@ -8,7 +8,7 @@ import re
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
 def tf_message(error):
@@ -28,14 +28,14 @@ def decode_text(data, path, what):
   name or column. Any other encoding (Latin-1, UTF-16, ...) is refused rather than guessed.
 
   Raises:
-    base.DataError: "<what> <path> is not UTF-8 (byte 0xe9 at offset 3, line 1): re-save it
+    dataset_api.DataError: "<what> <path> is not UTF-8 (byte 0xe9 at offset 3, line 1): re-save it
       as UTF-8" (one line).
   """
   try:
     return data.decode("utf-8-sig")
   except UnicodeDecodeError as e:
     line = data.count(b"\n", 0, e.start) + 1
-    raise base.DataError(
+    raise dataset_api.DataError(
         f"{what} {path} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}, line "
         f"{line}): re-save it as UTF-8") from None
 
@@ -47,7 +47,7 @@ def read_text(path, what):
     with tf.io.gfile.GFile(path, "rb") as f:
       data = f.read()
   except (OSError, tf.errors.OpError) as e:
-    raise base.DataError(f"cannot read {what} {path}: {tf_message(e)}") from e
+    raise dataset_api.DataError(f"cannot read {what} {path}: {tf_message(e)}") from e
   return decode_text(data, path, what)
 
 
@@ -59,8 +59,8 @@ def parse_names(values, what):
     values = [v for v in values.split(",") if v.strip()]
   names = tuple(str(v).strip() for v in values)
   if any(not n for n in names):
-    raise base.DataError(f"{what} has an empty name")
+    raise dataset_api.DataError(f"{what} has an empty name")
   dupes = sorted({n for n in names if names.count(n) > 1})
   if dupes:
-    raise base.DataError(f"{what} names {dupes[0]!r} twice")
+    raise dataset_api.DataError(f"{what} names {dupes[0]!r} twice")
   return names

@@ -2,7 +2,7 @@
 
 Registered as `folder` (`image_folders.Folder`), `tfds` and `tfrecord` (`record_sets.Tfds`,
 `record_sets.TfRecord`), spelled `folder:PATH`, `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`
-on the command line (`sources.parse`). They yield what every data set yields (`base`,
+on the command line (`sources.parse`). They yield what every data set yields (`dataset_api`,
 docs/artifacts/data.md): uint8 images `[N, H, W, C]`, int64 labels, int64 ids, boolean
 attributes, and `example_names(split)` — the image's path relative to the folder root for
 `folder`, `str(id)` for the others — so the report can name the examples. This module holds
@@ -33,7 +33,7 @@ Streaming: the file list / record order is in memory, images are decoded per bat
 fit `DECODED_BYTES` (an audit evaluates every file on it; issue #36); `examples(split, ids)`
 decodes only the images asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images
 that the trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
-`base.DataError` naming the file (folder) or record, raised by the batch holding it.
+`dataset_api.DataError` naming the file (folder) or record, raised by the batch holding it.
 """
 
 import abc
@@ -45,7 +45,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
 from tf_forget.data import attributes_csv
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import images
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import user_inputs
@@ -57,7 +57,7 @@ DECODED_BYTES = 256 << 20
 _DECODED = {}
 
 
-class UserDataset(base.Dataset):
+class UserDataset(dataset_api.Dataset):
   """What the three sources share: decode + convert, attributes, batches, errors by name.
 
   A subclass gives `_records(split)` (a `tf.data.Dataset` of (image record, label int64,
@@ -83,7 +83,7 @@ class UserDataset(base.Dataset):
     options = dict(options, image_size=list(image_size), channels=channels,
                    attributes=self._csv.path if self._csv else None,
                    protected=list(protected) or None, preprocess=preprocess)
-    super().__init__(base.DatasetSpec(
+    super().__init__(dataset_api.DatasetSpec(
         name=name, num_classes=len(class_names), image_shape=tuple(image_size) + (channels,),
         splits=tuple(splits), eval_split="test", class_names=tuple(class_names),
         attribute_names=names, protected_attributes=protected,
@@ -104,7 +104,8 @@ class UserDataset(base.Dataset):
     try:
       return self._decode(record)
     except tf.errors.OpError as e:
-      raise base.DataError(f"cannot decode {description}: {user_inputs.tf_message(e)}") from e
+      raise dataset_api.DataError(
+          f"cannot decode {description}: {user_inputs.tf_message(e)}") from e
 
   @abc.abstractmethod
   def _records(self, split):
@@ -150,18 +151,21 @@ class UserDataset(base.Dataset):
     if self._csv.splits is not None:
       for line, s in enumerate(self._csv.splits, start=2):
         if s not in self.spec.splits:
-          raise base.DataError(f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
-                               f"not one of {', '.join(self.spec.splits)}")
+          raise dataset_api.DataError(
+              f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
+              f"not one of {', '.join(self.spec.splits)}")
       return list(self._csv.splits)
     if len(self.spec.splits) > 1:
-      raise base.DataError(f"attributes CSV {self._csv.path} is keyed by id but the data set "
-                           f"has splits {', '.join(self.spec.splits)}: add a column 'split'")
+      raise dataset_api.DataError(
+          f"attributes CSV {self._csv.path} is keyed by id but the data set "
+          f"has splits {', '.join(self.spec.splits)}: add a column 'split'")
     return [self.spec.splits[0]] * len(self._csv.keys)
 
   def _path_rows(self):
     """(split, id) of every CSV row from `path` keys (folder sets override)."""
-    raise base.DataError(f"attributes CSV {self._csv.path}: data set {self.spec.name!r} has no "
-                         "paths; key the rows by 'id'")
+    raise dataset_api.DataError(
+        f"attributes CSV {self._csv.path}: data set {self.spec.name!r} has no "
+        "paths; key the rows by 'id'")
 
   def _index_attribute_rows(self):
     """Per split: the rows' ids, sorted, and their row numbers."""
@@ -179,8 +183,9 @@ class UserDataset(base.Dataset):
       keys, numbers = keys[order], numbers[order]
       twice = np.flatnonzero(keys[1:] == keys[:-1])
       if twice.size:
-        raise base.DataError(f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
-                             f": a second row for {self._describe(split, None, keys[twice[0]])}")
+        raise dataset_api.DataError(
+            f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
+            f": a second row for {self._describe(split, None, keys[twice[0]])}")
       self._attribute_index[split] = (keys, numbers)
 
   def _check_attribute_rows(self, split):
@@ -193,14 +198,14 @@ class UserDataset(base.Dataset):
     found = np.isin(ids, keys)
     if not found.all():
       first = int(np.flatnonzero(~found)[0])
-      raise base.DataError(f"attributes CSV {self._csv.path} has no row for "
-                           f"{self._describe(split, first, ids[first])}")
+      raise dataset_api.DataError(f"attributes CSV {self._csv.path} has no row for "
+                                  f"{self._describe(split, first, ids[first])}")
     known = np.isin(keys, ids)
     if not known.all():
       line = int(np.min(numbers[~known])) + 2
-      raise base.DataError(f"attributes CSV {self._csv.path} line {line}: "
-                           f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
-                           f"split {split!r}")
+      raise dataset_api.DataError(f"attributes CSV {self._csv.path} line {line}: "
+                                  f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
+                                  f"split {split!r}")
     self._checked.add(split)
 
   def _attributes_of(self, split, ids):
@@ -215,8 +220,8 @@ class UserDataset(base.Dataset):
   def _checked_labels(self, split, start, labels):
     bad = np.flatnonzero((labels < 0) | (labels >= self.spec.num_classes))
     if bad.size:
-      raise base.DataError(f"{self._describe(split, start + int(bad[0]))} has label "
-                           f"{labels[bad[0]]}, not in [0, {self.spec.num_classes})")
+      raise dataset_api.DataError(f"{self._describe(split, start + int(bad[0]))} has label "
+                                  f"{labels[bad[0]]}, not in [0, {self.spec.num_classes})")
     return labels
 
   def _stream(self, split, batch_size, ds):
@@ -247,15 +252,15 @@ class UserDataset(base.Dataset):
       except StopIteration:
         break
       except tf.errors.OpError as e:
-        return base.DataError(f"cannot read {self._describe(split, position)}: "
-                              f"{user_inputs.tf_message(e)}")
+        return dataset_api.DataError(f"cannot read {self._describe(split, position)}: "
+                                     f"{user_inputs.tf_message(e)}")
       try:
         self.image(record[0])
       except tf.errors.OpError as e:
-        return base.DataError(f"cannot decode {self._describe(split, position)}: "
-                              f"{user_inputs.tf_message(e)}")
-    return base.DataError(f"cannot read split {split!r} of data set {self.spec.name!r} near "
-                          f"example {start}: {user_inputs.tf_message(error)}")
+        return dataset_api.DataError(f"cannot decode {self._describe(split, position)}: "
+                                     f"{user_inputs.tf_message(e)}")
+    return dataset_api.DataError(f"cannot read split {split!r} of data set {self.spec.name!r} near "
+                                 f"example {start}: {user_inputs.tf_message(error)}")
 
   def batches(self, split, batch_size):
     """The split in fixed order, decoded once per process when its content is recorded and it
@@ -281,16 +286,16 @@ class UserDataset(base.Dataset):
       return None
     while _DECODED and size + sum(e.images.nbytes for e in _DECODED.values()) > DECODED_BYTES:
       _DECODED.pop(next(iter(_DECODED)))
-    _DECODED[key] = base.concatenate(self._decode_batches(split, 1024))
+    _DECODED[key] = dataset_api.concatenate(self._decode_batches(split, 1024))
     return _DECODED[key]
 
   def _decode_batches(self, split, batch_size):
     ds = self._records(split).map(lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
     for start, (pixels, labels, ids) in self._stream(split, batch_size, ds):
       ids = ids.numpy()
-      yield base.Examples(images=pixels.numpy(),
-                          labels=self._checked_labels(split, start, labels.numpy()),
-                          ids=ids, attributes=self._attributes_of(split, ids))
+      yield dataset_api.Examples(images=pixels.numpy(),
+                                 labels=self._checked_labels(split, start, labels.numpy()),
+                                 ids=ids, attributes=self._attributes_of(split, ids))
 
   def calibration_examples(self, split, n):
     """`n` examples evenly spaced over `split`'s fixed order (both ends included), not its first
@@ -308,9 +313,9 @@ class UserDataset(base.Dataset):
     parts = []
     for _, (pixels, labels, ids) in self._stream_unchecked(split, ds, len(positions)):
       ids = ids.numpy()
-      parts.append(base.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=ids,
-                                 attributes=self._attributes_of(split, ids)))
-    return base.concatenate(parts)
+      parts.append(dataset_api.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=ids,
+                                        attributes=self._attributes_of(split, ids)))
+    return dataset_api.concatenate(parts)
 
   def examples(self, split, ids):
     """The examples with the given ids, in the order of `ids`; only those images are decoded
@@ -323,9 +328,9 @@ class UserDataset(base.Dataset):
     parts = []
     for _, (pixels, labels, found) in self._stream(split, 1024, ds):
       found = found.numpy()
-      parts.append(base.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=found,
-                                 attributes=self._attributes_of(split, found)))
-    return base.in_order(parts, ids, split)
+      parts.append(dataset_api.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=found,
+                                        attributes=self._attributes_of(split, found)))
+    return dataset_api.in_order(parts, ids, split)
 
   def _records_at(self, split, positions):
     """The records at `positions` (sorted unique) of `split`'s fixed order, read before any
@@ -351,8 +356,8 @@ class UserDataset(base.Dataset):
     ds = self._records(split).map(lambda r, label, i: (label, label, i))
     for start, (_, labels, ids) in self._stream(split, batch_size, ds):
       ids = ids.numpy()
-      yield base.Annotations(labels=self._checked_labels(split, start, labels.numpy()),
-                             ids=ids, attributes=self._attributes_of(split, ids))
+      yield dataset_api.Annotations(labels=self._checked_labels(split, start, labels.numpy()),
+                                    ids=ids, attributes=self._attributes_of(split, ids))
 
   def tf_dataset(self, split):
     self.check_split(split)

@@ -11,10 +11,10 @@ This package imports nothing of tf_forget but `tf_forget.artifacts.errors`, and 
 """
 
 from tf_forget.executor.address import check_address
-from tf_forget.executor.base import Executor
-from tf_forget.executor.base import ExecutorError
-from tf_forget.executor.base import RunProgress
-from tf_forget.executor.base import Task
+from tf_forget.executor.executor_api import Executor
+from tf_forget.executor.executor_api import ExecutorError
+from tf_forget.executor.executor_api import RunProgress
+from tf_forget.executor.executor_api import Task
 from tf_forget.executor.inline import InlineExecutor
 from tf_forget.executor.local import LocalExecutor
 from tf_forget.executor.ray_executor import RayExecutor

@@ -24,7 +24,7 @@ import os
 import socket
 import threading
 
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 
 DEFAULT_TIMEOUT_S = 10.0
 # HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 §3.4, §6.5): what a
@@ -46,14 +46,14 @@ def split(address):
   if "://" in address:
     scheme, _, rest = address.partition("://")
     if scheme != "ray":
-      raise base.ExecutorError(f"{_USAGE}, got {address!r}")
+      raise executor_api.ExecutorError(f"{_USAGE}, got {address!r}")
     rest = rest.rstrip("/")
     if ":" not in rest.rpartition("]")[2]:
       rest = f"{rest}:{CLIENT_PORT}"
   host, _, port = rest.rpartition(":")
   host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
   if not host or not port.isdigit() or not 0 < int(port) < 65536:
-    raise base.ExecutorError(f"{_USAGE}, got {address!r}")
+    raise executor_api.ExecutorError(f"{_USAGE}, got {address!r}")
   return host, int(port)
 
 
@@ -67,13 +67,13 @@ def resolve_auto():
     from ray._private import services  # pylint: disable=g-import-not-at-top
     from ray._private import utils  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise base.ExecutorError("ray is not installed: pip install ray==2.60.0") from e
+    raise executor_api.ExecutorError("ray is not installed: pip install ray==2.60.0") from e
   try:
     found = services.get_ray_address_from_environment("auto", None)
   except ConnectionError:
     found = None
   if not found or found == "auto":
-    raise base.ExecutorError(
+    raise executor_api.ExecutorError(
         "ray address 'auto': no running Ray cluster found (RAY_ADDRESS is unset, "
         f"{utils.get_ray_address_file(None)} names none and no Ray runs on this machine): "
         "start one with `ray start --head` or give its address")
@@ -173,7 +173,7 @@ def check_address(name, address, timeout_s=DEFAULT_TIMEOUT_S, handshake_s=None):
   if name != "ray" or address is None or address == "local":
     return None
   if not isinstance(address, str) or not address:
-    raise base.ExecutorError(f"{_USAGE}, got {address!r}")
+    raise executor_api.ExecutorError(f"{_USAGE}, got {address!r}")
   where = address
   if address == "auto":
     resolved = resolve_auto()
@@ -184,13 +184,14 @@ def check_address(name, address, timeout_s=DEFAULT_TIMEOUT_S, handshake_s=None):
   try:
     probe(host, port, timeout_s)
   except OSError as e:  # TimeoutError and socket.gaierror are OSErrors
-    raise base.ExecutorError(f"cannot reach the Ray cluster at {where}: {reason(e)}") from None
+    raise executor_api.ExecutorError(
+        f"cannot reach the Ray cluster at {where}: {reason(e)}") from None
   tls = os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
   if handshake_s is not None and not tls:
     try:
       handshake(host, port, handshake_s)
     except OSError as e:
-      raise base.ExecutorError(
+      raise executor_api.ExecutorError(
           f"{where} answers but is not a Ray cluster ({reason(e)}): give the address of its "
           "GCS (host:6379, printed by `ray start --head`) or ray://host:10001") from None
   return f"{host}:{port}"

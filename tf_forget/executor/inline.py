@@ -5,11 +5,11 @@ No retries: a task that kills its process kills the driver.
 """
 
 from tf_forget.artifacts import errors
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 from tf_forget.executor import worker
 
 
-class InlineExecutor(base.Executor):
+class InlineExecutor(executor_api.Executor):
   """Runs each task with `worker.call` in this process, in the order given."""
 
   name = "inline"
@@ -27,7 +27,7 @@ class InlineExecutor(base.Executor):
         progress.note(f"{task.key} failed: {type(e).__name__}: {worker.message(e)[:200]}")
         if isinstance(e, errors.Error):
           raise
-        raise base.task_error(task.key, type(e).__name__, worker.message(e)) from e
+        raise executor_api.task_error(task.key, type(e).__name__, worker.message(e)) from e
       results[task.key] = value
       progress.done(task)
     return results

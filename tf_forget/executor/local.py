@@ -47,7 +47,7 @@ import signal
 import threading
 
 from tf_forget.artifacts import errors
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 from tf_forget.executor import lifeline
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
@@ -78,7 +78,7 @@ def check_workers(workers, minimum=1):
   if workers is None:
     return max(os.cpu_count() or 1, minimum)
   if isinstance(workers, bool) or not isinstance(workers, int) or workers < minimum:
-    raise base.ExecutorError(f"workers must be an integer >= {minimum}, got {workers!r}")
+    raise executor_api.ExecutorError(f"workers must be an integer >= {minimum}, got {workers!r}")
   return workers
 
 
@@ -101,7 +101,8 @@ class LocalExecutor(scheduler.PooledExecutor):
     super().__init__(max_retries)
     self.workers = check_workers(workers)
     if env is not None and not isinstance(env, dict):
-      raise base.ExecutorError(f"env must be a dict of environment variables, got {env!r:.100}")
+      raise executor_api.ExecutorError(
+          f"env must be a dict of environment variables, got {env!r:.100}")
     self._env = {str(k): str(v) for k, v in (env or {}).items()}
     self._pool = None
     self._state_dir = None
@@ -163,7 +164,7 @@ class LocalExecutor(scheduler.PooledExecutor):
         status = scheduler.LOST if lost else scheduler.COLLATERAL
         outcomes.append((future, scheduler.Outcome(status)))
       else:  # the envelope could not be sent or received (it cannot be the task's exception)
-        outcomes.append((future, scheduler.Outcome(scheduler.FAILED, error=base.task_error(
+        outcomes.append((future, scheduler.Outcome(scheduler.FAILED, error=executor_api.task_error(
             future.task_key, type(error).__name__, errors.one_line(error)))))
     return outcomes
 

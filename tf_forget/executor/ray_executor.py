@@ -54,7 +54,7 @@ import threading
 
 from tf_forget.artifacts import errors
 from tf_forget.executor import address as address_lib
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
 
@@ -166,7 +166,7 @@ def _import_ray():
   try:
     import ray  # pylint: disable=g-import-not-at-top
   except ImportError as e:
-    raise base.ExecutorError(INSTALL) from e
+    raise executor_api.ExecutorError(INSTALL) from e
   return ray
 
 
@@ -220,18 +220,20 @@ class RayExecutor(scheduler.PooledExecutor):
     """
     super().__init__(max_retries)
     if address is not None and (not isinstance(address, str) or not address):
-      raise base.ExecutorError(f"ray address must be 'auto' or 'ray://host:port', got {address!r}")
+      raise executor_api.ExecutorError(
+          f"ray address must be 'auto' or 'ray://host:port', got {address!r}")
     if address is not None and num_cpus is not None:
-      raise base.ExecutorError("num_cpus is for a local Ray only (address=None)")
+      raise executor_api.ExecutorError("num_cpus is for a local Ray only (address=None)")
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)
                                  or num_cpus < 1):
-      raise base.ExecutorError(f"ray num_cpus must be an integer >= 1, got {num_cpus!r}")
+      raise executor_api.ExecutorError(f"ray num_cpus must be an integer >= 1, got {num_cpus!r}")
     if (isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, (int, float))
         or not connect_timeout_s > 0):
-      raise base.ExecutorError(f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
+      raise executor_api.ExecutorError(
+          f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
     for name, value in (("env", env), ("runtime_env", runtime_env)):
       if value is not None and not isinstance(value, dict):
-        raise base.ExecutorError(f"{name} must be a dict, got {value!r:.100}")
+        raise executor_api.ExecutorError(f"{name} must be a dict, got {value!r:.100}")
     self.address = address
     self.num_cpus = num_cpus
     self.connect_timeout_s = connect_timeout_s
@@ -279,12 +281,13 @@ class RayExecutor(scheduler.PooledExecutor):
         address_lib.check_address(self.name, self.address)
         bounded_init(ray, self.connect_timeout_s, address=self.address, **options)
         self._owned = False
-    except base.ExecutorError:
+    except executor_api.ExecutorError:
       raise
     except Exception as e:  # pylint: disable=broad-except
       self._cleanup_temp_dir()
       where = self.address or "a local Ray"
-      raise base.ExecutorError(f"cannot start or connect to {where}: {errors.one_line(e, 200)}")
+      raise executor_api.ExecutorError(
+          f"cannot start or connect to {where}: {errors.one_line(e, 200)}")
     self._ray = ray
     self._remote = ray.remote(worker.envelope)
     return ray
@@ -341,7 +344,7 @@ class RayExecutor(scheduler.PooledExecutor):
         outcomes.append((ref, scheduler.Outcome(scheduler.EXHAUSTED)))
       except ray.exceptions.RayError as e:
         message = errors.one_line(_ANSI.sub("", str(e)))
-        error = base.task_error(key, type(e).__name__, message)
+        error = executor_api.task_error(key, type(e).__name__, message)
         outcomes.append((ref, scheduler.Outcome(scheduler.FAILED, error=error)))
     return outcomes
 

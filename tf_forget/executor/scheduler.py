@@ -3,7 +3,7 @@
 `PooledExecutor._run` keeps a window of tasks in flight (biggest `cost` first, as many as fit the
 executor's capacity, always at least one), collects their outcomes, retries the tasks whose
 worker was lost, and on the first task failure stops submitting, lets the running tasks finish
-and raises the failure (base.py describes the semantics). A subclass provides:
+and raises the failure (executor_api.py describes the semantics). A subclass provides:
 
   _capacity() -> {resource: amount}     e.g. {"slots": 2} or {"CPU": 2.0, "GPU": 0.0}
   _need(task) -> {resource: amount}     what one task occupies while it runs
@@ -15,7 +15,7 @@ and raises the failure (base.py describes the semantics). A subclass provides:
 import dataclasses
 
 from tf_forget.artifacts import errors
-from tf_forget.executor import base
+from tf_forget.executor import executor_api
 
 OK = "ok"
 FAILED = "failed"
@@ -49,12 +49,12 @@ def _fits(used, need, capacity):
   return all(used.get(r, 0) + amount <= capacity.get(r, 0) + 1e-9 for r, amount in need.items())
 
 
-class PooledExecutor(base.Executor):
+class PooledExecutor(executor_api.Executor):
   """An executor with worker processes: the window, retry and failure logic of every backend."""
 
   def __init__(self, max_retries=2):
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-      raise base.ExecutorError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+      raise executor_api.ExecutorError(f"max_retries must be an integer >= 0, got {max_retries!r}")
     self.max_retries = max_retries
 
   def _capacity(self):
@@ -122,18 +122,18 @@ class PooledExecutor(base.Executor):
     if outcome.status == FAILED:
       error = outcome.error
       if isinstance(error, dict):
-        error = base.failure_from_envelope(key, error)
+        error = executor_api.failure_from_envelope(key, error)
       progress.note(f"{key} failed: {type(error).__name__}: {errors.one_line(error, 200)}"
                     + (f"; waiting for {running} running task(s)" if running else ""))
       return failure or error
     if outcome.status == EXHAUSTED:
-      error = base.ExecutorError(f"task {key}: worker lost {self.max_retries + 1} times")
+      error = executor_api.ExecutorError(f"task {key}: worker lost {self.max_retries + 1} times")
       progress.note(str(error))
       return failure or error
     if outcome.status == LOST:
       losses[key] += 1
       if losses[key] > self.max_retries:
-        error = base.ExecutorError(f"task {key}: worker lost {losses[key]} times")
+        error = executor_api.ExecutorError(f"task {key}: worker lost {losses[key]} times")
         progress.note(str(error))
         return failure or error
       progress.note(f"{key}: worker lost, retry {losses[key]}/{self.max_retries}")

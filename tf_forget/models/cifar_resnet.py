@@ -25,7 +25,7 @@ Parameter counts with 10 classes and option A (trainable; the BN statistics are 
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 STAGE_FILTERS = (16, 32, 64)
 SHORTCUTS = ("A", "B")
@@ -38,11 +38,11 @@ def _conv_bn(x, filters, strides, weight_decay, name, relu=True):
   if strides > 1:
     x = keras.layers.ZeroPadding2D(1, name=f"{name}_pad")(x)
     padding = "valid"
-  x = common.conv(filters, 3, strides=strides, padding=padding, weight_decay=weight_decay,
-                  name=f"{name}_conv")(x)
-  x = common.batch_norm(name=f"{name}_bn")(x)
+  x = model_kit.conv(filters, 3, strides=strides, padding=padding, weight_decay=weight_decay,
+                     name=f"{name}_conv")(x)
+  x = model_kit.batch_norm(name=f"{name}_bn")(x)
   if relu:
-    x = common.relu(name=f"{name}_relu")(x)
+    x = model_kit.relu(name=f"{name}_relu")(x)
   return x
 
 
@@ -68,7 +68,7 @@ def basic_block(x, filters, strides, shortcut, weight_decay, name):
     filters: output channels.
     strides: stride of the first conv.
     shortcut: "A" (zero padding) or "B" (projection) where the shape changes.
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     name: layer name prefix.
 
   Returns:
@@ -80,13 +80,13 @@ def basic_block(x, filters, strides, shortcut, weight_decay, name):
   elif shortcut == "A":
     skip = _shortcut_a(x, filters, strides, name)
   else:
-    skip = common.conv(filters, 1, strides=strides, padding="valid", weight_decay=weight_decay,
-                       name=f"{name}_proj_conv")(x)
-    skip = common.batch_norm(name=f"{name}_proj_bn")(skip)
+    skip = model_kit.conv(filters, 1, strides=strides, padding="valid", weight_decay=weight_decay,
+                          name=f"{name}_proj_conv")(x)
+    skip = model_kit.batch_norm(name=f"{name}_proj_bn")(skip)
   y = _conv_bn(x, filters, strides, weight_decay, f"{name}_1")
   y = _conv_bn(y, filters, 1, weight_decay, f"{name}_2", relu=False)
   y = keras.layers.Add(name=f"{name}_add")([skip, y])
-  return common.relu(name=f"{name}_out")(y)
+  return model_kit.relu(name=f"{name}_out")(y)
 
 
 def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_decay=0.0,
@@ -100,9 +100,9 @@ def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_dec
     shortcut: "A" (parameter-free zero padding, He et al.'s CIFAR choice) or "B"
       (1×1 conv + BN projection) where dimensions increase.
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`; 002 §6.1's "weight decay 0.0005" is ε, i.e.
+      SPEC §6.1's notation, see `model_kit.l2`; 002 §6.1's "weight decay 0.0005" is ε, i.e.
       `weight_decay=2.5e-4`). Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -110,23 +110,23 @@ def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_dec
     [0, 255] -> logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: a bad depth, shortcut, shape or option value.
+    model_kit.ModelError: a bad depth, shortcut, shape or option value.
   """
   keras = keras2.keras()
   if isinstance(depth, bool) or not isinstance(depth, int) or depth < 8 or (depth - 2) % 6:
-    raise common.ModelError(f"cifar_resnet depth must be an int 6n + 2 >= 8, got {depth!r}")
+    raise model_kit.ModelError(f"cifar_resnet depth must be an int 6n + 2 >= 8, got {depth!r}")
   if shortcut not in SHORTCUTS:
-    raise common.ModelError(f"shortcut must be one of {SHORTCUTS}, got {shortcut!r}")
-  input_shape = common.check_input_shape(input_shape, min_size=4)
-  num_classes = common.check_num_classes(num_classes)
+    raise model_kit.ModelError(f"shortcut must be one of {SHORTCUTS}, got {shortcut!r}")
+  input_shape = model_kit.check_input_shape(input_shape, min_size=4)
+  num_classes = model_kit.check_num_classes(num_classes)
   blocks = (depth - 2) // 6
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   x = _conv_bn(x, STAGE_FILTERS[0], 1, weight_decay, "stem")
   for stage, filters in enumerate(STAGE_FILTERS, start=1):
     for i in range(blocks):
       strides = 2 if stage > 1 and i == 0 else 1
       x = basic_block(x, filters, strides, shortcut, weight_decay,
                       name=f"stage{stage}_block{i + 1}")
-  logits = common.classifier_head(x, num_classes, weight_decay=weight_decay)
+  logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"cifar_resnet{depth}")

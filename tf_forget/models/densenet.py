@@ -31,7 +31,7 @@ layer from the list above.
 import math
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 BOTTLENECK_WIDTH = 4  # the 1×1 conv of a bottleneck layer has 4k channels (Huang et al. §3)
 
@@ -42,20 +42,20 @@ def bottleneck_layer(x, growth_rate, weight_decay, name):
   Args:
     x: input `[batch, H, W, C]`.
     growth_rate: k, the channels the layer adds.
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     name: layer name prefix.
 
   Returns:
     `[batch, H, W, C + k]`: `x` then the k new channels (torch.cat((x, out), 1)).
   """
   keras = keras2.keras()
-  y = common.batch_norm(name=f"{name}_bn1")(x)
-  y = common.relu(name=f"{name}_relu1")(y)
-  y = common.conv(BOTTLENECK_WIDTH * growth_rate, 1, padding="valid",
-                  weight_decay=weight_decay, name=f"{name}_conv1")(y)
-  y = common.batch_norm(name=f"{name}_bn2")(y)
-  y = common.relu(name=f"{name}_relu2")(y)
-  y = common.conv(growth_rate, 3, weight_decay=weight_decay, name=f"{name}_conv2")(y)
+  y = model_kit.batch_norm(name=f"{name}_bn1")(x)
+  y = model_kit.relu(name=f"{name}_relu1")(y)
+  y = model_kit.conv(BOTTLENECK_WIDTH * growth_rate, 1, padding="valid",
+                     weight_decay=weight_decay, name=f"{name}_conv1")(y)
+  y = model_kit.batch_norm(name=f"{name}_bn2")(y)
+  y = model_kit.relu(name=f"{name}_relu2")(y)
+  y = model_kit.conv(growth_rate, 3, weight_decay=weight_decay, name=f"{name}_conv2")(y)
   return keras.layers.Concatenate(axis=-1, name=f"{name}_concat")([x, y])
 
 
@@ -65,17 +65,17 @@ def transition(x, channels, weight_decay, name):
   Args:
     x: input `[batch, H, W, C]`.
     channels: output channels (⌊C · compression⌋).
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     name: layer name prefix.
 
   Returns:
     `[batch, ⌊H / 2⌋, ⌊W / 2⌋, channels]`.
   """
   keras = keras2.keras()
-  y = common.batch_norm(name=f"{name}_bn")(x)
-  y = common.relu(name=f"{name}_relu")(y)
-  y = common.conv(channels, 1, padding="valid", weight_decay=weight_decay,
-                  name=f"{name}_conv")(y)
+  y = model_kit.batch_norm(name=f"{name}_bn")(x)
+  y = model_kit.relu(name=f"{name}_relu")(y)
+  y = model_kit.conv(channels, 1, padding="valid", weight_decay=weight_decay,
+                     name=f"{name}_conv")(y)
   return keras.layers.AveragePooling2D(2, strides=2, name=f"{name}_pool")(y)
 
 
@@ -91,9 +91,9 @@ def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=
     compression: θ in (0, 1], a transition keeps ⌊θ·C⌋ channels (0.5: torchprune's
       `compressionRate=2`).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`; a PyTorch SGD `weight_decay=1e-4` is λ = 5e-5).
+      SPEC §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=1e-4` is λ = 5e-5).
       Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -101,24 +101,24 @@ def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=
     logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: a bad depth, growth rate, compression, shape or option value.
+    model_kit.ModelError: a bad depth, growth rate, compression, shape or option value.
   """
   keras = keras2.keras()
   if isinstance(depth, bool) or not isinstance(depth, int) or depth < 10 or (depth - 4) % 6:
-    raise common.ModelError(f"densenet depth must be an int 6n + 4 >= 10, got {depth!r}")
+    raise model_kit.ModelError(f"densenet depth must be an int 6n + 4 >= 10, got {depth!r}")
   if isinstance(growth_rate, bool) or not isinstance(growth_rate, int) or growth_rate < 1:
-    raise common.ModelError(f"densenet growth_rate must be a positive int, got {growth_rate!r}")
+    raise model_kit.ModelError(f"densenet growth_rate must be a positive int, got {growth_rate!r}")
   if isinstance(compression, bool) or not isinstance(compression, (int, float)) or not (
       0 < compression <= 1):
-    raise common.ModelError(f"densenet compression must be in (0, 1], got {compression!r}")
-  input_shape = common.check_input_shape(input_shape, min_size=4)
-  num_classes = common.check_num_classes(num_classes)
-  common.check_weight_decay(weight_decay)
+    raise model_kit.ModelError(f"densenet compression must be in (0, 1], got {compression!r}")
+  input_shape = model_kit.check_input_shape(input_shape, min_size=4)
+  num_classes = model_kit.check_num_classes(num_classes)
+  model_kit.check_weight_decay(weight_decay)
   layers_per_block = (depth - 4) // 6
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   channels = 2 * growth_rate
-  x = common.conv(channels, 3, weight_decay=weight_decay, name="conv1")(x)
+  x = model_kit.conv(channels, 3, weight_decay=weight_decay, name="conv1")(x)
   for block in range(1, 4):
     for i in range(layers_per_block):
       x = bottleneck_layer(x, growth_rate, weight_decay, name=f"block{block}_layer{i + 1}")
@@ -126,7 +126,7 @@ def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=
     if block < 3:
       channels = int(math.floor(channels * compression))
       x = transition(x, channels, weight_decay, name=f"transition{block}")
-  x = common.batch_norm(name="final_bn")(x)
-  x = common.relu(name="final_relu")(x)
-  logits = common.classifier_head(x, num_classes, weight_decay=weight_decay)
+  x = model_kit.batch_norm(name="final_bn")(x)
+  x = model_kit.relu(name="final_relu")(x)
+  logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"densenet{depth}")

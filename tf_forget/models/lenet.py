@@ -24,7 +24,7 @@ layer's fan-in (Flatten adapts).
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 # variant -> (conv kernel size, C1 padding, conv widths, dense widths, smallest H / W).
 VARIANTS = {
@@ -43,8 +43,8 @@ def lenet5(input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0,
     num_classes: number of logits.
     variant: "shrinkbench" (002's model) or "lecun1998".
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`). Default 0 (002 §6.1 gives none for LeNet).
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+      SPEC §6.1's notation, see `model_kit.l2`). Default 0 (002 §6.1 gives none for LeNet).
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -52,26 +52,26 @@ def lenet5(input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0,
     logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: an unknown variant or a bad shape / option value.
+    model_kit.ModelError: an unknown variant or a bad shape / option value.
   """
   keras = keras2.keras()
   if variant not in VARIANTS:
-    raise common.ModelError(
+    raise model_kit.ModelError(
         f"unknown lenet5 variant {variant!r} (known: {', '.join(VARIANTS)})")
   kernel, first_padding, conv_widths, dense_widths, min_size = VARIANTS[variant]
-  input_shape = common.check_input_shape(input_shape, min_size=min_size)
-  num_classes = common.check_num_classes(num_classes)
+  input_shape = model_kit.check_input_shape(input_shape, min_size=min_size)
+  num_classes = model_kit.check_num_classes(num_classes)
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   for i, width in enumerate(conv_widths, start=1):
-    x = common.conv(width, kernel, padding=first_padding if i == 1 else "valid",
-                    use_bias=True, weight_decay=weight_decay,
-                    kernel_initializer="glorot_uniform", name=f"conv{i}")(x)
-    x = common.relu(name=f"conv{i}_relu")(x)
+    x = model_kit.conv(width, kernel, padding=first_padding if i == 1 else "valid",
+                       use_bias=True, weight_decay=weight_decay,
+                       kernel_initializer="glorot_uniform", name=f"conv{i}")(x)
+    x = model_kit.relu(name=f"conv{i}_relu")(x)
     x = keras.layers.MaxPooling2D(2, name=f"pool{i}")(x)
   x = keras.layers.Flatten(name="flatten")(x)
   for i, units in enumerate(dense_widths, start=1):
-    x = common.dense(units, weight_decay=weight_decay, name=f"fc{i}")(x)
-    x = common.relu(name=f"fc{i}_relu")(x)
-  logits = common.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
+    x = model_kit.dense(units, weight_decay=weight_decay, name=f"fc{i}")(x)
+    x = model_kit.relu(name=f"fc{i}_relu")(x)
+  logits = model_kit.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
   return keras.Model(inputs, logits, name="lenet5")

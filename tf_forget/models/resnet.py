@@ -27,7 +27,7 @@ pooling); CelebA uses its native 218×178 (SPEC §2.4).
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 # Blocks per stage (He et al. 2016, Table 1).
 STAGES = {18: (2, 2, 2, 2), 34: (3, 4, 6, 3), 50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}
@@ -44,11 +44,11 @@ def _conv_bn(x, filters, kernel_size, strides, weight_decay, name, relu=True,
     padding = "valid"
   else:
     padding = "same"
-  x = common.conv(filters, kernel_size, strides=strides, padding=padding,
-                  weight_decay=weight_decay, name=f"{name}_conv")(x)
-  x = common.batch_norm(gamma_zero=gamma_zero, name=f"{name}_bn")(x)
+  x = model_kit.conv(filters, kernel_size, strides=strides, padding=padding,
+                     weight_decay=weight_decay, name=f"{name}_conv")(x)
+  x = model_kit.batch_norm(gamma_zero=gamma_zero, name=f"{name}_bn")(x)
   if relu:
-    x = common.relu(name=f"{name}_relu")(x)
+    x = model_kit.relu(name=f"{name}_relu")(x)
   return x
 
 
@@ -66,7 +66,7 @@ def basic_block(x, filters, strides, weight_decay, zero_init_residual, name):
     x: input `[batch, H, W, C]`.
     filters: output channels.
     strides: stride of the first conv (and of the projection).
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     zero_init_residual: start the last BN at γ = 0.
     name: layer name prefix.
 
@@ -79,7 +79,7 @@ def basic_block(x, filters, strides, weight_decay, zero_init_residual, name):
   y = _conv_bn(y, filters, 3, 1, weight_decay, f"{name}_2", relu=False,
                gamma_zero=zero_init_residual)
   y = keras.layers.Add(name=f"{name}_add")([shortcut, y])
-  return common.relu(name=f"{name}_out")(y)
+  return model_kit.relu(name=f"{name}_out")(y)
 
 
 def bottleneck_block(x, filters, strides, weight_decay, zero_init_residual, name):
@@ -89,7 +89,7 @@ def bottleneck_block(x, filters, strides, weight_decay, zero_init_residual, name
     x: input `[batch, H, W, C]`.
     filters: bottleneck width; the block outputs `4 * filters` channels.
     strides: stride of the 3×3 conv (and of the projection).
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     zero_init_residual: start the last BN at γ = 0.
     name: layer name prefix.
 
@@ -103,7 +103,7 @@ def bottleneck_block(x, filters, strides, weight_decay, zero_init_residual, name
   y = _conv_bn(y, BOTTLENECK_EXPANSION * filters, 1, 1, weight_decay, f"{name}_3",
                relu=False, gamma_zero=zero_init_residual)
   y = keras.layers.Add(name=f"{name}_add")([shortcut, y])
-  return common.relu(name=f"{name}_out")(y)
+  return model_kit.relu(name=f"{name}_out")(y)
 
 
 def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weight_decay=0.0,
@@ -116,8 +116,8 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
     depth: 18 or 34 (basic blocks), 50 or 101 (bottleneck blocks).
     zero_init_residual: initialize each block's last BN γ to 0 (Goyal et al. 2017).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`). Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+      SPEC §6.1's notation, see `model_kit.l2`). Default 0.
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -125,17 +125,17 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
     logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: an unsupported depth or a bad shape / option value.
+    model_kit.ModelError: an unsupported depth or a bad shape / option value.
   """
   keras = keras2.keras()
   if depth not in STAGES:
-    raise common.ModelError(
+    raise model_kit.ModelError(
         f"resnet depth must be one of {sorted(STAGES)}, got {depth!r}")
-  input_shape = common.check_input_shape(input_shape)
-  num_classes = common.check_num_classes(num_classes)
+  input_shape = model_kit.check_input_shape(input_shape)
+  num_classes = model_kit.check_num_classes(num_classes)
   block = basic_block if depth < 50 else bottleneck_block
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   x = _conv_bn(x, 64, 7, 2, weight_decay, "stem")
   x = keras.layers.ZeroPadding2D(1, name="stem_pool_pad")(x)
   x = keras.layers.MaxPooling2D(3, strides=2, name="stem_pool")(x)
@@ -144,7 +144,7 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
       strides = 2 if stage > 1 and i == 0 else 1
       x = block(x, filters, strides, weight_decay, zero_init_residual,
                 name=f"stage{stage}_block{i + 1}")
-  logits = common.classifier_head(x, num_classes, weight_decay=weight_decay)
+  logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"resnet{depth}")
 
 

@@ -29,7 +29,7 @@ Larger inputs work (e.g. 28×28 MNIST) but `fc1` grows with H·W/16.
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 # Smallest H / W: two 2×2 max pools must leave at least 1×1.
 MIN_SIZE = 4
@@ -46,8 +46,8 @@ def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=1
     hidden_units: width of `fc1`.
     dropout_rate: dropout before `fc1` and before the logits (0 disables it).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel; in SPEC §6.1's
-      notation ε = 2λ (see `common.l2`). Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+      notation ε = 2λ (see `model_kit.l2`). Default 0.
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -55,35 +55,35 @@ def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=1
     logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: a bad shape, class count or option value.
+    model_kit.ModelError: a bad shape, class count or option value.
   """
   keras = keras2.keras()
-  input_shape = common.check_input_shape(input_shape, min_size=MIN_SIZE)
-  num_classes = common.check_num_classes(num_classes)
+  input_shape = model_kit.check_input_shape(input_shape, min_size=MIN_SIZE)
+  num_classes = model_kit.check_num_classes(num_classes)
   try:
     filters = tuple(int(f) for f in filters)
   except (TypeError, ValueError):
     filters = ()
   if len(filters) != 3 or min(filters) < 1:
-    raise common.ModelError(f"filters must be three positive ints, got {filters!r}")
+    raise model_kit.ModelError(f"filters must be three positive ints, got {filters!r}")
   if not isinstance(hidden_units, int) or hidden_units < 1:
-    raise common.ModelError(f"hidden_units must be a positive int, got {hidden_units!r}")
-  dropout_rate = common.check_dropout_rate(dropout_rate)
+    raise model_kit.ModelError(f"hidden_units must be a positive int, got {hidden_units!r}")
+  dropout_rate = model_kit.check_dropout_rate(dropout_rate)
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   for i, (width, pool) in enumerate(zip(filters, (False, True, True)), start=1):
-    x = common.conv(width, 3, use_bias=True, weight_decay=weight_decay,
-                    name=f"conv{i}")(x)
-    x = common.relu(name=f"conv{i}_relu")(x)
+    x = model_kit.conv(width, 3, use_bias=True, weight_decay=weight_decay,
+                       name=f"conv{i}")(x)
+    x = model_kit.relu(name=f"conv{i}_relu")(x)
     if pool:
       x = keras.layers.MaxPooling2D(2, name=f"pool{i - 1}")(x)
   x = keras.layers.Flatten(name="flatten")(x)
   if dropout_rate:
     x = keras.layers.Dropout(dropout_rate, name="dropout1")(x)
-  x = common.dense(hidden_units, weight_decay=weight_decay,
-                   kernel_initializer="he_normal", name="fc1")(x)
-  x = common.relu(name="fc1_relu")(x)
+  x = model_kit.dense(hidden_units, weight_decay=weight_decay,
+                      kernel_initializer="he_normal", name="fc1")(x)
+  x = model_kit.relu(name="fc1_relu")(x)
   if dropout_rate:
     x = keras.layers.Dropout(dropout_rate, name="dropout2")(x)
-  logits = common.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
+  logits = model_kit.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
   return keras.Model(inputs, logits, name="small_cnn")

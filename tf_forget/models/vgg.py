@@ -26,7 +26,7 @@ the BN moving statistics add 8,448 non-trainable weights.
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 POOL = "M"
 # bearpaw/pytorch-classification models/cifar/vgg.py `cfg` (the ImageNet VGG configurations).
@@ -48,7 +48,7 @@ def features(x, config, weight_decay=0.0):
     x: input `[batch, H, W, C]` (normalized pixels).
     config: a sequence of output channels (a conv3×3-BN-ReLU each) and `POOL` (2×2 max pooling,
       stride 2), e.g. `CONFIGS[16]`.
-    weight_decay: λ of `common.l2` on the conv kernels.
+    weight_decay: λ of `model_kit.l2` on the conv kernels.
 
   Returns:
     `[batch, H / 2^p, W / 2^p, C_last]` for p poolings (floored as PyTorch's pooling).
@@ -61,9 +61,9 @@ def features(x, config, weight_decay=0.0):
       stage, index = stage + 1, 1
       continue
     name = f"conv{stage}_{index}"
-    x = common.conv(item, 3, use_bias=True, weight_decay=weight_decay, name=name)(x)
-    x = common.batch_norm(name=f"{name}_bn")(x)
-    x = common.relu(name=f"{name}_relu")(x)
+    x = model_kit.conv(item, 3, use_bias=True, weight_decay=weight_decay, name=name)(x)
+    x = model_kit.batch_norm(name=f"{name}_bn")(x)
+    x = model_kit.relu(name=f"{name}_relu")(x)
     index += 1
   return x
 
@@ -76,9 +76,9 @@ def vgg(input_shape, num_classes, *, depth=16, weight_decay=0.0, mean=None, std=
     num_classes: number of logits.
     depth: 11, 13, 16 or 19 (configurations "A", "B", "D", "E").
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`; a PyTorch SGD `weight_decay=5e-4` is λ = 2.5e-4).
+      SPEC §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=5e-4` is λ = 2.5e-4).
       Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -86,17 +86,17 @@ def vgg(input_shape, num_classes, *, depth=16, weight_decay=0.0, mean=None, std=
     logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: a bad depth, shape or option value.
+    model_kit.ModelError: a bad depth, shape or option value.
   """
   keras = keras2.keras()
   if isinstance(depth, bool) or depth not in CONFIGS:
-    raise common.ModelError(f"vgg depth must be one of {sorted(CONFIGS)}, got {depth!r}")
-  input_shape = common.check_input_shape(input_shape, min_size=MIN_SIZE)
-  num_classes = common.check_num_classes(num_classes)
-  common.check_weight_decay(weight_decay)
+    raise model_kit.ModelError(f"vgg depth must be one of {sorted(CONFIGS)}, got {depth!r}")
+  input_shape = model_kit.check_input_shape(input_shape, min_size=MIN_SIZE)
+  num_classes = model_kit.check_num_classes(num_classes)
+  model_kit.check_weight_decay(weight_decay)
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   x = features(x, CONFIGS[depth], weight_decay=weight_decay)
   x = keras.layers.Flatten(name="flatten")(x)
-  logits = common.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
+  logits = model_kit.dense(num_classes, weight_decay=weight_decay, name="logits")(x)
   return keras.Model(inputs, logits, name=f"vgg{depth}")

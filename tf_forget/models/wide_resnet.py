@@ -25,7 +25,7 @@ at least 4×4 works; CIFAR is 32×32×3.
 """
 
 from tf_forget.compat import keras2
-from tf_forget.models import common
+from tf_forget.models import model_kit
 
 BASE_WIDTHS = (16, 32, 64)
 
@@ -37,8 +37,8 @@ def _pad_conv(x, filters, strides, weight_decay, name):
   if strides > 1:
     x = keras.layers.ZeroPadding2D(1, name=f"{name}_pad")(x)
     padding = "valid"
-  return common.conv(filters, 3, strides=strides, padding=padding,
-                     weight_decay=weight_decay, name=name)(x)
+  return model_kit.conv(filters, 3, strides=strides, padding=padding,
+                        weight_decay=weight_decay, name=name)(x)
 
 
 def wide_block(x, filters, strides, dropout_rate, weight_decay, name):
@@ -49,23 +49,23 @@ def wide_block(x, filters, strides, dropout_rate, weight_decay, name):
     filters: output channels.
     strides: stride of the first conv and of the shortcut projection.
     dropout_rate: dropout between the two convs (0 = none).
-    weight_decay: λ of `common.l2`.
+    weight_decay: λ of `model_kit.l2`.
     name: layer name prefix.
 
   Returns:
     `[batch, ceil(H / strides), ceil(W / strides), filters]`.
   """
   keras = keras2.keras()
-  pre = common.batch_norm(name=f"{name}_bn1")(x)
-  pre = common.relu(name=f"{name}_relu1")(pre)
+  pre = model_kit.batch_norm(name=f"{name}_bn1")(x)
+  pre = model_kit.relu(name=f"{name}_relu1")(pre)
   if strides == 1 and x.shape[-1] == filters:
     shortcut = x
   else:
-    shortcut = common.conv(filters, 1, strides=strides, padding="valid",
-                           weight_decay=weight_decay, name=f"{name}_proj")(pre)
+    shortcut = model_kit.conv(filters, 1, strides=strides, padding="valid",
+                              weight_decay=weight_decay, name=f"{name}_proj")(pre)
   y = _pad_conv(pre, filters, strides, weight_decay, f"{name}_conv1")
-  y = common.batch_norm(name=f"{name}_bn2")(y)
-  y = common.relu(name=f"{name}_relu2")(y)
+  y = model_kit.batch_norm(name=f"{name}_bn2")(y)
+  y = model_kit.relu(name=f"{name}_relu2")(y)
   if dropout_rate:
     y = keras.layers.Dropout(dropout_rate, name=f"{name}_dropout")(y)
   y = _pad_conv(y, filters, 1, weight_decay, f"{name}_conv2")
@@ -83,8 +83,8 @@ def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.
     width: widening factor k >= 1.
     dropout_rate: dropout between the convs of each block, in [0, 1).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `common.l2`). Default 0.
-    mean: optional per-channel mean on the [0, 1] scale (`common.image_input`).
+      SPEC §6.1's notation, see `model_kit.l2`). Default 0.
+    mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 
   Returns:
@@ -92,26 +92,26 @@ def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.
     [0, 255] -> logits `[batch, num_classes]`.
 
   Raises:
-    common.ModelError: a bad depth, width, shape or option value.
+    model_kit.ModelError: a bad depth, width, shape or option value.
   """
   keras = keras2.keras()
   if isinstance(depth, bool) or not isinstance(depth, int) or depth < 10 or (depth - 4) % 6:
-    raise common.ModelError(f"wrn depth must be an int 6n + 4 >= 10, got {depth!r}")
+    raise model_kit.ModelError(f"wrn depth must be an int 6n + 4 >= 10, got {depth!r}")
   if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-    raise common.ModelError(f"wrn width must be a positive int, got {width!r}")
-  dropout_rate = common.check_dropout_rate(dropout_rate)
-  input_shape = common.check_input_shape(input_shape, min_size=4)
-  num_classes = common.check_num_classes(num_classes)
+    raise model_kit.ModelError(f"wrn width must be a positive int, got {width!r}")
+  dropout_rate = model_kit.check_dropout_rate(dropout_rate)
+  input_shape = model_kit.check_input_shape(input_shape, min_size=4)
+  num_classes = model_kit.check_num_classes(num_classes)
   blocks = (depth - 4) // 6
 
-  inputs, x = common.image_input(input_shape, mean=mean, std=std)
-  x = common.conv(BASE_WIDTHS[0], 3, weight_decay=weight_decay, name="conv1")(x)
+  inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
+  x = model_kit.conv(BASE_WIDTHS[0], 3, weight_decay=weight_decay, name="conv1")(x)
   for group, base in enumerate(BASE_WIDTHS, start=1):
     for i in range(blocks):
       strides = 2 if group > 1 and i == 0 else 1
       x = wide_block(x, base * width, strides, dropout_rate, weight_decay,
                      name=f"group{group}_block{i + 1}")
-  x = common.batch_norm(name="final_bn")(x)
-  x = common.relu(name="final_relu")(x)
-  logits = common.classifier_head(x, num_classes, weight_decay=weight_decay)
+  x = model_kit.batch_norm(name="final_bn")(x)
+  x = model_kit.relu(name="final_relu")(x)
+  logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"wrn_{depth}_{width}")

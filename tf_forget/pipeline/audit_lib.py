@@ -12,7 +12,8 @@ is already on disk:
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
      evaluate every `.tflite` file on the clean split, and the files of the robustness members
      (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
-     splits (`eval.population`) and under l-inf uniform noise (`eval.noise`, 003 §4.1, SPEC §6.7);
+     splits (`eval.population_eval`) and under l-inf uniform noise (`eval.noise_eval`, 003 §4.1,
+     SPEC §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
      in the same run (`eval.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`

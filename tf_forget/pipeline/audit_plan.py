@@ -20,17 +20,17 @@ from eval import deploy
 from tf_forget.pipeline import repair_plan
 from tf_forget.pipeline import user_plan
 from tf_forget.artifacts import names
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
-from tf_forget.corruptions import published as published_lib
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
+from tf_forget.corruptions import published_suites
 from tf_forget.corruptions import robust_training as robust_lib
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
-from tf_forget.prune import population as prune_population
+from tf_forget.prune import pruned_population
 from tf_forget.train import population
 
 
@@ -96,7 +96,7 @@ class Plan:
     encodings: weight encodings of pruned members' files ("plain", maybe "sparse").
     corrupted: corrupted split names (`glass_blur@3`).
     noise: the `noise_artifact.NoiseProtocol`, or None.
-    dataset: the `base.Dataset` (checked readable).
+    dataset: the `dataset_api.Dataset` (checked readable).
     robustness_members: the k's evaluated on the corrupted splits and under noise (the
       protocol's first n members, SPEC §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
@@ -147,8 +147,8 @@ def _split_variants(population, pruning, preset_name):
   iterative variants, iterative protocol)."""
   trained, oneshot, iterative = None, [], []
   if population.variants is not None:
-    trained, oneshot, iterative = prune_population.split_variants(population.variants)
-  extra_trained, extra, extra_iterative = prune_population.split_variants(
+    trained, oneshot, iterative = pruned_population.split_variants(population.variants)
+  extra_trained, extra, extra_iterative = pruned_population.split_variants(
       pruning.oneshot.variants)
   if extra_trained or extra_iterative:
     raise tree.AuditError(
@@ -240,7 +240,7 @@ def plan(config, check_data=True):
                                                             config.deployment, protocol)
   corrupted = _corruption_splits(protocol, config.robustness, pop_config.robust_training)
   source = config.robustness.source
-  published = published_lib.suites_for(data.dataset) if source == "published" else None
+  published = published_suites.suites_for(data.dataset) if source == "published" else None
   noise = _noise_protocol(protocol, config.noise, pop_config.population_seed)
   # Fail before anything is written if the data set is unknown or not readable.
   dataset = data_registry.get(pop.dataset, **dict(pop.dataset_options))
@@ -249,7 +249,7 @@ def plan(config, check_data=True):
   extra = ()
   if published is not None:  # every split maps to a loader of the right shape; readable
     extra = tuple(x.name for x in published.extra)
-    suite = published_lib.PublishedSuite(dataset, published_lib.split_names(published,
+    suite = published_suites.PublishedSuite(dataset, published_suites.split_names(published,
                                                                              corrupted))
     if check_data:
       suite.check_readable()

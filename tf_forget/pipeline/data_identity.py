@@ -100,7 +100,7 @@ def attach(p, out, max_pixels=fingerprint_lib.DEFAULT_MAX_PIXELS):
     (plan, [Hashed]): `p` unchanged and [] when the data set is a registered one.
 
   Raises:
-    base.DataError: a file cannot be read, an image is not a whole image or is too large.
+    dataset_api.DataError: a file cannot be read, an image is not a whole image or is too large.
   """
   dataset = p.dataset
   if not isinstance(dataset, user_sets.UserDataset):

@@ -20,7 +20,7 @@ import dataclasses
 from typing import Callable, Sequence
 
 from tf_forget.artifacts import errors
-from tf_forget.executor import base as executor_base
+from tf_forget.executor import executor_api
 
 TASKS = "tf_forget.pipeline.tasks"
 
@@ -49,7 +49,7 @@ class Unit:
     task: callable([items of the stale checks]) -> `executor.Task`.
   """
   checks: Sequence[Check]
-  task: Callable[[list], executor_base.Task]
+  task: Callable[[list], executor_api.Task]
 
 
 class Stage:
@@ -72,8 +72,8 @@ class Stage:
 
 def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
   """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function": that)."""
-  return executor_base.Task(key=key, fn=fn if ":" in fn else f"{TASKS}:{fn}", kwargs=kwargs,
-                            cost=float(cost), num_gpus=num_gpus)
+  return executor_api.Task(key=key, fn=fn if ":" in fn else f"{TASKS}:{fn}", kwargs=kwargs,
+                           cost=float(cost), num_gpus=num_gpus)
 
 
 def stale(check, log):

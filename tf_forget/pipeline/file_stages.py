@@ -20,15 +20,15 @@ import os
 
 from tf_forget.pipeline import driver
 from eval import evaluate
-from eval import noise as noise_eval
-from eval import population as eval_population
+from eval import noise_eval
+from eval import population_eval
 from tf_forget.pipeline import tasks
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.corruptions import cache as corruption_cache
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
 from tflite_export import export_state
 from tflite_export import formats
 
@@ -209,7 +209,7 @@ class EvaluateStage(driver.Stage):
             for (mv, k), metas in sorted(_robust_members(ctx).items())]
 
   def finish(self, ctx, results):
-    eval_population.agreement_tables(
+    population_eval.agreement_tables(
         ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
         check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
 
@@ -251,7 +251,7 @@ class RobustnessStage(driver.Stage):
   def finish(self, ctx, results):
     splits, _, _, streams, ids = self._suite(ctx)
     files = [(v, k) for v in ctx.plain_variants for k in ctx.plan.robustness_members]
-    eval_population.agreement_tables(
+    population_eval.agreement_tables(
         ctx.run_dir, ctx.dataset, split_batches=streams, split_ids=ids, check_keras=False,
         variants=ctx.plain_variants, files=files, num_threads=ctx.num_threads,
         log=ctx.redo_log)

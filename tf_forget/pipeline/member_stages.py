@@ -12,8 +12,8 @@ stage before them so that no two tasks write one g.
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import tasks
 from tf_forget.prune import gradient as prune_gradient
-from tf_forget.prune import member as prune_member_lib
-from tf_forget.prune import population as prune_population
+from tf_forget.prune import oneshot_member
+from tf_forget.prune import pruned_population
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import member_files
 from tf_forget.train import population
@@ -75,26 +75,26 @@ class GradientStage(driver.Stage):
 
   def units(self, ctx):
     pop, proto = ctx.plan.population, ctx.plan.oneshot_schedule
-    configs = prune_population.oneshot_configs(pop, ctx.plan.oneshot, proto)
+    configs = pruned_population.oneshot_configs(pop, ctx.plan.oneshot, proto)
     return [driver.Unit(
         checks=[driver.Check(f"gradient {parent.variant}/{parent.k}",
                              lambda p=parent: prune_gradient.current(pop.run_dir, p, proto))],
         task=lambda _, p=parent: _member_task(
             ctx, f"gradient {p.variant}/{p.k}", "oneshot_gradient",
             proto.grad_batches * proto.grad_batch_size, p, protocol=proto.to_json()))
-            for parent in prune_population.gradient_parents(configs)]
+            for parent in pruned_population.gradient_parents(configs)]
 
 
 class PruneStage(driver.Stage):
-  """The one-shot members (002) from their dense parents (`prune.member`)."""
+  """The one-shot members (002) from their dense parents (`prune.oneshot_member`)."""
 
   name = "prune"
   noun = "one-shot members already made"
 
   def units(self, ctx):
     proto = ctx.plan.oneshot_schedule
-    return _pruned_units(ctx, prune_population.oneshot_configs(
-        ctx.plan.population, ctx.plan.oneshot, proto), "prune", prune_member_lib.status,
+    return _pruned_units(ctx, pruned_population.oneshot_configs(
+        ctx.plan.population, ctx.plan.oneshot, proto), "prune", oneshot_member.status,
                          lambda c: proto.epochs * proto.batch_size, proto)
 
   def describe(self, ctx, done, total):
@@ -104,8 +104,8 @@ class PruneStage(driver.Stage):
 
   def finish(self, ctx, results):
     pop = ctx.plan.population
-    configs = prune_population.oneshot_configs(pop, ctx.plan.oneshot, ctx.plan.oneshot_schedule)
-    prune_population.register_variants(pop, ctx.plan.oneshot)
+    configs = pruned_population.oneshot_configs(pop, ctx.plan.oneshot, ctx.plan.oneshot_schedule)
+    pruned_population.register_variants(pop, ctx.plan.oneshot)
     ctx.members += [(c.member.variant, c.member.k) for c in configs]
 
 
@@ -119,8 +119,8 @@ class RetrainStage(driver.Stage):
     self.name = f"retrain cycle {cycle}"
 
   def _configs(self, ctx):
-    return prune_population.iterative_configs(ctx.plan.population, ctx.plan.iterative,
-                                              ctx.plan.iterative_schedule)
+    return pruned_population.iterative_configs(ctx.plan.population, ctx.plan.iterative,
+                                               ctx.plan.iterative_schedule)
 
   def units(self, ctx):
     batch_size = ctx.plan.population.preset.batch_size
@@ -140,7 +140,7 @@ class RetrainStage(driver.Stage):
   def finish(self, ctx, results):
     configs = [c for c in self._configs(ctx) if c.variant.cycle == self.cycle]
     if self.cycle == 1:
-      prune_population.register_variants(ctx.plan.population, list(dict.fromkeys(
+      pruned_population.register_variants(ctx.plan.population, list(dict.fromkeys(
           c.member.variant for c in self._configs(ctx))))
     ctx.members += [(c.member.variant, c.member.k) for c in configs]
 
@@ -155,7 +155,7 @@ def stages(plan):
   """The member stages of `plan` (an `tf_forget.pipeline.audit_plan.Plan`), in order."""
   out = [TrainStage()] + oneshot_stages(plan)
   if plan.iterative:
-    cycles = {c.variant.cycle for c in prune_population.iterative_configs(
+    cycles = {c.variant.cycle for c in pruned_population.iterative_configs(
         plan.population, plan.iterative, plan.iterative_schedule)}
     out += [RetrainStage(n) for n in sorted(cycles)]
   return out

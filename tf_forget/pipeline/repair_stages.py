@@ -23,7 +23,7 @@ audited formats).
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import file_stages
 from eval import layer_analysis
-from eval import population as eval_population
+from eval import population_eval
 from eval import repair_search
 from eval import repairs
 from tf_forget.artifacts import names
@@ -141,7 +141,7 @@ class EvaluateRepairsStage(driver.Stage):
             for (mv, k), metas in sorted(by_member.items())]
 
   def finish(self, ctx, results):
-    eval_population.agreement_tables(
+    population_eval.agreement_tables(
         ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
         check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
 

@@ -20,22 +20,22 @@ executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
 """
 
 from eval import batched
-from eval import noise as noise_eval
-from eval import population as eval_population
+from eval import noise_eval
+from eval import population_eval
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.artifacts import predictions
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.corruptions import cache as corruption_cache
-from tf_forget.corruptions import published as published_lib
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
+from tf_forget.corruptions import published_suites
 from tf_forget.data import registry as data_registry
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import iterative_schedule
-from tf_forget.prune import member as prune_member_lib
+from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import imported
@@ -114,14 +114,14 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
   Returns:
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
-  cfg = prune_member_lib.OneshotConfig(
+  cfg = oneshot_member.OneshotConfig(
       member=member_lib.MemberConfig(
           dataset=dataset, model=model, variant=variant, k=int(k),
           preset=_preset(preset), dataset_options=dict(dataset_options or {}),
           model_options=dict(model_options or {}), population_seed=int(population_seed)),
       protocol=_oneshot_schedule(protocol))
   try:
-    meta = prune_member_lib.prune_member(cfg, run_dir)
+    meta = oneshot_member.prune_member(cfg, run_dir)
   finally:
     _clear_keras()
   return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
@@ -219,27 +219,27 @@ def corrupted_suite(dataset, cache_dir, splits):
 def published_suite(dataset, splits):
   """The `PublishedSuite`, stream callables and split identities of published splits.
 
-  `--robustness=published` (`tf_forget.corruptions.published`): shared by the driver and the
+  `--robustness=published` (`tf_forget.corruptions.published_suites`): shared by the driver and the
   tasks as `corrupted_suite` is. A split's identity is its tfds builder's full name and version
   with the loader options, so predictions made from another suite version are redone.
 
   Returns:
     (suite, {split: callable(batch_size)}, {split: identity}).
   """
-  suite = published_lib.PublishedSuite(dataset, splits)
+  suite = published_suites.PublishedSuite(dataset, splits)
   streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in splits}
   return suite, streams, {s: suite.identity(s) for s in splits}
 
 
 def evaluate_published(run_dir, data, splits, **options):
-  """Evaluates `.tflite` files on published splits (`eval.population.evaluate_population`).
+  """Evaluates `.tflite` files on published splits (`eval.population_eval.evaluate_population`).
 
   The corrupted splits are evaluated without logits, as the generated ones; the published test
   sets (`cifar10_1`, `imagenet_a`) with logits, which ImageNet-A's optional 200-class mask
   (SPEC §3.6) needs in the report.
 
   Args:
-    data: the audited `base.Dataset`.
+    data: the audited `dataset_api.Dataset`.
     splits: published split names.
     **options: `evaluate_population` keyword arguments (num_threads, files, variants, log,
       redo_log, write_tables).
@@ -248,7 +248,7 @@ def evaluate_published(run_dir, data, splits, **options):
   for with_logits in (False, True):
     group = [s for s in splits if suite.keeps_logits(s) == with_logits]
     if group:
-      eval_population.evaluate_population(
+      population_eval.evaluate_population(
           run_dir, dataset=data, split_batches={s: streams[s] for s in group}, split_ids=ids,
           check_keras=False, save_logits=with_logits, **options)
 
@@ -287,12 +287,12 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
   data = _dataset(dataset, dataset_options)
   files = [(v, int(k)) for v, k in files]
   if splits:
-    eval_population.evaluate_population(run_dir, dataset=data, splits=list(splits),
+    population_eval.evaluate_population(run_dir, dataset=data, splits=list(splits),
                                         num_threads=num_threads, check_keras=False,
                                         files=files, write_tables=False)
   if corrupted:
     _, streams, ids = corrupted_suite(data, cache_dir, list(corrupted))
-    eval_population.evaluate_population(run_dir, dataset=data, split_batches=streams,
+    population_eval.evaluate_population(run_dir, dataset=data, split_batches=streams,
                                         split_ids=ids, num_threads=num_threads,
                                         check_keras=False, save_logits=False, files=files,
                                         write_tables=False)
@@ -311,7 +311,7 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
   data = _dataset(dataset, dataset_options)
   split_id = predictions.split_identity(data.spec.name, data.spec.options, split)
   try:
-    out = eval_population.keras_predictions(
+    out = population_eval.keras_predictions(
         run_dir, member_variant, int(k), split,
         lambda: (data.model_inputs(e) for e in data.batches(split, batched.DEFAULT_BATCH_SIZE)),
         split_id=split_id)
@@ -321,7 +321,7 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
 
 
 def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threads):
-  """Evaluates some plain `.tflite` files under l-inf noise (`eval.noise`, SPEC §6.7).
+  """Evaluates some plain `.tflite` files under l-inf noise (`eval.noise_eval`, SPEC §6.7).
 
   Args:
     protocol: `NoiseProtocol.to_json()`.

@@ -36,7 +36,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.train import imported
@@ -62,7 +62,7 @@ class ImportedPopulation:
     preset: the imported members' preset as one-shot pruning reads it (`imported_parent.preset`), or
       None without one-shot variants.
     model_options, population_seed: {} and 0 (what member configs read of a population,
-      `tf_forget.prune.population`).
+      `tf_forget.prune.pruned_population`).
   """
   run_dir: str
   dataset: str

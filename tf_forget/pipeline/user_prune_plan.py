@@ -34,7 +34,7 @@ from tf_forget.data import sources
 from tf_forget.data import train_view
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
-from tf_forget.prune import population as prune_population
+from tf_forget.prune import pruned_population
 from tf_forget.train import imported
 from tf_forget.train import imported_parent
 
@@ -63,7 +63,7 @@ def variants(population, oneshot_config):
     AuditError: a variant that is not one-shot besides dense, or one-shot options without a
       one-shot variant.
   """
-  trained, oneshot, iterative = prune_population.split_variants(
+  trained, oneshot, iterative = pruned_population.split_variants(
       list(population.variants or ()) + list(oneshot_config.variants))
   other = [v for v in trained + iterative if v != names.DENSE]
   if other:

@@ -182,7 +182,7 @@ def draw_batches(dataset, train_records, n, protocol, draw_seed):
   """(numpy (images, labels) batches, record positions used): g's input (SPEC §6.2).
 
   Args:
-    dataset: the parent's `base.Dataset`.
+    dataset: the parent's `dataset_api.Dataset`.
     train_records, n: the records not held out and their number (`records.holdout`).
     protocol: the `OneshotSchedule` (`grad_batches`, `grad_batch_size`).
     draw_seed: the shuffle seed (`seed`).

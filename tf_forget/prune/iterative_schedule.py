@@ -22,7 +22,7 @@ Keep ratios (SPEC §6.5):
   over 2 cycles (tests).
 
 Which a preset takes is declared with it (`tf_forget.data.protocols`:
-`registry.TRAININGS[name].iterative`, the α schedule's defaults, or None for torchprune).
+`protocol_registry.TRAININGS[name].iterative`, the α schedule's defaults, or None for torchprune).
 `cycles` truncates the sequence to its first n cycles. Standard library only (and
 `artifacts.errors`, the protocol registry).
 """
@@ -32,7 +32,7 @@ import math
 from typing import Optional, Tuple
 
 from tf_forget.artifacts import errors
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 
 SCHEDULES = ("torchprune", "alpha")
 # torchprune paper/lost/param/cifar/resnet20.yaml (every CIFAR network of 003 uses the same):

@@ -3,8 +3,8 @@
 A `OneshotSchedule` is plain data recorded in every one-shot member's metadata and hashed into
 its lineage (a changed protocol means the member is made again). It is keyed by the parent's
 training preset (`tf_forget.train.presets`), so the fine-tuning schedule follows the model, and
-declared with that preset (`tf_forget.data.protocols`: `registry.TRAININGS[name].oneshot`, with
-the sources of its numbers; every training protocol has one):
+declared with that preset (`tf_forget.data.protocols`: `protocol_registry.TRAININGS[name].oneshot`,
+with the sources of its numbers; every training protocol has one):
 
 * the full-size presets: the authors' released schedule for ResNets — 10 epochs at LR 0.1, then
   5 epochs each at 1e-2, 1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128 (SPEC §6.4);
@@ -33,7 +33,7 @@ import dataclasses
 from typing import Optional, Tuple
 
 from tf_forget.artifacts import errors
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import scores
 
 RATIO_OVER = ("prunable", "all")

@@ -1,7 +1,7 @@
 """The training records one-shot pruning reads: the validation hold-out and decoded batches.
 
 Shared by g's computation (`tf_forget.prune.gradient`, SPEC §6.2) and fine-tuning
-(`tf_forget.prune.member`, SPEC §6.4), which must agree on which records are held out: every
+(`tf_forget.prune.oneshot_member`, SPEC §6.4), which must agree on which records are held out: every
 `validation_every`-th training record selects the fine-tuning epoch; the rest are fine-tuned
 on, and g's batches are drawn from them.
 """
@@ -13,7 +13,7 @@ def holdout(dataset, every):
   """Splits the training records: every `every`-th one held out for validation (SPEC §6.4).
 
   Args:
-    dataset: a `tf_forget.data.base.Dataset`.
+    dataset: a `tf_forget.data.dataset_api.Dataset`.
     every: hold out records 0, every, 2·every, ... (>= 2).
 
   Returns:

@@ -9,7 +9,7 @@ come from the data registry (docs/artifacts/data.md), looked up by example id; t
 split's attribute shares feed 004 Figure 2 (SPEC §4.4).
 
 Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue #10) are not
-report variants: `eval.population` checks that their predictions equal their plain twin's
+report variants: `eval.population_eval` checks that their predictions equal their plain twin's
 (the agreement table), and `report.deployment` shows their sizes and latencies.
 
 `load_run(..., variants=, splits=)` loads only the variants and splits a config asks for (the
@@ -35,7 +35,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
-from tf_forget.data import base as data_base
+from tf_forget.data import dataset_api
 from tf_forget.report import pairing as pairing_lib
 
 SPARSE_SUFFIX = "+" + names.SPARSE
@@ -89,7 +89,7 @@ class Run:
     predictions: variant -> split -> `SplitPredictions`.
     attributes: name -> bool `[N]` of the evaluation split, aligned on dense's ids.
     train_attribute_shares: name -> share of the training split (004 Figure 2 x-axis).
-    dataset: the `base.Dataset` (for `images_for`), or None.
+    dataset: the `dataset_api.Dataset` (for `images_for`), or None.
     pairing: compressed variant -> {"kind": "parent" | "index", "label": a `pairing.LABELS`
       value, "pairs": [(k_dense, k_variant), ...] sorted by k_variant, "notes": [one line per
       reason members were left out]} (`pairing.pair_members`); `pairing_of` falls back to
@@ -258,7 +258,7 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
 
   Args:
     run_dir: the run directory (holding `predictions/`).
-    dataset: a `base.Dataset` to take attributes / class names from; default: built from the
+    dataset: a `dataset_api.Dataset` to take attributes / class names from; default: built from the
       registry with `dataset_name` (default: the `dataset` recorded in the dense metadata) and
       `dataset_options` (default: the metadata's `dataset_options`, if any).
     dataset_name, dataset_options: see `dataset`.
@@ -348,7 +348,7 @@ def images_for(run, ids):
     raise CollectError("the run has no data set to take images from")
   try:
     return run.dataset.examples(run.eval_split, ids).images
-  except data_base.DataError as e:
+  except dataset_api.DataError as e:
     raise CollectError(f"requested ids not in split {run.eval_split!r}: {e}") from e
 
 

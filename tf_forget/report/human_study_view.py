@@ -1,6 +1,6 @@
 """The human-study section of the page: 000 Table 7 and a Figure 5 (`human_study`).
 
-Shown only when the report was built with human-study options (`registry.SECTIONS`,
+Shown only when the report was built with human-study options (`section_registry.SECTIONS`,
 after "pie"). Figure: left, each attribute's share among the sample's PIEs (CIEs) and among
 its non-PIEs, with Wilson 95% intervals (000 Figure 5 draws these shares as two pie charts;
 the attributes are not exclusive — an image may have several — so here side by side bars);

@@ -14,7 +14,7 @@ here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
   with protected attributes — see `groups`;
 * robustness per corruption (000 Table 3; SPEC §3.6) — see `groups`;
 * published test sets: ImageNet-A (000 Table 8; SPEC §3.6, optional 200-class mask) and
-  CIFAR-10.1 — see `published` (only when such a split was evaluated);
+  CIFAR-10.1 — see `published_report` (only when such a split was evaluated);
 * recall-distortion slope α with a 99% CI (002 §5-6; SPEC §5.2-5.3).
 
 Measures that pair members (eq. 3, Taxicab, α) pair them as `Run.pairing` says
@@ -36,7 +36,7 @@ from tf_forget.artifacts import names
 from tf_forget.report import class_measures
 from tf_forget.report import groups
 from tf_forget.report import pairing as pairing_lib
-from tf_forget.report import published
+from tf_forget.report import published_report
 from tf_forget.report import recall_study
 from tf_forget.stats import accuracy
 from tf_forget.stats import cie
@@ -285,7 +285,7 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     notes.setdefault(key, []).extend(n)
   for variant, w in worst.items():
     variants[variant]["worst_subgroup"] = w
-  pub_tables, pub_notes, pub_settings = published.compute(run, imagenet_a_mask)
+  pub_tables, pub_notes, pub_settings = published_report.compute(run, imagenet_a_mask)
   tables.update(pub_tables)
   notes.setdefault("published", []).extend(pub_notes)
   if pub_settings is not None:  # only then: a run without published splits keeps its settings

@@ -23,7 +23,7 @@ are the repetitions of 003 §3.2), this module computes from the exported files'
   against its own dense parent and against an independently trained dense member (the next
   one, k+1 mod K), beside the dense-vs-independent reference.
 
-Pure numpy / pandas over `collect.Run`, the noise artifacts (`report.noise.load`) and the
+Pure numpy / pandas over `collect.Run`, the noise artifacts (`report.noise_report.load`) and the
 members' metadata; the statistics are `tf_forget.stats.lost_in_pruning`'s.
 """
 
@@ -121,7 +121,7 @@ def compute(run, noise=None, delta=lost_in_pruning.DELTA):
 
   Args:
     run: a `collect.Run` (with `run_dir` holding `members/` for the prune ratios).
-    noise: `report.noise.load(...)` of the run, or None.
+    noise: `report.noise_report.load(...)` of the run, or None.
     delta: δ of Definition 1.
 
   Returns:

@@ -1,8 +1,8 @@
 """The core sections' HTML: each measure's figure (`plots`) beside its numbers (`html.table`).
 
-One function per section of `registry.SECTIONS`, from `measures.Measures`; a section whose
+One function per section of `section_registry.SECTIONS`, from `measures.Measures`; a section whose
 measure does not apply says why (the `notes`). A study's own sections live in its module
-(`verdict_view`, `recall_study_view` (002), `published`, `human_study_view` (000 Table 7),
+(`verdict_view`, `recall_study_view` (002), `published_report`, `human_study_view` (000 Table 7),
 `prune_retrain_plots` (003), `gallery_view`); the registry puts them all in order.
 """
 

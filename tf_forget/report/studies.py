@@ -6,11 +6,11 @@ is handed the inputs it names in `needs` (by keyword, from `INPUTS`) and returns
 tables, notes and settings, merged into the measures the next study sees. That order is the
 order of report.json's `notes` and `settings`. A study may also hand values to the report by
 name (`Part.gives`): the page's `gallery`, `recommendation` and `divergence_images`
-(`registry.View`), report.json's `recommendation`, and the blind-annotation `export` written
-beside the report. Its `sections` name the `registry.SECTIONS` that view it (`check`).
+(`section_registry.View`), report.json's `recommendation`, and the blind-annotation `export` written
+beside the report. Its `sections` name the `section_registry.SECTIONS` that view it (`check`).
 
-Adding a study is one entry here, its compute function and its section in `registry`
-(docs/architecture.md, "A report section").
+Adding a study is one entry here, its compute function and its section in
+`section_registry` (docs/architecture.md, "A report section").
 """
 
 import dataclasses
@@ -21,11 +21,11 @@ from tf_forget.report import deployment
 from tf_forget.report import divergence_report
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import human_study as human_study_lib
-from tf_forget.report import noise as noise_lib
+from tf_forget.report import noise_report
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import prune_retrain
-from tf_forget.report import registry
 from tf_forget.report import repair_report
+from tf_forget.report import section_registry
 from tf_forget.report import single_network
 from tf_forget.report import verdict as verdict_lib
 
@@ -57,7 +57,7 @@ class Study:
     name: its name, unique in `STUDIES`.
     needs: the `INPUTS` its `compute` takes, by keyword.
     compute: callable(**needs) -> `Part` (an empty one when the study does not apply).
-    sections: ids of the `registry.SECTIONS` that view it.
+    sections: ids of the `section_registry.SECTIONS` that view it.
   """
   name: str
   needs: Tuple[str, ...]
@@ -77,16 +77,16 @@ def merged(m, part):
 
 
 def _noise(run, run_dir):
-  """l-inf noise (`noise`, 003 §4.1): its notes key is always present."""
+  """l-inf noise (`noise_report`, 003 §4.1): its notes key is always present."""
   pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
            if v != names.DENSE and pairing_lib.is_paired(run, v)}
-  tables, notes, protocol = noise_lib.compute(run_dir, run.variants, pairs)
+  tables, notes, protocol = noise_report.compute(run_dir, run.variants, pairs)
   return Part(tables, {"noise": notes}, {"noise": protocol})
 
 
 def _prune_retrain(run, run_dir):
   """003's prune-retrain study (`prune_retrain`, issue #17), if the run has one."""
-  study = prune_retrain.compute(run, noise_lib.load(run_dir, run.variants))
+  study = prune_retrain.compute(run, noise_report.load(run_dir, run.variants))
   return Part() if study is None else Part(study.tables, {"prune_retrain": study.notes})
 
 
@@ -164,7 +164,7 @@ STUDIES = (
 def check(studies):
   """Raises ValueError for a study with a repeated name, an unknown need or an unknown section
   (a bug in the registry)."""
-  seen, sections = set(), {s.id for s in registry.SECTIONS}
+  seen, sections = set(), {s.id for s in section_registry.SECTIONS}
   for study in studies:
     unknown = [n for n in study.needs if n not in INPUTS]
     missing = [s for s in study.sections if s not in sections]

@@ -30,7 +30,7 @@ from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import human_study_sheet
 from tf_forget.report import measures as measures_lib
-from tf_forget.report import registry
+from tf_forget.report import section_registry
 from tf_forget.report import studies
 from tf_forget.report import wording
 
@@ -148,7 +148,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 
   Raises:
     collect.CollectError: missing / misaligned predictions, unknown data set.
-    noise.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
+    noise_report.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
     human_study_sample.HumanStudyError: an annotation file or key that does not match the run.
     ValueError: bad measure options (from `tf_forget.stats`); a study of `studies.STUDIES`
       that names an input or a section that does not exist (`studies.check`).
@@ -182,12 +182,14 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   user = (config or {}).get("user")  # the user's model and files, in words (issue #36)
   intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
       ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
-  view = registry.View(measures=m, gallery=given["gallery"], protected=run.protected_attributes,
-                       recommendation=recommendation,
-                       divergence_images=given.get("divergence_images", {}))
+  view = section_registry.View(measures=m, gallery=given["gallery"],
+                               protected=run.protected_attributes,
+                               recommendation=recommendation,
+                               divergence_images=given.get("divergence_images", {}))
   page = html.page(title or wording.title(run.dataset_name, run.dataset_options,
                                           (user or {}).get("references")), intro,
-                   [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(view)],
+                   [(sec.id, sec.title, sec.nav, inner)
+                    for sec, inner in section_registry.render(view)],
                    css=gallery_view.CSS)
   return Report(json=doc, tables=csvs, html=page, measures=m, export=given.get("export"))
 

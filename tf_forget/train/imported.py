@@ -176,7 +176,7 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
     run_dir: the run directory.
     k: the member index.
     path: a Keras reference (`kind(path) == "keras"`).
-    dataset: the audited `base.Dataset` (its name and options are recorded).
+    dataset: the audited `dataset_api.Dataset` (its name and options are recorded).
     output_index: the output to audit, for a model with several.
     trust_model_code: load it even if loading runs the model's own code (`load`).
 

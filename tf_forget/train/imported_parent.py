@@ -40,7 +40,7 @@ from tf_forget.train import model_code
 from tf_forget.train import presets
 from tf_forget.train import pruning
 
-PRESET = "user"  # its preset's name, and its one-shot schedule's (`data/protocols/user.py`)
+PRESET = "user"  # its preset's name, and its one-shot schedule's (`protocols/user_protocol.py`)
 PRESET_BATCH_SIZE = 128  # the "user" one-shot schedule's batch size
 # The attributes holding the regularizers of the prunable kernels (`pruning.prunable_kernels`).
 _REGULARIZERS = ("kernel_regularizer", "depthwise_regularizer", "pointwise_regularizer")

@@ -89,7 +89,7 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
   """The batched, infinite training stream of a member.
 
   Args:
-    dataset: a `tf_forget.data.base.Dataset`.
+    dataset: a `tf_forget.data.dataset_api.Dataset`.
     preset: a `presets.Preset` (batch size, augmentation, robust training's
       `train_corruptions` and `train_corruption_severity`, SPEC §6.8).
     seed: the member's seed.
@@ -136,8 +136,9 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
     ds = ds.map(decode_and_augment, **parallel)
   else:
     # Robust training: the decoded images are corrupted a batch at a time (one Python call per
-    # batch, images that draw the same corruption in one `registry.apply`: measured ~3x faster
-    # than one call per image; the same pixels, every image has its own seed), then augmented.
+    # batch, images that draw the same corruption in one `corruption_registry.apply`: measured ~3x
+    # faster than one call per image; the same pixels, every image has its own seed), then
+    # augmented.
     ds = ds.map(decode, **parallel).batch(batch_size)
     ds = ds.map(lambda i, images, labels: (i, corrupt(i, images), labels), **parallel)
     ds = ds.unbatch().map(lambda i, image, label: (augment(i + offset, image), label),

@@ -41,7 +41,7 @@ from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
-from tf_forget.models import registry as model_registry
+from tf_forget.models import model_registry
 from tf_forget.train import checkpoints
 from tf_forget.train import inputs
 from tf_forget.train import member_files

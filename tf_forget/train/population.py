@@ -25,7 +25,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.cli import status
-from tf_forget.models import registry as model_registry
+from tf_forget.models import model_registry
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
 from tf_forget.train import presets

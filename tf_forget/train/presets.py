@@ -6,13 +6,13 @@ pruning schedule (Zhu & Gupta's polynomial decay, as tfmot's `PolynomialDecay`) 
 population (variants, K).
 
 The presets themselves are declared with the audit protocols, as plain data
-(`tf_forget.data.protocols`: `registry.TRAININGS`, one `schema.TrainingProtocol` per preset, in
-the module of the data set it trains on, with the sources of its numbers): the papers' (000,
-004: `celeb_a_paper`, `cifar10_paper`, `imagenet_paper`; 002: `lenet5_002`, `cifar_resnet_002`;
-003: `resnet20_003`, `resnet56_003`, `resnet110_003`, `vgg16_003`, `densenet22_003`,
-`wrn16_8_003`) and the scaled-down ones (`digits`, the embedded default, and `tiny` for tests).
-`get(name)` builds the `Preset` from its declaration; which preset a data set gets by default is
-part of its protocol (`for_dataset`).
+(`tf_forget.data.protocols`: `protocol_registry.TRAININGS`, one `schema.TrainingProtocol` per
+preset, in the module of the data set it trains on, with the sources of its numbers): the papers'
+(000, 004: `celeb_a_paper`, `cifar10_paper`, `imagenet_paper`; 002: `lenet5_002`,
+`cifar_resnet_002`; 003: `resnet20_003`, `resnet56_003`, `resnet110_003`, `vgg16_003`,
+`densenet22_003`, `wrn16_8_003`) and the scaled-down ones (`digits`, the embedded default, and
+`tiny` for tests). `get(name)` builds the `Preset` from its declaration; which preset a data set
+gets by default is part of its protocol (`for_dataset`).
 """
 
 import dataclasses
@@ -20,9 +20,10 @@ import json
 from typing import Optional, Tuple
 
 from tf_forget.corruptions import robust_training
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 
-# The paper presets' sparsity levels (SPEC §2.3; CelebA's: `tf_forget.data.protocols.celeb_a`).
+# The paper presets' sparsity levels (SPEC §2.3; CelebA's:
+# `tf_forget.data.protocols.celeb_a_protocol`).
 PAPER_SPARSITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 

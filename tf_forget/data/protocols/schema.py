@@ -1,7 +1,7 @@
 """What a protocol module declares, as plain data (standard library only).
 
-A protocol module (`tf_forget/data/protocols/<family>.py`) states the audit protocol of one or
-more data sets once, with the training protocols their members are trained with:
+A protocol module (`tf_forget/data/protocols/<family>_protocol.py`) states the audit protocol of one
+or more data sets once, with the training protocols their members are trained with:
 
 * `PROTOCOLS`: one `AuditProtocol` per data set — its training preset, the TFLite formats,
   corruptions and severities, noise, robustness members, split sizes and image shape (so that a
@@ -12,7 +12,7 @@ more data sets once, with the training protocols their members are trained with:
   (`tf_forget.prune.iterative_schedule`). A preset need not be a data set's default (`tiny`,
   002's and 003's presets).
 
-`tf_forget.data.protocols.registry` collects the modules and checks them when it registers
+`tf_forget.data.protocols.protocol_registry` collects the modules and checks them when it registers
 them. This module holds the types and the values several protocol modules share; the sources
 of each choice are in the docstrings of the modules that make it.
 
@@ -36,8 +36,9 @@ What the papers and SPEC settle for every protocol:
 import dataclasses
 from typing import Mapping, Optional, Tuple
 
-# SPEC §6.7: numpy.linspace(0, 0.7, 15) rounded to 6 digits (= tf_forget.artifacts.noise.PAPER_EPS,
-# copied here so that this module needs the standard library only; a test checks they agree).
+# SPEC §6.7: numpy.linspace(0, 0.7, 15) rounded to 6 digits (=
+# tf_forget.artifacts.noise_artifact.PAPER_EPS, copied here so that this module needs the standard
+# library only; a test checks they agree).
 PAPER_EPS = tuple(round(0.05 * i, 6) for i in range(15))
 PAPER_DRAWS = 100
 PAPER_EXAMPLES = 1000
@@ -133,12 +134,12 @@ class TrainingProtocol:
 
   Attributes:
     name: the preset name, and its schedules' name.
-    dataset: the data set it trains on (None: the user's own model, `user.py`).
+    dataset: the data set it trains on (None: the user's own model, `user_protocol.py`).
     preset: {field: value} of `Preset` besides `name` and `dataset`; None: not a preset of
       ours (the user's own model, whose preset `tf_forget.train.imported_parent.preset` makes).
     oneshot: {field: value} of `OneshotSchedule` besides `name`; `phases` (((epochs, learning
       rate), ...)) at least. Every training protocol has one: registering one without
-      `phases` is an error (`registry.register`).
+      `phases` is an error (`protocol_registry.register`).
     iterative: the defaults of its "alpha" prune-retrain schedule, {"alpha": α, "cycles": n,
       "warmup_epochs": e}; None: the torchprune keep ratios (SPEC §6.5) with the schedule's
       default warm-up.

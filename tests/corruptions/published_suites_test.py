@@ -1,5 +1,5 @@
-"""The published robustness suites as the audit reads them (tf_forget/corruptions/published.py,
-tfds_suites.py), under `tfds.testing.mock_data`: nothing is downloaded."""
+"""The published robustness suites as the audit reads them (tf_forget/corruptions/
+published_suites.py, tfds_suites.py), under `tfds.testing.mock_data`: nothing is downloaded."""
 
 import inspect
 import types
@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tf_forget.corruptions import published
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
+from tf_forget.corruptions import published_suites
 from tf_forget.corruptions import tfds_suites
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 N = 6
@@ -67,11 +67,11 @@ def test_cifar10_c_aligns_with_cifar10_test_and_is_preprocessed_alike():
   # identical raw images) the same pixels after the audited data set's resize.
   reads = []
   cifar10 = registry.get("cifar10", image_size=(16, 16))
-  suite = published.PublishedSuite(cifar10, ["glass_blur@3", "cifar10_1"])
+  suite = published_suites.PublishedSuite(cifar10, ["glass_blur@3", "cifar10_1"])
   with tfds.testing.mock_data(as_dataset_fn=_same_examples(reads)):
     clean = cifar10.load("test")
-    corrupted = base.concatenate(suite.batches("glass_blur@3", 4))
-    extra = base.concatenate(suite.batches("cifar10_1", 4))
+    corrupted = dataset_api.concatenate(suite.batches("glass_blur@3", 4))
+    extra = dataset_api.concatenate(suite.batches("cifar10_1", 4))
   assert reads[1:] == [("cifar10_corrupted/frosted_glass_blur_3/1.0.0", "test"),
                        ("cifar10_1/v6/1.1.0", "test")]
   for other in (corrupted, extra):
@@ -84,7 +84,7 @@ def test_cifar10_c_aligns_with_cifar10_test_and_is_preprocessed_alike():
 
 def test_imagenet_suites_take_the_audited_input_size():
   imagenet = registry.get("imagenet2012", image_size=64)
-  suite = published.PublishedSuite(imagenet, ["fog@2", "imagenet_a"])
+  suite = published_suites.PublishedSuite(imagenet, ["fog@2", "imagenet_a"])
   with tfds.testing.mock_data(num_examples=2):
     for split in suite.splits:
       batch = next(iter(suite.batches(split, 2)))
@@ -95,11 +95,11 @@ def test_imagenet_suites_take_the_audited_input_size():
 
 def test_identity_names_builder_version_split_and_options():
   cifar10 = registry.get("cifar10")
-  suite = published.PublishedSuite(cifar10, ["fog@1", "fog@2", "cifar10_1"])
+  suite = published_suites.PublishedSuite(cifar10, ["fog@1", "fog@2", "cifar10_1"])
   ids = {s: suite.identity(s) for s in suite.splits}
   assert len(set(ids.values())) == 3
-  assert published.PublishedSuite(cifar10, ["fog@1"]).identity("fog@1") == ids["fog@1"]
-  resized = published.PublishedSuite(registry.get("cifar10", image_size=16), ["fog@1"])
+  assert published_suites.PublishedSuite(cifar10, ["fog@1"]).identity("fog@1") == ids["fog@1"]
+  resized = published_suites.PublishedSuite(registry.get("cifar10", image_size=16), ["fog@1"])
   assert resized.identity("fog@1") != ids["fog@1"]
   # Another version of the tfds builder: another identity (predictions made from it are stale).
   loader, source = suite.loader("fog@1")
@@ -124,9 +124,9 @@ def _genuine_as_dataset():
 
 def test_not_prepared_is_one_line_naming_the_tfds_builder_and_data_dir(tmp_path, monkeypatch):
   monkeypatch.setattr(tfds.core.DatasetBuilder, "as_dataset", _genuine_as_dataset())
-  suite = published.PublishedSuite(registry.get("cifar10", data_dir=str(tmp_path)),
-                                   ["gaussian_noise@3"])
-  with pytest.raises(base.DataError) as e:
+  suite = published_suites.PublishedSuite(registry.get("cifar10", data_dir=str(tmp_path)),
+                                          ["gaussian_noise@3"])
+  with pytest.raises(dataset_api.DataError) as e:
     suite.check_readable()
   message = str(e.value)
   assert "\n" not in message
@@ -134,17 +134,17 @@ def test_not_prepared_is_one_line_naming_the_tfds_builder_and_data_dir(tmp_path,
 
 
 def test_data_sets_without_a_published_suite():
-  with pytest.raises(published.PublishedError) as e:
-    published.PublishedSuite(registry.get("digits"), ["gaussian_noise@3"])
+  with pytest.raises(published_suites.PublishedError) as e:
+    published_suites.PublishedSuite(registry.get("digits"), ["gaussian_noise@3"])
   assert str(e.value) == ("data set 'digits' has no published robustness suite: "
                           "--robustness=published applies to cifar10, imagenet2012; use "
                           "--robustness=generated")
-  assert published.with_published() == ["cifar10", "imagenet2012"]
-  with pytest.raises(published.PublishedError, match="'train' is not a published split"):
-    published.PublishedSuite(registry.get("cifar10"), ["train"])
+  assert published_suites.with_published() == ["cifar10", "imagenet2012"]
+  with pytest.raises(published_suites.PublishedError, match="'train' is not a published split"):
+    published_suites.PublishedSuite(registry.get("cifar10"), ["train"])
   with pytest.raises(corruption_registry.CorruptionError, match="unknown corruption 'nope'"):
-    published.PublishedSuite(registry.get("cifar10"), ["nope@3"])
-  with pytest.raises(base.DataError, match="unknown published suite 'nope'"):
+    published_suites.PublishedSuite(registry.get("cifar10"), ["nope@3"])
+  with pytest.raises(dataset_api.DataError, match="unknown published suite 'nope'"):
     tfds_suites.get("nope")
-  with pytest.raises(base.DataError, match="takes no option 'version'"):
+  with pytest.raises(dataset_api.DataError, match="takes no option 'version'"):
     tfds_suites.get("imagenet_a", version="v6")

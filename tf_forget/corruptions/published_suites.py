@@ -24,13 +24,13 @@ A data set without published suites is a one-line `PublishedError` naming it.
 """
 
 from tf_forget.artifacts import names
-from tf_forget.corruptions import registry as corruption_registry
+from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import tfds_suites
-from tf_forget.data import base
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data import dataset_api
+from tf_forget.data.protocols import protocol_registry as protocols
 
 
-class PublishedError(base.DataError):
+class PublishedError(dataset_api.DataError):
   """A data set without published suites, or a split / shape they do not have (one line)."""
 
 
@@ -72,10 +72,10 @@ def _options(suite_name, spec):
 
 
 class PublishedSuite:
-  """Published splits of one audited data set (a `base.Dataset`-like reader by split name).
+  """Published splits of one audited data set (a `dataset_api.Dataset`-like reader by split name).
 
   Attributes:
-    dataset: the audited `base.Dataset`.
+    dataset: the audited `dataset_api.Dataset`.
     published: its `protocols.Published`.
     splits: the split names read, in order.
   """
@@ -84,13 +84,13 @@ class PublishedSuite:
     """Maps every split to its loader; checks shapes and classes (reads no data).
 
     Args:
-      dataset: the audited `base.Dataset` (its name selects the suites).
+      dataset: the audited `dataset_api.Dataset` (its name selects the suites).
       splits: `<corruption>@<severity>` names and / or published test set names.
 
     Raises:
       PublishedError: no published suite for the data set, a split it does not publish, or a
         loader whose images or classes differ from the audited data set's.
-      base.DataError, registry.CorruptionError: a bad option or corruption name.
+      dataset_api.DataError, corruption_registry.CorruptionError: a bad option or corruption name.
     """
     spec = dataset.spec
     self.dataset, self.published, self.splits = dataset, suites_for(spec.name), tuple(splits)
@@ -136,7 +136,7 @@ class PublishedSuite:
     return names.parse_split(split) is None
 
   def batches(self, split, batch_size):
-    """Yields `split` in its fixed order as `base.Examples` (ids: positions)."""
+    """Yields `split` in its fixed order as `dataset_api.Examples` (ids: positions)."""
     loader, source = self.loader(split)
     return loader.batches(source, batch_size)
 

@@ -15,24 +15,24 @@ for data sets whose models normalise inside the model.
 
 import numpy as np
 
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 from tf_forget.corruptions import tables
 
 
 def gaussian_noise(images, severity, seeds, table):
   """Additive N(0, c^2) noise in [0, 1] pixel units; uint8 `[N, H, W, C]` -> same."""
   c = tables.params(table, "gaussian_noise", severity)
-  x = common.to_float(images)
-  noise = np.stack([common.rng(s).normal(size=x.shape[1:], scale=c) for s in seeds])
-  return common.to_uint8(np.clip(x + noise, 0, 1) * 255)
+  x = corruption_kit.to_float(images)
+  noise = np.stack([corruption_kit.rng(s).normal(size=x.shape[1:], scale=c) for s in seeds])
+  return corruption_kit.to_uint8(np.clip(x + noise, 0, 1) * 255)
 
 
 def shot_noise(images, severity, seeds, table):
   """Poisson noise with c photons per unit intensity; uint8 `[N, H, W, C]` -> same."""
   c = tables.params(table, "shot_noise", severity)
-  x = common.to_float(images)
-  counts = np.stack([common.rng(s).poisson(xi * c) for s, xi in zip(seeds, x)])
-  return common.to_uint8(np.clip(counts / float(c), 0, 1) * 255)
+  x = corruption_kit.to_float(images)
+  counts = np.stack([corruption_kit.rng(s).poisson(xi * c) for s, xi in zip(seeds, x)])
+  return corruption_kit.to_uint8(np.clip(counts / float(c), 0, 1) * 255)
 
 
 def impulse_noise(images, severity, seeds, table):
@@ -48,7 +48,7 @@ def impulse_noise(images, severity, seeds, table):
     uint8 `[N, H, W, C]`.
   """
   c = tables.params(table, "impulse_noise", severity)
-  x = common.to_float(images)
+  x = corruption_kit.to_float(images)
   out = x.copy()
   for i, s in enumerate(seeds):
     gen = np.random.default_rng(int(s))
@@ -56,15 +56,15 @@ def impulse_noise(images, severity, seeds, table):
     salted = gen.random(x.shape[1:]) <= 0.5
     out[i][flipped & salted] = 1
     out[i][flipped & ~salted] = 0
-  return common.to_uint8(np.clip(out, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)
 
 
 def speckle_noise(images, severity, seeds, table):
   """Multiplicative noise x + x * N(0, c^2); uint8 `[N, H, W, C]` -> same."""
   c = tables.params(table, "speckle_noise", severity)
-  x = common.to_float(images)
-  noise = np.stack([common.rng(s).normal(size=x.shape[1:], scale=c) for s in seeds])
-  return common.to_uint8(np.clip(x + x * noise, 0, 1) * 255)
+  x = corruption_kit.to_float(images)
+  noise = np.stack([corruption_kit.rng(s).normal(size=x.shape[1:], scale=c) for s in seeds])
+  return corruption_kit.to_uint8(np.clip(x + x * noise, 0, 1) * 255)
 
 
 def linf_uniform_noise(inputs, eps, rng):
@@ -99,8 +99,8 @@ def linf_uniform_noise_uint8(images, eps, seeds):
   Returns:
     uint8 `[N, H, W, C]`.
   """
-  common.check_batch(images)
-  x = common.to_float(images)
+  corruption_kit.check_batch(images)
+  x = corruption_kit.to_float(images)
   out = np.stack([linf_uniform_noise(xi, eps, np.random.default_rng(int(s)))
                   for s, xi in zip(seeds, x)])
-  return common.to_uint8(np.clip(out, 0, 1) * 255)
+  return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from eval import batched
-from eval import noise as noise_eval
+from eval import noise_eval
 from tests.tflite_export import fake_run
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tflite_export import export
 
 PROTOCOL = noise_artifact.NoiseProtocol(eps=(0.0, 0.2, 0.6), draws=3, examples=60, seed=7)

@@ -1,6 +1,6 @@
 """The corruption registry: a plain dict of names -> functions, `apply`, seeds and split names.
 
-    out = registry.apply("glass_blur", images, severity=3, seeds=seeds)
+    out = corruption_registry.apply("glass_blur", images, severity=3, seeds=seeds)
 
 All 15 common + 4 extra corruptions of Hendrycks & Dietterich (2019), as used by 000 §4 (Table 3,
 ImageNet-C) and 003 §5 (CIFAR10-C at severity 3; Table 11's train/test split of corruptions).
@@ -17,18 +17,18 @@ import numpy as np
 
 from tf_forget.artifacts import names
 from tf_forget.corruptions import blur
-from tf_forget.corruptions import common
+from tf_forget.corruptions import corruption_kit
 from tf_forget.corruptions import digital
-from tf_forget.corruptions import noise
+from tf_forget.corruptions import noise_corruptions
 from tf_forget.corruptions import tables
 from tf_forget.corruptions import weather
 
 CorruptionError = tables.CorruptionError
 
 CORRUPTIONS = {
-    "gaussian_noise": noise.gaussian_noise,
-    "shot_noise": noise.shot_noise,
-    "impulse_noise": noise.impulse_noise,
+    "gaussian_noise": noise_corruptions.gaussian_noise,
+    "shot_noise": noise_corruptions.shot_noise,
+    "impulse_noise": noise_corruptions.impulse_noise,
     "defocus_blur": blur.defocus_blur,
     "glass_blur": blur.glass_blur,
     "motion_blur": blur.motion_blur,
@@ -41,7 +41,7 @@ CORRUPTIONS = {
     "elastic_transform": digital.elastic_transform,
     "pixelate": digital.pixelate,
     "jpeg_compression": digital.jpeg_compression,
-    "speckle_noise": noise.speckle_noise,
+    "speckle_noise": noise_corruptions.speckle_noise,
     "gaussian_blur": blur.gaussian_blur,
     "spatter": weather.spatter,
     "saturate": digital.saturate,
@@ -134,7 +134,7 @@ def apply(name, images, severity, seeds, table=None, **options):
     CorruptionError: unknown name / table, bad severity, bad batch or seeds.
   """
   check(name, severity)
-  common.check_batch(images)
+  corruption_kit.check_batch(images)
   n = images.shape[0]
   if np.isscalar(seeds):
     seeds = np.random.SeedSequence(int(seeds)).generate_state(n, dtype=np.uint32)

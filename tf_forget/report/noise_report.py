@@ -1,6 +1,6 @@
 """Report tables of the l-inf noise evaluation (003 §4.1, §5.1, App. D.1; SPEC §6.6-6.7).
 
-Reads `<run>/noise/<variant>/<k>/linf.npz` (`tf_forget.artifacts.noise`) and
+Reads `<run>/noise/<variant>/<k>/linf.npz` (`tf_forget.artifacts.noise_artifact`) and
 computes, per variant and noise level ε:
 
 * `noise_accuracy`: top-1 (mean over draws, then mean ± SD over members), normalized to dense
@@ -27,7 +27,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.stats import intervals
 from tf_forget.stats import lost_in_pruning
 

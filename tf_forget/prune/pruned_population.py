@@ -15,7 +15,7 @@ The dense population must be trained first (`tf_forget.train.population`); the r
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
-from tf_forget.prune import member as member_lib
+from tf_forget.prune import oneshot_member
 from tf_forget.prune import retrain
 from tf_forget.train import member as train_member
 
@@ -35,14 +35,14 @@ def _member(pop, variant, k):
 
 
 def oneshot_configs(pop, variants, protocol):
-  """`member.OneshotConfig`s of `variants` for the population's members, k-major.
+  """`oneshot_member.OneshotConfig`s of `variants` for the population's members, k-major.
 
   Args:
     pop: the `train.population.PopulationConfig` of the parents.
     variants: one-shot variant names.
     protocol: a `protocol.OneshotSchedule`.
   """
-  return [member_lib.OneshotConfig(member=_member(pop, v, k), protocol=protocol)
+  return [oneshot_member.OneshotConfig(member=_member(pop, v, k), protocol=protocol)
           for k in range(pop.members) for v in variants]
 
 

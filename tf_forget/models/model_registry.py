@@ -1,31 +1,31 @@
 """The model registry: a plain dict of names -> builders (CONVENTIONS.md).
 
-    model = registry.get("small_cnn", (8, 8, 1), 10, weight_decay=1e-4)
+    model = model_registry.get("small_cnn", (8, 8, 1), 10, weight_decay=1e-4)
 
 Every builder is `builder(input_shape, num_classes, **options) -> keras.Model` and follows the
-contract of `common` (docs/artifacts/models.md): float32 input "image" `[batch, H, W, C]` of raw
+contract of `model_kit` (docs/artifacts/models.md): float32 input "image" `[batch, H, W, C]` of raw
 pixels in [0, 255], normalized inside the model, logits `[batch, num_classes]`, standard layers
 only. Options every model takes: `weight_decay` (λ of Keras `l2`, ε = 2λ in SPEC §6.1), `mean`
 and `std` (per channel, [0, 1] scale). Model-specific options are the builder's keyword
-arguments (e.g. `depth`, `width` of `wrn`). Unknown names and options raise `common.ModelError`
+arguments (e.g. `depth`, `width` of `wrn`). Unknown names and options raise `model_kit.ModelError`
 with a one-line message.
 
 Building is deterministic given `keras.utils.set_random_seed` (the trainer seeds globally;
-tests/models/registry_test.py checks it).
+tests/models/model_registry_test.py checks it).
 """
 
 import inspect
 
 from tf_forget.models import cifar_resnet
-from tf_forget.models import common
 from tf_forget.models import densenet
 from tf_forget.models import lenet
+from tf_forget.models import model_kit
 from tf_forget.models import resnet
 from tf_forget.models import small_cnn
 from tf_forget.models import vgg
 from tf_forget.models import wide_resnet
 
-ModelError = common.ModelError
+ModelError = model_kit.ModelError
 
 
 def _preset(builder, name, **fixed):

@@ -1,5 +1,5 @@
-"""Published test sets in the report (tf_forget/report/published.py): 000 Table 8 (ImageNet-A,
-SPEC §3.6) and CIFAR-10.1, on hand-made predictions against hand-computed values."""
+"""Published test sets in the report (tf_forget/report/published_report.py): 000 Table 8
+(ImageNet-A, SPEC §3.6) and CIFAR-10.1, on hand-made predictions against hand-computed values."""
 
 import os
 import re
@@ -9,12 +9,12 @@ import pytest
 import tensorflow_datasets as tfds
 
 from tf_forget.artifacts import predictions
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 from tf_forget.report import collect
 from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
-from tf_forget.report import published
-from tf_forget.report import registry
+from tf_forget.report import published_report
+from tf_forget.report import section_registry
 from tests.report import fake_run
 
 # tfds' imagenet2012 label file: the label space of tfds' imagenet_a (its ClassLabel reads it).
@@ -26,14 +26,15 @@ class _Stub:
   """A data set of which the report needs only the spec (no attributes, no images read)."""
 
   def __init__(self, name, num_classes, eval_split):
-    self.spec = base.DatasetSpec(name=name, num_classes=num_classes, image_shape=(8, 8, 3),
-                                 splits=(eval_split,), eval_split=eval_split)
+    self.spec = dataset_api.DatasetSpec(name=name, num_classes=num_classes, image_shape=(8, 8, 3),
+                                        splits=(eval_split,), eval_split=eval_split)
 
 
 def _page(m):
   """The report page of measures `m` alone (no gallery, no recommendation)."""
+  view = section_registry.View(measures=m)
   return html.page("t", [], [(sec.id, sec.title, sec.nav, inner)
-                             for sec, inner in registry.render(registry.View(measures=m))])
+                             for sec, inner in section_registry.render(view)])
 
 
 def _ranked(rows, num_classes=1000):
@@ -94,28 +95,28 @@ def _imagenet_run(tmp_path):
 def test_the_200_classes_agree_with_tfds_label_space():
   # Two sources: Hendrycks' eval.py indices and the ImageNet-A class folders (wnids), paired
   # through tfds' imagenet2012 labels.txt, the label space of tfds' imagenet_a.
-  idx = published.IMAGENET_A_INDICES_IN_1K
+  idx = published_report.IMAGENET_A_INDICES_IN_1K
   assert len(idx) == 200 and list(idx) == sorted(set(idx)) and 0 <= idx[0] and idx[-1] < 1000
   with open(IMAGENET_LABELS) as f:
     wnids = f.read().split()
   assert len(wnids) == 1000
-  assert [wnids[i] for i in idx] == list(published.IMAGENET_A_WNIDS)
+  assert [wnids[i] for i in idx] == list(published_report.IMAGENET_A_WNIDS)
   # ImageNet-A's first and last classes: stingray (index 6) and acorn.
-  assert wnids[6] == "n01498041" and published.IMAGENET_A_WNIDS[-1] == "n12267677"
+  assert wnids[6] == "n01498041" and published_report.IMAGENET_A_WNIDS[-1] == "n12267677"
 
 
 def test_masked_topk_is_the_argmax_over_the_200_classes():
   scores = _ranked([[0, 6], [2, 15, 13], [500]])
-  out = published.masked_topk(scores)
+  out = published_report.masked_topk(scores)
   assert out.shape == (3, 5)
   np.testing.assert_array_equal(out[:, 0], [6, 15, 6])  # 0, 2, 500 are not ImageNet-A classes
   np.testing.assert_array_equal(out[1], [15, 13, 6, 11, 17])  # then ties by lowest index
-  np.testing.assert_array_equal(published.masked_topk(scores, indices=[2, 500], k=1)[:, 0],
+  np.testing.assert_array_equal(published_report.masked_topk(scores, indices=[2, 500], k=1)[:, 0],
                                 [2, 2, 500])
 
 
 def test_table8_against_hand_computed_values(imagenet_run):
-  table, notes = published.imagenet_a_table(imagenet_run, mask=True)
+  table, notes = published_report.imagenet_a_table(imagenet_run, mask=True)
   assert list(table.columns) == ["variant", "classes", "top1", "top5", "top1_norm",
                                  "top5_norm", "members", "examples"]
   assert len(table) == 4
@@ -125,7 +126,7 @@ def test_table8_against_hand_computed_values(imagenet_run):
     assert row.members == 2 and row.examples == 4
   assert notes == ["1 imagenet_a labels are outside its 200 classes: never right under the mask"]
   # 1000-way only by default (SPEC §3.6).
-  default, _ = published.imagenet_a_table(imagenet_run)
+  default, _ = published_report.imagenet_a_table(imagenet_run)
   assert set(default.classes) == {1000} and len(default) == 2
 
 
@@ -150,7 +151,7 @@ def test_mask_without_logits_is_a_note(tmp_path):
                       save_logits=False)
     _write(run, variant, k, "validation", [1, 2], _ranked([[1], [2]]), "imagenet2012")
   loaded = collect.load_run(run, dataset=_Stub("imagenet2012", 1000, "validation"))
-  table, notes = published.imagenet_a_table(loaded, mask=True)
+  table, notes = published_report.imagenet_a_table(loaded, mask=True)
   assert set(table.classes) == {1000}
   assert len(notes) == 1 and notes[0].startswith("200-class mask not computed: dense/0/imagenet_a")
 
@@ -169,7 +170,7 @@ def test_cifar10_1_table_against_hand_computed_values(tmp_path):
                         labels, fake_run.scores_for(wrong(labels, n), 10),
                         {"variant": variant, "k": k, "dataset": "cifar10"}, save_logits=True)
   loaded = collect.load_run(run, dataset=_Stub("cifar10", 10, "test"))
-  table, _ = published.published_splits_table(loaded)
+  table, _ = published_report.published_splits_table(loaded)
   by = table.set_index("variant")
   assert list(table.split.unique()) == ["cifar10_1"]
   # dense: (0.8 + 0.6) / 2 = 0.7 on CIFAR-10.1, (1 + 0.5) / 2 = 0.75 clean;
@@ -178,7 +179,7 @@ def test_cifar10_1_table_against_hand_computed_values(tmp_path):
   np.testing.assert_allclose(by.clean_top1, [0.75, 0.5], atol=1e-12)
   np.testing.assert_allclose(by.top1_change, [0.0, -0.2], atol=1e-12)
   np.testing.assert_allclose(by.top1_norm, [0.0, 100 * (0.5 / 0.7 - 1)], atol=1e-9)
-  tables, _, settings = published.compute(loaded)
+  tables, _, settings = published_report.compute(loaded)
   assert set(tables) == {"published_splits"} and settings["splits"] == ["cifar10_1"]
 
 
@@ -189,4 +190,4 @@ def test_a_run_without_published_splits_is_unchanged(tmp_path):
   assert "published_splits" not in m.tables and "published" not in m.notes
   page = _page(m)
   assert re.findall(r"<section id=\"([^\"]+)\"", page) == [
-      sec.id for sec in registry.SECTIONS if not sec.optional]
+      sec.id for sec in section_registry.SECTIONS if not sec.optional]

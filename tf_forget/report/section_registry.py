@@ -16,7 +16,7 @@ from tf_forget.report import divergence_view
 from tf_forget.report import html
 from tf_forget.report import human_study_view
 from tf_forget.report import prune_retrain_plots
-from tf_forget.report import published
+from tf_forget.report import published_report
 from tf_forget.report import recall_study_view
 from tf_forget.report import repair_view
 from tf_forget.report import sections
@@ -83,7 +83,7 @@ SECTIONS = (
     Section("robustness", "6. Robustness to corruptions (000 Table 3)", "6 Robustness",
             lambda v: sections.robustness(v.measures)),
     Section("published", "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1",
-            "6b Published sets", lambda v: published.section(v.measures), optional=True),
+            "6b Published sets", lambda v: published_report.section(v.measures), optional=True),
     Section("noise", "7. l-inf noise: accuracy, prune potential, similarity (003 §4.1, §5)",
             "7 Noise", lambda v: sections.noise(v.measures)),
     Section("recall-distortion", "8. Recall distortion slope α (002)", "8 α",

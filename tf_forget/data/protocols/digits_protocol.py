@@ -1,7 +1,7 @@
 """The scaled-down protocol: `digits` and `digits_biased`, presets `digits` and `tiny`.
 
 The scaled-down protocol (offline-sized audits; `mnist` and `fashion_mnist` take it too,
-`mnist.py`): a small CNN, severity 3 only (003 §5's level) to keep the default audit short,
+`mnist_protocol.py`): a small CNN, severity 3 only (003 §5's level) to keep the default audit short,
 every second l-inf noise level with 10 draws (~1 min of the default audit), corrupted splits
 and noise on every member (`None`; the default K is 5 anyway), and 000's post-training formats.
 

@@ -1,8 +1,8 @@
 """`mnist` and `fashion_mnist`: the scaled-down protocol; 002's LeNet-5 preset `lenet5_002`.
 
-The papers train no MNIST model of 000's protocol: both data sets are audited under the
-scaled-down `digits` protocol (`digits.py`), with tfds' published split sizes (60,000 train,
-10,000 test; 28x28 grey images).
+The papers train no MNIST model of 000's protocol: both data sets are audited under the scaled-down
+`digits` protocol (`digits_protocol.py`), with tfds' published split sizes (60,000 train, 10,000
+test; 28x28 grey images).
 
 `lenet5_002`: 002 §6.1's parents (30 models, pruned after training by `tf_forget.prune`),
 LeNet-5 on MNIST / Fashion-MNIST, SGD 30 epochs, batch 128, LR 0.01, no weight decay stated (so
@@ -13,14 +13,14 @@ while training the parents; ours train for the fixed number of steps (documented
 "fine-tuned for another 15 epochs"); prune-retrain: the torchprune keep ratios.
 """
 
-from tf_forget.data.protocols import digits
+from tf_forget.data.protocols import digits_protocol
 from tf_forget.data.protocols import schema
 
 _SPLITS = {"train": 60_000, "test": 10_000}
 
 PROTOCOLS = (
-    digits.scaled_down("mnist", _SPLITS, (28, 28, 1)),
-    digits.scaled_down("fashion_mnist", _SPLITS, (28, 28, 1)),
+    digits_protocol.scaled_down("mnist", _SPLITS, (28, 28, 1)),
+    digits_protocol.scaled_down("fashion_mnist", _SPLITS, (28, 28, 1)),
 )
 
 TRAININGS = (

@@ -14,8 +14,8 @@ import pytest
 
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
-from tf_forget.prune import member as member_lib
 from tf_forget.prune import oneshot
+from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import records
 from tf_forget.prune import scores
@@ -43,7 +43,7 @@ def run(parent_run, tmp_path):
 
 
 def _config(pop, variant, **overrides):
-  return member_lib.OneshotConfig(
+  return oneshot_member.OneshotConfig(
       member=train_member.MemberConfig(dataset=pop.dataset, model=pop.model, variant=variant,
                                        k=0, preset=pop.preset),
       protocol=oneshot_schedule.get("tiny", **overrides))
@@ -58,7 +58,7 @@ def _kernels(run_dir, variant):
 def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   run_dir, pop = run
   variant = f"oneshot_{algorithm}_r4"
-  meta = member_lib.prune_member(_config(pop, variant), run_dir)
+  meta = oneshot_member.prune_member(_config(pop, variant), run_dir)
   parent_meta = member_files.read_metadata(layout.member_dir(run_dir, "dense", 0))
   parent = member_files.load_model(layout.member_dir(run_dir, "dense", 0))
   # The parent link names dense member 0 by its file's hash and by its weights' content hash.
@@ -86,13 +86,13 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
     assert meta["pruning"]["gradient"] is None
   if algorithm == "up":
     assert meta["pruning"]["eps"] == pytest.approx(2 * pop.preset.weight_decay)
-  assert member_lib.status(run_dir, _config(pop, variant))
+  assert oneshot_member.status(run_dir, _config(pop, variant))
 
 
 def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   run_dir, pop = run
   cfg = _config(pop, "oneshot_mp_r10", phases=((1, 0.05), (2, 0.01)))
-  meta = member_lib.prune_member(cfg, run_dir)
+  meta = oneshot_member.prune_member(cfg, run_dir)
   ft = meta["pruning"]["finetune"]
   losses = ft["validation_data_loss"]
   assert len(losses) == 4  # right after pruning, then 3 epochs
@@ -105,7 +105,7 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   batches = [(x.astype(np.float32), y) for x, y in
              records.decoded(dataset, val, 256).as_numpy_iterator()]
   model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r10", 0))
-  assert member_lib.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
+  assert oneshot_member.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
   # The pruned set is MP's on the parent: the n/10 largest |θ| survive, and stay zero-free
   # elsewhere after fine-tuning (the mask was held fixed).
   parent = _kernels(run_dir, "dense")
@@ -117,7 +117,7 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
 
 def test_exported_file_has_the_sparsity(run):
   run_dir, pop = run
-  meta = member_lib.prune_member(_config(pop, "oneshot_up_r10"), run_dir)
+  meta = oneshot_member.prune_member(_config(pop, "oneshot_up_r10"), run_dir)
   export_lib.export_population(run_dir, dense_formats=("float32",), pruned_formats=("float32",),
                                encodings=("plain",), members=[("oneshot_up_r10", 0)],
                                log=lambda line: None)
@@ -131,7 +131,7 @@ def test_exported_file_has_the_sparsity(run):
 
 def test_ratio_over_all_parameters_and_exclude_classifier(run):
   run_dir, pop = run
-  meta = member_lib.prune_member(
+  meta = oneshot_member.prune_member(
       _config(pop, "oneshot_mp_r2", ratio_over="all", exclude_classifier=True), run_dir)
   comp = meta["pruning"]["compression"]
   model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r2", 0))
@@ -144,21 +144,21 @@ def test_ratio_over_all_parameters_and_exclude_classifier(run):
 def test_impossible_ratio_is_an_error(run):
   run_dir, pop = run
   with pytest.raises(scores.PruneError, match="cannot be met"):
-    member_lib.prune_member(_config(pop, "oneshot_mp_r1000000"), run_dir)
+    oneshot_member.prune_member(_config(pop, "oneshot_mp_r1000000"), run_dir)
   assert not os.path.exists(layout.member_metadata(run_dir, "oneshot_mp_r1000000", 0))
 
 
 def test_current_member_is_reused_and_a_retrained_parent_makes_it_stale(run):
   run_dir, pop = run
   cfg = _config(pop, "oneshot_rp_r2")
-  meta = member_lib.prune_member(cfg, run_dir)
+  meta = oneshot_member.prune_member(cfg, run_dir)
   path = layout.member_model(run_dir, "oneshot_rp_r2", 0)
   stamp = os.path.getmtime(path)
-  assert member_lib.prune_member(cfg, run_dir) == meta
+  assert oneshot_member.prune_member(cfg, run_dir) == meta
   assert os.path.getmtime(path) == stamp
   # Another protocol is another member.
   other = _config(pop, "oneshot_rp_r2", phases=((1, 0.01),))
-  assert "config" in member_lib.status(run_dir, other).reason
+  assert "config" in oneshot_member.status(run_dir, other).reason
   # A parent whose recorded hash changed (retrained) makes the child stale, naming the parent.
   parent_meta_path = layout.member_metadata(run_dir, "dense", 0)
   with open(parent_meta_path) as f:
@@ -166,22 +166,22 @@ def test_current_member_is_reused_and_a_retrained_parent_makes_it_stale(run):
   parent_meta["model_sha256"] = "0" * 64
   with open(parent_meta_path, "w") as f:
     json.dump(parent_meta, f)
-  state = member_lib.status(run_dir, cfg)
+  state = oneshot_member.status(run_dir, cfg)
   assert not state and "parent dense/0" in state.reason
 
 
 def test_missing_parent_is_one_line_error(tmp_path):
   pop = population.make_config(str(tmp_path), "tiny", variants=["dense"], members=1)
-  with pytest.raises(member_lib.PruneMemberError, match="train the dense population first"):
-    member_lib.prune_member(_config(pop, "oneshot_mp_r2"), str(tmp_path))
+  with pytest.raises(oneshot_member.PruneMemberError, match="train the dense population first"):
+    oneshot_member.prune_member(_config(pop, "oneshot_mp_r2"), str(tmp_path))
 
 
 def test_same_config_gives_the_same_weights(run, tmp_path):
   run_dir, pop = run
-  member_lib.prune_member(_config(pop, "oneshot_gp_r4"), run_dir)
+  oneshot_member.prune_member(_config(pop, "oneshot_gp_r4"), run_dir)
   first = _kernels(run_dir, "oneshot_gp_r4")
   shutil.rmtree(layout.member_dir(run_dir, "oneshot_gp_r4", 0))
-  member_lib.prune_member(_config(pop, "oneshot_gp_r4"), run_dir)
+  oneshot_member.prune_member(_config(pop, "oneshot_gp_r4"), run_dir)
   again = _kernels(run_dir, "oneshot_gp_r4")
   for name in first:
     np.testing.assert_array_equal(first[name], again[name])

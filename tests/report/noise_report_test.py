@@ -10,9 +10,9 @@ import os
 import numpy as np
 import pytest
 
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.report import measures as measures_lib
-from tf_forget.report import noise
+from tf_forget.report import noise_report
 from tf_forget.report import sections
 
 LABELS = [0, 1, 0, 1]
@@ -45,7 +45,7 @@ def write_run(run_dir, protocol_seed=0, skip=()):
 @pytest.fixture
 def tables(tmp_path):
   write_run(str(tmp_path))
-  tables, notes, protocol = noise.compute(str(tmp_path), ["dense", "prune_0.5", "prune_0.9"])
+  tables, notes, protocol = noise_report.compute(str(tmp_path), ["dense", "prune_0.5", "prune_0.9"])
   assert protocol["draws"] == 2 and notes == ["runtime paths under noise: xnnpack"]
   return tables
 
@@ -89,13 +89,13 @@ def test_similarity_to_dense_member_k_and_the_independent_reference(tables):
   # L2: k=0 at eps .5 mismatches 2 of 8 (draw, example) pairs, k=1 4 of 8 -> 6/16 · 1.1314.
   assert _row(t, "prune_0.5", 0.5).l2 == pytest.approx(6 / 16 * L2, rel=1e-3)
   # dense 0 vs dense 1 (both orders): .75 at eps 0; (.25 + .75) / 2 at eps .5.
-  ind = _row(t, noise.INDEPENDENT, 0.5)
+  ind = _row(t, noise_report.INDEPENDENT, 0.5)
   assert ind.pairs == 2 and ind.matching == pytest.approx(0.5)
-  assert _row(t, noise.INDEPENDENT, 0.0).matching == pytest.approx(0.75)
+  assert _row(t, noise_report.INDEPENDENT, 0.0).matching == pytest.approx(0.75)
 
 
 def test_no_noise_directory_is_a_note(tmp_path):
-  tables, notes, protocol = noise.compute(str(tmp_path))
+  tables, notes, protocol = noise_report.compute(str(tmp_path))
   assert tables == {} and protocol is None and "no l-inf noise" in notes[0]
 
 
@@ -104,12 +104,12 @@ def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
   write_run(str(tmp_path / "other"), protocol_seed=1)
   os.replace(noise_artifact.path(str(tmp_path / "other"), "prune_0.9", 1),
              noise_artifact.path(str(tmp_path), "prune_0.9", 1))
-  with pytest.raises(noise.NoiseReportError, match="other noise protocol"):
-    noise.compute(str(tmp_path))
+  with pytest.raises(noise_report.NoiseReportError, match="other noise protocol"):
+    noise_report.compute(str(tmp_path))
   nodense = tmp_path / "nodense"
   write_run(str(nodense), skip={("dense", 0), ("dense", 1)})
-  with pytest.raises(noise.NoiseReportError, match="no dense population"):
-    noise.compute(str(nodense))
+  with pytest.raises(noise_report.NoiseReportError, match="no dense population"):
+    noise_report.compute(str(nodense))
 
 
 def test_section_shows_plot_and_tables(tables):
@@ -129,12 +129,12 @@ def test_change_intervals_welch_and_paired(tmp_path):
   t_{0.975, 2} = 4.303 → ±.7607 (the top clipped at +1).
   Paired by k: differences (.25, .25) → no spread → the point .25."""
   write_run(str(tmp_path))
-  welch = noise.compute(str(tmp_path), ["dense", "prune_0.5"])[0]["noise_accuracy"]
+  welch = noise_report.compute(str(tmp_path), ["dense", "prune_0.5"])[0]["noise_accuracy"]
   r = _row(welch, "prune_0.5", 0.5)
   assert r.top1_change_low == pytest.approx(0.25 - 4.303 * 0.17678, abs=2e-4)
   assert r.top1_change_high == 1.0
-  paired = noise.compute(str(tmp_path), ["dense", "prune_0.5"],
-                         pairs={"prune_0.5": [(0, 0), (1, 1)]})[0]["noise_accuracy"]
+  paired = noise_report.compute(str(tmp_path), ["dense", "prune_0.5"],
+                                pairs={"prune_0.5": [(0, 0), (1, 1)]})[0]["noise_accuracy"]
   r = _row(paired, "prune_0.5", 0.5)
   assert r.top1_change_low == r.top1_change_high == pytest.approx(0.25)
   assert np.isnan(_row(paired, "dense", 0.5).top1_change_low)

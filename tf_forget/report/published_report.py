@@ -1,6 +1,6 @@
 """Published test sets in the report: 000 Table 8 (ImageNet-A) and CIFAR-10.1 (SPEC §3.6).
 
-With `--robustness=published` (`tf_forget.corruptions.published`) the audit evaluates the
+With `--robustness=published` (`tf_forget.corruptions.published_suites`) the audit evaluates the
 robustness members on the data set's published test sets as extra splits besides the
 corrupted ones (`tf_forget.data.protocols`, `Published.extra`): `imagenet_a` for ImageNet,
 `cifar10_1` for CIFAR-10. Their predictions keep the logits.
@@ -29,7 +29,7 @@ import pandas as pd
 
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
-from tf_forget.data.protocols import registry as protocols
+from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.report import collect
 from tf_forget.report import html
 from tf_forget.stats import accuracy

@@ -139,7 +139,7 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
 
   Args:
     run_dir: population run directory with `tflite/` exports.
-    dataset: a `base.Dataset`; default: the members' data set from the export JSON.
+    dataset: a `dataset_api.Dataset`; default: the members' data set from the export JSON.
     splits: data split names; default `[dataset.spec.eval_split]` (when no `split_batches`).
     split_batches: extra streams, name -> callable(batch_size) -> iterable of `Examples`.
     split_ids: name -> identity (sha256) of each `split_batches` stream; registry splits get

@@ -5,7 +5,7 @@ robustness members; the one-shot and iterative schedules of a preset) so that th
 data set is stated once, in its protocol module (`MODULES`; what a module declares:
 `tf_forget.data.protocols.schema`):
 
-    from tf_forget.data.protocols import registry as protocols
+    from tf_forget.data.protocols import protocol_registry as protocols
     p = protocols.get("celeb_a")
     p.quantizations  # ("dynamic_int8", "full_int8")
     protocols.TRAININGS[p.preset].oneshot  # {"phases": ((10, 0.1), (5, 0.01), ...)}
@@ -23,17 +23,18 @@ A test registers a module of its own with `register` after replacing both dicts 
 (`monkeypatch.setattr`; tests/data/add_dataset_test.py). Standard library only.
 """
 
-from tf_forget.data.protocols import celeb_a
-from tf_forget.data.protocols import cifar
-from tf_forget.data.protocols import digits
-from tf_forget.data.protocols import imagenet
-from tf_forget.data.protocols import mnist
+from tf_forget.data.protocols import celeb_a_protocol
+from tf_forget.data.protocols import cifar_protocol
+from tf_forget.data.protocols import digits_protocol
+from tf_forget.data.protocols import imagenet_protocol
+from tf_forget.data.protocols import mnist_protocol
 from tf_forget.data.protocols import schema
-from tf_forget.data.protocols import user
+from tf_forget.data.protocols import user_protocol
 
 # The protocol modules, registered in this order (a module may name the presets of those
 # before it).
-MODULES = (digits, mnist, celeb_a, cifar, imagenet, user)
+MODULES = (digits_protocol, mnist_protocol, celeb_a_protocol, cifar_protocol, imagenet_protocol,
+           user_protocol)
 # The keys of `TrainingProtocol.iterative` (the "alpha" schedule's defaults).
 ITERATIVE_KEYS = ("alpha", "cycles", "warmup_epochs")
 

@@ -1,6 +1,6 @@
 """Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1; SPEC §6.7).
 
-Writes one `tf_forget.artifacts.noise` file per (variant, member): the schema, the
+Writes one `tf_forget.artifacts.noise_artifact` file per (variant, member): the schema, the
 noise model and the example subset are documented there and in docs/artifacts/corruptions.md.
 Moved here from `tf_forget/corruptions/noise_eval.py` (issue #14): it runs `.tflite` files, the
 evaluator's business.
@@ -22,9 +22,9 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
-from tf_forget.artifacts import noise as noise_artifact
+from tf_forget.artifacts import noise_artifact
 from tf_forget.artifacts import predictions
-from tf_forget.data import base
+from tf_forget.data import dataset_api
 
 
 def select_examples(dataset, protocol):
@@ -34,7 +34,7 @@ def select_examples(dataset, protocol):
   fit in memory whole).
 
   Returns:
-    `base.Examples` with at most `protocol.examples` examples.
+    `dataset_api.Examples` with at most `protocol.examples` examples.
   """
   split = dataset.spec.eval_split
   n = dataset.num_examples(split)
@@ -48,7 +48,7 @@ def select_examples(dataset, protocol):
     start += len(batch)
     if keep.any():
       parts.append(batch.take(keep))
-  picked = base.concatenate(parts)
+  picked = dataset_api.concatenate(parts)
   return picked.take(np.argsort(np.asarray(picked.ids), kind="stable"))
 
 
@@ -87,7 +87,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
 
   Args:
     tflite_path: the file.
-    examples: `base.Examples` (uint8 images `[N, H, W, C]`).
+    examples: `dataset_api.Examples` (uint8 images `[N, H, W, C]`).
     protocol: a `noise_artifact.NoiseProtocol`.
     scale: float32 `[C]` from `noise_scale`.
     out_path: the artifact to write (atomically).
@@ -165,11 +165,11 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
   """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
 
   Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
-  split by `eval.population`), so noise adds nothing about the encoding.
+  split by `eval.population_eval`), so noise adds nothing about the encoding.
 
   Args:
     run_dir: run directory with `tflite/` exports.
-    dataset: the members' `base.Dataset`.
+    dataset: the members' `dataset_api.Dataset`.
     protocol: a `noise_artifact.NoiseProtocol`.
     variants: optional audited variant names to restrict to.
     num_threads, batch_size: interpreter threads and batch size.

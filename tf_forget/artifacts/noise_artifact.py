@@ -4,7 +4,7 @@
 test images and 100 draws, and reads two things off it: accuracy per noise level (its
 Figure 1 / 28: prune potential collapses as ε grows) and the functional similarity of a
 compressed network to its dense counterpart (Figure 4: share of matching labels and L2
-distance of the softmax outputs). `eval.noise` writes the per-file raw material for both:
+distance of the softmax outputs). `eval.noise_eval` writes the per-file raw material for both:
 
     <run>/noise/<variant>/<k>/linf.npz
 
@@ -22,9 +22,9 @@ JSON, "noise_scale": sha256 of the per-channel scale}; an artifact is reused onl
 
 Noise, identical for every file of a run: draw d is one U(-1, 1) field drawn with
 `np.random.default_rng([seed, d]).uniform(-1, 1)`, and level l's noise is ε_l times it
-(the law of `noise.linf_uniform_noise`, the levels sharing one draw; common random numbers:
-differences between levels and between models are not draw noise). At ε = 0 one draw is run
-and repeated. The models normalise inside (docs/artifacts/members.md: input = raw pixels in
+(the law of `noise_corruptions.linf_uniform_noise`, the levels sharing one draw; common random
+numbers: differences between levels and between models are not draw noise). At ε = 0 one draw is
+run and repeated. The models normalise inside (docs/artifacts/members.md: input = raw pixels in
 [0, 255], then `(x / 255 − mean) / std`), so ε in normalized units is ε · 255 · std_c raw
 units on channel c; we add that to the raw float pixels, not clipped to [0, 255] (003 adds it
 after normalisation). Integer-input files (`full_int8`) see it through their own input

@@ -19,8 +19,8 @@ top-1 identical). Any difference is a one-line reason.
 
 import numpy as np
 
-from tf_forget.artifacts import predictions
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import predictions
 from tf_forget.data import input_layout
 
 

@@ -6,12 +6,12 @@ import types
 
 import pytest
 
-from tf_forget.pipeline import audit_plan
 from tf_forget.config import tree
 from tf_forget.data import digits
 from tf_forget.data import registry as data_registry
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema
+from tf_forget.pipeline import audit_plan
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import presets

@@ -5,7 +5,6 @@ import sys
 
 import pytest
 
-from tf_forget.pipeline import audit_plan
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
@@ -15,6 +14,7 @@ from tf_forget.data import registry
 from tf_forget.data import sources
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema
+from tf_forget.pipeline import audit_plan
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import presets

@@ -10,9 +10,9 @@ import json
 
 import tensorflow_datasets as tfds
 
-from tf_forget.pipeline import audit_lib
 from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
 
 
 def test_celeb_a_audit_under_mock_data(tmp_path):

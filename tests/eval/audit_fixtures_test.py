@@ -45,9 +45,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sp_stats
 
-from tf_forget.pipeline import audit_lib
 from tests.eval import run_digest
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(TESTS, "fixtures")

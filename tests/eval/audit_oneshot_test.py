@@ -14,8 +14,8 @@ from absl import flags
 from absl.testing import flagsaver
 import pytest
 
-from tests import binary_main
 from eval import audit
+from tests import binary_main
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule

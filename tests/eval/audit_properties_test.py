@@ -21,8 +21,8 @@ ranking of subgroups was luck (the claim failed on a fresh machine). At 600 step
 
 import pytest
 
-from tf_forget.pipeline import audit_lib
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
 
 STEPS = {"digits": 300, "digits_biased": 600}
 

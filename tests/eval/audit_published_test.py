@@ -12,16 +12,16 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from eval import audit
-from tf_forget.pipeline import audit_lib
-from tf_forget.pipeline import audit_plan
-from tf_forget.pipeline import run_identity
-from tf_forget.pipeline import tasks
 from tests import binary_main
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
 from tf_forget.corruptions import published_suites
 from tf_forget.data import registry
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import run_identity
+from tf_forget.pipeline import tasks
 
 SPLITS = ["gaussian_noise@3", "glass_blur@3"]
 

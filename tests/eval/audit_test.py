@@ -6,8 +6,8 @@ from absl import flags
 from absl.testing import flagsaver
 import pytest
 
-from tests import binary_main
 from eval import audit
+from tests import binary_main
 from tf_forget.report import gates as gates_lib
 
 FLAGS = flags.FLAGS

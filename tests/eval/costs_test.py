@@ -8,10 +8,10 @@ from absl.testing import flagsaver
 import pytest
 
 from eval import audit
-from tf_forget.pipeline import audit_plan
-from tf_forget.pipeline import costs
 from tf_forget.config import tree
 from tf_forget.data.protocols import protocol_registry as protocols
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import costs
 
 SMALL = costs.PlanInputs(
     dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=3, dense_variants=1,

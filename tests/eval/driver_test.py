@@ -13,14 +13,14 @@ import os
 
 import pytest
 
-from tf_forget.pipeline import audit_lib
-from tf_forget.pipeline import driver
-from tf_forget.pipeline import stages as stages_lib
 from tf_forget import executor as executor_lib
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import lineage
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import stages as stages_lib
 
 TASK = "tests.eval.driver_test:write_value"
 

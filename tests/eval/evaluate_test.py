@@ -9,9 +9,9 @@ from eval import agreement
 from eval import evaluate
 from eval import interpreter
 from eval import population_eval
-from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tflite_export import export
 

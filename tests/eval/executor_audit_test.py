@@ -15,10 +15,10 @@ import os
 
 import pytest
 
-from tf_forget.pipeline import audit_lib
-from tf_forget.pipeline import audit_plan
 from tests.eval import run_digest
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
+from tf_forget.pipeline import audit_plan
 from tf_forget.train import presets
 
 ALL_FORMATS = ("float32", "full_int8")

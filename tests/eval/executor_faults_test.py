@@ -19,13 +19,13 @@ import time
 
 import pytest
 
-from tf_forget.pipeline import stages
-from tf_forget.pipeline import tasks
-from tf_forget import executor as executor_lib
 from tests.eval import run_digest
+from tf_forget import executor as executor_lib
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.executor import executor_api
+from tf_forget.pipeline import stages
+from tf_forget.pipeline import tasks
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
 from tf_forget.train import presets

@@ -16,8 +16,8 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
 from eval import batched  # pylint: disable=g-import-not-at-top
-from eval import repairs  # pylint: disable=g-import-not-at-top
 from eval import no_byte_repairs  # pylint: disable=g-import-not-at-top
+from eval import repairs  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tests.tflite_export import fake_run  # pylint: disable=g-import-not-at-top
 from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top

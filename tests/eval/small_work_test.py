@@ -8,8 +8,8 @@ was asked.
 
 import pytest
 
-from tf_forget.pipeline import stages
 from tf_forget.config import tree
+from tf_forget.pipeline import stages
 
 
 def _config(executor="local", workers=None):

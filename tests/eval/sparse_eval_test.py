@@ -17,9 +17,9 @@ from eval import batched
 from eval import evaluate
 from eval import interpreter
 from eval import population_eval
-from tf_forget.artifacts import predictions
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions
 from tflite_export import converter
 from tflite_export import export
 

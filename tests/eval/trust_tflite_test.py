@@ -27,10 +27,10 @@ import pytest
 import tensorflow as tf
 from ai_edge_litert import schema_py_generated as schema
 
-from tf_forget.pipeline import user_plan
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
+from tf_forget.pipeline import user_plan
 from tflite_export import candidates
 from tflite_export import flatbuffer_graph
 

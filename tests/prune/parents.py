@@ -3,10 +3,10 @@
 import shutil
 import types
 
+from tf_forget import executor as executor_lib
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import member_stages
 from tf_forget.pipeline import stages
-from tf_forget import executor as executor_lib
 from tf_forget.train import population
 
 

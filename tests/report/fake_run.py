@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
-from tf_forget.artifacts import predictions
 from tf_forget.artifacts import names
+from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 
 NOISE_PERIOD = 50

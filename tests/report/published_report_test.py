@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
+from tests.report import fake_run
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.report import collect
@@ -15,7 +16,6 @@ from tf_forget.report import html
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import published_report
 from tf_forget.report import section_registry
-from tests.report import fake_run
 
 # tfds' imagenet2012 label file: the label space of tfds' imagenet_a (its ClassLabel reads it).
 IMAGENET_LABELS = os.path.join(os.path.dirname(tfds.__file__), "datasets", "imagenet2012",

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from eval import audit
-from tf_forget.pipeline import audit_plan
-from tf_forget.pipeline import run_identity
 from tests import import_check
 from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
 from tf_forget.data import registry
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import run_identity
 from tf_forget.train import inputs
 from tf_forget.train import presets
 

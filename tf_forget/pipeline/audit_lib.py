@@ -45,20 +45,20 @@ import os
 import threading
 import time
 
-from tf_forget.pipeline import audit_plan
-from tf_forget.pipeline import data_identity
 from eval import deploy
-from tf_forget.pipeline import final_stages
 from eval import input_scaling
-from tf_forget.pipeline import run_identity
-from tf_forget.pipeline import stages
-from tf_forget.pipeline import user_plan
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import data_identity
+from tf_forget.pipeline import final_stages
+from tf_forget.pipeline import run_identity
+from tf_forget.pipeline import stages
+from tf_forget.pipeline import user_plan
 from tf_forget.report import human_study
 from tf_forget.report import write as report_write
 from tf_forget.train import population

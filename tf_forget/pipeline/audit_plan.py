@@ -12,25 +12,31 @@ preset, post-training formats, corruptions and severities, robustness members, n
 (SPEC §1.1, §1.5, §2.3, §3.6, §6.7).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import os
+from typing import Optional, Union
 
-from tf_forget.pipeline import costs
 from eval import deploy
-from tf_forget.pipeline import repair_plan
-from tf_forget.pipeline import user_plan
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
 from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import published_suites
 from tf_forget.corruptions import robust_training as robust_lib
+from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.data.protocols import protocol_registry as protocols
+from tf_forget.data.protocols import schema as protocol_schema
+from tf_forget.pipeline import costs
+from tf_forget.pipeline import repair_plan
+from tf_forget.pipeline import user_plan
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import pruned_population
+from tf_forget.report import gates as gates_lib
 from tf_forget.train import population
 
 
@@ -115,26 +121,26 @@ class Plan:
     repair_always: repair every full int8 file, also one that forgot nothing significant
       (`--repair_always`; by default only those, `layer_analysis.repair_needed`, issue #36).
   """
-  population: object
+  population: Union[population.PopulationConfig, user_plan.ImportedPopulation]
   quantizations: tuple
   pruned_quantizations: tuple
   encodings: tuple
   corrupted: tuple
-  noise: object
-  dataset: object
+  noise: Optional[noise_artifact.NoiseProtocol]
+  dataset: dataset_api.Dataset
   robustness_members: tuple = ()
   oneshot: tuple = ()
-  oneshot_schedule: object = None
+  oneshot_schedule: Optional[oneshot_schedule.OneshotSchedule] = None
   robustness: str = "generated"
-  published: object = None
+  published: Optional[protocol_schema.Published] = None
   extra_splits: tuple = ()
   iterative: tuple = ()
-  iterative_schedule: object = None
-  user: object = None
+  iterative_schedule: Optional[iterative_schedule.IterativeSchedule] = None
+  user: Optional[tree.UserModels] = None
   repairs: tuple = ()
   repair_always: bool = False
   max_repair_size: float = tree.DEFAULT_MAX_REPAIR_SIZE
-  repair_gates: object = None
+  repair_gates: Optional[gates_lib.Gates] = None
 
   @property
   def variants(self):

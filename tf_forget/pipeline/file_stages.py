@@ -18,17 +18,17 @@ Robustness is evaluated on the plain-encoded files of the protocol's robustness 
 import math
 import os
 
-from tf_forget.pipeline import driver
 from eval import evaluate
 from eval import noise_eval
 from eval import population_eval
-from tf_forget.pipeline import tasks
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import corruption_registry
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import tasks
 from tflite_export import export_state
 from tflite_export import formats
 

@@ -13,8 +13,11 @@ import dataclasses
 from typing import Optional
 
 from eval import deploy
-from tf_forget.pipeline import driver
 from eval import encodings as encodings_lib
+from tf_forget.config import tree
+from tf_forget.pipeline import driver
+from tf_forget.report import gates as gates_lib
+from tf_forget.report import human_study as human_study_lib
 from tf_forget.report import write as report_write
 
 
@@ -28,10 +31,10 @@ class Final:
     config_json: the whole configuration's JSON (recorded in report.json).
     human_study: the `human_study.Options`, or None.
   """
-  deployment: object
-  gates: object
+  deployment: tree.Deployment
+  gates: gates_lib.Gates
   config_json: dict
-  human_study: Optional[object] = None
+  human_study: Optional[human_study_lib.Options] = None
 
 
 class EncodingsStage(driver.Stage):

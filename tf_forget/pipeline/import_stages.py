@@ -15,11 +15,11 @@ references and float32 files of the one-shot members; evaluation, report and bun
 for trained members.
 """
 
-from tf_forget.pipeline import driver
-from tf_forget.pipeline import member_stages
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import member_stages
 from tf_forget.train import imported
 from tflite_export import candidates as candidates_lib
 

@@ -20,14 +20,14 @@ Repaired files are not evaluated under corruptions or noise (the robustness tabl
 audited formats).
 """
 
-from tf_forget.pipeline import driver
-from tf_forget.pipeline import file_stages
 from eval import layer_analysis
 from eval import population_eval
 from eval import repair_search
 from eval import repairs
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.pipeline import driver
+from tf_forget.pipeline import file_stages
 
 
 def _analysed(ctx):

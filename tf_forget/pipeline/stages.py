@@ -14,13 +14,13 @@ import dataclasses
 import os
 import time
 
+from tf_forget import executor as executor_lib
+from tf_forget.cli import status
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import file_stages
 from tf_forget.pipeline import import_stages
 from tf_forget.pipeline import member_stages
 from tf_forget.pipeline import repair_stages
-from tf_forget import executor as executor_lib
-from tf_forget.cli import status
 
 # Environment a Ray worker needs before it imports TensorFlow (a local pool inherits it).
 WORKER_ENV = ("TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA",

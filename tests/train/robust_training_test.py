@@ -175,8 +175,8 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   assert run_identity.audit_identity(config, p)["preset_params"]["train_corruptions"] == list(
       ROBUST)
   assert config.to_json()["population"]["robust_training"] is True
-  given = audit_plan.plan(dataclasses.replace(config, corruptions=["fog"], severities=[2]),
-                          check_data=False)
+  given = audit_plan.plan(dataclasses.replace(config, robustness=tree.Robustness(
+      corruptions=("fog",), severities=(2,))), check_data=False)
   assert given.corrupted == ("fog@2",) and given.population.preset.train_corruptions == ROBUST
   plain_config = tree.AuditConfig(out=str(tmp_path / "plain"))
   plain = audit_plan.plan(plain_config, check_data=False)

@@ -62,7 +62,8 @@ def bench_audit(tmp):
 
 def _eval_tasks(run_dir, n):
   from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
-  return [executor_api.Task(key=f"eval dense/0 #{i}", fn="tf_forget.pipeline.tasks:evaluate_files",
+  return [executor_api.Task(key=f"eval dense/0 #{i}",
+                            fn="tf_forget.pipeline.tasks:evaluate_files",
                             kwargs={"run_dir": run_dir, "files": [["dense", 0]],
                                     "dataset": "digits", "dataset_options": {}, "num_threads": 2,
                                     "splits": ["test"]})

@@ -54,9 +54,10 @@ _CONFIG = flags.DEFINE_string(
     "the command line replace its fields (e.g. --out for a new run directory).")
 _PLAN = flags.DEFINE_bool("plan", False,
                           "Print the audit's cost plan (counts per stage and an estimate) and "
-                          "exit 0: writes nothing, needs no data on disk (tf_forget/pipeline/costs.py); with "
-                          "--reference, the files' inferences over the listed images and the "
-                          "time, no image read (tf_forget/pipeline/user_costs.py).")
+                          "exit 0: writes nothing, needs no data on disk "
+                          "(tf_forget/pipeline/costs.py); with --reference, the files' "
+                          "inferences over the listed images and the time, no image read "
+                          "(tf_forget/pipeline/user_costs.py).")
 _UNIT_COSTS = flags.DEFINE_string("unit_costs", None,
                                   "Unit-cost file of --plan (default: "
                                   "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json).")

@@ -95,7 +95,7 @@ FLAG_PATHS = {
     "num_threads": ("deployment.num_threads", None),
     "remeasure_latency": ("deployment.remeasure_latency", None),
     "ray_address": ("execution.ray_address", None),
-    "repair": ("repair.repairs", lambda v: names.sorted_repairs(x.strip() for x in v)),
+    "repair": ("repair.repairs", lambda v: tuple(x.strip() for x in v)),
     "max_repair_size": ("repair.max_size", None),
     "repair_always": ("repair.always", None),
 }

@@ -67,7 +67,7 @@ class Result:
 
 
 def _paths(run_dir):
-  join = fileio.join if fileio.is_url(run_dir) else os.path.join
+  join = fileio.join  # local paths and scheme:// URLs alike
   return {"report_html": join(run_dir, "report.html"),
           "report_json": join(run_dir, REPORT_JSON),
           "tables": join(run_dir, "tables"),

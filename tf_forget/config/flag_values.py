@@ -51,6 +51,13 @@ def _image_size(values):
   return tuple(int(v) for v in values)
 
 
+def _repairs(values):
+  """--repair's names in the report's order (`names.sorted_repairs`); as given when one is
+  not a repair (`checks.problems` then names it)."""
+  given = tuple(v.strip() for v in values)
+  return names.sorted_repairs(given) if all(map(names.repair_ok, given)) else given
+
+
 def _opt_tuple(value):
   return tuple(value) if value else None
 
@@ -95,7 +102,7 @@ FLAG_PATHS = {
     "num_threads": ("deployment.num_threads", None),
     "remeasure_latency": ("deployment.remeasure_latency", None),
     "ray_address": ("execution.ray_address", None),
-    "repair": ("repair.repairs", lambda v: tuple(x.strip() for x in v)),
+    "repair": ("repair.repairs", lambda v: _repairs(v)),
     "max_repair_size": ("repair.max_size", None),
     "repair_always": ("repair.always", None),
 }

@@ -330,5 +330,22 @@ HELP_SECTIONS = (
                            "annotation_seed", "annotation_columns"]),
 )
 
+
+def _help():
+  """`--help`: `HELP_SECTIONS` with each flag's help and default (`cli_app.help_text`).
+
+  Raises:
+    AssertionError: a flag of this file in no section (a bug here, said loudly).
+  """
+  listed = {f for _, names in HELP_SECTIONS for f in names}
+  own = flags.FLAGS.flags_by_module_dict().get(sys.argv[0], [])
+  missing = sorted(f.name for f in own if f.name not in listed)
+  if missing:
+    raise AssertionError(f"flags in no --help section: {', '.join(missing)}")
+  entries = lambda names: [(n, flags.FLAGS[n].help, None if flags.FLAGS[n].default is None
+                            else flags.FLAGS[n].default_as_str) for n in names]
+  return cli_app.help_text(__doc__, [(title, entries(names)) for title, names in HELP_SECTIONS])
+
+
 if __name__ == "__main__":
-  cli_app.run(main, "audit", HELP_SECTIONS)
+  cli_app.run(main, "audit", _help)

@@ -4,7 +4,7 @@
   * a bad flag, a missing required flag or a stray argument is one line,
     "<name>: error: <problem> (see --help)", and exit status 1 (absl prints the whole usage,
     up to ~140 lines); `--help` / `--helpfull` print the flags and exit 0 (absl: 1), `--help`
-    section by section when the binary gives its sections (`run(help_sections=...)`);
+    section by section when the binary gives its text (`run(help_fn=...)`, `help_text`);
   * an `errors.Error` (bad input, a bad artifact) or `sys.exit("<one line>")` is that line on
     the terminal's stderr and exit status 1;
   * Ctrl-C (SIGINT) and SIGTERM stop the command where it is: finished artifacts stay (every
@@ -82,35 +82,25 @@ def help_text(doc, sections):
 
   Args:
     doc: the binary's module docstring.
-    sections: [(title, [flag names])]; every flag appears under one title.
+    sections: [(title, [(flag name, its help, its default as text or None)])]; the binary
+      reads them from its own flags.
   """
   lines = [(doc or "").rstrip(), ""]
-  for title, names in sections:
+  for title, entries in sections:
     lines.append(f"{title}:")
-    for flag_name in names:
-      flag = flags.FLAGS[flag_name]
-      default = "" if flag.default is None else f" (default: {flag.default_as_str})"
-      lines.append(flags.text_wrap(f"--{flag_name}: {flag.help}{default}", indent="      ",
+    for flag_name, text, default in entries:
+      default = "" if default is None else f" (default: {default})"
+      lines.append(flags.text_wrap(f"--{flag_name}: {text}{default}", indent="      ",
                                    firstline_indent="  "))
     lines.append("")
   lines.append("(--helpfull: every flag of every module, as absl lists them)")
   return "\n".join(lines)
 
 
-def _missing_from_sections(sections):
-  """The flags the binary (the `__main__` module) defines that no section lists."""
-  listed = {f for _, names in sections for f in names}
-  own = flags.FLAGS.flags_by_module_dict().get(sys.argv[0], [])
-  return sorted(f.name for f in own if f.name not in listed)
-
-
-def _parser(name, help_sections=None):
+def _parser(name, help_fn=None):
   def parse(argv):
-    if help_sections and any(a in HELP_FLAGS for a in argv[1:]):
-      missing = _missing_from_sections(help_sections)
-      if missing:  # a flag added without its section: a bug of the binary, said loudly
-        raise AssertionError(f"flags in no --help section: {', '.join(missing)}")
-      print(help_text(sys.modules["__main__"].__doc__, help_sections))
+    if help_fn is not None and any(a in HELP_FLAGS for a in argv[1:]):
+      print(help_fn())
       sys.exit(0)
     try:
       return flags.FLAGS(argv)
@@ -198,7 +188,7 @@ def locked_run_dir(run_dir, command, check_ours=True, log=print):
     lock.release()
 
 
-def run(main, name, help_sections=None):
+def run(main, name, help_fn=None):
   """Runs the absl binary `main` as the command `name` (module docstring); never returns.
 
   The binary's imports before this call are covered by `startup.guard(name)`.
@@ -206,14 +196,14 @@ def run(main, name, help_sections=None):
   Args:
     main: the binary's main(argv).
     name: the command's name in its one-line errors.
-    help_sections: optional [(title, [flag names])]: `--help` lists the binary's flags under
-      these titles (each of its flags under one; `help_text`).
+    help_fn: optional zero-argument callable returning the binary's `--help` text (e.g.
+      `help_text` of its flags, section by section); None: absl's.
   """
   signal.signal(signal.SIGTERM, _on_signal)
   signal.signal(signal.SIGINT, _on_signal)
   try:
     app.run(lambda argv: sys.exit(_call(main, name, argv)),
-            flags_parser=_parser(name, help_sections))
+            flags_parser=_parser(name, help_fn))
   except KeyboardInterrupt as e:  # while absl parsed the flags, before `main` ran
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(_interrupted(name, e))

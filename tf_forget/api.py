@@ -18,11 +18,11 @@ audit binary (`eval/audit.py`), the examples and the benchmarks use this module.
 
 import dataclasses
 import io
-import os
 from typing import Mapping, Optional, Tuple
 
 import pandas as pd
 
+from eval import deploy
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
@@ -37,8 +37,6 @@ Formats, Robustness, Noise, Deployment = tree.Formats, tree.Robustness, tree.Noi
 Execution, Repair, UserModels = tree.Execution, tree.Repair, tree.UserModels
 AuditError = tree.AuditError
 load_config, save_config, with_overrides = tree.load, tree.save, tree.with_overrides
-REPORT_JSON = "report.json"
-MANIFEST = os.path.join("deploy", "manifest.json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,9 +67,9 @@ class Result:
 def _paths(run_dir):
   join = fileio.join  # local paths and scheme:// URLs alike
   return {"report_html": join(run_dir, "report.html"),
-          "report_json": join(run_dir, REPORT_JSON),
+          "report_json": layout.report_file(run_dir),
           "tables": join(run_dir, "tables"),
-          "bundle": join(run_dir, MANIFEST),
+          "bundle": join(run_dir, deploy.BUNDLE, deploy.MANIFEST),
           "audit_json": layout.audit_file(run_dir)}
 
 

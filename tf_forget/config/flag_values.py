@@ -209,8 +209,8 @@ def _given(flag_table, values, apply):
 
 
 def _optional_section(table, values, present, keys, have_base, what):
-  """The fields of the user's models (`keys`: --reference) or the human study (`keys`:
-  --annotation_export, --annotations) from the flags, refusing them without `keys`."""
+  """The fields of an optional section (the human study: `keys` --annotation_export,
+  --annotations) from the flags, refusing them without `keys`."""
   on = have_base or any(values[k] for k in keys)
   given = [f for f in table if f in present and f not in keys]
   if not on:
@@ -262,9 +262,10 @@ def config_from_flags(values, present, base=None):
   if base is None and not values["out"]:
     fields["out"] = default_out(values["dataset"])
   have_user = base is not None and base.user is not None
-  if not have_user and not values["reference"]:
+  if have_user or values["reference"]:
+    fields.update(_given(USER_FLAGS, values, lambda f: f in present or not have_user))
+  else:
     _refuse_without_reference(present)
-  fields.update(_optional_section(USER_FLAGS, values, present, ("reference",), have_user, ""))
   fields.update(_optional_section(
       STUDY_FLAGS, values, present, ("annotation_export", "annotations"),
       base is not None and base.human_study is not None,

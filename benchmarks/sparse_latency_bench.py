@@ -3,9 +3,9 @@
 Trains (or reuses, in `--work_dir`) one `digits` member per variant (dense, prune_0.5,
 prune_0.9) of the small CNN with a shortened `digits` preset (`--steps`; tfmot's gradual
 magnitude pruning, stripped), exports every format plain and sparse-encoded
-(`tflite_export.export`, `--encodings=plain,sparse`), evaluates every file as on a device
-(`eval.population_eval`: XNNPACK, else the built-in kernels) with the twin check, and times each
-sparse file together with its plain twin in one interleaved run (`eval.latency.measure`:
+(`tf_forget.export.export`, `--encodings=plain,sparse`), evaluates every file as on a device
+(`tf_forget.evaluate.population_eval`: XNNPACK, else the built-in kernels) with the twin check, and times each
+sparse file together with its plain twin in one interleaved run (`tf_forget.evaluate.latency.measure`:
 median batch-1 and batch-64 latency, `--num_threads`). Prints:
 
   * sizes: plain and sparse bytes (raw, gzip), sparse / plain, sparse / dense float32 file,
@@ -78,12 +78,12 @@ def main(argv):
   keras2.enable()
   cpu_kernels.configure()
   # pylint: disable=g-import-not-at-top
-  from eval import deploy
-  from eval import latency
-  from eval import population_eval
-  from tflite_export import export
-  from tflite_export import export_state
-  from tflite_export import formats
+  from tf_forget.evaluate import deploy
+  from tf_forget.evaluate import latency
+  from tf_forget.evaluate import population_eval
+  from tf_forget.export import export
+  from tf_forget.export import export_state
+  from tf_forget.export import formats
   # pylint: enable=g-import-not-at-top
   work = _WORK_DIR.value
   log = lambda s: print(s, file=sys.stderr, flush=True)

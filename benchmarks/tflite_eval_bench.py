@@ -4,7 +4,7 @@ Measures in one run, on the same `.tflite` file and the same images:
   (a) a naive per-example loop: batch-1 interpreter, set_tensor / invoke / get_tensor per image;
   (b) the raw batched interpreter: input resized to B once, float32 batches prepared before the
       clock starts, set_tensor / invoke / get_tensor only (no bookkeeping, N a multiple of B);
-  (c) the evaluator end to end (`eval.evaluate.evaluate_file`): uint8 `Examples` stream ->
+  (c) the evaluator end to end (`tf_forget.evaluate.evaluate.evaluate_file`): uint8 `Examples` stream ->
       re-cut to B -> cast / quantize -> invoke -> dequantize -> top-k -> predictions file;
   (c') the evaluator with `tail="pad"` instead of the default `tail="resize"`;
   (r) what one re-allocation costs: `resize_tensor_input` + `allocate_tensors` to B - 1 and
@@ -72,12 +72,12 @@ def main(argv):
   cpu_kernels.configure()
   # pylint: disable=g-import-not-at-top
   import numpy as np
-  from eval import batched
-  from eval import evaluate
-  from eval import interpreter
+  from tf_forget.evaluate import batched
+  from tf_forget.evaluate import evaluate
+  from tf_forget.evaluate import interpreter
   from tf_forget.data import dataset_api
   from tf_forget.models import model_registry
-  from tflite_export import converter
+  from tf_forget.export import converter
   # pylint: enable=g-import-not-at-top
 
   shape, classes, n, b = (32, 32, 3), 10, _NUM_IMAGES.value, _BATCH_SIZE.value

@@ -6,11 +6,11 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
     members' optimizer, loss and L2 weight decay; dense variant: the pruning wrapper's mask
     update is not included) at a small batch, after one warm-up step;
   * seconds per conversion of a trained-shape model to TFLite, float32 and full_int8
-    (`tflite_export.converter.convert`; full_int8 calibrated on `--representative` random
+    (`tf_forget.export.converter.convert`; full_int8 calibrated on `--representative` random
     images); float16 / dynamic_int8 / sparse twins are not measured: `tf_forget/pipeline/costs.py` takes the
     float32 figure for them (their conversion does the same graph work);
   * seconds per TFLite inference per image, float32 and full_int8, through the project's LiteRT
-    factory (`eval.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed batch;
+    factory (`tf_forget.evaluate.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed batch;
   * seconds per corrupted image per resolution: `tf_forget.corruptions.corruption_registry.apply`,
     every corruption of the suite at severity 3 on a few random images, averaged over the suite.
 Random weights and images: costs do not depend on the values (the int8 kernels neither).
@@ -74,7 +74,7 @@ def _train_cost(model, shape, classes, batch, steps):
 
 def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
   """Seconds per image of `invoke` at `batch` (after one warm-up invoke), input prepared."""
-  from eval import interpreter  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
   interp = interpreter.create(tflite_bytes, num_threads=threads, batch_size=batch)
   detail = interp.get_input_details()[0]
   images = np.random.default_rng(1).integers(0, 256, (batch, *shape), dtype=np.uint8)
@@ -90,7 +90,7 @@ def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
 def measure_model(name, log):
   """The unit costs of one model (dict)."""
   from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
-  from tflite_export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
   shape, classes, batch, steps, infer_batch, invokes = MODELS[name]
   model = model_registry.get(name, input_shape=shape, num_classes=classes, weight_decay=1e-4)
   out = {"image_shape": list(shape), "num_classes": classes, "parameters": model.count_params(),
@@ -136,7 +136,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
   cpu_kernels.configure()
-  from tflite_export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
   log = lambda line: print(line, flush=True)
   result = {
       "schema": SCHEMA, "hardware": "cpu", "machine": cpu_kernels.describe(),
@@ -144,8 +144,8 @@ def main(argv):
       "date": datetime.date.today().isoformat(),
       "how": ("benchmarks/unit_costs.py: train = tf_keras train_on_batch (SGD Nesterov, "
               "sparse CE, L2 1e-4), dense model, random data, after one warm-up step; "
-              "convert = tflite_export.converter.convert of a random-weight model; infer = "
-              "eval.interpreter.create (XNNPACK) invoke at a fixed batch incl. input "
+              "convert = tf_forget.export.converter.convert of a random-weight model; infer = "
+              "tf_forget.evaluate.interpreter.create (XNNPACK) invoke at a fixed batch incl. input "
               "quantization, after one warm-up invoke; corruptions = registry.apply, suite "
               "mean at severity 3. Unmeasured formats (float16, dynamic_int8) and sparse "
               "twins are costed as float32 by tf_forget/pipeline/costs.py."),

@@ -15,7 +15,7 @@ dynamic-range int8, full int8 with a representative data set, int8 in / out); a 
   (b) the raw batched interpreter on the same four files (the reference's float32 conversion
       the audit made, <out>/tflite/dense/0/float32.tflite, and the three candidates) over the
       same images decoded once in memory (the audit's own data set, outside the clock), with
-      the audit's batch size (`eval.batched.DEFAULT_BATCH_SIZE`), threads (--num_threads, 2)
+      the audit's batch size (`tf_forget.evaluate.batched.DEFAULT_BATCH_SIZE`), threads (--num_threads, 2)
       and runtime (the one each predictions file records): inputs quantized before the clock,
       set_tensor / invoke / get_tensor only, the last partial batch on a second interpreter
       allocated at its size; median of `--repeats` rounds.
@@ -195,7 +195,7 @@ def decoded_examples(out):
   stream (with the data set's set-up) and of a second one)."""
   from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from eval import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
   run = fileio.read_json(layout.run_file(out), "run.json")
@@ -211,8 +211,8 @@ def decoded_examples(out):
 
 def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
   """Median in-loop seconds (its predictions' `seconds`) of the audit's evaluator,
-  `eval.evaluate.evaluate_file` with its defaults, fed the decoded examples from memory."""
-  from eval import evaluate  # pylint: disable=g-import-not-at-top
+  `tf_forget.evaluate.evaluate.evaluate_file` with its defaults, fed the decoded examples from memory."""
+  from tf_forget.evaluate import evaluate  # pylint: disable=g-import-not-at-top
   n, times = len(examples), []
   for _ in range(repeats):
     meta, _ = evaluate.evaluate_file(
@@ -225,7 +225,7 @@ def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
 def raw_seconds(model_path, images, batch_size, num_threads, runtime, repeats):
   """Median seconds of set_tensor / invoke / get_tensor over `images` (see the docstring): the
   model's inputs `[N, H, W, C]`, put in the file's layout and quantized outside the clock."""
-  from eval import interpreter  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
   from tf_forget.data import input_layout  # pylint: disable=g-import-not-at-top
   with open(model_path, "rb") as f:
     data = f.read()
@@ -270,7 +270,7 @@ def main():
   parser.add_argument("--keep", help="build and keep everything in this directory instead")
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   args = parser.parse_args()
-  from eval import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
 
   tmp = args.keep or tempfile.mkdtemp(prefix="user_audit_bench_")

@@ -60,7 +60,7 @@ def main(argv):
   if not fileio.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from eval import population_eval
+  from tf_forget.evaluate import population_eval
   from tf_forget.data import registry
   # pylint: enable=g-import-not-at-top
   try:

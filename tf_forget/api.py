@@ -22,11 +22,11 @@ from typing import Mapping, Optional, Tuple
 
 import pandas as pd
 
-from eval import deploy
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.config import tree
+from tf_forget.evaluate import deploy
 
 # The configuration's classes, for callers of this module (their one home is `tree`).
 AuditConfig = tree.AuditConfig

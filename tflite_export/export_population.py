@@ -108,7 +108,7 @@ def main(argv):
   except names.FormatError as e:
     raise app.UsageError(str(e))
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from tflite_export import export
+  from tf_forget.export import export
   # pylint: enable=g-import-not-at-top
   try:
     with cli_app.locked_run_dir(run_dir, "export_population", check_ours=False):

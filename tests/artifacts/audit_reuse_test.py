@@ -23,10 +23,10 @@ from absl.testing import flagsaver
 import pytest
 
 from eval import audit
-from eval import evaluate
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import evaluate
 
 FLAGS = flags.FLAGS
 CONFIG = dict(preset="tiny", members=2, variants=["dense", "prune_0.5"], quantizations=[],
@@ -117,7 +117,7 @@ def test_altered_tflite_predictions_are_redone(run, capsys):
   # The stage refuses to evaluate a file that is not its export JSON's (it used to evaluate it
   # and record the JSON's sha256) ...
   with pytest.raises(evaluate.EvaluationError, match="changed since it was exported"):
-    from eval import population_eval  # pylint: disable=g-import-not-at-top
+    from tf_forget.evaluate import population_eval  # pylint: disable=g-import-not-at-top
     population_eval.evaluate_population(str(out), splits=["test"], check_keras=False)
   # ... and predictions of the altered bytes record the altered bytes' sha256.
   dataset = data_registry.get("digits")

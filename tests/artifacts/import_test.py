@@ -21,7 +21,7 @@ def test_each_module_imports_without_tensorflow(module):
 
 
 def test_the_format_registry_imports_without_tensorflow():
-  imports = "import tflite_export.formats"
+  imports = "import tf_forget.export.formats"
   bad = [m for m in _run(imports).split(",") if m.split(".")[0] in import_check.FRAMEWORKS]
   assert not bad
 

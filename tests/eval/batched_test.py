@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from eval import batched
-from eval import interpreter
 from tests.tflite_export import fake_run
-from tflite_export import formats
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import interpreter
+from tf_forget.export import formats
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ import pytest  # pylint: disable=g-import-not-at-top
 import tf_keras as keras  # pylint: disable=g-import-not-at-top
 from sklearn import datasets  # pylint: disable=g-import-not-at-top
 
-from eval import batched  # pylint: disable=g-import-not-at-top
-from eval import causal_attribution  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
-from tflite_export import layer_error  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import causal_attribution  # pylint: disable=g-import-not-at-top
+from tf_forget.export import layer_error  # pylint: disable=g-import-not-at-top
 
 
 

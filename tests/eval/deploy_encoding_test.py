@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from eval import deploy
-from eval import latency
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import latency
+from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
-from tflite_export import export_state
 
 PLAIN = {"size": 1000, "latency": 0.010}
 

@@ -16,12 +16,12 @@ import shutil
 
 import pytest
 
-from eval import deploy
 from tests import files
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
+from tf_forget.evaluate import deploy
+from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
-from tflite_export import export_state
 
 NAN, INF = float("nan"), float("inf")
 FIELDS = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes",

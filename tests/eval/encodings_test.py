@@ -1,4 +1,4 @@
-"""The audit's per-variant encoding choice with real files (issues #10, #25): `eval.encodings`."""
+"""The audit's per-variant encoding choice with real files (issues #10, #25): `tf_forget.evaluate.encodings`."""
 
 import contextlib
 import json
@@ -10,14 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from eval import deploy
-from eval import encodings
-from eval import latency
-from eval import population_eval
 from tests.tflite_export import fake_run
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import encodings
+from tf_forget.evaluate import latency
+from tf_forget.evaluate import population_eval
+from tf_forget.export import export
 from tf_forget.report import deployment
 from tf_forget.report import gates as gates_lib
-from tflite_export import export
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from eval import evaluate_population
 from tests.tflite_export import binary_helper
 from tests.tflite_export import fake_run
-from tflite_export import export
+from tf_forget.export import export
 
 BINARY = "eval.evaluate_population"
 PREFIX = "evaluate_population: error:"

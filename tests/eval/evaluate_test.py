@@ -5,15 +5,15 @@ import os
 import numpy as np
 import pytest
 
-from eval import agreement
-from eval import evaluate
-from eval import interpreter
-from eval import population_eval
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
-from tflite_export import export
+from tf_forget.evaluate import agreement
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import interpreter
+from tf_forget.evaluate import population_eval
+from tf_forget.export import export
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from eval import interpreter
 from tests.tflite_export import fake_run
+from tf_forget.evaluate import interpreter
 
 
 @pytest.fixture(scope="module")

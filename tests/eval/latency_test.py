@@ -4,9 +4,9 @@ intervals, bad options."""
 import numpy as np
 import pytest
 
-from eval import latency
 from tests.tflite_export import fake_run
-from tflite_export import converter
+from tf_forget.evaluate import latency
+from tf_forget.export import converter
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def files():
 def test_measure_twins_in_one_run(files):
   result = latency.measure(files, batch_sizes=(1, 8), repeats=5, warmup=1, block=2)
   assert set(result) == set(files)
-  # Runtime paths as measured on this stack (eval/interpreter.py): XNNPACK refuses sparse int8.
+  # Runtime paths as measured on this stack (tf_forget/evaluate/interpreter.py): XNNPACK refuses sparse int8.
   assert {n: r["runtime"] for n, r in result.items()} == {
       "float32/plain": "xnnpack", "float32/sparse": "xnnpack",
       "full_int8/plain": "xnnpack", "full_int8/sparse": "builtin"}

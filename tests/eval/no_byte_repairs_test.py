@@ -15,16 +15,16 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
-from eval import batched  # pylint: disable=g-import-not-at-top
-from eval import no_byte_repairs  # pylint: disable=g-import-not-at-top
-from eval import repairs  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tests.tflite_export import fake_run  # pylint: disable=g-import-not-at-top
 from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
 from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
 from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-from tflite_export import converter  # pylint: disable=g-import-not-at-top
-from tflite_export import export_state  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import no_byte_repairs  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import repairs  # pylint: disable=g-import-not-at-top
+from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+from tf_forget.export import export_state  # pylint: disable=g-import-not-at-top
 
 
 def _planted(dataset):

@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from eval import batched
-from eval import noise_eval
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import noise_artifact
-from tflite_export import export
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import noise_eval
+from tf_forget.export import export
 
 PROTOCOL = noise_artifact.NoiseProtocol(eps=(0.0, 0.2, 0.6), draws=3, examples=60, seed=7)
 

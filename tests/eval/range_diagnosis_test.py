@@ -15,11 +15,11 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 import tf_keras as keras  # pylint: disable=g-import-not-at-top
 
-from eval import range_diagnosis  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
+from tf_forget.evaluate import range_diagnosis  # pylint: disable=g-import-not-at-top
+from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+from tf_forget.export import flatbuffer_graph  # pylint: disable=g-import-not-at-top
 from tf_forget.report import why_words  # pylint: disable=g-import-not-at-top
-from tflite_export import converter  # pylint: disable=g-import-not-at-top
-from tflite_export import flatbuffer_graph  # pylint: disable=g-import-not-at-top
 
 L = keras.layers
 

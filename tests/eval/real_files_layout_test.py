@@ -20,7 +20,7 @@ They are audited through the binary (`audit_binary`) on the digits test split as
     moved first, uint8 quantized with the file's own scale and zero point), and the report's
     top-1 and flip counts equal those computed from it;
   * without it the audit is refused in one line naming --preprocess=unit, nothing written
-    (the reference scores far lower on raw pixels: `eval.input_scaling`); with
+    (the reference scores far lower on raw pixels: `tf_forget.evaluate.input_scaling`); with
     `--input_scaling_check=off` it runs, the uint8 file (which quantizes raw pixels with its
     own scale) beats its reference, and the verdict's first caveat says the inputs are
     probably mis-scaled (`tf_forget.report.verdict.misscaled_caveat`);
@@ -42,13 +42,13 @@ import pytest
 import tensorflow as tf
 from ai_edge_litert import interpreter as litert
 
-from eval import input_scaling
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.artifacts import predictions
 from tf_forget.compat import keras2
 from tf_forget.data import input_layout
 from tf_forget.data import registry
+from tf_forget.evaluate import input_scaling
 from tf_forget.report import verdict
 
 KERAS3_FILES = '''
@@ -264,7 +264,7 @@ def test_a_tf_keras_reference_without_a_channel_axis_is_converted_and_analysed(u
   assert layers["rows"] and not layers.get("error")  # the debugger fed [N, 8, 8] inputs
 
 
-# The decision rule of `eval.input_scaling`, on predictions made up to sit on either side of
+# The decision rule of `tf_forget.evaluate.input_scaling`, on predictions made up to sit on either side of
 # each threshold (their source: the binomial and McNemar tables of scipy, not the code).
 def _top1(labels, right):
   """Predictions that are right exactly where `right` is."""

@@ -1,5 +1,5 @@
 """Issue #29 through the audit binary: per-layer error of the full int8 files on the examples
-they forgot, and the repaired files `full_int8~float<N>` (eval/layer_analysis.py).
+they forgot, and the repaired files `full_int8~float<N>` (tf_forget/evaluate/layer_analysis.py).
 
 A tiny digits audit (2 members, full int8, `--repair=float2 --repair_always`: its int8 files
 forget too little to be repaired by default, issue #36). The checks recompute what the

@@ -1,6 +1,6 @@
 """Sparse-encoded files run as on a device (issue #10): fallback, runtime record, twin check.
 
-Real behaviour on this stack (TF 2.21, ai-edge-litert; measured, see eval/interpreter.py):
+Real behaviour on this stack (TF 2.21, ai-edge-litert; measured, see tf_forget/evaluate/interpreter.py):
 XNNPACK takes sparse float32 files and refuses sparse dynamic_int8 / full_int8 files at
 allocation ("(TfLiteXNNPackDelegate) failed to prepare"). The fallback test for a refusal at
 invoke uses a test double of the delegate failure (LiteRT raises it only at allocation here).
@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from ai_edge_litert import interpreter as litert
-from eval import agreement
-from eval import batched
-from eval import evaluate
-from eval import interpreter
-from eval import population_eval
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
-from tflite_export import converter
-from tflite_export import export
+from tf_forget.evaluate import agreement
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import interpreter
+from tf_forget.evaluate import population_eval
+from tf_forget.export import converter
+from tf_forget.export import export
 
 FORMATS = ["float32", "dynamic_int8", "full_int8"]
 

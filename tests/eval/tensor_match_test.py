@@ -18,14 +18,14 @@ from ai_edge_litert import schema_py_generated as schema
 from ai_edge_quantizer import model_validator
 from ai_edge_quantizer.utils import validation_utils
 
-from eval import batched
-from eval import layer_analysis
-from eval import tensor_match
 from tests.tflite_export import broken_model
 from tf_forget.artifacts import names
-from tflite_export import converter
-from tflite_export import export_state
-from tflite_export import flatbuffer_graph
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import layer_analysis
+from tf_forget.evaluate import tensor_match
+from tf_forget.export import converter
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer_graph
 
 
 def _user_int8(model, rep):

@@ -6,7 +6,7 @@ int8 and float32 files, a PNG folder):
   * a `.tflite` cut at any length, or with bytes overwritten, given as `--candidate` or as
     `--reference`, is refused before anything is written: exit 1, one line naming the file
     and saying it "is not a complete TFLite flatbuffer (truncated or corrupt: ...)" — found
-    by the bounds-checked parse (`tflite_export.flatbuffer.verify`) or, for the parts the
+    by the bounds-checked parse (`tf_forget.export.flatbuffer.verify`) or, for the parts the
     parser does not read (an operator's options), by loading it in the LiteRT interpreter
     (`tf_forget.pipeline.user_plan`);
   * a quantized file (full int8, dynamic-range int8, float16 weights: the plain converter's
@@ -30,9 +30,9 @@ from ai_edge_litert import schema_py_generated as schema
 from tests.eval import audit_binary
 from tests.eval import user_files
 from tf_forget.compat import keras2
+from tf_forget.export import candidates
+from tf_forget.export import flatbuffer_graph
 from tf_forget.pipeline import user_plan
-from tflite_export import candidates
-from tflite_export import flatbuffer_graph
 
 CUTS = ("0", "1", "7", "8", "100", "half", "len-100", "len-1")
 INCOMPLETE = "is not a complete TFLite flatbuffer (truncated or corrupt: "

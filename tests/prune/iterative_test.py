@@ -16,6 +16,9 @@ from tests.prune import parents
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
+from tf_forget.export import converter
+from tf_forget.export import export as export_lib
+from tf_forget.export import flatbuffer
 from tf_forget.prune import iterative_schedule as ip
 from tf_forget.prune import pruned_population
 from tf_forget.prune import retrain
@@ -23,9 +26,6 @@ from tf_forget.prune import scores
 from tf_forget.prune import structured
 from tf_forget.train import member_files
 from tf_forget.train import population
-from tflite_export import converter
-from tflite_export import export as export_lib
-from tflite_export import flatbuffer
 
 keras = keras2.keras()
 

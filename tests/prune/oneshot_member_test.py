@@ -14,6 +14,8 @@ import pytest
 
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
+from tf_forget.export import export as export_lib
+from tf_forget.export import flatbuffer
 from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
@@ -22,8 +24,6 @@ from tf_forget.prune import scores
 from tf_forget.train import member as train_member
 from tf_forget.train import member_files
 from tf_forget.train import population
-from tflite_export import export as export_lib
-from tflite_export import flatbuffer
 
 
 @pytest.fixture(scope="module")

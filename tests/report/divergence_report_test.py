@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from eval import deploy
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry
+from tf_forget.evaluate import deploy
 from tf_forget.report import collect
 from tf_forget.report import divergence_report
 from tf_forget.report import gates as gates_lib

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from eval import deploy
 from tests.report import fake_run
+from tf_forget.evaluate import deploy
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import single_network
@@ -73,7 +73,7 @@ def _gated(case, dataset, gates):
 
 
 def _json_gate(case, variant, gates):
-  """The gate verdict the bundle gives (eval/deploy.py): from report.json, through
+  """The gate verdict the bundle gives (tf_forget/evaluate/deploy.py): from report.json, through
   `gates.gate_measures`."""
   doc = case["report"].json
   measures = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"],
@@ -232,7 +232,7 @@ def test_verdict_worst_class_and_count_come_from_mcnemar(digits):
   assert "McNemar p 1.9e-06, BH 1.9e-05; 1 class significant (McNemar + BH)" in cells
   assert "0 classes significant (McNemar + BH)" in cells  # full_int8
   assert "exact McNemar p-value" in cells and "Welch p-value" not in cells
-  # The audit's summary line (eval/deploy.py) counts the same: #signif 1 for prune_0.9.
+  # The audit's summary line (tf_forget/evaluate/deploy.py) counts the same: #signif 1 for prune_0.9.
   lines = []
   deploy.print_summary(digits["report"].json, {"files": []}, log=lines.append)
   (line,) = [ln for ln in lines if ln.startswith("prune_0.9 ")]

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eval import deploy
 from tests.report import fake_run
+from tf_forget.evaluate import deploy
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict

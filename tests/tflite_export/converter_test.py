@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from eval import batched
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
-from tflite_export import converter
-from tflite_export import formats
+from tf_forget.evaluate import batched
+from tf_forget.export import converter
+from tf_forget.export import formats
 
 
 

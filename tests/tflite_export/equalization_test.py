@@ -16,7 +16,7 @@ import pytest  # pylint: disable=g-import-not-at-top
 import tf_keras as keras  # pylint: disable=g-import-not-at-top
 
 from tests import planted  # pylint: disable=g-import-not-at-top
-from tflite_export import equalization  # pylint: disable=g-import-not-at-top
+from tf_forget.export import equalization  # pylint: disable=g-import-not-at-top
 
 L = keras.layers
 
@@ -127,7 +127,7 @@ def test_relu6_activation_and_two_consumers_are_not_paired():
 def test_a_keras_3_model_is_refused_in_one_line():
   # Issue #37: a Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
   # `outbound_nodes`; equalization says so instead of failing deep inside (the auto search then
-  # goes on without it, eval/repair_search.py).
+  # goes on without it, tf_forget/evaluate/repair_search.py).
   import keras as keras3  # pylint: disable=g-import-not-at-top
   model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Conv2D(4, 3)])
   with pytest.raises(equalization.EqualizationError, match="needs a tf_keras model") as e:

@@ -7,9 +7,9 @@ import pytest
 
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
-from tflite_export import converter
-from tflite_export import export
-from tflite_export import export_state
+from tf_forget.export import converter
+from tf_forget.export import export
+from tf_forget.export import export_state
 
 
 @pytest.fixture(scope="module")

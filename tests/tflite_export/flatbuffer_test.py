@@ -9,10 +9,10 @@ from ai_edge_litert import schema_py_generated as schema
 
 from tests.tflite_export import fake_run
 from tf_forget.compat import keras2
-from tflite_export import converter
-from tflite_export import flatbuffer
-from tflite_export import flatbuffer_graph
-from tflite_export import formats
+from tf_forget.export import converter
+from tf_forget.export import flatbuffer
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import formats
 
 
 def model_with_known_zeros():

@@ -3,7 +3,7 @@
 import pytest
 
 from tf_forget.artifacts import names
-from tflite_export import formats
+from tf_forget.export import formats
 
 
 @pytest.mark.parametrize("member,fmt,name", [

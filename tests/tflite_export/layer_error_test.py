@@ -3,7 +3,7 @@
 The main fixture trains a tiny 10-class CNN on structured 8x8 images and then breaks ONE layer for
 int8 only (`broken_model`: a huge weight from a dead unit, so the layer's other int8 weights round
 to 0 in the full_int8 file). "Broken" examples: float top-1 (the labels: the float model's own
-argmax) != int8 top-1, both files run through the project's interpreter factory (`eval.batched`).
+argmax) != int8 top-1, both files run through the project's interpreter factory (`tf_forget.evaluate.batched`).
 """
 
 import json
@@ -16,14 +16,14 @@ import pytest
 
 from ai_edge_litert import schema_py_generated as schema
 
-from eval import batched
 from tests.tflite_export import broken_model
 from tests.tflite_export import fake_run
 from tests.tflite_export import model_explorer_schema
-from tflite_export import converter
-from tflite_export import flatbuffer_graph
-from tflite_export import layer_error
-from tflite_export import model_explorer
+from tf_forget.evaluate import batched
+from tf_forget.export import converter
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import layer_error
+from tf_forget.export import model_explorer
 
 NUM_CLASSES = broken_model.NUM_CLASSES
 make_images = broken_model.make_images

@@ -23,11 +23,11 @@ import pytest
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
-from tflite_export import converter
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer
-from tflite_export import formats
+from tf_forget.export import converter
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
+from tf_forget.export import formats
 
 _BYTES = {"float32": 4, "float16": 2, "int8": 1}
 TARGET = 0.9

@@ -151,7 +151,7 @@ def noise(run_dir, variant, k):
 
 def layers(run_dir, member_variant, k, file_format="full_int8"):
   """`<run>/layers/<member variant>/<k>/<format>.json`: where the member's `file_format` file
-  departs from its float32 file on its forgotten and stable examples (`eval.layer_analysis`,
+  departs from its float32 file on its forgotten and stable examples (`tf_forget.evaluate.layer_analysis`,
   issue #29): per layer for `full_int8`, tensor by tensor for a user's file."""
   return os.path.join(run_dir, "layers", member_variant, str(int(k)), f"{file_format}.json")
 

@@ -4,7 +4,7 @@
 test images and 100 draws, and reads two things off it: accuracy per noise level (its
 Figure 1 / 28: prune potential collapses as ε grows) and the functional similarity of a
 compressed network to its dense counterpart (Figure 4: share of matching labels and L2
-distance of the softmax outputs). `eval.noise_eval` writes the per-file raw material for both:
+distance of the softmax outputs). `tf_forget.evaluate.noise_eval` writes the per-file raw material for both:
 
     <run>/noise/<variant>/<k>/linf.npz
 

@@ -28,7 +28,7 @@ CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
 AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
 AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration (#38)
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file (#37)
-DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`eval.deploy`)
+DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`tf_forget.evaluate.deploy`)
 
 
 class AuditError(codec.ConfigError):
@@ -136,7 +136,7 @@ class Noise:
 
 @_frozen
 class Deployment:
-  """The bundle (`eval.deploy`): "first" or "all" members' files; the encoding ("auto",
+  """The bundle (`tf_forget.evaluate.deploy`): "first" or "all" members' files; the encoding ("auto",
   "plain", "sparse") and the sparse / plain latency bound of "auto"; interpreter threads; and
   whether to time the twins again although a decision is recorded (issue #25)."""
   members: str = "first"
@@ -186,7 +186,7 @@ class UserModels:
       None: the audited data set's train split.
     train: the labelled data one-shot pruning reads (`tf_forget.pipeline.user_prune_plan`); None: none.
     trust_model_code: load references whose loading runs their own Python code.
-    input_scaling_check: refuse a `preprocess` that looks wrong (`eval.input_scaling`).
+    input_scaling_check: refuse a `preprocess` that looks wrong (`tf_forget.evaluate.input_scaling`).
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()

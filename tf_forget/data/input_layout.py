@@ -20,7 +20,7 @@ one line. The batch axis may be dynamic (None, or -1 in a `.tflite` shape signat
 
 The input's dtype is float32 (the values as the preprocessing gives them) or an integer type
 with the tensor's own scale and zero point (uint8, int8, int16: a full-integer file quantizes
-its input; `eval.interpreter.InputQuantizer` feeds it `clamp(round(x / scale) + zero_point)`).
+its input; `tf_forget.evaluate.interpreter.InputQuantizer` feeds it `clamp(round(x / scale) + zero_point)`).
 Outputs follow the same dtype rule (`check_output`).
 
 `InputLayout.to_model` turns data images into the model's layout (images already in it pass
@@ -192,7 +192,7 @@ def _first(values):
 
 
 def of_io(entry):
-  """The `InputLayout` of a `.tflite` input from `tflite_export.flatbuffer_graph.io_details`
+  """The `InputLayout` of a `.tflite` input from `tf_forget.export.flatbuffer_graph.io_details`
   ({"shape": its shape signature, "dtype", "scale": [...], "zero_point": [...]})."""
   return from_shape(entry["shape"], entry["dtype"], _first(entry.get("scale")),
                     _first(entry.get("zero_point")))

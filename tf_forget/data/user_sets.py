@@ -15,7 +15,7 @@ Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`
 (a CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit
 gates), `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose
 first examples calibrate full_int8, `--calibration`; read by
-`tflite_export.export_state.calibration_source`), `train_data` (recorded only: {"name",
+`tf_forget.export.export_state.calibration_source`), `train_data` (recorded only: {"name",
 "options"} of the labelled data one-shot pruning fine-tunes on, `--train`; read by
 `tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the split's files,
 `fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so that every artifact made

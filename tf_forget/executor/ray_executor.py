@@ -178,8 +178,8 @@ def project_paths():
   except those a worker inherits (the working directory and the PYTHONPATH entries) and
   package directories (holding `__init__.py`): Python puts a script's own directory first on
   `sys.path` (`eval/` for `eval/audit.py` under `bazel run`), and as a worker's PYTHONPATH it
-  would shadow the standard library (`eval/encodings.py` hides `encodings`, and the worker's
-  interpreter cannot start).
+  could shadow the standard library (a module there named like a standard one hides it, and
+  the worker's interpreter cannot start).
   """
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix,

@@ -12,14 +12,14 @@ is already on disk:
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
      evaluate every `.tflite` file on the clean split, and the files of the robustness members
      (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
-     splits (`eval.population_eval`) and under l-inf uniform noise (`eval.noise_eval`, 003 §4.1,
+     splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise (`tf_forget.evaluate.noise_eval`, 003 §4.1,
      SPEC §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
-     in the same run (`eval.encodings`, issue #10);
+     in the same run (`tf_forget.evaluate.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
      (`tf_forget.report`; sparse twins are not report variants: their predictions are checked
      equal to their plain twin's, and their sizes and latencies have their own section);
-  6. write the deployment bundle with the gate verdicts and the chosen files (`eval.deploy`).
+  6. write the deployment bundle with the gate verdicts and the chosen files (`tf_forget.evaluate.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
 Stages 1-3 run on an executor (`config.execution`, issue #15; `tf_forget.pipeline.stages`): "inline" in this
@@ -45,14 +45,14 @@ import os
 import threading
 import time
 
-from eval import deploy
-from eval import input_scaling
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.config import tree
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import input_scaling
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages

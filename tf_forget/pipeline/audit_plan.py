@@ -18,7 +18,6 @@ import dataclasses
 import os
 from typing import Optional, Union
 
-from eval import deploy
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise_artifact
 from tf_forget.config import tree
@@ -30,6 +29,7 @@ from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema as protocol_schema
+from tf_forget.evaluate import deploy
 from tf_forget.pipeline import costs
 from tf_forget.pipeline import repair_plan
 from tf_forget.pipeline import user_plan

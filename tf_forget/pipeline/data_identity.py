@@ -30,7 +30,7 @@ from tf_forget.data import fingerprint as fingerprint_lib
 from tf_forget.data import registry as data_registry
 from tf_forget.data import train_view
 from tf_forget.data import user_sets
-from tflite_export import export_state
+from tf_forget.export import export_state
 
 SCHEMA = "tf_forget.data_files/1"
 CONTENT = predictions.CONTENT

@@ -18,19 +18,19 @@ Robustness is evaluated on the plain-encoded files of the protocol's robustness 
 import math
 import os
 
-from eval import evaluate
-from eval import noise_eval
-from eval import population_eval
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import corruption_registry
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import noise_eval
+from tf_forget.evaluate import population_eval
+from tf_forget.export import export_state
+from tf_forget.export import formats
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import tasks
-from tflite_export import export_state
-from tflite_export import formats
 
 # Tasks per worker of a chunked stage: more than one, so that a slow task does not leave the
 # other workers idle at the end, and not many, since each task loads its data set.
@@ -50,7 +50,7 @@ def dataset_kwargs(ctx):
 
 
 class ExportStage(driver.Stage):
-  """Every member's `.tflite` files (`tflite_export.export`), one unit per member."""
+  """Every member's `.tflite` files (`tf_forget.export.export`), one unit per member."""
 
   name = "export"
   noun = "members' files already exported"

@@ -1,6 +1,6 @@
 """The audit's last three stages, under the same contract as the others (issue #38):
-deployment encodings (`eval.encodings`), the report (`tf_forget.report.write`) and the
-deployment bundle (`eval.deploy`).
+deployment encodings (`tf_forget.evaluate.encodings`), the report (`tf_forget.report.write`) and the
+deployment bundle (`tf_forget.evaluate.deploy`).
 
 Each runs in the driver's process (no units: a latency measurement must not share the CPU with
 a pool's workers, and the report and bundle are one write each); its `finish` writes the
@@ -12,9 +12,9 @@ the bundle's manifest. What they need of the configuration is `Context.final` (`
 import dataclasses
 from typing import Optional
 
-from eval import deploy
-from eval import encodings as encodings_lib
 from tf_forget.config import tree
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import encodings as encodings_lib
 from tf_forget.pipeline import driver
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import human_study as human_study_lib
@@ -70,7 +70,7 @@ class ReportStage(driver.Stage):
 
 
 class BundleStage(driver.Stage):
-  """deploy/: the chosen files and the manifest with the gate verdicts (`eval.deploy`)."""
+  """deploy/: the chosen files and the manifest with the gate verdicts (`tf_forget.evaluate.deploy`)."""
 
   name = "bundle"
 

@@ -4,9 +4,9 @@ Stage contract and driver: `tf_forget.pipeline.driver`. With `--reference` (`tf_
   * references: one unit per reference k: a Keras model is imported as dense member k
     (`tf_forget.train.imported`: model.keras and metadata.json, lineage the file's sha256); a
     float `.tflite` reference is stored as dense member k's float32 file
-    (`tflite_export.candidates`); finish: run.json;
+    (`tf_forget.export.candidates`); finish: run.json;
   * candidates: one unit per (candidate, k): the user's `.tflite` file stored unchanged as the
-    export `user_<name>` of dense member k (`tflite_export.candidates`).
+    export `user_<name>` of dense member k (`tf_forget.export.candidates`).
 With `--pruning=oneshot` (Keras references, `tf_forget.pipeline.user_prune_plan`) the one-shot stages of a
 trained population follow, unchanged (`member_stages.oneshot_stages`: g of each imported dense
 member, then the `oneshot_<alg>_r<r>` members, fine-tuned on the user's `--train` data).
@@ -18,10 +18,10 @@ for trained members.
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.export import candidates as candidates_lib
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import member_stages
 from tf_forget.train import imported
-from tflite_export import candidates as candidates_lib
 
 
 def _data_kwargs(ctx):

@@ -9,13 +9,13 @@ checked by `tree.AuditConfig.validate` (`tf_forget.config.checks`).
 
 from tf_forget.artifacts import names
 from tf_forget.config import tree
-from tflite_export import model_files
+from tf_forget.export import model_files
 
 
 def fields(repair, gates, p):
   """The repair fields of the `Plan` `p` from a `tree.Repair` and the audit's
   `gates_lib.Gates`, checked: a full int8 format to repair, `cle` only of tf_keras references
-  (`tflite_export.equalization`).
+  (`tf_forget.export.equalization`).
 
   Returns:
     {"repairs", "repair_always", "max_repair_size", "repair_gates"}.

@@ -3,13 +3,13 @@ evaluation.
 
 Stage contract and driver: `tf_forget.pipeline.driver`. After the clean-split evaluation, for every member
 with a Keras model and a plain `full_int8` file, and every file the user brings
-(`eval.layer_analysis`):
+(`tf_forget.evaluate.layer_analysis`):
   * layers: one unit per member and file: the per-layer error of its full int8 file on the
     examples it forgot and on the stable rest (QuantizationDebugger), or a user's file's
-    accumulated error tensor by tensor (`eval.tensor_match`), ranked, with Model Explorer node
+    accumulated error tensor by tensor (`tf_forget.evaluate.tensor_match`), ranked, with Model Explorer node
     data;
   * repair (`--repair=float<N>,cle,int16x8,auto`): one unit per member and repair:
-    `full_int8~<repair>` (`eval.repairs`: its N top-ranked ops kept in float, equalized,
+    `full_int8~<repair>` (`tf_forget.evaluate.repairs`: its N top-ranked ops kept in float, equalized,
     16-bit activations, or the file a search chose on half of the test examples, issue #37;
     several: the verdict ships the smallest that passes), only for a full int8 file that
     forgot something significant (`repairs.repair_needed`; the others get one line saying so,
@@ -20,12 +20,12 @@ Repaired files are not evaluated under corruptions or noise (the robustness tabl
 audited formats).
 """
 
-from eval import layer_analysis
-from eval import population_eval
-from eval import repair_search
-from eval import repairs
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.evaluate import layer_analysis
+from tf_forget.evaluate import population_eval
+from tf_forget.evaluate import repair_search
+from tf_forget.evaluate import repairs
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import file_stages
 
@@ -57,7 +57,7 @@ class LayersStage(driver.Stage):
         checks=[driver.Check(f"layers {mv}/{k} {f}", lambda mv=mv, k=k, f=f: (
             layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f)))],
         task=lambda _, mv=mv, k=k, f=f: driver.task(
-            f"layers {mv}/{k} {f}", "eval.layer_analysis:analyze_task", member_variant=mv,
+            f"layers {mv}/{k} {f}", "tf_forget.evaluate.layer_analysis:analyze_task", member_variant=mv,
             k=int(k), file_format=f, num_threads=ctx.num_threads,
             **file_stages.dataset_kwargs(ctx)))
             for mv, k, f in _analysed(ctx)]
@@ -101,7 +101,7 @@ class RepairStage(driver.Stage):
         checks=[driver.Check(f"{v.name}/{k} export", lambda v=v, k=k: repairs.repair_status(
             ctx.run_dir, v, k, ctx.dataset, self._search(ctx, v)), v)],
         task=lambda _, v=v, k=k: driver.task(
-            f"repair {v.name}/{k}", "eval.repairs:repair_task",
+            f"repair {v.name}/{k}", "tf_forget.evaluate.repairs:repair_task",
             member_variant=v.member_variant, k=int(k), file_format=v.format,
             search=self._search(ctx, v), num_threads=ctx.num_threads,
             **file_stages.dataset_kwargs(ctx)))

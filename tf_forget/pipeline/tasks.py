@@ -19,9 +19,6 @@ The same task gives the same bytes on every executor: threads are set by the env
 executor passes (`tf_forget.compat.cpu_kernels`), not by the number of workers.
 """
 
-from eval import batched
-from eval import noise_eval
-from eval import population_eval
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -33,6 +30,11 @@ from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import published_suites
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import noise_eval
+from tf_forget.evaluate import population_eval
+from tf_forget.export import candidates
+from tf_forget.export import export as export_lib
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_member
@@ -42,8 +44,6 @@ from tf_forget.train import imported
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
 from tf_forget.train import presets
-from tflite_export import candidates
-from tflite_export import export as export_lib
 
 
 class TaskError(errors.Error):
@@ -232,7 +232,7 @@ def published_suite(dataset, splits):
 
 
 def evaluate_published(run_dir, data, splits, **options):
-  """Evaluates `.tflite` files on published splits (`eval.population_eval.evaluate_population`).
+  """Evaluates `.tflite` files on published splits (`tf_forget.evaluate.population_eval.evaluate_population`).
 
   The corrupted splits are evaluated without logits, as the generated ones; the published test
   sets (`cifar10_1`, `imagenet_a`) with logits, which ImageNet-A's optional 200-class mask
@@ -321,7 +321,7 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
 
 
 def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threads):
-  """Evaluates some plain `.tflite` files under l-inf noise (`eval.noise_eval`, SPEC §6.7).
+  """Evaluates some plain `.tflite` files under l-inf noise (`tf_forget.evaluate.noise_eval`, SPEC §6.7).
 
   Args:
     protocol: `NoiseProtocol.to_json()`.
@@ -357,7 +357,7 @@ def import_reference(run_dir, k, path, dataset, dataset_options, output_index=No
 def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, dataset_options,
                     output_index=None):
   """Stores the user's `.tflite` file `path` as the export `file_format` of dense member k
-  (`tflite_export.candidates`: a candidate `user_<name>`, or a float32 reference).
+  (`tf_forget.export.candidates`: a candidate `user_<name>`, or a float32 reference).
 
   Returns:
     {"variant", "k", "sha256"}.

@@ -6,7 +6,7 @@ the time, from
 
 * the number of test images: the data set's file listing (`num_examples`), no image decoded;
 * each file's work per image: its multiply-accumulates (MACs), counted from its graph — a
-  `.tflite` file's ops (`tflite_export.flatbuffer_graph.graph`: every CONV_2D, DEPTHWISE_CONV_2D,
+  `.tflite` file's ops (`tf_forget.export.flatbuffer_graph.graph`: every CONV_2D, DEPTHWISE_CONV_2D,
   FULLY_CONNECTED, TRANSPOSE_CONV, BATCH_MATMUL op costs its weight tensor's elements times
   its output positions) or a Keras model's layers (the same count from each layer's kernel
   and output shape); the files tf_forget makes from a Keras reference (`--compress`) share its
@@ -28,7 +28,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
-from tflite_export import flatbuffer_graph
+from tf_forget.export import flatbuffer_graph
 
 # Seconds per multiply-accumulate (see the module docstring): float formats, integer formats.
 SECONDS_PER_MAC = {"float": 0.0166 / 1.41e9, "int8": 0.00436 / 1.41e9}

@@ -29,7 +29,6 @@ import os
 import posixpath
 from typing import Tuple
 
-from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
@@ -37,11 +36,12 @@ from tf_forget.config import tree
 from tf_forget.corruptions import corruption_registry
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
+from tf_forget.evaluate import interpreter
+from tf_forget.export import candidates as candidates_lib
+from tf_forget.export import export_state
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
 from tf_forget.train import imported
-from tflite_export import candidates as candidates_lib
-from tflite_export import export_state
 
 # Formats tf_forget can make from a Keras reference (`--compress`).
 COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)

@@ -1,7 +1,7 @@
 """The report's deployment table: encoding, size, latency and accuracy per variant (issue #10).
 
 Reads `<run>/eval/encodings.json` (schema `tf_forget.encodings/1`, written by
-`eval.encodings.choose`; docs/artifacts/predictions.md) and joins it with the report's
+`tf_forget.evaluate.encodings.choose`; docs/artifacts/predictions.md) and joins it with the report's
 population accuracies: per variant, the encoding shipped and why, the runtime path of the shipped
 file, the raw sizes of the plain and sparse files of the deployed member, the shipped size
 relative to the dense float32 file (the trade-off a user ships on: size vs accuracy), and the
@@ -14,7 +14,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 
-SCHEMA = "tf_forget.encodings/1"  # eval.encodings.SCHEMA (not imported: report reads files)
+SCHEMA = "tf_forget.encodings/1"  # tf_forget.evaluate.encodings.SCHEMA (not imported: report reads files)
 
 
 class DeploymentReportError(errors.Error):

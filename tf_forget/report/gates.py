@@ -14,7 +14,7 @@ A gate is a bound on a variant's change relative to the dense population:
 A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the
 gate cannot be evaluated, issue #25); the dense baseline is never gated. Bounds must be finite
 numbers >= 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
-(eval/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows them. One
+(tf_forget/evaluate/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows them. One
 implementation, here.
 
 `gate_measures` hands the gates each variant's measures: its summary plus the flip rate and
@@ -39,7 +39,7 @@ from tf_forget.artifacts import names
 
 
 # K = 1 (issue #28): the settings key of a single-network report (`single_network.SETTINGS_KEY`;
-# not imported, to keep this module light for eval/deploy.py), the `design` a K = 1 summary
+# not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1 summary
 # carries, the subgroup that is every example, and the tests the gates then read, in words.
 K1_SETTINGS_KEY = "single_network"
 K1_DESIGN = "single_network"

@@ -1,6 +1,6 @@
 """Why a compressed file forgot, in rows and in words (issue #29, #36, #37).
 
-From one layer analysis (docs/artifacts/layers.md, `eval.layer_analysis`):
+From one layer analysis (docs/artifacts/layers.md, `tf_forget.evaluate.layer_analysis`):
   * `layer_rows`: its `TOP_LAYERS` best-ranked ops for the report's `layers` table — the op
     named distinctly (`op_labels`: `CONV_2D #2 (sequential/conv2d_1)`), how it was ranked
     (`evidence`: "ablation" for the ops measured end to end, else "error statistic"), the

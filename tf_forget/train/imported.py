@@ -7,7 +7,7 @@ of tf_keras or of Keras 3 (TF 2.21's default Keras), loaded with its own Keras a
 as the member's `model.keras`; a tf_keras SavedModel (tf_keras, as a `.keras` file); or a
 SavedModel without Keras metadata (Keras 3's `model.export()`, `tf.saved_model.save` with a
 `serving_default` signature), copied as it is into the member's `saved_model/` and run
-through that signature (`tflite_export.model_files`). The metadata's `reference.kind` says
+through that signature (`tf_forget.export.model_files`). The metadata's `reference.kind` says
 which, so that every later stage loads it the same way. From it tf_forget converts its float32
 file and any `--compress` formats exactly as for trained members. Its `metadata.json` records
 the file's sha256 (a directory: of its files') as the member's lineage (`inputs.reference`): a
@@ -41,9 +41,9 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.data import input_layout
+from tf_forget.export import model_files
 from tf_forget.train import member_files
 from tf_forget.train import model_code
-from tflite_export import model_files
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 MODEL = "user"  # the model name of an imported member (no model registry entry has it)

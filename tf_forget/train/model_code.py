@@ -21,7 +21,7 @@ any object of a module outside Keras, or registered under another name), and a `
 (Keras' wrapper of a TensorFlow function) calling a TensorFlow function that reads or writes
 files, prints or calls Python (`_RISKY_TF`: a name-based list, the rest are tensor ops).
 
-Files of Keras 3 (issue #36; `tflite_export.model_files.detect` tells them apart) are checked
+Files of Keras 3 (issue #36; `tf_forget.export.model_files.detect` tells them apart) are checked
 against Keras 3's own built-in classes (`_keras3_names`: its layers, initializers, ...,
 `DTypePolicy`, `Functional`), minus `Lambda` and the layers that load or run foreign code
 (`TFSMLayer` loads a SavedModel from a path, `JaxLayer` / `FlaxLayer` /
@@ -42,7 +42,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
-from tflite_export import model_files
+from tf_forget.export import model_files
 
 FLAG = "--trust_model_code"
 # Serialized plain values of a `.keras` / SavedModel config, not objects with code.

@@ -32,7 +32,7 @@ says why.
 
 import numpy as np
 
-from eval import interpreter
+from tf_forget.evaluate import interpreter
 
 DEFAULT_BATCH_SIZE = 256
 TAIL_POLICIES = ("resize", "pad")

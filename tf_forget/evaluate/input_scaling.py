@@ -23,7 +23,7 @@ sample of the test split under the preprocessing given and under every other sta
 
 `--input_scaling_check=off` audits as given. The sample: `SAMPLE` (256) examples evenly spaced
 over the split's fixed order (`Dataset.calibration_examples`: only those are decoded; all of a
-smaller split). A `.tflite` reference runs through the LiteRT interpreter (`eval.batched`,
+smaller split). A `.tflite` reference runs through the LiteRT interpreter (`tf_forget.evaluate.batched`,
 the file's own input layout and quantization); a Keras reference through the model
 `tf_forget.train.imported.load` gives, fed in its input layout (`input_layout`). The check is
 deterministic (a fixed sample, no randomness), and only the first reference is run: K
@@ -51,15 +51,15 @@ are probably mis-scaled.
 import numpy as np
 from scipy import stats
 
-from eval import batched
 from tf_forget.artifacts import fileio
 from tf_forget.config import tree
 from tf_forget.data import dataset_api
 from tf_forget.data import input_layout
 from tf_forget.data import preprocess as preprocess_lib
+from tf_forget.evaluate import batched
+from tf_forget.export import flatbuffer_graph
 from tf_forget.stats import paired
 from tf_forget.train import imported
-from tflite_export import flatbuffer_graph
 
 SAMPLE = 256
 MARGIN = 0.10  # top-1 (a fraction: 10 points) another standard preprocessing must win by

@@ -15,9 +15,6 @@ import time
 import numpy as np
 from scipy import special
 
-from eval import batched
-from eval import evaluate
-from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -25,6 +22,9 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise_artifact
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import interpreter
 
 
 def select_examples(dataset, protocol):
@@ -165,7 +165,7 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
   """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
 
   Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
-  split by `eval.population_eval`), so noise adds nothing about the encoding.
+  split by `tf_forget.evaluate.population_eval`), so noise adds nothing about the encoding.
 
   Args:
     run_dir: run directory with `tflite/` exports.

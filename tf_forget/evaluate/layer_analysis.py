@@ -8,7 +8,7 @@ members), after the evaluation:
     <run>/layers/<member variant>/<k>/<format>.model_explorer.json  node data, NMSE forgotten
 
 A user's file has no float model to quantize again: it is compared tensor by tensor with the
-float32 file (`eval.tensor_match`: the accumulated error of the tensors the two graphs share,
+float32 file (`tf_forget.evaluate.tensor_match`: the accumulated error of the tensors the two graphs share,
 ranked by where it grows); it gets no repair (that needs the float model).
 
 `analyze` splits the evaluation split by the member's two `.tflite` files' stored predictions
@@ -20,7 +20,7 @@ ranked by where it grows); it gets no repair (that needs the float model).
   * stable: the examples whose top-1 is the same, at most `STABLE_MAX` of them (evenly spaced
     in the split's order: deterministic).
 and measures every layer's error on each subset with LiteRT's QuantizationDebugger
-(`tflite_export.layer_error`: per layer, NumericVerify compares each int8 op with the float op
+(`tf_forget.export.layer_error`: per layer, NumericVerify compares each int8 op with the float op
 run on the same dequantized inputs, calibrated on the same representative data as the audited
 file), ranked by their NMSE on the forgotten examples, with its excess over the stable ones
 (`layer_error.rank_layers`). When nothing was forgotten the ranking is by NMSE on the stable
@@ -30,12 +30,12 @@ Then, for a full int8 file that forgot something significant (issue #37;
 `paired.forgot_significantly`, the rule that decides a repair: a handful of flips is noise an
 ablation cannot attribute, and costs two conversions per op), the ranking is causal
 (`ranked_by` "ablation"): the `ABLATED` ops of largest NMSE on the forgotten examples are each
-quantized alone and kept alone in float (`eval.causal_attribution`: broken examples recovered /
+quantized alone and kept alone in float (`tf_forget.evaluate.causal_attribution`: broken examples recovered /
 caused, KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept
 as `nmse_rank`); each ablated op gets a fault kind (its own weights, its activation range,
 inherited), the range from the per-channel activation ranges of the plain file over the
-calibration images (`eval.range_diagnosis`: `ranges`, the tensors where one channel dominates).
-The repaired files are made from this ranking by `eval.repairs`.
+calibration images (`tf_forget.evaluate.range_diagnosis`: `ranges`, the tensors where one channel dominates).
+The repaired files are made from this ranking by `tf_forget.evaluate.repairs`.
 
 Lineage: the analysis records the sha256 of both `.tflite` files, the split's identity and
 `STABLE_MAX`, and for full int8 the sha256 of model.keras and the representative data's key
@@ -46,10 +46,6 @@ import time
 
 import numpy as np
 
-from eval import batched
-from eval import causal_attribution
-from eval import range_diagnosis
-from eval import tensor_match
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -59,13 +55,17 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import causal_attribution
+from tf_forget.evaluate import range_diagnosis
+from tf_forget.evaluate import tensor_match
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import layer_error
+from tf_forget.export import model_explorer
 from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer_graph
-from tflite_export import layer_error
-from tflite_export import model_explorer
 
 SCHEMA = "tf_forget.layers/1"
 STABLE_MAX = 1000

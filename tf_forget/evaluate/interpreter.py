@@ -31,8 +31,8 @@ from ai_edge_litert import interpreter as litert
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.data import input_layout
-from tflite_export import flatbuffer
-from tflite_export import flatbuffer_graph
+from tf_forget.export import flatbuffer
+from tf_forget.export import flatbuffer_graph
 
 RUNTIMES = {
     "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate

@@ -1,6 +1,6 @@
 """Which quantized op made the int8 file forget, measured end to end (issue #37).
 
-An error statistic per layer (`tflite_export.layer_error`, `eval.tensor_match`) says where the
+An error statistic per layer (`tf_forget.export.layer_error`, `tf_forget.evaluate.tensor_match`) says where the
 numbers differ; it does not say which op's quantization broke the examples the file forgot: a
 per-tensor statistic favours the last layers, where error has piled up, and cannot see a range
 fault at all. Here each candidate op's effect is measured on the examples themselves, with two
@@ -25,7 +25,7 @@ the caller picks at most a few candidates by a cheap score (`cheap_candidates`).
 
 import numpy as np
 
-from eval import batched
+from tf_forget.evaluate import batched
 from tf_forget.stats import divergence
 from tf_forget.stats import paired
 

@@ -39,7 +39,7 @@ FORMATS = {
 }
 
 if tuple(FORMATS) != names.FORMAT_NAMES:
-  raise AssertionError("tflite_export.formats.FORMATS and artifacts.names.FORMAT_NAMES differ")
+  raise AssertionError("tf_forget.export.formats.FORMATS and artifacts.names.FORMAT_NAMES differ")
 
 
 def options(fmt):
@@ -47,7 +47,7 @@ def options(fmt):
   `full_int8~int16x8` is full integer with 16-bit activations and 8-bit weights (TFLite's
   `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`, key `int16x8`) and int16
   input / output; `full_int8~cle` converts as `full_int8` (its model is equalized first,
-  `tflite_export.equalization`).
+  `tf_forget.export.equalization`).
 
   Raises:
     names.FormatError: any other name.

@@ -30,7 +30,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from tf_forget.artifacts import errors
-from tflite_export import flatbuffer_verify
+from tf_forget.export import flatbuffer_verify
 
 TFLITE_IDENTIFIER = b"TFL3"
 
@@ -224,7 +224,7 @@ def weight_stats(data):
   """Counts zeros in the constant tensors stored in a TFLite flatbuffer.
 
   Args:
-    data: the bytes of a `.tflite` file (verify it first, e.g. with `eval.interpreter`).
+    data: the bytes of a `.tflite` file (verify it first, e.g. with `tf_forget.evaluate.interpreter`).
 
   Returns:
     A JSON-ready dict:

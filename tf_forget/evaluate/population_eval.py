@@ -2,7 +2,7 @@
 
     <run>/predictions/<variant>/<k>/<split>.npz        artifacts.predictions, one per file x split
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
-    <run>/eval/agreement/<split>.json                  agreement table (eval.agreement)
+    <run>/eval/agreement/<split>.json                  agreement table (tf_forget.evaluate.agreement)
     <run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz   plain twin re-run on a sparse
                                                        file's fallback path (issue #10)
 
@@ -17,16 +17,12 @@ iterable of `Examples`, with their identities in `split_ids` (name -> sha256, e.
 corruption cache entry's meta.json) so that predictions of another input split are redone.
 
 Lineage (issue #14): predictions record the sha256 of the `.tflite` bytes run and the split
-identity (`eval.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
+identity (`tf_forget.evaluate.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
 split; a twin-runtime file the plain twin's bytes. The agreement tables are recomputed on every
 run from the current predictions files.
 """
 
 
-from eval import agreement
-from eval import batched
-from eval import evaluate
-from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -34,6 +30,10 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.data import input_layout
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import agreement
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import interpreter
 
 AGREEMENT_SCHEMA = "tf_forget.agreement/1"
 
@@ -115,8 +115,8 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
     return out
   if log and state.reason != "missing":
     log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
-  from tflite_export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
-  from tflite_export import model_files  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  from tf_forget.export import model_files  # pylint: disable=g-import-not-at-top
   model, metadata = export_state.load_member(run_dir, member_variant, k)
   if hashing.path_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")

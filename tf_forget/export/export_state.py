@@ -2,7 +2,7 @@
 
 The finished members of a run (`list_members`, `load_member`, `check_member`), the exports to
 make of them (`plan`), their representative data (`representative_images`, SPEC §2.5), where an
-export is written (`export_paths`) and its lineage (`tflite_export.export` writes the files).
+export is written (`export_paths`) and its lineage (`tf_forget.export.export` writes the files).
 
 Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
 converted, "converter": sha256 of the format's options and encoding, "representative": sha256
@@ -25,8 +25,8 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.data import registry as data_registry
-from tflite_export import formats
-from tflite_export import model_files
+from tf_forget.export import formats
+from tf_forget.export import model_files
 
 SCHEMA = "tf_forget.tflite/1"
 DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.

@@ -16,7 +16,7 @@ import numpy as np
 
 from ai_edge_litert import schema_py_generated as schema
 
-from tflite_export import flatbuffer
+from tf_forget.export import flatbuffer
 
 _OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 

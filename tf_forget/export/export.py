@@ -27,12 +27,12 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.data import registry as data_registry
-from tflite_export import converter
-from tflite_export import export_state
-from tflite_export import flatbuffer
-from tflite_export import flatbuffer_graph
-from tflite_export import formats
-from tflite_export import model_files
+from tf_forget.export import converter
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import formats
+from tf_forget.export import model_files
 
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"
 

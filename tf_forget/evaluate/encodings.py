@@ -4,10 +4,10 @@
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
 sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
-(`eval.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
+(`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
 is there too), the raw / gzip sizes from the export JSON, and the latency of both files at
 batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of
-fresh interpreters in the same run (`eval.latency`, as on a device: XNNPACK, else the built-in
+fresh interpreters in the same run (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the built-in
 kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch size
 where the sparse file fares worst (the highest low end of its ratio interval), on the interval
 of the per-round paired ratios sparse / plain (issue #25: a single median moved 2x between
@@ -23,15 +23,15 @@ nothing timed, while they are unchanged; otherwise it is measured again with a
 
 import dataclasses
 
-from eval import deploy
-from eval import evaluate
-from eval import interpreter
-from eval import latency
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import evaluate
+from tf_forget.evaluate import interpreter
+from tf_forget.evaluate import latency
 
 SCHEMA = "tf_forget.encodings/1"
 DEFAULT_REPEATS = latency.DEFAULT_REPEATS

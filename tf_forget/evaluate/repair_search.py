@@ -1,9 +1,9 @@
 """`full_int8~auto`: the repair a search chose, on one half of the test examples (issue #37).
 
 The search tries, in order, the repairs of a forgetting full int8 file that cost least:
-  1. `cle` — cross-layer equalization before conversion (`eval.no_byte_repairs`: no bytes);
+  1. `cle` — cross-layer equalization before conversion (`tf_forget.evaluate.no_byte_repairs`: no bytes);
   2. `float1`, `float2`, ... — the full int8 file with the 1, 2, ... ops of the layer
-     analysis's ranking kept in float (`eval.layer_analysis`: the causal order, ops whose
+     analysis's ranking kept in float (`tf_forget.evaluate.layer_analysis`: the causal order, ops whose
      quantization broke most of the forgotten examples first), until a file would exceed
      `max_size` times the plain full int8 file's bytes (`--max_repair_size`) or
      `MAX_FLOAT_OPS` ops are in float;
@@ -28,21 +28,21 @@ import time
 
 import numpy as np
 
-from eval import batched
-from eval import layer_analysis
-from eval import no_byte_repairs
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import layer_analysis
+from tf_forget.evaluate import no_byte_repairs
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
+from tf_forget.export import layer_error
 from tf_forget.stats import divergence
 from tf_forget.stats import halves
 from tf_forget.stats import paired
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer
-from tflite_export import layer_error
 
 MAX_FLOAT_OPS = 6  # at most this many ops in float (the causal ranking ablates about as many)
 GATES = ("max_accuracy_drop", "max_significant_classes", "max_flip_rate", "max_kl")
@@ -125,7 +125,7 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
   """Searches, writes and returns the export JSON of `full_int8~auto` of member k.
 
   Args:
-    inputs: its lineage inputs (`eval.repairs.repair_inputs`): "float_nodes" (the ranking's
+    inputs: its lineage inputs (`tf_forget.evaluate.repairs.repair_inputs`): "float_nodes" (the ranking's
       repairable ops, causal order first) and "search" (`settings`).
 
   Raises:

@@ -22,10 +22,10 @@ report says it in words: `tf_forget.report.why_words.range_sentence`).
 
 import numpy as np
 
-from eval import interpreter
-from eval import tensor_match
 from tf_forget.data import input_layout
-from tflite_export import flatbuffer_graph
+from tf_forget.evaluate import interpreter
+from tf_forget.evaluate import tensor_match
+from tf_forget.export import flatbuffer_graph
 
 DOMINANCE = 10.0  # a channel spanning at least this many times the median channel is named
 LEVELS = 255  # int8 steps of a per-tensor scale

@@ -22,8 +22,6 @@ import time
 
 import numpy as np
 
-from eval import batched
-from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -31,10 +29,12 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
-from tflite_export import formats
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import interpreter
+from tf_forget.export import formats
 
-TFLITE_SCHEMA = "tf_forget.tflite/1"  # tflite_export.export_state.SCHEMA (not imported: no TF here)
-FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tflite_export.export.FAILURE_SCHEMA
+TFLITE_SCHEMA = "tf_forget.tflite/1"  # tf_forget.export.export_state.SCHEMA (not imported: no TF here)
+FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tf_forget.export.export.FAILURE_SCHEMA
 
 
 class EvaluationError(errors.Error):

@@ -35,8 +35,8 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.data import input_layout
-from tflite_export import formats
-from tflite_export import model_files
+from tf_forget.export import formats
+from tf_forget.export import model_files
 
 
 class ConversionError(errors.Error):

@@ -30,11 +30,11 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.data import input_layout
-from tflite_export import converter
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer
-from tflite_export import flatbuffer_graph
+from tf_forget.export import converter
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
+from tf_forget.export import flatbuffer_graph
 
 
 class CandidateError(errors.Error):

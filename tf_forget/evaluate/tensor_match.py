@@ -1,7 +1,7 @@
 """Where a `.tflite` file without its converter departs from the float file (issue #29).
 
 A file the user brings (`user_<NAME>`, issue #28) has no float model beside it to quantize
-again, so LiteRT's QuantizationDebugger (`tflite_export.layer_error`) cannot isolate each
+again, so LiteRT's QuantizationDebugger (`tf_forget.export.layer_error`) cannot isolate each
 layer's own error. What can be measured is the *accumulated* error: run the float32 file and
 the user's file on the same examples with every intermediate tensor kept
 (`experimental_preserve_all_tensors`, built-in kernels: a delegate's internal tensors are not
@@ -29,7 +29,7 @@ forgotten examples. `rank_growth` ranks by growth_db (issue #37): the absolute g
 the last layers, where error has piled up (a head whose NMSE goes from 0.4 to 0.47 outranks a
 planted op going from 1e-4 to 0.05, +28 dB). It approximates the layer's own contribution; it
 is not the isolated error of a QuantizationDebugger row, and a per-tensor NMSE cannot see a
-range fault (the outlier channel holds the tensor's energy: `eval.range_diagnosis` can). ai-edge-quantizer's
+range fault (the outlier channel holds the tensor's energy: `tf_forget.evaluate.range_diagnosis` can). ai-edge-quantizer's
 `model_validator.compare_model` compares the same tensors (by name only, one example per
 invoke); the tests check the MSEs against it.
 """
@@ -39,11 +39,11 @@ import math
 
 import numpy as np
 
-from eval import interpreter
 from tf_forget.artifacts import errors
 from tf_forget.data import input_layout
-from tflite_export import flatbuffer_graph
-from tflite_export import layer_error
+from tf_forget.evaluate import interpreter
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import layer_error
 
 METHOD = ("tensor match: the float32 file and the candidate run with every tensor kept "
           "(experimental_preserve_all_tensors); matched tensors (by name, else by position) "

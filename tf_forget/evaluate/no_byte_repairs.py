@@ -1,16 +1,16 @@
 """Repairs of a forgetting full int8 file that cost no bytes (issue #37), each a variant.
 
   * `full_int8~cle`: the member's float model equalized across layers before conversion
-    (`tflite_export.equalization`; Nagel et al. 2019 §4.1): the same float function, channels
+    (`tf_forget.export.equalization`; Nagel et al. 2019 §4.1): the same float function, channels
     whose ranges differ by orders of magnitude brought to the same range, so that a per-tensor
     int8 activation scale no longer leaves most channels a few levels. Converted as
     `full_int8` with the same representative images.
   * `full_int8~int16x8`: 16-bit activations, 8-bit weights (TFLite's
     `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`, int16 input / output;
-    `tflite_export.formats.options`): 256x finer activation steps at the weights' size; the
+    `tf_forget.export.formats.options`): 256x finer activation steps at the weights' size; the
     conversion fails for a model with an op that has no int16 kernel (one line naming it).
 
-Unlike `full_int8~float<N>` (`eval.repairs.repair`), neither depends on the layer
+Unlike `full_int8~float<N>` (`tf_forget.evaluate.repairs.repair`), neither depends on the layer
 analysis: their lineage is the member's model and the representative images.
 """
 
@@ -18,11 +18,11 @@ import time
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
-from tflite_export import converter
-from tflite_export import equalization
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer
+from tf_forget.export import converter
+from tf_forget.export import equalization
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
 
 
 class RepairError(errors.Error):
@@ -53,7 +53,7 @@ def make(run_dir, variant, k, dataset, inputs):
   k; returns its export JSON dict.
 
   Args:
-    inputs: its lineage inputs (`eval.repairs.repair_inputs`: the model's and the
+    inputs: its lineage inputs (`tf_forget.evaluate.repairs.repair_inputs`: the model's and the
       representative images' digests).
 
   Raises:

@@ -1,9 +1,9 @@
-"""Bounds-checks a TFLite flatbuffer before `tflite_export.flatbuffer` parses it (issue #35).
+"""Bounds-checks a TFLite flatbuffer before `tf_forget.export.flatbuffer` parses it (issue #35).
 
 The Python flatbuffer bindings (`ai_edge_litert.schema_py_generated`) follow offsets without
 checking them: a truncated file raises `struct.error` from deep inside, and a corrupt offset
 reads some other part of the file, or loops over a length read from garbage. `problem` walks
-every table, vector and string that `tflite_export.flatbuffer` reads, in the layout of
+every table, vector and string that `tf_forget.export.flatbuffer` reads, in the layout of
 `tensorflow/lite/schema/schema.fbs` (Model, OperatorCode, Buffer, SubGraph, Tensor,
 QuantizationParameters, Operator), as flatbuffers' C++ `Verifier` does when the LiteRT
 interpreter loads a file:
@@ -19,7 +19,7 @@ interpreter loads a file:
     (`Buffer.offset`, `size`).
 
 Builtin options, metadata and signatures are not read by the parser; the LiteRT interpreter
-checks them (`eval.interpreter`).
+checks them (`tf_forget.evaluate.interpreter`).
 """
 
 import struct

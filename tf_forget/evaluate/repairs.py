@@ -3,10 +3,10 @@ lineage, and the one entry point that makes any of them.
 
 `repair` makes `full_int8~<repair>` of member k (`names.repair_format`):
   * `float<N>`: the full int8 quantization with the N top-ranked ops of the current layer
-    analysis (`eval.layer_analysis`: causal order first) kept in float
+    analysis (`tf_forget.evaluate.layer_analysis`: causal order first) kept in float
     (`layer_error.SelectiveQuantizer`);
-  * `cle`, `int16x8`: `eval.no_byte_repairs` (no analysis needed);
-  * `auto`: `eval.repair_search` (equalization, then ops in float in causal order, chosen on
+  * `cle`, `int16x8`: `tf_forget.evaluate.no_byte_repairs` (no analysis needed);
+  * `auto`: `tf_forget.evaluate.repair_search` (equalization, then ops in float in causal order, chosen on
     one half of the test examples).
 Each is written as an export (docs/artifacts/tflite.md) that the evaluation, report and bundle
 treat like any file. Only a full int8 file that forgot something significant is repaired
@@ -20,9 +20,6 @@ Lineage (`repair_inputs`): the member's model, the representative data, the ops 
 import os
 import time
 
-from eval import layer_analysis
-from eval import no_byte_repairs
-from eval import repair_search
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
@@ -30,11 +27,14 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import layer_analysis
+from tf_forget.evaluate import no_byte_repairs
+from tf_forget.evaluate import repair_search
+from tf_forget.export import export
+from tf_forget.export import export_state
+from tf_forget.export import flatbuffer
+from tf_forget.export import layer_error
 from tf_forget.stats import paired
-from tflite_export import export
-from tflite_export import export_state
-from tflite_export import flatbuffer
-from tflite_export import layer_error
 
 
 def repair_needed(run_dir, member_variant, k):

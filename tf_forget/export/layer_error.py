@@ -40,7 +40,7 @@ checked on the graphs it builds:
 Metrics: our metric functions return sums over the examples of an invoke, so the debugger's
 mean over invokes times their number is the subset's total (a smaller last batch gets its own
 run). Inputs are fed as int8, rounded half away from zero and clamped as
-`eval.interpreter.InputQuantizer` feeds the full_int8 file (the debugger's own float->int8
+`tf_forget.evaluate.interpreter.InputQuantizer` feeds the full_int8 file (the debugger's own float->int8
 rounding does not clamp). With e = dequantized int8 output - float reference f:
   mse = sum e^2 / (n * size); float_power = sum f^2 / (n * size); nmse = sum e^2 / sum f^2;
   snr_db = 10 log10(sum f^2 / sum e^2); cosine = mean over examples of cos(f_i, q_i)
@@ -56,10 +56,10 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tflite_export import converter
-from tflite_export import flatbuffer_graph
-from tflite_export import formats
-from tflite_export import model_files
+from tf_forget.export import converter
+from tf_forget.export import flatbuffer_graph
+from tf_forget.export import formats
+from tf_forget.export import model_files
 
 FORMAT = "full_int8"
 DEFAULT_BATCH_SIZE = 16

@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from eval import interpreter
 from tf_forget.artifacts import errors
+from tf_forget.evaluate import interpreter
 
 DEFAULT_BATCH_SIZES = (1, 64)
 DEFAULT_BLOCK = 5

@@ -44,11 +44,15 @@ def _start(args, cwd=None):
                           start_new_session=True)
 
 
-def _wait_for(predicate, what, timeout=300):
+def _wait_for(predicate, what, proc, timeout=300):
+  """Waits until `predicate()`; fails at once if `proc` (the audit waited on) has ended."""
   deadline = time.time() + timeout
   while time.time() < deadline:
     if predicate():
       return
+    if proc.poll() is not None:
+      raise AssertionError(f"the audit ended (exit {proc.returncode}) before {what}: "
+                           f"{proc.communicate()[1][-3000:]}")
     time.sleep(0.2)
   raise AssertionError(f"timed out waiting for {what}")
 
@@ -204,10 +208,11 @@ def test_stage_binaries_give_one_usage_line(binary, args):
 
 def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
   out = str(tmp_path / "run")
-  args = [f"--out={out}", *TINY[:3], "--steps=400", *TINY[4:]]  # ~25 s of training
+  args = [f"--out={out}", *TINY[:3], "--steps=300", *TINY[4:]]  # ~35 s of training
   first = _start(args)
   try:
-    _wait_for(lambda: (_lock_holder(out) or {}).get("pid") == first.pid, "the first's lock")
+    _wait_for(lambda: (_lock_holder(out) or {}).get("pid") == first.pid, "the first's lock",
+              first)
     second = _run(args, timeout=120)
     assert second.returncode == 1
     line = _one_line(second)
@@ -239,10 +244,10 @@ def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
 ])
 def test_an_interrupt_is_one_line_and_the_rerun_resumes(tmp_path, signum, code, verb):
   out = str(tmp_path / "run")
-  args = [f"--out={out}", *TINY[:3], "--steps=400", *TINY[4:]]  # ~25 s of training
+  args = [f"--out={out}", *TINY[:3], "--steps=200", *TINY[4:]]  # ~15 s of training
   proc = _start(args)
   try:
-    _wait_for(lambda: os.path.isdir(os.path.join(out, "members")), "training to start")
+    _wait_for(lambda: os.path.isdir(os.path.join(out, "members")), "training to start", proc)
     time.sleep(1.0)
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=120)

@@ -20,8 +20,10 @@ import tf_forget
 
 def _command(args, cwd=None, **env):
   """`python -m tf_forget args` from this checkout; the Keras switch is left to the command."""
-  environ = dict(audit_binary.env(), **env)
-  environ.pop("TF_USE_LEGACY_KERAS", None)
+  environ = dict(audit_binary.env())
+  for name in ("TF_USE_LEGACY_KERAS", "GITHUB_STEP_SUMMARY"):  # a CI runner's own summary
+    environ.pop(name, None)
+  environ.update(env)
   return subprocess.run([sys.executable, "-m", "tf_forget", *args], cwd=cwd, env=environ,
                         text=True, capture_output=True, timeout=600, check=False)
 

@@ -50,7 +50,8 @@ def _run(command, cwd, timeout=600, **env):
   """`command` in `cwd` with the user's environment: no checkout on PYTHONPATH, no Keras
   switch set beforehand, no GPU."""
   environ = {k: v for k, v in os.environ.items()
-             if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "BUILD_WORKING_DIRECTORY")}
+             if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "BUILD_WORKING_DIRECTORY",
+                          "GITHUB_STEP_SUMMARY")}
   environ.update(CUDA_VISIBLE_DEVICES="", **env)
   return subprocess.run(command, cwd=cwd, env=environ, text=True, capture_output=True,
                         timeout=timeout, check=False)
@@ -65,7 +66,7 @@ def installed(tmp_path_factory):
     (src / rel).parent.mkdir(parents=True, exist_ok=True)
     (src / rel).write_bytes((pathlib.Path(SOURCE) / rel).read_bytes())
   built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                "--no-index", "-w", str(tmp / "dist"), str(src)], cwd=tmp)
+                "--no-index", "--no-cache-dir", "-w", str(tmp / "dist"), str(src)], cwd=tmp)
   assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
   wheel = next((tmp / "dist").glob("tf_forget-*.whl"))
   venv = tmp / "venv"

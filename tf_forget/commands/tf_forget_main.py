@@ -51,8 +51,13 @@ def _error(message):
 
 def _report_args(rest):
   """(RUN_DIR, the flags) of `tf-forget report RUN_DIR [flags]`, or an error line."""
-  positional = [a for a in rest if not a.startswith("-")]
-  options = [a for a in rest if a.startswith("-")]
+  positional, options, rest = [], [], list(rest)
+  while rest:
+    arg = rest.pop(0)
+    if arg == "--summary" and rest:  # `--summary PATH`: its value, not the run directory
+      options += [arg, rest.pop(0)]
+    else:
+      (options if arg.startswith("-") else positional).append(arg)
   if len(positional) != 1 and not any(a in ("--help", "-h", "--helpfull") for a in options):
     return None, None, (f"report takes one run directory, got {len(positional)} "
                         f"({' '.join(positional) or 'none'}): tf-forget report RUN_DIR")

@@ -10,6 +10,7 @@
     result.verdict["variant"], result.verdict["why"]
     result.tables["verdict"]                # every report table as a pandas DataFrame
     api.load_report("/tmp/run")             # the same Result of a finished run
+    api.render_report("/tmp/run")           # its report written again from its artifacts
 
 `AuditConfig` and its sections are `tf_forget.config.tree`'s (one configuration, to_json /
 from_json, `validate`); `load_config` reads a configuration file or a run's `audit.json`. The
@@ -123,3 +124,24 @@ def load_report(run_dir):
   if not isinstance(report, dict) or not isinstance(manifest, dict):
     raise errors.ReadError(f"{run_dir} holds no tf_forget report")
   return _result(run_dir, report, manifest)
+
+
+def render_report(run_dir, log=print, on_locked=None):
+  """Writes a finished run's report again (report.json, report.html, tables/, the bundle)
+  from its artifacts, and returns its `Result` (`tf-forget report RUN_DIR`).
+
+  The run's own configuration (its audit.json, with `out` = `run_dir`, in this process) is
+  audited again: every artifact is current, so only the report and the bundle are written; an
+  artifact that is not (a file changed since) is remade as the audit would, with its redo
+  line. The inputs the audit read (the user's files and data) must still be there.
+
+  Raises:
+    errors.ReadError: `run_dir` holds no finished run (no audit.json, report or bundle).
+    errors.Error subclasses of `audit`, one line.
+  """
+  load_report(run_dir)  # a finished run, or one line
+  config = with_overrides(load_config(layout.audit_file(run_dir)),
+                          {"out": run_dir, "execution.executor": "inline",
+                           "execution.workers": None,
+                           "execution.ray_address": None})
+  return audit(config, log=log, on_locked=on_locked)

@@ -81,7 +81,8 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
 
   # README's Python snippet, as written, on the first run: it resumes it, every artifact kept.
   with open(os.path.join(readme_commands.ROOT, "README.md"), encoding="utf-8") as f:
-    snippet = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+    snippet = [block for block in re.findall(r"```python\n(.*?)```", f.read(), re.S)
+               if "runs/digits/audit.json" in block][0]
   snippet = snippet.replace("runs/digits/audit.json", f"{first}/audit.json")
   run = subprocess.run([sys.executable, "-c", snippet], env=audit_binary.env(), cwd=tmp_path,
                        text=True, capture_output=True, timeout=600, check=False)

@@ -40,6 +40,18 @@ def _none_list(convert=str, what=None):
   return read
 
 
+def _data_spec(value):
+  """A data spelling with a local `folder:` / `tfrecord:` location made absolute (as
+  `tf_forget.data.sources.parse` reads it), so that a run's audit.json names the same data
+  from any working directory (`--config`, `tf-forget report`, issue #39); others as given."""
+  if value is None:
+    return None
+  prefix, colon, rest = str(value).strip().partition(":")
+  if colon and prefix in ("folder", "tfrecord") and rest.strip():
+    return f"{prefix}:{_path(rest)}"
+  return value
+
+
 def _candidates(values):
   return tuple((name, tuple(_path(p) for p in paths))
                for name, paths in map(parse_candidate, values))
@@ -69,7 +81,7 @@ def _tuple(value):
 # flag -> (configuration path, conversion of the flag's value).
 FLAG_PATHS = {
     "out": ("out", _path),
-    "dataset": ("data.dataset", str),
+    "dataset": ("data.dataset", lambda v: _data_spec(str(v))),
     "data_dir": ("data.data_dir", _path),
     "image_size": ("data.image_size", lambda v: _image_size(v) if v else None),
     "max_image_pixels": ("data.max_image_pixels", int),
@@ -115,8 +127,8 @@ USER_FLAGS = {
     "protected": ("user.protected", _opt_tuple),
     "output_index": ("user.output_index", None),
     "preprocess": ("user.preprocess", None),
-    "calibration": ("user.calibration", None),
-    "train": ("user.train", None),
+    "calibration": ("user.calibration", _data_spec),
+    "train": ("user.train", _data_spec),
     "trust_model_code": ("user.trust_model_code", None),
     "input_scaling_check": ("user.input_scaling_check", lambda v: v == "on"),
 }

@@ -1,0 +1,140 @@
+"""The audit command's body, shared by `eval/audit.py` and `tf-forget audit` (issue #39).
+
+`run(flag_values, name)` is what the command does once absl has parsed its flags
+(`tf_forget.commands.audit_flags.define`): select Keras 2 and the CPU kernels before anything
+imports TensorFlow, read the flags into one configuration (`--config=PATH` first), check it,
+then print the cost plan (`--plan`) or run the audit (`tf_forget.api.audit`) and write the
+Markdown summary (`--summary`, `$GITHUB_STEP_SUMMARY`: `tf_forget.report.summary_md`). Its
+exit status: 0 when every gate passes, `GATE_FAILED` (3) when one fails, 1 on bad input (one
+line, "<name>: error: ...", nothing written). `tf_forget.cli.app.run` adds the rest of the
+rules (stray arguments, interrupts 130 / 143, TensorFlow's output to `<run>/logs/`).
+
+`render(run_dir, ...)` is `tf-forget report RUN_DIR`: a finished run's report re-rendered
+(`tf_forget.api.render_report`). `help_text(flag_values, doc)` is `--help`, section by section.
+"""
+
+import os
+import sys
+
+from absl import logging
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import filesystem
+from tf_forget.cli import app as cli_app
+from tf_forget.cli import console
+from tf_forget.commands import audit_flags
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import keras2
+
+GATE_FAILED = 3
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"  # GitHub Actions: the step's summary file (Markdown)
+
+
+def prepare():
+  """Keras 2 and the portable CPU kernels, TensorFlow's C++ INFO / WARNING lines off: first
+  thing, before anything imports TensorFlow (`tf_forget.compat`)."""
+  keras2.enable()
+  cpu_kernels.configure()
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  logging.set_verbosity(logging.WARNING)
+
+
+def summary_target(given, environ=None):
+  """(path, append) of the Markdown summary, or None: `--summary=PATH` (replaced; appended
+  when it is the `$GITHUB_STEP_SUMMARY` file), else `$GITHUB_STEP_SUMMARY` (appended).
+
+  Raises:
+    errors.WriteError: the file's directory does not exist (checked before the audit runs).
+  """
+  environ = os.environ if environ is None else environ
+  step = environ.get(STEP_SUMMARY) or None
+  if not given and not step:
+    return None
+  path = filesystem.user_path(given or step)
+  append = step is not None and path == filesystem.user_path(step)
+  parent = os.path.dirname(path)
+  if not filesystem.is_url(path) and not os.path.isdir(parent or "."):
+    raise errors.WriteError(f"--summary: cannot write {path}: no directory {parent}")
+  if not filesystem.is_url(path) and os.path.isdir(path):
+    raise errors.WriteError(f"--summary: {path} is a directory, not a file")
+  return path, append
+
+
+def write_summary(result, target):
+  """Writes `result`'s (an `api.Result`) Markdown summary to `target` (`summary_target`)."""
+  from tf_forget.report import summary_md  # pylint: disable=g-import-not-at-top
+  if target is None:
+    return
+  text = summary_md.render(result.report, result.tables.get("verdict"),
+                           result.tables.get("deployment"), result.manifest,
+                           result.paths["report_html"])
+  summary_md.write(target[0], text, append=target[1])
+
+
+def run(flag_values, name="audit"):
+  """The audit command (module docstring) over the parsed `flag_values`; returns its status.
+
+  Raises:
+    SystemExit: "<name>: error: <one line>" on bad input, or `GATE_FAILED` (a status the
+      binaries' in-process tests read from `SystemExit`).
+  """
+  prepare()
+  fv = flag_values
+  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  from tf_forget.config import flag_values as flag_values_lib  # pylint: disable=g-import-not-at-top
+  try:
+    config_path = fv["config"].value
+    base = api.load_config(filesystem.user_path(config_path)) if config_path else None
+    config = flag_values_lib.config_from_flags(*audit_flags.values(fv), base=base)
+    flag_values_lib.check(config)
+    if fv["plan"].value:
+      if fv["summary"].value:
+        raise errors.Error("--summary is not for --plan (the plan writes nothing)")
+      print(api.plan(config, filesystem.user_path(fv["unit_costs"].value)))
+      return 0
+    target = summary_target(fv["summary"].value)
+    result = api.audit(config, on_locked=console.attach)
+    write_summary(result, target)
+  except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
+    sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
+  if not result.passed:
+    sys.exit(GATE_FAILED)
+  return 0
+
+
+def render(run_dir, summary=None, name="report"):
+  """`tf-forget report RUN_DIR`: re-renders a finished run's report (`api.render_report`);
+  returns 0, or `GATE_FAILED` when a gate fails (as the audit did).
+
+  Raises:
+    SystemExit: "<name>: error: <one line>": no finished run there, or its inputs are gone.
+  """
+  prepare()
+  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  try:
+    target = summary_target(summary)
+    result = api.render_report(filesystem.user_path(run_dir), on_locked=console.attach)
+    write_summary(result, target)
+  except errors.Error as e:
+    sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
+  if not result.passed:
+    sys.exit(GATE_FAILED)
+  return 0
+
+
+def help_text(flag_values, doc):
+  """`--help`: `doc`, then `audit_flags.HELP_SECTIONS` with each flag's help and default.
+
+  Raises:
+    AssertionError: a flag of the audit in no section (a bug, said loudly).
+  """
+  listed = {f for _, names in audit_flags.HELP_SECTIONS for f in names}
+  missing = sorted(set(audit_flags.flag_names()) - listed)
+  if missing:
+    raise AssertionError(f"flags in no --help section: {', '.join(missing)}")
+  fv = flag_values
+  entries = lambda names: [(n, fv[n].help, None if fv[n].default is None
+                            else fv[n].default_as_str) for n in names]
+  return cli_app.help_text(doc, [(title, entries(names))
+                                 for title, names in audit_flags.HELP_SECTIONS])
+

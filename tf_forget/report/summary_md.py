@@ -1,0 +1,111 @@
+"""The verdict in Markdown, for a pull request or a CI job's summary (issue #39).
+
+`render(report, verdict_table, deployment_table, manifest, report_path)` writes, from a
+finished run (its report.json, `tables/verdict.csv` and `tables/deployment.csv`, the bundle's
+manifest), what a reviewer reads first in the report's verdict block
+(`tf_forget.report.verdict_view.section`):
+
+  * a heading: passed, or which variants failed a gate;
+  * the verdict sentence: the file to ship and why;
+  * what it says of the user's own files (`--candidate`), then the caveats;
+  * the verdict table, one row per variant (`verdict_view.verdict_rows`: the same cells as
+    the HTML page);
+  * every failed gate with its reason, and where the whole report is.
+
+`write(path, text, append)` writes it atomically (`tf_forget.artifacts.fileio`): replacing
+the file, or appending to it — GitHub's `$GITHUB_STEP_SUMMARY` file collects the summaries of
+a step's commands. The audit command's `--summary` calls both (`tf_forget.commands`).
+"""
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.report import verdict_view
+
+TEXT_COLUMNS = ("worst_class", "worst_subgroup")  # names, though a CSV may read them as numbers
+
+
+def _cell(value):
+  """A table cell: one line, `|` escaped."""
+  return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def table(frame):
+  """A DataFrame as a Markdown table (every cell as text)."""
+  lines = ["| " + " | ".join(_cell(c) for c in frame.columns) + " |",
+           "| " + " | ".join("---" for _ in frame.columns) + " |"]
+  for row in frame.itertuples(index=False):
+    lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+  return "\n".join(lines)
+
+
+def _as_text(frame):
+  """`frame` with the name columns as text where set (a CSV reads class 0 as the number 0)."""
+  frame = frame.copy()
+  for column in TEXT_COLUMNS:
+    if column in frame.columns:
+      frame[column] = [v if v != v or v is None else str(v) for v in frame[column]]
+  return frame
+
+
+def _failed(manifest):
+  """[(variant, reason)] of every failed gate, in the manifest's order."""
+  out = []
+  for entry in manifest.get("files") or []:
+    gate = entry.get("gate") or {}
+    if not gate.get("passed", True):
+      out += [(entry["variant"], r) for r in gate.get("reasons") or ()]
+  return list(dict.fromkeys(out))
+
+
+def sentence(recommendation):
+  """The verdict sentence: "Ship `<file>` — <why>" (the report's first line)."""
+  rec = recommendation or {}
+  if not rec.get("file"):
+    return "No file is recommended (no verdict was computed)."
+  joint = ": " if rec.get("variant") == "dense" else " — "
+  return f"**Ship `{rec['file']}`**{joint}{rec.get('why', '')}"
+
+
+def render(report, verdict_table, deployment_table, manifest, report_path):
+  """The Markdown summary of a finished audit (module docstring).
+
+  Args:
+    report: report.json as a dict.
+    verdict_table: `tables/verdict.csv` as a DataFrame, or None.
+    deployment_table: `tables/deployment.csv` as a DataFrame, or None.
+    manifest: the bundle's manifest.json as a dict.
+    report_path: where report.html is, named at the end.
+  """
+  failed = _failed(manifest)
+  variants = sorted({v for v, _ in failed} | set(manifest.get("failed_variants") or ()))
+  head = ("passed: every gate holds" if not variants else
+          f"a gate failed: {', '.join(variants)}")
+  rec = report.get("recommendation") or {}
+  out = [f"### tf_forget audit — {head}", "", sentence(rec), ""]
+  out += [f"- {_cell(line)}" for line in rec.get("users", [])]
+  out += [f"- ⚠ {_cell(line)}" for line in rec.get("caveats", [])]
+  if rec.get("users") or rec.get("caveats"):
+    out.append("")
+  if verdict_table is not None and len(verdict_table):
+    out += [table(verdict_view.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
+  if failed:
+    out += ["Failed gates:", ""] + [f"- `{v}`: {_cell(r)}" for v, r in failed] + [""]
+  out.append(f"The whole report: `{report_path}`")
+  return "\n".join(out) + "\n"
+
+
+def write(path, text, append=False):
+  """Writes `text` to `path` atomically; `append`: after what the file holds (if it exists).
+
+  Raises:
+    errors.WriteError: the file cannot be written (one line).
+  """
+  before = b""
+  if append and fileio.exists(path):
+    try:
+      before = fileio.read_bytes(path)
+    except errors.ReadError as e:
+      raise errors.WriteError(f"cannot append to {path}: {errors.one_line(e, 300)}") from e
+    if before and not before.endswith(b"\n"):
+      before += b"\n"
+  fileio.write_bytes(path, before + text.encode("utf-8"))

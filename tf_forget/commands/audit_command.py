@@ -80,13 +80,15 @@ def run(flag_values, name="audit"):
   """
   prepare()
   fv = flag_values
-  from tf_forget import api  # pylint: disable=g-import-not-at-top
   from tf_forget.config import flag_values as flag_values_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.config import tree  # pylint: disable=g-import-not-at-top
   try:
     config_path = fv["config"].value
-    base = api.load_config(filesystem.user_path(config_path)) if config_path else None
+    base = tree.load(filesystem.user_path(config_path)) if config_path else None
     config = flag_values_lib.config_from_flags(*audit_flags.values(fv), base=base)
     flag_values_lib.check(config)
+    # TensorFlow is imported once the flags are known good: a bad flag is one line at once.
+    from tf_forget import api  # pylint: disable=g-import-not-at-top
     if fv["plan"].value:
       if fv["summary"].value:
         raise errors.Error("--summary is not for --plan (the plan writes nothing)")

@@ -1,4 +1,4 @@
-"""Evaluates every exported TFLite file of a population run (docs/artifacts/predictions.md).
+r"""Evaluates every exported TFLite file of a population run (docs/artifacts/predictions.md).
 
     bazel run //eval:evaluate_population -- --run_dir=/path/to/run --batch_size=256 \
         --num_threads=2
@@ -81,5 +81,23 @@ def main(argv):
   return 0
 
 
+# --help, section by section (every flag of this file and --verbose under one title).
+HELP_SECTIONS = (
+    ("what to read and write", ["run_dir", "dataset", "splits", "variants", "overwrite",
+                                "verbose"]),
+    ("how the files run", ["batch_size", "num_threads", "tail"]),
+    ("what is kept and compared", ["save_logits", "check_keras"]),
+)
+
+
+def _help():
+  """`--help`: `HELP_SECTIONS` with each flag's help and default (`cli_app.sectioned_help`).
+
+  Raises:
+    AssertionError: a flag of this file or --verbose in no section (a bug here, said loudly).
+  """
+  return cli_app.sectioned_help(__doc__, HELP_SECTIONS, flags.FLAGS, __name__)
+
+
 if __name__ == "__main__":
-  cli_app.run(main, "evaluate_population")
+  cli_app.run(main, "evaluate_population", _help)

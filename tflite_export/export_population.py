@@ -1,4 +1,4 @@
-"""Exports every member of a population run to TFLite (docs/artifacts/tflite.md).
+r"""Exports every member of a population run to TFLite (docs/artifacts/tflite.md).
 
     bazel run //tflite_export:export_population -- --run_dir=/path/to/run \
         --formats=float32,float16,dynamic_int8,full_int8 --pruned_formats=float32 \
@@ -120,5 +120,21 @@ def main(argv):
   return 0
 
 
+# --help, section by section (every flag of this file and --verbose under one title).
+HELP_SECTIONS = (
+    ("what to read and write", ["run_dir", "overwrite", "verbose"]),
+    ("what to make", ["formats", "pruned_formats", "encodings", "representative_size"]),
+)
+
+
+def _help():
+  """`--help`: `HELP_SECTIONS` with each flag's help and default (`cli_app.sectioned_help`).
+
+  Raises:
+    AssertionError: a flag of this file or --verbose in no section (a bug here, said loudly).
+  """
+  return cli_app.sectioned_help(__doc__, HELP_SECTIONS, flags.FLAGS, __name__)
+
+
 if __name__ == "__main__":
-  cli_app.run(main, "export_population")
+  cli_app.run(main, "export_population", _help)

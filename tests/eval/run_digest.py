@@ -69,7 +69,7 @@ READABLE_TABLES = ("topline", "pie", "robustness", "noise_accuracy", "noise_simi
                    "recall_distortion")
 # Not pinned here (issue #29): the output-divergence tables, added after the golden file was
 # made (pinning them means regenerating it); their numbers are checked against hand-computed
-# KL and Δp on planted logits by tests/report/divergence_report_test.py.
+# KL and Δp on planted logits by tests/report/divergence_numbers_test.py.
 # Nor the per-layer error (`layers`, `repair`): the QuantizationDebugger's float errors vary with
 # the CPU's kernels (a sha256 of them cannot hold on another machine); they are recomputed from
 # the predictions and export files by tests/eval/repair_stages_test.py.

@@ -4,7 +4,8 @@
   * a bad flag, a missing required flag or a stray argument is one line,
     "<name>: error: <problem> (see --help)", and exit status 1 (absl prints the whole usage,
     up to ~140 lines); `--help` / `--helpfull` print the flags and exit 0 (absl: 1), `--help`
-    section by section when the binary gives its text (`run(help_fn=...)`, `help_text`);
+    section by section when the binary gives its text (`run(help_fn=...)`; `sectioned_help`
+    of its flags, `help_text`);
   * an `errors.Error` (bad input, a bad artifact) or `sys.exit("<one line>")` is that line on
     the terminal's stderr and exit status 1;
   * Ctrl-C (SIGINT) and SIGTERM stop the command where it is: finished artifacts stay (every
@@ -95,6 +96,36 @@ def help_text(doc, sections):
     lines.append("")
   lines.append("(--helpfull: every flag of every module, as absl lists them)")
   return "\n".join(lines)
+
+
+def sectioned_help(doc, sections, flag_values, module_name):
+  """`help_text` of a binary's flags listed by name, each flag's help and default read.
+
+  Args:
+    doc: the binary's module docstring.
+    sections: [(title, [flag names])]: every flag of `module_name` and of this module
+      (`--verbose`) under exactly one title.
+    flag_values: the `flags.FlagValues` holding the flags (a binary's: `flags.FLAGS`).
+    module_name: the module that defines the flags, e.g. the binary's `__name__` ("__main__"
+      is the script `sys.argv[0]`, as absl records it).
+
+  Raises:
+    AssertionError: a flag of the module in no section, a flag listed twice or a name that is
+      no flag (a bug of the binary, said loudly rather than hidden from `--help`).
+  """
+  module_name = sys.argv[0] if module_name == "__main__" else module_name
+  by_module = flag_values.flags_by_module_dict()
+  own = {f.name for m in (module_name, __name__) for f in by_module.get(m, [])}
+  listed = [n for _, names in sections for n in names]
+  found = {"flags in no --help section": own - set(listed),
+           "flags in two --help sections": {n for n in listed if listed.count(n) > 1},
+           "no such flags": {n for n in listed if n not in flag_values}}
+  problems = [f"{what}: {', '.join(sorted(names))}" for what, names in found.items() if names]
+  if problems:
+    raise AssertionError("; ".join(problems))
+  entry = lambda n: (n, flag_values[n].help, None if flag_values[n].default is None
+                     else flag_values[n].default_as_str)
+  return help_text(doc, [(title, [entry(n) for n in names]) for title, names in sections])
 
 
 def _parser(name, help_fn=None):

@@ -1,4 +1,4 @@
-"""Fills the corrupted-split cache for a data set (issue #5; schema docs/artifacts/corruptions.md).
+r"""Fills the corrupted-split cache for a data set (issue #5; schema docs/artifacts/corruptions.md).
 
     python -m tf_forget.corruptions.generate_corruptions --dataset=digits \
         --cache_dir=/tmp/corruptions [--corruptions=glass_blur,fog] [--severities=3] \
@@ -73,5 +73,23 @@ def main(argv):
         f"in {cache_dir}")
 
 
+# --help, section by section (every flag of this file and --verbose under one title).
+HELP_SECTIONS = (
+    ("what to read and write", ["dataset", "data_dir", "image_size", "split", "cache_dir",
+                                "overwrite", "verbose"]),
+    ("what to make", ["corruptions", "severities", "table", "base_seed"]),
+    ("how the work runs", ["batch_size", "processes"]),
+)
+
+
+def _help():
+  """`--help`: `HELP_SECTIONS` with each flag's help and default (`cli_app.sectioned_help`).
+
+  Raises:
+    AssertionError: a flag of this file or --verbose in no section (a bug here, said loudly).
+  """
+  return cli_app.sectioned_help(__doc__, HELP_SECTIONS, flags.FLAGS, __name__)
+
+
 if __name__ == "__main__":
-  cli_app.run(main, "generate_corruptions")
+  cli_app.run(main, "generate_corruptions", _help)

@@ -68,5 +68,21 @@ def main(argv):
     sys.exit(f"train_population: error: {errors.one_line(e, 1000)}")
 
 
+# --help, section by section (every flag of this file and --verbose under one title).
+HELP_SECTIONS = (
+    ("what to read and write", ["run_dir", "dataset", "data_dir", "image_size", "verbose"]),
+    ("what to train", ["preset", "model", "variants", "members", "steps", "population_seed"]),
+)
+
+
+def _help():
+  """`--help`: `HELP_SECTIONS` with each flag's help and default (`cli_app.sectioned_help`).
+
+  Raises:
+    AssertionError: a flag of this file or --verbose in no section (a bug here, said loudly).
+  """
+  return cli_app.sectioned_help(__doc__, HELP_SECTIONS, flags.FLAGS, __name__)
+
+
 if __name__ == "__main__":
-  cli_app.run(main, "train_population")
+  cli_app.run(main, "train_population", _help)

@@ -22,6 +22,7 @@ from tests.report.human_study_run import (  # noqa: F401 pylint: disable=unused-
 from tf_forget.artifacts import errors
 from tf_forget.report import collect
 from tf_forget.report import human_study
+from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
@@ -78,7 +79,7 @@ def test_bad_annotation_files_are_refused_in_one_line(loaded, export, filled_rep
   bad = str(tmp_path / "bad.csv")
   _rewrite(filled_report[4], bad, edit)
   run, m = loaded
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=bad, key=os.path.join(where, "key.json"))))
   assert re.search(message, text), text
 
@@ -92,7 +93,7 @@ def test_annotations_that_are_not_utf8_are_refused_in_one_line(loaded, export, f
   bad = tmp_path / "latin.csv"
   bad.write_bytes(data + "café\n".encode("latin-1"))  # é = 0xe9
   run, m = loaded
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=str(bad), key=os.path.join(where, "key.json"))))
   assert text == (f"annotations {bad} are not UTF-8 text (byte 0xe9 at offset {len(data) + 3}):"
                   " re-save them as UTF-8"), text
@@ -120,13 +121,13 @@ def test_keys_of_another_study_or_run_are_refused(loaded, export, filled_report,
       ({"seed": 1}, r"made for another study: asked for seed 1 \(key: 0\)"),
       ({"variant": "full_int8"}, r"asked for variant full_int8 \(key: prune_0.9\)"),
       ({"group": "cie"}, r"asked for group cie \(key: pie\)")):
-    text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+    text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
         annotations=path, key=key, **options)))
     assert re.search(message, text), text
   # A key made with another seed: the filled file's items are not its items.
   other = str(tmp_path / "seed1")
   human_study_run.export_study(loaded, other, seed=1)
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=path, key=os.path.join(other, "key.json"))))
   assert "belong to another export" in text
   # A key for another run of the same data set: its PIE set differs.
@@ -134,7 +135,7 @@ def test_keys_of_another_study_or_run_are_refused(loaded, export, filled_report,
   _another_run(run_2)
   r2 = collect.load_run(run_2)
   text = _one_line_error(lambda: human_study.compute(r2, measures_lib.compute(r2),
-                                                     human_study.Options(annotations=path,
+                                                     human_study_options.Options(annotations=path,
                                                                          key=key)))
   assert re.search(r"made for another run: the PIEs of prune_0.9 differ \(key: 40 of 500 "
                    r"examples; this run: 41 of 500\)", text), text
@@ -143,7 +144,7 @@ def test_keys_of_another_study_or_run_are_refused(loaded, export, filled_report,
   fake_run.make_biased_run(run_3)
   r3 = collect.load_run(run_3)
   text = _one_line_error(lambda: human_study.compute(r3, measures_lib.compute(r3),
-                                                     human_study.Options(annotations=path,
+                                                     human_study_options.Options(annotations=path,
                                                                          key=key)))
   assert "made for data set digits (test), this run is digits_biased" in text
 
@@ -157,15 +158,15 @@ def test_edited_or_missing_keys_are_refused(loaded, export, filled_report, tmp_p
   edited = str(tmp_path / "edited.json")
   with open(edited, "w") as f:
     json.dump(key, f)
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=filled_report[4], key=edited)))
   assert "does not match the sample this run draws" in text
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=filled_report[4])))
   assert "no key for annotations" in text
   with open(str(tmp_path / "foreign.json"), "w") as f:
     json.dump({"schema": "x"}, f)
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       annotations=filled_report[4], key=str(tmp_path / "foreign.json"))))
   assert "is not a human-study key" in text
 
@@ -173,7 +174,7 @@ def test_edited_or_missing_keys_are_refused(loaded, export, filled_report, tmp_p
 def test_export_dir_of_another_study_is_refused(loaded, export):
   where, _ = export
   run, m = loaded
-  text = _one_line_error(lambda: human_study.compute(run, m, human_study.Options(
+  text = _one_line_error(lambda: human_study.compute(run, m, human_study_options.Options(
       export_dir=where, seed=5)))
   assert re.search(r"holds another study \(.*seed 0.*\); its key would be lost", text), text
 
@@ -188,7 +189,7 @@ def test_options_checked_without_a_run(tmp_path):
       ({"export_dir": str(tmp_path / "e"), "columns": ("item",)}, "column 'item'"),
       ({"export_dir": str(tmp_path / "e"), "columns": ("fine_grained",)}, "given twice"),
       ({"export_dir": str(tmp_path / "e"), "group": "other"}, "group must be one of pie, cie")):
-    text = _one_line_error(lambda: human_study.check_options(human_study.Options(**options)))
+    text = _one_line_error(lambda: human_study.check_options(human_study_options.Options(**options)))
     assert message in text, text
   assert (foreign / "notes.txt").read_text() == "mine"
 

@@ -20,6 +20,7 @@ import pytest
 from tests.report import fake_run
 from tf_forget.report import collect
 from tf_forget.report import human_study
+from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sheet
 from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
@@ -49,7 +50,7 @@ def loaded(run_dir):  # pylint: disable=redefined-outer-name
 def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-name
   """Builds the export in memory and writes it (as `write.save` does); returns its key."""
   run, m = loaded
-  study = human_study.compute(run, m, human_study.Options(export_dir=where, **options))
+  study = human_study.compute(run, m, human_study_options.Options(export_dir=where, **options))
   if study.export is not None:
     human_study_sheet.write(*study.export)
   with open(os.path.join(where, "key.json")) as f:

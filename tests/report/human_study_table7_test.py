@@ -20,6 +20,7 @@ from tests.report import human_study_run
 from tests.report.human_study_run import (  # noqa: F401 pylint: disable=unused-import
     export, filled_report, loaded, run_dir)
 from tf_forget.report import human_study
+from tf_forget.report import human_study_options
 from tf_forget.report import write
 
 CONFIG = human_study_run.CONFIG
@@ -119,13 +120,13 @@ def test_key_found_beside_the_sheet(loaded, export, tmp_path):
   shutil.copytree(where, copy)
   human_study_run.fill(copy, os.path.join(copy, "sheet", "annotations.csv"))
   run, m = loaded
-  study = human_study.compute(run, m, human_study.Options(
+  study = human_study.compute(run, m, human_study_options.Options(
       annotations=os.path.join(copy, "sheet", "annotations.csv")))
   assert len(study.tables["human_study"]) == len(RULE)
   # Re-exporting the same study there keeps the filled file.
   with open(os.path.join(copy, "sheet", "annotations.csv"), "rb") as f:
     before = f.read()
-  again = human_study.compute(run, m, human_study.Options(export_dir=copy))
+  again = human_study.compute(run, m, human_study_options.Options(export_dir=copy))
   assert again.export is None and "kept" in again.notes[0]
   with open(os.path.join(copy, "sheet", "annotations.csv"), "rb") as f:
     assert f.read() == before

@@ -125,18 +125,7 @@ def render(run_dir, summary=None, name="report"):
 
 
 def help_text(flag_values, doc):
-  """`--help`: `doc`, then `audit_flags.HELP_SECTIONS` with each flag's help and default.
-
-  Raises:
-    AssertionError: a flag of the audit in no section (a bug, said loudly).
-  """
-  listed = {f for _, names in audit_flags.HELP_SECTIONS for f in names}
-  missing = sorted(set(audit_flags.flag_names()) - listed)
-  if missing:
-    raise AssertionError(f"flags in no --help section: {', '.join(missing)}")
-  fv = flag_values
-  entries = lambda names: [(n, fv[n].help, None if fv[n].default is None
-                            else fv[n].default_as_str) for n in names]
-  return cli_app.help_text(doc, [(title, entries(names))
-                                 for title, names in audit_flags.HELP_SECTIONS])
-
+  """`--help`: `doc`, then `audit_flags.HELP_SECTIONS` with each flag's help and default
+  (`cli_app.sectioned_help`: a flag of the audit in no section fails loudly)."""
+  return cli_app.sectioned_help(doc, audit_flags.HELP_SECTIONS, flag_values,
+                                audit_flags.__name__)

@@ -22,7 +22,7 @@ from tf_forget.config import checks
 from tf_forget.config import codec
 from tf_forget.data import fingerprint
 from tf_forget.report import gates as gates_lib
-from tf_forget.report import human_study as human_study_lib
+from tf_forget.report import human_study_options
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
 AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
@@ -217,7 +217,7 @@ class AuditConfig:
   execution: Execution = Execution()
   repair: Repair = Repair()
   user: Optional[UserModels] = None
-  human_study: Optional[human_study_lib.Options] = None
+  human_study: Optional[human_study_options.Options] = None
 
   def to_json(self):
     """The configuration as a JSON dict (`from_json` reads it back exactly)."""

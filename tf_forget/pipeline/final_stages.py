@@ -17,7 +17,7 @@ from tf_forget.evaluate import deploy
 from tf_forget.evaluate import encodings as encodings_lib
 from tf_forget.pipeline import driver
 from tf_forget.report import gates as gates_lib
-from tf_forget.report import human_study as human_study_lib
+from tf_forget.report import human_study_options
 from tf_forget.report import write as report_write
 
 
@@ -29,12 +29,12 @@ class Final:
     deployment: the `tf_forget.config.tree.Deployment` section.
     gates: the `gates_lib.Gates`.
     config_json: the whole configuration's JSON (recorded in report.json).
-    human_study: the `human_study.Options`, or None.
+    human_study: the `human_study_options.Options`, or None.
   """
   deployment: tree.Deployment
   gates: gates_lib.Gates
   config_json: dict
-  human_study: Optional[human_study_lib.Options] = None
+  human_study: Optional[human_study_options.Options] = None
 
 
 class EncodingsStage(driver.Stage):

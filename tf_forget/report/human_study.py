@@ -42,13 +42,14 @@ import hashlib
 import io
 import os
 import re
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
 from tf_forget.stats import representation
@@ -57,7 +58,7 @@ DEFAULT_GROUP = "pie"
 DEFAULT_PER_GROUP = 100
 DEFAULT_PERCENTILE = 90
 DEFAULT_SEED = 0
-CONFIDENCE = 0.95
+CONFIDENCE = human_study_options.CONFIDENCE
 TABLE_COLUMNS = ("variant", "group", "attribute", "source", "flagged_count", "flagged_n",
                  "flagged_share", "flagged_share_low", "flagged_share_high", "other_count",
                  "other_n", "other_share", "other_share_low", "other_share_high", "ratio",
@@ -103,36 +104,6 @@ VOCABULARY = (
 VOCABULARY_NAMES = tuple(a.name for a in VOCABULARY)
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
-  """What the report does for the human study (`write.build_report(human_study=...)`).
-
-  Attributes:
-    export_dir: write the blind-annotation export here (`sheet/` for the annotators,
-      `key.json` apart); None: no export. A directory that holds another study's export is
-      refused (its key would be lost); one that holds this very study's is kept as it is
-      (an annotator may be filling it in place).
-    annotations: a filled annotation CSV to read back (adds the `human_study` table).
-    key: its `key.json`; default: `export_dir/key.json` if it exists, else the `key.json`
-      beside the `sheet/` directory the annotations file sits in.
-    variant, group, per_group, seed, percentile: the study (defaults: the variant with the
-      most examples in the group, "pie", 100, 0, 90 (cie only)). Reading back, None means the
-      key's; a value given must equal the key's.
-    columns: extra 0/1 attribute columns put on the sheet after `VOCABULARY`.
-    confidence: level of the ratio intervals.
-  """
-  export_dir: Optional[str] = None
-  annotations: Optional[str] = None
-  key: Optional[str] = None
-  variant: Optional[str] = None
-  group: Optional[str] = None
-  per_group: Optional[int] = None
-  seed: Optional[int] = None
-  percentile: Optional[float] = None
-  columns: Sequence[str] = ()
-  confidence: float = CONFIDENCE
-
-
 @dataclasses.dataclass
 class Study:
   """What `compute` adds to a report.
@@ -151,10 +122,10 @@ class Study:
 
 def as_options(value):
   """`Options` from an `Options`, a dict of its fields, or None (-> None)."""
-  if value is None or isinstance(value, Options):
+  if value is None or isinstance(value, human_study_options.Options):
     return value
   try:
-    return Options(**dict(value))
+    return human_study_options.Options(**dict(value))
   except TypeError as e:
     raise sample.HumanStudyError(f"human-study options: {errors.one_line(e)}") from e
 

@@ -34,7 +34,7 @@ ANNOTATION_PERCENTILE = 90
 # What a study may need (`Study.needs`): the `collect.Run`; its run directory; the measures so
 # far (the core ones and the parts of the studies before it); the run's configuration
 # (`AuditConfig.to_json`, {} if none); `options` ({"gallery_size": int, "human_study":
-# `human_study.Options`, a dict of its fields, or None}).
+# `human_study_options.Options`, a dict of its fields, or None}).
 INPUTS = ("run", "run_dir", "measures", "config", "options")
 
 

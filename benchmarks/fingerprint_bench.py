@@ -5,8 +5,8 @@ folder of `--images` random 32x32 RGB PNGs in 10 class folders), runs the audit 
 does (a subprocess), and measures in this process, on the same folder:
 
   (a) the first run's fingerprint: every file read, hashed and its image header checked
-      (`tf_forget.data.fingerprint`, as `tf_forget.pipeline.data_identity.attach` calls it; the page cache
-      is warm, as it is for the audit that follows its own validation);
+      (`tf_forget.data.fingerprint`, as `tf_forget.pipeline.data_identity.attach` calls it; the page
+      cache is warm, as it is for the audit that follows its own validation);
   (b) an unchanged re-run's check: the same files against the first run's record (one `stat`
       per file, nothing read);
 

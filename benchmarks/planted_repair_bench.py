@@ -1,10 +1,11 @@
 """Benchmark (issue #37, "Performance"): why and repair on 10,000 images of a forgetting model.
 
-Builds what a user with a forgetting int8 file has: the issue's BN-free CNN trained on the
-embedded digits with the range fault planted (`tests/planted.py`: the float function kept, a
-plain full-int8 file breaks many examples), saved as model.keras, and the digits test split
-repeated to `--images` PNGs (each copy after the first rolled by up to 2 pixels, seeded) in
-images/test/<label>/, the train split (the calibration data) in images/train/<label>/. Then runs, in one process, the audit as a user runs it (a subprocess):
+Builds what a user with a forgetting int8 file has: the issue's BN-free CNN trained on the embedded
+digits with the range fault planted (`tests/planted.py`: the float function kept, a plain full-int8
+file breaks many examples), saved as model.keras, and the digits test split repeated to `--images`
+PNGs (each copy after the first rolled by up to 2 pixels, seeded) in images/test/<label>/, the train
+split (the calibration data) in images/train/<label>/. Then runs, in one process, the audit as a
+user runs it (a subprocess):
 
     eval/audit.py --dataset=folder:<images> --reference=model.keras --compress=full_int8
       --repair=auto --out=<tmp>/audit

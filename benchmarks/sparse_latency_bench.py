@@ -1,12 +1,13 @@
 """Benchmark (issue #10): size and latency of sparse-encoded TFLite files vs their plain twins.
 
-Trains (or reuses, in `--work_dir`) one `digits` member per variant (dense, prune_0.5,
-prune_0.9) of the small CNN with a shortened `digits` preset (`--steps`; tfmot's gradual
-magnitude pruning, stripped), exports every format plain and sparse-encoded
-(`tf_forget.export.export`, `--encodings=plain,sparse`), evaluates every file as on a device
-(`tf_forget.evaluate.population_eval`: XNNPACK, else the built-in kernels) with the twin check, and times each
-sparse file together with its plain twin in one interleaved run (`tf_forget.evaluate.latency.measure`:
-median batch-1 and batch-64 latency, `--num_threads`). Prints:
+Trains (or reuses, in `--work_dir`) one `digits` member per variant (dense, prune_0.5, prune_0.9) of
+the small CNN with a shortened `digits` preset (`--steps`; tfmot's gradual magnitude pruning,
+stripped), exports every format plain and sparse-encoded (`tf_forget.export.export`,
+`--encodings=plain,sparse`), evaluates every file as on a device
+(`tf_forget.evaluate.population_eval`: XNNPACK, else the built-in kernels) with the twin check, and
+times each sparse file together with its plain twin in one interleaved run
+(`tf_forget.evaluate.latency.measure`: median batch-1 and batch-64 latency, `--num_threads`).
+Prints:
 
   * sizes: plain and sparse bytes (raw, gzip), sparse / plain, sparse / dense float32 file,
     kernel sparsity counted from the file;

@@ -4,8 +4,8 @@ Measures in one run, on the same `.tflite` file and the same images:
   (a) a naive per-example loop: batch-1 interpreter, set_tensor / invoke / get_tensor per image;
   (b) the raw batched interpreter: input resized to B once, float32 batches prepared before the
       clock starts, set_tensor / invoke / get_tensor only (no bookkeeping, N a multiple of B);
-  (c) the evaluator end to end (`tf_forget.evaluate.evaluate.evaluate_file`): uint8 `Examples` stream ->
-      re-cut to B -> cast / quantize -> invoke -> dequantize -> top-k -> predictions file;
+  (c) the evaluator end to end (`tf_forget.evaluate.evaluate.evaluate_file`): uint8 `Examples`
+      stream -> re-cut to B -> cast / quantize -> invoke -> dequantize -> top-k -> predictions file;
   (c') the evaluator with `tail="pad"` instead of the default `tail="resize"`;
   (r) what one re-allocation costs: `resize_tensor_input` + `allocate_tensors` to B - 1 and
       back, each followed by an invoke, minus two plain invokes at B, halved, best of 10 (this

@@ -1,4 +1,5 @@
-"""Measures the per-unit costs of the audit's stages on this machine (`tf_forget/pipeline/costs.py` reads them).
+"""Measures the per-unit costs of the audit's stages on this machine (`tf_forget/pipeline/costs.py`
+reads them).
 
 For each paper model at its protocol's input shape (small_cnn 8x8x1 digits, resnet18 218x178x3
 CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
@@ -7,10 +8,11 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
     update is not included) at a small batch, after one warm-up step;
   * seconds per conversion of a trained-shape model to TFLite, float32 and full_int8
     (`tf_forget.export.converter.convert`; full_int8 calibrated on `--representative` random
-    images); float16 / dynamic_int8 / sparse twins are not measured: `tf_forget/pipeline/costs.py` takes the
-    float32 figure for them (their conversion does the same graph work);
+    images); float16 / dynamic_int8 / sparse twins are not measured: `tf_forget/pipeline/costs.py`
+    takes the float32 figure for them (their conversion does the same graph work);
   * seconds per TFLite inference per image, float32 and full_int8, through the project's LiteRT
-    factory (`tf_forget.evaluate.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed batch;
+    factory (`tf_forget.evaluate.interpreter.create`, XNNPACK, `--num_threads` threads) at a fixed
+    batch;
   * seconds per corrupted image per resolution: `tf_forget.corruptions.corruption_registry.apply`,
     every corruption of the suite at severity 3 on a few random images, averaged over the suite.
 Random weights and images: costs do not depend on the values (the int8 kernels neither).

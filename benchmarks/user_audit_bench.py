@@ -12,13 +12,13 @@ dynamic-range int8, full int8 with a representative data set, int8 in / out); a 
           --executor=inline --deploy_encoding=plain --out=<tmp>/audit
       its wall time and each stage's, from the moments its `== i/n name [elapsed s]` headers
       are printed (the last stage runs to the process's exit);
-  (b) the raw batched interpreter on the same four files (the reference's float32 conversion
-      the audit made, <out>/tflite/dense/0/float32.tflite, and the three candidates) over the
-      same images decoded once in memory (the audit's own data set, outside the clock), with
-      the audit's batch size (`tf_forget.evaluate.batched.DEFAULT_BATCH_SIZE`), threads (--num_threads, 2)
-      and runtime (the one each predictions file records): inputs quantized before the clock,
-      set_tensor / invoke / get_tensor only, the last partial batch on a second interpreter
-      allocated at its size; median of `--repeats` rounds.
+  (b) the raw batched interpreter on the same four files (the reference's float32 conversion the
+      audit made, <out>/tflite/dense/0/float32.tflite, and the three candidates) over the same
+      images decoded once in memory (the audit's own data set, outside the clock), with the audit's
+      batch size (`tf_forget.evaluate.batched.DEFAULT_BATCH_SIZE`), threads (--num_threads, 2) and
+      runtime (the one each predictions file records): inputs quantized before the clock, set_tensor
+      / invoke / get_tensor only, the last partial batch on a second interpreter allocated at its
+      size; median of `--repeats` rounds.
 
 Reports the evaluation stage's time, the raw interpreter time and their ratio raw / evaluation
 (issue #28's target: >= 0.8, i.e. the audit's evaluation costs at most 1.25x the interpreter);
@@ -211,7 +211,8 @@ def decoded_examples(out):
 
 def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
   """Median in-loop seconds (its predictions' `seconds`) of the audit's evaluator,
-  `tf_forget.evaluate.evaluate.evaluate_file` with its defaults, fed the decoded examples from memory."""
+  `tf_forget.evaluate.evaluate.evaluate_file` with its defaults, fed the decoded examples from
+  memory."""
   from tf_forget.evaluate import evaluate  # pylint: disable=g-import-not-at-top
   n, times = len(examples), []
   for _ in range(repeats):

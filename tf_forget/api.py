@@ -108,7 +108,8 @@ def audit(config, log=print, on_locked=None):
 
 
 def plan(config, unit_costs=None):
-  """The cost plan of `config` as text (nothing written, no data read: `tf_forget.pipeline.audit_plan`)."""
+  """The cost plan of `config` as text (nothing written, no data read:
+  `tf_forget.pipeline.audit_plan`)."""
   from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
   return audit_plan.plan_report(config, unit_costs)
 

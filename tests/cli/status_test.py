@@ -1,4 +1,5 @@
-"""What an interrupted command says it was doing (`tf_forget.cli.status.describe`), issue #25/#27."""
+"""What an interrupted command says it was doing (`tf_forget.cli.status.describe`), issue
+#25/#27."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""Behaviour of the corruption suite beyond the reference: sizes, grayscale, seeds, tables, errors."""
+"""Behaviour of the corruption suite beyond the reference: sizes, grayscale, seeds, tables,
+errors."""
 
 import hashlib
 import os

@@ -121,8 +121,8 @@ def _halvable(seed, size, channels):
 
 
 def _auditing(test, train, **options):
-  """The audited folder `test` with the train data spelled `train` (as `--train=`: the options
-  of `sources.parse` without its unset ones, as `tf_forget.pipeline.user_prune_plan.train_option`)."""
+  """The audited folder `test` with the train data spelled `train` (as `--train=`: the options of
+  `sources.parse` without its unset ones, as `tf_forget.pipeline.user_prune_plan.train_option`)."""
   name, parsed = sources.parse(train)
   return registry.get("folder", path=str(test), train_data={
       "name": name, "options": {k: v for k, v in parsed.items() if v is not None}}, **options)

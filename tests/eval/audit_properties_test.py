@@ -1,17 +1,17 @@
 """End-to-end audit with training: the papers' phenomena as properties (issue #14 §1b).
 
-Training is not pinned: TF's CPU float kernels differ between machines (oneDNN on/off, its ISA,
-the thread count; `tf_forget/compat/cpu_kernels.py`), and magnitude pruning turns a 1-ulp weight
+Training is not pinned: TF's CPU float kernels differ between machines (oneDNN on/off, its ISA, the
+thread count; `tf_forget/compat/cpu_kernels.py`), and magnitude pruning turns a 1-ulp weight
 difference into another mask, so the numbers of a trained population differ by machine (digits
-prune_0.9 top-1 spread 0.923-0.954 over the settings below). Every stage after training is
-pinned exactly on committed members by `audit_fixtures_test.py`. Here the whole audit trains
-small populations (3 members x dense / prune_0.9, plus full_int8 of the dense members) and
-checks what 000, 004 and 003 say should happen, with margins calibrated over population seeds
-0-2 under four CPU-kernel settings — S0 the default (oneDNN off, 2 intra-op threads), S1
-`TF_ENABLE_ONEDNN_OPTS=1` (AVX-512 here), S2 `TF_ENABLE_ONEDNN_OPTS=1 ONEDNN_MAX_CPU_ISA=AVX2`,
-S3 `TF_NUM_INTRAOP_THREADS=1` — measured with the same configs as below (`benchmarks/calibrate_properties.py`): 10 digits and
-8 digits_biased runs (S0-S3 for seeds 0 and 1, S0 for seed 2, and for seed 3 on digits; ranges
-in each test's comment); every property held in every run.
+prune_0.9 top-1 spread 0.923-0.954 over the settings below). Every stage after training is pinned
+exactly on committed members by `audit_fixtures_test.py`. Here the whole audit trains small
+populations (3 members x dense / prune_0.9, plus full_int8 of the dense members) and checks what
+000, 004 and 003 say should happen, with margins calibrated over population seeds 0-2 under four
+CPU-kernel settings — S0 the default (oneDNN off, 2 intra-op threads), S1 `TF_ENABLE_ONEDNN_OPTS=1`
+(AVX-512 here), S2 `TF_ENABLE_ONEDNN_OPTS=1 ONEDNN_MAX_CPU_ISA=AVX2`, S3 `TF_NUM_INTRAOP_THREADS=1`
+— measured with the same configs as below (`benchmarks/calibrate_properties.py`): 10 digits and 8
+digits_biased runs (S0-S3 for seeds 0 and 1, S0 for seed 2, and for seed 3 on digits; ranges in each
+test's comment); every property held in every run.
 
 `digits_biased` trains 600 steps: at 300 steps the dense members have not learned the planted
 rare group (dense FNR of positive ∧ Inverted 0.80-0.82), pruning cannot raise it much, and the

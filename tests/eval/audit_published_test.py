@@ -128,8 +128,9 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   run = str(tmp_path / "run")
   logs = []
   with tfds.testing.mock_data(num_examples=8):
-    # The robustness stage's tasks (tf_forget.pipeline.file_stages -> tf_forget.pipeline.tasks.evaluate_files, in this
-    # process); its finish writes the published splits' agreement tables from their files.
+    # The robustness stage's tasks (tf_forget.pipeline.file_stages ->
+    # tf_forget.pipeline.tasks.evaluate_files, in this process); its finish writes the published
+    # splits' agreement tables from their files.
     report, _ = audit_lib.run_audit(_config(run, {"execution.executor": "local",
                                                   "execution.workers": 0}),
                                     log=logs.append)

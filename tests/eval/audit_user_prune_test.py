@@ -2,11 +2,11 @@
 --train=DATA`), through the binary.
 
 The test plays the user: it trains a tiny compiled Keras classifier with plain tf_keras (not
-tf_forget's training; sparse categorical cross-entropy of the logits, an l2(1e-4) kernel
-regularizer on its convolution) on scikit-learn's digits, writes the test split and, apart,
-the train split as PNG folders (one folder per class), and runs `eval/audit.py` in a
-subprocess, as a user would. The one-shot members are made by the same stages and code as a
-trained population's (`tf_forget.pipeline.member_stages`, `tf_forget.prune`) with a one-epoch fine-tuning
+tf_forget's training; sparse categorical cross-entropy of the logits, an l2(1e-4) kernel regularizer
+on its convolution) on scikit-learn's digits, writes the test split and, apart, the train split as
+PNG folders (one folder per class), and runs `eval/audit.py` in a subprocess, as a user would. The
+one-shot members are made by the same stages and code as a trained population's
+(`tf_forget.pipeline.member_stages`, `tf_forget.prune`) with a one-epoch fine-tuning
 (`--finetune=1@0.01`).
 """
 

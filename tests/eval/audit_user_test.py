@@ -214,8 +214,8 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   report = json.loads((user / "symmetric" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
   assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
-  # The same model fed raw pixels: refused (issue #36, `tf_forget.evaluate.input_scaling`), or, when asked,
-  # a wrong audit.
+  # The same model fed raw pixels: refused (issue #36, `tf_forget.evaluate.input_scaling`), or, when
+  # asked, a wrong audit.
   refused = audit_binary.one_line(audit_binary.audit([*args, "--out=raw"], user))
   assert ("with raw pixels (0-255) but" in refused
           and "your model probably expects --preprocess=symmetric; give it" in refused), refused

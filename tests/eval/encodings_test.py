@@ -1,4 +1,5 @@
-"""The audit's per-variant encoding choice with real files (issues #10, #25): `tf_forget.evaluate.encodings`."""
+"""The audit's per-variant encoding choice with real files (issues #10, #25):
+`tf_forget.evaluate.encodings`."""
 
 import contextlib
 import json

@@ -97,8 +97,9 @@ def test_ram_paths_need_the_inline_executor():
 
 @pytest.mark.parametrize("name", sorted(presets.names()))
 def test_task_presets_round_trip_through_json(name):
-  # A training task gets its member's protocol as JSON (tf_forget/pipeline/tasks.py); it must rebuild exactly
-  # the driver's preset, or the member's config hash (and so its lineage) would differ.
+  # A training task gets its member's protocol as JSON (tf_forget/pipeline/tasks.py); it must
+  # rebuild exactly the driver's preset, or the member's config hash (and so its lineage) would
+  # differ.
   for preset in (presets.get(name), presets.get(name, steps=presets.get(name).steps * 2,
                                                   mixed_precision=True)):
     assert presets.Preset.from_json(preset.to_json()) == preset

@@ -1,4 +1,5 @@
-"""A task for the fault-injection tests: `tf_forget.pipeline.tasks.train_member`, recording its process id.
+"""A task for the fault-injection tests: `tf_forget.pipeline.tasks.train_member`, recording its
+process id.
 
 Each attempt writes `<pid_dir>/<pid>.pid` before it starts, so a test can kill the worker
 that is training (and count the attempts) from outside, as a lost machine would.

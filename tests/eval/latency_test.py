@@ -21,7 +21,8 @@ def files():
 def test_measure_twins_in_one_run(files):
   result = latency.measure(files, batch_sizes=(1, 8), repeats=5, warmup=1, block=2)
   assert set(result) == set(files)
-  # Runtime paths as measured on this stack (tf_forget/evaluate/interpreter.py): XNNPACK refuses sparse int8.
+  # Runtime paths as measured on this stack (tf_forget/evaluate/interpreter.py): XNNPACK refuses
+  # sparse int8.
   assert {n: r["runtime"] for n, r in result.items()} == {
       "float32/plain": "xnnpack", "float32/sparse": "xnnpack",
       "full_int8/plain": "xnnpack", "full_int8/sparse": "builtin"}

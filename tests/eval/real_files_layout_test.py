@@ -264,8 +264,8 @@ def test_a_tf_keras_reference_without_a_channel_axis_is_converted_and_analysed(u
   assert layers["rows"] and not layers.get("error")  # the debugger fed [N, 8, 8] inputs
 
 
-# The decision rule of `tf_forget.evaluate.input_scaling`, on predictions made up to sit on either side of
-# each threshold (their source: the binomial and McNemar tables of scipy, not the code).
+# The decision rule of `tf_forget.evaluate.input_scaling`, on predictions made up to sit on either
+# side of each threshold (their source: the binomial and McNemar tables of scipy, not the code).
 def _top1(labels, right):
   """Predictions that are right exactly where `right` is."""
   return np.where(right, labels, (labels + 1) % 10)

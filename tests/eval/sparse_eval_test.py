@@ -1,9 +1,10 @@
 """Sparse-encoded files run as on a device (issue #10): fallback, runtime record, twin check.
 
-Real behaviour on this stack (TF 2.21, ai-edge-litert; measured, see tf_forget/evaluate/interpreter.py):
-XNNPACK takes sparse float32 files and refuses sparse dynamic_int8 / full_int8 files at
-allocation ("(TfLiteXNNPackDelegate) failed to prepare"). The fallback test for a refusal at
-invoke uses a test double of the delegate failure (LiteRT raises it only at allocation here).
+Real behaviour on this stack (TF 2.21, ai-edge-litert; measured, see
+tf_forget/evaluate/interpreter.py): XNNPACK takes sparse float32 files and refuses sparse
+dynamic_int8 / full_int8 files at allocation ("(TfLiteXNNPackDelegate) failed to prepare"). The
+fallback test for a refusal at invoke uses a test double of the delegate failure (LiteRT raises it
+only at allocation here).
 """
 
 import os

@@ -13,11 +13,11 @@ int8 and float32 files, a PNG folder):
     own options) given as `--reference` is refused with what it is and how to give it; the
     float32 file stays accepted.
 
-Every cut, overwrite and quantized file is checked by the function the audit calls on each
-`.tflite` it is given (`tf_forget.pipeline.user_plan.read_tflite`, then `candidates.check_float_reference`
-for a reference); one case of each kind also goes through the audit binary as a user runs it
-(`audit_binary`), which must refuse it in that one line and write nothing: `--out` does not
-exist afterwards when it did not before, and an existing empty one stays empty.
+Every cut, overwrite and quantized file is checked by the function the audit calls on each `.tflite`
+it is given (`tf_forget.pipeline.user_plan.read_tflite`, then `candidates.check_float_reference` for
+a reference); one case of each kind also goes through the audit binary as a user runs it
+(`audit_binary`), which must refuse it in that one line and write nothing: `--out` does not exist
+afterwards when it did not before, and an existing empty one stays empty.
 """
 
 import struct

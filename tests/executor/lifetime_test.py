@@ -1,8 +1,8 @@
 """LocalExecutor's workers die with their driver; interrupts stop them cleanly (issue #25).
 
 Each test runs a real driver process (tests/executor/toy_driver.py: a LocalExecutor with three
-workers, two of them running tasks that sleep 10 minutes), kills or interrupts it, and watches the pids its
-workers wrote to marker files.
+workers, two of them running tasks that sleep 10 minutes), kills or interrupts it, and watches the
+pids its workers wrote to marker files.
 """
 
 import json

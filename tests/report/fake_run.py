@@ -1,7 +1,7 @@
 """Test fixture: a run directory of synthetic predictions with a planted effect.
 
-Written with `tf_forget.artifacts.predictions.write` in the schema of docs/artifacts/predictions.md, over the
-real `digits` / `digits_biased` test splits (ids and labels from the data registry).
+Written with `tf_forget.artifacts.predictions.write` in the schema of docs/artifacts/predictions.md,
+over the real `digits` / `digits_biased` test splits (ids and labels from the data registry).
 
 Every population shares one noise pattern: member k is wrong (label + 1) on the examples whose
 position i has i % 50 == k, so no example has more than one wrong member and the modal label

@@ -232,7 +232,8 @@ def test_verdict_worst_class_and_count_come_from_mcnemar(digits):
   assert "McNemar p 1.9e-06, BH 1.9e-05; 1 class significant (McNemar + BH)" in cells
   assert "0 classes significant (McNemar + BH)" in cells  # full_int8
   assert "exact McNemar p-value" in cells and "Welch p-value" not in cells
-  # The audit's summary line (tf_forget/evaluate/deploy.py) counts the same: #signif 1 for prune_0.9.
+  # The audit's summary line (tf_forget/evaluate/deploy.py) counts the same: #signif 1 for
+  # prune_0.9.
   lines = []
   deploy.print_summary(digits["report"].json, {"files": []}, log=lines.append)
   (line,) = [ln for ln in lines if ln.startswith("prune_0.9 ")]

@@ -3,7 +3,8 @@
 The main fixture trains a tiny 10-class CNN on structured 8x8 images and then breaks ONE layer for
 int8 only (`broken_model`: a huge weight from a dead unit, so the layer's other int8 weights round
 to 0 in the full_int8 file). "Broken" examples: float top-1 (the labels: the float model's own
-argmax) != int8 top-1, both files run through the project's interpreter factory (`tf_forget.evaluate.batched`).
+argmax) != int8 top-1, both files run through the project's interpreter factory
+(`tf_forget.evaluate.batched`).
 """
 
 import json

@@ -1,25 +1,19 @@
 """Every path of a run directory (docs/artifacts/*.md), in one place.
 
     <run>/
-      .tf_forget.lock                                who is writing the run (`run_lock.py`)
-      audit.json                                     the audit's config (`tf_forget/pipeline/audit_lib.py`)
-      run.json                                       the population config (tf_forget/train)
+      .tf_forget.lock who is writing the run (`run_lock.py`) audit.json the audit's config
+      (`tf_forget/pipeline/audit_lib.py`) run.json the population config (tf_forget/train)
       members/<member variant>/<k>/{model.keras, metadata.json, checkpoints/}
-      members/dense/<k>/saved_model/                 an imported SavedModel (`train/imported.py`)
-      members/dense/<k>/gradient/<protocol>.npz      g of a one-shot parent (`prune/gradient.py`)
+      members/dense/<k>/saved_model/ an imported SavedModel (`train/imported.py`)
+      members/dense/<k>/gradient/<protocol>.npz g of a one-shot parent (`prune/gradient.py`)
       tflite/<member variant>/<k>/<stem>.{tflite, json, failed.json}
-      predictions/<variant>/<k>/<split>.npz
-      predictions_keras/<member variant>/<k>/<split>.npz
-      noise/<variant>/<k>/linf.npz
-      layers/<member variant>/<k>/full_int8{.json, .model_explorer.json}   per-layer error (#29)
-      eval/agreement/<split>.json
-      eval/encodings.json
-      eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz
-      data/<role>.json                               the user's data files, hashed (#35)
-      corruptions/                                   the corrupted-split cache of the audit
-      report.json, report.html, tables/              tf_forget/report
-      deploy/                                        the deployment bundle
-      logs/                                          TensorFlow's output (`tf_forget/cli`)
+      predictions/<variant>/<k>/<split>.npz predictions_keras/<member variant>/<k>/<split>.npz
+      noise/<variant>/<k>/linf.npz layers/<member variant>/<k>/full_int8{.json,
+      .model_explorer.json} per-layer error (#29) eval/agreement/<split>.json eval/encodings.json
+      eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz data/<role>.json the user's data files,
+      hashed (#35) corruptions/ the corrupted-split cache of the audit report.json, report.html,
+      tables/ tf_forget/report deploy/ the deployment bundle logs/ TensorFlow's output
+      (`tf_forget/cli`)
 
 `<stem>` is the format, or `<format>+sparse` for a sparse-encoded twin (`names.Variant`);
 `<k>` is the member index without padding. `walk(root)` lists the `<root>/<variant>/<k>/`
@@ -151,8 +145,9 @@ def noise(run_dir, variant, k):
 
 def layers(run_dir, member_variant, k, file_format="full_int8"):
   """`<run>/layers/<member variant>/<k>/<format>.json`: where the member's `file_format` file
-  departs from its float32 file on its forgotten and stable examples (`tf_forget.evaluate.layer_analysis`,
-  issue #29): per layer for `full_int8`, tensor by tensor for a user's file."""
+  departs from its float32 file on its forgotten and stable examples
+  (`tf_forget.evaluate.layer_analysis`, issue #29): per layer for `full_int8`, tensor by tensor for
+  a user's file."""
   return os.path.join(run_dir, "layers", member_variant, str(int(k)), f"{file_format}.json")
 
 

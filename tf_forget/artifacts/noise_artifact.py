@@ -1,10 +1,10 @@
 """The l-inf noise artifact and protocol (003 §4.1, App. D.1; SPEC §6.7); numpy + JSON only.
 
-003 injects U(-ε, ε) noise into the *normalized* network input, for a random subset of 1000
-test images and 100 draws, and reads two things off it: accuracy per noise level (its
-Figure 1 / 28: prune potential collapses as ε grows) and the functional similarity of a
-compressed network to its dense counterpart (Figure 4: share of matching labels and L2
-distance of the softmax outputs). `tf_forget.evaluate.noise_eval` writes the per-file raw material for both:
+003 injects U(-ε, ε) noise into the *normalized* network input, for a random subset of 1000 test
+images and 100 draws, and reads two things off it: accuracy per noise level (its Figure 1 / 28:
+prune potential collapses as ε grows) and the functional similarity of a compressed network to its
+dense counterpart (Figure 4: share of matching labels and L2 distance of the softmax outputs).
+`tf_forget.evaluate.noise_eval` writes the per-file raw material for both:
 
     <run>/noise/<variant>/<k>/linf.npz
 

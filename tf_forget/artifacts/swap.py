@@ -9,13 +9,13 @@ is finished or undone by the next `clean_staging`. `scheme://` file systems have
 rename: trees move file by file, the completion markers (`manifest.json`) out first and in last,
 and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
 
-What a swap replaces is recorded (issue #35): after a swap with `record=True` (the report's and
-the bundle's), `<dir>/.tf_forget.<label>.files.json` lists
-the files of the new entries (`listing`). A file a user added later under one of those entries
-(`deploy/notes.txt`, `tables/mine.csv`) is not tf_forget's: `foreign_files` names it, and the
-audit refuses to replace the entry before it writes anything (`tf_forget/pipeline/audit_lib.py`), instead of
-deleting the user's file with the old entry. A directory written before this record existed
-has no listing, and its files are taken as tf_forget's.
+What a swap replaces is recorded (issue #35): after a swap with `record=True` (the report's and the
+bundle's), `<dir>/.tf_forget.<label>.files.json` lists the files of the new entries (`listing`). A
+file a user added later under one of those entries (`deploy/notes.txt`, `tables/mine.csv`) is not
+tf_forget's: `foreign_files` names it, and the audit refuses to replace the entry before it writes
+anything (`tf_forget/pipeline/audit_lib.py`), instead of deleting the user's file with the old
+entry. A directory written before this record existed has no listing, and its files are taken as
+tf_forget's.
 
 Built on `tf_forget.artifacts.fileio`'s primitives; no TensorFlow import.
 """

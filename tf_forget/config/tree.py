@@ -136,9 +136,9 @@ class Noise:
 
 @_frozen
 class Deployment:
-  """The bundle (`tf_forget.evaluate.deploy`): "first" or "all" members' files; the encoding ("auto",
-  "plain", "sparse") and the sparse / plain latency bound of "auto"; interpreter threads; and
-  whether to time the twins again although a decision is recorded (issue #25)."""
+  """The bundle (`tf_forget.evaluate.deploy`): "first" or "all" members' files; the encoding
+  ("auto", "plain", "sparse") and the sparse / plain latency bound of "auto"; interpreter threads;
+  and whether to time the twins again although a decision is recorded (issue #25)."""
   members: str = "first"
   encoding: str = "auto"
   max_latency_ratio: float = DEFAULT_MAX_LATENCY_RATIO
@@ -184,9 +184,10 @@ class UserModels:
       symmetric, imagenet_caffe, imagenet_torch, MODULE:FUNCTION); None: raw 0-255.
     calibration: the data that calibrates a full int8 file made here (a `sources` spelling);
       None: the audited data set's train split.
-    train: the labelled data one-shot pruning reads (`tf_forget.pipeline.user_prune_plan`); None: none.
-    trust_model_code: load references whose loading runs their own Python code.
-    input_scaling_check: refuse a `preprocess` that looks wrong (`tf_forget.evaluate.input_scaling`).
+    train: the labelled data one-shot pruning reads (`tf_forget.pipeline.user_prune_plan`); None:
+    none. trust_model_code: load references whose loading runs their own Python code.
+    input_scaling_check: refuse a `preprocess` that looks wrong
+    (`tf_forget.evaluate.input_scaling`).
   """
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()

@@ -19,12 +19,12 @@ A plain dict registry, `SUITES` (name -> loader class), with `get(name, **option
   validation set at 224x224 (tfds centre-crops 224/256 of the short side and resizes, as
   `imagenet2012`'s 0.875 crop). The `source` option records this.
 
-Every loader takes `image_size` so that its images match the audited data set's input (resized
-by `TfdsDataset._image`, the same function as the clean split). `identity(split)` names what a
-split reads — the tfds builder's full name (name/config/version), its split and the options —
-so that predictions made from another suite version are stale (`tf_forget.evaluate.population_eval` `split_ids`).
-A split whose data is not prepared is a one-line `DataError` naming the tfds builder and the
-data_dir. Nothing is downloaded unless `download=True` (tests use `tfds.testing.mock_data`).
+Every loader takes `image_size` so that its images match the audited data set's input (resized by
+`TfdsDataset._image`, the same function as the clean split). `identity(split)` names what a split
+reads — the tfds builder's full name (name/config/version), its split and the options — so that
+predictions made from another suite version are stale (`tf_forget.evaluate.population_eval`
+`split_ids`). A split whose data is not prepared is a one-line `DataError` naming the tfds builder
+and the data_dir. Nothing is downloaded unless `download=True` (tests use `tfds.testing.mock_data`).
 """
 
 import inspect

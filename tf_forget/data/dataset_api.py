@@ -161,7 +161,8 @@ class Dataset(abc.ABC):
     return concatenate(self.batches(split, 1024))
 
   def take(self, split, n) -> Examples:
-    """The first `n` examples of `split` in its fixed order (e.g. full_int8 calibration, 000 App. A)."""
+    """The first `n` examples of `split` in its fixed order (e.g. full_int8 calibration, 000 App.
+    A)."""
     parts, seen = [], 0
     for batch in self.batches(split, min(max(n, 1), 1024)):
       parts.append(batch.take(slice(0, n - seen)))

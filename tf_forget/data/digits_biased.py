@@ -11,10 +11,10 @@ most (004 Table 3). This data set plants the same structure in `digits`:
 * **attribute `Inverted`** (the `Male` analogue): the (possibly faint) image is colour-inverted,
   `255 - v` — white background, dark strokes. Among *negatives* each image is inverted with
   probability 0.5; among *positives* of the train split exactly `round(rare_rate · N_train)` are
-  inverted, those with the smallest draws (default: inverted positives are 1% of the train
-  split — 13 of 1,297 — as rare as CelebA's blond males, 0.85%). Since half of all inverted training images are negatives and almost none
-  positive, the model must learn inverted 0s and 1s from a handful of examples — the memorisation
-  that compression takes away.
+  inverted, those with the smallest draws (default: inverted positives are 1% of the train split —
+  13 of 1,297 — as rare as CelebA's blond males, 0.85%). Since half of all inverted training images
+  are negatives and almost none positive, the model must learn inverted 0s and 1s from a handful of
+  examples — the memorisation that compression takes away.
 
 The test split (the balanced digits test split, 50 per digit) draws `Inverted` with probability
 0.5 for every example, so each subgroup and intersection (the M/F × Y/O analogues) has enough

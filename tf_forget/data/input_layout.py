@@ -18,9 +18,9 @@ as NCHW (an image 1 or 3 pixels wide is not one anybody audits); anything else i
 one line. The batch axis may be dynamic (None, or -1 in a `.tflite` shape signature) or fixed
 (`batch`: a file whose input cannot be resized is run `batch` examples per invoke).
 
-The input's dtype is float32 (the values as the preprocessing gives them) or an integer type
-with the tensor's own scale and zero point (uint8, int8, int16: a full-integer file quantizes
-its input; `tf_forget.evaluate.interpreter.InputQuantizer` feeds it `clamp(round(x / scale) + zero_point)`).
+The input's dtype is float32 (the values as the preprocessing gives them) or an integer type with
+the tensor's own scale and zero point (uint8, int8, int16: a full-integer file quantizes its input;
+`tf_forget.evaluate.interpreter.InputQuantizer` feeds it `clamp(round(x / scale) + zero_point)`).
 Outputs follow the same dtype rule (`check_output`).
 
 `InputLayout.to_model` turns data images into the model's layout (images already in it pass

@@ -22,13 +22,12 @@ and what every member's identity hashes, so the train data is part of each one-s
 config hash and of the run's `audit.json` identity without a new field anywhere, and the prune
 code has one path — `of(data_registry.get(name, **options))` — for trained and imported parents.
 
-Lineage (`fingerprint`): besides the recorded options, the train data's identity is the sha256
-of its source, split, number of examples and example names (a folder's relative paths, which
-hold the class folder), recorded by g and by every one-shot member (`inputs.train_data`): a
-file added, removed, renamed or moved to another class redoes them. The source records its
-content too (issue #35: `tf_forget.pipeline.data_identity` sets `content`, the sha256 of its files, in the
-`train_data` option before the audit runs), so pixels edited in place under the same names
-redo them as well.
+Lineage (`fingerprint`): besides the recorded options, the train data's identity is the sha256 of
+its source, split, number of examples and example names (a folder's relative paths, which hold the
+class folder), recorded by g and by every one-shot member (`inputs.train_data`): a file added,
+removed, renamed or moved to another class redoes them. The source records its content too (issue
+#35: `tf_forget.pipeline.data_identity` sets `content`, the sha256 of its files, in the `train_data`
+option before the audit runs), so pixels edited in place under the same names redo them as well.
 """
 
 import dataclasses

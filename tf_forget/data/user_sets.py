@@ -11,28 +11,27 @@ what the three share, `UserDataset`.
 Images: decoded, converted to `channels` and resized to `image_size` (the model's input size)
 as `images` says. `image_size` and `channels` default to the first example's.
 
-Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes`
-(a CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit
-gates), `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose
-first examples calibrate full_int8, `--calibration`; read by
-`tf_forget.export.export_state.calibration_source`), `train_data` (recorded only: {"name",
-"options"} of the labelled data one-shot pruning fine-tunes on, `--train`; read by
-`tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the split's files,
-`fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so that every artifact made
-from a split records its content through `predictions.split_identity`, issue #35; `calibration`
-and `train_data` carry their own "content" key). The recorded `spec.options` are JSON-able and
-rebuild the same data set with `registry.get`.
+Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes` (a
+CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit gates),
+`calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose first examples
+calibrate full_int8, `--calibration`; read by `tf_forget.export.export_state.calibration_source`),
+`train_data` (recorded only: {"name", "options"} of the labelled data one-shot pruning fine-tunes
+on, `--train`; read by `tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the
+split's files, `fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so
+that every artifact made from a split records its content through `predictions.split_identity`,
+issue #35; `calibration` and `train_data` carry their own "content" key). The recorded
+`spec.options` are JSON-able and rebuild the same data set with `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include
 `test` and are all `train` or `test` is split by them (splits "train" if present, and "test");
 any other folder is one "test" split. A tfds source reads its `split` (default "test") as "test",
 and `train_split` if given as "train". TFRecord files are one "test" split.
 
-Streaming: the file list / record order is in memory, images are decoded per batch
-(`batches`), or once per process for a split whose content digest is recorded and whose pixels
-fit `DECODED_BYTES` (an audit evaluates every file on it; issue #36); `examples(split, ids)`
-decodes only the images asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images
-that the trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
+Streaming: the file list / record order is in memory, images are decoded per batch (`batches`), or
+once per process for a split whose content digest is recorded and whose pixels fit `DECODED_BYTES`
+(an audit evaluates every file on it; issue #36); `examples(split, ids)` decodes only the images
+asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images that the
+trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
 `dataset_api.DataError` naming the file (folder) or record, raised by the batch holding it.
 """
 
@@ -123,8 +122,8 @@ class UserDataset(dataset_api.Dataset):
     return [(self._csv.path, self._csv.path)] if self._csv else []
 
   def content(self, split):
-    """The recorded content digest of `split` (option `content`, `tf_forget.pipeline.data_identity`), or
-    None if the data set was built without one."""
+    """The recorded content digest of `split` (option `content`,
+    `tf_forget.pipeline.data_identity`), or None if the data set was built without one."""
     return dict(self.spec.options.get("content") or {}).get(split)
 
   @abc.abstractmethod

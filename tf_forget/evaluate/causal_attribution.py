@@ -1,9 +1,9 @@
 """Which quantized op made the int8 file forget, measured end to end (issue #37).
 
-An error statistic per layer (`tf_forget.export.layer_error`, `tf_forget.evaluate.tensor_match`) says where the
-numbers differ; it does not say which op's quantization broke the examples the file forgot: a
-per-tensor statistic favours the last layers, where error has piled up, and cannot see a range
-fault at all. Here each candidate op's effect is measured on the examples themselves, with two
+An error statistic per layer (`tf_forget.export.layer_error`, `tf_forget.evaluate.tensor_match`)
+says where the numbers differ; it does not say which op's quantization broke the examples the file
+forgot: a per-tensor statistic favours the last layers, where error has piled up, and cannot see a
+range fault at all. Here each candidate op's effect is measured on the examples themselves, with two
 files the quantization debugger builds from the same calibration (`denylisted_nodes`,
 `layer_error.SelectiveQuantizer`):
 

@@ -13,11 +13,11 @@ URL file system such as gs://, the manifest out first and in last), so a failed 
 leaves the previous bundle or the new one, never a mixture (issue #25).
 
 Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
-sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain
-twin's (`tf_forget.evaluate.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and it is
-not slower than `max_latency_ratio` beyond the spread of the sparse / plain latency ratio over
-interleaved rounds (`tf_forget.evaluate.latency.ratio_interval`: refused only when the interval's low end
-exceeds the bound, issue #25); otherwise the plain file, with a one-line reason.
+sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain twin's
+(`tf_forget.evaluate.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and
+it is not slower than `max_latency_ratio` beyond the spread of the sparse / plain latency ratio over
+interleaved rounds (`tf_forget.evaluate.latency.ratio_interval`: refused only when the interval's
+low end exceeds the bound, issue #25); otherwise the plain file, with a one-line reason.
 """
 
 import dataclasses
@@ -64,8 +64,9 @@ def check_encoding_options(mode, max_latency_ratio):
 def _latency_ratio(plain, sparse):
   """{"median", "low", "high"} of sparse / plain latency, or None if not measured (#25).
 
-  The paired-round interval `sparse["latency_ratio"]` when given (`tf_forget.evaluate.latency.ratio_interval`),
-  else the ratio of the two medians as a point interval.
+  The paired-round interval `sparse["latency_ratio"]` when given
+  (`tf_forget.evaluate.latency.ratio_interval`), else the ratio of the two medians as a point
+  interval.
   """
   given = sparse.get("latency_ratio")
   if given is not None:
@@ -90,7 +91,8 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
     sparse: None (no sparse twin), or {"size", "latency", "twin_equal": bool, "twin_reason":
       one-line reason or None, "error": one-line conversion failure or None, and optionally
       "latency_ratio": {"median", "low", "high"} of the per-round paired ratios sparse / plain
-      (`tf_forget.evaluate.latency.ratio_interval`); without it the two medians' ratio is used alone}.
+      (`tf_forget.evaluate.latency.ratio_interval`); without it the two medians' ratio is used
+      alone}.
     max_latency_ratio: the largest sparse / plain latency ratio `auto` accepts (> 0).
     mode: "auto" (the smallest file whose predictions equal its plain twin's and whose latency
       is within the bound), "plain" (always plain) or "sparse" (sparse whenever it exists and

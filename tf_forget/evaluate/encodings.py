@@ -4,16 +4,16 @@
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
 sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
-(`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse conversion
-is there too), the raw / gzip sizes from the export JSON, and the latency of both files at
-batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of
-fresh interpreters in the same run (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the built-in
-kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch size
-where the sparse file fares worst (the highest low end of its ratio interval), on the interval
-of the per-round paired ratios sparse / plain (issue #25: a single median moved 2x between
-identical runs on a shared machine). The entry records the runtime path of the chosen file, its
-size relative to the dense float32 file of the same member k, the latency ratio to the plain
-file (1 when plain is shipped) and the ratio intervals.
+(`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse
+conversion is there too), the raw / gzip sizes from the export JSON, and the latency of both files
+at batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of fresh
+interpreters in the same run (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the
+built-in kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch
+size where the sparse file fares worst (the highest low end of its ratio interval), on the interval
+of the per-round paired ratios sparse / plain (issue #25: a single median moved 2x between identical
+runs on a shared machine). The entry records the runtime path of the chosen file, its size relative
+to the dense float32 file of the same member k, the latency ratio to the plain file (1 when plain is
+shipped) and the ratio intervals.
 
 Re-runs (issue #25): an entry records its `inputs` — the sha256 of the plain and sparse bytes
 timed, the twin check and the settings that decide (`_settings`) — and is reused as it is, with

@@ -33,7 +33,8 @@ from tf_forget.evaluate import batched
 from tf_forget.evaluate import interpreter
 from tf_forget.export import formats
 
-TFLITE_SCHEMA = "tf_forget.tflite/1"  # tf_forget.export.export_state.SCHEMA (not imported: no TF here)
+# tf_forget.export.export_state.SCHEMA (not imported: no TF here).
+TFLITE_SCHEMA = "tf_forget.tflite/1"
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tf_forget.export.export.FAILURE_SCHEMA
 
 

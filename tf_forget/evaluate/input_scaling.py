@@ -1,14 +1,14 @@
 """Is the reference fed what it was trained on? The input scaling check (issue #36).
 
 A model trained on x / 255 and audited on raw pixels (a forgotten `--preprocess=unit`) gives a
-confident, wrong audit: TensorFlow's "Post-training integer quantization" tutorial, audited
-without the flag, scored its float reference 61.06% and the uint8 file (which quantizes its
-own input with the scale it was calibrated at, so it half survives raw pixels) 95.90%, and the
-verdict shipped it. So before anything is written — the last check of `tf_forget.pipeline.audit_lib`'s
-validation, since it runs the model (not for `--plan`) — `check` runs the reference on a
-sample of the test split under the preprocessing given and under every other standard one
-(`tf_forget.data.preprocess`: raw pixels 0-255, `unit`, `symmetric`, and for RGB images
-`imagenet_caffe`, `imagenet_torch`), and refuses in one line when
+confident, wrong audit: TensorFlow's "Post-training integer quantization" tutorial, audited without
+the flag, scored its float reference 61.06% and the uint8 file (which quantizes its own input with
+the scale it was calibrated at, so it half survives raw pixels) 95.90%, and the verdict shipped it.
+So before anything is written — the last check of `tf_forget.pipeline.audit_lib`'s validation, since
+it runs the model (not for `--plan`) — `check` runs the reference on a sample of the test split
+under the preprocessing given and under every other standard one (`tf_forget.data.preprocess`: raw
+pixels 0-255, `unit`, `symmetric`, and for RGB images `imagenet_caffe`, `imagenet_torch`), and
+refuses in one line when
 
   * another standard preprocessing scores more than `MARGIN` (10 points) higher, significantly
     (exact McNemar test of the paired correctness on the sample, p < `ALPHA`): the line names
@@ -21,13 +21,13 @@ sample of the test split under the preprocessing given and under every other sta
     1 / classes, p ≥ `CHANCE_ALPHA`) — with no better standard one to name, the line says so
     and points at `--preprocess` and the class order.
 
-`--input_scaling_check=off` audits as given. The sample: `SAMPLE` (256) examples evenly spaced
-over the split's fixed order (`Dataset.calibration_examples`: only those are decoded; all of a
-smaller split). A `.tflite` reference runs through the LiteRT interpreter (`tf_forget.evaluate.batched`,
-the file's own input layout and quantization); a Keras reference through the model
+`--input_scaling_check=off` audits as given. The sample: `SAMPLE` (256) examples evenly spaced over
+the split's fixed order (`Dataset.calibration_examples`: only those are decoded; all of a smaller
+split). A `.tflite` reference runs through the LiteRT interpreter (`tf_forget.evaluate.batched`, the
+file's own input layout and quantization); a Keras reference through the model
 `tf_forget.train.imported.load` gives, fed in its input layout (`input_layout`). The check is
-deterministic (a fixed sample, no randomness), and only the first reference is run: K
-references are trained alike.
+deterministic (a fixed sample, no randomness), and only the first reference is run: K references are
+trained alike.
 
 A user's quantized `.tflite` candidate (uint8 / int8 / int16 input) states the values it was
 calibrated for: its input covers `[(qmin - zero_point) * scale, (qmax - zero_point) * scale]`,

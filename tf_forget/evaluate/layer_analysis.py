@@ -7,8 +7,8 @@ members), after the evaluation:
     <run>/layers/<member variant>/<k>/<format>.json                 `analyze` (SCHEMA)
     <run>/layers/<member variant>/<k>/<format>.model_explorer.json  node data, NMSE forgotten
 
-A user's file has no float model to quantize again: it is compared tensor by tensor with the
-float32 file (`tf_forget.evaluate.tensor_match`: the accumulated error of the tensors the two graphs share,
+A user's file has no float model to quantize again: it is compared tensor by tensor with the float32
+file (`tf_forget.evaluate.tensor_match`: the accumulated error of the tensors the two graphs share,
 ranked by where it grows); it gets no repair (that needs the float model).
 
 `analyze` splits the evaluation split by the member's two `.tflite` files' stored predictions
@@ -28,14 +28,14 @@ examples and says so (`basis` "all").
 
 Then, for a full int8 file that forgot something significant (issue #37;
 `paired.forgot_significantly`, the rule that decides a repair: a handful of flips is noise an
-ablation cannot attribute, and costs two conversions per op), the ranking is causal
-(`ranked_by` "ablation"): the `ABLATED` ops of largest NMSE on the forgotten examples are each
-quantized alone and kept alone in float (`tf_forget.evaluate.causal_attribution`: broken examples recovered /
-caused, KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept
-as `nmse_rank`); each ablated op gets a fault kind (its own weights, its activation range,
-inherited), the range from the per-channel activation ranges of the plain file over the
-calibration images (`tf_forget.evaluate.range_diagnosis`: `ranges`, the tensors where one channel dominates).
-The repaired files are made from this ranking by `tf_forget.evaluate.repairs`.
+ablation cannot attribute, and costs two conversions per op), the ranking is causal (`ranked_by`
+"ablation"): the `ABLATED` ops of largest NMSE on the forgotten examples are each quantized alone
+and kept alone in float (`tf_forget.evaluate.causal_attribution`: broken examples recovered /
+caused, KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept as
+`nmse_rank`); each ablated op gets a fault kind (its own weights, its activation range, inherited),
+the range from the per-channel activation ranges of the plain file over the calibration images
+(`tf_forget.evaluate.range_diagnosis`: `ranges`, the tensors where one channel dominates). The
+repaired files are made from this ranking by `tf_forget.evaluate.repairs`.
 
 Lineage: the analysis records the sha256 of both `.tflite` files, the split's identity and
 `STABLE_MAX`, and for full int8 the sha256 of model.keras and the representative data's key

@@ -16,10 +16,10 @@ image shape must match every file's input, checked before anything is written. C
 iterable of `Examples`, with their identities in `split_ids` (name -> sha256, e.g. of the
 corruption cache entry's meta.json) so that predictions of another input split are redone.
 
-Lineage (issue #14): predictions record the sha256 of the `.tflite` bytes run and the split
-identity (`tf_forget.evaluate.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
-split; a twin-runtime file the plain twin's bytes. The agreement tables are recomputed on every
-run from the current predictions files.
+Lineage (issue #14): predictions record the sha256 of the `.tflite` bytes run and the split identity
+(`tf_forget.evaluate.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
+split; a twin-runtime file the plain twin's bytes. The agreement tables are recomputed on every run
+from the current predictions files.
 """
 
 
@@ -196,10 +196,10 @@ def agreement_tables(run_dir, dataset, splits=None, split_batches=None, split_id
                      num_threads=interpreter.DEFAULT_NUM_THREADS, tail="resize", log=None):
   """Writes the agreement tables of predictions files already made (an evaluation stage's finish).
 
-  The arguments select the files and splits as `evaluate_population`'s do; every predictions
-  file (and, with `check_keras`, every Keras predictions file) must already be current, as the
-  evaluation stages' tasks leave them (`tf_forget.pipeline.file_stages`). Only a failed twin check runs a
-  file again (`_diagnose_runtime`); `log` gets its "redo" lines.
+  The arguments select the files and splits as `evaluate_population`'s do; every predictions file
+  (and, with `check_keras`, every Keras predictions file) must already be current, as the evaluation
+  stages' tasks leave them (`tf_forget.pipeline.file_stages`). Only a failed twin check runs a file
+  again (`_diagnose_runtime`); `log` gets its "redo" lines.
 
   Returns:
     {split: agreement table dict}, also written to `<run>/eval/agreement/<split>.json`.

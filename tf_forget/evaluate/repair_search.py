@@ -1,12 +1,13 @@
 """`full_int8~auto`: the repair a search chose, on one half of the test examples (issue #37).
 
 The search tries, in order, the repairs of a forgetting full int8 file that cost least:
-  1. `cle` — cross-layer equalization before conversion (`tf_forget.evaluate.no_byte_repairs`: no bytes);
-  2. `float1`, `float2`, ... — the full int8 file with the 1, 2, ... ops of the layer
-     analysis's ranking kept in float (`tf_forget.evaluate.layer_analysis`: the causal order, ops whose
-     quantization broke most of the forgotten examples first), until a file would exceed
-     `max_size` times the plain full int8 file's bytes (`--max_repair_size`) or
-     `MAX_FLOAT_OPS` ops are in float;
+  1. `cle` — cross-layer equalization before conversion (`tf_forget.evaluate.no_byte_repairs`: no
+     bytes);
+  2. `float1`, `float2`, ... — the full int8 file with the 1, 2, ... ops of the layer analysis's
+     ranking kept in float (`tf_forget.evaluate.layer_analysis`: the causal order, ops whose
+     quantization broke most of the forgotten examples first), until a file would exceed `max_size`
+     times the plain full int8 file's bytes (`--max_repair_size`) or `MAX_FLOAT_OPS` ops are in
+     float;
 and stops at the first whose forgetting "holds" on the choose half: it forgot nothing
 significantly (`paired.forgot_significantly`: broken vs fixed against float32) and every gate
 the user set that a half can measure holds (`--max_accuracy_drop`, `--max_significant_classes`
@@ -125,7 +126,8 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
   """Searches, writes and returns the export JSON of `full_int8~auto` of member k.
 
   Args:
-    inputs: its lineage inputs (`tf_forget.evaluate.repairs.repair_inputs`): "float_nodes" (the ranking's
+    inputs: its lineage inputs (`tf_forget.evaluate.repairs.repair_inputs`): "float_nodes" (the
+    ranking's
       repairable ops, causal order first) and "search" (`settings`).
 
   Raises:

@@ -6,8 +6,8 @@ lineage, and the one entry point that makes any of them.
     analysis (`tf_forget.evaluate.layer_analysis`: causal order first) kept in float
     (`layer_error.SelectiveQuantizer`);
   * `cle`, `int16x8`: `tf_forget.evaluate.no_byte_repairs` (no analysis needed);
-  * `auto`: `tf_forget.evaluate.repair_search` (equalization, then ops in float in causal order, chosen on
-    one half of the test examples).
+  * `auto`: `tf_forget.evaluate.repair_search` (equalization, then ops in float in causal order,
+    chosen on one half of the test examples).
 Each is written as an export (docs/artifacts/tflite.md) that the evaluation, report and bundle
 treat like any file. Only a full int8 file that forgot something significant is repaired
 (`repair_needed`, issue #36).

@@ -20,18 +20,18 @@ and are skipped) and their non-constant output tensors, shapes equal but for the
   is counted, not guessed (`unmatched`).
 
 Values: int8 / uint8 / int16 tensors are dequantized with their own scale and zero point, and
-compared with the float file's tensor with `layer_error.error_sums` / `layer_error.metrics`
-(MSE, NMSE, SNR, cosine), the same definitions as the per-layer rows. Because the error is
-accumulated, where it *grows* is what points at a layer: growth = NMSE of the op's output minus
-the largest NMSE of its matched activation inputs (0 for an op reading constants only), and
-its ratio in decibels, growth_db = 10 log10(NMSE out / max(NMSE in, NMSE_FLOOR)), on the
-forgotten examples. `rank_growth` ranks by growth_db (issue #37): the absolute growth favours
-the last layers, where error has piled up (a head whose NMSE goes from 0.4 to 0.47 outranks a
-planted op going from 1e-4 to 0.05, +28 dB). It approximates the layer's own contribution; it
-is not the isolated error of a QuantizationDebugger row, and a per-tensor NMSE cannot see a
-range fault (the outlier channel holds the tensor's energy: `tf_forget.evaluate.range_diagnosis` can). ai-edge-quantizer's
-`model_validator.compare_model` compares the same tensors (by name only, one example per
-invoke); the tests check the MSEs against it.
+compared with the float file's tensor with `layer_error.error_sums` / `layer_error.metrics` (MSE,
+NMSE, SNR, cosine), the same definitions as the per-layer rows. Because the error is accumulated,
+where it *grows* is what points at a layer: growth = NMSE of the op's output minus the largest NMSE
+of its matched activation inputs (0 for an op reading constants only), and its ratio in decibels,
+growth_db = 10 log10(NMSE out / max(NMSE in, NMSE_FLOOR)), on the forgotten examples. `rank_growth`
+ranks by growth_db (issue #37): the absolute growth favours the last layers, where error has piled
+up (a head whose NMSE goes from 0.4 to 0.47 outranks a planted op going from 1e-4 to 0.05, +28 dB).
+It approximates the layer's own contribution; it is not the isolated error of a QuantizationDebugger
+row, and a per-tensor NMSE cannot see a range fault (the outlier channel holds the tensor's energy:
+`tf_forget.evaluate.range_diagnosis` can). ai-edge-quantizer's `model_validator.compare_model`
+compares the same tensors (by name only, one example per invoke); the tests check the MSEs against
+it.
 """
 
 import difflib

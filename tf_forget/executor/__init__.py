@@ -1,8 +1,8 @@
 """Executors: run the audit's independent units of work inline, in local processes or on Ray.
 
   with executor.make("local", workers=2) as ex:
-    results = ex.run([executor.Task("train dense/0", "tf_forget.pipeline.tasks:train_member", {...})],
-                     stage="train")
+    task = executor.Task("train dense/0", "tf_forget.pipeline.tasks:train_member", {...})
+    results = ex.run([task], stage="train")
 
 `EXECUTORS` maps the names of `--executor` to the classes; `make` builds one from flag values;
 `check_address` checks, in seconds, that a Ray cluster can be reached (call it before writing

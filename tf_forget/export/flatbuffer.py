@@ -224,7 +224,8 @@ def weight_stats(data):
   """Counts zeros in the constant tensors stored in a TFLite flatbuffer.
 
   Args:
-    data: the bytes of a `.tflite` file (verify it first, e.g. with `tf_forget.evaluate.interpreter`).
+    data: the bytes of a `.tflite` file (verify it first, e.g. with
+    `tf_forget.evaluate.interpreter`).
 
   Returns:
     A JSON-ready dict:

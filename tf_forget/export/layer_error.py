@@ -37,11 +37,11 @@ checked on the graphs it builds:
     int8 output after that name plus digits ("X", "X1"), which is how rows find it (None if
     not found); rows carry exactly that name (`tensor_name`).
 
-Metrics: our metric functions return sums over the examples of an invoke, so the debugger's
-mean over invokes times their number is the subset's total (a smaller last batch gets its own
-run). Inputs are fed as int8, rounded half away from zero and clamped as
-`tf_forget.evaluate.interpreter.InputQuantizer` feeds the full_int8 file (the debugger's own float->int8
-rounding does not clamp). With e = dequantized int8 output - float reference f:
+Metrics: our metric functions return sums over the examples of an invoke, so the debugger's mean
+over invokes times their number is the subset's total (a smaller last batch gets its own run).
+Inputs are fed as int8, rounded half away from zero and clamped as
+`tf_forget.evaluate.interpreter.InputQuantizer` feeds the full_int8 file (the debugger's own
+float->int8 rounding does not clamp). With e = dequantized int8 output - float reference f:
   mse = sum e^2 / (n * size); float_power = sum f^2 / (n * size); nmse = sum e^2 / sum f^2;
   snr_db = 10 log10(sum f^2 / sum e^2); cosine = mean over examples of cos(f_i, q_i)
   (1 when both are zero, 0 when one is). Undefined or infinite values (empty subset, zero

@@ -9,27 +9,29 @@ is already on disk:
      `deploy_encoding="plain"`, every pruned member's file also gets a sparse-encoded twin
      (`prune_0.9+full_int8+sparse`, issue #10; a dense model's sparse file is its plain file
      re-serialized, so dense files get none);
-  3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and
-     evaluate every `.tflite` file on the clean split, and the files of the robustness members
+  3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and evaluate
+     every `.tflite` file on the clean split, and the files of the robustness members
      (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
-     splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise (`tf_forget.evaluate.noise_eval`, 003 §4.1,
-     SPEC §6.7);
+     splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
+     (`tf_forget.evaluate.noise_eval`, 003 §4.1, SPEC §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
      in the same run (`tf_forget.evaluate.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
      (`tf_forget.report`; sparse twins are not report variants: their predictions are checked
      equal to their plain twin's, and their sizes and latencies have their own section);
-  6. write the deployment bundle with the gate verdicts and the chosen files (`tf_forget.evaluate.deploy`).
+  6. write the deployment bundle with the gate verdicts and the chosen files
+     (`tf_forget.evaluate.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
-Stages 1-3 run on an executor (`config.execution`, issue #15; `tf_forget.pipeline.stages`): "inline" in this
-process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work is
-a task (`tf_forget.pipeline.tasks`) whose artifacts are the same bytes on every executor; the executor is not
-part of the run's identity, so a run may be continued on another one.
+Stages 1-3 run on an executor (`config.execution`, issue #15; `tf_forget.pipeline.stages`): "inline"
+in this process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work
+is a task (`tf_forget.pipeline.tasks`) whose artifacts are the same bytes on every executor; the
+executor is not part of the run's identity, so a run may be continued on another one.
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol.
-`plan_report` prints what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`) without the data.
+`plan_report` prints what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`)
+without the data.
 
 Validation first (issue #14): `run_audit` checks everything — data set, preset and overrides,
 model name, steps, variants, formats, corruptions, noise protocol, the run directory's existing

@@ -5,7 +5,8 @@
 * `plan(config)`: validates everything (data set, preset and overrides, model, steps, variants,
   formats, corruptions, noise protocol) without writing and returns a `Plan`.
 * what a run directory was made with (`<out>/audit.json`) is `tf_forget.pipeline.run_identity`'s.
-* `plan_report`: what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`), with no data on disk.
+* `plan_report`: what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`), with no
+  data on disk.
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol
@@ -316,7 +317,8 @@ def plan_report(config, unit_costs=None, workers=None):
   """The audit's cost plan as text (counts per stage and, given unit costs, an estimate).
 
   Needs no data on disk: the counts come from the protocol of the data set (split sizes,
-  `tf_forget.data.protocols`), the population config and the validated plan (`tf_forget.pipeline.costs`).
+  `tf_forget.data.protocols`), the population config and the validated plan
+  (`tf_forget.pipeline.costs`).
 
   Args:
     config: a `tree.AuditConfig`.

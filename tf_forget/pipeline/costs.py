@@ -16,9 +16,9 @@ Counts (`counts`):
     min(noise examples, eval split); a level ε = 0 runs one draw).
 Estimate (`estimate`): seconds per stage = count x the unit cost measured by
 `benchmarks/unit_costs.py` (a `tf_forget.unit_costs/1` JSON file, e.g.
-`tf_forget/pipeline/unit_costs/cpu_2core_avx512.json`) for the model and format; formats the file did not
-measure cost as float32; a model or resolution measured at another input size is scaled by the
-pixel count (said in the notes). Seconds are one worker's (the measured thread count); the wall
+`tf_forget/pipeline/unit_costs/cpu_2core_avx512.json`) for the model and format; formats the file
+did not measure cost as float32; a model or resolution measured at another input size is scaled by
+the pixel count (said in the notes). Seconds are one worker's (the measured thread count); the wall
 time for W workers is the sum / W, ignoring stage barriers and the time a stage waits for the
 previous one. A model the file does not hold gets no estimate ("no measured cost for <model>").
 """

@@ -71,7 +71,8 @@ class Stage:
 
 
 def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
-  """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function": that)."""
+  """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function":
+  that)."""
   return executor_api.Task(key=key, fn=fn if ":" in fn else f"{TASKS}:{fn}", kwargs=kwargs,
                            cost=float(cost), num_gpus=num_gpus)
 

@@ -70,7 +70,8 @@ class ReportStage(driver.Stage):
 
 
 class BundleStage(driver.Stage):
-  """deploy/: the chosen files and the manifest with the gate verdicts (`tf_forget.evaluate.deploy`)."""
+  """deploy/: the chosen files and the manifest with the gate verdicts
+  (`tf_forget.evaluate.deploy`)."""
 
   name = "bundle"
 

@@ -1,18 +1,18 @@
 """The stages that bring the user's models and files into a run, instead of training (#28).
 
-Stage contract and driver: `tf_forget.pipeline.driver`. With `--reference` (`tf_forget.pipeline.user_plan`):
+Stage contract and driver: `tf_forget.pipeline.driver`. With `--reference`
+(`tf_forget.pipeline.user_plan`):
   * references: one unit per reference k: a Keras model is imported as dense member k
     (`tf_forget.train.imported`: model.keras and metadata.json, lineage the file's sha256); a
     float `.tflite` reference is stored as dense member k's float32 file
     (`tf_forget.export.candidates`); finish: run.json;
   * candidates: one unit per (candidate, k): the user's `.tflite` file stored unchanged as the
     export `user_<name>` of dense member k (`tf_forget.export.candidates`).
-With `--pruning=oneshot` (Keras references, `tf_forget.pipeline.user_prune_plan`) the one-shot stages of a
-trained population follow, unchanged (`member_stages.oneshot_stages`: g of each imported dense
-member, then the `oneshot_<alg>_r<r>` members, fine-tuned on the user's `--train` data).
-The export stage then converts the float32 file (and `--compress` formats) of Keras
-references and float32 files of the one-shot members; evaluation, report and bundle follow as
-for trained members.
+With `--pruning=oneshot` (Keras references, `tf_forget.pipeline.user_prune_plan`) the one-shot
+stages of a trained population follow, unchanged (`member_stages.oneshot_stages`: g of each imported
+dense member, then the `oneshot_<alg>_r<r>` members, fine-tuned on the user's `--train` data). The
+export stage then converts the float32 file (and `--compress` formats) of Keras references and
+float32 files of the one-shot members; evaluation, report and bundle follow as for trained members.
 """
 
 from tf_forget.artifacts import fileio

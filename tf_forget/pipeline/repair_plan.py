@@ -1,10 +1,10 @@
 """The repairs an audit makes, checked before anything is written (issues #29, #37).
 
-`fields` reads the `tree.Repair` section (`--repair`, `--repair_always`, `--max_repair_size`)
-and the gates of an audit's configuration for its `audit_plan.Plan` (its formats and, for the
-user's own models, their references), as `tf_forget.pipeline.user_prune_plan` does for one-shot pruning; the
-repair stages (`tf_forget.pipeline.repair_stages`) read them from the plan. The names and the budget are
-checked by `tree.AuditConfig.validate` (`tf_forget.config.checks`).
+`fields` reads the `tree.Repair` section (`--repair`, `--repair_always`, `--max_repair_size`) and
+the gates of an audit's configuration for its `audit_plan.Plan` (its formats and, for the user's own
+models, their references), as `tf_forget.pipeline.user_prune_plan` does for one-shot pruning; the
+repair stages (`tf_forget.pipeline.repair_stages`) read them from the plan. The names and the budget
+are checked by `tree.AuditConfig.validate` (`tf_forget.config.checks`).
 """
 
 from tf_forget.artifacts import names

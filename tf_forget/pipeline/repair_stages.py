@@ -1,19 +1,18 @@
 """The audit's "why and repair" stages (issue #29): per-layer error, repaired files, their
 evaluation.
 
-Stage contract and driver: `tf_forget.pipeline.driver`. After the clean-split evaluation, for every member
-with a Keras model and a plain `full_int8` file, and every file the user brings
+Stage contract and driver: `tf_forget.pipeline.driver`. After the clean-split evaluation, for every
+member with a Keras model and a plain `full_int8` file, and every file the user brings
 (`tf_forget.evaluate.layer_analysis`):
-  * layers: one unit per member and file: the per-layer error of its full int8 file on the
-    examples it forgot and on the stable rest (QuantizationDebugger), or a user's file's
-    accumulated error tensor by tensor (`tf_forget.evaluate.tensor_match`), ranked, with Model Explorer node
-    data;
+  * layers: one unit per member and file: the per-layer error of its full int8 file on the examples
+    it forgot and on the stable rest (QuantizationDebugger), or a user's file's accumulated error
+    tensor by tensor (`tf_forget.evaluate.tensor_match`), ranked, with Model Explorer node data;
   * repair (`--repair=float<N>,cle,int16x8,auto`): one unit per member and repair:
-    `full_int8~<repair>` (`tf_forget.evaluate.repairs`: its N top-ranked ops kept in float, equalized,
-    16-bit activations, or the file a search chose on half of the test examples, issue #37;
-    several: the verdict ships the smallest that passes), only for a full int8 file that
-    forgot something significant (`repairs.repair_needed`; the others get one line saying so,
-    issue #36); finish: the repaired variants join the audited ones;
+    `full_int8~<repair>` (`tf_forget.evaluate.repairs`: its N top-ranked ops kept in float,
+    equalized, 16-bit activations, or the file a search chose on half of the test examples, issue
+    #37; several: the verdict ships the smallest that passes), only for a full int8 file that forgot
+    something significant (`repairs.repair_needed`; the others get one line saying so, issue #36);
+    finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
 Repaired files are not evaluated under corruptions or noise (the robustness tables keep the
@@ -57,8 +56,8 @@ class LayersStage(driver.Stage):
         checks=[driver.Check(f"layers {mv}/{k} {f}", lambda mv=mv, k=k, f=f: (
             layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f)))],
         task=lambda _, mv=mv, k=k, f=f: driver.task(
-            f"layers {mv}/{k} {f}", "tf_forget.evaluate.layer_analysis:analyze_task", member_variant=mv,
-            k=int(k), file_format=f, num_threads=ctx.num_threads,
+            f"layers {mv}/{k} {f}", "tf_forget.evaluate.layer_analysis:analyze_task",
+            member_variant=mv, k=int(k), file_format=f, num_threads=ctx.num_threads,
             **file_stages.dataset_kwargs(ctx)))
             for mv, k, f in _analysed(ctx)]
 

@@ -3,10 +3,10 @@
     {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>}
 
 `audit_identity(config, plan)` is the declared subset of the configuration (`tf_forget.config.
-tree.AuditConfig`), resolved by the plan, that decides what a re-run may reuse;
-`check_audit_file` refuses a run directory whose `audit.json` records another identity, naming
-the differing fields. `audit_config` is the whole configuration the run was made with, so that
-`audit --config=<out>/audit.json` (`tree.load`) runs it again (`tf_forget.pipeline.audit_plan` validates a
+tree.AuditConfig`), resolved by the plan, that decides what a re-run may reuse; `check_audit_file`
+refuses a run directory whose `audit.json` records another identity, naming the differing fields.
+`audit_config` is the whole configuration the run was made with, so that `audit
+--config=<out>/audit.json` (`tree.load`) runs it again (`tf_forget.pipeline.audit_plan` validates a
 config; `tf_forget.pipeline.audit_lib` writes the file).
 """
 
@@ -81,7 +81,8 @@ def write_audit_file(out, identity, config):
 
 
 def _differences(old, new):
-  """[(field, old value, new value)], dict fields compared one level down (`preset_params.steps`)."""
+  """[(field, old value, new value)], dict fields compared one level down
+  (`preset_params.steps`)."""
   out = []
   for key, value in new.items():
     before = old.get(key)

@@ -1,13 +1,15 @@
 """The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions), issue #15.
 
-`audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and
-the one-shot members, (003, issue #17) one stage per prune-retrain cycle (`tf_forget.pipeline.member_stages`),
-then export, evaluation and robustness (`tf_forget.pipeline.file_stages`), then (issue #29) the per-layer
-error of full int8 files and repaired files (`tf_forget.pipeline.repair_stages`); the deployment encodings,
-report and bundle follow (`tf_forget.pipeline.final_stages`). `run_sections` runs each with the one driver, `tf_forget.pipeline.driver.run_stage`, on the audit's executor (`tf_forget.executor`:
-inline in this process, a local process pool or Ray): the same tasks and the same bytes on
-each, since a task is a pure function of its arguments and TensorFlow's threads come from the
-environment (`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
+`audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and the
+one-shot members, (003, issue #17) one stage per prune-retrain cycle
+(`tf_forget.pipeline.member_stages`), then export, evaluation and robustness
+(`tf_forget.pipeline.file_stages`), then (issue #29) the per-layer error of full int8 files and
+repaired files (`tf_forget.pipeline.repair_stages`); the deployment encodings, report and bundle
+follow (`tf_forget.pipeline.final_stages`). `run_sections` runs each with the one driver,
+`tf_forget.pipeline.driver.run_stage`, on the audit's executor (`tf_forget.executor`: inline in this
+process, a local process pool or Ray): the same tasks and the same bytes on each, since a task is a
+pure function of its arguments and TensorFlow's threads come from the environment
+(`tf_forget.compat.cpu_kernels`), which the workers inherit or are given.
 """
 
 import dataclasses
@@ -127,8 +129,8 @@ def check_executor(execution):
                                handshake_s=CONNECT_CHECK_S)
 
 
-# Below this estimate of one worker's time (`tf_forget.pipeline.user_costs`), an audit of the user's files
-# runs in this process unless --workers is given: a pool's workers each import TensorFlow and
+# Below this estimate of one worker's time (`tf_forget.pipeline.user_costs`), an audit of the user's
+# files runs in this process unless --workers is given: a pool's workers each import TensorFlow and
 # the task modules first (~6-10 s each on 2 cores), more than they would save (issue #36's
 # benchmark: 44 s with a pool of 2, 30 s in this process, same bytes).
 SMALL_WORK_S = 60.0

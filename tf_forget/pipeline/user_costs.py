@@ -12,10 +12,10 @@ the time, from
   and output shape); the files tf_forget makes from a Keras reference (`--compress`) share its
   graph;
 * seconds per MAC and per image measured on the committed 2-core CPU
-  (`tf_forget/pipeline/unit_costs/cpu_2core_avx512.json`: resnet18 at 218x178x3, about 1.41 G MACs per
-  image, 0.0166 s in float32 and 0.0044 s in full int8 per image; small_cnn at 8x8x1 bounds
-  the per-image overhead at 3.6e-5 s), and the conversion time of a model of its parameter
-  count (small_cnn 1.5 s for 160 k parameters, resnet18 7.7 s for 11 M: linear between them).
+  (`tf_forget/pipeline/unit_costs/cpu_2core_avx512.json`: resnet18 at 218x178x3, about 1.41 G MACs
+  per image, 0.0166 s in float32 and 0.0044 s in full int8 per image; small_cnn at 8x8x1 bounds the
+  per-image overhead at 3.6e-5 s), and the conversion time of a model of its parameter count
+  (small_cnn 1.5 s for 160 k parameters, resnet18 7.7 s for 11 M: linear between them).
 
 The estimate is one worker's time; it is a plan, not a promise (a file the LiteRT runtime
 runs on other kernels, or a data set on a slow disk, takes longer).

@@ -3,25 +3,25 @@
     audit --dataset=folder:/data/test --reference=model.keras \
           --candidate=int8=model_int8.tflite --compress=float16 --out=/tmp/audit
 
-`tree.UserModels` is what the user brings (`AuditConfig.user`, `tf_forget.config.tree`): K
-reference model files (the dense
-population: K = 1 is one network), their own `.tflite` candidates (one file per reference),
-formats tf_forget makes from the references (`--compress`), and how to read the data (class
-names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
-anything is written — every file readable, every signature an image classifier of the data
-set's classes and image size (in any input layout, `tf_forget.data.input_layout`), every
-candidate the images of its reference — and returns the
-audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`) whose `population` is an `ImportedPopulation`: the
-audit then imports instead of training (`tf_forget.pipeline.import_stages`) and runs the same export,
-evaluation, report, verdict, gates and bundle.
+`tree.UserModels` is what the user brings (`AuditConfig.user`, `tf_forget.config.tree`): K reference
+model files (the dense population: K = 1 is one network), their own `.tflite` candidates (one file
+per reference), formats tf_forget makes from the references (`--compress`), and how to read the data
+(class names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
+anything is written — every file readable, every signature an image classifier of the data set's
+classes and image size (in any input layout, `tf_forget.data.input_layout`), every candidate the
+images of its reference — and returns the audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`)
+whose `population` is an `ImportedPopulation`: the audit then imports instead of training
+(`tf_forget.pipeline.import_stages`) and runs the same export, evaluation, report, verdict, gates
+and bundle.
 
 The data: `--dataset` takes every spelling of `tf_forget.data.sources` (`folder:PATH`,
 `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`, or a registered data set). Images are resized
 to the reference's input size and channels (`tf_forget.data.user_sets`); an `--image_size`
 other than that size is refused.
 
-One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`): `tf_forget.pipeline.user_prune_plan`
-checks it and gives the variants, schedule and preset the plan carries.
+One-shot pruning of Keras references (`--pruning=oneshot --train=DATA`):
+`tf_forget.pipeline.user_prune_plan` checks it and gives the variants, schedule and preset the plan
+carries.
 """
 
 import dataclasses
@@ -307,8 +307,8 @@ def plan_fields(config, check_data=True):
 
 
 def describe(p):
-  """The plan: what is audited, then its cost (`tf_forget.pipeline.user_costs`: inferences per file and an
-  estimate of the time from the files' MACs per image and the number of images; no image is
+  """The plan: what is audited, then its cost (`tf_forget.pipeline.user_costs`: inferences per file
+  and an estimate of the time from the files' MACs per image and the number of images; no image is
   read, issue #36)."""
   pop, spec = p.population, p.dataset.spec
   (h, w, c), classes = pop.signature

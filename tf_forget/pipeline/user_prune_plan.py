@@ -3,15 +3,15 @@
     audit --dataset=folder:/data/test --reference=model.keras --train=folder:/data/train \
           --pruning=oneshot --algorithms=mp,gp --ratios=2,4
 
-The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`,
-`--grad_batches`, `--exclude_classifier`, `--ratio_over`, `--up_formula`; in the config
-`oneshot_variants` and `oneshot_overrides`) make `oneshot_<alg>_r<r>` member k of each imported
-dense member k, with the stages and code of a trained population (`tf_forget.pipeline.member_stages.
-oneshot_stages`, `tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan`
-returns the variants, the "user" one-shot schedule (`tf_forget.prune.oneshot_schedule`, with
-the overrides) and the imported members' preset (`tf_forget.train.imported_parent.preset`), which
-`tf_forget.pipeline.user_plan` puts into the `Plan` and its `ImportedPopulation`. Export, evaluation, report
-(paired with their parent), verdict, gates and bundle then treat them as any one-shot member.
+The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`, `--grad_batches`,
+`--exclude_classifier`, `--ratio_over`, `--up_formula`; in the config `oneshot_variants` and
+`oneshot_overrides`) make `oneshot_<alg>_r<r>` member k of each imported dense member k, with the
+stages and code of a trained population (`tf_forget.pipeline.member_stages. oneshot_stages`,
+`tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan` returns the variants, the
+"user" one-shot schedule (`tf_forget.prune.oneshot_schedule`, with the overrides) and the imported
+members' preset (`tf_forget.train.imported_parent.preset`), which `tf_forget.pipeline.user_plan`
+puts into the `Plan` and its `ImportedPopulation`. Export, evaluation, report (paired with their
+parent), verdict, gates and bundle then treat them as any one-shot member.
 
 The train data: `--train=DATA`, spelled like `--dataset` (`folder:PATH`, `tfds:NAME[:SPLIT]`,
 `tfrecord:GLOB`), is recorded in the audited data set's options as `train_data`

@@ -8,9 +8,9 @@ differs); the labels must agree. Attributes (and, on request, images) of the eva
 come from the data registry (docs/artifacts/data.md), looked up by example id; the training
 split's attribute shares feed 004 Figure 2 (SPEC §4.4).
 
-Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue #10) are not
-report variants: `tf_forget.evaluate.population_eval` checks that their predictions equal their plain twin's
-(the agreement table), and `report.deployment` shows their sizes and latencies.
+Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue #10) are not report
+variants: `tf_forget.evaluate.population_eval` checks that their predictions equal their plain
+twin's (the agreement table), and `report.deployment` shows their sizes and latencies.
 
 `load_run(..., variants=, splits=)` loads only the variants and splits a config asks for (the
 audit passes its own), so files another config left in the run directory never enter a report.

@@ -14,7 +14,8 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 
-SCHEMA = "tf_forget.encodings/1"  # tf_forget.evaluate.encodings.SCHEMA (not imported: report reads files)
+# tf_forget.evaluate.encodings.SCHEMA (not imported: the report reads files).
+SCHEMA = "tf_forget.encodings/1"
 
 
 class DeploymentReportError(errors.Error):

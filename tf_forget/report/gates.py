@@ -11,21 +11,21 @@ A gate is a bound on a variant's change relative to the dense population:
     and `max_kl`: the mean KL(reference ‖ file) of the softmax outputs in nats — both from the
     report's `divergence` table (issue #29; `tf_forget/report/divergence_report.py`), for every
     design (K = 1 and K > 1).
-A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the
-gate cannot be evaluated, issue #25); the dense baseline is never gated. Bounds must be finite
-numbers >= 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
-(tf_forget/evaluate/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows them. One
-implementation, here.
+A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the gate
+cannot be evaluated, issue #25); the dense baseline is never gated. Bounds must be finite numbers >=
+0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
+(tf_forget/evaluate/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows
+them. One implementation, here.
 
-`gate_measures` hands the gates each variant's measures: its summary plus the flip rate and
-mean KL of the `divergence` table. With one dense member (K = 1, issue #28: the report's
-settings carry `single_network`) the population measures (Welch over members, means over
-members) have no spread over training seeds; `gate_measures` then also hands the gates the
-paired per-example tests of `tf_forget/report/single_network.py` instead: the top-1 change of
-`k1_topline`, the classes marked significant in `k1_classes` (exact McNemar per class,
-Benjamini-Hochberg over the classes) and the protected subgroup whose FNR rose most in
-`k1_subgroups` (paired bootstrap interval). Every caller (verdict, bundle, summary) goes through it, so every audit gates on
-the same numbers everywhere, and a failed gate's reason names the measure (at K = 1 the test).
+`gate_measures` hands the gates each variant's measures: its summary plus the flip rate and mean KL
+of the `divergence` table. With one dense member (K = 1, issue #28: the report's settings carry
+`single_network`) the population measures (Welch over members, means over members) have no spread
+over training seeds; `gate_measures` then also hands the gates the paired per-example tests of
+`tf_forget/report/single_network.py` instead: the top-1 change of `k1_topline`, the classes marked
+significant in `k1_classes` (exact McNemar per class, Benjamini-Hochberg over the classes) and the
+protected subgroup whose FNR rose most in `k1_subgroups` (paired bootstrap interval). Every caller
+(verdict, bundle, summary) goes through it, so every audit gates on the same numbers everywhere, and
+a failed gate's reason names the measure (at K = 1 the test).
 """
 
 import dataclasses
@@ -39,8 +39,8 @@ from tf_forget.artifacts import names
 
 
 # K = 1 (issue #28): the settings key of a single-network report (`single_network.SETTINGS_KEY`;
-# not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1 summary
-# carries, the subgroup that is every example, and the tests the gates then read, in words.
+# not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1
+# summary carries, the subgroup that is every example, and the tests the gates then read, in words.
 K1_SETTINGS_KEY = "single_network"
 K1_DESIGN = "single_network"
 AGGREGATE = "aggregate"

@@ -24,10 +24,10 @@ with the paired per-example methods of `tf_forget.stats.paired` and `paired_boot
 * `flips`: every example whose prediction changed, `broken` (right -> wrong), `fixed`
   (wrong -> right) or `changed` (wrong -> another wrong) (`paired.flips`).
 
-With K >= 2 the population measures apply as the papers define them (SPEC §1.3 pairs member k
-with member k; §3.1's Welch test over members), so `compute` returns nothing (no table, note
-or setting) unless the dense population has exactly one member, so a K > 1 report is unchanged. The conclusions are about this trained network on
-data like this test set, not about its training recipe.
+With K >= 2 the population measures apply as the papers define them (SPEC §1.3 pairs member k with
+member k; §3.1's Welch test over members), so `compute` returns nothing (no table, note or setting)
+unless the dense population has exactly one member, so a K > 1 report is unchanged. The conclusions
+are about this trained network on data like this test set, not about its training recipe.
 """
 
 import numpy as np

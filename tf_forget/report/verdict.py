@@ -119,8 +119,9 @@ def ships_plain_why(deploy, variant):
   """Why a pruned variant ships its plain file, in one sentence (issue #25), or "".
 
   The reason is the one recorded with the decision in `eval/encodings.json`
-  (`tf_forget.evaluate.deploy.choose_encoding`: the sparse twin slower than the bound beyond its ratio
-  interval, not smaller, predicting differently, ...), so the verdict says what the bundle did.
+  (`tf_forget.evaluate.deploy.choose_encoding`: the sparse twin slower than the bound beyond its
+  ratio interval, not smaller, predicting differently, ...), so the verdict says what the bundle
+  did.
 
   Args:
     deploy: the `deployment` table (`deployment.table`) or None.
@@ -312,11 +313,12 @@ def _caveats(frame, best, budget, gates=None):
 
 
 def misscaled_caveat(measures):
-  """The first-screen caveat when a compressed file of a K = 1 audit beats its reference by
-  clearly more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
+  """The first-screen caveat when a compressed file of a K = 1 audit beats its reference by clearly
+  more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
   `MISSCALED_RATIO` times as many fixed as broken examples), or None. Compression does not add
   accuracy; a reference fed values it was not trained on (a forgotten --preprocess), next to a
-  quantized file that rescales its own input, does (issue #36, `tf_forget.evaluate.input_scaling`)."""
+  quantized file that rescales its own input, does (issue #36,
+  `tf_forget.evaluate.input_scaling`)."""
   t = measures.tables.get("k1_topline")
   if t is None or not len(t):
     return None

@@ -136,7 +136,8 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>", or with the user's model
       "tf_forget audit: model.keras on images/", `wording.title`).
-    human_study: `human_study_options.Options` (or a dict of its fields): the blind-annotation export
+    human_study: `human_study_options.Options` (or a dict of its fields): the blind-annotation
+    export
       of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
     **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
       correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,

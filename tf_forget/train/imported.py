@@ -237,7 +237,8 @@ def _store(model, kind, path, directory, output_index):
 
 
 def check_matches(path, shape, classes, dataset):
-  """Raises `ReferenceModelError` unless a model of input `shape` and `classes` outputs fits `dataset`."""
+  """Raises `ReferenceModelError` unless a model of input `shape` and `classes` outputs fits
+  `dataset`."""
   if classes != dataset.spec.num_classes:
     raise ReferenceModelError(f"{path} outputs {classes} classes but the data set has "
                        f"{dataset.spec.num_classes} ({', '.join(dataset.spec.class_names[:5])}"

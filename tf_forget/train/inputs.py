@@ -13,16 +13,17 @@ sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the fi
 skipped batches; the numbering happens before the skip, so a record's augmentation seed is the
 same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places the batches.
 
-Robust training (003 §6, appendix E.1; SPEC §6.8): with a preset's `train_corruptions`, each
-decoded uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
+Robust training (003 §6, appendix E.1; SPEC §6.8): with a preset's `train_corruptions`, each decoded
+uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
 `train_corruption_severity`, then augmented. The draw and the corruption's randomness are a pure
 function of (member seed, stream position) (`tf_forget.corruptions.robust_training.draw`), so
-resumes see the same corrupted batches. Throughput: benchmarks/robust_stream_bench.py. The corruptions are the pure-numpy image functions of
-`tf_forget.corruptions` (the one package of the eval side's suite the train stage imports; it
-imports no TensorFlow), run through `tf.numpy_function` once per batch of decoded images in the
-parallel, deterministic map. Since that map calls Python, an iterator of a robust stream must
-not outlive the interpreter (drop it before exit; `model.fit`'s iterator ends with `fit`): at
-interpreter shutdown its prefetching threads can block on the GIL and hang the exit.
+resumes see the same corrupted batches. Throughput: benchmarks/robust_stream_bench.py. The
+corruptions are the pure-numpy image functions of `tf_forget.corruptions` (the one package of the
+eval side's suite the train stage imports; it imports no TensorFlow), run through
+`tf.numpy_function` once per batch of decoded images in the parallel, deterministic map. Since that
+map calls Python, an iterator of a robust stream must not outlive the interpreter (drop it before
+exit; `model.fit`'s iterator ends with `fit`): at interpreter shutdown its prefetching threads can
+block on the GIL and hang the exit.
 """
 
 import tensorflow as tf

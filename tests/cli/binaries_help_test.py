@@ -15,6 +15,7 @@ import sys
 from absl import flags
 import pytest
 
+from tests.cli import help_listing
 from tf_forget.cli import app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,7 +27,6 @@ BINARIES = {  # the binary's file -> its --help section titles, in order
     "tf_forget/corruptions/generate_corruptions.py": ["what to read and write", "what to make",
                                                       "how the work runs"],
 }
-FLAG_LINE = r"^  --(?:\[no\])?(\w+):"  # --[no]overwrite: a bool in absl's listing
 
 
 def _run(path, arg):
@@ -34,19 +34,6 @@ def _run(path, arg):
   env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
   return subprocess.run([sys.executable, os.path.join(ROOT, path), arg], env=env, text=True,
                         capture_output=True, timeout=300, check=False)
-
-
-def _flags_under(text, heading_pattern):
-  """{flag names} listed under the first heading matching `heading_pattern`."""
-  out, inside = set(), False
-  for line in text.splitlines():
-    if re.fullmatch(heading_pattern, line):
-      inside = True
-    elif inside and line and not line.startswith(" "):
-      break
-    elif inside and re.match(FLAG_LINE, line):
-      out.add(re.match(FLAG_LINE, line).group(1))
-  return out
 
 
 @pytest.mark.parametrize("path", sorted(BINARIES))
@@ -60,8 +47,8 @@ def test_help_lists_every_flag_once_in_its_section(path):
   assert len(listed) == len(set(listed))  # each flag once
   full = _run(path, "--helpfull")
   assert full.returncode == 0, full.stderr[-2000:]
-  own = _flags_under(full.stdout, r".*" + re.escape(path) + ":")
-  common = _flags_under(full.stdout, r"tf_forget\.cli\.app:")
+  own = help_listing.flags_under(full.stdout, r".*" + re.escape(path) + ":")
+  common = help_listing.flags_under(full.stdout, r"tf_forget\.cli\.app:")
   assert len(own) >= 6 and common == {"verbose"}
   assert set(listed) == own | common
   assert text.splitlines()[0] == full.stdout.splitlines()[0]  # the docstring first

@@ -8,6 +8,7 @@ section makes `--help` fail loudly instead of hiding it.
 
 import re
 
+from tests.cli import help_listing
 from tests.eval import audit_binary
 
 SECTIONS = ["what to audit, and where", "your own model, files and data",
@@ -16,19 +17,6 @@ SECTIONS = ["what to audit, and where", "your own model, files and data",
             "robustness and noise", "gates (exit status 3 when one fails)",
             "why it forgot, and repairs", "deployment bundle", "where the work runs",
             "000's human study"]
-
-
-def _flags_under(text, heading_pattern):
-  """{flag names} listed under the first heading matching `heading_pattern`."""
-  out, inside = set(), False
-  for line in text.splitlines():
-    if re.fullmatch(heading_pattern, line):
-      inside = True
-    elif inside and line and not line.startswith(" "):
-      break
-    elif inside and re.match(r"^  --(?:\[no\])?(\w+):", line):  # --[no]plan: a bool
-      out.add(re.match(r"^  --(?:\[no\])?(\w+):", line).group(1))
-  return out
 
 
 def test_help_lists_every_flag_once_in_its_section():
@@ -42,6 +30,6 @@ def test_help_lists_every_flag_once_in_its_section():
   assert len(listed) == len(set(listed))  # each flag once
   full = audit_binary.audit(["--helpfull"])
   assert full.returncode == 0
-  own = _flags_under(full.stdout, r"tf_forget\.commands\.audit_flags:")
+  own = help_listing.flags_under(full.stdout, r"tf_forget\.commands\.audit_flags:")
   assert len(own) > 60 and set(listed) == own | {"verbose"}
   assert "--config: A configuration to start from" in text

@@ -28,9 +28,13 @@ def square(x):
 
 
 def touch(path):
-  """Creates the marker file `path`."""
-  with open(path, "w", encoding="utf-8") as f:
+  """Creates the marker file `path` holding this process's pid, whole (temp name, then rename:
+  a test that sees the file reads the pid, never an empty file)."""
+  directory, name = os.path.split(path)
+  tmp = os.path.join(directory, f".tmp-{os.getpid()}-{name}")  # no marker name starts so
+  with open(tmp, "w", encoding="utf-8") as f:
     f.write(str(os.getpid()))
+  os.replace(tmp, path)
 
 
 def started(marker_dir, name, seconds=0.0):

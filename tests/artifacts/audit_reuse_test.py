@@ -22,7 +22,7 @@ from absl import flags
 from absl.testing import flagsaver
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry as data_registry
@@ -40,7 +40,7 @@ def _run_main(capsys, **flag_values):
   code = 0
   with flagsaver.flagsaver(**flag_values):
     try:
-      audit.main(["audit"])
+      audit_main.main(["audit"])
     except SystemExit as e:
       code = e.code
   return code, capsys.readouterr().out

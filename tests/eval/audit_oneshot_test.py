@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import gradient as prune_gradient
@@ -24,7 +24,7 @@ ALGORITHMS = ("mp", "gp", "up", "rp")
 
 
 def _run_main(**flag_values):
-  return binary_main.run_main(audit.main, "audit", **flag_values)
+  return binary_main.run_main(audit_main.main, "audit", **flag_values)
 
 
 @pytest.mark.parametrize("flag, value, message", [

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import predictions
@@ -81,7 +81,7 @@ def test_published_on_digits_is_one_line_naming_it(tmp_path):
     audit_plan.plan(config, check_data=False)
   assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
                                                               "published robustness suite")
-  code = binary_main.run_main(audit.main, "audit", dataset="digits", robustness="published",
+  code = binary_main.run_main(audit_main.main, "audit", dataset="digits", robustness="published",
                               plan=True)
   assert code == f"audit: error: {e.value}"
   with pytest.raises(tree.AuditError, match="robustness.source must be one of generated, "):

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tf_forget.report import gates as gates_lib
 
 def _run_main(**flag_values):
-  return binary_main.run_main(audit.main, "audit", **flag_values)
+  return binary_main.run_main(audit_main.main, "audit", **flag_values)
 
 
 @pytest.mark.parametrize("flag, value, message", [
@@ -105,7 +105,7 @@ def test_tiny_audit_end_to_end(tmp_path):
   # and the exit status says so.
   dropped = {v for v, s in report["variants"].items() if v != "dense" and s["top1_change"] < 0}
   assert set(manifest["failed_variants"]) == dropped
-  assert code == (audit.GATE_FAILED if dropped else 0)
+  assert code == (audit_main.GATE_FAILED if dropped else 0)
   # Robustness on the corrupted split came from the TFLite files.
   assert (out / "predictions" / "prune_0.5" / "0" / "gaussian_noise@3.npz").exists()
   assert "robustness" in report["tables"]

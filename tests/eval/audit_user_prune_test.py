@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tests.eval import audit_binary
 from tf_forget.compat import keras2
@@ -189,7 +189,7 @@ def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
   out = user / "refused"
   line = binary_main.run_argv(
-      audit.main, "audit", ["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
+      audit_main.main, "audit", ["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
   assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()
@@ -225,7 +225,7 @@ def test_more_bad_input_is_one_line_and_writes_nothing(user, flag_values, expect
   values = {k: ([p.format(u=user) for p in v] if isinstance(v, list) else v.format(u=user))
             for k, v in flag_values.items()}
   out = user / "refused_here"
-  code = binary_main.run_main(audit.main, "audit", dataset=f"folder:{user / 'test'}",
+  code = binary_main.run_main(audit_main.main, "audit", dataset=f"folder:{user / 'test'}",
                               out=str(out), executor="inline", deploy_encoding="plain", **values)
   assert isinstance(code, str) and code.startswith("audit: error:") and expected in code, code
   assert "\n" not in code

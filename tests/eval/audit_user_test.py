@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
@@ -160,7 +160,7 @@ def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
   out = user / "refused"
   line = binary_main.run_argv(
-      audit.main, "audit", ["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
+      audit_main.main, "audit", ["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
   assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()

@@ -7,7 +7,7 @@ import os
 from absl.testing import flagsaver
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tf_forget.config import tree
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.pipeline import audit_plan
@@ -96,7 +96,7 @@ def test_celeb_a_default_plan_matches_the_protocol(tmp_path):
 def test_plan_flag_prints_and_writes_nothing(tmp_path, capsys):
   out = tmp_path / "imagenet"
   with flagsaver.flagsaver(plan=True, dataset="imagenet2012", out=str(out)):
-    assert audit.main(["audit"]) == 0
+    assert audit_main.main(["audit"]) == 0
   text = capsys.readouterr().out
   assert "imagenet2012, model resnet50, input 224x224x3" in text
   assert "32000 steps" in text and not out.exists()

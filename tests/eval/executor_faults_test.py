@@ -3,7 +3,10 @@
 1. The worker process training a member is killed (SIGKILL) after the member's first
    checkpoint: the executor retries the task on a fresh worker, which resumes from that
    checkpoint, and the member's `model.keras` is byte-identical to an uninterrupted inline run
-   (for the local process pool and for Ray).
+   (on the local process pool). Ray's part is tested apart, each where it is cheap: Ray
+   retries a lost worker (`tests/executor/ray_test.py`, toy tasks), and a whole audit on Ray
+   gives the same members and files (`executor_audit_test.py`); the resumed member is the
+   task's doing, not the executor's.
 2. The audit driver (`eval/audit.py --executor=local --workers=2`) is killed with its workers
    after some members are finished: the re-run trains only the unfinished members (the
    finished ones' files are not touched) and completes the report.
@@ -55,7 +58,7 @@ def _wait_for(predicate, what, timeout=180):
   raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.parametrize("name", ["local", "ray"])
+@pytest.mark.parametrize("name", ["local"])
 def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted, name):
   run, pid_dir = str(tmp_path / "run"), tmp_path / "pids"
   pid_dir.mkdir()

@@ -27,7 +27,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
-from eval import audit  # pylint: disable=g-import-not-at-top
+from tests import audit_main  # pylint: disable=g-import-not-at-top
 from tests import binary_main  # pylint: disable=g-import-not-at-top
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tests.eval import audit_binary  # pylint: disable=g-import-not-at-top
@@ -152,7 +152,7 @@ def test_equalizing_a_keras_3_reference_is_refused_before_anything_is_written(tm
                              keras3.layers.Flatten(), keras3.layers.Dense(10)])
   model.save(str(tmp_path / "k3.keras"))
   out = tmp_path / "run"
-  line = binary_main.run_argv(audit.main, "audit", [
+  line = binary_main.run_argv(audit_main.main, "audit", [
       "--dataset=digits", "--reference=k3.keras", "--compress=full_int8", "--repair=cle",
       f"--out={out}", *user_files.COMMON], tmp_path)
   assert isinstance(line, str) and "\n" not in line, line

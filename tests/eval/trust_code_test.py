@@ -21,7 +21,7 @@ import zipfile
 
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
@@ -214,7 +214,7 @@ def test_a_bad_preprocess_function_is_one_line_and_writes_nothing(user, function
   `os:system` also through the binary below."""
   monkeypatch.syspath_prepend(str(user))
   out = f"out_{function.replace(':', '_')}"
-  line = binary_main.run_argv(audit.main, "audit", ["--reference=model.keras",
+  line = binary_main.run_argv(audit_main.main, "audit", ["--reference=model.keras",
                                                     f"--preprocess={function}",
                                                     f"--out={out}", *ARGS], user)
   assert isinstance(line, str) and "\n" not in line, line

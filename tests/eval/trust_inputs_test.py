@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
@@ -67,7 +67,7 @@ def _refused(root, args, expected, binary=False):
     line = audit_binary.one_line(result)
     assert "Traceback" not in result.stderr + result.stdout
   else:
-    line = binary_main.run_argv(audit.main, "audit", args, root)
+    line = binary_main.run_argv(audit_main.main, "audit", args, root)
     assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error: ") and expected in line, line
   assert _tree(root) == before  # nothing written (no out/, no logs/), nothing deleted

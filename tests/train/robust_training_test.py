@@ -8,7 +8,7 @@ from absl.testing import flagsaver
 import numpy as np
 import pytest
 
-from eval import audit
+from tests import audit_main
 from tests import import_check
 from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
@@ -190,7 +190,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
 def test_audit_flag_plans_the_test_distribution(tmp_path, capsys):
   out = tmp_path / "run"
   with flagsaver.flagsaver(plan=True, robust_training=True, dataset="digits", out=str(out)):
-    assert audit.main(["audit"]) == 0
+    assert audit_main.main(["audit"]) == 0
   text = capsys.readouterr().out
   assert f"{len(robust_training.ROBUST_TEST_CORRUPTIONS)} splits x 500" in text
   assert not out.exists()

@@ -14,7 +14,7 @@ from tf_forget.data import registry
 from tf_forget.data import sources
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema
-from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import trained_plan
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
 from tf_forget.train import presets
@@ -99,24 +99,22 @@ def test_unknown_data_set():
   with pytest.raises(presets.PresetError, match="'nope'"):
     presets.for_dataset("nope")
   with pytest.raises(dataset_api.DataError, match="unknown data set 'nope'"):
-    audit_plan._protocol("nope")  # pylint: disable=protected-access
+    trained_plan.protocol_of("nope")
 
 
 def test_audit_defaults_resolve_from_the_protocol(tmp_path):
-  # pylint: disable=protected-access
   default, seed = tree.Robustness(), 0
-  assert audit_plan._corruption_splits(protocols.get("celeb_a"), default, False) == []
-  assert audit_plan._noise_protocol(protocols.get("celeb_a"), tree.Noise(), seed) is None
-  noise = audit_plan._noise_protocol(protocols.get("cifar10"), tree.Noise(), seed)
+  assert trained_plan.corruption_splits(protocols.get("celeb_a"), default, False) == []
+  assert trained_plan.noise_protocol(protocols.get("celeb_a"), tree.Noise(), seed) is None
+  noise = trained_plan.noise_protocol(protocols.get("cifar10"), tree.Noise(), seed)
   assert noise.eps == noise_artifact.PAPER_EPS and noise.draws == 100
-  splits = audit_plan._corruption_splits(protocols.get("digits"), default, False)
+  splits = trained_plan.corruption_splits(protocols.get("digits"), default, False)
   assert len(splits) == len(corruption_registry.CORRUPTIONS) and splits[0].endswith("@3")
-  assert audit_plan._corruption_splits(protocols.get("imagenet2012"), tree.Robustness(
+  assert trained_plan.corruption_splits(protocols.get("imagenet2012"), tree.Robustness(
       corruptions=("fog",)), False) == [f"fog@{s}" for s in range(1, 6)]
-  # pylint: enable=protected-access
-  assert audit_plan.robustness_members(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
-  assert audit_plan.robustness_members(protocols.get("imagenet2012"), 3) == (0, 1, 2)
-  assert audit_plan.robustness_members(protocols.get("digits"), 7) == tuple(range(7))
+  assert trained_plan.members_of(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
+  assert trained_plan.members_of(protocols.get("imagenet2012"), 3) == (0, 1, 2)
+  assert trained_plan.members_of(protocols.get("digits"), 7) == tuple(range(7))
 
 
 def test_mixed_precision_is_recorded_only_when_on():

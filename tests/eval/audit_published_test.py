@@ -63,7 +63,7 @@ def test_plan_published_on_cifar10(tmp_path):
     p = audit_plan.plan(_config(tmp_path))
   assert p.robustness == "published" and p.corrupted == tuple(SPLITS)
   assert p.extra_splits == ("cifar10_1",) and p.published.corrupted == "cifar10_corrupted"
-  identity = run_identity.audit_identity(_config(tmp_path), p)
+  identity = run_identity.audit_identity(p)
   assert identity["robustness"] == {"source": "published", "corrupted_suite": "cifar10_corrupted",
                                     "extra_splits": {"cifar10_1": "cifar10_1"}}
   assert identity["corruptions"] == SPLITS
@@ -72,7 +72,7 @@ def test_plan_published_on_cifar10(tmp_path):
   generated = _config(tmp_path, {"robustness.source": "generated"})
   g = audit_plan.plan(generated, check_data=False)
   assert g.published is None and g.extra_splits == ()
-  assert "robustness" not in run_identity.audit_identity(generated, g)
+  assert "robustness" not in run_identity.audit_identity(g)
 
 
 def test_published_on_digits_is_one_line_naming_it(tmp_path):

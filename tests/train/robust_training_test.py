@@ -172,7 +172,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   assert p.population.preset.train_corruptions == ROBUST
   assert p.population.preset.train_corruption_severity == 3
   assert p.corrupted == tuple(f"{c}@3" for c in robust_training.ROBUST_TEST_CORRUPTIONS)
-  assert run_identity.audit_identity(config, p)["preset_params"]["train_corruptions"] == list(
+  assert run_identity.audit_identity(p)["preset_params"]["train_corruptions"] == list(
       ROBUST)
   assert config.to_json()["population"]["robust_training"] is True
   given = audit_plan.plan(dataclasses.replace(config, robustness=tree.Robustness(
@@ -182,7 +182,7 @@ def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
   plain = audit_plan.plan(plain_config, check_data=False)
   assert plain.population.preset.train_corruptions == ()
   assert plain_config.to_json()["population"]["robust_training"] is False
-  assert "train_corruptions" not in run_identity.audit_identity(plain_config, plain)[
+  assert "train_corruptions" not in run_identity.audit_identity(plain)[
       "preset_params"]
   assert not (tmp_path / "run").exists()
 

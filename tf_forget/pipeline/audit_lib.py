@@ -30,114 +30,38 @@ executor is not part of the run's identity, so a run may be continued on another
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol.
-`plan_report` prints what an audit will cost (counts per stage, `tf_forget/pipeline/costs.py`)
-without the data.
+`audit_plan.plan_report` prints what an audit will cost (counts per stage,
+`tf_forget/pipeline/costs.py`) without the data.
 
-Validation first (issue #14): `run_audit` checks everything — data set, preset and overrides,
-model name, steps, variants, formats, corruptions, noise protocol, the run directory's existing
-`audit.json` and `run.json`, and that `out` is writable — before it writes anything. Then it
-writes `<out>/audit.json` (`audit_identity`: the config fields that determine artifacts). A
-re-run with an equal config reuses every artifact that is still current (each records the
-hashes of its inputs; `tf_forget.artifacts.lineage`), and says why it redoes the others; a
-different config is refused with one line naming the differing fields. The report holds only
-the variants and splits this config asks for.
+Validation first (issue #14; the plan's steps, `tf_forget.pipeline.plan_steps`): `run_audit` checks
+everything — data set, preset and overrides, model name, steps, variants, formats, corruptions,
+noise protocol, the run directory's existing `audit.json` and `run.json`, and that `out` is writable
+— before it writes anything. Then it writes `<out>/audit.json` (`audit_identity`: the config fields
+that determine artifacts). A re-run with an equal config reuses every artifact that is still current
+(each records the hashes of its inputs; `tf_forget.artifacts.lineage`), and says why it redoes the
+others; a different config is refused with one line naming the differing fields. The report holds
+only the variants and splits this config asks for.
 """
 
 import os
-import threading
 import time
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
-from tf_forget.artifacts import swap
-from tf_forget.config import tree
-from tf_forget.evaluate import deploy
-from tf_forget.evaluate import input_scaling
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages
+from tf_forget.pipeline import plan_steps
+from tf_forget.pipeline import run_checks
 from tf_forget.pipeline import run_identity
 from tf_forget.pipeline import stages
-from tf_forget.pipeline import user_plan
-from tf_forget.report import human_study
-from tf_forget.report import write as report_write
-from tf_forget.train import population
-
-# How long a `scheme://` --out may take to answer the write probe before the audit gives up.
-URL_CHECK_TIMEOUT_S = 60.0
-
-
-def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
-  """Checks that `out` can be written, within `timeout_s` for a `scheme://` path (issue #25).
-
-  Raises:
-    AuditError: "cannot write to <out>: <reason>", or an unreachable bucket (one line).
-  """
-  outcome = {}
-
-  def probe():
-    try:
-      fileio.check_writable(out)
-    except errors.Error as e:
-      outcome["error"] = e
-
-  if not fileio.is_url(out):
-    probe()
-  else:
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-      raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
-                                    "bucket name, the network and the credentials")
-  if "error" in outcome:
-    raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
-
-
-def _check_users_files(out):
-  """Refuses a run directory whose report or bundle folders hold files tf_forget did not write
-  there (issue #35): replacing `deploy/` or `tables/` whole would delete them.
-
-  Raises:
-    AuditError: one line naming the files (at most 5).
-  """
-  if not fileio.exists(out):
-    return
-  try:
-    found = (swap.foreign_files(out, report_write.STAGING, report_write.ENTRIES)
-             + swap.foreign_files(out, deploy.BUNDLE, (deploy.BUNDLE,)))
-  except errors.Error as e:
-    raise tree.AuditError(errors.one_line(e, 300)) from e
-  if found:
-    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    raise tree.AuditError(
-        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}): "
-        "move them out of the run directory (a re-run replaces those folders whole)")
-
 
 def _validate(config):
-  """Every check of `run_audit` that writes nothing; returns (plan, identity, the user's data
-  files hashed: `data_identity.attach`)."""
-  p = audit_plan.plan(config)
-  if config.human_study is not None:  # a missing annotations or key file, a bad column
-    human_study.check_options(config.human_study)
-  p, hashed = data_identity.attach(p, config.out, config.data.max_image_pixels)
-  identity = run_identity.audit_identity(config, p)
-  if fileio.is_url(config.out):  # an unreachable bucket: one line, before anything is read
-    _check_out(config.out)
-  run_lock.check_ours(config.out)
-  run_identity.check_audit_file(config.out, identity)
-  _check_users_files(config.out)
-  if p.user is None:  # an audit of the user's models trains nothing (issue #28)
-    population.check_run_dir(p.population)
-  stages.check_executor(config.execution)
-  if p.user is not None and p.user.input_scaling_check:  # late: it runs the model (#36)
-    input_scaling.check(p.user, p.population.kind, p.dataset)
-  if not fileio.is_url(config.out):
-    _check_out(config.out)  # creates `out` if it does not exist: last
-  return p, identity, hashed
+  """Every check of `run_audit` that writes nothing: the plan (`audit_plan.plan`), then the run
+  directory's checks (`run_checks.STEPS`); returns (plan, identity, the user's data files
+  hashed: `data_identity.attach`)."""
+  made = plan_steps.run(run_checks.STEPS, config, planned=audit_plan.plan(config))
+  return made["plan"], made["identity"], made["hashed"]
 
 
 def run_audit(config, log=print, on_locked=None):
@@ -174,17 +98,6 @@ def run_audit(config, log=print, on_locked=None):
     lock.release()
 
 
-def _estimated_seconds(p):
-  """One worker's estimated time of an audit of the user's files (`user_plan.estimate`), or
-  None (a population audit, or a file whose cost cannot be told)."""
-  if p.user is None:
-    return None
-  try:
-    return user_plan.estimate(p).seconds
-  except errors.Error:
-    return None
-
-
 def _run_locked(config, p, identity, log, hashed=()):
   """The audit's stages, once the run directory is locked (see `run_audit`)."""
   run_identity.write_audit_file(config.out, identity, config)
@@ -192,10 +105,13 @@ def _run_locked(config, p, identity, log, hashed=()):
     log(line)
   data_identity.write(config.out, hashed)
   t_start = time.time()
-  executor = stages.make_executor(config.execution, log, _estimated_seconds(p))
+  # An audit of the user's files: one worker's estimated time (`user_plan`), for the ETA.
+  seconds = p.estimate.seconds if p.estimate is not None else None
+  executor = stages.make_executor(config.execution, log, seconds)
   try:
     try:
-      log(audit_plan.plan_report(config, workers=getattr(executor, "workers", None)))
+      log(audit_plan.describe(p, config.execution,
+                              workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
     made, final = stages.audit_stages(p), final_stages.sections()

@@ -2,12 +2,13 @@
 
     {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>}
 
-`audit_identity(config, plan)` is the declared subset of the configuration (`tf_forget.config.
-tree.AuditConfig`), resolved by the plan, that decides what a re-run may reuse; `check_audit_file`
-refuses a run directory whose `audit.json` records another identity, naming the differing fields.
-`audit_config` is the whole configuration the run was made with, so that `audit
---config=<out>/audit.json` (`tree.load`) runs it again (`tf_forget.pipeline.audit_plan` validates a
-config; `tf_forget.pipeline.audit_lib` writes the file).
+`audit_identity(plan)` is the declared subset of the configuration
+(`tf_forget.config.tree.AuditConfig`), as the plan resolved it, that decides what a re-run may
+reuse; `check_audit_file` refuses a run directory whose `audit.json` records another identity,
+naming the differing fields. `audit_config` is the whole configuration the run was made with, so
+that `audit --config=<out>/audit.json` (`tree.load`) runs it again
+(`tf_forget.pipeline.audit_plan` validates a config; `tf_forget.pipeline.audit_lib` writes the
+file).
 """
 
 import json
@@ -19,8 +20,7 @@ from tf_forget.artifacts import predictions
 from tf_forget.config import tree
 
 
-
-def audit_identity(config, p):
+def audit_identity(p):
   """The config fields that determine the artifacts of a run directory (`<out>/audit.json`).
 
   Recorded: dataset and its options (data_dir, image_size), the preset name and its full
@@ -34,7 +34,7 @@ def audit_identity(config, p):
   max_latency_ratio and num_threads.
   """
   if p.user is not None:  # the user's models (issue #28): their paths, not their bytes
-    return json.loads(json.dumps(_user_identity(config.user, p)))
+    return json.loads(json.dumps(_user_identity(p.user, p)))
   pop = p.population
   oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
   if p.iterative:

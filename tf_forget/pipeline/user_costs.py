@@ -222,11 +222,15 @@ def lines(e, references):
   return out
 
 
-def user_estimate(p, keras_model=None, candidate_bytes=()):
-  """The `Estimate` of the audit plan `p` (an audit of the user's files).
+def user_estimate(user, dataset, quantizations, corrupted, keras_model=None,
+                  candidate_bytes=()):
+  """The `Estimate` of an audit of the user's files.
 
   Args:
-    p: the `audit_plan.Plan` (`p.user`, `p.population`, `p.quantizations`, `p.dataset`).
+    user: the `tree.UserModels` (its references and candidates).
+    dataset: the audited data set (its eval split's number of images; none is read).
+    quantizations: the formats tf_forget makes from a Keras reference (`--compress`).
+    corrupted: the corrupted split names.
     keras_model: the first Keras reference (None for `.tflite` references).
     candidate_bytes: ((name, bytes of the first reference's file), ...) of the user's files;
       with `.tflite` references the first reference's bytes as ("float32", bytes) too.
@@ -234,13 +238,13 @@ def user_estimate(p, keras_model=None, candidate_bytes=()):
   Raises:
     errors.Error: a file that cannot be read as a flatbuffer.
   """
-  spec = p.dataset.spec
-  images = int(p.dataset.num_examples(spec.eval_split))
-  references = int(p.population.members)
+  spec = dataset.spec
+  images = int(dataset.num_examples(spec.eval_split))
+  references = len(user.references)
   files, conversions, kmacs, params = [], (), None, 0
   if keras_model is not None:
     kmacs, params = keras_macs(keras_model), parameters(keras_model)
-    conversions = (names.DEFAULT_FORMAT,) + tuple(p.quantizations)
+    conversions = (names.DEFAULT_FORMAT,) + tuple(quantizations)
     files = [FileCost(fmt, kmacs, None, fmt in ("dynamic_int8", names.REPAIRED_FORMAT))
              for fmt in conversions]
   for name, data in candidate_bytes:
@@ -249,6 +253,6 @@ def user_estimate(p, keras_model=None, candidate_bytes=()):
     except errors.Error:
       macs, integer = None, False
     files.append(FileCost(name, macs, len(data), integer))
-  analyses = (names.REPAIRED_FORMAT in p.quantizations) + len(p.user.candidates)
+  analyses = (names.REPAIRED_FORMAT in quantizations) + len(user.candidates)
   return estimate(files, images, references, kmacs if keras_model is not None else None,
-                  params, conversions, analyses, len(p.corrupted))
+                  params, conversions, analyses, len(corrupted))

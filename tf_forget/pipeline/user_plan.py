@@ -6,11 +6,12 @@
 `tree.UserModels` is what the user brings (`AuditConfig.user`, `tf_forget.config.tree`): K reference
 model files (the dense population: K = 1 is one network), their own `.tflite` candidates (one file
 per reference), formats tf_forget makes from the references (`--compress`), and how to read the data
-(class names, an attributes CSV, the protected attributes). `plan(config)` checks all of it before
-anything is written — every file readable, every signature an image classifier of the data set's
-classes and image size (in any input layout, `tf_forget.data.input_layout`), every candidate the
-images of its reference — and returns the audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`)
-whose `population` is an `ImportedPopulation`: the audit then imports instead of training
+(class names, an attributes CSV, the protected attributes). Its plan steps (`STEPS`, run by
+`audit_plan.plan`, `tf_forget.pipeline.plan_steps`) check all of it before anything is written —
+every file readable, every signature an image classifier of the data set's classes and image size
+(in any input layout, `tf_forget.data.input_layout`), every candidate the images of its reference —
+and returns the audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`) whose `population` is an
+`ImportedPopulation`: the audit then imports instead of training
 (`tf_forget.pipeline.import_stages`) and runs the same export, evaluation, report, verdict, gates
 and bundle.
 
@@ -31,7 +32,6 @@ from typing import Tuple
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
-from tf_forget.artifacts import predictions
 from tf_forget.config import tree
 from tf_forget.corruptions import corruption_registry
 from tf_forget.data import registry as data_registry
@@ -39,6 +39,9 @@ from tf_forget.data import sources
 from tf_forget.evaluate import interpreter
 from tf_forget.export import candidates as candidates_lib
 from tf_forget.export import export_state
+from tf_forget.pipeline import gate_plan
+from tf_forget.pipeline import plan_steps
+from tf_forget.pipeline import repair_plan
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
 from tf_forget.train import imported
@@ -77,11 +80,25 @@ class ImportedPopulation:
   population_seed: int = 0
 
 
-def _kind(references):
-  kinds = {imported.kind(path) for path in references}
+def _asked(user, population, pruning):
+  """Step: references given, and something to audit against them: candidates, formats to
+  make, or one-shot variants (`user_prune_plan.variants`)."""
+  if not user.references:
+    raise tree.AuditError("--reference: give at least one model file")
+  oneshot = user_prune_plan.variants(population, pruning.oneshot)
+  if not user.candidates and not user.compress and not oneshot:
+    raise tree.AuditError(
+        "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
+        f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
+  return {"oneshot_asked": oneshot}
+
+
+def _kind(user):
+  """Step: the references' kind, "keras" or "tflite" (one for all)."""
+  kinds = {imported.kind(path) for path in user.references}
   if len(kinds) != 1:
     raise tree.AuditError("--reference: mix of Keras and .tflite files; give one kind")
-  return kinds.pop()
+  return {"kind": kinds.pop()}
 
 
 def read_tflite(path):
@@ -101,25 +118,27 @@ def read_tflite(path):
   return data
 
 
-def _signature(references, kind, output_index, trust_model_code=False):
-  """((H, W, C), classes) shared by every reference (loaded and checked; a `.tflite` reference
-  must be a float32 file, `candidates.check_float_reference`)."""
-  found = []
+def _signature(user, kind):
+  """Step: ((H, W, C), classes) shared by every reference (loaded and checked; a `.tflite`
+  reference must be a float32 file, `candidates.check_float_reference`), and the first Keras
+  reference (None for `.tflite` references) for the cost estimate (`_estimate`)."""
+  references, output_index = user.references, user.output_index
+  found, models = [], []
   for path in references:
     if kind == "keras":
-      found.append(imported.signature(imported.load(path, trust_model_code), path,
-                                      output_index))
+      models.append(imported.load(path, user.trust_model_code))
+      found.append(imported.signature(models[-1], path, output_index))
     else:
       data = read_tflite(path)
       candidates_lib.check_float_reference(data, path)
       found.append(candidates_lib.signature(data, path, output_index))
   for path, sig in zip(references[1:], found[1:]):
     candidates_lib.check_signature(path, sig, found[0], f"reference {references[0]}")
-  return found[0]
+  return {"signature": found[0], "reference_model": models[0] if models else None}
 
 
-def _dataset(data, user, signature, train=None, check_data=True):
-  """The audited data set, read at the references' image size and channels (`train`: the
+def _dataset(data, user, signature, train, check_data):
+  """Step: the audited data set, read at the references' image size and channels (`train`: the
   `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
   decoded (`--plan`, issue #36)."""
   name, options = sources.parse(data.dataset)
@@ -142,12 +161,11 @@ def _dataset(data, user, signature, train=None, check_data=True):
         f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
-  if not check_data:
-    return dataset
-  dataset.take(dataset.spec.eval_split, 1)
-  if user.preprocess:  # checked on 8 test images (MODULE:FUNCTION: the user's code runs here)
-    dataset.model_inputs(dataset.take(dataset.spec.eval_split, 8))
-  return dataset
+  if check_data:
+    dataset.take(dataset.spec.eval_split, 1)
+    if user.preprocess:  # checked on 8 test images (MODULE:FUNCTION: the user's code runs here)
+      dataset.model_inputs(dataset.take(dataset.spec.eval_split, 8))
+  return {"dataset": dataset}
 
 
 def _real(path):
@@ -158,8 +176,8 @@ def _real(path):
   return os.path.realpath(path)
 
 
-def _check_out_apart(out, dataset, user):
-  """Refuses an --out in a data folder the audit reads (`folder:PATH` of --dataset,
+def _check_out_apart(out, data, user):
+  """Step: refuses an --out in a data folder the audit reads (`folder:PATH` of --dataset,
   --calibration or --train): the audit would write into the user's data, and a re-run would
   read its own files (the gallery's images, the bundle) as examples.
 
@@ -167,7 +185,7 @@ def _check_out_apart(out, dataset, user):
     AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
   """
   real_out = _real(out)
-  for flag, spelling in (("--dataset", dataset), ("--calibration", user.calibration),
+  for flag, spelling in (("--dataset", data.dataset), ("--calibration", user.calibration),
                          ("--train", user.train)):
     name, options = sources.parse(spelling) if spelling else (None, {})
     if name != "folder":
@@ -180,17 +198,17 @@ def _check_out_apart(out, dataset, user):
           "--out outside it")
 
 
-def _check_image_size(image_size, user, signature):
-  """`--image_size` with your model: the model's input size decides (the images are resized to
+def _check_image_size(data, user, signature):
+  """Step: `--image_size` with your model: the model's input size decides (the images are resized to
   it, `_dataset`); the same size is accepted, another refused rather than ignored.
 
   Raises:
     AuditError: "--image_size 16x16 is not the model's input size 8x8: ..." (one line).
   """
-  if not image_size:
+  if not data.image_size:
     return
   (height, width, _), _ = signature
-  given = tuple(int(v) for v in image_size)
+  given = tuple(int(v) for v in data.image_size)
   if given != (height, width):
     raise tree.AuditError(
         f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
@@ -217,8 +235,14 @@ def _calibration(data_dir, user):
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
+def _matches(user, signature, dataset):
+  """Step: the references' classes and image layout match the data set
+  (`imported.check_matches`)."""
+  imported.check_matches(user.references[0], *signature, dataset)
+
+
 def _check_candidates(user, signature):
-  """Every candidate has one file per reference, readable and of the references' signature."""
+  """Step: every candidate has one file per reference, readable and of the references' signature."""
   seen = set()
   for name, paths in user.candidates:
     if name in seen:
@@ -234,7 +258,9 @@ def _check_candidates(user, signature):
           signature)
 
 
-def _check_compress(user, kind, dataset, check_data=True):
+def _check_compress(user, kind, dataset, check_data):
+  """Step: the formats of `--compress` are known and made from Keras references; full int8 has
+  calibration data, readable unless `check_data` is False."""
   for fmt in user.compress:
     if fmt not in COMPRESS_FORMATS:
       raise tree.AuditError(f"--compress: unknown format {fmt!r} (known: "
@@ -265,45 +291,68 @@ def _corrupted(robustness):
   return tuple(out)
 
 
-def plan_fields(config, check_data=True):
-  """The fields of the `audit_plan.Plan` of an audit of `config.user` (a dict); writes nothing.
-
-  With `check_data=False` (`--plan`) the data are listed but no image is decoded: the models
-  and files are checked, the images are not (issue #36).
-
-  Raises:
-    AuditError, imported.ReferenceModelError, candidates.CandidateError, DataError: one line.
-  """
-  user = config.user
-  if not user.references:
-    raise tree.AuditError("--reference: give at least one model file")
-  oneshot = user_prune_plan.variants(config.population, config.pruning.oneshot)
-  if not user.candidates and not user.compress and not oneshot:
-    raise tree.AuditError(
-        "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
-        f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
-  _check_out_apart(config.out, config.data.dataset, user)
-  kind = _kind(user.references)
-  train = user_prune_plan.train_option(config.data.data_dir, user, kind, oneshot)
-  signature = _signature(user.references, kind, user.output_index, user.trust_model_code)
-  _check_image_size(config.data.image_size, user, signature)
-  dataset = _dataset(config.data, user, signature, train, check_data)
-  imported.check_matches(user.references[0], *signature, dataset)
-  _check_candidates(user, signature)
-  _check_compress(user, kind, dataset, check_data)
-  pruned = user_prune_plan.plan(config.pruning.oneshot, user, dataset, oneshot, check_data)
-  pop = ImportedPopulation(run_dir=config.out, dataset=dataset.spec.name,
+def _population(out, user, deployment, robustness, dataset, kind, signature, preset, oneshot):
+  """Step: the `ImportedPopulation` and the plan's fields of an audit of the user's files (the
+  formats tf_forget makes, the encodings, the corrupted splits: `_corrupted`)."""
+  pop = ImportedPopulation(run_dir=out, dataset=dataset.spec.name,
                            dataset_options=dict(dataset.spec.options),
                            members=len(user.references), kind=kind, signature=signature,
-                           preset=pruned.preset if pruned else None)
+                           preset=preset)
   # Sparse twins of the one-shot members' files as in a trained audit (`deploy_encoding`).
-  encodings = ((names.DEFAULT_ENCODING,) if not pruned or config.deployment.encoding == "plain"
+  encodings = ((names.DEFAULT_ENCODING,) if not oneshot or deployment.encoding == "plain"
                else (names.DEFAULT_ENCODING, "sparse"))
   return dict(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
-              encodings=encodings, corrupted=_corrupted(config.robustness), noise=None,
-              dataset=dataset, robustness_members=tuple(range(pop.members)),
-              oneshot=pruned.variants if pruned else (),
-              oneshot_schedule=pruned.schedule if pruned else None, user=user)
+              encodings=encodings, corrupted=_corrupted(robustness), noise=None,
+              robustness_members=tuple(range(pop.members)), user=user)
+
+
+def _estimate(user, dataset, kind, quantizations, corrupted, reference_model):
+  """Step: the `user_costs.Estimate` of the audit, from the files' MACs per image and the number
+  of images (no image is read, issue #36), or None and why; the plan informs: a cost that
+  cannot be told stops nothing."""
+  try:
+    files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in
+             user.candidates]
+    if kind != "keras":  # the float reference file is audited as float32
+      files.insert(0, (names.DEFAULT_FORMAT, candidates_lib.read(user.references[0])))
+    found = user_costs.user_estimate(user, dataset, quantizations, corrupted, reference_model,
+                                     files)
+  except errors.Error as e:
+    return {"estimate": None, "estimate_note": errors.one_line(e, 200)}
+  return {"estimate": found, "estimate_note": ""}
+
+
+Step = plan_steps.Step
+# The plan of an audit of `config.user` (`audit_plan.plan` runs them, in this order); with
+# check_data=False (`--plan`) the data are listed but no image is decoded: the models and
+# files are checked, the images are not (issue #36).
+STEPS = (
+    Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
+    Step(_check_out_apart, reads=("out", "data", "user")),
+    Step(_kind, reads=("user",), makes=("kind",)),
+    Step(user_prune_plan.train_option, reads=("data", "user"), needs=("kind", "oneshot_asked"),
+         makes=("train",)),
+    Step(_signature, reads=("user",), needs=("kind",),
+         makes=("signature", "reference_model")),
+    Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
+    Step(_dataset, reads=("data", "user"), needs=("signature", "train", "check_data"),
+         makes=("dataset",)),
+    Step(_matches, reads=("user",), needs=("signature", "dataset")),
+    Step(_check_candidates, reads=("user",), needs=("signature",)),
+    Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
+    Step(user_prune_plan.plan, reads=("pruning", "user"),
+         needs=("dataset", "oneshot_asked", "check_data"),
+         makes=("oneshot", "oneshot_schedule", "preset")),
+    Step(_population, reads=("out", "user", "deployment", "robustness"),
+         needs=("dataset", "kind", "signature", "preset", "oneshot"),
+         makes=("population", "quantizations", "pruned_quantizations", "encodings",
+                "corrupted", "noise", "robustness_members", "user")),
+    gate_plan.STEP,
+    repair_plan.STEP,
+    Step(_estimate, reads=("user",),
+         needs=("dataset", "kind", "quantizations", "corrupted", "reference_model"),
+         makes=("estimate", "estimate_note")),
+)
 
 
 def describe(p):
@@ -324,27 +373,9 @@ def describe(p):
 
 def _cost_lines(p):
   """`user_costs.lines` of the plan (one line saying why when the files cannot be read)."""
-  try:
-    return user_costs.lines(estimate(p), p.population.members)
-  except errors.Error as e:  # the plan informs: a cost that cannot be told stops nothing
-    return [f"  (no cost estimate: {errors.one_line(e, 200)})"]
-
-
-def estimate(p):
-  """The `user_costs.Estimate` of the plan `p` of an audit of the user's files, from the
-  files' shapes and the number of images (no image is read).
-
-  Raises:
-    errors.Error: a file that cannot be read.
-  """
-  user, pop = p.user, p.population
-  model = imported.load(user.references[0], user.trust_model_code) if pop.kind == "keras" \
-      else None
-  files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in
-           user.candidates]
-  if pop.kind != "keras":  # the float reference file is audited as float32
-    files.insert(0, (names.DEFAULT_FORMAT, candidates_lib.read(user.references[0])))
-  return user_costs.user_estimate(p, model, files)
+  if p.estimate is None:
+    return [f"  (no cost estimate: {p.estimate_note})"]
+  return user_costs.lines(p.estimate, p.population.members)
 
 
 def _design(members):

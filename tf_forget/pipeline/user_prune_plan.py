@@ -7,10 +7,11 @@ The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`,
 `--exclude_classifier`, `--ratio_over`, `--up_formula`; in the config `oneshot_variants` and
 `oneshot_overrides`) make `oneshot_<alg>_r<r>` member k of each imported dense member k, with the
 stages and code of a trained population (`tf_forget.pipeline.member_stages. oneshot_stages`,
-`tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan` returns the variants, the
-"user" one-shot schedule (`tf_forget.prune.oneshot_schedule`, with the overrides) and the imported
-members' preset (`tf_forget.train.imported_parent.preset`), which `tf_forget.pipeline.user_plan`
-puts into the `Plan` and its `ImportedPopulation`. Export, evaluation, report (paired with their
+`tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan` (a plan step,
+`tf_forget.pipeline.plan_steps`) makes the variants, the "user" one-shot schedule
+(`tf_forget.prune.oneshot_schedule`, with the overrides) and the imported members' preset
+(`tf_forget.train.imported_parent.preset`), which `tf_forget.pipeline.user_plan` puts into the
+`Plan` and its `ImportedPopulation`. Export, evaluation, report (paired with their
 parent), verdict, gates and bundle then treat them as any one-shot member.
 
 The train data: `--train=DATA`, spelled like `--dataset` (`folder:PATH`, `tfds:NAME[:SPLIT]`,
@@ -26,8 +27,6 @@ variants; UP over references whose weight decays differ (one ε, SPEC §6.1); tr
 fewer examples than a fine-tuning (or g's) batch after the validation hold-out.
 """
 
-import dataclasses
-
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 from tf_forget.data import sources
@@ -39,20 +38,6 @@ from tf_forget.train import imported
 from tf_forget.train import imported_parent
 
 SPELLINGS = "folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB"
-
-
-@dataclasses.dataclass(frozen=True)
-class OneshotPlan:
-  """The one-shot part of an audit of the user's model.
-
-  Attributes:
-    variants: the one-shot variant names (`oneshot_<alg>_r<r>`).
-    schedule: their `oneshot_schedule.OneshotSchedule` ("user", with the overrides).
-    preset: the imported members' `presets.Preset` (`imported_parent.preset`, λ of the references).
-  """
-  variants: tuple
-  schedule: object
-  preset: object
 
 
 def variants(population, oneshot_config):
@@ -75,15 +60,17 @@ def variants(population, oneshot_config):
   return tuple(dict.fromkeys(oneshot))
 
 
-def train_option(data_dir, user, kind, oneshot):
-  """{"name", "options"} of `--train` (`sources.parse`) for the data set's `train_data`, or
-  None; `data_dir`: tfds' (`tree.Data.data_dir`).
+def train_option(data, user, kind, oneshot_asked):
+  """Plan step: {"train": the {"name", "options"} of `--train` (`sources.parse`) for the data
+  set's `train_data`, or None}; `data`: the `tree.Data` section (tfds' `data_dir`), `user`: the
+  `tree.UserModels`, `kind`: the references' kind, `oneshot_asked`: `variants(...)`.
 
   Raises:
     AuditError: one-shot variants of `.tflite`, Keras 3 or SavedModel references (tfmot
       prunes tf_keras models only) or without `--train`; `--train`
       without one-shot variants, or not a spelling of the user's own data.
   """
+  oneshot, data_dir = oneshot_asked, data.data_dir
   if oneshot and kind != "keras":
     raise tree.AuditError(
         "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
@@ -101,7 +88,7 @@ def train_option(data_dir, user, kind, oneshot):
         f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: "
         f"{SPELLINGS})")
   if not user.train:
-    return None
+    return {"train": None}
   if not oneshot:
     raise tree.AuditError("--train is the data one-shot pruning fine-tunes on: give "
                           "--pruning=oneshot, or leave --train out")
@@ -110,7 +97,8 @@ def train_option(data_dir, user, kind, oneshot):
     raise tree.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
   if data_dir and name == "tfds":
     options["data_dir"] = data_dir
-  return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
+  return {"train": {"name": name,
+                    "options": {k: v for k, v in options.items() if v is not None}}}
 
 
 def _weight_decay(user, oneshot):
@@ -149,28 +137,36 @@ def _check_examples(user, view, schedule, oneshot):
         f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
 
 
-def plan(oneshot_config, user, dataset, oneshot, check_data=True):
-  """The `OneshotPlan` of `oneshot` (None if empty); checks everything, writes nothing.
+def plan(pruning, user, dataset, oneshot_asked, check_data):
+  """Plan step: the one-shot variants, their schedule and the imported members' preset; checks
+  everything, writes nothing.
 
   Args:
-    oneshot_config: the `tree.Oneshot` section (the protocol's fields to replace).
+    pruning: the `tree.Pruning` section (its `oneshot`: the protocol's fields to replace).
     user: the `tree.UserModels`.
     dataset: the audited data set, with the `train_data` option (`train_option`).
-    oneshot: `variants(...)`.
+    oneshot_asked: `variants(...)`.
     check_data: decode the first train image (False: `--plan`, the files listed only).
+
+  Returns:
+    {"oneshot": the variant names (`oneshot_<alg>_r<r>`), "oneshot_schedule": their
+    `oneshot_schedule.OneshotSchedule` ("user", with the overrides), "preset": the imported
+    members' `presets.Preset` (`imported_parent.preset`, λ of the references)}; (), None, None
+    without one-shot variants.
 
   Raises:
     AuditError, OneshotScheduleError, imported.ReferenceModelError, DataError: one line.
   """
+  oneshot = oneshot_asked
   if not oneshot:
-    return None
-  schedule = oneshot_schedule.get(imported_parent.PRESET, **oneshot_config.overrides())
+    return {"oneshot": (), "oneshot_schedule": None, "preset": None}
+  schedule = oneshot_schedule.get(imported_parent.PRESET, **pruning.oneshot.overrides())
   view = train_view.of(dataset)
   if check_data:  # `--plan` decodes no image (issue #36)
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
-  return OneshotPlan(variants=oneshot, schedule=schedule,
-                     preset=imported_parent.preset(_weight_decay(user, oneshot)))
+  return {"oneshot": oneshot, "oneshot_schedule": schedule,
+          "preset": imported_parent.preset(_weight_decay(user, oneshot))}
 
 
 def describe(p):

@@ -1,0 +1,166 @@
+"""The run directory's checks, after the plan and before anything is written (issues #14, #25,
+#35, #36): plan steps (`tf_forget.pipeline.plan_steps`) that `audit_lib.run_audit` runs once.
+
+In order, a refusal naming the first problem:
+
+1. `human_study`: the annotations or key files of `--human_study_*` exist and have their
+   columns (`tf_forget.report.human_study`);
+2. `attach`: the user's data files are hashed, every image checked (`data_identity`);
+3. `identity`: what the run directory is made with (`run_identity.audit_identity`);
+4. `url_reachable`: a `scheme://` `--out` answers a write probe in time;
+5. `ours`: `--out` is a run directory of tf_forget or holds none of it (`run_lock.check_ours`);
+6. `recorded`: its `audit.json` records the same identity (`run_identity.check_audit_file`);
+7. `users_files`: the folders the audit replaces hold none of the user's files;
+8. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
+9. `executor`: the executor can be made (`stages.check_executor`);
+10. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
+    model: late, `tf_forget.evaluate.input_scaling`, issue #36);
+11. `writable`: `--out` can be written (it is created if it does not exist: last).
+"""
+
+import threading
+
+from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import run_lock
+from tf_forget.artifacts import swap
+from tf_forget.config import tree
+from tf_forget.evaluate import deploy
+from tf_forget.evaluate import input_scaling as input_scaling_lib
+from tf_forget.pipeline import data_identity
+from tf_forget.pipeline import plan_steps
+from tf_forget.pipeline import run_identity
+from tf_forget.pipeline import stages
+from tf_forget.report import human_study as human_study_lib
+from tf_forget.report import write as report_write
+from tf_forget.train import population
+
+# How long a `scheme://` --out may take to answer the write probe before the audit gives up.
+URL_CHECK_TIMEOUT_S = 60.0
+
+
+def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
+  """Checks that `out` can be written, within `timeout_s` for a `scheme://` path (issue #25).
+
+  Raises:
+    AuditError: "cannot write to <out>: <reason>", or an unreachable bucket (one line).
+  """
+  outcome = {}
+
+  def probe():
+    try:
+      fileio.check_writable(out)
+    except errors.Error as e:
+      outcome["error"] = e
+
+  if not fileio.is_url(out):
+    probe()
+  else:
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+      raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
+                                    "bucket name, the network and the credentials")
+  if "error" in outcome:
+    raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
+
+
+def _check_users_files(out):
+  """Refuses a run directory whose report or bundle folders hold files tf_forget did not write
+  there (issue #35): replacing `deploy/` or `tables/` whole would delete them.
+
+  Raises:
+    AuditError: one line naming the files (at most 5).
+  """
+  if not fileio.exists(out):
+    return
+  try:
+    found = (swap.foreign_files(out, report_write.STAGING, report_write.ENTRIES)
+             + swap.foreign_files(out, deploy.BUNDLE, (deploy.BUNDLE,)))
+  except errors.Error as e:
+    raise tree.AuditError(errors.one_line(e, 300)) from e
+  if found:
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    raise tree.AuditError(
+        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}): "
+        "move them out of the run directory (a re-run replaces those folders whole)")
+
+
+def human_study(human_study):
+  """Step: a missing annotations or key file, a bad column (`human_study_lib.check_options`)."""
+  if human_study is not None:
+    human_study_lib.check_options(human_study)
+
+
+def attach(out, data, planned):
+  """Step: the plan with the user's data content recorded, and the hashed files
+  (`data_identity.attach`; `--max_image_pixels` of the `tree.Data` section)."""
+  plan, hashed = data_identity.attach(planned, out, data.max_image_pixels)
+  return {"plan": plan, "hashed": hashed}
+
+
+def identity(plan):
+  """Step: what the run directory is made with (`run_identity.audit_identity`)."""
+  return {"identity": run_identity.audit_identity(plan)}
+
+
+def url_reachable(out):
+  """Step: an unreachable bucket is one line, before anything is read."""
+  if fileio.is_url(out):
+    _check_out(out)
+
+
+def ours(out):
+  """Step: `out` is a run directory of tf_forget, or holds none of its files."""
+  run_lock.check_ours(out)
+
+
+def recorded(out, identity):  # pylint: disable=redefined-outer-name
+  """Step: `<out>/audit.json`, if any, records the same identity."""
+  run_identity.check_audit_file(out, identity)
+
+
+def users_files(out):
+  """Step: `_check_users_files`."""
+  _check_users_files(out)
+
+
+def run_dir(plan):
+  """Step: a population's `run.json` agrees; an audit of the user's models trains nothing
+  (issue #28)."""
+  if plan.user is None:
+    population.check_run_dir(plan.population)
+
+
+def executor(execution):
+  """Step: the `tree.Execution` section's executor can be made."""
+  stages.check_executor(execution)
+
+
+def input_scaling(plan):
+  """Step: the user's model sees images at its scale (it runs the model, issue #36)."""
+  if plan.user is not None and plan.user.input_scaling_check:
+    input_scaling_lib.check(plan.user, plan.population.kind, plan.dataset)
+
+
+def writable(out):
+  """Step: a local `out` can be written; it is created if it does not exist (last)."""
+  if not fileio.is_url(out):
+    _check_out(out)
+
+
+Step = plan_steps.Step
+STEPS = (
+    Step(human_study, reads=("human_study",)),
+    Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
+    Step(identity, needs=("plan",), makes=("identity",)),
+    Step(url_reachable, reads=("out",)),
+    Step(ours, reads=("out",)),
+    Step(recorded, reads=("out",), needs=("identity",)),
+    Step(users_files, reads=("out",)),
+    Step(run_dir, needs=("plan",)),
+    Step(executor, reads=("execution",)),
+    Step(input_scaling, needs=("plan",)),
+    Step(writable, reads=("out",)),
+)

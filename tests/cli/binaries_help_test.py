@@ -2,8 +2,9 @@
 
 Each binary (`evaluate_population`, `export_population`, `train_population`,
 `generate_corruptions`) runs in a subprocess, as a user runs it: `--help` exits 0 with the
-binary's section titles in order, and lists each flag once; the flags are those absl lists for
-the binary's file under `--helpfull` (a second listing, made by absl) plus `--verbose`
+binary's section titles in order, and lists each flag once; the flags are those absl lists under
+`--helpfull` (a second listing, made by absl) for the module that defines them,
+`tf_forget.commands.<binary>_command` (the binary defines none of its own), plus `--verbose`
 (`tf_forget.cli.app`'s). `eval/audit.py`'s `--help` is tests/eval/audit_help_test.py's.
 """
 
@@ -47,7 +48,9 @@ def test_help_lists_every_flag_once_in_its_section(path):
   assert len(listed) == len(set(listed))  # each flag once
   full = _run(path, "--helpfull")
   assert full.returncode == 0, full.stderr[-2000:]
-  own = help_listing.flags_under(full.stdout, r".*" + re.escape(path) + ":")
+  command = "tf_forget.commands." + os.path.basename(path)[:-3] + "_command"
+  own = help_listing.flags_under(full.stdout, re.escape(command) + ":")
+  assert not help_listing.flags_under(full.stdout, r".*" + re.escape(path) + ":")
   common = help_listing.flags_under(full.stdout, r"tf_forget\.cli\.app:")
   assert len(own) >= 6 and common == {"verbose"}
   assert set(listed) == own | common

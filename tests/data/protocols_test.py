@@ -14,6 +14,7 @@ from tf_forget.data import registry
 from tf_forget.data import sources
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.data.protocols import schema
+from tf_forget.export import default_formats
 from tf_forget.pipeline import trained_plan
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
@@ -132,15 +133,14 @@ def test_protocols_imports_only_the_standard_library():
 
 
 def test_export_defaults_follow_the_members_data_set(tmp_path):
-  from tflite_export import export_population  # pylint: disable=g-import-not-at-top
   member = tmp_path / "members" / "dense" / "0"
   member.mkdir(parents=True)
   (member / "metadata.json").write_text('{"dataset": "celeb_a"}')
   # SPEC §2.3: no float16 on CelebA; SPEC §1.1: pruned members in float32 only.
-  assert export_population.protocol_formats(str(tmp_path)) == (
+  assert default_formats.protocol_formats(str(tmp_path)) == (
       "float32,dynamic_int8,full_int8", "float32")
   (tmp_path / "run.json").write_text('{"dataset": "cifar10"}')
-  assert export_population.protocol_formats(str(tmp_path))[0] == (
+  assert default_formats.protocol_formats(str(tmp_path))[0] == (
       "float32,float16,dynamic_int8,full_int8")
   with pytest.raises(Exception, match="no run.json and no member"):
-    export_population.protocol_formats(str(tmp_path / "members"))
+    default_formats.protocol_formats(str(tmp_path / "members"))

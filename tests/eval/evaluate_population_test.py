@@ -1,6 +1,6 @@
 """The evaluation binary on `digits`: predictions + agreement, and one-line errors.
 
-The binary's `main` runs in-process under absl `flagsaver` (one TensorFlow import for the file);
+The binary's `main` (the command's `run`, `tests/command_main.py`) runs in-process under absl `flagsaver` (one TensorFlow import for the file);
 one end-to-end run goes through a subprocess as `bazel run` would.
 """
 
@@ -14,19 +14,21 @@ from absl import app
 from absl.testing import flagsaver
 import pytest
 
-from eval import evaluate_population
+from tests import command_main
 from tests.tflite_export import binary_helper
 from tests.tflite_export import fake_run
+from tf_forget.commands import evaluate_population_command
 from tf_forget.export import export
 
 BINARY = "eval.evaluate_population"
 PREFIX = "evaluate_population: error:"
+MAIN = command_main.main_of(evaluate_population_command)
 
 
 def run_main(capsys, **flag_values):
   """Runs the binary's main with `flag_values`; returns an object like a CompletedProcess."""
   with flagsaver.flagsaver(**flag_values):
-    code = evaluate_population.main(["evaluate_population"])
+    code = MAIN(["evaluate_population"])
   out = capsys.readouterr()
   return types.SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
 
@@ -128,4 +130,4 @@ def test_usage_errors():
   # Stray arguments are refused by the command harness (tests/eval/audit_faults_test.py).
   with flagsaver.flagsaver(run_dir="/nonexistent/run"):
     with pytest.raises(app.UsageError, match="is not a directory"):
-      evaluate_population.main(["evaluate_population"])
+      MAIN(["evaluate_population"])

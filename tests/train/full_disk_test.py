@@ -1,7 +1,7 @@
 """A full disk or read-only directory at the first checkpoint: one line, exit 1, then resume.
 
-Runs the train_population binary in-process (its absl flags) with
-`tf.train.CheckpointManager.save` patched to fail the way a full disk does (OSError ENOSPC, or
+Runs the train_population command in-process (its absl flags, `tests/command_main.py`)
+with `tf.train.CheckpointManager.save` patched to fail the way a full disk does (OSError ENOSPC, or
 TensorFlow's ResourceExhaustedError); CI runs as root, so chmod cannot make a directory
 read-only here: PermissionError is injected the same way. After "freeing space" the same
 command finishes the member.
@@ -14,13 +14,15 @@ import pytest
 import tensorflow as tf
 
 from tests import binary_main
-from tf_forget.train import train_population
+from tests import command_main
+from tf_forget.commands import train_population_command
 
 FLAGS = dict(preset="tiny", variants=["dense"], members=1)
+MAIN = command_main.main_of(train_population_command)
 
 
 def _main(run_dir):
-  return binary_main.run_main(train_population.main, "train_population", run_dir=str(run_dir),
+  return binary_main.run_main(MAIN, "train_population", run_dir=str(run_dir),
                               **FLAGS)
 
 

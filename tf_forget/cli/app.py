@@ -238,3 +238,17 @@ def run(main, name, help_fn=None):
   except KeyboardInterrupt as e:  # while absl parsed the flags, before `main` ran
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(_interrupted(name, e))
+
+
+def run_command(command, doc):
+  """Runs a command module of `tf_forget.commands` as its binary; never returns.
+
+  The module declares `NAME`, `define(flag_values)`, `HELP_SECTIONS` and `run(flag_values)`
+  (the body, returning the exit status). Its flags are defined on `flags.FLAGS`, `--help` lists
+  them section by section (`sectioned_help` with the binary's docstring `doc`), and `run` runs
+  as `main` under `run` above.
+  """
+  command.define(flags.FLAGS)
+  run(lambda argv: command.run(flags.FLAGS),
+      command.NAME,
+      lambda: sectioned_help(doc, command.HELP_SECTIONS, flags.FLAGS, command.__name__))

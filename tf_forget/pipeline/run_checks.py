@@ -61,13 +61,13 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     thread.join(timeout_s)
     if thread.is_alive():
       raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
-                                    "bucket name, the network and the credentials")
+                            "bucket name, the network and the credentials")
   if "error" in outcome:
     raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
-def _check_users_files(out):
-  """Refuses a run directory whose report or bundle folders hold files tf_forget did not write
+def users_files(out):
+  """Step: refuses a run directory whose report or bundle folders hold files tf_forget did not write
   there (issue #35): replacing `deploy/` or `tables/` whole would delete them.
 
   Raises:
@@ -119,11 +119,6 @@ def ours(out):
 def recorded(out, identity):  # pylint: disable=redefined-outer-name
   """Step: `<out>/audit.json`, if any, records the same identity."""
   run_identity.check_audit_file(out, identity)
-
-
-def users_files(out):
-  """Step: `_check_users_files`."""
-  _check_users_files(out)
 
 
 def run_dir(plan):

@@ -71,7 +71,7 @@ def test_run_hands_a_step_only_what_it_declares():
   made = plan_steps.run((Step(_a, needs=("x",), makes=("a",)),
                          Step(record, reads=("gates", "data"), needs=("a",), makes=("c",))),
                         config, x=7)
-  assert made == {"x": 7, "a": {"a": 7}["a"], "c": 3}
+  assert made == {"x": 7, "a": 7, "c": 3}
   assert seen == {"gates": config.gates, "data": config.data, "a": 7}
 
 

@@ -12,7 +12,7 @@ In order, a refusal naming the first problem:
 6. `recorded`: its `audit.json` records the same identity (`run_identity.check_audit_file`);
 7. `users_files`: the folders the audit replaces hold none of the user's files;
 8. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
-9. `executor`: the executor can be made (`stages.check_executor`);
+9. `check_executor`: the executor can be made (`stages.check_executor`);
 10. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
     model: late, `tf_forget.evaluate.input_scaling`, issue #36);
 11. `writable`: `--out` can be written (it is created if it does not exist: last).
@@ -128,11 +128,6 @@ def run_dir(plan):
     population.check_run_dir(plan.population)
 
 
-def executor(execution):
-  """Step: the `tree.Execution` section's executor can be made."""
-  stages.check_executor(execution)
-
-
 def input_scaling(plan):
   """Step: the user's model sees images at its scale (it runs the model, issue #36)."""
   if plan.user is not None and plan.user.input_scaling_check:
@@ -155,7 +150,7 @@ STEPS = (
     Step(recorded, reads=("out",), needs=("identity",)),
     Step(users_files, reads=("out",)),
     Step(run_dir, needs=("plan",)),
-    Step(executor, reads=("execution",)),
+    Step(stages.check_executor, reads=("execution",)),
     Step(input_scaling, needs=("plan",)),
     Step(writable, reads=("out",)),
 )

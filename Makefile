@@ -8,7 +8,7 @@ BAZEL := bazel
 AUDIT_ARGS ?=
 TF_DEVICE ?= cpu
 
-.PHONY: setup audit test clean
+.PHONY: setup audit test clean reproduce-002
 
 setup:
 	@TF_DEVICE=$(TF_DEVICE) bash tools/setup.sh
@@ -26,6 +26,22 @@ test:
 	  .venv/bin/python tools/test_summary.py bazel-testlogs \
 	    $$($(BAZEL) query 'tests(//...) except attr(tags, manual, //...)' 2>/dev/null) || status=1; \
 	  exit $$status
+
+# 002's MNIST / LeNet-5 tables side by side with ours (docs/reproductions/002_mnist.md): trains
+# REPRO_MEMBERS LeNet-5 parents on the MNIST IDX files in MNIST_DIR, prunes each by MP at 002's
+# ratios, fine-tunes, evaluates, then writes the CSV, the run facts and the page. Resumes after a
+# kill; AUDIT_ARGS="--plan" prints the cost first.
+REPRO_MEMBERS ?= 30
+REPRO_OUT ?= runs/mnist_002
+reproduce-002: setup
+	@test -n "$(MNIST_DIR)" || { echo "reproduce-002: set MNIST_DIR=DIR, the directory of the four MNIST IDX files"; exit 2; }
+	TF_USE_LEGACY_KERAS=1 PYTHONPATH=. .venv/bin/python eval/audit.py --dataset=mnist \
+	  --data_dir=$(MNIST_DIR) --preset=lenet5_002 --pruning=oneshot --algorithms=mp \
+	  --ratios=2,4,10,20,50 --exclude_classifier --ratio_over=all --members=$(REPRO_MEMBERS) \
+	  --quantizations=float16 --pruned_quantizations=float16 --corruptions=none \
+	  --noise_levels=none --deploy_encoding=plain --out=$(REPRO_OUT) $(AUDIT_ARGS)
+	@if [[ " $(AUDIT_ARGS) " != *" --plan "* ]]; then \
+	  PYTHONPATH=. .venv/bin/python tools/reproduce_002.py --run=$(REPRO_OUT) docs/reproductions; fi
 
 clean:
 	$(BAZEL) clean

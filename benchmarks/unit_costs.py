@@ -1,8 +1,8 @@
 """Measures the per-unit costs of the audit's stages on this machine (`tf_forget/pipeline/costs.py`
 reads them).
 
-For each paper model at its protocol's input shape (small_cnn 8x8x1 digits, resnet18 218x178x3
-CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
+For each paper model at its protocol's input shape (small_cnn 8x8x1 digits, lenet5 28x28x1 MNIST,
+resnet18 218x178x3 CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
   * seconds per training image: the real train step (tf_keras `train_on_batch` with the
     members' optimizer, loss and L2 weight decay; dense variant: the pruning wrapper's mask
     update is not included) at a small batch, after one warm-up step;
@@ -18,6 +18,7 @@ CelebA native, wrn_28_10 32x32x3 CIFAR, resnet50 224x224x3 ImageNet):
 Random weights and images: costs do not depend on the values (the int8 kernels neither).
 
     python benchmarks/unit_costs.py --output=tf_forget/pipeline/unit_costs/cpu_2core_avx512.json
+    python benchmarks/unit_costs.py --models=lenet5 --merge   # one model into the existing file
 
 Runs several minutes on 2 cores (resnet50's conversions take about a minute each).
 """
@@ -41,6 +42,7 @@ SCHEMA = "tf_forget.unit_costs/1"
 # model -> (input shape, classes, train batch, train steps, inference batch, inference invokes)
 MODELS = {
     "small_cnn": ((8, 8, 1), 10, 32, 5, 64, 20),
+    "lenet5": ((28, 28, 1), 10, 128, 5, 64, 20),
     "resnet18": ((218, 178, 3), 2, 8, 3, 8, 3),
     "wrn_28_10": ((32, 32, 3), 10, 8, 2, 16, 3),
     "resnet50": ((224, 224, 3), 1000, 4, 2, 8, 3),
@@ -52,6 +54,9 @@ MEASURED_FORMATS = ("float32", "full_int8")
 _OUTPUT = flags.DEFINE_string("output", "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json",
                               "Where to write the unit-cost JSON.")
 _MODELS = flags.DEFINE_list("models", list(MODELS), "Models to measure.")
+_MERGE = flags.DEFINE_bool("merge", False,
+                            "Keep the other models (and the corruption costs) of an existing "
+                            "--output, measured on the same machine kind.")
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "TFLite interpreter threads.",
                                     lower_bound=1)
 _REPRESENTATIVE = flags.DEFINE_integer("representative", 32,
@@ -151,9 +156,15 @@ def main(argv):
               "quantization, after one warm-up invoke; corruptions = registry.apply, suite "
               "mean at severity 3. Unmeasured formats (float16, dynamic_int8) and sparse "
               "twins are costed as float32 by tf_forget/pipeline/costs.py."),
-      "corruption_seconds_per_image": measure_corruptions(log),
       "models": {},
   }
+  if _MERGE.value and os.path.exists(_OUTPUT.value):
+    with open(_OUTPUT.value) as f:
+      old = json.load(f)
+    result["models"] = dict(old["models"])
+    result["corruption_seconds_per_image"] = old["corruption_seconds_per_image"]
+  else:
+    result["corruption_seconds_per_image"] = measure_corruptions(log)
   for name in _MODELS.value:
     result["models"][name] = measure_model(name, log)
     os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)

@@ -19,8 +19,8 @@ from tf_forget.export import flatbuffer
 from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
-from tf_forget.prune import records
 from tf_forget.prune import scores
+from tf_forget.train import epoch_selection
 from tf_forget.train import member as train_member
 from tf_forget.train import member_files
 from tf_forget.train import population
@@ -100,12 +100,11 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   # The saved model is the chosen epoch's: its validation data loss is the minimum.
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
   dataset = registry.get("digits")
-  _, val, _, n_val = records.holdout(dataset, cfg.protocol.validation_every)
+  _, val, _, n_val = epoch_selection.holdout(dataset, cfg.protocol.validation_every)
   assert ft["validation_examples"] == n_val == 130  # every 10th of 1,297
-  batches = [(x.astype(np.float32), y) for x, y in
-             records.decoded(dataset, val, 256).as_numpy_iterator()]
+  batches = epoch_selection.batches(dataset, val)
   model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r10", 0))
-  assert oneshot_member.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
+  assert epoch_selection.data_loss(model, batches) == pytest.approx(min(losses), abs=1e-4)
   # The pruned set is MP's on the parent: the n/10 largest |θ| survive, and stay zero-free
   # elsewhere after fine-tuning (the mask was held fixed).
   parent = _kernels(run_dir, "dense")

@@ -14,6 +14,7 @@ from tf_forget.data import dataset_api
 from tf_forget.data import digits
 from tf_forget.data import digits_biased
 from tf_forget.data import image_folders
+from tf_forget.data import mnist_sets
 from tf_forget.data import record_sets
 from tf_forget.data import tfds_sets
 
@@ -23,8 +24,8 @@ DATASETS = {
     "celeb_a": tfds_sets.CelebA,
     "cifar10": tfds_sets.Cifar10,
     "cifar100": tfds_sets.Cifar100,
-    "mnist": tfds_sets.Mnist,
-    "fashion_mnist": tfds_sets.FashionMnist,
+    "mnist": mnist_sets.mnist,
+    "fashion_mnist": mnist_sets.fashion_mnist,
     "imagenet2012": tfds_sets.Imagenet2012,
     # The user's own data (issue #28), spelled folder:PATH, tfds:NAME, tfrecord:GLOB
     # (sources.parse).

@@ -249,6 +249,11 @@ class Cifar100(TfdsDataset):
   NATIVE_SHAPE = (32, 32, 3)
 
 
+# Fashion-MNIST's class names, in label order (Xiao et al. 2017, Table 2).
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+                         "Sneaker", "Bag", "Ankle boot")
+
+
 class Mnist(TfdsDataset):
   TFDS_NAME = NAME = "mnist"
   NUM_CLASSES = 10
@@ -259,6 +264,9 @@ class FashionMnist(TfdsDataset):
   TFDS_NAME = NAME = "fashion_mnist"
   NUM_CLASSES = 10
   NATIVE_SHAPE = (28, 28, 1)
+
+  def _class_names(self):
+    return FASHION_MNIST_CLASSES
 
 
 class Imagenet2012(TfdsDataset):

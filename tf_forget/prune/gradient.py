@@ -9,7 +9,7 @@ and written to
 <protocol> being the first 16 hex digits of the sha256 of `protocol_json`, the part of the
 one-shot protocol g depends on: `grad_batches` batches of `grad_batch_size` unaugmented records
 of the fine-tuning part of train (every `validation_every`-th record is held out,
-`records.holdout`; train is the user's `--train` data for an imported parent,
+`epoch_selection.holdout`; train is the user's `--train` data for an imported parent,
 `tf_forget.data.train_view`), shuffled with a seed derived from the parent's (`seed`); the
 mean sparse cross-entropy of the logits without regularization, in inference mode
 (`oneshot.mean_gradient`); every prunable kernel in layer order (a member that leaves the
@@ -48,7 +48,7 @@ from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.data import train_view
 from tf_forget.prune import oneshot
-from tf_forget.prune import records
+from tf_forget.train import epoch_selection
 from tf_forget.train import imported
 from tf_forget.train import imported_parent
 from tf_forget.train import member_files
@@ -183,7 +183,7 @@ def draw_batches(dataset, train_records, n, protocol, draw_seed):
 
   Args:
     dataset: the parent's `dataset_api.Dataset`.
-    train_records, n: the records not held out and their number (`records.holdout`).
+    train_records, n: the records not held out and their number (`epoch_selection.holdout`).
     protocol: the `OneshotSchedule` (`grad_batches`, `grad_batch_size`).
     draw_seed: the shuffle seed (`seed`).
   """
@@ -213,7 +213,7 @@ def compute(run_dir, parent, protocol):
   tf.config.experimental.enable_op_determinism()
   dataset = train_view.of(data_registry.get(parent.dataset, **dict(parent.dataset_options)))
   model = member_files.load_model(layout.member_dir(run_dir, parent.variant, parent.k))
-  train_records, _, n_train, _ = records.holdout(dataset, protocol.validation_every)
+  train_records, _, n_train, _ = epoch_selection.holdout(dataset, protocol.validation_every)
   batches, used = draw_batches(dataset, train_records, n_train, protocol, draw_seed)
   grads = oneshot.mean_gradient(model, batches, protocol.grad_batches)
   return grads, {"seed": draw_seed, "positions_sha256": hashing.sha256_json(used)}

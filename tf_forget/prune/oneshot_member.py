@@ -6,7 +6,7 @@ finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
 1. load the parent's `model.keras` (it must be finished and current: `train.member_files.status`, or
    for the user's imported reference `train.imported_parent.member_status`, issue #28);
 2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4,
-   `records.holdout`); the training records are the data set's train split, or the user's
+   `epoch_selection.holdout`); the training records are the data set's train split, or the user's
    `--train` data (`tf_forget.data.train_view`, fed as the model takes it);
 3. for GP / UP, read g, the parent's one gradient artifact (`gradient.ensure`: computed once
    per parent and protocol, then read by every GP and UP member of that parent at every ratio;
@@ -52,7 +52,7 @@ from tf_forget.data import train_view
 from tf_forget.prune import gradient as gradient_lib
 from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_schedule
-from tf_forget.prune import records
+from tf_forget.train import epoch_selection
 from tf_forget.train import imported
 from tf_forget.train import imported_parent
 from tf_forget.train import inputs
@@ -144,39 +144,6 @@ def status(run_dir, config):
       "pruned",
       extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
                                              "model.keras", "pruned"))
-
-
-def data_loss(model, batches):
-  """Mean sparse cross-entropy of the logits over `batches` (no regularization), inference mode."""
-  keras = keras2.keras()
-  total, count = 0.0, 0
-  for images, labels in batches:
-    logits = model(images, training=False)
-    losses = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-    total += float(tf.reduce_sum(tf.cast(losses, tf.float64)))
-    count += int(losses.shape[0])
-  return total / max(count, 1)
-
-
-class BestEpoch(keras2.keras().callbacks.Callback):
-  """Keeps the weights of the epoch with the lowest validation data loss (epoch 0 = start)."""
-
-  def __init__(self, val_batches):
-    super().__init__()
-    self.val_batches = val_batches
-    self.losses, self.best_epoch, self.best_weights = [], 0, None
-
-  def _score(self, epoch):
-    loss = data_loss(self.model, self.val_batches)
-    self.losses.append(loss)
-    if self.best_weights is None or loss < min(self.losses[:-1]):
-      self.best_epoch, self.best_weights = epoch, self.model.get_weights()
-
-  def on_train_begin(self, logs=None):
-    self._score(0)
-
-  def on_epoch_end(self, epoch, logs=None):
-    self._score(epoch + 1)
 
 
 def _optimizer(protocol, steps_per_epoch, momentum):
@@ -311,9 +278,8 @@ def _make(config, run_dir, parent_meta, grad, log):
 
   model = member_files.load_model(parent_dir(run_dir, config))
   parent_weights = hashing.arrays_sha256((w.name, w.numpy()) for w in model.weights)
-  train_recs, val_recs, n_train, n_val = records.holdout(dataset, proto.validation_every)
-  val_batches = [(x.astype(np.float32), y) for x, y in
-                 records.decoded(dataset, val_recs, 256).as_numpy_iterator()]
+  train_recs, val_recs, n_train, n_val = epoch_selection.holdout(dataset, proto.validation_every)
+  val_batches = epoch_selection.batches(dataset, val_recs)
   eps = proto.epsilon(member.preset.weight_decay)
   masks, comp = oneshot.prune(
       model, variant.algorithm, ratio=variant.ratio, fraction=variant.fraction, eps=eps,
@@ -323,7 +289,7 @@ def _make(config, run_dir, parent_meta, grad, log):
   model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                 metrics=["accuracy"])
   pruned_test_acc = float(model.evaluate(test_stream, verbose=0)[1])
-  best = BestEpoch(val_batches)
+  best = epoch_selection.BestEpoch(val_batches)
   steps = _finetune(model, config, dataset, train_recs, n_train, masks, best, log)
   pruned_count = int(sum(int((~m).sum()) for m in masks.values()))
   if pruned_count != comp.pruned:

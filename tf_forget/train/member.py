@@ -43,6 +43,7 @@ from tf_forget.compat import keras2
 from tf_forget.data import registry as data_registry
 from tf_forget.models import model_registry
 from tf_forget.train import checkpoints
+from tf_forget.train import epoch_selection
 from tf_forget.train import inputs
 from tf_forget.train import member_files
 from tf_forget.train import presets
@@ -203,7 +204,8 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                           stop_after_chunks)
   if trained is None:
     return None
-  resumed_from_step, elapsed = trained
+  resumed_from_step, elapsed, selector = trained
+  selection = selector.restore_best(model) if selector else None
   final, report = _finalize(config, model, variant)
   train_acc, test_acc = _accuracies(final, dataset)
   model_sha256 = member_files.save_model(final, os.path.join(directory, member_files.MODEL_FILE))
@@ -211,6 +213,8 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                        resumed_from_step=resumed_from_step, report=report,
                        train_acc=train_acc, test_acc=test_acc, elapsed=elapsed,
                        model_sha256=model_sha256)
+  if selection:
+    metadata["epoch_selection"] = selection
   fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
   fileio.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
@@ -230,9 +234,12 @@ def _seed(seed):
 def _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log, stop_after_chunks):
   """Trains the chunks of `checkpoint_every` steps not yet checkpointed, saving each one.
 
+  With the preset's `validation_every`, a dense member trains on the records not held out and
+  every chunk is scored on the held-out ones (`epoch_selection.ResumableBestEpoch`).
+
   Returns:
-    (the step this run started from, a callable giving the wall time of every run so far), or
-    None if stopped early by `stop_after_chunks`.
+    (the step this run started from, a callable giving the wall time of every run so far, the
+    epoch selector or None), or None if stopped early by `stop_after_chunks`.
   """
   preset = config.preset
   manager, start_chunk = checkpoints.resume_or_start(model, optimizer, ckpt_dir)
@@ -249,10 +256,19 @@ def _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log, sto
       log(f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
           f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}")
 
+  records, n_records, selector = None, None, None
+  if preset.validation_every and not variant.pruned:
+    records, val, n_records, n_val = epoch_selection.holdout(dataset, preset.validation_every)
+    selector = epoch_selection.ResumableBestEpoch(
+        epoch_selection.batches(dataset, val), ckpt_dir,
+        {"validation": f"every {preset.validation_every}th train record (never trained on)",
+         "train_examples": int(n_records), "validation_examples": int(n_val)})
+    selector.catch_up(model, start_chunk)
   stream = inputs.train_stream(dataset, preset, config.seed,
-                               start_step=start_chunk * preset.checkpoint_every)
+                               start_step=start_chunk * preset.checkpoint_every,
+                               records=records, num_examples=n_records)
   end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
-  cbs = [checkpoints.Checkpointer(manager, on_chunk)]
+  cbs = [checkpoints.Checkpointer(manager, on_chunk)] + ([selector] if selector else [])
   if variant.pruned:
     cbs = pruning.callbacks() + cbs
   if start_chunk < end_chunk:
@@ -260,7 +276,7 @@ def _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log, sto
               steps_per_epoch=preset.checkpoint_every, callbacks=cbs, verbose=0)
   if end_chunk < chunks:
     return None
-  return start_chunk * preset.checkpoint_every, elapsed
+  return start_chunk * preset.checkpoint_every, elapsed, selector
 
 
 def _finalize(config, model, variant):

@@ -67,6 +67,12 @@ class Preset:
       not empty (and the severity only then or when not 3). SPEC §6.8's list:
       `robust_training.ROBUST_TRAIN_CORRUPTIONS`.
     train_corruption_severity: their severity (1..5; SPEC §6.8: 3).
+    validation_every: 0 trains on every train record and keeps the last weights; n >= 2 holds
+      out every n-th train record and keeps the dense member's weights after the checkpoint
+      chunk (`checkpoint_every` steps, an epoch) with the lowest loss on them (002 §6.1, SPEC
+      §6.4; `tf_forget.train.epoch_selection`). Gradual-pruned variants keep their last
+      weights (their schedule reaches its target at the end). `to_json` records it only
+      when not 0.
   """
   name: str
   dataset: str
@@ -93,6 +99,7 @@ class Preset:
   warmup_steps: int = 0
   train_corruptions: Tuple[str, ...] = ()
   train_corruption_severity: int = robust_training.ROBUST_SEVERITY
+  validation_every: int = 0
 
   def pruning_schedule(self):
     """(begin_step, end_step, frequency) in optimiser steps (SPEC §2.2)."""
@@ -118,6 +125,8 @@ class Preset:
       del d["nesterov"]
     if not self.warmup_steps:
       del d["warmup_steps"]
+    if not self.validation_every:
+      del d["validation_every"]
     if not self.train_corruptions:
       del d["train_corruptions"]
       if self.train_corruption_severity == robust_training.ROBUST_SEVERITY:
@@ -204,6 +213,8 @@ def get(name, **overrides):
   if not 0 <= preset.warmup_steps <= preset.steps:
     raise PresetError(f"warmup_steps must be in [0, steps={preset.steps}], got "
                       f"{preset.warmup_steps}")
+  if preset.validation_every == 1 or preset.validation_every < 0:
+    raise PresetError(f"validation_every must be 0 or >= 2, got {preset.validation_every}")
   if preset.train_corruptions:
     try:
       robust_training.check(preset.train_corruptions, preset.train_corruption_severity)

@@ -1,8 +1,10 @@
 """Files on disk in tests (issue #25): snapshots to check nothing changed, and a rename that
 fails once, to check that a swap rolls back."""
 
+import contextlib
 import errno
 import os
+import signal
 
 
 def snapshot(root, entries=None):
@@ -44,3 +46,17 @@ def fail_once_renaming_to(monkeypatch, target):
   monkeypatch.setattr(os, "replace", once(os.replace))
   monkeypatch.setattr(os, "rename", once(os.rename))
   return failed
+
+
+@contextlib.contextmanager
+def time_bound(seconds=30):
+  """Fails the test (`TimeoutError`) instead of hanging when the block runs over `seconds`."""
+  def expire(signum, frame):  # pylint: disable=unused-argument
+    raise TimeoutError(f"still running after {seconds} s")
+  previous = signal.signal(signal.SIGALRM, expire)
+  signal.alarm(seconds)
+  try:
+    yield
+  finally:
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -44,14 +44,20 @@ def _api():
 
 def _config(config, options):
   """The `AuditConfig` of `config` (None, an `AuditConfig`, its JSON dict or a file) with
-  `options` (the audit's flags as keywords) replacing its fields."""
+  `options` (the audit's flags as keywords) replacing its fields. A file is read as `--config`
+  is: what lets the user's code run (`trust_model_code`, a `MODULE:FUNCTION` preprocess) must
+  be said by `options` too (`tf_forget.config.flag_values`)."""
   api = _api()
+  from_file = isinstance(config, str) or hasattr(config, "__fspath__")
+  if not (config is None or from_file or isinstance(config, (dict, api.AuditConfig))):
+    raise TypeError("config must be None, an AuditConfig, its JSON dict or a configuration "
+                    f"file's path, got {type(config).__name__} {repr(config)[:80]}")
   if isinstance(config, dict):
     config = api.AuditConfig.from_json(config)
-  elif isinstance(config, str) or hasattr(config, "__fspath__"):
+  elif from_file:
     from tf_forget.artifacts import filesystem  # pylint: disable=g-import-not-at-top
     config = api.load_config(filesystem.user_path(str(config)))
-  if not options and config is not None:
+  if not options and config is not None and not from_file:
     return config
   from tf_forget.commands import audit_flags  # pylint: disable=g-import-not-at-top
   return audit_flags.options_config(options, base=config)
@@ -69,7 +75,8 @@ def audit(config=None, *, log=print, **options):
       `compress=["dynamic_int8"]`, `max_accuracy_drop=0.01`, `out="audit"`.
 
   Raises:
-    TypeError: a keyword that is not an audit flag.
+    TypeError: a keyword that is not an audit flag, or a value of another kind than its flag
+      takes (`out=5`; `tf_forget.commands.option_types`), or a `config` of another type.
     tf_forget.api.AuditError (and the other `tf_forget.artifacts.errors.Error`s): bad input,
       one line; nothing is written.
   """

@@ -19,6 +19,7 @@ audit binary (`eval/audit.py`), the examples and the benchmarks use this module.
 
 import dataclasses
 import io
+import os
 from typing import Mapping, Optional, Tuple
 
 import pandas as pd
@@ -86,6 +87,44 @@ def _result(run_dir, report, manifest):
                 manifest=manifest, paths=paths)
 
 
+def _text_paths(value):
+  """The JSON value `value` with every `os.PathLike` in it as its str path."""
+  if isinstance(value, os.PathLike):
+    return os.fspath(value)
+  if isinstance(value, dict):
+    return {k: _text_paths(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_text_paths(v) for v in value]
+  return value
+
+
+def _checked_config(config):
+  """`config` (an `AuditConfig` or its JSON dict) with every field of its declared type: an
+  `AuditConfig` built in Python (`AuditConfig(out=5)`) is read back through its JSON, which
+  checks each value (`tree.AuditConfig.from_json`; a `pathlib.Path` is taken as its str)."""
+  if isinstance(config, AuditConfig):
+    return AuditConfig.from_json(_text_paths(config.to_json()))
+  if isinstance(config, dict):
+    return AuditConfig.from_json(config)
+  raise TypeError(f"config must be an AuditConfig or its JSON dict, got "
+                  f"{type(config).__name__} {' '.join(repr(config).split())[:80]}")
+
+
+def _callable(fn, name):
+  if fn is not None and not callable(fn):
+    raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+
+
+def _run_dir(run_dir):
+  """`run_dir` as a str path (TypeError for anything but a str or an `os.PathLike`)."""
+  if isinstance(run_dir, os.PathLike):
+    run_dir = os.fspath(run_dir)
+  if not isinstance(run_dir, str):
+    raise TypeError(f"run_dir must be a str or an os.PathLike, got {type(run_dir).__name__} "
+                    f"{' '.join(repr(run_dir).split())[:80]}")
+  return run_dir
+
+
 def audit(config, log=print, on_locked=None):
   """Runs the audit of `config` (an `AuditConfig`) and returns its `Result`.
 
@@ -98,11 +137,14 @@ def audit(config, log=print, on_locked=None):
     on_locked: optional callable(out), called once the run directory is locked.
 
   Raises:
-    errors.Error subclasses with a one-line message (`tf_forget.pipeline.audit_lib.run_audit`).
+    TypeError: `config` is no `AuditConfig` or dict, `log` / `on_locked` not callable.
+    errors.Error subclasses with a one-line message: a field of the wrong type
+      (`codec.ConfigError`), the checks of `tf_forget.pipeline.audit_lib.run_audit`.
   """
   from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
-  if isinstance(config, dict):
-    config = AuditConfig.from_json(config)
+  config = _checked_config(config)
+  _callable(log, "log")
+  _callable(on_locked, "on_locked")
   report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked)
   return _result(config.out, report, manifest)
 
@@ -111,15 +153,17 @@ def plan(config, unit_costs=None):
   """The cost plan of `config` as text (nothing written, no data read:
   `tf_forget.pipeline.audit_plan`)."""
   from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
-  return audit_plan.plan_report(config, unit_costs)
+  return audit_plan.plan_report(_checked_config(config), unit_costs)
 
 
 def load_report(run_dir):
   """The `Result` of a finished run directory (its report.json, bundle and tables).
 
   Raises:
+    TypeError: `run_dir` is no str or `os.PathLike`.
     errors.ReadError: no report or bundle there (the audit has not finished), one line.
   """
+  run_dir = _run_dir(run_dir)
   report = fileio.read_json(_paths(run_dir)["report_json"], "report")
   manifest = fileio.read_json(_paths(run_dir)["bundle"], "deployment manifest")
   if not isinstance(report, dict) or not isinstance(manifest, dict):
@@ -140,6 +184,7 @@ def render_report(run_dir, log=print, on_locked=None):
     errors.ReadError: `run_dir` holds no finished run (no audit.json, report or bundle).
     errors.Error subclasses of `audit`, one line.
   """
+  run_dir = _run_dir(run_dir)
   load_report(run_dir)  # a finished run, or one line
   config = with_overrides(load_config(layout.audit_file(run_dir)),
                           {"out": run_dir, "execution.executor": "inline",

@@ -7,8 +7,8 @@ import pytest
 
 from tests import import_check
 
-MODULES = ("errors", "hashing", "filesystem", "fileio", "swap", "run_lock", "names", "layout",
-           "lineage", "predictions", "noise_artifact")
+MODULES = ("errors", "hashing", "filesystem", "fileio", "swap", "run_lock", "user_output",
+           "names", "layout", "lineage", "predictions", "noise_artifact")
 
 
 def _run(imports):

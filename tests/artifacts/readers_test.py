@@ -6,12 +6,15 @@ shapes all raise an `errors.ReadError` (an `errors.Error`), never a raw tracebac
 """
 
 import json
+import os
+import shutil
 
 import numpy as np
 import pytest
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import lineage
 from tf_forget.artifacts import noise_artifact
 from tf_forget.artifacts import predictions
 
@@ -120,6 +123,40 @@ def test_inputs_must_match(tmp_path):
   assert predictions.status(path, INPUTS, need_logits=True).reason == "it has no logits"
   predictions.write(path, [1], [0], np.ones((1, 4), np.float32), {})
   assert "records no inputs" in predictions.status(path, INPUTS).reason
+
+
+def _other_predictions(path):
+  predictions.write(str(path), [1, 2, 3], [0, 1, 1], np.eye(3, 4, 1, dtype=np.float32),
+                    {"variant": "dense", "k": 0, "inputs": INPUTS})
+  return str(path)
+
+
+def _other_noise(path):
+  top1 = np.ones((2, 1, 3), np.int32)
+  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1, np.ones((2, 1, 3, 4)),
+                       {"variant": "dense", "k": 0, "inputs": INPUTS})
+  return str(path)
+
+
+@pytest.mark.parametrize("make, make_other, status", [
+    (_predictions, _other_predictions, predictions.status),
+    (_noise, _other_noise, noise_artifact.status)])
+def test_a_file_copied_over_the_one_written_is_not_current(tmp_path, make, make_other, status):
+  """Its inputs and schema are valid (another file of the same writer, other numbers), but its
+  bytes are not those recorded when the artifact was written; nor is a file without that
+  record."""
+  (tmp_path / "a").mkdir()
+  path = make(tmp_path / "a" / "x.npz")
+  other = make_other(tmp_path / "other.npz")
+  assert status(path, INPUTS)
+  shutil.copyfile(other, path)
+  state = status(path, INPUTS)
+  assert not state and state.reason == ("its bytes are not those written (sha256 differs from "
+                                        "the one recorded)")
+  os.remove(lineage.own_path(path))
+  assert "has no record of its own sha256" in status(path, INPUTS).reason
+  lineage.record_own(path)
+  assert status(path, INPUTS)
 
 
 def test_split_identity_distinguishes_inputs():

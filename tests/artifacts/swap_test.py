@@ -136,6 +136,59 @@ def test_a_recorded_swap_names_the_files_it_did_not_write(tmp_path):
   assert sorted(os.listdir(other)) == sorted(NAMES)
 
 
+def test_without_a_listing_every_file_under_the_entries_is_named(tmp_path):
+  """A folder no recorded swap put in place is not known to be tf_forget's: nothing of it is
+  taken for its own (a user's `deploy/`, or a run whose listing was deleted)."""
+  out = str(tmp_path / "out")
+  _make_report(out, "mine")
+  assert swap.foreign_files(out, ".r", NAMES) == [
+      "tables/a.csv", "tables/mine_only.csv", "report.html", "report.json"]
+
+
+def test_the_listing_names_old_and_new_entries_until_the_swap_is_done(tmp_path, monkeypatch):
+  """Killed between the last rename and the final listing, the run still knows the entries in
+  place as its own; a swap that fails puts the listing back as it was."""
+  out = str(tmp_path / "out")
+  with swap.staging(out, ".r") as tmp:
+    _make_report(tmp, "old")
+    swap.swap_in(tmp, NAMES, record=True)
+  listing = swap.listing(out, ".r")
+  before = files.snapshot(out)
+  real, seen = fileio._rename, []
+
+  def flaky(src, dst):  # records the listing at each rename of an entry; the 4th one fails
+    if not os.path.basename(src).startswith(os.path.basename(dst) + ".tmp-"):
+      seen.append(fileio.read_json(listing)["files"])
+      if len(seen) == 4:
+        raise OSError(errno.EIO, "Input/output error")
+    real(src, dst)
+
+  monkeypatch.setattr(fileio, "_rename", flaky)
+  with pytest.raises(errors.WriteError, match="Input/output error"):
+    with swap.staging(out, ".r") as tmp:
+      _make_report(tmp, "new")
+      swap.swap_in(tmp, NAMES, record=True)
+  assert all("tables/old_only.csv" in f and "tables/new_only.csv" in f for f in seen[:4])
+  assert files.snapshot(out) == before  # the listing too, byte for byte
+  monkeypatch.setattr(fileio, "_rename", real)
+  real_write, writes = fileio.write_json, []
+
+  def final_listing_fails(path, obj, **kwargs):  # as if killed before the final listing
+    writes.append(path)
+    if len(writes) == 2:
+      raise errors.WriteError(f"cannot write {path}: killed")
+    real_write(path, obj, **kwargs)
+
+  monkeypatch.setattr(fileio, "write_json", final_listing_fails)
+  with swap.staging(out, ".r") as tmp:
+    _make_report(tmp, "new")
+    notes = swap.swap_in(tmp, NAMES, record=True)
+  assert writes == [listing, listing]
+  assert notes == [f"could not record what .r holds: cannot write {listing}: killed"]
+  assert files.snapshot(out, NAMES) == _files_of_version("new")
+  assert swap.foreign_files(out, ".r", NAMES) == []  # the new entries: still tf_forget's
+
+
 KILLED_SWAP = """
 import os, sys
 from tf_forget.artifacts import fileio

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from tf_forget.artifacts import lineage
 from tf_forget.corruptions import cache
 from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import reference
@@ -63,17 +64,67 @@ def test_complete_entries_are_skipped_and_keys_separate(tmp_path):
   assert np.any(next(a).images != next(b).images)
 
 
-def test_missing_or_mismatched_entries_raise(tmp_path):
+def test_missing_or_stale_entries_raise_and_fill_makes_them_again(tmp_path):
   data = _Tiny()
-  with pytest.raises(cache.CacheError, match="not cached"):
+  with pytest.raises(cache.CacheError, match="not cached .*: run the same command again"):
     cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
   cache.fill(data, "test", [("fog", 2)], str(tmp_path))
   changed = _Tiny()
   changed.spec = dataset_api.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
-  with pytest.raises(cache.CacheError, match="options"):
+  with pytest.raises(cache.CacheError, match=r"is stale \(its input split changed since it "
+                                             r"was generated\): run the same command again"):
     cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
+  # No flag needed: the data changed, so `fill` generates the entry again (and only then).
+  assert [k.split_name for k in cache.fill(changed, "test", [("fog", 2)], str(tmp_path))] == [
+      "fog@2"]
+  assert cache.fill(changed, "test", [("fog", 2)], str(tmp_path)) == []
+  assert len(cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))) == 50
   with pytest.raises(dataset_api.DataError):
     cache.fill(data, "validation", [("fog", 2)], str(tmp_path))
+
+
+def _garbage(path):
+  with open(path, "r+b") as f:  # the same size, other bytes
+    size = f.seek(0, 2)
+    f.seek(0)
+    f.write(os.urandom(size))
+
+
+def test_a_damaged_shard_is_made_again(tmp_path):
+  data = _Tiny()
+  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  before = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  directory = key.directory(str(tmp_path))
+  _garbage(os.path.join(directory, "part-00001.npz"))
+  state = cache.entry_status(key, str(tmp_path), data, verify=True)
+  assert not state and "shard part-00001.npz is not the one written" in state.reason
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == [key]
+  again = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  np.testing.assert_array_equal(again.images, before.images)
+
+
+def test_an_unreadable_shard_read_discards_its_entry(tmp_path):
+  """An entry whose meta.json records no shard digests (written before them): a damaged shard
+  is found while it is read; the one-line error says to run the command again, and then the
+  entry is missing, so that it is generated again."""
+  data = _Tiny()
+  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  directory = key.directory(str(tmp_path))
+  with open(os.path.join(directory, "meta.json")) as f:
+    meta = json.load(f)
+  del meta["shard_sha256"]
+  with open(os.path.join(directory, "meta.json"), "w") as f:
+    json.dump(meta, f)
+  _garbage(os.path.join(directory, "part-00000.npz"))
+  split = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  with pytest.raises(cache.CacheError, match="its cached split was discarded; run the same "
+                                             "command again") as e:
+    list(split.batches(10))
+  assert "\n" not in str(e.value) and "--overwrite" not in str(e.value)
+  assert cache.entry_status(key, str(tmp_path), data) == lineage.MISSING
+  assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == [key]
+  assert len(dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2,
+                                                          str(tmp_path)))) == 50
 
 
 def test_parallel_workers_write_the_same_images(tmp_path):
@@ -141,7 +192,7 @@ def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
     part = new.take(slice(20 * i, 20 * (i + 1)))
     np.savez(os.path.join(directory, shard), images=part.images, labels=part.labels,
              ids=part.ids, attr__Bright=part.attributes["Bright"])
-  del meta["encoding"]
+  del meta["encoding"], meta["shard_sha256"]
   meta["schema_version"] = 1
   with open(os.path.join(directory, "meta.json"), "w") as f:
     json.dump(meta, f)

@@ -64,6 +64,34 @@ def test_an_unchanged_file_is_not_read_again(tmp_path):
   assert third.hashed == 1 and third.digest != first.digest
 
 
+def test_an_edit_keeping_size_and_mtime_is_read_again(tmp_path):
+  """Size and mtime say "unchanged"; the ctime (an edit in place) or the inode (a file
+  renamed over it) does not, and the content decides."""
+  files = _folder(tmp_path, {f"c/{i}.png": _png(value=i) for i in range(4)})
+  first = fingerprint.fingerprint(files)
+  cache = fingerprint.cache_of(first.entries)
+  path = tmp_path / "c" / "1.png"
+  st = path.stat()
+  path.write_bytes(_png(value=99))  # the same size: an 8x8 PNG of one value
+  os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+  assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+  edited = fingerprint.fingerprint(files, cache=cache)
+  assert edited.hashed == 1 and edited.digest != first.digest
+  assert fingerprint.describe(first.entries, edited.entries) == "1 edited"
+  cache = fingerprint.cache_of(edited.entries)
+  other = tmp_path / "other.png"
+  other.write_bytes(_png(value=2))
+  os.utime(other, ns=(st.st_atime_ns, (tmp_path / "c" / "2.png").stat().st_mtime_ns))
+  os.replace(other, tmp_path / "c" / "2.png")  # the same bytes under a new inode
+  renamed = fingerprint.fingerprint(files, cache=cache)
+  assert renamed.hashed == 1 and renamed.digest == edited.digest
+  again = fingerprint.fingerprint(files, cache=fingerprint.cache_of(renamed.entries))
+  assert again.hashed == 0
+  # Records written before ctime and inode were (five fields) are read again once.
+  old = [fingerprint.Entry.from_json(e.to_json()[:5]) for e in again.entries]
+  assert fingerprint.fingerprint(files, cache=fingerprint.cache_of(old)).hashed == 4
+
+
 def test_describe_counts_moved_added_edited_removed():
   e = fingerprint.Entry
   old = [e("3/a.png", 1, 1, "A"), e("3/b.png", 1, 1, "B"), e("4/c.png", 1, 1, "C"),

@@ -236,3 +236,56 @@ def test_a_good_preprocess_function_feeds_the_model(user):
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((user / "good" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] > 0.8
+
+
+# A module of the user's whose top-level code leaves a mark when it is imported.
+MARKING_PREPROCESS = '''"""Marks {marker} when imported."""
+import numpy as np
+open({marker!r}, "a").write("imported")
+
+def good(x):
+  return x.astype(np.float32)
+'''
+
+
+def _config_file(root, name, **user):
+  """A configuration file (`tf_forget.config/1`) auditing `user`'s fields on root/images."""
+  path = root / name
+  path.write_text(json.dumps({
+      "schema": "tf_forget.config/1", "out": str(root / f"out_{name[:-5]}"),
+      "data": {"dataset": f"folder:{root / 'images'}"},
+      "execution": {"executor": "inline"}, "deployment": {"encoding": "plain"},
+      "user": {"compress": ["float16"], **user}}))
+  return path
+
+
+def test_a_config_file_cannot_trust_code_the_command_line_does_not(user, monkeypatch):
+  """Trust is said on the command line, never taken from a file: a `--config` setting
+  `trust_model_code` or a MODULE:FUNCTION preprocess is one line naming the flag, and neither
+  the model's code nor the module runs; given on the command line too, the same file is taken
+  (`--plan`, which loads the reference)."""
+  import tf_forget  # pylint: disable=g-import-not-at-top
+  monkeypatch.syspath_prepend(str(user))
+  (user / "marker").unlink(missing_ok=True)  # an earlier test of this module may have trusted
+  marker = user / "prep_marker"
+  (user / "marking_prep.py").write_text(MARKING_PREPROCESS.format(marker=str(marker)))
+  trusting = _config_file(user, "trusting.json", references=[str(user / "lambda.keras")],
+                          trust_model_code=True)
+  preprocessing = _config_file(user, "preprocessing.json",
+                               references=[str(user / "model.keras")],
+                               preprocess="marking_prep:good")
+  for config, flag in ((trusting, "--trust_model_code"),
+                       (preprocessing, "--preprocess=marking_prep:good")):
+    line = binary_main.run_argv(audit_main.main, "audit", [f"--config={config}"], user)
+    assert isinstance(line, str) and "\n" not in line, line
+    assert line.startswith("audit: error: the --config file sets ") and flag in line, line
+    assert not (user / f"out_{config.stem}").exists()
+    with pytest.raises(tf_forget.AuditError, match="the --config file sets "):
+      tf_forget.plan(str(config))  # the notebook's face reads a file as --config does
+  assert not (user / "marker").exists() and not marker.exists()  # no code of theirs ran
+  assert binary_main.run_argv(audit_main.main, "audit", [
+      f"--config={trusting}", "--trust_model_code", "--plan"], user) == 0
+  assert (user / "marker").exists()  # said on the command line: the lambda ran
+  assert binary_main.run_argv(audit_main.main, "audit", [
+      f"--config={preprocessing}", "--preprocess=marking_prep:good", "--plan"], user) == 0
+  (user / "marker").unlink()

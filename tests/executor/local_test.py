@@ -1,5 +1,6 @@
 """LocalExecutor: a reused spawn process pool; lost workers retried, collateral losses free."""
 
+import multiprocessing
 import os
 import signal
 import time
@@ -97,3 +98,21 @@ def test_a_task_needing_all_cpus_runs_alone(pool, tmp_path):
   # "narrow" starts first (equal costs keep the order) and waits for "wide" in vain: "wide" only
   # starts when both slots are free, and then finds the marker "narrow" left.
   assert pool.run([narrow, wide], log=lambda _: None) == {"narrow": False, "wide": True}
+
+
+def test_the_pool_starts_no_more_processes_than_tasks_or_its_cores_take():
+  """`workers` far above the cores is capped at `WORKERS_PER_CORE` per core, and a pool starts
+  one process per task of the run that starts it (2 tasks: 2 processes), growing for a later
+  run with more tasks."""
+  cap = local.WORKERS_PER_CORE * (os.cpu_count() or 1)
+  asked = 10 * cap
+  with local.LocalExecutor(workers=asked) as ex:
+    assert ex.workers == cap
+    assert ex.describe() == (f"local process pool, {cap} workers ({asked} asked: at most "
+                             f"{local.WORKERS_PER_CORE} per core)")
+    before = set(multiprocessing.active_children())
+    assert [v["square"] for v in ex.run(contract.squares(2), log=lambda _: None).values()] == [0, 1]
+    assert len(set(multiprocessing.active_children()) - before) == 2
+    assert [v["square"] for v in ex.run(contract.squares(3), log=lambda _: None).values()] == [
+        0, 1, 4]
+    assert len(set(multiprocessing.active_children()) - before) == min(3, cap)

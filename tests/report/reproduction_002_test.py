@@ -93,3 +93,13 @@ def test_table3_decisions_compare_at_005():
 def test_the_committed_page_is_its_csvs_page():
   with open(os.path.join(PAGE_DIR, reproduce_002.PAGE)) as f:
     assert f.read() == reproduce_002.page_of(PAGE_DIR)
+
+
+def test_a_parent_without_all_its_children_is_left_out_of_every_column():
+  table = reproduction_002.members_table(_run(), ratios=(2, 50))
+  partial = table[~((table.model == 3) & (table.ratio == 50))]
+  result = reproduction_002.compute(partial)
+  assert result["models"] == 3
+  assert result["recall_variance"][1]["n"] == result["recall_variance"][2]["n"] == 3
+  assert result["accuracy"]["mean"] == pytest.approx(
+      table[(table.ratio == 1) & (table.model < 3)].accuracy.mean())

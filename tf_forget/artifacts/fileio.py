@@ -35,7 +35,7 @@ from tf_forget.artifacts import errors
 # The file-system primitives (re-exported: callers use `fileio.exists`, `fileio.walk`, ...).
 from tf_forget.artifacts.filesystem import (  # pylint: disable=unused-import
     FileStat, abspath, exists, getsize, gfile, io_errors, is_url, isdir, isfile, join, listdir,
-    makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, walk)
+    makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, url_error, walk)
 
 
 def _write_file(path, data):
@@ -103,8 +103,14 @@ def _atomic(path):
       pass
 
 
-def write_bytes(path, data):
+def write_bytes(path, data, mode=None):
   """Writes `data` to `path` atomically, creating parent directories.
+
+  Args:
+    path: the file.
+    data: bytes.
+    mode: optional permission bits of the new file (local paths; the file it replaces kept
+      its own: `tf_forget.artifacts.user_output`).
 
   Raises:
     errors.WriteError: the directory cannot be created or the file written / renamed; no
@@ -112,6 +118,8 @@ def write_bytes(path, data):
   """
   with _atomic(path) as tmp:
     _write_file(tmp, data)
+    if mode is not None and not is_url(tmp):
+      os.chmod(tmp, mode)
 
 
 def check_writable(directory):
@@ -153,16 +161,41 @@ def remove_created(created):
       pass
 
 
-def read_bytes(path):
-  """Reads a whole file; raises `errors.ReadError`."""
+def size_text(size):
+  """`size` bytes as "12 MB" / "3.4 GB" / "950 bytes"."""
+  for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    if size >= scale:
+      return f"{size / scale:.3g} {unit}"
+  return f"{size} bytes"
+
+
+def _too_big(path, size, limit, what):
+  return errors.ReadError(f"cannot read {what} {path}: it is {'over ' if size is None else ''}"
+                          f"{size_text(limit if size is None else size)}, more than the "
+                          f"{size_text(limit)} a {what} may take")
+
+
+def read_bytes(path, limit=None, what="file"):
+  """Reads a whole file; raises `errors.ReadError`.
+
+  Args:
+    path: the file.
+    limit: optional largest size in bytes: a larger file is refused before it is read (its
+      size) or as soon as more is read (a file that grows, a device), never read whole.
+    what: how errors name the file.
+  """
   try:
-    if is_url(path):
-      with gfile().GFile(path, "rb") as f:
-        return f.read()
-    with builtins.open(path, "rb") as f:
-      return f.read()
+    size = stat(path).size if limit is not None else None
+    if size is not None and size > limit:
+      raise _too_big(path, size, limit, what)
+    with (gfile().GFile(path, "rb") if is_url(path) else builtins.open(path, "rb")) as f:
+      data = f.read() if limit is None else f.read(limit + 1)
   except (OSError,) + tf_errors() as e:
-    raise errors.read_error(path, e, "file") from e
+    unsupported = type(e).__name__ == "UnimplementedError"  # s3://, http://
+    raise (url_error(path, e) if unsupported else errors.read_error(path, e, what)) from e
+  if limit is not None and len(data) > limit:
+    raise _too_big(path, None, limit, what)
+  return data
 
 
 def copy(src, dst):
@@ -207,11 +240,15 @@ def write_json(path, obj, strict=False):
   write_bytes(path, text.encode("utf-8"))
 
 
-def read_json(path, what="JSON artifact"):
-  """Reads a JSON artifact; missing, truncated or non-JSON files raise `errors.ReadError`."""
-  data = read_bytes(path)
+def read_json(path, what="JSON artifact", limit=None):
+  """Reads a JSON artifact; missing, truncated or non-JSON files raise `errors.ReadError`, as do
+  JSON nested deeper than Python's decoder follows and, with `limit`, a file over `limit`
+  bytes (`read_bytes`)."""
+  data = read_bytes(path, limit, what) if limit is not None else read_bytes(path)
   try:
     return json.loads(data.decode("utf-8"))
+  except RecursionError as e:
+    raise errors.ReadError(f"cannot read {what} {path}: its JSON is nested too deeply") from e
   except (UnicodeDecodeError, ValueError) as e:
     raise errors.read_error(path, e, what) from e
 

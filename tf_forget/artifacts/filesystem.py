@@ -8,7 +8,10 @@ matches names by string prefix: with only `ram://a/deploy.tmp/` there, `tf.io.gf
 deletes `ram://` trees entry by entry. Only directories made with `makedirs` are listed there.
 
 Atomic writes and checked reads of artifacts are `tf_forget.artifacts.fileio`'s (which re-exports
-these names); a failed removal or `makedirs` is an `errors.WriteError`.
+these names); a failed removal or `makedirs` is an `errors.WriteError`. A URL whose scheme
+`tf.io.gfile` does not serve (s3://, http://) or that cannot be reached (no network, no
+credentials) is a one-line `errors.ReadError` from `exists`, `isdir`, `isfile` and `listdir`
+(`url_error`), never a TensorFlow traceback.
 """
 
 import builtins
@@ -75,22 +78,63 @@ def _ram_exists(path):
     return False
 
 
+def url_error(path, error):
+  """The one-line `errors.ReadError` of a TensorFlow error about the URL `path`: its scheme has
+  no file system in `tf.io.gfile` (s3://, http://, ...), or it cannot be reached (no network,
+  no credentials, no such bucket)."""
+  if type(error).__name__ == "UnimplementedError":
+    scheme = str(path).split("://", 1)[0]
+    return errors.ReadError(f"{path}: {scheme}:// paths are not supported (tf.io.gfile has no "
+                            f"{scheme!r} file system); give a local path or gs://")
+  reason = " ".join(str(getattr(error, "message", None) or error).split())
+  return errors.ReadError(f"cannot reach {path}: {reason}")
+
+
+def _on_url(path, fn):
+  """`fn(path)` of `tf.io.gfile`; a TensorFlow error as `url_error`."""
+  try:
+    return fn(path)
+  except tf_errors() as e:
+    raise url_error(path, e) from e
+
+
 def exists(path):
+  """Whether `path` exists.
+
+  Raises:
+    errors.ReadError: a URL whose scheme is not supported or that cannot be reached
+      (`url_error`).
+  """
   if not is_url(path):
     return os.path.exists(path)
-  return _ram_exists(path) if _is_ram(path) else gfile().exists(path)
+  return _ram_exists(path) if _is_ram(path) else _on_url(path, gfile().exists)
+
+
+def _url_isdir(path):
+  """Whether the URL `path` is a directory (`tf.io.gfile.isdir` says False for a URL it cannot
+  reach: its `stat` tells "missing" from "unreachable")."""
+  if _is_ram(path):
+    return _ram_exists(path) and gfile().isdir(path)
+  try:
+    return bool(gfile().stat(path).is_directory)
+  except tf_errors() as e:
+    if type(e).__name__ == "NotFoundError":
+      return False
+    raise url_error(path, e) from e
 
 
 def isdir(path):
+  """Whether `path` is a directory (`errors.ReadError` as `exists`)."""
   if not is_url(path):
     return os.path.isdir(path)
-  return (not _is_ram(path) or _ram_exists(path)) and gfile().isdir(path)
+  return _url_isdir(path)
 
 
 def isfile(path):
-  """Whether `path` is an existing regular file (not a directory)."""
+  """Whether `path` is an existing regular file (not a directory; `errors.ReadError` as
+  `exists`)."""
   if is_url(path):
-    return exists(path) and not gfile().isdir(path)
+    return exists(path) and not _url_isdir(path)
   return os.path.isfile(path)
 
 
@@ -110,7 +154,7 @@ def listdir(path):
     return []
   if not is_url(path):
     return sorted(os.listdir(path))
-  names = sorted(n.rstrip("/") for n in gfile().listdir(path))
+  names = sorted(n.rstrip("/") for n in _on_url(path, gfile().listdir))
   if _is_ram(path):  # phantom children of a sibling sharing the prefix (module docstring)
     names = [n for n in names if gfile().exists(join(path, n))]
   return names
@@ -136,8 +180,11 @@ def walk(top):
     yield from walk(join(top, name))
 
 
-FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode"])
-FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown) and inode (None for URLs)."""
+FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode", "ctime_ns"],
+                                  defaults=(None,))
+FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown), inode and inode change
+time in ns (None for URLs). A write that keeps the size and sets the mtime back still changes
+the ctime, and a file replaced by a rename has another inode."""
 
 
 def stat(path):
@@ -146,13 +193,16 @@ def stat(path):
   Raises:
     OSError: the file does not exist or cannot be read (FileNotFoundError if missing), as
       `os.stat`, also for URL paths.
+    errors.ReadError: a URL whose scheme `tf.io.gfile` does not serve (`url_error`).
   """
   if not is_url(path):
     st = os.stat(path)
-    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino)
+    return FileStat(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
   try:
     st = gfile().stat(path)
   except tf_errors() as e:
+    if type(e).__name__ == "UnimplementedError":
+      raise url_error(path, e) from e
     cls = FileNotFoundError if type(e).__name__ == "NotFoundError" else OSError
     raise cls(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
   return FileStat(int(st.length), int(st.mtime_nsec), None)

@@ -5,11 +5,11 @@ a member its `model.keras`, an export the `model.keras` it converted, a predicti
 `.tflite` bytes it ran and the identity of its input split. A stage reuses an artifact only
 when those hashes equal the current inputs' hashes.
 
-`file_sha256` memoizes by (path, size, mtime_ns, inode) inside one process, so a stage that
-asks about the same `.tflite` for every split hashes it once; a file rewritten in place gets a
-new mtime and is hashed again. Files are read and stat'ed through `fileio` (local or URL
-paths, issue #15); a URL file system without modification times (`ram://` reports 0) is never
-memoized. Standard library, numpy and `fileio` only (no TensorFlow unless a URL path is
+`file_sha256` memoizes by (path, size, mtime_ns, inode, ctime_ns) inside one process, so a
+stage that asks about the same `.tflite` for every split hashes it once; a file rewritten in
+place gets a new ctime (and mtime, unless it is set back) and is hashed again. Files are
+read and stat'ed through `fileio` (local or URL paths, issue #15); a URL file system without
+modification times (`ram://` reports 0) is never memoized. Standard library, numpy and `fileio` only (no TensorFlow unless a URL path is
 hashed).
 """
 
@@ -41,7 +41,7 @@ def _stat_key(path):
   st = fileio.stat(path)
   if not st.mtime_ns and fileio.is_url(path):
     return None
-  return (fileio.abspath(path), st.size, st.mtime_ns, st.inode)
+  return (fileio.abspath(path), st.size, st.mtime_ns, st.inode, st.ctime_ns)
 
 
 def file_sha256(path, memo=True):
@@ -49,7 +49,8 @@ def file_sha256(path, memo=True):
 
   Args:
     path: a local file or a URL (gs://...; read through `fileio.open_file`).
-    memo: reuse the hash of an unchanged file (same size, mtime and inode) in this process.
+    memo: reuse the hash of an unchanged file (same size, mtime, inode and ctime) in this
+      process.
 
   Raises:
     OSError: the file cannot be read, also for URL paths (callers turn it into their

@@ -35,9 +35,30 @@ METADATA_FILE = "metadata.json"
 CHECKPOINT_DIR = "checkpoints"
 NOISE_FILE = "linf.npz"
 LOCK_FILE = ".tf_forget.lock"
-# A directory holding one of these was made by tf_forget (`run_lock.check_ours`): a population
-# copied without its run.json (the test fixtures, a `members/` tree moved by hand) has `members`.
-RUN_MARKERS = (AUDIT_FILE, RUN_FILE, LOCK_FILE, "members")
+# Every top-level entry tf_forget writes in a run directory (the tree above); `.tf_forget.*`
+# records and the swaps' `<entry>.tmp-*` / `<entry>.old-*` / `.report.*` names are its own too.
+RUN_ENTRIES = (LOCK_FILE, AUDIT_FILE, RUN_FILE, "members", "tflite", "predictions",
+               "predictions_keras", "noise", "layers", "eval", "data", "corruptions",
+               REPORT_FILE, "report.html", "tables", "deploy", "logs")
+_OWN_PREFIXES = (".tf_forget.", ".report.")  # records, the report's staging (`report.write`)
+_SWAP_SUFFIXES = (".tmp-", ".old-")  # a swap's staging and aside names (`swap`)
+
+
+def own_entry(run_dir, path):
+  """The entry of `run_dir` that tf_forget writes and `path` is or lies under ("deploy",
+  "tables", "audit.json", ...; "." for the run directory itself), or None when no artifact of
+  the run is there. Local paths, compared as given (both absolute, or both relative)."""
+  run_dir, path = os.path.normpath(run_dir), os.path.normpath(path)
+  if path == run_dir:
+    return "."
+  inside = os.path.relpath(path, run_dir)
+  if inside == os.pardir or inside.startswith(os.pardir + os.sep):
+    return None
+  name = inside.split(os.sep, 1)[0]
+  base = name
+  for suffix in _SWAP_SUFFIXES:
+    base = base.split(suffix, 1)[0]
+  return name if base in RUN_ENTRIES or name.startswith(_OWN_PREFIXES) else None
 
 
 def _check_split(split):

@@ -7,13 +7,23 @@ input equals the current one; otherwise it redoes it and logs why, e.g.
 
     redo prune_0.9/0 test: its .tflite changed since it was evaluated
 
-`Status` carries that reason. Standard library and `hashing` only.
+`Status` carries that reason.
+
+An artifact's own bytes are checked too: its writer records the sha256 of the file it wrote
+next to it (`record_own`: `<file>.sha256`), and `status(..., own=path)` redoes a file whose
+bytes are no longer those (`own_reason`) — another valid file copied over it, an edit — or
+that has no such record, rather than trusting the metadata inside it:
+
+    redo user_int8/0 test: its bytes are not those written (sha256 differs from the one recorded)
+
+Standard library, `fileio` and `hashing` only.
 """
 
 import dataclasses
 from typing import Optional
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 
 # What a changed input means, for the log line ("its <label> changed since it was <verb>").
@@ -43,6 +53,41 @@ class Status:
 
 CURRENT = Status(True)
 MISSING = Status(False, "missing")
+OWN_SUFFIX = ".sha256"  # `<file>.sha256`: the sha256 of the file as its writer wrote it
+
+
+def own_path(path):
+  """Where the sha256 of the artifact at `path` is recorded: `<path>.sha256`."""
+  return f"{path}{OWN_SUFFIX}"
+
+
+def record_own(path):
+  """Records the sha256 of the file just written at `path` (`own_path`, atomically); returns it.
+
+  Raises:
+    errors.WriteError: the file cannot be read back or the record written.
+  """
+  try:
+    sha = hashing.file_sha256(path)
+  except OSError as e:
+    raise errors.write_error(path, e) from e
+  fileio.write_bytes(own_path(path), f"{sha}\n".encode("ascii"))
+  return sha
+
+
+def own_reason(path):
+  """Why the file at `path` is not the one its writer recorded (`record_own`), or None if it is.
+  """
+  try:
+    recorded = fileio.read_bytes(own_path(path)).decode("ascii", "replace").strip()
+  except errors.ReadError:
+    return "it has no record of its own sha256 (written by an older version, or the record is gone)"
+  sha = hashing.file_sha256_or_none(path)
+  if sha is None:
+    return "it is unreadable"
+  if sha != recorded:
+    return "its bytes are not those written (sha256 differs from the one recorded)"
+  return None
 
 
 def changed(recorded, expected, verb="made"):
@@ -80,8 +125,9 @@ def file_reason(path, recorded_sha256, label, verb):
   return None
 
 
-def status(read, expected, verb="made", exists=None, extra=None):
-  """`Status` of an artifact: readable (via `read()` -> metadata dict) and with `expected` inputs.
+def status(read, expected, verb="made", exists=None, extra=None, own=None):
+  """`Status` of an artifact: its own bytes as written (`own`), readable (via `read()` ->
+  metadata dict) and with `expected` inputs.
 
   Args:
     read: zero-argument callable returning the artifact's metadata dict (with `inputs`);
@@ -90,6 +136,8 @@ def status(read, expected, verb="made", exists=None, extra=None):
     verb: see `changed`.
     exists: optional zero-argument callable; False means `MISSING`.
     extra: optional callable(metadata) -> reason or None, a further requirement.
+    own: optional path of the artifact's file, whose sha256 must be the one its writer
+      recorded (`own_reason`).
   """
   if exists is not None and not exists():
     return MISSING
@@ -100,4 +148,6 @@ def status(read, expected, verb="made", exists=None, extra=None):
   reason = changed(meta.get("inputs"), expected, verb)
   if reason is None and extra is not None:
     reason = extra(meta)
+  if reason is None and own is not None:
+    reason = own_reason(own)
   return CURRENT if reason is None else Status(False, reason)

@@ -18,7 +18,8 @@ dense counterpart (Figure 4: share of matching labels and L2 distance of the sof
 
 `inputs` (lineage) = {"tflite": sha256 of the `.tflite` bytes run, "split": identity of the
 examples (`predictions.split_identity` of the eval split), "protocol": sha256 of the protocol
-JSON, "noise_scale": sha256 of the per-channel scale}; an artifact is reused only if all match.
+JSON, "noise_scale": sha256 of the per-channel scale}; an artifact is reused only if all match
+and its bytes are those written (`linf.npz.sha256`, `lineage.record_own`).
 
 Noise, identical for every file of a run: draw d is one U(-1, 1) field drawn with
 `np.random.default_rng([seed, d]).uniform(-1, 1)`, and level l's noise is ε_l times it
@@ -122,7 +123,7 @@ def read(file_path):
 def status(out_path, inputs):
   """`lineage.Status` of an artifact for the current `inputs` (see the module doc)."""
   return lineage.status(lambda: read(out_path)["metadata"], inputs, "evaluated",
-                        exists=lambda: fileio.exists(out_path))
+                        exists=lambda: fileio.exists(out_path), own=out_path)
 
 
 def is_complete(out_path, tflite_sha256, protocol):
@@ -146,4 +147,5 @@ def write(out_path, eps, ids, labels, top1, softmax, metadata):
                    labels=np.asarray(labels, np.int64), top1=np.asarray(top1, np.int32),
                    softmax=np.asarray(softmax, np.float16),
                    metadata=np.array(json.dumps(meta, sort_keys=True)))
+  lineage.record_own(out_path)
   return meta

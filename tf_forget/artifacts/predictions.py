@@ -15,7 +15,9 @@
 
 `inputs` = {"tflite": sha256 of the `.tflite` bytes that were run, "split": the input split's
 identity (`split_identity`)}; the Keras predictions record {"model": sha256 of model.keras,
-"split": ...}. Numpy + JSON only (no TensorFlow).
+"split": ...}. Next to the file, `<split>.npz.sha256` records the sha256 of the file as written
+(`lineage.record_own`): `status` redoes a file whose bytes differ (another valid predictions
+file copied over it). Numpy + JSON only (no TensorFlow).
 """
 
 import json
@@ -127,6 +129,7 @@ def write(file_path, ids, labels, scores, metadata, save_logits=True):
   if save_logits:
     arrays["logits"] = scores
   fileio.write_npz(file_path, **arrays)
+  lineage.record_own(file_path)
 
 
 def read(file_path):
@@ -172,7 +175,7 @@ def status(file_path, inputs, need_logits=False, verb="evaluated"):
     return "it has no logits" if need_logits and not meta.get("has_logits") else None
 
   return lineage.status(lambda: read(file_path)["metadata"], inputs, verb,
-                        exists=lambda: fileio.exists(file_path), extra=logits)
+                        exists=lambda: fileio.exists(file_path), extra=logits, own=file_path)
 
 
 def is_complete(file_path, tflite_sha256=None):

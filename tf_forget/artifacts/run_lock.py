@@ -1,9 +1,12 @@
 """One writer per run directory, and no writing into a directory tf_forget did not make (#25).
 
-`check_ours(run_dir)`: a run directory is either new, empty, or marked as tf_forget's by one of
-`layout.RUN_MARKERS` (`audit.json`, `run.json`, the lock file, a `members/` population).
-Anything else is the user's directory: a command refuses it in one line instead of writing
-(and replacing `deploy/`) there.
+`check_ours(run_dir)`: a run directory is either new, empty, or holds a record tf_forget wrote
+there (`AUDIT_RECORD`, `RUN_RECORD`, `MEMBER_RECORD`, the lock): an `audit.json` of its schema
+with the run's identity, a population's `run.json` of its schema, a member's `metadata.json`,
+or the lock file naming its holder. A file's or folder's name alone proves nothing (a folder
+holding a `run.json` of the user's, or an empty `members/`): anything else is the user's
+directory, and a command refuses it in one line naming what it holds instead of writing (and
+replacing `deploy/`) there.
 
 `acquire(run_dir, command)` takes the run directory's lock before the command's first write:
 `<run>/.tf_forget.lock` holds the holder's pid, host, start time and command (JSON). On a
@@ -34,14 +37,64 @@ class LockError(errors.Error):
   """The run directory is another command's, or not tf_forget's (one line)."""
 
 
+# The records that make a directory tf_forget's: (schema, keys it holds) of the JSON objects
+# its writers put there — `tf_forget.config.tree.AUDIT_SCHEMA` (audit.json, `config`: the run's
+# identity), `tf_forget.train.population.RUN_SCHEMA` (run.json) and
+# `tf_forget.train.member_files.SCHEMA` (a member's metadata.json).
+AUDIT_RECORD = ("tf_forget.audit/1", ("config",))
+RUN_RECORD = ("tf_forget.run/1", ("dataset", "variants", "members"))
+MEMBER_RECORD = ("tf_forget.member/1", ("variant", "k"))
+_MAX_RECORD_BYTES = 1 << 24  # a record is a few KiB; a larger file of that name is not one
+
+
+def _record(path, record):
+  """Whether `path` is a JSON object of `record`'s schema holding its keys (False if not, or
+  unreadable)."""
+  schema, keys = record
+  try:
+    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+      return False
+    doc = fileio.read_json(path, "record")
+  except errors.Error:
+    return False
+  return isinstance(doc, dict) and doc.get("schema") == schema and all(k in doc for k in keys)
+
+
+def _holder_record(path):
+  """Whether `path` is a lock file naming its holder (`_info`)."""
+  try:
+    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+      return False
+    info = _parse(fileio.read_bytes(path).decode("utf-8", "replace"))
+  except errors.Error:
+    return False
+  return info is not None and {"host", "command", "start"} <= set(info)
+
+
+def is_run_dir(run_dir):
+  """Whether `run_dir` holds a record tf_forget wrote (module docstring)."""
+  if (_record(layout.audit_file(run_dir), AUDIT_RECORD)
+      or _record(layout.run_file(run_dir), RUN_RECORD)
+      or _holder_record(layout.lock_file(run_dir))):
+    return True
+  for variant, k, _ in layout.walk(layout.members_root(run_dir)):
+    if _record(layout.member_metadata(run_dir, variant, k), MEMBER_RECORD):
+      return True
+  return False
+
+
 def check_ours(run_dir):
-  """Raises LockError if `run_dir` is a non-empty directory that tf_forget did not make."""
+  """Raises LockError if `run_dir` is a non-empty directory that holds no record of tf_forget's
+  (`is_run_dir`), naming what it holds."""
   if not fileio.isdir(run_dir):
     return
-  entries = fileio.listdir(run_dir)
-  if entries and not set(entries) & set(layout.RUN_MARKERS):
-    raise LockError(f"{run_dir} is not empty and is not a tf_forget run directory (no "
-                    f"{layout.AUDIT_FILE} or {layout.RUN_FILE}); choose a new or empty directory")
+  entries = sorted(fileio.listdir(run_dir))
+  if not entries or is_run_dir(run_dir):
+    return
+  shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+  raise LockError(f"{run_dir} is not empty and is not a tf_forget run directory (it holds "
+                  f"{shown}; no {layout.AUDIT_FILE} or {layout.RUN_FILE} that tf_forget wrote): "
+                  "choose a new or empty directory")
 
 
 def _holder_text(info):

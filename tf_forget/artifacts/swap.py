@@ -9,13 +9,15 @@ is finished or undone by the next `clean_staging`. `scheme://` file systems have
 rename: trees move file by file, the completion markers (`manifest.json`) out first and in last,
 and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
 
-What a swap replaces is recorded (issue #35): after a swap with `record=True` (the report's and the
-bundle's), `<dir>/.tf_forget.<label>.files.json` lists the files of the new entries (`listing`). A
-file a user added later under one of those entries (`deploy/notes.txt`, `tables/mine.csv`) is not
-tf_forget's: `foreign_files` names it, and the audit refuses to replace the entry before it writes
-anything (`tf_forget/pipeline/audit_lib.py`), instead of deleting the user's file with the old
-entry. A directory written before this record existed has no listing, and its files are taken as
-tf_forget's.
+What a swap replaces is recorded (issue #35): a swap with `record=True` (the report's and the
+bundle's) keeps `<dir>/.tf_forget.<label>.files.json` listing the files it owns (`listing`):
+before the first rename, those of the old entries and of the new ones (a swap killed half way
+leaves either in place); once swapped, those of the new entries. A file under one of those
+entries that the listing does not name (`deploy/notes.txt`, `tables/mine.csv`) is not
+tf_forget's: `foreign_files` names it, and the audit refuses to replace the entry before it
+writes anything (`tf_forget/pipeline/run_checks.py`), instead of deleting the user's file with
+the old entry. Without a listing nothing there is known to be tf_forget's: every file under the
+entries is named.
 
 Built on `tf_forget.artifacts.fileio`'s primitives; no TensorFlow import.
 """
@@ -80,18 +82,27 @@ def _entry_files(directory, names):
   return out
 
 
-def foreign_files(directory, label, names):
-  """Files under the entries `names` of `directory` that the last swap of `label` did not put
-  there (a user's notes in `deploy/`), as relative paths; [] without a listing.
+def _listed(directory, label):
+  """The files the listing of `label` names (a set), or None when there is no listing.
 
   Raises:
     errors.ReadError: the listing cannot be read.
   """
   path = listing(directory, label)
   if not fileio.exists(path):
-    return []
+    return None
   recorded = fileio.read_json(path, "swap listing")
-  ours = set(recorded.get("files") or []) if isinstance(recorded, dict) else set()
+  return set(recorded.get("files") or []) if isinstance(recorded, dict) else set()
+
+
+def foreign_files(directory, label, names):
+  """Files under the entries `names` of `directory` that no swap of `label` recorded as its own
+  (a user's notes in `deploy/`), as relative paths; without a listing, every file there.
+
+  Raises:
+    errors.ReadError: the listing cannot be read.
+  """
+  ours = _listed(directory, label) or set()
   return [rel for rel in _entry_files(directory, names) if rel not in ours]
 
 
@@ -188,7 +199,8 @@ def swap_in(staging_dir, names, markers=(), record=False):
     names: entry names in swap order.
     markers: relative paths inside a directory entry marking it complete ("manifest.json"):
       on a URL file system moved out first and in last.
-    record: write the `listing` of the new entries' files (for `foreign_files`).
+    record: keep the `listing` of the files the swap owns (for `foreign_files`): the old
+      entries' and the new ones' before the first rename, the new ones' once swapped.
 
   Returns:
     One-line notes about old entries that could not be removed (the new ones stand; the next
@@ -199,6 +211,8 @@ def swap_in(staging_dir, names, markers=(), record=False):
       rename failed; the old entries are then in place and the staging directory is gone.
   """
   parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
+  label = os.path.basename(staging_dir.rstrip("/")).rsplit(_TMP, 1)[0]
+  before = _record_both(parent, label, names, staging_dir) if record else None
   try:
     _check_kinds(staging_dir, names)
     fileio.makedirs(aside)
@@ -210,16 +224,44 @@ def swap_in(staging_dir, names, markers=(), record=False):
   except BaseException:  # an error, or an interrupt: roll back, then re-raise
     with contextlib.suppress(errors.WriteError):
       _roll_back(staging_dir, names, markers)
+    if record:
+      with contextlib.suppress(errors.WriteError):
+        _restore(listing(parent, label), before)
     raise
   notes = []
   if record:
-    label = os.path.basename(staging_dir.rstrip("/")).rsplit(_TMP, 1)[0]
     try:
       fileio.write_json(listing(parent, label), {"names": list(names),
                                                  "files": _entry_files(parent, names)})
     except errors.WriteError as e:
       notes.append(f"could not record what {label} holds: {errors.one_line(e)}")
   return notes + _remove_all([aside, staging_dir])
+
+
+def _record_both(parent, label, names, staging_dir):
+  """Writes the listing of `label` naming the files of the old entries (as last recorded) and
+  of the staged ones, before a swap moves either; returns the old listing's bytes (None: none).
+
+  Raises:
+    errors.WriteError: the listing cannot be written (nothing has moved).
+  """
+  path = listing(parent, label)
+  before = fileio.read_bytes(path) if fileio.exists(path) else None
+  try:
+    old = _listed(parent, label) or set()
+  except errors.ReadError:  # a garbled listing names nothing
+    old = set()
+  files = sorted(old | set(_entry_files(staging_dir, names)))
+  fileio.write_json(path, {"names": list(names), "files": files})
+  return before
+
+
+def _restore(path, before):
+  """Puts back the listing `path` as `before` (its bytes; None: no listing)."""
+  if before is None:
+    fileio.remove(path)
+  else:
+    fileio.write_bytes(path, before)
 
 
 def clean_staging(directory, label, names, markers=()):

@@ -13,6 +13,11 @@
     done; run the same command to resume" (`tf_forget.cli.status`), exit status 130 / 143;
   * TensorFlow's, LiteRT's and the converter's output goes to a log file, not the terminal
     (`tf_forget.cli.console`); `--verbose` keeps it on the terminal;
+  * standard output closed by its reader (`... | head -1`) is no error: `--help` and a
+    command that is done exit as they would (the rest of the output is dropped); a command
+    that was still working stops with exit status 141 (`console.PIPE_CLOSED`, as a shell
+    reports a writer stopped by SIGPIPE), with the line "<name>: stopped during <stage> (its
+    output was closed); run the same command to resume" once a stage is under way;
   * anything else is a bug: its traceback is printed, exit status 1.
 The binary's `main` returns its exit status (None: 0) and may call `console.attach(run_dir)`
 once its run directory is its own, so that the log is kept there.
@@ -132,6 +137,7 @@ def _parser(name, help_fn=None):
   def parse(argv):
     if help_fn is not None and any(a in HELP_FLAGS for a in argv[1:]):
       print(help_fn())
+      sys.stdout.flush()  # a closed stdout fails here, not at exit (`run`)
       sys.exit(0)
     try:
       return flags.FLAGS(argv)
@@ -140,6 +146,27 @@ def _parser(name, help_fn=None):
     except SystemExit as e:  # absl's --help / --helpshort / --helpfull / --helpxml printed
       sys.exit(0 if e.code == 1 else e.code)  # what was asked for, and exit 1: a success
   return parse
+
+
+def _flush_stdout():
+  """Flushes standard output once the command is done; a reader gone by then loses only the
+  rest of the output (the exit status stays the command's)."""
+  try:
+    sys.stdout.flush()
+  except BrokenPipeError:
+    if not console.stdout_gone():
+      raise
+    console.drop_stdout()
+
+
+def _stdout_closed(name):
+  """Standard output's reader went away: stop (module docstring); returns the exit status."""
+  console.drop_stdout()
+  where = status.describe()
+  if where != startup.STARTING:
+    console.error(f"{name}: stopped during {where} (its output was closed); run the same "
+                  "command to resume")
+  return console.PIPE_CLOSED
 
 
 def _interrupted(name, exc):
@@ -153,6 +180,7 @@ def _call(main, name, argv):
   code = 1
   try:
     code = _status(main, name, argv)
+    _flush_stdout()
     return code
   finally:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot interrupt the exit
@@ -183,7 +211,10 @@ def _status(main, name, argv):
       console.error(e.code)
       return 1
     return 0 if e.code is None else e.code
-  except Exception:  # pylint: disable=broad-except (a bug: keep its traceback, on the terminal)
+  # pylint: disable-next=broad-except (a bug: keep its traceback, on the terminal)
+  except Exception as e:
+    if isinstance(e, BrokenPipeError) and console.stdout_gone():  # `... | head`: no bug
+      return _stdout_closed(name)
     if _received() is not None:  # the interrupt surfaced as another error (e.g. raised inside
       return _interrupted(name, _received())  # TensorFlow's device scope): still one line
     console.error(traceback.format_exc().rstrip())
@@ -238,6 +269,11 @@ def run(main, name, help_fn=None):
   except KeyboardInterrupt as e:  # while absl parsed the flags, before `main` ran
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(_interrupted(name, e))
+  except BrokenPipeError:  # `--help` / `--helpfull` printed to a closed stdout: done
+    if not console.stdout_gone():
+      raise
+    console.drop_stdout()
+    sys.exit(0)
 
 
 def run_command(command, doc):

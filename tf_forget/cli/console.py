@@ -16,10 +16,17 @@ standard output is left alone: progress lines are the command's own.
 
 A `scheme://` run directory (`gs://…`) cannot hold an open log: the log stays local and is
 copied to `<run_dir>/logs/` when the command ends (`close`).
+
+Standard output whose reader went away (`tf-forget plan | head -1`) is not an error of the
+command: `stdout_gone` tells it from other broken pipes, and `drop_stdout` points descriptor 1
+at /dev/null so that nothing more (Python's flush at exit included) fails on it; a command
+still at work then stops with `PIPE_CLOSED`, as a shell reports a writer stopped by SIGPIPE
+(`tf_forget.cli.app`).
 """
 
 import datetime
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -28,6 +35,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 
 LOGS_DIR = "logs"
+PIPE_CLOSED = 141  # 128 + SIGPIPE: standard output's reader went away
 
 
 class _State:
@@ -56,6 +64,30 @@ def error(line):
   stream = console()
   stream.write(line.rstrip("\n") + "\n")
   stream.flush()
+
+
+def stdout_gone():
+  """Whether standard output is a pipe (or socket) whose reading end is closed."""
+  try:
+    fd = sys.stdout.fileno()
+  except (AttributeError, ValueError, OSError):  # no stdout, or one without a descriptor
+    return False
+  poller = select.poll()
+  poller.register(fd, select.POLLOUT)
+  return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def drop_stdout():
+  """Points descriptor 1 at /dev/null and empties Python's buffer of it (its reader is gone)."""
+  devnull = os.open(os.devnull, os.O_WRONLY)
+  try:
+    os.dup2(devnull, sys.stdout.fileno())
+  finally:
+    os.close(devnull)
+  try:
+    sys.stdout.flush()  # what was buffered now goes to /dev/null
+  except OSError:
+    pass
 
 
 def log_path():

@@ -20,6 +20,7 @@ from absl import logging
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
+from tf_forget.artifacts import user_output
 from tf_forget.cli import app as cli_app
 from tf_forget.cli import console
 from tf_forget.commands import audit_flags
@@ -39,12 +40,15 @@ def prepare():
   logging.set_verbosity(logging.WARNING)
 
 
-def summary_target(given, environ=None):
-  """(path, append) of the Markdown summary, or None: `--summary=PATH` (replaced; appended
-  when it is the `$GITHUB_STEP_SUMMARY` file), else `$GITHUB_STEP_SUMMARY` (appended).
+def summary_target(given, run_dir=None, environ=None):
+  """The checked `user_output.Output` of the Markdown summary, or None: `--summary=PATH`
+  (replaced; appended when it is the `$GITHUB_STEP_SUMMARY` file), else `$GITHUB_STEP_SUMMARY`
+  (appended). A device or FIFO is opened here: `user_output.close` it when the command ends.
 
   Raises:
-    errors.WriteError: the file's directory does not exist (checked before the audit runs).
+    errors.WriteError: the path cannot or must not be written (`user_output.check`: no
+      directory, a directory, a FIFO nobody reads, inside tf_forget's folders of `run_dir`),
+      checked before the audit runs.
   """
   environ = os.environ if environ is None else environ
   step = environ.get(STEP_SUMMARY) or None
@@ -52,12 +56,8 @@ def summary_target(given, environ=None):
     return None
   path = filesystem.user_path(given or step)
   append = step is not None and path == filesystem.user_path(step)
-  parent = os.path.dirname(path)
-  if not filesystem.is_url(path) and not os.path.isdir(parent or "."):
-    raise errors.WriteError(f"--summary: cannot write {path}: no directory {parent}")
-  if not filesystem.is_url(path) and os.path.isdir(path):
-    raise errors.WriteError(f"--summary: {path} is a directory, not a file")
-  return path, append
+  what = "--summary" if given else f"${STEP_SUMMARY}"
+  return user_output.check(path, what, run_dir=run_dir, append=append)
 
 
 def write_summary(result, target):
@@ -68,7 +68,18 @@ def write_summary(result, target):
   text = summary_md.render(result.report, result.tables.get("verdict"),
                            result.tables.get("deployment"), result.manifest,
                            result.paths["report_html"])
-  summary_md.write(target[0], text, append=target[1])
+  summary_md.write(target, text)
+
+
+def _audit_with_summary(run_audit, target):
+  """`run_audit()` (an `api.Result`), then its summary to `target`; `target` closed in any
+  case."""
+  try:
+    result = run_audit()
+    write_summary(result, target)
+    return result
+  finally:
+    user_output.close(target)
 
 
 def run(flag_values, name="audit"):
@@ -94,9 +105,8 @@ def run(flag_values, name="audit"):
         raise errors.Error("--summary is not for --plan (the plan writes nothing)")
       print(api.plan(config, filesystem.user_path(fv["unit_costs"].value)))
       return 0
-    target = summary_target(fv["summary"].value)
-    result = api.audit(config, on_locked=console.attach)
-    write_summary(result, target)
+    target = summary_target(fv["summary"].value, run_dir=config.out)
+    result = _audit_with_summary(lambda: api.audit(config, on_locked=console.attach), target)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:
@@ -114,9 +124,10 @@ def render(run_dir, summary=None, name="report"):
   prepare()
   from tf_forget import api  # pylint: disable=g-import-not-at-top
   try:
-    target = summary_target(summary)
-    result = api.render_report(filesystem.user_path(run_dir), on_locked=console.attach)
-    write_summary(result, target)
+    run_dir = filesystem.user_path(run_dir)
+    target = summary_target(summary, run_dir=run_dir)
+    result = _audit_with_summary(
+        lambda: api.render_report(run_dir, on_locked=console.attach), target)
   except errors.Error as e:
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:

@@ -16,6 +16,7 @@ import functools
 from absl import flags
 
 from tf_forget.artifacts import names
+from tf_forget.commands import option_types
 from tf_forget.config import flag_values as flag_values_lib
 from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
@@ -345,14 +346,15 @@ def _option_args(options, multi):
     if isinstance(value, bool):
       args.append(f"--{'' if value else 'no'}{name}")
     elif isinstance(value, dict):
-      args += [f"--{name}={k}=" + (v if isinstance(v, str) else ",".join(map(str, v)))
+      args += [f"--{name}={k}=" + (option_types.text(v) if option_types.is_path(v)
+                                       else ",".join(map(option_types.text, v)))
                for k, v in value.items()]
     elif isinstance(value, (list, tuple)) and name in multi:
       args += [f"--{name}={v}" for v in value]
     elif isinstance(value, (list, tuple)):
-      args.append(f"--{name}=" + ",".join(map(str, value)))
+      args.append(f"--{name}=" + ",".join(map(option_types.text, value)))
     else:
-      args.append(f"--{name}={value}")
+      args.append(f"--{name}={option_types.text(value)}")
   return args
 
 
@@ -365,7 +367,8 @@ def options_config(options, base=None):
   with `base`, the keywords replace its fields, as flags given with `--config` do.
 
   Raises:
-    TypeError: a keyword that is no configuration flag.
+    TypeError: a keyword that is no configuration flag, or a value of another kind than its
+      flag takes (`option_types.check`).
     tree.AuditError: a value the flag or the configuration refuses (one line).
   """
   unknown = sorted(set(options) - set(config_flag_names()))
@@ -375,6 +378,7 @@ def options_config(options, base=None):
                     "audit --help)")
   fv = flags.FlagValues()
   define(fv)
+  option_types.check(options, fv)
   try:
     fv(["tf_forget.audit", *_option_args(options, multi={"candidate"})])
   except flags.Error as e:

@@ -113,5 +113,16 @@ def main(argv=None):
 
 
 def console_main():
-  """The console script's entry point (pyproject.toml: `tf-forget`)."""
-  sys.exit(main())
+  """The console script's entry point (pyproject.toml: `tf-forget`); its `--help` or
+  `--version` printed to a standard output closed by its reader (`tf-forget --help | head -1`)
+  ends quietly, exit 0 (the commands: `tf_forget.cli.app`)."""
+  code = 0
+  try:
+    code = main()
+    sys.stdout.flush()
+  except BrokenPipeError:
+    from tf_forget.cli import console  # pylint: disable=g-import-not-at-top
+    if not console.stdout_gone():
+      raise
+    console.drop_stdout()
+  sys.exit(code)

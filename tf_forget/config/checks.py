@@ -91,6 +91,44 @@ def _running(config):
   return out
 
 
+def _trained_only(config):
+  """What only an audit of the populations tf_forget trains reads, given with the user's own
+  model: [(field path, why it does not apply)] (each is refused rather than ignored)."""
+  pop, formats, rob, noise = (config.population, config.formats, config.robustness,
+                              config.noise)
+  trained = [f"population.{f}" for f in ("preset", "model", "members", "steps")
+             if getattr(pop, f) is not None]
+  if pop.population_seed:
+    trained.append("population.population_seed")
+  if pop.robust_training:
+    trained.append("population.robust_training")
+  if config.pruning.iterative.methods:
+    trained.append("pruning.iterative.methods")
+  out = [(path, "describes a population tf_forget trains; with your own model (--reference) "
+                "that model is audited (and pruned one-shot with --pruning=oneshot)")
+         for path in trained]
+  out += [(f"formats.{f}", "names the formats tf_forget makes of the populations it trains; "
+                           "with your own model (--reference) give them with --compress")
+          for f in ("quantizations", "pruned_quantizations")
+          if getattr(formats, f) is not None]
+  noise_given = [("noise.levels", noise.levels)] if noise.levels else []
+  noise_given += [(f"noise.{f}", getattr(noise, f)) for f in ("draws", "examples")
+                  if getattr(noise, f) is not None]
+  out += [(path, "belongs to l-inf noise on the normalized input of the models tf_forget "
+                 "trains; no noise is run on your own model (--reference), whose input has no "
+                 "such scale: drop it") for path, _ in noise_given]
+  if rob.source != ROBUSTNESS_SOURCES[0]:
+    out.append(("robustness.source", f"{rob.source} reads the published suites of the data "
+                                     "sets tf_forget trains on; with your own model "
+                                     "(--reference) give --corruptions to corrupt your images "
+                                     "here"))
+  if rob.severities is not None and not rob.corruptions:
+    out.append(("robustness.severities", "grades --corruptions, and with your own model "
+                                         "(--reference) none is run unless --corruptions "
+                                         "names them: give --corruptions too"))
+  return out
+
+
 def _user(config):
   user, study = config.user, config.human_study
   out = []
@@ -98,13 +136,7 @@ def _user(config):
     out += _at_least(user.output_index, 0, "user.output_index")
     if not user.references:
       out.append(("user.references", "must name at least one model"))
-    trained = [f"population.{f}" for f in ("preset", "model", "members", "steps")
-               if getattr(config.population, f) is not None]
-    if config.pruning.iterative.methods:
-      trained.append("pruning.iterative.methods")
-    out += [(path, "describes a population tf_forget trains; with your own model "
-                   "(--reference) that model is audited (and pruned one-shot with "
-                   "--pruning=oneshot)") for path in trained]
+    out += _trained_only(config)
   if study is not None and study.export_dir is None and study.annotations is None:
     out.append(("human_study", "needs human_study.export_dir or human_study.annotations"))
   return out

@@ -6,7 +6,8 @@ against its field's type, so that `from_json(type(c), to_json(c)) == c` for ever
 configuration `c` (tests/config/codec_test.py checks it over generated configurations).
 
 The types a field may have: `str`, `int`, `float`, `bool`, `object` (a JSON value as it is),
-`Optional[T]`, `Tuple[T, ...]`, `Tuple[A, B]`, `Mapping[str, T]` and a frozen dataclass.
+`Optional[T]`, `Tuple[T, ...]`, `Tuple[A, B]`, `Mapping[str, T]` and a frozen dataclass. An
+`object` value nests at most `MAX_DEPTH` levels of lists and dicts.
 """
 
 import collections.abc
@@ -15,6 +16,8 @@ import math
 import typing
 
 from tf_forget.artifacts import errors
+
+MAX_DEPTH = 32  # nesting levels of a free-form JSON value (`object` fields)
 
 
 class ConfigError(errors.Error):
@@ -60,10 +63,28 @@ def _scalar(kind, value, path):
   return value
 
 
+def _depth(value):
+  """How deeply lists and dicts nest in the JSON value `value` (a scalar: 0), without
+  recursion."""
+  deepest, todo = 0, [(value, 0)]
+  while todo:
+    node, level = todo.pop()
+    if isinstance(node, dict):
+      node = list(node.values())
+    if isinstance(node, (list, tuple)):
+      deepest = max(deepest, level + 1)
+      if deepest > MAX_DEPTH:
+        break
+      todo.extend((v, level + 1) for v in node)
+  return deepest
+
+
 def read(kind, value, path=""):
   """`value` (a JSON value) as the type `kind`; `path` names it in errors ("data.dataset")."""
   origin, args = typing.get_origin(kind), typing.get_args(kind)
-  if kind is object:
+  if kind is object:  # a JSON value as it is, within `MAX_DEPTH` levels
+    if _depth(value) > MAX_DEPTH:
+      raise _fail(path, f"nests lists or dicts more than {MAX_DEPTH} levels deep")
     return value
   if origin is typing.Union:  # Optional[T]
     if value is None and type(None) in args:

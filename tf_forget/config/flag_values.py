@@ -11,6 +11,10 @@ Flags that set several fields at once: `--sparsities` (gradual `prune_<t>` varia
 `--variants`), `--pruning`, `--ratios`, `--algorithms`, `--methods` (the one-shot and iterative
 variants and methods), `--deploy_all_members`, and `--workers=0` with `--executor=local` (this
 process). Given one flag of such a group, the whole group is read from the flags.
+
+What lets the user's code run — `trust_model_code`, a `MODULE:FUNCTION` preprocess — is
+taken from the command line only: a `--config` file that sets it is refused unless the
+command line says it too (`_check_trust_said`).
 """
 
 from tf_forget.artifacts import filesystem
@@ -248,6 +252,32 @@ def _refuse_without_reference(present):
                           "for your own model: give it with --reference")
 
 
+def _check_trust_said(base, values, present):
+  """Refuses a `--config` file that lets code run which the command line does not: the
+  reference's own Python code (`trust_model_code`) or a `MODULE:FUNCTION` preprocess.
+
+  Trust is said on the command line, never taken from a file (a run's audit.json handed on, a
+  shared configuration): the flag given there decides, whatever the file says.
+
+  Raises:
+    AuditError: one line naming the flag that says it.
+  """
+  user = base.user
+  if user is None:
+    return
+  if user.trust_model_code and not ("trust_model_code" in present
+                                    and values["trust_model_code"]):
+    raise tree.AuditError(
+        "the --config file sets trust_model_code: loading the reference would run the model's "
+        "own Python code, and a file cannot allow that; give --trust_model_code on the command "
+        "line too (or --notrust_model_code)")
+  if user.preprocess and ":" in user.preprocess and "preprocess" not in present:
+    raise tree.AuditError(
+        f"the --config file sets preprocess={user.preprocess}: the audit would import and run "
+        "that module's code, and a file cannot allow that; give "
+        f"--preprocess={user.preprocess} on the command line too")
+
+
 def config_from_flags(values, present, base=None):
   """The `tree.AuditConfig` of the audit binary's flags.
 
@@ -259,8 +289,12 @@ def config_from_flags(values, present, base=None):
 
   Raises:
     AuditError: a flag of the user's models without --reference, of the human study without
-      --annotation_export / --annotations, or a bad value (one line naming the flag).
+      --annotation_export / --annotations, a bad value (one line naming the flag), or a `base`
+      that lets the model's or a module's code run without the command line saying so
+      (`_check_trust_said`).
   """
+  if base is not None:
+    _check_trust_said(base, values, present)
   use = (lambda f: f in present) if base is not None else (lambda f: True)
   fields = _given(FLAG_PATHS, values, use)
   if any(use(f) for f in VARIANT_FLAGS):

@@ -29,6 +29,7 @@ AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.ru
 AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration (#38)
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file (#37)
 DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`tf_forget.evaluate.deploy`)
+MAX_FILE_BYTES = 16_000_000  # a configuration file (`load`; a run's audit.json is a few kB)
 
 
 class AuditError(codec.ConfigError):
@@ -268,11 +269,13 @@ def load(path):
   it records) or a `CONFIG_SCHEMA` file (`{"schema": ..., <the sections>}`).
 
   Raises:
-    AuditError: an unreadable file, another schema, an audit.json written before it recorded
-      the whole configuration, or a field that is unknown or of the wrong type (one line).
+    AuditError: an unreadable file, one over `MAX_FILE_BYTES` (refused unread) or nested
+      deeper than JSON's decoder follows, another schema, an audit.json written before it
+      recorded the whole configuration, or a field that is unknown or of the wrong type (one
+      line).
   """
   try:
-    doc = fileio.read_json(path, "configuration")
+    doc = fileio.read_json(path, "configuration", limit=MAX_FILE_BYTES)
   except errors.Error as e:
     raise AuditError(errors.one_line(e, 500)) from e
   schema = doc.get("schema") if isinstance(doc, dict) else None

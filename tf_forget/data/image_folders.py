@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
 from tf_forget.data import dataset_api
+from tf_forget.data import image_files
 from tf_forget.data import images
 from tf_forget.data import user_inputs
 from tf_forget.data import user_sets
@@ -27,8 +28,10 @@ class Folder(user_sets.UserDataset):
   sorted class subfolder names; every class subfolder must name a class (classes without a
   subfolder are allowed: num_classes = len(class names)). Images (.bmp .gif .jpeg .jpg .png,
   any case; hidden files skipped; other files ignored) may sit in nested folders of their class
-  folder. Splits: see `user_sets`. ids: position in the sorted relative paths of the
-  split; `example_names` are those paths (relative to the folder root, "/"-separated).
+  folder; each must be a regular file of at most `image_files.MAX_IMAGE_BYTES` (a FIFO or a
+  link to a device is refused when the folder is listed, before any image is read). Splits:
+  see `user_sets`. ids: position in the sorted relative paths of the split; `example_names`
+  are those paths (relative to the folder root, "/"-separated).
   """
 
   def __init__(self, path=None, image_size=None, channels=None, class_names=None,
@@ -129,7 +132,10 @@ class Folder(user_sets.UserDataset):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
           if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
-            files.append((self._relative(filesystem.join(dirpath, name)), index[folder]))
+            path = filesystem.join(dirpath, name)
+            rel = self._relative(path)
+            image_files.check_listed(path, f"image {rel} of folder {self.root}")
+            files.append((rel, index[folder]))
             found += 1
       if not found:
         raise dataset_api.DataError(f"class folder {rel_folder}/ of {self.root} holds no image "

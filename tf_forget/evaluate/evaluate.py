@@ -128,8 +128,25 @@ def run(runner, batches):
           runner.dequantize(np.concatenate(raw)))
 
 
+def check_finite(scores, what, examples="examples"):
+  """Raises `EvaluationError` when a model's outputs are NaN or infinite on any example: its
+  top-1, flips and KL would be numbers of no meaning (argmax of NaN is class 0).
+
+  Args:
+    scores: float `[N, C]` outputs.
+    what: the model, as the error names it ("dense/0 test: /run/tflite/.../float32.tflite").
+    examples: what the N rows are, for the error ("test examples").
+  """
+  bad = int(np.count_nonzero(~np.isfinite(np.asarray(scores, np.float64)).all(axis=1)))
+  if bad:
+    raise EvaluationError(
+        f"{what} gives NaN or infinite outputs on {bad} of {len(scores)} {examples}: no "
+        "accuracy can be reported for it; check the model, or leave it out of the audit")
+
+
 def current_sha256(tflite_path, expected=None):
-  """sha256 of a `.tflite` file's bytes now (memoized per process by size / mtime / inode).
+  """sha256 of a `.tflite` file's bytes now (memoized per process by size / mtime / inode /
+  ctime).
 
   Args:
     tflite_path: the file.
@@ -195,7 +212,8 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
 
   Raises:
     interpreter.TfliteError: unreadable / invalid file or shape mismatch.
-    EvaluationError: nothing to evaluate, a file that is not its export JSON's, or the output
+    EvaluationError: nothing to evaluate, a file that is not its export JSON's, outputs that
+      are NaN or infinite on some example (`check_finite`; nothing is written), or the output
       cannot be written.
   """
   sha = current_sha256(tflite_path, tflite_sha256)
@@ -219,6 +237,8 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   start = time.time()
   ids, labels, scores = run(runner, batches() if callable(batches) else batches)
   seconds = time.time() - start
+  label = "/".join(str((metadata or {}).get(key, "?")) for key in ("variant", "k"))
+  check_finite(scores, f"{label} {split}: {tflite_path}", f"{split} examples")
   meta = dict(metadata or {}, split=split, tflite=fileio.abspath(tflite_path),
               tflite_sha256=sha, inputs=inputs, batch_size=batch_size, num_threads=num_threads,
               runtime=runner.runtime, runtime_fallback=runner.fallback_reason,

@@ -121,6 +121,8 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
   if hashing.path_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")
   ids, labels, scores = agreement.keras_scores(model, batches())
+  evaluate.check_finite(scores, f"keras:{member_variant}/{k} {split}: {model_path}",
+                        f"{split} examples")
   predictions.write(out, ids, labels, scores,
                     {"variant": f"keras:{member_variant}", "member_variant": member_variant,
                      "k": k, "split": split, "inputs": inputs,

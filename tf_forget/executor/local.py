@@ -8,6 +8,12 @@ Scheduling: at most `workers` tasks run at once. A task occupies min(workers, ce
 worker slots (a task with num_cpus=2 on 2 workers runs alone); `num_gpus` is ignored. This is a
 simplification: the pool does not pin CPUs, it only limits how many tasks run concurrently.
 
+Pool size: `workers` is capped at `WORKERS_PER_CORE` per core (`max_workers`; a process that
+imports TensorFlow takes ~1 GB, and more of them than that only wait for a core), and a pool
+starts no more processes than the run that starts it has tasks (`--workers=100` for 2 tasks:
+2 processes). A later run with more tasks than the pool has processes replaces the idle pool
+with a larger one, up to `workers`.
+
 Lost workers: when a worker process dies (signal, OOM kill, `os._exit`) the pool is broken
 (`BrokenProcessPool`) and every task in flight fails with it. The executor then rebuilds the
 pool and resubmits those tasks. Each worker notes the key of its running task in a file named
@@ -53,6 +59,7 @@ from tf_forget.executor import scheduler
 from tf_forget.executor import worker
 
 _TERMINATE_WAIT_S = 5.0  # after SIGTERM, a worker gets this long before SIGKILL
+WORKERS_PER_CORE = 4  # the most worker processes a pool holds per core (`max_workers`)
 
 
 @contextlib.contextmanager
@@ -82,6 +89,11 @@ def check_workers(workers, minimum=1):
   return workers
 
 
+def max_workers():
+  """The most worker processes this machine's pools hold: `WORKERS_PER_CORE` per core."""
+  return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 class LocalExecutor(scheduler.PooledExecutor):
   """Runs tasks in a reused pool of `workers` spawned processes; retries lost workers."""
 
@@ -91,7 +103,8 @@ class LocalExecutor(scheduler.PooledExecutor):
     """A local process pool (the processes start with the first task).
 
     Args:
-      workers: number of worker processes (default `os.cpu_count()`).
+      workers: number of worker processes (default `os.cpu_count()`; at most `max_workers()`,
+        and no more than a run has tasks: module docstring).
       max_retries: how many times a task whose worker died runs again.
       env: {name: value} environment variables set in each worker.
 
@@ -99,7 +112,10 @@ class LocalExecutor(scheduler.PooledExecutor):
       ExecutorError: bad `workers`, `max_retries` or `env`.
     """
     super().__init__(max_retries)
-    self.workers = check_workers(workers)
+    self.asked = check_workers(workers)
+    self.workers = min(self.asked, max_workers())
+    self._wanted = self.workers  # processes the current run can use (`_run`)
+    self._pool_size = 0
     if env is not None and not isinstance(env, dict):
       raise executor_api.ExecutorError(
           f"env must be a dict of environment variables, got {env!r:.100}")
@@ -108,7 +124,17 @@ class LocalExecutor(scheduler.PooledExecutor):
     self._state_dir = None
 
   def describe(self):
-    return f"local process pool, {self.workers} worker{'' if self.workers == 1 else 's'}"
+    capped = (f" ({self.asked} asked: at most {WORKERS_PER_CORE} per core)"
+              if self.asked > self.workers else "")
+    return f"local process pool, {self.workers} worker{'' if self.workers == 1 else 's'}{capped}"
+
+  def _run(self, tasks, progress):
+    """Sizes the pool to the run (module docstring), then runs `tasks` (`scheduler`)."""
+    self._wanted = min(self.workers, len(tasks))
+    if self._pool is not None and self._pool_size < self._wanted:
+      pool, self._pool = self._pool, None  # idle between runs: replaced by a larger one
+      pool.shutdown(wait=True)
+    return super()._run(tasks, progress)
 
   def _capacity(self):
     return {"slots": self.workers}
@@ -122,8 +148,9 @@ class LocalExecutor(scheduler.PooledExecutor):
         lifeline.remove_stale_state_dirs()
         self._state_dir = lifeline.make_state_dir()
       on_main_thread = threading.current_thread() is threading.main_thread()
+      self._pool_size = self._wanted
       self._pool = concurrent.futures.ProcessPoolExecutor(
-          max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+          max_workers=self._pool_size, mp_context=multiprocessing.get_context("spawn"),
           initializer=worker.initialize,
           initargs=(self._env, self._state_dir, os.getpid(), on_main_thread))
       launch = getattr(self._pool, "_launch_processes", None)  # CPython >= 3.9

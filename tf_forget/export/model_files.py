@@ -21,7 +21,6 @@ The outputs of a SavedModel signature (a dict) are ordered by their names (Keras
 `output_0`, `output_1`, ...); `--output_index` counts in that order.
 """
 
-import json
 import zipfile
 
 import tensorflow as tf
@@ -30,6 +29,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
+from tf_forget.export import model_archive
 
 KINDS = ("tf_keras", "keras3", "saved_model")
 SERVING = "serving_default"
@@ -41,13 +41,15 @@ class ModelFileError(errors.Error):
   """A model file that cannot be run as an image classifier (one line, naming it)."""
 
 
-def _zip_version(f):
-  """The major Keras version of a `.keras` zip (open file `f`): "2" or "3" (its
-  `metadata.json`, which both Keras write; without one, "2")."""
+def _zip_version(f, path):
+  """The major Keras version of a `.keras` zip (open file `f` of `path`): "2" or "3" (its
+  `metadata.json`, which both Keras write, read with a cap: `model_archive`; without one,
+  "2")."""
   with zipfile.ZipFile(f) as archive:
     if "metadata.json" not in archive.namelist():
       return "2"
-    version = json.loads(archive.read("metadata.json")).get("keras_version")
+    version = model_archive.read_json_member(archive, "metadata.json", path).get(
+        "keras_version")
   return version.split(".")[0] if isinstance(version, str) else "2"
 
 
@@ -63,14 +65,21 @@ def _h5_version(f):
 def detect(path):
   """The kind (`KINDS`) of the model file or SavedModel directory `path`.
 
-  A file whose header cannot be read is "tf_keras" (its loader then says what is wrong).
+  A file whose header cannot be read is "tf_keras" (its loader then says what is wrong). The
+  file's configuration is held to its size cap first (`model_archive.check`): every reader of
+  a reference asks its kind before it reads the configuration.
+
+  Raises:
+    model_archive.ArchiveError: a configuration over the cap (one line).
   """
   if fileio.isdir(path):
     keras_saved = fileio.exists(fileio.join(path, "keras_metadata.pb"))
     return "tf_keras" if keras_saved else "saved_model"
+  model_archive.check(path)
   try:
     with fileio.open_file(path, "rb") as f:
-      major = _zip_version(f) if zipfile.is_zipfile(f) else (f.seek(0), _h5_version(f))[1]
+      major = (_zip_version(f, path) if zipfile.is_zipfile(f)
+               else (f.seek(0), _h5_version(f))[1])
   except Exception:  # pylint: disable=broad-except  (zipfile, JSON, h5py errors)
     return "tf_keras"
   return "keras3" if major == "3" else "tf_keras"

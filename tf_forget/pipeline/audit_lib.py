@@ -91,16 +91,18 @@ def run_audit(config, log=print, on_locked=None):
       log(lock.note)
     # Again: another command may have written it between the check and the lock.
     run_identity.check_audit_file(config.out, identity)
+    # The run's record first (`run_lock.check_ours` knows the directory by it), then the log.
+    run_identity.write_audit_file(config.out, identity, config)
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, identity, log, hashed)
+    return _run_locked(config, p, log, hashed)
   finally:
     lock.release()
 
 
-def _run_locked(config, p, identity, log, hashed=()):
-  """The audit's stages, once the run directory is locked (see `run_audit`)."""
-  run_identity.write_audit_file(config.out, identity, config)
+def _run_locked(config, p, log, hashed=()):
+  """The audit's stages, once the run directory is locked and its audit.json written (see
+  `run_audit`)."""
   for line in data_identity.lines(hashed):
     log(line)
   data_identity.write(config.out, hashed)

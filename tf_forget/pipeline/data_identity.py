@@ -13,10 +13,10 @@ what depends on it: predictions, Keras predictions, corruptions and layer analys
 changed split; the full int8 export of changed calibration data (its lineage holds the
 calibration source); one-shot members of changed train data (`train_view.fingerprint`).
 
-After the run directory is locked, `write` stores each role's files with their size and mtime
-in `<run>/data/<role>.json` (`layout.data_fingerprint`): the next run hashes only files whose
-size or mtime changed, and `lines` says what changed ("the test split changed: 10 moved,
-20 added"). The registered data sets (digits, tfds protocols) are not the user's files: they
+After the run directory is locked, `write` stores each role's files with their size, mtime,
+ctime and inode in `<run>/data/<role>.json` (`layout.data_fingerprint`): the next run hashes
+only files whose size, mtime, ctime or inode changed (`fingerprint.Entry.unchanged`), and
+`lines` says what changed ("the test split changed: 10 moved, 20 added"). The registered data sets (digits, tfds protocols) are not the user's files: they
 get no digest, and their identities are as before.
 """
 

@@ -184,16 +184,23 @@ class EvaluateStage(driver.Stage):
     return units
 
   def _corruption_units(self, ctx):
+    """The corrupted splits' cache entries, each checked against the data as it is now and
+    its shards' sha256 (`corruption_cache.entry_status`): a missing or stale entry is
+    generated again."""
     data, cache_dir = ctx.dataset, _cache_dir(ctx)
     corrupted = [] if _published(ctx) else list(ctx.plan.corrupted)
     table = corruption_cache.resolve_table(data)
-    key = lambda s: corruption_cache.CacheKey(data.spec.name, data.spec.eval_split,
-                                              *corruption_registry.parse_split_name(s), table)
-    missing = [s for s in corrupted if not corruption_cache.is_complete(key(s), cache_dir)]
-    return [driver.Unit(checks=[], task=lambda _, chunk=chunk: driver.task(
-        f"corrupt {chunk[0]}..{chunk[-1]}", "corrupt_splits", cost=len(chunk),
-        dataset=data.spec.name, dataset_options=dict(data.spec.options), splits=chunk,
-        cache_dir=cache_dir)) for chunk in _chunks(missing, ctx.workers * TASKS_PER_WORKER)]
+
+    def check(split):
+      key = corruption_cache.CacheKey(data.spec.name, data.spec.eval_split,
+                                      *corruption_registry.parse_split_name(split), table)
+      return driver.Check(f"corruptions {split}", lambda: corruption_cache.entry_status(
+          key, cache_dir, data, verify=True), split)
+
+    return [driver.Unit(checks=[check(s) for s in chunk], task=lambda todo: driver.task(
+        f"corrupt {todo[0]}..{todo[-1]}", "corrupt_splits", cost=len(todo),
+        dataset=data.spec.name, dataset_options=dict(data.spec.options), splits=todo,
+        cache_dir=cache_dir)) for chunk in _chunks(corrupted, ctx.workers * TASKS_PER_WORKER)]
 
   def _noise_units(self, ctx):
     noise, common = ctx.plan.noise, dataset_kwargs(ctx)

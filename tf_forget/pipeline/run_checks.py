@@ -3,27 +3,31 @@
 
 In order, a refusal naming the first problem:
 
-1. `human_study`: the annotations or key files of `--human_study_*` exist and have their
+1. `outputs`: the blind-annotation export lands outside tf_forget's folders of the run
+   directory and can be written;
+2. `human_study`: the annotations or key files of `--human_study_*` exist and have their
    columns (`tf_forget.report.human_study`);
-2. `attach`: the user's data files are hashed, every image checked (`data_identity`);
-3. `identity`: what the run directory is made with (`run_identity.audit_identity`);
-4. `url_reachable`: a `scheme://` `--out` answers a write probe in time;
-5. `ours`: `--out` is a run directory of tf_forget or holds none of it (`run_lock.check_ours`);
-6. `recorded`: its `audit.json` records the same identity (`run_identity.check_audit_file`);
-7. `users_files`: the folders the audit replaces hold none of the user's files;
-8. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
-9. `check_executor`: the executor can be made (`stages.check_executor`);
-10. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
+3. `attach`: the user's data files are hashed, every image checked (`data_identity`);
+4. `identity`: what the run directory is made with (`run_identity.audit_identity`);
+5. `url_reachable`: a `scheme://` `--out` answers a write probe in time;
+6. `ours`: `--out` holds a record tf_forget wrote, or nothing (`run_lock.check_ours`);
+7. `recorded`: its `audit.json` records the same identity (`run_identity.check_audit_file`);
+8. `users_files`: the folders the audit replaces hold only files their listing names;
+9. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
+10. `check_executor`: the executor can be made (`stages.check_executor`);
+11. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
     model: late, `tf_forget.evaluate.input_scaling`, issue #36);
-11. `writable`: `--out` can be written (it is created if it does not exist: last).
+12. `writable`: `--out` can be written (it is created if it does not exist: last).
 """
 
+import os
 import threading
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
+from tf_forget.artifacts import user_output
 from tf_forget.config import tree
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import input_scaling as input_scaling_lib
@@ -66,24 +70,35 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
 
+# What the audit replaces whole in the run directory: (swap label, entries) of the report and
+# of the bundle.
+SWAPPED = ((report_write.STAGING, report_write.ENTRIES), (deploy.BUNDLE, (deploy.BUNDLE,)))
+
+
 def users_files(out):
-  """Step: refuses a run directory whose report or bundle folders hold files tf_forget did not write
-  there (issue #35): replacing `deploy/` or `tables/` whole would delete them.
+  """Step: refuses a run directory whose report or bundle folders hold files tf_forget did not
+  write there (issue #35): replacing `deploy/` or `tables/` whole would delete them. Files there
+  with no listing of the swap (`swap.listing`) beside them are not known to be tf_forget's.
 
   Raises:
     AuditError: one line naming the files (at most 5).
   """
   if not fileio.exists(out):
     return
+  found, unlisted = [], []
   try:
-    found = (swap.foreign_files(out, report_write.STAGING, report_write.ENTRIES)
-             + swap.foreign_files(out, deploy.BUNDLE, (deploy.BUNDLE,)))
+    for label, entries in SWAPPED:
+      files = swap.foreign_files(out, label, entries)
+      found += files
+      if files and not fileio.exists(swap.listing(out, label)):
+        unlisted.append(os.path.basename(swap.listing(out, label)))
   except errors.Error as e:
     raise tree.AuditError(errors.one_line(e, 300)) from e
   if found:
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    why = (f"; no {' or '.join(unlisted)} records them as tf_forget's" if unlisted else "")
     raise tree.AuditError(
-        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}): "
+        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}{why}): "
         "move them out of the run directory (a re-run replaces those folders whole)")
 
 
@@ -91,6 +106,21 @@ def human_study(human_study):
   """Step: a missing annotations or key file, a bad column (`human_study_lib.check_options`)."""
   if human_study is not None:
     human_study_lib.check_options(human_study)
+
+
+def outputs(out, human_study):
+  """Step: the blind-annotation export (`--annotation_export`) lands outside tf_forget's own
+  folders and files of the run directory (`user_output.check_outside`: a re-run replaces
+  `deploy/` and `tables/` whole) and can be written (a probe; nothing is left)."""
+  where = human_study.export_dir if human_study is not None else None
+  if where is None:
+    return
+  user_output.check_outside(out, where, "--annotation_export")
+  if not fileio.is_url(where):
+    try:
+      fileio.remove_created(fileio.check_writable(where))
+    except errors.WriteError as e:
+      raise errors.WriteError(f"--annotation_export: {errors.one_line(e)}") from e
 
 
 def attach(out, data, planned):
@@ -112,7 +142,7 @@ def url_reachable(out):
 
 
 def ours(out):
-  """Step: `out` is a run directory of tf_forget, or holds none of its files."""
+  """Step: `out` holds a record tf_forget wrote there, or nothing (`run_lock.check_ours`)."""
   run_lock.check_ours(out)
 
 
@@ -142,6 +172,7 @@ def writable(out):
 
 Step = plan_steps.Step
 STEPS = (
+    Step(outputs, reads=("out", "human_study")),
     Step(human_study, reads=("human_study",)),
     Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
     Step(identity, needs=("plan",), makes=("identity",)),

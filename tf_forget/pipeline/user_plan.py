@@ -9,7 +9,8 @@ per reference), formats tf_forget makes from the references (`--compress`), and 
 (class names, an attributes CSV, the protected attributes). Its plan steps (`STEPS`, run by
 `audit_plan.plan`, `tf_forget.pipeline.plan_steps`) check all of it before anything is written —
 every file readable, every signature an image classifier of the data set's classes and image size
-(in any input layout, `tf_forget.data.input_layout`), every candidate the images of its reference —
+(in any input layout, `tf_forget.data.input_layout`), every candidate the images of its reference,
+every model and file given once and every `.tflite` file's outputs finite (`user_checks`) —
 and returns the audit's `Plan` (`tf_forget.pipeline.audit_plan.Plan`) whose `population` is an
 `ImportedPopulation`: the audit then imports instead of training
 (`tf_forget.pipeline.import_stages`) and runs the same export, evaluation, report, verdict, gates
@@ -42,6 +43,7 @@ from tf_forget.export import export_state
 from tf_forget.pipeline import gate_plan
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import repair_plan
+from tf_forget.pipeline import user_checks
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
 from tf_forget.train import imported
@@ -330,6 +332,7 @@ STEPS = (
     Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
     Step(_check_out_apart, reads=("out", "data", "user")),
     Step(_kind, reads=("user",), makes=("kind",)),
+    Step(user_checks.distinct, reads=("user",)),
     Step(user_prune_plan.train_option, reads=("data", "user"), needs=("kind", "oneshot_asked"),
          makes=("train",)),
     Step(_signature, reads=("user",), needs=("kind",),
@@ -339,6 +342,7 @@ STEPS = (
          makes=("dataset",)),
     Step(_matches, reads=("user",), needs=("signature", "dataset")),
     Step(_check_candidates, reads=("user",), needs=("signature",)),
+    Step(user_checks.finite_outputs, reads=("user",), needs=("kind", "dataset", "check_data")),
     Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
     Step(user_prune_plan.plan, reads=("pruning", "user"),
          needs=("dataset", "oneshot_asked", "check_data"),

@@ -87,6 +87,14 @@ def alphas(table, ratio):
   return pd.Series(recall_distortion.model_slope(*nrb), index=models)
 
 
+def complete(table):
+  """The rows of the parents that have a child at every ratio of the table (a run still going
+  has some parents without all their children: every column then counts the same parents)."""
+  counts = table.groupby("model").ratio.nunique()
+  models = counts[counts == table.ratio.nunique()].index
+  return table[table.model.isin(models)]
+
+
 def compute(table):
   """Our numbers of the four published results, from `members_table`'s table.
 
@@ -97,6 +105,7 @@ def compute(table):
     its rows).
   """
   ratios = sorted(r for r in table.ratio.unique() if r != 1)
+  table = complete(table)
   parents = table[table.ratio == 1]
   out = {"models": int(len(parents)),
          "accuracy": intervals.mean_interval(parents.accuracy, CONFIDENCE),
@@ -227,6 +236,7 @@ def render(table, facts):
   """
   result = compute(table)
   k = result["models"]
+  table = complete(table)
   alpha_rows = [(ratio, _ci(a, 3), a["label"], f"{result['accuracy_t'][ratio]['mean']:.4f}",
                  f"{float(np.std(alphas(table, ratio), ddof=1)):.3f}")
                 for ratio, a in result["alpha"].items()]
@@ -252,7 +262,8 @@ def render(table, facts):
       facts["command"],
       "```",
       "",
-      f"Members: **{k} parents** (002: 30) and their {k * len(result['alpha'])} pruned children. "
+      f"Members: **{k} parents** (002: 30) and their {int((table.ratio != 1).sum())} pruned "
+      "children. "
       f"Compute: {facts['train_hours']:.2f} h of training and {facts['finetune_hours']:.2f} h "
       f"of fine-tuning (worker time), on {facts['machine']}. Stack: {facts['versions']}. "
       f"Run finished {facts['date']}.",

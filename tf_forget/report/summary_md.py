@@ -12,13 +12,13 @@ manifest), what a reviewer reads first in the report's verdict block
     the HTML page);
   * every failed gate with its reason, and where the whole report is.
 
-`write(path, text, append)` writes it atomically (`tf_forget.artifacts.fileio`): replacing
-the file, or appending to it — GitHub's `$GITHUB_STEP_SUMMARY` file collects the summaries of
-a step's commands. The audit command's `--summary` calls both (`tf_forget.commands`).
+`write(output, text)` writes it at the user's path as `tf_forget.artifacts.user_output` says:
+a regular file replaced atomically or appended to — GitHub's `$GITHUB_STEP_SUMMARY` file
+collects the summaries of a step's commands —, a symlink's target, a device or a FIFO written
+in place, never replaced. The audit command's `--summary` calls both (`tf_forget.commands`).
 """
 
-from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import user_output
 from tf_forget.report import verdict_view
 
 TEXT_COLUMNS = ("worst_class", "worst_subgroup")  # names, though a CSV may read them as numbers
@@ -94,18 +94,11 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
   return "\n".join(out) + "\n"
 
 
-def write(path, text, append=False):
-  """Writes `text` to `path` atomically; `append`: after what the file holds (if it exists).
+def write(output, text):
+  """Writes `text` to `output`, a `tf_forget.artifacts.user_output.Output` checked before the
+  audit: a regular file replaced atomically or appended to, a device or FIFO written in place.
 
   Raises:
     errors.WriteError: the file cannot be written (one line).
   """
-  before = b""
-  if append and fileio.exists(path):
-    try:
-      before = fileio.read_bytes(path)
-    except errors.ReadError as e:
-      raise errors.WriteError(f"cannot append to {path}: {errors.one_line(e, 300)}") from e
-    if before and not before.endswith(b"\n"):
-      before += b"\n"
-  fileio.write_bytes(path, before + text.encode("utf-8"))
+  user_output.write(output, text.encode("utf-8"))

@@ -86,7 +86,7 @@ def gradient_file(run_dir, parent_variant, k, protocol_sha256):
   """`<run>/members/<parent>/<k>/gradient/<first 16 hex of the protocol's sha256>.npz`.
 
   g, the mean data-loss gradient of a one-shot parent that every GP and UP member of that
-  parent reads (SPEC §6.2, issue #26).
+  parent reads (docs/spec.md §6.2, issue #26).
   """
   return os.path.join(member_dir(run_dir, parent_variant, k), "gradient",
                       f"{protocol_sha256[:16]}.npz")

@@ -1,4 +1,5 @@
-"""The names of a run and their grammar (SPEC §1.1): trained variants, audited variants, splits.
+"""The names of a run and their grammar (docs/spec.md §1.1): trained variants, audited variants,
+splits.
 
 The one home of every variant, format, encoding, repair and split name: their constants, parsers
 and builders. The grammar itself (what each name means, with examples) is described in
@@ -21,9 +22,9 @@ SPARSE = "sparse"
 FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
 ENCODINGS = ("plain", "sparse")
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
-ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (SPEC §6.1); their one home
+ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (docs/spec.md §6.1); their one home
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
-ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (SPEC §6.5); their one home
+ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (docs/spec.md §6.5); their one home
 _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
@@ -268,7 +269,7 @@ class Variant:
   """A TFLite variant: which member population, which format, which encoding.
 
   Attributes:
-    member_variant: the trained population, a `parse_trained` name (SPEC §1.1).
+    member_variant: the trained population, a `parse_trained` name (docs/spec.md §1.1).
     format: one of `FORMAT_NAMES`, `user_<NAME>` for a file the user brings, or
       `full_int8~<repair>` for a repaired file (`repair_format`).
     encoding: one of `ENCODINGS`.
@@ -287,7 +288,7 @@ class Variant:
 
   @property
   def name(self):
-    """The audited variant name (SPEC §1.1), e.g. "prune_0.9+full_int8"."""
+    """The audited variant name (docs/spec.md §1.1), e.g. "prune_0.9+full_int8"."""
     parts = []
     if self.member_variant != DENSE:
       parts.append(self.member_variant)

@@ -2,14 +2,14 @@
 
     <run>/predictions/<variant>/<k>/<split>.npz        (`layout.predictions`)
 
-`variant` is the audited variant name (SPEC §1.1: `dense`, `prune_0.9`, `full_int8`,
+`variant` is the audited variant name (docs/spec.md §1.1: `dense`, `prune_0.9`, `full_int8`,
 `prune_0.9+full_int8`, ...), `split` a data split (`test`) or a corrupted split
 (`glass_blur@3`). One uncompressed `.npz` (numpy only, no pickle) holds:
 
   ids      int64 [N]       example ids, in the order evaluated
   labels   int64 [N]       true labels
   topk     int32 [N, k]    class indices by decreasing score, ties -> lowest index first
-                           (SPEC §1.2); k = min(5, num_classes); topk[:, 0] is the top-1
+                           (docs/spec.md §1.2); k = min(5, num_classes); topk[:, 0] is the top-1
   logits   float32 [N, C]  optional: the dequantized output scores
   metadata <U  0-d         JSON text: schema, variant, member, split, `inputs` (lineage), ...
 

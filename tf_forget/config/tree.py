@@ -8,9 +8,9 @@
     with_overrides(config, {"noise.draws": 5})
 
 Every section has the defaults of the audit binary's flags (`eval/audit.py`, which names the
-flag of each field); None means "the data set's protocol's" (`tf_forget.data.protocols`, SPEC
-§1.1, §1.5, §2.3, §3.6, §6.7). What a run directory was made with, the subset of this tree a
-re-run may reuse artifacts under, is `tf_forget.pipeline.run_identity.audit_identity`.
+flag of each field); None means "the data set's protocol's" (`tf_forget.data.protocols`,
+docs/spec.md §1.1, §1.5, §2.3, §3.6, §6.7). What a run directory was made with, the subset of this
+tree a re-run may reuse artifacts under, is `tf_forget.pipeline.run_identity.audit_identity`.
 """
 
 import dataclasses
@@ -56,7 +56,7 @@ class Population:
   set's), model (the preset's), members per variant (K >= 2; the preset's), variants (`dense`,
   gradual `prune_<t>`, and one-shot or iterative names, `names.parse_trained`; the preset's),
   training steps, base seed, other preset fields (`preset_overrides`: batch_size, ...) and 003
-  §6's robust training (SPEC §6.8)."""
+  §6's robust training (docs/spec.md §6.8)."""
   preset: Optional[str] = None
   model: Optional[str] = None
   members: Optional[int] = None
@@ -109,8 +109,8 @@ class Pruning:
 
 @_frozen
 class Formats:
-  """Post-training formats (SPEC §2.3) of the dense members and, besides float32, of the pruned
-  members (SPEC §1.1; () = float32 only). None: the protocol's."""
+  """Post-training formats (docs/spec.md §2.3) of the dense members and, besides float32, of the
+  pruned members (docs/spec.md §1.1; () = float32 only). None: the protocol's."""
   quantizations: Optional[Tuple[str, ...]] = None
   pruned_quantizations: Optional[Tuple[str, ...]] = None
 
@@ -118,8 +118,8 @@ class Formats:
 @_frozen
 class Robustness:
   """Corrupted test sets: "generated" (the eval split corrupted, `tf_forget.corruptions.cache`)
-  or "published" (the data set's published suites, SPEC §3.6); corruption names (() none) and
-  severities. None: the protocol's."""
+  or "published" (the data set's published suites, docs/spec.md §3.6); corruption names (() none)
+  and severities. None: the protocol's."""
   source: str = "generated"
   corruptions: Optional[Tuple[str, ...]] = None
   severities: Optional[Tuple[int, ...]] = None
@@ -127,8 +127,8 @@ class Robustness:
 
 @_frozen
 class Noise:
-  """l-inf uniform noise (003 §4.1, SPEC §6.7): levels ε ascending (() none), draws per example
-  and level, examples evaluated at most. None: the protocol's."""
+  """l-inf uniform noise (003 §4.1, docs/spec.md §6.7): levels ε ascending (() none), draws per
+  example and level, examples evaluated at most. None: the protocol's."""
   levels: Optional[Tuple[float, ...]] = None
   draws: Optional[int] = None
   examples: Optional[int] = None

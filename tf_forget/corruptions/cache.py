@@ -2,8 +2,8 @@
 
 Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
 `CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.dataset_api.Examples` with the
-same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3` (SPEC
-§1.1) like any split. Schema: docs/artifacts/corruptions.md.
+same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3`
+(docs/spec.md §1.1) like any split. Schema: docs/artifacts/corruptions.md.
 
     <cache_dir>/<dataset>/<split>/<corruption>@<severity>/table=<table>,seed=<base_seed>/
         part-00000.npz ...   images (see "Encodings"), labels int64 [n], ids int64 [n],
@@ -255,7 +255,7 @@ class CorruptedSplit:
 
   Attributes:
     key: the `CacheKey`.
-    name: the split name `<corruption>@<severity>` (SPEC §1.1).
+    name: the split name `<corruption>@<severity>` (docs/spec.md §1.1).
     meta: the entry's meta.json.
   """
 

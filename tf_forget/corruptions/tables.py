@@ -16,7 +16,7 @@ Each table maps a corruption name to five parameter entries (severities 1..5), c
 script named above (numbers re-typed, not code). `VARIANTS` records the algorithmic choices that
 differ between the scripts. `family_for_shape` picks the family from the image size (the largest
 side: < 45 -> "32", < 120 -> "64", else "224"; the thresholds are the geometric midpoints), and the
-suite records the family it used (SPEC §1.1 names the split `<corruption>@<severity>`).
+suite records the family it used (docs/spec.md §1.1 names the split `<corruption>@<severity>`).
 """
 
 import math

@@ -202,7 +202,7 @@ class Dataset(abc.ABC):
                     attributes={n: np.zeros(0, bool) for n in self.spec.attribute_names})
 
   def calibration_examples(self, split, n) -> Examples:
-    """The examples that calibrate a full int8 file: the first `n` of `split` (SPEC §2.5; a
+    """The examples that calibrate a full int8 file: the first `n` of `split` (docs/spec.md §2.5; a
     registered data set's fixed order is not sorted by class)."""
     return self.take(split, n)
 

@@ -5,7 +5,7 @@ Nothing is downloaded unless `download=True` is passed (tests use `tfds.testing.
 Splits are read in the data set's fixed order (`shuffle_files=False`); an example's id is its
 position in that order, so predictions of different models align (docs/artifacts/data.md).
 
-* `celeb_a` (000 §2.4, 004 §2): target `Blond_Hair` (positive = blond, SPEC §2.4); all 40
+* `celeb_a` (000 §2.4, 004 §2): target `Blond_Hair` (positive = blond, docs/spec.md §2.4); all 40
   attributes kept per example; protected attributes `Male`, `Young`; native 218×178 unless
   `image_size=(h, w)` is given (recorded in the data set's options and so in member configs);
   tfds splits train / validation / test.

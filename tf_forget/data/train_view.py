@@ -1,7 +1,7 @@
 """The data one-shot pruning trains on: a data set's own train split, or the user's `--train`.
 
-One-shot pruning (`tf_forget.prune`: g, SPEC §6.2; fine-tuning, SPEC §6.4) reads the "train"
-split of the member's data set through `train_records` / `decode_record`
+One-shot pruning (`tf_forget.prune`: g, docs/spec.md §6.2; fine-tuning, docs/spec.md §6.4) reads the
+"train" split of the member's data set through `train_records` / `decode_record`
 (`tf_forget.prune.records`, `tf_forget.train.inputs`) and evaluates through `tf_dataset`. A
 registered data set has its own train split. An audit of the user's model (issue #28) names its
 labelled training data apart from the audited test data (`--train=DATA`, spelled like

@@ -178,5 +178,5 @@ class BatchedRunner:
     self._invoked = True
 
   def run(self, images):
-    """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (SPEC §1.2)."""
+    """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (docs/spec.md §1.2)."""
     return self.dequantize(self.run_raw(images))

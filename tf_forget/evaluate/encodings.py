@@ -3,7 +3,7 @@
     <run>/eval/encodings.json     schema `tf_forget.encodings/1` (docs/artifacts/predictions.md)
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
-sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
+sparse-encoded twin (`tflite_export`, docs/spec.md §1.1 names): the twin check on the eval split
 (`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse
 conversion is there too), the raw / gzip sizes from the export JSON, and the latency of both files
 at batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of fresh

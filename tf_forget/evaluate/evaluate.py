@@ -4,7 +4,7 @@ Inputs are any iterable of `tf_forget.data.dataset_api.Examples` batches (a regi
 `batches(split, B)`, or a corrupted split from a later stage): the stream is re-cut into
 batches of exactly B (`rebatch`) so that only the very last batch is padded
 (`batched.BatchedRunner`). Every number comes from running the exported file through the LiteRT
-runtime (issue #3); int8 outputs are dequantized before top-k (SPEC §1.2).
+runtime (issue #3); int8 outputs are dequantized before top-k (docs/spec.md §1.2).
 
 Outputs: `eval.predictions` files, one per (variant, member, split). Lineage (issue #14): the
 file is read once, its bytes are hashed and the interpreter runs those same bytes; the

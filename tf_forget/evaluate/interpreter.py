@@ -14,7 +14,7 @@ FULLY_CONNECTED node ... (TfLiteXNNPackDelegate) failed to prepare"); those run 
 `OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES`. Which path produced the numbers is returned
 and recorded in the predictions metadata (`runtime`).
 
-Quantized I/O (issue #3; SPEC §1.2): an int8 / uint8 / int16 input is fed
+Quantized I/O (issue #3; docs/spec.md §1.2): an int8 / uint8 / int16 input is fed
 `q = clamp(round(x / s) + z)` with the input tensor's own scale s and zero point z (round half
 away from zero, as TFLite's `Quantize` kernel); such an output is dequantized `(q - z) * s`
 before any metric. Because the data sets yield uint8 pixels, `InputQuantizer` precomputes the

@@ -12,7 +12,7 @@ file (`tf_forget.evaluate.tensor_match`: the accumulated error of the tensors th
 ranked by where it grows); it gets no repair (that needs the float model).
 
 `analyze` splits the evaluation split by the member's two `.tflite` files' stored predictions
-(the float32 file is the reference, SPEC §1.1's deployed float model):
+(the float32 file is the reference, docs/spec.md §1.1's deployed float model):
   * forgotten: the examples whose top-1 differs between the two files (broken, fixed and
     changed flips, `tf_forget.stats.paired.flips`);
   * worst_class: the examples of the class whose recall fell most from float32 to full int8

@@ -1,4 +1,5 @@
-"""Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1; SPEC §6.7).
+"""Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1;
+docs/spec.md §6.7).
 
 Writes one `tf_forget.artifacts.noise_artifact` file per (variant, member): the schema, the
 noise model and the example subset are documented there and in docs/artifacts/corruptions.md.

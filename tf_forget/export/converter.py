@@ -23,9 +23,9 @@ bytes for all four formats, including `full_int8` with a fixed representative se
 (tests/tflite_export/converter_test.py pins this). The converter embeds its own metadata
 (`CONVERSION_METADATA`: environment, TF version, options) but no time stamp or path.
 
-Representative data (SPEC §2.5; 000 appendix A): the first N train examples in the data set's
-fixed order, fed one at a time exactly as at evaluation (raw pixel values as float32; the model
-normalises inside).
+Representative data (docs/spec.md §2.5; 000 appendix A): the first N train examples in the data
+set's fixed order, fed one at a time exactly as at evaluation (raw pixel values as float32; the
+model normalises inside).
 """
 
 import numpy as np
@@ -119,7 +119,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
       returning logits.
     fmt: a key of `formats.FORMATS`, or a repair that costs no bytes (`formats.options`).
     representative_images: uint8 `[N, H, W, C]` (fed in the model's input layout,
-      `model_inputs`), required by formats that need calibration (`full_int8`; SPEC §2.5),
+      `model_inputs`), required by formats that need calibration (`full_int8`; docs/spec.md §2.5),
       ignored by the others.
     encoding: a value of `names.ENCODINGS`.
 
@@ -153,7 +153,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     converter.inference_output_type = tf.as_dtype(options["io_type"])
   if options["representative"]:
     if representative_images is None or len(representative_images) == 0:
-      raise ConversionError(f"format {fmt!r} needs representative images (SPEC §2.5)")
+      raise ConversionError(f"format {fmt!r} needs representative images (docs/spec.md §2.5)")
     expected = tuple(spec.shape[1:])
     representative_images = model_inputs(model, representative_images)
     if tuple(np.shape(representative_images)[1:]) != expected:

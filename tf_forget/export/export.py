@@ -7,8 +7,8 @@ with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`
 sparse-encoded twin of issue #10, `<format>+sparse`. A sparse conversion that fails leaves the
 plain file as it is and records its one-line reason in `<format>+sparse.failed.json` (schema
 `tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the
-quantization of member k of its member variant (SPEC §1.3); the audited variant name
-(SPEC §1.1) is recorded in the JSON.
+quantization of member k of its member variant (docs/spec.md §1.3); the audited variant name
+(docs/spec.md §1.1) is recorded in the JSON.
 
 Pruned members are stored with their pruning wrappers stripped (docs/artifacts/members.md) and
 are exported as they are; the zeros are counted back from the written file
@@ -58,7 +58,7 @@ def export_member(run_dir, variant, k, dataset=None,
     k: member index.
     dataset: a `tf_forget.data.dataset_api.Dataset` (built from the member metadata if None; needed
       only by formats with representative data).
-    representative_size: number of representative train examples (SPEC §2.5).
+    representative_size: number of representative train examples (docs/spec.md §2.5).
     model, metadata: the loaded member (loaded from `run_dir` if None).
     overwrite: re-export even if a valid export exists.
 

@@ -6,7 +6,7 @@ the flatbuffer's weight tensors"), by parsing the flatbuffer with the LiteRT sch
 interpreter and no TensorFlow: the interpreter's `get_tensor` cannot read every constant once a
 delegate has taken the graph, and `tf.lite.experimental.Analyzer` prints text only.
 
-Counting rules (SPEC §1.4):
+Counting rules (docs/spec.md §1.4):
   * *kernels* are the prunable weights: the weight input (index 1) of CONV_2D,
     DEPTHWISE_CONV_2D, CONV_3D, FULLY_CONNECTED and TRANSPOSE_CONV, followed back through
     DEQUANTIZE / DENSIFY ops to the constant stored in the file (float16 files store the kernel
@@ -229,7 +229,7 @@ def weight_stats(data):
 
   Returns:
     A JSON-ready dict:
-      `kernels`: {count, zeros, fraction} over the prunable kernels (SPEC §1.4);
+      `kernels`: {count, zeros, fraction} over the prunable kernels (docs/spec.md §1.4);
       `constants`: {count, zeros, fraction} over every constant tensor;
       `per_kernel`: {tensor name: {count, zeros, fraction, dtype}} in file order.
 

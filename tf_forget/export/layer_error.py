@@ -85,7 +85,8 @@ def _full_int8_converter(model, representative_images):
   options = formats.FORMATS[FORMAT]
   spec = converter.input_signature(model)
   if representative_images is None or len(representative_images) == 0:
-    raise converter.ConversionError(f"format {FORMAT!r} needs representative images (SPEC §2.5)")
+    raise converter.ConversionError(
+        f"format {FORMAT!r} needs representative images (docs/spec.md §2.5)")
   representative_images = converter.model_inputs(model, representative_images)
   if tuple(np.shape(representative_images)[1:]) != tuple(spec.shape[1:]):
     raise converter.ConversionError(
@@ -255,7 +256,7 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
 
   Args:
     model: a tf_keras model taking float32 `[batch, H, W, C]` raw pixels, returning logits.
-    representative_images: uint8 `[N, H, W, C]`, the calibration set (SPEC §2.5); the same
+    representative_images: uint8 `[N, H, W, C]`, the calibration set (docs/spec.md §2.5); the same
       quantized model is measured on every subset.
     subsets: dict name -> images `[n, H, W, C]` (uint8 or float raw pixels; n may be 0), e.g.
       "forgotten" (the examples the int8 file flips), "stable".

@@ -4,16 +4,16 @@
 is already on disk:
   1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
   2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
-     formats of the data set (SPEC §2.3), pruned members to float32 only unless combinations are
-     asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; SPEC §1.1); unless
+     formats of the data set (docs/spec.md §2.3), pruned members to float32 only unless combinations
+     are asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; docs/spec.md §1.1); unless
      `deploy_encoding="plain"`, every pruned member's file also gets a sparse-encoded twin
      (`prune_0.9+full_int8+sparse`, issue #10; a dense model's sparse file is its plain file
      re-serialized, so dense files get none);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and evaluate
      every `.tflite` file on the clean split, and the files of the robustness members
-     (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
-     splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
-     (`tf_forget.evaluate.noise_eval`, 003 §4.1, SPEC §6.7);
+     (`Plan.robustness_members`: the first 5 in the paper protocols, docs/spec.md §1.5) on the
+     corrupted splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
+     (`tf_forget.evaluate.noise_eval`, 003 §4.1, docs/spec.md §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
      in the same run (`tf_forget.evaluate.encodings`, issue #10);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`

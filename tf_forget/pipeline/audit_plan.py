@@ -48,7 +48,7 @@ class Plan:
     noise: the `noise_artifact.NoiseProtocol`, or None.
     dataset: the `dataset_api.Dataset` (checked readable).
     robustness_members: the k's evaluated on the corrupted splits and under noise (the
-      protocol's first n members, SPEC §1.5, or every member).
+      protocol's first n members, docs/spec.md §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
     oneshot_schedule: their `tf_forget.prune.oneshot_schedule.OneshotSchedule`, or None.
     robustness: "generated" or "published" (`tree.Robustness.source`).

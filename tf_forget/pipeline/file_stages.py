@@ -12,7 +12,7 @@ Stage contract and driver: `tf_forget.pipeline.driver`. Units, in the order they
     `--robustness=published`, published) splits; finish: their agreement tables.
 
 Robustness is evaluated on the plain-encoded files of the protocol's robustness members only
-(SPEC §1.5: the first 5 on ImageNet / CIFAR-10); published suites: SPEC §3.6.
+(docs/spec.md §1.5: the first 5 on ImageNet / CIFAR-10); published suites: docs/spec.md §3.6.
 """
 
 import math

@@ -273,7 +273,7 @@ def _check_compress(user, kind, dataset, check_data):
     source, split = export_state.calibration_source(dataset)
     if source is dataset and "train" not in dataset.spec.splits:
       raise tree.AuditError(
-          "--compress=full_int8 calibrates on 100 train examples (SPEC §2.3): give "
+          "--compress=full_int8 calibrates on 100 train examples (docs/spec.md §2.3): give "
           "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
     if check_data:
       source.take(split, 1)

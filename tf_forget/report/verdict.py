@@ -11,13 +11,13 @@ One row per variant, against the dense population:
   `k1_topline` table (Newcombe's, over the test examples; `single_network`), and the
   recommendation states that design (`design`);
 * the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
-  SPEC §3.3), its number of test examples, interval, Welch p-value (SPEC §3.1) and the
-  Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
+  docs/spec.md §3.3), its number of test examples, interval, Welch p-value (docs/spec.md §3.1) and
+  the Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
   recall drop of `k1_classes` (Newcombe interval, exact McNemar p, BH p) and the number of
   classes it marks significant (`significant_classes`);
 * the worst subgroup: the largest FNR increase over the protected subgroups (004 Table 3,
-  SPEC §4.2; first `subgroup_members` members, SPEC §1.5), its number of actual positives and
-  interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
+  docs/spec.md §4.2; first `subgroup_members` members, docs/spec.md §1.5), its number of actual
+  positives and interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
   examples);
 * #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
   the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
@@ -32,7 +32,7 @@ qualifies: the dense float32 file. Then the user's own files (issue #36, `user_v
 of theirs that is as good as that choice ships instead, and each gets one sentence; a repaired
 file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
 when the interval of the recommended file's change reaches past the budget or when populations
-are small (K < `SMALL_K`; the papers use K = 30, SPEC §1.5).
+are small (K < `SMALL_K`; the papers use K = 30, docs/spec.md §1.5).
 """
 
 import pandas as pd

@@ -162,8 +162,8 @@ GLOSSARY = (
      "wide."),
     ("significant class", "A class whose recall, relative to each member's overall accuracy, "
      "differs between the populations in a two-tailed Welch t-test at p ≤ 0.05 (000 §2.2, "
-     "SPEC §3.1). No multiple-testing correction is applied by default; the BH column shows "
-     "the Benjamini-Hochberg adjusted p-value."),
+     "docs/spec.md §3.1). No multiple-testing correction is applied by default; the BH column "
+     "shows the Benjamini-Hochberg adjusted p-value."),
     ("PIE (#PIE)", "Pruning Identified Exemplar: a test image whose most frequent label over "
      "the compressed population differs from the most frequent label over the dense one "
      "(000 §2.3). #PIE counts them."),

@@ -100,7 +100,7 @@ def population_summary(values, ddof=0):
   Args:
     values: float `[members]` (e.g. top-1 accuracy of each member).
     ddof: delta degrees of freedom of the standard deviation (0: population SD,
-      as SPEC §6.6 uses for 003's "±"; 1: sample SD).
+      as docs/spec.md §6.6 uses for 003's "±"; 1: sample SD).
 
   Returns:
     dict with `mean`, `std`, `min`, `max`, `members`.

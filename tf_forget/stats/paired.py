@@ -1,6 +1,6 @@
 """Paired per-example measures of one network against its own compressed file (issue #28).
 
-Design. The papers compare populations of K trained networks (SPEC §1.3), so their tests and
+Design. The papers compare populations of K trained networks (docs/spec.md §1.3), so their tests and
 intervals (`class_level.welch_class_test`, `intervals.mean_difference_interval`) treat the
 training seed as the unit and need K >= 2. A user who audits ONE network (K = 1: their
 model.keras against their int8 .tflite) has no spread over seeds; the uncertainty left is that of

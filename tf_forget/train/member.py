@@ -8,8 +8,8 @@ and written by `tf_forget.train.member_files`). The metadata records the sha256 
 finished only if both match (`member_files.status`); otherwise it is trained again, and the
 caller logs why. A checkpoint or model that cannot be written (read-only directory, full disk)
 is an `errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
-own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
-TensorFlow's op determinism on, the same config gives the same weights on the same machine and
+own seed, derived stably from (population seed, data set, model, variant, k) (docs/spec.md §1.3);
+with TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
 kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
 
@@ -78,7 +78,8 @@ class MemberConfig:
 
   @property
   def seed(self):
-    """Stable 31-bit seed from (population seed, data set, model, variant, k) (SPEC §1.3)."""
+    """Stable 31-bit seed from (population seed, data set, model, variant, k)
+    (docs/spec.md §1.3)."""
     key = f"{self.population_seed}|{self.dataset}|{self.model}|{self.variant}|{self.k}"
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
 

@@ -1,4 +1,4 @@
-"""Populations: K independently trained members per variant (000 §2.2, SPEC §1.3, §1.5).
+"""Populations: K independently trained members per variant (000 §2.2, docs/spec.md §1.3, §1.5).
 
 `train_population` writes `<run>/run.json` (the population's config) and trains every member
 that is not finished yet, printing members done / total and an ETA; re-running skips finished
@@ -51,7 +51,7 @@ class PopulationConfig:
     members: K, members per variant.
     dataset_options: data builder options.
     model_options: model builder options.
-    population_seed: base seed (SPEC §1.3).
+    population_seed: base seed (docs/spec.md §1.3).
   """
   run_dir: str
   preset: presets.Preset

@@ -5,7 +5,7 @@ The user's own data (`folder:`, `tfds:`, `tfrecord:`) is audited with the user's
 no preset of ours (`tf_forget.train.imported_parent.preset` makes one from the reference, named
 "user"). What is ours is its one-shot fine-tuning schedule, "user": our choice for a model whose
 training is unknown — 5 epochs at 0.01 (002's LeNet rate, low enough for a network trained with
-Adam), then 5 at 1e-3, batch 128 (the reference's, SPEC §6.4); `--finetune` sets the phases.
+Adam), then 5 at 1e-3, batch 128 (the reference's, docs/spec.md §6.4); `--finetune` sets the phases.
 """
 
 from tf_forget.data.protocols import schema

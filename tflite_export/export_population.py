@@ -9,7 +9,7 @@ post-training formats apply to dense members unless a combination such as `prune
 asked for). Unset, both come from the protocol of the run's data set (`run.json`'s or the members'
 `dataset`; `tf_forget.data.protocols`): float32 plus its post-training formats for dense members
 (docs/spec.md §2.3: CelebA dynamic_int8 and full_int8, the others also float16), float32 only for
-pruned members. `--encodings=plain,sparse` adds a sparse-encoded twin of every file (issue #10); a
+pruned members. `--encodings=plain,sparse` adds a sparse-encoded twin of every file; a
 sparse conversion that fails is reported on one line and recorded, the plain file stays, and the
 exit status is still 0. Finished exports are skipped on re-run. Bad input is a one-line error and
 exit status 1. The flags and the body are `tf_forget.commands.export_population_command`'s.

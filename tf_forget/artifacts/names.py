@@ -29,7 +29,7 @@ _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
 REPAIRED_FORMAT = "full_int8"  # the format a repair starts from
-NO_BYTE_REPAIRS = ("cle", "int16x8")  # every op stays int8-sized (issue #37)
+NO_BYTE_REPAIRS = ("cle", "int16x8")  # every op stays int8-sized
 AUTO_REPAIR = "auto"  # the file `tf_forget.evaluate.repair_search` chose
 _REPAIR = re.compile(r"^(?:float(?P<layers>[1-9]\d?)|(?P<kind>cle|int16x8|auto))$")
 _REPAIR_FORMAT = re.compile(r"^full_int8~(?P<repair>[a-z0-9]+)$")
@@ -192,7 +192,7 @@ def check_format(name):
 
 
 def is_user_format(name):
-  """Whether `name` is the format of a file the user brings (`user_<NAME>`, issue #28)."""
+  """Whether `name` is the format of a file the user brings (`user_<NAME>`)."""
   return bool(_USER_FORMAT.match(str(name)))
 
 
@@ -211,7 +211,7 @@ def user_format(candidate):
 
 
 def repair_format(repair):
-  """The format of the repaired file `repair` (issue #29, #37): "float3" -> "full_int8~float3",
+  """The format of the repaired file `repair`: "float3" -> "full_int8~float3",
   "cle", "int16x8", "auto" likewise (`REPAIR_NAMES`).
 
   Raises:

@@ -38,7 +38,7 @@ class PredictionsError(errors.ReadError):
 
 
 def topk_size(num_classes):
-  """k = 5, or the number of classes if fewer (issue #3)."""
+  """k = 5, or the number of classes if fewer."""
   return min(MAX_TOPK, int(num_classes))
 
 
@@ -61,7 +61,7 @@ def path(run_dir, variant, k, split):
     raise PredictionsError(f"bad split name {split!r}") from e
 
 
-CONTENT = "content"  # the user data sets' option {split: sha256 of its files} (issue #35)
+CONTENT = "content"  # the user data sets' option {split: sha256 of its files}
 
 
 def without_content(options):
@@ -81,7 +81,7 @@ def without_content(options):
 def split_identity(dataset_name, options, split, corruption_meta_sha256=None):
   """sha256 naming an input split: (data set, options, split), or a corruption cache entry.
 
-  The user's data (issue #35) records the content of each split in its options (`CONTENT`:
+  The user's data records the content of each split in its options (`CONTENT`:
   {split: sha256 of its files}); a split's identity holds its own digest only, so that a
   changed train split or calibration folder does not redo what was evaluated on the test split.
 

@@ -1,4 +1,4 @@
-"""One writer per run directory, and no writing into a directory tf_forget did not make (#25).
+"""One writer per run directory, and no writing into a directory tf_forget did not make.
 
 `check_ours(run_dir)`: a run directory is either new, empty, or marked as tf_forget's by one of
 `layout.RUN_MARKERS` (`audit.json`, `run.json`, the lock file, a `members/` population).

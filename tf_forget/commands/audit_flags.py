@@ -1,4 +1,4 @@
-"""The audit's flags, defined once for every way an audit is started (issue #39).
+"""The audit's flags, defined once for every way an audit is started.
 
 `define(flag_values)` defines them on an absl `FlagValues`: the global one for the commands
 (`eval/audit.py`, i.e. `bazel run //eval:audit`, and `tf-forget audit` / `tf-forget plan`,
@@ -181,7 +181,7 @@ def define(flag_values):
       "max_kl", None,
       "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
       "nats (from the saved logits).")
-  # 000's human study (§3.3, Table 7 / Figure 5; issue #26; tf_forget/report/human_study.py).
+  # 000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py).
   on.string(
       "annotation_export", None,
       "Write a blind-annotation export of 000's human study to this directory: sheet/ for the "
@@ -219,7 +219,7 @@ def define(flag_values):
       "repair_always", False, "With --repair: repair every full int8 file, also one that "
       "forgot nothing significant (to measure what a repair costs).")
 
-  # Your own model, files and data (issue #28; tf_forget/pipeline/user_plan.py).
+  # Your own model, files and data (tf_forget/pipeline/user_plan.py).
   on.list(
       "reference", None,
       "Your model instead of trained populations: .keras / .h5 files, SavedModel directories or "

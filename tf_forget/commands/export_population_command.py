@@ -41,7 +41,7 @@ def define(flag_values):
   flags.DEFINE_integer("representative_size", 100, "First N train examples used to calibrate "
                        "full_int8 (docs/spec.md §2.5; 000 appendix A).", lower_bound=1, **fv)
   flags.DEFINE_string("encodings", "plain",
-                      "Comma-separated weight encodings: plain, sparse (issue #10).", **fv)
+                      "Comma-separated weight encodings: plain, sparse.", **fv)
   flags.DEFINE_bool("overwrite", False, "Re-export finished exports.", **fv)
 
 

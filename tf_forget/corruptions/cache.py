@@ -10,7 +10,7 @@ same ids, labels and attributes as the clean split, so the evaluator evaluates `
                              attr__<name> bool [n]            (npz, no pickles)
         meta.json            written last: the entry is complete iff it exists
 
-Encodings (issue #15: CelebA's uncompressed cache at 5 severities is ~221 GB), recorded as
+Encodings (CelebA's uncompressed cache at 5 severities would be ~221 GB), recorded as
 meta.json's `encoding`; every one reads back the exact uint8 pixels:
   * "png": each image a lossless PNG (OpenCV, compression level 1), stored as `png_bytes`
     uint8 [total] with `png_offsets` int64 [n + 1]; used when H·W >= 32·32. Measured on 24
@@ -24,7 +24,7 @@ meta.json's `encoding`; every one reads back the exact uint8 pixels:
 
 The key is (data set, split, corruption, severity, table, base seed); the data set's options and
 image shape are recorded in meta.json and checked on read. meta.json also records `inputs`
-(lineage, issue #14): the identity of the clean split it was made from
+(lineage): the identity of the clean split it was made from
 (`predictions.split_identity`) and the sha256 of the clean examples' ids and labels; the
 sha256 of meta.json is in turn the identity of the corrupted split that predictions record
 (`CorruptedSplit.identity`). An entry whose meta.json is unreadable is regenerated. Files go

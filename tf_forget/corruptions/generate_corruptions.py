@@ -1,4 +1,4 @@
-r"""Fills the corrupted-split cache for a data set (issue #5; schema docs/artifacts/corruptions.md).
+r"""Fills the corrupted-split cache for a data set (schema docs/artifacts/corruptions.md).
 
     python -m tf_forget.corruptions.generate_corruptions --dataset=digits \
         --cache_dir=/tmp/corruptions [--corruptions=glass_blur,fog] [--severities=3] \

@@ -1,6 +1,6 @@
 """Severity constants of the corruption suite, one table per resolution family.
 
-Hendrycks & Dietterich (ICLR 2019, cited by ../shared/papers/000 §4 and 003 §5) generated
+Hendrycks & Dietterich (ICLR 2019, cited by 000 §4 and 003 §5, docs/papers.md) generated
 CIFAR-10-C, ImageNet-64x64-C and ImageNet-C with three scripts that share the corruption code
 but hard-code different constants and image sizes:
 

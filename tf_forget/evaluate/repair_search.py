@@ -1,4 +1,4 @@
-"""`full_int8~auto`: the repair a search chose, on one half of the test examples (issue #37).
+"""`full_int8~auto`: the repair a search chose, on one half of the test examples.
 
 The search tries, in order, the repairs of a forgetting full int8 file that cost least:
   1. `cle` — cross-layer equalization before conversion (`tf_forget.evaluate.no_byte_repairs`: no

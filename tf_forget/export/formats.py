@@ -9,9 +9,9 @@ reference with no optimisation.
 Variant names (docs/spec.md §1.1): a TFLite file is identified by (member variant, format,
 encoding); its *audited variant name* joins the parts with "+", leaving out the defaults
 (`prune_0.9+full_int8`, `float32+sparse`): the grammar and its table live in
-`tf_forget.artifacts.names` (its one home, issue #27).
+`tf_forget.artifacts.names` (its one home).
 
-Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" adds
+Encodings: "plain" stores every weight, zeros included; "sparse" adds
 `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the
 (pruned) constant weights in TFLite's compressed sparse format (`Tensor.sparsity`, CSR-like
 `DimensionMetadata`). A sparse file is the "sparse-encoded twin" of the plain file of the same
@@ -43,7 +43,7 @@ if tuple(FORMATS) != names.FORMAT_NAMES:
 
 
 def options(fmt):
-  """The converter options of format `fmt`, or of a repair that costs no bytes (issue #37):
+  """The converter options of format `fmt`, or of a repair that costs no bytes:
   `full_int8~int16x8` is full integer with 16-bit activations and 8-bit weights (TFLite's
   `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`, key `int16x8`) and int16
   input / output; `full_int8~cle` converts as `full_int8` (its model is equalized first,

@@ -1,8 +1,8 @@
 """DenseNet-BC for CIFAR (Huang et al. 2017, "Densely Connected Convolutional Networks"), as 003.
 
 003 (Liebenwein et al., "Lost in Pruning", appendix B, Table 3) prunes a "DenseNet22" on
-CIFAR-10 trained with torchprune (`../shared/papers/003_4467b02672bb7836.txt`, B.1;
-docs/spec.md §6.5). torchprune's `densenet22`
+CIFAR-10 trained with torchprune (003 B.1, docs/papers.md; docs/spec.md §6.5). torchprune's
+`densenet22`
 (`src/torchprune/torchprune/util/models/cnn/models/cifar/densenet.py`, from
 bearpaw/pytorch-classification) is DenseNet-BC with depth L = 22, growth rate k = 12 and compression
 0.5 (`compressionRate=2`), no dropout:

@@ -1,7 +1,7 @@
 """CIFAR VGG with BatchNorm (Simonyan & Zisserman 2014, configuration "D" = VGG-16), as 003 uses.
 
 003 (Liebenwein et al., "Lost in Pruning", appendix B, Table 3) prunes a "VGG16" on CIFAR-10
-trained with torchprune (`../shared/papers/003_4467b02672bb7836.txt`, B.1; docs/spec.md §6.5). The
+trained with torchprune (003 B.1, docs/papers.md; docs/spec.md §6.5). The
 released configuration `paper/lost/param/cifar/vgg16.yaml` names the network `vgg16_bn`:
 torchprune's CIFAR zoo is bearpaw/pytorch-classification's `models/cifar/vgg.py` ("VGG for
 CIFAR10. FC layers are removed."), which builds:

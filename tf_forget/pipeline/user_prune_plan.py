@@ -1,4 +1,4 @@
-"""One-shot pruning of the user's own Keras model (issue #28): the plan's part.
+"""One-shot pruning of the user's own Keras model: the plan's part.
 
     audit --dataset=folder:/data/test --reference=model.keras --train=folder:/data/train \
           --pruning=oneshot --algorithms=mp,gp --ratios=2,4
@@ -77,7 +77,7 @@ def train_option(data, user, kind, oneshot_asked):
         "references (.keras, .h5, SavedModel), not .tflite files")
   for path in user.references if oneshot else ():
     found = imported.model_kind(path)
-    if found != "tf_keras":  # Keras 3 files and SavedModels (issue #36)
+    if found != "tf_keras":  # Keras 3 files and SavedModels
       raise tree.AuditError(
           f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
           f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
@@ -162,7 +162,7 @@ def plan(pruning, user, dataset, oneshot_asked, check_data):
     return {"oneshot": (), "oneshot_schedule": None, "preset": None}
   schedule = oneshot_schedule.get(imported_parent.PRESET, **pruning.oneshot.overrides())
   view = train_view.of(dataset)
-  if check_data:  # `--plan` decodes no image (issue #36)
+  if check_data:  # `--plan` decodes no image
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
   return {"oneshot": oneshot, "oneshot_schedule": schedule,

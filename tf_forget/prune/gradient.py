@@ -1,6 +1,6 @@
 """g, the mean data-loss gradient of a one-shot parent: one artifact per (parent, protocol).
 
-docs/spec.md §6.2 asks for "the same g for GP and UP" (issue #26): g is a property of the dense
+docs/spec.md §6.2 asks for "the same g for GP and UP": g is a property of the dense
 parent and of the gradient protocol, not of the member that reads it. It is computed once per parent
 and written to
 
@@ -123,7 +123,7 @@ def path(run_dir, parent, protocol):
 
 
 def _inputs(parent, protocol, parent_sha256):
-  """g's lineage inputs; `train_data` only with the user's `--train` data (issue #28), so that
+  """g's lineage inputs; `train_data` only with the user's `--train` data, so that
   the g of a trained parent keeps the inputs it recorded."""
   out = {"model": parent_sha256, "gradient_protocol": protocol_sha256(protocol),
          "seed": seed(parent)}

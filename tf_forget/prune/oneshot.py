@@ -1,6 +1,7 @@
 """One-shot pruning of a trained Keras model, and fine-tuning with its masks held fixed.
 
-Issue #16 (002 §3, docs/spec.md §6.1-6.4), the TensorFlow side of `tf_forget.prune.scores`:
+Pruning after training (002 §3, docs/spec.md §6.1-6.4), the TensorFlow side of
+`tf_forget.prune.scores`:
 
 * `kernels(model)` — the prunable kernels (conv and dense, the same set the gradual-pruning path
   prunes: `tf_forget.train.pruning.prunable_kernels`), in layer order, optionally without the
@@ -132,8 +133,8 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
     exclude_classifier: see `kernels`.
     ratio_over: "prunable" or "all" (`compression_of`).
     grads: g given, {kernel name: array} over (at least) the pruned kernels, e.g. the parent's
-      one g artifact that every GP and UP member reads (`gradient.ensure`; docs/spec.md §6.2, issue
-      #26); then `batches` is not used.
+      one g artifact that every GP and UP member reads (`gradient.ensure`; docs/spec.md §6.2);
+      then `batches` is not used.
 
   Returns:
     (masks {name: bool array}, `scores.Compression`).

@@ -13,7 +13,7 @@ with the sources of its numbers; every training protocol has one):
 * `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1);
 * `digits` (scaled down): 3 epochs at 0.05, then 2 each at 5e-3 and 5e-4, batch 64; `tiny`
   (tests): 2 epochs at 0.01, batch 32;
-* `user` (the user's own Keras model, `--reference --pruning=oneshot`, issue #28; its preset is
+* `user` (the user's own Keras model, `--reference --pruning=oneshot`; its preset is
   `tf_forget.train.imported_parent.preset`): 5 epochs at 0.01, then 5 at 1e-3, batch 128;
   `--finetune` sets the phases.
 
@@ -25,8 +25,8 @@ select the epoch, they are not unseen by the parent — recorded in the metadata
 
 Gradient g (docs/spec.md §6.2): `grad_batches` batches of `grad_batch_size` unaugmented training
 records (the fine-tuning part of train), drawn with a seed derived from the dense parent's, so
-that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`, issue
-#26); 002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
+that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`);
+002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
 `weight_decay` (Keras `l2(λ)`, docs/spec.md §6.1); a number overrides it. Standard library only (and
 `artifacts.errors`, the protocol registry).
 """

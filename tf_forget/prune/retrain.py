@@ -1,4 +1,4 @@
-"""One cycle of iterative prune-retrain: a member pruned further and retrained (issue #17).
+"""One cycle of iterative prune-retrain: a member pruned further and retrained.
 
 `retrain_member(config, run_dir)` makes `<run>/members/iter_<alg>_c<n>/<k>/` from member k of
 its parent (003 Algorithm 1 lines 5-6; docs/spec.md §6.5):

@@ -1,6 +1,6 @@
 """One-shot pruning scores and exact global masks (002 §3; docs/spec.md §6.1-6.3). Pure numpy.
 
-The first piece of issue #16 (prune after training): given the prunable kernels θ of a trained
+Pruning after training: given the prunable kernels θ of a trained
 parent and, for GP / UP, the mean gradient g of its data loss, each algorithm scores every
 weight; the lowest scores are pruned first under **one global threshold** over all prunable
 kernels, with an **exact count** (a stable sort, not a quantile interpolation; ties go to the

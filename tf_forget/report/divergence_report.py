@@ -1,4 +1,4 @@
-"""Output divergence of every compressed file from its reference, from the saved logits (#29).
+"""Output divergence of every compressed file from its reference, from the saved logits.
 
 Top-1 measures see only the arg max. For every compressed variant v on the evaluation split and
 every member pair (k_0, k_v) of `run.pairing_of(v)` (`pairing.py`), the reference is dense
@@ -232,7 +232,7 @@ def variant_row(run, variant, pooled):
 
 def example_rows(run, variant, results, size, paths=None):
   """The variant's `divergence_examples` rows: largest KL > 0 first, each example once; with
-  `paths` ({id: path}, `collect.example_paths`) each example's `path` (issue #36)."""
+  `paths` ({id: path}, `collect.example_paths`) each example's `path`."""
   dense, pop = run.eval[names.DENSE], run.eval[variant]
   row_0 = {int(k): r for r, k in enumerate(dense.members)}
   row_t = {int(k): r for r, k in enumerate(pop.members)}

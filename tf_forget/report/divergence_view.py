@@ -1,4 +1,4 @@
-"""The "divergence" section and the largest-KL gallery cards (issue #29).
+"""The "divergence" section and the largest-KL gallery cards.
 
 Renders `divergence_report`'s tables: a lead saying what KL and Δp are and which reference
 each variant is compared with ("same network" or "independent member k"), one row per variant

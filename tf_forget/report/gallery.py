@@ -136,7 +136,7 @@ def entries(run, cie, size=12):
 
 def _path(paths, example_id):
   """{"path": the example's path} when the data set names its examples
-  (`collect.example_paths`), else {} (issue #36)."""
+  (`collect.example_paths`), else {}."""
   return {} if paths is None else {"path": paths.get(int(example_id), "")}
 
 
@@ -303,7 +303,7 @@ def annotation_table(run, cies, percentile=90, seed=0):
   attrs = sorted(run.attributes)
   paths = collect.example_paths(run)
   columns = list(ANNOTATION_COLUMNS) + [f"attr_{a}" for a in attrs] + ["annotation"]
-  if paths is not None:  # the file an annotator opens (issue #36)
+  if paths is not None:  # the file an annotator opens
     columns.insert(columns.index("id") + 1, "path")
   frames = []
   for variant, c in cies.items():

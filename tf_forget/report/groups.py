@@ -32,7 +32,7 @@ def subgroup_tables(run, subgroup_members=10):
   Besides 004's rows, `model` = "absolute_difference" holds compressed − baseline (fractions,
   i.e. points of rate): the normalized difference of a near-zero baseline rate explodes (a
   subgroup with FNR 0.009 → 0.057 reads +550%), the absolute one does not; `absolute_low` /
-  `absolute_high` its 95% interval over the members (issue #18).
+  `absolute_high` its 95% interval over the members.
 
   Returns:
     (DataFrame with columns `variant`, `model` (baseline / compressed /
@@ -228,7 +228,7 @@ def robustness_measures(run):
   Returns:
     (DataFrame from `robustness.robustness_table` plus `top1_change` (points / 100, mean over
     members of the accuracy averaged over severities, minus dense's) with its 95% interval
-    `top1_change_low` / `_high` (paired by the variant's pairing, else Welch; issue #18),
+    `top1_change_low` / `_high` (paired by the variant's pairing, else Welch),
     `severities` and `members`, or None without corrupted splits; list of notes).
   """
   top1, top5, notes, kept = robustness_accuracy(run)

@@ -6,7 +6,7 @@ was not known or available to the human"; they coded attributes per image, and T
 Figure 5 report each attribute's share among PIEs and among non-PIEs and their relative
 representation. 004 §3.2 proposes the same human-in-the-loop audit on CIEs.
 
-Design (issue #26):
+Design:
 
 * One study = one compressed variant (`Options.variant`; default: the one with the most
   examples in the group, ties to the first in report order) and one group definition:

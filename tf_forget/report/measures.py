@@ -70,7 +70,7 @@ class Measures:
 
 
 def use_topk(num_classes):
-  """Top-5 is reported only with more than 5 classes (issue #6)."""
+  """Top-5 is reported only with more than 5 classes."""
   return num_classes > TOPK
 
 

@@ -1,4 +1,4 @@
-"""Which dense member each member of a compressed variant is compared with (issue #16).
+"""Which dense member each member of a compressed variant is compared with.
 
 Paired measures (000 eq. 3, 004 Taxicab, 002 α) compare dense member k_0 with member k_t of a
 variant:
@@ -10,7 +10,7 @@ variant:
   same network). The link is current only while `parent.model_sha256` equals the dense
   member's own `model_sha256` (docs/artifacts/members.md); a stale or missing link leaves the
   member out of paired measures, with a one-line note;
-* prune-retrain cycles (`iter_<alg>_c<n>`, 003 Algorithm 1; issue #17) pair with the dense
+* prune-retrain cycles (`iter_<alg>_c<n>`, 003 Algorithm 1) pair with the dense
   member at the root of their chain of parent links (cycle n → cycle n − 1 → … → dense), every
   link checked current the same way;
 * every other variant pairs by index, k_0 = k_t (docs/spec.md §1.3): a quantized dense member is the

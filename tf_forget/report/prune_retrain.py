@@ -1,4 +1,4 @@
-"""003's prune-retrain study: how far each parent can be pruned, per distribution (issue #17).
+"""003's prune-retrain study: how far each parent can be pruned, per distribution.
 
 For the prune-retrain cycles `iter_<alg>_c<n>` of a run (003 Algorithm 1; docs/spec.md §6.5), every
 member paired with the dense member at the root of its parent chain (`pairing`; the parents

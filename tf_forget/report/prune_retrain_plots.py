@@ -1,4 +1,4 @@
-"""Figures of 003's prune-retrain study (issue #17), from `prune_retrain`'s tables.
+"""Figures of 003's prune-retrain study, from `prune_retrain`'s tables.
 
 * `curves`: prune–accuracy curve per method on every distribution (003 Figure 6a): nominal
   bold, corruptions thin, published sets dashed, l-inf noise levels dotted grey;

@@ -1,7 +1,7 @@
 """002's study of one-shot pruning within one run: α per (algorithm, ratio) and the §7 tests.
 
-Applies when the run has one-shot variants (`oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`,
-issue #16; docs/spec.md §6.1-6.4) in float32 (the pruned network itself, as in 002; quantized
+Applies when the run has one-shot variants (`oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`;
+docs/spec.md §6.1-6.4) in float32 (the pruned network itself, as in 002; quantized
 children keep their row in the `recall_distortion` table only). Member k_t of a one-shot variant is
 compared with its dense parent (`tf_forget.report.pairing`), so α_{t,P}(m) is 002's slope of
 one dense model m before and after pruning (002 §5, §6.2). Tables:

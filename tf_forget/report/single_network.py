@@ -1,6 +1,6 @@
 """One network against its own compressed files: flips and paired per-example tests (K = 1).
 
-Issue #28 ("Statistics when K = 1"). When the dense population has exactly one member, the
+Statistics when K = 1. When the dense population has exactly one member, the
 population measures (Welch tests and t intervals over members, `measures`) have no spread over
 training seeds to work with: the uncertainty left is the finite test set's. This module then
 compares, for every compressed variant v, the reference network (the dense member) with its
@@ -237,7 +237,7 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
 
 def flip_rows(variant, ids, y, a, b, paths=None):
   """`flips` rows of one variant: every flipped example with its kind, and with `paths`
-  ({id: path}, `collect.example_paths`) its file's path after the id (issue #36)."""
+  ({id: path}, `collect.example_paths`) its file's path after the id."""
   f = paired.flips(y, a, b)
   kind = np.full(y.size, "", dtype=object)
   for name in FLIP_KINDS:

@@ -1,6 +1,6 @@
-"""The verdict table's worst-class and worst-subgroup cells (issue #18; K = 1: issue #28).
+"""The verdict table's worst-class and worst-subgroup cells (K >= 2 and K = 1).
 
-Split from `verdict` (its table reads them): per compressed variant, the class with the largest
+The cells `verdict`'s table reads: per compressed variant, the class with the largest
 recall loss and the protected subgroup whose false-negative rate rose most, each with its
 number of test examples (positives), interval and p-values — from the population tables
 (`class_level`, `subgroups`: intervals over members, docs/spec.md §3.1, §4.2) or, with one dense

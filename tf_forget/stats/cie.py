@@ -10,7 +10,7 @@
 * `taxicab_cie_accuracy`: accuracy of both populations on the selected subsets
   (004 Table 2 "Taxicab CIEs" 90th / 95th / 99th; docs/spec.md §4.1 also 80th).
 
-Paper: ../shared/papers/004_dc74d5c1e252f227.txt.
+Paper: 004 (docs/papers.md).
 """
 
 import fractions

@@ -9,7 +9,7 @@
 * `gained_lost_summary`: 000 §3.1 "Cannibalizing a small subset of classes" (docs/spec.md §3.3).
 
 Inputs are per-member recalls `[members, classes]` and accuracies `[members]` from
-`tf_forget.stats.accuracy` (paper file: ../shared/papers/000_44054fae382f9b6e.txt).
+`tf_forget.stats.accuracy` (paper: 000, docs/papers.md).
 """
 
 import warnings

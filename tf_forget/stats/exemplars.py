@@ -9,7 +9,7 @@
   non-PIE and all examples, mean over members of the accuracy on the subset (000 Table 6,
   004 Table 2; docs/spec.md §3.5), optionally on a seeded random sample per subset.
 
-Papers: ../shared/papers/000_44054fae382f9b6e.txt, ../shared/papers/004_dc74d5c1e252f227.txt.
+Papers: 000 and 004 (docs/papers.md).
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Confidence intervals of a change between two populations of models (issue #18).
+"""Confidence intervals of a change between two populations of models.
 
 The papers report population means (000 Table 2, 004 Tables 3-5) and significance tests
 (000 §2.2 Welch, 002 §7 paired t-tests); a user deciding which file to ship also needs the

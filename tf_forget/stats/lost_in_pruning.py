@@ -12,8 +12,8 @@
   the expected L2 distance between the softmax outputs of two models under noise. This
   module receives the predictions / softmax arrays; the noise injection lives elsewhere.
 
-Errors and prune ratios are fractions (δ = 0.005). Paper:
-../shared/papers/003_4467b02672bb7836.txt.
+Errors and prune ratios are fractions (δ = 0.005). Paper: 003
+(docs/papers.md).
 """
 
 import fractions

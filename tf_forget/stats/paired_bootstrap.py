@@ -1,6 +1,6 @@
 """The change of a subgroup's error rate, FNR or FPR between two files, with a paired bootstrap.
 
-One network against its own compressed file (K = 1, issue #28), as in `paired` (the measures of
+One network against its own compressed file (K = 1), as in `paired` (the measures of
 the paired 2x2 table: flips, McNemar, Newcombe's interval): the test example is the unit, and
 the reference prediction a_i and the candidate prediction b_i of example i are scored with the
 same label y_i. Here the quantity is a rate of a subgroup (docs/spec.md §4.2: error rate, FNR, FPR)

@@ -14,7 +14,7 @@
   docs/spec.md §5.5).
 
 Arrays are `[models, classes]` (one row per model m = one population member) and
-`[models]`. Paper: ../shared/papers/002_20386ffa101c7428.txt.
+`[models]`. Paper: 002 (docs/papers.md).
 """
 
 import itertools

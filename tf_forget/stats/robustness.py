@@ -4,7 +4,7 @@ docs/spec.md §3.6: per corruption, average the accuracy over members and over s
 first, then normalized = 100 · (A_t / A_0 − 1) with A_0 the dense population on the same
 corruption; top-1 and top-5. ImageNet-A (Table 8) has a single "severity".
 
-Paper: ../shared/papers/000_44054fae382f9b6e.txt (Table 3 in appendix D, Table 8).
+Paper: 000 (docs/papers.md; Table 3 in appendix D, Table 8).
 """
 
 import numpy as np

@@ -10,7 +10,7 @@
 * `over_indexing`: share of each attribute among CIEs / its share in the training set
   (004 Figure 2; docs/spec.md §4.4).
 
-Paper: ../shared/papers/004_dc74d5c1e252f227.txt.
+Paper: 004 (docs/papers.md).
 """
 
 import itertools

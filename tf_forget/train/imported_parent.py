@@ -1,4 +1,4 @@
-"""An imported member as the parent of one-shot members (`--pruning=oneshot`, issue #28).
+"""An imported member as the parent of one-shot members (`--pruning=oneshot`).
 
 The user's reference imported as dense member k (`tf_forget.train.imported`) is pruned after
 training like a trained member (`tf_forget.prune`; docs/spec.md §6). What the pruning code needs of
@@ -129,7 +129,7 @@ def trainable(path, output_index=None, trust_model_code=False):
     imported.ReferenceModelError: it cannot be loaded compiled, is not compiled, its loss is not a
       sparse categorical cross-entropy of logits, its audited output is a softmax's, or it has
       no conv or dense kernel to prune, or it takes its images in another layout than
-      `[N, H, W, C]` (issue #36: the pruning code feeds the data set's images as they are).
+      `[N, H, W, C]` (the pruning code feeds the data set's images as they are).
     model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
   model = _compiled(path, trust_model_code)

@@ -6,7 +6,7 @@ values (models normalise inside) and batched with `drop_remainder`. Everything i
 (seed, step): resuming at step s skips the first s batches and sees exactly the batches an
 uninterrupted run would have seen.
 
-Order of the stages (issue #15): the data set's cheap `train_records` (encoded images for tfds
+Order of the stages: the data set's cheap `train_records` (encoded images for tfds
 sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the first
 `start_step * batch_size` of them are skipped, and only then are records decoded and augmented
 (in parallel, deterministic order) and batched. A resume therefore reads but never decodes the

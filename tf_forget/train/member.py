@@ -13,7 +13,7 @@ with TensorFlow's op determinism on, the same config gives the same weights on t
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
 kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
 
-GPUs (issue #15): `train_member` first turns on memory growth for every visible GPU
+GPUs: `train_member` first turns on memory growth for every visible GPU
 (`tf_forget.compat.gpu`, a no-op on CPU) and records them as `gpus`. A preset with
 `mixed_precision` builds and trains its model under Keras' `mixed_float16` policy, set for the
 model's building only and then restored (other members, later stages see the old policy); the
@@ -86,10 +86,10 @@ class MemberConfig:
   def identity(self):
     """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`).
 
-    The user's data records the content of its splits in its options (issue #35,
-    `predictions.CONTENT`); a member trains on the train split only, so its identity holds that
-    split's digest (`train_content`) and not the test split's. The `--train` data of one-shot
-    pruning enters through `inputs.train_data` (`train_view.fingerprint`) instead.
+    The user's data records the content of its splits in its options (`predictions.CONTENT`); a
+    member trains on the train split only, so its identity holds that split's digest
+    (`train_content`) and not the test split's. The `--train` data of one-shot pruning enters
+    through `inputs.train_data` (`train_view.fingerprint`) instead.
     """
     out = {"dataset": self.dataset,
            "dataset_options": predictions.without_content(self.dataset_options),
@@ -329,6 +329,6 @@ def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
-      # Lineage (issue #14): the bytes of model.keras and what they are a function of.
+      # Lineage: the bytes of model.keras and what they are a function of.
       "model_sha256": model_sha256, "inputs": config.inputs(),
   }

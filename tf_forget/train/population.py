@@ -129,7 +129,7 @@ def _read_run_file(path, log):
   """The existing run.json dict, or None if there is none or it is unreadable (then redone).
 
   A run.json that is not a JSON object (truncated, zeroed, garbage) is redone like any other
-  unreadable artifact (issue #25): it only records the population's identity, which the audit
+  unreadable artifact: it only records the population's identity, which the audit
   has already checked against `audit.json`, and the members' own metadata carry their lineage.
   """
   if not fileio.exists(path):

@@ -21,7 +21,7 @@ as docs/spec.md §2.6 asks:
     the last optimiser update: `finalize` therefore applies the masks once more before
     stripping, and `sparsity_report` checks the result meets t.
 
-Performance (issue #2): tfmot's `prune_low_magnitude(model)` wraps *every* layer — ReLU, Add,
+Performance: tfmot's `prune_low_magnitude(model)` wraps *every* layer — ReLU, Add,
 BatchNorm, pooling — and each wrapper adds a step increment, an assertion and a conditional to
 every training step. Wrapping only the layers that have prunable weights (through tfmot's own
 `PruningPolicy` hook) prunes exactly the same weights with the same masks at the same steps;

@@ -2,8 +2,7 @@
 
 * formats of dense members: dynamic_int8 and full_int8 only (004: "two types of post-training
   quantization"; docs/spec.md §2.3).
-* no corruption and no l-inf noise: 004 reports on the clean test split only (issue #15:
-  "CelebA: test split only").
+* no corruption and no l-inf noise: 004 reports on the clean test split only.
 * split sizes: tfds' published counts (162,770 train, 19,867 validation, 19,962 test) of
   218x178 images.
 

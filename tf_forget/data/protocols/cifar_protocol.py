@@ -21,7 +21,7 @@ Presets:
   `tf_forget.prune`): CIFAR ResNets 60 epochs, batch 128, "a decreasing LR schedule" (ours: 0.1,
   ×0.1 at 50% and 75%), weight decay 0.0005 in the optimizer — ε = 5e-4, i.e. Keras l2(λ =
   2.5e-4) (docs/spec.md §6.1); 60 × 390 = 23,400 steps. 002 keeps the epoch with the lowest
-  validation loss while training the parents; ours train for the fixed number of steps (issue #16).
+  validation loss while training the parents; ours train for the fixed number of steps.
 * 003's CIFAR-10 parents (appendix B, Table 3; docs/spec.md §6.5): `resnet20_003`, `resnet56_003`,
   `resnet110_003`, `vgg16_003`, `densenet22_003`, `wrn16_8_003` — Table 3's epochs, batch size,
   LR, decay, momentum, Nesterov flag, weight decay and 5-epoch linear warm-up, converted to

@@ -16,7 +16,7 @@ or more data sets once, with the training protocols their members are trained wi
 them. This module holds the types and the values several protocol modules share; the sources
 of each choice are in the docstrings of the modules that make it.
 
-What the papers and SPEC settle for every protocol:
+What the papers and docs/spec.md settle for every protocol:
 * post-training formats of dense members (docs/spec.md §2.3): float16, dynamic_int8, full_int8
   (000).
 * formats of pruned members besides float32: none (docs/spec.md §1.1: post-training formats apply to

@@ -1,4 +1,4 @@
-"""The user's own model pruned one-shot (`--reference --pruning=oneshot`, issue #28).
+"""The user's own model pruned one-shot (`--reference --pruning=oneshot`).
 
 The user's own data (`folder:`, `tfds:`, `tfrecord:`) is audited with the user's own model
 (`tf_forget/pipeline/user_plan.py`), never trained on: it has no audit protocol here, and the model

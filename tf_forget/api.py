@@ -1,4 +1,4 @@
-"""tf_forget as a library: run an audit, or read a finished one (issue #38).
+"""tf_forget as a library: run an audit, or read a finished one.
 
     from tf_forget import api
 

@@ -168,7 +168,7 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
   assert ("redo members oneshot_mp_r2/0: its train data (--train) changed since it was pruned"
           in changed.stdout), changed.stdout
   # g is made again first (stage `gradient`), so the GP member then finds another g.
-  assert "redo members oneshot_gp_r2/0: its gradient g (SPEC §6.2) changed since it was pruned" \
+  assert "redo members oneshot_gp_r2/0: its gradient g (docs/spec.md §6.2) changed since it was pruned" \
       in changed.stdout
   assert "1 of 1 references already imported" in changed.stdout
 

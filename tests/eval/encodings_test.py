@@ -246,4 +246,4 @@ def test_record_without_inputs_is_measured_again(copied_run, monkeypatch):
     json.dump(doc, f)
   lines = []
   _choose(copied_run, log=lines.append)
-  assert "redo prune_0.9 encoding: no recorded inputs (written before issue #25)" in lines
+  assert "redo prune_0.9 encoding: no recorded inputs (written by an older version)" in lines

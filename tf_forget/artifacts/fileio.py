@@ -5,7 +5,7 @@ and a killed writer leaves at most a `*.tmp-*` file that the next run overwrites
 go through `os` (rename is atomic on a local file system); paths with a URL scheme (`gs://`,
 ...) go through `tf.io.gfile`, imported only for them, so this module imports no TensorFlow.
 
-Reads, listings and hashes go through here too (issue #15): the file-system primitives of
+Reads, listings and hashes go through here too: the file-system primitives of
 `tf_forget.artifacts.filesystem` (`exists`, `isdir`, `listdir`, `walk`, `stat` / `getsize`,
 `open_file`, `makedirs`, `remove`, `rmtree`; re-exported here) and `read_bytes`, `copy` and
 `rename`, so that `--out=gs://...` works end to end. Several artifacts that belong together (a

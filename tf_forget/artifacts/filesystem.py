@@ -1,7 +1,7 @@
 """File-system primitives for local paths and URLs (`gs://`, `ram://`), no TensorFlow import.
 
 Local paths go through `os`; paths with a URL scheme go through `tf.io.gfile`, imported only for
-them (issue #15). TensorFlow's in-memory `ram://` file system (the tests' stand-in for a bucket)
+them. TensorFlow's in-memory `ram://` file system (the tests' stand-in for a bucket)
 matches names by string prefix: with only `ram://a/deploy.tmp/` there, `tf.io.gfile` says
 `ram://a/deploy` exists and is a directory, and lists `.tmp` in it. `exists`, `isdir` and
 `listdir` check `ram://` entries against their parent's listing, up to the root, and `rmtree`
@@ -28,7 +28,7 @@ def is_url(path):
 
 
 def user_path(path):
-  """A path given on a command line, as the command will use it (issue #25).
+  """A path given on a command line, as the command will use it.
 
   `scheme://` paths (gs://, ram://) are kept as they are; `~` is expanded; a relative local
   path is relative to where the user ran the command (`BUILD_WORKING_DIRECTORY` under

@@ -8,9 +8,9 @@ when those hashes equal the current inputs' hashes.
 `file_sha256` memoizes by (path, size, mtime_ns, inode, ctime_ns) inside one process, so a
 stage that asks about the same `.tflite` for every split hashes it once; a file rewritten in
 place gets a new ctime (and mtime, unless it is set back) and is hashed again. Files are
-read and stat'ed through `fileio` (local or URL paths, issue #15); a URL file system without
-modification times (`ram://` reports 0) is never memoized. Standard library, numpy and `fileio` only (no TensorFlow unless a URL path is
-hashed).
+read and stat'ed through `fileio` (local or URL paths); a URL file system without
+modification times (`ram://` reports 0) is never memoized. Standard library, numpy and
+`fileio` only (no TensorFlow unless a URL path is hashed).
 """
 
 import hashlib
@@ -83,7 +83,7 @@ def file_sha256_or_none(path):
 
 
 def path_sha256(path, memo=True):
-  """`file_sha256` of a file; of a directory (a SavedModel, issue #36), the sha256 of the JSON
+  """`file_sha256` of a file; of a directory (a SavedModel), the sha256 of the JSON
   {relative path: `file_sha256`} of every file below it (`memo` as `file_sha256`'s).
 
   Raises:

@@ -9,9 +9,9 @@
       tflite/<member variant>/<k>/<stem>.{tflite, json, failed.json}
       predictions/<variant>/<k>/<split>.npz predictions_keras/<member variant>/<k>/<split>.npz
       noise/<variant>/<k>/linf.npz layers/<member variant>/<k>/full_int8{.json,
-      .model_explorer.json} per-layer error (#29) eval/agreement/<split>.json eval/encodings.json
+      .model_explorer.json} per-layer error eval/agreement/<split>.json eval/encodings.json
       eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz data/<role>.json the user's data files,
-      hashed (#35) corruptions/ the corrupted-split cache of the audit report.json, report.html,
+      hashed corruptions/ the corrupted-split cache of the audit report.json, report.html,
       tables/ tf_forget/report deploy/ the deployment bundle logs/ TensorFlow's output
       (`tf_forget/cli`)
 
@@ -30,7 +30,7 @@ RUN_FILE = "run.json"
 AUDIT_FILE = "audit.json"
 REPORT_FILE = "report.json"
 MODEL_FILE = "model.keras"
-SAVED_MODEL_DIR = "saved_model"  # an imported SavedModel, as the user saved it (#36)
+SAVED_MODEL_DIR = "saved_model"  # an imported SavedModel, as the user saved it
 METADATA_FILE = "metadata.json"
 CHECKPOINT_DIR = "checkpoints"
 NOISE_FILE = "linf.npz"
@@ -93,7 +93,7 @@ def member_dir(run_dir, member_variant, k):
 
 def member_model(run_dir, member_variant, k):
   """The member's model: `model.keras`, or the `saved_model/` directory of a member imported
-  from a SavedModel (issue #36, `tf_forget.train.imported`) when that directory exists."""
+  from a SavedModel (`tf_forget.train.imported`) when that directory exists."""
   directory = member_dir(run_dir, member_variant, k)
   saved = os.path.join(directory, SAVED_MODEL_DIR)
   return saved if filesystem.isdir(saved) else os.path.join(directory, MODEL_FILE)
@@ -107,7 +107,7 @@ def gradient_file(run_dir, parent_variant, k, protocol_sha256):
   """`<run>/members/<parent>/<k>/gradient/<first 16 hex of the protocol's sha256>.npz`.
 
   g, the mean data-loss gradient of a one-shot parent that every GP and UP member of that
-  parent reads (SPEC §6.2, issue #26).
+  parent reads (docs/spec.md §6.2).
   """
   return os.path.join(member_dir(run_dir, parent_variant, k), "gradient",
                       f"{protocol_sha256[:16]}.npz")
@@ -167,7 +167,7 @@ def noise(run_dir, variant, k):
 def layers(run_dir, member_variant, k, file_format="full_int8"):
   """`<run>/layers/<member variant>/<k>/<format>.json`: where the member's `file_format` file
   departs from its float32 file on its forgotten and stable examples
-  (`tf_forget.evaluate.layer_analysis`, issue #29): per layer for `full_int8`, tensor by tensor for
+  (`tf_forget.evaluate.layer_analysis`): per layer for `full_int8`, tensor by tensor for
   a user's file."""
   return os.path.join(run_dir, "layers", member_variant, str(int(k)), f"{file_format}.json")
 
@@ -218,8 +218,8 @@ DATA_ROLES = ("test", "train", "calibration", "train_data")
 
 
 def data_fingerprint(run_dir, role):
-  """`<run>/data/<role>.json`: the files of the user's data a run read, hashed (issue #35;
-  `tf_forget/pipeline/data_identity.py`); role is a split of the audited data set, "calibration" or
+  """`<run>/data/<role>.json`: the files of the user's data a run read, hashed
+  (`tf_forget/pipeline/data_identity.py`); role is a split of the audited data set, "calibration" or
   "train_data"."""
   if role not in DATA_ROLES:
     raise ValueError(f"unknown data role {role!r} (roles: {', '.join(DATA_ROLES)})")

@@ -35,7 +35,7 @@ LABELS = {
     "config": "config",
     "representative": "representative data",
     "converter": "converter options",
-    "gradient": "gradient g (SPEC §6.2)",
+    "gradient": "gradient g (docs/spec.md §6.2)",
     "gradient_protocol": "gradient protocol",
     "train_data": "train data (--train)",
 }

@@ -1,4 +1,5 @@
-"""The names of a run and their grammar (SPEC §1.1): trained variants, audited variants, splits.
+"""The names of a run and their grammar (docs/spec.md §1.1): trained variants, audited variants,
+splits.
 
 The one home of every variant, format, encoding, repair and split name: their constants, parsers
 and builders. The grammar itself (what each name means, with examples) is described in
@@ -21,14 +22,14 @@ SPARSE = "sparse"
 FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
 ENCODINGS = ("plain", "sparse")
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
-ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (SPEC §6.1); their one home
+ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (docs/spec.md §6.1); their one home
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
-ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (SPEC §6.5); their one home
+ITERATIVE_ALGORITHMS = ("wt", "ft")  # 003 WT / FT (docs/spec.md §6.5); their one home
 _ITERATIVE = re.compile(r"^iter_(?P<alg>[a-z]+)_c(?P<cycle>\d+)$")
 _USER_FORMAT = re.compile(r"^user_[a-z0-9][a-z0-9_]{0,39}$")  # a file the user brings
 USER_FORMAT_PREFIX = "user_"
 REPAIRED_FORMAT = "full_int8"  # the format a repair starts from
-NO_BYTE_REPAIRS = ("cle", "int16x8")  # every op stays int8-sized (issue #37)
+NO_BYTE_REPAIRS = ("cle", "int16x8")  # every op stays int8-sized
 AUTO_REPAIR = "auto"  # the file `tf_forget.evaluate.repair_search` chose
 _REPAIR = re.compile(r"^(?:float(?P<layers>[1-9]\d?)|(?P<kind>cle|int16x8|auto))$")
 _REPAIR_FORMAT = re.compile(r"^full_int8~(?P<repair>[a-z0-9]+)$")
@@ -191,7 +192,7 @@ def check_format(name):
 
 
 def is_user_format(name):
-  """Whether `name` is the format of a file the user brings (`user_<NAME>`, issue #28)."""
+  """Whether `name` is the format of a file the user brings (`user_<NAME>`)."""
   return bool(_USER_FORMAT.match(str(name)))
 
 
@@ -210,7 +211,7 @@ def user_format(candidate):
 
 
 def repair_format(repair):
-  """The format of the repaired file `repair` (issue #29, #37): "float3" -> "full_int8~float3",
+  """The format of the repaired file `repair`: "float3" -> "full_int8~float3",
   "cle", "int16x8", "auto" likewise (`REPAIR_NAMES`).
 
   Raises:
@@ -268,7 +269,7 @@ class Variant:
   """A TFLite variant: which member population, which format, which encoding.
 
   Attributes:
-    member_variant: the trained population, a `parse_trained` name (SPEC §1.1).
+    member_variant: the trained population, a `parse_trained` name (docs/spec.md §1.1).
     format: one of `FORMAT_NAMES`, `user_<NAME>` for a file the user brings, or
       `full_int8~<repair>` for a repaired file (`repair_format`).
     encoding: one of `ENCODINGS`.
@@ -287,7 +288,7 @@ class Variant:
 
   @property
   def name(self):
-    """The audited variant name (SPEC §1.1), e.g. "prune_0.9+full_int8"."""
+    """The audited variant name (docs/spec.md §1.1), e.g. "prune_0.9+full_int8"."""
     parts = []
     if self.member_variant != DENSE:
       parts.append(self.member_variant)

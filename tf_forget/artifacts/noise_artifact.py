@@ -1,4 +1,4 @@
-"""The l-inf noise artifact and protocol (003 §4.1, App. D.1; SPEC §6.7); numpy + JSON only.
+"""The l-inf noise artifact and protocol (003 §4.1, App. D.1; docs/spec.md §6.7); numpy + JSON only.
 
 003 injects U(-ε, ε) noise into the *normalized* network input, for a random subset of 1000 test
 images and 100 draws, and reads two things off it: accuracy per noise level (its Figure 1 / 28:
@@ -46,7 +46,7 @@ from tf_forget.artifacts import lineage
 
 SCHEMA = "tf_forget.linf_noise/1"
 FILE_NAME = layout.NOISE_FILE
-# SPEC §6.7: ε grid linspace(0, 0.7, 15), 1000 test images x 100 draws.
+# docs/spec.md §6.7: ε grid linspace(0, 0.7, 15), 1000 test images x 100 draws.
 PAPER_EPS = tuple(round(float(e), 6) for e in np.linspace(0.0, 0.7, 15))
 PAPER_DRAWS = 100
 PAPER_EXAMPLES = 1000
@@ -65,7 +65,7 @@ class NoiseProtocol:
   """Which noise levels, how many draws, on how many examples.
 
   Attributes:
-    eps: noise levels ε >= 0 in normalized-input units (SPEC §6.7 grid by default).
+    eps: noise levels ε >= 0 in normalized-input units (docs/spec.md §6.7 grid by default).
     draws: noise draws per example and level (003: 100).
     examples: evaluated examples, at most (003: 1000).
     seed: seed of the example subset and of the noise draws.

@@ -2,14 +2,14 @@
 
     <run>/predictions/<variant>/<k>/<split>.npz        (`layout.predictions`)
 
-`variant` is the audited variant name (SPEC §1.1: `dense`, `prune_0.9`, `full_int8`,
+`variant` is the audited variant name (docs/spec.md §1.1: `dense`, `prune_0.9`, `full_int8`,
 `prune_0.9+full_int8`, ...), `split` a data split (`test`) or a corrupted split
 (`glass_blur@3`). One uncompressed `.npz` (numpy only, no pickle) holds:
 
   ids      int64 [N]       example ids, in the order evaluated
   labels   int64 [N]       true labels
   topk     int32 [N, k]    class indices by decreasing score, ties -> lowest index first
-                           (SPEC §1.2); k = min(5, num_classes); topk[:, 0] is the top-1
+                           (docs/spec.md §1.2); k = min(5, num_classes); topk[:, 0] is the top-1
   logits   float32 [N, C]  optional: the dequantized output scores
   metadata <U  0-d         JSON text: schema, variant, member, split, `inputs` (lineage), ...
 
@@ -40,7 +40,7 @@ class PredictionsError(errors.ReadError):
 
 
 def topk_size(num_classes):
-  """k = 5, or the number of classes if fewer (issue #3)."""
+  """k = 5, or the number of classes if fewer."""
   return min(MAX_TOPK, int(num_classes))
 
 
@@ -63,7 +63,7 @@ def path(run_dir, variant, k, split):
     raise PredictionsError(f"bad split name {split!r}") from e
 
 
-CONTENT = "content"  # the user data sets' option {split: sha256 of its files} (issue #35)
+CONTENT = "content"  # the user data sets' option {split: sha256 of its files}
 
 
 def without_content(options):
@@ -83,7 +83,7 @@ def without_content(options):
 def split_identity(dataset_name, options, split, corruption_meta_sha256=None):
   """sha256 naming an input split: (data set, options, split), or a corruption cache entry.
 
-  The user's data (issue #35) records the content of each split in its options (`CONTENT`:
+  The user's data records the content of each split in its options (`CONTENT`:
   {split: sha256 of its files}); a split's identity holds its own digest only, so that a
   changed train split or calibration folder does not redo what was evaluated on the test split.
 

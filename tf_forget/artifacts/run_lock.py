@@ -1,4 +1,4 @@
-"""One writer per run directory, and no writing into a directory tf_forget did not make (#25).
+"""One writer per run directory, and no writing into a directory tf_forget did not make.
 
 `check_ours(run_dir)`: a run directory is either new, empty, or holds a record tf_forget wrote
 there (`AUDIT_RECORD`, `RUN_RECORD`, `MEMBER_RECORD`, the lock): an `audit.json` of its schema

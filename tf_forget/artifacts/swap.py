@@ -1,4 +1,4 @@
-"""Replacing a set of files or directories whole: the report and the bundle (issue #25).
+"""Replacing a set of files or directories whole: the report and the bundle.
 
 A finished set of entries (files or directory trees) is built in a staging directory
 `<dir>/<label>.tmp-<tag>` (`staging`), then `swap_in` replaces the entries of the same names in
@@ -9,7 +9,7 @@ is finished or undone by the next `clean_staging`. `scheme://` file systems have
 rename: trees move file by file, the completion markers (`manifest.json`) out first and in last,
 and a `<name>.moved` flag tells a wholly moved-aside tree from a half-moved one.
 
-What a swap replaces is recorded (issue #35): a swap with `record=True` (the report's and the
+What a swap replaces is recorded: a swap with `record=True` (the report's and the
 bundle's) keeps `<dir>/.tf_forget.<label>.files.json` listing the files it owns (`listing`):
 before the first rename, those of the old entries and of the new ones (a swap killed half way
 leaves either in place); once swapped, those of the new entries. A file under one of those

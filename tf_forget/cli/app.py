@@ -1,4 +1,4 @@
-"""How every tf_forget command starts and stops (issue #25): `run(main, name)`.
+"""How every tf_forget command starts and stops: `run(main, name)`.
 
 `absl.app.run` with the project's rules for what a user sees:
   * a bad flag, a missing required flag or a stray argument is one line,

@@ -1,4 +1,4 @@
-"""What a command prints, and where TensorFlow's own output goes (issue #25).
+"""What a command prints, and where TensorFlow's own output goes.
 
 TensorFlow, LiteRT and the TFLite converter write to the process's file descriptor 2 from C++
 (`cuInit` errors on the CPU wheel, "Could not find cuda drivers", converter and XNNPACK INFO

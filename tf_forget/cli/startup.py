@@ -1,4 +1,4 @@
-"""Ctrl-C / SIGTERM while a command is still starting (issue #35): one line, exit 130 / 143.
+"""Ctrl-C / SIGTERM while a command is still starting: one line, exit 130 / 143.
 
 A binary imports TensorFlow and most of tf_forget (1-3 s) before `tf_forget.cli.app.run`
 installs its handlers; an interrupt then would print Python's traceback of the import under way.

@@ -1,4 +1,4 @@
-"""Which stage a command is in and how many of its units are done (issue #25).
+"""Which stage a command is in and how many of its units are done.
 
 A leaf module (standard library only) that the stages' progress counters update and the
 command's interrupt handler reads (`tf_forget.cli.app`), so that an interrupted command can

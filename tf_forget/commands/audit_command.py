@@ -1,4 +1,4 @@
-"""The audit command's body, shared by `eval/audit.py` and `tf-forget audit` (issue #39).
+"""The audit command's body, shared by `eval/audit.py` and `tf-forget audit`.
 
 `run(flag_values, name)` is what the command does once absl has parsed its flags
 (`tf_forget.commands.audit_flags.define`): select Keras 2 and the CPU kernels before anything

@@ -1,4 +1,4 @@
-"""The audit's flags, defined once for every way an audit is started (issue #39).
+"""The audit's flags, defined once for every way an audit is started.
 
 `define(flag_values)` defines them on an absl `FlagValues`: the global one for the commands
 (`eval/audit.py`, i.e. `bazel run //eval:audit`, and `tf-forget audit` / `tf-forget plan`,
@@ -87,15 +87,15 @@ def define(flag_values):
             "preset's, e.g. digits 3@0.05,2@0.005,2@0.0005).")
   on.integer("grad_batches", None,
              "Training batches averaged for GP/UP's gradient "
-             "(default 1, SPEC §6.2).")
+             "(default 1, docs/spec.md §6.2).")
   on.bool("exclude_classifier", None,
           "Leave the classifier unpruned (002's reference).")
   on.enum("ratio_over", None, ["prunable", "all"],
           "Count one-shot ratios over the prunable kernels (default) "
-          "or all parameters (002's reference; SPEC §6.3).")
+          "or all parameters (002's reference; docs/spec.md §6.3).")
   on.enum("up_formula", None, list(prune_scores.UP_FORMULAS),
           "UP score: the authors' code (default) or 002's derivation "
-          "line read literally (SPEC §6.1).")
+          "line read literally (docs/spec.md §6.1).")
   on.list("methods", list(names.ITERATIVE_ALGORITHMS),
           "Iterative prune-retrain methods: wt weight thresholding (global "
           "|w|), ft filter thresholding (per-layer filter L1 norm; 003).")
@@ -104,14 +104,14 @@ def define(flag_values):
              "presets the released 23).")
   on.float("keep_alpha", None,
            "Constant keep fraction per cycle instead of the released "
-           "sequence (keep alpha^n after n cycles; SPEC §6.5).")
+           "sequence (keep alpha^n after n cycles; docs/spec.md §6.5).")
   on.float("warmup_epochs", None,
            "Linear LR warm-up epochs of each retraining (003: 5).")
   on.integer("retrain_steps", None,
              "Steps of each retraining (default: the preset's full "
              "schedule, as 003).")
   on.list("quantizations", None,
-          "Post-training formats of dense members (default: SPEC §2.3).")
+          "Post-training formats of dense members (default: docs/spec.md §2.3).")
   on.list("pruned_quantizations", None,
           "Formats of pruned members besides float32 (default: the "
           "--quantizations; 'none': float32 only).")
@@ -125,13 +125,13 @@ def define(flag_values):
       "imagenet2012_corrupted + ImageNet-A, 000 Table 8), from --data_dir.")
   on.bool(
       "robust_training", False,
-      "003 §6 / SPEC §6.8: train and retrain with one corruption per image drawn uniformly from "
-      f"{', '.join(robust_training.ROBUST_TRAIN_CORRUPTIONS)} at severity 3; evaluate (unless "
+      "003 §6 / docs/spec.md §6.8: train and retrain with one corruption per image drawn uniformly "
+      f"from {', '.join(robust_training.ROBUST_TRAIN_CORRUPTIONS)} at severity 3; evaluate (unless "
       f"--corruptions) {', '.join(robust_training.ROBUST_TEST_CORRUPTIONS)} at --severities "
       "(default 3).")
   on.list("noise_levels", None,
           "l-inf noise levels ε on the normalized input, ascending, e.g. "
-          "0,0.1,0.2 (default: SPEC §6.7 grid, thinned for digits; 'none': "
+          "0,0.1,0.2 (default: docs/spec.md §6.7 grid, thinned for digits; 'none': "
           "no noise evaluation).")
   on.integer("noise_draws", None,
              "Noise draws per example and level (default 100; 10 on "
@@ -182,7 +182,7 @@ def define(flag_values):
       "max_kl", None,
       "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
       "nats (from the saved logits).")
-  # 000's human study (§3.3, Table 7 / Figure 5; issue #26; tf_forget/report/human_study.py).
+  # 000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py).
   on.string(
       "annotation_export", None,
       "Write a blind-annotation export of 000's human study to this directory: sheet/ for the "
@@ -220,7 +220,7 @@ def define(flag_values):
       "repair_always", False, "With --repair: repair every full int8 file, also one that "
       "forgot nothing significant (to measure what a repair costs).")
 
-  # Your own model, files and data (issue #28; tf_forget/pipeline/user_plan.py).
+  # Your own model, files and data (tf_forget/pipeline/user_plan.py).
   on.list(
       "reference", None,
       "Your model instead of trained populations: .keras / .h5 files, SavedModel directories or "

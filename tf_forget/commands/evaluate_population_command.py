@@ -36,7 +36,7 @@ def define(flag_values):
   flags.DEFINE_string("dataset", None, "Registry data set; default: the members'.", **fv)
   flags.DEFINE_list("splits", None, "Data splits; default: the data set's eval split.", **fv)
   flags.DEFINE_list("variants", None, "Audited variant names to evaluate; default all "
-                    "exported (SPEC §1.1).", **fv)
+                    "exported (docs/spec.md §1.1).", **fv)
   flags.DEFINE_integer("batch_size", 256, "Interpreter batch size B.", lower_bound=1, **fv)
   flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1, **fv)
   flags.DEFINE_bool("save_logits", True, "Store dequantized logits too.", **fv)

@@ -35,13 +35,13 @@ def define(flag_values):
   fv = {"flag_values": flag_values}
   flags.DEFINE_string("run_dir", None, "Population run directory (with members/).", **fv)
   flags.DEFINE_string("formats", None, "Comma-separated TFLite formats for the dense members "
-                      "(default: float32 and the data set protocol's, SPEC §2.3).", **fv)
+                      "(default: float32 and the data set protocol's, docs/spec.md §2.3).", **fv)
   flags.DEFINE_string("pruned_formats", None, "Comma-separated TFLite formats for pruned "
-                      "members (default: the protocol's: float32, SPEC §1.1).", **fv)
+                      "members (default: the protocol's: float32, docs/spec.md §1.1).", **fv)
   flags.DEFINE_integer("representative_size", 100, "First N train examples used to calibrate "
-                       "full_int8 (SPEC §2.5; 000 appendix A).", lower_bound=1, **fv)
+                       "full_int8 (docs/spec.md §2.5; 000 appendix A).", lower_bound=1, **fv)
   flags.DEFINE_string("encodings", "plain",
-                      "Comma-separated weight encodings: plain, sparse (issue #10).", **fv)
+                      "Comma-separated weight encodings: plain, sparse.", **fv)
   flags.DEFINE_bool("overwrite", False, "Re-export finished exports.", **fv)
 
 

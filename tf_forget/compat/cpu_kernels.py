@@ -2,8 +2,8 @@
 
 TensorFlow's CPU kernels give different floating-point results on different machines, and
 magnitude pruning turns a 1-ulp weight difference into a different mask, so a population trained
-on two machines differs (issue #14 measured digits prune_0.9 top-1 0.923-0.945 over seven
-settings). Two things decide the kernels:
+on two machines differs (digits prune_0.9 top-1 measured 0.923-0.945 over seven settings). Two
+things decide the kernels:
 
 * oneDNN (`TF_ENABLE_ONEDNN_OPTS`, read when TensorFlow loads): its kernels are JIT-compiled for
   the CPU's best instruction set (AVX2, AVX-512, AMX; `ONEDNN_MAX_CPU_ISA` caps it), so results
@@ -15,7 +15,7 @@ settings). Two things decide the kernels:
   process may use does not matter once the count is fixed.
 
 * The inter-op thread count (`TF_NUM_INTEROP_THREADS`) only decides which independent ops run
-  side by side; each op's result is the same (op determinism). Measured (issue #15, digits
+  side by side; each op's result is the same (op determinism). Measured (digits
   prune_0.9, 600 steps): 1 and 2 inter-op threads give bit-identical weights; with 1, two
   members trained at once in two worker processes take 19.7 s instead of 25.9 s (alone: 14.9 s
   vs 14.1 s), so the default is 1 — the executor runs several processes per machine.

@@ -2,7 +2,7 @@
 
 TensorFlow 2.21's default Keras is Keras 3: a user following TensorFlow's tutorials saves
 `model.keras` / `model.h5` with it, or `model.export(dir)`. tf_forget builds and trains with
-tf_keras (`keras2`), but reads those files with Keras 3 (issue #36): `import keras` gives
+tf_keras (`keras2`), but reads those files with Keras 3: `import keras` gives
 Keras 3 (TensorFlow backend) in the same process, whatever `TF_USE_LEGACY_KERAS` says, since
 that variable only decides what `tf.keras` is bound to. Every other module gets Keras 3 from
 here. Importing this module has no side effect.

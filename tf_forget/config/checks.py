@@ -1,10 +1,10 @@
-"""The checks of an `AuditConfig` that need no data, no file and no run directory (issue #38).
+"""The checks of an `AuditConfig` that need no data, no file and no run directory.
 
 `problems(config)` returns every problem as (field path, one-line text), e.g. ("population.members",
 "must be an integer >= 2, got 1"); `AuditConfig.validate` joins them, and the audit binary names its
-flag instead of the path (`eval/audit.py`). What needs the data set's protocol, a file or the run
-directory is checked by the plan (`tf_forget.pipeline.audit_plan.plan`), still before anything is
-written.
+flag instead of the path (`flag_values.flag_message`). What needs the data set's protocol, a file or
+the run directory is checked by the plan (`tf_forget.pipeline.audit_plan.plan`), still before
+anything is written.
 """
 
 from tf_forget import executor as executor_lib

@@ -1,11 +1,12 @@
-"""The audit binary's flags as a configuration (`tree.AuditConfig`, issue #38).
+"""The audit binary's flags as a configuration (`tree.AuditConfig`).
 
 `config_from_flags(values, present, base)` is the one place that reads flag values into the
-tree: `eval/audit.py` defines the flags and passes their values; with `--config=PATH`, `base`
-is that file's configuration and only the flags given on the command line (`present`) replace
-its fields, otherwise every flag's value (its default too) goes into `AuditConfig()`.
-`FLAG_PATHS` names the field of each flag; `flag_message` words a configuration problem with
-the flag that sets the field (`--members must be ...` rather than `population.members ...`).
+tree: `tf_forget/commands/audit_flags.py` defines the flags, the audit passes their values; with
+`--config=PATH`, `base` is that file's configuration and only the flags given on the command line
+(`present`) replace its fields, otherwise every flag's value (its default too) goes into
+`AuditConfig()`. `FLAG_PATHS` names the field of each flag; `flag_message` words a configuration
+problem with the flag that sets the field (`--members must be ...` rather than
+`population.members ...`).
 
 Flags that set several fields at once: `--sparsities` (gradual `prune_<t>` variants besides
 `--variants`), `--pruning`, `--ratios`, `--algorithms`, `--methods` (the one-shot and iterative
@@ -47,7 +48,7 @@ def _none_list(convert=str, what=None):
 def _data_spec(value):
   """A data spelling with a local `folder:` / `tfrecord:` location made absolute (as
   `tf_forget.data.sources.parse` reads it), so that a run's audit.json names the same data
-  from any working directory (`--config`, `tf-forget report`, issue #39); others as given."""
+  from any working directory (`--config`, `tf-forget report`); others as given."""
   if value is None:
     return None
   prefix, colon, rest = str(value).strip().partition(":")
@@ -282,7 +283,7 @@ def config_from_flags(values, present, base=None):
   """The `tree.AuditConfig` of the audit binary's flags.
 
   Args:
-    values: {flag name: value} of every flag of `eval/audit.py`.
+    values: {flag name: value} of every flag of `tf_forget/commands/audit_flags.py`.
     present: the flags given on the command line.
     base: the `--config` file's configuration, whose fields only the `present` flags replace;
       None: `AuditConfig()` with every flag's value.

@@ -1,4 +1,4 @@
-"""The one configuration of an audit: `AuditConfig`, a tree of frozen sections (issue #38).
+"""The one configuration of an audit: `AuditConfig`, a tree of frozen sections.
 
     config = AuditConfig(out="runs/x", data=Data(dataset="digits_biased"),
                          noise=Noise(levels=()), execution=Execution(executor="inline"))
@@ -7,10 +7,11 @@
     config.validate()                    # () or the one-line problems (`checks.problems`)
     with_overrides(config, {"noise.draws": 5})
 
-Every section has the defaults of the audit binary's flags (`eval/audit.py`, which names the
-flag of each field); None means "the data set's protocol's" (`tf_forget.data.protocols`, SPEC
-§1.1, §1.5, §2.3, §3.6, §6.7). What a run directory was made with, the subset of this tree a
-re-run may reuse artifacts under, is `tf_forget.pipeline.run_identity.audit_identity`.
+Every section has the defaults of the audit's flags (`tf_forget/commands/audit_flags.py`; the
+flag of each field: `flag_values.FLAG_PATHS`); None means "the data set's protocol's"
+(`tf_forget.data.protocols`, docs/spec.md §1.1, §1.5, §2.3, §3.6, §6.7). What a run directory was
+made with, the subset of this tree a re-run may reuse artifacts under, is
+`tf_forget.pipeline.run_identity.audit_identity`.
 """
 
 import dataclasses
@@ -26,8 +27,8 @@ from tf_forget.report import human_study_options
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
 AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
-AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration (#38)
-DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file (#37)
+AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration
+DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file
 DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`tf_forget.evaluate.deploy`)
 MAX_FILE_BYTES = 16_000_000  # a configuration file (`load`; a run's audit.json is a few kB)
 
@@ -44,7 +45,7 @@ def _frozen(cls):
 class Data:
   """The data audited: `dataset` (a registry name, or with `user` a `tf_forget.data.sources`
   spelling: folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB), the tfds `data_dir`, an optional
-  (H, W) resize, and the largest image of the user's data accepted (issue #35)."""
+  (H, W) resize, and the largest image of the user's data accepted."""
   dataset: str = "digits"
   data_dir: Optional[str] = None
   image_size: Optional[Tuple[int, ...]] = None
@@ -57,7 +58,7 @@ class Population:
   set's), model (the preset's), members per variant (K >= 2; the preset's), variants (`dense`,
   gradual `prune_<t>`, and one-shot or iterative names, `names.parse_trained`; the preset's),
   training steps, base seed, other preset fields (`preset_overrides`: batch_size, ...) and 003
-  §6's robust training (SPEC §6.8)."""
+  §6's robust training (docs/spec.md §6.8)."""
   preset: Optional[str] = None
   model: Optional[str] = None
   members: Optional[int] = None
@@ -110,8 +111,8 @@ class Pruning:
 
 @_frozen
 class Formats:
-  """Post-training formats (SPEC §2.3) of the dense members and, besides float32, of the pruned
-  members (SPEC §1.1; () = float32 only). None: the protocol's."""
+  """Post-training formats (docs/spec.md §2.3) of the dense members and, besides float32, of the
+  pruned members (docs/spec.md §1.1; () = float32 only). None: the protocol's."""
   quantizations: Optional[Tuple[str, ...]] = None
   pruned_quantizations: Optional[Tuple[str, ...]] = None
 
@@ -119,8 +120,8 @@ class Formats:
 @_frozen
 class Robustness:
   """Corrupted test sets: "generated" (the eval split corrupted, `tf_forget.corruptions.cache`)
-  or "published" (the data set's published suites, SPEC §3.6); corruption names (() none) and
-  severities. None: the protocol's."""
+  or "published" (the data set's published suites, docs/spec.md §3.6); corruption names (() none)
+  and severities. None: the protocol's."""
   source: str = "generated"
   corruptions: Optional[Tuple[str, ...]] = None
   severities: Optional[Tuple[int, ...]] = None
@@ -128,8 +129,8 @@ class Robustness:
 
 @_frozen
 class Noise:
-  """l-inf uniform noise (003 §4.1, SPEC §6.7): levels ε ascending (() none), draws per example
-  and level, examples evaluated at most. None: the protocol's."""
+  """l-inf uniform noise (003 §4.1, docs/spec.md §6.7): levels ε ascending (() none), draws per
+  example and level, examples evaluated at most. None: the protocol's."""
   levels: Optional[Tuple[float, ...]] = None
   draws: Optional[int] = None
   examples: Optional[int] = None
@@ -139,7 +140,7 @@ class Noise:
 class Deployment:
   """The bundle (`tf_forget.evaluate.deploy`): "first" or "all" members' files; the encoding
   ("auto", "plain", "sparse") and the sparse / plain latency bound of "auto"; interpreter threads;
-  and whether to time the twins again although a decision is recorded (issue #25)."""
+  and whether to time the twins again although a decision is recorded."""
   members: str = "first"
   encoding: str = "auto"
   max_latency_ratio: float = DEFAULT_MAX_LATENCY_RATIO
@@ -149,7 +150,7 @@ class Deployment:
 
 @_frozen
 class Execution:
-  """Where the work runs (issue #15): "inline", "local" (a process pool of `workers`; None:
+  """Where the work runs: "inline", "local" (a process pool of `workers`; None:
   every core) or "ray" (at `ray_address`; None starts a local Ray). Every executor makes the
   same bytes, so this is not part of a run's identity."""
   executor: str = "inline"
@@ -159,9 +160,9 @@ class Execution:
 
 @_frozen
 class Repair:
-  """Repaired files `full_int8~<repair>` (issue #29, #37; `names.REPAIR_NAMES`): float<N>,
+  """Repaired files `full_int8~<repair>` (`names.REPAIR_NAMES`): float<N>,
   cle, int16x8, auto; the size budget of "auto" (times the plain full int8 file); and whether
-  to repair every full int8 file, not only one that forgot something significant (#36)."""
+  to repair every full int8 file, not only one that forgot something significant."""
   repairs: Tuple[str, ...] = ()
   max_size: float = DEFAULT_MAX_REPAIR_SIZE
   always: bool = False
@@ -169,7 +170,7 @@ class Repair:
 
 @_frozen
 class UserModels:
-  """The user's models and files (issue #28; `tf_forget.pipeline.user_plan`).
+  """The user's models and files (`tf_forget.pipeline.user_plan`).
 
   Attributes:
     references: K paths: `.keras` / `.h5` files, SavedModel directories or float `.tflite`

@@ -2,15 +2,15 @@
 
 Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
 `CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.dataset_api.Examples` with the
-same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3` (SPEC
-§1.1) like any split. Schema: docs/artifacts/corruptions.md.
+same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3`
+(docs/spec.md §1.1) like any split. Schema: docs/artifacts/corruptions.md.
 
     <cache_dir>/<dataset>/<split>/<corruption>@<severity>/table=<table>,seed=<base_seed>/
         part-00000.npz ...   images (see "Encodings"), labels int64 [n], ids int64 [n],
                              attr__<name> bool [n]            (npz, no pickles)
         meta.json            written last: the entry is complete iff it exists
 
-Encodings (issue #15: CelebA's uncompressed cache at 5 severities is ~221 GB), recorded as
+Encodings (CelebA's uncompressed cache at 5 severities would be ~221 GB), recorded as
 meta.json's `encoding`; every one reads back the exact uint8 pixels:
   * "png": each image a lossless PNG (OpenCV, compression level 1), stored as `png_bytes`
     uint8 [total] with `png_offsets` int64 [n + 1]; used when H·W >= 32·32. Measured on 24
@@ -23,7 +23,7 @@ meta.json's `encoding`; every one reads back the exact uint8 pixels:
     still read as they are.
 
 The key is (data set, split, corruption, severity, table, base seed); the data set's options and
-image shape are recorded in meta.json. meta.json also records `inputs` (lineage, issue #14): the
+image shape are recorded in meta.json. meta.json also records `inputs` (lineage): the
 identity of the clean split it was made from (`predictions.split_identity`) and the sha256 of
 the clean examples' ids and labels; and the sha256 of every shard as written (`shard_sha256`).
 The sha256 of meta.json is in turn the identity of the corrupted split that predictions record
@@ -317,7 +317,7 @@ class CorruptedSplit:
 
   Attributes:
     key: the `CacheKey`.
-    name: the split name `<corruption>@<severity>` (SPEC §1.1).
+    name: the split name `<corruption>@<severity>` (docs/spec.md §1.1).
     meta: the entry's meta.json.
   """
 

@@ -4,7 +4,7 @@
 
 All 15 common + 4 extra corruptions of Hendrycks & Dietterich (2019), as used by 000 §4 (Table 3,
 ImageNet-C) and 003 §5 (CIFAR10-C at severity 3; Table 11's train/test split of corruptions).
-Corrupted splits are named `<corruption>@<severity>` (SPEC §1.1), e.g. `glass_blur@3`.
+Corrupted splits are named `<corruption>@<severity>` (docs/spec.md §1.1), e.g. `glass_blur@3`.
 
 Reproducibility: every example gets its own seed, derived from (data set, example id, corruption,
 severity, base seed) by SHA-256 (`example_seeds`), so an example's corrupted image does not depend
@@ -58,7 +58,7 @@ FAMILY_OF = {
 
 
 def split_name(corruption, severity):
-  """`glass_blur@3` (SPEC §1.1; grammar: `tf_forget.artifacts.names`)."""
+  """`glass_blur@3` (docs/spec.md §1.1; grammar: `tf_forget.artifacts.names`)."""
   check(corruption, severity)
   return names.split_name(corruption, severity)
 

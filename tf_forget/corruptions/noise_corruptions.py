@@ -7,8 +7,8 @@ shot and speckle (the reference's global `np.random`), and `np.random.default_rn
 impulse noise, because `skimage.util.random_noise` draws from a fresh `Generator` (unseeded in
 the reference; the tests hand it the same seeded `Generator`). Grayscale: channel-wise.
 
-The l-inf uniform noise of 003 §4.1 / SPEC §6.7 is added to the *normalized float* model input
-and is not cached as uint8: `linf_uniform_noise` works on float arrays of any shape.
+The l-inf uniform noise of 003 §4.1 / docs/spec.md §6.7 is added to the *normalized float* model
+input and is not cached as uint8: `linf_uniform_noise` works on float arrays of any shape.
 `linf_uniform_noise_uint8` is the pixel-space variant (eps in units of the [0, 1] pixel range)
 for data sets whose models normalise inside the model.
 """
@@ -68,12 +68,12 @@ def speckle_noise(images, severity, seeds, table):
 
 
 def linf_uniform_noise(inputs, eps, rng):
-  """Adds U(-eps, eps) noise to normalized float inputs (003 §4.1, SPEC §6.7).
+  """Adds U(-eps, eps) noise to normalized float inputs (003 §4.1, docs/spec.md §6.7).
 
   Args:
     inputs: float array of any shape (e.g. `[N, H, W, C]` after the model's normalisation).
-    eps: l-inf radius, >= 0 (SPEC §6.7 grid: linspace(0, 0.7, 15)).
-    rng: a `np.random.Generator` (one per draw set; SPEC §6.7 uses 100 draws per image).
+    eps: l-inf radius, >= 0 (docs/spec.md §6.7 grid: linspace(0, 0.7, 15)).
+    rng: a `np.random.Generator` (one per draw set; docs/spec.md §6.7 uses 100 draws per image).
 
   Returns:
     float array of the same shape and dtype (no clipping: the input is already normalized).

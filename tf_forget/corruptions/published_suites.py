@@ -6,10 +6,10 @@ both as named in the data set's protocol (`tf_forget.data.protocols`, `AuditProt
 
     cifar10       `<corruption>@<severity>` from `cifar10_corrupted` (CIFAR-10-C), + `cifar10_1`
     imagenet2012  `<corruption>@<severity>` from `imagenet2012_corrupted` (tfds' regeneration
-                  of ImageNet-C), + `imagenet_a` (000 Table 8, SPEC §3.6)
+                  of ImageNet-C), + `imagenet_a` (000 Table 8, docs/spec.md §3.6)
 
-The corrupted splits keep the generated ones' names (SPEC §1.1), so every downstream table
-(000 Table 3, SPEC §3.6) works unchanged; CIFAR-10-C's images are CIFAR-10's test images in
+The corrupted splits keep the generated ones' names (docs/spec.md §1.1), so every downstream table
+(000 Table 3, docs/spec.md §3.6) works unchanged; CIFAR-10-C's images are CIFAR-10's test images in
 order, so example ids (positions) align with the clean split. Every split is read through a
 `tfds_suites` loader built with the audited data set's data_dir and input size (`image_size`:
 the same resize as the clean split), and must yield the audited data set's image shape and
@@ -132,7 +132,8 @@ class PublishedSuite:
 
   def keeps_logits(self, split):
     """Whether predictions on `split` store logits: the published test sets (ImageNet-A's
-    200-class mask, SPEC §3.6, is applied to them in the report), not the corrupted splits."""
+    200-class mask, docs/spec.md §3.6, is applied to them in the report), not the corrupted
+    splits."""
     return names.parse_split(split) is None
 
   def batches(self, split, batch_size):

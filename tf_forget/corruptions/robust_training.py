@@ -1,8 +1,8 @@
-"""Robust training's corruptions: one drawn per training image, on the fly (SPEC §6.8).
+"""Robust training's corruptions: one drawn per training image, on the fly (docs/spec.md §6.8).
 
 003 §6 and appendix E.1 (Table 11) train and retrain with "each training image corrupted with a
 CIFAR10-C corruption (or no corruption) uniformly at random", at severity 3; the train and test
-distributions share no corruption (SPEC §6.8):
+distributions share no corruption (docs/spec.md §6.8):
 
 * `ROBUST_TRAIN_CORRUPTIONS`: none, impulse_noise, shot_noise, motion_blur, zoom_blur, snow,
   contrast, elastic_transform, pixelate (a training preset's `train_corruptions`);

@@ -1,6 +1,6 @@
 """Severity constants of the corruption suite, one table per resolution family.
 
-Hendrycks & Dietterich (ICLR 2019, cited by ../shared/papers/000 §4 and 003 §5) generated
+Hendrycks & Dietterich (ICLR 2019, cited by 000 §4 and 003 §5, docs/papers.md) generated
 CIFAR-10-C, ImageNet-64x64-C and ImageNet-C with three scripts that share the corruption code
 but hard-code different constants and image sizes:
 
@@ -16,7 +16,7 @@ Each table maps a corruption name to five parameter entries (severities 1..5), c
 script named above (numbers re-typed, not code). `VARIANTS` records the algorithmic choices that
 differ between the scripts. `family_for_shape` picks the family from the image size (the largest
 side: < 45 -> "32", < 120 -> "64", else "224"; the thresholds are the geometric midpoints), and the
-suite records the family it used (SPEC §1.1 names the split `<corruption>@<severity>`).
+suite records the family it used (docs/spec.md §1.1 names the split `<corruption>@<severity>`).
 """
 
 import math

@@ -5,7 +5,7 @@ A plain dict registry, `SUITES` (name -> loader class), with `get(name, **option
 (`tf_forget.data.protocols`, `published`), read by `tf_forget.corruptions.published_suites`.
 
 * `cifar10_corrupted` — the published CIFAR-10-C (Hendrycks & Dietterich 2019; 003 §5 at
-  severity 3): splits `<corruption>@<severity>` (SPEC §1.1) for the 19 corruptions x 5
+  severity 3): splits `<corruption>@<severity>` (docs/spec.md §1.1) for the 19 corruptions x 5
   severities, each the 10,000 CIFAR-10 test images in test order, so ids (positions) align
   with `cifar10`'s test split. tfds names `frosted_glass_blur` / `elastic` map to our
   `glass_blur` / `elastic_transform`.

@@ -9,7 +9,7 @@ The contract (docs/artifacts/data.md):
     fixed order, or the source's own index), so predictions of different models align;
   * attributes are named boolean arrays `[N]` where the data set has them (CelebA's 40).
 
-Cheap paths, so that nothing decodes a million JPEGs it does not need (issue #15):
+Cheap paths, so that nothing decodes a million JPEGs it does not need:
   * `num_examples` is metadata where the source has it (tfds), never a pass over the images;
   * `annotation_batches` streams labels, ids and attributes without images;
   * `train_records` / `decode_record` split the training input into cheap records (encoded
@@ -153,7 +153,7 @@ class Dataset(abc.ABC):
 
   def model_inputs(self, examples):
     """`examples` as a model is fed them: the raw pixels unchanged (every registered data set;
-    models normalize inside). The user's data sources apply their `preprocess` (issue #28)."""
+    models normalize inside). The user's data sources apply their `preprocess`."""
     return examples
 
   def load(self, split) -> Examples:
@@ -202,7 +202,7 @@ class Dataset(abc.ABC):
                     attributes={n: np.zeros(0, bool) for n in self.spec.attribute_names})
 
   def calibration_examples(self, split, n) -> Examples:
-    """The examples that calibrate a full int8 file: the first `n` of `split` (SPEC §2.5; a
+    """The examples that calibrate a full int8 file: the first `n` of `split` (docs/spec.md §2.5; a
     registered data set's fixed order is not sorted by class)."""
     return self.take(split, n)
 

@@ -4,10 +4,10 @@
 values 0..16. They are mapped to uint8 as `round(v * 255 / 16)` so that every data set of the
 registry yields raw 0..255 pixels (image shape (8, 8, 1)).
 
-Split (SPEC §2.7): the test split is balanced per class — `test_per_class` examples of every class
-(default 50, i.e. 500 test examples), drawn by a seeded stratified permutation; the rest (1,297)
-is the train split. 002's Proposition 4.1 and the no-intercept slope assume a balanced test set.
-Example ids are the row index in `load_digits` (stable across splits and seeds).
+Split (docs/spec.md §2.7): the test split is balanced per class — `test_per_class` examples of every
+class (default 50, i.e. 500 test examples), drawn by a seeded stratified permutation; the rest
+(1,297) is the train split. 002's Proposition 4.1 and the no-intercept slope assume a balanced test
+set. Example ids are the row index in `load_digits` (stable across splits and seeds).
 """
 
 import numpy as np
@@ -93,7 +93,7 @@ class Digits(InMemoryDataset):
     """Builds the splits.
 
     Args:
-      test_per_class: test examples per class (SPEC §2.7), 1..173.
+      test_per_class: test examples per class (docs/spec.md §2.7), 1..173.
       split_seed: seed of the stratified split.
     """
     images, labels = load_source()

@@ -1,4 +1,4 @@
-"""The user's data identified by its content (issue #35): files hashed, images checked.
+"""The user's data identified by its content: files hashed, images checked.
 
 A split of the user's data (`user_sets`: a folder's images, a TFRecord set's files, plus the
 `labels.txt`, spec and attributes files that give them labels and attributes) is identified by

@@ -1,4 +1,4 @@
-"""The `folder` data set (issue #28): a folder of images, one subfolder per class.
+"""The `folder` data set: a folder of images, one subfolder per class.
 
 Registered as `folder`, spelled `folder:PATH` (`sources.parse`). What it shares with the other
 user data sets (decoding, attributes, batches, splits) is `user_sets`.

@@ -1,4 +1,4 @@
-"""The layout of a model's image input: the one place that says what a model takes (#36).
+"""The layout of a model's image input: the one place that says what a model takes.
 
 Every data set yields uint8 images `[N, H, W, C]` (C 1 or 3; `dataset_api.Dataset`), optionally
 preprocessed to float32 of the same shape (`tf_forget.data.preprocess`). Models as users have

@@ -1,4 +1,4 @@
-"""What a user's model takes: named transforms from the data set's uint8 pixels (issue #28).
+"""What a user's model takes: named transforms from the data set's uint8 pixels.
 
 Every member tf_forget trains takes the raw pixel values 0-255 as float32 and normalizes inside
 the model; a user's model that includes its own preprocessing needs nothing either. A model
@@ -14,7 +14,7 @@ the user's data sources, so it is part of the split's identity and of every file
   per RGB channel (mode "torch");
 * `MODULE:FUNCTION`: a function of the user's, importable here, that receives a uint8 batch
   `[N, H, W, C]` and returns the model's input of the same shape (numbers; fed as float32).
-  This runs the user's code (issue #35): `resolve` imports MODULE, which runs its top-level
+  This runs the user's code: `resolve` imports MODULE, which runs its top-level
   code, and the function is called on every batch. It must be a Python function (`def` or
   `lambda`) defined outside Python's standard library: a built-in or C function (`os:system`,
   `numpy:sqrt`), a class or a standard-library function (`shutil:rmtree`) is refused before

@@ -1,4 +1,4 @@
-"""The `tfds` and `tfrecord` data sets (issue #28): records read in a fixed order, each an
+"""The `tfds` and `tfrecord` data sets: records read in a fixed order, each an
 encoded image, a label and an id.
 
 `Tfds` reads any tfds data set the user prepared, `TfRecord` the user's own files of

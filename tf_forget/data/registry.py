@@ -27,7 +27,7 @@ DATASETS = {
     "mnist": mnist_sets.mnist,
     "fashion_mnist": mnist_sets.fashion_mnist,
     "imagenet2012": tfds_sets.Imagenet2012,
-    # The user's own data (issue #28), spelled folder:PATH, tfds:NAME, tfrecord:GLOB
+    # The user's own data, spelled folder:PATH, tfds:NAME, tfrecord:GLOB
     # (sources.parse).
     "folder": image_folders.Folder,
     "tfds": record_sets.Tfds,

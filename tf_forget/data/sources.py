@@ -1,4 +1,4 @@
-"""The one spelling of every data source (issue #28): `--dataset=` values -> registry entries.
+"""The one spelling of every data source: `--dataset=` values -> registry entries.
 
     sources.parse("folder:/data/pets")        -> ("folder", {"path": "/data/pets"})
     sources.parse("tfds:mnist")               -> ("tfds", {"tfds_name": "mnist",
@@ -11,7 +11,7 @@
                                               -> ("tfrecord", {"pattern": "/data/val-*.tfrecord"})
     sources.parse("celeb_a")                  -> ("celeb_a", {})
 
-The forms follow the formats users already have (../shared/ANCHORS.md): Keras
+The forms follow the formats users already have: Keras
 `image_dataset_from_directory` folders, `tfds.load` names (`NAME[/CONFIG][:SPLIT]`; tfds'
 own `:VERSION` is not accepted, the part after ":" is the split), `tf.data.TFRecordDataset`
 files. Local paths go through `filesystem.user_path` (`~` expanded, made absolute; `gs://` kept)

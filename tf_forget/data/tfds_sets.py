@@ -5,7 +5,7 @@ Nothing is downloaded unless `download=True` is passed (tests use `tfds.testing.
 Splits are read in the data set's fixed order (`shuffle_files=False`); an example's id is its
 position in that order, so predictions of different models align (docs/artifacts/data.md).
 
-* `celeb_a` (000 §2.4, 004 §2): target `Blond_Hair` (positive = blond, SPEC §2.4); all 40
+* `celeb_a` (000 §2.4, 004 §2): target `Blond_Hair` (positive = blond, docs/spec.md §2.4); all 40
   attributes kept per example; protected attributes `Male`, `Young`; native 218×178 unless
   `image_size=(h, w)` is given (recorded in the data set's options and so in member configs);
   tfds splits train / validation / test.
@@ -14,7 +14,7 @@ position in that order, so predictions of different models align (docs/artifacts
   builder); images centre-cropped (fraction 0.875) and resized to `image_size` (default 224²),
   the usual ResNet-50 evaluation preprocessing; the audit reports on `validation`.
 
-Scaling (issue #15): `num_examples` is the tfds metadata (`info.splits[split]`, which also
+Scaling: `num_examples` is the tfds metadata (`info.splits[split]`, which also
 answers tfds slices such as "train[:90%]"), falling back to counting records read with the
 image left encoded (`tfds.decode.SkipDecoding`); `annotation_batches` reads labels and
 attributes with the image left encoded; `train_records` yields (encoded image, label) so the
@@ -121,7 +121,7 @@ class TfdsDataset(dataset_api.Dataset):
     """The one-line error for data that is not on disk: where, and how to prepare it.
 
     Nothing is downloaded here (no `download=True`): the user prepares the data once with
-    tfds' own command line and passes its directory (issue #25).
+    tfds' own command line and passes its directory.
     """
     where = self._data_dir or "the default tfds data_dir (~/tensorflow_datasets)"
     return (f"data set {self.NAME!r} is not prepared in {where}: pass --data_dir=DIR with a "

@@ -1,9 +1,9 @@
 """The data one-shot pruning trains on: a data set's own train split, or the user's `--train`.
 
-One-shot pruning (`tf_forget.prune`: g, SPEC §6.2; fine-tuning, SPEC §6.4) reads the "train"
-split of the member's data set through `train_records` / `decode_record`
+One-shot pruning (`tf_forget.prune`: g, docs/spec.md §6.2; fine-tuning, docs/spec.md §6.4) reads the
+"train" split of the member's data set through `train_records` / `decode_record`
 (`tf_forget.prune.records`, `tf_forget.train.inputs`) and evaluates through `tf_dataset`. A
-registered data set has its own train split. An audit of the user's model (issue #28) names its
+registered data set has its own train split. An audit of the user's model names its
 labelled training data apart from the audited test data (`--train=DATA`, spelled like
 `--dataset`): it is recorded in the audited data set's options as `train_data` = {"name",
 "options"} of `sources.parse` (like `calibration`), and `of(dataset)` returns a `TrainView`
@@ -25,8 +25,8 @@ code has one path — `of(data_registry.get(name, **options))` — for trained a
 Lineage (`fingerprint`): besides the recorded options, the train data's identity is the sha256 of
 its source, split, number of examples and example names (a folder's relative paths, which hold the
 class folder), recorded by g and by every one-shot member (`inputs.train_data`): a file added,
-removed, renamed or moved to another class redoes them. The source records its content too (issue
-#35: `tf_forget.pipeline.data_identity` sets `content`, the sha256 of its files, in the `train_data`
+removed, renamed or moved to another class redoes them. The source records its content too
+(`tf_forget.pipeline.data_identity` sets `content`, the sha256 of its files, in the `train_data`
 option before the audit runs), so pixels edited in place under the same names redo them as well.
 """
 

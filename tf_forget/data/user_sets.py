@@ -1,4 +1,4 @@
-"""The user's own data (issue #28): an image folder, any tfds data set, TFRecord files.
+"""The user's own data: an image folder, any tfds data set, TFRecord files.
 
 Registered as `folder` (`image_folders.Folder`), `tfds` and `tfrecord` (`record_sets.Tfds`,
 `record_sets.TfRecord`), spelled `folder:PATH`, `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`
@@ -18,8 +18,8 @@ calibrate full_int8, `--calibration`; read by `tf_forget.export.export_state.cal
 `train_data` (recorded only: {"name", "options"} of the labelled data one-shot pruning fine-tunes
 on, `--train`; read by `tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the
 split's files, `fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so
-that every artifact made from a split records its content through `predictions.split_identity`,
-issue #35; `calibration` and `train_data` carry their own "content" key). The recorded
+that every artifact made from a split records its content through `predictions.split_identity`;
+`calibration` and `train_data` carry their own "content" key). The recorded
 `spec.options` are JSON-able and rebuild the same data set with `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include
@@ -29,7 +29,7 @@ and `train_split` if given as "train". TFRecord files are one "test" split.
 
 Streaming: the file list / record order is in memory, images are decoded per batch (`batches`), or
 once per process for a split whose content digest is recorded and whose pixels fit `DECODED_BYTES`
-(an audit evaluates every file on it; issue #36); `examples(split, ids)` decodes only the images
+(an audit evaluates every file on it); `examples(split, ids)` decodes only the images
 asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images that the
 trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
 `dataset_api.DataError` naming the file (folder) or record, raised by the batch holding it.

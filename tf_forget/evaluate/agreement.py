@@ -1,12 +1,12 @@
 """Agreement of a TFLite file with its reference: top-1 agreement and logit error.
 
-Issue #3: every format is checked against the float32 `.tflite` of the same member
-(SPEC §1.3: quantized member k is the quantization of dense member k) and against the Keras
+Every format is checked against the float32 `.tflite` of the same member
+(docs/spec.md §1.3: quantized member k is the quantization of dense member k) and against the Keras
 model it came from. Top-1 is the argmax with ties to the lowest index, after int8 outputs are
-dequantized (SPEC §1.2). The logit errors are absolute differences of the (dequantized) output
-scores; they are only comparable between formats of the same member.
+dequantized (docs/spec.md §1.2). The logit errors are absolute differences of the (dequantized)
+output scores; they are only comparable between formats of the same member.
 
-Twin check (issue #10): a sparse-encoded file stores the same weights as its plain twin, so its
+Twin check: a sparse-encoded file stores the same weights as its plain twin, so its
 predictions must be the same: top-1 identical on every example, and every score within
 `atol + rtol * |plain score|` with rtol = 1e-4 and atol = 1e-4 for float outputs (the two
 files may run on different runtime paths, XNNPACK vs the built-in kernels, whose float

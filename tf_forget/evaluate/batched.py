@@ -20,11 +20,11 @@ tests/eval/batched_test.py checks that every format gives the same outputs at ba
 batch B under both policies.
 
 The images are `[N, H, W, C]` as a data set yields them; the file's input layout
-(`tf_forget.data.input_layout`, issue #36: `[B, H, W, C]`, grey `[B, H, W]`, channels-first
+(`tf_forget.data.input_layout`: `[B, H, W, C]`, grey `[B, H, W]`, channels-first
 `[B, C, H, W]`) decides how they are fed. A file whose input cannot be resized (a fixed batch
 in its shape signature, e.g. `[1, H, W]`) runs at its own batch size with the "pad" policy.
 
-`runtime="auto"` (issue #10) runs the file as a device would (`interpreter.create_for_device`):
+`runtime="auto"` runs the file as a device would (`interpreter.create_for_device`):
 XNNPACK, or the built-in kernels if the delegate refuses the model at allocation or at the
 first invoke; `runtime` then names the path that produced the outputs and `fallback_reason`
 says why.
@@ -63,7 +63,7 @@ class BatchedRunner:
         built-in kernels when the delegate refuses the model).
       tail: how a last partial batch is run, one of `TAIL_POLICIES` (see module doc).
       output_index: the output that holds the class scores, for a file with several (in the
-        file's own output order; issue #28 `--output_index`); None: the file must have one.
+        file's own output order; `--output_index`); None: the file must have one.
 
     Raises:
       interpreter.TfliteError: unreadable / invalid file, or not a one-input, one-output
@@ -178,5 +178,5 @@ class BatchedRunner:
     self._invoked = True
 
   def run(self, images):
-    """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (SPEC §1.2)."""
+    """Returns float32 scores `[N, num_classes]`, int8 outputs dequantized (docs/spec.md §1.2)."""
     return self.dequantize(self.run_raw(images))

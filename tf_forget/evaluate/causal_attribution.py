@@ -1,4 +1,4 @@
-"""Which quantized op made the int8 file forget, measured end to end (issue #37).
+"""Which quantized op made the int8 file forget, measured end to end.
 
 An error statistic per layer (`tf_forget.export.layer_error`, `tf_forget.evaluate.tensor_match`)
 says where the numbers differ; it does not say which op's quantization broke the examples the file

@@ -1,4 +1,4 @@
-"""The audited deployment bundle and the gates (issue #6): what a user ships, and whether to.
+"""The audited deployment bundle and the gates: what a user ships, and whether to.
 
     <out>/deploy/<variant>/<k>.tflite     copies of the audited files (one member, or all)
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
@@ -6,18 +6,18 @@
 The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
 shows the same verdicts); each variant's measures go through `gates.gate_measures`: the
 manifest, the gates and the summary carry the output divergence of the report (flip rate and
-mean KL, issue #29) and, with one dense member (K = 1, issue #28), its paired per-example
+mean KL) and, with one dense member (K = 1), its paired per-example
 tests, as its verdict does. The bundle is written
 whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
 URL file system such as gs://, the manifest out first and in last), so a failed or killed run
-leaves the previous bundle or the new one, never a mixture (issue #25).
+leaves the previous bundle or the new one, never a mixture.
 
-Encoding choice (issue #10, `choose_encoding`): per variant, ship the plain file or its
+Encoding choice (`choose_encoding`): per variant, ship the plain file or its
 sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain twin's
 (`tf_forget.evaluate.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and
 it is not slower than `max_latency_ratio` beyond the spread of the sparse / plain latency ratio over
 interleaved rounds (`tf_forget.evaluate.latency.ratio_interval`: refused only when the interval's
-low end exceeds the bound, issue #25); otherwise the plain file, with a one-line reason.
+low end exceeds the bound); otherwise the plain file, with a one-line reason.
 """
 
 import dataclasses
@@ -62,7 +62,7 @@ def check_encoding_options(mode, max_latency_ratio):
 
 
 def _latency_ratio(plain, sparse):
-  """{"median", "low", "high"} of sparse / plain latency, or None if not measured (#25).
+  """{"median", "low", "high"} of sparse / plain latency, or None if not measured.
 
   The paired-round interval `sparse["latency_ratio"]` when given
   (`tf_forget.evaluate.latency.ratio_interval`), else the ratio of the two medians as a point
@@ -79,10 +79,10 @@ def _latency_ratio(plain, sparse):
 
 
 def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, mode="auto"):
-  """Chooses the plain file or its sparse-encoded twin for one variant (issues #10, #25).
+  """Chooses the plain file or its sparse-encoded twin for one variant.
 
   The latency bound refuses a sparse twin only when it is slower beyond the spread of the
-  measurement (issue #25): when the low end of the sparse / plain ratio interval exceeds
+  measurement: when the low end of the sparse / plain ratio interval exceeds
   `max_latency_ratio`. A median over the bound with an interval reaching under it is noise on a
   shared machine, not a slower file; the sparse twin ships and the reason says so.
 
@@ -283,7 +283,7 @@ def print_summary(report, manifest, log=print):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
   rec = report.get("recommendation") or {}
-  if rec.get("variant"):  # the verdict's first screen: the file to ship, your files (#36)
+  if rec.get("variant"):  # the verdict's first screen: the file to ship, your files
     log(f"\nrecommended: {rec['file']} — {rec.get('why', '')}")
     for line in rec.get("users", []):
       log(f"  {line}")

@@ -1,21 +1,21 @@
-"""Per-variant choice of the shipped encoding, plain or sparse, with sizes and latencies (#10).
+"""Per-variant choice of the shipped encoding, plain or sparse, with sizes and latencies.
 
     <run>/eval/encodings.json     schema `tf_forget.encodings/1` (docs/artifacts/predictions.md)
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
-sparse-encoded twin (`tflite_export`, SPEC §1.1 names): the twin check on the eval split
+sparse-encoded twin (`tflite_export`, docs/spec.md §1.1 names): the twin check on the eval split
 (`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse
 conversion is there too), the raw / gzip sizes from the export JSON, and the latency of both files
 at batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of fresh
 interpreters in the same run (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the
 built-in kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch
 size where the sparse file fares worst (the highest low end of its ratio interval), on the interval
-of the per-round paired ratios sparse / plain (issue #25: a single median moved 2x between identical
-runs on a shared machine). The entry records the runtime path of the chosen file, its size relative
-to the dense float32 file of the same member k, the latency ratio to the plain file (1 when plain is
-shipped) and the ratio intervals.
+of the per-round paired ratios sparse / plain (a single median
+can move 2x between identical runs on a shared machine). The entry records the runtime path of the
+chosen file, its size relative to the dense float32 file of the same member k, the latency ratio to
+the plain file (1 when plain is shipped) and the ratio intervals.
 
-Re-runs (issue #25): an entry records its `inputs` — the sha256 of the plain and sparse bytes
+Re-runs: an entry records its `inputs` — the sha256 of the plain and sparse bytes
 timed, the twin check and the settings that decide (`_settings`) — and is reused as it is, with
 nothing timed, while they are unchanged; otherwise it is measured again with a
 `redo <variant> encoding: <why>` line. `remeasure=True` times every variant afresh.
@@ -57,7 +57,7 @@ def _twin_check(agreement, sparse_name, k):
 
 
 def _settings(mode, max_latency_ratio, num_threads, batch_sizes, repeats, block):
-  """The settings a recorded decision depends on (issue #25), JSON-ready."""
+  """The settings a recorded decision depends on, JSON-ready."""
   return {"mode": mode, "max_latency_ratio": max_latency_ratio, "num_threads": num_threads,
           "batch_sizes": list(batch_sizes), "repeats": repeats, "block": block,
           "coverage": latency.DEFAULT_COVERAGE}
@@ -80,7 +80,7 @@ def _why_stale(entry, inputs):
   """Why a recorded entry cannot be reused for `inputs` (one line), or None if it can."""
   rec = (entry or {}).get("inputs")
   if not rec:
-    return "no recorded inputs (written before issue #25)"
+    return "no recorded inputs (written by an older version)"
   if rec.get("plain_sha256") != inputs["plain_sha256"]:
     return "its plain file changed since it was timed"
   if rec.get("sparse_sha256") != inputs["sparse_sha256"]:
@@ -219,7 +219,7 @@ def choose(run_dir, variants, split, k=0, mode="auto",
     mode, max_latency_ratio: see `deploy.choose_encoding`.
     num_threads, batch_sizes, repeats, block: latency measurement (`latency.measure`; repeats
       / block rounds of fresh interpreters).
-    remeasure: time every variant again even where a recorded decision still holds (#25).
+    remeasure: time every variant again even where a recorded decision still holds.
     log: optional callable(str), one line per variant ("<variant>: <encoding> (<reason>)",
       "... [recorded]" when reused) and a "redo <variant> encoding: <why>" line before one
       measured again.

@@ -4,9 +4,9 @@ Inputs are any iterable of `tf_forget.data.dataset_api.Examples` batches (a regi
 `batches(split, B)`, or a corrupted split from a later stage): the stream is re-cut into
 batches of exactly B (`rebatch`) so that only the very last batch is padded
 (`batched.BatchedRunner`). Every number comes from running the exported file through the LiteRT
-runtime (issue #3); int8 outputs are dequantized before top-k (SPEC §1.2).
+runtime; int8 outputs are dequantized before top-k (docs/spec.md §1.2).
 
-Outputs: `eval.predictions` files, one per (variant, member, split). Lineage (issue #14): the
+Outputs: `eval.predictions` files, one per (variant, member, split). Lineage: the
 file is read once, its bytes are hashed and the interpreter runs those same bytes; the
 predictions record that sha256 and the input split's identity as `inputs`
 (`tf_forget.artifacts.predictions`). An existing file is reused only if it records the sha256
@@ -200,7 +200,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
     image_shape: the data's (H, W, C), checked against the model input before running.
     tail: last-partial-batch policy (`batched.TAIL_POLICIES`).
     runtime: "auto" (default: XNNPACK, the built-in kernels if the delegate refuses the
-      model, as on a device; issue #10), "xnnpack" or "builtin". The path that produced the
+      model, as on a device), "xnnpack" or "builtin". The path that produced the
       predictions is recorded as `runtime`, a fallback's one-line reason as
       `runtime_fallback`.
     log: optional callable(str); told why an existing file is redone.
@@ -283,7 +283,7 @@ def list_exports(run_dir):
 
 
 def list_failures(run_dir):
-  """Recorded failed conversions (sparse twins, issue #10): list of their JSON dicts.
+  """Recorded failed conversions (sparse twins): list of their JSON dicts.
 
   Reads `<run>/tflite/<member variant>/<k>/<stem>.failed.json`; [] if there are none.
   """

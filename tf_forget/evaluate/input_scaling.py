@@ -1,4 +1,4 @@
-"""Is the reference fed what it was trained on? The input scaling check (issue #36).
+"""Is the reference fed what it was trained on? The input scaling check.
 
 A model trained on x / 255 and audited on raw pixels (a forgotten `--preprocess=unit`) gives a
 confident, wrong audit: TensorFlow's "Post-training integer quantization" tutorial, audited without

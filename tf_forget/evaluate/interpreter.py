@@ -6,7 +6,7 @@ interpreter (`ai_edge_litert.interpreter`; `tf.lite.Interpreter` is deprecated),
 configurable, and the default delegate (XNNPACK) on: `OpResolverType.AUTO` applies it.
 `runtime="builtin"` disables default delegates.
 
-Device fallback (issue #10): `create_for_device` runs a file as a phone app would: XNNPACK
+Device fallback: `create_for_device` runs a file as a phone app would: XNNPACK
 first; if the delegate refuses the model, the built-in kernels. Measured on this stack
 (TF 2.21, ai-edge-litert): XNNPACK accepts sparse-encoded float32 and float16 files, and refuses
 sparse `dynamic_int8` and `full_int8` files at `allocate_tensors` ("failed to delegate
@@ -14,13 +14,13 @@ FULLY_CONNECTED node ... (TfLiteXNNPackDelegate) failed to prepare"); those run 
 `OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES`. Which path produced the numbers is returned
 and recorded in the predictions metadata (`runtime`).
 
-Quantized I/O (issue #3; SPEC §1.2): an int8 / uint8 / int16 input is fed
+Quantized I/O (docs/spec.md §1.2): an int8 / uint8 / int16 input is fed
 `q = clamp(round(x / s) + z)` with the input tensor's own scale s and zero point z (round half
 away from zero, as TFLite's `Quantize` kernel); such an output is dequantized `(q - z) * s`
 before any metric. Because the data sets yield uint8 pixels, `InputQuantizer` precomputes the
 256 possible input values once and quantizes a batch with one table lookup. The input's layout
 (NHWC, grey NHW, channels-first NCHW, a fixed batch) is read by `input_layout_of`
-(`tf_forget.data.input_layout`, issue #36).
+(`tf_forget.data.input_layout`).
 """
 
 import re
@@ -58,7 +58,7 @@ def read_model(path):
     TfliteError: missing, unreadable, or not a TFLite flatbuffer.
   """
   try:
-    with fileio.open_file(path, "rb") as f:  # local or URL (gs://, issue #15)
+    with fileio.open_file(path, "rb") as f:  # local or URL (gs://)
       data = f.read()
   except fileio.io_errors() as e:
     reason = getattr(e, "strerror", None) or _one_line(getattr(e, "message", None) or e)

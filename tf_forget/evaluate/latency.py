@@ -1,6 +1,6 @@
-"""Median inference latency of `.tflite` files, run as on a device (issues #10, #25).
+"""Median inference latency of `.tflite` files, run as on a device.
 
-Issue #10 asks, per format and encoding, for the median batch-1 and batch-64 latency with 2
+Per format and encoding, the deployment table reports the median batch-1 and batch-64 latency with 2
 threads, measured in the same run as the plain twin. `measure` times several files in one
 run, interleaved in rounds: for every batch size, each round creates a fresh interpreter per
 file, warms them, then invokes every file `block` times in turn (after one untimed invoke), the
@@ -8,7 +8,7 @@ first file rotating from round to round. Blocks rather than single invokes: alte
 of an XNNPACK and a built-in-kernel interpreter one by one lets their thread pools disturb each
 other, a block re-warms the pool first.
 
-Fresh interpreters per round (issue #25): on a loaded machine (2 shared cores) an
+Fresh interpreters per round: on a loaded machine (2 shared cores) an
 interpreter's thread pool settles into a fast or a slow state for its whole life — measured:
 the digits CNN's batch-1 median at 33 µs or 61 µs, every round of one interpreter alike, so one
 interpreter per file made a sparse twin "1.9x slower" in one run and 0.5x in the next. A fresh
@@ -43,7 +43,7 @@ class LatencyError(errors.Error):
 
 
 class _FixedBatch:
-  """A file whose input cannot be resized (its `InputLayout.batch`, issue #36): a batch of b
+  """A file whose input cannot be resized (its `InputLayout.batch`): a batch of b
   examples is ceil(b / its batch) invokes, as a device runs it."""
 
   def __init__(self, interp, invokes):
@@ -124,7 +124,7 @@ def _stats(times, round_medians):
 def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
             num_threads=interpreter.DEFAULT_NUM_THREADS, repeats=DEFAULT_REPEATS,
             warmup=DEFAULT_WARMUP, runtime="auto", seed=0, block=DEFAULT_BLOCK):
-  """Latency of several files, measured interleaved in rounds of fresh interpreters (#25).
+  """Latency of several files, measured interleaved in rounds of fresh interpreters.
 
   Args:
     models: {name: path or bytes of a `.tflite` file} (e.g. a plain file and its sparse twin).
@@ -175,7 +175,7 @@ def ratio(result, reference, batch_size):
 
 
 def paired_ratios(result, reference, batch_size):
-  """Per-round ratios `result / reference` of the block medians at `batch_size` (issue #25).
+  """Per-round ratios `result / reference` of the block medians at `batch_size`.
 
   Both files ran in each round on fresh interpreters under the same machine load, so the
   ratio of a round cancels the load the two shared; their spread is what remains.
@@ -189,7 +189,7 @@ def paired_ratios(result, reference, batch_size):
 
 
 def ratio_interval(ratios, coverage=DEFAULT_COVERAGE):
-  """Median of paired latency ratios and the central `coverage` share of them (issue #25).
+  """Median of paired latency ratios and the central `coverage` share of them.
 
   Args:
     ratios: per-round ratios (`paired_ratios`), >= 1 value.

@@ -1,4 +1,4 @@
-"""Why a full int8 file (or a user's file) forgot (issue #29, #37).
+"""Why a full int8 file (or a user's file) forgot.
 
 For a member with a Keras model and a `full_int8` file (dense members, pruned members, the
 user's Keras references), and for every `.tflite` file the user brings (`user_<NAME>`, dense
@@ -12,7 +12,7 @@ file (`tf_forget.evaluate.tensor_match`: the accumulated error of the tensors th
 ranked by where it grows); it gets no repair (that needs the float model).
 
 `analyze` splits the evaluation split by the member's two `.tflite` files' stored predictions
-(the float32 file is the reference, SPEC §1.1's deployed float model):
+(the float32 file is the reference, docs/spec.md §1.1's deployed float model):
   * forgotten: the examples whose top-1 differs between the two files (broken, fixed and
     changed flips, `tf_forget.stats.paired.flips`);
   * worst_class: the examples of the class whose recall fell most from float32 to full int8
@@ -26,14 +26,14 @@ file), ranked by their NMSE on the forgotten examples, with its excess over the 
 (`layer_error.rank_layers`). When nothing was forgotten the ranking is by NMSE on the stable
 examples and says so (`basis` "all").
 
-Then, for a full int8 file that forgot something significant (issue #37;
-`paired.forgot_significantly`, the rule that decides a repair: a handful of flips is noise an
-ablation cannot attribute, and costs two conversions per op), the ranking is causal (`ranked_by`
-"ablation"): the `ABLATED` ops of largest NMSE on the forgotten examples are each quantized alone
-and kept alone in float (`tf_forget.evaluate.causal_attribution`: broken examples recovered /
-caused, KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept as
-`nmse_rank`); each ablated op gets a fault kind (its own weights, its activation range, inherited),
-the range from the per-channel activation ranges of the plain file over the calibration images
+Then, for a full int8 file that forgot something significant (`paired.forgot_significantly`, the
+rule that decides a repair: a handful of flips is noise an ablation cannot attribute, and costs two
+conversions per op), the ranking is causal (`ranked_by` "ablation"): the `ABLATED` ops of largest
+NMSE on the forgotten examples are each quantized alone and kept alone in float
+(`tf_forget.evaluate.causal_attribution`: broken examples recovered / caused, KL) and ranked by that
+effect first, the others after them by NMSE (the NMSE rank kept as `nmse_rank`); each ablated op
+gets a fault kind (its own weights, its activation range, inherited), the range from the per-channel
+activation ranges of the plain file over the calibration images
 (`tf_forget.evaluate.range_diagnosis`: `ranges`, the tensors where one channel dominates). The
 repaired files are made from this ranking by `tf_forget.evaluate.repairs`.
 
@@ -259,7 +259,7 @@ def _rank(rows, counts, by_debugger):
 
 def _subset(count, ids, paths):
   """A subset's `count`, its first ids and, when the data set names its examples (a folder's
-  image paths, `collect.dataset_paths`), their `paths` (issue #36)."""
+  image paths, `collect.dataset_paths`), their `paths`."""
   out = {"count": int(count), "ids": [int(i) for i in ids]}
   if paths is not None:
     out["paths"] = [paths.get(int(i), "") for i in ids]

@@ -1,4 +1,4 @@
-"""Repairs of a forgetting full int8 file that cost no bytes (issue #37), each a variant.
+"""Repairs of a forgetting full int8 file that cost no bytes, each a variant.
 
   * `full_int8~cle`: the member's float model equalized across layers before conversion
     (`tf_forget.export.equalization`; Nagel et al. 2019 §4.1): the same float function, channels

@@ -1,9 +1,9 @@
-"""Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1; SPEC §6.7).
+"""Evaluates `.tflite` files under l-inf bounded uniform noise (003 §4.1, App. D.1;
+docs/spec.md §6.7).
 
 Writes one `tf_forget.artifacts.noise_artifact` file per (variant, member): the schema, the
 noise model and the example subset are documented there and in docs/artifacts/corruptions.md.
-Moved here from `tf_forget/corruptions/noise_eval.py` (issue #14): it runs `.tflite` files, the
-evaluator's business.
+It is part of the evaluator because it runs `.tflite` files.
 
 Lineage: the file is read once, hashed, and those bytes are run; the artifact records
 `inputs` = {"tflite", "split", "protocol", "noise_scale"} (`noise_artifact.status`) and is

@@ -4,10 +4,10 @@
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
     <run>/eval/agreement/<split>.json                  agreement table (tf_forget.evaluate.agreement)
     <run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz   plain twin re-run on a sparse
-                                                       file's fallback path (issue #10)
+                                                       file's fallback path
 
 (docs/artifacts/predictions.md). Files run as on a device (`runtime="auto"`: XNNPACK, else the
-built-in kernels; issue #10). Every sparse-encoded file is checked against its plain twin
+built-in kernels). Every sparse-encoded file is checked against its plain twin
 (`agreement.compare_twin_files`): a mismatch, or a sparse conversion that failed at export, is
 a one-line entry of the table's `twin_failures`, never silent. The data set is the one the
 members were trained on (from the export JSON) unless another registry data set is given; its
@@ -16,7 +16,7 @@ image shape must match every file's input, checked before anything is written. C
 iterable of `Examples`, with their identities in `split_ids` (name -> sha256, e.g. of the
 corruption cache entry's meta.json) so that predictions of another input split are redone.
 
-Lineage (issue #14): predictions record the sha256 of the `.tflite` bytes run and the split identity
+Lineage: predictions record the sha256 of the `.tflite` bytes run and the split identity
 (`tf_forget.evaluate.evaluate`); the Keras predictions the sha256 of the `model.keras` bytes and the
 split; a twin-runtime file the plain twin's bytes. The agreement tables are recomputed on every run
 from the current predictions files.
@@ -126,7 +126,7 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
   predictions.write(out, ids, labels, scores,
                     {"variant": f"keras:{member_variant}", "member_variant": member_variant,
                      "k": k, "split": split, "inputs": inputs,
-                     # what ran it: tf_keras, Keras 3 or a SavedModel's signature (#36)
+                     # what ran it: tf_keras, Keras 3 or a SavedModel's signature
                      "runtime": model_files.member_kind(metadata)})
   return out
 
@@ -240,7 +240,7 @@ def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files)
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
   fed = {split: evaluate.replayable(lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
-         for split, stream in streams.items()}  # what the models take (issue #28's preprocess)
+         for split, stream in streams.items()}  # what the models take (`preprocess`)
   return exports, dataset, failures, fed, ids
 
 

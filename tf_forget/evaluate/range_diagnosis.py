@@ -1,4 +1,4 @@
-"""Range diagnosis (issue #37): the channels whose range sets a per-tensor int8 scale.
+"""Range diagnosis: the channels whose range sets a per-tensor int8 scale.
 
 A full-integer TFLite file quantizes every activation tensor per tensor — one scale for all of
 its channels (weights are per channel; the TFLite 8-bit quantization specification): the

@@ -1,4 +1,4 @@
-"""`full_int8~auto`: the repair a search chose, on one half of the test examples (issue #37).
+"""`full_int8~auto`: the repair a search chose, on one half of the test examples.
 
 The search tries, in order, the repairs of a forgetting full int8 file that cost least:
   1. `cle` — cross-layer equalization before conversion (`tf_forget.evaluate.no_byte_repairs`: no
@@ -16,7 +16,7 @@ verdict). When none holds, the one that broke fewest examples is chosen; when no
 made within the budget (or `cle` for a model that is not tf_keras), the plain int8 file itself
 ("plain": the report then shows no gain, and it is never recommended).
 
-Held out (SPEC §1.1's "no choice on the data it is judged on"): the choice is made on the
+Held out (docs/spec.md §1.1's "no choice on the data it is judged on"): the choice is made on the
 "choose" half of the evaluation split (`tf_forget.stats.halves.held_out_halves_by_id`:
 seeded, stratified by class); the report (`tf_forget.report.repair_report`) shows the chosen file's
 numbers on the "report" half only and says so, and a choice that buys nothing there is never

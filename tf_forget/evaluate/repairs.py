@@ -1,4 +1,4 @@
-"""Repaired files of a forgetting full int8 file (issue #29, #37): which to make, their
+"""Repaired files of a forgetting full int8 file: which to make, their
 lineage, and the one entry point that makes any of them.
 
 `repair` makes `full_int8~<repair>` of member k (`names.repair_format`):
@@ -10,7 +10,7 @@ lineage, and the one entry point that makes any of them.
     chosen on one half of the test examples).
 Each is written as an export (docs/artifacts/tflite.md) that the evaluation, report and bundle
 treat like any file. Only a full int8 file that forgot something significant is repaired
-(`repair_needed`, issue #36).
+(`repair_needed`).
 
 Lineage (`repair_inputs`): the member's model, the representative data, the ops kept in float
 (from the current analysis) and, for `auto`, the search's settings
@@ -40,10 +40,10 @@ from tf_forget.stats import paired
 def repair_needed(run_dir, member_variant, k):
   """(whether member k's full int8 file is worth repairing, the line that says why not).
 
-  Only a file that forgot something significant is repaired (issue #36;
-  `paired.forgot_significantly`: more than a few broken examples, exact McNemar of broken vs
-  fixed significant): repairing a file that forgot nothing costs size and buys nothing. An
-  analysis that cannot be read counts as needed (`repair` then says why).
+  Only a file that forgot something significant is repaired (`paired.forgot_significantly`: more
+  than a few broken examples, exact McNemar of broken vs fixed significant): repairing a file that
+  forgot nothing costs size and buys nothing. An analysis that cannot be read counts as needed
+  (`repair` then says why).
   """
   try:
     doc = layer_analysis.read_analysis(run_dir, member_variant, k)

@@ -1,6 +1,6 @@
-"""Where a `.tflite` file without its converter departs from the float file (issue #29).
+"""Where a `.tflite` file without its converter departs from the float file.
 
-A file the user brings (`user_<NAME>`, issue #28) has no float model beside it to quantize
+A file the user brings (`user_<NAME>`) has no float model beside it to quantize
 again, so LiteRT's QuantizationDebugger (`tf_forget.export.layer_error`) cannot isolate each
 layer's own error. What can be measured is the *accumulated* error: run the float32 file and
 the user's file on the same examples with every intermediate tensor kept
@@ -25,7 +25,7 @@ NMSE, SNR, cosine), the same definitions as the per-layer rows. Because the erro
 where it *grows* is what points at a layer: growth = NMSE of the op's output minus the largest NMSE
 of its matched activation inputs (0 for an op reading constants only), and its ratio in decibels,
 growth_db = 10 log10(NMSE out / max(NMSE in, NMSE_FLOOR)), on the forgotten examples. `rank_growth`
-ranks by growth_db (issue #37): the absolute growth favours the last layers, where error has piled
+ranks by growth_db: the absolute growth favours the last layers, where error has piled
 up (a head whose NMSE goes from 0.4 to 0.47 outranks a planted op going from 1e-4 to 0.05, +28 dB).
 It approximates the layer's own contribution; it is not the isolated error of a QuantizationDebugger
 row, and a per-tensor NMSE cannot see a range fault (the outlier channel holds the tensor's energy:

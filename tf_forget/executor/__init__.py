@@ -6,7 +6,7 @@
 
 `EXECUTORS` maps the names of `--executor` to the classes; `make` builds one from flag values;
 `check_address` checks, in seconds, that a Ray cluster can be reached (call it before writing
-anything); `Executor.progress()` says how far a `run` got when it was interrupted (issue #25).
+anything); `Executor.progress()` says how far a `run` got when it was interrupted.
 This package imports nothing of tf_forget but `tf_forget.artifacts.errors`, and no TensorFlow.
 """
 

@@ -1,4 +1,4 @@
-"""Is the Ray cluster there? A check in seconds, before the audit writes anything (issue #25).
+"""Is the Ray cluster there? A check in seconds, before the audit writes anything.
 
 `ray.init(address="bogus:1234")` retries for ~10 minutes, printing warnings, before it gives
 up (Ray 2.60: ~40 s per attempt, 20 attempts). `check_address` opens (and closes) one TCP
@@ -7,7 +7,7 @@ one-line `ExecutorError` naming the address when it fails:
 
   cannot reach the Ray cluster at bogus:1234: Name or service not known
 
-With `handshake_s` (the audit's validation, issue #35) it also checks that the port answers as
+With `handshake_s` (the audit's validation) it also checks that the port answers as
 a gRPC server (Ray's GCS and client server are): a port that accepts TCP but is something else
 would keep `ray.init` retrying for minutes.
 

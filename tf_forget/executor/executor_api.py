@@ -1,6 +1,6 @@
 """The executor interface: run independent units of work (`Task`s) and collect their results.
 
-The audit (issue #15) runs each unit of work (train one member, export one member's files,
+The audit runs each unit of work (train one member, export one member's files,
 evaluate one file on a chunk of splits, generate one corrupted split) as a `Task` named by an
 import string ("package.module:function") and plain JSON-able keyword arguments, so the same
 task runs in the driver (`InlineExecutor`), in a local process pool (`LocalExecutor`) or on Ray
@@ -165,7 +165,7 @@ class Executor:
       errors.Error: a task raised it (its own class and message).
       ExecutorError: a task raised another exception, or its worker was lost too many times.
       KeyboardInterrupt: the driver was interrupted (Ctrl-C, or a KeyboardInterrupt subclass
-        raised by a signal handler): re-raised once the workers are stopped (issue #25);
+        raised by a signal handler): re-raised once the workers are stopped;
         `progress()` says how many tasks were done.
     """
     tasks = check_tasks(tasks)
@@ -178,7 +178,7 @@ class Executor:
     return {task.key: results[task.key] for task in tasks}
 
   def progress(self):
-    """How far the current or last `run` got, e.g. to report an interrupt (issue #25).
+    """How far the current or last `run` got, e.g. to report an interrupt.
 
     Returns:
       RunProgress(stage, done, total): tasks finished with a result (`done`) of the run's

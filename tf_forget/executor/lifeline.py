@@ -1,4 +1,4 @@
-"""Worker processes die with their driver, and leave no state behind (issue #25).
+"""Worker processes die with their driver, and leave no state behind.
 
 A local pool worker (~1 GB with TensorFlow loaded) must not outlive the driver that spawned it:
 after `kill -9` or a SIGTERM of the driver it would be reparented to PID 1 and keep training.

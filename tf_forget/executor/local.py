@@ -22,7 +22,7 @@ so the task whose worker exited otherwise is the culprit: its loss counts agains
 `max_retries`; the other tasks were collateral and are resubmitted for free. When the culprit
 cannot be told apart (it died of SIGTERM too, or while idle), every task in flight counts a loss.
 
-The workers die with the driver (issue #25; lifeline.py): each asks Linux for SIGKILL when the
+The workers die with the driver (lifeline.py): each asks Linux for SIGKILL when the
 driver's main thread exits (`PR_SET_PDEATHSIG`; all of a pool's processes are spawned at once
 by the thread creating the pool, asked for only if it is the main thread) and watches its parent
 pid (any OS). So a `kill -9` or a SIGTERM of the driver leaves no worker training on. The state
@@ -212,7 +212,7 @@ class LocalExecutor(scheduler.PooledExecutor):
     """Stops the workers at once (the driver was interrupted); a later run starts a new pool.
 
     The running tasks are lost (their artifacts are written atomically: nothing partial stays);
-    the state directory is removed (issue #25).
+    the state directory is removed.
     """
     pool, self._pool = self._pool, None
     if pool is not None:

@@ -26,7 +26,7 @@ Where the workers find the code:
     on the workers (a shared file system).
 `env` is passed as `runtime_env["env_vars"]` (merged into the `runtime_env` argument's).
 
-Connecting to a running cluster never hangs (issue #25): `address.check_address` first opens a
+Connecting to a running cluster never hangs: `address.check_address` first opens a
 TCP connection to its port (10 s at most, name lookup included), then `ray.init` runs in a
 thread waited for at most `connect_timeout_s` (`bounded_init`): an unreachable or wrong address
 is a one-line `ExecutorError` naming it, not ~10 minutes of Ray's retries. `ray.init` replaces
@@ -64,7 +64,7 @@ INSTALL = "ray is not installed: pip install ray==2.60.0"
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 _LOST_ERRORS = ("WorkerCrashedError", "OutOfMemoryError", "NodeDiedError", "LocalRayletDiedError")
-CONNECT_TIMEOUT_S = 120.0  # bound on ray.init for a running cluster (issue #25)
+CONNECT_TIMEOUT_S = 120.0  # bound on ray.init for a running cluster
 
 
 @contextlib.contextmanager
@@ -92,7 +92,7 @@ class _DropMessage(logging.Filter):
 
 @contextlib.contextmanager
 def _keep_sigterm_handler():
-  """Puts back a Python SIGTERM handler that `ray.init` replaces with `sys.exit` (issue #25).
+  """Puts back a Python SIGTERM handler that `ray.init` replaces with `sys.exit`.
 
   `ray.init` in the main thread installs a SIGTERM handler raising SystemExit, which would
   silently replace the driver's own (the audit's raises a KeyboardInterrupt subclass). Only a
@@ -112,7 +112,7 @@ def bounded_init(ray, timeout_s, **kwargs):
   """`ray.init(**kwargs)` in a daemon thread, waited for at most `timeout_s` seconds.
 
   `ray.init` on a port that is open but is no Ray cluster (or one that does not answer) retries
-  for ~10 minutes; the thread is abandoned after `timeout_s` (issue #25). Ray sets no SIGTERM
+  for ~10 minutes; the thread is abandoned after `timeout_s`. Ray sets no SIGTERM
   handler from a thread (its warning saying so is dropped).
 
   Raises:

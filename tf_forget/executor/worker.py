@@ -59,7 +59,7 @@ def initialize(env, state_dir, parent_pid=None, death_signal=False):
     state_dir: directory in which the worker writes the key of its running task to a file named
       by its pid, so that the driver can tell which task a dead worker was running.
     parent_pid: the driver's pid: the worker ends itself once its parent is another process
-      (`lifeline.watch_parent`; issue #25). None: no watchdog.
+      (`lifeline.watch_parent`). None: no watchdog.
     death_signal: also ask Linux for SIGKILL when the spawning thread exits
       (`lifeline.set_parent_death_signal`; only when the driver spawned it from its main thread).
   """
@@ -77,7 +77,7 @@ def ignore_sigint():
   """Ignores SIGINT in this process (and unblocks it: the driver spawns workers with it blocked).
 
   Ctrl-C goes to the whole foreground process group: the driver stops the workers itself, and
-  a worker must neither die of it half-way nor print a KeyboardInterrupt traceback (issue #25).
+  a worker must neither die of it half-way nor print a KeyboardInterrupt traceback.
   Setting SIG_IGN also discards a SIGINT that arrived while the worker was starting.
   """
   signal.signal(signal.SIGINT, signal.SIG_IGN)

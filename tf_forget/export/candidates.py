@@ -1,4 +1,4 @@
-"""The user's own `.tflite` files, audited exactly as they are (issue #28).
+"""The user's own `.tflite` files, audited exactly as they are.
 
 `--candidate=NAME=PATH[,PATH...]`: the files a user's pipeline made (post-training
 quantization, QAT, tfmot pruning, another converter), one per reference member. Each is stored
@@ -15,10 +15,10 @@ as the float32 file of dense member k (`import_reference_file`).
 
 `check_signature` refuses, in one line, a file whose images or classes differ from the
 reference's, a file with several inputs or outputs, or a non-image input. Inputs of any
-common layout are accepted (`tf_forget.data.input_layout`, issue #36): `[N, H, W, C]`, grey
+common layout are accepted (`tf_forget.data.input_layout`): `[N, H, W, C]`, grey
 `[N, H, W]`, channels-first `[N, C, H, W]`, float32 or quantized; the reference and its
 candidates need only take the same images, not the same layout. `read` refuses a
-truncated or corrupt file (`flatbuffer.verify`, issue #35) and `check_float_reference` a
+truncated or corrupt file (`flatbuffer.verify`) and `check_float_reference` a
 quantized file given as the reference (`reference_kind`).
 """
 
@@ -111,7 +111,7 @@ def input_layout_of(data, path):
 
 
 def reference_kind(data):
-  """What a `.tflite` file stores, read from its main subgraph's tensor types (issue #35).
+  """What a `.tflite` file stores, read from its main subgraph's tensor types.
 
   Args:
     data: the bytes of a complete TFLite flatbuffer.

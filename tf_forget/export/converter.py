@@ -12,7 +12,7 @@ Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense
     to /tmp/..." log lines) and take about the same time (~0.6 s for a small CNN); both give
     byte-identical files run to run and across processes; they differ from each other only in
     the signature's tensor names.
-  * a member imported from a Keras 3 file or a SavedModel (issue #36): the same call on the
+  * a member imported from a Keras 3 file or a SavedModel: the same call on the
     model `model_files.load` gives, traced by `model_files.trace` — a Keras 3 model through a
     SavedModel endpoint (`compat.keras3.serving_function`; with a Keras 3 model as the
     `trackable_obj` of a plain `tf.function` its variables stay READ_VARIABLE ops and
@@ -23,9 +23,9 @@ bytes for all four formats, including `full_int8` with a fixed representative se
 (tests/tflite_export/converter_test.py pins this). The converter embeds its own metadata
 (`CONVERSION_METADATA`: environment, TF version, options) but no time stamp or path.
 
-Representative data (SPEC §2.5; 000 appendix A): the first N train examples in the data set's
-fixed order, fed one at a time exactly as at evaluation (raw pixel values as float32; the model
-normalises inside).
+Representative data (docs/spec.md §2.5; 000 appendix A): the first N train examples in the data
+set's fixed order, fed one at a time exactly as at evaluation (raw pixel values as float32; the
+model normalises inside).
 """
 
 import numpy as np
@@ -49,11 +49,11 @@ def _one_line(e):
 
 
 def model_layout(model):
-  """The `input_layout.InputLayout` of a one-input image model (issue #36: `[N, H, W, C]`,
+  """The `input_layout.InputLayout` of a one-input image model (`[N, H, W, C]`,
   grey `[N, H, W]` or channels-first `[N, C, H, W]`).
 
   A 4-D input whose channel count is neither 1 nor 3 on either end (e.g. `[N, 6, 6, 2]`)
-  converts as `[N, H, W, C]`, as every model did before issue #36: no data set yields such
+  converts as `[N, H, W, C]`, the default layout: no data set yields such
   images, so the audit refuses it earlier, but the converter itself has no reason to.
 
   Raises:
@@ -109,7 +109,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   """Converts a member's model (tf_keras, Keras 3 or a SavedModel's signature,
   `model_files`) to TFLite bytes.
 
-  The "sparse" encoding (issue #10) adds `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the
+  The "sparse" encoding adds `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the
   format's optimizations: the converter then stores constant weights that are sparse enough
   in TFLite's compressed sparse format (`Tensor.sparsity`) and the runtime densifies them
   (or, for some kernels, runs them sparse). Everything else is the format's.
@@ -119,7 +119,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
       returning logits.
     fmt: a key of `formats.FORMATS`, or a repair that costs no bytes (`formats.options`).
     representative_images: uint8 `[N, H, W, C]` (fed in the model's input layout,
-      `model_inputs`), required by formats that need calibration (`full_int8`; SPEC §2.5),
+      `model_inputs`), required by formats that need calibration (`full_int8`; docs/spec.md §2.5),
       ignored by the others.
     encoding: a value of `names.ENCODINGS`.
 
@@ -133,7 +133,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   options = formats.options(fmt)
   names.check_encoding(encoding)
   spec = input_signature(model)
-  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel (#36)
+  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel
   converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
   optimizations = [tf.lite.Optimize.DEFAULT] if options["optimize"] else []
   if encoding == names.SPARSE:
@@ -153,7 +153,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     converter.inference_output_type = tf.as_dtype(options["io_type"])
   if options["representative"]:
     if representative_images is None or len(representative_images) == 0:
-      raise ConversionError(f"format {fmt!r} needs representative images (SPEC §2.5)")
+      raise ConversionError(f"format {fmt!r} needs representative images (docs/spec.md §2.5)")
     expected = tuple(spec.shape[1:])
     representative_images = model_inputs(model, representative_images)
     if tuple(np.shape(representative_images)[1:]) != expected:

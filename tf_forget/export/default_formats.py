@@ -1,5 +1,5 @@
 """The formats a population's members are exported to by default: those of the protocol of the
-run's data set (`tf_forget.data.protocols`; SPEC §1.1, §2.3). No TensorFlow here.
+run's data set (`tf_forget.data.protocols`; docs/spec.md §1.1, §2.3). No TensorFlow here.
 
 `protocol_formats(run_dir)` is what `export_population` uses when `--formats` or
 `--pruned_formats` is not given: float32 plus the protocol's post-training formats for dense

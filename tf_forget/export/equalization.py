@@ -1,4 +1,4 @@
-"""Cross-layer equalization of a float Keras model before int8 conversion (issue #37).
+"""Cross-layer equalization of a float Keras model before int8 conversion.
 
 Nagel et al. 2019, "Data-Free Quantization Through Weight Equalization and Bias Correction",
 §4.1: for two layers joined through a positively homogeneous function f (ReLU, linear, max /

@@ -4,17 +4,17 @@
     <run>/tflite/<member variant>/<k>/<file stem>.json     # written last: presence = finished
 
 with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`) or, for the
-sparse-encoded twin of issue #10, `<format>+sparse`. A sparse conversion that fails leaves the
+sparse-encoded twin, `<format>+sparse`. A sparse conversion that fails leaves the
 plain file as it is and records its one-line reason in `<format>+sparse.failed.json` (schema
 `tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the
-quantization of member k of its member variant (SPEC §1.3); the audited variant name
-(SPEC §1.1) is recorded in the JSON.
+quantization of member k of its member variant (docs/spec.md §1.3); the audited variant name
+(docs/spec.md §1.1) is recorded in the JSON.
 
 Pruned members are stored with their pruning wrappers stripped (docs/artifacts/members.md) and
 are exported as they are; the zeros are counted back from the written file
 (`flatbuffer.weight_stats`).
 
-Lineage (issue #14): an export is made again only when it is no longer current
+Lineage: an export is made again only when it is no longer current
 (`export_state.status`: its JSON, its `.tflite` and the inputs it recorded).
 """
 
@@ -58,7 +58,7 @@ def export_member(run_dir, variant, k, dataset=None,
     k: member index.
     dataset: a `tf_forget.data.dataset_api.Dataset` (built from the member metadata if None; needed
       only by formats with representative data).
-    representative_size: number of representative train examples (SPEC §2.5).
+    representative_size: number of representative train examples (docs/spec.md §2.5).
     model, metadata: the loaded member (loaded from `run_dir` if None).
     overwrite: re-export even if a valid export exists.
 
@@ -226,7 +226,7 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
 
   Members are loaded once for all their formats; the data set (for representative data) is
   `dataset` if given, else built once per distinct (name, options) of the members' metadata.
-  With "sparse" in `encodings` every plain file gets a sparse-encoded twin (issue #10); a
+  With "sparse" in `encodings` every plain file gets a sparse-encoded twin; a
   sparse conversion that fails does not stop the run: its one-line reason is recorded
   (`record_failure`) and returned as a dict with key `failed`, and the plain file stays.
   `dense_encodings` (default: `encodings`) applies to the dense members only. `members`

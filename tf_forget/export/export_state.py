@@ -1,10 +1,10 @@
 """What a run's `.tflite` exports are made from, and whether an export is current.
 
 The finished members of a run (`list_members`, `load_member`, `check_member`), the exports to
-make of them (`plan`), their representative data (`representative_images`, SPEC §2.5), where an
-export is written (`export_paths`) and its lineage (`tf_forget.export.export` writes the files).
+make of them (`plan`), their representative data (`representative_images`, docs/spec.md §2.5), where
+an export is written (`export_paths`) and its lineage (`tf_forget.export.export` writes the files).
 
-Lineage (issue #14): the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
+Lineage: the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
 converted, "converter": sha256 of the format's options and encoding, "representative": sha256
 of the representative example ids (null without; with the user's `--calibration` data, its
 name, options, split and pixels folded in: `Representative.key`)}. A re-run reuses an export
@@ -29,7 +29,7 @@ from tf_forget.export import formats
 from tf_forget.export import model_files
 
 SCHEMA = "tf_forget.tflite/1"
-DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, SPEC §2.5.
+DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, docs/spec.md §2.5.
 REPRESENTATIVE_SPLIT = "train"
 
 
@@ -59,14 +59,14 @@ def list_members(run_dir):
 
 def plan(members, dense_formats, pruned_formats=("float32",),
          encodings=(names.DEFAULT_ENCODING,), dense_encodings=None):
-  """The exports to make: [(Variant, k)] for the given members (SPEC §1.1).
+  """The exports to make: [(Variant, k)] for the given members (docs/spec.md §1.1).
 
   Args:
     members: [(member variant, k)] as from `list_members`.
     dense_formats: formats applied to the dense members.
     pruned_formats: formats applied to every other member variant (combinations such as
       `prune_0.9+full_int8` when "full_int8" is listed).
-    encodings: weight encodings of every format (issue #10); a plain file is always planned
+    encodings: weight encodings of every format; a plain file is always planned
       before its sparse twin.
     dense_encodings: encodings of the dense members' files (default: `encodings`); the audit
       gives ("plain",): a dense model's sparse file is its plain file re-serialized.
@@ -164,7 +164,7 @@ def is_complete(run_dir, variant, k, representative=None):
 
 def load_member(run_dir, member_variant, k):
   """Loads a member's (model, metadata dict): a tf_keras model, or for a member imported from
-  a Keras 3 file or a SavedModel that kind's model (`model_files.load`, issue #36).
+  a Keras 3 file or a SavedModel that kind's model (`model_files.load`).
 
   Raises:
     ExportError: a missing or unreadable member.
@@ -212,7 +212,7 @@ Representative.__doc__ = """The representative data of an export (`representativ
 Attributes:
   images: `[size, H, W, C]` as the model takes them (its pixels or the user's preprocess);
     the converter feeds them in the model's input layout (`converter.model_inputs`: grey
-    `[N, H, W]` or channels-first inputs, issue #36).
+    `[N, H, W]` or channels-first inputs).
   ids: int64 `[size]`, their ids in `split` of the calibration source.
   split: the split they come from.
   calibration: None (the audited data set's train split), or the user's `--calibration` data
@@ -225,8 +225,8 @@ Attributes:
 def calibration_source(dataset):
   """(data set, split) whose first examples calibrate full_int8.
 
-  The audited data set's train split (SPEC §2.5: first 100 examples), or, when its options
-  hold `calibration` (issue #28, `--calibration=DATA`), that data read at the audited data
+  The audited data set's train split (docs/spec.md §2.5: first 100 examples), or, when its options
+  hold `calibration` (`--calibration=DATA`), that data read at the audited data
   set's image size, channels and preprocess: its train split if it has one, else its eval
   split (labels unused).
 
@@ -246,8 +246,8 @@ def calibration_source(dataset):
 
 def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
   """The `Representative` data: `size` examples of `calibration_source(dataset)`
-  (`Dataset.calibration_examples`: the first `size` in fixed order, SPEC §2.5; for the user's
-  data, evenly spaced over it, since a folder is sorted by class), as the model takes them
+  (`Dataset.calibration_examples`: the first `size` in fixed order, docs/spec.md §2.5; for the
+  user's data, evenly spaced over it, since a folder is sorted by class), as the model takes them
   (`Dataset.model_inputs`: uint8 pixels, or the user's preprocess)."""
   if size < 1:
     raise ExportError(f"representative size must be >= 1, got {size}")

@@ -1,12 +1,12 @@
 """Reads weights out of a `.tflite` file: zeros per kernel, sizes raw and gzipped.
 
-Sparsity is counted from the bytes of the file itself (issue #3: "confirm the zeros survive in
-the flatbuffer's weight tensors"), by parsing the flatbuffer with the LiteRT schema bindings
+Sparsity is counted from the bytes of the file itself (the zeros must survive in
+the flatbuffer's weight tensors), by parsing the flatbuffer with the LiteRT schema bindings
 (`ai_edge_litert.schema_py_generated`, generated from `tensorflow/lite/schema/schema.fbs`). No
 interpreter and no TensorFlow: the interpreter's `get_tensor` cannot read every constant once a
 delegate has taken the graph, and `tf.lite.experimental.Analyzer` prints text only.
 
-Counting rules (SPEC §1.4):
+Counting rules (docs/spec.md §1.4):
   * *kernels* are the prunable weights: the weight input (index 1) of CONV_2D,
     DEPTHWISE_CONV_2D, CONV_3D, FULLY_CONNECTED and TRANSPOSE_CONV, followed back through
     DEQUANTIZE / DENSIFY ops to the constant stored in the file (float16 files store the kernel
@@ -16,7 +16,7 @@ Counting rules (SPEC §1.4):
   * a stored value is zero when it represents the real number 0: `q == zero_point` for quantized
     tensors (per-channel zero points along the quantized dimension), `x == 0` for float tensors;
   * a tensor's element count is the product of its shape, so a sparse-encoded tensor
-    (issue #10, `Tensor.sparsity` set, fewer values stored) counts its missing elements as zeros.
+    (`Tensor.sparsity` set, fewer values stored) counts its missing elements as zeros.
 
 The reading steps (`verify`, `parse`, `opcode`, `buffer_bytes`, `DTYPES`) also serve
 `flatbuffer_graph`, which reads the main subgraph's ops, tensors, inputs and outputs.
@@ -78,7 +78,7 @@ def check_identifier(data, what="file"):
 
 
 def verify(data, what="file"):
-  """Raises `TfliteFileError` unless `data` is a complete TFLite flatbuffer (issue #35).
+  """Raises `TfliteFileError` unless `data` is a complete TFLite flatbuffer.
 
   Every offset and index this module reads is bounds-checked first (`flatbuffer_verify`), so
   a truncated or corrupt file is refused in one line instead of failing (or reading garbage)
@@ -184,7 +184,7 @@ def _kernel_tensors(model):
 
 
 def zero_filters(data):
-  """Whole output channels stored as zeros, per kernel (filter pruning shows here; issue #17).
+  """Whole output channels stored as zeros, per kernel (filter pruning shows here).
 
   TFLite stores conv kernels `[out, H, W, in]` and fully-connected weights `[out, in]`: a filter
   removed by filter thresholding is an all-zero slice along axis 0.
@@ -229,7 +229,7 @@ def weight_stats(data):
 
   Returns:
     A JSON-ready dict:
-      `kernels`: {count, zeros, fraction} over the prunable kernels (SPEC §1.4);
+      `kernels`: {count, zeros, fraction} over the prunable kernels (docs/spec.md §1.4);
       `constants`: {count, zeros, fraction} over every constant tensor;
       `per_kernel`: {tensor name: {count, zeros, fraction, dtype}} in file order.
 
@@ -284,7 +284,7 @@ def parse(data, read):
 
 
 def sparse_tensors(data):
-  """Names of the tensors stored sparse-encoded (`Tensor.sparsity` set; issue #10).
+  """Names of the tensors stored sparse-encoded (`Tensor.sparsity` set).
 
   Raises:
     TfliteFileError: not a complete TFLite flatbuffer (`verify`).

@@ -1,4 +1,4 @@
-"""Bounds-checks a TFLite flatbuffer before `tf_forget.export.flatbuffer` parses it (issue #35).
+"""Bounds-checks a TFLite flatbuffer before `tf_forget.export.flatbuffer` parses it.
 
 The Python flatbuffer bindings (`ai_edge_litert.schema_py_generated`) follow offsets without
 checking them: a truncated file raises `struct.error` from deep inside, and a corrupt offset

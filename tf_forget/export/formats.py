@@ -1,4 +1,4 @@
-"""TFLite formats and the variant names they produce (SPEC §1.1).
+"""TFLite formats and the variant names they produce (docs/spec.md §1.1).
 
 The format registry is a plain dict `FORMATS`: name -> converter options (what
 `converter.convert` sets on a `tf.lite.TFLiteConverter`). The formats are those of
@@ -6,12 +6,12 @@ The format registry is a plain dict `FORMATS`: name -> converter options (what
 first 100 training examples as representative data, TFLite with MLIR), plus the float32
 reference with no optimisation.
 
-Variant names (SPEC §1.1): a TFLite file is identified by (member variant, format, encoding);
-its *audited variant name* joins the parts with "+", leaving out the defaults
+Variant names (docs/spec.md §1.1): a TFLite file is identified by (member variant, format,
+encoding); its *audited variant name* joins the parts with "+", leaving out the defaults
 (`prune_0.9+full_int8`, `float32+sparse`): the grammar and its table live in
-`tf_forget.artifacts.names` (its one home, issue #27).
+`tf_forget.artifacts.names` (its one home).
 
-Encodings (issue #10): "plain" stores every weight, zeros included; "sparse" adds
+Encodings: "plain" stores every weight, zeros included; "sparse" adds
 `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the
 (pruned) constant weights in TFLite's compressed sparse format (`Tensor.sparsity`, CSR-like
 `DimensionMetadata`). A sparse file is the "sparse-encoded twin" of the plain file of the same
@@ -26,7 +26,7 @@ from tf_forget.artifacts import names
 #   int8_only: `target_spec.supported_ops = [TFLITE_BUILTINS_INT8]` (fail rather than fall back
 #     to float kernels).
 #   io_type: dtype name of `inference_input_type` / `inference_output_type` (None: float32).
-#   representative: whether the format needs a representative data set (SPEC §2.5).
+#   representative: whether the format needs a representative data set (docs/spec.md §2.5).
 FORMATS = {
     "float32": dict(optimize=False, supported_types=(), int8_only=False, io_type=None,
                     representative=False),
@@ -43,7 +43,7 @@ if tuple(FORMATS) != names.FORMAT_NAMES:
 
 
 def options(fmt):
-  """The converter options of format `fmt`, or of a repair that costs no bytes (issue #37):
+  """The converter options of format `fmt`, or of a repair that costs no bytes:
   `full_int8~int16x8` is full integer with 16-bit activations and 8-bit weights (TFLite's
   `EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8`, key `int16x8`) and int16
   input / output; `full_int8~cle` converts as `full_int8` (its model is equalized first,

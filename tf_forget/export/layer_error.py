@@ -1,4 +1,4 @@
-"""Per-layer quantization error on chosen examples, and selectively quantized files (issue #29).
+"""Per-layer quantization error on chosen examples, and selectively quantized files.
 
 Tool: TensorFlow's own `tf.lite.experimental.QuantizationDebugger` (TF 2.21,
 `tensorflow/lite/tools/optimize/debugging/python/debugger.py`), facts read in that source and
@@ -85,13 +85,14 @@ def _full_int8_converter(model, representative_images):
   options = formats.FORMATS[FORMAT]
   spec = converter.input_signature(model)
   if representative_images is None or len(representative_images) == 0:
-    raise converter.ConversionError(f"format {FORMAT!r} needs representative images (SPEC §2.5)")
+    raise converter.ConversionError(
+        f"format {FORMAT!r} needs representative images (docs/spec.md §2.5)")
   representative_images = converter.model_inputs(model, representative_images)
   if tuple(np.shape(representative_images)[1:]) != tuple(spec.shape[1:]):
     raise converter.ConversionError(
         f"representative images have shape {tuple(np.shape(representative_images)[1:])}, "
         f"model input {tuple(spec.shape[1:])}")
-  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel (#36)
+  concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel
   conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
   conv.optimizations = [tf.lite.Optimize.DEFAULT]
   conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -255,14 +256,14 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
 
   Args:
     model: a tf_keras model taking float32 `[batch, H, W, C]` raw pixels, returning logits.
-    representative_images: uint8 `[N, H, W, C]`, the calibration set (SPEC §2.5); the same
+    representative_images: uint8 `[N, H, W, C]`, the calibration set (docs/spec.md §2.5); the same
       quantized model is measured on every subset.
     subsets: dict name -> images `[n, H, W, C]` (uint8 or float raw pixels; n may be 0), e.g.
       "forgotten" (the examples the int8 file flips), "stable".
     batch_size: examples per invoke (the debug interpreter keeps every intermediate tensor
       of a batch, float twins included: memory grows with it).
     quantizer: a `SelectiveQuantizer` of the same model and images not called yet, whose
-      calibration to use instead of calibrating again (issue #37: one calibration for the
+      calibration to use instead of calibrating again (one calibration for the
       errors and the ablations).
 
   Returns:
@@ -358,7 +359,7 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
 
 class SelectiveQuantizer:
   """Full-int8 files (int8 in- and output) with chosen ops kept in float, calibrated once as
-  `layer_errors` calibrates (issue #29's repairs, issue #37's ablations: two files per op).
+  `layer_errors` calibrates (the repairs; the ablations: two files per op).
 
   A call is the debugger's `denylisted_nodes` + `get_nondebug_quantized_model()`: each op kept
   in float reads DEQUANTIZE of its int8 input, runs in float with float weights, and QUANTIZE

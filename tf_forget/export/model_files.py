@@ -1,4 +1,4 @@
-"""The model files a member can be stored as, each loaded, run and converted its own way (#36).
+"""The model files a member can be stored as, each loaded, run and converted its own way.
 
 Kinds (`KINDS`), told apart by the file itself (`detect`), not by its name:
   * "tf_keras": a Keras 2 file (`.keras` zip whose `metadata.json` says `keras_version` 2.x,

@@ -100,7 +100,7 @@ def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_dec
     shortcut: "A" (parameter-free zero padding, He et al.'s CIFAR choice) or "B"
       (1×1 conv + BN projection) where dimensions increase.
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`; 002 §6.1's "weight decay 0.0005" is ε, i.e.
+      docs/spec.md §6.1's notation, see `model_kit.l2`; 002 §6.1's "weight decay 0.0005" is ε, i.e.
       `weight_decay=2.5e-4`). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.

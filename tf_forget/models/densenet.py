@@ -1,10 +1,11 @@
 """DenseNet-BC for CIFAR (Huang et al. 2017, "Densely Connected Convolutional Networks"), as 003.
 
 003 (Liebenwein et al., "Lost in Pruning", appendix B, Table 3) prunes a "DenseNet22" on
-CIFAR-10 trained with torchprune (`../shared/papers/003_4467b02672bb7836.txt`, B.1; SPEC §6.5).
-torchprune's `densenet22` (`src/torchprune/torchprune/util/models/cnn/models/cifar/densenet.py`,
-from bearpaw/pytorch-classification) is DenseNet-BC with depth L = 22, growth rate k = 12 and
-compression 0.5 (`compressionRate=2`), no dropout:
+CIFAR-10 trained with torchprune (003 B.1, docs/papers.md; docs/spec.md §6.5). torchprune's
+`densenet22`
+(`src/torchprune/torchprune/util/models/cnn/models/cifar/densenet.py`, from
+bearpaw/pytorch-classification) is DenseNet-BC with depth L = 22, growth rate k = 12 and compression
+0.5 (`compressionRate=2`), no dropout:
 
   * conv1: 3×3 conv (no bias), 2k = 24 channels — no BN / ReLU after it (each dense layer
     starts with its own BN-ReLU);
@@ -91,8 +92,8 @@ def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=
     compression: θ in (0, 1], a transition keeps ⌊θ·C⌋ channels (0.5: torchprune's
       `compressionRate=2`).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=1e-4` is λ = 5e-5).
-      Default 0.
+      docs/spec.md §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=1e-4` is λ =
+      5e-5). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

@@ -43,7 +43,7 @@ def lenet5(input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0,
     num_classes: number of logits.
     variant: "shrinkbench" (002's model) or "lecun1998".
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`). Default 0 (002 §6.1 gives none for LeNet).
+      docs/spec.md §6.1's notation, see `model_kit.l2`). Default 0 (002 §6.1 gives none for LeNet).
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

@@ -85,7 +85,7 @@ def l2(weight_decay):
   """The kernel regularizer for `weight_decay`, or None when it is 0.
 
   Keras `l2(λ)` adds λ‖θ‖² to the loss, so its gradient is 2λθ: in the notation of 002 §3 /
-  SPEC §6.1 (loss term (ε/2)‖θ‖²) `weight_decay = λ` means ε = 2λ. Papers that state "weight
+  docs/spec.md §6.1 (loss term (ε/2)‖θ‖²) `weight_decay = λ` means ε = 2λ. Papers that state "weight
   decay 5e-4" as an SGD decay ε (002 §6.1) correspond to `weight_decay = 2.5e-4` here.
 
   Args:

@@ -5,8 +5,8 @@
 Every builder is `builder(input_shape, num_classes, **options) -> keras.Model` and follows the
 contract of `model_kit` (docs/artifacts/models.md): float32 input "image" `[batch, H, W, C]` of raw
 pixels in [0, 255], normalized inside the model, logits `[batch, num_classes]`, standard layers
-only. Options every model takes: `weight_decay` (λ of Keras `l2`, ε = 2λ in SPEC §6.1), `mean`
-and `std` (per channel, [0, 1] scale). Model-specific options are the builder's keyword
+only. Options every model takes: `weight_decay` (λ of Keras `l2`, ε = 2λ in docs/spec.md §6.1),
+`mean` and `std` (per channel, [0, 1] scale). Model-specific options are the builder's keyword
 arguments (e.g. `depth`, `width` of `wrn`). Unknown names and options raise `model_kit.ModelError`
 with a one-line message.
 

@@ -23,7 +23,7 @@ Parameter counts (1000 classes, 224×224×3): ResNet-50 25,557,032 trainable (= 
 25,636,712 in total because its convs also carry biases (26,560 more, one per conv output
 channel) and its total includes the 53,120 BN statistics. ResNet-18: 11,689,512 trainable
 (= torchvision's `resnet18`) plus 9,600 non-trainable. Any input size works (global average
-pooling); CelebA uses its native 218×178 (SPEC §2.4).
+pooling); CelebA uses its native 218×178 (docs/spec.md §2.4).
 """
 
 from tf_forget.compat import keras2
@@ -116,7 +116,7 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
     depth: 18 or 34 (basic blocks), 50 or 101 (bottleneck blocks).
     zero_init_residual: initialize each block's last BN γ to 0 (Goyal et al. 2017).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`). Default 0.
+      docs/spec.md §6.1's notation, see `model_kit.l2`). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

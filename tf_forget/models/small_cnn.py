@@ -2,8 +2,8 @@
 
 Not from a paper: the offline stand-in for 000's / 002's models, so that a whole population
 (dense + pruned members) trains on 2 CPU cores in minutes. It is sized so that pruning to
-90-99% (SPEC §2.3) is meaningful: 159,264 prunable kernel weights out of 159,626 parameters on
-8×8×1 input with 10 classes (most of them in `conv3` and `fc1`).
+90-99% (docs/spec.md §2.3) is meaningful: 159,264 prunable kernel weights out of 159,626 parameters
+on 8×8×1 input with 10 classes (most of them in `conv3` and `fc1`).
 
 Architecture (input 8×8×1; "same" padding, ReLU after every conv and `fc1`):
 
@@ -45,8 +45,8 @@ def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=1
     filters: the three conv widths.
     hidden_units: width of `fc1`.
     dropout_rate: dropout before `fc1` and before the logits (0 disables it).
-    weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel; in SPEC §6.1's
-      notation ε = 2λ (see `model_kit.l2`). Default 0.
+    weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel; in
+      docs/spec.md §6.1's notation ε = 2λ (see `model_kit.l2`). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

@@ -1,7 +1,7 @@
 """CIFAR VGG with BatchNorm (Simonyan & Zisserman 2014, configuration "D" = VGG-16), as 003 uses.
 
 003 (Liebenwein et al., "Lost in Pruning", appendix B, Table 3) prunes a "VGG16" on CIFAR-10
-trained with torchprune (`../shared/papers/003_4467b02672bb7836.txt`, B.1; SPEC §6.5). The
+trained with torchprune (003 B.1, docs/papers.md; docs/spec.md §6.5). The
 released configuration `paper/lost/param/cifar/vgg16.yaml` names the network `vgg16_bn`:
 torchprune's CIFAR zoo is bearpaw/pytorch-classification's `models/cifar/vgg.py` ("VGG for
 CIFAR10. FC layers are removed."), which builds:
@@ -76,8 +76,8 @@ def vgg(input_shape, num_classes, *, depth=16, weight_decay=0.0, mean=None, std=
     num_classes: number of logits.
     depth: 11, 13, 16 or 19 (configurations "A", "B", "D", "E").
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=5e-4` is λ = 2.5e-4).
-      Default 0.
+      docs/spec.md §6.1's notation, see `model_kit.l2`; a PyTorch SGD `weight_decay=5e-4` is λ =
+      2.5e-4). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

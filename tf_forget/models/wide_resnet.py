@@ -83,7 +83,7 @@ def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.
     width: widening factor k >= 1.
     dropout_rate: dropout between the convs of each block, in [0, 1).
     weight_decay: λ of `keras.regularizers.l2(λ)` on every conv / dense kernel (ε = 2λ in
-      SPEC §6.1's notation, see `model_kit.l2`). Default 0.
+      docs/spec.md §6.1's notation, see `model_kit.l2`). Default 0.
     mean: optional per-channel mean on the [0, 1] scale (`model_kit.image_input`).
     std: optional per-channel std on the [0, 1] scale.
 

@@ -4,18 +4,18 @@
 is already on disk:
   1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
   2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
-     formats of the data set (SPEC §2.3), pruned members to float32 only unless combinations are
-     asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; SPEC §1.1); unless
+     formats of the data set (docs/spec.md §2.3), pruned members to float32 only unless combinations
+     are asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; docs/spec.md §1.1); unless
      `deploy_encoding="plain"`, every pruned member's file also gets a sparse-encoded twin
-     (`prune_0.9+full_int8+sparse`, issue #10; a dense model's sparse file is its plain file
+     (`prune_0.9+full_int8+sparse`; a dense model's sparse file is its plain file
      re-serialized, so dense files get none);
   3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and evaluate
      every `.tflite` file on the clean split, and the files of the robustness members
-     (`Plan.robustness_members`: the first 5 in the paper protocols, SPEC §1.5) on the corrupted
-     splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
-     (`tf_forget.evaluate.noise_eval`, 003 §4.1, SPEC §6.7);
+     (`Plan.robustness_members`: the first 5 in the paper protocols, docs/spec.md §1.5) on the
+     corrupted splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
+     (`tf_forget.evaluate.noise_eval`, 003 §4.1, docs/spec.md §6.7);
   4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
-     in the same run (`tf_forget.evaluate.encodings`, issue #10);
+     in the same run (`tf_forget.evaluate.encodings`);
   5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
      (`tf_forget.report`; sparse twins are not report variants: their predictions are checked
      equal to their plain twin's, and their sizes and latencies have their own section);
@@ -23,7 +23,7 @@ is already on disk:
      (`tf_forget.evaluate.deploy`).
 Every number in the report comes from running the exported `.tflite` files.
 
-Stages 1-3 run on an executor (`config.execution`, issue #15; `tf_forget.pipeline.stages`): "inline"
+Stages 1-3 run on an executor (`config.execution`; `tf_forget.pipeline.stages`): "inline"
 in this process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work
 is a task (`tf_forget.pipeline.tasks`) whose artifacts are the same bytes on every executor; the
 executor is not part of the run's identity, so a run may be continued on another one.
@@ -33,7 +33,7 @@ preset, post-training formats, corruptions and severities, robustness members, n
 `audit_plan.plan_report` prints what an audit will cost (counts per stage,
 `tf_forget/pipeline/costs.py`) without the data.
 
-Validation first (issue #14; the plan's steps, `tf_forget.pipeline.plan_steps`): `run_audit` checks
+Validation first (the plan's steps, `tf_forget.pipeline.plan_steps`): `run_audit` checks
 everything — data set, preset and overrides, model name, steps, variants, formats, corruptions,
 noise protocol, the run directory's existing `audit.json` and `run.json`, and that `out` is writable
 — before it writes anything. Then it writes `<out>/audit.json` (`audit_identity`: the config fields
@@ -68,7 +68,7 @@ def run_audit(config, log=print, on_locked=None):
   """Runs the audit and returns (report dict, manifest dict).
 
   Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
-  run directory, issue #25), then writes. The lock is released when the audit ends (also on an
+  run directory), then writes. The lock is released when the audit ends (also on an
   error or an interrupt; the kernel drops it if the process is killed).
 
   Args:

@@ -48,7 +48,7 @@ class Plan:
     noise: the `noise_artifact.NoiseProtocol`, or None.
     dataset: the `dataset_api.Dataset` (checked readable).
     robustness_members: the k's evaluated on the corrupted splits and under noise (the
-      protocol's first n members, SPEC §1.5, or every member).
+      protocol's first n members, docs/spec.md §1.5, or every member).
     oneshot: one-shot variant names (made from the dense members after training).
     oneshot_schedule: their `tf_forget.prune.oneshot_schedule.OneshotSchedule`, or None.
     robustness: "generated" or "published" (`tree.Robustness.source`).
@@ -58,12 +58,12 @@ class Plan:
     iterative_schedule: their `tf_forget.prune.iterative_schedule.IterativeSchedule`, or None.
     user: the user's `tf_forget.config.tree.UserModels` (then `population` is an
       `user_plan.ImportedPopulation`: imported, not trained), or None.
-    repairs: the repaired files `full_int8~<repair>` (issue #29, #37; `names.repair_format`,
+    repairs: the repaired files `full_int8~<repair>` (`names.repair_format`,
       `names.sorted_repairs`); (): none.
     max_repair_size: the "auto" repair's size budget (times the plain full int8 file).
     repair_gates: the gates the "auto" repair searches to (`gates.Gates`, the audit's).
     repair_always: repair every full int8 file, also one that forgot nothing significant
-      (`--repair_always`; by default only those, `layer_analysis.repair_needed`, issue #36).
+      (`--repair_always`; by default only those, `layer_analysis.repair_needed`).
     estimate: an audit of the user's files: its `user_costs.Estimate` (from the files' MACs
       and the number of images), or None; `estimate_note`: why there is none.
   """
@@ -112,7 +112,7 @@ def plan(config, check_data=True):
   """Validates everything about `config` without writing anything; returns a `Plan`.
 
   The static checks (`tree.AuditConfig.validate`) first, then the plan's steps
-  (`tf_forget.pipeline.plan_steps`): `user_plan.STEPS` for the user's own models (issue #28),
+  (`tf_forget.pipeline.plan_steps`): `user_plan.STEPS` for the user's own models,
   else `trained_plan.STEPS`. With `check_data=False` the data set is built (options checked)
   but not read, so that a plan can be made for a data set whose files are not on disk
   (`plan_report`).

@@ -6,7 +6,7 @@ config; `audit_plan.plan_report`). No TensorFlow here.
 
 Counts (`counts`):
   * train: members (variants x K) and training images (optimizer steps x batch, per member;
-    a one-shot member (issue #16) is its fine-tuning: epochs x the fine-tuning examples);
+    a one-shot member is its fine-tuning: epochs x the fine-tuning examples);
   * export: TFLite conversions: dense members x (1 + quantizations) + pruned members x
     (1 + pruned_quantizations), and a sparse twin of every pruned file when the encodings
     include "sparse";
@@ -51,7 +51,7 @@ class PlanInputs:
     pruned_variants: member variants that are pruned (gradual and one-shot).
     oneshot_variants: how many of `pruned_variants` are one-shot (made by fine-tuning).
     finetune_images: images one one-shot member's fine-tuning trains on (epochs x examples).
-    retrain_variants: how many of `pruned_variants` are prune-retrain cycles (003, issue #17).
+    retrain_variants: how many of `pruned_variants` are prune-retrain cycles (003).
     retrain_images: images one cycle's retraining trains on (steps x batch).
     steps, batch_size: optimizer steps and batch of one member.
     quantizations, pruned_quantizations: formats besides float32 of dense / pruned members.

@@ -1,9 +1,8 @@
-"""The user's data identified by its content before an audit runs (issue #35).
+"""The user's data identified by its content before an audit runs.
 
-A split of the user's data was named by its spelling and options (`folder:images`, split
-"test"): edit, move or add images and a re-run reused the old predictions. Now, while the audit
-is validated (nothing written yet), `attach` hashes every file of the user's data — the audited
-data set's splits, the `--calibration` data and the `--train` data
+A split's spelling and options (`folder:images`, split "test") do not say whether its images
+changed, so while the audit is validated (nothing written yet), `attach` hashes every file of the
+user's data — the audited data set's splits, the `--calibration` data and the `--train` data
 (`tf_forget.data.fingerprint`: path, size, sha256; Pillow checks every image's header, and
 a PNG's chunks, before anything is written) — and records the digests in the audited data set's
 options (`predictions.CONTENT`: {split: digest} at the top level, "content" inside the

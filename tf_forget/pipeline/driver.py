@@ -1,4 +1,4 @@
-"""The stage contract and its one driver, `run_stage` (issue #27; docs/architecture.md).
+"""The stage contract and its one driver, `run_stage` (docs/architecture.md).
 
 The audit is a list of stages (`tf_forget.pipeline.stages.audit_stages`). A stage declares:
   * `units(ctx)`: its units of work for the run in `ctx` — each a `Unit` with the `Check`s of

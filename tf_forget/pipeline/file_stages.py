@@ -4,7 +4,7 @@ Stage contract and driver: `tf_forget.pipeline.driver`. Units, in the order they
   * export: one member's `.tflite` files (dense members: float32 + the post-training formats;
     pruned members: float32 + `pruned_quantizations`, each with a sparse twin unless
     `deploy_encoding="plain"`); finish: the list of audited variants (a sparse conversion that
-    failed is recorded and its variant left out for that member; issue #10);
+    failed is recorded and its variant left out for that member);
   * evaluate: each member's files on the clean split (with logits), each member's Keras
     predictions (the agreement reference), chunks of corrupted splits to generate, each
     robustness member's plain files under l-inf noise; finish: the clean split's agreement table;
@@ -12,7 +12,7 @@ Stage contract and driver: `tf_forget.pipeline.driver`. Units, in the order they
     `--robustness=published`, published) splits; finish: their agreement tables.
 
 Robustness is evaluated on the plain-encoded files of the protocol's robustness members only
-(SPEC §1.5: the first 5 on ImageNet / CIFAR-10); published suites: SPEC §3.6.
+(docs/spec.md §1.5: the first 5 on ImageNet / CIFAR-10); published suites: docs/spec.md §3.6.
 """
 
 import math
@@ -64,7 +64,7 @@ class ExportStage(driver.Stage):
 
   def _members(self, ctx):
     """The audited members in the order the export lists them (`export_state.list_members`);
-    none for `.tflite` references, which have no model to convert (issue #28)."""
+    none for `.tflite` references, which have no model to convert."""
     if not ctx.keras_members:
       return []
     wanted = set(ctx.members)
@@ -77,7 +77,7 @@ class ExportStage(driver.Stage):
     plan, units, rep_key = self._plan(ctx), [], None
     for v, k in self._members(ctx):
       jobs = self._jobs(ctx, (v, k))
-      if not jobs:  # a .tflite reference: nothing to convert (issue #28)
+      if not jobs:  # a .tflite reference: nothing to convert
         continue
       if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_key is None:
         rep_key = export_state.representative_images(ctx.dataset).key

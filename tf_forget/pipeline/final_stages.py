@@ -1,4 +1,4 @@
-"""The audit's last three stages, under the same contract as the others (issue #38):
+"""The audit's last three stages, under the same contract as the others:
 deployment encodings (`tf_forget.evaluate.encodings`), the report (`tf_forget.report.write`) and the
 deployment bundle (`tf_forget.evaluate.deploy`).
 
@@ -38,7 +38,7 @@ class Final:
 
 
 class EncodingsStage(driver.Stage):
-  """Per variant, the shipped encoding: plain or its sparse twin (issue #10)."""
+  """Per variant, the shipped encoding: plain or its sparse twin."""
 
   name = "encodings"
 

@@ -1,9 +1,9 @@
 """The gates an audit can evaluate, checked before anything is written (a plan step,
 `tf_forget.pipeline.plan_steps`).
 
-A subgroup gate (`--max_subgroup_fnr_increase`, SPEC §4.2) that could never be evaluated would
-fail every variant; `check_gates` refuses it, saying what to give. It is the step both kinds of
-audit run once their data set is known (`trained_plan.STEPS`, `user_plan.STEPS`).
+A subgroup gate (`--max_subgroup_fnr_increase`, docs/spec.md §4.2) that could never be evaluated
+would fail every variant; `check_gates` refuses it, saying what to give. It is the step both kinds
+of audit run once their data set is known (`trained_plan.STEPS`, `user_plan.STEPS`).
 """
 
 from tf_forget.config import tree
@@ -13,7 +13,7 @@ from tf_forget.pipeline import plan_steps
 
 def check_gates(gates, user, data, dataset):
   """Refuses a subgroup gate of the `gates_lib.Gates` that could never be evaluated: a task that
-  is not binary (the FNR of a subgroup needs a positive class, SPEC §4.2), or no protected
+  is not binary (the FNR of a subgroup needs a positive class, docs/spec.md §4.2), or no protected
   attributes.
 
   Args:

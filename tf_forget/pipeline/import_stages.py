@@ -1,4 +1,4 @@
-"""The stages that bring the user's models and files into a run, instead of training (#28).
+"""The stages that bring the user's models and files into a run, instead of training.
 
 Stage contract and driver: `tf_forget.pipeline.driver`. With `--reference`
 (`tf_forget.pipeline.user_plan`):

@@ -2,11 +2,11 @@
 
 Stage contract and driver: `tf_forget.pipeline.driver`. Each unit is one member (or one parent's g);
 its task is the matching `tf_forget.pipeline.tasks` function, which writes the member's artifacts
-(docs/artifacts/runs.md). Training and the iterative cycles (003, issue #17) are the only stages
+(docs/artifacts/runs.md). Training and the iterative cycles (003) are the only stages
 whose units depend on each other: cycle n of member k needs cycle n − 1, so every cycle is a stage
-of its own (`RetrainStage(n)`). The one-shot members (002, issue #16) read g of their dense parent
-(SPEC §6.2, "the same g for GP and UP"; issue #26), made by the gradient stage before them so that
-no two tasks write one g.
+of its own (`RetrainStage(n)`). The one-shot members (002) read g of their dense parent
+(docs/spec.md §6.2, "the same g for GP and UP"), made by the gradient stage before them
+so that no two tasks write one g.
 """
 
 from tf_forget.pipeline import driver

@@ -1,4 +1,4 @@
-"""The audit's plan is made by steps (issue #38), as its work is done by stages.
+"""The audit's plan is made by steps, as its work is done by stages.
 
 A `Step` is one check, or one value of the plan, made from the sections of the configuration it
 `reads` (attributes of `tf_forget.config.tree.AuditConfig`: `data`, `user`, `gates`, ...) and
@@ -8,7 +8,7 @@ exactly those keys, or None when it makes none). A step never receives the whole
 
 The steps of an audit are a plain tuple, run in order, so the order of the one-line refusals
 is the tuple's: `tf_forget.pipeline.trained_plan.STEPS` (a population tf_forget trains) and
-`tf_forget.pipeline.user_plan.STEPS` (the user's own files, issue #28), each ending with the
+`tf_forget.pipeline.user_plan.STEPS` (the user's own files), each ending with the
 shared `tf_forget.pipeline.gate_plan.STEP` and `tf_forget.pipeline.repair_plan.STEP`.
 `tf_forget.pipeline.audit_plan.plan` runs them and builds the `Plan` from what they made.
 

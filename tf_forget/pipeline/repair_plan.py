@@ -1,4 +1,4 @@
-"""The repairs an audit makes, checked before anything is written (issues #29, #37).
+"""The repairs an audit makes, checked before anything is written.
 
 `fields` reads the `tree.Repair` section (`--repair`, `--repair_always`, `--max_repair_size`),
 the gates and the user's models of an audit's configuration, and the formats the plan audits: it is

@@ -1,4 +1,4 @@
-"""The audit's "why and repair" stages (issue #29): per-layer error, repaired files, their
+"""The audit's "why and repair" stages: per-layer error, repaired files, their
 evaluation.
 
 Stage contract and driver: `tf_forget.pipeline.driver`. After the clean-split evaluation, for every
@@ -9,9 +9,9 @@ member with a Keras model and a plain `full_int8` file, and every file the user 
     tensor by tensor (`tf_forget.evaluate.tensor_match`), ranked, with Model Explorer node data;
   * repair (`--repair=float<N>,cle,int16x8,auto`): one unit per member and repair:
     `full_int8~<repair>` (`tf_forget.evaluate.repairs`: its N top-ranked ops kept in float,
-    equalized, 16-bit activations, or the file a search chose on half of the test examples, issue
-    #37; several: the verdict ships the smallest that passes), only for a full int8 file that forgot
-    something significant (`repairs.repair_needed`; the others get one line saying so, issue #36);
+    equalized, 16-bit activations, or the file a search chose on half of the test examples;
+    several: the verdict ships the smallest that passes), only for a full int8 file that forgot
+    something significant (`repairs.repair_needed`; the others get one line saying so);
     finish: the repaired variants join the audited ones;
   * evaluate repairs: the repaired files on the clean split (with logits); finish: the clean
     split's agreement table again, now with them.
@@ -75,7 +75,7 @@ class RepairStage(driver.Stage):
 
   def _members(self, ctx):
     """([(member variant, k)] of the full int8 files worth repairing, [one line per file that
-    is not]: `repairs.repair_needed`, issue #36)."""
+    is not]: `repairs.repair_needed`)."""
     needed, skipped = [], []
     always = getattr(ctx.plan, "repair_always", False)
     for mv, k, f in _analysed(ctx):

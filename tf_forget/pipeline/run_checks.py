@@ -1,5 +1,5 @@
-"""The run directory's checks, after the plan and before anything is written (issues #14, #25,
-#35, #36): plan steps (`tf_forget.pipeline.plan_steps`) that `audit_lib.run_audit` runs once.
+"""The run directory's checks, after the plan and before anything is written: plan steps
+(`tf_forget.pipeline.plan_steps`) that `audit_lib.run_audit` runs once.
 
 In order, a refusal naming the first problem:
 
@@ -16,7 +16,7 @@ In order, a refusal naming the first problem:
 9. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
 10. `check_executor`: the executor can be made (`stages.check_executor`);
 11. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
-    model: late, `tf_forget.evaluate.input_scaling`, issue #36);
+    model: late, `tf_forget.evaluate.input_scaling`);
 12. `writable`: `--out` can be written (it is created if it does not exist: last).
 """
 
@@ -44,7 +44,7 @@ URL_CHECK_TIMEOUT_S = 60.0
 
 
 def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
-  """Checks that `out` can be written, within `timeout_s` for a `scheme://` path (issue #25).
+  """Checks that `out` can be written, within `timeout_s` for a `scheme://` path.
 
   Raises:
     AuditError: "cannot write to <out>: <reason>", or an unreachable bucket (one line).
@@ -77,7 +77,7 @@ SWAPPED = ((report_write.STAGING, report_write.ENTRIES), (deploy.BUNDLE, (deploy
 
 def users_files(out):
   """Step: refuses a run directory whose report or bundle folders hold files tf_forget did not
-  write there (issue #35): replacing `deploy/` or `tables/` whole would delete them. Files there
+  write there: replacing `deploy/` or `tables/` whole would delete them. Files there
   with no listing of the swap (`swap.listing`) beside them are not known to be tf_forget's.
 
   Raises:
@@ -152,14 +152,13 @@ def recorded(out, identity):  # pylint: disable=redefined-outer-name
 
 
 def run_dir(plan):
-  """Step: a population's `run.json` agrees; an audit of the user's models trains nothing
-  (issue #28)."""
+  """Step: a population's `run.json` agrees; an audit of the user's models trains nothing."""
   if plan.user is None:
     population.check_run_dir(plan.population)
 
 
 def input_scaling(plan):
-  """Step: the user's model sees images at its scale (it runs the model, issue #36)."""
+  """Step: the user's model sees images at its scale (it runs the model)."""
   if plan.user is not None and plan.user.input_scaling_check:
     input_scaling_lib.check(plan.user, plan.population.kind, plan.dataset)
 

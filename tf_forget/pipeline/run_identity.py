@@ -1,4 +1,4 @@
-"""What a run directory was made with: `<out>/audit.json` (issue #14, #38).
+"""What a run directory was made with: `<out>/audit.json`.
 
     {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>}
 
@@ -33,7 +33,7 @@ def audit_identity(p):
   deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
   max_latency_ratio and num_threads.
   """
-  if p.user is not None:  # the user's models (issue #28): their paths, not their bytes
+  if p.user is not None:  # the user's models: their paths, not their bytes
     return json.loads(json.dumps(_user_identity(p.user, p)))
   pop = p.population
   oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
@@ -61,7 +61,7 @@ def audit_identity(p):
 
 
 def _user_identity(user, p):
-  """The identity of an audit of the user's models (`tree.UserModels`, issue #28)."""
+  """The identity of an audit of the user's models (`tree.UserModels`)."""
   return {"user": {"references": list(user.references),
                    "candidates": {n: list(paths) for n, paths in user.candidates},
                    "compress": list(user.compress), "output_index": user.output_index,

@@ -1,9 +1,9 @@
-"""The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions), issue #15.
+"""The audit's artifact-making stages 1-3 (members, `.tflite` files, predictions).
 
-`audit_stages(plan)` is the list: training, then (002, issue #16) g of the dense parents and the
-one-shot members, (003, issue #17) one stage per prune-retrain cycle
+`audit_stages(plan)` is the list: training, then (002) g of the dense parents and the
+one-shot members, (003) one stage per prune-retrain cycle
 (`tf_forget.pipeline.member_stages`), then export, evaluation and robustness
-(`tf_forget.pipeline.file_stages`), then (issue #29) the per-layer error of full int8 files and
+(`tf_forget.pipeline.file_stages`), then the per-layer error of full int8 files and
 repaired files (`tf_forget.pipeline.repair_stages`); the deployment encodings, report and bundle
 follow (`tf_forget.pipeline.final_stages`). `run_sections` runs each with the one driver,
 `tf_forget.pipeline.driver.run_stage`, on the audit's executor (`tf_forget.executor`: inline in this
@@ -42,10 +42,10 @@ class Context:
     num_gpus: the executor's GPUs (a TensorFlow task asks for one where there are any).
     log: callable(str).
     members: [(member variant, k)] made by the member stages.
-    stored: audited variants of the user's own files, stored as they are (issue #28).
+    stored: audited variants of the user's own files, stored as they are.
     variants: audited variants whose files were exported or stored (every encoding).
     plain_variants: the plain-encoded ones (evaluated for robustness, reported).
-    repaired: the repaired variants (`full_int8~float<N>`, issue #29), also in `variants`.
+    repaired: the repaired variants (`full_int8~float<N>`), also in `variants`.
     final: what the last stages read of the configuration (`final_stages.Final`), or None.
     results: {stage name: what its `finish` returned} (`run_sections`).
   """
@@ -69,7 +69,7 @@ class Context:
 
   @property
   def keras_members(self):
-    """Whether the members have Keras models (all but `.tflite` references, issue #28)."""
+    """Whether the members have Keras models (all but `.tflite` references)."""
     return getattr(self.plan, "user", None) is None or self.plan.population.kind == "keras"
 
   def redo_log(self, line):
@@ -80,7 +80,7 @@ def audit_stages(plan):
   """[(section title, [stages])] of `plan`, in order: the members, export, evaluation, and
   "why and repair" when a full int8 format is audited.
 
-  An audit of the user's models (`plan.user`, issue #28) imports them instead of training
+  An audit of the user's models (`plan.user`) imports them instead of training
   (`tf_forget.pipeline.import_stages`) and exports only what it converts from Keras references.
   """
   files = file_stages.stages(plan)
@@ -103,7 +103,7 @@ CONNECT_CHECK_S = 5.0
 
 def check_executor(execution):
   """Checks, before anything is written, the executor options (a `tree.Execution`) and that
-  the executor can be reached (issue #35: `executor_lib.make` would refuse them after
+  the executor can be reached (`executor_lib.make` would refuse them after
   audit.json is written; a port that is no Ray cluster would keep `ray.init` waiting for two
   minutes).
 
@@ -131,8 +131,8 @@ def check_executor(execution):
 
 # Below this estimate of one worker's time (`tf_forget.pipeline.user_costs`), an audit of the user's
 # files runs in this process unless --workers is given: a pool's workers each import TensorFlow and
-# the task modules first (~6-10 s each on 2 cores), more than they would save (issue #36's
-# benchmark: 44 s with a pool of 2, 30 s in this process, same bytes).
+# the task modules first (~6-10 s each on 2 cores), more than they would save
+# (`benchmarks/tutorial_audit_bench.py`: 44 s with a pool of 2, 30 s in this process, same bytes).
 SMALL_WORK_S = 60.0
 
 

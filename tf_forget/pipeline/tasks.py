@@ -1,4 +1,4 @@
-"""The audit's units of work, as executor tasks (issue #15).
+"""The audit's units of work, as executor tasks.
 
 Each function here runs in an executor worker (`tf_forget.executor`: a local process, a Ray
 worker, or the driver itself for `inline`). It is a pure function of its keyword arguments —
@@ -106,7 +106,7 @@ def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=No
 
 def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
                  model_options=None, population_seed=0):
-  """Makes (or finds current) one one-shot member from its dense parent (issue #16).
+  """Makes (or finds current) one one-shot member from its dense parent.
 
   Args:
     protocol: the `OneshotSchedule.to_json()` dict; the other arguments as `train_member`.
@@ -132,9 +132,9 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
                      dataset_options=None, model_options=None, population_seed=0):
   """Computes (or finds current) g of one dense parent, read by its GP and UP members.
 
-  SPEC §6.2 ("the same g for GP and UP"), issue #26: one task per parent, run before the parent's
-  prune tasks (`tf_forget.pipeline.member_stages.GradientStage`), so that they never race to write
-  it.
+  docs/spec.md §6.2 ("the same g for GP and UP"): one task per parent, run before the
+  parent's prune tasks (`tf_forget.pipeline.member_stages.GradientStage`), so that they never race
+  to write it.
 
   Args:
     variant, k: the parent ("dense", k); protocol: `OneshotSchedule.to_json()`; the other
@@ -156,7 +156,7 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
 
 def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
                    model_options=None, population_seed=0):
-  """Makes (or resumes, or finds current) one prune-retrain cycle from its parent (issue #17).
+  """Makes (or resumes, or finds current) one prune-retrain cycle from its parent.
 
   Args:
     protocol: the `IterativeSchedule.to_json()` dict; the other arguments as `train_member`.
@@ -238,7 +238,7 @@ def evaluate_published(run_dir, data, splits, **options):
 
   The corrupted splits are evaluated without logits, as the generated ones; the published test
   sets (`cifar10_1`, `imagenet_a`) with logits, which ImageNet-A's optional 200-class mask
-  (SPEC §3.6) needs in the report.
+  (docs/spec.md §3.6) needs in the report.
 
   Args:
     data: the audited `dataset_api.Dataset`.
@@ -323,8 +323,8 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
 
 
 def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threads):
-  """Evaluates some plain `.tflite` files under l-inf noise (`tf_forget.evaluate.noise_eval`, SPEC
-  §6.7).
+  """Evaluates some plain `.tflite` files under l-inf noise (`tf_forget.evaluate.noise_eval`,
+  docs/spec.md §6.7).
 
   Args:
     protocol: `NoiseProtocol.to_json()`.

@@ -3,7 +3,7 @@
 
 Defaults come from the data set's protocol (`tf_forget.data.protocols`, one entry per data set):
 preset, post-training formats, corruptions and severities, robustness members, noise protocol
-(SPEC §1.1, §1.5, §2.3, §3.6, §6.7). In order, a refusal naming the first problem:
+(docs/spec.md §1.1, §1.5, §2.3, §3.6, §6.7). In order, a refusal naming the first problem:
 
 1. `protocol`: the data set is a registered one (the user's own data is audited with
    `--reference`, `tf_forget.pipeline.user_plan`);
@@ -132,7 +132,7 @@ def formats(formats, deployment, protocol):
 
 def corruption_splits(protocol, robustness, robust_training):
   """Corrupted split names (corruptions x severities of a `tree.Robustness`; defaults: the
-  protocol's, or with robust training SPEC §6.8's test distribution)."""
+  protocol's, or with robust training docs/spec.md §6.8's test distribution)."""
   found = (robustness.corruptions if robustness.corruptions is not None
            else protocol.corruptions)
   severities = tuple(robustness.severities or protocol.severities)
@@ -208,7 +208,7 @@ def robustness_members(protocol, population):
 
 
 def members_of(protocol, members):
-  """The k's of `members` evaluated on corrupted splits and noise (SPEC §1.5)."""
+  """The k's of `members` evaluated on corrupted splits and noise (docs/spec.md §1.5)."""
   n = members if protocol.robustness_members is None else min(protocol.robustness_members,
                                                                members)
   return tuple(range(n))

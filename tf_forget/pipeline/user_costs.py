@@ -1,4 +1,4 @@
-"""What an audit of the user's own model will cost, before any image is read (issue #36).
+"""What an audit of the user's own model will cost, before any image is read.
 
 `audit --plan --reference=model.keras --candidate=...` prints it (`user_plan.describe`): the
 files the audit runs, the inferences each makes over the test images, and a rough estimate of

@@ -1,4 +1,4 @@
-"""The plan of an audit of the user's own model, files and data (issue #28).
+"""The plan of an audit of the user's own model, files and data.
 
     audit --dataset=folder:/data/test --reference=model.keras \
           --candidate=int8=model_int8.tflite --compress=float16 --out=/tmp/audit
@@ -105,7 +105,7 @@ def _kind(user):
 
 def read_tflite(path):
   """The bytes of a user's `.tflite` file: a complete flatbuffer (`candidates.read`) that the
-  LiteRT interpreter loads and allocates (built-in kernels, one thread; issue #35)."""
+  LiteRT interpreter loads and allocates (built-in kernels, one thread)."""
   data = candidates_lib.read(path)
   try:
     interpreter.create(data, num_threads=1, runtime="builtin")
@@ -142,7 +142,7 @@ def _signature(user, kind):
 def _dataset(data, user, signature, train, check_data):
   """Step: the audited data set, read at the references' image size and channels (`train`: the
   `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
-  decoded (`--plan`, issue #36)."""
+  decoded (`--plan`)."""
   name, options = sources.parse(data.dataset)
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
@@ -275,7 +275,7 @@ def _check_compress(user, kind, dataset, check_data):
     source, split = export_state.calibration_source(dataset)
     if source is dataset and "train" not in dataset.spec.splits:
       raise tree.AuditError(
-          "--compress=full_int8 calibrates on 100 train examples (SPEC §2.3): give "
+          "--compress=full_int8 calibrates on 100 train examples (docs/spec.md §2.3): give "
           "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
     if check_data:
       source.take(split, 1)
@@ -310,7 +310,7 @@ def _population(out, user, deployment, robustness, dataset, kind, signature, pre
 
 def _estimate(user, dataset, kind, quantizations, corrupted, reference_model):
   """Step: the `user_costs.Estimate` of the audit, from the files' MACs per image and the number
-  of images (no image is read, issue #36), or None and why; the plan informs: a cost that
+  of images (no image is read), or None and why; the plan informs: a cost that
   cannot be told stops nothing."""
   try:
     files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in
@@ -327,7 +327,7 @@ def _estimate(user, dataset, kind, quantizations, corrupted, reference_model):
 Step = plan_steps.Step
 # The plan of an audit of `config.user` (`audit_plan.plan` runs them, in this order); with
 # check_data=False (`--plan`) the data are listed but no image is decoded: the models and
-# files are checked, the images are not (issue #36).
+# files are checked, the images are not.
 STEPS = (
     Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
     Step(_check_out_apart, reads=("out", "data", "user")),
@@ -362,7 +362,7 @@ STEPS = (
 def describe(p):
   """The plan: what is audited, then its cost (`tf_forget.pipeline.user_costs`: inferences per file
   and an estimate of the time from the files' MACs per image and the number of images; no image is
-  read, issue #36)."""
+  read)."""
   pop, spec = p.population, p.dataset.spec
   (h, w, c), classes = pop.signature
   cands = [name for name, _ in p.user.candidates]

@@ -1,4 +1,4 @@
-"""One-shot pruning of the user's own Keras model (issue #28): the plan's part.
+"""One-shot pruning of the user's own Keras model: the plan's part.
 
     audit --dataset=folder:/data/test --reference=model.keras --train=folder:/data/train \
           --pruning=oneshot --algorithms=mp,gp --ratios=2,4
@@ -7,7 +7,7 @@ The one-shot flags of a trained audit (`--ratios`, `--algorithms`, `--finetune`,
 `--exclude_classifier`, `--ratio_over`, `--up_formula`; in the config `oneshot_variants` and
 `oneshot_overrides`) make `oneshot_<alg>_r<r>` member k of each imported dense member k, with the
 stages and code of a trained population (`tf_forget.pipeline.member_stages. oneshot_stages`,
-`tf_forget.prune`: g once per parent, prune, fine-tune; SPEC §6): `plan` (a plan step,
+`tf_forget.prune`: g once per parent, prune, fine-tune; docs/spec.md §6): `plan` (a plan step,
 `tf_forget.pipeline.plan_steps`) makes the variants, the "user" one-shot schedule
 (`tf_forget.prune.oneshot_schedule`, with the overrides) and the imported members' preset
 (`tf_forget.train.imported_parent.preset`), which `tf_forget.pipeline.user_plan` puts into the
@@ -23,7 +23,7 @@ split if it has one, else its only split; at the reference's input size, channel
 Refused in one line before anything is written: one-shot variants of `.tflite` references (no
 weights to fine-tune), without `--train`, or of a reference that is not compiled with a sparse
 categorical cross-entropy of logits (`imported_parent.trainable`); `--train` without one-shot
-variants; UP over references whose weight decays differ (one ε, SPEC §6.1); train data with
+variants; UP over references whose weight decays differ (one ε, docs/spec.md §6.1); train data with
 fewer examples than a fine-tuning (or g's) batch after the validation hold-out.
 """
 
@@ -77,7 +77,7 @@ def train_option(data, user, kind, oneshot_asked):
         "references (.keras, .h5, SavedModel), not .tflite files")
   for path in user.references if oneshot else ():
     found = imported.model_kind(path)
-    if found != "tf_keras":  # Keras 3 files and SavedModels (issue #36)
+    if found != "tf_keras":  # Keras 3 files and SavedModels
       raise tree.AuditError(
           f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
           f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
@@ -114,7 +114,7 @@ def _weight_decay(user, oneshot):
   ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
   if len(decays) > 1 and ups:
     raise tree.AuditError(
-        f"{ups[0]} scores with one weight decay ε (SPEC §6.1), but your reference"
+        f"{ups[0]} scores with one weight decay ε (docs/spec.md §6.1), but your reference"
         f"{'s were' if len(user.references) > 1 else ' was'} trained with several: "
         f"{', '.join(f'{e:g}' for e in sorted(decays))}; leave out up (--algorithms)")
   return decays.pop() / 2 if len(decays) == 1 else 0.0
@@ -162,7 +162,7 @@ def plan(pruning, user, dataset, oneshot_asked, check_data):
     return {"oneshot": (), "oneshot_schedule": None, "preset": None}
   schedule = oneshot_schedule.get(imported_parent.PRESET, **pruning.oneshot.overrides())
   view = train_view.of(dataset)
-  if check_data:  # `--plan` decodes no image (issue #36)
+  if check_data:  # `--plan` decodes no image
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
   return {"oneshot": oneshot, "oneshot_schedule": schedule,

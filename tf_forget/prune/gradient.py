@@ -1,7 +1,7 @@
 """g, the mean data-loss gradient of a one-shot parent: one artifact per (parent, protocol).
 
-SPEC §6.2 asks for "the same g for GP and UP" (issue #26): g is a property of the dense parent
-and of the gradient protocol, not of the member that reads it. It is computed once per parent
+docs/spec.md §6.2 asks for "the same g for GP and UP": g is a property of the dense
+parent and of the gradient protocol, not of the member that reads it. It is computed once per parent
 and written to
 
     <run>/members/dense/<k>/gradient/<protocol>.npz          (`layout.gradient_file`)
@@ -54,7 +54,7 @@ from tf_forget.train import imported_parent
 from tf_forget.train import member_files
 
 SCHEMA = "tf_forget.gradient/1"
-ALGORITHMS = ("gp", "up")  # the scores that read g (SPEC §6.1)
+ALGORITHMS = ("gp", "up")  # the scores that read g (docs/spec.md §6.1)
 SEED_RULE = "first 4 bytes of sha256('<parent seed>|gradient'), big-endian, & 0x7fffffff"
 
 
@@ -91,12 +91,12 @@ class Gradient:
 
 
 def needs(algorithm):
-  """Whether an algorithm's score reads g (GP, UP; SPEC §6.1)."""
+  """Whether an algorithm's score reads g (GP, UP; docs/spec.md §6.1)."""
   return algorithm in ALGORITHMS
 
 
 def protocol_json(protocol):
-  """What g depends on besides the parent (SPEC §6.2), from a `protocol.OneshotSchedule`."""
+  """What g depends on besides the parent (docs/spec.md §6.2), from a `protocol.OneshotSchedule`."""
   return {"schema": SCHEMA, "batches": int(protocol.grad_batches),
           "batch_size": int(protocol.grad_batch_size),
           "validation_every": int(protocol.validation_every),
@@ -123,7 +123,7 @@ def path(run_dir, parent, protocol):
 
 
 def _inputs(parent, protocol, parent_sha256):
-  """g's lineage inputs; `train_data` only with the user's `--train` data (issue #28), so that
+  """g's lineage inputs; `train_data` only with the user's `--train` data, so that
   the g of a trained parent keeps the inputs it recorded."""
   out = {"model": parent_sha256, "gradient_protocol": protocol_sha256(protocol),
          "seed": seed(parent)}
@@ -179,7 +179,7 @@ def status(run_dir, parent, protocol, parent_sha256):
 
 
 def draw_batches(dataset, train_records, n, protocol, draw_seed):
-  """(numpy (images, labels) batches, record positions used): g's input (SPEC §6.2).
+  """(numpy (images, labels) batches, record positions used): g's input (docs/spec.md §6.2).
 
   Args:
     dataset: the parent's `dataset_api.Dataset`.
@@ -241,7 +241,7 @@ def current(run_dir, parent, protocol):
 
 
 def ensure(run_dir, parent, protocol, log=None):
-  """Reads g of `parent`, computing and writing it first unless it is current (SPEC §6.2).
+  """Reads g of `parent`, computing and writing it first unless it is current (docs/spec.md §6.2).
 
   Args:
     run_dir: the run directory.

@@ -1,4 +1,5 @@
-"""How a trained parent is pruned and retrained cycle after cycle (003 Algorithm 1, SPEC §6.5).
+"""How a trained parent is pruned and retrained cycle after cycle (003 Algorithm 1,
+docs/spec.md §6.5).
 
 An `IterativeSchedule` is plain data recorded in every iterative member's metadata and hashed
 into its lineage. Cycle n (variant `iter_<alg>_c<n>`) prunes cycle n − 1 (the dense member for
@@ -8,7 +9,7 @@ schedule plus a linear LR warm-up (003 appendix B: "we added a warmup period in 
 where we linearly scale up the learning rate from 0 to the nominal learning rate"; Table 3: 5
 epochs), masks held fixed.
 
-Keep ratios (SPEC §6.5):
+Keep ratios (docs/spec.md §6.5):
 
 * `torchprune` (default for the paper presets): the released configs' sequence. torchprune's
   `paper/lost/param/cifar/*.yaml` list 69 keep ratios — `geomspace(0.99, 0.855, 2)`,
@@ -183,7 +184,7 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
       protocol declares an α schedule (`protocols.TRAININGS[preset_name].iterative`: `digits`,
       `tiny`) gets it, every other preset the torchprune sequence.
     cycles: keep only the first `cycles` cycles (for "alpha": how many; default the preset's).
-    alpha: use a constant keep fraction α per cycle instead (SPEC §6.5 option).
+    alpha: use a constant keep fraction α per cycle instead (docs/spec.md §6.5 option).
     **overrides: other fields (`warmup_epochs`, `retrain_steps`, `exclude_classifier`); None
       values are ignored.
 

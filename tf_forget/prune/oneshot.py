@@ -1,21 +1,22 @@
 """One-shot pruning of a trained Keras model, and fine-tuning with its masks held fixed.
 
-Issue #16 (002 §3, SPEC §6.1-6.4), the TensorFlow side of `tf_forget.prune.scores`:
+Pruning after training (002 §3, docs/spec.md §6.1-6.4), the TensorFlow side of
+`tf_forget.prune.scores`:
 
 * `kernels(model)` — the prunable kernels (conv and dense, the same set the gradual-pruning path
   prunes: `tf_forget.train.pruning.prunable_kernels`), in layer order, optionally without the
-  classifier (002's reference excludes it; SPEC §6.3 `exclude_classifier`).
+  classifier (002's reference excludes it; docs/spec.md §6.3 `exclude_classifier`).
 * `mean_gradient(model, batches, num_batches)` — g, the mean over `num_batches` training batches
   of the gradient of the **data loss** (mean sparse cross-entropy of the logits; the model's
   regularization losses are not added) with respect to those kernels, computed with the model
   in inference mode (`training=False`: BatchNorm uses and does not update its moving
-  statistics; dropout off) — SPEC §6.2.
+  statistics; dropout off) — docs/spec.md §6.2.
 * `prune(model, algorithm, ratio=…)` — scores, one global threshold, exact count
   (`scores.masks`), masks applied to the weights; returns the masks and the `Compression`.
 * `FixedMasks` — a Keras callback that multiplies every kernel by its mask after every
   optimizer step (and before the first), so fine-tuning never revives a pruned weight
-  (SPEC §6.4: masks fixed after every optimizer step; tfmot's `ConstantSparsity` would recompute
-  them).
+  (docs/spec.md §6.4: masks fixed after every optimizer step; tfmot's `ConstantSparsity` would
+  recompute them).
 """
 
 import numpy as np
@@ -31,7 +32,7 @@ def kernels(model, exclude_classifier=False):
 
   Args:
     model: a (plain or stripped) Keras model.
-    exclude_classifier: leave out the last prunable layer (the classifier; SPEC §6.3).
+    exclude_classifier: leave out the last prunable layer (the classifier; docs/spec.md §6.3).
 
   Raises:
     scores.PruneError: the model has no prunable kernel (left).
@@ -45,7 +46,7 @@ def kernels(model, exclude_classifier=False):
 
 
 def mean_gradient(model, batches, num_batches=1, exclude_classifier=False):
-  """g: the mean data-loss gradient over `num_batches` batches (SPEC §6.2).
+  """g: the mean data-loss gradient over `num_batches` batches (docs/spec.md §6.2).
 
   Args:
     model: a Keras model whose outputs are logits `[B, classes]`.
@@ -96,8 +97,8 @@ def compression_of(model, ratio=None, fraction=None, ratio_over="prunable",
                    exclude_classifier=False):
   """The exact `scores.Compression` of a model, with r over prunable kernels or all parameters.
 
-  With `ratio_over="all"` (002's reference, SPEC §6.3) the kept count is round(N / r) of all N
-  trainable parameters and every removed one must be a prunable kernel weight; the returned
+  With `ratio_over="all"` (002's reference, docs/spec.md §6.3) the kept count is round(N / r) of all
+  N trainable parameters and every removed one must be a prunable kernel weight; the returned
   compression then counts over all parameters (`total` = N).
 
   Raises:
@@ -132,8 +133,8 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
     exclude_classifier: see `kernels`.
     ratio_over: "prunable" or "all" (`compression_of`).
     grads: g given, {kernel name: array} over (at least) the pruned kernels, e.g. the parent's
-      one g artifact that every GP and UP member reads (`gradient.ensure`; SPEC §6.2, issue
-      #26); then `batches` is not used.
+      one g artifact that every GP and UP member reads (`gradient.ensure`; docs/spec.md §6.2);
+      then `batches` is not used.
 
   Returns:
     (masks {name: bool array}, `scores.Compression`).

@@ -1,16 +1,16 @@
-"""One one-shot member: dense member k pruned after training, then fine-tuned (issue #16).
+"""One one-shot member: dense member k pruned after training, then fine-tuned.
 
 `prune_member(config, run_dir)` makes `<run>/members/oneshot_<alg>_r<r>/<k>/` from the
-finished dense member k of the same run (002 §3, §6.1; SPEC §6.1-6.4):
+finished dense member k of the same run (002 §3, §6.1; docs/spec.md §6.1-6.4):
 
 1. load the parent's `model.keras` (it must be finished and current: `train.member_files.status`, or
-   for the user's imported reference `train.imported_parent.member_status`, issue #28);
-2. hold out every `validation_every`-th training record for epoch selection (SPEC §6.4,
+   for the user's imported reference `train.imported_parent.member_status`);
+2. hold out every `validation_every`-th training record for epoch selection (docs/spec.md §6.4,
    `epoch_selection.holdout`); the training records are the data set's train split, or the user's
    `--train` data (`tf_forget.data.train_view`, fed as the model takes it);
 3. for GP / UP, read g, the parent's one gradient artifact (`gradient.ensure`: computed once
    per parent and protocol, then read by every GP and UP member of that parent at every ratio;
-   SPEC §6.2 "the same g for GP and UP", issue #26); MP and RP compute no gradient;
+   docs/spec.md §6.2 "the same g for GP and UP"); MP and RP compute no gradient;
 4. prune one-shot with one global threshold and an exact count (`oneshot.prune`), ε = 2λ of
    the parent preset's l2 coefficient unless the protocol sets it;
 5. fine-tune with the parent's loss and weight decay, SGD Nesterov over the protocol's phases,
@@ -89,7 +89,7 @@ class OneshotConfig:
 
   @property
   def needs_gradient(self):
-    """Whether the member reads g (GP, UP; SPEC §6.1)."""
+    """Whether the member reads g (GP, UP; docs/spec.md §6.1)."""
     return gradient_lib.needs(self.variant.algorithm)
 
   def identity(self):
@@ -98,8 +98,8 @@ class OneshotConfig:
 
   def inputs(self, parent_sha256, gradient_sha256=None, train_data=None):
     """Lineage inputs: the config's hash, the parent's `model.keras` sha256, for GP / UP the
-    sha256 of the g artifact read (SPEC §6.2, issue #26) and, with the user's `--train` data,
-    its `train_view.fingerprint` (issue #28)."""
+    sha256 of the g artifact read (docs/spec.md §6.2) and, with the user's `--train`
+    data, its `train_view.fingerprint`."""
     out = {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
            "parent": parent_sha256}
     if self.needs_gradient:
@@ -179,7 +179,7 @@ def _finished_parent(run_dir, config):
 def prune_member(config, run_dir, log=None):
   """Makes (or reuses) one one-shot member.
 
-  GP and UP read their parent's one g artifact (`gradient.ensure`, SPEC §6.2, issue #26),
+  GP and UP read their parent's one g artifact (`gradient.ensure`, docs/spec.md §6.2),
   computing it first if it is not current; a g redone with the bytes the member recorded
   (a garbage file rewritten) leaves the member current.
 
@@ -211,7 +211,8 @@ def prune_member(config, run_dir, log=None):
 
 
 def _finetune(model, config, dataset, train_recs, n_train, masks, best, log):
-  """Fine-tunes `model` with its masks held fixed, `best` selecting the epoch (SPEC §6.4)."""
+  """Fine-tunes `model` with its masks held fixed, `best` selecting the epoch
+  (docs/spec.md §6.4)."""
   keras = keras2.keras()
   member, proto = config.member, config.protocol
   steps_per_epoch = n_train // proto.batch_size

@@ -1,4 +1,5 @@
-"""How a trained parent is pruned one-shot and fine-tuned (002 §6.1, SPEC §6.1-6.4), per preset.
+"""How a trained parent is pruned one-shot and fine-tuned (002 §6.1, docs/spec.md §6.1-6.4), per
+preset.
 
 A `OneshotSchedule` is plain data recorded in every one-shot member's metadata and hashed into
 its lineage (a changed protocol means the member is made again). It is keyed by the parent's
@@ -7,25 +8,26 @@ declared with that preset (`tf_forget.data.protocols`: `protocol_registry.TRAINI
 with the sources of its numbers; every training protocol has one):
 
 * the full-size presets: the authors' released schedule for ResNets — 10 epochs at LR 0.1, then
-  5 epochs each at 1e-2, 1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128 (SPEC §6.4);
+  5 epochs each at 1e-2, 1e-3 and 1e-4, SGD with Nesterov momentum 0.9, batch 128
+  (docs/spec.md §6.4);
 * `lenet5_002`: 15 epochs at LR 0.01, batch 128 (002 §6.1);
 * `digits` (scaled down): 3 epochs at 0.05, then 2 each at 5e-3 and 5e-4, batch 64; `tiny`
   (tests): 2 epochs at 0.01, batch 32;
-* `user` (the user's own Keras model, `--reference --pruning=oneshot`, issue #28; its preset is
+* `user` (the user's own Keras model, `--reference --pruning=oneshot`; its preset is
   `tf_forget.train.imported_parent.preset`): 5 epochs at 0.01, then 5 at 1e-3, batch 128;
   `--finetune` sets the phases.
 
 Every schedule keeps the epoch with the lowest loss on a validation split held out from train
 (every `validation_every`-th training record, 10% by default; 002's reference selects on the
-test loader, which SPEC §6.4 rules out). The parent itself was trained on all of train (its
+test loader, which docs/spec.md §6.4 rules out). The parent itself was trained on all of train (its
 preset is the population's), so the validation records are held out of fine-tuning only: they
 select the epoch, they are not unseen by the parent — recorded in the metadata.
 
-Gradient g (SPEC §6.2): `grad_batches` batches of `grad_batch_size` unaugmented training
+Gradient g (docs/spec.md §6.2): `grad_batches` batches of `grad_batch_size` unaugmented training
 records (the fine-tuning part of train), drawn with a seed derived from the dense parent's, so
-that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`, issue
-#26); 002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
-`weight_decay` (Keras `l2(λ)`, SPEC §6.1); a number overrides it. Standard library only (and
+that every GP and UP member of a parent reads the same g (`tf_forget.prune.gradient`);
+002's reference uses one batch of 128. ε (UP): None means 2λ of the parent preset's
+`weight_decay` (Keras `l2(λ)`, docs/spec.md §6.1); a number overrides it. Standard library only (and
 `artifacts.errors`, the protocol registry).
 """
 
@@ -55,10 +57,10 @@ class OneshotSchedule:
     validation_every: every n-th training record is held out for epoch selection (n >= 2).
     grad_batches: batches averaged for g (GP, UP; one g per parent, `gradient.py`).
     grad_batch_size: examples per gradient batch.
-    exclude_classifier: leave the classifier's kernel unpruned (002's reference; SPEC §6.3).
+    exclude_classifier: leave the classifier's kernel unpruned (002's reference; docs/spec.md §6.3).
     ratio_over: "prunable" (r over the prunable kernels, default) or "all" (over all parameters,
-      002's reference count; SPEC §6.3).
-    up_formula: "code" (the released code, default) or "derivation" (SPEC §6.1).
+      002's reference count; docs/spec.md §6.3).
+    up_formula: "code" (the released code, default) or "derivation" (docs/spec.md §6.1).
     eps: ε of UP; None = 2 × the parent preset's weight_decay λ.
   """
   name: str

@@ -1,10 +1,10 @@
-"""Populations pruned after training: one-shot (issue #16) and iterative prune-retrain (#17).
+"""Populations pruned after training: one-shot and iterative prune-retrain.
 
 What to make, for the audit's member stages (`tf_forget.pipeline.member_stages`, which make it):
   * one-shot: every dense member k pruned by each (algorithm, ratio). `oneshot_configs` lists
     the members k-major (every variant of parent 0, then of parent 1, ...), so a partial run
     already holds complete (algorithm, ratio) sets for the first parents; `gradient_parents`
-    the parents whose g a GP or UP member reads (once per parent: SPEC §6.2, issue #26);
+    the parents whose g a GP or UP member reads (once per parent: docs/spec.md §6.2);
   * iterative (003 Algorithm 1): `iterative_configs` lists cycle-major (every (algorithm, k)
     of cycle 1, then of cycle 2, ...: a cycle needs the one before it).
 The dense population must be trained first (`tf_forget.train.population`); the run's
@@ -49,7 +49,7 @@ def oneshot_configs(pop, variants, protocol):
 def gradient_parents(configs):
   """The distinct dense parents (`train.member.MemberConfig`) whose g some of `configs` read.
 
-  GP and UP members of a parent, at every ratio, read one g (SPEC §6.2, issue #26); MP and
+  GP and UP members of a parent, at every ratio, read one g (docs/spec.md §6.2); MP and
   RP read none.
   """
   parents = {}

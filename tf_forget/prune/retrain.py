@@ -1,7 +1,7 @@
-"""One cycle of iterative prune-retrain: a member pruned further and retrained (issue #17).
+"""One cycle of iterative prune-retrain: a member pruned further and retrained.
 
 `retrain_member(config, run_dir)` makes `<run>/members/iter_<alg>_c<n>/<k>/` from member k of
-its parent (003 Algorithm 1 lines 5-6; SPEC §6.5):
+its parent (003 Algorithm 1 lines 5-6; docs/spec.md §6.5):
 
 1. load the parent's `model.keras` — the dense member for cycle 1, cycle n − 1 otherwise — which
    must be finished and current (its own parent chain included), and for n > 1 its

@@ -1,6 +1,6 @@
-"""One-shot pruning scores and exact global masks (002 §3; SPEC §6.1-6.3). Pure numpy.
+"""One-shot pruning scores and exact global masks (002 §3; docs/spec.md §6.1-6.3). Pure numpy.
 
-The first piece of issue #16 (prune after training): given the prunable kernels θ of a trained
+Pruning after training: given the prunable kernels θ of a trained
 parent and, for GP / UP, the mean gradient g of its data loss, each algorithm scores every
 weight; the lowest scores are pruned first under **one global threshold** over all prunable
 kernels, with an **exact count** (a stable sort, not a quantile interpolation; ties go to the
@@ -8,17 +8,17 @@ weight that comes first in layer order, then in flattened order):
 
 * MP, magnitude: |θ|;
 * GP, gradient: |θ·g|;
-* UP, unified (002's rule argmin |−θ∇L + εθ²|, SPEC §6.1 read as the authors' released code
+* UP, unified (002's rule argmin |−θ∇L + εθ²|, docs/spec.md §6.1 read as the authors' released code
   computes it): |−θ·g + ε·θ²|, with ε the parent's weight decay (Keras `l2(λ)`: ε = 2λ);
   `up_formula="derivation"` reads 002's derivation line literally (L including the decay), which
   makes UP = |θ·g + ε·θ² − ε·θ²| = GP — offered for comparison only;
 * RP, random: a seeded uniform permutation, the same exact count.
 
-Hand check (SPEC §6.1): θ = 2, g = 0.5, ε = 0.25 → GP 1, UP |−1 + 1| = 0; with g = 0, UP = εθ²
-ranks the weights as MP does.
+Hand check (docs/spec.md §6.1): θ = 2, g = 0.5, ε = 0.25 → GP 1, UP |−1 + 1| = 0; with g = 0, UP =
+εθ² ranks the weights as MP does.
 
-Compression (SPEC §6.3): a ratio r = prunable weights before / after (002: 2, 4, 10, 20, 50),
-so the fraction pruned is t = 1 − 1/r exactly. The kept count is n / r rounded to the nearest
+Compression (docs/spec.md §6.3): a ratio r = prunable weights before / after (002: 2, 4, 10, 20,
+50), so the fraction pruned is t = 1 − 1/r exactly. The kept count is n / r rounded to the nearest
 integer (half up); the achieved ratio and fraction are reported beside the asked ones. A ratio
 below 1, or one that would keep no weight, is an error, not a silent cap.
 """
@@ -51,7 +51,7 @@ def gradient(theta, grad):
 
 
 def unified(theta, grad, eps, formula="code"):
-  """UP score (002 §3 eq. for T = L − (ε/2)‖θ‖², SPEC §6.1).
+  """UP score (002 §3 eq. for T = L − (ε/2)‖θ‖², docs/spec.md §6.1).
 
   Args:
     theta, grad: float arrays of one shape (weights, mean data-loss gradient).
@@ -111,7 +111,7 @@ class Compression:
 
 
 def compression(total, ratio=None, fraction=None):
-  """The exact counts of pruning `total` weights by a ratio r or a fraction t (SPEC §6.3).
+  """The exact counts of pruning `total` weights by a ratio r or a fraction t (docs/spec.md §6.3).
 
   Args:
     total: number of prunable weights n (> 0).

@@ -1,6 +1,6 @@
 """Masks of 003's prune-retrain cycles: WT (weights) and FT (whole filters), held during retraining.
 
-003 Table 1 and §3.1, SPEC §6.5. Both are cumulative (Algorithm 1, line 5: prune r% of the
+003 Table 1 and §3.1, docs/spec.md §6.5. Both are cumulative (Algorithm 1, line 5: prune r% of the
 *remaining* parameters): a weight or filter pruned in an earlier cycle stays pruned, and each
 cycle reaches an **absolute** keep ratio κ of the original network with an exact count (kept =
 ⌊κ·n + ½⌋, κ read as the decimal it is written as).
@@ -14,12 +14,13 @@ cycle reaches an **absolute** keep ratio κ of the original network with an exac
   with the smallest L1 norm ‖W_{:j}‖₁ of their kernel slice are removed, the same fraction κ in
   every layer ("a uniform prune ratio across layers", 003 §3.1; at least one filter is kept).
   A removed filter is zeroed whole: its kernel slice `kernel[..., j]`, its bias `bias[j]`, and —
-  SPEC §6.5 — the γ[j] and β[j] of the BatchNormalization layer that reads the layer's output
-  directly, so the channel's output is exactly 0 after BN and ReLU (a BN whose input is a sum,
-  as in pre-activation residual blocks, is not "behind" one filter and is left alone; the filter
-  then just stops contributing to the sum). The consumers' weights that read a removed channel
-  are not zeroed (they multiply a constant 0): the prune ratio counts the zeros in the kernels,
-  so FT's ratio here is a lower bound of torchprune's, which also removes those input channels.
+  docs/spec.md §6.5 — the γ[j] and β[j] of the BatchNormalization layer that reads the layer's
+  output directly, so the channel's output is exactly 0 after BN and ReLU (a BN whose input is a
+  sum, as in pre-activation residual blocks, is not "behind" one filter and is left alone; the
+  filter then just stops contributing to the sum). The consumers' weights that read a removed
+  channel are not zeroed (they multiply a constant 0): the prune ratio counts the zeros in the
+  kernels, so FT's ratio here is a lower bound of torchprune's, which also removes those input
+  channels.
 
 `variable_masks` turns either kind into {variable name: bool array} (True = kept) over kernels,
 biases and BN γ/β; `HeldMasks` re-applies them after every optimizer step. Masks are saved with

@@ -1,4 +1,4 @@
-"""tf_forget.report: a run's predictions -> report.json, tables/*.csv and report.html (issue #6).
+"""tf_forget.report: a run's predictions -> report.json, tables/*.csv and report.html.
 
 Modules, in the order the data flows: collect (predictions aligned on ids + data set facts)
 and pairing (which dense member each member is compared with), measures and groups (every

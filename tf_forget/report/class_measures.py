@@ -1,9 +1,9 @@
 """The class-level measures of one compressed variant against the dense population.
 
-000 §2.2 and Figure 2 (SPEC §3.1-3.3), computed with `tf_forget.stats.class_level` on a
+000 §2.2 and Figure 2 (docs/spec.md §3.1-3.3), computed with `tf_forget.stats.class_level` on a
 `collect.Run`: per class, the Welch test of the recall over members, the absolute / normalized
 recall difference and eq. 3's relative one (over paired members, `tf_forget.report.pairing`),
-the interval of each class's recall change (issue #18) and the Benjamini-Hochberg adjusted p;
+the interval of each class's recall change and the Benjamini-Hochberg adjusted p;
 and the counts of significant classes the variant's summary shows. `measures` gathers these
 with the run's other measures.
 """
@@ -30,7 +30,7 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
   """Per-class Welch test and recall differences of one variant vs dense (000 Figure 2).
 
   Uses every member for the test and the absolute / normalized differences, the shared
-  member indices for eq. 3's relative difference (SPEC §3.2). With fewer than 2 members in
+  member indices for eq. 3's relative difference (docs/spec.md §3.2). With fewer than 2 members in
   a population the test columns are NaN (not significant).
 
   Returns:
@@ -64,8 +64,8 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
     rel, excluded = np.full(run.num_classes, np.nan), np.zeros(run.num_classes, np.int64)
   table["relative_recall_difference"] = rel
   table["relative_excluded_pairs"] = excluded
-  # The interval of each class's recall change (issue #18: uncertainty wherever a mean is
-  # shown): Welch over independent members, paired for the same network (`pairing_lib.comparison`).
+  # The interval of each class's recall change (uncertainty wherever a mean is shown): Welch over
+  # independent members, paired for the same network (`pairing_lib.comparison`).
   c0, ct, is_paired = pairing_lib.comparison(run, variant)
   lows, highs = np.full(run.num_classes, np.nan), np.full(run.num_classes, np.nan)
   if ct.members.size:
@@ -76,8 +76,8 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
                                               bounds=(0.0, 1.0))
       lows[c], highs[c] = ci["low"], ci["high"]
   table["absolute_low"], table["absolute_high"] = lows, highs
-  # Shown beside every p-value (issue #18): the Benjamini-Hochberg adjusted p over the
-  # variant's classes, whatever `correction` decides `significant` with (SPEC §3.1: none).
+  # Shown beside every p-value: the Benjamini-Hochberg adjusted p over the
+  # variant's classes, whatever `correction` decides `significant` with (docs/spec.md §3.1: none).
   table["p_bh"] = class_level.benjamini_hochberg(table["p_value"].to_numpy(float))
   class_names = list(run.class_names) if len(run.class_names) == run.num_classes else [
       str(c) for c in range(run.num_classes)]

@@ -6,9 +6,10 @@ Every member of a variant on a split must cover the same example ids; every vari
 must cover the same ids as `dense` (rows are reordered to dense's order if only the order
 differs); the labels must agree. Attributes (and, on request, images) of the evaluation split
 come from the data registry (docs/artifacts/data.md), looked up by example id; the training
-split's attribute shares feed 004 Figure 2 (SPEC §4.4).
+split's attribute shares feed 004 Figure 2 (docs/spec.md §4.4).
 
-Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, SPEC §1.1, issue #10) are not report
+Sparse-encoded twins (`<variant>+sparse` or `float32+sparse`, docs/spec.md §1.1) are not
+report
 variants: `tf_forget.evaluate.population_eval` checks that their predictions equal their plain
 twin's (the agreement table), and `report.deployment` shows their sizes and latencies.
 
@@ -358,7 +359,7 @@ def example_paths(run):
   A user's data set names each example (`example_names(split)`, `tf_forget.data.user_sets`):
   a folder's image paths, in the split's fixed order, where an example's id is its position.
   A data set without names, or whose names are its ids (tfds, TFRecord files, the registered
-  sets), has no paths: None, and the report's tables leave the `path` column out (issue #36).
+  sets), has no paths: None, and the report's tables leave the `path` column out.
   """
   return dataset_paths(run.dataset, run.eval_split)
 

@@ -1,4 +1,4 @@
-"""The report's deployment table: encoding, size, latency and accuracy per variant (issue #10).
+"""The report's deployment table: encoding, size, latency and accuracy per variant.
 
 Reads `<run>/eval/encodings.json` (schema `tf_forget.encodings/1`, written by
 `tf_forget.evaluate.encodings.choose`; docs/artifacts/predictions.md) and joins it with the report's

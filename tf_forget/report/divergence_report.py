@@ -1,16 +1,16 @@
-"""Output divergence of every compressed file from its reference, from the saved logits (#29).
+"""Output divergence of every compressed file from its reference, from the saved logits.
 
 Top-1 measures see only the arg max. For every compressed variant v on the evaluation split and
 every member pair (k_0, k_v) of `run.pairing_of(v)` (`pairing.py`), the reference is dense
 member k_0's float32 file (the `dense` variant's predictions): the same network for quantized
 files, one-shot and prune-retrain members (their parent), an independently trained network for
-gradual-pruning members (index pairing, SPEC §1.3; labelled "independent member k_0"). From
+gradual-pruning members (index pairing, docs/spec.md §1.3; labelled "independent member k_0"). From
 the logits of both predictions files (read once each, rows aligned on dense's example ids),
 `tf_forget.stats.divergence.divergence` gives per example KL(p ‖ q) of the softmax outputs in
 nats (p the reference's, q the candidate's), Δp = q_y − p_y of the true class y, top-1
 agreement and flips (broken / fixed / changed, `paired.flips`).
 
-Design (SPEC §1.3: the member — its training seed — is the unit of a population):
+Design (docs/spec.md §1.3: the member — its training seed — is the unit of a population):
 
 * one pair (P = 1; every K = 1 audit): the mean's 95% interval is the Student t interval over
   the N test examples (`divergence.summarize`), design `examples`;
@@ -27,7 +27,7 @@ Design (SPEC §1.3: the member — its training seed — is the unit of a popula
 p10 (the max, p99 and p90 of −Δp negated; linear percentiles are symmetric under negation, up
 to rounding). The same per class (n = the class's test examples) and per subgroup of the
 protected attributes (`single_network.subgroup_masks`: aggregate, each value, intersections;
-SPEC §4.2). The gallery rows: per variant the examples of largest KL > 0, each once at its
+docs/spec.md §4.2). The gallery rows: per variant the examples of largest KL > 0, each once at its
 largest KL over the pairs, with that pair. With K ≥ 2 dense members one more `divergence`
 row, `dense (independent)`: dense member k against member k + 1 (mod K), what two networks
 trained by the same recipe differ by — the yardstick for the independent pairs.
@@ -232,7 +232,7 @@ def variant_row(run, variant, pooled):
 
 def example_rows(run, variant, results, size, paths=None):
   """The variant's `divergence_examples` rows: largest KL > 0 first, each example once; with
-  `paths` ({id: path}, `collect.example_paths`) each example's `path` (issue #36)."""
+  `paths` ({id: path}, `collect.example_paths`) each example's `path`."""
   dense, pop = run.eval[names.DENSE], run.eval[variant]
   row_0 = {int(k): r for r, k in enumerate(dense.members)}
   row_t = {int(k): r for r, k in enumerate(pop.members)}
@@ -261,7 +261,7 @@ def settings(confidence, size):
   """The report's `settings.divergence`."""
   return {"units": "nats", "confidence": confidence,
           "interval": f"{divergence.INTERVAL_METHOD}: over the test examples with one member "
-                      "pair, over the pairs' means with several (SPEC §1.3)",
+                      "pair, over the pairs' means with several (docs/spec.md §1.3)",
           "percentiles": f"{divergence.PERCENTILE_METHOD} (numpy), pooled over pairs",
           "reference": "the dense member's float32 file, paired as report.pairing says",
           "examples_per_variant": size}

@@ -1,4 +1,4 @@
-"""The "divergence" section and the largest-KL gallery cards (issue #29).
+"""The "divergence" section and the largest-KL gallery cards.
 
 Renders `divergence_report`'s tables: a lead saying what KL and Δp are and which reference
 each variant is compared with ("same network" or "independent member k"), one row per variant
@@ -34,7 +34,7 @@ LEAD = ("KL = KL(reference ‖ file) = Σ_c p_c log(p_c / q_c) in nats, per test
         "example whose top-1 label changed (broken: right → wrong, fixed: wrong → right, "
         "changed: wrong → another wrong); flip rate = flips / examples. With one member pair "
         "the 95% interval of a mean is over the test examples; with several, over the pairs' "
-        "means (the member is the unit, SPEC §1.3), and percentiles pool the pairs.")
+        "means (the member is the unit, docs/spec.md §1.3), and percentiles pool the pairs.")
 
 
 def references(top):

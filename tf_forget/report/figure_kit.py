@@ -8,7 +8,7 @@ No pyplot (no global state, no display): each figure is a `matplotlib.figure.Fig
 PNG metadata carries no software version or date, so the same tables give the same bytes (with
 the same matplotlib).
 
-Legible from 2 to 30 variants (issue #18): variants run down the y axis of horizontal bars
+Legible from 2 to 30 variants: variants run down the y axis of horizontal bars
 (`variant_barh`, `variant_yaxis`; figure height grows with their number, `rows_height`) or
 across a `heatmap`, legends sit outside the axes (`legend_below`), labels of scatter points are
 moved apart (`place_labels`), and every variant has the style of its family (`variant_styles`,

@@ -1,9 +1,9 @@
 """Galleries of the top Taxicab CIEs for human review, and their export (004 Figure 3, §3.2).
 
 An example's Taxicab distance d_T between the dense and a compressed population's label counts
-(004 §3.1; SPEC §4.1: ties broken by the seeded permutation of
+(004 §3.1; docs/spec.md §4.1: ties broken by the seeded permutation of
 `tf_forget.stats.cie.rank_by_distance`) ranks it; only examples with d_T > 0 are shown (an
-example both populations label alike is no CIE). Modal labels: ties -> largest label (SPEC
+example both populations label alike is no CIE). Modal labels: ties -> largest label (docs/spec.md
 §3.4).
 
 * `build` — one gallery per compressed variant (the original view, kept for its callers).
@@ -77,7 +77,7 @@ def kind_of(label, dense_modal, compressed_modal):
 
 def family(variant):
   """The trained variant an audited variant belongs to (`prune_0.9+full_int8` -> `prune_0.9`,
-  `float16` -> `dense`); a name outside the grammar (SPEC §1.1) is its own family."""
+  `float16` -> `dense`); a name outside the grammar (docs/spec.md §1.1) is its own family."""
   try:
     member = names.parse_variant(variant).member_variant
   except errors.Error:
@@ -136,7 +136,7 @@ def entries(run, cie, size=12):
 
 def _path(paths, example_id):
   """{"path": the example's path} when the data set names its examples
-  (`collect.example_paths`), else {} (issue #36)."""
+  (`collect.example_paths`), else {}."""
   return {} if paths is None else {"path": paths.get(int(example_id), "")}
 
 
@@ -285,8 +285,8 @@ def annotation_table(run, cies, percentile=90, seed=0):
 
   004 §3.2 proposes CIEs as "a tractable subset of the dataset for further inspection or
   annotation by a domain expert": threshold d_T at percentile p (ceil((100 − p)/100 · n)
-  examples, ties by the seeded permutation; SPEC §4.1, `cie.select_percentile`), here without
-  those at d_T = 0 (nothing changed: nothing to annotate). Ranked by `cie.rank_by_distance`
+  examples, ties by the seeded permutation; docs/spec.md §4.1, `cie.select_percentile`), here
+  without those at d_T = 0 (nothing changed: nothing to annotate). Ranked by `cie.rank_by_distance`
   with the same seed (the `order` of `measures.taxicab_measures` when `seed` is its seed).
 
   Args:
@@ -303,7 +303,7 @@ def annotation_table(run, cies, percentile=90, seed=0):
   attrs = sorted(run.attributes)
   paths = collect.example_paths(run)
   columns = list(ANNOTATION_COLUMNS) + [f"attr_{a}" for a in attrs] + ["annotation"]
-  if paths is not None:  # the file an annotator opens (issue #36)
+  if paths is not None:  # the file an annotator opens
     columns.insert(columns.index("id") + 1, "path")
   frames = []
   for variant, c in cies.items():

@@ -84,7 +84,7 @@ def _row(row):
 
 
 def path_line(path):
-  """The example's file under the data root, on its card ("" without one; issue #36)."""
+  """The example's file under the data root, on its card ("" without one)."""
   return f"<div class=\"gal-path\">{html_lib.esc(path)}</div>" if path else ""
 
 

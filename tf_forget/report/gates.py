@@ -1,4 +1,4 @@
-"""Deployment gates: user-set bounds on what a compressed variant may change (issue #6, #18).
+"""Deployment gates: user-set bounds on what a compressed variant may change.
 
 A gate is a bound on a variant's change relative to the dense population:
   * `max_accuracy_drop`: mean top-1 of the dense population minus that of the variant, in
@@ -9,16 +9,16 @@ A gate is a bound on a variant's change relative to the dense population:
   * `max_flip_rate`: the share of test examples whose top-1 label differs from the reference's
     (broken + fixed + changed over n; over the P·n (pair, example) values with P member pairs),
     and `max_kl`: the mean KL(reference ‖ file) of the softmax outputs in nats — both from the
-    report's `divergence` table (issue #29; `tf_forget/report/divergence_report.py`), for every
+    report's `divergence` table (`tf_forget/report/divergence_report.py`), for every
     design (K = 1 and K > 1).
 A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the gate
-cannot be evaluated, issue #25); the dense baseline is never gated. Bounds must be finite numbers >=
+cannot be evaluated); the dense baseline is never gated. Bounds must be finite numbers >=
 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
 (tf_forget/evaluate/deploy.py) use these verdicts; the report's verdict block (`verdict.py`) shows
 them. One implementation, here.
 
 `gate_measures` hands the gates each variant's measures: its summary plus the flip rate and mean KL
-of the `divergence` table. With one dense member (K = 1, issue #28: the report's settings carry
+of the `divergence` table. With one dense member (K = 1: the report's settings carry
 `single_network`) the population measures (Welch over members, means over members) have no spread
 over training seeds; `gate_measures` then also hands the gates the paired per-example tests of
 `tf_forget/report/single_network.py` instead: the top-1 change of `k1_topline`, the classes marked
@@ -38,7 +38,7 @@ from tf_forget.artifacts import names
 
 
 
-# K = 1 (issue #28): the settings key of a single-network report (`single_network.SETTINGS_KEY`;
+# K = 1: the settings key of a single-network report (`single_network.SETTINGS_KEY`;
 # not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1
 # summary carries, the subgroup that is every example, and the tests the gates then read, in words.
 K1_SETTINGS_KEY = "single_network"
@@ -48,7 +48,7 @@ K1_TOP1_TEST = "Newcombe, paired over the test examples"
 K1_CLASS_TEST = "McNemar + BH over the test examples"
 K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
 K1_RATES = ("fnr", "error")
-# Issue #29: the table the flip-rate and KL gates read (`divergence_report`; not imported).
+# The table the flip-rate and KL gates read (`divergence_report`; not imported).
 DIVERGENCE_TABLE = "divergence"
 NO_DIVERGENCE = ("no output divergence (no saved logits for the variant or its dense "
                  "reference, or no paired member)")
@@ -140,7 +140,7 @@ def k1_worst_rate(rows, measure):
 
 
 def divergence_measures(rows):
-  """The divergence gates' measures from one variant's `divergence` rows (issue #29).
+  """The divergence gates' measures from one variant's `divergence` rows.
 
   Returns:
     dict `flip_rate` (fraction), `kl_mean` (nats) and `divergence` {`kl_low`, `kl_high`,
@@ -162,7 +162,7 @@ def gate_measures(variant, summary, settings, tables):
 
   For every design, a copy of `summary` with `divergence_measures` of the variant's
   `divergence` rows (`flip_rate`, `kl_mean`, `divergence`). With the K = 1 design (`settings`
-  carry `single_network`; issue #28) also `design` = `K1_DESIGN` and:
+  carry `single_network`) also `design` = `K1_DESIGN` and:
     * `top1_change`, `top1_low`, `top1_high`: the variant's `k1_topline` row (difference and
       Newcombe 95% interval over the test examples); the summary's change when it has none;
     * `significant_classes`: its `k1_classes` rows marked `significant` (exact McNemar per
@@ -222,7 +222,7 @@ def _flip_reason(rate, bound, div):
                      if div.get(k) is not None)
   pairs = div.get("pairs")
   over = f" over {pairs} member pairs" if isinstance(pairs, int) and pairs > 1 else ""
-  digits = 2  # more where two decimals cannot tell the rate from its bound (issue #36)
+  digits = 2  # more where two decimals cannot tell the rate from its bound
   while digits < 8 and round(100 * rate, digits) == round(100 * bound, digits):
     digits += 1
   return (f"top-1 flip rate {100 * rate:.{digits}f}% of test examples vs the reference"

@@ -1,11 +1,11 @@
 """The measures that need more than the evaluation split's predictions: subgroups (protected
 attributes), over-indexing (training-split attribute shares) and robustness (corrupted splits).
 
-* Subgroup error / FPR / FNR and normalized differences, 004 Tables 3-5 (SPEC §4.2-4.3): only
-  for a binary task whose data set names protected attributes; members averaged are the first
-  `subgroup_members` (SPEC §1.5: 10), or all if fewer.
-* Over-indexing of attributes among Taxicab CIEs at percentile 80, 004 Figure 2 (SPEC §4.4).
-* Robustness per corruption normalized to dense, 000 Table 3 (SPEC §3.6): accuracy averaged
+* Subgroup error / FPR / FNR and normalized differences, 004 Tables 3-5 (docs/spec.md §4.2-4.3):
+  only for a binary task whose data set names protected attributes; members averaged are the first
+  `subgroup_members` (docs/spec.md §1.5: 10), or all if fewer.
+* Over-indexing of attributes among Taxicab CIEs at percentile 80, 004 Figure 2 (docs/spec.md §4.4).
+* Robustness per corruption normalized to dense, 000 Table 3 (docs/spec.md §3.6): accuracy averaged
   over members and severities 1-5 first.
 
 All numbers come from `tf_forget.stats` (subgroups, cie, robustness, accuracy).
@@ -32,7 +32,7 @@ def subgroup_tables(run, subgroup_members=10):
   Besides 004's rows, `model` = "absolute_difference" holds compressed − baseline (fractions,
   i.e. points of rate): the normalized difference of a near-zero baseline rate explodes (a
   subgroup with FNR 0.009 → 0.057 reads +550%), the absolute one does not; `absolute_low` /
-  `absolute_high` its 95% interval over the members (issue #18).
+  `absolute_high` its 95% interval over the members.
 
   Returns:
     (DataFrame with columns `variant`, `model` (baseline / compressed /
@@ -144,13 +144,13 @@ def worst_subgroups(table):
 
 
 def over_indexing_table(run, cies, percentile=80, seed=0):
-  """Relative representation of each attribute among Taxicab CIEs (004 Figure 2; SPEC §4.4).
+  """Relative representation of each attribute among Taxicab CIEs (004 Figure 2; docs/spec.md §4.4).
 
   Args:
     run: `collect.Run`.
     cies: variant -> dict with `distance` (from `measures.taxicab_measures`).
-    percentile: CIE threshold (SPEC §4.4: 80).
-    seed: tie-breaking seed (SPEC §4.1).
+    percentile: CIE threshold (docs/spec.md §4.4: 80).
+    seed: tie-breaking seed (docs/spec.md §4.1).
 
   Returns:
     (DataFrame columns `variant`, `attribute`, `train_share`, `cie_share`,
@@ -168,7 +168,7 @@ def over_indexing_table(run, cies, percentile=80, seed=0):
 
 
 def robustness_accuracy(run):
-  """Per-member accuracies on every corrupted split (SPEC §3.6 inputs).
+  """Per-member accuracies on every corrupted split (docs/spec.md §3.6 inputs).
 
   Returns:
     (top1, top5 or None, notes, members): dicts (variant, corruption) -> float
@@ -222,12 +222,13 @@ def _change_interval(run, top1, kept, variant, corruption):
 
 
 def robustness_measures(run):
-  """000 Table 3 per (variant, corruption): top-1 (top-5) and normalized to dense (SPEC §3.6).
+  """000 Table 3 per (variant, corruption): top-1 (top-5) and normalized to dense
+  (docs/spec.md §3.6).
 
   Returns:
     (DataFrame from `robustness.robustness_table` plus `top1_change` (points / 100, mean over
     members of the accuracy averaged over severities, minus dense's) with its 95% interval
-    `top1_change_low` / `_high` (paired by the variant's pairing, else Welch; issue #18),
+    `top1_change_low` / `_high` (paired by the variant's pairing, else Welch),
     `severities` and `members`, or None without corrupted splits; list of notes).
   """
   top1, top5, notes, kept = robustness_accuracy(run)

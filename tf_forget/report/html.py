@@ -1,4 +1,4 @@
-"""The self-contained `report.html`: one page, read top to bottom (issue #6 "Outputs").
+"""The self-contained `report.html`: one page, read top to bottom.
 
 The page's parts — tables, figure-beside-numbers pairs, the page itself — for the sections of
 `section_registry.SECTIONS` (which gives their order: the verdict and the "nothing changed" view

@@ -6,14 +6,14 @@ was not known or available to the human"; they coded attributes per image, and T
 Figure 5 report each attribute's share among PIEs and among non-PIEs and their relative
 representation. 004 §3.2 proposes the same human-in-the-loop audit on CIEs.
 
-Design (issue #26):
+Design:
 
 * One study = one compressed variant (`Options.variant`; default: the one with the most
   examples in the group, ties to the first in report order) and one group definition:
-  "pie" (modal labels of the dense and compressed populations differ, 000 §2.3, SPEC §3.4) or
-  "cie" (Taxicab CIEs at `percentile`, default 90, with d_T > 0, as `tables/cie_annotation.csv`;
-  004 §3.1-3.2, SPEC §4.1). The rest of the evaluation split is the other group. One variant,
-  not one sample per variant: a PIE of two variants would be shown twice, and every variant
+  "pie" (modal labels of the dense and compressed populations differ, 000 §2.3, docs/spec.md §3.4)
+  or "cie" (Taxicab CIEs at `percentile`, default 90, with d_T > 0, as `tables/cie_annotation.csv`;
+  004 §3.1-3.2, docs/spec.md §4.1). The rest of the evaluation split is the other group. One
+  variant, not one sample per variant: a PIE of two variants would be shown twice, and every variant
   would double the annotators' work.
 * The sample: n = min(per_group, |group|, |rest|) examples drawn without replacement from
   each (`numpy.random.default_rng(seed)`), then shuffled together by the same generator. Each

@@ -1,4 +1,4 @@
-"""What the report does for the human study: the `Options` section (issue #38).
+"""What the report does for the human study: the `Options` section.
 
 A light module (standard library only): the configuration tree (`tf_forget.config.tree`) holds
 these options as its `human_study` section, and reading the configuration must not load the

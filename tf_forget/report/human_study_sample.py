@@ -1,8 +1,8 @@
 """The sample and the key of a human study (`human_study`; 000 §3.3, appendix C; 004 §3.2).
 
 * `group_mask`: the group of a compressed variant — "pie" (modal labels of the dense and
-  compressed populations differ, 000 §2.3, SPEC §3.4) or "cie" (Taxicab CIEs at a percentile
-  with d_T > 0, 004 §3.1, SPEC §4.1, as `gallery.annotation_table`); the rest of the
+  compressed populations differ, 000 §2.3, docs/spec.md §3.4) or "cie" (Taxicab CIEs at a percentile
+  with d_T > 0, 004 §3.1, docs/spec.md §4.1, as `gallery.annotation_table`); the rest of the
   evaluation split is the other group.
 * `draw`: the balanced, seeded, shuffled sample and its key — n = min(per_group, |group|,
   |rest|) examples drawn without replacement from each (`numpy.random.default_rng(seed)`),

@@ -1,26 +1,26 @@
 """Every measure of the papers that applies to a run, as tables (DataFrames) and JSON.
 
 Calls `tf_forget.stats` (docs/artifacts/stats.md) on a `collect.Run`; nothing is recomputed
-here. Per compressed variant against the dense population (SPEC §1.1, §1.3):
+here. Per compressed variant against the dense population (docs/spec.md §1.1, §1.3):
 
 * top-line accuracy (000 Table 2; top-5 only with more than 5 classes);
 * class level: Welch test per class, absolute / normalized / relative recall difference,
-  #significant classes, gained / lost (000 §2.2, Figure 2; SPEC §3.1-3.3) — see
+  #significant classes, gained / lost (000 §2.2, Figure 2; docs/spec.md §3.1-3.3) — see
   `class_measures`;
 * PIE: modal labels, #PIE, ties, accuracy on PIE / non-PIE / all (000 §2.3, Table 6;
-  SPEC §3.4-3.5);
-* Taxicab CIE ranking and accuracy at percentiles (004 §3.1, Table 2; SPEC §4.1);
-* subgroups (004 Tables 3-5; SPEC §4.2-4.3) and over-indexing (004 Figure 2; SPEC §4.4), only
-  with protected attributes — see `groups`;
-* robustness per corruption (000 Table 3; SPEC §3.6) — see `groups`;
-* published test sets: ImageNet-A (000 Table 8; SPEC §3.6, optional 200-class mask) and
+  docs/spec.md §3.4-3.5);
+* Taxicab CIE ranking and accuracy at percentiles (004 §3.1, Table 2; docs/spec.md §4.1);
+* subgroups (004 Tables 3-5; docs/spec.md §4.2-4.3) and over-indexing (004 Figure 2;
+  docs/spec.md §4.4), only with protected attributes — see `groups`;
+* robustness per corruption (000 Table 3; docs/spec.md §3.6) — see `groups`;
+* published test sets: ImageNet-A (000 Table 8; docs/spec.md §3.6, optional 200-class mask) and
   CIFAR-10.1 — see `published_report` (only when such a split was evaluated);
-* recall-distortion slope α with a 99% CI (002 §5-6; SPEC §5.2-5.3).
+* recall-distortion slope α with a 99% CI (002 §5-6; docs/spec.md §5.2-5.3).
 
 Measures that pair members (eq. 3, Taxicab, α) pair them as `Run.pairing` says
 (`tf_forget.report.pairing`): a one-shot member with the dense parent its metadata links to
 (002 §6.2: α compares one network before and after pruning), every other member with the dense
-member of the same index k (SPEC §1.3). The `recall_distortion` table states the pairing per
+member of the same index k (docs/spec.md §1.3). The `recall_distortion` table states the pairing per
 row. One-shot variants also get 002's study (`recall_study`: per (algorithm, ratio) α, the
 §7 t-tests). A measure undefined for the run (one member, a zero accuracy) gives NaN and a
 note, never an exception.
@@ -70,7 +70,7 @@ class Measures:
 
 
 def use_topk(num_classes):
-  """Top-5 is reported only with more than 5 classes (issue #6)."""
+  """Top-5 is reported only with more than 5 classes."""
   return num_classes > TOPK
 
 
@@ -100,7 +100,7 @@ def topline_table(run):
 
 
 def pie_measures(run, variant, sample_size=None, seed=0):
-  """#PIE, ties and accuracy on PIE / non-PIE / all (000 §2.3, Table 6; SPEC §3.4-3.5).
+  """#PIE, ties and accuracy on PIE / non-PIE / all (000 §2.3, Table 6; docs/spec.md §3.4-3.5).
 
   Returns:
     (dict from `exemplars.pruning_identified_exemplars`, DataFrame from
@@ -141,7 +141,8 @@ def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
 
 
 def alpha_measures(run, variant, confidence=0.99):
-  """Recall-distortion slope α per member, mean α with CI and label (002 §5-6; SPEC §5.2-5.3).
+  """Recall-distortion slope α per member, mean α with CI and label (002 §5-6;
+  docs/spec.md §5.2-5.3).
 
   α_t(m) compares member k_t with the dense member it is paired with (`run.pairing_of`): for
   one-shot variants its parent, the same network before pruning (002 §6.2); for gradual
@@ -223,16 +224,16 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
 
   Args:
     run: a `collect.Run`.
-    seed: seed of Taxicab tie-breaking (SPEC §4.1) and of optional PIE samples.
+    seed: seed of Taxicab tie-breaking (docs/spec.md §4.1) and of optional PIE samples.
     alpha: significance level of the Welch test (000: 0.05).
-    center, correction: see `class_level.welch_class_test` (SPEC §3.1).
-    percentiles: Taxicab CIE percentiles (SPEC §4.1).
-    over_indexing_percentile: CIEs of 004 Figure 2 (SPEC §4.4: 80).
-    subgroup_members: members averaged in subgroup tables (SPEC §1.5: first 10).
-    sample_size: optional PIE / non-PIE sample size (SPEC §3.5; default the full subsets).
+    center, correction: see `class_level.welch_class_test` (docs/spec.md §3.1).
+    percentiles: Taxicab CIE percentiles (docs/spec.md §4.1).
+    over_indexing_percentile: CIEs of 004 Figure 2 (docs/spec.md §4.4: 80).
+    subgroup_members: members averaged in subgroup tables (docs/spec.md §1.5: first 10).
+    sample_size: optional PIE / non-PIE sample size (docs/spec.md §3.5; default the full subsets).
     confidence: CI level of α (002: 0.99).
     imagenet_a_mask: 000 Table 8 also with the argmax over ImageNet-A's 200 classes
-      (Hendrycks' protocol; SPEC §3.6: 1000-way by default).
+      (Hendrycks' protocol; docs/spec.md §3.6: 1000-way by default).
 
   Returns:
     `Measures`.

@@ -1,10 +1,10 @@
-"""Report tables of the l-inf noise evaluation (003 §4.1, §5.1, App. D.1; SPEC §6.6-6.7).
+"""Report tables of the l-inf noise evaluation (003 §4.1, §5.1, App. D.1; docs/spec.md §6.6-6.7).
 
 Reads `<run>/noise/<variant>/<k>/linf.npz` (`tf_forget.artifacts.noise_artifact`) and
 computes, per variant and noise level ε:
 
 * `noise_accuracy`: top-1 (mean over draws, then mean ± SD over members), normalized to dense
-  at the same ε, 100 · (A_t / A_0 − 1) as in 000 Table 3 (SPEC §3.6), and 003's excess error
+  at the same ε, 100 · (A_t / A_0 − 1) as in 000 Table 3 (docs/spec.md §3.6), and 003's excess error
   (Definition 2) e(ε) = error at ε − error at ε = 0, with ê − e against dense (003 §5.1).
   Absolute points are given beside every ratio: a ratio of a near-zero baseline explodes.
 * `noise_prune_potential`: 003 Definition 1 at each ε over the pruned float32 variants
@@ -14,8 +14,8 @@ computes, per variant and noise level ε:
   softmax outputs between member k of a variant and dense member k on the same noisy inputs,
   beside the reference `dense (independent)`: dense member k vs dense member k+1 (mod K), a
   separately trained network. Post-training quantizations of member k *are* compressions of
-  dense member k (SPEC §1.3); pruned members are trained from their own seed, so for them the
-  reference row is the fair comparison.
+  dense member k (docs/spec.md §1.3); pruned members are trained from their own seed, so for them
+  the reference row is the fair comparison.
 """
 
 import re

@@ -1,19 +1,19 @@
-"""Which dense member each member of a compressed variant is compared with (issue #16).
+"""Which dense member each member of a compressed variant is compared with.
 
 Paired measures (000 eq. 3, 004 Taxicab, 002 α) compare dense member k_0 with member k_t of a
 variant:
 
-* one-shot variants (`oneshot_<alg>_r<r>`, `oneshot_<alg>_t<t>`; SPEC §6.1-6.4) and their
+* one-shot variants (`oneshot_<alg>_r<r>`, `oneshot_<alg>_t<t>`; docs/spec.md §6.1-6.4) and their
   quantized / encoded children (`oneshot_up_r10+full_int8`): member k_t is the pruning of the
   dense member its `<run>/members/<member variant>/<k_t>/metadata.json` `parent` link names
   (002 §6.2: "a pair of models, corresponding to before and after pruning"; α compares the
   same network). The link is current only while `parent.model_sha256` equals the dense
   member's own `model_sha256` (docs/artifacts/members.md); a stale or missing link leaves the
   member out of paired measures, with a one-line note;
-* prune-retrain cycles (`iter_<alg>_c<n>`, 003 Algorithm 1; issue #17) pair with the dense
+* prune-retrain cycles (`iter_<alg>_c<n>`, 003 Algorithm 1) pair with the dense
   member at the root of their chain of parent links (cycle n → cycle n − 1 → … → dense), every
   link checked current the same way;
-* every other variant pairs by index, k_0 = k_t (SPEC §1.3): a quantized dense member is the
+* every other variant pairs by index, k_0 = k_t (docs/spec.md §1.3): a quantized dense member is the
   same network, a gradual-pruning member (`prune_<t>`) an independently trained one;
 * a run without `members/` (predictions copied alone, test fixtures) pairs one-shot members by
   index too — as they were made — and says so in its label.
@@ -49,7 +49,7 @@ def _trained(variant):
 
 
 def index_pairing(variant, members, dense_members):
-  """Pairs member k with dense member k (SPEC §1.3), labelled by what k and k share."""
+  """Pairs member k with dense member k (docs/spec.md §1.3), labelled by what k and k share."""
   trained = _trained(variant)
   if trained is not None and trained.name == names.DENSE:
     label = LABELS["same"]
@@ -131,7 +131,7 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
     dict `kind` ("parent" | "index"), `label` (a `LABELS` value), `pairs` [(k_dense, k)]
     sorted by k, `notes` (one line per reason a member was left out), `pruning` (the
     `pruning` record of the first paired member's metadata — algorithm, ratio, fraction,
-    settings such as `ratio_over` / `exclude_classifier`, SPEC §6.3 — or {}).
+    settings such as `ratio_over` / `exclude_classifier`, docs/spec.md §6.3 — or {}).
   """
   trained = _trained(variant)
   if (trained is None or not (trained.oneshot or trained.iterative) or
@@ -163,7 +163,7 @@ def paired(pop_0, pop_t, pairs=None):
     pop_t: a compressed variant's `collect.SplitPredictions`.
     pairs: [(k_dense, k_variant), ...] (`collect.Run.pairing_of(variant)["pairs"]`); pairs whose
       members either population lacks are skipped. None: the member indices both have
-      (SPEC §1.3), in order.
+      (docs/spec.md §1.3), in order.
 
   Returns:
     (pop_0 rows, pop_t rows), both with the same number of members.
@@ -194,7 +194,7 @@ def comparison(run, variant):
 
   Paired (the same network before and after compression: a quantized dense member, a one-shot
   or prune-retrain member and its dense parent; module docstring): row i against row i of the
-  pairs. Independent (gradual pruning, SPEC §1.3): every member of both populations. The
+  pairs. Independent (gradual pruning, docs/spec.md §1.3): every member of both populations. The
   intervals of the report (`stats.intervals`) are paired or Welch accordingly.
   """
   if is_paired(run, variant):

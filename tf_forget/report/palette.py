@@ -1,4 +1,4 @@
-"""One visual style per audited variant, by family (issue #18): colour = the trained network.
+"""One visual style per audited variant, by family: colour = the trained network.
 
 A variant's *family* is the trained variant its file is made from (`names.parse_variant`'s
 `member_variant`: `dense`, `prune_0.9`, `oneshot_mp_r10`, `iter_wt_c3`); its quantized or
@@ -46,7 +46,7 @@ CHILD = {
     ("dynamic_int8", "sparse"): ("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1))),
     ("full_int8", "sparse"): ("xx..", "X", (0, (1, 1))),
 }
-# A repaired full int8 file `full_int8~float<N>` (issue #29): hatch "x" with a mark per N (and
+# A repaired full int8 file `full_int8~float<N>`: hatch "x" with a mark per N (and
 # one more "x" every 8), its own marker; the same dash-dot line. Several N of one family differ.
 # The line style of every repaired file.
 _REPAIRED_MARKS = ("", "|", "-", "+", "/", "\\", "o", "O")
@@ -54,7 +54,7 @@ _REPAIRED_MARKERS = ("d", "p", "*", "8", "<", ">", "H", "1")
 _REPAIRED_LINE = (0, (4, 1, 1, 1))
 
 
-# The other repairs (issue #37): hatch "x" with a mark none of float<N> uses, their own marker.
+# The other repairs: hatch "x" with a mark none of float<N> uses, their own marker.
 _OTHER_REPAIRS = {"cle": ("x.", "^"), "int16x8": ("x*", "s"), "auto": ("x|-", "D")}
 
 
@@ -83,12 +83,12 @@ def _parse(variant):
 
 
 def _style_parts(variant):
-  """`_parse`, but a file the user brings (`user_<NAME>`, issue #28) is a family of its own:
+  """`_parse`, but a file the user brings (`user_<NAME>`) is a family of its own:
   it is not one of tf_forget's formats, so it gets a colour of its own, not a hatch."""
   fam, fmt, enc = _parse(variant)
   if names.is_user_format(fmt):
     return str(variant), names.DEFAULT_FORMAT, enc
-  if names.repair_kind(fmt) is not None:  # a repaired full int8 file (issue #29): its hatch
+  if names.repair_kind(fmt) is not None:  # a repaired full int8 file: its hatch
     return fam, fmt, "repaired"
   return fam, fmt, enc
 

@@ -1,12 +1,12 @@
 """The report's figures, returned as PNG bytes; drawn with the helpers of `figure_kit`
-(Agg canvas, deterministic PNGs, legible from 2 to 30 variants, issue #18).
+(Agg canvas, deterministic PNGs, legible from 2 to 30 variants).
 
 Inputs are the tables of `measures.compute` (docs/artifacts/report.md). Figures follow the
 papers: 000 Figure 2 (per-class recall difference, significant classes in plum, normalized
 difference as green points), 000 Table 2 / Figure 3 (#PIE, PIE accuracy), 004 Tables 3-4
 (subgroup differences, in points), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),
 003 Figures 1 and 4 (accuracy, prune potential and similarity under l-inf noise), the shipped
-size against accuracy (#10). 002's slope α is drawn by `recall_study_plots`.
+size against accuracy. 002's slope α is drawn by `recall_study_plots`.
 """
 
 from matplotlib import lines as mpl_lines
@@ -329,7 +329,7 @@ def noise(accuracy, similarity, potential=None):
 
 
 def size_accuracy(table):
-  """Shipped size (relative to dense float32, log) vs population top-1 per variant (#10).
+  """Shipped size (relative to dense float32, log) vs population top-1 per variant.
 
   A hollow marker is the plain file, a filled one the shipped file; an arrow joins them when
   the sparse twin is shipped. Each shipped point is named beside it (labels moved apart).

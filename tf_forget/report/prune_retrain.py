@@ -1,6 +1,6 @@
-"""003's prune-retrain study: how far each parent can be pruned, per distribution (issue #17).
+"""003's prune-retrain study: how far each parent can be pruned, per distribution.
 
-For the prune-retrain cycles `iter_<alg>_c<n>` of a run (003 Algorithm 1; SPEC §6.5), every
+For the prune-retrain cycles `iter_<alg>_c<n>` of a run (003 Algorithm 1; docs/spec.md §6.5), every
 member paired with the dense member at the root of its parent chain (`pairing`; the parents
 are the repetitions of 003 §3.2), this module computes from the exported files' predictions:
 
@@ -8,14 +8,14 @@ are the repetitions of 003 §3.2), this module computes from the exported files'
   Figure 6a): top-1 per cycle, mean ± SD (ddof 0) over parents, at the mean achieved prune
   ratio (zeros among the prunable kernels, from each member's metadata). Distributions: the
   nominal test split, each corruption at severity 3 (`<corruption>@3`, 003 §5), each published test
-  set evaluated (e.g. `cifar10_1`), and each l-inf noise level ε (`noise ε=<ε>`, SPEC §6.7).
-* `prune_retrain_potential` — prune potential P(θ, D) (003 Definition 1, SPEC §6.6: the
+  set evaluated (e.g. `cifar10_1`), and each l-inf noise level ε (`noise ε=<ε>`, docs/spec.md §6.7).
+* `prune_retrain_potential` — prune potential P(θ, D) (003 Definition 1, docs/spec.md §6.6: the
   largest prune ratio whose top-1 error ≤ the parent's + δ, δ = 0.5%, compared exactly on the
   error counts, no monotonicity, 0 if none) per method and distribution, mean ± SD over parents.
 * `prune_retrain_summary` — 003 Tables 2, 9, 10: per method the potential on the train
   distribution (nominal) and the average and minimum over the test distribution (every
   corrupted split and published set; noise levels are reported per ε, not averaged in), mean ±
-  SD over parents, and Diff. = Test − Train (SPEC §7.2).
+  SD over parents, and Diff. = Test − Train (docs/spec.md §7.2).
 * `prune_retrain_excess` — excess error (003 Definition 2): e(θ, D') = mean error over the test
   distribution − nominal error, per cycle, and ê − e against the parent (003 Figure 6c).
 * `prune_retrain_similarity` — noise similarity (003 §4.1, Figure 4): share of equal labels

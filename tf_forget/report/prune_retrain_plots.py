@@ -1,4 +1,4 @@
-"""Figures of 003's prune-retrain study (issue #17), from `prune_retrain`'s tables.
+"""Figures of 003's prune-retrain study, from `prune_retrain`'s tables.
 
 * `curves`: prune–accuracy curve per method on every distribution (003 Figure 6a): nominal
   bold, corruptions thin, published sets dashed, l-inf noise levels dotted grey;
@@ -124,14 +124,14 @@ def section(measures):
   excess_t = measures.tables.get("prune_retrain_excess")
   sim = measures.tables.get("prune_retrain_similarity")
   parts = ["<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
-           "retrained cycle after cycle (003 Algorithm 1, SPEC §6.5): WT removes the smallest "
-           "|θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
-           "filters, their bias and the BatchNorm γ/β behind them). prune_ratio: zeros among "
-           "the prunable kernels of the exported networks. Prune potential (003 Definition 1): "
-           "the largest prune ratio whose top-1 error stays within 0.5 points of the parent's "
-           "on the same distribution; train = nominal test data, test = the corrupted and "
-           "published splits (average and minimum over them), mean ± SD over parents; diff = "
-           "test − train (003 Table 2).</p>"]
+           "retrained cycle after cycle (003 Algorithm 1, docs/spec.md §6.5): WT removes the "
+           "smallest |θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
+           "filters, their bias and the BatchNorm γ/β behind them). prune_ratio: zeros among the "
+           "prunable kernels of the exported networks. Prune potential (003 Definition 1): the "
+           "largest prune ratio whose top-1 error stays within 0.5 points of the parent's on the "
+           "same distribution; train = nominal test data, test = the corrupted and published "
+           "splits (average and minimum over them), mean ± SD over parents; diff = test − train "
+           "(003 Table 2).</p>"]
   numbers = ""
   if summary is not None and not summary.empty:
     numbers += html.table(summary, {c: html.PCT for c in summary.columns

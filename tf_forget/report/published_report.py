@@ -1,4 +1,4 @@
-"""Published test sets in the report: 000 Table 8 (ImageNet-A) and CIFAR-10.1 (SPEC §3.6).
+"""Published test sets in the report: 000 Table 8 (ImageNet-A) and CIFAR-10.1 (docs/spec.md §3.6).
 
 With `--robustness=published` (`tf_forget.corruptions.published_suites`) the audit evaluates the
 robustness members on the data set's published test sets as extra splits besides the
@@ -6,8 +6,8 @@ corrupted ones (`tf_forget.data.protocols`, `Published.extra`): `imagenet_a` for
 `cifar10_1` for CIFAR-10. Their predictions keep the logits.
 
 * `imagenet_a` (000 Table 8): per variant, top-1 / top-5 averaged over members, and normalized
-  100·(A_t / A_0 − 1) against dense (SPEC §3.6; `tf_forget.stats.robustness`, one "severity").
-  1000-way argmax by default (000's dense top-1 of 0.89% suggests no masking); with
+  100·(A_t / A_0 − 1) against dense (docs/spec.md §3.6; `tf_forget.stats.robustness`, one
+  "severity"). 1000-way argmax by default (000's dense top-1 of 0.89% suggests no masking); with
   `imagenet_a_mask=True` also Hendrycks' protocol, `classes` = 200: the argmax over the logits
   of ImageNet-A's 200 classes only (`masked_topk`), computed here from the stored logits — the
   stored predictions are not changed.
@@ -98,7 +98,7 @@ def masked_topk(scores, indices=IMAGENET_A_INDICES_IN_1K, k=TOPK):
 
   Returns:
     int `[N, k]` class indices of `scores`' space by decreasing score among `indices`; ties go
-    to the lowest index (SPEC §1.2: `indices` ascending keeps the order).
+    to the lowest index (docs/spec.md §1.2: `indices` ascending keeps the order).
   """
   indices = np.asarray(indices, np.int64)
   order = predictions_lib.topk(np.asarray(scores)[:, indices], min(k, indices.size))
@@ -136,7 +136,7 @@ def _table8(accs, classes):
 
 
 def imagenet_a_table(run, mask=False):
-  """000 Table 8: ImageNet-A top-1 / top-5 per variant, absolute and normalized (SPEC §3.6).
+  """000 Table 8: ImageNet-A top-1 / top-5 per variant, absolute and normalized (docs/spec.md §3.6).
 
   Args:
     run: a `collect.Run` with an `imagenet_a` split.
@@ -175,8 +175,8 @@ def published_splits_table(run):
 
   Returns:
     (DataFrame columns `variant`, `split`, `top1`, `top5` (NaN with <= 5 classes),
-    `top1_change` (points vs dense), `top1_norm` (%, SPEC §3.6), `clean_top1` (the same members
-    on the eval split), `members`, `examples`, or None without such a split; list of notes).
+    `top1_change` (points vs dense), `top1_norm` (%, docs/spec.md §3.6), `clean_top1` (the same
+    members on the eval split), `members`, `examples`, or None without such a split; list of notes).
   """
   splits = sorted(s for s in protocols.published_splits()
                   if s != IMAGENET_A and s in run.predictions[names.DENSE])
@@ -240,7 +240,7 @@ def section(measures):
     parts.append(
         "<h3>ImageNet-A (000 Table 8)</h3><p class=\"lead\">7,500 natural adversarial images "
         "(Hendrycks et al.), ImageNet labels. Top-1 / top-5 averaged over members; normalized "
-        "= 100·(A_t/A_0 − 1) against dense (SPEC §3.6). classes 1000: the 1000-way argmax "
+        "= 100·(A_t/A_0 − 1) against dense (docs/spec.md §3.6). classes 1000: the 1000-way argmax "
         "(the default: 000's dense top-1 of 0.89% suggests no masking); classes 200: the argmax "
         "over ImageNet-A's 200 classes only (Hendrycks' protocol, from the stored logits).</p>"
         + html.table(t8, {"classes": "int", "top1": html.PCT, "top5": html.PCT,

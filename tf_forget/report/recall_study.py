@@ -1,14 +1,15 @@
 """002's study of one-shot pruning within one run: α per (algorithm, ratio) and the §7 tests.
 
-Applies when the run has one-shot variants (`oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`,
-issue #16; SPEC §6.1-6.4) in float32 (the pruned network itself, as in 002; quantized children
-keep their row in the `recall_distortion` table only). Member k_t of a one-shot variant is
+Applies when the run has one-shot variants (`oneshot_<alg>_r<r>` / `oneshot_<alg>_t<t>`;
+docs/spec.md §6.1-6.4) in float32 (the pruned network itself, as in 002; quantized
+children keep their row in the `recall_distortion` table only). Member k_t of a one-shot variant is
 compared with its dense parent (`tf_forget.report.pairing`), so α_{t,P}(m) is 002's slope of
 one dense model m before and after pruning (002 §5, §6.2). Tables:
 
 * `oneshot_alpha`: one row per (algorithm P, ratio t): mean α with its t-based CI
   (t_{0.995, K−1} at 99%) and label "<" / ">" / "?", pooled α̂ with uncentered r², mean
-  accuracy and recall variance before / after (002 Figures 1-5, Tables 10-11; SPEC §5.2-5.5);
+  accuracy and recall variance before / after (002 Figures 1-5, Tables 10-11;
+  docs/spec.md §5.2-5.5);
 * `oneshot_ratio_tests`: per P, consecutive ratios t_i < t_{i+1}, paired, H_a:
   E[α_{t_i}] < E[α_{t_{i+1}}] (002 §7.1, Table 4);
 * `oneshot_algorithm_tests`: per t, every pair of algorithms, paired, two-sided (002 §7.4,
@@ -17,7 +18,7 @@ one dense model m before and after pruning (002 §5, §6.2). Tables:
 
 Bonferroni: each p-value times the number of rows in its column — the ratio pairs of one
 algorithm, the algorithm pairs at one ratio, every MP-vs-UP cell — capped at 1 (002 §6.2;
-SPEC §5.4). A paired test uses the dense models present on both of its sides (the parent k's
+docs/spec.md §5.4). A paired test uses the dense models present on both of its sides (the parent k's
 both variants have, with a defined α). 002's model-size (M, Tables 5-6) and data-set (D,
 Table 7) tests need several architectures / data sets, which one run does not have.
 
@@ -201,7 +202,7 @@ def alpha_table(cells, rd_table, pruning):
   Args:
     cells: `Study.cells`.
     rd_table: the `recall_distortion` table of `measures.compute`.
-    pruning: variant -> its members' `pruning` record (`Run.pairing`), for SPEC §6.3's
+    pruning: variant -> its members' `pruning` record (`Run.pairing`), for docs/spec.md §6.3's
       `ratio_over` and `exclude_classifier` (None when not recorded).
   """
   rows = rd_table.set_index("variant")

@@ -40,14 +40,14 @@ def oneshot_study(measures):
     return html.skipped(["no one-shot variant (oneshot_<alg>_r<r>) in this run"])
   t = measures.tables["oneshot_alpha"]
   lead = ("<p class=\"lead\">Each dense member pruned once by magnitude (mp), gradient "
-          "(gp), 002's UP (up) or at random (rp) to ratio r, then fine-tuned (SPEC §6), and "
-          "compared with itself before pruning. α (002 §5): the slope through the origin of "
+          "(gp), 002's UP (up) or at random (rp) to ratio r, then fine-tuned (docs/spec.md §6), "
+          "and compared with itself before pruning. α (002 §5): the slope through the origin of "
           "the classes' normalized recall balance B̄ = (R − A)/A after against before pruning; "
-          "&gt; 1 means pruning widened the gaps between classes, &lt; 1 that it narrowed "
-          "them. Label: the t-based 99% CI of the mean α over dense models lies below 1 (&lt;), "
-          "above 1 (&gt;) or contains 1 (?) (002 §6.2). Tests compare the same dense models "
-          "on both sides (paired t-tests, 002 §7); Bonferroni multiplies each p-value by the "
-          "number of rows in its column (rows), capped at 1 (SPEC §5.4).</p>")
+          "&gt; 1 means pruning widened the gaps between classes, &lt; 1 that it narrowed them. "
+          "Label: the t-based 99% CI of the mean α over dense models lies below 1 (&lt;), above 1 "
+          "(&gt;) or contains 1 (?) (002 §6.2). Tests compare the same dense models on both sides "
+          "(paired t-tests, 002 §7); Bonferroni multiplies each p-value by the number of rows in "
+          "its column (rows), capped at 1 (docs/spec.md §5.4).</p>")
   cols = [c for c in t.columns if c not in ("ratio_over", "exclude_classifier")
           or t[c].notna().any()]
   parts = [lead, html.pair(recall_study_plots.alpha_boxplots(t, study.cells),

@@ -1,4 +1,4 @@
-"""Why a full int8 file (or a user's file) forgot, and what a repair bought and cost (#29, #37).
+"""Why a full int8 file (or a user's file) forgot, and what a repair bought and cost.
 
 Reads what the audit's "why and repair" stages wrote (docs/artifacts/layers.md): each
 analysed member's `layers/<member variant>/<k>/<format>.json`, and the predictions and export
@@ -15,8 +15,8 @@ JSONs of its files. Two tables:
   int8, from its analysis) before and after; the ops kept in float (`kept_ops`, named so that
   two of one type differ: `CONV_2D #2 (sequential/conv2d_1)`), and `gain`: whether it broke
   fewer examples or lost less on the worst class than the int8 file (a repair without gain is
-  "no gain" in the verdict and never recommended, `no_gain`; issue #36). An `auto` repair
-  (issue #37) is measured on the held-out half only (`examples`: the half its search did not
+  "no gain" in the verdict and never recommended, `no_gain`). An `auto` repair
+  is measured on the held-out half only (`examples`: the half its search did not
   choose on, `halves.held_out_halves_by_id` with the seed its export JSON records), the int8
   file on the same half, so that its gain is not the choice's own. Rows in order of the
   repair (`float<N>` by N).
@@ -42,8 +42,8 @@ from tf_forget.stats import halves
 from tf_forget.stats import paired
 
 NOTES_KEY = "repair"
-NOT_REPAIRED_KEY = "not_repaired"  # the notes' lines of the files left unrepaired (#36)
-WHY_KEY = "why"  # the notes' "why" sentences (`why_words.sentences`, issue #37)
+NOT_REPAIRED_KEY = "not_repaired"  # the notes' lines of the files left unrepaired
+WHY_KEY = "why"  # the notes' "why" sentences (`why_words.sentences`)
 MEAN_COLUMNS = ["size_vs_int8", "size_vs_float32", "top1_int8", "top1_repaired",
                 "flip_rate_int8", "flip_rate_repaired", "broken_int8", "broken_repaired",
                 "worst_class_change_int8", "worst_class_change_repaired"]
@@ -206,7 +206,7 @@ def compute(run, repair_asked=False):
     notes += _notes_of(doc, fmt)
     flips = doc.get("flips") or {}
     if paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))[0]:
-      why += why_words.sentences(doc)  # only what the audit would repair (issue #36's rule)
+      why += why_words.sentences(doc)  # only what the audit would repair
   order = names.sorted_repairs({repair for _, repair, _ in effects})
   rows = [_repair_row(key, effs) for key, effs in sorted(
       effects.items(), key=lambda item: (item[0][0], order.index(item[0][1])))]
@@ -225,7 +225,7 @@ def compute(run, repair_asked=False):
 
 def gained(row):
   """Whether a `repair` row bought something: fewer broken examples, or less recall lost on
-  the worst class, than the int8 file (issue #36)."""
+  the worst class, than the int8 file."""
   fewer = row["broken_repaired"] < row["broken_int8"] - EPS
   before, after = row["worst_class_change_int8"], row["worst_class_change_repaired"]
   less_loss = (before is not None and after is not None and np.isfinite(before)
@@ -247,7 +247,7 @@ def no_gain(tables):
 
 def not_repaired(run):
   """One line per analysed full int8 file not repaired because it forgot nothing significant
-  (`paired.forgot_significantly`, as the audit's repair stage decides; issue #36)."""
+  (`paired.forgot_significantly`, as the audit's repair stage decides)."""
   out = []
   for (mv, k, fmt), doc in sorted(_analyses(run.run_dir).items()):
     made = [v for v, _, _ in _repaired_variants(run, mv) if _top1(run, v, k) is not None]

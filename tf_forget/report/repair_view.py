@@ -1,4 +1,4 @@
-"""The "why" section: which op made a full int8 file forget, and the repaired files (#29, #37).
+"""The "why" section: which op made a full int8 file forget, and the repaired files.
 
 Renders `repair_report`'s tables: what the per-layer analysis measured and how, the repaired
 files' cost (size) and effect (flips, broken examples, the worst class) against the plain int8
@@ -44,7 +44,7 @@ LEAD = ("Each full int8 file is compared with its float model on the examples it
 
 def repair(t, skipped=()):
   """The repaired files' cost and effect, or a line saying none was made (`skipped`: the
-  files not repaired because they forgot nothing significant, issue #36)."""
+  files not repaired because they forgot nothing significant)."""
   head = ("<h3>Repaired files</h3><p>float&lt;N&gt;: the N top-ranked ops kept in float; "
           "cle: the float model equalized across layers before conversion (no bytes); "
           "int16x8: 16-bit activations; auto: a search (cle, then ops in float in causal "

@@ -53,7 +53,7 @@ class Section:
   nav: str
   render: Callable[[View], Optional[str]]
   optional: bool = False
-  population: bool = False  # compares populations (K >= 2): left out with K = 1 (issue #36)
+  population: bool = False  # compares populations (K >= 2): left out with K = 1
 
 
 SECTIONS = (
@@ -136,7 +136,7 @@ def _reason(text):
 def render(view):
   """[(section, inner HTML)] of the page, in order; optional sections that do not apply are out.
 
-  With one network (K = 1, `single_network`; issue #36) the sections that compare populations
+  With one network (K = 1, `single_network`) the sections that compare populations
   (`Section.population`) and those with nothing to show ("Not shown: ...") are left out too,
   and one line before the notes (`LEFT_OUT`) names them and says why.
 

@@ -52,8 +52,8 @@ def class_level(measures):
     return html.skipped(measures.notes.get("class_level") or ["no compressed variant"])
   parts = ["<p class=\"lead\">Bars: absolute recall difference (compressed − dense, mean over "
            "members); plum bars: the class's mean-shifted recall differs significantly (two-"
-           "tailed Welch test, SPEC §3.1); green points: normalized recall difference (minus the "
-           "change of overall accuracy); relative: 000 eq. 3 ratio (1 = unchanged).</p>"]
+           "tailed Welch test, docs/spec.md §3.1); green points: normalized recall difference "
+           "(minus the change of overall accuracy); relative: 000 eq. 3 ratio (1 = unchanged).</p>"]
   k = min(s["members"] for s in measures.variants.values())
   if k < 10:
     parts.append(f"<p class=\"caveat\">⚠ K = {k} members per population (the papers use 30) "
@@ -153,7 +153,7 @@ def pie(measures):
   parts = ["<p class=\"lead\">A PIE is an example whose modal label over the compressed "
            "population differs from the dense population's (ties go to the largest label; "
            "ties_* count them). Accuracy: mean over members on each subset, both populations "
-           "(SPEC §3.5).</p>",
+           "(docs/spec.md §3.5).</p>",
            html.pair(plots.counts(t, measures.variants), "significant classes and PIE counts",
                      html.table(t, {"pie_count": "int", "pie_fraction": html.PCT,
                                     "examples": "int", "ties_dense": "int",
@@ -167,7 +167,7 @@ def pie(measures):
     parts.append("<h3>Accuracy on Taxicab CIEs (004 Table 2)</h3><p class=\"lead\">The "
                  "examples with the largest Taxicab distance between the two populations' "
                  "label counts at each percentile (p90: top 10%); ties broken by a seeded "
-                 "permutation (SPEC §4.1).</p>")
+                 "permutation (docs/spec.md §4.1).</p>")
     parts.append(html.table(cie, {"percentile": "int", "top1": html.PCT, "topk": html.PCT,
                                   "n": "int"}))
   return "".join(parts)
@@ -185,13 +185,13 @@ def subgroups(measures):
                 min(s["members"] for s in measures.variants.values()))
   counts = measures.tables.get("subgroup_counts")
   return ("<p class=\"lead\">Rates averaged over the first "
-          f"{html.esc(members)} members of each population (SPEC §1.5); positive = class 1; "
-          "FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
+          f"{html.esc(members)} members of each population (docs/spec.md §1.5); positive = class "
+          "1; FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
           "absolute difference, compressed − dense, in points with its 95% interval over the "
-          "members [low, high]; below it the normalized "
-          "difference 100·(compressed − dense)/dense in % (004 Table 3), which explodes on a "
-          "near-zero baseline, and the rates themselves. n: the examples, positives (FNR's "
-          "denominator) and negatives (FPR's) of each subgroup.</p>"
+          "members [low, high]; below it the normalized difference 100·(compressed − dense)/dense "
+          "in % (004 Table 3), which explodes on a near-zero baseline, and the rates themselves. "
+          "n: the examples, positives (FNR's denominator) and negatives (FPR's) of each "
+          "subgroup.</p>"
           + html.pair(plots.subgroups(t), "subgroup absolute differences (points)",
                       html.table(absolute), stacked=True)
           + ("" if counts is None else "<h3>n per subgroup</h3>" + html.table(
@@ -229,7 +229,7 @@ def over_indexing(measures):
     return html.skipped(measures.notes.get("over_indexing"))
   p = measures.config["over_indexing_percentile"]
   return (f"<p class=\"lead\">CIEs: Taxicab at percentile {html.esc(html.fmt(p, 'int'))} "
-          "(SPEC §4.4). Relative representation = share among CIEs / share in the training "
+          "(docs/spec.md §4.4). Relative representation = share among CIEs / share in the training "
           "set; above 1 the attribute is over-indexed.</p>"
           + html.pair(plots.over_indexing(t), "attribute over-indexing",
                       html.table(t, {"train_share": html.PCT, "cie_share": html.PCT,
@@ -241,7 +241,7 @@ def robustness(measures):
   if t is None:
     return html.skipped(measures.notes.get("robustness"))
   return ("<p class=\"lead\">Accuracy averaged over members and severities first, then "
-          "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (SPEC §3.6); "
+          "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (docs/spec.md §3.6); "
           "top1_change is the same change in points with its 95% interval over members "
           "(low / high).</p>"
           + html.pair(plots.robustness(t), "robustness per corruption",
@@ -262,14 +262,14 @@ def noise(measures):
   protocol = measures.config.get("noise") or {}
   lead = ("<p class=\"lead\">U(−ε, ε) noise added to the normalized input of every "
           f"exported file ({protocol.get('examples', '?')} examples max × "
-          f"{protocol.get('draws', '?')} draws, the same draws for every file; 003 §4.1, SPEC "
-          "§6.7). top1_change is in points with its 95% interval over members (low / high; "
-          "paired for the same network, else Welch), beside the ratio to dense (top1_norm); "
+          f"{protocol.get('draws', '?')} draws, the same draws for every file; 003 §4.1, "
+          "docs/spec.md §6.7). top1_change is in points with its 95% interval over members (low / "
+          "high; paired for the same network, else Welch), beside the ratio to dense (top1_norm); "
           "excess error is error at ε minus error at ε = 0 (003 Definition 2), _vs_dense its "
           "excess over dense's. Prune potential: the largest pruned level whose error stays "
-          "within 0.5 points of dense's at the same ε (003 Definition 1). Similarity: member "
-          "k against dense member k on the same noisy inputs; the dotted black line compares "
-          "two separately trained dense members.</p>")
+          "within 0.5 points of dense's at the same ε (003 Definition 1). Similarity: member k "
+          "against dense member k on the same noisy inputs; the dotted black line compares two "
+          "separately trained dense members.</p>")
   numbers = html.table(acc, {"members": "int", "top1": html.PCT, "top1_sd": html.PCT,
                              "top1_change": html.PTS_ABS, "top1_change_low": html.PTS_ABS,
                              "top1_change_high": html.PTS_ABS, "top1_norm": html.PTS,

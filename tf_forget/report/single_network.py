@@ -1,6 +1,6 @@
 """One network against its own compressed files: flips and paired per-example tests (K = 1).
 
-Issue #28 ("Statistics when K = 1"). When the dense population has exactly one member, the
+Statistics when K = 1. When the dense population has exactly one member, the
 population measures (Welch tests and t intervals over members, `measures`) have no spread over
 training seeds to work with: the uncertainty left is the finite test set's. This module then
 compares, for every compressed variant v, the reference network (the dense member) with its
@@ -13,8 +13,8 @@ with the paired per-example methods of `tf_forget.stats.paired` and `paired_boot
 * `k1_classes`: per-class recall change, exact McNemar per class, Benjamini-Hochberg over the
   classes (`paired.per_class_recall_change`);
 * `k1_subgroups` (protected attributes only): error / FNR / FPR change of each subgroup of
-  `subgroups.subgroup_masks` (SPEC §4.2: aggregate, each value of each protected attribute and
-  their intersections; a rate without a denominator is NaN, never 0) with a seeded paired
+  `subgroups.subgroup_masks` (docs/spec.md §4.2: aggregate, each value of each protected attribute
+  and their intersections; a rate without a denominator is NaN, never 0) with a seeded paired
   bootstrap interval (`paired_bootstrap.paired_bootstrap_change`); FNR / FPR need a binary
   task, as the `subgroups` table. The resamples of a subgroup and measure depend only
   on its denominator set and the seed, not on the candidate, so `subgroup_rows` draws them once
@@ -24,10 +24,11 @@ with the paired per-example methods of `tf_forget.stats.paired` and `paired_boot
 * `flips`: every example whose prediction changed, `broken` (right -> wrong), `fixed`
   (wrong -> right) or `changed` (wrong -> another wrong) (`paired.flips`).
 
-With K >= 2 the population measures apply as the papers define them (SPEC §1.3 pairs member k with
-member k; §3.1's Welch test over members), so `compute` returns nothing (no table, note or setting)
-unless the dense population has exactly one member, so a K > 1 report is unchanged. The conclusions
-are about this trained network on data like this test set, not about its training recipe.
+With K >= 2 the population measures apply as the papers define them (docs/spec.md §1.3 pairs member
+k with member k; §3.1's Welch test over members), so `compute` returns nothing (no table, note or
+setting) unless the dense population has exactly one member, so a K > 1 report is unchanged. The
+conclusions are about this trained network on data like this test set, not about its training
+recipe.
 """
 
 import numpy as np
@@ -236,7 +237,7 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
 
 def flip_rows(variant, ids, y, a, b, paths=None):
   """`flips` rows of one variant: every flipped example with its kind, and with `paths`
-  ({id: path}, `collect.example_paths`) its file's path after the id (issue #36)."""
+  ({id: path}, `collect.example_paths`) its file's path after the id."""
   f = paired.flips(y, a, b)
   kind = np.full(y.size, "", dtype=object)
   for name in FLIP_KINDS:

@@ -1,4 +1,4 @@
-"""The "k1" section: one network against its own compressed files (K = 1; issue #28).
+"""The "k1" section: one network against its own compressed files (K = 1).
 
 Renders `single_network`'s tables: the design in one sentence, the top-1 change with its
 Newcombe interval, flips and McNemar p per variant, the classes whose recall changed
@@ -48,7 +48,7 @@ def classes(t, alpha):
   head = (f"<h3>Classes whose recall changed (exact McNemar per class, Benjamini-Hochberg "
           f"adjusted p ≤ {alpha:g})</h3>")
   if sig.empty:
-    return head + (f"<p class=\"lead\">No class changed significantly "  # a finding (#36)
+    return head + (f"<p class=\"lead\">No class changed significantly "  # a finding
                    f"({t['class'].nunique()} classes tested per variant; every class in the "
                    "k1_classes table).</p>")
   cols = ["variant", "class_name", "n", "recall_reference", "recall_candidate", "change",
@@ -77,7 +77,7 @@ def flip_counts(flips, classes):
   names = dict(zip(classes["class"].astype(int), classes["class_name"].astype(str)))
   counts.insert(2, "class_name", [names.get(int(c), str(c)) for c in counts["label"]])
   out = head + html.table(counts, {k: "int" for k in ("label",) + single_network.FLIP_KINDS})
-  if "path" in flips:  # the user's files, by name (issue #36)
+  if "path" in flips:  # the user's files, by name
     shown = flips.assign(label=[wording.class_label(c, names.get(int(c)))
                                 for c in flips["label"]])
     out += ("<h3>Flipped examples, by file</h3>"

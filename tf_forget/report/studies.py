@@ -85,24 +85,24 @@ def _noise(run, run_dir):
 
 
 def _prune_retrain(run, run_dir):
-  """003's prune-retrain study (`prune_retrain`, issue #17), if the run has one."""
+  """003's prune-retrain study (`prune_retrain`), if the run has one."""
   study = prune_retrain.compute(run, noise_report.load(run_dir, run.variants))
   return Part() if study is None else Part(study.tables, {"prune_retrain": study.notes})
 
 
 def _deployment(run_dir, measures):
-  """The deployment encodings (`deployment`, issue #10): size, latency vs accuracy."""
+  """The deployment encodings (`deployment`): size, latency vs accuracy."""
   tables, notes, settings = deployment.compute(run_dir, measures.variants)
   return Part(tables, {"deployment": notes}, {"deployment": settings})
 
 
 def _single_network(run, measures):
-  """K = 1: one network against its own compressed files (`single_network`, issue #28)."""
+  """K = 1: one network against its own compressed files (`single_network`)."""
   return Part(*single_network.compute(run, measures.config["seed"], measures.config["alpha"]))
 
 
 def _divergence(run, options):
-  """Output divergence from the logits (`divergence_report`, issue #29), and the thumbnails of
+  """Output divergence from the logits (`divergence_report`), and the thumbnails of
   its largest-KL examples for the gallery section."""
   tables, notes, settings = divergence_report.compute(run, size=options["gallery_size"])
   images = divergence_report.thumbnails(run, tables.get("divergence_examples"))
@@ -110,14 +110,14 @@ def _divergence(run, options):
 
 
 def _repair(run, config):
-  """Per-layer error and repairs (`repair_report`, issues #29, #36)."""
+  """Per-layer error and repairs (`repair_report`)."""
   asked = bool((config.get("repair") or {}).get("repairs"))
   return Part(*repair_report.compute(run, repair_asked=asked))
 
 
 def _verdict(run, measures, config):
-  """The verdict table and the recommendation, with the repairs' sentences (#29, #36) and why
-  a file forgot (#37) from the repair study's tables and notes."""
+  """The verdict table and the recommendation, with the repairs' sentences and why
+  a file forgot from the repair study's tables and notes."""
   table, rec = verdict_lib.compute(run, measures, config.get("gates"))
   skipped = measures.notes.get(repair_report.NOT_REPAIRED_KEY, [])
   if rec is not None and ("repair" in measures.tables or skipped):
@@ -139,7 +139,7 @@ def _gallery(run, measures, options):
 
 
 def _human_study(run, measures, options):
-  """000's human study (§3.3, Table 7; issue #26), when asked: Table 7 from filled annotations
+  """000's human study (§3.3, Table 7), when asked: Table 7 from filled annotations
   and / or the blind-annotation `export`."""
   if options["human_study"] is None:
     return Part()

@@ -1,4 +1,4 @@
-"""The verdict in Markdown, for a pull request or a CI job's summary (issue #39).
+"""The verdict in Markdown, for a pull request or a CI job's summary.
 
 `render(report, verdict_table, deployment_table, manifest, report_path)` writes, from a
 finished run (its report.json, `tables/verdict.csv` and `tables/deployment.csv`, the bundle's

@@ -1,4 +1,4 @@
-"""Your own files in the verdict: is your file OK, and why (not) yours (issue #36).
+"""Your own files in the verdict: is your file OK, and why (not) yours.
 
 A user who brings `.tflite` files (`--candidate=NAME=FILE`, variants `user_<NAME>`) asks two
 things the verdict's table alone does not answer: does my file pass, and why was another file

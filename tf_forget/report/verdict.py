@@ -1,4 +1,4 @@
-"""The report's verdict block: which file to ship, what it costs, how sure we are (issue #18).
+"""The report's verdict block: which file to ship, what it costs, how sure we are.
 
 One row per variant, against the dense population:
 
@@ -7,32 +7,32 @@ One row per variant, against the dense population:
 * top-1 change (points) with its t-based confidence interval over members
   (`tf_forget.stats.intervals`: Welch for independently trained populations, paired for a
   network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
-  with one dense member (K = 1, issue #28) instead the paired per-example interval of the
+  with one dense member (K = 1) instead the paired per-example interval of the
   `k1_topline` table (Newcombe's, over the test examples; `single_network`), and the
   recommendation states that design (`design`);
 * the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
-  SPEC §3.3), its number of test examples, interval, Welch p-value (SPEC §3.1) and the
-  Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
+  docs/spec.md §3.3), its number of test examples, interval, Welch p-value (docs/spec.md §3.1) and
+  the Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
   recall drop of `k1_classes` (Newcombe interval, exact McNemar p, BH p) and the number of
   classes it marks significant (`significant_classes`);
 * the worst subgroup: the largest FNR increase over the protected subgroups (004 Table 3,
-  SPEC §4.2; first `subgroup_members` members, SPEC §1.5), its number of actual positives and
-  interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
+  docs/spec.md §4.2; first `subgroup_members` members, docs/spec.md §1.5), its number of actual
+  positives and interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
   examples);
 * #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
   the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
-  the flip-rate and KL gates read the `divergence` table (issue #29) through the same function.
+  the flip-rate and KL gates read the `divergence` table through the same function.
 
 The recommendation (`recommend`): among the compressed variants that pass every gate and lose
 at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURACY_BUDGET`
 when that gate is not set — a budget for the recommendation only, not a gate: the exit status
 is unaffected), the smallest shipped file; sizes within `SIZE_TIE` of each other go to the
 higher top-1. Without measured sizes, the one with the smallest top-1 loss. If none
-qualifies: the dense float32 file. Then the user's own files (issue #36, `user_verdict`): one
+qualifies: the dense float32 file. Then the user's own files (`user_verdict`): one
 of theirs that is as good as that choice ships instead, and each gets one sentence; a repaired
 file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
 when the interval of the recommended file's change reaches past the budget or when populations
-are small (K < `SMALL_K`; the papers use K = 30, SPEC §1.5).
+are small (K < `SMALL_K`; the papers use K = 30, docs/spec.md §1.5).
 """
 
 import pandas as pd
@@ -54,9 +54,9 @@ SMALL_K = 10
 # the recommended file when no gate bounds it.
 WATCH = 0.05
 NAN = float("nan")
-# The `pairing` of a row whose top-1 interval is over the test examples (K = 1, issue #28).
+# The `pairing` of a row whose top-1 interval is over the test examples (K = 1).
 K1_PAIRING = "paired examples"
-# A compressed file that beats its reference by more than chance allows (issue #36): exact
+# A compressed file that beats its reference by more than chance allows: exact
 # McNemar p below this, with more than MISSCALED_RATIO times as many fixed as broken examples.
 MISSCALED_P = 0.001
 MISSCALED_RATIO = 2
@@ -116,7 +116,7 @@ def _shipped(deploy, variant):
 
 
 def ships_plain_why(deploy, variant):
-  """Why a pruned variant ships its plain file, in one sentence (issue #25), or "".
+  """Why a pruned variant ships its plain file, in one sentence, or "".
 
   The reason is the one recorded with the decision in `eval/encodings.json`
   (`tf_forget.evaluate.deploy.choose_encoding`: the sparse twin slower than the bound beyond its
@@ -170,7 +170,7 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
     pairing = K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
     row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
                pairing=pairing)
-    # K = 1 (issue #28): the worst class / subgroup and the gates from the paired tests.
+    # K = 1: the worst class / subgroup and the gates from the paired tests.
     g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
     k1_design = g.get("design") == gates_lib.K1_DESIGN
     if k1_design:
@@ -264,7 +264,7 @@ def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET, users=None, 
     best = cand.sort_values("top1_change", ascending=False, kind="stable").index[0]
   instead_of = None
   mine = user_verdict.preferred(frame, best, candidates, users)
-  if mine is not None:  # the user's own bytes, as good as the rule's choice (issue #36)
+  if mine is not None:  # the user's own bytes, as good as the rule's choice
     instead_of = frame.loc[best, "variant"]
     frame.at[best, "reason"] = (f"within every bound; your {frame.loc[mine, 'variant']} is as "
                                 "good and ships instead")
@@ -317,8 +317,7 @@ def misscaled_caveat(measures):
   more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
   `MISSCALED_RATIO` times as many fixed as broken examples), or None. Compression does not add
   accuracy; a reference fed values it was not trained on (a forgotten --preprocess), next to a
-  quantized file that rescales its own input, does (issue #36,
-  `tf_forget.evaluate.input_scaling`)."""
+  quantized file that rescales its own input, does (`tf_forget.evaluate.input_scaling`)."""
   t = measures.tables.get("k1_topline")
   if t is None or not len(t):
     return None
@@ -346,7 +345,7 @@ def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE):
   misscaled = misscaled_caveat(measures)
   if misscaled:  # first: it puts every other number in doubt
     rec["caveats"].insert(0, misscaled)
-  if users is not None:  # one sentence per file of the user's, their rows first (issue #36)
+  if users is not None:  # one sentence per file of the user's, their rows first
     rec["users"] = user_verdict.sentences(frame, rec, users)
     frame = user_verdict.users_first(frame)
   return frame, rec

@@ -1,10 +1,10 @@
-"""The verdict table's worst-class and worst-subgroup cells (issue #18; K = 1: issue #28).
+"""The verdict table's worst-class and worst-subgroup cells (K >= 2 and K = 1).
 
-Split from `verdict` (its table reads them): per compressed variant, the class with the largest
+The cells `verdict`'s table reads: per compressed variant, the class with the largest
 recall loss and the protected subgroup whose false-negative rate rose most, each with its
 number of test examples (positives), interval and p-values — from the population tables
-(`class_level`, `subgroups`: intervals over members, SPEC §3.1, §4.2) or, with one dense member,
-from the paired tests (`k1_classes`, `gates.gate_measures`' K = 1 worst subgroup).
+(`class_level`, `subgroups`: intervals over members, docs/spec.md §3.1, §4.2) or, with one dense
+member, from the paired tests (`k1_classes`, `gates.gate_measures`' K = 1 worst subgroup).
 """
 
 import numpy as np
@@ -74,7 +74,7 @@ def worst_subgroup(measures, variant):
   Returns:
     dict `name`, `n` (actual positives in the subgroup, `subgroup_counts`), `difference`,
     `low`, `high` (the `subgroups` table's absolute difference and its 95% interval over the
-    first members, SPEC §1.5); None without subgroups.
+    first members, docs/spec.md §1.5); None without subgroups.
   """
   worst = ((measures.variants[variant].get("worst_subgroup") or {}).get("fnr")) or None
   if not worst:

@@ -1,4 +1,4 @@
-"""The report's first screen: the verdict block and the glossary (issue #18).
+"""The report's first screen: the verdict block and the glossary.
 
 `section` renders `verdict.table` / `verdict.recommend` (tf_forget/report/verdict.py): the
 recommended file in one sentence, the rule that chose it, caveats, then one row per variant —
@@ -56,7 +56,7 @@ def _significant(count):
 
 
 def _file(r, deploy):
-  """'deploy/v/0.tflite (plain) — ships plain: <why>' (the why for pruned variants, #25)."""
+  """'deploy/v/0.tflite (plain) — ships plain: <why>' (the why for pruned variants)."""
   out = r["file"] + (f" ({r['encoding']})" if r.get("encoding") else "")
   why = verdict.ships_plain_why(deploy, r["variant"])
   return f"{out} — {why}" if why else out
@@ -135,9 +135,9 @@ def section(measures, recommendation):
           f" — {html.esc(rec['why'])}") if not none else
           f"Ship <b>{html.esc(rec['file'])}</b>: {html.esc(rec['why'])}")
   out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>"]
-  # Your own files (issue #36): does each pass, and why it is (not) the one to ship.
+  # Your own files: does each pass, and why it is (not) the one to ship.
   out += [f"<p class=\"user-file\">{html.esc(u)}</p>" for u in rec.get("users", [])]
-  if rec.get("design"):  # K = 1 (issue #28): the design before anything else
+  if rec.get("design"):  # K = 1: the design before anything else
     out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
   out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
   out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
@@ -162,8 +162,8 @@ GLOSSARY = (
      "wide."),
     ("significant class", "A class whose recall, relative to each member's overall accuracy, "
      "differs between the populations in a two-tailed Welch t-test at p ≤ 0.05 (000 §2.2, "
-     "SPEC §3.1). No multiple-testing correction is applied by default; the BH column shows "
-     "the Benjamini-Hochberg adjusted p-value."),
+     "docs/spec.md §3.1). No multiple-testing correction is applied by default; the BH column "
+     "shows the Benjamini-Hochberg adjusted p-value."),
     ("PIE (#PIE)", "Pruning Identified Exemplar: a test image whose most frequent label over "
      "the compressed population differs from the most frequent label over the dense one "
      "(000 §2.3). #PIE counts them."),

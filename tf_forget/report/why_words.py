@@ -1,4 +1,4 @@
-"""Why a compressed file forgot, in rows and in words (issue #29, #36, #37).
+"""Why a compressed file forgot, in rows and in words.
 
 From one layer analysis (docs/artifacts/layers.md, `tf_forget.evaluate.layer_analysis`):
   * `layer_rows`: its `TOP_LAYERS` best-ranked ops for the report's `layers` table — the op
@@ -34,7 +34,7 @@ TOP_SENTENCES = 2  # ablated ops described in words
 
 def op_labels(doc):
   """{tensor name: 'CONV_2D #2 (sequential/conv2d_1)'} of an analysis's ranked ops, so that
-  two ops of one type differ (`wording.op_label`; issue #36)."""
+  two ops of one type differ (`wording.op_label`)."""
   ordinals = wording.op_ordinals(doc.get("rows") or doc.get("ranking") or [])
   return {r["tensor_name"]: wording.op_label(
       r["op_name"], r.get("file_tensor_name") or r["tensor_name"],

@@ -1,4 +1,4 @@
-"""How the report says things in words: rates, class labels, ops, data and files (issue #36).
+"""How the report says things in words: rates, class labels, ops, data and files.
 
 Pure formatting, shared by the page, the verdict's sentences and the audit's terminal summary
 (`tf_forget/evaluate/deploy.py`):

@@ -1,4 +1,4 @@
-"""Writes a run's report: `report.json`, `tables/<name>.csv` and `report.html` (issue #6).
+"""Writes a run's report: `report.json`, `tables/<name>.csv` and `report.html`.
 
     build_report(run_dir, config)         -> Report (everything in memory, nothing written)
     write_report(run_dir, out_dir, config) -> the report.json dict
@@ -6,7 +6,7 @@
 Everything is computed and rendered in memory first, so bad input (missing predictions,
 misaligned ids, an unknown data set) raises before any file exists. The files are then written
 to a staging directory in the output directory and swapped in by renames, `report.json` last
-(`swap.swap_in`, issue #25): a directory holding `report.json` holds a complete report, and a
+(`swap.swap_in`): a directory holding `report.json` holds a complete report, and a
 write that fails (a full disk, a directory where report.html goes) leaves the previous report
 byte for byte. Schema: docs/artifacts/report.md.
 """
@@ -132,7 +132,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     dataset, dataset_name, dataset_options, train_attribute_shares: see `collect.load_run`.
     gallery_size: Taxicab CIE cards shown per variant family (a trained variant and its
       quantized children, each example once), and largest-KL examples per compressed
-      variant (`divergence_examples`, issue #29).
+      variant (`divergence_examples`).
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>", or with the user's model
       "tf_forget audit: model.keras on images/", `wording.title`).
@@ -180,7 +180,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
   })
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
-  user = (config or {}).get("user")  # the user's model and files, in words (issue #36)
+  user = (config or {}).get("user")  # the user's model and files, in words
   intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
       ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
   view = section_registry.View(measures=m, gallery=given["gallery"],

@@ -2,9 +2,9 @@
 
 Importing this package never imports TensorFlow or any other part of tf_forget, so the
 measures run on predictions from any framework. See docs/artifacts/stats.md for the
-input arrays and output tables, and ../shared/SPEC.md §3-§7 for the settled choices.
+input arrays and output tables, and docs/spec.md §3-§7 for the settled choices.
 
 Modules: validate, accuracy, class_level, exemplars, cie, subgroups, robustness,
 recall_distortion, lost_in_pruning, representation, paired (one network against its own
-compressed file, K = 1: per-example paired tests and intervals, issue #28).
+compressed file, K = 1: per-example paired tests and intervals).
 """

@@ -1,6 +1,6 @@
 """Top-1 / top-k accuracy and per-class recall of every member of a population.
 
-000 (../shared/papers/000_44054fae382f9b6e.txt) §2.1-2.2 and Tables 2, 4, 5: β^M_{t,k} is the
+000 (docs/papers.md) §2.1-2.2 and Tables 2, 4, 5: β^M_{t,k} is the
 overall top-1 accuracy of member k of the population compressed to level t, β^c_{t,k} its
 recall on class c (the accuracy on the examples whose true label is c). Tables report the
 population mean; Figure 1 (000 "Table 1") shows the spread over members.
@@ -100,7 +100,7 @@ def population_summary(values, ddof=0):
   Args:
     values: float `[members]` (e.g. top-1 accuracy of each member).
     ddof: delta degrees of freedom of the standard deviation (0: population SD,
-      as SPEC §6.6 uses for 003's "±"; 1: sample SD).
+      as docs/spec.md §6.6 uses for 003's "±"; 1: sample SD).
 
   Returns:
     dict with `mean`, `std`, `min`, `max`, `members`.

@@ -1,4 +1,4 @@
-"""Taxicab CIE and weighted Jaccard CIE of 004 §3.1 and appendix A.1 (SPEC §4.1).
+"""Taxicab CIE and weighted Jaccard CIE of 004 §3.1 and appendix A.1 (docs/spec.md §4.1).
 
 * `taxicab_distance`: d_T(B_x, V_x) = Σ_i |b_{x,i} − v_{x,i}| over label counts of the
   baseline (B) and variant (V) populations, which must have equal size N.
@@ -8,9 +8,9 @@
   (004 Figure 4: "Any ties for Taxicab CIE are broken at random").
 * `select_percentile`: the CIEs at percentile p, exactly ceil((100 − p)/100 · n) examples.
 * `taxicab_cie_accuracy`: accuracy of both populations on the selected subsets
-  (004 Table 2 "Taxicab CIEs" 90th / 95th / 99th; SPEC §4.1 also 80th).
+  (004 Table 2 "Taxicab CIEs" 90th / 95th / 99th; docs/spec.md §4.1 also 80th).
 
-Paper: ../shared/papers/004_dc74d5c1e252f227.txt.
+Paper: 004 (docs/papers.md).
 """
 
 import fractions
@@ -74,7 +74,7 @@ def _intersection_sizes(p0, pt):
 
 
 def taxicab_distance(predictions_0, predictions_t, num_classes=None):
-  """Taxicab CIE score d_T(B_x, V_x) = Σ_i |b_{x,i} − v_{x,i}| (004 §3.1; SPEC §4.1).
+  """Taxicab CIE score d_T(B_x, V_x) = Σ_i |b_{x,i} − v_{x,i}| (004 §3.1; docs/spec.md §4.1).
 
   Args:
     predictions_0: int `[N, examples]` baseline (non-compressed) population.
@@ -126,7 +126,7 @@ def rank_by_distance(distance, seed=0):
 
   Args:
     distance: float or int `[examples]` (e.g. `taxicab_distance`).
-    seed: seed of the permutation that breaks ties (004 Figure 4; SPEC §4.1).
+    seed: seed of the permutation that breaks ties (004 Figure 4; docs/spec.md §4.1).
 
   Returns:
     int64 `[examples]` indices.
@@ -137,7 +137,8 @@ def rank_by_distance(distance, seed=0):
 
 
 def num_selected(percentile, num_examples):
-  """ceil((100 − p)/100 · n), computed exactly (SPEC §4.1): e.g. p = 90, n = 20000 -> 2000."""
+  """ceil((100 − p)/100 · n), computed exactly (docs/spec.md §4.1): e.g. p = 90, n = 20000 ->
+  2000."""
   p = fractions.Fraction(repr(float(percentile)))
   if not 0 <= p <= 100:
     raise validate.StatsInputError(f"percentile must be in [0, 100], got {percentile}")
@@ -145,7 +146,7 @@ def num_selected(percentile, num_examples):
 
 
 def select_percentile(distance, percentile, seed=0):
-  """Taxicab CIEs at a percentile threshold (004 §3.1, Table 2; SPEC §4.1).
+  """Taxicab CIEs at a percentile threshold (004 §3.1, Table 2; docs/spec.md §4.1).
 
   Selects exactly ceil((100 − p)/100 · n) examples with the largest distance, ties broken
   by the seeded random permutation of `rank_by_distance`.
@@ -170,7 +171,7 @@ def taxicab_cie_accuracy(predictions_0, predictions_t, labels, percentiles=PERCE
                          topk_predictions_t=None, k=5):
   """Accuracy of both populations on Taxicab CIEs at each percentile (004 Table 2).
 
-  Accuracy as in SPEC §3.5: mean over members of the accuracy on the selected subset, for
+  Accuracy as in docs/spec.md §3.5: mean over members of the accuracy on the selected subset, for
   the dense and the compressed population. 004 Table 2's "All" column is the compressed
   population on the whole test set (row `subset == "all"`).
 

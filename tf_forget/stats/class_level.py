@@ -1,15 +1,15 @@
 """Class-level measures of 000 §2.2 and Figure 2: which classes compression singles out.
 
-* `mean_shifted_class_recall`: S_t^c = {β^c_{t,k} − β^M_{t,k}} (SPEC §3.1).
+* `mean_shifted_class_recall`: S_t^c = {β^c_{t,k} − β^M_{t,k}} (docs/spec.md §3.1).
 * `welch_class_test`: two-tailed Welch t-test of S_t^c against S_0^c per class, p ≤ 0.05,
   optional Benjamini-Hochberg / Bonferroni correction (not in the paper, off by default).
 * `count_significant_classes`: 000 Table 2 / Table 5 "# Signif classes".
-* `relative_recall_difference`: 000 eq. 3 (SPEC §3.2).
-* `absolute_recall_difference`, `normalized_recall_difference`: 000 Figure 2 (SPEC §3.3).
-* `gained_lost_summary`: 000 §3.1 "Cannibalizing a small subset of classes" (SPEC §3.3).
+* `relative_recall_difference`: 000 eq. 3 (docs/spec.md §3.2).
+* `absolute_recall_difference`, `normalized_recall_difference`: 000 Figure 2 (docs/spec.md §3.3).
+* `gained_lost_summary`: 000 §3.1 "Cannibalizing a small subset of classes" (docs/spec.md §3.3).
 
 Inputs are per-member recalls `[members, classes]` and accuracies `[members]` from
-`tf_forget.stats.accuracy` (paper file: ../shared/papers/000_44054fae382f9b6e.txt).
+`tf_forget.stats.accuracy` (paper: 000, docs/papers.md).
 """
 
 import warnings
@@ -36,7 +36,7 @@ def _recall_and_accuracy(recall, accuracy, name):
 
 
 def mean_shifted_class_recall(recall, accuracy, center="member"):
-  """Mean-shifted class accuracy S^c = {β^c_k − β^M_k} (000 §2.2; SPEC §3.1).
+  """Mean-shifted class accuracy S^c = {β^c_k − β^M_k} (000 §2.2; docs/spec.md §3.1).
 
   Args:
     recall: float `[members, C]` per-class recall β^c_k.
@@ -86,19 +86,19 @@ def _constant_over_members(shifted):
 
   Decided exactly, not with `np.var(...) == 0`: the variance of bitwise identical floats is
   computed through their mean and can come out ~1e-33 instead of 0 (e.g. five copies of
-  0.8 − 0.6), which scipy then treats as a real, tiny spread (SPEC §3.1).
+  0.8 − 0.6), which scipy then treats as a real, tiny spread (docs/spec.md §3.1).
   """
   return np.all(shifted == shifted[:1], axis=0)
 
 
 def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
                      center="member", correction=None):
-  """Per-class two-tailed Welch t-test on mean-shifted class recall (000 §2.2; SPEC §3.1).
+  """Per-class two-tailed Welch t-test on mean-shifted class recall (000 §2.2; docs/spec.md §3.1).
 
   For each class c, tests S_t^c against S_0^c with
   `scipy.stats.ttest_ind(S_t^c, S_0^c, equal_var=False)`; the class is significant if
   p ≤ alpha (000: 0.05). A class whose two samples both have zero variance gets p = NaN and
-  is not significant (SPEC §3.1); so does a class absent from the test set (NaN recall).
+  is not significant (docs/spec.md §3.1); so does a class absent from the test set (NaN recall).
   Populations need not be paired or of equal size.
 
   Zero variance is decided exactly: a sample is constant iff all its values are equal
@@ -189,9 +189,9 @@ def count_significant_classes(test_result):
 
 
 def relative_recall_difference(recall_0, recall_t):
-  """Relative recall difference, 000 eq. 3: (1/K) Σ_k β^c_{t,k} / β^c_{0,k} (SPEC §3.2).
+  """Relative recall difference, 000 eq. 3: (1/K) Σ_k β^c_{t,k} / β^c_{0,k} (docs/spec.md §3.2).
 
-  Members are paired by index k (SPEC §1.3). A ratio of 1 means unchanged. A pair with
+  Members are paired by index k (docs/spec.md §1.3). A ratio of 1 means unchanged. A pair with
   β^c_{0,k} = 0 is left out of that class's mean and counted.
 
   Args:
@@ -222,7 +222,7 @@ def relative_recall_difference(recall_0, recall_t):
 def absolute_recall_difference(recall_0, recall_t):
   """Absolute recall difference, 000 Figure 2 bars: mean_k β^c_{t,k} − mean_k β^c_{0,k}.
 
-  SPEC §3.3. Populations may differ in size.
+  docs/spec.md §3.3. Populations may differ in size.
 
   Args:
     recall_0: float `[K0, C]`.
@@ -240,7 +240,7 @@ def absolute_recall_difference(recall_0, recall_t):
 
 
 def normalized_recall_difference(recall_0, accuracy_0, recall_t, accuracy_t):
-  """Normalized recall difference, 000 Figure 2 points (SPEC §3.3).
+  """Normalized recall difference, 000 Figure 2 points (docs/spec.md §3.3).
 
   (mean_k β^c_{t,k} − mean_k β^c_{0,k}) − (mean_k β^M_{t,k} − mean_k β^M_{0,k}).
 
@@ -257,7 +257,7 @@ def normalized_recall_difference(recall_0, accuracy_0, recall_t, accuracy_t):
 
 
 def gained_lost_summary(difference, significant):
-  """Gains and losses among significant classes (000 §3.1 "Cannibalizing"; SPEC §3.3).
+  """Gains and losses among significant classes (000 §3.1 "Cannibalizing"; docs/spec.md §3.3).
 
   Args:
     difference: float `[C]` per-class change (e.g. `normalized_recall_difference`).
@@ -291,7 +291,8 @@ def class_level_report(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
   Args:
     recall_0, accuracy_0, recall_t, accuracy_t, alpha, center, correction: see
       `welch_class_test`. Relative recall difference (eq. 3) is included only when the
-      populations have equal size (pairing by index, SPEC §1.3); otherwise its columns are NaN.
+      populations have equal size (pairing by index, docs/spec.md §1.3); otherwise its columns are
+      NaN.
 
   Returns:
     DataFrame indexed by class: the `welch_class_test` columns plus

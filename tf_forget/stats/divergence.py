@@ -1,4 +1,4 @@
-"""Output divergence of a compressed file from its reference, per example (issue #29).
+"""Output divergence of a compressed file from its reference, per example.
 
 Flips (`paired.flips`) see only the arg max. From the saved logits `[N, C]` of the reference
 and of the candidate (its compressed file; same examples, same order) with

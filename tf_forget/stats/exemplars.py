@@ -2,14 +2,14 @@
 
 * `label_counts`: b_{x,i}, the number of members that predict class i for example x.
 * `modal_label`: y^M_x, the most frequent label over the population; ties go to the
-  **largest** label (the authors' released code: pandas `mode().max()`, SPEC §3.4), and the
+  **largest** label (the authors' released code: pandas `mode().max()`, docs/spec.md §3.4), and the
   number of tied examples is reported.
 * `pruning_identified_exemplars` (= `modal_cie`): PIE_{x,t} = 1 iff y^M_{x,0} ≠ y^M_{x,t}.
 * `accuracy_on_subsets`: top-1 / top-5 of the dense **and** the compressed population on PIE,
   non-PIE and all examples, mean over members of the accuracy on the subset (000 Table 6,
-  004 Table 2; SPEC §3.5), optionally on a seeded random sample per subset.
+  004 Table 2; docs/spec.md §3.5), optionally on a seeded random sample per subset.
 
-Papers: ../shared/papers/000_44054fae382f9b6e.txt, ../shared/papers/004_dc74d5c1e252f227.txt.
+Papers: 000 and 004 (docs/papers.md).
 """
 
 import numpy as np
@@ -78,7 +78,7 @@ def _sorted_runs(sorted_rows):
 
 
 def modal_label(predictions, num_classes=None):
-  """Modal label y^M_x of a population for every example (000 §2.3; SPEC §3.4).
+  """Modal label y^M_x of a population for every example (000 §2.3; docs/spec.md §3.4).
 
   Ties between equally frequent labels go to the largest label. Computed by sorting each
   example's K labels (memory O(K · examples), independent of the number of classes).
@@ -199,7 +199,7 @@ def accuracy_on_subsets(predictions_0, predictions_t, labels, subset,
                         sample_size=None, seed=0, subset_name="pie"):
   """Accuracy of both populations on a subset, its complement and all examples.
 
-  000 Table 6 / Figure 3 (PIE, non-PIE, all); 004 Table 2 (Modal CIE, All); SPEC §3.5: for
+  000 Table 6 / Figure 3 (PIE, non-PIE, all); 004 Table 2 (Modal CIE, All); docs/spec.md §3.5: for
   both the dense and the compressed population, the mean over members of the accuracy on
   the full subset; optionally on a seeded random sample of `sample_size` examples drawn
   once per subset (000 evaluates samples) and shared by both populations. A subset smaller

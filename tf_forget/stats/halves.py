@@ -1,5 +1,5 @@
-"""The held-out half of the test examples (issue #37: a repair is chosen on one half and
-reported on the other).
+"""The held-out half of the test examples (a repair is chosen on one half and reported
+on the other).
 
 `held_out_halves(labels, seed)`: within each class, a seeded permutation (numpy's PCG64, whose
 stream is fixed across numpy versions) puts the first floor(n_c / 2) examples in the "choose"

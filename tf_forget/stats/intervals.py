@@ -1,12 +1,12 @@
-"""Confidence intervals of a change between two populations of models (issue #18).
+"""Confidence intervals of a change between two populations of models.
 
 The papers report population means (000 Table 2, 004 Tables 3-5) and significance tests
 (000 §2.2 Welch, 002 §7 paired t-tests); a user deciding which file to ship also needs the
 uncertainty of each difference. One quantity here: the t-based interval of the difference of
 mean per-member measures, compressed minus dense,
 
-  * independent populations (gradual pruning, SPEC §1.3: member k of each trained variant has
-    its own seed): Welch's interval, `scipy.stats.ttest_ind(equal_var=False)` — the same test
+  * independent populations (gradual pruning, docs/spec.md §1.3: member k of each trained variant
+    has its own seed): Welch's interval, `scipy.stats.ttest_ind(equal_var=False)` — the same test
     000 §2.2 uses per class;
   * paired populations (a quantized member and the dense member it quantizes; a one-shot or
     prune-retrain member and its dense parent, 002 §6.2): the paired interval of the

@@ -1,8 +1,8 @@
-"""Prune potential, excess error and noise similarity of 003 (SPEC §6.6-6.7), stats only.
+"""Prune potential, excess error and noise similarity of 003 (docs/spec.md §6.6-6.7), stats only.
 
 * `prune_potential`: Definition 1 with test error as loss: the largest prune ratio whose
   error is ≤ the parent's error + δ (δ = 0.5%), compared exactly in rationals / error
-  counts, 0 if none (003 §5.1; SPEC §6.6).
+  counts, 0 if none (003 §5.1; docs/spec.md §6.6).
 * `prune_potential_summary`: average and minimum over the distributions of a set (003
   Tables 2, 9, 10: "Train Dist." / "Test Dist."), then mean ± SD (ddof = 0) over
   repetitions; `prune_potential_difference`: 003 Table 2 "Diff." = Test − Train.
@@ -12,8 +12,8 @@
   the expected L2 distance between the softmax outputs of two models under noise. This
   module receives the predictions / softmax arrays; the noise injection lives elsewhere.
 
-Errors and prune ratios are fractions (δ = 0.005). Paper:
-../shared/papers/003_4467b02672bb7836.txt.
+Errors and prune ratios are fractions (δ = 0.005). Paper: 003
+(docs/papers.md).
 """
 
 import fractions
@@ -77,10 +77,10 @@ def _error_fractions(errors):
 
 
 def prune_potential(prune_ratios, errors, parent_error, delta=DELTA, num_examples=None):
-  """Prune potential P(θ, D) (003 Definition 1, eq. 2, §5.1; SPEC §6.6).
+  """Prune potential P(θ, D) (003 Definition 1, eq. 2, §5.1; docs/spec.md §6.6).
 
   A pruned network qualifies iff its top-1 test error e_t ≤ e_parent + δ, compared exactly:
-  a network at exactly parent + δ qualifies (SPEC §6.6). In float64 it would not always:
+  a network at exactly parent + δ qualifies (docs/spec.md §6.6). In float64 it would not always:
   parent 0 errors, pruned 50 errors out of 10,000, with error = 1 − accuracy, gives
   1 − 0.995 = 0.0050000000000000044 > 0 + 0.005. So no float comparison is made; δ is
   taken as the rational its decimal spelling names (0.005 -> 1/200, `Fraction(repr(δ))`,
@@ -142,13 +142,13 @@ def prune_potential(prune_ratios, errors, parent_error, delta=DELTA, num_example
 def prune_potential_summary(potentials, ddof=0):
   """Average and minimum prune potential over a distribution set, mean ± SD over reps.
 
-  003 Tables 2, 9, 10 (SPEC §6.6): per repetition, the average and the minimum over the
+  003 Tables 2, 9, 10 (docs/spec.md §6.6): per repetition, the average and the minimum over the
   distributions of the set (e.g. the corruptions of the test distribution), then mean and
   SD (ddof = 0) over repetitions.
 
   Args:
     potentials: float `[repetitions, distributions]`.
-    ddof: SD degrees of freedom (SPEC §6.6: 0).
+    ddof: SD degrees of freedom (docs/spec.md §6.6: 0).
 
   Returns:
     dict `average_mean`, `average_sd`, `minimum_mean`, `minimum_sd`.
@@ -167,7 +167,7 @@ def prune_potential_difference(train_potential, test_potential):
 
 
 def excess_error(test_errors, nominal_error):
-  """Excess error e(θ, D') (003 Definition 2 with test error; SPEC §6.6).
+  """Excess error e(θ, D') (003 Definition 2 with test error; docs/spec.md §6.6).
 
   The test distribution D' is the set of its corruptions: its error is the mean over
   them (003 §5.1 "the excess error is evaluated by averaging over all corruptions").
@@ -219,7 +219,7 @@ def noise_similarity(softmax_a, softmax_b):
     softmax_b: float, same shape, of model b on the same inputs.
 
   Returns:
-    dict `matching` (share of equal argmax labels, lowest index on ties, SPEC §1.2) and
+    dict `matching` (share of equal argmax labels, lowest index on ties, docs/spec.md §1.2) and
     `l2` (mean over draws and examples of ‖f_a(x') − f_b(x')‖_2), each float `[...]`.
   """
   a = validate.check_finite(softmax_a, "softmax_a")

@@ -1,6 +1,6 @@
-"""Paired per-example measures of one network against its own compressed file (issue #28).
+"""Paired per-example measures of one network against its own compressed file.
 
-Design. The papers compare populations of K trained networks (SPEC §1.3), so their tests and
+Design. The papers compare populations of K trained networks (docs/spec.md §1.3), so their tests and
 intervals (`class_level.welch_class_test`, `intervals.mean_difference_interval`) treat the
 training seed as the unit and need K >= 2. A user who audits ONE network (K = 1: their
 model.keras against their int8 .tflite) has no spread over seeds; the uncertainty left is that of
@@ -15,7 +15,7 @@ Methods (the report names them as written here):
 * `flips`: per-example broken / fixed / changed / unchanged categories and their counts.
 * `mcnemar_exact`: exact two-sided McNemar test of top-1 correctness (McNemar 1947), the
   binomial test of the discordant pairs, `scipy.stats.binomtest`; `forgot_significantly`: a
-  file worth repairing (more than a few broken examples, McNemar significant; issue #36).
+  file worth repairing (more than a few broken examples, McNemar significant).
 * `paired_accuracy_difference`: acc(b) − acc(a) with Newcombe's hybrid score interval for paired
   proportions (Newcombe 1998, method 10) built from Wilson intervals.
 * `per_class_recall_change`: recall change per class, exact McNemar per class,
@@ -112,7 +112,7 @@ def mcnemar_p(broken, fixed):
 
 
 def forgot_significantly(broken, fixed, min_broken=REPAIR_MIN_BROKEN, alpha=REPAIR_ALPHA):
-  """Whether a compressed file forgot something worth repairing (issue #36).
+  """Whether a compressed file forgot something worth repairing.
 
   It did when it broke more than `min_broken` examples (right in the reference, wrong in the
   file) and the exact McNemar test of broken vs fixed rejects equal accuracy at `alpha`: a

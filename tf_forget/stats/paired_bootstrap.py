@@ -1,10 +1,10 @@
 """The change of a subgroup's error rate, FNR or FPR between two files, with a paired bootstrap.
 
-One network against its own compressed file (K = 1, issue #28), as in `paired` (the measures of
+One network against its own compressed file (K = 1), as in `paired` (the measures of
 the paired 2x2 table: flips, McNemar, Newcombe's interval): the test example is the unit, and
 the reference prediction a_i and the candidate prediction b_i of example i are scored with the
-same label y_i. Here the quantity is a rate of a subgroup (SPEC §4.2: error rate, FNR, FPR) and
-its change r_b − r_a, with a paired percentile bootstrap interval over the examples
+same label y_i. Here the quantity is a rate of a subgroup (docs/spec.md §4.2: error rate, FNR, FPR)
+and its change r_b − r_a, with a paired percentile bootstrap interval over the examples
 (`scipy.stats.bootstrap`, at least 2000 resamples, seeded): the same resampled examples for
 both files.
 
@@ -28,7 +28,7 @@ BOOTSTRAP_CELLS = 4_000_000
 
 def rate_examples(y, a, b, mask, measure, positive):
   """Per-example indicators (a side, b side) whose mean is the rate, over its denominator set
-  D (SPEC §4.2): error = 1[ŷ ≠ y] over the subgroup; FNR = 1[ŷ ≠ +] over its actual
+  D (docs/spec.md §4.2): error = 1[ŷ ≠ y] over the subgroup; FNR = 1[ŷ ≠ +] over its actual
   positives; FPR = 1[ŷ = +] over its actual negatives (+ = `positive`)."""
   if measure == "error":
     keep = mask
@@ -49,7 +49,7 @@ def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, s
                             confidence=paired.CONFIDENCE, positive=1):
   """Change of a subgroup's error / FNR / FPR with a paired percentile bootstrap interval.
 
-  The rate r is a mean of per-example indicators over its denominator set D (SPEC §4.2;
+  The rate r is a mean of per-example indicators over its denominator set D (docs/spec.md §4.2;
   positive = target `positive`): error: D = subgroup, [ŷ_i ≠ y_i]; FNR: D = subgroup
   positives, [ŷ_i ≠ positive]; FPR: D = subgroup negatives (y_i ≠ positive),
   [ŷ_i = positive]. The change is δ = r_b − r_a. Each of B resamples draws |D| indices from

@@ -1,20 +1,20 @@
-"""Recall distortion measures of 002 §4-7 and appendices A, F, G (SPEC §5).
+"""Recall distortion measures of 002 §4-7 and appendices A, F, G (docs/spec.md §5).
 
 * `recall_balance` B^c = R^c − A; `normalized_recall_balance` B̄^c = (R^c − A) / A;
-  `intensification_ratio` I^c_t = B̄^c_t / B̄^c (NaN where B̄^c = 0) (002 §4-5; SPEC §5.1).
+  `intensification_ratio` I^c_t = B̄^c_t / B̄^c (NaN where B̄^c = 0) (002 §4-5; docs/spec.md §5.1).
 * `model_slope` α_t(m): OLS through the origin of B̄^c_t on B̄^c over classes (002 §5);
   `pooled_slope` α̂ over all models and classes with uncentered r² (002 §6.2 "Figures",
-  appendix G); `mean_accuracy` Ā (SPEC §5.2).
+  appendix G); `mean_accuracy` Ā (docs/spec.md §5.2).
 * `mean_slope_ci`: mean α over models with a t-based 99% CI and its label "<", ">" or "?"
-  (002 §6.2 "Confidence intervals"; SPEC §5.3).
-* t-tests of §7 / appendix A with directions and Bonferroni by rows (SPEC §5.4);
+  (002 §6.2 "Confidence intervals"; docs/spec.md §5.3).
+* t-tests of §7 / appendix A with directions and Bonferroni by rows (docs/spec.md §5.4);
   `paired_tests` for comparisons whose pairs differ from row to row (each row pairs the
   models present on both of its sides).
 * `recall_variance`: population variance (ddof = 0) of R^c over classes (002 Table 11;
-  SPEC §5.5).
+  docs/spec.md §5.5).
 
 Arrays are `[models, classes]` (one row per model m = one population member) and
-`[models]`. Paper: ../shared/papers/002_20386ffa101c7428.txt.
+`[models]`. Paper: 002 (docs/papers.md).
 """
 
 import itertools
@@ -38,7 +38,7 @@ def _recall_accuracy(recall, accuracy):
 
 
 def recall_balance(recall, accuracy):
-  """Recall balance B^c(m) = R^c(m) − A(m) (002 §4; SPEC §5.1).
+  """Recall balance B^c(m) = R^c(m) − A(m) (002 §4; docs/spec.md §5.1).
 
   Args:
     recall: float `[..., C]` per-class recall.
@@ -52,7 +52,7 @@ def recall_balance(recall, accuracy):
 
 
 def normalized_recall_balance(recall, accuracy):
-  """Normalized recall balance B̄^c(m) = (R^c(m) − A(m)) / A(m) (002 §4; SPEC §5.1).
+  """Normalized recall balance B̄^c(m) = (R^c(m) − A(m)) / A(m) (002 §4; docs/spec.md §5.1).
 
   Args:
     recall: float `[..., C]`.
@@ -71,7 +71,7 @@ def normalized_recall_balance(recall, accuracy):
 
 
 def intensification_ratio(nrb_before, nrb_after):
-  """Intensification ratio I^c_t(m) = B̄^c_t(m) / B̄^c(m) (002 §5; SPEC §5.1).
+  """Intensification ratio I^c_t(m) = B̄^c_t(m) / B̄^c(m) (002 §5; docs/spec.md §5.1).
 
   Args:
     nrb_before: float `[..., C]` normalized recall balance before pruning.
@@ -87,7 +87,7 @@ def intensification_ratio(nrb_before, nrb_after):
 
 
 def model_slope(nrb_before, nrb_after):
-  """Model-level slope α_t(m) = Σ_c B̄^c B̄^c_t / Σ_c (B̄^c)² (002 §5; SPEC §5.2).
+  """Model-level slope α_t(m) = Σ_c B̄^c B̄^c_t / Σ_c (B̄^c)² (002 §5; docs/spec.md §5.2).
 
   OLS through the origin over classes, one per model (row). Classes with NaN (absent from
   the test set) are left out.
@@ -112,7 +112,7 @@ def model_slope(nrb_before, nrb_after):
 
 
 def pooled_slope(nrb_before, nrb_after):
-  """Pooled slope α̂ over all models and classes, with uncentered r² (002 §6.2; SPEC §5.2).
+  """Pooled slope α̂ over all models and classes, with uncentered r² (002 §6.2; docs/spec.md §5.2).
 
   α̂ = Σ x y / Σ x² over every (model, class) point; r² = 1 − Σ (y − α̂ x)² / Σ y²
   (the coefficient of determination of a regression without intercept).
@@ -136,7 +136,7 @@ def pooled_slope(nrb_before, nrb_after):
 
 
 def mean_accuracy(accuracy):
-  """Ā, the mean accuracy across models (002 §6.2 "Figures"; SPEC §5.2)."""
+  """Ā, the mean accuracy across models (002 §6.2 "Figures"; docs/spec.md §5.2)."""
   return float(validate.check_finite(accuracy, "accuracy").mean())
 
 
@@ -150,7 +150,7 @@ def ci_label(low, high):
 
 
 def mean_slope_ci(alphas, confidence=0.99):
-  """Mean α over models with a t-based CI and its label (002 §6.2; SPEC §5.3).
+  """Mean α over models with a t-based CI and its label (002 §6.2; docs/spec.md §5.3).
 
   CI = mean ± t_{(1+confidence)/2, K−1} · s / √K, s the sample SD (ddof = 1). NaN slopes
   (undefined α) are left out; K counts the rest.
@@ -178,7 +178,7 @@ def mean_slope_ci(alphas, confidence=0.99):
 
 
 def bonferroni(p_value, rows):
-  """Bonferroni by rows: p · rows capped at 1 (002 §6.2, appendix A; SPEC §5.4)."""
+  """Bonferroni by rows: p · rows capped at 1 (002 §6.2, appendix A; docs/spec.md §5.4)."""
   return np.minimum(1.0, np.asarray(p_value, dtype=np.float64) * rows)
 
 
@@ -202,7 +202,7 @@ def paired_t_test(a, b, alternative="two-sided"):
 
 
 def independent_t_test(a, b, alternative="two-sided"):
-  """Independent-samples Welch t-test of E[a] vs E[b] (002 §6.2; SPEC §5.4)."""
+  """Independent-samples Welch t-test of E[a] vs E[b] (002 §6.2; docs/spec.md §5.4)."""
   if alternative not in ALTERNATIVES:
     raise validate.StatsInputError(f"alternative must be one of {ALTERNATIVES}")
   a = validate.check_finite(a, "a", ndim=1)
@@ -304,7 +304,7 @@ def paired_tests(comparisons, alternative="two-sided"):
   The rows of 002 Tables 1-4, 8 and 9 compare slopes of the same dense models m (§6.2); when a
   model is missing on one side of a row (a member left out), that row pairs the models both
   sides have, so rows may differ in n. With every model on every side the rows equal
-  `ratio_trend_tests` / `algorithm_tests` / `mp_vs_up_tests` (SPEC §5.4).
+  `ratio_trend_tests` / `algorithm_tests` / `mp_vs_up_tests` (docs/spec.md §5.4).
 
   Args:
     comparisons: list of (first, second, a `[n]`, b `[n]`): a[i] and b[i] are slopes of the
@@ -341,7 +341,7 @@ def paired_tests(comparisons, alternative="two-sided"):
 
 
 def recall_variance(recall):
-  """Recall variance over classes, ddof = 0 (002 appendix F, Table 11; SPEC §5.5).
+  """Recall variance over classes, ddof = 0 (002 appendix F, Table 11; docs/spec.md §5.5).
 
   Args:
     recall: float `[..., C]` per-class recall (NaN classes left out).

@@ -1,10 +1,10 @@
 """Robustness to corruptions normalized to the dense population (000 §4, Tables 3 and 8).
 
-SPEC §3.6: per corruption, average the accuracy over members and over severities 1-5
+docs/spec.md §3.6: per corruption, average the accuracy over members and over severities 1-5
 first, then normalized = 100 · (A_t / A_0 − 1) with A_0 the dense population on the same
 corruption; top-1 and top-5. ImageNet-A (Table 8) has a single "severity".
 
-Paper: ../shared/papers/000_44054fae382f9b6e.txt (Table 3 in appendix D, Table 8).
+Paper: 000 (docs/papers.md; Table 3 in appendix D, Table 8).
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ from tf_forget.stats import validate
 
 
 def normalized_robustness(accuracy_t, accuracy_0):
-  """Normalized robustness 100 · (A_t / A_0 − 1) (000 Table 3 / 8 "Top-1 Norm"; SPEC §3.6).
+  """Normalized robustness 100 · (A_t / A_0 − 1) (000 Table 3 / 8 "Top-1 Norm"; docs/spec.md §3.6).
 
   Args:
     accuracy_t: float array, averaged accuracy of the compressed population.
@@ -30,7 +30,7 @@ def normalized_robustness(accuracy_t, accuracy_0):
 
 
 def corruption_accuracy(accuracies):
-  """Mean accuracy over members and severities (SPEC §3.6, "average ... first").
+  """Mean accuracy over members and severities (docs/spec.md §3.6, "average ... first").
 
   Args:
     accuracies: float `[members, severities]` (or `[members]` for a single severity) of one

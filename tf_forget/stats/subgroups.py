@@ -1,16 +1,16 @@
-"""Subgroup error, FPR and FNR and CIE over-indexing of 004 §2 and §3.2 (SPEC §4.2-4.4).
+"""Subgroup error, FPR and FNR and CIE over-indexing of 004 §2 and §3.2 (docs/spec.md §4.2-4.4).
 
 * `subgroup_masks`: aggregate; each value of each protected attribute (Male -> M / F,
   Young -> Y / O); each intersection of two protected attributes (MY, MO, FY, FO).
 * `subgroup_rates`: per-member error, FPR = FP / actual negatives, FNR = FN / actual
   positives within each subgroup, positive = target 1 (004 Table 5); NaN where undefined.
-* `member_averaged_rates`: the mean over the first K members (K = 10 by default, SPEC §1.5).
+* `member_averaged_rates`: the mean over the first K members (K = 10 by default, docs/spec.md §1.5).
 * `normalized_difference`: 100 · (r_t − r_0) / r_0 (004 Table 3 bottom rows, Table 4).
 * `subgroup_table`: 004 Tables 3 and 5 for one compressed variant.
 * `over_indexing`: share of each attribute among CIEs / its share in the training set
-  (004 Figure 2; SPEC §4.4).
+  (004 Figure 2; docs/spec.md §4.4).
 
-Paper: ../shared/papers/004_dc74d5c1e252f227.txt.
+Paper: 004 (docs/papers.md).
 """
 
 import itertools
@@ -37,7 +37,7 @@ def _join(a, b):
 
 
 def subgroup_masks(attributes, num_examples, protected=PROTECTED):
-  """Boolean masks of 004's subgroups (004 §2.1, Table 3; SPEC §4.2).
+  """Boolean masks of 004's subgroups (004 §2.1, Table 3; docs/spec.md §4.2).
 
   Args:
     attributes: DataFrame or dict of boolean arrays `[examples]`.
@@ -69,7 +69,7 @@ def subgroup_masks(attributes, num_examples, protected=PROTECTED):
 
 
 def subgroup_rates(predictions, labels, masks, positive=1):
-  """Error, FPR and FNR of each member in each subgroup (004 Table 5; SPEC §4.2).
+  """Error, FPR and FNR of each member in each subgroup (004 Table 5; docs/spec.md §4.2).
 
   Args:
     predictions: int `[members, examples]` top-1 labels.
@@ -107,7 +107,7 @@ def subgroup_rates(predictions, labels, masks, positive=1):
 
 
 def member_averaged_rates(rates, num_members=10):
-  """Mean of per-member rates over the first `num_members` members (SPEC §1.5, §4.2).
+  """Mean of per-member rates over the first `num_members` members (docs/spec.md §1.5, §4.2).
 
   004 Tables 3 and 5 "average performance over 10 models". With fewer members than
   `num_members`, all members are used; `num_members=None` uses all.
@@ -128,7 +128,7 @@ def member_averaged_rates(rates, num_members=10):
 
 
 def normalized_difference(rate_t, rate_0):
-  """Normalized difference 100 · (r_t − r_0) / r_0 (004 Table 3, Table 4; SPEC §4.3).
+  """Normalized difference 100 · (r_t − r_0) / r_0 (004 Table 3, Table 4; docs/spec.md §4.3).
 
   Args:
     rate_t: float array, member-averaged rates of the compressed population.
@@ -153,7 +153,7 @@ def subgroup_table(predictions_0, predictions_t, labels, attributes,
     labels: int `[examples]`.
     attributes: DataFrame or dict of boolean arrays `[examples]`.
     protected: protected attribute names.
-    num_members: members averaged (first ones; SPEC §1.5).
+    num_members: members averaged (first ones; docs/spec.md §1.5).
     positive: positive label.
 
   Returns:
@@ -200,10 +200,10 @@ def attribute_shares(attributes, num_examples=None):
 
 
 def over_indexing(train_attributes, test_attributes, cie_mask):
-  """Relative representation of each attribute among CIEs (004 Figure 2; SPEC §4.4).
+  """Relative representation of each attribute among CIEs (004 Figure 2; docs/spec.md §4.4).
 
   For each attribute a: share of a among the selected CIEs divided by the share of a in
-  the training set (1 = proportional; > 1 = over-indexed). Default CIEs in SPEC §4.4 are
+  the training set (1 = proportional; > 1 = over-indexed). Default CIEs in docs/spec.md §4.4 are
   Taxicab at percentile 80 (`cie.select_percentile(d, 80)`).
 
   Args:

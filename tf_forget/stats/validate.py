@@ -1,7 +1,7 @@
 """Input checks shared by every measure of the stats library.
 
 Every check raises `StatsInputError` (a `ValueError`) with a one-line message that names the
-problem and the argument (CONVENTIONS.md "Bad input"; issue #4 "Inputs"). The checks convert
+problem and the argument (docs/CONVENTIONS.md "Bad input"). The checks convert
 their inputs to plain numpy arrays, so the measures can rely on shapes and dtypes:
 
 * predictions: integer labels, `[members, examples]` (top-1) or `[members, examples, k]` (top-k);

@@ -1,8 +1,8 @@
-"""Members imported from the user's own model files instead of trained (issue #28).
+"""Members imported from the user's own model files instead of trained.
 
 `--reference=PATH[,PATH...]`: each path is one member of the dense population (K paths: K
 independently trained networks; K = 1 is the common case). A reference is a model file as
-users have them (issue #36; its kind read from the file, `model_kind`): a `.keras` / `.h5` file
+users have them (its kind read from the file, `model_kind`): a `.keras` / `.h5` file
 of tf_keras or of Keras 3 (TF 2.21's default Keras), loaded with its own Keras and saved by it
 as the member's `model.keras`; a tf_keras SavedModel (tf_keras, as a `.keras` file); or a
 SavedModel without Keras metadata (Keras 3's `model.export()`, `tf.saved_model.save` with a
@@ -14,7 +14,7 @@ the file's sha256 (a directory: of its files') as the member's lineage (`inputs.
 reference that changes on disk is imported again, and everything made from it is redone
 (`status`). One-shot pruning (tfmot) takes tf_keras references only.
 
-No code of the model's runs unless the user asks (`--trust_model_code`, issue #35): every load
+No code of the model's runs unless the user asks (`--trust_model_code`): every load
 of a reference first reads its configuration (`model_code.check`) and refuses a `Lambda` layer
 or a class that is not a built-in Keras class, and loads `.keras` files in Keras' safe mode.
 With `trust_model_code` it loads as it is (safe mode off) and the member's metadata records it
@@ -78,7 +78,7 @@ def file_sha256(path):
 
 
 def model_kind(path):
-  """How a Keras reference is loaded (`model_files.KINDS`, read from the file, issue #36):
+  """How a Keras reference is loaded (`model_files.KINDS`, read from the file):
   "tf_keras", "keras3" (a `.keras` / `.h5` file of Keras 3) or "saved_model" (a SavedModel
   without Keras metadata: Keras 3's `model.export()`, `tf.saved_model.save`)."""
   return model_files.detect(path)

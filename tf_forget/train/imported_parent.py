@@ -1,18 +1,18 @@
-"""An imported member as the parent of one-shot members (`--pruning=oneshot`, issue #28).
+"""An imported member as the parent of one-shot members (`--pruning=oneshot`).
 
 The user's reference imported as dense member k (`tf_forget.train.imported`) is pruned after
-training like a trained member (`tf_forget.prune`; SPEC §6). What the pruning code needs of
+training like a trained member (`tf_forget.prune`; docs/spec.md §6). What the pruning code needs of
 such a parent, in one place:
   * what the pruning code reads of a member's training preset is `preset(weight_decay)`, the
-    "user" preset: ε of UP = 2λ (SPEC §6.1) with λ the reference's own weight decay
+    "user" preset: ε of UP = 2λ (docs/spec.md §6.1) with λ the reference's own weight decay
     (`trainable`), augmentation "none" (the user's augmentation is unknown: fine-tuning and g
     read the images as they are), no robust training, float32; its batch size is the one-shot
     schedule's ("user", `tf_forget.prune.oneshot_schedule`), steps 0 (nothing is trained here);
     seeds are the member seeds of (population seed 0, data set, model "user", variant, k)
     (`member.MemberConfig.seed`), as for a trained population;
   * "a compiled model" (`trainable`): the pruning code's data loss is the mean sparse
-    categorical cross-entropy of the logits (SPEC §6.2, §6.4), so the reference must be saved
-    compiled with `SparseCategoricalCrossentropy(from_logits=True)`; any other loss or none is
+    categorical cross-entropy of the logits (docs/spec.md §6.2, §6.4), so the reference must be
+    saved compiled with `SparseCategoricalCrossentropy(from_logits=True)`; any other loss or none is
     refused in one line naming what was found, and so is an audited output made by a softmax
     (a softmax activation or layer: probabilities, whatever the loss says). Softmax outputs are
     refused rather than supported: the pruning code computes its data loss (g, the fine-tuning
@@ -90,7 +90,7 @@ def _describe_loss(loss):
 
 def _weight_decays(model):
   """The distinct ε of the model's prunable kernels: 2λ of their l2 regularizers, and the
-  optimizer's decoupled `weight_decay` (SPEC §6.1: "optimizer decay means ε = its
+  optimizer's decoupled `weight_decay` (docs/spec.md §6.1: "optimizer decay means ε = its
   coefficient"), each rounded to 7 significant digits (Keras stores λ as float32)."""
   found = set()
   for layer in model.layers:
@@ -129,7 +129,7 @@ def trainable(path, output_index=None, trust_model_code=False):
     imported.ReferenceModelError: it cannot be loaded compiled, is not compiled, its loss is not a
       sparse categorical cross-entropy of logits, its audited output is a softmax's, or it has
       no conv or dense kernel to prune, or it takes its images in another layout than
-      `[N, H, W, C]` (issue #36: the pruning code feeds the data set's images as they are).
+      `[N, H, W, C]` (the pruning code feeds the data set's images as they are).
     model_code.UntrustedCodeError: it holds code of its own, without `trust_model_code`.
   """
   model = _compiled(path, trust_model_code)
@@ -139,7 +139,7 @@ def trainable(path, output_index=None, trust_model_code=False):
                                        "one-shot pruning feeds [N, H, W, C] images: prune a model "
                                        "with that input")
   fix = ("one-shot pruning fine-tunes with the mean sparse categorical cross-entropy of the "
-         "logits (SPEC §6.2, §6.4): compile it with "
+         "logits (docs/spec.md §6.2, §6.4): compile it with "
          "loss=SparseCategoricalCrossentropy(from_logits=True) and save it again")
   if not getattr(model, "_is_compiled", False) or getattr(model, "loss", None) is None:
     raise imported.ReferenceModelError(f"reference {path} was saved without model.compile: "

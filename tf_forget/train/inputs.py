@@ -6,15 +6,15 @@ values (models normalise inside) and batched with `drop_remainder`. Everything i
 (seed, step): resuming at step s skips the first s batches and sees exactly the batches an
 uninterrupted run would have seen.
 
-Order of the stages (issue #15): the data set's cheap `train_records` (encoded images for tfds
+Order of the stages: the data set's cheap `train_records` (encoded images for tfds
 sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the first
 `start_step * batch_size` of them are skipped, and only then are records decoded and augmented
 (in parallel, deterministic order) and batched. A resume therefore reads but never decodes the
 skipped batches; the numbering happens before the skip, so a record's augmentation seed is the
 same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places the batches.
 
-Robust training (003 §6, appendix E.1; SPEC §6.8): with a preset's `train_corruptions`, each decoded
-uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
+Robust training (003 §6, appendix E.1; docs/spec.md §6.8): with a preset's `train_corruptions`, each
+decoded uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
 `train_corruption_severity`, then augmented. The draw and the corruption's randomness are a pure
 function of (member seed, stream position) (`tf_forget.corruptions.robust_training.draw`), so
 resumes see the same corrupted batches. Throughput: benchmarks/robust_stream_bench.py. The
@@ -92,7 +92,7 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
   Args:
     dataset: a `tf_forget.data.dataset_api.Dataset`.
     preset: a `presets.Preset` (batch size, augmentation, robust training's
-      `train_corruptions` and `train_corruption_severity`, SPEC §6.8).
+      `train_corruptions` and `train_corruption_severity`, docs/spec.md §6.8).
     seed: the member's seed.
     start_step: batches to skip (resume).
     records: optional subset of the train split's records (`dataset.train_records("train")`

@@ -8,12 +8,12 @@ and written by `tf_forget.train.member_files`). The metadata records the sha256 
 finished only if both match (`member_files.status`); otherwise it is trained again, and the
 caller logs why. A checkpoint or model that cannot be written (read-only directory, full disk)
 is an `errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
-own seed, derived stably from (population seed, data set, model, variant, k) (SPEC §1.3); with
-TensorFlow's op determinism on, the same config gives the same weights on the same machine and
+own seed, derived stably from (population seed, data set, model, variant, k) (docs/spec.md §1.3);
+with TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
 kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
 
-GPUs (issue #15): `train_member` first turns on memory growth for every visible GPU
+GPUs: `train_member` first turns on memory growth for every visible GPU
 (`tf_forget.compat.gpu`, a no-op on CPU) and records them as `gpus`. A preset with
 `mixed_precision` builds and trains its model under Keras' `mixed_float16` policy, set for the
 model's building only and then restored (other members, later stages see the old policy); the
@@ -78,17 +78,18 @@ class MemberConfig:
 
   @property
   def seed(self):
-    """Stable 31-bit seed from (population seed, data set, model, variant, k) (SPEC §1.3)."""
+    """Stable 31-bit seed from (population seed, data set, model, variant, k)
+    (docs/spec.md §1.3)."""
     key = f"{self.population_seed}|{self.dataset}|{self.model}|{self.variant}|{self.k}"
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
   def identity(self):
     """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`).
 
-    The user's data records the content of its splits in its options (issue #35,
-    `predictions.CONTENT`); a member trains on the train split only, so its identity holds that
-    split's digest (`train_content`) and not the test split's. The `--train` data of one-shot
-    pruning enters through `inputs.train_data` (`train_view.fingerprint`) instead.
+    The user's data records the content of its splits in its options (`predictions.CONTENT`); a
+    member trains on the train split only, so its identity holds that split's digest
+    (`train_content`) and not the test split's. The `--train` data of one-shot pruning enters
+    through `inputs.train_data` (`train_view.fingerprint`) instead.
     """
     out = {"dataset": self.dataset,
            "dataset_options": predictions.without_content(self.dataset_options),
@@ -328,6 +329,6 @@ def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_
       # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
       # the same weights when these match; stages after training do not depend on them.
       "machine": cpu_kernels.describe(),
-      # Lineage (issue #14): the bytes of model.keras and what they are a function of.
+      # Lineage: the bytes of model.keras and what they are a function of.
       "model_sha256": model_sha256, "inputs": config.inputs(),
   }

@@ -1,4 +1,4 @@
-"""What loading a user's Keras model file would run, read before it is loaded (issue #35).
+"""What loading a user's Keras model file would run, read before it is loaded.
 
 A Keras model file is a description of built-in layers plus, possibly, code: a `Lambda` layer
 stores its Python function's bytecode (an `.h5` file or a SavedModel runs it while tf_keras
@@ -21,7 +21,7 @@ any object of a module outside Keras, or registered under another name), and a `
 (Keras' wrapper of a TensorFlow function) calling a TensorFlow function that reads or writes
 files, prints or calls Python (`_RISKY_TF`: a name-based list, the rest are tensor ops).
 
-Files of Keras 3 (issue #36; `tf_forget.export.model_files.detect` tells them apart) are checked
+Files of Keras 3 (`tf_forget.export.model_files.detect` tells them apart) are checked
 against Keras 3's own built-in classes (`_keras3_names`: its layers, initializers, ...,
 `DTypePolicy`, `Functional`), minus `Lambda` and the layers that load or run foreign code
 (`TFSMLayer` loads a SavedModel from a path, `JaxLayer` / `FlaxLayer` /

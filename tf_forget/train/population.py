@@ -1,4 +1,4 @@
-"""Populations: K independently trained members per variant (000 §2.2, SPEC §1.3, §1.5).
+"""Populations: K independently trained members per variant (000 §2.2, docs/spec.md §1.3, §1.5).
 
 `train_population` writes `<run>/run.json` (the population's config) and trains every member
 that is not finished yet, printing members done / total and an ETA; re-running skips finished
@@ -51,7 +51,7 @@ class PopulationConfig:
     members: K, members per variant.
     dataset_options: data builder options.
     model_options: model builder options.
-    population_seed: base seed (SPEC §1.3).
+    population_seed: base seed (docs/spec.md §1.3).
   """
   run_dir: str
   preset: presets.Preset
@@ -129,7 +129,7 @@ def _read_run_file(path, log):
   """The existing run.json dict, or None if there is none or it is unreadable (then redone).
 
   A run.json that is not a JSON object (truncated, zeroed, garbage) is redone like any other
-  unreadable artifact (issue #25): it only records the population's identity, which the audit
+  unreadable artifact: it only records the population's identity, which the audit
   has already checked against `audit.json`, and the members' own metadata carry their lineage.
   """
   if not fileio.exists(path):

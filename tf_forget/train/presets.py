@@ -22,7 +22,7 @@ from typing import Optional, Tuple
 from tf_forget.corruptions import robust_training
 from tf_forget.data.protocols import protocol_registry as protocols
 
-# The paper presets' sparsity levels (SPEC §2.3; CelebA's:
+# The paper presets' sparsity levels (docs/spec.md §2.3; CelebA's:
 # `tf_forget.data.protocols.celeb_a_protocol`).
 PAPER_SPARSITIES = (0.1, 0.3, 0.5, 0.7, 0.9)
 
@@ -41,7 +41,8 @@ class Preset:
     momentum: SGD momentum.
     lr_boundaries: fractions of `steps` at which the LR is multiplied by `lr_decay`.
     lr_decay: step-decay factor.
-    weight_decay: L2 coefficient λ of `keras.regularizers.l2(λ)` on kernels (ε = 2λ, SPEC §6.1).
+    weight_decay: L2 coefficient λ of `keras.regularizers.l2(λ)` on kernels (ε = 2λ,
+      docs/spec.md §6.1).
     augmentation: "none", "shift" (random translation by up to `shift_pixels`), or "crop_flip"
       (pad-and-crop by `shift_pixels` plus horizontal flip).
     shift_pixels: augmentation translation range in pixels.
@@ -49,7 +50,7 @@ class Preset:
     prune_end: last step of the pruning schedule (fraction of steps if < 1).
     prune_frequency: steps between mask updates (0: (end - begin) / 16).
     sparsities: the default pruned variants' targets.
-    members: default population size K (SPEC §1.5).
+    members: default population size K (docs/spec.md §1.5).
     checkpoint_every: steps between checkpoints (resume after a kill).
     model_options: extra model builder options.
     image_size: optional input resize recorded in the member's data options.
@@ -61,16 +62,16 @@ class Preset:
     warmup_steps: linear LR warm-up from 0 over the first `warmup_steps` steps, then the
       step-decay schedule (`tf_forget.train.schedule`; 003 appendix B.1). `to_json` records it
       only when not 0.
-    train_corruptions: robust training (003 §6, appendix E.1; SPEC §6.8): per training image
+    train_corruptions: robust training (003 §6, appendix E.1; docs/spec.md §6.8): per training image
       one of these corruption names ("none": the clean image) drawn uniformly, on the fly
       (`tf_forget.train.inputs`); () trains on clean images. `to_json` records it only when
-      not empty (and the severity only then or when not 3). SPEC §6.8's list:
+      not empty (and the severity only then or when not 3). docs/spec.md §6.8's list:
       `robust_training.ROBUST_TRAIN_CORRUPTIONS`.
-    train_corruption_severity: their severity (1..5; SPEC §6.8: 3).
+    train_corruption_severity: their severity (1..5; docs/spec.md §6.8: 3).
     validation_every: 0 trains on every train record and keeps the last weights; n >= 2 holds
       out every n-th train record and keeps the dense member's weights after the checkpoint
-      chunk (`checkpoint_every` steps, an epoch) with the lowest loss on them (002 §6.1, SPEC
-      §6.4; `tf_forget.train.epoch_selection`). Gradual-pruned variants keep their last
+      chunk (`checkpoint_every` steps, an epoch) with the lowest loss on them (002 §6.1,
+      docs/spec.md §6.4; `tf_forget.train.epoch_selection`). Gradual-pruned variants keep their last
       weights (their schedule reaches its target at the end). `to_json` records it only
       when not 0.
   """
@@ -102,7 +103,7 @@ class Preset:
   validation_every: int = 0
 
   def pruning_schedule(self):
-    """(begin_step, end_step, frequency) in optimiser steps (SPEC §2.2)."""
+    """(begin_step, end_step, frequency) in optimiser steps (docs/spec.md §2.2)."""
     begin = self.prune_begin if self.prune_begin >= 1 else self.prune_begin * self.steps
     end = self.prune_end if self.prune_end >= 1 else self.prune_end * self.steps
     begin, end = int(round(begin)), int(round(end))

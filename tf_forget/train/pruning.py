@@ -1,11 +1,12 @@
-"""Gradual magnitude pruning with tfmot (Zhu & Gupta 2017; 000 §2.4, appendix A-B; SPEC §2.2, §2.6).
+"""Gradual magnitude pruning with tfmot (Zhu & Gupta 2017; 000 §2.4, appendix A-B;
+docs/spec.md §2.2, §2.6).
 
 `wrap` puts tfmot's `PruneLowMagnitude` wrapper around every layer with a prunable kernel (conv
-and dense, SPEC §1.4) with a `PolynomialDecay(initial_sparsity=0, final_sparsity=t, begin_step,
-end_step, frequency)` schedule (power 3, Zhu & Gupta's cubic ramp).
+and dense, docs/spec.md §1.4) with a `PolynomialDecay(initial_sparsity=0, final_sparsity=t,
+begin_step, end_step, frequency)` schedule (power 3, Zhu & Gupta's cubic ramp).
 
 What tfmot 0.8.1's wrapper does (read from its source, pinned by tests/train/pruning_test.py),
-as SPEC §2.6 asks:
+as docs/spec.md §2.6 asks:
   * Each *training* forward pass of a wrapped layer, in order: increments the layer's
     `pruning_step` (so step s is the s-th training batch, 1-based); if s is in
     [begin, end] and (s - begin) % frequency == 0, recomputes the mask from the *current*
@@ -20,7 +21,7 @@ as SPEC §2.6 asks:
     the last optimiser update: `finalize` therefore applies the masks once more before
     stripping, and `sparsity_report` checks the result meets t.
 
-Performance (issue #2): tfmot's `prune_low_magnitude(model)` wraps *every* layer — ReLU, Add,
+Performance: tfmot's `prune_low_magnitude(model)` wraps *every* layer — ReLU, Add,
 BatchNorm, pooling — and each wrapper adds a step increment, an assertion and a conditional to
 every training step. Wrapping only the layers that have prunable weights (through tfmot's own
 `PruningPolicy` hook) prunes exactly the same weights with the same masks at the same steps;
@@ -40,7 +41,8 @@ def _prunable_types():
 
 
 def is_prunable(layer):
-  """Whether `layer` has a kernel that the audit prunes (conv and dense kernels, SPEC §1.4)."""
+  """Whether `layer` has a kernel that the audit prunes (conv and dense kernels,
+  docs/spec.md §1.4)."""
   return isinstance(layer, _prunable_types())
 
 
@@ -101,7 +103,7 @@ def wrap(model, target_sparsity, begin_step, end_step, frequency, wrap_all_layer
   Args:
     model: a functional tf_keras model.
     target_sparsity: final fraction t of zeros in every prunable kernel.
-    begin_step, end_step, frequency: the schedule, in training steps (SPEC §2.2).
+    begin_step, end_step, frequency: the schedule, in training steps (docs/spec.md §2.2).
     wrap_all_layers: wrap every layer tfmot's registry supports, as `prune_low_magnitude(model)`
       does by default (the benchmark's baseline; the masks are the same either way). Layers
       the registry does not know (e.g. `Rescaling`) are left plain either way.
@@ -144,7 +146,7 @@ def finalize(model):
 
 
 def sparsity_report(model, target):
-  """Achieved sparsity of a plain (stripped) model (SPEC §1.4).
+  """Achieved sparsity of a plain (stripped) model (docs/spec.md §1.4).
 
   Args:
     model: a plain tf_keras model.

@@ -6,8 +6,8 @@ The schedule is the presets' step decay — `learning_rate` until the first of
 `preset.lr_boundary_steps()`, then multiplied by `lr_decay` at each boundary
 (`PiecewiseConstantDecay`) — optionally preceded by a linear warm-up: 003 appendix B.1 "added a
 warmup period in the beginning where we linearly scale up the learning rate from 0 to the
-nominal learning rate" (Table 3: 5 epochs; SPEC §6.5). The warm-up is torchprune's `WarmupLR`
-(`torchprune/util/lr_scheduler.py`, stepped once per batch): the LR of optimizer step s
+nominal learning rate" (Table 3: 5 epochs; docs/spec.md §6.5). The warm-up is torchprune's
+`WarmupLR` (`torchprune/util/lr_scheduler.py`, stepped once per batch): the LR of optimizer step s
 (0-based, Keras' `optimizer.iterations` before the update) is
 
     lr(s) = piecewise(s) · min(s / warmup_steps, 1),

@@ -1,6 +1,6 @@
 """`cifar10` and `cifar100`: 000's CIFAR-10 protocol; 002's and 003's CIFAR-10 presets.
 
-Audit protocol (000, SPEC §2.3, §3.6): 000's three post-training formats, the registered
+Audit protocol (000, docs/spec.md §2.3, §3.6): 000's three post-training formats, the registered
 corruption suite at severities 1-5 (003 §5 CIFAR10-C), l-inf noise, corrupted splits and noise
 on the first 5 members (`schema`); tfds' split sizes (50,000 train, 10,000 test, 32x32).
 `cifar100` takes the CIFAR-10 protocol (the papers train no CIFAR-100 model of their own
@@ -13,23 +13,23 @@ splits — 10,000 test images per (corruption, severity), in test order — plus
 key in `tf_forget.corruptions.tfds_suites.SUITES` (this module imports nothing of them).
 
 Presets:
-* `cifar10_paper` (000 §2.4, appendix B; SPEC §2.1-2.2): WRN-28-10, 80,000 steps, batch 128;
-  the papers give no pruning schedule: SPEC §2.2's proportions, begin 10% (8,000), end 90%
+* `cifar10_paper` (000 §2.4, appendix B; docs/spec.md §2.1-2.2): WRN-28-10, 80,000 steps, batch 128;
+  the papers give no pruning schedule: docs/spec.md §2.2's proportions, begin 10% (8,000), end 90%
   (72,000), frequency (end - begin)/16 = 4,000. Weight decay, momentum, the step-decay LR
   schedule and the augmentation values are our documented choices (standard for WRN).
 * `cifar_resnet_002`: 002 §6.1's parents (30 models, pruned after training by
   `tf_forget.prune`): CIFAR ResNets 60 epochs, batch 128, "a decreasing LR schedule" (ours: 0.1,
   ×0.1 at 50% and 75%), weight decay 0.0005 in the optimizer — ε = 5e-4, i.e. Keras l2(λ =
-  2.5e-4) (SPEC §6.1); 60 × 390 = 23,400 steps. 002 keeps the epoch with the lowest validation
-  loss while training the parents; ours train for the fixed number of steps (issue #16).
-* 003's CIFAR-10 parents (appendix B, Table 3; SPEC §6.5): `resnet20_003`, `resnet56_003`,
+  2.5e-4) (docs/spec.md §6.1); 60 × 390 = 23,400 steps. 002 keeps the epoch with the lowest
+  validation loss while training the parents; ours train for the fixed number of steps.
+* 003's CIFAR-10 parents (appendix B, Table 3; docs/spec.md §6.5): `resnet20_003`, `resnet56_003`,
   `resnet110_003`, `vgg16_003`, `densenet22_003`, `wrn16_8_003` — Table 3's epochs, batch size,
   LR, decay, momentum, Nesterov flag, weight decay and 5-epoch linear warm-up, converted to
   steps (`_table_3`, the comment above `TRAININGS`); 3 members each (003 repeats every
   experiment 3 times).
 
-After training, every preset here takes the ResNet one-shot schedule (SPEC §6.4; the released
-one of `cifar_resnet_002`) and the torchprune keep ratios (`schema`).
+After training, every preset here takes the ResNet one-shot schedule (docs/spec.md §6.4; the
+released one of `cifar_resnet_002`) and the torchprune keep ratios (`schema`).
 """
 
 from tf_forget.data.protocols import schema
@@ -83,7 +83,7 @@ _TABLE_3_RESNET = dict(epochs=182, batch_size=128, learning_rate=0.1, decay_epoc
 
 
 def _cifar10(name, preset):
-  """A CIFAR-10 `TrainingProtocol` with the ResNet one-shot schedule (SPEC §6.4)."""
+  """A CIFAR-10 `TrainingProtocol` with the ResNet one-shot schedule (docs/spec.md §6.4)."""
   return schema.TrainingProtocol(name=name, dataset="cifar10", preset=preset,
                                  oneshot=dict(phases=schema.RESNET_FINETUNE))
 
@@ -114,10 +114,10 @@ TRAININGS = (
     # * warm-up: 5 epochs -> `warmup_steps` 1,950 (batch 128), 975 (VGG16), 3,905 (DenseNet22);
     #   LR ramps linearly from 0 (`tf_forget.train.schedule`). (torchprune's released vgg.yaml
     #   and densenet.yaml warm up for 10 epochs; Table 3 prints 5 for all four: we follow it.)
-    # * weight decay: Table 3's values are PyTorch SGD `weight_decay`, i.e. ε (SPEC §6.1), so the
-    #   Keras l2 λ = ε / 2: 5e-4 -> 2.5e-4 (VGG16, WRN-16-8), 1e-4 -> 5e-5 (ResNets, DenseNet22).
-    #   (PyTorch decays every parameter, BN γ, β and biases too; the zoo's l2 is on conv / dense
-    #   kernels only.)
+    # * weight decay: Table 3's values are PyTorch SGD `weight_decay`, i.e. ε (docs/spec.md §6.1),
+    #   so the Keras l2 λ = ε / 2: 5e-4 -> 2.5e-4 (VGG16, WRN-16-8), 1e-4 -> 5e-5 (ResNets,
+    #   DenseNet22). (PyTorch decays every parameter, BN γ, β and biases too; the zoo's l2 is on
+    #   conv / dense kernels only.)
     # * Nesterov: off for the ResNets and VGG16, on for DenseNet22 and WRN-16-8; momentum 0.9.
     # * augmentation: torchprune's CIFAR training transform, Pad(4) + RandomCrop(32) +
     #   RandomHorizontalFlip = "crop_flip" with 4 pixels.

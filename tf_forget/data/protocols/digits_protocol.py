@@ -6,7 +6,7 @@ every second l-inf noise level with 10 draws (~1 min of the default audit), corr
 and noise on every member (`None`; the default K is 5 anyway), and 000's post-training formats.
 
 Split sizes: `tf_forget.data.digits` yields sklearn's 1,797 8x8 images, a balanced test split of
-50 per class (SPEC §2.7) and the rest as train; `digits_biased` the same images.
+50 per class (docs/spec.md §2.7) and the rest as train; `digits_biased` the same images.
 
 Presets:
 * `digits` (the embedded default; small CNN, 600 steps of 64 — about 30 epochs of the 1,297

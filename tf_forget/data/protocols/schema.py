@@ -16,27 +16,28 @@ or more data sets once, with the training protocols their members are trained wi
 them. This module holds the types and the values several protocol modules share; the sources
 of each choice are in the docstrings of the modules that make it.
 
-What the papers and SPEC settle for every protocol:
-* post-training formats of dense members (SPEC §2.3): float16, dynamic_int8, full_int8 (000).
-* formats of pruned members besides float32: none (SPEC §1.1: post-training formats apply to
+What the papers and docs/spec.md settle for every protocol:
+* post-training formats of dense members (docs/spec.md §2.3): float16, dynamic_int8, full_int8
+  (000).
+* formats of pruned members besides float32: none (docs/spec.md §1.1: post-training formats apply to
   dense members unless a combination such as `prune_0.9+full_int8` is asked for).
-* corruptions (`None` = the whole registered suite, `()` = none) at severities 1-5 (000, SPEC
-  §3.6), averaged per corruption.
-* robustness members (SPEC §1.5): 000 averages its robustness tables over 5 members (appendix D:
-  "we average model robustness over 5 models"); every full-size protocol evaluates corrupted
-  splits and l-inf noise on members k = 0..4 only (the first 5 by index).
-* l-inf noise (003 §4.1, SPEC §6.7): ε in linspace(0, 0.7, 15), 100 draws, 1000 examples.
-* one-shot fine-tuning (SPEC §6.4): full-size presets without a schedule of their own take the
-  authors' released schedule for ResNets, `RESNET_FINETUNE` (10 epochs at LR 0.1, then 5 epochs
+* corruptions (`None` = the whole registered suite, `()` = none) at severities 1-5 (000,
+  docs/spec.md §3.6), averaged per corruption.
+* robustness members (docs/spec.md §1.5): 000 averages its robustness tables over 5 members
+  (appendix D: "we average model robustness over 5 models"); every full-size protocol evaluates
+  corrupted splits and l-inf noise on members k = 0..4 only (the first 5 by index).
+* l-inf noise (003 §4.1, docs/spec.md §6.7): ε in linspace(0, 0.7, 15), 100 draws, 1000 examples.
+* one-shot fine-tuning (docs/spec.md §6.4): full-size presets without a schedule of their own take
+  the authors' released schedule for ResNets, `RESNET_FINETUNE` (10 epochs at LR 0.1, then 5 epochs
   each at 1e-2, 1e-3 and 1e-4, batch 128).
-* prune-retrain (SPEC §6.5): full-size presets take the torchprune keep ratios
+* prune-retrain (docs/spec.md §6.5): full-size presets take the torchprune keep ratios
   (`TrainingProtocol.iterative` None).
 """
 
 import dataclasses
 from typing import Mapping, Optional, Tuple
 
-# SPEC §6.7: numpy.linspace(0, 0.7, 15) rounded to 6 digits (=
+# docs/spec.md §6.7: numpy.linspace(0, 0.7, 15) rounded to 6 digits (=
 # tf_forget.artifacts.noise_artifact.PAPER_EPS, copied here so that this module needs the standard
 # library only; a test checks they agree).
 PAPER_EPS = tuple(round(0.05 * i, 6) for i in range(15))
@@ -44,16 +45,16 @@ PAPER_DRAWS = 100
 PAPER_EXAMPLES = 1000
 
 ALL_SEVERITIES = (1, 2, 3, 4, 5)
-DENSE_QUANTIZATIONS = ("float16", "dynamic_int8", "full_int8")  # 000, SPEC §2.3
-ROBUSTNESS_MEMBERS = 5  # 000 appendix D, SPEC §1.5
+DENSE_QUANTIZATIONS = ("float16", "dynamic_int8", "full_int8")  # 000, docs/spec.md §2.3
+ROBUSTNESS_MEMBERS = 5  # 000 appendix D, docs/spec.md §1.5
 
-# SPEC §6.4: the authors' released one-shot fine-tuning of ResNets, (epochs, learning rate).
+# docs/spec.md §6.4: the authors' released one-shot fine-tuning of ResNets, (epochs, learning rate).
 RESNET_FINETUNE = ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4))
 
 
 @dataclasses.dataclass(frozen=True)
 class PublishedSplit:
-  """A published test set evaluated as an extra split of the audit (SPEC §3.6).
+  """A published test set evaluated as an extra split of the audit (docs/spec.md §3.6).
 
   Attributes:
     name: the split name in predictions and the report (`imagenet_a`).
@@ -89,12 +90,12 @@ class AuditProtocol:
   Attributes:
     dataset: data registry name.
     preset: training preset name (a `TrainingProtocol` of the registry, with a preset).
-    quantizations: post-training formats of dense members besides float32 (SPEC §2.3).
-    pruned_quantizations: formats of pruned members besides float32 (SPEC §1.1: none).
+    quantizations: post-training formats of dense members besides float32 (docs/spec.md §2.3).
+    pruned_quantizations: formats of pruned members besides float32 (docs/spec.md §1.1: none).
     corruptions: corruption names; None = the whole registered suite, () = none.
     severities: corruption severities.
     robustness_members: members (k = 0..n-1) evaluated on corrupted splits and under noise;
-      None = every member (SPEC §1.5).
+      None = every member (docs/spec.md §1.5).
     noise_eps: l-inf noise levels ε (normalized input), () = no noise evaluation.
     noise_draws: noise draws per example and level.
     noise_examples: examples evaluated under noise, at most.
@@ -141,7 +142,7 @@ class TrainingProtocol:
       rate), ...)) at least. Every training protocol has one: registering one without
       `phases` is an error (`protocol_registry.register`).
     iterative: the defaults of its "alpha" prune-retrain schedule, {"alpha": α, "cycles": n,
-      "warmup_epochs": e}; None: the torchprune keep ratios (SPEC §6.5) with the schedule's
+      "warmup_epochs": e}; None: the torchprune keep ratios (docs/spec.md §6.5) with the schedule's
       default warm-up.
   """
   name: str

@@ -27,6 +27,7 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.config import flag_values
 from tf_forget.config import tree
 from tf_forget.evaluate import deploy
 
@@ -171,7 +172,7 @@ def load_report(run_dir):
   return _result(run_dir, report, manifest)
 
 
-def render_report(run_dir, log=print, on_locked=None):
+def render_report(run_dir, log=print, on_locked=None, trust_model_code=False, preprocess=None):
   """Writes a finished run's report again (report.json, report.html, tables/, the bundle)
   from its artifacts, and returns its `Result` (`tf-forget report RUN_DIR`).
 
@@ -180,13 +181,26 @@ def render_report(run_dir, log=print, on_locked=None):
   artifact that is not (a file changed since) is remade as the audit would, with its redo
   line. The inputs the audit read (the user's files and data) must still be there.
 
+  The run's file cannot let code run: a run made with `trust_model_code` or a
+  `MODULE:FUNCTION` preprocess is written again only when the caller says so too
+  (`trust_model_code=True`, the same `preprocess`), as the audit's `--config` is.
+
   Raises:
     errors.ReadError: `run_dir` holds no finished run (no audit.json, report or bundle).
     errors.Error subclasses of `audit`, one line.
   """
   run_dir = _run_dir(run_dir)
   load_report(run_dir)  # a finished run, or one line
-  config = with_overrides(load_config(layout.audit_file(run_dir)),
+  recorded = load_config(layout.audit_file(run_dir))
+  said = {"trust_model_code": bool(trust_model_code), "preprocess": preprocess}
+  flag_values.check_trust_said(recorded, said, {k for k, v in said.items() if v},
+                               source=layout.audit_file(run_dir))
+  user = recorded.user
+  if preprocess and (user is None or user.preprocess != preprocess):
+    raise AuditError(f"{layout.audit_file(run_dir)} records preprocess="
+                     f"{user.preprocess if user else None}; --preprocess names {preprocess}: "
+                     "a report is written as its run was made")
+  config = with_overrides(recorded,
                           {"out": run_dir, "execution.executor": "inline",
                            "execution.workers": None,
                            "execution.ray_address": None})

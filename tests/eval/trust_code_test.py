@@ -25,6 +25,7 @@ from tests import audit_main
 from tests import binary_main
 from tests.eval import audit_binary
 from tests.eval import user_files
+from tf_forget.commands import audit_command
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 from tf_forget.train import model_code
@@ -149,6 +150,16 @@ def test_a_trusted_lambda_model_is_audited(user):
   meta = json.loads((user / "trusted" / "members" / "dense" / "0" / "metadata.json")
                     .read_text())
   assert meta["reference"]["trust_model_code"] is True
+  # `tf-forget report` audits the run's audit.json again: that file cannot let the code run.
+  (user / "marker").unlink()
+  with pytest.raises(SystemExit) as refused:
+    audit_command.render(str(user / "trusted"), name="report")
+  line = str(refused.value.code)
+  assert line.startswith("report: error: ") and "audit.json sets trust_model_code" in line
+  assert "--trust_model_code" in line and "\n" not in line
+  assert not (user / "marker").exists()
+  assert audit_command.render(str(user / "trusted"), name="report", trust_model_code=True) == 0
+  assert (user / "marker").exists()
 
 
 def _layer(class_name, name, module="keras.layers", registered_name=None, **config):

@@ -114,9 +114,10 @@ def run(flag_values, name="audit"):
   return 0
 
 
-def render(run_dir, summary=None, name="report"):
+def render(run_dir, summary=None, name="report", trust_model_code=False, preprocess=None):
   """`tf-forget report RUN_DIR`: re-renders a finished run's report (`api.render_report`);
-  returns 0, or `GATE_FAILED` when a gate fails (as the audit did).
+  returns 0, or `GATE_FAILED` when a gate fails (as the audit did). `trust_model_code` and
+  `preprocess` say on the command line what the run's audit.json may not allow alone.
 
   Raises:
     SystemExit: "<name>: error: <one line>": no finished run there, or its inputs are gone.
@@ -127,7 +128,9 @@ def render(run_dir, summary=None, name="report"):
     run_dir = filesystem.user_path(run_dir)
     target = summary_target(summary, run_dir=run_dir)
     result = _audit_with_summary(
-        lambda: api.render_report(run_dir, on_locked=console.attach), target)
+        lambda: api.render_report(run_dir, on_locked=console.attach,
+                                  trust_model_code=trust_model_code, preprocess=preprocess),
+        target)
   except errors.Error as e:
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:

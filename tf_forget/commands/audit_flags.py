@@ -287,6 +287,18 @@ def define_summary(flag_values):
       "is appended to. Not with --plan.")
 
 
+def define_report_trust(flag_values):
+  """Defines `tf-forget report`'s `--trust_model_code` and `--preprocess`: what lets the run's
+  recorded code run, said again on the command line (a run's audit.json cannot allow it)."""
+  on = flag_values if isinstance(flag_values, _On) else _On(flag_values)
+  on.bool("trust_model_code", False, "The run was made with --trust_model_code: its model's "
+          "own Python code runs again while the report is written. Without it such a run is "
+          "refused in one line.")
+  on.string("preprocess", None, "The run was made with --preprocess=MODULE:FUNCTION: give the "
+            "same value to let that module run again. Without it such a run is refused in one "
+            "line.")
+
+
 # --help, section by section (every flag of `define` under one title, and --verbose).
 HELP_SECTIONS = (
     ("what to audit, and where", ["dataset", "out", "config", "plan", "unit_costs", "summary",

@@ -80,10 +80,14 @@ def _run(command, rest):
     if problem:
       sys.exit(_error(problem))
     audit_flags.define_summary(fv)
+    audit_flags.define_report_trust(fv)
     sys.argv = [name, *options]
     help_fn = lambda: cli_app.help_text(REPORT_DOC, [("flags", [
-        (n, fv[n].help, None) for n in ("summary", "verbose")])])
-    main = lambda argv: audit_command.render(run_dir, fv["summary"].value, name)
+        (n, fv[n].help, None) for n in ("summary", "trust_model_code", "preprocess",
+                                        "verbose")])])
+    main = lambda argv: audit_command.render(run_dir, fv["summary"].value, name,
+                                             fv["trust_model_code"].value,
+                                             fv["preprocess"].value)
   else:
     audit_flags.define(fv)
     sys.argv = [name, *(["--plan"] if command == "plan" else []), *rest]

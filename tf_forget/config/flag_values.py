@@ -15,7 +15,7 @@ process). Given one flag of such a group, the whole group is read from the flags
 
 What lets the user's code run — `trust_model_code`, a `MODULE:FUNCTION` preprocess — is
 taken from the command line only: a `--config` file that sets it is refused unless the
-command line says it too (`_check_trust_said`).
+command line says it too (`check_trust_said`).
 """
 
 from tf_forget.artifacts import filesystem
@@ -253,12 +253,18 @@ def _refuse_without_reference(present):
                           "for your own model: give it with --reference")
 
 
-def _check_trust_said(base, values, present):
-  """Refuses a `--config` file that lets code run which the command line does not: the
-  reference's own Python code (`trust_model_code`) or a `MODULE:FUNCTION` preprocess.
+def check_trust_said(base, values, present, source="the --config file"):
+  """Refuses a configuration read from a file that lets code run which the command line does
+  not: the reference's own Python code (`trust_model_code`) or a `MODULE:FUNCTION` preprocess.
 
   Trust is said on the command line, never taken from a file (a run's audit.json handed on, a
   shared configuration): the flag given there decides, whatever the file says.
+
+  Args:
+    base: the `tree.AuditConfig` read from the file.
+    values: the command line's flag values by name (`trust_model_code`, `preprocess`).
+    present: the names of the flags the command line gave.
+    source: how the message names the file.
 
   Raises:
     AuditError: one line naming the flag that says it.
@@ -269,12 +275,12 @@ def _check_trust_said(base, values, present):
   if user.trust_model_code and not ("trust_model_code" in present
                                     and values["trust_model_code"]):
     raise tree.AuditError(
-        "the --config file sets trust_model_code: loading the reference would run the model's "
+        f"{source} sets trust_model_code: loading the reference would run the model's "
         "own Python code, and a file cannot allow that; give --trust_model_code on the command "
         "line too (or --notrust_model_code)")
   if user.preprocess and ":" in user.preprocess and "preprocess" not in present:
     raise tree.AuditError(
-        f"the --config file sets preprocess={user.preprocess}: the audit would import and run "
+        f"{source} sets preprocess={user.preprocess}: the audit would import and run "
         "that module's code, and a file cannot allow that; give "
         f"--preprocess={user.preprocess} on the command line too")
 
@@ -292,10 +298,10 @@ def config_from_flags(values, present, base=None):
     AuditError: a flag of the user's models without --reference, of the human study without
       --annotation_export / --annotations, a bad value (one line naming the flag), or a `base`
       that lets the model's or a module's code run without the command line saying so
-      (`_check_trust_said`).
+      (`check_trust_said`).
   """
   if base is not None:
-    _check_trust_said(base, values, present)
+    check_trust_said(base, values, present)
   use = (lambda f: f in present) if base is not None else (lambda f: True)
   fields = _given(FLAG_PATHS, values, use)
   if any(use(f) for f in VARIANT_FLAGS):

@@ -61,7 +61,8 @@ def test_dispatch_help_version_and_refusals():
   assert "summary" in _flags(ours.stdout)
   assert _command(["plan", "--help"]).returncode == 0
   report_help = _command(["report", "--help"])
-  assert report_help.returncode == 0 and _flags(report_help.stdout) == ["summary", "verbose"]
+  assert report_help.returncode == 0
+  assert _flags(report_help.stdout) == ["summary", "trust_model_code", "preprocess", "verbose"]
 
 
 def test_plan_prints_the_cost_plan_and_writes_nothing(tmp_path):

@@ -11,7 +11,7 @@ same ids, labels and attributes as the clean split, so the evaluator evaluates `
         meta.json            written last: the entry is complete iff it exists
 
 Encodings (CelebA's uncompressed cache at 5 severities would be ~221 GB), recorded as
-meta.json's `encoding`; every one reads back the exact uint8 pixels:
+meta.json's `encoding` (`shard_codec`); every one reads back the exact uint8 pixels:
   * "png": each image a lossless PNG (OpenCV, compression level 1), stored as `png_bytes`
     uint8 [total] with `png_offsets` int64 [n + 1]; used when H·W >= 32·32. Measured on 24
     corrupted splits (8 corruptions × severities 1, 3, 5) of synthetic natural-looking images:
@@ -41,7 +41,6 @@ pickles). Example seeds: `corruption_registry.example_seeds`.
 import concurrent.futures
 import dataclasses
 import hashlib
-import io
 import multiprocessing
 import os
 
@@ -53,14 +52,12 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import predictions
 from tf_forget.corruptions import corruption_registry
+from tf_forget.corruptions import shard_codec
 from tf_forget.corruptions import tables
 from tf_forget.data import dataset_api
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = (1, 2)  # version 1: uncompressed shards ("raw")
-ENCODINGS = ("png", "deflate", "raw")
-PNG_MIN_PIXELS = 32 * 32  # PNG's per-image overhead loses to deflate below this (8x8 digits)
-PNG_LEVEL = 1  # measured: x1.87 at 6.8 ms an image vs level 6's x1.95 at 18 ms (218x178x3)
 _ATTR = "attr__"
 
 
@@ -103,68 +100,10 @@ def resolve_table(dataset, table=None):
 def _read_meta(directory):
   meta = fileio.read_json(os.path.join(directory, "meta.json"), "corruption cache entry")
   if (not isinstance(meta, dict) or meta.get("schema_version") not in READABLE_SCHEMA_VERSIONS
-      or meta.get("encoding", "raw") not in ENCODINGS):
+      or meta.get("encoding", "raw") not in shard_codec.ENCODINGS):
     raise errors.ReadError(f"{directory}/meta.json is not a corruption cache entry of schema "
                            f"version {SCHEMA_VERSION}")
   return meta
-
-
-def encoding_for_shape(image_shape):
-  """The shard encoding for images of `image_shape` (H, W, C): "png" or "deflate"."""
-  height, width = image_shape[:2]
-  return "png" if int(height) * int(width) >= PNG_MIN_PIXELS else "deflate"
-
-
-def _encode_shard(encoding, images, **arrays):
-  """The bytes of one shard (an npz) holding `images` in `encoding` and the other `arrays`.
-
-  Args:
-    encoding: "png" or "deflate".
-    images: uint8 `[n, H, W, C]`, C in {1, 3}.
-    **arrays: labels, ids, attributes (stored as they are).
-
-  Returns:
-    The npz file's bytes.
-  """
-  images = np.asarray(images, np.uint8)
-  for name, value in arrays.items():
-    if np.asarray(value).dtype == object:
-      raise errors.Error(f"array {name!r} has dtype object; npz artifacts never hold pickles")
-  buf = io.BytesIO()
-  if encoding == "png":
-    import cv2  # pylint: disable=g-import-not-at-top (OpenCV: only where PNG is used)
-    chunks = []
-    for image in images:
-      ok, png = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_LEVEL])
-      if not ok:
-        raise CacheError(f"OpenCV could not PNG-encode an image of shape {image.shape}")
-      chunks.append(png.reshape(-1))
-    offsets = np.zeros(len(chunks) + 1, np.int64)
-    offsets[1:] = np.cumsum([len(c) for c in chunks])
-    data = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
-    np.savez(buf, png_bytes=data, png_offsets=offsets,
-             png_shape=np.asarray(images.shape, np.int64), **arrays)
-  elif encoding == "deflate":
-    np.savez_compressed(buf, images=images, **arrays)
-  else:
-    raise CacheError(f"unknown corruption cache encoding {encoding!r}")
-  return buf.getvalue()
-
-
-def _decode_images(encoding, arrays, path):
-  """uint8 `[n, H, W, C]` images of a shard read by `fileio.read_npz` (exact pixels)."""
-  if encoding in ("raw", "deflate"):
-    return arrays.pop("images")
-  import cv2  # pylint: disable=g-import-not-at-top
-  data, offsets = arrays.pop("png_bytes"), arrays.pop("png_offsets")
-  shape = tuple(int(v) for v in arrays.pop("png_shape"))
-  images = np.empty(shape, np.uint8)
-  for i in range(shape[0]):
-    image = cv2.imdecode(data[offsets[i]:offsets[i + 1]], cv2.IMREAD_UNCHANGED)
-    if image is None or image.size != images[i].size:
-      raise errors.ReadError(f"PNG image {i} does not decode to {shape[1:]}")
-    images[i] = image.reshape(shape[1:])
-  return images
 
 
 def _dataset_reason(meta, dataset, split):
@@ -266,7 +205,7 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
     fileio.rmtree(key.directory(cache_dir))
   counts = {key: [] for key in keys}
   digests = {key: [] for key in keys}
-  encoding = encoding_for_shape(dataset.spec.image_shape)
+  encoding = shard_codec.encoding_for_shape(dataset.spec.image_shape)
   examples = hashlib.sha256()  # the clean examples' ids and labels, in order
   # "spawn": workers import only the registry (numpy / scipy / cv2), never TensorFlow.
   pool = (concurrent.futures.ProcessPoolExecutor(
@@ -287,7 +226,7 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
         arrays = dict(images=images, labels=np.asarray(batch.labels, np.int64),
                       ids=np.asarray(batch.ids, np.int64))
         arrays.update({_ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
-        data = _encode_shard(encoding, **arrays)
+        data = shard_codec.encode(encoding, **arrays)
         fileio.write_bytes(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"),
                            data)
         counts[key].append(int(len(batch)))
@@ -364,7 +303,7 @@ class CorruptedSplit:
         raise self._unreadable(path, "is not the one written (sha256 differs from meta.json's)")
       try:
         arrays = fileio.read_npz(path, "corrupted shard")
-        images = _decode_images(self.meta.get("encoding", "raw"), arrays, path)
+        images = shard_codec.decode_images(self.meta.get("encoding", "raw"), arrays)
       except errors.ReadError as e:
         raise self._unreadable(path, f"is unreadable ({errors.one_line(e, 200)})") from e
       except KeyError as e:

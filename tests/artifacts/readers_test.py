@@ -22,15 +22,16 @@ SPLIT_ID = predictions.split_identity("digits", {}, "test")
 INPUTS = {"tflite": "a" * 64, "split": SPLIT_ID}
 
 
-def _predictions(path):
-  predictions.write(str(path), [1, 2, 3], [0, 1, 1], np.eye(3, 4, dtype=np.float32),
+def _predictions(path, shift=0):
+  predictions.write(str(path), [1, 2, 3], [0, 1, 1], np.eye(3, 4, shift, dtype=np.float32),
                     {"variant": "dense", "k": 0, "inputs": INPUTS})
   return str(path)
 
 
-def _noise(path):
-  top1 = np.zeros((2, 1, 3), np.int32)
-  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1, np.zeros((2, 1, 3, 4)),
+def _noise(path, value=0):
+  top1 = np.full((2, 1, 3), value, np.int32)
+  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1,
+                       np.full((2, 1, 3, 4), float(value)),
                        {"variant": "dense", "k": 0, "inputs": INPUTS})
   return str(path)
 
@@ -126,16 +127,11 @@ def test_inputs_must_match(tmp_path):
 
 
 def _other_predictions(path):
-  predictions.write(str(path), [1, 2, 3], [0, 1, 1], np.eye(3, 4, 1, dtype=np.float32),
-                    {"variant": "dense", "k": 0, "inputs": INPUTS})
-  return str(path)
+  return _predictions(path, shift=1)
 
 
 def _other_noise(path):
-  top1 = np.ones((2, 1, 3), np.int32)
-  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1, np.ones((2, 1, 3, 4)),
-                       {"variant": "dense", "k": 0, "inputs": INPUTS})
-  return str(path)
+  return _noise(path, value=1)
 
 
 @pytest.mark.parametrize("make, make_other, status", [

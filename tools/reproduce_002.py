@@ -59,8 +59,29 @@ def _hours(paths):
   return total / 3600
 
 
+def kept(pruned):
+  """{ratio: {"weights": mean kept of all parameters, layer: mean kept fraction}} over the
+  pruned members' metadata (`pruning.compression.keep`, `sparsity.per_layer`)."""
+  by_ratio = {}
+  for path in pruned:
+    with open(path) as f:
+      meta = json.load(f)
+    ratio = int(round(meta["pruning"]["asked"]["ratio"]))
+    by_ratio.setdefault(ratio, []).append(meta)
+  out = {}
+  for ratio, metas in sorted(by_ratio.items()):
+    layers = metas[0]["sparsity"]["per_layer"]
+    out[str(ratio)] = dict(
+        weights=float(sum(m["pruning"]["compression"]["keep"] for m in metas) / len(metas)),
+        total=int(metas[0]["pruning"]["compression"]["total"]),
+        **{layer: round(1 - sum(m["sparsity"]["per_layer"][layer] for m in metas) / len(metas),
+                        6) for layer in layers})
+  return out
+
+
 def facts(run_dir, members):
-  """The run facts the page prints: command, members, compute hours, machine, stack, date."""
+  """The run facts the page prints: command, members, compute hours, machine, stack, date, and
+  what each ratio kept (`kept`)."""
   dense = sorted(glob.glob(os.path.join(run_dir, "members", "dense", "*", "metadata.json")))
   pruned = sorted(glob.glob(os.path.join(run_dir, "members", "oneshot_mp_r*", "*",
                                          "metadata.json")))
@@ -78,6 +99,7 @@ def facts(run_dir, members):
       "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
       "date": pd.Timestamp(last, unit="s").strftime("%Y-%m-%d"),
       "protocol": list(PROTOCOL),
+      "kept": kept(pruned),
   }
 
 

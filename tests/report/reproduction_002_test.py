@@ -88,8 +88,6 @@ def test_table3_decisions_compare_at_005():
                   ("20 vs 50", "<0.001", "<0.001", "-6.00", "yes")]
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(PAGE_DIR, reproduce_002.PAGE)),
-                    reason="no reproduction page committed")
 def test_the_committed_page_is_its_csvs_page():
   with open(os.path.join(PAGE_DIR, reproduce_002.PAGE)) as f:
     assert f.read() == reproduce_002.page_of(PAGE_DIR)

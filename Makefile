@@ -17,13 +17,15 @@ audit: setup
 	$(BAZEL) run //eval:audit -- $(AUDIT_ARGS)
 
 # First the repository's own checks (tools/check_repo.py: no history, no path outside, no dead
-# link; seconds), then every test file as its own py_test target; pytest runs each and its JUnit
+# link; tools/check_build.py: every project import a Bazel dep; seconds), then every test file
+# as its own py_test target; pytest runs each and its JUnit
 # XML is summed.
 # SETUP_CHROMIUM=1: the set-up also installs Debian's chromium for the report's browser check
 # (tests/report/render_check_test.py); the audit needs no browser.
 test:
 	@TF_DEVICE=$(TF_DEVICE) SETUP_CHROMIUM=1 bash tools/setup.sh
 	.venv/bin/python tools/check_repo.py
+	.venv/bin/python tools/check_build.py
 	$(BAZEL) build //...
 	@status=0; $(BAZEL) test --test_env=CUDA_VISIBLE_DEVICES= //... || status=$$?; \
 	  .venv/bin/python tools/test_summary.py bazel-testlogs \

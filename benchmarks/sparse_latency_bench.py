@@ -40,7 +40,7 @@ _SPARSITIES = flags.DEFINE_list("sparsities", ["0.5", "0.9"], "Pruned variants' 
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1)
 _REPEATS = flags.DEFINE_integer("repeats", 30, "Timed invocations per file and batch size.",
                                 lower_bound=1)
-_MAX_LATENCY_RATIO = flags.DEFINE_float("max_latency_ratio", 1.5,
+_MAX_SPARSE_LATENCY_RATIO = flags.DEFINE_float("max_sparse_latency_ratio", 1.5,
                                         "Bound for deploy.choose_encoding (auto).")
 _JSON = flags.DEFINE_string("json", None, "Optional path for the raw results as JSON.")
 
@@ -116,7 +116,7 @@ def main(argv):
               "latency": lat["sparse"]["batch_1"]["median_s"] if sparse else None,
               "twin_equal": twin and twin["equal"], "twin_reason": twin and twin["reason"],
               "error": failed.get((mv, fmt))},
-          _MAX_LATENCY_RATIO.value)
+          _MAX_SPARSE_LATENCY_RATIO.value)
       results.append({"member_variant": mv, "format": fmt, "plain": plain["size_bytes"],
                       "sparse": sparse and sparse["size_bytes"],
                       "kernel_sparsity": plain["sparsity"]["kernels"]["fraction"],
@@ -153,7 +153,7 @@ def main(argv):
           f"{twin['top1_agreement']:.4f} | {_twin_text(twin)} | "
           f"{r['choice'][0]} |")
   print("\nChoices (deploy.choose_encoding, auto, batch-1 latency, max ratio "
-        f"{_MAX_LATENCY_RATIO.value}):")
+        f"{_MAX_SPARSE_LATENCY_RATIO.value}):")
   for r in results:
     print(f"  {r['member_variant']}/{r['format']}: {r['choice'][0]} - {r['choice'][1]}")
   for f in table["twin_failures"]:

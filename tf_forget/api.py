@@ -27,6 +27,7 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import names
 from tf_forget.config import flag_values
 from tf_forget.config import tree
 from tf_forget.evaluate import deploy
@@ -81,7 +82,8 @@ def _result(run_dir, report, manifest):
   tables = {}
   for name in sorted(report.get("tables") or {}):
     data = fileio.read_bytes(f"{paths['tables']}/{name}.csv")
-    tables[name] = pd.read_csv(io.BytesIO(data)) if data.strip() else pd.DataFrame()
+    tables[name] = (pd.read_csv(io.BytesIO(data), dtype={c: str for c in names.NAME_COLUMNS})
+                    if data.strip() else pd.DataFrame())
   failed = tuple(manifest.get("failed_variants") or ())
   return Result(run_dir=run_dir, passed=not failed, failed_variants=failed,
                 verdict=report.get("recommendation"), tables=tables, report=report,
@@ -126,7 +128,7 @@ def _run_dir(run_dir):
   return run_dir
 
 
-def audit(config, log=print, on_locked=None):
+def audit(config, log=print, on_locked=None, started=None):
   """Runs the audit of `config` (an `AuditConfig`) and returns its `Result`.
 
   Everything is checked before anything is written; a run directory made with the same
@@ -136,6 +138,8 @@ def audit(config, log=print, on_locked=None):
     config: an `AuditConfig` (or its JSON dict).
     log: callable(str) taking the progress lines.
     on_locked: optional callable(out), called once the run directory is locked.
+    started: when the command started (`time.time()`); the wall time printed at the end
+      counts from it (None: from this call).
 
   Raises:
     TypeError: `config` is no `AuditConfig` or dict, `log` / `on_locked` not callable.
@@ -146,7 +150,8 @@ def audit(config, log=print, on_locked=None):
   config = _checked_config(config)
   _callable(log, "log")
   _callable(on_locked, "on_locked")
-  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked)
+  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked,
+                                        started=started)
   return _result(config.out, report, manifest)
 
 

@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy import stats
 import tensorflow as tf
 
 from tests import audit_main
@@ -20,6 +21,7 @@ from tests.eval import user_files
 from tf_forget.compat import keras2
 from tf_forget.config import tree
 from tf_forget.data import registry
+from tf_forget.report import collect
 
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
 
@@ -224,6 +226,87 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   assert raw.returncode == 0, raw.stderr[-3000:]
   wrong = json.loads((user / "raw" / "report.json").read_text())
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
+
+
+@pytest.fixture(scope="module")
+def unit_trained(tmp_path_factory):
+  """A user's model trained on x / 255 with no rescaling of its own (a dense layer and batch
+  normalization: raw pixels change its argmax), the digits test split as PNGs, and the model's
+  top-1 on that split fed raw pixels and x / 255: (root, test split, raw top-1, unit top-1)."""
+  root = tmp_path_factory.mktemp("unit_trained")
+  keras = keras2.keras()
+  data = registry.get("digits")
+  train, test = data.load("train"), data.load("test")
+  keras.utils.set_random_seed(0)
+  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
+                            keras.layers.Dense(32), keras.layers.BatchNormalization(),
+                            keras.layers.ReLU(), keras.layers.Dense(10)])
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(train.images.astype("float32") / 255, train.labels, epochs=10, batch_size=64,
+            verbose=0)
+  model.save(str(root / "model.keras"))
+  user_files.write_pngs(root / "images", test)
+  x = test.images.astype("float32")
+  return (root, test, np.argmax(model.predict(x, verbose=0), 1),
+          np.argmax(model.predict(x / 255, verbose=0), 1))
+
+
+def _gain(labels, given, other):
+  """(top-1 gain of `other` over `given`, exact McNemar p of the pairs), computed here."""
+  fixed = int(np.sum((other == labels) & (given != labels)))
+  broken = int(np.sum((given == labels) & (other != labels)))
+  return (fixed - broken) / labels.size, stats.binomtest(min(fixed, broken), fixed + broken,
+                                                         0.5).pvalue
+
+
+def test_a_gap_under_ten_points_is_refused_once_the_sample_decides(unit_trained):
+  """The model fed raw pixels: on the first sample (256 of the 500 images, evenly spaced over the
+  folder's order) it scores about 5 points lower than with --preprocess=unit, under a 10-point
+  margin and not yet significant (p ~ 0.02); on all 500 the gap (about 7 points) is: refused,
+  naming --preprocess=unit, nothing written."""
+  root, test, raw, unit = unit_trained
+  order = np.lexsort((np.arange(len(test)), test.labels))  # images/<label>/<iiii>.png, sorted
+  first = order[np.unique(np.round(np.linspace(0, len(test) - 1, 256)).astype(int))]
+  gain, p = _gain(test.labels[first], raw[first], unit[first])
+  assert 0.02 <= gain < 0.10 and p >= 0.001, (gain, p)
+  gain, p = _gain(test.labels, raw, unit)
+  assert gain >= 0.02 and p < 0.001, (gain, p)
+  result = audit_binary.audit(["--dataset=folder:images", f"--reference={root / 'model.keras'}",
+                               "--compress=float16", "--out=raw", *COMMON], root)
+  line = audit_binary.one_line(result)
+  assert line.startswith(
+      f"audit: error: reference {root / 'model.keras'} scores "
+      f"{100 * np.mean(raw == test.labels):.1f}% with raw pixels (0-255) but "
+      f"{100 * np.mean(unit == test.labels):.1f}% with --preprocess=unit on {len(test)} test "
+      f"images (paired, exact McNemar p = {p:.1g}): your model probably expects "
+      "--preprocess=unit; give it"), line
+  assert not (root / "raw").exists()
+
+
+def test_an_unsure_gain_is_a_caveat_printed_and_recorded_for_the_report(unit_trained):
+  """40 of the images, chosen so that --preprocess=unit gets 4 more right than raw pixels and
+  none fewer: 10 points, but p = 0.125. The audit runs, prints the caveat, and records it in
+  audit.json, where the report's `collect.Run` reads it; with --preprocess=unit there is none."""
+  root, test, raw, unit = unit_trained
+  labels = test.labels
+  picked = np.r_[np.flatnonzero((unit == labels) & (raw != labels))[:4],
+                 np.flatnonzero((unit == labels) & (raw == labels))[:36]]
+  user_files.write_pngs(root / "few", test.take(picked))
+  args = ["--dataset=folder:few", f"--reference={root / 'model.keras'}", "--compress=float16",
+          *COMMON]
+  result = audit_binary.audit([*args, "--out=few_raw"], root)
+  assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
+  want = (f"The input scaling check is unsure: reference {root / 'model.keras'} scores 90.0% "
+          "with raw pixels (0-255), as audited, but 100.0% with --preprocess=unit on 40 test "
+          "images (paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): "
+          "if your model takes --preprocess=unit, give it and audit again.")
+  assert f"warning: {want}\n" in result.stdout, result.stdout[:3000]
+  assert json.loads((root / "few_raw" / "audit.json").read_text())["caveats"] == [want]
+  few = registry.get("folder", path=str(root / "few"), image_size=[8, 8], channels=1)
+  assert collect.load_run(str(root / "few_raw"), dataset=few).caveats == (want,)
+  fed = audit_binary.audit([*args, "--preprocess=unit", "--out=few_unit"], root)
+  assert fed.returncode == 0 and "input scaling" not in fed.stdout, fed.stderr[-3000:]
+  assert json.loads((root / "few_unit" / "audit.json").read_text())["caveats"] == []
 
 
 def _write_folder(root, images, labels):

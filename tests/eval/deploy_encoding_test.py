@@ -32,7 +32,7 @@ def test_auto_picks_plain_when_sparse_is_slower_than_the_bound():
   encoding, reason = deploy.choose_encoding(PLAIN, _sparse(latency=0.016))
   assert (encoding, reason) == ("plain", "sparse file is 1.60x slower than plain (max 1.5x)")
   # The bound is the user's: 1.60x passes a bound of 2.
-  assert deploy.choose_encoding(PLAIN, _sparse(latency=0.016), max_latency_ratio=2)[0] == (
+  assert deploy.choose_encoding(PLAIN, _sparse(latency=0.016), max_sparse_latency_ratio=2)[0] == (
       "sparse")
   # Exactly at the bound is within it.
   assert deploy.choose_encoding(PLAIN, _sparse(latency=0.015))[0] == "sparse"
@@ -72,7 +72,7 @@ def test_sparse_slower_beyond_the_spread_is_refused():
       "plain", "sparse file is 1.90x slower than plain (ratio interval 1.83–2.05x > max 1.5x)")
   # A bound above the interval's low end ships it.
   assert deploy.choose_encoding(PLAIN, dict(sparse, latency_ratio=interval),
-                                max_latency_ratio=1.9)[0] == "sparse"
+                                max_sparse_latency_ratio=1.9)[0] == "sparse"
 
 
 def test_interval_without_a_positive_ratio_is_not_measured():
@@ -110,8 +110,8 @@ def test_modes():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"mode": "smallest"}, "unknown deploy encoding 'smallest'"),
-    ({"max_latency_ratio": 0}, "max_latency_ratio must be"),
-    ({"max_latency_ratio": float("nan")}, "max_latency_ratio must be"),
+    ({"max_sparse_latency_ratio": 0}, "max_sparse_latency_ratio must be"),
+    ({"max_sparse_latency_ratio": float("nan")}, "max_sparse_latency_ratio must be"),
 ])
 def test_bad_options(kwargs, message):
   with pytest.raises(deploy.DeployError, match=message):

@@ -40,8 +40,29 @@ def _choose(run_dir, **kwargs):
   return encodings.choose(run_dir, VARIANTS, "test", repeats=5, **kwargs)
 
 
+def test_each_file_is_timed_against_the_float_reference_and_says_what_ran(run):
+  """The shipped file's latency over the dense float32 file's, timed in the same rounds (the
+  per-round ratios' median and interquartile range), its ops delegated to XNNPACK, and the
+  targets that run it (tf_forget/evaluate/targets.py)."""
+  doc = _choose(run, mode="plain")
+  assert doc["variants"]["dense"]["latency_vs_reference"] == {}
+  for name in ("full_int8", "prune_0.9"):
+    e = doc["variants"][name]
+    assert set(e["latency_vs_reference"]) == {"batch_1", "batch_64"}
+    for ratio in e["latency_vs_reference"].values():
+      assert 0 < ratio["low"] <= ratio["median"] <= ratio["high"] and ratio["rounds"] == 1
+    d = e["delegation"]
+    assert 0 < d["delegated_ops"] <= d["ops"] and sum(d["builtin_ops"].values()) == (
+        d["ops"] - d["delegated_ops"])
+    assert e["targets"]["cpu"] == {"runs": True, "reason": ""}
+  # The float32 pruned file: no integer-only accelerator runs it, and the reason says why.
+  e = doc["variants"]["prune_0.9"]
+  assert e["kind"] == "float32" and not e["targets"]["integer_only"]["runs"]
+  assert "float" in e["targets"]["integer_only"]["reason"]
+
+
 def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
-  doc = _choose(run, max_latency_ratio=20.0)
+  doc = _choose(run, max_sparse_latency_ratio=20.0)
   e = doc["variants"]["prune_0.9"]
   assert e["encoding"] == "sparse" and e["twin_equal"] and e["runtime"] == "xnnpack"
   sizes = e["size_bytes"]
@@ -59,7 +80,7 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
   assert e["sparse_latency_ratio"][f"batch_{check['batch_size']}"] == check["median"]
   assert check["low"] == max(i["low"] for i in e["sparse_latency_interval"].values())
   assert check["low"] <= check["median"] <= check["high"]
-  assert e["inputs"]["settings"]["max_latency_ratio"] == 20.0
+  assert e["inputs"]["settings"]["max_sparse_latency_ratio"] == 20.0
   # A dense model's "sparse" twin saves nothing: plain is shipped, with the reason.
   d = doc["variants"]["dense"]
   assert d["encoding"] == "plain" and "sparse file" in d["reason"]
@@ -69,7 +90,7 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
 
 
 def test_int8_sparse_runs_on_builtin_kernels_and_is_never_shipped_silently(run):
-  doc = _choose(run, max_latency_ratio=20.0)
+  doc = _choose(run, max_sparse_latency_ratio=20.0)
   e = doc["variants"]["prune_0.9+full_int8"]
   # XNNPACK refuses sparse int8 (issue #10): the sparse file was timed on the built-in kernels.
   assert e["sparse_runtime"] == "builtin"
@@ -85,7 +106,7 @@ def test_int8_sparse_runs_on_builtin_kernels_and_is_never_shipped_silently(run):
 
 
 def test_plain_when_sparse_is_slower_than_the_bound(run):
-  doc = _choose(run, max_latency_ratio=0.01)
+  doc = _choose(run, max_sparse_latency_ratio=0.01)
   e = doc["variants"]["prune_0.9"]
   assert e["encoding"] == "plain" and "slower than plain (" in e["reason"]
   assert e["reason"].endswith("max 0.01x)")
@@ -108,7 +129,7 @@ def test_bad_options_and_missing_inputs(run, tmp_path):
 
 
 def test_bundle_and_report_carry_the_choice(run, tmp_path):
-  doc = _choose(run, max_latency_ratio=20.0)
+  doc = _choose(run, max_sparse_latency_ratio=20.0)
   summary = {"top1": 0.9, "top1_change": 0.0}
   report = {"dataset": {"name": "synthetic", "eval_split": "test"},
             "variants": {v: dict(summary) for v in VARIANTS},
@@ -175,7 +196,7 @@ def test_five_fresh_measurements_give_the_same_decision(run):
   with _cpu_load():
     for _ in range(5):
       float32 = _decision(run, "prune_0.9")
-      int8 = _decision(run, "prune_0.9+full_int8", max_latency_ratio=0.5)
+      int8 = _decision(run, "prune_0.9+full_int8", max_sparse_latency_ratio=0.5)
       decisions.append((float32[0], int8[0]))
       print({v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
              for v, c in (("prune_0.9", float32[1]), ("prune_0.9+full_int8", int8[1]))})
@@ -195,23 +216,23 @@ def _no_timing(*args, **kwargs):
 
 
 def test_recorded_decision_is_reused_without_timing(copied_run, monkeypatch):
-  first = _choose(copied_run, max_latency_ratio=20.0)
+  first = _choose(copied_run, max_sparse_latency_ratio=20.0)
   for e in first["variants"].values():
     assert len(e["inputs"]["plain_sha256"]) == 64 and len(e["inputs"]["sparse_sha256"]) == 64
   monkeypatch.setattr(latency, "measure", _no_timing)
   lines = []
-  again = _choose(copied_run, max_latency_ratio=20.0, log=lines.append)
+  again = _choose(copied_run, max_sparse_latency_ratio=20.0, log=lines.append)
   assert again == first
   assert lines == [f"{v}: {first['variants'][v]['encoding']} "
                    f"({first['variants'][v]['reason']}) [recorded]" for v in VARIANTS]
   with open(encodings.path(copied_run)) as f:
     assert json.load(f) == first
   with pytest.raises(AssertionError, match="latency.measure called"):
-    _choose(copied_run, max_latency_ratio=20.0, remeasure=True)
+    _choose(copied_run, max_sparse_latency_ratio=20.0, remeasure=True)
 
 
 def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
-  _choose(copied_run, max_latency_ratio=20.0)
+  _choose(copied_run, max_sparse_latency_ratio=20.0)
   timed = []
   real = latency.measure
 
@@ -224,17 +245,17 @@ def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
   twin = os.path.join(copied_run, "tflite", "prune_0.9", "0", "float32+sparse.tflite")
   shutil.copy(os.path.join(copied_run, "tflite", "dense", "0", "float32+sparse.tflite"), twin)
   lines = []
-  doc = _choose(copied_run, max_latency_ratio=20.0, log=lines.append)
-  assert timed == [["plain", "sparse"]]  # only prune_0.9 is timed again
+  doc = _choose(copied_run, max_sparse_latency_ratio=20.0, log=lines.append)
+  assert timed == [["plain", "reference", "sparse"]]  # only prune_0.9, with its reference
   assert "redo prune_0.9 encoding: its sparse twin changed since it was timed" in lines
   assert doc["variants"]["prune_0.9"]["inputs"]["sparse_sha256"] == (
       encodings.hashing.file_sha256(twin, memo=False))
   assert sum(line.endswith("[recorded]") for line in lines) == len(VARIANTS) - 1
   timed.clear()
   lines.clear()
-  _choose(copied_run, max_latency_ratio=2.0, log=lines.append)
+  _choose(copied_run, max_sparse_latency_ratio=2.0, log=lines.append)
   assert len(timed) == len(VARIANTS)
-  assert ("redo dense encoding: settings changed (max_latency_ratio 20.0 -> 2.0)") in lines
+  assert ("redo dense encoding: settings changed (max_sparse_latency_ratio 20.0 -> 2.0)") in lines
 
 
 def test_record_without_inputs_is_measured_again(copied_run, monkeypatch):

@@ -8,7 +8,8 @@ keeps the float function (ReLU is positively homogeneous: max |Δlogit| < 1e-4 c
     channel 5 /100 — the pointwise CONV_2D must be ranked first by the causal ranking (fault
     "weights"), and first by the user-file ranking of the plain converter's int8 file;
   * range fault: the first Conv2D's output channel 6 x100, the next depthwise channel /100 —
-    the range diagnosis must name that conv's channel 6, the ranking call it a range fault,
+    the range diagnosis must name that conv's channel 6, the ranking name that conv first (the
+    range diagnosis picks it for the ablation) and call it a range fault,
     and `--repair=auto` must choose `cle` (no bytes: <= 1.05x the int8 file) and recover
     >= 80% of the int8 file's broken examples on the held-out half; `--repair=int16x8`
     beside it (through the binary too) must recover >= 80% on every example;
@@ -109,7 +110,9 @@ def test_the_range_fault_is_named_and_repaired_by_equalization(audits):
   doc = _json(run_dir, "layers", "dense", "0", "full_int8.json")
   (wide,) = [r for r in doc["ranges"] if r["op_name"] == "CONV_2D"]
   assert wide["channel"] == 6 and wide["ratio"] >= 50
-  assert doc["ranking"][0]["fault"] == "range"
+  top = doc["ranking"][0]  # the op writing the wide tensor, ablated for the range diagnosis
+  assert top["fault"] == "range" and top["op_index"] == wide["op_index"], top
+  assert top["evidence"] == "ablation" and "range" in top["picked_by"], top
   meta = _json(run_dir, "tflite", "dense", "0", "full_int8~auto.json")
   assert meta["repair"]["chosen"] == "cle"
   plain = _json(run_dir, "tflite", "dense", "0", "full_int8.json")

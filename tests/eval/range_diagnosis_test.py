@@ -4,10 +4,12 @@ Golden by hand: a 1x1 Conv2D (ReLU, no bias) with weights 1, 2, 3, 400 on images
 span [0, 1] gives channel spans exactly 1, 2, 3, 400; the median span is 2.5 (ratio 160), the
 per-tensor scale is 400 / 255, and the other three channels keep 255 / 400 * (1, 2, 3) levels,
 median 1.275. The planted fault of the issue (the first Conv2D's output channel x100, the next
-depthwise channel /100: the same float function) is named; the same model unplanted is not.
+depthwise channel /100: the same float function) is named; the same model unplanted is not; the
+conv's wide channel, pooled, is one fault that starts at the conv (`origins`).
 """
 
 import os
+import types
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -63,9 +65,25 @@ def test_the_planted_range_fault_is_named_and_the_clean_model_is_not():
   clean = range_diagnosis.dominant(range_diagnosis.channel_ranges(
       converter.convert(_cnn(False), "float32"), images))
   assert clean == []
-  found = range_diagnosis.dominant(range_diagnosis.channel_ranges(
-      converter.convert(_cnn(True), "float32"), images))
+  data = converter.convert(_cnn(True), "float32")
+  found = range_diagnosis.dominant(range_diagnosis.channel_ranges(data, images))
   assert found, "the planted channel is not named"
   first = found[0]
   assert first["op_name"] == "CONV_2D" and first["channel"] == 6
   assert first["ratio"] > 30 and first["levels_others"] < 10
+  # The pooled tensor keeps the wide channel: one fault, made by the conv.
+  assert [r["op_name"] for r in found] == ["CONV_2D", "MAX_POOL_2D"]
+  origins = range_diagnosis.origins(flatbuffer_graph.graph(data), found)
+  assert origins == {r["tensor"]: first["op_index"] for r in found}
+
+
+def test_origins_follow_a_wide_channel_passed_on_and_nothing_else():
+  # op 0 writes tensor 1 (channel 6 wide), op 1 pools it into tensor 2 (channel 6 still),
+  # op 2 reads 2 and writes 3, wide in another channel (a fault of its own), op 3 reads 1 and
+  # 3 and writes 4 (channel 2, continuing op 2's fault).
+  graph = types.SimpleNamespace(ops=[types.SimpleNamespace(inputs=i, outputs=o) for i, o in (
+      ((0, -1), (1,)), ((1,), (2,)), ((2, 9), (3,)), ((1, 3), (4,)))])
+  found = [{"tensor": t, "op_index": i, "channel": c}
+           for t, i, c in ((1, 0, 6), (2, 1, 6), (3, 2, 2), (4, 3, 2))]
+  assert range_diagnosis.origins(graph, found) == {1: 0, 2: 0, 3: 2, 4: 2}
+  assert range_diagnosis.origins(graph, []) == {}

@@ -49,6 +49,7 @@ from tf_forget.compat import keras2
 from tf_forget.data import input_layout
 from tf_forget.data import registry
 from tf_forget.evaluate import input_scaling
+from tf_forget.evaluate import scaling_evidence
 from tf_forget.report import verdict
 
 KERAS3_FILES = '''
@@ -217,8 +218,8 @@ def test_without_preprocess_unit_it_is_refused_in_one_line(user, tmp_path):
   line = audit_binary.one_line(audit_binary.audit([*TUTORIAL, f"--out={out}"], user))
   assert line.startswith(f"audit: error: reference {user / 'float.tflite'} scores ")
   assert "with raw pixels (0-255) but " in line and "% with --preprocess=unit on 256 test " \
-      "images: your model probably expects --preprocess=unit; give it, or " \
-      "--input_scaling_check=off to audit as given" in line, line
+      "images (paired, exact McNemar p = " in line and "): your model probably expects " \
+      "--preprocess=unit; give it, or --input_scaling_check=off to audit as given" in line, line
   assert not out.exists()
 
 
@@ -264,49 +265,54 @@ def test_a_tf_keras_reference_without_a_channel_axis_is_converted_and_analysed(u
   assert layers["rows"] and not layers.get("error")  # the debugger fed [N, 8, 8] inputs
 
 
-# The decision rule of `tf_forget.evaluate.input_scaling`, on predictions made up to sit on either
-# side of each threshold (their source: the binomial and McNemar tables of scipy, not the code).
+# The lines of `tf_forget.evaluate.input_scaling` for the decisions of
+# `tf_forget.evaluate.scaling_evidence` (whose rule tests/eval/scaling_evidence_test.py covers), on
+# predictions made up to sit on either side of its thresholds.
 def _top1(labels, right):
   """Predictions that are right exactly where `right` is."""
   return np.where(right, labels, (labels + 1) % 10)
 
 
-def test_scaling_rule_names_a_much_better_preprocessing():
+def test_scaling_refusal_names_the_better_preprocessing_and_its_evidence():
   labels = np.arange(256) % 10
-  given = _top1(labels, np.arange(256) < 120)   # 47%
-  unit = _top1(labels, np.arange(256) < 250)    # 98%, every given-right one right too
-  result = input_scaling.verdict(labels, {"raw": given, "unit": unit}, "raw", 10)
-  assert result[:2] == ("better", "unit")
-  line = input_scaling.message("m.tflite", result, "raw", 256, 10)
-  assert line == ("reference m.tflite scores 47% with raw pixels (0-255) but 98% with "
-                  "--preprocess=unit on 256 test images: your model probably expects "
-                  "--preprocess=unit; give it, or --input_scaling_check=off to audit as given")
+  given = _top1(labels, np.arange(256) < 120)   # 46.9%
+  unit = _top1(labels, np.arange(256) < 250)    # 97.7%, every given-right one right too
+  decision = scaling_evidence.verdict(labels, {"raw": given, "unit": unit}, "raw", 10)
+  assert (decision.kind, decision.other.name) == ("better", "unit")
+  line = input_scaling.message("m.tflite", decision, "raw", 10)
+  assert line == ("reference m.tflite scores 46.9% with raw pixels (0-255) but 97.7% with "
+                  "--preprocess=unit on 256 test images (paired, exact McNemar p = 1e-39): your "
+                  "model probably expects --preprocess=unit; give it, or "
+                  "--input_scaling_check=off to audit as given")
 
 
-def test_scaling_rule_accepts_a_small_or_insignificant_difference():
-  labels = np.arange(256) % 10
-  given = _top1(labels, np.arange(256) < 220)   # 86%
-  close = _top1(labels, np.arange(256) < 240)   # 94%: 8 points better, under the margin
-  assert input_scaling.verdict(labels, {"unit": given, "raw": close}, "unit", 10) is None
-  few = np.arange(20) % 10  # 20 examples: 35% vs 60% is 25 points but McNemar p = 0.06
-  assert input_scaling.verdict(few, {"raw": _top1(few, np.arange(20) < 7),
-                                     "unit": _top1(few, np.arange(20) < 12)}, "raw", 10) is None
-
-
-def test_scaling_rule_refuses_chance_and_says_what_to_check():
+def test_scaling_refuses_chance_and_says_what_to_check():
   labels = np.arange(256) % 10
   chance = _top1(labels, np.arange(256) % 10 == 0)  # 10%: chance for 10 classes
-  result = input_scaling.verdict(labels, {"symmetric": chance, "raw": chance}, "symmetric", 10)
-  assert result[:2] == ("chance", None)
-  line = input_scaling.message("m.keras", result, "symmetric", 256, 10)
-  assert line.startswith("reference m.keras scores 10% with --preprocess=symmetric on 256 "
+  decision = scaling_evidence.verdict(labels, {"symmetric": chance, "raw": chance}, "symmetric",
+                                      10)
+  assert decision.kind == "chance"
+  line = input_scaling.message("m.keras", decision, "symmetric", 10)
+  assert line.startswith("reference m.keras scores 10.2% with --preprocess=symmetric on 256 "
                          "test images, no better than chance (10%, 10 classes)")
   assert line.endswith("or --input_scaling_check=off to audit as given")
   # Raw pixels right, a given unit wrong: the line says to drop the flag.
   good = _top1(labels, np.arange(256) < 240)
-  result = input_scaling.verdict(labels, {"unit": chance, "raw": good}, "unit", 10)
+  decision = scaling_evidence.verdict(labels, {"unit": chance, "raw": good}, "unit", 10)
   assert "probably expects raw pixels (0-255); drop --preprocess=unit, or" in \
-      input_scaling.message("m.keras", result, "unit", 256, 10)
+      input_scaling.message("m.keras", decision, "unit", 10)
+
+
+def test_scaling_caveat_is_one_sentence_with_the_evidence():
+  labels = np.arange(40) % 10
+  given = _top1(labels, np.arange(40) < 36)   # 90%; with unit all 40: 4 pairs, p = 0.125
+  decision = scaling_evidence.verdict(labels, {"unit": given, "raw": labels}, "unit", 10)
+  assert decision.kind == "caveat"
+  assert input_scaling.caveat("m.keras", decision, "unit") == (
+      "The input scaling check is unsure: reference m.keras scores 90.0% with "
+      "--preprocess=unit, as audited, but 100.0% with raw pixels (0-255) on 40 test images "
+      "(paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): if your "
+      "model takes raw pixels (0-255), drop --preprocess=unit and audit again.")
 
 
 def test_the_candidates_compared_depend_on_channels():
@@ -327,6 +333,12 @@ def test_misscaled_caveat_needs_a_significant_one_sided_gain():
   assert caveat(40, 70, 0.0005) is None      # significant, but not many more fixed than broken
   assert caveat(30, 2, 1e-7) is None         # a significant loss is the audit's usual news
   assert verdict.misscaled_caveat(types.SimpleNamespace(tables={})) is None
+  # The input scaling check ran and found the preprocessing right: a fine-tuned file (pruned,
+  # clustered, QAT) can beat its reference; the sentence does not blame the scaling.
+  table = pd.DataFrame([{"variant": "user_clustered", "difference": 0.0054, "broken": 36,
+                         "fixed": 90, "mcnemar_p": 2e-6}])
+  checked = verdict.misscaled_caveat(types.SimpleNamespace(tables={"k1_topline": table}), True)
+  assert "trained further than the reference" in checked and "mis-scaled" not in checked
 
 
 def test_a_quantized_inputs_range_is_what_its_scale_and_zero_point_cover():

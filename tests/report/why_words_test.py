@@ -4,7 +4,8 @@ An ablation over 40 forgotten examples (at most 1,000 of the file's 90 are ablat
 of which the plain file broke 30: the top op recovered 3 and caused 28 alone, and reads a
 tensor whose channel 6 spans 85x the median: its sentence must say "activation range", those
 counts against the ablated examples (not the 90 forgotten), and the channel. A user's file gets
-the dB sentence and says what its ranking cannot see; an error-statistic analysis says so.
+the dB sentence and says what its ranking cannot see; an error-statistic analysis says so. Each
+ablated op says what picked it (its NMSE, the range diagnosis), in words and in the table.
 """
 
 from tf_forget.report import why_words
@@ -46,6 +47,36 @@ def test_an_ablated_range_fault_in_words():
   rows = why_words.layer_rows(doc, kept={"head"})
   assert [(r["rank"], r["nmse_rank"], r["evidence"], r["kept"]) for r in rows] == [
       (1, 4, "ablation", False), (2, 1, "error statistic", True)]
+
+
+def test_each_ablated_op_says_what_picked_it():
+  # 7 ops ablated: 6 NMSE picks and 2 ops the range diagnosis named, one of them both.
+  doc = _doc(ranked_by="ablation",
+             ablation={"plain": {"broken_forgotten": 30}, "ablated": 7, "picked_nmse": 6,
+                       "picked_range": 2, "forgotten": 40, "stable": 250},
+             ranges=[RANGE],
+             ranking=[_row("CONV_2D", 1, "sequential/conv2d/Relu", 1, evidence="ablation",
+                           fault="range", recovered=0, caused=28, range=RANGE, nmse_rank=7,
+                           picked_by=["range"]),
+                      _row("DEPTHWISE_CONV_2D", 2, "dw", 2, evidence="ablation", fault="range",
+                           recovered=1, caused=27, range=RANGE, nmse_rank=3,
+                           picked_by=["nmse", "range"]),
+                      _row("FULLY_CONNECTED", 5, "head", 3, evidence="ablation",
+                           fault="inherited", recovered=0, caused=1, nmse_rank=1,
+                           picked_by=["nmse"]),
+                      _row("MEAN", 4, "mean", 8, nmse_rank=8, evidence="error statistic",
+                           picked_by=None)])
+  lines = why_words.sentences(doc)
+  assert lines[0].startswith(
+      "Why full_int8/0 forgot (ranked by ablation: each of the 7 ops of largest error (6) or "
+      "named by the range diagnosis (2) quantized alone and kept alone in float")
+  assert lines[1].startswith("CONV_2D (sequential/conv2d), picked by the range diagnosis: its "
+                             "activation range — kept alone in float it recovers 0 of the 30")
+  assert lines[2].startswith("DEPTHWISE_CONV_2D, picked by its NMSE and the range "
+                             "diagnosis: its activation range")
+  rows = why_words.layer_rows(doc, kept=set())
+  assert [r["picked_by"] for r in rows] == [
+      "range diagnosis", "NMSE pick, range diagnosis", "NMSE pick", None]
 
 
 def test_a_user_file_and_an_error_statistic_say_what_they_are():

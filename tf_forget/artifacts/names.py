@@ -21,6 +21,19 @@ DEFAULT_ENCODING = "plain"
 SPARSE = "sparse"
 FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
 ENCODINGS = ("plain", "sparse")
+# Where a shipped file runs (`tf_forget.evaluate.targets`): LiteRT with XNNPACK on a CPU; an
+# integer-only accelerator or microcontroller; the LiteRT GPU delegate.
+TARGETS = ("cpu", "integer_only", "gpu")
+TARGET_TITLES = {
+    "cpu": "CPU (LiteRT with XNNPACK)",
+    "integer_only": "integer-only accelerators and microcontrollers (int8 ops, int8/uint8 "
+                    "I/O: Edge TPU, NPUs, TFLite Micro)",
+    "gpu": "GPU (the LiteRT GPU delegate)",
+}
+SIZE_MEASURES = ("bytes", "gzip")
+# Columns of the report's tables that hold names (class 7 is "7", never 7.0): a CSV reader
+# keeps them as text.
+NAME_COLUMNS = ("class_name", "worst_class", "worst_subgroup", "subgroup")  # what the ship rule weighs: the file, or its download
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
 ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (docs/spec.md §6.1); their one home
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")

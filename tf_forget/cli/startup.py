@@ -15,7 +15,9 @@ the handlers with its own.
 
 import os
 import signal
+import time
 
+STARTED = time.time()  # when the command started: the binary imports this module first
 INTERRUPTED = 130  # 128 + SIGINT
 TERMINATED = 143  # 128 + SIGTERM
 STARTING = "start-up"  # `tf_forget.cli.status.describe()` before the first section

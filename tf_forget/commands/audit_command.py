@@ -22,6 +22,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import user_output
 from tf_forget.cli import app as cli_app
+from tf_forget.cli import startup
 from tf_forget.cli import console
 from tf_forget.commands import audit_flags
 from tf_forget.compat import cpu_kernels
@@ -106,7 +107,8 @@ def run(flag_values, name="audit"):
       print(api.plan(config, filesystem.user_path(fv["unit_costs"].value)))
       return 0
     target = summary_target(fv["summary"].value, run_dir=config.out)
-    result = _audit_with_summary(lambda: api.audit(config, on_locked=console.attach), target)
+    result = _audit_with_summary(lambda: api.audit(config, on_locked=console.attach,
+                                                     started=startup.STARTED), target)
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:

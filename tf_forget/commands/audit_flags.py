@@ -22,6 +22,7 @@ from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
 from tf_forget import executor as executor_lib
 from tf_forget.prune import scores as prune_scores
+from tf_forget.report import ship_rule
 
 COMMAND_FLAGS = ("config", "plan", "unit_costs", "summary", "verbose")
 
@@ -161,9 +162,20 @@ def define(flag_values):
   on.enum(
       "deploy_encoding", "auto", ["auto", "plain", "sparse"],
       "Shipped encoding: auto = the sparse twin where it is smaller, predicts the same and is "
-      "within --max_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).")
-  on.float("max_latency_ratio", 1.5,
+      "within --max_sparse_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).")
+  on.float("max_sparse_latency_ratio", 1.5,
            "Largest sparse / plain median latency 'auto' accepts.")
+  on.enum(
+      "target", "cpu", list(names.TARGETS),
+      "Where the shipped file runs: cpu = LiteRT with XNNPACK; integer_only = accelerators and "
+      "microcontrollers that run only int8 ops with int8/uint8 I/O; gpu = the LiteRT GPU "
+      "delegate. A file the target cannot run is not recommended.")
+  on.enum("size", "bytes", list(names.SIZE_MEASURES),
+          "The size the ship rule weighs: bytes = the file; gzip = its compressed download.")
+  on.float("max_latency_ratio", ship_rule.DEFAULT_MAX_LATENCY_RATIO,
+           "A recommended file is at most this many times slower than the float reference "
+           "(batch 1 and --latency_batch, this machine's runtime).")
+  on.integer("latency_batch", 64, "The batch timed besides batch 1.")
   on.bool(
       "remeasure_latency", False,
       "Time the plain and sparse files again although a decision for the same files and settings "
@@ -268,10 +280,12 @@ def define(flag_values):
       "or object that is not a built-in Keras class is refused before anything is loaded or "
       "written, and .keras files load in Keras' safe mode.")
   on.enum(
-      "input_scaling_check", "on", ["on", "off"], "Before the audit, run your --reference on 256 "
-      "test images under the given --preprocess and every other standard one (raw pixels, unit, "
-      "symmetric, imagenet_caffe, imagenet_torch) and refuse, naming the likely --preprocess, "
-      "when the given one scores near chance or far below another; off: audit as given.")
+      "input_scaling_check", "on", ["on", "off"], "Before the audit, run your --reference on the "
+      "same test images (256, up to 2048 while the evidence is unclear) under the given "
+      "--preprocess and every other standard one (raw pixels, unit, symmetric, imagenet_caffe, "
+      "imagenet_torch) and refuse, naming the likely --preprocess, when another scores at least "
+      "2 points higher (exact McNemar p < 0.001) or the given one near chance; an unclear gain "
+      "is a caveat; off: audit as given.")
   define_summary(on)
   return tuple(on.defined)
 
@@ -320,7 +334,8 @@ HELP_SECTIONS = (
         "max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes",
         "max_flip_rate", "max_kl"]),
     ("why it forgot, and repairs", ["repair", "max_repair_size", "repair_always"]),
-    ("deployment bundle", ["deploy_all_members", "deploy_encoding", "max_latency_ratio",
+    ("deployment bundle", ["target", "size", "max_latency_ratio", "latency_batch",
+                           "deploy_all_members", "deploy_encoding", "max_sparse_latency_ratio",
                            "num_threads", "remeasure_latency"]),
     ("where the work runs", ["executor", "workers", "ray_address"]),
     ("000's human study", ["annotation_export", "annotations", "annotation_key",

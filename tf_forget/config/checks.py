@@ -78,8 +78,12 @@ def _running(config):
          + _among(ex.executor, sorted(executor_lib.EXECUTORS), "execution.executor")
          + _at_least(ex.workers, 0, "execution.workers")
          + _at_least(rep.max_size, 1.0, "repair.max_size", "a number"))
-  if not dep.max_latency_ratio > 0:
-    out.append(("deployment.max_latency_ratio", f"must be > 0, got {dep.max_latency_ratio!r}"))
+  out += (_among(dep.target, names.TARGETS, "deployment.target")
+          + _among(dep.size, names.SIZE_MEASURES, "deployment.size")
+          + _at_least(dep.latency_batch, 1, "deployment.latency_batch"))
+  for field in ("max_sparse_latency_ratio", "max_latency_ratio"):
+    if not getattr(dep, field) > 0:
+      out.append((f"deployment.{field}", f"must be > 0, got {getattr(dep, field)!r}"))
   if not 1 <= dep.num_threads <= MAX_THREADS:
     out.append(("deployment.num_threads", f"must be in 1-{MAX_THREADS}, got {dep.num_threads}"))
   if ex.ray_address is not None and ex.executor != "ray":

@@ -24,12 +24,13 @@ from tf_forget.config import codec
 from tf_forget.data import fingerprint
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import human_study_options
+from tf_forget.report import ship_rule
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
 AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
 AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file
-DEFAULT_MAX_LATENCY_RATIO = 1.5  # --max_latency_ratio: sparse / plain (`tf_forget.evaluate.deploy`)
+DEFAULT_MAX_SPARSE_LATENCY_RATIO = 1.5  # --max_sparse_latency_ratio: sparse / plain
 MAX_FILE_BYTES = 16_000_000  # a configuration file (`load`; a run's audit.json is a few kB)
 
 
@@ -138,14 +139,29 @@ class Noise:
 
 @_frozen
 class Deployment:
-  """The bundle (`tf_forget.evaluate.deploy`): "first" or "all" members' files; the encoding
-  ("auto", "plain", "sparse") and the sparse / plain latency bound of "auto"; interpreter threads;
-  and whether to time the twins again although a decision is recorded."""
+  """The bundle (`tf_forget.evaluate.deploy`) and the ship decision (`tf_forget.report.ship_rule`).
+
+  Attributes:
+    members: "first" or "all" members' files in the bundle.
+    encoding: "auto", "plain" or "sparse".
+    max_sparse_latency_ratio: the sparse / plain latency bound of "auto".
+    num_threads: interpreter threads.
+    remeasure_latency: time the files again although a decision is recorded.
+    target: where the shipped file runs (`tf_forget.evaluate.targets.TARGETS`).
+    size: which size the ship rule weighs: "bytes" (the file) or "gzip" (the download).
+    max_latency_ratio: the largest latency over the float reference's a recommended file may
+      have (at batch 1 and at `latency_batch`).
+    latency_batch: the batch timed besides batch 1.
+  """
   members: str = "first"
   encoding: str = "auto"
-  max_latency_ratio: float = DEFAULT_MAX_LATENCY_RATIO
+  max_sparse_latency_ratio: float = DEFAULT_MAX_SPARSE_LATENCY_RATIO
   num_threads: int = 2
   remeasure_latency: bool = False
+  target: str = "cpu"
+  size: str = "bytes"
+  max_latency_ratio: float = ship_rule.DEFAULT_MAX_LATENCY_RATIO
+  latency_batch: int = 64
 
 
 @_frozen

@@ -19,29 +19,29 @@ right, file wrong) and by the mean KL(reference || file) over the forgotten exam
 examples the op's quantization is necessary for plus those it suffices for — then `caused`,
 then the KL the float op removes (a range fault lives between two ops and is re-quantized by
 the next: keeping one op in float recovers almost nothing, so `recovered` alone would rank it
-by noise); every candidate costs two conversions and two runs over the subsets, so
-the caller picks at most a few candidates by a cheap score (`cheap_candidates`).
+by noise). The ops around one range fault — the op writing the wide tensor and the ops reading
+it (or the tensor pooling passes it on to) — each reproduce the same per-tensor rounding when
+quantized alone, so their effects differ by noise: they are ranked together, at the best of
+their places, the op where the fault starts first (its weights make the wide channel;
+`range_diagnosis.origins`).
+
+Every candidate costs two conversions and two runs over the subsets, so only a few are ablated
+(`tf_forget.evaluate.ablation_candidates`): the ops of largest NMSE on the forgotten examples
+and the ops the range diagnosis names (`tf_forget.evaluate.range_diagnosis`: they write or read a
+tensor where one channel dominates the per-tensor range, which an NMSE cannot see).
+`attribute` does it all for a full int8 file: the range diagnosis of its plain file, the
+candidates, their ablation and the ranking (`rank`), each ranked op with the score that picked
+it (`picked_by`).
 """
 
 import numpy as np
 
+from tf_forget.evaluate import ablation_candidates
 from tf_forget.evaluate import batched
+from tf_forget.evaluate import range_diagnosis
+from tf_forget.export import flatbuffer_graph
 from tf_forget.stats import divergence
 from tf_forget.stats import paired
-
-DEFAULT_CANDIDATES = 6
-
-
-def cheap_candidates(rows, count=DEFAULT_CANDIDATES, subset="forgotten"):
-  """The `tensor_name`s of the `count` ops of `layer_error.layer_errors` rows with the largest
-  error on `subset` (nmse; ops without one last), in that order; rows without a name (an op
-  the debugger could not name cannot be kept in float) are left out."""
-  def score(row):
-    value = (row.get("subsets") or {}).get(subset, {}).get("nmse")
-    return -1.0 if value is None else float(value)
-  ranked = sorted((r for r in rows if r.get("tensor_name")),
-                  key=lambda r: (-score(r), r.get("op_index") or 0))
-  return [r["tensor_name"] for r in ranked[:count]]
 
 
 def _scores(data, images, num_threads):
@@ -61,7 +61,7 @@ def ablate(quantizer, candidates, subsets, num_threads=1):
 
   Args:
     quantizer: a `layer_error.SelectiveQuantizer` of the float model.
-    candidates: `tensor_name`s of the ops to ablate (`cheap_candidates`).
+    candidates: `tensor_name`s of the ops to ablate (`ablation_candidates.choose`).
     subsets: {"forgotten": (images, labels, reference scores), "stable": (...)}: uint8 images
       `[n, H, W, C]`, int labels, the reference's float scores (logits) `[n, classes]`.
     num_threads: interpreter threads.
@@ -137,24 +137,54 @@ def fault_kind(effect, range_row, plain_broken):
   return "weights" if plain_broken and own >= OWN_SHARE * plain_broken else "inherited"
 
 
-def rank(ranking, ablation, touching):
-  """The ranking by causal effect: the ablated ops first in `ablate`'s order, then the others
-  in their error-statistic order, each with its effect and fault kind.
+def _order(ablated, effects, touching, origins):
+  """The ablated `ranking` rows in `ablate`'s order, the ops around one range fault (the ops
+  touching its tensors: `range_diagnosis.origins`) together at the best of their places, the
+  op where the fault starts first: quantized alone, each of them reproduces the same
+  per-tensor rounding, so their effects differ by noise, and the fault is made by the first
+  op's weights (the op an equalization rescales)."""
+  def fault(row):
+    hit = touching.get(row.get("op_index"))
+    return None if hit is None else origins.get(hit["tensor"], hit["op_index"])
+  place = {r["tensor_name"]: effects[r["tensor_name"]]["rank"] for r in ablated}
+  best = {}
+  for row in ablated:
+    start = fault(row)
+    if start is not None:
+      best[start] = min(best.get(start, place[row["tensor_name"]]), place[row["tensor_name"]])
+
+  def key(row):
+    start = fault(row)
+    if start is None:
+      return (place[row["tensor_name"]], False, 0)
+    return (best[start], row.get("op_index") != start, place[row["tensor_name"]])
+  return sorted(ablated, key=key)
+
+
+def rank(ranking, ablation, touching, picked_by=None, origins=None):
+  """The ranking by causal effect: the ablated ops first in `ablate`'s order (the ops around one
+  range fault together, the op where it starts first: `_order`), then the others in their
+  error-statistic order, each with its effect and fault kind.
 
   Args:
     ranking: rows of `layer_error.rank_layers` (their "rank" is kept as "nmse_rank").
     ablation: `ablate`'s result.
     touching: `range_diagnosis.ops_touching` of the plain file ({op index: dominant row}).
+    picked_by: {tensor name: the scores that picked it (`ablation_candidates.choose`)}.
+    origins: `range_diagnosis.origins` of the plain file ({tensor: the op where its fault
+      starts}); without it, each dominated tensor is a fault of its own.
 
   Returns:
     The rows with "rank", "nmse_rank", "evidence" ("ablation" or "error statistic"),
+    "picked_by" (an ablated op's list of `ablation_candidates` sources, else None),
     "recovered", "broken_float_op", "kl_float_op", "caused", "caused_stable", "kl_only_op",
     "fault" and "range" (the dominant channel row or None), best first.
   """
+  picked_by = picked_by or {}
   effects = {row["tensor_name"]: row for row in ablation["ops"]}
   plain_broken = ablation["plain"]["broken_forgotten"]
-  ablated = sorted((r for r in ranking if r["tensor_name"] in effects),
-                   key=lambda r: effects[r["tensor_name"]]["rank"])
+  ablated = _order([r for r in ranking if r["tensor_name"] in effects], effects, touching,
+                   origins or {})
   rest = [r for r in ranking if r["tensor_name"] not in effects]
   out = []
   for position, row in enumerate(ablated + rest, start=1):
@@ -163,9 +193,41 @@ def rank(ranking, ablation, touching):
     out.append(dict(
         row, rank=position, nmse_rank=row["rank"],
         evidence="ablation" if effect else "error statistic",
+        picked_by=list(picked_by.get(row["tensor_name"], [])) if effect else None,
         recovered=effect and effect["recovered"], broken_float_op=effect and effect["broken"],
         kl_float_op=effect and effect["kl_float_op"], caused=effect and effect["caused"],
         caused_stable=effect and effect["caused_stable"],
         kl_only_op=effect and effect["kl_only_op"],
         fault=fault_kind(effect, hit, plain_broken) if effect else None, range=hit))
   return out
+
+
+def attribute(quantizer, rows, ranking, subsets, calibration_images, num_threads=1,
+              nmse=ablation_candidates.NMSE_PICKS, ranged=ablation_candidates.RANGE_PICKS):
+  """The causal ranking of a full int8 file (module docstring).
+
+  Args:
+    quantizer: the `layer_error.SelectiveQuantizer` the rows were measured with.
+    rows: its `layer_error.layer_errors` rows (with a "forgotten" subset).
+    ranking: `layer_error.rank_layers` of the rows.
+    subsets: `ablate`'s subsets.
+    calibration_images: the representative images the plain file was calibrated on (the
+      range diagnosis runs over them).
+    num_threads: interpreter threads.
+    nmse, ranged: at most this many NMSE picks and range picks (`ablation_candidates.choose`).
+
+  Returns:
+    {"ranking": `rank`'s rows, "ablation": `ablate`'s result, "ranges": the
+    `range_diagnosis.dominant` rows of the plain file, "candidates": `ablation_candidates.choose`}.
+  """
+  plain = quantizer([])
+  ranges = range_diagnosis.dominant(range_diagnosis.channel_ranges(
+      plain, calibration_images, num_threads=num_threads))
+  graph = flatbuffer_graph.graph(plain)
+  touching = range_diagnosis.ops_touching(graph, ranges)
+  origins = range_diagnosis.origins(graph, ranges)
+  candidates = ablation_candidates.choose(rows, touching, origins, nmse, ranged)
+  ablation = ablate(quantizer, [c["tensor_name"] for c in candidates], subsets, num_threads)
+  picked_by = {c["tensor_name"]: c["picked_by"] for c in candidates}
+  return {"ranking": rank(ranking, ablation, touching, picked_by, origins),
+          "ablation": ablation, "ranges": ranges, "candidates": candidates}

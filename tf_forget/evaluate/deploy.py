@@ -15,7 +15,7 @@ leaves the previous bundle or the new one, never a mixture.
 Encoding choice (`choose_encoding`): per variant, ship the plain file or its
 sparse-encoded twin. `auto` ships the sparse file only if its predictions equal its plain twin's
 (`tf_forget.evaluate.agreement.compare_twin_files`), it is at least `MIN_SIZE_SAVING` smaller, and
-it is not slower than `max_latency_ratio` beyond the spread of the sparse / plain latency ratio over
+it is not slower than `max_sparse_latency_ratio` beyond the spread of the sparse / plain latency ratio over
 interleaved rounds (`tf_forget.evaluate.latency.ratio_interval`: refused only when the interval's
 low end exceeds the bound); otherwise the plain file, with a one-line reason.
 """
@@ -37,7 +37,7 @@ MANIFEST_SCHEMA = "tf_forget.manifest/1"
 BUNDLE = "deploy"  # out_dir/deploy
 MANIFEST = "manifest.json"  # the bundle's completion marker, written last
 ENCODING_MODES = ("auto", "plain", "sparse")
-DEFAULT_MAX_LATENCY_RATIO = 1.5
+DEFAULT_MAX_SPARSE_LATENCY_RATIO = 1.5
 # `auto` ships a sparse twin only if it saves at least 1% of the plain file: on a dense (or
 # barely sparse) model the converter's sparse file is the plain one give or take a few bytes
 # of metadata, not worth an experimental encoding.
@@ -53,12 +53,12 @@ def _positive(value):
           math.isfinite(value) and value > 0)
 
 
-def check_encoding_options(mode, max_latency_ratio):
+def check_encoding_options(mode, max_sparse_latency_ratio):
   """Raises `DeployError` for an unknown deploy encoding or a bound that is not a number > 0."""
   if mode not in ENCODING_MODES:
     raise DeployError(f"unknown deploy encoding {mode!r} (known: {', '.join(ENCODING_MODES)})")
-  if not _positive(max_latency_ratio):
-    raise DeployError(f"max_latency_ratio must be a finite number > 0, got {max_latency_ratio!r}")
+  if not _positive(max_sparse_latency_ratio):
+    raise DeployError(f"max_sparse_latency_ratio must be a finite number > 0, got {max_sparse_latency_ratio!r}")
 
 
 def _latency_ratio(plain, sparse):
@@ -78,12 +78,12 @@ def _latency_ratio(plain, sparse):
   return {"median": r, "low": r, "high": r}
 
 
-def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, mode="auto"):
+def choose_encoding(plain, sparse, max_sparse_latency_ratio=DEFAULT_MAX_SPARSE_LATENCY_RATIO, mode="auto"):
   """Chooses the plain file or its sparse-encoded twin for one variant.
 
   The latency bound refuses a sparse twin only when it is slower beyond the spread of the
   measurement: when the low end of the sparse / plain ratio interval exceeds
-  `max_latency_ratio`. A median over the bound with an interval reaching under it is noise on a
+  `max_sparse_latency_ratio`. A median over the bound with an interval reaching under it is noise on a
   shared machine, not a slower file; the sparse twin ships and the reason says so.
 
   Args:
@@ -93,7 +93,7 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
       "latency_ratio": {"median", "low", "high"} of the per-round paired ratios sparse / plain
       (`tf_forget.evaluate.latency.ratio_interval`); without it the two medians' ratio is used
       alone}.
-    max_latency_ratio: the largest sparse / plain latency ratio `auto` accepts (> 0).
+    max_sparse_latency_ratio: the largest sparse / plain latency ratio `auto` accepts (> 0).
     mode: "auto" (the smallest file whose predictions equal its plain twin's and whose latency
       is within the bound), "plain" (always plain) or "sparse" (sparse whenever it exists and
       equals its twin, whatever its size and latency).
@@ -104,7 +104,7 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
   Raises:
     DeployError: an unknown mode, a bad bound, or a missing / non-positive plain size.
   """
-  check_encoding_options(mode, max_latency_ratio)
+  check_encoding_options(mode, max_sparse_latency_ratio)
   if not _positive((plain or {}).get("size")):
     raise DeployError(f"plain file size must be > 0, got {(plain or {}).get('size')!r}")
   if mode == "plain":
@@ -127,12 +127,12 @@ def choose_encoding(plain, sparse, max_latency_ratio=DEFAULT_MAX_LATENCY_RATIO, 
   r = _latency_ratio(plain, sparse)
   if r is None:
     return "plain", "latency not measured for both files; cannot check the latency bound"
-  bound = f"max {max_latency_ratio:g}x"
+  bound = f"max {max_sparse_latency_ratio:g}x"
   spread = "" if r["low"] == r["high"] else f"ratio interval {r['low']:.2f}–{r['high']:.2f}x"
-  if r["low"] > max_latency_ratio:
+  if r["low"] > max_sparse_latency_ratio:
     return "plain", (f"sparse file is {r['median']:.2f}x slower than plain "
                      f"({spread + ' > ' if spread else ''}{bound})")
-  noise = ", over the bound only within noise" if r["median"] > max_latency_ratio else ""
+  noise = ", over the bound only within noise" if r["median"] > max_sparse_latency_ratio else ""
   return "sparse", (f"sparse file {size_ratio:.3f}x the plain size, latency "
                     f"{r['median']:.2f}x ({spread + ', ' if spread else ''}{bound}{noise}), "
                     "predictions equal")
@@ -251,7 +251,9 @@ def _number(value, spec, scale=1, unit=""):
 
 
 def print_summary(report, manifest, log=print):
-  """Prints the audit's short summary table (the shipped file of each variant) and failed gates.
+  """Prints the audit's short summary table (the shipped file of each variant, the ship rule's
+  verdict, and the gate column only when a gate is set), the failed gates and the verdict's first
+  screen (`first_screen`).
 
   Args:
     report: the report dict (`tf_forget.report.write`).
@@ -260,13 +262,17 @@ def print_summary(report, manifest, log=print):
   """
   failed = {e["variant"]: e["gate"]["reasons"] for e in manifest["files"]
             if not e["gate"]["passed"]}
+  gated = any(v is not None for v in (manifest.get("gates") or {}).values())
+  ship = {r["variant"]: r.get("verdict") or "" for r in
+          (report.get("tables") or {}).get("verdict") or []}
   shipped = {}
   for e in manifest["files"]:
     ratio = e.get("size_ratio_to_dense_float32")
     shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
   bound = (manifest.get("gates") or {}).get("max_flip_rate")
   log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} gate")
+      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} "
+      f"{'verdict':<14}" + (" gate" if gated else ""))
   for variant in _users_first(report["variants"]):
     s = _gate_measures(report, variant, report["variants"][variant])  # what the gates read
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
@@ -276,17 +282,32 @@ def print_summary(report, manifest, log=print):
         f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
         f"{worst:>11} {_flip_rate(s.get('flip_rate'), bound):>7} "
         f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
-        f"{'FAIL' if variant in failed else 'pass'}")
+        f"{ship.get(variant, ''):<14}"
+        + (f" {'FAIL' if variant in failed else 'pass'}" if gated else ""))
   log("(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
-      "and KL: mean KL(reference ‖ file) in nats, vs the dense reference)")
+      "and KL: mean KL(reference ‖ file) in nats, vs the dense reference; verdict: the ship "
+      "rule's" + ("; gate: the gates set" if gated else "; no gate set") + ")")
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
-  rec = report.get("recommendation") or {}
-  if rec.get("variant"):  # the verdict's first screen: the file to ship, your files
-    log(f"\nrecommended: {rec['file']} — {rec.get('why', '')}")
-    for line in rec.get("users", []):
-      log(f"  {line}")
+  for line in first_screen(report.get("recommendation") or {}):
+    log(line)
+
+
+def first_screen(rec):
+  """The verdict's first screen as terminal lines: the file to ship and why, the choice's
+  trade-offs, your files, the caveats (folded: a repeated caveat once, with its count)."""
+  if not rec.get("variant"):
+    return []
+  out = [f"\nrecommended: {rec['file']} — {rec.get('why', '')}"]
+  if rec.get("front_note"):
+    out.append(f"  {rec['front_note']}")
+  out += [f"  {line}" for line in rec.get("gives_up", [])]
+  if rec.get("size_note"):
+    out.append(f"  {rec['size_note']}")
+  out += [f"  {line}" for line in rec.get("users", [])]
+  out += [f"  caveat: {line}" for line in wording.fold(rec.get("caveats", []))]
+  return out
 
 
 def _users_first(variants):

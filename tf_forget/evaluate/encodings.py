@@ -6,16 +6,19 @@ For every audited (plain) variant, the deployed member k (0 by default) is looke
 sparse-encoded twin (`tflite_export`, docs/spec.md §1.1 names): the twin check on the eval split
 (`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse
 conversion is there too), the raw / gzip sizes from the export JSON, and the latency of both files
-at batch 1 and 64 with the interpreter threads of the audit, measured interleaved in rounds of fresh
-interpreters in the same run (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the
-built-in kernels). `deploy.choose_encoding` then decides. The latency bound is checked at the batch
+at batch 1 and the user's batch (`--latency_batch`) with the interpreter threads of the audit,
+measured interleaved in rounds of fresh interpreters in the same run, together with the dense
+float32 file of the same member (the float reference: `latency_vs_reference`, the per-round ratios'
+median and interquartile range) (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the
+built-in kernels). The chosen file's ops delegated to XNNPACK and the deployment targets that run
+it are recorded too (`tf_forget.evaluate.targets.describe`). `deploy.choose_encoding` then decides. The latency bound is checked at the batch
 size where the sparse file fares worst (the highest low end of its ratio interval), on the interval
 of the per-round paired ratios sparse / plain (a single median
 can move 2x between identical runs on a shared machine). The entry records the runtime path of the
 chosen file, its size relative to the dense float32 file of the same member k, the latency ratio to
 the plain file (1 when plain is shipped) and the ratio intervals.
 
-Re-runs: an entry records its `inputs` — the sha256 of the plain and sparse bytes
+Re-runs: an entry records its `inputs` — the sha256 of the plain, sparse and reference bytes
 timed, the twin check and the settings that decide (`_settings`) — and is reused as it is, with
 nothing timed, while they are unchanged; otherwise it is measured again with a
 `redo <variant> encoding: <why>` line. `remeasure=True` times every variant afresh.
@@ -32,6 +35,7 @@ from tf_forget.evaluate import deploy
 from tf_forget.evaluate import evaluate
 from tf_forget.evaluate import interpreter
 from tf_forget.evaluate import latency
+from tf_forget.evaluate import targets as targets_lib
 
 SCHEMA = "tf_forget.encodings/1"
 DEFAULT_REPEATS = latency.DEFAULT_REPEATS
@@ -56,9 +60,9 @@ def _twin_check(agreement, sparse_name, k):
   return False, "sparse file not evaluated against its plain twin"
 
 
-def _settings(mode, max_latency_ratio, num_threads, batch_sizes, repeats, block):
+def _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats, block):
   """The settings a recorded decision depends on, JSON-ready."""
-  return {"mode": mode, "max_latency_ratio": max_latency_ratio, "num_threads": num_threads,
+  return {"mode": mode, "max_sparse_latency_ratio": max_sparse_latency_ratio, "num_threads": num_threads,
           "batch_sizes": list(batch_sizes), "repeats": repeats, "block": block,
           "coverage": latency.DEFAULT_COVERAGE}
 
@@ -85,6 +89,8 @@ def _why_stale(entry, inputs):
     return "its plain file changed since it was timed"
   if rec.get("sparse_sha256") != inputs["sparse_sha256"]:
     return "its sparse twin changed since it was timed"
+  if rec.get("reference_sha256") != inputs["reference_sha256"]:
+    return "the float reference it was timed against changed"
   if rec.get("twin_check") != inputs["twin_check"]:
     return "its sparse twin's check changed"
   old, new = rec.get("settings") or {}, inputs["settings"]
@@ -101,8 +107,18 @@ def _interval(timed, batch_sizes):
           for b in batch_sizes}
 
 
+def _vs_reference(timed, encoding, batch_sizes):
+  """{batch_<b>: latency.ratio_interval of the chosen file over the float reference}, timed in
+  the same rounds; {} without a reference (the dense file itself)."""
+  if "reference" not in timed:
+    return {}
+  return {f"batch_{b}": latency.ratio_interval(
+      latency.paired_ratios(timed[encoding], timed["reference"], b)) for b in batch_sizes}
+
+
 def _measure(plain, sparse, sparse_in, data, settings, dense_size):
-  """A fresh entry of one variant: times the files in `data`, then lets `deploy` decide."""
+  """A fresh entry of one variant: times the files in `data` (with the float reference, when
+  given, in the same rounds), then lets `deploy` decide."""
   batch_sizes = settings["batch_sizes"]
   timed = latency.measure(data, batch_sizes, settings["num_threads"], settings["repeats"],
                           block=settings["block"])
@@ -115,7 +131,7 @@ def _measure(plain, sparse, sparse_in, data, settings, dense_size):
   encoding, reason = deploy.choose_encoding(
       {"size": plain["size_bytes"]["raw"],
        "latency": timed["plain"][f"batch_{worst}"]["median_s"]},
-      sparse_in, settings["max_latency_ratio"], settings["mode"])
+      sparse_in, settings["max_sparse_latency_ratio"], settings["mode"])
   chosen = sparse if encoding == "sparse" else plain
   timed_chosen = timed[encoding]
   check = dict(intervals[worst], batch_size=worst) if intervals else None
@@ -128,7 +144,8 @@ def _measure(plain, sparse, sparse_in, data, settings, dense_size):
       "size_ratio_to_dense_float32": chosen["size_bytes"]["raw"] / dense_size,
       "sparse_to_plain_size": (sparse["size_bytes"]["raw"] / plain["size_bytes"]["raw"]
                                if sparse else None),
-      "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items()},
+      "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items() if e != "reference"},
+      "latency_vs_reference": _vs_reference(timed, encoding, batch_sizes),
       "sparse_runtime": timed.get("sparse", {}).get("runtime"),
       "latency_ratio": check["median"] if encoding == "sparse" else 1.0,
       "sparse_latency_ratio": {f"batch_{b}": i["median"] for b, i in intervals.items()},
@@ -148,6 +165,7 @@ class _Inputs:
   k: int
   settings: dict
   dense_size: int
+  dense_bytes: bytes
 
 
 def _files(run, name):
@@ -173,8 +191,12 @@ def _variant(run, name, recorded, remeasure, log):
   data = {"plain": interpreter.read_model(plain["path"])}  # the bytes hashed are the bytes timed
   if sparse is not None and run.settings["mode"] != "plain":
     data["sparse"] = interpreter.read_model(sparse["path"])
+  if name != names.DENSE:  # the float reference, timed in the same rounds
+    data["reference"] = run.dense_bytes
   inputs = {"plain_sha256": hashing.sha256_bytes(data["plain"]),
             "sparse_sha256": hashing.sha256_bytes(data["sparse"]) if "sparse" in data else None,
+            "reference_sha256": (hashing.sha256_bytes(data["reference"])
+                                 if "reference" in data else None),
             "twin_check": ({key: sparse_in[key] for key in ("twin_equal", "twin_reason", "error")}
                            if sparse_in else None),
             "settings": run.settings}
@@ -188,6 +210,7 @@ def _variant(run, name, recorded, remeasure, log):
   if log and why != "missing":
     log(f"redo {name} encoding: {why}")
   entry = _measure(plain, sparse, sparse_in, data, run.settings, run.dense_size)
+  entry.update(targets_lib.describe(data[entry["encoding"]], run.settings["num_threads"]))
   return dict(entry, inputs=inputs), False
 
 
@@ -202,11 +225,11 @@ def _read_inputs(run_dir, split, k, settings):
   if dense is None:
     raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
   return _Inputs(run_dir, exports, failures, fileio.read_json(table_path), k, settings,
-                 dense["size_bytes"]["raw"])
+                 dense["size_bytes"]["raw"], interpreter.read_model(dense["path"]))
 
 
 def choose(run_dir, variants, split, k=0, mode="auto",
-           max_latency_ratio=deploy.DEFAULT_MAX_LATENCY_RATIO, num_threads=2,
+           max_sparse_latency_ratio=deploy.DEFAULT_MAX_SPARSE_LATENCY_RATIO, num_threads=2,
            batch_sizes=latency.DEFAULT_BATCH_SIZES, repeats=DEFAULT_REPEATS,
            block=DEFAULT_BLOCK, remeasure=False, log=None):
   """Chooses plain or sparse for each variant and writes `eval/encodings.json`.
@@ -216,7 +239,7 @@ def choose(run_dir, variants, split, k=0, mode="auto",
     variants: audited plain variant names (e.g. the report's).
     split: the eval split whose twin check counts.
     k: the deployed member.
-    mode, max_latency_ratio: see `deploy.choose_encoding`.
+    mode, max_sparse_latency_ratio: see `deploy.choose_encoding`.
     num_threads, batch_sizes, repeats, block: latency measurement (`latency.measure`; repeats
       / block rounds of fresh interpreters).
     remeasure: time every variant again even where a recorded decision still holds.
@@ -225,7 +248,7 @@ def choose(run_dir, variants, split, k=0, mode="auto",
       measured again.
 
   Returns:
-    The written dict: {"schema", "mode", "max_latency_ratio", "split", "k", "batch_sizes",
+    The written dict: {"schema", "mode", "max_sparse_latency_ratio", "split", "k", "batch_sizes",
     "num_threads", "repeats", "block", "coverage", "variants": {variant: entry}}; the entry's
     keys are documented in docs/artifacts/predictions.md ("encoding", "reason", "runtime",
     "size_bytes", "size_ratio_to_dense_float32", "latency_s", "latency_ratio",
@@ -236,8 +259,8 @@ def choose(run_dir, variants, split, k=0, mode="auto",
       agreement table; interpreter.TfliteError: a file that cannot be read or run;
       latency.LatencyError: bad measurement options.
   """
-  deploy.check_encoding_options(mode, max_latency_ratio)
-  settings = _settings(mode, max_latency_ratio, num_threads, batch_sizes, repeats, block)
+  deploy.check_encoding_options(mode, max_sparse_latency_ratio)
+  settings = _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats, block)
   run = _read_inputs(run_dir, split, k, settings)
   recorded = _recorded(run_dir, log)
   entries = {}

@@ -5,29 +5,34 @@ confident, wrong audit: TensorFlow's "Post-training integer quantization" tutori
 the flag, scored its float reference 61.06% and the uint8 file (which quantizes its own input with
 the scale it was calibrated at, so it half survives raw pixels) 95.90%, and the verdict shipped it.
 So before anything is written — the last check of `tf_forget.pipeline.audit_lib`'s validation, since
-it runs the model (not for `--plan`) — `check` runs the reference on a sample of the test split
-under the preprocessing given and under every other standard one (`tf_forget.data.preprocess`: raw
+it runs the model (not for `--plan`) — `check` runs the reference on test images under the
+preprocessing given and under every other standard one (`tf_forget.data.preprocess`: raw
 pixels 0-255, `unit`, `symmetric`, and for RGB images `imagenet_caffe`, `imagenet_torch`), and
-refuses in one line when
+decides by paired evidence (`tf_forget.evaluate.scaling_evidence`, where the rule and its
+constants are justified): it refuses in one line when
 
-  * another standard preprocessing scores more than `MARGIN` (10 points) higher, significantly
-    (exact McNemar test of the paired correctness on the sample, p < `ALPHA`): the line names
-    it ("... scores 46% with raw pixels (0-255) but 96% with --preprocess=unit ...: your
-    model probably expects --preprocess=unit; give it, or --input_scaling_check=off to audit
-    as given"). A model fed what it was trained on does not score better on other values, so
-    the margin need not be wide: 10 points also catch `symmetric` given for `unit`, which the
-    tutorial-shaped model of tests/eval/real_files_layout_test.py scores 18 points lower;
-  * or the given one is not significantly above chance (one-sided exact binomial test against
-    1 / classes, p ≥ `CHANCE_ALPHA`) — with no better standard one to name, the line says so
-    and points at `--preprocess` and the class order.
+  * another standard preprocessing scores at least 2 points higher on the same images with exact
+    McNemar p < 0.001 (a clear gain): the line names it ("... scores 88.5% with raw pixels
+    (0-255) but 95.5% with --preprocess=unit on 512 test images (paired, exact McNemar p =
+    3e-11): your model probably expects --preprocess=unit; give it, or
+    --input_scaling_check=off to audit as given");
+  * or, none being clearly better, the given one is not significantly above chance: the line
+    says so and points at `--preprocess` and the class order.
 
-`--input_scaling_check=off` audits as given. The sample: `SAMPLE` (256) examples evenly spaced over
-the split's fixed order (`Dataset.calibration_examples`: only those are decoded; all of a smaller
-split). A `.tflite` reference runs through the LiteRT interpreter (`tf_forget.evaluate.batched`, the
-file's own input layout and quantization); a Keras reference through the model
-`tf_forget.train.imported.load` gives, fed in its input layout (`input_layout`). The check is
-deterministic (a fixed sample, no randomness), and only the first reference is run: K references are
-trained alike.
+The evidence is gathered until it decides: 256 test images first, twice as many while another
+preprocessing scores higher without being clearly better and a 2-point gain is still within its
+interval, up to 2048 (or the whole split). A gain that stays unclear at the last look (2 points or
+more but not significant, or significant but smaller) does not refuse: `check` returns a one-sentence
+caveat (`caveat`), which `tf_forget.pipeline.audit_lib` prints and records in the run's
+`audit.json` (`caveats`) for the report.
+
+`--input_scaling_check=off` audits as given. Each sample: examples evenly spaced over the split's
+fixed order (`Dataset.calibration_examples`: only those are decoded; all of a smaller split), each
+image run once however many samples hold it (`_Scored`). A `.tflite` reference runs through the
+LiteRT interpreter (`tf_forget.evaluate.batched`, the file's own input layout and quantization); a
+Keras reference through the model `tf_forget.train.imported.load` gives, fed in its input layout
+(`input_layout`). The check is deterministic (fixed samples, no randomness), and only the first
+reference is run: K references are trained alike.
 
 A user's quantized `.tflite` candidate (uint8 / int8 / int16 input) states the values it was
 calibrated for: its input covers `[(qmin - zero_point) * scale, (qmax - zero_point) * scale]`,
@@ -35,7 +40,7 @@ and values outside are clamped. The tutorial's uint8 file covers [0, 1]; fed raw
 saturates, scored 77.5% on digits where its reference scored 93% (a positively homogeneous
 ReLU network barely notices the scale, so the reference alone passed the check), and the
 verdict refused the file as broken. So `check` also refuses, in one line naming the file, its
-range and the preprocessing that fits, when more than `CLIP_LIMIT` (10%) of the sample's
+range and the preprocessing that fits, when more than `CLIP_LIMIT` (10%) of the first sample's
 input values fall outside a candidate's range (beyond half a quantization step) under the
 preprocessing given while another standard one fits it: at most `CLIP_FIT` (1%) outside, and
 its values spanning at least `MIN_USE` (a quarter) of the range (`clipped_fraction`,
@@ -43,13 +48,13 @@ its values spanning at least `MIN_USE` (a quarter) of the range (`clipped_fracti
 (no standard preprocessing fits it) is not refused: clamping is then what it does on a
 device, and the audit measures it.
 
-The report's side (`tf_forget.report.verdict`): a compressed file that beats its reference by
+The report's side: the caveat of an unsure check is `tf_forget.report.collect.Run.caveats` (read
+from `audit.json`); and (`tf_forget.report.verdict`) a compressed file that beats its reference by
 clearly more than chance allows gets a caveat on the verdict's first screen saying the inputs
 are probably mis-scaled.
 """
 
 import numpy as np
-from scipy import stats
 
 from tf_forget.artifacts import fileio
 from tf_forget.config import tree
@@ -57,14 +62,11 @@ from tf_forget.data import dataset_api
 from tf_forget.data import input_layout
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.evaluate import batched
+from tf_forget.evaluate import scaling_evidence as evidence
 from tf_forget.export import flatbuffer_graph
-from tf_forget.stats import paired
 from tf_forget.train import imported
 
-SAMPLE = 256
-MARGIN = 0.10  # top-1 (a fraction: 10 points) another standard preprocessing must win by
-ALPHA = 0.001  # exact McNemar p below which that win is not chance
-CHANCE_ALPHA = 0.01  # one-sided binomial p at or above which a score is "near chance"
+CHUNK = 256  # images fed at a time (a sample of large RGB images is not held as float32 whole)
 RAW = "raw"
 STANDARD = (RAW, "unit", "symmetric", "imagenet_caffe", "imagenet_torch")
 RGB_ONLY = ("imagenet_caffe", "imagenet_torch")
@@ -126,59 +128,76 @@ def predictor(path, kind, output_index=None, trust_model_code=False):
 
 
 def scores(predict, examples, names):
-  """{name: top-1 int `[n]`} of `predict` on `examples` under each preprocessing of `names`.
+  """{name: top-1 int `[n]`} of `predict` on `examples` under each preprocessing of `names`, fed
+  `CHUNK` images at a time.
 
   Raises:
     dataset_api.DataError: a preprocessing that fails on the images (the user's own function).
   """
-  return {name: np.asarray(predict(_feed(name, examples.images))) for name in names}
+  images = examples.images
+  return {name: np.concatenate([np.asarray(predict(_feed(name, images[i:i + CHUNK])))
+                                for i in range(0, len(images), CHUNK)]).astype(np.int64)
+          for name in names}
 
 
-def verdict(labels, top1, given, num_classes):
-  """None if preprocessing `given` looks right, else the reason (see the module docstring).
+class _Scored:
+  """Top-1 per example id under each preprocessing: an image is run once, however many of the
+  growing samples hold it."""
 
-  Args:
-    labels: int `[n]` true labels of the sample.
-    top1: {preprocessing name: int `[n]` top-1}, with `given` among them.
-    given: the preprocessing the audit was given (`RAW` for none).
-    num_classes: the number of classes (chance is 1 / num_classes).
+  def __init__(self, predict, names):
+    self.predict, self.names, self.rows = predict, list(names), {}
 
-  Returns:
-    None, or (kind "better" / "chance", name of the better preprocessing or None, {name:
-    accuracy}).
-  """
-  labels = np.asarray(labels)
-  n = labels.size
-  acc = {name: float(np.mean(p == labels)) for name, p in top1.items()}
-  best = None
-  for name, p in top1.items():
-    if name == given or acc[name] - acc[given] <= MARGIN:
-      continue
-    if (paired.mcnemar_exact(labels, top1[given], p)["p_value"] < ALPHA
-        and (best is None or acc[name] > acc[best])):
-      best = name
-  if best is not None:
-    return "better", best, acc
-  right = int(round(acc[given] * n))
-  chance = stats.binomtest(right, n, 1.0 / num_classes, alternative="greater").pvalue
-  if chance >= CHANCE_ALPHA:
-    return "chance", None, acc
-  return None
+  def top1(self, examples):
+    """{name: top-1 int `[n]`} of `examples` (`scores` of the images not run before)."""
+    ids = [int(i) for i in examples.ids]
+    fresh = np.array([k for k, i in enumerate(ids) if i not in self.rows], np.int64)
+    if fresh.size:
+      found = scores(self.predict, examples.take(fresh), self.names)
+      for j, k in enumerate(fresh):
+        self.rows[ids[k]] = [int(found[name][j]) for name in self.names]
+    table = np.array([self.rows[i] for i in ids], np.int64).reshape(len(ids), len(self.names))
+    return {name: table[:, c] for c, name in enumerate(self.names)}
 
 
-def message(reference, result, given, n, num_classes):
-  """The one-line refusal for `verdict`'s `result`."""
-  kind, best, acc = result
-  pct = lambda name: f"{100 * acc[name]:.0f}%"
-  said = f"reference {reference} scores {pct(given)} with {spelling(given)}"
-  if kind == "better":
-    advice = f"drop {spelling(given)}" if best == RAW else "give it"
-    return (f"{said} but {pct(best)} with {spelling(best)} on {n} test images: your model "
-            f"probably expects {spelling(best)}; {advice}, or {FLAG} to audit as given")
-  return (f"{said} on {n} test images, no better than chance ({100 / num_classes:.0f}%, "
-          f"{num_classes} classes), and no other standard preprocessing scores clearly higher: "
-          "check what your model takes (--preprocess) and the order of its classes "
-          f"(--class_names), or {FLAG} to audit as given")
+def _pct(value):
+  return f"{100 * value:.1f}%"
+
+
+def _p(value, digits):
+  """"p = 3e-11", or "p < 1e-300" for a p-value that underflows to 0."""
+  return f"p = {value:.{digits}g}" if value > 0 else "p < 1e-300"
+
+
+def _advice(given, best):
+  return f"drop {spelling(given)}" if best == RAW else "give it"
+
+
+def message(reference, decision, given, num_classes):
+  """The one-line refusal of a refusing `scaling_evidence.Decision` ("better" or "chance")."""
+  acc = decision.accuracy
+  said = f"reference {reference} scores {_pct(acc[given])} with {spelling(given)}"
+  if decision.kind == "better":
+    best = decision.other
+    return (f"{said} but {_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test "
+            f"images (paired, exact McNemar {_p(best.p_value, 1)}): your model probably "
+            f"expects {spelling(best.name)}; {_advice(given, best.name)}, or {FLAG} to audit as "
+            "given")
+  return (f"{said} on {decision.n} test images, no better than chance "
+          f"({100 / num_classes:.0f}%, {num_classes} classes), and no other standard "
+          "preprocessing scores clearly higher: check what your model takes (--preprocess) and "
+          f"the order of its classes (--class_names), or {FLAG} to audit as given")
+
+
+def caveat(reference, decision, given):
+  """The one-sentence caveat of a "caveat" `scaling_evidence.Decision`: another preprocessing
+  scores higher, not clearly enough to refuse."""
+  best = decision.other
+  return (f"The input scaling check is unsure: reference {reference} scores "
+          f"{_pct(decision.accuracy[given])} with {spelling(given)}, as audited, but "
+          f"{_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test images "
+          f"(paired, exact McNemar {_p(best.p_value, 2)}; it refuses a gain of "
+          f"{100 * evidence.MARGIN:g} points at p < {evidence.ALPHA:g}): if your model takes "
+          f"{spelling(best.name)}, {_advice(given, best.name)} and audit again.")
 
 
 def check(user, kind, dataset):
@@ -190,23 +209,34 @@ def check(user, kind, dataset):
     kind: "keras" or "tflite".
     dataset: the audited `dataset_api.Dataset` (its eval split is sampled).
 
+  Returns:
+    None, or the caveat (one sentence, `caveat`) when another preprocessing scores higher but
+    not clearly enough to refuse.
+
   Raises:
-    tree.AuditError: the one-line refusal (`message`).
+    tree.AuditError: the one-line refusal (`message`, `range_message`).
     dataset_api.DataError, errors.Error: the sample cannot be read or the reference run.
   """
   split = dataset.spec.eval_split
-  examples = dataset.calibration_examples(split, SAMPLE)
-  if len(examples) == 0:
-    raise dataset_api.DataError(f"split {split!r} of {dataset.spec.name} has no examples")
   given = user.preprocess or RAW
   names = candidates(given, dataset.spec.image_shape[-1])
   predict = predictor(user.references[0], kind, user.output_index, user.trust_model_code)
-  top1 = scores(predict, examples, names)
-  result = verdict(examples.labels, top1, given, dataset.spec.num_classes)
-  if result is not None:
-    raise tree.AuditError(message(user.references[0], result, given, len(examples),
-                                          dataset.spec.num_classes))
-  _check_candidate_ranges(user, dataset, examples, given, names)
+  scored, first = _Scored(predict, names), []
+
+  def sample(size):
+    examples = dataset.calibration_examples(split, size)
+    if len(examples) == 0:
+      raise dataset_api.DataError(f"split {split!r} of {dataset.spec.name} has no examples")
+    if not first:  # the candidates' ranges are checked on the first sample
+      first.append(examples)
+    return examples.labels, scored.top1(examples)
+
+  decision = evidence.settle(sample, given, dataset.spec.num_classes)
+  if decision.refused:
+    raise tree.AuditError(message(user.references[0], decision, given,
+                                  dataset.spec.num_classes))
+  _check_candidate_ranges(user, dataset, first[0], given, names)
+  return caveat(user.references[0], decision, given) if decision.kind == "caveat" else None
 
 
 def input_range(layout):

@@ -28,14 +28,16 @@ examples and says so (`basis` "all").
 
 Then, for a full int8 file that forgot something significant (`paired.forgot_significantly`, the
 rule that decides a repair: a handful of flips is noise an ablation cannot attribute, and costs two
-conversions per op), the ranking is causal (`ranked_by` "ablation"): the `ABLATED` ops of largest
-NMSE on the forgotten examples are each quantized alone and kept alone in float
-(`tf_forget.evaluate.causal_attribution`: broken examples recovered / caused, KL) and ranked by that
-effect first, the others after them by NMSE (the NMSE rank kept as `nmse_rank`); each ablated op
-gets a fault kind (its own weights, its activation range, inherited), the range from the per-channel
-activation ranges of the plain file over the calibration images
-(`tf_forget.evaluate.range_diagnosis`: `ranges`, the tensors where one channel dominates). The
-repaired files are made from this ranking by `tf_forget.evaluate.repairs`.
+conversions per op), the ranking is causal (`ranked_by` "ablation"). The per-channel activation
+ranges of the plain file over the calibration images name the tensors where one channel dominates
+(`tf_forget.evaluate.range_diagnosis`: `ranges`); the `NMSE_PICKS` ops of largest NMSE on the
+forgotten examples and at most `RANGE_PICKS` ops that write or read such a tensor (a range fault,
+which the NMSE cannot see; `tf_forget.evaluate.ablation_candidates`) are each quantized alone and
+kept alone in float (`tf_forget.evaluate.causal_attribution`: broken examples recovered / caused,
+KL) and ranked by that effect first, the others after them by NMSE (the NMSE rank kept as
+`nmse_rank`); each ablated op gets the scores that picked it (`picked_by`) and a fault kind (its
+own weights, its activation range, inherited). The repaired files are made from this ranking by
+`tf_forget.evaluate.repairs`.
 
 Lineage: the analysis records the sha256 of both `.tflite` files, the split's identity and
 `STABLE_MAX`, and for full int8 the sha256 of model.keras and the representative data's key
@@ -55,13 +57,12 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
+from tf_forget.evaluate import ablation_candidates
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import causal_attribution
-from tf_forget.evaluate import range_diagnosis
 from tf_forget.evaluate import tensor_match
 from tf_forget.export import export
 from tf_forget.export import export_state
-from tf_forget.export import flatbuffer_graph
 from tf_forget.export import layer_error
 from tf_forget.export import model_explorer
 from tf_forget.report import collect as report_collect
@@ -69,7 +70,8 @@ from tf_forget.stats import paired
 
 SCHEMA = "tf_forget.layers/1"
 STABLE_MAX = 1000
-ABLATED = causal_attribution.DEFAULT_CANDIDATES  # ops ablated (two files each)
+NMSE_PICKS = ablation_candidates.NMSE_PICKS  # ops ablated for their NMSE (two files each)
+RANGE_PICKS = ablation_candidates.RANGE_PICKS  # ops ablated for the range diagnosis
 ABLATION_FORGOTTEN = 1000  # forgotten examples the ablation runs on at most (evenly spaced)
 ABLATION_STABLE = 250  # stable examples the ablation runs on (evenly spaced)
 REFERENCE_FORMAT = names.DEFAULT_FORMAT
@@ -119,6 +121,7 @@ def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
     inputs["model"] = hashing.path_sha256_or_none(layout.member_model(run_dir, member_variant,
                                                                       k))
     inputs["representative"] = export_state.representative_images(dataset).key
+    inputs["ablation"] = ablation_candidates.RULE
   else:
     inputs["method"] = tensor_match.METHOD
   return inputs
@@ -204,11 +207,11 @@ def _debugger_rows(run_dir, member_variant, k, dataset, images):
 
 
 def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_threads):
-  """(the ranking by causal effect, extra doc fields): the `ABLATED` ops of largest error on
-  the forgotten examples ablated on at most `ABLATION_FORGOTTEN` forgotten examples and
-  `ABLATION_STABLE` stable ones (each evenly spaced)
-  (`causal_attribution`), and the activation ranges of the plain file over the calibration
-  images (`range_diagnosis`)."""
+  """(the ranking by causal effect, extra doc fields): `causal_attribution.attribute` on at
+  most `ABLATION_FORGOTTEN` forgotten examples and `ABLATION_STABLE` stable ones (each evenly
+  spaced) — the ops of largest error on the forgotten examples and the ops the range
+  diagnosis of the plain file names, ablated — and the activation ranges of the plain file
+  over the calibration images (`range_diagnosis`)."""
   quantizer, rep_images = made
   reference = fileio.read_bytes(export_state.export_paths(
       run_dir, names.Variant(member_variant, REFERENCE_FORMAT), k)[0])
@@ -219,18 +222,17 @@ def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_th
     pick = images[name][chosen]
     subsets[name] = (pick, labels[name][chosen], runner.run(pick) if len(pick) else
                      np.zeros((0, 1), np.float32))
-  ablation = causal_attribution.ablate(
-      quantizer, causal_attribution.cheap_candidates(rows, ABLATED), subsets, num_threads)
-  plain = quantizer([])
-  ranges = range_diagnosis.dominant(range_diagnosis.channel_ranges(
-      plain, rep_images, num_threads=num_threads))
-  touching = range_diagnosis.ops_touching(flatbuffer_graph.graph(plain), ranges)
-  return causal_attribution.rank(ranking, ablation, touching), {
+  found = causal_attribution.attribute(quantizer, rows, ranking, subsets, rep_images,
+                                       num_threads, NMSE_PICKS, RANGE_PICKS)
+  picked = [c["picked_by"] for c in found["candidates"]]
+  return found["ranking"], {
       "ranked_by": "ablation", "ablation": {
-          "plain": ablation["plain"], "ablated": len(ablation["ops"]),
+          "plain": found["ablation"]["plain"], "ablated": len(found["ablation"]["ops"]),
+          "picked_nmse": sum(ablation_candidates.NMSE in p for p in picked),
+          "picked_range": sum(ablation_candidates.RANGE in p for p in picked),
           "forgotten": int(len(subsets["forgotten"][0])),
           "stable": int(len(subsets["stable"][0]))},
-      "ranges": ranges}
+      "ranges": found["ranges"]}
 
 
 def _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads):

@@ -16,8 +16,11 @@ see, since the outlier channel holds most of the tensor's energy.
 tensor kept over the calibration images and records each activation tensor's per-channel
 minimum and maximum (the channel axis is the last: NHWC, [N, C]); `dominant` names the tensors
 where one channel spans at least `DOMINANCE` times the median channel, with the levels the
-other channels keep (`levels_left`), and `ops_touching` the ops that write or read them (the
-report says it in words: `tf_forget.report.why_words.range_sentence`).
+other channels keep (`levels_left`), `ops_touching` the ops that write or read them (the
+report says it in words: `tf_forget.report.why_words.range_sentence`), and `origins` where each
+fault starts: a wide channel passed on (through pooling: the same channel of the next tensor)
+is one fault, made by the op writing its first tensor — the op the causal ranking names first
+among the ops around it (`tf_forget.evaluate.causal_attribution.rank`).
 """
 
 import numpy as np
@@ -121,4 +124,18 @@ def ops_touching(graph, found):
                None)
     if hit is not None:
       out[index] = hit
+  return out
+
+
+def origins(graph, found):
+  """{tensor: the index of the op where its range fault starts} of the `dominant` rows `found`
+  on `graph` (a `flatbuffer_graph.Graph`): a tensor written by an op that reads a dominated
+  tensor with the same dominant channel (pooling passes the wide channel on) continues that
+  tensor's fault; any other starts one, at the op writing it."""
+  by_tensor = {row["tensor"]: row for row in found}
+  out = {}
+  for row in sorted(found, key=lambda r: r["op_index"]):
+    source = next((t for t in graph.ops[row["op_index"]].inputs
+                   if t in out and by_tensor[t]["channel"] == row["channel"]), None)
+    out[row["tensor"]] = out[source] if source is not None else row["op_index"]
   return out

@@ -37,10 +37,11 @@ Validation first (the plan's steps, `tf_forget.pipeline.plan_steps`): `run_audit
 everything — data set, preset and overrides, model name, steps, variants, formats, corruptions,
 noise protocol, the run directory's existing `audit.json` and `run.json`, and that `out` is writable
 — before it writes anything. Then it writes `<out>/audit.json` (`audit_identity`: the config fields
-that determine artifacts). A re-run with an equal config reuses every artifact that is still current
-(each records the hashes of its inputs; `tf_forget.artifacts.lineage`), and says why it redoes the
-others; a different config is refused with one line naming the differing fields. The report holds
-only the variants and splits this config asks for.
+that determine artifacts; `caveats`: what a check found without refusing, also printed). A re-run
+with an equal config reuses every artifact that is still current (each records the hashes of its
+inputs; `tf_forget.artifacts.lineage`), and says why it redoes the others; a different config is
+refused with one line naming the differing fields. The report holds only the variants and splits
+this config asks for.
 """
 
 import os
@@ -59,12 +60,12 @@ from tf_forget.pipeline import stages
 def _validate(config):
   """Every check of `run_audit` that writes nothing: the plan (`audit_plan.plan`), then the run
   directory's checks (`run_checks.STEPS`); returns (plan, identity, the user's data files
-  hashed: `data_identity.attach`)."""
+  hashed: `data_identity.attach`, the checks' caveats: sentences)."""
   made = plan_steps.run(run_checks.STEPS, config, planned=audit_plan.plan(config))
-  return made["plan"], made["identity"], made["hashed"]
+  return made["plan"], made["identity"], made["hashed"], made["caveats"]
 
 
-def run_audit(config, log=print, on_locked=None):
+def run_audit(config, log=print, on_locked=None, started=None):
   """Runs the audit and returns (report dict, manifest dict).
 
   Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
@@ -76,6 +77,8 @@ def run_audit(config, log=print, on_locked=None):
     log: callable(str) for the progress lines.
     on_locked: optional callable(out) called once the run directory is locked and before the
       first artifact is written (the binary moves its log file there).
+    started: when the command started (`time.time()`): the wall time printed at the end
+      counts from it, start-up and validation included (None: from this call).
 
   Raises:
     errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
@@ -84,7 +87,8 @@ def run_audit(config, log=print, on_locked=None):
     directory, or an output directory that cannot be written. Nothing is written before every
     check has passed.
   """
-  p, identity, hashed = _validate(config)
+  started = time.time() if started is None else started
+  p, identity, hashed, caveats = _validate(config)
   lock = run_lock.acquire(config.out, "audit")
   try:
     if lock.note:
@@ -92,17 +96,21 @@ def run_audit(config, log=print, on_locked=None):
     # Again: another command may have written it between the check and the lock.
     run_identity.check_audit_file(config.out, identity)
     # The run's record first (`run_lock.check_ours` knows the directory by it), then the log.
-    run_identity.write_audit_file(config.out, identity, config)
+    run_identity.write_audit_file(config.out, identity, config, caveats)
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, log, hashed)
+    return _run_locked(config, p, log, hashed, caveats, started)
   finally:
     lock.release()
 
 
-def _run_locked(config, p, log, hashed=()):
+def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   """The audit's stages, once the run directory is locked and its audit.json written (see
-  `run_audit`)."""
+  `run_audit`); the validation's `caveats` are printed first, one line each; `started` is
+  when the command started (None: now)."""
+  started = time.time() if started is None else started
+  for caveat in caveats:
+    log(f"warning: {caveat}")
   for line in data_identity.lines(hashed):
     log(line)
   data_identity.write(config.out, hashed)
@@ -129,5 +137,5 @@ def _run_locked(config, p, log, hashed=()):
   manifest = ctx.results[final_stages.BundleStage.name]
   log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
       f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
-      f"wall time: {time.time() - t_start:.0f} s")
+      f"wall time: {time.time() - started:.0f} s (from the command's start)")
   return report, manifest

@@ -49,7 +49,8 @@ class EncodingsStage(driver.Stage):
     dep = ctx.final.deployment
     return encodings_lib.choose(
         ctx.run_dir, ctx.plain_variants, ctx.dataset.spec.eval_split, mode=dep.encoding,
-        max_latency_ratio=dep.max_latency_ratio, num_threads=dep.num_threads,
+        max_sparse_latency_ratio=dep.max_sparse_latency_ratio, num_threads=dep.num_threads,
+        batch_sizes=tuple(sorted({1, dep.latency_batch})),
         remeasure=dep.remeasure_latency, log=ctx.redo_log)
 
 

@@ -16,7 +16,9 @@ In order, a refusal naming the first problem:
 9. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
 10. `check_executor`: the executor can be made (`stages.check_executor`);
 11. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
-    model: late, `tf_forget.evaluate.input_scaling`);
+    model: late, `tf_forget.evaluate.input_scaling`); it makes `caveats`, the sentences of a
+    check that did not refuse but is unsure (`audit_lib.run_audit` prints them and records
+    them in `audit.json`);
 12. `writable`: `--out` can be written (it is created if it does not exist: last).
 """
 
@@ -158,9 +160,12 @@ def run_dir(plan):
 
 
 def input_scaling(plan):
-  """Step: the user's model sees images at its scale (it runs the model)."""
+  """Step: the user's model sees images at its scale (it runs the model); makes `caveats`, the
+  check's caveat as a tuple of one sentence, or ()."""
+  caveat = None
   if plan.user is not None and plan.user.input_scaling_check:
-    input_scaling_lib.check(plan.user, plan.population.kind, plan.dataset)
+    caveat = input_scaling_lib.check(plan.user, plan.population.kind, plan.dataset)
+  return {"caveats": (caveat,) if caveat else ()}
 
 
 def writable(out):
@@ -181,6 +186,6 @@ STEPS = (
     Step(users_files, reads=("out",)),
     Step(run_dir, needs=("plan",)),
     Step(stages.check_executor, reads=("execution",)),
-    Step(input_scaling, needs=("plan",)),
+    Step(input_scaling, needs=("plan",), makes=("caveats",)),
     Step(writable, reads=("out",)),
 )

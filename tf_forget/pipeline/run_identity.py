@@ -1,6 +1,7 @@
 """What a run directory was made with: `<out>/audit.json`.
 
-    {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>}
+    {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>,
+     "caveats": [<one sentence>, ...]}
 
 `audit_identity(plan)` is the declared subset of the configuration
 (`tf_forget.config.tree.AuditConfig`), as the plan resolved it, that decides what a re-run may
@@ -8,7 +9,9 @@ reuse; `check_audit_file` refuses a run directory whose `audit.json` records ano
 naming the differing fields. `audit_config` is the whole configuration the run was made with, so
 that `audit --config=<out>/audit.json` (`tree.load`) runs it again
 (`tf_forget.pipeline.audit_plan` validates a config; `tf_forget.pipeline.audit_lib` writes the
-file).
+file). `caveats` are what the validation's checks found without refusing (the input scaling
+check unsure: `tf_forget.evaluate.input_scaling`), one sentence each, in check order; [] when
+none. The report reads them (`tf_forget.report.collect.Run.caveats`).
 """
 
 import json
@@ -18,6 +21,8 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
+
+CAVEATS_KEY = "caveats"  # audit.json's caveats (`tf_forget.report.collect` reads them)
 
 
 def audit_identity(p):
@@ -31,7 +36,7 @@ def audit_identity(p):
   recorded, since they only affect the
   bundle, the gates or timings and are recomputed on every run: gates, deploy_members,
   deploy_encoding's "auto"/"sparse" choice (only "plain" vs not changes the files: `encodings`),
-  max_latency_ratio and num_threads.
+  max_sparse_latency_ratio and num_threads.
   """
   if p.user is not None:  # the user's models: their paths, not their bytes
     return json.loads(json.dumps(_user_identity(p.user, p)))
@@ -74,10 +79,12 @@ def _user_identity(user, p):
           "corruptions": list(p.corrupted), "noise": None}
 
 
-def write_audit_file(out, identity, config):
-  """Writes `<out>/audit.json`: the identity and the whole configuration (`config.to_json`)."""
+def write_audit_file(out, identity, config, caveats=()):
+  """Writes `<out>/audit.json`: the identity, the whole configuration (`config.to_json`) and the
+  validation's `caveats` (sentences)."""
   fileio.write_json(layout.audit_file(out), {"schema": tree.AUDIT_SCHEMA, "config": identity,
-                                            tree.AUDIT_CONFIG_KEY: config.to_json()})
+                                            tree.AUDIT_CONFIG_KEY: config.to_json(),
+                                            CAVEATS_KEY: list(caveats)})
 
 
 def _differences(old, new):

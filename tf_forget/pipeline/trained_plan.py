@@ -124,7 +124,7 @@ def formats(formats, deployment, protocol):
                                else formats.pruned_quantizations)
   for fmt in quantizations + pruned_quantizations:
     names.check_format(fmt)
-  deploy.check_encoding_options(deployment.encoding, deployment.max_latency_ratio)
+  deploy.check_encoding_options(deployment.encoding, deployment.max_sparse_latency_ratio)
   encodings = ("plain",) if deployment.encoding == "plain" else ("plain", "sparse")
   return {"quantizations": quantizations, "pruned_quantizations": pruned_quantizations,
           "encodings": encodings}

@@ -15,6 +15,8 @@ twin's (the agreement table), and `report.deployment` shows their sizes and late
 
 `load_run(..., variants=, splits=)` loads only the variants and splits a config asks for (the
 audit passes its own), so files another config left in the run directory never enter a report.
+`Run.caveats` are the sentences the run's audit recorded in `audit.json` (`caveats`: what a
+check before the audit found without refusing, `tf_forget.pipeline.run_identity`).
 
 Member pairing: `Run.pairing[variant]` says which dense member each member of a compressed
 variant is compared with in paired measures — one-shot members with the dense parent their
@@ -95,6 +97,7 @@ class Run:
       value, "pairs": [(k_dense, k_variant), ...] sorted by k_variant, "notes": [one line per
       reason members were left out]} (`pairing.pair_members`); `pairing_of` falls back to
       index pairing for a variant it lacks (a `Run` built by hand).
+    caveats: the sentences of the run's `audit.json` `caveats` (() without one).
   """
   run_dir: str
   dataset_name: str
@@ -108,6 +111,7 @@ class Run:
   train_attribute_shares: Dict[str, float]
   dataset: object = None
   pairing: Dict[str, dict] = dataclasses.field(default_factory=dict)
+  caveats: Tuple[str, ...] = ()
 
   def pairing_of(self, variant):
     """`pairing[variant]`, or index pairing over the members both populations have."""
@@ -324,7 +328,20 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
              protected_attributes=tuple(spec.protected_attributes),
              predictions=aligned, attributes=attributes,
              train_attribute_shares=dict(train_attribute_shares or {}), dataset=dataset,
-             pairing=_pairing(run_dir, aligned, eval_split))
+             pairing=_pairing(run_dir, aligned, eval_split), caveats=_caveats(run_dir))
+
+
+def _caveats(run_dir):
+  """The `caveats` of `<run_dir>/audit.json` (() without the file or the field)."""
+  path = layout.audit_file(run_dir)
+  if not fileio.exists(path):
+    return ()
+  try:
+    doc = fileio.read_json(path, "audit config")
+  except errors.Error as e:
+    raise CollectError(errors.one_line(e, 300)) from e
+  found = doc.get("caveats") if isinstance(doc, dict) else None
+  return tuple(str(c) for c in found) if isinstance(found, list) else ()
 
 
 def _pairing(run_dir, aligned, eval_split):

@@ -5,7 +5,11 @@ Reads `<run>/eval/encodings.json` (schema `tf_forget.encodings/1`, written by
 population accuracies: per variant, the encoding shipped and why, the runtime path of the shipped
 file, the raw sizes of the plain and sparse files of the deployed member, the shipped size
 relative to the dense float32 file (the trade-off a user ships on: size vs accuracy), and the
-median batch-1 / batch-64 latencies of both files measured in the same run.
+median latencies of both files at batch 1 and the user's batch measured in the same run, the
+shipped file's latency over the float reference's (timed in the same rounds: median and
+interquartile range of the per-round ratios), what ran it (`runtime_words`: ops delegated to
+XNNPACK / all ops) and which deployment targets run it (`runs_on_<target>`, `why_not_<target>`:
+`tf_forget.evaluate.targets`).
 """
 
 import pandas as pd
@@ -42,6 +46,22 @@ def _ms(entry, encoding, batch):
   return None if value is None else 1000 * value
 
 
+def runtime_words(entry):
+  """What ran the shipped file: 'XNNPACK 5/5 ops', 'XNNPACK 3/5 ops (2 on reference kernels:
+  CONV_2D x2)', or 'reference kernels, 0/5 ops delegated (CONV_2D, ...)'; the recorded runtime
+  name when the entry has no op count."""
+  d = entry.get("delegation")
+  if not d:
+    return entry.get("runtime") or ""
+  left = d.get("builtin_ops") or {}
+  names = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(left.items()))
+  if not d["delegated_ops"]:
+    return f"reference kernels, 0/{d['ops']} ops delegated ({names})"
+  rest = d["ops"] - d["delegated_ops"]
+  return (f"XNNPACK {d['delegated_ops']}/{d['ops']} ops"
+          + (f" ({rest} on reference kernels: {names})" if rest else ""))
+
+
 def table(doc, variants_summary):
   """One row per variant (report order), numbers as documented in the module docstring.
 
@@ -61,16 +81,23 @@ def table(doc, variants_summary):
     sizes = e.get("size_bytes") or {}
     plain = (sizes.get("plain") or {}).get("raw")
     sparse = (sizes.get("sparse") or {}).get("raw")
-    row = {"variant": variant, "encoding": e["encoding"], "runtime": e.get("runtime") or "",
+    row = {"variant": variant, "encoding": e["encoding"], "runtime": runtime_words(e),
            "sparsity": e.get("sparsity"),
            "top1": (variants_summary.get(variant) or {}).get("top1"),
            "top1_change": (variants_summary.get(variant) or {}).get("top1_change"),
            "plain_bytes": plain, "sparse_bytes": sparse,
+           "plain_gzip_bytes": (sizes.get("plain") or {}).get("gzip"),
+           "sparse_gzip_bytes": (sizes.get("sparse") or {}).get("gzip"),
            "sparse_to_plain": e.get("sparse_to_plain_size"),
            "shipped_vs_dense_float32": e.get("size_ratio_to_dense_float32")}
     for b in batches:
       row[f"plain_ms_b{b}"] = _ms(e, "plain", b)
       row[f"sparse_ms_b{b}"] = _ms(e, "sparse", b)
+      ratio = (e.get("latency_vs_reference") or {}).get(f"batch_{b}") or {}
+      for part, key in (("", "median"), ("_low", "low"), ("_high", "high")):
+        row[f"vs_reference_b{b}{part}"] = ratio.get(key)
+    for target, says in (e.get("targets") or {}).items():
+      row[f"runs_on_{target}"], row[f"why_not_{target}"] = says["runs"], says.get("reason", "")
     row["sparse_runtime"] = e.get("sparse_runtime") or ""
     row["latency_ratio"] = e.get("latency_ratio")
     row["reason"] = e.get("reason", "")
@@ -83,6 +110,6 @@ def compute(run_dir, variants_summary):
   doc = load(run_dir)
   if doc is None:
     return {}, ["no deployment encodings in the run (eval/encodings.json)"], None
-  settings = {k: doc.get(k) for k in ("mode", "max_latency_ratio", "split", "k",
+  settings = {k: doc.get(k) for k in ("mode", "max_sparse_latency_ratio", "split", "k",
                                       "batch_sizes", "num_threads")}
   return {"deployment": table(doc, variants_summary)}, [], settings

@@ -14,6 +14,7 @@ from tf_forget.artifacts import names
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import plots
+from tf_forget.report import wording
 
 MAX_CLASS_ROWS = 60
 
@@ -293,7 +294,7 @@ def deployment(measures):
           f"{settings.get('k', 0)}; deploy encoding {html.esc(settings.get('mode'))}): the "
           "sparse-encoded twin only if its predictions equal the plain file's on the "
           f"{html.esc(settings.get('split'))} split, it is smaller, and it is not slower than "
-          f"{settings.get('max_latency_ratio')}× the plain file beyond the measurement's spread "
+          f"{settings.get('max_sparse_latency_ratio')}× the plain file beyond the measurement's spread "
           "at every measured batch size (sparse / plain ratios over interleaved rounds with "
           "fresh interpreters, refused when their low quartile exceeds the bound; "
           f"{settings.get('num_threads')} threads, as on a device: XNNPACK, else the built-in "
@@ -307,8 +308,9 @@ def deployment(measures):
 
 
 def notes(measures, extra):
-  items = [f"{k}: {n}" for k, ns in sorted(measures.notes.items()) for n in ns]
-  items += list(extra)
+  items = [f"{k}: {n}" for k, ns in sorted(measures.notes.items())
+           for n in wording.fold_notes(ns)]
+  items += wording.fold(extra)
   items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(
       measures.config.items())))
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"

@@ -118,7 +118,10 @@ def _repair(run, config):
 def _verdict(run, measures, config):
   """The verdict table and the recommendation, with the repairs' sentences and why
   a file forgot from the repair study's tables and notes."""
-  table, rec = verdict_lib.compute(run, measures, config.get("gates"))
+  user = config.get("user") or {}
+  table, rec = verdict_lib.compute(run, measures, config.get("gates"),
+                                   deployment=config.get("deployment"),
+                                   scaling_checked=bool(user.get("input_scaling_check", False)))
   skipped = measures.notes.get(repair_report.NOT_REPAIRED_KEY, [])
   if rec is not None and ("repair" in measures.tables or skipped):
     rec["repairs"] = repair_report.sentences(measures.tables, skipped)

@@ -5,9 +5,11 @@ finished run (its report.json, `tables/verdict.csv` and `tables/deployment.csv`,
 manifest), what a reviewer reads first in the report's verdict block
 (`tf_forget.report.verdict_view.section`):
 
-  * a heading: passed, or which variants failed a gate;
+  * a heading: which variants failed a gate, passed when gates were set, or "no gate set";
   * the verdict sentence: the file to ship and why;
-  * what it says of the user's own files (`--candidate`), then the caveats;
+  * what the choice gives up against the front, whether the other size measure would choose
+    another file, what it says of the user's own files (`--candidate`), then the caveats
+    (repeats folded) and the rule;
   * the verdict table, one row per variant (`verdict_view.verdict_rows`: the same cells as
     the HTML page);
   * every failed gate with its reason, and where the whole report is.
@@ -18,10 +20,11 @@ collects the summaries of a step's commands —, a symlink's target, a device or
 in place, never replaced. The audit command's `--summary` calls both (`tf_forget.commands`).
 """
 
+from tf_forget.artifacts import names
 from tf_forget.artifacts import user_output
 from tf_forget.report import verdict_view
+from tf_forget.report import wording
 
-TEXT_COLUMNS = ("worst_class", "worst_subgroup")  # names, though a CSV may read them as numbers
 
 
 def _cell(value):
@@ -39,12 +42,21 @@ def table(frame):
 
 
 def _as_text(frame):
-  """`frame` with the name columns as text where set (a CSV reads class 0 as the number 0)."""
+  """`frame` with the name columns (`names.NAME_COLUMNS`) as text where set: a CSV read
+  without their dtype gives class 7 as the number 7.0."""
   frame = frame.copy()
-  for column in TEXT_COLUMNS:
+  for column in names.NAME_COLUMNS:
     if column in frame.columns:
-      frame[column] = [v if v != v or v is None else str(v) for v in frame[column]]
+      frame[column] = [_name(v) for v in frame[column]]
   return frame
+
+
+def _name(value):
+  if value is None or value != value:
+    return value
+  if isinstance(value, float) and value.is_integer():
+    return str(int(value))
+  return str(value)
 
 
 def _failed(manifest):
@@ -78,14 +90,20 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
   """
   failed = _failed(manifest)
   variants = sorted({v for v, _ in failed} | set(manifest.get("failed_variants") or ()))
-  head = ("passed: every gate holds" if not variants else
-          f"a gate failed: {', '.join(variants)}")
+  gated = any(v is not None for v in (manifest.get("gates") or {}).values())
+  head = (f"a gate failed: {', '.join(variants)}" if variants else
+          "passed: every gate holds" if gated else "no gate set")
   rec = report.get("recommendation") or {}
   out = [f"### tf_forget audit — {head}", "", sentence(rec), ""]
-  out += [f"- {_cell(line)}" for line in rec.get("users", [])]
-  out += [f"- ⚠ {_cell(line)}" for line in rec.get("caveats", [])]
-  if rec.get("users") or rec.get("caveats"):
+  lines = ([rec["front_note"]] if rec.get("front_note") else []) + list(rec.get("gives_up", []))
+  lines += [rec["size_note"]] if rec.get("size_note") else []
+  lines += list(rec.get("users", []))
+  out += [f"- {_cell(line)}" for line in lines]
+  out += [f"- ⚠ {_cell(line)}" for line in wording.fold(rec.get("caveats", []))]
+  if lines or rec.get("caveats"):
     out.append("")
+  if rec.get("rule"):
+    out += [f"<sub>{_cell(rec['rule'])}</sub>", ""]
   if verdict_table is not None and len(verdict_table):
     out += [table(verdict_view.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
   if failed:

@@ -2,8 +2,11 @@
 
 One row per variant, against the dense population:
 
-* the file a user ships (`deploy/<variant>/0.tflite`, the encoding the audit chose), its size
-  and batch-1 latency, both also as ratios to the dense float32 file (`deployment` table);
+* the file a user ships (`deploy/<variant>/0.tflite`, the encoding the audit chose), its bytes
+  and gzip bytes (the download), its size over the dense float32 file's, its batch-1 latency
+  and its latency ratios to the float reference at batch 1 and `--latency_batch` (timed in
+  the same rounds), what ran (ops delegated to XNNPACK / all ops) and whether the deployment
+  target runs it (`deployment` table);
 * top-1 change (points) with its t-based confidence interval over members
   (`tf_forget.stats.intervals`: Welch for independently trained populations, paired for a
   network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
@@ -23,16 +26,14 @@ One row per variant, against the dense population:
   the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
   the flip-rate and KL gates read the `divergence` table through the same function.
 
-The recommendation (`recommend`): among the compressed variants that pass every gate and lose
-at most the accuracy budget (the `--max_accuracy_drop` gate, or `DEFAULT_ACCURACY_BUDGET`
-when that gate is not set — a budget for the recommendation only, not a gate: the exit status
-is unaffected), the smallest shipped file; sizes within `SIZE_TIE` of each other go to the
-higher top-1. Without measured sizes, the one with the smallest top-1 loss. If none
-qualifies: the dense float32 file. Then the user's own files (`user_verdict`): one
-of theirs that is as good as that choice ships instead, and each gets one sentence; a repaired
+The recommendation (`recommend`) applies `ship_rule`: eligibility (gates, the accuracy
+budget, the target, `--max_latency_ratio`), the size × flips × latency front, the choice on it,
+then the user's own files (`user_verdict`): one of theirs that is as good as that choice ships
+instead, and each gets one sentence. If no file is eligible: the dense float32 file. A repaired
 file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
-when the interval of the recommended file's change reaches past the budget or when populations
-are small (K < `SMALL_K`; the papers use K = 30, docs/spec.md §1.5).
+when the interval of the recommended file's change reaches past the budget, when a class or
+subgroup lost much with no gate on it, when populations are small (K < `SMALL_K`; the papers
+use K = 30, docs/spec.md §1.5), and that latency is this machine's.
 """
 
 import pandas as pd
@@ -40,15 +41,15 @@ import pandas as pd
 from tf_forget.artifacts import names
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import pairing as pairing_lib
+from tf_forget.report import file_pairs
 from tf_forget.report import repair_report
+from tf_forget.report import ship_rule
 from tf_forget.report import single_network
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
-DEFAULT_ACCURACY_BUDGET = 0.01
-SIZE_TIE = 0.01
 SMALL_K = 10
 # A worst-class / worst-subgroup change larger than this (5 points) is named in the caveats of
 # the recommended file when no gate bounds it.
@@ -104,15 +105,32 @@ def design(run, measures):
           "seeds — they describe this trained network, not its training recipe.")
 
 
-def _shipped(deploy, variant):
-  """(encoding, bytes, batch-1 ms) of the variant's shipped file, NaN where not measured."""
+def _shipped(deploy, variant, settings):
+  """The shipped file's deployment cells of the verdict table (NaN / "" where not measured):
+  encoding, bytes and gzip bytes, batch-1 latency, the latency ratios to the float reference
+  (batch 1 and the user's batch, median and interquartile range over the timing rounds), what
+  ran (`deployment.runtime_words`) and whether the target runs it."""
+  out = {"encoding": "", "size_bytes": NAN, "gzip_bytes": NAN, "latency_ms": NAN,
+         "latency_batch": settings.latency_batch, "runtime": ""}
   if deploy is None or variant not in set(deploy.variant):
-    return "", NAN, NAN
+    return out
   row = deploy[deploy.variant == variant].iloc[0]
   enc = row["encoding"]
-  size = row["sparse_bytes"] if enc == "sparse" else row["plain_bytes"]
-  ms = row.get(f"{enc}_ms_b1", NAN)
-  return enc, float(size) if size is not None else NAN, float(ms) if ms is not None else NAN
+  out.update(encoding=enc, size_bytes=_number(row.get(f"{enc}_bytes")),
+             gzip_bytes=_number(row.get(f"{enc}_gzip_bytes")),
+             latency_ms=_number(row.get(f"{enc}_ms_b1")), runtime=row.get("runtime") or "")
+  for key, batch in (("latency_vs_dense", 1), ("latency_batch_vs_dense", settings.latency_batch)):
+    for part in ("", "_low", "_high"):
+      out[key + part] = _number(row.get(f"vs_reference_b{batch}{part}"))
+  runs = row.get(f"runs_on_{settings.target}")
+  if runs is not None and runs == runs:
+    out["runs_on_target"] = bool(runs)
+    out["target_reason"] = row.get(f"why_not_{settings.target}") or ""
+  return out
+
+
+def _number(x):
+  return float(x) if x is not None and x == x else NAN
 
 
 def ships_plain_why(deploy, variant):
@@ -138,7 +156,7 @@ def ships_plain_why(deploy, variant):
   return f"ships plain: {reason}" if pruned and row["encoding"] == "plain" and reason else ""
 
 
-def table(run, measures, gates, confidence=intervals.CONFIDENCE):
+def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
   """The verdict table, one row per variant (dense first), as the module docstring says.
 
   Args:
@@ -147,22 +165,23 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
     gates: `gates.Gates`.
     confidence: level of the top-1 interval (the class and subgroup intervals come from their
       tables, at `intervals.CONFIDENCE`).
+    settings: `ship_rule.Settings` (the target and the batch whose cells are read).
 
   Returns:
     DataFrame; changes are fractions (points / 100), NaN where undefined.
   """
+  settings = settings or ship_rule.Settings()
   deploy = measures.tables.get("deployment")
-  _, dense_bytes, dense_ms = _shipped(deploy, names.DENSE)
+  dense = _shipped(deploy, names.DENSE, settings)
   classes = measures.tables["class_level"]
   rows = []
   for variant, s in measures.variants.items():
-    enc, size, ms = _shipped(deploy, variant)
-    row = {"variant": variant, "members": s["members"],
-           "file": f"deploy/{variant}/0.tflite", "encoding": enc, "size_bytes": size,
-           "size_vs_dense": size / dense_bytes, "latency_ms": ms,
-           "latency_vs_dense": ms / dense_ms, "top1": s["top1"]}
+    shipped = _shipped(deploy, variant, settings)
+    row = dict({"variant": variant, "members": s["members"],
+                "file": f"deploy/{variant}/0.tflite"}, **shipped,
+               size_vs_dense=shipped["size_bytes"] / dense["size_bytes"], top1=s["top1"])
     if variant == names.DENSE:
-      rows.append(dict(row, top1_change=0.0, verdict="baseline",
+      rows.append(dict(row, top1_change=0.0, verdict="baseline", latency_vs_dense=1.0,
                        reason="the uncompressed reference"))
       continue
     k1 = k1_top1(measures, variant)
@@ -178,6 +197,9 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE):
       row["significant_classes"] = g["significant_classes"]
     else:
       wc = cells.worst_class(run, classes[classes.variant == variant])
+    row["forgot"] = cells.forgot_words(cells.significant_changes(
+        measures.tables.get("k1_classes") if k1_design else classes[classes.variant == variant],
+        variant, k1_design))
     if wc is not None:
       row.update(worst_class=wc["name"], worst_class_n=wc["n"],
                  worst_class_change=wc["difference"], worst_class_low=wc["low"],
@@ -204,87 +226,116 @@ def _points(x):
   return f"{100 * x:+.2f} pt"
 
 
-def recommend(frame, gates, default_budget=DEFAULT_ACCURACY_BUDGET, users=None, no_gain=None):
-  """Names the file to ship and the rule that chose it; fills the table's `verdict` column.
+def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
+              default_budget=ship_rule.DEFAULT_ACCURACY_BUDGET):
+  """Names the file to ship and the rule that chose it (`ship_rule`); fills the table's
+  `verdict` and `reason` columns.
 
   Args:
     frame: from `table` (modified in place: `verdict` and `reason` of compressed rows).
     gates: `gates.Gates`.
-    default_budget: the accuracy budget when the `max_accuracy_drop` gate is not set.
-    users: `user_verdict.Facts` when the user brought files: one of theirs that is as good as
-      the rule's choice is recommended instead (`user_verdict.preferred`); None: no user file.
+    settings: `ship_rule.Settings` (None: the defaults).
+    pairs: `file_pairs.Pairs` of the table's variants (None: no paired comparison; nothing is
+      "as good" and flips do not weigh).
     no_gain: {repaired variant: why} of the repairs that bought nothing
       (`repair_report.no_gain`): verdict "no gain", never recommended.
+    default_budget: the accuracy budget when the `max_accuracy_drop` gate is not set.
 
   Returns:
-    dict `variant`, `file`, `rule` (one sentence), `why` (one sentence), `caveats` (list); with
-    a user's file recommended instead of the rule's choice also `instead_of` (that variant).
+    dict `variant`, `file`, `rule` (sentences), `why` (one sentence), `caveats` (list),
+    `front` (the undominated variants), `front_note` (the front and the dominated files in one
+    sentence), `gives_up` (sentences); with a user's file
+    recommended instead of the rule's choice also `instead_of` (that variant); `size_note`
+    when the other size measure would choose another file.
   """
-  gated = gates.max_accuracy_drop is not None
-  budget = gates.max_accuracy_drop if gated else default_budget
-  rule = ("Rule: the smallest shipped file among the compressed variants that pass every gate "
-          f"and lose at most {100 * budget:.2f} points of top-1 "
-          + ("(--max_accuracy_drop)" if gated else
-             "(default budget, not a gate; set --max_accuracy_drop to change it)")
-          + f"; sizes within {100 * SIZE_TIE:g}% go to the higher top-1.")
-  if users is not None:
-    rule += user_verdict.RULE
-  has_size = frame["size_bytes"].notna().any()
-  candidates = []
-  for i, row in frame.iterrows():
-    if row["variant"] == names.DENSE:
-      continue
-    if row["variant"] in (no_gain or {}):
-      frame.at[i, "verdict"], frame.at[i, "reason"] = "no gain", no_gain[row["variant"]]
-    elif row["gate"] == "fail":
-      frame.at[i, "verdict"], frame.at[i, "reason"] = "fail", row["reasons"]
-    elif row["top1_change"] != row["top1_change"]:
-      frame.at[i, "verdict"] = "undefined"
-      frame.at[i, "reason"] = "top-1 change undefined (no paired member)"
-    elif -row["top1_change"] > budget + 1e-12:  # a loss of exactly the budget is within it
-      frame.at[i, "verdict"] = "over budget"
-      frame.at[i, "reason"] = (f"top-1 {_points(row['top1_change'])}, budget "
-                               f"-{100 * budget:.2f} pt")
-    else:
-      frame.at[i, "verdict"], frame.at[i, "reason"] = "pass", "within every bound"
-      candidates.append(i)
-  if not has_size:
+  settings = settings or ship_rule.Settings()
+  budget = gates.max_accuracy_drop if gates.max_accuracy_drop is not None else default_budget
+  rule = ship_rule.rule_text(gates, settings, budget,
+                             users=bool(frame["variant"].map(user_verdict.is_user).any()))
+  eligible = ship_rule.eligibility(frame, gates, settings, no_gain, budget)
+  size_col = ship_rule.size_column(settings.size)
+  if not ship_rule.has_sizes(frame, size_col):
     rule += " No file sizes were measured in this run, so the smallest top-1 loss decides."
-  if not candidates:
+  on_front, dominated = ship_rule.front(frame, eligible, pairs, size_col)
+  for i, (j, how) in dominated.items():
+    frame.at[i, "verdict"] = "dominated"
+    frame.at[i, "reason"] = f"{frame.loc[j, 'variant']} is as good and {how}"
+  best = ship_rule.choose(frame, on_front, pairs, size_col)
+  if best is None:
     dense = frame[frame.variant == names.DENSE].iloc[0]
     return {"variant": names.DENSE, "file": dense["file"], "rule": rule,
-            "why": "no compressed variant passes: ship the dense float32 file.",
-            "caveats": _caveats(frame, None, budget, gates)}
-  cand = frame.loc[candidates]
-  if has_size and cand["size_bytes"].notna().any():
-    smallest = cand["size_bytes"].min()
-    near = cand[cand["size_bytes"] <= smallest * (1 + SIZE_TIE)]
-    best = near.sort_values(["top1", "size_bytes"], ascending=[False, True], kind="stable").index[0]
-  else:
-    best = cand.sort_values("top1_change", ascending=False, kind="stable").index[0]
-  instead_of = None
-  mine = user_verdict.preferred(frame, best, candidates, users)
+            "why": "no compressed file is eligible: ship the dense float32 file.",
+            "caveats": _caveats(frame, None, budget, gates, settings), "front": [],
+            "gives_up": []}
+  out = {"front": [frame.loc[i, "variant"] for i in on_front],
+         "front_note": ship_rule.front_note(frame, on_front, dominated, settings.size),
+         "gives_up": ship_rule.gives_up(frame, best, on_front, pairs, size_col)}
+  other = "gzip" if settings.size == "bytes" else "bytes"
+  other_col = ship_rule.size_column(other)
+  other_best = (ship_rule.choose(frame, ship_rule.front(frame, eligible, pairs, other_col)[0],
+                                 pairs, other_col)
+                if ship_rule.has_sizes(frame, other_col) else None)
+  if other_best is not None and (
+      frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)):
+    out["size_note"] = _size_note(frame, best, other_best, other)
+  mine = user_verdict.preferred(frame, best, eligible, pairs)
   if mine is not None:  # the user's own bytes, as good as the rule's choice
-    instead_of = frame.loc[best, "variant"]
+    out["instead_of"] = frame.loc[best, "variant"]
     frame.at[best, "reason"] = (f"within every bound; your {frame.loc[mine, 'variant']} is as "
                                 "good and ships instead")
     best = mine
   frame.at[best, "verdict"] = "recommended"
+  frame.at[best, "reason"] = "the rule's choice"
   row = frame.loc[best]
-  size = (f"{row['size_bytes'] / 1024:.1f} KiB, {row['size_vs_dense']:.2f}x the dense file"
-          if row["size_bytes"] == row["size_bytes"] else "size not measured")
-  why = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
-         f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
-         f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])}).")
-  out = {"variant": row["variant"], "file": row["file"], "rule": rule, "why": why,
-         "caveats": _caveats(frame, best, budget, gates)}
-  if instead_of is not None:
-    out["instead_of"] = instead_of
+  out.update(variant=row["variant"], file=row["file"], rule=rule, why=_why(row, pairs),
+             caveats=_caveats(frame, best, budget, gates, settings))
   return out
 
 
-def _caveats(frame, best, budget, gates=None):
+def _kib(x):
+  return f"{x / 1024:.1f} KiB"
+
+
+def _size_note(frame, best, other_best, other):
+  """The sentence saying that weighing the other size measure changes the choice."""
+  b, o = frame.loc[best], frame.loc[other_best]
+  col = ship_rule.size_column(other)
+  what = "gzip size (the download)" if other == "gzip" else "size in bytes (the file on disk)"
+  made = (" Pruned and clustered files are made to compress:" if other == "gzip" else "")
+  return (f"Weighed by {what}, the rule would choose {o['variant']} ({_kib(o[col])} against "
+          f"{_kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
+          "your deployment pays for.")
+
+
+def _why(row, pairs):
+  """The recommended file in one sentence: sizes, top-1 change, flips, latency, runtime."""
+  size = ("size not measured" if not _finite(row["size_bytes"]) else
+          f"{_kib(row['size_bytes'])}"
+          + (f" (gzip {_kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
+          + f", {row['size_vs_dense']:.2f}x the dense file")
+  flips = pairs.flips(row["variant"]) if pairs is not None else NAN
+  n = pairs.examples if pairs is not None else 0
+  out = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
+         f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
+         f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])})")
+  if _finite(flips):
+    out += f"; {flips:.0f} of {n:,} test examples flipped against the reference"
+  if _finite(row.get("latency_vs_dense")):
+    out += (f"; {row['latency_vs_dense']:.2f}x the float reference's latency at batch 1 "
+            "(this machine" + (f", {row['runtime']}" if row.get("runtime") else "") + ")")
+  forgot = row.get("forgot") or ""
+  return out + (f"; {forgot}" if forgot else "") + "."
+
+
+def _finite(x):
+  return x is not None and x == x
+
+
+def _caveats(frame, best, budget, gates=None, settings=None):
   out = []
+  if settings is not None and settings.target != "cpu":
+    out.append(f"Latency is this machine's CPU (LiteRT, XNNPACK where it takes the ops), not "
+               f"the {settings.target} target's: measure on the device before you rely on it.")
   if best is not None:
     row = frame.loc[best]
     name = row["variant"]
@@ -312,12 +363,17 @@ def _caveats(frame, best, budget, gates=None):
   return out
 
 
-def misscaled_caveat(measures):
+def misscaled_caveat(measures, scaling_checked=False):
   """The first-screen caveat when a compressed file of a K = 1 audit beats its reference by clearly
   more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
-  `MISSCALED_RATIO` times as many fixed as broken examples), or None. Compression does not add
-  accuracy; a reference fed values it was not trained on (a forgotten --preprocess), next to a
-  quantized file that rescales its own input, does (`tf_forget.evaluate.input_scaling`)."""
+  `MISSCALED_RATIO` times as many fixed as broken examples), or None.
+
+  A post-training conversion does not add accuracy; a file trained further than its reference
+  (fine-tuned while pruning, clustering or quantization-aware training) can, and so can a
+  reference fed values it was not trained on next to a quantized file that rescales its own
+  input. With `scaling_checked` (the input scaling check ran and found the reference's
+  preprocessing right, `tf_forget.evaluate.input_scaling`) the sentence names the first; else
+  both, the scaling first."""
   t = measures.tables.get("k1_topline")
   if t is None or not len(t):
     return None
@@ -325,27 +381,47 @@ def misscaled_caveat(measures):
   if not len(hits):
     return None
   row = hits.sort_values("difference", ascending=False, kind="stable").iloc[0]
-  return (f"{row['variant']} beats its reference by {_points(row['difference'])} ({row['fixed']} "
-          f"examples fixed, {row['broken']} broken; exact McNemar p = {row['mcnemar_p']:.1g}), "
-          "more than chance allows: compression does not add accuracy, so the inputs are "
-          "probably mis-scaled — check --preprocess (what the reference was trained on).")
+  head = (f"{row['variant']} beats its reference by {_points(row['difference'])} "
+          f"({row['fixed']} examples fixed, {row['broken']} broken; exact McNemar p = "
+          f"{row['mcnemar_p']:.1g}), more than chance allows: ")
+  if scaling_checked:
+    return head + ("a post-training conversion does not add accuracy, so it was trained "
+                   "further than the reference (fine-tuned while pruning, clustering or "
+                   "quantization-aware training) or made from another model; the input "
+                   "scaling check found the reference's preprocessing right.")
+  return head + ("compression does not add accuracy, so the inputs are probably mis-scaled — "
+                 "check --preprocess (what the reference was trained on) — or the file was "
+                 "trained further than the reference.")
 
 
-def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE):
+def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, deployment=None,
+            scaling_checked=False):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
   K = 1 the recommendation also has `design` (`design`); with the user's files `users` (one
-  sentence per file, `user_verdict`), and their rows come first in the table."""
+  sentence per file, `user_verdict`), and their rows come first in the table.
+
+  Args:
+    run: `collect.Run`.
+    measures: `measures.Measures`.
+    gates_json: the configuration's `gates` dict.
+    confidence: level of the top-1 interval.
+    deployment: the configuration's `deployment` dict (`ship_rule.Settings.from_json`).
+    scaling_checked: whether the audit's input scaling check ran (`misscaled_caveat`).
+  """
   gates = gates_lib.Gates.from_json(gates_json)
-  frame = table(run, measures, gates, confidence)
-  users = user_verdict.facts(run, list(frame["variant"]))
-  rec = recommend(frame, gates, users=users, no_gain=repair_report.no_gain(measures.tables))
+  settings = ship_rule.Settings.from_json(deployment)
+  frame = table(run, measures, gates, confidence, settings)
+  pairs = file_pairs.compute(run, list(frame["variant"]))
+  rec = recommend(frame, gates, settings, pairs, no_gain=repair_report.no_gain(measures.tables))
   sentence = design(run, measures)
   if sentence:
     rec["design"] = sentence
-  misscaled = misscaled_caveat(measures)
+  misscaled = misscaled_caveat(measures, scaling_checked)
   if misscaled:  # first: it puts every other number in doubt
     rec["caveats"].insert(0, misscaled)
-  if users is not None:  # one sentence per file of the user's, their rows first
-    rec["users"] = user_verdict.sentences(frame, rec, users)
+  # The audit's own checks that did not refuse but are unsure (the input scaling), first too.
+  rec["caveats"][:0] = list(run.caveats)
+  if frame["variant"].map(user_verdict.is_user).any():  # one sentence per file of the user's
+    rec["users"] = user_verdict.sentences(frame, rec, pairs, gates.any())
     frame = user_verdict.users_first(frame)
   return frame, rec

@@ -86,3 +86,28 @@ def worst_subgroup(measures, variant):
   return {"name": name, "n": int(counts.loc[name, "positives"]),
           "difference": float(t["absolute_difference"]), "low": float(t["absolute_low"]),
           "high": float(t["absolute_high"])}
+
+
+def significant_changes(rows, variant, k1):
+  """[(class name, recall change)] of the classes whose recall changed significantly, the
+  largest loss first: the `class_level` rows' Welch test (`significant`, 000 §2.2) or, with
+  K = 1, the `k1_classes` rows' exact McNemar test after Benjamini-Hochberg (`significant`);
+  [] without rows."""
+  if rows is None or rows.empty:
+    return []
+  rows = rows[rows.variant == variant] if "variant" in rows else rows
+  change = "change" if k1 else "absolute_recall_difference"
+  hits = rows[rows["significant"].astype(bool)]
+  hits = hits.sort_values(change, kind="stable")
+  return [(str(r["class_name"]), float(r[change])) for _, r in hits.iterrows()]
+
+
+def forgot_words(changes, shown=3):
+  """'2 classes changed significantly: 8 −2.05 pt, 4 +1.10 pt' (the first `shown`), or
+  'no class changed significantly'."""
+  if not changes:
+    return "no class changed significantly"
+  n = len(changes)
+  listed = ", ".join(f"{name} {100 * c:+.2f} pt" for name, c in changes[:shown])
+  more = f", {n - shown} more" if n > shown else ""
+  return f"{n} class{'' if n == 1 else 'es'} changed significantly: {listed}{more}"

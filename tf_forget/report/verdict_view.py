@@ -11,6 +11,7 @@ import pandas as pd
 
 from tf_forget.report import html
 from tf_forget.report import verdict
+from tf_forget.report import wording
 
 
 def _pt(x, digits=2):
@@ -28,17 +29,37 @@ def _change(value, low, high):
 def _size(row):
   if row.get("size_bytes") != row.get("size_bytes"):
     return "not measured"
-  return f"{row['size_bytes'] / 1024:.1f} KiB ({row['size_vs_dense']:.2f}×)"
+  gz = row.get("gzip_bytes")
+  return (f"{row['size_bytes'] / 1024:.1f} KiB ({row['size_vs_dense']:.2f}×)"
+          + ("" if gz is None or gz != gz else f", gzip {gz / 1024:.1f} KiB"))
+
+
+def _ratio(row, key):
+  """'1.9× [1.8–2.1]': a latency ratio to the float reference with its interquartile range."""
+  x, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
+  if x is None or x != x:
+    return ""
+  return f"{x:.2f}×" + ("" if low is None or low != low else f" [{low:.2f}–{high:.2f}]")
 
 
 def _latency(row):
   if row.get("latency_ms") != row.get("latency_ms"):
     return "not measured"
-  return f"{row['latency_ms']:.3f} ms ({row['latency_vs_dense']:.2f}×)"
+  out = f"{row['latency_ms']:.3f} ms"
+  if row["variant"] == "dense":
+    return out
+  b1, bb = _ratio(row, "latency_vs_dense"), _ratio(row, "latency_batch_vs_dense")
+  batch = row.get("latency_batch")
+  out += f" ({b1}" if b1 else ""
+  if bb and batch == batch and batch is not None and int(batch) != 1:
+    out += f"; b={int(batch)} {bb}"
+  return out + (")" if b1 else "")
 
 
 VERDICT_CLASSES = {"recommended": "verdict-rec", "fail": "verdict-fail",
                    "over budget": "verdict-over", "no gain": "verdict-over",
+                   "not for target": "verdict-over", "too slow": "verdict-over",
+                   "dominated": "verdict-over",
                    "pass": "verdict-pass"}
 
 
@@ -92,13 +113,15 @@ def verdict_rows(frame, deploy=None):
                    + ("" if dense else f", {r['pairing']}") + ")",
         "verdict": r.get("verdict") or "",
         "file to ship": _file(r, deploy),
-        "size (× dense)": _size(r), "latency b=1 (× dense)": _latency(r),
+        "size (× dense)": _size(r), "latency b=1 (× float reference)": _latency(r),
+        "ran": r.get("runtime") or "",
         "top-1": html.fmt(r["top1"], "pct"),
         "top-1 change [95% CI]": "" if dense else _change(r["top1_change"], r["top1_low"],
                                                           r["top1_high"]),
         "worst class: recall change": wc, "worst subgroup: FNR change": ws,
         "#PIE": "" if dense else html.fmt(r.get("pie_count"), "int"),
-        "why": "" if reason in ("within every bound", "the uncompressed reference") else reason})
+        "why": "" if reason in ("within every bound", "the uncompressed reference",
+                                              "the rule's choice") else reason})
   out = pd.DataFrame(rows)
   keep = [c for c in out.columns if c in ("variant", "verdict") or (out[c] != "").any()]
   return out[keep]
@@ -139,8 +162,13 @@ def section(measures, recommendation):
   out += [f"<p class=\"user-file\">{html.esc(u)}</p>" for u in rec.get("users", [])]
   if rec.get("design"):  # K = 1: the design before anything else
     out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
+  if rec.get("front_note"):
+    out.append(f"<p class=\"lead front\">{html.esc(rec['front_note'])}</p>")
+  out += [f"<p class=\"lead gives-up\">{html.esc(g)}</p>" for g in rec.get("gives_up", [])]
+  if rec.get("size_note"):
+    out.append(f"<p class=\"lead\">{html.esc(rec['size_note'])}</p>")
   out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
-  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in rec["caveats"]]
+  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in wording.fold(rec["caveats"])]
   out += [f"<p class=\"lead why\">{html.esc(r)}</p>" for r in rec.get("why_forgot", [])]
   out += [f"<p class=\"lead repair\">{html.esc(r)}</p>" for r in rec.get("repairs", [])]
   shown = verdict_rows(frame, measures.tables.get("deployment"))

@@ -3,13 +3,15 @@
 From one layer analysis (docs/artifacts/layers.md, `tf_forget.evaluate.layer_analysis`):
   * `layer_rows`: its `TOP_LAYERS` best-ranked ops for the report's `layers` table — the op
     named distinctly (`op_labels`: `CONV_2D #2 (sequential/conv2d_1)`), how it was ranked
-    (`evidence`: "ablation" for the ops measured end to end, else "error statistic"), the
+    (`evidence`: "ablation" for the ops measured end to end, else "error statistic"), what
+    picked an ablated op (`picked_by`: "NMSE pick", "range diagnosis", or both), the
     ablation's counts (`recovered`: broken examples it recovers when kept alone in float;
     `caused`: forgotten examples it breaks when quantized alone), its fault kind, and today's
     error statistics as columns (NMSE forgotten / stable, excess, SNR, a user file's growth in
     dB, `nmse_rank`);
-  * `sentences`: the "why" in words — which ranking it is and what it can and cannot see, the
-    top op with its fault and evidence, and each activation tensor where one channel dominates
+  * `sentences`: the "why" in words — which ranking it is and what it can and cannot see (for
+    an ablation, how many ops each score picked), the top ops with what picked them, their
+    fault and evidence, and each activation tensor where one channel dominates
     the per-tensor int8 range (`range_diagnosis.sentence`, restated here without importing the
     pipeline).
 Numpy-free; `tf_forget.artifacts.names` and `wording` only.
@@ -22,7 +24,7 @@ TOP_LAYERS = 10
 # How a row's tensors were compared: per layer by the debugger, or matched between two files.
 PER_LAYER = "per layer"
 LAYER_COLUMNS = ["member_variant", "k", "format", "basis", "rank", "op_name", "op",
-                 "tensor_name", "match", "evidence", "fault", "recovered", "caused",
+                 "tensor_name", "match", "evidence", "picked_by", "fault", "recovered", "caused",
                  "nmse_rank", "nmse_forgotten", "nmse_stable", "excess",
                  "growth_forgotten", "growth_db_forgotten",
                  "snr_db_forgotten", "snr_db_stable", "kept"]
@@ -30,6 +32,9 @@ FAULT_WORDS = {"range": "its activation range",
                "weights": "its own int8 weights and output",
                "inherited": "error inherited from earlier ops"}
 TOP_SENTENCES = 2  # ablated ops described in words
+# What picked an ablated op (`tf_forget.evaluate.ablation_candidates`): in the table, in words.
+PICKED_COLUMN = {"nmse": "NMSE pick", "range": "range diagnosis"}
+PICKED_WORDS = {"nmse": "its NMSE", "range": "the range diagnosis"}
 
 
 def op_labels(doc):
@@ -49,7 +54,10 @@ def layer_rows(doc, kept):
            "format": doc.get("format", names.REPAIRED_FORMAT), "basis": doc["basis"],
            "rank": r["rank"], "op_name": r["op_name"], "op": labels.get(r["tensor_name"]),
            "tensor_name": r["tensor_name"], "match": r.get("match", PER_LAYER),
-           "evidence": r.get("evidence", "error statistic"), "fault": r.get("fault"),
+           "evidence": r.get("evidence", "error statistic"),
+           "picked_by": ", ".join(PICKED_COLUMN.get(p, p) for p in r.get("picked_by") or [])
+                        or None,
+           "fault": r.get("fault"),
            "recovered": r.get("recovered"), "caused": r.get("caused"),
            "nmse_rank": r.get("nmse_rank", r["rank"]),
            "nmse_forgotten": r["nmse_forgotten"], "nmse_stable": r["nmse_stable"],
@@ -76,6 +84,8 @@ def _who(doc):
 def _ablated_sentence(doc, row, label):
   ablation = doc.get("ablation") or {}
   broken = ablation.get("plain", {}).get("broken_forgotten", 0)
+  if row.get("picked_by"):
+    label += ", picked by " + " and ".join(PICKED_WORDS.get(p, p) for p in row["picked_by"])
   text = (f"{label}: {FAULT_WORDS.get(row.get('fault'), 'unknown')} — kept alone in float it "
           f"recovers {row['recovered']} of the {broken} examples the file broke, quantized "
           f"alone (everything else float) it breaks {row['caused']} of the "
@@ -91,9 +101,13 @@ def sentences(doc):
   if doc.get("error") or not ranking:
     return []
   if doc.get("ranked_by") == "ablation":
-    out = [f"Why {who} forgot (ranked by ablation: each of the {doc['ablation']['ablated']} "
-           "ops of largest error quantized alone and kept alone in float, end to end on the "
-           f"{doc['ablation']['forgotten']} forgotten and {doc['ablation']['stable']} stable "
+    ablation = doc["ablation"]
+    picked = ("ops of largest error" if "picked_range" not in ablation else
+              f"ops of largest error ({ablation['picked_nmse']}) or named by the range "
+              f"diagnosis ({ablation['picked_range']})")
+    out = [f"Why {who} forgot (ranked by ablation: each of the {ablation['ablated']} "
+           f"{picked} quantized alone and kept alone in float, end to end on the "
+           f"{ablation['forgotten']} forgotten and {ablation['stable']} stable "
            "examples):"]
     out += [_ablated_sentence(doc, r, labels.get(r["tensor_name"], r["op_name"])) + "."
             for r in ranking[:TOP_SENTENCES] if r.get("evidence") == "ablation"]

@@ -8,7 +8,7 @@ BAZEL := bazel
 AUDIT_ARGS ?=
 TF_DEVICE ?= cpu
 
-.PHONY: setup audit test clean reproduce-002
+.PHONY: setup audit test test-fast clean reproduce-002
 
 setup:
 	@TF_DEVICE=$(TF_DEVICE) bash tools/setup.sh
@@ -31,6 +31,11 @@ test:
 	  .venv/bin/python tools/test_summary.py bazel-testlogs \
 	    $$($(BAZEL) query 'tests(//...) except attr(tags, manual, //...)' 2>/dev/null) || status=1; \
 	  exit $$status
+
+# The quick check while you work (tools/fast_tests.py, docs/testing.md): the test files that
+# import no TensorFlow and start no process, in one pytest process, in seconds.
+test-fast: setup
+	.venv/bin/python tools/fast_tests.py --run
 
 # 002's MNIST / LeNet-5 tables side by side with ours (docs/reproductions/002_mnist.md): trains
 # REPRO_MEMBERS LeNet-5 parents on the MNIST IDX files in MNIST_DIR, prunes each by MP at 002's

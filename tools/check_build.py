@@ -68,25 +68,56 @@ def _module_file(module, root):
   return None
 
 
-def imports(path, root=ROOT):
-  """The repo paths of the project modules a source file imports ({path: line})."""
+def _import_nodes(tree, in_functions):
+  """The import statements of `tree`: all of them, or (not `in_functions`) those that run when
+  the module is imported (not inside a function body)."""
+  if in_functions:
+    yield from (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return
+  stack = [tree]
+  while stack:
+    node = stack.pop()
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+      yield node
+    elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+      stack.extend(ast.iter_child_nodes(node))
+
+
+def imported_modules(path, root=ROOT, in_functions=True):
+  """The modules a source file imports, [(dotted name, line)], read with `ast` (also inside
+  functions unless `in_functions` is False). `from a.b import c` names `a.b.c` when that is a
+  project module, else `a.b` (`c` is then a name defined in `a.b`); relative imports are left
+  out (the project has none)."""
   with open(os.path.join(root, path), encoding="utf-8") as f:
     tree = ast.parse(f.read(), path)
-  out = {}
-  for node in ast.walk(tree):
+  out = []
+  for node in _import_nodes(tree, in_functions):
     names = []
     if isinstance(node, ast.Import):
       names = [a.name for a in node.names]
-    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+    elif node.module and node.level == 0:
       names = [f"{node.module}.{a.name}" for a in node.names]
       if not any(_module_file(n, root) for n in names):  # `from a.b import function`
         names = [node.module]
-    for name in names:
-      if name.split(".")[0] not in PACKAGES:
-        continue
-      found = _module_file(name, root)
-      if found and found != path and not found.endswith("__init__.py"):
-        out.setdefault(found, node.lineno)
+    out.extend((name, node.lineno) for name in names)
+  return out
+
+
+def project_file(module, root=ROOT):
+  """The repo path of the file that defines `module` (a.b.c) of the project's packages, or
+  None (a third-party module, or no such file)."""
+  if module.split(".")[0] not in PACKAGES:
+    return None
+  return _module_file(module, root)
+
+
+def imports(path, root=ROOT):
+  """The repo paths of the project modules a source file imports ({path: line})."""
+  out = {}
+  for name, line in imported_modules(path, root):
+    found = project_file(name, root)
+    if found and found != path and not found.endswith("__init__.py"):
+      out.setdefault(found, line)
   return out
 
 

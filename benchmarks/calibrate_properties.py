@@ -1,4 +1,4 @@
-"""Calibrates the margins of tests/eval/audit_properties_test.py (issue #14 §1b).
+"""Calibrates the margins of tests/eval/audit_properties_test.py.
 
 Runs the properties test's two audits (digits 300 steps, digits_biased 600 steps; 3 members x
 dense / prune_0.9 + full_int8) for several population seeds under several CPU-kernel settings

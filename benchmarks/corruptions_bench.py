@@ -1,4 +1,4 @@
-"""Benchmark: the corruption suite vs imagecorruptions 1.1.2, same images, same run (issue #5).
+"""Benchmark: the corruption suite vs imagecorruptions 1.1.2, same images, same run.
 
     .venv/bin/python benchmarks/corruptions_bench.py [--severity=3] [--sizes=32x32:64,...]
 
@@ -6,7 +6,7 @@ For each image size, times every corruption of `tf_forget.corruptions.corruption
 batch (after a warm-up call that compiles the numba glass kernel and loads the frost textures) and
 the patched reference (`tf_forget.corruptions.reference`) image by image on the same images, with
 the same seeds and the same severity table ("imagecorruptions"), and prints a markdown table of
-ms/image and speedups, plus the whole-suite ratio. Targets (issue #5): suite >= 10x at 218x178,
+ms/image and speedups, plus the whole-suite ratio. Targets: suite >= 10x at 218x178,
 >= 5x at 32x32, glass_blur >= 100x. The reference at 218x178 costs ~0.6 s/image for the suite,
 so that size uses few images.
 """

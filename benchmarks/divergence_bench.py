@@ -1,4 +1,4 @@
-"""Benchmark of the output divergence on 50,000 examples x 1,000 classes (issue #29).
+"""Benchmark of the output divergence on 50,000 examples x 1,000 classes.
 
 Synthetic saved logits: the reference's float32 `[N, C]` drawn standard normal times 3, the
 candidate's the reference plus normal noise (`--noise`; at 0.1 about 6 % of the top-1 labels
@@ -13,12 +13,12 @@ Timed (best of `--repeats`, all in this process):
   * baseline: plain scipy on the same arrays, `scipy.special.softmax` of both and
     `scipy.special.rel_entr(p, q).sum(1)` (KL only; float32 in, whole arrays at once).
 
-Target (issue #29): divergence < 5 s on one core; the report gives divergence / 5 s and
+Target: divergence < 5 s on one core; the report gives divergence / 5 s and
 divergence / baseline, the peak memory numpy allocates inside `divergence` beyond its inputs
 (tracemalloc, a separate untimed call) and the largest KL difference between the two.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/divergence_bench.py [--examples 50000]
-     [--classes 1000] (pin to one core with `taskset -c 0` to measure the issue's setting)
+     [--classes 1000] (pin to one core with `taskset -c 0` to measure as the target is set)
 """
 
 import argparse

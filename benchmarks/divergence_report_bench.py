@@ -1,4 +1,4 @@
-"""Benchmark of the report's output-divergence tables on 50,000 examples x 1,000 classes (#29).
+"""Benchmark of the report's output-divergence tables on 50,000 examples x 1,000 classes.
 
 A synthetic run directory: dense member 0's predictions file with float32 logits `[50,000,
 1,000]` (standard normal x 3) and `--candidates` compressed files (each the reference plus
@@ -12,7 +12,7 @@ normal noise `--noise`), labels uniform over the classes, two binary protected a
   * stats only: the `divergence.divergence` calls alone on the same logits already in memory
     (what `tf_forget.stats` costs; benchmarks/divergence_bench.py times one such call).
 
-Target (issue #29): compute < 5 s; the report gives compute / 5 s and compute / stats only
+Target: compute < 5 s; the report gives compute / 5 s and compute / stats only
 (the report's own overhead: reading the files, pooling, the tables).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/divergence_report_bench.py [--candidates 3]

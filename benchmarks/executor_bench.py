@@ -1,4 +1,4 @@
-"""Executor benchmarks (issue #15): ratios measured in one run, on this machine.
+"""Executor benchmarks: ratios measured in one run, on this machine.
 
 1. `audit`: the default `make audit` job (digits, the data set's protocol) with
    `--executor=inline`, `--executor=local --workers=1` and `--workers=2`, each from an empty

@@ -1,4 +1,4 @@
-"""Benchmark (issue #35, "Performance"): what identifying the user's data by content costs.
+"""Benchmark: what identifying the user's data by content costs.
 
 Builds the inputs of `benchmarks/user_audit_bench.py` (a Keras reference, three candidates, a
 folder of `--images` random 32x32 RGB PNGs in 10 class folders), runs the audit once as a user

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long `pip install` of the wheel takes on a fresh machine, and what a user's first audit
-# then gives (issue #39). Not part of the suite: it downloads the stack from PyPI (~1 GB).
+# then gives. Not part of the suite: it downloads the stack from PyPI (~1 GB).
 #
 #   bash benchmarks/install_time.sh [WORKDIR]      (default: a new temporary directory)
 #

@@ -1,4 +1,4 @@
-"""Benchmark of the K = 1 statistics on 50,000 examples x 1,000 classes (issue #28, "Performance").
+"""Benchmark of the K = 1 statistics on 50,000 examples x 1,000 classes.
 
 Synthetic evaluation split: 50,000 labels over 1,000 classes, one reference network (80 % top-1)
 and `--candidates` compressed files (each the reference with a few % of its predictions replaced
@@ -15,10 +15,10 @@ report computes for it is timed twice:
     measure; FNR / FPR exist only for a binary task, so 1,000 classes give 9 subgroups x
     error).
 
-Target (issue #28): compute < 10 s; the report gives compute / 10 s and compute / one by one.
+Target: compute < 10 s; the report gives compute / 10 s and compute / one by one.
 `--check` compares every table of `compute` with the one-by-one tables (exact equality, NaN in
-the same cells): a faster `compute` must give the same numbers. The issue's audit has three
-candidates (`--candidates 3`); the default is one reference against one candidate.
+the same cells): a faster `compute` must give the same numbers. The target is for an audit of
+three candidates (`--candidates 3`); the default is one reference against one candidate.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/k1_stats_bench.py [--candidates 3] [--check]
 """

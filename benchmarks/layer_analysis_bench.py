@@ -1,10 +1,10 @@
-"""Benchmark (issue #29, "Performance"): what the per-layer analysis adds to the digits audit.
+"""Benchmark: what the per-layer analysis adds to the digits audit.
 
 Runs the default digits audit as a user runs it (a subprocess, `eval/audit.py --out=<tmp>`,
 plus `--repair=...` if given) and reads the moments its `== i/n <section> [t s]` headers
 are printed: each section's seconds, the "why and repair" section's (the layer analyses, and
 the repairs if asked) share of the audit's wall time, and the ratio of the audit's wall time
-to the same wall time without that section (issue #29's target: < 1.30). Then, with every
+to the same wall time without that section (the target: < 1.30). Then, with every
 artifact current, it removes `<out>/layers/` and runs the command again: the second run redoes
 only the analyses (and reuses the rest), timing them on their own.
 

@@ -1,6 +1,6 @@
-"""Benchmark (issue #37, "Performance"): why and repair on 10,000 images of a forgetting model.
+"""Benchmark: why and repair on 10,000 images of a forgetting model.
 
-Builds what a user with a forgetting int8 file has: the issue's BN-free CNN trained on the embedded
+Builds what a user with a forgetting int8 file has: an ordinary BN-free CNN trained on the embedded
 digits with the range fault planted (`tests/planted.py`: the float function kept, a plain full-int8
 file breaks many examples), saved as model.keras, and the digits test split repeated to `--images`
 PNGs (each copy after the first rolled by up to 2 pixels, seeded) in images/test/<label>/, the train
@@ -12,7 +12,7 @@ user runs it (a subprocess):
 
 and prints each stage's seconds and the "why and repair" section's share of the wall time
 (the causal ranking's ablations, the range diagnosis, the search and the chosen file's
-evaluation; issue #37's target: <= 30%), with the numbers the search recorded. Timings are
+evaluation; the target: <= 30%), with the numbers the search recorded. Timings are
 meant as ratios (run it on an idle machine).
 
     PYTHONPATH=. .venv/bin/python benchmarks/planted_repair_bench.py [--images=10000] [--keep=DIR]

@@ -1,4 +1,4 @@
-r"""Pruned vs dense training step time on the same model, measured in one run (issue #2).
+r"""Pruned vs dense training step time on the same model, measured in one run.
 
   PYTHONPATH=. .venv/bin/python benchmarks/pruning_step_bench.py [--model=cifar_resnet20]
 

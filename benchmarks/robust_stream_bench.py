@@ -1,11 +1,11 @@
-r"""Robust training's stream vs the plain training stream: images/s, same run (SPEC §6.8).
+r"""Robust training's stream vs the plain training stream: images/s, same run (docs/spec.md §6.8).
 
   PYTHONPATH=. .venv/bin/python benchmarks/robust_stream_bench.py [--sizes=digits,32x32x3]
 
 For each data set ("digits": the embedded 8x8x1 digits; "HxWxC": synthetic in-memory uint8 noise
 images of that shape, e.g. 32x32x3 for CIFAR-10's size), builds `tf_forget.train.inputs.
 train_stream` under the `digits` preset (batch 64, shift augmentation) twice: plain, and with
-`train_corruptions` = SPEC §6.8's nine options at severity 3 (`tf_forget.corruptions.
+`train_corruptions` = docs/spec.md §6.8's nine options at severity 3 (`tf_forget.corruptions.
 robust_training`; one `tf.numpy_function` per image in the parallel, deterministic map). After a
 warm-up of `--warmup` batches, times `--batches` batches of each, interleaved round-robin over
 `--rounds` rounds so machine noise hits both alike, and prints a markdown table of images/s

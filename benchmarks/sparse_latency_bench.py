@@ -1,4 +1,4 @@
-"""Benchmark (issue #10): size and latency of sparse-encoded TFLite files vs their plain twins.
+"""Benchmark: size and latency of sparse-encoded TFLite files vs their plain twins.
 
 Trains (or reuses, in `--work_dir`) one `digits` member per variant (dense, prune_0.5, prune_0.9) of
 the small CNN with a shortened `digits` preset (`--steps`; tfmot's gradual magnitude pruning,

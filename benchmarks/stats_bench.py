@@ -1,4 +1,4 @@
-"""Benchmark of tf_forget.stats on CelebA- and ImageNet-sized populations (issue #4).
+"""Benchmark of tf_forget.stats on CelebA- and ImageNet-sized populations.
 
 CelebA-sized: 30 members x 9 variants x 20,000 examples, 2 classes, 40 attributes.
 ImageNet-sized: 30 members x 5 variants x 50,000 examples, 1000 classes, top-5 labels.

@@ -1,4 +1,4 @@
-"""Benchmark (issue #3): TFLite evaluation throughput on a CIFAR-sized ResNet-20.
+"""Benchmark: TFLite evaluation throughput on a CIFAR-sized ResNet-20.
 
 Measures in one run, on the same `.tflite` file and the same images:
   (a) a naive per-example loop: batch-1 interpreter, set_tensor / invoke / get_tensor per image;

@@ -1,4 +1,4 @@
-"""Benchmark (issue #36, "Performance"): the tutorial's files audited on 10,000 28x28 PNGs.
+"""Benchmark: the tutorial's files audited on 10,000 28x28 PNGs.
 
 Makes what a user has after TensorFlow's post-training integer quantization tutorial with
 Keras 3 (`examples/tutorial/make_files.py --size=28 --test_images=N`: the digits resized to
@@ -17,7 +17,7 @@ dynamic-range and uint8 full-integer `.tflite` files, and the image folder. Then
       interpreter (`user_audit_bench.raw_seconds`: inputs quantized outside the clock), and a
       bare `import tensorflow` in a fresh process (a cost every TensorFlow tool pays).
 
-Prints wall / (decode + raw): the issue's target is <= 2. Timings are meant as ratios (run it
+Prints wall / (decode + raw): the target is <= 2. Timings are meant as ratios (run it
 on an idle machine).
 
     PYTHONPATH=. .venv/bin/python benchmarks/tutorial_audit_bench.py [--images=10000] [--keep=DIR]
@@ -87,7 +87,7 @@ def main():
   parser.add_argument("--num_threads", type=int, default=2, help="as the audit's default")
   parser.add_argument("--keep", help="build and keep everything in this directory instead")
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
-  parser.add_argument("--repair", default="", help="e.g. auto (issue #37; default: none)")
+  parser.add_argument("--repair", default="", help="e.g. auto (default: none)")
   args = parser.parse_args()
   from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
@@ -123,7 +123,7 @@ def main():
     print(f"baseline: decoding the images once {decode[0]:.2f} s + every file once through the "
           f"raw interpreter {raw:.2f} s ({', '.join(f'{v} {s:.2f}' for v, s in rows)}) = "
           f"{base:.2f} s")
-    print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (issue #37's target "
+    print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (the target "
           f"with --repair=auto: <= 30%)")
     print(f"wall / baseline = {wall / base:.1f}x (target <= 2); `import tensorflow` alone "
           f"{tf_import:.1f} s = {tf_import / base:.1f}x the baseline; (wall - import) / baseline "

@@ -1,4 +1,4 @@
-"""The audit command's `main` for in-process tests, without importing the binary (issue #39).
+"""The audit command's `main` for in-process tests, without importing the binary.
 
 Defines the audit's flags on this process's `flags.FLAGS` as `eval/audit.py` does
 (`tf_forget.commands.audit_flags.define`), so that `tests/binary_main.py` and absl's

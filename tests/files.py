@@ -1,4 +1,4 @@
-"""Files on disk in tests (issue #25): snapshots to check nothing changed, and a rename that
+"""Files on disk in tests: snapshots to check nothing changed, and a rename that
 fails once, to check that a swap rolls back."""
 
 import contextlib

@@ -1,6 +1,6 @@
-"""Issue #37's planted faults, shared by its tests.
+"""Planted faults that make a full-int8 file forget, shared by the tests of why and repair.
 
-`cnn` is the issue's ordinary BN-free CNN (Conv2D -> pool -> SeparableConv2D x N -> GAP ->
+`cnn` is an ordinary BN-free CNN (Conv2D -> pool -> SeparableConv2D x N -> GAP ->
 Dense) on 8x8x1 raw pixels with its own `Rescaling`; `train` fits it on the digits. `plant`
 sets one fault that keeps the float function (ReLU is positively homogeneous) while a plain
 full-int8 file of the model breaks many examples:

@@ -2,10 +2,15 @@
 
     python tools/check_repo.py          # the checkout this file is in; exit 1 on a finding
 
+The checked files: the package, the binaries, the docs, the tests, the benchmarks, the tools and
+the examples (`.py`, `.md`, `.json`, `.txt`, `.sh`, `.bzl` and `BUILD` files), and README.md.
+
 Findings, one line each (`path:line: what`):
-* an issue number (`issue #12`) in the code, the docs or README: git log and CHANGELOG.md are
-  the history, the code says what it is;
-* a path outside the repository (`../shared`): the repository must stand alone;
+* an issue number anywhere in those files (the word "issue", then `#` and digits; or a bare
+  `#` and digits that close a parenthesis, or come before `'s` or a slash and another one): git
+  log and CHANGELOG.md are the history, the code says what it is;
+* a path outside the repository (the folder `shared` beside the checkout): the repository must
+  stand alone;
 * a citation of the specification that is not `docs/spec.md §n[.m]`, or whose section
   docs/spec.md does not have;
 * a relative Markdown link whose file does not exist, or whose `#anchor` matches no heading of
@@ -17,10 +22,15 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-CODE_DIRS = ("tf_forget", "eval", "tflite_export", "docs")
+CODE_DIRS = ("tf_forget", "eval", "tflite_export", "docs", "tests", "benchmarks", "tools",
+             "examples")
 TOP_FILES = ("README.md",)
-SUFFIXES = (".py", ".md", ".json", ".txt", ".sh")
-ISSUE = re.compile(r"\bissues? #\d+", re.IGNORECASE)
+SUFFIXES = (".py", ".md", ".json", ".txt", ".sh", ".bzl")
+NAMES = ("BUILD",)
+# The word "issue" and its number; a bare number that closes a parenthesis, or comes before 's
+# or a slash and another one. Not a CSS colour (`#` and hex digits before `;` or `}`), nor another
+# repository's `owner/name#N`.
+ISSUE = re.compile(r"\bissues? #\d+|(?<![\w&/#-])#\d{1,4}(?=\)|'s\b|/#\d)", re.IGNORECASE)
 OUTSIDE = re.compile(r"\.\./shared")
 SPEC_CITE = re.compile(r"(docs/spec\.md|spec\.md|SPEC)\s*§\s*(\d+(?:\.\d+)?)")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -28,12 +38,13 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def files(root=ROOT):
-  """The checked files: code and docs under `CODE_DIRS`, and the top-level `TOP_FILES`."""
+  """The checked files: `SUFFIXES` and `NAMES` under `CODE_DIRS`, and the top-level `TOP_FILES`."""
   out = [os.path.join(root, f) for f in TOP_FILES if os.path.exists(os.path.join(root, f))]
   for top in CODE_DIRS:
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
       dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
-      out += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(SUFFIXES)]
+      out += [os.path.join(dirpath, f) for f in sorted(filenames)
+              if f.endswith(SUFFIXES) or f in NAMES]
   return out
 
 
@@ -105,7 +116,7 @@ def check(root=ROOT):
         findings.append(f"{where}: an issue number ({ISSUE.search(line).group(0)}): say what "
                         "the code is, the history is in git")
       if OUTSIDE.search(line):
-        findings.append(f"{where}: a path outside the repository (../shared)")
+        findings.append(f"{where}: a path outside the repository ({OUTSIDE.search(line).group(0)})")
       for match in SPEC_CITE.finditer(line):
         if match.group(1) == "SPEC":
           findings.append(f"{where}: cite the specification as docs/spec.md §{match.group(2)}")

@@ -1,4 +1,4 @@
-"""Audit your own model from Python — a notebook cell or a pipeline step (issue #39).
+"""Audit your own model from Python — a notebook cell or a pipeline step.
 
     python examples/own_model/make_model.py --out=/tmp/own_model      # the user's files
     python examples/notebook/audit_in_python.py /tmp/own_model /tmp/own_model/audit_py

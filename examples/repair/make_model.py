@@ -1,5 +1,5 @@
 """Plays a user whose full-int8 file really breaks: an ordinary Keras CNN, trained outside
-tf_forget, whose int8 file loses a large share of the test examples (issue #29's demonstration).
+tf_forget, whose int8 file loses a large share of the test examples.
 
     python examples/repair/make_model.py --out=/tmp/repair
 

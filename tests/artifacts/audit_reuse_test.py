@@ -1,15 +1,15 @@
-"""Issue #14 §2: an artifact is reused only if it is exactly what the current inputs would produce.
+"""An artifact is reused only if it is exactly what the current inputs would produce.
 
 One tiny audit (preset "tiny", 2 members of dense and prune_0.5, float32 files, one corrupted
 split, a small noise protocol) is made once per module, starting with the two measured typos
-into the same --out; each test works on a copy of it. Every scenario below gave exit 0 and a
-wrong report, or a traceback, before lineage:
+into the same --out; each test works on a copy of it. Without lineage, every scenario below
+would give exit 0 and a wrong report, or a traceback:
   * an altered .tflite whose predictions were computed from the altered bytes;
   * a replaced model.keras;
   * a truncated predictions .npz (a BadZipFile traceback on every re-run);
   * a run directory made with another audit config (silently mixed into the report);
-  * `--model=nosuch` / `--steps=7` / `--steps=70` (wrote run.json, then the corrected command
-    was refused);
+  * `--model=nosuch` / `--steps=7` / `--steps=70` (would write run.json, then refuse the
+    corrected command);
   * an --out that cannot be written (a traceback).
 """
 
@@ -68,7 +68,7 @@ def baseline(tmp_path_factory):
   """(run dir, report.json) of the tiny audit, made after two typos into the same --out."""
   out = tmp_path_factory.mktemp("base") / "run"
   capsys = _Capture()
-  # The typos of the issue: one line, exit 1, nothing written, --out not even created.
+  # The two typos: one line, exit 1, nothing written, --out not even created.
   for typo, message in ((dict(model="nosuch"), "unknown model 'nosuch'"),
                         (dict(steps=7), "does not fit in 7 steps"),
                         (dict(steps=70), "steps=70 is not a multiple of checkpoint_every=20")):
@@ -114,7 +114,7 @@ def test_altered_tflite_predictions_are_redone(run, capsys):
   tflite = out / "tflite" / "prune_0.5" / "0" / "float32.tflite"
   shipped = tflite.read_bytes()
   tflite.write_bytes((out / "tflite" / "dense" / "1" / "float32.tflite").read_bytes())
-  # The stage refuses to evaluate a file that is not its export JSON's (it used to evaluate it
+  # The stage refuses to evaluate a file that is not its export JSON's (rather than evaluate it
   # and record the JSON's sha256) ...
   with pytest.raises(evaluate.EvaluationError, match="changed since it was exported"):
     from tf_forget.evaluate import population_eval  # pylint: disable=g-import-not-at-top
@@ -199,7 +199,7 @@ def test_settings_that_only_affect_the_bundle_are_not_conflicts(run, capsys):
   code, log = _run_main(capsys, out=str(out), **dict(CONFIG, num_threads=1,
                                                      max_accuracy_drop=1.0))
   assert code == 0
-  # Only the latency-based encoding choice is timed again (other threads: issue #25 records the
+  # Only the latency-based encoding choice is timed again (other threads: the choice records the
   # settings it was measured with); no artifact is redone.
   redone = [line.strip() for line in log.splitlines() if line.strip().startswith("redo")]
   assert redone and all(" encoding: settings changed (num_threads 2 -> 1)" in line

@@ -1,5 +1,5 @@
 """Atomic writes (os + rename for local paths), one-line write errors, hashing, names, layout,
-strict JSON (issue #25)."""
+strict JSON."""
 
 import errno
 import hashlib
@@ -110,7 +110,7 @@ def test_strict_json_writes_nan_and_infinities_as_null(tmp_path):
       json.dumps(valid, indent=2, sort_keys=True) + "\n").encode()
 
 
-# --- round trips (formerly tests/io/atomic_test.py, the alias module removed: issue #27) ---
+# --- round trips ------------------------------------------------------------------------------
 
 
 def test_json_round_trip_and_no_temp_left(tmp_path):

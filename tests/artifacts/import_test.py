@@ -1,4 +1,4 @@
-"""tf_forget.artifacts imports no TensorFlow (issue #14): every stage can read artifacts cheaply.
+"""tf_forget.artifacts imports no TensorFlow: every stage can read artifacts cheaply.
 
 Runs in a fresh interpreter: the test session itself has TensorFlow loaded by conftest.py.
 """

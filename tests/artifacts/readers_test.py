@@ -1,4 +1,4 @@
-"""Every artifact reader turns an unreadable file into the one error base class (issue #14).
+"""Every artifact reader turns an unreadable file into the one error base class.
 
 Truncated zips (BadZipFile), empty files (EOFError), garbage, bad JSON, wrong schemas and wrong
 shapes all raise an `errors.ReadError` (an `errors.Error`), never a raw traceback, and the

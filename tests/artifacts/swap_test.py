@@ -1,4 +1,4 @@
-"""Swaps (issue #25): a set of entries (report tables / page / report.json, a bundle) replaced
+"""Swaps: a set of entries (report tables / page / report.json, a bundle) replaced
 whole or not at all — rollback at every rename, on a URL file system too, after a kill."""
 
 import errno
@@ -16,7 +16,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import swap
 
-# --- swaps (issue #25): a set of entries replaced whole, or not at all ----------------------
+# --- swaps: a set of entries replaced whole, or not at all -----------------------------------
 
 NAMES = ("tables", "report.html", "report.json")
 
@@ -114,7 +114,7 @@ def test_swap_in_replaces_whole_and_refuses_a_directory_for_a_file(tmp_path):
 
 
 def test_a_recorded_swap_names_the_files_it_did_not_write(tmp_path):
-  """Issue #35: a user's file under a swapped entry is named before a re-run would delete it."""
+  """A user's file under a swapped entry is named before a re-run would delete it."""
   out = str(tmp_path / "out")
   os.makedirs(out)
   assert swap.foreign_files(out, ".r", NAMES) == []  # nothing recorded: nothing to name

@@ -1,4 +1,4 @@
-"""Issue #15: `--out=<URL>` end to end, through TensorFlow's in-memory `ram://` file system.
+"""`--out=<URL>` end to end, through TensorFlow's in-memory `ram://` file system.
 
 `ram://` stands in for a bucket (gs://) without a network: every artifact of the audit goes
 through `tf_forget.artifacts.fileio` (URL paths through `tf.io.gfile`). The same tiny audit run

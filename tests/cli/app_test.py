@@ -1,6 +1,6 @@
 """tf_forget.cli.app: an interrupt is one line and exit 130 / 143 even when TensorFlow turns it
-into another error on its way up (issue #25: a SIGTERM raised inside a Keras callback surfaced
-as "RuntimeError: Exiting device scope without proper scope nesting")."""
+into another error on its way up (a SIGTERM raised inside a Keras callback can surface as
+"RuntimeError: Exiting device scope without proper scope nesting")."""
 
 import signal
 

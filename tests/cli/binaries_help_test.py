@@ -1,4 +1,4 @@
-"""`--help` of the stage binaries, section by section (issue #38), and `app.sectioned_help`.
+"""`--help` of the stage binaries, section by section, and `app.sectioned_help`.
 
 Each binary (`evaluate_population`, `export_population`, `train_population`,
 `generate_corruptions`) runs in a subprocess, as a user runs it: `--help` exits 0 with the

@@ -1,5 +1,5 @@
 """tf_forget.cli.startup: Ctrl-C / SIGTERM before `app.run` (a binary's imports) is one line and
-exit 130 / 143 (issue #35), in a child process that guards itself and then waits."""
+exit 130 / 143, in a child process that guards itself and then waits."""
 
 import os
 import signal

@@ -1,5 +1,4 @@
-"""What an interrupted command says it was doing (`tf_forget.cli.status.describe`), issue
-#25/#27."""
+"""What an interrupted command says it was doing (`tf_forget.cli.status.describe`)."""
 
 import pytest
 

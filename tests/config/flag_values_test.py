@@ -1,4 +1,4 @@
-"""The audit binary's flags read into the configuration (`flag_values`, issue #38).
+"""The audit binary's flags read into the configuration (`flag_values`).
 
 With a base configuration (`--config`) only the flags given replace its fields; a group of
 flags that sets several fields is read whole; a problem is worded with its flag. The binary's

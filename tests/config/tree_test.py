@@ -1,4 +1,4 @@
-"""The audit's one configuration (issue #38): exact JSON round trip, validation, overrides.
+"""The audit's one configuration: exact JSON round trip, validation, overrides.
 
 The round trip is checked over configurations generated from the tree's own type hints (every
 section, every optional field set or not, random values of each field's type), so a field

@@ -1,4 +1,4 @@
-"""Validation against the reference `imagecorruptions==1.1.2` (issue #5), same random draws.
+"""Validation against the reference `imagecorruptions==1.1.2`, same random draws.
 
 The reference is patched at test time for its two API breaks (`tf_forget.corruptions.reference`:
 `np.float_` in fog, skimage's removed `multichannel` in gaussian_blur / glass_blur) and run image

@@ -11,7 +11,7 @@ def test_digits_split_is_balanced_stratified_and_disjoint():
   data = registry.get("digits")
   train, test = data.load("train"), data.load("test")
   assert len(train) + len(test) == 1797  # sklearn load_digits size
-  np.testing.assert_array_equal(np.bincount(test.labels), [50] * 10)  # SPEC §2.7
+  np.testing.assert_array_equal(np.bincount(test.labels), [50] * 10)  # docs/spec.md §2.7
   assert not set(train.ids) & set(test.ids)
   assert train.images.dtype == np.uint8 and train.images.shape[1:] == (8, 8, 1)
   assert train.images.max() == 255 and train.images.min() == 0

@@ -1,4 +1,4 @@
-"""Issue #35: the user's files identified by content (`tf_forget.data.fingerprint`)."""
+"""The user's files identified by content (`tf_forget.data.fingerprint`)."""
 
 import hashlib
 import io

@@ -1,4 +1,4 @@
-"""`tf_forget.data.input_layout`: the one home of "what a model input takes" (issue #36).
+"""`tf_forget.data.input_layout`: the one home of "what a model input takes".
 
 Golden values: the layouts are read off the shapes TensorFlow's tools produce (the
 post-training integer quantization tutorial's `keras.Input((28, 28))` -> [-1, 28, 28], Keras'

@@ -1,4 +1,4 @@
-"""The user's `--preprocess` transforms against Keras' own `preprocess_input` (issue #28).
+"""The user's `--preprocess` transforms against Keras' own `preprocess_input`.
 
 Keras' applications implement the three ImageNet conventions ("tf", "caffe", "torch"); each
 named transform must give what they give on the same uint8 batch.

@@ -50,17 +50,18 @@ def test_every_protocol_resolves_its_preset_and_schedules():
 
 
 def test_spec_defaults():
-  # SPEC §2.3: CelebA dynamic_int8 + full_int8 only (004); the others 000's three.
+  # docs/spec.md §2.3: CelebA dynamic_int8 + full_int8 only (004); the others 000's three.
   celeb_a = protocols.get("celeb_a")
   assert celeb_a.quantizations == ("dynamic_int8", "full_int8")
   assert "float16" in protocols.get("cifar10").quantizations
-  # 004 evaluates no corruption on CelebA; the paper sets evaluate severities 1-5 (SPEC §3.6).
+  # 004 evaluates no corruption on CelebA; the paper sets evaluate severities 1-5
+  # (docs/spec.md §3.6).
   assert celeb_a.corruptions == ()
   assert protocols.get("imagenet2012").corruptions is None
   assert protocols.get("imagenet2012").severities == (1, 2, 3, 4, 5)
-  # SPEC §1.1: post-training formats of pruned members are opt-in.
+  # docs/spec.md §1.1: post-training formats of pruned members are opt-in.
   assert all(p.pruned_quantizations == () for p in protocols.PROTOCOLS.values())
-  # SPEC §1.5: 000's robustness tables average over 5 members.
+  # docs/spec.md §1.5: 000's robustness tables average over 5 members.
   assert protocols.get("imagenet2012").robustness_members == 5
   assert protocols.get("digits").robustness_members is None
   assert presets.for_dataset("celeb_a") == "celeb_a_paper"
@@ -136,7 +137,7 @@ def test_export_defaults_follow_the_members_data_set(tmp_path):
   member = tmp_path / "members" / "dense" / "0"
   member.mkdir(parents=True)
   (member / "metadata.json").write_text('{"dataset": "celeb_a"}')
-  # SPEC §2.3: no float16 on CelebA; SPEC §1.1: pruned members in float32 only.
+  # docs/spec.md §2.3: no float16 on CelebA; docs/spec.md §1.1: pruned members in float32 only.
   assert default_formats.protocol_formats(str(tmp_path)) == (
       "float32,dynamic_int8,full_int8", "float32")
   (tmp_path / "run.json").write_text('{"dataset": "cifar10"}')

@@ -1,4 +1,4 @@
-"""Reading a split once (issue #36's benchmark): examples by id, and a split decoded once.
+"""Reading a split once: examples by id, and a split decoded once.
 
 `Dataset.examples(split, ids)` must give exactly the examples `load` gives at those ids, in the
 order asked, for every kind of data set: a folder (records indexed directly), TFRecord files

@@ -1,4 +1,4 @@
-"""sources.parse: the one spelling of every data source (issue #28)."""
+"""sources.parse: the one spelling of every data source."""
 
 import os
 

@@ -38,7 +38,7 @@ def test_celeb_a_target_attributes_and_resize():
     test = data.load("test")
     assert test.images.shape == (6, 64, 52, 3)
     assert set(test.attributes) == set(tfds_sets.CELEB_A_ATTRIBUTES)
-    # The target is the Blond_Hair attribute (SPEC §2.4).
+    # The target is the Blond_Hair attribute (docs/spec.md §2.4).
     np.testing.assert_array_equal(test.labels, test.attributes["Blond_Hair"].astype(np.int64))
     native = registry.get("celeb_a")
     assert native.spec.image_shape == (218, 178, 3)

@@ -1,5 +1,5 @@
 """`tf_forget.data.train_view`: the user's `--train` data as the "train" split one-shot pruning
-reads (issue #28).
+reads.
 
 Every file is written here, in a tmp dir; tfds is `tfds.testing.mock_data` serving examples made
 here (nothing downloaded). Expected values are computed here from the pixels written: the

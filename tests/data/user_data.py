@@ -1,4 +1,4 @@
-"""The user's own data as files (issue #28): image folders and TFRecord files, in tmp dirs.
+"""The user's own data as files: image folders and TFRecord files, in tmp dirs.
 
 Shared by the user-data tests (`user_folders_test.py`, `user_records_test.py`,
 `user_refusals_test.py`). Expected images are computed here from the pixels written: grey ->

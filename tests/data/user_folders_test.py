@@ -1,10 +1,10 @@
-"""The user's own data (issue #28): image folders.
+"""The user's own data: image folders.
 
 A folder of class subfolders yields its images (decoded, converted and resized as
 `user_data.expected` computes from the pixels written), labels, ids and names; classes are
 ordered by labels.txt, the folders or the given class names; train/ and test/ subfolders are the
 splits; an attributes CSV is keyed by path or id; text files are UTF-8 with or without a byte
-order mark (issue #35); the recorded options rebuild the same data set. Every file is written
+order mark; the recorded options rebuild the same data set. Every file is written
 here, in tmp dirs.
 """
 
@@ -145,7 +145,7 @@ def test_attributes_csv_keyed_by_path_or_id(tmp_path):
 
 
 def test_text_files_are_utf8_with_or_without_a_bom(tmp_path):
-  """Issue #35: labels.txt, the attributes CSV and the tfrecord spec are read as UTF-8, a byte
+  """labels.txt, the attributes CSV and the tfrecord spec are read as UTF-8, a byte
   order mark (Excel's "CSV UTF-8", Notepad) dropped; other encodings are one line naming the
   file, the first byte that is not UTF-8, its offset and line."""
   root = _attribute_folder(tmp_path)

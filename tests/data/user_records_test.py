@@ -1,4 +1,4 @@
-"""The user's own data (issue #28): TFRecord files and any tfds data set.
+"""The user's own data: TFRecord files and any tfds data set.
 
 TFRecord files are read in sorted order under a spec file (image, label and id features, class
 names), with attributes keyed by id or record position; any tfds data set is read with its

@@ -1,4 +1,4 @@
-"""The user's own data (issue #28): refusals, and the examples that calibrate int8.
+"""The user's own data: refusals, and the examples that calibrate int8.
 
 Every bad folder, attributes CSV, option or TFRecord spec is one `DataError` of one line; a
 folder's calibration examples are spread over its classes. Every file is written here, in tmp

@@ -30,8 +30,8 @@ def test_celeb_a_audit_under_mock_data(tmp_path):
     report, manifest = audit_lib.run_audit(config, log=lambda _: None)
   run = json.loads((out / "run.json").read_text())
   assert run["preset"]["name"] == "celeb_a_paper" and run["preset"]["model"] == "resnet18"
-  # 004's two post-training quantizations of the dense members (SPEC §2.3), plus pruning; the
-  # pruned members in float32 only (combinations are opt-in, SPEC §1.1).
+  # 004's two post-training quantizations of the dense members (docs/spec.md §2.3), plus pruning;
+  # the pruned members in float32 only (combinations are opt-in, docs/spec.md §1.1).
   variants = {"dense", "prune_0.5", "dynamic_int8", "full_int8"}
   assert set(report["variants"]) == variants
   assert report["dataset"]["protected_attributes"] == ["Male", "Young"]
@@ -39,8 +39,8 @@ def test_celeb_a_audit_under_mock_data(tmp_path):
   assert {"aggregate", "M", "F", "Y", "O", "MY", "MO", "FY", "FO"} <= subgroup_columns
   assert "over_indexing" in report["tables"] and "robustness" in report["tables"]
   assert len(manifest["files"]) == len(variants)
-  # l-inf noise on the SPEC §6.7 grid (15 levels from 0 to 0.7), here 5 draws: asked for, since
-  # CelebA's protocol has none (004 reports the clean test split only).
+  # l-inf noise on the docs/spec.md §6.7 grid (15 levels from 0 to 0.7), here 5 draws: asked for,
+  # since CelebA's protocol has none (004 reports the clean test split only).
   assert report["settings"]["noise"]["eps"][-1] == 0.7
   assert len({r["eps"] for r in report["tables"]["noise_accuracy"]}) == 15
   assert (out / "report.html").read_text().count("<section") >= 5

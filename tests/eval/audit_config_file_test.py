@@ -1,4 +1,4 @@
-"""`audit --config=PATH` (issue #38), through the audit command in a subprocess.
+"""`audit --config=PATH`, through the audit command in a subprocess.
 
 A finished run's `audit.json` records the whole configuration it was made with; fed back with
 `--config` into a new `--out`, it reproduces the run: the same `.tflite` files and the same

@@ -1,11 +1,11 @@
-"""Issue #25 through the audit command itself (a subprocess, as a user runs it).
+"""Faults and misuse through the audit command itself (a subprocess, as a user runs it).
 
 Nothing lost (a directory that is not a run directory is refused, not written into), nothing
 misplaced (`--out=ram://…` stays off the local disk, an unknown scheme is one line), one writer
 per run directory (a second audit is refused naming the first; a dead holder's lock is taken
 over), clean interrupts (Ctrl-C / SIGTERM: one line, exit 130 / 143, the re-run resumes), no
 TensorFlow noise on the terminal (it goes to <out>/logs/; --verbose shows it), one-line errors
-for bad flags, and a garbage run.json redone rather than refused. Also (issue #29) the
+for bad flags, and a garbage run.json redone rather than refused. Also the
 output-divergence gate through the command, on a copy of the same finished run: exit 3.
 """
 
@@ -96,7 +96,7 @@ def test_a_normal_run_prints_no_tensorflow_lines_and_keeps_them_in_logs(finished
 
 
 def test_a_flip_rate_gate_fails_the_command_with_exit_3(finished, tmp_path):
-  """Issue #29: the finished tiny run, copied (every artifact reused), audited again with
+  """The finished tiny run, copied (every artifact reused), audited again with
   --max_flip_rate=0: prune_0.5 (independently trained) flips examples against dense member k,
   so the gate fails it and the command exits 3; report.json has a `divergence` row for every
   compressed variant, and the manifest and the summary lines carry the same numbers."""

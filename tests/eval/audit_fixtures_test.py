@@ -1,4 +1,4 @@
-"""Golden test of every stage after training, on committed trained members (issue #14 §1a).
+"""Golden test of every stage after training, on committed trained members.
 
 Training differs between CPUs (TF's float kernels; see `tf_forget/compat/cpu_kernels.py`), so
 the audit's later stages are pinned on fixed inputs: `tests/fixtures/<dataset>/members/` holds
@@ -27,8 +27,8 @@ file differs, the report numbers are compared with the tolerance those flips all
 Independence: the golden numbers are the pipeline's own output on these fixtures, so they are
 cross-checked by a second method — `test_report_agrees_with_independent_recomputation`
 recomputes accuracies, #PIE, significant classes, subgroup FNR and noise accuracies from the
-predictions files with plain numpy / pandas / scipy, following the papers (000 §2.2-2.3, SPEC
-§3.1, §3.4; 004 §3, SPEC §4.2; 003 §4.1) and not the stats library.
+predictions files with plain numpy / pandas / scipy, following the papers (000 §2.2-2.3,
+docs/spec.md §3.1, §3.4; 004 §3, docs/spec.md §4.2; 003 §4.1) and not the stats library.
 
 Regenerate deliberately (after a change of protocol or stack), and review the diff:
     TF_FORGET_REGEN_GOLDEN=1 .venv/bin/pytest tests/eval/audit_fixtures_test.py
@@ -187,12 +187,12 @@ def _population(run, variant, split):
 
 
 def _modal(top1):
-  """Modal label per example over members, ties to the largest (SPEC §3.4, pandas mode)."""
+  """Modal label per example over members, ties to the largest (docs/spec.md §3.4, pandas mode)."""
   return np.array([pd.Series(col).mode().max() for col in top1.T])
 
 
 def _significant_classes(labels, top0, topt, num_classes):
-  """000 §2.2 / SPEC §3.1: Welch test on per-member class recall minus member accuracy."""
+  """000 §2.2 / docs/spec.md §3.1: Welch test on per-member class recall minus member accuracy."""
   def shifted(top1):
     acc = (top1 == labels[None]).mean(axis=1)
     recall = np.stack([(top1[:, labels == c] == c).mean(axis=1) for c in range(num_classes)], 1)
@@ -209,7 +209,7 @@ def _significant_classes(labels, top0, topt, num_classes):
 
 
 def _fnr(labels, top1, mask):
-  """Member-averaged FNR within a subgroup (004 §3, SPEC §4.2; positive = 1)."""
+  """Member-averaged FNR within a subgroup (004 §3, docs/spec.md §4.2; positive = 1)."""
   pos = mask & (labels == 1)
   return float(np.mean([(t[pos] == 0).mean() for t in top1]))
 

@@ -1,7 +1,7 @@
-"""`audit --help` lists every flag of the audit binary once, section by section (issue #38).
+"""`audit --help` lists every flag of the audit binary once, section by section.
 
 The flags are those absl lists under `--helpfull` for the module that defines them once for
-`eval/audit.py` and `tf-forget audit` (`tf_forget.commands.audit_flags`, issue #39; a second
+`eval/audit.py` and `tf-forget audit` (`tf_forget.commands.audit_flags`; a second
 listing, made by absl), plus `--verbose` (`tf_forget.cli.app`'s); a flag added without a
 section makes `--help` fail loudly instead of hiding it.
 """

@@ -1,4 +1,4 @@
-"""000's human study round trip through the audit command (issue #26; 000 §3.3, Table 7).
+"""000's human study round trip through the audit command (000 §3.3, Table 7).
 
 `--annotation_export=DIR` writes a blind sheet and a key apart; the test fills the sheet by a
 planted rule that only the key can tell (corrupted_image = 1 on every PIE, on 2 non-PIEs), the

@@ -1,4 +1,4 @@
-"""The audit with one-shot pruning after training (issue #16): flags, a tiny run per algorithm.
+"""The audit with one-shot pruning after training: flags, a tiny run per algorithm.
 
 A tiny dense population (preset `tiny`, 2 members) is pruned by MP, GP, UP and RP to ratio 4 and
 fine-tuned; the one-shot members are exported, evaluated and reported like any member, and the
@@ -70,8 +70,8 @@ def test_plan_counts_the_fine_tunings(capsys):
 
 
 def _check_one_g_per_parent(out, k, dense_meta):
-  """GP and UP members of parent k read its one g (SPEC §6.2, issue #26); MP and RP none; the
-  g a worker wrote is byte-identical to the one computed here, in the test's process."""
+  """GP and UP members of parent k read its one g (docs/spec.md §6.2); MP and RP none; the g a
+  worker wrote is byte-identical to the one computed here, in the test's process."""
   (g_file,) = glob.glob(str(out / "members" / "dense" / str(k) / "gradient" / "*.npz"))
   with open(g_file, "rb") as f:
     g_bytes = f.read()
@@ -130,7 +130,7 @@ def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   assert "oneshot_algorithm_tests" in report["tables"]
   first_log = capsys.readouterr().out
   # The one-shot members were made by executor tasks (`eval.parallel.prune`), after one g task
-  # per parent (issue #26).
+  # per parent.
   assert "[prune] 8 tasks on local process pool" in first_log
   assert "[gradient] 2 tasks on local process pool" in first_log
   for k in range(2):

@@ -1,4 +1,4 @@
-"""End-to-end audit with training: the papers' phenomena as properties (issue #14 §1b).
+"""End-to-end audit with training: the papers' phenomena as properties.
 
 Training is not pinned: TF's CPU float kernels differ between machines (oneDNN on/off, its ISA, the
 thread count; `tf_forget/compat/cpu_kernels.py`), and magnitude pruning turns a 1-ulp weight

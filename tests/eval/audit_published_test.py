@@ -1,4 +1,4 @@
-"""`--robustness=published` (issue #17): planning, identity, one-line errors, the cost plan, and
+"""`--robustness=published`: planning, identity, one-line errors, the cost plan, and
 a tiny cifar10 audit under `tfds.testing.mock_data` that evaluates TFLite files on the
 published splits through the executor tasks and the sequential stage (nothing is downloaded)."""
 
@@ -114,7 +114,8 @@ def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
   generated, pub = counts("generated"), counts("published")
   assert "1 splits x 10.0 k = 10.0 k images" in generated["corruptions"]
   assert "0 splits x 10.0 k = 0 images" in pub["corruptions"]
-  # 5 robustness files (SPEC §1.5) x 10,000 fog@3 images, + CIFAR-10.1's 2,000 when published.
+  # 5 robustness files (docs/spec.md §1.5) x 10,000 fog@3 images, + CIFAR-10.1's 2,000 when
+  # published.
   assert "corrupted 50.0 k" in generated["evaluation"]
   assert "corrupted 60.0 k" in pub["evaluation"]
 

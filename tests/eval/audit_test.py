@@ -65,7 +65,7 @@ def test_gate_verdicts():
   assert not ok and len(reasons) == 3
   assert any("MY" in r for r in reasons)
   # The baseline is never gated; a gate whose measure is undefined (NaN) or missing cannot be
-  # evaluated and fails (issue #25; tests/eval/deploy_faults_test.py).
+  # evaluated and fails (tests/eval/deploy_faults_test.py).
   assert gates_lib.verdict("dense", {"top1_change": -1.0}, gates)[0]
   ok, reasons = gates_lib.verdict("float16", {"top1_change": float("nan"),
                                            "significant_classes": float("nan")}, gates)
@@ -81,8 +81,8 @@ def test_tiny_audit_end_to_end(tmp_path):
                    noise_draws=2, noise_examples=50)
   report = json.loads((out / "report.json").read_text())
   manifest = json.loads((out / "deploy" / "manifest.json").read_text())
-  # Pruned members are exported in the formats asked for (combinations are opt-in, SPEC §1.1);
-  # their sparse-encoded twins are checked and timed, not report variants (issue #10).
+  # Pruned members are exported in the formats asked for (combinations are opt-in,
+  # docs/spec.md §1.1); their sparse-encoded twins are checked and timed, not report variants.
   variants = {"dense", "prune_0.5", "full_int8", "prune_0.5+full_int8"}
   assert set(report["variants"]) == variants
   assert (out / "report.html").exists() and (out / "tables").is_dir()

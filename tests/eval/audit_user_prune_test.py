@@ -1,4 +1,4 @@
-"""Issue #28: one-shot pruning of the user's own Keras model (`--reference --pruning=oneshot
+"""One-shot pruning of the user's own Keras model (`--reference --pruning=oneshot
 --train=DATA`), through the binary.
 
 The test plays the user: it trains a tiny compiled Keras classifier with plain tf_keras (not
@@ -28,7 +28,7 @@ COMMON = ["--executor=inline", "--deploy_encoding=plain"]
 PRUNE = ["--dataset=folder:test", "--reference=model.keras", "--pruning=oneshot",
          "--algorithms=mp,gp", "--ratios=2", "--train=folder:train", "--finetune=1@0.01"]
 VARIANTS = ("oneshot_mp_r2", "oneshot_gp_r2")
-L2 = 1e-4  # the reference's kernel regularizer λ: ε of UP = 2λ (SPEC §6.1)
+L2 = 1e-4  # the reference's kernel regularizer λ: ε of UP = 2λ (docs/spec.md §6.1)
 
 
 
@@ -109,7 +109,7 @@ def test_the_oneshot_members_are_audited_and_paired_with_their_parent(user, prun
 
 
 def _folder_digest(root):
-  """The content digest of a folder's images (issue #35, docs/artifacts/runs.md), computed
+  """The content digest of a folder's images (docs/artifacts/runs.md), computed
   here from the files: sha256 of "<relative path>\\0<size>\\0<sha256>\\n" in path order."""
   digest = hashlib.sha256()
   for path in sorted(root.rglob("*.png"), key=lambda p: p.relative_to(root).as_posix()):
@@ -121,7 +121,7 @@ def _folder_digest(root):
 
 def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pruned):
   """Independent check of the ratio: half of the conv and dense kernels' weights are zero in
-  the saved member (r = 2 over the prunable kernels, SPEC §6.3: keep = round(total / 2))."""
+  the saved member (r = 2 over the prunable kernels, docs/spec.md §6.3: keep = round(total / 2))."""
   del pruned
   dense = json.loads((user / "p1" / "members" / "dense" / "0" / "metadata.json").read_text())
   for variant in VARIANTS:

@@ -1,4 +1,4 @@
-"""Issue #28: the user's own model, `.tflite` files and data enter the audit (the binary).
+"""The user's own model, `.tflite` files and data enter the audit (the binary).
 
 The test plays the user: it trains tiny Keras classifiers with plain tf_keras (not tf_forget's
 training) on scikit-learn's digits, writes the test split as a PNG folder (one folder per
@@ -125,7 +125,7 @@ def test_three_references_and_float_tflite_references(user):
   assert audit_binary.sha256(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
       audit_binary.sha256(user / "float_0.tflite")
   assert not (user / "tf1" / "members" / "dense" / "0" / "model.keras").exists()
-  # Why (issue #29): each candidate file is compared tensor by tensor with its reference's
+  # Why: each candidate file is compared tensor by tensor with its reference's
   # float32 file (the user's own float .tflite here); made by one converter from one model,
   # every computing op matches by name. No full int8 file was made: no per-layer analysis.
   for run, members in (("k3", 3), ("tf1", 1)):
@@ -216,8 +216,8 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   report = json.loads((user / "symmetric" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
   assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
-  # The same model fed raw pixels: refused (issue #36, `tf_forget.evaluate.input_scaling`), or, when
-  # asked, a wrong audit.
+  # The same model fed raw pixels: refused (`tf_forget.evaluate.input_scaling`), or, when asked,
+  # a wrong audit.
   refused = audit_binary.one_line(audit_binary.audit([*args, "--out=raw"], user))
   assert ("with raw pixels (0-255) but" in refused
           and "your model probably expects --preprocess=symmetric; give it" in refused), refused
@@ -426,7 +426,7 @@ def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
                             keras.layers.Flatten(), keras.layers.Dense(10)])
   model.save(str(tmp_path / "m.keras"))
   (tmp_path / "m.tflite").write_bytes(user_files.convert(model, None, int8=False))
-  # An untrained model on tfds' random mock images scores at chance: no scaling check (#36).
+  # An untrained model on tfds' random mock images scores at chance: no scaling check.
   user = tree.UserModels(references=(str(tmp_path / "m.keras"),),
                               candidates=(("f32", (str(tmp_path / "m.tflite"),)),),
                               input_scaling_check=False)

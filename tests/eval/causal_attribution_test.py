@@ -1,4 +1,4 @@
-"""Causal attribution of forgetting to quantized ops (issue #37), on the issue's planted faults.
+"""Causal attribution of forgetting to quantized ops, on planted faults.
 
 A BN-free CNN (Conv2D -> pool -> SeparableConv2D x2 -> GAP -> Dense) is trained here on the
 digits; each fault keeps the float function (ReLU is positively homogeneous) while its plain
@@ -9,7 +9,7 @@ full-int8 file breaks many test examples:
   * range fault: the first Conv2D's output channel 6 x100, the next depthwise channel /100 —
     the two ops around the wide tensor are ranked first and second by what they cause alone,
     and no single op kept in float recovers more than a few (the tensor is re-quantized per
-    tensor by the next int8 op: the issue's "no single float layer repairs a range fault");
+    tensor by the next int8 op: no single float layer repairs a range fault);
   * the range fault below the NMSE cut: in a narrower CNN (8 filters) the planted conv's NMSE
     ranks below the 6 ops the NMSE picks; `attribute` still ablates it (named by the range
     diagnosis) and ranks it first, the depthwise conv reading its wide channel second.

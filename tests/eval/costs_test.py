@@ -81,7 +81,7 @@ def test_celeb_a_default_plan_matches_the_protocol(tmp_path):
                                                           data=tree.Data(dataset="celeb_a")))
   assert not out.exists()  # nothing written, no data read
   proto = protocols.get("celeb_a")
-  k, pruned, test = 30, 6, 19_962  # 004: K = 30; dense + 6 sparsities (SPEC §2.3)
+  k, pruned, test = 30, 6, 19_962  # 004: K = 30; dense + 6 sparsities (docs/spec.md §2.3)
   # 7 variants x 30 members, 10,000 steps x 256 each.
   assert f"{7 * k} members" in text and "10000 steps x 256" in text
   # dense: 30 x (1 + 2: dynamic_int8, full_int8; no float16); pruned: 180 x float32 x 2 twins.
@@ -141,7 +141,7 @@ def test_oneshot_members_cost_their_fine_tuning():
 
 def test_prune_retrain_cycles_are_counted_as_retrainings():
   # 2 dense members + 2 cycles x 2 members, each cycle retrained on 20 steps x 4 images = 80:
-  # trained images 2 x 40 (10 steps x 4) + 4 x 80 = 400 (issue #17).
+  # trained images 2 x 40 (10 steps x 4) + 4 x 80 = 400.
   p = costs.PlanInputs(dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=2,
                        dense_variants=1, pruned_variants=2, retrain_variants=2,
                        retrain_images=80, steps=10, batch_size=4, quantizations=(),

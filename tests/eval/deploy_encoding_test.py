@@ -1,5 +1,4 @@
-"""Deploy encoding choice (issues #10, #25): `choose_encoding` and the bundle shipping sparse
-twins."""
+"""Deploy encoding choice: `choose_encoding` and the bundle shipping sparse twins."""
 
 import json
 import os
@@ -39,7 +38,7 @@ def test_auto_picks_plain_when_sparse_is_slower_than_the_bound():
 
 
 # Per-round sparse / plain ratios of a twin that is as fast as plain, seen on a loaded machine:
-# most rounds near 1, a few where one interpreter's thread pool was starved (issue #25's
+# most rounds near 1, a few where one interpreter's thread pool was starved (a twin measured
 # "1.9x slower"). The median is over 1.5; the interquartile range reaches well under it.
 NOISY = [1.2, 1.3, 1.4, 1.45, 1.55, 1.6, 1.65, 1.7, 1.8, 2.0, 2.2]
 # A twin slower than the bound in every round.

@@ -1,4 +1,4 @@
-"""Issue #25: gates that cannot be evaluated fail, and the deployment bundle is swapped whole.
+"""Gates that cannot be evaluated fail, and the deployment bundle is swapped whole.
 
 * `Gates` refuses bounds that are not finite numbers >= 0 (one-line `GateError`).
 * A gate whose measure is missing or undefined (no protected attributes for the subgroup gate,
@@ -106,8 +106,8 @@ def test_manifest_is_strict_json_and_fails_what_it_cannot_gate(run, tmp_path):
   assert manifest["failed_variants"] == ["prune_0.9"]
 
 
-# The bundle and the record of what it put in place (issue #35: a user's file in deploy/ is
-# refused, never deleted); no staging or aside directory is left.
+# The bundle and the record of what it put in place (a user's file in deploy/ is refused, never
+# deleted); no staging or aside directory is left.
 BUNDLE_ENTRIES = [".tf_forget.deploy.files.json", "deploy"]
 
 

@@ -1,4 +1,4 @@
-"""Issue #27: the stage contract and its one driver (`tf_forget.pipeline.driver.run_stage`).
+"""The stage contract and its one driver (`tf_forget.pipeline.driver.run_stage`).
 
 A toy stage (one text file per unit, a stage-wide sum written by `finish`) runs on the inline
 executor and on a local process pool: every check is asked once per run, only the units with a

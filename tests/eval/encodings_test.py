@@ -1,5 +1,4 @@
-"""The audit's per-variant encoding choice with real files (issues #10, #25):
-`tf_forget.evaluate.encodings`."""
+"""The audit's per-variant encoding choice with real files: `tf_forget.evaluate.encodings`."""
 
 import contextlib
 import json
@@ -74,7 +73,7 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
   assert set(e["latency_s"]) == {"plain", "sparse"}
   assert set(e["latency_s"]["sparse"]) == {"batch_1", "batch_64"}
   # The ratio shipped is the median paired ratio at the batch size where the sparse file
-  # fares worst (the highest low end of its interval), recorded with its interval (#25).
+  # fares worst (the highest low end of its interval), recorded with its interval.
   check = e["latency_check"]
   assert e["latency_ratio"] == check["median"]
   assert e["sparse_latency_ratio"][f"batch_{check['batch_size']}"] == check["median"]
@@ -92,7 +91,7 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
 def test_int8_sparse_runs_on_builtin_kernels_and_is_never_shipped_silently(run):
   doc = _choose(run, max_sparse_latency_ratio=20.0)
   e = doc["variants"]["prune_0.9+full_int8"]
-  # XNNPACK refuses sparse int8 (issue #10): the sparse file was timed on the built-in kernels.
+  # XNNPACK refuses sparse int8: the sparse file was timed on the built-in kernels.
   assert e["sparse_runtime"] == "builtin"
   # Whatever the choice, it is backed by the twin check and the bound, with a one-line reason
   # (the built-in kernels ran this tiny model 3x-100x slower than XNNPACK, depending on load).
@@ -152,10 +151,10 @@ def test_bundle_and_report_carry_the_choice(run, tmp_path):
 
 @contextlib.contextmanager
 def _cpu_load(processes=2, seconds=120):
-  """Bursty busy loops on the cores, as other engineers' jobs on a shared machine (#25).
+  """Bursty busy loops on the cores, as other engineers' jobs on a shared machine.
 
   Each process spins 1-50 ms, then sleeps 0-20 ms: the load under which one interpreter per
-  file made the digits CNN's sparse twin 1.9x "slower" in 3 of 8 runs (issue #25).
+  file made the digits CNN's sparse twin 1.9x "slower" in 3 of 8 runs.
   """
   code = ("import random, time\nend = time.time() + %d\nwhile time.time() < end:\n"
           "  t = time.time() + random.uniform(0.001, 0.05)\n  while time.time() < t: pass\n"
@@ -176,21 +175,20 @@ def _decision(run_dir, variant, **kwargs):
 
 
 def test_five_fresh_measurements_give_the_same_decision(run):
-  """Issue #25: the same twins re-timed five times (under bursty load) ship the same file.
+  """The same twins re-timed five times (under bursty load) ship the same file.
 
   The float32 twin runs on XNNPACK as its plain file does (ratio ~1) and is judged at the
-  default bound, 1.5x: the case of issue #25 (the digits CNN's sparse twin measured 1.9x
-  "slower" in 3 of 8 runs).
+  default bound, 1.5x: the digits CNN's sparse twin, timed with one interpreter per file under
+  such load, measured 1.9x "slower" in 3 of 8 runs.
 
   The int8 twin runs on the built-in kernels, and how much slower that is is not one number
   on these machines: under the load of a second test job its ratio interval at batch 64
   jumped between ~1x and ~40x from one re-timing to the next (e.g. 0.92 [0.74, 36.32],
-  then 26.96 [9.78, 32.01]), and sat at 1.4x-2x at batch 1. An earlier version judged it at
-  half the low end of its first timing, and a clean-clone run failed when that first timing
-  was a slow one (bound 3.3x, later timings 1.4x-1.9x). No bound inside that spread decides
-  stably (the next issue's: the auto choice for int8 twins). What holds in every timing
-  seen (lowest low end 0.71x): the sparse int8 twin is never measured twice as fast as its
-  plain file, so at a bound of 0.5x it is shipped plain, with the reason's wording.
+  then 26.96 [9.78, 32.01]), and sat at 1.4x-2x at batch 1. A bound at half the low end of a
+  first timing fails when that first timing is a slow one (bound 3.3x, later timings
+  1.4x-1.9x): no bound inside that spread decides stably. What holds in every timing seen
+  (lowest low end 0.71x): the sparse int8 twin is never measured twice as fast as its plain
+  file, so at a bound of 0.5x it is shipped plain, with the reason's wording.
   """
   decisions = []
   with _cpu_load():
@@ -259,7 +257,7 @@ def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
 
 
 def test_record_without_inputs_is_measured_again(copied_run, monkeypatch):
-  """An encodings.json written before issue #25 has no `inputs`: its decisions are redone."""
+  """An encodings.json without `inputs` (as older versions wrote it) has its decisions redone."""
   doc = _choose(copied_run)
   for e in doc["variants"].values():
     del e["inputs"]

@@ -77,7 +77,7 @@ def test_truncated_tflite(run_dir, tmp_path, capsys):
   path = os.path.join(new, "tflite", "dense", "0", "full_int8.tflite")
   with open(path, "r+b") as f:
     f.truncate(os.path.getsize(path) // 2)
-  # A file that is not what its export JSON records is refused before it is run (issue #14).
+  # A file that is not what its export JSON records is refused before it is run.
   result = run_main(capsys, run_dir=new, check_keras=False)
   assert result.returncode == 1
   (line,) = binary_helper.error_lines(result, PREFIX)

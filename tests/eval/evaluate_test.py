@@ -53,7 +53,7 @@ def test_replayable_reads_a_split_once_and_replays_the_same_batches():
 
 
 def test_float32_and_float16_agree_with_keras(exports):
-  # Issue #3: float32 TFLite vs Keras >= 99.9% top-1 agreement, float16 >= 99%.
+  # float32 TFLite vs Keras >= 99.9% top-1 agreement, float16 >= 99%.
   model, dataset, files = exports
   test = dataset.load("test")
   _, _, keras = agreement.keras_scores(model, [test])
@@ -115,7 +115,7 @@ def test_population_evaluation_and_rerun_skip(run):
 
 
 def test_custom_stream_like_a_corrupted_split(run):
-  # Any iterable of Examples plugs in (a later issue's corrupted splits): inverted images.
+  # Any iterable of Examples plugs in (as a corrupted split does): inverted images.
   run_dir, dataset = run
 
   def inverted(batch_size):

@@ -1,4 +1,4 @@
-"""Issue #15: the same audit on every executor gives the same bytes and the same report.
+"""The same audit on every executor gives the same bytes and the same report.
 
 One tiny audit (preset "tiny": 2 members of dense and prune_0.5, a full_int8 quantization of
 the dense members, two corrupted splits, two noise levels) runs three times into three run

@@ -1,4 +1,4 @@
-"""Issue #15: fault injection — a lost worker mid-member, and a killed driver.
+"""Fault injection — a lost worker mid-member, and a killed driver.
 
 1. The worker process training a member is killed (SIGKILL) after the member's first
    checkpoint: the executor retries the task on a fresh worker, which resumes from that

@@ -1,5 +1,5 @@
-"""Latency measurement (issues #10, #25): structure, runtime path timed, rounds, paired ratio
-intervals, bad options."""
+"""Latency measurement: structure, runtime path timed, rounds, paired ratio intervals, bad
+options."""
 
 import numpy as np
 import pytest
@@ -71,13 +71,13 @@ def test_fallback_runtime_is_kept_for_every_round(files, monkeypatch):
                            warmup=0, block=1)
   assert result["s"]["runtime"] == "builtin"
   assert "failed to prepare" in result["s"]["fallback_reason"]
-  # Fresh interpreters every round (#25): create_for_device tries XNNPACK, then builtin in
+  # Fresh interpreters every round: create_for_device tries XNNPACK, then builtin in
   # round 1; rounds 2-4 create builtin directly.
   assert created == ["xnnpack", "builtin", "builtin", "builtin", "builtin"]
 
 
 def test_paired_ratios_pair_rounds():
-  """A round where the machine slowed both files 7x (issue #25) leaves its ratio alone."""
+  """A round where the machine slowed both files 7x leaves its ratio alone."""
   plain = {"batch_1": {"round_medians_s": [1e-5, 7e-5, 1e-5, 1e-5]}}
   sparse = {"batch_1": {"round_medians_s": [1.1e-5, 7.7e-5, 1.1e-5, 1.2e-5]}}
   np.testing.assert_allclose(latency.paired_ratios(sparse, plain, 1), [1.1, 1.1, 1.1, 1.2])

@@ -1,11 +1,11 @@
-"""Repairs that cost no bytes (issue #37): `full_int8~cle` and `full_int8~int16x8` of a member.
+"""Repairs that cost no bytes: `full_int8~cle` and `full_int8~int16x8` of a member.
 
-On the issue's planted range fault (the first Conv2D's output channel x100, the next depthwise
-channel /100: the float function unchanged), trained here on the embedded digits and written as a
-member (`tests.tflite_export.fake_run.write_member`): the plain full-int8 file breaks test examples
-the float model gets right; both repaired files, made by the audit's own function from the member on
-disk, break fewer, at <= 1.05x (cle) and <= 1.25x (int16x8: int16 input, output and biases) the
-plain file's bytes, and record what they are.
+On the planted range fault (`tests/planted.py`: the first Conv2D's output channel x100, the next
+depthwise channel /100: the float function unchanged), trained here on the embedded digits and
+written as a member (`tests.tflite_export.fake_run.write_member`): the plain full-int8 file breaks
+test examples the float model gets right; both repaired files, made by the audit's own function from
+the member on disk, break fewer, at <= 1.05x (cle) and <= 1.25x (int16x8: int16 input, output and
+biases) the plain file's bytes, and record what they are.
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Tests of the l-inf noise evaluation (003 §4.1; SPEC §6.7) on a tiny trained model."""
+"""Tests of the l-inf noise evaluation (003 §4.1; docs/spec.md §6.7) on a tiny trained model."""
 
 import os
 

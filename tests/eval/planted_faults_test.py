@@ -1,4 +1,4 @@
-"""Issue #37 through the audit binary: two planted faults found causally and repaired, chosen
+"""Why and repair through the audit binary: two planted faults found causally and repaired, chosen
 on one half of the test examples and reported on the other.
 
 The user's model: an ordinary BN-free CNN (Conv2D -> pool -> SeparableConv2D x2 -> GAP ->

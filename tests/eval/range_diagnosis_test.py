@@ -1,9 +1,9 @@
-"""Range diagnosis (issue #37): a dominating channel named, with the levels it leaves the rest.
+"""Range diagnosis: a dominating channel named, with the levels it leaves the rest.
 
 Golden by hand: a 1x1 Conv2D (ReLU, no bias) with weights 1, 2, 3, 400 on images whose pixels
 span [0, 1] gives channel spans exactly 1, 2, 3, 400; the median span is 2.5 (ratio 160), the
 per-tensor scale is 400 / 255, and the other three channels keep 255 / 400 * (1, 2, 3) levels,
-median 1.275. The planted fault of the issue (the first Conv2D's output channel x100, the next
+median 1.275. The planted range fault (the first Conv2D's output channel x100, the next
 depthwise channel /100: the same float function) is named; the same model unplanted is not; the
 conv's wide channel, pooled, is one fault that starts at the conv (`origins`).
 """
@@ -50,7 +50,7 @@ def test_by_hand():
   assert words.startswith("CONV_2D") and words.endswith(
       "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
       "channels about 1 levels")
-  # Issue #37: the op that writes the wide tensor is the one the causal ranking names.
+  # The op that writes the wide tensor is the one the causal ranking names.
   touching = range_diagnosis.ops_touching(flatbuffer_graph.graph(data), [found])
   assert list(touching) == [rows[0]["op_index"]]
 

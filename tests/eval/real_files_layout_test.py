@@ -1,4 +1,4 @@
-"""Issue #36: real files as users have them — every common input layout, and input scaling.
+"""Real files as users have them — every common input layout, and input scaling.
 
 The test plays a user of TensorFlow's "Post-training integer quantization" tutorial on digits
 (8x8 grey images): in a subprocess with Keras 3 (`import keras`, no TF_USE_LEGACY_KERAS) it

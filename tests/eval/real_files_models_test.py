@@ -1,4 +1,4 @@
-"""Issue #36: every common model file is a reference, made the way users make it.
+"""Every common model file is a reference, made the way users make it.
 
 A user following TensorFlow's "Post-training integer quantization" tutorial in TF 2.21 gets
 Keras 3 (the default `keras`): the test plays that user in a subprocess with `import keras` and

@@ -1,5 +1,5 @@
-"""Issue #36 ("Real files as users have them") through the audit binary: the report answers
-"is my file OK, and why (not) mine".
+"""Real files as users have them, through the audit binary: the report answers "is my file OK,
+and why (not) mine".
 
 The user's directory is `user_files.make`'s (a tiny model, its int8 file calibrated on the
 first 100 train images, 200 test PNGs) plus:

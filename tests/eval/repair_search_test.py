@@ -1,4 +1,4 @@
-"""The auto repair's stopping rule (tf_forget/evaluate/repair_search.py, issue #37), by hand.
+"""The auto repair's stopping rule (tf_forget/evaluate/repair_search.py), by hand.
 
 Ten examples, two classes; float32 right on all but the last. A candidate that breaks examples
 0-5 (six broken, none fixed: exact McNemar p = 2 * 0.5^6 = 0.03125 <= 0.05, more than 3

@@ -1,12 +1,12 @@
-"""Issue #29 through the audit binary: per-layer error of the full int8 files on the examples
-they forgot, and the repaired files `full_int8~float<N>` (tf_forget/evaluate/layer_analysis.py).
+"""Per-layer error of the full int8 files on the examples they forgot, and the repaired files
+`full_int8~float<N>` (tf_forget/evaluate/layer_analysis.py), through the audit binary.
 
-A tiny digits audit (2 members, full int8, `--repair=float2 --repair_always`: its int8 files
-forget too little to be repaired by default, issue #36). The checks recompute what the
-artifacts claim from the artifacts themselves: the forgotten examples are exactly those whose
-top-1 differs between the member's float32 and full int8 predictions files; the repaired file
-keeps the two top-ranked layers in float and its stored predictions are the interpreter's on
-the test split; a re-run reuses everything, and a changed analysis redoes the repair.
+A tiny digits audit (2 members, full int8, `--repair=float2 --repair_always`: its int8 files forget
+too little to be repaired by default). The checks recompute what the artifacts claim from the
+artifacts themselves: the forgotten examples are exactly those whose top-1 differs between the
+member's float32 and full int8 predictions files; the repaired file keeps the two top-ranked layers
+in float and its stored predictions are the interpreter's on the test split; a re-run reuses
+everything, and a changed analysis redoes the repair.
 """
 
 import json
@@ -30,8 +30,8 @@ ARGS = ["--preset=tiny", "--members=2", "--variants=dense", "--steps=40",
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
   out = tmp_path_factory.mktemp("repair") / "run"
-  # --repair_always: this tiny audit's int8 files forget too little to call for a repair
-  # (issue #36); the repair's mechanics are what this file tests.
+  # --repair_always: this tiny audit's int8 files forget too little to call for a repair;
+  # the repair's mechanics are what this file tests.
   result = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   return out, result
@@ -59,7 +59,7 @@ def test_the_forgotten_examples_are_the_files_flips(run, k):
   assert doc["subsets"]["stable"]["count"] == min(1000, int((ref == cand).sum()))
   assert doc["basis"] == ("forgotten" if len(flipped) else "all")
   key = "nmse_forgotten" if len(flipped) else "nmse_stable"
-  # Issue #37: a file that forgot is ranked by ablation first (the ablated ops, then the rest);
+  # A file that forgot is ranked by ablation first (the ablated ops, then the rest);
   # the error ranking is kept as nmse_rank.
   by_error = sorted(doc["ranking"], key=lambda r: r.get("nmse_rank", r["rank"]))
   errs = [r[key] for r in by_error if r[key] is not None]

@@ -1,5 +1,5 @@
-"""Issue #25, through the audit binary: a re-run whose report cannot be written fails with one
-line and leaves the previous report (tables/, report.json) and bundle byte for byte."""
+"""A re-run whose report cannot be written fails with one line and leaves the previous report
+(tables/, report.json) and bundle byte for byte, through the audit binary."""
 
 import os
 import subprocess

@@ -1,6 +1,6 @@
 """Digests of an audit run directory that two runs of the same audit must share.
 
-Shared by the fixtures' golden test (issue #14) and the executor test (issue #15): export hashes
+Shared by the fixtures' golden test and the executor test: export hashes
 and sizes, per (file, split) the number of correct top-1 labels and the sha256 of the top-1
 vector (test split, corrupted splits, l-inf noise), and report.json's numbers — the variant
 summaries, the recommendation and readable tables value by value, every other table but the
@@ -67,9 +67,9 @@ def predictions(run):
 # (floats to 10 digits).
 READABLE_TABLES = ("topline", "pie", "robustness", "noise_accuracy", "noise_similarity",
                    "recall_distortion")
-# Not pinned here (issue #29): the output-divergence tables, added after the golden file was
-# made (pinning them means regenerating it); their numbers are checked against hand-computed
-# KL and Δp on planted logits by tests/report/divergence_numbers_test.py.
+# Not pinned here: the output-divergence tables (pinning them means regenerating the golden
+# file); their numbers are checked against hand-computed KL and Δp on planted logits by
+# tests/report/divergence_numbers_test.py.
 # Nor the per-layer error (`layers`, `repair`): the QuantizationDebugger's float errors vary with
 # the CPU's kernels (a sha256 of them cannot hold on another machine); they are recomputed from
 # the predictions and export files by tests/eval/repair_stages_test.py.

@@ -1,4 +1,4 @@
-"""An audit of the user's files whose estimated work is small runs in this process (#36).
+"""An audit of the user's files whose estimated work is small runs in this process.
 
 `stages.make_executor` with the default local pool (no --workers): below `SMALL_WORK_S` of one
 worker's estimated time it makes the inline executor and says why in one line; an explicit

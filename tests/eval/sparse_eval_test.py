@@ -1,4 +1,4 @@
-"""Sparse-encoded files run as on a device (issue #10): fallback, runtime record, twin check.
+"""Sparse-encoded files run as on a device: fallback, runtime record, twin check.
 
 Real behaviour on this stack (TF 2.21, ai-edge-litert; measured, see
 tf_forget/evaluate/interpreter.py): XNNPACK takes sparse float32 files and refuses sparse

@@ -1,4 +1,4 @@
-"""Tensor-by-tensor comparison of a user's `.tflite` file with the float32 file (issue #29).
+"""Tensor-by-tensor comparison of a user's `.tflite` file with the float32 file.
 
 The user's file is made as a user would, with TensorFlow's own converter call (full integer
 ops, float interface), from the tiny model whose "bad" layer is broken for int8 only
@@ -146,7 +146,7 @@ def test_a_file_with_a_fixed_batch_runs_one_example_per_invoke():
 
 def test_a_file_whose_shapes_are_computed_at_run_time_runs_batched():
   # Keras 3's reshapes convert to shapes computed when the file runs: such a file reports an
-  # output of batch 1 until it is invoked (issue #36's tutorial files). Its comparison runs
+  # output of batch 1 until it is invoked (the tutorial's files). Its comparison runs
   # batched, with the sums of one example per invoke (to float32 kernels' summation order).
   class Model(tf.Module):
 
@@ -206,7 +206,7 @@ def test_a_file_that_cannot_be_compared_leaves_the_audit_going(case, tmp_path, m
 
 
 def test_growth_is_ranked_in_decibels_not_in_absolute_nmse():
-  # Issue #37, by hand: a chain input -> a -> b -> c -> head with NMSE 0, 1e-4, 0.05, 0.4,
+  # By hand: a chain input -> a -> b -> c -> head with NMSE 0, 1e-4, 0.05, 0.4,
   # 0.47. Absolute growth: a 1e-4, b 0.0499, c 0.35, head 0.07 (c first); in dB:
   # a 10 log10(1e-4 / NMSE_FLOOR) = 0, b 10 log10(0.05 / 1e-4) = 27.0, c 9.0, head 0.70.
   nmse = [0.0, 1e-4, 0.05, 0.4, 0.47]

@@ -1,4 +1,4 @@
-"""Issue #35: no code the user brings runs unless the user asks (the audit binary).
+"""No code the user brings runs unless the user asks (the audit binary).
 
 A `Lambda` layer stores its Python function in the model file, and tf_keras runs it while it
 rebuilds the model from an `.h5` file or a SavedModel (its `safe_mode` covers `.keras` files

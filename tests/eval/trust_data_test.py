@@ -1,4 +1,4 @@
-"""Issue #35: the user's data identified by content, validated before anything is written, and
+"""The user's data identified by content, validated before anything is written, and
 the user's own files in the run directory kept — through the audit binary, as a user runs it.
 
 The user's files (`tests/eval/user_files.py`): a tiny tf_keras model, its plain-converter int8

@@ -1,7 +1,8 @@
-"""Issue #35 ("Trust what users bring"): edge cases an adversarial tester found with a user's
-model and image folder. One refusal of each kind runs the audit binary (`eval/audit.py`) in a
-subprocess; its variants run the binary's `main` in this process (`binary_main.run_argv`: the
-same line, without a subprocess's TensorFlow import).
+"""Edge cases of what a user brings (a model, an image folder), through the audit binary.
+
+One refusal of each kind runs the audit binary (`eval/audit.py`) in a subprocess; its variants
+run the binary's `main` in this process (`binary_main.run_argv`: the same line, without a
+subprocess's TensorFlow import).
 
 Every refusal is one line on stderr, exit status 1, and nothing written or deleted anywhere
 under the user's directory (`_tree` before and after): text files that are not UTF-8 (a BOM is

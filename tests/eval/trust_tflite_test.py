@@ -1,4 +1,4 @@
-"""The user's `.tflite` files, refused in one line when they cannot be audited (issue #35).
+"""The user's `.tflite` files, refused in one line when they cannot be audited.
 
 Over the files `user_files.make` builds (a tiny digits classifier, its plain converter's full
 int8 and float32 files, a PNG folder):
@@ -110,7 +110,7 @@ def test_a_file_cut_at_any_length_is_refused(root, tmp_path, name, cut):
 
 @pytest.mark.parametrize("cut, existing", [("len-100", True), ("8", False)])
 def test_truncated_candidate_is_refused_by_the_audit(root, tmp_path, cut, existing):
-  """The issue's case: a candidate missing its last 100 bytes (was a `struct.error`)."""
+  """A candidate missing its last 100 bytes (or all but its first 8): one line, not a traceback."""
   path = root / f"int8_cut_{cut}.tflite"
   path.write_bytes(_cut((root / "int8.tflite").read_bytes(), cut))
   out = _existing_out(tmp_path) if existing else tmp_path / "out"

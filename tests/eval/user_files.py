@@ -1,4 +1,4 @@
-"""What a user brings to the audit, made as a user makes it (issue #35's tests share it).
+"""What a user brings to the audit, made as a user makes it (shared by the user-file tests).
 
 `make(root)` trains a tiny tf_keras classifier on scikit-learn's digits (raw pixels in, its own
 `Rescaling`), converts it with the plain TFLite converter to full int8 and float32, and writes

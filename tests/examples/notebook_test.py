@@ -1,4 +1,4 @@
-"""examples/notebook/audit_in_python.py, run as a script (issue #39): `tf_forget.audit(...)`
+"""examples/notebook/audit_in_python.py, run as a script: `tf_forget.audit(...)`
 with the command's flags as keywords, on a user's model, its int8 file and an image folder
 (`tests/eval/user_files.py`'s tiny ones, named as examples/own_model makes them). The script
 selects Keras 2 itself: the environment does not."""

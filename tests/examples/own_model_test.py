@@ -1,4 +1,4 @@
-"""examples/own_model/README.md's commands, run as written (issue #28).
+"""examples/own_model/README.md's commands, run as written.
 
 The README's shell block is the promise: a model and an int8 file tf_forget did not make, a
 folder of images and an attributes CSV, audited with one command. The test runs that block

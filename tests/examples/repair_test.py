@@ -1,4 +1,4 @@
-"""examples/repair/README.md's commands, run as written (issue #29).
+"""examples/repair/README.md's commands, run as written.
 
 An ordinary Keras CNN whose full int8 file forgets many test examples: the audit ranks the
 culprit layer first, keeps it in float in `full_int8~float1`, and the verdict recommends that

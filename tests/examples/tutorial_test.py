@@ -1,4 +1,4 @@
-"""examples/tutorial/README.md's commands, run as written (issue #36).
+"""examples/tutorial/README.md's commands, run as written.
 
 The README's shell block makes the files of TensorFlow's post-training integer quantization
 tutorial with Keras 3 (`make_files.py`) and audits them as they are. The test runs that block

@@ -1,8 +1,8 @@
-"""check_address: an unreachable Ray cluster is a one-line error in seconds (issue #25).
+"""check_address: an unreachable Ray cluster is a one-line error in seconds.
 
 No network needed: a closed port on 127.0.0.1, a name no resolver knows ("bogus"), a listening
 socket of the test's own, servers of the test's own that answer as gRPC does or otherwise
-(issue #35's handshake).
+(the handshake check).
 """
 
 import os

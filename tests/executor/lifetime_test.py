@@ -1,4 +1,4 @@
-"""LocalExecutor's workers die with their driver; interrupts stop them cleanly (issue #25).
+"""LocalExecutor's workers die with their driver; interrupts stop them cleanly.
 
 Each test runs a real driver process (tests/executor/toy_driver.py: a LocalExecutor with three
 workers, two of them running tasks that sleep 10 minutes), kills or interrupts it, and watches the
@@ -154,7 +154,7 @@ def test_stale_state_dirs_of_dead_owners_are_removed(tmp_path):
   dead_pid = int(dead.stdout)
   stale = tmp_path / f"{lifeline.PREFIX}{dead_pid}_abc"
   live = tmp_path / f"{lifeline.PREFIX}{os.getppid()}_abc"  # pytest's parent: alive
-  unnamed = tmp_path / f"{lifeline.PREFIX}abc"  # before issue #25: no owner to tell
+  unnamed = tmp_path / f"{lifeline.PREFIX}abc"  # no owner in the name: none to tell
   other = tmp_path / f"other_{dead_pid}_abc"
   for d in (stale, live, unnamed, other):
     d.mkdir()

@@ -1,4 +1,4 @@
-"""A driver process for the lifetime tests (issue #25): a LocalExecutor running long toy tasks.
+"""A driver process for the lifetime tests: a LocalExecutor running long toy tasks.
 
   python -m tests.executor.toy_driver <marker_dir> <mode>
 

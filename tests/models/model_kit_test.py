@@ -1,4 +1,4 @@
-"""The shared stem and helpers: validation, L2 semantics (SPEC §6.1), normalization."""
+"""The shared stem and helpers: validation, L2 semantics (docs/spec.md §6.1), normalization."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ keras = keras2.keras()
 
 def test_l2_none_for_zero_and_gradient_is_two_lambda_theta():
   assert model_kit.l2(0.0) is None
-  # SPEC §6.1: Keras l2(λ) adds λ‖θ‖², so ∂/∂θ = 2λθ, i.e. ε = 2λ for the (ε/2)‖θ‖² term.
+  # docs/spec.md §6.1: Keras l2(λ) adds λ‖θ‖², so ∂/∂θ = 2λθ, i.e. ε = 2λ for the (ε/2)‖θ‖² term.
   regularizer = model_kit.l2(0.125)
   theta = tf.Variable([2.0, -1.0])
   with tf.GradientTape() as tape:

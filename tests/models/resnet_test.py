@@ -53,7 +53,7 @@ def test_resnet18_param_count():
 def test_resnet18_output_shape_on_small_and_celeba_inputs():
   model = resnet.resnet18((32, 32, 3), 2)
   assert model(np.zeros((2, 32, 32, 3), np.float32), training=False).shape == (2, 2)
-  # CelebA's native 218×178 (SPEC §2.4): strides 32 with symmetric padding -> 7×6 final map.
+  # CelebA's native 218×178 (docs/spec.md §2.4): strides 32 with symmetric padding -> 7×6 final map.
   celeba = resnet.resnet18((218, 178, 3), 2)
   assert celeba.get_layer("avg_pool").input_shape == (None, 7, 6, 512)
   assert celeba.output_shape == (None, 2)

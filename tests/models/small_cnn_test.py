@@ -30,7 +30,7 @@ def test_param_count_by_hand():
   model = small_cnn.small_cnn((8, 8, 1), 10)
   assert model_kit.param_counts(model) == (expected, 0)
   kernels = sum(int(np.prod(w.shape)) for w in model.trainable_weights if "kernel" in w.name)
-  assert kernels == 159264  # the prunable weights (SPEC §1.4)
+  assert kernels == 159264  # the prunable weights (docs/spec.md §1.4)
 
 
 def test_rescaling_is_inside_the_model():

@@ -1,8 +1,9 @@
-"""The models convert to full-int8 TFLite (the strictest format of SPEC §1.1).
+"""The models convert to full-int8 TFLite (the strictest format of docs/spec.md §1.1).
 
-Conversion only: running `.tflite` files belongs to eval/'s interpreter factory (CONVENTIONS).
-One model per layer family: plain conv/dense, option A shortcut (Permute / ZeroPadding2D),
-pre-activation wide blocks, and the per-channel `normalize` layer.
+Conversion only: running `.tflite` files belongs to the interpreter factory
+(`tf_forget.evaluate.interpreter.create`). One model per layer family: plain conv/dense, option A
+shortcut (Permute / ZeroPadding2D), pre-activation wide blocks, and the per-channel `normalize`
+layer.
 """
 
 import numpy as np

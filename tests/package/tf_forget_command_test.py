@@ -1,4 +1,4 @@
-"""The `tf-forget` command (`python -m tf_forget`, issue #39), in a subprocess as a user runs it.
+"""The `tf-forget` command (`python -m tf_forget`), in a subprocess as a user runs it.
 
 Its dispatch (`--help`, `--version`, an unknown or missing command: one line, exit 1), the
 audit's flags (exactly those of `eval/audit.py`), `plan`, `report RUN_DIR` (a finished run's

@@ -1,4 +1,4 @@
-"""The wheel, installed as a user installs it, audits a user's files as the clone does (#39).
+"""The wheel, installed as a user installs it, audits a user's files as the clone does.
 
 The wheel is built from a copy of the checkout's `pyproject.toml`, `README.md` and `tf_forget/`
 in a temporary directory (setuptools writes `build/` and `*.egg-info` next to its sources),

@@ -1,9 +1,9 @@
-"""One g per parent for GP and UP (SPEC §6.2 "the same g for GP and UP", issue #26).
+"""One g per parent for GP and UP (docs/spec.md §6.2 "the same g for GP and UP").
 
 One tiny dense parent (preset `tiny`, 60 steps on digits) is trained once per module; every
 test prunes it into its own run directory (a copy of the parent). Checked: every GP and UP
 member of a parent, at every ratio, reads the one g artifact and records its sha256; MP and RP
-compute none; with g = 0 on a planted layer UP prunes that layer as MP does (SPEC §6.1); a
+compute none; with g = 0 on a planted layer UP prunes that layer as MP does (docs/spec.md §6.1); a
 changed parent model redoes g and the members; a garbage g file is redone with the same bytes
 and leaves its members current.
 """
@@ -103,7 +103,7 @@ def test_mp_and_rp_compute_no_gradient(pop):
 
 
 def _layer_prunes_as_mp(theta, kept):
-  """Whether the pruned weights of a layer are its smallest |θ| (SPEC §6.1: g = 0 → MP)."""
+  """Whether the pruned weights of a layer are its smallest |θ| (docs/spec.md §6.1: g = 0 → MP)."""
   a = np.abs(theta)
   return bool(np.all(kept) or np.all(~kept) or a[~kept].max() <= a[kept].min())
 

@@ -1,5 +1,5 @@
-"""Iterative prune-retrain (issue #17; 003 Algorithm 1, SPEC §6.5): names, the keep-ratio
-schedule, WT / FT masks, whole filters in the exported file, cycles with parent links, resume.
+"""Iterative prune-retrain (003 Algorithm 1, docs/spec.md §6.5): names, the keep-ratio schedule,
+WT / FT masks, whole filters in the exported file, cycles with parent links, resume.
 
 Masks are checked on tiny models built here; the cycles run on one tiny dense parent (preset
 `tiny`, 60 steps on digits) trained once per module and copied into each test's run directory.
@@ -54,7 +54,7 @@ def test_torchprune_schedule_is_the_released_configs():
   expected = [chunk[-1] for chunk in np.array_split(spaced, 23)]
   got = ip.torchprune_keep_ratios()
   np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11)
-  # SPEC §6.5 prints the first three and the last.
+  # docs/spec.md §6.5 prints the first three and the last.
   assert [round(k, 3) for k in got[:3]] == [0.85, 0.776, 0.708] and got[-1] == 0.02
   assert ip.get("resnet20_003" if "resnet20_003" in _presets() else "cifar10_paper").keep_ratios \
       == got

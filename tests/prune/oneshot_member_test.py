@@ -1,4 +1,4 @@
-"""One-shot members (issue #16; SPEC §6.1-6.4): parent link, exact counts, fixed masks,
+"""One-shot members (docs/spec.md §6.1-6.4): parent link, exact counts, fixed masks,
 validation-selected epoch, lineage, the exported file's sparsity.
 
 One tiny dense parent (preset `tiny`, 60 steps on digits) is trained once per module; every
@@ -66,7 +66,7 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   assert meta["parent"]["model_sha256"] == parent_meta["model_sha256"]
   assert meta["parent"]["weights_sha256"] == hashing.arrays_sha256(
       (w.name, w.numpy()) for w in parent.weights)
-  # Exact count: keep = round(n / 4) of the n prunable kernel weights (SPEC §6.3).
+  # Exact count: keep = round(n / 4) of the n prunable kernel weights (docs/spec.md §6.3).
   n = sum(w.size for w in _kernels(run_dir, "dense").values())
   comp = meta["pruning"]["compression"]
   assert comp["total"] == n and comp["keep"] == int(n / 4 + 0.5)
@@ -75,8 +75,8 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   assert zeros >= n - comp["keep"]  # fine-tuning may leave a kept weight at exactly 0 rarely
   assert zeros - (n - comp["keep"]) <= 2
   assert meta["sparsity"]["target"] == pytest.approx(0.75, abs=1 / n)
-  # g and ε are recorded where they are used (SPEC §6.2): GP and UP only; ε = 2λ for UP.
-  # g is the parent's one artifact (issue #26), recorded by its sha256 in the lineage.
+  # g and ε are recorded where they are used (docs/spec.md §6.2): GP and UP only; ε = 2λ for UP.
+  # g is the parent's one artifact, recorded by its sha256 in the lineage.
   if algorithm in ("gp", "up"):
     assert meta["pruning"]["gradient"]["batches"] == 1
     assert meta["pruning"]["gradient"]["batch_size"] == 32

@@ -1,4 +1,4 @@
-"""One-shot protocols and variant names (issue #16; SPEC §6.1-6.4, §1.1)."""
+"""One-shot protocols and variant names (docs/spec.md §6.1-6.4, §1.1)."""
 
 import pytest
 
@@ -8,7 +8,8 @@ from tf_forget.train import presets
 
 
 def test_resnet_schedule_is_the_released_one():
-  # SPEC §6.4: 10 epochs at 0.1, then 5 each at 1e-2, 1e-3, 1e-4; LeNet 15 at 0.01 (002 §6.1).
+  # docs/spec.md §6.4: 10 epochs at 0.1, then 5 each at 1e-2, 1e-3, 1e-4; LeNet 15 at 0.01
+  # (002 §6.1).
   p = oneshot_schedule.get("cifar_resnet_002")
   assert p.phases == ((10, 0.1), (5, 1e-2), (5, 1e-3), (5, 1e-4)) and p.epochs == 25
   assert p.batch_size == 128 and p.grad_batches == 1 and p.grad_batch_size == 128

@@ -1,4 +1,4 @@
-"""One-shot pruning of a Keras model and fixed-mask fine-tuning (issue #16; SPEC §6.2-6.4).
+"""One-shot pruning of a Keras model and fixed-mask fine-tuning (docs/spec.md §6.2-6.4).
 
 Tiny models built here; the gradient is checked against a second method (the closed form of a
 softmax regression, in numpy).

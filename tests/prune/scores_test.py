@@ -1,4 +1,4 @@
-"""One-shot pruning scores, global masks and exact counts (issue #16; 002 §3, SPEC §6.1-6.3).
+"""One-shot pruning scores, global masks and exact counts (002 §3, docs/spec.md §6.1-6.3).
 
 Every expected value here is computed by hand in the comments next to it.
 """
@@ -14,7 +14,7 @@ from tf_forget.prune import scores
 
 
 def test_spec_hand_check():
-  # SPEC §6.1: θ = 2, g = 0.5, ε = 0.25 → GP |2·0.5| = 1; UP |−2·0.5 + 0.25·4| = 0.
+  # docs/spec.md §6.1: θ = 2, g = 0.5, ε = 0.25 → GP |2·0.5| = 1; UP |−2·0.5 + 0.25·4| = 0.
   assert scores.gradient(2.0, 0.5) == 1.0
   assert scores.unified(2.0, 0.5, 0.25) == 0.0
   # The literal derivation reading (L including the decay) gives |2·(0.5 + 0.5) − 1| = 1 = GP.

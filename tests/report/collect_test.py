@@ -183,7 +183,7 @@ def test_biased_attributes_and_images_by_id(tmp_path):
 
 
 def test_sparse_twins_are_not_report_variants(digits_run, tmp_path):
-  # Issue #10: `<variant>+sparse` predictions are checked against their plain twin by the
+  # `<variant>+sparse` predictions are checked against their plain twin by the
   # evaluator; the report's variants are the plain files only.
   run_dir = _copy(digits_run[0], tmp_path)
   root = os.path.join(run_dir, "predictions")

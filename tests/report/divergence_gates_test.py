@@ -1,4 +1,4 @@
-"""The output-divergence section and gates (issue #29): the flip-rate and KL gates, the gate
+"""The output-divergence section and gates: the flip-rate and KL gates, the gate
 measures and the deployment summary's fields, the report's section and gallery cards.
 
 On `divergence_run.make_single_run` (K = 1), whose logits make every number a hand computation

@@ -1,8 +1,8 @@
-"""The output-divergence tables (tf_forget/report/divergence_report.py), issue #29: their
+"""The output-divergence tables (tf_forget/report/divergence_report.py): their
 numbers on planted runs whose logits make every number a hand computation.
 
 The planted runs and the hand values KL_RU, KL_RR, KL_UR and Δp (U's arg max is class 0,
-SPEC §1.2) are those of `tests/report/divergence_run.py`, whose docstring derives them: the
+docs/spec.md §1.2) are those of `tests/report/divergence_run.py`, whose docstring derives them: the
 one-pair example-level numbers, intervals over several pairs with pooled percentiles, the
 pairing labels and references, classes and examples, a variant without logits, and subgroups
 of the protected attributes. Intervals and percentiles are recomputed here from the planted

@@ -1,12 +1,12 @@
-"""Planted runs whose logits make every output-divergence number a hand computation (issue #29).
+"""Planted runs whose logits make every output-divergence number a hand computation.
 
 Shared by `divergence_numbers_test.py` and `divergence_gates_test.py`; a test file imports the
 module-scoped fixtures it uses into its own namespace (pytest finds fixtures there).
 
 Logit rows over C classes (the `digits` test split: 500 examples, 50 per class; C = 10):
 R(z) is ln 3 at class z and 0 elsewhere, so softmax p_z = 3 / (3 + 9) = 1/4 and 1/12 for each
-other class; U is all zeros, softmax 1/10 each (its arg max is class 0, SPEC §1.2). With y the
-true label and KL(p ‖ q) = Σ_c p_c ln(p_c / q_c):
+other class; U is all zeros, softmax 1/10 each (its arg max is class 0, docs/spec.md §1.2). With
+y the true label and KL(p ‖ q) = Σ_c p_c ln(p_c / q_c):
 
   KL(R(y) ‖ U)    = 1/4 ln(10/4) + 9/12 ln(10/12)                 = KL_RU ≈ 0.0923315
   KL(R(y) ‖ R(z)) = 1/4 ln(3) + 1/12 ln(1/3) = ln(3) / 6 (z ≠ y)  = KL_RR ≈ 0.1831020

@@ -1,4 +1,4 @@
-"""Examples named by their file (issue #36): the `path` column of `flips`,
+"""Examples named by their file: the `path` column of `flips`,
 `divergence_examples`, the gallery cards and `cie_annotation`, shown in the page, on a K = 1 run
 over a folder of PNGs (`fake_run.make_folder_run`: `full_int8` flips the folder's positions 0,
 7 and 13). The expected paths are the files the builder wrote, listed here with `os.walk`

@@ -120,7 +120,7 @@ def listing(root):
   return sorted(out)
 
 
-# --- one-shot runs with a planted α (issue #16) ---------------------------------------------
+# --- one-shot runs with a planted α ----------------------------------------------------------
 
 BASE_WRONG = 20  # W: wrong examples per class of every member (accuracy 1 - 20/50 = 0.6)
 PATTERN = np.array([8, -8, 4, -4, 0, 0, 0, 0, 0, 0])  # P: per-class offsets, sum 0, mult. of 4
@@ -166,7 +166,7 @@ def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, child
   balance is B̄^c = −P[(c + k) % 10] / (50 A) with A = 0.6. Member k of the i-th one-shot
   variant (factor f) is the pruning of dense parent k' = (k + parent_shift) % members: wrong on
   W + α P[(c + k') % 10] examples of class c with α = `planted_alpha(f, i, k)`. Its accuracy
-  is A too, so its slope against its parent is exactly α (002 §5; SPEC §5.2); against dense
+  is A too, so its slope against its parent is exactly α (002 §5; docs/spec.md §5.2); against dense
   member k (index pairing) it is α · (P · roll(P, shift)) / (P · P) instead.
 
   Args:
@@ -218,7 +218,7 @@ def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, child
   return planted, parents
 
 
-# --- the user's own files (issue #36) -------------------------------------------------------
+# --- the user's own files --------------------------------------------------------------------
 
 USER_WORSE_EXTRA = 3  # examples `user_worse` breaks beyond `full_int8`
 

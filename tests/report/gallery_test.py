@@ -110,7 +110,7 @@ def _kinds(cards):
 
 
 def test_kind_of_follows_the_definitions():
-  # (true label, dense modal, compressed modal) -> kind, from issue #18's definitions.
+  # (true label, dense modal, compressed modal) -> kind, as the gallery defines it.
   assert gallery.kind_of(3, 3, 8) == "broken"
   assert gallery.kind_of(3, 8, 3) == "fixed"
   assert gallery.kind_of(3, 8, 9) == "changed"
@@ -208,7 +208,7 @@ def test_annotation_table_rows_are_the_cies_at_the_percentile(digits, kinds):
   run, cies, ids, lost, gained = digits
   t = gallery.annotation_table(run, cies, percentile=90)
   assert list(t.columns) == list(gallery.ANNOTATION_COLUMNS) + ["annotation"]
-  # p90 of 500 examples selects 50 (SPEC §4.1); 40 of them have d_T > 0, all planted.
+  # p90 of 500 examples selects 50 (docs/spec.md §4.1); 40 of them have d_T > 0, all planted.
   assert len(t) == 40 and set(t.variant) == {"prune_0.9"} and set(t.family) == {"prune_0.9"}
   assert set(t.id[t.kind == "broken"]) == set(ids[lost].tolist())
   assert set(t.id[t.kind == "fixed"]) == set(ids[gained].tolist())

@@ -47,7 +47,7 @@ def test_page_has_every_section_in_order_and_no_external_resource():
                                   html.pair(png, sec.id, "<p>numbers</p>")) for sec in shown])
   ids = re.findall(r"<section id=\"([^\"]+)\"", page)
   assert ids == [sec.id for sec in shown]
-  assert ids[0] == "verdict"  # the answer first (issue #18)
+  assert ids[0] == "verdict"  # the answer first
   assert ids.index("topline") < ids.index("class-level") < ids.index("gallery")
   nav = re.search(r"<nav id=\"toc\">(.*?)</nav>", page).group(1)
   assert re.findall(r"href=\"#([^\"]+)\"", nav) == ids

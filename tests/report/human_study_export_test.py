@@ -1,4 +1,4 @@
-"""human_study (issue #26): 000's human study exported for blind annotation.
+"""human_study: 000's human study exported for blind annotation.
 
 On the fake `digits` run (`human_study_run`): the export is balanced between PIEs and other
 examples, shuffled, deterministic for a seed, its key kept apart from a sheet that reveals no

@@ -1,4 +1,4 @@
-"""human_study (issue #26): every mismatch of 000's human study refused in one line.
+"""human_study: every mismatch of 000's human study refused in one line.
 
 Annotation files that do not fit their key (unknown, missing or duplicate items, values other
 than 0 / 1, missing columns, not UTF-8), keys of another study, run or data set, edited or
@@ -86,7 +86,7 @@ def test_bad_annotation_files_are_refused_in_one_line(loaded, export, filled_rep
 
 def test_annotations_that_are_not_utf8_are_refused_in_one_line(loaded, export, filled_report,
                                                                tmp_path):
-  """Issue #35: a sheet re-saved in Latin-1 names the byte, its offset and the fix."""
+  """A sheet re-saved in Latin-1 names the byte, its offset and the fix."""
   where, _ = export
   with open(filled_report[4], "rb") as f:
     data = f.read()

@@ -1,4 +1,4 @@
-"""The fake `digits` run, its human-study export and a filled annotation file (issue #26).
+"""The fake `digits` run, its human-study export and a filled annotation file.
 
 Shared by the human-study tests (`human_study_export_test.py`, `human_study_table7_test.py`,
 `human_study_refusals_test.py`). A test file imports the module-scoped fixtures it needs, and

@@ -1,4 +1,4 @@
-"""human_study (issue #26): a filled annotation file read back into 000 Table 7.
+"""human_study: a filled annotation file read back into 000 Table 7.
 
 The export of the fake `digits` run (`human_study_run`) is filled by a planted rule; the table's
 numbers are recomputed here by hand (Katz log interval, Wilson score interval, Fisher's p from

@@ -128,7 +128,7 @@ def test_small_populations_never_crash(tmp_path, members):
     assert cls.p_value.isna().all() and not cls.significant.any()
     assert any("Welch" in n for n in m.notes["class_level"])
     assert np.isnan(m.variants["prune_0.9"]["mean_alpha"])
-  elif members == 3:  # with 2 members both samples can be constant (p = NaN, SPEC §3.1)
+  elif members == 3:  # with 2 members both samples can be constant (p = NaN, docs/spec.md §3.1)
     assert cls.p_value.notna().any()
   assert m.variants["prune_0.9"]["pie_count"] > 0
 

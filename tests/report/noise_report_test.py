@@ -1,4 +1,4 @@
-"""Noise tables of the report (003 §4.1, §5.1, Definitions 1-2; SPEC §6.6-6.7).
+"""Noise tables of the report (003 §4.1, §5.1, Definitions 1-2; docs/spec.md §6.6-6.7).
 
 Every expected number below is worked out by hand from the hand-written top-1 labels (see the
 comments); the softmax of a prediction is 0.9 on its label and 0.1 on the other class, so two

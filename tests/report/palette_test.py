@@ -1,4 +1,4 @@
-"""palette: one style per variant, by family (issue #18).
+"""palette: one style per variant, by family.
 
 Hues and lightness are checked in HLS (colorsys), independently of how palette builds them.
 """
@@ -36,9 +36,9 @@ def test_thirty_variants_get_thirty_distinct_styles():
 
 def test_repaired_files_of_one_family_differ_from_each_other_and_from_full_int8():
   # --repair=float1,float2,...: every full_int8~float<N> of a family gets its own hatch and
-  # marker (issue #29), the family's colour, and none looks like the plain int8 file.
+  # marker, the family's colour, and none looks like the plain int8 file.
   repaired = [f"full_int8~float{n}" for n in range(1, 25)]
-  repaired += ["full_int8~cle", "full_int8~int16x8", "full_int8~auto"]  # issue #37
+  repaired += ["full_int8~cle", "full_int8~int16x8", "full_int8~auto"]  # no-byte and searched
   pruned = [f"prune_0.9+full_int8~float{n}" for n in (1, 2, 3)] + ["prune_0.9+full_int8~auto"]
   styles = palette.styles(THIRTY + repaired + pruned)  # StyleError if two looked the same
   keys = {(s["color"], s["hatch"], s["marker"]) for s in styles.values()}

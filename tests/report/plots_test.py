@@ -1,5 +1,5 @@
 """plots and gallery thumbnails: PNG bytes at 2x, deterministic, no software / date metadata;
-legible from 2 to 30 variants (issue #18)."""
+legible from 2 to 30 variants."""
 
 import io
 
@@ -159,7 +159,7 @@ def test_placed_labels_do_not_overlap():
 
 
 def test_subgroup_figure_plots_absolute_points():
-  # The complaint of issue #18: FNR of the planted group 79.6% -> 97.5% is +17.9 points, but
+  # What a reader must see: FNR of the planted group 79.6% -> 97.5% is +17.9 points, but
   # its normalized difference 100 (97.5 - 79.6) / 79.6 = +22.5% read as small.
   groups = {"aggregate": (0.20, 0.25), "Inverted=1": (0.796, 0.975)}
   rows = []

@@ -1,4 +1,4 @@
-"""003's prune-retrain study (issue #17) on hand-made accuracy curves with known answers.
+"""003's prune-retrain study on hand-made accuracy curves with known answers.
 
 Two parents (dense members 0 and 1), WT cycles at prune ratios 0.5, 0.75, 0.875, N = 200
 examples; error counts chosen by hand (below), so every number is computed on paper:

@@ -1,5 +1,6 @@
 """Published test sets in the report (tf_forget/report/published_report.py): 000 Table 8
-(ImageNet-A, SPEC §3.6) and CIFAR-10.1, on hand-made predictions against hand-computed values."""
+(ImageNet-A, docs/spec.md §3.6) and CIFAR-10.1, on hand-made predictions against hand-computed
+values."""
 
 import os
 import re
@@ -39,7 +40,7 @@ def _page(m):
 
 def _ranked(rows, num_classes=1000):
   """Scores: per example, the listed classes get 1.0, 0.9, ... in order, every other class 0
-  (ties -> lowest index, SPEC §1.2)."""
+  (ties -> lowest index, docs/spec.md §1.2)."""
   scores = np.zeros((len(rows), num_classes), np.float32)
   for i, classes in enumerate(rows):
     for rank, c in enumerate(classes):
@@ -125,7 +126,7 @@ def test_table8_against_hand_computed_values(imagenet_run):
                                WANT[(row.classes, row.variant)], atol=1e-12)
     assert row.members == 2 and row.examples == 4
   assert notes == ["1 imagenet_a labels are outside its 200 classes: never right under the mask"]
-  # 1000-way only by default (SPEC §3.6).
+  # 1000-way only by default (docs/spec.md §3.6).
   default, _ = published_report.imagenet_a_table(imagenet_run)
   assert set(default.classes) == {1000} and len(default) == 2
 

@@ -1,5 +1,4 @@
-"""Layout checks of an HTML report in headless Chromium (issue #18; issue #6: "must look right in
-a real browser").
+"""Layout checks of an HTML report in headless Chromium: it must look right in a real browser.
 
 A temporary copy of the page gets a <script> that, once the page has loaded (with its images),
 measures the layout and writes the measurements as JSON into the DOM; `chromium
@@ -30,7 +29,7 @@ import tempfile
 
 CHROMIUM = os.environ.get("RENDER_CHECK_CHROMIUM", "/usr/bin/chromium")  # e.g. google-chrome
 WIDTH = 1400  # CSS px (devicePixelRatio 1 in headless Chromium)
-# px: the verdict must start within the first screen of a 1400x900 window (issue #18). Headless
+# px: the verdict must start within the first screen of a 1400x900 window. Headless
 # Chromium, like a desktop browser, keeps part of the window for its bars: innerHeight is 757 px
 # there; the bound is the window's 900 px, and it depends only on the layout above the verdict.
 FIRST_SCREEN = 900

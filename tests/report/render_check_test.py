@@ -1,4 +1,4 @@
-"""The report in a real browser (issues #6, #18): headless Chromium at 1400 px width.
+"""The report in a real browser: headless Chromium at 1400 px width.
 
 `render_check` measures a page's layout in Chromium; these tests show on hand-written pages
 that it catches what it claims to (an upscaled image, a clipped or too-wide table, a verdict

@@ -1,4 +1,4 @@
-"""Repair only where it helps (tf_forget/report/repair_report.py, issue #36): a full int8 file
+"""Repair only where it helps (tf_forget/report/repair_report.py): a full int8 file
 that forgot nothing significant gets no repair (one line says so), a repair that breaks no
 fewer examples and loses no less on the worst class is "no gain" in the repair table and the
 verdict and never recommended, and ops are named so that two of one type differ.

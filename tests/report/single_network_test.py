@@ -1,6 +1,6 @@
 """The K = 1 tables (tf_forget/report/single_network.py), their section, the verdict's design
 statement, and the verdict cells and gates that read them (`gates.gate_measures`), on fake runs
-with one dense member and planted flips (issue #28).
+with one dense member and planted flips.
 
 Expected values are counted here from the plants of tests/report/fake_run.py (its docstring):
 with one member, dense member 0 and every compressed member 0 share the noise pattern (wrong on
@@ -153,7 +153,7 @@ def test_section_and_design_sentence_in_the_page(digits):
   report = digits["report"]
   page = report.html
   assert '<section id="k1">' in page and "flips and paired tests (K = 1)" in page
-  # K = 1 (issue #36): the sections that compare populations are left out, named in one line.
+  # K = 1: the sections that compare populations are left out, named in one line.
   ids = re.findall(r'<section id="([^"]+)"', page)
   assert ids[:3] == ["verdict", "glossary", "k1"] and ids[-2:] == ["left-out", "notes"]
   assert not {"overview", "topline", "class-level", "pie", "recall-distortion"} & set(ids)

@@ -1,4 +1,4 @@
-"""The report's study registry (`studies.STUDIES`, issue #38): the recipe of docs/architecture.md
+"""The report's study registry (`studies.STUDIES`): the recipe of docs/architecture.md
 ("A report section") followed in a test: one more study and its section, registered, land in
 report.json, tables/ and report.html; a study naming what does not exist is refused."""
 

@@ -200,7 +200,7 @@ def test_robustness_change_has_its_interval(tmp_path):
 
 
 def _deployment():
-  """A `deployment` table as `deployment.table` builds it from encodings.json (issue #25)."""
+  """A `deployment` table as `deployment.table` builds it from encodings.json."""
   return pd.DataFrame([
       {"variant": "dense", "encoding": "plain", "reason": "no sparse-encoded twin"},
       {"variant": "full_int8", "encoding": "plain", "reason": "no sparse-encoded twin"},

@@ -1,4 +1,4 @@
-"""The "why" in words (tf_forget/report/why_words.py, issue #37), on hand-made analyses.
+"""The "why" in words (tf_forget/report/why_words.py), on hand-made analyses.
 
 An ablation over 40 forgotten examples (at most 1,000 of the file's 90 are ablated; here 40)
 of which the plain file broke 30: the top op recovered 3 and caused 28 alone, and reads a

@@ -1,4 +1,4 @@
-"""How the report says things in words (tf_forget/report/wording.py, issue #36): rates that can
+"""How the report says things in words (tf_forget/report/wording.py): rates that can
 be told from their gate's bound, class labels said once, ops named distinctly, the audited data
 and files in words.
 
@@ -18,8 +18,8 @@ def test_rates_keep_two_significant_digits(fraction, text):
 
 
 def test_rates_that_printed_alike_now_differ():
-  # One decimal (the old summary's '.1%') printed both 0.07% and 0.15% as "0.1%", and 3 flips
-  # of 10,000 as "0.0%".
+  # One decimal ('.1%') prints both 0.07% and 0.15% as "0.1%", and 3 flips of 10,000 as
+  # "0.0%".
   assert f"{0.0007:.1%}" == f"{0.0015:.1%}" == "0.1%" and f"{3 / 10000:.1%}" == "0.0%"
   assert wording.rate(0.0007) != wording.rate(0.0015)
   assert wording.rate(3 / 10000, 3, 10000) == "0.03% (3 of 10,000)"

@@ -1,6 +1,6 @@
 """write_report end to end on the fake runs: files, JSON = stats outputs, self-contained HTML,
 determinism, bad input -> one-line error with no partial output, and a failed or killed re-run
-that keeps the previous report whole (issue #25)."""
+that keeps the previous report whole."""
 
 import errno
 import glob
@@ -60,8 +60,8 @@ def test_files_and_schema(digits):
   _, out, doc = digits
   assert sorted(os.listdir(out)) == [".tf_forget.report.files.json", "report.html", "report.json",
                                      "tables"]
-  # What the swap put in place is recorded (issue #35: a re-run refuses to delete a user's file
-  # in tables/): exactly the files written, the listing itself aside.
+  # What the swap put in place is recorded (a re-run refuses to delete a user's file in
+  # tables/): exactly the files written, the listing itself aside.
   with open(os.path.join(out, ".tf_forget.report.files.json")) as f:
     recorded = json.load(f)["files"]
   assert sorted(recorded) == sorted(
@@ -210,7 +210,7 @@ def test_a_failed_write_removes_what_it_wrote(digits, tmp_path, monkeypatch):
   monkeypatch.setattr(write.fileio, "write_json", real)
 
 
-# --- issue #25: a failed re-run keeps the previous report byte for byte ----------------------
+# --- a failed re-run keeps the previous report byte for byte ---------------------------------
 
 
 def _snapshot(out):

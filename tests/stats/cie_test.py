@@ -1,4 +1,4 @@
-"""Taxicab CIE, weighted Jaccard CIE and percentile selection (004 §3.1, A.1; SPEC §4.1)."""
+"""Taxicab CIE, weighted Jaccard CIE and percentile selection (004 §3.1, A.1; docs/spec.md §4.1)."""
 
 import hypothesis
 from hypothesis import strategies as st

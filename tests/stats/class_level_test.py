@@ -1,4 +1,5 @@
-"""000 §2.2 class-level measures (SPEC §3.1-3.3): Welch test, eq. 3, Figure 2 differences."""
+"""000 §2.2 class-level measures (docs/spec.md §3.1-3.3): Welch test, eq. 3, Figure 2
+differences."""
 
 import warnings
 
@@ -152,12 +153,13 @@ _RECALL_ROW = [0.9, 0.8, 0.7, 0.6, 0.35, 0.1]
 
 
 def test_identical_populations_constant_samples_decided_exactly():
-  """SPEC §3.1: every member identical in both populations -> every class p NaN, 0 signif."""
+  """docs/spec.md §3.1: every member identical in both populations -> every class p NaN, 0
+  signif."""
   r0, a0 = _identical_members(_RECALL_ROW, 0.6)
   rt, at = _identical_members(_RECALL_ROW, 0.6)
   s = class_level.mean_shifted_class_recall(r0, a0)
   # Precondition: the samples are bitwise constant, yet np.var is not exactly 0 for some
-  # class, so the old `np.var(...) == 0` rule let scipy test them.
+  # class, so an `np.var(...) == 0` rule would let scipy test them.
   assert (s == s[0]).all()
   assert (np.var(s, axis=0) > 0).any()
   table = class_level.welch_class_test(r0, a0, rt, at)
@@ -169,7 +171,8 @@ def test_identical_populations_constant_samples_decided_exactly():
 
 
 def test_two_different_constant_populations_are_not_significant():
-  """Both samples constant but different: p NaN (SPEC §3.1), where scipy alone gives p ~ 0."""
+  """Both samples constant but different: p NaN (docs/spec.md §3.1), where scipy alone gives
+  p ~ 0."""
   r0, a0 = _identical_members(_RECALL_ROW, 0.6)
   rt, at = _identical_members(np.asarray(_RECALL_ROW) - 0.05, 0.6)
   s0 = class_level.mean_shifted_class_recall(r0, a0)
@@ -185,8 +188,8 @@ def test_two_different_constant_populations_are_not_significant():
 
 
 def test_exactly_one_constant_sample_keeps_scipy_p():
-  """One constant sample is not SPEC §3.1's case: Welch reduces to a one-sample t-test of the
-  other sample against the constant (df = K - 1), and scipy's finite p is kept."""
+  """One constant sample is not docs/spec.md §3.1's case: Welch reduces to a one-sample t-test of
+  the other sample against the constant (df = K - 1), and scipy's finite p is kept."""
   rng = np.random.default_rng(3)
   r0, a0 = _identical_members(_RECALL_ROW, 0.6)
   rt = rng.uniform(0.3, 1.0, (7, len(_RECALL_ROW)))

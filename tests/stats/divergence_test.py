@@ -1,4 +1,4 @@
-"""Output divergence of a compressed file from its reference (issue #29).
+"""Output divergence of a compressed file from its reference.
 
 Golden values by hand: softmax probabilities of planted logits and KL = Σ p ln(p / q) written
 out in the comments; the summary of five values with the printed Student t quantile

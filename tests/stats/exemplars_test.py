@@ -1,4 +1,5 @@
-"""Modal label, PIE / Modal CIE and accuracy on PIE / non-PIE / all (000 §2.3, SPEC §3.4-3.5)."""
+"""Modal label, PIE / Modal CIE and accuracy on PIE / non-PIE / all (000 §2.3,
+docs/spec.md §3.4-3.5)."""
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ def test_modal_label_tie_goes_to_largest_label():
 
 
 def test_tie_rule_matches_pandas_mode_max():
-  # SPEC §3.4 cites the authors' code: pandas mode().max() per example.
+  # docs/spec.md §3.4 cites the authors' code: pandas mode().max() per example.
   rng = np.random.default_rng(0)
   preds = rng.integers(0, 4, (6, 500))  # small populations over few classes: many ties
   modal, tied = exemplars.modal_label(preds, num_classes=4)
@@ -66,7 +67,7 @@ def test_accuracy_on_subsets_by_hand():
   pie = np.array([False, True, True, False])
   df = exemplars.accuracy_on_subsets(dense, pruned, labels, pie).set_index(
       ["population", "subset"])
-  # Mean over members of the accuracy on the subset (SPEC §3.5).
+  # Mean over members of the accuracy on the subset (docs/spec.md §3.5).
   assert df.loc[("dense", "pie"), "top1"] == 0.5       # examples 1, 2: (1 + 0 + 0 + 1) / 4
   assert df.loc[("dense", "non_pie"), "top1"] == 0.75  # examples 0, 3: (1 + 1 + 1 + 0) / 4
   assert df.loc[("dense", "all"), "top1"] == 0.625

@@ -77,7 +77,7 @@ def _jsonable(x):
 def compute_outputs():
   """All library outputs on the seeded synthetic population, as a JSON-able dict."""
   rng = np.random.default_rng(SEED)
-  labels = np.repeat(np.arange(CLASSES), EXAMPLES // CLASSES)  # balanced (SPEC §2.7)
+  labels = np.repeat(np.arange(CLASSES), EXAMPLES // CLASSES)  # balanced (docs/spec.md §2.7)
   # Shared per-example difficulty: a hard tail where populations disagree (PIEs).
   hard = np.linspace(-0.6, 0.1, labels.size)[rng.permutation(labels.size)]
   pops = {v: _population(rng, labels, CLASSES, p, hard) for v, p in VARIANTS.items()}

@@ -1,4 +1,4 @@
-"""The held-out halves (issue #37): disjoint, covering, stratified, deterministic.
+"""The held-out halves: disjoint, covering, stratified, deterministic.
 
 Golden by hand: with one seed, each class's choose half is the first floor(n_c / 2) of
 `np.random.default_rng(seed).permutation` of its members, classes in increasing order, one
@@ -51,7 +51,7 @@ def test_bad_labels_are_refused(labels):
 
 
 def test_by_id_the_storage_order_does_not_matter():
-  # Issue #37: the search and the report read the split from different files; an example must
+  # The search and the report read the split from different files; an example must
   # fall in the same half however a file orders the examples.
   rng = np.random.default_rng(3)
   ids = rng.permutation(200) + 1000

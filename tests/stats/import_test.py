@@ -1,4 +1,5 @@
-"""tf_forget.stats imports neither TensorFlow nor the rest of tf_forget (CONVENTIONS.md, #4).
+"""tf_forget.stats imports neither TensorFlow nor the rest of tf_forget
+(docs/architecture.md, "Import order").
 
 Runs in a fresh interpreter: the test session itself has TensorFlow loaded by conftest.py.
 """

@@ -1,4 +1,4 @@
-"""003 prune potential, excess error and noise similarity (SPEC §6.6-6.7, §7.2)."""
+"""003 prune potential, excess error and noise similarity (docs/spec.md §6.6-6.7, §7.2)."""
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ TABLE2 = {
 
 @pytest.mark.parametrize("row", sorted(TABLE2))
 def test_003_table2_diff_is_test_minus_train(row):
-  """003 Table 2 "Diff." = Test − Train (SPEC §7.2); inputs and Diff. printed to 0.1."""
+  """003 Table 2 "Diff." = Test − Train (docs/spec.md §7.2); inputs and Diff. printed to 0.1."""
   train, test, printed = TABLE2[row]
   diff = lip.prune_potential_difference(train, test)
   assert abs(diff - printed) <= 0.05 + 0.05 + 0.05 + 1e-9
@@ -36,7 +36,7 @@ def test_prune_potential_definition1_by_hand():
 
 
 def test_prune_potential_exactly_parent_plus_delta_qualifies_from_accuracy_floats():
-  """SPEC §6.6 boundary: parent 0 / 10,000 errors, pruned 50 / 10,000 -> exactly parent + δ.
+  """docs/spec.md §6.6 boundary: parent 0 / 10,000 errors, pruned 50 / 10,000 -> exactly parent + δ.
 
   Errors as the report computes them, 1 − accuracy; 1 − 0.995 = 0.0050000000000000044 is
   above the float 0 + 0.005, so a float comparison rejected the network.

@@ -1,5 +1,5 @@
 """The change of a subgroup's rate between one network and its compressed file, with a paired
-bootstrap (issue #28).
+bootstrap.
 
 Point values by hand (the indicators are listed in the comments); the intervals are checked by
 what a paired resampling implies (seeded, so deterministic) and by coverage over simulated data

@@ -1,4 +1,4 @@
-"""Paired per-example measures of one network against its compressed file (issue #28).
+"""Paired per-example measures of one network against its compressed file.
 
 Golden values by hand: binomial tail sums written out in the comments; Wilson limits from the
 closed form (p + z²/2n ± z·sqrt(p(1 − p)/n + z²/4n²)) / (1 + z²/n) with the printed normal

@@ -1,4 +1,5 @@
-"""002 recall distortion (SPEC §5): worked example, Proposition 4.1, slopes, CIs, t-tests."""
+"""002 recall distortion (docs/spec.md §5): worked example, Proposition 4.1, slopes, CIs,
+t-tests."""
 
 import hypothesis
 from hypothesis import strategies as st
@@ -26,7 +27,8 @@ def _worked_example_predictions():
 
 
 def test_002_worked_example():
-  """002 §4: B^X = B^X_t = 10%; B̄^X = 1/8, B̄^X_t = 1/6; §5: I^X = I^Y = 4/3 (SPEC §7.2)."""
+  """002 §4: B^X = B^X_t = 10%; B̄^X = 1/8, B̄^X_t = 1/6; §5: I^X = I^Y = 4/3
+  (docs/spec.md §7.2)."""
   labels, before, after = _worked_example_predictions()
   r0 = accuracy.per_class_recall(before, labels)
   rt = accuracy.per_class_recall(after, labels)

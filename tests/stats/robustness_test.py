@@ -1,4 +1,5 @@
-"""000 robustness normalized to dense (SPEC §3.6): Table 3 and Table 8 goldens (SPEC §7.2)."""
+"""000 robustness normalized to dense (docs/spec.md §3.6): Table 3 and Table 8 goldens
+(docs/spec.md §7.2)."""
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ TABLE8_DENSE = (0.89, 7.56)
 TABLE8 = {10: (0.85, 7.53, -4.04, -0.39), 30: (0.76, 7.21, -14.33, -4.62),
           50: (0.62, 6.53, -30.54, -13.65), 70: (0.51, 5.83, -42.63, -22.96),
           90: (0.36, 4.47, -59.80, -40.96)}
-H = 0.005  # half the rounding step of the printed accuracies and norms (SPEC §7.1)
+H = 0.005  # half the rounding step of the printed accuracies and norms (docs/spec.md §7.1)
 
 
 def _check(a_t, a_0, printed):
@@ -48,9 +49,9 @@ CASES3 = [(c, i, j) for c in TABLE3 for i in (1, 2) for j in (0, 1)]
 
 @pytest.mark.parametrize("corruption,row,col", CASES3)
 def test_000_table3_normalized_columns_follow_from_absolute(corruption, row, col):
-  """000 Table 3: Top-k Norm = 100 (A_t / A_0 - 1) within the rounding box (SPEC §7.2).
+  """000 Table 3: Top-k Norm = 100 (A_t / A_0 - 1) within the rounding box (docs/spec.md §7.2).
 
-  (The text's "shot noise -40.11%" is not a golden, SPEC §7.3: Table 3 has impulse -40.12,
+  (The text's "shot noise -40.11%" is not a golden, docs/spec.md §7.3: Table 3 has impulse -40.12,
   shot -29.71, and these are what is checked.)
   """
   dense = TABLE3[corruption][0]
@@ -82,7 +83,7 @@ def test_robustness_table_averages_members_and_severities_first():
   assert df.loc[("prune_0.9", "fog"), "top1_norm"] == pytest.approx(-20.0)
   assert df.loc[("dense", "fog"), "top1_norm"] == 0.0
   assert df.loc[("prune_0.9", "fog"), "top5_norm"] == pytest.approx(100 * (0.6 / 0.7 - 1))
-  # Averaging first (SPEC §3.6): 100 (0.4 / 0.6 - 1) = -33.3%; a mean of per-member ratios
+  # Averaging first (docs/spec.md §3.6): 100 (0.4 / 0.6 - 1) = -33.3%; a mean of per-member ratios
   # (0.4/0.4, 0.4/0.8) would give -25%.
   assert df.loc[("prune_0.9", "snow"), "top1_norm"] == pytest.approx(-100 / 3)
   with pytest.raises(validate.StatsInputError, match="no dense entry"):

@@ -26,13 +26,13 @@ TABLE3_NORMALIZED = {
     "fpr": (12.72, 49.54, 6.32, 3.35, 36.02, 5.37, 101.88, 3.35, 36.02),
     "fnr": (34.22, 8.41, 40.30, 33.83, 35.39, 9.21, 6.98, 33.83, 35.39),
 }
-H = 0.005  # half the rounding step of every printed cell (SPEC §7.1)
+H = 0.005  # half the rounding step of every printed cell (docs/spec.md §7.1)
 
 
 @pytest.mark.parametrize("metric", ["error", "fpr", "fnr"])
 @pytest.mark.parametrize("col", range(9), ids=COLUMNS)
 def test_004_table3_follows_from_table5(metric, col):
-  """004 Table 3 (bottom) from Table 5, every one of the 27 cells (SPEC §7.2).
+  """004 Table 3 (bottom) from Table 5, every one of the 27 cells (docs/spec.md §7.2).
 
   The printed inputs are rounded to 0.01%, so the true normalized difference lies between
   the values at the corners of the rounding box (it grows with r_t, shrinks with r_0); the
@@ -93,7 +93,7 @@ def test_subgroup_rates_by_hand():
   np.testing.assert_allclose(rates["error"][1, col["M"]], 1 / 4)
   np.testing.assert_allclose(rates["fpr"][1, col["M"]], 1 / 3)
   assert rates["fnr"][1, col["M"]] == 0.0
-  # MO (examples 2, 3) and FO (6, 7) have no positives: FNR is NaN, never 0 (SPEC §4.2).
+  # MO (examples 2, 3) and FO (6, 7) have no positives: FNR is NaN, never 0 (docs/spec.md §4.2).
   assert np.isnan(rates["fnr"][:, col["MO"]]).all()
   assert np.isnan(rates["fnr"][:, col["FO"]]).all()
   # FY (4, 5) has no negatives: FPR NaN.

@@ -1,4 +1,4 @@
-"""Bad input -> one-line StatsInputError (a ValueError) naming the problem (issue #4)."""
+"""Bad input -> one-line StatsInputError (a ValueError) naming the problem."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""A tiny Keras model whose full int8 file breaks examples because of ONE layer (issue #29).
+"""A tiny Keras model whose full int8 file breaks examples because of ONE layer.
 
 The model is trained on structured 8x8 images, then one layer is broken for int8 only: hidden
 unit 0 is made dead (kernel column 0, bias -1: it is 0 for every input), and the "bad" Dense

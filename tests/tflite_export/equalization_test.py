@@ -1,4 +1,4 @@
-"""Cross-layer equalization (issue #37; Nagel et al. 2019, §4.1).
+"""Cross-layer equalization (Nagel et al. 2019, §4.1).
 
 Golden values by hand from the paper's eq. 10: for one pair, s_i = sqrt(r1_i / r2_i), and after
 equalization both of channel i's ranges are sqrt(r1_i * r2_i). Every other check is a property
@@ -22,7 +22,7 @@ L = keras.layers
 
 
 def _cnn(seed=0):
-  """The issue's BN-free CNN: Conv2D -> pool -> SeparableConv2D x2 -> GAP -> Dense."""
+  """An ordinary BN-free CNN: Conv2D -> pool -> SeparableConv2D x2 -> GAP -> Dense."""
   keras.utils.set_random_seed(seed)
   return keras.Sequential([
       keras.Input((8, 8, 1)), L.Conv2D(8, 3, activation="relu"), L.MaxPooling2D(),
@@ -125,7 +125,7 @@ def test_relu6_activation_and_two_consumers_are_not_paired():
 
 
 def test_a_keras_3_model_is_refused_in_one_line():
-  # Issue #37: a Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
+  # A Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
   # `outbound_nodes`; equalization says so instead of failing deep inside (the auto search then
   # goes on without it, tf_forget/evaluate/repair_search.py).
   import keras as keras3  # pylint: disable=g-import-not-at-top

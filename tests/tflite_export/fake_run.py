@@ -97,7 +97,7 @@ def prune(model, dataset, sparsity=0.75, epochs=1, examples=64):
   data = dataset.take("train", examples)
   schedule = tfmot.sparsity.keras.ConstantSparsity(sparsity, begin_step=0, frequency=1)
 
-  def wrap(layer):  # only the prunable kernels (SPEC §1.4); Rescaling / BN stay as they are
+  def wrap(layer):  # only the prunable kernels (docs/spec.md §1.4); Rescaling / BN stay as they are
     if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
       return tfmot.sparsity.keras.prune_low_magnitude(layer, pruning_schedule=schedule)
     return layer.__class__.from_config(layer.get_config())
@@ -138,7 +138,7 @@ def pruned_twins_run(run_dir):
 
 
 def kernel_zeros(model):
-  """(zeros, count) over the Conv2D / Dense kernels of a Keras model (SPEC §1.4)."""
+  """(zeros, count) over the Conv2D / Dense kernels of a Keras model (docs/spec.md §1.4)."""
   keras = keras2.keras()
   zeros = count = 0
   for layer in model.layers:

@@ -1,5 +1,5 @@
 """Zeros counted from the flatbuffer: hand-set kernels, a tfmot-pruned model, bad bytes; truncated
-and corrupt files refused by `verify` (issue #35) before any parser (`flatbuffer`,
+and corrupt files refused by `verify` before any parser (`flatbuffer`,
 `flatbuffer_graph`) reads them."""
 
 import flatbuffers
@@ -90,7 +90,7 @@ INCOMPLETE = r"^f\.tflite is not a complete TFLite flatbuffer \(truncated or cor
 
 @pytest.fixture(scope="module")
 def small_files():
-  """{format: bytes} of the known-zeros model in float32 and full int8 (issue #35)."""
+  """{format: bytes} of the known-zeros model in float32 and full int8."""
   rep = np.random.default_rng(0).integers(0, 256, (10, 6, 6, 1)).astype(np.uint8)
   model = model_with_known_zeros()
   return {fmt: converter.convert(model, fmt, rep) for fmt in ("float32", "full_int8")}

@@ -1,4 +1,4 @@
-"""Format registry and variant names (SPEC §1.1)."""
+"""Format registry and variant names (docs/spec.md §1.1)."""
 
 import pytest
 
@@ -52,7 +52,7 @@ def test_parse_formats():
     ("prune_0.9", "full_int8", "prune_0.9+full_int8+sparse"),
 ])
 def test_sparse_variant_names_round_trip(member, fmt, name):
-  # Names per SPEC §1.1 / names.Variant.name: defaults (dense, float32, plain) left out,
+  # Names per docs/spec.md §1.1 / names.Variant.name: defaults (dense, float32, plain) left out,
   # except that a dense sparse file keeps its format so the name never reads "sparse" alone.
   variant = names.Variant(member, fmt, "sparse")
   assert variant.name == name
@@ -78,7 +78,7 @@ def test_parse_encodings():
 @pytest.mark.parametrize("repair, kind", [("cle", "cle"), ("int16x8", "int16x8"),
                                           ("auto", "auto"), ("float2", "float")])
 def test_repair_kinds(repair, kind):
-  # Issue #37: the repairs that cost no bytes and the searched one are formats too.
+  # The repairs that cost no bytes and the searched one are formats too.
   fmt = names.repair_format(repair)
   assert fmt == f"full_int8~{repair}" and names.repair_kind(fmt) == kind
   assert names.parse_variant(f"prune_0.5+{fmt}").format == fmt
@@ -88,7 +88,7 @@ def test_repair_kinds(repair, kind):
     ("dense", 3, "full_int8~float3"), ("prune_0.9", 1, "prune_0.9+full_int8~float1"),
     ("dense", 12, "full_int8~float12")])
 def test_repaired_variant_names_round_trip(member, layers, name):
-  # Issue #29: full int8 with N layers kept in float is the format full_int8~float<N>.
+  # Full int8 with N layers kept in float is the format full_int8~float<N>.
   fmt = names.repair_format(f"float{layers}")
   variant = names.Variant(member, fmt)
   assert variant.name == name and names.parse_variant(name) == variant

@@ -1,4 +1,4 @@
-"""Per-layer quantization error (issue #29): ranking, repair, metrics, Model Explorer node data.
+"""Per-layer quantization error: ranking, repair, metrics, Model Explorer node data.
 
 The main fixture trains a tiny 10-class CNN on structured 8x8 images and then breaks ONE layer for
 int8 only (`broken_model`: a huge weight from a dead unit, so the layer's other int8 weights round

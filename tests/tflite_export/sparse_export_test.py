@@ -1,4 +1,4 @@
-"""Sparse-encoded twins (issue #10): layout, metadata, size bound, failures that keep the plain.
+"""Sparse-encoded twins: layout, metadata, size bound, failures that keep the plain.
 
 Size bound tested (stated in docs/artifacts/tflite.md): TFLite's sparse format stores, per
 sparse-encoded kernel, the non-zero values plus CSR metadata: one index per stored value and one

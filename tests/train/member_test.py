@@ -30,7 +30,7 @@ def test_seed_is_stable_and_distinct_per_member():
   a, b = _config(k=0), _config(k=1)
   assert a.seed == _config(k=0).seed
   assert len({a.seed, b.seed, _config("dense", 0).seed}) == 3
-  # Independent populations (SPEC §1.3): the seed hashes (seed, dataset, model, variant, k).
+  # Independent populations (docs/spec.md §1.3): the seed hashes (seed, dataset, model, variant, k).
   assert a.seed == 1857119331  # sha256("0|digits|small_cnn|prune_0.5|0")[:4] & 0x7fffffff
 
 
@@ -40,7 +40,7 @@ def test_tiny_pruned_member_reaches_sparsity_and_writes_artifacts(tmp_path):
   assert meta["steps"] == 60
   assert meta["sparsity"]["meets_target"]
   assert abs(meta["sparsity"]["prunable"] - 0.5) < 1e-3
-  # Biases and BatchNorm are not pruned, so the all-parameter fraction is lower (SPEC §1.4).
+  # Biases and BatchNorm are not pruned, so the all-parameter fraction is lower (docs/spec.md §1.4).
   assert meta["sparsity"]["all_params"] < meta["sparsity"]["prunable"]
   for name, fraction in meta["sparsity"]["per_layer"].items():
     assert abs(fraction - 0.5) < 0.01, name

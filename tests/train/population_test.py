@@ -25,10 +25,10 @@ def test_variant_names():
 def test_default_variants_follow_the_preset():
   config = population.make_config("/tmp/x", "celeb_a_paper")
   assert config.variants == ("dense", "prune_0.3", "prune_0.5", "prune_0.7", "prune_0.9",
-                             "prune_0.95", "prune_0.99")  # SPEC §2.3
-  assert config.members == 30  # SPEC §1.5
-  assert config.preset.pruning_schedule() == (1000, 9000, 500)  # 004 / SPEC §2.2
-  assert presets.get("cifar10_paper").pruning_schedule() == (8000, 72000, 4000)  # SPEC §2.2
+                             "prune_0.95", "prune_0.99")  # docs/spec.md §2.3
+  assert config.members == 30  # docs/spec.md §1.5
+  assert config.preset.pruning_schedule() == (1000, 9000, 500)  # 004 / docs/spec.md §2.2
+  assert presets.get("cifar10_paper").pruning_schedule() == (8000, 72000, 4000)  # docs/spec.md §2.2
 
 
 def test_mixed_precision_is_refused_for_pruned_variants():

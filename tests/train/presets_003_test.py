@@ -1,7 +1,7 @@
 """003's CIFAR-10 presets against Table 3 (appendix B.1), epochs converted to steps by hand.
 
 An epoch is floor(50,000 / batch) steps: batch 128 -> 390, 256 -> 195, 64 -> 781. Table 3's SGD
-weight decay ε is Keras l2 λ = ε / 2 (SPEC §6.1).
+weight decay ε is Keras l2 λ = ε / 2 (docs/spec.md §6.1).
 """
 
 import pytest

@@ -1,4 +1,4 @@
-"""What tfmot's pruning wrapper does (SPEC §2.6), pinned; and our wrapping is equivalent."""
+"""What tfmot's pruning wrapper does (docs/spec.md §2.6), pinned; and our wrapping is equivalent."""
 
 import numpy as np
 import tensorflow as tf
@@ -47,7 +47,7 @@ def test_mask_is_applied_before_the_forward_pass_and_weights_keep_learning():
 
 def test_masked_weight_reenters_at_a_later_mask_update():
   # Mask updates at steps 1 and 3. Step 1 prunes w1 (=1); its gradient then makes it 100 before
-  # the step-3 ranking, which keeps {w1, w4}: a removed weight came back (SPEC §2.6).
+  # the step-3 ranking, which keeps {w1, w4}: a removed weight came back (docs/spec.md §2.6).
   model = _one_dense_model(
       tfmot.sparsity.keras.ConstantSparsity(0.5, begin_step=1, end_step=3, frequency=2))
   _fit(model, 3)

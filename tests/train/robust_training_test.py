@@ -1,4 +1,5 @@
-"""Robust training (003 §6, appendix E.1; SPEC §6.8): a corruption drawn per training image."""
+"""Robust training (003 §6, appendix E.1; docs/spec.md §6.8): a corruption drawn per training
+image."""
 
 import dataclasses
 import hashlib

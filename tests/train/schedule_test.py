@@ -22,14 +22,15 @@ WARM = presets.Preset(name="t", dataset="digits", model="small_cnn", steps=100, 
                       learning_rate=0.2, lr_boundaries=(0.5, 0.75), lr_decay=0.1,
                       warmup_steps=10)
 
-# `to_json` keys of every preset before `nesterov` / `warmup_steps` existed (commit 4577695).
+# `to_json` keys of a preset with `nesterov` / `warmup_steps` at their defaults: the keys the
+# existing members' config hashes contain.
 OLD_KEYS = {"name", "dataset", "model", "steps", "batch_size", "learning_rate", "momentum",
             "lr_boundaries", "lr_decay", "weight_decay", "augmentation", "shift_pixels",
             "prune_begin", "prune_end", "prune_frequency", "sparsities", "members",
             "checkpoint_every", "model_options", "image_size", "pruning_schedule"}
 # sha256 of canonical JSON (sorted keys, no spaces; as `hashing.sha256_json`) of each existing
-# preset's `to_json()`, computed with presets.py of commit 4577695 (before this module): the
-# members' config hashes contain exactly these dicts, so they must not change.
+# preset's `to_json()`: the members' config hashes contain exactly these dicts, so they must not
+# change.
 OLD_HASHES = {
     "celeb_a_paper": "1e5aaf5042aafed9b99f2527077e995b1237602bc0895a5eb07626ecfa9f2675",
     "cifar10_paper": "eaa3566b950cd17483bfcf58ce994a4d0236bba76a7e03a76ff282d3e1cc1e56",
@@ -45,7 +46,7 @@ def _lr(sched, step):
 
 
 def _old_schedule(preset):
-  """What member.py built before schedule.py (commit 4577695), verbatim."""
+  """The plain Keras schedule the existing presets' members were trained with."""
   boundaries = preset.lr_boundary_steps()
   values = [preset.learning_rate * preset.lr_decay ** i for i in range(len(boundaries) + 1)]
   return keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)
@@ -92,8 +93,9 @@ def test_without_warmup_the_schedule_is_the_old_one(name):
 
 
 def test_no_boundaries_is_a_constant_lr():
-  # lenet5_002 has no LR decay. The old PiecewiseConstantDecay([], [lr]) fails at its first
-  # call, i.e. at the first training step, so no member can depend on it; now a constant.
+  # lenet5_002 has no LR decay. `_old_schedule`'s PiecewiseConstantDecay([], [lr]) fails at its
+  # first call, i.e. at the first training step, so no member can depend on it; the LR is a
+  # constant.
   preset = presets.get("lenet5_002")
   with pytest.raises(IndexError):
     _old_schedule(preset)(np.int64(0))
@@ -117,7 +119,7 @@ def test_optimizer_flags():
 
 
 def test_old_presets_train_exactly_as_before():
-  # Three SGD steps with the old inline optimizer and with schedule.optimizer: same weights.
+  # Three SGD steps with a Keras SGD on `_old_schedule` and with schedule.optimizer: same weights.
   preset = dataclasses.replace(presets.get("tiny"), steps=4)
   rng = np.random.default_rng(0)
   x = rng.uniform(0, 255, (12, 4, 4, 1)).astype(np.float32)

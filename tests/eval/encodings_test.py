@@ -244,7 +244,8 @@ def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
   shutil.copy(os.path.join(copied_run, "tflite", "dense", "0", "float32+sparse.tflite"), twin)
   lines = []
   doc = _choose(copied_run, max_sparse_latency_ratio=20.0, log=lines.append)
-  assert timed == [["plain", "reference", "sparse"]]  # only prune_0.9, with its reference
+  # Only prune_0.9, its two files with the float reference in one interleaved measurement.
+  assert timed == [["prune_0.9\tplain", "prune_0.9\tsparse", "reference"]]
   assert "redo prune_0.9 encoding: its sparse twin changed since it was timed" in lines
   assert doc["variants"]["prune_0.9"]["inputs"]["sparse_sha256"] == (
       encodings.hashing.file_sha256(twin, memo=False))
@@ -252,7 +253,10 @@ def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
   timed.clear()
   lines.clear()
   _choose(copied_run, max_sparse_latency_ratio=2.0, log=lines.append)
-  assert len(timed) == len(VARIANTS)
+  # Every variant again, each file once (the dense file is the reference), in one measurement.
+  assert len(timed) == 1 and "dense\tplain" not in timed[0] and "reference" in timed[0]
+  assert {m.split("\t")[0] for m in timed[0]} == set(VARIANTS) - {"dense"} | {"reference",
+                                                                              "dense"}
   assert ("redo dense encoding: settings changed (max_sparse_latency_ratio 20.0 -> 2.0)") in lines
 
 

@@ -6,17 +6,19 @@ For every audited (plain) variant, the deployed member k (0 by default) is looke
 sparse-encoded twin (`tflite_export`, docs/spec.md §1.1 names): the twin check on the eval split
 (`tf_forget.evaluate.population_eval` writes it into `eval/agreement/<split>.json`; a failed sparse
 conversion is there too), the raw / gzip sizes from the export JSON, and the latency of both files
-at batch 1 and the user's batch (`--latency_batch`) with the interpreter threads of the audit,
-measured interleaved in rounds of fresh interpreters in the same run, together with the dense
-float32 file of the same member (the float reference: `latency_vs_reference`, the per-round ratios'
-median and interquartile range) (`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the
-built-in kernels). The chosen file's ops delegated to XNNPACK and the deployment targets that run
-it are recorded too (`tf_forget.evaluate.targets.describe`). `deploy.choose_encoding` then decides. The latency bound is checked at the batch
-size where the sparse file fares worst (the highest low end of its ratio interval), on the interval
-of the per-round paired ratios sparse / plain (a single median
-can move 2x between identical runs on a shared machine). The entry records the runtime path of the
-chosen file, its size relative to the dense float32 file of the same member k, the latency ratio to
-the plain file (1 when plain is shipped) and the ratio intervals.
+at batch 1 and the user's batch (`--latency_batch`) with the interpreter threads of the audit
+(`tf_forget.evaluate.latency`, as on a device: XNNPACK, else the built-in kernels). Every file
+to time — each variant's plain and sparse files and the dense float32 file of the same member,
+the float reference — is timed once, all interleaved in the same rounds of fresh interpreters
+(`_time_together`), so that each ratio (sparse / plain, file / reference) is paired by round:
+`latency_vs_reference` is the per-round ratios' median and interquartile range. The chosen
+file's ops delegated to XNNPACK and the deployment targets that run it are recorded too
+(`tf_forget.evaluate.targets.describe`). `deploy.choose_encoding` then decides. The latency
+bound is checked at the batch size where the sparse file fares worst (the highest low end of its
+ratio interval), on the interval of the per-round paired ratios sparse / plain (a single median
+can move 2x between identical runs on a shared machine). The entry records the runtime path of
+the chosen file, its size relative to the dense float32 file of the same member k, the latency
+ratio to the plain file (1 when plain is shipped) and the ratio intervals.
 
 Re-runs: an entry records its `inputs` — the sha256 of the plain, sparse and reference bytes
 timed, the twin check and the settings that decide (`_settings`) — and is reused as it is, with
@@ -116,12 +118,11 @@ def _vs_reference(timed, encoding, batch_sizes):
       latency.paired_ratios(timed[encoding], timed["reference"], b)) for b in batch_sizes}
 
 
-def _measure(plain, sparse, sparse_in, data, settings, dense_size):
-  """A fresh entry of one variant: times the files in `data` (with the float reference, when
-  given, in the same rounds), then lets `deploy` decide."""
+def _measure(plain, sparse, sparse_in, timed, settings, dense_size):
+  """A fresh entry of one variant from its files' timings (`timed`: {"plain", "sparse",
+  "reference"} of `latency.measure`, the float reference in the same rounds), `deploy`
+  deciding the encoding."""
   batch_sizes = settings["batch_sizes"]
-  timed = latency.measure(data, batch_sizes, settings["num_threads"], settings["repeats"],
-                          block=settings["block"])
   intervals = _interval(timed, batch_sizes)
   worst = (max(intervals, key=lambda b: (intervals[b]["low"], intervals[b]["median"]))
            if intervals else batch_sizes[0])
@@ -185,33 +186,62 @@ def _files(run, name):
                          "error": run.failures.get((sparse_name, run.k))}
 
 
-def _variant(run, name, recorded, remeasure, log):
-  """(entry, reused) of one variant: the recorded entry if its inputs still hold, else new."""
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+  """One variant's files, the inputs its entry records, and why it is timed (None: reused)."""
+  files: tuple  # (plain export, sparse export or None, sparse twin's input or None)
+  data: dict  # {"plain", "sparse"?: bytes}: the bytes hashed are the bytes timed
+  inputs: dict
+  why: object
+
+
+def _plan(run, name, recorded, remeasure):
+  """The `_Plan` of one variant: its recorded entry is reused while its inputs hold."""
   plain, sparse, sparse_in = _files(run, name)
-  data = {"plain": interpreter.read_model(plain["path"])}  # the bytes hashed are the bytes timed
+  data = {"plain": interpreter.read_model(plain["path"])}
   if sparse is not None and run.settings["mode"] != "plain":
     data["sparse"] = interpreter.read_model(sparse["path"])
-  if name != names.DENSE:  # the float reference, timed in the same rounds
-    data["reference"] = run.dense_bytes
+  reference = None if name == names.DENSE else run.dense_bytes
   inputs = {"plain_sha256": hashing.sha256_bytes(data["plain"]),
             "sparse_sha256": hashing.sha256_bytes(data["sparse"]) if "sparse" in data else None,
-            "reference_sha256": (hashing.sha256_bytes(data["reference"])
-                                 if "reference" in data else None),
+            "reference_sha256": hashing.sha256_bytes(reference) if reference else None,
             "twin_check": ({key: sparse_in[key] for key in ("twin_equal", "twin_reason", "error")}
                            if sparse_in else None),
             "settings": run.settings}
   why = ("missing" if name not in recorded else "re-measure requested" if remeasure else
          _why_stale(recorded[name], inputs))
-  if why is None:  # sizes are not timings: the dense file's is read anew
-    entry = recorded[name]
-    size = (entry["size_bytes"]["sparse"] if entry["encoding"] == "sparse"
-            else entry["size_bytes"]["plain"])["raw"]
-    return dict(entry, size_ratio_to_dense_float32=size / run.dense_size), True
-  if log and why != "missing":
-    log(f"redo {name} encoding: {why}")
-  entry = _measure(plain, sparse, sparse_in, data, run.settings, run.dense_size)
-  entry.update(targets_lib.describe(data[entry["encoding"]], run.settings["num_threads"]))
-  return dict(entry, inputs=inputs), False
+  return _Plan((plain, sparse, sparse_in), data, inputs, why)
+
+
+def _time_together(run, plans):
+  """{variant: {"plain", "sparse"?, "reference"?: `latency.measure` result}} of the variants to
+  time, every file and the float reference (the dense file) interleaved in the same rounds: each
+  file is timed once, and each ratio to the reference is paired by round."""
+  models = {"reference": run.dense_bytes}
+  for name, plan in plans.items():
+    for enc, data in plan.data.items():
+      if not (name == names.DENSE and enc == "plain"):  # the dense file is the reference
+        models[f"{name}\t{enc}"] = data
+  s = run.settings
+  timed = latency.measure(models, s["batch_sizes"], s["num_threads"], s["repeats"],
+                          block=s["block"])
+  out = {}
+  for name, plan in plans.items():
+    mine = {enc: timed[f"{name}\t{enc}"] for enc in plan.data
+            if f"{name}\t{enc}" in timed}
+    if name == names.DENSE:
+      mine["plain"] = timed["reference"]
+    else:
+      mine["reference"] = timed["reference"]
+    out[name] = mine
+  return out
+
+
+def _reused(run, entry):
+  """A recorded entry as it is (sizes are not timings: the dense file's is read anew)."""
+  size = (entry["size_bytes"]["sparse"] if entry["encoding"] == "sparse"
+          else entry["size_bytes"]["plain"])["raw"]
+  return dict(entry, size_ratio_to_dense_float32=size / run.dense_size)
 
 
 def _read_inputs(run_dir, split, k, settings):
@@ -263,12 +293,23 @@ def choose(run_dir, variants, split, k=0, mode="auto",
   settings = _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats, block)
   run = _read_inputs(run_dir, split, k, settings)
   recorded = _recorded(run_dir, log)
+  plans = {name: _plan(run, name, recorded, remeasure) for name in variants}
+  todo = {name: plan for name, plan in plans.items() if plan.why is not None}
+  for name, plan in todo.items():
+    if log and plan.why != "missing":
+      log(f"redo {name} encoding: {plan.why}")
+  timed = _time_together(run, todo) if todo else {}
   entries = {}
-  for name in variants:
-    entries[name], reused = _variant(run, name, recorded, remeasure, log)
+  for name, plan in plans.items():
+    if name in todo:
+      entry = _measure(*plan.files, timed[name], run.settings, run.dense_size)
+      entry.update(targets_lib.describe(plan.data[entry["encoding"]], num_threads))
+      entries[name] = dict(entry, inputs=plan.inputs)
+    else:
+      entries[name] = _reused(run, recorded[name])
     if log:
       log(f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
-          + (" [recorded]" if reused else ""))
+          + ("" if name in todo else " [recorded]"))
   doc = dict({"schema": SCHEMA, "split": split, "k": k}, **settings, variants=entries)
   fileio.write_json(path(run_dir), doc)
   return doc

@@ -73,7 +73,7 @@ def _count(x):
   """A count of examples: whole, or one decimal for a mean over members ("n/a": undefined)."""
   if x != x:
     return "n/a"
-  return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+  return f"{x:.0f}" if abs(x - round(x)) < 1e-6 else f"{x:.1f}"
 
 
 def _whose(variant):

@@ -345,7 +345,7 @@ def _caveats(frame, best, budget, gates=None, settings=None):
                  "budget: the data do not rule out a larger loss.")
     loss = row.get("worst_class_change", NAN)
     if loss == loss and -loss > WATCH:
-      out.append(f"{name} loses {_points(loss)} of recall on class {row['worst_class']} "
+      out.append(f"{name} loses {-100 * loss:.2f} pt of recall on class {row['worst_class']} "
                  f"(n = {int(row['worst_class_n'])}); set --max_significant_classes to gate "
                  "on class-level changes.")
     rise = row.get("worst_subgroup_fnr_change", NAN)

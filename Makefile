@@ -16,7 +16,8 @@ setup:
 audit: setup
 	$(BAZEL) run //eval:audit -- $(AUDIT_ARGS)
 
-# First the repository's own checks (tools/check_repo.py: no history, no path outside, no dead
+# First the static checks (tools/static_checks.sh: ruff, mypy on the plain-data packages), then
+# the repository's own checks (tools/check_repo.py: no history, no path outside, no dead
 # link; tools/check_build.py: every project import a Bazel dep; seconds), then every test file
 # as its own py_test target; pytest runs each and its JUnit
 # XML is summed.
@@ -24,6 +25,7 @@ audit: setup
 # (tests/report/render_check_test.py); the audit needs no browser.
 test:
 	@TF_DEVICE=$(TF_DEVICE) SETUP_CHROMIUM=1 bash tools/setup.sh
+	bash tools/static_checks.sh
 	.venv/bin/python tools/check_repo.py
 	.venv/bin/python tools/check_build.py
 	$(BAZEL) build //...

@@ -35,10 +35,10 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import user_audit_bench  # pylint: disable=g-import-not-at-top
 
 
-
 def make_files(tmp, n_images, seed=0):
   """model.keras (the planted range fault) and images/<label>/<iiiii>.png under `tmp`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from tests import planted  # pylint: disable=g-import-not-at-top
   from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top

@@ -34,6 +34,7 @@ def main(argv):
   cpu_kernels.configure()
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
   from tf_forget.train import pruning  # pylint: disable=g-import-not-at-top
   keras = keras2.keras()

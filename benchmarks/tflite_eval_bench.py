@@ -72,12 +72,13 @@ def main(argv):
   cpu_kernels.configure()
   # pylint: disable=g-import-not-at-top
   import numpy as np
+
+  from tf_forget.data import dataset_api
   from tf_forget.evaluate import batched
   from tf_forget.evaluate import evaluate
   from tf_forget.evaluate import interpreter
-  from tf_forget.data import dataset_api
-  from tf_forget.models import model_registry
   from tf_forget.export import converter
+  from tf_forget.models import model_registry
   # pylint: enable=g-import-not-at-top
 
   shape, classes, n, b = (32, 32, 3), 10, _NUM_IMAGES.value, _BATCH_SIZE.value

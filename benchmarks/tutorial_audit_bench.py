@@ -89,8 +89,8 @@ def main():
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   parser.add_argument("--repair", default="", help="e.g. auto (default: none)")
   args = parser.parse_args()
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
 
   tmp = args.keep or tempfile.mkdtemp(prefix="tutorial_audit_bench_")
   try:

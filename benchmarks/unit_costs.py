@@ -96,8 +96,8 @@ def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
 
 def measure_model(name, log):
   """The unit costs of one model (dict)."""
-  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
   from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
   shape, classes, batch, steps, infer_batch, invokes = MODELS[name]
   model = model_registry.get(name, input_shape=shape, num_classes=classes, weight_decay=1e-4)
   out = {"image_shape": list(shape), "num_classes": classes, "parameters": model.count_params(),

@@ -196,9 +196,9 @@ def decoded_examples(out):
   stream (with the data set's set-up) and of a second one)."""
   from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   run = fileio.read_json(layout.run_file(out), "run.json")
   data = registry.get(run["dataset"], **run["dataset_options"])
   seconds = []
@@ -227,8 +227,8 @@ def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
 def raw_seconds(model_path, images, batch_size, num_threads, runtime, repeats):
   """Median seconds of set_tensor / invoke / get_tensor over `images` (see the docstring): the
   model's inputs `[N, H, W, C]`, put in the file's layout and quantized outside the clock."""
-  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
   from tf_forget.data import input_layout  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
   with open(model_path, "rb") as f:
     data = f.read()
   batch_size = interpreter.input_layout_of(data).batch or batch_size  # a fixed batch: its own
@@ -272,8 +272,8 @@ def main():
   parser.add_argument("--keep", help="build and keep everything in this directory instead")
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   args = parser.parse_args()
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
   from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
 
   tmp = args.keep or tempfile.mkdtemp(prefix="user_audit_bench_")
   os.makedirs(tmp, exist_ok=True)

@@ -32,6 +32,7 @@ from absl import flags
 from tf_forget.cli import app as cli_app
 from tf_forget.commands import audit_command
 from tf_forget.commands import audit_flags
+
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 audit_flags.define(flags.FLAGS)

@@ -33,6 +33,7 @@ _API_NAMES = ("AuditConfig", "AuditError", "Result", "load_config", "save_config
 def _api():
   """`tf_forget.api`, with Keras 2 and the CPU kernels selected first (module docstring)."""
   import sys  # pylint: disable=g-import-not-at-top
+
   from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
   from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
   keras2.enable()

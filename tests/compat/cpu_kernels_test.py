@@ -7,8 +7,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 from tf_forget.compat import cpu_kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -4,8 +4,8 @@ import hashlib
 import io
 import os
 
-import pytest
 from PIL import Image
+import pytest
 
 from tf_forget.data import dataset_api
 from tf_forget.data import fingerprint

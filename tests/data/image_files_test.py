@@ -11,8 +11,8 @@ import io
 import os
 import tracemalloc
 
-import pytest
 from PIL import Image
+import pytest
 
 from tests import files
 from tf_forget.data import dataset_api

@@ -8,6 +8,7 @@ from tests import audit_main
 from tests import binary_main
 from tf_forget.report import gates as gates_lib
 
+
 def _run_main(**flag_values):
   return binary_main.run_main(audit_main.main, "audit", **flag_values)
 

@@ -418,8 +418,9 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
 def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   """--dataset=tfds:mnist (a mock tfds data set) and --dataset=tfrecord:GLOB (written here):
   the same K = 1 audit, in this process (tfds' mock lives in it)."""
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+
+  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
   keras = keras2.keras()
   keras.utils.set_random_seed(0)
   model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Rescaling(1 / 255.0),

@@ -23,15 +23,14 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
 from sklearn import datasets  # pylint: disable=g-import-not-at-top
+import tf_keras as keras  # pylint: disable=g-import-not-at-top
 
 from tests import planted  # pylint: disable=g-import-not-at-top
 from tf_forget.evaluate import ablation_candidates  # pylint: disable=g-import-not-at-top
 from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
 from tf_forget.evaluate import causal_attribution  # pylint: disable=g-import-not-at-top
 from tf_forget.export import layer_error  # pylint: disable=g-import-not-at-top
-
 
 
 @pytest.fixture(scope="module")

@@ -151,6 +151,7 @@ def test_registry_tfds_data_set_under_mock_data(tmp_path):
   # Any registry data set works: cifar10 through tfds.testing.mock_data (nothing downloaded),
   # exported to full_int8 with its own first train examples, evaluated on its test split.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+
   from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
   run_dir = str(tmp_path)
   model = fake_run.tiny_cnn(0, num_classes=10, input_shape=(32, 32, 3))

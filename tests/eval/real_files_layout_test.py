@@ -36,11 +36,11 @@ import subprocess
 import sys
 import types
 
+from ai_edge_litert import interpreter as litert
 import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
-from ai_edge_litert import interpreter as litert
 
 from tests.eval import audit_binary
 from tests.eval import user_files

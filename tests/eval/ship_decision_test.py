@@ -19,7 +19,6 @@ One audit with the defaults, then the same run again with `--size=gzip` and with
 import json
 import re
 
-import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_model_optimization as tfmot

@@ -9,10 +9,10 @@ only at allocation here).
 
 import os
 
+from ai_edge_litert import interpreter as litert
 import numpy as np
 import pytest
 
-from ai_edge_litert import interpreter as litert
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions

@@ -9,14 +9,13 @@ model. Second method for the numbers: ai-edge-quantizer's `model_validator.compa
 
 import os
 
+from ai_edge_litert import schema_py_generated as schema
+from ai_edge_quantizer import model_validator
+from ai_edge_quantizer.utils import validation_utils
 import flatbuffers
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from ai_edge_litert import schema_py_generated as schema
-from ai_edge_quantizer import model_validator
-from ai_edge_quantizer.utils import validation_utils
 
 from tests.tflite_export import broken_model
 from tf_forget.artifacts import names

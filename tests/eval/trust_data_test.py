@@ -12,8 +12,8 @@ import os
 import shutil
 
 import numpy as np
-import pytest
 from PIL import Image
+import pytest
 
 from tests import files
 from tests.eval import audit_binary

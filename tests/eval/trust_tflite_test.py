@@ -22,10 +22,10 @@ afterwards when it did not before, and an existing empty one stays empty.
 
 import struct
 
+from ai_edge_litert import schema_py_generated as schema
 import numpy as np
 import pytest
 import tensorflow as tf
-from ai_edge_litert import schema_py_generated as schema
 
 from tests.eval import audit_binary
 from tests.eval import user_files

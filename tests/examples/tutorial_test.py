@@ -16,8 +16,8 @@ import json
 import os
 import subprocess
 
-import numpy as np
 from ai_edge_litert import interpreter as litert
+import numpy as np
 from PIL import Image
 
 from tests.examples import readme_commands

@@ -10,7 +10,6 @@ from tests.executor import contract
 from tf_forget import executor
 from tf_forget.executor import ray_executor
 
-
 _PROBE = "executor_path_probe"
 
 

@@ -16,11 +16,11 @@ done" and "state dir gone: <bool>" and exits with 3.
 """
 
 import json
+from multiprocessing import resource_tracker
 import os
 import signal
 import sys
 import threading
-from multiprocessing import resource_tracker
 
 from tf_forget import executor
 

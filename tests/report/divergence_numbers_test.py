@@ -16,8 +16,9 @@ import pytest
 from scipy import stats
 
 from tests.report import divergence_run
-from tests.report.divergence_run import (  # noqa: F401 pylint: disable=unused-import
-    biased, population, single)
+from tests.report.divergence_run import biased  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import population  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import single  # noqa: F401 pylint: disable=unused-import
 from tf_forget.stats import subgroups
 
 LN3 = divergence_run.LN3

@@ -11,8 +11,8 @@ import json
 import re
 
 import numpy as np
-import pytest
 from PIL import Image
+import pytest
 
 from tests.report import fake_run
 from tf_forget.artifacts import names

@@ -12,13 +12,14 @@ import os
 import re
 
 import numpy as np
-import pytest
 from PIL import Image
+import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import (  # noqa: F401 pylint: disable=unused-import
-    export, loaded, run_dir)
+from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
 from tf_forget.data import registry
 from tf_forget.report import human_study
 

@@ -17,8 +17,10 @@ import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import (  # noqa: F401 pylint: disable=unused-import
-    export, filled_report, loaded, run_dir)
+from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import filled_report  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
 from tf_forget.artifacts import errors
 from tf_forget.report import collect
 from tf_forget.report import human_study

@@ -6,8 +6,8 @@ import io
 from matplotlib import text as mpl_text
 import numpy as np
 import pandas as pd
-import pytest
 from PIL import Image
+import pytest
 
 from tests.report import fake_run
 from tf_forget.report import collect

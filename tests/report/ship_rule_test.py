@@ -9,6 +9,7 @@ from tf_forget.report import file_pairs
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import ship_rule
 from tf_forget.report import verdict
+from tf_forget.report import verdict_cells
 
 
 def _frame(rows):
@@ -106,3 +107,21 @@ def test_the_other_size_measure_is_named_only_when_it_changes_the_choice_clearly
                           _pairs({"dyn": 8, "pruned": 9}))
   assert rec["variant"] == "pruned" and "gzip size (the download)" in rec["rule"]
   assert "size_note" not in rec  # by bytes dyn is 0.4% smaller: the same size (1%)
+
+
+def test_forgotten_classes_and_subgroups_in_words():
+  """The classes and (K = 1) protected subgroups whose change is significant, in words."""
+  classes = pd.DataFrame({"variant": ["q"] * 4, "class_name": ["a", "b", "c", "d"],
+                          "change": [-0.0205, 0.011, -0.3, 0.0], "significant": [1, 1, 0, 0]})
+  changes = verdict_cells.significant_changes(classes, "q", True)
+  assert changes == [("a", -0.0205), ("b", 0.011)]
+  groups = pd.DataFrame({"variant": ["q"] * 3, "measure": ["fnr", "fnr", "fpr"],
+                         "subgroup": ["Male=1", "Male=0", "Male=1"],
+                         "change": [0.04, 0.01, 0.05], "low": [0.01, -0.02, 0.02],
+                         "high": [0.07, 0.04, 0.08]})
+  subgroups = verdict_cells.significant_subgroups(groups, "q")
+  assert subgroups == [("Male=1", 0.04)]  # the FPR row and the interval around 0 left out
+  assert verdict_cells.forgot_words(changes, subgroups) == (
+      "2 classes changed significantly: a -2.05 pt, b +1.10 pt; FNR changed significantly in "
+      "1 subgroup: Male=1 +4.00 pt")
+  assert verdict_cells.forgot_words([]) == "no class changed significantly"

@@ -5,11 +5,9 @@ import pytest
 
 from tests.tflite_export import fake_run
 from tf_forget.artifacts import names
-from tf_forget.compat import keras2
 from tf_forget.evaluate import batched
 from tf_forget.export import converter
 from tf_forget.export import formats
-
 
 
 def test_float32_equals_hand_computed_outputs():

@@ -2,10 +2,10 @@
 and corrupt files refused by `verify` before any parser (`flatbuffer`,
 `flatbuffer_graph`) reads them."""
 
+from ai_edge_litert import schema_py_generated as schema
 import flatbuffers
 import numpy as np
 import pytest
-from ai_edge_litert import schema_py_generated as schema
 
 from tests.tflite_export import fake_run
 from tf_forget.compat import keras2

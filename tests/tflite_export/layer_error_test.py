@@ -11,11 +11,10 @@ import json
 import os
 import time
 
+from ai_edge_litert import schema_py_generated as schema
 import dacite
 import numpy as np
 import pytest
-
-from ai_edge_litert import schema_py_generated as schema
 
 from tests.tflite_export import broken_model
 from tests.tflite_export import fake_run

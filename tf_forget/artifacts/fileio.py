@@ -32,8 +32,9 @@ import zipfile
 import numpy as np
 
 from tf_forget.artifacts import errors
+
 # The file-system primitives (re-exported: callers use `fileio.exists`, `fileio.walk`, ...).
-from tf_forget.artifacts.filesystem import (  # pylint: disable=unused-import
+from tf_forget.artifacts.filesystem import (  # noqa: F401 isort: skip pylint: disable=unused-import
     FileStat, abspath, exists, getsize, gfile, io_errors, is_url, isdir, isfile, join, listdir,
     makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, url_error, walk)
 
@@ -132,7 +133,7 @@ def check_writable(directory):
   Raises:
     errors.WriteError: "cannot write <directory>: Permission denied" and the like.
   """
-  created = []
+  created: list[str] = []
   if not is_url(directory):
     probe = os.path.abspath(directory)
     while probe and not os.path.exists(probe):

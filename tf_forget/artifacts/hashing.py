@@ -22,7 +22,7 @@ import numpy as np
 from tf_forget.artifacts import fileio
 
 _CHUNK = 1 << 20
-_MEMO = {}
+_MEMO: dict[tuple, str] = {}  # (path, size, mtime, inode, ctime) -> hex sha256
 
 
 def sha256_bytes(data):

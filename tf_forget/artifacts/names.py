@@ -8,7 +8,7 @@ docs/artifacts/names.md. Standard library only.
 
 import dataclasses
 import re
-from typing import Optional
+from typing import cast, Optional
 
 from tf_forget.artifacts import errors
 
@@ -102,8 +102,9 @@ class TrainedVariant:
   def parent(self):
     """The variant whose member k this one is made from: `dense` for one-shot and for cycle 1
     of iterative prune-retrain, `iter_<alg>_c<n-1>` for a later cycle; None for a trained one."""
-    if self.iterative and self.cycle > 1:
-      return iterative_name(self.algorithm, self.cycle - 1)
+    cycle = cast(int, self.cycle)  # set on every iterative variant (`parse_trained`)
+    if self.iterative and cycle > 1:
+      return iterative_name(self.algorithm, cycle - 1)
     return DENSE if self.oneshot or self.iterative else None
 
 

@@ -22,8 +22,8 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import user_output
 from tf_forget.cli import app as cli_app
-from tf_forget.cli import startup
 from tf_forget.cli import console
+from tf_forget.cli import startup
 from tf_forget.commands import audit_flags
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import keras2

@@ -15,12 +15,12 @@ import functools
 
 from absl import flags
 
+from tf_forget import executor as executor_lib
 from tf_forget.artifacts import names
 from tf_forget.commands import option_types
 from tf_forget.config import flag_values as flag_values_lib
 from tf_forget.config import tree
 from tf_forget.corruptions import robust_training
-from tf_forget import executor as executor_lib
 from tf_forget.prune import scores as prune_scores
 from tf_forget.report import ship_rule
 

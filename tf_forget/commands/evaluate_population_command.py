@@ -72,8 +72,8 @@ def run(fv):
   if not fileio.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
-  from tf_forget.evaluate import population_eval
   from tf_forget.data import registry
+  from tf_forget.evaluate import population_eval
   # pylint: enable=g-import-not-at-top
   try:
     dataset = registry.get(fv.dataset) if fv.dataset else None

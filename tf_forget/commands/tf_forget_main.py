@@ -70,6 +70,7 @@ def _run(command, rest):
   startup.guard(name)  # Ctrl-C during the imports below: one line, 130
   # pylint: disable=g-import-not-at-top
   from absl import flags
+
   from tf_forget.cli import app as cli_app
   from tf_forget.commands import audit_command
   from tf_forget.commands import audit_flags

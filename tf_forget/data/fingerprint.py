@@ -31,7 +31,6 @@ import collections
 import dataclasses
 import hashlib
 import io
-import os
 from typing import Mapping, Optional, Sequence, Tuple
 
 from tf_forget.artifacts import filesystem

@@ -25,9 +25,9 @@ before any metric. Because the data sets yield uint8 pixels, `InputQuantizer` pr
 
 import re
 
+from ai_edge_litert import interpreter as litert
 import numpy as np
 
-from ai_edge_litert import interpreter as litert
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.data import input_layout

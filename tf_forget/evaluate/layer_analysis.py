@@ -61,7 +61,6 @@ from tf_forget.evaluate import ablation_candidates
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import causal_attribution
 from tf_forget.evaluate import tensor_match
-from tf_forget.export import export
 from tf_forget.export import export_state
 from tf_forget.export import layer_error
 from tf_forget.export import model_explorer

@@ -25,9 +25,8 @@ The reading steps (`verify`, `parse`, `opcode`, `buffer_bytes`, `DTYPES`) also s
 import gzip
 import struct
 
-import numpy as np
-
 from ai_edge_litert import schema_py_generated as schema
+import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.export import flatbuffer_verify

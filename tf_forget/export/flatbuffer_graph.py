@@ -12,9 +12,8 @@ quantization. A file that is not a complete TFLite flatbuffer raises
 import dataclasses
 from typing import Optional, Tuple
 
-import numpy as np
-
 from ai_edge_litert import schema_py_generated as schema
+import numpy as np
 
 from tf_forget.export import flatbuffer
 

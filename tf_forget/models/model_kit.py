@@ -15,6 +15,7 @@ Keras is Keras 2 from `tf_forget.compat.keras2` (CONVENTIONS.md).
 """
 
 import math
+
 from tf_forget.artifacts import errors
 from tf_forget.compat import keras2
 

@@ -57,6 +57,7 @@ from tf_forget.pipeline import run_checks
 from tf_forget.pipeline import run_identity
 from tf_forget.pipeline import stages
 
+
 def _validate(config):
   """Every check of `run_audit` that writes nothing: the plan (`audit_plan.plan`), then the run
   directory's checks (`run_checks.STEPS`); returns (plan, identity, the user's data files

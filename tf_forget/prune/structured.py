@@ -39,7 +39,6 @@ from tf_forget.prune import scores
 from tf_forget.train import pruning
 
 
-
 def kept_count(n, keep_ratio):
   """⌊κ·n + ½⌋ with κ the rational its decimal spelling names (0.85 → 17/20)."""
   keep = fractions.Fraction(repr(float(keep_ratio)))

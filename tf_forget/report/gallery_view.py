@@ -13,7 +13,6 @@ from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html as html_lib
 from tf_forget.report import wording
 
-
 ORDER = (gallery_lib.BROKEN, gallery_lib.FIXED, gallery_lib.CHANGED, gallery_lib.SAME)
 CLASS = {gallery_lib.BROKEN: "gal-broken", gallery_lib.FIXED: "gal-fixed",
          gallery_lib.CHANGED: "gal-changed", gallery_lib.SAME: "gal-same"}

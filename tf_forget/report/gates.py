@@ -36,8 +36,6 @@ from typing import Optional
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 
-
-
 # K = 1: the settings key of a single-network report (`single_network.SETTINGS_KEY`;
 # not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1
 # summary carries, the subgroup that is every example, and the tests the gates then read, in words.

@@ -13,8 +13,14 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.report import html
-from tf_forget.report.figure_kit import (figure, legend_below, legend_height, PLUM, GREY,
-                                         rows_height, to_png, WIDE)
+from tf_forget.report.figure_kit import figure
+from tf_forget.report.figure_kit import GREY
+from tf_forget.report.figure_kit import legend_below
+from tf_forget.report.figure_kit import legend_height
+from tf_forget.report.figure_kit import PLUM
+from tf_forget.report.figure_kit import rows_height
+from tf_forget.report.figure_kit import to_png
+from tf_forget.report.figure_kit import WIDE
 
 
 def figure_png(table, flagged_label, other_label):

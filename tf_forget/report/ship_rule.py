@@ -238,7 +238,8 @@ def rule_text(gates, ship, budget, users=False):
 
 
 def front_note(frame, on_front, dominated, size):
-  """'Front (size in bytes × flips × latency): a, b; dominated: c (by a).'"""
+  """The front and the dominated files in one sentence: 'Front (size in bytes × flips × latency):
+  a, b; dominated: c (by a).'."""
   what = "gzip size" if size == "gzip" else "size in bytes"
   names_of = lambda idx: ", ".join(frame.loc[i, "variant"] for i in idx)
   out = f"Front ({what} × flips × latency): {names_of(on_front)}"

@@ -26,7 +26,6 @@ from tf_forget.report import verdict_view
 from tf_forget.report import wording
 
 
-
 def _cell(value):
   """A table cell: one line, `|` escaped."""
   return " ".join(str(value).split()).replace("|", "\\|")

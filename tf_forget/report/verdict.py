@@ -39,9 +39,9 @@ use K = 30, docs/spec.md §1.5), and that latency is this machine's.
 import pandas as pd
 
 from tf_forget.artifacts import names
+from tf_forget.report import file_pairs
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import pairing as pairing_lib
-from tf_forget.report import file_pairs
 from tf_forget.report import repair_report
 from tf_forget.report import ship_rule
 from tf_forget.report import single_network
@@ -197,9 +197,11 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
       row["significant_classes"] = g["significant_classes"]
     else:
       wc = cells.worst_class(run, classes[classes.variant == variant])
-    row["forgot"] = cells.forgot_words(cells.significant_changes(
-        measures.tables.get("k1_classes") if k1_design else classes[classes.variant == variant],
-        variant, k1_design))
+    row["forgot"] = cells.forgot_words(
+        cells.significant_changes(measures.tables.get("k1_classes") if k1_design
+                                  else classes[classes.variant == variant], variant, k1_design),
+        cells.significant_subgroups(measures.tables.get("k1_subgroups"), variant)
+        if k1_design else ())
     if wc is not None:
       row.update(worst_class=wc["name"], worst_class_n=wc["n"],
                  worst_class_change=wc["difference"], worst_class_low=wc["low"],

@@ -102,12 +102,33 @@ def significant_changes(rows, variant, k1):
   return [(str(r["class_name"]), float(r[change])) for _, r in hits.iterrows()]
 
 
-def forgot_words(changes, shown=3):
-  """'2 classes changed significantly: 8 −2.05 pt, 4 +1.10 pt' (the first `shown`), or
-  'no class changed significantly'."""
-  if not changes:
-    return "no class changed significantly"
+def significant_subgroups(k1_subgroups, variant):
+  """[(subgroup, FNR change)] of the protected subgroups whose false-negative rate changed
+  significantly with K = 1 (the `k1_subgroups` FNR rows whose paired bootstrap 95% interval
+  excludes 0), the largest rise first; [] without rows."""
+  if k1_subgroups is None or k1_subgroups.empty:
+    return []
+  rows = k1_subgroups[(k1_subgroups.variant == variant) & (k1_subgroups.measure == "fnr")]
+  rows = rows[(rows["low"] > 0) | (rows["high"] < 0)].sort_values("change", ascending=False,
+                                                                  kind="stable")
+  return [(str(r["subgroup"]), float(r["change"])) for _, r in rows.iterrows()]
+
+
+def _listed(changes, shown):
   n = len(changes)
   listed = ", ".join(f"{name} {100 * c:+.2f} pt" for name, c in changes[:shown])
-  more = f", {n - shown} more" if n > shown else ""
-  return f"{n} class{'' if n == 1 else 'es'} changed significantly: {listed}{more}"
+  return listed + (f", {n - shown} more" if n > shown else "")
+
+
+def forgot_words(changes, subgroups=(), shown=3):
+  """'2 classes changed significantly: 8 −2.05 pt, 4 +1.10 pt' (the first `shown`), or
+  'no class changed significantly'; then the subgroups whose FNR changed significantly
+  ('FNR changed significantly in 1 subgroup: Male=1 +4.00 pt')."""
+  n = len(changes)
+  out = (f"{n} class{'' if n == 1 else 'es'} changed significantly: {_listed(changes, shown)}"
+         if changes else "no class changed significantly")
+  if subgroups:
+    m = len(subgroups)
+    out += (f"; FNR changed significantly in {m} subgroup{'' if m == 1 else 's'}: "
+            f"{_listed(list(subgroups), shown)}")
+  return out

@@ -55,7 +55,8 @@ def _check_finite(chunk, name, first_row):
     raise validate.StatsInputError(f"{name} contains {what} (row {row})")
 
 
-def _check_pair(ref_logits, cand_logits, y=None):
+def _check_pair(
+    ref_logits, cand_logits, y=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
   a, b = _check_logits(ref_logits, "ref_logits"), _check_logits(cand_logits, "cand_logits")
   if a.shape != b.shape:
     raise validate.StatsInputError(f"ref_logits has shape {a.shape}, cand_logits {b.shape}")
@@ -95,7 +96,7 @@ def _scan(a, b, y):
     e_a = np.exp(np.subtract(ca, m_a[:, None], out=buf_a[:k]), out=buf_a[:k])
     e_b = np.exp(np.subtract(cb, m_b[:, None], out=buf_b[:k]), out=buf_b[:k])
     s_a, s_b = e_a.sum(axis=1), e_b.sum(axis=1)
-    if y is not None:
+    if delta is not None:  # y given
       delta[s:s + k] = e_b[i, y[s:s + k]] / s_b - e_a[i, y[s:s + k]] / s_a
     r = np.subtract(ca, cb, out=buf_b[:k], dtype=np.float64)  # log p_c − log q_c = r_c − s
     r -= ((m_a - m_b) + np.log(s_a) - np.log(s_b))[:, None]

@@ -268,6 +268,7 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   validate.check_confidence(confidence)
   y, a, b, m = validate.check_triplet(y, a, b, mask, int(num_classes))
   nan = np.full(num_classes, np.nan)
+  out: dict  # arrays [C], and the int `num_tests`
   out = {"n": np.zeros(num_classes, dtype=np.int64), "recall_a": nan.copy(),
          "recall_b": nan.copy(), "change": nan.copy(), "low": nan.copy(), "high": nan.copy(),
          "broken": np.zeros(num_classes, dtype=np.int64),

@@ -16,6 +16,8 @@ import zipfile
 
 import numpy as np
 
+from tests import timed
+
 
 def sha(path):
   with open(path, "rb") as f:
@@ -90,12 +92,18 @@ def canonical(value):
 def report_numbers(report):
   """The pinned part of report.json: variants, readable tables, hashes of the others."""
   tables = dict(report["tables"])
-  # The verdict's latency columns are timings (like the `deployment` table): not pinned.
-  tables["verdict"] = [{k: v for k, v in row.items() if not k.startswith("latency")}
+  # The verdict's latency columns are timings (like the `deployment` table): not pinned; nor the
+  # ship rule's verdict and reason of a row, which weigh latency (a file "dominated" in one run
+  # may be on the front in the next); its gate column and numbers are.
+  tables["verdict"] = [{k: v for k, v in row.items()
+                        if not k.startswith("latency") and k not in ("verdict", "reason")}
                        for row in tables.get("verdict", [])]
   return json.loads(json.dumps({
       "variants": report["variants"],
-      "recommendation": report.get("recommendation"),
+      # The front (and what the choice gives up against it) weighs latency: not pinned.
+      "recommendation": timed.without_timings(
+          {k: v for k, v in (report.get("recommendation") or {}).items()
+           if k not in ("front", "front_note", "gives_up")}),
       "tables": {k: tables[k] for k in READABLE_TABLES if k in tables},
       "subgroups_fnr": [r for r in tables.get("subgroups", []) if r["metric"] == "fnr"],
       "tables_sha256": {

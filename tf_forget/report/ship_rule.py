@@ -15,8 +15,9 @@ A compressed file is eligible when it
 Among the eligible files, one is dominated when another is at least as good on all three
 objectives — size (`--size`: the file's bytes or its gzip download), flips against the
 reference (not significantly more, paired over the test examples: `file_pairs`), latency at
-batch 1 (within `LATENCY_TIE`) — and clearly better on one (smaller by more than `SIZE_TIE`,
-significantly fewer flips, or faster by more than `LATENCY_TIE`). Of the undominated files
+batch 1 (not clearly slower) — and clearly better on one (smaller by more than `SIZE_TIE`,
+significantly fewer flips, or clearly faster: by more than `LATENCY_TIE` and with the
+interquartile ranges of the two files' per-round ratios apart). Of the undominated files
 (the front) the rule ships the smallest (sizes within `SIZE_TIE` go to the higher top-1;
 without measured sizes, the smallest top-1 loss), unless one at most `SIZE_TOLERANCE` larger flips
 significantly fewer test examples: then the one of those with the fewest flips. A file of
@@ -136,13 +137,24 @@ def _fewer_flips(pairs, a, b):
 
 
 def _latency(row):
+  """(median, low, high) of the row's batch-1 latency ratio to the float reference (low / high:
+  the interquartile range over the timing rounds, the median when not recorded), or None."""
   x = row.get("latency_vs_dense", NAN)
-  return x if _finite(x) else None
+  if not _finite(x):
+    return None
+  low, high = row.get("latency_vs_dense_low", NAN), row.get("latency_vs_dense_high", NAN)
+  return (x, low if _finite(low) else x, high if _finite(high) else x)
 
 
 def _size(frame, i, size_col):
   x = frame.loc[i].get(size_col, NAN)
   return x if _finite(x) else NAN
+
+
+def _slower(a, b):
+  """Whether latency `a` is clearly above `b`: beyond `LATENCY_TIE` and beyond both spreads (the
+  lower quartile of a's ratios above the upper quartile of b's)."""
+  return a[0] > b[0] * (1 + LATENCY_TIE) and a[1] > b[2]
 
 
 def dominates(frame, j, i, pairs, size_col):
@@ -151,7 +163,7 @@ def dominates(frame, j, i, pairs, size_col):
   sa, sb = _size(frame, j, size_col), _size(frame, i, size_col)
   la, lb = _latency(a), _latency(b)
   size_ok = not (_finite(sa) and _finite(sb)) or sa <= sb * (1 + SIZE_TIE)
-  speed_ok = la is None or lb is None or la <= lb * (1 + LATENCY_TIE)
+  speed_ok = la is None or lb is None or not _slower(la, lb)
   if not (size_ok and speed_ok and _no_worse_flips(pairs, a["variant"], b["variant"])):
     return None
   better = []
@@ -160,8 +172,8 @@ def dominates(frame, j, i, pairs, size_col):
   if _fewer_flips(pairs, a["variant"], b["variant"]):
     better.append(f"fewer flips ({pairs.flips(a['variant']):.0f} vs "
                   f"{pairs.flips(b['variant']):.0f})")
-  if la is not None and lb is not None and la * (1 + LATENCY_TIE) < lb:
-    better.append(f"faster ({la:.2f}x vs {lb:.2f}x the reference's latency)")
+  if la is not None and lb is not None and _slower(lb, la):
+    better.append(f"faster ({la[0]:.2f}x vs {lb[0]:.2f}x the reference's latency)")
   return ", ".join(better) or None
 
 

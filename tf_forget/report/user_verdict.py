@@ -22,6 +22,7 @@ Numpy / pandas and the report's own modules only; the numbers come from the verd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.report import ship_rule
+from tf_forget.report import wording
 
 
 def is_user(variant):
@@ -69,13 +70,6 @@ def _sizes(row):
   return _kib(row["size_bytes"]) + ("" if g != g else f", gzip {_kib(g)}")
 
 
-def _count(x):
-  """A count of examples: whole, or one decimal for a mean over members ("n/a": undefined)."""
-  if x != x:
-    return "n/a"
-  return f"{x:.0f}" if abs(x - round(x)) < 1e-6 else f"{x:.1f}"
-
-
 def _whose(variant):
   if variant == names.DENSE:
     return "the dense float32 file"
@@ -94,14 +88,17 @@ def _why_not(frame, user, best, pairs):
   ok, flips, top1 = ship_rule.as_good(pairs, frame, user, best)
   out = []
   if flips is not None and flips.low > 0:
-    out.append(f"it flips {_count(flips.count)} more test examples than {_whose(b['variant'])}"
-               f" ({_count(pairs.flips(u['variant']))} vs {_count(pairs.flips(b['variant']))} "
+    out.append(f"it flips {wording.count(flips.count)} more test examples than {_whose(b['variant'])}"
+               f" ({wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(b['variant']))} "
                f"against the reference; {_pt(flips)}, paired)")
   elif flips is not None and flips.high > ship_rule.AS_GOOD_MARGIN:
     out.append(f"its flips cannot be shown as few as {_whose(b['variant'])}'s "
                f"({_pt(flips)}: the interval reaches past {100 * ship_rule.AS_GOOD_MARGIN:g} pt)")
   if top1 is not None and (top1.high < 0 or -top1.low > ship_rule.AS_GOOD_MARGIN):
-    out.append(f"its top-1 is {100 * (u['top1'] - b['top1']):+.2f} points against it")
+    gap = 100 * (b["top1"] - u["top1"])
+    out.append(f"its top-1 is {abs(gap):.2f} points {'lower' if gap > 0 else 'higher'} "
+               f"({100 * top1.mean:+.2f} pt [{100 * top1.low:+.2f}, {100 * top1.high:+.2f}], "
+               "paired)")
   ratio = (u["size_bytes"] / b["size_bytes"] if b["size_bytes"] == b["size_bytes"]
            else float("nan"))
   if ratio == ratio and ratio > 1 + ship_rule.SIZE_TOLERANCE:
@@ -119,7 +116,15 @@ def _same(pairs, a, b):
     return f"the same top-1 predictions on all {pairs.examples:,} test examples"
   if apart != apart:
     return "no member to compare with"
-  return f"{_count(apart)} of {pairs.examples:,} test examples apart"
+  return f"{wording.count(apart)} of {pairs.examples:,} test examples apart"
+
+
+def _next_best(frame):
+  """tf_forget's smallest eligible file (a row), or None."""
+  rows = frame[frame["verdict"].isin(("pass", "dominated")) & ~frame["variant"].map(is_user)]
+  if rows.empty:
+    return None
+  return rows.sort_values("size_bytes", kind="stable").iloc[0]
 
 
 def _status(u, gated):
@@ -147,13 +152,16 @@ def sentence(frame, user, best, pairs, gated, instead_of=None):
   forgot = f"; {forgot}" if forgot else ""
   if user == best:
     if instead_of is None:
-      return (f"{head} {_status(u, gated)} and is recommended: the rule's choice"
-              f"{forgot}.")
+      alt = _next_best(frame)
+      return (f"{head} {_status(u, gated)} and is recommended: the rule's choice{forgot}"
+              + ("" if alt is None else
+                 f"; against {_whose(alt['variant'])} ({_sizes(alt)}): "
+                 f"{_same(pairs, u['variant'], alt['variant'])}{means}") + ".")
     o = frame.loc[instead_of]
     _, flips, _ = ship_rule.as_good(pairs, frame, user, instead_of)
     return (f"{head} {_status(u, gated)} and is recommended instead of {_whose(o['variant'])} "
             f"({_sizes(o)}): {_same(pairs, u['variant'], o['variant'])}, "
-            f"{_count(pairs.flips(u['variant']))} vs {_count(pairs.flips(o['variant']))} flips "
+            f"{wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(o['variant']))} flips "
             f"against the reference{means} ({_pt(flips)}, paired) — as good, and within "
             f"{100 * ship_rule.SIZE_TOLERANCE:g}% of its size: you ship your own bytes{forgot}.")
   against = (f"against the recommended file, {_whose(b['variant'])} ({_sizes(b)}): "

@@ -47,6 +47,7 @@ from tf_forget.report import ship_rule
 from tf_forget.report import single_network
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
+from tf_forget.report import wording
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
@@ -321,7 +322,8 @@ def _why(row, pairs):
          f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
          f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])})")
   if _finite(flips):
-    out += f"; {flips:.0f} of {n:,} test examples flipped against the reference"
+    out += (f"; {wording.count(flips)} of {n:,} test examples flipped against the reference"
+            + (" (a mean over member pairs)" if int(row["members"]) > 1 else ""))
   if _finite(row.get("latency_vs_dense")):
     out += (f"; {row['latency_vs_dense']:.2f}x the float reference's latency at batch 1 "
             "(this machine" + (f", {row['runtime']}" if row.get("runtime") else "") + ")")

@@ -245,3 +245,10 @@ def fold_notes(notes, shown=4):
     else:
       out += [what] * len(who)
   return fold(out)
+
+
+def count(x):
+  """A count of examples: whole, or one decimal for a mean over members ("n/a": undefined)."""
+  if x != x:
+    return "n/a"
+  return f"{x:.0f}" if abs(x - round(x)) < 1e-6 else f"{x:.1f}"

@@ -1,29 +1,11 @@
 """The audit's library function (`eval/audit.py` is the thin binary over it).
 
-`run_audit(config)` runs the pipeline for one data set, each stage resumable and skipping what
-is already on disk:
-  1. train (or reuse) the dense and pruned populations (`tf_forget.train.population`);
-  2. export every member to TFLite: dense members to float32 (`dense`) and the post-training
-     formats of the data set (docs/spec.md §2.3), pruned members to float32 only unless combinations
-     are asked for (`pruned_quantizations`, e.g. `prune_0.9+full_int8`; docs/spec.md §1.1); unless
-     `deploy_encoding="plain"`, every pruned member's file also gets a sparse-encoded twin
-     (`prune_0.9+full_int8+sparse`; a dense model's sparse file is its plain file
-     re-serialized, so dense files get none);
-  3. generate the corruption suite of the eval split (`tf_forget.corruptions.cache`) and evaluate
-     every `.tflite` file on the clean split, and the files of the robustness members
-     (`Plan.robustness_members`: the first 5 in the paper protocols, docs/spec.md §1.5) on the
-     corrupted splits (`tf_forget.evaluate.population_eval`) and under l-inf uniform noise
-     (`tf_forget.evaluate.noise_eval`, 003 §4.1, docs/spec.md §6.7);
-  4. choose per variant the shipped encoding from the twin check, sizes and latencies measured
-     in the same run (`tf_forget.evaluate.encodings`);
-  5. compute every measure that applies and write `report.json`, `tables/*.csv`, `report.html`
-     (`tf_forget.report`; sparse twins are not report variants: their predictions are checked
-     equal to their plain twin's, and their sizes and latencies have their own section);
-  6. write the deployment bundle with the gate verdicts and the chosen files
-     (`tf_forget.evaluate.deploy`).
-Every number in the report comes from running the exported `.tflite` files.
+`run_audit(config)` runs the pipeline for one data set — the stages told once, in order, with
+what each reads and writes, in docs/architecture.md ("The stages, in order") — each stage
+resumable and skipping what is already on disk. Every number in the report comes from running
+the exported `.tflite` files.
 
-Stages 1-3 run on an executor (`config.execution`; `tf_forget.pipeline.stages`): "inline"
+The stages that make members and files run on an executor (`config.execution`; `tf_forget.pipeline.stages`): "inline"
 in this process, "local" on a process pool of `workers`, "ray" as Ray core tasks. Each unit of work
 is a task (`tf_forget.pipeline.tasks`) whose artifacts are the same bytes on every executor; the
 executor is not part of the run's identity, so a run may be continued on another one.

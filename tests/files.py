@@ -1,10 +1,18 @@
-"""Files on disk in tests: snapshots to check nothing changed, and a rename that
-fails once, to check that a swap rolls back."""
+"""Files on disk in tests: a planted text file, snapshots to check nothing changed, and a rename
+that fails once, to check that a swap rolls back."""
 
 import contextlib
 import errno
 import os
 import signal
+
+
+def write_text(root, rel, text):
+  """Writes `text` to `root/rel`, making its folders (a planted tree's file)."""
+  path = os.path.join(root, rel)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
 
 
 def snapshot(root, entries=None):

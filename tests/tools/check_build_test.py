@@ -4,6 +4,8 @@ and a planted missing dep and an unbuilt module are each caught."""
 import os
 import sys
 
+from tests import files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import check_build  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -13,22 +15,15 @@ def test_the_checkout_has_every_import_as_a_dep():
   assert check_build.findings(ROOT) == []
 
 
-def _write(root, rel, text):
-  path = os.path.join(root, rel)
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-
-
 def test_a_missing_dep_and_an_unbuilt_module_are_reported(tmp_path):
   root = str(tmp_path)
-  _write(root, "tf_forget/__init__.py", "")
-  _write(root, "tf_forget/a/__init__.py", "")
-  _write(root, "tf_forget/a/b.py", "X = 1\n")
-  _write(root, "tf_forget/a/c.py", "from tf_forget.a import b\n")
-  _write(root, "tf_forget/a/d.py", "def f():\n  from tf_forget.a import e\n  import numpy\n")
-  _write(root, "tf_forget/a/e.py", "from tf_forget.a.b import X\n")
-  _write(root, "tf_forget/a/BUILD",
+  files.write_text(root, "tf_forget/__init__.py", "")
+  files.write_text(root, "tf_forget/a/__init__.py", "")
+  files.write_text(root, "tf_forget/a/b.py", "X = 1\n")
+  files.write_text(root, "tf_forget/a/c.py", "from tf_forget.a import b\n")
+  files.write_text(root, "tf_forget/a/d.py", "def f():\n  from tf_forget.a import e\n  import numpy\n")
+  files.write_text(root, "tf_forget/a/e.py", "from tf_forget.a.b import X\n")
+  files.write_text(root, "tf_forget/a/BUILD",
          'py_library(name = "b", srcs = ["b.py"])\n'
          'py_library(name = "c", srcs = ["c.py"])\n'  # imports b without the dep
          'py_library(name = "d", srcs = ["d.py"])\n'
@@ -39,6 +34,6 @@ def test_a_missing_dep_and_an_unbuilt_module_are_reported(tmp_path):
       "tf_forget/a/d.py:2: //tf_forget/a:d imports tf_forget/a/e.py without the dep "
       "//tf_forget/a:e",
   ]
-  _write(root, "tf_forget/a/BUILD", 'py_library(name = "c", srcs = ["c.py"])\n')
+  files.write_text(root, "tf_forget/a/BUILD", 'py_library(name = "c", srcs = ["c.py"])\n')
   assert check_build.findings(root) == [
       "tf_forget/a/c.py:1: imports tf_forget/a/b.py, which no BUILD target builds"]

@@ -7,6 +7,8 @@ The check reads this file too: the planted findings are spelled in pieces (`ISSU
 import os
 import sys
 
+from tests import files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import check_repo  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -29,26 +31,19 @@ def test_the_checkout_has_no_history_no_outside_path_and_no_dead_link():
     assert os.path.join(ROOT, rel) in checked, rel
 
 
-def _write(root, rel, text):
-  path = os.path.join(root, rel)
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-
-
 def test_a_planted_finding_of_each_kind_is_reported(tmp_path):
   root = str(tmp_path)
-  _write(root, "docs/spec.md", "# Spec\n\n## 1. Names\n\n1.2 Top-1 is argmax.\n")
-  _write(root, "docs/other.md", "# Other\n\n## The stages, in order\n")
-  _write(root, "tf_forget/a.py", f'"""Made for {ISSUE}12; see {UP}shared/SPEC.md."""\n'
+  files.write_text(root, "docs/spec.md", "# Spec\n\n## 1. Names\n\n1.2 Top-1 is argmax.\n")
+  files.write_text(root, "docs/other.md", "# Other\n\n## The stages, in order\n")
+  files.write_text(root, "tf_forget/a.py", f'"""Made for {ISSUE}12; see {UP}shared/SPEC.md."""\n'
          f"# {SPEC}1.2 holds; {SPEC}9.9 does not; {OLD_SPEC}1.2 is the old form.\n")
-  _write(root, "README.md", "[ok](docs/other.md#the-stages-in-order) "
+  files.write_text(root, "README.md", "[ok](docs/other.md#the-stages-in-order) "
          "[gone](docs/none.md) [anchor](docs/other.md#the-stages) [web](https://x.org/a)\n")
-  _write(root, "tests/BUILD", f"# The wheel ({HASH}39).\n")
-  _write(root, "benchmarks/b.py", f"# Seen in {HASH}25/{HASH}27 and in {HASH}3's target.\n"
+  files.write_text(root, "tests/BUILD", f"# The wheel ({HASH}39).\n")
+  files.write_text(root, "benchmarks/b.py", f"# Seen in {HASH}25/{HASH}27 and in {HASH}3's target.\n"
          'CSS = "color:#222;border:1px solid #999}"  # a colour, not an issue\n'
          "# CONV_2D #2 (sequential/conv2d_1); tensorflow/model-optimization#1017 (open).\n")
-  _write(root, "examples/x/notes.txt", f"Later ({HASH}7's fix).\n")
+  files.write_text(root, "examples/x/notes.txt", f"Later ({HASH}7's fix).\n")
   found = check_repo.check(root)
   assert found == [
       "README.md:1: link to a missing file docs/none.md",

@@ -5,19 +5,14 @@ that loads a framework after all fails."""
 import os
 import sys
 
+from tests import files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import fast_tests  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # The checkout's fast tier held 27 of 189 test files when this floor was set.
 FLOOR = 24
-
-
-def _write(root, rel, text):
-  path = os.path.join(root, rel)
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
 
 
 def _read(rel):
@@ -27,16 +22,16 @@ def _read(rel):
 
 def _planted(root):
   """A checkout whose test files load a framework or a process in each way the tier knows."""
-  _write(root, "tests/__init__.py", "")
-  _write(root, "tests/conftest.py", "from tf_forget import switch\nswitch.enable()\n")
-  _write(root, "tf_forget/__init__.py", "def api():\n  import tf_forget.heavy\n")
-  _write(root, "tf_forget/switch.py", "def enable():\n  pass\n\n\n"
+  files.write_text(root, "tests/__init__.py", "")
+  files.write_text(root, "tests/conftest.py", "from tf_forget import switch\nswitch.enable()\n")
+  files.write_text(root, "tf_forget/__init__.py", "def api():\n  import tf_forget.heavy\n")
+  files.write_text(root, "tf_forget/switch.py", "def enable():\n  pass\n\n\n"
          "def keras():\n  import tf_keras\n  return tf_keras\n")
-  _write(root, "tf_forget/pure.py", "import numpy as np\n")
-  _write(root, "tf_forget/heavy.py", "import numpy\n\n\ndef train():\n"
+  files.write_text(root, "tf_forget/pure.py", "import numpy as np\n")
+  files.write_text(root, "tf_forget/heavy.py", "import numpy\n\n\ndef train():\n"
          "  import tensorflow as tf\n  return tf\n")
-  _write(root, "tf_forget/middle.py", "from tf_forget import heavy\n")
-  _write(root, "tf_forget/pool.py", "import os\n\n\ndef shell(cmd):\n  return os.system(cmd)\n")
+  files.write_text(root, "tf_forget/middle.py", "from tf_forget import heavy\n")
+  files.write_text(root, "tf_forget/pool.py", "import os\n\n\ndef shell(cmd):\n  return os.system(cmd)\n")
   tests = {
       "pure_test.py": "from tf_forget import pure\n",
       "lazy_test.py": "def test_x():\n  from tf_forget import middle\n",
@@ -46,9 +41,9 @@ def _planted(root):
       "shell_test.py": "from tf_forget import pool\n",
       "command_test.py": "from tests import binary_main\n",
   }
-  _write(root, "tests/binary_main.py", "")
+  files.write_text(root, "tests/binary_main.py", "")
   for name, text in tests.items():
-    _write(root, f"tests/a/{name}", text)
+    files.write_text(root, f"tests/a/{name}", text)
 
 
 def test_a_test_loading_a_framework_or_a_process_is_slow_and_a_pure_one_fast(tmp_path):
@@ -88,9 +83,9 @@ def test_the_checkout_holds_the_pure_packages_tests_in_the_fast_tier():
 def test_a_run_that_loads_a_framework_fails_naming_the_test(tmp_path, monkeypatch, capsys):
   monkeypatch.syspath_prepend(str(tmp_path))  # sys.path is restored afterwards
   monkeypatch.setattr(fast_tests, "FRAMEWORKS", fast_tests.FRAMEWORKS + ("planted_framework",))
-  _write(str(tmp_path), "planted_framework.py", "")
-  _write(str(tmp_path), "pure_planted_test.py", "def test_pure():\n  assert True\n")
-  _write(str(tmp_path), "loading_planted_test.py",
+  files.write_text(str(tmp_path), "planted_framework.py", "")
+  files.write_text(str(tmp_path), "pure_planted_test.py", "def test_pure():\n  assert True\n")
+  files.write_text(str(tmp_path), "loading_planted_test.py",
          "def test_loads():\n  import planted_framework  # pylint: disable=unused-import\n")
   try:
     assert fast_tests.run([str(tmp_path / "pure_planted_test.py")]) == 0

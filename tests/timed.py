@@ -7,6 +7,9 @@ anew by every run; a test comparing two runs' tables or JSON leaves them out.
 import re
 
 TIMED = ("latency", "seconds", "per_second", "_ms", "wall_time", "vs_reference")
+# Columns decided by timings: the ship rule's row verdict and its reason (dominated or too slow
+# in one run, on the front in the next), the encoding's reason.
+DECIDED = ("verdict", "reason")
 
 
 def is_timed(name):
@@ -15,8 +18,8 @@ def is_timed(name):
 
 
 def untimed(table):
-  """`table` (a DataFrame) without its timed columns."""
-  return table[[c for c in table.columns if not is_timed(c)]]
+  """`table` (a DataFrame) without its timed columns and those decided by timings."""
+  return table[[c for c in table.columns if not is_timed(c) and c not in DECIDED]]
 
 
 _RATIO = re.compile(r"\d+(\.\d+)?x the float reference's latency")

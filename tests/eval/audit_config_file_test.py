@@ -19,6 +19,7 @@ from tests import timed
 from tests.eval import audit_binary
 from tests.examples import readme_commands
 from tf_forget import api
+from tf_forget.artifacts import names
 from tf_forget.config import tree
 
 TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
@@ -59,8 +60,10 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   assert timed.without_timings(a.verdict) == timed.without_timings(b.verdict)
   assert a.verdict["variant"]
   assert b.report["config"] == dict(recorded[tree.AUDIT_CONFIG_KEY], out=again)
-  # The tables of a Result are the report's CSV files.
-  csv = pd.read_csv(os.path.join(first, "tables", "verdict.csv"))
+  # The tables of a Result are the report's CSV files, names (class 7) as text.
+  csv = pd.read_csv(os.path.join(first, "tables", "verdict.csv"),
+                    dtype={c: str for c in names.NAME_COLUMNS})
+  assert csv["worst_class"].dropna().map(type).eq(str).all()
   pd.testing.assert_frame_equal(a.tables["verdict"], csv)
 
   # Flags given with --config replace its fields and are checked as flags.

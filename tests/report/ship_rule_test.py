@@ -8,6 +8,7 @@ import pytest
 from tf_forget.report import file_pairs
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import ship_rule
+from tf_forget.report import user_verdict
 from tf_forget.report import verdict
 from tf_forget.report import verdict_cells
 
@@ -125,3 +126,15 @@ def test_forgotten_classes_and_subgroups_in_words():
       "2 classes changed significantly: a -2.05 pt, b +1.10 pt; FNR changed significantly in "
       "1 subgroup: Male=1 +4.00 pt")
   assert verdict_cells.forgot_words([]) == "no class changed significantly"
+
+
+def test_under_gzip_a_users_file_is_weighed_and_told_by_its_gzip_size():
+  """Same bytes, gzip 19.0 vs 7.9 KiB: the sentence gives the gzip ratio, not the bytes'."""
+  frame = _frame([{"variant": "user_dyn", "size_bytes": 24200.0, "gzip_bytes": 19456.0},
+                  {"variant": "user_clustered", "size_bytes": 24200.0, "gzip_bytes": 8090.0}])
+  pairs = _pairs({"user_dyn": 8, "user_clustered": 9})
+  settings = ship_rule.Settings(size="gzip")
+  rec = verdict.recommend(frame, gates_lib.Gates(), settings, pairs)
+  assert rec["variant"] == "user_clustered"
+  (clustered, dyn) = user_verdict.sentences(frame, rec, pairs, False, "gzip_bytes")[::-1]
+  assert "not chosen: it is 2.40x the gzip size" in dyn, dyn

@@ -2,9 +2,9 @@
 
 Per format and encoding, the deployment table reports the median batch-1 and batch-64 latency with 2
 threads, measured in the same run as the plain twin. `measure` times several files in one
-run, interleaved in rounds: for every batch size, each round creates a fresh interpreter per
-file, warms them, then invokes every file `block` times in turn (after one untimed invoke), the
-first file rotating from round to round. Blocks rather than single invokes: alternating invokes
+run, interleaved in rounds: for every batch size, each round takes every file in turn — a
+fresh interpreter, warmed, invoked `block` times (after one untimed invoke), released — the first
+file rotating from round to round. Blocks rather than single invokes: alternating invokes
 of an XNNPACK and a built-in-kernel interpreter one by one lets their thread pools disturb each
 other, a block re-warms the pool first.
 
@@ -16,7 +16,11 @@ pair each round turns that state into round-to-round spread, which `paired_ratio
 of the two block medians of the same round, same load) and `ratio_interval` (their median and
 interquartile range) expose instead of hiding it in one number.
 
-Only `invoke` is timed (the input is set before); the inputs are fixed pseudo-random pixels
+Within a round one interpreter lives at a time (`_round`): created, warmed, timed, released —
+with several alive, the idle thread pools of the others spin on the cores the timed one needs
+(seen: a float file six times faster than a 16x8 file timed at 0.25-0.5x of it, beside six
+idle interpreters). Only `invoke` is
+timed (the input is set before); the inputs are fixed pseudo-random pixels
 (the sparse kernels' work does not depend on the data). The first `warmup` invocations of each
 interpreter are not timed (XNNPACK packs weights at the first invoke). The runtime path is
 chosen in the first round (`interpreter.create_for_device`: XNNPACK, else the built-in kernels)
@@ -97,21 +101,23 @@ def _time_block(interp, n):
 
 
 def _round(data, order, n, batch_size, num_threads, runtimes, fallbacks, warmup, seed):
-  """{name: n invoke times} of one round on fresh interpreters.
+  """{name: n invoke times} of one round, each file on a fresh interpreter of its own, created,
+  warmed and timed in turn and released before the next: only the timed file's thread pool is
+  alive (idle XNNPACK pools of other interpreters spin and steal the timed one's cores).
 
   `runtimes` maps a name to the runtime to create it with; "auto" is replaced by the path
   taken (its fallback reason put in `fallbacks`), so later rounds skip the probe.
   """
-  prepared = {}
+  out = {}
   for name in order:
     interp, used, reason = _prepare(data[name], batch_size, num_threads, runtimes[name], seed)
     if runtimes[name] == "auto":
       runtimes[name], fallbacks[name] = used, reason
-    prepared[name] = interp
-  for name in order:
     for _ in range(warmup):
-      prepared[name].invoke()
-  return {name: _time_block(prepared[name], n) for name in order}
+      interp.invoke()
+    out[name] = _time_block(interp, n)
+    del interp
+  return out
 
 
 def _stats(times, round_medians):

@@ -208,9 +208,10 @@ def choose(frame, on_front, pairs, size_col):
   return min(better, key=lambda i: (pairs.flips(frame.loc[i, "variant"]), size(i), i))
 
 
-def as_good(pairs, frame, user, best):
-  """Whether row `user` is as good as row `best` (module docstring): (bool, the flips and
-  top-1 `file_pairs.Difference`s of user - best)."""
+def as_good(pairs, frame, user, best, size_col="size_bytes"):
+  """Whether row `user` is as good as row `best` (module docstring; sizes in `size_col`, the
+  measure the rule weighs): (bool, the flips and top-1 `file_pairs.Difference`s of user -
+  best)."""
   a, b = frame.loc[user, "variant"], frame.loc[best, "variant"]
   flips = None if pairs is None else pairs.flips_apart(a, b)
   top1 = None if pairs is None else pairs.top1_apart(a, b)
@@ -218,7 +219,7 @@ def as_good(pairs, frame, user, best):
     return False, flips, top1
   ok = (not flips.low > 0 and flips.high <= AS_GOOD_MARGIN
         and not top1.high < 0 and -top1.low <= AS_GOOD_MARGIN)
-  su, sb = frame.loc[user, "size_bytes"], frame.loc[best, "size_bytes"]
+  su, sb = _size(frame, user, size_col), _size(frame, best, size_col)
   ok = ok and (not (_finite(su) and _finite(sb)) or su <= sb * (1 + SIZE_TOLERANCE))
   return ok, flips, top1
 

@@ -38,7 +38,7 @@ def user_name(variant):
   return names.parse_variant(variant).format[len(names.USER_FORMAT_PREFIX):]
 
 
-def preferred(frame, best, candidates, pairs):
+def preferred(frame, best, candidates, pairs, size_col="size_bytes"):
   """The index of the user's file to recommend instead of `best`, or None: among the eligible
   `candidates` of the user's that are as good (`ship_rule.as_good`), the smallest (then the
   fewest flips).
@@ -48,14 +48,15 @@ def preferred(frame, best, candidates, pairs):
     best: the index of the row the rule chose.
     candidates: indices of the eligible rows.
     pairs: `file_pairs.Pairs`, or None.
+    size_col: the size the rule weighs (`ship_rule.size_column`).
   """
   if pairs is None or is_user(frame.loc[best, "variant"]):
     return None
   good = [i for i in candidates if is_user(frame.loc[i, "variant"])
-          and ship_rule.as_good(pairs, frame, i, best)[0]]
+          and ship_rule.as_good(pairs, frame, i, best, size_col)[0]]
   if not good:
     return None
-  size = lambda i: frame.loc[i, "size_bytes"]
+  size = lambda i: frame.loc[i].get(size_col, float("nan"))
   return min(good, key=lambda i: (size(i) if size(i) == size(i) else float("inf"),
                                   pairs.flips(frame.loc[i, "variant"])))
 
@@ -81,11 +82,11 @@ def _pt(d):
   return f"{100 * d.mean:+.2f} pt [{100 * d.low:+.2f}, {100 * d.high:+.2f}]"
 
 
-def _why_not(frame, user, best, pairs):
+def _why_not(frame, user, best, pairs, size_col):
   """Why the eligible row `user` was not chosen over the recommended row `best`, in numbers
   (a phrase)."""
   u, b = frame.loc[user], frame.loc[best]
-  ok, flips, top1 = ship_rule.as_good(pairs, frame, user, best)
+  ok, flips, top1 = ship_rule.as_good(pairs, frame, user, best, size_col)
   out = []
   if flips is not None and flips.low > 0:
     out.append(f"it flips {wording.count(flips.count)} more test examples than {_whose(b['variant'])}"
@@ -99,10 +100,10 @@ def _why_not(frame, user, best, pairs):
     out.append(f"its top-1 is {abs(gap):.2f} points {'lower' if gap > 0 else 'higher'} "
                f"({100 * top1.mean:+.2f} pt [{100 * top1.low:+.2f}, {100 * top1.high:+.2f}], "
                "paired)")
-  ratio = (u["size_bytes"] / b["size_bytes"] if b["size_bytes"] == b["size_bytes"]
-           else float("nan"))
+  su, sb = u.get(size_col, float("nan")), b.get(size_col, float("nan"))
+  ratio = su / sb if sb == sb else float("nan")
   if ratio == ratio and ratio > 1 + ship_rule.SIZE_TOLERANCE:
-    out.append(f"it is {ratio:.2f}x the size")
+    out.append(f"it is {ratio:.2f}x the {'gzip ' if size_col == 'gzip_bytes' else ''}size")
   if not out:  # as good, but another file of yours was smaller
     out.append(f"{_whose(b['variant'])} is as good and smaller")
   return "; ".join(out)
@@ -134,7 +135,7 @@ def _status(u, gated):
   return f"is not eligible ({u['verdict']}: {u['reason']})"
 
 
-def sentence(frame, user, best, pairs, gated, instead_of=None):
+def sentence(frame, user, best, pairs, gated, instead_of=None, size_col="size_bytes"):
   """The sentence of the verdict row `user` (index) against the recommended row `best`.
 
   Args:
@@ -143,6 +144,7 @@ def sentence(frame, user, best, pairs, gated, instead_of=None):
     pairs: `file_pairs.Pairs`.
     gated: whether any gate is set (the words say "gate" only then).
     instead_of: the row the rule chose, when the user's file replaced it (or None).
+    size_col: the size the rule weighs (`ship_rule.size_column`).
   """
   u, b = frame.loc[user], frame.loc[best]
   head = f"Your {user_name(u['variant'])} file ({u['variant']}, {_sizes(u)})"
@@ -158,7 +160,7 @@ def sentence(frame, user, best, pairs, gated, instead_of=None):
                  f"; against {_whose(alt['variant'])} ({_sizes(alt)}): "
                  f"{_same(pairs, u['variant'], alt['variant'])}{means}") + ".")
     o = frame.loc[instead_of]
-    _, flips, _ = ship_rule.as_good(pairs, frame, user, instead_of)
+    _, flips, _ = ship_rule.as_good(pairs, frame, user, instead_of, size_col)
     return (f"{head} {_status(u, gated)} and is recommended instead of {_whose(o['variant'])} "
             f"({_sizes(o)}): {_same(pairs, u['variant'], o['variant'])}, "
             f"{wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(o['variant']))} flips "
@@ -169,16 +171,17 @@ def sentence(frame, user, best, pairs, gated, instead_of=None):
   status = _status(u, gated)
   if u["verdict"] in ("pass", "dominated"):
     return (f"{head} {status}{forgot}; {against}; not chosen: "
-            f"{_why_not(frame, user, best, pairs)}.")
+            f"{_why_not(frame, user, best, pairs, size_col)}.")
   return f"{head} {status}{forgot}; {against}."
 
 
-def sentences(frame, recommendation, pairs, gated):
-  """One sentence per user row of the verdict table (table order)."""
+def sentences(frame, recommendation, pairs, gated, size_col="size_bytes"):
+  """One sentence per user row of the verdict table (table order); `size_col`: the size the
+  rule weighs."""
   best = frame.index[frame.variant == recommendation["variant"]][0]
   instead = recommendation.get("instead_of")
   instead_of = (frame.index[frame.variant == instead][0] if instead else None)
-  return [sentence(frame, i, best, pairs, gated, instead_of) for i in frame.index
+  return [sentence(frame, i, best, pairs, gated, instead_of, size_col) for i in frame.index
           if is_user(frame.loc[i, "variant"])]
 
 

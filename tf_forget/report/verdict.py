@@ -281,7 +281,7 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
   if other_best is not None and (
       frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)):
     out["size_note"] = _size_note(frame, best, other_best, other)
-  mine = user_verdict.preferred(frame, best, eligible, pairs)
+  mine = user_verdict.preferred(frame, best, eligible, pairs, size_col)
   if mine is not None:  # the user's own bytes, as good as the rule's choice
     out["instead_of"] = frame.loc[best, "variant"]
     frame.at[best, "reason"] = (f"within every bound; your {frame.loc[mine, 'variant']} is as "
@@ -426,6 +426,7 @@ def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, dep
   # The audit's own checks that did not refuse but are unsure (the input scaling), first too.
   rec["caveats"][:0] = list(run.caveats)
   if frame["variant"].map(user_verdict.is_user).any():  # one sentence per file of the user's
-    rec["users"] = user_verdict.sentences(frame, rec, pairs, gates.any())
+    rec["users"] = user_verdict.sentences(frame, rec, pairs, gates.any(),
+                                          ship_rule.size_column(settings.size))
     frame = user_verdict.users_first(frame)
   return frame, rec

@@ -12,7 +12,7 @@ One row per variant, against the dense population:
   network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
   with one dense member (K = 1) instead the paired per-example interval of the
   `k1_topline` table (Newcombe's, over the test examples; `single_network`), and the
-  recommendation states that design (`design`);
+  recommendation states that design (`verdict_words.design`);
 * the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
   docs/spec.md §3.3), its number of test examples, interval, Welch p-value (docs/spec.md §3.1) and
   the Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
@@ -32,8 +32,9 @@ then the user's own files (`user_verdict`): one of theirs that is as good as tha
 instead, and each gets one sentence. If no file is eligible: the dense float32 file. A repaired
 file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
 when the interval of the recommended file's change reaches past the budget, when a class or
-subgroup lost much with no gate on it, when populations are small (K < `SMALL_K`; the papers
-use K = 30, docs/spec.md §1.5), and that latency is this machine's.
+subgroup lost much with no gate on it, when populations are small (K <
+`verdict_words.SMALL_K`; the papers use K = 30, docs/spec.md §1.5), and that latency is this
+machine's (`verdict_words`).
 """
 
 import pandas as pd
@@ -44,25 +45,13 @@ from tf_forget.report import gates as gates_lib
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import repair_report
 from tf_forget.report import ship_rule
-from tf_forget.report import single_network
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
-from tf_forget.report import wording
+from tf_forget.report import verdict_words as words
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
-SMALL_K = 10
-# A worst-class / worst-subgroup change larger than this (5 points) is named in the caveats of
-# the recommended file when no gate bounds it.
-WATCH = 0.05
 NAN = float("nan")
-# The `pairing` of a row whose top-1 interval is over the test examples (K = 1).
-K1_PAIRING = "paired examples"
-# A compressed file that beats its reference by more than chance allows: exact
-# McNemar p below this, with more than MISSCALED_RATIO times as many fixed as broken examples.
-MISSCALED_P = 0.001
-MISSCALED_RATIO = 2
-
 
 def _interval(values_0, values_t, paired, confidence):
   return intervals.mean_difference_interval(values_0, values_t, paired=paired,
@@ -94,16 +83,6 @@ def k1_top1(measures, variant):
   row = t[t.variant == variant].iloc[0]
   return {"difference": float(row["difference"]), "low": float(row["low"]),
           "high": float(row["high"])}
-
-
-def design(run, measures):
-  """The K = 1 design in one sentence for the first screen, or None (K > 1)."""
-  if not measures.config.get(single_network.SETTINGS_KEY):
-    return None
-  n = int(run.eval[names.DENSE].ids.size)
-  return (f"Design: one network (K = 1) against its own compressed files: intervals and tests "
-          f"are over the {n} test examples (paired: McNemar, Newcombe), not over training "
-          "seeds — they describe this trained network, not its training recipe.")
 
 
 def _shipped(deploy, variant, settings):
@@ -187,7 +166,7 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
       continue
     k1 = k1_top1(measures, variant)
     top = k1 or top1_interval(run, variant, confidence)
-    pairing = K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
+    pairing = words.K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
     row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
                pairing=pairing)
     # K = 1: the worst class / subgroup and the gates from the paired tests.
@@ -218,15 +197,6 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
                reasons="; ".join(reasons))
     rows.append(row)
   return pd.DataFrame(rows)
-
-
-def _pairing_words(pairing):
-  """How the top-1 interval pairs, for the recommendation's sentence."""
-  return "paired over the test examples" if pairing == K1_PAIRING else f"{pairing} members"
-
-
-def _points(x):
-  return f"{100 * x:+.2f} pt"
 
 
 def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
@@ -268,7 +238,7 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
     dense = frame[frame.variant == names.DENSE].iloc[0]
     return {"variant": names.DENSE, "file": dense["file"], "rule": rule,
             "why": "no compressed file is eligible: ship the dense float32 file.",
-            "caveats": _caveats(frame, None, budget, gates, settings), "front": [],
+            "caveats": words.caveats(frame, None, budget, gates, settings), "front": [],
             "gives_up": []}
   out = {"front": [frame.loc[i, "variant"] for i in on_front],
          "front_note": ship_rule.front_note(frame, on_front, dominated, settings.size),
@@ -280,7 +250,7 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
                 if ship_rule.has_sizes(frame, other_col) else None)
   if other_best is not None and (
       frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)):
-    out["size_note"] = _size_note(frame, best, other_best, other)
+    out["size_note"] = words.size_note(frame, best, other_best, other)
   mine = user_verdict.preferred(frame, best, eligible, pairs, size_col)
   if mine is not None:  # the user's own bytes, as good as the rule's choice
     out["instead_of"] = frame.loc[best, "variant"]
@@ -290,118 +260,15 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
   frame.at[best, "verdict"] = "recommended"
   frame.at[best, "reason"] = "the rule's choice"
   row = frame.loc[best]
-  out.update(variant=row["variant"], file=row["file"], rule=rule, why=_why(row, pairs),
-             caveats=_caveats(frame, best, budget, gates, settings))
+  out.update(variant=row["variant"], file=row["file"], rule=rule, why=words.why(row, pairs),
+             caveats=words.caveats(frame, best, budget, gates, settings))
   return out
-
-
-def _kib(x):
-  return f"{x / 1024:.1f} KiB"
-
-
-def _size_note(frame, best, other_best, other):
-  """The sentence saying that weighing the other size measure changes the choice."""
-  b, o = frame.loc[best], frame.loc[other_best]
-  col = ship_rule.size_column(other)
-  what = "gzip size (the download)" if other == "gzip" else "size in bytes (the file on disk)"
-  made = (" Pruned and clustered files are made to compress:" if other == "gzip" else "")
-  return (f"Weighed by {what}, the rule would choose {o['variant']} ({_kib(o[col])} against "
-          f"{_kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
-          "your deployment pays for.")
-
-
-def _why(row, pairs):
-  """The recommended file in one sentence: sizes, top-1 change, flips, latency, runtime."""
-  size = ("size not measured" if not _finite(row["size_bytes"]) else
-          f"{_kib(row['size_bytes'])}"
-          + (f" (gzip {_kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
-          + f", {row['size_vs_dense']:.2f}x the dense file")
-  flips = pairs.flips(row["variant"]) if pairs is not None else NAN
-  n = pairs.examples if pairs is not None else 0
-  out = (f"{row['variant']}: {size}; top-1 {_points(row['top1_change'])} "
-         f"({100 * intervals.CONFIDENCE:g}% CI {_points(row['top1_low'])} to "
-         f"{_points(row['top1_high'])}, {_pairing_words(row['pairing'])})")
-  if _finite(flips):
-    out += (f"; {wording.count(flips)} of {n:,} test examples flipped against the reference"
-            + (" (a mean over member pairs)" if int(row["members"]) > 1 else ""))
-  if _finite(row.get("latency_vs_dense")):
-    out += (f"; {row['latency_vs_dense']:.2f}x the float reference's latency at batch 1 "
-            "(this machine" + (f", {row['runtime']}" if row.get("runtime") else "") + ")")
-  forgot = row.get("forgot") or ""
-  return out + (f"; {forgot}" if forgot else "") + "."
-
-
-def _finite(x):
-  return x is not None and x == x
-
-
-def _caveats(frame, best, budget, gates=None, settings=None):
-  out = []
-  if settings is not None and settings.target != "cpu":
-    out.append(f"Latency is this machine's CPU (LiteRT, XNNPACK where it takes the ops), not "
-               f"the {settings.target} target's: measure on the device before you rely on it.")
-  if best is not None:
-    row = frame.loc[best]
-    name = row["variant"]
-    low = row["top1_low"]
-    if low == low and -low > budget:
-      out.append(f"The interval of {name}'s top-1 change reaches {_points(low)}, past the "
-                 "budget: the data do not rule out a larger loss.")
-    loss = row.get("worst_class_change", NAN)
-    if loss == loss and -loss > WATCH:
-      out.append(f"{name} loses {-100 * loss:.2f} pt of recall on class {row['worst_class']} "
-                 f"(n = {int(row['worst_class_n'])}); set --max_significant_classes to gate "
-                 "on class-level changes.")
-    rise = row.get("worst_subgroup_fnr_change", NAN)
-    if rise == rise and rise > WATCH and (gates is None or
-                                           gates.max_subgroup_fnr_increase is None):
-      out.append(f"{name} raises the false-negative rate of subgroup {row['worst_subgroup']} "
-                 f"by {_points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
-                 "--max_subgroup_fnr_increase to gate on it.")
-  k = int(frame["members"].min())
-  k1 = k == 1 and "pairing" in frame and (frame["pairing"] == K1_PAIRING).any()  # design says it
-  if k < SMALL_K and not k1:
-    out.append(f"Small populations (K = {k} members; the papers use 30): intervals are wide, "
-               "and a class flagged significant at p ≤ 0.05 without correction may be chance "
-               "(see the BH-adjusted p).")
-  return out
-
-
-def misscaled_caveat(measures, scaling_checked=False):
-  """The first-screen caveat when a compressed file of a K = 1 audit beats its reference by clearly
-  more than chance allows (`k1_topline`: exact McNemar p < `MISSCALED_P`, more than
-  `MISSCALED_RATIO` times as many fixed as broken examples), or None.
-
-  A post-training conversion does not add accuracy; a file trained further than its reference
-  (fine-tuned while pruning, clustering or quantization-aware training) can, and so can a
-  reference fed values it was not trained on next to a quantized file that rescales its own
-  input. With `scaling_checked` (the input scaling check ran and found the reference's
-  preprocessing right, `tf_forget.evaluate.input_scaling`) the sentence names the first; else
-  both, the scaling first."""
-  t = measures.tables.get("k1_topline")
-  if t is None or not len(t):
-    return None
-  hits = t[(t["mcnemar_p"] < MISSCALED_P) & (t["fixed"] > MISSCALED_RATIO * t["broken"])]
-  if not len(hits):
-    return None
-  row = hits.sort_values("difference", ascending=False, kind="stable").iloc[0]
-  head = (f"{row['variant']} beats its reference by {_points(row['difference'])} "
-          f"({row['fixed']} examples fixed, {row['broken']} broken; exact McNemar p = "
-          f"{row['mcnemar_p']:.1g}), more than chance allows: ")
-  if scaling_checked:
-    return head + ("a post-training conversion does not add accuracy, so it was trained "
-                   "further than the reference (fine-tuned while pruning, clustering or "
-                   "quantization-aware training) or made from another model; the input "
-                   "scaling check found the reference's preprocessing right.")
-  return head + ("compression does not add accuracy, so the inputs are probably mis-scaled — "
-                 "check --preprocess (what the reference was trained on) — or the file was "
-                 "trained further than the reference.")
 
 
 def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, deployment=None,
             scaling_checked=False):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
-  K = 1 the recommendation also has `design` (`design`); with the user's files `users` (one
+  K = 1 the recommendation also has `design` (`verdict_words.design`); with the user's files `users` (one
   sentence per file, `user_verdict`), and their rows come first in the table.
 
   Args:
@@ -410,17 +277,17 @@ def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, dep
     gates_json: the configuration's `gates` dict.
     confidence: level of the top-1 interval.
     deployment: the configuration's `deployment` dict (`ship_rule.Settings.from_json`).
-    scaling_checked: whether the audit's input scaling check ran (`misscaled_caveat`).
+    scaling_checked: whether the audit's input scaling check ran (`verdict_words.misscaled_caveat`).
   """
   gates = gates_lib.Gates.from_json(gates_json)
   settings = ship_rule.Settings.from_json(deployment)
   frame = table(run, measures, gates, confidence, settings)
   pairs = file_pairs.compute(run, list(frame["variant"]))
   rec = recommend(frame, gates, settings, pairs, no_gain=repair_report.no_gain(measures.tables))
-  sentence = design(run, measures)
+  sentence = words.design(run, measures)
   if sentence:
     rec["design"] = sentence
-  misscaled = misscaled_caveat(measures, scaling_checked)
+  misscaled = words.misscaled_caveat(measures, scaling_checked)
   if misscaled:  # first: it puts every other number in doubt
     rec["caveats"].insert(0, misscaled)
   # The audit's own checks that did not refuse but are unsure (the input scaling), first too.

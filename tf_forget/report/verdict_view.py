@@ -11,6 +11,7 @@ import pandas as pd
 
 from tf_forget.report import html
 from tf_forget.report import verdict
+from tf_forget.report import verdict_words
 from tf_forget.report import wording
 
 
@@ -94,7 +95,7 @@ def verdict_rows(frame, deploy=None):
   for _, r in frame.iterrows():
     r = r.to_dict()
     dense = r["variant"] == "dense"
-    k1 = not dense and r.get("pairing") == verdict.K1_PAIRING  # K = 1: the paired tests
+    k1 = not dense and r.get("pairing") == verdict_words.K1_PAIRING  # K = 1: the paired tests
     wc = ("" if dense or not isinstance(r.get("worst_class"), str) else
           "no class lost recall" if r["worst_class_change"] >= 0 else
           f"{r['worst_class']} (n={int(r['worst_class_n'])}) "

@@ -1,4 +1,4 @@
-"""Calibrates the margins of tests/eval/audit_properties_test.py.
+"""Calibrates the margins of tests/e2e/audit_properties_test.py.
 
 Runs the properties test's two audits (digits 300 steps, digits_biased 600 steps; 3 members x
 dense / prune_0.9 + full_int8) for several population seeds under several CPU-kernel settings
@@ -28,7 +28,7 @@ _ONE_RUN = r"""
 import json, sys, tempfile
 from tf_forget.compat import cpu_kernels, keras2
 keras2.enable(); cpu_kernels.configure()
-sys.path.insert(0, "tests/eval")
+sys.path.insert(0, "tests/e2e")
 import audit_properties_test as t
 dataset, seed = sys.argv[1], int(sys.argv[2])
 report = t._audit(dataset, tempfile.mkdtemp(), population_seed=seed)

@@ -8,7 +8,7 @@
 # 2. creates a fresh venv with the base interpreter and times `pip install <wheel>` (PyPI,
 #    no pip cache: every dependency is downloaded and installed);
 # 3. from the user's directory (not the checkout), runs `tf-forget audit` on a tiny own-model
-#    folder (tests/eval/user_files.py) and prints the verdict line. Compare with
+#    folder (tests/e2e/user_files.py) and prints the verdict line. Compare with
 #    `PYTHONPATH=. .venv/bin/python eval/audit.py <the same flags>` (tests/package/wheel_test.py
 #    checks that equality offline).
 set -euo pipefail
@@ -35,7 +35,7 @@ echo "venv size: $(du -sh "$WORK/venv" | cut -f1)"
 mkdir -p "$WORK/user"
 PYTHONPATH="$ROOT" TF_USE_LEGACY_KERAS=1 "$PY" -c "
 import pathlib, sys
-from tests.eval import user_files
+from tests.e2e import user_files
 user_files.make(pathlib.Path('$WORK/user'), num_images=100)" 2>/dev/null
 cd "$WORK/user"
 start=$(date +%s%N)

@@ -36,7 +36,7 @@ FRAMEWORKS = ("tensorflow", "tf_keras", "keras", "tensorflow_datasets",
 # Modules whose use starts a process.
 PROCESS_MODULES = ("subprocess", "multiprocessing", "pty", "ray")
 # The test helpers that run a command (`audit_binary`: in a subprocess; `binary_main`: its main).
-PROCESS_HELPERS = ("tests/eval/audit_binary.py", "tests/binary_main.py")
+PROCESS_HELPERS = ("tests/e2e/audit_binary.py", "tests/binary_main.py")
 # Functions of `os` that start a process, and the process pool of `concurrent.futures`.
 OS_PROCESS_CALLS = ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp",
                     "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",

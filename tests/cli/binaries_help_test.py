@@ -5,7 +5,7 @@ Each binary (`evaluate_population`, `export_population`, `train_population`,
 binary's section titles in order, and lists each flag once; the flags are those absl lists under
 `--helpfull` (a second listing, made by absl) for the module that defines them,
 `tf_forget.commands.<binary>_command` (the binary defines none of its own), plus `--verbose`
-(`tf_forget.cli.app`'s). `eval/audit.py`'s `--help` is tests/eval/audit_help_test.py's.
+(`tf_forget.cli.app`'s). `eval/audit.py`'s `--help` is tests/e2e/audit_help_test.py's.
 """
 
 import os

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.eval import audit_binary
+from tests.e2e import audit_binary
 
 PIPE_CLOSED = 141
 

@@ -3,7 +3,7 @@
 With a base configuration (`--config`) only the flags given replace its fields; a group of
 flags that sets several fields is read whole; a problem is worded with its flag. The binary's
 own behaviour (every flag, its defaults, the exit status) is tested through the command:
-tests/eval/audit_config_file_test.py, tests/eval/audit_faults_test.py.
+tests/e2e/audit_config_file_test.py, tests/e2e/audit_faults_test.py.
 """
 
 import pytest

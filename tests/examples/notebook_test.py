@@ -1,6 +1,6 @@
 """examples/notebook/audit_in_python.py, run as a script: `tf_forget.audit(...)`
 with the command's flags as keywords, on a user's model, its int8 file and an image folder
-(`tests/eval/user_files.py`'s tiny ones, named as examples/own_model makes them). The script
+(`tests/e2e/user_files.py`'s tiny ones, named as examples/own_model makes them). The script
 selects Keras 2 itself: the environment does not."""
 
 import json
@@ -9,8 +9,8 @@ import shutil
 import subprocess
 import sys
 
-from tests.eval import audit_binary
-from tests.eval import user_files
+from tests.e2e import audit_binary
+from tests.e2e import user_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples", "notebook", "audit_in_python.py")

@@ -13,8 +13,8 @@ import re
 import subprocess
 import sys
 
-from tests.eval import audit_binary
-from tests.eval import user_files
+from tests.e2e import audit_binary
+from tests.e2e import user_files
 import tf_forget
 
 

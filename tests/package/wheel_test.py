@@ -11,7 +11,7 @@ requirements.txt) without downloading TensorFlow again (1 GB, and CI has no time
 
 Then, from the user's directory (not the checkout; no PYTHONPATH, no TF_USE_LEGACY_KERAS: the
 command selects Keras 2 itself), `tf-forget --help`, `--version`, `tf-forget audit` on a small
-own-model folder (`tests/eval/user_files.py`: a tiny tf_keras model, its int8 file, PNGs) and
+own-model folder (`tests/e2e/user_files.py`: a tiny tf_keras model, its int8 file, PNGs) and
 a script calling `tf_forget.audit(...)`; their report tables equal those of `eval/audit.py`
 run in the checkout with the same flags (latency columns aside). About 80 s on 2 cores.
 """
@@ -27,8 +27,8 @@ import pandas as pd
 import pytest
 
 from tests import timed
-from tests.eval import audit_binary
-from tests.eval import user_files
+from tests.e2e import audit_binary
+from tests.e2e import user_files
 from tf_forget import api
 
 # The checkout this test file lives in (under Bazel: the runfiles' symlink resolved).

@@ -16,7 +16,7 @@ from tf_forget.train import presets
 
 # sha256 of the first 3 batches (images float32 bytes, then labels int64 bytes, per batch) of
 # the digits stream under the `digits` preset: the committed fixtures
-# (tests/eval/audit_fixtures_test.py) were trained on these batches, so they must never change,
+# (tests/e2e/audit_fixtures_test.py) were trained on these batches, so they must never change,
 # wherever the stream skips and decodes.
 DIGITS_STREAM_SHA256 = {
     (0, 0): "db77f2379e908492b0fc25d691bb185f321cc43d739c8084d753c0ccfc9fa2fe",

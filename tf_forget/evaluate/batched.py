@@ -16,7 +16,7 @@ preallocated input buffer and run. A last partial batch of m < B examples is han
 
 Both are correct only because rows do not interact: a Keras model in inference mode (BatchNorm
 folded) and per-row dynamic quantization of activations in the hybrid (`dynamic_int8`) kernels.
-tests/eval/batched_test.py checks that every format gives the same outputs at batch 1 and at
+tests/evaluate/batched_test.py checks that every format gives the same outputs at batch 1 and at
 batch B under both policies.
 
 The images are `[N, H, W, C]` as a data set yields them; the file's input layout

@@ -14,7 +14,7 @@ of the current `.tflite` bytes (which must also be the export JSON's) and the sa
 holds logits if they are asked for; otherwise it is redone and the caller's `log` says why
 ("redo prune_0.9/0 test: its .tflite changed since it was evaluated"). Batch size and tail
 policy are not part of the lineage: rows do not interact, so they do not change the results
-(tests/eval/batched_test.py).
+(tests/evaluate/batched_test.py).
 """
 
 import os

@@ -20,7 +20,7 @@ Which converter entry point (TF 2.21, tf_keras 2.21, measured on a Conv/BN/Dense
 
 Determinism: converting the same model twice (in one process or in two) gives identical
 bytes for all four formats, including `full_int8` with a fixed representative set
-(tests/tflite_export/converter_test.py pins this). The converter embeds its own metadata
+(tests/export/converter_test.py pins this). The converter embeds its own metadata
 (`CONVERSION_METADATA`: environment, TF version, options) but no time stamp or path.
 
 Representative data (docs/spec.md §2.5; 000 appendix A): the first N train examples in the data

@@ -23,7 +23,7 @@ overlays "custom node data" loaded from a JSON file on a graph. Format, read in 
     output tensor name in the plain full_int8 file (`layer_error` row `file_tensor_name`), which
     does not depend on the op numbering.
 
-Checked by the tests with the package's own dataclasses (tests/tflite_export/
+Checked by the tests with the package's own dataclasses (tests/export/
 model_explorer_schema.py: `GraphNodeData` read in dacite's strict mode, written back identically
 by its `to_json_string`; the package is installed without its dependencies).
 

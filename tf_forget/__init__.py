@@ -60,8 +60,8 @@ def _config(config, options):
     config = api.load_config(filesystem.user_path(str(config)))
   if not options and config is not None and not from_file:
     return config
-  from tf_forget.commands import audit_flags  # pylint: disable=g-import-not-at-top
-  return audit_flags.options_config(options, base=config)
+  from tf_forget.commands import audit_options  # pylint: disable=g-import-not-at-top
+  return audit_options.options_config(options, base=config)
 
 
 def audit(config=None, *, log=print, **options):

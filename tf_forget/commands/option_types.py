@@ -1,6 +1,6 @@
 """The Python types `tf_forget.audit(**options)` takes for each of the audit's flags.
 
-A keyword is read as its flag (`tf_forget.commands.audit_flags.options_config`), so a value is
+A keyword is read as its flag (`tf_forget.commands.audit_options.options_config`), so a value is
 first turned into the flag's text; `check` refuses, before anything is read or written, a value
 whose text would mean something else than the caller wrote (`out=5` would be a run directory
 named "5", `members=2.5` a parse error, `sparsities=True` the word "True"):

@@ -18,9 +18,9 @@ audit: setup
 
 # First the static checks (tools/static_checks.sh: ruff, mypy on the plain-data packages), then
 # the repository's own checks (tools/check_repo.py: no history, no path outside, no dead
-# link; tools/check_build.py: every project import a Bazel dep; seconds), then every test file
-# as its own py_test target; pytest runs each and its JUnit
-# XML is summed.
+# link; tools/check_build.py: every project import a Bazel dep; seconds), then every test
+# target (a package's suite of files that share a process, or one file alone; tools/pytest.bzl);
+# pytest runs each and its JUnit XML is summed.
 # SETUP_CHROMIUM=1: the set-up also installs Debian's chromium for the report's browser check
 # (tests/report/render_check_test.py); the audit needs no browser.
 test:

@@ -3,14 +3,15 @@
     python tools/check_build.py          # the checkout this file is in; exit 1 on a finding
 
 Each BUILD file is read by evaluating it with stand-ins for the rules it calls (`py_library`,
-`py_binary`, `py_test`, `py_pytest`, ...): a target's `srcs` and `deps`. Each source's imports
+`py_binary`, `py_test`, `py_pytest`, `py_pytest_suite`): a target's `srcs` and `deps`. Each source's imports
 of the project's packages (`tf_forget`, `eval`, `tflite_export`, `tests`, `tools`; read with
 `ast`, also inside functions) are resolved to the file that defines the module (a package's
 `__init__.py` aside: Python imports it with any of its modules), and that file to the target
 whose `srcs` hold it. A package's own `__init__.py` is not checked: it imports its modules
 lazily, inside functions, so that importing the package stays cheap. A finding, one line each (`BUILD:target: what`), is a source
 importing a project module whose target is neither the target itself nor one of its `deps`,
-or a module no target builds. Third-party imports (the venv's) are not Bazel's to check.
+or a module no target builds, and a test file (`tests/**/*_test.py`) that no target runs.
+Third-party imports (the venv's) are not Bazel's to check.
 """
 
 import ast
@@ -19,7 +20,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 PACKAGES = ("tf_forget", "eval", "tflite_export", "tests", "tools")
-RULES = ("py_library", "py_binary", "py_test", "py_pytest")
+RULES = ("py_library", "py_binary", "py_test", "py_pytest", "py_pytest_suite")
 
 
 def _build_files(root):
@@ -138,7 +139,19 @@ def findings(root=ROOT):
           out.append(f"{src}:{line}: imports {module}, which no BUILD target builds")
         elif dep is not None and dep != label and dep not in t["deps"]:
           out.append(f"{src}:{line}: {label} imports {module} without the dep {dep}")
+  for test in _test_files(root):
+    if test not in owner:
+      out.append(f"{test}:1: no BUILD target runs this test file")
   return out
+
+
+def _test_files(root):
+  """The repo paths of the test files (`tests/**/*_test.py`), sorted."""
+  found = []
+  for folder, _, names in os.walk(os.path.join(root, "tests")):
+    found += [os.path.relpath(os.path.join(folder, n), root) for n in names
+              if n.endswith("_test.py")]
+  return sorted(found)
 
 
 def main():

@@ -46,7 +46,7 @@ POOL = "ProcessPoolExecutor"
 
 
 def every_test_file(root=ROOT):
-  """The repo paths of the test files, sorted (one Bazel py_pytest each)."""
+  """The repo paths of the test files, sorted."""
   out = []
   for dirpath, dirnames, filenames in os.walk(os.path.join(root, "tests")):
     dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]

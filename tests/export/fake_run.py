@@ -98,9 +98,10 @@ def prune(model, dataset, sparsity=0.75, epochs=1, examples=64):
   schedule = tfmot.sparsity.keras.ConstantSparsity(sparsity, begin_step=0, frequency=1)
 
   def wrap(layer):  # only the prunable kernels (docs/spec.md §1.4); Rescaling / BN stay as they are
+    copy = layer.__class__.from_config(layer.get_config())  # `model`'s own layers stay untouched
     if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
-      return tfmot.sparsity.keras.prune_low_magnitude(layer, pruning_schedule=schedule)
-    return layer.__class__.from_config(layer.get_config())
+      return tfmot.sparsity.keras.prune_low_magnitude(copy, pruning_schedule=schedule)
+    return copy
 
   pruned = keras.models.clone_model(model, clone_function=wrap)
   for src, dst in zip(model.layers, pruned.layers):

@@ -37,3 +37,15 @@ def test_a_missing_dep_and_an_unbuilt_module_are_reported(tmp_path):
   files.write_text(root, "tf_forget/a/BUILD", 'py_library(name = "c", srcs = ["c.py"])\n')
   assert check_build.findings(root) == [
       "tf_forget/a/c.py:1: imports tf_forget/a/b.py, which no BUILD target builds"]
+
+
+def test_a_test_file_no_target_runs_is_reported(tmp_path):
+  root = str(tmp_path)
+  files.write_text(root, "tests/__init__.py", "")
+  files.write_text(root, "tests/a/a_test.py", "def test_a():\n  pass\n")
+  files.write_text(root, "tests/a/b_test.py", "def test_b():\n  pass\n")
+  files.write_text(root, "tests/a/c_test.py", "def test_c():\n  pass\n")
+  files.write_text(root, "tests/a/BUILD",
+                   'py_pytest_suite(name = "a_tests", srcs = ["a_test.py"])\n'
+                   'py_pytest(name = "b_test", src = "b_test.py")\n')
+  assert check_build.findings(root) == ["tests/a/c_test.py:1: no BUILD target runs this test file"]

@@ -5,7 +5,8 @@ misplaced (`--out=ram://…` stays off the local disk, an unknown scheme is one 
 per run directory (a second audit is refused naming the first; a dead holder's lock is taken
 over), clean interrupts (Ctrl-C / SIGTERM: one line, exit 130 / 143, the re-run resumes), no
 TensorFlow noise on the terminal (it goes to <out>/logs/; --verbose shows it), one-line errors
-for bad flags, and a garbage run.json redone rather than refused. Also the
+for bad flags (the command's `main` in this process: each is its own exit line), and a garbage
+run.json redone rather than refused. Also the
 output-divergence gate through the command, on a copy of the same finished run: exit 3.
 """
 
@@ -19,6 +20,9 @@ import sys
 import time
 
 import pytest
+
+from tests import audit_main
+from tests import binary_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AUDIT = os.path.join(ROOT, "eval", "audit.py")
@@ -168,8 +172,15 @@ def test_an_unknown_scheme_is_one_line_before_anything_is_written(tmp_path):
   assert list(tmp_path.iterdir()) == []
 
 
+def test_a_stray_argument_is_one_line_and_writes_nothing(tmp_path):
+  result = _run([f"--out={tmp_path / 'out'}", "extra"], cwd=str(tmp_path))
+  assert result.returncode == 1
+  line = _one_line(result)
+  assert line.startswith("audit: error:") and "unexpected arguments: extra (see --help)" in line
+  assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("args, expected", [
-    (["extra"], "unexpected arguments: extra (see --help)"),
     (["--image_size=abc"], "image_size must be two positive integers"),
     (["--image_size=28"], "image_size must be two positive integers"),
     (["--image_size=28.5,28"], "image_size must be two positive integers"),
@@ -184,11 +195,12 @@ def test_an_unknown_scheme_is_one_line_before_anything_is_written(tmp_path):
      "cannot reach the Ray cluster at bogus:1234"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, expected):
-  out = tmp_path / "out"
-  result = _run([f"--out={out}", *args], cwd=str(tmp_path))
-  assert result.returncode == 1
-  line = _one_line(result)
-  assert line.startswith("audit: error:") and expected in line, line
+  """In this process, through the command's `main` (its exit: the one-line message, status 1);
+  the process itself is checked above and by the tests that run it."""
+  code = binary_main.run_argv(audit_main.main, "audit", [f"--out={tmp_path / 'out'}", *args],
+                              str(tmp_path))
+  assert isinstance(code, str) and "\n" not in code, code
+  assert code.startswith("audit: error:") and expected in code, code
   assert list(tmp_path.iterdir()) == []
 
 
@@ -245,7 +257,7 @@ def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
 ])
 def test_an_interrupt_is_one_line_and_the_rerun_resumes(tmp_path, signum, code, verb):
   out = str(tmp_path / "run")
-  args = [f"--out={out}", *TINY[:3], "--steps=200", *TINY[4:]]  # ~15 s of training
+  args = [f"--out={out}", *TINY[:2], "--variants=dense", "--steps=200", *TINY[4:]]
   proc = _start(args)
   try:
     _wait_for(lambda: os.path.isdir(os.path.join(out, "members")), "training to start", proc)

@@ -8,7 +8,7 @@ import pytest
 from tests import import_check
 
 MODULES = ("errors", "hashing", "filesystem", "fileio", "swap", "run_lock", "user_output",
-           "names", "layout", "lineage", "predictions", "noise_artifact")
+           "names", "layout", "lineage", "predictions", "noise_artifact", "tflite_formats")
 
 
 def _run(imports):

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.data import dataset_api
 
@@ -153,8 +154,7 @@ def kernel_zeros(model):
 def trained_exports():
   """(trained tiny model, data set, {format: tflite bytes}), built once per process."""
   from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-  from tf_forget.export import formats  # pylint: disable=g-import-not-at-top
   dataset = SyntheticDataset()
   model = train(tiny_cnn(0), dataset)
   rep = dataset.take("train", 100).images
-  return model, dataset, {fmt: converter.convert(model, fmt, rep) for fmt in formats.FORMATS}
+  return model, dataset, {fmt: converter.convert(model, fmt, rep) for fmt in names.FORMAT_NAMES}

@@ -27,7 +27,6 @@ from tf_forget.export import converter
 from tf_forget.export import export
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
-from tf_forget.export import formats
 
 _BYTES = {"float32": 4, "float16": 2, "int8": 1}
 TARGET = 0.9
@@ -41,7 +40,7 @@ def run(tmp_path_factory):
   pruned = fake_run.prune(dense, dataset, TARGET)
   fake_run.write_member(run_dir, "dense", 0, dense)
   fake_run.write_member(run_dir, "prune_0.9", 0, pruned)
-  results = export.export_population(run_dir, ["float32"], list(formats.FORMATS),
+  results = export.export_population(run_dir, ["float32"], list(names.FORMAT_NAMES),
                                      representative_size=30, dataset=dataset,
                                      encodings=("sparse", "plain"))
   return run_dir, dataset, pruned, results
@@ -109,7 +108,7 @@ def _rows(model):
                                                           keras.layers.Dense))]
 
 
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_sparse_file_smaller_by_what_sparsity_allows(run, fmt):
   run_dir, _, pruned, _ = run
   plain = _meta(run_dir, names.Variant("prune_0.9", fmt))

@@ -31,7 +31,6 @@ from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import interpreter
-from tf_forget.export import formats
 
 # tf_forget.export.export_state.SCHEMA (not imported: no TF here).
 TFLITE_SCHEMA = "tf_forget.tflite/1"
@@ -276,7 +275,7 @@ def list_exports(run_dir):
       found.append(meta)
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
-  order = {name: i for i, name in enumerate(formats.FORMATS)}
+  order = {name: i for i, name in enumerate(names.FORMAT_NAMES)}
   return sorted(found, key=lambda m: (m["member_variant"] != names.DENSE, m["member_variant"],
                                       int(m["k"]), order.get(m["format"], len(order)),
                                       m["encoding"]))

@@ -26,12 +26,12 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_formats
 from tf_forget.data import registry as data_registry
 from tf_forget.export import converter
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
 from tf_forget.export import flatbuffer_graph
-from tf_forget.export import formats
 from tf_forget.export import model_files
 
 FAILURE_SCHEMA = "tf_forget.tflite_failure/1"
@@ -74,7 +74,7 @@ def export_member(run_dir, variant, k, dataset=None,
       nothing is written.
   """
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  options = formats.FORMATS[variant.format]
+  options = tflite_formats.get(variant.format).options
   rep, metadata = _representative(run_dir, variant, k, dataset, representative_size, metadata)
   state = export_state.status(run_dir, variant, k, rep.key if rep else None)
   if not overwrite and state:
@@ -105,7 +105,7 @@ def _representative(run_dir, variant, k, dataset, representative_size, metadata)
   Without `dataset`, it is built from the member's metadata, read from `run_dir` (and
   returned) when `metadata` is None; `metadata` is returned as given otherwise.
   """
-  if not formats.FORMATS[variant.format]["representative"]:
+  if not tflite_formats.get(variant.format).representative:
     return None, metadata
   if dataset is None:
     if metadata is None:
@@ -218,7 +218,7 @@ def record_failure(run_dir, variant, k, reason):
   return record
 
 
-def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
+def export_population(run_dir, dense_formats=names.FORMAT_NAMES, pruned_formats=("float32",),
                       representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
                       overwrite=False, log=None, encodings=(names.DEFAULT_ENCODING,),
                       dense_encodings=None, members=None):
@@ -250,12 +250,12 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
     metadata = fileio.read_json(os.path.join(export_state.member_dir(run_dir, member_variant, k),
                                              layout.METADATA_FILE), "member metadata")
     data = None
-    if any(formats.FORMATS[v.format]["representative"] for v in jobs):
+    if any(tflite_formats.get(v.format).representative for v in jobs):
       data = _member_dataset(metadata, dataset, datasets)
       if id(data) not in rep_keys:
         rep_keys[id(data)] = export_state.representative_images(data, representative_size).key
     todo = [v for v in jobs if overwrite or not export_state.is_complete(
-        run_dir, v, k, rep_keys[id(data)] if formats.FORMATS[v.format]["representative"]
+        run_dir, v, k, rep_keys[id(data)] if tflite_formats.get(v.format).representative
         else None)]
     model = None
     if todo:  # the member is loaded once for all its formats

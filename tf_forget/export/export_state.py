@@ -24,8 +24,8 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_formats
 from tf_forget.data import registry as data_registry
-from tf_forget.export import formats
 from tf_forget.export import model_files
 
 SCHEMA = "tf_forget.tflite/1"
@@ -94,7 +94,7 @@ sha256 = hashing.sha256_bytes
 
 def converter_inputs(variant):
   """sha256 of what the converter is told: the format's options and the encoding."""
-  return converter_key(formats.FORMATS[variant.format], variant.encoding)
+  return converter_key(tflite_formats.get(variant.format).options, variant.encoding)
 
 
 def converter_key(options, encoding):

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.data import dataset_api
@@ -120,7 +121,7 @@ def write_member(run_dir, variant, k, model, dataset="synthetic"):
   os.makedirs(mdir, exist_ok=True)
   model.save(os.path.join(mdir, "model.keras"))
   with open(os.path.join(mdir, "metadata.json"), "w") as f:
-    json.dump({"schema": "tf_forget.member/1", "dataset": dataset, "dataset_options": {},
+    json.dump({"schema": member_metadata.SCHEMA, "dataset": dataset, "dataset_options": {},
                "model": "tiny_cnn", "model_options": {}, "variant": variant, "k": k,
                "seed": k}, f)
   return mdir

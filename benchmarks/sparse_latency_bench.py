@@ -84,12 +84,11 @@ def main(argv):
   from tf_forget.evaluate import population_eval
   from tf_forget.export import export
   from tf_forget.export import export_state
-  from tf_forget.export import formats
   # pylint: enable=g-import-not-at-top
   work = _WORK_DIR.value
   log = lambda s: print(s, file=sys.stderr, flush=True)
   _train(work, _STEPS.value, _SPARSITIES.value, log)
-  fmts = list(formats.FORMATS)
+  fmts = list(names.FORMAT_NAMES)
   exports = export.export_population(work, fmts, fmts, encodings=("plain", "sparse"), log=log)
   failed = {(r["member_variant"], r["format"]): r["failed"] for r in exports if "failed" in r}
   table = population_eval.evaluate_population(work, check_keras=False, log=log)["test"]

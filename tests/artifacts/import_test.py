@@ -8,7 +8,9 @@ import pytest
 from tests import import_check
 
 MODULES = ("errors", "hashing", "filesystem", "fileio", "swap", "run_lock", "user_output",
-           "names", "layout", "lineage", "predictions", "noise_artifact")
+           "names", "layout", "lineage", "predictions", "noise_artifact", "tflite_formats",
+           "encodings", "tflite_json", "tflite_failure", "audit_json", "run_json",
+           "member_metadata", "agreement_table", "layers_json")
 
 
 def _run(imports):

@@ -12,6 +12,7 @@ import typing
 
 import pytest
 
+from tf_forget.artifacts import audit_json
 from tf_forget.config import codec
 from tf_forget.config import tree
 
@@ -133,7 +134,7 @@ def test_a_saved_configuration_loads_back_and_other_files_are_refused(tmp_path):
   config = tree.AuditConfig(out=str(tmp_path / "run"), noise=tree.Noise(levels=(0.0, 0.1)))
   tree.save(config, str(tmp_path / "c.json"))
   assert tree.load(str(tmp_path / "c.json")) == config
-  (tmp_path / "old.json").write_text(json.dumps({"schema": tree.AUDIT_SCHEMA, "config": {}}))
+  (tmp_path / "old.json").write_text(json.dumps({"schema": audit_json.SCHEMA, "config": {}}))
   with pytest.raises(tree.AuditError, match="records no whole configuration"):
     tree.load(str(tmp_path / "old.json"))
   (tmp_path / "other.json").write_text("{}")

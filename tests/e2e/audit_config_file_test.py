@@ -19,6 +19,7 @@ from tests import timed
 from tests.e2e import audit_binary
 from tests.examples import readme_commands
 from tf_forget import api
+from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 
@@ -45,7 +46,7 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   result = audit_binary.audit([f"--out={first}", *TINY])
   assert result.returncode == 0, result.stderr[-3000:]
   recorded = json.loads((tmp_path / "first" / "audit.json").read_text())
-  config = tree.AuditConfig.from_json(recorded[tree.AUDIT_CONFIG_KEY])
+  config = tree.AuditConfig.from_json(recorded[audit_json.CONFIG_KEY])
   assert config.out == first and config.population.members == 2
   assert config.robustness.corruptions == ("gaussian_noise",)
 
@@ -59,7 +60,7 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
                                   obj=name)
   assert timed.without_timings(a.verdict) == timed.without_timings(b.verdict)
   assert a.verdict["variant"]
-  assert b.report["config"] == dict(recorded[tree.AUDIT_CONFIG_KEY], out=again)
+  assert b.report["config"] == dict(recorded[audit_json.CONFIG_KEY], out=again)
   # The tables of a Result are the report's CSV files, names (class 7) as text.
   csv = pd.read_csv(os.path.join(first, "tables", "verdict.csv"),
                     dtype={c: str for c in names.NAME_COLUMNS})

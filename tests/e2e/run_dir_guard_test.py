@@ -20,10 +20,10 @@ import pytest
 from tests import audit_main
 from tests import binary_main
 from tests import files
+from tf_forget.artifacts import audit_json
+from tf_forget.artifacts import member_metadata
+from tf_forget.artifacts import run_json
 from tf_forget.artifacts import run_lock
-from tf_forget.config import tree
-from tf_forget.train import member_files
-from tf_forget.train import population
 
 TINY = dict(preset="tiny", members=2, variants=["dense"], quantizations=["dynamic_int8"],
             corruptions=["none"], noise_levels=["none"], deploy_encoding="plain",
@@ -74,10 +74,14 @@ def run(finished, tmp_path):
   return copy
 
 
-def test_the_records_are_those_tf_forget_writes():
-  assert run_lock.AUDIT_RECORD[0] == tree.AUDIT_SCHEMA
-  assert run_lock.RUN_RECORD[0] == population.RUN_SCHEMA
-  assert run_lock.MEMBER_RECORD[0] == member_files.SCHEMA
+def test_the_records_are_those_tf_forget_writes(finished):
+  # Each record of run_lock is a file the audit wrote, read by its artifact's own reader.
+  for record, doc in ((run_lock.AUDIT_RECORD, audit_json.read(audit_json.path(finished))),
+                      (run_lock.RUN_RECORD, run_json.read(run_json.path(finished))),
+                      (run_lock.MEMBER_RECORD,
+                       member_metadata.read(member_metadata.path(finished, "dense", 0)))):
+    schema, keys = record
+    assert doc["schema"] == schema and all(key in doc for key in keys)
 
 
 @pytest.mark.parametrize("marker", ["the user's run.json", "an empty members/",

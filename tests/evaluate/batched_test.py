@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from tests.export import fake_run
+from tf_forget.artifacts import names
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import interpreter
-from tf_forget.export import formats
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +15,7 @@ def exports():
 
 
 @pytest.mark.parametrize("tail", batched.TAIL_POLICIES)
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_partial_last_batch_equals_one_at_a_time(exports, fmt, tail):
   # 150 test images at B = 64: two full batches and a last batch of 22 (padded to 64 or run
   # at 22). Every row must equal the batch-1 result (rows do not interact, also for the hybrid

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.export import fake_run
+from tf_forget.artifacts import encodings as encodings_file
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import encodings
 from tf_forget.evaluate import latency
@@ -84,7 +85,7 @@ def test_auto_ships_the_sparse_float32_twin_and_records_why(run):
   d = doc["variants"]["dense"]
   assert d["encoding"] == "plain" and "sparse file" in d["reason"]
   assert d["latency_ratio"] == 1.0 and d["size_ratio_to_dense_float32"] == 1.0
-  with open(encodings.path(run)) as f:
+  with open(encodings_file.path(run)) as f:
     assert json.load(f) == doc
 
 
@@ -223,7 +224,7 @@ def test_recorded_decision_is_reused_without_timing(copied_run, monkeypatch):
   assert again == first
   assert lines == [f"{v}: {first['variants'][v]['encoding']} "
                    f"({first['variants'][v]['reason']}) [recorded]" for v in VARIANTS]
-  with open(encodings.path(copied_run)) as f:
+  with open(encodings_file.path(copied_run)) as f:
     assert json.load(f) == first
   with pytest.raises(AssertionError, match="latency.measure called"):
     _choose(copied_run, max_sparse_latency_ratio=20.0, remeasure=True)
@@ -265,7 +266,7 @@ def test_record_without_inputs_is_measured_again(copied_run, monkeypatch):
   doc = _choose(copied_run)
   for e in doc["variants"].values():
     del e["inputs"]
-  with open(encodings.path(copied_run), "w") as f:
+  with open(encodings_file.path(copied_run), "w") as f:
     json.dump(doc, f)
   lines = []
   _choose(copied_run, log=lines.append)

@@ -7,7 +7,6 @@ from tests.export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.evaluate import batched
 from tf_forget.export import converter
-from tf_forget.export import formats
 
 
 def test_float32_equals_hand_computed_outputs():
@@ -27,7 +26,7 @@ def trained():
   return fake_run.train(fake_run.tiny_cnn(0), dataset), dataset
 
 
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_conversion_is_byte_deterministic(trained, fmt):
   model, dataset = trained
   rep = dataset.take("train", 20).images

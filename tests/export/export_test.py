@@ -7,6 +7,7 @@ import pytest
 
 from tests.export import fake_run
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_json
 from tf_forget.export import converter
 from tf_forget.export import export
 from tf_forget.export import export_state
@@ -33,7 +34,7 @@ def test_layout_and_metadata(run):
     meta = json.load(f)
   with open(path, "rb") as f:
     data = f.read()
-  assert meta["schema"] == export_state.SCHEMA
+  assert meta["schema"] == tflite_json.SCHEMA
   assert meta["format"] == "full_int8" and meta["encoding"] == "plain"
   assert meta["sha256"] == export_state.sha256(data)
   assert meta["size_bytes"]["raw"] == len(data)

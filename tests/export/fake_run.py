@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from tf_forget.artifacts import member_metadata
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.data import dataset_api
 
@@ -120,7 +122,7 @@ def write_member(run_dir, variant, k, model, dataset="synthetic"):
   os.makedirs(mdir, exist_ok=True)
   model.save(os.path.join(mdir, "model.keras"))
   with open(os.path.join(mdir, "metadata.json"), "w") as f:
-    json.dump({"schema": "tf_forget.member/1", "dataset": dataset, "dataset_options": {},
+    json.dump({"schema": member_metadata.SCHEMA, "dataset": dataset, "dataset_options": {},
                "model": "tiny_cnn", "model_options": {}, "variant": variant, "k": k,
                "seed": k}, f)
   return mdir
@@ -154,8 +156,7 @@ def kernel_zeros(model):
 def trained_exports():
   """(trained tiny model, data set, {format: tflite bytes}), built once per process."""
   from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-  from tf_forget.export import formats  # pylint: disable=g-import-not-at-top
   dataset = SyntheticDataset()
   model = train(tiny_cnn(0), dataset)
   rep = dataset.take("train", 100).images
-  return model, dataset, {fmt: converter.convert(model, fmt, rep) for fmt in formats.FORMATS}
+  return model, dataset, {fmt: converter.convert(model, fmt, rep) for fmt in names.FORMAT_NAMES}

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from tests.export import fake_run
+from tf_forget.artifacts import names
 from tf_forget.compat import keras2
 from tf_forget.export import converter
 from tf_forget.export import flatbuffer
 from tf_forget.export import flatbuffer_graph
-from tf_forget.export import formats
 
 
 def model_with_known_zeros():
@@ -32,7 +32,7 @@ def model_with_known_zeros():
   return model
 
 
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_hand_set_zeros_are_counted(fmt):
   # Non-zero weights are in [0.5, 1] so no format rounds one to zero: exactly 52 of 164.
   rep = np.random.default_rng(0).integers(0, 256, (10, 6, 6, 1)).astype(np.uint8)
@@ -51,7 +51,7 @@ def pruned_model():
   return model, dataset
 
 
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_pruned_zeros_survive_in_the_file(pruned_model, fmt):
   model, dataset = pruned_model
   zeros, count = fake_run.kernel_zeros(model)

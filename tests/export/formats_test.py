@@ -20,11 +20,20 @@ def test_variant_names_round_trip(member, fmt, name):
   assert names.parse_variant(name) == variant
 
 
-def test_registry_is_plain_dict_of_options():
-  assert list(formats.FORMATS) == ["float32", "float16", "dynamic_int8", "full_int8"]
-  assert formats.FORMATS["full_int8"]["representative"]
-  assert formats.FORMATS["full_int8"]["io_type"] == "int8"
-  assert not formats.FORMATS["float32"]["optimize"]
+def test_options_are_the_format_records():
+  # The converter options of 000 §2.4 / appendix A: float32 unoptimised, float16 weights,
+  # dynamic-range int8, full int8 calibrated with int8 input and output.
+  assert names.FORMAT_NAMES == ("float32", "float16", "dynamic_int8", "full_int8")
+  assert formats.options("full_int8") == dict(optimize=True, supported_types=(), int8_only=True,
+                                              io_type="int8", representative=True,
+                                              int16x8=False)
+  assert formats.options("float16")["supported_types"] == ("float16",)
+  assert not formats.options("float32")["optimize"]
+  assert formats.options("full_int8~cle") == formats.options("full_int8")
+  int16x8 = formats.options("full_int8~int16x8")
+  assert int16x8["int16x8"] and int16x8["io_type"] == "int16" and not int16x8["int8_only"]
+  with pytest.raises(names.FormatError, match="unknown TFLite format 'int4'"):
+    formats.options("int4")
   assert names.ENCODINGS == ("plain", "sparse")
 
 

@@ -22,12 +22,12 @@ import pytest
 
 from tests.export import fake_run
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_failure
 from tf_forget.compat import keras2
 from tf_forget.export import converter
 from tf_forget.export import export
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
-from tf_forget.export import formats
 
 _BYTES = {"float32": 4, "float16": 2, "int8": 1}
 TARGET = 0.9
@@ -41,7 +41,7 @@ def run(tmp_path_factory):
   pruned = fake_run.prune(dense, dataset, TARGET)
   fake_run.write_member(run_dir, "dense", 0, dense)
   fake_run.write_member(run_dir, "prune_0.9", 0, pruned)
-  results = export.export_population(run_dir, ["float32"], list(formats.FORMATS),
+  results = export.export_population(run_dir, ["float32"], list(names.FORMAT_NAMES),
                                      representative_size=30, dataset=dataset,
                                      encodings=("sparse", "plain"))
   return run_dir, dataset, pruned, results
@@ -109,7 +109,7 @@ def _rows(model):
                                                           keras.layers.Dense))]
 
 
-@pytest.mark.parametrize("fmt", list(formats.FORMATS))
+@pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
 def test_sparse_file_smaller_by_what_sparsity_allows(run, fmt):
   run_dir, _, pruned, _ = run
   plain = _meta(run_dir, names.Variant("prune_0.9", fmt))
@@ -156,9 +156,9 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
   sparse = names.Variant("dense", "float32", "sparse")
   path, meta_path = export_state.export_paths(run_dir, sparse, 0)
   assert not os.path.exists(path) and not os.path.exists(meta_path)
-  with open(export.failure_path(run_dir, sparse, 0)) as f:
+  with open(tflite_failure.path(run_dir, sparse, 0)) as f:
     record = json.load(f)
-  assert record["schema"] == export.FAILURE_SCHEMA and record["reason"] == reason
+  assert record["schema"] == tflite_failure.SCHEMA and record["reason"] == reason
   assert record["plain_twin"] == "float32.tflite"
   assert export_state.is_complete(run_dir, names.Variant("dense"), 0)
   assert any(l.startswith("FAILED float32+sparse/0") for l in lines)
@@ -166,7 +166,7 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
   monkeypatch.setattr(converter, "convert", real)
   export.export_population(run_dir, ["float32"], [], dataset=dataset,
                            encodings=("plain", "sparse"))
-  assert os.path.exists(path) and not os.path.exists(export.failure_path(run_dir, sparse, 0))
+  assert os.path.exists(path) and not os.path.exists(tflite_failure.path(run_dir, sparse, 0))
 
 
 def test_plain_conversion_failure_still_raises(tmp_path, monkeypatch):

@@ -48,15 +48,6 @@ def test_repaired_files_of_one_family_differ_from_each_other_and_from_full_int8(
   assert len({styles[v]["marker"] for v in repaired[:8]}) == 8
 
 
-def test_family_is_the_trained_variant():
-  assert palette.family("prune_0.9+full_int8+sparse") == "prune_0.9"
-  assert palette.family("full_int8") == "dense"
-  assert palette.family("float32+sparse") == "dense"
-  assert palette.family("oneshot_up_r10+full_int8") == "oneshot_up_r10"
-  assert palette.family("iter_wt_c3") == "iter_wt_c3"
-  assert palette.family("dense (independent)") == "dense (independent)"
-
-
 def test_children_share_their_parents_colour_and_differ_in_hatch_and_marker():
   styles = palette.styles(THIRTY)
   for child, parent in (("prune_0.9+full_int8", "prune_0.9"), ("prune_0.9+sparse", "prune_0.9"),

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from tests.report import fake_run
+from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.artifacts import tflite_json
 from tf_forget.report import collect
 from tf_forget.report import repair_report
 from tf_forget.report import write
@@ -57,7 +59,7 @@ def planted(tmp_path_factory):
              _row("CONV_2D", 0, CONV_1, 3, 0.01)]
   worst = int(labels[broken[0]])
   _write_json(layout.layers(run_dir, "dense", 0), {
-      "schema": "tf_forget.layers/1", "member_variant": "dense", "k": 0,
+      "schema": layers_json.SCHEMA, "member_variant": "dense", "k": 0,
       "format": "full_int8", "basis": "forgotten", "worst_class": worst,
       "flips": {"broken": 2, "fixed": 0, "changed": 0},
       "rows": sorted(ranking, key=lambda r: r["op_index"]), "ranking": ranking})
@@ -65,7 +67,7 @@ def planted(tmp_path_factory):
            "full_int8~float2": 90000}
   nodes = {"full_int8~float1": [CONV_2], "full_int8~float2": [CONV_2, DENSE]}
   for variant, size in sizes.items():
-    doc = {"size_bytes": {"raw": size}}
+    doc = {"schema": tflite_json.SCHEMA, "size_bytes": {"raw": size}}
     if variant in nodes:
       doc["repair"] = {"float_nodes": nodes[variant], "ops": ["CONV_2D"]}
     _write_json(layout.tflite_paths(run_dir, names.parse_variant(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import member_metadata
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
 from tf_forget.train import presets
@@ -36,7 +37,7 @@ def test_seed_is_stable_and_distinct_per_member():
 
 def test_tiny_pruned_member_reaches_sparsity_and_writes_artifacts(tmp_path):
   meta = member_lib.train_member(_config(), str(tmp_path))
-  assert meta["schema"] == member_files.SCHEMA
+  assert meta["schema"] == member_metadata.SCHEMA
   assert meta["steps"] == 60
   assert meta["sparsity"]["meets_target"]
   assert abs(meta["sparsity"]["prunable"] - 0.5) < 1e-3

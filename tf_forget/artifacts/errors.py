@@ -35,6 +35,10 @@ class ReadError(Error):
   """An artifact that is missing, truncated, not of its schema or inconsistent."""
 
 
+class SchemaError(ReadError):
+  """A readable JSON artifact that is not an object of the schema its reader expects."""
+
+
 class WriteError(Error):
   """An artifact that cannot be written (read-only directory, full disk, ...)."""
 

@@ -254,6 +254,30 @@ def read_json(path, what="JSON artifact", limit=None):
     raise errors.read_error(path, e, what) from e
 
 
+def read_record(path, schema, what="JSON artifact", limit=None):
+  """Reads a JSON artifact that must be an object of `schema` (its "schema" key): the one
+  check of every artifact module's `read`.
+
+  Args:
+    path: the file.
+    schema: the schema id it must record ("tf_forget.<artifact>/<version>").
+    what: how errors name the file.
+    limit: optional largest size in bytes (`read_json`).
+
+  Returns:
+    The JSON object (a dict).
+
+  Raises:
+    errors.SchemaError: a readable file that is not a JSON object of `schema`, "<path> is not a
+      <schema> file".
+    errors.ReadError: missing, truncated or not JSON (`read_json`).
+  """
+  doc = read_json(path, what, limit)
+  if not isinstance(doc, dict) or doc.get("schema") != schema:
+    raise errors.SchemaError(f"{path} is not a {schema} file")
+  return doc
+
+
 def write_npz(path, **arrays):
   """Writes numpy arrays to an uncompressed `.npz` atomically (no object arrays: no pickle).
 

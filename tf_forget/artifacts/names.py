@@ -2,8 +2,9 @@
 splits.
 
 The one home of every variant, format, encoding, repair and split name: their constants, parsers
-and builders. The grammar itself (what each name means, with examples) is described in
-docs/artifacts/names.md. Standard library only.
+and builders; the formats' names are those of the format table (`tflite_formats.FORMATS`, where
+each format's other facts live). The grammar itself (what each name means, with examples) is
+described in docs/artifacts/names.md. Standard library only.
 """
 
 import dataclasses
@@ -11,6 +12,7 @@ import re
 from typing import cast, Optional
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import tflite_formats
 
 DENSE = "dense"
 GRADUAL = "gradual"
@@ -19,7 +21,7 @@ ITERATIVE = "iterative"
 DEFAULT_FORMAT = "float32"
 DEFAULT_ENCODING = "plain"
 SPARSE = "sparse"
-FORMAT_NAMES = ("float32", "float16", "dynamic_int8", "full_int8")
+FORMAT_NAMES = tflite_formats.names()  # the table's formats, in its order
 ENCODINGS = ("plain", "sparse")
 # Where a shipped file runs (`tf_forget.evaluate.targets`): LiteRT with XNNPACK on a CPU; an
 # integer-only accelerator or microcontroller; the LiteRT GPU delegate.
@@ -371,6 +373,23 @@ def parse_variant(name):
   if variant.name != name:
     raise FormatError(f"non-canonical variant name {name!r} (canonical: {variant.name!r})")
   return variant
+
+
+def family(variant):
+  """The trained variant an audited variant is made from, its *family* (the report groups,
+  colours and folds by it): "prune_0.9+full_int8" -> "prune_0.9", "float16" -> "dense".
+
+  A member variant of the trained grammar gets its canonical name (`parse_trained`); a name
+  outside the audited grammar ("dense (independent)") is its own family.
+  """
+  try:
+    member = parse_variant(variant).member_variant
+  except FormatError:
+    return str(variant)
+  try:
+    return parse_trained(member).name
+  except VariantError:
+    return member
 
 
 # --- splits -----------------------------------------------------------------------------------

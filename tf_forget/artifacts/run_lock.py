@@ -28,9 +28,12 @@ import json
 import os
 import socket
 
+from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import member_metadata
+from tf_forget.artifacts import run_json
 
 
 class LockError(errors.Error):
@@ -38,12 +41,11 @@ class LockError(errors.Error):
 
 
 # The records that make a directory tf_forget's: (schema, keys it holds) of the JSON objects
-# its writers put there — `tf_forget.config.tree.AUDIT_SCHEMA` (audit.json, `config`: the run's
-# identity), `tf_forget.train.population.RUN_SCHEMA` (run.json) and
-# `tf_forget.train.member_files.SCHEMA` (a member's metadata.json).
-AUDIT_RECORD = ("tf_forget.audit/1", ("config",))
-RUN_RECORD = ("tf_forget.run/1", ("dataset", "variants", "members"))
-MEMBER_RECORD = ("tf_forget.member/1", ("variant", "k"))
+# its writers put there — audit.json (`config`: the run's identity), a population's run.json
+# and a member's metadata.json.
+AUDIT_RECORD = (audit_json.SCHEMA, (audit_json.IDENTITY_KEY,))
+RUN_RECORD = (run_json.SCHEMA, ("dataset", "variants", "members"))
+MEMBER_RECORD = (member_metadata.SCHEMA, ("variant", "k"))
 _MAX_RECORD_BYTES = 1 << 24  # a record is a few KiB; a larger file of that name is not one
 
 

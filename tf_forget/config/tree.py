@@ -17,6 +17,7 @@ made with, the subset of this tree a re-run may reuse artifacts under, is
 import dataclasses
 from typing import Mapping, Optional, Tuple
 
+from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.config import checks
@@ -27,8 +28,6 @@ from tf_forget.report import human_study_options
 from tf_forget.report import ship_rule
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
-AUDIT_SCHEMA = "tf_forget.audit/1"  # a run's audit.json (`tf_forget.pipeline.run_identity`)
-AUDIT_CONFIG_KEY = "audit_config"  # audit.json's whole configuration
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file
 DEFAULT_MAX_SPARSE_LATENCY_RATIO = 1.5  # --max_sparse_latency_ratio: sparse / plain
 MAX_FILE_BYTES = 16_000_000  # a configuration file (`load`; a run's audit.json is a few kB)
@@ -296,15 +295,15 @@ def load(path):
   except errors.Error as e:
     raise AuditError(errors.one_line(e, 500)) from e
   schema = doc.get("schema") if isinstance(doc, dict) else None
-  if schema == AUDIT_SCHEMA and AUDIT_CONFIG_KEY in doc:
-    doc = doc[AUDIT_CONFIG_KEY]
-  elif schema == AUDIT_SCHEMA:
+  if schema == audit_json.SCHEMA and audit_json.CONFIG_KEY in doc:
+    doc = doc[audit_json.CONFIG_KEY]
+  elif schema == audit_json.SCHEMA:
     raise AuditError(f"{path} records no whole configuration (written by an older tf_forget): "
                      "give the audit's flags instead")
   elif schema == CONFIG_SCHEMA:
     doc = {k: v for k, v in doc.items() if k != "schema"}
   else:
-    raise AuditError(f"{path} is neither a {CONFIG_SCHEMA} nor a {AUDIT_SCHEMA} file")
+    raise AuditError(f"{path} is neither a {CONFIG_SCHEMA} nor a {audit_json.SCHEMA} file")
   try:
     return AuditConfig.from_json(doc)
   except codec.ConfigError as e:

@@ -28,6 +28,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
+from tf_forget.artifacts import tflite_json
 from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
 from tf_forget.report import user_verdict
@@ -142,7 +143,7 @@ def _dense_size(run_dir, k, cache):
   """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
   if k not in cache:
     _, meta = export_state.export_paths(run_dir, names.parse_variant(names.DENSE), k)
-    cache[k] = fileio.read_json(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
+    cache[k] = tflite_json.read(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
   return cache[k]
 
 
@@ -192,7 +193,7 @@ def _build(run_dir, bundle, report, gates, members, encodings):
       shipped = names.Variant(variant.member_variant, variant.format, choice["encoding"])
     for k in ks[:1] if members == "first" else ks:
       src, meta_path = export_state.export_paths(run_dir, shipped, k)
-      entries.append(_entry(variant_name, k, fileio.read_json(meta_path), summary, gate, choice,
+      entries.append(_entry(variant_name, k, tflite_json.read(meta_path), summary, gate, choice,
                             _dense_size(run_dir, k, dense_sizes)))
       fileio.copy(src, os.path.join(bundle, entries[-1]["file"]))
   manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],

@@ -1,6 +1,6 @@
 """Per-variant choice of the shipped encoding, plain or sparse, with sizes and latencies.
 
-    <run>/eval/encodings.json     schema `tf_forget.encodings/1` (docs/artifacts/predictions.md)
+    <run>/eval/encodings.json     `tf_forget.artifacts.encodings` (docs/artifacts/predictions.md)
 
 For every audited (plain) variant, the deployed member k (0 by default) is looked at with its
 sparse-encoded twin (`tflite_export`, docs/spec.md §1.1 names): the twin check on the eval split
@@ -28,10 +28,11 @@ nothing timed, while they are unchanged; otherwise it is measured again with a
 
 import dataclasses
 
+from tf_forget.artifacts import agreement_table
+from tf_forget.artifacts import encodings as encodings_file
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import evaluate
@@ -39,14 +40,8 @@ from tf_forget.evaluate import interpreter
 from tf_forget.evaluate import latency
 from tf_forget.evaluate import targets as targets_lib
 
-SCHEMA = "tf_forget.encodings/1"
 DEFAULT_REPEATS = latency.DEFAULT_REPEATS
 DEFAULT_BLOCK = latency.DEFAULT_BLOCK
-
-
-def path(run_dir):
-  """`<run>/eval/encodings.json`."""
-  return layout.encodings(run_dir)
 
 
 def _medians(result, batch_sizes):
@@ -71,15 +66,16 @@ def _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats,
 
 def _recorded(run_dir, log):
   """{variant: entry} of the encodings.json on disk; {} if there is none or it is unreadable."""
-  if not fileio.exists(path(run_dir)):
+  path = encodings_file.path(run_dir)
+  if not fileio.exists(path):
     return {}
   try:
-    doc = fileio.read_json(path(run_dir), "encodings artifact")
+    doc = encodings_file.read(path)
   except errors.ReadError as e:
     if log:
       log(f"redo encodings: {errors.one_line(e, 200)}")
     return {}
-  return doc.get("variants", {}) if doc.get("schema") == SCHEMA else {}
+  return doc.get("variants", {})
 
 
 def _why_stale(entry, inputs):
@@ -248,13 +244,13 @@ def _read_inputs(run_dir, split, k, settings):
   """`_Inputs` of a run; raises `evaluate.EvaluationError` for what is missing."""
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
-  table_path = layout.agreement(run_dir, split)
+  table_path = agreement_table.path(run_dir, split)
   if not fileio.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
   dense = exports.get((names.DENSE, k))
   if dense is None:
     raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
-  return _Inputs(run_dir, exports, failures, fileio.read_json(table_path), k, settings,
+  return _Inputs(run_dir, exports, failures, agreement_table.read(table_path), k, settings,
                  dense["size_bytes"]["raw"], interpreter.read_model(dense["path"]))
 
 
@@ -310,6 +306,5 @@ def choose(run_dir, variants, split, k=0, mode="auto",
     if log:
       log(f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
           + ("" if name in todo else " [recorded]"))
-  doc = dict({"schema": SCHEMA, "split": split, "k": k}, **settings, variants=entries)
-  fileio.write_json(path(run_dir), doc)
-  return doc
+  return encodings_file.write(encodings_file.path(run_dir),
+                             dict({"split": split, "k": k}, **settings, variants=entries))

@@ -28,14 +28,11 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.artifacts import tflite_failure
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import dataset_api
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import interpreter
-from tf_forget.export import formats
-
-# tf_forget.export.export_state.SCHEMA (not imported: no TF here).
-TFLITE_SCHEMA = "tf_forget.tflite/1"
-FAILURE_SCHEMA = "tf_forget.tflite_failure/1"  # tf_forget.export.export.FAILURE_SCHEMA
 
 
 class EvaluationError(errors.Error):
@@ -264,19 +261,19 @@ def list_exports(run_dir):
   found = []
   for _, _, kdir in layout.walk(root):
     for name in fileio.listdir(kdir):
-      if not name.endswith(".json") or ".tmp-" in name:
+      if not tflite_json.is_export_json(name):
         continue
       try:
-        meta = fileio.read_json(os.path.join(kdir, name), "export JSON")
+        meta = tflite_json.read(os.path.join(kdir, name))
+      except errors.SchemaError:
+        continue
       except errors.ReadError as e:
         raise EvaluationError(f"{e}: run the export again") from e
-      if not isinstance(meta, dict) or meta.get("schema") != TFLITE_SCHEMA:
-        continue
       meta["path"] = os.path.join(kdir, name[:-len(".json")] + ".tflite")
       found.append(meta)
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
-  order = {name: i for i, name in enumerate(formats.FORMATS)}
+  order = {name: i for i, name in enumerate(names.FORMAT_NAMES)}
   return sorted(found, key=lambda m: (m["member_variant"] != names.DENSE, m["member_variant"],
                                       int(m["k"]), order.get(m["format"], len(order)),
                                       m["encoding"]))
@@ -295,9 +292,7 @@ def list_failures(run_dir):
     for name in filenames:
       if name.endswith(".failed.json") and ".tmp-" not in name:
         try:
-          record = fileio.read_json(os.path.join(dirpath, name), "failure record")
+          found.append(tflite_failure.read(os.path.join(dirpath, name)))
         except errors.ReadError:
-          continue  # a torn record: the next export run writes it again
-        if isinstance(record, dict) and record.get("schema") == FAILURE_SCHEMA:
-          found.append(record)
+          continue  # a torn record (or another schema's): the next export writes it again
   return found

@@ -4,7 +4,7 @@ For a member with a Keras model and a `full_int8` file (dense members, pruned me
 user's Keras references), and for every `.tflite` file the user brings (`user_<NAME>`, dense
 members), after the evaluation:
 
-    <run>/layers/<member variant>/<k>/<format>.json                 `analyze` (SCHEMA)
+    <run>/layers/<member variant>/<k>/<format>.json                 `analyze` (`layers_json`)
     <run>/layers/<member variant>/<k>/<format>.model_explorer.json  node data, NMSE forgotten
 
 A user's file has no float model to quantize again: it is compared tensor by tensor with the float32
@@ -51,10 +51,12 @@ import numpy as np
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
+from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.evaluate import ablation_candidates
@@ -67,7 +69,6 @@ from tf_forget.export import model_explorer
 from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
 
-SCHEMA = "tf_forget.layers/1"
 STABLE_MAX = 1000
 NMSE_PICKS = ablation_candidates.NMSE_PICKS  # ops ablated for their NMSE (two files each)
 RANGE_PICKS = ablation_candidates.RANGE_PICKS  # ops ablated for the range diagnosis
@@ -85,7 +86,7 @@ class LayerAnalysisError(errors.Error):
 
 def _export_meta(run_dir, member_variant, k, fmt):
   _, meta_path = export_state.export_paths(run_dir, names.Variant(member_variant, fmt), k)
-  return export_state.read_json(meta_path)
+  return tflite_json.read(meta_path)
 
 
 def analysed_by_debugger(file_format):
@@ -131,25 +132,18 @@ def status(run_dir, member_variant, k, dataset, file_format=FORMAT):
   path = layout.layers(run_dir, member_variant, k, file_format)
   if not fileio.exists(path):
     return lineage.MISSING
-  return lineage.status(lambda: _read(path),
+  return lineage.status(lambda: layers_json.read(path),
                         expected_inputs(run_dir, member_variant, k, dataset, file_format),
                         "analysed")
 
 
-def _read(path):
-  doc = fileio.read_json(path, "layer analysis")
-  if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-    raise errors.ReadError(f"{path} is not a {SCHEMA} file")
-  return doc
-
-
 def read_analysis(run_dir, member_variant, k, file_format=FORMAT):
-  """Member k's analysis of its `file_format` file (`SCHEMA`).
+  """Member k's analysis of its `file_format` file (`layers_json`).
 
   Raises:
     errors.Error: missing or not an analysis.
   """
-  return _read(layout.layers(run_dir, member_variant, k, file_format))
+  return layers_json.read(layers_json.path(run_dir, member_variant, k, file_format))
 
 
 def _top1(run_dir, member_variant, k, fmt, split):
@@ -272,7 +266,7 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   unless current.
 
   Returns:
-    The analysis dict (`SCHEMA`), read back when it was current.
+    The analysis dict (`layers_json`), read back when it was current.
 
   Raises:
     LayerAnalysisError, errors.Error: a missing export or predictions file, unreadable data.
@@ -281,7 +275,7 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   path = layout.layers(run_dir, member_variant, k, file_format)
   state = status(run_dir, member_variant, k, dataset, file_format)
   if state:
-    return _read(path)
+    return layers_json.read(path)
   if log and state.reason != "missing":
     log(f"redo layers {member_variant}/{k} {file_format}: {state.reason}")
   inputs = expected_inputs(run_dir, member_variant, k, dataset, file_format)
@@ -307,7 +301,7 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
                         {name: labels[mask] for name, mask in masks.items()}, num_threads)
     extra.update(why)
   paths = report_collect.dataset_paths(dataset, split)
-  doc = {"schema": SCHEMA, "member_variant": member_variant, "k": int(k),
+  doc = {"member_variant": member_variant, "k": int(k),
          "format": file_format, "reference": REFERENCE_FORMAT, "split": split, **extra,
          "basis": basis,
          "subsets": {name: _subset(counts[name], ids[masks[name]][:STABLE_MAX], paths)
@@ -319,8 +313,7 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   model_explorer.write_model_explorer_json(
       layout.model_explorer(run_dir, member_variant, k, file_format),
       model_explorer.model_explorer_node_data(rows, "nmse", subset))
-  fileio.write_json(path, doc)
-  return doc
+  return layers_json.write(path, doc)
 
 
 def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT,

@@ -23,8 +23,8 @@ from the current predictions files.
 """
 
 
+from tf_forget.artifacts import agreement_table
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
@@ -34,8 +34,6 @@ from tf_forget.evaluate import agreement
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import evaluate
 from tf_forget.evaluate import interpreter
-
-AGREEMENT_SCHEMA = "tf_forget.agreement/1"
 
 
 def _member_key(meta):
@@ -287,7 +285,6 @@ def _table(run_dir, dataset, split, stream, split_id, exports, failures, check_k
                                  redo_log))
       row["vs_keras"] = agreement.compare_files(row["path"], kpath)
   table = {
-      "schema": AGREEMENT_SCHEMA,
       "split": split,
       "dataset": dataset.spec.name,
       "rows": rows,
@@ -298,5 +295,4 @@ def _table(run_dir, dataset, split, stream, split_id, exports, failures, check_k
           {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
            f"plain file kept: {f['reason']}"} for f in failures],
   }
-  fileio.write_json(layout.agreement(run_dir, split), table)  # errors.WriteError: one line
-  return table
+  return agreement_table.write(agreement_table.path(run_dir, split), table)  # WriteError

@@ -26,6 +26,7 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import registry as data_registry
 from tf_forget.evaluate import layer_analysis
 from tf_forget.evaluate import no_byte_repairs
@@ -92,7 +93,7 @@ def repair_status(run_dir, variant, k, dataset, search=None):
   if not fileio.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
-      lambda: export_state.read_json(meta_path),
+      lambda: tflite_json.read(meta_path),
       repair_inputs(run_dir, variant, k, dataset, search), "repaired",
       extra=lambda meta: lineage.file_reason(path, meta.get("sha256"), ".tflite", "repaired"))
 

@@ -29,6 +29,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import input_layout
 from tf_forget.export import converter
 from tf_forget.export import export
@@ -165,7 +166,7 @@ def status(run_dir, variant, k, path):
   if not fileio.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
-      lambda: export_state.read_json(meta_path), {"file": hashing.file_sha256(path)},
+      lambda: tflite_json.read(meta_path), {"file": hashing.file_sha256(path)},
       "stored", extra=lambda meta: lineage.file_reason(stored, meta.get("sha256"), ".tflite",
                                                        "stored"))
 
@@ -194,7 +195,7 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
   check_signature(path, got, want, "the reference" if reference else "the data set")
   sha = hashing.sha256_bytes(data)
   meta = {
-      "schema": export_state.SCHEMA, "variant": variant.name,
+      "schema": tflite_json.SCHEMA, "variant": variant.name,
       "member_variant": variant.member_variant, "k": int(k), "format": variant.format,
       "encoding": variant.encoding,
       "source": {"file": fileio.abspath(path), "sha256": sha, "kind": "user .tflite",

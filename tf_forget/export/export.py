@@ -4,9 +4,9 @@
     <run>/tflite/<member variant>/<k>/<file stem>.json     # written last: presence = finished
 
 with `<file stem>` the format (`float32`, `float16`, `dynamic_int8`, `full_int8`) or, for the
-sparse-encoded twin, `<format>+sparse`. A sparse conversion that fails leaves the
-plain file as it is and records its one-line reason in `<format>+sparse.failed.json` (schema
-`tf_forget.tflite_failure/1`, which readers of export JSONs skip). Quantized member k is the
+sparse-encoded twin, `<format>+sparse`. The JSON is `tf_forget.artifacts.tflite_json`'s. A
+sparse conversion that fails leaves the plain file as it is and records its one-line reason in
+`<format>+sparse.failed.json` (`tf_forget.artifacts.tflite_failure`). Quantized member k is the
 quantization of member k of its member variant (docs/spec.md §1.3); the audited variant name
 (docs/spec.md §1.1) is recorded in the JSON.
 
@@ -26,25 +26,20 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_failure
+from tf_forget.artifacts import tflite_formats
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import registry as data_registry
 from tf_forget.export import converter
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
 from tf_forget.export import flatbuffer_graph
-from tf_forget.export import formats
 from tf_forget.export import model_files
-
-FAILURE_SCHEMA = "tf_forget.tflite_failure/1"
-
-_one_line = errors.one_line
 
 
 def file_stem(variant):
   """File name (without extension) of a variant's export inside `tflite/<member>/<k>/`."""
   return variant.file_stem
-
-
-failure_path = layout.tflite_failure
 
 
 def export_member(run_dir, variant, k, dataset=None,
@@ -74,11 +69,11 @@ def export_member(run_dir, variant, k, dataset=None,
       nothing is written.
   """
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  options = formats.FORMATS[variant.format]
+  options = tflite_formats.get(variant.format).options
   rep, metadata = _representative(run_dir, variant, k, dataset, representative_size, metadata)
   state = export_state.status(run_dir, variant, k, rep.key if rep else None)
   if not overwrite and state:
-    return dict(export_state.read_json(meta_path), skipped=True, redo=None)
+    return dict(tflite_json.read(meta_path), skipped=True, redo=None)
   export_state.check_member(run_dir, variant.member_variant, k)
   source_sha = _source_sha256(run_dir, variant, k)
   if model is None or metadata is None:
@@ -94,7 +89,7 @@ def export_member(run_dir, variant, k, dataset=None,
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   write_export(path, meta_path, data, meta)
-  fileio.remove(failure_path(run_dir, variant, k))
+  fileio.remove(tflite_failure.path(run_dir, variant, k))
   return dict(meta, skipped=False, redo=None if overwrite else state.reason)
 
 
@@ -105,7 +100,7 @@ def _representative(run_dir, variant, k, dataset, representative_size, metadata)
   Without `dataset`, it is built from the member's metadata, read from `run_dir` (and
   returned) when `metadata` is None; `metadata` is returned as given otherwise.
   """
-  if not formats.FORMATS[variant.format]["representative"]:
+  if not tflite_formats.get(variant.format).representative:
     return None, metadata
   if dataset is None:
     if metadata is None:
@@ -124,7 +119,7 @@ def _source_sha256(run_dir, variant, k):
 def export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
   """The export's JSON dict (docs/artifacts/tflite.md) of the converted bytes `data`."""
   return {
-      "schema": export_state.SCHEMA,
+      "schema": tflite_json.SCHEMA,
       "variant": variant.name,
       "member_variant": variant.member_variant,
       "k": k,
@@ -184,7 +179,7 @@ def write_export(path, meta_path, data, meta):
     fileio.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
     fileio.write_bytes(path, data)
     hashing.remember(path, meta["sha256"])
-    fileio.write_json(meta_path, meta)  # Last: its presence marks a finished export.
+    tflite_json.write(meta_path, meta)  # Last: its presence marks a finished export.
   except errors.WriteError as e:
     for p in (meta_path, path):
       try:
@@ -199,7 +194,7 @@ def _twin_summary(run_dir, variant, k, size):
   twin = names.plain_twin(variant)
   _, twin_meta_path = export_state.export_paths(run_dir, twin, k)
   try:
-    twin_meta = export_state.read_json(twin_meta_path)
+    twin_meta = tflite_json.read(twin_meta_path)
   except errors.ReadError:
     return None
   raw = twin_meta["size_bytes"]["raw"]
@@ -209,16 +204,11 @@ def _twin_summary(run_dir, variant, k, size):
 
 def record_failure(run_dir, variant, k, reason):
   """Writes `<stem>.failed.json` for a conversion that failed; returns the record."""
-  twin = names.plain_twin(variant)
-  record = {"schema": FAILURE_SCHEMA, "variant": variant.name,
-            "member_variant": variant.member_variant, "k": k, "format": variant.format,
-            "encoding": variant.encoding, "reason": _one_line(reason),
-            "plain_twin": file_stem(twin) + ".tflite"}
-  fileio.write_json(failure_path(run_dir, variant, k), record)
-  return record
+  return tflite_failure.write(tflite_failure.path(run_dir, variant, k),
+                              tflite_failure.record(variant, k, reason))
 
 
-def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_formats=("float32",),
+def export_population(run_dir, dense_formats=names.FORMAT_NAMES, pruned_formats=("float32",),
                       representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
                       overwrite=False, log=None, encodings=(names.DEFAULT_ENCODING,),
                       dense_encodings=None, members=None):
@@ -250,12 +240,12 @@ def export_population(run_dir, dense_formats=tuple(formats.FORMATS), pruned_form
     metadata = fileio.read_json(os.path.join(export_state.member_dir(run_dir, member_variant, k),
                                              layout.METADATA_FILE), "member metadata")
     data = None
-    if any(formats.FORMATS[v.format]["representative"] for v in jobs):
+    if any(tflite_formats.get(v.format).representative for v in jobs):
       data = _member_dataset(metadata, dataset, datasets)
       if id(data) not in rep_keys:
         rep_keys[id(data)] = export_state.representative_images(data, representative_size).key
     todo = [v for v in jobs if overwrite or not export_state.is_complete(
-        run_dir, v, k, rep_keys[id(data)] if formats.FORMATS[v.format]["representative"]
+        run_dir, v, k, rep_keys[id(data)] if tflite_formats.get(v.format).representative
         else None)]
     model = None
     if todo:  # the member is loaded once for all its formats

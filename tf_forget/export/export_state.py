@@ -4,13 +4,13 @@ The finished members of a run (`list_members`, `load_member`, `check_member`), t
 make of them (`plan`), their representative data (`representative_images`, docs/spec.md §2.5), where
 an export is written (`export_paths`) and its lineage (`tf_forget.export.export` writes the files).
 
-Lineage: the JSON records `inputs` = {"model": sha256 of the `model.keras` bytes
-converted, "converter": sha256 of the format's options and encoding, "representative": sha256
-of the representative example ids (null without; with the user's `--calibration` data, its
-name, options, split and pixels folded in: `Representative.key`)}. A re-run reuses an export
-only if its JSON is readable, its `.tflite` still has the recorded sha256 and every input
-equals the current one (`status`); otherwise it re-exports and says why ("its model.keras
-changed since it was exported").
+Lineage: the JSON (`tf_forget.artifacts.tflite_json`) records `inputs` = {"model": sha256 of the
+`model.keras` bytes converted, "converter": sha256 of the format's options and encoding,
+"representative": sha256 of the representative example ids (null without; with the user's
+`--calibration` data, its name, options, split and pixels folded in: `Representative.key`)}.
+A re-run reuses an export only if its JSON is readable, its `.tflite` still has the recorded
+sha256 and every input equals the current one (`status`); otherwise it re-exports and says why
+("its model.keras changed since it was exported").
 """
 
 import collections
@@ -24,11 +24,11 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_formats
+from tf_forget.artifacts import tflite_json
 from tf_forget.data import registry as data_registry
-from tf_forget.export import formats
 from tf_forget.export import model_files
 
-SCHEMA = "tf_forget.tflite/1"
 DEFAULT_REPRESENTATIVE_SIZE = 100  # 000 appendix A, docs/spec.md §2.5.
 REPRESENTATIVE_SPLIT = "train"
 
@@ -38,7 +38,7 @@ class ExportError(errors.Error):
 
 
 member_dir = layout.member_dir
-export_paths = layout.tflite_paths
+export_paths = tflite_json.paths
 
 
 def list_members(run_dir):
@@ -94,7 +94,7 @@ sha256 = hashing.sha256_bytes
 
 def converter_inputs(variant):
   """sha256 of what the converter is told: the format's options and the encoding."""
-  return converter_key(formats.FORMATS[variant.format], variant.encoding)
+  return converter_key(tflite_formats.get(variant.format).options, variant.encoding)
 
 
 def converter_key(options, encoding):
@@ -128,14 +128,6 @@ def expected_inputs(run_dir, variant, k, representative=None):
   return out
 
 
-def read_json(meta_path):
-  """An export's JSON; raises `errors.ReadError` if unreadable or not of `SCHEMA`."""
-  meta = fileio.read_json(meta_path, "export JSON")
-  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-    raise errors.ReadError(f"{meta_path} is not a {SCHEMA} file")
-  return meta
-
-
 def status(run_dir, variant, k, representative=None):
   """`lineage.Status` of an export: JSON readable, file intact, inputs current.
 
@@ -152,7 +144,7 @@ def status(run_dir, variant, k, representative=None):
       return "its JSON describes another format or encoding"
     return lineage.file_reason(path, meta.get("sha256"), ".tflite", "exported")
 
-  return lineage.status(lambda: read_json(meta_path),
+  return lineage.status(lambda: tflite_json.read(meta_path),
                         expected_inputs(run_dir, variant, k, representative), "exported",
                         extra=intact)
 

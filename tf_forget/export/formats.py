@@ -1,15 +1,11 @@
-"""TFLite formats and the variant names they produce (docs/spec.md §1.1).
+"""The converter options of every format a file is converted to (docs/spec.md §1.1).
 
-The format registry is a plain dict `FORMATS`: name -> converter options (what
-`converter.convert` sets on a `tf.lite.TFLiteConverter`). The formats are those of
-000 §2.4 and appendix A ("float16", "hybrid" dynamic range int8 and "fixed-point" int8 with the
-first 100 training examples as representative data, TFLite with MLIR), plus the float32
-reference with no optimisation.
-
-Variant names (docs/spec.md §1.1): a TFLite file is identified by (member variant, format,
-encoding); its *audited variant name* joins the parts with "+", leaving out the defaults
-(`prune_0.9+full_int8`, `float32+sparse`): the grammar and its table live in
-`tf_forget.artifacts.names` (its one home).
+A TFLite format's options are its record's in the format table (`tf_forget.artifacts
+.tflite_formats`: `Format.options`, keys `optimize`, `supported_types`, `int8_only`, `io_type`,
+`representative`); `options` adds those of the repairs that convert without a format of their
+own (`full_int8~int16x8`, `full_int8~cle`) and the key `int16x8` they need. Audited variant
+names join (member variant, format, encoding) with "+" (`prune_0.9+full_int8`, `float32+sparse`):
+their grammar is `tf_forget.artifacts.names`.
 
 Encodings: "plain" stores every weight, zeros included; "sparse" adds
 `tf.lite.Optimize.EXPERIMENTAL_SPARSITY` to the converter's optimizations, which stores the
@@ -19,27 +15,7 @@ member variant, format and member.
 """
 
 from tf_forget.artifacts import names
-
-# name -> converter options. Keys:
-#   optimize: set `converter.optimizations = [tf.lite.Optimize.DEFAULT]`.
-#   supported_types: names of tf dtypes for `converter.target_spec.supported_types`.
-#   int8_only: `target_spec.supported_ops = [TFLITE_BUILTINS_INT8]` (fail rather than fall back
-#     to float kernels).
-#   io_type: dtype name of `inference_input_type` / `inference_output_type` (None: float32).
-#   representative: whether the format needs a representative data set (docs/spec.md §2.5).
-FORMATS = {
-    "float32": dict(optimize=False, supported_types=(), int8_only=False, io_type=None,
-                    representative=False),
-    "float16": dict(optimize=True, supported_types=("float16",), int8_only=False, io_type=None,
-                    representative=False),
-    "dynamic_int8": dict(optimize=True, supported_types=(), int8_only=False, io_type=None,
-                         representative=False),
-    "full_int8": dict(optimize=True, supported_types=(), int8_only=True, io_type="int8",
-                      representative=True),
-}
-
-if tuple(FORMATS) != names.FORMAT_NAMES:
-  raise AssertionError("tf_forget.export.formats.FORMATS and artifacts.names.FORMAT_NAMES differ")
+from tf_forget.artifacts import tflite_formats
 
 
 def options(fmt):
@@ -53,10 +29,10 @@ def options(fmt):
     names.FormatError: any other name.
   """
   kind = names.repair_kind(fmt)
+  full_int8 = tflite_formats.get(names.REPAIRED_FORMAT).options
   if kind == "int16x8":
-    return dict(FORMATS["full_int8"], int8_only=False, io_type="int16", int16x8=True)
+    return dict(full_int8, int8_only=False, io_type="int16", int16x8=True)
   if kind == "cle":
-    return dict(FORMATS["full_int8"], int16x8=False)
+    return dict(full_int8, int16x8=False)
   names.check_format(fmt)
-  return dict(FORMATS[fmt], int16x8=False)
-
+  return dict(tflite_formats.get(fmt).options, int16x8=False)

@@ -56,9 +56,9 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
+from tf_forget.artifacts import tflite_formats
 from tf_forget.export import converter
 from tf_forget.export import flatbuffer_graph
-from tf_forget.export import formats
 from tf_forget.export import model_files
 
 FORMAT = "full_int8"
@@ -82,7 +82,7 @@ def _quiet():
 
 def _full_int8_converter(model, representative_images):
   """A `TFLiteConverter` set up as `converter.convert(model, "full_int8", ...)` sets it up."""
-  options = formats.FORMATS[FORMAT]
+  options = tflite_formats.get(FORMAT).options
   spec = converter.input_signature(model)
   if representative_images is None or len(representative_images) == 0:
     raise converter.ConversionError(

@@ -164,11 +164,9 @@ def load_unit_costs(path):
     CostError: missing, unreadable, not JSON or not of the schema (one line).
   """
   try:
-    data = fileio.read_json(path, "unit-cost file")
+    data = fileio.read_record(path, SCHEMA, "unit-cost file")
   except errors.ReadError as e:
     raise CostError(str(e)) from e
-  if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-    raise CostError(f"{path} is not a {SCHEMA} file")
   models = data.get("models")
   corruption = data.get("corruption_seconds_per_image")
   if not isinstance(models, dict) or not isinstance(corruption, dict):

@@ -22,13 +22,13 @@ from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.artifacts import tflite_formats
 from tf_forget.corruptions import cache as corruption_cache
 from tf_forget.corruptions import corruption_registry
 from tf_forget.evaluate import evaluate
 from tf_forget.evaluate import noise_eval
 from tf_forget.evaluate import population_eval
 from tf_forget.export import export_state
-from tf_forget.export import formats
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import tasks
 
@@ -79,12 +79,12 @@ class ExportStage(driver.Stage):
       jobs = self._jobs(ctx, (v, k))
       if not jobs:  # a .tflite reference: nothing to convert
         continue
-      if any(formats.FORMATS[j.format]["representative"] for j in jobs) and rep_key is None:
+      if any(tflite_formats.get(j.format).representative for j in jobs) and rep_key is None:
         rep_key = export_state.representative_images(ctx.dataset).key
       units.append(driver.Unit(
           checks=[driver.Check(f"{j.name}/{k} export", lambda j=j, k=k: export_state.status(
               ctx.run_dir, j, k,
-              rep_key if formats.FORMATS[j.format]["representative"] else None), j)
+              rep_key if tflite_formats.get(j.format).representative else None), j)
                   for j in jobs],
           task=lambda pending, v=v, k=k: driver.task(
               f"export {v}/{k}", "export_member", cost=len(pending), run_dir=ctx.run_dir,

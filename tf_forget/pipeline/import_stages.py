@@ -16,8 +16,8 @@ float32 files of the one-shot members; evaluation, report and bundle follow as f
 """
 
 from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import run_json
 from tf_forget.export import candidates as candidates_lib
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import member_stages
@@ -68,7 +68,7 @@ class ReferenceStage(driver.Stage):
 
   def finish(self, ctx, results):
     pop, user = ctx.plan.population, ctx.plan.user
-    fileio.write_json(layout.run_file(ctx.run_dir), {
+    run_json.write(run_json.path(ctx.run_dir), {
         "dataset": pop.dataset, "dataset_options": dict(pop.dataset_options),
         "model": pop.model, "variants": list(pop.variants), "members": pop.members,
         "references": [fileio.abspath(p) for p in user.references]})

@@ -1,6 +1,6 @@
-"""What a run directory was made with: `<out>/audit.json`.
+"""What a run directory was made with: `<out>/audit.json` (`tf_forget.artifacts.audit_json`).
 
-    {"schema": "tf_forget.audit/1", "config": <identity>, "audit_config": <the whole config>,
+    {"schema": ..., "config": <identity>, "audit_config": <the whole config>,
      "caveats": [<one sentence>, ...]}
 
 `audit_identity(plan)` is the declared subset of the configuration
@@ -16,13 +16,11 @@ none. The report reads them (`tf_forget.report.collect.Run.caveats`).
 
 import json
 
+from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
-
-CAVEATS_KEY = "caveats"  # audit.json's caveats (`tf_forget.report.collect` reads them)
 
 
 def audit_identity(p):
@@ -82,9 +80,7 @@ def _user_identity(user, p):
 def write_audit_file(out, identity, config, caveats=()):
   """Writes `<out>/audit.json`: the identity, the whole configuration (`config.to_json`) and the
   validation's `caveats` (sentences)."""
-  fileio.write_json(layout.audit_file(out), {"schema": tree.AUDIT_SCHEMA, "config": identity,
-                                            tree.AUDIT_CONFIG_KEY: config.to_json(),
-                                            CAVEATS_KEY: list(caveats)})
+  audit_json.write(audit_json.path(out), identity, config.to_json(), caveats)
 
 
 def _differences(old, new):
@@ -109,17 +105,14 @@ def check_audit_file(out, identity):
   Returns:
     True if an equal audit.json exists, False if there is none.
   """
-  path = layout.audit_file(out)
+  path = audit_json.path(out)
   if not fileio.exists(path):
     return False
   try:
-    old = fileio.read_json(path, "audit config")
+    old = audit_json.read(path)
   except errors.ReadError as e:
     raise tree.AuditError(f"{e}: use another --out or remove it") from e
-  if not isinstance(old, dict) or old.get("schema") != tree.AUDIT_SCHEMA:
-    raise tree.AuditError(f"{path} is not a {tree.AUDIT_SCHEMA} file: use another --out or "
-                          "remove it")
-  diffs = _differences(old.get("config") or {}, identity)
+  diffs = _differences(old.get(audit_json.IDENTITY_KEY) or {}, identity)
   if diffs:
     was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
     asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)

@@ -28,13 +28,16 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_formats
 from tf_forget.export import flatbuffer_graph
 
-# Seconds per multiply-accumulate (see the module docstring): float formats, integer formats.
+# Seconds per multiply-accumulate (see the module docstring) of each cost class
+# (`tflite_formats.COST_CLASSES`): float formats, integer formats.
 SECONDS_PER_MAC = {"float": 0.0166 / 1.41e9, "int8": 0.00436 / 1.41e9}
 SECONDS_PER_IMAGE = 3.6e-5  # the per-image overhead of a tiny model (small_cnn, float32)
 KERAS_FACTOR = 3.0  # a Keras model's predictions (predictions_keras) against its float32 file
-# Conversion: seconds = CONVERT_BASE + CONVERT_PER_PARAMETER x parameters (x1.5 for full int8).
+# Conversion: seconds = CONVERT_BASE + CONVERT_PER_PARAMETER x parameters, times the format's
+# `convert_factor` (full int8 calibrates: x1.5).
 CONVERT_BASE = 1.4
 CONVERT_PER_PARAMETER = 5.6e-7
 # The layer analyses run at most this many examples per subset (`layer_analysis.STABLE_MAX`)
@@ -53,7 +56,8 @@ class FileCost:
     name: the variant (`float32`, `user_int8`, ...).
     macs: multiply-accumulates per image (None: not counted).
     size: its bytes (None: not made yet).
-    integer: whether it computes in int8 (full int8, dynamic-range int8, a quantized file).
+    integer: whether it computes in int8 (a format of cost class "int8",
+      `tflite_formats.Format.cost_class`; a quantized file of the user's).
   """
   name: str
   macs: Optional[int]
@@ -124,9 +128,10 @@ def seconds_per_image(f):
 
 
 def convert_seconds(params, fmt):
-  """The estimated seconds of one conversion of a model with `params` parameters."""
+  """The estimated seconds of one conversion of a model with `params` parameters to the format
+  `fmt` (a name of `tflite_formats.FORMATS`)."""
   base = CONVERT_BASE + CONVERT_PER_PARAMETER * params
-  return base * (1.5 if fmt == names.REPAIRED_FORMAT else 1.0)
+  return base * tflite_formats.get(fmt).convert_factor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,8 +250,7 @@ def user_estimate(user, dataset, quantizations, corrupted, keras_model=None,
   if keras_model is not None:
     kmacs, params = keras_macs(keras_model), parameters(keras_model)
     conversions = (names.DEFAULT_FORMAT,) + tuple(quantizations)
-    files = [FileCost(fmt, kmacs, None, fmt in ("dynamic_int8", names.REPAIRED_FORMAT))
-             for fmt in conversions]
+    files = [FileCost(fmt, kmacs, None, tflite_formats.get(fmt).integer) for fmt in conversions]
   for name, data in candidate_bytes:
     try:
       macs, integer = tflite_macs(data)

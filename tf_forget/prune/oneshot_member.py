@@ -44,6 +44,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
@@ -320,5 +321,5 @@ def _make(config, run_dir, parent_meta, grad, log):
       model_sha256=model_sha256,
       inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None,
                            train_view.fingerprint(dataset)))
-  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
+  member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)
   return member_files.read_metadata(directory)

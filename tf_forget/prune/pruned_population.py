@@ -12,9 +12,8 @@ The dense population must be trained first (`tf_forget.train.population`); the r
 """
 
 
-from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import run_json
 from tf_forget.prune import oneshot_member
 from tf_forget.prune import retrain
 from tf_forget.train import member as train_member
@@ -61,11 +60,11 @@ def gradient_parents(configs):
 
 def register_variants(pop, variants):
   """Adds `variants` to the run's `run.json` (after `train_population` wrote it)."""
-  path = layout.run_file(pop.run_dir)
-  doc = fileio.read_json(path, "run config")
+  path = run_json.path(pop.run_dir)
+  doc = run_json.read(path)
   doc["variants"] = list(doc.get("variants", [])) + [
       v for v in variants if v not in doc.get("variants", [])]
-  fileio.write_json(path, doc)
+  run_json.write(path, doc)
 
 
 def iterative_configs(pop, variants, protocol):

@@ -41,6 +41,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
@@ -345,4 +346,4 @@ def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed
       pruning=pruning_record,
       model_sha256=model_sha256,
       inputs=config.inputs(parent_meta["model_sha256"]))
-  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
+  member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)

@@ -33,6 +33,7 @@ from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
+from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
@@ -333,14 +334,14 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
 
 def _caveats(run_dir):
   """The `caveats` of `<run_dir>/audit.json` (() without the file or the field)."""
-  path = layout.audit_file(run_dir)
+  path = audit_json.path(run_dir)
   if not fileio.exists(path):
     return ()
   try:
-    doc = fileio.read_json(path, "audit config")
+    doc = audit_json.read(path)
   except errors.Error as e:
     raise CollectError(errors.one_line(e, 300)) from e
-  found = doc.get("caveats") if isinstance(doc, dict) else None
+  found = doc.get(audit_json.CAVEATS_KEY)
   return tuple(str(c) for c in found) if isinstance(found, list) else ()
 
 

@@ -1,6 +1,6 @@
 """The report's deployment table: encoding, size, latency and accuracy per variant.
 
-Reads `<run>/eval/encodings.json` (schema `tf_forget.encodings/1`, written by
+Reads `<run>/eval/encodings.json` (`tf_forget.artifacts.encodings`, written by
 `tf_forget.evaluate.encodings.choose`; docs/artifacts/predictions.md) and joins it with the report's
 population accuracies: per variant, the encoding shipped and why, the runtime path of the shipped
 file, the raw sizes of the plain and sparse files of the deployed member, the shipped size
@@ -14,31 +14,20 @@ XNNPACK / all ops) and which deployment targets run it (`runs_on_<target>`, `why
 
 import pandas as pd
 
-from tf_forget.artifacts import errors
+from tf_forget.artifacts import encodings as encodings_file
 from tf_forget.artifacts import fileio
-from tf_forget.artifacts import layout
-
-# tf_forget.evaluate.encodings.SCHEMA (not imported: the report reads files).
-SCHEMA = "tf_forget.encodings/1"
-
-
-class DeploymentReportError(errors.Error):
-  """An unreadable encodings artifact (one line)."""
 
 
 def load(run_dir):
   """The encodings artifact of a run, or None if there is none.
 
   Raises:
-    DeploymentReportError: a file of another schema.
+    errors.ReadError: an unreadable file, or one of another schema (`errors.SchemaError`).
   """
-  path = layout.encodings(run_dir)
+  path = encodings_file.path(run_dir)
   if not fileio.exists(path):
     return None
-  doc = fileio.read_json(path)
-  if doc.get("schema") != SCHEMA:
-    raise DeploymentReportError(f"{path}: schema {doc.get('schema')!r}, expected {SCHEMA!r}")
-  return doc
+  return encodings_file.read(path)
 
 
 def _ms(entry, encoding, batch):

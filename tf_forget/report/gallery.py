@@ -8,7 +8,7 @@ example both populations label alike is no CIE). Modal labels: ties -> largest l
 
 * `build` — one gallery per compressed variant (the original view, kept for its callers).
 * `build_families` — one gallery per variant FAMILY: the trained variant a compressed variant
-  is made from (`names.parse_variant(v).member_variant`; `full_int8` and `float16` belong to
+  is made from (`names.family`; `full_int8` and `float16` belong to
   `dense`, `prune_0.9+full_int8` to `prune_0.9`). Each example once, with every variant of the
   family that flags it (d_T > 0: its rank and d_T there), ordered by its best rank.
 * `kind_of` — what the compression did to the modal label: "broken" (dense right, compressed
@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.report import collect
 from tf_forget.stats import cie as cie_lib
@@ -75,24 +74,11 @@ def kind_of(label, dense_modal, compressed_modal):
   return str(out) if out.ndim == 0 else out.astype(object)
 
 
-def family(variant):
-  """The trained variant an audited variant belongs to (`prune_0.9+full_int8` -> `prune_0.9`,
-  `float16` -> `dense`); a name outside the grammar (docs/spec.md §1.1) is its own family."""
-  try:
-    member = names.parse_variant(variant).member_variant
-  except errors.Error:
-    return str(variant)
-  try:
-    return names.parse_trained(member).name
-  except errors.Error:
-    return member
-
-
 def families(variants):
   """family -> its variants (in the given order); `dense` first, then families by name."""
   out = {}
   for v in variants:
-    out.setdefault(family(v), []).append(v)
+    out.setdefault(names.family(v), []).append(v)
   return {f: out[f] for f in sorted(out, key=lambda f: (f != names.DENSE, f))}
 
 
@@ -315,7 +301,7 @@ def annotation_table(run, cies, percentile=90, seed=0):
     labels = np.asarray(pop.labels)[pos]
     modal_0, modal_t = np.asarray(c["modal_0"])[pos], np.asarray(c["modal_t"])[pos]
     frame = pd.DataFrame({
-        "variant": variant, "family": family(variant), "rank": rank + 1,
+        "variant": variant, "family": names.family(variant), "rank": rank + 1,
         "id": np.asarray(pop.ids)[pos].astype(np.int64),
         **({} if paths is None else {"path": collect.paths_of(paths, np.asarray(pop.ids)[pos])}),
         "position": pos,

@@ -1,9 +1,10 @@
 """One visual style per audited variant, by family: colour = the trained network.
 
-A variant's *family* is the trained variant its file is made from (`names.parse_variant`'s
-`member_variant`: `dense`, `prune_0.9`, `oneshot_mp_r10`, `iter_wt_c3`); its quantized or
-sparse-encoded children (`prune_0.9+full_int8`, `full_int8`, `float32+sparse`) share its colour
-and differ by hatch (bars), marker and line style (points, lines), one per (format, encoding).
+A variant's *family* is the trained variant its file is made from (`names.family`: `dense`,
+`prune_0.9`, `oneshot_mp_r10`, `iter_wt_c3`); its quantized or sparse-encoded children
+(`prune_0.9+full_int8`, `full_int8`, `float32+sparse`) share its colour and differ by hatch
+(bars), marker and line style (points, lines): the style the format table gives each (format,
+encoding) (`tflite_formats.Format.style`).
 
 Colours: `dense` is always `DENSE_COLOR` (dark neutral). Each pruning method gets one hue
 (`names.parse_trained`: gradual `prune_<t>`, one-shot per algorithm, iterative per algorithm);
@@ -19,6 +20,7 @@ import colorsys
 import math
 
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_formats
 
 DENSE_COLOR = "#3a3a3a"
 # Base colour of each (method, algorithm) group (seaborn "deep"-like, colour-blind friendly).
@@ -35,17 +37,6 @@ GROUP_COLORS = {
 EXTRA = ("#da8bc3", "#ccb974", "#64b5cd", "#8c613c", "#82c6e2", "#a1c9f4", "#d0bbff",
          "#ff9f9b", "#8de5a1", "#fab0e4")
 LIGHTEST, DARKEST = 0.74, 0.30  # HLS lightness range of a group's families
-# (format, encoding) -> hatch, marker, line style of the children of a family.
-CHILD = {
-    ("float32", "plain"): ("", "o", "-"),
-    ("float16", "plain"): ("///", "s", "--"),
-    ("dynamic_int8", "plain"): ("\\\\\\", "^", "-."),
-    ("full_int8", "plain"): ("xxx", "D", ":"),
-    ("float32", "sparse"): ("...", "h", (0, (6, 2))),
-    ("float16", "sparse"): ("//..", "P", (0, (6, 2, 1, 2))),
-    ("dynamic_int8", "sparse"): ("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1))),
-    ("full_int8", "sparse"): ("xx..", "X", (0, (1, 1))),
-}
 # A repaired full int8 file `full_int8~float<N>`: hatch "x" with a mark per N (and
 # one more "x" every 8), its own marker; the same dash-dot line. Several N of one family differ.
 # The line style of every repaired file.
@@ -68,6 +59,12 @@ def _repaired_child(fmt):
           _REPAIRED_MARKERS[i % len(_REPAIRED_MARKERS)], _REPAIRED_LINE)
 
 
+def _child(fmt, encoding):
+  """(hatch, marker, line style) of a format's file in `encoding` (`tflite_formats`)."""
+  style = tflite_formats.get(fmt).style(encoding)
+  return style.hatch, style.marker, style.linestyle
+
+
 class StyleError(ValueError):
   """Two variants of one figure would look the same (a bug in this module)."""
 
@@ -79,7 +76,7 @@ def _parse(variant):
     v = names.parse_variant(str(variant))
   except names.FormatError:
     return str(variant), names.DEFAULT_FORMAT, names.DEFAULT_ENCODING
-  return v.member_variant, v.format, v.encoding
+  return names.family(variant), v.format, v.encoding
 
 
 def _style_parts(variant):
@@ -91,11 +88,6 @@ def _style_parts(variant):
   if names.repair_kind(fmt) is not None:  # a repaired full int8 file: its hatch
     return fam, fmt, "repaired"
   return fam, fmt, enc
-
-
-def family(variant):
-  """The trained variant (`dense`, `prune_0.9`, ...) an audited variant is made from."""
-  return _parse(variant)[0]
 
 
 def _group(fam):
@@ -187,7 +179,7 @@ def styles(variants):
   out = {}
   for v, (fam, fmt, enc) in parsed.items():
     hatch, marker, linestyle = (_repaired_child(fmt) if names.repair_kind(fmt) else
-                                CHILD.get((fmt, enc), CHILD[("float32", "plain")]))
+                                _child(fmt, enc))
     out[v] = {"color": colors[fam], "hatch": hatch, "hatch_color": ink(colors[fam]),
               "marker": marker, "linestyle": linestyle}
   seen = {}

@@ -34,8 +34,10 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import tflite_json
 from tf_forget.report import why_words
 from tf_forget.report import wording
 from tf_forget.stats import halves
@@ -70,8 +72,8 @@ def _analyses(run_dir):
       if not name.endswith(".json") or fmt.endswith(".model_explorer"):
         continue
       try:
-        out[(member_variant, int(k), fmt)] = fileio.read_json(
-            layout.layers(run_dir, member_variant, k, fmt), "layer analysis")
+        out[(member_variant, int(k), fmt)] = layers_json.read(
+            layers_json.path(run_dir, member_variant, k, fmt))
       except errors.Error:
         continue
   return out
@@ -79,8 +81,8 @@ def _analyses(run_dir):
 
 def _export(run_dir, variant, k):
   """The export JSON of the audited variant `variant` (a name) of member k."""
-  _, meta_path = layout.tflite_paths(run_dir, names.parse_variant(variant), k)
-  return fileio.read_json(meta_path, "export JSON")
+  _, meta_path = tflite_json.paths(run_dir, names.parse_variant(variant), k)
+  return tflite_json.read(meta_path)
 
 
 def _top1(run, variant, k):

@@ -9,7 +9,6 @@ measure does not apply says why (the `notes`). A study's own sections live in it
 import numpy as np
 import pandas as pd
 
-from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.report import gallery_view
 from tf_forget.report import html
@@ -77,13 +76,6 @@ def class_level(measures):
 FOLD_TOLERANCE = 0.005  # recall difference (fraction) within which a child repeats its lead
 
 
-def _family(variant):
-  try:
-    return names.parse_variant(variant).member_variant
-  except errors.Error:
-    return variant
-
-
 def fold_families(blocks):
   """Groups class-level blocks by variant family (the trained variant a file comes from).
 
@@ -99,7 +91,7 @@ def fold_families(blocks):
   """
   families = {}
   for variant in blocks:
-    families.setdefault(_family(variant), []).append(variant)
+    families.setdefault(names.family(variant), []).append(variant)
   out = []
   for family, members in families.items():
     members = sorted(members, key=lambda v: v != family)  # the trained variant first

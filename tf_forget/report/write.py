@@ -149,7 +149,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 
   Raises:
     collect.CollectError: missing / misaligned predictions, unknown data set.
-    noise_report.NoiseReportError, deployment.DeploymentReportError: bad noise / encoding artifacts.
+    noise_report.NoiseReportError, errors.ReadError: bad noise / encoding artifacts.
     human_study_sample.HumanStudyError: an annotation file or key that does not match the run.
     ValueError: bad measure options (from `tf_forget.stats`); a study of `studies.STUDIES`
       that names an input or a section that does not exist (`studies.check`).

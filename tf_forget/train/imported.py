@@ -39,6 +39,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
 from tf_forget.data import input_layout
 from tf_forget.export import model_files
@@ -196,7 +197,7 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
   directory = layout.member_dir(run_dir, names.DENSE, k)
   fileio.makedirs(directory)
   model_sha = _store(model, kind, path, directory, output_index)
-  meta = {"schema": member_files.SCHEMA, "variant": names.DENSE, "k": int(k), "model": MODEL,
+  meta = {"schema": member_metadata.SCHEMA, "variant": names.DENSE, "k": int(k), "model": MODEL,
           "model_options": {}, "dataset": dataset.spec.name,
           "dataset_options": dict(dataset.spec.options), "eval_split": dataset.spec.eval_split,
           "model_sha256": model_sha, "inputs": {"reference": sha},
@@ -204,7 +205,7 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
                         "output_index": output_index, "input_shape": list(shape),
                         "classes": classes, "trust_model_code": bool(trust_model_code)},
           "precision_policy": "float32", "versions": member_files.versions()}
-  fileio.write_json(os.path.join(directory, layout.METADATA_FILE), meta)
+  member_metadata.write(os.path.join(directory, layout.METADATA_FILE), meta)
   return meta
 
 

@@ -35,6 +35,7 @@ import tensorflow as tf
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
+from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.compat import cpu_kernels
@@ -216,7 +217,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
                        model_sha256=model_sha256)
   if selection:
     metadata["epoch_selection"] = selection
-  fileio.write_json(os.path.join(directory, member_files.METADATA_FILE), metadata)
+  member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)
   fileio.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
 
@@ -316,7 +317,7 @@ def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_
   """
   preset = config.preset
   return {
-      "schema": member_files.SCHEMA, "dataset": config.dataset,
+      "schema": member_metadata.SCHEMA, "dataset": config.dataset,
       "dataset_options": dict(dataset.spec.options), "model": config.model,
       "model_options": dict(config.model_options), "variant": variant.name,
       "k": int(config.k), "seed": int(config.seed),

@@ -1,15 +1,15 @@
-"""A member's directory on disk: its metadata schema, whether it is finished, its model file.
+"""A member's directory on disk: its metadata, whether it is finished, its model file.
 
 Every member — trained (`tf_forget.train.member`), imported from the user's file
 (`tf_forget.train.imported`) or pruned after training (`tf_forget.prune`) — is a directory
-`member_dir(run, variant, k)` holding `model.keras` and, written last, `metadata.json` of
-`SCHEMA` (docs/artifacts/members.md). This module reads that metadata (`read_metadata`), says
-whether a member is finished and current (`status`: the metadata readable, `model.keras` with
-the sha256 it records, and the same config), writes a model atomically (`save_model`, a
-one-line `errors.WriteError` when it cannot) and loads it (`load_model`, Keras' safe mode off
-only for a member of a reference the user trusted, `trusts_model_code`). A member made from
-another one (pruned after training) takes the keys every member shares from
-`derived_metadata`, and its parent from `finished_parent`.
+`member_dir(run, variant, k)` holding `model.keras` and, written last, `metadata.json`
+(`tf_forget.artifacts.member_metadata`, docs/artifacts/members.md). This module reads that
+metadata (`read_metadata`), says whether a member is finished and current (`status`: the
+metadata readable, `model.keras` with the sha256 it records, and the same config), writes a
+model atomically (`save_model`, a one-line `errors.WriteError` when it cannot) and loads it
+(`load_model`, Keras' safe mode off only for a member of a reference the user trusted,
+`trusts_model_code`). A member made from another one (pruned after training) takes the keys
+every member shares from `derived_metadata`, and its parent from `finished_parent`.
 """
 
 import os
@@ -23,11 +23,11 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
+from tf_forget.artifacts import member_metadata
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 
-SCHEMA = "tf_forget.member/1"
 MODEL_FILE = layout.MODEL_FILE
 METADATA_FILE = layout.METADATA_FILE
 
@@ -35,12 +35,9 @@ member_dir = layout.member_dir
 
 
 def read_metadata(directory):
-  """A member's metadata dict; raises `errors.ReadError` if missing or not of `SCHEMA`."""
-  path = os.path.join(directory, METADATA_FILE)
-  meta = fileio.read_json(path, "member metadata")
-  if not isinstance(meta, dict) or meta.get("schema") != SCHEMA:
-    raise errors.ReadError(f"{path} is not a {SCHEMA} file")
-  return meta
+  """A member's metadata dict (`member_metadata.read`); raises `errors.ReadError` if missing or
+  not of its schema."""
+  return member_metadata.read(os.path.join(directory, METADATA_FILE))
 
 
 def status(directory, config=None):
@@ -83,7 +80,7 @@ def derived_metadata(config, dataset, **fields):
   parent, pruning, model_sha256, inputs, ...).
   """
   return {
-      "schema": SCHEMA, "dataset": config.dataset,
+      "schema": member_metadata.SCHEMA, "dataset": config.dataset,
       "dataset_options": dict(dataset.spec.options), "model": config.model,
       "model_options": dict(config.model_options), "variant": config.variant,
       "k": int(config.k), "seed": int(config.seed),

@@ -24,6 +24,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
+from tf_forget.artifacts import run_json
 from tf_forget.cli import status
 from tf_forget.models import model_registry
 from tf_forget.train import member as member_lib
@@ -31,7 +32,6 @@ from tf_forget.train import member_files
 from tf_forget.train import presets
 
 RUN_FILE = layout.RUN_FILE
-RUN_SCHEMA = "tf_forget.run/1"
 
 
 class PopulationError(errors.Error):
@@ -128,23 +128,19 @@ def member_configs(config):
 def _read_run_file(path, log):
   """The existing run.json dict, or None if there is none or it is unreadable (then redone).
 
-  A run.json that is not a JSON object (truncated, zeroed, garbage) is redone like any other
-  unreadable artifact: it only records the population's identity, which the audit
-  has already checked against `audit.json`, and the members' own metadata carry their lineage.
+  A run.json that is not a JSON object of its schema (truncated, zeroed, garbage:
+  `run_json.read`) is redone like any other unreadable artifact: it only records the
+  population's identity, which the audit has already checked against `audit.json`, and the
+  members' own metadata carry their lineage.
   """
   if not fileio.exists(path):
     return None
   try:
-    old = fileio.read_json(path, "run config")
+    return run_json.read(path)
   except errors.ReadError as e:
-    reason = errors.one_line(e, 200)
-  else:
-    if isinstance(old, dict):
-      return old
-    reason = f"{path} is not a JSON object"
-  if log is not None:
-    log(f"redo {layout.RUN_FILE}: {reason}")
-  return None
+    if log is not None:
+      log(f"redo {layout.RUN_FILE}: {errors.one_line(e, 200)}")
+    return None
 
 
 def check_run_dir(config, log=None):
@@ -160,7 +156,7 @@ def check_run_dir(config, log=None):
   Raises:
     PopulationError: run.json describes another population.
   """
-  path = layout.run_file(config.run_dir)
+  path = run_json.path(config.run_dir)
   identity = config.identity()
   old = _read_run_file(path, log)
   if old is not None:
@@ -173,7 +169,7 @@ def check_run_dir(config, log=None):
     members = max(int(old.get("members", 0)), config.members)
   else:
     variants_all, members = list(config.variants), config.members
-  return dict(identity, schema=RUN_SCHEMA, variants=variants_all, members=members)
+  return dict(identity, schema=run_json.SCHEMA, variants=variants_all, members=members)
 
 
 def format_seconds(seconds):
@@ -190,7 +186,7 @@ def write_run_file(config, log=print):
   """
   run_doc = check_run_dir(config, log=log)
   fileio.makedirs(config.run_dir)
-  fileio.write_json(layout.run_file(config.run_dir), run_doc)
+  run_json.write(run_json.path(config.run_dir), run_doc)
 
 
 def train_population(config, log=print):

@@ -61,7 +61,7 @@ def bench_audit(tmp):
 
 
 def _eval_tasks(run_dir, n):
-  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
+  from tf_forget.executor import executor_api
   return [executor_api.Task(key=f"eval dense/0 #{i}",
                             fn="tf_forget.pipeline.tasks:evaluate_files",
                             kwargs={"run_dir": run_dir, "files": [["dense", 0]],
@@ -71,8 +71,8 @@ def _eval_tasks(run_dir, n):
 
 
 def bench_ray_overhead(tmp, n=40):
-  from tf_forget import executor  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
+  from tf_forget import executor
+  from tf_forget.pipeline import stages
   run = os.path.join(tmp, "overhead")
   _audit(run, "--executor=inline", "--members=2", "--variants=dense", "--quantizations=",
          "--corruptions=none", "--noise_levels=none", "--deploy_encoding=plain", "--steps=300")
@@ -88,12 +88,12 @@ def bench_ray_overhead(tmp, n=40):
 
 
 def bench_ray_train(tmp, steps=600):
-  from tf_forget import executor  # pylint: disable=g-import-not-at-top
-  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import tasks  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import member  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget import executor
+  from tf_forget.executor import executor_api
+  from tf_forget.pipeline import stages
+  from tf_forget.pipeline import tasks
+  from tf_forget.train import member
+  from tf_forget.train import presets
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   preset = presets.get("digits", steps=steps)
   times = {}
@@ -117,8 +117,8 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--parts", default="audit,ray_overhead,ray_train")
   args = parser.parse_args()
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
   keras2.enable()
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

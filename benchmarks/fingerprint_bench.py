@@ -29,9 +29,9 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import user_audit_bench  # pylint: disable=g-import-not-at-top
-from tf_forget.data import fingerprint  # pylint: disable=g-import-not-at-top
-from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+from benchmarks import user_audit_bench
+from tf_forget.data import fingerprint
+from tf_forget.data import registry
 
 
 def timed(fn, repeats):

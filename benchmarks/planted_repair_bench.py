@@ -30,18 +30,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 
-import user_audit_bench  # pylint: disable=g-import-not-at-top
+import user_audit_bench
 
 
 def make_files(tmp, n_images, seed=0):
   """model.keras (the planted range fault) and images/<label>/<iiiii>.png under `tmp`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tests import planted  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tests import planted
+  from tf_forget.compat import keras2
+  from tf_forget.data import registry
   data = registry.get("digits")
   train, test = data.load("train"), data.load("test")
   keras = keras2.keras()

@@ -32,11 +32,11 @@ def main(argv):
   del argv
   keras2.enable()
   cpu_kernels.configure()
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import tensorflow as tf
 
-  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import pruning  # pylint: disable=g-import-not-at-top
+  from tf_forget.models import model_registry
+  from tf_forget.train import pruning
   keras = keras2.keras()
   if _THREADS.value:
     tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)

@@ -30,8 +30,8 @@ _SYNTHETIC_EXAMPLES = 2048
 
 def _synthetic(text):
   """An in-memory data set of `_SYNTHETIC_EXAMPLES` uint8 noise images of shape HxWxC."""
-  from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import digits  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import dataset_api
+  from tf_forget.data import digits
   try:
     shape = tuple(int(v) for v in text.lower().split("x"))
     if len(shape) != 3 or shape[2] not in (1, 3) or min(shape) < 1:
@@ -57,9 +57,9 @@ def _images_per_second(iterator, batches, batch_size):
 
 def bench(dataset, rounds, batches, warmup):
   """(plain images/s, robust images/s), medians over `rounds` interleaved rounds."""
-  from tf_forget.corruptions import robust_training  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import inputs  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget.corruptions import robust_training
+  from tf_forget.train import inputs
+  from tf_forget.train import presets
   configs = {"plain": presets.get("digits"),
              "robust": presets.get("digits",
                                    train_corruptions=robust_training.ROBUST_TRAIN_CORRUPTIONS)}
@@ -81,11 +81,11 @@ def bench(dataset, rounds, batches, warmup):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
   keras2.enable()
   cpu_kernels.configure()
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   datasets = [registry.get("digits") if s == "digits" else _synthetic(s) for s in _SIZES.value]
   print("| data set | image | plain img/s | robust img/s | robust / plain |")
   print("|---|---|---:|---:|---:|")

@@ -29,8 +29,8 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tf_forget.artifacts import names
-from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import keras2
 
 _WORK_DIR = flags.DEFINE_string("work_dir", "/tmp/tf_forget_sparse_bench",
                                 "Run directory (members are reused across runs).")
@@ -46,11 +46,9 @@ _JSON = flags.DEFINE_string("json", None, "Optional path for the raw results as 
 
 
 def _train(work_dir, steps, sparsities, log):
-  # pylint: disable=g-import-not-at-top
   from tf_forget.train import member
   from tf_forget.train import member_files
   from tf_forget.train import presets
-  # pylint: enable=g-import-not-at-top
   preset = dataclasses.replace(presets.get("digits"), steps=steps,
                                checkpoint_every=steps // 2)
   variants = ["dense"] + [f"prune_{s}" for s in sparsities]
@@ -78,13 +76,11 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
   cpu_kernels.configure()
-  # pylint: disable=g-import-not-at-top
   from tf_forget.evaluate import deploy
   from tf_forget.evaluate import latency
   from tf_forget.evaluate import population_eval
   from tf_forget.export import export
   from tf_forget.export import export_state
-  # pylint: enable=g-import-not-at-top
   work = _WORK_DIR.value
   log = lambda s: print(s, file=sys.stderr, flush=True)
   _train(work, _STEPS.value, _SPARSITIES.value, log)

@@ -31,8 +31,8 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import keras2
 
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1)
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "Batch size B.", lower_bound=1)
@@ -70,7 +70,6 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
   cpu_kernels.configure()
-  # pylint: disable=g-import-not-at-top
   import numpy as np
 
   from tf_forget.data import dataset_api
@@ -79,7 +78,6 @@ def main(argv):
   from tf_forget.evaluate import interpreter
   from tf_forget.export import converter
   from tf_forget.models import model_registry
-  # pylint: enable=g-import-not-at-top
 
   shape, classes, n, b = (32, 32, 3), 10, _NUM_IMAGES.value, _BATCH_SIZE.value
   keras2.keras().utils.set_random_seed(0)

@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import user_audit_bench  # pylint: disable=g-import-not-at-top
+import user_audit_bench
 
 ROOT = user_audit_bench.ROOT
 MAKE_FILES = os.path.join(ROOT, "examples", "tutorial", "make_files.py")
@@ -62,8 +62,8 @@ def import_seconds():
 
 def evaluated_files(out):
   """[(variant, .tflite path, predictions path)] of every file evaluated on the test split."""
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import layout
+  from tf_forget.artifacts import names
   rows = []
   for path in sorted(glob.glob(os.path.join(layout.tflite_root(out), "dense", "0", "*.tflite"))):
     fmt = os.path.basename(path)[:-len(".tflite")]
@@ -74,9 +74,9 @@ def evaluated_files(out):
 
 def _model_inputs(out, examples):
   """The decoded images as the audit feeds the files (--preprocess=unit: pixels / 255)."""
-  from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import fileio
+  from tf_forget.artifacts import layout
+  from tf_forget.data import registry
   run = fileio.read_json(layout.run_file(out), "run.json")
   return registry.get(run["dataset"], **run["dataset_options"]).model_inputs(examples).images
 
@@ -89,8 +89,8 @@ def main():
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   parser.add_argument("--repair", default="", help="e.g. auto (default: none)")
   args = parser.parse_args()
-  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import predictions
+  from tf_forget.evaluate import batched
 
   tmp = args.keep or tempfile.mkdtemp(prefix="tutorial_audit_bench_")
   try:

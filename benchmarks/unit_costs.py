@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import keras2
 
 SCHEMA = "tf_forget.unit_costs/1"
 # model -> (input shape, classes, train batch, train steps, inference batch, inference invokes)
@@ -81,7 +81,7 @@ def _train_cost(model, shape, classes, batch, steps):
 
 def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
   """Seconds per image of `invoke` at `batch` (after one warm-up invoke), input prepared."""
-  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import interpreter
   interp = interpreter.create(tflite_bytes, num_threads=threads, batch_size=batch)
   detail = interp.get_input_details()[0]
   images = np.random.default_rng(1).integers(0, 256, (batch, *shape), dtype=np.uint8)
@@ -96,8 +96,8 @@ def _inference_cost(tflite_bytes, shape, batch, invokes, threads):
 
 def measure_model(name, log):
   """The unit costs of one model (dict)."""
-  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter
+  from tf_forget.models import model_registry
   shape, classes, batch, steps, infer_batch, invokes = MODELS[name]
   model = model_registry.get(name, input_shape=shape, num_classes=classes, weight_decay=1e-4)
   out = {"image_shape": list(shape), "num_classes": classes, "parameters": model.count_params(),
@@ -122,7 +122,7 @@ def measure_model(name, log):
 
 def measure_corruptions(log):
   """{"HxWxC": seconds per corrupted image, averaged over the suite at severity 3}."""
-  from tf_forget.corruptions import corruption_registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.corruptions import corruption_registry
   out = {}
   for key, (h, w, c, n) in CORRUPTION_SHAPES.items():
     images = np.random.default_rng(3).integers(0, 256, (n, h, w, c), dtype=np.uint8)
@@ -143,7 +143,7 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
   cpu_kernels.configure()
-  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter
   log = lambda line: print(line, flush=True)
   result = {
       "schema": SCHEMA, "hardware": "cpu", "machine": cpu_kernels.describe(),

@@ -48,7 +48,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE, CLASSES = 32, 10
@@ -63,7 +63,7 @@ EVALUATION_STAGE = "TFLite evaluation"
 
 def build_model(width, seed):
   """A small CIFAR-shaped CNN (untrained): raw pixels in, 10 logits out."""
-  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras
   keras.utils.set_random_seed(seed)
   layers = keras.layers
   return keras.Sequential([
@@ -78,7 +78,7 @@ def build_model(width, seed):
 
 def convert(model, kind, calibration):
   """The plain converter's float16, dynamic-range int8 or full-int8 file."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   converter = tf.lite.TFLiteConverter.from_keras_model(model)
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
   if kind == "f16":
@@ -94,7 +94,7 @@ def convert(model, kind, calibration):
 
 def write_inputs(tmp, n_images, width, seed):
   """model.keras, the three candidates and the PNG folder under `tmp`; {name: path}."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   rng = np.random.default_rng(seed)
   model = build_model(width, seed)
   paths = {"reference": os.path.join(tmp, "model.keras")}
@@ -181,7 +181,7 @@ def run_command(args):
 
 def audited_files(paths, out):
   """[(label, .tflite path, predictions path)] of the four files the audit evaluated."""
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import layout
   files = [("dense float32", os.path.join(layout.tflite_root(out), "dense", "0",
                                           "float32.tflite"),
             layout.predictions(out, "dense", 0, "test"))]
@@ -194,11 +194,11 @@ def audited_files(paths, out):
 def decoded_examples(out):
   """(`Examples` of the audited split, decoded by the audit's own data set; seconds of the first
   stream (with the data set's set-up) and of a second one)."""
-  from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import fileio
+  from tf_forget.artifacts import layout
+  from tf_forget.data import dataset_api
+  from tf_forget.data import registry
+  from tf_forget.evaluate import batched
   run = fileio.read_json(layout.run_file(out), "run.json")
   data = registry.get(run["dataset"], **run["dataset_options"])
   seconds = []
@@ -214,7 +214,7 @@ def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
   """Median in-loop seconds (its predictions' `seconds`) of the audit's evaluator,
   `tf_forget.evaluate.evaluate.evaluate_file` with its defaults, fed the decoded examples from
   memory."""
-  from tf_forget.evaluate import evaluate  # pylint: disable=g-import-not-at-top
+  from tf_forget.evaluate import evaluate
   n, times = len(examples), []
   for _ in range(repeats):
     meta, _ = evaluate.evaluate_file(
@@ -227,8 +227,8 @@ def in_memory_seconds(model_path, examples, out_path, num_threads, repeats):
 def raw_seconds(model_path, images, batch_size, num_threads, runtime, repeats):
   """Median seconds of set_tensor / invoke / get_tensor over `images` (see the docstring): the
   model's inputs `[N, H, W, C]`, put in the file's layout and quantized outside the clock."""
-  from tf_forget.data import input_layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import interpreter  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import input_layout
+  from tf_forget.evaluate import interpreter
   with open(model_path, "rb") as f:
     data = f.read()
   batch_size = interpreter.input_layout_of(data).batch or batch_size  # a fixed batch: its own
@@ -272,8 +272,8 @@ def main():
   parser.add_argument("--keep", help="build and keep everything in this directory instead")
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   args = parser.parse_args()
-  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import predictions
+  from tf_forget.evaluate import batched
 
   tmp = args.keep or tempfile.mkdtemp(prefix="user_audit_bench_")
   os.makedirs(tmp, exist_ok=True)

@@ -9,7 +9,7 @@ from tf_forget.compat import keras2
 keras2.enable()
 cpu_kernels.configure()
 
-from absl import flags  # pylint: disable=g-import-not-at-top
+from absl import flags
 
 # absl flags are parsed by app.run in binaries; tests that use flagsaver need them marked parsed.
 if not flags.FLAGS.is_parsed():

@@ -59,7 +59,7 @@ def fail_once_renaming_to(monkeypatch, target):
 @contextlib.contextmanager
 def time_bound(seconds=30):
   """Fails the test (`TimeoutError`) instead of hanging when the block runs over `seconds`."""
-  def expire(signum, frame):  # pylint: disable=unused-argument
+  def expire(signum, frame):
     raise TimeoutError(f"still running after {seconds} s")
   previous = signal.signal(signal.SIGALRM, expire)
   signal.alarm(seconds)

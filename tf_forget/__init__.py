@@ -32,14 +32,14 @@ _API_NAMES = ("AuditConfig", "AuditError", "Result", "load_config", "save_config
 
 def _api():
   """`tf_forget.api`, with Keras 2 and the CPU kernels selected first (module docstring)."""
-  import sys  # pylint: disable=g-import-not-at-top
+  import sys
 
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
   keras2.enable()
   if "tensorflow" not in sys.modules:
     cpu_kernels.configure()
-  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  from tf_forget import api
   return api
 
 
@@ -56,11 +56,11 @@ def _config(config, options):
   if isinstance(config, dict):
     config = api.AuditConfig.from_json(config)
   elif from_file:
-    from tf_forget.artifacts import filesystem  # pylint: disable=g-import-not-at-top
+    from tf_forget.artifacts import filesystem
     config = api.load_config(filesystem.user_path(str(config)))
   if not options and config is not None and not from_file:
     return config
-  from tf_forget.commands import audit_options  # pylint: disable=g-import-not-at-top
+  from tf_forget.commands import audit_options
   return audit_options.options_config(options, base=config)
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.config import flag_values
@@ -69,7 +70,7 @@ class Result:
 
 
 def _paths(run_dir):
-  join = fileio.join  # local paths and scheme:// URLs alike
+  join = filesystem.join  # local paths and scheme:// URLs alike
   return {"report_html": join(run_dir, "report.html"),
           "report_json": layout.report_file(run_dir),
           "tables": join(run_dir, "tables"),
@@ -146,7 +147,7 @@ def audit(config, log=print, on_locked=None, started=None):
     errors.Error subclasses with a one-line message: a field of the wrong type
       (`codec.ConfigError`), the checks of `tf_forget.pipeline.audit_lib.run_audit`.
   """
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib
   config = _checked_config(config)
   _callable(log, "log")
   _callable(on_locked, "on_locked")
@@ -158,7 +159,7 @@ def audit(config, log=print, on_locked=None, started=None):
 def plan(config, unit_costs=None):
   """The cost plan of `config` as text (nothing written, no data read:
   `tf_forget.pipeline.audit_plan`)."""
-  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_plan
   return audit_plan.plan_report(_checked_config(config), unit_costs)
 
 

@@ -48,7 +48,7 @@ def read_targets(build, root=ROOT):
                filegroup=lambda **_: None, sh_binary=lambda **_: None,
                sh_test=lambda **_: None, genrule=lambda **_: None)
   with open(build, encoding="utf-8") as f:
-    exec(compile(f.read(), build, "exec"), scope)  # pylint: disable=exec-used
+    exec(compile(f.read(), build, "exec"), scope)
   return targets
 
 

@@ -179,7 +179,7 @@ def run(files, pytest_args=()):
     pytest's exit status, or 1 when a framework was loaded after all (one line on stderr
     names it and the first test after which it was loaded).
   """
-  import pytest  # pylint: disable=g-import-not-at-top
+  import pytest
   watch = _FrameworkWatch()
   start = time.monotonic()
   status = pytest.main(["-q", *pytest_args, *files], plugins=[watch])

@@ -20,7 +20,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tf_forget.report import reproduction_002  # pylint: disable=g-import-not-at-top
+from tf_forget.report import reproduction_002
 
 CSV = "002_mnist_members.csv"
 FACTS = "002_mnist_run.json"
@@ -112,8 +112,8 @@ def _write(path, text):
 
 def from_run(run_dir, out_dir):
   """Writes the CSV, the facts and the page of a finished run into `out_dir`."""
-  from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
-  from tf_forget.report import collect  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import names
+  from tf_forget.report import collect
   variants = [names.DENSE] + [reproduction_002.variant_of(r) for r in reproduction_002.RATIOS]
   run = collect.load_run(run_dir, variants=variants, splits=["test"])
   table = reproduction_002.members_table(run)

@@ -26,10 +26,10 @@ import os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # tfmot runs on tf_keras
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
-import tensorflow_model_optimization as tfmot  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import tensorflow as tf
+import tensorflow_model_optimization as tfmot
+import tf_keras as keras
 
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
@@ -52,7 +52,7 @@ def load(mnist_dir):
   if mnist_dir:
     return tuple(_idx(os.path.join(mnist_dir, f)) for split in ("train", "test")
                  for f in FILES[split])
-  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  from sklearn import datasets
   digits = datasets.load_digits()
   images = tf.image.resize(digits.images[..., None] * (255 / 16), (28, 28)).numpy()[..., 0]
   images = np.round(np.clip(images, 0, 255)).astype(np.uint8)

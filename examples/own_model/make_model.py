@@ -20,7 +20,7 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 from sklearn import datasets
 import tensorflow as tf
 import tf_keras as keras

@@ -24,9 +24,9 @@ import os
 os.environ.pop("TF_USE_LEGACY_KERAS", None)  # TensorFlow 2.21's default Keras: Keras 3
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-from sklearn import datasets  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
+import numpy as np
+from sklearn import datasets
+import tensorflow as tf
 
 
 def load(seed=0, size=8, test_images=None):

@@ -14,6 +14,7 @@ import pytest
 from tests import files
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import swap
 
 # --- swaps: a set of entries replaced whole, or not at all -----------------------------------
@@ -61,14 +62,14 @@ def test_swap_in_rolls_back_whole_when_a_rename_fails(tmp_path, monkeypatch, fai
 
 
 def _make_bundle(root, version):
-  fileio.write_bytes(fileio.join(root, "deploy", "v", "0.tflite"), f"{version} v".encode())
-  fileio.write_bytes(fileio.join(root, "deploy", f"{version}_only.bin"), version.encode())
-  fileio.write_json(fileio.join(root, "deploy", "manifest.json"), {"version": version})
+  fileio.write_bytes(filesystem.join(root, "deploy", "v", "0.tflite"), f"{version} v".encode())
+  fileio.write_bytes(filesystem.join(root, "deploy", f"{version}_only.bin"), version.encode())
+  fileio.write_json(filesystem.join(root, "deploy", "manifest.json"), {"version": version})
 
 
 def _url_files(root):
-  return {fileio.join(d, n)[len(root):]: fileio.read_bytes(fileio.join(d, n))
-          for d, _, names in fileio.walk(root) for n in names}
+  return {filesystem.join(d, n)[len(root):]: fileio.read_bytes(filesystem.join(d, n))
+          for d, _, names in filesystem.walk(root) for n in names}
 
 
 # Moving the old tree aside takes 3 renames (the manifest first), moving the new one in 3 more.
@@ -93,7 +94,7 @@ def test_swap_in_on_a_url_file_system_rolls_back_exactly(monkeypatch, fail_at):
       monkeypatch.setattr(fileio, "_rename", flaky)
       swap.swap_in(tmp, ("deploy",), markers=("manifest.json",))
   assert moved[0].endswith("/deploy/manifest.json")  # the old manifest leaves first
-  assert _url_files(root) == before and fileio.listdir(root) == ["deploy"]
+  assert _url_files(root) == before and filesystem.listdir(root) == ["deploy"]
 
 
 def test_swap_in_replaces_whole_and_refuses_a_directory_for_a_file(tmp_path):

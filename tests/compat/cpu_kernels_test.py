@@ -46,7 +46,7 @@ def _run(code, env, prefix=()):
 
 
 def test_defaults_are_set_and_user_values_kept():
-  import json  # pylint: disable=g-import-not-at-top
+  import json
   got = json.loads(_run(_CONFIGURE, _env())[-1])
   assert got["TF_ENABLE_ONEDNN_OPTS"] == "0"
   assert got["TF_NUM_INTRAOP_THREADS"] == "2" and got["TF_NUM_INTEROP_THREADS"] == "1"

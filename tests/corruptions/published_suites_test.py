@@ -104,7 +104,7 @@ def test_identity_names_builder_version_split_and_options():
   # Another version of the tfds builder: another identity (predictions made from it are stale).
   loader, source = suite.loader("fog@1")
   name = loader.tfds_builder_name(source)
-  loader._builders[name] = types.SimpleNamespace(  # pylint: disable=protected-access
+  loader._builders[name] = types.SimpleNamespace(
       info=types.SimpleNamespace(full_name=f"{name}/9.9.9"))
   assert suite.identity("fog@1") != ids["fog@1"]
 

@@ -100,5 +100,4 @@ def test_what_cannot_be_registered(registries, module, message):
 
 def test_a_training_protocol_cannot_be_declared_without_a_one_shot_schedule():
   with pytest.raises(TypeError, match="oneshot"):
-    # pylint: disable-next=no-value-for-parameter
     schema.TrainingProtocol(name=NEW, dataset=NEW, preset={})

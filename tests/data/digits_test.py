@@ -18,7 +18,7 @@ def test_digits_split_is_balanced_stratified_and_disjoint():
 
 
 def test_digits_ids_are_source_rows():
-  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  from sklearn import datasets
   raw = datasets.load_digits()
   test = registry.get("digits").load("test")
   np.testing.assert_array_equal(test.labels, raw.target[test.ids])

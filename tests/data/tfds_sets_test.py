@@ -96,7 +96,7 @@ class _Spy:
 def test_num_examples_from_metadata_reads_no_data(monkeypatch):
   with tfds.testing.mock_data(num_examples=9):
     data = registry.get("cifar10")
-    builder = data._builder()  # pylint: disable=protected-access
+    builder = data._builder()
     builder.info.set_splits(tfds.core.SplitDict([tfds.core.SplitInfo(
         name="train", shard_lengths=[600, 400], num_bytes=0, filename_template=None)]))
     spy = _Spy(monkeypatch)
@@ -152,12 +152,12 @@ def test_train_records_are_encoded_and_decode_record_decodes(monkeypatch):
 
 def test_report_attribute_streams_decode_no_image(monkeypatch):
   """report.collect's eval attributes and train shares (004 Figure 2) read no image."""
-  from tf_forget.report import collect  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import collect
   with tfds.testing.mock_data(num_examples=7):
     data = registry.get("celeb_a")
     train = data.load("train")
     spy = _Spy(monkeypatch)
-    stream = collect._stream_attributes  # pylint: disable=protected-access
+    stream = collect._stream_attributes
     ids, attrs = stream(data, "train", ("Male", "Young"))
     assert spy.decoders and spy.images_skipped() and spy.decodes == 0
     np.testing.assert_array_equal(ids, np.arange(7))

@@ -1,9 +1,10 @@
 """`audit --config=PATH`, through the audit command in a subprocess.
 
 A finished run's `audit.json` records the whole configuration it was made with; fed back with
-`--config` into a new `--out`, it reproduces the run: the same `.tflite` files and the same
-report tables (latency columns aside). Flags given with `--config` replace its fields, and are
-checked as the flags alone are. `tf_forget.api.load_report` reads the finished run back.
+`--config` into a new `--out`, it reproduces the run: from the same trained members (the
+committed tiny ones), the same `.tflite` files and the same report tables (latency columns
+aside). Flags given with `--config` replace its fields, and are checked as the flags alone are.
+`tf_forget.api.load_report` reads the finished run back.
 """
 
 import hashlib
@@ -17,14 +18,14 @@ import pandas as pd
 
 from tests import timed
 from tests.e2e import audit_binary
+from tests.e2e import tiny_run
 from tests.examples import readme_commands
 from tf_forget import api
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=dynamic_int8", "--pruned_quantizations=none",
+TINY = [*tiny_run.FLAGS, "--quantizations=dynamic_int8", "--pruned_quantizations=none",
         "--corruptions=gaussian_noise", "--severities=3", "--noise_levels=none",
         "--deploy_encoding=plain", "--executor=inline"]
 
@@ -42,7 +43,9 @@ def _tflite(run):
 
 
 def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
-  first, again = str(tmp_path / "first"), str(tmp_path / "again")
+  # Both runs start from the committed tiny members (tests/e2e/tiny_run.py).
+  first = tiny_run.copy_members(str(tmp_path / "first"))
+  again = tiny_run.copy_members(str(tmp_path / "again"))
   result = audit_binary.audit([f"--out={first}", *TINY])
   assert result.returncode == 0, result.stderr[-3000:]
   recorded = json.loads((tmp_path / "first" / "audit.json").read_text())
@@ -52,6 +55,8 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
 
   result = audit_binary.audit([f"--config={first}/audit.json", f"--out={again}"])
   assert result.returncode == 0, result.stderr[-3000:]
+  tiny_run.assert_reused(first)
+  tiny_run.assert_reused(again)
   assert _tflite(first) == _tflite(again) and len(_tflite(first)) >= 8
   a, b = api.load_report(first), api.load_report(again)
   assert a.passed and list(a.tables) == list(b.tables) and "verdict" in a.tables

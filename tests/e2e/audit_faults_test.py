@@ -23,12 +23,13 @@ import pytest
 
 from tests import audit_main
 from tests import binary_main
+from tests.e2e import tiny_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AUDIT = os.path.join(ROOT, "eval", "audit.py")
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+TINY = [*tiny_run.FLAGS, "--deploy_encoding=plain", "--quantizations=",
+        "--pruned_quantizations=none", "--corruptions=none", "--noise_levels=none",
+        "--executor=inline"]
 
 
 def _env():
@@ -78,10 +79,11 @@ def _one_line(result):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-  """A finished tiny audit: (out, CompletedProcess)."""
-  out = str(tmp_path_factory.mktemp("finished") / "run")
+  """A finished tiny audit from the committed members: (out, CompletedProcess)."""
+  out = tiny_run.copy_members(str(tmp_path_factory.mktemp("finished") / "run"))
   result = _run([f"--out={out}", *TINY])
   assert result.returncode == 0, result.stderr[-3000:]
+  tiny_run.assert_reused(out)
   return out, result
 
 

@@ -252,7 +252,7 @@ def test_report_agrees_with_independent_recomputation(runs):
 
 def _biased_attributes(n, run):
   """The digits_biased test split's attributes, aligned on the dense predictions' ids."""
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   ids = run_digest.npz(sorted(glob.glob(os.path.join(run, "predictions", "dense", "0", "test.npz")))[0])
   examples = registry.get("digits_biased").load("test")
   pos = {int(i): j for j, i in enumerate(examples.ids)}

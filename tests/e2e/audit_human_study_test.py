@@ -15,10 +15,12 @@ import sys
 
 import pytest
 
+from tests.e2e import tiny_run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+TINY = [*tiny_run.FLAGS, "--deploy_encoding=plain", "--quantizations=",
+        "--pruned_quantizations=none", "--corruptions=none", "--noise_levels=none",
+        "--executor=inline"]
 PER_GROUP = 20
 
 
@@ -51,10 +53,11 @@ def _fill(sheet_csv, key, out_csv, non_pie_flagged=2):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("study")
-  out, export = str(root / "run"), str(root / "export")
+  out, export = tiny_run.copy_members(str(root / "run")), str(root / "export")
   done = _audit(f"--out={out}", f"--annotation_export={export}",
                 f"--annotation_per_group={PER_GROUP}")
   assert done.returncode == 0, done.stderr[-3000:]
+  tiny_run.assert_reused(out)
   with open(os.path.join(export, "key.json"), encoding="utf-8") as f:
     key = json.load(f)
   return root, out, export, key

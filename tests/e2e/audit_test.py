@@ -6,6 +6,7 @@ import pytest
 
 from tests import audit_main
 from tests import binary_main
+from tests.e2e import tiny_run
 from tf_forget.report import gates as gates_lib
 
 
@@ -75,9 +76,9 @@ def test_gate_verdicts():
 
 def test_tiny_audit_end_to_end(tmp_path):
   out = tmp_path / "run"
-  code = _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
-                   quantizations=["full_int8"], pruned_quantizations=["full_int8"],
-                   corruptions=["gaussian_noise"],
+  tiny_run.copy_members(str(out))  # the committed tiny population (tests/e2e/tiny_run.py)
+  code = _run_main(out=str(out), **tiny_run.CONFIG, quantizations=["full_int8"],
+                   pruned_quantizations=["full_int8"], corruptions=["gaussian_noise"],
                    severities=["3"], max_accuracy_drop=0.0, noise_levels=["0", "0.5"],
                    noise_draws=2, noise_examples=50)
   report = json.loads((out / "report.json").read_text())
@@ -120,7 +121,8 @@ def test_tiny_audit_end_to_end(tmp_path):
       variants - {"dense"}) | {"dense (independent)"}
   assert (out / "noise" / "full_int8" / "1" / "linf.npz").exists()
   # Re-running reuses everything and gives the same report numbers.
-  _run_main(out=str(out), preset="tiny", members=2, variants=["dense", "prune_0.5"],
+  tiny_run.assert_reused(out)
+  _run_main(out=str(out), **tiny_run.CONFIG,
             quantizations=["full_int8"], corruptions=["gaussian_noise"], severities=["3"],
             max_accuracy_drop=0.0, noise_levels=["0", "0.5"], noise_draws=2,
             noise_examples=50)

@@ -73,7 +73,7 @@ def test_k1_audit_reports_and_ships_the_users_file(user, k1):
 def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
   """The stored predictions of the user's file equal running it here on the PNGs."""
   del k1
-  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import predictions
   got = predictions.read(str(user / "k1" / "predictions" / "user_int8" / "0" / "test.npz"))
   interp = tf.lite.Interpreter(model_path=str(user / "int8_0.tflite"))
   interp.allocate_tensors()
@@ -418,9 +418,9 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
 def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   """--dataset=tfds:mnist (a mock tfds data set) and --dataset=tfrecord:GLOB (written here):
   the same K = 1 audit, in this process (tfds' mock lives in it)."""
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds
 
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib
   keras = keras2.keras()
   keras.utils.set_random_seed(0)
   model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Rescaling(1 / 255.0),

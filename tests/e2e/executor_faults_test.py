@@ -73,7 +73,7 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
     def drive():
       try:
         result.update(executor.run([task], stage="train", log=lambda line: None))
-      except Exception as e:  # pylint: disable=broad-except  (reported below)
+      except Exception as e:  # reported below
         failure.append(e)
 
     thread = threading.Thread(target=drive)

@@ -25,18 +25,18 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
 
-from tests import audit_main  # pylint: disable=g-import-not-at-top
-from tests import binary_main  # pylint: disable=g-import-not-at-top
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tests.e2e import audit_binary  # pylint: disable=g-import-not-at-top
-from tests.e2e import user_files  # pylint: disable=g-import-not-at-top
-from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
-from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-from tf_forget.stats import halves  # pylint: disable=g-import-not-at-top
+from tests import audit_main
+from tests import binary_main
+from tests import planted
+from tests.e2e import audit_binary
+from tests.e2e import user_files
+from tf_forget.artifacts import predictions
+from tf_forget.compat import keras2
+from tf_forget.data import registry
+from tf_forget.stats import halves
 
 ARGS = ("--dataset=digits", "--compress=full_int8", *user_files.COMMON)
 # The range fault also gets the 16-bit-activation repair, side by side with the search's.
@@ -150,7 +150,7 @@ def test_a_model_without_a_fault_gets_no_repair(audits):
 def test_equalizing_a_keras_3_reference_is_refused_before_anything_is_written(tmp_path):
   # Equalization clones tf_keras layers; a Keras 3 file (`import keras`, TensorFlow 2.21's
   # default) asked for --repair=cle is one line at plan time (--repair=auto skips cle).
-  import keras as keras3  # pylint: disable=g-import-not-at-top
+  import keras as keras3
   model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Rescaling(1 / 255.0),
                              keras3.layers.Flatten(), keras3.layers.Dense(10)])
   model.save(str(tmp_path / "k3.keras"))

@@ -151,7 +151,7 @@ def test_no_repair_where_the_int8_file_forgot_nothing(root, same):
     flips = json.load(f)["flips"]
   # The rule by hand: more than 3 broken and an exact McNemar p <= 0.05 call for a repair.
   m = flips["broken"] + flips["fixed"]
-  from scipy import stats  # pylint: disable=g-import-not-at-top
+  from scipy import stats
   p = 1.0 if m == 0 else min(1.0, 2 * stats.binom.cdf(min(flips["broken"], flips["fixed"]),
                                                        m, 0.5))
   assert not (flips["broken"] > 3 and p <= 0.05)

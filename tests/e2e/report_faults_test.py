@@ -6,24 +6,26 @@ import subprocess
 import sys
 
 from tests import files
+from tests.e2e import tiny_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _audit(out):
-  """A tiny inline audit (two members a variant, 40 steps, no corruptions, noise or sparse)."""
+  """A tiny inline audit (the tiny population, no corruptions, noise or sparse)."""
   cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), "--dataset=digits",
-         f"--out={out}", "--preset=tiny", "--members=2", "--variants=dense,prune_0.5",
-         "--steps=40", "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-         "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+         f"--out={out}", *tiny_run.FLAGS, "--quantizations=", "--pruned_quantizations=none",
+         "--corruptions=none", "--noise_levels=none", "--deploy_encoding=plain",
+         "--executor=inline"]
   return subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
                         text=True, timeout=900)
 
 
 def test_a_rerun_that_cannot_write_its_report_keeps_the_previous_one(tmp_path):
-  out = str(tmp_path / "run")
+  out = tiny_run.copy_members(str(tmp_path / "run"))  # tests/e2e/tiny_run.py
   first = _audit(out)
   assert first.returncode == 0, first.stderr[-3000:]
+  tiny_run.assert_reused(out)
   before = files.snapshot(out, ("tables", "report.json", "deploy"))
   assert "report.json" in before and any(p.startswith("tables/") for p in before)
   os.remove(os.path.join(out, "report.html"))

@@ -27,7 +27,7 @@ from tf_forget.report import reproduction_002
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 SHARED_MNIST = os.path.join(os.path.dirname(ROOT), "shared", "data", "mnist")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import reproduce_002  # pylint: disable=g-import-not-at-top,wrong-import-position
+import reproduce_002
 
 RATIOS = (2, 50)
 SIZES = {"train": 200, "test": 100}

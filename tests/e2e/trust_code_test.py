@@ -56,7 +56,7 @@ def _marking(marker):
   """A lambda whose body appends to `marker` (a literal in its code, so that it survives
   Keras' bytecode serialization of the function) and returns its input."""
   source = f"lambda x: (open({str(marker)!r}, 'a').write('ran'), x)[1]"
-  return eval(source)  # pylint: disable=eval-used
+  return eval(source)
 
 
 class Doubling(keras2.keras().layers.Layer):
@@ -275,7 +275,7 @@ def test_a_config_file_cannot_trust_code_the_command_line_does_not(user, monkeyp
   `trust_model_code` or a MODULE:FUNCTION preprocess is one line naming the flag, and neither
   the model's code nor the module runs; given on the command line too, the same file is taken
   (`--plan`, which loads the reference)."""
-  import tf_forget  # pylint: disable=g-import-not-at-top
+  import tf_forget
   monkeypatch.syspath_prepend(str(user))
   (user / "marker").unlink(missing_ok=True)  # an earlier test of this module may have trusted
   marker = user / "prep_marker"

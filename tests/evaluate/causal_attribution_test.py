@@ -21,16 +21,16 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-from sklearn import datasets  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+from sklearn import datasets
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import ablation_candidates  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import causal_attribution  # pylint: disable=g-import-not-at-top
-from tf_forget.export import layer_error  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.evaluate import ablation_candidates
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import causal_attribution
+from tf_forget.export import layer_error
 
 
 @pytest.fixture(scope="module")

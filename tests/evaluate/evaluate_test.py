@@ -150,9 +150,9 @@ def test_unwritable_output(run, tmp_path):
 def test_registry_tfds_data_set_under_mock_data(tmp_path):
   # Any registry data set works: cifar10 through tfds.testing.mock_data (nothing downloaded),
   # exported to full_int8 with its own first train examples, evaluated on its test split.
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds
 
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   run_dir = str(tmp_path)
   model = fake_run.tiny_cnn(0, num_classes=10, input_shape=(32, 32, 3))
   fake_run.write_member(run_dir, "dense", 0, model, dataset="cifar10")

@@ -13,15 +13,15 @@ import types
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import range_diagnosis  # pylint: disable=g-import-not-at-top
-from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-from tf_forget.export import flatbuffer_graph  # pylint: disable=g-import-not-at-top
-from tf_forget.report import why_words  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.evaluate import range_diagnosis
+from tf_forget.export import converter
+from tf_forget.export import flatbuffer_graph
+from tf_forget.report import why_words
 
 L = keras.layers
 

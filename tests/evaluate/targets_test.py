@@ -126,7 +126,7 @@ def test_unreadable_listing_is_one_line_error(files, monkeypatch):
       self._interp = interp
 
     def _get_ops_details(self):
-      return self._interp._get_ops_details()[1:]  # pylint: disable=protected-access
+      return self._interp._get_ops_details()[1:]
 
   monkeypatch.setattr(interpreter, "create_for_device",
                       lambda *a, **k: (Listing(real(*a, **k)[0]), "xnnpack", None))
@@ -166,7 +166,7 @@ def test_output_type_is_checked(files):
   data = files["full_int8"]
   io = flatbuffer_graph.io_details(data)
   assert io["inputs"][0]["dtype"] == io["outputs"][0]["dtype"] == "int8"
-  assert targets._integer_io_problem(  # pylint: disable=protected-access
+  assert targets._integer_io_problem(
       {"inputs": io["inputs"], "outputs": [dict(io["outputs"][0], dtype="float32")]}) == (
           "its output is float32: integer_only targets take int8/uint8 I/O")
 

@@ -172,7 +172,7 @@ def test_auto_follows_ray_address_and_names_what_it_found(monkeypatch):
 
 
 def test_auto_without_a_cluster(monkeypatch):
-  from ray._private import services  # pylint: disable=g-import-not-at-top
+  from ray._private import services
   monkeypatch.delenv("RAY_ADDRESS", raising=False)
   # Other Rays may run on a shared machine: pretend there is none, and no `ray start` file.
   monkeypatch.setattr(services, "find_gcs_addresses", frozenset)
@@ -208,11 +208,11 @@ def test_ray_init_keeps_a_python_sigterm_handler():
 
   previous = signal.signal(signal.SIGTERM, mine)
   try:
-    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+    with ray_executor._keep_sigterm_handler():
       signal.signal(signal.SIGTERM, lambda *_: None)  # what ray.init does
     assert signal.getsignal(signal.SIGTERM) is mine
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+    with ray_executor._keep_sigterm_handler():
       signal.signal(signal.SIGTERM, mine)
     assert signal.getsignal(signal.SIGTERM) is mine  # Ray's own stays where there was none
   finally:

@@ -71,7 +71,7 @@ class _Driver:
     self.marker_dir = str(marker_dir)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    self.process = subprocess.Popen(  # pylint: disable=consider-using-with
+    self.process = subprocess.Popen(
         [sys.executable, "-m", "tests.executor.toy_driver", self.marker_dir, mode], cwd=_ROOT,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True)
@@ -171,7 +171,7 @@ def test_a_new_pool_removes_stale_state_dirs_and_names_its_own():
     with local.LocalExecutor(workers=1) as ex:
       ex.run(contract.squares(1), log=lambda _: None)
       assert not os.path.exists(stale)
-      own = ex._state_dir  # pylint: disable=protected-access
+      own = ex._state_dir
       assert lifeline.owner_pid(own) == os.getpid() and os.path.isdir(own)
     assert not os.path.exists(own)
   finally:

@@ -82,7 +82,7 @@ def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
 def test_a_driver_connects_to_a_running_cluster_by_address(ray_ex, monkeypatch):
   # The fixture's local Ray is a running cluster: its GCS port passes check_address, and a second
   # driver connects with ray.init in a thread (bounded_init) and runs tasks on it.
-  gcs = ray_ex._ray.get_runtime_context().gcs_address  # pylint: disable=protected-access
+  gcs = ray_ex._ray.get_runtime_context().gcs_address
   assert executor.check_address("ray", gcs) == gcs
   monkeypatch.setenv("RAY_ADDRESS", gcs)
   assert executor.check_address("ray", "auto") == gcs

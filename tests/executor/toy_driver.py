@@ -48,8 +48,8 @@ def _tasks(marker_dir):
 
 def _drive(ex, marker_dir):
   ex.run([executor.Task("warm", f"{TOY}:square", {"x": 1})], stage="warm", log=lambda _: None)
-  info = {"pid": os.getpid(), "state_dir": ex._state_dir,  # pylint: disable=protected-access
-          "tracker_pid": resource_tracker._resource_tracker._pid}  # pylint: disable=protected-access
+  info = {"pid": os.getpid(), "state_dir": ex._state_dir,
+          "tracker_pid": resource_tracker._resource_tracker._pid}
   with open(os.path.join(marker_dir, "driver.json.tmp"), "w", encoding="utf-8") as f:
     json.dump(info, f)
   os.replace(os.path.join(marker_dir, "driver.json.tmp"), os.path.join(marker_dir, "driver.json"))

@@ -11,12 +11,12 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.export import equalization  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.export import equalization
 
 L = keras.layers
 
@@ -128,7 +128,7 @@ def test_a_keras_3_model_is_refused_in_one_line():
   # A Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
   # `outbound_nodes`; equalization says so instead of failing deep inside (the auto search then
   # goes on without it, tf_forget/evaluate/repair_search.py).
-  import keras as keras3  # pylint: disable=g-import-not-at-top
+  import keras as keras3
   model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Conv2D(4, 3)])
   with pytest.raises(equalization.EqualizationError, match="needs a tf_keras model") as e:
     equalization.equalize(model)

@@ -134,7 +134,7 @@ def pruned_twins_run(run_dir):
   dataset = SyntheticDataset()
   write_member(run_dir, "dense", 0, tiny_cnn(0))
   write_member(run_dir, "prune_0.9", 0, prune(tiny_cnn(0), dataset, 0.9))
-  from tf_forget.export import export  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import export
   export.export_population(run_dir, ["float32"], ["float32"], dataset=dataset,
                            encodings=("plain", "sparse"))
   return run_dir
@@ -155,7 +155,7 @@ def kernel_zeros(model):
 @functools.lru_cache(maxsize=None)
 def trained_exports():
   """(trained tiny model, data set, {format: tflite bytes}), built once per process."""
-  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter
   dataset = SyntheticDataset()
   model = train(tiny_cnn(0), dataset)
   rep = dataset.take("train", 100).images

@@ -11,7 +11,7 @@ keras = keras2.keras()
 
 
 def test_registry_is_a_plain_dict_of_callables():
-  assert type(model_registry.MODELS) is dict  # pylint: disable=unidiomatic-typecheck
+  assert type(model_registry.MODELS) is dict
   assert all(callable(b) for b in model_registry.MODELS.values())
   assert "small_cnn" in model_registry.MODELS
 

@@ -18,7 +18,6 @@ from tf_forget.models import model_registry
 keras = keras2.keras()
 tfmot = keras2.tfmot()
 
-# pylint: disable=g-import-not-at-top,g-bad-import-order
 from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry
 from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper
 
@@ -45,7 +44,7 @@ MASKED = ("small_cnn", "lenet5", "cifar_resnet20", "resnet18")
 
 @pytest.fixture(name="rescaling_registered")
 def fixture_rescaling_registered(monkeypatch):
-  weights_map = prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP  # pylint: disable=protected-access
+  weights_map = prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP
   monkeypatch.setitem(weights_map, keras.layers.Rescaling, [])
 
 

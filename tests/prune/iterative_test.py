@@ -61,7 +61,7 @@ def test_torchprune_schedule_is_the_released_configs():
 
 
 def _presets():
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget.train import presets
   return presets.names()
 
 

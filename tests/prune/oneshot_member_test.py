@@ -98,7 +98,7 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   assert len(losses) == 4  # right after pruning, then 3 epochs
   assert ft["best_epoch"] == int(np.argmin(losses))
   # The saved model is the chosen epoch's: its validation data loss is the minimum.
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   dataset = registry.get("digits")
   _, val, _, n_val = epoch_selection.holdout(dataset, cfg.protocol.validation_every)
   assert ft["validation_examples"] == n_val == 130  # every 10th of 1,297

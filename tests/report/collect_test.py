@@ -96,7 +96,7 @@ def test_rows_in_another_order_are_aligned_to_dense(tmp_path):
 class _FakeDataset:
   """A registry-like data set without attributes (ids 0, 3, ..., 57 in `test`)."""
 
-  class spec:  # pylint: disable=invalid-name
+  class spec:
     name = "digits"
     num_classes = 10
     class_names = tuple(str(i) for i in range(10))
@@ -173,7 +173,7 @@ def test_biased_attributes_and_images_by_id(tmp_path):
   assert run.protected_attributes == ("Inverted", "Faint")
   np.testing.assert_array_equal(run.attributes["Inverted"], attributes["Inverted"])
   # digits_biased plants positive ∧ Inverted at 13 of 1,297 train examples (its docstring).
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   train = registry.get("digits_biased").load("train")
   assert run.train_attribute_shares["Inverted"] == pytest.approx(
       train.attributes["Inverted"].mean())

@@ -9,7 +9,7 @@ examples, prune_0.9 10; float16 has no saved logits.
 import pytest
 
 from tests.report import divergence_run
-from tests.report.divergence_run import single  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import single  # noqa: F401
 from tf_forget.evaluate import deploy
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
@@ -18,7 +18,6 @@ from tf_forget.report import verdict
 KL_RR, KL_UR = divergence_run.KL_RR, divergence_run.KL_UR
 REL = divergence_run.REL
 
-# pylint: disable=redefined-outer-name
 
 
 def _reasons(case, gates):

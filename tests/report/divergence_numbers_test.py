@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 from tests.report import divergence_run
-from tests.report.divergence_run import biased  # noqa: F401 pylint: disable=unused-import
-from tests.report.divergence_run import population  # noqa: F401 pylint: disable=unused-import
-from tests.report.divergence_run import single  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import biased  # noqa: F401
+from tests.report.divergence_run import population  # noqa: F401
+from tests.report.divergence_run import single  # noqa: F401
 from tf_forget.stats import subgroups
 
 LN3 = divergence_run.LN3
@@ -27,7 +27,6 @@ DP_RR, DP_RU, DP_UR, DP_UZ = (divergence_run.DP_RR, divergence_run.DP_RU, diverg
                               divergence_run.DP_UZ)
 REL = divergence_run.REL
 
-# pylint: disable=redefined-outer-name
 
 
 def test_hand_values_match_the_definition():

@@ -257,7 +257,7 @@ def make_folder_run(run_dir, root, num_images=60):
   (right everywhere) and `full_int8` (wrong, label + 1, on the folder's positions 0, 7 and 13)
   with logits. Returns (the `folder` data set, the flipped positions).
   """
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  from PIL import Image
   test = registry.get("digits").load("test")
   for i in range(num_images):
     folder = os.path.join(root, str(int(test.labels[i])))

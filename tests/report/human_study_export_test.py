@@ -17,15 +17,14 @@ import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import export  # noqa: F401
+from tests.report.human_study_run import loaded  # noqa: F401
+from tests.report.human_study_run import run_dir  # noqa: F401
 from tf_forget.data import registry
 from tf_forget.report import human_study
 
 PIES = human_study_run.PIES
 
-# pylint: disable=redefined-outer-name
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import filled_report  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import export  # noqa: F401
+from tests.report.human_study_run import filled_report  # noqa: F401
+from tests.report.human_study_run import loaded  # noqa: F401
+from tests.report.human_study_run import run_dir  # noqa: F401
 from tf_forget.artifacts import errors
 from tf_forget.report import collect
 from tf_forget.report import human_study
@@ -31,7 +31,6 @@ from tf_forget.report import write
 
 CONFIG = human_study_run.CONFIG
 
-# pylint: disable=redefined-outer-name
 
 
 def _one_line_error(fn):

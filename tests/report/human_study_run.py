@@ -42,12 +42,12 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def loaded(run_dir):  # pylint: disable=redefined-outer-name
+def loaded(run_dir):
   run = collect.load_run(run_dir)
   return run, measures_lib.compute(run)
 
 
-def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-name
+def export_study(loaded, where, **options):
   """Builds the export in memory and writes it (as `write.save` does); returns its key."""
   run, m = loaded
   study = human_study.compute(run, m, human_study_options.Options(export_dir=where, **options))
@@ -58,7 +58,7 @@ def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-n
 
 
 @pytest.fixture(scope="module")
-def export(loaded, tmp_path_factory):  # pylint: disable=redefined-outer-name
+def export(loaded, tmp_path_factory):
   """(export directory, its key) of the study with the default options."""
   where = str(tmp_path_factory.mktemp("export") / "study")
   return where, export_study(loaded, where)
@@ -96,7 +96,7 @@ def fill(where, path, seed=7, rule=RULE):
 
 
 @pytest.fixture(scope="module")
-def filled_report(run_dir, export, tmp_path_factory):  # pylint: disable=redefined-outer-name
+def filled_report(run_dir, export, tmp_path_factory):
   """(report.json, report directory, filled values, groups, filled file) of a filled study."""
   where, _ = export
   root = tmp_path_factory.mktemp("filled")

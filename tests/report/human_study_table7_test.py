@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import filled_report  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import export  # noqa: F401
+from tests.report.human_study_run import filled_report  # noqa: F401
+from tests.report.human_study_run import loaded  # noqa: F401
+from tests.report.human_study_run import run_dir  # noqa: F401
 from tf_forget.report import human_study
 from tf_forget.report import human_study_options
 from tf_forget.report import write
@@ -30,7 +30,6 @@ PIES = human_study_run.PIES
 RULE = human_study_run.RULE
 Z95 = statistics.NormalDist().inv_cdf(0.975)
 
-# pylint: disable=redefined-outer-name
 
 
 def _expected(filled, group, attr):

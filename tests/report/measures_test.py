@@ -135,7 +135,7 @@ def test_small_populations_never_crash(tmp_path, members):
 
 def test_paired_measures_use_shared_members(tmp_path):
   fake_run.make_biased_run(str(tmp_path), members=3)
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
   shutil.rmtree(tmp_path / "predictions" / "prune_0.9" / "1")
   run = collect.load_run(str(tmp_path))
   m = measures.compute(run)

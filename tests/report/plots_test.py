@@ -108,7 +108,7 @@ def test_png_pixels_are_inches_times_dpi_times_scale():
 
 
 def test_html_shows_figures_at_the_scale_they_are_drawn():
-  from tf_forget.report import html  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import html
   assert html.FIGURE_SCALE == figure_kit.SCALE  # else the page would up- or downscale every figure
 
 

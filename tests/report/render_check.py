@@ -286,8 +286,8 @@ def ink(png_path):
     ink: share of non-white pixels (min channel < 235); colours: distinct colours among every
     97th pixel; plum: share of pixels within 30 (L1) of the report's plum #8e4585.
   """
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  from PIL import Image
   with Image.open(png_path) as im:
     pixels = np.asarray(im.convert("RGB"), dtype=np.int16)
   ink_share = float((pixels.min(axis=2) < 235).mean())

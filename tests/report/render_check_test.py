@@ -23,7 +23,7 @@ import pytest
 
 if __name__ == "__main__" and not __package__:  # script mode: `tests.report` from the repo root
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tests.report import render_check  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tests.report import render_check
 
 pytestmark = pytest.mark.skipif(
     not render_check.available(),
@@ -35,7 +35,7 @@ VARIANTS = ("prune_0.9", "full_int8")  # the compressed variants of both fake ru
 
 def _png(size, colour=(142, 69, 133)):
   """A `size` x `size` PNG as a data: URI (a checkerboard, so it is not one flat colour)."""
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  from PIL import Image
   im = Image.new("RGB", (size, size), "white")
   for x in range(size):
     for y in range(size):
@@ -135,8 +135,8 @@ def test_checker_on_hand_written_pages(case, tmp_path):
 @pytest.mark.parametrize("kind", ["digits", "digits_biased"])
 def test_report_renders_in_chromium(kind, tmp_path):
   """The report of a fake run: the layout checks, every figure loads, a screenshot with ink."""
-  from tests.report import fake_run  # pylint: disable=g-import-not-at-top
-  from tf_forget.report import write  # pylint: disable=g-import-not-at-top
+  from tests.report import fake_run
+  from tf_forget.report import write
   run_dir, out = str(tmp_path / "run"), str(tmp_path / "out")
   (fake_run.make_digits_run if kind == "digits" else fake_run.make_biased_run)(run_dir)
   write.write_report(run_dir, out, {"dataset": kind})

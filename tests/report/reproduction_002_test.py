@@ -13,7 +13,7 @@ from tf_forget.report import reproduction_002
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 PAGE_DIR = os.path.join(ROOT, "docs", "reproductions")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import reproduce_002  # pylint: disable=g-import-not-at-top,wrong-import-position
+import reproduce_002
 
 C = 10
 
@@ -75,8 +75,8 @@ def test_table_rows_and_alpha_equal_a_hand_computation():
 
 def test_where_a_published_value_lies():
   ours = {"mean": 0.5, "low": 0.4, "high": 0.6}
-  assert reproduction_002._where(0.45, ours) == "inside our interval"  # pylint: disable=protected-access
-  assert reproduction_002._where(0.3, ours) == "below our interval by 0.1000"  # pylint: disable=protected-access
+  assert reproduction_002._where(0.45, ours) == "inside our interval"
+  assert reproduction_002._where(0.3, ours) == "below our interval by 0.1000"
   assert reproduction_002.p_text(0.0004) == "<0.001" and reproduction_002.p_text(0.0712) == "0.071"
 
 

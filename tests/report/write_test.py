@@ -108,7 +108,7 @@ def test_json_numbers_equal_the_stats_library(biased):
   rd = recall_distortion.recall_distortion_summary(r0, a0, rt, at)
   got = [a if a is not None else np.nan for a in doc["variants"]["prune_0.9"]["alphas"]]
   np.testing.assert_allclose(got, rd["alphas"], rtol=1e-12)
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
   attrs = registry.get("digits_biased").load("test").attributes
   table = subgroups.subgroup_table(p0, pt, labels, attrs, protected=("Inverted", "Faint"))
   row = next(r for r in doc["tables"]["subgroups"] if r["variant"] == "prune_0.9"

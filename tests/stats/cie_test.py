@@ -27,10 +27,8 @@ def test_sorting_and_count_table_taxicab_agree(members, classes):
   base = rng.integers(0, classes, (members, 500))
   other = rng.integers(0, classes, (members, 500))
   var = np.where(rng.random((members, 500)) < 0.5, base, other)
-  # pylint: disable=protected-access
   by_sorting = 2 * (members - cie._intersection_sizes(base, var))
   by_counts = cie._taxicab_from_counts(base, var, classes)
-  # pylint: enable=protected-access
   np.testing.assert_array_equal(by_sorting, by_counts)
   np.testing.assert_array_equal(cie.taxicab_distance(base, var, classes), by_counts)
 
@@ -101,7 +99,7 @@ def test_jaccard_and_taxicab_rank_examples_identically(pops, seed):
   np.testing.assert_allclose(dj, 2 * dt / (2 * n + dt), rtol=1e-12)
   assert (dt % 2 == 0).all() and (dt <= 2 * n).all()
   # The sorting path (used for many classes) agrees with the count tables used here.
-  sorted_dt = 2 * (n - cie._intersection_sizes(base, var))  # pylint: disable=protected-access
+  sorted_dt = 2 * (n - cie._intersection_sizes(base, var))
   np.testing.assert_array_equal(sorted_dt, dt)
 
 

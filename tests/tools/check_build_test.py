@@ -8,7 +8,7 @@ from tests import files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import check_build  # pylint: disable=g-import-not-at-top,wrong-import-position
+import check_build
 
 
 def test_the_checkout_has_every_import_as_a_dep():

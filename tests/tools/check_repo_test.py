@@ -11,7 +11,7 @@ from tests import files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import check_repo  # pylint: disable=g-import-not-at-top,wrong-import-position
+import check_repo
 
 ISSUE = "issue " + "#"  # and digits: an issue number
 HASH = "#"  # and digits closing a parenthesis: a bare issue number

@@ -9,7 +9,7 @@ from tests import files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import fast_tests  # pylint: disable=g-import-not-at-top,wrong-import-position
+import fast_tests
 
 # The checkout's fast tier held 27 of 189 test files when this floor was set.
 FLOOR = 24

@@ -67,7 +67,7 @@ def test_resumed_selection_equals_uninterrupted(tmp_path):
 
 def _tiny_model(scale):
   """A linear digits model whose loss grows with `scale` (weights = scale × a fixed pattern)."""
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
   keras = keras2.keras()
   model = keras.Sequential([keras.layers.Flatten(input_shape=(8, 8, 1)), keras.layers.Dense(10)])
   model.set_weights([np.full((64, 10), scale, np.float32) * np.eye(64, 10, dtype=np.float32),

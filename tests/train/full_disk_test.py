@@ -53,7 +53,7 @@ def test_first_checkpoint_fails_then_resume_finishes(tmp_path, monkeypatch, erro
 
 
 def test_a_full_disk_when_saving_the_model_is_one_line(tmp_path, monkeypatch):
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
 
   def full(self, *args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")

@@ -112,7 +112,7 @@ def test_steps_must_be_whole_chunks(tmp_path):
 # threshold sees float16-cast weights): only dense is verified here.
 @pytest.mark.parametrize("variant", ["dense"])
 def test_mixed_precision_member_trains_float16_with_float32_logits(tmp_path, variant):
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
   keras = keras2.keras()
   before = keras.mixed_precision.global_policy().name
   config = _config(variant, steps=40, checkpoint_every=20, mixed_precision=True)

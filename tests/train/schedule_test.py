@@ -85,7 +85,7 @@ def test_without_warmup_the_schedule_is_the_old_one(name):
   preset = presets.get(name)
   assert preset.warmup_steps == 0 and preset.nesterov
   new, old = schedule.learning_rate(preset), _old_schedule(preset)
-  assert type(new) is type(old)  # pylint: disable=unidiomatic-typecheck
+  assert type(new) is type(old)
   assert new.get_config() == old.get_config()
   probe = sorted({0, 1, preset.steps - 1, preset.steps} |
                  {b + d for b in preset.lr_boundary_steps() for d in (-1, 0, 1)})

@@ -5,10 +5,10 @@ and a killed writer leaves at most a `*.tmp-*` file that the next run overwrites
 go through `os` (rename is atomic on a local file system); paths with a URL scheme (`gs://`,
 ...) go through `tf.io.gfile`, imported only for them, so this module imports no TensorFlow.
 
-Reads, listings and hashes go through here too: the file-system primitives of
-`tf_forget.artifacts.filesystem` (`exists`, `isdir`, `listdir`, `walk`, `stat` / `getsize`,
-`open_file`, `makedirs`, `remove`, `rmtree`; re-exported here) and `read_bytes`, `copy` and
-`rename`, so that `--out=gs://...` works end to end. Several artifacts that belong together (a
+Reads go through here too (`read_bytes`, `read_json`, `read_npz`, `copy`, `rename`); the
+file-system primitives they stand on (`exists`, `isdir`, `listdir`, `walk`, `stat`, `makedirs`,
+`remove`, ...) are `tf_forget.artifacts.filesystem`'s, so that `--out=gs://...` works end to
+end. Several artifacts that belong together (a
 report, a bundle) are replaced whole by `tf_forget.artifacts.swap`.
 
 `write_json(..., strict=True)` writes strict JSON (RFC 8259): NaN and infinities become null.
@@ -32,11 +32,15 @@ import zipfile
 import numpy as np
 
 from tf_forget.artifacts import errors
-
-# The file-system primitives (re-exported: callers use `fileio.exists`, `fileio.walk`, ...).
-from tf_forget.artifacts.filesystem import (  # noqa: F401 isort: skip pylint: disable=unused-import
-    FileStat, abspath, exists, getsize, gfile, io_errors, is_url, isdir, isfile, join, listdir,
-    makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, url_error, walk)
+from tf_forget.artifacts.filesystem import gfile
+from tf_forget.artifacts.filesystem import io_errors
+from tf_forget.artifacts.filesystem import is_url
+from tf_forget.artifacts.filesystem import makedirs
+from tf_forget.artifacts.filesystem import parent_dir
+from tf_forget.artifacts.filesystem import remove
+from tf_forget.artifacts.filesystem import stat
+from tf_forget.artifacts.filesystem import tf_errors
+from tf_forget.artifacts.filesystem import url_error
 
 
 def _write_file(path, data):

@@ -43,13 +43,13 @@ def user_path(path):
 
 
 def gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (URL paths only)
+  import tensorflow as tf  # URL paths only
   return tf.io.gfile
 
 
 def tf_errors():
   """The TensorFlow OpError class if TensorFlow is loaded, else an empty tuple."""
-  import sys  # pylint: disable=g-import-not-at-top
+  import sys
   tf = sys.modules.get("tensorflow")
   errors_mod = getattr(tf, "errors", None) if tf is not None else None
   return (errors_mod.OpError,) if errors_mod is not None else ()

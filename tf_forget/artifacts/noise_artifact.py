@@ -41,6 +41,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 
@@ -123,7 +124,7 @@ def read(file_path):
 def status(out_path, inputs):
   """`lineage.Status` of an artifact for the current `inputs` (see the module doc)."""
   return lineage.status(lambda: read(out_path)["metadata"], inputs, "evaluated",
-                        exists=lambda: fileio.exists(out_path), own=out_path)
+                        exists=lambda: filesystem.exists(out_path), own=out_path)
 
 
 def is_complete(out_path, tflite_sha256, protocol):

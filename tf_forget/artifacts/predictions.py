@@ -26,6 +26,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -175,7 +176,7 @@ def status(file_path, inputs, need_logits=False, verb="evaluated"):
     return "it has no logits" if need_logits and not meta.get("has_logits") else None
 
   return lineage.status(lambda: read(file_path)["metadata"], inputs, verb,
-                        exists=lambda: fileio.exists(file_path), extra=logits, own=file_path)
+                        exists=lambda: filesystem.exists(file_path), extra=logits, own=file_path)
 
 
 def is_complete(file_path, tflite_sha256=None):

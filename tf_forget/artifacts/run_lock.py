@@ -31,6 +31,7 @@ import socket
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import run_json
@@ -54,7 +55,7 @@ def _record(path, record):
   unreadable)."""
   schema, keys = record
   try:
-    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+    if not filesystem.isfile(path) or filesystem.getsize(path) > _MAX_RECORD_BYTES:
       return False
     doc = fileio.read_json(path, "record")
   except errors.Error:
@@ -65,7 +66,7 @@ def _record(path, record):
 def _holder_record(path):
   """Whether `path` is a lock file naming its holder (`_info`)."""
   try:
-    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+    if not filesystem.isfile(path) or filesystem.getsize(path) > _MAX_RECORD_BYTES:
       return False
     info = _parse(fileio.read_bytes(path).decode("utf-8", "replace"))
   except errors.Error:
@@ -88,9 +89,9 @@ def is_run_dir(run_dir):
 def check_ours(run_dir):
   """Raises LockError if `run_dir` is a non-empty directory that holds no record of tf_forget's
   (`is_run_dir`), naming what it holds."""
-  if not fileio.isdir(run_dir):
+  if not filesystem.isdir(run_dir):
     return
-  entries = sorted(fileio.listdir(run_dir))
+  entries = sorted(filesystem.listdir(run_dir))
   if not entries or is_run_dir(run_dir):
     return
   shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
@@ -139,8 +140,8 @@ class RunLock:
   def release(self):
     """Removes the lock file and drops the lock (idempotent)."""
     if self._fd is None:
-      if self.path is not None and fileio.is_url(self.path):
-        fileio.remove(self.path)
+      if self.path is not None and filesystem.is_url(self.path):
+        filesystem.remove(self.path)
         self.path = None
       return
     try:
@@ -194,7 +195,7 @@ def _acquire_local(run_dir, command):
 def _acquire_url(run_dir, command):
   path = layout.lock_file(run_dir)
   old = _parse(fileio.read_bytes(path).decode("utf-8", "replace")) \
-      if fileio.exists(path) else None
+      if filesystem.exists(path) else None
   if old and _alive(old):
     raise LockError(f"{run_dir} is in use by {_holder_text(old)}; wait for it to finish, or "
                     f"delete {path} if that run is gone")
@@ -217,7 +218,7 @@ def acquire(run_dir, command, check=True):
   if check:
     check_ours(run_dir)
   try:
-    if fileio.is_url(run_dir):
+    if filesystem.is_url(run_dir):
       return _acquire_url(run_dir, command)
     return _acquire_local(run_dir, command)
   except OSError as e:

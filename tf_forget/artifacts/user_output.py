@@ -33,6 +33,7 @@ from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 
 _DESCRIPTOR_DIRS = ("/proc/", "/dev/fd/")  # where a path names an open file descriptor
@@ -63,9 +64,9 @@ def check_outside(run_dir, path, what):
   Raises:
     errors.WriteError: one line naming the entry it would land in.
   """
-  if run_dir is None or fileio.is_url(run_dir) != fileio.is_url(path):
+  if run_dir is None or filesystem.is_url(run_dir) != filesystem.is_url(path):
     return
-  real = (lambda p: p) if fileio.is_url(path) else os.path.realpath
+  real = (lambda p: p) if filesystem.is_url(path) else os.path.realpath
   entry = layout.own_entry(real(run_dir), real(path))
   if entry is None:
     return
@@ -124,7 +125,7 @@ def check(given, what, run_dir=None, append=False):
     errors.WriteError: one line, the path cannot or must not be written.
   """
   check_outside(run_dir, given, what)
-  if fileio.is_url(given):
+  if filesystem.is_url(given):
     return Output(given, given, what, append)
   try:
     st = os.stat(given)  # what a symlink points to
@@ -161,7 +162,7 @@ def close(output):
 
 def _with_before(path, data):
   """`data` after what the file `path` holds (on a line of its own), for an append."""
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return data
   try:
     before = fileio.read_bytes(path)
@@ -192,7 +193,7 @@ def write(output, data):
   if output.fd is not None:
     _write_in_place(output, data)
     return
-  if fileio.is_url(output.path):
+  if filesystem.is_url(output.path):
     fileio.write_bytes(output.path, _with_before(output.path, data) if output.append else data)
     return
   try:

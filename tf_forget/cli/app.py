@@ -211,7 +211,7 @@ def _status(main, name, argv):
       console.error(e.code)
       return 1
     return 0 if e.code is None else e.code
-  # pylint: disable-next=broad-except (a bug: keep its traceback, on the terminal)
+  # a bug: keep its traceback, on the terminal
   except Exception as e:
     if isinstance(e, BrokenPipeError) and console.stdout_gone():  # `... | head`: no bug
       return _stdout_closed(name)

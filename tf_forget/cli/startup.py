@@ -36,7 +36,7 @@ def _stop(name):
     try:
       os.write(2, (line(name, terminated, STARTING) + "\n").encode())
     finally:
-      os._exit(TERMINATED if terminated else INTERRUPTED)  # pylint: disable=protected-access
+      os._exit(TERMINATED if terminated else INTERRUPTED)
   return stop
 
 

@@ -63,7 +63,7 @@ def summary_target(given, run_dir=None, environ=None):
 
 def write_summary(result, target):
   """Writes `result`'s (an `api.Result`) Markdown summary to `target` (`summary_target`)."""
-  from tf_forget.report import summary_md  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import summary_md
   if target is None:
     return
   text = summary_md.render(result.report, result.tables.get("verdict"),
@@ -92,15 +92,15 @@ def run(flag_values, name="audit"):
   """
   prepare()
   fv = flag_values
-  from tf_forget.config import flag_values as flag_values_lib  # pylint: disable=g-import-not-at-top
-  from tf_forget.config import tree  # pylint: disable=g-import-not-at-top
+  from tf_forget.config import flag_values as flag_values_lib
+  from tf_forget.config import tree
   try:
     config_path = fv["config"].value
     base = tree.load(filesystem.user_path(config_path)) if config_path else None
     config = flag_values_lib.config_from_flags(*audit_flags.values(fv), base=base)
     flag_values_lib.check(config)
     # TensorFlow is imported once the flags are known good: a bad flag is one line at once.
-    from tf_forget import api  # pylint: disable=g-import-not-at-top
+    from tf_forget import api
     if fv["plan"].value:
       if fv["summary"].value:
         raise errors.Error("--summary is not for --plan (the plan writes nothing)")
@@ -125,7 +125,7 @@ def render(run_dir, summary=None, name="report", trust_model_code=False, preproc
     SystemExit: "<name>: error: <one line>": no finished run there, or its inputs are gone.
   """
   prepare()
-  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  from tf_forget import api
   try:
     run_dir = filesystem.user_path(run_dir)
     target = summary_target(summary, run_dir=run_dir)

@@ -11,7 +11,6 @@ from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 from tf_forget.cli import app as cli_app
 from tf_forget.cli import console
@@ -69,12 +68,11 @@ def run(fv):
   if not fv.run_dir:
     raise app.UsageError("--run_dir is required")
   run_dir = filesystem.user_path(fv.run_dir)
-  if not fileio.isdir(run_dir):
+  if not filesystem.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
-  # pylint: disable=g-import-not-at-top  (TensorFlow only after Keras 2 is selected)
+  # TensorFlow only after Keras 2 is selected
   from tf_forget.data import registry
   from tf_forget.evaluate import population_eval
-  # pylint: enable=g-import-not-at-top
   try:
     dataset = registry.get(fv.dataset) if fv.dataset else None
     with cli_app.locked_run_dir(run_dir, NAME, check_ours=False):

@@ -11,7 +11,6 @@ from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.cli import app as cli_app
@@ -57,7 +56,7 @@ def run(fv):
   if not fv.run_dir:
     raise app.UsageError("--run_dir is required")
   run_dir = filesystem.user_path(fv.run_dir)
-  if not fileio.isdir(run_dir):
+  if not filesystem.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   dense, pruned = fv.formats, fv.pruned_formats
   if dense is None or pruned is None:
@@ -75,7 +74,7 @@ def run(fv):
     encodings = names.parse_encodings(fv.encodings)
   except names.FormatError as e:
     raise app.UsageError(str(e))
-  from tf_forget.export import export  # pylint: disable=g-import-not-at-top  (after Keras 2)
+  from tf_forget.export import export  # after Keras 2
   try:
     with cli_app.locked_run_dir(run_dir, NAME, check_ours=False):
       export.export_population(run_dir, dense, pruned, fv.representative_size,

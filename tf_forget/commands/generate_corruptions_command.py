@@ -78,7 +78,7 @@ def run(fv):
   cache_dir = filesystem.user_path(fv.cache_dir)
   if fv.image_size:
     options["image_size"] = tuple(int(v) for v in fv.image_size)
-  from tf_forget.data import registry as data_registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry as data_registry
   try:
     dataset = data_registry.get(fv.dataset, **options)
     split = fv.split or dataset.spec.eval_split

@@ -68,13 +68,11 @@ def _run(command, rest):
   """Runs `command` under `tf_forget.cli.app.run` (never returns)."""
   name = f"{PROG} {command}"
   startup.guard(name)  # Ctrl-C during the imports below: one line, 130
-  # pylint: disable=g-import-not-at-top
   from absl import flags
 
   from tf_forget.cli import app as cli_app
   from tf_forget.commands import audit_command
   from tf_forget.commands import audit_flags
-  # pylint: enable=g-import-not-at-top
   fv = flags.FLAGS
   if command == "report":
     run_dir, options, problem = _report_args(rest)
@@ -126,7 +124,7 @@ def console_main():
     code = main()
     sys.stdout.flush()
   except BrokenPipeError:
-    from tf_forget.cli import console  # pylint: disable=g-import-not-at-top
+    from tf_forget.cli import console
     if not console.stdout_gone():
       raise
     console.drop_stdout()

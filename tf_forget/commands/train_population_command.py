@@ -55,8 +55,8 @@ def run(fv):
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO / WARNING lines
   logging.set_verbosity(logging.WARNING)
-  from tf_forget.train import population  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget.train import population
+  from tf_forget.train import presets
   run_dir = filesystem.user_path(fv.run_dir)
   dataset_options = {"data_dir": filesystem.user_path(fv.data_dir)}
   if fv.image_size:

@@ -38,7 +38,7 @@ def is_enabled():
 
 def keras():
   """Returns the Keras 2 package (`tf_keras`), the only Keras tf_forget builds models with."""
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
   return tf_keras
 
 
@@ -49,5 +49,5 @@ def tfmot():
     RuntimeError: see `enable`.
   """
   enable()
-  import tensorflow_model_optimization  # pylint: disable=g-import-not-at-top
+  import tensorflow_model_optimization
   return tensorflow_model_optimization

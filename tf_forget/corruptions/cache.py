@@ -48,6 +48,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import predictions
@@ -130,7 +131,7 @@ def entry_status(key, cache_dir, dataset=None, verify=False):
       before it recorded them are checked for presence only).
   """
   directory = key.directory(cache_dir)
-  if not fileio.exists(os.path.join(directory, "meta.json")):
+  if not filesystem.exists(os.path.join(directory, "meta.json")):
     return lineage.MISSING
   try:
     meta = _read_meta(directory)
@@ -148,7 +149,7 @@ def _shards_reason(directory, meta, verify):
   digests = list(meta.get("shard_sha256") or []) if verify else []
   for i, shard in enumerate(meta.get("shards", [])):
     path = os.path.join(directory, shard)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return f"its shard {shard} is missing"
     if i < len(digests) and hashing.file_sha256_or_none(path) != digests[i]:
       return f"its shard {shard} is not the one written (sha256 differs from meta.json's)"
@@ -158,7 +159,7 @@ def _shards_reason(directory, meta, verify):
 def _discard(directory):
   """Removes an entry's meta.json, so that the entry reads as missing and is generated again."""
   try:
-    fileio.remove(os.path.join(directory, "meta.json"))
+    filesystem.remove(os.path.join(directory, "meta.json"))
   except errors.Error:
     pass
 
@@ -202,7 +203,7 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
     return []
   for key in keys:  # meta.json first: an interrupted generation leaves an incomplete entry
     _discard(key.directory(cache_dir))
-    fileio.rmtree(key.directory(cache_dir))
+    filesystem.rmtree(key.directory(cache_dir))
   counts = {key: [] for key in keys}
   digests = {key: [] for key in keys}
   encoding = shard_codec.encoding_for_shape(dataset.spec.image_shape)

@@ -18,7 +18,7 @@ import numpy as np
 from tf_forget.corruptions import corruption_kit
 
 try:
-  import numba  # pylint: disable=g-import-not-at-top
+  import numba
 except ImportError:  # pragma: no cover - numba is optional
   numba = None
 

@@ -39,10 +39,10 @@ def load():
     return _STATE["module"]
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from imagecorruptions import corruptions as icc  # pylint: disable=g-import-not-at-top
-    import skimage  # pylint: disable=g-import-not-at-top
-    import skimage.color  # pylint: disable=g-import-not-at-top
-    import skimage.util  # pylint: disable=g-import-not-at-top
+    from imagecorruptions import corruptions as icc
+    import skimage
+    import skimage.color
+    import skimage.util
   original_gaussian = icc.gaussian
 
   def gaussian(image, sigma=1, multichannel=None, **kwargs):

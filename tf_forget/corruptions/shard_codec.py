@@ -40,7 +40,7 @@ def encode(encoding, images, **arrays):
       raise errors.Error(f"array {name!r} has dtype object; npz artifacts never hold pickles")
   buf = io.BytesIO()
   if encoding == "png":
-    import cv2  # pylint: disable=g-import-not-at-top (OpenCV: only where PNG is used)
+    import cv2  # OpenCV: only where PNG is used
     chunks = []
     for image in images:
       ok, png = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_LEVEL])
@@ -63,7 +63,7 @@ def decode_images(encoding, arrays):
   """uint8 `[n, H, W, C]` images of a shard read by `fileio.read_npz` (exact pixels)."""
   if encoding in ("raw", "deflate"):
     return arrays.pop("images")
-  import cv2  # pylint: disable=g-import-not-at-top
+  import cv2
   data, offsets = arrays.pop("png_bytes"), arrays.pop("png_offsets")
   shape = tuple(int(v) for v in arrays.pop("png_shape"))
   images = np.empty(shape, np.uint8)

@@ -154,7 +154,7 @@ class Imagenet2012Corrupted(_ConfigPerSplit):
                                    "(not the published ImageNet-C)")
 
 
-class Cifar10_1(_Suite):  # pylint: disable=invalid-name
+class Cifar10_1(_Suite):
   """CIFAR-10.1 (tfds `cifar10_1`, configs v4 / v6)."""
   TFDS_NAME = NAME = "cifar10_1"
   NUM_CLASSES = 10
@@ -164,7 +164,7 @@ class Cifar10_1(_Suite):  # pylint: disable=invalid-name
   def __init__(self, data_dir=None, version="v6", image_size=None, download=False):
     if version not in ("v4", "v6"):
       raise dataset_api.DataError(f"cifar10_1 version must be 'v4' or 'v6', got {version!r}")
-    self.TFDS_NAME = f"cifar10_1/{version}"  # pylint: disable=invalid-name
+    self.TFDS_NAME = f"cifar10_1/{version}"
     super().__init__(data_dir=data_dir, image_size=image_size, download=download)
     self.spec.options["version"] = version
 

@@ -225,7 +225,7 @@ class Dataset(abc.ABC):
     Fixed order; the trainer shuffles and augments. The default builds it from the numpy split
     (fine for small data sets); tfds-backed data sets override it to stream.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
     data = self.load(split)
     return tf.data.Dataset.from_tensor_slices((data.images, data.labels))
 

@@ -25,7 +25,7 @@ def load_source():
     dataset_api.DataError: if scikit-learn is not installed.
   """
   try:
-    from sklearn import datasets  # pylint: disable=g-import-not-at-top
+    from sklearn import datasets
   except ImportError as e:
     raise dataset_api.DataError(
         "data set 'digits' needs scikit-learn (pip install scikit-learn)") from e

@@ -100,7 +100,7 @@ def digest(entries):
 
 
 def _pil():
-  from PIL import Image  # pylint: disable=g-import-not-at-top (only where images are checked)
+  from PIL import Image  # only where images are checked
   return Image
 
 
@@ -134,7 +134,7 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
   except image_lib.UnidentifiedImageError as e:
     raise dataset_api.DataError(f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, "
                                 "JPEG, GIF or BMP header)") from e
-  except Exception as e:  # pylint: disable=broad-except (Pillow raises many kinds)
+  except Exception as e:  # Pillow raises many kinds
     raise dataset_api.DataError(f"{name} is not a readable image ({type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:120]})") from e
   finally:
@@ -145,7 +145,7 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
   if fmt == "PNG":
     try:
       image_lib.open(io.BytesIO(data)).verify()
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise dataset_api.DataError(f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
                                   f"{' '.join(str(e).split())[:120]})") from e
   if fmt == "JPEG" and b"\xff\xd9" not in data[-64:]:
@@ -174,7 +174,7 @@ def check_header(head, size, name, max_pixels=DEFAULT_MAX_PIXELS):
   try:
     image = image_lib.open(io.BytesIO(head))
     fmt, (width, height) = image.format, image.size
-  except Exception:  # pylint: disable=broad-except (Pillow raises many kinds)
+  except Exception:  # Pillow raises many kinds
     if not head.startswith(_MAGIC):
       raise dataset_api.DataError(f"{name} is not an image (its bytes start {head[:8]!r}, not "
                                   "a PNG, JPEG, GIF or BMP header)") from None

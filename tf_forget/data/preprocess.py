@@ -73,7 +73,7 @@ def resolve(name):
                                 "MODULE:FUNCTION)")
   try:
     fn = getattr(importlib.import_module(module), function)
-  except Exception as e:  # pylint: disable=broad-except  (the user's module runs on import)
+  except Exception as e:  # the user's module runs on import
     raise dataset_api.DataError(f"preprocess {name!r} cannot be imported: "
                                 f"{errors.one_line(e, 300)}") from e
   _check_function(fn, name)
@@ -101,7 +101,7 @@ def _check_function(fn, name):
 def _call(fn, images, name):
   try:
     return fn(np.asarray(images, np.uint8))
-  except Exception as e:  # pylint: disable=broad-except  (the user's code raises anything)
+  except Exception as e:  # the user's code raises anything
     raise dataset_api.DataError(f"--preprocess={name} raised {type(e).__name__}: "
                                 f"{errors.one_line(e, 300)}") from e
 

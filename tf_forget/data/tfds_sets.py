@@ -138,7 +138,7 @@ class TfdsDataset(dataset_api.Dataset):
   def _label(self, example):
     return tf.cast(example[self.LABEL_KEY], tf.int64)
 
-  def _attributes(self, example):  # pylint: disable=unused-argument
+  def _attributes(self, example):
     return {}
 
   def _convert(self, example):

@@ -26,6 +26,7 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
@@ -143,7 +144,7 @@ def _dense_size(run_dir, k, cache):
   """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
   if k not in cache:
     _, meta = export_state.export_paths(run_dir, names.parse_variant(names.DENSE), k)
-    cache[k] = tflite_json.read(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
+    cache[k] = tflite_json.read(meta)["size_bytes"]["raw"] if filesystem.exists(meta) else None
   return cache[k]
 
 

@@ -31,7 +31,7 @@ import dataclasses
 from tf_forget.artifacts import agreement_table
 from tf_forget.artifacts import encodings as encodings_file
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import names
 from tf_forget.evaluate import deploy
@@ -67,7 +67,7 @@ def _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats,
 def _recorded(run_dir, log):
   """{variant: entry} of the encodings.json on disk; {} if there is none or it is unreadable."""
   path = encodings_file.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return {}
   try:
     doc = encodings_file.read(path)
@@ -245,7 +245,7 @@ def _read_inputs(run_dir, split, k, settings):
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
   table_path = agreement_table.path(run_dir, split)
-  if not fileio.exists(table_path):
+  if not filesystem.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
   dense = exports.get((names.DENSE, k))
   if dense is None:

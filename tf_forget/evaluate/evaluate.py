@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -236,7 +236,7 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   seconds = time.time() - start
   label = "/".join(str((metadata or {}).get(key, "?")) for key in ("variant", "k"))
   check_finite(scores, f"{label} {split}: {tflite_path}", f"{split} examples")
-  meta = dict(metadata or {}, split=split, tflite=fileio.abspath(tflite_path),
+  meta = dict(metadata or {}, split=split, tflite=filesystem.abspath(tflite_path),
               tflite_sha256=sha, inputs=inputs, batch_size=batch_size, num_threads=num_threads,
               runtime=runner.runtime, runtime_fallback=runner.fallback_reason,
               input_dtype=runner.input_dtype.name,
@@ -256,11 +256,11 @@ def list_exports(run_dir):
     EvaluationError: no `tflite/` directory or no finished export.
   """
   root = layout.tflite_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
   found = []
   for _, _, kdir in layout.walk(root):
-    for name in fileio.listdir(kdir):
+    for name in filesystem.listdir(kdir):
       if not tflite_json.is_export_json(name):
         continue
       try:
@@ -286,9 +286,9 @@ def list_failures(run_dir):
   """
   root = layout.tflite_root(run_dir)
   found = []
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return found
-  for dirpath, _, filenames in sorted(fileio.walk(root)):
+  for dirpath, _, filenames in sorted(filesystem.walk(root)):
     for name in filenames:
       if name.endswith(".failed.json") and ".tmp-" not in name:
         try:

@@ -29,7 +29,7 @@ from ai_edge_litert import interpreter as litert
 import numpy as np
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.data import input_layout
 from tf_forget.export import flatbuffer
 from tf_forget.export import flatbuffer_graph
@@ -58,9 +58,9 @@ def read_model(path):
     TfliteError: missing, unreadable, or not a TFLite flatbuffer.
   """
   try:
-    with fileio.open_file(path, "rb") as f:  # local or URL (gs://)
+    with filesystem.open_file(path, "rb") as f:  # local or URL (gs://)
       data = f.read()
-  except fileio.io_errors() as e:
+  except filesystem.io_errors() as e:
     reason = getattr(e, "strerror", None) or _one_line(getattr(e, "message", None) or e)
     raise TfliteError(f"cannot read {path}: {reason}") from e
   try:

@@ -50,6 +50,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
@@ -107,7 +108,7 @@ def applies(run_dir, member_variant, k, file_format=FORMAT):
            for f in (file_format, REFERENCE_FORMAT)]
   if analysed_by_debugger(file_format):
     paths[1] = layout.member_model(run_dir, member_variant, k)
-  return all(fileio.exists(p) for p in paths)
+  return all(filesystem.exists(p) for p in paths)
 
 
 def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
@@ -130,7 +131,7 @@ def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
 def status(run_dir, member_variant, k, dataset, file_format=FORMAT):
   """`lineage.Status` of member k's analysis of its `file_format` file."""
   path = layout.layers(run_dir, member_variant, k, file_format)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return lineage.MISSING
   return lineage.status(lambda: layers_json.read(path),
                         expected_inputs(run_dir, member_variant, k, dataset, file_format),

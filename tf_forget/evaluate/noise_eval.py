@@ -17,6 +17,7 @@ from scipy import special
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise_artifact
@@ -140,7 +141,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   seconds = time.time() - start
   meta = noise_artifact.write(
       out_path, eps, examples.ids, examples.labels, top1, soft,
-      dict(metadata or {}, protocol=protocol.to_json(), tflite=fileio.abspath(tflite_path),
+      dict(metadata or {}, protocol=protocol.to_json(), tflite=filesystem.abspath(tflite_path),
            tflite_sha256=sha, inputs=inputs, noise_scale=[float(s) for s in scale],
            runtime=runner.runtime, runtime_fallback=runner.fallback_reason, seconds=seconds,
            top1_accuracy=[float(np.mean(top1[l] == examples.labels))
@@ -150,7 +151,7 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
 
 def _model_options(run_dir, meta):
   member = layout.member_metadata(run_dir, meta["member_variant"], meta["k"])
-  if fileio.exists(member):
+  if filesystem.exists(member):
     try:
       return fileio.read_json(member, "member metadata").get("model_options") or {}
     except errors.ReadError as e:

@@ -113,8 +113,8 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
     return out
   if log and state.reason != "missing":
     log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
-  from tf_forget.export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
-  from tf_forget.export import model_files  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import export_state  # TensorFlow
+  from tf_forget.export import model_files
   model, metadata = export_state.load_member(run_dir, member_variant, k)
   if hashing.path_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")

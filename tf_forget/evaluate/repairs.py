@@ -21,7 +21,7 @@ import os
 import time
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -90,7 +90,7 @@ def repair_status(run_dir, variant, k, dataset, search=None):
   """`lineage.Status` of the repaired export `variant` of member k (`search`: as for
   `repair_inputs`)."""
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
       lambda: tflite_json.read(meta_path),

@@ -197,7 +197,7 @@ def delegation(model, num_threads=interpreter.DEFAULT_NUM_THREADS, batch_size=No
   data, name = _read(model)
   ops = flatbuffer_graph.graph(data).ops
   interp, _, reason = interpreter.create_for_device(data, num_threads, batch_size)
-  details = interp._get_ops_details()  # pylint: disable=protected-access
+  details = interp._get_ops_details()
   originals, nodes = details[:len(ops)], details[len(ops):]
   if (any(d["op_name"] == DELEGATE_OP for d in originals) or
       any(d["op_name"] != DELEGATE_OP for d in nodes) or len(originals) != len(ops)):

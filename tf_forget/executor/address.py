@@ -64,8 +64,8 @@ def resolve_auto():
     ExecutorError: Ray is not installed, or no cluster is found (one line).
   """
   try:
-    from ray._private import services  # pylint: disable=g-import-not-at-top
-    from ray._private import utils  # pylint: disable=g-import-not-at-top
+    from ray._private import services
+    from ray._private import utils
   except ImportError as e:
     raise executor_api.ExecutorError("ray is not installed: pip install ray==2.60.0") from e
   try:

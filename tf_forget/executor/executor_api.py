@@ -125,7 +125,7 @@ def failure_from_envelope(key, envelope):
   if envelope.get("pickled") is not None:
     try:
       exc = pickle.loads(envelope["pickled"])
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
       exc = None
     if not isinstance(exc, errors.Error):
       exc = None

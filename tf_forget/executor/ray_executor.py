@@ -123,7 +123,7 @@ def bounded_init(ray, timeout_s, **kwargs):
   def connect():
     try:
       ray.init(**kwargs)
-    except BaseException as e:  # pylint: disable=broad-except
+    except BaseException as e:
       box["error"] = e
 
   logger = logging.getLogger("ray._private.worker")
@@ -164,7 +164,7 @@ def _ensure_local_token():
 
 def _import_ray():
   try:
-    import ray  # pylint: disable=g-import-not-at-top
+    import ray
   except ImportError as e:
     raise executor_api.ExecutorError(INSTALL) from e
   return ray
@@ -283,7 +283,7 @@ class RayExecutor(scheduler.PooledExecutor):
         self._owned = False
     except executor_api.ExecutorError:
       raise
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       self._cleanup_temp_dir()
       where = self.address or "a local Ray"
       raise executor_api.ExecutorError(
@@ -310,7 +310,7 @@ class RayExecutor(scheduler.PooledExecutor):
     resources = self._resources()
     try:
       where = self._ray.get_runtime_context().gcs_address
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
       where = None
     where = where or self.address or "local"
     if self.address is None:
@@ -352,7 +352,7 @@ class RayExecutor(scheduler.PooledExecutor):
     for ref in handles:
       try:
         self._ray.cancel(ref, force=True)
-      except Exception:  # pylint: disable=broad-except
+      except Exception:
         pass
 
   def _cleanup_temp_dir(self):

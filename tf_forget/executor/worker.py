@@ -110,7 +110,7 @@ def _pickled_error(exc):
   try:
     data = pickle.dumps(exc)
     clone = pickle.loads(data)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     return None
   if type(clone) is not type(exc) or str(clone) != str(exc):
     return None
@@ -135,7 +135,7 @@ def envelope(key, fn, kwargs):
     value = call(fn, kwargs)
     check_result(value)
     return {"ok": True, "value": value}
-  except (Exception, SystemExit) as e:  # pylint: disable=broad-except
+  except (Exception, SystemExit) as e:
     return {
         "ok": False,
         "type": type(e).__name__,

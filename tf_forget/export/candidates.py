@@ -26,6 +26,7 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
@@ -163,7 +164,7 @@ def status(run_dir, variant, k, path):
   """`lineage.Status` of a stored user file: its JSON records the current sha256 of `path` and
   the stored copy is intact."""
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
       lambda: tflite_json.read(meta_path), {"file": hashing.file_sha256(path)},
@@ -198,7 +199,7 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
       "schema": tflite_json.SCHEMA, "variant": variant.name,
       "member_variant": variant.member_variant, "k": int(k), "format": variant.format,
       "encoding": variant.encoding,
-      "source": {"file": fileio.abspath(path), "sha256": sha, "kind": "user .tflite",
+      "source": {"file": filesystem.abspath(path), "sha256": sha, "kind": "user .tflite",
                  "dataset": dataset.spec.name, "dataset_options": dict(dataset.spec.options)},
       "converter": None, "representative": None, "inputs": {"file": sha},
       "versions": converter.versions(), "sha256": sha, "size_bytes": flatbuffer.sizes(data),
@@ -206,7 +207,7 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
       "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer_graph.io_details(data),
       "output_index": output_index}
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
-  fileio.makedirs(os.path.dirname(stored))
+  filesystem.makedirs(os.path.dirname(stored))
   export.write_export(stored, meta_path, data, meta)
   return meta
 

@@ -163,7 +163,7 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     converter.representative_dataset = representative_dataset(representative_images)
   try:
     return converter.convert()
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     what = fmt if encoding == names.DEFAULT_ENCODING else f"{fmt} ({encoding} encoding)"
     raise ConversionError(f"TFLite conversion to {what} failed: {_one_line(e)}") from e
 
@@ -171,9 +171,9 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
 def versions():
   """Versions recorded with every export."""
   try:
-    from importlib import metadata  # pylint: disable=g-import-not-at-top
+    from importlib import metadata
     litert = metadata.version("ai-edge-litert")
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     litert = None
   return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
           "ai_edge_litert": litert, "numpy": np.__version__}

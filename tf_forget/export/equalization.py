@@ -180,7 +180,7 @@ def equalize(model, iterations=50, tolerance=1e-4) -> Tuple[object, dict]:
     untouched); record {"pairs": [{"first", "second", "inner", "channels", "max_scale",
     "min_scale"}] with the product of each pair's scales over the sweeps, "sweeps"}.
   """
-  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras
   if not isinstance(model, keras.Model):  # Keras 3 layers have no `outbound_nodes`
     raise EqualizationError(
         f"cross-layer equalization needs a tf_keras model, not a {type(model).__module__}."

@@ -23,6 +23,7 @@ import time
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -89,7 +90,7 @@ def export_member(run_dir, variant, k, dataset=None,
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   write_export(path, meta_path, data, meta)
-  fileio.remove(tflite_failure.path(run_dir, variant, k))
+  filesystem.remove(tflite_failure.path(run_dir, variant, k))
   return dict(meta, skipped=False, redo=None if overwrite else state.reason)
 
 
@@ -164,7 +165,7 @@ def write_variant(run_dir, variant, k, data, meta):
   """`write_export` of `variant` of member k at its place in the run (its folder made); returns
   `meta`."""
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  fileio.makedirs(os.path.dirname(path))
+  filesystem.makedirs(os.path.dirname(path))
   write_export(path, meta_path, data, meta)
   return meta
 
@@ -176,14 +177,14 @@ def write_export(path, meta_path, data, meta):
     export_state.ExportError: either file cannot be written (one line).
   """
   try:
-    fileio.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
+    filesystem.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
     fileio.write_bytes(path, data)
     hashing.remember(path, meta["sha256"])
     tflite_json.write(meta_path, meta)  # Last: its presence marks a finished export.
   except errors.WriteError as e:
     for p in (meta_path, path):
       try:
-        fileio.remove(p)
+        filesystem.remove(p)
       except errors.WriteError:
         pass
     raise export_state.ExportError(str(e)) from e

@@ -20,6 +20,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -48,10 +49,10 @@ def list_members(run_dir):
     ExportError: no `members/` directory or no finished member.
   """
   root = layout.members_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise ExportError(f"{run_dir} has no members/ directory (not a population run)")
   found = [(variant, k) for variant, k, kdir in layout.walk(root)
-           if fileio.exists(os.path.join(kdir, layout.METADATA_FILE))]
+           if filesystem.exists(os.path.join(kdir, layout.METADATA_FILE))]
   if not found:
     raise ExportError(f"{run_dir} has no finished member (members/<variant>/<k>/metadata.json)")
   return sorted(found, key=lambda vk: (vk[0] != names.DENSE, vk[0], vk[1]))
@@ -136,7 +137,7 @@ def status(run_dir, variant, k, representative=None):
   converter options and, if given, representative data: a `Representative.key`).
   """
   path, meta_path = export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
 
   def intact(meta):
@@ -175,7 +176,7 @@ def load_member(run_dir, member_variant, k):
     output = reference.get("output_index") if kind == "saved_model" else None
     model = model_files.load(layout.member_model(run_dir, member_variant, k), kind,
                              safe_mode=not trusted, output_index=output)
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
+  except Exception as e:  # Keras raises anything on bad files
     raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
                       f"{errors.one_line(e)}") from e
   return model, metadata

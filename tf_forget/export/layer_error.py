@@ -110,7 +110,7 @@ def _debugger(model, representative_images, float_nodes=None):
   try:
     with _quiet():
       return tf.lite.experimental.QuantizationDebugger(converter=conv, debug_options=options)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise converter.ConversionError(
         f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e
 
@@ -395,6 +395,6 @@ class SelectiveQuantizer:
             fully_quantize=True, denylisted_nodes=float_nodes or None)
         self._made[key] = self.debugger.get_nondebug_quantized_model()
         return self._made[key]
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise converter.ConversionError(
           f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e

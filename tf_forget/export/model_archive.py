@@ -21,6 +21,7 @@ import zlib
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 MAX_JSON_BYTES = 64_000_000  # a model's configuration: a few kB to a few MB
 
@@ -79,9 +80,9 @@ def check(path):
   """Raises `ArchiveError` if the model file `path` (local or `gs://`) is a zip archive holding
   a configuration over the cap (module docstring); a directory (SavedModel) or a file that is
   no zip archive passes."""
-  if fileio.isdir(path):
+  if filesystem.isdir(path):
     return
-  with fileio.open_file(path, "rb") as f:
+  with filesystem.open_file(path, "rb") as f:
     if not zipfile.is_zipfile(f):
       return
     f.seek(0)

@@ -26,7 +26,7 @@ import zipfile
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
 from tf_forget.export import model_archive
@@ -55,7 +55,7 @@ def _zip_version(f, path):
 
 def _h5_version(f):
   """The major Keras version an HDF5 model file (open file `f`) records: "2" or "3"."""
-  import h5py  # pylint: disable=g-import-not-at-top
+  import h5py
   with h5py.File(f, "r") as h5:
     version = h5.attrs.get("keras_version")
   version = version.decode() if isinstance(version, bytes) else str(version or "")
@@ -72,15 +72,15 @@ def detect(path):
   Raises:
     model_archive.ArchiveError: a configuration over the cap (one line).
   """
-  if fileio.isdir(path):
-    keras_saved = fileio.exists(fileio.join(path, "keras_metadata.pb"))
+  if filesystem.isdir(path):
+    keras_saved = filesystem.exists(filesystem.join(path, "keras_metadata.pb"))
     return "tf_keras" if keras_saved else "saved_model"
   model_archive.check(path)
   try:
-    with fileio.open_file(path, "rb") as f:
+    with filesystem.open_file(path, "rb") as f:
       major = (_zip_version(f, path) if zipfile.is_zipfile(f)
                else (f.seek(0), _h5_version(f))[1])
-  except Exception:  # pylint: disable=broad-except  (zipfile, JSON, h5py errors)
+  except Exception:  # zipfile, JSON, h5py errors
     return "tf_keras"
   return "keras3" if major == "3" else "tf_keras"
 

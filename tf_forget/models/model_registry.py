@@ -45,7 +45,7 @@ def _preset(builder, name, **fixed):
 
   def build(input_shape, num_classes, **options):
     model = builder(input_shape, num_classes, **fixed, **options)
-    model._name = name  # pylint: disable=protected-access
+    model._name = name
     return model
 
   signature = inspect.signature(builder)
@@ -122,5 +122,5 @@ def get(name, input_shape, num_classes, **options_):
       raise ModelError(f"model {name!r} takes no option {key!r} "
                        f"(options: {', '.join(accepted) or 'none'})")
   model = builder(input_shape, num_classes, **given)
-  model._name = name  # pylint: disable=protected-access
+  model._name = name
   return model

@@ -23,6 +23,7 @@ import dataclasses
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.data import fingerprint as fingerprint_lib
@@ -48,7 +49,7 @@ def _previous(out, role):
   """The entries `<out>/data/<role>.json` records ((), if none or unreadable)."""
   path = layout.data_fingerprint(out, role)
   try:
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return ()
     doc = fileio.read_json(path, "data files")
     return tuple(fingerprint_lib.entries_from_json(doc.get("files")))

@@ -61,11 +61,11 @@ class Stage:
   def units(self, ctx):
     raise NotImplementedError
 
-  def describe(self, ctx, done, total):  # pylint: disable=unused-argument
+  def describe(self, ctx, done, total):
     """An optional line printed before the stage's work (None: nothing)."""
     return None
 
-  def finish(self, ctx, results):  # pylint: disable=unused-argument
+  def finish(self, ctx, results):
     """Writes the stage-wide files from {task key: result}; returns what later stages read."""
     return None
 

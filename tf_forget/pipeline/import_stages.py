@@ -15,7 +15,7 @@ export stage then converts the float32 file (and `--compress` formats) of Keras 
 float32 files of the one-shot members; evaluation, report and bundle follow as for trained members.
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import run_json
 from tf_forget.export import candidates as candidates_lib
@@ -71,7 +71,7 @@ class ReferenceStage(driver.Stage):
     run_json.write(run_json.path(ctx.run_dir), {
         "dataset": pop.dataset, "dataset_options": dict(pop.dataset_options),
         "model": pop.model, "variants": list(pop.variants), "members": pop.members,
-        "references": [fileio.abspath(p) for p in user.references]})
+        "references": [filesystem.abspath(p) for p in user.references]})
     ctx.members = [(names.DENSE, k) for k in range(pop.members)]
     if pop.kind == "tflite":  # stored as the dense float32 files, not converted
       ctx.stored.append(names.DENSE)

@@ -27,6 +27,7 @@ import threading
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import user_output
@@ -59,7 +60,7 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     except errors.Error as e:
       outcome["error"] = e
 
-  if not fileio.is_url(out):
+  if not filesystem.is_url(out):
     probe()
   else:
     thread = threading.Thread(target=probe, daemon=True)
@@ -85,14 +86,14 @@ def users_files(out):
   Raises:
     AuditError: one line naming the files (at most 5).
   """
-  if not fileio.exists(out):
+  if not filesystem.exists(out):
     return
   found, unlisted = [], []
   try:
     for label, entries in SWAPPED:
       files = swap.foreign_files(out, label, entries)
       found += files
-      if files and not fileio.exists(swap.listing(out, label)):
+      if files and not filesystem.exists(swap.listing(out, label)):
         unlisted.append(os.path.basename(swap.listing(out, label)))
   except errors.Error as e:
     raise tree.AuditError(errors.one_line(e, 300)) from e
@@ -118,7 +119,7 @@ def outputs(out, human_study):
   if where is None:
     return
   user_output.check_outside(out, where, "--annotation_export")
-  if not fileio.is_url(where):
+  if not filesystem.is_url(where):
     try:
       fileio.remove_created(fileio.check_writable(where))
     except errors.WriteError as e:
@@ -139,7 +140,7 @@ def identity(plan):
 
 def url_reachable(out):
   """Step: an unreachable bucket is one line, before anything is read."""
-  if fileio.is_url(out):
+  if filesystem.is_url(out):
     _check_out(out)
 
 
@@ -148,7 +149,7 @@ def ours(out):
   run_lock.check_ours(out)
 
 
-def recorded(out, identity):  # pylint: disable=redefined-outer-name
+def recorded(out, identity):
   """Step: `<out>/audit.json`, if any, records the same identity."""
   run_identity.check_audit_file(out, identity)
 
@@ -170,7 +171,7 @@ def input_scaling(plan):
 
 def writable(out):
   """Step: a local `out` can be written; it is created if it does not exist (last)."""
-  if not fileio.is_url(out):
+  if not filesystem.is_url(out):
     _check_out(out)
 
 

@@ -18,7 +18,7 @@ import json
 
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
 
@@ -106,7 +106,7 @@ def check_audit_file(out, identity):
     True if an equal audit.json exists, False if there is none.
   """
   path = audit_json.path(out)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return False
   try:
     old = audit_json.read(path)

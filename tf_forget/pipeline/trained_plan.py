@@ -164,7 +164,7 @@ def noise_protocol(defaults, noise, seed):
   """The `NoiseProtocol` of a `tree.Noise` (defaults: the data set's protocol `defaults`), or
   None when its levels are ()."""
   eps = noise.levels if noise.levels is not None else defaults.noise_eps
-  if not len(eps):  # pylint: disable=g-explicit-length-test
+  if not len(eps):
     return None
   found = noise_artifact.NoiseProtocol(
       eps=tuple(float(e) for e in eps), draws=noise.draws or defaults.noise_draws,

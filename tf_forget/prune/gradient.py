@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -175,7 +176,7 @@ def status(run_dir, parent, protocol, parent_sha256):
   """`lineage.Status` of g: readable, not garbage, of the current parent model and protocol."""
   file = path(run_dir, parent, protocol)
   return lineage.status(lambda: read(file)[1], _inputs(parent, protocol, parent_sha256),
-                        "computed", exists=lambda: fileio.exists(file))
+                        "computed", exists=lambda: filesystem.exists(file))
 
 
 def draw_batches(dataset, train_records, n, protocol, draw_seed):

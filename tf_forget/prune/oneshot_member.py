@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -126,7 +126,7 @@ def _gradient_sha256(run_dir, config, parent_sha):
 def status(run_dir, config):
   """`lineage.Status` of the member: finished, from the current parent (and g), this config."""
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
-  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
   parent_state = imported_parent.member_status(run_dir, config.parent)
   if not parent_state:
@@ -207,7 +207,7 @@ def prune_member(config, run_dir, log=None):
     grad = gradient_lib.ensure(run_dir, config.parent, config.protocol, log)
     if status(run_dir, config):
       return member_files.read_metadata(directory)
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   return _make(config, run_dir, parent_meta, grad, log)
 
 
@@ -304,7 +304,7 @@ def _make(config, run_dir, parent_meta, grad, log):
                 metrics=["accuracy"])  # saved without the fine-tuning optimizer, as members are
   train_acc = float(model.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1])
   test_acc = float(model.evaluate(test_stream, verbose=0)[1])
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
   metadata = member_files.derived_metadata(
       member, dataset, steps=steps, resumed_from_step=0, sparsity=report,

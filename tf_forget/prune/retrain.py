@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -116,7 +117,7 @@ def _status_of(run_dir, config):
 def status(run_dir, config):
   """`lineage.Status` of the cycle: finished, from the current parent chain, with this config."""
   directory = _dir(run_dir, config.member)
-  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
   parent = config.parent()
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
@@ -189,7 +190,7 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   if status(run_dir, config):
     return member_files.read_metadata(directory)
   p_dir, parent_meta = _prepare(config, run_dir)
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   keras = keras2.keras()
   member = config.member
   dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
@@ -221,7 +222,7 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
       train_accuracy=train_acc,
       test_accuracy=test_acc,
       pruning_record=_pruning_record(config, masks, zeros, total, pruned_test_acc, retrain))
-  fileio.rmtree(ckpt_dir)
+  filesystem.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
 
 
@@ -326,7 +327,7 @@ def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed
                   resumed_from_step, train_accuracy, test_accuracy, pruning_record):
   """Writes the cycle's `model.keras`, `masks.npz` and, last, `metadata.json`."""
   member, variant = config.member, config.variant
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
   fileio.write_npz(os.path.join(directory, MASKS_FILE), **masks)
   report = dict(pruning.sparsity_report(model, 0.0), target=1.0 - config.keep_ratio,

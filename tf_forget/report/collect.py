@@ -35,7 +35,7 @@ import numpy as np
 
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
@@ -164,13 +164,13 @@ def _scan(run_dir, variants=None, splits=None):
   Only `variants` and `splits` if given (None: every file on disk).
   """
   root = layout.predictions_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise CollectError(f"no predictions directory {root}")
   files = {}
   for variant, k, kdir in layout.walk(root):
     if variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants):
       continue
-    for name in fileio.listdir(kdir):
+    for name in filesystem.listdir(kdir):
       if name.endswith(".npz") and (splits is None or name[:-4] in splits):
         files.setdefault(variant, {}).setdefault(name[:-4], {})[k] = os.path.join(kdir, name)
   if names.DENSE not in files:
@@ -285,7 +285,7 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
          for v, splits in files.items()}
   dense_meta = next(iter(next(iter(raw[names.DENSE].values())).metadata))
   if dataset is None:
-    from tf_forget.data import registry  # pylint: disable=g-import-not-at-top (TensorFlow)
+    from tf_forget.data import registry  # TensorFlow
     name = dataset_name or dense_meta.get("dataset")
     if not name:
       raise CollectError("predictions record no data set; pass dataset_name")
@@ -335,7 +335,7 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
 def _caveats(run_dir):
   """The `caveats` of `<run_dir>/audit.json` (() without the file or the field)."""
   path = audit_json.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return ()
   try:
     doc = audit_json.read(path)

@@ -15,7 +15,7 @@ XNNPACK / all ops) and which deployment targets run it (`runs_on_<target>`, `why
 import pandas as pd
 
 from tf_forget.artifacts import encodings as encodings_file
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 
 def load(run_dir):
@@ -25,7 +25,7 @@ def load(run_dir):
     errors.ReadError: an unreadable file, or one of another schema (`errors.SchemaError`).
   """
   path = encodings_file.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return None
   return encodings_file.read(path)
 

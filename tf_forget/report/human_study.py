@@ -49,6 +49,7 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
@@ -164,7 +165,7 @@ def check_options(options):
   if options.export_dir is not None:
     human_study_sheet.existing_key(options.export_dir)  # a file, a foreign directory
   if options.annotations is not None:
-    if not fileio.isfile(options.annotations):
+    if not filesystem.isfile(options.annotations):
       raise sample.HumanStudyError(f"no annotations file {options.annotations}")
     sample.read_key(key_path(options))
 
@@ -175,12 +176,12 @@ def key_path(options):
     return options.key
   candidates = []
   if options.export_dir is not None:
-    candidates.append(fileio.join(options.export_dir, sample.KEY_FILE))
+    candidates.append(filesystem.join(options.export_dir, sample.KEY_FILE))
   folder = os.path.dirname(os.path.abspath(options.annotations))
   if os.path.basename(folder) == sample.SHEET_DIR:
     candidates.append(os.path.join(os.path.dirname(folder), sample.KEY_FILE))
   for path in candidates:
-    if fileio.isfile(path):
+    if filesystem.isfile(path):
       return path
   raise sample.HumanStudyError(f"no key for annotations {options.annotations}: pass the "
                                "key.json the export wrote (--annotation_key)")

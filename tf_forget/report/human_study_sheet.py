@@ -21,6 +21,7 @@ import json
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
@@ -186,13 +187,13 @@ def existing_key(export_dir):
     HumanStudyError: `export_dir` is a file, a non-empty directory without a key, or holds a
       key that cannot be read.
   """
-  if not fileio.exists(export_dir):
+  if not filesystem.exists(export_dir):
     return None
-  if not fileio.isdir(export_dir):
+  if not filesystem.isdir(export_dir):
     raise hs.HumanStudyError(f"export directory {export_dir} is a file")
-  path = fileio.join(export_dir, hs.KEY_FILE)
-  if not fileio.exists(path):
-    if [e for e in fileio.listdir(export_dir) if not e.startswith(STAGING)]:
+  path = filesystem.join(export_dir, hs.KEY_FILE)
+  if not filesystem.exists(path):
+    if [e for e in filesystem.listdir(export_dir) if not e.startswith(STAGING)]:
       raise hs.HumanStudyError(f"export directory {export_dir} is not empty and holds no "
                                f"{hs.KEY_FILE}: choose another")
     return None
@@ -229,10 +230,10 @@ def write(export_dir, contents):
   Raises:
     errors.WriteError: a write or rename failed; nothing of the export is left.
   """
-  fileio.makedirs(export_dir)
+  filesystem.makedirs(export_dir)
   swap.clean_staging(export_dir, STAGING, ENTRIES)
   with swap.staging(export_dir, STAGING) as tmp:
-    fileio.makedirs(fileio.join(tmp, hs.SHEET_DIR, "images"))
+    filesystem.makedirs(filesystem.join(tmp, hs.SHEET_DIR, "images"))
     for rel, data in sorted(contents.items()):
-      fileio.write_bytes(fileio.join(tmp, *rel.split("/")), data)
+      fileio.write_bytes(filesystem.join(tmp, *rel.split("/")), data)
     swap.swap_in(tmp, ENTRIES)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise_artifact
@@ -50,14 +50,14 @@ def load(run_dir, variants=None):
     NoiseReportError: an unreadable artifact, or artifacts of different protocols / examples.
   """
   root = layout.noise_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return None
   out, ref = {}, None
   for variant, k, _ in layout.walk(root):
     if variants is not None and variant not in set(variants):
       continue
     path = layout.noise(run_dir, variant, k)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       continue
     try:
       art = noise_artifact.read(path)

@@ -29,6 +29,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 
@@ -135,7 +136,7 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
   """
   trained = _trained(variant)
   if (trained is None or not (trained.oneshot or trained.iterative) or
-      not fileio.isdir(layout.members_root(run_dir))):
+      not filesystem.isdir(layout.members_root(run_dir))):
     return index_pairing(variant, members, dense_members)
   cache = {} if cache is None else cache
   dense = set(int(k) for k in dense_members)

@@ -115,7 +115,7 @@ def similarity(table):
 
 def section(measures):
   """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else None."""
-  from tf_forget.report import html  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import html
   curve = measures.tables.get("prune_retrain_curve")
   if curve is None or curve.empty:
     return None

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -64,10 +64,10 @@ def _analyses(run_dir):
   """{(member variant, k, format): analysis dict} of the run's readable analyses."""
   root = os.path.join(run_dir, "layers")
   out = {}
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return out
   for member_variant, k, directory in layout.walk(root):
-    for name in sorted(fileio.listdir(directory)):
+    for name in sorted(filesystem.listdir(directory)):
       fmt = name[:-len(".json")]
       if not name.endswith(".json") or fmt.endswith(".model_explorer"):
         continue

@@ -199,7 +199,7 @@ def _collapse(result, kept):
 def differences(table, result, kept=None):
   """Where ours and 002's differ, in numbers: member count, the recalls behind Table 11, Table 3,
   and what the largest ratio kept (`kept`: the run facts' per-ratio kept weights)."""
-  from scipy import stats as sp_stats  # pylint: disable=g-import-not-at-top
+  from scipy import stats as sp_stats
   k = result["models"]
   half = {n: sp_stats.t.ppf(0.995, n - 1) / np.sqrt(n) for n in (k, 30)}
   parents = table[table.ratio == 1]

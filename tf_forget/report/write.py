@@ -22,6 +22,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
@@ -197,7 +198,7 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
 
 def _write_files(report, directory):
   """Writes the report's tables, page and report.json under `directory` (`errors.WriteError`)."""
-  fileio.makedirs(os.path.join(directory, "tables"))
+  filesystem.makedirs(os.path.join(directory, "tables"))
   for name, text in sorted(report.tables.items()):
     fileio.write_bytes(os.path.join(directory, "tables", f"{name}.csv"), text.encode("utf-8"))
   fileio.write_bytes(os.path.join(directory, "report.html"), report.html.encode("utf-8"))
@@ -224,14 +225,14 @@ def save(report, out_dir, log=print):
       disk, a directory where report.html goes); the previous report, if any, is left as it
       was and nothing of this one.
   """
-  if fileio.exists(out_dir) and not fileio.isdir(out_dir):
+  if filesystem.exists(out_dir) and not filesystem.isdir(out_dir):
     raise ReportError(f"report output {out_dir} exists and is not a directory")
   try:
     notes = swap.clean_staging(out_dir, STAGING, ENTRIES)
     with swap.staging(out_dir, STAGING) as tmp:
       _write_files(report, tmp)
       notes += swap.swap_in(tmp, ENTRIES, record=True)
-  except Exception as e:  # pylint: disable=broad-except (any I/O error; re-raised as one line)
+  except Exception as e:  # any I/O error; re-raised as one line
     raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
   for note in notes:
     log(f"warning: {note}")
@@ -239,7 +240,7 @@ def save(report, out_dir, log=print):
     where, contents = report.export
     try:
       human_study_sheet.write(where, contents)
-    except Exception as e:  # pylint: disable=broad-except (I/O; re-raised as one line)
+    except Exception as e:  # I/O; re-raised as one line
       raise ReportError(f"cannot write the annotation export under {where}: "
                         f"{errors.one_line(e)}") from e
 

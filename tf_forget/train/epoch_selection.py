@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 
 BEST_RECORD = "best_epoch.json"
@@ -36,13 +37,13 @@ def holdout(dataset, every):
   records = dataset.train_records("train").enumerate()
   every = tf.constant(int(every), tf.int64)
 
-  def held_out(i, record):  # pylint: disable=unused-argument
+  def held_out(i, record):
     return tf.equal(i % every, 0)
 
   def kept(i, record):
     return tf.logical_not(held_out(i, record))
 
-  def drop_index(i, record):  # pylint: disable=unused-argument
+  def drop_index(i, record):
     return record
 
   val = records.filter(held_out).map(drop_index)
@@ -132,7 +133,7 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
 
   def _read(self):
     path = os.path.join(self.directory, BEST_RECORD)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return {}
     try:
       return fileio.read_json(path, "epoch selection")
@@ -148,7 +149,7 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
     self.losses = self.losses[:epoch - 1] + [loss]
     previous = self.best_epoch
     if not previous or previous >= epoch or loss < min(self.losses[:-1]):
-      fileio.makedirs(self.directory)
+      filesystem.makedirs(self.directory)
       tmp = self._weights(epoch)[:-3] + ".tmp.h5"
       model.save_weights(tmp)
       os.replace(tmp, self._weights(epoch))
@@ -156,7 +157,7 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
     fileio.write_json(os.path.join(self.directory, BEST_RECORD),
                       {"losses": self.losses, "best_epoch": self.best_epoch})
     if previous and previous != self.best_epoch:
-      fileio.remove(self._weights(previous))
+      filesystem.remove(self._weights(previous))
 
   def catch_up(self, model, start_chunk):
     """Scores the restored checkpoint when the record stops short of it."""

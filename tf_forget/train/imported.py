@@ -36,6 +36,7 @@ import uuid
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -61,13 +62,13 @@ def kind(path):
     ReferenceModelError: a path that is none of these, or that does not exist.
   """
   path = str(path)
-  if path.endswith(".tflite") and fileio.isfile(path):
+  if path.endswith(".tflite") and filesystem.isfile(path):
     return "tflite"
-  if path.endswith(KERAS_SUFFIXES) and fileio.isfile(path):
+  if path.endswith(KERAS_SUFFIXES) and filesystem.isfile(path):
     return "keras"
-  if fileio.isdir(path) and fileio.exists(os.path.join(path, "saved_model.pb")):
+  if filesystem.isdir(path) and filesystem.exists(os.path.join(path, "saved_model.pb")):
     return "keras"
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     raise ReferenceModelError(f"reference {path} does not exist")
   raise ReferenceModelError(f"reference {path}: not a .keras / .h5 file, a SavedModel directory or a "
                      ".tflite file")
@@ -104,7 +105,7 @@ def load(path, trust_model_code=False):
     return model_files.load(path, kind, safe_mode=not trust_model_code)
   except model_files.ModelFileError as e:
     raise ReferenceModelError(str(e)) from e
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
+  except Exception as e:  # Keras raises anything on bad files
     raise ReferenceModelError(f"cannot load reference {path} with "
                               f"{model_files.LOADERS[kind]}: {errors.one_line(e)}") from e
 
@@ -161,7 +162,7 @@ def status(run_dir, k, path):
   """`lineage.Status` of dense member k imported from `path`: its metadata records the current
   sha256 of `path`, and its model.keras is the one it wrote."""
   directory = layout.member_dir(run_dir, names.DENSE, k)
-  if not fileio.exists(os.path.join(directory, layout.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, layout.METADATA_FILE)):
     return lineage.MISSING
   model_path = layout.member_model(run_dir, names.DENSE, k)
   return lineage.status(
@@ -195,13 +196,13 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
   shape, classes = signature(model, path, output_index)
   check_matches(path, shape, classes, dataset)
   directory = layout.member_dir(run_dir, names.DENSE, k)
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha = _store(model, kind, path, directory, output_index)
   meta = {"schema": member_metadata.SCHEMA, "variant": names.DENSE, "k": int(k), "model": MODEL,
           "model_options": {}, "dataset": dataset.spec.name,
           "dataset_options": dict(dataset.spec.options), "eval_split": dataset.spec.eval_split,
           "model_sha256": model_sha, "inputs": {"reference": sha},
-          "reference": {"path": fileio.abspath(path), "sha256": sha, "kind": kind,
+          "reference": {"path": filesystem.abspath(path), "sha256": sha, "kind": kind,
                         "output_index": output_index, "input_shape": list(shape),
                         "classes": classes, "trust_model_code": bool(trust_model_code)},
           "precision_policy": "float32", "versions": member_files.versions()}
@@ -220,20 +221,20 @@ def _store(model, kind, path, directory, output_index):
   keras_file = os.path.join(directory, layout.MODEL_FILE)
   saved = os.path.join(directory, layout.SAVED_MODEL_DIR)
   if kind != "saved_model":
-    fileio.rmtree(saved)
+    filesystem.rmtree(saved)
     return member_files.save_model(classifier(model, output_index), keras_file)
-  fileio.remove(keras_file)
+  filesystem.remove(keras_file)
   staged = f"{saved}.tmp-{uuid.uuid4().hex[:8]}"
   try:
-    for root, _, files in fileio.walk(path):
-      fileio.makedirs(os.path.join(staged, os.path.relpath(root, path)))  # empty ones too
+    for root, _, files in filesystem.walk(path):
+      filesystem.makedirs(os.path.join(staged, os.path.relpath(root, path)))  # empty ones too
       for name in files:
         full = os.path.join(root, name)
         fileio.copy(full, os.path.join(staged, os.path.relpath(full, path)))
-    fileio.rmtree(saved)
+    filesystem.rmtree(saved)
     fileio.rename(staged, saved)
   finally:
-    fileio.rmtree(staged)
+    filesystem.rmtree(staged)
   return hashing.path_sha256(saved, memo=False)
 
 

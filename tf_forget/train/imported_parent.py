@@ -29,7 +29,7 @@ such a parent, in one place:
 import os
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.compat import keras2
@@ -63,7 +63,7 @@ def _compiled(path, trust_model_code=False):
   try:
     return keras2.keras().models.load_model(path, compile=True,
                                             safe_mode=not trust_model_code)
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
+  except Exception as e:  # Keras raises anything on bad files
     raise imported.ReferenceModelError(f"cannot load reference {path} compiled (its loss and "
                                        f"optimizer) with tf_keras: {errors.one_line(e)}") from e
 
@@ -171,7 +171,7 @@ def member_status(run_dir, config):
   directory = layout.member_dir(run_dir, config.variant, config.k)
   if config.model != imported.MODEL:
     return member_files.status(directory, config)
-  if not fileio.exists(os.path.join(directory, layout.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, layout.METADATA_FILE)):
     return lineage.MISSING
   try:
     path = member_files.read_metadata(directory)["reference"]["path"]

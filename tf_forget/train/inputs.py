@@ -37,7 +37,7 @@ def _augment_fn(augmentation, shift_pixels, image_shape):
   """Returns f(index, image uint8) -> image float32 for the named augmentation."""
   h, w, c = image_shape
 
-  def none(index, image):  # pylint: disable=unused-argument
+  def none(index, image):
     return tf.cast(image, tf.float32)
 
   def shift(index, image, flip=False):

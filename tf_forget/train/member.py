@@ -32,7 +32,7 @@ from typing import Mapping
 import numpy as np
 import tensorflow as tf
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import member_metadata
@@ -192,7 +192,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     return member_files.read_metadata(directory)
   # Not current (or not there): the old metadata goes first, so that a kill while retraining
   # never leaves metadata that describes another model.keras.
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   preset = config.preset
   if preset.steps % preset.checkpoint_every:
     raise presets.PresetError(f"steps={preset.steps} is not a multiple of "
@@ -218,7 +218,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   if selection:
     metadata["epoch_selection"] = selection
   member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)
-  fileio.rmtree(ckpt_dir)
+  filesystem.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
 
 

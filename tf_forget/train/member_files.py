@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -46,7 +47,7 @@ def status(directory, config=None):
   Finished means: `metadata.json` readable, `model.keras` present with the recorded sha256, and
   (if `config` is given) the same member config (`member.MemberConfig.inputs`).
   """
-  if not fileio.exists(os.path.join(directory, METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, METADATA_FILE)):
     return lineage.MISSING
   model_path = os.path.join(directory, MODEL_FILE)
 
@@ -137,7 +138,7 @@ def save_model(model, path):
     fileio.rename(tmp, path)
   except errors.WriteError:
     try:
-      fileio.remove(tmp)
+      filesystem.remove(tmp)
     except errors.WriteError:
       pass
     raise

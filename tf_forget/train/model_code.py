@@ -40,6 +40,7 @@ import zipfile
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
 from tf_forget.export import model_files
@@ -166,14 +167,14 @@ def _json(text):
 
 def _saved_model(path):
   """The JSON metadata of every Keras object of the SavedModel directory `path`."""
-  metadata = fileio.join(path, "keras_metadata.pb")
-  if fileio.exists(metadata):
+  metadata = filesystem.join(path, "keras_metadata.pb")
+  if filesystem.exists(metadata):
     proto = keras2.keras().protobuf.saved_metadata_pb2.SavedMetadata()
     proto.ParseFromString(fileio.read_bytes(metadata))
     return [_json(node.metadata) for node in proto.nodes]
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
   proto = saved_model_pb2.SavedModel()
-  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
+  proto.ParseFromString(fileio.read_bytes(filesystem.join(path, "saved_model.pb")))
   return [_json(node.user_object.metadata)
           for graph in proto.meta_graphs for node in graph.object_graph_def.nodes
           if node.WhichOneof("kind") == "user_object"
@@ -183,16 +184,16 @@ def _saved_model(path):
 def _configs(path, compiled):
   """The JSON configurations tf_keras would deserialize when loading `path` (as it decides
   the format: `tf_keras.saving.load_model`)."""
-  if fileio.isdir(path):
+  if filesystem.isdir(path):
     return _saved_model(path)
-  with fileio.open_file(path, "rb") as f:
+  with filesystem.open_file(path, "rb") as f:
     if str(path).endswith(".keras") and zipfile.is_zipfile(f):
       with zipfile.ZipFile(f) as archive:
         config = _json(archive.read("config.json"))
       if not compiled and isinstance(config, dict):
         config.pop("compile_config", None)
       return [config]
-    import h5py  # pylint: disable=g-import-not-at-top
+    import h5py
     f.seek(0)
     with h5py.File(f, "r") as h5:
       keys = ("model_config", "training_config") if compiled else ("model_config",)
@@ -201,9 +202,9 @@ def _configs(path, compiled):
 
 def _graph_ops(path):
   """[(op type, node name)] the `serving_default` signature of SavedModel `path` runs."""
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
   proto = saved_model_pb2.SavedModel()
-  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
+  proto.ParseFromString(fileio.read_bytes(filesystem.join(path, "saved_model.pb")))
   found = []
   for graph in proto.meta_graphs:
     signature = graph.signature_def.get(model_files.SERVING)
@@ -248,7 +249,7 @@ def _check_graph(path):
   `_RISKY_OPS` (one without that signature is refused when loaded, `model_files`)."""
   try:
     ops = _graph_ops(path)
-  except Exception as e:  # pylint: disable=broad-except  (protobuf, file errors)
+  except Exception as e:  # protobuf, file errors
     raise UntrustedCodeError(f"cannot load reference {path}: cannot read its graph "
                              f"({errors.one_line(e, 300)})") from e
   for op, name in ops:
@@ -278,7 +279,7 @@ def check(path, compiled=False, kind=None):
     return
   try:
     configs = _configs(path, compiled)
-  except Exception as e:  # pylint: disable=broad-except  (h5py, zipfile, protobuf, JSON errors)
+  except Exception as e:  # h5py, zipfile, protobuf, JSON errors
     raise UntrustedCodeError(f"cannot load reference {path}: cannot read its model "
                              f"configuration ({errors.one_line(e, 300)})") from e
   builtin = _keras3_names() if kind == "keras3" else _builtin_names()

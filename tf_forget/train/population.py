@@ -21,7 +21,7 @@ import time
 from typing import Mapping, Sequence
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import run_json
@@ -133,7 +133,7 @@ def _read_run_file(path, log):
   population's identity, which the audit has already checked against `audit.json`, and the
   members' own metadata carry their lineage.
   """
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return None
   try:
     return run_json.read(path)
@@ -185,7 +185,7 @@ def write_run_file(config, log=print):
     PopulationError: run.json of another population; errors.WriteError (one line).
   """
   run_doc = check_run_dir(config, log=log)
-  fileio.makedirs(config.run_dir)
+  filesystem.makedirs(config.run_dir)
   run_json.write(run_json.path(config.run_dir), run_doc)
 
 

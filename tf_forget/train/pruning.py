@@ -68,7 +68,7 @@ def prunable_kernels(model):
 
 def _registry_supports(layer):
   """Whether tfmot's `PruneRegistry` knows `layer` (what `prune_low_magnitude` wraps)."""
-  from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry  # pylint: disable=g-import-not-at-top
+  from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry
   return prune_registry.PruneRegistry.supports(layer)
 
 
@@ -83,7 +83,7 @@ def _policy(wrap_all_layers):
       return _registry_supports(layer) if wrap_all_layers else is_prunable(layer)
 
     def ensure_model_supports_pruning(self, model):
-      if not isinstance(model, keras2.keras().Model) or not model._is_graph_network:  # pylint: disable=protected-access
+      if not isinstance(model, keras2.keras().Model) or not model._is_graph_network:
         raise ValueError("pruning needs a functional or Sequential tf_keras model")
 
   return Policy()
@@ -129,7 +129,7 @@ def wrappers(model):
   cls = tfmot.sparsity.keras.PruneLowMagnitude if hasattr(
       tfmot.sparsity.keras, "PruneLowMagnitude") else None
   if cls is None:
-    from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper  # pylint: disable=g-import-not-at-top
+    from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper
     cls = pruning_wrapper.PruneLowMagnitude
   return [layer for layer in model.layers if isinstance(layer, cls)]
 

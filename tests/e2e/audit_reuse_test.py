@@ -23,14 +23,15 @@ from absl.testing import flagsaver
 import pytest
 
 from tests import audit_main
+from tests.e2e import tiny_run
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry as data_registry
 from tf_forget.evaluate import evaluate
 
 FLAGS = flags.FLAGS
-CONFIG = dict(preset="tiny", members=2, variants=["dense", "prune_0.5"], quantizations=[],
-              pruned_quantizations=["none"], deploy_encoding="plain",
+CONFIG = dict(tiny_run.CONFIG, quantizations=[], pruned_quantizations=["none"],
+              deploy_encoding="plain",
               corruptions=["gaussian_noise"], severities=["3"], noise_levels=["0", "0.5"],
               noise_draws=1, noise_examples=30)
 
@@ -75,9 +76,12 @@ def baseline(tmp_path_factory):
     code, _ = _run_main(capsys, out=str(out), **dict(CONFIG, **typo))
     assert message in _one_line_error(code)
     assert not out.exists()
-  # ... and the corrected command into the same --out works.
+  # ... and the corrected command into the same --out works (from the committed tiny members,
+  # tests/e2e/tiny_run.py, put there now).
+  tiny_run.copy_members(str(out))
   code, _ = _run_main(capsys, out=str(out), **CONFIG)
   assert code == 0
+  tiny_run.assert_reused(out)
   config = json.loads((out / "audit.json").read_text())["config"]
   assert config["variants"] == ["dense", "prune_0.5"] and config["members"] == 2
   return out, json.loads((out / "report.json").read_text())
@@ -117,7 +121,7 @@ def test_altered_tflite_predictions_are_redone(run, capsys):
   # The stage refuses to evaluate a file that is not its export JSON's (rather than evaluate it
   # and record the JSON's sha256) ...
   with pytest.raises(evaluate.EvaluationError, match="changed since it was exported"):
-    from tf_forget.evaluate import population_eval  # pylint: disable=g-import-not-at-top
+    from tf_forget.evaluate import population_eval
     population_eval.evaluate_population(str(out), splits=["test"], check_keras=False)
   # ... and predictions of the altered bytes record the altered bytes' sha256.
   dataset = data_registry.get("digits")
@@ -184,7 +188,7 @@ def test_truncated_predictions_are_redone(run, capsys):
      "corruptions=['fog@3']"),
     (dict(noise_levels=["0", "0.3"]), "noise.eps=[0.0, 0.5]; this run asks noise.eps=[0.0, 0.3]"),
     (dict(members=3), "members=2; this run asks members=3"),
-    (dict(steps=40), "preset_params.steps=60; this run asks preset_params.steps=40"),
+    (dict(steps=60), "preset_params.steps=40; this run asks preset_params.steps=60"),
 ])
 def test_conflicting_config_is_refused_and_nothing_written(run, capsys, change, message):
   out, _ = run
@@ -223,7 +227,7 @@ def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_bug_keeps_its_traceback(tmp_path, capsys, monkeypatch):
   # Only the project's error base class is turned into one line: a KeyError from a bug is not.
-  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_plan
 
   def bug(config):
     raise KeyError("bug")

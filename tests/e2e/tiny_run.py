@@ -1,0 +1,49 @@
+"""The end-to-end tests' one tiny population, trained once and committed.
+
+`FLAGS` are the population flags of every tiny end-to-end audit (2 members x {dense,
+prune_0.5} of the `tiny` preset, 40 steps on the embedded digits). Its trained members are
+committed under `tests/fixtures/tiny/members/` (regenerate: `tests/fixtures/make_fixtures.py
+tiny`). A test copies them into its `--out` (`copy_members`) before its first audit, which then
+reuses them instead of training — and checks that it did (`assert_reused`), so a change that
+makes the committed members stale fails here, in one line saying how to regenerate them.
+Training itself is tested where training is the point (the interrupt and lock tests of
+`audit_faults_test.py`, `audit_properties_test.py`, the executor tests).
+"""
+
+import hashlib
+import os
+import shutil
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE = os.path.join(TESTS, "fixtures", "tiny")
+MEMBERS = 2
+VARIANTS = ("dense", "prune_0.5")
+STEPS = 40
+FLAGS = ("--preset=tiny", f"--members={MEMBERS}", f"--variants={','.join(VARIANTS)}",
+         f"--steps={STEPS}")
+# The same population as keywords of `tf_forget.audit` / absl's `flagsaver`.
+CONFIG = dict(preset="tiny", members=MEMBERS, variants=list(VARIANTS), steps=STEPS)
+
+
+def _models(root):
+  """{relative path: sha256} of the members' model.keras files under `root`."""
+  out = {}
+  for variant in VARIANTS:
+    for k in range(MEMBERS):
+      rel = os.path.join("members", variant, str(k), "model.keras")
+      with open(os.path.join(root, rel), "rb") as f:
+        out[rel] = hashlib.sha256(f.read()).hexdigest()
+  return out
+
+
+def copy_members(out):
+  """Puts the committed tiny members under `out/members/` (creating `out`); returns `out`."""
+  shutil.copytree(os.path.join(FIXTURE, "members"), os.path.join(out, "members"))
+  return out
+
+
+def assert_reused(out):
+  """Fails unless the audit into `out` kept the committed members as they are (no retraining)."""
+  if _models(str(out)) != _models(FIXTURE):
+    raise AssertionError("the audit retrained the committed tiny members: they are stale for "
+                         "this code; regenerate them with tests/fixtures/make_fixtures.py tiny")

@@ -61,16 +61,21 @@ def main():
     check = fingerprint.image_check(str)
     cold, first = timed(lambda: fingerprint.fingerprint(files, check=check), args.repeats)
     cache = fingerprint.cache_of(first.entries)
-    warm, second = timed(lambda: fingerprint.fingerprint(files, cache=cache, check=check),
-                         args.repeats)
+    warm, second = timed(
+      lambda: fingerprint.fingerprint(files, cache=cache, check=check), args.repeats
+    )
     assert first.hashed == len(files) and second.hashed == 0 and second.digest == first.digest
     rerun = user_audit_bench.run_audit(paths, out, num_threads=2)
     said = [line for line in rerun[4] if line.strip().startswith("data: ")]
   print(f"\n{len(files)} files; audit wall {wall:.1f} s, evaluation stage {evaluation:.1f} s")
-  print(f"(a) first-run fingerprint: {cold:.2f} s = {cold / evaluation:.1%} of the evaluation "
-        "stage (target <= 10%)")
-  print(f"(b) unchanged re-run check: {warm:.3f} s = {warm * 10000 / len(files):.3f} s per "
-        "10,000 files (target <= 1 s)")
+  print(
+    f"(a) first-run fingerprint: {cold:.2f} s = {cold / evaluation:.1%} of the evaluation "
+    "stage (target <= 10%)"
+  )
+  print(
+    f"(b) unchanged re-run check: {warm:.3f} s = {warm * 10000 / len(files):.3f} s per "
+    "10,000 files (target <= 1 s)"
+  )
   print("the audit's re-run said:", *said)
 
 

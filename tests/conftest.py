@@ -19,4 +19,5 @@ if not flags.FLAGS.is_parsed():
 def pytest_terminal_summary(terminalreporter):
   """Names the CPU kernels the suite ran on (tf_forget/compat/cpu_kernels.py) in every log."""
   terminalreporter.write_line(
-      "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items()))
+    "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items())
+  )

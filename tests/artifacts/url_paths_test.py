@@ -40,16 +40,19 @@ def test_write_read_exists_listdir_walk(root):
   fileio.write_json(filesystem.join(root, "a.json"), {"k": 1})
   fileio.write_npz(filesystem.join(root, "b", "c", "arr.npz"), v=np.arange(3))
   assert filesystem.isdir(root) and filesystem.isfile(filesystem.join(root, "a.json"))
-  assert not filesystem.isfile(filesystem.join(root, "b")) and filesystem.isdir(filesystem.join(root, "b"))
+  assert not filesystem.isfile(filesystem.join(root, "b")) and filesystem.isdir(
+    filesystem.join(root, "b")
+  )
   assert filesystem.listdir(root) == ["a.json", "b"]  # no temporary file left
   assert fileio.read_json(filesystem.join(root, "a.json")) == {"k": 1}
   assert fileio.read_bytes(filesystem.join(root, "b", "x.bin")) == b"xyz"
-  np.testing.assert_array_equal(fileio.read_npz(filesystem.join(root, "b", "c", "arr.npz"))["v"],
-                                np.arange(3))
+  np.testing.assert_array_equal(
+    fileio.read_npz(filesystem.join(root, "b", "c", "arr.npz"))["v"], np.arange(3)
+  )
   assert list(filesystem.walk(root)) == [
-      (root, ["b"], ["a.json"]),
-      (filesystem.join(root, "b"), ["c"], ["x.bin"]),
-      (filesystem.join(root, "b", "c"), [], ["arr.npz"]),
+    (root, ["b"], ["a.json"]),
+    (filesystem.join(root, "b"), ["c"], ["x.bin"]),
+    (filesystem.join(root, "b", "c"), [], ["arr.npz"]),
   ]
   with pytest.raises(errors.ReadError, match="cannot read"):
     fileio.read_bytes(filesystem.join(root, "missing"))
@@ -90,13 +93,17 @@ def test_copy_rename_remove_rmtree(root):
   fileio.write_bytes(src, b"payload")
   dst = filesystem.join(root, "b", "c", "dst.bin")
   fileio.copy(src, dst)
-  assert fileio.read_bytes(dst) == b"payload" and filesystem.listdir(filesystem.join(root, "b", "c")) == [
-      "dst.bin"]
+  assert fileio.read_bytes(dst) == b"payload" and filesystem.listdir(
+    filesystem.join(root, "b", "c")
+  ) == ["dst.bin"]
   fileio.write_bytes(src, b"new")
   fileio.copy(src, dst)  # replaces
   assert fileio.read_bytes(dst) == b"new"
   fileio.rename(dst, filesystem.join(root, "b", "moved.bin"))
-  assert not filesystem.exists(dst) and fileio.read_bytes(filesystem.join(root, "b", "moved.bin")) == b"new"
+  assert (
+    not filesystem.exists(dst)
+    and fileio.read_bytes(filesystem.join(root, "b", "moved.bin")) == b"new"
+  )
   with pytest.raises(errors.WriteError, match="cannot write"):
     fileio.copy(filesystem.join(root, "missing"), filesystem.join(root, "x"))
   assert not filesystem.exists(filesystem.join(root, "x"))
@@ -147,13 +154,20 @@ def test_url_parent_is_not_the_scheme(monkeypatch):
 
 # The audit, on ram:// and on a local directory.
 
-_AUDIT = {"data": {"dataset": "digits"},
-          "population": {"preset": "tiny", "members": 2, "variants": ["dense", "prune_0.5"],
-                         "steps": 60, "preset_overrides": {"checkpoint_every": 30}},
-          "formats": {"quantizations": ["dynamic_int8"]},
-          "robustness": {"corruptions": ["gaussian_noise"], "severities": [3]},
-          "noise": {"levels": [0.0, 0.1], "draws": 2, "examples": 50},
-          "deployment": {"encoding": "plain"}}
+_AUDIT = {
+  "data": {"dataset": "digits"},
+  "population": {
+    "preset": "tiny",
+    "members": 2,
+    "variants": ["dense", "prune_0.5"],
+    "steps": 60,
+    "preset_overrides": {"checkpoint_every": 30},
+  },
+  "formats": {"quantizations": ["dynamic_int8"]},
+  "robustness": {"corruptions": ["gaussian_noise"], "severities": [3]},
+  "noise": {"levels": [0.0, 0.1], "draws": 2, "examples": 50},
+  "deployment": {"encoding": "plain"},
+}
 # Timings (and what depends on them: the encoding chosen by the latency bound) differ between
 # two runs; everything else in the report must be equal.
 # Besides the timings: what the encoding decision, made from them, writes.
@@ -179,7 +193,7 @@ def _predictions(out):
       for name in names:
         if name.endswith(".npz"):
           path = filesystem.join(dirpath, name)
-          found[path[len(out):]] = fileio.read_npz(path)
+          found[path[len(out) :]] = fileio.read_npz(path)
   return found
 
 
@@ -194,13 +208,20 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
   results = {}
   for out in (local, ram):
     t0 = time.time()
-    results[out] = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=out)),
-                                       log=lambda s: None)
+    results[out] = audit_lib.run_audit(
+      tree.AuditConfig.from_json(dict(_AUDIT, out=out)), log=lambda s: None
+    )
     print(f"audit on {out}: {time.time() - t0:.0f} s")
   assert list(cwd.iterdir()) == []  # the ram:// run wrote nothing locally
 
-  for name in ("report.json", "report.html", "audit.json", "deploy/manifest.json",
-               "eval/encodings.json", "tables/overview.csv"):
+  for name in (
+    "report.json",
+    "report.html",
+    "audit.json",
+    "deploy/manifest.json",
+    "eval/encodings.json",
+    "tables/overview.csv",
+  ):
     assert filesystem.isfile(filesystem.join(ram, name)), name
   report = fileio.read_json(filesystem.join(ram, "report.json"))
   manifest = fileio.read_json(filesystem.join(ram, "deploy", "manifest.json"))
@@ -211,7 +232,9 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
     assert len(data) == entry["size_bytes"]["raw"]
     assert hashing.sha256_bytes(data) == entry["sha256"]
   assert not filesystem.exists(filesystem.join(ram, "deploy.tmp"))
-  assert filesystem.listdir(filesystem.join(ram, "corruptions"))  # the corruption cache is there too
+  assert filesystem.listdir(
+    filesystem.join(ram, "corruptions")
+  )  # the corruption cache is there too
 
   # Bit-equal predictions and equal report numbers.
   on_ram, on_disk = _predictions(ram), _predictions(local)
@@ -230,8 +253,9 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
 
   # A second run on ram:// reuses every artifact: exists / listdir / hashes work there.
   lines, t0 = [], time.time()
-  report2, _ = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=ram)),
-                                   log=lines.append)
+  report2, _ = audit_lib.run_audit(
+    tree.AuditConfig.from_json(dict(_AUDIT, out=ram)), log=lines.append
+  )
   assert not [line for line in lines if "redo" in line], lines
   assert _strip(report2["variants"], ram) == _strip(report["variants"], ram)
   print(f"re-run on {ram}: {time.time() - t0:.0f} s")

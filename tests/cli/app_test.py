@@ -19,15 +19,23 @@ def _main_that_turns(signum, into):
       app._on_signal(signum, None)
     except KeyboardInterrupt as e:
       raise into from e
+
   return main
 
 
-@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
-@pytest.mark.parametrize("into", [RuntimeError("Exiting device scope without proper scope "
-                                               "nesting"), errors.WriteError("cannot write x")])
-def test_an_interrupt_surfacing_as_another_error_is_one_line(capsys, monkeypatch, signum, code,
-                                                             verb, into):
+@pytest.mark.parametrize(
+  "signum, code, verb", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+@pytest.mark.parametrize(
+  "into",
+  [
+    RuntimeError("Exiting device scope without proper scope nesting"),
+    errors.WriteError("cannot write x"),
+  ],
+)
+def test_an_interrupt_surfacing_as_another_error_is_one_line(
+  capsys, monkeypatch, signum, code, verb, into
+):
   monkeypatch.setattr(app, "_RECEIVED", [])
   status.reset()  # an audit run earlier in this process left its last section
   status.begin("populations", 4)
@@ -37,7 +45,8 @@ def test_an_interrupt_surfacing_as_another_error_is_one_line(capsys, monkeypatch
     got = app._status(main, "cmd", ["cmd"])
   assert got == code
   assert capsys.readouterr().err.strip().splitlines() == [
-      f"cmd: {verb} during populations, 1 of 4 units done; run the same command to resume"]
+    f"cmd: {verb} during populations, 1 of 4 units done; run the same command to resume"
+  ]
 
 
 def test_a_bug_without_an_interrupt_keeps_its_traceback(capsys, monkeypatch):
@@ -63,10 +72,12 @@ class _Finalized:
     app._on_signal(self.signum, None)
 
 
-@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
-def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(capsys, monkeypatch,
-                                                                          signum, code, verb):
+@pytest.mark.parametrize(
+  "signum, code, verb", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(
+  capsys, monkeypatch, signum, code, verb
+):
   monkeypatch.setattr(app, "_RECEIVED", [])
   status.reset()
 
@@ -81,4 +92,5 @@ def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(capsys,
   assert got == code
   lines = capsys.readouterr().err.strip().splitlines()
   assert lines[-1].startswith(f"cmd: {verb} during ") and lines[-1].endswith(
-      "run the same command to resume")
+    "run the same command to resume"
+  )

@@ -19,8 +19,12 @@ FIXTURE = os.path.join(TESTS, "fixtures", "tiny")
 MEMBERS = 2
 VARIANTS = ("dense", "prune_0.5")
 STEPS = 40
-FLAGS = ("--preset=tiny", f"--members={MEMBERS}", f"--variants={','.join(VARIANTS)}",
-         f"--steps={STEPS}")
+FLAGS = (
+  "--preset=tiny",
+  f"--members={MEMBERS}",
+  f"--variants={','.join(VARIANTS)}",
+  f"--steps={STEPS}",
+)
 # The same population as keywords of `tf_forget.audit` / absl's `flagsaver`.
 CONFIG = dict(preset="tiny", members=MEMBERS, variants=list(VARIANTS), steps=STEPS)
 
@@ -45,5 +49,7 @@ def copy_members(out):
 def assert_reused(out):
   """Fails unless the audit into `out` kept the committed members as they are (no retraining)."""
   if _models(str(out)) != _models(FIXTURE):
-    raise AssertionError("the audit retrained the committed tiny members: they are stale for "
-                         "this code; regenerate them with tests/fixtures/make_fixtures.py tiny")
+    raise AssertionError(
+      "the audit retrained the committed tiny members: they are stale for "
+      "this code; regenerate them with tests/fixtures/make_fixtures.py tiny"
+    )

@@ -103,6 +103,7 @@ def cwd():
 def parent_death_signal():
   """The parent-death signal of this process (Linux `prctl(PR_GET_PDEATHSIG)`; 0: none)."""
   import ctypes
+
   value = ctypes.c_int(-1)
   ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
   return value.value

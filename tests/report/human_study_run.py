@@ -29,9 +29,15 @@ CONFIG = {"dataset": "test"}
 PIES = 40
 # Planted rule: attribute -> (probability among PIEs, among non-PIEs); "blurry" is a column the
 # user adds to the filled file.
-RULE = {"incorrect_label": (0.3, 0.3), "multiple_objects": (0.5, 0.4),
-        "corrupted_image": (0.8, 0.1), "fine_grained": (0.45, 0.0),
-        "abstract_representation": (0.0, 0.0), "atypical": (0.6, 0.2), "blurry": (0.2, 0.6)}
+RULE = {
+  "incorrect_label": (0.3, 0.3),
+  "multiple_objects": (0.5, 0.4),
+  "corrupted_image": (0.8, 0.1),
+  "fine_grained": (0.45, 0.0),
+  "abstract_representation": (0.0, 0.0),
+  "atypical": (0.6, 0.2),
+  "blurry": (0.2, 0.6),
+}
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +108,7 @@ def filled_report(run_dir, export, tmp_path_factory):
   root = tmp_path_factory.mktemp("filled")
   path, out = str(root / "filled.csv"), str(root / "out")
   filled, group = fill(where, path)
-  doc = write.write_report(run_dir, out, CONFIG, human_study={
-      "annotations": path, "key": os.path.join(where, "key.json")})
+  doc = write.write_report(
+    run_dir, out, CONFIG, human_study={"annotations": path, "key": os.path.join(where, "key.json")}
+  )
   return doc, out, filled, group, path

@@ -19,14 +19,22 @@ NOTE = "members per variant, from the summary"
 
 def _members(measures):
   """The extra study: one row per variant with its member count (from the core summary)."""
-  frame = pd.DataFrame({"variant": list(measures.variants),
-                        "members": [s["members"] for s in measures.variants.values()]})
+  frame = pd.DataFrame(
+    {
+      "variant": list(measures.variants),
+      "members": [s["members"] for s in measures.variants.values()],
+    }
+  )
   return studies.Part({"extra_members": frame}, {"extra": [NOTE]}, {"extra": {"rows": 2}})
 
 
 EXTRA = studies.Study("extra", ("measures",), _members, ("extra",))
-SECTION = section_registry.Section("extra", "12. Extra: members per variant", "12 Extra",
-                                   lambda v: html.table(v.measures.tables["extra_members"]))
+SECTION = section_registry.Section(
+  "extra",
+  "12. Extra: members per variant",
+  "12 Extra",
+  lambda v: html.table(v.measures.tables["extra_members"]),
+)
 
 
 @pytest.fixture(name="run_dir", scope="module")
@@ -38,8 +46,16 @@ def _run_dir(tmp_path_factory):
 
 def test_the_registry_is_in_merge_order_and_consistent():
   assert [s.name for s in studies.STUDIES] == [
-      "noise", "prune_retrain", "deployment", "single_network", "divergence", "repair",
-      "verdict", "gallery", "human_study"]
+    "noise",
+    "prune_retrain",
+    "deployment",
+    "single_network",
+    "divergence",
+    "repair",
+    "verdict",
+    "gallery",
+    "human_study",
+  ]
   studies.check(studies.STUDIES)  # every need an input, every section in the registry
   viewed = {sid for s in studies.STUDIES for sid in s.sections}
   assert viewed <= {sec.id for sec in section_registry.SECTIONS}
@@ -53,8 +69,10 @@ def test_a_registered_study_lands_in_the_report(run_dir, tmp_path, monkeypatch):
   doc = write.write_report(run_dir, out, {}, dataset_name="digits")
   with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
     assert json.load(f) == doc
-  assert doc["tables"]["extra_members"] == [{"variant": "dense", "members": 3},
-                                            {"variant": "prune_0.9", "members": 3}]
+  assert doc["tables"]["extra_members"] == [
+    {"variant": "dense", "members": 3},
+    {"variant": "prune_0.9", "members": 3},
+  ]
   assert "tables/extra_members.csv" in doc["files"]["tables"]
   with open(os.path.join(out, "tables", "extra_members.csv"), encoding="utf-8") as f:
     assert f.read() == "variant,members\ndense,3\nprune_0.9,3\n"
@@ -76,11 +94,14 @@ def test_the_registries_are_restored_and_the_study_is_gone(run_dir):
   assert "id=\"extra\"" not in report.html
 
 
-@pytest.mark.parametrize("study", [
+@pytest.mark.parametrize(
+  "study",
+  [
     studies.Study("extra", ("measures", "weather"), _members, ("extra",)),
     studies.Study("extra", ("measures",), _members, ("no-such-section",)),
     studies.Study("noise", ("measures",), _members),
-])
+  ],
+)
 def test_a_study_naming_what_does_not_exist_is_refused(run_dir, monkeypatch, study):
   monkeypatch.setattr(studies, "STUDIES", studies.STUDIES + (study,))
   with pytest.raises(ValueError, match="report study"):

@@ -38,10 +38,21 @@ def test_unequal_population_sizes_are_an_error():
     cie.taxicab_distance(np.zeros((3, 5), int), np.zeros((2, 5), int))
 
 
-@pytest.mark.parametrize("p,n,want", [(90, 20000, 2000), (95, 20000, 1000), (99, 20000, 200),
-                                      (80, 19962, 3993), (99, 19962, 200), (90, 7, 1),
-                                      (0, 10, 10), (100, 10, 0), (99.9, 1000, 1),
-                                      (70, 10, 3)])
+@pytest.mark.parametrize(
+  "p,n,want",
+  [
+    (90, 20000, 2000),
+    (95, 20000, 1000),
+    (99, 20000, 200),
+    (80, 19962, 3993),
+    (99, 19962, 200),
+    (90, 7, 1),
+    (0, 10, 10),
+    (100, 10, 0),
+    (99.9, 1000, 1),
+    (70, 10, 3),
+  ],
+)
 def test_num_selected_is_exact_ceil(p, n, want):
   # ceil((100 - p)/100 * n) in exact arithmetic; (100-70)/100*10 is 3.0000000000000004 in
   # floating point, whose naive ceil would give 4.
@@ -78,6 +89,7 @@ def _populations(draw_members=st.integers(1, 6), draw_classes=st.integers(2, 5))
     base = draw(hnp.arrays(np.int64, shape, elements=st.integers(0, c - 1)))
     var = draw(hnp.arrays(np.int64, shape, elements=st.integers(0, c - 1)))
     return base, var, c
+
   return strategy()
 
 

@@ -1,6 +1,7 @@
-"""The static checks (tools/static_checks.sh: ruff's lint and mypy, with the settings of
-pyproject.toml) pass on the checkout, and each planted kind of fault fails them: an unused
-import (F401), imports out of order (I001) and a type error in an annotated function."""
+"""The static checks (tools/static_checks.sh: ruff's lint and formatter and mypy, with the
+settings of pyproject.toml) pass on the checkout, and each planted kind of fault fails them: an
+unused import (F401), imports out of order (I001), a line the formatter would rewrite and a type
+error in an annotated function."""
 
 import os
 import shutil
@@ -26,13 +27,30 @@ def _env(tmp):
 
 
 def _run(args, cwd, tmp):
-  return subprocess.run(args, cwd=cwd, env=_env(tmp), capture_output=True, text=True,
-                        timeout=120)
+  return subprocess.run(args, cwd=cwd, env=_env(tmp), capture_output=True, text=True, timeout=120)
 
 
 def _ruff(tree, tmp):
-  return _run([sys.executable, "-m", "ruff", "check", "--config", CONFIG,
-               "--output-format=concise", "tf_forget"], tree, tmp)
+  return _run(
+    [
+      sys.executable,
+      "-m",
+      "ruff",
+      "check",
+      "--config",
+      CONFIG,
+      "--output-format=concise",
+      "tf_forget",
+    ],
+    tree,
+    tmp,
+  )
+
+
+def _format(tree, tmp):
+  return _run(
+    [sys.executable, "-m", "ruff", "format", "--check", "--config", CONFIG, "tf_forget"], tree, tmp
+  )
 
 
 def _mypy(tree, tmp):
@@ -56,17 +74,18 @@ def _plant(tree, old, new):
   text = path.read_text(encoding="utf-8")
   assert text.count(old) == 1
   path.write_text(text.replace(old, new), encoding="utf-8")
-  return text[:text.index(old)].count("\n") + 1  # the line of the planted text
+  return text[: text.index(old)].count("\n") + 1  # the line of the planted text
 
 
 def test_the_checkout_passes(tmp_path):
   done = _run(["bash", os.path.join(ROOT, "tools", "static_checks.sh")], ROOT, tmp_path)
   assert done.returncode == 0, done.stdout + done.stderr
-  assert "ruff and mypy found nothing" in done.stdout
+  assert "ruff (lint, format) and mypy found nothing" in done.stdout
 
 
 def test_the_unplanted_copy_passes(tree, tmp_path):
   assert _ruff(tree, tmp_path).returncode == 0
+  assert _format(tree, tmp_path).returncode == 0
   assert _mypy(tree, tmp_path).returncode == 0
 
 
@@ -91,5 +110,14 @@ def test_a_type_error_fails_mypy(tree, tmp_path):
   assert _ruff(tree, tmp_path).returncode == 0  # a finding of mypy's alone
   done = _mypy(tree, tmp_path)
   assert done.returncode == 1
-  assert (f'{PLANTED}:{line}: error: Incompatible return value type (got "int", expected '
-          '"str")  [return-value]') in done.stdout
+  assert (
+    f'{PLANTED}:{line}: error: Incompatible return value type (got "int", expected '
+    '"str")  [return-value]'
+  ) in done.stdout
+
+
+def test_a_four_space_indent_fails_the_formatter(tree, tmp_path):
+  _plant(tree, IMPORTS, IMPORTS + "\n\ndef planted(x):\n    return x\n")
+  done = _format(tree, tmp_path)
+  assert done.returncode == 1
+  assert "File would be reformatted" in done.stdout and f"--> {PLANTED}:" in done.stdout

@@ -175,9 +175,11 @@ def size_text(size):
 
 
 def _too_big(path, size, limit, what):
-  return errors.ReadError(f"cannot read {what} {path}: it is {'over ' if size is None else ''}"
-                          f"{size_text(limit if size is None else size)}, more than the "
-                          f"{size_text(limit)} a {what} may take")
+  return errors.ReadError(
+    f"cannot read {what} {path}: it is {'over ' if size is None else ''}"
+    f"{size_text(limit if size is None else size)}, more than the "
+    f"{size_text(limit)} a {what} may take"
+  )
 
 
 def read_bytes(path, limit=None, what="file"):
@@ -193,7 +195,7 @@ def read_bytes(path, limit=None, what="file"):
     size = stat(path).size if limit is not None else None
     if size is not None and size > limit:
       raise _too_big(path, size, limit, what)
-    with (gfile().GFile(path, "rb") if is_url(path) else builtins.open(path, "rb")) as f:
+    with gfile().GFile(path, "rb") if is_url(path) else builtins.open(path, "rb") as f:
       data = f.read() if limit is None else f.read(limit + 1)
   except (OSError,) + tf_errors() as e:
     unsupported = type(e).__name__ == "UnimplementedError"  # s3://, http://

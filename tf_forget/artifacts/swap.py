@@ -42,8 +42,11 @@ _MOVED = ".moved"  # `<aside>/<name>.moved`: the old entry `name` is wholly asid
 
 def _tree_files(top):
   """Relative paths of the files under directory `top`."""
-  return [os.path.join(dirpath[len(top):].strip("/"), name)
-          for dirpath, _, filenames in filesystem.walk(top) for name in filenames]
+  return [
+    os.path.join(dirpath[len(top) :].strip("/"), name)
+    for dirpath, _, filenames in filesystem.walk(top)
+    for name in filenames
+  ]
 
 
 def _move(src, dst, first=(), last=()):
@@ -232,8 +235,9 @@ def swap_in(staging_dir, names, markers=(), record=False):
   notes = []
   if record:
     try:
-      fileio.write_json(listing(parent, label), {"names": list(names),
-                                                 "files": _entry_files(parent, names)})
+      fileio.write_json(
+        listing(parent, label), {"names": list(names), "files": _entry_files(parent, names)}
+      )
     except errors.WriteError as e:
       notes.append(f"could not record what {label} holds: {errors.one_line(e)}")
   return notes + _remove_all([aside, staging_dir])
@@ -279,14 +283,19 @@ def clean_staging(directory, label, names, markers=()):
   for entry in filesystem.listdir(directory):
     if not entry.startswith(label + _OLD):
       continue
-    staged = filesystem.join(directory, label + _TMP + entry[len(label + _OLD):])
+    staged = filesystem.join(directory, label + _TMP + entry[len(label + _OLD) :])
     try:
       if filesystem.exists(filesystem.join(staged, names[-1])):  # killed before the swap completed
         _roll_back(staged, names, markers)
     except errors.WriteError as e:
       notes.append(f"could not restore {filesystem.join(directory, entry)}: {errors.one_line(e)}")
-  return notes + _remove_all([filesystem.join(directory, e) for e in filesystem.listdir(directory)
-                              if e.startswith((label + _TMP, label + _OLD))])
+  return notes + _remove_all(
+    [
+      filesystem.join(directory, e)
+      for e in filesystem.listdir(directory)
+      if e.startswith((label + _TMP, label + _OLD))
+    ]
+  )
 
 
 def replace_dir(src, dst, last=()):

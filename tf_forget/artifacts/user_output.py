@@ -51,6 +51,7 @@ class Output:
     fd: the open descriptor of a character device, FIFO or descriptor link written in place,
       else None.
   """
+
   given: str
   path: str
   what: str
@@ -71,11 +72,17 @@ def check_outside(run_dir, path, what):
   if entry is None:
     return
   own = os.path.join(run_dir, entry)
-  where = "is the run directory" if entry == "." else (
-      f"{'is' if real(path) == real(own) else 'lies in'} {own}, which tf_forget writes on every "
-      "run")
-  raise errors.WriteError(f"{what}: {path} {where}: choose a path outside tf_forget's folders "
-                          "and files (beside them in the run directory is fine)")
+  where = (
+    "is the run directory"
+    if entry == "."
+    else (
+      f"{'is' if real(path) == real(own) else 'lies in'} {own}, which tf_forget writes on every run"
+    )
+  )
+  raise errors.WriteError(
+    f"{what}: {path} {where}: choose a path outside tf_forget's folders "
+    "and files (beside them in the run directory is fine)"
+  )
 
 
 def _probe(what, directory):
@@ -105,8 +112,10 @@ def _open_in_place(what, path, fifo=False, flags=0):
     fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | flags)
   except OSError as e:
     if fifo and e.errno == errno.ENXIO:  # nobody has the FIFO open for reading
-      raise errors.WriteError(f"{what}: no process reads the FIFO {path} (the write would wait "
-                              "for ever): start its reader first") from e
+      raise errors.WriteError(
+        f"{what}: no process reads the FIFO {path} (the write would wait "
+        "for ever): start its reader first"
+      ) from e
     raise errors.WriteError(f"{what}: cannot write {path}: {errors.one_line(e)}") from e
   fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
   return fd
@@ -145,11 +154,18 @@ def check(given, what, run_dir=None, append=False):
     _probe(what, parent)
     return Output(given, path, what, append)
   if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-    return Output(given, given, what, append,
-                  _open_in_place(what, given, stat.S_ISFIFO(st.st_mode)))
-  kind = ("a directory, not a file" if stat.S_ISDIR(st.st_mode) else
-          "a block device (a disk): it is not written" if stat.S_ISBLK(st.st_mode) else
-          "a socket, not a file" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    return Output(
+      given, given, what, append, _open_in_place(what, given, stat.S_ISFIFO(st.st_mode))
+    )
+  kind = (
+    "a directory, not a file"
+    if stat.S_ISDIR(st.st_mode)
+    else "a block device (a disk): it is not written"
+    if stat.S_ISBLK(st.st_mode)
+    else "a socket, not a file"
+    if stat.S_ISSOCK(st.st_mode)
+    else "not a regular file"
+  )
   raise errors.WriteError(f"{what}: {given} is {kind}")
 
 
@@ -175,10 +191,11 @@ def _write_in_place(output, data):
   try:
     view = memoryview(data)
     while view:
-      view = view[os.write(output.fd, view):]
+      view = view[os.write(output.fd, view) :]
   except OSError as e:
-    raise errors.WriteError(f"{output.what}: cannot write {output.given}: "
-                            f"{errors.one_line(e)}") from e
+    raise errors.WriteError(
+      f"{output.what}: cannot write {output.given}: {errors.one_line(e)}"
+    ) from e
   finally:
     close(output)
 
@@ -201,8 +218,9 @@ def write(output, data):
   except FileNotFoundError:
     st = None
   if st is not None and not stat.S_ISREG(st.st_mode):
-    raise errors.WriteError(f"{output.what}: {output.given} is no longer a regular file: not "
-                            "replaced")
+    raise errors.WriteError(
+      f"{output.what}: {output.given} is no longer a regular file: not replaced"
+    )
   if output.append:
     data = _with_before(output.path, data)
   fileio.write_bytes(output.path, data, mode=stat.S_IMODE(st.st_mode) if st else None)

@@ -24,7 +24,8 @@ STARTING = "start-up"  # `tf_forget.cli.status.describe()` before the first sect
 
 
 def line(name, terminated, where):
-  """"<name>: interrupted during <where>; run the same command to resume" (or "terminated")."""
+  """The line "<name>: interrupted during <where>; run the same command to resume" (or
+  "terminated")."""
   verb = "terminated" if terminated else "interrupted"
   return f"{name}: {verb} during {where}; run the same command to resume"
 
@@ -37,6 +38,7 @@ def _stop(name):
       os.write(2, (line(name, terminated, STARTING) + "\n").encode())
     finally:
       os._exit(TERMINATED if terminated else INTERRUPTED)
+
   return stop
 
 

@@ -26,8 +26,9 @@ def enable():
     return
   if "tensorflow" in sys.modules:
     raise RuntimeError(
-        f"{ENV_VAR}=1 must be set before TensorFlow is imported; call "
-        "tf_forget.compat.keras2.enable() before importing TensorFlow-using modules")
+      f"{ENV_VAR}=1 must be set before TensorFlow is imported; call "
+      "tf_forget.compat.keras2.enable() before importing TensorFlow-using modules"
+    )
   os.environ[ENV_VAR] = "1"
 
 
@@ -39,6 +40,7 @@ def is_enabled():
 def keras():
   """Returns the Keras 2 package (`tf_keras`), the only Keras tf_forget builds models with."""
   import tf_keras
+
   return tf_keras
 
 
@@ -50,4 +52,5 @@ def tfmot():
   """
   enable()
   import tensorflow_model_optimization
+
   return tensorflow_model_optimization

@@ -74,8 +74,9 @@ def watch_parent(parent_pid, interval_s=1.0):
   """
   if os.getppid() != parent_pid:
     os._exit(ORPHAN_EXIT_CODE)
-  threading.Thread(target=_watch, args=(parent_pid, interval_s), daemon=True,
-                   name="tf_forget-parent-watchdog").start()
+  threading.Thread(
+    target=_watch, args=(parent_pid, interval_s), daemon=True, name="tf_forget-parent-watchdog"
+  ).start()
 
 
 def pid_alive(pid):

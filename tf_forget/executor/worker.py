@@ -40,7 +40,7 @@ def call(fn, kwargs):
 
 def message(exc):
   """`exc`'s message on one line (for an OSError with its path, unlike `errors.one_line`)."""
-  return " ".join((str(exc) or type(exc).__name__).split())[:errors.MAX_MESSAGE]
+  return " ".join((str(exc) or type(exc).__name__).split())[: errors.MAX_MESSAGE]
 
 
 def check_result(value):
@@ -137,12 +137,12 @@ def envelope(key, fn, kwargs):
     return {"ok": True, "value": value}
   except (Exception, SystemExit) as e:
     return {
-        "ok": False,
-        "type": type(e).__name__,
-        "message": message(e),
-        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
-        "is_error": isinstance(e, errors.Error),
-        "pickled": _pickled_error(e),
+      "ok": False,
+      "type": type(e).__name__,
+      "message": message(e),
+      "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
+      "is_error": isinstance(e, errors.Error),
+      "pickled": _pickled_error(e),
     }
   finally:
     _note_running("")

@@ -46,5 +46,7 @@ def protocol_formats(run_dir):
     errors.ReadError: see `members_dataset`; protocols.ProtocolError: no protocol.
   """
   protocol = protocols.get(members_dataset(run_dir))
-  return (",".join(("float32",) + protocol.quantizations),
-          ",".join(("float32",) + protocol.pruned_quantizations))
+  return (
+    ",".join(("float32",) + protocol.quantizations),
+    ",".join(("float32",) + protocol.pruned_quantizations),
+  )

@@ -67,8 +67,10 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-      raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
-                            "bucket name, the network and the credentials")
+      raise tree.AuditError(
+        f"cannot reach {out} within {timeout_s:.0f} s: check the "
+        "bucket name, the network and the credentials"
+      )
   if "error" in outcome:
     raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
@@ -99,10 +101,11 @@ def users_files(out):
     raise tree.AuditError(errors.one_line(e, 300)) from e
   if found:
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    why = (f"; no {' or '.join(unlisted)} records them as tf_forget's" if unlisted else "")
+    why = f"; no {' or '.join(unlisted)} records them as tf_forget's" if unlisted else ""
     raise tree.AuditError(
-        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}{why}): "
-        "move them out of the run directory (a re-run replaces those folders whole)")
+      f"{out} holds files tf_forget did not write in the folders it replaces ({shown}{why}): "
+      "move them out of the run directory (a re-run replaces those folders whole)"
+    )
 
 
 def human_study(human_study):
@@ -177,16 +180,16 @@ def writable(out):
 
 Step = plan_steps.Step
 STEPS = (
-    Step(outputs, reads=("out", "human_study")),
-    Step(human_study, reads=("human_study",)),
-    Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
-    Step(identity, needs=("plan",), makes=("identity",)),
-    Step(url_reachable, reads=("out",)),
-    Step(ours, reads=("out",)),
-    Step(recorded, reads=("out",), needs=("identity",)),
-    Step(users_files, reads=("out",)),
-    Step(run_dir, needs=("plan",)),
-    Step(stages.check_executor, reads=("execution",)),
-    Step(input_scaling, needs=("plan",), makes=("caveats",)),
-    Step(writable, reads=("out",)),
+  Step(outputs, reads=("out", "human_study")),
+  Step(human_study, reads=("human_study",)),
+  Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
+  Step(identity, needs=("plan",), makes=("identity",)),
+  Step(url_reachable, reads=("out",)),
+  Step(ours, reads=("out",)),
+  Step(recorded, reads=("out",), needs=("identity",)),
+  Step(users_files, reads=("out",)),
+  Step(run_dir, needs=("plan",)),
+  Step(stages.check_executor, reads=("execution",)),
+  Step(input_scaling, needs=("plan",), makes=("caveats",)),
+  Step(writable, reads=("out",)),
 )

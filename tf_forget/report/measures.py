@@ -61,6 +61,7 @@ class Measures:
     config: the measure settings used.
     study: the `recall_study.Study` of the one-shot variants (its figures' data), or None.
   """
+
   tables: Dict[str, pd.DataFrame]
   variants: Dict[str, dict]
   cie: Dict[str, dict]
@@ -89,11 +90,18 @@ def topline_table(run):
       metrics["top5"] = accuracy.topk_accuracy(pop.topk, pop.labels, k=TOPK)
     for metric, values in metrics.items():
       ci = intervals.mean_interval(values)
-      rows.append({"variant": variant, "metric": metric,
-                   **accuracy.population_summary(values), "ci_low": ci["low"],
-                   "ci_high": ci["high"]})
-  table = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
-                                      "members", "ci_low", "ci_high"])
+      rows.append(
+        {
+          "variant": variant,
+          "metric": metric,
+          **accuracy.population_summary(values),
+          "ci_low": ci["low"],
+          "ci_high": ci["high"],
+        }
+      )
+  table = pd.DataFrame(
+    rows, columns=["variant", "metric", "mean", "std", "min", "max", "members", "ci_low", "ci_high"]
+  )
   dense_mean = table[table.variant == names.DENSE].set_index("metric")["mean"]
   table["change"] = table["mean"] - table["metric"].map(dense_mean)
   return table
@@ -110,10 +118,17 @@ def pie_measures(run, variant, sample_size=None, seed=0):
   pie = exemplars.pruning_identified_exemplars(pop_0.top1, pop_t.top1, run.num_classes)
   k = use_topk(run.num_classes)
   table = exemplars.accuracy_on_subsets(
-      pop_0.top1, pop_t.top1, pop_0.labels, pie["pie"],
-      topk_predictions_0=pop_0.topk if k else None,
-      topk_predictions_t=pop_t.topk if k else None, k=TOPK, sample_size=sample_size,
-      seed=seed, subset_name="pie")
+    pop_0.top1,
+    pop_t.top1,
+    pop_0.labels,
+    pie["pie"],
+    topk_predictions_0=pop_0.topk if k else None,
+    topk_predictions_t=pop_t.topk if k else None,
+    k=TOPK,
+    sample_size=sample_size,
+    seed=seed,
+    subset_name="pie",
+  )
   return pie, table
 
 
@@ -131,13 +146,28 @@ def taxicab_measures(run, variant, percentiles=cie.PERCENTILES, seed=0):
   order = cie.rank_by_distance(distance, seed)
   k = use_topk(run.num_classes)
   table = cie.taxicab_cie_accuracy(
-      q0.top1, qt.top1, q0.labels, percentiles=percentiles, seed=seed,
-      num_classes=run.num_classes, topk_predictions_0=q0.topk if k else None,
-      topk_predictions_t=qt.topk if k else None, k=TOPK)
+    q0.top1,
+    qt.top1,
+    q0.labels,
+    percentiles=percentiles,
+    seed=seed,
+    num_classes=run.num_classes,
+    topk_predictions_0=q0.topk if k else None,
+    topk_predictions_t=qt.topk if k else None,
+    k=TOPK,
+  )
   modal_0, _ = exemplars.modal_label(q0.top1, run.num_classes)
   modal_t, _ = exemplars.modal_label(qt.top1, run.num_classes)
-  return ({"order": order, "distance": distance, "modal_0": modal_0, "modal_t": modal_t,
-           "members": int(q0.members.size)}, table)
+  return (
+    {
+      "order": order,
+      "distance": distance,
+      "modal_0": modal_0,
+      "modal_t": modal_t,
+      "members": int(q0.members.size),
+    },
+    table,
+  )
 
 
 def alpha_measures(run, variant, confidence=0.99):
@@ -156,11 +186,19 @@ def alpha_measures(run, variant, confidence=0.99):
   pairing = run.pairing_of(variant)
   q0, qt = pairing_lib.paired_with_dense(run, variant)
   nan = float("nan")
-  empty = {"alphas": [], "mean_alpha": {"mean": nan, "low": nan, "high": nan, "label": "?",
-                                        "n": 0},
-           "alpha_hat": nan, "r2": nan, "mean_accuracy_0": nan, "mean_accuracy_t": nan,
-           "recall_variance_0": nan, "recall_variance_t": nan, "members": 0, "pairs": [],
-           "pairing": pairing["label"]}
+  empty = {
+    "alphas": [],
+    "mean_alpha": {"mean": nan, "low": nan, "high": nan, "label": "?", "n": 0},
+    "alpha_hat": nan,
+    "r2": nan,
+    "mean_accuracy_0": nan,
+    "mean_accuracy_t": nan,
+    "recall_variance_0": nan,
+    "recall_variance_t": nan,
+    "members": 0,
+    "pairs": [],
+    "pairing": pairing["label"],
+  }
   if not q0.members.size:
     return empty, [f"{variant}: no member paired with dense; α not computed"]
   r0, a0 = class_measures.recall_and_accuracy(q0, run.num_classes)
@@ -169,18 +207,24 @@ def alpha_measures(run, variant, confidence=0.99):
     out = recall_distortion.recall_distortion_summary(r0, a0, rt, at, confidence=confidence)
   except validate.StatsInputError as e:
     return empty, [f"{variant}: α not computed ({e})"]
-  out = dict(out, alphas=[float(a) for a in out["alphas"]], members=int(q0.members.size),
-             pairs=[[int(a), int(b)] for a, b in zip(q0.members, qt.members)],
-             pairing=pairing["label"])
+  out = dict(
+    out,
+    alphas=[float(a) for a in out["alphas"]],
+    members=int(q0.members.size),
+    pairs=[[int(a), int(b)] for a, b in zip(q0.members, qt.members)],
+    pairing=pairing["label"],
+  )
   notes = []
   if out["mean_alpha"]["n"] < 2:
-    notes.append(f"{variant}: the CI of α needs at least 2 defined slopes "
-                 f"(have {out['mean_alpha']['n']})")
+    notes.append(
+      f"{variant}: the CI of α needs at least 2 defined slopes (have {out['mean_alpha']['n']})"
+    )
   return out, notes
 
 
-def _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
-                      sample_size, confidence):
+def _variant_measures(
+  run, variant, notes, seed, alpha, center, correction, percentiles, sample_size, confidence
+):
   """One compressed variant's measures (`compute`'s arguments); its notes go to `notes`.
 
   Returns:
@@ -197,29 +241,61 @@ def _variant_measures(run, variant, notes, seed, alpha, center, correction, perc
   rd, n = alpha_measures(run, variant, confidence)
   notes.setdefault("recall_distortion", []).extend(n)
   return {
-      "class_level": table,
-      "pie": {"variant": variant, "pie_count": pie["count"],
-              "pie_fraction": pie["count"] / pie["pie"].size, "examples": int(pie["pie"].size),
-              "ties_dense": pie["ties_0"], "ties_compressed": pie["ties_t"]},
-      "pie_accuracy": acc, "taxicab": taxi, "cie_accuracy": cacc,
-      "alpha": {"variant": variant, "pairing": rd["pairing"], "members": rd["members"],
-                "mean_alpha": rd["mean_alpha"]["mean"], "ci_low": rd["mean_alpha"]["low"],
-                "ci_high": rd["mean_alpha"]["high"], "label": rd["mean_alpha"]["label"],
-                "n": rd["mean_alpha"]["n"], "alpha_hat": rd["alpha_hat"], "r2": rd["r2"],
-                "mean_accuracy_0": rd["mean_accuracy_0"], "mean_accuracy_t": rd["mean_accuracy_t"],
-                "recall_variance_0": rd["recall_variance_0"],
-                "recall_variance_t": rd["recall_variance_t"]},
-      "summary": {
-          **class_measures.class_summary(run, variant, table, alpha),
-          "pie_count": pie["count"], "pie_ties_dense": pie["ties_0"],
-          "pie_ties_compressed": pie["ties_t"], "pairing": rd["pairing"],
-          "alpha_pairs": rd["pairs"], "alphas": rd["alphas"],
-          "mean_alpha": rd["mean_alpha"]["mean"], "alpha_label": rd["mean_alpha"]["label"]}}
+    "class_level": table,
+    "pie": {
+      "variant": variant,
+      "pie_count": pie["count"],
+      "pie_fraction": pie["count"] / pie["pie"].size,
+      "examples": int(pie["pie"].size),
+      "ties_dense": pie["ties_0"],
+      "ties_compressed": pie["ties_t"],
+    },
+    "pie_accuracy": acc,
+    "taxicab": taxi,
+    "cie_accuracy": cacc,
+    "alpha": {
+      "variant": variant,
+      "pairing": rd["pairing"],
+      "members": rd["members"],
+      "mean_alpha": rd["mean_alpha"]["mean"],
+      "ci_low": rd["mean_alpha"]["low"],
+      "ci_high": rd["mean_alpha"]["high"],
+      "label": rd["mean_alpha"]["label"],
+      "n": rd["mean_alpha"]["n"],
+      "alpha_hat": rd["alpha_hat"],
+      "r2": rd["r2"],
+      "mean_accuracy_0": rd["mean_accuracy_0"],
+      "mean_accuracy_t": rd["mean_accuracy_t"],
+      "recall_variance_0": rd["recall_variance_0"],
+      "recall_variance_t": rd["recall_variance_t"],
+    },
+    "summary": {
+      **class_measures.class_summary(run, variant, table, alpha),
+      "pie_count": pie["count"],
+      "pie_ties_dense": pie["ties_0"],
+      "pie_ties_compressed": pie["ties_t"],
+      "pairing": rd["pairing"],
+      "alpha_pairs": rd["pairs"],
+      "alphas": rd["alphas"],
+      "mean_alpha": rd["mean_alpha"]["mean"],
+      "alpha_label": rd["mean_alpha"]["label"],
+    },
+  }
 
 
-def compute(run, seed=0, alpha=0.05, center="member", correction=None,
-            percentiles=cie.PERCENTILES, over_indexing_percentile=80, subgroup_members=10,
-            sample_size=None, confidence=0.99, imagenet_a_mask=False):
+def compute(
+  run,
+  seed=0,
+  alpha=0.05,
+  center="member",
+  correction=None,
+  percentiles=cie.PERCENTILES,
+  over_indexing_percentile=80,
+  subgroup_members=10,
+  sample_size=None,
+  confidence=0.99,
+  imagenet_a_mask=False,
+):
   """Computes every measure that applies to `run`.
 
   Args:
@@ -238,11 +314,18 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
   Returns:
     `Measures`.
   """
-  config = {"seed": seed, "alpha": alpha, "center": center, "correction": correction,
-            "percentiles": [float(p) for p in percentiles],
-            "over_indexing_percentile": float(over_indexing_percentile),
-            "subgroup_members": subgroup_members, "pie_sample_size": sample_size,
-            "confidence": confidence, "topk": use_topk(run.num_classes)}
+  config = {
+    "seed": seed,
+    "alpha": alpha,
+    "center": center,
+    "correction": correction,
+    "percentiles": [float(p) for p in percentiles],
+    "over_indexing_percentile": float(over_indexing_percentile),
+    "subgroup_members": subgroup_members,
+    "pie_sample_size": sample_size,
+    "confidence": confidence,
+    "topk": use_topk(run.num_classes),
+  }
   notes = {"pairing": [n for v in run.eval if v != names.DENSE for n in run.pairing_of(v)["notes"]]}
   tables = {"topline": topline_table(run)}
   class_rows, pie_counts, pie_acc, cie_acc, alpha_rows = [], [], [], [], []
@@ -250,12 +333,16 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
   for variant in run.eval:
     top = tables["topline"]
     row = top[(top.variant == variant) & (top.metric == "top1")].iloc[0]
-    variants[variant] = {"members": int(row["members"]), "top1": float(row["mean"]),
-                         "top1_change": float(row["change"])}
+    variants[variant] = {
+      "members": int(row["members"]),
+      "top1": float(row["mean"]),
+      "top1_change": float(row["change"]),
+    }
     if variant == names.DENSE:
       continue
-    one = _variant_measures(run, variant, notes, seed, alpha, center, correction, percentiles,
-                            sample_size, confidence)
+    one = _variant_measures(
+      run, variant, notes, seed, alpha, center, correction, percentiles, sample_size, confidence
+    )
     class_rows.append(one["class_level"].reset_index().assign(variant=variant))
     pie_counts.append(one["pie"])
     pie_acc.append(one["pie_accuracy"].assign(variant=variant))
@@ -268,9 +355,10 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
   if not compressed:
     notes.setdefault("report", []).append("only the dense population: nothing to compare")
   tables["class_level"] = _concat(class_rows, ["variant", "class"])
-  tables["pie"] = pd.DataFrame(pie_counts, columns=["variant", "pie_count", "pie_fraction",
-                                                    "examples", "ties_dense",
-                                                    "ties_compressed"])
+  tables["pie"] = pd.DataFrame(
+    pie_counts,
+    columns=["variant", "pie_count", "pie_fraction", "examples", "ties_dense", "ties_compressed"],
+  )
   tables["pie_accuracy"] = _concat(pie_acc, ["variant"])
   tables["cie_accuracy"] = _concat(cie_acc, ["variant"])
   tables["recall_distortion"] = pd.DataFrame(alpha_rows)
@@ -279,8 +367,12 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
     tables.update(study.tables)
     notes.setdefault("recall_study", []).extend(study.notes)
   group_tables, group_notes, worst = groups.compute(
-      run, cies, subgroup_members=subgroup_members,
-      over_indexing_percentile=over_indexing_percentile, seed=seed)
+    run,
+    cies,
+    subgroup_members=subgroup_members,
+    over_indexing_percentile=over_indexing_percentile,
+    seed=seed,
+  )
   tables.update(group_tables)
   for key, n in group_notes.items():
     notes.setdefault(key, []).extend(n)
@@ -292,8 +384,14 @@ def compute(run, seed=0, alpha=0.05, center="member", correction=None,
   if pub_settings is not None:  # only then: a run without published splits keeps its settings
     config["published"] = pub_settings
   tables["overview"] = overview_table(variants)
-  return Measures(tables=tables, variants=variants, cie=cies,
-                  notes={k: v for k, v in notes.items() if v}, config=config, study=study)
+  return Measures(
+    tables=tables,
+    variants=variants,
+    cie=cies,
+    notes={k: v for k, v in notes.items() if v},
+    config=config,
+    study=study,
+  )
 
 
 def overview_table(variants):
@@ -310,14 +408,20 @@ def overview_table(variants):
   rows = []
   for variant, s in variants.items():
     worst = (s.get("worst_subgroup") or {}).get("fnr") or {}
-    rows.append({"variant": variant, "members": s["members"], "top1": s["top1"],
-                 "top1_change": s["top1_change"],
-                 "significant_classes": s.get("significant_classes", np.nan),
-                 "pie_count": s.get("pie_count", np.nan),
-                 "mean_alpha": s.get("mean_alpha", np.nan),
-                 "alpha_label": s.get("alpha_label", ""),
-                 "worst_fnr_subgroup": worst.get("subgroup", ""),
-                 "worst_fnr_increase": worst.get("increase", np.nan)})
+    rows.append(
+      {
+        "variant": variant,
+        "members": s["members"],
+        "top1": s["top1"],
+        "top1_change": s["top1_change"],
+        "significant_classes": s.get("significant_classes", np.nan),
+        "pie_count": s.get("pie_count", np.nan),
+        "mean_alpha": s.get("mean_alpha", np.nan),
+        "alpha_label": s.get("alpha_label", ""),
+        "worst_fnr_subgroup": worst.get("subgroup", ""),
+        "worst_fnr_increase": worst.get("increase", np.nan),
+      }
+    )
   return pd.DataFrame(rows)
 
 

@@ -43,6 +43,7 @@ class Part:
   """What one study adds after the core measures: its tables, notes and settings, and the values
   it hands on (`gives`, see the module docstring). A notes key that is present is added to the
   report's notes even with no note."""
+
   tables: dict = dataclasses.field(default_factory=dict)
   notes: dict = dataclasses.field(default_factory=dict)
   config: dict = dataclasses.field(default_factory=dict)
@@ -59,6 +60,7 @@ class Study:
     compute: callable(**needs) -> `Part` (an empty one when the study does not apply).
     sections: ids of the `section_registry.SECTIONS` that view it.
   """
+
   name: str
   needs: Tuple[str, ...]
   compute: Callable[..., Part]
@@ -78,8 +80,11 @@ def merged(m, part):
 
 def _noise(run, run_dir):
   """l-inf noise (`noise_report`, 003 §4.1): its notes key is always present."""
-  pairs = {v: run.pairing_of(v)["pairs"] for v in run.variants
-           if v != names.DENSE and pairing_lib.is_paired(run, v)}
+  pairs = {
+    v: run.pairing_of(v)["pairs"]
+    for v in run.variants
+    if v != names.DENSE and pairing_lib.is_paired(run, v)
+  }
   tables, notes, protocol = noise_report.compute(run_dir, run.variants, pairs)
   return Part(tables, {"noise": notes}, {"noise": protocol})
 
@@ -119,9 +124,13 @@ def _verdict(run, measures, config):
   """The verdict table and the recommendation, with the repairs' sentences and why
   a file forgot from the repair study's tables and notes."""
   user = config.get("user") or {}
-  table, rec = verdict_lib.compute(run, measures, config.get("gates"),
-                                   deployment=config.get("deployment"),
-                                   scaling_checked=bool(user.get("input_scaling_check", False)))
+  table, rec = verdict_lib.compute(
+    run,
+    measures,
+    config.get("gates"),
+    deployment=config.get("deployment"),
+    scaling_checked=bool(user.get("input_scaling_check", False)),
+  )
   skipped = measures.notes.get(repair_report.NOT_REPAIRED_KEY, [])
   if rec is not None and ("repair" in measures.tables or skipped):
     rec["repairs"] = repair_report.sentences(measures.tables, skipped)
@@ -134,10 +143,12 @@ def _gallery(run, measures, options):
   """The gallery of Taxicab CIEs per variant family (with thumbnails, for the page) and its
   tables: the cards, and the CIEs to annotate (`ANNOTATION_PERCENTILE`)."""
   gallery = gallery_lib.build_families(run, measures.cie, size=options["gallery_size"])
-  tables = {"gallery": gallery_lib.table(gallery_lib.without_images(gallery)),
-            "cie_annotation": gallery_lib.annotation_table(
-                run, measures.cie, percentile=ANNOTATION_PERCENTILE,
-                seed=measures.config["seed"])}
+  tables = {
+    "gallery": gallery_lib.table(gallery_lib.without_images(gallery)),
+    "cie_annotation": gallery_lib.annotation_table(
+      run, measures.cie, percentile=ANNOTATION_PERCENTILE, seed=measures.config["seed"]
+    ),
+  }
   return Part(tables, gives={"gallery": gallery})
 
 
@@ -147,20 +158,24 @@ def _human_study(run, measures, options):
   if options["human_study"] is None:
     return Part()
   study = human_study_lib.compute(run, measures, options["human_study"])
-  return Part(study.tables, {"human_study": study.notes} if study.notes else {},
-              {"human_study": study.settings}, {"export": study.export})
+  return Part(
+    study.tables,
+    {"human_study": study.notes} if study.notes else {},
+    {"human_study": study.settings},
+    {"export": study.export},
+  )
 
 
 STUDIES = (
-    Study("noise", ("run", "run_dir"), _noise, ("noise",)),
-    Study("prune_retrain", ("run", "run_dir"), _prune_retrain, ("prune-retrain",)),
-    Study("deployment", ("run_dir", "measures"), _deployment, ("deployment",)),
-    Study("single_network", ("run", "measures"), _single_network, ("k1",)),
-    Study("divergence", ("run", "options"), _divergence, ("divergence", "gallery")),
-    Study("repair", ("run", "config"), _repair, ("why",)),
-    Study("verdict", ("run", "measures", "config"), _verdict, ("verdict",)),
-    Study("gallery", ("run", "measures", "options"), _gallery, ("gallery",)),
-    Study("human_study", ("run", "measures", "options"), _human_study, ("human-study",)),
+  Study("noise", ("run", "run_dir"), _noise, ("noise",)),
+  Study("prune_retrain", ("run", "run_dir"), _prune_retrain, ("prune-retrain",)),
+  Study("deployment", ("run_dir", "measures"), _deployment, ("deployment",)),
+  Study("single_network", ("run", "measures"), _single_network, ("k1",)),
+  Study("divergence", ("run", "options"), _divergence, ("divergence", "gallery")),
+  Study("repair", ("run", "config"), _repair, ("why",)),
+  Study("verdict", ("run", "measures", "config"), _verdict, ("verdict",)),
+  Study("gallery", ("run", "measures", "options"), _gallery, ("gallery",)),
+  Study("human_study", ("run", "measures", "options"), _human_study, ("human-study",)),
 )
 
 
@@ -172,8 +187,9 @@ def check(studies):
     unknown = [n for n in study.needs if n not in INPUTS]
     missing = [s for s in study.sections if s not in sections]
     if study.name in seen or unknown or missing:
-      raise ValueError(f"report study {study.name!r}: repeated, or unknown needs {unknown} / "
-                       f"sections {missing}")
+      raise ValueError(
+        f"report study {study.name!r}: repeated, or unknown needs {unknown} / sections {missing}"
+      )
     seen.add(study.name)
 
 
@@ -191,8 +207,7 @@ def compute(run, run_dir, core, config, options):
   check(STUDIES)
   m, given = core, {}
   for study in STUDIES:
-    inputs = {"run": run, "run_dir": run_dir, "measures": m, "config": config,
-              "options": options}
+    inputs = {"run": run, "run_dir": run_dir, "measures": m, "config": config, "options": options}
     part = study.compute(**{name: inputs[name] for name in study.needs})
     m = merged(m, part)
     given.update(part.gives)

@@ -39,8 +39,19 @@ SCHEMA_VERSION = "tf_forget.report/1"
 # What `save` swaps in, report.json (the completion marker) last, and its staging label.
 ENTRIES = ("tables", "report.html", "report.json")
 STAGING = ".report"
-TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
-         "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
+TOOLS = (
+  "numpy",
+  "scipy",
+  "pandas",
+  "matplotlib",
+  "pillow",
+  "tensorflow-cpu",
+  "tensorflow",
+  "tf-keras",
+  "tensorflow-model-optimization",
+  "tensorflow-datasets",
+  "ai-edge-litert",
+)
 
 
 class ReportError(errors.Error):
@@ -59,6 +70,7 @@ class Report:
     export: (directory, {relative path: bytes}) of a blind-annotation export to write with
       the report (`human_study`), or None.
   """
+
   json: dict
   tables: Dict[str, str]
   html: str
@@ -104,26 +116,47 @@ def tool_versions():
 
 def _inputs(run):
   """variant -> split -> member indices and the `.tflite` sha256 of each member's file."""
-  return {v: {s: {"members": [int(k) for k in p.members],
-                  "tflite_sha256": [m.get("tflite_sha256") for m in p.metadata]}
-              for s, p in sorted(splits.items())}
-          for v, splits in sorted(run.predictions.items())}
+  return {
+    v: {
+      s: {
+        "members": [int(k) for k in p.members],
+        "tflite_sha256": [m.get("tflite_sha256") for m in p.metadata],
+      }
+      for s, p in sorted(splits.items())
+    }
+    for v, splits in sorted(run.predictions.items())
+  }
 
 
 def _dataset_json(run, examples):
   """report.json's `dataset`: the data set's facts and the evaluation split's size."""
-  return {"name": run.dataset_name, "options": run.dataset_options,
-          "num_classes": run.num_classes, "class_names": list(run.class_names),
-          "eval_split": run.eval_split, "examples": examples,
-          "protected_attributes": list(run.protected_attributes),
-          "attributes": sorted(run.attributes),
-          "train_attribute_shares": run.train_attribute_shares}
+  return {
+    "name": run.dataset_name,
+    "options": run.dataset_options,
+    "num_classes": run.num_classes,
+    "class_names": list(run.class_names),
+    "eval_split": run.eval_split,
+    "examples": examples,
+    "protected_attributes": list(run.protected_attributes),
+    "attributes": sorted(run.attributes),
+    "train_attribute_shares": run.train_attribute_shares,
+  }
 
 
-def build_report(run_dir, config=None, dataset=None, dataset_name=None,
-                 dataset_options=None, train_attribute_shares=None, gallery_size=12,
-                 title=None, variants=None, splits=None, human_study=None,
-                 **measure_options):
+def build_report(
+  run_dir,
+  config=None,
+  dataset=None,
+  dataset_name=None,
+  dataset_options=None,
+  train_attribute_shares=None,
+  gallery_size=12,
+  title=None,
+  variants=None,
+  splits=None,
+  human_study=None,
+  **measure_options,
+):
   """Computes and renders a report in memory (nothing is written).
 
   Args:
@@ -155,16 +188,23 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
     ValueError: bad measure options (from `tf_forget.stats`); a study of `studies.STUDIES`
       that names an input or a section that does not exist (`studies.check`).
   """
-  run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
-                         dataset_options=dataset_options,
-                         train_attribute_shares=train_attribute_shares, variants=variants,
-                         splits=splits)
+  run = collect.load_run(
+    run_dir,
+    dataset=dataset,
+    dataset_name=dataset_name,
+    dataset_options=dataset_options,
+    train_attribute_shares=train_attribute_shares,
+    variants=variants,
+    splits=splits,
+  )
   core = measures_lib.compute(run, **measure_options)
-  m, given = studies.compute(run, run_dir, core, config or {},
-                             {"gallery_size": gallery_size, "human_study": human_study})
+  m, given = studies.compute(
+    run, run_dir, core, config or {}, {"gallery_size": gallery_size, "human_study": human_study}
+  )
   recommendation = given.get("recommendation")
   n = int(run.eval[names.DENSE].ids.size)
-  doc = jsonable({
+  doc = jsonable(
+    {
       "schema_version": SCHEMA_VERSION,
       "config": config or {},
       "tools": tool_versions(),
@@ -176,23 +216,33 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       "gallery": gallery_lib.without_images(given["gallery"]),
       "recommendation": recommendation,
       "notes": m.notes,
-      "files": {"html": "report.html",
-                "tables": [f"tables/{name}.csv" for name in sorted(m.tables)]},
-  })
+      "files": {
+        "html": "report.html",
+        "tables": [f"tables/{name}.csv" for name in sorted(m.tables)],
+      },
+    }
+  )
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
   user = (config or {}).get("user")  # the user's model and files, in words
   intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
-      ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
-  view = section_registry.View(measures=m, gallery=given["gallery"],
-                               protected=run.protected_attributes,
-                               recommendation=recommendation,
-                               divergence_images=given.get("divergence_images", {}))
-  page = html.page(title or wording.title(run.dataset_name, run.dataset_options,
-                                          (user or {}).get("references")), intro,
-                   [(sec.id, sec.title, sec.nav, inner)
-                    for sec, inner in section_registry.render(view)],
-                   css=gallery_view.CSS)
+    ("variants (members)", members),
+    ("run directory", run_dir),
+    ("schema", SCHEMA_VERSION),
+  ]
+  view = section_registry.View(
+    measures=m,
+    gallery=given["gallery"],
+    protected=run.protected_attributes,
+    recommendation=recommendation,
+    divergence_images=given.get("divergence_images", {}),
+  )
+  page = html.page(
+    title or wording.title(run.dataset_name, run.dataset_options, (user or {}).get("references")),
+    intro,
+    [(sec.id, sec.title, sec.nav, inner) for sec, inner in section_registry.render(view)],
+    css=gallery_view.CSS,
+  )
   return Report(json=doc, tables=csvs, html=page, measures=m, export=given.get("export"))
 
 
@@ -241,8 +291,9 @@ def save(report, out_dir, log=print):
     try:
       human_study_sheet.write(where, contents)
     except Exception as e:  # I/O; re-raised as one line
-      raise ReportError(f"cannot write the annotation export under {where}: "
-                        f"{errors.one_line(e)}") from e
+      raise ReportError(
+        f"cannot write the annotation export under {where}: {errors.one_line(e)}"
+      ) from e
 
 
 def write_report(run_dir, out_dir, config, log=print, **options):

@@ -54,9 +54,12 @@ def status(directory, config=None):
   def model_matches(meta):
     return lineage.file_reason(model_path, meta.get("model_sha256"), "model.keras", "trained")
 
-  return lineage.status(lambda: read_metadata(directory),
-                        config.inputs() if config is not None else {}, "trained",
-                        extra=model_matches)
+  return lineage.status(
+    lambda: read_metadata(directory),
+    config.inputs() if config is not None else {},
+    "trained",
+    extra=model_matches,
+  )
 
 
 def is_finished(directory, config=None):
@@ -67,9 +70,13 @@ def is_finished(directory, config=None):
 def versions():
   """The versions of the software a member is made with (its metadata's `versions`)."""
   tfmot = keras2.tfmot()
-  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
-          "tfmot": tfmot.__version__, "numpy": np.__version__,
-          "python": platform.python_version()}
+  return {
+    "tensorflow": tf.__version__,
+    "tf_keras": keras2.keras().__version__,
+    "tfmot": tfmot.__version__,
+    "numpy": np.__version__,
+    "python": platform.python_version(),
+  }
 
 
 def derived_metadata(config, dataset, **fields):
@@ -81,14 +88,23 @@ def derived_metadata(config, dataset, **fields):
   parent, pruning, model_sha256, inputs, ...).
   """
   return {
-      "schema": member_metadata.SCHEMA, "dataset": config.dataset,
-      "dataset_options": dict(dataset.spec.options), "model": config.model,
-      "model_options": dict(config.model_options), "variant": config.variant,
-      "k": int(config.k), "seed": int(config.seed),
-      "population_seed": int(config.population_seed), "preset": config.preset.to_json(),
-      "precision_policy": "float32", "gpus": gpu.describe(),
-      "eval_split": dataset.spec.eval_split, "versions": versions(),
-      "machine": cpu_kernels.describe(), **fields}
+    "schema": member_metadata.SCHEMA,
+    "dataset": config.dataset,
+    "dataset_options": dict(dataset.spec.options),
+    "model": config.model,
+    "model_options": dict(config.model_options),
+    "variant": config.variant,
+    "k": int(config.k),
+    "seed": int(config.seed),
+    "population_seed": int(config.population_seed),
+    "preset": config.preset.to_json(),
+    "precision_policy": "float32",
+    "gpus": gpu.describe(),
+    "eval_split": dataset.spec.eval_split,
+    "versions": versions(),
+    "machine": cpu_kernels.describe(),
+    **fields,
+  }
 
 
 def finished_parent(directory, state, member_label, parent_label, error, first, needs):
@@ -110,12 +126,12 @@ def finished_parent(directory, state, member_label, parent_label, error, first, 
     error: the parent is not finished and current, or was not trained in float32.
   """
   if not state:
-    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); "
-                f"{first}")
+    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); {first}")
   meta = read_metadata(directory)
   if meta.get("precision_policy", "float32") != "float32":
-    raise error(f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} "
-                "needs float32")
+    raise error(
+      f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} needs float32"
+    )
   return meta
 
 
@@ -128,7 +144,7 @@ def save_model(model, path):
   Raises:
     errors.WriteError: the file cannot be written (one line); no temporary file is left.
   """
-  tmp = path[:-len(".keras")] + ".tmp.keras"
+  tmp = path[: -len(".keras")] + ".tmp.keras"
   try:
     try:
       model.save(tmp)  # Keras writes local and URL (gs://) paths through TF's file systems
@@ -162,5 +178,6 @@ def load_model(directory):
     trusted = trusts_model_code(read_metadata(directory))
   except errors.ReadError:
     trusted = False
-  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False,
-                                          safe_mode=not trusted)
+  return keras2.keras().models.load_model(
+    os.path.join(directory, MODEL_FILE), compile=False, safe_mode=not trusted
+  )

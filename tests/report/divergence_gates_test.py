@@ -9,7 +9,7 @@ examples, prune_0.9 10; float16 has no saved logits.
 import pytest
 
 from tests.report import divergence_run
-from tests.report.divergence_run import single  # noqa: F401 (a pytest fixture: the tests name it)
+from tests.report.divergence_run import single
 from tf_forget.evaluate import deploy
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib

@@ -16,9 +16,9 @@ import pytest
 from scipy import stats
 
 from tests.report import divergence_run
-from tests.report.divergence_run import biased  # noqa: F401 (a pytest fixture: the tests name it)
-from tests.report.divergence_run import population  # noqa: F401 (a pytest fixture: the tests name it)
-from tests.report.divergence_run import single  # noqa: F401 (a pytest fixture: the tests name it)
+from tests.report.divergence_run import biased
+from tests.report.divergence_run import population
+from tests.report.divergence_run import single
 from tf_forget.stats import subgroups
 
 LN3 = divergence_run.LN3

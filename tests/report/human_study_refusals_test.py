@@ -17,10 +17,10 @@ import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 (a pytest fixture: the tests name it)
-from tests.report.human_study_run import filled_report  # noqa: F401 (a pytest fixture: the tests name it)
-from tests.report.human_study_run import loaded  # noqa: F401 (a pytest fixture: the tests name it)
-from tests.report.human_study_run import run_dir  # noqa: F401 (a pytest fixture: the tests name it)
+from tests.report.human_study_run import export
+from tests.report.human_study_run import filled_report
+from tests.report.human_study_run import loaded
+from tests.report.human_study_run import run_dir
 from tf_forget.artifacts import errors
 from tf_forget.report import collect
 from tf_forget.report import human_study

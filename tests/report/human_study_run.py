@@ -4,7 +4,7 @@ Shared by the human-study tests (`human_study_export_test.py`, `human_study_tabl
 `human_study_refusals_test.py`). A test file imports the module-scoped fixtures it needs, and
 those they need, into its own namespace (pytest finds fixtures there):
 
-  from tests.report.human_study_run import export, loaded, run_dir  # noqa: F401 (a pytest fixture: the tests name it)
+  from tests.report.human_study_run import export, loaded, run_dir
 
 The fake run's PIEs are known without the code under test: prune_0.9's planted lost and gained
 examples (`fake_run.planted_digits`, 40 of 500), the only examples whose modal label changes.

@@ -1,4 +1,4 @@
-"""000's human study round trip through the audit command (000 §3.3, Table 7).
+"""000's human study round trip through the audit command's `main` (000 §3.3, Table 7).
 
 `--annotation_export=DIR` writes a blind sheet and a key apart; the test fills the sheet by a
 planted rule that only the key can tell (corrupted_image = 1 on every PIE, on 2 non-PIEs), the
@@ -10,11 +10,12 @@ import csv
 import json
 import math
 import os
-import subprocess
-import sys
+import types
 
 import pytest
 
+from tests import audit_main
+from tests import binary_main
 from tests.e2e import tiny_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,14 +32,12 @@ PER_GROUP = 20
 
 
 def _audit(*args):
-  return subprocess.run(
-    [sys.executable, os.path.join(ROOT, "eval", "audit.py"), *TINY, *args],
-    env=dict(os.environ, PYTHONPATH=ROOT),
-    capture_output=True,
-    text=True,
-    timeout=900,
-    check=False,
-  )
+  """The audit command's `main` in this process: (returncode, stderr) as a process would give
+  them (its exit status; its one-line error, the `SystemExit` message)."""
+  code = binary_main.run_argv(audit_main.main, "audit", [*TINY, *args], ROOT)
+  if isinstance(code, str):
+    return types.SimpleNamespace(returncode=1, stderr=code + "\n")
+  return types.SimpleNamespace(returncode=code or 0, stderr="")
 
 
 def _fill(sheet_csv, key, out_csv, non_pie_flagged=2):

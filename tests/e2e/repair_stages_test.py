@@ -17,16 +17,15 @@ import pytest
 import tensorflow as tf
 
 from tests.e2e import audit_binary
+from tests.e2e import tiny_run
 from tests.export import model_explorer_schema
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 from tf_forget.stats import paired
 
-ARGS = [
-  "--preset=tiny",
-  "--members=2",
+ARGS = [  # the tiny population's dense members only (the later --variants wins)
+  *tiny_run.FLAGS,
   "--variants=dense",
-  "--steps=40",
   "--quantizations=full_int8",
   "--pruned_quantizations=none",
   "--corruptions=none",
@@ -39,10 +38,12 @@ ARGS = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
   out = tmp_path_factory.mktemp("repair") / "run"
+  tiny_run.copy_members(str(out), variants=("dense",))  # tests/e2e/tiny_run.py
   # --repair_always: this tiny audit's int8 files forget too little to call for a repair;
   # the repair's mechanics are what this file tests.
   result = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
+  tiny_run.assert_reused(out, variants=("dense",))
   return out, result
 
 

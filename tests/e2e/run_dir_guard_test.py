@@ -20,14 +20,14 @@ import pytest
 from tests import audit_main
 from tests import binary_main
 from tests import files
+from tests.e2e import tiny_run
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import run_json
 from tf_forget.artifacts import run_lock
 
-TINY = dict(
-  preset="tiny",
-  members=2,
+TINY = dict(  # the tiny population's dense members (tests/e2e/tiny_run.py)
+  tiny_run.CONFIG,
   variants=["dense"],
   quantizations=["dynamic_int8"],
   corruptions=["none"],
@@ -67,7 +67,9 @@ def no_step_summary(monkeypatch):
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
   out = tmp_path_factory.mktemp("finished") / "run"
+  tiny_run.copy_members(str(out), variants=("dense",))
   assert _audit(out) == 0
+  tiny_run.assert_reused(out, variants=("dense",))
   return out
 
 

@@ -29,10 +29,10 @@ FLAGS = (
 CONFIG = dict(preset="tiny", members=MEMBERS, variants=list(VARIANTS), steps=STEPS)
 
 
-def _models(root):
+def _models(root, variants):
   """{relative path: sha256} of the members' model.keras files under `root`."""
   out = {}
-  for variant in VARIANTS:
+  for variant in variants:
     for k in range(MEMBERS):
       rel = os.path.join("members", variant, str(k), "model.keras")
       with open(os.path.join(root, rel), "rb") as f:
@@ -40,15 +40,20 @@ def _models(root):
   return out
 
 
-def copy_members(out):
-  """Puts the committed tiny members under `out/members/` (creating `out`); returns `out`."""
-  shutil.copytree(os.path.join(FIXTURE, "members"), os.path.join(out, "members"))
+def copy_members(out, variants=VARIANTS):
+  """Puts the committed tiny members of `variants` under `out/members/` (creating `out`);
+  returns `out`."""
+  for variant in variants:
+    shutil.copytree(
+      os.path.join(FIXTURE, "members", variant), os.path.join(out, "members", variant)
+    )
   return out
 
 
-def assert_reused(out):
-  """Fails unless the audit into `out` kept the committed members as they are (no retraining)."""
-  if _models(str(out)) != _models(FIXTURE):
+def assert_reused(out, variants=VARIANTS):
+  """Fails unless the audit into `out` kept the committed members of `variants` as they are (no
+  retraining)."""
+  if _models(str(out), variants) != _models(FIXTURE, variants):
     raise AssertionError(
       "the audit retrained the committed tiny members: they are stale for "
       "this code; regenerate them with tests/fixtures/make_fixtures.py tiny"

@@ -22,6 +22,8 @@ MODULES = (
   "paired",
   "paired_bootstrap",
   "divergence",
+  "unlabelled",
+  "unlabelled_confidence",
 )
 
 

@@ -37,29 +37,13 @@ GALLERY = 16
 CHUNK_CELLS = 1 << 20  # logit values per chunk: 8 MB per float64 buffer (a memory bound)
 
 
-def _check_logits(x, name):
-  arr = np.asarray(x)
-  if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-    raise validate.StatsInputError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-  if arr.ndim != 2 or arr.size == 0:
-    raise validate.StatsInputError(
-      f"{name} must be 2-D [examples, classes] and non-empty, got shape {arr.shape}"
-    )
-  return arr
-
-
-def _check_finite(chunk, name, first_row):
-  finite = np.isfinite(chunk)
-  if not finite.all():
-    what = "NaN" if np.isnan(chunk).any() else "an infinite value"
-    row = first_row + int(np.flatnonzero(~finite.all(axis=1))[0])
-    raise validate.StatsInputError(f"{name} contains {what} (row {row})")
-
-
 def _check_pair(
   ref_logits, cand_logits, y=None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-  a, b = _check_logits(ref_logits, "ref_logits"), _check_logits(cand_logits, "cand_logits")
+  a, b = (
+    validate.check_logits(ref_logits, "ref_logits"),
+    validate.check_logits(cand_logits, "cand_logits"),
+  )
   if a.shape != b.shape:
     raise validate.StatsInputError(f"ref_logits has shape {a.shape}, cand_logits {b.shape}")
   if y is not None:
@@ -75,8 +59,8 @@ def log_softmax(logits):
   Raises:
     validate.StatsInputError: not 2-D real numbers, empty, NaN or infinite.
   """
-  x = _check_logits(logits, "logits")
-  _check_finite(x, "logits", 0)
+  x = validate.check_logits(logits, "logits")
+  validate.check_finite_rows(x, "logits", 0)
   z = x.astype(np.float64) - x.max(axis=1, keepdims=True)
   return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
@@ -90,8 +74,8 @@ def _scan(a, b, y):
   for s in range(0, n, rows):
     ca, cb = a[s : s + rows], b[s : s + rows]
     k, i = ca.shape[0], np.arange(ca.shape[0])
-    _check_finite(ca, "ref_logits", s)
-    _check_finite(cb, "cand_logits", s)
+    validate.check_finite_rows(ca, "ref_logits", s)
+    validate.check_finite_rows(cb, "cand_logits", s)
     top_a[s : s + k], top_b[s : s + k] = ca.argmax(axis=1), cb.argmax(axis=1)
     m_a = ca[i, top_a[s : s + k]].astype(np.float64)
     m_b = cb[i, top_b[s : s + k]].astype(np.float64)

@@ -48,12 +48,12 @@ def reference_confidence(ref_logits):
   Raises:
     validate.StatsInputError: not 2-D real numbers, empty, NaN or infinite (the row named).
   """
-  x = divergence._check_logits(ref_logits, "ref_logits")
+  x = validate.check_logits(ref_logits, "ref_logits")
   n, rows = x.shape[0], max(1, divergence.CHUNK_CELLS // x.shape[1])
   top, conf = np.empty(n, np.int64), np.empty(n)
   for s in range(0, n, rows):
     chunk = x[s : s + rows]
-    divergence._check_finite(chunk, "ref_logits", s)
+    validate.check_finite_rows(chunk, "ref_logits", s)
     k = chunk.shape[0]
     top[s : s + k] = chunk.argmax(axis=1)
     log_p = divergence.log_softmax(chunk)

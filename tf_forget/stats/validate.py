@@ -226,3 +226,25 @@ def check_triplet(y, a, b, mask=None, num_classes=None):
     if arr.shape[0] != y.shape[0]:
       raise StatsInputError(f"{name} has {arr.shape[0]} examples but y has {y.shape[0]}")
   return y, a, b, check_mask(mask, y.shape[0])
+
+
+def check_logits(x, name):
+  """`x` as an array of real logits `[examples, classes]`, non-empty (`StatsInputError`)."""
+  arr = np.asarray(x)
+  if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+    raise StatsInputError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+  if arr.ndim != 2 or arr.size == 0:
+    raise StatsInputError(
+      f"{name} must be 2-D [examples, classes] and non-empty, got shape {arr.shape}"
+    )
+  return arr
+
+
+def check_finite_rows(chunk, name, first_row):
+  """Refuses a NaN or infinite value in `chunk`, naming its row (`first_row` is the chunk's
+  first row in the whole array)."""
+  finite = np.isfinite(chunk)
+  if not finite.all():
+    what = "NaN" if np.isnan(chunk).any() else "an infinite value"
+    row = first_row + int(np.flatnonzero(~finite.all(axis=1))[0])
+    raise StatsInputError(f"{name} contains {what} (row {row})")

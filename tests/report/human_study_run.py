@@ -22,8 +22,8 @@ from tf_forget.report import collect
 from tf_forget.report import human_study
 from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sheet
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
+from tf_forget.report.units import registry
 
 CONFIG = {"dataset": "test"}
 PIES = 40
@@ -44,7 +44,7 @@ def run_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(run_dir):  # pylint: disable=redefined-outer-name
   run = collect.load_run(run_dir)
-  return run, measures_lib.compute(run)
+  return run, registry.core(run)
 
 
 def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-name

@@ -113,16 +113,18 @@ def similarity(table):
 
 
 
-def section(measures):
-  """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else None."""
+def section(curve, summary, potential, excess_t, sim, notes):
+  """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else `unit.Skip`.
+
+  Args:
+    curve, summary, potential, excess_t, sim: the `prune_retrain_curve`, `_summary`,
+      `_potential`, `_excess` and `_similarity` tables (None when not made).
+    notes: the `prune_retrain` notes, or None.
+  """
   from tf_forget.report import html  # pylint: disable=g-import-not-at-top
-  curve = measures.tables.get("prune_retrain_curve")
+  from tf_forget.report import unit  # pylint: disable=g-import-not-at-top
   if curve is None or curve.empty:
-    return None
-  summary = measures.tables.get("prune_retrain_summary")
-  potential = measures.tables.get("prune_retrain_potential")
-  excess_t = measures.tables.get("prune_retrain_excess")
-  sim = measures.tables.get("prune_retrain_similarity")
+    return unit.Skip("no prune-retrain cycles in this run")
   parts = ["<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
            "retrained cycle after cycle (003 Algorithm 1, docs/spec.md §6.5): WT removes the "
            "smallest |θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
@@ -161,7 +163,6 @@ def section(measures):
                          sim, {"prune_ratio": html.PCT, "matching_parent": html.PCT,
                                "matching_independent": html.PCT, "pairs": "int", "cycle": "int"},
                          max_rows=60), stacked=True))
-  notes = measures.notes.get("prune_retrain")
   if notes:
     parts.append(html.skipped(notes))
   return "".join(parts)

@@ -1,9 +1,10 @@
 """The core sections' HTML: each measure's figure (`plots`) beside its numbers (`html.table`).
 
-One function per section of `section_registry.SECTIONS`, from `measures.Measures`; a section whose
-measure does not apply says why (the `notes`). A study's own sections live in its module
-(`verdict_view`, `recall_study_view` (002), `published_report`, `human_study_view` (000 Table 7),
-`prune_retrain_plots` (003), `gallery_view`); the registry puts them all in order.
+One function per section of the units of `tf_forget.report.units`, from the tables and values
+the section reads; a section whose measure does not apply returns `unit.Skip` with why (the
+notes). Other units' sections live in their own view modules (`verdict_view`,
+`recall_study_view` (002), `published_report`, `human_study_view` (000 Table 7),
+`prune_retrain_plots` (003), `gallery_view`); `units.registry.PAGE` puts them all in order.
 """
 
 import numpy as np
@@ -13,6 +14,7 @@ from tf_forget.artifacts import names
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import plots
+from tf_forget.report import unit
 from tf_forget.report import wording
 
 MAX_CLASS_ROWS = 60
@@ -25,36 +27,21 @@ def _drop_empty(frame, column="topk"):
   return frame
 
 
-def overview(measures):
-  frame = measures.tables["overview"]
-  return ("<p class=\"lead\">Per variant against the dense population. top1_change and "
-          "worst_fnr_increase are differences in accuracy / FNR (percentage points); α &lt; 1 "
-          "means compression shrank the per-class recall imbalance, &gt; 1 that it "
-          "intensified it.</p>"
-          + html.table(frame, {"members": "int", "top1": html.PCT,
-                               "top1_change": html.PTS_ABS, "significant_classes": "int",
-                               "pie_count": "int", "worst_fnr_increase": html.PTS_ABS}))
+def class_level(t, variants, notes):
+  """The class-level section: per variant, the figure beside its classes (families folded).
 
-
-def topline(measures):
-  t = measures.tables["topline"]
-  return html.pair(plots.topline(t), "top-line accuracy per variant",
-                   html.table(t, {"mean": html.PCT, "std": html.PCT, "min": html.PCT,
-                                  "max": html.PCT, "members": "int", "ci_low": html.PCT,
-                                  "ci_high": html.PCT, "change": html.PTS_ABS})
-                   + "<p class=\"lead\">ci_low / ci_high: 95% t interval of the mean over "
-                   "members; the interval of each change is in the verdict table.</p>")
-
-
-def class_level(measures):
-  t = measures.tables["class_level"]
+  Args:
+    t: the `class_level` table.
+    variants: the variants' summaries (`units.overview.summaries`).
+    notes: the `class_level` notes (None: none).
+  """
   if t.empty:
-    return html.skipped(measures.notes.get("class_level") or ["no compressed variant"])
+    return unit.Skip.of(notes or ["no compressed variant"])
   parts = ["<p class=\"lead\">Bars: absolute recall difference (compressed − dense, mean over "
            "members); plum bars: the class's mean-shifted recall differs significantly (two-"
            "tailed Welch test, docs/spec.md §3.1); green points: normalized recall difference "
            "(minus the change of overall accuracy); relative: 000 eq. 3 ratio (1 = unchanged).</p>"]
-  k = min(s["members"] for s in measures.variants.values())
+  k = min(s["members"] for s in variants.values())
   if k < 10:
     parts.append(f"<p class=\"caveat\">⚠ K = {k} members per population (the papers use 30) "
                  "and no multiple-testing correction (000's protocol): at p ≤ 0.05 about 1 "
@@ -62,13 +49,13 @@ def class_level(measures):
                  "Benjamini-Hochberg adjusted p-value over the variant's classes.</p>")
   blocks = {variant: rows for variant, rows in t.groupby("variant", sort=False)}
   for lead, folded in fold_families(blocks):
-    parts.append(_class_block(measures, lead, blocks[lead]))
+    parts.append(_class_block(variants, lead, blocks[lead]))
     if folded:
       names_ = ", ".join(folded)
       parts.append(f"<details><summary>{html.esc(names_)}: the same as {html.esc(lead)} "
                    f"(same significant classes, every class within "
                    f"{100 * FOLD_TOLERANCE:g} pt) — click to show</summary>"
-                   + "".join(_class_block(measures, v, blocks[v]) for v in folded)
+                   + "".join(_class_block(variants, v, blocks[v]) for v in folded)
                    + "</details>")
   return "".join(parts)
 
@@ -109,7 +96,7 @@ def fold_families(blocks):
   return out
 
 
-def _class_block(measures, variant, rows):
+def _class_block(variants, variant, rows):
   cols = ["class_name", "absolute_recall_difference", "absolute_95ci",
           "normalized_recall_difference", "relative_recall_difference", "p_value", "p_bh",
           "significant"]
@@ -117,7 +104,7 @@ def _class_block(measures, variant, rows):
            "normalized_recall_difference": "normalized",
            "relative_recall_difference": "relative", "p_value": "p", "p_bh": "p (BH)",
            "absolute_95ci": "95% CI (pt)"}
-  s = measures.variants[variant]
+  s = variants[variant]
   count = ("n/a (Welch's test needs 2 members a side; K = 1: section 1b)"
            if s["significant_classes"] is None else s["significant_classes"])
   head = (f"<h3>{html.esc(variant)}: {count} significant classes "
@@ -139,23 +126,23 @@ def _class_block(measures, variant, rows):
                  highlight=shown.significant.tolist(), max_rows=MAX_CLASS_ROWS))
 
 
-def pie(measures):
-  t = measures.tables["pie"]
+def pie(t, pie_accuracy, cie_accuracy, variants):
+  """The PIE section: #PIE, accuracy on PIE / non-PIE / all, accuracy on the Taxicab CIEs."""
   if t.empty:
-    return html.skipped(["no compressed variant"])
+    return unit.Skip.of(["no compressed variant"])
   parts = ["<p class=\"lead\">A PIE is an example whose modal label over the compressed "
            "population differs from the dense population's (ties go to the largest label; "
            "ties_* count them). Accuracy: mean over members on each subset, both populations "
            "(docs/spec.md §3.5).</p>",
-           html.pair(plots.counts(t, measures.variants), "significant classes and PIE counts",
+           html.pair(plots.counts(t, variants), "significant classes and PIE counts",
                      html.table(t, {"pie_count": "int", "pie_fraction": html.PCT,
                                     "examples": "int", "ties_dense": "int",
                                     "ties_compressed": "int"})),
            "<h3>Accuracy on PIE / non-PIE / all</h3>"]
-  acc = _drop_empty(measures.tables["pie_accuracy"])
+  acc = _drop_empty(pie_accuracy)
   parts.append(html.pair(plots.pie_accuracy(acc), "accuracy on PIE, non-PIE and all",
                          html.table(acc, {"top1": html.PCT, "topk": html.PCT, "n": "int"})))
-  cie = _drop_empty(measures.tables["cie_accuracy"])
+  cie = _drop_empty(cie_accuracy)
   if not cie.empty:
     parts.append("<h3>Accuracy on Taxicab CIEs (004 Table 2)</h3><p class=\"lead\">The "
                  "examples with the largest Taxicab distance between the two populations' "
@@ -166,17 +153,23 @@ def pie(measures):
   return "".join(parts)
 
 
-def subgroups(measures):
-  t = measures.tables.get("subgroups")
+def subgroups(t, counts, variants, subgroup_members, notes):
+  """The subgroups section (004 Tables 3-5).
+
+  Args:
+    t: the `subgroups` table (None: not measured).
+    counts: the `subgroup_counts` table.
+    variants: the variants' summaries.
+    subgroup_members: the members averaged (the setting).
+    notes: the `subgroups` notes.
+  """
   if t is None:
-    return html.skipped(measures.notes.get("subgroups"))
+    return unit.Skip.of(notes)
   groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
   rates = t[t.model.isin(["baseline", "compressed"])]
   nd = t[t.model == "normalized_difference"]
   absolute = _with_intervals(t, groups)
-  members = min(measures.config["subgroup_members"],
-                min(s["members"] for s in measures.variants.values()))
-  counts = measures.tables.get("subgroup_counts")
+  members = min(subgroup_members, min(s["members"] for s in variants.values()))
   return ("<p class=\"lead\">Rates averaged over the first "
           f"{html.esc(members)} members of each population (docs/spec.md §1.5); positive = class "
           "1; FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
@@ -216,11 +209,11 @@ def _with_intervals(table, groups):
   return pd.DataFrame(rows, columns=["variant", "metric"] + groups)
 
 
-def over_indexing(measures):
-  t = measures.tables.get("over_indexing")
+def over_indexing(t, p, notes):
+  """The over-indexing section (004 Figure 2): `t` the table (None: not measured), `p` the CIE
+  percentile, `notes` why it was not measured."""
   if t is None:
-    return html.skipped(measures.notes.get("over_indexing"))
-  p = measures.config["over_indexing_percentile"]
+    return unit.Skip.of(notes)
   return (f"<p class=\"lead\">CIEs: Taxicab at percentile {html.esc(html.fmt(p, 'int'))} "
           "(docs/spec.md §4.4). Relative representation = share among CIEs / share in the training "
           "set; above 1 the attribute is over-indexed.</p>"
@@ -229,10 +222,10 @@ def over_indexing(measures):
                                      "cie_count": "int"})))
 
 
-def robustness(measures):
-  t = measures.tables.get("robustness")
+def robustness(t, notes):
+  """The robustness section (000 Table 3): `t` the table (None: no corrupted split)."""
   if t is None:
-    return html.skipped(measures.notes.get("robustness"))
+    return unit.Skip.of(notes)
   return ("<p class=\"lead\">Accuracy averaged over members and severities first, then "
           "normalized to dense on the same corruption: 100·(A_t/A_0 − 1) (docs/spec.md §3.6); "
           "top1_change is the same change in points with its 95% interval over members "
@@ -246,13 +239,17 @@ def robustness(measures):
                                  max_rows=60), stacked=True))
 
 
-def noise(measures):
-  acc = measures.tables.get("noise_accuracy")
+def noise(acc, sim, pp, protocol, notes):
+  """The l-inf noise section (003 §4.1, §5).
+
+  Args:
+    acc, sim, pp: the `noise_accuracy` (None: no noise evaluated), `noise_similarity` and
+      `noise_prune_potential` (None without pruned levels) tables.
+    protocol: the `noise` settings.
+    notes: the `noise` notes.
+  """
   if acc is None:
-    return html.skipped(measures.notes.get("noise"))
-  sim = measures.tables["noise_similarity"]
-  pp = measures.tables.get("noise_prune_potential")
-  protocol = measures.config.get("noise") or {}
+    return unit.Skip.of(notes)
   lead = ("<p class=\"lead\">U(−ε, ε) noise added to the normalized input of every "
           f"exported file ({protocol.get('examples', '?')} examples max × "
           f"{protocol.get('draws', '?')} draws, the same draws for every file; 003 §4.1, "
@@ -277,11 +274,10 @@ def noise(measures):
                           numbers, stacked=True)
 
 
-def deployment(measures):
-  t = measures.tables.get("deployment")
+def deployment(t, settings, notes):
+  """The deployment section: `t` the table (None: no encodings), `settings` its settings."""
   if t is None:
-    return html.skipped(measures.notes.get("deployment"))
-  settings = measures.config.get("deployment") or {}
+    return unit.Skip.of(notes)
   lead = ("<p class=\"lead\">The file each variant ships (member "
           f"{settings.get('k', 0)}; deploy encoding {html.esc(settings.get('mode'))}): the "
           "sparse-encoded twin only if its predictions equal the plain file's on the "
@@ -299,16 +295,16 @@ def deployment(measures):
                           html.table(t, formats), stacked=True)
 
 
-def notes(measures, extra):
-  items = [f"{k}: {n}" for k, ns in sorted(measures.notes.items())
-           for n in wording.fold_notes(ns)]
-  items += wording.fold(extra)
-  items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(
-      measures.config.items())))
+def notes(notes, settings):  # pylint: disable=redefined-outer-name
+  """The notes section: every note, folded, and the settings."""
+  items = [f"{k}: {n}" for k, ns in sorted(notes.items()) for n in wording.fold_notes(ns)]
+  items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
 
 
-def gallery(cards, protected):
-  """The gallery section: the cards, or why there are none."""
+def gallery(cards, protected, more=""):
+  """The gallery section: the cards, or why there are none, then `more` (HTML)."""
+  if not cards and not more:
+    return unit.Skip.of(["no compressed variant"])
   return (gallery_view.html(cards, protected) if cards
-          else html.skipped(["no compressed variant"]))
+          else html.skipped(["no compressed variant"])) + more

@@ -12,8 +12,8 @@ import pytest
 
 from tf_forget.artifacts import noise_artifact
 from tf_forget.report import noise_report
-from tf_forget.report import sections
 from tf_forget.report import unit
+from tf_forget.report.units import noise as noise_unit
 
 LABELS = [0, 1, 0, 1]
 EPS = [0.0, 0.5]
@@ -113,11 +113,11 @@ def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
 
 
 def test_section_shows_plot_and_tables(tables):
-  body = sections.noise(tables["noise_accuracy"], tables["noise_similarity"],
+  body = noise_unit.section(tables["noise_accuracy"], tables["noise_similarity"],
                         tables.get("noise_prune_potential"), {"draws": 2, "examples": 4}, None)
   assert "data:image/png;base64," in body and "4 examples max × 2 draws" in body
   assert body.count("<table class=") == 3
-  empty = sections.noise(None, None, None, {}, ["no l-inf noise evaluation"])
+  empty = noise_unit.section(None, None, None, {}, ["no l-inf noise evaluation"])
   assert empty == unit.Skip("no l-inf noise evaluation")
 
 

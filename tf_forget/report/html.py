@@ -152,6 +152,13 @@ def table(frame, formats=None, highlight=None, max_rows=None, classes="sortable"
   return "".join(out)
 
 
+def without_empty(frame, column="topk"):
+  """The frame without `column` when it is entirely NaN (top-5 of a task with <= 5 classes)."""
+  if column in frame and frame[column].isna().all():
+    return frame.drop(columns=[column])
+  return frame
+
+
 def png_size(png):
   """(width, height) in pixels of PNG bytes, read from the IHDR chunk."""
   if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":

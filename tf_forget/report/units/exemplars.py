@@ -10,8 +10,9 @@ section shows both.
 import pandas as pd
 
 from tf_forget.artifacts import names
+from tf_forget.report import html
 from tf_forget.report import pairing as pairing_lib
-from tf_forget.report import sections
+from tf_forget.report import plots
 from tf_forget.report import unit
 from tf_forget.report.units import classes
 from tf_forget.report.units import measure_settings
@@ -96,7 +97,31 @@ def _cie(run, measure_options):
 
 
 def _render(pie, pie_accuracy, cie_accuracy, variants):
-  return sections.pie(pie, pie_accuracy, cie_accuracy, variants)
+  """The PIE section: #PIE, accuracy on PIE / non-PIE / all, accuracy on the Taxicab CIEs."""
+  t = pie
+  if t.empty:
+    return unit.Skip.of(["no compressed variant"])
+  parts = ["<p class=\"lead\">A PIE is an example whose modal label over the compressed "
+           "population differs from the dense population's (ties go to the largest label; "
+           "ties_* count them). Accuracy: mean over members on each subset, both populations "
+           "(docs/spec.md §3.5).</p>",
+           html.pair(plots.counts(t, variants), "significant classes and PIE counts",
+                     html.table(t, {"pie_count": "int", "pie_fraction": html.PCT,
+                                    "examples": "int", "ties_dense": "int",
+                                    "ties_compressed": "int"})),
+           "<h3>Accuracy on PIE / non-PIE / all</h3>"]
+  acc = html.without_empty(pie_accuracy)
+  parts.append(html.pair(plots.pie_accuracy(acc), "accuracy on PIE, non-PIE and all",
+                         html.table(acc, {"top1": html.PCT, "topk": html.PCT, "n": "int"})))
+  cie = html.without_empty(cie_accuracy)
+  if not cie.empty:
+    parts.append("<h3>Accuracy on Taxicab CIEs (004 Table 2)</h3><p class=\"lead\">The "
+                 "examples with the largest Taxicab distance between the two populations' "
+                 "label counts at each percentile (p90: top 10%); ties broken by a seeded "
+                 "permutation (docs/spec.md §4.1).</p>")
+    parts.append(html.table(cie, {"percentile": "int", "top1": html.PCT, "topk": html.PCT,
+                                  "n": "int"}))
+  return "".join(parts)
 
 
 PIE = unit.Unit(

@@ -6,7 +6,8 @@ the largest-KL examples of the divergence unit.
 
 from tf_forget.report import divergence_view
 from tf_forget.report import gallery as gallery_lib
-from tf_forget.report import sections
+from tf_forget.report import gallery_view
+from tf_forget.report import html
 from tf_forget.report import unit
 
 # The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
@@ -21,8 +22,16 @@ def _compute(run, cie, measure_options, options):
   return unit.Part(tables, gives={"gallery_cards": cards})
 
 
+def section(cards, protected, more=""):
+  """The gallery section: the cards, or why there are none, then `more` (HTML)."""
+  if not cards and not more:
+    return unit.Skip.of(["no compressed variant"])
+  return (gallery_view.html(cards, protected) if cards
+          else html.skipped(["no compressed variant"])) + more
+
+
 def _render(run, gallery_cards, divergence_examples, divergence_images):
-  return sections.gallery(gallery_cards, run.protected_attributes,
+  return section(gallery_cards, run.protected_attributes,
                           divergence_view.gallery(divergence_examples, divergence_images or {}))
 
 

@@ -18,10 +18,10 @@ import sys
 import tempfile
 
 SETTINGS = {
-    "S0": {},  # the defaults: oneDNN off, 2 intra-op threads
-    "S1": {"TF_ENABLE_ONEDNN_OPTS": "1"},
-    "S2": {"TF_ENABLE_ONEDNN_OPTS": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "S3": {"TF_NUM_INTRAOP_THREADS": "1"},
+  "S0": {},  # the defaults: oneDNN off, 2 intra-op threads
+  "S1": {"TF_ENABLE_ONEDNN_OPTS": "1"},
+  "S2": {"TF_ENABLE_ONEDNN_OPTS": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+  "S3": {"TF_NUM_INTRAOP_THREADS": "1"},
 }
 
 _ONE_RUN = r"""
@@ -55,19 +55,31 @@ def main():
   parser.add_argument("--seeds", default="0,1,2")
   parser.add_argument("--settings", default=",".join(SETTINGS))
   parser.add_argument("--datasets", default="digits,digits_biased")
-  parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(),
-                                                    "calibration.jsonl"))
+  parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "calibration.jsonl"))
   args = parser.parse_args()
   rows = []
   for seed in [int(s) for s in args.seeds.split(",")]:
     for name in args.settings.split(","):
       for dataset in args.datasets.split(","):
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA",
-                            "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+        env = {
+          k: v
+          for k, v in os.environ.items()
+          if k
+          not in (
+            "TF_ENABLE_ONEDNN_OPTS",
+            "ONEDNN_MAX_CPU_ISA",
+            "TF_NUM_INTRAOP_THREADS",
+            "TF_NUM_INTEROP_THREADS",
+          )
+        }
         env.update(SETTINGS[name], TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
-        out = subprocess.run([sys.executable, "-c", _ONE_RUN, dataset, str(seed)], env=env,
-                             check=True, capture_output=True, text=True)
+        out = subprocess.run(
+          [sys.executable, "-c", _ONE_RUN, dataset, str(seed)],
+          env=env,
+          check=True,
+          capture_output=True,
+          text=True,
+        )
         row = dict(json.loads(out.stdout.strip().splitlines()[-1]), tag=name)
         rows.append(row)
         print(json.dumps(row), flush=True)

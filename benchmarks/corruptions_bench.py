@@ -21,10 +21,12 @@ from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import reference
 
 _SEVERITY = flags.DEFINE_integer("severity", 3, "Severity 1..5.", lower_bound=1, upper_bound=5)
-_SIZES = flags.DEFINE_list("sizes", ["32x32:128", "64x64:48", "218x178:6"],
-                           "HxW:num_images per benchmarked size.")
-_REPEATS = flags.DEFINE_integer("repeats", 1, "Timed repetitions of ours (min is kept).",
-                                lower_bound=1)
+_SIZES = flags.DEFINE_list(
+  "sizes", ["32x32:128", "64x64:48", "218x178:6"], "HxW:num_images per benchmarked size."
+)
+_REPEATS = flags.DEFINE_integer(
+  "repeats", 1, "Timed repetitions of ours (min is kept).", lower_bound=1
+)
 
 
 def _parse_size(text):
@@ -71,8 +73,9 @@ def main(argv):
       print(f"| {name} | {ref:.2f} | {ours:.3f} | {ref / ours:.1f}x |")
     ref_total = sum(r[1] for r in rows)
     ours_total = sum(r[2] for r in rows)
-    print(f"| **suite (19)** | {ref_total:.2f} | {ours_total:.3f} | "
-          f"**{ref_total / ours_total:.1f}x** |")
+    print(
+      f"| **suite (19)** | {ref_total:.2f} | {ours_total:.3f} | **{ref_total / ours_total:.1f}x** |"
+    )
 
 
 if __name__ == "__main__":

@@ -73,18 +73,22 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--examples", type=int, default=50_000)
   parser.add_argument("--classes", type=int, default=1000)
-  parser.add_argument("--noise", type=float, default=0.1,
-                      help="standard deviation of the candidate's logit noise")
+  parser.add_argument(
+    "--noise", type=float, default=0.1, help="standard deviation of the candidate's logit noise"
+  )
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args()
 
-  reference, candidate, labels, masks = make_logits(args.examples, args.classes, args.noise,
-                                                    args.seed)
-  seconds, out = best_of(args.repeats, lambda: divergence.divergence(
-      reference, candidate, labels, subgroups=masks))
-  summary_seconds, _ = best_of(args.repeats, lambda: summaries_only(
-      out.kl, out.delta_p, labels, args.classes, masks))
+  reference, candidate, labels, masks = make_logits(
+    args.examples, args.classes, args.noise, args.seed
+  )
+  seconds, out = best_of(
+    args.repeats, lambda: divergence.divergence(reference, candidate, labels, subgroups=masks)
+  )
+  summary_seconds, _ = best_of(
+    args.repeats, lambda: summaries_only(out.kl, out.delta_p, labels, args.classes, masks)
+  )
   base_seconds, base_kl = best_of(args.repeats, lambda: baseline(reference, candidate))
   tracemalloc.start()
   divergence.divergence(reference, candidate, labels, subgroups=masks)
@@ -92,22 +96,34 @@ def main():
   tracemalloc.stop()
 
   kl = out.kl_summary.overall
-  print(f"output divergence: {args.examples} examples x {args.classes} classes (float32 "
-        f"logits, {reference.nbytes / 2**20:.0f} MiB each), {len(masks)} subgroups, "
-        f"best of {args.repeats}")
-  print(f"  KL mean {kl.mean:.3g} [{kl.low:.3g}, {kl.high:.3g}], p99 {kl.p99:.3g}; "
-        f"flip rate {out.flip_rate:.2%} {out.flips.counts}")
+  print(
+    f"output divergence: {args.examples} examples x {args.classes} classes (float32 "
+    f"logits, {reference.nbytes / 2**20:.0f} MiB each), {len(masks)} subgroups, "
+    f"best of {args.repeats}"
+  )
+  print(
+    f"  KL mean {kl.mean:.3g} [{kl.low:.3g}, {kl.high:.3g}], p99 {kl.p99:.3g}; "
+    f"flip rate {out.flip_rate:.2%} {out.flips.counts}"
+  )
   print(f"{'':2s}{'part':40s} {'seconds':>8s}")
   status = "OK" if seconds < TARGET_SECONDS else "SLOW"
-  print(f"  {'divergence (end to end)':40s} {seconds:8.2f}   = {seconds / TARGET_SECONDS:.2f} x "
-        f"the {TARGET_SECONDS:.0f} s target ({status})")
-  print(f"  {'  of which: summaries (2 quantities)':40s} {summary_seconds:8.2f}   overall + "
-        f"{args.classes} classes + {len(masks)} subgroups each")
-  print(f"  {'baseline: softmax + rel_entr (KL only)':40s} {base_seconds:8.2f}   divergence / "
-        f"baseline = {seconds / base_seconds:.2f}")
-  print(f"  peak memory allocated by divergence: {peak / 2**20:.0f} MiB (the logits: "
-        f"{2 * reference.nbytes / 2**20:.0f} MiB); max |KL - baseline KL| = "
-        f"{np.abs(out.kl - base_kl).max():.2g} (baseline in float32)")
+  print(
+    f"  {'divergence (end to end)':40s} {seconds:8.2f}   = {seconds / TARGET_SECONDS:.2f} x "
+    f"the {TARGET_SECONDS:.0f} s target ({status})"
+  )
+  print(
+    f"  {'  of which: summaries (2 quantities)':40s} {summary_seconds:8.2f}   overall + "
+    f"{args.classes} classes + {len(masks)} subgroups each"
+  )
+  print(
+    f"  {'baseline: softmax + rel_entr (KL only)':40s} {base_seconds:8.2f}   divergence / "
+    f"baseline = {seconds / base_seconds:.2f}"
+  )
+  print(
+    f"  peak memory allocated by divergence: {peak / 2**20:.0f} MiB (the logits: "
+    f"{2 * reference.nbytes / 2**20:.0f} MiB); max |KL - baseline KL| = "
+    f"{np.abs(out.kl - base_kl).max():.2g} (baseline in float32)"
+  )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ def write_run(run_dir, examples, classes, candidates, noise, seed):
   logits = {names.DENSE: reference}
   for i in range(candidates):
     logits[f"candidate_{i}"] = (
-        reference + rng.standard_normal((examples, classes), dtype=np.float32) * noise)
+      reference + rng.standard_normal((examples, classes), dtype=np.float32) * noise
+    )
   for variant, x in logits.items():
     path = predictions.path(run_dir, variant, 0, SPLIT)
     if not os.path.exists(path):
@@ -60,16 +61,33 @@ def make_run(run_dir, labels, attributes, variants, classes):
   preds = {}
   for variant in variants:
     data = predictions.read(predictions.path(run_dir, variant, 0, SPLIT))
-    preds[variant] = {SPLIT: collect.SplitPredictions(
-        members=np.array([0]), ids=data["ids"], labels=labels, topk=data["topk"][None],
-        metadata=(data["metadata"],))}
-  pairs = {v: {"kind": "index", "label": pairing.LABELS["same"], "pairs": [(0, 0)],
-               "notes": []} for v in variants if v != names.DENSE}
+    preds[variant] = {
+      SPLIT: collect.SplitPredictions(
+        members=np.array([0]),
+        ids=data["ids"],
+        labels=labels,
+        topk=data["topk"][None],
+        metadata=(data["metadata"],),
+      )
+    }
+  pairs = {
+    v: {"kind": "index", "label": pairing.LABELS["same"], "pairs": [(0, 0)], "notes": []}
+    for v in variants
+    if v != names.DENSE
+  }
   return collect.Run(
-      run_dir=run_dir, dataset_name="synthetic", dataset_options={}, num_classes=classes,
-      class_names=tuple(f"class_{c}" for c in range(classes)), eval_split=SPLIT,
-      protected_attributes=("Male", "Young"), predictions=preds, attributes=attributes,
-      train_attribute_shares={}, pairing=pairs)
+    run_dir=run_dir,
+    dataset_name="synthetic",
+    dataset_options={},
+    num_classes=classes,
+    class_names=tuple(f"class_{c}" for c in range(classes)),
+    eval_split=SPLIT,
+    protected_attributes=("Male", "Young"),
+    predictions=preds,
+    attributes=attributes,
+    train_attribute_shares={},
+    pairing=pairs,
+  )
 
 
 def main():
@@ -83,18 +101,25 @@ def main():
   parser.add_argument("--dir", default="/tmp/divergence_report_bench")
   args = parser.parse_args()
   run_dir = os.path.join(args.dir, f"{args.examples}x{args.classes}")
-  labels, attributes, logits = write_run(run_dir, args.examples, args.classes,
-                                         args.candidates, args.noise, args.seed)
+  labels, attributes, logits = write_run(
+    run_dir, args.examples, args.classes, args.candidates, args.noise, args.seed
+  )
   run = make_run(run_dir, labels, attributes, list(logits), args.classes)
   masks = subgroups.subgroup_masks(attributes, args.examples, ("Male", "Young"))
   compute_s, (tables, notes, _) = best_of(args.repeats, lambda: divergence_report.compute(run))
-  stats_s, _ = best_of(args.repeats, lambda: [
+  stats_s, _ = best_of(
+    args.repeats,
+    lambda: [
       divergence.divergence(logits[names.DENSE], logits[v], labels, masks)
-      for v in logits if v != names.DENSE])
-  print(f"{args.examples} x {args.classes}, {args.candidates} candidate(s), "
-        f"best of {args.repeats}")
-  print(f"  compute     {compute_s:7.2f} s  ({compute_s / TARGET_SECONDS:.2f} x the "
-        f"{TARGET_SECONDS:g} s target)")
+      for v in logits
+      if v != names.DENSE
+    ],
+  )
+  print(f"{args.examples} x {args.classes}, {args.candidates} candidate(s), best of {args.repeats}")
+  print(
+    f"  compute     {compute_s:7.2f} s  ({compute_s / TARGET_SECONDS:.2f} x the "
+    f"{TARGET_SECONDS:g} s target)"
+  )
   print(f"  stats only  {stats_s:7.2f} s  (compute / stats only = {compute_s / stats_s:.2f})")
   print("  tables: " + ", ".join(f"{k} {len(t)} rows" for k, t in sorted(tables.items())))
   if any(notes.values()):

@@ -31,20 +31,25 @@ def _audit(out, *flags):
   """(wall seconds, stdout) of `eval/audit.py` on the default digits job."""
   cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), f"--out={out}", *flags]
   t0 = time.time()
-  done = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                        text=True, check=True)
+  done = subprocess.run(
+    cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True, check=True
+  )
   return time.time() - t0, done.stdout
 
 
 def _stages(stdout):
   """{stage header: seconds since start} from the audit's '== i/6 name  [t s]' lines."""
-  return {m.group(1): int(m.group(2))
-          for m in re.finditer(r"== \d/6 ([^\[]+?)\s+\[(\d+) s\]", stdout)}
+  return {
+    m.group(1): int(m.group(2)) for m in re.finditer(r"== \d/6 ([^\[]+?)\s+\[(\d+) s\]", stdout)
+  }
 
 
 def bench_audit(tmp):
-  runs = {"inline": ["--executor=inline"], "local_1": ["--executor=local", "--workers=1"],
-          "local_2": ["--executor=local", "--workers=2"]}
+  runs = {
+    "inline": ["--executor=inline"],
+    "local_1": ["--executor=local", "--workers=1"],
+    "local_2": ["--executor=local", "--workers=2"],
+  }
   reports, times = {}, {}
   for name, flags in runs.items():
     out = os.path.join(tmp, f"audit_{name}")
@@ -56,26 +61,48 @@ def bench_audit(tmp):
     print(f"audit {name}: {seconds:.0f} s wall; stage starts {_stages(stdout)}", flush=True)
   base = times["inline"]
   for name, seconds in times.items():
-    print(f"audit {name}: {seconds / base:.2f}x inline; same report numbers as inline: "
-          f"{reports[name] == reports['inline']}")
+    print(
+      f"audit {name}: {seconds / base:.2f}x inline; same report numbers as inline: "
+      f"{reports[name] == reports['inline']}"
+    )
 
 
 def _eval_tasks(run_dir, n):
-  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
-  return [executor_api.Task(key=f"eval dense/0 #{i}",
-                            fn="tf_forget.pipeline.tasks:evaluate_files",
-                            kwargs={"run_dir": run_dir, "files": [["dense", 0]],
-                                    "dataset": "digits", "dataset_options": {}, "num_threads": 2,
-                                    "splits": ["test"]})
-          for i in range(n)]
+  from tf_forget.executor import executor_api
+
+  return [
+    executor_api.Task(
+      key=f"eval dense/0 #{i}",
+      fn="tf_forget.pipeline.tasks:evaluate_files",
+      kwargs={
+        "run_dir": run_dir,
+        "files": [["dense", 0]],
+        "dataset": "digits",
+        "dataset_options": {},
+        "num_threads": 2,
+        "splits": ["test"],
+      },
+    )
+    for i in range(n)
+  ]
 
 
 def bench_ray_overhead(tmp, n=40):
-  from tf_forget import executor  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
+  from tf_forget import executor
+  from tf_forget.pipeline import stages
+
   run = os.path.join(tmp, "overhead")
-  _audit(run, "--executor=inline", "--members=2", "--variants=dense", "--quantizations=",
-         "--corruptions=none", "--noise_levels=none", "--deploy_encoding=plain", "--steps=300")
+  _audit(
+    run,
+    "--executor=inline",
+    "--members=2",
+    "--variants=dense",
+    "--quantizations=",
+    "--corruptions=none",
+    "--noise_levels=none",
+    "--deploy_encoding=plain",
+    "--steps=300",
+  )
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   for name, workers in (("inline", None), ("local", 2), ("ray", 2)):
     with executor.make(name, workers=workers, env=env) as ex:
@@ -83,33 +110,46 @@ def bench_ray_overhead(tmp, n=40):
       t0 = time.time()
       ex.run(_eval_tasks(run, n), stage="bench", log=lambda line: None)
       ms = 1000 * (time.time() - t0) / n
-    print(f"evaluation task (current predictions, skip checks only) on {name}: {ms:.1f} ms/task",
-          flush=True)
+    print(
+      f"evaluation task (current predictions, skip checks only) on {name}: {ms:.1f} ms/task",
+      flush=True,
+    )
 
 
 def bench_ray_train(tmp, steps=600):
-  from tf_forget import executor  # pylint: disable=g-import-not-at-top
-  from tf_forget.executor import executor_api  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import stages  # pylint: disable=g-import-not-at-top
-  from tf_forget.pipeline import tasks  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import member  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget import executor
+  from tf_forget.executor import executor_api
+  from tf_forget.pipeline import stages
+  from tf_forget.pipeline import tasks
+  from tf_forget.train import member
+  from tf_forget.train import presets
+
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   preset = presets.get("digits", steps=steps)
   times = {}
   for cpus in (1, 2):
     run = os.path.join(tmp, f"ray_train_{cpus}")
-    todo = [executor_api.Task(key=f"train {v}/{k}", fn="tf_forget.pipeline.tasks:train_member",
-                              kwargs=dict(run_dir=run, **tasks.member_kwargs(member.MemberConfig(
-                                  dataset="digits", model="small_cnn", variant=v, k=k,
-                                  preset=preset))))
-            for k in range(2) for v in ("dense", "prune_0.9")]
+    todo = [
+      executor_api.Task(
+        key=f"train {v}/{k}",
+        fn="tf_forget.pipeline.tasks:train_member",
+        kwargs=dict(
+          run_dir=run,
+          **tasks.member_kwargs(
+            member.MemberConfig(dataset="digits", model="small_cnn", variant=v, k=k, preset=preset)
+          ),
+        ),
+      )
+      for k in range(2)
+      for v in ("dense", "prune_0.9")
+    ]
     with executor.make("ray", workers=cpus, env=env) as ex:
       t0 = time.time()  # includes each worker's TensorFlow import, as in an audit
       ex.run(todo, stage="train", log=lambda line: None)
       times[cpus] = time.time() - t0
-    print(f"ray, {cpus} CPU(s): 4 digits members of {steps} steps in {times[cpus]:.0f} s",
-          flush=True)
+    print(
+      f"ray, {cpus} CPU(s): 4 digits members of {steps} steps in {times[cpus]:.0f} s", flush=True
+    )
   print(f"ray training speed-up, 2 vs 1 CPUs: {times[1] / times[2]:.2f}x")
 
 
@@ -117,16 +157,18 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--parts", default="audit,ray_overhead,ray_train")
   args = parser.parse_args()
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
+
   keras2.enable()
   cpu_kernels.configure()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   print(f"machine: {cpu_kernels.describe()}", flush=True)
   with tempfile.TemporaryDirectory() as tmp:
     for part in args.parts.split(","):
-      {"audit": bench_audit, "ray_overhead": bench_ray_overhead,
-       "ray_train": bench_ray_train}[part](tmp)
+      {"audit": bench_audit, "ray_overhead": bench_ray_overhead, "ray_train": bench_ray_train}[
+        part
+      ](tmp)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import user_audit_bench  # pylint: disable=g-import-not-at-top
-from tf_forget.data import fingerprint  # pylint: disable=g-import-not-at-top
-from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+from benchmarks import user_audit_bench
+from tf_forget.data import fingerprint
+from tf_forget.data import registry
 
 
 def timed(fn, repeats):
@@ -61,16 +61,21 @@ def main():
     check = fingerprint.image_check(str)
     cold, first = timed(lambda: fingerprint.fingerprint(files, check=check), args.repeats)
     cache = fingerprint.cache_of(first.entries)
-    warm, second = timed(lambda: fingerprint.fingerprint(files, cache=cache, check=check),
-                         args.repeats)
+    warm, second = timed(
+      lambda: fingerprint.fingerprint(files, cache=cache, check=check), args.repeats
+    )
     assert first.hashed == len(files) and second.hashed == 0 and second.digest == first.digest
     rerun = user_audit_bench.run_audit(paths, out, num_threads=2)
     said = [line for line in rerun[4] if line.strip().startswith("data: ")]
   print(f"\n{len(files)} files; audit wall {wall:.1f} s, evaluation stage {evaluation:.1f} s")
-  print(f"(a) first-run fingerprint: {cold:.2f} s = {cold / evaluation:.1%} of the evaluation "
-        "stage (target <= 10%)")
-  print(f"(b) unchanged re-run check: {warm:.3f} s = {warm * 10000 / len(files):.3f} s per "
-        "10,000 files (target <= 1 s)")
+  print(
+    f"(a) first-run fingerprint: {cold:.2f} s = {cold / evaluation:.1%} of the evaluation "
+    "stage (target <= 10%)"
+  )
+  print(
+    f"(b) unchanged re-run check: {warm:.3f} s = {warm * 10000 / len(files):.3f} s per "
+    "10,000 files (target <= 1 s)"
+  )
   print("the audit's re-run said:", *said)
 
 

@@ -41,11 +41,11 @@ from tf_forget.stats import subgroups
 TARGET_SECONDS = 10.0
 # The functions `single_network.compute` spends its time in, with the `paired` work they do.
 COMPUTE_PARTS = {
-    "subgroup_rows": "bootstrap intervals, every variant at once",
-    "class_rows": "per_class_recall_change",
-    "topline_row": "flips, mcnemar_exact, paired_accuracy_difference",
-    "flip_rows": "flips table",
-    "check_subgroup_inputs": "argument checks",
+  "subgroup_rows": "bootstrap intervals, every variant at once",
+  "class_rows": "per_class_recall_change",
+  "topline_row": "flips, mcnemar_exact, paired_accuracy_difference",
+  "flip_rows": "flips table",
+  "check_subgroup_inputs": "argument checks",
 }
 
 
@@ -62,6 +62,7 @@ def timed_functions(module, functions, seconds):
         return fn(*args, **kwargs)
       finally:
         seconds[name] += time.perf_counter() - start
+
     return timed
 
   for name, fn in saved.items():
@@ -82,8 +83,13 @@ def make_run(examples, classes, candidates, flip_rate, seed):
   reference = np.where(rng.random(examples) < 0.8, labels, wrong).astype(np.int32)
 
   def split(top1):
-    return collect.SplitPredictions(members=np.array([0], np.int64), ids=ids, labels=labels,
-                                    topk=top1[None, :, None], metadata=({},))
+    return collect.SplitPredictions(
+      members=np.array([0], np.int64),
+      ids=ids,
+      labels=labels,
+      topk=top1[None, :, None],
+      metadata=({},),
+    )
 
   predictions = {names.DENSE: {"test": split(reference)}}
   for i in range(candidates):
@@ -92,11 +98,18 @@ def make_run(examples, classes, candidates, flip_rate, seed):
     predictions[f"candidate_{i}"] = {"test": split(candidate.astype(np.int32))}
   attributes = {"Male": rng.random(examples) < 0.42, "Young": rng.random(examples) < 0.77}
   return collect.Run(
-      run_dir="", dataset_name="synthetic", dataset_options={}, num_classes=classes,
-      class_names=tuple(f"class_{c}" for c in range(classes)), eval_split="test",
-      protected_attributes=("Male", "Young"), predictions=predictions, attributes=attributes,
-      train_attribute_shares={},
-      pairing={v: {"pairs": [(0, 0)]} for v in predictions if v != names.DENSE})
+    run_dir="",
+    dataset_name="synthetic",
+    dataset_options={},
+    num_classes=classes,
+    class_names=tuple(f"class_{c}" for c in range(classes)),
+    eval_split="test",
+    protected_attributes=("Male", "Young"),
+    predictions=predictions,
+    attributes=attributes,
+    train_attribute_shares={},
+    pairing={v: {"pairs": [(0, 0)]} for v in predictions if v != names.DENSE},
+  )
 
 
 def parts(run, seed, n_resamples, alpha=0.05):
@@ -122,32 +135,86 @@ def parts(run, seed, n_resamples, alpha=0.05):
     f = timed("flips", paired.flips, y, ref, b)
     mc = timed("mcnemar_exact", paired.mcnemar_exact, y, ref, b)
     diff = timed("paired_accuracy_difference", paired.paired_accuracy_difference, y, ref, b)
-    top.append({"variant": variant, "n": diff["n"], "accuracy_reference": diff["accuracy_a"],
-                "accuracy_candidate": diff["accuracy_b"], "difference": diff["difference"],
-                "low": diff["low"], "high": diff["high"], "broken": f.counts["broken"],
-                "fixed": f.counts["fixed"], "changed": f.counts["changed"],
-                "mcnemar_p": mc["p_value"], "method": single_network.TOPLINE_METHOD})
-    r = timed("per_class_recall_change", paired.per_class_recall_change, y, ref, b,
-              run.num_classes, alpha=alpha)
-    classes.append(pd.DataFrame({
-        "variant": variant, "class": np.arange(run.num_classes), "class_name": class_names,
-        "n": r["n"], "recall_reference": r["recall_a"], "recall_candidate": r["recall_b"],
-        "change": r["change"], "low": r["low"], "high": r["high"], "broken": r["broken"],
-        "fixed": r["fixed"], "p_value": r["p_value"], "p_adjusted": r["p_adjusted"],
-        "significant": r["significant"]}, columns=single_network.CLASS_COLUMNS))
+    top.append(
+      {
+        "variant": variant,
+        "n": diff["n"],
+        "accuracy_reference": diff["accuracy_a"],
+        "accuracy_candidate": diff["accuracy_b"],
+        "difference": diff["difference"],
+        "low": diff["low"],
+        "high": diff["high"],
+        "broken": f.counts["broken"],
+        "fixed": f.counts["fixed"],
+        "changed": f.counts["changed"],
+        "mcnemar_p": mc["p_value"],
+        "method": single_network.TOPLINE_METHOD,
+      }
+    )
+    r = timed(
+      "per_class_recall_change",
+      paired.per_class_recall_change,
+      y,
+      ref,
+      b,
+      run.num_classes,
+      alpha=alpha,
+    )
+    classes.append(
+      pd.DataFrame(
+        {
+          "variant": variant,
+          "class": np.arange(run.num_classes),
+          "class_name": class_names,
+          "n": r["n"],
+          "recall_reference": r["recall_a"],
+          "recall_candidate": r["recall_b"],
+          "change": r["change"],
+          "low": r["low"],
+          "high": r["high"],
+          "broken": r["broken"],
+          "fixed": r["fixed"],
+          "p_value": r["p_value"],
+          "p_adjusted": r["p_adjusted"],
+          "significant": r["significant"],
+        },
+        columns=single_network.CLASS_COLUMNS,
+      )
+    )
     for name, mask in masks.items():
       for measure in measures:
-        g = timed("paired_bootstrap_change", paired_bootstrap.paired_bootstrap_change, y, ref,
-                  b, mask, measure, n_resamples=n_resamples, seed=seed)
-        groups.append({"variant": variant, "subgroup": name, "measure": measure, "n": g["n"],
-                       "rate_reference": g["rate_a"], "rate_candidate": g["rate_b"],
-                       "change": g["change"], "low": g["low"], "high": g["high"],
-                       "n_resamples": g["n_resamples"]})
+        g = timed(
+          "paired_bootstrap_change",
+          paired_bootstrap.paired_bootstrap_change,
+          y,
+          ref,
+          b,
+          mask,
+          measure,
+          n_resamples=n_resamples,
+          seed=seed,
+        )
+        groups.append(
+          {
+            "variant": variant,
+            "subgroup": name,
+            "measure": measure,
+            "n": g["n"],
+            "rate_reference": g["rate_a"],
+            "rate_candidate": g["rate_b"],
+            "change": g["change"],
+            "low": g["low"],
+            "high": g["high"],
+            "n_resamples": g["n_resamples"],
+          }
+        )
     flip_frames.append(timed("flips", single_network.flip_rows, variant, dense.ids, y, ref, b))
-  tables = {"k1_topline": pd.DataFrame(top, columns=single_network.TOPLINE_COLUMNS),
-            "k1_classes": pd.concat(classes, ignore_index=True),
-            "flips": pd.concat(flip_frames, ignore_index=True),
-            "k1_subgroups": pd.DataFrame(groups, columns=single_network.SUBGROUP_COLUMNS)}
+  tables = {
+    "k1_topline": pd.DataFrame(top, columns=single_network.TOPLINE_COLUMNS),
+    "k1_classes": pd.concat(classes, ignore_index=True),
+    "flips": pd.concat(flip_frames, ignore_index=True),
+    "k1_subgroups": pd.DataFrame(groups, columns=single_network.SUBGROUP_COLUMNS),
+  }
   return tables, seconds
 
 
@@ -169,19 +236,24 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--examples", type=int, default=50_000)
   parser.add_argument("--classes", type=int, default=1000)
-  parser.add_argument("--candidates", type=int, default=1,
-                      help="compressed files compared with the one reference")
-  parser.add_argument("--flip_rate", type=float, default=0.02,
-                      help="share of predictions moved in candidate i, times (i + 1)")
+  parser.add_argument(
+    "--candidates", type=int, default=1, help="compressed files compared with the one reference"
+  )
+  parser.add_argument(
+    "--flip_rate",
+    type=float,
+    default=0.02,
+    help="share of predictions moved in candidate i, times (i + 1)",
+  )
   parser.add_argument("--resamples", type=int, default=paired_bootstrap.MIN_RESAMPLES)
   parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--check", action="store_true",
-                      help="compare compute's tables with the part-by-part tables")
+  parser.add_argument(
+    "--check", action="store_true", help="compare compute's tables with the part-by-part tables"
+  )
   args = parser.parse_args()
 
   run = make_run(args.examples, args.classes, args.candidates, args.flip_rate, args.seed)
-  n_groups = len(subgroups.subgroup_masks(run.attributes, args.examples,
-                                          run.protected_attributes))
+  n_groups = len(subgroups.subgroup_masks(run.attributes, args.examples, run.protected_attributes))
   n_measures = len(single_network.rate_measures(args.classes))
   inside = collections.Counter()
   with timed_functions(single_network, COMPUTE_PARTS, inside):
@@ -190,15 +262,19 @@ def main():
     total = time.perf_counter() - start
   want, seconds = parts(run, args.seed, args.resamples)
 
-  print(f"K = 1 statistics: {args.examples} examples x {args.classes} classes, "
-        f"{args.candidates} candidate(s), {n_groups} subgroups x {n_measures} measure(s), "
-        f"{args.resamples} resamples")
+  print(
+    f"K = 1 statistics: {args.examples} examples x {args.classes} classes, "
+    f"{args.candidates} candidate(s), {n_groups} subgroups x {n_measures} measure(s), "
+    f"{args.resamples} resamples"
+  )
   print(f"{'single_network.compute, by function':38s} {'seconds':>8s} {'share':>6s}")
   for part, s in sorted(inside.items(), key=lambda kv: -kv[1]):
     print(f"  {part:36s} {s:8.2f} {s / total:6.1%}  {COMPUTE_PARTS[part]}")
   status = "OK" if total < TARGET_SECONDS else "SLOW"
-  print(f"  {'total':36s} {total:8.2f}   = {total / TARGET_SECONDS:.2f} x the "
-        f"{TARGET_SECONDS:.0f} s target ({status})")
+  print(
+    f"  {'total':36s} {total:8.2f}   = {total / TARGET_SECONDS:.2f} x the "
+    f"{TARGET_SECONDS:.0f} s target ({status})"
+  )
   part_sum = sum(seconds.values())
   print(f"{'paired calls one by one (reference)':38s} {'seconds':>8s} {'share':>6s}")
   for part, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
@@ -206,8 +282,11 @@ def main():
   print(f"  {'total':36s} {part_sum:8.2f}   compute / one by one = {total / part_sum:.2f}")
   if args.check:
     problems = compare(tables, want)
-    print("check: compute's tables equal the part-by-part tables" if not problems else
-          "check FAILED:\n  " + "\n  ".join(problems))
+    print(
+      "check: compute's tables equal the part-by-part tables"
+      if not problems
+      else "check FAILED:\n  " + "\n  ".join(problems)
+    )
     if problems:
       raise SystemExit(1)
 

@@ -31,11 +31,14 @@ WHY = "why and repair"
 def run(out, repair):
   """(wall seconds, [(section, seconds)]) of one audit command."""
   env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1")
-  cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), f"--out={out}",
-         *([f"--repair={repair}"] if repair else [])]
+  cmd = [
+    sys.executable,
+    os.path.join(ROOT, "eval", "audit.py"),
+    f"--out={out}",
+    *([f"--repair={repair}"] if repair else []),
+  ]
   start = time.time()
-  proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT)
+  proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
   marks = []
   for line in proc.stdout:
     match = HEADER.match(line.rstrip())
@@ -66,8 +69,10 @@ def main():
   try:
     wall, sections = run(out, args.repair)
     why = report("fresh audit", wall, sections)
-    print(f"why and repair: {why:.1f} s = {100 * why / wall:.1f}% of the audit; audit / audit "
-          f"without it = {wall / (wall - why):.3f} (target < 1.30)")
+    print(
+      f"why and repair: {why:.1f} s = {100 * why / wall:.1f}% of the audit; audit / audit "
+      f"without it = {wall / (wall - why):.3f} (target < 1.30)"
+    )
     shutil.rmtree(os.path.join(out, "layers"))
     wall2, sections2 = run(out, args.repair)
     why2 = report("re-run with layers/ removed (only the analyses are redone)", wall2, sections2)

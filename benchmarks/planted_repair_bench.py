@@ -30,30 +30,34 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 
-import user_audit_bench  # pylint: disable=g-import-not-at-top
+import user_audit_bench
 
 
 def make_files(tmp, n_images, seed=0):
   """model.keras (the planted range fault) and images/<label>/<iiiii>.png under `tmp`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
 
-  from tests import planted  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tests import planted
+  from tf_forget.compat import keras2
+  from tf_forget.data import registry
+
   data = registry.get("digits")
   train, test = data.load("train"), data.load("test")
   keras = keras2.keras()
-  model = planted.plant(planted.train(keras, planted.cnn(keras), train.images, train.labels),
-                        "range")
+  model = planted.plant(
+    planted.train(keras, planted.cnn(keras), train.images, train.labels), "range"
+  )
   model.save(os.path.join(tmp, "model.keras"))
   rng = np.random.default_rng(seed)
   pick = np.arange(n_images) % len(test.labels)
   shifts = rng.integers(-2, 3, (n_images, 2))
-  shifts[:len(test.labels)] = 0
-  images = [("test", test.labels[j], np.roll(test.images[j], tuple(shift), axis=(0, 1)))
-            for j, shift in zip(pick, shifts)]
+  shifts[: len(test.labels)] = 0
+  images = [
+    ("test", test.labels[j], np.roll(test.images[j], tuple(shift), axis=(0, 1)))
+    for j, shift in zip(pick, shifts)
+  ]
   images += [("train", label, image) for image, label in zip(train.images, train.labels)]
   for i, (split, label, image) in enumerate(images):
     folder = os.path.join(tmp, "images", split, str(int(label)))
@@ -72,24 +76,35 @@ def main():
       make_files(tmp, args.images)
     out = os.path.join(tmp, "audit")
     shutil.rmtree(out, ignore_errors=True)
-    wall, stages, _, code, _ = user_audit_bench.run_or_exit([
-        f"--dataset=folder:{tmp}/images", f"--reference={tmp}/model.keras",
-        "--compress=full_int8", "--repair=auto", f"--out={out}"])
-    print(f"\naudit of a planted range fault on {args.images} images (exit {code}): "
-          f"wall {wall:.1f} s")
+    wall, stages, _, code, _ = user_audit_bench.run_or_exit(
+      [
+        f"--dataset=folder:{tmp}/images",
+        f"--reference={tmp}/model.keras",
+        "--compress=full_int8",
+        "--repair=auto",
+        f"--out={out}",
+      ]
+    )
+    print(
+      f"\naudit of a planted range fault on {args.images} images (exit {code}): wall {wall:.1f} s"
+    )
     why = user_audit_bench.print_stages(wall, stages)
     print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (target <= 30%)")
     with open(os.path.join(out, "layers", "dense", "0", "full_int8.json")) as f:
       doc = json.load(f)
-    print(f"analysis: {doc['seconds']:.1f} s, {doc['ablation']['ablated']} ops ablated on "
-          f"{doc['ablation']['forgotten']} forgotten + {doc['ablation']['stable']} stable "
-          "examples")
+    print(
+      f"analysis: {doc['seconds']:.1f} s, {doc['ablation']['ablated']} ops ablated on "
+      f"{doc['ablation']['forgotten']} forgotten + {doc['ablation']['stable']} stable "
+      "examples"
+    )
     with open(os.path.join(out, "tflite", "dense", "0", "full_int8~auto.json")) as f:
       meta = json.load(f)
     for trial in meta["repair"]["search"]:
-      print(f"  search {trial['candidate']:8s} {trial.get('size_vs_int8', 0):.3f}x broken "
-            f"{trial.get('broken')} of {trial.get('n')} (choose half) "
-            f"{'; '.join(trial['failed']) or 'holds'}")
+      print(
+        f"  search {trial['candidate']:8s} {trial.get('size_vs_int8', 0):.3f}x broken "
+        f"{trial.get('broken')} of {trial.get('n')} (choose half) "
+        f"{'; '.join(trial['failed']) or 'holds'}"
+      )
   finally:
     if not args.keep:
       shutil.rmtree(tmp, ignore_errors=True)

@@ -32,11 +32,12 @@ def main(argv):
   del argv
   keras2.enable()
   cpu_kernels.configure()
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  import tensorflow as tf
 
-  from tf_forget.models import model_registry  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import pruning  # pylint: disable=g-import-not-at-top
+  from tf_forget.models import model_registry
+  from tf_forget.train import pruning
+
   keras = keras2.keras()
   if _THREADS.value:
     tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)
@@ -51,10 +52,13 @@ def main(argv):
     keras.utils.set_random_seed(0)
     model = model_registry.get(_MODEL.value, shape, classes, weight_decay=5e-4)
     if kind != "dense":
-      model = pruning.wrap(model, 0.9, begin_step=0, end_step=100_000, frequency=500,
-                           wrap_all_layers=(kind == "tfmot"))
-    model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+      model = pruning.wrap(
+        model, 0.9, begin_step=0, end_step=100_000, frequency=500, wrap_all_layers=(kind == "tfmot")
+      )
+    model.compile(
+      optimizer=keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
+      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     cbs = pruning.callbacks() if kind != "dense" else []
     model.fit(data, steps_per_epoch=5, epochs=1, verbose=0, callbacks=cbs)  # trace + warm up
     return model, cbs
@@ -74,8 +78,9 @@ def main(argv):
   print(f"{'config':<10} {'wrappers':>8} {'img/s':>8} {'step ms':>8} {'vs dense':>9}")
   for kind in kinds:
     step = statistics.median(times[kind])
-    print(f"{kind:<10} {wrapped[kind]:>8} {b / step:>8.0f} {1000 * step:>8.1f} "
-          f"{step / dense:>8.2f}x")
+    print(
+      f"{kind:<10} {wrapped[kind]:>8} {b / step:>8.0f} {1000 * step:>8.1f} {step / dense:>8.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ from absl import app
 from absl import flags
 import numpy as np
 
-_SIZES = flags.DEFINE_list("sizes", ["digits", "32x32x3"],
-                           "Data sets: 'digits' or HxWxC synthetic images.")
+_SIZES = flags.DEFINE_list(
+  "sizes", ["digits", "32x32x3"], "Data sets: 'digits' or HxWxC synthetic images."
+)
 _BATCHES = flags.DEFINE_integer("batches", 40, "Timed batches per round.", lower_bound=1)
 _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed batches first.", lower_bound=0)
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Round-robin rounds.", lower_bound=1)
@@ -30,8 +31,9 @@ _SYNTHETIC_EXAMPLES = 2048
 
 def _synthetic(text):
   """An in-memory data set of `_SYNTHETIC_EXAMPLES` uint8 noise images of shape HxWxC."""
-  from tf_forget.data import dataset_api  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import digits  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import dataset_api
+  from tf_forget.data import digits
+
   try:
     shape = tuple(int(v) for v in text.lower().split("x"))
     if len(shape) != 3 or shape[2] not in (1, 3) or min(shape) < 1:
@@ -40,11 +42,19 @@ def _synthetic(text):
     raise app.UsageError(f"--sizes entries are 'digits' or HxWxC (C 1 or 3), got {text!r}") from e
   rng = np.random.default_rng(0)
   n = _SYNTHETIC_EXAMPLES
-  examples = dataset_api.Examples(images=rng.integers(0, 256, (n,) + shape, dtype=np.uint8),
-                                  labels=rng.integers(0, 10, n).astype(np.int64),
-                                  ids=np.arange(n, dtype=np.int64), attributes={})
-  spec = dataset_api.DatasetSpec(name=f"synthetic_{text}", num_classes=10, image_shape=shape,
-                                 splits=("train",), eval_split="train")
+  examples = dataset_api.Examples(
+    images=rng.integers(0, 256, (n,) + shape, dtype=np.uint8),
+    labels=rng.integers(0, 10, n).astype(np.int64),
+    ids=np.arange(n, dtype=np.int64),
+    attributes={},
+  )
+  spec = dataset_api.DatasetSpec(
+    name=f"synthetic_{text}",
+    num_classes=10,
+    image_shape=shape,
+    splits=("train",),
+    eval_split="train",
+  )
   return digits.InMemoryDataset(spec, {"train": examples})
 
 
@@ -57,12 +67,14 @@ def _images_per_second(iterator, batches, batch_size):
 
 def bench(dataset, rounds, batches, warmup):
   """(plain images/s, robust images/s), medians over `rounds` interleaved rounds."""
-  from tf_forget.corruptions import robust_training  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import inputs  # pylint: disable=g-import-not-at-top
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
-  configs = {"plain": presets.get("digits"),
-             "robust": presets.get("digits",
-                                   train_corruptions=robust_training.ROBUST_TRAIN_CORRUPTIONS)}
+  from tf_forget.corruptions import robust_training
+  from tf_forget.train import inputs
+  from tf_forget.train import presets
+
+  configs = {
+    "plain": presets.get("digits"),
+    "robust": presets.get("digits", train_corruptions=robust_training.ROBUST_TRAIN_CORRUPTIONS),
+  }
   iterators = {k: iter(inputs.train_stream(dataset, p, seed=0)) for k, p in configs.items()}
   rates = {k: [] for k in configs}
   try:
@@ -81,19 +93,23 @@ def bench(dataset, rounds, batches, warmup):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
+
   keras2.enable()
   cpu_kernels.configure()
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
+
   datasets = [registry.get("digits") if s == "digits" else _synthetic(s) for s in _SIZES.value]
   print("| data set | image | plain img/s | robust img/s | robust / plain |")
   print("|---|---|---:|---:|---:|")
   for dataset in datasets:
     plain, robust = bench(dataset, _ROUNDS.value, _BATCHES.value, _WARMUP.value)
     shape = "x".join(str(v) for v in dataset.spec.image_shape)
-    print(f"| {dataset.spec.name} | {shape} | {plain:,.0f} | {robust:,.0f} | "
-          f"{robust / plain:.3f} |", flush=True)
+    print(
+      f"| {dataset.spec.name} | {shape} | {plain:,.0f} | {robust:,.0f} | {robust / plain:.3f} |",
+      flush=True,
+    )
 
 
 if __name__ == "__main__":

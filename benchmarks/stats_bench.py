@@ -51,14 +51,14 @@ def run_library(labels, pops, classes, attributes=None, train_attributes=None):
     if v == "dense":
       continue
     table = class_level.class_level_report(rec["dense"], acc["dense"], rec[v], acc[v])
-    class_level.gained_lost_summary(table["normalized_recall_difference"],
-                                    table["significant"])
+    class_level.gained_lost_summary(table["normalized_recall_difference"], table["significant"])
     pie = exemplars.pruning_identified_exemplars(dense, p, classes)
     exemplars.accuracy_on_subsets(dense, p, labels, pie["pie"], dense_k, pk)
     d = cie.taxicab_distance(dense, p, classes)
     cie.weighted_jaccard_distance(dense, p, classes)
-    cie.taxicab_cie_accuracy(dense, p, labels, num_classes=classes,
-                             topk_predictions_0=dense_k, topk_predictions_t=pk)
+    cie.taxicab_cie_accuracy(
+      dense, p, labels, num_classes=classes, topk_predictions_0=dense_k, topk_predictions_t=pk
+    )
     summary = rd.recall_distortion_summary(rec["dense"], acc["dense"], rec[v], acc[v])
     alphas[v] = summary["alphas"]
     if attributes is not None:
@@ -70,7 +70,7 @@ def run_library(labels, pops, classes, attributes=None, train_attributes=None):
   top1 = {(v, c): np.full((members, 5), acc[v].mean()) for v in pops for c in ("fog", "snow")}
   robustness.robustness_table(top1, top1)
   ratios = np.linspace(0.1, 0.98, 20)
-  errs = 0.08 + 0.05 * ratios ** 4 + np.zeros((3, 16, 1))
+  errs = 0.08 + 0.05 * ratios**4 + np.zeros((3, 16, 1))
   lip.prune_potential_summary(lip.prune_potential(ratios, errs, np.full((3, 16), 0.08)))
   # 003 §4.1 grid: 15 noise levels x 100 draws x 100 examples (of 1000) per call.
   soft = np.full((15, 100, 100, min(classes, 10)), 0.1, dtype=np.float32)
@@ -86,8 +86,10 @@ def bench(name, members, variants, examples, classes, k, n_attributes, target, s
   rng = np.random.default_rng(seed)
   labels = rng.integers(0, classes, examples).astype(np.int32)
   names = ["dense"] + [f"variant_{i}" for i in range(1, variants)]
-  pops = {v: make_population(rng, labels, classes, members, 0.9 - 0.02 * i, k)
-          for i, v in enumerate(names)}
+  pops = {
+    v: make_population(rng, labels, classes, members, 0.9 - 0.02 * i, k)
+    for i, v in enumerate(names)
+  }
   attributes = train = None
   if n_attributes:
     cols = {"Male": rng.random(examples) < 0.42, "Young": rng.random(examples) < 0.77}
@@ -102,9 +104,11 @@ def bench(name, members, variants, examples, classes, k, n_attributes, target, s
   run_library(labels, pops, classes, attributes, train)
   t_lib = time.perf_counter() - t0
   status = "OK" if t_lib < target else "SLOW"
-  print(f"{name}: {members} members x {variants} variants x {examples} examples, "
-        f"{classes} classes: library {t_lib:.2f} s (target < {target} s, {status}); "
-        f"baseline top-1 pass {t_base * 1e3:.1f} ms; ratio {t_lib / t_base:.0f}x")
+  print(
+    f"{name}: {members} members x {variants} variants x {examples} examples, "
+    f"{classes} classes: library {t_lib:.2f} s (target < {target} s, {status}); "
+    f"baseline top-1 pass {t_base * 1e3:.1f} ms; ratio {t_lib / t_base:.0f}x"
+  )
   return t_lib
 
 

@@ -31,15 +31,15 @@ from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+from tf_forget.compat import cpu_kernels
+from tf_forget.compat import keras2
 
 _NUM_THREADS = flags.DEFINE_integer("num_threads", 2, "Interpreter threads.", lower_bound=1)
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "Batch size B.", lower_bound=1)
-_NUM_IMAGES = flags.DEFINE_integer("num_images", 3000, "Images per measurement (N).",
-                                   lower_bound=1)
-_REPEATS = flags.DEFINE_integer("repeats", 5, "Interleaved rounds (median per method).",
-                                lower_bound=1)
+_NUM_IMAGES = flags.DEFINE_integer("num_images", 3000, "Images per measurement (N).", lower_bound=1)
+_REPEATS = flags.DEFINE_integer(
+  "repeats", 5, "Interleaved rounds (median per method).", lower_bound=1
+)
 _FORMAT = flags.DEFINE_string("format", "float32", "TFLite format of the model.")
 _MODEL = flags.DEFINE_string("model", "cifar_resnet20", "Model registry name.")
 _OUTPUT = flags.DEFINE_string("output", None, "Optional JSON file for the results.")
@@ -70,7 +70,6 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   keras2.enable()
   cpu_kernels.configure()
-  # pylint: disable=g-import-not-at-top
   import numpy as np
 
   from tf_forget.data import dataset_api
@@ -79,7 +78,6 @@ def main(argv):
   from tf_forget.evaluate import interpreter
   from tf_forget.export import converter
   from tf_forget.models import model_registry
-  # pylint: enable=g-import-not-at-top
 
   shape, classes, n, b = (32, 32, 3), 10, _NUM_IMAGES.value, _BATCH_SIZE.value
   keras2.keras().utils.set_random_seed(0)
@@ -96,7 +94,7 @@ def main(argv):
 
   def run_naive():
     for i in range(n):
-      naive.set_tensor(n_in["index"], quant(images[i:i + 1]))
+      naive.set_tensor(n_in["index"], quant(images[i : i + 1]))
       naive.invoke()
       naive.get_tensor(n_out["index"])
 
@@ -104,7 +102,7 @@ def main(argv):
   raw = interpreter.create(data, threads, batch_size=b)
   r_in, r_out = raw.get_input_details()[0]["index"], raw.get_output_details()[0]["index"]
   full = (n // b) * b
-  prepared = [quant(images[s:s + b]) for s in range(0, full, b)]
+  prepared = [quant(images[s : s + b]) for s in range(0, full, b)]
 
   def run_raw():
     for x in prepared:
@@ -113,8 +111,9 @@ def main(argv):
       raw.get_tensor(r_out)
 
   # (c) the evaluator end to end (a fresh predictions file each time).
-  examples = dataset_api.Examples(images=images, labels=rng.integers(0, classes, n),
-                                  ids=np.arange(n, dtype=np.int64))
+  examples = dataset_api.Examples(
+    images=images, labels=rng.integers(0, classes, n), ids=np.arange(n, dtype=np.int64)
+  )
   tmp = tempfile.mkdtemp(prefix="tflite_eval_bench_")
   model_path = os.path.join(tmp, "model.tflite")
   with open(model_path, "wb") as f:
@@ -124,10 +123,17 @@ def main(argv):
   def evaluator(tail):
     def run_evaluator():
       counter[0] += 1
-      evaluate.evaluate_file(model_path, lambda: (examples.take(slice(s, s + 1000))
-                                                  for s in range(0, n, 1000)),
-                             os.path.join(tmp, f"p{counter[0]}.npz"), "bench",
-                             batch_size=b, num_threads=threads, overwrite=True, tail=tail)
+      evaluate.evaluate_file(
+        model_path,
+        lambda: (examples.take(slice(s, s + 1000)) for s in range(0, n, 1000)),
+        os.path.join(tmp, f"p{counter[0]}.npz"),
+        "bench",
+        batch_size=b,
+        num_threads=threads,
+        overwrite=True,
+        tail=tail,
+      )
+
     return run_evaluator
 
   # (r) cost of one re-allocation (resize + allocate + re-prepare on the next invoke).
@@ -154,29 +160,44 @@ def main(argv):
   naive.set_tensor(n_in["index"], quant(images[:1]))
   naive.invoke()
 
-  results = _interleaved_rates({
+  results = _interleaved_rates(
+    {
       "a_naive_img_s": (run_naive, n),
       "b_raw_batched_img_s": (run_raw, full),
       "c_evaluator_img_s": (evaluator("resize"), n),
       "c_evaluator_pad_img_s": (evaluator("pad"), n),
-  }, _REPEATS.value)
+    },
+    _REPEATS.value,
+  )
   # Best of 10 (a difference of two noisy timings): the cost without other processes' noise.
-  results["realloc_ms"] = 500 * (_min_seconds(reallocate_twice, 10) -
-                                 _min_seconds(invoke_twice, 10))
+  results["realloc_ms"] = 500 * (
+    _min_seconds(reallocate_twice, 10) - _min_seconds(invoke_twice, 10)
+  )
   results["batch_ms"] = 1000 * b / results["b_raw_batched_img_s"]
   results["c_over_b"] = results["c_evaluator_img_s"] / results["b_raw_batched_img_s"]
   results["c_over_a"] = results["c_evaluator_img_s"] / results["a_naive_img_s"]
-  results.update(model=_MODEL.value, format=_FORMAT.value, num_threads=threads, batch_size=b,
-                 num_images=n, repeats=_REPEATS.value, tflite_bytes=len(data))
+  results.update(
+    model=_MODEL.value,
+    format=_FORMAT.value,
+    num_threads=threads,
+    batch_size=b,
+    num_images=n,
+    repeats=_REPEATS.value,
+    tflite_bytes=len(data),
+  )
   print(json.dumps(results, indent=2))
   print(f"(a) naive per-example : {results['a_naive_img_s']:8.0f} img/s")
   print(f"(b) raw batched       : {results['b_raw_batched_img_s']:8.0f} img/s")
-  print(f"(c) evaluator         : {results['c_evaluator_img_s']:8.0f} img/s   "
-        f"c/b = {results['c_over_b']:.2f} (goal >= 0.8), c/a = {results['c_over_a']:.2f} "
-        f"(goal >= 1.4)")
+  print(
+    f"(c) evaluator         : {results['c_evaluator_img_s']:8.0f} img/s   "
+    f"c/b = {results['c_over_b']:.2f} (goal >= 0.8), c/a = {results['c_over_a']:.2f} "
+    f"(goal >= 1.4)"
+  )
   print(f"(c') evaluator, pad   : {results['c_evaluator_pad_img_s']:8.0f} img/s")
-  print(f"one re-allocation (resize + allocate + re-prepare): {results['realloc_ms']:.1f} ms vs "
-        f"{results['batch_ms']:.1f} ms per batch of {b}")
+  print(
+    f"one re-allocation (resize + allocate + re-prepare): {results['realloc_ms']:.1f} ms vs "
+    f"{results['batch_ms']:.1f} ms per batch of {b}"
+  )
   if _OUTPUT.value:
     with open(_OUTPUT.value, "w") as f:
       json.dump(results, f, indent=2)

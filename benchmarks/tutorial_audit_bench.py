@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import user_audit_bench  # pylint: disable=g-import-not-at-top
+import user_audit_bench
 
 ROOT = user_audit_bench.ROOT
 MAKE_FILES = os.path.join(ROOT, "examples", "tutorial", "make_files.py")
@@ -47,26 +47,30 @@ MAKE_FILES = os.path.join(ROOT, "examples", "tutorial", "make_files.py")
 def make_files(tmp, images):
   """The tutorial's files at 28x28 with `images` test images (Keras 3, a subprocess)."""
   env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-  subprocess.run([sys.executable, MAKE_FILES, f"--out={tmp}", "--size=28",
-                  f"--test_images={images}"], check=True, env=env, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.DEVNULL)
+  subprocess.run(
+    [sys.executable, MAKE_FILES, f"--out={tmp}", "--size=28", f"--test_images={images}"],
+    check=True,
+    env=env,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
 
 
 def import_seconds():
   """Seconds of `import tensorflow` in a fresh process."""
   start = time.perf_counter()
-  subprocess.run([sys.executable, "-c", "import tensorflow"], check=True,
-                 stderr=subprocess.DEVNULL)
+  subprocess.run([sys.executable, "-c", "import tensorflow"], check=True, stderr=subprocess.DEVNULL)
   return time.perf_counter() - start
 
 
 def evaluated_files(out):
   """[(variant, .tflite path, predictions path)] of every file evaluated on the test split."""
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import layout
+  from tf_forget.artifacts import names
+
   rows = []
   for path in sorted(glob.glob(os.path.join(layout.tflite_root(out), "dense", "0", "*.tflite"))):
-    fmt = os.path.basename(path)[:-len(".tflite")]
+    fmt = os.path.basename(path)[: -len(".tflite")]
     variant = names.DENSE if fmt == names.DEFAULT_FORMAT else fmt
     rows.append((variant, path, layout.predictions(out, variant, 0, "test")))
   return rows
@@ -74,9 +78,10 @@ def evaluated_files(out):
 
 def _model_inputs(out, examples):
   """The decoded images as the audit feeds the files (--preprocess=unit: pixels / 255)."""
-  from tf_forget.artifacts import fileio  # pylint: disable=g-import-not-at-top
-  from tf_forget.artifacts import layout  # pylint: disable=g-import-not-at-top
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import fileio
+  from tf_forget.artifacts import layout
+  from tf_forget.data import registry
+
   run = fileio.read_json(layout.run_file(out), "run.json")
   return registry.get(run["dataset"], **run["dataset_options"]).model_inputs(examples).images
 
@@ -89,8 +94,8 @@ def main():
   parser.add_argument("--show_log", action="store_true", help="print the audit's output")
   parser.add_argument("--repair", default="", help="e.g. auto (default: none)")
   args = parser.parse_args()
-  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
-  from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import predictions
+  from tf_forget.evaluate import batched
 
   tmp = args.keep or tempfile.mkdtemp(prefix="tutorial_audit_bench_")
   try:
@@ -98,12 +103,19 @@ def main():
       make_files(tmp, args.images)
     out = os.path.join(tmp, "audit")
     shutil.rmtree(out, ignore_errors=True)
-    wall, stages, _, code, lines = user_audit_bench.run_or_exit([
-        f"--dataset=folder:{tmp}/images", f"--reference={tmp}/model.keras",
+    wall, stages, _, code, lines = user_audit_bench.run_or_exit(
+      [
+        f"--dataset=folder:{tmp}/images",
+        f"--reference={tmp}/model.keras",
         f"--candidate=dynamic={tmp}/mnist_model_dynamic.tflite",
-        f"--candidate=quant={tmp}/mnist_model_quant.tflite", "--preprocess=unit",
-        "--compress=dynamic_int8,full_int8", f"--num_threads={args.num_threads}",
-        f"--out={out}", *([f"--repair={args.repair}"] if args.repair else [])])
+        f"--candidate=quant={tmp}/mnist_model_quant.tflite",
+        "--preprocess=unit",
+        "--compress=dynamic_int8,full_int8",
+        f"--num_threads={args.num_threads}",
+        f"--out={out}",
+        *([f"--repair={args.repair}"] if args.repair else []),
+      ]
+    )
     if args.show_log:
       print("\n".join(lines))
     examples, decode = user_audit_bench.decoded_examples(out)
@@ -111,23 +123,41 @@ def main():
     rows = []
     for variant, path, pred in evaluated_files(out):
       meta = predictions.read(pred)["metadata"]
-      rows.append((variant, user_audit_bench.raw_seconds(
-          path, fed, batched.DEFAULT_BATCH_SIZE, args.num_threads,
-          meta.get("runtime") or "xnnpack", 1)))
+      rows.append(
+        (
+          variant,
+          user_audit_bench.raw_seconds(
+            path,
+            fed,
+            batched.DEFAULT_BATCH_SIZE,
+            args.num_threads,
+            meta.get("runtime") or "xnnpack",
+            1,
+          ),
+        )
+      )
     tf_import = import_seconds()
     raw = sum(s for _, s in rows)
     base = decode[0] + raw
-    print(f"\naudit of the tutorial's files on {len(examples)} images 28x28 (exit {code}): "
-          f"wall {wall:.1f} s")
+    print(
+      f"\naudit of the tutorial's files on {len(examples)} images 28x28 (exit {code}): "
+      f"wall {wall:.1f} s"
+    )
     why = user_audit_bench.print_stages(wall, stages)
-    print(f"baseline: decoding the images once {decode[0]:.2f} s + every file once through the "
-          f"raw interpreter {raw:.2f} s ({', '.join(f'{v} {s:.2f}' for v, s in rows)}) = "
-          f"{base:.2f} s")
-    print(f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (the target "
-          f"with --repair=auto: <= 30%)")
-    print(f"wall / baseline = {wall / base:.1f}x (target <= 2); `import tensorflow` alone "
-          f"{tf_import:.1f} s = {tf_import / base:.1f}x the baseline; (wall - import) / baseline "
-          f"= {(wall - tf_import) / base:.1f}x")
+    print(
+      f"baseline: decoding the images once {decode[0]:.2f} s + every file once through the "
+      f"raw interpreter {raw:.2f} s ({', '.join(f'{v} {s:.2f}' for v, s in rows)}) = "
+      f"{base:.2f} s"
+    )
+    print(
+      f"why and repair: {why:.1f} s = {why / wall:.1%} of the audit (the target "
+      f"with --repair=auto: <= 30%)"
+    )
+    print(
+      f"wall / baseline = {wall / base:.1f}x (target <= 2); `import tensorflow` alone "
+      f"{tf_import:.1f} s = {tf_import / base:.1f}x the baseline; (wall - import) / baseline "
+      f"= {(wall - tf_import) / base:.1f}x"
+    )
   finally:
     if not args.keep:
       shutil.rmtree(tmp, ignore_errors=True)

@@ -21,7 +21,6 @@ when interrupted by Ctrl-C / SIGTERM (finished work is kept: run the same comman
 TensorFlow's own output goes to <out>/logs/ (`--verbose`: the terminal); see `tf_forget.cli`.
 """
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from tf_forget.cli import startup
 
 if __name__ == "__main__":  # Ctrl-C / SIGTERM during the imports below: one line, 130 / 143
@@ -32,8 +31,6 @@ from absl import flags
 from tf_forget.cli import app as cli_app
 from tf_forget.commands import audit_command
 from tf_forget.commands import audit_flags
-
-# pylint: enable=g-import-not-at-top,wrong-import-position
 
 audit_flags.define(flags.FLAGS)
 GATE_FAILED = audit_command.GATE_FAILED

@@ -9,7 +9,7 @@ from tf_forget.compat import keras2
 keras2.enable()
 cpu_kernels.configure()
 
-from absl import flags  # pylint: disable=g-import-not-at-top
+from absl import flags
 
 # absl flags are parsed by app.run in binaries; tests that use flagsaver need them marked parsed.
 if not flags.FLAGS.is_parsed():
@@ -19,4 +19,5 @@ if not flags.FLAGS.is_parsed():
 def pytest_terminal_summary(terminalreporter):
   """Names the CPU kernels the suite ran on (tf_forget/compat/cpu_kernels.py) in every log."""
   terminalreporter.write_line(
-      "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items()))
+    "cpu kernels: " + ", ".join(f"{k}={v}" for k, v in cpu_kernels.settings().items())
+  )

@@ -11,9 +11,17 @@ from tf_forget.artifacts import tflite_formats
 
 NAME = "int8_float_io"
 RECORD = tflite_formats.Format(
-    NAME, optimize=True, supported_types=(), int8_only=True, io_type=None, representative=True,
-    cost_class="int8", convert_factor=1.5, plain=tflite_formats.Style("++", "2", (0, (2, 2))),
-    sparse=tflite_formats.Style("++..", "3", (0, (2, 1, 1, 1))))
+  NAME,
+  optimize=True,
+  supported_types=(),
+  int8_only=True,
+  io_type=None,
+  representative=True,
+  cost_class="int8",
+  convert_factor=1.5,
+  plain=tflite_formats.Style("++", "2", (0, (2, 2))),
+  sparse=tflite_formats.Style("++..", "3", (0, (2, 1, 1, 1))),
+)
 
 
 def add(monkeypatch):

@@ -26,8 +26,11 @@ def snapshot(root, entries=None):
   tops = [root] if entries is None else [os.path.join(root, e) for e in entries]
   files = {}
   for top in tops:
-    walked = os.walk(top) if os.path.isdir(top) else (
-        [(os.path.dirname(top), [], [os.path.basename(top)])] if os.path.exists(top) else [])
+    walked = (
+      os.walk(top)
+      if os.path.isdir(top)
+      else ([(os.path.dirname(top), [], [os.path.basename(top)])] if os.path.exists(top) else [])
+    )
     for d, _, names in walked:
       for name in names:
         with open(os.path.join(d, name), "rb") as f:
@@ -49,6 +52,7 @@ def fail_once_renaming_to(monkeypatch, target):
         failed.append(dst)
         raise OSError(errno.EIO, "Input/output error")
       return real(src, dst, **kwargs)
+
     return rename
 
   monkeypatch.setattr(os, "replace", once(os.replace))
@@ -59,8 +63,10 @@ def fail_once_renaming_to(monkeypatch, target):
 @contextlib.contextmanager
 def time_bound(seconds=30):
   """Fails the test (`TimeoutError`) instead of hanging when the block runs over `seconds`."""
-  def expire(signum, frame):  # pylint: disable=unused-argument
+
+  def expire(signum, frame):
     raise TimeoutError(f"still running after {seconds} s")
+
   previous = signal.signal(signal.SIGALRM, expire)
   signal.alarm(seconds)
   try:

@@ -35,6 +35,13 @@ def foreign_modules(imports, package):
   env = dict(os.environ)
   env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
   script = _SCRIPT.format(imports=imports, package=package, frameworks=FRAMEWORKS)
-  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                       cwd=root, timeout=120, check=True)
+  out = subprocess.run(
+    [sys.executable, "-c", script],
+    capture_output=True,
+    text=True,
+    env=env,
+    cwd=root,
+    timeout=120,
+    check=True,
+  )
   return out.stdout.strip()

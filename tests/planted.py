@@ -25,8 +25,9 @@ def cnn(keras, separable=2, filters=16, rescale=True, seed=0):
   L = keras.layers
   layers = [keras.Input((8, 8, 1))] + ([L.Rescaling(1 / 255.0)] if rescale else [])
   layers += [L.Conv2D(filters, 3, activation="relu", padding="same"), L.MaxPooling2D()]
-  layers += [L.SeparableConv2D(filters, 3, activation="relu", padding="same")
-             for _ in range(separable)]
+  layers += [
+    L.SeparableConv2D(filters, 3, activation="relu", padding="same") for _ in range(separable)
+  ]
   return keras.Sequential(layers + [L.GlobalAveragePooling2D(), L.Dense(10)])
 
 

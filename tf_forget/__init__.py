@@ -24,22 +24,40 @@ importing TensorFlow yourself to get the command's exact numbers.
 __version__ = "0.1.0"
 
 # Names of `tf_forget.api` this package gives too (loaded on first use: `__getattr__`).
-_API_NAMES = ("AuditConfig", "AuditError", "Result", "load_config", "save_config",
-              "with_overrides", "Data", "Population", "Pruning", "Oneshot", "Iterative",
-              "Formats", "Robustness", "Noise", "Deployment", "Execution", "Repair",
-              "UserModels")
+_API_NAMES = (
+  "AuditConfig",
+  "AuditError",
+  "Result",
+  "load_config",
+  "save_config",
+  "with_overrides",
+  "Data",
+  "Population",
+  "Pruning",
+  "Oneshot",
+  "Iterative",
+  "Formats",
+  "Robustness",
+  "Noise",
+  "Deployment",
+  "Execution",
+  "Repair",
+  "UserModels",
+)
 
 
 def _api():
   """`tf_forget.api`, with Keras 2 and the CPU kernels selected first (module docstring)."""
-  import sys  # pylint: disable=g-import-not-at-top
+  import sys
 
-  from tf_forget.compat import cpu_kernels  # pylint: disable=g-import-not-at-top
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import cpu_kernels
+  from tf_forget.compat import keras2
+
   keras2.enable()
   if "tensorflow" not in sys.modules:
     cpu_kernels.configure()
-  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  from tf_forget import api
+
   return api
 
 
@@ -51,16 +69,20 @@ def _config(config, options):
   api = _api()
   from_file = isinstance(config, str) or hasattr(config, "__fspath__")
   if not (config is None or from_file or isinstance(config, (dict, api.AuditConfig))):
-    raise TypeError("config must be None, an AuditConfig, its JSON dict or a configuration "
-                    f"file's path, got {type(config).__name__} {repr(config)[:80]}")
+    raise TypeError(
+      "config must be None, an AuditConfig, its JSON dict or a configuration "
+      f"file's path, got {type(config).__name__} {repr(config)[:80]}"
+    )
   if isinstance(config, dict):
     config = api.AuditConfig.from_json(config)
   elif from_file:
-    from tf_forget.artifacts import filesystem  # pylint: disable=g-import-not-at-top
+    from tf_forget.artifacts import filesystem
+
     config = api.load_config(filesystem.user_path(str(config)))
   if not options and config is not None and not from_file:
     return config
-  from tf_forget.commands import audit_options  # pylint: disable=g-import-not-at-top
+  from tf_forget.commands import audit_options
+
   return audit_options.options_config(options, base=config)
 
 

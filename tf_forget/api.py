@@ -26,6 +26,7 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.config import flag_values
@@ -34,10 +35,14 @@ from tf_forget.evaluate import deploy
 
 # The configuration's classes, for callers of this module (their one home is `tree`).
 AuditConfig = tree.AuditConfig
-Data, Population, Pruning, Oneshot, Iterative = (tree.Data, tree.Population, tree.Pruning,
-                                                 tree.Oneshot, tree.Iterative)
-Formats, Robustness, Noise, Deployment = tree.Formats, tree.Robustness, tree.Noise, \
-    tree.Deployment
+Data, Population, Pruning, Oneshot, Iterative = (
+  tree.Data,
+  tree.Population,
+  tree.Pruning,
+  tree.Oneshot,
+  tree.Iterative,
+)
+Formats, Robustness, Noise, Deployment = tree.Formats, tree.Robustness, tree.Noise, tree.Deployment
 Execution, Repair, UserModels = tree.Execution, tree.Repair, tree.UserModels
 AuditError = tree.AuditError
 load_config, save_config, with_overrides = tree.load, tree.save, tree.with_overrides
@@ -58,6 +63,7 @@ class Result:
     manifest: the deployment bundle's manifest.json as a dict.
     paths: {"report_html", "report_json", "tables", "bundle", "audit_json"}.
   """
+
   run_dir: str
   passed: bool
   failed_variants: Tuple[str, ...]
@@ -69,12 +75,14 @@ class Result:
 
 
 def _paths(run_dir):
-  join = fileio.join  # local paths and scheme:// URLs alike
-  return {"report_html": join(run_dir, "report.html"),
-          "report_json": layout.report_file(run_dir),
-          "tables": join(run_dir, "tables"),
-          "bundle": join(run_dir, deploy.BUNDLE, deploy.MANIFEST),
-          "audit_json": layout.audit_file(run_dir)}
+  join = filesystem.join  # local paths and scheme:// URLs alike
+  return {
+    "report_html": join(run_dir, "report.html"),
+    "report_json": layout.report_file(run_dir),
+    "tables": join(run_dir, "tables"),
+    "bundle": join(run_dir, deploy.BUNDLE, deploy.MANIFEST),
+    "audit_json": layout.audit_file(run_dir),
+  }
 
 
 def _result(run_dir, report, manifest):
@@ -82,12 +90,22 @@ def _result(run_dir, report, manifest):
   tables = {}
   for name in sorted(report.get("tables") or {}):
     data = fileio.read_bytes(f"{paths['tables']}/{name}.csv")
-    tables[name] = (pd.read_csv(io.BytesIO(data), dtype={c: str for c in names.NAME_COLUMNS})
-                    if data.strip() else pd.DataFrame())
+    tables[name] = (
+      pd.read_csv(io.BytesIO(data), dtype={c: str for c in names.NAME_COLUMNS})
+      if data.strip()
+      else pd.DataFrame()
+    )
   failed = tuple(manifest.get("failed_variants") or ())
-  return Result(run_dir=run_dir, passed=not failed, failed_variants=failed,
-                verdict=report.get("recommendation"), tables=tables, report=report,
-                manifest=manifest, paths=paths)
+  return Result(
+    run_dir=run_dir,
+    passed=not failed,
+    failed_variants=failed,
+    verdict=report.get("recommendation"),
+    tables=tables,
+    report=report,
+    manifest=manifest,
+    paths=paths,
+  )
 
 
 def _text_paths(value):
@@ -109,8 +127,10 @@ def _checked_config(config):
     return AuditConfig.from_json(_text_paths(config.to_json()))
   if isinstance(config, dict):
     return AuditConfig.from_json(config)
-  raise TypeError(f"config must be an AuditConfig or its JSON dict, got "
-                  f"{type(config).__name__} {' '.join(repr(config).split())[:80]}")
+  raise TypeError(
+    f"config must be an AuditConfig or its JSON dict, got "
+    f"{type(config).__name__} {' '.join(repr(config).split())[:80]}"
+  )
 
 
 def _callable(fn, name):
@@ -123,8 +143,10 @@ def _run_dir(run_dir):
   if isinstance(run_dir, os.PathLike):
     run_dir = os.fspath(run_dir)
   if not isinstance(run_dir, str):
-    raise TypeError(f"run_dir must be a str or an os.PathLike, got {type(run_dir).__name__} "
-                    f"{' '.join(repr(run_dir).split())[:80]}")
+    raise TypeError(
+      f"run_dir must be a str or an os.PathLike, got {type(run_dir).__name__} "
+      f"{' '.join(repr(run_dir).split())[:80]}"
+    )
   return run_dir
 
 
@@ -146,19 +168,20 @@ def audit(config, log=print, on_locked=None, started=None):
     errors.Error subclasses with a one-line message: a field of the wrong type
       (`codec.ConfigError`), the checks of `tf_forget.pipeline.audit_lib.run_audit`.
   """
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib
+
   config = _checked_config(config)
   _callable(log, "log")
   _callable(on_locked, "on_locked")
-  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked,
-                                        started=started)
+  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked, started=started)
   return _result(config.out, report, manifest)
 
 
 def plan(config, unit_costs=None):
   """The cost plan of `config` as text (nothing written, no data read:
   `tf_forget.pipeline.audit_plan`)."""
-  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_plan
+
   return audit_plan.plan_report(_checked_config(config), unit_costs)
 
 
@@ -198,15 +221,23 @@ def render_report(run_dir, log=print, on_locked=None, trust_model_code=False, pr
   load_report(run_dir)  # a finished run, or one line
   recorded = load_config(layout.audit_file(run_dir))
   said = {"trust_model_code": bool(trust_model_code), "preprocess": preprocess}
-  flag_values.check_trust_said(recorded, said, {k for k, v in said.items() if v},
-                               source=layout.audit_file(run_dir))
+  flag_values.check_trust_said(
+    recorded, said, {k for k, v in said.items() if v}, source=layout.audit_file(run_dir)
+  )
   user = recorded.user
   if preprocess and (user is None or user.preprocess != preprocess):
-    raise AuditError(f"{layout.audit_file(run_dir)} records preprocess="
-                     f"{user.preprocess if user else None}; --preprocess names {preprocess}: "
-                     "a report is written as its run was made")
-  config = with_overrides(recorded,
-                          {"out": run_dir, "execution.executor": "inline",
-                           "execution.workers": None,
-                           "execution.ray_address": None})
+    raise AuditError(
+      f"{layout.audit_file(run_dir)} records preprocess="
+      f"{user.preprocess if user else None}; --preprocess names {preprocess}: "
+      "a report is written as its run was made"
+    )
+  config = with_overrides(
+    recorded,
+    {
+      "out": run_dir,
+      "execution.executor": "inline",
+      "execution.workers": None,
+      "execution.ray_address": None,
+    },
+  )
   return audit(config, log=log, on_locked=on_locked)

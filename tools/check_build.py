@@ -39,16 +39,23 @@ def read_targets(build, root=ROOT):
   def rule(name, srcs=(), deps=(), src=None, **_):
     files = list(srcs) + ([src] if src else [])
     targets[f"//{package}:{name}"] = {
-        "srcs": [f"{package}/{f}" for f in files if not f.startswith(("//", ":"))],
-        "deps": [_label(d, package) for d in deps]}
+      "srcs": [f"{package}/{f}" for f in files if not f.startswith(("//", ":"))],
+      "deps": [_label(d, package) for d in deps],
+    }
 
   scope = {r: rule for r in RULES}
-  scope.update(package=lambda **_: None, load=lambda *a, **k: None,
-               exports_files=lambda *a, **k: None, glob=lambda *a, **k: [],
-               filegroup=lambda **_: None, sh_binary=lambda **_: None,
-               sh_test=lambda **_: None, genrule=lambda **_: None)
+  scope.update(
+    package=lambda **_: None,
+    load=lambda *a, **k: None,
+    exports_files=lambda *a, **k: None,
+    glob=lambda *a, **k: [],
+    filegroup=lambda **_: None,
+    sh_binary=lambda **_: None,
+    sh_test=lambda **_: None,
+    genrule=lambda **_: None,
+  )
   with open(build, encoding="utf-8") as f:
-    exec(compile(f.read(), build, "exec"), scope)  # pylint: disable=exec-used
+    exec(compile(f.read(), build, "exec"), scope)
   return targets
 
 
@@ -149,8 +156,9 @@ def _test_files(root):
   """The repo paths of the test files (`tests/**/*_test.py`), sorted."""
   found = []
   for folder, _, names in os.walk(os.path.join(root, "tests")):
-    found += [os.path.relpath(os.path.join(folder, n), root) for n in names
-              if n.endswith("_test.py")]
+    found += [
+      os.path.relpath(os.path.join(folder, n), root) for n in names if n.endswith("_test.py")
+    ]
   return sorted(found)
 
 

@@ -22,8 +22,16 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-CODE_DIRS = ("tf_forget", "eval", "tflite_export", "docs", "tests", "benchmarks", "tools",
-             "examples")
+CODE_DIRS = (
+  "tf_forget",
+  "eval",
+  "tflite_export",
+  "docs",
+  "tests",
+  "benchmarks",
+  "tools",
+  "examples",
+)
 TOP_FILES = ("README.md",)
 SUFFIXES = (".py", ".md", ".json", ".txt", ".sh", ".bzl")
 NAMES = ("BUILD",)
@@ -43,8 +51,9 @@ def files(root=ROOT):
   for top in CODE_DIRS:
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
       dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
-      out += [os.path.join(dirpath, f) for f in sorted(filenames)
-              if f.endswith(SUFFIXES) or f in NAMES]
+      out += [
+        os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(SUFFIXES) or f in NAMES
+      ]
   return out
 
 
@@ -113,8 +122,10 @@ def check(root=ROOT):
     for n, line in enumerate(lines, start=1):
       where = f"{rel}:{n}"
       if ISSUE.search(line):
-        findings.append(f"{where}: an issue number ({ISSUE.search(line).group(0)}): say what "
-                        "the code is, the history is in git")
+        findings.append(
+          f"{where}: an issue number ({ISSUE.search(line).group(0)}): say what "
+          "the code is, the history is in git"
+        )
       if OUTSIDE.search(line):
         findings.append(f"{where}: a path outside the repository ({OUTSIDE.search(line).group(0)})")
       for match in SPEC_CITE.finditer(line):
@@ -134,8 +145,10 @@ def main():
   findings = check()
   for line in findings:
     print(line)
-  print(f"{len(findings)} finding{'' if len(findings) == 1 else 's'} in {len(files())} files",
-        file=sys.stderr)
+  print(
+    f"{len(findings)} finding{'' if len(findings) == 1 else 's'} in {len(files())} files",
+    file=sys.stderr,
+  )
   return 1 if findings else 0
 
 

@@ -31,17 +31,44 @@ import check_build
 
 ROOT = check_build.ROOT
 # Top-level modules a fast test may not load.
-FRAMEWORKS = ("tensorflow", "tf_keras", "keras", "tensorflow_datasets",
-              "tensorflow_model_optimization", "ai_edge_litert", "ai_edge_quantizer")
+FRAMEWORKS = (
+  "tensorflow",
+  "tf_keras",
+  "keras",
+  "tensorflow_datasets",
+  "tensorflow_model_optimization",
+  "ai_edge_litert",
+  "ai_edge_quantizer",
+)
 # Modules whose use starts a process.
 PROCESS_MODULES = ("subprocess", "multiprocessing", "pty", "ray")
 # The test helpers that run a command (`audit_binary`: in a subprocess; `binary_main`: its main).
 PROCESS_HELPERS = ("tests/e2e/audit_binary.py", "tests/binary_main.py")
 # Functions of `os` that start a process, and the process pool of `concurrent.futures`.
-OS_PROCESS_CALLS = ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp",
-                    "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
-                    "spawnvpe", "execl", "execle", "execlp", "execlpe", "execv", "execve",
-                    "execvp", "execvpe")
+OS_PROCESS_CALLS = (
+  "fork",
+  "forkpty",
+  "system",
+  "popen",
+  "posix_spawn",
+  "posix_spawnp",
+  "spawnl",
+  "spawnle",
+  "spawnlp",
+  "spawnlpe",
+  "spawnv",
+  "spawnve",
+  "spawnvp",
+  "spawnvpe",
+  "execl",
+  "execle",
+  "execlp",
+  "execlpe",
+  "execv",
+  "execve",
+  "execvp",
+  "execvpe",
+)
 POOL = "ProcessPoolExecutor"
 
 
@@ -50,8 +77,11 @@ def every_test_file(root=ROOT):
   out = []
   for dirpath, dirnames, filenames in os.walk(os.path.join(root, "tests")):
     dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
-    out += [os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
-            for f in filenames if f.endswith("_test.py")]
+    out += [
+      os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
+      for f in filenames
+      if f.endswith("_test.py")
+    ]
   return sorted(out)
 
 
@@ -60,8 +90,12 @@ def _process_call(path, root):
   with open(os.path.join(root, path), encoding="utf-8") as f:
     tree = ast.parse(f.read(), path)
   for node in ast.walk(tree):
-    if isinstance(node, ast.Attribute) and node.attr in OS_PROCESS_CALLS and isinstance(
-        node.value, ast.Name) and node.value.id == "os":
+    if (
+      isinstance(node, ast.Attribute)
+      and node.attr in OS_PROCESS_CALLS
+      and isinstance(node.value, ast.Name)
+      and node.value.id == "os"
+    ):
       return f"os.{node.attr} (line {node.lineno})"
     if POOL in (getattr(node, "attr", None), getattr(node, "id", None)):
       return f"{POOL} (line {node.lineno})"
@@ -179,17 +213,20 @@ def run(files, pytest_args=()):
     pytest's exit status, or 1 when a framework was loaded after all (one line on stderr
     names it and the first test after which it was loaded).
   """
-  import pytest  # pylint: disable=g-import-not-at-top
+  import pytest
+
   watch = _FrameworkWatch()
   start = time.monotonic()
   status = pytest.main(["-q", *pytest_args, *files], plugins=[watch])
   seconds = time.monotonic() - start
   loaded = loaded_frameworks()
   if loaded:
-    print(f"fast_tests: FAILED: the fast tier loaded {', '.join(loaded)} (first after "
-          f"{watch.culprit or 'the run'}): a fast test imports no TensorFlow; take the import "
-          "off that test's path, or see why tools/fast_tests.py counted it fast",
-          file=sys.stderr)
+    print(
+      f"fast_tests: FAILED: the fast tier loaded {', '.join(loaded)} (first after "
+      f"{watch.culprit or 'the run'}): a fast test imports no TensorFlow; take the import "
+      "off that test's path, or see why tools/fast_tests.py counted it fast",
+      file=sys.stderr,
+    )
     return 1
   print(f"fast_tests: {len(files)} test files in one process, {seconds:.1f} s")
   return int(status)

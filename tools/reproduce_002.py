@@ -20,7 +20,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tf_forget.report import reproduction_002  # pylint: disable=g-import-not-at-top
+from tf_forget.report import reproduction_002
 
 CSV = "002_mnist_members.csv"
 FACTS = "002_mnist_run.json"
@@ -29,25 +29,25 @@ COMMAND = "make reproduce-002 MNIST_DIR=/path/to/mnist REPRO_MEMBERS={members}"
 # What the protocol fixes where 002 is silent or its code differs (docs/spec.md §6), said on
 # the page; each names the option that changes it.
 PROTOCOL = (
-    "Data: the four standard MNIST IDX files, checked against the database's published MD5s "
-    "(`--dataset=mnist --data_dir=DIR`); test split 10,000 images as published (not balanced: "
-    "892 to 1,135 per class).",
-    "Parents (preset `lenet5_002`): 002's LeNet-5 (ShrinkBench's: 3×3 convs 6 and 16, dense "
-    "120, 84, 10; 60,074 parameters), SGD with momentum 0.9 (Nesterov), LR 0.01, batch 128, "
-    "30 epochs of 421 steps on 54,000 train images; every 10th train image (6,000) is held out "
-    "and the epoch with the lowest validation loss is kept (002 §6.1; its validation split's "
-    "size is not stated; docs/spec.md §6.4). 002 says \"SGD\": momentum 0.9 with Nesterov is "
-    "ShrinkBench's default for it; no weight decay is stated for LeNet. Keras' Glorot-uniform "
-    "initialization where PyTorch's layers default to Kaiming-uniform.",
-    "Pruning: MP one-shot from each parent, one global threshold with exact counts, the "
-    "classifier left unpruned and the ratio counted over all parameters, as 002's released "
-    "ShrinkBench code does (`--exclude_classifier --ratio_over=all`; docs/spec.md §6.1, §6.3).",
-    "Fine-tuning: 15 epochs at LR 0.01, batch 128, the mask held after every step, the epoch "
-    "with the lowest loss on the same 6,000 held-out images kept (epoch 0, right after "
-    "pruning, is a candidate).",
-    "Measures from the float32 TFLite file of each network (its predictions equal the Keras "
-    "model's top-1 up to float rounding): per-class recall, α by OLS through the origin of B̄_t "
-    "on B̄ over the ten classes (docs/spec.md §5.1-5.2).",
+  "Data: the four standard MNIST IDX files, checked against the database's published MD5s "
+  "(`--dataset=mnist --data_dir=DIR`); test split 10,000 images as published (not balanced: "
+  "892 to 1,135 per class).",
+  "Parents (preset `lenet5_002`): 002's LeNet-5 (ShrinkBench's: 3×3 convs 6 and 16, dense "
+  "120, 84, 10; 60,074 parameters), SGD with momentum 0.9 (Nesterov), LR 0.01, batch 128, "
+  "30 epochs of 421 steps on 54,000 train images; every 10th train image (6,000) is held out "
+  "and the epoch with the lowest validation loss is kept (002 §6.1; its validation split's "
+  "size is not stated; docs/spec.md §6.4). 002 says \"SGD\": momentum 0.9 with Nesterov is "
+  "ShrinkBench's default for it; no weight decay is stated for LeNet. Keras' Glorot-uniform "
+  "initialization where PyTorch's layers default to Kaiming-uniform.",
+  "Pruning: MP one-shot from each parent, one global threshold with exact counts, the "
+  "classifier left unpruned and the ratio counted over all parameters, as 002's released "
+  "ShrinkBench code does (`--exclude_classifier --ratio_over=all`; docs/spec.md §6.1, §6.3).",
+  "Fine-tuning: 15 epochs at LR 0.01, batch 128, the mask held after every step, the epoch "
+  "with the lowest loss on the same 6,000 held-out images kept (epoch 0, right after "
+  "pruning, is a candidate).",
+  "Measures from the float32 TFLite file of each network (its predictions equal the Keras "
+  "model's top-1 up to float rounding): per-class recall, α by OLS through the origin of B̄_t "
+  "on B̄ over the ten classes (docs/spec.md §5.1-5.2).",
 )
 
 
@@ -72,10 +72,13 @@ def kept(pruned):
   for ratio, metas in sorted(by_ratio.items()):
     layers = metas[0]["sparsity"]["per_layer"]
     out[str(ratio)] = dict(
-        weights=float(sum(m["pruning"]["compression"]["keep"] for m in metas) / len(metas)),
-        total=int(metas[0]["pruning"]["compression"]["total"]),
-        **{layer: round(1 - sum(m["sparsity"]["per_layer"][layer] for m in metas) / len(metas),
-                        6) for layer in layers})
+      weights=float(sum(m["pruning"]["compression"]["keep"] for m in metas) / len(metas)),
+      total=int(metas[0]["pruning"]["compression"]["total"]),
+      **{
+        layer: round(1 - sum(m["sparsity"]["per_layer"][layer] for m in metas) / len(metas), 6)
+        for layer in layers
+      },
+    )
   return out
 
 
@@ -83,23 +86,24 @@ def facts(run_dir, members):
   """The run facts the page prints: command, members, compute hours, machine, stack, date, and
   what each ratio kept (`kept`)."""
   dense = sorted(glob.glob(os.path.join(run_dir, "members", "dense", "*", "metadata.json")))
-  pruned = sorted(glob.glob(os.path.join(run_dir, "members", "oneshot_mp_r*", "*",
-                                         "metadata.json")))
+  pruned = sorted(
+    glob.glob(os.path.join(run_dir, "members", "oneshot_mp_r*", "*", "metadata.json"))
+  )
   with open(dense[0]) as f:
     meta = json.load(f)
   machine = meta["machine"]
   versions = meta["versions"]
   last = max(os.path.getmtime(p) for p in dense + pruned)
   return {
-      "command": COMMAND.format(members=members),
-      "members": members,
-      "train_hours": round(_hours(dense), 3),
-      "finetune_hours": round(_hours(pruned), 3),
-      "machine": f"{machine['cores']} cores ({machine['cpu']}, {machine['machine']}), CPU only",
-      "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
-      "date": pd.Timestamp(last, unit="s").strftime("%Y-%m-%d"),
-      "protocol": list(PROTOCOL),
-      "kept": kept(pruned),
+    "command": COMMAND.format(members=members),
+    "members": members,
+    "train_hours": round(_hours(dense), 3),
+    "finetune_hours": round(_hours(pruned), 3),
+    "machine": f"{machine['cores']} cores ({machine['cpu']}, {machine['machine']}), CPU only",
+    "versions": ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
+    "date": pd.Timestamp(last, unit="s").strftime("%Y-%m-%d"),
+    "protocol": list(PROTOCOL),
+    "kept": kept(pruned),
   }
 
 
@@ -112,8 +116,9 @@ def _write(path, text):
 
 def from_run(run_dir, out_dir):
   """Writes the CSV, the facts and the page of a finished run into `out_dir`."""
-  from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
-  from tf_forget.report import collect  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import names
+  from tf_forget.report import collect
+
   variants = [names.DENSE] + [reproduction_002.variant_of(r) for r in reproduction_002.RATIOS]
   run = collect.load_run(run_dir, variants=variants, splits=["test"])
   table = reproduction_002.members_table(run)

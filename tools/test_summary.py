@@ -27,15 +27,18 @@ def main(testlogs, labels=()):
   passed = failed = skipped = 0
   if labels:
     dirs = [_target_dir(testlogs, label) for label in labels]
-    missing = [label for label, d in zip(labels, dirs)
-               if not os.path.exists(os.path.join(d, "test.xml"))]
+    missing = [
+      label for label, d in zip(labels, dirs) if not os.path.exists(os.path.join(d, "test.xml"))
+    ]
     for label in missing:
       print(f"no results: {label}", file=sys.stderr)
     failed += len(missing)
-    files = sorted(os.path.join(d, "test.xml") for d in dirs
-                   if os.path.exists(os.path.join(d, "test.xml")))
-    logs = sorted(os.path.join(d, "test.log") for d in dirs
-                  if os.path.exists(os.path.join(d, "test.log")))
+    files = sorted(
+      os.path.join(d, "test.xml") for d in dirs if os.path.exists(os.path.join(d, "test.xml"))
+    )
+    logs = sorted(
+      os.path.join(d, "test.log") for d in dirs if os.path.exists(os.path.join(d, "test.log"))
+    )
   else:
     missing = []
     files = sorted(glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True))

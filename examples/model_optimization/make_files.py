@@ -26,13 +26,15 @@ import os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # tfmot runs on tf_keras
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
-import tensorflow_model_optimization as tfmot  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import tensorflow as tf
+import tensorflow_model_optimization as tfmot
+import tf_keras as keras
 
-FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-         "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+FILES = {
+  "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+  "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
 
 
 def _idx(path):
@@ -42,7 +44,7 @@ def _idx(path):
       with (gzip.open if name.endswith(".gz") else open)(name, "rb") as f:
         data = f.read()
       dims = data[3]
-      shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+      shape = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims)]
       return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
   raise SystemExit(f"make_files: {path} (.gz) is missing")
 
@@ -50,9 +52,11 @@ def _idx(path):
 def load(mnist_dir):
   """(train images, train labels, test images, test labels), uint8 [N, 28, 28]."""
   if mnist_dir:
-    return tuple(_idx(os.path.join(mnist_dir, f)) for split in ("train", "test")
-                 for f in FILES[split])
-  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+    return tuple(
+      _idx(os.path.join(mnist_dir, f)) for split in ("train", "test") for f in FILES[split]
+    )
+  from sklearn import datasets
+
   digits = datasets.load_digits()
   images = tf.image.resize(digits.images[..., None] * (255 / 16), (28, 28)).numpy()[..., 0]
   images = np.round(np.clip(images, 0, 255)).astype(np.uint8)
@@ -63,21 +67,29 @@ def load(mnist_dir):
 
 
 def _compile(model):
-  model.compile(optimizer="adam", metrics=["accuracy"],
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.compile(
+    optimizer="adam",
+    metrics=["accuracy"],
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
   return model
 
 
 def train(x, y, epochs):
   """The tutorial's model: Reshape, Conv2D 12 3x3, MaxPool, Flatten, Dense 10."""
   keras.utils.set_random_seed(0)
-  model = _compile(keras.Sequential([
-      keras.layers.InputLayer(input_shape=(28, 28)),
-      keras.layers.Reshape(target_shape=(28, 28, 1)),
-      keras.layers.Conv2D(filters=12, kernel_size=(3, 3), activation="relu"),
-      keras.layers.MaxPooling2D(pool_size=(2, 2)),
-      keras.layers.Flatten(),
-      keras.layers.Dense(10)]))
+  model = _compile(
+    keras.Sequential(
+      [
+        keras.layers.InputLayer(input_shape=(28, 28)),
+        keras.layers.Reshape(target_shape=(28, 28, 1)),
+        keras.layers.Conv2D(filters=12, kernel_size=(3, 3), activation="relu"),
+        keras.layers.MaxPooling2D(pool_size=(2, 2)),
+        keras.layers.Flatten(),
+        keras.layers.Dense(10),
+      ]
+    )
+  )
   model.fit(x, y, epochs=epochs, validation_split=0.1, verbose=0)
   return model
 
@@ -93,11 +105,19 @@ def pruned(model, x, y, epochs=2, batch=128):
   sparsity = tfmot.sparsity.keras
   end = int(np.ceil(0.9 * len(x) / batch)) * epochs
   # The tutorial's schedule; pruning steps at least ten times in it (on the small digits too).
-  schedule = sparsity.PolynomialDecay(0.50, 0.80, begin_step=0, end_step=end,
-                                      frequency=max(1, min(100, end // 10)))
+  schedule = sparsity.PolynomialDecay(
+    0.50, 0.80, begin_step=0, end_step=end, frequency=max(1, min(100, end // 10))
+  )
   p = _compile(sparsity.prune_low_magnitude(_copy(model), pruning_schedule=schedule))
-  p.fit(x, y, batch_size=batch, epochs=epochs, validation_split=0.1, verbose=0,
-        callbacks=[sparsity.UpdatePruningStep()])
+  p.fit(
+    x,
+    y,
+    batch_size=batch,
+    epochs=epochs,
+    validation_split=0.1,
+    verbose=0,
+    callbacks=[sparsity.UpdatePruningStep()],
+  )
   return sparsity.strip_pruning(p)
 
 
@@ -109,8 +129,11 @@ def qat(model, x, y):
 
 def clustered(model, x, y):
   cluster = tfmot.clustering.keras
-  c = cluster.cluster_weights(_copy(model), number_of_clusters=16,
-                              cluster_centroids_init=cluster.CentroidInitialization.LINEAR)
+  c = cluster.cluster_weights(
+    _copy(model),
+    number_of_clusters=16,
+    cluster_centroids_init=cluster.CentroidInitialization.LINEAR,
+  )
   _compile(c).fit(x, y, batch_size=500, epochs=1, validation_split=0.1, verbose=0)
   return cluster.strip_clustering(c)
 
@@ -122,10 +145,11 @@ def convert(model, kind, x=None):
     return c.convert()
   c.optimizations = [tf.lite.Optimize.DEFAULT]
   if kind in ("16x8", "uint8"):
-    c.representative_dataset = lambda: ([x[i:i + 1].astype(np.float32)] for i in range(100))
+    c.representative_dataset = lambda: ([x[i : i + 1].astype(np.float32)] for i in range(100))
   if kind == "16x8":
     c.target_spec.supported_ops = [
-        tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+      tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+    ]
   if kind == "uint8":
     c.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     c.inference_input_type = c.inference_output_type = tf.uint8
@@ -143,11 +167,15 @@ def main():
   os.makedirs(args.out, exist_ok=True)
   model = train(x, train_y, args.epochs)
   model.save(os.path.join(args.out, "model.keras"))
-  files = {"float": convert(model, "float"), "ptq_dyn": convert(model, "dyn"),
-           "ptq_16x8": convert(model, "16x8", x), "ptq_uint8": convert(model, "uint8", x),
-           "qat": convert(qat(model, x, train_y), "dyn"),
-           "pruned_dyn": convert(pruned(model, x, train_y), "dyn"),
-           "clustered_dyn": convert(clustered(model, x, train_y), "dyn")}
+  files = {
+    "float": convert(model, "float"),
+    "ptq_dyn": convert(model, "dyn"),
+    "ptq_16x8": convert(model, "16x8", x),
+    "ptq_uint8": convert(model, "uint8", x),
+    "qat": convert(qat(model, x, train_y), "dyn"),
+    "pruned_dyn": convert(pruned(model, x, train_y), "dyn"),
+    "clustered_dyn": convert(clustered(model, x, train_y), "dyn"),
+  }
   for name, data in files.items():
     with open(os.path.join(args.out, f"{name}.tflite"), "wb") as f:
       f.write(data)

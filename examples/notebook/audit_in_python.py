@@ -18,13 +18,14 @@ import tf_forget  # light: TensorFlow is loaded by the first audit, with Keras 2
 def audit(files, out):
   """Audits `files`/model.keras and its int8 file on `files`/images; returns the Result."""
   return tf_forget.audit(
-      dataset=f"folder:{files}/images",
-      reference=f"{files}/model.keras",
-      candidate={"int8": f"{files}/model_int8.tflite"},  # your own .tflite file, as it is
-      compress=["dynamic_int8"],                          # and a format tf_forget makes
-      max_accuracy_drop=0.02,                             # a gate: result.passed is False
-      out=out,                                            # when a file loses > 2 points
-      log=lambda line: None)                              # no progress lines
+    dataset=f"folder:{files}/images",
+    reference=f"{files}/model.keras",
+    candidate={"int8": f"{files}/model_int8.tflite"},  # your own .tflite file, as it is
+    compress=["dynamic_int8"],  # and a format tf_forget makes
+    max_accuracy_drop=0.02,  # a gate: result.passed is False
+    out=out,  # when a file loses > 2 points
+    log=lambda line: None,
+  )  # no progress lines
 
 
 def show(result):
@@ -34,8 +35,7 @@ def show(result):
   for line in result.verdict.get("users", []):  # what the audit says of your own files
     print(" ", line)
   table = result.tables["verdict"]
-  print(table[["variant", "top1", "top1_change", "size_vs_dense", "gate"]].to_string(
-      index=False))
+  print(table[["variant", "top1", "top1_change", "size_vs_dense", "gate"]].to_string(index=False))
   flips = result.tables.get("flips")  # the test images whose top-1 label changed
   print("flipped examples:", 0 if flips is None else len(flips))
   print("report:", result.paths["report_html"])

@@ -20,7 +20,7 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 from sklearn import datasets
 import tensorflow as tf
 import tf_keras as keras
@@ -53,14 +53,20 @@ def write_folder(root, split, x, y):
 
 def train_model(x, y, epochs, seed=0):
   keras.utils.set_random_seed(seed)
-  model = keras.Sequential([
-      keras.Input((SIZE, SIZE, 3)), keras.layers.Rescaling(1 / 255.0),
-      keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.MaxPooling2D(),
-      keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
-      keras.layers.Flatten(), keras.layers.Dense(64, activation="relu"),
-      keras.layers.Dense(10)])
-  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                ["accuracy"])
+  model = keras.Sequential(
+    [
+      keras.Input((SIZE, SIZE, 3)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Conv2D(16, 3, activation="relu"),
+      keras.layers.MaxPooling2D(),
+      keras.layers.Conv2D(32, 3, activation="relu"),
+      keras.layers.MaxPooling2D(),
+      keras.layers.Flatten(),
+      keras.layers.Dense(64, activation="relu"),
+      keras.layers.Dense(10),
+    ]
+  )
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"])
   model.fit(x.astype(np.float32), y, epochs=epochs, batch_size=64, verbose=0)
   return model
 
@@ -68,7 +74,7 @@ def train_model(x, y, epochs, seed=0):
 def to_int8(model, x):
   converter = tf.lite.TFLiteConverter.from_keras_model(model)
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
-  converter.representative_dataset = lambda: ([x[i:i + 1].astype(np.float32)] for i in range(100))
+  converter.representative_dataset = lambda: ([x[i : i + 1].astype(np.float32)] for i in range(100))
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   converter.inference_input_type = tf.int8
   converter.inference_output_type = tf.int8
@@ -82,8 +88,7 @@ def main():
   args = parser.parse_args()
   x_train, y_train, x_test, y_test = images()
   root = os.path.join(args.out, "images")
-  paths = (write_folder(root, "train", x_train, y_train)
-           + write_folder(root, "test", x_test, y_test))
+  paths = write_folder(root, "train", x_train, y_train) + write_folder(root, "test", x_test, y_test)
   ink = np.concatenate([x_train, x_test]).reshape(len(paths), -1).sum(axis=1)
   with open(os.path.join(args.out, "attributes.csv"), "w", newline="") as f:
     writer = csv.writer(f)

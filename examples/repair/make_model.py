@@ -37,7 +37,7 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
+import numpy as np
 from sklearn import datasets
 import tensorflow as tf
 import tf_keras as keras
@@ -70,16 +70,26 @@ def write_folder(root, split, x, y):
 def train_model(x, y, epochs, seed=SEED):
   keras.utils.set_random_seed(seed)
   layers = keras.layers
-  model = keras.Sequential([
+  model = keras.Sequential(
+    [
       keras.Input((SIZE, SIZE, 3)),  # raw 0-255 pixels: no Rescaling
-      layers.Conv2D(32, 3, activation="relu", name="conv1"), layers.MaxPooling2D(),
-      layers.Conv2D(64, 3, activation="relu", name="conv2"), layers.MaxPooling2D(),
-      layers.Conv2D(64, 3, activation="relu", name="conv3"), layers.MaxPooling2D(),
-      layers.Flatten(), layers.BatchNormalization(name="head_bn"),
+      layers.Conv2D(32, 3, activation="relu", name="conv1"),
+      layers.MaxPooling2D(),
+      layers.Conv2D(64, 3, activation="relu", name="conv2"),
+      layers.MaxPooling2D(),
+      layers.Conv2D(64, 3, activation="relu", name="conv3"),
+      layers.MaxPooling2D(),
+      layers.Flatten(),
+      layers.BatchNormalization(name="head_bn"),
       layers.Dense(64, activation="relu", name="head"),
-      layers.Dense(10, name="logits")])
-  model.compile(keras.optimizers.Adam(1e-3),
-                keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"])
+      layers.Dense(10, name="logits"),
+    ]
+  )
+  model.compile(
+    keras.optimizers.Adam(1e-3),
+    keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    ["accuracy"],
+  )
   model.fit(x.astype(np.float32), y, epochs=epochs, batch_size=32, verbose=0)
   return model
 
@@ -87,7 +97,7 @@ def train_model(x, y, epochs, seed=SEED):
 def to_int8(model, x):
   converter = tf.lite.TFLiteConverter.from_keras_model(model)
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
-  converter.representative_dataset = lambda: ([x[i:i + 1].astype(np.float32)] for i in range(100))
+  converter.representative_dataset = lambda: ([x[i : i + 1].astype(np.float32)] for i in range(100))
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   converter.inference_input_type = tf.int8
   converter.inference_output_type = tf.int8
@@ -101,8 +111,9 @@ def int8_accuracy(data, x, y):
   interpreter.resize_tensor_input(inp["index"], x.shape)
   interpreter.allocate_tensors()
   scale, zero = inp["quantization"]
-  interpreter.set_tensor(inp["index"], np.clip(np.round(x / scale) + zero, -128, 127)
-                         .astype(np.int8))
+  interpreter.set_tensor(
+    inp["index"], np.clip(np.round(x / scale) + zero, -128, 127).astype(np.int8)
+  )
   interpreter.invoke()
   return float(np.mean(interpreter.get_tensor(out["index"]).argmax(axis=1) == y))
 
@@ -122,8 +133,10 @@ def main():
   data = to_int8(model, x_train)
   with open(os.path.join(args.out, "model_int8.tflite"), "wb") as f:
     f.write(data)
-  print(f"Keras test accuracy {accuracy:.4f}, int8 file {int8_accuracy(data, x_test, y_test):.4f};"
-        f" wrote {args.out}")
+  print(
+    f"Keras test accuracy {accuracy:.4f}, int8 file {int8_accuracy(data, x_test, y_test):.4f};"
+    f" wrote {args.out}"
+  )
 
 
 if __name__ == "__main__":

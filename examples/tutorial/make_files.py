@@ -24,9 +24,9 @@ import os
 os.environ.pop("TF_USE_LEGACY_KERAS", None)  # TensorFlow 2.21's default Keras: Keras 3
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-from sklearn import datasets  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
+import numpy as np
+from sklearn import datasets
+import tensorflow as tf
 
 
 def load(seed=0, size=8, test_images=None):
@@ -48,7 +48,7 @@ def load(seed=0, size=8, test_images=None):
   if test_images:
     pick = np.arange(test_images) % len(test)
     shifts = rng.integers(-2, 3, (test_images, 2))
-    shifts[:len(test)] = 0
+    shifts[: len(test)] = 0
     test_x = np.stack([np.roll(test_x[i], tuple(d), axis=(0, 1)) for i, d in zip(pick, shifts)])
     test_y = test_y[pick]
   return images[train], digits.target[train], test_x, test_y
@@ -58,17 +58,21 @@ def train_model(train_images, train_labels, seed=0):
   """The tutorial's model and training, at the images' size."""
   tf.keras.utils.set_random_seed(seed)
   size = train_images.shape[1]
-  model = tf.keras.Sequential([
+  model = tf.keras.Sequential(
+    [
       tf.keras.layers.InputLayer(shape=(size, size)),
       tf.keras.layers.Reshape(target_shape=(size, size, 1)),
       tf.keras.layers.Conv2D(filters=12, kernel_size=(3, 3), activation="relu"),
       tf.keras.layers.MaxPooling2D(pool_size=(2, 2)),
       tf.keras.layers.Flatten(),
       tf.keras.layers.Dense(10),
-  ])
-  model.compile(optimizer="adam",
-                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+    ]
+  )
+  model.compile(
+    optimizer="adam",
+    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+  )
   model.fit(train_images, train_labels, epochs=15, batch_size=32, verbose=0)
   return model
 
@@ -103,14 +107,18 @@ def write_images(root, images, labels):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--out", required=True)
-  parser.add_argument("--size", type=int, default=8,
-                      help="image side (28 for MNIST's size: the digits resized)")
-  parser.add_argument("--test_images", type=int, default=0,
-                      help="repeat the test split (shifted copies) to this many images")
+  parser.add_argument(
+    "--size", type=int, default=8, help="image side (28 for MNIST's size: the digits resized)"
+  )
+  parser.add_argument(
+    "--test_images",
+    type=int,
+    default=0,
+    help="repeat the test split (shifted copies) to this many images",
+  )
   args = parser.parse_args()
   os.makedirs(args.out, exist_ok=True)
-  train_u8, train_labels, test_u8, test_labels = load(size=args.size,
-                                                      test_images=args.test_images)
+  train_u8, train_labels, test_u8, test_labels = load(size=args.size, test_images=args.test_images)
   train_images = train_u8.astype(np.float32) / 255.0  # the tutorial's normalization
   model = train_model(train_images, train_labels)
   model.save(os.path.join(args.out, "model.keras"))

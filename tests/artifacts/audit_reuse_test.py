@@ -29,10 +29,19 @@ from tf_forget.data import registry as data_registry
 from tf_forget.evaluate import evaluate
 
 FLAGS = flags.FLAGS
-CONFIG = dict(preset="tiny", members=2, variants=["dense", "prune_0.5"], quantizations=[],
-              pruned_quantizations=["none"], deploy_encoding="plain",
-              corruptions=["gaussian_noise"], severities=["3"], noise_levels=["0", "0.5"],
-              noise_draws=1, noise_examples=30)
+CONFIG = dict(
+  preset="tiny",
+  members=2,
+  variants=["dense", "prune_0.5"],
+  quantizations=[],
+  pruned_quantizations=["none"],
+  deploy_encoding="plain",
+  corruptions=["gaussian_noise"],
+  severities=["3"],
+  noise_levels=["0", "0.5"],
+  noise_draws=1,
+  noise_examples=30,
+)
 
 
 def _run_main(capsys, **flag_values):
@@ -69,9 +78,11 @@ def baseline(tmp_path_factory):
   out = tmp_path_factory.mktemp("base") / "run"
   capsys = _Capture()
   # The two typos: one line, exit 1, nothing written, --out not even created.
-  for typo, message in ((dict(model="nosuch"), "unknown model 'nosuch'"),
-                        (dict(steps=7), "does not fit in 7 steps"),
-                        (dict(steps=70), "steps=70 is not a multiple of checkpoint_every=20")):
+  for typo, message in (
+    (dict(model="nosuch"), "unknown model 'nosuch'"),
+    (dict(steps=7), "does not fit in 7 steps"),
+    (dict(steps=70), "steps=70 is not a multiple of checkpoint_every=20"),
+  ):
     code, _ = _run_main(capsys, out=str(out), **dict(CONFIG, **typo))
     assert message in _one_line_error(code)
     assert not out.exists()
@@ -117,15 +128,22 @@ def test_altered_tflite_predictions_are_redone(run, capsys):
   # The stage refuses to evaluate a file that is not its export JSON's (rather than evaluate it
   # and record the JSON's sha256) ...
   with pytest.raises(evaluate.EvaluationError, match="changed since it was exported"):
-    from tf_forget.evaluate import population_eval  # pylint: disable=g-import-not-at-top
+    from tf_forget.evaluate import population_eval
+
     population_eval.evaluate_population(str(out), splits=["test"], check_keras=False)
   # ... and predictions of the altered bytes record the altered bytes' sha256.
   dataset = data_registry.get("digits")
   pred = out / "predictions" / "prune_0.5" / "0" / "test.npz"
   split_id = predictions.split_identity("digits", dataset.spec.options, "test")
-  evaluate.evaluate_file(str(tflite), lambda: dataset.batches("test", 256), str(pred), "test",
-                         metadata={"variant": "prune_0.5", "k": 0}, split_id=split_id,
-                         overwrite=True)
+  evaluate.evaluate_file(
+    str(tflite),
+    lambda: dataset.batches("test", 256),
+    str(pred),
+    "test",
+    metadata={"variant": "prune_0.5", "k": 0},
+    split_id=split_id,
+    overwrite=True,
+  )
   altered_top1 = predictions.read(str(pred))["metadata"]["top1_accuracy"]
   code, log = _run_main(capsys, out=str(out), **CONFIG)
   assert code == 0
@@ -164,7 +182,7 @@ def test_truncated_predictions_are_redone(run, capsys):
   for split in ("test", "gaussian_noise@3"):
     path = out / "predictions" / "dense" / "1" / f"{split}.npz"
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 3])
+    path.write_bytes(data[: len(data) // 3])
   noise = out / "noise" / "prune_0.5" / "0" / "linf.npz"
   noise.write_bytes(noise.read_bytes()[:100])
   code, log = _run_main(capsys, out=str(out), **CONFIG)
@@ -177,15 +195,23 @@ def test_truncated_predictions_are_redone(run, capsys):
   assert again["tables"]["noise_accuracy"] == report["tables"]["noise_accuracy"]
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(quantizations=["full_int8"]), "was made with quantizations=[]; this run asks "
-     "quantizations=['full_int8']: use another --out or remove it"),
-    (dict(corruptions=["fog"]), "corruptions=['gaussian_noise@3']; this run asks "
-     "corruptions=['fog@3']"),
+@pytest.mark.parametrize(
+  "change, message",
+  [
+    (
+      dict(quantizations=["full_int8"]),
+      "was made with quantizations=[]; this run asks "
+      "quantizations=['full_int8']: use another --out or remove it",
+    ),
+    (
+      dict(corruptions=["fog"]),
+      "corruptions=['gaussian_noise@3']; this run asks corruptions=['fog@3']",
+    ),
     (dict(noise_levels=["0", "0.3"]), "noise.eps=[0.0, 0.5]; this run asks noise.eps=[0.0, 0.3]"),
     (dict(members=3), "members=2; this run asks members=3"),
     (dict(steps=40), "preset_params.steps=60; this run asks preset_params.steps=40"),
-])
+  ],
+)
 def test_conflicting_config_is_refused_and_nothing_written(run, capsys, change, message):
   out, _ = run
   before = _tree(out)
@@ -196,14 +222,14 @@ def test_conflicting_config_is_refused_and_nothing_written(run, capsys, change, 
 
 def test_settings_that_only_affect_the_bundle_are_not_conflicts(run, capsys):
   out, _ = run
-  code, log = _run_main(capsys, out=str(out), **dict(CONFIG, num_threads=1,
-                                                     max_accuracy_drop=1.0))
+  code, log = _run_main(capsys, out=str(out), **dict(CONFIG, num_threads=1, max_accuracy_drop=1.0))
   assert code == 0
   # Only the latency-based encoding choice is timed again (other threads: the choice records the
   # settings it was measured with); no artifact is redone.
   redone = [line.strip() for line in log.splitlines() if line.strip().startswith("redo")]
-  assert redone and all(" encoding: settings changed (num_threads 2 -> 1)" in line
-                        for line in redone), redone
+  assert redone and all(
+    " encoding: settings changed (num_threads 2 -> 1)" in line for line in redone
+  ), redone
 
 
 def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
@@ -223,7 +249,7 @@ def test_unwritable_out_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_bug_keeps_its_traceback(tmp_path, capsys, monkeypatch):
   # Only the project's error base class is turned into one line: a KeyError from a bug is not.
-  from tf_forget.pipeline import audit_plan  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_plan
 
   def bug(config):
     raise KeyError("bug")

@@ -56,14 +56,22 @@ def test_file_sha256_streams_and_notices_changes(tmp_path):
   assert hashing.file_sha256(str(path)) == hashlib.sha256(data).hexdigest()
   path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, new bytes and mtime
   os.utime(path, ns=(1, 1))
-  assert hashing.file_sha256(str(path)) == hashlib.sha256(
-      data[:-1] + bytes([data[-1] ^ 1])).hexdigest()
+  assert (
+    hashing.file_sha256(str(path)) == hashlib.sha256(data[:-1] + bytes([data[-1] ^ 1])).hexdigest()
+  )
   assert hashing.sha256_json({"b": 1, "a": 2}) == hashing.sha256_json({"a": 2, "b": 1})
 
 
 def test_names_round_trip():
-  for name in ("dense", "full_int8", "prune_0.9", "prune_0.9+full_int8", "float32+sparse",
-               "prune_0.9+sparse", "prune_0.9+full_int8+sparse"):
+  for name in (
+    "dense",
+    "full_int8",
+    "prune_0.9",
+    "prune_0.9+full_int8",
+    "float32+sparse",
+    "prune_0.9+sparse",
+    "prune_0.9+full_int8+sparse",
+  ):
     assert names.parse_variant(name).name == name
   assert names.parse_trained("prune_0.90").name == "prune_0.9"
   with pytest.raises(errors.Error):
@@ -80,12 +88,15 @@ def test_names_round_trip():
 
 def test_layout():
   v = names.parse_variant("prune_0.9+full_int8+sparse")
-  assert layout.tflite_paths("r", v, 3) == ("r/tflite/prune_0.9/3/full_int8+sparse.tflite",
-                                            "r/tflite/prune_0.9/3/full_int8+sparse.json")
+  assert layout.tflite_paths("r", v, 3) == (
+    "r/tflite/prune_0.9/3/full_int8+sparse.tflite",
+    "r/tflite/prune_0.9/3/full_int8+sparse.json",
+  )
   assert layout.predictions("r", "dense", 0, "fog@2") == "r/predictions/dense/0/fog@2.npz"
   assert layout.member_model("r", "dense", 1) == "r/members/dense/1/model.keras"
   assert layout.twin_runtime("r", "full_int8", 0, "test", "builtin") == (
-      "r/eval/twin_runtime/full_int8/0/test.builtin.npz")
+    "r/eval/twin_runtime/full_int8/0/test.builtin.npz"
+  )
   with pytest.raises(names.SplitNameError):
     layout.predictions("r", "dense", 0, "a/b")
 
@@ -100,14 +111,18 @@ def test_strict_json_writes_nan_and_infinities_as_null(tmp_path):
 
   with open(path) as f:
     assert json.loads(f.read(), parse_constant=refuse) == {
-        "a": None, "b": [None, 1.5], "c": {"d": [1, None]}}
+      "a": None,
+      "b": [None, 1.5],
+      "c": {"d": [1, None]},
+    }
   # Valid JSON is written with the same bytes, strict or not.
   valid = {"z": [1, 2.5, None, "x"], "a": {"b": True}}
   fileio.write_json(path, valid)
   lax = open(path, "rb").read()
   fileio.write_json(path, valid, strict=True)
-  assert open(path, "rb").read() == lax == (
-      json.dumps(valid, indent=2, sort_keys=True) + "\n").encode()
+  assert (
+    open(path, "rb").read() == lax == (json.dumps(valid, indent=2, sort_keys=True) + "\n").encode()
+  )
 
 
 # --- round trips ------------------------------------------------------------------------------

@@ -7,10 +7,29 @@ import pytest
 
 from tests import import_check
 
-MODULES = ("errors", "hashing", "filesystem", "fileio", "swap", "run_lock", "user_output",
-           "names", "layout", "lineage", "predictions", "noise_artifact", "tflite_formats",
-           "encodings", "tflite_json", "tflite_failure", "audit_json", "run_json",
-           "member_metadata", "agreement_table", "layers_json")
+MODULES = (
+  "errors",
+  "hashing",
+  "filesystem",
+  "fileio",
+  "swap",
+  "run_lock",
+  "user_output",
+  "names",
+  "layout",
+  "lineage",
+  "predictions",
+  "noise_artifact",
+  "tflite_formats",
+  "encodings",
+  "tflite_json",
+  "tflite_failure",
+  "audit_json",
+  "run_json",
+  "member_metadata",
+  "agreement_table",
+  "layers_json",
+)
 
 
 def _run(imports):
@@ -29,7 +48,9 @@ def test_the_format_registry_imports_without_tensorflow():
 
 
 def test_the_check_detects_tensorflow():
-  fake = ("import types\n"
-          "sys.modules['tensorflow'] = types.ModuleType('tensorflow')\n"
-          "import tf_forget.artifacts.fileio")
+  fake = (
+    "import types\n"
+    "sys.modules['tensorflow'] = types.ModuleType('tensorflow')\n"
+    "import tf_forget.artifacts.fileio"
+  )
   assert _run(fake) == "tensorflow"

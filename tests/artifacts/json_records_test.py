@@ -22,20 +22,27 @@ from tf_forget.artifacts import tflite_failure
 from tf_forget.artifacts import tflite_json
 
 MODULES = {
-    "encodings": (encodings, lambda run: encodings.path(run)),
-    "export JSON": (tflite_json, lambda run: tflite_json.paths(run, names.Variant("dense"), 0)[1]),
-    "failure record": (tflite_failure, lambda run: tflite_failure.path(
-        run, names.Variant("prune_0.9", "float32", "sparse"), 0)),
-    "run.json": (run_json, lambda run: run_json.path(run)),
-    "member metadata": (member_metadata, lambda run: member_metadata.path(run, "dense", 0)),
-    "agreement table": (agreement_table, lambda run: agreement_table.path(run, "test")),
-    "layer analysis": (layers_json, lambda run: layers_json.path(run, "dense", 0, "full_int8")),
+  "encodings": (encodings, lambda run: encodings.path(run)),
+  "export JSON": (tflite_json, lambda run: tflite_json.paths(run, names.Variant("dense"), 0)[1]),
+  "failure record": (
+    tflite_failure,
+    lambda run: tflite_failure.path(run, names.Variant("prune_0.9", "float32", "sparse"), 0),
+  ),
+  "run.json": (run_json, lambda run: run_json.path(run)),
+  "member metadata": (member_metadata, lambda run: member_metadata.path(run, "dense", 0)),
+  "agreement table": (agreement_table, lambda run: agreement_table.path(run, "test")),
+  "layer analysis": (layers_json, lambda run: layers_json.path(run, "dense", 0, "full_int8")),
 }
 # The schema ids as docs/artifacts/*.md document them.
-SCHEMAS = {"encodings": "tf_forget.encodings/1", "export JSON": "tf_forget.tflite/1",
-           "failure record": "tf_forget.tflite_failure/1", "run.json": "tf_forget.run/1",
-           "member metadata": "tf_forget.member/1", "agreement table": "tf_forget.agreement/1",
-           "layer analysis": "tf_forget.layers/1"}
+SCHEMAS = {
+  "encodings": "tf_forget.encodings/1",
+  "export JSON": "tf_forget.tflite/1",
+  "failure record": "tf_forget.tflite_failure/1",
+  "run.json": "tf_forget.run/1",
+  "member metadata": "tf_forget.member/1",
+  "agreement table": "tf_forget.agreement/1",
+  "layer analysis": "tf_forget.layers/1",
+}
 
 
 @pytest.mark.parametrize("what", sorted(MODULES))
@@ -51,11 +58,14 @@ def test_write_stamps_the_schema_and_read_gives_it_back(tmp_path, what):
 
 
 @pytest.mark.parametrize("what", sorted(MODULES))
-@pytest.mark.parametrize("text, error", [
+@pytest.mark.parametrize(
+  "text, error",
+  [
     ('{"schema": "tf_forget.other/1"}', errors.SchemaError),
     ('["tf_forget.tflite/1"]', errors.SchemaError),
     ('{"schema": ', errors.ReadError),
-])
+  ],
+)
 def test_another_schema_or_garbage_is_one_line(tmp_path, what, text, error):
   module, path = MODULES[what]
   path = path(str(tmp_path))
@@ -74,19 +84,28 @@ def test_another_schema_or_garbage_is_one_line(tmp_path, what, text, error):
 def test_audit_json_holds_the_identity_the_config_and_the_caveats(tmp_path):
   path = audit_json.path(str(tmp_path))
   audit_json.write(path, {"dataset": "digits"}, {"out": "x"}, ("an unsure scaling",))
-  assert audit_json.read(path) == {"schema": "tf_forget.audit/1",
-                                   "config": {"dataset": "digits"},
-                                   "audit_config": {"out": "x"},
-                                   "caveats": ["an unsure scaling"]}
+  assert audit_json.read(path) == {
+    "schema": "tf_forget.audit/1",
+    "config": {"dataset": "digits"},
+    "audit_config": {"out": "x"},
+    "caveats": ["an unsure scaling"],
+  }
 
 
 def test_a_failure_record_names_the_plain_twin_and_the_reason_on_one_line():
-  record = tflite_failure.record(names.Variant("prune_0.9", "full_int8", "sparse"), 2,
-                                 "conversion failed:\n  some trace")
-  assert record == {"schema": "tf_forget.tflite_failure/1", "variant": "prune_0.9+full_int8+sparse",
-                    "member_variant": "prune_0.9", "k": 2, "format": "full_int8",
-                    "encoding": "sparse", "reason": "conversion failed: some trace",
-                    "plain_twin": "full_int8.tflite"}
+  record = tflite_failure.record(
+    names.Variant("prune_0.9", "full_int8", "sparse"), 2, "conversion failed:\n  some trace"
+  )
+  assert record == {
+    "schema": "tf_forget.tflite_failure/1",
+    "variant": "prune_0.9+full_int8+sparse",
+    "member_variant": "prune_0.9",
+    "k": 2,
+    "format": "full_int8",
+    "encoding": "sparse",
+    "reason": "conversion failed: some trace",
+    "plain_twin": "full_int8.tflite",
+  }
 
 
 def test_only_stem_json_files_are_export_jsons():

@@ -23,24 +23,41 @@ INPUTS = {"tflite": "a" * 64, "split": SPLIT_ID}
 
 
 def _predictions(path, shift=0):
-  predictions.write(str(path), [1, 2, 3], [0, 1, 1], np.eye(3, 4, shift, dtype=np.float32),
-                    {"variant": "dense", "k": 0, "inputs": INPUTS})
+  predictions.write(
+    str(path),
+    [1, 2, 3],
+    [0, 1, 1],
+    np.eye(3, 4, shift, dtype=np.float32),
+    {"variant": "dense", "k": 0, "inputs": INPUTS},
+  )
   return str(path)
 
 
 def _noise(path, value=0):
   top1 = np.full((2, 1, 3), value, np.int32)
-  noise_artifact.write(str(path), [0.0, 0.1], [1, 2, 3], [0, 1, 1], top1,
-                       np.full((2, 1, 3, 4), float(value)),
-                       {"variant": "dense", "k": 0, "inputs": INPUTS})
+  noise_artifact.write(
+    str(path),
+    [0.0, 0.1],
+    [1, 2, 3],
+    [0, 1, 1],
+    top1,
+    np.full((2, 1, 3, 4), float(value)),
+    {"variant": "dense", "k": 0, "inputs": INPUTS},
+  )
   return str(path)
 
 
 def _damage(path, how):
   data = open(path, "rb").read()
   with open(path, "wb") as f:
-    f.write({"truncated": data[:len(data) // 2], "empty": b"", "garbage": b"not a zip file",
-             "zeros": b"\0" * 100}[how])
+    f.write(
+      {
+        "truncated": data[: len(data) // 2],
+        "empty": b"",
+        "garbage": b"not a zip file",
+        "zeros": b"\0" * 100,
+      }[how]
+    )
 
 
 DAMAGE = ("truncated", "empty", "garbage", "zeros")
@@ -119,8 +136,9 @@ def test_inputs_must_match(tmp_path):
   assert not state and state.reason == "its input split changed since it was evaluated"
   state = predictions.status(path, INPUTS, need_logits=True)
   assert state  # logits were saved
-  predictions.write(path, [1], [0], np.ones((1, 4), np.float32), {"inputs": INPUTS},
-                    save_logits=False)
+  predictions.write(
+    path, [1], [0], np.ones((1, 4), np.float32), {"inputs": INPUTS}, save_logits=False
+  )
   assert predictions.status(path, INPUTS, need_logits=True).reason == "it has no logits"
   predictions.write(path, [1], [0], np.ones((1, 4), np.float32), {})
   assert "records no inputs" in predictions.status(path, INPUTS).reason
@@ -134,9 +152,13 @@ def _other_noise(path):
   return _noise(path, value=1)
 
 
-@pytest.mark.parametrize("make, make_other, status", [
+@pytest.mark.parametrize(
+  "make, make_other, status",
+  [
     (_predictions, _other_predictions, predictions.status),
-    (_noise, _other_noise, noise_artifact.status)])
+    (_noise, _other_noise, noise_artifact.status),
+  ],
+)
 def test_a_file_copied_over_the_one_written_is_not_current(tmp_path, make, make_other, status):
   """Its inputs and schema are valid (another file of the same writer, other numbers), but its
   bytes are not those recorded when the artifact was written; nor is a file without that
@@ -147,8 +169,9 @@ def test_a_file_copied_over_the_one_written_is_not_current(tmp_path, make, make_
   assert status(path, INPUTS)
   shutil.copyfile(other, path)
   state = status(path, INPUTS)
-  assert not state and state.reason == ("its bytes are not those written (sha256 differs from "
-                                        "the one recorded)")
+  assert not state and state.reason == (
+    "its bytes are not those written (sha256 differs from the one recorded)"
+  )
   os.remove(lineage.own_path(path))
   assert "has no record of its own sha256" in status(path, INPUTS).reason
   lineage.record_own(path)
@@ -156,9 +179,11 @@ def test_a_file_copied_over_the_one_written_is_not_current(tmp_path, make, make_
 
 
 def test_split_identity_distinguishes_inputs():
-  ids = {predictions.split_identity("digits", {}, "test"),
-         predictions.split_identity("digits", {}, "train"),
-         predictions.split_identity("digits", {"image_size": [16, 16]}, "test"),
-         predictions.split_identity("digits_biased", {}, "test"),
-         predictions.split_identity("digits", {}, "test", corruption_meta_sha256="0" * 64)}
+  ids = {
+    predictions.split_identity("digits", {}, "test"),
+    predictions.split_identity("digits", {}, "train"),
+    predictions.split_identity("digits", {"image_size": [16, 16]}, "test"),
+    predictions.split_identity("digits_biased", {}, "test"),
+    predictions.split_identity("digits", {}, "test", corruption_meta_sha256="0" * 64),
+  }
   assert len(ids) == 5

@@ -14,6 +14,7 @@ import pytest
 from tests import files
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import swap
 
 # --- swaps: a set of entries replaced whole, or not at all -----------------------------------
@@ -31,10 +32,12 @@ def _make_report(root, version):
 
 def _files_of_version(version):
   """What `_files` returns for `_make_report(root, version)`."""
-  return {"tables/a.csv": f"{version} tables/a.csv\n".encode(),
-          f"tables/{version}_only.csv": f"{version} tables/{version}_only.csv\n".encode(),
-          "report.html": f"{version} report.html\n".encode(),
-          "report.json": f"{version} report.json\n".encode()}
+  return {
+    "tables/a.csv": f"{version} tables/a.csv\n".encode(),
+    f"tables/{version}_only.csv": f"{version} tables/{version}_only.csv\n".encode(),
+    "report.html": f"{version} report.html\n".encode(),
+    "report.json": f"{version} report.json\n".encode(),
+  }
 
 
 @pytest.mark.parametrize("fail_at", range(6))  # 3 entries: 3 renames aside, 3 in
@@ -61,14 +64,17 @@ def test_swap_in_rolls_back_whole_when_a_rename_fails(tmp_path, monkeypatch, fai
 
 
 def _make_bundle(root, version):
-  fileio.write_bytes(fileio.join(root, "deploy", "v", "0.tflite"), f"{version} v".encode())
-  fileio.write_bytes(fileio.join(root, "deploy", f"{version}_only.bin"), version.encode())
-  fileio.write_json(fileio.join(root, "deploy", "manifest.json"), {"version": version})
+  fileio.write_bytes(filesystem.join(root, "deploy", "v", "0.tflite"), f"{version} v".encode())
+  fileio.write_bytes(filesystem.join(root, "deploy", f"{version}_only.bin"), version.encode())
+  fileio.write_json(filesystem.join(root, "deploy", "manifest.json"), {"version": version})
 
 
 def _url_files(root):
-  return {fileio.join(d, n)[len(root):]: fileio.read_bytes(fileio.join(d, n))
-          for d, _, names in fileio.walk(root) for n in names}
+  return {
+    filesystem.join(d, n)[len(root) :]: fileio.read_bytes(filesystem.join(d, n))
+    for d, _, names in filesystem.walk(root)
+    for n in names
+  }
 
 
 # Moving the old tree aside takes 3 renames (the manifest first), moving the new one in 3 more.
@@ -93,7 +99,7 @@ def test_swap_in_on_a_url_file_system_rolls_back_exactly(monkeypatch, fail_at):
       monkeypatch.setattr(fileio, "_rename", flaky)
       swap.swap_in(tmp, ("deploy",), markers=("manifest.json",))
   assert moved[0].endswith("/deploy/manifest.json")  # the old manifest leaves first
-  assert _url_files(root) == before and fileio.listdir(root) == ["deploy"]
+  assert _url_files(root) == before and filesystem.listdir(root) == ["deploy"]
 
 
 def test_swap_in_replaces_whole_and_refuses_a_directory_for_a_file(tmp_path):
@@ -142,7 +148,11 @@ def test_without_a_listing_every_file_under_the_entries_is_named(tmp_path):
   out = str(tmp_path / "out")
   _make_report(out, "mine")
   assert swap.foreign_files(out, ".r", NAMES) == [
-      "tables/a.csv", "tables/mine_only.csv", "report.html", "report.json"]
+    "tables/a.csv",
+    "tables/mine_only.csv",
+    "report.html",
+    "report.json",
+  ]
 
 
 def test_the_listing_names_old_and_new_entries_until_the_swap_is_done(tmp_path, monkeypatch):
@@ -214,8 +224,12 @@ def test_clean_staging_finishes_or_undoes_a_killed_swap(tmp_path, kill_at):
   _make_report(staging, "new")
   _make_report(os.path.join(out, ".r.tmp-2-build"), "partial")  # a killed build, no swap
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  done = subprocess.run([sys.executable, "-c", KILLED_SWAP, staging, str(kill_at)],
-                        env=dict(os.environ, PYTHONPATH=root), capture_output=True, text=True)
+  done = subprocess.run(
+    [sys.executable, "-c", KILLED_SWAP, staging, str(kill_at)],
+    env=dict(os.environ, PYTHONPATH=root),
+    capture_output=True,
+    text=True,
+  )
   assert done.returncode == 9, done.stderr
   assert swap.clean_staging(out, ".r", NAMES) == []
   # Killed before the last new entry moved in: the old report whole; after: the new one.
@@ -249,7 +263,8 @@ def test_replace_dir_notes_an_old_tree_it_cannot_remove(tmp_path, monkeypatch):
   monkeypatch.setattr(shutil, "rmtree", immutable)
   notes = swap.replace_dir(src, dst, last=("report.json",))
   assert len(notes) == 1 and re.fullmatch(
-      r"could not remove .*/deploy\.old-[^/]+: Operation not permitted", notes[0]), notes
+    r"could not remove .*/deploy\.old-[^/]+: Operation not permitted", notes[0]
+  ), notes
   assert files.snapshot(dst) == _files_of_version("new")  # the new tree stands
   monkeypatch.setattr(shutil, "rmtree", real)
   _make_report(src, "newer")

@@ -17,6 +17,7 @@ import pytest
 from tests import timed
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import swap
 from tf_forget.config import tree
@@ -33,104 +34,111 @@ def root(request, tmp_path):
 
 
 def test_write_read_exists_listdir_walk(root):
-  assert not fileio.exists(root) and fileio.listdir(root) == []
-  assert list(fileio.walk(root)) == []
-  fileio.write_bytes(fileio.join(root, "b", "x.bin"), b"xyz")
-  fileio.write_json(fileio.join(root, "a.json"), {"k": 1})
-  fileio.write_npz(fileio.join(root, "b", "c", "arr.npz"), v=np.arange(3))
-  assert fileio.isdir(root) and fileio.isfile(fileio.join(root, "a.json"))
-  assert not fileio.isfile(fileio.join(root, "b")) and fileio.isdir(fileio.join(root, "b"))
-  assert fileio.listdir(root) == ["a.json", "b"]  # no temporary file left
-  assert fileio.read_json(fileio.join(root, "a.json")) == {"k": 1}
-  assert fileio.read_bytes(fileio.join(root, "b", "x.bin")) == b"xyz"
-  np.testing.assert_array_equal(fileio.read_npz(fileio.join(root, "b", "c", "arr.npz"))["v"],
-                                np.arange(3))
-  assert list(fileio.walk(root)) == [
-      (root, ["b"], ["a.json"]),
-      (fileio.join(root, "b"), ["c"], ["x.bin"]),
-      (fileio.join(root, "b", "c"), [], ["arr.npz"]),
+  assert not filesystem.exists(root) and filesystem.listdir(root) == []
+  assert list(filesystem.walk(root)) == []
+  fileio.write_bytes(filesystem.join(root, "b", "x.bin"), b"xyz")
+  fileio.write_json(filesystem.join(root, "a.json"), {"k": 1})
+  fileio.write_npz(filesystem.join(root, "b", "c", "arr.npz"), v=np.arange(3))
+  assert filesystem.isdir(root) and filesystem.isfile(filesystem.join(root, "a.json"))
+  assert not filesystem.isfile(filesystem.join(root, "b")) and filesystem.isdir(
+    filesystem.join(root, "b")
+  )
+  assert filesystem.listdir(root) == ["a.json", "b"]  # no temporary file left
+  assert fileio.read_json(filesystem.join(root, "a.json")) == {"k": 1}
+  assert fileio.read_bytes(filesystem.join(root, "b", "x.bin")) == b"xyz"
+  np.testing.assert_array_equal(
+    fileio.read_npz(filesystem.join(root, "b", "c", "arr.npz"))["v"], np.arange(3)
+  )
+  assert list(filesystem.walk(root)) == [
+    (root, ["b"], ["a.json"]),
+    (filesystem.join(root, "b"), ["c"], ["x.bin"]),
+    (filesystem.join(root, "b", "c"), [], ["arr.npz"]),
   ]
   with pytest.raises(errors.ReadError, match="cannot read"):
-    fileio.read_bytes(fileio.join(root, "missing"))
+    fileio.read_bytes(filesystem.join(root, "missing"))
 
 
 def test_prefix_siblings_are_not_entries(root):
   """`ram://` matches names by prefix: `deploy.tmp/` must not make `deploy` exist."""
-  fileio.write_bytes(fileio.join(root, "deploy.tmp", "f"), b"1")
-  fileio.write_bytes(fileio.join(root, "e2.txt"), b"1")
-  fileio.makedirs(fileio.join(root, "e"))
-  assert not fileio.exists(fileio.join(root, "deploy"))
-  assert not fileio.isdir(fileio.join(root, "deploy"))
-  assert fileio.listdir(fileio.join(root, "deploy")) == []
-  assert fileio.listdir(fileio.join(root, "e")) == []
-  assert fileio.listdir(root) == ["deploy.tmp", "e", "e2.txt"]
-  fileio.rmtree(fileio.join(root, "deploy"))  # nothing there: no error, the sibling stays
-  fileio.remove(fileio.join(root, "deploy"))
-  assert fileio.read_bytes(fileio.join(root, "deploy.tmp", "f")) == b"1"
+  fileio.write_bytes(filesystem.join(root, "deploy.tmp", "f"), b"1")
+  fileio.write_bytes(filesystem.join(root, "e2.txt"), b"1")
+  filesystem.makedirs(filesystem.join(root, "e"))
+  assert not filesystem.exists(filesystem.join(root, "deploy"))
+  assert not filesystem.isdir(filesystem.join(root, "deploy"))
+  assert filesystem.listdir(filesystem.join(root, "deploy")) == []
+  assert filesystem.listdir(filesystem.join(root, "e")) == []
+  assert filesystem.listdir(root) == ["deploy.tmp", "e", "e2.txt"]
+  filesystem.rmtree(filesystem.join(root, "deploy"))  # nothing there: no error, the sibling stays
+  filesystem.remove(filesystem.join(root, "deploy"))
+  assert fileio.read_bytes(filesystem.join(root, "deploy.tmp", "f")) == b"1"
 
 
 def test_stat_getsize_open_file(root):
-  path = fileio.join(root, "f.bin")
+  path = filesystem.join(root, "f.bin")
   data = bytes(range(256)) * 10
   fileio.write_bytes(path, data)
-  st = fileio.stat(path)
-  assert st.size == len(data) == fileio.getsize(path)
-  assert (st.inode is None) == fileio.is_url(path)
-  with fileio.open_file(path, "rb") as f:
+  st = filesystem.stat(path)
+  assert st.size == len(data) == filesystem.getsize(path)
+  assert (st.inode is None) == filesystem.is_url(path)
+  with filesystem.open_file(path, "rb") as f:
     assert f.read(5) == data[:5] and f.read() == data[5:]
   with pytest.raises(FileNotFoundError):
-    fileio.stat(fileio.join(root, "missing"))
+    filesystem.stat(filesystem.join(root, "missing"))
   with pytest.raises(FileNotFoundError):
-    fileio.open_file(fileio.join(root, "missing"), "rb")
+    filesystem.open_file(filesystem.join(root, "missing"), "rb")
 
 
 def test_copy_rename_remove_rmtree(root):
-  src = fileio.join(root, "a", "src.bin")
+  src = filesystem.join(root, "a", "src.bin")
   fileio.write_bytes(src, b"payload")
-  dst = fileio.join(root, "b", "c", "dst.bin")
+  dst = filesystem.join(root, "b", "c", "dst.bin")
   fileio.copy(src, dst)
-  assert fileio.read_bytes(dst) == b"payload" and fileio.listdir(fileio.join(root, "b", "c")) == [
-      "dst.bin"]
+  assert fileio.read_bytes(dst) == b"payload" and filesystem.listdir(
+    filesystem.join(root, "b", "c")
+  ) == ["dst.bin"]
   fileio.write_bytes(src, b"new")
   fileio.copy(src, dst)  # replaces
   assert fileio.read_bytes(dst) == b"new"
-  fileio.rename(dst, fileio.join(root, "b", "moved.bin"))
-  assert not fileio.exists(dst) and fileio.read_bytes(fileio.join(root, "b", "moved.bin")) == b"new"
+  fileio.rename(dst, filesystem.join(root, "b", "moved.bin"))
+  assert (
+    not filesystem.exists(dst)
+    and fileio.read_bytes(filesystem.join(root, "b", "moved.bin")) == b"new"
+  )
   with pytest.raises(errors.WriteError, match="cannot write"):
-    fileio.copy(fileio.join(root, "missing"), fileio.join(root, "x"))
-  assert not fileio.exists(fileio.join(root, "x"))
-  fileio.remove(src)
-  fileio.remove(src)  # a missing file: no error
-  assert fileio.listdir(fileio.join(root, "a")) == []
-  fileio.rmtree(fileio.join(root, "b"))
-  fileio.rmtree(fileio.join(root, "b"))
-  assert fileio.listdir(root) == ["a"]
+    fileio.copy(filesystem.join(root, "missing"), filesystem.join(root, "x"))
+  assert not filesystem.exists(filesystem.join(root, "x"))
+  filesystem.remove(src)
+  filesystem.remove(src)  # a missing file: no error
+  assert filesystem.listdir(filesystem.join(root, "a")) == []
+  filesystem.rmtree(filesystem.join(root, "b"))
+  filesystem.rmtree(filesystem.join(root, "b"))
+  assert filesystem.listdir(root) == ["a"]
 
 
 def test_replace_dir(root):
-  dst = fileio.join(root, "deploy")
-  fileio.write_bytes(fileio.join(dst, "old.bin"), b"old")
+  dst = filesystem.join(root, "deploy")
+  fileio.write_bytes(filesystem.join(dst, "old.bin"), b"old")
   tmp = dst + ".tmp"
-  fileio.write_bytes(fileio.join(tmp, "v", "0.tflite"), b"model")
-  fileio.write_json(fileio.join(tmp, "manifest.json"), {"ok": True})
+  fileio.write_bytes(filesystem.join(tmp, "v", "0.tflite"), b"model")
+  fileio.write_json(filesystem.join(tmp, "manifest.json"), {"ok": True})
   swap.replace_dir(tmp, dst, last=("manifest.json",))
-  assert not fileio.exists(tmp) and fileio.listdir(root) == ["deploy"]
-  assert fileio.listdir(dst) == ["manifest.json", "v"]
-  assert fileio.read_bytes(fileio.join(dst, "v", "0.tflite")) == b"model"
-  assert fileio.read_json(fileio.join(dst, "manifest.json")) == {"ok": True}
+  assert not filesystem.exists(tmp) and filesystem.listdir(root) == ["deploy"]
+  assert filesystem.listdir(dst) == ["manifest.json", "v"]
+  assert fileio.read_bytes(filesystem.join(dst, "v", "0.tflite")) == b"model"
+  assert fileio.read_json(filesystem.join(dst, "manifest.json")) == {"ok": True}
 
 
 def test_file_sha256(root):
-  path = fileio.join(root, "f.bin")
+  path = filesystem.join(root, "f.bin")
   fileio.write_bytes(path, b"a" * 100)
   assert hashing.file_sha256(path) == hashing.sha256_bytes(b"a" * 100)
   fileio.write_bytes(path, b"b" * 100)  # same size; ram:// has no mtime: never memoized
-  if fileio.is_url(path):
+  if filesystem.is_url(path):
     assert hashing.file_sha256(path) == hashing.sha256_bytes(b"b" * 100)
   assert hashing.file_sha256(path, memo=False) == hashing.sha256_bytes(b"b" * 100)
   with pytest.raises(OSError):
-    hashing.file_sha256(fileio.join(root, "missing"))
-  assert hashing.file_sha256_or_none(fileio.join(root, "missing")) is None
+    hashing.file_sha256(filesystem.join(root, "missing"))
+  assert hashing.file_sha256_or_none(filesystem.join(root, "missing")) is None
 
 
 def test_url_parent_is_not_the_scheme(monkeypatch):
@@ -146,13 +154,20 @@ def test_url_parent_is_not_the_scheme(monkeypatch):
 
 # The audit, on ram:// and on a local directory.
 
-_AUDIT = {"data": {"dataset": "digits"},
-          "population": {"preset": "tiny", "members": 2, "variants": ["dense", "prune_0.5"],
-                         "steps": 60, "preset_overrides": {"checkpoint_every": 30}},
-          "formats": {"quantizations": ["dynamic_int8"]},
-          "robustness": {"corruptions": ["gaussian_noise"], "severities": [3]},
-          "noise": {"levels": [0.0, 0.1], "draws": 2, "examples": 50},
-          "deployment": {"encoding": "plain"}}
+_AUDIT = {
+  "data": {"dataset": "digits"},
+  "population": {
+    "preset": "tiny",
+    "members": 2,
+    "variants": ["dense", "prune_0.5"],
+    "steps": 60,
+    "preset_overrides": {"checkpoint_every": 30},
+  },
+  "formats": {"quantizations": ["dynamic_int8"]},
+  "robustness": {"corruptions": ["gaussian_noise"], "severities": [3]},
+  "noise": {"levels": [0.0, 0.1], "draws": 2, "examples": 50},
+  "deployment": {"encoding": "plain"},
+}
 # Timings (and what depends on them: the encoding chosen by the latency bound) differ between
 # two runs; everything else in the report must be equal.
 # Besides the timings: what the encoding decision, made from them, writes.
@@ -174,16 +189,16 @@ def _predictions(out):
   """{relative path: arrays} of every predictions and noise file of a run."""
   found = {}
   for sub in ("predictions", "predictions_keras", "noise"):
-    for dirpath, _, names in fileio.walk(fileio.join(out, sub)):
+    for dirpath, _, names in filesystem.walk(filesystem.join(out, sub)):
       for name in names:
         if name.endswith(".npz"):
-          path = fileio.join(dirpath, name)
-          found[path[len(out):]] = fileio.read_npz(path)
+          path = filesystem.join(dirpath, name)
+          found[path[len(out) :]] = fileio.read_npz(path)
   return found
 
 
 def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib
 
   cwd = tmp_path / "cwd"
   cwd.mkdir()
@@ -193,24 +208,33 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
   results = {}
   for out in (local, ram):
     t0 = time.time()
-    results[out] = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=out)),
-                                       log=lambda s: None)
+    results[out] = audit_lib.run_audit(
+      tree.AuditConfig.from_json(dict(_AUDIT, out=out)), log=lambda s: None
+    )
     print(f"audit on {out}: {time.time() - t0:.0f} s")
   assert list(cwd.iterdir()) == []  # the ram:// run wrote nothing locally
 
-  for name in ("report.json", "report.html", "audit.json", "deploy/manifest.json",
-               "eval/encodings.json", "tables/overview.csv"):
-    assert fileio.isfile(fileio.join(ram, name)), name
-  report = fileio.read_json(fileio.join(ram, "report.json"))
-  manifest = fileio.read_json(fileio.join(ram, "deploy", "manifest.json"))
+  for name in (
+    "report.json",
+    "report.html",
+    "audit.json",
+    "deploy/manifest.json",
+    "eval/encodings.json",
+    "tables/overview.csv",
+  ):
+    assert filesystem.isfile(filesystem.join(ram, name)), name
+  report = fileio.read_json(filesystem.join(ram, "report.json"))
+  manifest = fileio.read_json(filesystem.join(ram, "deploy", "manifest.json"))
   assert report == results[ram][0]
   assert {e["variant"] for e in manifest["files"]} == set(report["variants"])
   for entry in manifest["files"]:
-    data = fileio.read_bytes(fileio.join(ram, "deploy", entry["file"]))
+    data = fileio.read_bytes(filesystem.join(ram, "deploy", entry["file"]))
     assert len(data) == entry["size_bytes"]["raw"]
     assert hashing.sha256_bytes(data) == entry["sha256"]
-  assert not fileio.exists(fileio.join(ram, "deploy.tmp"))
-  assert fileio.listdir(fileio.join(ram, "corruptions"))  # the corruption cache is there too
+  assert not filesystem.exists(filesystem.join(ram, "deploy.tmp"))
+  assert filesystem.listdir(
+    filesystem.join(ram, "corruptions")
+  )  # the corruption cache is there too
 
   # Bit-equal predictions and equal report numbers.
   on_ram, on_disk = _predictions(ram), _predictions(local)
@@ -229,8 +253,9 @@ def test_audit_on_ram_equals_local(tmp_path, monkeypatch):
 
   # A second run on ram:// reuses every artifact: exists / listdir / hashes work there.
   lines, t0 = [], time.time()
-  report2, _ = audit_lib.run_audit(tree.AuditConfig.from_json(dict(_AUDIT, out=ram)),
-                                   log=lines.append)
+  report2, _ = audit_lib.run_audit(
+    tree.AuditConfig.from_json(dict(_AUDIT, out=ram)), log=lines.append
+  )
   assert not [line for line in lines if "redo" in line], lines
   assert _strip(report2["variants"], ram) == _strip(report["variants"], ram)
   print(f"re-run on {ram}: {time.time() - t0:.0f} s")

@@ -19,8 +19,6 @@ from tf_forget.artifacts import user_output
 ROOT = os.geteuid() == 0
 
 
-
-
 def _write(path, data=b"new\n", append=False, run_dir=None):
   output = user_output.check(str(path), "--summary", run_dir=run_dir, append=append)
   user_output.write(output, data)
@@ -57,8 +55,10 @@ def test_a_fifo_is_written_in_place_or_refused_when_nobody_reads_it(tmp_path):
   with files.time_bound():
     with pytest.raises(errors.WriteError) as e:
       user_output.check(str(fifo), "--summary")
-    assert str(e.value) == (f"--summary: no process reads the FIFO {fifo} (the write would "
-                            "wait for ever): start its reader first")
+    assert str(e.value) == (
+      f"--summary: no process reads the FIFO {fifo} (the write would "
+      "wait for ever): start its reader first"
+    )
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
       output = user_output.check(str(fifo), "--summary", append=True)
@@ -113,10 +113,12 @@ def test_what_cannot_be_written_is_refused_before_any_work(tmp_path):
   sock = socket.socket(socket.AF_UNIX)
   sock.bind(str(tmp_path / "sock"))
   try:
-    cases = {tmp_path: "is a directory, not a file",
-             tmp_path / "no" / "s.md": "no directory",
-             tmp_path / "file" / "s.md": "Not a directory",
-             tmp_path / "sock": "is a socket, not a file"}
+    cases = {
+      tmp_path: "is a directory, not a file",
+      tmp_path / "no" / "s.md": "no directory",
+      tmp_path / "file" / "s.md": "Not a directory",
+      tmp_path / "sock": "is a socket, not a file",
+    }
     for path, message in cases.items():
       with pytest.raises(errors.WriteError, match=message) as e:
         user_output.check(str(path), "--summary")
@@ -128,13 +130,19 @@ def test_what_cannot_be_written_is_refused_before_any_work(tmp_path):
       user_output.check("/proc/tf_forget_summary.md", "--summary")
 
 
-@pytest.mark.parametrize("rel, lands", [
-    ("deploy/s.md", "lies in {run}/deploy"), ("deploy", "is {run}/deploy"),
-    ("tables/study", "lies in {run}/tables"), ("report.json", "is {run}/report.json"),
-    ("audit.json", "is {run}/audit.json"), ("deploy.tmp-1-ab/s.md", "lies in {run}/deploy.tmp"),
+@pytest.mark.parametrize(
+  "rel, lands",
+  [
+    ("deploy/s.md", "lies in {run}/deploy"),
+    ("deploy", "is {run}/deploy"),
+    ("tables/study", "lies in {run}/tables"),
+    ("report.json", "is {run}/report.json"),
+    ("audit.json", "is {run}/audit.json"),
+    ("deploy.tmp-1-ab/s.md", "lies in {run}/deploy.tmp"),
     (".tf_forget.deploy.files.json", "is {run}/.tf_forget.deploy.files.json"),
     (".", "is the run directory"),
-])
+  ],
+)
 def test_tf_forgets_own_places_in_the_run_directory_are_refused(tmp_path, rel, lands):
   run = tmp_path / "run"
   run.mkdir()

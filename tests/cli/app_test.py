@@ -16,28 +16,37 @@ def _main_that_turns(signum, into):
   def main(argv):
     del argv
     try:
-      app._on_signal(signum, None)  # pylint: disable=protected-access
+      app._on_signal(signum, None)
     except KeyboardInterrupt as e:
       raise into from e
+
   return main
 
 
-@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
-@pytest.mark.parametrize("into", [RuntimeError("Exiting device scope without proper scope "
-                                               "nesting"), errors.WriteError("cannot write x")])
-def test_an_interrupt_surfacing_as_another_error_is_one_line(capsys, monkeypatch, signum, code,
-                                                             verb, into):
+@pytest.mark.parametrize(
+  "signum, code, verb", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+@pytest.mark.parametrize(
+  "into",
+  [
+    RuntimeError("Exiting device scope without proper scope nesting"),
+    errors.WriteError("cannot write x"),
+  ],
+)
+def test_an_interrupt_surfacing_as_another_error_is_one_line(
+  capsys, monkeypatch, signum, code, verb, into
+):
   monkeypatch.setattr(app, "_RECEIVED", [])
   status.reset()  # an audit run earlier in this process left its last section
   status.begin("populations", 4)
   status.advance(1)
   with flagsaver.flagsaver(verbose=True):
     main = _main_that_turns(signum, into)
-    got = app._status(main, "cmd", ["cmd"])  # pylint: disable=protected-access
+    got = app._status(main, "cmd", ["cmd"])
   assert got == code
   assert capsys.readouterr().err.strip().splitlines() == [
-      f"cmd: {verb} during populations, 1 of 4 units done; run the same command to resume"]
+    f"cmd: {verb} during populations, 1 of 4 units done; run the same command to resume"
+  ]
 
 
 def test_a_bug_without_an_interrupt_keeps_its_traceback(capsys, monkeypatch):
@@ -47,7 +56,7 @@ def test_a_bug_without_an_interrupt_keeps_its_traceback(capsys, monkeypatch):
     raise RuntimeError("a bug")
 
   with flagsaver.flagsaver(verbose=True):
-    assert app._status(main, "cmd", ["cmd"]) == 1  # pylint: disable=protected-access
+    assert app._status(main, "cmd", ["cmd"]) == 1
   err = capsys.readouterr().err
   assert "Traceback" in err and "RuntimeError: a bug" in err
 
@@ -60,13 +69,15 @@ class _Finalized:
     self.signum = signum
 
   def __del__(self):
-    app._on_signal(self.signum, None)  # pylint: disable=protected-access
+    app._on_signal(self.signum, None)
 
 
-@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
-def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(capsys, monkeypatch,
-                                                                          signum, code, verb):
+@pytest.mark.parametrize(
+  "signum, code, verb", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(
+  capsys, monkeypatch, signum, code, verb
+):
   monkeypatch.setattr(app, "_RECEIVED", [])
   status.reset()
 
@@ -77,8 +88,9 @@ def test_an_interrupt_swallowed_by_a_finalizer_still_stops_with_one_line(capsys,
     return 0
 
   with flagsaver.flagsaver(verbose=True):
-    got = app._status(main, "cmd", ["cmd"])  # pylint: disable=protected-access
+    got = app._status(main, "cmd", ["cmd"])
   assert got == code
   lines = capsys.readouterr().err.strip().splitlines()
   assert lines[-1].startswith(f"cmd: {verb} during ") and lines[-1].endswith(
-      "run the same command to resume")
+    "run the same command to resume"
+  )

@@ -21,20 +21,32 @@ from tf_forget.cli import app
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARIES = {  # the binary's file -> its --help section titles, in order
-    "eval/evaluate_population.py": ["what to read and write", "how the files run",
-                                    "what is kept and compared"],
-    "tflite_export/export_population.py": ["what to read and write", "what to make"],
-    "tf_forget/train/train_population.py": ["what to read and write", "what to train"],
-    "tf_forget/corruptions/generate_corruptions.py": ["what to read and write", "what to make",
-                                                      "how the work runs"],
+  "eval/evaluate_population.py": [
+    "what to read and write",
+    "how the files run",
+    "what is kept and compared",
+  ],
+  "tflite_export/export_population.py": ["what to read and write", "what to make"],
+  "tf_forget/train/train_population.py": ["what to read and write", "what to train"],
+  "tf_forget/corruptions/generate_corruptions.py": [
+    "what to read and write",
+    "what to make",
+    "how the work runs",
+  ],
 }
 
 
 def _run(path, arg):
   """`subprocess.CompletedProcess` of `python <ROOT>/<path> <arg>` (this checkout, tf_keras)."""
   env = dict(os.environ, PYTHONPATH=ROOT, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
-  return subprocess.run([sys.executable, os.path.join(ROOT, path), arg], env=env, text=True,
-                        capture_output=True, timeout=300, check=False)
+  return subprocess.run(
+    [sys.executable, os.path.join(ROOT, path), arg],
+    env=env,
+    text=True,
+    capture_output=True,
+    timeout=300,
+    check=False,
+  )
 
 
 @pytest.mark.parametrize("path", sorted(BINARIES))
@@ -68,13 +80,20 @@ def _scratch_flags():
 
 def test_sectioned_help_reads_each_flag_and_refuses_a_bad_listing():
   fv = _scratch_flags()
-  text = app.sectioned_help("The doc.", [("first", ["a", "b"]), ("second", ["c"])], fv,
-                            __name__)
-  assert text.splitlines()[:7] == ["The doc.", "", "first:", "  --a: Flag a.",
-                                   "  --b: Flag b. (default: '2')", "", "second:"]
+  text = app.sectioned_help("The doc.", [("first", ["a", "b"]), ("second", ["c"])], fv, __name__)
+  assert text.splitlines()[:7] == [
+    "The doc.",
+    "",
+    "first:",
+    "  --a: Flag a.",
+    "  --b: Flag b. (default: '2')",
+    "",
+    "second:",
+  ]
   for sections, message in (
-      ([("first", ["a", "b"])], "flags in no --help section: c"),
-      ([("first", ["a", "b"]), ("second", ["c", "a"])], "flags in two --help sections: a"),
-      ([("first", ["a", "b", "c", "d"])], "no such flags: d")):
+    ([("first", ["a", "b"])], "flags in no --help section: c"),
+    ([("first", ["a", "b"]), ("second", ["c", "a"])], "flags in two --help sections: a"),
+    ([("first", ["a", "b", "c", "d"])], "no such flags: d"),
+  ):
     with pytest.raises(AssertionError, match=message):
       app.sectioned_help("The doc.", sections, fv, __name__)

@@ -7,8 +7,13 @@ import os
 
 # The checkout itself (under Bazel, where this file links to), not the runfiles: every file.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-BINARIES = {"eval.audit", "eval.evaluate_population", "tflite_export.export_population",
-            "tf_forget.train.train_population", "tf_forget.corruptions.generate_corruptions"}
+BINARIES = {
+  "eval.audit",
+  "eval.evaluate_population",
+  "tflite_export.export_population",
+  "tf_forget.train.train_population",
+  "tf_forget.corruptions.generate_corruptions",
+}
 FOLDERS = ("tf_forget", "eval", "tflite_export", "tests", "benchmarks", "examples", "tools")
 
 
@@ -32,14 +37,21 @@ def _sources():
 def test_no_module_imports_a_binary():
   sources = list(_sources())
   assert len(sources) > 400  # the whole checkout was read
-  found = sorted(f"{os.path.relpath(path, ROOT)} imports {name}" for path in sources
-                 for name in set(_imports(path)) if name in BINARIES)
+  found = sorted(
+    f"{os.path.relpath(path, ROOT)} imports {name}"
+    for path in sources
+    for name in set(_imports(path))
+    if name in BINARIES
+  )
   assert not found
 
 
 def test_the_check_sees_an_import_of_a_binary(tmp_path):
-  for text in ("from eval import audit\n", "import tf_forget.train.train_population\n",
-               "from tf_forget.corruptions import generate_corruptions as g\n"):
+  for text in (
+    "from eval import audit\n",
+    "import tf_forget.train.train_population\n",
+    "from tf_forget.corruptions import generate_corruptions as g\n",
+  ):
     path = tmp_path / "m.py"
     path.write_text(text)
     assert set(_imports(str(path))) & BINARIES, text

@@ -22,16 +22,26 @@ def _run(args):
   read_end, write_end = os.pipe()
   os.close(read_end)
   try:
-    return subprocess.run(args, stdout=write_end, stderr=subprocess.PIPE, text=True,
-                          env=audit_binary.env(), cwd=audit_binary.ROOT, timeout=300,
-                          check=False)
+    return subprocess.run(
+      args,
+      stdout=write_end,
+      stderr=subprocess.PIPE,
+      text=True,
+      env=audit_binary.env(),
+      cwd=audit_binary.ROOT,
+      timeout=300,
+      check=False,
+    )
   finally:
     os.close(write_end)
 
 
 def test_help_to_a_closed_stdout_exits_quietly():
-  for args in (["eval/audit.py", "--help"], ["-m", "tf_forget", "--help"],
-               ["-m", "tf_forget", "audit", "--help"]):
+  for args in (
+    ["eval/audit.py", "--help"],
+    ["-m", "tf_forget", "--help"],
+    ["-m", "tf_forget", "audit", "--help"],
+  ):
     result = _run([sys.executable, *args])
     assert (result.returncode, result.stderr) == (0, ""), (args, result.stderr[-2000:])
 
@@ -57,5 +67,6 @@ def test_a_command_at_work_stops_with_one_line():
   result = _run([sys.executable, "-c", _WORKING])
   assert result.returncode == PIPE_CLOSED, result.stderr[-2000:]
   assert result.stderr.splitlines() == [
-      "toy: stopped during train, 1 of 4 units done (its output was closed); run the same "
-      "command to resume"]
+    "toy: stopped during train, 1 of 4 units done (its output was closed); run the same "
+    "command to resume"
+  ]

@@ -11,26 +11,36 @@ import pytest
 from tf_forget.cli import startup
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_CHILD = ("import sys, time\n"
-          "from tf_forget.cli import startup\n"
-          "startup.guard('cmd')\n"
-          "print('guarded', flush=True)\n"
-          "time.sleep(60)\n")
+_CHILD = (
+  "import sys, time\n"
+  "from tf_forget.cli import startup\n"
+  "startup.guard('cmd')\n"
+  "print('guarded', flush=True)\n"
+  "time.sleep(60)\n"
+)
 
 
 def _child(ignore=()):
   def reset():  # the default handlers, whatever the test runner ignores; then `ignore`
     for signum in (signal.SIGINT, signal.SIGTERM):
       signal.signal(signum, signal.SIG_IGN if signum in ignore else signal.SIG_DFL)
-  proc = subprocess.Popen([sys.executable, "-c", _CHILD], cwd=_ROOT, text=True,
-                          env=dict(os.environ, PYTHONPATH=_ROOT), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, preexec_fn=reset)
+
+  proc = subprocess.Popen(
+    [sys.executable, "-c", _CHILD],
+    cwd=_ROOT,
+    text=True,
+    env=dict(os.environ, PYTHONPATH=_ROOT),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    preexec_fn=reset,
+  )
   assert proc.stdout.readline() == "guarded\n"
   return proc
 
 
-@pytest.mark.parametrize("signum, code, verb", [(signal.SIGINT, 130, "interrupted"),
-                                                (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+  "signum, code, verb", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_a_signal_while_starting_is_one_line(signum, code, verb):
   proc = _child()
   proc.send_signal(signum)

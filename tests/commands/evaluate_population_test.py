@@ -38,8 +38,7 @@ def run_dir(tmp_path_factory):
   # Untrained 4-class members are enough to check the plumbing on digits' 8x8x1 images.
   run_dir = str(tmp_path_factory.mktemp("run"))
   fake_run.write_member(run_dir, "dense", 0, fake_run.tiny_cnn(0), dataset="digits")
-  export.export_population(run_dir, ["float32", "full_int8"], ["float32"],
-                           representative_size=10)
+  export.export_population(run_dir, ["float32", "full_int8"], ["float32"], representative_size=10)
   return run_dir
 
 
@@ -63,7 +62,7 @@ def copy_run(run_dir, tmp_path):
 
 def _adopt(path):
   """Makes the export JSON of `path` record its current bytes (an export of a bad file)."""
-  meta_path = path[:-len(".tflite")] + ".json"
+  meta_path = path[: -len(".tflite")] + ".json"
   with open(meta_path) as f:
     meta = json.load(f)
   with open(path, "rb") as f:
@@ -105,14 +104,14 @@ def test_non_tflite_file(run_dir, tmp_path, capsys):
 
 def test_input_shape_mismatch(tmp_path, capsys):
   run = str(tmp_path / "run16")
-  fake_run.write_member(run, "dense", 0, fake_run.tiny_cnn(0, input_shape=(16, 16, 1)),
-                        dataset="digits")
+  fake_run.write_member(
+    run, "dense", 0, fake_run.tiny_cnn(0, input_shape=(16, 16, 1)), dataset="digits"
+  )
   export.export_population(run, ["float32"], ["float32"])
   result = run_main(capsys, run_dir=run, dataset="digits")
   assert result.returncode == 1
   (line,) = binary_helper.error_lines(result, PREFIX)
-  assert "model input shape (16, 16, 1) does not match the data set's image shape (8, 8, 1)" \
-      in line
+  assert "model input shape (16, 16, 1) does not match the data set's image shape (8, 8, 1)" in line
   assert not os.path.exists(os.path.join(run, "predictions"))
 
 

@@ -33,25 +33,36 @@ print(meta["machine"]["settings"]["TF_NUM_INTRAOP_THREADS"])
 
 
 def _env(**values):
-  env = {k: v for k, v in os.environ.items()
-         if k not in cpu_kernels.DEFAULTS and k not in cpu_kernels.RECORDED}
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in cpu_kernels.DEFAULTS and k not in cpu_kernels.RECORDED
+  }
   env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="2", TF_USE_LEGACY_KERAS="1", **values)
   return env
 
 
 def _run(code, env, prefix=()):
-  out = subprocess.run(list(prefix) + [sys.executable, "-c", code], env=env, check=True,
-                       capture_output=True, text=True, timeout=300)
+  out = subprocess.run(
+    list(prefix) + [sys.executable, "-c", code],
+    env=env,
+    check=True,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   return out.stdout.strip().splitlines()
 
 
 def test_defaults_are_set_and_user_values_kept():
-  import json  # pylint: disable=g-import-not-at-top
+  import json
+
   got = json.loads(_run(_CONFIGURE, _env())[-1])
   assert got["TF_ENABLE_ONEDNN_OPTS"] == "0"
   assert got["TF_NUM_INTRAOP_THREADS"] == "2" and got["TF_NUM_INTEROP_THREADS"] == "1"
-  got = json.loads(_run(_CONFIGURE, _env(TF_ENABLE_ONEDNN_OPTS="1",
-                                         TF_NUM_INTRAOP_THREADS="4"))[-1])
+  got = json.loads(
+    _run(_CONFIGURE, _env(TF_ENABLE_ONEDNN_OPTS="1", TF_NUM_INTRAOP_THREADS="4"))[-1]
+  )
   assert got["TF_ENABLE_ONEDNN_OPTS"] == "1" and got["TF_NUM_INTRAOP_THREADS"] == "4"
   # An empty value (what a pass-through of an unset variable may give) counts as unset.
   got = json.loads(_run(_CONFIGURE, _env(TF_ENABLE_ONEDNN_OPTS=""))[-1])
@@ -59,8 +70,10 @@ def test_defaults_are_set_and_user_values_kept():
 
 
 def test_configure_after_tensorflow_import_is_refused_when_a_default_is_missing():
-  code = ("import tensorflow\nfrom tf_forget.compat import cpu_kernels\n"
-          "try:\n  cpu_kernels.configure()\nexcept RuntimeError as e:\n  print('refused', e)\n")
+  code = (
+    "import tensorflow\nfrom tf_forget.compat import cpu_kernels\n"
+    "try:\n  cpu_kernels.configure()\nexcept RuntimeError as e:\n  print('refused', e)\n"
+  )
   assert _run(code, _env())[-1].startswith("refused TF_ENABLE_ONEDNN_OPTS")
 
 

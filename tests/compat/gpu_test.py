@@ -20,8 +20,11 @@ def test_memory_growth_on_every_gpu(monkeypatch):
   devices = [_Device("/physical_device:GPU:0", "GPU"), _Device("/physical_device:GPU:1", "GPU")]
   growth = {}
   monkeypatch.setattr(gpu, "_gpus", lambda: devices)
-  monkeypatch.setattr(tf.config.experimental, "set_memory_growth",
-                      lambda device, on: growth.__setitem__(device.name, on))
+  monkeypatch.setattr(
+    tf.config.experimental,
+    "set_memory_growth",
+    lambda device, on: growth.__setitem__(device.name, on),
+  )
   assert gpu.configure() == [d.name for d in devices]
   assert growth == {d.name: True for d in devices}
 
@@ -41,6 +44,9 @@ def test_already_initialized_gpu_keeps_its_setting(monkeypatch):
 def test_describe_names_the_gpus(monkeypatch):
   devices = [_Device("/physical_device:GPU:0", "GPU")]
   monkeypatch.setattr(gpu, "_gpus", lambda: devices)
-  monkeypatch.setattr(tf.config.experimental, "get_device_details",
-                      lambda device: {"device_name": "NVIDIA A100", "compute_capability": (8, 0)})
+  monkeypatch.setattr(
+    tf.config.experimental,
+    "get_device_details",
+    lambda device: {"device_name": "NVIDIA A100", "compute_capability": (8, 0)},
+  )
   assert gpu.describe() == "/physical_device:GPU:0 (NVIDIA A100, compute 8.0)"

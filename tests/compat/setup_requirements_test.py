@@ -13,9 +13,13 @@ def _print(device):
   env.pop("TF_DEVICE", None)
   if device is not None:
     env["TF_DEVICE"] = device
-  return subprocess.run(["bash", os.path.join(ROOT, "tools", "setup.sh"),
-                         "--print-requirements"], env=env, capture_output=True, text=True,
-                        timeout=60)
+  return subprocess.run(
+    ["bash", os.path.join(ROOT, "tools", "setup.sh"), "--print-requirements"],
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=60,
+  )
 
 
 def _requirements():

@@ -25,14 +25,17 @@ def _value(kind, rng, depth=0):
     return None if rng.random() < 0.3 else _value(inner, rng, depth)
   if dataclasses.is_dataclass(kind):
     return _config(kind, rng, depth + 1)
-  if origin is tuple and len(args) == 2 and args[1] is Ellipsis or origin in (
-      typing.Sequence.__origin__,):
+  if (
+    origin is tuple
+    and len(args) == 2
+    and args[1] is Ellipsis
+    or origin in (typing.Sequence.__origin__,)
+  ):
     return tuple(_value(args[0], rng, depth) for _ in range(rng.randrange(3)))
   if origin is tuple:
     return tuple(_value(a, rng, depth) for a in args)
   if origin is not None and "Mapping" in str(origin):
-    return {f"k{i}": rng.choice([1, 2.5, "x", True, None, [1, 2]])
-            for i in range(rng.randrange(3))}
+    return {f"k{i}": rng.choice([1, 2.5, "x", True, None, [1, 2]]) for i in range(rng.randrange(3))}
   if kind is bool:
     return rng.random() < 0.5
   if kind is int:
@@ -75,7 +78,9 @@ def test_default_configuration_is_valid_and_its_json_names_every_section():
   assert tree.AuditConfig.from_json({"out": "runs/x"}) == config  # missing: the defaults
 
 
-@pytest.mark.parametrize("doc,message", [
+@pytest.mark.parametrize(
+  "doc,message",
+  [
     ({"nosuch": 1}, "unknown configuration field nosuch"),
     ({"noise": {"draw": 5}}, "unknown configuration field noise.draw"),
     ({"population": {"members": "3"}}, "population.members must be int, got '3'"),
@@ -84,14 +89,17 @@ def test_default_configuration_is_valid_and_its_json_names_every_section():
     ({"gates": {"max_kl": float("nan")}}, "gates.max_kl must be a finite number, got nan"),
     ({"user": {"compress": ["float16"]}}, "user is incomplete"),
     ({"data": []}, "data must be a dict"),
-])
+  ],
+)
 def test_a_bad_json_configuration_is_one_line_naming_the_field(doc, message):
   with pytest.raises(codec.ConfigError) as e:
     tree.AuditConfig.from_json(doc)
   assert message in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("path,value,problem", [
+@pytest.mark.parametrize(
+  "path,value,problem",
+  [
     ("population.members", 1, "population.members must be an integer >= 2, got 1"),
     ("population.population_seed", -1, "population.population_seed must be an integer >= 0"),
     ("pruning.iterative.alpha", 1.0, "pruning.iterative.alpha must be in (0, 1), got 1.0"),
@@ -108,7 +116,8 @@ def test_a_bad_json_configuration_is_one_line_naming_the_field(doc, message):
     ("repair.max_size", 0.5, "repair.max_size must be a number >= 1.0, got 0.5"),
     ("data.image_size", (8,), "data.image_size must be two positive integers H,W"),
     ("data.max_image_pixels", 0, "data.max_image_pixels must be an integer >= 1"),
-])
+  ],
+)
 def test_validate_names_each_problem_in_one_line(path, value, problem):
   config = tree.with_overrides(tree.AuditConfig(out="x"), {path: value})
   problems = config.validate()
@@ -116,14 +125,17 @@ def test_validate_names_each_problem_in_one_line(path, value, problem):
 
 
 def test_user_models_with_training_fields_are_refused():
-  config = tree.AuditConfig(out="x", user=tree.UserModels(references=("m.keras",)),
-                            population=tree.Population(members=3))
+  config = tree.AuditConfig(
+    out="x", user=tree.UserModels(references=("m.keras",)), population=tree.Population(members=3)
+  )
   assert config.validate()[0].startswith("population.members describes a population")
 
 
 def test_with_overrides_replaces_fields_and_starts_an_optional_section():
-  config = tree.with_overrides(tree.AuditConfig(out="x"), {
-      "noise.draws": 5, "user.references": ["a.keras"], "gates.max_kl": 0.1})
+  config = tree.with_overrides(
+    tree.AuditConfig(out="x"),
+    {"noise.draws": 5, "user.references": ["a.keras"], "gates.max_kl": 0.1},
+  )
   assert config.noise.draws == 5 and config.gates.max_kl == 0.1
   assert config.user == tree.UserModels(references=("a.keras",))
   with pytest.raises(codec.ConfigError, match="unknown configuration field noise.nope.x"):

@@ -17,9 +17,16 @@ class _Tiny(dataset_api.Dataset):
   """50 gray 8x8 images with labels, ids 100.. and one attribute; fixed order."""
 
   def __init__(self, size=8):
-    super().__init__(dataset_api.DatasetSpec(
-        name="tiny", num_classes=3, image_shape=(size, size, 1), splits=("train", "test"),
-        attribute_names=("Bright",), options={"size": size}))
+    super().__init__(
+      dataset_api.DatasetSpec(
+        name="tiny",
+        num_classes=3,
+        image_shape=(size, size, 1),
+        splits=("train", "test"),
+        attribute_names=("Bright",),
+        options={"size": size},
+      )
+    )
     self.images = reference.synthetic_images(50, size, size, seed=11, channels=1)
     self.labels = np.arange(50, dtype=np.int64) % 3
     self.ids = np.arange(100, 150, dtype=np.int64)
@@ -28,8 +35,12 @@ class _Tiny(dataset_api.Dataset):
     self.check_split(split)
     for i in range(0, 50, batch_size):
       s = slice(i, i + batch_size)
-      yield dataset_api.Examples(self.images[s], self.labels[s], self.ids[s],
-                                 {"Bright": self.images[s].mean(axis=(1, 2, 3)) > 100})
+      yield dataset_api.Examples(
+        self.images[s],
+        self.labels[s],
+        self.ids[s],
+        {"Bright": self.images[s].mean(axis=(1, 2, 3)) > 100},
+      )
 
 
 def test_fill_and_read_back(tmp_path):
@@ -47,7 +58,8 @@ def test_fill_and_read_back(tmp_path):
   np.testing.assert_array_equal(got.attributes["Bright"], data.images.mean(axis=(1, 2, 3)) > 100)
   seeds = corruption_registry.example_seeds("tiny", data.ids, "glass_blur", 3)
   np.testing.assert_array_equal(
-      got.images, corruption_registry.apply("glass_blur", data.images, 3, seeds))
+    got.images, corruption_registry.apply("glass_blur", data.images, 3, seeds)
+  )
   assert [len(b) for b in split.batches(7)] == [7] * 7 + [1]
 
 
@@ -59,8 +71,9 @@ def test_complete_entries_are_skipped_and_keys_separate(tmp_path):
   other = cache.fill(data, "test", [("fog", 2)], str(tmp_path), table="224", base_seed=1)
   assert other[0].directory(str(tmp_path)).endswith(os.path.join("fog@2", "table=224,seed=1"))
   a = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)).batches(50)
-  b = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path), table="224",
-                           base_seed=1).batches(50)
+  b = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path), table="224", base_seed=1).batches(
+    50
+  )
   assert np.any(next(a).images != next(b).images)
 
 
@@ -71,12 +84,16 @@ def test_missing_or_stale_entries_raise_and_fill_makes_them_again(tmp_path):
   cache.fill(data, "test", [("fog", 2)], str(tmp_path))
   changed = _Tiny()
   changed.spec = dataset_api.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
-  with pytest.raises(cache.CacheError, match=r"is stale \(its input split changed since it "
-                                             r"was generated\): run the same command again"):
+  with pytest.raises(
+    cache.CacheError,
+    match=r"is stale \(its input split changed since it "
+    r"was generated\): run the same command again",
+  ):
     cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
   # No flag needed: the data changed, so `fill` generates the entry again (and only then).
   assert [k.split_name for k in cache.fill(changed, "test", [("fog", 2)], str(tmp_path))] == [
-      "fog@2"]
+    "fog@2"
+  ]
   assert cache.fill(changed, "test", [("fog", 2)], str(tmp_path)) == []
   assert len(cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))) == 50
   with pytest.raises(dataset_api.DataError):
@@ -92,7 +109,7 @@ def _garbage(path):
 
 def test_a_damaged_shard_is_made_again(tmp_path):
   data = _Tiny()
-  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  (key,) = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
   before = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
   directory = key.directory(str(tmp_path))
   _garbage(os.path.join(directory, "part-00001.npz"))
@@ -108,7 +125,7 @@ def test_an_unreadable_shard_read_discards_its_entry(tmp_path):
   is found while it is read; the one-line error says to run the command again, and then the
   entry is missing, so that it is generated again."""
   data = _Tiny()
-  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  (key,) = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
   directory = key.directory(str(tmp_path))
   with open(os.path.join(directory, "meta.json")) as f:
     meta = json.load(f)
@@ -117,14 +134,16 @@ def test_an_unreadable_shard_read_discards_its_entry(tmp_path):
     json.dump(meta, f)
   _garbage(os.path.join(directory, "part-00000.npz"))
   split = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
-  with pytest.raises(cache.CacheError, match="its cached split was discarded; run the same "
-                                             "command again") as e:
+  with pytest.raises(
+    cache.CacheError, match="its cached split was discarded; run the same command again"
+  ) as e:
     list(split.batches(10))
   assert "\n" not in str(e.value) and "--overwrite" not in str(e.value)
   assert cache.entry_status(key, str(tmp_path), data) == lineage.MISSING
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == [key]
-  assert len(dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2,
-                                                          str(tmp_path)))) == 50
+  assert (
+    len(dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))) == 50
+  )
 
 
 def test_parallel_workers_write_the_same_images(tmp_path):
@@ -148,8 +167,9 @@ def test_corrupted_dataset_serves_corrupted_and_clean_splits(tmp_path):
     view.load("fog@2")
 
 
-@pytest.mark.parametrize("size, channels, encoding", [(8, 1, "deflate"), (32, 1, "png"),
-                                                      (32, 3, "png"), (40, 3, "png")])
+@pytest.mark.parametrize(
+  "size, channels, encoding", [(8, 1, "deflate"), (32, 1, "png"), (32, 3, "png"), (40, 3, "png")]
+)
 def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
   data = _Tiny(size)
   gen = np.random.default_rng(size + channels)
@@ -158,8 +178,9 @@ def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
   data.images[0] = 0
   data.images[1] = 255
   data.spec = dataset_api.DatasetSpec(
-      **{**data.spec.__dict__, "image_shape": (size, size, channels)})
-  key, = cache.fill(data, "test", [("contrast", 1)], str(tmp_path), batch_size=16)
+    **{**data.spec.__dict__, "image_shape": (size, size, channels)}
+  )
+  (key,) = cache.fill(data, "test", [("contrast", 1)], str(tmp_path), batch_size=16)
   with open(os.path.join(key.directory(str(tmp_path)), "meta.json")) as f:
     meta = json.load(f)
   assert meta["encoding"] == encoding and meta["schema_version"] == cache.SCHEMA_VERSION
@@ -175,14 +196,14 @@ def test_shards_are_compressed(tmp_path):
   data = _Tiny(32)
   data.images = reference.synthetic_images(50, 32, 32, seed=5, channels=3)
   data.spec = dataset_api.DatasetSpec(**{**data.spec.__dict__, "image_shape": (32, 32, 3)})
-  key, = cache.fill(data, "test", [("glass_blur", 3)], str(tmp_path), batch_size=50)
+  (key,) = cache.fill(data, "test", [("glass_blur", 3)], str(tmp_path), batch_size=50)
   shard = os.path.join(key.directory(str(tmp_path)), "part-00000.npz")
   assert os.path.getsize(shard) < 0.85 * data.images.nbytes  # measured: 0.75 of raw
 
 
 def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
   data = _Tiny()
-  key, = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
+  (key,) = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
   new = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
   # Rewrite the entry as schema 1 wrote it: uncompressed `images`, no `encoding` in meta.json.
   directory = key.directory(str(tmp_path))
@@ -190,8 +211,13 @@ def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
     meta = json.load(f)
   for i, shard in enumerate(meta["shards"]):
     part = new.take(slice(20 * i, 20 * (i + 1)))
-    np.savez(os.path.join(directory, shard), images=part.images, labels=part.labels,
-             ids=part.ids, attr__Bright=part.attributes["Bright"])
+    np.savez(
+      os.path.join(directory, shard),
+      images=part.images,
+      labels=part.labels,
+      ids=part.ids,
+      attr__Bright=part.attributes["Bright"],
+    )
   del meta["encoding"], meta["shard_sha256"]
   meta["schema_version"] = 1
   with open(os.path.join(directory, "meta.json"), "w") as f:

@@ -62,7 +62,8 @@ def test_motion_blur_reference_mode_darkens_clipped_kernels(digits):
   seeds = np.arange(len(digits))
   kept = corruption_registry.apply("motion_blur", digits, 5, seeds, table="224")
   dropped = corruption_registry.apply(
-      "motion_blur", digits, 5, seeds, table="224", renormalize=False)
+    "motion_blur", digits, 5, seeds, table="224", renormalize=False
+  )
   assert dropped.mean() < kept.mean() - 5
 
 
@@ -110,8 +111,9 @@ def test_glass_shuffle_copies_like_the_reference(use_numba):
     np.testing.assert_array_equal(ours[i], _reference_shuffle(images[i].copy(), deltas[i], 2, 2))
   swapped = glass_kernel.shuffle(images.copy(), deltas, 2, 2, swap=True, use_numba=use_numba)
   for i in range(3):  # a true swap permutes the pixels; the copy does not
-    np.testing.assert_array_equal(np.sort(swapped[i].reshape(-1, 3), axis=0),
-                                  np.sort(images[i].reshape(-1, 3), axis=0))
+    np.testing.assert_array_equal(
+      np.sort(swapped[i].reshape(-1, 3), axis=0), np.sort(images[i].reshape(-1, 3), axis=0)
+    )
   assert np.any(swapped != ours)
 
 
@@ -146,18 +148,29 @@ def test_tables_match_the_scripts():
     assert all(len(v) == 5 for v in tables.TABLES[table].values())
 
 
-@pytest.mark.parametrize("bad", [
-    dict(name="nope"), dict(severity=0), dict(severity=6), dict(severity=True),
-    dict(images=np.zeros((1, 8, 8, 3), np.float32)), dict(images=np.zeros((1, 8, 8, 4), np.uint8)),
-    dict(images=np.zeros((8, 8, 3), np.uint8)), dict(seeds=np.arange(3)), dict(table="128"),
-])
+@pytest.mark.parametrize(
+  "bad",
+  [
+    dict(name="nope"),
+    dict(severity=0),
+    dict(severity=6),
+    dict(severity=True),
+    dict(images=np.zeros((1, 8, 8, 3), np.float32)),
+    dict(images=np.zeros((1, 8, 8, 4), np.uint8)),
+    dict(images=np.zeros((8, 8, 3), np.uint8)),
+    dict(seeds=np.arange(3)),
+    dict(table="128"),
+  ],
+)
 def test_bad_input_raises(bad):
-  args = dict(name="fog", images=np.zeros((2, 8, 8, 3), np.uint8), severity=3,
-              seeds=np.arange(2), table=None)
+  args = dict(
+    name="fog", images=np.zeros((2, 8, 8, 3), np.uint8), severity=3, seeds=np.arange(2), table=None
+  )
   args.update(bad)
   with pytest.raises(tables.CorruptionError):
     corruption_registry.apply(
-        args["name"], args["images"], args["severity"], args["seeds"], args["table"])
+      args["name"], args["images"], args["severity"], args["seeds"], args["table"]
+    )
 
 
 def test_split_names():
@@ -193,7 +206,8 @@ def test_linf_noise_float_and_uint8():
   assert y.dtype == np.float32 and y.shape == x.shape
   assert np.max(np.abs(y - x)) <= 0.3 + 1e-6 and np.max(np.abs(y - x)) > 0.25
   np.testing.assert_array_equal(
-      noise_corruptions.linf_uniform_noise(x, 0.0, np.random.default_rng(1)), x)
+    noise_corruptions.linf_uniform_noise(x, 0.0, np.random.default_rng(1)), x
+  )
   with pytest.raises(tables.CorruptionError):
     noise_corruptions.linf_uniform_noise(x, -0.1, np.random.default_rng(1))
   images = reference.synthetic_images(2, 8, 8, seed=9)
@@ -202,14 +216,17 @@ def test_linf_noise_float_and_uint8():
 
 
 def test_corruption_functions_import_neither_tensorflow_nor_skimage():
-  code = ("import sys\n"
-          "from tf_forget.corruptions import corruption_registry\n"
-          "import numpy as np\n"
-          "corruption_registry.apply('frost', np.zeros((1, 8, 8, 3), np.uint8), 3, [0])\n"
-          "bad = [m for m in ('tensorflow', 'skimage', 'imagecorruptions') if m in sys.modules]\n"
-          "assert not bad, bad\n")
-  root = os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(corruption_registry.__file__))))
+  code = (
+    "import sys\n"
+    "from tf_forget.corruptions import corruption_registry\n"
+    "import numpy as np\n"
+    "corruption_registry.apply('frost', np.zeros((1, 8, 8, 3), np.uint8), 3, [0])\n"
+    "bad = [m for m in ('tensorflow', 'skimage', 'imagecorruptions') if m in sys.modules]\n"
+    "assert not bad, bad\n"
+  )
+  root = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(corruption_registry.__file__)))
+  )
   env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
   subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
 
@@ -233,5 +250,7 @@ def test_hsv_numba_kernel_matches_numpy_form(fn):
   images[0, :4, :4] = [[0, 0, 0], [255, 255, 255], [255, 0, 0], [7, 7, 7]]  # grey, primaries
   for table in ("32", "64", "224"):
     for severity in tables.SEVERITIES:
-      np.testing.assert_array_equal(fn(images, severity, None, table, use_numba=True),
-                                    fn(images, severity, None, table, use_numba=False))
+      np.testing.assert_array_equal(
+        fn(images, severity, None, table, use_numba=True),
+        fn(images, severity, None, table, use_numba=False),
+      )

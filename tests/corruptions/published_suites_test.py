@@ -28,17 +28,21 @@ def _same_examples(reads):
     images = np.stack([np.full((32, 32, 3), 40 * i, np.uint8) for i in range(N)])
     images[:, :16] //= 2  # not a flat image: a resize must treat both splits alike
     return tf.data.Dataset.from_tensor_slices(
-        {"image": images, "label": np.arange(N, dtype=np.int64) % 10})
+      {"image": images, "label": np.arange(N, dtype=np.int64) % 10}
+    )
 
   return as_dataset
 
 
-@pytest.mark.parametrize("name, options, split, shape, classes, n_splits", [
+@pytest.mark.parametrize(
+  "name, options, split, shape, classes, n_splits",
+  [
     ("cifar10_corrupted", {}, "glass_blur@3", (32, 32, 3), 10, 95),
     ("imagenet2012_corrupted", {}, "elastic_transform@5", (224, 224, 3), 1000, 95),
     ("cifar10_1", {}, "test", (32, 32, 3), 10, 1),
     ("imagenet_a", {"image_size": 64}, "test", (64, 64, 3), 1000, 1),
-])
+  ],
+)
 def test_every_suite_loads(name, options, split, shape, classes, n_splits):
   suite = tfds_suites.get(name, **options)
   assert len(suite.spec.splits) == n_splits and split in suite.spec.splits
@@ -51,8 +55,11 @@ def test_every_suite_loads(name, options, split, shape, classes, n_splits):
 
 
 def test_corrupted_split_names_are_ours_for_all_19_x_5():
-  want = {corruption_registry.split_name(c, s)
-          for c in corruption_registry.CORRUPTIONS for s in range(1, 6)}
+  want = {
+    corruption_registry.split_name(c, s)
+    for c in corruption_registry.CORRUPTIONS
+    for s in range(1, 6)
+  }
   for name in ("cifar10_corrupted", "imagenet2012_corrupted"):
     assert set(tfds_suites.get(name).spec.splits) == want
   c = tfds_suites.get("cifar10_corrupted")
@@ -72,8 +79,10 @@ def test_cifar10_c_aligns_with_cifar10_test_and_is_preprocessed_alike():
     clean = cifar10.load("test")
     corrupted = dataset_api.concatenate(suite.batches("glass_blur@3", 4))
     extra = dataset_api.concatenate(suite.batches("cifar10_1", 4))
-  assert reads[1:] == [("cifar10_corrupted/frosted_glass_blur_3/1.0.0", "test"),
-                       ("cifar10_1/v6/1.1.0", "test")]
+  assert reads[1:] == [
+    ("cifar10_corrupted/frosted_glass_blur_3/1.0.0", "test"),
+    ("cifar10_1/v6/1.1.0", "test"),
+  ]
   for other in (corrupted, extra):
     np.testing.assert_array_equal(other.ids, clean.ids)
     np.testing.assert_array_equal(other.labels, clean.labels)
@@ -104,8 +113,9 @@ def test_identity_names_builder_version_split_and_options():
   # Another version of the tfds builder: another identity (predictions made from it are stale).
   loader, source = suite.loader("fog@1")
   name = loader.tfds_builder_name(source)
-  loader._builders[name] = types.SimpleNamespace(  # pylint: disable=protected-access
-      info=types.SimpleNamespace(full_name=f"{name}/9.9.9"))
+  loader._builders[name] = types.SimpleNamespace(
+    info=types.SimpleNamespace(full_name=f"{name}/9.9.9")
+  )
   assert suite.identity("fog@1") != ids["fog@1"]
 
 
@@ -124,8 +134,9 @@ def _genuine_as_dataset():
 
 def test_not_prepared_is_one_line_naming_the_tfds_builder_and_data_dir(tmp_path, monkeypatch):
   monkeypatch.setattr(tfds.core.DatasetBuilder, "as_dataset", _genuine_as_dataset())
-  suite = published_suites.PublishedSuite(registry.get("cifar10", data_dir=str(tmp_path)),
-                                          ["gaussian_noise@3"])
+  suite = published_suites.PublishedSuite(
+    registry.get("cifar10", data_dir=str(tmp_path)), ["gaussian_noise@3"]
+  )
   with pytest.raises(dataset_api.DataError) as e:
     suite.check_readable()
   message = str(e.value)
@@ -136,9 +147,11 @@ def test_not_prepared_is_one_line_naming_the_tfds_builder_and_data_dir(tmp_path,
 def test_data_sets_without_a_published_suite():
   with pytest.raises(published_suites.PublishedError) as e:
     published_suites.PublishedSuite(registry.get("digits"), ["gaussian_noise@3"])
-  assert str(e.value) == ("data set 'digits' has no published robustness suite: "
-                          "--robustness=published applies to cifar10, imagenet2012; use "
-                          "--robustness=generated")
+  assert str(e.value) == (
+    "data set 'digits' has no published robustness suite: "
+    "--robustness=published applies to cifar10, imagenet2012; use "
+    "--robustness=generated"
+  )
   assert published_suites.with_published() == ["cifar10", "imagenet2012"]
   with pytest.raises(published_suites.PublishedError, match="'train' is not a published split"):
     published_suites.PublishedSuite(registry.get("cifar10"), ["train"])

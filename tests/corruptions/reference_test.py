@@ -26,15 +26,29 @@ from tf_forget.corruptions import reference
 pytest.importorskip("imagecorruptions")
 
 TABLE = "imagecorruptions"
-EXACT = ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise", "glass_blur",
-         "elastic_transform", "defocus_blur", "gaussian_blur", "snow", "frost", "fog",
-         "contrast", "pixelate", "jpeg_compression")
+EXACT = (
+  "gaussian_noise",
+  "shot_noise",
+  "impulse_noise",
+  "speckle_noise",
+  "glass_blur",
+  "elastic_transform",
+  "defocus_blur",
+  "gaussian_blur",
+  "snow",
+  "frost",
+  "fog",
+  "contrast",
+  "pixelate",
+  "jpeg_compression",
+)
 ONE_LEVEL = ("zoom_blur", "brightness", "saturate")
 
 
 def _reference(name, images, severity, seeds):
-  return np.stack([reference.corrupt(name, images[i], severity, seeds[i])
-                   for i in range(len(images))])
+  return np.stack(
+    [reference.corrupt(name, images[i], severity, seeds[i]) for i in range(len(images))]
+  )
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +83,8 @@ def test_exact_nonsquare(nonsquare, name):
 def test_motion_blur_exact_without_renormalisation(small, severity):
   images, seeds = small
   ours = corruption_registry.apply(
-      "motion_blur", images, severity, seeds, table=TABLE, renormalize=False)
+    "motion_blur", images, severity, seeds, table=TABLE, renormalize=False
+  )
   np.testing.assert_array_equal(ours, _reference("motion_blur", images, severity, seeds))
 
 
@@ -118,7 +133,7 @@ def test_motion_blur_statistics_on_clipped_kernels():
   clean = images.astype(float)
 
   def psnr(a):
-    return 10 * np.log10(255 ** 2 / np.mean((a - clean) ** 2))
+    return 10 * np.log10(255**2 / np.mean((a - clean) ** 2))
 
   mac_ours, mac_ref = np.mean(np.abs(ours - clean)), np.mean(np.abs(ref - clean))
   assert abs(mac_ours - mac_ref) <= 0.02 * mac_ref

@@ -21,8 +21,9 @@ NEW = "digits_copy"
 
 def _module(name=NEW, **training_fields):
   """A protocol module declaring data set `name` as a copy of `digits`, with its own preset."""
-  training = dataclasses.replace(protocols.TRAININGS["digits"], name=name, dataset=name,
-                                 **training_fields)
+  training = dataclasses.replace(
+    protocols.TRAININGS["digits"], name=name, dataset=name, **training_fields
+  )
   protocol = dataclasses.replace(protocols.get("digits"), dataset=name, preset=name)
   return types.SimpleNamespace(PROTOCOLS=(protocol,), TRAININGS=(training,))
 
@@ -40,22 +41,33 @@ def test_a_registered_data_set_resolves_everywhere(registries, tmp_path):
   protocols.register(_module())  # what `protocols.MODULES` gets at import
   data_registry.DATASETS[NEW] = digits.Digits
   assert protocols.get(NEW).preset == presets.for_dataset(NEW) == NEW
-  assert presets.get(NEW).to_json() == dict(presets.get("digits").to_json(), name=NEW,
-                                            dataset=NEW)
-  assert oneshot_schedule.get(NEW) == dataclasses.replace(oneshot_schedule.get("digits"),
-                                                          name=NEW)
-  assert iterative_schedule.get(NEW) == dataclasses.replace(iterative_schedule.get("digits"),
-                                                            name=NEW)
+  assert presets.get(NEW).to_json() == dict(presets.get("digits").to_json(), name=NEW, dataset=NEW)
+  assert oneshot_schedule.get(NEW) == dataclasses.replace(oneshot_schedule.get("digits"), name=NEW)
+  assert iterative_schedule.get(NEW) == dataclasses.replace(
+    iterative_schedule.get("digits"), name=NEW
+  )
   out = str(tmp_path / "out")
   p = audit_plan.plan(tree.AuditConfig(out=out, data=tree.Data(dataset=NEW)), check_data=False)
   assert (p.population.dataset, p.population.preset.name) == (NEW, NEW)
   assert p.quantizations == protocols.get("digits").quantizations
   assert p.noise.eps == tuple(protocols.get("digits").noise_eps)
-  p = audit_plan.plan(tree.AuditConfig(out=out, data=tree.Data(dataset=NEW), pruning=tree.Pruning(
-      oneshot=tree.Oneshot(variants=("oneshot_mp_r2",)))), check_data=False)
+  p = audit_plan.plan(
+    tree.AuditConfig(
+      out=out,
+      data=tree.Data(dataset=NEW),
+      pruning=tree.Pruning(oneshot=tree.Oneshot(variants=("oneshot_mp_r2",))),
+    ),
+    check_data=False,
+  )
   assert p.oneshot == ("oneshot_mp_r2",) and p.oneshot_schedule == oneshot_schedule.get(NEW)
-  p = audit_plan.plan(tree.AuditConfig(out=out, data=tree.Data(dataset=NEW), pruning=tree.Pruning(
-      iterative=tree.Iterative(methods=("wt",)))), check_data=False)
+  p = audit_plan.plan(
+    tree.AuditConfig(
+      out=out,
+      data=tree.Data(dataset=NEW),
+      pruning=tree.Pruning(iterative=tree.Iterative(methods=("wt",))),
+    ),
+    check_data=False,
+  )
   assert p.iterative_schedule == iterative_schedule.get(NEW) and len(p.iterative) == 6
 
 
@@ -69,27 +81,47 @@ def test_a_protocol_needs_its_builder_to_be_audited(registries, tmp_path):
   del registries
   protocols.register(_module())
   with pytest.raises(Exception, match=f"unknown data set '{NEW}'"):
-    audit_plan.plan(tree.AuditConfig(out=str(tmp_path), data=tree.Data(dataset=NEW)),
-                    check_data=False)
+    audit_plan.plan(
+      tree.AuditConfig(out=str(tmp_path), data=tree.Data(dataset=NEW)), check_data=False
+    )
 
 
-@pytest.mark.parametrize("module, message", [
+@pytest.mark.parametrize(
+  "module, message",
+  [
     (_module(oneshot={}), "has no one-shot schedule"),
     (_module(oneshot={"batch_size": 64}), "has no one-shot schedule"),
     (_module(iterative={"alpha": 0.5}), "iterative needs exactly alpha, cycles, warmup_epochs"),
     (_module(name="digits"), "'digits' is declared twice"),
-    (types.SimpleNamespace(TRAININGS=(), PROTOCOLS=(dataclasses.replace(
-        protocols.get("digits"), dataset=NEW, preset="nope"),)),
-     "its preset 'nope' is not a registered training protocol"),
-    (types.SimpleNamespace(TRAININGS=(), PROTOCOLS=(dataclasses.replace(
-        protocols.get("digits"), dataset=NEW, preset="user"),)),
-     "its preset 'user' is not a registered training protocol"),
-    (types.SimpleNamespace(TRAININGS=(), PROTOCOLS=(protocols.get("mnist"),)),
-     "'mnist' has two protocols"),
-    (types.SimpleNamespace(TRAININGS=(), PROTOCOLS=(dataclasses.replace(
-        protocols.get("digits"), dataset=NEW, eval_split="validation"),)),
-     "no size for its eval split 'validation'"),
-])
+    (
+      types.SimpleNamespace(
+        TRAININGS=(),
+        PROTOCOLS=(dataclasses.replace(protocols.get("digits"), dataset=NEW, preset="nope"),),
+      ),
+      "its preset 'nope' is not a registered training protocol",
+    ),
+    (
+      types.SimpleNamespace(
+        TRAININGS=(),
+        PROTOCOLS=(dataclasses.replace(protocols.get("digits"), dataset=NEW, preset="user"),),
+      ),
+      "its preset 'user' is not a registered training protocol",
+    ),
+    (
+      types.SimpleNamespace(TRAININGS=(), PROTOCOLS=(protocols.get("mnist"),)),
+      "'mnist' has two protocols",
+    ),
+    (
+      types.SimpleNamespace(
+        TRAININGS=(),
+        PROTOCOLS=(
+          dataclasses.replace(protocols.get("digits"), dataset=NEW, eval_split="validation"),
+        ),
+      ),
+      "no size for its eval split 'validation'",
+    ),
+  ],
+)
 def test_what_cannot_be_registered(registries, module, message):
   del registries
   before = (dict(protocols.PROTOCOLS), dict(protocols.TRAININGS))
@@ -100,5 +132,4 @@ def test_what_cannot_be_registered(registries, module, message):
 
 def test_a_training_protocol_cannot_be_declared_without_a_one_shot_schedule():
   with pytest.raises(TypeError, match="oneshot"):
-    # pylint: disable-next=no-value-for-parameter
     schema.TrainingProtocol(name=NEW, dataset=NEW, preset={})

@@ -18,12 +18,14 @@ def test_digits_split_is_balanced_stratified_and_disjoint():
 
 
 def test_digits_ids_are_source_rows():
-  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  from sklearn import datasets
+
   raw = datasets.load_digits()
   test = registry.get("digits").load("test")
   np.testing.assert_array_equal(test.labels, raw.target[test.ids])
   np.testing.assert_array_equal(
-      test.images[..., 0], np.rint(raw.images[test.ids] * 255 / 16).astype(np.uint8))
+    test.images[..., 0], np.rint(raw.images[test.ids] * 255 / 16).astype(np.uint8)
+  )
 
 
 def test_digits_split_is_seeded():
@@ -67,11 +69,14 @@ def test_digits_biased_attributes_are_deterministic():
   np.testing.assert_array_equal(a.attributes["Inverted"], b.attributes["Inverted"])
 
 
-@pytest.mark.parametrize("name, options, message", [
+@pytest.mark.parametrize(
+  "name, options, message",
+  [
     ("nope", {}, "unknown data set 'nope'"),
     ("digits", {"colour": 1}, "takes no option 'colour'"),
     ("digits_biased", {"rare_rate": 0.5}, "rare_rate must be in"),
-])
+  ],
+)
 def test_bad_names_and_options(name, options, message):
   with pytest.raises(dataset_api.DataError, match=message):
     registry.get(name, **options)

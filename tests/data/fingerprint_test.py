@@ -54,8 +54,7 @@ def test_an_unchanged_file_is_not_read_again(tmp_path):
   assert second.digest == first.digest
   # A cached image is held to a lower pixel limit too (its shape is recorded).
   with pytest.raises(dataset_api.DataError, match=r"c/0.png is 8x8 = 6.4e-05 megapixels"):
-    fingerprint.fingerprint(files, cache=cache,
-                            check=fingerprint.image_check(str, max_pixels=50))
+    fingerprint.fingerprint(files, cache=cache, check=fingerprint.image_check(str, max_pixels=50))
   # An edit in place (same size, new mtime) is read again and changes the digest.
   path = tmp_path / "c" / "3.png"
   path.write_bytes(_png(value=200))
@@ -94,23 +93,37 @@ def test_an_edit_keeping_size_and_mtime_is_read_again(tmp_path):
 
 def test_describe_counts_moved_added_edited_removed():
   e = fingerprint.Entry
-  old = [e("3/a.png", 1, 1, "A"), e("3/b.png", 1, 1, "B"), e("4/c.png", 1, 1, "C"),
-         e("4/d.png", 1, 1, "D"), e("7/e.png", 1, 1, "E")]
+  old = [
+    e("3/a.png", 1, 1, "A"),
+    e("3/b.png", 1, 1, "B"),
+    e("4/c.png", 1, 1, "C"),
+    e("4/d.png", 1, 1, "D"),
+    e("7/e.png", 1, 1, "E"),
+  ]
   # a.png and b.png moved from class 3 to class 5; c edited; d removed; two new files.
-  new = [e("5/a.png", 1, 2, "A"), e("5/b.png", 1, 2, "B"), e("4/c.png", 1, 2, "C2"),
-         e("7/e.png", 1, 1, "E"), e("8/f.png", 1, 1, "F"), e("8/g.png", 1, 1, "G")]
+  new = [
+    e("5/a.png", 1, 2, "A"),
+    e("5/b.png", 1, 2, "B"),
+    e("4/c.png", 1, 2, "C2"),
+    e("7/e.png", 1, 1, "E"),
+    e("8/f.png", 1, 1, "F"),
+    e("8/g.png", 1, 1, "G"),
+  ]
   assert fingerprint.describe(old, new) == "2 moved, 2 added, 1 edited, 1 removed"
   assert fingerprint.describe(old, old) == ""
   assert fingerprint.digest(old) != fingerprint.digest(new)
 
 
-@pytest.mark.parametrize("data, expected", [
+@pytest.mark.parametrize(
+  "data, expected",
+  [
     (b"", r"is empty \(0 bytes\)"),
     (b"hello, I am text", "is not an image"),
     (_png()[:60], "truncated or corrupt PNG"),
     (_png()[:-13], "truncated or corrupt PNG"),  # IEND chunk cut off
     (_jpeg()[:-100], "truncated JPEG"),
-])
+  ],
+)
 def test_bad_images_are_one_line(data, expected):
   with pytest.raises(dataset_api.DataError, match=expected) as info:
     fingerprint.check_image(data, "image x.png")
@@ -120,9 +133,11 @@ def test_bad_images_are_one_line(data, expected):
 def test_whole_images_pass_and_the_pixel_limit_refuses():
   fingerprint.check_image(_png(), "a.png")
   fingerprint.check_image(_jpeg(), "a.jpg")
-  with pytest.raises(dataset_api.DataError,
-                     match=r"is 80x80 = 0.0064 megapixels, over the limit of "
-                           r"0.005 \(--max_image_pixels\)"):
+  with pytest.raises(
+    dataset_api.DataError,
+    match=r"is 80x80 = 0.0064 megapixels, over the limit of "
+    r"0.005 \(--max_image_pixels\)",
+  ):
     fingerprint.check_image(_png((80, 80)), "big.png", max_pixels=5000)
   # A 20000 x 20000 PNG of zeros is a few hundred KB; only its header is read for the check.
   bomb = _png((20000, 20000))

@@ -46,6 +46,7 @@ def small(monkeypatch):
   def publish(raw):
     sums = {stem: (None, hashlib.md5(data).hexdigest()) for stem, data in raw.items()}
     monkeypatch.setitem(idx_files.CHECKSUMS, "mnist", sums)
+
   return publish
 
 
@@ -54,13 +55,16 @@ def test_parse_reads_the_header_by_hand():
   np.testing.assert_array_equal(idx_files.parse(data), [[1, 2, 3], [4, 5, 6]])
 
 
-@pytest.mark.parametrize("data, problem", [
+@pytest.mark.parametrize(
+  "data, problem",
+  [
     (b"\x01\x00\x08\x01\x00\x00\x00\x01\x07", "bad magic"),
     (b"\x00\x00\x0d\x01\x00\x00\x00\x01\x07\x00\x00\x00", "type 0x0d"),
     (bytes([0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3]), "truncated"),
     (bytes([0, 0, 8, 1, 0, 0, 0, 1, 7, 8]), "truncated"),
     (bytes([0, 0, 8, 3, 0, 0]), "header"),
-])
+  ],
+)
 def test_parse_refuses_malformed_files(data, problem):
   with pytest.raises(dataset_api.DataError, match=problem):
     idx_files.parse(data, "f")
@@ -76,8 +80,10 @@ def test_good_files_load_gzip_or_not(tmp_path, small, compress):
   np.testing.assert_array_equal(labels, np.arange(6) % 10)
   np.testing.assert_array_equal(images[..., 0], idx_files.parse(raw["train-images-idx3-ubyte"]))
   assert {c["verified"] for c in checks.values()} == {"published md5"}
-  assert checks["t10k-labels-idx1-ubyte"]["md5"] == hashlib.md5(
-      raw["t10k-labels-idx1-ubyte"]).hexdigest()
+  assert (
+    checks["t10k-labels-idx1-ubyte"]["md5"]
+    == hashlib.md5(raw["t10k-labels-idx1-ubyte"]).hexdigest()
+  )
 
 
 def test_a_truncated_file_is_refused_naming_it(tmp_path, small):
@@ -94,8 +100,10 @@ def test_an_edited_file_fails_its_checksum(tmp_path, small):
   edited = bytearray(raw["train-images-idx3-ubyte"])
   edited[100] ^= 0xFF
   (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(bytes(edited)))
-  with pytest.raises(dataset_api.DataError, match="train-images-idx3-ubyte.gz: md5 .* matches "
-                     "no published mnist file"):
+  with pytest.raises(
+    dataset_api.DataError,
+    match="train-images-idx3-ubyte.gz: md5 .* matches no published mnist file",
+  ):
     idx_files.load(str(tmp_path), "mnist")
 
 
@@ -105,8 +113,11 @@ def test_a_missing_file_and_a_broken_gzip_are_one_line(tmp_path, small):
   with pytest.raises(dataset_api.DataError, match="not a readable gzip file"):
     idx_files.load(str(tmp_path), "mnist")
   os.remove(tmp_path / "t10k-labels-idx1-ubyte.gz")
-  with pytest.raises(dataset_api.DataError, match=r"t10k-labels-idx1-ubyte \(or .*\.gz\) is "
-                     "missing"):
+  with pytest.raises(
+    dataset_api.DataError,
+    match=r"t10k-labels-idx1-ubyte \(or .*\.gz\) is "
+    "missing",
+  ):
     idx_files.load(str(tmp_path), "mnist")
   assert not idx_files.has_files(str(tmp_path))
 
@@ -115,10 +126,14 @@ def test_another_databases_file_names_the_right_data_set(tmp_path, monkeypatch):
   monkeypatch.setattr(idx_files, "SIZES", {"train": 6, "test": 4})
   raw = _small_set(str(tmp_path), compress=False)
   # These files stand for Fashion-MNIST's (their MD5s published as its .gz MD5s here).
-  monkeypatch.setitem(idx_files.CHECKSUMS, "fashion_mnist",
-                      {stem: (hashlib.md5(data).hexdigest(), None) for stem, data in raw.items()})
-  with pytest.raises(dataset_api.DataError, match="fashion_mnist's file, not mnist's: use "
-                     "--dataset=fashion_mnist"):
+  monkeypatch.setitem(
+    idx_files.CHECKSUMS,
+    "fashion_mnist",
+    {stem: (hashlib.md5(data).hexdigest(), None) for stem, data in raw.items()},
+  )
+  with pytest.raises(
+    dataset_api.DataError, match="fashion_mnist's file, not mnist's: use --dataset=fashion_mnist"
+  ):
     idx_files.load(str(tmp_path), "mnist")
 
 
@@ -146,6 +161,7 @@ def test_the_real_mnist_matches_its_published_checksums():
   splits, checks = idx_files.load(SHARED_MNIST, "mnist")
   assert {c["verified"] for c in checks.values()} == {"published md5"}
   # The test split's class counts, as the database's README lists them.
-  np.testing.assert_array_equal(np.bincount(splits["test"][1]),
-                                [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009])
+  np.testing.assert_array_equal(
+    np.bincount(splits["test"][1]), [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+  )
   assert splits["train"][0].shape == (60_000, 28, 28, 1)

@@ -25,8 +25,6 @@ def _png(size=(8, 8)):
   return buffer.getvalue()
 
 
-
-
 def _refusal(path, rel):
   """The one-line refusal of fingerprinting `path` as `rel` (with the image check), and the
   peak of Python's allocations meanwhile (Pillow's format plugins loaded before)."""
@@ -45,11 +43,13 @@ def _refusal(path, rel):
 def test_a_fifo_or_a_link_to_a_device_is_refused_unopened(tmp_path):
   os.mkfifo(tmp_path / "labels.txt")
   assert _refusal(tmp_path / "labels.txt", "labels.txt")[0] == (
-      "labels.txt is a FIFO (named pipe), not a regular file; only regular files are read")
+    "labels.txt is a FIFO (named pipe), not a regular file; only regular files are read"
+  )
   os.symlink("/dev/zero", tmp_path / "y.png")
   message, peak = _refusal(tmp_path / "y.png", "0/y.png")
-  assert message == ("0/y.png is a link to /dev/zero, a character device; only regular files "
-                     "are read")
+  assert message == (
+    "0/y.png is a link to /dev/zero, a character device; only regular files are read"
+  )
   assert peak < 1_000_000
 
 
@@ -58,9 +58,11 @@ def test_a_large_file_is_refused_by_its_first_bytes(tmp_path):
   with open(zeros, "wb") as f:
     f.truncate(300_000_000)  # sparse: no disk used
   message, peak = _refusal(zeros, "0/z.png")
-  assert message == ("0/z.png is not an image (its bytes start "
-                     "b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00', not a PNG, JPEG, GIF or BMP "
-                     "header)")
+  assert message == (
+    "0/z.png is not an image (its bytes start "
+    "b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00', not a PNG, JPEG, GIF or BMP "
+    "header)"
+  )
   assert peak < 1_000_000  # its first 64 kB only
   padded = tmp_path / "p.png"
   with open(padded, "wb") as f:
@@ -74,8 +76,9 @@ def test_a_large_file_is_refused_by_its_first_bytes(tmp_path):
 def test_a_regular_image_is_read_and_checked_as_before(tmp_path):
   (tmp_path / "a.png").write_bytes(_png((12, 9)))
   os.symlink("a.png", tmp_path / "b.png")  # a link to a regular file is read
-  fp = fingerprint.fingerprint([("a.png", str(tmp_path / "a.png")),
-                                ("b.png", str(tmp_path / "b.png"))],
-                               check=fingerprint.image_check(str))
+  fp = fingerprint.fingerprint(
+    [("a.png", str(tmp_path / "a.png")), ("b.png", str(tmp_path / "b.png"))],
+    check=fingerprint.image_check(str),
+  )
   assert [e.shape for e in fp.entries] == [(12, 9), (12, 9)]
   assert fp.entries[0].sha256 == fp.entries[1].sha256

@@ -13,33 +13,43 @@ from tf_forget.artifacts import errors
 from tf_forget.data import input_layout
 
 
-@pytest.mark.parametrize("shape, name, image_shape, model_shape, batch", [
-    ((None, 28, 28), "NHW", (28, 28, 1), (28, 28), None),          # the tutorial's files
+@pytest.mark.parametrize(
+  "shape, name, image_shape, model_shape, batch",
+  [
+    ((None, 28, 28), "NHW", (28, 28, 1), (28, 28), None),  # the tutorial's files
     ([-1, 8, 8, 1], "NHWC", (8, 8, 1), (8, 8, 1), None),
     ((None, 32, 32, 3), "NHWC", (32, 32, 3), (32, 32, 3), None),
     ([-1, 3, 224, 224], "NCHW", (224, 224, 3), (3, 224, 224), None),  # from PyTorch
     ([1, 1, 28, 28], "NCHW", (28, 28, 1), (1, 28, 28), 1),
-    ([1, 8, 8], "NHW", (8, 8, 1), (8, 8), 1),                      # a fixed batch
+    ([1, 8, 8], "NHW", (8, 8, 1), (8, 8), 1),  # a fixed batch
     ([4, 8, 8, 3], "NHWC", (8, 8, 3), (8, 8, 3), 4),
-    ([-1, 3, 5, 3], "NHWC", (3, 5, 3), (3, 5, 3), None),            # last axis 1 or 3 wins
-])
+    ([-1, 3, 5, 3], "NHWC", (3, 5, 3), (3, 5, 3), None),  # last axis 1 or 3 wins
+  ],
+)
 def test_layouts_of_common_shapes(shape, name, image_shape, model_shape, batch):
   layout = input_layout.from_shape(shape)
   assert (layout.name, layout.image_shape, layout.model_shape, layout.batch) == (
-      name, image_shape, model_shape, batch)
+    name,
+    image_shape,
+    model_shape,
+    batch,
+  )
   assert layout.has_channel_axis == (name != "NHW")
   assert layout.channels_first == (name == "NCHW")
 
 
-@pytest.mark.parametrize("shape", [
-    (None, 64),                 # a vector
-    (None, 8, 8, 2),            # two channels
-    (None, 8, 8, 4),            # RGBA
-    (None, 5, 8, 8),            # neither axis 1 or 3 channels
-    (None, None, None, 3),      # dynamic height and width
-    (None, 8, 8, 1, 1),         # rank 5
+@pytest.mark.parametrize(
+  "shape",
+  [
+    (None, 64),  # a vector
+    (None, 8, 8, 2),  # two channels
+    (None, 8, 8, 4),  # RGBA
+    (None, 5, 8, 8),  # neither axis 1 or 3 channels
+    (None, None, None, 3),  # dynamic height and width
+    (None, 8, 8, 1, 1),  # rank 5
     (None, 0, 8),
-])
+  ],
+)
 def test_shapes_that_are_not_images_are_one_line(shape):
   with pytest.raises(input_layout.LayoutError) as e:
     input_layout.from_shape(shape)
@@ -64,12 +74,16 @@ def test_dtypes_and_quantization():
 
 
 def test_of_io_reads_a_flatbuffer_entry_and_of_details_an_interpreters():
-  entry = {"name": "x", "shape": [-1, 8, 8], "dtype": "uint8", "scale": [0.0039],
-           "zero_point": [0]}
+  entry = {"name": "x", "shape": [-1, 8, 8], "dtype": "uint8", "scale": [0.0039], "zero_point": [0]}
   assert input_layout.of_io(entry).describe() == (
-      "[N, 8, 8] (grey, no channel axis) uint8 (scale 0.0039, zero point 0)")
-  details = {"shape": np.array([1, 3, 4, 5]), "shape_signature": np.array([-1, 3, 4, 5]),
-             "dtype": np.float32, "quantization": (0.0, 0)}
+    "[N, 8, 8] (grey, no channel axis) uint8 (scale 0.0039, zero point 0)"
+  )
+  details = {
+    "shape": np.array([1, 3, 4, 5]),
+    "shape_signature": np.array([-1, 3, 4, 5]),
+    "dtype": np.float32,
+    "quantization": (0.0, 0),
+  }
   layout = input_layout.of_details(details)
   assert layout.describe() == "[N, 3, 4, 5] (channels first) float32"
   assert layout.image_shape == (4, 5, 3) and layout.batch is None
@@ -78,8 +92,9 @@ def test_of_io_reads_a_flatbuffer_entry_and_of_details_an_interpreters():
 
 
 def test_check_output():
-  assert input_layout.check_output({"dtype": "uint8", "scale": [0.08], "zero_point": [180]}) \
-      == "uint8"
+  assert (
+    input_layout.check_output({"dtype": "uint8", "scale": [0.08], "zero_point": [180]}) == "uint8"
+  )
   with pytest.raises(input_layout.LayoutError, match="its output is int32"):
     input_layout.check_output({"dtype": "int32", "scale": [], "zero_point": []})
 
@@ -118,6 +133,9 @@ def test_to_model_passes_nhwc_and_model_shaped_inputs_unchanged():
 
 def test_to_model_refuses_other_images_in_one_line():
   layout = input_layout.from_shape([-1, 8, 8])
-  with pytest.raises(input_layout.LayoutError, match=r"images of shape \(8, 8, 3\) do not fit "
-                     r"the model input \[N, 8, 8\] \(grey, no channel axis\) float32"):
+  with pytest.raises(
+    input_layout.LayoutError,
+    match=r"images of shape \(8, 8, 3\) do not fit "
+    r"the model input \[N, 8, 8\] \(grey, no channel axis\) float32",
+  ):
     layout.to_model(_images((2, 8, 8, 3)))

@@ -18,9 +18,10 @@ def _keras(module):
   return getattr(keras2.keras().applications, module).preprocess_input
 
 
-@pytest.mark.parametrize("name, module", [("symmetric", "mobilenet_v2"),
-                                          ("imagenet_caffe", "resnet50"),
-                                          ("imagenet_torch", "densenet")])
+@pytest.mark.parametrize(
+  "name, module",
+  [("symmetric", "mobilenet_v2"), ("imagenet_caffe", "resnet50"), ("imagenet_torch", "densenet")],
+)
 def test_named_transforms_match_keras(name, module):
   want = _keras(module)(BATCH.astype(np.float32))
   got = preprocess.resolve(name)(BATCH)
@@ -30,25 +31,33 @@ def test_named_transforms_match_keras(name, module):
 
 def test_unit_and_a_user_function(tmp_path, monkeypatch):
   np.testing.assert_allclose(preprocess.resolve("unit")(BATCH), BATCH / 255.0, rtol=1e-6)
-  (tmp_path / "user_prep.py").write_text("import numpy as np\n"
-                                         "def root(x):\n  return np.sqrt(x)\n")
+  (tmp_path / "user_prep.py").write_text("import numpy as np\ndef root(x):\n  return np.sqrt(x)\n")
   monkeypatch.syspath_prepend(str(tmp_path))
   fn = preprocess.resolve("user_prep:root")  # an importable MODULE:FUNCTION, given the uint8 batch
   np.testing.assert_array_equal(fn(BATCH), np.sqrt(BATCH).astype(np.float32))
 
 
-@pytest.mark.parametrize("name, message", [
+@pytest.mark.parametrize(
+  "name, message",
+  [
     ("os:system", "is a builtin_function_or_method, not a Python function"),
     ("numpy:sqrt", "is a ufunc, not a Python function"),
-    ("shutil:rmtree", "function of Python's standard library")])
+    ("shutil:rmtree", "function of Python's standard library"),
+  ],
+)
 def test_what_is_not_a_users_python_function_is_refused_before_it_is_called(name, message):
   with pytest.raises(dataset_api.DataError, match=message):
     preprocess.resolve(name)
 
 
-@pytest.mark.parametrize("name, message", [("nope", "unknown preprocess 'nope'"),
-                                           ("numpy:no_such", "cannot be imported"),
-                                           ("nosuchmodule:f", "cannot be imported")])
+@pytest.mark.parametrize(
+  "name, message",
+  [
+    ("nope", "unknown preprocess 'nope'"),
+    ("numpy:no_such", "cannot be imported"),
+    ("nosuchmodule:f", "cannot be imported"),
+  ],
+)
 def test_bad_names_are_one_line(name, message):
   with pytest.raises(dataset_api.DataError, match=message):
     preprocess.resolve(name)

@@ -112,8 +112,9 @@ def test_audit_defaults_resolve_from_the_protocol(tmp_path):
   assert noise.eps == noise_artifact.PAPER_EPS and noise.draws == 100
   splits = trained_plan.corruption_splits(protocols.get("digits"), default, False)
   assert len(splits) == len(corruption_registry.CORRUPTIONS) and splits[0].endswith("@3")
-  assert trained_plan.corruption_splits(protocols.get("imagenet2012"), tree.Robustness(
-      corruptions=("fog",)), False) == [f"fog@{s}" for s in range(1, 6)]
+  assert trained_plan.corruption_splits(
+    protocols.get("imagenet2012"), tree.Robustness(corruptions=("fog",)), False
+  ) == [f"fog@{s}" for s in range(1, 6)]
   assert trained_plan.members_of(protocols.get("imagenet2012"), 30) == (0, 1, 2, 3, 4)
   assert trained_plan.members_of(protocols.get("imagenet2012"), 3) == (0, 1, 2)
   assert trained_plan.members_of(protocols.get("digits"), 7) == tuple(range(7))
@@ -127,9 +128,11 @@ def test_mixed_precision_is_recorded_only_when_on():
 
 def test_protocols_imports_only_the_standard_library():
   # Importing the registry imports every protocol module.
-  code = ("import sys; from tf_forget.data.protocols import protocol_registry; "
-          "bad = [m for m in ('numpy', 'tensorflow') if m in sys.modules]; "
-          "assert not bad, bad")
+  code = (
+    "import sys; from tf_forget.data.protocols import protocol_registry; "
+    "bad = [m for m in ('numpy', 'tensorflow') if m in sys.modules]; "
+    "assert not bad, bad"
+  )
   subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -139,9 +142,12 @@ def test_export_defaults_follow_the_members_data_set(tmp_path):
   (member / "metadata.json").write_text('{"dataset": "celeb_a"}')
   # docs/spec.md §2.3: no float16 on CelebA; docs/spec.md §1.1: pruned members in float32 only.
   assert default_formats.protocol_formats(str(tmp_path)) == (
-      "float32,dynamic_int8,full_int8", "float32")
+    "float32,dynamic_int8,full_int8",
+    "float32",
+  )
   (tmp_path / "run.json").write_text('{"dataset": "cifar10"}')
   assert default_formats.protocol_formats(str(tmp_path))[0] == (
-      "float32,float16,dynamic_int8,full_int8")
+    "float32,float16,dynamic_int8,full_int8"
+  )
   with pytest.raises(Exception, match="no run.json and no member"):
     default_formats.protocol_formats(str(tmp_path / "members"))

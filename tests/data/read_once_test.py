@@ -23,8 +23,10 @@ def _folder(root, classes=("a", "b", "c"), per_class=7):
   for c in classes:
     os.makedirs(os.path.join(root, c))
     for i in range(per_class):
-      tf.io.write_file(os.path.join(root, c, f"{i:02d}.png"),
-                       tf.io.encode_png(rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)))
+      tf.io.write_file(
+        os.path.join(root, c, f"{i:02d}.png"),
+        tf.io.encode_png(rng.integers(0, 256, (5, 4, 3), dtype=np.uint8)),
+      )
 
 
 def _tfrecords(path, n=9):
@@ -33,11 +35,14 @@ def _tfrecords(path, n=9):
   with tf.io.TFRecordWriter(str(path / "x.tfrecord")) as writer:
     for i in range(n):
       png = tf.io.encode_png(rng.integers(0, 256, (4, 4, 1), dtype=np.uint8)).numpy()
-      feature = {"img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
-                 "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2])),
-                 "uid": tf.train.Feature(int64_list=tf.train.Int64List(value=[100 + 7 * i]))}
-      writer.write(tf.train.Example(
-          features=tf.train.Features(feature=feature)).SerializeToString())
+      feature = {
+        "img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+        "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 2])),
+        "uid": tf.train.Feature(int64_list=tf.train.Int64List(value=[100 + 7 * i])),
+      }
+      writer.write(
+        tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+      )
   spec = path / "spec.json"
   spec.write_text('{"image": "img", "label": "y", "id": "uid", "class_names": ["e", "o"]}')
   return registry.get("tfrecord", pattern=str(path / "*.tfrecord"), spec=str(spec))

@@ -12,25 +12,31 @@ from tf_forget.data import registry
 from tf_forget.data import sources
 
 
-@pytest.mark.parametrize("spec, expected", [
+@pytest.mark.parametrize(
+  "spec, expected",
+  [
     ("folder:/data/pets", ("folder", {"path": "/data/pets"})),
     ("folder:/data/my pets/", ("folder", {"path": "/data/my pets"})),
     ("folder:gs://bucket/pets", ("folder", {"path": "gs://bucket/pets"})),
     ("tfrecord:/data/val-*.tfrecord", ("tfrecord", {"pattern": "/data/val-*.tfrecord"})),
     ("tfds:mnist", ("tfds", {"tfds_name": "mnist", "config": None, "split": None})),
-    ("tfds:cifar10:train", ("tfds", {"tfds_name": "cifar10", "config": None,
-                                     "split": "train"})),
-    ("tfds:imagenet_v2/matched-frequency:test[:50%]",
-     ("tfds", {"tfds_name": "imagenet_v2", "config": "matched-frequency",
-               "split": "test[:50%]"})),
-    ("tfds:celeb_a:train[10:20]+validation", ("tfds", {"tfds_name": "celeb_a", "config": None,
-                                                       "split": "train[10:20]+validation"})),
-    ("tfds:cifar10_corrupted/gaussian_noise_3",
-     ("tfds", {"tfds_name": "cifar10_corrupted", "config": "gaussian_noise_3",
-               "split": None})),
+    ("tfds:cifar10:train", ("tfds", {"tfds_name": "cifar10", "config": None, "split": "train"})),
+    (
+      "tfds:imagenet_v2/matched-frequency:test[:50%]",
+      ("tfds", {"tfds_name": "imagenet_v2", "config": "matched-frequency", "split": "test[:50%]"}),
+    ),
+    (
+      "tfds:celeb_a:train[10:20]+validation",
+      ("tfds", {"tfds_name": "celeb_a", "config": None, "split": "train[10:20]+validation"}),
+    ),
+    (
+      "tfds:cifar10_corrupted/gaussian_noise_3",
+      ("tfds", {"tfds_name": "cifar10_corrupted", "config": "gaussian_noise_3", "split": None}),
+    ),
     ("digits", ("digits", {})),
     (" celeb_a ", ("celeb_a", {})),
-])
+  ],
+)
 def test_every_form_parses(spec, expected):
   assert sources.parse(spec) == expected
 
@@ -40,12 +46,15 @@ def test_relative_and_home_paths_become_absolute(tmp_path, monkeypatch):
   monkeypatch.delenv("BUILD_WORKING_DIRECTORY", raising=False)
   assert sources.parse("folder:pets") == ("folder", {"path": str(tmp_path / "pets")})
   assert sources.parse("tfrecord:../r/*.tfrecord")[1]["pattern"] == str(
-      tmp_path.parent / "r" / "*.tfrecord")
+    tmp_path.parent / "r" / "*.tfrecord"
+  )
   monkeypatch.setenv("HOME", str(tmp_path))
   assert sources.parse("folder:~/x")[1]["path"] == os.path.join(str(tmp_path), "x")
 
 
-@pytest.mark.parametrize("spec, problem", [
+@pytest.mark.parametrize(
+  "spec, problem",
+  [
     ("", "empty"),
     (None, "empty"),
     ("folder", "folder needs a location after 'folder:'"),
@@ -60,7 +69,8 @@ def test_relative_and_home_paths_become_absolute(tmp_path, monkeypatch):
     ("dir:/data/pets", "unknown source 'dir:'"),
     ("/data/pets", "no such data set"),
     ("cifar11", "no such data set (known: celeb_a, cifar10, cifar100, digits"),
-])
+  ],
+)
 def test_bad_spellings_are_one_line_errors_naming_the_forms(spec, problem):
   with pytest.raises(dataset_api.DataError) as info:
     sources.parse(spec)

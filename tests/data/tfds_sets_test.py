@@ -9,12 +9,15 @@ from tf_forget.data import registry
 from tf_forget.data import tfds_sets
 
 
-@pytest.mark.parametrize("name, shape, classes", [
+@pytest.mark.parametrize(
+  "name, shape, classes",
+  [
     ("cifar10", (32, 32, 3), 10),
     ("cifar100", (32, 32, 3), 100),
     ("mnist", (28, 28, 1), 10),
     ("fashion_mnist", (28, 28, 1), 10),
-])
+  ],
+)
 def test_image_sets_yield_uint8_labels_and_position_ids(name, shape, classes):
   with tfds.testing.mock_data(num_examples=9):
     data = registry.get(name)
@@ -89,16 +92,22 @@ class _Spy:
   def images_skipped(self):
     """Whether every read left the image encoded (tfds' mock decodes nothing without decoders,
     so the decoders passed are what tells a decoding read from a skipping one)."""
-    return all(isinstance((d or {}).get("image"), tfds.decode.SkipDecoding)
-               for d in self.decoders)
+    return all(isinstance((d or {}).get("image"), tfds.decode.SkipDecoding) for d in self.decoders)
 
 
 def test_num_examples_from_metadata_reads_no_data(monkeypatch):
   with tfds.testing.mock_data(num_examples=9):
     data = registry.get("cifar10")
-    builder = data._builder()  # pylint: disable=protected-access
-    builder.info.set_splits(tfds.core.SplitDict([tfds.core.SplitInfo(
-        name="train", shard_lengths=[600, 400], num_bytes=0, filename_template=None)]))
+    builder = data._builder()
+    builder.info.set_splits(
+      tfds.core.SplitDict(
+        [
+          tfds.core.SplitInfo(
+            name="train", shard_lengths=[600, 400], num_bytes=0, filename_template=None
+          )
+        ]
+      )
+    )
     spy = _Spy(monkeypatch)
     assert data.num_examples("train") == 1000
     assert data.num_examples("train[:90%]") == 900  # tfds slicing, from the same metadata
@@ -132,8 +141,9 @@ def test_annotation_batches_do_not_decode_images(monkeypatch):
     labels = np.concatenate([p.labels for p in parts])
     np.testing.assert_array_equal(labels, whole.labels)
     for name in tfds_sets.CELEB_A_ATTRIBUTES:
-      np.testing.assert_array_equal(np.concatenate([p.attributes[name] for p in parts]),
-                                    whole.attributes[name])
+      np.testing.assert_array_equal(
+        np.concatenate([p.attributes[name] for p in parts]), whole.attributes[name]
+      )
 
 
 def test_train_records_are_encoded_and_decode_record_decodes(monkeypatch):
@@ -152,12 +162,13 @@ def test_train_records_are_encoded_and_decode_record_decodes(monkeypatch):
 
 def test_report_attribute_streams_decode_no_image(monkeypatch):
   """report.collect's eval attributes and train shares (004 Figure 2) read no image."""
-  from tf_forget.report import collect  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import collect
+
   with tfds.testing.mock_data(num_examples=7):
     data = registry.get("celeb_a")
     train = data.load("train")
     spy = _Spy(monkeypatch)
-    stream = collect._stream_attributes  # pylint: disable=protected-access
+    stream = collect._stream_attributes
     ids, attrs = stream(data, "train", ("Male", "Young"))
     assert spy.decoders and spy.images_skipped() and spy.decodes == 0
     np.testing.assert_array_equal(ids, np.arange(7))

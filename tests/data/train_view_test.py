@@ -44,8 +44,12 @@ def folders(tmp_path):
 
 
 def _audited(root, **options):
-  return registry.get("folder", path=str(root / "test"), train_data={
-      "name": "folder", "options": {"path": str(root / "train")}}, **options)
+  return registry.get(
+    "folder",
+    path=str(root / "test"),
+    train_data={"name": "folder", "options": {"path": str(root / "train")}},
+    **options,
+  )
 
 
 def test_a_registered_data_set_is_read_as_it_is():
@@ -70,8 +74,11 @@ def test_train_is_the_train_data_labelled_in_the_audited_classes(folders):
   assert [int(y) for _, y in decoded] == [0, 2, 2]
   with pytest.raises(dataset_api.DataError, match="training records"):
     view.train_records("test")
-  assert view.describe() == {"source": {"name": "folder", "options": {"path": str(root / "train")}},
-                             "split": "test", "examples": 3}
+  assert view.describe() == {
+    "source": {"name": "folder", "options": {"path": str(root / "train")}},
+    "split": "test",
+    "examples": 3,
+  }
 
 
 def test_every_split_is_fed_as_the_model_takes_it(folders):
@@ -81,8 +88,9 @@ def test_every_split_is_fed_as_the_model_takes_it(folders):
   assert image.dtype == tf.float32 and int(label) == 0
   np.testing.assert_allclose(image.numpy(), train["a/0.png"] / 127.5 - 1, rtol=1e-6)
   record = next(iter(view.train_records("train")))
-  np.testing.assert_allclose(view.decode_record(record)[0].numpy(),
-                             train["a/0.png"] / 127.5 - 1, rtol=1e-6)
+  np.testing.assert_allclose(
+    view.decode_record(record)[0].numpy(), train["a/0.png"] / 127.5 - 1, rtol=1e-6
+  )
   test_image, _ = next(iter(view.tf_dataset("test")))
   assert float(tf.reduce_max(test_image)) <= 1.0
 
@@ -124,8 +132,12 @@ def _auditing(test, train, **options):
   """The audited folder `test` with the train data spelled `train` (as `--train=`: the options of
   `sources.parse` without its unset ones, as `tf_forget.pipeline.user_prune_plan.train_option`)."""
   name, parsed = sources.parse(train)
-  return registry.get("folder", path=str(test), train_data={
-      "name": name, "options": {k: v for k, v in parsed.items() if v is not None}}, **options)
+  return registry.get(
+    "folder",
+    path=str(test),
+    train_data={"name": name, "options": {k: v for k, v in parsed.items() if v is not None}},
+    **options,
+  )
 
 
 def _fed(half, channels):
@@ -144,10 +156,13 @@ def _mock_tfds(examples, read):
   def as_dataset(builder, split, decoders=None, read_config=None, shuffle_files=False):
     del read_config, shuffle_files  # unused
     read.append(str(split))
-    encoded = {"image": [tf.io.encode_png(image).numpy() for image, _ in examples],
-               "label": np.asarray([label for _, label in examples], np.int64)}
+    encoded = {
+      "image": [tf.io.encode_png(image).numpy() for image, _ in examples],
+      "label": np.asarray([label for _, label in examples], np.int64),
+    }
     return tf.data.Dataset.from_tensor_slices(encoded).map(
-        functools.partial(builder.info.features.decode_example, decoders=decoders))
+      functools.partial(builder.info.features.decode_example, decoders=decoders)
+    )
 
   return tfds.testing.mock_data(as_dataset_fn=as_dataset)
 
@@ -155,8 +170,13 @@ def _mock_tfds(examples, read):
 @pytest.fixture
 def digit_folder(tmp_path):
   """test/ with classes 0..9 (mnist's class names, in its order), RGB 14 x 14, one image each."""
-  _write(tmp_path / "test", {f"{c}/0.png": np.random.default_rng(c).integers(
-      0, 256, (14, 14, 3), dtype=np.uint8) for c in range(10)})
+  _write(
+    tmp_path / "test",
+    {
+      f"{c}/0.png": np.random.default_rng(c).integers(0, 256, (14, 14, 3), dtype=np.uint8)
+      for c in range(10)
+    },
+  )
   return tmp_path / "test"
 
 
@@ -186,12 +206,15 @@ def test_train_can_be_a_tfds_data_set(digit_folder):
       np.testing.assert_allclose(x.numpy(), _fed(half, 3), atol=1e-6)
     loaded = view.load("train")  # batches: uint8, the preprocess is `model_inputs`'
     np.testing.assert_array_equal(loaded.labels, labels)
-    np.testing.assert_array_equal(loaded.images, [np.repeat(h[..., None], 3, -1)
-                                                  for _, h in written])
+    np.testing.assert_array_equal(
+      loaded.images, [np.repeat(h[..., None], 3, -1) for _, h in written]
+    )
     assert set(read) == {"train"}  # the tfds split spelled, and no other
     assert view.describe() == {
-        "source": {"name": "tfds", "options": {"tfds_name": "mnist", "split": "train"}},
-        "split": "test", "examples": 3}
+      "source": {"name": "tfds", "options": {"tfds_name": "mnist", "split": "train"}},
+      "split": "test",
+      "examples": 3,
+    }
 
 
 def test_tfds_train_data_of_other_classes_is_refused(digit_folder, tmp_path):
@@ -225,11 +248,18 @@ def _write_tfrecord(path, examples):
   default feature names (`record_sets.DEFAULT_TFRECORD_SPEC`; `--train` gives no spec file)."""
   with tf.io.TFRecordWriter(str(path)) as writer:
     for image, label in examples:
-      writer.write(tf.train.Example(features=tf.train.Features(feature={
-          "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
-              value=[tf.io.encode_png(image).numpy()])),
-          "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-      })).SerializeToString())
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(
+            feature={
+              "image/encoded": tf.train.Feature(
+                bytes_list=tf.train.BytesList(value=[tf.io.encode_png(image).numpy()])
+              ),
+              "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+            }
+          )
+        ).SerializeToString()
+      )
 
 
 def test_train_can_be_tfrecord_files(folders):
@@ -240,8 +270,9 @@ def test_train_can_be_tfrecord_files(folders):
   labels = [1, 2, 0]
   _write_tfrecord(root / "train-1.tfrecord", [(written[2][0], labels[2])])
   _write_tfrecord(root / "train-0.tfrecord", [(w[0], y) for w, y in zip(written[:2], labels)])
-  view = train_view.of(_auditing(root / "test", f"tfrecord:{root}/train-*.tfrecord",
-                                 preprocess="symmetric"))
+  view = train_view.of(
+    _auditing(root / "test", f"tfrecord:{root}/train-*.tfrecord", preprocess="symmetric")
+  )
   assert view.split == "test"  # TFRecord files are one split
   assert view.spec.splits == ("train", "test") and view.spec.class_names == ("a", "b", "c")
   assert view.spec.image_shape == (4, 4, 1)
@@ -259,8 +290,10 @@ def test_train_can_be_tfrecord_files(folders):
   np.testing.assert_array_equal(loaded.labels, labels)
   np.testing.assert_array_equal(loaded.images, [h[..., None] for _, h in written])
   assert view.describe() == {
-      "source": {"name": "tfrecord", "options": {"pattern": f"{root}/train-*.tfrecord"}},
-      "split": "test", "examples": 3}
+    "source": {"name": "tfrecord", "options": {"pattern": f"{root}/train-*.tfrecord"}},
+    "split": "test",
+    "examples": 3,
+  }
 
 
 def test_the_fingerprint_of_tfrecord_train_data_follows_its_records(folders):

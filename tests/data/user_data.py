@@ -66,8 +66,10 @@ def one_line(fn):
 
 
 def _example(image, label, **ints):
-  feature = {"img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
-             "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+  feature = {
+    "img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
+    "y": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+  }
   for key, value in ints.items():
     feature[key] = tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
   return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
@@ -84,8 +86,9 @@ def tfrecords(tmp_path, records_per_file=((5, 1), (3, 0, 4)), channels=3):
     with tf.io.TFRecordWriter(str(tmp_path / f"{name}.tfrecord")) as writer:
       for label in file_labels:
         image = pixels(len(images), 5, 4, channels)
-        writer.write(_example(tf.io.encode_png(image).numpy(), label % 2,
-                              uid=100 + 10 * len(images)))
+        writer.write(
+          _example(tf.io.encode_png(image).numpy(), label % 2, uid=100 + 10 * len(images))
+        )
         images.append(image)
         labels.append(label % 2)
   return images, labels

@@ -16,6 +16,7 @@ from tf_forget.data import registry
 
 def _refusals(tmp_path):
   """(what, build-and-read, expected text); each on its own fresh folder."""
+
   def folder(files, **options):
     root = tmp_path / f"f{len(os.listdir(tmp_path))}"
     user_data.folder(root, files)
@@ -23,8 +24,13 @@ def _refusals(tmp_path):
 
   two = {"a/0.png": (4, 4, 3), "b/0.png": (4, 4, 3), "b/1.png": (4, 4, 3)}
   cases = []
-  cases.append(("missing folder",
-                lambda: registry.get("folder", path=str(tmp_path / "nope")), "does not exist"))
+  cases.append(
+    (
+      "missing folder",
+      lambda: registry.get("folder", path=str(tmp_path / "nope")),
+      "does not exist",
+    )
+  )
   root, read = folder(two)
   os.makedirs(root / "c")
   cases.append(("empty class", read, "class folder c/ of"))
@@ -57,30 +63,58 @@ def _refusals(tmp_path):
   _, read = folder(two, image_size=(0, 4))
   cases.append(("bad image_size", read, "image_size must be positive"))
   cases.append(("no path", lambda: registry.get("folder"), "needs path"))
-  _, read = folder({"train/a/0.png": (4, 4, 3), "test/a/0.png": (4, 4, 3)},
-                   attributes=str(tmp_path / "ids.csv"))
+  _, read = folder(
+    {"train/a/0.png": (4, 4, 3), "test/a/0.png": (4, 4, 3)}, attributes=str(tmp_path / "ids.csv")
+  )
   (tmp_path / "ids.csv").write_text("id,x\n0,1\n")
   cases.append(("id keys, two splits", read, "add a column 'split'"))
   user_data.tfrecords(tmp_path)
   pattern = str(tmp_path / "*.tfrecord")
-  cases.append(("tfrecord no match", lambda: registry.get(
-      "tfrecord", pattern=str(tmp_path / "none-*")), "no file matches tfrecord pattern"))
+  cases.append(
+    (
+      "tfrecord no match",
+      lambda: registry.get("tfrecord", pattern=str(tmp_path / "none-*")),
+      "no file matches tfrecord pattern",
+    )
+  )
   spec = tmp_path / "bad_spec.json"
   spec.write_text(json.dumps({"image": "img", "lable": "y"}))
-  cases.append(("tfrecord spec key", lambda: registry.get(
-      "tfrecord", pattern=pattern, spec=str(spec)), "unknown key 'lable'"))
+  cases.append(
+    (
+      "tfrecord spec key",
+      lambda: registry.get("tfrecord", pattern=pattern, spec=str(spec)),
+      "unknown key 'lable'",
+    )
+  )
   good = tmp_path / "spec.json"
   good.write_text(json.dumps({"image": "img", "label": "y"}))
-  cases.append(("tfrecord no class names", lambda: registry.get(
-      "tfrecord", pattern=pattern, spec=str(good)), "needs class_names"))
-  cases.append(("tfrecord label range", lambda: registry.get(
-      "tfrecord", pattern=pattern, spec=str(good), class_names=["one"]).load("test"),
-                "has label 1, not in [0, 1)"))
+  cases.append(
+    (
+      "tfrecord no class names",
+      lambda: registry.get("tfrecord", pattern=pattern, spec=str(good)),
+      "needs class_names",
+    )
+  )
+  cases.append(
+    (
+      "tfrecord label range",
+      lambda: registry.get("tfrecord", pattern=pattern, spec=str(good), class_names=["one"]).load(
+        "test"
+      ),
+      "has label 1, not in [0, 1)",
+    )
+  )
   wrong = tmp_path / "wrong.json"
   wrong.write_text(json.dumps({"image": "img", "label": "uid", "id": "missing"}))
-  cases.append(("tfrecord missing feature", lambda: registry.get(
-      "tfrecord", pattern=pattern, spec=str(wrong), class_names=["a"], image_size=4).load(
-          "test"), "cannot read record 0 of tfrecord"))
+  cases.append(
+    (
+      "tfrecord missing feature",
+      lambda: registry.get(
+        "tfrecord", pattern=pattern, spec=str(wrong), class_names=["a"], image_size=4
+      ).load("test"),
+      "cannot read record 0 of tfrecord",
+    )
+  )
   return cases
 
 
@@ -106,5 +140,6 @@ def test_calibration_examples_are_spread_over_a_class_sorted_folder(tmp_path):
   assert set(picked.labels.tolist()) == {0, 1, 2}
   assert len(data.calibration_examples("test", 100)) == 60  # fewer than n: all of them
   digits = registry.get("digits")
-  np.testing.assert_array_equal(digits.calibration_examples("train", 5).ids,
-                                digits.take("train", 5).ids)
+  np.testing.assert_array_equal(
+    digits.calibration_examples("train", 5).ids, digits.take("train", 5).ids
+  )

@@ -18,9 +18,15 @@ def env():
 
 def audit(args, cwd=None, timeout=600):
   """`subprocess.CompletedProcess` of `eval/audit.py args` (text output captured)."""
-  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
-                        cwd=cwd, env=env(), text=True, capture_output=True, timeout=timeout,
-                        check=False)
+  return subprocess.run(
+    [sys.executable, os.path.join(ROOT, "eval", "audit.py"), *args],
+    cwd=cwd,
+    env=env(),
+    text=True,
+    capture_output=True,
+    timeout=timeout,
+    check=False,
+  )
 
 
 def one_line(result):

@@ -18,14 +18,26 @@ from tf_forget.pipeline import audit_lib
 def test_celeb_a_audit_under_mock_data(tmp_path):
   out = tmp_path / "celeb_a"
   config = tree.AuditConfig(
-      out=str(out), data=tree.Data(dataset="celeb_a", image_size=(32, 32)),
-      population=tree.Population(
-          model="small_cnn", members=2, variants=("dense", "prune_0.5"), steps=20,
-          preset_overrides={"batch_size": 8, "learning_rate": 0.01, "prune_begin": 2,
-                            "prune_end": 10, "prune_frequency": 2, "checkpoint_every": 10}),
-      robustness=tree.Robustness(corruptions=("gaussian_noise",), severities=(3,)),
-      noise=tree.Noise(levels=tuple(noise_artifact.PAPER_EPS), draws=5),
-      deployment=tree.Deployment(encoding="plain"))
+    out=str(out),
+    data=tree.Data(dataset="celeb_a", image_size=(32, 32)),
+    population=tree.Population(
+      model="small_cnn",
+      members=2,
+      variants=("dense", "prune_0.5"),
+      steps=20,
+      preset_overrides={
+        "batch_size": 8,
+        "learning_rate": 0.01,
+        "prune_begin": 2,
+        "prune_end": 10,
+        "prune_frequency": 2,
+        "checkpoint_every": 10,
+      },
+    ),
+    robustness=tree.Robustness(corruptions=("gaussian_noise",), severities=(3,)),
+    noise=tree.Noise(levels=tuple(noise_artifact.PAPER_EPS), draws=5),
+    deployment=tree.Deployment(encoding="plain"),
+  )
   with tfds.testing.mock_data(num_examples=24):
     report, manifest = audit_lib.run_audit(config, log=lambda _: None)
   run = json.loads((out / "run.json").read_text())

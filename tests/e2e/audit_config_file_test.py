@@ -23,10 +23,19 @@ from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=dynamic_int8", "--pruned_quantizations=none",
-        "--corruptions=gaussian_noise", "--severities=3", "--noise_levels=none",
-        "--deploy_encoding=plain", "--executor=inline"]
+TINY = [
+  "--preset=tiny",
+  "--members=2",
+  "--variants=dense,prune_0.5",
+  "--steps=40",
+  "--quantizations=dynamic_int8",
+  "--pruned_quantizations=none",
+  "--corruptions=gaussian_noise",
+  "--severities=3",
+  "--noise_levels=none",
+  "--deploy_encoding=plain",
+  "--executor=inline",
+]
 
 
 def _tflite(run):
@@ -56,24 +65,26 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   a, b = api.load_report(first), api.load_report(again)
   assert a.passed and list(a.tables) == list(b.tables) and "verdict" in a.tables
   for name in a.tables:
-    pd.testing.assert_frame_equal(timed.untimed(a.tables[name]), timed.untimed(b.tables[name]),
-                                  obj=name)
+    pd.testing.assert_frame_equal(
+      timed.untimed(a.tables[name]), timed.untimed(b.tables[name]), obj=name
+    )
   assert timed.without_timings(a.verdict) == timed.without_timings(b.verdict)
   assert a.verdict["variant"]
   assert b.report["config"] == dict(recorded[audit_json.CONFIG_KEY], out=again)
   # The tables of a Result are the report's CSV files, names (class 7) as text.
-  csv = pd.read_csv(os.path.join(first, "tables", "verdict.csv"),
-                    dtype={c: str for c in names.NAME_COLUMNS})
+  csv = pd.read_csv(
+    os.path.join(first, "tables", "verdict.csv"), dtype={c: str for c in names.NAME_COLUMNS}
+  )
   assert csv["worst_class"].dropna().map(type).eq(str).all()
   pd.testing.assert_frame_equal(a.tables["verdict"], csv)
 
   # Flags given with --config replace its fields and are checked as flags.
-  bad = audit_binary.audit([f"--config={first}/audit.json", f"--out={tmp_path}/x",
-                            "--members=1"])
+  bad = audit_binary.audit([f"--config={first}/audit.json", f"--out={tmp_path}/x", "--members=1"])
   assert audit_binary.one_line(bad) == "audit: error: --members must be an integer >= 2, got 1"
   assert not (tmp_path / "x").exists()
-  plan = audit_binary.audit([f"--config={first}/audit.json", "--plan", "--members=3",
-                             "--variants=dense"])
+  plan = audit_binary.audit(
+    [f"--config={first}/audit.json", "--plan", "--members=3", "--variants=dense"]
+  )
   assert plan.returncode == 0, plan.stderr[-3000:]
   # 3 dense members, trained for the file's 40 steps (not the tiny preset's 60), and the
   # file's dynamic_int8 format: 3 x (float32 + dynamic_int8) conversions.
@@ -82,22 +93,32 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
 
   # README's Python snippet, as written, on the first run: it resumes it, every artifact kept.
   with open(os.path.join(readme_commands.ROOT, "README.md"), encoding="utf-8") as f:
-    snippet = [block for block in re.findall(r"```python\n(.*?)```", f.read(), re.S)
-               if "runs/digits/audit.json" in block][0]
+    snippet = [
+      block
+      for block in re.findall(r"```python\n(.*?)```", f.read(), re.S)
+      if "runs/digits/audit.json" in block
+    ][0]
   snippet = snippet.replace("runs/digits/audit.json", f"{first}/audit.json")
-  run = subprocess.run([sys.executable, "-c", snippet], env=audit_binary.env(), cwd=tmp_path,
-                       text=True, capture_output=True, timeout=600, check=False)
+  run = subprocess.run(
+    [sys.executable, "-c", snippet],
+    env=audit_binary.env(),
+    cwd=tmp_path,
+    text=True,
+    capture_output=True,
+    timeout=600,
+    check=False,
+  )
   assert run.returncode == 0, run.stderr[-3000:]
   assert f"True {a.verdict['why']}" in run.stdout and "redo" not in run.stdout
 
 
 def test_a_bad_configuration_file_is_one_line_and_writes_nothing(tmp_path):
-  (tmp_path / "c.json").write_text(json.dumps({"schema": tree.CONFIG_SCHEMA,
-                                               "noise": {"draw": 3}}))
+  (tmp_path / "c.json").write_text(json.dumps({"schema": tree.CONFIG_SCHEMA, "noise": {"draw": 3}}))
   out = tmp_path / "run"
   result = audit_binary.audit([f"--config={tmp_path}/c.json", f"--out={out}"])
   assert audit_binary.one_line(result).startswith(
-      f"audit: error: {tmp_path}/c.json: unknown configuration field noise.draw (known: ")
+    f"audit: error: {tmp_path}/c.json: unknown configuration field noise.draw (known: "
+  )
   result = audit_binary.audit([f"--config={tmp_path}/none.json", f"--out={out}"])
   assert "cannot read" in audit_binary.one_line(result)
   assert not out.exists()

@@ -26,9 +26,18 @@ from tests import binary_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AUDIT = os.path.join(ROOT, "eval", "audit.py")
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+TINY = [
+  "--preset=tiny",
+  "--members=2",
+  "--variants=dense,prune_0.5",
+  "--steps=40",
+  "--quantizations=",
+  "--pruned_quantizations=none",
+  "--corruptions=none",
+  "--noise_levels=none",
+  "--deploy_encoding=plain",
+  "--executor=inline",
+]
 
 
 def _env():
@@ -38,14 +47,27 @@ def _env():
 
 
 def _run(args, cwd=None, timeout=600):
-  return subprocess.run([sys.executable, AUDIT, *args], env=_env(), cwd=cwd, text=True,
-                        capture_output=True, timeout=timeout, check=False)
+  return subprocess.run(
+    [sys.executable, AUDIT, *args],
+    env=_env(),
+    cwd=cwd,
+    text=True,
+    capture_output=True,
+    timeout=timeout,
+    check=False,
+  )
 
 
 def _start(args, cwd=None):
-  return subprocess.Popen([sys.executable, AUDIT, *args], env=_env(), cwd=cwd, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          start_new_session=True)
+  return subprocess.Popen(
+    [sys.executable, AUDIT, *args],
+    env=_env(),
+    cwd=cwd,
+    text=True,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    start_new_session=True,
+  )
 
 
 def _wait_for(predicate, what, proc, timeout=300):
@@ -55,8 +77,9 @@ def _wait_for(predicate, what, proc, timeout=300):
     if predicate():
       return
     if proc.poll() is not None:
-      raise AssertionError(f"the audit ended (exit {proc.returncode}) before {what}: "
-                           f"{proc.communicate()[1][-3000:]}")
+      raise AssertionError(
+        f"the audit ended (exit {proc.returncode}) before {what}: {proc.communicate()[1][-3000:]}"
+      )
     time.sleep(0.2)
   raise AssertionError(f"timed out waiting for {what}")
 
@@ -89,8 +112,12 @@ def test_a_normal_run_prints_no_tensorflow_lines_and_keeps_them_in_logs(finished
   out, result = finished
   assert result.stderr == "", result.stderr[-3000:]
   assert "== 6/6 deployment bundle" in result.stdout
-  for noise in ("cuInit", "cuda drivers", "Created TensorFlow Lite XNNPACK delegate",
-                "absl::InitializeLog"):
+  for noise in (
+    "cuInit",
+    "cuda drivers",
+    "Created TensorFlow Lite XNNPACK delegate",
+    "absl::InitializeLog",
+  ):
     assert noise not in result.stdout
   logs = glob.glob(os.path.join(out, "logs", "audit-*.log"))
   assert len(logs) == 1
@@ -180,7 +207,9 @@ def test_a_stray_argument_is_one_line_and_writes_nothing(tmp_path):
   assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("args, expected", [
+@pytest.mark.parametrize(
+  "args, expected",
+  [
     (["--image_size=abc"], "image_size must be two positive integers"),
     (["--image_size=28"], "image_size must be two positive integers"),
     (["--image_size=28.5,28"], "image_size must be two positive integers"),
@@ -191,29 +220,39 @@ def test_a_stray_argument_is_one_line_and_writes_nothing(tmp_path):
     (["--max_kl=nan"], "--max_kl must be a finite number"),
     (["--max_flip_rate=inf"], "--max_flip_rate"),
     (["--dataset=celeb_a"], "tfds build celeb_a --data_dir=DIR"),
-    (["--executor=ray", "--ray_address=bogus:1234"],
-     "cannot reach the Ray cluster at bogus:1234"),
-])
+    (["--executor=ray", "--ray_address=bogus:1234"], "cannot reach the Ray cluster at bogus:1234"),
+  ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, expected):
   """In this process, through the command's `main` (its exit: the one-line message, status 1);
   the process itself is checked above and by the tests that run it."""
-  code = binary_main.run_argv(audit_main.main, "audit", [f"--out={tmp_path / 'out'}", *args],
-                              str(tmp_path))
+  code = binary_main.run_argv(
+    audit_main.main, "audit", [f"--out={tmp_path / 'out'}", *args], str(tmp_path)
+  )
   assert isinstance(code, str) and "\n" not in code, code
   assert code.startswith("audit: error:") and expected in code, code
   assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("binary, args", [
+@pytest.mark.parametrize(
+  "binary, args",
+  [
     ("eval/evaluate_population.py", []),
     ("tflite_export/export_population.py", []),
     ("tf_forget/train/train_population.py", []),
     ("tf_forget/corruptions/generate_corruptions.py", []),
     ("eval/evaluate_population.py", ["--run_dir=/tmp", "stray"]),
-])
+  ],
+)
 def test_stage_binaries_give_one_usage_line(binary, args):
-  result = subprocess.run([sys.executable, os.path.join(ROOT, binary), *args], env=_env(),
-                          text=True, capture_output=True, timeout=300, check=False)
+  result = subprocess.run(
+    [sys.executable, os.path.join(ROOT, binary), *args],
+    env=_env(),
+    text=True,
+    capture_output=True,
+    timeout=300,
+    check=False,
+  )
   assert result.returncode == 1
   line = _one_line(result)
   assert line.endswith("(see --help)") and ": error:" in line, line
@@ -224,16 +263,25 @@ def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
   args = [f"--out={out}", *TINY[:3], "--steps=300", *TINY[4:]]  # ~35 s of training
   first = _start(args)
   try:
-    _wait_for(lambda: (_lock_holder(out) or {}).get("pid") == first.pid, "the first's lock",
-              first)
+    _wait_for(lambda: (_lock_holder(out) or {}).get("pid") == first.pid, "the first's lock", first)
     second = _run(args, timeout=120)
     assert second.returncode == 1
     line = _one_line(second)
     assert f"is in use by audit (pid {first.pid} on" in line, line
     stage = subprocess.run(  # a stage binary takes the same lock
-        [sys.executable, os.path.join(ROOT, "tflite_export", "export_population.py"),
-         f"--run_dir={out}", "--formats=float32", "--pruned_formats=float32"],
-        env=_env(), text=True, capture_output=True, timeout=120, check=False)
+      [
+        sys.executable,
+        os.path.join(ROOT, "tflite_export", "export_population.py"),
+        f"--run_dir={out}",
+        "--formats=float32",
+        "--pruned_formats=float32",
+      ],
+      env=_env(),
+      text=True,
+      capture_output=True,
+      timeout=120,
+      check=False,
+    )
     assert stage.returncode == 1
     assert f"is in use by audit (pid {first.pid} on" in _one_line(stage)
     assert first.poll() is None, "the refused commands disturbed the running audit"
@@ -251,10 +299,13 @@ def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
     assert json.load(f)["dataset"] == "digits"
 
 
-@pytest.mark.parametrize("signum, code, verb", [
+@pytest.mark.parametrize(
+  "signum, code, verb",
+  [
     (signal.SIGINT, 130, "interrupted"),
     (signal.SIGTERM, 143, "terminated"),
-])
+  ],
+)
 def test_an_interrupt_is_one_line_and_the_rerun_resumes(tmp_path, signum, code, verb):
   out = str(tmp_path / "run")
   args = [f"--out={out}", *TINY[:2], "--variants=dense", "--steps=200", *TINY[4:]]

@@ -64,14 +64,22 @@ def _config(dataset, out):
   # The fixtures' population (tests/fixtures/make_fixtures.py): 3 members x dense/prune_0.9,
   # digits preset at 300 steps; every post-training format of the dense members.
   return tree.AuditConfig(
-      out=out, data=tree.Data(dataset=dataset),
-      population=tree.Population(preset="digits", members=3, variants=("dense", "prune_0.9"),
-                                 steps=300, preset_overrides={"checkpoint_every": 100}),
-      formats=tree.Formats(quantizations=("float16", "dynamic_int8", "full_int8"),
-                           pruned_quantizations=()),
-      deployment=tree.Deployment(encoding="plain"),
-      robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)),
-      noise=tree.Noise(levels=tuple(NOISE["levels"]), draws=NOISE["draws"]))
+    out=out,
+    data=tree.Data(dataset=dataset),
+    population=tree.Population(
+      preset="digits",
+      members=3,
+      variants=("dense", "prune_0.9"),
+      steps=300,
+      preset_overrides={"checkpoint_every": 100},
+    ),
+    formats=tree.Formats(
+      quantizations=("float16", "dynamic_int8", "full_int8"), pruned_quantizations=()
+    ),
+    deployment=tree.Deployment(encoding="plain"),
+    robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)),
+    noise=tree.Noise(levels=tuple(NOISE["levels"]), draws=NOISE["draws"]),
+  )
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +96,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def golden(runs):
-  digests = {d: run_digest.digest(r["run"], r["report"], EXACT_FORMATS)
-             for d, r in runs.items()}
+  digests = {d: run_digest.digest(r["run"], r["report"], EXACT_FORMATS) for d, r in runs.items()}
   if REGEN:
     with open(GOLDEN, "w") as f:
       json.dump(digests, f, indent=1, sort_keys=True)
@@ -132,9 +139,11 @@ def test_predictions_match_golden(golden):
     # Only kernel rounding on another CPU may move a label (module docstring).
     assert all(n <= CROSS_CPU_FLIPS for n in flips.values()), (dataset, flips)
     if flips:
-      print(f"{dataset}: {len(flips)} files differ from the golden by <= "
-            f"{max(flips.values())} labels (another CPU's kernels): report compared with "
-            "tolerances")
+      print(
+        f"{dataset}: {len(flips)} files differ from the golden by <= "
+        f"{max(flips.values())} labels (another CPU's kernels): report compared with "
+        "tolerances"
+      )
 
 
 def _exact(got, want, where):
@@ -178,8 +187,10 @@ def test_report_matches_golden(golden):
 
 def _population(run, variant, split):
   """(labels [N], top1 [K, N]) of a variant's members on a split, read with numpy only."""
-  files = sorted(glob.glob(os.path.join(run, "predictions", variant, "*", f"{split}.npz")),
-                 key=lambda p: int(p.split(os.sep)[-2]))
+  files = sorted(
+    glob.glob(os.path.join(run, "predictions", variant, "*", f"{split}.npz")),
+    key=lambda p: int(p.split(os.sep)[-2]),
+  )
   data = [run_digest.npz(p) for p in files]
   for d in data[1:]:
     assert np.array_equal(d["ids"], data[0]["ids"])
@@ -193,10 +204,12 @@ def _modal(top1):
 
 def _significant_classes(labels, top0, topt, num_classes):
   """000 §2.2 / docs/spec.md §3.1: Welch test on per-member class recall minus member accuracy."""
+
   def shifted(top1):
     acc = (top1 == labels[None]).mean(axis=1)
     recall = np.stack([(top1[:, labels == c] == c).mean(axis=1) for c in range(num_classes)], 1)
     return recall - acc[:, None]
+
   s0, st = shifted(top0), shifted(topt)
   count = 0
   for c in range(num_classes):
@@ -227,8 +240,10 @@ def test_report_agrees_with_independent_recomputation(runs):
       if variant == "dense":
         continue
       assert s["pie_count"] == int(np.sum(_modal(top1) != modal_dense)), (dataset, variant)
-      assert s["significant_classes"] == _significant_classes(labels, dense, top1,
-                                                              num_classes), (dataset, variant)
+      assert s["significant_classes"] == _significant_classes(labels, dense, top1, num_classes), (
+        dataset,
+        variant,
+      )
     for row in report["tables"]["noise_accuracy"]:
       files = glob.glob(os.path.join(run, "noise", row["variant"], "*", "linf.npz"))
       accs = []
@@ -252,8 +267,11 @@ def test_report_agrees_with_independent_recomputation(runs):
 
 def _biased_attributes(n, run):
   """The digits_biased test split's attributes, aligned on the dense predictions' ids."""
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-  ids = run_digest.npz(sorted(glob.glob(os.path.join(run, "predictions", "dense", "0", "test.npz")))[0])
+  from tf_forget.data import registry
+
+  ids = run_digest.npz(
+    sorted(glob.glob(os.path.join(run, "predictions", "dense", "0", "test.npz")))[0]
+  )
   examples = registry.get("digits_biased").load("test")
   pos = {int(i): j for j, i in enumerate(examples.ids)}
   index = np.array([pos[int(i)] for i in ids["ids"]])

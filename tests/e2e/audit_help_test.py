@@ -11,20 +11,30 @@ import re
 from tests.cli import help_listing
 from tests.e2e import audit_binary
 
-SECTIONS = ["what to audit, and where", "your own model, files and data",
-            "populations tf_forget trains",
-            "pruning after training (002 one-shot, 003 prune-retrain)", "post-training formats",
-            "robustness and noise", "gates (exit status 3 when one fails)",
-            "why it forgot, and repairs", "deployment bundle", "where the work runs",
-            "000's human study"]
+SECTIONS = [
+  "what to audit, and where",
+  "your own model, files and data",
+  "populations tf_forget trains",
+  "pruning after training (002 one-shot, 003 prune-retrain)",
+  "post-training formats",
+  "robustness and noise",
+  "gates (exit status 3 when one fails)",
+  "why it forgot, and repairs",
+  "deployment bundle",
+  "where the work runs",
+  "000's human study",
+]
 
 
 def test_help_lists_every_flag_once_in_its_section():
   result = audit_binary.audit(["--help"])
   assert result.returncode == 0, result.stderr[-2000:]
   text = result.stdout
-  headings = [line[:-1] for line in text.splitlines() if line.endswith(":")
-              and not line.startswith(" ") and line[:-1] in SECTIONS]
+  headings = [
+    line[:-1]
+    for line in text.splitlines()
+    if line.endswith(":") and not line.startswith(" ") and line[:-1] in SECTIONS
+  ]
   assert headings == SECTIONS
   listed = re.findall(r"^  --(\w+):", text, flags=re.M)
   assert len(listed) == len(set(listed))  # each flag once

@@ -16,16 +16,30 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = ["--preset=tiny", "--members=2", "--variants=dense,prune_0.5", "--steps=40",
-        "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+TINY = [
+  "--preset=tiny",
+  "--members=2",
+  "--variants=dense,prune_0.5",
+  "--steps=40",
+  "--quantizations=",
+  "--pruned_quantizations=none",
+  "--corruptions=none",
+  "--noise_levels=none",
+  "--deploy_encoding=plain",
+  "--executor=inline",
+]
 PER_GROUP = 20
 
 
 def _audit(*args):
-  return subprocess.run([sys.executable, os.path.join(ROOT, "eval", "audit.py"), *TINY, *args],
-                        env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
-                        timeout=900, check=False)
+  return subprocess.run(
+    [sys.executable, os.path.join(ROOT, "eval", "audit.py"), *TINY, *args],
+    env=dict(os.environ, PYTHONPATH=ROOT),
+    capture_output=True,
+    text=True,
+    timeout=900,
+    check=False,
+  )
 
 
 def _fill(sheet_csv, key, out_csv, non_pie_flagged=2):
@@ -52,8 +66,9 @@ def _fill(sheet_csv, key, out_csv, non_pie_flagged=2):
 def exported(tmp_path_factory):
   root = tmp_path_factory.mktemp("study")
   out, export = str(root / "run"), str(root / "export")
-  done = _audit(f"--out={out}", f"--annotation_export={export}",
-                f"--annotation_per_group={PER_GROUP}")
+  done = _audit(
+    f"--out={out}", f"--annotation_export={export}", f"--annotation_per_group={PER_GROUP}"
+  )
   assert done.returncode == 0, done.stderr[-3000:]
   with open(os.path.join(export, "key.json"), encoding="utf-8") as f:
     key = json.load(f)
@@ -77,8 +92,11 @@ def test_filled_annotations_give_table_7(exported):
   root, out, export, key = exported
   filled = str(root / "filled.csv")
   _fill(os.path.join(export, "sheet", "annotations.csv"), key, filled)
-  done = _audit(f"--out={out}", f"--annotations={filled}",
-                f"--annotation_key={os.path.join(export, 'key.json')}")
+  done = _audit(
+    f"--out={out}",
+    f"--annotations={filled}",
+    f"--annotation_key={os.path.join(export, 'key.json')}",
+  )
   assert done.returncode == 0, done.stderr[-3000:]
   with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
     rows = {r["attribute"]: r for r in json.load(f)["tables"]["human_study"]}
@@ -105,8 +123,9 @@ def test_a_file_that_does_not_match_the_run_is_one_line(exported):
     writer.writerows(rows)
   with open(os.path.join(out, "report.json"), "rb") as f:
     before = f.read()
-  done = _audit(f"--out={out}", f"--annotations={bad}",
-                f"--annotation_key={os.path.join(export, 'key.json')}")
+  done = _audit(
+    f"--out={out}", f"--annotations={bad}", f"--annotation_key={os.path.join(export, 'key.json')}"
+  )
   assert done.returncode == 1
   lines = done.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith("audit: error:"), done.stderr[-2000:]

@@ -34,8 +34,14 @@ from tests.e2e import audit_binary
 from tests.e2e import user_files
 
 CLASSES = [str(c) for c in range(10)]
-USER = dict(compress=["float16"], executor="inline", deploy_encoding="plain",
-            class_names=CLASSES, corruptions=["none"], noise_levels=["none"])
+USER = dict(
+  compress=["float16"],
+  executor="inline",
+  deploy_encoding="plain",
+  class_names=CLASSES,
+  corruptions=["none"],
+  noise_levels=["none"],
+)
 BOGUS_BUCKET = "gs://tf-forget-test-no-such-bucket-7d1c"
 FIFO_BOUND_S = 120
 
@@ -56,21 +62,43 @@ def user(tmp_path_factory):
   return user_files.make(tmp_path_factory.mktemp("user"), num_images=30)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (dict(reference=["s3://bucket/model.keras"]),
-     "s3://bucket/model.keras: s3:// paths are not supported"),
-    (dict(reference=["http://example.com/model.keras"]),
-     "http://example.com/model.keras: http:// paths are not supported"),
-    (dict(config="s3://bucket/audit.json"),
-     "s3://bucket/audit.json: s3:// paths are not supported"),
+@pytest.mark.parametrize(
+  "flags, message",
+  [
+    (
+      dict(reference=["s3://bucket/model.keras"]),
+      "s3://bucket/model.keras: s3:// paths are not supported",
+    ),
+    (
+      dict(reference=["http://example.com/model.keras"]),
+      "http://example.com/model.keras: http:// paths are not supported",
+    ),
+    (
+      dict(config="s3://bucket/audit.json"),
+      "s3://bucket/audit.json: s3:// paths are not supported",
+    ),
     (dict(out="s3://bucket/run", reference=None), "cannot write to s3://bucket/run"),
-])
+  ],
+)
 def test_an_unsupported_remote_path_is_one_line(user, tmp_path, flags, message):
-  given = dict(dict(USER, dataset=f"folder:{user / 'images'}",
-                    reference=[str(user / "model.keras")], out=str(tmp_path / "out")), **flags)
+  given = dict(
+    dict(
+      USER,
+      dataset=f"folder:{user / 'images'}",
+      reference=[str(user / "model.keras")],
+      out=str(tmp_path / "out"),
+    ),
+    **flags,
+  )
   if given["reference"] is None:  # --out alone: tf_forget's own population
-    given = dict(out=given["out"], preset="tiny", members=2, corruptions=["none"],
-                 noise_levels=["none"], executor="inline")
+    given = dict(
+      out=given["out"],
+      preset="tiny",
+      members=2,
+      corruptions=["none"],
+      noise_levels=["none"],
+      executor="inline",
+    )
   assert message in _one_line(_run_main(**given))
   assert os.listdir(tmp_path) == []
 
@@ -83,10 +111,22 @@ def test_an_unreachable_bucket_is_one_line_and_leaves_no_temporary_log(user, tmp
   reference = f"{BOGUS_BUCKET}/model.keras"
   env = dict(audit_binary.env(), TMPDIR=str(tmp))
   result = subprocess.run(
-      [sys.executable, os.path.join(audit_binary.ROOT, "eval", "audit.py"),
-       "--dataset=folder:images", f"--reference={reference}", "--compress=float16",
-       f"--out={tmp_path / 'out'}", "--executor=inline"],
-      cwd=user, env=env, text=True, capture_output=True, timeout=300, check=False)
+    [
+      sys.executable,
+      os.path.join(audit_binary.ROOT, "eval", "audit.py"),
+      "--dataset=folder:images",
+      f"--reference={reference}",
+      "--compress=float16",
+      f"--out={tmp_path / 'out'}",
+      "--executor=inline",
+    ],
+    cwd=user,
+    env=env,
+    text=True,
+    capture_output=True,
+    timeout=300,
+    check=False,
+  )
   line = audit_binary.one_line(result)
   assert line.startswith("audit: error: ") and reference in line
   assert os.listdir(tmp) == []  # no tf_forget_audit_*.log
@@ -107,20 +147,24 @@ def test_a_deep_or_huge_configuration_is_one_line_and_read_no_further(tmp_path):
   deep = tmp_path / "deep.json"
   deep.write_text('{"a": ' * 100_000 + "1" + "}" * 100_000)
   assert _one_line(_run_main(config=str(deep))).endswith(
-      f"cannot read configuration {deep}: its JSON is nested too deeply")
+    f"cannot read configuration {deep}: its JSON is nested too deeply"
+  )
   nested = 1
   for _ in range(100):
     nested = [nested]
   deep_field = tmp_path / "deep_field.json"
-  deep_field.write_text(json.dumps({"schema": "tf_forget.config/1",
-                                    "population": {"preset_overrides": {"x": nested}}}))
+  deep_field.write_text(
+    json.dumps({"schema": "tf_forget.config/1", "population": {"preset_overrides": {"x": nested}}})
+  )
   assert "population.preset_overrides.x nests lists or dicts more than 32 levels deep" in (
-      _one_line(_run_main(config=str(deep_field))))
+    _one_line(_run_main(config=str(deep_field)))
+  )
   huge = tmp_path / "huge.json"
   huge.write_text(json.dumps({"schema": "tf_forget.config/1", "pad": "x" * 40_000_000}))
   code, peak = _peak(lambda: _run_main(config=str(huge)))
-  assert _one_line(code).endswith(f"cannot read configuration {huge}: it is 40 MB, more than "
-                                  "the 16 MB a configuration may take")
+  assert _one_line(code).endswith(
+    f"cannot read configuration {huge}: it is 40 MB, more than the 16 MB a configuration may take"
+  )
   assert peak < 8_000_000  # refused by its size, unread
   assert sorted(os.listdir(tmp_path)) == ["deep.json", "deep_field.json", "huge.json"]
 
@@ -144,13 +188,15 @@ def _bomb(path, inflated):
 def test_a_zip_bomb_reference_is_refused_unread(user, tmp_path):
   bomb = _bomb(tmp_path / "bomb.keras", 256 << 20)
   assert os.path.getsize(bomb) < 1_000_000
-  flags = dict(USER, dataset=f"folder:{user / 'images'}", reference=[str(bomb)],
-               out=str(tmp_path / "out"))
+  flags = dict(
+    USER, dataset=f"folder:{user / 'images'}", reference=[str(bomb)], out=str(tmp_path / "out")
+  )
   _run_main(**flags)  # once untraced: the modules the refusal imports are loaded
   code, peak = _peak(lambda: _run_main(**flags))
   assert _one_line(code).endswith(
-      f"model file {bomb}: its config.json unpacks to 268 MB, over the 64 MB a model's "
-      "configuration may take (refused unread)")
+    f"model file {bomb}: its config.json unpacks to 268 MB, over the 64 MB a model's "
+    "configuration may take (refused unread)"
+  )
   assert peak < 32_000_000  # the 268 MB member is never inflated
   assert os.listdir(tmp_path) == ["bomb.keras"]
 
@@ -191,11 +237,14 @@ def _data_bound(extra):
     resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
-@pytest.mark.parametrize("kind, message", [
+@pytest.mark.parametrize(
+  "kind, message",
+  [
     ("fifo", "is a FIFO (named pipe), not a regular file; only regular files are read"),
     ("dev_zero", "is a link to /dev/zero, a character device; only regular files are read"),
     ("sparse_4gb", "is 4.29 GB, more than any image the audit reads (1 GB)"),
-])
+  ],
+)
 def test_a_data_entry_that_is_no_image_file_is_refused_at_once(user, tmp_path, kind, message):
   images = tmp_path / "images"
   shutil.copytree(user / "images", images)
@@ -212,8 +261,12 @@ def test_a_data_entry_that_is_no_image_file_is_refused_at_once(user, tmp_path, k
   start = time.monotonic()
   try:
     with _data_bound(4 << 30):
-      code = _run_main(**USER, dataset=f"folder:{images}", reference=[str(user / "model.keras")],
-                       out=str(tmp_path / "out"))
+      code = _run_main(
+        **USER,
+        dataset=f"folder:{images}",
+        reference=[str(user / "model.keras")],
+        out=str(tmp_path / "out"),
+      )
   finally:
     if unblocker is not None:
       unblocker.stop()

@@ -27,11 +27,14 @@ def _run_main(**flag_values):
   return binary_main.run_main(audit_main.main, "audit", **flag_values)
 
 
-@pytest.mark.parametrize("flag, value, message", [
+@pytest.mark.parametrize(
+  "flag, value, message",
+  [
     ("ratios", ["1"], "--ratios must be numbers > 1, got 1"),
     ("ratios", ["x"], "--ratios must be numbers > 1, got x"),
     ("algorithms", ["xx"], "--algorithms must be among mp, gp, up, rp, got 'xx'"),
-])
+  ],
+)
 def test_flag_validation_rejects_bad_values(tmp_path, flag, value, message):
   out = tmp_path / "out"
   code = _run_main(out=str(out), pruning=["oneshot"], **{flag: value})
@@ -39,12 +42,17 @@ def test_flag_validation_rejects_bad_values(tmp_path, flag, value, message):
   assert not out.exists()
 
 
-@pytest.mark.parametrize("overrides, message", [
+@pytest.mark.parametrize(
+  "overrides, message",
+  [
     ({"finetune": "1@0.1"}, "no one-shot variant asked for"),
     ({"pruning": ["oneshot"], "finetune": "1@x"}, "bad fine-tuning phase"),
-    ({"pruning": ["oneshot"], "ratio_over": "all", "preset": "celeb_a_paper",
-      "dataset": "nope"}, "unknown data set"),
-])
+    (
+      {"pruning": ["oneshot"], "ratio_over": "all", "preset": "celeb_a_paper", "dataset": "nope"},
+      "unknown data set",
+    ),
+  ],
+)
 def test_bad_oneshot_input_is_one_line_and_writes_nothing(tmp_path, overrides, message):
   overrides = dict({"preset": "tiny"}, **overrides)
   out = tmp_path / "out"
@@ -59,7 +67,9 @@ def test_protocol_round_trips_to_a_worker():
     p = oneshot_schedule.get(name, exclude_classifier=True, phases="2@0.1,1@0.01")
     assert oneshot_schedule.OneshotSchedule.from_json(json.loads(json.dumps(p.to_json()))) == p
   with pytest.raises(oneshot_schedule.OneshotScheduleError, match="versions differ"):
-    oneshot_schedule.OneshotSchedule.from_json(dict(oneshot_schedule.get("tiny").to_json(), extra=1))
+    oneshot_schedule.OneshotSchedule.from_json(
+      dict(oneshot_schedule.get("tiny").to_json(), extra=1)
+    )
 
 
 def test_plan_counts_the_fine_tunings(capsys):
@@ -83,10 +93,15 @@ def _check_one_g_per_parent(out, k, dense_meta):
       assert meta["pruning"]["gradient"] is None and "gradient" not in meta["inputs"]
   run = json.loads((out / "run.json").read_text())
   parent = member_lib.MemberConfig(
-      dataset=run["dataset"], model=run["model"], variant="dense", k=k,
-      preset=presets.Preset.from_json(dense_meta["preset"]),
-      dataset_options=run["dataset_options"], model_options=run["model_options"],
-      population_seed=run["population_seed"])
+    dataset=run["dataset"],
+    model=run["model"],
+    variant="dense",
+    k=k,
+    preset=presets.Preset.from_json(dense_meta["preset"]),
+    dataset_options=run["dataset_options"],
+    model_options=run["model_options"],
+    population_seed=run["population_seed"],
+  )
   os.remove(g_file)
   assert prune_gradient.ensure(str(out), parent, oneshot_schedule.get("tiny")).path == g_file
   with open(g_file, "rb") as f:
@@ -95,25 +110,36 @@ def _check_one_g_per_parent(out, k, dense_meta):
 
 def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   out = tmp_path / "run"
-  args = dict(out=str(out), preset="tiny", members=2, pruning=["oneshot"], ratios=["4"],
-              quantizations=[], corruptions=["none"], noise_levels=["none"],
-              deploy_encoding="plain", executor="local", workers=2)
+  args = dict(
+    out=str(out),
+    preset="tiny",
+    members=2,
+    pruning=["oneshot"],
+    ratios=["4"],
+    quantizations=[],
+    corruptions=["none"],
+    noise_levels=["none"],
+    deploy_encoding="plain",
+    executor="local",
+    workers=2,
+  )
   _run_main(**args)
   report = json.loads((out / "report.json").read_text())
   variants = {"dense"} | {f"oneshot_{a}_r4" for a in ALGORITHMS}
   assert set(report["variants"]) == variants
-  dense_meta = [json.loads((out / "members" / "dense" / str(k) / "metadata.json").read_text())
-                for k in range(2)]
+  dense_meta = [
+    json.loads((out / "members" / "dense" / str(k) / "metadata.json").read_text()) for k in range(2)
+  ]
   for a in ALGORITHMS:
     for k in range(2):
       meta = json.loads(
-          (out / "members" / f"oneshot_{a}_r4" / str(k) / "metadata.json").read_text())
+        (out / "members" / f"oneshot_{a}_r4" / str(k) / "metadata.json").read_text()
+      )
       assert meta["parent"]["k"] == k
       assert meta["parent"]["model_sha256"] == dense_meta[k]["model_sha256"]
       assert meta["pruning"]["compression"]["ratio"] == 4.0
       # The deployed file holds the pruned zeros (read from the flatbuffer at export).
-      tfl = json.loads(
-          (out / "tflite" / f"oneshot_{a}_r4" / str(k) / "float32.json").read_text())
+      tfl = json.loads((out / "tflite" / f"oneshot_{a}_r4" / str(k) / "float32.json").read_text())
       assert tfl["sparsity"]["kernels"]["fraction"] >= 0.75 - 1e-4
   run_json = json.loads((out / "run.json").read_text())
   assert set(run_json["variants"]) == variants
@@ -124,8 +150,7 @@ def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
     assert rows[f"oneshot_{a}_r4"]["pairing"] == "parent"
   # 002's study table: one row per (algorithm, ratio), paired by parent.
   study = report["tables"]["oneshot_alpha"]
-  assert sorted((r["algorithm"], r["ratio"]) for r in study) == sorted(
-      (a, 4.0) for a in ALGORITHMS)
+  assert sorted((r["algorithm"], r["ratio"]) for r in study) == sorted((a, 4.0) for a in ALGORITHMS)
   assert all(r["pairing"] == "parent" and r["members"] == 2 for r in study)
   assert "oneshot_algorithm_tests" in report["tables"]
   first_log = capsys.readouterr().out

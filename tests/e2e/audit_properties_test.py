@@ -29,13 +29,20 @@ STEPS = {"digits": 300, "digits_biased": 600}
 
 def _audit(dataset, out, population_seed=0):
   config = tree.AuditConfig(
-      out=str(out), data=tree.Data(dataset=dataset),
-      population=tree.Population(preset="digits", members=3, variants=("dense", "prune_0.9"),
-                                 steps=STEPS[dataset], population_seed=population_seed,
-                                 preset_overrides={"checkpoint_every": 100}),
-      formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
-      deployment=tree.Deployment(encoding="plain"),
-      robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)))
+    out=str(out),
+    data=tree.Data(dataset=dataset),
+    population=tree.Population(
+      preset="digits",
+      members=3,
+      variants=("dense", "prune_0.9"),
+      steps=STEPS[dataset],
+      population_seed=population_seed,
+      preset_overrides={"checkpoint_every": 100},
+    ),
+    formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
+    deployment=tree.Deployment(encoding="plain"),
+    robustness=tree.Robustness(corruptions=("gaussian_noise", "glass_blur"), severities=(3,)),
+  )
   report, _ = audit_lib.run_audit(config, log=lambda _: None)
   return report
 
@@ -69,12 +76,18 @@ def test_digits_biased_planted_subgroup_loses_most(reports):
   # analogue) gets the largest FNR increase. Calibration (600 steps): Inverted=1 +0.28..+0.51,
   # aggregate +0.17..+0.31, Inverted=0 +0.03..+0.11; Faint=0/1 at most +0.33 (and always below
   # Inverted=1 in the same run, by 0.09 at least).
-  rows = [r for r in reports["digits_biased"]["tables"]["subgroups"]
-          if r["variant"] == "prune_0.9" and r["metric"] == "fnr"]
+  rows = [
+    r
+    for r in reports["digits_biased"]["tables"]["subgroups"]
+    if r["variant"] == "prune_0.9" and r["metric"] == "fnr"
+  ]
   base = next(r for r in rows if r["model"] == "baseline")
   comp = next(r for r in rows if r["model"] == "compressed")
-  increase = {k: comp[k] - base[k] for k in base
-              if k not in ("metric", "model", "variant") and base[k] is not None}
+  increase = {
+    k: comp[k] - base[k]
+    for k in base
+    if k not in ("metric", "model", "variant") and base[k] is not None
+  }
   assert increase["Inverted=1"] > increase["aggregate"] > increase["Inverted=0"], increase
   singles = {k: v for k, v in increase.items() if "&" not in k and k != "aggregate"}
   assert max(singles, key=singles.get) == "Inverted=1", increase
@@ -99,7 +112,8 @@ def test_quantized_member_stays_closer_to_its_parent_than_an_independent_one(rep
   # both shares are ~0.99 (calibration margin < 0.5 pt, not a claim worth pinning).
   # Calibration (digits): full_int8 0.91-0.93 vs 0.84-0.86 at ε 0.4; 0.70-0.73 vs 0.57-0.61 at
   # ε 0.7.
-  sim = {(r["variant"], r["eps"]): r["matching"]
-         for r in reports["digits"]["tables"]["noise_similarity"]}
+  sim = {
+    (r["variant"], r["eps"]): r["matching"] for r in reports["digits"]["tables"]["noise_similarity"]
+  }
   for eps in (0.4, 0.7):
     assert sim[("full_int8", eps)] > sim[("dense (independent)", eps)] + 0.03, eps

@@ -30,15 +30,22 @@ def _config(out, overrides=None):
   """A tiny cifar10 population: the small CNN, 2 members, dense and its float16 files;
   `overrides`: {field path: value} (`tree.with_overrides`)."""
   config = tree.AuditConfig(
-      out=str(out), data=tree.Data(dataset="cifar10"),
-      population=tree.Population(
-          model="small_cnn", members=2, variants=("dense",), steps=4,
-          preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"}),
-      formats=tree.Formats(quantizations=("float16",)),
-      robustness=tree.Robustness(source="published", corruptions=("gaussian_noise",
-                                                                   "glass_blur"),
-                                 severities=(3,)),
-      noise=tree.Noise(levels=()), deployment=tree.Deployment(encoding="plain"))
+    out=str(out),
+    data=tree.Data(dataset="cifar10"),
+    population=tree.Population(
+      model="small_cnn",
+      members=2,
+      variants=("dense",),
+      steps=4,
+      preset_overrides={"batch_size": 4, "checkpoint_every": 4, "augmentation": "none"},
+    ),
+    formats=tree.Formats(quantizations=("float16",)),
+    robustness=tree.Robustness(
+      source="published", corruptions=("gaussian_noise", "glass_blur"), severities=(3,)
+    ),
+    noise=tree.Noise(levels=()),
+    deployment=tree.Deployment(encoding="plain"),
+  )
   return tree.with_overrides(config, overrides or {})
 
 
@@ -52,8 +59,12 @@ def _missing(prefix):
       raise AssertionError(f"Dataset {self.name}: could not find data in {self.data_dir}.")
     rng = np.random.default_rng(0)
     return tf.data.Dataset.from_tensor_slices(
-        {"image": rng.integers(0, 256, (4, 32, 32, 3), dtype=np.uint8),
-         "label": rng.integers(0, 10, 4), "id": np.array([b"x"] * 4)})
+      {
+        "image": rng.integers(0, 256, (4, 32, 32, 3), dtype=np.uint8),
+        "label": rng.integers(0, 10, 4),
+        "id": np.array([b"x"] * 4),
+      }
+    )
 
   return as_dataset
 
@@ -64,8 +75,11 @@ def test_plan_published_on_cifar10(tmp_path):
   assert p.robustness == "published" and p.corrupted == tuple(SPLITS)
   assert p.extra_splits == ("cifar10_1",) and p.published.corrupted == "cifar10_corrupted"
   identity = run_identity.audit_identity(p)
-  assert identity["robustness"] == {"source": "published", "corrupted_suite": "cifar10_corrupted",
-                                    "extra_splits": {"cifar10_1": "cifar10_1"}}
+  assert identity["robustness"] == {
+    "source": "published",
+    "corrupted_suite": "cifar10_corrupted",
+    "extra_splits": {"cifar10_1": "cifar10_1"},
+  }
   assert identity["corruptions"] == SPLITS
   assert _config(tmp_path).to_json()["robustness"]["source"] == "published"
   # The default records nothing new: run directories made before the option keep their identity.
@@ -79,14 +93,18 @@ def test_published_on_digits_is_one_line_naming_it(tmp_path):
   config = tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(source="published"))
   with pytest.raises(published_suites.PublishedError) as e:
     audit_plan.plan(config, check_data=False)
-  assert "\n" not in str(e.value) and str(e.value).startswith("data set 'digits' has no "
-                                                              "published robustness suite")
-  code = binary_main.run_main(audit_main.main, "audit", dataset="digits", robustness="published",
-                              plan=True)
+  assert "\n" not in str(e.value) and str(e.value).startswith(
+    "data set 'digits' has no published robustness suite"
+  )
+  code = binary_main.run_main(
+    audit_main.main, "audit", dataset="digits", robustness="published", plan=True
+  )
   assert code == f"audit: error: {e.value}"
   with pytest.raises(tree.AuditError, match="robustness.source must be one of generated, "):
-    audit_plan.plan(tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(
-        source="both")), check_data=False)
+    audit_plan.plan(
+      tree.AuditConfig(out=str(tmp_path), robustness=tree.Robustness(source="both")),
+      check_data=False,
+    )
 
 
 def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_path):
@@ -104,11 +122,15 @@ def test_unprepared_published_split_is_one_line_naming_builder_and_data_dir(tmp_
 
 def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
   def counts(robustness):
-    text = audit_plan.plan_report(tree.AuditConfig(
-        out="/nonexistent", data=tree.Data(dataset="cifar10"),
+    text = audit_plan.plan_report(
+      tree.AuditConfig(
+        out="/nonexistent",
+        data=tree.Data(dataset="cifar10"),
         population=tree.Population(members=5, variants=("dense",)),
         formats=tree.Formats(quantizations=()),
-        robustness=tree.Robustness(source=robustness, corruptions=("fog",), severities=(3,))))
+        robustness=tree.Robustness(source=robustness, corruptions=("fog",), severities=(3,)),
+      )
+    )
     return {line.split()[0]: line for line in text.splitlines()[1:5]}
 
   generated, pub = counts("generated"), counts("published")
@@ -121,8 +143,11 @@ def test_cost_plan_generates_nothing_and_evaluates_cifar10_1():
 
 
 def _published_files(run):
-  return sorted(os.path.relpath(p, run) for s in SPLITS + ["cifar10_1"]
-                for p in glob.glob(os.path.join(run, "predictions", "*", "*", f"{s}.npz")))
+  return sorted(
+    os.path.relpath(p, run)
+    for s in SPLITS + ["cifar10_1"]
+    for p in glob.glob(os.path.join(run, "predictions", "*", "*", f"{s}.npz"))
+  )
 
 
 def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
@@ -132,9 +157,9 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
     # The robustness stage's tasks (tf_forget.pipeline.file_stages ->
     # tf_forget.pipeline.tasks.evaluate_files, in this process); its finish writes the published
     # splits' agreement tables from their files.
-    report, _ = audit_lib.run_audit(_config(run, {"execution.executor": "local",
-                                                  "execution.workers": 0}),
-                                    log=logs.append)
+    report, _ = audit_lib.run_audit(
+      _config(run, {"execution.executor": "local", "execution.workers": 0}), log=logs.append
+    )
     suite = published_suites.PublishedSuite(registry.get("cifar10"), SPLITS + ["cifar10_1"])
     want_ids = {s: suite.identity(s) for s in suite.splits}
   files = _published_files(run)
@@ -156,11 +181,12 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   audit_json = json.loads(open(os.path.join(run, "audit.json")).read())
   assert audit_json["config"]["robustness"]["corrupted_suite"] == "cifar10_corrupted"
   robust = {(r["variant"], r["corruption"]) for r in report["tables"]["robustness"]}
-  assert robust == {(v, c) for v in ("dense", "float16") for c in ("gaussian_noise",
-                                                                   "glass_blur")}
+  assert robust == {(v, c) for v in ("dense", "float16") for c in ("gaussian_noise", "glass_blur")}
   rows = report["tables"]["published_splits"]
   assert [(r["variant"], r["split"], r["members"]) for r in rows] == [
-      ("dense", "cifar10_1", 2), ("float16", "cifar10_1", 2)]
+    ("dense", "cifar10_1", 2),
+    ("float16", "cifar10_1", 2),
+  ]
   assert report["settings"]["published"]["splits"] == ["cifar10_1"]
   page = open(os.path.join(run, "report.html")).read()
   assert "<section id=\"published\">" in page
@@ -173,4 +199,5 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   assert not any("tasks on" in line for line in logs), logs
   assert not any(line.lstrip().startswith("redo") for line in logs)
   assert tasks.published_suite(registry.get("cifar10"), ["cifar10_1"])[2] == {
-      "cifar10_1": want_ids["cifar10_1"]}
+    "cifar10_1": want_ids["cifar10_1"]
+  }

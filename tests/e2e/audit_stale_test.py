@@ -57,8 +57,9 @@ def _edit_keeping_size_and_mtime(images, count):
   edited = 0
   for paths in by_size.values():
     for a in paths:
-      other = next((b for b in paths if b.parent != a.parent
-                    and b.read_bytes() != a.read_bytes()), None)
+      other = next(
+        (b for b in paths if b.parent != a.parent and b.read_bytes() != a.read_bytes()), None
+      )
       if other is None or edited == count:
         continue
       st = a.stat()
@@ -96,16 +97,21 @@ def test_a_predictions_file_replaced_by_another_valid_one_is_redone(user, tmp_pa
   assert (path.parent / "test.npz.sha256").exists()
   # Another valid predictions file, its metadata (and so its recorded inputs) the original's,
   # its scores every class shifted by one, copied over the original.
-  meta = {k: v for k, v in original["metadata"].items()
-          if k not in ("schema", "num_examples", "num_classes", "topk", "has_logits")}
+  meta = {
+    k: v
+    for k, v in original["metadata"].items()
+    if k not in ("schema", "num_examples", "num_classes", "topk", "has_logits")
+  }
   other = tmp_path / "other.npz"
-  predictions.write(str(other), original["ids"], original["labels"],
-                    np.roll(original["logits"], 1, axis=1), meta)
+  predictions.write(
+    str(other), original["ids"], original["labels"], np.roll(original["logits"], 1, axis=1), meta
+  )
   shutil.copyfile(other, path)
   assert predictions.read(str(path))["metadata"]["inputs"] == original["metadata"]["inputs"]
   rerun = _audit(work, "run", capsys)
-  assert ("redo user_int8/0 test: its bytes are not those written (sha256 differs from the "
-          "one recorded)") in rerun
+  assert (
+    "redo user_int8/0 test: its bytes are not those written (sha256 differs from the one recorded)"
+  ) in rerun
   assert "redo dense/0 test" not in rerun
   assert _top1(work / "run") == before
   assert np.array_equal(predictions.read(str(path))["topk"], original["topk"])
@@ -114,14 +120,14 @@ def test_a_predictions_file_replaced_by_another_valid_one_is_redone(user, tmp_pa
 
 
 def test_the_corruption_cache_is_made_again_after_a_data_change_or_a_damaged_shard(
-    user, tmp_path, capsys):
+  user, tmp_path, capsys
+):
   work = _work(user, tmp_path)
   corruptions = "--corruptions=contrast"
   _audit(work, "run", capsys, corruptions)
   shutil.copy(sorted((work / "images" / "1").iterdir())[0], work / "images" / "2" / "added.png")
   changed = _audit(work, "run", capsys, corruptions)
-  assert ("redo corruptions contrast@3: its input split changed since it was generated"
-          in changed)
+  assert "redo corruptions contrast@3: its input split changed since it was generated" in changed
   assert "redo user_int8/0 contrast@3: its input split changed since it was evaluated" in changed
   again = _audit(work, "run", capsys, corruptions)  # not stuck: the same command runs again
   assert "redo" not in again
@@ -129,8 +135,10 @@ def test_the_corruption_cache_is_made_again_after_a_data_change_or_a_damaged_sha
   shard = entry / "part-00000.npz"
   shard.write_bytes(os.urandom(shard.stat().st_size))
   damaged = _audit(work, "run", capsys, corruptions)
-  assert ("redo corruptions contrast@3: its shard part-00000.npz is not the one written "
-          "(sha256 differs from meta.json's)") in damaged
+  assert (
+    "redo corruptions contrast@3: its shard part-00000.npz is not the one written "
+    "(sha256 differs from meta.json's)"
+  ) in damaged
   assert "--overwrite" not in damaged and "generate_corruptions" not in damaged
   meta = json.loads((entry / "meta.json").read_text())
   assert meta["num_examples"] == 121

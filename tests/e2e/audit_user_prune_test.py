@@ -25,14 +25,17 @@ from tf_forget.compat import keras2
 from tf_forget.data import registry
 
 COMMON = ["--executor=inline", "--deploy_encoding=plain"]
-PRUNE = ["--dataset=folder:test", "--reference=model.keras", "--pruning=oneshot",
-         "--algorithms=mp,gp", "--ratios=2", "--train=folder:train", "--finetune=1@0.01"]
+PRUNE = [
+  "--dataset=folder:test",
+  "--reference=model.keras",
+  "--pruning=oneshot",
+  "--algorithms=mp,gp",
+  "--ratios=2",
+  "--train=folder:train",
+  "--finetune=1@0.01",
+]
 VARIANTS = ("oneshot_mp_r2", "oneshot_gp_r2")
 L2 = 1e-4  # the reference's kernel regularizer λ: ε of UP = 2λ (docs/spec.md §6.1)
-
-
-
-
 
 
 def _write_folder(root, images, labels):
@@ -44,13 +47,19 @@ def _write_folder(root, images, labels):
 
 def _model(softmax=False, classifier_l2=None):
   keras = keras2.keras()
-  return keras.Sequential([
-      keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
-      keras.layers.Conv2D(8, 3, activation="relu",
-                          kernel_regularizer=keras.regularizers.l2(L2)),
+  return keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Conv2D(8, 3, activation="relu", kernel_regularizer=keras.regularizers.l2(L2)),
       keras.layers.Flatten(),
-      keras.layers.Dense(10, activation="softmax" if softmax else None, kernel_regularizer=(
-          keras.regularizers.l2(classifier_l2) if classifier_l2 else None))])
+      keras.layers.Dense(
+        10,
+        activation="softmax" if softmax else None,
+        kernel_regularizer=(keras.regularizers.l2(classifier_l2) if classifier_l2 else None),
+      ),
+    ]
+  )
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +123,10 @@ def _folder_digest(root):
   digest = hashlib.sha256()
   for path in sorted(root.rglob("*.png"), key=lambda p: p.relative_to(root).as_posix()):
     data = path.read_bytes()
-    digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0"
-                  f"{hashlib.sha256(data).hexdigest()}\n".encode())
+    digest.update(
+      f"{path.relative_to(root).as_posix()}\0{len(data)}\0"
+      f"{hashlib.sha256(data).hexdigest()}\n".encode()
+    )
   return digest.hexdigest()
 
 
@@ -129,8 +140,10 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
     assert meta["parent"]["model_sha256"] == dense["model_sha256"]
     assert meta["parent"]["reference"]["sha256"] == audit_binary.sha256(user / "model.keras")
     assert meta["dataset_options"]["train_data"] == {
-        "name": "folder", "options": {"path": str(user / "train")},
-        "content": _folder_digest(user / "train")}
+      "name": "folder",
+      "options": {"path": str(user / "train")},
+      "content": _folder_digest(user / "train"),
+    }
     data = meta["pruning"]["finetune"]["data"]
     assert data["split"] == "test" and data["examples"] == 1297  # the folder's only split
     assert meta["pruning"]["finetune"]["train_examples"] == 1297 - 130  # every 10th held out
@@ -138,7 +151,8 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
     assert meta["preset"]["name"] == "user" and meta["preset"]["augmentation"] == "none"
     assert meta["preset"]["weight_decay"] == pytest.approx(L2)
     model = keras2.keras().models.load_model(
-        str(user / "p1" / "members" / variant / "0" / "model.keras"), compile=False)
+      str(user / "p1" / "members" / variant / "0" / "model.keras"), compile=False
+    )
     kernels = [w.numpy() for w in model.weights if "kernel" in w.name]
     total = sum(k.size for k in kernels)
     assert sum(int(np.count_nonzero(k == 0)) for k in kernels) == total - round(total / 2)
@@ -163,33 +177,53 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
   finally:
     target.rename(moved)
   assert changed.returncode == 0, changed.stderr[-3000:]
-  assert ("redo gradient dense/0: its train data (--train) changed since it was computed"
-          in changed.stdout), changed.stdout
-  assert ("redo members oneshot_mp_r2/0: its train data (--train) changed since it was pruned"
-          in changed.stdout), changed.stdout
+  assert (
+    "redo gradient dense/0: its train data (--train) changed since it was computed"
+    in changed.stdout
+  ), changed.stdout
+  assert (
+    "redo members oneshot_mp_r2/0: its train data (--train) changed since it was pruned"
+    in changed.stdout
+  ), changed.stdout
   # g is made again first (stage `gradient`), so the GP member then finds another g.
-  assert "redo members oneshot_gp_r2/0: its gradient g (docs/spec.md §6.2) changed since it was pruned" \
-      in changed.stdout
+  assert (
+    "redo members oneshot_gp_r2/0: its gradient g (docs/spec.md §6.2) changed since it was pruned"
+    in changed.stdout
+  )
   assert "1 of 1 references already imported" in changed.stdout
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--reference=model.keras", "--pruning=oneshot"],
-     "one-shot pruning fine-tunes your model: give --train=DATA"),
-    (["--reference=model.keras", "--compress=float16", "--train=folder:train"],
-     "--train is the data one-shot pruning fine-tunes on: give --pruning=oneshot"),
-    (["--reference=float.tflite", "--pruning=oneshot", "--train=folder:train"],
-     "it needs Keras references"),
-    (["--reference=softmax.keras", "--pruning=oneshot", "--train=folder:train"],
-     "is compiled with loss SparseCategoricalCrossentropy(from_logits=False)"),
-    (["--reference=uncompiled.keras", "--pruning=oneshot", "--train=folder:train"],
-     "was saved without model.compile"),
-])
+@pytest.mark.parametrize(
+  "args, expected",
+  [
+    (
+      ["--reference=model.keras", "--pruning=oneshot"],
+      "one-shot pruning fine-tunes your model: give --train=DATA",
+    ),
+    (
+      ["--reference=model.keras", "--compress=float16", "--train=folder:train"],
+      "--train is the data one-shot pruning fine-tunes on: give --pruning=oneshot",
+    ),
+    (
+      ["--reference=float.tflite", "--pruning=oneshot", "--train=folder:train"],
+      "it needs Keras references",
+    ),
+    (
+      ["--reference=softmax.keras", "--pruning=oneshot", "--train=folder:train"],
+      "is compiled with loss SparseCategoricalCrossentropy(from_logits=False)",
+    ),
+    (
+      ["--reference=uncompiled.keras", "--pruning=oneshot", "--train=folder:train"],
+      "was saved without model.compile",
+    ),
+  ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
   out = user / "refused"
   line = binary_main.run_argv(
-      audit_main.main, "audit", ["--dataset=folder:test", f"--out={out}", *args, *COMMON], user)
+    audit_main.main, "audit", ["--dataset=folder:test", f"--out={out}", *args, *COMMON], user
+  )
   assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()
@@ -197,36 +231,71 @@ def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
 
 def test_bad_input_through_the_binary_is_one_line_and_writes_nothing(user):
   out = user / "refused"
-  result = audit_binary.audit(["--dataset=folder:test", f"--out={out}",
-                               "--reference=model.keras", "--pruning=oneshot", *COMMON], user)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:test",
+      f"--out={out}",
+      "--reference=model.keras",
+      "--pruning=oneshot",
+      *COMMON,
+    ],
+    user,
+  )
   line = audit_binary.one_line(result)
   assert line.startswith("audit: error:") and "give --train=DATA" in line, line
   assert not out.exists()
 
 
-@pytest.mark.parametrize("flag_values, expected", [
-    ({"reference": ["{u}/model.keras"], "pruning": ["iterative"], "train": "folder:{u}/train"},
-     "--pruning describes a population tf_forget trains"),
-    ({"reference": ["{u}/model.keras"], "pruning": ["oneshot"], "train": "folder:{u}/nowhere"},
-     "does not exist"),
-    ({"reference": ["{u}/model.keras"], "pruning": ["oneshot"], "train": "folder:{u}/few"},
-     "fewer than a fine-tuning batch of 128"),
-    ({"reference": ["{u}/model.keras"], "compress": ["float16"], "finetune": "1@0.1"},
-     "no one-shot variant asked for"),
-    ({"reference": ["{u}/mixed.keras"], "pruning": ["oneshot"], "algorithms": ["up"],
-      "train": "folder:{u}/train"}, "trained with several: 0.0002, 0.002; leave out up"),
+@pytest.mark.parametrize(
+  "flag_values, expected",
+  [
+    (
+      {"reference": ["{u}/model.keras"], "pruning": ["iterative"], "train": "folder:{u}/train"},
+      "--pruning describes a population tf_forget trains",
+    ),
+    (
+      {"reference": ["{u}/model.keras"], "pruning": ["oneshot"], "train": "folder:{u}/nowhere"},
+      "does not exist",
+    ),
+    (
+      {"reference": ["{u}/model.keras"], "pruning": ["oneshot"], "train": "folder:{u}/few"},
+      "fewer than a fine-tuning batch of 128",
+    ),
+    (
+      {"reference": ["{u}/model.keras"], "compress": ["float16"], "finetune": "1@0.1"},
+      "no one-shot variant asked for",
+    ),
+    (
+      {
+        "reference": ["{u}/mixed.keras"],
+        "pruning": ["oneshot"],
+        "algorithms": ["up"],
+        "train": "folder:{u}/train",
+      },
+      "trained with several: 0.0002, 0.002; leave out up",
+    ),
     ({"train": "folder:{u}/train"}, "give it with --reference"),
-])
+  ],
+)
 def test_more_bad_input_is_one_line_and_writes_nothing(user, flag_values, expected):
   """The binary's `main` in this process (`binary_main`): the same one line, exit 1."""
   if not (user / "few").exists():  # 40 training images: fewer than a batch after the hold-out
     train = registry.get("digits").load("train")
     _write_folder(user / "few", train.images[:40], train.labels[:40])
-  values = {k: ([p.format(u=user) for p in v] if isinstance(v, list) else v.format(u=user))
-            for k, v in flag_values.items()}
+  values = {
+    k: ([p.format(u=user) for p in v] if isinstance(v, list) else v.format(u=user))
+    for k, v in flag_values.items()
+  }
   out = user / "refused_here"
-  code = binary_main.run_main(audit_main.main, "audit", dataset=f"folder:{user / 'test'}",
-                              out=str(out), executor="inline", deploy_encoding="plain", **values)
+  code = binary_main.run_main(
+    audit_main.main,
+    "audit",
+    dataset=f"folder:{user / 'test'}",
+    out=str(out),
+    executor="inline",
+    deploy_encoding="plain",
+    **values,
+  )
   assert isinstance(code, str) and code.startswith("audit: error:") and expected in code, code
   assert "\n" not in code
   assert not out.exists()

@@ -48,8 +48,14 @@ def user(tmp_path_factory):
 @pytest.fixture(scope="module")
 def k1(user):
   """One audit of reference model0.keras, candidate int8_0.tflite and --compress=dynamic_int8."""
-  args = ["--dataset=folder:images", "--reference=model0.keras",
-          "--candidate=int8=int8_0.tflite", "--compress=dynamic_int8", "--out=k1", *COMMON]
+  args = [
+    "--dataset=folder:images",
+    "--reference=model0.keras",
+    "--candidate=int8=int8_0.tflite",
+    "--compress=dynamic_int8",
+    "--out=k1",
+    *COMMON,
+  ]
   result = audit_binary.audit(args, user)
   assert result.returncode == 0, result.stderr[-3000:]
   return args, result
@@ -65,7 +71,9 @@ def test_k1_audit_reports_and_ships_the_users_file(user, k1):
   manifest = json.loads((user / "k1" / "deploy" / "manifest.json").read_text())
   shipped = {f["variant"]: f for f in manifest["files"]}
   assert shipped["user_int8"]["sha256"] == audit_binary.sha256(user / "int8_0.tflite")
-  assert audit_binary.sha256(user / "k1" / "deploy" / "user_int8" / "0.tflite") == audit_binary.sha256(user / "int8_0.tflite")
+  assert audit_binary.sha256(
+    user / "k1" / "deploy" / "user_int8" / "0.tflite"
+  ) == audit_binary.sha256(user / "int8_0.tflite")
   assert "your model (keras, 1 reference, 8x8x1 -> 10 classes)" in result.stdout
   assert "one network (K = 1)" in result.stdout
 
@@ -73,13 +81,15 @@ def test_k1_audit_reports_and_ships_the_users_file(user, k1):
 def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
   """The stored predictions of the user's file equal running it here on the PNGs."""
   del k1
-  from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
+  from tf_forget.artifacts import predictions
+
   got = predictions.read(str(user / "k1" / "predictions" / "user_int8" / "0" / "test.npz"))
   interp = tf.lite.Interpreter(model_path=str(user / "int8_0.tflite"))
   interp.allocate_tensors()
   inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
-  files = sorted(p.relative_to(user / "images").as_posix()
-                 for p in (user / "images").rglob("*.png"))
+  files = sorted(
+    p.relative_to(user / "images").as_posix() for p in (user / "images").rglob("*.png")
+  )
   scale, zero = inp["quantization"]
   top1 = []
   for name in files:
@@ -112,18 +122,34 @@ def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
 
 
 def test_three_references_and_float_tflite_references(user):
-  keras_refs = audit_binary.audit(["--dataset=folder:images", "--reference=model0.keras,model1.keras,"
-                       "model2.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite,"
-                       "int8_2.tflite", "--out=k3", *COMMON], user)
+  keras_refs = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      "--reference=model0.keras,model1.keras,model2.keras",
+      "--candidate=int8=int8_0.tflite,int8_1.tflite,int8_2.tflite",
+      "--out=k3",
+      *COMMON,
+    ],
+    user,
+  )
   assert keras_refs.returncode == 0, keras_refs.stderr[-3000:]
   report = json.loads((user / "k3" / "report.json").read_text())
   assert report["variants"]["user_int8"]["members"] == 3
   assert "K = 3 networks" in keras_refs.stdout
-  tflite_refs = audit_binary.audit(["--dataset=folder:images", "--reference=float_0.tflite",
-                        "--candidate=int8=int8_0.tflite", "--out=tf1", *COMMON], user)
+  tflite_refs = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      "--reference=float_0.tflite",
+      "--candidate=int8=int8_0.tflite",
+      "--out=tf1",
+      *COMMON,
+    ],
+    user,
+  )
   assert tflite_refs.returncode == 0, tflite_refs.stderr[-3000:]
-  assert audit_binary.sha256(user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite") == \
-      audit_binary.sha256(user / "float_0.tflite")
+  assert audit_binary.sha256(
+    user / "tf1" / "tflite" / "dense" / "0" / "float32.tflite"
+  ) == audit_binary.sha256(user / "float_0.tflite")
   assert not (user / "tf1" / "members" / "dense" / "0" / "model.keras").exists()
   # Why: each candidate file is compared tensor by tensor with its reference's
   # float32 file (the user's own float .tflite here); made by one converter from one model,
@@ -139,39 +165,56 @@ def test_three_references_and_float_tflite_references(user):
   assert {r["format"] for r in table} == {"user_int8"}
 
 
-@pytest.mark.parametrize("args, expected", [
+@pytest.mark.parametrize(
+  "args, expected",
+  [
     (["--reference=nope.keras", "--candidate=int8=int8_0.tflite"], "nope.keras does not exist"),
     (["--candidate=int8=int8_0.tflite"], "give it with --reference"),
     (["--reference=model0.keras"], "nothing to audit against the reference"),
-    (["--reference=model0.keras", "--members=3", "--compress=float16"],
-     "--members describes a population tf_forget trains"),
+    (
+      ["--reference=model0.keras", "--members=3", "--compress=float16"],
+      "--members describes a population tf_forget trains",
+    ),
     (["--reference=model0.keras", "--candidate=int8=model1.keras"], "not a TFLite flatbuffer"),
-    (["--reference=model0.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite"],
-     "has 2 files for 1 references"),
+    (
+      ["--reference=model0.keras", "--candidate=int8=int8_0.tflite,int8_1.tflite"],
+      "has 2 files for 1 references",
+    ),
     (["--reference=model0.keras", "--candidate=Bad-Name=int8_0.tflite"], "bad candidate name"),
     (["--reference=float_0.tflite", "--compress=float16"], "needs Keras references"),
     (["--reference=model0.keras", "--compress=full_int8"], "give --calibration=DATA"),
-    (["--reference=model0.keras", "--compress=float16", "--calibration=folder:images"],
-     "--calibration calibrates --compress=full_int8"),
-    (["--reference=model0.keras", "--compress=full_int8", "--calibration=folder:nowhere"],
-     "does not exist"),
-    (["--reference=model0.keras", "--compress=float16", "--class_names=a,b,c,d,e,f,g,h,i"],
-     "is not a class of class_names"),
-])
+    (
+      ["--reference=model0.keras", "--compress=float16", "--calibration=folder:images"],
+      "--calibration calibrates --compress=full_int8",
+    ),
+    (
+      ["--reference=model0.keras", "--compress=full_int8", "--calibration=folder:nowhere"],
+      "does not exist",
+    ),
+    (
+      ["--reference=model0.keras", "--compress=float16", "--class_names=a,b,c,d,e,f,g,h,i"],
+      "is not a class of class_names",
+    ),
+  ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
   """The binary's `main` in this process (`binary_main.run_argv`): its one line, exit 1."""
   out = user / "refused"
   line = binary_main.run_argv(
-      audit_main.main, "audit", ["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
+    audit_main.main, "audit", ["--dataset=folder:images", f"--out={out}", *args, *COMMON], user
+  )
   assert isinstance(line, str) and "\n" not in line, line
   assert line.startswith("audit: error:") and expected in line, line
   assert not out.exists()
 
 
-@pytest.mark.parametrize("args, expected", [
+@pytest.mark.parametrize(
+  "args, expected",
+  [
     (["--reference=nope.keras", "--candidate=int8=int8_0.tflite"], "nope.keras does not exist"),
     (["--reference=model0.keras", "--candidate=Bad-Name=int8_0.tflite"], "bad candidate name"),
-])
+  ],
+)
 def test_bad_input_through_the_binary_is_one_line_and_writes_nothing(user, args, expected):
   out = user / "refused"
   result = audit_binary.audit(["--dataset=folder:images", f"--out={out}", *args, *COMMON], user)
@@ -186,8 +229,16 @@ def test_a_model_of_other_classes_is_refused(user, tmp_path):
     (nine / str(label)).mkdir(parents=True)
     src = next((user / "images" / str(label)).iterdir())
     (nine / str(label) / src.name).write_bytes(src.read_bytes())
-  result = audit_binary.audit([f"--dataset=folder:{nine}", "--reference=model0.keras",
-                   "--compress=float16", f"--out={tmp_path / 'out'}", *COMMON], user)
+  result = audit_binary.audit(
+    [
+      f"--dataset=folder:{nine}",
+      "--reference=model0.keras",
+      "--compress=float16",
+      f"--out={tmp_path / 'out'}",
+      *COMMON,
+    ],
+    user,
+  )
   assert "outputs 10 classes but the data set has 9" in audit_binary.one_line(result)
   assert not (tmp_path / "out").exists()
 
@@ -202,15 +253,19 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   train, test = data.load("train"), data.load("test")
   norm = lambda x: x / np.float32(127.5) - np.float32(1)
   keras.utils.set_random_seed(0)
-  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(8, 3, activation="relu"),
-                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Conv2D(8, 3, activation="relu"),
+      keras.layers.Flatten(),
+      keras.layers.Dense(10),
+    ]
+  )
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
   model.fit(norm(train.images), train.labels, epochs=10, batch_size=64, verbose=0)
-  want = float(np.mean(np.argmax(model.predict(norm(test.images), verbose=0), 1)
-                       == test.labels))
+  want = float(np.mean(np.argmax(model.predict(norm(test.images), verbose=0), 1) == test.labels))
   model.save(str(user / "symmetric.keras"))
-  args = ["--dataset=folder:images", "--reference=symmetric.keras", "--compress=float16",
-          *COMMON]
+  args = ["--dataset=folder:images", "--reference=symmetric.keras", "--compress=float16", *COMMON]
   fed = audit_binary.audit([*args, "--preprocess=symmetric", "--out=symmetric"], user)
   assert fed.returncode == 0, fed.stderr[-3000:]
   report = json.loads((user / "symmetric" / "report.json").read_text())
@@ -219,8 +274,10 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   # The same model fed raw pixels: refused (`tf_forget.evaluate.input_scaling`), or, when asked,
   # a wrong audit.
   refused = audit_binary.one_line(audit_binary.audit([*args, "--out=raw"], user))
-  assert ("with raw pixels (0-255) but" in refused
-          and "your model probably expects --preprocess=symmetric; give it" in refused), refused
+  assert (
+    "with raw pixels (0-255) but" in refused
+    and "your model probably expects --preprocess=symmetric; give it" in refused
+  ), refused
   assert not (user / "raw").exists()
   raw = audit_binary.audit([*args, "--out=raw", "--input_scaling_check=off"], user)
   assert raw.returncode == 0, raw.stderr[-3000:]
@@ -238,25 +295,36 @@ def unit_trained(tmp_path_factory):
   data = registry.get("digits")
   train, test = data.load("train"), data.load("test")
   keras.utils.set_random_seed(0)
-  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Flatten(),
-                            keras.layers.Dense(32), keras.layers.BatchNormalization(),
-                            keras.layers.ReLU(), keras.layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Flatten(),
+      keras.layers.Dense(32),
+      keras.layers.BatchNormalization(),
+      keras.layers.ReLU(),
+      keras.layers.Dense(10),
+    ]
+  )
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(train.images.astype("float32") / 255, train.labels, epochs=10, batch_size=64,
-            verbose=0)
+  model.fit(train.images.astype("float32") / 255, train.labels, epochs=10, batch_size=64, verbose=0)
   model.save(str(root / "model.keras"))
   user_files.write_pngs(root / "images", test)
   x = test.images.astype("float32")
-  return (root, test, np.argmax(model.predict(x, verbose=0), 1),
-          np.argmax(model.predict(x / 255, verbose=0), 1))
+  return (
+    root,
+    test,
+    np.argmax(model.predict(x, verbose=0), 1),
+    np.argmax(model.predict(x / 255, verbose=0), 1),
+  )
 
 
 def _gain(labels, given, other):
   """(top-1 gain of `other` over `given`, exact McNemar p of the pairs), computed here."""
   fixed = int(np.sum((other == labels) & (given != labels)))
   broken = int(np.sum((given == labels) & (other != labels)))
-  return (fixed - broken) / labels.size, stats.binomtest(min(fixed, broken), fixed + broken,
-                                                         0.5).pvalue
+  return (fixed - broken) / labels.size, stats.binomtest(
+    min(fixed, broken), fixed + broken, 0.5
+  ).pvalue
 
 
 def test_a_gap_under_ten_points_is_refused_once_the_sample_decides(unit_trained):
@@ -271,15 +339,24 @@ def test_a_gap_under_ten_points_is_refused_once_the_sample_decides(unit_trained)
   assert 0.02 <= gain < 0.10 and p >= 0.001, (gain, p)
   gain, p = _gain(test.labels, raw, unit)
   assert gain >= 0.02 and p < 0.001, (gain, p)
-  result = audit_binary.audit(["--dataset=folder:images", f"--reference={root / 'model.keras'}",
-                               "--compress=float16", "--out=raw", *COMMON], root)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      f"--reference={root / 'model.keras'}",
+      "--compress=float16",
+      "--out=raw",
+      *COMMON,
+    ],
+    root,
+  )
   line = audit_binary.one_line(result)
   assert line.startswith(
-      f"audit: error: reference {root / 'model.keras'} scores "
-      f"{100 * np.mean(raw == test.labels):.1f}% with raw pixels (0-255) but "
-      f"{100 * np.mean(unit == test.labels):.1f}% with --preprocess=unit on {len(test)} test "
-      f"images (paired, exact McNemar p = {p:.1g}): your model probably expects "
-      "--preprocess=unit; give it"), line
+    f"audit: error: reference {root / 'model.keras'} scores "
+    f"{100 * np.mean(raw == test.labels):.1f}% with raw pixels (0-255) but "
+    f"{100 * np.mean(unit == test.labels):.1f}% with --preprocess=unit on {len(test)} test "
+    f"images (paired, exact McNemar p = {p:.1g}): your model probably expects "
+    "--preprocess=unit; give it"
+  ), line
   assert not (root / "raw").exists()
 
 
@@ -289,17 +366,25 @@ def test_an_unsure_gain_is_a_caveat_printed_and_recorded_for_the_report(unit_tra
   audit.json, where the report's `collect.Run` reads it; with --preprocess=unit there is none."""
   root, test, raw, unit = unit_trained
   labels = test.labels
-  picked = np.r_[np.flatnonzero((unit == labels) & (raw != labels))[:4],
-                 np.flatnonzero((unit == labels) & (raw == labels))[:36]]
+  picked = np.r_[
+    np.flatnonzero((unit == labels) & (raw != labels))[:4],
+    np.flatnonzero((unit == labels) & (raw == labels))[:36],
+  ]
   user_files.write_pngs(root / "few", test.take(picked))
-  args = ["--dataset=folder:few", f"--reference={root / 'model.keras'}", "--compress=float16",
-          *COMMON]
+  args = [
+    "--dataset=folder:few",
+    f"--reference={root / 'model.keras'}",
+    "--compress=float16",
+    *COMMON,
+  ]
   result = audit_binary.audit([*args, "--out=few_raw"], root)
   assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
-  want = (f"The input scaling check is unsure: reference {root / 'model.keras'} scores 90.0% "
-          "with raw pixels (0-255), as audited, but 100.0% with --preprocess=unit on 40 test "
-          "images (paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): "
-          "if your model takes --preprocess=unit, give it and audit again.")
+  want = (
+    f"The input scaling check is unsure: reference {root / 'model.keras'} scores 90.0% "
+    "with raw pixels (0-255), as audited, but 100.0% with --preprocess=unit on 40 test "
+    "images (paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): "
+    "if your model takes --preprocess=unit, give it and audit again."
+  )
   assert f"warning: {want}\n" in result.stdout, result.stdout[:3000]
   assert json.loads((root / "few_raw" / "audit.json").read_text())["caveats"] == [want]
   few = registry.get("folder", path=str(root / "few"), image_size=[8, 8], channels=1)
@@ -332,8 +417,13 @@ def test_calibration_data_calibrates_the_full_int8_file(user):
   paths = sorted(str(p.relative_to(user / "calib")) for p in (user / "calib").rglob("*.png"))
   spread = np.round(np.linspace(0, len(paths) - 1, 100)).astype(int)  # evenly spaced, not first
   picked = np.stack([data.images[int(paths[i].split("/")[1][:4])] for i in spread])
-  args = ["--dataset=folder:images", "--reference=model0.keras", "--compress=full_int8",
-          "--out=cal", *COMMON]
+  args = [
+    "--dataset=folder:images",
+    "--reference=model0.keras",
+    "--compress=full_int8",
+    "--out=cal",
+    *COMMON,
+  ]
   result = audit_binary.audit([*args, "--calibration=folder:calib"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   meta = json.loads((user / "cal" / "tflite" / "dense" / "0" / "full_int8.json").read_text())
@@ -355,13 +445,28 @@ def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
   deployment's CI reads); the reference's own conversion passes."""
   keras = keras2.keras()
   keras.utils.set_random_seed(1)
-  untrained = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
-                                keras.layers.Flatten(), keras.layers.Dense(10)])
+  untrained = keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Flatten(),
+      keras.layers.Dense(10),
+    ]
+  )
   converter = tf.lite.TFLiteConverter.from_keras_model(untrained)
   (user / "untrained.tflite").write_bytes(converter.convert())
-  result = audit_binary.audit(["--dataset=folder:images", "--reference=model0.keras",
-                   "--candidate=bad=untrained.tflite", "--compress=float16",
-                   "--max_significant_classes=0", "--out=gated", *COMMON], user)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      "--reference=model0.keras",
+      "--candidate=bad=untrained.tflite",
+      "--compress=float16",
+      "--max_significant_classes=0",
+      "--out=gated",
+      *COMMON,
+    ],
+    user,
+  )
   assert result.returncode == 3, result.stderr[-3000:]
   manifest = json.loads((user / "gated" / "deploy" / "manifest.json").read_text())
   assert manifest["failed_variants"] == ["user_bad"]
@@ -385,29 +490,42 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
   inputs = keras.Input((8, 8, 1))
   hidden = keras.layers.Flatten()(keras.layers.Rescaling(1 / 255.0)(inputs))
   hidden = keras.layers.Dense(32, activation="relu")(hidden)
-  model = keras.Model(inputs, [keras.layers.Dense(4, name="aux")(hidden),
-                               keras.layers.Dense(10, name="classes")(hidden)])
-  model.compile("adam", [keras.losses.MeanSquaredError(),
-                         keras.losses.SparseCategoricalCrossentropy(from_logits=True)])
-  model.fit(train.images.astype("float32"), [np.zeros([len(train), 4]), train.labels],
-            epochs=5, batch_size=64, verbose=0)
+  model = keras.Model(
+    inputs,
+    [keras.layers.Dense(4, name="aux")(hidden), keras.layers.Dense(10, name="classes")(hidden)],
+  )
+  model.compile(
+    "adam",
+    [keras.losses.MeanSquaredError(), keras.losses.SparseCategoricalCrossentropy(from_logits=True)],
+  )
+  model.fit(
+    train.images.astype("float32"),
+    [np.zeros([len(train), 4]), train.labels],
+    epochs=5,
+    batch_size=64,
+    verbose=0,
+  )
   (user / "two_f32.tflite").write_bytes(user_files.convert(model, train, int8=False))
   (user / "two_i8.tflite").write_bytes(user_files.convert(model, train, int8=True))
   interpreter = tf.lite.Interpreter(model_path=str(user / "two_f32.tflite"))
   outputs = interpreter.get_output_details()
   index = [int(o["shape"][-1]) for o in outputs].index(10)
-  args = ["--dataset=folder:images", "--reference=two_f32.tflite",
-          "--candidate=int8=two_i8.tflite", *COMMON]
+  args = [
+    "--dataset=folder:images",
+    "--reference=two_f32.tflite",
+    "--candidate=int8=two_i8.tflite",
+    *COMMON,
+  ]
   refused = audit_binary.audit([*args, "--out=two_refused"], user)
-  assert "has 2 outputs: choose the class scores with --output_index" in audit_binary.one_line(refused)
+  assert "has 2 outputs: choose the class scores with --output_index" in audit_binary.one_line(
+    refused
+  )
   result = audit_binary.audit([*args, f"--output_index={index}", "--out=two"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((user / "two" / "report.json").read_text())
-  interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"],
-                                  [len(test), 8, 8, 1])
+  interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"], [len(test), 8, 8, 1])
   interpreter.allocate_tensors()
-  interpreter.set_tensor(interpreter.get_input_details()[0]["index"],
-                         test.images.astype("float32"))
+  interpreter.set_tensor(interpreter.get_input_details()[0]["index"], test.images.astype("float32"))
   interpreter.invoke()
   scores = interpreter.get_tensor(outputs[index]["index"])
   want = float(np.mean(np.argmax(scores, 1) == test.labels))
@@ -418,37 +536,61 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
 def test_a_tfds_data_set_and_a_tfrecord_file_enter_the_same_audit(tmp_path):
   """--dataset=tfds:mnist (a mock tfds data set) and --dataset=tfrecord:GLOB (written here):
   the same K = 1 audit, in this process (tfds' mock lives in it)."""
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds
 
-  from tf_forget.pipeline import audit_lib  # pylint: disable=g-import-not-at-top
+  from tf_forget.pipeline import audit_lib
+
   keras = keras2.keras()
   keras.utils.set_random_seed(0)
-  model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Rescaling(1 / 255.0),
-                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((28, 28, 1)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Flatten(),
+      keras.layers.Dense(10),
+    ]
+  )
   model.save(str(tmp_path / "m.keras"))
   (tmp_path / "m.tflite").write_bytes(user_files.convert(model, None, int8=False))
   # An untrained model on tfds' random mock images scores at chance: no scaling check.
-  user = tree.UserModels(references=(str(tmp_path / "m.keras"),),
-                              candidates=(("f32", (str(tmp_path / "m.tflite"),)),),
-                              input_scaling_check=False)
+  user = tree.UserModels(
+    references=(str(tmp_path / "m.keras"),),
+    candidates=(("f32", (str(tmp_path / "m.tflite"),)),),
+    input_scaling_check=False,
+  )
   with tfds.testing.mock_data(num_examples=12):
-    config = tree.AuditConfig(out=str(tmp_path / "tfds"), data=tree.Data(dataset="tfds:mnist"),
-                              user=user, deployment=tree.Deployment(encoding="plain"))
+    config = tree.AuditConfig(
+      out=str(tmp_path / "tfds"),
+      data=tree.Data(dataset="tfds:mnist"),
+      user=user,
+      deployment=tree.Deployment(encoding="plain"),
+    )
     report, _ = audit_lib.run_audit(config, log=lambda line: None)
     images = registry.get("mnist").load("test")
   assert set(report["variants"]) == {"dense", "user_f32"}
   assert report["dataset"]["examples"] == 12
   with tf.io.TFRecordWriter(str(tmp_path / "d.tfrecord")) as writer:
     for image, label in zip(images.images, images.labels):
-      writer.write(tf.train.Example(features=tf.train.Features(feature={
-          "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
-              value=[tf.io.encode_png(image).numpy()])),
-          "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(
-              value=[int(label)]))})).SerializeToString())
+      writer.write(
+        tf.train.Example(
+          features=tf.train.Features(
+            feature={
+              "image/encoded": tf.train.Feature(
+                bytes_list=tf.train.BytesList(value=[tf.io.encode_png(image).numpy()])
+              ),
+              "image/class/label": tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[int(label)])
+              ),
+            }
+          )
+        ).SerializeToString()
+      )
   config = tree.AuditConfig(
-      out=str(tmp_path / "rec"), data=tree.Data(dataset=f"tfrecord:{tmp_path}/*.tfrecord"),
-      user=dataclasses.replace(user, class_names=tuple(str(c) for c in range(10))),
-      deployment=tree.Deployment(encoding="plain"))
+    out=str(tmp_path / "rec"),
+    data=tree.Data(dataset=f"tfrecord:{tmp_path}/*.tfrecord"),
+    user=dataclasses.replace(user, class_names=tuple(str(c) for c in range(10))),
+    deployment=tree.Deployment(encoding="plain"),
+  )
   again, _ = audit_lib.run_audit(config, log=lambda line: None)
   # The same images and model: the same top-1 through either source.
   assert again["variants"]["user_f32"]["top1"] == report["variants"]["user_f32"]["top1"]

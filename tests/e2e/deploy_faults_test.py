@@ -24,8 +24,13 @@ from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
 
 NAN, INF = float("nan"), float("inf")
-FIELDS = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes",
-          "max_flip_rate", "max_kl")
+FIELDS = (
+  "max_accuracy_drop",
+  "max_subgroup_fnr_increase",
+  "max_significant_classes",
+  "max_flip_rate",
+  "max_kl",
+)
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -41,28 +46,50 @@ def test_gates_refuse_bounds_that_are_not_finite_and_non_negative(field, value):
 
 def _summary(**overrides):
   """A report.json variant summary of a data set without protected attributes (digits)."""
-  return dict({"top1": 0.9, "top1_change": -0.001, "significant_classes": 0,
-               "worst_subgroup": None}, **overrides)
+  return dict(
+    {"top1": 0.9, "top1_change": -0.001, "significant_classes": 0, "worst_subgroup": None},
+    **overrides,
+  )
 
 
-@pytest.mark.parametrize("gates, summary, reason", [
-    ({"max_subgroup_fnr_increase": 0.05}, _summary(),
-     "gate max_subgroup_fnr_increase could not be evaluated: no subgroup FNR change "
-     "(no protected attributes, or undefined)"),
-    ({"max_subgroup_fnr_increase": 0.05},
-     _summary(worst_subgroup={"fnr": {"subgroup": "MY", "increase": NAN}}),
-     "gate max_subgroup_fnr_increase could not be evaluated"),
-    ({"max_accuracy_drop": 0.01}, _summary(top1_change=NAN),
-     "gate max_accuracy_drop could not be evaluated: top-1 change undefined"),
-    ({"max_accuracy_drop": 0.01}, _summary(top1_change=None),  # null in report.json
-     "gate max_accuracy_drop could not be evaluated"),
+@pytest.mark.parametrize(
+  "gates, summary, reason",
+  [
+    (
+      {"max_subgroup_fnr_increase": 0.05},
+      _summary(),
+      "gate max_subgroup_fnr_increase could not be evaluated: no subgroup FNR change "
+      "(no protected attributes, or undefined)",
+    ),
+    (
+      {"max_subgroup_fnr_increase": 0.05},
+      _summary(worst_subgroup={"fnr": {"subgroup": "MY", "increase": NAN}}),
+      "gate max_subgroup_fnr_increase could not be evaluated",
+    ),
+    (
+      {"max_accuracy_drop": 0.01},
+      _summary(top1_change=NAN),
+      "gate max_accuracy_drop could not be evaluated: top-1 change undefined",
+    ),
+    (
+      {"max_accuracy_drop": 0.01},
+      _summary(top1_change=None),  # null in report.json
+      "gate max_accuracy_drop could not be evaluated",
+    ),
     ({"max_accuracy_drop": 0.01}, {"top1": 0.9}, "gate max_accuracy_drop could not be evaluated"),
-    ({"max_significant_classes": 2}, _summary(significant_classes=NAN),
-     "gate max_significant_classes could not be evaluated: significant classes undefined"),
-    ({"max_flip_rate": 0.01}, _summary(),  # no `divergence` row: no saved logits
-     "gate max_flip_rate could not be evaluated: no output divergence"),
+    (
+      {"max_significant_classes": 2},
+      _summary(significant_classes=NAN),
+      "gate max_significant_classes could not be evaluated: significant classes undefined",
+    ),
+    (
+      {"max_flip_rate": 0.01},
+      _summary(),  # no `divergence` row: no saved logits
+      "gate max_flip_rate could not be evaluated: no output divergence",
+    ),
     ({"max_kl": 0.01}, _summary(kl_mean=NAN), "gate max_kl could not be evaluated"),
-])
+  ],
+)
 def test_a_gate_that_cannot_be_evaluated_fails(gates, summary, reason):
   passed, reasons = gates_lib.verdict("prune_0.9", summary, gates_lib.Gates(**gates))
   assert not passed and len(reasons) == 1 and reasons[0].startswith(reason), reasons
@@ -78,14 +105,18 @@ def run(tmp_path_factory):
 
 def _report(top1_change=-0.001, variants=("dense", "prune_0.9")):
   summary = _summary(pie_count=0)
-  return {"dataset": {"name": "synthetic", "eval_split": "test"},
-          "variants": {v: summary if v == "dense" else dict(summary, top1_change=top1_change)
-                       for v in variants},
-          "inputs": {v: {"test": {"members": [0]}} for v in variants}}
+  return {
+    "dataset": {"name": "synthetic", "eval_split": "test"},
+    "variants": {
+      v: summary if v == "dense" else dict(summary, top1_change=top1_change) for v in variants
+    },
+    "inputs": {v: {"test": {"members": [0]}} for v in variants},
+  }
 
 
-SPARSE = {"prune_0.9": {"encoding": "sparse", "reason": "r", "runtime": "builtin",
-                        "latency_ratio": 1.0}}
+SPARSE = {
+  "prune_0.9": {"encoding": "sparse", "reason": "r", "runtime": "builtin", "latency_ratio": 1.0}
+}
 
 
 def _refuse(constant):
@@ -93,10 +124,21 @@ def _refuse(constant):
 
 
 def test_manifest_is_strict_json_and_fails_what_it_cannot_gate(run, tmp_path):
-  choice = {"prune_0.9": {"encoding": "plain", "reason": "latency not measured",
-                          "runtime": "builtin", "latency_ratio": INF}}
-  deploy.write_bundle(run, str(tmp_path), _report(top1_change=NAN),
-                      gates_lib.Gates(max_accuracy_drop=0.01), encodings=choice)
+  choice = {
+    "prune_0.9": {
+      "encoding": "plain",
+      "reason": "latency not measured",
+      "runtime": "builtin",
+      "latency_ratio": INF,
+    }
+  }
+  deploy.write_bundle(
+    run,
+    str(tmp_path),
+    _report(top1_change=NAN),
+    gates_lib.Gates(max_accuracy_drop=0.01),
+    encodings=choice,
+  )
   with open(tmp_path / "deploy" / "manifest.json") as f:
     manifest = json.loads(f.read(), parse_constant=_refuse)
   entry = next(e for e in manifest["files"] if e["variant"] == "prune_0.9")
@@ -136,15 +178,15 @@ def test_an_old_bundle_that_cannot_be_removed_is_one_warning(run, tmp_path, monk
 
   monkeypatch.setattr(shutil, "rmtree", immutable)
   lines = []
-  manifest = deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE,
-                                 log=lines.append)
+  manifest = deploy.write_bundle(
+    run, out, _report(), gates_lib.Gates(), encodings=SPARSE, log=lines.append
+  )
   assert len(lines) == 1 and lines[0].startswith("warning: could not remove ")
   assert "deploy.old-" in lines[0] and "Operation not permitted" in lines[0]
   _check_bundle(out, manifest)  # the new bundle stands
   monkeypatch.setattr(shutil, "rmtree", real)
   lines.clear()
-  deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE,
-                      log=lines.append)
+  deploy.write_bundle(run, out, _report(), gates_lib.Gates(), encodings=SPARSE, log=lines.append)
   assert lines == [] and sorted(os.listdir(out)) == BUNDLE_ENTRIES  # the leftover is gone
 
 

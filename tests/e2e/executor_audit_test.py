@@ -27,19 +27,22 @@ RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
 
 def _config(out, executor, workers):
   return tree.AuditConfig(
-      out=out, population=tree.Population(preset="tiny", members=2,
-                                          variants=("dense", "prune_0.5")),
-      formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
-      deployment=tree.Deployment(encoding="plain"),
-      robustness=tree.Robustness(corruptions=("gaussian_noise", "contrast"), severities=(3,)),
-      noise=tree.Noise(levels=(0.0, 0.5), draws=2, examples=50),
-      execution=tree.Execution(executor=executor, workers=workers))
+    out=out,
+    population=tree.Population(preset="tiny", members=2, variants=("dense", "prune_0.5")),
+    formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
+    deployment=tree.Deployment(encoding="plain"),
+    robustness=tree.Robustness(corruptions=("gaussian_noise", "contrast"), severities=(3,)),
+    noise=tree.Noise(levels=(0.0, 0.5), draws=2, examples=50),
+    execution=tree.Execution(executor=executor, workers=workers),
+  )
 
 
 def _models(run):
   """{"members/<variant>/<k>/model.keras": sha256 of its architecture and weights}."""
-  return {os.path.relpath(p, run): run_digest.model_content_sha(p)
-          for p in sorted(glob.glob(os.path.join(run, "members", "*", "*", "model.keras")))}
+  return {
+    os.path.relpath(p, run): run_digest.model_content_sha(p)
+    for p in sorted(glob.glob(os.path.join(run, "members", "*", "*", "model.keras")))
+  }
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +82,9 @@ def test_same_members_files_predictions_and_report(runs, name):
 
 def test_a_rerun_on_another_executor_reuses_everything(runs):
   run = runs["local_2"]["run"]
-  before = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(run, "**", "*.npz"),
-                                                        recursive=True)}
+  before = {
+    p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(run, "**", "*.npz"), recursive=True)
+  }
   logs = []
   audit_lib.run_audit(_config(run, "inline", None), log=logs.append)
   after = {p: os.stat(p).st_mtime_ns for p in before}
@@ -100,8 +104,10 @@ def test_task_presets_round_trip_through_json(name):
   # A training task gets its member's protocol as JSON (tf_forget/pipeline/tasks.py); it must
   # rebuild exactly the driver's preset, or the member's config hash (and so its lineage) would
   # differ.
-  for preset in (presets.get(name), presets.get(name, steps=presets.get(name).steps * 2,
-                                                  mixed_precision=True)):
+  for preset in (
+    presets.get(name),
+    presets.get(name, steps=presets.get(name).steps * 2, mixed_precision=True),
+  ):
     assert presets.Preset.from_json(preset.to_json()) == preset
   with pytest.raises(presets.PresetError, match="unknown fields"):
     presets.Preset.from_json(dict(presets.get(name).to_json(), nosuch=1))

@@ -38,8 +38,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _member():
   # 300 steps, a checkpoint every 20: the kill lands early in a ~10 s training.
-  return member_lib.MemberConfig(dataset="digits", model="small_cnn", variant="prune_0.5", k=0,
-                                 preset=presets.get("tiny", steps=300))
+  return member_lib.MemberConfig(
+    dataset="digits",
+    model="small_cnn",
+    variant="prune_0.5",
+    k=0,
+    preset=presets.get("tiny", steps=300),
+  )
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +67,11 @@ def _wait_for(predicate, what, timeout=180):
 def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted, name):
   run, pid_dir = str(tmp_path / "run"), tmp_path / "pids"
   pid_dir.mkdir()
-  task = executor_api.Task(key="train prune_0.5/0",
-                           fn="tests.e2e.fault_tasks:train_member_recording_pid",
-                           kwargs=dict(pid_dir=str(pid_dir), run_dir=run,
-                                       **tasks.member_kwargs(_member())))
+  task = executor_api.Task(
+    key="train prune_0.5/0",
+    fn="tests.e2e.fault_tasks:train_member_recording_pid",
+    kwargs=dict(pid_dir=str(pid_dir), run_dir=run, **tasks.member_kwargs(_member())),
+  )
   env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
   result, failure = {}, []
   with executor_lib.make(name, workers=1 if name == "local" else 2, env=env) as executor:
@@ -73,7 +79,7 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
     def drive():
       try:
         result.update(executor.run([task], stage="train", log=lambda line: None))
-      except Exception as e:  # pylint: disable=broad-except  (reported below)
+      except Exception as e:  # reported below
         failure.append(e)
 
     thread = threading.Thread(target=drive)
@@ -93,19 +99,33 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
 
 
 def _audit(out, extra=()):
-  cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), "--dataset=digits",
-         f"--out={out}", "--preset=tiny", "--members=3", "--variants=dense,prune_0.5",
-         "--steps=200", "--quantizations=", "--pruned_quantizations=none",
-         "--corruptions=none", "--noise_levels=none", "--deploy_encoding=plain",
-         "--executor=local", "--workers=2", *extra]
+  cmd = [
+    sys.executable,
+    os.path.join(ROOT, "eval", "audit.py"),
+    "--dataset=digits",
+    f"--out={out}",
+    "--preset=tiny",
+    "--members=3",
+    "--variants=dense,prune_0.5",
+    "--steps=200",
+    "--quantizations=",
+    "--pruned_quantizations=none",
+    "--corruptions=none",
+    "--noise_levels=none",
+    "--deploy_encoding=plain",
+    "--executor=local",
+    "--workers=2",
+    *extra,
+  ]
   return cmd, dict(os.environ, PYTHONPATH=ROOT)
 
 
 def test_killed_driver_redoes_only_unfinished_work(tmp_path):
   out = str(tmp_path / "run")
   cmd, env = _audit(out)
-  proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          start_new_session=True)
+  proc = subprocess.Popen(
+    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+  )
   pattern = os.path.join(out, "members", "*", "*", "metadata.json")
   try:
     _wait_for(lambda: len(glob.glob(pattern)) >= 2, "two finished members")

@@ -25,18 +25,18 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
 
-from tests import audit_main  # pylint: disable=g-import-not-at-top
-from tests import binary_main  # pylint: disable=g-import-not-at-top
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tests.e2e import audit_binary  # pylint: disable=g-import-not-at-top
-from tests.e2e import user_files  # pylint: disable=g-import-not-at-top
-from tf_forget.artifacts import predictions  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
-from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-from tf_forget.stats import halves  # pylint: disable=g-import-not-at-top
+from tests import audit_main
+from tests import binary_main
+from tests import planted
+from tests.e2e import audit_binary
+from tests.e2e import user_files
+from tf_forget.artifacts import predictions
+from tf_forget.compat import keras2
+from tf_forget.data import registry
+from tf_forget.stats import halves
 
 ARGS = ("--dataset=digits", "--compress=full_int8", *user_files.COMMON)
 # The range fault also gets the 16-bit-activation repair, side by side with the search's.
@@ -52,8 +52,11 @@ def audits(tmp_path_factory):
   train, test = data.load("train"), data.load("test")
   keras = keras2.keras()
   base = planted.train(keras, planted.cnn(keras), train.images, train.labels)
-  out = {"layers": [layer.name for layer in base.layers
-                    if isinstance(layer, keras.layers.SeparableConv2D)]}
+  out = {
+    "layers": [
+      layer.name for layer in base.layers if isinstance(layer, keras.layers.SeparableConv2D)
+    ]
+  }
   before = base.predict(test.images.astype(np.float32), verbose=0)
   for fault in ("weight", "range", "none"):
     model = keras.models.clone_model(base)
@@ -64,9 +67,16 @@ def audits(tmp_path_factory):
     assert np.max(np.abs(after - before)) < 1e-3 * max(1.0, np.max(np.abs(before)))
     model.save(str(root / f"{fault}.keras"))
     (root / f"{fault}_int8.tflite").write_bytes(user_files.convert(model, train, int8=True))
-    result = audit_binary.audit([f"--reference={fault}.keras",
-                                 f"--candidate=int8={fault}_int8.tflite", f"--out={fault}",
-                                 f"--repair={REPAIRS[fault]}", *ARGS], root)
+    result = audit_binary.audit(
+      [
+        f"--reference={fault}.keras",
+        f"--candidate=int8={fault}_int8.tflite",
+        f"--out={fault}",
+        f"--repair={REPAIRS[fault]}",
+        *ARGS,
+      ],
+      root,
+    )
     assert result.returncode in (0, 3), result.stderr[-3000:]
     out[fault] = (str(root / fault), result)
   return out
@@ -137,28 +147,47 @@ def test_a_model_without_a_fault_gets_no_repair(audits):
   run_dir, result = audits["none"]
   doc = _json(run_dir, "layers", "dense", "0", "full_int8.json")
   assert doc["ranked_by"] == "error statistic", doc["flips"]
-  assert not os.path.exists(os.path.join(run_dir, "tflite", "dense", "0",
-                                         "full_int8~auto.tflite"))
+  assert not os.path.exists(os.path.join(run_dir, "tflite", "dense", "0", "full_int8~auto.tflite"))
   assert "no repair of dense/0 full_int8: it forgot nothing significant" in result.stdout
   report = _json(run_dir, "report.json")
   assert not report["recommendation"]["variant"].startswith("full_int8~")
   assert "why_forgot" not in report["recommendation"]
-  assert any("forgot nothing significant" in line
-             for line in report["recommendation"].get("repairs", []))
+  assert any(
+    "forgot nothing significant" in line for line in report["recommendation"].get("repairs", [])
+  )
 
 
 def test_equalizing_a_keras_3_reference_is_refused_before_anything_is_written(tmp_path):
   # Equalization clones tf_keras layers; a Keras 3 file (`import keras`, TensorFlow 2.21's
   # default) asked for --repair=cle is one line at plan time (--repair=auto skips cle).
-  import keras as keras3  # pylint: disable=g-import-not-at-top
-  model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Rescaling(1 / 255.0),
-                             keras3.layers.Flatten(), keras3.layers.Dense(10)])
+  import keras as keras3
+
+  model = keras3.Sequential(
+    [
+      keras3.Input((8, 8, 1)),
+      keras3.layers.Rescaling(1 / 255.0),
+      keras3.layers.Flatten(),
+      keras3.layers.Dense(10),
+    ]
+  )
   model.save(str(tmp_path / "k3.keras"))
   out = tmp_path / "run"
-  line = binary_main.run_argv(audit_main.main, "audit", [
-      "--dataset=digits", "--reference=k3.keras", "--compress=full_int8", "--repair=cle",
-      f"--out={out}", *user_files.COMMON], tmp_path)
+  line = binary_main.run_argv(
+    audit_main.main,
+    "audit",
+    [
+      "--dataset=digits",
+      "--reference=k3.keras",
+      "--compress=full_int8",
+      "--repair=cle",
+      f"--out={out}",
+      *user_files.COMMON,
+    ],
+    tmp_path,
+  )
   assert isinstance(line, str) and "\n" not in line, line
-  assert line.startswith("audit: error: --repair=cle needs tf_keras references: ") and \
-      "is a Keras 3 model" in line, line
+  assert (
+    line.startswith("audit: error: --repair=cle needs tf_keras references: ")
+    and "is a Keras 3 model" in line
+  ), line
   assert not out.exists()

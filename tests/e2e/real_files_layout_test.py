@@ -98,9 +98,12 @@ for name, content in files.items():
     f.write(content)
 '''
 CANDIDATES = {"dyn": "dynamic", "u8": "uint8", "fixed": "fixed", "nchw": "nchw"}
-TUTORIAL = ["--dataset=folder:images", "--reference=float.tflite",
-            *[f"--candidate={name}={stem}.tflite" for name, stem in CANDIDATES.items()],
-            *user_files.COMMON]
+TUTORIAL = [
+  "--dataset=folder:images",
+  "--reference=float.tflite",
+  *[f"--candidate={name}={stem}.tflite" for name, stem in CANDIDATES.items()],
+  *user_files.COMMON,
+]
 
 
 def _keras3_env():
@@ -114,12 +117,20 @@ def _tf_keras_model(train):
   keras = keras2.keras()
   keras.utils.set_random_seed(0)
   layers = keras.layers
-  model = keras.Sequential([keras.Input((8, 8)), layers.Reshape((8, 8, 1)),
-                            layers.Rescaling(1 / 255.0), layers.Conv2D(8, 3, activation="relu"),
-                            layers.Flatten(), layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8)),
+      layers.Reshape((8, 8, 1)),
+      layers.Rescaling(1 / 255.0),
+      layers.Conv2D(8, 3, activation="relu"),
+      layers.Flatten(),
+      layers.Dense(10),
+    ]
+  )
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(train.images[..., 0].astype("float32"), train.labels, epochs=8, batch_size=64,
-            verbose=0)
+  model.fit(
+    train.images[..., 0].astype("float32"), train.labels, epochs=8, batch_size=64, verbose=0
+  )
   return model
 
 
@@ -133,8 +144,15 @@ def user(tmp_path_factory):
   user_files.write_pngs(root / "images", test)
   np.savez(root / "train.npz", images=train.images[..., 0], labels=train.labels)
   (root / "make.py").write_text(KERAS3_FILES)
-  made = subprocess.run([sys.executable, "make.py", "train.npz"], cwd=root, env=_keras3_env(),
-                        text=True, capture_output=True, timeout=600, check=False)
+  made = subprocess.run(
+    [sys.executable, "make.py", "train.npz"],
+    cwd=root,
+    env=_keras3_env(),
+    text=True,
+    capture_output=True,
+    timeout=600,
+    check=False,
+  )
   assert made.returncode == 0, made.stderr[-3000:]
   _tf_keras_model(train).save(str(root / "tfk.keras"))
   return root
@@ -142,10 +160,12 @@ def user(tmp_path_factory):
 
 def _png_images(root):
   """(relative names, uint8 [N, 8, 8, 1], labels) of images/ in the audit's order (sorted)."""
-  names = sorted(p.relative_to(root / "images").as_posix()
-                 for p in (root / "images").rglob("*.png"))
-  images = np.stack([tf.io.decode_png(tf.io.read_file(str(root / "images" / n))).numpy()
-                     for n in names])
+  names = sorted(
+    p.relative_to(root / "images").as_posix() for p in (root / "images").rglob("*.png")
+  )
+  images = np.stack(
+    [tf.io.decode_png(tf.io.read_file(str(root / "images" / n))).numpy() for n in names]
+  )
   return names, images, np.array([int(n.split("/")[0]) for n in names])
 
 
@@ -217,9 +237,13 @@ def test_without_preprocess_unit_it_is_refused_in_one_line(user, tmp_path):
   out = tmp_path / "raw"
   line = audit_binary.one_line(audit_binary.audit([*TUTORIAL, f"--out={out}"], user))
   assert line.startswith(f"audit: error: reference {user / 'float.tflite'} scores ")
-  assert "with raw pixels (0-255) but " in line and "% with --preprocess=unit on 256 test " \
-      "images (paired, exact McNemar p = " in line and "): your model probably expects " \
-      "--preprocess=unit; give it, or --input_scaling_check=off to audit as given" in line, line
+  assert (
+    "with raw pixels (0-255) but " in line
+    and "% with --preprocess=unit on 256 test images (paired, exact McNemar p = " in line
+    and "): your model probably expects "
+    "--preprocess=unit; give it, or --input_scaling_check=off to audit as given"
+    in line
+  ), line
   assert not out.exists()
 
 
@@ -236,25 +260,38 @@ def test_the_override_audits_as_given_and_the_verdict_says_mis_scaled(user):
   caveat = report["recommendation"]["caveats"][0]
   fixed = int(np.sum((dense != labels) & (u8 == labels)))
   broken = int(np.sum((dense == labels) & (u8 != labels)))
-  assert caveat.startswith(f"user_u8 beats its reference by +"
-                           f"{100 * (fixed - broken) / len(labels):.2f} pt ({fixed} examples "
-                           f"fixed, {broken} broken; exact McNemar p = "), caveat
+  assert caveat.startswith(
+    f"user_u8 beats its reference by +"
+    f"{100 * (fixed - broken) / len(labels):.2f} pt ({fixed} examples "
+    f"fixed, {broken} broken; exact McNemar p = "
+  ), caveat
   assert "the inputs are probably mis-scaled — check --preprocess" in caveat
   assert "probably mis-scaled" in (user / "raw" / "report.html").read_text()
 
 
 def test_a_tf_keras_reference_without_a_channel_axis_is_converted_and_analysed(user):
   result = audit_binary.audit(
-      ["--dataset=folder:images", "--reference=tfk.keras", "--compress=dynamic_int8,full_int8",
-       "--calibration=folder:images", "--out=tfk", *user_files.COMMON], user)
+    [
+      "--dataset=folder:images",
+      "--reference=tfk.keras",
+      "--compress=dynamic_int8,full_int8",
+      "--calibration=folder:images",
+      "--out=tfk",
+      *user_files.COMMON,
+    ],
+    user,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   out = user / "tfk"
   _, images, labels = _png_images(user)
   model = keras2.keras().models.load_model(str(user / "tfk.keras"))
   want = np.argmax(model.predict(images[..., 0].astype(np.float32), verbose=0), axis=1)
   for variant in ("dense", "dynamic_int8", "full_int8"):
-    io = json.loads((out / "tflite" / "dense" / "0" /
-                     f"{'float32' if variant == 'dense' else variant}.json").read_text())["io"]
+    io = json.loads(
+      (
+        out / "tflite" / "dense" / "0" / f"{'float32' if variant == 'dense' else variant}.json"
+      ).read_text()
+    )["io"]
     assert io["inputs"][0]["shape"] == [-1, 8, 8], variant
   dense = predictions.read(str(out / "predictions" / "dense" / "0" / "test.npz"))
   assert dense["topk"][:, 0].tolist() == want.tolist()
@@ -275,69 +312,102 @@ def _top1(labels, right):
 
 def test_scaling_refusal_names_the_better_preprocessing_and_its_evidence():
   labels = np.arange(256) % 10
-  given = _top1(labels, np.arange(256) < 120)   # 46.9%
-  unit = _top1(labels, np.arange(256) < 250)    # 97.7%, every given-right one right too
+  given = _top1(labels, np.arange(256) < 120)  # 46.9%
+  unit = _top1(labels, np.arange(256) < 250)  # 97.7%, every given-right one right too
   decision = scaling_evidence.verdict(labels, {"raw": given, "unit": unit}, "raw", 10)
   assert (decision.kind, decision.other.name) == ("better", "unit")
   line = input_scaling.message("m.tflite", decision, "raw", 10)
-  assert line == ("reference m.tflite scores 46.9% with raw pixels (0-255) but 97.7% with "
-                  "--preprocess=unit on 256 test images (paired, exact McNemar p = 1e-39): your "
-                  "model probably expects --preprocess=unit; give it, or "
-                  "--input_scaling_check=off to audit as given")
+  assert line == (
+    "reference m.tflite scores 46.9% with raw pixels (0-255) but 97.7% with "
+    "--preprocess=unit on 256 test images (paired, exact McNemar p = 1e-39): your "
+    "model probably expects --preprocess=unit; give it, or "
+    "--input_scaling_check=off to audit as given"
+  )
 
 
 def test_scaling_refuses_chance_and_says_what_to_check():
   labels = np.arange(256) % 10
   chance = _top1(labels, np.arange(256) % 10 == 0)  # 10%: chance for 10 classes
-  decision = scaling_evidence.verdict(labels, {"symmetric": chance, "raw": chance}, "symmetric",
-                                      10)
+  decision = scaling_evidence.verdict(labels, {"symmetric": chance, "raw": chance}, "symmetric", 10)
   assert decision.kind == "chance"
   line = input_scaling.message("m.keras", decision, "symmetric", 10)
-  assert line.startswith("reference m.keras scores 10.2% with --preprocess=symmetric on 256 "
-                         "test images, no better than chance (10%, 10 classes)")
+  assert line.startswith(
+    "reference m.keras scores 10.2% with --preprocess=symmetric on 256 "
+    "test images, no better than chance (10%, 10 classes)"
+  )
   assert line.endswith("or --input_scaling_check=off to audit as given")
   # Raw pixels right, a given unit wrong: the line says to drop the flag.
   good = _top1(labels, np.arange(256) < 240)
   decision = scaling_evidence.verdict(labels, {"unit": chance, "raw": good}, "unit", 10)
-  assert "probably expects raw pixels (0-255); drop --preprocess=unit, or" in \
-      input_scaling.message("m.keras", decision, "unit", 10)
+  assert "probably expects raw pixels (0-255); drop --preprocess=unit, or" in input_scaling.message(
+    "m.keras", decision, "unit", 10
+  )
 
 
 def test_scaling_caveat_is_one_sentence_with_the_evidence():
   labels = np.arange(40) % 10
-  given = _top1(labels, np.arange(40) < 36)   # 90%; with unit all 40: 4 pairs, p = 0.125
+  given = _top1(labels, np.arange(40) < 36)  # 90%; with unit all 40: 4 pairs, p = 0.125
   decision = scaling_evidence.verdict(labels, {"unit": given, "raw": labels}, "unit", 10)
   assert decision.kind == "caveat"
   assert input_scaling.caveat("m.keras", decision, "unit") == (
-      "The input scaling check is unsure: reference m.keras scores 90.0% with "
-      "--preprocess=unit, as audited, but 100.0% with raw pixels (0-255) on 40 test images "
-      "(paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): if your "
-      "model takes raw pixels (0-255), drop --preprocess=unit and audit again.")
+    "The input scaling check is unsure: reference m.keras scores 90.0% with "
+    "--preprocess=unit, as audited, but 100.0% with raw pixels (0-255) on 40 test images "
+    "(paired, exact McNemar p = 0.12; it refuses a gain of 2 points at p < 0.001): if your "
+    "model takes raw pixels (0-255), drop --preprocess=unit and audit again."
+  )
 
 
 def test_the_candidates_compared_depend_on_channels():
   assert input_scaling.candidates("raw", 1) == ["raw", "unit", "symmetric"]
-  assert input_scaling.candidates("unit", 3) == ["unit", "raw", "symmetric", "imagenet_caffe",
-                                                 "imagenet_torch"]
+  assert input_scaling.candidates("unit", 3) == [
+    "unit",
+    "raw",
+    "symmetric",
+    "imagenet_caffe",
+    "imagenet_torch",
+  ]
   assert input_scaling.candidates("mod:fn", 1) == ["mod:fn", "raw", "unit", "symmetric"]
 
 
 def test_misscaled_caveat_needs_a_significant_one_sided_gain():
   def caveat(broken, fixed, p):
-    table = pd.DataFrame([{"variant": "user_u8", "difference": (fixed - broken) / 500,
-                           "broken": broken, "fixed": fixed, "mcnemar_p": p}])
+    table = pd.DataFrame(
+      [
+        {
+          "variant": "user_u8",
+          "difference": (fixed - broken) / 500,
+          "broken": broken,
+          "fixed": fixed,
+          "mcnemar_p": p,
+        }
+      ]
+    )
     return verdict_words.misscaled_caveat(types.SimpleNamespace(tables={"k1_topline": table}))
-  assert caveat(36, 115, 8e-11).startswith("user_u8 beats its reference by +15.80 pt (115 "
-                                           "examples fixed, 36 broken; exact McNemar p = 8e-11)")
-  assert caveat(5, 9, 0.42) is None          # not significant
-  assert caveat(40, 70, 0.0005) is None      # significant, but not many more fixed than broken
-  assert caveat(30, 2, 1e-7) is None         # a significant loss is the audit's usual news
+
+  assert caveat(36, 115, 8e-11).startswith(
+    "user_u8 beats its reference by +15.80 pt (115 "
+    "examples fixed, 36 broken; exact McNemar p = 8e-11)"
+  )
+  assert caveat(5, 9, 0.42) is None  # not significant
+  assert caveat(40, 70, 0.0005) is None  # significant, but not many more fixed than broken
+  assert caveat(30, 2, 1e-7) is None  # a significant loss is the audit's usual news
   assert verdict_words.misscaled_caveat(types.SimpleNamespace(tables={})) is None
   # The input scaling check ran and found the preprocessing right: a fine-tuned file (pruned,
   # clustered, QAT) can beat its reference; the sentence does not blame the scaling.
-  table = pd.DataFrame([{"variant": "user_clustered", "difference": 0.0054, "broken": 36,
-                         "fixed": 90, "mcnemar_p": 2e-6}])
-  checked = verdict_words.misscaled_caveat(types.SimpleNamespace(tables={"k1_topline": table}), True)
+  table = pd.DataFrame(
+    [
+      {
+        "variant": "user_clustered",
+        "difference": 0.0054,
+        "broken": 36,
+        "fixed": 90,
+        "mcnemar_p": 2e-6,
+      }
+    ]
+  )
+  checked = verdict_words.misscaled_caveat(
+    types.SimpleNamespace(tables={"k1_topline": table}), True
+  )
   assert "trained further than the reference" in checked and "mis-scaled" not in checked
 
 

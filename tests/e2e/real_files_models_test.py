@@ -111,13 +111,20 @@ def user(tmp_path_factory):
   train, test = data.load("train"), data.load("test")
   user_files.write_pngs(root / "images", test)
   user_files.write_pngs(root / "calib", train.take(np.arange(100)))
-  images = np.stack([tf.io.decode_png(tf.io.read_file(str(root / "images" / name))).numpy()
-                     for name in _pngs(root)])
+  images = np.stack(
+    [tf.io.decode_png(tf.io.read_file(str(root / "images" / name))).numpy() for name in _pngs(root)]
+  )
   np.savez(root / "arrays.npz", train_x=train.images, train_y=train.labels, test_x=images)
   env = dict(audit_binary.env(), CUDA_VISIBLE_DEVICES="")
   env.pop("TF_USE_LEGACY_KERAS")  # TensorFlow's default: Keras 3, as the tutorial's user has
-  made = subprocess.run([sys.executable, "-c", USER_SCRIPT, str(root)], env=env, text=True,
-                        capture_output=True, timeout=600, check=False)
+  made = subprocess.run(
+    [sys.executable, "-c", USER_SCRIPT, str(root)],
+    env=env,
+    text=True,
+    capture_output=True,
+    timeout=600,
+    check=False,
+  )
   assert made.returncode == 0, made.stderr[-3000:]
   return root
 
@@ -129,9 +136,12 @@ def expected(user):
   images = np.load(user / "arrays.npz")["test_x"].astype(np.float64)
   weights = np.load(user / "linear_weights.npy").astype(np.float64)
   linear = images.reshape(len(images), -1) / 255.0 @ weights[:-1] + weights[-1]
-  return {"keras3": np.load(user / "keras3_logits.npy").argmax(1), "linear": linear.argmax(1),
-          "user_int8": _interpreter_top1(user / "user_int8.tflite", user),
-          "labels": np.array([int(name.split("/")[0]) for name in _pngs(user)])}
+  return {
+    "keras3": np.load(user / "keras3_logits.npy").argmax(1),
+    "linear": linear.argmax(1),
+    "user_int8": _interpreter_top1(user / "user_int8.tflite", user),
+    "labels": np.array([int(name.split("/")[0]) for name in _pngs(user)]),
+  }
 
 
 def _interpreter_top1(path, root):
@@ -164,8 +174,16 @@ def _top1(run, kind, variant, k):
 @pytest.fixture(scope="module")
 def keras3_audit(user):
   """The tutorial's files as they are: model.keras (Keras 3) and its int8 file."""
-  result = audit_binary.audit(["--dataset=folder:images", "--reference=model.keras",
-                               "--candidate=int8=user_int8.tflite", "--out=k3", *COMMON], user)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      "--reference=model.keras",
+      "--candidate=int8=user_int8.tflite",
+      "--out=k3",
+      *COMMON,
+    ],
+    user,
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   return result
 
@@ -183,14 +201,16 @@ def test_keras3_file_is_audited_with_keras3(user, expected, keras3_audit):
   assert keras_meta["runtime"] == "keras3"
   np.testing.assert_array_equal(keras_top1, expected["keras3"])
   np.testing.assert_array_equal(_top1(run, "predictions", "dense", 0)[0], expected["keras3"])
-  np.testing.assert_array_equal(_top1(run, "predictions", "user_int8", 0)[0],
-                                expected["user_int8"])
+  np.testing.assert_array_equal(_top1(run, "predictions", "user_int8", 0)[0], expected["user_int8"])
   for fmt in ("dynamic_int8", "full_int8"):
     top1 = _top1(run, "predictions", fmt, 0)[0]
     np.testing.assert_array_equal(
-        top1, _interpreter_top1(run / "tflite" / "dense" / "0" / f"{fmt}.tflite", user))
-    assert np.mean(top1 == expected["labels"]) >= np.mean(expected["keras3"] ==
-                                                          expected["labels"]) - 0.05
+      top1, _interpreter_top1(run / "tflite" / "dense" / "0" / f"{fmt}.tflite", user)
+    )
+    assert (
+      np.mean(top1 == expected["labels"])
+      >= np.mean(expected["keras3"] == expected["labels"]) - 0.05
+    )
 
 
 def test_keras3_flips_are_the_independent_ones(user, expected, keras3_audit):
@@ -203,8 +223,10 @@ def test_keras3_flips_are_the_independent_ones(user, expected, keras3_audit):
   want = np.flatnonzero(ref != cand)
   assert want.size > 0  # the tiny model's int8 file flips a few of the 519 examples
   assert sorted(mine["id"].tolist()) == want.tolist()
-  kinds = {i: ("broken" if ref[i] == labels[i] else "fixed" if cand[i] == labels[i]
-               else "changed") for i in want}
+  kinds = {
+    i: ("broken" if ref[i] == labels[i] else "fixed" if cand[i] == labels[i] else "changed")
+    for i in want
+  }
   assert dict(zip(mine["id"], mine["kind"])) == kinds
   report = json.loads((user / "k3" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(np.mean(ref == labels), abs=1e-9)
@@ -215,12 +237,14 @@ def test_h5_and_savedmodels_are_references(user, expected):
   plain `tf.Module` SavedModel. Each member stored as its kind needs (the SavedModels copied
   as they are, lineage the hash of their files), its Keras predictions and float32 file the
   independent top-1, its full int8 file's predictions the interpreter's on the PNGs."""
-  result = audit_binary.audit(["--dataset=folder:images", "--reference=model.h5,saved,plain",
-                               "--out=kinds", *COMMON], user)
+  result = audit_binary.audit(
+    ["--dataset=folder:images", "--reference=model.h5,saved,plain", "--out=kinds", *COMMON], user
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   run = user / "kinds"
-  for k, (kind, want) in enumerate((("keras3", "keras3"), ("saved_model", "keras3"),
-                                    ("saved_model", "linear"))):
+  for k, (kind, want) in enumerate(
+    (("keras3", "keras3"), ("saved_model", "keras3"), ("saved_model", "linear"))
+  ):
     member = run / "members" / "dense" / str(k)
     meta = json.loads((member / "metadata.json").read_text())
     assert meta["reference"]["kind"] == kind
@@ -234,10 +258,12 @@ def test_h5_and_savedmodels_are_references(user, expected):
     np.testing.assert_array_equal(keras_top1, expected[want])
     np.testing.assert_array_equal(_top1(run, "predictions", "dense", k)[0], expected[want])
     np.testing.assert_array_equal(
-        _top1(run, "predictions", "full_int8", k)[0],
-        _interpreter_top1(run / "tflite" / "dense" / str(k) / "full_int8.tflite", user))
-  again = audit_binary.audit(["--dataset=folder:images", "--reference=model.h5,saved,plain",
-                              "--out=kinds", *COMMON], user)
+      _top1(run, "predictions", "full_int8", k)[0],
+      _interpreter_top1(run / "tflite" / "dense" / str(k) / "full_int8.tflite", user),
+    )
+  again = audit_binary.audit(
+    ["--dataset=folder:images", "--reference=model.h5,saved,plain", "--out=kinds", *COMMON], user
+  )
   assert again.returncode == 0, again.stderr[-3000:]
   assert "3 of 3 references already imported" in again.stdout
   assert "redo" not in again.stdout
@@ -256,26 +282,42 @@ def _tree_sha256(folder):
   return hashlib.sha256(text.encode()).hexdigest()
 
 
-@pytest.mark.parametrize("reference, expected", [
+@pytest.mark.parametrize(
+  "reference, expected",
+  [
     ("model.keras", "is a Keras 3 file"),
     ("saved", "is a SavedModel without Keras metadata"),
-])
+  ],
+)
 def test_oneshot_pruning_of_keras3_is_one_line(user, reference, expected):
   out = user / "pruned"
-  result = audit_binary.audit(["--dataset=folder:images", f"--reference={reference}",
-                               "--pruning=oneshot", "--train=folder:calib", f"--out={out}",
-                               *user_files.COMMON], user)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      f"--reference={reference}",
+      "--pruning=oneshot",
+      "--train=folder:calib",
+      f"--out={out}",
+      *user_files.COMMON,
+    ],
+    user,
+  )
   line = audit_binary.one_line(result)
-  assert line.startswith("audit: error: --pruning=oneshot uses tfmot, which needs a tf_keras "
-                         "model;") and expected in line, line
+  assert (
+    line.startswith("audit: error: --pruning=oneshot uses tfmot, which needs a tf_keras model;")
+    and expected in line
+  ), line
   assert not out.exists()
 
 
-@pytest.mark.parametrize("name, expected", [
+@pytest.mark.parametrize(
+  "name, expected",
+  [
     ("lambda.keras", "layer 'lambda' (Lambda) runs Python code"),
     ("custom.h5", "(Doubled) is not a built-in Keras class"),
     ("printing", "signature runs op PrintV2"),
-])
+  ],
+)
 def test_keras3_and_savedmodel_code_is_refused(user, name, expected):
   """The model-code check reads Keras 3 configs (and a SavedModel's serving graph) too."""
   with pytest.raises(model_code.UntrustedCodeError, match="--trust_model_code") as raised:
@@ -290,8 +332,16 @@ def test_the_users_own_files_pass_the_model_code_check(user, name):
 
 def test_a_keras3_lambda_reference_is_one_line_and_writes_nothing(user):
   out = user / "lambda_out"
-  result = audit_binary.audit(["--dataset=folder:images", "--reference=lambda.keras",
-                               "--compress=float16", f"--out={out}", *user_files.COMMON], user)
+  result = audit_binary.audit(
+    [
+      "--dataset=folder:images",
+      "--reference=lambda.keras",
+      "--compress=float16",
+      f"--out={out}",
+      *user_files.COMMON,
+    ],
+    user,
+  )
   line = audit_binary.one_line(result)
   assert "layer 'lambda' (Lambda)" in line and "--trust_model_code" in line, line
   assert not out.exists()

@@ -43,8 +43,10 @@ def root(tmp_path_factory):
   train = registry.get("digits").load("train").take(np.arange(100))
   user_files.write_pngs(path / "calib", train)
   black = train.take(np.arange(10))
-  user_files.write_pngs(path / "black", dataset_api.Examples(
-      images=np.zeros_like(black.images), labels=black.labels, ids=black.ids))
+  user_files.write_pngs(
+    path / "black",
+    dataset_api.Examples(images=np.zeros_like(black.images), labels=black.labels, ids=black.ids),
+  )
   model = keras2.keras().models.load_model(str(path / "model.keras"))
   dim = types.SimpleNamespace(images=(train.images * 0.5).astype(np.float32))
   (path / "worse.tflite").write_bytes(user_files.convert(model, dim, int8=True))
@@ -54,10 +56,18 @@ def root(tmp_path_factory):
   return path
 
 
-ARGS = ("--dataset=folder:images", "--reference=model.keras", "--candidate=int8=int8.tflite",
-        *user_files.COMMON)
-SAME = ("--compress=full_int8", "--candidate=worse=worse.tflite", "--calibration=folder:calib",
-        "--repair=float1")
+ARGS = (
+  "--dataset=folder:images",
+  "--reference=model.keras",
+  "--candidate=int8=int8.tflite",
+  *user_files.COMMON,
+)
+SAME = (
+  "--compress=full_int8",
+  "--candidate=worse=worse.tflite",
+  "--calibration=folder:calib",
+  "--repair=float1",
+)
 
 
 def _audit(root, out, *extra):
@@ -80,8 +90,12 @@ def _top1(root, out, variant):
 
 def _listing(folder):
   """The folder's images relative to it, sorted ('/'-separated), read with os.walk."""
-  return sorted(os.path.relpath(os.path.join(d, f), folder).replace(os.sep, "/")
-                for d, _, files in os.walk(folder) for f in files if f.endswith(".png"))
+  return sorted(
+    os.path.relpath(os.path.join(d, f), folder).replace(os.sep, "/")
+    for d, _, files in os.walk(folder)
+    for f in files
+    if f.endswith(".png")
+  )
 
 
 def _size(root, out, variant):
@@ -104,14 +118,13 @@ def test_an_identical_user_file_is_recommended_over_tf_forgets(root, same):
     assert "instead_of" not in rec and "is recommended: the rule's choice" in mine
     kib = _size(root, "same", "full_int8") / 1024
     assert f"against tf_forget's full_int8 ({kib:.1f} KiB, gzip " in mine
-    assert ("): the same top-1 predictions on all "
-            "200 test examples") in mine
+    assert ("): the same top-1 predictions on all 200 test examples") in mine
   assert "Your own files (--candidate) ship instead when as good" in rec["rule"]
   assert [r["variant"] for r in doc["tables"]["verdict"]][:2] == ["user_int8", "user_worse"]
   assert "recommended: deploy/user_int8/0.tflite" in result.stdout
   assert "  Your int8 file (user_int8" in result.stdout
   page = (root / "same" / "report.html").read_text()
-  verdict = page[page.index('<section id="verdict">'):page.index('<section id="glossary">')]
+  verdict = page[page.index('<section id="verdict">') : page.index('<section id="glossary">')]
   assert verdict.count('class="user-file"') == 2
 
 
@@ -123,9 +136,11 @@ def test_a_worse_user_file_says_how_many_more_flips(root, same):
   more = int(np.sum(worse != dense)) - int(np.sum(int8 != dense))
   assert more > 0, "worse.tflite should flip more than the well-calibrated file"
   line = next(s for s in doc["recommendation"]["users"] if s.startswith("Your worse file"))
-  assert (f"it flips {more} more test examples than your int8 file "
-          f"({int(np.sum(worse != dense))} vs {int(np.sum(int8 != dense))} against the "
-          "reference; ") in line
+  assert (
+    f"it flips {more} more test examples than your int8 file "
+    f"({int(np.sum(worse != dense))} vs {int(np.sum(int8 != dense))} against the "
+    "reference; "
+  ) in line
   assert f"{int(np.sum(worse != int8))} of 200 test examples apart" in line
 
 
@@ -151,15 +166,17 @@ def test_no_repair_where_the_int8_file_forgot_nothing(root, same):
     flips = json.load(f)["flips"]
   # The rule by hand: more than 3 broken and an exact McNemar p <= 0.05 call for a repair.
   m = flips["broken"] + flips["fixed"]
-  from scipy import stats  # pylint: disable=g-import-not-at-top
-  p = 1.0 if m == 0 else min(1.0, 2 * stats.binom.cdf(min(flips["broken"], flips["fixed"]),
-                                                       m, 0.5))
+  from scipy import stats
+
+  p = 1.0 if m == 0 else min(1.0, 2 * stats.binom.cdf(min(flips["broken"], flips["fixed"]), m, 0.5))
   assert not (flips["broken"] > 3 and p <= 0.05)
   assert "no repair of dense/0 full_int8: it forgot nothing significant" in result.stdout
   assert not (root / "same" / "tflite" / "dense" / "0" / "full_int8~float1.tflite").exists()
   assert "full_int8~float1" not in doc["variants"]
-  assert any(r.startswith("No repair of full_int8: it forgot nothing significant")
-             for r in doc["recommendation"]["repairs"])
+  assert any(
+    r.startswith("No repair of full_int8: it forgot nothing significant")
+    for r in doc["recommendation"]["repairs"]
+  )
 
 
 def test_k1_report_in_words(root, same):
@@ -193,8 +210,14 @@ def test_flip_rates_with_the_digits_their_gate_needs(root, same):
 def black(root):
   """Calibrated on black images (a full int8 file that forgets, a repair without gain), with
   tf_forget's dynamic_int8 and the user's dyn.tflite."""
-  return _audit(root, "black_run", "--calibration=folder:black", "--repair=float1",
-                "--compress=full_int8,dynamic_int8", "--candidate=dyn=dyn.tflite")
+  return _audit(
+    root,
+    "black_run",
+    "--calibration=folder:black",
+    "--repair=float1",
+    "--compress=full_int8,dynamic_int8",
+    "--candidate=dyn=dyn.tflite",
+  )
 
 
 def test_the_users_file_ships_when_as_good_and_within_ten_percent(root, black):
@@ -208,8 +231,9 @@ def test_the_users_file_ships_when_as_good_and_within_ten_percent(root, black):
   line = next(s for s in rec["users"] if s.startswith("Your dyn file"))
   if mine > theirs:
     assert rec["instead_of"] == "dynamic_int8"
-    assert (f"recommended instead of tf_forget's dynamic_int8 ({theirs / 1024:.1f} KiB, gzip "
-            in line)
+    assert (
+      f"recommended instead of tf_forget's dynamic_int8 ({theirs / 1024:.1f} KiB, gzip " in line
+    )
     assert "): the same top-1 predictions on all 200 test examples" in line
     assert "you ship your own bytes" in line
 
@@ -231,8 +255,13 @@ def test_plan_prints_the_cost_without_reading_an_image(root):
   shutil.copytree(root / "images", root / "plan_images")
   first = root / "plan_images" / _listing(root / "plan_images")[0]
   first.write_bytes(b"not a png")  # decoding it would fail
-  args = ["--dataset=folder:plan_images", *ARGS[1:], "--compress=full_int8",
-          "--calibration=folder:calib", "--out=planned"]
+  args = [
+    "--dataset=folder:plan_images",
+    *ARGS[1:],
+    "--compress=full_int8",
+    "--calibration=folder:calib",
+    "--out=planned",
+  ]
   result = audit_binary.audit([*args, "--plan"], root)
   assert result.returncode == 0, result.stderr[-3000:]
   out = result.stdout

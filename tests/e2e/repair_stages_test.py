@@ -22,9 +22,18 @@ from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 from tf_forget.stats import paired
 
-ARGS = ["--preset=tiny", "--members=2", "--variants=dense", "--steps=40",
-        "--quantizations=full_int8", "--pruned_quantizations=none", "--corruptions=none",
-        "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
+ARGS = [
+  "--preset=tiny",
+  "--members=2",
+  "--variants=dense",
+  "--steps=40",
+  "--quantizations=full_int8",
+  "--pruned_quantizations=none",
+  "--corruptions=none",
+  "--noise_levels=none",
+  "--deploy_encoding=plain",
+  "--executor=inline",
+]
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +84,8 @@ def test_model_explorer_node_data_names_ops_of_the_int8_file(run):
   out, _ = run
   data = _json(out / "layers" / "dense" / "0" / "full_int8.model_explorer.json")
   interpreter = tf.lite.Interpreter(
-      model_path=str(out / "tflite" / "dense" / "0" / "full_int8.tflite"))
+    model_path=str(out / "tflite" / "dense" / "0" / "full_int8.tflite")
+  )
   tensors = {t["name"] for t in interpreter.get_tensor_details()}
   assert data["results"] and set(data["results"]) <= tensors
   model_explorer_schema.load_graph_node_data(data)  # the package's GraphNodeData, strict
@@ -89,16 +99,22 @@ def test_the_repaired_file_keeps_the_top_layers_in_float_and_is_evaluated(run):
   meta = _json(out / "tflite" / "dense" / "0" / "full_int8~float2.json")
   # The two best-ranked layers that have a name and are not lossless (NMSE > 1e-9: RESHAPE or
   # pooling in int8 only round floats; keeping them in float would repair nothing).
-  lossy = [r["tensor_name"] for r in doc["ranking"] if r["tensor_name"] and max(
-      r["nmse_forgotten"] or 0, r["nmse_stable"] or 0) > 1e-9]
+  lossy = [
+    r["tensor_name"]
+    for r in doc["ranking"]
+    if r["tensor_name"] and max(r["nmse_forgotten"] or 0, r["nmse_stable"] or 0) > 1e-9
+  ]
   assert meta["repair"]["float_nodes"] == lossy[:2]
-  sizes = {f: os.path.getsize(out / "tflite" / "dense" / "0" / f"{f}.tflite")
-           for f in ("float32", "full_int8", "full_int8~float2")}
+  sizes = {
+    f: os.path.getsize(out / "tflite" / "dense" / "0" / f"{f}.tflite")
+    for f in ("float32", "full_int8", "full_int8~float2")
+  }
   assert sizes["full_int8"] < sizes["full_int8~float2"] < sizes["float32"]
   # The stored predictions are the interpreter's, here, on the test split.
   test = registry.get("digits").load("test")
   interpreter = tf.lite.Interpreter(
-      model_path=str(out / "tflite" / "dense" / "0" / "full_int8~float2.tflite"))
+    model_path=str(out / "tflite" / "dense" / "0" / "full_int8~float2.tflite")
+  )
   inp, outp = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
   scale, zero = inp["quantization"]
   images = np.clip(np.round(test.images / scale + zero), -128, 127).astype(np.int8)
@@ -120,8 +136,13 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
   out, _ = run
   report = _json(out / "report.json")
   (row,) = report["tables"]["repair"]
-  want = {"flip_rate_int8": [], "flip_rate_repaired": [], "broken_int8": [],
-          "broken_repaired": [], "size_vs_int8": []}
+  want = {
+    "flip_rate_int8": [],
+    "flip_rate_repaired": [],
+    "broken_int8": [],
+    "broken_repaired": [],
+    "size_vs_int8": [],
+  }
   for k in (0, 1):
     labels = predictions.read(str(out / "predictions" / "dense" / str(k) / "test.npz"))["labels"]
     _, ref = _top1(out, "dense", k)
@@ -131,16 +152,18 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
     want["flip_rate_repaired"].append(np.mean(fixed != ref))
     want["broken_int8"].append(np.sum((ref == labels) & (int8 != labels)))
     want["broken_repaired"].append(np.sum((ref == labels) & (fixed != labels)))
-    sizes = [_json(out / "tflite" / "dense" / str(k) / f"{f}.json")["size_bytes"]["raw"]
-             for f in ("full_int8~float2", "full_int8")]
+    sizes = [
+      _json(out / "tflite" / "dense" / str(k) / f"{f}.json")["size_bytes"]["raw"]
+      for f in ("full_int8~float2", "full_int8")
+    ]
     want["size_vs_int8"].append(sizes[0] / sizes[1])
   for key, values in want.items():
     assert row[key] == pytest.approx(float(np.mean(values)), abs=1e-12), key
   assert row["variant"] == "full_int8~float2" and row["layers"] == 2 and row["members"] == 2
   kept = {r["tensor_name"] for r in report["tables"]["layers"] if r["kept"]}
-  assert kept == set(_json(out / "tflite" / "dense" / "0" / "full_int8~float2.json")[
-      "repair"]["float_nodes"]) | set(_json(out / "tflite" / "dense" / "1" /
-                                            "full_int8~float2.json")["repair"]["float_nodes"])
+  assert kept == set(
+    _json(out / "tflite" / "dense" / "0" / "full_int8~float2.json")["repair"]["float_nodes"]
+  ) | set(_json(out / "tflite" / "dense" / "1" / "full_int8~float2.json")["repair"]["float_nodes"])
   html = (out / "report.html").read_text()
   assert "1d. Why a full int8 file forgot" in html
 
@@ -163,17 +186,20 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
   # --repair=float2,float1 on the same run: full_int8~float2 is reused, full_int8~float1 made; both
   # are reported side by side, float1 keeps the first of float2's layers.
   out, _ = run
-  result = audit_binary.audit([f"--out={out}", "--repair=float2,float1", "--repair_always",
-                               *ARGS])
+  result = audit_binary.audit([f"--out={out}", "--repair=float2,float1", "--repair_always", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   assert "2 of 4 repaired files already made" in result.stdout
   report = _json(out / "report.json")
-  assert [r["variant"] for r in report["tables"]["repair"]] == ["full_int8~float1",
-                                                               "full_int8~float2"]
+  assert [r["variant"] for r in report["tables"]["repair"]] == [
+    "full_int8~float1",
+    "full_int8~float2",
+  ]
   assert report["config"]["repair"]["repairs"] == ["float1", "float2"]
   for k in (0, 1):
-    one, two = (_json(out / "tflite" / "dense" / str(k) / f"full_int8~float{n}.json")[
-        "repair"]["float_nodes"] for n in (1, 2))
+    one, two = (
+      _json(out / "tflite" / "dense" / str(k) / f"full_int8~float{n}.json")["repair"]["float_nodes"]
+      for n in (1, 2)
+    )
     assert one == two[:1]
   verdict = {r["variant"]: r for r in report["tables"]["verdict"]}
   assert {"full_int8~float1", "full_int8~float2"} <= set(verdict)
@@ -185,8 +211,9 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
 
 def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   args = [a for a in ARGS if not a.startswith("--quantizations")]
-  result = audit_binary.audit([f"--out={tmp_path / 'run'}", "--repair=float2",
-                   "--quantizations=dynamic_int8", *args])
+  result = audit_binary.audit(
+    [f"--out={tmp_path / 'run'}", "--repair=float2", "--quantizations=dynamic_int8", *args]
+  )
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr[-2000:]
   assert "--repair repairs full int8 files" in lines[0]

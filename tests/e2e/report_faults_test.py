@@ -12,12 +12,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _audit(out):
   """A tiny inline audit (two members a variant, 40 steps, no corruptions, noise or sparse)."""
-  cmd = [sys.executable, os.path.join(ROOT, "eval", "audit.py"), "--dataset=digits",
-         f"--out={out}", "--preset=tiny", "--members=2", "--variants=dense,prune_0.5",
-         "--steps=40", "--quantizations=", "--pruned_quantizations=none", "--corruptions=none",
-         "--noise_levels=none", "--deploy_encoding=plain", "--executor=inline"]
-  return subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                        text=True, timeout=900)
+  cmd = [
+    sys.executable,
+    os.path.join(ROOT, "eval", "audit.py"),
+    "--dataset=digits",
+    f"--out={out}",
+    "--preset=tiny",
+    "--members=2",
+    "--variants=dense,prune_0.5",
+    "--steps=40",
+    "--quantizations=",
+    "--pruned_quantizations=none",
+    "--corruptions=none",
+    "--noise_levels=none",
+    "--deploy_encoding=plain",
+    "--executor=inline",
+  ]
+  return subprocess.run(
+    cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True, timeout=900
+  )
 
 
 def test_a_rerun_that_cannot_write_its_report_keeps_the_previous_one(tmp_path):

@@ -27,7 +27,7 @@ from tf_forget.report import reproduction_002
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 SHARED_MNIST = os.path.join(os.path.dirname(ROOT), "shared", "data", "mnist")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import reproduce_002  # pylint: disable=g-import-not-at-top,wrong-import-position
+import reproduce_002
 
 RATIOS = (2, 50)
 SIZES = {"train": 200, "test": 100}
@@ -35,8 +35,9 @@ SIZES = {"train": 200, "test": 100}
 
 def _idx(array):
   array = np.asarray(array, np.uint8)
-  return bytes([0, 0, 8, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape) + \
-      array.tobytes()
+  return (
+    bytes([0, 0, 8, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
+  )
 
 
 def _slice(directory):
@@ -66,12 +67,27 @@ def run(tmp_path_factory):
     mp.setitem(idx_files.CHECKSUMS, "mnist", sums)
     out = base / "run"
     code = binary_main.run_main(
-        audit_main.main, "audit", dataset="mnist", data_dir=str(base / "mnist"),
-        preset="lenet5_002", pruning=["oneshot"], algorithms=["mp"],
-        ratios=[str(r) for r in RATIOS], exclude_classifier=True, ratio_over="all",
-        members=2, steps=421, finetune="1@0.01", quantizations=["float16"],
-        pruned_quantizations=["float16"], corruptions=["none"], noise_levels=["none"],
-        deploy_encoding="plain", executor="inline", out=str(out))
+      audit_main.main,
+      "audit",
+      dataset="mnist",
+      data_dir=str(base / "mnist"),
+      preset="lenet5_002",
+      pruning=["oneshot"],
+      algorithms=["mp"],
+      ratios=[str(r) for r in RATIOS],
+      exclude_classifier=True,
+      ratio_over="all",
+      members=2,
+      steps=421,
+      finetune="1@0.01",
+      quantizations=["float16"],
+      pruned_quantizations=["float16"],
+      corruptions=["none"],
+      noise_levels=["none"],
+      deploy_encoding="plain",
+      executor="inline",
+      out=str(out),
+    )
     assert code in (0, audit_main.GATE_FAILED), code
     mp.setattr(reproduction_002, "RATIOS", RATIOS)
     reproduce_002.from_run(str(out), str(base / "page"))
@@ -99,15 +115,16 @@ def test_the_table_and_the_report_read_the_same_alpha(run):
   table = pd.read_csv(page / reproduce_002.CSV)
   assert sorted(table.ratio.unique()) == [1, 2, 50]
   assert len(table) == 2 * 3 and table.model.tolist() == [0, 0, 0, 1, 1, 1]
-  assert [c for c in table.columns if c.startswith("recall_")] == [f"recall_{c}"
-                                                                  for c in range(10)]
+  assert [c for c in table.columns if c.startswith("recall_")] == [f"recall_{c}" for c in range(10)]
   report = pd.read_csv(out / "tables" / "oneshot_alpha.csv").set_index("ratio")
   result = reproduction_002.compute(table)
   for ratio in RATIOS:
-    assert result["alpha"][ratio]["mean"] == pytest.approx(report.loc[ratio, "mean_alpha"],
-                                                           abs=1e-5)
+    assert result["alpha"][ratio]["mean"] == pytest.approx(
+      report.loc[ratio, "mean_alpha"], abs=1e-5
+    )
     assert result["recall_variance"][ratio]["mean"] == pytest.approx(
-        report.loc[ratio, "recall_variance_t"], abs=1e-6)
+      report.loc[ratio, "recall_variance_t"], abs=1e-6
+    )
   assert result["accuracy"]["mean"] == pytest.approx(report["mean_accuracy_0"].iloc[0], abs=1e-6)
 
 
@@ -117,6 +134,7 @@ def test_the_page_is_the_csvs_page(run, tmp_path):
   assert reproduce_002.main(["--check", str(page)]) == 0
   text = (page / reproduce_002.PAGE).read_text()
   assert "REPRO_MEMBERS=2" in text and "**2 parents**" in text
-  (page / reproduce_002.CSV).write_text((page / reproduce_002.CSV).read_text().replace(
-      "0.", "0.1", 1))
+  (page / reproduce_002.CSV).write_text(
+    (page / reproduce_002.CSV).read_text().replace("0.", "0.1", 1)
+  )
   assert reproduce_002.main(["--check", str(page)]) == 1

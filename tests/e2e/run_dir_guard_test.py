@@ -25,9 +25,16 @@ from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import run_json
 from tf_forget.artifacts import run_lock
 
-TINY = dict(preset="tiny", members=2, variants=["dense"], quantizations=["dynamic_int8"],
-            corruptions=["none"], noise_levels=["none"], deploy_encoding="plain",
-            executor="inline")
+TINY = dict(
+  preset="tiny",
+  members=2,
+  variants=["dense"],
+  quantizations=["dynamic_int8"],
+  corruptions=["none"],
+  noise_levels=["none"],
+  deploy_encoding="plain",
+  executor="inline",
+)
 HEADING = "### tf_forget audit"
 
 
@@ -52,8 +59,6 @@ def _refused(code, *parts):
     assert part in code, code
 
 
-
-
 @pytest.fixture(autouse=True)
 def no_step_summary(monkeypatch):
   monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)  # a CI runner's own
@@ -76,16 +81,18 @@ def run(finished, tmp_path):
 
 def test_the_records_are_those_tf_forget_writes(finished):
   # Each record of run_lock is a file the audit wrote, read by its artifact's own reader.
-  for record, doc in ((run_lock.AUDIT_RECORD, audit_json.read(audit_json.path(finished))),
-                      (run_lock.RUN_RECORD, run_json.read(run_json.path(finished))),
-                      (run_lock.MEMBER_RECORD,
-                       member_metadata.read(member_metadata.path(finished, "dense", 0)))):
+  for record, doc in (
+    (run_lock.AUDIT_RECORD, audit_json.read(audit_json.path(finished))),
+    (run_lock.RUN_RECORD, run_json.read(run_json.path(finished))),
+    (run_lock.MEMBER_RECORD, member_metadata.read(member_metadata.path(finished, "dense", 0))),
+  ):
     schema, keys = record
     assert doc["schema"] == schema and all(key in doc for key in keys)
 
 
-@pytest.mark.parametrize("marker", ["the user's run.json", "an empty members/",
-                                    "tf_forget's run.json copied in"])
+@pytest.mark.parametrize(
+  "marker", ["the user's run.json", "an empty members/", "tf_forget's run.json copied in"]
+)
 def test_a_folder_with_a_marker_name_is_not_taken_for_a_run(finished, tmp_path, marker):
   """Row 1: `--out` at a folder of the user's holding a `run.json` or an empty `members/` and
   their `deploy/*.tflite`, `tables/*.csv`: refused in one line, nothing written or deleted."""
@@ -103,12 +110,19 @@ def test_a_folder_with_a_marker_name_is_not_taken_for_a_run(finished, tmp_path, 
   before = _state(out)
   code = _audit(out)
   if marker == "tf_forget's run.json copied in":  # a record, but no listing of the folders
-    _refused(code, "holds files tf_forget did not write in the folders it replaces",
-             "deploy/model.tflite", "tables/mine.csv", "no .tf_forget.report.files.json or "
-             ".tf_forget.deploy.files.json records them")
+    _refused(
+      code,
+      "holds files tf_forget did not write in the folders it replaces",
+      "deploy/model.tflite",
+      "tables/mine.csv",
+      "no .tf_forget.report.files.json or .tf_forget.deploy.files.json records them",
+    )
   else:
-    _refused(code, f"{out} is not empty and is not a tf_forget run directory (it holds deploy, "
-             f"{'members' if 'members' in marker else 'run.json'}, tables;")
+    _refused(
+      code,
+      f"{out} is not empty and is not a tf_forget run directory (it holds deploy, "
+      f"{'members' if 'members' in marker else 'run.json'}, tables;",
+    )
   assert _state(out) == before
 
 
@@ -118,8 +132,12 @@ def test_a_run_without_its_listing_keeps_the_users_file(run, tmp_path):
   os.remove(run / ".tf_forget.deploy.files.json")
   (run / "deploy" / "notes.txt").write_bytes(b"my notes\n")
   before = _state(run)
-  _refused(_audit(run), "deploy/notes.txt", "deploy/manifest.json",
-           "no .tf_forget.deploy.files.json records them as tf_forget's")
+  _refused(
+    _audit(run),
+    "deploy/notes.txt",
+    "deploy/manifest.json",
+    "no .tf_forget.deploy.files.json records them as tf_forget's",
+  )
   assert _state(run) == before
   shutil.move(str(run / "deploy"), str(tmp_path / "moved"))
   assert _audit(run) == 0
@@ -155,18 +173,25 @@ def test_a_summary_device_is_written_in_place_never_replaced(run, tmp_path):
   os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
   os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
   assert _audit(run, summary=str(null)) == 0
-  _refused(_audit(run, summary=str(full)),
-           f"--summary: cannot write {full}: No space left on device")
+  _refused(
+    _audit(run, summary=str(full)), f"--summary: cannot write {full}: No space left on device"
+  )
   assert all(stat.S_ISCHR(os.lstat(p).st_mode) for p in (null, full))
   assert sorted(os.listdir(tmp_path)) == ["full", "null", "run"]
 
 
-@pytest.mark.parametrize("where", ["--summary: a FIFO nobody reads",
-                                   "--summary: a folder that takes no file",
-                                   "$GITHUB_STEP_SUMMARY: a folder that takes no file",
-                                   "--annotation_export: below a file"])
+@pytest.mark.parametrize(
+  "where",
+  [
+    "--summary: a FIFO nobody reads",
+    "--summary: a folder that takes no file",
+    "$GITHUB_STEP_SUMMARY: a folder that takes no file",
+    "--annotation_export: below a file",
+  ],
+)
 def test_an_output_that_cannot_be_written_stops_the_audit_before_it_starts(
-    tmp_path, monkeypatch, where):
+  tmp_path, monkeypatch, where
+):
   """Row 3: every output path is checked before anything runs (nothing of the run written)."""
   out, flags = tmp_path / "new", {}
   if "FIFO" in where:
@@ -193,13 +218,17 @@ def test_an_annotation_export_into_a_replaced_folder_is_refused_up_front(run, tm
   """Row 4: `--annotation_export=<out>/deploy` (or `tables/…`) would be deleted by the next
   swap, unblinding key included: refused before anything is written."""
   fresh = tmp_path / "fresh"
-  _refused(_audit(fresh, annotation_export=str(fresh / "deploy")),
-           f"--annotation_export: {fresh / 'deploy'} is {fresh / 'deploy'}, which tf_forget "
-           "writes on every run")
+  _refused(
+    _audit(fresh, annotation_export=str(fresh / "deploy")),
+    f"--annotation_export: {fresh / 'deploy'} is {fresh / 'deploy'}, which tf_forget "
+    "writes on every run",
+  )
   assert not fresh.exists()
   before = _state(run)
-  _refused(_audit(run, annotation_export=str(run / "tables" / "study")),
-           f"lies in {run / 'tables'}, which tf_forget writes on every run")
+  _refused(
+    _audit(run, annotation_export=str(run / "tables" / "study")),
+    f"lies in {run / 'tables'}, which tf_forget writes on every run",
+  )
   assert _state(run) == before
 
 
@@ -215,6 +244,8 @@ def test_outputs_inside_the_run_directory_survive_an_identical_rerun(run):
   assert (run / "study" / "key.json").read_bytes() == key
   assert (run / "study" / "sheet" / "annotations.csv").exists()
   before = _state(run)
-  _refused(_audit(run, summary=str(run / "deploy" / "summary.md")),
-           f"--summary: {run / 'deploy' / 'summary.md'} lies in {run / 'deploy'}")
+  _refused(
+    _audit(run, summary=str(run / "deploy" / "summary.md")),
+    f"--summary: {run / 'deploy' / 'summary.md'} lies in {run / 'deploy'}",
+  )
   assert _state(run) == before

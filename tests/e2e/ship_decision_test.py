@@ -28,21 +28,37 @@ from tests.e2e import user_files
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 
-COMMON = ["--executor=inline", "--deploy_encoding=plain", "--dataset=folder:images",
-          "--reference=model.keras", "--candidate=x16=x16.tflite", "--candidate=dyn=dyn.tflite",
-          "--candidate=u8=u8.tflite", "--candidate=i8f=i8f.tflite",
-          "--candidate=pruned=pruned.tflite", "--out=run", "--summary=summary.md"]
+COMMON = [
+  "--executor=inline",
+  "--deploy_encoding=plain",
+  "--dataset=folder:images",
+  "--reference=model.keras",
+  "--candidate=x16=x16.tflite",
+  "--candidate=dyn=dyn.tflite",
+  "--candidate=u8=u8.tflite",
+  "--candidate=i8f=i8f.tflite",
+  "--candidate=pruned=pruned.tflite",
+  "--out=run",
+  "--summary=summary.md",
+]
 
 
 def _model(train, seed=0):
   keras = keras2.keras()
   keras.utils.set_random_seed(seed)
-  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
-                            keras.layers.Conv2D(8, 3, activation="relu"),
-                            keras.layers.Flatten(), keras.layers.Dense(64, activation="relu"),
-                            keras.layers.Dense(10)])
-  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Conv2D(8, 3, activation="relu"),
+      keras.layers.Flatten(),
+      keras.layers.Dense(64, activation="relu"),
+      keras.layers.Dense(10),
+    ]
+  )
+  model.compile(
+    "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+  )
   model.fit(train.images.astype("float32"), train.labels, epochs=15, batch_size=64, verbose=0)
   return model
 
@@ -54,13 +70,21 @@ def _pruned(model, train):
   sparsity = tfmot.sparsity.keras
   steps = -(-len(train.labels) // 64) * 15
   schedule = sparsity.PolynomialDecay(0.5, 0.75, begin_step=0, end_step=steps // 2)
-  wrap = lambda layer: (sparsity.prune_low_magnitude(layer, pruning_schedule=schedule)
-                        if isinstance(layer, (keras.layers.Dense, keras.layers.Conv2D))
-                        else layer)
+  wrap = lambda layer: (
+    sparsity.prune_low_magnitude(layer, pruning_schedule=schedule)
+    if isinstance(layer, (keras.layers.Dense, keras.layers.Conv2D))
+    else layer
+  )
   pruned = keras.models.clone_model(model, clone_function=wrap)
   pruned.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  pruned.fit(train.images.astype("float32"), train.labels, epochs=15, batch_size=64, verbose=0,
-             callbacks=[sparsity.UpdatePruningStep()])
+  pruned.fit(
+    train.images.astype("float32"),
+    train.labels,
+    epochs=15,
+    batch_size=64,
+    verbose=0,
+    callbacks=[sparsity.UpdatePruningStep()],
+  )
   return sparsity.strip_pruning(pruned)
 
 
@@ -72,10 +96,12 @@ def _convert(model, train, kind):
   if kind == "dyn":
     return converter.convert()
   converter.representative_dataset = lambda: (
-      [train.images[i:i + 1].astype("float32")] for i in range(100))
+    [train.images[i : i + 1].astype("float32")] for i in range(100)
+  )
   if kind == "x16":
     converter.target_spec.supported_ops = [
-        tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+      tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+    ]
     return converter.convert()
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   if kind == "u8":
@@ -146,7 +172,8 @@ def test_gzip_size_decides_for_the_pruned_file(user):
   assert rows["user_pruned"]["verdict"] in ("pass", "dominated")
   assert rec["variant"] != "user_pruned"
   assert rec["size_note"].startswith(
-      "Weighed by gzip size (the download), the rule would choose user_pruned")
+    "Weighed by gzip size (the download), the rule would choose user_pruned"
+  )
   assert rec["size_note"] in summary
   _, rec_gz, _, _ = _audit(user, "--max_accuracy_drop=0.03", "--size=gzip")
   assert rec_gz["variant"] == "user_pruned" and "gzip size (the download)" in rec_gz["rule"]

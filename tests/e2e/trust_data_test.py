@@ -38,8 +38,11 @@ def _report(run_dir):
 
 
 def test_the_users_files_in_replaced_folders_are_never_deleted(user, run):
-  mine = {"deploy/notes.txt": b"my notes\n", "tables/mine.csv": b"a,b\n",
-          "deploy/extra/readme.md": b"kept\n"}
+  mine = {
+    "deploy/notes.txt": b"my notes\n",
+    "tables/mine.csv": b"a,b\n",
+    "deploy/extra/readme.md": b"kept\n",
+  }
   for rel, data in mine.items():
     (run / rel).parent.mkdir(parents=True, exist_ok=True)
     (run / rel).write_bytes(data)
@@ -62,8 +65,10 @@ def test_the_users_files_in_replaced_folders_are_never_deleted(user, run):
 def test_an_unchanged_folder_is_not_read_again(user, run):
   result = audit_binary.audit(user_files.args("run"), user)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert (f"data: test split of folder:{user / 'images'}: 200 files, 0 read (200 unchanged "
-          "since the last run)") in result.stdout
+  assert (
+    f"data: test split of folder:{user / 'images'}: 200 files, 0 read (200 unchanged "
+    "since the last run)"
+  ) in result.stdout
   assert "redo" not in result.stdout
 
 
@@ -97,8 +102,10 @@ def test_changed_images_redo_what_depends_on_them_as_a_fresh_run(user, tmp_path)
   assert count == 220
   rerun = audit_binary.audit(user_files.args("run"), work)
   assert rerun.returncode == 0, rerun.stderr[-3000:]
-  assert (f"the test split of folder:{work / 'images'} changed since the last run "
-          "(10 moved, 20 added, 5 edited)") in rerun.stdout
+  assert (
+    f"the test split of folder:{work / 'images'} changed since the last run "
+    "(10 moved, 20 added, 5 edited)"
+  ) in rerun.stdout
   assert "data: test split" in rerun.stdout and "220 files, 35 read" in rerun.stdout
   for what in ("dense/0 test", "user_int8/0 test", "keras:dense/0 test"):
     assert f"redo {what}: its input split changed since it was evaluated" in rerun.stdout
@@ -120,17 +127,22 @@ def test_changed_images_redo_what_depends_on_them_as_a_fresh_run(user, tmp_path)
 
 def _bad_png(path):
   data = path.read_bytes()
-  path.write_bytes(data[:len(data) // 2])
+  path.write_bytes(data[: len(data) // 2])
 
 
 # (spoil the folder, the start of the line with {images} for the folder, what it says): a
 # truncated PNG is found when the split is hashed, a dangling link already when it is listed.
 CASES = {
-    "truncated": (lambda d: _bad_png(next((d / "4").iterdir())),
-                  "audit: error: test split of folder:{images}: 4/", "truncated or corrupt PNG"),
-    "dangling link": (lambda d: os.symlink(d / "nowhere.png", d / "4" / "gone.png"),
-                      "audit: error: image 4/gone.png of folder {images} ",
-                      "is a dangling link (to "),
+  "truncated": (
+    lambda d: _bad_png(next((d / "4").iterdir())),
+    "audit: error: test split of folder:{images}: 4/",
+    "truncated or corrupt PNG",
+  ),
+  "dangling link": (
+    lambda d: os.symlink(d / "nowhere.png", d / "4" / "gone.png"),
+    "audit: error: image 4/gone.png of folder {images} ",
+    "is a dangling link (to ",
+  ),
 }
 
 
@@ -143,8 +155,13 @@ def test_a_bad_image_is_one_line_before_anything_is_written(user, tmp_path, case
   shutil.copytree(user / "images", images)
   spoil(images)
   out = tmp_path / "out"
-  args = ["--dataset=folder:images", f"--reference={user / 'model.keras'}",
-          f"--candidate=int8={user / 'int8.tflite'}", f"--out={out}", *user_files.COMMON]
+  args = [
+    "--dataset=folder:images",
+    f"--reference={user / 'model.keras'}",
+    f"--candidate=int8={user / 'int8.tflite'}",
+    f"--out={out}",
+    *user_files.COMMON,
+  ]
   line = audit_binary.one_line(audit_binary.audit(args, tmp_path))
   assert line.startswith(start.format(images=images)) and expected in line, line
   assert not out.exists()

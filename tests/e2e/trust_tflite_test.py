@@ -58,15 +58,16 @@ def root(tmp_path_factory):
 
 def _cut(data, cut):
   length = {"half": len(data) // 2, "len-100": len(data) - 100, "len-1": len(data) - 1}
-  return data[:length[cut] if cut in length else int(cut)]
+  return data[: length[cut] if cut in length else int(cut)]
 
 
 def _snapshot(out):
   """None if `out` does not exist, else {relative path: bytes (None for a folder)}."""
   if not out.exists():
     return None
-  return {str(p.relative_to(out)): None if p.is_dir() else p.read_bytes()
-          for p in sorted(out.rglob("*"))}
+  return {
+    str(p.relative_to(out)): None if p.is_dir() else p.read_bytes() for p in sorted(out.rglob("*"))
+  }
 
 
 def _refused(root, args, out):
@@ -81,8 +82,14 @@ def _refused(root, args, out):
 
 def _reference_args(reference, out, *extra):
   """`--reference=<a .tflite file>` with the user's int8 candidate."""
-  return ["--dataset=folder:images", f"--reference={reference}",
-          "--candidate=int8=int8.tflite", f"--out={out}", *user_files.COMMON, *extra]
+  return [
+    "--dataset=folder:images",
+    f"--reference={reference}",
+    "--candidate=int8=int8.tflite",
+    f"--out={out}",
+    *user_files.COMMON,
+    *extra,
+  ]
 
 
 def _existing_out(tmp_path):
@@ -134,21 +141,24 @@ def _overwrite_name_length(data, seed):
   assert struct.unpack_from("<I", data, pos)[0] == len(name)  # the string's length prefix
   noise = bytearray(np.random.default_rng(seed).integers(0, 256, 4, dtype=np.uint8).tobytes())
   noise[3] |= 0x80
-  return data[:pos] + bytes(noise) + data[pos + 4:]
+  return data[:pos] + bytes(noise) + data[pos + 4 :]
 
 
 def _overwrite_options(data):
   """`data` with the first operator's options table pointing its vtable outside the file:
   a part `flatbuffer` does not parse, refused when the LiteRT interpreter loads it."""
   options = schema.Model.GetRootAs(data, 0).Subgraphs(0).Operators(0).BuiltinOptions()
-  return data[:options.Pos] + struct.pack("<i", -(1 << 30)) + data[options.Pos + 4:]
+  return data[: options.Pos] + struct.pack("<i", -(1 << 30)) + data[options.Pos + 4 :]
 
 
 def _overwritten(root, name, corruption):
   data = (root / name).read_bytes()
   path = root / f"{corruption}_{name}"
-  path.write_bytes(_overwrite_name_length(data, seed=35) if corruption == "name_length"
-                   else _overwrite_options(data))
+  path.write_bytes(
+    _overwrite_name_length(data, seed=35)
+    if corruption == "name_length"
+    else _overwrite_options(data)
+  )
   return path
 
 
@@ -169,19 +179,27 @@ def test_overwritten_bytes_are_refused_by_the_audit(root, tmp_path, flag):
   """The part the parser does not read: found when the interpreter loads the file."""
   path = _overwritten(root, "int8.tflite" if flag == "candidate" else "float.tflite", "options")
   out = tmp_path / "out"
-  args = (user_files.args(out, f"--candidate=bad={path.name}") if flag == "candidate"
-          else _reference_args(path.name, out))
+  args = (
+    user_files.args(out, f"--candidate=bad={path.name}")
+    if flag == "candidate"
+    else _reference_args(path.name, out)
+  )
   line = _refused(root, args, out)
   assert f"{path} {INCOMPLETE}" in line and "the LiteRT interpreter refuses it" in line, line
 
 
 def _quantized_reference_error(path):
-  return (f"--reference must be the float model; {path} is a "
-          f"{KINDS[path.name]} file: give it as --candidate=NAME={path}")
+  return (
+    f"--reference must be the float model; {path} is a "
+    f"{KINDS[path.name]} file: give it as --candidate=NAME={path}"
+  )
 
 
-KINDS = {"int8.tflite": "full-integer int8", "dynamic.tflite": "dynamic-range int8",
-         "float16.tflite": "float16-weight"}
+KINDS = {
+  "int8.tflite": "full-integer int8",
+  "dynamic.tflite": "dynamic-range int8",
+  "float16.tflite": "float16-weight",
+}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

@@ -22,12 +22,23 @@ def train(seed, train_split, epochs=8):
   """A tiny classifier of 8x8x1 raw pixels (0-255) with its own `Rescaling`."""
   keras = keras2.keras()
   keras.utils.set_random_seed(seed)
-  model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Rescaling(1 / 255.0),
-                            keras.layers.Conv2D(8, 3, activation="relu"),
-                            keras.layers.Flatten(), keras.layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      keras.layers.Rescaling(1 / 255.0),
+      keras.layers.Conv2D(8, 3, activation="relu"),
+      keras.layers.Flatten(),
+      keras.layers.Dense(10),
+    ]
+  )
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(train_split.images.astype("float32"), train_split.labels, epochs=epochs,
-            batch_size=64, verbose=0)
+  model.fit(
+    train_split.images.astype("float32"),
+    train_split.labels,
+    epochs=epochs,
+    batch_size=64,
+    verbose=0,
+  )
   return model
 
 
@@ -37,7 +48,8 @@ def convert(model, train_split, int8):
   if int8:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: (
-        [train_split.images[i:i + 1].astype("float32")] for i in range(100))
+      [train_split.images[i : i + 1].astype("float32")] for i in range(100)
+    )
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
@@ -66,5 +78,11 @@ def make(root, num_images=200, seed=0):
 
 def args(out, *extra):
   """The audit of model.keras with candidate int8.tflite on images/ into `out`."""
-  return ["--dataset=folder:images", "--reference=model.keras", "--candidate=int8=int8.tflite",
-          f"--out={out}", *COMMON, *extra]
+  return [
+    "--dataset=folder:images",
+    "--reference=model.keras",
+    "--candidate=int8=int8.tflite",
+    f"--out={out}",
+    *COMMON,
+    *extra,
+  ]

@@ -52,8 +52,11 @@ def test_no_reallocation_per_batch(exports):
 def test_empty_and_shape_mismatch(exports):
   runner = batched.BatchedRunner(exports[2]["float32"], batch_size=8)
   assert runner.run(np.zeros((0, 8, 8, 1), np.uint8)).shape == (0, fake_run.NUM_CLASSES)
-  with pytest.raises(interpreter.TfliteError, match=r"model input shape \(8, 8, 1\) does not "
-                     r"match the data's image shape \(9, 9, 1\)"):
+  with pytest.raises(
+    interpreter.TfliteError,
+    match=r"model input shape \(8, 8, 1\) does not "
+    r"match the data's image shape \(9, 9, 1\)",
+  ):
     runner.run(np.zeros((3, 9, 9, 1), np.uint8))
   with pytest.raises(interpreter.TfliteError, match="batch_size"):
     batched.BatchedRunner(exports[2]["float32"], batch_size=0)

@@ -21,16 +21,16 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-from sklearn import datasets  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+from sklearn import datasets
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import ablation_candidates  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import causal_attribution  # pylint: disable=g-import-not-at-top
-from tf_forget.export import layer_error  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.evaluate import ablation_candidates
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import causal_attribution
+from tf_forget.export import layer_error
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,10 @@ def _ablate(model, x, y):
   plain = batched.BatchedRunner(quantizer([]), runtime="builtin").run(test).argmax(axis=1)
   broken = (reference.argmax(axis=1) == labels) & (plain != labels)
   stable = np.flatnonzero(~broken)[:200]
-  subsets = {"forgotten": (test[broken], labels[broken], reference[broken]),
-             "stable": (test[stable], labels[stable], reference[stable])}
+  subsets = {
+    "forgotten": (test[broken], labels[broken], reference[broken]),
+    "stable": (test[stable], labels[stable], reference[stable]),
+  }
   rows = layer_error.layer_errors(model, x[:100], {"forgotten": test[broken]})
   candidates = ablation_candidates.nmse_picks(rows, 20)
   return causal_attribution.ablate(quantizer, candidates, subsets), int(broken.sum())
@@ -81,8 +83,9 @@ def test_the_range_fault_is_the_two_ops_around_the_wide_tensor(trained):
   assert broken >= 20
   top = [r["tensor_name"] for r in result["ops"][:2]]
   conv, sep = model.layers[1].name, model.layers[3].name
-  assert any(f"/{conv}/" in n for n in top) and any(f"/{sep}/" in n and "depthwise" in n
-                                                      for n in top), top
+  assert any(f"/{conv}/" in n for n in top) and any(
+    f"/{sep}/" in n and "depthwise" in n for n in top
+  ), top
   assert all(r["caused"] >= 0.8 * broken for r in result["ops"][:2])
   assert max(r["recovered"] for r in result["ops"]) <= 0.2 * broken
 
@@ -93,8 +96,9 @@ def narrow():
   below the 6 NMSE picks."""
   digits = datasets.load_digits()
   x = np.round(digits.images[..., None] * (255 / 16)).astype(np.uint8)
-  model = planted.train(keras, planted.cnn(keras, filters=8, seed=2), x[:1200],
-                        digits.target[:1200])
+  model = planted.train(
+    keras, planted.cnn(keras, filters=8, seed=2), x[:1200], digits.target[:1200]
+  )
   return planted.plant(model, "range"), x, digits.target
 
 
@@ -108,15 +112,18 @@ def test_a_range_fault_below_the_nmse_cut_is_ablated_and_ranked_first(narrow):
   plain = batched.BatchedRunner(quantizer([]), runtime="builtin").run(test).argmax(axis=1)
   forgotten = reference.argmax(axis=1) != plain
   stable = np.flatnonzero(~forgotten)[:100]
-  rows = layer_error.layer_errors(model, x[:100], {"forgotten": test[forgotten],
-                                                   "stable": test[stable]}, quantizer=quantizer)
+  rows = layer_error.layer_errors(
+    model, x[:100], {"forgotten": test[forgotten], "stable": test[stable]}, quantizer=quantizer
+  )
   ranking = layer_error.rank_layers(rows)
   conv = f"/{model.layers[1].name}/"
   (conv_rank,) = [r["rank"] for r in ranking if conv in (r["tensor_name"] or "")]
   cut = min(ablation_candidates.NMSE_PICKS, conv_rank - 1)
   assert not any(conv in n for n in ablation_candidates.nmse_picks(rows, cut))
-  subsets = {"forgotten": (test[forgotten], labels[forgotten], reference[forgotten]),
-             "stable": (test[stable], labels[stable], reference[stable])}
+  subsets = {
+    "forgotten": (test[forgotten], labels[forgotten], reference[forgotten]),
+    "stable": (test[stable], labels[stable], reference[stable]),
+  }
   found = causal_attribution.attribute(quantizer, rows, ranking, subsets, x[:100], nmse=cut)
   assert found["ranges"][0]["op_name"] == "CONV_2D" and found["ranges"][0]["channel"] == 6
   assert found["ablation"]["plain"]["broken_forgotten"] >= 20
@@ -131,18 +138,25 @@ def test_a_range_fault_below_the_nmse_cut_is_ablated_and_ranked_first(narrow):
 
 
 def _effect(name, recovered, caused):
-  return {"tensor_name": name, "recovered": recovered, "broken": 30 - recovered,
-          "kl_float_op": 1.0, "caused": caused, "caused_stable": 0, "kl_only_op": 1.0}
+  return {
+    "tensor_name": name,
+    "recovered": recovered,
+    "broken": 30 - recovered,
+    "kl_float_op": 1.0,
+    "caused": caused,
+    "caused_stable": 0,
+    "kl_only_op": 1.0,
+  }
 
 
 def test_the_ops_around_one_range_fault_are_ranked_together_origin_first():
   # Hand-made: the depthwise reader's measured effect beats its conv's by noise (61 vs 60
   # caused); an op of its own weights beats both, an inherited one trails.
-  ranking = [{"tensor_name": n, "op_index": i, "rank": r}
-             for n, i, r in (("fc", 7, 1), ("pw", 3, 2), ("dw", 2, 3), ("conv", 0, 4),
-                             ("mean", 6, 5))]
-  ops = [_effect("pw", 25, 70), _effect("dw", 1, 61), _effect("conv", 1, 60),
-         _effect("fc", 0, 2)]
+  ranking = [
+    {"tensor_name": n, "op_index": i, "rank": r}
+    for n, i, r in (("fc", 7, 1), ("pw", 3, 2), ("dw", 2, 3), ("conv", 0, 4), ("mean", 6, 5))
+  ]
+  ops = [_effect("pw", 25, 70), _effect("dw", 1, 61), _effect("conv", 1, 60), _effect("fc", 0, 2)]
   for place, op in enumerate(ops, start=1):
     op["rank"] = place  # `ablate`'s order: by recovered + caused
   ablation = {"plain": {"broken_forgotten": 30}, "ops": ops}
@@ -152,10 +166,13 @@ def test_the_ops_around_one_range_fault_are_ranked_together_origin_first():
   picked = {"pw": ["nmse"], "dw": ["nmse", "range"], "conv": ["range"], "fc": ["nmse"]}
   out = causal_attribution.rank(ranking, ablation, touching, picked, {10: 0, 11: 0})
   assert [(r["tensor_name"], r["rank"], r["fault"]) for r in out] == [
-      ("pw", 1, "weights"), ("conv", 2, "range"), ("dw", 3, "range"), ("fc", 4, "inherited"),
-      ("mean", 5, None)]
-  assert [r["picked_by"] for r in out] == [["nmse"], ["range"], ["nmse", "range"], ["nmse"],
-                                           None]
+    ("pw", 1, "weights"),
+    ("conv", 2, "range"),
+    ("dw", 3, "range"),
+    ("fc", 4, "inherited"),
+    ("mean", 5, None),
+  ]
+  assert [r["picked_by"] for r in out] == [["nmse"], ["range"], ["nmse", "range"], ["nmse"], None]
   # without the origins each dominated tensor is its own fault: measured order
   alone = causal_attribution.rank(ranking, ablation, touching, picked)
   assert [r["tensor_name"] for r in alone][:3] == ["pw", "dw", "conv"]

@@ -27,8 +27,13 @@ def run(tmp_path_factory):
   model, dataset, _ = fake_run.trained_exports()
   fake_run.write_member(run_dir, "dense", 0, model)
   fake_run.write_member(run_dir, "prune_0.9", 0, fake_run.prune(model, dataset, 0.9))
-  export.export_population(run_dir, ["float32", "full_int8"], ["float32", "full_int8"],
-                           dataset=dataset, encodings=("plain", "sparse"))
+  export.export_population(
+    run_dir,
+    ["float32", "full_int8"],
+    ["float32", "full_int8"],
+    dataset=dataset,
+    encodings=("plain", "sparse"),
+  )
   population_eval.evaluate_population(run_dir, dataset=dataset, check_keras=False)
   return run_dir
 
@@ -53,7 +58,8 @@ def test_each_file_is_timed_against_the_float_reference_and_says_what_ran(run):
       assert 0 < ratio["low"] <= ratio["median"] <= ratio["high"] and ratio["rounds"] == 1
     d = e["delegation"]
     assert 0 < d["delegated_ops"] <= d["ops"] and sum(d["builtin_ops"].values()) == (
-        d["ops"] - d["delegated_ops"])
+      d["ops"] - d["delegated_ops"]
+    )
     assert e["targets"]["cpu"] == {"runs": True, "reason": ""}
   # The float32 pruned file: no integer-only accelerator runs it, and the reason says why.
   e = doc["variants"]["prune_0.9"]
@@ -100,8 +106,14 @@ def test_int8_sparse_runs_on_builtin_kernels_and_is_never_shipped_silently(run):
   if e["encoding"] == "sparse":
     assert e["twin_equal"] and e["latency_ratio"] <= 20.0
   else:
-    assert e["reason"].startswith(("sparse file disagrees", "sparse file is not smaller",
-                                   "sparse file saves under", "sparse file is "))
+    assert e["reason"].startswith(
+      (
+        "sparse file disagrees",
+        "sparse file is not smaller",
+        "sparse file saves under",
+        "sparse file is ",
+      )
+    )
     assert e["latency_ratio"] == 1.0
 
 
@@ -131,18 +143,23 @@ def test_bad_options_and_missing_inputs(run, tmp_path):
 def test_bundle_and_report_carry_the_choice(run, tmp_path):
   doc = _choose(run, max_sparse_latency_ratio=20.0)
   summary = {"top1": 0.9, "top1_change": 0.0}
-  report = {"dataset": {"name": "synthetic", "eval_split": "test"},
-            "variants": {v: dict(summary) for v in VARIANTS},
-            "inputs": {v: {"test": {"members": [0]}} for v in VARIANTS}}
-  manifest = deploy.write_bundle(run, str(tmp_path), report, gates_lib.Gates(),
-                                 encodings=doc["variants"])
+  report = {
+    "dataset": {"name": "synthetic", "eval_split": "test"},
+    "variants": {v: dict(summary) for v in VARIANTS},
+    "inputs": {v: {"test": {"members": [0]}} for v in VARIANTS},
+  }
+  manifest = deploy.write_bundle(
+    run, str(tmp_path), report, gates_lib.Gates(), encodings=doc["variants"]
+  )
   entry = next(e for e in manifest["files"] if e["variant"] == "prune_0.9")
   assert entry["encoding"] == "sparse" and entry["runtime"] == "xnnpack"
   assert entry["size_ratio_to_dense_float32"] == pytest.approx(
-      doc["variants"]["prune_0.9"]["size_ratio_to_dense_float32"])
+    doc["variants"]["prune_0.9"]["size_ratio_to_dense_float32"]
+  )
   assert entry["latency_ratio_to_plain"] == doc["variants"]["prune_0.9"]["latency_ratio"]
-  assert os.path.getsize(os.path.join(tmp_path, "deploy", entry["file"])) == (
-      entry["size_bytes"]["raw"])
+  assert (
+    os.path.getsize(os.path.join(tmp_path, "deploy", entry["file"])) == (entry["size_bytes"]["raw"])
+  )
   table = deployment.table(deployment.load(run), report["variants"])
   assert list(table.variant) == VARIANTS
   row = table[table.variant == "prune_0.9"].iloc[0]
@@ -157,9 +174,11 @@ def _cpu_load(processes=2, seconds=120):
   Each process spins 1-50 ms, then sleeps 0-20 ms: the load under which one interpreter per
   file made the digits CNN's sparse twin 1.9x "slower" in 3 of 8 runs.
   """
-  code = ("import random, time\nend = time.time() + %d\nwhile time.time() < end:\n"
-          "  t = time.time() + random.uniform(0.001, 0.05)\n  while time.time() < t: pass\n"
-          "  time.sleep(random.uniform(0, 0.02))\n" % seconds)
+  code = (
+    "import random, time\nend = time.time() + %d\nwhile time.time() < end:\n"
+    "  t = time.time() + random.uniform(0.001, 0.05)\n  while time.time() < t: pass\n"
+    "  time.sleep(random.uniform(0, 0.02))\n" % seconds
+  )
   procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(processes)]
   try:
     yield
@@ -197,8 +216,12 @@ def test_five_fresh_measurements_give_the_same_decision(run):
       float32 = _decision(run, "prune_0.9")
       int8 = _decision(run, "prune_0.9+full_int8", max_sparse_latency_ratio=0.5)
       decisions.append((float32[0], int8[0]))
-      print({v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
-             for v, c in (("prune_0.9", float32[1]), ("prune_0.9+full_int8", int8[1]))})
+      print(
+        {
+          v: f"{c['median']:.2f} [{c['low']:.2f}, {c['high']:.2f}] b{c['batch_size']}"
+          for v, c in (("prune_0.9", float32[1]), ("prune_0.9+full_int8", int8[1]))
+        }
+      )
   assert decisions == [("sparse", "plain")] * 5, decisions
   assert "slower than plain (ratio interval" in int8[2]
 
@@ -222,8 +245,10 @@ def test_recorded_decision_is_reused_without_timing(copied_run, monkeypatch):
   lines = []
   again = _choose(copied_run, max_sparse_latency_ratio=20.0, log=lines.append)
   assert again == first
-  assert lines == [f"{v}: {first['variants'][v]['encoding']} "
-                   f"({first['variants'][v]['reason']}) [recorded]" for v in VARIANTS]
+  assert lines == [
+    f"{v}: {first['variants'][v]['encoding']} ({first['variants'][v]['reason']}) [recorded]"
+    for v in VARIANTS
+  ]
   with open(encodings_file.path(copied_run)) as f:
     assert json.load(f) == first
   with pytest.raises(AssertionError, match="latency.measure called"):
@@ -249,15 +274,15 @@ def test_changed_twin_or_settings_are_measured_again(copied_run, monkeypatch):
   assert timed == [["prune_0.9\tplain", "prune_0.9\tsparse", "reference"]]
   assert "redo prune_0.9 encoding: its sparse twin changed since it was timed" in lines
   assert doc["variants"]["prune_0.9"]["inputs"]["sparse_sha256"] == (
-      encodings.hashing.file_sha256(twin, memo=False))
+    encodings.hashing.file_sha256(twin, memo=False)
+  )
   assert sum(line.endswith("[recorded]") for line in lines) == len(VARIANTS) - 1
   timed.clear()
   lines.clear()
   _choose(copied_run, max_sparse_latency_ratio=2.0, log=lines.append)
   # Every variant again, each file once (the dense file is the reference), in one measurement.
   assert len(timed) == 1 and "dense\tplain" not in timed[0] and "reference" in timed[0]
-  assert {m.split("\t")[0] for m in timed[0]} == set(VARIANTS) - {"dense"} | {"reference",
-                                                                              "dense"}
+  assert {m.split("\t")[0] for m in timed[0]} == set(VARIANTS) - {"dense"} | {"reference", "dense"}
   assert ("redo dense encoding: settings changed (max_sparse_latency_ratio 20.0 -> 2.0)") in lines
 
 

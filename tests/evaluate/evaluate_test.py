@@ -25,8 +25,9 @@ def test_rebatch_recuts_any_stream():
   parts = [fake_run.make_examples(n, seed=n, start_id=100 * n) for n in (3, 10, 1, 7)]
   out = list(evaluate.rebatch(iter(parts), 4))
   assert [len(b) for b in out] == [4, 4, 4, 4, 4, 1]
-  np.testing.assert_array_equal(np.concatenate([b.ids for b in out]),
-                                np.concatenate([p.ids for p in parts]))
+  np.testing.assert_array_equal(
+    np.concatenate([b.ids for b in out]), np.concatenate([p.ids for p in parts])
+  )
   exact = [fake_run.make_examples(4, 0)] * 2
   assert [b is e for b, e in zip(evaluate.rebatch(exact, 4), exact)] == [True, True]
 
@@ -72,9 +73,12 @@ def test_compare_is_exact_on_hand_values():
   b = np.array([[1.5, 2.0], [1.0, 2.0], [0.5, 0.25]])
   # top-1: [1, 0, 0] vs [1, 1, 0] -> 2/3 agree; |a - b| = [.5, 0, 2, 2, 0, .25] -> max 2,
   # mean 4.75 / 6.
-  assert agreement.compare(a, b) == {"n": 3, "top1_agreement": pytest.approx(2 / 3),
-                                     "max_abs_logit_error": 2.0,
-                                     "mean_abs_logit_error": pytest.approx(4.75 / 6)}
+  assert agreement.compare(a, b) == {
+    "n": 3,
+    "top1_agreement": pytest.approx(2 / 3),
+    "max_abs_logit_error": 2.0,
+    "mean_abs_logit_error": pytest.approx(4.75 / 6),
+  }
   with pytest.raises(agreement.AgreementError):
     agreement.compare(a, b, ids=[0, 1, 2], reference_ids=[0, 2, 1])
 
@@ -84,16 +88,18 @@ def run(tmp_path_factory, exports):
   model, dataset, _ = exports
   run_dir = str(tmp_path_factory.mktemp("run"))
   fake_run.write_member(run_dir, "dense", 0, model)
-  export.export_population(run_dir, ["float32", "float16", "dynamic_int8", "full_int8"],
-                           ["float32"], dataset=dataset)
+  export.export_population(
+    run_dir, ["float32", "float16", "dynamic_int8", "full_int8"], ["float32"], dataset=dataset
+  )
   return run_dir, dataset
 
 
 def test_population_evaluation_and_rerun_skip(run):
   run_dir, dataset = run
   logs = []
-  tables = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                               log=logs.append)
+  tables = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, log=logs.append
+  )
   table = tables["test"]
   variants = {r["variant"] for r in table["rows"]}
   assert variants == {"dense", "float16", "dynamic_int8", "full_int8"}
@@ -123,8 +129,13 @@ def test_custom_stream_like_a_corrupted_split(run):
       yield dataset_api.Examples(images=255 - b.images, labels=b.labels, ids=b.ids)
 
   population_eval.evaluate_population(
-      run_dir, dataset=dataset, split_batches={"invert@1": inverted},
-      batch_size=64, check_keras=False, variants=["dense"])
+    run_dir,
+    dataset=dataset,
+    split_batches={"invert@1": inverted},
+    batch_size=64,
+    check_keras=False,
+    variants=["dense"],
+  )
   data = predictions.read(predictions.path(run_dir, "dense", 0, "invert@1"))
   np.testing.assert_array_equal(data["ids"], dataset.load("test").ids)
   assert data["metadata"]["split"] == "invert@1"
@@ -133,8 +144,9 @@ def test_custom_stream_like_a_corrupted_split(run):
 def test_shape_mismatch_writes_nothing(run, tmp_path):
   run_dir, _ = run
   with pytest.raises(interpreter.TfliteError, match="does not match the data set"):
-    population_eval.evaluate_population(run_dir, dataset=fake_run.SyntheticDataset((16, 16, 1)),
-                                        splits=["train"])
+    population_eval.evaluate_population(
+      run_dir, dataset=fake_run.SyntheticDataset((16, 16, 1)), splits=["train"]
+    )
   assert not os.path.exists(predictions.path(run_dir, "dense", 0, "train"))
 
 
@@ -143,16 +155,21 @@ def test_unwritable_output(run, tmp_path):
   out = tmp_path / "blocked"
   out.write_text("a file, not a directory")
   with pytest.raises(errors.WriteError, match="cannot write"):  # one line, where it happens
-    evaluate.evaluate_file(os.path.join(run_dir, "tflite", "dense", "0", "float32.tflite"),
-                           dataset.batches("test", 64), str(out / "test.npz"), "test")
+    evaluate.evaluate_file(
+      os.path.join(run_dir, "tflite", "dense", "0", "float32.tflite"),
+      dataset.batches("test", 64),
+      str(out / "test.npz"),
+      "test",
+    )
 
 
 def test_registry_tfds_data_set_under_mock_data(tmp_path):
   # Any registry data set works: cifar10 through tfds.testing.mock_data (nothing downloaded),
   # exported to full_int8 with its own first train examples, evaluated on its test split.
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  import tensorflow_datasets as tfds
 
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
+
   run_dir = str(tmp_path)
   model = fake_run.tiny_cnn(0, num_classes=10, input_shape=(32, 32, 3))
   fake_run.write_member(run_dir, "dense", 0, model, dataset="cifar10")

@@ -12,10 +12,13 @@ def exports():
   return fake_run.trained_exports()
 
 
-@pytest.mark.parametrize("content,match", [
+@pytest.mark.parametrize(
+  "content,match",
+  [
     (b"", "not a TFLite flatbuffer"),
     (b"garbage" * 20, "not a TFLite flatbuffer"),
-])
+  ],
+)
 def test_non_tflite_files(tmp_path, content, match):
   path = tmp_path / "bad.tflite"
   path.write_bytes(content)
@@ -28,7 +31,7 @@ def test_non_tflite_files(tmp_path, content, match):
 def test_truncated_file(tmp_path, exports, keep):
   data = exports[2]["float32"]
   path = tmp_path / "truncated.tflite"
-  path.write_bytes(data[:int(len(data) * keep)])  # keeps the TFL3 identifier
+  path.write_bytes(data[: int(len(data) * keep)])  # keeps the TFL3 identifier
   with pytest.raises(interpreter.TfliteError, match="not a valid TFLite model") as info:
     interpreter.create(str(path))
   assert "\n" not in str(info.value)
@@ -61,10 +64,10 @@ def test_input_quantizer_formula():
 
 
 def test_output_dequantizer_formula():
-  d = interpreter.OutputDequantizer({"name": "y", "dtype": np.int8,
-                                     "quantization": (0.25, -10)})
-  np.testing.assert_array_equal(d(np.array([[-10, -6, 127, -128]], np.int8)),
-                                [[0.0, 1.0, 34.25, -29.5]])
+  d = interpreter.OutputDequantizer({"name": "y", "dtype": np.int8, "quantization": (0.25, -10)})
+  np.testing.assert_array_equal(
+    d(np.array([[-10, -6, 127, -128]], np.int8)), [[0.0, 1.0, 34.25, -29.5]]
+  )
 
 
 def test_full_int8_io_matches_manual_quantization(exports):
@@ -83,8 +86,11 @@ def test_full_int8_io_matches_manual_quantization(exports):
   quantizer = interpreter.InputQuantizer(inp)
   np.testing.assert_array_equal(quantizer(images), manual_in)
   np.testing.assert_allclose(
-      interpreter.OutputDequantizer(out)(interp.get_tensor(out["index"])), manual_out,
-      rtol=0, atol=1e-6)
+    interpreter.OutputDequantizer(out)(interp.get_tensor(out["index"])),
+    manual_out,
+    rtol=0,
+    atol=1e-6,
+  )
   # Feeding un-quantized pixels (the classic bug) gives different predictions.
   interp.set_tensor(inp["index"], images.astype(np.int8))
   interp.invoke()

@@ -14,8 +14,11 @@ def files():
   dataset = fake_run.SyntheticDataset()
   model = fake_run.prune(fake_run.tiny_cnn(0), dataset, 0.9)
   rep = dataset.take("train", 20).images
-  return {f"{fmt}/{enc}": converter.convert(model, fmt, rep, enc)
-          for fmt in ("float32", "full_int8") for enc in ("plain", "sparse")}
+  return {
+    f"{fmt}/{enc}": converter.convert(model, fmt, rep, enc)
+    for fmt in ("float32", "full_int8")
+    for enc in ("plain", "sparse")
+  }
 
 
 def test_measure_twins_in_one_run(files):
@@ -24,8 +27,11 @@ def test_measure_twins_in_one_run(files):
   # Runtime paths as measured on this stack (tf_forget/evaluate/interpreter.py): XNNPACK refuses
   # sparse int8.
   assert {n: r["runtime"] for n, r in result.items()} == {
-      "float32/plain": "xnnpack", "float32/sparse": "xnnpack",
-      "full_int8/plain": "xnnpack", "full_int8/sparse": "builtin"}
+    "float32/plain": "xnnpack",
+    "float32/sparse": "xnnpack",
+    "full_int8/plain": "xnnpack",
+    "full_int8/sparse": "builtin",
+  }
   assert "failed to prepare" in result["full_int8/sparse"]["fallback_reason"]
   for r in result.values():
     for b in (1, 8):
@@ -36,23 +42,28 @@ def test_measure_twins_in_one_run(files):
       assert min(stats["round_medians_s"]) <= stats["median_s"] <= max(stats["round_medians_s"])
       assert 0 < stats["p10_s"] <= stats["median_s"] <= stats["p90_s"] < 5
   ratio = latency.ratio(result["float32/sparse"], result["float32/plain"], 8)
-  assert ratio == pytest.approx(result["float32/sparse"]["batch_8"]["median_s"] /
-                                result["float32/plain"]["batch_8"]["median_s"])
+  assert ratio == pytest.approx(
+    result["float32/sparse"]["batch_8"]["median_s"] / result["float32/plain"]["batch_8"]["median_s"]
+  )
 
 
 def test_forced_builtin_runtime(files):
-  result = latency.measure({"a": files["float32/plain"]}, batch_sizes=(2,), repeats=2,
-                           warmup=0, runtime="builtin")
+  result = latency.measure(
+    {"a": files["float32/plain"]}, batch_sizes=(2,), repeats=2, warmup=0, runtime="builtin"
+  )
   assert result["a"]["runtime"] == "builtin" and result["a"]["fallback_reason"] is None
 
 
-@pytest.mark.parametrize("kwargs,message", [
+@pytest.mark.parametrize(
+  "kwargs,message",
+  [
     ({"repeats": 0}, "repeats"),
     ({"warmup": -1}, "warmup"),
     ({"batch_sizes": (0,)}, "batch sizes"),
     ({"batch_sizes": ()}, "batch sizes"),
     ({"block": 0}, "block"),
-])
+  ],
+)
 def test_bad_options(files, kwargs, message):
   with pytest.raises(latency.LatencyError, match=message):
     latency.measure({"a": files["float32/plain"]}, **kwargs)
@@ -64,11 +75,16 @@ def test_fallback_runtime_is_kept_for_every_round(files, monkeypatch):
   """The device path is probed in the first round only; later rounds create it directly."""
   created = []
   real = latency.interpreter.create
-  monkeypatch.setattr(latency.interpreter, "create",
-                      lambda model, threads, runtime, batch: created.append(runtime) or
-                      real(model, threads, runtime, batch))
-  result = latency.measure({"s": files["full_int8/sparse"]}, batch_sizes=(1,), repeats=4,
-                           warmup=0, block=1)
+  monkeypatch.setattr(
+    latency.interpreter,
+    "create",
+    lambda model, threads, runtime, batch: (
+      created.append(runtime) or real(model, threads, runtime, batch)
+    ),
+  )
+  result = latency.measure(
+    {"s": files["full_int8/sparse"]}, batch_sizes=(1,), repeats=4, warmup=0, block=1
+  )
   assert result["s"]["runtime"] == "builtin"
   assert "failed to prepare" in result["s"]["fallback_reason"]
   # Fresh interpreters every round: create_for_device tries XNNPACK, then builtin in
@@ -88,8 +104,9 @@ def test_ratio_interval_is_the_interquartile_range():
   # 5th and 7th values ((n - 1) * p = 2, 4, 6), counted by hand.
   ratios = [1.6, 0.8, 1.5, 0.9, 1.4, 1.0, 1.3, 1.1, 1.2]
   out = latency.ratio_interval(ratios)
-  assert out == pytest.approx({"median": 1.2, "low": 1.0, "high": 1.4, "rounds": 9,
-                               "coverage": 0.5})
+  assert out == pytest.approx(
+    {"median": 1.2, "low": 1.0, "high": 1.4, "rounds": 9, "coverage": 0.5}
+  )
   # 80% coverage: the 10th and 90th percentiles, (n - 1) * p = 0.8 and 7.2.
   out = latency.ratio_interval(ratios, coverage=0.8)
   assert (out["low"], out["high"]) == pytest.approx((0.88, 1.52))
@@ -97,13 +114,16 @@ def test_ratio_interval_is_the_interquartile_range():
   assert one["low"] == one["median"] == one["high"] == 1.3
 
 
-@pytest.mark.parametrize("ratios,coverage,message", [
+@pytest.mark.parametrize(
+  "ratios,coverage,message",
+  [
     ([], 0.5, "finite numbers > 0"),
     ([1.0, float("nan")], 0.5, "finite numbers > 0"),
     ([1.0, 0.0], 0.5, "finite numbers > 0"),
     ([1.0], 0.0, "coverage"),
     ([1.0], 1.5, "coverage"),
-])
+  ],
+)
 def test_ratio_interval_bad_input(ratios, coverage, message):
   with pytest.raises(latency.LatencyError, match=message):
     latency.ratio_interval(ratios, coverage)

@@ -12,19 +12,19 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tests.export import fake_run  # pylint: disable=g-import-not-at-top
-from tf_forget.artifacts import names  # pylint: disable=g-import-not-at-top
-from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
-from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import batched  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import no_byte_repairs  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import repairs  # pylint: disable=g-import-not-at-top
-from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-from tf_forget.export import export_state  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tests.export import fake_run
+from tf_forget.artifacts import names
+from tf_forget.compat import keras2
+from tf_forget.data import registry
+from tf_forget.evaluate import batched
+from tf_forget.evaluate import no_byte_repairs
+from tf_forget.evaluate import repairs
+from tf_forget.export import converter
+from tf_forget.export import export_state
 
 
 def _planted(dataset):

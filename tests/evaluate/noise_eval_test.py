@@ -59,7 +59,11 @@ def test_zero_level_equals_clean_predictions(run):
 def test_every_plain_file_is_evaluated_and_a_rerun_skips(run):
   run_dir, _, dataset, metas = run
   assert sorted((m["variant"], m["k"]) for m in metas) == [
-      ("dense", 0), ("dense", 1), ("full_int8", 0), ("full_int8", 1)]
+    ("dense", 0),
+    ("dense", 1),
+    ("full_int8", 0),
+    ("full_int8", 1),
+  ]
   assert all(m["noise_scale"] == [255.0] for m in metas)
   logs = []
   again = noise_eval.evaluate_population(run_dir, dataset, PROTOCOL, log=logs.append)
@@ -95,14 +99,23 @@ def test_subset_is_seeded_and_sorted():
 
 def test_noise_scale_follows_the_model_normalization():
   # (x / 255 - mean) / std + e  ==  ((x + 255 std e) / 255 - mean) / std.
-  np.testing.assert_allclose(noise_eval.noise_scale({"std": [0.5, 0.25, 1.0]}, 3),
-                             [127.5, 63.75, 255.0])
+  np.testing.assert_allclose(
+    noise_eval.noise_scale({"std": [0.5, 0.25, 1.0]}, 3), [127.5, 63.75, 255.0]
+  )
   np.testing.assert_allclose(noise_eval.noise_scale({}, 1), [255.0])
 
 
-@pytest.mark.parametrize("kwargs", [{"eps": (0.0, -0.1)}, {"eps": (0.2, 0.1)}, {"eps": ()},
-                                    {"eps": (0.0, float("nan"))}, {"draws": 0},
-                                    {"examples": 0}])
+@pytest.mark.parametrize(
+  "kwargs",
+  [
+    {"eps": (0.0, -0.1)},
+    {"eps": (0.2, 0.1)},
+    {"eps": ()},
+    {"eps": (0.0, float("nan"))},
+    {"draws": 0},
+    {"examples": 0},
+  ],
+)
 def test_bad_protocol_is_one_line(kwargs):
   with pytest.raises(noise_artifact.NoiseError) as e:
     noise_artifact.NoiseProtocol(**kwargs).check()

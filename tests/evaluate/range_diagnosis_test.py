@@ -13,15 +13,15 @@ import types
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.evaluate import range_diagnosis  # pylint: disable=g-import-not-at-top
-from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
-from tf_forget.export import flatbuffer_graph  # pylint: disable=g-import-not-at-top
-from tf_forget.report import why_words  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.evaluate import range_diagnosis
+from tf_forget.export import converter
+from tf_forget.export import flatbuffer_graph
+from tf_forget.report import why_words
 
 L = keras.layers
 
@@ -33,8 +33,13 @@ def _images(n=20, shape=(6, 6, 1), seed=0):
 
 
 def test_by_hand():
-  model = keras.Sequential([keras.Input((6, 6, 1)), L.Rescaling(1 / 255.0),
-                            L.Conv2D(4, 1, activation="relu", use_bias=False)])
+  model = keras.Sequential(
+    [
+      keras.Input((6, 6, 1)),
+      L.Rescaling(1 / 255.0),
+      L.Conv2D(4, 1, activation="relu", use_bias=False),
+    ]
+  )
   model.layers[1].set_weights([np.array([1.0, 2.0, 3.0, 400.0], np.float32).reshape(1, 1, 1, 4)])
   data = converter.convert(model, "float32")
   rows = range_diagnosis.channel_ranges(data, _images(), batch_size=8)
@@ -48,8 +53,9 @@ def test_by_hand():
   assert found["levels_channel"] == pytest.approx(255.0, rel=1e-6)
   words = why_words.range_sentence(found)
   assert words.startswith("CONV_2D") and words.endswith(
-      "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
-      "channels about 1 levels")
+    "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
+    "channels about 1 levels"
+  )
   # The op that writes the wide tensor is the one the causal ranking names.
   touching = range_diagnosis.ops_touching(flatbuffer_graph.graph(data), [found])
   assert list(touching) == [rows[0]["op_index"]]
@@ -62,8 +68,9 @@ def _cnn(fault):
 
 def test_the_planted_range_fault_is_named_and_the_clean_model_is_not():
   images = _images(40, (8, 8, 1))
-  clean = range_diagnosis.dominant(range_diagnosis.channel_ranges(
-      converter.convert(_cnn(False), "float32"), images))
+  clean = range_diagnosis.dominant(
+    range_diagnosis.channel_ranges(converter.convert(_cnn(False), "float32"), images)
+  )
   assert clean == []
   data = converter.convert(_cnn(True), "float32")
   found = range_diagnosis.dominant(range_diagnosis.channel_ranges(data, images))
@@ -81,9 +88,15 @@ def test_origins_follow_a_wide_channel_passed_on_and_nothing_else():
   # op 0 writes tensor 1 (channel 6 wide), op 1 pools it into tensor 2 (channel 6 still),
   # op 2 reads 2 and writes 3, wide in another channel (a fault of its own), op 3 reads 1 and
   # 3 and writes 4 (channel 2, continuing op 2's fault).
-  graph = types.SimpleNamespace(ops=[types.SimpleNamespace(inputs=i, outputs=o) for i, o in (
-      ((0, -1), (1,)), ((1,), (2,)), ((2, 9), (3,)), ((1, 3), (4,)))])
-  found = [{"tensor": t, "op_index": i, "channel": c}
-           for t, i, c in ((1, 0, 6), (2, 1, 6), (3, 2, 2), (4, 3, 2))]
+  graph = types.SimpleNamespace(
+    ops=[
+      types.SimpleNamespace(inputs=i, outputs=o)
+      for i, o in (((0, -1), (1,)), ((1,), (2,)), ((2, 9), (3,)), ((1, 3), (4,)))
+    ]
+  )
+  found = [
+    {"tensor": t, "op_index": i, "channel": c}
+    for t, i, c in ((1, 0, 6), (2, 1, 6), (3, 2, 2), (4, 3, 2))
+  ]
   assert range_diagnosis.origins(graph, found) == {1: 0, 2: 0, 3: 2, 4: 2}
   assert range_diagnosis.origins(graph, []) == {}

@@ -33,7 +33,7 @@ def test_measures_by_hand():
   assert (m["n"], m["broken"], m["fixed"], m["changed"]) == (10, 6, 0, 0)
   assert m["flip_rate"] == pytest.approx(0.6)
   assert m["accuracy_drop"] == pytest.approx(0.9 - 0.3)
-  assert m["p"] == pytest.approx(2 * 0.5 ** 6)
+  assert m["p"] == pytest.approx(2 * 0.5**6)
   # softmax([2, -2]) vs softmax([-2, 2]): KL = (p - q) log(p / q), p = 1 / (1 + e^-4)
   p = 1 / (1 + np.exp(-4.0))
   kl = p * np.log(p / (1 - p)) + (1 - p) * np.log((1 - p) / p)
@@ -51,5 +51,8 @@ def test_a_candidate_holds_only_when_it_forgot_nothing_significant_and_passes_th
 def test_settings_keep_only_the_gates_a_half_can_measure():
   g = gates.Gates(max_accuracy_drop=0.01, max_subgroup_fnr_increase=0.1, max_kl=0.5)
   assert repair_search.settings(g, 1.5, seed=3) == {
-      "gates": {"max_accuracy_drop": 0.01, "max_kl": 0.5}, "max_size": 1.5, "seed": 3}
+    "gates": {"max_accuracy_drop": 0.01, "max_kl": 0.5},
+    "max_size": 1.5,
+    "seed": 3,
+  }
   assert repair_search.settings(None, 2)["gates"] == {}

@@ -21,8 +21,9 @@ def _table(both, fixed, broken, neither):
   labels = np.arange(n) % CLASSES
   wrong = (labels + 1) % CLASSES
   given_right = np.r_[np.ones(both + broken, bool), np.zeros(fixed + neither, bool)]
-  other_right = np.r_[np.ones(both, bool), np.zeros(broken, bool), np.ones(fixed, bool),
-                      np.zeros(neither, bool)]
+  other_right = np.r_[
+    np.ones(both, bool), np.zeros(broken, bool), np.ones(fixed, bool), np.zeros(neither, bool)
+  ]
   return labels, np.where(given_right, labels, wrong), np.where(other_right, labels, wrong)
 
 
@@ -46,8 +47,9 @@ def test_a_gain_needs_both_the_margin_and_significance_to_refuse():
   # 1.6 points, every discordant pair one way (p = 2 / 2^4): not refused, at any look.
   labels, given, other = _table(both=200, fixed=4, broken=0, neither=52)
   for last in (False, True):
-    assert not evidence.verdict(labels, {"unit": given, "raw": other}, "unit", CLASSES,
-                                last=last).refused
+    assert not evidence.verdict(
+      labels, {"unit": given, "raw": other}, "unit", CLASSES, last=last
+    ).refused
   # 3.9 points, but 10 of the 30 pairs the other way (p = 0.1): not refused.
   labels, given, other = _table(both=200, fixed=20, broken=10, neither=26)
   assert _mcnemar(20, 10) > evidence.ALPHA
@@ -63,10 +65,14 @@ def test_a_small_insignificant_gap_is_settled_without_a_caveat():
   assert evidence.verdict(labels, top1, "raw", CLASSES, last=True).kind == "fine"
   # The same preprocessing scoring lower, or predicting the same: settled at the first look.
   labels, given, other = _table(both=200, fixed=0, broken=30, neither=26)
-  assert evidence.verdict(labels, {"raw": given, "unit": other}, "raw", CLASSES,
-                          last=False).kind == "fine"
-  assert evidence.verdict(labels, {"raw": given, "unit": given}, "raw", CLASSES,
-                          last=False).kind == "fine"
+  assert (
+    evidence.verdict(labels, {"raw": given, "unit": other}, "raw", CLASSES, last=False).kind
+    == "fine"
+  )
+  assert (
+    evidence.verdict(labels, {"raw": given, "unit": given}, "raw", CLASSES, last=False).kind
+    == "fine"
+  )
 
 
 def test_an_unclear_gain_at_the_last_look_is_a_caveat():
@@ -85,8 +91,9 @@ def test_an_unclear_gain_at_the_last_look_is_a_caveat():
 def test_the_highest_scoring_clearly_better_one_is_named():
   labels, given, unit = _table(both=100, fixed=100, broken=0, neither=56)
   _, _, symmetric = _table(both=100, fixed=60, broken=0, neither=96)
-  decision = evidence.verdict(labels, {"raw": given, "symmetric": symmetric, "unit": unit},
-                              "raw", CLASSES)
+  decision = evidence.verdict(
+    labels, {"raw": given, "symmetric": symmetric, "unit": unit}, "raw", CLASSES
+  )
   assert decision.kind == "better" and decision.other.name == "unit"
 
 
@@ -115,8 +122,12 @@ def _grown(tables):
 
 def test_the_sample_grows_until_the_evidence_decides():
   # 256 images: 4.7 points, p = 0.01 (open); 512: 5.1 points, p < 0.001: refused there.
-  sample, asked = _grown({256: _table(both=220, fixed=16, broken=4, neither=16),
-                          512: _table(both=440, fixed=30, broken=4, neither=38)})
+  sample, asked = _grown(
+    {
+      256: _table(both=220, fixed=16, broken=4, neither=16),
+      512: _table(both=440, fixed=30, broken=4, neither=38),
+    }
+  )
   assert _mcnemar(16, 4) > evidence.ALPHA > _mcnemar(30, 4)
   decision = evidence.settle(sample, "raw", CLASSES)
   assert asked == [256, 512] and decision.kind == "better" and decision.n == 512
@@ -127,15 +138,22 @@ def test_the_sample_grows_until_the_evidence_decides():
 
 def test_growth_stops_at_the_whole_split_and_at_the_cap():
   # A split of 360 images: the second look gets all of them and is the last.
-  sample, asked = _grown({256: _table(both=220, fixed=16, broken=4, neither=16),
-                          360: _table(both=310, fixed=20, broken=6, neither=24)})
+  sample, asked = _grown(
+    {
+      256: _table(both=220, fixed=16, broken=4, neither=16),
+      360: _table(both=310, fixed=20, broken=6, neither=24),
+    }
+  )
   decision = evidence.settle(sample, "raw", CLASSES)
   assert asked == [256, 512] and decision.n == 360
   assert decision.kind == "caveat" and _mcnemar(20, 6) > evidence.ALPHA
   # 1.6 points, p > 0.001 at 2048: open at every size until the cap decides (no caveat).
-  tables = {n: _table(both=n * 3 // 4, fixed=n // 32, broken=n // 64,
-                      neither=n - n * 3 // 4 - n // 32 - n // 64)
-            for n in (256, 512, 1024, 2048)}
+  tables = {
+    n: _table(
+      both=n * 3 // 4, fixed=n // 32, broken=n // 64, neither=n - n * 3 // 4 - n // 32 - n // 64
+    )
+    for n in (256, 512, 1024, 2048)
+  }
   sample, asked = _grown(tables)
   decision = evidence.settle(sample, "raw", CLASSES)
   assert asked == [256, 512, 1024, 2048] == [n for n in tables if n <= evidence.MAX_SAMPLE]

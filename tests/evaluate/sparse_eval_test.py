@@ -33,8 +33,15 @@ def pruned_files():
   dataset = fake_run.SyntheticDataset()
   model = fake_run.prune(fake_run.train(fake_run.tiny_cnn(0), dataset, epochs=2), dataset, 0.9)
   rep = dataset.take("train", 50).images
-  return model, dataset, {(fmt, enc): converter.convert(model, fmt, rep, enc)
-                          for fmt in FORMATS for enc in names.ENCODINGS}
+  return (
+    model,
+    dataset,
+    {
+      (fmt, enc): converter.convert(model, fmt, rep, enc)
+      for fmt in FORMATS
+      for enc in names.ENCODINGS
+    },
+  )
 
 
 @pytest.fixture(scope="module")
@@ -42,23 +49,34 @@ def run(tmp_path_factory, pruned_files):
   model, dataset, _ = pruned_files
   run_dir = str(tmp_path_factory.mktemp("run"))
   fake_run.write_member(run_dir, "prune_0.9", 0, model)
-  export.export_population(run_dir, [], FORMATS, representative_size=50, dataset=dataset,
-                           encodings=("plain", "sparse"))
-  tables = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                               check_keras=False)
+  export.export_population(
+    run_dir, [], FORMATS, representative_size=50, dataset=dataset, encodings=("plain", "sparse")
+  )
+  tables = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, check_keras=False
+  )
   return run_dir, dataset, tables["test"]
 
 
 def test_sparse_predictions_equal_plain_twin_with_runtime_recorded(run):
   run_dir, _, table = run
   rows = {r["variant"]: r for r in table["rows"]}
-  assert set(rows) == {"prune_0.9", "prune_0.9+sparse", "prune_0.9+dynamic_int8",
-                       "prune_0.9+dynamic_int8+sparse", "prune_0.9+full_int8",
-                       "prune_0.9+full_int8+sparse"}
-  expected_runtime = {"prune_0.9": "xnnpack", "prune_0.9+sparse": "xnnpack",
-                      "prune_0.9+dynamic_int8": "xnnpack",
-                      "prune_0.9+dynamic_int8+sparse": "builtin",
-                      "prune_0.9+full_int8": "xnnpack", "prune_0.9+full_int8+sparse": "builtin"}
+  assert set(rows) == {
+    "prune_0.9",
+    "prune_0.9+sparse",
+    "prune_0.9+dynamic_int8",
+    "prune_0.9+dynamic_int8+sparse",
+    "prune_0.9+full_int8",
+    "prune_0.9+full_int8+sparse",
+  }
+  expected_runtime = {
+    "prune_0.9": "xnnpack",
+    "prune_0.9+sparse": "xnnpack",
+    "prune_0.9+dynamic_int8": "xnnpack",
+    "prune_0.9+dynamic_int8+sparse": "builtin",
+    "prune_0.9+full_int8": "xnnpack",
+    "prune_0.9+full_int8+sparse": "builtin",
+  }
   assert {v: r["runtime"] for v, r in rows.items()} == expected_runtime
   for variant, row in rows.items():
     meta = predictions.read(row["path"])["metadata"]
@@ -89,11 +107,11 @@ def test_full_int8_sparse_falls_back_to_builtin_for_real(pruned_files):
 
 class _RefusingAtInvoke(litert.Interpreter):
   """Test double: the XNNPACK path (AUTO resolver) fails at invoke like a refusing delegate."""
+
   invokes = 0
 
   def __init__(self, *args, **kwargs):
-    self._refuse = (kwargs.get("experimental_op_resolver_type") ==
-                    litert.OpResolverType.AUTO)
+    self._refuse = kwargs.get("experimental_op_resolver_type") == litert.OpResolverType.AUTO
     super().__init__(*args, **kwargs)
 
   def invoke(self):
@@ -142,13 +160,12 @@ def test_truncated_sparse_file_is_one_line_error(tmp_path, pruned_files, fmt, ke
   _, dataset, files = pruned_files
   data = files[(fmt, "sparse")]
   path = tmp_path / "truncated.tflite"
-  path.write_bytes(data[:int(len(data) * keep)])
+  path.write_bytes(data[: int(len(data) * keep)])
   with pytest.raises(interpreter.TfliteError) as info:
     interpreter.create_for_device(str(path))
   assert "\n" not in str(info.value)
   with pytest.raises(interpreter.TfliteError):
-    evaluate.evaluate_file(str(path), dataset.batches("test", 32), str(tmp_path / "p.npz"),
-                           "test")
+    evaluate.evaluate_file(str(path), dataset.batches("test", 32), str(tmp_path / "p.npz"), "test")
   assert not os.path.exists(tmp_path / "p.npz")
 
 
@@ -156,8 +173,10 @@ def test_twin_mismatch_reasons():
   plain = np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 1.0]], np.float32)
   assert agreement.twin_mismatch(plain + 5e-5, plain) is None  # within atol 1e-4
   reason = agreement.twin_mismatch(plain + np.array([0, 0, 1e-3], np.float32), plain)
-  assert reason == ("sparse file disagrees with its plain twin: 2 scores differ by up to "
-                    "0.001 (tolerance 0.0001 + 0.0001 x |score|)")
+  assert reason == (
+    "sparse file disagrees with its plain twin: 2 scores differ by up to "
+    "0.001 (tolerance 0.0001 + 0.0001 x |score|)"
+  )
   flipped = plain[:, ::-1].copy()
   assert "top-1 differs on 1 of 2 examples" in agreement.twin_mismatch(flipped, plain)
   # int8 outputs: one output quantization step (scale 0.05) is tolerated, two are not.
@@ -166,8 +185,9 @@ def test_twin_mismatch_reasons():
   # Without logits, top-1 only.
   topk = np.array([[0, 2], [1, 2]])
   assert agreement.twin_mismatch(None, None, topk, topk) is None
-  assert "top-1 differs on 1 of 2" in agreement.twin_mismatch(None, None, topk,
-                                                              np.array([[0, 2], [2, 1]]))
+  assert "top-1 differs on 1 of 2" in agreement.twin_mismatch(
+    None, None, topk, np.array([[0, 2], [2, 1]])
+  )
 
 
 def test_twin_disagreement_is_reported_in_the_table(run):
@@ -178,8 +198,9 @@ def test_twin_disagreement_is_reported_in_the_table(run):
   logits[0] = logits[0][::-1]  # flips the top-1 of example 0 (a corrupted evaluation)
   meta = {k: v for k, v in d["metadata"].items() if k not in ("schema", "num_examples")}
   predictions.write(path, d["ids"], d["labels"], logits, meta)
-  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                              check_keras=False)["test"]
+  table = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, check_keras=False
+  )["test"]
   failures = table["twin_failures"]
   assert [(f["variant"], f["k"]) for f in failures] == [("prune_0.9+sparse", 0)]
   assert "top-1 differs on 1 of 150" in failures[0]["reason"]
@@ -201,22 +222,26 @@ def test_runtime_path_difference_is_told_from_encoding_difference(run):
   # The plain full_int8 twin's (XNNPACK) predictions corrupted: the sparse file (built-in
   # kernels) then differs from them, but equals the plain file run on the built-in kernels.
   _tamper(predictions.path(run_dir, "prune_0.9+full_int8", 0, "test"), 0)
-  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                              check_keras=False)["test"]
+  table = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, check_keras=False
+  )["test"]
   row = [r for r in table["rows"] if r["variant"] == "prune_0.9+full_int8+sparse"][0]
   twin = row["vs_plain_twin"]
   assert not twin["equal"] and twin["encoding_exact"]
   assert (twin["runtime"], twin["plain_runtime"]) == ("builtin", "xnnpack")
   assert twin["same_runtime"]["equal"] and twin["same_runtime"]["plain_runtime"] == "builtin"
   assert twin["reason"].endswith("the runtime path differs, not the encoding)")
-  assert os.path.exists(os.path.join(run_dir, "eval", "twin_runtime", "prune_0.9+full_int8",
-                                     "0", "test.builtin.npz"))
+  assert os.path.exists(
+    os.path.join(run_dir, "eval", "twin_runtime", "prune_0.9+full_int8", "0", "test.builtin.npz")
+  )
   # Now the sparse file's own predictions corrupted too: different on the same runtime.
   _tamper(predictions.path(run_dir, "prune_0.9+full_int8+sparse", 0, "test"), 1)
-  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                              check_keras=False)["test"]
-  twin = [r for r in table["rows"]
-          if r["variant"] == "prune_0.9+full_int8+sparse"][0]["vs_plain_twin"]
+  table = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, check_keras=False
+  )["test"]
+  twin = [r for r in table["rows"] if r["variant"] == "prune_0.9+full_int8+sparse"][0][
+    "vs_plain_twin"
+  ]
   assert not twin["encoding_exact"] and "also on the same runtime builtin" in twin["reason"]
   assert "\n" not in twin["reason"]
 
@@ -226,12 +251,21 @@ def test_failed_sparse_conversion_is_in_the_table(tmp_path, pruned_files):
   run_dir = str(tmp_path)
   fake_run.write_member(run_dir, "prune_0.9", 0, model)
   export.export_population(run_dir, [], ["float32"], dataset=dataset)
-  export.record_failure(run_dir, names.Variant("prune_0.9", "float32", "sparse"), 0,
-                        "TFLite conversion to float32 (sparse encoding) failed: boom")
-  table = population_eval.evaluate_population(run_dir, dataset=dataset, batch_size=64,
-                                              check_keras=False)["test"]
+  export.record_failure(
+    run_dir,
+    names.Variant("prune_0.9", "float32", "sparse"),
+    0,
+    "TFLite conversion to float32 (sparse encoding) failed: boom",
+  )
+  table = population_eval.evaluate_population(
+    run_dir, dataset=dataset, batch_size=64, check_keras=False
+  )["test"]
   assert [r["variant"] for r in table["rows"]] == ["prune_0.9"]
-  assert table["twin_failures"] == [{
-      "variant": "prune_0.9+sparse", "k": 0,
+  assert table["twin_failures"] == [
+    {
+      "variant": "prune_0.9+sparse",
+      "k": 0,
       "reason": "sparse conversion failed, plain file kept: TFLite conversion to float32 "
-                "(sparse encoding) failed: boom"}]
+      "(sparse encoding) failed: boom",
+    }
+  ]

@@ -41,8 +41,10 @@ def _convert(model, int8_only=True, io_type=None):
 @pytest.fixture(scope="module")
 def files():
   model, mixed = _model(), _model(cumsum=True)
-  out = {fmt: converter.convert(model, fmt, _IMAGES)
-         for fmt in ("float32", "float16", "dynamic_int8", "full_int8", "full_int8~int16x8")}
+  out = {
+    fmt: converter.convert(model, fmt, _IMAGES)
+    for fmt in ("float32", "float16", "dynamic_int8", "full_int8", "full_int8~int16x8")
+  }
   out["uint8_io"] = _convert(model, io_type=tf.uint8)
   out["float_io"] = _convert(model)
   out["cumsum_float32"] = tf.lite.TFLiteConverter.from_keras_model(mixed).convert()
@@ -64,17 +66,23 @@ def _ops(data):
 def test_quantization_kinds(files, tmp_path):
   kinds = {name: targets.quantization_kind(data) for name, data in files.items()}
   assert kinds == {
-      "float32": "float32", "float16": "float16", "dynamic_int8": "dynamic_range_int8",
-      "full_int8": "full_int8", "full_int8~int16x8": "int16x8", "uint8_io": "full_int8",
-      "float_io": "full_int8", "cumsum_float32": "float32", "cumsum_int8": "full_int8",
-      "sparse_int8": "full_int8"}
+    "float32": "float32",
+    "float16": "float16",
+    "dynamic_int8": "dynamic_range_int8",
+    "full_int8": "full_int8",
+    "full_int8~int16x8": "int16x8",
+    "uint8_io": "full_int8",
+    "float_io": "full_int8",
+    "cumsum_float32": "float32",
+    "cumsum_int8": "full_int8",
+    "sparse_int8": "full_int8",
+  }
   path = tmp_path / "model.tflite"
   path.write_bytes(files["dynamic_int8"])
   assert targets.quantization_kind(str(path)) == "dynamic_range_int8"
 
 
-@pytest.mark.parametrize("name", ["float32", "float16", "dynamic_int8", "full_int8",
-                                  "float_io"])
+@pytest.mark.parametrize("name", ["float32", "float16", "dynamic_int8", "full_int8", "float_io"])
 def test_whole_file_delegated(files, name):
   result = targets.delegation(files[name])
   assert result.total_ops == len(_ops(files[name])) >= 3
@@ -94,17 +102,19 @@ def test_16x8_file_is_delegated_nowhere(files):
   assert result.fallback_reason is None
 
 
-@pytest.mark.parametrize("name,total,delegated,builtin", [
+@pytest.mark.parametrize(
+  "name,total,delegated,builtin",
+  [
     # The QUANTIZE ops converting uint8 <-> int8 at both ends stay on the built-in kernels.
     ("uint8_io", 5, 3, {"QUANTIZE": 2}),
     # CUMSUM splits the graph into two DELEGATE partitions around it.
     ("cumsum_float32", 4, 3, {"CUMSUM": 1}),
     ("cumsum_int8", 6, 5, {"CUMSUM": 1}),
-])
+  ],
+)
 def test_partly_delegated_counts_exactly(files, name, total, delegated, builtin):
   result = targets.delegation(files[name])
-  assert (result.total_ops, result.delegated_ops, result.builtin_ops) == (total, delegated,
-                                                                          builtin)
+  assert (result.total_ops, result.delegated_ops, result.builtin_ops) == (total, delegated, builtin)
   assert result.total_ops == len(_ops(files[name]))
   assert result.runtime == "xnnpack"
 
@@ -126,21 +136,25 @@ def test_unreadable_listing_is_one_line_error(files, monkeypatch):
       self._interp = interp
 
     def _get_ops_details(self):
-      return self._interp._get_ops_details()[1:]  # pylint: disable=protected-access
+      return self._interp._get_ops_details()[1:]
 
-  monkeypatch.setattr(interpreter, "create_for_device",
-                      lambda *a, **k: (Listing(real(*a, **k)[0]), "xnnpack", None))
+  monkeypatch.setattr(
+    interpreter, "create_for_device", lambda *a, **k: (Listing(real(*a, **k)[0]), "xnnpack", None)
+  )
   with pytest.raises(interpreter.TfliteError, match="DELEGATE nodes") as info:
     targets.delegation(files["float32"])
   assert "\n" not in str(info.value)
 
 
 _FLOAT = "its activations are float"
-_INT16_GPU = "16x8: its activations are int16: the GPU delegate runs float and 8-bit " \
-             "quantized models"
+_INT16_GPU = (
+  "16x8: its activations are int16: the GPU delegate runs float and 8-bit quantized models"
+)
 
 
-@pytest.mark.parametrize("name,integer_only,gpu", [
+@pytest.mark.parametrize(
+  "name,integer_only,gpu",
+  [
     ("float32", f"float32: {_FLOAT}", None),
     ("float16", f"float16: {_FLOAT}", None),
     ("dynamic_int8", f"dynamic-range int8: {_FLOAT}", None),
@@ -148,11 +162,14 @@ _INT16_GPU = "16x8: its activations are int16: the GPU delegate runs float and 8
     ("uint8_io", None, None),
     ("sparse_int8", None, None),
     ("float_io", "its input is float32: integer_only targets take int8/uint8 I/O", None),
-    ("cumsum_int8", "op CUMSUM runs in float32: integer_only targets run integer ops only",
-     None),
-    ("full_int8~int16x8", "16x8: its activations are int16: integer_only targets run int8 ops",
-     _INT16_GPU),
-])
+    ("cumsum_int8", "op CUMSUM runs in float32: integer_only targets run integer ops only", None),
+    (
+      "full_int8~int16x8",
+      "16x8: its activations are int16: integer_only targets run int8 ops",
+      _INT16_GPU,
+    ),
+  ],
+)
 def test_runs_on(files, name, integer_only, gpu):
   data = files[name]
   assert targets.runs_on(data) == (True, None)  # cpu, the default
@@ -166,18 +183,21 @@ def test_output_type_is_checked(files):
   data = files["full_int8"]
   io = flatbuffer_graph.io_details(data)
   assert io["inputs"][0]["dtype"] == io["outputs"][0]["dtype"] == "int8"
-  assert targets._integer_io_problem(  # pylint: disable=protected-access
-      {"inputs": io["inputs"], "outputs": [dict(io["outputs"][0], dtype="float32")]}) == (
-          "its output is float32: integer_only targets take int8/uint8 I/O")
+  assert targets._integer_io_problem(
+    {"inputs": io["inputs"], "outputs": [dict(io["outputs"][0], dtype="float32")]}
+  ) == ("its output is float32: integer_only targets take int8/uint8 I/O")
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage" * 20])
 def test_bad_files_are_one_line_errors(tmp_path, files, content):
-  truncated = files["float32"][:len(files["float32"]) // 2]
+  truncated = files["float32"][: len(files["float32"]) // 2]
   path = tmp_path / "bad.tflite"
   path.write_bytes(content)
-  for model, pattern in ((str(path), "no 'TFL3' identifier"), (truncated, "truncated or corrupt"),
-                         (str(tmp_path / "missing.tflite"), "cannot read")):
+  for model, pattern in (
+    (str(path), "no 'TFL3' identifier"),
+    (truncated, "truncated or corrupt"),
+    (str(tmp_path / "missing.tflite"), "cannot read"),
+  ):
     for call in (targets.delegation, targets.quantization_kind, targets.runs_on):
       with pytest.raises(interpreter.TfliteError, match=pattern) as info:
         call(model)
@@ -190,7 +210,10 @@ def test_targets_and_latency():
   assert [targets.latency_measurable(t) for t in targets.TARGETS] == [True, False, False]
   assert "this machine" in targets.latency_label("cpu")
   assert targets.latency_label("integer_only").startswith("this machine's CPU latency, not ")
-  for call in (targets.latency_measurable, targets.latency_label,
-               lambda t: targets.runs_on(b"", t)):
+  for call in (
+    targets.latency_measurable,
+    targets.latency_label,
+    lambda t: targets.runs_on(b"", t),
+  ):
     with pytest.raises(targets.TargetError, match="unknown deployment target 'tpu'"):
       call("tpu")

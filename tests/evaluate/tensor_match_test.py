@@ -31,8 +31,9 @@ def _user_int8(model, rep):
   """The user's own full-integer file (float input and output), their converter call."""
   conv = tf.lite.TFLiteConverter.from_keras_model(model)
   conv.optimizations = [tf.lite.Optimize.DEFAULT]
-  conv.representative_dataset = lambda: ([rep[i:i + 1].astype(np.float32)]
-                                         for i in range(len(rep)))
+  conv.representative_dataset = lambda: (
+    [rep[i : i + 1].astype(np.float32)] for i in range(len(rep))
+  )
   conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   return conv.convert()
 
@@ -60,15 +61,25 @@ def case():
   broken = _top1(user, images) != _top1(float32, images)
   subsets = {"forgotten": images[broken], "stable": images[~broken]}
   rows, facts = tensor_match.tensor_errors(float32, user, subsets)
-  return dict(images=images, float32=float32, user=user, broken=broken, subsets=subsets,
-              rows=rows, facts=facts)
+  return dict(
+    images=images,
+    float32=float32,
+    user=user,
+    broken=broken,
+    subsets=subsets,
+    rows=rows,
+    facts=facts,
+  )
 
 
 def test_every_computing_op_is_matched_by_name(case):
   graph = flatbuffer_graph.graph(case["user"])
   computing = [op for op in graph.ops if op.name not in tensor_match.SKIPPED_OPS]
-  assert case["facts"] == {"matched": {"name": len(computing), "position": 0}, "unmatched": 0,
-                           "batch_size": tensor_match.DEFAULT_BATCH_SIZE}
+  assert case["facts"] == {
+    "matched": {"name": len(computing), "position": 0},
+    "unmatched": 0,
+    "batch_size": tensor_match.DEFAULT_BATCH_SIZE,
+  }
   assert case["rows"][0]["match"] == "input" and case["rows"][0]["op_name"] == "INPUT"
   assert [r["op_name"] for r in case["rows"][1:]] == [op.name for op in computing]
   # The user's file really is full integer, and forgets examples.
@@ -78,22 +89,36 @@ def test_every_computing_op_is_matched_by_name(case):
 
 def test_mse_equals_ai_edge_quantizer_compare_model(case):
   images = case["images"][:24]
-  rows, _ = tensor_match.tensor_errors(case["float32"], case["user"], {"all": images},
-                                       batch_size=7)  # 3 full batches and a padded one
-  name = tf.lite.Interpreter(model_content=case["float32"]).get_signature_runner(
-  ).get_input_details()
+  rows, _ = tensor_match.tensor_errors(
+    case["float32"], case["user"], {"all": images}, batch_size=7
+  )  # 3 full batches and a padded one
+  name = (
+    tf.lite.Interpreter(model_content=case["float32"]).get_signature_runner().get_input_details()
+  )
   (input_name,) = name
-  data = {"serving_default": [{input_name: images[i:i + 1].astype(np.float32)}
-                              for i in range(len(images))]}
+  data = {
+    "serving_default": [
+      {input_name: images[i : i + 1].astype(np.float32)} for i in range(len(images))
+    ]
+  }
   result = model_validator.compare_model(
-      case["float32"], case["user"], data, [validation_utils.ValidationErrorMetric.MSE],
-      use_xnnpack=False, num_threads=1).get_all_tensor_results()
+    case["float32"],
+    case["user"],
+    data,
+    [validation_utils.ValidationErrorMetric.MSE],
+    use_xnnpack=False,
+    num_threads=1,
+  ).get_all_tensor_results()
   compared = 0
   for row in rows:
     if row["match"] == "name" and row["reference_tensor_name"] in result:
-      np.testing.assert_allclose(row["subsets"]["all"]["mse"],
-                                 result[row["reference_tensor_name"]]["mse"], rtol=1e-5,
-                                 atol=1e-12, err_msg=row["file_tensor_name"])
+      np.testing.assert_allclose(
+        row["subsets"]["all"]["mse"],
+        result[row["reference_tensor_name"]]["mse"],
+        rtol=1e-5,
+        atol=1e-12,
+        err_msg=row["file_tensor_name"],
+      )
       compared += 1
   assert compared == len(rows) - 1  # every matched op's tensor
   assert max(r["subsets"]["all"]["mse"] for r in rows) > 1e-3  # a real error was compared
@@ -111,8 +136,11 @@ def test_the_broken_layer_is_where_the_error_grows_on_the_forgotten_examples(cas
   assert ranked[-1]["op_name"] == "INPUT"
   # The error is accumulated: the logits after the broken layer err more than the layer
   # itself (0.73 against 0.53 measured), so ranking by NMSE would blame the logits.
-  logits = next(r for r in ranked if r["op_index"] == max(
-      x["op_index"] for x in ranked if x["op_index"] is not None))
+  logits = next(
+    r
+    for r in ranked
+    if r["op_index"] == max(x["op_index"] for x in ranked if x["op_index"] is not None)
+  )
   assert logits["nmse_forgotten"] > top["nmse_forgotten"]
   for row in case["rows"]:
     assert row["subsets"]["forgotten"]["count"] == case["broken"].sum()
@@ -134,8 +162,14 @@ def test_a_file_with_a_fixed_batch_runs_one_example_per_invoke():
   # A model saved with batch size 1 (its input's shape signature [1, 8, 8, 1]) cannot be resized
   # to a batch: the comparison runs it one example at a time.
   keras = tf.keras
-  model = keras.Sequential([keras.Input((8, 8, 1), batch_size=1), keras.layers.Flatten(),
-                            keras.layers.Dense(16, activation="relu"), keras.layers.Dense(10)])
+  model = keras.Sequential(
+    [
+      keras.Input((8, 8, 1), batch_size=1),
+      keras.layers.Flatten(),
+      keras.layers.Dense(16, activation="relu"),
+      keras.layers.Dense(10),
+    ]
+  )
   images = broken_model.make_images(10, 0)[0]
   float32, user = converter.convert(model, "float32"), _user_int8(model, images)
   rows, facts = tensor_match.tensor_errors(float32, user, {"all": images}, batch_size=4)
@@ -148,7 +182,6 @@ def test_a_file_whose_shapes_are_computed_at_run_time_runs_batched():
   # output of batch 1 until it is invoked (the tutorial's files). Its comparison runs
   # batched, with the sums of one example per invoke (to float32 kernels' summation order).
   class Model(tf.Module):
-
     def __init__(self):
       rng = np.random.default_rng(0)
       self.w = tf.constant(rng.normal(0, 0.1, (64, 10)).astype(np.float32))
@@ -161,11 +194,13 @@ def test_a_file_whose_shapes_are_computed_at_run_time_runs_batched():
   module = Model()
   images = broken_model.make_images(10, 0)[0]
   conv = tf.lite.TFLiteConverter.from_concrete_functions(
-      [module.__call__.get_concrete_function()], module)
+    [module.__call__.get_concrete_function()], module
+  )
   float32 = conv.convert()
   conv.optimizations = [tf.lite.Optimize.DEFAULT]
-  conv.representative_dataset = lambda: ([images[i:i + 1, ..., 0].astype(np.float32)]
-                                         for i in range(len(images)))
+  conv.representative_dataset = lambda: (
+    [images[i : i + 1, ..., 0].astype(np.float32)] for i in range(len(images))
+  )
   user = conv.convert()
   batched_rows, facts = tensor_match.tensor_errors(float32, user, {"all": images}, batch_size=4)
   assert facts["batch_size"] == 4 and facts["unmatched"] == 0
@@ -179,9 +214,12 @@ def test_a_file_whose_shapes_are_computed_at_run_time_runs_batched():
 
 
 def test_files_of_different_models_are_refused(case):
-  other = converter.convert(tf.keras.Sequential(
-      [tf.keras.Input((4, 4, 1)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)]),
-      "float32")
+  other = converter.convert(
+    tf.keras.Sequential(
+      [tf.keras.Input((4, 4, 1)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)]
+    ),
+    "float32",
+  )
   with pytest.raises(tensor_match.TensorMatchError, match="input shapes differ"):
     tensor_match.tensor_errors(case["float32"], other, {"all": case["images"][:2]})
 
@@ -199,8 +237,7 @@ def test_a_file_that_cannot_be_compared_leaves_the_audit_going(case, tmp_path, m
     raise tensor_match.TensorMatchError("cannot run the files with every tensor kept: boom")
 
   monkeypatch.setattr(tensor_match, "tensor_errors", refuse)
-  rows, extra = layer_analysis._tensor_rows(str(tmp_path), "dense", 0, "user_x",
-                                            case["subsets"], 1)
+  rows, extra = layer_analysis._tensor_rows(str(tmp_path), "dense", 0, "user_x", case["subsets"], 1)
   assert rows == [] and extra["error"].endswith("boom") and extra["unmatched"] is None
 
 
@@ -210,11 +247,17 @@ def test_growth_is_ranked_in_decibels_not_in_absolute_nmse():
   # a 10 log10(1e-4 / NMSE_FLOOR) = 0, b 10 log10(0.05 / 1e-4) = 27.0, c 9.0, head 0.70.
   nmse = [0.0, 1e-4, 0.05, 0.4, 0.47]
   names = ["in", "a", "b", "c", "head"]
-  rows = [{"tensor_name": n, "op_name": "INPUT" if i == 0 else "CONV_2D",
-           "op_index": None if i == 0 else i, "match": "name",
-           "inputs": [] if i == 0 else [i - 1],
-           "subsets": {s: {"nmse": v, "snr_db": None} for s in ("forgotten", "stable")}}
-          for i, (n, v) in enumerate(zip(names, nmse))]
+  rows = [
+    {
+      "tensor_name": n,
+      "op_name": "INPUT" if i == 0 else "CONV_2D",
+      "op_index": None if i == 0 else i,
+      "match": "name",
+      "inputs": [] if i == 0 else [i - 1],
+      "subsets": {s: {"nmse": v, "snr_db": None} for s in ("forgotten", "stable")},
+    }
+    for i, (n, v) in enumerate(zip(names, nmse))
+  ]
   ranked = tensor_match.rank_growth(rows)
   assert [r["tensor_name"] for r in ranked] == ["b", "c", "head", "a", "in"]
   by_name = {r["tensor_name"]: r for r in ranked}

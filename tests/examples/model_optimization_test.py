@@ -22,8 +22,16 @@ def test_the_readme_commands_weigh_the_seven_files(tmp_path):
   commands = readme_commands.commands("examples/model_optimization/README.md", "/tmp/tfmot", out)
   assert len(commands) == 2
   for command in commands:
-    result = subprocess.run(command, shell=True, cwd=ROOT, env=env, text=True,
-                            capture_output=True, timeout=1500, check=False)
+    result = subprocess.run(
+      command,
+      shell=True,
+      cwd=ROOT,
+      env=env,
+      text=True,
+      capture_output=True,
+      timeout=1500,
+      check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
   with open(os.path.join(out, "audit", "report.json"), encoding="utf-8") as f:
     report = json.load(f)

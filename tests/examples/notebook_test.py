@@ -22,8 +22,15 @@ def test_the_example_audits_a_users_files_from_python(tmp_path):
   env = audit_binary.env()
   env.pop("TF_USE_LEGACY_KERAS")
   out = tmp_path / "audit"
-  run = subprocess.run([sys.executable, SCRIPT, str(user), str(out)], env=env, cwd=tmp_path,
-                       text=True, capture_output=True, timeout=600, check=False)
+  run = subprocess.run(
+    [sys.executable, SCRIPT, str(user), str(out)],
+    env=env,
+    cwd=tmp_path,
+    text=True,
+    capture_output=True,
+    timeout=600,
+    check=False,
+  )
   assert run.returncode == 0, run.stderr[-3000:]
   report = json.loads((out / "report.json").read_text())
   assert set(report["variants"]) == {"dense", "dynamic_int8", "user_int8"}

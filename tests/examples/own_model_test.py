@@ -21,15 +21,22 @@ def test_the_readme_commands_audit_a_model_tf_forget_did_not_make(tmp_path):
   env = dict(os.environ, TF_USE_LEGACY_KERAS="1", CUDA_VISIBLE_DEVICES="")
   env.pop("BUILD_WORKING_DIRECTORY", None)
   for command in readme_commands.commands("examples/own_model/README.md", "/tmp/own_model", out):
-    result = subprocess.run(command, shell=True, cwd=ROOT, env=env, text=True,
-                            capture_output=True, timeout=900, check=False)
+    result = subprocess.run(
+      command,
+      shell=True,
+      cwd=ROOT,
+      env=env,
+      text=True,
+      capture_output=True,
+      timeout=900,
+      check=False,
+    )
     assert result.returncode == 0, (command, result.stderr[-3000:])
   report = json.loads(open(os.path.join(out, "audit", "report.json")).read())
   assert set(report["variants"]) == {"dense", "dynamic_int8", "full_int8", "user_int8"}
   assert report["recommendation"]["design"].startswith("Design: one network (K = 1)")
   assert "paired over the test examples" in report["recommendation"]["why"]
-  assert {r["subgroup"] for r in report["tables"]["k1_subgroups"]} >= {"heavy_ink=1",
-                                                                       "heavy_ink=0"}
+  assert {r["subgroup"] for r in report["tables"]["k1_subgroups"]} >= {"heavy_ink=1", "heavy_ink=0"}
   kinds = {"broken", "fixed", "changed"}
   assert all(r["kind"] in kinds for r in report["tables"].get("flips", []))
   manifest = json.loads(open(os.path.join(out, "audit", "deploy", "manifest.json")).read())

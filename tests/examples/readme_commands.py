@@ -14,6 +14,7 @@ def commands(readme, placeholder, out):
   with open(os.path.join(ROOT, readme), encoding="utf-8") as f:
     block = re.search(r"```sh\n(.*?)```", f.read(), re.S).group(1)
   block = block.replace("\\\n", " ").replace(placeholder, out)
-  block = block.replace(".venv/bin/python", sys.executable).replace("PYTHONPATH=.",
-                                                                    f"PYTHONPATH={ROOT}")
+  block = block.replace(".venv/bin/python", sys.executable).replace(
+    "PYTHONPATH=.", f"PYTHONPATH={ROOT}"
+  )
   return [line for line in block.splitlines() if line.strip()]

@@ -30,8 +30,16 @@ def test_the_readme_commands_rank_the_culprit_and_repair_it(tmp_path):
   env.pop("BUILD_WORKING_DIRECTORY", None)
   codes = []
   for command in readme_commands.commands("examples/repair/README.md", "/tmp/repair", out):
-    result = subprocess.run(command, shell=True, cwd=ROOT, env=env, text=True,
-                            capture_output=True, timeout=900, check=False)
+    result = subprocess.run(
+      command,
+      shell=True,
+      cwd=ROOT,
+      env=env,
+      text=True,
+      capture_output=True,
+      timeout=900,
+      check=False,
+    )
     assert result.returncode in (0, 3), (command, result.stderr[-3000:])
     codes.append(result.returncode)
   assert codes[-1] == 3  # the int8 files fail --max_accuracy_drop / --max_flip_rate
@@ -41,8 +49,7 @@ def test_the_readme_commands_rank_the_culprit_and_repair_it(tmp_path):
   broken = (ref == labels) & (int8 != labels)
   assert broken.mean() >= 0.03, broken.sum()  # the int8 file really forgets
   assert ((ref == labels) & (fixed != labels)).sum() <= 0.2 * broken.sum()
-  analysis = json.load(open(os.path.join(out, "audit", "layers", "dense", "0",
-                                         "full_int8.json")))
+  analysis = json.load(open(os.path.join(out, "audit", "layers", "dense", "0", "full_int8.json")))
   top = analysis["ranking"][0]
   assert top["op_name"] == "FULLY_CONNECTED" and "head" in top["tensor_name"]
   assert top["nmse_forgotten"] > 10 * analysis["ranking"][1]["nmse_forgotten"]
@@ -54,7 +61,8 @@ def test_the_readme_commands_rank_the_culprit_and_repair_it(tmp_path):
   assert user["ranking"][0]["op_name"] == "FULLY_CONNECTED"
   assert "head" in user["ranking"][0]["tensor_name"]
   assert user["ranking"][0]["growth_forgotten"] > 10 * max(
-      r["growth_forgotten"] or 0 for r in user["ranking"][1:])
+    r["growth_forgotten"] or 0 for r in user["ranking"][1:]
+  )
   report = json.load(open(os.path.join(out, "audit", "report.json")))
   assert report["recommendation"]["variant"] == "full_int8~float1"
   assert report["recommendation"]["repairs"][0].startswith("Repair full_int8~float1")

@@ -60,17 +60,27 @@ def test_the_readme_commands_audit_the_tutorials_files_as_they_are(tmp_path):
   out = str(tmp_path / "tutorial")
   commands = readme_commands.commands("examples/tutorial/README.md", "/tmp/tutorial", out)
   for command in commands:
-    result = subprocess.run(command, shell=True, cwd=ROOT, env=_env(), text=True,
-                            capture_output=True, timeout=900, check=False)
+    result = subprocess.run(
+      command,
+      shell=True,
+      cwd=ROOT,
+      env=_env(),
+      text=True,
+      capture_output=True,
+      timeout=900,
+      check=False,
+    )
     assert result.returncode == 0, (command, result.stderr[-3000:])
   # A small audit runs in its own process: a worker pool would cost more than it saves.
   assert "executor: this process (the work is estimated at " in result.stdout, result.stdout
   report = json.loads(open(os.path.join(out, "audit", "report.json")).read())
   assert set(report["variants"]) == {"dense", "user_dynamic", "user_quant"}
   images, labels = _test_images(out)
-  files = {"dense": os.path.join(out, "audit", "deploy", "dense", "0.tflite"),
-           "user_dynamic": os.path.join(out, "mnist_model_dynamic.tflite"),
-           "user_quant": os.path.join(out, "mnist_model_quant.tflite")}
+  files = {
+    "dense": os.path.join(out, "audit", "deploy", "dense", "0.tflite"),
+    "user_dynamic": os.path.join(out, "mnist_model_dynamic.tflite"),
+    "user_quant": os.path.join(out, "mnist_model_quant.tflite"),
+  }
   if not os.path.exists(files["dense"]):  # the bundle ships the recommended file only
     files["dense"] = os.path.join(out, "mnist_model.tflite")
   for variant, path in files.items():
@@ -86,13 +96,18 @@ def test_the_readme_commands_audit_the_tutorials_files_as_they_are(tmp_path):
   raw = [c for c in commands if "eval/audit.py" in c][0].replace(" --preprocess=unit", "")
   refused_out = os.path.join(out, "audit")
   raw = raw.replace(f"--out={refused_out}", f"--out={out}/raw")
-  result = subprocess.run(raw, shell=True, cwd=ROOT, env=_env(), text=True,
-                          capture_output=True, timeout=900, check=False)
+  result = subprocess.run(
+    raw, shell=True, cwd=ROOT, env=_env(), text=True, capture_output=True, timeout=900, check=False
+  )
   lines = result.stderr.strip().splitlines()
   assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
-  assert lines[0].startswith(f"audit: error: candidate quant {files['user_quant']} takes uint8 "
-                             "input calibrated for values in [0, 1] (scale 0.00392, zero "
-                             "point 0), but "), lines[0]
-  assert lines[0].endswith("it was calibrated for --preprocess=unit; give it, or "
-                           "--input_scaling_check=off to audit as given"), lines[0]
+  assert lines[0].startswith(
+    f"audit: error: candidate quant {files['user_quant']} takes uint8 "
+    "input calibrated for values in [0, 1] (scale 0.00392, zero "
+    "point 0), but "
+  ), lines[0]
+  assert lines[0].endswith(
+    "it was calibrated for --preprocess=unit; give it, or "
+    "--input_scaling_check=off to audit as given"
+  ), lines[0]
   assert not os.path.exists(os.path.join(out, "raw"))

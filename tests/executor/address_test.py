@@ -52,10 +52,16 @@ def _fails_fast(name, addr, match, **kwargs):
 
 def test_a_closed_port_fails_at_once():
   port = _closed_port()
-  _fails_fast("ray", f"127.0.0.1:{port}",
-              f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused$")
-  _fails_fast("ray", f"ray://127.0.0.1:{port}",
-              f"cannot reach the Ray cluster at ray://127.0.0.1:{port}: Connection refused$")
+  _fails_fast(
+    "ray",
+    f"127.0.0.1:{port}",
+    f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused$",
+  )
+  _fails_fast(
+    "ray",
+    f"ray://127.0.0.1:{port}",
+    f"cannot reach the Ray cluster at ray://127.0.0.1:{port}: Connection refused$",
+  )
 
 
 @pytest.mark.parametrize("addr", ["bogus:1234", "ray://bogus:1234"])
@@ -67,7 +73,8 @@ def test_an_unknown_host_fails_at_once(addr):
 def test_a_listening_port_is_reached(listening):
   assert executor.check_address("ray", f"127.0.0.1:{listening}") == f"127.0.0.1:{listening}"
   assert executor.check_address("ray", f"ray://127.0.0.1:{listening}/") == (
-      f"127.0.0.1:{listening}")
+    f"127.0.0.1:{listening}"
+  )
 
 
 @pytest.fixture
@@ -118,14 +125,23 @@ _SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 def test_the_handshake_tells_a_grpc_server_from_another_service(answering):
   grpc_like = answering(_SETTINGS)
   assert executor.check_address("ray", f"ray://127.0.0.1:{grpc_like}", handshake_s=2.0) == (
-      f"127.0.0.1:{grpc_like}")
+    f"127.0.0.1:{grpc_like}"
+  )
   other = answering(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-  _fails_fast("ray", f"ray://127.0.0.1:{other}",
-              f"ray://127.0.0.1:{other} answers but is not a Ray cluster (it answered "
-              "b'HTTP/1.1 ', not an HTTP/2 SETTINGS frame): ", handshake_s=2.0)
+  _fails_fast(
+    "ray",
+    f"ray://127.0.0.1:{other}",
+    f"ray://127.0.0.1:{other} answers but is not a Ray cluster (it answered "
+    "b'HTTP/1.1 ', not an HTTP/2 SETTINGS frame): ",
+    handshake_s=2.0,
+  )
   silent = answering(None)
-  _fails_fast("ray", f"127.0.0.1:{silent}", f"127.0.0.1:{silent} answers but is not a Ray "
-              "cluster (no answer within 1 s): ", handshake_s=1.0)
+  _fails_fast(
+    "ray",
+    f"127.0.0.1:{silent}",
+    f"127.0.0.1:{silent} answers but is not a Ray cluster (no answer within 1 s): ",
+    handshake_s=1.0,
+  )
   assert executor.check_address("ray", f"127.0.0.1:{silent}") == f"127.0.0.1:{silent}"
 
 
@@ -133,7 +149,8 @@ def test_the_handshake_is_skipped_under_ray_tls(answering, monkeypatch):
   other = answering(b"\x15\x03\x03\x00\x02\x02\x46")  # a TLS alert: cannot judge
   monkeypatch.setenv("RAY_USE_TLS", "1")
   assert executor.check_address("ray", f"127.0.0.1:{other}", handshake_s=1.0) == (
-      f"127.0.0.1:{other}")
+    f"127.0.0.1:{other}"
+  )
 
 
 def test_nothing_to_check():
@@ -142,8 +159,9 @@ def test_nothing_to_check():
   assert executor.check_address("inline", "bogus:1234") is None
 
 
-@pytest.mark.parametrize("addr", ["bogus", "http://bogus:1234", "bogus:0", "bogus:http",
-                                  "ray://:1234", ""])
+@pytest.mark.parametrize(
+  "addr", ["bogus", "http://bogus:1234", "bogus:0", "bogus:http", "ray://:1234", ""]
+)
 def test_malformed_addresses(addr):
   _fails_fast("ray", addr, "ray address must be 'auto', 'host:port' or 'ray://host:port', got ")
 
@@ -160,19 +178,25 @@ def test_a_lookup_that_hangs_is_bounded(monkeypatch):
     raise socket.timeout("timed out")
 
   monkeypatch.setattr(socket, "create_connection", hang)
-  _fails_fast("ray", "slow:1234", "cannot reach the Ray cluster at slow:1234: no answer within "
-              "0.5 s$", timeout_s=0.5)
+  _fails_fast(
+    "ray",
+    "slow:1234",
+    "cannot reach the Ray cluster at slow:1234: no answer within 0.5 s$",
+    timeout_s=0.5,
+  )
 
 
 def test_auto_follows_ray_address_and_names_what_it_found(monkeypatch):
   port = _closed_port()
   monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
-  _fails_fast("ray", "auto", f"cannot reach the Ray cluster at auto (127.0.0.1:{port}): "
-              "Connection refused$")
+  _fails_fast(
+    "ray", "auto", f"cannot reach the Ray cluster at auto (127.0.0.1:{port}): Connection refused$"
+  )
 
 
 def test_auto_without_a_cluster(monkeypatch):
-  from ray._private import services  # pylint: disable=g-import-not-at-top
+  from ray._private import services
+
   monkeypatch.delenv("RAY_ADDRESS", raising=False)
   # Other Rays may run on a shared machine: pretend there is none, and no `ray start` file.
   monkeypatch.setattr(services, "find_gcs_addresses", frozenset)
@@ -191,15 +215,24 @@ def test_the_ray_executor_checks_before_ray_init():
 def test_ray_init_on_a_port_that_is_no_ray_is_bounded(listening):
   # The port answers, so check_address passes, and ray.init retries for minutes: the executor
   # gives up after connect_timeout_s. In a subprocess: the abandoned ray.init thread stays.
-  code = ("from tf_forget.executor import ray_executor, executor_api\n"
-          f"ex = ray_executor.RayExecutor(address='127.0.0.1:{listening}', connect_timeout_s=3)\n"
-          "try:\n  ex.describe()\nexcept executor_api.ExecutorError as e:\n  print(e)\n")
+  code = (
+    "from tf_forget.executor import ray_executor, executor_api\n"
+    f"ex = ray_executor.RayExecutor(address='127.0.0.1:{listening}', connect_timeout_s=3)\n"
+    "try:\n  ex.describe()\nexcept executor_api.ExecutorError as e:\n  print(e)\n"
+  )
   start = time.monotonic()
-  done = subprocess.run([sys.executable, "-c", code], cwd=_ROOT, capture_output=True, text=True,
-                        timeout=120, env=dict(os.environ, PYTHONPATH=_ROOT))
+  done = subprocess.run(
+    [sys.executable, "-c", code],
+    cwd=_ROOT,
+    capture_output=True,
+    text=True,
+    timeout=120,
+    env=dict(os.environ, PYTHONPATH=_ROOT),
+  )
   assert time.monotonic() - start < 60.0
-  assert done.stdout == (f"cannot start or connect to 127.0.0.1:{listening}: ray.init did not "
-                         "return within 3 s\n"), done.stderr
+  assert done.stdout == (
+    f"cannot start or connect to 127.0.0.1:{listening}: ray.init did not return within 3 s\n"
+  ), done.stderr
 
 
 def test_ray_init_keeps_a_python_sigterm_handler():
@@ -208,11 +241,11 @@ def test_ray_init_keeps_a_python_sigterm_handler():
 
   previous = signal.signal(signal.SIGTERM, mine)
   try:
-    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+    with ray_executor._keep_sigterm_handler():
       signal.signal(signal.SIGTERM, lambda *_: None)  # what ray.init does
     assert signal.getsignal(signal.SIGTERM) is mine
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    with ray_executor._keep_sigterm_handler():  # pylint: disable=protected-access
+    with ray_executor._keep_sigterm_handler():
       signal.signal(signal.SIGTERM, mine)
     assert signal.getsignal(signal.SIGTERM) is mine  # Ray's own stays where there was none
   finally:

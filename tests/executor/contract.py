@@ -29,7 +29,7 @@ def _quiet(_):
 
 
 def _started(marker_dir):
-  return sorted(n[len("started-"):] for n in os.listdir(marker_dir) if n.startswith("started-"))
+  return sorted(n[len("started-") :] for n in os.listdir(marker_dir) if n.startswith("started-"))
 
 
 def check_same_results_as_inline(ex):
@@ -43,8 +43,10 @@ def check_same_results_as_inline(ex):
 
 
 def check_two_at_once(ex, tmp):
-  tasks = [toy("a", "meet", marker_dir=str(tmp), me="a", peer="b", timeout=30.0),
-           toy("b", "meet", marker_dir=str(tmp), me="b", peer="a", timeout=30.0)]
+  tasks = [
+    toy("a", "meet", marker_dir=str(tmp), me="a", peer="b", timeout=30.0),
+    toy("b", "meet", marker_dir=str(tmp), me="b", peer="a", timeout=30.0),
+  ]
   assert ex.run(tasks, log=_quiet) == {"a": True, "b": True}
 
 
@@ -53,8 +55,9 @@ def check_error_class_survives_and_stops(ex, tmp):
   # must never start, and the error comes back as its own class with its own message.
   tasks = [toy(f"small {i}", "started", marker_dir=str(tmp), name=f"small {i}") for i in range(4)]
   tasks.insert(2, toy("slow", "started", cost=5, marker_dir=str(tmp), name="slow", seconds=1.0))
-  tasks.insert(3, toy("fail", "fail", cost=10, marker_dir=str(tmp), name="fail",
-                      message="the toy failed"))
+  tasks.insert(
+    3, toy("fail", "fail", cost=10, marker_dir=str(tmp), name="fail", message="the toy failed")
+  )
   lines = []
   with pytest.raises(toy_tasks.ToyError) as info:
     ex.run(tasks, stage="toys", log=lines.append)
@@ -74,11 +77,17 @@ def check_other_errors_name_the_task(ex):
     ex.run([toy("divide", "divide", x=1, y=0)], log=_quiet)
   assert str(info.value) == "task divide: ZeroDivisionError: division by zero"
   assert "ZeroDivisionError" in str(info.value.__cause__)
-  with pytest.raises(executor.ExecutorError, match=r"^task odd: the toy failed because its error "
-                     r"cannot be unpickled$"):
+  with pytest.raises(
+    executor.ExecutorError,
+    match=r"^task odd: the toy failed because its error "
+    r"cannot be unpickled$",
+  ):
     ex.run([toy("odd", "fail_unpicklable")], log=_quiet)
-  with pytest.raises(executor.ExecutorError, match=r"^task set: TypeError: the task returned a "
-                     r"value that is not JSON-able"):
+  with pytest.raises(
+    executor.ExecutorError,
+    match=r"^task set: TypeError: the task returned a "
+    r"value that is not JSON-able",
+  ):
     ex.run([toy("set", "not_json")], log=_quiet)
 
 
@@ -93,8 +102,9 @@ def check_lost_worker_is_retried(ex, tmp):
 
 def check_always_lost_worker_fails(ex, tmp, max_retries):
   tasks = [toy("doomed", "always_die", marker_dir=str(tmp), name="doomed")]
-  with pytest.raises(executor.ExecutorError,
-                     match=rf"^task doomed: worker lost {max_retries + 1} times$"):
+  with pytest.raises(
+    executor.ExecutorError, match=rf"^task doomed: worker lost {max_retries + 1} times$"
+  ):
     ex.run(tasks, log=_quiet)
   attempts = [n for n in os.listdir(tmp) if n.startswith("attempt-doomed-")]
   assert len(attempts) == max_retries + 1

@@ -16,7 +16,9 @@ from tf_forget.executor import worker
 # --- Task -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, message", [
+@pytest.mark.parametrize(
+  "kwargs, message",
+  [
     (dict(key="", fn="m:f"), "task key must be a non-empty string"),
     (dict(key="k", fn="m.f"), "task k: fn must be 'package.module:function'"),
     (dict(key="k", fn="m:f", kwargs={"x": {1, 2}}), "task k: kwargs are not JSON-able"),
@@ -24,7 +26,8 @@ from tf_forget.executor import worker
     (dict(key="k", fn="m:f", kwargs={1: 2}), "task k: kwargs must be a mapping with string keys"),
     (dict(key="k", fn="m:f", num_cpus=-1), "task k: num_cpus must be a number >= 0"),
     (dict(key="k", fn="m:f", cost=0), "task k: cost must be > 0"),
-])
+  ],
+)
 def test_bad_tasks_are_one_line_errors(kwargs, message):
   with pytest.raises(executor.ExecutorError) as info:
     executor.Task(**kwargs)
@@ -58,14 +61,17 @@ def test_unknown_executor_is_a_one_line_error():
   assert str(info.value) == "unknown executor 'dask' (known: inline, local, ray)"
 
 
-@pytest.mark.parametrize("kwargs, message", [
+@pytest.mark.parametrize(
+  "kwargs, message",
+  [
     (dict(name="local", workers=-1), "workers must be an integer >= 0, got -1"),
     (dict(name="local", workers=1.5), "workers must be an integer >= 0, got 1.5"),
     (dict(name="local", address="auto"), "an address is for the ray executor only"),
     (dict(name="ray", workers=0), "the ray executor needs workers >= 1"),
     (dict(name="ray", workers=2, address="auto"), "workers sets the CPUs of a local Ray"),
     (dict(name="local", max_retries=-1), "max_retries must be an integer >= 0"),
-])
+  ],
+)
 def test_bad_arguments_are_one_line_errors(kwargs, message):
   with pytest.raises(executor.ExecutorError, match="^" + message):
     executor.make(**kwargs)
@@ -87,14 +93,16 @@ def test_make_builds_each_executor():
 
 def test_ray_not_installed_is_a_one_line_error(monkeypatch):
   monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-  with pytest.raises(executor.ExecutorError,
-                     match=r"^ray is not installed: pip install ray==2\.60\.0$"):
+  with pytest.raises(
+    executor.ExecutorError, match=r"^ray is not installed: pip install ray==2\.60\.0$"
+  ):
     ray_executor.RayExecutor().describe()
 
 
 def test_ray_runtime_env_merges_the_callers():
-  ex = ray_executor.RayExecutor(address="auto", env={"B": 2},
-                                runtime_env={"py_modules": ["/src/x"], "env_vars": {"A": "1"}})
+  ex = ray_executor.RayExecutor(
+    address="auto", env={"B": 2}, runtime_env={"py_modules": ["/src/x"], "env_vars": {"A": "1"}}
+  )
   assert ex.runtime_env() == {"py_modules": ["/src/x"], "env_vars": {"A": "1", "B": "2"}}
 
 
@@ -102,7 +110,6 @@ def test_ray_runtime_env_merges_the_callers():
 
 
 class _Clock:
-
   def __init__(self):
     self.now = 100.0
 
@@ -119,8 +126,11 @@ def test_progress_eta_is_weighted_by_cost():
   p.done(tasks[0])
   clock.now += 10.0
   p.done(tasks[1])
-  assert lines == ["[train] 2 tasks on somewhere", "  [train] 1/2 ETA 10 s (big)",
-                   "  [train] 2/2 ETA 0 s (small)"]
+  assert lines == [
+    "[train] 2 tasks on somewhere",
+    "  [train] 1/2 ETA 10 s (big)",
+    "  [train] 2/2 ETA 0 s (small)",
+  ]
 
 
 def test_progress_logs_every_tenth_and_the_end():
@@ -130,7 +140,17 @@ def test_progress_logs_every_tenth_and_the_end():
   for task in tasks:
     p.done(task)
   assert [line.split()[1] for line in lines] == [
-      "3/25", "5/25", "8/25", "10/25", "13/25", "15/25", "18/25", "20/25", "23/25", "25/25"]
+    "3/25",
+    "5/25",
+    "8/25",
+    "10/25",
+    "13/25",
+    "15/25",
+    "18/25",
+    "20/25",
+    "23/25",
+    "25/25",
+  ]
 
 
 # --- InlineExecutor ------------------------------------------------------------------------
@@ -147,8 +167,10 @@ def test_inline_runs_in_this_process_in_order(tmp_path):
 def test_inline_errors(tmp_path):
   ex = executor.InlineExecutor()
   with pytest.raises(toy_tasks.ToyError, match="^boom$"):
-    ex.run([contract.toy("f", "fail", marker_dir=str(tmp_path), name="f", message="boom")],
-           log=lambda _: None)
+    ex.run(
+      [contract.toy("f", "fail", marker_dir=str(tmp_path), name="f", message="boom")],
+      log=lambda _: None,
+    )
   with pytest.raises(executor.ExecutorError, match=r"^task t: FileNotFoundError: .*/nowhere/"):
     ex.run([contract.toy("t", "touch", path="/nowhere/x")], log=lambda _: None)
   with pytest.raises(executor.ExecutorError) as info:
@@ -160,8 +182,12 @@ def test_inline_errors(tmp_path):
 def test_progress_says_how_far_an_interrupted_run_got():
   ex = executor.InlineExecutor()
   assert ex.progress() is None
-  tasks = [contract.toy("one", "square", x=1), contract.toy("two", "square", x=2),
-           contract.toy("stop", "interrupt"), contract.toy("four", "square", x=4)]
+  tasks = [
+    contract.toy("one", "square", x=1),
+    contract.toy("two", "square", x=2),
+    contract.toy("stop", "interrupt"),
+    contract.toy("four", "square", x=4),
+  ]
   with pytest.raises(KeyboardInterrupt):
     ex.run(tasks, stage="train", log=lambda _: None)
   assert ex.progress() == executor.RunProgress("train", 2, 4)
@@ -188,7 +214,9 @@ def test_failure_envelope_keeps_errors_and_wraps_the_rest():
 
 def test_the_package_imports_no_tensorflow_and_nothing_of_the_pipeline():
   foreign = import_check.foreign_modules(
-      "import tf_forget.executor\nimport tf_forget.executor.worker", "tf_forget.executor")
+    "import tf_forget.executor\nimport tf_forget.executor.worker", "tf_forget.executor"
+  )
   # errors, and the stage-status leaf an interrupted command reads (standard library only).
-  assert foreign == ("tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.cli,"
-                     "tf_forget.cli.status")
+  assert foreign == (
+    "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.cli,tf_forget.cli.status"
+  )

@@ -69,16 +69,30 @@ class _Driver:
 
   def __init__(self, marker_dir, mode):
     self.marker_dir = str(marker_dir)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    self.process = subprocess.Popen(  # pylint: disable=consider-using-with
-        [sys.executable, "-m", "tests.executor.toy_driver", self.marker_dir, mode], cwd=_ROOT,
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+    env = dict(
+      os.environ,
+      PYTHONPATH=os.pathsep.join(
+        [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+      ),
+    )
+    self.process = subprocess.Popen(
+      [sys.executable, "-m", "tests.executor.toy_driver", self.marker_dir, mode],
+      cwd=_ROOT,
+      env=env,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+      start_new_session=True,
+    )
     self.workers = []
     try:
-      _wait_for(lambda: all(os.path.exists(os.path.join(self.marker_dir, f"started-long {i}"))
-                            for i in range(2)), 60, "the long tasks to start")
+      _wait_for(
+        lambda: all(
+          os.path.exists(os.path.join(self.marker_dir, f"started-long {i}")) for i in range(2)
+        ),
+        60,
+        "the long tasks to start",
+      )
       with open(os.path.join(self.marker_dir, "driver.json"), encoding="utf-8") as f:
         self.info = json.load(f)
       self.workers = _worker_pids(self.marker_dir, ["long 0", "long 1"])
@@ -96,19 +110,25 @@ class _Driver:
     self.process.communicate(timeout=30)
 
 
-@pytest.mark.parametrize("mode, signum", [
+@pytest.mark.parametrize(
+  "mode, signum",
+  [
     ("plain", signal.SIGKILL),
     ("plain", signal.SIGTERM),
     ("thread", signal.SIGKILL),  # no PR_SET_PDEATHSIG: the watchdog alone
-])
+  ],
+)
 def test_workers_and_tracker_die_with_a_killed_driver(tmp_path, mode, signum):
   driver = _Driver(tmp_path, mode)
   try:
     assert len(set(driver.workers)) == 2 and all(_alive(pid) for pid in driver.workers)
     os.kill(driver.info["pid"], signum)
     driver.process.wait(timeout=30)
-    _wait_for(lambda: not any(_alive(pid) for pid in driver.workers), _GONE_WITHIN_S,
-              f"workers {driver.workers} to exit")
+    _wait_for(
+      lambda: not any(_alive(pid) for pid in driver.workers),
+      _GONE_WITHIN_S,
+      f"workers {driver.workers} to exit",
+    )
     tracker = driver.info["tracker_pid"]
     assert tracker is not None
     _wait_for(lambda: not _alive(tracker), _GONE_WITHIN_S, f"resource tracker {tracker} to exit")
@@ -139,8 +159,10 @@ def test_interrupt_stops_the_workers_and_is_reraised(tmp_path, how):
       os.kill(driver.process.pid, signal.SIGTERM)
     stdout, stderr = driver.process.communicate(timeout=30)
     assert driver.process.returncode == 3, stderr
-    assert stdout.splitlines() == ["interrupted during toys, 2 of 4 units done",
-                                   "state dir gone: True"]
+    assert stdout.splitlines() == [
+      "interrupted during toys, 2 of 4 units done",
+      "state dir gone: True",
+    ]
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert not any(_alive(pid) for pid in driver.workers)  # stopped before the driver exited
     assert _worker_pids(driver.marker_dir, ["quick 0", "quick 1"])  # the finished tasks ran
@@ -149,8 +171,12 @@ def test_interrupt_stops_the_workers_and_is_reraised(tmp_path, how):
 
 
 def test_stale_state_dirs_of_dead_owners_are_removed(tmp_path):
-  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
-                        capture_output=True, text=True)
+  dead = subprocess.run(
+    [sys.executable, "-c", "import os; print(os.getpid())"],
+    check=True,
+    capture_output=True,
+    text=True,
+  )
   dead_pid = int(dead.stdout)
   stale = tmp_path / f"{lifeline.PREFIX}{dead_pid}_abc"
   live = tmp_path / f"{lifeline.PREFIX}{os.getppid()}_abc"  # pytest's parent: alive
@@ -164,14 +190,18 @@ def test_stale_state_dirs_of_dead_owners_are_removed(tmp_path):
 
 
 def test_a_new_pool_removes_stale_state_dirs_and_names_its_own():
-  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
-                        capture_output=True, text=True)
+  dead = subprocess.run(
+    [sys.executable, "-c", "import os; print(os.getpid())"],
+    check=True,
+    capture_output=True,
+    text=True,
+  )
   stale = tempfile.mkdtemp(prefix=f"{lifeline.PREFIX}{int(dead.stdout)}_")
   try:
     with local.LocalExecutor(workers=1) as ex:
       ex.run(contract.squares(1), log=lambda _: None)
       assert not os.path.exists(stale)
-      own = ex._state_dir  # pylint: disable=protected-access
+      own = ex._state_dir
       assert lifeline.owner_pid(own) == os.getpid() and os.path.isdir(own)
     assert not os.path.exists(own)
   finally:

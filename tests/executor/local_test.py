@@ -59,10 +59,11 @@ def test_collateral_losses_do_not_count(tmp_path):
   # "slow" runs while two other tasks kill their workers one after the other: it is lost twice
   # with the pool, which must not count against its max_retries=1.
   lines = []
-  tasks = [contract.toy("slow", "started", cost=10, marker_dir=str(tmp_path), name="slow",
-                        seconds=2.0),
-           contract.toy("die 1", "die_once", marker=str(tmp_path / "1"), value=1),
-           contract.toy("die 2", "die_once", marker=str(tmp_path / "2"), value=2)]
+  tasks = [
+    contract.toy("slow", "started", cost=10, marker_dir=str(tmp_path), name="slow", seconds=2.0),
+    contract.toy("die 1", "die_once", marker=str(tmp_path / "1"), value=1),
+    contract.toy("die 2", "die_once", marker=str(tmp_path / "2"), value=2),
+  ]
   with local.LocalExecutor(workers=2, max_retries=1) as ex:
     assert ex.run(tasks, stage="c", log=lines.append) == {"slow": "slow", "die 1": 1, "die 2": 2}
   assert "  [c] die 1: worker lost, retry 1/1" in lines
@@ -86,15 +87,19 @@ def test_progress_lines(pool):
 
 def test_env_is_set_in_the_workers():
   with local.LocalExecutor(workers=1, env={"TF_FORGET_TOY": "set"}) as ex:
-    assert ex.run([contract.toy("env", "env_value", name="TF_FORGET_TOY")],
-                  log=lambda _: None) == {"env": "set"}
+    assert ex.run([contract.toy("env", "env_value", name="TF_FORGET_TOY")], log=lambda _: None) == {
+      "env": "set"
+    }
 
 
 def test_a_task_needing_all_cpus_runs_alone(pool, tmp_path):
-  wide = executor.Task("wide", f"{contract.TOY}:meet", {"marker_dir": str(tmp_path), "me": "w",
-                                                         "peer": "n", "timeout": 1.0}, num_cpus=2)
-  narrow = contract.toy("narrow", "meet", marker_dir=str(tmp_path), me="n", peer="w",
-                        timeout=1.0)
+  wide = executor.Task(
+    "wide",
+    f"{contract.TOY}:meet",
+    {"marker_dir": str(tmp_path), "me": "w", "peer": "n", "timeout": 1.0},
+    num_cpus=2,
+  )
+  narrow = contract.toy("narrow", "meet", marker_dir=str(tmp_path), me="n", peer="w", timeout=1.0)
   # "narrow" starts first (equal costs keep the order) and waits for "wide" in vain: "wide" only
   # starts when both slots are free, and then finds the marker "narrow" left.
   assert pool.run([narrow, wide], log=lambda _: None) == {"narrow": False, "wide": True}
@@ -108,11 +113,16 @@ def test_the_pool_starts_no_more_processes_than_tasks_or_its_cores_take():
   asked = 10 * cap
   with local.LocalExecutor(workers=asked) as ex:
     assert ex.workers == cap
-    assert ex.describe() == (f"local process pool, {cap} workers ({asked} asked: at most "
-                             f"{local.WORKERS_PER_CORE} per core)")
+    assert ex.describe() == (
+      f"local process pool, {cap} workers ({asked} asked: at most "
+      f"{local.WORKERS_PER_CORE} per core)"
+    )
     before = set(multiprocessing.active_children())
     assert [v["square"] for v in ex.run(contract.squares(2), log=lambda _: None).values()] == [0, 1]
     assert len(set(multiprocessing.active_children()) - before) == 2
     assert [v["square"] for v in ex.run(contract.squares(3), log=lambda _: None).values()] == [
-        0, 1, 4]
+      0,
+      1,
+      4,
+    ]
     assert len(set(multiprocessing.active_children()) - before) == min(3, cap)

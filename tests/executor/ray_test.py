@@ -54,8 +54,10 @@ def test_progress_lines(ray_ex):
 
 
 def test_env_and_the_drivers_paths_reach_the_workers(ray_ex):
-  tasks = [contract.toy("env", "env_value", name="TF_FORGET_TOY"),
-           executor.Task("probe", f"{_PROBE}:where", {})]
+  tasks = [
+    contract.toy("env", "env_value", name="TF_FORGET_TOY"),
+    executor.Task("probe", f"{_PROBE}:where", {}),
+  ]
   got = ray_ex.run(tasks, log=lambda _: None)
   assert got["env"] == "ray"
   assert os.path.basename(got["probe"]) == f"{_PROBE}.py"
@@ -70,8 +72,19 @@ def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
   (package / "__init__.py").write_text("")
   (package / "encodings.py").write_text("")
   monkeypatch.setenv("PYTHONPATH", str(inherited))
-  monkeypatch.setattr(sys, "path", [str(package), str(inherited), str(added), os.getcwd(), "",
-                                    os.path.dirname(os.__file__), str(tmp_path / "missing")])
+  monkeypatch.setattr(
+    sys,
+    "path",
+    [
+      str(package),
+      str(inherited),
+      str(added),
+      os.getcwd(),
+      "",
+      os.path.dirname(os.__file__),
+      str(tmp_path / "missing"),
+    ],
+  )
   paths = ray_executor.project_paths()
   assert str(added) in paths
   assert not {str(inherited), os.getcwd(), os.path.dirname(os.__file__)} & set(paths)
@@ -82,18 +95,27 @@ def test_only_the_missing_paths_are_shipped(monkeypatch, tmp_path):
 def test_a_driver_connects_to_a_running_cluster_by_address(ray_ex, monkeypatch):
   # The fixture's local Ray is a running cluster: its GCS port passes check_address, and a second
   # driver connects with ray.init in a thread (bounded_init) and runs tasks on it.
-  gcs = ray_ex._ray.get_runtime_context().gcs_address  # pylint: disable=protected-access
+  gcs = ray_ex._ray.get_runtime_context().gcs_address
   assert executor.check_address("ray", gcs) == gcs
   monkeypatch.setenv("RAY_ADDRESS", gcs)
   assert executor.check_address("ray", "auto") == gcs
   monkeypatch.delenv("RAY_ADDRESS")
-  code = ("from tf_forget.executor import ray_executor\n"
-          "from tests.executor import contract\n"
-          f"with ray_executor.RayExecutor(address={gcs!r}) as ex:\n"
-          "  print(sorted(v['square'] for v in ex.run(contract.squares(3), log=print).values()))\n")
+  code = (
+    "from tf_forget.executor import ray_executor\n"
+    "from tests.executor import contract\n"
+    f"with ray_executor.RayExecutor(address={gcs!r}) as ex:\n"
+    "  print(sorted(v['square'] for v in ex.run(contract.squares(3), log=print).values()))\n"
+  )
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                        timeout=300, env=dict(os.environ, PYTHONPATH=root), check=False)
+  done = subprocess.run(
+    [sys.executable, "-c", code],
+    cwd=root,
+    capture_output=True,
+    text=True,
+    timeout=300,
+    env=dict(os.environ, PYTHONPATH=root),
+    check=False,
+  )
   assert done.returncode == 0, done.stderr
   assert done.stdout.splitlines()[0] == f"[tasks] 3 tasks on ray at {gcs}, 2 CPUs, 0 GPUs"
   assert done.stdout.splitlines()[-1] == "[0, 1, 4]"

@@ -37,19 +37,28 @@ def _on_sigterm(signum, frame):
 
 
 def _tasks(marker_dir):
-  quick = [executor.Task(f"quick {i}", f"{TOY}:started", {"marker_dir": marker_dir,
-                                                          "name": f"quick {i}"}, cost=3)
-           for i in range(2)]
-  long = [executor.Task(f"long {i}", f"{TOY}:started", {"marker_dir": marker_dir,
-                                                        "name": f"long {i}", "seconds": 600})
-          for i in range(2)]
+  quick = [
+    executor.Task(
+      f"quick {i}", f"{TOY}:started", {"marker_dir": marker_dir, "name": f"quick {i}"}, cost=3
+    )
+    for i in range(2)
+  ]
+  long = [
+    executor.Task(
+      f"long {i}", f"{TOY}:started", {"marker_dir": marker_dir, "name": f"long {i}", "seconds": 600}
+    )
+    for i in range(2)
+  ]
   return quick + long
 
 
 def _drive(ex, marker_dir):
   ex.run([executor.Task("warm", f"{TOY}:square", {"x": 1})], stage="warm", log=lambda _: None)
-  info = {"pid": os.getpid(), "state_dir": ex._state_dir,  # pylint: disable=protected-access
-          "tracker_pid": resource_tracker._resource_tracker._pid}  # pylint: disable=protected-access
+  info = {
+    "pid": os.getpid(),
+    "state_dir": ex._state_dir,
+    "tracker_pid": resource_tracker._resource_tracker._pid,
+  }
   with open(os.path.join(marker_dir, "driver.json.tmp"), "w", encoding="utf-8") as f:
     json.dump(info, f)
   os.replace(os.path.join(marker_dir, "driver.json.tmp"), os.path.join(marker_dir, "driver.json"))

@@ -89,7 +89,7 @@ def always_die(marker_dir, name):
 
 def exit_hard(code):
   """Ends its process with os._exit (no cleanup, no exception)."""
-  os._exit(code)  # pylint: disable=protected-access
+  os._exit(code)
 
 
 def env_value(name):
@@ -102,7 +102,8 @@ def cwd():
 
 def parent_death_signal():
   """The parent-death signal of this process (Linux `prctl(PR_GET_PDEATHSIG)`; 0: none)."""
-  import ctypes  # pylint: disable=g-import-not-at-top
+  import ctypes
+
   value = ctypes.c_int(-1)
   ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(value), 0, 0, 0)  # PR_GET_PDEATHSIG
   return value.value

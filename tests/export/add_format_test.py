@@ -25,8 +25,9 @@ def test_a_member_is_converted_to_the_added_format(tmp_path, monkeypatch):
   run_dir = str(tmp_path)
   dataset = fake_run.SyntheticDataset()
   fake_run.write_member(run_dir, "dense", 0, fake_run.tiny_cnn(0))
-  results = export.export_population(run_dir, ["float32", fmt], [], representative_size=30,
-                                     dataset=dataset)
+  results = export.export_population(
+    run_dir, ["float32", fmt], [], representative_size=30, dataset=dataset
+  )
   assert [(r["variant"], r["skipped"]) for r in results] == [("dense", False), (fmt, False)]
   path, meta_path = export_state.export_paths(run_dir, names.Variant("dense", fmt), 0)
   with open(meta_path) as f:
@@ -34,10 +35,12 @@ def test_a_member_is_converted_to_the_added_format(tmp_path, monkeypatch):
   with open(path, "rb") as f:
     data = f.read()
   assert meta["format"] == fmt and meta["representative"]["size"] == 30
-  assert meta["converter"]["options"] == dict(optimize=True, supported_types=[], int8_only=True,
-                                              io_type=None, representative=True)
+  assert meta["converter"]["options"] == dict(
+    optimize=True, supported_types=[], int8_only=True, io_type=None, representative=True
+  )
   assert meta["inputs"]["converter"] == export_state.converter_key(
-      extra_format.RECORD.options, "plain")
+    extra_format.RECORD.options, "plain"
+  )
   # Integer ops inside, float32 at the interface: the converter's QUANTIZE / DEQUANTIZE ops.
   graph = flatbuffer_graph.graph(data)
   assert {"QUANTIZE", "DEQUANTIZE"} <= {op.name for op in graph.ops}
@@ -48,4 +51,3 @@ def test_a_member_is_converted_to_the_added_format(tmp_path, monkeypatch):
   assert scores.shape == (8, fake_run.NUM_CLASSES) and np.isfinite(scores).all()
   again = export.export_population(run_dir, [fmt], [], representative_size=30, dataset=dataset)
   assert [r["skipped"] for r in again] == [True]  # its lineage holds on a re-run
-

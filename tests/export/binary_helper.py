@@ -7,10 +7,17 @@ import sys
 
 def run_binary(module, *args, timeout=240):
   """Runs `python -m module args...`; returns the CompletedProcess (text)."""
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
-             TF_CPP_MIN_LOG_LEVEL="2")
-  return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                        env=env, timeout=timeout, check=False)
+  env = dict(
+    os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), TF_CPP_MIN_LOG_LEVEL="2"
+  )
+  return subprocess.run(
+    [sys.executable, "-m", module, *args],
+    capture_output=True,
+    text=True,
+    env=env,
+    timeout=timeout,
+    check=False,
+  )
 
 
 def error_lines(result, prefix):

@@ -24,7 +24,7 @@ def make_images(n, seed):
   images = rng.integers(0, 100, size=(n, 8, 8, 1))
   for c in range(NUM_CLASSES):
     row, col = divmod(c, 4)
-    images[labels == c, 2 * row:2 * row + 3, 2 * col:2 * col + 3] += 120
+    images[labels == c, 2 * row : 2 * row + 3, 2 * col : 2 * col + 3] += 120
   return images.clip(0, 255).astype(np.uint8), labels
 
 
@@ -46,8 +46,10 @@ def trained_model(images, labels, epochs=3):
   """`tiny_model` trained on (images, labels), with hidden unit 0 made dead."""
   keras = keras2.keras()
   model = tiny_model()
-  model.compile(optimizer=keras.optimizers.Adam(0.01),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.compile(
+    optimizer=keras.optimizers.Adam(0.01),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
   model.fit(images.astype(np.float32), labels, epochs=epochs, batch_size=32, verbose=0)
   kernel, bias = model.get_layer("hidden").get_weights()
   kernel[:, 0], bias[0] = 0.0, -1.0  # unit 0 is dead: ReLU(-1 + 0 * x) = 0 for every input

@@ -42,8 +42,9 @@ def test_full_int8_has_int8_io_and_needs_representative_data(trained):
     converter.convert(model, "full_int8")
   with pytest.raises(converter.ConversionError, match="shape"):
     converter.convert(model, "full_int8", np.zeros((4, 16, 16, 1), np.uint8))
-  runner = batched.BatchedRunner(converter.convert(model, "full_int8",
-                                                   dataset.take("train", 20).images))
+  runner = batched.BatchedRunner(
+    converter.convert(model, "full_int8", dataset.take("train", 20).images)
+  )
   assert runner.input_dtype == np.int8 and runner.output_dtype == np.int8
 
 

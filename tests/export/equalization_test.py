@@ -11,12 +11,12 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np  # pylint: disable=g-import-not-at-top
-import pytest  # pylint: disable=g-import-not-at-top
-import tf_keras as keras  # pylint: disable=g-import-not-at-top
+import numpy as np
+import pytest
+import tf_keras as keras
 
-from tests import planted  # pylint: disable=g-import-not-at-top
-from tf_forget.export import equalization  # pylint: disable=g-import-not-at-top
+from tests import planted
+from tf_forget.export import equalization
 
 L = keras.layers
 
@@ -24,11 +24,17 @@ L = keras.layers
 def _cnn(seed=0):
   """An ordinary BN-free CNN: Conv2D -> pool -> SeparableConv2D x2 -> GAP -> Dense."""
   keras.utils.set_random_seed(seed)
-  return keras.Sequential([
-      keras.Input((8, 8, 1)), L.Conv2D(8, 3, activation="relu"), L.MaxPooling2D(),
+  return keras.Sequential(
+    [
+      keras.Input((8, 8, 1)),
+      L.Conv2D(8, 3, activation="relu"),
+      L.MaxPooling2D(),
       L.SeparableConv2D(8, 3, activation="relu", padding="same"),
       L.SeparableConv2D(8, 3, activation="relu", padding="same"),
-      L.GlobalAveragePooling2D(), L.Dense(10)])
+      L.GlobalAveragePooling2D(),
+      L.Dense(10),
+    ]
+  )
 
 
 def _images(n=32, shape=(8, 8, 1), seed=0):
@@ -69,8 +75,12 @@ def test_the_planted_range_fault_is_undone_and_the_function_kept():
   assert ranges.max() < 2 * np.median(ranges)
   conv, _, sep1, sep2, _, dense = [layer.name for layer in model.layers]
   assert [(p["first"], p["second"], p["inner"]) for p in record["pairs"]] == [
-      (conv, sep1, False), (sep1, sep1, True), (sep1, sep2, False), (sep2, sep2, True),
-      (sep2, dense, False)]
+    (conv, sep1, False),
+    (sep1, sep1, True),
+    (sep1, sep2, False),
+    (sep2, sep2, True),
+    (sep2, dense, False),
+  ]
   assert record["pairs"][0]["max_scale"] > 30
 
 
@@ -89,8 +99,9 @@ def test_the_planted_weight_fault_inside_a_separable_conv_is_undone():
 
 
 def test_flatten_repeats_each_channel_at_every_position():
-  model = keras.Sequential([keras.Input((4, 4, 2)), L.Conv2D(3, 1, activation="relu"),
-                            L.Flatten(), L.Dense(5)])
+  model = keras.Sequential(
+    [keras.Input((4, 4, 2)), L.Conv2D(3, 1, activation="relu"), L.Flatten(), L.Dense(5)]
+  )
   w = model.layers[0].get_weights()
   w[0][..., 1] *= 50.0
   model.layers[0].set_weights(w)
@@ -101,12 +112,12 @@ def test_flatten_repeats_each_channel_at_every_position():
   np.testing.assert_allclose(equalized(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("between", [
-    lambda: L.BatchNormalization(), lambda: L.ReLU(max_value=6.0),
-    lambda: L.Activation("sigmoid")])
+@pytest.mark.parametrize(
+  "between",
+  [lambda: L.BatchNormalization(), lambda: L.ReLU(max_value=6.0), lambda: L.Activation("sigmoid")],
+)
 def test_a_layer_that_does_not_commute_with_a_scale_ends_the_chain(between):
-  model = keras.Sequential([keras.Input((6, 6, 1)), L.Conv2D(4, 3), between(),
-                            L.Conv2D(4, 3)])
+  model = keras.Sequential([keras.Input((6, 6, 1)), L.Conv2D(4, 3), between(), L.Conv2D(4, 3)])
   assert equalization.pairs(model) == []
   equalized, record = equalization.equalize(model)
   assert record == {"sweeps": 0, "pairs": []}
@@ -115,8 +126,9 @@ def test_a_layer_that_does_not_commute_with_a_scale_ends_the_chain(between):
 
 
 def test_relu6_activation_and_two_consumers_are_not_paired():
-  model = keras.Sequential([keras.Input((6, 6, 1)), L.Conv2D(4, 3, activation="relu6"),
-                            L.Conv2D(4, 3)])
+  model = keras.Sequential(
+    [keras.Input((6, 6, 1)), L.Conv2D(4, 3, activation="relu6"), L.Conv2D(4, 3)]
+  )
   assert equalization.pairs(model) == []
   inputs = keras.Input((6, 6, 1))
   hidden = L.Conv2D(4, 3, activation="relu")(inputs)
@@ -128,7 +140,8 @@ def test_a_keras_3_model_is_refused_in_one_line():
   # A Keras 3 reference (`import keras`, TensorFlow 2.21's default) has no
   # `outbound_nodes`; equalization says so instead of failing deep inside (the auto search then
   # goes on without it, tf_forget/evaluate/repair_search.py).
-  import keras as keras3  # pylint: disable=g-import-not-at-top
+  import keras as keras3
+
   model = keras3.Sequential([keras3.Input((8, 8, 1)), keras3.layers.Conv2D(4, 3)])
   with pytest.raises(equalization.EqualizationError, match="needs a tf_keras model") as e:
     equalization.equalize(model)

@@ -23,7 +23,10 @@ def test_exports_and_skips(run_dir):
   first = binary_helper.run_binary(BINARY, *args)
   assert first.returncode == 0, first.stderr[-2000:]
   assert [l.split()[:2] for l in first.stdout.splitlines() if l.startswith("wrote")] == [
-      ["wrote", "dense/0:"], ["wrote", "full_int8/0:"], ["wrote", "prune_0.9/0:"]]
+    ["wrote", "dense/0:"],
+    ["wrote", "full_int8/0:"],
+    ["wrote", "prune_0.9/0:"],
+  ]
   for path in ("dense/0/float32", "dense/0/full_int8", "prune_0.9/0/float32"):
     assert os.path.exists(os.path.join(run_dir, "tflite", path + ".tflite"))
     assert os.path.exists(os.path.join(run_dir, "tflite", path + ".json"))
@@ -32,12 +35,15 @@ def test_exports_and_skips(run_dir):
   assert sum(l.startswith("skip") for l in second.stdout.splitlines()) == 3
 
 
-@pytest.mark.parametrize("args,message", [
+@pytest.mark.parametrize(
+  "args,message",
+  [
     (["stray"], "unexpected arguments: stray"),
     (["--formats=float32,int4"], "unknown TFLite format 'int4'"),
     (["--encodings=plain,gzip"], "unknown encoding 'gzip'"),
     (["--run_dir=/nonexistent/run"], "is not a directory"),
-])
+  ],
+)
 def test_usage_errors(run_dir, args, message):
   if not any(a.startswith("--run_dir") for a in args):
     args = [f"--run_dir={run_dir}", *args]
@@ -61,10 +67,21 @@ def test_unwritable_output_dir(tmp_path):
 def test_sparse_twins_with_encodings_flag(tmp_path):
   run_dir = str(tmp_path)
   fake_run.write_member(run_dir, "prune_0.9", 0, fake_run.tiny_cnn(1), dataset="digits")
-  result = binary_helper.run_binary(BINARY, f"--run_dir={run_dir}", "--formats=float32",
-                                    "--pruned_formats=float32", "--encodings=plain,sparse")
+  result = binary_helper.run_binary(
+    BINARY,
+    f"--run_dir={run_dir}",
+    "--formats=float32",
+    "--pruned_formats=float32",
+    "--encodings=plain,sparse",
+  )
   assert result.returncode == 0, result.stderr[-2000:]
   assert [l.split()[:2] for l in result.stdout.splitlines() if l.startswith("wrote")] == [
-      ["wrote", "prune_0.9/0:"], ["wrote", "prune_0.9+sparse/0:"]]
+    ["wrote", "prune_0.9/0:"],
+    ["wrote", "prune_0.9+sparse/0:"],
+  ]
   assert sorted(os.listdir(os.path.join(run_dir, "tflite", "prune_0.9", "0"))) == [
-      "float32+sparse.json", "float32+sparse.tflite", "float32.json", "float32.tflite"]
+    "float32+sparse.json",
+    "float32+sparse.tflite",
+    "float32.json",
+    "float32.tflite",
+  ]

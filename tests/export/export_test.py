@@ -19,15 +19,19 @@ def run(tmp_path_factory):
   dataset = fake_run.SyntheticDataset()
   fake_run.write_member(run_dir, "dense", 0, fake_run.tiny_cnn(0))
   fake_run.write_member(run_dir, "prune_0.5", 0, fake_run.tiny_cnn(1))
-  results = export.export_population(run_dir, ["float32", "full_int8"], ["float32"],
-                                     representative_size=30, dataset=dataset)
+  results = export.export_population(
+    run_dir, ["float32", "full_int8"], ["float32"], representative_size=30, dataset=dataset
+  )
   return run_dir, dataset, results
 
 
 def test_layout_and_metadata(run):
   run_dir, _, results = run
   assert [(r["variant"], r["skipped"]) for r in results] == [
-      ("dense", False), ("full_int8", False), ("prune_0.5", False)]
+    ("dense", False),
+    ("full_int8", False),
+    ("prune_0.5", False),
+  ]
   path, meta_path = export_state.export_paths(run_dir, names.Variant("dense", "full_int8"), 0)
   assert path == os.path.join(run_dir, "tflite", "dense", "0", "full_int8.tflite")
   with open(meta_path) as f:
@@ -52,8 +56,9 @@ def test_rerun_skips_and_repairs(run):
   variant = names.Variant("dense", "float32")
   path, _ = export_state.export_paths(run_dir, variant, 0)
   mtime = os.stat(path).st_mtime_ns
-  again = export.export_population(run_dir, ["float32", "full_int8"], ["float32"],
-                                   representative_size=30, dataset=dataset)
+  again = export.export_population(
+    run_dir, ["float32", "full_int8"], ["float32"], representative_size=30, dataset=dataset
+  )
   assert all(r["skipped"] for r in again)
   assert os.stat(path).st_mtime_ns == mtime
   with open(path, "r+b") as f:  # a corrupted file no longer matches its sha256
@@ -66,10 +71,13 @@ def test_rerun_skips_and_repairs(run):
 def test_representative_shape_mismatch(run):
   run_dir, _, _ = run
   with pytest.raises(converter.ConversionError, match="shape"):
-    export.export_member(run_dir, names.Variant("prune_0.5", "full_int8"), 0,
-                         dataset=fake_run.SyntheticDataset(image_shape=(9, 9, 1)))
-  assert not os.path.exists(
-      os.path.join(run_dir, "tflite", "prune_0.5", "0", "full_int8.tflite"))
+    export.export_member(
+      run_dir,
+      names.Variant("prune_0.5", "full_int8"),
+      0,
+      dataset=fake_run.SyntheticDataset(image_shape=(9, 9, 1)),
+    )
+  assert not os.path.exists(os.path.join(run_dir, "tflite", "prune_0.5", "0", "full_int8.tflite"))
 
 
 def make_unwritable(path):

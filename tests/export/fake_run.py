@@ -26,23 +26,32 @@ def make_examples(n, seed, start_id=0):
   labels = np.arange(n, dtype=np.int64) % NUM_CLASSES
   images = rng.integers(0, 120, size=(n, *IMAGE_SHAPE)).astype(np.int64)
   for c in range(NUM_CLASSES):
-    images[labels == c, 2 * c:2 * c + 2, :, :] += 120
-  return dataset_api.Examples(images=images.clip(0, 255).astype(np.uint8), labels=labels,
-                              ids=np.arange(start_id, start_id + n, dtype=np.int64))
+    images[labels == c, 2 * c : 2 * c + 2, :, :] += 120
+  return dataset_api.Examples(
+    images=images.clip(0, 255).astype(np.uint8),
+    labels=labels,
+    ids=np.arange(start_id, start_id + n, dtype=np.int64),
+  )
 
 
 class SyntheticDataset(dataset_api.Dataset):
   """An in-memory registry-style data set (train 400, test 150 examples)."""
 
   def __init__(self, image_shape=IMAGE_SHAPE):
-    super().__init__(dataset_api.DatasetSpec(name="synthetic", num_classes=NUM_CLASSES,
-                                             image_shape=tuple(image_shape),
-                                             splits=("train", "test")))
+    super().__init__(
+      dataset_api.DatasetSpec(
+        name="synthetic",
+        num_classes=NUM_CLASSES,
+        image_shape=tuple(image_shape),
+        splits=("train", "test"),
+      )
+    )
     self._splits = {"train": make_examples(400, 1), "test": make_examples(150, 2, 1000)}
     if tuple(image_shape) != IMAGE_SHAPE:  # for shape-mismatch tests
       for name, ex in self._splits.items():
         self._splits[name] = dataset_api.Examples(
-            images=np.zeros((len(ex), *image_shape), np.uint8), labels=ex.labels, ids=ex.ids)
+          images=np.zeros((len(ex), *image_shape), np.uint8), labels=ex.labels, ids=ex.ids
+        )
 
   def batches(self, split, batch_size):
     self.check_split(split)
@@ -81,10 +90,11 @@ def tiny_cnn(seed=0, num_classes=NUM_CLASSES, input_shape=IMAGE_SHAPE):
 def train(model, dataset, epochs=3):
   keras = keras2.keras()
   data = dataset.load("train")
-  model.compile(optimizer=keras.optimizers.Adam(0.01),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(data.images.astype(np.float32), data.labels, epochs=epochs, batch_size=32,
-            verbose=0)
+  model.compile(
+    optimizer=keras.optimizers.Adam(0.01),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
+  model.fit(data.images.astype(np.float32), data.labels, epochs=epochs, batch_size=32, verbose=0)
   return model
 
 
@@ -109,10 +119,18 @@ def prune(model, dataset, sparsity=0.75, epochs=1, examples=64):
   for src, dst in zip(model.layers, pruned.layers):
     target = getattr(dst, "layer", dst)
     target.set_weights(src.get_weights())
-  pruned.compile(optimizer=keras.optimizers.Adam(0.005),
-                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  pruned.fit(data.images.astype(np.float32), data.labels, epochs=epochs, batch_size=32,
-             verbose=0, callbacks=[tfmot.sparsity.keras.UpdatePruningStep()])
+  pruned.compile(
+    optimizer=keras.optimizers.Adam(0.005),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
+  pruned.fit(
+    data.images.astype(np.float32),
+    data.labels,
+    epochs=epochs,
+    batch_size=32,
+    verbose=0,
+    callbacks=[tfmot.sparsity.keras.UpdatePruningStep()],
+  )
   return tfmot.sparsity.keras.strip_pruning(pruned)
 
 
@@ -122,9 +140,19 @@ def write_member(run_dir, variant, k, model, dataset="synthetic"):
   os.makedirs(mdir, exist_ok=True)
   model.save(os.path.join(mdir, "model.keras"))
   with open(os.path.join(mdir, "metadata.json"), "w") as f:
-    json.dump({"schema": member_metadata.SCHEMA, "dataset": dataset, "dataset_options": {},
-               "model": "tiny_cnn", "model_options": {}, "variant": variant, "k": k,
-               "seed": k}, f)
+    json.dump(
+      {
+        "schema": member_metadata.SCHEMA,
+        "dataset": dataset,
+        "dataset_options": {},
+        "model": "tiny_cnn",
+        "model_options": {},
+        "variant": variant,
+        "k": k,
+        "seed": k,
+      },
+      f,
+    )
   return mdir
 
 
@@ -134,9 +162,11 @@ def pruned_twins_run(run_dir):
   dataset = SyntheticDataset()
   write_member(run_dir, "dense", 0, tiny_cnn(0))
   write_member(run_dir, "prune_0.9", 0, prune(tiny_cnn(0), dataset, 0.9))
-  from tf_forget.export import export  # pylint: disable=g-import-not-at-top
-  export.export_population(run_dir, ["float32"], ["float32"], dataset=dataset,
-                           encodings=("plain", "sparse"))
+  from tf_forget.export import export
+
+  export.export_population(
+    run_dir, ["float32"], ["float32"], dataset=dataset, encodings=("plain", "sparse")
+  )
   return run_dir
 
 
@@ -155,7 +185,8 @@ def kernel_zeros(model):
 @functools.lru_cache(maxsize=None)
 def trained_exports():
   """(trained tiny model, data set, {format: tflite bytes}), built once per process."""
-  from tf_forget.export import converter  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import converter
+
   dataset = SyntheticDataset()
   model = train(tiny_cnn(0), dataset)
   rep = dataset.take("train", 100).images

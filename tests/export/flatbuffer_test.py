@@ -46,8 +46,9 @@ def test_hand_set_zeros_are_counted(fmt):
 @pytest.fixture(scope="module")
 def pruned_model():
   dataset = fake_run.SyntheticDataset()
-  model = fake_run.prune(fake_run.train(fake_run.tiny_cnn(1), dataset, epochs=1), dataset,
-                         sparsity=0.8, epochs=1)
+  model = fake_run.prune(
+    fake_run.train(fake_run.tiny_cnn(1), dataset, epochs=1), dataset, sparsity=0.8, epochs=1
+  )
   return model, dataset
 
 
@@ -69,8 +70,9 @@ def test_pruned_zeros_survive_in_the_file(pruned_model, fmt):
 
 def test_io_details_of_full_int8(pruned_model):
   model, dataset = pruned_model
-  io = flatbuffer_graph.io_details(converter.convert(model, "full_int8",
-                                                     dataset.take("train", 20).images))
+  io = flatbuffer_graph.io_details(
+    converter.convert(model, "full_int8", dataset.take("train", 20).images)
+  )
   (inp,), (out,) = io["inputs"], io["outputs"]
   assert inp["shape"] == [-1, 8, 8, 1] and inp["dtype"] == "int8" and len(inp["scale"]) == 1
   assert out["shape"] == [-1, fake_run.NUM_CLASSES] and out["dtype"] == "int8"
@@ -83,8 +85,13 @@ def test_not_tflite(data):
 
 
 # Every entry point that parses a file (each runs `verify` first).
-PARSERS = (flatbuffer.weight_stats, flatbuffer.zero_filters, flatbuffer.sparse_tensors,
-           flatbuffer_graph.io_details, flatbuffer_graph.graph)
+PARSERS = (
+  flatbuffer.weight_stats,
+  flatbuffer.zero_filters,
+  flatbuffer.sparse_tensors,
+  flatbuffer_graph.io_details,
+  flatbuffer_graph.graph,
+)
 INCOMPLETE = r"^f\.tflite is not a complete TFLite flatbuffer \(truncated or corrupt: .+\)$"
 
 
@@ -119,7 +126,7 @@ def test_overwritten_bytes_never_escape_the_parser(small_files, fmt):
   for _ in range(300):
     corrupt = bytearray(data)
     pos = int(rng.integers(8, len(data) - 8))
-    corrupt[pos:pos + 8] = rng.integers(0, 256, 8, dtype=np.uint8).tobytes()
+    corrupt[pos : pos + 8] = rng.integers(0, 256, 8, dtype=np.uint8).tobytes()
     try:
       flatbuffer.verify(bytes(corrupt))
     except flatbuffer.TfliteFileError:
@@ -167,14 +174,17 @@ def _drop_subgraphs(model):
   model.subgraphs = []
 
 
-@pytest.mark.parametrize("change, reason", [
+@pytest.mark.parametrize(
+  "change, reason",
+  [
     (_set_op_input, r"subgraph 0: operator 0: inputs names tensor 99 of \d+"),
     (_set_opcode, r"subgraph 0: operator 0 has operator code \d+ of \d+"),
     (_set_buffer, r"subgraph 0: tensor 0 stores its values in buffer \d+ of \d+"),
     (_set_graph_output, r"subgraph 0: outputs names tensor -1 of \d+"),
     (_set_large_buffer, r"buffer \d+: data: bytes 1048576-1048640 past the end"),
     (_drop_subgraphs, r"the model has no subgraph"),
-])
+  ],
+)
 def test_indices_the_parser_follows_are_checked(small_files, change, reason):
   # Well-formed flatbuffers (packed by the schema's own builder) whose indices are wrong.
   data = small_files["float32"]

@@ -6,14 +6,17 @@ from tf_forget.artifacts import names
 from tf_forget.export import formats
 
 
-@pytest.mark.parametrize("member,fmt,name", [
+@pytest.mark.parametrize(
+  "member,fmt,name",
+  [
     ("dense", "float32", "dense"),
     ("dense", "float16", "float16"),
     ("dense", "dynamic_int8", "dynamic_int8"),
     ("dense", "full_int8", "full_int8"),
     ("prune_0.9", "float32", "prune_0.9"),
     ("prune_0.9", "full_int8", "prune_0.9+full_int8"),
-])
+  ],
+)
 def test_variant_names_round_trip(member, fmt, name):
   variant = names.Variant(member, fmt)
   assert variant.name == name
@@ -24,9 +27,14 @@ def test_options_are_the_format_records():
   # The converter options of 000 §2.4 / appendix A: float32 unoptimised, float16 weights,
   # dynamic-range int8, full int8 calibrated with int8 input and output.
   assert names.FORMAT_NAMES == ("float32", "float16", "dynamic_int8", "full_int8")
-  assert formats.options("full_int8") == dict(optimize=True, supported_types=(), int8_only=True,
-                                              io_type="int8", representative=True,
-                                              int16x8=False)
+  assert formats.options("full_int8") == dict(
+    optimize=True,
+    supported_types=(),
+    int8_only=True,
+    io_type="int8",
+    representative=True,
+    int16x8=False,
+  )
   assert formats.options("float16")["supported_types"] == ("float16",)
   assert not formats.options("float32")["optimize"]
   assert formats.options("full_int8~cle") == formats.options("full_int8")
@@ -37,8 +45,10 @@ def test_options_are_the_format_records():
   assert names.ENCODINGS == ("plain", "sparse")
 
 
-@pytest.mark.parametrize("bad", ["", "prune_0.9+bogus", "full_int8+float16",
-                                 "dense+full_int8", "prune_0.9+float32", "a+b+c+d"])
+@pytest.mark.parametrize(
+  "bad",
+  ["", "prune_0.9+bogus", "full_int8+float16", "dense+full_int8", "prune_0.9+float32", "a+b+c+d"],
+)
 def test_bad_variant_names(bad):
   with pytest.raises(names.FormatError):
     names.parse_variant(bad)
@@ -54,12 +64,15 @@ def test_parse_formats():
     names.Variant("dense", "float32", "gzip")
 
 
-@pytest.mark.parametrize("member,fmt,name", [
+@pytest.mark.parametrize(
+  "member,fmt,name",
+  [
     ("dense", "float32", "float32+sparse"),
     ("dense", "full_int8", "full_int8+sparse"),
     ("prune_0.9", "float32", "prune_0.9+sparse"),
     ("prune_0.9", "full_int8", "prune_0.9+full_int8+sparse"),
-])
+  ],
+)
 def test_sparse_variant_names_round_trip(member, fmt, name):
   # Names per docs/spec.md §1.1 / names.Variant.name: defaults (dense, float32, plain) left out,
   # except that a dense sparse file keeps its format so the name never reads "sparse" alone.
@@ -69,8 +82,9 @@ def test_sparse_variant_names_round_trip(member, fmt, name):
   assert names.plain_twin(variant) == names.Variant(member, fmt)
 
 
-@pytest.mark.parametrize("bad", ["sparse", "prune_0.9+float32+sparse", "sparse+full_int8",
-                                 "full_int8+sparse+sparse"])
+@pytest.mark.parametrize(
+  "bad", ["sparse", "prune_0.9+float32+sparse", "sparse+full_int8", "full_int8+sparse+sparse"]
+)
 def test_bad_sparse_variant_names(bad):
   with pytest.raises(names.FormatError):
     names.parse_variant(bad)
@@ -84,8 +98,9 @@ def test_parse_encodings():
     names.parse_encodings(",")
 
 
-@pytest.mark.parametrize("repair, kind", [("cle", "cle"), ("int16x8", "int16x8"),
-                                          ("auto", "auto"), ("float2", "float")])
+@pytest.mark.parametrize(
+  "repair, kind", [("cle", "cle"), ("int16x8", "int16x8"), ("auto", "auto"), ("float2", "float")]
+)
 def test_repair_kinds(repair, kind):
   # The repairs that cost no bytes and the searched one are formats too.
   fmt = names.repair_format(repair)
@@ -93,9 +108,14 @@ def test_repair_kinds(repair, kind):
   assert names.parse_variant(f"prune_0.5+{fmt}").format == fmt
 
 
-@pytest.mark.parametrize("member, layers, name", [
-    ("dense", 3, "full_int8~float3"), ("prune_0.9", 1, "prune_0.9+full_int8~float1"),
-    ("dense", 12, "full_int8~float12")])
+@pytest.mark.parametrize(
+  "member, layers, name",
+  [
+    ("dense", 3, "full_int8~float3"),
+    ("prune_0.9", 1, "prune_0.9+full_int8~float1"),
+    ("dense", 12, "full_int8~float12"),
+  ],
+)
 def test_repaired_variant_names_round_trip(member, layers, name):
   # Full int8 with N layers kept in float is the format full_int8~float<N>.
   fmt = names.repair_format(f"float{layers}")
@@ -105,15 +125,24 @@ def test_repaired_variant_names_round_trip(member, layers, name):
   assert variant.file_stem == fmt
 
 
-@pytest.mark.parametrize("bad", [3, "float0", "float100", "float-1", "float2.0", True, "3",
-                                 "cle ", "aut"])
+@pytest.mark.parametrize(
+  "bad", [3, "float0", "float100", "float-1", "float2.0", True, "3", "cle ", "aut"]
+)
 def test_bad_repair_names(bad):
   with pytest.raises(names.FormatError):
     names.repair_format(bad)
 
 
-@pytest.mark.parametrize("name", ["full_int8~float0", "float16~float3", "full_int8~float",
-                                  "full_int8~float100", "full_int8~float3 "])
+@pytest.mark.parametrize(
+  "name",
+  [
+    "full_int8~float0",
+    "float16~float3",
+    "full_int8~float",
+    "full_int8~float100",
+    "full_int8~float3 ",
+  ],
+)
 def test_other_names_are_not_repaired_formats(name):
   assert names.repair_layers(name) is None
   with pytest.raises(names.FormatError):

@@ -44,8 +44,13 @@ def op_outputs(data):
     op = graph.Operators(i)
     code = model.OperatorCodes(op.OpcodeIndex())
     tensor = graph.Tensors(op.Outputs(0))
-    out.append((names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())],
-                tensor.Name().decode(), types[tensor.Type()]))
+    out.append(
+      (
+        names[max(code.BuiltinCode(), code.DeprecatedBuiltinCode())],
+        tensor.Name().decode(),
+        types[tensor.Type()],
+      )
+    )
   return out
 
 
@@ -62,19 +67,34 @@ def case():
   pred_float, pred_int8 = top1(float32, images), top1(int8, images)
   broken = pred_int8 != pred_float
   worst = np.bincount(pred_float[broken], minlength=NUM_CLASSES).argmax()
-  subsets = {"forgotten": images[broken], "stable": images[~broken],
-             "worst_class": images[pred_float == worst]}
+  subsets = {
+    "forgotten": images[broken],
+    "stable": images[~broken],
+    "worst_class": images[pred_float == worst],
+  }
   start = time.perf_counter()
   result = layer_error.layer_errors(model, rep, subsets, batch_size=48)
   seconds = time.perf_counter() - start
-  print(f"layer_errors: {seconds:.2f} s for {len(result)} layers, "
-        f"{sum(map(len, subsets.values()))} examples")
-  return dict(model=model, images=images, rep=rep, float32=float32, int8=int8,
-              pred_float=pred_float, broken=broken, result=result, clean_float=clean_float,
-              clean_int8=clean_int8)
+  print(
+    f"layer_errors: {seconds:.2f} s for {len(result)} layers, "
+    f"{sum(map(len, subsets.values()))} examples"
+  )
+  return dict(
+    model=model,
+    images=images,
+    rep=rep,
+    float32=float32,
+    int8=int8,
+    pred_float=pred_float,
+    broken=broken,
+    result=result,
+    clean_float=clean_float,
+    clean_int8=clean_int8,
+  )
 
 
 _bad = broken_model.is_bad
+
 
 def test_the_outlier_breaks_int8_only(case):
   # Same float function before and after the outlier (it multiplies a dead unit) ...
@@ -97,7 +117,8 @@ def test_bad_layer_is_ranked_first(case):
   # Every quantized op of the file has a row; all rows saw every subset.
   ops = op_outputs(case["int8"])
   assert sorted((r["op_index"], r["op_name"], r["file_tensor_name"]) for r in case["result"]) == [
-      (i, name, tensor) for i, (name, tensor, _) in enumerate(ops)]
+    (i, name, tensor) for i, (name, tensor, _) in enumerate(ops)
+  ]
   for row in case["result"]:
     assert row["subsets"]["forgotten"]["count"] == case["broken"].sum()
     assert row["subsets"]["stable"]["count"] == (~case["broken"]).sum()
@@ -132,16 +153,21 @@ def test_every_row_name_is_a_denylisted_nodes_name(case):
   data = quantizer([r["tensor_name"] for r in rows])
   float_ops = [(name, tensor) for name, tensor, dtype in op_outputs(data) if dtype == "FLOAT32"]
   for row in rows:
-    assert any(name == row["op_name"] and tensor.startswith(row["tensor_name"]) and
-               tensor[len(row["tensor_name"]):] in ("", "1") for name, tensor in float_ops), row
+    assert any(
+      name == row["op_name"]
+      and tensor.startswith(row["tensor_name"])
+      and tensor[len(row["tensor_name"]) :] in ("", "1")
+      for name, tensor in float_ops
+    ), row
   assert len([name for name, _ in float_ops if name not in ("DEQUANTIZE",)]) == len(rows)
   with pytest.raises(layer_error.LayerErrorError, match="no op has output tensor"):
     quantizer(["model/bad/MatMul"])
   plain = quantizer([])
   assert quantizer([]) is plain  # one calibration, each set of float ops converted once
   runner = batched.BatchedRunner(case["int8"])
-  np.testing.assert_array_equal(batched.BatchedRunner(plain).run(case["images"]),
-                                runner.run(case["images"]))
+  np.testing.assert_array_equal(
+    batched.BatchedRunner(plain).run(case["images"]), runner.run(case["images"])
+  )
 
 
 def test_metrics_equal_an_independent_computation():
@@ -157,23 +183,29 @@ def test_metrics_equal_an_independent_computation():
   result = layer_error.layer_errors(model, rep, {"all": images}, batch_size=16)
   data = converter.convert(model, "full_int8", rep)
   runner = batched.BatchedRunner(data, runtime="builtin")
-  x = (runner.quantize(images).reshape(50, 4).astype(np.float64) - runner.quantize.zero_point)
+  x = runner.quantize(images).reshape(50, 4).astype(np.float64) - runner.quantize.zero_point
   ref = (x * runner.quantize.scale) @ kernel.astype(np.float64) + bias
-  out = ((runner.run_raw(images).astype(np.float64) - runner.dequantize.zero_point) *
-         runner.dequantize.scale)
+  out = (
+    runner.run_raw(images).astype(np.float64) - runner.dequantize.zero_point
+  ) * runner.dequantize.scale
   err = out - ref
   cosine = np.mean(np.sum(out * ref, 1) / np.linalg.norm(out, axis=1) / np.linalg.norm(ref, axis=1))
-  expected = {"count": 50, "mse": np.mean(err ** 2), "float_power": np.mean(ref ** 2),
-              "nmse": np.sum(err ** 2) / np.sum(ref ** 2),
-              "snr_db": 10 * np.log10(np.sum(ref ** 2) / np.sum(err ** 2)), "cosine": cosine}
-  assert [(r["op_index"], r["op_name"]) for r in result] == [(0, "RESHAPE"),
-                                                              (1, "FULLY_CONNECTED")]
+  expected = {
+    "count": 50,
+    "mse": np.mean(err**2),
+    "float_power": np.mean(ref**2),
+    "nmse": np.sum(err**2) / np.sum(ref**2),
+    "snr_db": 10 * np.log10(np.sum(ref**2) / np.sum(err**2)),
+    "cosine": cosine,
+  }
+  assert [(r["op_index"], r["op_name"]) for r in result] == [(0, "RESHAPE"), (1, "FULLY_CONNECTED")]
   dense_row = result[1]
   assert dense_row["size"] == 3
   assert dense_row["subsets"]["all"]["count"] == 50
   for key in ("mse", "float_power", "nmse", "snr_db", "cosine"):
-    np.testing.assert_allclose(dense_row["subsets"]["all"][key], expected[key], rtol=1e-4,
-                               err_msg=key)
+    np.testing.assert_allclose(
+      dense_row["subsets"]["all"][key], expected[key], rtol=1e-4, err_msg=key
+    )
   assert expected["mse"] > 1e-6  # a real quantization error was compared
   json.dumps(result, allow_nan=False)  # plain JSON
 
@@ -209,8 +241,11 @@ def test_model_explorer_node_data(case, tmp_path):
     assert all(c[0] == "#" and len(c) == 7 for k, c in item.items() if k != "stop")  # hex only
   top = max(loaded["results"], key=lambda k: loaded["results"][k]["value"])
   assert _bad(top)
-  for bad in ({**loaded, "colour": "red"}, {"results": {top: {"value": "1.0"}}},
-              {"gradient": loaded["gradient"]}):  # unknown field, wrong type, no results
+  for bad in (
+    {**loaded, "colour": "red"},
+    {"results": {top: {"value": "1.0"}}},
+    {"gradient": loaded["gradient"]},
+  ):  # unknown field, wrong type, no results
     with pytest.raises(dacite.DaciteError):
       model_explorer_schema.load_graph_node_data(bad)
   with pytest.raises(model_explorer.NodeDataError, match="unknown metric"):

@@ -28,7 +28,7 @@ def _lying_archive(path, inflated, recorded):
   struct.pack_into("<I", data, info.header_offset + 22, recorded)  # local file header
   for offset in _central_entries(data):
     name_len = struct.unpack_from("<H", data, offset + 28)[0]
-    if bytes(data[offset + 46:offset + 46 + name_len]) == b"config.json":
+    if bytes(data[offset + 46 : offset + 46 + name_len]) == b"config.json":
       struct.pack_into("<I", data, offset + 24, recorded)  # its central directory entry
   path.write_bytes(bytes(data))
   return path
@@ -53,8 +53,9 @@ def test_a_member_inflating_beyond_its_recorded_size_is_read_no_further(tmp_path
     peak = tracemalloc.get_traced_memory()[1]
   finally:
     tracemalloc.stop()
-  assert str(info.value).startswith(f"model file {bomb}: its config.json does not unpack to "
-                                    "the 1 kB its archive records")
+  assert str(info.value).startswith(
+    f"model file {bomb}: its config.json does not unpack to the 1 kB its archive records"
+  )
   assert peak < 5_000_000  # not the 50 MB it holds
 
 
@@ -64,9 +65,13 @@ def test_a_member_recording_more_than_the_cap_is_refused_unread(tmp_path, monkey
   with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
     archive.writestr("metadata.json", json.dumps({"keras_version": "3.10.0"}))
     archive.writestr("config.json", json.dumps({"pad": "x" * 20_000}))
-  with pytest.raises(model_archive.ArchiveError, match=(
+  with pytest.raises(
+    model_archive.ArchiveError,
+    match=(
       r"its config.json unpacks to 20 kB, over the 10 kB a model's configuration may take "
-      r"\(refused unread\)$")):
+      r"\(refused unread\)$"
+    ),
+  ):
     model_archive.check(str(path))
   monkeypatch.setattr(model_archive, "MAX_JSON_BYTES", 30_000)
   assert model_files.detect(str(path)) == "keras3"  # under the cap: read as before

@@ -36,8 +36,9 @@ def node_data_builder():
 
 def load_graph_node_data(data):
   """`data` (a dict) as the package's `GraphNodeData`; raises dacite.DaciteError if it is not."""
-  return dacite.from_dict(node_data_builder().GraphNodeData, data,
-                          config=dacite.Config(strict=True))
+  return dacite.from_dict(
+    node_data_builder().GraphNodeData, data, config=dacite.Config(strict=True)
+  )
 
 
 def round_trip(data):

@@ -41,9 +41,14 @@ def run(tmp_path_factory):
   pruned = fake_run.prune(dense, dataset, TARGET)
   fake_run.write_member(run_dir, "dense", 0, dense)
   fake_run.write_member(run_dir, "prune_0.9", 0, pruned)
-  results = export.export_population(run_dir, ["float32"], list(names.FORMAT_NAMES),
-                                     representative_size=30, dataset=dataset,
-                                     encodings=("sparse", "plain"))
+  results = export.export_population(
+    run_dir,
+    ["float32"],
+    list(names.FORMAT_NAMES),
+    representative_size=30,
+    dataset=dataset,
+    encodings=("sparse", "plain"),
+  )
   return run_dir, dataset, pruned, results
 
 
@@ -53,26 +58,41 @@ def _meta(run_dir, variant):
 
 
 def test_plan_puts_plain_before_sparse():
-  jobs = export_state.plan([("dense", 0), ("prune_0.9", 1)], ["float32"], ["full_int8"],
-                           encodings=("sparse", "plain"))
+  jobs = export_state.plan(
+    [("dense", 0), ("prune_0.9", 1)], ["float32"], ["full_int8"], encodings=("sparse", "plain")
+  )
   assert [(v.name, k) for v, k in jobs] == [
-      ("dense", 0), ("float32+sparse", 0),
-      ("prune_0.9+full_int8", 1), ("prune_0.9+full_int8+sparse", 1)]
+    ("dense", 0),
+    ("float32+sparse", 0),
+    ("prune_0.9+full_int8", 1),
+    ("prune_0.9+full_int8+sparse", 1),
+  ]
   assert [v.name for v, _ in export_state.plan([("dense", 0)], ["float32"])] == ["dense"]
   # The audit's plan: sparse twins of the pruned members only.
-  jobs = export_state.plan([("dense", 0), ("prune_0.9", 0)], ["float32", "full_int8"],
-                           ["float32"], encodings=("plain", "sparse"),
-                           dense_encodings=("plain",))
+  jobs = export_state.plan(
+    [("dense", 0), ("prune_0.9", 0)],
+    ["float32", "full_int8"],
+    ["float32"],
+    encodings=("plain", "sparse"),
+    dense_encodings=("plain",),
+  )
   assert [v.name for v, _ in jobs] == ["dense", "full_int8", "prune_0.9", "prune_0.9+sparse"]
 
 
 def test_layout_names_and_metadata(run):
   run_dir, _, _, results = run
   assert [r["variant"] for r in results] == [
-      "dense", "float32+sparse", "prune_0.9", "prune_0.9+sparse",
-      "prune_0.9+float16", "prune_0.9+float16+sparse",
-      "prune_0.9+dynamic_int8", "prune_0.9+dynamic_int8+sparse",
-      "prune_0.9+full_int8", "prune_0.9+full_int8+sparse"]
+    "dense",
+    "float32+sparse",
+    "prune_0.9",
+    "prune_0.9+sparse",
+    "prune_0.9+float16",
+    "prune_0.9+float16+sparse",
+    "prune_0.9+dynamic_int8",
+    "prune_0.9+dynamic_int8+sparse",
+    "prune_0.9+full_int8",
+    "prune_0.9+full_int8+sparse",
+  ]
   variant = names.Variant("prune_0.9", "full_int8", "sparse")
   path, meta_path = export_state.export_paths(run_dir, variant, 0)
   assert path == os.path.join(run_dir, "tflite", "prune_0.9", "0", "full_int8+sparse.tflite")
@@ -98,15 +118,19 @@ def test_sparsity_matches_keras_kernels(run):
   zeros, count = fake_run.kernel_zeros(pruned)  # counted on the Keras model, independently
   meta = _meta(run_dir, names.Variant("prune_0.9", "float32", "sparse"))
   assert (meta["sparsity"]["kernels"]["zeros"], meta["sparsity"]["kernels"]["count"]) == (
-      zeros, count)
+    zeros,
+    count,
+  )
 
 
 def _rows(model):
   """Rows of every kernel in TFLite layout: elements / input channels (innermost dim)."""
   keras = keras2.keras()
-  return [int(layer.kernel.shape.num_elements() // layer.kernel.shape[-2])
-          for layer in model.layers if isinstance(layer, (keras.layers.Conv2D,
-                                                          keras.layers.Dense))]
+  return [
+    int(layer.kernel.shape.num_elements() // layer.kernel.shape[-2])
+    for layer in model.layers
+    if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense))
+  ]
 
 
 @pytest.mark.parametrize("fmt", list(names.FORMAT_NAMES))
@@ -115,22 +139,36 @@ def test_sparse_file_smaller_by_what_sparsity_allows(run, fmt):
   plain = _meta(run_dir, names.Variant("prune_0.9", fmt))
   sparse = _meta(run_dir, names.Variant("prune_0.9", fmt, "sparse"))
   rows = _rows(pruned)
-  removable = sum(k["zeros"] * _BYTES[k["dtype"]]
-                  for k in plain["sparsity"]["per_kernel"].values())
+  removable = sum(k["zeros"] * _BYTES[k["dtype"]] for k in plain["sparsity"]["per_kernel"].values())
   nonzeros = plain["sparsity"]["kernels"]["count"] - plain["sparsity"]["kernels"]["zeros"]
-  bound = (plain["size_bytes"]["raw"] - removable + 4 * nonzeros +
-           4 * sum(r + 1 for r in rows) + 1024 * len(rows))
+  bound = (
+    plain["size_bytes"]["raw"]
+    - removable
+    + 4 * nonzeros
+    + 4 * sum(r + 1 for r in rows)
+    + 1024 * len(rows)
+  )
   assert sparse["size_bytes"]["raw"] <= bound, (fmt, sparse["size_bytes"]["raw"], bound)
   assert bound < plain["size_bytes"]["raw"]  # the bound itself demands a saving
 
 
 def test_rerun_skips_sparse_twins(run):
   run_dir, dataset, _, _ = run
-  again = export.export_population(run_dir, ["float32"], ["float32"], representative_size=30,
-                                   dataset=dataset, encodings=("plain", "sparse"))
+  again = export.export_population(
+    run_dir,
+    ["float32"],
+    ["float32"],
+    representative_size=30,
+    dataset=dataset,
+    encodings=("plain", "sparse"),
+  )
   assert all(r["skipped"] for r in again)
-  assert [r["variant"] for r in again] == ["dense", "float32+sparse", "prune_0.9",
-                                           "prune_0.9+sparse"]
+  assert [r["variant"] for r in again] == [
+    "dense",
+    "float32+sparse",
+    "prune_0.9",
+    "prune_0.9+sparse",
+  ]
 
 
 def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypatch):
@@ -141,14 +179,16 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
 
   def failing(model, fmt, rep=None, encoding="plain"):
     if encoding == "sparse":
-      raise converter.ConversionError("TFLite conversion to float32 (sparse encoding) failed: "
-                                      "densify pass\nbroke")
+      raise converter.ConversionError(
+        "TFLite conversion to float32 (sparse encoding) failed: densify pass\nbroke"
+      )
     return real(model, fmt, rep, encoding)
 
   monkeypatch.setattr(converter, "convert", failing)
   lines = []
-  results = export.export_population(run_dir, ["float32"], [], dataset=dataset,
-                                     encodings=("plain", "sparse"), log=lines.append)
+  results = export.export_population(
+    run_dir, ["float32"], [], dataset=dataset, encodings=("plain", "sparse"), log=lines.append
+  )
   assert [r["variant"] for r in results] == ["dense", "float32+sparse"]
   assert "failed" not in results[0]
   reason = results[1]["failed"]
@@ -164,8 +204,7 @@ def test_failed_sparse_conversion_is_recorded_and_plain_stays(tmp_path, monkeypa
   assert any(l.startswith("FAILED float32+sparse/0") for l in lines)
   # A later successful conversion removes the stale failure record.
   monkeypatch.setattr(converter, "convert", real)
-  export.export_population(run_dir, ["float32"], [], dataset=dataset,
-                           encodings=("plain", "sparse"))
+  export.export_population(run_dir, ["float32"], [], dataset=dataset, encodings=("plain", "sparse"))
   assert os.path.exists(path) and not os.path.exists(tflite_failure.path(run_dir, sparse, 0))
 
 

@@ -39,15 +39,21 @@ def test_param_count_matches_table_6(depth):
   assert trainable == _expected_params(depth)
   assert abs(trainable - TABLE_6[depth]) <= ROUNDING[depth]
   # Without BN γβ (if He et al. did not count them) the rounding agrees as well.
-  bn = sum(2 * l.gamma.shape[0] for l in model.layers
-           if isinstance(l, keras.layers.BatchNormalization))
+  bn = sum(
+    2 * l.gamma.shape[0] for l in model.layers if isinstance(l, keras.layers.BatchNormalization)
+  )
   assert abs(trainable - bn - TABLE_6[depth]) <= ROUNDING[depth]
   assert model.output_shape == (None, 10)
 
 
 def test_exact_counts():
   assert [_expected_params(d) for d in sorted(TABLE_6)] == [
-      269_722, 464_154, 658_586, 853_018, 1_727_962]
+    269_722,
+    464_154,
+    658_586,
+    853_018,
+    1_727_962,
+  ]
 
 
 def test_option_b_adds_two_projections():
@@ -67,8 +73,9 @@ def test_option_a_shortcut_is_subsampled_identity_with_zero_channels():
   assert model.get_layer("stage3_block1_add").output_shape == (None, 8, 8, 64)
 
 
-@pytest.mark.parametrize("kwargs", [dict(depth=21), dict(shortcut="C"),
-                                    dict(input_shape=(2, 2, 3))])
+@pytest.mark.parametrize(
+  "kwargs", [dict(depth=21), dict(shortcut="C"), dict(input_shape=(2, 2, 3))]
+)
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)

@@ -85,9 +85,17 @@ def test_every_kernel_is_prunable():
   assert sum(int(np.prod(k.shape)) for k in found.values()) == 68_994 + 690
 
 
-@pytest.mark.parametrize("kwargs", [dict(depth=21), dict(depth=4), dict(growth_rate=0),
-                                    dict(compression=0.0), dict(compression=1.5),
-                                    dict(input_shape=(3, 3, 3))])
+@pytest.mark.parametrize(
+  "kwargs",
+  [
+    dict(depth=21),
+    dict(depth=4),
+    dict(growth_rate=0),
+    dict(compression=0.0),
+    dict(compression=1.5),
+    dict(input_shape=(3, 3, 3)),
+  ],
+)
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)

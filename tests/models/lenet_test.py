@@ -12,8 +12,7 @@ keras = keras2.keras()
 def test_shrinkbench_variant_param_count():
   # ShrinkBench models/mnistnet.py `LeNet` (002's pruning library): Conv2d(1, 6, 3),
   # Conv2d(6, 16, 3), Linear(16*5*5, 120), Linear(120, 84), Linear(84, 10), all with bias.
-  per_layer = [3 * 3 * 1 * 6 + 6, 3 * 3 * 6 * 16 + 16, 400 * 120 + 120, 120 * 84 + 84,
-               84 * 10 + 10]
+  per_layer = [3 * 3 * 1 * 6 + 6, 3 * 3 * 6 * 16 + 16, 400 * 120 + 120, 120 * 84 + 84, 84 * 10 + 10]
   assert per_layer == [60, 880, 48_120, 10_164, 850]
   model = lenet.lenet5((28, 28, 1), 10)
   assert model_kit.param_counts(model) == (sum(per_layer), 0) == (60_074, 0)
@@ -23,8 +22,7 @@ def test_shrinkbench_variant_param_count():
 def test_lecun1998_variant_param_count():
   # LeCun et al. 1998 §II.B: C1 156, S2 12, C3 1,516, S4 32, C5 48,120, F6 10,164 trainable
   # parameters, plus the 84×10 RBF output (840): 60,840 in all.
-  lecun = {"C1": 156, "S2": 12, "C3": 1_516, "S4": 32, "C5": 48_120, "F6": 10_164,
-           "output": 840}
+  lecun = {"C1": 156, "S2": 12, "C3": 1_516, "S4": 32, "C5": 48_120, "F6": 10_164, "output": 840}
   assert sum(lecun.values()) == 60_840
   # Ours: C3 fully connected (16 × (6·25 + 1) = 2,416, +900), max pools (−12, −32), dense
   # output with bias (850, +10).

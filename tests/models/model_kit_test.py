@@ -55,12 +55,13 @@ def test_image_input_without_normalization_only_rescales():
   inputs, x = model_kit.image_input((2, 2, 1))
   model = keras.Model(inputs, x)
   assert [type(l) for l in model.layers[1:]] == [keras.layers.Rescaling]
-  np.testing.assert_allclose(model(np.full((1, 2, 2, 1), 51.0, np.float32)).numpy(), 0.2,
-                             rtol=1e-6)
+  np.testing.assert_allclose(model(np.full((1, 2, 2, 1), 51.0, np.float32)).numpy(), 0.2, rtol=1e-6)
 
 
-@pytest.mark.parametrize("mean,std", [((0.1, 0.2), None), (None, (1.0, 0.0, 1.0)),
-                                      (None, -1.0), ("abc", None), (float("nan"), None)])
+@pytest.mark.parametrize(
+  "mean,std",
+  [((0.1, 0.2), None), (None, (1.0, 0.0, 1.0)), (None, -1.0), ("abc", None), (float("nan"), None)],
+)
 def test_bad_mean_std(mean, std):
   with pytest.raises(model_kit.ModelError):
     model_kit.image_input((4, 4, 3), mean=mean, std=std)

@@ -11,7 +11,7 @@ keras = keras2.keras()
 
 
 def test_registry_is_a_plain_dict_of_callables():
-  assert type(model_registry.MODELS) is dict  # pylint: disable=unidiomatic-typecheck
+  assert type(model_registry.MODELS) is dict
   assert all(callable(b) for b in model_registry.MODELS.values())
   assert "small_cnn" in model_registry.MODELS
 
@@ -74,9 +74,9 @@ def test_no_normalize_layer_without_mean_std():
   assert "normalize" not in [layer.name for layer in model.layers]
 
 
-@pytest.mark.parametrize("name,shape", [("small_cnn", (8, 8, 1)),
-                                        ("cifar_resnet20", (8, 8, 3)),
-                                        ("lenet5", (28, 28, 1))])
+@pytest.mark.parametrize(
+  "name,shape", [("small_cnn", (8, 8, 1)), ("cifar_resnet20", (8, 8, 3)), ("lenet5", (28, 28, 1))]
+)
 def test_building_is_deterministic_given_the_global_seed(name, shape):
   def weights(seed):
     keras.utils.set_random_seed(seed)

@@ -18,26 +18,25 @@ from tf_forget.models import model_registry
 keras = keras2.keras()
 tfmot = keras2.tfmot()
 
-# pylint: disable=g-import-not-at-top,g-bad-import-order
 from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry
 from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper
 
 # Smallest convenient input per model (the wrappers do not depend on the spatial size).
 TINY_SHAPES = {
-    "resnet18": (32, 32, 3),
-    "resnet50": (32, 32, 3),
-    "wrn": (8, 8, 3),
-    "wrn_28_10": (8, 8, 3),
-    "wrn_16_8": (8, 8, 3),
-    "cifar_resnet20": (8, 8, 3),
-    "cifar_resnet32": (8, 8, 3),
-    "cifar_resnet44": (8, 8, 3),
-    "cifar_resnet56": (8, 8, 3),
-    "cifar_resnet110": (8, 8, 3),
-    "vgg16": (32, 32, 3),  # five 2×2 poolings
-    "densenet22": (8, 8, 3),
-    "lenet5": (28, 28, 1),
-    "small_cnn": (8, 8, 1),
+  "resnet18": (32, 32, 3),
+  "resnet50": (32, 32, 3),
+  "wrn": (8, 8, 3),
+  "wrn_28_10": (8, 8, 3),
+  "wrn_16_8": (8, 8, 3),
+  "cifar_resnet20": (8, 8, 3),
+  "cifar_resnet32": (8, 8, 3),
+  "cifar_resnet44": (8, 8, 3),
+  "cifar_resnet56": (8, 8, 3),
+  "cifar_resnet110": (8, 8, 3),
+  "vgg16": (32, 32, 3),  # five 2×2 poolings
+  "densenet22": (8, 8, 3),
+  "lenet5": (28, 28, 1),
+  "small_cnn": (8, 8, 1),
 }
 # Models on which a mask update is run too (eager, one step); the rest are wrapped and stripped.
 MASKED = ("small_cnn", "lenet5", "cifar_resnet20", "resnet18")
@@ -45,7 +44,7 @@ MASKED = ("small_cnn", "lenet5", "cifar_resnet20", "resnet18")
 
 @pytest.fixture(name="rescaling_registered")
 def fixture_rescaling_registered(monkeypatch):
-  weights_map = prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP  # pylint: disable=protected-access
+  weights_map = prune_registry.PruneRegistry._LAYERS_WEIGHTS_MAP
   monkeypatch.setitem(weights_map, keras.layers.Rescaling, [])
 
 
@@ -62,6 +61,7 @@ def _wrap_per_layer(model):
     if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense)):
       return tfmot.sparsity.keras.prune_low_magnitude(layer, pruning_schedule=_schedule())
     return layer.__class__.from_config(layer.get_config())
+
   return keras.models.clone_model(model, clone_function=clone)
 
 

@@ -11,8 +11,9 @@ keras = keras2.keras()
 
 
 def _bn_channels(model):
-  return sum(l.gamma.shape[0] for l in model.layers
-             if isinstance(l, keras.layers.BatchNormalization))
+  return sum(
+    l.gamma.shape[0] for l in model.layers if isinstance(l, keras.layers.BatchNormalization)
+  )
 
 
 def _conv_out_channels(model):

@@ -52,7 +52,8 @@ def test_weight_decay_adds_l2_losses():
   assert not plain.losses
   kernel = model.get_layer("fc1").kernel.numpy()
   np.testing.assert_allclose(
-      float(model.get_layer("fc1").losses[0]), 1e-3 * np.sum(kernel**2), rtol=1e-5)
+    float(model.get_layer("fc1").losses[0]), 1e-3 * np.sum(kernel**2), rtol=1e-5
+  )
 
 
 def test_trains_on_separable_data():
@@ -61,15 +62,18 @@ def test_trains_on_separable_data():
   keras.utils.set_random_seed(1)
   rng = np.random.default_rng(1)
   labels = np.repeat([0, 1], 64)
-  x = (rng.uniform(0, 100, (128, 8, 8, 1)) + 150 * labels[:, None, None, None])
+  x = rng.uniform(0, 100, (128, 8, 8, 1)) + 150 * labels[:, None, None, None]
   model = small_cnn.small_cnn((8, 8, 1), 2)
-  model.compile(keras.optimizers.Adam(3e-3),
-                keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.compile(
+    keras.optimizers.Adam(3e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+  )
   history = model.fit(x.astype(np.float32), labels, batch_size=32, epochs=5, verbose=0)
   assert history.history["loss"][-1] < 0.2
 
 
-@pytest.mark.parametrize("kwargs", [
+@pytest.mark.parametrize(
+  "kwargs",
+  [
     dict(input_shape=(3, 3, 1)),
     dict(input_shape=(8, 8)),
     dict(num_classes=1),
@@ -78,7 +82,8 @@ def test_trains_on_separable_data():
     dict(weight_decay=-1.0),
     dict(mean=(0.1, 0.2)),
     dict(std=0.0),
-])
+  ],
+)
 def test_bad_values_raise_model_error(kwargs):
   args = dict(input_shape=(8, 8, 1), num_classes=10)
   args.update(kwargs)

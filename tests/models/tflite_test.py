@@ -15,16 +15,23 @@ from tf_forget.models import model_registry
 
 keras = keras2.keras()
 
-SHAPES = {"small_cnn": (8, 8, 1), "lenet5": (28, 28, 1), "cifar_resnet20": (8, 8, 3),
-          "wrn": (8, 8, 3)}
+SHAPES = {
+  "small_cnn": (8, 8, 1),
+  "lenet5": (28, 28, 1),
+  "cifar_resnet20": (8, 8, 3),
+  "wrn": (8, 8, 3),
+}
 
 
-@pytest.mark.parametrize("name,options", [
+@pytest.mark.parametrize(
+  "name,options",
+  [
     ("small_cnn", dict(mean=0.5, std=0.25)),  # with the per-channel normalize layer
     ("lenet5", {}),
     ("cifar_resnet20", {}),  # option A's Permute / ZeroPadding2D shortcut
     ("wrn", dict(depth=10, width=1)),
-])
+  ],
+)
 def test_full_int8_tflite_conversion(name, options):
   shape = SHAPES[name]
   keras.utils.set_random_seed(0)

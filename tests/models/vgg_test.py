@@ -13,8 +13,7 @@ keras = keras2.keras()
 
 # bearpaw/pytorch-classification models/cifar/vgg.py cfg "D" (torchprune's CIFAR `vgg16_bn`),
 # written out again here rather than taken from `vgg.CONFIGS`.
-VGG16_D = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
-           512, 512, 512, "M"]
+VGG16_D = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
 
 
 def _expected_params(config, num_classes=10):
@@ -69,8 +68,9 @@ def test_layout_matches_configuration_d():
 def test_every_kernel_is_prunable():
   model = model_registry.get("vgg16", (32, 32, 3), 10)
   found = oneshot.kernels(model)
-  assert list(found) == [f"conv{s}_{i}" for s, n in ((1, 2), (2, 2), (3, 3), (4, 3), (5, 3))
-                         for i in range(1, n + 1)] + ["logits"]
+  assert list(found) == [
+    f"conv{s}_{i}" for s, n in ((1, 2), (2, 2), (3, 3), (4, 3), (5, 3)) for i in range(1, n + 1)
+  ] + ["logits"]
   assert sum(int(np.prod(k.shape)) for k in found.values()) == 14_710_464 + 5_120
   without = oneshot.kernels(model, exclude_classifier=True)
   assert list(without) == list(found)[:-1]
@@ -83,8 +83,10 @@ def test_weight_decay_on_every_kernel_only():
   assert not no_decay.losses
 
 
-@pytest.mark.parametrize("kwargs", [dict(depth=15), dict(depth=True),
-                                    dict(input_shape=(16, 16, 3)), dict(weight_decay=-1.0)])
+@pytest.mark.parametrize(
+  "kwargs",
+  [dict(depth=15), dict(depth=True), dict(input_shape=(16, 16, 3)), dict(weight_decay=-1.0)],
+)
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)

@@ -26,10 +26,13 @@ def _expected_params(depth, width, num_classes=10):
   return total + 2 * c_in + c_in * num_classes + num_classes
 
 
-@pytest.mark.parametrize("depth,width,published_millions", [
+@pytest.mark.parametrize(
+  "depth,width,published_millions",
+  [
     (28, 10, 36.5),  # Zagoruyko & Komodakis 2016, Table 2 and §3 text: "36.5M"
-    (16, 8, 11.0),   # ibid. text: WRN-16-8 "11.0M"
-])
+    (16, 8, 11.0),  # ibid. text: WRN-16-8 "11.0M"
+  ],
+)
 def test_param_count_matches_paper(depth, width, published_millions):
   model = wide_resnet.wide_resnet((32, 32, 3), 10, depth=depth, width=width)
   trainable, non_trainable = model_kit.param_counts(model)
@@ -37,8 +40,8 @@ def test_param_count_matches_paper(depth, width, published_millions):
   # Printed to 0.1M: the exact count lies within ±0.05M of it.
   assert abs(trainable / 1e6 - published_millions) <= 0.05
   assert non_trainable == sum(
-      2 * l.gamma.shape[0] for l in model.layers
-      if isinstance(l, keras.layers.BatchNormalization))
+    2 * l.gamma.shape[0] for l in model.layers if isinstance(l, keras.layers.BatchNormalization)
+  )
   assert model.output_shape == (None, 10)
 
 
@@ -59,8 +62,9 @@ def test_preactivation_shortcut_and_dropout():
   assert not any(isinstance(l, keras.layers.Dropout) for l in no_dropout.layers)
 
 
-@pytest.mark.parametrize("kwargs", [dict(depth=27), dict(width=0), dict(dropout_rate=1.0),
-                                    dict(input_shape=(3, 3, 3))])
+@pytest.mark.parametrize(
+  "kwargs", [dict(depth=27), dict(width=0), dict(dropout_rate=1.0), dict(input_shape=(3, 3, 3))]
+)
 def test_bad_options_raise_model_error(kwargs):
   args = dict(input_shape=(32, 32, 3), num_classes=10)
   args.update(kwargs)

@@ -24,8 +24,15 @@ def _command(args, cwd=None, **env):
   for name in ("TF_USE_LEGACY_KERAS", "GITHUB_STEP_SUMMARY"):  # a CI runner's own summary
     environ.pop(name, None)
   environ.update(env)
-  return subprocess.run([sys.executable, "-m", "tf_forget", *args], cwd=cwd, env=environ,
-                        text=True, capture_output=True, timeout=600, check=False)
+  return subprocess.run(
+    [sys.executable, "-m", "tf_forget", *args],
+    cwd=cwd,
+    env=environ,
+    text=True,
+    capture_output=True,
+    timeout=600,
+    check=False,
+  )
 
 
 def _one_line(result):
@@ -40,20 +47,24 @@ def _flags(help_text):
 
 def test_dispatch_help_version_and_refusals():
   shown = _command(["--help"])
-  assert shown.returncode == 0 and all(f"tf-forget {c}" in shown.stdout
-                                       for c in ("audit", "plan", "report RUN_DIR"))
+  assert shown.returncode == 0 and all(
+    f"tf-forget {c}" in shown.stdout for c in ("audit", "plan", "report RUN_DIR")
+  )
   version = _command(["--version"])
   assert version.returncode == 0 and version.stdout == f"tf-forget {tf_forget.__version__}\n"
   assert _one_line(_command(["frob"])) == (
-      "tf-forget: error: unknown command 'frob' (the commands: audit, plan, report; "
-      "tf-forget --help)")
+    "tf-forget: error: unknown command 'frob' (the commands: audit, plan, report; tf-forget --help)"
+  )
   assert _command([]).returncode == 1
   assert _one_line(_command(["report", "a", "b"])).startswith(
-      "tf-forget: error: report takes one run directory, got 2")
+    "tf-forget: error: report takes one run directory, got 2"
+  )
   assert _one_line(_command(["audit", "--members=x"])).startswith(
-      "tf-forget audit: error: flag --members=x:")
+    "tf-forget audit: error: flag --members=x:"
+  )
   assert _one_line(_command(["audit", "stray"])) == (
-      "tf-forget audit: error: unexpected arguments: stray (see --help)")
+    "tf-forget audit: error: unexpected arguments: stray (see --help)"
+  )
 
   ours, theirs = _command(["audit", "--help"]), audit_binary.audit(["--help"])
   assert ours.returncode == 0 and theirs.returncode == 0, ours.stderr[-2000:]
@@ -72,8 +83,9 @@ def test_plan_prints_the_cost_plan_and_writes_nothing(tmp_path):
   assert plan.stdout.startswith("audit plan: digits") and "6 members x" in plan.stdout
   assert not out.exists()  # 3 variants x 2 members; nothing written
   refused = _command(["plan", f"--summary={tmp_path}/s.md"])
-  assert _one_line(refused) == ("tf-forget plan: error: --summary is not for --plan (the "
-                                "plan writes nothing)")
+  assert _one_line(refused) == (
+    "tf-forget plan: error: --summary is not for --plan (the plan writes nothing)"
+  )
 
 
 def test_summary_step_summary_and_report_again(tmp_path):
@@ -82,8 +94,7 @@ def test_summary_step_summary_and_report_again(tmp_path):
   bad = _command(["audit", *user_files.args(out), f"--summary={tmp_path}/no/s.md"], cwd=user)
   assert "--summary: cannot write" in _one_line(bad) and not out.exists()
 
-  gated = _command(["audit", *user_files.args(out), "--max_kl=0", f"--summary={summary}"],
-                   cwd=user)
+  gated = _command(["audit", *user_files.args(out), "--max_kl=0", f"--summary={summary}"], cwd=user)
   assert gated.returncode == 3, gated.stderr[-3000:]
   text = summary.read_text()
   assert text.startswith("### tf_forget audit — a gate failed: user_int8\n"), text
@@ -107,4 +118,5 @@ def test_summary_step_summary_and_report_again(tmp_path):
   assert (out / "report.json").read_bytes() == before
   assert step.read_text() == "an earlier step's line\n" + text
   assert _one_line(_command(["report", str(tmp_path / "none")])).startswith(
-      "tf-forget report: error:")
+    "tf-forget report: error:"
+  )

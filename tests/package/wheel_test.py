@@ -41,20 +41,27 @@ def _package_files():
   out = []
   for root, dirs, files in os.walk(os.path.join(SOURCE, "tf_forget")):
     dirs[:] = [d for d in dirs if d != "__pycache__"]
-    out += [os.path.relpath(os.path.join(root, f), SOURCE) for f in files
-            if not f.endswith(".pyc") and f not in NOT_SHIPPED]
+    out += [
+      os.path.relpath(os.path.join(root, f), SOURCE)
+      for f in files
+      if not f.endswith(".pyc") and f not in NOT_SHIPPED
+    ]
   return sorted(out)
 
 
 def _run(command, cwd, timeout=600, **env):
   """`command` in `cwd` with the user's environment: no checkout on PYTHONPATH, no Keras
   switch set beforehand, no GPU."""
-  environ = {k: v for k, v in os.environ.items()
-             if k not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "BUILD_WORKING_DIRECTORY",
-                          "GITHUB_STEP_SUMMARY")}
+  environ = {
+    k: v
+    for k, v in os.environ.items()
+    if k
+    not in ("PYTHONPATH", "TF_USE_LEGACY_KERAS", "BUILD_WORKING_DIRECTORY", "GITHUB_STEP_SUMMARY")
+  }
   environ.update(CUDA_VISIBLE_DEVICES="", **env)
-  return subprocess.run(command, cwd=cwd, env=environ, text=True, capture_output=True,
-                        timeout=timeout, check=False)
+  return subprocess.run(
+    command, cwd=cwd, env=environ, text=True, capture_output=True, timeout=timeout, check=False
+  )
 
 
 @pytest.fixture(scope="module")
@@ -65,21 +72,51 @@ def installed(tmp_path_factory):
   for rel in ["pyproject.toml", "README.md", *_package_files()]:
     (src / rel).parent.mkdir(parents=True, exist_ok=True)
     (src / rel).write_bytes((pathlib.Path(SOURCE) / rel).read_bytes())
-  built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                "--no-index", "--no-cache-dir", "-w", str(tmp / "dist"), str(src)], cwd=tmp)
+  built = _run(
+    [
+      sys.executable,
+      "-m",
+      "pip",
+      "wheel",
+      "--no-deps",
+      "--no-build-isolation",
+      "--no-index",
+      "--no-cache-dir",
+      "-w",
+      str(tmp / "dist"),
+      str(src),
+    ],
+    cwd=tmp,
+  )
   assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
   wheel = next((tmp / "dist").glob("tf_forget-*.whl"))
   venv = tmp / "venv"
-  made = _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)],
-              cwd=tmp)
+  made = _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], cwd=tmp)
   assert made.returncode == 0, made.stderr[-3000:]
-  site = _run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
-               "print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
+  site = _run(
+    [
+      str(venv / "bin" / "python"),
+      "-c",
+      "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    ],
+    cwd=tmp,
+  ).stdout.strip()
   stack = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
   (pathlib.Path(site) / "_verified_stack.pth").write_text(
-      "".join(f"import site; site.addsitedir({p!r})\n" for p in sorted(stack)))
-  pip = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index",
-              "--no-cache-dir", str(wheel)], cwd=tmp)
+    "".join(f"import site; site.addsitedir({p!r})\n" for p in sorted(stack))
+  )
+  pip = _run(
+    [
+      str(venv / "bin" / "python"),
+      "-m",
+      "pip",
+      "install",
+      "--no-index",
+      "--no-cache-dir",
+      str(wheel),
+    ],
+    cwd=tmp,
+  )
   assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
   return wheel, venv / "bin"
 
@@ -87,14 +124,19 @@ def installed(tmp_path_factory):
 def test_the_wheel_holds_the_package_and_every_file_it_reads(installed):
   wheel, _ = installed
   names = set(zipfile.ZipFile(wheel).namelist())
-  assert {n.split("/")[0] for n in names} == {"tf_forget", wheel.name.split("-py3")[0]
-                                              + ".dist-info"}
+  assert {n.split("/")[0] for n in names} == {
+    "tf_forget",
+    wheel.name.split("-py3")[0] + ".dist-info",
+  }
   files = _package_files()
   data = [f for f in files if not f.endswith(".py")]
   assert "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json" in data
   assert set(files) <= names, sorted(set(files) - names)  # code and data files alike
-  entry = zipfile.ZipFile(wheel).read(wheel.name.split("-py3")[0] + ".dist-info/"
-                                      "entry_points.txt").decode()
+  entry = (
+    zipfile.ZipFile(wheel)
+    .read(wheel.name.split("-py3")[0] + ".dist-info/entry_points.txt")
+    .decode()
+  )
   assert "tf-forget = tf_forget.commands.tf_forget_main:console_main" in entry
   assert os.path.getsize(wheel) < 2_000_000
 
@@ -103,8 +145,9 @@ def _same_report(a, b):
   a, b = api.load_report(a), api.load_report(b)
   assert list(a.tables) == list(b.tables) and "verdict" in a.tables
   for name in a.tables:
-    pd.testing.assert_frame_equal(timed.untimed(a.tables[name]), timed.untimed(b.tables[name]),
-                                  obj=name)
+    pd.testing.assert_frame_equal(
+      timed.untimed(a.tables[name]), timed.untimed(b.tables[name]), obj=name
+    )
   assert timed.without_timings(a.verdict) == timed.without_timings(b.verdict)
   assert a.passed == b.passed
 
@@ -123,8 +166,14 @@ print("verdict", result.passed, result.verdict["variant"], len(result.tables["ve
 def test_the_installed_command_and_api_audit_as_the_clone_does(installed, tmp_path):
   _, bin_dir = installed
   user = user_files.make(tmp_path / "user", num_images=100)
-  where = _run([str(bin_dir / "python"), "-c", "import tf_forget, sys; "
-                "print(tf_forget.__file__, 'tensorflow' in sys.modules)"], cwd=user)
+  where = _run(
+    [
+      str(bin_dir / "python"),
+      "-c",
+      "import tf_forget, sys; print(tf_forget.__file__, 'tensorflow' in sys.modules)",
+    ],
+    cwd=user,
+  )
   assert where.stdout.startswith(str(bin_dir.parent / "lib")), where.stdout + where.stderr
   assert where.stdout.split()[1] == "False"  # importing tf_forget loads no TensorFlow
 
@@ -137,15 +186,17 @@ def test_the_installed_command_and_api_audit_as_the_clone_does(installed, tmp_pa
 
   clone = audit_binary.audit(user_files.args(tmp_path / "clone"), cwd=user)
   assert clone.returncode == 0, clone.stderr[-3000:]
-  command = _run([str(bin_dir / "tf-forget"), "audit",
-                  *user_files.args(tmp_path / "installed")], cwd=user)
+  command = _run(
+    [str(bin_dir / "tf-forget"), "audit", *user_files.args(tmp_path / "installed")], cwd=user
+  )
   assert command.returncode == 0, command.stderr[-3000:]
   assert "recommended: deploy/" in command.stdout
   _same_report(tmp_path / "clone", tmp_path / "installed")
 
   (tmp_path / "api.py").write_text(API_SCRIPT)
-  script = _run([str(bin_dir / "python"), str(tmp_path / "api.py"), str(tmp_path / "api")],
-                cwd=user)
+  script = _run(
+    [str(bin_dir / "python"), str(tmp_path / "api.py"), str(tmp_path / "api")], cwd=user
+  )
   assert script.returncode == 0, script.stderr[-3000:]
   assert f"module {bin_dir.parent / 'lib'}" in script.stdout, script.stdout
   assert "verdict True user_int8 2" in script.stdout, script.stdout

@@ -14,26 +14,51 @@ from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import costs
 
 SMALL = costs.PlanInputs(
-    dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=3, dense_variants=1,
-    pruned_variants=1, steps=10, batch_size=4, quantizations=("float16", "full_int8"),
-    pruned_quantizations=(), sparse=True, corrupted_splits=2, robustness_members=2,
-    noise_eps=(0.0, 0.1), noise_draws=3, noise_examples=50, eval_size=100)
+  dataset="digits",
+  model="small_cnn",
+  image_shape=(8, 8, 1),
+  members=3,
+  dense_variants=1,
+  pruned_variants=1,
+  steps=10,
+  batch_size=4,
+  quantizations=("float16", "full_int8"),
+  pruned_quantizations=(),
+  sparse=True,
+  corrupted_splits=2,
+  robustness_members=2,
+  noise_eps=(0.0, 0.1),
+  noise_draws=3,
+  noise_examples=50,
+  eval_size=100,
+)
 
 UNIT_COSTS = {
-    "schema": costs.SCHEMA,
-    "models": {"small_cnn": {"image_shape": [8, 8, 1], "train_seconds_per_image": 0.01,
-                             "convert_seconds": {"float32": 2.0, "full_int8": 3.0},
-                             "infer_seconds_per_image": {"float32": 0.001, "full_int8": 0.0005}}},
-    "corruption_seconds_per_image": {"8x8x1": 0.002},
+  "schema": costs.SCHEMA,
+  "models": {
+    "small_cnn": {
+      "image_shape": [8, 8, 1],
+      "train_seconds_per_image": 0.01,
+      "convert_seconds": {"float32": 2.0, "full_int8": 3.0},
+      "infer_seconds_per_image": {"float32": 0.001, "full_int8": 0.0005},
+    }
+  },
+  "corruption_seconds_per_image": {"8x8x1": 0.002},
 }
 
 
 def test_counts_by_hand():
   c = costs.counts(SMALL)
   # train: 2 variants x 3 members = 6 members, 10 steps x 4 = 40 images each.
-  assert c["train"] == {"members": 6, "images_per_member": 40, "images": 240,
-                        "oneshot_members": 0, "finetune_images_per_member": 0,
-                        "retrain_members": 0, "retrain_images_per_member": 0}
+  assert c["train"] == {
+    "members": 6,
+    "images_per_member": 40,
+    "images": 240,
+    "oneshot_members": 0,
+    "finetune_images_per_member": 0,
+    "retrain_members": 0,
+    "retrain_images_per_member": 0,
+  }
   # export: dense 3 x (1 + 2) = 9; pruned 3 x 1 (float32 only) x 2 (sparse twin) = 6.
   assert c["export"]["conversions"] == 15 and c["export"]["plain_files"] == 12
   assert c["export"]["by_format"] == {"float32": 3 + 6, "float16": 3, "full_int8": 3}
@@ -77,8 +102,7 @@ def test_missing_model_is_said_not_invented():
 
 def test_celeb_a_default_plan_matches_the_protocol(tmp_path):
   out = tmp_path / "celeb_a"
-  text = audit_plan.plan_report(tree.AuditConfig(out=str(out),
-                                                          data=tree.Data(dataset="celeb_a")))
+  text = audit_plan.plan_report(tree.AuditConfig(out=str(out), data=tree.Data(dataset="celeb_a")))
   assert not out.exists()  # nothing written, no data read
   proto = protocols.get("celeb_a")
   k, pruned, test = 30, 6, 19_962  # 004: K = 30; dense + 6 sparsities (docs/spec.md §2.3)
@@ -102,12 +126,17 @@ def test_plan_flag_prints_and_writes_nothing(tmp_path, capsys):
   assert "32000 steps" in text and not out.exists()
 
 
-@pytest.mark.parametrize("content, message", [
+@pytest.mark.parametrize(
+  "content, message",
+  [
     ("not json", "unit-cost file"),
     (json.dumps({"schema": "other/1"}), "is not a tf_forget.unit_costs/1 file"),
-    (json.dumps({"schema": costs.SCHEMA, "models": {"m": {}},
-                 "corruption_seconds_per_image": {}}), "model 'm' needs"),
-])
+    (
+      json.dumps({"schema": costs.SCHEMA, "models": {"m": {}}, "corruption_seconds_per_image": {}}),
+      "model 'm' needs",
+    ),
+  ],
+)
 def test_bad_unit_cost_file_is_one_line(tmp_path, content, message):
   path = tmp_path / "costs.json"
   path.write_text(content)
@@ -128,12 +157,19 @@ def test_committed_unit_cost_file_loads():
 def test_oneshot_members_cost_their_fine_tuning():
   # 1 dense + 2 one-shot variants x 3 members: 3 trained members x 40 images and 6 fine-tunings
   # x 500 images; the one-shot files are exported and evaluated as pruned files.
-  p = dataclasses.replace(SMALL, dense_variants=1, pruned_variants=2, oneshot_variants=2,
-                          finetune_images=500)
+  p = dataclasses.replace(
+    SMALL, dense_variants=1, pruned_variants=2, oneshot_variants=2, finetune_images=500
+  )
   c = costs.counts(p)
-  assert c["train"] == {"members": 9, "images_per_member": 40, "images": 3 * 40 + 6 * 500,
-                        "oneshot_members": 6, "finetune_images_per_member": 500,
-                        "retrain_members": 0, "retrain_images_per_member": 0}
+  assert c["train"] == {
+    "members": 9,
+    "images_per_member": 40,
+    "images": 3 * 40 + 6 * 500,
+    "oneshot_members": 6,
+    "finetune_images_per_member": 500,
+    "retrain_members": 0,
+    "retrain_images_per_member": 0,
+  }
   assert c["export"]["plain_files"] == 3 * 3 + 6
   text = costs.format_plan(p, c)
   assert "3 members x 40 images" in text and "6 one-shot fine-tunings x 500 images" in text
@@ -142,12 +178,27 @@ def test_oneshot_members_cost_their_fine_tuning():
 def test_prune_retrain_cycles_are_counted_as_retrainings():
   # 2 dense members + 2 cycles x 2 members, each cycle retrained on 20 steps x 4 images = 80:
   # trained images 2 x 40 (10 steps x 4) + 4 x 80 = 400.
-  p = costs.PlanInputs(dataset="digits", model="small_cnn", image_shape=(8, 8, 1), members=2,
-                       dense_variants=1, pruned_variants=2, retrain_variants=2,
-                       retrain_images=80, steps=10, batch_size=4, quantizations=(),
-                       pruned_quantizations=(), sparse=False, corrupted_splits=0,
-                       robustness_members=2, noise_eps=(), noise_draws=0, noise_examples=0,
-                       eval_size=10)
+  p = costs.PlanInputs(
+    dataset="digits",
+    model="small_cnn",
+    image_shape=(8, 8, 1),
+    members=2,
+    dense_variants=1,
+    pruned_variants=2,
+    retrain_variants=2,
+    retrain_images=80,
+    steps=10,
+    batch_size=4,
+    quantizations=(),
+    pruned_quantizations=(),
+    sparse=False,
+    corrupted_splits=0,
+    robustness_members=2,
+    noise_eps=(),
+    noise_draws=0,
+    noise_examples=0,
+    eval_size=10,
+  )
   c = costs.counts(p)["train"]
   assert (c["members"], c["retrain_members"], c["images"]) == (6, 4, 400)
   assert "4 prune-retrain cycles x 80 images" in costs.format_plan(p, costs.counts(p))

@@ -61,14 +61,16 @@ class ToyStage(driver.Stage):
     return _toy_status(self._path(i), i * i)
 
   def units(self, ctx):
-    return [driver.Unit(checks=[driver.Check(f"toy/{i}", lambda i=i: self._status(i), i)],
-                        task=lambda items, i=i: driver.task(
-                            f"toy {i}", TASK, path=self._path(i), value=i * i))
-            for i in range(self.n)]
+    return [
+      driver.Unit(
+        checks=[driver.Check(f"toy/{i}", lambda i=i: self._status(i), i)],
+        task=lambda items, i=i: driver.task(f"toy {i}", TASK, path=self._path(i), value=i * i),
+      )
+      for i in range(self.n)
+    ]
 
   def finish(self, ctx, results):
-    fileio.write_bytes(os.path.join(self.directory, "made.txt"),
-                       f"{sorted(results)}\n".encode())
+    fileio.write_bytes(os.path.join(self.directory, "made.txt"), f"{sorted(results)}\n".encode())
     return results
 
 
@@ -116,31 +118,42 @@ class DigestStage(driver.Stage):
 
   def _paths(self, ctx):
     split = ctx.dataset.spec.eval_split
-    return {(v, k): os.path.join(ctx.run_dir, "predictions", v, str(k), f"{split}.npz")
-            for v in ctx.plain_variants for k in range(ctx.plan.population.members)}
+    return {
+      (v, k): os.path.join(ctx.run_dir, "predictions", v, str(k), f"{split}.npz")
+      for v in ctx.plain_variants
+      for k in range(ctx.plan.population.members)
+    }
 
   def units(self, ctx):
     units = []
     for (v, k), path in sorted(self._paths(ctx).items()):
       out = os.path.join(ctx.run_dir, "digest", v, f"{k}.txt")
       value = hashlib.sha256(fileio.read_bytes(path)).hexdigest()
-      units.append(driver.Unit(
+      units.append(
+        driver.Unit(
           checks=[driver.Check(f"digest {v}/{k}", lambda o=out, x=value: _toy_status(o, x))],
-          task=lambda _, o=out, x=value, v=v, k=k: driver.task(f"digest {v}/{k}", TASK,
-                                                               path=o, value=x)))
+          task=lambda _, o=out, x=value, v=v, k=k: driver.task(
+            f"digest {v}/{k}", TASK, path=o, value=x
+          ),
+        )
+      )
     return units
 
 
 def test_a_stage_added_to_the_audit_runs_and_is_reused(tmp_path, monkeypatch):
   listed = stages_lib.audit_stages
-  monkeypatch.setattr(stages_lib, "audit_stages", lambda plan: listed(plan) + [
-      ("digests", [DigestStage()])])
+  monkeypatch.setattr(
+    stages_lib, "audit_stages", lambda plan: listed(plan) + [("digests", [DigestStage()])]
+  )
   config = tree.AuditConfig(
-      out=str(tmp_path / "run"),
-      population=tree.Population(preset="tiny", members=2, variants=("dense",), steps=40),
-      formats=tree.Formats(quantizations=(), pruned_quantizations=()),
-      deployment=tree.Deployment(encoding="plain"), robustness=tree.Robustness(corruptions=()),
-      noise=tree.Noise(levels=()), execution=tree.Execution(executor="inline"))
+    out=str(tmp_path / "run"),
+    population=tree.Population(preset="tiny", members=2, variants=("dense",), steps=40),
+    formats=tree.Formats(quantizations=(), pruned_quantizations=()),
+    deployment=tree.Deployment(encoding="plain"),
+    robustness=tree.Robustness(corruptions=()),
+    noise=tree.Noise(levels=()),
+    execution=tree.Execution(executor="inline"),
+  )
   logs = []
   audit_lib.run_audit(config, log=logs.append)
   assert any(line.startswith("== 4/7 digests") for line in logs), logs

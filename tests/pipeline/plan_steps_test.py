@@ -16,11 +16,14 @@ from tf_forget.pipeline import user_plan
 Step = plan_steps.Step
 
 
-@pytest.mark.parametrize("steps,given", [
+@pytest.mark.parametrize(
+  "steps,given",
+  [
     (trained_plan.STEPS, ("check_data",)),
     (user_plan.STEPS, ("check_data",)),
     (run_checks.STEPS, ("planned",)),
-])
+  ],
+)
 def test_every_registry_is_sound(steps, given):
   assert plan_steps.check(steps, given) == []
   sections = {f.name for f in dataclasses.fields(tree.AuditConfig)}
@@ -31,8 +34,11 @@ def test_every_registry_is_sound(steps, given):
 @pytest.mark.parametrize("steps", [trained_plan.STEPS, user_plan.STEPS])
 def test_every_plan_field_without_a_default_is_made(steps):
   made = {name for step in steps for name in step.makes}
-  required = {f.name for f in dataclasses.fields(audit_plan.Plan)
-              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+  required = {
+    f.name
+    for f in dataclasses.fields(audit_plan.Plan)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+  }
   assert required <= made
 
 
@@ -46,17 +52,19 @@ def _b(a, data):
 
 
 def test_check_names_each_problem():
-  steps = (Step(_b, reads=("data",), needs=("a",), makes=("b",)),  # needs a before it is made
-           Step(_a, needs=("x",), makes=("a",)),
-           Step(_a, reads=("out",), makes=("a",)),  # takes x, reads out; a made twice
-           Step(_b, reads=("data",), needs=("a", "data"), makes=("b",)))
+  steps = (
+    Step(_b, reads=("data",), needs=("a",), makes=("b",)),  # needs a before it is made
+    Step(_a, needs=("x",), makes=("a",)),
+    Step(_a, reads=("out",), makes=("a",)),  # takes x, reads out; a made twice
+    Step(_b, reads=("data",), needs=("a", "data"), makes=("b",)),
+  )
   assert plan_steps.check(steps, given=("x",)) == [
-      "b: needs ['a'], which no earlier step makes",
-      "a: takes ['x'], declares ['out']",
-      "a: makes ['a'], made before",
-      "b: reads and needs ['data']",
-      "b: needs ['data'], which no earlier step makes",
-      "b: makes ['b'], made before",
+    "b: needs ['a'], which no earlier step makes",
+    "a: takes ['x'], declares ['out']",
+    "a: makes ['a'], made before",
+    "b: reads and needs ['data']",
+    "b: needs ['data'], which no earlier step makes",
+    "b: makes ['b'], made before",
   ]
 
 
@@ -68,9 +76,14 @@ def test_run_hands_a_step_only_what_it_declares():
     return {"c": 3}
 
   config = tree.AuditConfig(out="/tmp/x", data=tree.Data(dataset="digits"))
-  made = plan_steps.run((Step(_a, needs=("x",), makes=("a",)),
-                         Step(record, reads=("gates", "data"), needs=("a",), makes=("c",))),
-                        config, x=7)
+  made = plan_steps.run(
+    (
+      Step(_a, needs=("x",), makes=("a",)),
+      Step(record, reads=("gates", "data"), needs=("a",), makes=("c",)),
+    ),
+    config,
+    x=7,
+  )
   assert made == {"x": 7, "a": 7, "c": 3}
   assert seen == {"gates": config.gates, "data": config.data, "a": 7}
 
@@ -87,9 +100,12 @@ def _at_most_five_members(population):
 
 
 def _config(tmp_path, **population):
-  return tree.AuditConfig(out=str(tmp_path / "out"), data=tree.Data(dataset="digits"),
-                          population=tree.Population(**population),
-                          formats=tree.Formats(quantizations=("bogus_format",)))
+  return tree.AuditConfig(
+    out=str(tmp_path / "out"),
+    data=tree.Data(dataset="digits"),
+    population=tree.Population(**population),
+    formats=tree.Formats(quantizations=("bogus_format",)),
+  )
 
 
 def test_an_added_check_refuses_in_its_place(monkeypatch, tmp_path):
@@ -110,7 +126,8 @@ def test_an_added_check_refuses_in_its_place(monkeypatch, tmp_path):
   monkeypatch.setattr(trained_plan, "STEPS", registered[:at] + (check,) + registered[at:])
   with pytest.raises(tree.AuditError, match="--members=6"):
     audit_plan.plan(dataclasses.replace(config, formats=tree.Formats()), check_data=False)
-  p = audit_plan.plan(dataclasses.replace(config, formats=tree.Formats(),
-                                          population=tree.Population(members=5)),
-                      check_data=False)
+  p = audit_plan.plan(
+    dataclasses.replace(config, formats=tree.Formats(), population=tree.Population(members=5)),
+    check_data=False,
+  )
   assert p.population.members == 5

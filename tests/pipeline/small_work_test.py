@@ -16,14 +16,17 @@ def _config(executor="local", workers=None):
   return tree.Execution(executor=executor, workers=workers)
 
 
-@pytest.mark.parametrize("config,seconds,kind", [
+@pytest.mark.parametrize(
+  "config,seconds,kind",
+  [
     (_config(), 10.0, "InlineExecutor"),
     (_config(), stages.SMALL_WORK_S - 0.1, "InlineExecutor"),
     (_config(), stages.SMALL_WORK_S, "LocalExecutor"),
     (_config(), None, "LocalExecutor"),
     (_config(workers=2), 10.0, "LocalExecutor"),
     (_config("inline"), 1000.0, "InlineExecutor"),
-])
+  ],
+)
 def test_the_default_pool_becomes_this_process_only_for_small_work(config, seconds, kind):
   lines = []
   executor = stages.make_executor(config, lines.append, seconds)

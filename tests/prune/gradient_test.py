@@ -47,9 +47,11 @@ def _protocol():
 
 def _config(pop, variant):
   return oneshot_member.OneshotConfig(
-      member=train_member.MemberConfig(dataset=pop.dataset, model=pop.model, variant=variant,
-                                       k=0, preset=pop.preset),
-      protocol=_protocol())
+    member=train_member.MemberConfig(
+      dataset=pop.dataset, model=pop.model, variant=variant, k=0, preset=pop.preset
+    ),
+    protocol=_protocol(),
+  )
 
 
 def _prune(pop, variants):
@@ -98,8 +100,7 @@ def test_gp_and_up_members_of_a_parent_read_one_g(pop):
 def test_mp_and_rp_compute_no_gradient(pop):
   _prune(pop, ["oneshot_mp_r2", "oneshot_rp_r2"])
   assert _meta(pop, "oneshot_rp_r2")["pruning"]["gradient"] is None
-  assert not os.path.exists(os.path.join(layout.member_dir(pop.run_dir, "dense", 0),
-                                         "gradient"))
+  assert not os.path.exists(os.path.join(layout.member_dir(pop.run_dir, "dense", 0), "gradient"))
 
 
 def _layer_prunes_as_mp(theta, kept):
@@ -122,8 +123,9 @@ def test_up_prunes_a_layer_whose_g_is_zero_as_mp(pop):
   gradient.write(grad.path, planted, grad.metadata)
   meta = oneshot_member.prune_member(_config(pop, "oneshot_up_r4"), pop.run_dir)
   assert meta["pruning"]["gradient"]["sha256"] == _sha(grad.path) != grad.sha256
-  kernel = oneshot.kernels(member_files.load_model(
-      layout.member_dir(pop.run_dir, "oneshot_up_r4", 0)))[layer].numpy()
+  kernel = oneshot.kernels(
+    member_files.load_model(layout.member_dir(pop.run_dir, "oneshot_up_r4", 0))
+  )[layer].numpy()
   assert _layer_prunes_as_mp(theta[layer], kernel != 0)
   assert 0 < np.count_nonzero(kernel) < kernel.size
 
@@ -165,7 +167,7 @@ def _truncate(path):
   with open(path, "rb") as f:
     data = f.read()
   with open(path, "wb") as f:
-    f.write(data[:len(data) // 2])
+    f.write(data[: len(data) // 2])
 
 
 def _alter_arrays(path):
@@ -175,10 +177,13 @@ def _alter_arrays(path):
   fileio.write_npz(path, metadata=np.array(json.dumps(meta, sort_keys=True)), **arrays)
 
 
-@pytest.mark.parametrize("spoil, reason", [
+@pytest.mark.parametrize(
+  "spoil, reason",
+  [
     (_truncate, "it is unreadable"),
     (_alter_arrays, "do not match its recorded arrays_sha256"),
-])
+  ],
+)
 def test_a_garbage_g_is_redone_with_the_same_bytes(pop, spoil, reason):
   _prune(pop, GP_UP[:2])
   g_file = gradient.path(pop.run_dir, _parent(pop), _protocol())

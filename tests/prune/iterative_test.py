@@ -35,11 +35,19 @@ keras = keras2.keras()
 
 def test_names_link_each_cycle_to_the_one_before():
   v = names.parse_trained("iter_ft_c3")
-  assert (v.method, v.algorithm, v.cycle, v.parent, v.pruned) == ("iterative", "ft", 3,
-                                                                  "iter_ft_c2", True)
+  assert (v.method, v.algorithm, v.cycle, v.parent, v.pruned) == (
+    "iterative",
+    "ft",
+    3,
+    "iter_ft_c2",
+    True,
+  )
   assert names.parse_trained("iter_wt_c1").parent == "dense"
   assert [x.name for x in names.iterative_variants(["wt"], 3)] == [
-      "iter_wt_c1", "iter_wt_c2", "iter_wt_c3"]
+    "iter_wt_c1",
+    "iter_wt_c2",
+    "iter_wt_c3",
+  ]
   for bad in ("iter_mp_c1", "iter_wt_c0", "iter_wt"):
     with pytest.raises(names.VariantError):
       names.parse_trained(bad)
@@ -49,19 +57,22 @@ def test_torchprune_schedule_is_the_released_configs():
   # Second method: the released config's spacing (torchprune paper/lost/param/cifar/
   # resnet20.yaml) with numpy, split as its `_split_keep_ratios` does (array_split, last of
   # each of the 23 chunks).
-  spaced = np.concatenate([np.geomspace(0.99, 0.855, 2), np.geomspace(0.85, 0.15, 58),
-                           np.linspace(0.132, 0.02, 9)])
+  spaced = np.concatenate(
+    [np.geomspace(0.99, 0.855, 2), np.geomspace(0.85, 0.15, 58), np.linspace(0.132, 0.02, 9)]
+  )
   expected = [chunk[-1] for chunk in np.array_split(spaced, 23)]
   got = ip.torchprune_keep_ratios()
   np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11)
   # docs/spec.md §6.5 prints the first three and the last.
   assert [round(k, 3) for k in got[:3]] == [0.85, 0.776, 0.708] and got[-1] == 0.02
-  assert ip.get("resnet20_003" if "resnet20_003" in _presets() else "cifar10_paper").keep_ratios \
-      == got
+  assert (
+    ip.get("resnet20_003" if "resnet20_003" in _presets() else "cifar10_paper").keep_ratios == got
+  )
 
 
 def _presets():
-  from tf_forget.train import presets  # pylint: disable=g-import-not-at-top
+  from tf_forget.train import presets
+
   return presets.names()
 
 
@@ -72,8 +83,12 @@ def test_alpha_schedule_and_overrides():
   assert ip.get("cifar10_paper", alpha=0.85, cycles=3).keep_ratios == (0.85, 0.7225, 0.614125)
   assert ip.get("cifar10_paper", cycles=4).keep_ratios == ip.torchprune_keep_ratios()[:4]
   assert ip.IterativeSchedule.from_json(json.loads(json.dumps(p.to_json()))) == p
-  for kwargs, message in [({"alpha": 1.0}, "alpha"), ({"cycles": 24}, "1..23"),
-                          ({"warmup": 1}, "no option"), ({"retrain_steps": 0}, ">= 1")]:
+  for kwargs, message in [
+    ({"alpha": 1.0}, "alpha"),
+    ({"cycles": 24}, "1..23"),
+    ({"warmup": 1}, "no option"),
+    ({"retrain_steps": 0}, ">= 1"),
+  ]:
     with pytest.raises(ip.IterativeScheduleError, match=message):
       ip.get("cifar10_paper", **kwargs)
   with pytest.raises(ip.IterativeScheduleError, match="decrease"):
@@ -122,7 +137,7 @@ def test_wt_reaches_each_keep_ratio_exactly_and_never_revives():
 
 def test_kept_count_reads_the_ratio_as_written():
   assert structured.kept_count(200, 0.015) == 3  # 0.015 * 200 = 3 exactly, not 2.9999…
-  assert structured.kept_count(10, 0.25) == 3    # 2.5 rounds half up
+  assert structured.kept_count(10, 0.25) == 3  # 2.5 rounds half up
   with pytest.raises(scores.PruneError, match="keep ratio"):
     structured.prune(_conv_bn_model(), "wt", 1.0)
   with pytest.raises(scores.PruneError, match="unknown iterative"):
@@ -138,10 +153,13 @@ def test_ft_removes_whole_filters_bias_and_batch_norm_but_not_the_classifier():
   for name, mask in masks.items():
     layer = model.get_layer(name)
     # The lowest-L1 filters went (hand check against the norms taken before pruning).
-    assert set(np.flatnonzero(~mask)) == set(np.argsort(norms[name], kind="stable")[:(~mask).sum()])
+    assert set(np.flatnonzero(~mask)) == set(
+      np.argsort(norms[name], kind="stable")[: (~mask).sum()]
+    )
     kernel = layer.kernel.numpy()
-    assert np.all(kernel[..., ~mask] == 0) and np.all(np.any(kernel[..., mask] != 0, axis=tuple(
-        range(kernel.ndim - 1))))
+    assert np.all(kernel[..., ~mask] == 0) and np.all(
+      np.any(kernel[..., mask] != 0, axis=tuple(range(kernel.ndim - 1)))
+    )
     if layer.bias is not None:
       assert np.all(layer.bias.numpy()[~mask] == 0)
   for conv, bn in (("c1", "b1"), ("c2", "b2")):
@@ -152,8 +170,9 @@ def test_ft_removes_whole_filters_bias_and_batch_norm_but_not_the_classifier():
   assert np.all(model.get_layer("logits").kernel.numpy() != 0)
   # The removed channels output exactly 0 after BN + ReLU, whatever the input.
   probe = keras.Model(model.inputs, model.get_layer("b2").output)
-  out = probe(np.random.default_rng(0).uniform(-5, 5, (4, 6, 6, 2)).astype(np.float32),
-              training=False).numpy()
+  out = probe(
+    np.random.default_rng(0).uniform(-5, 5, (4, 6, 6, 2)).astype(np.float32), training=False
+  ).numpy()
   assert np.all(out[..., ~masks["c2"]] == 0)
   # Cumulative: a second cycle keeps a subset of the first cycle's filters.
   masks2, _ = structured.prune(model, "ft", 0.25, previous=masks)
@@ -176,8 +195,10 @@ def test_ft_pruned_filters_are_whole_zero_slices_in_the_exported_file():
 def test_held_masks_keep_entries_at_zero_through_training(algorithm):
   model = _conv_bn_model()
   _, var_masks = structured.prune(model, algorithm, 0.5)
-  model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
-      from_logits=True))
+  model.compile(
+    optimizer=keras.optimizers.SGD(0.5),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
   rng = np.random.default_rng(1)
   x, y = rng.uniform(0, 1, (32, 6, 6, 2)).astype(np.float32), rng.integers(0, 3, 32)
   model.fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[structured.HeldMasks(var_masks)])
@@ -205,27 +226,30 @@ def run(parent_run, tmp_path):
 
 
 def _config(pop, variant, **overrides):
-  return pruned_population.iterative_configs(
-      pop, [variant], ip.get("tiny", **overrides))[-1]
+  return pruned_population.iterative_configs(pop, [variant], ip.get("tiny", **overrides))[-1]
 
 
 def test_cycles_chain_parent_links_and_reach_the_keep_ratios(run):
   run_dir, pop = run
   proto = ip.get("tiny")
-  parents.run_member_stages(pop, iterative=["iter_wt_c2", "iter_ft_c2"],
-                            iterative_schedule=proto)
-  by = {c.member.variant: member_files.read_metadata(layout.member_dir(run_dir,
-                                                                       c.member.variant, 0))
-        for c in pruned_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)}
+  parents.run_member_stages(pop, iterative=["iter_wt_c2", "iter_ft_c2"], iterative_schedule=proto)
+  by = {
+    c.member.variant: member_files.read_metadata(layout.member_dir(run_dir, c.member.variant, 0))
+    for c in pruned_population.iterative_configs(pop, ["iter_wt_c2", "iter_ft_c2"], proto)
+  }
   assert list(by) == ["iter_wt_c1", "iter_ft_c1", "iter_wt_c2", "iter_ft_c2"]
   dense = member_files.read_metadata(os.path.join(run_dir, "members", "dense", "0"))
   for alg in ("wt", "ft"):
     c1, c2 = by[f"iter_{alg}_c1"], by[f"iter_{alg}_c2"]
-    assert c1["parent"]["variant"] == "dense" and c1["parent"]["model_sha256"] == \
-        dense["model_sha256"]
-    assert c2["parent"] == {"variant": f"iter_{alg}_c1", "k": 0,
-                            "model_sha256": c1["model_sha256"],
-                            "test_accuracy": c1["test_accuracy"]}
+    assert (
+      c1["parent"]["variant"] == "dense" and c1["parent"]["model_sha256"] == dense["model_sha256"]
+    )
+    assert c2["parent"] == {
+      "variant": f"iter_{alg}_c1",
+      "k": 0,
+      "model_sha256": c1["model_sha256"],
+      "test_accuracy": c1["test_accuracy"],
+    }
     assert [c1["pruning"]["keep_ratio"], c2["pruning"]["keep_ratio"]] == [0.5, 0.25]
     assert c2["pruning"]["retrain"]["warmup_steps"] == 20  # 0.5 epochs of 1297 // 32 steps
     assert c2["steps"] == 60
@@ -235,9 +259,14 @@ def test_cycles_chain_parent_links_and_reach_the_keep_ratios(run):
     filters = by[f"iter_ft_{c}"]["pruning"]["filters_kept"]
     assert all(k == structured.kept_count(n, keep) for k, n in filters.values())
   # The exported file of the FT member shows the removed filters.
-  export_lib.export_population(run_dir, dense_formats=("float32",), pruned_formats=("float32",),
-                               encodings=("plain",), members=[("iter_ft_c2", 0)],
-                               log=lambda line: None)
+  export_lib.export_population(
+    run_dir,
+    dense_formats=("float32",),
+    pruned_formats=("float32",),
+    encodings=("plain",),
+    members=[("iter_ft_c2", 0)],
+    log=lambda line: None,
+  )
   with open(os.path.join(run_dir, "tflite", "iter_ft_c2", "0", "float32.tflite"), "rb") as f:
     zero = flatbuffer.zero_filters(f.read())
   removed = sorted(n - k for k, n in by["iter_ft_c2"]["pruning"]["filters_kept"].values())

@@ -44,9 +44,11 @@ def run(parent_run, tmp_path):
 
 def _config(pop, variant, **overrides):
   return oneshot_member.OneshotConfig(
-      member=train_member.MemberConfig(dataset=pop.dataset, model=pop.model, variant=variant,
-                                       k=0, preset=pop.preset),
-      protocol=oneshot_schedule.get("tiny", **overrides))
+    member=train_member.MemberConfig(
+      dataset=pop.dataset, model=pop.model, variant=variant, k=0, preset=pop.preset
+    ),
+    protocol=oneshot_schedule.get("tiny", **overrides),
+  )
 
 
 def _kernels(run_dir, variant):
@@ -65,7 +67,8 @@ def test_member_prunes_the_parent_exactly_and_records_the_link(run, algorithm):
   assert meta["parent"]["variant"] == "dense" and meta["parent"]["k"] == 0
   assert meta["parent"]["model_sha256"] == parent_meta["model_sha256"]
   assert meta["parent"]["weights_sha256"] == hashing.arrays_sha256(
-      (w.name, w.numpy()) for w in parent.weights)
+    (w.name, w.numpy()) for w in parent.weights
+  )
   # Exact count: keep = round(n / 4) of the n prunable kernel weights (docs/spec.md §6.3).
   n = sum(w.size for w in _kernels(run_dir, "dense").values())
   comp = meta["pruning"]["compression"]
@@ -98,7 +101,8 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
   assert len(losses) == 4  # right after pruning, then 3 epochs
   assert ft["best_epoch"] == int(np.argmin(losses))
   # The saved model is the chosen epoch's: its validation data loss is the minimum.
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
+
   dataset = registry.get("digits")
   _, val, _, n_val = epoch_selection.holdout(dataset, cfg.protocol.validation_every)
   assert ft["validation_examples"] == n_val == 130  # every 10th of 1,297
@@ -117,9 +121,14 @@ def test_fine_tuning_keeps_the_lowest_validation_loss_epoch_and_the_mask(run):
 def test_exported_file_has_the_sparsity(run):
   run_dir, pop = run
   meta = oneshot_member.prune_member(_config(pop, "oneshot_up_r10"), run_dir)
-  export_lib.export_population(run_dir, dense_formats=("float32",), pruned_formats=("float32",),
-                               encodings=("plain",), members=[("oneshot_up_r10", 0)],
-                               log=lambda line: None)
+  export_lib.export_population(
+    run_dir,
+    dense_formats=("float32",),
+    pruned_formats=("float32",),
+    encodings=("plain",),
+    members=[("oneshot_up_r10", 0)],
+    log=lambda line: None,
+  )
   path = os.path.join(run_dir, "tflite", "oneshot_up_r10", "0", "float32.tflite")
   with open(path, "rb") as f:
     stats = flatbuffer.weight_stats(f.read())
@@ -131,7 +140,8 @@ def test_exported_file_has_the_sparsity(run):
 def test_ratio_over_all_parameters_and_exclude_classifier(run):
   run_dir, pop = run
   meta = oneshot_member.prune_member(
-      _config(pop, "oneshot_mp_r2", ratio_over="all", exclude_classifier=True), run_dir)
+    _config(pop, "oneshot_mp_r2", ratio_over="all", exclude_classifier=True), run_dir
+  )
   comp = meta["pruning"]["compression"]
   model = member_files.load_model(layout.member_dir(run_dir, "oneshot_mp_r2", 0))
   assert comp["total"] == oneshot.trainable_count(model)

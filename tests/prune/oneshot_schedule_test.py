@@ -24,7 +24,9 @@ def test_every_preset_has_a_protocol():
     assert oneshot_schedule.get(name).name == name
 
 
-@pytest.mark.parametrize("overrides, message", [
+@pytest.mark.parametrize(
+  "overrides, message",
+  [
     ({"phases": "3@x"}, "bad fine-tuning phase"),
     ({"phases": "0@0.1"}, "epochs >= 1"),
     ({"phases": ""}, "no fine-tuning phase"),
@@ -33,14 +35,17 @@ def test_every_preset_has_a_protocol():
     ({"validation_every": 1}, "validation_every"),
     ({"grad_batches": 0}, ">= 1"),
     ({"momentum2": 0.1}, "no field"),
-])
+  ],
+)
 def test_bad_overrides_are_one_line_errors(overrides, message):
   with pytest.raises(oneshot_schedule.OneshotScheduleError, match=message):
     oneshot_schedule.get("digits", **overrides)
 
 
 def test_unknown_preset():
-  with pytest.raises(oneshot_schedule.OneshotScheduleError, match="no one-shot fine-tuning protocol"):
+  with pytest.raises(
+    oneshot_schedule.OneshotScheduleError, match="no one-shot fine-tuning protocol"
+  ):
     oneshot_schedule.get("nope")
 
 
@@ -49,29 +54,40 @@ def test_phases_parse():
   assert oneshot_schedule.get("digits", phases="1@0.1").phases == ((1, 0.1),)
 
 
-@pytest.mark.parametrize("name, canonical, sparsity, ratio, fraction", [
+@pytest.mark.parametrize(
+  "name, canonical, sparsity, ratio, fraction",
+  [
     ("oneshot_up_r10", "oneshot_up_r10", 0.9, 10.0, None),
     ("oneshot_mp_r2.50", "oneshot_mp_r2.5", 0.6, 2.5, None),
     ("oneshot_rp_t0.30", "oneshot_rp_t0.3", 0.3, None, 0.3),
     ("oneshot_gp_t.5", "oneshot_gp_t0.5", 0.5, None, 0.5),
-])
+  ],
+)
 def test_oneshot_names(name, canonical, sparsity, ratio, fraction):
   v = names.parse_trained(name)
   assert (v.name, v.ratio, v.fraction, v.method, v.parent) == (
-      canonical, ratio, fraction, "oneshot", "dense")
+    canonical,
+    ratio,
+    fraction,
+    "oneshot",
+    "dense",
+  )
   assert v.sparsity == pytest.approx(sparsity) and v.pruned and v.oneshot
   assert names.parse_variant(f"{canonical}+full_int8").member_variant == canonical
   assert not names.parse_trained("prune_0.9").oneshot
   assert names.parse_trained("prune_0.9").parent is None
 
 
-@pytest.mark.parametrize("name, message", [
+@pytest.mark.parametrize(
+  "name, message",
+  [
     ("oneshot_xx_r10", "unknown one-shot algorithm"),
     ("oneshot_mp_r1", "must be > 1"),
     ("oneshot_mp_t1", "must be in \\(0, 1\\)"),
     ("oneshot_mp_r", "unknown variant"),
     ("oneshot_mp_r-2", "unknown variant"),
-])
+  ],
+)
 def test_bad_oneshot_names(name, message):
   with pytest.raises(names.VariantError, match=message):
     names.parse_trained(name)
@@ -79,7 +95,13 @@ def test_bad_oneshot_names(name, message):
 
 def test_oneshot_variants_are_algorithm_major():
   got = [v.name for v in names.oneshot_variants(["mp", "up"], [2, 10], [0.3])]
-  assert got == ["oneshot_mp_r2", "oneshot_mp_r10", "oneshot_up_r2", "oneshot_up_r10",
-                 "oneshot_mp_t0.3", "oneshot_up_t0.3"]
+  assert got == [
+    "oneshot_mp_r2",
+    "oneshot_mp_r10",
+    "oneshot_up_r2",
+    "oneshot_up_r10",
+    "oneshot_mp_t0.3",
+    "oneshot_up_t0.3",
+  ]
   with pytest.raises(names.VariantError, match="not both"):
     names.oneshot_name("mp", ratio=2, fraction=0.5)

@@ -18,15 +18,17 @@ keras = keras2.keras()
 def _softmax_regression(l2=0.0):
   keras.utils.set_random_seed(0)
   inputs = keras.Input([4])
-  outputs = keras.layers.Dense(3, name="logits",
-                               kernel_regularizer=keras.regularizers.l2(l2) if l2 else None)(inputs)
+  outputs = keras.layers.Dense(
+    3, name="logits", kernel_regularizer=keras.regularizers.l2(l2) if l2 else None
+  )(inputs)
   return keras.Model(inputs, outputs)
 
 
 def _batches(n=2, size=5, seed=0):
   rng = np.random.default_rng(seed)
-  return [(rng.normal(size=(size, 4)).astype(np.float32), rng.integers(0, 3, size))
-          for _ in range(n)]
+  return [
+    (rng.normal(size=(size, 4)).astype(np.float32), rng.integers(0, 3, size)) for _ in range(n)
+  ]
 
 
 def test_mean_gradient_is_the_data_loss_gradient():
@@ -96,8 +98,10 @@ def test_fine_tuning_keeps_the_masks_fixed():
   model = _cnn()
   masks, _ = oneshot.prune(model, "mp", ratio=10)
   kept_before = {n: v.numpy()[masks[n]].copy() for n, v in oneshot.kernels(model).items()}
-  model.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.compile(
+    optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
   x, y = _images(64, seed=1)
   model.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[oneshot.FixedMasks(masks)])
   for name, v in oneshot.kernels(model).items():

@@ -27,16 +27,27 @@ def copy_of(parent_run, run_dir):
   return tiny_config(run_dir)
 
 
-def run_member_stages(pop, oneshot=(), oneshot_schedule=None, iterative=(),
-                      iterative_schedule=None):
+def run_member_stages(
+  pop, oneshot=(), oneshot_schedule=None, iterative=(), iterative_schedule=None
+):
   """Runs the audit's member stages after training (g, one-shot, prune-retrain cycles) on the
   inline executor, as the audit does; returns the log lines, stripped."""
-  plan = types.SimpleNamespace(population=pop, oneshot=list(oneshot),
-                               oneshot_schedule=oneshot_schedule, iterative=list(iterative),
-                               iterative_schedule=iterative_schedule)
+  plan = types.SimpleNamespace(
+    population=pop,
+    oneshot=list(oneshot),
+    oneshot_schedule=oneshot_schedule,
+    iterative=list(iterative),
+    iterative_schedule=iterative_schedule,
+  )
   lines = []
-  ctx = stages.Context(plan=plan, run_dir=pop.run_dir, num_threads=1, workers=1, num_gpus=0,
-                       log=lambda line: lines.append(line.strip()))
+  ctx = stages.Context(
+    plan=plan,
+    run_dir=pop.run_dir,
+    num_threads=1,
+    workers=1,
+    num_gpus=0,
+    log=lambda line: lines.append(line.strip()),
+  )
   with executor_lib.make("inline") as executor:
     for stage in member_stages.stages(plan)[1:]:  # the parents are trained
       driver.run_stage(stage, ctx, executor, ctx.log)

@@ -30,10 +30,10 @@ def test_loads_every_variant_and_split(digits_run):
   np.testing.assert_array_equal(pop.ids, ids)
   np.testing.assert_array_equal(pop.labels, labels)
   # Member 1's top-1 is the fixture's noise pattern (i % 50 == 1 wrong).
-  np.testing.assert_array_equal(run.eval["dense"].top1[1] != labels,
-                                (np.arange(500) % 50 == 1) | np.isin(np.arange(500),
-                                                                     fake_run.planted_digits(
-                                                                         labels)[1]))
+  np.testing.assert_array_equal(
+    run.eval["dense"].top1[1] != labels,
+    (np.arange(500) % 50 == 1) | np.isin(np.arange(500), fake_run.planted_digits(labels)[1]),
+  )
   assert [s[1:] for s in run.corrupted_splits()] == [("gaussian_noise", s) for s in range(1, 6)]
   assert run.attributes == {} and run.train_attribute_shares == {}
 
@@ -41,9 +41,13 @@ def test_loads_every_variant_and_split(digits_run):
 def test_pairing_by_index_outside_one_shot(digits_run):
   run_dir, _, _ = digits_run
   run = collect.load_run(run_dir)
-  assert run.pairing["full_int8"] == {"kind": "index", "label": "index (same network)",
-                                      "pairs": [(0, 0), (1, 1), (2, 2)], "notes": [],
-                                      "pruning": {}}
+  assert run.pairing["full_int8"] == {
+    "kind": "index",
+    "label": "index (same network)",
+    "pairs": [(0, 0), (1, 1), (2, 2)],
+    "notes": [],
+    "pruning": {},
+  }
   assert run.pairing["prune_0.9"]["label"] == "index (independent members)"
   # A Run built without `pairing` falls back to index pairing.
   bare = dataclasses.replace(run, pairing={})
@@ -52,8 +56,9 @@ def test_pairing_by_index_outside_one_shot(digits_run):
 
 def test_parent_link_checks(tmp_path):
   run_dir = str(tmp_path)
-  fake_run.make_oneshot_run(run_dir, members=3, variants={"oneshot_gp_r4": 1.0,
-                                                          "oneshot_rp_r4": 1.0})
+  fake_run.make_oneshot_run(
+    run_dir, members=3, variants={"oneshot_gp_r4": 1.0, "oneshot_rp_r4": 1.0}
+  )
   meta = tmp_path / "members" / "oneshot_gp_r4"
   (meta / "0" / "metadata.json").write_text(json.dumps({"model_sha256": "x"}))
   (meta / "1" / "metadata.json").write_text("{not json")
@@ -66,13 +71,13 @@ def test_parent_link_checks(tmp_path):
   assert gp["pairs"] == [(2, 2)] and rp["pairs"] == [(0, 0)]
   notes = gp["notes"] + rp["notes"]
   assert len(notes) == 4 and all("\n" not in n for n in notes)
-  for text in ("oneshot_gp_r4: member 0 left out of paired measures: metadata.json has no "
-               "parent link",
-               "oneshot_gp_r4: member 1 left out of paired measures: no readable",
-               "oneshot_rp_r4: member 1 left out of paired measures: the parent's metadata.json "
-               "records no model_sha256 (dense/1)",
-               "oneshot_rp_r4: member 2 left out of paired measures: parent link names "
-               "'prune_0.9'"):
+  for text in (
+    "oneshot_gp_r4: member 0 left out of paired measures: metadata.json has no parent link",
+    "oneshot_gp_r4: member 1 left out of paired measures: no readable",
+    "oneshot_rp_r4: member 1 left out of paired measures: the parent's metadata.json "
+    "records no model_sha256 (dense/1)",
+    "oneshot_rp_r4: member 2 left out of paired measures: parent link names 'prune_0.9'",
+  ):
     assert any(n.startswith(text) for n in notes), text
   assert rp["pruning"]["algorithm"] == "rp"
 
@@ -85,8 +90,9 @@ def test_rows_in_another_order_are_aligned_to_dense(tmp_path):
   perm = np.random.default_rng(0).permutation(20)
   pred = labels.copy()
   pred[0] = 9  # the row of id 0 is wrong
-  fake_run.write_member(run_dir, "full_int8", 0, "test", test_ids, labels, pred, 10, "digits",
-                        shuffle=perm)
+  fake_run.write_member(
+    run_dir, "full_int8", 0, "test", test_ids, labels, pred, 10, "digits", shuffle=perm
+  )
   run = collect.load_run(run_dir, dataset=_FakeDataset())
   pop = run.eval["full_int8"]
   np.testing.assert_array_equal(pop.ids, test_ids)
@@ -96,7 +102,7 @@ def test_rows_in_another_order_are_aligned_to_dense(tmp_path):
 class _FakeDataset:
   """A registry-like data set without attributes (ids 0, 3, ..., 57 in `test`)."""
 
-  class spec:  # pylint: disable=invalid-name
+  class spec:
     name = "digits"
     num_classes = 10
     class_names = tuple(str(i) for i in range(10))
@@ -126,10 +132,8 @@ def test_member_with_other_ids_is_a_one_line_error(digits_run, tmp_path):
 def test_variant_with_other_ids_than_dense(tmp_path):
   run_dir = str(tmp_path)
   labels = np.zeros(4, np.int64)
-  fake_run.write_member(run_dir, "dense", 0, "test", [1, 2, 3, 4], labels, labels, 10,
-                        "digits")
-  fake_run.write_member(run_dir, "float16", 0, "test", [1, 2, 3, 5], labels, labels, 10,
-                        "digits")
+  fake_run.write_member(run_dir, "dense", 0, "test", [1, 2, 3, 4], labels, labels, 10, "digits")
+  fake_run.write_member(run_dir, "float16", 0, "test", [1, 2, 3, 5], labels, labels, 10, "digits")
   with pytest.raises(collect.CollectError, match="float16/test: example ids differ"):
     collect.load_run(run_dir, dataset=_FakeDataset())
 
@@ -173,10 +177,12 @@ def test_biased_attributes_and_images_by_id(tmp_path):
   assert run.protected_attributes == ("Inverted", "Faint")
   np.testing.assert_array_equal(run.attributes["Inverted"], attributes["Inverted"])
   # digits_biased plants positive ∧ Inverted at 13 of 1,297 train examples (its docstring).
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
+
   train = registry.get("digits_biased").load("train")
   assert run.train_attribute_shares["Inverted"] == pytest.approx(
-      train.attributes["Inverted"].mean())
+    train.attributes["Inverted"].mean()
+  )
   images = collect.images_for(run, ids[[5, 0]])
   test = registry.get("digits_biased").load("test")
   np.testing.assert_array_equal(images, test.images[[5, 0]])

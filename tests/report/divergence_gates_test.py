@@ -9,7 +9,7 @@ examples, prune_0.9 10; float16 has no saved logits.
 import pytest
 
 from tests.report import divergence_run
-from tests.report.divergence_run import single  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import single  # noqa: F401
 from tf_forget.evaluate import deploy
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
@@ -17,8 +17,6 @@ from tf_forget.report import verdict
 
 KL_RR, KL_UR = divergence_run.KL_RR, divergence_run.KL_UR
 REL = divergence_run.REL
-
-# pylint: disable=redefined-outer-name
 
 
 def _reasons(case, gates):
@@ -29,8 +27,7 @@ def _reasons(case, gates):
   out = {}
   for variant in ("full_int8", "prune_0.9", "float16"):
     row = frame.set_index("variant").loc[variant]
-    m = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"],
-                                doc["tables"])
+    m = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"], doc["tables"])
     passed, reasons = gates_lib.verdict(variant, m, gates_lib.Gates(**gates))
     assert (row.gate == "pass") == passed and (row.reasons or "") == "; ".join(reasons)
     out[variant] = (passed, reasons)
@@ -40,12 +37,22 @@ def _reasons(case, gates):
 def test_flip_rate_gate(single):
   # full_int8 flips 30 / 500 = 6% > 5%; prune_0.9 10 / 500 = 2%; float16 has no logits.
   got = _reasons(single, {"max_flip_rate": 0.05})
-  assert got["full_int8"] == (False, ["top-1 flip rate 6.00% of test examples vs the reference "
-                                      "(20 broken, 5 fixed, 5 changed) (max 5.00%)"])
+  assert got["full_int8"] == (
+    False,
+    [
+      "top-1 flip rate 6.00% of test examples vs the reference "
+      "(20 broken, 5 fixed, 5 changed) (max 5.00%)"
+    ],
+  )
   assert got["prune_0.9"] == (True, [])
-  assert got["float16"] == (False, ["gate max_flip_rate could not be evaluated: no output "
-                                    "divergence (no saved logits for the variant or its dense "
-                                    "reference, or no paired member)"])
+  assert got["float16"] == (
+    False,
+    [
+      "gate max_flip_rate could not be evaluated: no output "
+      "divergence (no saved logits for the variant or its dense "
+      "reference, or no paired member)"
+    ],
+  )
 
 
 def test_kl_gate(single):
@@ -61,8 +68,9 @@ def test_kl_gate(single):
 
 def test_gate_measures_and_the_manifest_fields(single):
   doc = single["report"].json
-  m = gates_lib.gate_measures("full_int8", doc["variants"]["full_int8"], doc["settings"],
-                              doc["tables"])
+  m = gates_lib.gate_measures(
+    "full_int8", doc["variants"]["full_int8"], doc["settings"], doc["tables"]
+  )
   assert m["flip_rate"] == pytest.approx(0.06)
   assert m["kl_mean"] == pytest.approx((20 * KL_RR + 10 * KL_UR) / 500, rel=REL)
   assert m["design"] == gates_lib.K1_DESIGN  # K = 1: the paired tests too
@@ -93,5 +101,8 @@ def test_section_and_gallery_cards(single):
   assert cards.count("class=\"gal-card ") == len(examples) == 12 + 10  # int8 12 of 30; prune 10
   assert cards.count("data:image/png;base64,") == len(examples)
   assert "tables/divergence_examples.csv" in body
-  assert set(single["report"].json["tables"]) >= {"divergence", "divergence_classes",
-                                                  "divergence_examples"}
+  assert set(single["report"].json["tables"]) >= {
+    "divergence",
+    "divergence_classes",
+    "divergence_examples",
+  }

@@ -16,18 +16,20 @@ import pytest
 from scipy import stats
 
 from tests.report import divergence_run
-from tests.report.divergence_run import biased  # noqa: F401 pylint: disable=unused-import
-from tests.report.divergence_run import population  # noqa: F401 pylint: disable=unused-import
-from tests.report.divergence_run import single  # noqa: F401 pylint: disable=unused-import
+from tests.report.divergence_run import biased  # noqa: F401
+from tests.report.divergence_run import population  # noqa: F401
+from tests.report.divergence_run import single  # noqa: F401
 from tf_forget.stats import subgroups
 
 LN3 = divergence_run.LN3
 KL_RU, KL_RR, KL_UR = divergence_run.KL_RU, divergence_run.KL_RR, divergence_run.KL_UR
-DP_RR, DP_RU, DP_UR, DP_UZ = (divergence_run.DP_RR, divergence_run.DP_RU, divergence_run.DP_UR,
-                              divergence_run.DP_UZ)
+DP_RR, DP_RU, DP_UR, DP_UZ = (
+  divergence_run.DP_RR,
+  divergence_run.DP_RU,
+  divergence_run.DP_UR,
+  divergence_run.DP_UZ,
+)
 REL = divergence_run.REL
-
-# pylint: disable=redefined-outer-name
 
 
 def test_hand_values_match_the_definition():
@@ -35,6 +37,7 @@ def test_hand_values_match_the_definition():
   def kl(a, b):
     p, q = np.exp(a) / np.exp(a).sum(), np.exp(b) / np.exp(b).sum()
     return float(np.sum(p * np.log(p / q)))
+
   r, u, r8 = np.eye(10)[3] * LN3, np.zeros(10), np.eye(10)[8] * LN3
   assert kl(r, u) == pytest.approx(KL_RU, rel=1e-12)
   assert kl(r, r8) == pytest.approx(KL_RR, rel=1e-12)
@@ -57,7 +60,8 @@ def test_one_pair_example_level_numbers(single):
   dp = np.r_[[DP_RR] * 20, [DP_UR] * 5, [DP_UZ] * 5, [0.0] * 470]
   mean, low, high = divergence_run.t_interval(dp)
   assert (int8.delta_p_mean, int8.delta_p_low, int8.delta_p_high) == pytest.approx(
-      (mean, low, high), rel=REL)
+    (mean, low, high), rel=REL
+  )
   # min / p1 (h = 4.99) in the −1/6 block; p10 (h = 49.9) and p50 / p90 zero; p99 (h = 494.01)
   # interpolates 0 → 0.15 at 0.01: 0.0015.
   assert (int8.delta_p_min, int8.delta_p_p1) == pytest.approx((-1 / 6, -1 / 6), rel=REL)
@@ -90,10 +94,12 @@ def test_several_pairs_interval_over_pairs_percentiles_pooled(population):
   assert (int8.kl_p99, int8.kl_max) == pytest.approx((KL_RR, KL_RR), rel=REL)
   dp_means = [20 * DP_RR / 500, (20 * DP_RR + 5 * DP_RU) / 500]
   assert (int8.delta_p_mean, int8.delta_p_low, int8.delta_p_high) == pytest.approx(
-      divergence_run.t_interval(dp_means), rel=REL)
+    divergence_run.t_interval(dp_means), rel=REL
+  )
   # Pooled Δp: 40 × −1/6 at 0..39, 5 × −0.15, then zeros: p1 (h = 9.99) −1/6, p10 (99.9) 0.
   assert (int8.delta_p_min, int8.delta_p_p1, int8.delta_p_p10) == pytest.approx(
-      (-1 / 6, -1 / 6, 0.0), rel=REL)
+    (-1 / 6, -1 / 6, 0.0), rel=REL
+  )
   assert (int8.broken, int8.fixed, int8.changed) == (45, 0, 0)  # summed over the pairs
   assert int8.flip_rate == pytest.approx(45 / 1000)
   assert (int8.design, int8.pairs, int8.n) == ("pairs", 2, 500)
@@ -114,8 +120,7 @@ def test_pairing_labels_and_references(population, single):
   # One-shot members pair with the parent their metadata names (dense 1 − k): pair 1→0 has
   # S1 (KL_UR, fixed), pair 0→1 has Q3 (KL_RR, broken); by index both would sit in pair 1→1.
   one = top.loc["oneshot_mp_r2"]
-  assert (one.pairing, one.reference, one.pair_members) == ("parent", "same network",
-                                                            "1→0, 0→1")
+  assert (one.pairing, one.reference, one.pair_members) == ("parent", "same network", "1→0, 0→1")
   assert one.kl_mean == pytest.approx((10 * KL_UR / 500 + 5 * KL_RR / 500) / 2, rel=REL)
   assert (one.broken, one.fixed) == (5, 10)
   examples = population["tables"]["divergence_examples"]
@@ -146,8 +151,7 @@ def test_classes_and_examples(population):
   assert c3.delta_p_p10 == pytest.approx(DP_RR, rel=REL) and c3.flip_rate == 0.4
   c4 = int8.loc[4]  # pair means 0 and 5 × KL_RU / 50; the t interval clipped at KL = 0
   mean, low, high = divergence_run.t_interval([0.0, 0.1 * KL_RU])
-  assert low < 0 and (c4.kl_mean, c4.kl_low, c4.kl_high) == pytest.approx((mean, 0, high),
-                                                                          rel=REL)
+  assert low < 0 and (c4.kl_mean, c4.kl_low, c4.kl_high) == pytest.approx((mean, 0, high), rel=REL)
   assert c4.flip_rate == pytest.approx(0.05)
   assert (int8.loc[0, ["kl_mean", "flip_rate"]] == 0).all()
   examples = population["tables"]["divergence_examples"]
@@ -168,11 +172,13 @@ def test_a_variant_without_logits_is_a_note_not_a_row(population, single):
     assert "float16" not in set(tables["divergence"].variant)
     assert "float16" not in set(tables["divergence_classes"].variant)
   notes = [n for n in population["notes"] if n.startswith("float16:")]
-  assert notes == ["float16: no saved logits in float16/0, float16/1 (predictions without "
-                   "logits); no output divergence"]
-  assert any(n.startswith("float16: no saved logits") for n in
-             single["report"].json["notes"]["divergence"])
-
+  assert notes == [
+    "float16: no saved logits in float16/0, float16/1 (predictions without "
+    "logits); no output divergence"
+  ]
+  assert any(
+    n.startswith("float16: no saved logits") for n in single["report"].json["notes"]["divergence"]
+  )
 
 
 def test_subgroups_of_the_protected_attributes(biased):
@@ -191,9 +197,9 @@ def test_subgroups_of_the_protected_attributes(biased):
     assert row.kl_mean == pytest.approx(values.mean(), rel=REL, abs=1e-15), name
     if values.std() > 0:
       assert (row.kl_low, row.kl_high) == pytest.approx(
-          divergence_run.t_interval(values)[1:], rel=REL), name
+        divergence_run.t_interval(values)[1:], rel=REL
+      ), name
     assert row.flip_rate == pytest.approx(hit[mask].mean()), name
     assert row.delta_p_mean == pytest.approx(-0.25 * hit[mask].mean(), rel=REL, abs=1e-15)
   inverted = divergence_run.row(table[table.subgroup == "Inverted=1"], "prune_0.9")
   assert inverted.flip_rate > 0 and inverted.delta_p_min == pytest.approx(-0.25, rel=REL)
-

@@ -40,9 +40,11 @@ KL_UR = 0.1 * math.log(0.4) + 0.9 * math.log(1.2)
 DP_RR, DP_RU, DP_UR, DP_UZ = 1 / 12 - 1 / 4, 0.1 - 0.25, 0.25 - 0.1, 1 / 12 - 0.1
 REL = 1e-6
 
+
 def _first(labels, c, n):
   """Positions of the first n test examples of class c."""
   return np.flatnonzero(labels == c)[:n]
+
 
 def _r(labels, classes=None):
   """R rows: ln 3 at `classes` (default the labels), 0 elsewhere; float32 `[N, C]`."""
@@ -50,6 +52,7 @@ def _r(labels, classes=None):
   x = np.zeros((labels.size, c), np.float32)
   x[np.arange(labels.size), labels if classes is None else classes] = LN3
   return x
+
 
 def _with(base, rows, value):
   """`base` with the given rows replaced: value "U" (zeros) or a class z (R(z))."""
@@ -59,18 +62,32 @@ def _with(base, rows, value):
     x[rows, value] = LN3
   return x
 
+
 def _write(run_dir, dataset, variant, k, ids, labels, logits, save_logits=True, shuffle=None):
   if shuffle is not None:
     ids, labels, logits = ids[shuffle], labels[shuffle], logits[shuffle]
-  predictions.write(predictions.path(run_dir, variant, k, "test"), ids, labels, logits,
-                    {"variant": variant, "member_variant": variant.split("+")[0], "k": k,
-                     "dataset": dataset, "split": "test"}, save_logits=save_logits)
+  predictions.write(
+    predictions.path(run_dir, variant, k, "test"),
+    ids,
+    labels,
+    logits,
+    {
+      "variant": variant,
+      "member_variant": variant.split("+")[0],
+      "k": k,
+      "dataset": dataset,
+      "split": "test",
+    },
+    save_logits=save_logits,
+  )
+
 
 def _metadata(run_dir, variant, k, doc):
   path = os.path.join(run_dir, "members", variant, str(k), "metadata.json")
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, "w") as f:
     json.dump(doc, f)
+
 
 def make_population_run(run_dir):
   """K = 2: dense/1 is U on S1 (10 of class 5); full_int8 is R(8) on Q (20 of class 3), member
@@ -79,8 +96,13 @@ def make_population_run(run_dir):
   on Q3 (5 of class 2); float16 without logits. Returns the position sets."""
   y = registry.get("digits").load("test")
   ids, labels = y.ids, y.labels
-  sets = {"Q": _first(labels, 3, 20), "Q2": _first(labels, 4, 5), "S1": _first(labels, 5, 10),
-          "P": _first(labels, 7, 10), "Q3": _first(labels, 2, 5)}
+  sets = {
+    "Q": _first(labels, 3, 20),
+    "Q2": _first(labels, 4, 5),
+    "S1": _first(labels, 5, 10),
+    "P": _first(labels, 7, 10),
+    "Q3": _first(labels, 2, 5),
+  }
   base = _r(labels)
   dense = [base, _with(base, sets["S1"], "U")]
   int8 = [_with(dense[0], sets["Q"], 8), _with(_with(dense[1], sets["Q"], 8), sets["Q2"], "U")]
@@ -93,10 +115,17 @@ def make_population_run(run_dir):
     _write(run_dir, "digits", "oneshot_mp_r2", k, ids, labels, oneshot[k])
     _write(run_dir, "digits", "float16", k, ids, labels, dense[k], save_logits=False)
     _metadata(run_dir, "dense", k, {"model_sha256": f"{k:064x}"})
-    _metadata(run_dir, "oneshot_mp_r2", k, {
+    _metadata(
+      run_dir,
+      "oneshot_mp_r2",
+      k,
+      {
         "model_sha256": f"{k + 7:064x}",
-        "parent": {"variant": "dense", "k": 1 - k, "model_sha256": f"{1 - k:064x}"}})
+        "parent": {"variant": "dense", "k": 1 - k, "model_sha256": f"{1 - k:064x}"},
+      },
+    )
   return sets
+
 
 def make_single_run(run_dir):
   """K = 1: dense is U on S0 (10 of class 5); full_int8 is R(y) on S0's first 5 (fixed),
@@ -114,6 +143,7 @@ def make_single_run(run_dir):
   _write(run_dir, "digits", "float16", 0, ids, labels, dense, save_logits=False)
   return sets
 
+
 @pytest.fixture(scope="module")
 def population(tmp_path_factory):
   """`make_population_run`'s sets, its divergence tables and notes, and the loaded run."""
@@ -123,6 +153,7 @@ def population(tmp_path_factory):
   tables, notes, _ = divergence_report.compute(run, size=30)
   return {"sets": sets, "tables": tables, "notes": notes[divergence_report.KEY], "run": run}
 
+
 @pytest.fixture(scope="module")
 def single(tmp_path_factory):
   """`make_single_run`'s run directory and sets, its built report and the report's tables."""
@@ -130,6 +161,7 @@ def single(tmp_path_factory):
   sets = make_single_run(run_dir)
   report = write.build_report(run_dir, dataset_name="digits")
   return {"run_dir": run_dir, "sets": sets, "report": report, "tables": report.measures.tables}
+
 
 @pytest.fixture(scope="module")
 def biased(tmp_path_factory):
@@ -145,15 +177,16 @@ def biased(tmp_path_factory):
   tables, _, _ = divergence_report.compute(run)
   return {"tables": tables, "planted": planted, "attributes": data.attributes, "n": ids.size}
 
+
 def row(table, variant):
   """The one row of `variant` in `table`."""
   rows = table[table.variant == variant]
   assert len(rows) == 1, (variant, len(rows))
   return rows.iloc[0]
 
+
 def t_interval(values):
   """mean ± t_{0.975, n−1} · s / √n of a value vector (numpy / scipy)."""
   v = np.asarray(values, np.float64)
   half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
   return v.mean(), v.mean() - half, v.mean() + half
-

@@ -20,8 +20,11 @@ def folder_run(tmp_path_factory):
   run_dir = str(tmp_path_factory.mktemp("folder_run"))
   root = str(tmp_path_factory.mktemp("images"))
   data, flipped = fake_run.make_folder_run(run_dir, root)
-  files = sorted(os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/")
-                 for d, _, names in os.walk(root) for f in names)
+  files = sorted(
+    os.path.relpath(os.path.join(d, f), root).replace(os.sep, "/")
+    for d, _, names in os.walk(root)
+    for f in names
+  )
   report = write.build_report(run_dir, dataset=data)
   return {"report": report, "files": files, "flipped": flipped, "data": data}
 
@@ -53,10 +56,10 @@ def test_divergence_examples_gallery_and_annotation_name_their_files(folder_run)
 
 def test_the_page_shows_the_paths(folder_run):
   page = folder_run["report"].html
-  k1 = page[page.index('<section id="k1">'):]
-  k1 = k1[:k1.index("</section>")]
-  gallery = page[page.index('<section id="gallery">'):]
-  gallery = gallery[:gallery.index("</section>")]
+  k1 = page[page.index('<section id="k1">') :]
+  k1 = k1[: k1.index("</section>")]
+  gallery = page[page.index('<section id="gallery">') :]
+  gallery = gallery[: gallery.index("</section>")]
   for i in folder_run["flipped"]:
     path = folder_run["files"][i]
     assert path in k1  # "Flipped examples, by file"

@@ -56,16 +56,25 @@ def scores_for(top1, num_classes):
   return scores
 
 
-def write_member(run_dir, variant, k, split, ids, labels, top1, num_classes, dataset,
-                 shuffle=None):
+def write_member(run_dir, variant, k, split, ids, labels, top1, num_classes, dataset, shuffle=None):
   """Writes one predictions file (rows optionally permuted by `shuffle`)."""
   ids, labels, top1 = np.asarray(ids), np.asarray(labels), np.asarray(top1)
   if shuffle is not None:
     ids, labels, top1 = ids[shuffle], labels[shuffle], top1[shuffle]
-  predictions.write(predictions.path(run_dir, variant, k, split), ids, labels,
-                    scores_for(top1, num_classes),
-                    {"variant": variant, "member_variant": variant.split("+")[0], "k": k,
-                     "dataset": dataset, "split": split}, save_logits=False)
+  predictions.write(
+    predictions.path(run_dir, variant, k, split),
+    ids,
+    labels,
+    scores_for(top1, num_classes),
+    {
+      "variant": variant,
+      "member_variant": variant.split("+")[0],
+      "k": k,
+      "dataset": dataset,
+      "split": split,
+    },
+    save_logits=False,
+  )
 
 
 def make_digits_run(run_dir, members=5, corrupted=True, variants=("prune_0.9", "full_int8")):
@@ -92,8 +101,7 @@ def make_digits_run(run_dir, members=5, corrupted=True, variants=("prune_0.9", "
           pred = labels.copy()
           wrong = np.arange(labels.size) < int(rate * labels.size) + k
           pred[wrong] = (labels[wrong] + 1) % 10
-          write_member(run_dir, variant, k, f"gaussian_noise@{s}", ids, labels, pred, 10,
-                       "digits")
+          write_member(run_dir, variant, k, f"gaussian_noise@{s}", ids, labels, pred, 10, "digits")
   return ids, labels, lost, gained
 
 
@@ -124,8 +132,7 @@ def listing(root):
 
 BASE_WRONG = 20  # W: wrong examples per class of every member (accuracy 1 - 20/50 = 0.6)
 PATTERN = np.array([8, -8, 4, -4, 0, 0, 0, 0, 0, 0])  # P: per-class offsets, sum 0, mult. of 4
-ONESHOT = {"oneshot_mp_r2": 0.5, "oneshot_mp_r10": 2.0, "oneshot_up_r2": 1.0,
-           "oneshot_up_r10": 1.5}
+ONESHOT = {"oneshot_mp_r2": 0.5, "oneshot_mp_r10": 2.0, "oneshot_up_r2": 1.0, "oneshot_up_r10": 1.5}
 
 
 def dense_sha(k):
@@ -158,8 +165,9 @@ def _write_json(path, obj):
     json.dump(obj, f)
 
 
-def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, children=(),
-                     gradual=False, metadata=True):
+def make_oneshot_run(
+  run_dir, members=6, variants=ONESHOT, parent_shift=0, children=(), gradual=False, metadata=True
+):
   """A `digits` run whose one-shot variants have a known α per member.
 
   Dense member k is wrong on W + P[(c + k) % 10] examples of class c, so its normalized recall
@@ -187,14 +195,26 @@ def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, child
   planted, parents = {}, {}
   for k in range(members):
     counts = BASE_WRONG + np.roll(PATTERN, -k)
-    write_member(run_dir, "dense", k, "test", ids, labels, _wrong_per_class(labels, counts, k),
-                 10, "digits")
+    write_member(
+      run_dir, "dense", k, "test", ids, labels, _wrong_per_class(labels, counts, k), 10, "digits"
+    )
     if metadata:
-      _write_json(os.path.join(run_dir, "members", "dense", str(k), "metadata.json"),
-                  {"model_sha256": dense_sha(k)})
+      _write_json(
+        os.path.join(run_dir, "members", "dense", str(k), "metadata.json"),
+        {"model_sha256": dense_sha(k)},
+      )
     if gradual:
-      write_member(run_dir, "prune_0.9", k, "test", ids, labels,
-                   _wrong_per_class(labels, counts, k + 1), 10, "digits")
+      write_member(
+        run_dir,
+        "prune_0.9",
+        k,
+        "test",
+        ids,
+        labels,
+        _wrong_per_class(labels, counts, k + 1),
+        10,
+        "digits",
+      )
   for i, (variant, factor) in enumerate(variants.items()):
     trained = names.parse_trained(variant)
     for k in range(members):
@@ -208,13 +228,25 @@ def make_oneshot_run(run_dir, members=6, variants=ONESHOT, parent_shift=0, child
       planted.setdefault(variant, {})[k] = alpha
       parents.setdefault(variant, {})[k] = parent
       if metadata:
-        _write_json(os.path.join(run_dir, "members", variant, str(k), "metadata.json"), {
+        _write_json(
+          os.path.join(run_dir, "members", variant, str(k), "metadata.json"),
+          {
             "model_sha256": f"{i + 1:032x}{k:032x}",
-            "parent": {"variant": "dense", "k": parent, "model_sha256": dense_sha(parent),
-                       "weights_sha256": dense_sha(parent)[::-1]},
-            "pruning": {"algorithm": trained.algorithm, "ratio": trained.ratio,
-                        "fraction": trained.fraction,
-                        "ratio_over": "prunable", "exclude_classifier": False}})
+            "parent": {
+              "variant": "dense",
+              "k": parent,
+              "model_sha256": dense_sha(parent),
+              "weights_sha256": dense_sha(parent)[::-1],
+            },
+            "pruning": {
+              "algorithm": trained.algorithm,
+              "ratio": trained.ratio,
+              "fraction": trained.fraction,
+              "ratio_over": "prunable",
+              "exclude_classifier": False,
+            },
+          },
+        )
   return planted, parents
 
 
@@ -234,19 +266,33 @@ def make_user_run(run_dir, members=1, save_logits=False):
   test = registry.get("digits").load("test")
   ids, labels = test.ids, test.labels
   clean = np.flatnonzero((np.arange(labels.size) % NOISE_PERIOD) >= 10)
-  broken, extra = clean[:2], clean[2:2 + USER_WORSE_EXTRA]
+  broken, extra = clean[:2], clean[2 : 2 + USER_WORSE_EXTRA]
   for k in range(members):
     dense = noisy(labels, k, 10)
     int8 = dense.copy()
     int8[broken] = (labels[broken] + 2) % 10
     worse = int8.copy()
     worse[extra] = (labels[extra] + 3) % 10
-    for variant, pred in (("dense", dense), ("full_int8", int8), ("user_int8", int8),
-                          ("user_worse", worse)):
-      predictions.write(predictions.path(run_dir, variant, k, "test"), ids, labels,
-                        scores_for(pred, 10),
-                        {"variant": variant, "member_variant": "dense", "k": k,
-                         "dataset": "digits", "split": "test"}, save_logits=save_logits)
+    for variant, pred in (
+      ("dense", dense),
+      ("full_int8", int8),
+      ("user_int8", int8),
+      ("user_worse", worse),
+    ):
+      predictions.write(
+        predictions.path(run_dir, variant, k, "test"),
+        ids,
+        labels,
+        scores_for(pred, 10),
+        {
+          "variant": variant,
+          "member_variant": "dense",
+          "k": k,
+          "dataset": "digits",
+          "split": "test",
+        },
+        save_logits=save_logits,
+      )
   return ids, labels, broken, extra
 
 
@@ -257,7 +303,8 @@ def make_folder_run(run_dir, root, num_images=60):
   (right everywhere) and `full_int8` (wrong, label + 1, on the folder's positions 0, 7 and 13)
   with logits. Returns (the `folder` data set, the flipped positions).
   """
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  from PIL import Image
+
   test = registry.get("digits").load("test")
   for i in range(num_images):
     folder = os.path.join(root, str(int(test.labels[i])))
@@ -270,8 +317,12 @@ def make_folder_run(run_dir, root, num_images=60):
   int8 = labels.copy()
   int8[flipped] = (labels[flipped] + 1) % 10
   for variant, pred in (("dense", labels), ("full_int8", int8)):
-    predictions.write(predictions.path(run_dir, variant, 0, "test"), ids, labels,
-                      scores_for(pred, 10),
-                      {"variant": variant, "member_variant": "dense", "k": 0,
-                       "dataset": "folder", "split": "test"}, save_logits=True)
+    predictions.write(
+      predictions.path(run_dir, variant, 0, "test"),
+      ids,
+      labels,
+      scores_for(pred, 10),
+      {"variant": variant, "member_variant": "dense", "k": 0, "dataset": "folder", "split": "test"},
+      save_logits=True,
+    )
   return data, flipped

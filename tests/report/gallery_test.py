@@ -53,7 +53,7 @@ def _make_kinds_run(run_dir):
   sizes = {"broken": 6, "fixed": 5, "changed": 4, "same": 3, "mixed": 2, "child_only": 2}
   pos, start = {}, 0
   for name, n in sizes.items():
-    pos[name] = clean[start:start + n]
+    pos[name] = clean[start : start + n]
     start += n
 
   def plus(p, shift):
@@ -75,8 +75,13 @@ def _make_kinds_run(run_dir):
     child[pos["child_only"]] = plus(pos["child_only"], 1)
     quant = dense.copy()
     quant[pos["broken"][:2]] = plus(pos["broken"][:2], 1)
-    for variant, pred in (("dense", dense), ("prune_0.9", pruned), (CHILD, child),
-                          ("full_int8", quant), ("float16", dense)):
+    for variant, pred in (
+      ("dense", dense),
+      ("prune_0.9", pruned),
+      (CHILD, child),
+      ("full_int8", quant),
+      ("float16", dense),
+    ):
       fake_run.write_member(run_dir, variant, k, "test", ids, labels, pred, 10, "digits")
   return ids, pos
 
@@ -140,7 +145,9 @@ def test_digits_kinds_are_the_planted_examples(digits):
 
 def test_families_group_variants_by_family_dense_first():
   assert gallery.families([CHILD, "full_int8", "prune_0.9", "float16"]) == {
-      "dense": ["full_int8", "float16"], "prune_0.9": [CHILD, "prune_0.9"]}
+    "dense": ["full_int8", "float16"],
+    "prune_0.9": [CHILD, "prune_0.9"],
+  }
 
 
 def test_kinds_and_children_deduplicated_per_family(kinds):
@@ -164,8 +171,10 @@ def test_kinds_and_children_deduplicated_per_family(kinds):
     assert [r["distance"] for r in by_id[int(ids[p])]["variants"]] == [4, 4]
   dense_cards = g["dense"]["cards"]
   assert {c["id"] for c in dense_cards} == set(ids[pos["broken"][:2]].tolist())
-  assert all(c["kind"] == "broken" and [r["variant"] for r in c["variants"]] == ["full_int8"]
-             for c in dense_cards)
+  assert all(
+    c["kind"] == "broken" and [r["variant"] for r in c["variants"]] == ["full_int8"]
+    for c in dense_cards
+  )
 
 
 @pytest.mark.parametrize("size", [1, 5, 13])
@@ -212,11 +221,17 @@ def test_annotation_table_rows_are_the_cies_at_the_percentile(digits, kinds):
   run, cies, _, _ = kinds
   t = gallery.annotation_table(run, cies, percentile=90)
   counts = t.groupby(["variant", "kind"]).size().to_dict()
-  assert counts == {("full_int8", "broken"): 2,
-                    ("prune_0.9", "broken"): 6, ("prune_0.9", "fixed"): 5,
-                    ("prune_0.9", "changed"): 4, ("prune_0.9", "same modal"): 3 + 2,
-                    (CHILD, "broken"): 6 + 2 + 2, (CHILD, "fixed"): 5,
-                    (CHILD, "changed"): 4, (CHILD, "same modal"): 3}
+  assert counts == {
+    ("full_int8", "broken"): 2,
+    ("prune_0.9", "broken"): 6,
+    ("prune_0.9", "fixed"): 5,
+    ("prune_0.9", "changed"): 4,
+    ("prune_0.9", "same modal"): 3 + 2,
+    (CHILD, "broken"): 6 + 2 + 2,
+    (CHILD, "fixed"): 5,
+    (CHILD, "changed"): 4,
+    (CHILD, "same modal"): 3,
+  }
   assert set(t.family[t.variant == CHILD]) == {"prune_0.9"}
   p99 = gallery.annotation_table(run, cies, percentile=99)  # ceil(0.01 · 500) = 5 per variant
   assert p99.groupby("variant").size().to_dict() == {"full_int8": 2, "prune_0.9": 5, CHILD: 5}
@@ -234,8 +249,8 @@ def test_annotation_table_attributes(biased):
 def _natural_sizes(page):
   out = []
   for w, h, data in re.findall(
-      r"<img [^>]*width=\"(\d+)\" height=\"(\d+)\" src=\"data:image/png;base64,([^\"]+)\"",
-      page):
+    r"<img [^>]*width=\"(\d+)\" height=\"(\d+)\" src=\"data:image/png;base64,([^\"]+)\"", page
+  ):
     with Image.open(io.BytesIO(base64.b64decode(data))) as im:
       out.append(((int(w), int(h)), im.size))
   return out
@@ -269,9 +284,16 @@ def test_hostile_names_are_escaped(digits):
   hostile = tuple(f"<script>alert({i})</script>&\"" for i in range(10))
   run = dataclasses.replace(run, class_names=hostile)
   g = gallery.build_families(run, cies, size=3, with_images=False)
-  g["<b>fam</b>"] = {"variants": ["<i>v</i>"], "cards": [dict(
-      g["prune_0.9"]["cards"][0], attributes={"<u>attr</u>": True},
-      variants=[dict(g["prune_0.9"]["cards"][0]["variants"][0], variant="<i>v</i>")])]}
+  g["<b>fam</b>"] = {
+    "variants": ["<i>v</i>"],
+    "cards": [
+      dict(
+        g["prune_0.9"]["cards"][0],
+        attributes={"<u>attr</u>": True},
+        variants=[dict(g["prune_0.9"]["cards"][0]["variants"][0], variant="<i>v</i>")],
+      )
+    ],
+  }
   page = gallery_view.html(g, protected=())
   assert "<script>" not in page and "<b>fam" not in page and "<i>v" not in page
   assert "<u>" not in page and "&lt;u&gt;attr&lt;/u&gt;=1" in page

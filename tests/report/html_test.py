@@ -19,13 +19,13 @@ def _png(width, height):
 
 
 def test_every_text_is_escaped():
-  frame = pd.DataFrame({"class_name": ["<script>alert(1)</script>", "a&b"],
-                        "value": [0.5, np.nan]})
+  frame = pd.DataFrame({"class_name": ["<script>alert(1)</script>", "a&b"], "value": [0.5, np.nan]})
   out = html.table(frame, {"value": "pct"})
   assert "<script>" not in out and "&lt;script&gt;" in out and "a&amp;b" in out
   assert "50.00%" in out and "n/a" in out
-  page = html.page("t<1>", [("run \"dir\"", "/x<y>")],
-                   [("overview", "Over<view>", "O&V", "<p>ok</p>")])
+  page = html.page(
+    "t<1>", [("run \"dir\"", "/x<y>")], [("overview", "Over<view>", "O&V", "<p>ok</p>")]
+  )
   assert "<h2>Over&lt;view&gt;</h2>" in page and ">O&amp;V</a>" in page
   assert "t&lt;1&gt;" in page and "/x&lt;y&gt;" in page and "run &quot;dir&quot;" in page
 
@@ -43,8 +43,11 @@ def test_formats():
 def test_page_has_every_section_in_order_and_no_external_resource():
   png = _png(40, 20)
   shown = [sec for sec in registry.sections() if not sec.optional]
-  page = html.page("audit", [], [(sec.id, sec.title, sec.nav,
-                                  html.pair(png, sec.id, "<p>numbers</p>")) for sec in shown])
+  page = html.page(
+    "audit",
+    [],
+    [(sec.id, sec.title, sec.nav, html.pair(png, sec.id, "<p>numbers</p>")) for sec in shown],
+  )
   ids = re.findall(r"<section id=\"([^\"]+)\"", page)
   assert ids == [sec.id for sec in shown]
   assert ids[0] == "verdict"  # the answer first

@@ -17,15 +17,13 @@ import pytest
 
 from tests.report import fake_run
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import export  # noqa: F401
+from tests.report.human_study_run import loaded  # noqa: F401
+from tests.report.human_study_run import run_dir  # noqa: F401
 from tf_forget.data import registry
 from tf_forget.report import human_study
 
 PIES = human_study_run.PIES
-
-# pylint: disable=redefined-outer-name
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +58,9 @@ def test_export_is_shuffled(export):
   assert switches >= 20  # 80 items of two groups in random order: about 40 switches
   positions = [it["position"] for it in key["items"]]
   assert positions != sorted(positions)
-  assert ([r[0] for r in human_study_run.sheet_rows(where)[1:]]
-          == [it["item"] for it in key["items"]])
+  assert [r[0] for r in human_study_run.sheet_rows(where)[1:]] == [
+    it["item"] for it in key["items"]
+  ]
 
 
 def test_export_is_deterministic_for_a_seed(loaded, export, tmp_path):
@@ -75,8 +74,7 @@ def test_export_is_deterministic_for_a_seed(loaded, export, tmp_path):
         assert a.read() == b.read(), rel
   other = human_study_run.export_study(loaded, str(tmp_path / "seed1"), seed=1, per_group=20)
   first = human_study_run.export_study(loaded, str(tmp_path / "seed0"), seed=0, per_group=20)
-  assert ({it["position"] for it in other["items"]}
-          != {it["position"] for it in first["items"]})
+  assert {it["position"] for it in other["items"]} != {it["position"] for it in first["items"]}
   assert not {it["item"] for it in other["items"]} & {it["item"] for it in key["items"]}
 
 
@@ -93,8 +91,9 @@ def test_key_is_kept_apart_and_the_sheet_reveals_no_group(export):
   for name in ("annotations.csv", "README.txt", "sheet.html"):
     with open(os.path.join(sheet, name)) as f:
       text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", f.read())
-    assert not re.search(r"\b(non_)?(pie|cie)\b|\"position\"|fingerprint|variant|prune", text,
-                         re.I), name
+    assert not re.search(
+      r"\b(non_)?(pie|cie)\b|\"position\"|fingerprint|variant|prune", text, re.I
+    ), name
   # Item ids are opaque: the same study prefix for every item, then 8 hex digits of a hash.
   assert len({i.split("-")[0] for i in items}) == 1
   assert all(re.fullmatch(r"[0-9a-f]{6}-[0-9a-f]{8}", i) for i in items)
@@ -117,4 +116,3 @@ def test_cie_group(loaded, tmp_path, pie_positions):
   assert {it["position"] for it in key["items"] if it["group"] == "cie"} == pie_positions
   assert {it["group"] for it in key["items"]} == {"cie", "non_cie"}
   assert key["study"]["percentile"] == 90.0
-

@@ -29,9 +29,15 @@ CONFIG = {"dataset": "test"}
 PIES = 40
 # Planted rule: attribute -> (probability among PIEs, among non-PIEs); "blurry" is a column the
 # user adds to the filled file.
-RULE = {"incorrect_label": (0.3, 0.3), "multiple_objects": (0.5, 0.4),
-        "corrupted_image": (0.8, 0.1), "fine_grained": (0.45, 0.0),
-        "abstract_representation": (0.0, 0.0), "atypical": (0.6, 0.2), "blurry": (0.2, 0.6)}
+RULE = {
+  "incorrect_label": (0.3, 0.3),
+  "multiple_objects": (0.5, 0.4),
+  "corrupted_image": (0.8, 0.1),
+  "fine_grained": (0.45, 0.0),
+  "abstract_representation": (0.0, 0.0),
+  "atypical": (0.6, 0.2),
+  "blurry": (0.2, 0.6),
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +48,12 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def loaded(run_dir):  # pylint: disable=redefined-outer-name
+def loaded(run_dir):
   run = collect.load_run(run_dir)
   return run, registry.core(run)
 
 
-def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-name
+def export_study(loaded, where, **options):
   """Builds the export in memory and writes it (as `write.save` does); returns its key."""
   run, m = loaded
   study = human_study.compute(run, m, human_study_options.Options(export_dir=where, **options))
@@ -58,7 +64,7 @@ def export_study(loaded, where, **options):  # pylint: disable=redefined-outer-n
 
 
 @pytest.fixture(scope="module")
-def export(loaded, tmp_path_factory):  # pylint: disable=redefined-outer-name
+def export(loaded, tmp_path_factory):
   """(export directory, its key) of the study with the default options."""
   where = str(tmp_path_factory.mktemp("export") / "study")
   return where, export_study(loaded, where)
@@ -96,12 +102,13 @@ def fill(where, path, seed=7, rule=RULE):
 
 
 @pytest.fixture(scope="module")
-def filled_report(run_dir, export, tmp_path_factory):  # pylint: disable=redefined-outer-name
+def filled_report(run_dir, export, tmp_path_factory):
   """(report.json, report directory, filled values, groups, filled file) of a filled study."""
   where, _ = export
   root = tmp_path_factory.mktemp("filled")
   path, out = str(root / "filled.csv"), str(root / "out")
   filled, group = fill(where, path)
-  doc = write.write_report(run_dir, out, CONFIG, human_study={
-      "annotations": path, "key": os.path.join(where, "key.json")})
+  doc = write.write_report(
+    run_dir, out, CONFIG, human_study={"annotations": path, "key": os.path.join(where, "key.json")}
+  )
   return doc, out, filled, group, path

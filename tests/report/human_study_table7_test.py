@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from tests.report import human_study_run
-from tests.report.human_study_run import export  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import filled_report  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import loaded  # noqa: F401 pylint: disable=unused-import
-from tests.report.human_study_run import run_dir  # noqa: F401 pylint: disable=unused-import
+from tests.report.human_study_run import export  # noqa: F401
+from tests.report.human_study_run import filled_report  # noqa: F401
+from tests.report.human_study_run import loaded  # noqa: F401
+from tests.report.human_study_run import run_dir  # noqa: F401
 from tf_forget.report import human_study
 from tf_forget.report import human_study_options
 from tf_forget.report import write
@@ -29,8 +29,6 @@ CONFIG = human_study_run.CONFIG
 PIES = human_study_run.PIES
 RULE = human_study_run.RULE
 Z95 = statistics.NormalDist().inv_cdf(0.975)
-
-# pylint: disable=redefined-outer-name
 
 
 def _expected(filled, group, attr):
@@ -57,9 +55,10 @@ def _wilson(x, n):
 def _fisher(x1, n1, x0, n0):
   k, n = x1 + x0, n1 + n0
   prob = lambda a: math.comb(k, a) * math.comb(n - k, n1 - a) / math.comb(n, n1)
-  return min(1.0, sum(prob(a) for a in range(max(0, k - n0), min(k, n1) + 1)
-                      if prob(a) <= prob(x1) * (1 + 1e-7)))
-
+  return min(
+    1.0,
+    sum(prob(a) for a in range(max(0, k - n0), min(k, n1) + 1) if prob(a) <= prob(x1) * (1 + 1e-7)),
+  )
 
 
 def test_table7_matches_an_independent_computation(filled_report):
@@ -84,7 +83,8 @@ def test_table7_matches_an_independent_computation(filled_report):
     elif x1 or x0:
       assert row.interval_method == "katz-log-adjusted"
       assert (row.ratio_low, row.ratio_high) == pytest.approx(
-          _katz(x1, n1, x0, n0, add=0.5), rel=1e-9)
+        _katz(x1, n1, x0, n0, add=0.5), rel=1e-9
+      )
     else:
       assert row.interval_method == "undefined" and math.isnan(row.ratio)
   corrupted = table.set_index("attribute").loc["corrupted_image"]
@@ -98,16 +98,22 @@ def test_report_json_settings_and_page(filled_report):
   doc, out, _, _, path = filled_report
   s = doc["settings"]["human_study"]
   assert (s["variant"], s["group"], s["per_group"], s["seed"], s["items"]) == (
-      "prune_0.9", "pie", PIES, 0, 2 * PIES)
+    "prune_0.9",
+    "pie",
+    PIES,
+    0,
+    2 * PIES,
+  )
   assert s["annotations"] == path and s["attributes"][-1] == "blurry"
   assert "tables/human_study.csv" in doc["files"]["tables"]
   with open(os.path.join(out, "report.html")) as f:
     page = f.read()
-  section = page[page.index("<section id=\"human-study\">"):]
-  section = section[:section.index("</section>")]
+  section = page[page.index("<section id=\"human-study\">") :]
+  section = section[: section.index("</section>")]
   assert "000 Table 7" in section and "<img" in section and "corrupted_image" in section
-  assert page.index("id=\"pie\"") < page.index("id=\"human-study\"") < page.index(
-      "id=\"subgroups\"")
+  assert (
+    page.index("id=\"pie\"") < page.index("id=\"human-study\"") < page.index("id=\"subgroups\"")
+  )
 
 
 def test_without_human_study_nothing_changes(run_dir, tmp_path):
@@ -122,8 +128,9 @@ def test_key_found_beside_the_sheet(loaded, export, tmp_path):
   shutil.copytree(where, copy)
   human_study_run.fill(copy, os.path.join(copy, "sheet", "annotations.csv"))
   run, m = loaded
-  study = human_study.compute(run, m, human_study_options.Options(
-      annotations=os.path.join(copy, "sheet", "annotations.csv")))
+  study = human_study.compute(
+    run, m, human_study_options.Options(annotations=os.path.join(copy, "sheet", "annotations.csv"))
+  )
   assert len(study.tables["human_study"]) == len(RULE)
   # Re-exporting the same study there keeps the filled file.
   with open(os.path.join(copy, "sheet", "annotations.csv"), "rb") as f:

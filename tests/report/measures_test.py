@@ -73,14 +73,16 @@ def test_taxicab_top_cies_are_the_planted_examples(digits):
 def test_robustness_normalized_to_dense(digits):
   _, m, _, _ = digits
   t = m.tables["robustness"].set_index("variant")
+
   # Member k of `variant` is wrong on the first int(rate * 500) + k examples (fake_run).
   def expected(rate):
-    return np.mean([1 - (int(rate * s * 500) + k) / 500 for s in range(1, 6)
-                    for k in range(5)])
+    return np.mean([1 - (int(rate * s * 500) + k) / 500 for s in range(1, 6) for k in range(5)])
+
   assert t.loc["dense", "top1"] == pytest.approx(expected(0.1))
   assert t.loc["prune_0.9", "top1"] == pytest.approx(expected(0.12))
   assert t.loc["prune_0.9", "top1_norm"] == pytest.approx(
-      100 * (expected(0.12) / expected(0.1) - 1))
+    100 * (expected(0.12) / expected(0.1) - 1)
+  )
   assert "full_int8" not in t.index  # no corrupted predictions for it
   assert any("full_int8" in n for n in m.notes["robustness"])
 
@@ -96,8 +98,7 @@ def test_planted_subgroup_loses_most(biased):
   t = m.tables["subgroups"]
   nd = t[(t.variant == "prune_0.9") & (t.model == "compressed") & (t.metric == "fnr")]
   assert nd["Inverted=1"].iloc[0] == pytest.approx(1.0)  # every inverted positive missed
-  base = t[(t.variant == "prune_0.9") & (t.model == "normalized_difference")
-           & (t.metric == "fnr")]
+  base = t[(t.variant == "prune_0.9") & (t.model == "normalized_difference") & (t.metric == "fnr")]
   assert base["Inverted=0"].iloc[0] == pytest.approx(0.0)
   assert base["Inverted=0&Faint=1"].iloc[0] == pytest.approx(0.0)
   worst = m.variants["prune_0.9"]["worst_subgroup"]["fnr"]
@@ -106,12 +107,18 @@ def test_planted_subgroup_loses_most(biased):
   assert m.variants["full_int8"]["worst_subgroup"]["fnr"]["increase"] == 0.0
   # The absolute difference (points) beside 004's ratio: every inverted positive is missed
   # under prune_0.9, so its FNR rises by 1 - its baseline FNR.
-  cell = {model: t[(t.variant == "prune_0.9") & (t.model == model) & (t.metric == "fnr")]
-          ["Inverted=1"].iloc[0] for model in ("baseline", "compressed", "absolute_difference")}
+  cell = {
+    model: t[(t.variant == "prune_0.9") & (t.model == model) & (t.metric == "fnr")][
+      "Inverted=1"
+    ].iloc[0]
+    for model in ("baseline", "compressed", "absolute_difference")
+  }
   assert cell["absolute_difference"] == pytest.approx(1.0 - cell["baseline"])
   assert worst["increase"] == pytest.approx(
-      t[(t.variant == "prune_0.9") & (t.model == "absolute_difference") &
-        (t.metric == "fnr")][worst["subgroup"]].iloc[0])
+    t[(t.variant == "prune_0.9") & (t.model == "absolute_difference") & (t.metric == "fnr")][
+      worst["subgroup"]
+    ].iloc[0]
+  )
   assert m.variants["prune_0.9"]["pie_count"] == planted.size
   over = m.tables["over_indexing"].set_index(["variant", "attribute"])
   # Every Taxicab CIE at p80 with d > 0 is an inverted positive: Inverted over-indexes.
@@ -135,7 +142,8 @@ def test_small_populations_never_crash(tmp_path, members):
 
 def test_paired_measures_use_shared_members(tmp_path):
   fake_run.make_biased_run(str(tmp_path), members=3)
-  import shutil  # pylint: disable=g-import-not-at-top
+  import shutil
+
   shutil.rmtree(tmp_path / "predictions" / "prune_0.9" / "1")
   run = collect.load_run(str(tmp_path))
   m = registry.core(run)

@@ -19,14 +19,20 @@ LABELS = [0, 1, 0, 1]
 EPS = [0.0, 0.5]
 # variant -> k -> [level][draw] top-1 labels of the 4 examples.
 TOP1 = {
-    "dense": {0: [[[0, 1, 0, 1]] * 2, [[0, 1, 1, 1], [1, 1, 0, 1]]],     # acc 1, .75
-              1: [[[0, 1, 0, 0]] * 2, [[0, 0, 0, 0], [1, 1, 1, 1]]]},    # acc .75, .5
-    "prune_0.5": {0: [[[0, 1, 0, 1]] * 2, [[0, 1, 0, 1]] * 2],           # acc 1, 1
-                  1: [[[0, 1, 0, 1]] * 2, [[0, 1, 0, 0]] * 2]},          # acc 1, .75
-    "prune_0.9": {0: [[[1, 1, 0, 1]] * 2, [[1, 0, 1, 0]] * 2],           # acc .75, 0
-                  1: [[[0, 1, 0, 1]] * 2, [[1, 0, 1, 0]] * 2]},          # acc 1, 0
+  "dense": {
+    0: [[[0, 1, 0, 1]] * 2, [[0, 1, 1, 1], [1, 1, 0, 1]]],  # acc 1, .75
+    1: [[[0, 1, 0, 0]] * 2, [[0, 0, 0, 0], [1, 1, 1, 1]]],
+  },  # acc .75, .5
+  "prune_0.5": {
+    0: [[[0, 1, 0, 1]] * 2, [[0, 1, 0, 1]] * 2],  # acc 1, 1
+    1: [[[0, 1, 0, 1]] * 2, [[0, 1, 0, 0]] * 2],
+  },  # acc 1, .75
+  "prune_0.9": {
+    0: [[[1, 1, 0, 1]] * 2, [[1, 0, 1, 0]] * 2],  # acc .75, 0
+    1: [[[0, 1, 0, 1]] * 2, [[1, 0, 1, 0]] * 2],
+  },  # acc 1, 0
 }
-L2 = np.sqrt(2 * 0.8 ** 2)
+L2 = np.sqrt(2 * 0.8**2)
 
 
 def write_run(run_dir, protocol_seed=0, skip=()):
@@ -37,9 +43,15 @@ def write_run(run_dir, protocol_seed=0, skip=()):
       top1 = np.asarray(top1, np.int32)
       soft = np.where(np.eye(2, dtype=bool)[top1], 0.9, 0.1)
       protocol = {"eps": EPS, "draws": 2, "examples": 4, "seed": protocol_seed}
-      noise_artifact.write(noise_artifact.path(run_dir, variant, k), EPS, [10, 11, 12, 13],
-                           LABELS, top1, soft, {"variant": variant, "k": k,
-                                                "protocol": protocol, "runtime": "xnnpack"})
+      noise_artifact.write(
+        noise_artifact.path(run_dir, variant, k),
+        EPS,
+        [10, 11, 12, 13],
+        LABELS,
+        top1,
+        soft,
+        {"variant": variant, "k": k, "protocol": protocol, "runtime": "xnnpack"},
+      )
 
 
 @pytest.fixture
@@ -102,8 +114,10 @@ def test_no_noise_directory_is_a_note(tmp_path):
 def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
   write_run(str(tmp_path))
   write_run(str(tmp_path / "other"), protocol_seed=1)
-  os.replace(noise_artifact.path(str(tmp_path / "other"), "prune_0.9", 1),
-             noise_artifact.path(str(tmp_path), "prune_0.9", 1))
+  os.replace(
+    noise_artifact.path(str(tmp_path / "other"), "prune_0.9", 1),
+    noise_artifact.path(str(tmp_path), "prune_0.9", 1),
+  )
   with pytest.raises(noise_report.NoiseReportError, match="other noise protocol"):
     noise_report.compute(str(tmp_path))
   nodense = tmp_path / "nodense"
@@ -113,8 +127,13 @@ def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
 
 
 def test_section_shows_plot_and_tables(tables):
-  body = noise_unit.section(tables["noise_accuracy"], tables["noise_similarity"],
-                        tables.get("noise_prune_potential"), {"draws": 2, "examples": 4}, None)
+  body = noise_unit.section(
+    tables["noise_accuracy"],
+    tables["noise_similarity"],
+    tables.get("noise_prune_potential"),
+    {"draws": 2, "examples": 4},
+    None,
+  )
   assert "data:image/png;base64," in body and "4 examples max × 2 draws" in body
   assert body.count("<table class=") == 3
   empty = noise_unit.section(None, None, None, {}, ["no l-inf noise evaluation"])
@@ -131,8 +150,9 @@ def test_change_intervals_welch_and_paired(tmp_path):
   r = _row(welch, "prune_0.5", 0.5)
   assert r.top1_change_low == pytest.approx(0.25 - 4.303 * 0.17678, abs=2e-4)
   assert r.top1_change_high == 1.0
-  paired = noise_report.compute(str(tmp_path), ["dense", "prune_0.5"],
-                                pairs={"prune_0.5": [(0, 0), (1, 1)]})[0]["noise_accuracy"]
+  paired = noise_report.compute(
+    str(tmp_path), ["dense", "prune_0.5"], pairs={"prune_0.5": [(0, 0), (1, 1)]}
+  )[0]["noise_accuracy"]
   r = _row(paired, "prune_0.5", 0.5)
   assert r.top1_change_low == r.top1_change_high == pytest.approx(0.25)
   assert np.isnan(_row(paired, "dense", 0.5).top1_change_low)

@@ -11,16 +11,42 @@ from tf_forget.report import palette
 
 # 30 audited variants of the name grammar (tf_forget/artifacts/names.py): every method, every
 # format and both encodings.
-THIRTY = ["dense", "float16", "dynamic_int8", "full_int8", "float32+sparse", "prune_0.5",
-          "prune_0.5+float16", "prune_0.7", "prune_0.8", "prune_0.9", "prune_0.9+full_int8",
-          "prune_0.9+sparse", "prune_0.9+full_int8+sparse", "prune_0.95", "oneshot_mp_r2",
-          "oneshot_mp_r4", "oneshot_mp_r10", "oneshot_up_r2", "oneshot_up_r4", "oneshot_up_r10",
-          "oneshot_up_r10+full_int8", "oneshot_gp_r10", "oneshot_rp_r10", "oneshot_mp_t0.3",
-          "iter_wt_c1", "iter_wt_c2", "iter_wt_c3", "iter_ft_c1", "iter_ft_c2", "iter_ft_c3"]
+THIRTY = [
+  "dense",
+  "float16",
+  "dynamic_int8",
+  "full_int8",
+  "float32+sparse",
+  "prune_0.5",
+  "prune_0.5+float16",
+  "prune_0.7",
+  "prune_0.8",
+  "prune_0.9",
+  "prune_0.9+full_int8",
+  "prune_0.9+sparse",
+  "prune_0.9+full_int8+sparse",
+  "prune_0.95",
+  "oneshot_mp_r2",
+  "oneshot_mp_r4",
+  "oneshot_mp_r10",
+  "oneshot_up_r2",
+  "oneshot_up_r4",
+  "oneshot_up_r10",
+  "oneshot_up_r10+full_int8",
+  "oneshot_gp_r10",
+  "oneshot_rp_r10",
+  "oneshot_mp_t0.3",
+  "iter_wt_c1",
+  "iter_wt_c2",
+  "iter_wt_c3",
+  "iter_ft_c1",
+  "iter_ft_c2",
+  "iter_ft_c3",
+]
 
 
 def _hls(color):
-  return colorsys.rgb_to_hls(*(int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)))
+  return colorsys.rgb_to_hls(*(int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)))
 
 
 def _key(style):
@@ -50,10 +76,15 @@ def test_repaired_files_of_one_family_differ_from_each_other_and_from_full_int8(
 
 def test_children_share_their_parents_colour_and_differ_in_hatch_and_marker():
   styles = palette.styles(THIRTY)
-  for child, parent in (("prune_0.9+full_int8", "prune_0.9"), ("prune_0.9+sparse", "prune_0.9"),
-                        ("prune_0.9+full_int8+sparse", "prune_0.9"), ("full_int8", "dense"),
-                        ("float16", "dense"), ("float32+sparse", "dense"),
-                        ("oneshot_up_r10+full_int8", "oneshot_up_r10")):
+  for child, parent in (
+    ("prune_0.9+full_int8", "prune_0.9"),
+    ("prune_0.9+sparse", "prune_0.9"),
+    ("prune_0.9+full_int8+sparse", "prune_0.9"),
+    ("full_int8", "dense"),
+    ("float16", "dense"),
+    ("float32+sparse", "dense"),
+    ("oneshot_up_r10+full_int8", "oneshot_up_r10"),
+  ):
     assert styles[child]["color"] == styles[parent]["color"], child
     assert styles[child]["hatch"] != styles[parent]["hatch"], child
     assert styles[child]["marker"] != styles[parent]["marker"], child
@@ -67,11 +98,14 @@ def test_dense_is_always_the_same_neutral_colour():
   assert saturation < 0.05 and lightness < 0.35  # grey, dark
 
 
-@pytest.mark.parametrize("levels", [
+@pytest.mark.parametrize(
+  "levels",
+  [
     ["prune_0.5", "prune_0.7", "prune_0.8", "prune_0.9", "prune_0.95"],
     ["oneshot_mp_t0.3", "oneshot_mp_r2", "oneshot_mp_r4", "oneshot_mp_r10"],  # t = .3 .5 .75 .9
     ["iter_wt_c1", "iter_wt_c2", "iter_wt_c3"],
-])
+  ],
+)
 def test_levels_of_one_method_share_a_hue_darker_with_more_pruning(levels):
   styles = palette.styles(THIRTY)
   hls = [_hls(styles[v]["color"]) for v in levels]  # least pruned first
@@ -83,10 +117,18 @@ def test_levels_of_one_method_share_a_hue_darker_with_more_pruning(levels):
 
 def test_methods_get_different_hues():
   styles = palette.styles(THIRTY)
-  hues = {m: _hls(styles[v]["color"])[0] for m, v in (
-      ("gradual", "prune_0.9"), ("mp", "oneshot_mp_r10"), ("up", "oneshot_up_r10"),
-      ("gp", "oneshot_gp_r10"), ("rp", "oneshot_rp_r10"), ("wt", "iter_wt_c1"),
-      ("ft", "iter_ft_c1"))}
+  hues = {
+    m: _hls(styles[v]["color"])[0]
+    for m, v in (
+      ("gradual", "prune_0.9"),
+      ("mp", "oneshot_mp_r10"),
+      ("up", "oneshot_up_r10"),
+      ("gp", "oneshot_gp_r10"),
+      ("rp", "oneshot_rp_r10"),
+      ("wt", "iter_wt_c1"),
+      ("ft", "iter_ft_c1"),
+    )
+  }
   values = sorted(hues.values())
   gaps = [b - a for a, b in zip(values, values[1:])] + [1 + values[0] - values[-1]]
   assert min(gaps) > 0.015, hues
@@ -96,8 +138,10 @@ def test_deterministic_and_independent_of_order():
   first = palette.styles(THIRTY)
   assert palette.styles(list(THIRTY)) == first
   assert palette.styles(THIRTY[::-1]) == first
-  assert palette.styles(["prune_0.9", "dense"])["prune_0.9"] == \
-      palette.styles(["dense", "prune_0.9"])["prune_0.9"]
+  assert (
+    palette.styles(["prune_0.9", "dense"])["prune_0.9"]
+    == palette.styles(["dense", "prune_0.9"])["prune_0.9"]
+  )
 
 
 def test_names_outside_the_grammar_still_get_distinct_styles():

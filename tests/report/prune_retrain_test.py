@@ -24,12 +24,24 @@ from tf_forget.report import prune_retrain_plots
 N = 200
 RATIOS = (0.5, 0.75, 0.875)
 ERRORS = {  # split -> variant -> [errors of k = 0, k = 1]
-    "test": {"dense": [20, 10], "iter_wt_c1": [20, 12], "iter_wt_c2": [21, 10],
-             "iter_wt_c3": [22, 30]},
-    "gaussian_noise@3": {"dense": [40, 30], "iter_wt_c1": [41, 35], "iter_wt_c2": [45, 36],
-                         "iter_wt_c3": [50, 40]},
-    "gaussian_noise@5": {"dense": [100, 100], "iter_wt_c1": [0, 0], "iter_wt_c2": [0, 0],
-                         "iter_wt_c3": [0, 0]},  # severity 5: left out of 003's tables
+  "test": {
+    "dense": [20, 10],
+    "iter_wt_c1": [20, 12],
+    "iter_wt_c2": [21, 10],
+    "iter_wt_c3": [22, 30],
+  },
+  "gaussian_noise@3": {
+    "dense": [40, 30],
+    "iter_wt_c1": [41, 35],
+    "iter_wt_c2": [45, 36],
+    "iter_wt_c3": [50, 40],
+  },
+  "gaussian_noise@5": {
+    "dense": [100, 100],
+    "iter_wt_c1": [0, 0],
+    "iter_wt_c2": [0, 0],
+    "iter_wt_c3": [0, 0],
+  },  # severity 5: left out of 003's tables
 }
 
 
@@ -38,8 +50,9 @@ def _pop(errors):
   top1 = np.zeros((len(errors), N), np.int32)
   for i, e in enumerate(errors):
     top1[i, :e] = 1
-  return collect.SplitPredictions(np.arange(len(errors)), np.arange(N), labels, top1[..., None],
-                                  ({},) * len(errors))
+  return collect.SplitPredictions(
+    np.arange(len(errors)), np.arange(N), labels, top1[..., None], ({},) * len(errors)
+  )
 
 
 @pytest.fixture
@@ -66,7 +79,11 @@ def test_prune_potential_and_summary_match_the_hand_computation(run):
   assert pot.loc["gaussian_noise@3", "prune_potential_sd"] == 0.25  # ddof 0 of (0.5, 0)
   row = study.tables["prune_retrain_summary"].iloc[0]
   assert (row["train"], row["test_average"], row["test_minimum"], row["diff"]) == (
-      0.75, 0.25, 0.25, -0.5)
+    0.75,
+    0.25,
+    0.25,
+    -0.5,
+  )
   assert row.test_distributions == 1 and row.parents == 2
 
 
@@ -84,12 +101,18 @@ def test_curve_starts_at_the_parents_and_follows_the_cycles(run):
   curve = prune_retrain.compute(run).tables["prune_retrain_curve"]
   nominal = curve[curve.distribution == "nominal"]
   assert list(nominal.prune_ratio) == [0.0, *RATIOS]
-  np.testing.assert_allclose(nominal.top1, [1 - 15 / 200, 1 - 16 / 200, 1 - 15.5 / 200,
-                                            1 - 26 / 200])
+  np.testing.assert_allclose(
+    nominal.top1, [1 - 15 / 200, 1 - 16 / 200, 1 - 15.5 / 200, 1 - 26 / 200]
+  )
   t = prune_retrain.compute(run).tables
   html = prune_retrain_plots.section(
-      t["prune_retrain_curve"], t["prune_retrain_summary"], t["prune_retrain_potential"],
-      t["prune_retrain_excess"], t.get("prune_retrain_similarity"), None)
+    t["prune_retrain_curve"],
+    t["prune_retrain_summary"],
+    t["prune_retrain_potential"],
+    t["prune_retrain_excess"],
+    t.get("prune_retrain_similarity"),
+    None,
+  )
   assert "Prune potential per distribution" in html and "<img" in html
 
 

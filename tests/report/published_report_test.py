@@ -18,23 +18,35 @@ from tf_forget.report import published_report
 from tf_forget.report.units import registry
 
 # tfds' imagenet2012 label file: the label space of tfds' imagenet_a (its ClassLabel reads it).
-IMAGENET_LABELS = os.path.join(os.path.dirname(tfds.__file__), "datasets", "imagenet2012",
-                               "labels.txt")
+IMAGENET_LABELS = os.path.join(
+  os.path.dirname(tfds.__file__), "datasets", "imagenet2012", "labels.txt"
+)
 
 
 class _Stub:
   """A data set of which the report needs only the spec (no attributes, no images read)."""
 
   def __init__(self, name, num_classes, eval_split):
-    self.spec = dataset_api.DatasetSpec(name=name, num_classes=num_classes, image_shape=(8, 8, 3),
-                                        splits=(eval_split,), eval_split=eval_split)
+    self.spec = dataset_api.DatasetSpec(
+      name=name,
+      num_classes=num_classes,
+      image_shape=(8, 8, 3),
+      splits=(eval_split,),
+      eval_split=eval_split,
+    )
 
 
 def _page(m, run):
   """The report page of the core measures `m` of `run` alone (no gallery, no
   recommendation)."""
-  return html.page("t", [], [(sec.id, sec.title, sec.nav, inner)
-                             for sec, inner in registry.render(m, run, run.run_dir, {}, {})])
+  return html.page(
+    "t",
+    [],
+    [
+      (sec.id, sec.title, sec.nav, inner)
+      for sec, inner in registry.render(m, run, run.run_dir, {}, {})
+    ],
+  )
 
 
 def _ranked(rows, num_classes=1000):
@@ -49,9 +61,14 @@ def _ranked(rows, num_classes=1000):
 
 def _write(run, variant, k, split, labels, scores, dataset):
   labels = np.asarray(labels)
-  predictions.write(predictions.path(run, variant, k, split), np.arange(labels.size), labels,
-                    scores, {"variant": variant, "member_variant": variant, "k": k,
-                             "dataset": dataset, "split": split}, save_logits=True)
+  predictions.write(
+    predictions.path(run, variant, k, split),
+    np.arange(labels.size),
+    labels,
+    scores,
+    {"variant": variant, "member_variant": variant, "k": k, "dataset": dataset, "split": split},
+    save_logits=True,
+  )
 
 
 # ImageNet-A labels: 6, 11, 13 are ImageNet-A classes, 500 is not (it lies between 496 and 514).
@@ -68,18 +85,18 @@ A_LABELS = [6, 11, 13, 500]
 #   prune 1: e0 [6] +/+ ; +/+   e1 [11] +/+ ; +/+   e2 [0] -/- ; -/+   e3 [0] -/- ; -/-
 #            -> 1000: 2/4, 2/4; masked 2/4, 3/4
 A_RANKS = {
-    ("dense", 0): [[0, 6], [11], [2, 15, 13], [500]],
-    ("dense", 1): [[6], [11], [13], [0]],
-    ("prune_0.9", 0): [[0], [0], [0], [0]],
-    ("prune_0.9", 1): [[6], [11], [0], [0]],
+  ("dense", 0): [[0, 6], [11], [2, 15, 13], [500]],
+  ("dense", 1): [[6], [11], [13], [0]],
+  ("prune_0.9", 0): [[0], [0], [0], [0]],
+  ("prune_0.9", 1): [[6], [11], [0], [0]],
 }
 # Means over the 2 members: dense 1000 top-1 0.625, top-5 0.875, masked 0.625, 0.75;
 # prune_0.9 1000 top-1 0.25, top-5 0.25, masked 0.375, 0.75. Normalized 100·(A_t/A_0 − 1).
 WANT = {
-    (1000, "dense"): (0.625, 0.875, 0.0, 0.0),
-    (1000, "prune_0.9"): (0.25, 0.25, 100 * (0.25 / 0.625 - 1), 100 * (0.25 / 0.875 - 1)),
-    (200, "dense"): (0.625, 0.75, 0.0, 0.0),
-    (200, "prune_0.9"): (0.375, 0.75, 100 * (0.375 / 0.625 - 1), 0.0),
+  (1000, "dense"): (0.625, 0.875, 0.0, 0.0),
+  (1000, "prune_0.9"): (0.25, 0.25, 100 * (0.25 / 0.625 - 1), 100 * (0.25 / 0.875 - 1)),
+  (200, "dense"): (0.625, 0.75, 0.0, 0.0),
+  (200, "prune_0.9"): (0.375, 0.75, 100 * (0.375 / 0.625 - 1), 0.0),
 }
 
 
@@ -111,18 +128,30 @@ def test_masked_topk_is_the_argmax_over_the_200_classes():
   assert out.shape == (3, 5)
   np.testing.assert_array_equal(out[:, 0], [6, 15, 6])  # 0, 2, 500 are not ImageNet-A classes
   np.testing.assert_array_equal(out[1], [15, 13, 6, 11, 17])  # then ties by lowest index
-  np.testing.assert_array_equal(published_report.masked_topk(scores, indices=[2, 500], k=1)[:, 0],
-                                [2, 2, 500])
+  np.testing.assert_array_equal(
+    published_report.masked_topk(scores, indices=[2, 500], k=1)[:, 0], [2, 2, 500]
+  )
 
 
 def test_table8_against_hand_computed_values(imagenet_run):
   table, notes = published_report.imagenet_a_table(imagenet_run, mask=True)
-  assert list(table.columns) == ["variant", "classes", "top1", "top5", "top1_norm",
-                                 "top5_norm", "members", "examples"]
+  assert list(table.columns) == [
+    "variant",
+    "classes",
+    "top1",
+    "top5",
+    "top1_norm",
+    "top5_norm",
+    "members",
+    "examples",
+  ]
   assert len(table) == 4
   for row in table.itertuples():
-    np.testing.assert_allclose((row.top1, row.top5, row.top1_norm, row.top5_norm),
-                               WANT[(row.classes, row.variant)], atol=1e-12)
+    np.testing.assert_allclose(
+      (row.top1, row.top5, row.top1_norm, row.top5_norm),
+      WANT[(row.classes, row.variant)],
+      atol=1e-12,
+    )
     assert row.members == 2 and row.examples == 4
   assert notes == ["1 imagenet_a labels are outside its 200 classes: never right under the mask"]
   # 1000-way only by default (docs/spec.md §3.6).
@@ -146,9 +175,14 @@ def test_mask_without_logits_is_a_note(tmp_path):
   run = str(tmp_path)
   for (variant, k), ranks in A_RANKS.items():
     labels = np.asarray(A_LABELS)
-    predictions.write(predictions.path(run, variant, k, "imagenet_a"), np.arange(4), labels,
-                      _ranked(ranks), {"variant": variant, "k": k, "dataset": "imagenet2012"},
-                      save_logits=False)
+    predictions.write(
+      predictions.path(run, variant, k, "imagenet_a"),
+      np.arange(4),
+      labels,
+      _ranked(ranks),
+      {"variant": variant, "k": k, "dataset": "imagenet2012"},
+      save_logits=False,
+    )
     _write(run, variant, k, "validation", [1, 2], _ranked([[1], [2]]), "imagenet2012")
   loaded = collect.load_run(run, dataset=_Stub("imagenet2012", 1000, "validation"))
   table, notes = published_report.imagenet_a_table(loaded, mask=True)
@@ -162,13 +196,22 @@ def test_cifar10_1_table_against_hand_computed_values(tmp_path):
   wrong = lambda labels, n: np.where(np.arange(labels.size) < n, (labels + 1) % 10, labels)
   # (members' wrong examples on cifar10_1, on test): dense 1/5, 2/5 and 0/4, 2/4;
   # prune_0.9 3/5, 2/5 and 3/4, 1/4.
-  plan = {("dense", 0): (1, 0), ("dense", 1): (2, 2), ("prune_0.9", 0): (3, 3),
-          ("prune_0.9", 1): (2, 1)}
+  plan = {
+    ("dense", 0): (1, 0),
+    ("dense", 1): (2, 2),
+    ("prune_0.9", 0): (3, 3),
+    ("prune_0.9", 1): (2, 1),
+  }
   for (variant, k), (w1, wt) in plan.items():
     for split, labels, n in (("cifar10_1", labels_1, w1), ("test", labels_test, wt)):
-      predictions.write(predictions.path(run, variant, k, split), np.arange(labels.size),
-                        labels, fake_run.scores_for(wrong(labels, n), 10),
-                        {"variant": variant, "k": k, "dataset": "cifar10"}, save_logits=True)
+      predictions.write(
+        predictions.path(run, variant, k, split),
+        np.arange(labels.size),
+        labels,
+        fake_run.scores_for(wrong(labels, n), 10),
+        {"variant": variant, "k": k, "dataset": "cifar10"},
+        save_logits=True,
+      )
   loaded = collect.load_run(run, dataset=_Stub("cifar10", 10, "test"))
   table, _ = published_report.published_splits_table(loaded)
   by = table.set_index("variant")
@@ -191,4 +234,5 @@ def test_a_run_without_published_splits_is_unchanged(tmp_path):
   assert "published_splits" not in m.tables and "published" not in m.notes
   page = _page(m, run)
   assert re.findall(r"<section id=\"([^\"]+)\"", page) == [
-      sec.id for sec in registry.sections() if not sec.optional]
+    sec.id for sec in registry.sections() if not sec.optional
+  ]

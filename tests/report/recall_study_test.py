@@ -27,16 +27,16 @@ from tf_forget.report.units import registry
 from tf_forget.stats import recall_distortion
 
 CHILD = "oneshot_up_r10+full_int8"
-LABELS = {"oneshot_mp_r2": "<", "oneshot_mp_r10": ">", "oneshot_up_r2": "?",
-          "oneshot_up_r10": ">"}
+LABELS = {"oneshot_mp_r2": "<", "oneshot_mp_r10": ">", "oneshot_up_r2": "?", "oneshot_up_r10": ">"}
 
 
 @pytest.fixture(scope="module")
 def shifted(tmp_path_factory):
   """Parents k' = k + 1 (mod 6): pairing by parent and by index differ."""
   run_dir = str(tmp_path_factory.mktemp("shifted"))
-  planted, parents = fake_run.make_oneshot_run(run_dir, parent_shift=1, children=(CHILD,),
-                                               gradual=True)
+  planted, parents = fake_run.make_oneshot_run(
+    run_dir, parent_shift=1, children=(CHILD,), gradual=True
+  )
   run = collect.load_run(run_dir)
   return run_dir, run, registry.core(run), planted, parents
 
@@ -54,17 +54,18 @@ def test_alpha_follows_the_parent_link_not_the_index(shifted):
     s = m.variants[variant]
     assert s["pairing"] == "parent"
     assert s["alpha_pairs"] == [[parents[variant][k], k] for k in range(6)]
-    np.testing.assert_allclose(s["alphas"], [planted[variant][k] for k in range(6)],
-                               atol=1e-12)
+    np.testing.assert_allclose(s["alphas"], [planted[variant][k] for k in range(6)], atol=1e-12)
     # The same members paired by index give another slope (module docstring): the link
     # matters.
     q0, qt = pairing_lib.paired(run.eval["dense"], run.eval[variant])
     r = [class_measures.recall_and_accuracy(q, 10) for q in (q0, qt)]
-    by_index = recall_distortion.recall_distortion_summary(r[0][0], r[0][1], r[1][0],
-                                                           r[1][1])["alphas"]
+    by_index = recall_distortion.recall_distortion_summary(r[0][0], r[0][1], r[1][0], r[1][1])[
+      "alphas"
+    ]
     p = fake_run.PATTERN
-    expected = [planted[variant][k] * p @ np.roll(p, k - parents[variant][k]) / (p @ p)
-                for k in range(6)]
+    expected = [
+      planted[variant][k] * p @ np.roll(p, k - parents[variant][k]) / (p @ p) for k in range(6)
+    ]
     np.testing.assert_allclose(by_index, expected, atol=1e-12)
     assert expected[0] == pytest.approx(-0.7 * planted[variant][0])
   # A quantized child pairs through its member variant's link; gradual pruning by index.
@@ -79,16 +80,24 @@ def test_alpha_follows_the_parent_link_not_the_index(shifted):
 def test_oneshot_alpha_table(shifted):
   _, _, m, planted, _ = shifted
   t = m.tables["oneshot_alpha"]
-  assert list(t.variant) == ["oneshot_mp_r2", "oneshot_mp_r10", "oneshot_up_r2",
-                             "oneshot_up_r10"]  # algorithm order of 002, then ratio
+  assert list(t.variant) == [
+    "oneshot_mp_r2",
+    "oneshot_mp_r10",
+    "oneshot_up_r2",
+    "oneshot_up_r10",
+  ]  # algorithm order of 002, then ratio
   assert CHILD not in set(t.variant) and "prune_0.9" not in set(t.variant)
   t = t.set_index("variant")
   half = sp_stats.t.ppf(0.995, 5)
   for variant, factor in fake_run.ONESHOT.items():
     row = t.loc[variant]
     alphas = np.array(list(planted[variant].values()))
-    assert (row.algorithm, row.ratio) == {"oneshot_mp_r2": ("mp", 2.0), "oneshot_mp_r10": (
-        "mp", 10.0), "oneshot_up_r2": ("up", 2.0), "oneshot_up_r10": ("up", 10.0)}[variant]
+    assert (row.algorithm, row.ratio) == {
+      "oneshot_mp_r2": ("mp", 2.0),
+      "oneshot_mp_r10": ("mp", 10.0),
+      "oneshot_up_r2": ("up", 2.0),
+      "oneshot_up_r10": ("up", 10.0),
+    }[variant]
     assert row.mean_alpha == pytest.approx(factor)  # the offsets average 0
     assert row.ci_low == pytest.approx(factor - half * alphas.std(ddof=1) / np.sqrt(6))
     assert row.ci_high == pytest.approx(factor + half * alphas.std(ddof=1) / np.sqrt(6))
@@ -98,15 +107,17 @@ def test_oneshot_alpha_table(shifted):
     assert row.mean_accuracy_0 == pytest.approx(0.6) and row.mean_accuracy_t == pytest.approx(0.6)
     # Var over classes of R^c = 1 − (20 + P_c)/50 is Var(P)/2500 = 16/2500 (ddof 0).
     assert row.recall_variance_0 == pytest.approx(16 / 2500)
-    assert row.recall_variance_t == pytest.approx(16 / 2500 * np.mean(alphas ** 2))
+    assert row.recall_variance_t == pytest.approx(16 / 2500 * np.mean(alphas**2))
     assert (row.ratio_over, row.exclude_classifier) == ("prunable", False)
 
 
 def test_tests_are_paired_by_parent_with_bonferroni(shifted):
   _, _, m, planted, parents = shifted
+
   def planted_pair(a, b):
     pa, pb = _by_parent(planted, parents, a), _by_parent(planted, parents, b)
     return [pa[k] for k in sorted(pa)], [pb[k] for k in sorted(pa)]
+
   ratio = m.tables["oneshot_ratio_tests"].set_index("algorithm")
   for alg in ("mp", "up"):
     a, b = planted_pair(f"oneshot_{alg}_r2", f"oneshot_{alg}_r10")
@@ -129,9 +140,16 @@ def test_tests_are_paired_by_parent_with_bonferroni(shifted):
 
 
 def _cells(rng, algorithms=("mp", "gp", "up", "rp"), ratios=(2.0, 4.0, 10.0), k=30):
-  return [{"variant": f"oneshot_{a}_r{r:g}", "algorithm": a, "ratio": r,
-           "alphas": {m: float(x) for m, x in enumerate(rng.normal(1 + 0.1 * r, 0.3, k))}}
-          for a in algorithms for r in ratios]
+  return [
+    {
+      "variant": f"oneshot_{a}_r{r:g}",
+      "algorithm": a,
+      "ratio": r,
+      "alphas": {m: float(x) for m, x in enumerate(rng.normal(1 + 0.1 * r, 0.3, k))},
+    }
+    for a in algorithms
+    for r in ratios
+  ]
 
 
 def test_bonferroni_multipliers_and_intersection_of_parents():
@@ -157,7 +175,8 @@ def test_bonferroni_multipliers_and_intersection_of_parents():
   b = cells[7]["alphas"]
   ks = sorted(set(a) & set(b))
   assert algs.loc[(4.0, "mp", "up"), "p_value"] == pytest.approx(
-      sp_stats.ttest_rel([a[k] for k in ks], [b[k] for k in ks]).pvalue, rel=1e-12)
+    sp_stats.ttest_rel([a[k] for k in ks], [b[k] for k in ks]).pvalue, rel=1e-12
+  )
 
 
 def _set_dense_sha(run_dir, k, sha):
@@ -183,10 +202,13 @@ def test_stale_or_missing_parent_link_drops_the_member(tmp_path):
     assert len(m.variants[variant]["alphas"]) == 6 - len(dropped)
     assert m.cie[variant]["members"] == 6 - len(dropped)
     member = variant.split("+")[0]
-    np.testing.assert_allclose(m.variants[variant]["alphas"],
-                               [planted[member][k] for k in range(6) if k not in dropped])
-  assert any(n.startswith("oneshot_mp_r2: member 4 left out") and "metadata.json" in n
-             for n in m.notes["pairing"])
+    np.testing.assert_allclose(
+      m.variants[variant]["alphas"], [planted[member][k] for k in range(6) if k not in dropped]
+    )
+  assert any(
+    n.startswith("oneshot_mp_r2: member 4 left out") and "metadata.json" in n
+    for n in m.notes["pairing"]
+  )
   assert m.tables["oneshot_alpha"].set_index("variant").loc["oneshot_mp_r2", "n"] == 4
   ratio = m.tables["oneshot_ratio_tests"].set_index("algorithm")
   assert ratio.loc["mp", "n"] == 4 and ratio.loc["up", "n"] == 5  # parents both sides have
@@ -207,8 +229,7 @@ def test_html_json_and_csv_have_the_study(shifted, tmp_path):
   run_dir, _, _, _, _ = shifted
   out = str(tmp_path / "out")
   doc = write.write_report(run_dir, out, {})
-  names = {"oneshot_alpha", "oneshot_ratio_tests", "oneshot_algorithm_tests",
-           "oneshot_mp_vs_up"}
+  names = {"oneshot_alpha", "oneshot_ratio_tests", "oneshot_algorithm_tests", "oneshot_mp_vs_up"}
   assert names <= set(doc["tables"])
   assert names <= {f[:-4] for f in os.listdir(os.path.join(out, "tables"))}
   assert doc["tables"]["oneshot_mp_vs_up"][0]["rows"] == 2
@@ -243,8 +264,9 @@ def test_study_figures_are_deterministic_pngs(shifted):
 
 def test_a_variant_without_current_links_still_renders(tmp_path):
   run_dir = str(tmp_path)
-  fake_run.make_oneshot_run(run_dir, members=3, variants={"oneshot_mp_r4": 1.5,
-                                                          "oneshot_up_r4": 1.0})
+  fake_run.make_oneshot_run(
+    run_dir, members=3, variants={"oneshot_mp_r4": 1.5, "oneshot_up_r4": 1.0}
+  )
   for k in range(3):
     _set_dense_sha(run_dir, k, "e" * 64)
   report = write.build_report(run_dir, {})

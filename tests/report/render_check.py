@@ -35,10 +35,21 @@ WIDTH = 1400  # CSS px (devicePixelRatio 1 in headless Chromium)
 FIRST_SCREEN = 900
 TIMEOUT = 60  # s per Chromium run
 RESULT_ID = "tf-forget-render-check"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-crash-reporter", "--no-first-run",
-         "--no-default-browser-check", "--force-device-scale-factor=1", "--mute-audio")
+FLAGS = (
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-dev-shm-usage",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-extensions",
+  "--disable-crash-reporter",
+  "--no-first-run",
+  "--no-default-browser-check",
+  "--force-device-scale-factor=1",
+  "--mute-audio",
+)
 
 # Runs in the page. Verdict first, as the page loads (closed <details> stay closed); then every
 # <details> is opened and images, tables and the document width are measured.
@@ -207,8 +218,12 @@ def _chromium(args, tmp, timeout=TIMEOUT):
   Raises:
     RuntimeError: Chromium failed or timed out (with the end of its stderr).
   """
-  env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"),
-             XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+  env = dict(
+    os.environ,
+    HOME=tmp,
+    XDG_CONFIG_HOME=os.path.join(tmp, "config"),
+    XDG_CACHE_HOME=os.path.join(tmp, "cache"),
+  )
   cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={os.path.join(tmp, 'profile')}", *args]
   try:
     done = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env, check=False)
@@ -227,7 +242,7 @@ def _instrumented_copy(html_path, tmp):
   base = "file://" + os.path.dirname(os.path.abspath(html_path)) + "/"
   head = re.search(r"<head\b[^>]*>", page, re.I)
   if head:
-    page = page[:head.end()] + f'<base href="{base}">' + page[head.end():]
+    page = page[: head.end()] + f'<base href="{base}">' + page[head.end() :]
   script = f"<script>{_SCRIPT}</script>"
   end = page.lower().rfind("</body>")
   page = page[:end] + script + page[end:] if end >= 0 else page + script
@@ -260,10 +275,11 @@ def measure(html_path, width=WIDTH, height=FIRST_SCREEN, budget_ms=15000):
   """
   with tempfile.TemporaryDirectory() as tmp:
     url = "file://" + _instrumented_copy(html_path, tmp)
-    dom = _chromium([f"--window-size={width},{height}", f"--virtual-time-budget={budget_ms}",
-                     "--dump-dom", url], tmp).decode("utf-8")
-  found = re.search(rf'<script type="application/json" id="{RESULT_ID}">(.*?)</script>', dom,
-                    re.S)
+    dom = _chromium(
+      [f"--window-size={width},{height}", f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
+      tmp,
+    ).decode("utf-8")
+  found = re.search(rf'<script type="application/json" id="{RESULT_ID}">(.*?)</script>', dom, re.S)
   if not found:
     raise RuntimeError(f"{html_path}: the page reported no measurements within {budget_ms} ms")
   return json.loads(found.group(1))
@@ -272,9 +288,15 @@ def measure(html_path, width=WIDTH, height=FIRST_SCREEN, budget_ms=15000):
 def screenshot(html_path, png_path, width=WIDTH, height=4000):
   """Writes a `width` x `height` PNG screenshot of the page's top (scrollbars hidden)."""
   with tempfile.TemporaryDirectory() as tmp:
-    _chromium(["--hide-scrollbars", f"--window-size={width},{height}",
-               f"--screenshot={os.path.abspath(png_path)}",
-               "file://" + os.path.abspath(html_path)], tmp)
+    _chromium(
+      [
+        "--hide-scrollbars",
+        f"--window-size={width},{height}",
+        f"--screenshot={os.path.abspath(png_path)}",
+        "file://" + os.path.abspath(html_path),
+      ],
+      tmp,
+    )
   if not os.path.exists(png_path):
     raise RuntimeError(f"chromium wrote no screenshot {png_path}")
 
@@ -286,13 +308,14 @@ def ink(png_path):
     ink: share of non-white pixels (min channel < 235); colours: distinct colours among every
     97th pixel; plum: share of pixels within 30 (L1) of the report's plum #8e4585.
   """
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  import numpy as np
+  from PIL import Image
+
   with Image.open(png_path) as im:
     pixels = np.asarray(im.convert("RGB"), dtype=np.int16)
   ink_share = float((pixels.min(axis=2) < 235).mean())
   colours = len(np.unique(pixels.reshape(-1, 3)[::97], axis=0))
-  plum = float(((np.abs(pixels - np.array([0x8e, 0x45, 0x85])).sum(axis=2)) < 30).mean())
+  plum = float(((np.abs(pixels - np.array([0x8E, 0x45, 0x85])).sum(axis=2)) < 30).mean())
   return ink_share, colours, plum
 
 
@@ -322,11 +345,12 @@ def problems(m, variants=None):
     out.append("verdict: no section#verdict")
   else:
     if not v["first"]:
-      out.append(f"verdict: section#verdict is not the first <section> ({v['first_section']} "
-                 "is)")
+      out.append(f"verdict: section#verdict is not the first <section> ({v['first_section']} is)")
     if v["top"] >= FIRST_SCREEN:
-      out.append(f"verdict: section#verdict starts at y = {v['top']:.0f} px, below the first "
-                 f"screen ({width}x{FIRST_SCREEN})")
+      out.append(
+        f"verdict: section#verdict starts at y = {v['top']:.0f} px, below the first "
+        f"screen ({width}x{FIRST_SCREEN})"
+      )
     if not v["table"]:
       out.append("verdict: no table.verdict in section#verdict")
     elif not v["rows"]:
@@ -350,9 +374,10 @@ def problems(m, variants=None):
       out.append(f"table {table['name']} in {table['where']} ({table['width']:.0f} px wide): {p}")
   doc = m["document"]
   if doc["scroll_width"] > doc["client_width"]:
-    out.append(f"the page scrolls horizontally: {doc['scroll_width']} px of content in "
-               f"{doc['client_width']} px; sticking out: "
-               + (", ".join(doc["sticking_out"][:4]) or "?"))
+    out.append(
+      f"the page scrolls horizontally: {doc['scroll_width']} px of content in "
+      f"{doc['client_width']} px; sticking out: " + (", ".join(doc["sticking_out"][:4]) or "?")
+    )
   return out
 
 
@@ -364,7 +389,6 @@ def report_variants(html_path):
       return [v for v in json.load(f)["variants"] if v != "dense"]
   except (OSError, ValueError, KeyError, TypeError):
     return None
-
 
 
 def check(html_path, screenshot_path=None, width=WIDTH, height=4000, variants=None):
@@ -385,13 +409,19 @@ def check(html_path, screenshot_path=None, width=WIDTH, height=4000, variants=No
   m = measure(html_path, width=width)
   found = problems(m, variants)
   decoded = [i for i in m.get("images", ()) if i["complete"] and i["natural"][0]]
-  summary = {"viewport": m["viewport"], "sections": m.get("sections"), "nav": m.get("nav"),
-             "images": len(decoded), "inlined": sum(i["inlined"] for i in decoded),
-             "tables": len(m.get("tables", ()))}
+  summary = {
+    "viewport": m["viewport"],
+    "sections": m.get("sections"),
+    "nav": m.get("nav"),
+    "images": len(decoded),
+    "inlined": sum(i["inlined"] for i in decoded),
+    "tables": len(m.get("tables", ())),
+  }
   if screenshot_path:
     screenshot(html_path, screenshot_path, width=width, height=height)
     summary["ink"], summary["colours"], summary["plum"] = ink(screenshot_path)
     if summary["ink"] <= 0.05 or summary["colours"] <= 20:
-      found.append(f"screenshot looks blank (ink {summary['ink']:.3f}, "
-                   f"{summary['colours']} colours)")
+      found.append(
+        f"screenshot looks blank (ink {summary['ink']:.3f}, {summary['colours']} colours)"
+      )
   return summary, found

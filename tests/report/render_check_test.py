@@ -23,19 +23,21 @@ import pytest
 
 if __name__ == "__main__" and not __package__:  # script mode: `tests.report` from the repo root
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tests.report import render_check  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tests.report import render_check
 
 pytestmark = pytest.mark.skipif(
-    not render_check.available(),
-    reason=f"render check NOT RUN: {render_check.CHROMIUM} is missing (Debian's chromium; "
-    "`make test` installs it via tools/setup.sh unless apt-get cannot)")
+  not render_check.available(),
+  reason=f"render check NOT RUN: {render_check.CHROMIUM} is missing (Debian's chromium; "
+  "`make test` installs it via tools/setup.sh unless apt-get cannot)",
+)
 
 VARIANTS = ("prune_0.9", "full_int8")  # the compressed variants of both fake runs (fake_run.py)
 
 
 def _png(size, colour=(142, 69, 133)):
   """A `size` x `size` PNG as a data: URI (a checkerboard, so it is not one flat colour)."""
-  from PIL import Image  # pylint: disable=g-import-not-at-top
+  from PIL import Image
+
   im = Image.new("RGB", (size, size), "white")
   for x in range(size):
     for y in range(size):
@@ -52,26 +54,32 @@ def _wide_table(cols=40):
   return f"<table><tr>{cells}</tr></table>"
 
 
-VERDICT = ("<section id=\"verdict\"><h2>Verdict</h2><table class=\"verdict\">"
-           "<thead><tr><th>variant</th><th>ship?</th></tr></thead><tbody>"
-           "<tr><td>full_int8</td><td>yes</td></tr><tr><td>prune_0.9</td><td>no</td></tr>"
-           "</tbody></table><p class=\"recommendation\">Ship full_int8.</p></section>")
+VERDICT = (
+  "<section id=\"verdict\"><h2>Verdict</h2><table class=\"verdict\">"
+  "<thead><tr><th>variant</th><th>ship?</th></tr></thead><tbody>"
+  "<tr><td>full_int8</td><td>yes</td></tr><tr><td>prune_0.9</td><td>no</td></tr>"
+  "</tbody></table><p class=\"recommendation\">Ship full_int8.</p></section>"
+)
 # Like the report: centred body at most 1250 px wide; a figure shown at its natural size and one
 # shrunk to half; a ~5000 px table in an overflow-x: auto box; a table in a closed <details>.
-RESULTS = ("<section id=\"results\"><h2>Results</h2>"
-           "<img alt=\"natural\" src=\"{png10}\">"
-           "<img alt=\"shrunk\" src=\"{png40}\" style=\"width:20px;border:1px solid #ccc\">"
-           "<div style=\"overflow-x:auto\">{wide}</div>"
-           "<details><summary>more</summary><table><tr><td>x</td></tr></table></details>"
-           "</section>")
+RESULTS = (
+  "<section id=\"results\"><h2>Results</h2>"
+  "<img alt=\"natural\" src=\"{png10}\">"
+  "<img alt=\"shrunk\" src=\"{png40}\" style=\"width:20px;border:1px solid #ccc\">"
+  "<div style=\"overflow-x:auto\">{wide}</div>"
+  "<details><summary>more</summary><table><tr><td>x</td></tr></table></details>"
+  "</section>"
+)
 
 
 def _page(body, nav=("verdict", "results")):
   links = " · ".join(f"<a href=\"#{sid}\">{sid}</a>" for sid in nav)
-  return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>t</title>"
-          "<style>body{font-family:sans-serif;margin:0 auto;max-width:1250px;padding:16px 24px}"
-          "td{white-space:nowrap;border:1px solid #ccc}</style></head><body><h1>audit</h1>"
-          f"<nav>{links}</nav>{body}</body></html>")
+  return (
+    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>t</title>"
+    "<style>body{font-family:sans-serif;margin:0 auto;max-width:1250px;padding:16px 24px}"
+    "td{white-space:nowrap;border:1px solid #ccc}</style></head><body><h1>audit</h1>"
+    f"<nav>{links}</nav>{body}</body></html>"
+  )
 
 
 def _results(**kw):
@@ -82,32 +90,40 @@ def _results(**kw):
 
 # name -> (page body, nav, problems expected: a substring of each, and nothing else)
 CASES = {
-    "fine": (VERDICT + _results(), ("verdict", "results"), []),
-    "upscaled_png": (VERDICT + _results(png10=_png(10) + "\" style=\"width:40px;height:40px"),
-                     ("verdict", "results"),
-                     ["image \"natural\" in #results is upscaled: drawn 40x40 px from 10x10"]),
-    "clipped_table": (
-        VERDICT + _results(wide=f"<div style=\"overflow:hidden;width:300px\">{_wide_table()}"
-                           "</div>"), ("verdict", "results"),
-        ["in #results", "cut off by", "(x) by div {overflow-x: hidden}"]),
-    "table_wider_than_page": (VERDICT + _results().replace("overflow-x:auto", "margin:0"),
-                              ("verdict", "results"),
-                              ["wider than the page by",
-                               "the page scrolls horizontally",
-                               "sticking out: table in #results"]),
-    "verdict_below_first_screen": (
-        "<div style=\"height:1200px\">intro</div>" + VERDICT + _results(),
-        ("verdict", "results"), ["verdict: section#verdict starts at y = "]),
-    "verdict_missing": (_results(), ("results",), ["verdict: no section#verdict"]),
-    "verdict_incomplete": (  # also: not first, a nav link to nowhere, an image that fails
-        _results(png10="data:image/png;base64,iVBORw0KGgo=") + VERDICT.replace(
-            "<tr><td>prune_0.9</td><td>no</td></tr>", "").replace("Ship full_int8.", " "),
-        ("verdict", "results", "gallery"),
-        ["verdict: section#verdict is not the first <section> (section#results is)",
-         "verdict: table.verdict has no row for variant prune_0.9",
-         "verdict: p.recommendation is empty",
-         "sections: <nav> links to #gallery, but there is no <section id=\"gallery\">",
-         "image \"natural\" in #results does not load"]),
+  "fine": (VERDICT + _results(), ("verdict", "results"), []),
+  "upscaled_png": (
+    VERDICT + _results(png10=_png(10) + "\" style=\"width:40px;height:40px"),
+    ("verdict", "results"),
+    ["image \"natural\" in #results is upscaled: drawn 40x40 px from 10x10"],
+  ),
+  "clipped_table": (
+    VERDICT + _results(wide=f"<div style=\"overflow:hidden;width:300px\">{_wide_table()}</div>"),
+    ("verdict", "results"),
+    ["in #results", "cut off by", "(x) by div {overflow-x: hidden}"],
+  ),
+  "table_wider_than_page": (
+    VERDICT + _results().replace("overflow-x:auto", "margin:0"),
+    ("verdict", "results"),
+    ["wider than the page by", "the page scrolls horizontally", "sticking out: table in #results"],
+  ),
+  "verdict_below_first_screen": (
+    "<div style=\"height:1200px\">intro</div>" + VERDICT + _results(),
+    ("verdict", "results"),
+    ["verdict: section#verdict starts at y = "],
+  ),
+  "verdict_missing": (_results(), ("results",), ["verdict: no section#verdict"]),
+  "verdict_incomplete": (  # also: not first, a nav link to nowhere, an image that fails
+    _results(png10="data:image/png;base64,iVBORw0KGgo=")
+    + VERDICT.replace("<tr><td>prune_0.9</td><td>no</td></tr>", "").replace("Ship full_int8.", " "),
+    ("verdict", "results", "gallery"),
+    [
+      "verdict: section#verdict is not the first <section> (section#results is)",
+      "verdict: table.verdict has no row for variant prune_0.9",
+      "verdict: p.recommendation is empty",
+      "sections: <nav> links to #gallery, but there is no <section id=\"gallery\">",
+      "image \"natural\" in #results does not load",
+    ],
+  ),
 }
 
 
@@ -128,15 +144,18 @@ def test_checker_on_hand_written_pages(case, tmp_path):
     assert shrunk["natural"] == [40, 40] and shrunk["drawn"] == [20, 20]
     wide = max(m["tables"], key=lambda t: t["width"])
     assert wide["width"] > 2000 and not wide["problems"]  # scrolls in its box
-    assert len(m["tables"]) == 3 and m["verdict"]["rows"] == [["full_int8", "yes"],
-                                                             ["prune_0.9", "no"]]
+    assert len(m["tables"]) == 3 and m["verdict"]["rows"] == [
+      ["full_int8", "yes"],
+      ["prune_0.9", "no"],
+    ]
 
 
 @pytest.mark.parametrize("kind", ["digits", "digits_biased"])
 def test_report_renders_in_chromium(kind, tmp_path):
   """The report of a fake run: the layout checks, every figure loads, a screenshot with ink."""
-  from tests.report import fake_run  # pylint: disable=g-import-not-at-top
-  from tf_forget.report import write  # pylint: disable=g-import-not-at-top
+  from tests.report import fake_run
+  from tf_forget.report import write
+
   run_dir, out = str(tmp_path / "run"), str(tmp_path / "out")
   (fake_run.make_digits_run if kind == "digits" else fake_run.make_biased_run)(run_dir)
   write.write_report(run_dir, out, {"dataset": kind})
@@ -150,8 +169,7 @@ def test_report_renders_in_chromium(kind, tmp_path):
   # attributes); + 12 gallery thumbnails of prune_0.9. 000 Figure 2's significant bars are plum.
   least = {"digits": 7, "digits_biased": 8}[kind] + 12
   if summary["inlined"] != inlined or inlined < least:
-    found.append(f"{summary['inlined']} of {inlined} inlined images loaded (expected >= "
-                 f"{least})")
+    found.append(f"{summary['inlined']} of {inlined} inlined images loaded (expected >= {least})")
   if shot and not summary["plum"] > 0:
     found.append("no plum (significant class) bar in the top 4000 px of the screenshot")
   assert not found, "\n".join(found)
@@ -166,8 +184,9 @@ def main(argv=None):
   args = parser.parse_args(argv)
   shot = args.screenshot or os.path.splitext(args.page)[0] + "_screenshot.png"
   variants = render_check.report_variants(args.page)
-  summary, found = render_check.check(args.page, shot, width=args.width, height=args.height,
-                                      variants=variants)
+  summary, found = render_check.check(
+    args.page, shot, width=args.width, height=args.height, variants=variants
+  )
   for key, value in summary.items():
     print(f"{key}: {value}")
   print(f"variants: {variants if variants is not None else '(no report.json: any row)'}")

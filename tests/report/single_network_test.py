@@ -49,9 +49,17 @@ def digits(tmp_path_factory):
   ids, labels, lost, gained = fake_run.make_digits_run(run_dir, members=1, corrupted=False)
   run = collect.load_run(run_dir, dataset_name="digits")
   tables, notes, settings = single_network.compute(run, seed=0)
-  return {"run_dir": run_dir, "ids": ids, "labels": labels, "lost": lost, "gained": gained,
-          "tables": tables, "notes": notes, "settings": settings,
-          "report": write.build_report(run_dir, dataset_name="digits")}
+  return {
+    "run_dir": run_dir,
+    "ids": ids,
+    "labels": labels,
+    "lost": lost,
+    "gained": gained,
+    "tables": tables,
+    "notes": notes,
+    "settings": settings,
+    "report": write.build_report(run_dir, dataset_name="digits"),
+  }
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +68,15 @@ def biased(tmp_path_factory):
   ids, labels, attributes, planted = fake_run.make_biased_run(run_dir, members=1)
   run = collect.load_run(run_dir, dataset_name="digits_biased")
   tables, _, _ = single_network.compute(run, seed=0)
-  return {"run_dir": run_dir, "labels": labels, "attributes": attributes,
-          "planted": planted, "tables": tables, "run": run,
-          "report": write.build_report(run_dir, dataset_name="digits_biased")}
+  return {
+    "run_dir": run_dir,
+    "labels": labels,
+    "attributes": attributes,
+    "planted": planted,
+    "tables": tables,
+    "run": run,
+    "report": write.build_report(run_dir, dataset_name="digits_biased"),
+  }
 
 
 def _gated(case, dataset, gates):
@@ -76,8 +90,9 @@ def _json_gate(case, variant, gates):
   """The gate verdict the bundle gives (tf_forget/evaluate/deploy.py): from report.json, through
   `gates.gate_measures`."""
   doc = case["report"].json
-  measures = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"],
-                                     doc["tables"])
+  measures = gates_lib.gate_measures(
+    variant, doc["variants"][variant], doc["settings"], doc["tables"]
+  )
   return gates_lib.verdict(variant, measures, gates_lib.Gates(**gates)), measures
 
 
@@ -108,7 +123,7 @@ def test_mcnemar_p_from_the_binomial(digits, biased):
   assert top.loc["full_int8", "mcnemar_p"] == 1.0
   classes = digits["tables"]["k1_classes"]
   pruned = classes[classes.variant == "prune_0.9"].set_index("class")
-  assert pruned.loc[3, "p_value"] == pytest.approx(2 * 0.5 ** 20)
+  assert pruned.loc[3, "p_value"] == pytest.approx(2 * 0.5**20)
   assert pruned.loc[3, "p_value"] == pytest.approx(_mcnemar_by_hand(20, 0))
   for c in range(5, 10):
     assert pruned.loc[c, "p_value"] == pytest.approx(_mcnemar_by_hand(0, 4))  # 0.125
@@ -144,7 +159,7 @@ def test_class_3_drops_significantly_and_alone(digits):
   assert pruned.loc[3, "change"] == pytest.approx(-20 / n3)
   assert pruned.loc[3, "high"] < 0 and pruned.loc[3, "significant"]
   # Benjamini-Hochberg over the 10 classes: class 3 has the smallest p (rank 1).
-  assert pruned.loc[3, "p_adjusted"] == pytest.approx(10 * 2 * 0.5 ** 20)
+  assert pruned.loc[3, "p_adjusted"] == pytest.approx(10 * 2 * 0.5**20)
   assert pruned.significant.sum() == 1  # 4 fixed per class 5-9 is not enough
   assert not classes[classes.variant == "full_int8"].significant.any()
 
@@ -157,18 +172,20 @@ def test_section_and_design_sentence_in_the_page(digits):
   ids = re.findall(r'<section id="([^"]+)"', page)
   assert ids[:3] == ["verdict", "glossary", "k1"] and ids[-2:] == ["left-out", "notes"]
   assert not {"overview", "topline", "class-level", "pie", "recall-distortion"} & set(ids)
-  left_out = page[page.index('<section id="left-out">'):page.index('<section id="notes">')]
+  left_out = page[page.index('<section id="left-out">') : page.index('<section id="notes">')]
   assert left_out.count("<p") == 1 and "2 Classes" in left_out and "K ≥ 2" in left_out
   assert "6 Robustness (no corrupted splits" in left_out.replace("&#x27;", "'")
   assert "Not shown" not in page
-  k1 = page[page.index('<section id="k1">'):]
-  k1 = k1[:k1.index("</section>")]
+  k1 = page[page.index('<section id="k1">') :]
+  k1 = k1[: k1.index("</section>")]
   assert "examples are the unit of uncertainty" in k1 and "500 test examples" in k1
   assert "Flips per class" in k1 and "Subgroups" not in k1  # digits: no protected attribute
   # The verdict's first screen states the design, before the rule.
-  verdict = page[page.index('<section id="verdict">'):page.index('<section id="glossary">')]
-  design = ("Design: one network (K = 1) against its own compressed files: intervals and "
-            "tests are over the 500 test examples (paired")
+  verdict = page[page.index('<section id="verdict">') : page.index('<section id="glossary">')]
+  design = (
+    "Design: one network (K = 1) against its own compressed files: intervals and "
+    "tests are over the 500 test examples (paired"
+  )
   assert design in verdict.replace("&#x27;", "'")
   assert verdict.index("Design: one network") < verdict.index("Rule:")
   assert report.json["recommendation"]["design"].startswith(design)
@@ -195,12 +212,12 @@ def test_verdict_uses_the_k1_interval(digits):
 def test_rare_subgroup_fnr_rises_with_an_interval_excluding_zero(biased):
   t = biased["tables"]["k1_subgroups"]
   run = biased["run"]
-  masks = subgroups.subgroup_masks(run.attributes, run.eval["dense"].labels.size,
-                                   run.protected_attributes)
+  masks = subgroups.subgroup_masks(
+    run.attributes, run.eval["dense"].labels.size, run.protected_attributes
+  )
   assert list(t[(t.variant == "prune_0.9") & (t.measure == "fnr")].subgroup) == list(masks)
   assert set(t.measure) == {"error", "fnr", "fpr"}
-  row = t[(t.variant == "prune_0.9") & (t.subgroup == "Inverted=1")
-          & (t.measure == "fnr")].iloc[0]
+  row = t[(t.variant == "prune_0.9") & (t.subgroup == "Inverted=1") & (t.measure == "fnr")].iloc[0]
   labels, inverted = biased["labels"], np.asarray(biased["attributes"]["Inverted"], bool)
   positives = inverted & (labels == 1)
   assert row["n"] == positives.sum() == biased["planted"].size
@@ -226,9 +243,9 @@ def test_verdict_worst_class_and_count_come_from_mcnemar(digits):
   assert row["worst_class_change"] == pytest.approx(-20 / n3)
   assert (row["worst_class_low"], row["worst_class_high"]) == (k1.loc[3, "low"], k1.loc[3, "high"])
   assert row["worst_class_p"] == pytest.approx(_mcnemar_by_hand(20, 0))  # not Welch's
-  assert row["worst_class_p_bh"] == pytest.approx(10 * 2 * 0.5 ** 20)
+  assert row["worst_class_p_bh"] == pytest.approx(10 * 2 * 0.5**20)
   page = digits["report"].html
-  cells = page[page.index('<section id="verdict">'):page.index('<section id="glossary">')]
+  cells = page[page.index('<section id="verdict">') : page.index('<section id="glossary">')]
   assert "McNemar p 1.9e-06, BH 1.9e-05; 1 class significant (McNemar + BH)" in cells
   assert "0 classes significant (McNemar + BH)" in cells  # full_int8
   assert "exact McNemar p-value" in cells and "Welch p-value" not in cells
@@ -238,7 +255,7 @@ def test_verdict_worst_class_and_count_come_from_mcnemar(digits):
   deploy.print_summary(digits["report"].json, {"files": []}, log=lines.append)
   (line,) = [ln for ln in lines if ln.startswith("prune_0.9 ")]
   head = next(ln for ln in lines if "#signif" in ln)
-  assert line[head.index("#signif"):head.index("#signif") + 7].strip() == "1"
+  assert line[head.index("#signif") : head.index("#signif") + 7].strip() == "1"
 
 
 def test_significant_classes_gate_reads_mcnemar_at_k1(digits):
@@ -246,12 +263,14 @@ def test_significant_classes_gate_reads_mcnemar_at_k1(digits):
   frame, rec = _gated(digits, "digits", gates)
   assert frame.loc["prune_0.9", "gate"] == "fail"
   assert frame.loc["prune_0.9", "reason"] == (
-      "1 significant class (McNemar + BH over the test examples; max 0)")
+    "1 significant class (McNemar + BH over the test examples; max 0)"
+  )
   assert frame.loc["full_int8", "gate"] == "pass" and rec["variant"] == "full_int8"
   # The bundle (manifest, exit status) reads report.json the same way.
   (passed, reasons), measures = _json_gate(digits, "prune_0.9", gates)
-  assert not passed and reasons == ["1 significant class (McNemar + BH over the test "
-                                    "examples; max 0)"]
+  assert not passed and reasons == [
+    "1 significant class (McNemar + BH over the test examples; max 0)"
+  ]
   assert measures["significant_classes"] == 1 and measures["design"] == gates_lib.K1_DESIGN
   assert _json_gate(digits, "full_int8", gates)[0] == (True, [])
   assert gates_lib.K1_SETTINGS_KEY == single_network.SETTINGS_KEY
@@ -263,20 +282,32 @@ def test_k1_gates_refuse_a_variant_without_paired_tests():
   m = gates_lib.gate_measures("prune_0.9", summary, settings, {"k1_classes": []})
   assert m["significant_classes"] is None  # not the population's (Welch) 0
   passed, reasons = gates_lib.verdict("prune_0.9", m, gates_lib.Gates(max_significant_classes=3))
-  assert not passed and reasons == ["gate max_significant_classes could not be evaluated: "
-                                    "significant classes undefined (no per-class McNemar test)"]
+  assert not passed and reasons == [
+    "gate max_significant_classes could not be evaluated: "
+    "significant classes undefined (no per-class McNemar test)"
+  ]
   k5 = gates_lib.gate_measures("prune_0.9", summary, {}, {})  # K > 1: the summary's measures
   assert "design" not in k5 and {k: k5[k] for k in summary} == summary
   assert gates_lib.gate_measures("dense", summary, settings, {}) is summary
 
 
 def test_k1_worst_rate_skips_the_aggregate_and_keeps_the_first_tie():
-  rows = [{"subgroup": "aggregate", "measure": "fnr", "change": 0.9},
-          {"subgroup": "A=1", "measure": "error", "change": 0.8},
-          {"subgroup": "A=0", "measure": "fnr", "change": float("nan")},
-          {"subgroup": "B=1", "measure": "fnr", "change": 0.3, "n": 7, "low": 0.1, "high": 0.5,
-           "rate_reference": 0.1, "rate_candidate": 0.4},
-          {"subgroup": "B=0", "measure": "fnr", "change": 0.3, "n": 9}]
+  rows = [
+    {"subgroup": "aggregate", "measure": "fnr", "change": 0.9},
+    {"subgroup": "A=1", "measure": "error", "change": 0.8},
+    {"subgroup": "A=0", "measure": "fnr", "change": float("nan")},
+    {
+      "subgroup": "B=1",
+      "measure": "fnr",
+      "change": 0.3,
+      "n": 7,
+      "low": 0.1,
+      "high": 0.5,
+      "rate_reference": 0.1,
+      "rate_candidate": 0.4,
+    },
+    {"subgroup": "B=0", "measure": "fnr", "change": 0.3, "n": 9},
+  ]
   worst = gates_lib.k1_worst_rate(rows, "fnr")
   assert (worst["subgroup"], worst["increase"], worst["n"]) == ("B=1", 0.3, 7)
   assert (worst["low"], worst["high"]) == (0.1, 0.5)
@@ -297,23 +328,29 @@ def test_biased_worst_subgroup_and_fnr_gate_at_k1(biased):
   assert frame.loc["full_int8", "worst_subgroup_fnr_change"] == 0
   gates = {"max_subgroup_fnr_increase": 0.05}
   gated, rec = _gated(biased, "digits_biased", gates)
-  reason = (f"FNR of subgroup Inverted=1 rises by 100.00 points (95% CI {100 * want['low']:.2f} "
-            f"to {100 * want['high']:.2f} points, paired bootstrap over the test examples; "
-            "max 5.00)")
+  reason = (
+    f"FNR of subgroup Inverted=1 rises by 100.00 points (95% CI {100 * want['low']:.2f} "
+    f"to {100 * want['high']:.2f} points, paired bootstrap over the test examples; "
+    "max 5.00)"
+  )
   assert gated.loc["prune_0.9", "gate"] == "fail" and gated.loc["prune_0.9", "reason"] == reason
   assert gated.loc["full_int8", "gate"] == "pass" and rec["variant"] == "full_int8"
   (passed, reasons), measures = _json_gate(biased, "prune_0.9", gates)
   assert not passed and reasons == [reason]
   worst = measures["worst_subgroup"]["fnr"]
   assert (worst["subgroup"], worst["n"], worst["test"]) == (
-      "Inverted=1", want["n"], gates_lib.K1_SUBGROUP_TEST)
+    "Inverted=1",
+    want["n"],
+    gates_lib.K1_SUBGROUP_TEST,
+  )
   # The accuracy gate names its paired interval too.
   top = biased["tables"]["k1_topline"].set_index("variant").loc["prune_0.9"]
   (passed, reasons), _ = _json_gate(biased, "prune_0.9", {"max_accuracy_drop": 0.01})
   assert not passed and reasons == [
-      f"top-1 accuracy drops by {-100 * top['difference']:.2f} points (95% CI "
-      f"{-100 * top['high']:.2f} to {-100 * top['low']:.2f} points, Newcombe, paired over the "
-      "test examples; max 1.00)"]
+    f"top-1 accuracy drops by {-100 * top['difference']:.2f} points (95% CI "
+    f"{-100 * top['high']:.2f} to {-100 * top['low']:.2f} points, Newcombe, paired over the "
+    "test examples; max 1.00)"
+  ]
 
 
 def test_k5_has_no_k1_tables_and_renders_as_before(tmp_path, monkeypatch):

@@ -29,9 +29,17 @@ def _render(extra_members):
   return html.table(extra_members)
 
 
-EXTRA = unit.Unit("extra", reads=("topline",), makes=("extra_members",), compute=_members,
-                  sections=(unit.Section("extra", "12. Extra: members per variant", "12 Extra",
-                                         ("extra_members",), _render),))
+EXTRA = unit.Unit(
+  "extra",
+  reads=("topline",),
+  makes=("extra_members",),
+  compute=_members,
+  sections=(
+    unit.Section(
+      "extra", "12. Extra: members per variant", "12 Extra", ("extra_members",), _render
+    ),
+  ),
+)
 
 
 def _with_extra(monkeypatch, extra=EXTRA):
@@ -49,10 +57,29 @@ def _run_dir(tmp_path_factory):
 def test_the_registry_is_sound_and_in_order():
   assert registry.check() == []
   assert [u.name for u in registry.UNITS] == [
-      "settings", "topline", "classes", "pie", "cie", "recall_distortion", "recall_study",
-      "subgroups", "robustness", "published", "overview", "noise", "prune_retrain",
-      "deployment", "single_network", "divergence", "repair", "verdict", "gallery",
-      "human_study", "glossary", "notes"]
+    "settings",
+    "topline",
+    "classes",
+    "pie",
+    "cie",
+    "recall_distortion",
+    "recall_study",
+    "subgroups",
+    "robustness",
+    "published",
+    "overview",
+    "noise",
+    "prune_retrain",
+    "deployment",
+    "single_network",
+    "divergence",
+    "repair",
+    "verdict",
+    "gallery",
+    "human_study",
+    "glossary",
+    "notes",
+  ]
   assert [s.id for s in registry.sections()] == list(registry.PAGE)
   assert registry.PAGE[0] == "verdict" and registry.PAGE[-1] == "notes"
   made = [n for u in registry.UNITS for n in u.makes]
@@ -65,8 +92,10 @@ def test_a_registered_unit_lands_in_the_report(run_dir, tmp_path, monkeypatch):
   doc = write.write_report(run_dir, out, {}, dataset_name="digits")
   with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
     assert json.load(f) == doc
-  assert doc["tables"]["extra_members"] == [{"variant": "dense", "members": 3},
-                                            {"variant": "prune_0.9", "members": 3}]
+  assert doc["tables"]["extra_members"] == [
+    {"variant": "dense", "members": 3},
+    {"variant": "prune_0.9", "members": 3},
+  ]
   assert "tables/extra_members.csv" in doc["files"]["tables"]
   with open(os.path.join(out, "tables", "extra_members.csv"), encoding="utf-8") as f:
     assert f.read() == "variant,members\ndense,3\nprune_0.9,3\n"
@@ -89,13 +118,18 @@ def test_the_registry_is_restored_and_the_unit_is_gone(run_dir):
 
 
 def test_a_read_nobody_makes_is_refused_in_one_line(run_dir, monkeypatch):
-  renamed = unit.Unit("extra", reads=("top_line",), makes=("extra_members",),
-                      compute=lambda top_line: unit.Part())
+  renamed = unit.Unit(
+    "extra", reads=("top_line",), makes=("extra_members",), compute=lambda top_line: unit.Part()
+  )
   assert registry.check(registry.UNITS + (renamed,), registry.PAGE) == [
-      "extra: reads ['top_line'], which no earlier unit makes"]
+    "extra: reads ['top_line'], which no earlier unit makes"
+  ]
   monkeypatch.setattr(registry, "UNITS", registry.UNITS + (renamed,))
-  with pytest.raises(ValueError, match=r"^report units: extra: reads \['top_line'\], which no "
-                     r"earlier unit makes$"):
+  with pytest.raises(
+    ValueError,
+    match=r"^report units: extra: reads \['top_line'\], which no "
+    r"earlier unit makes$",
+  ):
     write.build_report(run_dir, dataset_name="digits")
 
 
@@ -103,22 +137,45 @@ def _section(reads, render, **kwargs):
   return unit.Section("extra", "Extra", "Extra", reads, render, **kwargs)
 
 
-@pytest.mark.parametrize("bad, problem", [
+@pytest.mark.parametrize(
+  "bad, problem",
+  [
     (unit.Unit("topline"), "topline: a unit of that name comes before"),
-    (unit.Unit("extra", makes=("pie",), compute=lambda: unit.Part()),
-     "extra: makes ['pie'], made before (or an input)"),
-    (unit.Unit("extra", reads=("topline",), compute=lambda run: unit.Part()),
-     "extra: compute takes ['run'], declares ['topline']"),
-    (unit.Unit("extra", sections=(_section(("extra_members",), _render),)),
-     "extra: section 'extra' reads ['extra_members'], which no unit makes"),
-    (unit.Unit("extra", sections=(_section(("topline",), _render),)),
-     "extra: section 'extra': render takes ['extra_members'], declares ['topline']"),
-    (unit.Unit("extra", sections=(_section((), lambda: "", designs=("k2",)),)),
-     "extra: section 'extra' serves ['k2'], not some of ['population', 'k1']"),
-    (unit.Unit("extra", sections=(_section((), lambda: "", ),
-                                  unit.Section("pie", "P", "P", (), lambda: ""))),
-     "sections ['pie'] are shown by more than one unit"),
-])
+    (
+      unit.Unit("extra", makes=("pie",), compute=lambda: unit.Part()),
+      "extra: makes ['pie'], made before (or an input)",
+    ),
+    (
+      unit.Unit("extra", reads=("topline",), compute=lambda run: unit.Part()),
+      "extra: compute takes ['run'], declares ['topline']",
+    ),
+    (
+      unit.Unit("extra", sections=(_section(("extra_members",), _render),)),
+      "extra: section 'extra' reads ['extra_members'], which no unit makes",
+    ),
+    (
+      unit.Unit("extra", sections=(_section(("topline",), _render),)),
+      "extra: section 'extra': render takes ['extra_members'], declares ['topline']",
+    ),
+    (
+      unit.Unit("extra", sections=(_section((), lambda: "", designs=("k2",)),)),
+      "extra: section 'extra' serves ['k2'], not some of ['population', 'k1']",
+    ),
+    (
+      unit.Unit(
+        "extra",
+        sections=(
+          _section(
+            (),
+            lambda: "",
+          ),
+          unit.Section("pie", "P", "P", (), lambda: ""),
+        ),
+      ),
+      "sections ['pie'] are shown by more than one unit",
+    ),
+  ],
+)
 def test_check_names_each_unsound_unit(bad, problem):
   page = registry.PAGE + tuple(s.id for s in bad.sections if s.id not in registry.PAGE)
   assert problem in registry.check(registry.UNITS + (bad,), page)
@@ -126,25 +183,27 @@ def test_check_names_each_unsound_unit(bad, problem):
 
 def test_the_page_order_names_every_section_once():
   assert registry.check(page_order=registry.PAGE[1:]) == [
-      f"the page order {list(registry.PAGE[1:])} does not name each section "
-      f"{sorted(registry.PAGE)} once"]
+    f"the page order {list(registry.PAGE[1:])} does not name each section "
+    f"{sorted(registry.PAGE)} once"
+  ]
 
 
 def test_a_render_reads_only_what_it_declares():
   reads = unit.Reads(("topline", "pie"), {"topline": 1, "pie": None, "verdict": 2})
   assert reads["topline"] == 1 and reads.get("pie") is None and dict(reads) == {"topline": 1}
-  for read in (lambda: reads["verdict"], lambda: reads.get("verdict"),
-               lambda: "verdict" in reads):
+  for read in (lambda: reads["verdict"], lambda: reads.get("verdict"), lambda: "verdict" in reads):
     with pytest.raises(unit.UndeclaredRead, match="'verdict', which is not declared"):
       read()
 
 
 def _toy(shown, **kwargs):
   """A one-unit registry whose section "a" renders `shown`, then the closing "notes"."""
-  return (unit.Unit("a", sections=(unit.Section("a", "A", "A nav", (), lambda: shown,
-                                                **kwargs),)),
-          unit.Unit("notes", sections=(unit.Section("notes", "Notes", "Notes", (),
-                                                    lambda: "<ul></ul>"),)))
+  return (
+    unit.Unit("a", sections=(unit.Section("a", "A", "A nav", (), lambda: shown, **kwargs),)),
+    unit.Unit(
+      "notes", sections=(unit.Section("notes", "Notes", "Notes", (), lambda: "<ul></ul>"),)
+    ),
+  )
 
 
 def _render_toy(units, design):
@@ -155,12 +214,17 @@ def _render_toy(units, design):
 def test_a_skip_is_shown_folded_or_left_out_by_its_value():
   skip = unit.Skip("no corrupted splits in the run")
   assert _render_toy(_toy(skip), unit.POPULATION) == [
-      ("a", "<p class=\"skip\">Not shown: no corrupted splits in the run.</p>"),
-      ("notes", "<ul></ul>")]
+    ("a", "<p class=\"skip\">Not shown: no corrupted splits in the run.</p>"),
+    ("notes", "<ul></ul>"),
+  ]
   # One network: folded into one line before the last section, with its reason.
   assert _render_toy(_toy(skip), unit.K1) == [
-      ("left-out", "<p class=\"lead\">not measured in this run: A nav (no corrupted splits in "
-                   "the run).</p>"), ("notes", "<ul></ul>")]
+    (
+      "left-out",
+      "<p class=\"lead\">not measured in this run: A nav (no corrupted splits in the run).</p>",
+    ),
+    ("notes", "<ul></ul>"),
+  ]
   # A section that serves populations only is named as such.
   (left, line), _ = _render_toy(_toy("<p>x</p>", designs=(unit.POPULATION,)), unit.K1)
   assert left == "left-out" and line.startswith("<p class=\"lead\">A nav: these compare")

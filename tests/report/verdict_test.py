@@ -62,11 +62,15 @@ def test_paired_interval_matches_the_t_formula(digits):
   assert row["top1_change"] == row["top1_low"] == row["top1_high"] == 0  # identical files
   # prune_0.9 vs dense as if paired: differences per member by hand, t formula.
   p0, pt = run.eval["dense"], run.eval["prune_0.9"]
-  d = (accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3]
-       - accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3])
+  d = (
+    accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3]
+    - accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3]
+  )
   out = verdict.intervals.mean_difference_interval(
-      accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3],
-      accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3], paired=True)
+    accuracy.per_class_recall(p0.top1, p0.labels, 10)[:, 3],
+    accuracy.per_class_recall(pt.top1, pt.labels, 10)[:, 3],
+    paired=True,
+  )
   assert out["low"] == out["high"] == pytest.approx(d.mean())  # constant differences
 
 
@@ -76,7 +80,7 @@ def test_welch_interval_matches_the_t_formula(biased):
   a0 = accuracy.top1_accuracy(run.eval["dense"].top1, run.eval["dense"].labels)
   at = accuracy.top1_accuracy(run.eval["prune_0.9"].top1, run.eval["prune_0.9"].labels)
   v0, vt = a0.var(ddof=1) / a0.size, at.var(ddof=1) / at.size
-  df = (v0 + vt) ** 2 / (v0 ** 2 / (a0.size - 1) + vt ** 2 / (at.size - 1))
+  df = (v0 + vt) ** 2 / (v0**2 / (a0.size - 1) + vt**2 / (at.size - 1))
   half = stats.t.ppf(0.975, df) * np.sqrt(v0 + vt)
   assert row["top1_change"] == pytest.approx(at.mean() - a0.mean())
   assert row["top1_low"] == pytest.approx(at.mean() - a0.mean() - half)
@@ -111,28 +115,56 @@ def test_gate_failure_shows_with_its_reason(digits):
 
 
 def _frame(rows):
-  base = {"members": 30, "top1_low": -0.001, "top1_high": 0.001, "pairing": "paired",
-          "gate": "pass", "reasons": "", "size_vs_dense": np.nan}
-  dense = {"variant": "dense", "file": "deploy/dense/0.tflite", "size_bytes": 1000.0,
-           "top1": 0.9, "top1_change": 0.0, "verdict": "baseline", "reason": "", "members": 30}
-  return pd.DataFrame([dense] + [dict(base, file=f"deploy/{r['variant']}/0.tflite", **r)
-                                 for r in rows])
+  base = {
+    "members": 30,
+    "top1_low": -0.001,
+    "top1_high": 0.001,
+    "pairing": "paired",
+    "gate": "pass",
+    "reasons": "",
+    "size_vs_dense": np.nan,
+  }
+  dense = {
+    "variant": "dense",
+    "file": "deploy/dense/0.tflite",
+    "size_bytes": 1000.0,
+    "top1": 0.9,
+    "top1_change": 0.0,
+    "verdict": "baseline",
+    "reason": "",
+    "members": 30,
+  }
+  return pd.DataFrame(
+    [dense] + [dict(base, file=f"deploy/{r['variant']}/0.tflite", **r) for r in rows]
+  )
 
 
 def test_rule_smallest_passing_file_and_size_ties():
-  frame = _frame([
+  frame = _frame(
+    [
       {"variant": "a", "size_bytes": 500.0, "top1": 0.895, "top1_change": -0.005},
       {"variant": "b", "size_bytes": 503.0, "top1": 0.899, "top1_change": -0.001},  # within 1%
       {"variant": "c", "size_bytes": 100.0, "top1": 0.80, "top1_change": -0.10},  # over budget
-      {"variant": "d", "size_bytes": 50.0, "top1": 0.9, "top1_change": 0.0, "gate": "fail",
-       "reasons": "x"},
-  ])
+      {
+        "variant": "d",
+        "size_bytes": 50.0,
+        "top1": 0.9,
+        "top1_change": 0.0,
+        "gate": "fail",
+        "reasons": "x",
+      },
+    ]
+  )
   rec = verdict.recommend(frame, gates_lib.Gates())
   assert rec["variant"] == "b" and rec["file"] == "deploy/b/0.tflite"
   assert list(frame.verdict) == ["baseline", "pass", "recommended", "over budget", "fail"]
   # a 20-point budget lets c in: it is the smallest passing file.
-  frame = _frame([{"variant": "c", "size_bytes": 100.0, "top1": 0.8, "top1_change": -0.1},
-                  {"variant": "a", "size_bytes": 500.0, "top1": 0.9, "top1_change": 0.0}])
+  frame = _frame(
+    [
+      {"variant": "c", "size_bytes": 100.0, "top1": 0.8, "top1_change": -0.1},
+      {"variant": "a", "size_bytes": 500.0, "top1": 0.9, "top1_change": 0.0},
+    ]
+  )
   rec = verdict.recommend(frame, gates_lib.Gates(max_accuracy_drop=0.2))
   assert rec["variant"] == "c" and "(--max_accuracy_drop)" in rec["rule"]
 
@@ -140,16 +172,30 @@ def test_rule_smallest_passing_file_and_size_ties():
 def test_rule_without_candidates_ships_dense_and_without_sizes_by_accuracy():
   frame = _frame([{"variant": "c", "size_bytes": 100.0, "top1": 0.8, "top1_change": -0.1}])
   assert verdict.recommend(frame, gates_lib.Gates())["variant"] == "dense"
-  frame = _frame([{"variant": "a", "size_bytes": np.nan, "top1": 0.895, "top1_change": -0.005},
-                  {"variant": "b", "size_bytes": np.nan, "top1": 0.899, "top1_change": -0.001}])
+  frame = _frame(
+    [
+      {"variant": "a", "size_bytes": np.nan, "top1": 0.895, "top1_change": -0.005},
+      {"variant": "b", "size_bytes": np.nan, "top1": 0.899, "top1_change": -0.001},
+    ]
+  )
   frame.loc[0, "size_bytes"] = np.nan
   rec = verdict.recommend(frame, gates_lib.Gates())
   assert rec["variant"] == "b" and "No file sizes" in rec["rule"]
 
 
 def test_wide_interval_and_small_k_caveats():
-  frame = _frame([{"variant": "a", "size_bytes": 10.0, "top1": 0.9, "top1_change": -0.005,
-                   "top1_low": -0.03, "members": 3}])
+  frame = _frame(
+    [
+      {
+        "variant": "a",
+        "size_bytes": 10.0,
+        "top1": 0.9,
+        "top1_change": -0.005,
+        "top1_low": -0.03,
+        "members": 3,
+      }
+    ]
+  )
   rec = verdict.recommend(frame, gates_lib.Gates())
   assert rec["variant"] == "a"
   assert any("reaches -3.00 pt" in c for c in rec["caveats"])
@@ -159,7 +205,7 @@ def test_wide_interval_and_small_k_caveats():
 def _welch(a, b):
   """(low, high) of mean(b) − mean(a) by the Welch t formula (95%)."""
   va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-  df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+  df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
   half = stats.t.ppf(0.975, df) * np.sqrt(va + vb)
   return b.mean() - a.mean() - half, b.mean() - a.mean() + half
 
@@ -170,8 +216,10 @@ def test_class_and_subgroup_intervals_by_the_t_formula(biased):
   row = frame.loc["prune_0.9"]
   p0, pt = run.eval["dense"], run.eval["prune_0.9"]
   c = list(run.class_names).index(row["worst_class"])
-  low, high = _welch(accuracy.per_class_recall(p0.top1, p0.labels, 2)[:, c],
-                     accuracy.per_class_recall(pt.top1, pt.labels, 2)[:, c])
+  low, high = _welch(
+    accuracy.per_class_recall(p0.top1, p0.labels, 2)[:, c],
+    accuracy.per_class_recall(pt.top1, pt.labels, 2)[:, c],
+  )
   assert row["worst_class_low"] == pytest.approx(low)
   assert row["worst_class_high"] == pytest.approx(high)
   test = registry.get("digits_biased").load("test")
@@ -201,25 +249,33 @@ def test_robustness_change_has_its_interval(tmp_path):
 
 def _deployment():
   """A `deployment` table as `deployment.table` builds it from encodings.json."""
-  return pd.DataFrame([
+  return pd.DataFrame(
+    [
       {"variant": "dense", "encoding": "plain", "reason": "no sparse-encoded twin"},
       {"variant": "full_int8", "encoding": "plain", "reason": "no sparse-encoded twin"},
-      {"variant": "prune_0.9", "encoding": "plain",
-       "reason": "sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > max 1.5x)"},
+      {
+        "variant": "prune_0.9",
+        "encoding": "plain",
+        "reason": "sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > max 1.5x)",
+      },
       {"variant": "prune_0.5", "encoding": "sparse", "reason": "sparse file 0.5x ..."},
-      {"variant": "prune_0.9+full_int8", "encoding": "plain",
-       "reason": "sparse file disagrees with its plain twin: top-1 differs on 3 of 150 examples"},
-  ])
+      {
+        "variant": "prune_0.9+full_int8",
+        "encoding": "plain",
+        "reason": "sparse file disagrees with its plain twin: top-1 differs on 3 of 150 examples",
+      },
+    ]
+  )
 
 
 def test_why_a_pruned_variant_ships_plain_comes_from_the_recorded_reason():
   deploy = _deployment()
   assert verdict.ships_plain_why(deploy, "prune_0.9") == (
-      "ships plain: sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > "
-      "max 1.5x)")
+    "ships plain: sparse file is 1.90x slower than plain (ratio interval 1.70–2.10x > max 1.5x)"
+  )
   assert verdict.ships_plain_why(deploy, "prune_0.9+full_int8") == (
-      "ships plain: sparse file disagrees with its plain twin: top-1 differs on 3 of 150 "
-      "examples")
+    "ships plain: sparse file disagrees with its plain twin: top-1 differs on 3 of 150 examples"
+  )
   # Not said for a variant that ships sparse, an unpruned one, or without a decision.
   assert verdict.ships_plain_why(deploy, "prune_0.5") == ""
   assert verdict.ships_plain_why(deploy, "full_int8") == ""
@@ -232,8 +288,10 @@ def test_verdict_table_shows_why_a_pruned_variant_ships_plain(digits):
   frame = frame.reset_index()
   frame["encoding"] = "plain"
   shown = verdict_view.verdict_rows(frame, _deployment()).set_index("file to ship")
-  assert ("deploy/prune_0.9/0.tflite (plain) — ships plain: sparse file is 1.90x slower than "
-          "plain (ratio interval 1.70–2.10x > max 1.5x)") in shown.index
+  assert (
+    "deploy/prune_0.9/0.tflite (plain) — ships plain: sparse file is 1.90x slower than "
+    "plain (ratio interval 1.70–2.10x > max 1.5x)"
+  ) in shown.index
   assert "deploy/full_int8/0.tflite (plain)" in shown.index
   # Without the deployment table the cell is the file alone, as before.
   plain = verdict_view.verdict_rows(frame)["file to ship"]

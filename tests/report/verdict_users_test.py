@@ -52,14 +52,14 @@ def test_identical_user_file_is_preferred_and_listed_first(run_dir):
   assert f"{EXTRA} of 500 test examples apart" in worse
   # 3 more flips of 500: not significant (paired t interval of 3/500 reaches below 0), and
   # its upper end passes the half-point margin: neither "more" nor "as good".
-  assert ("not chosen: its flips cannot be shown as few as your int8 file's (+0.60 pt "
-          "[-0.08, +1.28]") in worse
+  assert (
+    "not chosen: its flips cannot be shown as few as your int8 file's (+0.60 pt [-0.08, +1.28]"
+  ) in worse
   # On the first screen, before the design and the rule.
   page = report.html
-  block = page[page.index('<section id="verdict">'):page.index('<section id="glossary">')]
+  block = page[page.index('<section id="verdict">') : page.index('<section id="glossary">')]
   assert block.count('class="user-file"') == 2
-  assert block.index("Your int8 file") < block.index("Design: one network") < block.index(
-      "Rule:")
+  assert block.index("Your int8 file") < block.index("Design: one network") < block.index("Rule:")
 
 
 def test_without_their_twin_the_worse_file_is_compared_with_tf_forgets(run_dir):
@@ -67,8 +67,10 @@ def test_without_their_twin_the_worse_file_is_compared_with_tf_forgets(run_dir):
   rec = report.json["recommendation"]
   assert rec["variant"] == "full_int8" and "instead_of" not in rec
   (worse,) = rec["users"]
-  assert ("against the recommended file, tf_forget's full_int8 (size not measured): "
-          f"{EXTRA} of 500 test examples apart") in worse
+  assert (
+    "against the recommended file, tf_forget's full_int8 (size not measured): "
+    f"{EXTRA} of 500 test examples apart"
+  ) in worse
   assert "its flips cannot be shown as few as tf_forget's full_int8's" in worse
 
 
@@ -83,13 +85,30 @@ def test_a_run_without_user_files_is_unchanged(tmp_path):
 
 
 def _frame(rows):
-  base = {"members": 1, "top1_low": -0.001, "top1_high": 0.001, "pairing": "paired examples",
-          "gate": "pass", "reasons": "", "size_vs_dense": np.nan, "top1": 0.98,
-          "top1_change": 0.0}
-  dense = {"variant": "dense", "file": "deploy/dense/0.tflite", "size_bytes": 100000.0,
-           "top1": 0.98, "top1_change": 0.0, "verdict": "baseline", "reason": "", "members": 1}
-  return pd.DataFrame([dense] + [dict(base, file=f"deploy/{r['variant']}/0.tflite", **r)
-                                 for r in rows])
+  base = {
+    "members": 1,
+    "top1_low": -0.001,
+    "top1_high": 0.001,
+    "pairing": "paired examples",
+    "gate": "pass",
+    "reasons": "",
+    "size_vs_dense": np.nan,
+    "top1": 0.98,
+    "top1_change": 0.0,
+  }
+  dense = {
+    "variant": "dense",
+    "file": "deploy/dense/0.tflite",
+    "size_bytes": 100000.0,
+    "top1": 0.98,
+    "top1_change": 0.0,
+    "verdict": "baseline",
+    "reason": "",
+    "members": 1,
+  }
+  return pd.DataFrame(
+    [dense] + [dict(base, file=f"deploy/{r['variant']}/0.tflite", **r) for r in rows]
+  )
 
 
 def _facts(flips, n=10000):
@@ -99,7 +118,7 @@ def _facts(flips, n=10000):
   top1, share = {"dense": np.zeros((1, n), np.int64)}, {"dense": np.zeros(n)}
   for v, f in flips.items():
     pred = np.zeros(n, np.int64)
-    pred[:int(f)] = 1
+    pred[: int(f)] = 1
     top1[v], share[v] = pred[None], (pred == 1).astype(float)
   correct = {v: 1.0 - s for v, s in share.items()}
   return file_pairs.Pairs(n, share, correct, top1, {v: [0] for v in top1})
@@ -108,8 +127,12 @@ def _facts(flips, n=10000):
 def test_rule_prefers_the_users_file_within_ten_percent_and_no_more_flips():
   # The tutorial's case: the user's dynamic-range file, 23.4 KiB, predicts what tf_forget's
   # 22.6 KiB file predicts.
-  frame = _frame([{"variant": "dynamic_int8", "size_bytes": 22.6 * 1024},
-                  {"variant": "user_dynamic", "size_bytes": 23.4 * 1024}])
+  frame = _frame(
+    [
+      {"variant": "dynamic_int8", "size_bytes": 22.6 * 1024},
+      {"variant": "user_dynamic", "size_bytes": 23.4 * 1024},
+    ]
+  )
   f = _facts({"dynamic_int8": 4, "user_dynamic": 4})
   rec = verdict.recommend(frame, gates_lib.Gates(), pairs=f)
   assert rec["variant"] == "user_dynamic" and rec["instead_of"] == "dynamic_int8"
@@ -118,8 +141,12 @@ def test_rule_prefers_the_users_file_within_ten_percent_and_no_more_flips():
   assert "recommended instead of tf_forget's dynamic_int8 (22.6 KiB)" in line
   assert "the same top-1 predictions on all 10,000 test examples" in line
   # 15% larger: not as good; the sentence says why.
-  frame = _frame([{"variant": "dynamic_int8", "size_bytes": 20000.0},
-                  {"variant": "user_dynamic", "size_bytes": 23000.0}])
+  frame = _frame(
+    [
+      {"variant": "dynamic_int8", "size_bytes": 20000.0},
+      {"variant": "user_dynamic", "size_bytes": 23000.0},
+    ]
+  )
   rec = verdict.recommend(frame, gates_lib.Gates(), pairs=f)
   assert rec["variant"] == "dynamic_int8"
   assert "not chosen: it is 1.15x the size" in user_verdict.sentences(frame, rec, f, False)[0]
@@ -130,37 +157,50 @@ def test_as_good_only_when_the_paired_comparison_supports_it():
   half-point margin (the t interval of 3/10,000 is about [-0.004, +0.064] pt): as good. 40
   more are significant though their interval, about [+0.28, +0.52] pt, stays near the margin:
   never "as good", and the sentence gives the numbers."""
-  sizes = [{"variant": "full_int8", "size_bytes": 23000.0},
-           {"variant": "user_int8", "size_bytes": 23100.0}]
+  sizes = [
+    {"variant": "full_int8", "size_bytes": 23000.0},
+    {"variant": "user_int8", "size_bytes": 23100.0},
+  ]
   frame = _frame(sizes)
-  rec = verdict.recommend(frame, gates_lib.Gates(), pairs=_facts({"full_int8": 4,
-                                                                  "user_int8": 7}))
+  rec = verdict.recommend(frame, gates_lib.Gates(), pairs=_facts({"full_int8": 4, "user_int8": 7}))
   assert rec["variant"] == "user_int8"
   frame = _frame(sizes)
   f = _facts({"full_int8": 4, "user_int8": 44})
   rec = verdict.recommend(frame, gates_lib.Gates(), pairs=f)
   assert rec["variant"] == "full_int8"
   (line,) = user_verdict.sentences(frame, rec, f, False)
-  assert ("not chosen: it flips 40 more test examples than tf_forget's full_int8 (44 vs 4 "
-          "against the reference; +0.40 pt [+0.28, +0.52], paired)") in line
+  assert (
+    "not chosen: it flips 40 more test examples than tf_forget's full_int8 (44 vs 4 "
+    "against the reference; +0.40 pt [+0.28, +0.52], paired)"
+  ) in line
   assert "40 of 10,000 test examples apart" in line and "as good" not in line
 
 
 def test_a_slightly_larger_file_with_significantly_fewer_flips_is_chosen():
   """The tutorial's pruned dynamic-range file flips 177 of 10,000 examples, the uint8 file 8
   and is 2.7% larger: the rule ships the uint8 file and says what the smaller one gives up."""
-  frame = _frame([{"variant": "pruned_dyn", "size_bytes": 24300.0},
-                  {"variant": "ptq_uint8", "size_bytes": 24956.0}])
-  rec = verdict.recommend(frame, gates_lib.Gates(), pairs=_facts({"pruned_dyn": 177,
-                                                                  "ptq_uint8": 8}))
+  frame = _frame(
+    [
+      {"variant": "pruned_dyn", "size_bytes": 24300.0},
+      {"variant": "ptq_uint8", "size_bytes": 24956.0},
+    ]
+  )
+  rec = verdict.recommend(
+    frame, gates_lib.Gates(), pairs=_facts({"pruned_dyn": 177, "ptq_uint8": 8})
+  )
   assert rec["variant"] == "ptq_uint8"
   assert rec["front"] == ["pruned_dyn", "ptq_uint8"] and rec["gives_up"] == []
   # 12% larger: beyond the 10% the rule trades for flips; the smaller file ships, and the
   # recommendation says, in numbers, what it gives up.
-  frame = _frame([{"variant": "pruned_dyn", "size_bytes": 24300.0},
-                  {"variant": "ptq_uint8", "size_bytes": 27216.0}])
-  rec = verdict.recommend(frame, gates_lib.Gates(), pairs=_facts({"pruned_dyn": 177,
-                                                                  "ptq_uint8": 8}))
+  frame = _frame(
+    [
+      {"variant": "pruned_dyn", "size_bytes": 24300.0},
+      {"variant": "ptq_uint8", "size_bytes": 27216.0},
+    ]
+  )
+  rec = verdict.recommend(
+    frame, gates_lib.Gates(), pairs=_facts({"pruned_dyn": 177, "ptq_uint8": 8})
+  )
   assert rec["variant"] == "pruned_dyn"
   (gives,) = rec["gives_up"]
   assert gives.startswith("pruned_dyn flips 169 more test examples than ptq_uint8 (+1.69 pt")
@@ -168,9 +208,17 @@ def test_a_slightly_larger_file_with_significantly_fewer_flips_is_chosen():
 
 
 def test_a_failing_user_file_says_so_and_is_never_preferred():
-  frame = _frame([{"variant": "full_int8", "size_bytes": 23000.0},
-                  {"variant": "user_int8", "size_bytes": 20000.0, "gate": "fail",
-                   "reasons": "top-1 flip rate 0.07% of test examples (max 0.05%)"}])
+  frame = _frame(
+    [
+      {"variant": "full_int8", "size_bytes": 23000.0},
+      {
+        "variant": "user_int8",
+        "size_bytes": 20000.0,
+        "gate": "fail",
+        "reasons": "top-1 flip rate 0.07% of test examples (max 0.05%)",
+      },
+    ]
+  )
   f = _facts({"full_int8": 4, "user_int8": 7})
   rec = verdict.recommend(frame, gates_lib.Gates(), pairs=f)
   assert rec["variant"] == "full_int8"
@@ -180,11 +228,20 @@ def test_a_failing_user_file_says_so_and_is_never_preferred():
 
 
 def test_a_repair_without_gain_is_never_recommended():
-  frame = _frame([{"variant": "full_int8", "size_bytes": 23000.0, "gate": "fail",
-                   "reasons": "mean KL too high"},
-                  {"variant": "full_int8~float1", "size_bytes": 80000.0}])
-  rec = verdict.recommend(frame, gates_lib.Gates(),
-                          no_gain={"full_int8~float1": "no gain: broken examples 7 → 9"})
+  frame = _frame(
+    [
+      {
+        "variant": "full_int8",
+        "size_bytes": 23000.0,
+        "gate": "fail",
+        "reasons": "mean KL too high",
+      },
+      {"variant": "full_int8~float1", "size_bytes": 80000.0},
+    ]
+  )
+  rec = verdict.recommend(
+    frame, gates_lib.Gates(), no_gain={"full_int8~float1": "no gain: broken examples 7 → 9"}
+  )
   assert rec["variant"] == "dense"
   row = frame.set_index("variant").loc["full_int8~float1"]
   assert row["verdict"] == "no gain" and row["reason"].startswith("no gain: broken")
@@ -200,7 +257,9 @@ def test_terminal_summary_lists_the_users_files_first_with_their_sentences(run_d
   worse = next(ln for ln in lines if ln.startswith("user_worse"))
   # 5 flips of 500 against a bound of 0.99%: two decimals, so that the rate and the bound
   # differ (one decimal would print both as "1.0%").
-  assert "1.00%" in worse.split() and "0.4%" in next(
-      ln for ln in lines if ln.startswith("user_int8")).split()
+  assert (
+    "1.00%" in worse.split()
+    and "0.4%" in next(ln for ln in lines if ln.startswith("user_int8")).split()
+  )
   assert any(ln.strip().startswith("recommended: deploy/user_int8/0.tflite") for ln in lines)
   assert any(ln.strip().startswith("Your worse file") for ln in lines)

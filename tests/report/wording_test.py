@@ -10,9 +10,20 @@ import pytest
 from tf_forget.report import wording
 
 
-@pytest.mark.parametrize("fraction, text", [
-    (0.0007, "0.07%"), (0.0015, "0.15%"), (0.0003, "0.03%"), (0.06, "6.0%"),
-    (0.1234, "12.3%"), (0.0, "0%"), (1.0, "100.0%"), (None, "n/a"), (float("nan"), "n/a")])
+@pytest.mark.parametrize(
+  "fraction, text",
+  [
+    (0.0007, "0.07%"),
+    (0.0015, "0.15%"),
+    (0.0003, "0.03%"),
+    (0.06, "6.0%"),
+    (0.1234, "12.3%"),
+    (0.0, "0%"),
+    (1.0, "100.0%"),
+    (None, "n/a"),
+    (float("nan"), "n/a"),
+  ],
+)
 def test_rates_keep_two_significant_digits(fraction, text):
   assert wording.rate(fraction) == text
 
@@ -41,41 +52,65 @@ def test_class_label_once_when_the_name_is_the_index():
 
 
 def test_ops_of_one_type_are_named_apart():
-  rows = [{"op_name": "CONV_2D", "op_index": 0}, {"op_name": "RESHAPE", "op_index": 2},
-          {"op_name": "CONV_2D", "op_index": 1}, {"op_name": "FULLY_CONNECTED", "op_index": 3}]
+  rows = [
+    {"op_name": "CONV_2D", "op_index": 0},
+    {"op_name": "RESHAPE", "op_index": 2},
+    {"op_name": "CONV_2D", "op_index": 1},
+    {"op_name": "FULLY_CONNECTED", "op_index": 3},
+  ]
   ordinals = wording.op_ordinals(rows)
   assert ordinals == {0: (1, 2), 1: (2, 2), 2: (1, 1), 3: (1, 1)}
-  first = wording.op_label("CONV_2D", "sequential/conv2d/Relu;sequential/conv2d/BiasAdd",
-                           ordinals[0])
-  second = wording.op_label("CONV_2D", "sequential/conv2d_1/Relu;sequential/conv2d_1/Conv2D",
-                            ordinals[1])
+  first = wording.op_label(
+    "CONV_2D", "sequential/conv2d/Relu;sequential/conv2d/BiasAdd", ordinals[0]
+  )
+  second = wording.op_label(
+    "CONV_2D", "sequential/conv2d_1/Relu;sequential/conv2d_1/Conv2D", ordinals[1]
+  )
   assert first == "CONV_2D #1 (sequential/conv2d)"
   assert second == "CONV_2D #2 (sequential/conv2d_1)"
   # One op of its type: no number; a graph output without a layer path: no layer.
   assert wording.op_label("FULLY_CONNECTED", "StatefulPartitionedCall:0", ordinals[3]) == (
-      "FULLY_CONNECTED")
+    "FULLY_CONNECTED"
+  )
 
 
 def test_title_and_header_in_words():
-  options = {"path": "/data/user/images", "image_size": [8, 8], "channels": 1,
-             "content": {"test": "ab" * 32},
-             "calibration": {"name": "folder", "options": {"path": "/data/user/calib"},
-                             "content": "cd" * 32}}
+  options = {
+    "path": "/data/user/images",
+    "image_size": [8, 8],
+    "channels": 1,
+    "content": {"test": "ab" * 32},
+    "calibration": {
+      "name": "folder",
+      "options": {"path": "/data/user/calib"},
+      "content": "cd" * 32,
+    },
+  }
   assert wording.title("folder", options, ["/data/user/model.keras"]) == (
-      "tf_forget audit: model.keras on images/")
+    "tf_forget audit: model.keras on images/"
+  )
   assert wording.title("folder", options, ["a/m0.keras", "a/m1.keras"]) == (
-      "tf_forget audit: m0.keras + 1 more on images/")
+    "tf_forget audit: m0.keras + 1 more on images/"
+  )
   assert wording.title("digits", {}) == "tf_forget audit: digits"
-  user = {"references": ["/data/user/model.keras"],
-          "candidates": {"int8": ["/data/user/int8.tflite"]}, "compress": ["full_int8"]}
+  user = {
+    "references": ["/data/user/model.keras"],
+    "candidates": {"int8": ["/data/user/int8.tflite"]},
+    "compress": ["full_int8"],
+  }
   rows = dict(wording.header("folder", options, "test", 10000, user))
-  assert rows == {"your model": "model.keras", "your files": "int8: int8.tflite",
-                  "made here": "full_int8",
-                  "data set": "folder images/ (/data/user/images)",
-                  "image size": "8x8, 1 channel", "calibration": "folder calib/",
-                  "evaluation split": "test (10,000 examples)"}
+  assert rows == {
+    "your model": "model.keras",
+    "your files": "int8: int8.tflite",
+    "made here": "full_int8",
+    "data set": "folder images/ (/data/user/images)",
+    "image size": "8x8, 1 channel",
+    "calibration": "folder calib/",
+    "evaluation split": "test (10,000 examples)",
+  }
   text = " ".join(f"{k}: {v}" for k, v in rows.items())
   assert "{" not in text and "content" not in text  # no Python dict, no hashes
   assert wording.source_words("tfds", {"tfds_name": "mnist", "split": "test"}) == (
-      "tfds mnist (test)")
+    "tfds mnist (test)"
+  )
   assert wording.source_words("tfrecord", {"pattern": "/d/*.rec"}) == "tfrecord /d/*.rec"

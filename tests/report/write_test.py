@@ -58,27 +58,46 @@ def biased(tmp_path_factory):
 
 def test_files_and_schema(digits):
   _, out, doc = digits
-  assert sorted(os.listdir(out)) == [".tf_forget.report.files.json", "report.html", "report.json",
-                                     "tables"]
+  assert sorted(os.listdir(out)) == [
+    ".tf_forget.report.files.json",
+    "report.html",
+    "report.json",
+    "tables",
+  ]
   # What the swap put in place is recorded (a re-run refuses to delete a user's file in
   # tables/): exactly the files written, the listing itself aside.
   with open(os.path.join(out, ".tf_forget.report.files.json")) as f:
     recorded = json.load(f)["files"]
   assert sorted(recorded) == sorted(
-      [f"tables/{n}" for n in os.listdir(os.path.join(out, "tables"))]
-      + ["report.html", "report.json"])
+    [f"tables/{n}" for n in os.listdir(os.path.join(out, "tables"))]
+    + ["report.html", "report.json"]
+  )
   with open(os.path.join(out, "report.json")) as f:
     on_disk = json.load(f)
   assert on_disk == doc
   assert doc["schema_version"] == write.SCHEMA_VERSION and doc["config"] == CONFIG
   assert doc["tools"]["numpy"] == np.__version__ and doc["tools"]["pandas"] == pd.__version__
   names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "tables")))
-  assert names == sorted(doc["tables"]) == ["cie_accuracy", "cie_annotation", "class_level",
-                                            "divergence", "divergence_classes",
-                                            "divergence_examples", "gallery",
-                                            "overview", "pie", "pie_accuracy",
-                                            "recall_distortion", "robustness", "topline",
-                                            "verdict"]
+  assert (
+    names
+    == sorted(doc["tables"])
+    == [
+      "cie_accuracy",
+      "cie_annotation",
+      "class_level",
+      "divergence",
+      "divergence_classes",
+      "divergence_examples",
+      "gallery",
+      "overview",
+      "pie",
+      "pie_accuracy",
+      "recall_distortion",
+      "robustness",
+      "topline",
+      "verdict",
+    ]
+  )
   gallery = pd.read_csv(os.path.join(out, "tables", "gallery.csv"))
   assert (gallery.variant == "prune_0.9").sum() == 12 and (gallery.distance == 10).all()
   overview = pd.read_csv(os.path.join(out, "tables", "overview.csv")).set_index("variant")
@@ -108,11 +127,17 @@ def test_json_numbers_equal_the_stats_library(biased):
   rd = recall_distortion.recall_distortion_summary(r0, a0, rt, at)
   got = [a if a is not None else np.nan for a in doc["variants"]["prune_0.9"]["alphas"]]
   np.testing.assert_allclose(got, rd["alphas"], rtol=1e-12)
-  from tf_forget.data import registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry
+
   attrs = registry.get("digits_biased").load("test").attributes
   table = subgroups.subgroup_table(p0, pt, labels, attrs, protected=("Inverted", "Faint"))
-  row = next(r for r in doc["tables"]["subgroups"] if r["variant"] == "prune_0.9"
-             and r["model"] == "normalized_difference" and r["metric"] == "fnr")
+  row = next(
+    r
+    for r in doc["tables"]["subgroups"]
+    if r["variant"] == "prune_0.9"
+    and r["model"] == "normalized_difference"
+    and r["metric"] == "fnr"
+  )
   for group in table.columns:
     e = table.loc[("normalized_difference", "fnr"), group]
     assert (row[group] is None) == bool(np.isnan(e))
@@ -152,7 +177,8 @@ def test_same_inputs_same_report(digits, tmp_path):
   again = str(tmp_path / "again")
   write.write_report(run_dir, again, CONFIG)
   for name in ["report.json", "report.html"] + [
-      os.path.join("tables", f) for f in os.listdir(os.path.join(out, "tables"))]:
+    os.path.join("tables", f) for f in os.listdir(os.path.join(out, "tables"))
+  ]:
     with open(os.path.join(out, name), "rb") as a, open(os.path.join(again, name), "rb") as b:
       assert a.read() == b.read(), name
 
@@ -161,8 +187,9 @@ def test_nan_is_null_in_json(biased):
   _, out, doc = biased
   text = open(os.path.join(out, "report.json")).read()
   assert "NaN" not in text and "Infinity" not in text
-  rows = [r for r in doc["tables"]["pie_accuracy"] if r["variant"] == "full_int8"
-          and r["subset"] == "pie"]
+  rows = [
+    r for r in doc["tables"]["pie_accuracy"] if r["variant"] == "full_int8" and r["subset"] == "pie"
+  ]
   assert rows and all(r["top1"] is None for r in rows)  # no PIE: accuracy undefined
 
 
@@ -178,8 +205,17 @@ def test_misaligned_ids_leave_no_output(digits, tmp_path):
   run_dir = str(tmp_path / "run")
   shutil.copytree(digits[0], run_dir)
   test = np.load(os.path.join(run_dir, "predictions", "dense", "0", "test.npz"))
-  fake_run.write_member(run_dir, "full_int8", 3, "test", test["ids"][::-1].copy() + 1,
-                        test["labels"], test["topk"][:, 0], 10, "digits")
+  fake_run.write_member(
+    run_dir,
+    "full_int8",
+    3,
+    "test",
+    test["ids"][::-1].copy() + 1,
+    test["labels"],
+    test["topk"][:, 0],
+    10,
+    "digits",
+  )
   out = tmp_path / "out"
   out.mkdir()
   with pytest.raises(collect.CollectError, match="ids differ") as e:
@@ -267,18 +303,26 @@ def _directory_at(name):
     del monkeypatch
     os.remove(os.path.join(out, name))
     os.mkdir(os.path.join(out, name))
+
   return make
 
 
 # The digits report has 11 tables: 13 file writes; the swap renames 3 old entries aside and 3 new
 # ones in.
 FAULTS = {
-    "report.html is a directory": (_directory_at("report.html"), "report.html: Is a directory"),
-    "report.json is a directory": (_directory_at("report.json"), "report.json: Is a directory"),
-    **{f"disk full at write {n}": (lambda m, out, n=n: _disk_full_at(m, n),
-                                   "No space left on device") for n in (5, 12)},
-    **{f"rename {n} of the swap fails": (lambda m, out, n=n: _swap_rename_fails_at(m, n),
-                                         "Input/output error") for n in range(6)},
+  "report.html is a directory": (_directory_at("report.html"), "report.html: Is a directory"),
+  "report.json is a directory": (_directory_at("report.json"), "report.json: Is a directory"),
+  **{
+    f"disk full at write {n}": (lambda m, out, n=n: _disk_full_at(m, n), "No space left on device")
+    for n in (5, 12)
+  },
+  **{
+    f"rename {n} of the swap fails": (
+      lambda m, out, n=n: _swap_rename_fails_at(m, n),
+      "Input/output error",
+    )
+    for n in range(6)
+  },
 }
 
 

@@ -27,10 +27,8 @@ def test_sorting_and_count_table_taxicab_agree(members, classes):
   base = rng.integers(0, classes, (members, 500))
   other = rng.integers(0, classes, (members, 500))
   var = np.where(rng.random((members, 500)) < 0.5, base, other)
-  # pylint: disable=protected-access
   by_sorting = 2 * (members - cie._intersection_sizes(base, var))
   by_counts = cie._taxicab_from_counts(base, var, classes)
-  # pylint: enable=protected-access
   np.testing.assert_array_equal(by_sorting, by_counts)
   np.testing.assert_array_equal(cie.taxicab_distance(base, var, classes), by_counts)
 
@@ -40,10 +38,21 @@ def test_unequal_population_sizes_are_an_error():
     cie.taxicab_distance(np.zeros((3, 5), int), np.zeros((2, 5), int))
 
 
-@pytest.mark.parametrize("p,n,want", [(90, 20000, 2000), (95, 20000, 1000), (99, 20000, 200),
-                                      (80, 19962, 3993), (99, 19962, 200), (90, 7, 1),
-                                      (0, 10, 10), (100, 10, 0), (99.9, 1000, 1),
-                                      (70, 10, 3)])
+@pytest.mark.parametrize(
+  "p,n,want",
+  [
+    (90, 20000, 2000),
+    (95, 20000, 1000),
+    (99, 20000, 200),
+    (80, 19962, 3993),
+    (99, 19962, 200),
+    (90, 7, 1),
+    (0, 10, 10),
+    (100, 10, 0),
+    (99.9, 1000, 1),
+    (70, 10, 3),
+  ],
+)
 def test_num_selected_is_exact_ceil(p, n, want):
   # ceil((100 - p)/100 * n) in exact arithmetic; (100-70)/100*10 is 3.0000000000000004 in
   # floating point, whose naive ceil would give 4.
@@ -80,6 +89,7 @@ def _populations(draw_members=st.integers(1, 6), draw_classes=st.integers(2, 5))
     base = draw(hnp.arrays(np.int64, shape, elements=st.integers(0, c - 1)))
     var = draw(hnp.arrays(np.int64, shape, elements=st.integers(0, c - 1)))
     return base, var, c
+
   return strategy()
 
 
@@ -101,7 +111,7 @@ def test_jaccard_and_taxicab_rank_examples_identically(pops, seed):
   np.testing.assert_allclose(dj, 2 * dt / (2 * n + dt), rtol=1e-12)
   assert (dt % 2 == 0).all() and (dt <= 2 * n).all()
   # The sorting path (used for many classes) agrees with the count tables used here.
-  sorted_dt = 2 * (n - cie._intersection_sizes(base, var))  # pylint: disable=protected-access
+  sorted_dt = 2 * (n - cie._intersection_sizes(base, var))
   np.testing.assert_array_equal(sorted_dt, dt)
 
 

@@ -75,8 +75,9 @@ def test_zero_variance_both_gives_nan_not_significant():
 
 def test_benjamini_hochberg_by_hand_and_bonferroni():
   p = np.array([0.01, 0.04, 0.03, 0.5, np.nan])
-  np.testing.assert_allclose(class_level.benjamini_hochberg(p),
-                             [0.04, 0.16 / 3, 0.16 / 3, 0.5, np.nan])
+  np.testing.assert_allclose(
+    class_level.benjamini_hochberg(p), [0.04, 0.16 / 3, 0.16 / 3, 0.5, np.nan]
+  )
   np.testing.assert_allclose(class_level.bonferroni(p), [0.04, 0.16, 0.12, 1.0, np.nan])
 
 
@@ -106,21 +107,28 @@ def test_relative_recall_difference_eq3_by_hand():
 
 def test_absolute_and_normalized_recall_difference_by_hand():
   r0 = np.array([[0.8, 0.6], [0.6, 0.6]])  # class means 0.7, 0.6
-  a0 = np.array([0.7, 0.6])                 # mean 0.65
+  a0 = np.array([0.7, 0.6])  # mean 0.65
   rt = np.array([[0.5, 0.7], [0.5, 0.5], [0.5, 0.6]])  # class means 0.5, 0.6
-  at = np.array([0.6, 0.5, 0.55])           # mean 0.55
-  np.testing.assert_allclose(class_level.absolute_recall_difference(r0, rt), [-0.2, 0.0],
-                             atol=1e-15)
-  np.testing.assert_allclose(class_level.normalized_recall_difference(r0, a0, rt, at),
-                             [-0.1, 0.1], atol=1e-15)
+  at = np.array([0.6, 0.5, 0.55])  # mean 0.55
+  np.testing.assert_allclose(
+    class_level.absolute_recall_difference(r0, rt), [-0.2, 0.0], atol=1e-15
+  )
+  np.testing.assert_allclose(
+    class_level.normalized_recall_difference(r0, a0, rt, at), [-0.1, 0.1], atol=1e-15
+  )
 
 
 def test_gained_lost_summary():
   d = np.array([0.1, -0.3, 0.05, -0.5, 0.2])
   s = np.array([True, True, True, True, False])
   out = class_level.gained_lost_summary(d, s)
-  assert out == {"n_significant": 4, "n_gained": 2, "n_lost": 2,
-                 "mean_gain": pytest.approx(0.075), "mean_loss": pytest.approx(-0.4)}
+  assert out == {
+    "n_significant": 4,
+    "n_gained": 2,
+    "n_lost": 2,
+    "mean_gain": pytest.approx(0.075),
+    "mean_loss": pytest.approx(-0.4),
+  }
   none = class_level.gained_lost_summary(d, np.zeros(5, bool))
   assert none["n_gained"] == 0 and np.isnan(none["mean_gain"])
 
@@ -137,8 +145,10 @@ def test_class_level_report_columns_and_unequal_populations():
 
 def _identical_members(recall_row, accuracy, members=5):
   """A population whose `members` members all have the same recall vector and accuracy."""
-  return (np.tile(np.asarray(recall_row, dtype=np.float64), (members, 1)),
-          np.full(members, accuracy))
+  return (
+    np.tile(np.asarray(recall_row, dtype=np.float64), (members, 1)),
+    np.full(members, accuracy),
+  )
 
 
 def _scipy_welch(a, b):
@@ -214,13 +224,13 @@ def test_count_significant_classes_mixed_constant_and_varied_classes():
   k0, kt, classes = 8, 6, 12
   r0 = rng.uniform(0.3, 1.0, (k0, classes))
   rt = rng.uniform(0.3, 1.0, (kt, classes))
-  rt[:, 4:8] -= 0.25                      # some classes lose recall
+  rt[:, 4:8] -= 0.25  # some classes lose recall
   a0 = np.full(k0, 0.6)
   at = np.full(kt, 0.6)
-  r0[:, :2] = 0.8                         # classes 0, 1: both samples constant
+  r0[:, :2] = 0.8  # classes 0, 1: both samples constant
   rt[:, 0] = 0.8
   rt[:, 1] = 0.75
-  r0[:, 2] = 0.8                          # class 2: only the baseline sample constant
+  r0[:, 2] = 0.8  # class 2: only the baseline sample constant
   table = class_level.welch_class_test(r0, a0, rt, at)
   s0 = r0 - a0[:, None]
   st = rt - at[:, None]

@@ -47,11 +47,13 @@ def test_kl_and_delta_p_by_hand_two_classes():
   # KL = 1/2 ln((1/2)/(1/4)) + 1/2 ln((1/2)/(3/4)) = 1/2 ln 2 + 1/2 ln(2/3) = 1/2 ln(4/3)
   #    = 0.143841036225890
   ref, cand = [[0.0, 0.0], [0.0, 0.0]], [[0.0, LN3], [0.0, LN3]]
-  np.testing.assert_allclose(divergence.kl_divergence(ref, cand), [0.143841036225890] * 2,
-                             rtol=1e-13)
+  np.testing.assert_allclose(
+    divergence.kl_divergence(ref, cand), [0.143841036225890] * 2, rtol=1e-13
+  )
   # y = 1: Δp = 3/4 − 1/2 = 0.25; y = 0: Δp = 1/4 − 1/2 = −0.25.
-  np.testing.assert_allclose(divergence.true_class_probability_change(ref, cand, [1, 0]),
-                             [0.25, -0.25], rtol=1e-13)
+  np.testing.assert_allclose(
+    divergence.true_class_probability_change(ref, cand, [1, 0]), [0.25, -0.25], rtol=1e-13
+  )
 
 
 def test_kl_by_hand_three_classes_and_its_direction():
@@ -78,8 +80,7 @@ def test_kl_is_zero_for_equal_outputs_and_ignores_row_constants(dtype):
   # 2⁻⁴⁶ = 1.4e-14 per float64 one.
   base = divergence.kl_divergence(a, b)
   shifted = divergence.kl_divergence((a - 3 * shift).astype(dtype), (b + shift).astype(dtype))
-  np.testing.assert_allclose(shifted, base, rtol=1e-9,
-                             atol=3e-5 if dtype == np.float32 else 1e-12)
+  np.testing.assert_allclose(shifted, base, rtol=1e-9, atol=3e-5 if dtype == np.float32 else 1e-12)
 
 
 @pytest.mark.parametrize("seed, scale, noise", [(2, 3.0, 0.5), (3, 10.0, 5.0), (4, 1.0, 1e-3)])
@@ -90,17 +91,24 @@ def test_kl_agrees_with_scipy_and_is_nonnegative(seed, scale, noise):
   np.testing.assert_allclose(kl, special.rel_entr(p, q).sum(axis=1), rtol=1e-9, atol=1e-15)
   np.testing.assert_allclose(kl, stats.entropy(p, q, axis=1), rtol=1e-9, atol=1e-15)
   assert kl.dtype == np.float64 and np.all(kl >= 0) and np.all(kl > 0)
-  np.testing.assert_allclose(divergence.true_class_probability_change(a, b, y),
-                             q[np.arange(300), y] - p[np.arange(300), y], atol=1e-14)
-  np.testing.assert_array_equal(divergence.top1_agreement(a, b),
-                                a.argmax(axis=1) == b.argmax(axis=1))
+  np.testing.assert_allclose(
+    divergence.true_class_probability_change(a, b, y),
+    q[np.arange(300), y] - p[np.arange(300), y],
+    atol=1e-14,
+  )
+  np.testing.assert_array_equal(
+    divergence.top1_agreement(a, b), a.argmax(axis=1) == b.argmax(axis=1)
+  )
 
 
 def test_float32_logits_are_computed_in_float64():
   a, b, _ = _random_logits(5, n=100, c=1000, noise=0.01, dtype=np.float32)
   # scipy on the same float32 values widened to float64: the module adds no float32 rounding.
-  want = stats.entropy(special.softmax(a.astype(np.float64), axis=1),
-                       special.softmax(b.astype(np.float64), axis=1), axis=1)
+  want = stats.entropy(
+    special.softmax(a.astype(np.float64), axis=1),
+    special.softmax(b.astype(np.float64), axis=1),
+    axis=1,
+  )
   np.testing.assert_allclose(divergence.kl_divergence(a, b), want, rtol=1e-9)
 
 
@@ -120,8 +128,9 @@ def test_memory_mapped_logits(tmp_path):
   a, b, y = _random_logits(7, dtype=np.float32)
   np.save(tmp_path / "a.npy", a)
   np.save(tmp_path / "b.npy", b)
-  mapped = divergence.kl_divergence(np.load(tmp_path / "a.npy", mmap_mode="r"),
-                                    np.load(tmp_path / "b.npy", mmap_mode="r"))
+  mapped = divergence.kl_divergence(
+    np.load(tmp_path / "a.npy", mmap_mode="r"), np.load(tmp_path / "b.npy", mmap_mode="r")
+  )
   np.testing.assert_array_equal(mapped, divergence.kl_divergence(a, b))
 
 
@@ -141,8 +150,9 @@ def test_huge_logits_stay_finite():
 
 def test_log_softmax_agrees_with_scipy():
   a, _, _ = _random_logits(9, scale=50.0)
-  np.testing.assert_allclose(divergence.log_softmax(a), special.log_softmax(a, axis=1),
-                             rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(
+    divergence.log_softmax(a), special.log_softmax(a, axis=1), rtol=1e-12, atol=1e-12
+  )
   assert np.isfinite(divergence.log_softmax([[1e4, -1e4]])).all()
 
 
@@ -174,12 +184,15 @@ def test_summarize_mask_single_and_empty_selections():
   assert none.to_json()["mean"] is None and one.to_json()["n"] == 1
 
 
-@pytest.mark.parametrize("draw, n", [
+@pytest.mark.parametrize(
+  "draw, n",
+  [
     (lambda rng, n: rng.normal(1.0, 2.0, n), 10),  # t interval exact: coverage 0.95
     # chi-square(1) (mean 1, skewness 2.8), shaped like per-example KL values; at n = 300 the
     # coverage is 0.945 (20,000 simulations), inside the band with 3 standard errors to spare.
     (lambda rng, n: rng.chisquare(1, n), 300),
-])
+  ],
+)
 def test_mean_interval_coverage_by_simulation(draw, n):
   rng = np.random.default_rng(29)
   hits = 0
@@ -205,8 +218,9 @@ def test_summarize_by_class_equals_a_naive_loop():
       assert all(np.isnan(x) for x in (s.mean, s.low, s.high, s.p50, s.p90, s.p99, s.max))
       continue
     p50, p90, p99 = np.percentile(v, [50, 90, 99])
-    np.testing.assert_allclose([s.mean, s.p50, s.p90, s.p99, s.max],
-                               [v.mean(), p50, p90, p99, v.max()], rtol=1e-12)
+    np.testing.assert_allclose(
+      [s.mean, s.p50, s.p90, s.p99, s.max], [v.mean(), p50, p90, p99, v.max()], rtol=1e-12
+    )
     if v.size == 1:
       assert np.isnan(s.low) and np.isnan(s.high)
     else:
@@ -247,8 +261,9 @@ def test_divergence_end_to_end():
     assert _same(summary.overall, divergence.summarize(quantity))
     assert _same(summary.by_class, divergence.summarize_by_class(quantity, y, 3))
     assert summary.by_class[2].n == 0
-    assert _same(summary.by_subgroup, {k: divergence.summarize(quantity, m)
-                                       for k, m in groups.items()})
+    assert _same(
+      summary.by_subgroup, {k: divergence.summarize(quantity, m) for k, m in groups.items()}
+    )
   doc = out.kl_summary.to_json()
   assert json.loads(json.dumps(doc, allow_nan=False))["by_subgroup"]["last"]["n"] == 1
   assert divergence.divergence(ref, cand, y).kl_summary.by_subgroup == {}
@@ -257,7 +272,9 @@ def test_divergence_end_to_end():
 A2 = [[0.0, 1.0], [1.0, 0.0]]
 
 
-@pytest.mark.parametrize("call", [
+@pytest.mark.parametrize(
+  "call",
+  [
     lambda: divergence.kl_divergence(A2, [[0.0, 1.0, 2.0], [1.0, 0.0, 2.0]]),  # shape mismatch
     lambda: divergence.kl_divergence(A2, A2[:1]),  # example count mismatch
     lambda: divergence.kl_divergence([0.0, 1.0], [0.0, 1.0]),  # 1-D logits
@@ -286,7 +303,8 @@ A2 = [[0.0, 1.0], [1.0, 0.0]]
     lambda: divergence.divergence(A2, A2, [0, 1], subgroups={"g": [True]}),
     lambda: divergence.divergence(A2, A2, [0, 1], gallery=-2),
     lambda: divergence.divergence(A2, A2, [0, 1], confidence=0.0),
-])
+  ],
+)
 def test_bad_input_is_a_one_line_value_error(call):
   with pytest.raises(ValueError) as err:
     call()
@@ -300,6 +318,7 @@ def test_bad_logits_are_named_with_the_row():
   with pytest.raises(validate.StatsInputError, match=r"^cand_logits contains NaN \(row 4321\)$"):
     divergence.kl_divergence(a, b)
   a[12, 0] = -np.inf
-  with pytest.raises(validate.StatsInputError,
-                     match=r"^ref_logits contains an infinite value \(row 12\)$"):
+  with pytest.raises(
+    validate.StatsInputError, match=r"^ref_logits contains an infinite value \(row 12\)$"
+  ):
     divergence.divergence(a, b, np.zeros(5000, np.int64))

@@ -9,14 +9,16 @@ from tf_forget.stats import exemplars
 
 def test_modal_label_tie_goes_to_largest_label():
   # Columns: clear mode 2; tie 0/3 -> 3; three-way tie 1/2/4 -> 4; all agree 0; tie 0/1 -> 1.
-  preds = np.array([
+  preds = np.array(
+    [
       [2, 0, 1, 0, 0],
       [2, 3, 2, 0, 1],
       [1, 0, 4, 0, 0],
       [2, 3, 1, 0, 1],
       [0, 1, 2, 0, 2],
       [3, 2, 4, 0, 3],
-  ])
+    ]
+  )
   modal, tied = exemplars.modal_label(preds, num_classes=5)
   np.testing.assert_array_equal(modal, [2, 3, 4, 0, 1])
   np.testing.assert_array_equal(tied, [False, True, True, False, True])
@@ -52,7 +54,7 @@ def test_sorted_modal_label_equals_count_table_version():
 
 
 def test_pie_flags_and_count():
-  dense = np.array([[0, 1, 2, 1], [0, 1, 2, 2], [1, 1, 0, 2]])   # modal 0, 1, 2, 2
+  dense = np.array([[0, 1, 2, 1], [0, 1, 2, 2], [1, 1, 0, 2]])  # modal 0, 1, 2, 2
   pruned = np.array([[0, 2, 2, 1], [0, 2, 2, 1], [1, 1, 2, 1], [0, 1, 0, 1]])  # 0, 2|1->2, 2, 1
   out = exemplars.pruning_identified_exemplars(dense, pruned, num_classes=3)
   np.testing.assert_array_equal(out["pie"], [False, True, False, True])
@@ -65,10 +67,9 @@ def test_accuracy_on_subsets_by_hand():
   dense = np.array([[0, 1, 0, 0], [0, 0, 1, 1]])
   pruned = np.array([[1, 1, 1, 0]])
   pie = np.array([False, True, True, False])
-  df = exemplars.accuracy_on_subsets(dense, pruned, labels, pie).set_index(
-      ["population", "subset"])
+  df = exemplars.accuracy_on_subsets(dense, pruned, labels, pie).set_index(["population", "subset"])
   # Mean over members of the accuracy on the subset (docs/spec.md §3.5).
-  assert df.loc[("dense", "pie"), "top1"] == 0.5       # examples 1, 2: (1 + 0 + 0 + 1) / 4
+  assert df.loc[("dense", "pie"), "top1"] == 0.5  # examples 1, 2: (1 + 0 + 0 + 1) / 4
   assert df.loc[("dense", "non_pie"), "top1"] == 0.75  # examples 0, 3: (1 + 1 + 1 + 0) / 4
   assert df.loc[("dense", "all"), "top1"] == 0.625
   assert df.loc[("compressed", "pie"), "top1"] == 1.0

@@ -36,8 +36,11 @@ EXAMPLES = 240
 CLASSES = 6
 VARIANTS = {"dense": 0.95, "prune_0.5": 0.92, "prune_0.9": 0.80}  # mean correctness
 # Class-specific effects per variant (keyed by its correctness): pruning hurts classes 0-1.
-CLASS_SHIFT = {0.95: np.zeros(CLASSES), 0.92: np.array([-0.1, 0, 0, 0, 0, 0.03]),
-               0.80: np.array([-0.3, -0.2, 0, 0, 0.05, 0.1])}
+CLASS_SHIFT = {
+  0.95: np.zeros(CLASSES),
+  0.92: np.array([-0.1, 0, 0, 0, 0, 0.03]),
+  0.80: np.array([-0.3, -0.2, 0, 0, 0.05, 0.1]),
+}
 
 
 def _population(rng, labels, classes, p_correct, difficulty, members=MEMBERS):
@@ -54,9 +57,11 @@ def _population(rng, labels, classes, p_correct, difficulty, members=MEMBERS):
 
 def _jsonable(x):
   if isinstance(x, pd.DataFrame):
-    return {"columns": [str(c) for c in x.columns],
-            "index": [str(i) for i in x.index],
-            "values": [[_jsonable(v) for v in row] for row in x.itertuples(index=False)]}
+    return {
+      "columns": [str(c) for c in x.columns],
+      "index": [str(i) for i in x.index],
+      "values": [[_jsonable(v) for v in row] for row in x.itertuples(index=False)],
+    }
   if isinstance(x, pd.Series):
     return {str(k): _jsonable(v) for k, v in x.items()}
   if isinstance(x, dict):
@@ -84,69 +89,92 @@ def compute_outputs():
   out = {}
   rec = {v: accuracy.per_class_recall(t1, labels, CLASSES) for v, (t1, _) in pops.items()}
   acc = {v: accuracy.top1_accuracy(t1, labels) for v, (t1, _) in pops.items()}
-  out["accuracy"] = {v: {"top1": acc[v], "top5": accuracy.topk_accuracy(tk, labels, 5),
-                         "summary": accuracy.population_summary(acc[v]),
-                         "per_class_recall": rec[v]} for v, (_, tk) in pops.items()}
+  out["accuracy"] = {
+    v: {
+      "top1": acc[v],
+      "top5": accuracy.topk_accuracy(tk, labels, 5),
+      "summary": accuracy.population_summary(acc[v]),
+      "per_class_recall": rec[v],
+    }
+    for v, (_, tk) in pops.items()
+  }
   d1, dk = pops["dense"]
   for v in ("prune_0.5", "prune_0.9"):
     t1, tk = pops[v]
     res = {}
     for center in ("member", "population"):
       for corr in (None, "bh", "bonferroni"):
-        table = class_level.class_level_report(rec["dense"], acc["dense"], rec[v], acc[v],
-                                               center=center, correction=corr)
+        table = class_level.class_level_report(
+          rec["dense"], acc["dense"], rec[v], acc[v], center=center, correction=corr
+        )
         res[f"{center}/{corr}"] = {
-            "table": table,
-            "count": class_level.count_significant_classes(table),
-            "gained_lost": class_level.gained_lost_summary(
-                table["normalized_recall_difference"], table["significant"])}
+          "table": table,
+          "count": class_level.count_significant_classes(table),
+          "gained_lost": class_level.gained_lost_summary(
+            table["normalized_recall_difference"], table["significant"]
+          ),
+        }
     pie = exemplars.pruning_identified_exemplars(d1, t1, CLASSES)
     res["pie"] = {k: val for k, val in pie.items()}
     res["pie_accuracy"] = exemplars.accuracy_on_subsets(d1, t1, labels, pie["pie"], dk, tk)
     res["pie_accuracy_sampled"] = exemplars.accuracy_on_subsets(
-        d1, t1, labels, pie["pie"], dk, tk, sample_size=20, seed=3)
+      d1, t1, labels, pie["pie"], dk, tk, sample_size=20, seed=3
+    )
     dt = cie.taxicab_distance(d1, t1, CLASSES)
     res["taxicab"] = dt
     res["jaccard"] = cie.weighted_jaccard_distance(d1, t1, CLASSES)
     res["p90_mask"] = cie.select_percentile(dt, 90, seed=0)
-    res["taxicab_accuracy"] = cie.taxicab_cie_accuracy(d1, t1, labels, seed=0,
-                                                       num_classes=CLASSES,
-                                                       topk_predictions_0=dk,
-                                                       topk_predictions_t=tk)
-    res["recall_distortion"] = rd.recall_distortion_summary(rec["dense"], acc["dense"],
-                                                            rec[v], acc[v])
+    res["taxicab_accuracy"] = cie.taxicab_cie_accuracy(
+      d1, t1, labels, seed=0, num_classes=CLASSES, topk_predictions_0=dk, topk_predictions_t=tk
+    )
+    res["recall_distortion"] = rd.recall_distortion_summary(
+      rec["dense"], acc["dense"], rec[v], acc[v]
+    )
     res["intensification"] = rd.intensification_ratio(
-        rd.normalized_recall_balance(rec["dense"], acc["dense"]),
-        rd.normalized_recall_balance(rec[v], acc[v]))
+      rd.normalized_recall_balance(rec["dense"], acc["dense"]),
+      rd.normalized_recall_balance(rec[v], acc[v]),
+    )
     out[v] = res
-  alphas = {2: out["prune_0.5"]["recall_distortion"]["alphas"],
-            10: out["prune_0.9"]["recall_distortion"]["alphas"]}
+  alphas = {
+    2: out["prune_0.5"]["recall_distortion"]["alphas"],
+    10: out["prune_0.9"]["recall_distortion"]["alphas"],
+  }
   out["ratio_tests"] = rd.ratio_trend_tests(alphas)
   out["algorithm_tests"] = rd.algorithm_tests({"MP": alphas[2], "UP": alphas[10]})
   out["model_size_tests"] = rd.model_size_tests({"small": alphas[10], "large": alphas[2]})
 
   # Binary task with attributes (004 §2): target 1 = "blond".
   blabels = (rng.random(EXAMPLES) < 0.2).astype(int)
-  attrs = pd.DataFrame({"Male": rng.random(EXAMPLES) < 0.4,
-                        "Young": rng.random(EXAMPLES) < 0.7,
-                        "Eyeglasses": rng.random(EXAMPLES) < 0.1})
-  train_attrs = {k: rng.random(1000) < s for k, s in
-                 (("Male", 0.42), ("Young", 0.78), ("Eyeglasses", 0.07))}
+  attrs = pd.DataFrame(
+    {
+      "Male": rng.random(EXAMPLES) < 0.4,
+      "Young": rng.random(EXAMPLES) < 0.7,
+      "Eyeglasses": rng.random(EXAMPLES) < 0.1,
+    }
+  )
+  train_attrs = {
+    k: rng.random(1000) < s for k, s in (("Male", 0.42), ("Young", 0.78), ("Eyeglasses", 0.07))
+  }
   bhard = np.linspace(-0.5, 0.05, EXAMPLES)[rng.permutation(EXAMPLES)]
   b0, _ = _population(rng, blabels, 2, 0.93, bhard, members=12)
   bt, _ = _population(rng, blabels, 2, 0.90, bhard, members=12)
   out["subgroups"] = subgroups.subgroup_table(b0, bt, blabels, attrs)
   bd = cie.taxicab_distance(b0, bt, 2)
-  out["over_indexing"] = subgroups.over_indexing(train_attrs, attrs,
-                                                 cie.select_percentile(bd, 80, seed=0))
+  out["over_indexing"] = subgroups.over_indexing(
+    train_attrs, attrs, cie.select_percentile(bd, 80, seed=0)
+  )
 
-  corr_acc = {(v, c): np.clip(rng.normal(0.6 - 0.1 * i - 0.05 * j, 0.02, (MEMBERS, 5)), 0, 1)
-              for i, v in enumerate(VARIANTS) for j, c in enumerate(("fog", "snow"))}
-  out["robustness"] = robustness.robustness_table(corr_acc, {k: np.minimum(1, a + 0.2)
-                                                             for k, a in corr_acc.items()})
+  corr_acc = {
+    (v, c): np.clip(rng.normal(0.6 - 0.1 * i - 0.05 * j, 0.02, (MEMBERS, 5)), 0, 1)
+    for i, v in enumerate(VARIANTS)
+    for j, c in enumerate(("fog", "snow"))
+  }
+  out["robustness"] = robustness.robustness_table(
+    corr_acc, {k: np.minimum(1, a + 0.2) for k, a in corr_acc.items()}
+  )
 
   ratios = np.array([0.3, 0.5, 0.7, 0.9])
-  errors = np.clip(0.08 + rng.normal(0, 0.004, (3, 4, 4)) + 0.02 * ratios ** 3, 0, 1)
+  errors = np.clip(0.08 + rng.normal(0, 0.004, (3, 4, 4)) + 0.02 * ratios**3, 0, 1)
   parent = np.full((3, 4), 0.08)
   pot = lip.prune_potential(ratios, errors, parent)
   out["prune_potential"] = {"values": pot, "summary": lip.prune_potential_summary(pot)}
@@ -196,10 +224,12 @@ def test_outputs_match_golden():
 def test_comparison_catches_a_changed_number():
   want = {"a": [0.25, float("nan"), {"b": 3}], "s": "x"}
   _compare(json.loads(json.dumps(want)), want)
-  for bad in ({"a": [0.2500001, float("nan"), {"b": 3}], "s": "x"},
-              {"a": [0.25, 0.0, {"b": 3}], "s": "x"},
-              {"a": [0.25, float("nan"), {"b": 4}], "s": "x"},
-              {"a": [0.25, float("nan"), {"b": 3}], "s": "y"}):
+  for bad in (
+    {"a": [0.2500001, float("nan"), {"b": 3}], "s": "x"},
+    {"a": [0.25, 0.0, {"b": 3}], "s": "x"},
+    {"a": [0.25, float("nan"), {"b": 4}], "s": "x"},
+    {"a": [0.25, float("nan"), {"b": 3}], "s": "y"},
+  ):
     with pytest.raises(AssertionError):
       _compare(bad, want)
 

@@ -39,7 +39,7 @@ def test_by_hand_from_the_generator():
   for c in (0, 1):
     members = np.flatnonzero(labels == c)
     order = rng.permutation(members.size)  # the same draws as permuting the members
-    want[members[order[:members.size // 2]]] = True
+    want[members[order[: members.size // 2]]] = True
   choose, _ = halves.held_out_halves(labels, seed=0)
   np.testing.assert_array_equal(choose, want)
 

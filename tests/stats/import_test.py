@@ -8,9 +8,22 @@ import pytest
 
 from tests import import_check
 
-MODULES = ("validate", "accuracy", "class_level", "exemplars", "cie", "subgroups",
-           "robustness", "recall_distortion", "lost_in_pruning", "representation",
-           "paired", "paired_bootstrap", "divergence")
+MODULES = (
+  "validate",
+  "accuracy",
+  "class_level",
+  "exemplars",
+  "cie",
+  "subgroups",
+  "robustness",
+  "recall_distortion",
+  "lost_in_pruning",
+  "representation",
+  "paired",
+  "paired_bootstrap",
+  "divergence",
+)
+
 
 def _run(imports):
   return import_check.foreign_modules("import tf_forget.stats\n" + imports, "tf_forget.stats")
@@ -29,7 +42,9 @@ def test_each_module_imports_without_tensorflow(module):
 def test_the_check_detects_tensorflow_and_pipeline_modules():
   # The same check flags a TensorFlow / pipeline import (the assertions above can fail).
   # Stand-in modules keep this fast; the check only looks at sys.modules names.
-  fake = ("import types\n"
-          "sys.modules['tensorflow'] = types.ModuleType('tensorflow')\n"
-          "sys.modules['tf_forget.eval'] = types.ModuleType('tf_forget.eval')")
+  fake = (
+    "import types\n"
+    "sys.modules['tensorflow'] = types.ModuleType('tensorflow')\n"
+    "sys.modules['tf_forget.eval'] = types.ModuleType('tf_forget.eval')"
+  )
   assert _run(fake).split(",") == ["tensorflow", "tf_forget.eval"]

@@ -55,16 +55,20 @@ def test_undefined_cases_are_nan():
   empty = intervals.mean_difference_interval([np.nan, np.nan], [0.8, 0.7])
   assert np.isnan(empty["difference"]) and empty["n_0"] == 0
   # a NaN rate (no positives in a subgroup for one member) drops that pair only.
-  out = intervals.mean_difference_interval([0.1, np.nan, 0.3, 0.2], [0.2, 0.5, 0.5, 0.3],
-                                           paired=True)
+  out = intervals.mean_difference_interval(
+    [0.1, np.nan, 0.3, 0.2], [0.2, 0.5, 0.5, 0.3], paired=True
+  )
   assert out["n_0"] == 3 and out["difference"] == pytest.approx((0.1 + 0.2 + 0.1) / 3)
 
 
-@pytest.mark.parametrize("kwargs", [
+@pytest.mark.parametrize(
+  "kwargs",
+  [
     {"values_0": [[0.1, 0.2]], "values_t": [0.1, 0.2]},
     {"values_0": [0.1, 0.2], "values_t": [0.1], "paired": True},
     {"values_0": [0.1, 0.2], "values_t": [0.1, 0.3], "confidence": 1.0},
-])
+  ],
+)
 def test_bad_input_is_a_one_line_error(kwargs):
   with pytest.raises(validate.StatsInputError):
     intervals.mean_difference_interval(**kwargs)

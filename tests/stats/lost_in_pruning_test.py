@@ -7,10 +7,14 @@ from tf_forget.stats import lost_in_pruning as lip
 
 # 003 Table 2: (train-distribution potential, test-distribution potential, printed Diff.) in %.
 TABLE2 = {
-    ("ResNet20", "WT"): (84.9, 66.7, -18.2), ("ResNet20", "FT"): (65.0, 55.3, -9.7),
-    ("VGG16", "WT"): (98.0, 80.9, -17.1), ("VGG16", "FT"): (85.4, 66.3, -19.1),
-    ("WRN16-8", "WT"): (98.0, 95.7, -2.3), ("WRN16-8", "FT"): (86.2, 75.7, -10.5),
-    ("ResNet18", "WT"): (85.8, 63.6, -22.2), ("ResNet18", "FT"): (13.7, 13.5, -0.2),
+  ("ResNet20", "WT"): (84.9, 66.7, -18.2),
+  ("ResNet20", "FT"): (65.0, 55.3, -9.7),
+  ("VGG16", "WT"): (98.0, 80.9, -17.1),
+  ("VGG16", "FT"): (85.4, 66.3, -19.1),
+  ("WRN16-8", "WT"): (98.0, 95.7, -2.3),
+  ("WRN16-8", "FT"): (86.2, 75.7, -10.5),
+  ("ResNet18", "WT"): (85.8, 63.6, -22.2),
+  ("ResNet18", "FT"): (13.7, 13.5, -0.2),
 }
 
 
@@ -26,13 +30,18 @@ def test_prune_potential_definition1_by_hand():
   ratios = np.array([0.3, 0.5, 0.7, 0.9])
   # parent error 10%: ratios with error <= 10.5% qualify; the largest one wins, even if a
   # smaller ratio failed (Definition 1 maximises over all masks that meet the constraint).
-  errors = np.array([[0.10, 0.104, 0.12, 0.105],   # 0.9 qualifies (boundary, <=)
-                     [0.10, 0.104, 0.11, 0.2],     # 0.5
-                     [0.2, 0.2, 0.2, 0.2]])        # none -> 0
+  errors = np.array(
+    [
+      [0.10, 0.104, 0.12, 0.105],  # 0.9 qualifies (boundary, <=)
+      [0.10, 0.104, 0.11, 0.2],  # 0.5
+      [0.2, 0.2, 0.2, 0.2],
+    ]
+  )  # none -> 0
   parent = np.array([0.10, 0.10, 0.10])
   np.testing.assert_allclose(lip.prune_potential(ratios, errors, parent), [0.9, 0.5, 0.0])
-  np.testing.assert_allclose(lip.prune_potential(ratios, errors, parent, delta=0.0),
-                             [0.3, 0.3, 0.0])
+  np.testing.assert_allclose(
+    lip.prune_potential(ratios, errors, parent, delta=0.0), [0.3, 0.3, 0.0]
+  )
 
 
 def test_prune_potential_exactly_parent_plus_delta_qualifies_from_accuracy_floats():
@@ -43,15 +52,17 @@ def test_prune_potential_exactly_parent_plus_delta_qualifies_from_accuracy_float
   """
   ratios = np.array([0.5, 0.9])
   parent = 1 - 10000 / 10000
-  at_delta = 1 - 9950 / 10000   # 50 errors
-  above = 1 - 9949 / 10000      # 51 errors
+  at_delta = 1 - 9950 / 10000  # 50 errors
+  above = 1 - 9949 / 10000  # 51 errors
   assert at_delta > parent + lip.DELTA  # precondition: the float comparison fails here
   errors = np.array([[0.0, at_delta], [at_delta, above], [above, above]])
   np.testing.assert_array_equal(lip.prune_potential(ratios, errors, parent), [0.9, 0.5, 0.0])
   np.testing.assert_array_equal(
-      lip.prune_potential(ratios, errors, parent, num_examples=10000), [0.9, 0.5, 0.0])
+    lip.prune_potential(ratios, errors, parent, num_examples=10000), [0.9, 0.5, 0.0]
+  )
   np.testing.assert_array_equal(
-      lip.prune_potential(ratios, errors, np.full(3, parent), delta="0.005"), [0.9, 0.5, 0.0])
+    lip.prune_potential(ratios, errors, np.full(3, parent), delta="0.005"), [0.9, 0.5, 0.0]
+  )
 
 
 def test_prune_potential_exact_boundary_from_counts():
@@ -59,20 +70,21 @@ def test_prune_potential_exact_boundary_from_counts():
   n = 10000
   ratios = np.array([0.3, 0.7])
   errors = np.array([[0, 50], [50, 51]]) / n
-  np.testing.assert_array_equal(lip.prune_potential(ratios, errors, 0.0, num_examples=n),
-                                [0.7, 0.3])
+  np.testing.assert_array_equal(
+    lip.prune_potential(ratios, errors, 0.0, num_examples=n), [0.7, 0.3]
+  )
   # Parent 266 errors: 316 qualifies, 317 does not (0.0316 > 0.0266 + 0.005 in floats).
   errors = np.array([[316, 317]]) / n
   assert errors[0, 0] > 266 / n + lip.DELTA  # precondition
   for kwargs in ({}, {"num_examples": n}):
-    np.testing.assert_array_equal(lip.prune_potential(ratios, errors, [266 / n], **kwargs),
-                                  [0.3])
+    np.testing.assert_array_equal(lip.prune_potential(ratios, errors, [266 / n], **kwargs), [0.3])
   # 003's noise protocol (1000 images x 100 draws): δ·n = 500 errors.
   n = 100_000
   errors = 1 - np.array([[97_000, 96_999]]) / n
   for kwargs in ({}, {"num_examples": n}):
     np.testing.assert_array_equal(
-        lip.prune_potential(ratios, errors, [1 - 97_500 / n], **kwargs), [0.3])
+      lip.prune_potential(ratios, errors, [1 - 97_500 / n], **kwargs), [0.3]
+    )
 
 
 def test_prune_potential_float_path_matches_counts_up_to_max_denominator():
@@ -118,8 +130,7 @@ def test_excess_error_and_difference():
   e_hat = lip.excess_error([0.14, 0.28], 0.06)
   assert e == pytest.approx(0.10) and e_hat == pytest.approx(0.15)
   assert lip.excess_error_difference(e_hat, e) == pytest.approx(0.05)
-  np.testing.assert_allclose(lip.excess_error([[0.1, 0.2], [0.3, 0.3]], [0.0, 0.1]),
-                             [0.15, 0.2])
+  np.testing.assert_allclose(lip.excess_error([[0.1, 0.2], [0.3, 0.3]], [0.0, 0.1]), [0.15, 0.2])
 
 
 def test_noise_similarity_by_hand():

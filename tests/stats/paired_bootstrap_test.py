@@ -38,15 +38,19 @@ SUB_B = [1, 0, 0, 0, 0, 1, 0, 1, 0, 1]
 SUB_MASK = [True] * 8 + [False] * 2
 
 
-@pytest.mark.parametrize("measure, positive, rate_a, rate_b", [
+@pytest.mark.parametrize(
+  "measure, positive, rate_a, rate_b",
+  [
     ("error", 1, 2 / 8, 5 / 8),  # errors a: 3, 7; b: 1, 2, 3, 5, 7
     ("fnr", 1, 1 / 4, 3 / 4),  # positives 0-3; FN a: 3; b: 1, 2, 3
     ("fpr", 1, 1 / 4, 2 / 4),  # negatives 4-7; FP a: 7; b: 5, 7
     ("fnr", 0, 1 / 4, 2 / 4),  # label 0 positive: the FPR of label 1
-])
+  ],
+)
 def test_bootstrap_point_values_by_hand(measure, positive, rate_a, rate_b):
-  out = paired_bootstrap.paired_bootstrap_change(SUB_Y, SUB_A, SUB_B, SUB_MASK, measure,
-                                                 positive=positive)
+  out = paired_bootstrap.paired_bootstrap_change(
+    SUB_Y, SUB_A, SUB_B, SUB_MASK, measure, positive=positive
+  )
   assert out["rate_a"] == pytest.approx(rate_a) and out["rate_b"] == pytest.approx(rate_b)
   assert out["change"] == pytest.approx(rate_b - rate_a)
   assert out["low"] <= out["change"] <= out["high"]
@@ -55,12 +59,14 @@ def test_bootstrap_point_values_by_hand(measure, positive, rate_a, rate_b):
 
 def test_bootstrap_is_deterministic_given_the_seed():
   run = lambda seed: paired_bootstrap.paired_bootstrap_change(
-      SUB_Y, SUB_A, SUB_B, SUB_MASK, "error", n_resamples=3000, seed=seed)
+    SUB_Y, SUB_A, SUB_B, SUB_MASK, "error", n_resamples=3000, seed=seed
+  )
   first, again, other = run(7), run(7), run(8)
   assert (first["low"], first["high"]) == (again["low"], again["high"])
   y, a, b = _simulated_pairs(np.random.default_rng(0), 500, (0.8, 0.03, 0.05, 0.12))
-  big = [paired_bootstrap.paired_bootstrap_change(y, a, b, None, "error", seed=s)
-         for s in (1, 1, 2)]
+  big = [
+    paired_bootstrap.paired_bootstrap_change(y, a, b, None, "error", seed=s) for s in (1, 1, 2)
+  ]
   assert big[0] == big[1] and (big[0]["low"], big[0]["high"]) != (big[2]["low"], big[2]["high"])
   assert other["change"] == first["change"]
 
@@ -102,17 +108,22 @@ def test_bootstrap_coverage_by_simulation():
   assert hits / 200 >= 0.90
 
 
-
-@pytest.mark.parametrize("call", [
-    lambda: paired_bootstrap.paired_bootstrap_change([0, 1], [0, 1], [0, 1], None, "error",
-                                                     n_resamples=1999),
+@pytest.mark.parametrize(
+  "call",
+  [
+    lambda: paired_bootstrap.paired_bootstrap_change(
+      [0, 1], [0, 1], [0, 1], None, "error", n_resamples=1999
+    ),
     lambda: paired_bootstrap.paired_bootstrap_change([0, 1], [0, 1], [0, 1], None, "recall"),
-    lambda: paired_bootstrap.paired_bootstrap_change([0, 1], [0, 1], [0, 1], None, "fnr",
-                                                     positive=-1),
-    lambda: paired_bootstrap.paired_bootstrap_change([0, 1], [0, 1], [0, 1], None, "error",
-                                                     confidence=1.0),
+    lambda: paired_bootstrap.paired_bootstrap_change(
+      [0, 1], [0, 1], [0, 1], None, "fnr", positive=-1
+    ),
+    lambda: paired_bootstrap.paired_bootstrap_change(
+      [0, 1], [0, 1], [0, 1], None, "error", confidence=1.0
+    ),
     lambda: paired_bootstrap.paired_bootstrap_change([0, 1], [0, 1], [0, 1, 1], None, "error"),
-])
+  ],
+)
 def test_bad_input_is_a_one_line_value_error(call):
   with pytest.raises(ValueError) as err:
     call()

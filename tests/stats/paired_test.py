@@ -48,7 +48,9 @@ def test_flips_with_a_mask_keeps_test_set_indices():
   assert f.broken.tolist() == [0, 1, 0, 0, 0, 0, 0, 0] and not f.changed[7]
 
 
-@pytest.mark.parametrize("both, fixed, broken, neither, p", [
+@pytest.mark.parametrize(
+  "both, fixed, broken, neither, p",
+  [
     # n01 = 3, n10 = 1: p = 2·P(X ≤ 1 | 4, 1/2) = 2·(1 + 4)/16 = 0.625
     (5, 1, 3, 2, 0.625),
     # n01 = 5, n10 = 0: p = 2·P(X ≤ 0 | 5, 1/2) = 2/32 = 0.0625
@@ -59,7 +61,8 @@ def test_flips_with_a_mask_keeps_test_set_indices():
     (1, 2, 2, 0, 1.0),
     # no discordant pair: p = 1 by definition
     (7, 0, 0, 3, 1.0),
-])
+  ],
+)
 def test_mcnemar_exact_by_hand(both, fixed, broken, neither, p):
   out = paired.mcnemar_exact(*_table(both, fixed, broken, neither))
   assert out["broken"] == broken and out["fixed"] == fixed
@@ -137,13 +140,16 @@ def _simulated_pairs(rng, n, cells):
   return y, a, b
 
 
-@pytest.mark.parametrize("cells, n", [
+@pytest.mark.parametrize(
+  "cells, n",
+  [
     ((0.80, 0.03, 0.05, 0.12), 300),  # acc 0.85 -> 0.83, true difference −0.02
     # acc 0.95 -> 0.94 (a typical int8 file), true −0.01. At n = 300 (about 9 discordant
     # pairs) the interval is conservative: coverage 0.970 over 4000 simulations, so a band
     # check with 400 would be decided by the draw; at n = 1000 it is 0.953.
     ((0.93, 0.01, 0.02, 0.04), 1000),
-])
+  ],
+)
 def test_newcombe_interval_coverage_by_simulation(cells, n):
   rng = np.random.default_rng(28)
   truth = cells[1] - cells[2]
@@ -180,7 +186,9 @@ def test_per_class_recall_change_with_bh_by_hand():
   assert np.all(out["change"][:4] <= out["high"][:4])
 
 
-@pytest.mark.parametrize("call", [
+@pytest.mark.parametrize(
+  "call",
+  [
     lambda: paired.flips([0, 1, 2], [0, 1], [0, 1, 2]),  # length mismatch
     lambda: paired.mcnemar_exact([0, 1], [0, 1], [0, 1, 1]),
     lambda: paired.flips([0, -1], [0, 1], [0, 1]),  # negative label
@@ -191,7 +199,8 @@ def test_per_class_recall_change_with_bh_by_hand():
     lambda: paired.paired_accuracy_difference([0, 1], [0, 1], [0, 1], confidence=1.0),
     lambda: paired.per_class_recall_change([0, 3], [0, 1], [0, 1], num_classes=3),
     lambda: paired.per_class_recall_change([0, 1], [0, 1], [0, 1], num_classes=2, alpha=0),
-])
+  ],
+)
 def test_bad_input_is_a_one_line_value_error(call):
   with pytest.raises(ValueError) as err:
     call()

@@ -18,11 +18,13 @@ def _worked_example_predictions():
   Before: R^X = 9/10, R^Y = 7/10, A = 0.8. After: R^X = 7/10, R^Y = 5/10, A_t = 0.6.
   """
   labels = np.repeat([0, 1], 10)
+
   def member(correct_x, correct_y):
     p = 1 - labels
     p[:correct_x] = 0
-    p[10:10 + correct_y] = 1
+    p[10 : 10 + correct_y] = 1
     return p[None, :]
+
   return labels, member(9, 7), member(7, 5)
 
 
@@ -55,8 +57,11 @@ def _balanced(draw):
   seed = draw(st.integers(0, 2**32 - 1))
   rng = np.random.default_rng(seed)
   p_correct = rng.random()
-  preds = np.where(rng.random((members, labels.size)) < p_correct, labels,
-                   rng.integers(0, classes, (members, labels.size)))
+  preds = np.where(
+    rng.random((members, labels.size)) < p_correct,
+    labels,
+    rng.integers(0, classes, (members, labels.size)),
+  )
   return labels, preds
 
 
@@ -70,15 +75,17 @@ def test_proposition_4_1_balance_sums_to_zero(data):
   np.testing.assert_allclose(rd.recall_balance(r, a).sum(axis=1), 0.0, atol=1e-12)
   ok = a > 0
   if ok.any():
-    np.testing.assert_allclose(rd.normalized_recall_balance(r[ok], a[ok]).sum(axis=1), 0.0,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+      rd.normalized_recall_balance(r[ok], a[ok]).sum(axis=1), 0.0, atol=1e-10
+    )
 
 
 def test_proposition_needs_balance():
   labels = np.array([0, 0, 0, 1])
   preds = np.array([[0, 0, 0, 0]])
-  b = rd.recall_balance(accuracy.per_class_recall(preds, labels),
-                        accuracy.top1_accuracy(preds, labels))
+  b = rd.recall_balance(
+    accuracy.per_class_recall(preds, labels), accuracy.top1_accuracy(preds, labels)
+  )
   assert b.sum() == pytest.approx(-0.5)  # imbalanced: (1 - .75) + (0 - .75) != 0
 
 
@@ -124,8 +131,11 @@ def test_mean_slope_ci_and_label():
 def test_t_test_directions_and_bonferroni():
   rng = np.random.default_rng(1)
   base = rng.normal(1.0, 0.1, 30)
-  by_ratio = {2: base, 4: base + 0.05 + rng.normal(0, 0.01, 30),
-              10: base + 0.3 + rng.normal(0, 0.01, 30)}
+  by_ratio = {
+    2: base,
+    4: base + 0.05 + rng.normal(0, 0.01, 30),
+    10: base + 0.3 + rng.normal(0, 0.01, 30),
+  }
   table = rd.ratio_trend_tests(by_ratio)
   assert list(zip(table["first"], table["second"])) == [(2, 4), (4, 10)]
   assert (table["alternative"] == "less").all()
@@ -138,16 +148,26 @@ def test_t_test_directions_and_bonferroni():
   assert sizes["p_value"][0] == pytest.approx(want) and sizes["p_bonferroni"][0] < 0.05
   flipped = rd.model_size_tests({"resnet20": base, "resnet32": base + 0.2})
   assert flipped["p_value"][0] > 0.99  # one-sided: the opposite direction is not evidence
-  data = rd.dataset_tests({"MNIST": base, "CIFAR-10": base + 0.1, "CIFAR-100": base + 0.2},
-                          [("MNIST", "CIFAR-10"), ("CIFAR-10", "CIFAR-100")])
+  data = rd.dataset_tests(
+    {"MNIST": base, "CIFAR-10": base + 0.1, "CIFAR-100": base + 0.2},
+    [("MNIST", "CIFAR-10"), ("CIFAR-10", "CIFAR-100")],
+  )
   assert (data["alternative"] == "less").all() and len(data) == 2
-  algos = rd.algorithm_tests({"MP": base, "GP": base + rng.normal(0, 0.01, 30),
-                             "UP": base - 0.2 + rng.normal(0, 0.01, 30),
-                             "RP": base - 0.3 + rng.normal(0, 0.05, 30)})
+  algos = rd.algorithm_tests(
+    {
+      "MP": base,
+      "GP": base + rng.normal(0, 0.01, 30),
+      "UP": base - 0.2 + rng.normal(0, 0.01, 30),
+      "RP": base - 0.3 + rng.normal(0, 0.05, 30),
+    }
+  )
   assert len(algos) == 6 and (algos["alternative"] == "two-sided").all()
   np.testing.assert_allclose(algos["p_bonferroni"], np.minimum(1, algos["p_value"] * 6))
-  cells = {(m, r): (base, base + 0.001 * r + rng.normal(0, 0.01, 30))
-           for m in ("a", "b") for r in (2, 4, 10)}
+  cells = {
+    (m, r): (base, base + 0.001 * r + rng.normal(0, 0.01, 30))
+    for m in ("a", "b")
+    for r in (2, 4, 10)
+  }
   mpup = rd.mp_vs_up_tests(cells)
   np.testing.assert_allclose(mpup["p_bonferroni"], np.minimum(1, mpup["p_value"] * 6))
   with pytest.raises(validate.StatsInputError, match="paired t-test"):
@@ -157,12 +177,20 @@ def test_t_test_directions_and_bonferroni():
 def test_paired_tests_rows_with_their_own_pairs():
   rng = np.random.default_rng(2)
   base = rng.normal(1.0, 0.1, 30)
-  by_ratio = {2: base, 4: base + 0.05 + rng.normal(0, 0.01, 30),
-              10: base + 0.3 + rng.normal(0, 0.01, 30)}
+  by_ratio = {
+    2: base,
+    4: base + 0.05 + rng.normal(0, 0.01, 30),
+    10: base + 0.3 + rng.normal(0, 0.01, 30),
+  }
   lib = rd.ratio_trend_tests(by_ratio)
-  table = rd.paired_tests([(2, 4, by_ratio[2], by_ratio[4]),
-                           (4, 10, by_ratio[4][:20], by_ratio[10][:20]),
-                           (10, 50, base[:1], base[:1] + 1)], "less")
+  table = rd.paired_tests(
+    [
+      (2, 4, by_ratio[2], by_ratio[4]),
+      (4, 10, by_ratio[4][:20], by_ratio[10][:20]),
+      (10, 50, base[:1], base[:1] + 1),
+    ],
+    "less",
+  )
   assert list(table.n) == [30, 20, 1] and (table.rows == 3).all()
   # Row 1 is ratio_trend_tests' row (same pairs); row 2 uses its own 20 pairs (scipy).
   assert table.p_value[0] == pytest.approx(lib.p_value[0], rel=1e-12)
@@ -189,8 +217,11 @@ def test_summary_on_worked_example():
   two_before = np.concatenate([before, before])
   two_after = np.concatenate([after, after])
   out = rd.recall_distortion_summary(
-      accuracy.per_class_recall(two_before, labels), accuracy.top1_accuracy(two_before, labels),
-      accuracy.per_class_recall(two_after, labels), accuracy.top1_accuracy(two_after, labels))
+    accuracy.per_class_recall(two_before, labels),
+    accuracy.top1_accuracy(two_before, labels),
+    accuracy.per_class_recall(two_after, labels),
+    accuracy.top1_accuracy(two_after, labels),
+  )
   np.testing.assert_allclose(out["alphas"], [4 / 3, 4 / 3])
   assert out["alpha_hat"] == pytest.approx(4 / 3) and out["r2"] == pytest.approx(1.0)
   assert out["mean_accuracy_t"] == pytest.approx(0.6)

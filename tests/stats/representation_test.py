@@ -40,12 +40,23 @@ def fisher_two_sided(x1, n1, x0, n0):
     return math.comb(k, a) * math.comb(n - k, n1 - a) / math.comb(n, n1)
 
   observed = prob(x1)
-  return min(1.0, sum(prob(a) for a in range(max(0, k - n0), min(k, n1) + 1)
-                      if prob(a) <= observed * (1 + 1e-7)))
+  return min(
+    1.0,
+    sum(prob(a) for a in range(max(0, k - n0), min(k, n1) + 1) if prob(a) <= observed * (1 + 1e-7)),
+  )
 
 
-@pytest.mark.parametrize("x1,n1,x0,n0", [(32, 40, 4, 40), (9, 40, 16, 40), (59, 100, 39, 100),
-                                         (7, 12, 3, 30), (40, 40, 40, 40), (1, 615, 2, 615)])
+@pytest.mark.parametrize(
+  "x1,n1,x0,n0",
+  [
+    (32, 40, 4, 40),
+    (9, 40, 16, 40),
+    (59, 100, 39, 100),
+    (7, 12, 3, 30),
+    (40, 40, 40, 40),
+    (1, 615, 2, 615),
+  ],
+)
 def test_katz_interval_and_fisher_match_the_hand_formulas(x1, n1, x0, n0):
   out = representation.relative_representation(x1, n1, x0, n0)
   low, high = katz(x1, n1, x0, n0)
@@ -70,7 +81,8 @@ def test_000_fine_grained_shares_give_their_ratio():
 def test_other_confidence_level():
   out = representation.relative_representation(20, 50, 10, 50, confidence=0.9)
   assert (out["low"], out["high"]) == pytest.approx(
-      katz(20, 50, 10, 50, z=statistics.NormalDist().inv_cdf(0.95)), rel=1e-9)
+    katz(20, 50, 10, 50, z=statistics.NormalDist().inv_cdf(0.95)), rel=1e-9
+  )
 
 
 @pytest.mark.parametrize("x1,x0,ratio", [(18, 0, math.inf), (0, 5, 0.0)])
@@ -89,10 +101,17 @@ def test_never_coded_is_undefined():
   assert out["p_value"] == 1.0
 
 
-@pytest.mark.parametrize("args,message", [
-    ((5, 0, 1, 10), "n_1 must be >= 1"), ((11, 10, 1, 10), "count_1 = 11 exceeds n_1 = 10"),
-    ((1.5, 10, 1, 10), "whole number"), ((-1, 10, 1, 10), "whole number >= 0"),
-    (("a", 10, 1, 10), "whole number"), ((1, 10, 1, 10, 1.0), "confidence")])
+@pytest.mark.parametrize(
+  "args,message",
+  [
+    ((5, 0, 1, 10), "n_1 must be >= 1"),
+    ((11, 10, 1, 10), "count_1 = 11 exceeds n_1 = 10"),
+    ((1.5, 10, 1, 10), "whole number"),
+    ((-1, 10, 1, 10), "whole number >= 0"),
+    (("a", 10, 1, 10), "whole number"),
+    ((1, 10, 1, 10, 1.0), "confidence"),
+  ],
+)
 def test_bad_counts_are_one_line_errors(args, message):
   with pytest.raises(validate.StatsInputError, match=message) as e:
     representation.relative_representation(*args)

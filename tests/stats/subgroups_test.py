@@ -11,20 +11,20 @@ COLUMNS = ("aggregate", "M", "F", "Y", "O", "MY", "MO", "FY", "FO")
 # 004 Table 5 (absolute rates in %, averaged over 10 models): baseline (0% pruning) and
 # compressed (95% pruning) rows, columns as COLUMNS.
 TABLE5_BASELINE = {
-    "error": (5.30, 2.37, 7.15, 5.17, 5.73, 2.28, 2.50, 5.17, 5.73),
-    "fpr": (2.73, 0.93, 4.12, 2.59, 3.18, 0.81, 1.12, 2.59, 3.18),
-    "fnr": (22.03, 62.65, 19.09, 21.35, 24.47, 60.45, 66.87, 21.35, 24.47),
+  "error": (5.30, 2.37, 7.15, 5.17, 5.73, 2.28, 2.50, 5.17, 5.73),
+  "fpr": (2.73, 0.93, 4.12, 2.59, 3.18, 0.81, 1.12, 2.59, 3.18),
+  "fnr": (22.03, 62.65, 19.09, 21.35, 24.47, 60.45, 66.87, 21.35, 24.47),
 }
 TABLE5_COMPRESSED = {
-    "error": (6.61, 2.95, 8.92, 6.23, 7.78, 2.47, 3.73, 6.23, 7.78),
-    "fpr": (3.08, 1.39, 4.39, 2.67, 4.32, 0.86, 2.25, 2.67, 4.32),
-    "fnr": (29.57, 67.92, 26.78, 28.57, 33.13, 66.02, 71.53, 28.57, 33.13),
+  "error": (6.61, 2.95, 8.92, 6.23, 7.78, 2.47, 3.73, 6.23, 7.78),
+  "fpr": (3.08, 1.39, 4.39, 2.67, 4.32, 0.86, 2.25, 2.67, 4.32),
+  "fnr": (29.57, 67.92, 26.78, 28.57, 33.13, 66.02, 71.53, 28.57, 33.13),
 }
 # 004 Table 3, bottom rows: normalized difference (%) between 95% pruning and baseline.
 TABLE3_NORMALIZED = {
-    "error": (24.63, 24.49, 24.67, 20.64, 35.84, 7.96, 49.12, 20.64, 35.84),
-    "fpr": (12.72, 49.54, 6.32, 3.35, 36.02, 5.37, 101.88, 3.35, 36.02),
-    "fnr": (34.22, 8.41, 40.30, 33.83, 35.39, 9.21, 6.98, 33.83, 35.39),
+  "error": (24.63, 24.49, 24.67, 20.64, 35.84, 7.96, 49.12, 20.64, 35.84),
+  "fpr": (12.72, 49.54, 6.32, 3.35, 36.02, 5.37, 101.88, 3.35, 36.02),
+  "fnr": (34.22, 8.41, 40.30, 33.83, 35.39, 9.21, 6.98, 33.83, 35.39),
 }
 H = 0.005  # half the rounding step of every printed cell (docs/spec.md §7.1)
 
@@ -61,11 +61,14 @@ def test_normalized_difference_nan_rule():
 def _toy():
   # 8 examples; target 1 = blond. Male: first 4; Young: examples 0, 1, 4, 5.
   labels = np.array([1, 0, 0, 0, 1, 1, 0, 0])
-  attrs = pd.DataFrame({"Male": [1, 1, 1, 1, 0, 0, 0, 0],
-                        "Young": [1, 1, 0, 0, 1, 1, 0, 0],
-                        "Smiling": [0, 1, 0, 1, 0, 1, 0, 1]})
-  preds = np.array([[0, 0, 1, 0, 1, 0, 0, 0],
-                    [1, 1, 0, 0, 1, 1, 0, 1]])
+  attrs = pd.DataFrame(
+    {
+      "Male": [1, 1, 1, 1, 0, 0, 0, 0],
+      "Young": [1, 1, 0, 0, 1, 1, 0, 0],
+      "Smiling": [0, 1, 0, 1, 0, 1, 0, 1],
+    }
+  )
+  preds = np.array([[0, 0, 1, 0, 1, 0, 0, 0], [1, 1, 0, 0, 1, 1, 0, 1]])
   return labels, attrs, preds
 
 
@@ -114,8 +117,9 @@ def test_subgroup_table_shape_and_normalized_rows():
   assert table.shape == (9, 9)
   base = table.loc[("baseline", "error")]
   comp = table.loc[("compressed", "error")]
-  np.testing.assert_allclose(table.loc[("normalized_difference", "error")],
-                             100 * (comp - base) / base)
+  np.testing.assert_allclose(
+    table.loc[("normalized_difference", "error")], 100 * (comp - base) / base
+  )
   same = subgroups.subgroup_table(preds, preds, labels, attrs)
   finite = same.loc["normalized_difference"].to_numpy()
   assert np.all((finite == 0) | np.isnan(finite))

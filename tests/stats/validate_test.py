@@ -28,8 +28,10 @@ def test_mismatched_example_counts():
 
 
 def test_labels_out_of_range():
-  _raises(lambda: accuracy.per_class_recall(PREDS, LABELS, num_classes=2),
-          "label 2 out of range for num_classes=2")
+  _raises(
+    lambda: accuracy.per_class_recall(PREDS, LABELS, num_classes=2),
+    "label 2 out of range for num_classes=2",
+  )
   _raises(lambda: accuracy.top1_accuracy(PREDS - 1, LABELS), "negative label")
 
 
@@ -56,13 +58,17 @@ def test_unequal_populations_where_pairing_is_required():
   a = np.zeros((3, 4), int)
   b = np.zeros((2, 4), int)
   _raises(lambda: cie.taxicab_distance(a, b), "3 members but predictions_t has 2")
-  _raises(lambda: class_level.relative_recall_difference(np.ones((3, 2)), np.ones((2, 2))),
-          "needs equal populations")
+  _raises(
+    lambda: class_level.relative_recall_difference(np.ones((3, 2)), np.ones((2, 2))),
+    "needs equal populations",
+  )
 
 
 def test_mismatched_examples_between_populations():
-  _raises(lambda: exemplars.pruning_identified_exemplars(PREDS, PREDS[:, :3]),
-          "3 examples but labels have 4")
+  _raises(
+    lambda: exemplars.pruning_identified_exemplars(PREDS, PREDS[:, :3]),
+    "3 examples but labels have 4",
+  )
 
 
 def test_attributes():
@@ -71,8 +77,9 @@ def test_attributes():
   _raises(lambda: validate.check_attributes({"Male": [1, 0, np.nan, 1]}, 4), "NaN")
   _raises(lambda: validate.check_attributes([1, 0], 4), "DataFrame or a dict")
   _raises(lambda: validate.check_attributes({}, 4), "no attributes")
-  _raises(lambda: subgroups.subgroup_masks({"Male": [1, 0, 1, 1]}, 4),
-          "protected attribute 'Young'")
+  _raises(
+    lambda: subgroups.subgroup_masks({"Male": [1, 0, 1, 1]}, 4), "protected attribute 'Young'"
+  )
   ok = validate.check_attributes(pd.DataFrame({"Male": [1, 0, 1, 1]}), 4)
   np.testing.assert_array_equal(ok["Male"], [True, False, True, True])
 

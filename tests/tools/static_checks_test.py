@@ -26,13 +26,24 @@ def _env(tmp):
 
 
 def _run(args, cwd, tmp):
-  return subprocess.run(args, cwd=cwd, env=_env(tmp), capture_output=True, text=True,
-                        timeout=120)
+  return subprocess.run(args, cwd=cwd, env=_env(tmp), capture_output=True, text=True, timeout=120)
 
 
 def _ruff(tree, tmp):
-  return _run([sys.executable, "-m", "ruff", "check", "--config", CONFIG,
-               "--output-format=concise", "tf_forget"], tree, tmp)
+  return _run(
+    [
+      sys.executable,
+      "-m",
+      "ruff",
+      "check",
+      "--config",
+      CONFIG,
+      "--output-format=concise",
+      "tf_forget",
+    ],
+    tree,
+    tmp,
+  )
 
 
 def _mypy(tree, tmp):
@@ -56,7 +67,7 @@ def _plant(tree, old, new):
   text = path.read_text(encoding="utf-8")
   assert text.count(old) == 1
   path.write_text(text.replace(old, new), encoding="utf-8")
-  return text[:text.index(old)].count("\n") + 1  # the line of the planted text
+  return text[: text.index(old)].count("\n") + 1  # the line of the planted text
 
 
 def test_the_checkout_passes(tmp_path):
@@ -91,5 +102,7 @@ def test_a_type_error_fails_mypy(tree, tmp_path):
   assert _ruff(tree, tmp_path).returncode == 0  # a finding of mypy's alone
   done = _mypy(tree, tmp_path)
   assert done.returncode == 1
-  assert (f'{PLANTED}:{line}: error: Incompatible return value type (got "int", expected '
-          '"str")  [return-value]') in done.stdout
+  assert (
+    f'{PLANTED}:{line}: error: Incompatible return value type (got "int", expected '
+    '"str")  [return-value]'
+  ) in done.stdout

@@ -14,8 +14,13 @@ from tf_forget.train import presets
 
 def _config(**overrides):
   overrides.setdefault("validation_every", 10)
-  return member_lib.MemberConfig(dataset="digits", model="small_cnn", variant="dense", k=0,
-                                 preset=presets.get("tiny", **overrides))
+  return member_lib.MemberConfig(
+    dataset="digits",
+    model="small_cnn",
+    variant="dense",
+    k=0,
+    preset=presets.get("tiny", **overrides),
+  )
 
 
 def _val_loss(directory):
@@ -60,18 +65,25 @@ def test_resumed_selection_equals_uninterrupted(tmp_path):
   resumed = member_lib.train_member(_config(steps=80), cut)
   assert resumed["resumed_from_step"] == 40
   assert resumed["epoch_selection"] == full["epoch_selection"]
-  for a, b in zip(member_files.load_model(str(tmp_path / "full")).get_weights(),
-                  member_files.load_model(cut).get_weights()):
+  for a, b in zip(
+    member_files.load_model(str(tmp_path / "full")).get_weights(),
+    member_files.load_model(cut).get_weights(),
+  ):
     np.testing.assert_array_equal(a, b)
 
 
 def _tiny_model(scale):
   """A linear digits model whose loss grows with `scale` (weights = scale × a fixed pattern)."""
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
+
   keras = keras2.keras()
   model = keras.Sequential([keras.layers.Flatten(input_shape=(8, 8, 1)), keras.layers.Dense(10)])
-  model.set_weights([np.full((64, 10), scale, np.float32) * np.eye(64, 10, dtype=np.float32),
-                     np.zeros(10, np.float32)])
+  model.set_weights(
+    [
+      np.full((64, 10), scale, np.float32) * np.eye(64, 10, dtype=np.float32),
+      np.zeros(10, np.float32),
+    ]
+  )
   return model
 
 

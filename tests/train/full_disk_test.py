@@ -22,16 +22,20 @@ MAIN = command_main.main_of(train_population_command)
 
 
 def _main(run_dir):
-  return binary_main.run_main(MAIN, "train_population", run_dir=str(run_dir),
-                              **FLAGS)
+  return binary_main.run_main(MAIN, "train_population", run_dir=str(run_dir), **FLAGS)
 
 
-@pytest.mark.parametrize("error, reason", [
+@pytest.mark.parametrize(
+  "error, reason",
+  [
     (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
-    (tf.errors.ResourceExhaustedError(None, None, "No space left on device"),
-     "No space left on device"),
+    (
+      tf.errors.ResourceExhaustedError(None, None, "No space left on device"),
+      "No space left on device",
+    ),
     (PermissionError(errno.EACCES, "Permission denied"), "Permission denied"),
-])
+  ],
+)
 def test_first_checkpoint_fails_then_resume_finishes(tmp_path, monkeypatch, error, reason):
   run = tmp_path / "run"
   calls = []
@@ -53,7 +57,7 @@ def test_first_checkpoint_fails_then_resume_finishes(tmp_path, monkeypatch, erro
 
 
 def test_a_full_disk_when_saving_the_model_is_one_line(tmp_path, monkeypatch):
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
 
   def full(self, *args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")

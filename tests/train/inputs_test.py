@@ -19,10 +19,10 @@ from tf_forget.train import presets
 # (tests/e2e/audit_fixtures_test.py) were trained on these batches, so they must never change,
 # wherever the stream skips and decodes.
 DIGITS_STREAM_SHA256 = {
-    (0, 0): "db77f2379e908492b0fc25d691bb185f321cc43d739c8084d753c0ccfc9fa2fe",
-    (0, 300): "a07309876896dd397905dc061ad0faada4161d83d50023801d9e663158c17c4d",
-    (1, 0): "e36c8ffecbde1b27931f8a815846c8de2f129f6c60a016ba1d86b55f7b6416b1",
-    (1, 300): "4b802c2d585fa056ee7061492f31ff31f50ab0d9c35c03d88333b18b8e608a2d",
+  (0, 0): "db77f2379e908492b0fc25d691bb185f321cc43d739c8084d753c0ccfc9fa2fe",
+  (0, 300): "a07309876896dd397905dc061ad0faada4161d83d50023801d9e663158c17c4d",
+  (1, 0): "e36c8ffecbde1b27931f8a815846c8de2f129f6c60a016ba1d86b55f7b6416b1",
+  (1, 300): "4b802c2d585fa056ee7061492f31ff31f50ab0d9c35c03d88333b18b8e608a2d",
 }
 
 

@@ -19,8 +19,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _config(variant="prune_0.5", k=0, **overrides):
-  return member_lib.MemberConfig(dataset="digits", model="small_cnn", variant=variant, k=k,
-                                 preset=presets.get("tiny", **overrides))
+  return member_lib.MemberConfig(
+    dataset="digits",
+    model="small_cnn",
+    variant=variant,
+    k=k,
+    preset=presets.get("tiny", **overrides),
+  )
 
 
 def _weights(directory):
@@ -80,12 +85,19 @@ def test_resume_after_stop_equals_uninterrupted(tmp_path):
 
 def test_resume_after_sigkill(tmp_path):
   run = tmp_path / "run"
-  cmd = [sys.executable, os.path.join(ROOT, "tf_forget/train/train_population.py"),
-         f"--run_dir={run}", "--preset=tiny", "--variants=prune_0.5", "--members=1",
-         "--steps=600"]
+  cmd = [
+    sys.executable,
+    os.path.join(ROOT, "tf_forget/train/train_population.py"),
+    f"--run_dir={run}",
+    "--preset=tiny",
+    "--variants=prune_0.5",
+    "--members=1",
+    "--steps=600",
+  ]
   env = dict(os.environ, PYTHONPATH=ROOT)
-  proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          start_new_session=True)
+  proc = subprocess.Popen(
+    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+  )
   ckpt = run / "members" / "prune_0.5" / "0" / "checkpoints"
   deadline = time.time() + 120
   # Wait for the CheckpointManager's state file, which it writes after the checkpoint's data
@@ -112,7 +124,8 @@ def test_steps_must_be_whole_chunks(tmp_path):
 # threshold sees float16-cast weights): only dense is verified here.
 @pytest.mark.parametrize("variant", ["dense"])
 def test_mixed_precision_member_trains_float16_with_float32_logits(tmp_path, variant):
-  from tf_forget.compat import keras2  # pylint: disable=g-import-not-at-top
+  from tf_forget.compat import keras2
+
   keras = keras2.keras()
   before = keras.mixed_precision.global_policy().name
   config = _config(variant, steps=40, checkpoint_every=20, mixed_precision=True)
@@ -134,8 +147,9 @@ def test_mixed_precision_member_trains_float16_with_float32_logits(tmp_path, var
 
 
 def test_default_members_record_float32_policy(tmp_path):
-  meta = member_lib.train_member(_config("dense", steps=20, checkpoint_every=20,
-                                         prune_begin=0, prune_end=10, prune_frequency=5),
-                                 str(tmp_path))
+  meta = member_lib.train_member(
+    _config("dense", steps=20, checkpoint_every=20, prune_begin=0, prune_end=10, prune_frequency=5),
+    str(tmp_path),
+  )
   assert meta["precision_policy"] == "float32"
   assert "mixed_precision" not in meta["preset"]  # presets without it hash as before

@@ -24,8 +24,15 @@ def test_variant_names():
 
 def test_default_variants_follow_the_preset():
   config = population.make_config("/tmp/x", "celeb_a_paper")
-  assert config.variants == ("dense", "prune_0.3", "prune_0.5", "prune_0.7", "prune_0.9",
-                             "prune_0.95", "prune_0.99")  # docs/spec.md §2.3
+  assert config.variants == (
+    "dense",
+    "prune_0.3",
+    "prune_0.5",
+    "prune_0.7",
+    "prune_0.9",
+    "prune_0.95",
+    "prune_0.99",
+  )  # docs/spec.md §2.3
   assert config.members == 30  # docs/spec.md §1.5
   assert config.preset.pruning_schedule() == (1000, 9000, 500)  # 004 / docs/spec.md §2.2
   assert presets.get("cifar10_paper").pruning_schedule() == (8000, 72000, 4000)  # docs/spec.md §2.2
@@ -45,7 +52,11 @@ def test_population_trains_then_skips_everything(tmp_path):
   lines = []
   metas = population.train_population(config, log=lines.append)
   assert [(m["variant"], m["k"]) for m in metas] == [
-      ("dense", 0), ("prune_0.5", 0), ("dense", 1), ("prune_0.5", 1)]
+    ("dense", 0),
+    ("prune_0.5", 0),
+    ("dense", 1),
+    ("prune_0.5", 1),
+  ]
   assert any("[4/4]" in line and "ETA" in line for line in lines)
   lines.clear()
   again = population.train_population(config, log=lines.append)
@@ -55,24 +66,32 @@ def test_population_trains_then_skips_everything(tmp_path):
 
 
 def test_run_dir_of_another_population_is_refused(tmp_path):
-  population.train_population(population.make_config(str(tmp_path), "tiny", members=1,
-                                                      variants=["dense"]), log=lambda _: None)
-  other = population.make_config(str(tmp_path), "tiny", members=1, variants=["dense"],
-                                 steps=40)
+  population.train_population(
+    population.make_config(str(tmp_path), "tiny", members=1, variants=["dense"]), log=lambda _: None
+  )
+  other = population.make_config(str(tmp_path), "tiny", members=1, variants=["dense"], steps=40)
   with pytest.raises(population.PopulationError, match="different preset"):
     population.train_population(other, log=lambda _: None)
 
 
-@pytest.mark.parametrize("flag, message", [
+@pytest.mark.parametrize(
+  "flag, message",
+  [
     ("--dataset=nope", "unknown data set 'nope'"),
     ("--variants=prune_1.5", "unknown variant 'prune_1.5'"),
     ("--preset=huge", "unknown preset 'huge'"),
-])
+  ],
+)
 def test_binary_bad_input_is_one_line_and_non_zero(tmp_path, flag, message):
-  cmd = [sys.executable, os.path.join(ROOT, "tf_forget/train/train_population.py"),
-         f"--run_dir={tmp_path / 'run'}", flag]
-  done = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
-                        text=True, timeout=120)
+  cmd = [
+    sys.executable,
+    os.path.join(ROOT, "tf_forget/train/train_population.py"),
+    f"--run_dir={tmp_path / 'run'}",
+    flag,
+  ]
+  done = subprocess.run(
+    cmd, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True, timeout=120
+  )
   assert done.returncode != 0
   last = done.stderr.strip().splitlines()[-1]
   assert message in last and last.startswith("train_population: error:")

@@ -13,9 +13,16 @@ tfmot = keras2.tfmot()
 
 def _one_dense_model(schedule):
   """y = x · w with w = [1, 2, 3, 4], wrapped for pruning."""
-  model = keras.Sequential([keras.layers.Dense(
-      1, use_bias=False, input_shape=(4,),
-      kernel_initializer=keras.initializers.Constant([[1.0], [2.0], [3.0], [4.0]]))])
+  model = keras.Sequential(
+    [
+      keras.layers.Dense(
+        1,
+        use_bias=False,
+        input_shape=(4,),
+        kernel_initializer=keras.initializers.Constant([[1.0], [2.0], [3.0], [4.0]]),
+      )
+    ]
+  )
   model = tfmot.sparsity.keras.prune_low_magnitude(model, pruning_schedule=schedule)
   # Loss -y: SGD with lr 1 adds x to w at every step.
   model.compile(optimizer=keras.optimizers.SGD(1.0), loss=lambda y, p: -tf.reduce_mean(p))
@@ -24,8 +31,15 @@ def _one_dense_model(schedule):
 
 def _fit(model, steps):
   x = np.tile(np.array([[100.0, 0.0, 0.0, 0.0]], np.float32), (steps, 1))
-  model.fit(x, np.zeros((steps, 1), np.float32), batch_size=1, epochs=1, verbose=0,
-            shuffle=False, callbacks=pruning.callbacks())
+  model.fit(
+    x,
+    np.zeros((steps, 1), np.float32),
+    batch_size=1,
+    epochs=1,
+    verbose=0,
+    shuffle=False,
+    callbacks=pruning.callbacks(),
+  )
 
 
 def _mask_and_kernel(model):
@@ -49,7 +63,8 @@ def test_masked_weight_reenters_at_a_later_mask_update():
   # Mask updates at steps 1 and 3. Step 1 prunes w1 (=1); its gradient then makes it 100 before
   # the step-3 ranking, which keeps {w1, w4}: a removed weight came back (docs/spec.md §2.6).
   model = _one_dense_model(
-      tfmot.sparsity.keras.ConstantSparsity(0.5, begin_step=1, end_step=3, frequency=2))
+    tfmot.sparsity.keras.ConstantSparsity(0.5, begin_step=1, end_step=3, frequency=2)
+  )
   _fit(model, 3)
   mask, kernel = _mask_and_kernel(model)
   np.testing.assert_array_equal(mask, [1, 0, 0, 1])
@@ -64,8 +79,9 @@ def test_finalize_zeroes_weights_updated_after_the_last_mask():
   _, kernel = _mask_and_kernel(model)
   assert kernel[0] != 0
   stripped = pruning.finalize(model)
-  np.testing.assert_array_equal(stripped.layers[0].kernel.numpy().ravel() != 0,
-                                [False, False, True, True])
+  np.testing.assert_array_equal(
+    stripped.layers[0].kernel.numpy().ravel() != 0, [False, False, True, True]
+  )
   report = pruning.sparsity_report(stripped, 0.5)
   assert report["prunable"] == 0.5 and report["meets_target"]
 
@@ -74,15 +90,17 @@ def _train_small_cnn(wrap_all_layers, seed=3):
   keras.utils.set_random_seed(seed)
   tf.config.experimental.enable_op_determinism()
   model = model_registry.get("small_cnn", (8, 8, 1), 10)
-  model = pruning.wrap(model, 0.8, begin_step=2, end_step=10, frequency=2,
-                       wrap_all_layers=wrap_all_layers)
-  model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model = pruning.wrap(
+    model, 0.8, begin_step=2, end_step=10, frequency=2, wrap_all_layers=wrap_all_layers
+  )
+  model.compile(
+    optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+  )
   rng = np.random.default_rng(0)
   x = rng.uniform(0, 255, (12 * 16, 8, 8, 1)).astype(np.float32)
   y = rng.integers(0, 10, 12 * 16)
-  model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0,
-            callbacks=pruning.callbacks())
+  model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=pruning.callbacks())
   return model
 
 

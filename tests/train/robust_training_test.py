@@ -23,10 +23,10 @@ ROBUST = robust_training.ROBUST_TRAIN_CORRUPTIONS
 # sha256 of json.dumps(to_json(), sort_keys=True), computed with presets.py before the robust
 # training fields existed: members trained before keep their config hashes.
 TO_JSON_SHA256 = {
-    "digits": "fcd8bd160f6162e09bad01fcc5e7e8745987ad07dfb65942b7a71c15bc9c0492",
-    "tiny": "5197e274a179677133367789ae45440e0c39e7cb64a38c3d8fff00cc402fe29c",
-    "cifar10_paper": "0bfb2583883d6350a98fb1a89488e37726552f4afac9f653091077719fd1c2fc",
-    "resnet20_003": "a04120d2c20de28626f0a0222e9b52aa4995bdda8434e86d793d51ad71bea13a",
+  "digits": "fcd8bd160f6162e09bad01fcc5e7e8745987ad07dfb65942b7a71c15bc9c0492",
+  "tiny": "5197e274a179677133367789ae45440e0c39e7cb64a38c3d8fff00cc402fe29c",
+  "cifar10_paper": "0bfb2583883d6350a98fb1a89488e37726552f4afac9f653091077719fd1c2fc",
+  "resnet20_003": "a04120d2c20de28626f0a0222e9b52aa4995bdda8434e86d793d51ad71bea13a",
 }
 CHI2_8DOF_P001 = 26.12  # chi-square critical value, 8 degrees of freedom, p = 0.001
 
@@ -61,8 +61,9 @@ def _translations(image, pixels):
   """`image` [H, W, C] translated by every (dy, dx) in [-pixels, pixels]^2, zero-filled."""
   h, w = image.shape[:2]
   padded = np.pad(image, ((pixels, pixels), (pixels, pixels), (0, 0)))
-  return [padded[dy:dy + h, dx:dx + w] for dy in range(2 * pixels + 1)
-          for dx in range(2 * pixels + 1)]
+  return [
+    padded[dy : dy + h, dx : dx + w] for dy in range(2 * pixels + 1) for dx in range(2 * pixels + 1)
+  ]
 
 
 def test_stream_corrupts_each_image_with_its_drawn_corruption_before_augmenting():
@@ -88,8 +89,11 @@ def test_stream_corrupts_each_image_with_its_drawn_corruption_before_augmenting(
         np.testing.assert_array_equal(robust[b][0][j], clean[b][0][j])
         np.testing.assert_array_equal(robust_shift[b][0][j], plain_shift[b][0][j])
       # Shifted by the plain stream's shift of this position *after* the corruption.
-      shifts = [k for k, t in enumerate(_translations(clean[b][0][j], pixels))
-                if np.array_equal(t, plain_shift[b][0][j])]
+      shifts = [
+        k
+        for k, t in enumerate(_translations(clean[b][0][j], pixels))
+        if np.array_equal(t, plain_shift[b][0][j])
+      ]
       assert shifts
       moved = _translations(expected.astype(np.float32), pixels)
       assert any(np.array_equal(robust_shift[b][0][j], moved[k]) for k in shifts), position
@@ -114,19 +118,24 @@ def test_none_leaves_images_unchanged_and_batches_do_not_matter():
   images = registry.get("digits").take("train", 24).images
   positions = np.arange(100, 124)
   np.testing.assert_array_equal(
-      robust_training.corrupt_batch(images, positions, ("none",), 3, 5), images)
+    robust_training.corrupt_batch(images, positions, ("none",), 3, 5), images
+  )
   batched = robust_training.corrupt_batch(images, positions, ROBUST, 3, 5)
   for i, position in enumerate(positions):
     np.testing.assert_array_equal(
-        batched[i], robust_training.corrupt(images[i], position, ROBUST, 3, 5))
+      batched[i], robust_training.corrupt(images[i], position, ROBUST, 3, 5)
+    )
   assert not np.array_equal(batched, images)
 
 
-@pytest.mark.parametrize("overrides, match", [
+@pytest.mark.parametrize(
+  "overrides, match",
+  [
     (dict(train_corruptions=("none", "fog_of_war")), "unknown train corruption 'fog_of_war'"),
     (dict(train_corruptions=("snow", "snow")), "train corruption 'snow' is repeated"),
     (dict(train_corruptions=("snow",), train_corruption_severity=6), "severity must be"),
-])
+  ],
+)
 def test_bad_train_corruptions_are_one_line_preset_errors(overrides, match):
   with pytest.raises(presets.PresetError, match=match) as e:
     presets.get("tiny", **overrides)
@@ -135,8 +144,9 @@ def test_bad_train_corruptions_are_one_line_preset_errors(overrides, match):
 
 def test_the_corruption_side_imports_no_tensorflow():
   # The train stage imports it (tf_forget.train.inputs); it must stay pure numpy.
-  foreign = import_check.foreign_modules("from tf_forget.corruptions import robust_training",
-                                         "tf_forget.corruptions")
+  foreign = import_check.foreign_modules(
+    "from tf_forget.corruptions import robust_training", "tf_forget.corruptions"
+  )
   assert foreign == "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names"
 
 
@@ -157,9 +167,16 @@ def test_to_json_of_existing_presets_is_unchanged():
   assert d["train_corruptions"] == ROBUST and d["train_corruption_severity"] == 3
 
 
-@pytest.mark.parametrize("preset", [
-    _robust(), _robust(train_corruption_severity=5), presets.get("tiny", train_corruption_severity=4),
-    presets.get("digits"), presets.get("resnet20_003", train_corruptions=["none", "snow"])])
+@pytest.mark.parametrize(
+  "preset",
+  [
+    _robust(),
+    _robust(train_corruption_severity=5),
+    presets.get("tiny", train_corruption_severity=4),
+    presets.get("digits"),
+    presets.get("resnet20_003", train_corruptions=["none", "snow"]),
+  ],
+)
 def test_preset_round_trips_through_json(preset):
   assert isinstance(preset.train_corruptions, tuple)
   restored = presets.Preset.from_json(json.loads(json.dumps(preset.to_json())))
@@ -167,24 +184,25 @@ def test_preset_round_trips_through_json(preset):
 
 
 def test_audit_robust_training_sets_train_and_test_corruptions(tmp_path):
-  config = tree.AuditConfig(out=str(tmp_path / "run"),
-                            population=tree.Population(robust_training=True))
+  config = tree.AuditConfig(
+    out=str(tmp_path / "run"), population=tree.Population(robust_training=True)
+  )
   p = audit_plan.plan(config, check_data=False)
   assert p.population.preset.train_corruptions == ROBUST
   assert p.population.preset.train_corruption_severity == 3
   assert p.corrupted == tuple(f"{c}@3" for c in robust_training.ROBUST_TEST_CORRUPTIONS)
-  assert run_identity.audit_identity(p)["preset_params"]["train_corruptions"] == list(
-      ROBUST)
+  assert run_identity.audit_identity(p)["preset_params"]["train_corruptions"] == list(ROBUST)
   assert config.to_json()["population"]["robust_training"] is True
-  given = audit_plan.plan(dataclasses.replace(config, robustness=tree.Robustness(
-      corruptions=("fog",), severities=(2,))), check_data=False)
+  given = audit_plan.plan(
+    dataclasses.replace(config, robustness=tree.Robustness(corruptions=("fog",), severities=(2,))),
+    check_data=False,
+  )
   assert given.corrupted == ("fog@2",) and given.population.preset.train_corruptions == ROBUST
   plain_config = tree.AuditConfig(out=str(tmp_path / "plain"))
   plain = audit_plan.plan(plain_config, check_data=False)
   assert plain.population.preset.train_corruptions == ()
   assert plain_config.to_json()["population"]["robust_training"] is False
-  assert "train_corruptions" not in run_identity.audit_identity(plain)[
-      "preset_params"]
+  assert "train_corruptions" not in run_identity.audit_identity(plain)["preset_params"]
   assert not (tmp_path / "run").exists()
 
 

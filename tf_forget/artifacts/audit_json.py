@@ -45,8 +45,11 @@ def write(file_path, identity, config_json, caveats=()):
   Raises:
     errors.WriteError: the file cannot be written.
   """
-  doc = {"schema": SCHEMA, IDENTITY_KEY: identity, CONFIG_KEY: config_json,
-         CAVEATS_KEY: list(caveats)}
+  doc = {
+    "schema": SCHEMA,
+    IDENTITY_KEY: identity,
+    CONFIG_KEY: config_json,
+    CAVEATS_KEY: list(caveats),
+  }
   fileio.write_json(file_path, doc)
   return doc
-

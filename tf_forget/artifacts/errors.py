@@ -46,7 +46,9 @@ class WriteError(Error):
 def write_error(path, error):
   """A `WriteError` "cannot write <path>: <reason>" from an OSError / TensorFlow OpError."""
   reason = getattr(error, "message", None) if not isinstance(error, OSError) else None
-  return WriteError(f"cannot write {path}: {' '.join(str(reason).split()) if reason else one_line(error)}")
+  return WriteError(
+    f"cannot write {path}: {' '.join(str(reason).split()) if reason else one_line(error)}"
+  )
 
 
 def read_error(path, error, what="artifact"):

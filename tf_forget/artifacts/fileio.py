@@ -32,11 +32,15 @@ import zipfile
 import numpy as np
 
 from tf_forget.artifacts import errors
-
-# The file-system primitives (re-exported: callers use `fileio.exists`, `fileio.walk`, ...).
-from tf_forget.artifacts.filesystem import (  # noqa: F401 isort: skip pylint: disable=unused-import
-    FileStat, abspath, exists, getsize, gfile, io_errors, is_url, isdir, isfile, join, listdir,
-    makedirs, open_file, parent_dir, remove, rmtree, stat, tf_errors, url_error, walk)
+from tf_forget.artifacts.filesystem import gfile
+from tf_forget.artifacts.filesystem import io_errors
+from tf_forget.artifacts.filesystem import is_url
+from tf_forget.artifacts.filesystem import makedirs
+from tf_forget.artifacts.filesystem import parent_dir
+from tf_forget.artifacts.filesystem import remove
+from tf_forget.artifacts.filesystem import stat
+from tf_forget.artifacts.filesystem import tf_errors
+from tf_forget.artifacts.filesystem import url_error
 
 
 def _write_file(path, data):
@@ -171,9 +175,11 @@ def size_text(size):
 
 
 def _too_big(path, size, limit, what):
-  return errors.ReadError(f"cannot read {what} {path}: it is {'over ' if size is None else ''}"
-                          f"{size_text(limit if size is None else size)}, more than the "
-                          f"{size_text(limit)} a {what} may take")
+  return errors.ReadError(
+    f"cannot read {what} {path}: it is {'over ' if size is None else ''}"
+    f"{size_text(limit if size is None else size)}, more than the "
+    f"{size_text(limit)} a {what} may take"
+  )
 
 
 def read_bytes(path, limit=None, what="file"):
@@ -189,7 +195,7 @@ def read_bytes(path, limit=None, what="file"):
     size = stat(path).size if limit is not None else None
     if size is not None and size > limit:
       raise _too_big(path, size, limit, what)
-    with (gfile().GFile(path, "rb") if is_url(path) else builtins.open(path, "rb")) as f:
+    with gfile().GFile(path, "rb") if is_url(path) else builtins.open(path, "rb") as f:
       data = f.read() if limit is None else f.read(limit + 1)
   except (OSError,) + tf_errors() as e:
     unsupported = type(e).__name__ == "UnimplementedError"  # s3://, http://

@@ -43,13 +43,15 @@ def user_path(path):
 
 
 def gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (URL paths only)
+  import tensorflow as tf  # URL paths only
+
   return tf.io.gfile
 
 
 def tf_errors():
   """The TensorFlow OpError class if TensorFlow is loaded, else an empty tuple."""
-  import sys  # pylint: disable=g-import-not-at-top
+  import sys
+
   tf = sys.modules.get("tensorflow")
   errors_mod = getattr(tf, "errors", None) if tf is not None else None
   return (errors_mod.OpError,) if errors_mod is not None else ()
@@ -84,8 +86,10 @@ def url_error(path, error):
   no credentials, no such bucket)."""
   if type(error).__name__ == "UnimplementedError":
     scheme = str(path).split("://", 1)[0]
-    return errors.ReadError(f"{path}: {scheme}:// paths are not supported (tf.io.gfile has no "
-                            f"{scheme!r} file system); give a local path or gs://")
+    return errors.ReadError(
+      f"{path}: {scheme}:// paths are not supported (tf.io.gfile has no "
+      f"{scheme!r} file system); give a local path or gs://"
+    )
   reason = " ".join(str(getattr(error, "message", None) or error).split())
   return errors.ReadError(f"cannot reach {path}: {reason}")
 
@@ -180,8 +184,9 @@ def walk(top):
     yield from walk(join(top, name))
 
 
-FileStat = collections.namedtuple("FileStat", ["size", "mtime_ns", "inode", "ctime_ns"],
-                                  defaults=(None,))
+FileStat = collections.namedtuple(
+  "FileStat", ["size", "mtime_ns", "inode", "ctime_ns"], defaults=(None,)
+)
 FileStat.__doc__ = """A file's size in bytes, mtime in ns (0: unknown), inode and inode change
 time in ns (None for URLs). A write that keeps the size and sets the mtime back still changes
 the ctime, and a file replaced by a rename has another inode."""

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 _CHUNK = 1 << 20
 _MEMO: dict[tuple, str] = {}  # (path, size, mtime, inode, ctime) -> hex sha256
@@ -38,17 +38,17 @@ def sha256_json(value):
 
 def _stat_key(path):
   """The memo key of a file as it is now, or None if it cannot be memoized (no mtime)."""
-  st = fileio.stat(path)
-  if not st.mtime_ns and fileio.is_url(path):
+  st = filesystem.stat(path)
+  if not st.mtime_ns and filesystem.is_url(path):
     return None
-  return (fileio.abspath(path), st.size, st.mtime_ns, st.inode, st.ctime_ns)
+  return (filesystem.abspath(path), st.size, st.mtime_ns, st.inode, st.ctime_ns)
 
 
 def file_sha256(path, memo=True):
   """Hex sha256 of a file's bytes, read in 1 MiB chunks.
 
   Args:
-    path: a local file or a URL (gs://...; read through `fileio.open_file`).
+    path: a local file or a URL (gs://...; read through `filesystem.open_file`).
     memo: reuse the hash of an unchanged file (same size, mtime, inode and ctime) in this
       process.
 
@@ -61,10 +61,10 @@ def file_sha256(path, memo=True):
     return _MEMO[key]
   digest = hashlib.sha256()
   try:
-    with fileio.open_file(path, "rb") as f:
+    with filesystem.open_file(path, "rb") as f:
       for chunk in iter(lambda: f.read(_CHUNK), b""):
         digest.update(chunk)
-  except fileio.io_errors() as e:
+  except filesystem.io_errors() as e:
     if isinstance(e, OSError):
       raise
     raise OSError(f"{path}: {' '.join(str(getattr(e, 'message', e)).split())}") from e
@@ -89,12 +89,12 @@ def path_sha256(path, memo=True):
   Raises:
     OSError: a file cannot be read.
   """
-  if not fileio.isdir(path):
+  if not filesystem.isdir(path):
     return file_sha256(path, memo)
   entries = {}
-  for root, _, files in fileio.walk(path):
+  for root, _, files in filesystem.walk(path):
     for name in files:
-      full = fileio.join(root, name)
+      full = filesystem.join(root, name)
       entries[os.path.relpath(full, path).replace(os.sep, "/")] = file_sha256(full, memo)
   return sha256_json(entries)
 
@@ -102,7 +102,7 @@ def path_sha256(path, memo=True):
 def path_sha256_or_none(path):
   """`path_sha256`, or None if the file or directory is missing or unreadable."""
   try:
-    return path_sha256(path) if fileio.exists(path) else None
+    return path_sha256(path) if filesystem.exists(path) else None
   except OSError:
     return None
 

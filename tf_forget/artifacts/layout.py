@@ -37,9 +37,25 @@ NOISE_FILE = "linf.npz"
 LOCK_FILE = ".tf_forget.lock"
 # Every top-level entry tf_forget writes in a run directory (the tree above); `.tf_forget.*`
 # records and the swaps' `<entry>.tmp-*` / `<entry>.old-*` / `.report.*` names are its own too.
-RUN_ENTRIES = (LOCK_FILE, AUDIT_FILE, RUN_FILE, "members", "tflite", "predictions",
-               "predictions_keras", "noise", "layers", "eval", "data", "corruptions",
-               REPORT_FILE, "report.html", "tables", "deploy", "logs")
+RUN_ENTRIES = (
+  LOCK_FILE,
+  AUDIT_FILE,
+  RUN_FILE,
+  "members",
+  "tflite",
+  "predictions",
+  "predictions_keras",
+  "noise",
+  "layers",
+  "eval",
+  "data",
+  "corruptions",
+  REPORT_FILE,
+  "report.html",
+  "tables",
+  "deploy",
+  "logs",
+)
 _OWN_PREFIXES = (".tf_forget.", ".report.")  # records, the report's staging (`report.write`)
 _SWAP_SUFFIXES = (".tmp-", ".old-")  # a swap's staging and aside names (`swap`)
 
@@ -109,15 +125,17 @@ def gradient_file(run_dir, parent_variant, k, protocol_sha256):
   g, the mean data-loss gradient of a one-shot parent that every GP and UP member of that
   parent reads (docs/spec.md §6.2).
   """
-  return os.path.join(member_dir(run_dir, parent_variant, k), "gradient",
-                      f"{protocol_sha256[:16]}.npz")
+  return os.path.join(
+    member_dir(run_dir, parent_variant, k), "gradient", f"{protocol_sha256[:16]}.npz"
+  )
 
 
 def member_model_relpath(member_variant, k, saved_model=False):
   """`members/<member variant>/<k>/model.keras` (relative to the run, as exports record it;
   `saved_model`: its `saved_model` directory, `member_model`)."""
-  return os.path.join("members", member_variant, str(int(k)),
-                      SAVED_MODEL_DIR if saved_model else MODEL_FILE)
+  return os.path.join(
+    "members", member_variant, str(int(k)), SAVED_MODEL_DIR if saved_model else MODEL_FILE
+  )
 
 
 def tflite_root(run_dir):
@@ -150,8 +168,9 @@ def predictions(run_dir, variant, k, split):
 
 def keras_predictions(run_dir, member_variant, k, split):
   """`<run>/predictions_keras/<member variant>/<k>/<split>.npz`."""
-  return os.path.join(run_dir, "predictions_keras", member_variant, str(int(k)),
-                      f"{_check_split(split)}.npz")
+  return os.path.join(
+    run_dir, "predictions_keras", member_variant, str(int(k)), f"{_check_split(split)}.npz"
+  )
 
 
 def noise_root(run_dir):
@@ -174,8 +193,9 @@ def layers(run_dir, member_variant, k, file_format="full_int8"):
 
 def model_explorer(run_dir, member_variant, k, file_format="full_int8"):
   """`<run>/layers/<member variant>/<k>/<format>.model_explorer.json` (node data)."""
-  return os.path.join(run_dir, "layers", member_variant, str(int(k)),
-                      f"{file_format}.model_explorer.json")
+  return os.path.join(
+    run_dir, "layers", member_variant, str(int(k)), f"{file_format}.model_explorer.json"
+  )
 
 
 def walk(root):
@@ -210,8 +230,9 @@ def encodings(run_dir):
 
 def twin_runtime(run_dir, variant, k, split, runtime):
   """`<run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz`."""
-  return os.path.join(run_dir, "eval", "twin_runtime", variant, str(int(k)),
-                      f"{_check_split(split)}.{runtime}.npz")
+  return os.path.join(
+    run_dir, "eval", "twin_runtime", variant, str(int(k)), f"{_check_split(split)}.{runtime}.npz"
+  )
 
 
 DATA_ROLES = ("test", "train", "calibration", "train_data")

@@ -28,22 +28,23 @@ from tf_forget.artifacts import hashing
 
 # What a changed input means, for the log line ("its <label> changed since it was <verb>").
 LABELS = {
-    "model": "model.keras",
-    "tflite": ".tflite",
-    "split": "input split",
-    "protocol": "noise protocol",
-    "config": "config",
-    "representative": "representative data",
-    "converter": "converter options",
-    "gradient": "gradient g (docs/spec.md §6.2)",
-    "gradient_protocol": "gradient protocol",
-    "train_data": "train data (--train)",
+  "model": "model.keras",
+  "tflite": ".tflite",
+  "split": "input split",
+  "protocol": "noise protocol",
+  "config": "config",
+  "representative": "representative data",
+  "converter": "converter options",
+  "gradient": "gradient g (docs/spec.md §6.2)",
+  "gradient_protocol": "gradient protocol",
+  "train_data": "train data (--train)",
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Status:
   """Whether an artifact can be reused, and if not, why (one line)."""
+
   current: bool
   reason: Optional[str] = None
 
@@ -76,8 +77,7 @@ def record_own(path):
 
 
 def own_reason(path):
-  """Why the file at `path` is not the one its writer recorded (`record_own`), or None if it is.
-  """
+  """Why the file at `path` is not the one its writer recorded (`record_own`), or None if it is."""
   try:
     recorded = fileio.read_bytes(own_path(path)).decode("ascii", "replace").strip()
   except errors.ReadError:

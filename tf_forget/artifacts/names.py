@@ -27,15 +27,20 @@ ENCODINGS = ("plain", "sparse")
 # integer-only accelerator or microcontroller; the LiteRT GPU delegate.
 TARGETS = ("cpu", "integer_only", "gpu")
 TARGET_TITLES = {
-    "cpu": "CPU (LiteRT with XNNPACK)",
-    "integer_only": "integer-only accelerators and microcontrollers (int8 ops, int8/uint8 "
-                    "I/O: Edge TPU, NPUs, TFLite Micro)",
-    "gpu": "GPU (the LiteRT GPU delegate)",
+  "cpu": "CPU (LiteRT with XNNPACK)",
+  "integer_only": "integer-only accelerators and microcontrollers (int8 ops, int8/uint8 "
+  "I/O: Edge TPU, NPUs, TFLite Micro)",
+  "gpu": "GPU (the LiteRT GPU delegate)",
 }
 SIZE_MEASURES = ("bytes", "gzip")
 # Columns of the report's tables that hold names (class 7 is "7", never 7.0): a CSV reader
 # keeps them as text.
-NAME_COLUMNS = ("class_name", "worst_class", "worst_subgroup", "subgroup")  # what the ship rule weighs: the file, or its download
+NAME_COLUMNS = (
+  "class_name",
+  "worst_class",
+  "worst_subgroup",
+  "subgroup",
+)  # what the ship rule weighs: the file, or its download
 _PRUNE = re.compile(r"^prune_(0?\.\d+)$")
 ONESHOT_ALGORITHMS = ("mp", "gp", "up", "rp")  # 002 §3 (docs/spec.md §6.1); their one home
 _ONESHOT = re.compile(r"^oneshot_(?P<alg>[a-z]+)_(?P<kind>[rt])(?P<value>\d+(\.\d+)?|\.\d+)$")
@@ -80,6 +85,7 @@ class TrainedVariant:
     fraction: one-shot fraction t as given (None when given as a ratio or not one-shot).
     cycle: prune-retrain cycle n >= 1 of an iterative variant, None otherwise.
   """
+
   name: str
   sparsity: float
   method: str = "dense"
@@ -124,8 +130,11 @@ def oneshot_name(algorithm, ratio=None, fraction=None):
   """
   if (ratio is None) == (fraction is None):
     raise VariantError("give a one-shot compression as a ratio or a fraction, not both")
-  name = (f"oneshot_{algorithm}_r{float(ratio):g}" if ratio is not None
-          else f"oneshot_{algorithm}_t{float(fraction):g}")
+  name = (
+    f"oneshot_{algorithm}_r{float(ratio):g}"
+    if ratio is not None
+    else f"oneshot_{algorithm}_t{float(fraction):g}"
+  )
   return parse_trained(name).name
 
 
@@ -137,8 +146,10 @@ def iterative_name(algorithm, cycle):
 def _parse_iterative(name, match):
   alg, cycle = match.group("alg"), int(match.group("cycle"))
   if alg not in ITERATIVE_ALGORITHMS:
-    raise VariantError(f"unknown iterative pruning algorithm {alg!r} in {name!r} (known: "
-                       f"{', '.join(ITERATIVE_ALGORITHMS)})")
+    raise VariantError(
+      f"unknown iterative pruning algorithm {alg!r} in {name!r} (known: "
+      f"{', '.join(ITERATIVE_ALGORITHMS)})"
+    )
   if cycle < 1:
     raise VariantError(f"cycle of {name!r} must be >= 1")
   return TrainedVariant(f"iter_{alg}_c{cycle}", float("nan"), ITERATIVE, alg, cycle=cycle)
@@ -147,13 +158,13 @@ def _parse_iterative(name, match):
 def _parse_oneshot(name, match):
   alg, kind, value = match.group("alg"), match.group("kind"), float(match.group("value"))
   if alg not in ONESHOT_ALGORITHMS:
-    raise VariantError(f"unknown one-shot algorithm {alg!r} in {name!r} (known: "
-                       f"{', '.join(ONESHOT_ALGORITHMS)})")
+    raise VariantError(
+      f"unknown one-shot algorithm {alg!r} in {name!r} (known: {', '.join(ONESHOT_ALGORITHMS)})"
+    )
   if kind == "r":
     if not value > 1.0:
       raise VariantError(f"compression ratio of {name!r} must be > 1, got {value:g}")
-    return TrainedVariant(f"oneshot_{alg}_r{value:g}", 1.0 - 1.0 / value, ONESHOT, alg,
-                          ratio=value)
+    return TrainedVariant(f"oneshot_{alg}_r{value:g}", 1.0 - 1.0 / value, ONESHOT, alg, ratio=value)
   if not 0.0 < value < 1.0:
     raise VariantError(f"fraction of {name!r} must be in (0, 1), got {value:g}")
   return TrainedVariant(f"oneshot_{alg}_t{value:g}", value, ONESHOT, alg, fraction=value)
@@ -175,9 +186,11 @@ def parse_trained(name):
     return _parse_iterative(name, iterative)
   match = _PRUNE.match(str(name))
   if not match:
-    raise VariantError(f"unknown variant {name!r}: expected 'dense', 'prune_<t>' with "
-                       "0 < t < 1 (e.g. 'prune_0.9') or 'oneshot_<mp|gp|up|rp>_r<ratio>' "
-                       "(e.g. 'oneshot_up_r10') or 'iter_<wt|ft>_c<cycle>' (e.g. 'iter_wt_c3')")
+    raise VariantError(
+      f"unknown variant {name!r}: expected 'dense', 'prune_<t>' with "
+      "0 < t < 1 (e.g. 'prune_0.9') or 'oneshot_<mp|gp|up|rp>_r<ratio>' "
+      "(e.g. 'oneshot_up_r10') or 'iter_<wt|ft>_c<cycle>' (e.g. 'iter_wt_c3')"
+    )
   t = float(match.group(1))
   if not 0.0 < t < 1.0:
     raise VariantError(f"sparsity of {name!r} must be in (0, 1), got {t}")
@@ -191,8 +204,9 @@ def population_variants(sparsities):
 
 def oneshot_variants(algorithms, ratios=(), fractions=()):
   """One-shot variants, algorithm-major: every algorithm x (ratios, then fractions)."""
-  return [parse_trained(oneshot_name(a, ratio=r)) for a in algorithms for r in ratios] + \
-      [parse_trained(oneshot_name(a, fraction=t)) for a in algorithms for t in fractions]
+  return [parse_trained(oneshot_name(a, ratio=r)) for a in algorithms for r in ratios] + [
+    parse_trained(oneshot_name(a, fraction=t)) for a in algorithms for t in fractions
+  ]
 
 
 def iterative_variants(algorithms, cycles):
@@ -221,8 +235,10 @@ def user_format(candidate):
   """
   name = USER_FORMAT_PREFIX + str(candidate)
   if not _USER_FORMAT.match(name):
-    raise FormatError(f"bad candidate name {candidate!r}: use 1-40 lower-case letters, digits "
-                      "and _ (e.g. int8, qat_int8)")
+    raise FormatError(
+      f"bad candidate name {candidate!r}: use 1-40 lower-case letters, digits "
+      "and _ (e.g. int8, qat_int8)"
+    )
   return name
 
 
@@ -246,8 +262,16 @@ def repair_ok(repair):
 def sorted_repairs(repairs):
   """Distinct repair names in their canonical order: `float<N>` by N first, then the others by
   name ("float2", "auto", "float1" -> ("float1", "float2", "auto"))."""
-  return tuple(sorted(set(repairs), key=lambda r: (
-      0 if repair_layers(repair_format(r)) else 1, repair_layers(repair_format(r)) or 0, r)))
+  return tuple(
+    sorted(
+      set(repairs),
+      key=lambda r: (
+        0 if repair_layers(repair_format(r)) else 1,
+        repair_layers(repair_format(r)) or 0,
+        r,
+      ),
+    )
+  )
 
 
 def _repair_match(name):
@@ -262,7 +286,7 @@ def repair_layers(name):
 
 
 def repair_kind(name):
-  """"float" (`full_int8~float<N>`), "cle", "int16x8" (`NO_BYTE_REPAIRS`) or "auto" of a
+  """ "float" (`full_int8~float<N>`), "cle", "int16x8" (`NO_BYTE_REPAIRS`) or "auto" of a
   repaired format, None for any other format."""
   match = _repair_match(name)
   if not match:
@@ -290,6 +314,7 @@ class Variant:
       `full_int8~<repair>` for a repaired file (`repair_format`).
     encoding: one of `ENCODINGS`.
   """
+
   member_variant: str
   format: str = DEFAULT_FORMAT
   encoding: str = DEFAULT_ENCODING
@@ -298,8 +323,13 @@ class Variant:
     if not _is_format(self.format):
       check_format(self.format)
     check_encoding(self.encoding)
-    if (not self.member_variant or "+" in self.member_variant or "/" in self.member_variant or
-        self.member_variant in ENCODINGS or _is_format(self.member_variant)):
+    if (
+      not self.member_variant
+      or "+" in self.member_variant
+      or "/" in self.member_variant
+      or self.member_variant in ENCODINGS
+      or _is_format(self.member_variant)
+    ):
       raise FormatError(f"bad member variant {self.member_variant!r}")
 
   @property
@@ -308,8 +338,9 @@ class Variant:
     parts = []
     if self.member_variant != DENSE:
       parts.append(self.member_variant)
-    if self.format != DEFAULT_FORMAT or (self.member_variant == DENSE and
-                                         self.encoding != DEFAULT_ENCODING):
+    if self.format != DEFAULT_FORMAT or (
+      self.member_variant == DENSE and self.encoding != DEFAULT_ENCODING
+    ):
       parts.append(self.format)
     if self.encoding != DEFAULT_ENCODING:
       parts.append(self.encoding)

@@ -41,6 +41,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 
@@ -70,6 +71,7 @@ class NoiseProtocol:
     examples: evaluated examples, at most (003: 1000).
     seed: seed of the example subset and of the noise draws.
   """
+
   eps: Sequence[float] = PAPER_EPS
   draws: int = PAPER_DRAWS
   examples: int = PAPER_EXAMPLES
@@ -86,8 +88,12 @@ class NoiseProtocol:
       raise NoiseError(f"draws and examples must be >= 1, got {self.draws}, {self.examples}")
 
   def to_json(self):
-    return {"eps": [float(e) for e in self.eps], "draws": int(self.draws),
-            "examples": int(self.examples), "seed": int(self.seed)}
+    return {
+      "eps": [float(e) for e in self.eps],
+      "draws": int(self.draws),
+      "examples": int(self.examples),
+      "seed": int(self.seed),
+    }
 
 
 def path(run_dir, variant, k):
@@ -110,8 +116,13 @@ def read(file_path):
   try:
     l, n = out["eps"].size, out["ids"].size
     shape = out["top1"].shape
-    bad = (len(shape) != 3 or shape[0] != l or shape[2] != n or
-           out["softmax"].shape[:3] != shape or out["labels"].shape != (n,))
+    bad = (
+      len(shape) != 3
+      or shape[0] != l
+      or shape[2] != n
+      or out["softmax"].shape[:3] != shape
+      or out["labels"].shape != (n,)
+    )
   except KeyError as e:
     raise NoiseReadError(f"{file_path}: missing array {e}") from e
   if bad:
@@ -122,8 +133,13 @@ def read(file_path):
 
 def status(out_path, inputs):
   """`lineage.Status` of an artifact for the current `inputs` (see the module doc)."""
-  return lineage.status(lambda: read(out_path)["metadata"], inputs, "evaluated",
-                        exists=lambda: fileio.exists(out_path), own=out_path)
+  return lineage.status(
+    lambda: read(out_path)["metadata"],
+    inputs,
+    "evaluated",
+    exists=lambda: filesystem.exists(out_path),
+    own=out_path,
+  )
 
 
 def is_complete(out_path, tflite_sha256, protocol):
@@ -132,8 +148,9 @@ def is_complete(out_path, tflite_sha256, protocol):
     meta = read(out_path)["metadata"]
   except NoiseError:
     return False
-  return (meta.get("protocol") == protocol.to_json() and
-          (tflite_sha256 is None or meta.get("tflite_sha256") == tflite_sha256))
+  return meta.get("protocol") == protocol.to_json() and (
+    tflite_sha256 is None or meta.get("tflite_sha256") == tflite_sha256
+  )
 
 
 def write(out_path, eps, ids, labels, top1, softmax, metadata):
@@ -143,9 +160,14 @@ def write(out_path, eps, ids, labels, top1, softmax, metadata):
     errors.WriteError: the file cannot be written.
   """
   meta = dict(metadata, schema=SCHEMA)
-  fileio.write_npz(out_path, eps=np.asarray(eps, np.float64), ids=np.asarray(ids, np.int64),
-                   labels=np.asarray(labels, np.int64), top1=np.asarray(top1, np.int32),
-                   softmax=np.asarray(softmax, np.float16),
-                   metadata=np.array(json.dumps(meta, sort_keys=True)))
+  fileio.write_npz(
+    out_path,
+    eps=np.asarray(eps, np.float64),
+    ids=np.asarray(ids, np.int64),
+    labels=np.asarray(labels, np.int64),
+    top1=np.asarray(top1, np.int32),
+    softmax=np.asarray(softmax, np.float16),
+    metadata=np.array(json.dumps(meta, sort_keys=True)),
+  )
   lineage.record_own(out_path)
   return meta

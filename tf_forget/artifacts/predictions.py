@@ -26,6 +26,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -96,8 +97,10 @@ def split_identity(dataset_name, options, split, corruption_meta_sha256=None):
   if corruption_meta_sha256 is not None:
     return hashing.sha256_json({"corrupted_split_meta": corruption_meta_sha256})
   content = dict(dict(options or {}).get(CONTENT) or {}).get(split)
-  opts = {str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
-          for k, v in without_content(options).items()}
+  opts = {
+    str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
+    for k, v in without_content(options).items()
+  }
   key = {"dataset": dataset_name, "options": opts, "split": split}
   if content is not None:
     key[CONTENT] = content
@@ -118,14 +121,20 @@ def write(file_path, ids, labels, scores, metadata, save_logits=True):
     errors.WriteError: the file cannot be written.
   """
   scores = np.asarray(scores, np.float32)
-  meta = dict(metadata, schema=SCHEMA, num_examples=int(len(ids)),
-              num_classes=int(scores.shape[1]), topk=topk_size(scores.shape[1]),
-              has_logits=bool(save_logits))
+  meta = dict(
+    metadata,
+    schema=SCHEMA,
+    num_examples=int(len(ids)),
+    num_classes=int(scores.shape[1]),
+    topk=topk_size(scores.shape[1]),
+    has_logits=bool(save_logits),
+  )
   arrays = dict(
-      ids=np.asarray(ids, np.int64),
-      labels=np.asarray(labels, np.int64),
-      topk=topk(scores, topk_size(scores.shape[1])),
-      metadata=np.array(json.dumps(meta, sort_keys=True)))
+    ids=np.asarray(ids, np.int64),
+    labels=np.asarray(labels, np.int64),
+    topk=topk(scores, topk_size(scores.shape[1])),
+    metadata=np.array(json.dumps(meta, sort_keys=True)),
+  )
   if save_logits:
     arrays["logits"] = scores
   fileio.write_npz(file_path, **arrays)
@@ -171,11 +180,18 @@ def status(file_path, inputs, need_logits=False, verb="evaluated"):
     need_logits: also require stored logits.
     verb: for the reason ("evaluated").
   """
+
   def logits(meta):
     return "it has no logits" if need_logits and not meta.get("has_logits") else None
 
-  return lineage.status(lambda: read(file_path)["metadata"], inputs, verb,
-                        exists=lambda: fileio.exists(file_path), extra=logits, own=file_path)
+  return lineage.status(
+    lambda: read(file_path)["metadata"],
+    inputs,
+    verb,
+    exists=lambda: filesystem.exists(file_path),
+    extra=logits,
+    own=file_path,
+  )
 
 
 def is_complete(file_path, tflite_sha256=None):

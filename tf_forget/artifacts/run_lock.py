@@ -31,6 +31,7 @@ import socket
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import run_json
@@ -54,7 +55,7 @@ def _record(path, record):
   unreadable)."""
   schema, keys = record
   try:
-    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+    if not filesystem.isfile(path) or filesystem.getsize(path) > _MAX_RECORD_BYTES:
       return False
     doc = fileio.read_json(path, "record")
   except errors.Error:
@@ -65,7 +66,7 @@ def _record(path, record):
 def _holder_record(path):
   """Whether `path` is a lock file naming its holder (`_info`)."""
   try:
-    if not fileio.isfile(path) or fileio.getsize(path) > _MAX_RECORD_BYTES:
+    if not filesystem.isfile(path) or filesystem.getsize(path) > _MAX_RECORD_BYTES:
       return False
     info = _parse(fileio.read_bytes(path).decode("utf-8", "replace"))
   except errors.Error:
@@ -75,9 +76,11 @@ def _holder_record(path):
 
 def is_run_dir(run_dir):
   """Whether `run_dir` holds a record tf_forget wrote (module docstring)."""
-  if (_record(layout.audit_file(run_dir), AUDIT_RECORD)
-      or _record(layout.run_file(run_dir), RUN_RECORD)
-      or _holder_record(layout.lock_file(run_dir))):
+  if (
+    _record(layout.audit_file(run_dir), AUDIT_RECORD)
+    or _record(layout.run_file(run_dir), RUN_RECORD)
+    or _holder_record(layout.lock_file(run_dir))
+  ):
     return True
   for variant, k, _ in layout.walk(layout.members_root(run_dir)):
     if _record(layout.member_metadata(run_dir, variant, k), MEMBER_RECORD):
@@ -88,20 +91,24 @@ def is_run_dir(run_dir):
 def check_ours(run_dir):
   """Raises LockError if `run_dir` is a non-empty directory that holds no record of tf_forget's
   (`is_run_dir`), naming what it holds."""
-  if not fileio.isdir(run_dir):
+  if not filesystem.isdir(run_dir):
     return
-  entries = sorted(fileio.listdir(run_dir))
+  entries = sorted(filesystem.listdir(run_dir))
   if not entries or is_run_dir(run_dir):
     return
   shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-  raise LockError(f"{run_dir} is not empty and is not a tf_forget run directory (it holds "
-                  f"{shown}; no {layout.AUDIT_FILE} or {layout.RUN_FILE} that tf_forget wrote): "
-                  "choose a new or empty directory")
+  raise LockError(
+    f"{run_dir} is not empty and is not a tf_forget run directory (it holds "
+    f"{shown}; no {layout.AUDIT_FILE} or {layout.RUN_FILE} that tf_forget wrote): "
+    "choose a new or empty directory"
+  )
 
 
 def _holder_text(info):
-  return (f"{info.get('command', 'a tf_forget command')} (pid {info.get('pid')} on "
-          f"{info.get('host')}, started {info.get('start')})")
+  return (
+    f"{info.get('command', 'a tf_forget command')} (pid {info.get('pid')} on "
+    f"{info.get('host')}, started {info.get('start')})"
+  )
 
 
 def _parse(text):
@@ -126,8 +133,12 @@ def _alive(info):
 
 
 def _info(command):
-  return {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-          "start": datetime.datetime.now().isoformat(timespec="seconds")}
+  return {
+    "pid": os.getpid(),
+    "host": socket.gethostname(),
+    "command": command,
+    "start": datetime.datetime.now().isoformat(timespec="seconds"),
+  }
 
 
 class RunLock:
@@ -139,8 +150,8 @@ class RunLock:
   def release(self):
     """Removes the lock file and drops the lock (idempotent)."""
     if self._fd is None:
-      if self.path is not None and fileio.is_url(self.path):
-        fileio.remove(self.path)
+      if self.path is not None and filesystem.is_url(self.path):
+        filesystem.remove(self.path)
         self.path = None
       return
     try:
@@ -167,8 +178,9 @@ def _locked_fd(run_dir, path, attempts=20):
     except BlockingIOError:
       info = _parse(os.pread(fd, 4096, 0).decode("utf-8", "replace")) or {}
       os.close(fd)
-      raise LockError(f"{run_dir} is in use by {_holder_text(info)}; wait for it to finish or "
-                      "stop it") from None
+      raise LockError(
+        f"{run_dir} is in use by {_holder_text(info)}; wait for it to finish or stop it"
+      ) from None
     try:
       if os.stat(path).st_ino == os.fstat(fd).st_ino:
         return fd
@@ -186,21 +198,22 @@ def _acquire_local(run_dir, command):
   os.ftruncate(fd, 0)
   os.pwrite(fd, json.dumps(_info(command)).encode("utf-8"), 0)
   os.fsync(fd)
-  note = (f"taking over the lock of {_holder_text(old)}, which is no longer running"
-          if old else None)
+  note = f"taking over the lock of {_holder_text(old)}, which is no longer running" if old else None
   return RunLock(path, fd, note)
 
 
 def _acquire_url(run_dir, command):
   path = layout.lock_file(run_dir)
-  old = _parse(fileio.read_bytes(path).decode("utf-8", "replace")) \
-      if fileio.exists(path) else None
+  old = (
+    _parse(fileio.read_bytes(path).decode("utf-8", "replace")) if filesystem.exists(path) else None
+  )
   if old and _alive(old):
-    raise LockError(f"{run_dir} is in use by {_holder_text(old)}; wait for it to finish, or "
-                    f"delete {path} if that run is gone")
+    raise LockError(
+      f"{run_dir} is in use by {_holder_text(old)}; wait for it to finish, or "
+      f"delete {path} if that run is gone"
+    )
   fileio.write_bytes(path, json.dumps(_info(command)).encode("utf-8"))
-  note = (f"taking over the lock of {_holder_text(old)}, which is no longer running"
-          if old else None)
+  note = f"taking over the lock of {_holder_text(old)}, which is no longer running" if old else None
   return RunLock(path, None, note)
 
 
@@ -217,7 +230,7 @@ def acquire(run_dir, command, check=True):
   if check:
     check_ours(run_dir)
   try:
-    if fileio.is_url(run_dir):
+    if filesystem.is_url(run_dir):
       return _acquire_url(run_dir, command)
     return _acquire_local(run_dir, command)
   except OSError as e:

@@ -29,6 +29,7 @@ import uuid
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 # A finished set of entries (files or directory trees) built in a staging
 # directory `<dir>/<label>.tmp-<tag>` replaces the entries of the same names in `<dir>`, each old
@@ -41,8 +42,11 @@ _MOVED = ".moved"  # `<aside>/<name>.moved`: the old entry `name` is wholly asid
 
 def _tree_files(top):
   """Relative paths of the files under directory `top`."""
-  return [os.path.join(dirpath[len(top):].strip("/"), name)
-          for dirpath, _, filenames in fileio.walk(top) for name in filenames]
+  return [
+    os.path.join(dirpath[len(top) :].strip("/"), name)
+    for dirpath, _, filenames in filesystem.walk(top)
+    for name in filenames
+  ]
 
 
 def _move(src, dst, first=(), last=()):
@@ -55,29 +59,29 @@ def _move(src, dst, first=(), last=()):
   Raises:
     errors.WriteError: a rename failed.
   """
-  if not fileio.is_url(src) or not fileio.isdir(src):
+  if not filesystem.is_url(src) or not filesystem.isdir(src):
     fileio.rename(src, dst)
     return
   for rel in sorted(_tree_files(src), key=lambda r: (r not in first, r in last, r)):
-    fileio.makedirs(fileio.parent_dir(fileio.join(dst, rel)))
-    fileio.rename(fileio.join(src, rel), fileio.join(dst, rel))
-  fileio.rmtree(src)
+    filesystem.makedirs(filesystem.parent_dir(filesystem.join(dst, rel)))
+    fileio.rename(filesystem.join(src, rel), filesystem.join(dst, rel))
+  filesystem.rmtree(src)
 
 
 def listing(directory, label):
   """`<directory>/.tf_forget.<label>.files.json`: the files the last swap of `label` put in
   place (named apart from the swap's own `<label>.tmp-*` / `<label>.old-*` entries)."""
-  return fileio.join(directory, f".tf_forget.{label.lstrip('.')}.files.json")
+  return filesystem.join(directory, f".tf_forget.{label.lstrip('.')}.files.json")
 
 
 def _entry_files(directory, names):
   """Relative paths ("<name>" or "<name>/<file>") of the files of entries `names`."""
   out = []
   for name in names:
-    path = fileio.join(directory, name)
-    if fileio.isdir(path):
+    path = filesystem.join(directory, name)
+    if filesystem.isdir(path):
       out += sorted(f"{name}/{rel}" for rel in _tree_files(path))
-    elif fileio.exists(path):
+    elif filesystem.exists(path):
       out.append(name)
   return out
 
@@ -89,7 +93,7 @@ def _listed(directory, label):
     errors.ReadError: the listing cannot be read.
   """
   path = listing(directory, label)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return None
   recorded = fileio.read_json(path, "swap listing")
   return set(recorded.get("files") or []) if isinstance(recorded, dict) else set()
@@ -108,10 +112,10 @@ def foreign_files(directory, label, names):
 
 def _remove_entry(path):
   """Removes a file or a directory tree if it exists (`errors.WriteError`)."""
-  if fileio.isdir(path):
-    fileio.rmtree(path)
+  if filesystem.isdir(path):
+    filesystem.rmtree(path)
   else:
-    fileio.remove(path)
+    filesystem.remove(path)
 
 
 def _remove_all(paths):
@@ -141,12 +145,12 @@ def staging(directory, label):
   Raises:
     errors.WriteError: it cannot be created.
   """
-  path = fileio.join(directory, f"{label}{_TMP}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-  fileio.makedirs(path)
+  path = filesystem.join(directory, f"{label}{_TMP}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+  filesystem.makedirs(path)
   try:
     yield path
   except BaseException:
-    if not fileio.exists(_aside(path)):
+    if not filesystem.exists(_aside(path)):
       _remove_all([path])
     raise
 
@@ -154,9 +158,9 @@ def staging(directory, label):
 def _check_kinds(staging_dir, names):
   """Refuses to replace a directory by a file or a file by a directory (`errors.WriteError`)."""
   for name in names:
-    old = fileio.join(fileio.parent_dir(staging_dir), name)
-    new_is_dir = fileio.isdir(fileio.join(staging_dir, name))
-    if fileio.exists(old) and fileio.isdir(old) != new_is_dir:
+    old = filesystem.join(filesystem.parent_dir(staging_dir), name)
+    new_is_dir = filesystem.isdir(filesystem.join(staging_dir, name))
+    if filesystem.exists(old) and filesystem.isdir(old) != new_is_dir:
       code = errno.ENOTDIR if new_is_dir else errno.EISDIR
       raise errors.WriteError(f"cannot write {old}: {os.strerror(code)}")
 
@@ -171,19 +175,19 @@ def _roll_back(staging_dir, names, markers=()):
   Raises:
     errors.WriteError: a removal or rename failed (a later `clean_staging` retries).
   """
-  parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
+  parent, aside = filesystem.parent_dir(staging_dir), _aside(staging_dir)
   for name in reversed(names):
-    dst, old = fileio.join(parent, name), fileio.join(aside, name)
-    new = fileio.join(staging_dir, name)
-    if fileio.exists(old):
+    dst, old = filesystem.join(parent, name), filesystem.join(aside, name)
+    new = filesystem.join(staging_dir, name)
+    if filesystem.exists(old):
       # Locally one rename moved it aside whole; on a URL file system the flag says so.
-      if fileio.exists(old + _MOVED) or not fileio.is_url(dst):
+      if filesystem.exists(old + _MOVED) or not filesystem.is_url(dst):
         _remove_entry(dst)
       _move(old, dst, last=markers)
-    elif not fileio.exists(new):
+    elif not filesystem.exists(new):
       _remove_entry(dst)
-  fileio.rmtree(aside)
-  fileio.rmtree(staging_dir)
+  filesystem.rmtree(aside)
+  filesystem.rmtree(staging_dir)
 
 
 def swap_in(staging_dir, names, markers=(), record=False):
@@ -210,17 +214,17 @@ def swap_in(staging_dir, names, markers=(), record=False):
     errors.WriteError: an old entry is a directory where a file goes (or the reverse), or a
       rename failed; the old entries are then in place and the staging directory is gone.
   """
-  parent, aside = fileio.parent_dir(staging_dir), _aside(staging_dir)
+  parent, aside = filesystem.parent_dir(staging_dir), _aside(staging_dir)
   label = os.path.basename(staging_dir.rstrip("/")).rsplit(_TMP, 1)[0]
   before = _record_both(parent, label, names, staging_dir) if record else None
   try:
     _check_kinds(staging_dir, names)
-    fileio.makedirs(aside)
+    filesystem.makedirs(aside)
     for name in names:
-      if fileio.exists(fileio.join(parent, name)):
-        _move(fileio.join(parent, name), fileio.join(aside, name), first=markers)
-        fileio.touch(fileio.join(aside, name + _MOVED))
-      _move(fileio.join(staging_dir, name), fileio.join(parent, name), last=markers)
+      if filesystem.exists(filesystem.join(parent, name)):
+        _move(filesystem.join(parent, name), filesystem.join(aside, name), first=markers)
+        fileio.touch(filesystem.join(aside, name + _MOVED))
+      _move(filesystem.join(staging_dir, name), filesystem.join(parent, name), last=markers)
   except BaseException:  # an error, or an interrupt: roll back, then re-raise
     with contextlib.suppress(errors.WriteError):
       _roll_back(staging_dir, names, markers)
@@ -231,8 +235,9 @@ def swap_in(staging_dir, names, markers=(), record=False):
   notes = []
   if record:
     try:
-      fileio.write_json(listing(parent, label), {"names": list(names),
-                                                 "files": _entry_files(parent, names)})
+      fileio.write_json(
+        listing(parent, label), {"names": list(names), "files": _entry_files(parent, names)}
+      )
     except errors.WriteError as e:
       notes.append(f"could not record what {label} holds: {errors.one_line(e)}")
   return notes + _remove_all([aside, staging_dir])
@@ -246,7 +251,7 @@ def _record_both(parent, label, names, staging_dir):
     errors.WriteError: the listing cannot be written (nothing has moved).
   """
   path = listing(parent, label)
-  before = fileio.read_bytes(path) if fileio.exists(path) else None
+  before = fileio.read_bytes(path) if filesystem.exists(path) else None
   try:
     old = _listed(parent, label) or set()
   except errors.ReadError:  # a garbled listing names nothing
@@ -259,7 +264,7 @@ def _record_both(parent, label, names, staging_dir):
 def _restore(path, before):
   """Puts back the listing `path` as `before` (its bytes; None: no listing)."""
   if before is None:
-    fileio.remove(path)
+    filesystem.remove(path)
   else:
     fileio.write_bytes(path, before)
 
@@ -275,17 +280,22 @@ def clean_staging(directory, label, names, markers=()):
     One-line notes about what could not be restored or removed.
   """
   notes = []
-  for entry in fileio.listdir(directory):
+  for entry in filesystem.listdir(directory):
     if not entry.startswith(label + _OLD):
       continue
-    staged = fileio.join(directory, label + _TMP + entry[len(label + _OLD):])
+    staged = filesystem.join(directory, label + _TMP + entry[len(label + _OLD) :])
     try:
-      if fileio.exists(fileio.join(staged, names[-1])):  # killed before the swap completed
+      if filesystem.exists(filesystem.join(staged, names[-1])):  # killed before the swap completed
         _roll_back(staged, names, markers)
     except errors.WriteError as e:
-      notes.append(f"could not restore {fileio.join(directory, entry)}: {errors.one_line(e)}")
-  return notes + _remove_all([fileio.join(directory, e) for e in fileio.listdir(directory)
-                              if e.startswith((label + _TMP, label + _OLD))])
+      notes.append(f"could not restore {filesystem.join(directory, entry)}: {errors.one_line(e)}")
+  return notes + _remove_all(
+    [
+      filesystem.join(directory, e)
+      for e in filesystem.listdir(directory)
+      if e.startswith((label + _TMP, label + _OLD))
+    ]
+  )
 
 
 def replace_dir(src, dst, last=()):
@@ -302,8 +312,8 @@ def replace_dir(src, dst, last=()):
   Raises:
     errors.WriteError: see `swap_in`; `dst` is then as it was.
   """
-  parent, name = fileio.parent_dir(dst) or ".", os.path.basename(dst)
+  parent, name = filesystem.parent_dir(dst) or ".", os.path.basename(dst)
   notes = clean_staging(parent, name, (name,), last)
   with staging(parent, name) as tmp:
-    _move(src, fileio.join(tmp, name), last=last)
+    _move(src, filesystem.join(tmp, name), last=last)
     return notes + swap_in(tmp, (name,), last)

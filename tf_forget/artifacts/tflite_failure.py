@@ -26,9 +26,16 @@ def path(run_dir, variant, k):
 def record(variant, k, reason):
   """The failure record of `variant`'s conversion of member k that failed with `reason`."""
   twin = names.plain_twin(variant)
-  return {"schema": SCHEMA, "variant": variant.name, "member_variant": variant.member_variant,
-          "k": k, "format": variant.format, "encoding": variant.encoding,
-          "reason": errors.one_line(reason), "plain_twin": twin.file_stem + ".tflite"}
+  return {
+    "schema": SCHEMA,
+    "variant": variant.name,
+    "member_variant": variant.member_variant,
+    "k": k,
+    "format": variant.format,
+    "encoding": variant.encoding,
+    "reason": errors.one_line(reason),
+    "plain_twin": twin.file_stem + ".tflite",
+  }
 
 
 def read(file_path):

@@ -46,6 +46,7 @@ class Style:
     marker: matplotlib marker of points.
     linestyle: matplotlib line style of lines.
   """
+
   hatch: str
   marker: str
   linestyle: LineStyle
@@ -70,6 +71,7 @@ class Format:
     plain: the style of its plain file.
     sparse: the style of its sparse-encoded twin.
   """
+
   name: str
   optimize: bool
   supported_types: Tuple[str, ...]
@@ -85,9 +87,13 @@ class Format:
   def options(self):
     """The converter options as a dict (keys `optimize`, `supported_types`, `int8_only`,
     `io_type`, `representative`): what an export records and its lineage hashes."""
-    return dict(optimize=self.optimize, supported_types=self.supported_types,
-                int8_only=self.int8_only, io_type=self.io_type,
-                representative=self.representative)
+    return dict(
+      optimize=self.optimize,
+      supported_types=self.supported_types,
+      int8_only=self.int8_only,
+      io_type=self.io_type,
+      representative=self.representative,
+    )
 
   @property
   def integer(self):
@@ -106,19 +112,54 @@ class Format:
 
 
 FORMATS = (
-    Format("float32", optimize=False, supported_types=(), int8_only=False, io_type=None,
-           representative=False, cost_class="float", convert_factor=1.0,
-           plain=Style("", "o", "-"), sparse=Style("...", "h", (0, (6, 2)))),
-    Format("float16", optimize=True, supported_types=("float16",), int8_only=False,
-           io_type=None, representative=False, cost_class="float", convert_factor=1.0,
-           plain=Style("///", "s", "--"), sparse=Style("//..", "P", (0, (6, 2, 1, 2)))),
-    Format("dynamic_int8", optimize=True, supported_types=(), int8_only=False, io_type=None,
-           representative=False, cost_class="int8", convert_factor=1.0,
-           plain=Style("\\\\\\", "^", "-."),
-           sparse=Style("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1)))),
-    Format("full_int8", optimize=True, supported_types=(), int8_only=True, io_type="int8",
-           representative=True, cost_class="int8", convert_factor=1.5,
-           plain=Style("xxx", "D", ":"), sparse=Style("xx..", "X", (0, (1, 1)))),
+  Format(
+    "float32",
+    optimize=False,
+    supported_types=(),
+    int8_only=False,
+    io_type=None,
+    representative=False,
+    cost_class="float",
+    convert_factor=1.0,
+    plain=Style("", "o", "-"),
+    sparse=Style("...", "h", (0, (6, 2))),
+  ),
+  Format(
+    "float16",
+    optimize=True,
+    supported_types=("float16",),
+    int8_only=False,
+    io_type=None,
+    representative=False,
+    cost_class="float",
+    convert_factor=1.0,
+    plain=Style("///", "s", "--"),
+    sparse=Style("//..", "P", (0, (6, 2, 1, 2))),
+  ),
+  Format(
+    "dynamic_int8",
+    optimize=True,
+    supported_types=(),
+    int8_only=False,
+    io_type=None,
+    representative=False,
+    cost_class="int8",
+    convert_factor=1.0,
+    plain=Style("\\\\\\", "^", "-."),
+    sparse=Style("\\\\..", "v", (0, (3, 1, 1, 1, 1, 1))),
+  ),
+  Format(
+    "full_int8",
+    optimize=True,
+    supported_types=(),
+    int8_only=True,
+    io_type="int8",
+    representative=True,
+    cost_class="int8",
+    convert_factor=1.5,
+    plain=Style("xxx", "D", ":"),
+    sparse=Style("xx..", "X", (0, (1, 1))),
+  ),
 )
 
 
@@ -139,8 +180,9 @@ def check(table):
       raise TableError(f"TFLite format {f.name!r} is in the table twice")
     seen.add(f.name)
     if f.cost_class not in COST_CLASSES:
-      raise TableError(f"format {f.name!r}: cost class {f.cost_class!r} is not one of "
-                       f"{', '.join(COST_CLASSES)}")
+      raise TableError(
+        f"format {f.name!r}: cost class {f.cost_class!r} is not one of {', '.join(COST_CLASSES)}"
+      )
     if not isinstance(f.supported_types, tuple):
       raise TableError(f"format {f.name!r}: supported_types must be a tuple")
     for encoding in ("plain", "sparse"):

@@ -47,6 +47,8 @@ def write(meta_path, meta):
 def is_export_json(file_name):
   """Whether a file name in `tflite/<member variant>/<k>/` may be an export JSON: `<stem>.json`,
   neither a failure record (`<stem>.failed.json`) nor a writer's temporary name."""
-  return (file_name.endswith(".json") and not file_name.endswith(".failed.json")
-          and ".tmp-" not in file_name)
-
+  return (
+    file_name.endswith(".json")
+    and not file_name.endswith(".failed.json")
+    and ".tmp-" not in file_name
+  )

@@ -33,6 +33,7 @@ from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 
 _DESCRIPTOR_DIRS = ("/proc/", "/dev/fd/")  # where a path names an open file descriptor
@@ -50,6 +51,7 @@ class Output:
     fd: the open descriptor of a character device, FIFO or descriptor link written in place,
       else None.
   """
+
   given: str
   path: str
   what: str
@@ -63,18 +65,24 @@ def check_outside(run_dir, path, what):
   Raises:
     errors.WriteError: one line naming the entry it would land in.
   """
-  if run_dir is None or fileio.is_url(run_dir) != fileio.is_url(path):
+  if run_dir is None or filesystem.is_url(run_dir) != filesystem.is_url(path):
     return
-  real = (lambda p: p) if fileio.is_url(path) else os.path.realpath
+  real = (lambda p: p) if filesystem.is_url(path) else os.path.realpath
   entry = layout.own_entry(real(run_dir), real(path))
   if entry is None:
     return
   own = os.path.join(run_dir, entry)
-  where = "is the run directory" if entry == "." else (
-      f"{'is' if real(path) == real(own) else 'lies in'} {own}, which tf_forget writes on every "
-      "run")
-  raise errors.WriteError(f"{what}: {path} {where}: choose a path outside tf_forget's folders "
-                          "and files (beside them in the run directory is fine)")
+  where = (
+    "is the run directory"
+    if entry == "."
+    else (
+      f"{'is' if real(path) == real(own) else 'lies in'} {own}, which tf_forget writes on every run"
+    )
+  )
+  raise errors.WriteError(
+    f"{what}: {path} {where}: choose a path outside tf_forget's folders "
+    "and files (beside them in the run directory is fine)"
+  )
 
 
 def _probe(what, directory):
@@ -104,8 +112,10 @@ def _open_in_place(what, path, fifo=False, flags=0):
     fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | flags)
   except OSError as e:
     if fifo and e.errno == errno.ENXIO:  # nobody has the FIFO open for reading
-      raise errors.WriteError(f"{what}: no process reads the FIFO {path} (the write would wait "
-                              "for ever): start its reader first") from e
+      raise errors.WriteError(
+        f"{what}: no process reads the FIFO {path} (the write would wait "
+        "for ever): start its reader first"
+      ) from e
     raise errors.WriteError(f"{what}: cannot write {path}: {errors.one_line(e)}") from e
   fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
   return fd
@@ -124,7 +134,7 @@ def check(given, what, run_dir=None, append=False):
     errors.WriteError: one line, the path cannot or must not be written.
   """
   check_outside(run_dir, given, what)
-  if fileio.is_url(given):
+  if filesystem.is_url(given):
     return Output(given, given, what, append)
   try:
     st = os.stat(given)  # what a symlink points to
@@ -144,11 +154,18 @@ def check(given, what, run_dir=None, append=False):
     _probe(what, parent)
     return Output(given, path, what, append)
   if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-    return Output(given, given, what, append,
-                  _open_in_place(what, given, stat.S_ISFIFO(st.st_mode)))
-  kind = ("a directory, not a file" if stat.S_ISDIR(st.st_mode) else
-          "a block device (a disk): it is not written" if stat.S_ISBLK(st.st_mode) else
-          "a socket, not a file" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    return Output(
+      given, given, what, append, _open_in_place(what, given, stat.S_ISFIFO(st.st_mode))
+    )
+  kind = (
+    "a directory, not a file"
+    if stat.S_ISDIR(st.st_mode)
+    else "a block device (a disk): it is not written"
+    if stat.S_ISBLK(st.st_mode)
+    else "a socket, not a file"
+    if stat.S_ISSOCK(st.st_mode)
+    else "not a regular file"
+  )
   raise errors.WriteError(f"{what}: {given} is {kind}")
 
 
@@ -161,7 +178,7 @@ def close(output):
 
 def _with_before(path, data):
   """`data` after what the file `path` holds (on a line of its own), for an append."""
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return data
   try:
     before = fileio.read_bytes(path)
@@ -174,10 +191,11 @@ def _write_in_place(output, data):
   try:
     view = memoryview(data)
     while view:
-      view = view[os.write(output.fd, view):]
+      view = view[os.write(output.fd, view) :]
   except OSError as e:
-    raise errors.WriteError(f"{output.what}: cannot write {output.given}: "
-                            f"{errors.one_line(e)}") from e
+    raise errors.WriteError(
+      f"{output.what}: cannot write {output.given}: {errors.one_line(e)}"
+    ) from e
   finally:
     close(output)
 
@@ -192,7 +210,7 @@ def write(output, data):
   if output.fd is not None:
     _write_in_place(output, data)
     return
-  if fileio.is_url(output.path):
+  if filesystem.is_url(output.path):
     fileio.write_bytes(output.path, _with_before(output.path, data) if output.append else data)
     return
   try:
@@ -200,8 +218,9 @@ def write(output, data):
   except FileNotFoundError:
     st = None
   if st is not None and not stat.S_ISREG(st.st_mode):
-    raise errors.WriteError(f"{output.what}: {output.given} is no longer a regular file: not "
-                            "replaced")
+    raise errors.WriteError(
+      f"{output.what}: {output.given} is no longer a regular file: not replaced"
+    )
   if output.append:
     data = _with_before(output.path, data)
   fileio.write_bytes(output.path, data, mode=stat.S_IMODE(st.st_mode) if st else None)

@@ -41,8 +41,11 @@ INTERRUPTED = startup.INTERRUPTED  # 128 + SIGINT
 TERMINATED = startup.TERMINATED  # 128 + SIGTERM
 
 _VERBOSE = flags.DEFINE_bool(
-    "verbose", False, "Show TensorFlow's, LiteRT's and the converter's own output on the "
-    "terminal (by default it goes to <run directory>/logs/).")
+  "verbose",
+  False,
+  "Show TensorFlow's, LiteRT's and the converter's own output on the "
+  "terminal (by default it goes to <run directory>/logs/).",
+)
 
 
 IMAGE_SIZE_MESSAGE = "image_size must be two positive integers H,W, e.g. 64,64"
@@ -50,8 +53,9 @@ IMAGE_SIZE_MESSAGE = "image_size must be two positive integers H,W, e.g. 64,64"
 
 def image_size_ok(values):
   """Validator of an `--image_size` list flag: None, or exactly two positive integers."""
-  return values is None or (len(values) == 2 and all(str(v).strip().isdigit() and int(v) > 0
-                                                      for v in values))
+  return values is None or (
+    len(values) == 2 and all(str(v).strip().isdigit() and int(v) > 0 for v in values)
+  )
 
 
 class Terminated(KeyboardInterrupt):
@@ -96,8 +100,9 @@ def help_text(doc, sections):
     lines.append(f"{title}:")
     for flag_name, text, default in entries:
       default = "" if default is None else f" (default: {default})"
-      lines.append(flags.text_wrap(f"--{flag_name}: {text}{default}", indent="      ",
-                                   firstline_indent="  "))
+      lines.append(
+        flags.text_wrap(f"--{flag_name}: {text}{default}", indent="      ", firstline_indent="  ")
+      )
     lines.append("")
   lines.append("(--helpfull: every flag of every module, as absl lists them)")
   return "\n".join(lines)
@@ -122,14 +127,19 @@ def sectioned_help(doc, sections, flag_values, module_name):
   by_module = flag_values.flags_by_module_dict()
   own = {f.name for m in (module_name, __name__) for f in by_module.get(m, [])}
   listed = [n for _, names in sections for n in names]
-  found = {"flags in no --help section": own - set(listed),
-           "flags in two --help sections": {n for n in listed if listed.count(n) > 1},
-           "no such flags": {n for n in listed if n not in flag_values}}
+  found = {
+    "flags in no --help section": own - set(listed),
+    "flags in two --help sections": {n for n in listed if listed.count(n) > 1},
+    "no such flags": {n for n in listed if n not in flag_values},
+  }
   problems = [f"{what}: {', '.join(sorted(names))}" for what, names in found.items() if names]
   if problems:
     raise AssertionError("; ".join(problems))
-  entry = lambda n: (n, flag_values[n].help, None if flag_values[n].default is None
-                     else flag_values[n].default_as_str)
+  entry = lambda n: (
+    n,
+    flag_values[n].help,
+    None if flag_values[n].default is None else flag_values[n].default_as_str,
+  )
   return help_text(doc, [(title, [entry(n) for n in names]) for title, names in sections])
 
 
@@ -145,6 +155,7 @@ def _parser(name, help_fn=None):
       _usage(name, e)
     except SystemExit as e:  # absl's --help / --helpshort / --helpfull / --helpxml printed
       sys.exit(0 if e.code == 1 else e.code)  # what was asked for, and exit 1: a success
+
   return parse
 
 
@@ -164,8 +175,9 @@ def _stdout_closed(name):
   console.drop_stdout()
   where = status.describe()
   if where != startup.STARTING:
-    console.error(f"{name}: stopped during {where} (its output was closed); run the same "
-                  "command to resume")
+    console.error(
+      f"{name}: stopped during {where} (its output was closed); run the same command to resume"
+    )
   return console.PIPE_CLOSED
 
 
@@ -211,7 +223,7 @@ def _status(main, name, argv):
       console.error(e.code)
       return 1
     return 0 if e.code is None else e.code
-  # pylint: disable-next=broad-except (a bug: keep its traceback, on the terminal)
+  # a bug: keep its traceback, on the terminal
   except Exception as e:
     if isinstance(e, BrokenPipeError) and console.stdout_gone():  # `... | head`: no bug
       return _stdout_closed(name)
@@ -264,8 +276,7 @@ def run(main, name, help_fn=None):
   signal.signal(signal.SIGTERM, _on_signal)
   signal.signal(signal.SIGINT, _on_signal)
   try:
-    app.run(lambda argv: sys.exit(_call(main, name, argv)),
-            flags_parser=_parser(name, help_fn))
+    app.run(lambda argv: sys.exit(_call(main, name, argv)), flags_parser=_parser(name, help_fn))
   except KeyboardInterrupt as e:  # while absl parsed the flags, before `main` ran
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(_interrupted(name, e))
@@ -285,6 +296,8 @@ def run_command(command, doc):
   as `main` under `run` above.
   """
   command.define(flags.FLAGS)
-  run(lambda argv: command.run(flags.FLAGS),
-      command.NAME,
-      lambda: sectioned_help(doc, command.HELP_SECTIONS, flags.FLAGS, command.__name__))
+  run(
+    lambda argv: command.run(flags.FLAGS),
+    command.NAME,
+    lambda: sectioned_help(doc, command.HELP_SECTIONS, flags.FLAGS, command.__name__),
+  )

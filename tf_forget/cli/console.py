@@ -169,9 +169,10 @@ def close(failed=False):
   if _STATE.remote_dir is not None:
     try:
       fileio.copy(_STATE.log_path, _STATE.remote_dir)
-    except Exception:  # pylint: disable=broad-except (the log is a courtesy; keep the result)
-      error(f"{_STATE.name}: could not copy the log to {_STATE.remote_dir}; it is at "
-            f"{_STATE.log_path}")
+    except Exception:  # the log is a courtesy; keep the result
+      error(
+        f"{_STATE.name}: could not copy the log to {_STATE.remote_dir}; it is at {_STATE.log_path}"
+      )
       return
   if (not _STATE.attached and not _STATE.keep) or _STATE.remote_dir is not None:
     try:

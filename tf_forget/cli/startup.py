@@ -24,7 +24,7 @@ STARTING = "start-up"  # `tf_forget.cli.status.describe()` before the first sect
 
 
 def line(name, terminated, where):
-  """"<name>: interrupted during <where>; run the same command to resume" (or "terminated")."""
+  """ "<name>: interrupted during <where>; run the same command to resume" (or "terminated")."""
   verb = "terminated" if terminated else "interrupted"
   return f"{name}: {verb} during {where}; run the same command to resume"
 
@@ -36,7 +36,8 @@ def _stop(name):
     try:
       os.write(2, (line(name, terminated, STARTING) + "\n").encode())
     finally:
-      os._exit(TERMINATED if terminated else INTERRUPTED)  # pylint: disable=protected-access
+      os._exit(TERMINATED if terminated else INTERRUPTED)
+
   return stop
 
 

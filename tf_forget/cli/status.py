@@ -37,7 +37,7 @@ def current():
 
 
 def describe():
-  """"<stage>, N of M units done" (or "start-up" before the first stage).
+  """ "<stage>, N of M units done" (or "start-up" before the first stage).
 
   Within a section: "<section>" before its first stage, "<section> (<stage>, N of M units
   done)" after, "<section>, N of M units done" when the stage has the section's name.

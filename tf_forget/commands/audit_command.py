@@ -63,12 +63,17 @@ def summary_target(given, run_dir=None, environ=None):
 
 def write_summary(result, target):
   """Writes `result`'s (an `api.Result`) Markdown summary to `target` (`summary_target`)."""
-  from tf_forget.report import summary_md  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import summary_md
+
   if target is None:
     return
-  text = summary_md.render(result.report, result.tables.get("verdict"),
-                           result.tables.get("deployment"), result.manifest,
-                           result.paths["report_html"])
+  text = summary_md.render(
+    result.report,
+    result.tables.get("verdict"),
+    result.tables.get("deployment"),
+    result.manifest,
+    result.paths["report_html"],
+  )
   summary_md.write(target, text)
 
 
@@ -92,23 +97,26 @@ def run(flag_values, name="audit"):
   """
   prepare()
   fv = flag_values
-  from tf_forget.config import flag_values as flag_values_lib  # pylint: disable=g-import-not-at-top
-  from tf_forget.config import tree  # pylint: disable=g-import-not-at-top
+  from tf_forget.config import flag_values as flag_values_lib
+  from tf_forget.config import tree
+
   try:
     config_path = fv["config"].value
     base = tree.load(filesystem.user_path(config_path)) if config_path else None
     config = flag_values_lib.config_from_flags(*audit_flags.values(fv), base=base)
     flag_values_lib.check(config)
     # TensorFlow is imported once the flags are known good: a bad flag is one line at once.
-    from tf_forget import api  # pylint: disable=g-import-not-at-top
+    from tf_forget import api
+
     if fv["plan"].value:
       if fv["summary"].value:
         raise errors.Error("--summary is not for --plan (the plan writes nothing)")
       print(api.plan(config, filesystem.user_path(fv["unit_costs"].value)))
       return 0
     target = summary_target(fv["summary"].value, run_dir=config.out)
-    result = _audit_with_summary(lambda: api.audit(config, on_locked=console.attach,
-                                                     started=startup.STARTED), target)
+    result = _audit_with_summary(
+      lambda: api.audit(config, on_locked=console.attach, started=startup.STARTED), target
+    )
   except errors.Error as e:  # bad input or artifact: one line, exit 1 (a bug keeps its traceback)
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:
@@ -125,14 +133,17 @@ def render(run_dir, summary=None, name="report", trust_model_code=False, preproc
     SystemExit: "<name>: error: <one line>": no finished run there, or its inputs are gone.
   """
   prepare()
-  from tf_forget import api  # pylint: disable=g-import-not-at-top
+  from tf_forget import api
+
   try:
     run_dir = filesystem.user_path(run_dir)
     target = summary_target(summary, run_dir=run_dir)
     result = _audit_with_summary(
-        lambda: api.render_report(run_dir, on_locked=console.attach,
-                                  trust_model_code=trust_model_code, preprocess=preprocess),
-        target)
+      lambda: api.render_report(
+        run_dir, on_locked=console.attach, trust_model_code=trust_model_code, preprocess=preprocess
+      ),
+      target,
+    )
   except errors.Error as e:
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:
@@ -143,5 +154,4 @@ def render(run_dir, summary=None, name="report", trust_model_code=False, preproc
 def help_text(flag_values, doc):
   """`--help`: `doc`, then `audit_flags.HELP_SECTIONS` with each flag's help and default
   (`cli_app.sectioned_help`: a flag of the audit in no section fails loudly)."""
-  return cli_app.sectioned_help(doc, audit_flags.HELP_SECTIONS, flag_values,
-                                audit_flags.__name__)
+  return cli_app.sectioned_help(doc, audit_flags.HELP_SECTIONS, flag_values, audit_flags.__name__)

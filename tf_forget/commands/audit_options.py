@@ -24,9 +24,11 @@ def _option_args(options, multi):
     if isinstance(value, bool):
       args.append(f"--{'' if value else 'no'}{name}")
     elif isinstance(value, dict):
-      args += [f"--{name}={k}=" + (option_types.text(v) if option_types.is_path(v)
-                                       else ",".join(map(option_types.text, v)))
-               for k, v in value.items()]
+      args += [
+        f"--{name}={k}="
+        + (option_types.text(v) if option_types.is_path(v) else ",".join(map(option_types.text, v)))
+        for k, v in value.items()
+      ]
     elif isinstance(value, (list, tuple)) and name in multi:
       args += [f"--{name}={v}" for v in value]
     elif isinstance(value, (list, tuple)):
@@ -51,9 +53,11 @@ def options_config(options, base=None):
   """
   unknown = sorted(set(options) - set(audit_flags.config_flag_names()))
   if unknown:
-    raise TypeError(f"unknown audit option{'s' if len(unknown) > 1 else ''} "
-                    f"{', '.join(unknown)} (the options are the audit's flags: tf-forget "
-                    "audit --help)")
+    raise TypeError(
+      f"unknown audit option{'s' if len(unknown) > 1 else ''} "
+      f"{', '.join(unknown)} (the options are the audit's flags: tf-forget "
+      "audit --help)"
+    )
   fv = flags.FlagValues()
   audit_flags.define(fv)
   option_types.check(options, fv)

@@ -11,7 +11,6 @@ from absl import flags
 from absl import logging
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.cli import app as cli_app
@@ -25,8 +24,8 @@ NAME = "export_population"
 
 # --help, section by section (every flag of `define` and --verbose under one title).
 HELP_SECTIONS = (
-    ("what to read and write", ["run_dir", "overwrite", "verbose"]),
-    ("what to make", ["formats", "pruned_formats", "encodings", "representative_size"]),
+  ("what to read and write", ["run_dir", "overwrite", "verbose"]),
+  ("what to make", ["formats", "pruned_formats", "encodings", "representative_size"]),
 )
 
 
@@ -34,14 +33,30 @@ def define(flag_values):
   """Defines the command's flags on `flag_values` (an absl `FlagValues`)."""
   fv = {"flag_values": flag_values}
   flags.DEFINE_string("run_dir", None, "Population run directory (with members/).", **fv)
-  flags.DEFINE_string("formats", None, "Comma-separated TFLite formats for the dense members "
-                      "(default: float32 and the data set protocol's, docs/spec.md §2.3).", **fv)
-  flags.DEFINE_string("pruned_formats", None, "Comma-separated TFLite formats for pruned "
-                      "members (default: the protocol's: float32, docs/spec.md §1.1).", **fv)
-  flags.DEFINE_integer("representative_size", 100, "First N train examples used to calibrate "
-                       "full_int8 (docs/spec.md §2.5; 000 appendix A).", lower_bound=1, **fv)
-  flags.DEFINE_string("encodings", "plain",
-                      "Comma-separated weight encodings: plain, sparse.", **fv)
+  flags.DEFINE_string(
+    "formats",
+    None,
+    "Comma-separated TFLite formats for the dense members "
+    "(default: float32 and the data set protocol's, docs/spec.md §2.3).",
+    **fv,
+  )
+  flags.DEFINE_string(
+    "pruned_formats",
+    None,
+    "Comma-separated TFLite formats for pruned "
+    "members (default: the protocol's: float32, docs/spec.md §1.1).",
+    **fv,
+  )
+  flags.DEFINE_integer(
+    "representative_size",
+    100,
+    "First N train examples used to calibrate full_int8 (docs/spec.md §2.5; 000 appendix A).",
+    lower_bound=1,
+    **fv,
+  )
+  flags.DEFINE_string(
+    "encodings", "plain", "Comma-separated weight encodings: plain, sparse.", **fv
+  )
   flags.DEFINE_bool("overwrite", False, "Re-export finished exports.", **fv)
 
 
@@ -57,15 +72,16 @@ def run(fv):
   if not fv.run_dir:
     raise app.UsageError("--run_dir is required")
   run_dir = filesystem.user_path(fv.run_dir)
-  if not fileio.isdir(run_dir):
+  if not filesystem.isdir(run_dir):
     raise app.UsageError(f"--run_dir {run_dir} is not a directory")
   dense, pruned = fv.formats, fv.pruned_formats
   if dense is None or pruned is None:
     try:
       default_dense, default_pruned = default_formats.protocol_formats(run_dir)
     except (errors.Error, protocols.ProtocolError) as e:
-      console.error(f"{NAME}: error: {errors.one_line(e, 1000)} (or give --formats "
-                    "and --pruned_formats)")
+      console.error(
+        f"{NAME}: error: {errors.one_line(e, 1000)} (or give --formats and --pruned_formats)"
+      )
       return 1
     dense = default_dense if dense is None else dense
     pruned = default_pruned if pruned is None else pruned
@@ -75,11 +91,19 @@ def run(fv):
     encodings = names.parse_encodings(fv.encodings)
   except names.FormatError as e:
     raise app.UsageError(str(e))
-  from tf_forget.export import export  # pylint: disable=g-import-not-at-top  (after Keras 2)
+  from tf_forget.export import export  # after Keras 2
+
   try:
     with cli_app.locked_run_dir(run_dir, NAME, check_ours=False):
-      export.export_population(run_dir, dense, pruned, fv.representative_size,
-                               overwrite=fv.overwrite, log=print, encodings=encodings)
+      export.export_population(
+        run_dir,
+        dense,
+        pruned,
+        fv.representative_size,
+        overwrite=fv.overwrite,
+        log=print,
+        encodings=encodings,
+      )
   except errors.Error as e:  # bad input or artifact: one line (a bug keeps its traceback)
     console.error(f"{NAME}: error: {errors.one_line(e, 1000)}")
     return 1

@@ -20,10 +20,12 @@ NAME = "generate_corruptions"
 
 # --help, section by section (every flag of `define` and --verbose under one title).
 HELP_SECTIONS = (
-    ("what to read and write", ["dataset", "data_dir", "image_size", "split", "cache_dir",
-                                "overwrite", "verbose"]),
-    ("what to make", ["corruptions", "severities", "table", "base_seed"]),
-    ("how the work runs", ["batch_size", "processes"]),
+  (
+    "what to read and write",
+    ["dataset", "data_dir", "image_size", "split", "cache_dir", "overwrite", "verbose"],
+  ),
+  ("what to make", ["corruptions", "severities", "table", "base_seed"]),
+  ("how the work runs", ["batch_size", "processes"]),
 )
 
 
@@ -35,19 +37,25 @@ def define(flag_values):
   flags.DEFINE_list("image_size", None, "H,W to resize to (data sets that take it).", **fv)
   flags.DEFINE_string("cache_dir", None, "Root of the corrupted-split cache.", **fv)
   flags.DEFINE_string("split", None, "Clean split to corrupt (default: the eval split).", **fv)
-  flags.DEFINE_list("corruptions", list(corruption_registry.CORRUPTIONS),
-                    "Corruption names (default: all 19).", **fv)
+  flags.DEFINE_list(
+    "corruptions",
+    list(corruption_registry.CORRUPTIONS),
+    "Corruption names (default: all 19).",
+    **fv,
+  )
   flags.DEFINE_list("severities", ["1", "2", "3", "4", "5"], "Severities 1..5.", **fv)
-  flags.DEFINE_enum("table", None, list(tables.FAMILIES),
-                    "Severity table (default: the image-size family).", **fv)
-  flags.DEFINE_integer("base_seed", 0, "Replicate seed (part of the cache key).",
-                       lower_bound=0, **fv)
+  flags.DEFINE_enum(
+    "table", None, list(tables.FAMILIES), "Severity table (default: the image-size family).", **fv
+  )
+  flags.DEFINE_integer(
+    "base_seed", 0, "Replicate seed (part of the cache key).", lower_bound=0, **fv
+  )
   flags.DEFINE_integer("batch_size", 1000, "Examples per shard.", lower_bound=1, **fv)
-  flags.DEFINE_integer("processes", 0, "Worker processes (0: in this process).",
-                       lower_bound=0, **fv)
+  flags.DEFINE_integer(
+    "processes", 0, "Worker processes (0: in this process).", lower_bound=0, **fv
+  )
   flags.DEFINE_bool("overwrite", False, "Regenerate complete entries too.", **fv)
-  flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE,
-                           **fv)
+  flags.register_validator("image_size", cli_app.image_size_ok, cli_app.IMAGE_SIZE_MESSAGE, **fv)
 
 
 def _jobs(corruptions, severities):
@@ -58,8 +66,9 @@ def _jobs(corruptions, severities):
       raise app.UsageError(f"--severities must be integers in 1..5, got {text!r}")
   for name in corruptions:
     if name not in corruption_registry.CORRUPTIONS:
-      raise app.UsageError(f"unknown corruption {name!r} (known: "
-                           f"{', '.join(corruption_registry.CORRUPTIONS)})")
+      raise app.UsageError(
+        f"unknown corruption {name!r} (known: {', '.join(corruption_registry.CORRUPTIONS)})"
+      )
     jobs.extend((name, int(s)) for s in severities)
   return jobs
 
@@ -78,14 +87,24 @@ def run(fv):
   cache_dir = filesystem.user_path(fv.cache_dir)
   if fv.image_size:
     options["image_size"] = tuple(int(v) for v in fv.image_size)
-  from tf_forget.data import registry as data_registry  # pylint: disable=g-import-not-at-top
+  from tf_forget.data import registry as data_registry
+
   try:
     dataset = data_registry.get(fv.dataset, **options)
     split = fv.split or dataset.spec.eval_split
-    keys = cache.fill(dataset, split, jobs, cache_dir, table=fv.table,
-                      base_seed=fv.base_seed, batch_size=fv.batch_size,
-                      processes=fv.processes, overwrite=fv.overwrite)
+    keys = cache.fill(
+      dataset,
+      split,
+      jobs,
+      cache_dir,
+      table=fv.table,
+      base_seed=fv.base_seed,
+      batch_size=fv.batch_size,
+      processes=fv.processes,
+      overwrite=fv.overwrite,
+    )
   except errors.Error as e:  # DataError / CorruptionError / WriteError: one line, exit 1
     raise app.UsageError(errors.one_line(e, 1000)) from e
-  print(f"generated {len(keys)} of {len(jobs)} corrupted splits of {fv.dataset}/{split} "
-        f"in {cache_dir}")
+  print(
+    f"generated {len(keys)} of {len(jobs)} corrupted splits of {fv.dataset}/{split} in {cache_dir}"
+  )

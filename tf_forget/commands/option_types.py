@@ -23,8 +23,9 @@ _NUMBER = (int, float)
 
 def is_path(value):
   """Whether `value` is a `str` or an `os.PathLike` naming a `str` path."""
-  return isinstance(value, str) or (isinstance(value, os.PathLike)
-                                    and isinstance(os.fspath(value), str))
+  return isinstance(value, str) or (
+    isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)
+  )
 
 
 def text(value):
@@ -39,15 +40,18 @@ def _is_number(value):
 def _is_candidate(value):
   """`candidate`: {NAME: path or [paths]}, or ["NAME=PATHS", ...]."""
   if isinstance(value, dict):
-    return all(isinstance(k, str) and (is_path(v) or isinstance(v, (list, tuple))
-                                       and all(is_path(p) for p in v))
-               for k, v in value.items())
+    return all(
+      isinstance(k, str)
+      and (is_path(v) or isinstance(v, (list, tuple)) and all(is_path(p) for p in v))
+      for k, v in value.items()
+    )
   return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
 def _is_list(value):
-  return is_path(value) or (isinstance(value, (list, tuple))
-                            and all(is_path(v) or _is_number(v) for v in value))
+  return is_path(value) or (
+    isinstance(value, (list, tuple)) and all(is_path(v) or _is_number(v) for v in value)
+  )
 
 
 def expected(flag):
@@ -77,5 +81,6 @@ def check(options, flag_values):
   for name, value in options.items():
     what, ok = expected(flag_values[name])
     if value is not None and not ok(value):
-      raise TypeError(f"{name} must be {what}, got {type(value).__name__} "
-                      f"{' '.join(repr(value).split())[:80]}")
+      raise TypeError(
+        f"{name} must be {what}, got {type(value).__name__} {' '.join(repr(value).split())[:80]}"
+      )

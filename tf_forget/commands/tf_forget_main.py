@@ -59,8 +59,14 @@ def _report_args(rest):
     else:
       (options if arg.startswith("-") else positional).append(arg)
   if len(positional) != 1 and not any(a in ("--help", "-h", "--helpfull") for a in options):
-    return None, None, (f"report takes one run directory, got {len(positional)} "
-                        f"({' '.join(positional) or 'none'}): tf-forget report RUN_DIR")
+    return (
+      None,
+      None,
+      (
+        f"report takes one run directory, got {len(positional)} "
+        f"({' '.join(positional) or 'none'}): tf-forget report RUN_DIR"
+      ),
+    )
   return (positional or [None])[0], options, None
 
 
@@ -68,13 +74,12 @@ def _run(command, rest):
   """Runs `command` under `tf_forget.cli.app.run` (never returns)."""
   name = f"{PROG} {command}"
   startup.guard(name)  # Ctrl-C during the imports below: one line, 130
-  # pylint: disable=g-import-not-at-top
   from absl import flags
 
   from tf_forget.cli import app as cli_app
   from tf_forget.commands import audit_command
   from tf_forget.commands import audit_flags
-  # pylint: enable=g-import-not-at-top
+
   fv = flags.FLAGS
   if command == "report":
     run_dir, options, problem = _report_args(rest)
@@ -83,12 +88,18 @@ def _run(command, rest):
     audit_flags.define_summary(fv)
     audit_flags.define_report_trust(fv)
     sys.argv = [name, *options]
-    help_fn = lambda: cli_app.help_text(REPORT_DOC, [("flags", [
-        (n, fv[n].help, None) for n in ("summary", "trust_model_code", "preprocess",
-                                        "verbose")])])
-    main = lambda argv: audit_command.render(run_dir, fv["summary"].value, name,
-                                             fv["trust_model_code"].value,
-                                             fv["preprocess"].value)
+    help_fn = lambda: cli_app.help_text(
+      REPORT_DOC,
+      [
+        (
+          "flags",
+          [(n, fv[n].help, None) for n in ("summary", "trust_model_code", "preprocess", "verbose")],
+        )
+      ],
+    )
+    main = lambda argv: audit_command.render(
+      run_dir, fv["summary"].value, name, fv["trust_model_code"].value, fv["preprocess"].value
+    )
   else:
     audit_flags.define(fv)
     sys.argv = [name, *(["--plan"] if command == "plan" else []), *rest]
@@ -111,8 +122,9 @@ def main(argv=None):
     print(f"{PROG} {tf_forget.__version__}")
     return 0
   if argv[0] not in COMMANDS:
-    return _error(f"unknown command {argv[0]!r} (the commands: {', '.join(COMMANDS)}; "
-                  "tf-forget --help)")
+    return _error(
+      f"unknown command {argv[0]!r} (the commands: {', '.join(COMMANDS)}; tf-forget --help)"
+    )
   _run(argv[0], argv[1:])
   return 0
 
@@ -126,7 +138,8 @@ def console_main():
     code = main()
     sys.stdout.flush()
   except BrokenPipeError:
-    from tf_forget.cli import console  # pylint: disable=g-import-not-at-top
+    from tf_forget.cli import console
+
     if not console.stdout_gone():
       raise
     console.drop_stdout()

@@ -41,9 +41,9 @@ import sys
 
 # TensorFlow's own environment variables, and the portable defaults chosen for them.
 DEFAULTS = {
-    "TF_ENABLE_ONEDNN_OPTS": "0",
-    "TF_NUM_INTRAOP_THREADS": "2",
-    "TF_NUM_INTEROP_THREADS": "1",
+  "TF_ENABLE_ONEDNN_OPTS": "0",
+  "TF_NUM_INTRAOP_THREADS": "2",
+  "TF_NUM_INTEROP_THREADS": "1",
 }
 # Also recorded (they change oneDNN's kernels when oneDNN is on).
 RECORDED = ("ONEDNN_MAX_CPU_ISA",)
@@ -64,8 +64,9 @@ def configure():
   missing = [name for name in DEFAULTS if not os.environ.get(name)]
   if missing and "tensorflow" in sys.modules:
     raise RuntimeError(
-        f"{', '.join(missing)} must be set before TensorFlow is imported; call "
-        "tf_forget.compat.cpu_kernels.configure() before importing TensorFlow-using modules")
+      f"{', '.join(missing)} must be set before TensorFlow is imported; call "
+      "tf_forget.compat.cpu_kernels.configure() before importing TensorFlow-using modules"
+    )
   for name in missing:
     os.environ[name] = DEFAULTS[name]
   return settings()
@@ -105,6 +106,10 @@ def describe():
     cores = len(os.sched_getaffinity(0))
   except AttributeError:  # not Linux
     cores = os.cpu_count()
-  return {"cpu": model or platform.processor(), "machine": platform.machine(),
-          "isa": [f for f in ISA_FLAGS if f in flags], "cores": cores,
-          "settings": settings()}
+  return {
+    "cpu": model or platform.processor(),
+    "machine": platform.machine(),
+    "isa": [f for f in ISA_FLAGS if f in flags],
+    "cores": cores,
+    "settings": settings(),
+  }

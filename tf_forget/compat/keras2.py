@@ -26,8 +26,9 @@ def enable():
     return
   if "tensorflow" in sys.modules:
     raise RuntimeError(
-        f"{ENV_VAR}=1 must be set before TensorFlow is imported; call "
-        "tf_forget.compat.keras2.enable() before importing TensorFlow-using modules")
+      f"{ENV_VAR}=1 must be set before TensorFlow is imported; call "
+      "tf_forget.compat.keras2.enable() before importing TensorFlow-using modules"
+    )
   os.environ[ENV_VAR] = "1"
 
 
@@ -38,7 +39,8 @@ def is_enabled():
 
 def keras():
   """Returns the Keras 2 package (`tf_keras`), the only Keras tf_forget builds models with."""
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tf_keras
+
   return tf_keras
 
 
@@ -49,5 +51,6 @@ def tfmot():
     RuntimeError: see `enable`.
   """
   enable()
-  import tensorflow_model_optimization  # pylint: disable=g-import-not-at-top
+  import tensorflow_model_optimization
+
   return tensorflow_model_optimization

@@ -23,7 +23,8 @@ def keras():
   Raises:
     ImportError: the installed `keras` is not Keras 3.
   """
-  import keras as keras3  # pylint: disable=g-import-not-at-top
+  import keras as keras3
+
   if not keras3.__version__.startswith("3."):
     raise ImportError(f"keras {keras3.__version__} is installed; Keras 3 is needed")
   return keras3

@@ -97,16 +97,16 @@ def read(kind, value, path=""):
     if not isinstance(value, (list, tuple)):
       raise _fail(path, f"must be a list, got {value!r}")
     if len(args) == 2 and args[1] is Ellipsis or origin is not tuple:
-      return tuple(read(args[0] if args else object, v, f"{path}[{i}]")
-                   for i, v in enumerate(value))
+      return tuple(
+        read(args[0] if args else object, v, f"{path}[{i}]") for i, v in enumerate(value)
+      )
     if len(value) != len(args):
       raise _fail(path, f"must have {len(args)} items, got {value!r}")
     return tuple(read(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
   if origin in (dict, collections.abc.Mapping):
     if not isinstance(value, dict):
       raise _fail(path, f"must be a dict, got {value!r}")
-    return {str(k): read(args[1] if args else object, v, f"{path}.{k}")
-            for k, v in value.items()}
+    return {str(k): read(args[1] if args else object, v, f"{path}.{k}") for k, v in value.items()}
   return _scalar(kind, value, path)
 
 
@@ -124,8 +124,10 @@ def from_json(cls, doc, path=""):
   unknown = sorted(set(doc) - set(fields))
   if unknown:
     prefix = f"{path}." if path else ""
-    raise ConfigError(f"unknown configuration field {prefix}{unknown[0]} (known: "
-                      f"{', '.join(prefix + name for name in fields)})")
+    raise ConfigError(
+      f"unknown configuration field {prefix}{unknown[0]} (known: "
+      f"{', '.join(prefix + name for name in fields)})"
+    )
   values = {}
   for name, value in doc.items():
     values[name] = read(hints[name], value, f"{path}.{name}" if path else name)

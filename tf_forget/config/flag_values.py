@@ -42,6 +42,7 @@ def _none_list(convert=str, what=None):
       return tuple(() if values == _NONE else (convert(x) for x in values))
     except ValueError as e:
       raise ValueError(f"must be {what}, got {','.join(values)}") from e
+
   return read
 
 
@@ -58,8 +59,9 @@ def _data_spec(value):
 
 
 def _candidates(values):
-  return tuple((name, tuple(_path(p) for p in paths))
-               for name, paths in map(parse_candidate, values))
+  return tuple(
+    (name, tuple(_path(p) for p in paths)) for name, paths in map(parse_candidate, values)
+  )
 
 
 def _image_size(values):
@@ -85,76 +87,86 @@ def _tuple(value):
 
 # flag -> (configuration path, conversion of the flag's value).
 FLAG_PATHS = {
-    "out": ("out", _path),
-    "dataset": ("data.dataset", lambda v: _data_spec(str(v))),
-    "data_dir": ("data.data_dir", _path),
-    "image_size": ("data.image_size", lambda v: _image_size(v) if v else None),
-    "max_image_pixels": ("data.max_image_pixels", int),
-    "preset": ("population.preset", None), "model": ("population.model", None),
-    "members": ("population.members", None), "steps": ("population.steps", None),
-    "population_seed": ("population.population_seed", None),
-    "robust_training": ("population.robust_training", None),
-    "finetune": ("pruning.oneshot.phases", None),
-    "grad_batches": ("pruning.oneshot.grad_batches", None),
-    "exclude_classifier": ("pruning.oneshot.exclude_classifier", None),
-    "ratio_over": ("pruning.oneshot.ratio_over", None),
-    "up_formula": ("pruning.oneshot.up_formula", None),
-    "cycles": ("pruning.iterative.cycles", None),
-    "keep_alpha": ("pruning.iterative.alpha", None),
-    "warmup_epochs": ("pruning.iterative.warmup_epochs", None),
-    "retrain_steps": ("pruning.iterative.retrain_steps", None),
-    "quantizations": ("formats.quantizations", _tuple),
-    "pruned_quantizations": ("formats.pruned_quantizations", _none_list()),
-    "corruptions": ("robustness.corruptions", _none_list()),
-    "severities": ("robustness.severities", _none_list(int, "integers 1-5")),
-    "robustness": ("robustness.source", None),
-    "noise_levels": ("noise.levels", _none_list(float, "'none' or ascending numbers >= 0")),
-    "noise_draws": ("noise.draws", None), "noise_examples": ("noise.examples", None),
-    "max_accuracy_drop": ("gates.max_accuracy_drop", None),
-    "max_subgroup_fnr_increase": ("gates.max_subgroup_fnr_increase", None),
-    "max_significant_classes": ("gates.max_significant_classes", None),
-    "max_flip_rate": ("gates.max_flip_rate", None), "max_kl": ("gates.max_kl", None),
-    "deploy_encoding": ("deployment.encoding", None),
-    "max_sparse_latency_ratio": ("deployment.max_sparse_latency_ratio", None),
-    "num_threads": ("deployment.num_threads", None),
-    "target": ("deployment.target", None), "size": ("deployment.size", None),
-    "max_latency_ratio": ("deployment.max_latency_ratio", None),
-    "latency_batch": ("deployment.latency_batch", None),
-    "remeasure_latency": ("deployment.remeasure_latency", None),
-    "ray_address": ("execution.ray_address", None),
-    "repair": ("repair.repairs", lambda v: _repairs(v)),
-    "max_repair_size": ("repair.max_size", None),
-    "repair_always": ("repair.always", None),
+  "out": ("out", _path),
+  "dataset": ("data.dataset", lambda v: _data_spec(str(v))),
+  "data_dir": ("data.data_dir", _path),
+  "image_size": ("data.image_size", lambda v: _image_size(v) if v else None),
+  "max_image_pixels": ("data.max_image_pixels", int),
+  "preset": ("population.preset", None),
+  "model": ("population.model", None),
+  "members": ("population.members", None),
+  "steps": ("population.steps", None),
+  "population_seed": ("population.population_seed", None),
+  "robust_training": ("population.robust_training", None),
+  "finetune": ("pruning.oneshot.phases", None),
+  "grad_batches": ("pruning.oneshot.grad_batches", None),
+  "exclude_classifier": ("pruning.oneshot.exclude_classifier", None),
+  "ratio_over": ("pruning.oneshot.ratio_over", None),
+  "up_formula": ("pruning.oneshot.up_formula", None),
+  "cycles": ("pruning.iterative.cycles", None),
+  "keep_alpha": ("pruning.iterative.alpha", None),
+  "warmup_epochs": ("pruning.iterative.warmup_epochs", None),
+  "retrain_steps": ("pruning.iterative.retrain_steps", None),
+  "quantizations": ("formats.quantizations", _tuple),
+  "pruned_quantizations": ("formats.pruned_quantizations", _none_list()),
+  "corruptions": ("robustness.corruptions", _none_list()),
+  "severities": ("robustness.severities", _none_list(int, "integers 1-5")),
+  "robustness": ("robustness.source", None),
+  "noise_levels": ("noise.levels", _none_list(float, "'none' or ascending numbers >= 0")),
+  "noise_draws": ("noise.draws", None),
+  "noise_examples": ("noise.examples", None),
+  "max_accuracy_drop": ("gates.max_accuracy_drop", None),
+  "max_subgroup_fnr_increase": ("gates.max_subgroup_fnr_increase", None),
+  "max_significant_classes": ("gates.max_significant_classes", None),
+  "max_flip_rate": ("gates.max_flip_rate", None),
+  "max_kl": ("gates.max_kl", None),
+  "deploy_encoding": ("deployment.encoding", None),
+  "max_sparse_latency_ratio": ("deployment.max_sparse_latency_ratio", None),
+  "num_threads": ("deployment.num_threads", None),
+  "target": ("deployment.target", None),
+  "size": ("deployment.size", None),
+  "max_latency_ratio": ("deployment.max_latency_ratio", None),
+  "latency_batch": ("deployment.latency_batch", None),
+  "remeasure_latency": ("deployment.remeasure_latency", None),
+  "ray_address": ("execution.ray_address", None),
+  "repair": ("repair.repairs", lambda v: _repairs(v)),
+  "max_repair_size": ("repair.max_size", None),
+  "repair_always": ("repair.always", None),
 }
 USER_FLAGS = {
-    "reference": ("user.references", lambda v: tuple(_path(p) for p in v)),
-    "candidate": ("user.candidates", _candidates),
-    "compress": ("user.compress", tuple),
-    "class_names": ("user.class_names", _opt_tuple),
-    "attributes": ("user.attributes", _path),
-    "protected": ("user.protected", _opt_tuple),
-    "output_index": ("user.output_index", None),
-    "preprocess": ("user.preprocess", None),
-    "calibration": ("user.calibration", _data_spec),
-    "train": ("user.train", _data_spec),
-    "trust_model_code": ("user.trust_model_code", None),
-    "input_scaling_check": ("user.input_scaling_check", lambda v: v == "on"),
+  "reference": ("user.references", lambda v: tuple(_path(p) for p in v)),
+  "candidate": ("user.candidates", _candidates),
+  "compress": ("user.compress", tuple),
+  "class_names": ("user.class_names", _opt_tuple),
+  "attributes": ("user.attributes", _path),
+  "protected": ("user.protected", _opt_tuple),
+  "output_index": ("user.output_index", None),
+  "preprocess": ("user.preprocess", None),
+  "calibration": ("user.calibration", _data_spec),
+  "train": ("user.train", _data_spec),
+  "trust_model_code": ("user.trust_model_code", None),
+  "input_scaling_check": ("user.input_scaling_check", lambda v: v == "on"),
 }
 STUDY_FLAGS = {
-    "annotation_export": ("human_study.export_dir", _path),
-    "annotations": ("human_study.annotations", _path),
-    "annotation_key": ("human_study.key", _path),
-    "annotation_variant": ("human_study.variant", None),
-    "annotation_group": ("human_study.group", None),
-    "annotation_per_group": ("human_study.per_group", None),
-    "annotation_seed": ("human_study.seed", None),
-    "annotation_columns": ("human_study.columns", tuple),
+  "annotation_export": ("human_study.export_dir", _path),
+  "annotations": ("human_study.annotations", _path),
+  "annotation_key": ("human_study.key", _path),
+  "annotation_variant": ("human_study.variant", None),
+  "annotation_group": ("human_study.group", None),
+  "annotation_per_group": ("human_study.per_group", None),
+  "annotation_seed": ("human_study.seed", None),
+  "annotation_columns": ("human_study.columns", tuple),
 }
 VARIANT_FLAGS = ("variants", "sparsities", "pruning", "ratios", "algorithms", "methods")
 # The flag named for a field that a group of flags sets (`config_from_flags`).
-PATH_FLAGS = {"population.variants": "variants", "deployment.members": "deploy_all_members",
-              "execution.executor": "executor", "execution.workers": "workers",
-              "pruning.oneshot.variants": "pruning", "pruning.iterative.methods": "pruning"}
+PATH_FLAGS = {
+  "population.variants": "variants",
+  "deployment.members": "deploy_all_members",
+  "execution.executor": "executor",
+  "execution.workers": "workers",
+  "pruning.oneshot.variants": "pruning",
+  "pruning.iterative.methods": "pruning",
+}
 
 
 def parse_candidate(text):
@@ -188,15 +200,20 @@ def _numbers(values, flag, convert, ok, what):
 
 def _variant_fields(values):
   """{path: value} of the variant group (`VARIANT_FLAGS`)."""
-  for flag, known in (("pruning", PRUNING_KINDS), ("algorithms", names.ONESHOT_ALGORITHMS),
-                      ("methods", names.ITERATIVE_ALGORITHMS)):
+  for flag, known in (
+    ("pruning", PRUNING_KINDS),
+    ("algorithms", names.ONESHOT_ALGORITHMS),
+    ("methods", names.ITERATIVE_ALGORITHMS),
+  ):
     if not values[flag] or not all(v in known for v in values[flag]):
-      raise tree.AuditError(f"--{flag} must be among {', '.join(known)}, got "
-                            f"{','.join(values[flag] or [])!r}")
+      raise tree.AuditError(
+        f"--{flag} must be among {', '.join(known)}, got {','.join(values[flag] or [])!r}"
+      )
   variants = values["variants"]
   if values["sparsities"]:
-    sparsities = _numbers(values["sparsities"], "sparsities", float, lambda t: 0 < t < 1,
-                          "numbers in (0, 1)")
+    sparsities = _numbers(
+      values["sparsities"], "sparsities", float, lambda t: 0 < t < 1, "numbers in (0, 1)"
+    )
     variants = list(variants or [names.DENSE]) + [f"prune_{t:g}" for t in sparsities]
   kinds = set(values["pruning"])
   if "both" in kinds:
@@ -209,8 +226,11 @@ def _variant_fields(values):
     methods = tuple(dict.fromkeys(values["methods"]))
   if "gradual" not in kinds and variants is None:
     variants = [names.DENSE]
-  return {"population.variants": tuple(variants) if variants is not None else None,
-          "pruning.oneshot.variants": oneshot, "pruning.iterative.methods": methods}
+  return {
+    "population.variants": tuple(variants) if variants is not None else None,
+    "pruning.oneshot.variants": oneshot,
+    "pruning.iterative.methods": methods,
+  }
 
 
 def _given(flag_table, values, apply):
@@ -223,8 +243,9 @@ def _given(flag_table, values, apply):
         out[path] = convert(value) if convert is not None else value
       except ValueError as e:
         text = str(e)  # "must be ..." from this module's conversions, else Python's own words
-        raise tree.AuditError(f"--{flag} {text}" if text.startswith("must ") else
-                              f"--{flag}: {text}") from e
+        raise tree.AuditError(
+          f"--{flag} {text}" if text.startswith("must ") else f"--{flag}: {text}"
+        ) from e
   return out
 
 
@@ -240,20 +261,32 @@ def _optional_section(table, values, present, keys, have_base, what):
   return _given(table, values, lambda f: f in present or not have_base)
 
 
-MODEL_FLAGS = ("candidate", "compress", "calibration", "train", "output_index", "preprocess",
-               "trust_model_code", "input_scaling_check")
+MODEL_FLAGS = (
+  "candidate",
+  "compress",
+  "calibration",
+  "train",
+  "output_index",
+  "preprocess",
+  "trust_model_code",
+  "input_scaling_check",
+)
 DATA_FLAGS = ("class_names", "attributes", "protected")
 
 
 def _refuse_without_reference(present):
   """Raises `AuditError` for a flag of the user's model or data given without --reference."""
   if any(f in present for f in MODEL_FLAGS):
-    raise tree.AuditError(f"{', '.join('--' + f for f in MODEL_FLAGS[:-2])}, "
-                          f"--{MODEL_FLAGS[-2]} and --{MODEL_FLAGS[-1]} audit your own model: "
-                          "give it with --reference")
+    raise tree.AuditError(
+      f"{', '.join('--' + f for f in MODEL_FLAGS[:-2])}, "
+      f"--{MODEL_FLAGS[-2]} and --{MODEL_FLAGS[-1]} audit your own model: "
+      "give it with --reference"
+    )
   if any(f in present for f in DATA_FLAGS):
-    raise tree.AuditError("--class_names, --attributes and --protected describe your own data "
-                          "for your own model: give it with --reference")
+    raise tree.AuditError(
+      "--class_names, --attributes and --protected describe your own data "
+      "for your own model: give it with --reference"
+    )
 
 
 def check_trust_said(base, values, present, source="the --config file"):
@@ -275,17 +308,18 @@ def check_trust_said(base, values, present, source="the --config file"):
   user = base.user
   if user is None:
     return
-  if user.trust_model_code and not ("trust_model_code" in present
-                                    and values["trust_model_code"]):
+  if user.trust_model_code and not ("trust_model_code" in present and values["trust_model_code"]):
     raise tree.AuditError(
-        f"{source} sets trust_model_code: loading the reference would run the model's "
-        "own Python code, and a file cannot allow that; give --trust_model_code on the command "
-        "line too (or --notrust_model_code)")
+      f"{source} sets trust_model_code: loading the reference would run the model's "
+      "own Python code, and a file cannot allow that; give --trust_model_code on the command "
+      "line too (or --notrust_model_code)"
+    )
   if user.preprocess and ":" in user.preprocess and "preprocess" not in present:
     raise tree.AuditError(
-        f"{source} sets preprocess={user.preprocess}: the audit would import and run "
-        "that module's code, and a file cannot allow that; give "
-        f"--preprocess={user.preprocess} on the command line too")
+      f"{source} sets preprocess={user.preprocess}: the audit would import and run "
+      "that module's code, and a file cannot allow that; give "
+      f"--preprocess={user.preprocess} on the command line too"
+    )
 
 
 def config_from_flags(values, present, base=None):
@@ -322,10 +356,16 @@ def config_from_flags(values, present, base=None):
     fields.update(_given(USER_FLAGS, values, lambda f: f in present or not have_user))
   else:
     _refuse_without_reference(present)
-  fields.update(_optional_section(
-      STUDY_FLAGS, values, present, ("annotation_export", "annotations"),
+  fields.update(
+    _optional_section(
+      STUDY_FLAGS,
+      values,
+      present,
+      ("annotation_export", "annotations"),
       base is not None and base.human_study is not None,
-      "belongs to 000's human study: give --annotation_export or --annotations"))
+      "belongs to 000's human study: give --annotation_export or --annotations",
+    )
+  )
   try:
     return tree.with_overrides(base or tree.AuditConfig(), fields)
   except codec.ConfigError as e:

@@ -46,6 +46,7 @@ class Data:
   """The data audited: `dataset` (a registry name, or with `user` a `tf_forget.data.sources`
   spelling: folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB), the tfds `data_dir`, an optional
   (H, W) resize, and the largest image of the user's data accepted."""
+
   dataset: str = "digits"
   data_dir: Optional[str] = None
   image_size: Optional[Tuple[int, ...]] = None
@@ -59,6 +60,7 @@ class Population:
   gradual `prune_<t>`, and one-shot or iterative names, `names.parse_trained`; the preset's),
   training steps, base seed, other preset fields (`preset_overrides`: batch_size, ...) and 003
   §6's robust training (docs/spec.md §6.8)."""
+
   preset: Optional[str] = None
   model: Optional[str] = None
   members: Optional[int] = None
@@ -73,6 +75,7 @@ class Population:
 class Oneshot:
   """002's one-shot pruning of the dense members (`tf_forget.prune.oneshot_schedule`): the
   variants (`oneshot_<alg>_r<r>`) and the protocol fields to replace (None: the preset's)."""
+
   variants: Tuple[str, ...] = ()
   phases: Optional[str] = None
   grad_batches: Optional[int] = None
@@ -90,6 +93,7 @@ class Iterative:
   """003's prune-retrain cycles (`tf_forget.prune.iterative_schedule`): the methods (wt, ft;
   every cycle of each becomes a variant `iter_<alg>_c<n>`) and the protocol fields to replace
   (`alpha`: a constant keep fraction per cycle)."""
+
   methods: Tuple[str, ...] = ()
   cycles: Optional[int] = None
   alpha: Optional[float] = None
@@ -105,6 +109,7 @@ class Iterative:
 class Pruning:
   """Pruning after training: one-shot (002) and iterative (003); gradual pruning during
   training is a trained variant (`Population.variants`, `prune_<t>`)."""
+
   oneshot: Oneshot = Oneshot()
   iterative: Iterative = Iterative()
 
@@ -113,6 +118,7 @@ class Pruning:
 class Formats:
   """Post-training formats (docs/spec.md §2.3) of the dense members and, besides float32, of the
   pruned members (docs/spec.md §1.1; () = float32 only). None: the protocol's."""
+
   quantizations: Optional[Tuple[str, ...]] = None
   pruned_quantizations: Optional[Tuple[str, ...]] = None
 
@@ -122,6 +128,7 @@ class Robustness:
   """Corrupted test sets: "generated" (the eval split corrupted, `tf_forget.corruptions.cache`)
   or "published" (the data set's published suites, docs/spec.md §3.6); corruption names (() none)
   and severities. None: the protocol's."""
+
   source: str = "generated"
   corruptions: Optional[Tuple[str, ...]] = None
   severities: Optional[Tuple[int, ...]] = None
@@ -131,6 +138,7 @@ class Robustness:
 class Noise:
   """l-inf uniform noise (003 §4.1, docs/spec.md §6.7): levels ε ascending (() none), draws per
   example and level, examples evaluated at most. None: the protocol's."""
+
   levels: Optional[Tuple[float, ...]] = None
   draws: Optional[int] = None
   examples: Optional[int] = None
@@ -152,6 +160,7 @@ class Deployment:
       have (at batch 1 and at `latency_batch`).
     latency_batch: the batch timed besides batch 1.
   """
+
   members: str = "first"
   encoding: str = "auto"
   max_sparse_latency_ratio: float = DEFAULT_MAX_SPARSE_LATENCY_RATIO
@@ -168,6 +177,7 @@ class Execution:
   """Where the work runs: "inline", "local" (a process pool of `workers`; None:
   every core) or "ray" (at `ray_address`; None starts a local Ray). Every executor makes the
   same bytes, so this is not part of a run's identity."""
+
   executor: str = "inline"
   workers: Optional[int] = None
   ray_address: Optional[str] = None
@@ -178,6 +188,7 @@ class Repair:
   """Repaired files `full_int8~<repair>` (`names.REPAIR_NAMES`): float<N>,
   cle, int16x8, auto; the size budget of "auto" (times the plain full int8 file); and whether
   to repair every full int8 file, not only one that forgot something significant."""
+
   repairs: Tuple[str, ...] = ()
   max_size: float = DEFAULT_MAX_REPAIR_SIZE
   always: bool = False
@@ -206,6 +217,7 @@ class UserModels:
     input_scaling_check: refuse a `preprocess` that looks wrong
     (`tf_forget.evaluate.input_scaling`).
   """
+
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   compress: Tuple[str, ...] = ()
@@ -223,6 +235,7 @@ class UserModels:
 @_frozen
 class AuditConfig:
   """What to audit: the run directory `out` and one section per concern (see the module)."""
+
   out: str = ""
   data: Data = Data()
   population: Population = Population()
@@ -256,8 +269,11 @@ class AuditConfig:
 
 
 def _given(section, exclude=()):
-  return {f.name: getattr(section, f.name) for f in dataclasses.fields(section)
-          if f.name not in exclude and getattr(section, f.name) is not None}
+  return {
+    f.name: getattr(section, f.name)
+    for f in dataclasses.fields(section)
+    if f.name not in exclude and getattr(section, f.name) is not None
+  }
 
 
 def with_overrides(config, values):
@@ -298,8 +314,10 @@ def load(path):
   if schema == audit_json.SCHEMA and audit_json.CONFIG_KEY in doc:
     doc = doc[audit_json.CONFIG_KEY]
   elif schema == audit_json.SCHEMA:
-    raise AuditError(f"{path} records no whole configuration (written by an older tf_forget): "
-                     "give the audit's flags instead")
+    raise AuditError(
+      f"{path} records no whole configuration (written by an older tf_forget): "
+      "give the audit's flags instead"
+    )
   elif schema == CONFIG_SCHEMA:
     doc = {k: v for k, v in doc.items() if k != "schema"}
   else:

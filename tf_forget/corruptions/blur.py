@@ -46,7 +46,7 @@ def glass_blur(images, severity, seeds, table, swap=False, use_numba=None):
   deltas = glass_kernel.draw_deltas(seeds, images.shape[1:3], d, iterations)
   x = np.ascontiguousarray(x)
   glass_kernel.shuffle(x, deltas, d, iterations, swap=swap, use_numba=use_numba)
-  out = corruption_kit.gaussian(x / 255., sigma)
+  out = corruption_kit.gaussian(x / 255.0, sigma)
   return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)
 
 
@@ -59,7 +59,7 @@ def disk(radius, alias_blur):
     grid = np.arange(-radius, radius + 1)
     ksize = (5, 5)
   xx, yy = np.meshgrid(grid, grid)
-  aliased = np.array((xx ** 2 + yy ** 2) <= radius ** 2, dtype=np.float32)
+  aliased = np.array((xx**2 + yy**2) <= radius**2, dtype=np.float32)
   aliased /= np.sum(aliased)
   return cv2.GaussianBlur(aliased, ksize=ksize, sigmaX=alias_blur)
 
@@ -70,7 +70,7 @@ def _clip_kernel(kernel, height, width):
   keep_h, keep_w = min(half_h, height - 1), min(half_w, width - 1)
   if keep_h == half_h and keep_w == half_w:
     return kernel
-  cropped = kernel[half_h - keep_h:half_h + keep_h + 1, half_w - keep_w:half_w + keep_w + 1]
+  cropped = kernel[half_h - keep_h : half_h + keep_h + 1, half_w - keep_w : half_w + keep_w + 1]
   lost = float(np.sum(kernel)) - float(np.sum(cropped))
   return cropped / np.sum(cropped) if lost > 0 else np.ascontiguousarray(cropped)
 
@@ -131,7 +131,7 @@ def zoom_blur(images, severity, seeds, table, exact=False, use_numba=None):
     use_numba = glass_kernel.HAVE_NUMBA
   factors = tables.zoom_factors(table, severity)
   trim = tables.variant(table, "zoom_trim")
-  x = (images / 255.).astype(np.float32)
+  x = (images / 255.0).astype(np.float32)
   h, w = x.shape[1:3]
   out = np.zeros_like(x)
   for z in factors:

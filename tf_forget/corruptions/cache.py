@@ -48,6 +48,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import predictions
@@ -68,6 +69,7 @@ class CacheError(dataset_api.DataError):
 @dataclasses.dataclass(frozen=True)
 class CacheKey:
   """Identifies one cached corrupted split."""
+
   dataset: str
   split: str
   corruption: str
@@ -80,13 +82,20 @@ class CacheKey:
     return corruption_registry.split_name(self.corruption, self.severity)
 
   def directory(self, cache_dir):
-    return os.path.join(cache_dir, self.dataset, self.split, self.split_name,
-                        f"table={self.table},seed={self.base_seed}")
+    return os.path.join(
+      cache_dir,
+      self.dataset,
+      self.split,
+      self.split_name,
+      f"table={self.table},seed={self.base_seed}",
+    )
 
 
 def _json_safe(options):
-  return {str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
-          for k, v in dict(options).items()}
+  return {
+    str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
+    for k, v in dict(options).items()
+  }
 
 
 def resolve_table(dataset, table=None):
@@ -99,10 +108,14 @@ def resolve_table(dataset, table=None):
 
 def _read_meta(directory):
   meta = fileio.read_json(os.path.join(directory, "meta.json"), "corruption cache entry")
-  if (not isinstance(meta, dict) or meta.get("schema_version") not in READABLE_SCHEMA_VERSIONS
-      or meta.get("encoding", "raw") not in shard_codec.ENCODINGS):
-    raise errors.ReadError(f"{directory}/meta.json is not a corruption cache entry of schema "
-                           f"version {SCHEMA_VERSION}")
+  if (
+    not isinstance(meta, dict)
+    or meta.get("schema_version") not in READABLE_SCHEMA_VERSIONS
+    or meta.get("encoding", "raw") not in shard_codec.ENCODINGS
+  ):
+    raise errors.ReadError(
+      f"{directory}/meta.json is not a corruption cache entry of schema version {SCHEMA_VERSION}"
+    )
   return meta
 
 
@@ -112,8 +125,9 @@ def _dataset_reason(meta, dataset, split):
   current = predictions.split_identity(dataset.spec.name, dataset.spec.options, split)
   if recorded is not None and recorded != current:
     return "its input split changed since it was generated"
-  if (meta.get("options") != _json_safe(dataset.spec.options)
-      or tuple(meta.get("image_shape") or ()) != tuple(dataset.spec.image_shape)):
+  if meta.get("options") != _json_safe(dataset.spec.options) or tuple(
+    meta.get("image_shape") or ()
+  ) != tuple(dataset.spec.image_shape):
     return "it was made with other data set options or image shape"
   return None
 
@@ -130,7 +144,7 @@ def entry_status(key, cache_dir, dataset=None, verify=False):
       before it recorded them are checked for presence only).
   """
   directory = key.directory(cache_dir)
-  if not fileio.exists(os.path.join(directory, "meta.json")):
+  if not filesystem.exists(os.path.join(directory, "meta.json")):
     return lineage.MISSING
   try:
     meta = _read_meta(directory)
@@ -148,7 +162,7 @@ def _shards_reason(directory, meta, verify):
   digests = list(meta.get("shard_sha256") or []) if verify else []
   for i, shard in enumerate(meta.get("shards", [])):
     path = os.path.join(directory, shard)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return f"its shard {shard} is missing"
     if i < len(digests) and hashing.file_sha256_or_none(path) != digests[i]:
       return f"its shard {shard} is not the one written (sha256 differs from meta.json's)"
@@ -158,13 +172,22 @@ def _shards_reason(directory, meta, verify):
 def _discard(directory):
   """Removes an entry's meta.json, so that the entry reads as missing and is generated again."""
   try:
-    fileio.remove(os.path.join(directory, "meta.json"))
+    filesystem.remove(os.path.join(directory, "meta.json"))
   except errors.Error:
     pass
 
 
-def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=1000,
-         processes=0, overwrite=False):
+def fill(
+  dataset,
+  split,
+  jobs,
+  cache_dir,
+  table=None,
+  base_seed=0,
+  batch_size=1000,
+  processes=0,
+  overwrite=False,
+):
   """Generates the corrupted versions of `split` for every (corruption, severity) in `jobs`.
 
   Reads the clean split once, in its fixed order, in batches of `batch_size`; each batch is
@@ -202,52 +225,77 @@ def fill(dataset, split, jobs, cache_dir, table=None, base_seed=0, batch_size=10
     return []
   for key in keys:  # meta.json first: an interrupted generation leaves an incomplete entry
     _discard(key.directory(cache_dir))
-    fileio.rmtree(key.directory(cache_dir))
+    filesystem.rmtree(key.directory(cache_dir))
   counts = {key: [] for key in keys}
   digests = {key: [] for key in keys}
   encoding = shard_codec.encoding_for_shape(dataset.spec.image_shape)
   examples = hashlib.sha256()  # the clean examples' ids and labels, in order
   # "spawn": workers import only the registry (numpy / scipy / cv2), never TensorFlow.
-  pool = (concurrent.futures.ProcessPoolExecutor(
-      processes, mp_context=multiprocessing.get_context("spawn")) if processes > 0 else None)
+  pool = (
+    concurrent.futures.ProcessPoolExecutor(
+      processes, mp_context=multiprocessing.get_context("spawn")
+    )
+    if processes > 0
+    else None
+  )
   try:
     for index, batch in enumerate(dataset.batches(split, batch_size)):
       examples.update(np.asarray(batch.ids, np.int64).tobytes())
       examples.update(np.asarray(batch.labels, np.int64).tobytes())
       results = {}
       for key in keys:
-        seeds = corruption_registry.example_seeds(key.dataset, batch.ids, key.corruption,
-                                                  key.severity, key.base_seed)
+        seeds = corruption_registry.example_seeds(
+          key.dataset, batch.ids, key.corruption, key.severity, key.base_seed
+        )
         args = (key.corruption, batch.images, key.severity, seeds, table)
-        results[key] = (pool.submit(corruption_registry.apply, *args) if pool
-                        else corruption_registry.apply(*args))
+        results[key] = (
+          pool.submit(corruption_registry.apply, *args)
+          if pool
+          else corruption_registry.apply(*args)
+        )
       for key in keys:
         images = results[key].result() if pool else results[key]
-        arrays = dict(images=images, labels=np.asarray(batch.labels, np.int64),
-                      ids=np.asarray(batch.ids, np.int64))
+        arrays = dict(
+          images=images,
+          labels=np.asarray(batch.labels, np.int64),
+          ids=np.asarray(batch.ids, np.int64),
+        )
         arrays.update({_ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
         data = shard_codec.encode(encoding, **arrays)
-        fileio.write_bytes(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"),
-                           data)
+        fileio.write_bytes(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"), data)
         counts[key].append(int(len(batch)))
         digests[key].append(hashing.sha256_bytes(data))
   finally:
     if pool:
       pool.shutdown()
-  inputs = {"split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
-            "examples": examples.hexdigest()}
+  inputs = {
+    "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
+    "examples": examples.hexdigest(),
+  }
   for key in keys:
     # `seed_derivation` is a recorded label: meta.json's sha256 is the split's identity
     # (`CorruptedSplit.identity`), so it stays as first written.
-    fileio.write_json(os.path.join(key.directory(cache_dir), "meta.json"), dict(
+    fileio.write_json(
+      os.path.join(key.directory(cache_dir), "meta.json"),
+      dict(
         inputs=inputs,
-        schema_version=SCHEMA_VERSION, encoding=encoding, dataset=key.dataset, split=key.split,
-        corruption=key.corruption, severity=key.severity, table=key.table,
-        base_seed=key.base_seed, seed_derivation="registry.example_seeds (sha256)",
-        image_shape=list(dataset.spec.image_shape), options=_json_safe(dataset.spec.options),
+        schema_version=SCHEMA_VERSION,
+        encoding=encoding,
+        dataset=key.dataset,
+        split=key.split,
+        corruption=key.corruption,
+        severity=key.severity,
+        table=key.table,
+        base_seed=key.base_seed,
+        seed_derivation="registry.example_seeds (sha256)",
+        image_shape=list(dataset.spec.image_shape),
+        options=_json_safe(dataset.spec.options),
         shards=[f"part-{i:05d}.npz" for i in range(len(counts[key]))],
-        shard_sizes=counts[key], shard_sha256=digests[key],
-        num_examples=int(sum(counts[key]))))
+        shard_sizes=counts[key],
+        shard_sha256=digests[key],
+        num_examples=int(sum(counts[key])),
+      ),
+    )
   return keys
 
 
@@ -262,20 +310,30 @@ class CorruptedSplit:
 
   def __init__(self, dataset, split, corruption, severity, cache_dir, table=None, base_seed=0):
     corruption_registry.check(corruption, severity)
-    self.key = CacheKey(dataset.spec.name, split, corruption, int(severity),
-                        resolve_table(dataset, table), int(base_seed))
+    self.key = CacheKey(
+      dataset.spec.name,
+      split,
+      corruption,
+      int(severity),
+      resolve_table(dataset, table),
+      int(base_seed),
+    )
     self.name = self.key.split_name
     self._dir = self.key.directory(cache_dir)
     state = entry_status(self.key, cache_dir, dataset)
     if state.reason == lineage.MISSING.reason:
-      raise CacheError(f"corrupted split {self.name} of {dataset.spec.name}/{split} "
-                       f"(table {self.key.table}, seed {base_seed}) is not cached in "
-                       f"{cache_dir}: run the same command again (the audit generates the "
-                       "corrupted splits it evaluates), or use CorruptedDataset(..., "
-                       "generate=True)")
+      raise CacheError(
+        f"corrupted split {self.name} of {dataset.spec.name}/{split} "
+        f"(table {self.key.table}, seed {base_seed}) is not cached in "
+        f"{cache_dir}: run the same command again (the audit generates the "
+        "corrupted splits it evaluates), or use CorruptedDataset(..., "
+        "generate=True)"
+      )
     if not state:
-      raise CacheError(f"cached split {self._dir} is stale ({state.reason}): run the same "
-                       "command again, which generates it again")
+      raise CacheError(
+        f"cached split {self._dir} is stale ({state.reason}): run the same "
+        "command again, which generates it again"
+      )
     try:
       self.meta = _read_meta(self._dir)
     except errors.ReadError as e:
@@ -292,8 +350,10 @@ class CorruptedSplit:
     """The `CacheError` of a shard that cannot be read; its entry is discarded first, so that
     the next run (`entry_status`: missing) generates it again."""
     _discard(self._dir)
-    return CacheError(f"corrupted shard {path} {reason}: its cached split was discarded; run "
-                      "the same command again, which generates it again")
+    return CacheError(
+      f"corrupted shard {path} {reason}: its cached split was discarded; run "
+      "the same command again, which generates it again"
+    )
 
   def _shards(self):
     digests = list(self.meta.get("shard_sha256") or [])
@@ -308,9 +368,10 @@ class CorruptedSplit:
         raise self._unreadable(path, f"is unreadable ({errors.one_line(e, 200)})") from e
       except KeyError as e:
         raise self._unreadable(path, f"lacks {e}") from e
-      attrs = {k[len(_ATTR):]: v for k, v in arrays.items() if k.startswith(_ATTR)}
-      yield dataset_api.Examples(images=images, labels=arrays["labels"], ids=arrays["ids"],
-                                 attributes=attrs)
+      attrs = {k[len(_ATTR) :]: v for k, v in arrays.items() if k.startswith(_ATTR)}
+      yield dataset_api.Examples(
+        images=images, labels=arrays["labels"], ids=arrays["ids"], attributes=attrs
+      )
 
   def batches(self, batch_size):
     """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
@@ -341,8 +402,16 @@ class CorruptedDataset(dataset_api.Dataset):
   `generate=True`, a missing entry is generated in this process on first use.
   """
 
-  def __init__(self, dataset, cache_dir, corrupted_splits, source_split=None, table=None,
-               base_seed=0, generate=False):
+  def __init__(
+    self,
+    dataset,
+    cache_dir,
+    corrupted_splits,
+    source_split=None,
+    table=None,
+    base_seed=0,
+    generate=False,
+  ):
     names = tuple(corrupted_splits)
     for name in names:
       corruption_registry.parse_split_name(name)
@@ -360,10 +429,23 @@ class CorruptedDataset(dataset_api.Dataset):
     self.check_split(name)
     corruption, severity = corruption_registry.parse_split_name(name)
     if self.generate:
-      fill(self.base, self.source_split, [(corruption, severity)], self.cache_dir,
-           table=self.table, base_seed=self.base_seed)
-    return CorruptedSplit(self.base, self.source_split, corruption, severity, self.cache_dir,
-                          table=self.table, base_seed=self.base_seed)
+      fill(
+        self.base,
+        self.source_split,
+        [(corruption, severity)],
+        self.cache_dir,
+        table=self.table,
+        base_seed=self.base_seed,
+      )
+    return CorruptedSplit(
+      self.base,
+      self.source_split,
+      corruption,
+      severity,
+      self.cache_dir,
+      table=self.table,
+      base_seed=self.base_seed,
+    )
 
   def batches(self, split, batch_size):
     if split in self.base.spec.splits:

@@ -29,10 +29,12 @@ def check_batch(images):
   """
   if not isinstance(images, np.ndarray) or images.dtype != np.uint8:
     raise tables.CorruptionError(
-        f"images must be a uint8 numpy array, got {getattr(images, 'dtype', type(images))}")
+      f"images must be a uint8 numpy array, got {getattr(images, 'dtype', type(images))}"
+    )
   if images.ndim != 4 or images.shape[-1] not in (1, 3) or min(images.shape[1:3]) < 1:
     raise tables.CorruptionError(
-        f"images must have shape [N, H, W, C] with C in {{1, 3}}, got {images.shape}")
+      f"images must have shape [N, H, W, C] with C in {{1, 3}}, got {images.shape}"
+    )
   return images
 
 
@@ -55,7 +57,7 @@ def rng(seed):
 
 def to_float(images):
   """uint8 `[N, H, W, C]` -> float64 in [0, 1], as `np.array(x) / 255.` in the scripts."""
-  return images / 255.
+  return images / 255.0
 
 
 def to_uint8(values):
@@ -119,7 +121,7 @@ def zoom_taps(height, width, zoom_factor, trim):
     top = (side - crop) // 2
     out = int(round(crop * zoom_factor))
     first = 0 if trim == "topleft" else (out - side) // 2
-    lo, hi, frac = (a[first:first + side] for a in _linear_taps(crop, out))
+    lo, hi, frac = (a[first : first + side] for a in _linear_taps(crop, out))
     taps.append((lo + top, hi + top, frac))
   return tuple(taps)
 
@@ -148,7 +150,7 @@ def clipped_zoom(batch, zoom_factor, trim, exact=True):
   ch0 = int(np.ceil(h / float(zoom_factor)))
   ch1 = int(np.ceil(w / float(zoom_factor)))
   top0, top1 = (h - ch0) // 2, (w - ch1) // 2
-  crop = batch[:, top0:top0 + ch0, top1:top1 + ch1]
+  crop = batch[:, top0 : top0 + ch0, top1 : top1 + ch1]
   out_h, out_w = int(round(ch0 * zoom_factor)), int(round(ch1 * zoom_factor))
   if trim == "topleft":
     rows, cols = slice(0, out_h), slice(0, out_w)
@@ -180,7 +182,7 @@ def clipped_zoom(batch, zoom_factor, trim, exact=True):
 def motion_kernel(radius, sigma):
   """The one-sided Gaussian tap weights of the shift-and-add motion blur (width 2r + 1)."""
   width = int(radius) * 2 + 1
-  k = np.exp(-np.arange(width) ** 2 / (2 * (sigma ** 2))) / (np.sqrt(2 * np.pi) * sigma)
+  k = np.exp(-(np.arange(width) ** 2) / (2 * (sigma**2))) / (np.sqrt(2 * np.pi) * sigma)
   return k / np.sum(k)
 
 
@@ -222,12 +224,12 @@ def motion_blur_image(image, radius, sigma, angle, renormalize=True):
   padded = np.pad(image, widths, mode="edge") if pad else image
   blurred = np.zeros(image.shape, dtype=np.float64)
   for i, (dy, dx) in enumerate(shifts):
-    blurred = blurred + kernel[i] * padded[pad - dy:pad - dy + h, pad - dx:pad - dx + w]
+    blurred = blurred + kernel[i] * padded[pad - dy : pad - dy + h, pad - dx : pad - dx + w]
   if renormalize and len(shifts) < width:
-    blurred = blurred / np.sum(kernel[:len(shifts)])
+    blurred = blurred / np.sum(kernel[: len(shifts)])
   return blurred
 
 
 def luma(batch):
   """ITU-R 601 luma of float RGB `[..., 3]` -> `[..., 1]` (as cv2's RGB2GRAY)."""
-  return (batch[..., 0:1] * 0.299 + batch[..., 1:2] * 0.587 + batch[..., 2:3] * 0.114)
+  return batch[..., 0:1] * 0.299 + batch[..., 1:2] * 0.587 + batch[..., 2:3] * 0.114

@@ -26,34 +26,44 @@ from tf_forget.corruptions import weather
 CorruptionError = tables.CorruptionError
 
 CORRUPTIONS = {
-    "gaussian_noise": noise_corruptions.gaussian_noise,
-    "shot_noise": noise_corruptions.shot_noise,
-    "impulse_noise": noise_corruptions.impulse_noise,
-    "defocus_blur": blur.defocus_blur,
-    "glass_blur": blur.glass_blur,
-    "motion_blur": blur.motion_blur,
-    "zoom_blur": blur.zoom_blur,
-    "snow": weather.snow,
-    "frost": weather.frost,
-    "fog": weather.fog,
-    "brightness": digital.brightness,
-    "contrast": digital.contrast,
-    "elastic_transform": digital.elastic_transform,
-    "pixelate": digital.pixelate,
-    "jpeg_compression": digital.jpeg_compression,
-    "speckle_noise": noise_corruptions.speckle_noise,
-    "gaussian_blur": blur.gaussian_blur,
-    "spatter": weather.spatter,
-    "saturate": digital.saturate,
+  "gaussian_noise": noise_corruptions.gaussian_noise,
+  "shot_noise": noise_corruptions.shot_noise,
+  "impulse_noise": noise_corruptions.impulse_noise,
+  "defocus_blur": blur.defocus_blur,
+  "glass_blur": blur.glass_blur,
+  "motion_blur": blur.motion_blur,
+  "zoom_blur": blur.zoom_blur,
+  "snow": weather.snow,
+  "frost": weather.frost,
+  "fog": weather.fog,
+  "brightness": digital.brightness,
+  "contrast": digital.contrast,
+  "elastic_transform": digital.elastic_transform,
+  "pixelate": digital.pixelate,
+  "jpeg_compression": digital.jpeg_compression,
+  "speckle_noise": noise_corruptions.speckle_noise,
+  "gaussian_blur": blur.gaussian_blur,
+  "spatter": weather.spatter,
+  "saturate": digital.saturate,
 }
 
 FAMILY_OF = {
-    **{n: "noise" for n in ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise")},
-    **{n: "blur" for n in ("defocus_blur", "glass_blur", "motion_blur", "zoom_blur",
-                           "gaussian_blur")},
-    **{n: "weather" for n in ("snow", "frost", "fog", "spatter")},
-    **{n: "digital" for n in ("brightness", "contrast", "saturate", "elastic_transform",
-                              "pixelate", "jpeg_compression")},
+  **{n: "noise" for n in ("gaussian_noise", "shot_noise", "impulse_noise", "speckle_noise")},
+  **{
+    n: "blur" for n in ("defocus_blur", "glass_blur", "motion_blur", "zoom_blur", "gaussian_blur")
+  },
+  **{n: "weather" for n in ("snow", "frost", "fog", "spatter")},
+  **{
+    n: "digital"
+    for n in (
+      "brightness",
+      "contrast",
+      "saturate",
+      "elastic_transform",
+      "pixelate",
+      "jpeg_compression",
+    )
+  },
 }
 
 
@@ -78,8 +88,7 @@ def parse_split_name(name):
 def check(corruption, severity):
   """Raises `CorruptionError` for an unknown corruption or a severity outside 1..5."""
   if corruption not in CORRUPTIONS:
-    raise CorruptionError(
-        f"unknown corruption {corruption!r} (known: {', '.join(CORRUPTIONS)})")
+    raise CorruptionError(f"unknown corruption {corruption!r} (known: {', '.join(CORRUPTIONS)})")
   if isinstance(severity, bool) or severity not in tables.SEVERITIES:
     raise CorruptionError(f"severity must be an integer in 1..5, got {severity!r}")
 

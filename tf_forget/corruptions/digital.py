@@ -36,12 +36,13 @@ def rgb2hsv(rgb):
   r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
   v = rgb.max(-1)
   delta = v - rgb.min(-1)
-  flat = delta == 0.
+  flat = delta == 0.0
   with np.errstate(invalid="ignore", divide="ignore"):
-    s = np.where(flat, 0., delta / v)
-    h = np.where(b == v, 4. + (r - g) / delta,
-                 np.where(g == v, 2. + (b - r) / delta, (g - b) / delta))
-    h = np.where(flat, 0., (h / 6.) % 1.)
+    s = np.where(flat, 0.0, delta / v)
+    h = np.where(
+      b == v, 4.0 + (r - g) / delta, np.where(g == v, 2.0 + (b - r) / delta, (g - b) / delta)
+    )
+    h = np.where(flat, 0.0, (h / 6.0) % 1.0)
   return np.stack([h, s, v], axis=-1)
 
 
@@ -155,7 +156,7 @@ def elastic_transform(images, severity, seeds, table):
   """Elastic deformation (see module docstring for the two variants)."""
   params = tables.params(table, "elastic_transform", severity)
   kind = tables.variant(table, "elastic")
-  x = images.astype(np.float32) / 255.
+  x = images.astype(np.float32) / 255.0
   scale = max(x.shape[1:3]) / tables.NATIVE_SIZE[table]
   out = np.empty(images.shape, dtype=np.uint8)
   for n, s in enumerate(seeds):

@@ -19,17 +19,16 @@ import cv2
 
 from tf_forget.corruptions import tables
 
-FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg",
-               "frost6.jpg")
+FROST_FILES = ("frost1.png", "frost2.png", "frost3.png", "frost4.jpg", "frost5.jpg", "frost6.jpg")
 
 # sha256 of the files in imagecorruptions==1.1.2 (wheel from PyPI).
 FROST_SHA256 = {
-    "frost1.png": "ff9f907860bd7a835d459e32f9d588062b7f61ee267343cc7222b56753a14755",
-    "frost2.png": "fe211a89b336999c207a852ce05818d4545d0b57c5beadd824b4cc9d9a9b6137",
-    "frost3.png": "2d0d50b4a9bb213f38b024ef7768731bb83cc08d2f26b5766bbc167cdfa0e504",
-    "frost4.jpg": "3f8b91ca1a9fa7167b09e773da53f5ae60d0a1fd88f02a783f6e328a72887f6e",
-    "frost5.jpg": "5fc6a19df4a429ba68abdcc8f8a4278d4c9f81c9ccafd2c92ab0c8cf8992ebd2",
-    "frost6.jpg": "1f92b2f48408748085b68dd81d816ef239f42cef3029c25d041fcb6760fb4f25",
+  "frost1.png": "ff9f907860bd7a835d459e32f9d588062b7f61ee267343cc7222b56753a14755",
+  "frost2.png": "fe211a89b336999c207a852ce05818d4545d0b57c5beadd824b4cc9d9a9b6137",
+  "frost3.png": "2d0d50b4a9bb213f38b024ef7768731bb83cc08d2f26b5766bbc167cdfa0e504",
+  "frost4.jpg": "3f8b91ca1a9fa7167b09e773da53f5ae60d0a1fd88f02a783f6e328a72887f6e",
+  "frost5.jpg": "5fc6a19df4a429ba68abdcc8f8a4278d4c9f81c9ccafd2c92ab0c8cf8992ebd2",
+  "frost6.jpg": "1f92b2f48408748085b68dd81d816ef239f42cef3029c25d041fcb6760fb4f25",
 }
 
 ENV_VAR = "TF_FORGET_FROST_DIR"
@@ -51,8 +50,9 @@ def texture_dir():
   spec = importlib.util.find_spec("imagecorruptions")
   if spec is None or not spec.submodule_search_locations:
     raise FrostTextureError(
-        "frost needs the textures of the imagecorruptions package: "
-        "pip install imagecorruptions==1.1.2 (or set TF_FORGET_FROST_DIR)")
+      "frost needs the textures of the imagecorruptions package: "
+      "pip install imagecorruptions==1.1.2 (or set TF_FORGET_FROST_DIR)"
+    )
   return os.path.join(list(spec.submodule_search_locations)[0], "frost")
 
 
@@ -72,8 +72,9 @@ def load(index):
     raise FrostTextureError(f"cannot read frost texture {path}: {e.strerror}") from e
   digest = hashlib.sha256(data).hexdigest()
   if digest != FROST_SHA256[name]:
-    raise FrostTextureError(f"frost texture {path} has sha256 {digest}, "
-                            f"expected {FROST_SHA256[name]}")
+    raise FrostTextureError(
+      f"frost texture {path} has sha256 {digest}, expected {FROST_SHA256[name]}"
+    )
   image = cv2.imread(path)
   if image is None:
     raise FrostTextureError(f"cannot decode frost texture {path}")
@@ -121,4 +122,3 @@ def resized(index, height, width, scale):
   out = cv2.resize(texture, dsize=size, interpolation=cv2.INTER_CUBIC)
   out.setflags(write=False)
   return out
-

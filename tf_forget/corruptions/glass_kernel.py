@@ -18,7 +18,7 @@ import numpy as np
 from tf_forget.corruptions import corruption_kit
 
 try:
-  import numba  # pylint: disable=g-import-not-at-top
+  import numba
 except ImportError:  # pragma: no cover - numba is optional
   numba = None
 
@@ -75,8 +75,11 @@ def draw_deltas(seeds, shape, d, iterations):
   n_h = len(range(shape[0] - d, d, -1))
   n_w = len(range(shape[1] - d, d, -1))
   count = iterations * n_h * n_w
-  return np.stack([corruption_kit.rng(s).randint(-d, d, size=(count, 2))
-                   for s in seeds]).astype(np.int64).reshape(len(seeds), count, 2)
+  return (
+    np.stack([corruption_kit.rng(s).randint(-d, d, size=(count, 2)) for s in seeds])
+    .astype(np.int64)
+    .reshape(len(seeds), count, 2)
+  )
 
 
 def shuffle(x, deltas, d, iterations, swap=False, use_numba=None):

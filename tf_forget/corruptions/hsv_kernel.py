@@ -31,23 +31,23 @@ def _make_kernel():
     for n in range(n_img):
       for i in range(height):
         for j in range(width):
-          r = x[n, i, j, 0] / 255.
-          g = x[n, i, j, 1] / 255.
-          bl = x[n, i, j, 2] / 255.
+          r = x[n, i, j, 0] / 255.0
+          g = x[n, i, j, 1] / 255.0
+          bl = x[n, i, j, 2] / 255.0
           v = max(r, g, bl)
           delta = v - min(r, g, bl)
-          if delta == 0.:
-            s = 0.
-            h = 0.
+          if delta == 0.0:
+            s = 0.0
+            h = 0.0
           else:
             s = delta / v
             if bl == v:
-              h = 4. + (r - g) / delta
+              h = 4.0 + (r - g) / delta
             elif g == v:
-              h = 2. + (bl - r) / delta
+              h = 2.0 + (bl - r) / delta
             else:
               h = (g - bl) / delta
-            h = (h / 6.) % 1.
+            h = (h / 6.0) % 1.0
           if mode == 0:
             v = clip01(v + a)
           else:

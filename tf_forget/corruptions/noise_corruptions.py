@@ -101,6 +101,7 @@ def linf_uniform_noise_uint8(images, eps, seeds):
   """
   corruption_kit.check_batch(images)
   x = corruption_kit.to_float(images)
-  out = np.stack([linf_uniform_noise(xi, eps, np.random.default_rng(int(s)))
-                  for s, xi in zip(seeds, x)])
+  out = np.stack(
+    [linf_uniform_noise(xi, eps, np.random.default_rng(int(s))) for s, xi in zip(seeds, x)]
+  )
   return corruption_kit.to_uint8(np.clip(out, 0, 1) * 255)

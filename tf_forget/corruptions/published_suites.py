@@ -48,8 +48,9 @@ def suites_for(dataset_name):
   protocol = protocols.PROTOCOLS.get(dataset_name)
   if protocol is None or protocol.published is None:
     raise PublishedError(
-        f"data set {dataset_name!r} has no published robustness suite: --robustness=published "
-        f"applies to {', '.join(with_published())}; use --robustness=generated")
+      f"data set {dataset_name!r} has no published robustness suite: --robustness=published "
+      f"applies to {', '.join(with_published())}; use --robustness=generated"
+    )
   return protocol.published
 
 
@@ -67,8 +68,10 @@ def _options(suite_name, spec):
   native = tfds_suites.SUITES[suite_name].NATIVE_SHAPE
   size = tuple(int(v) for v in spec.image_shape[:2])
   options = dict(spec.options or {})
-  return {"data_dir": options.get("data_dir"),
-          "image_size": None if native is not None and tuple(native[:2]) == size else size}
+  return {
+    "data_dir": options.get("data_dir"),
+    "image_size": None if native is not None and tuple(native[:2]) == size else size,
+  }
 
 
 class PublishedSuite:
@@ -104,16 +107,20 @@ class PublishedSuite:
         suite_name, source = self.published.corrupted, split
       else:
         raise PublishedError(
-            f"{split!r} is not a published split of {spec.name!r} (published: "
-            f"<corruption>@<severity> from {self.published.corrupted}, {', '.join(extra)})")
+          f"{split!r} is not a published split of {spec.name!r} (published: "
+          f"<corruption>@<severity> from {self.published.corrupted}, {', '.join(extra)})"
+        )
       if suite_name not in self._loaders:
         loader = tfds_suites.get(suite_name, **_options(suite_name, spec))
-        if (tuple(loader.spec.image_shape) != tuple(spec.image_shape)
-            or loader.spec.num_classes != spec.num_classes):
+        if (
+          tuple(loader.spec.image_shape) != tuple(spec.image_shape)
+          or loader.spec.num_classes != spec.num_classes
+        ):
           raise PublishedError(
-              f"published suite {suite_name!r} yields {tuple(loader.spec.image_shape)} images "
-              f"of {loader.spec.num_classes} classes, {spec.name!r} "
-              f"{tuple(spec.image_shape)} of {spec.num_classes}")
+            f"published suite {suite_name!r} yields {tuple(loader.spec.image_shape)} images "
+            f"of {loader.spec.num_classes} classes, {spec.name!r} "
+            f"{tuple(spec.image_shape)} of {spec.num_classes}"
+          )
         self._loaders[suite_name] = loader
       self._loaders[suite_name].check_split(source)
       self._where[split] = (suite_name, source)

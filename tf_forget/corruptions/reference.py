@@ -39,10 +39,10 @@ def load():
     return _STATE["module"]
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from imagecorruptions import corruptions as icc  # pylint: disable=g-import-not-at-top
-    import skimage  # pylint: disable=g-import-not-at-top
-    import skimage.color  # pylint: disable=g-import-not-at-top
-    import skimage.util  # pylint: disable=g-import-not-at-top
+    from imagecorruptions import corruptions as icc
+    import skimage
+    import skimage.color
+    import skimage.util
   original_gaussian = icc.gaussian
 
   def gaussian(image, sigma=1, multichannel=None, **kwargs):
@@ -55,8 +55,9 @@ def load():
 
   icc.np = _NumpyShim("numpy")
   icc.gaussian = gaussian
-  icc.sk = types.SimpleNamespace(util=types.SimpleNamespace(random_noise=random_noise),
-                                 color=skimage.color)
+  icc.sk = types.SimpleNamespace(
+    util=types.SimpleNamespace(random_noise=random_noise), color=skimage.color
+  )
   _STATE["module"] = icc
   return icc
 
@@ -97,5 +98,7 @@ def synthetic_images(n, height, width, seed=0, channels=3):
   images = (smooth - low) / span * 200 + gen.normal(size=shape) * 8 + 20
   for i in range(n):
     y, x = gen.integers(0, max(1, height // 2)), gen.integers(0, max(1, width // 2))
-    images[i, y:y + max(1, height // 3), x:x + max(1, width // 3)] = gen.integers(0, 256, channels)
+    images[i, y : y + max(1, height // 3), x : x + max(1, width // 3)] = gen.integers(
+      0, 256, channels
+    )
   return np.clip(images, 0, 255).astype(np.uint8)

@@ -30,10 +30,26 @@ from tf_forget.corruptions import tables
 CorruptionError = corruption_registry.CorruptionError
 
 NONE = "none"  # the clean image: "or no corruption" (003 appendix E.1)
-ROBUST_TRAIN_CORRUPTIONS = (NONE, "impulse_noise", "shot_noise", "motion_blur", "zoom_blur",
-                            "snow", "contrast", "elastic_transform", "pixelate")
-ROBUST_TEST_CORRUPTIONS = ("gaussian_noise", "defocus_blur", "glass_blur", "brightness", "fog",
-                           "frost", "jpeg_compression")
+ROBUST_TRAIN_CORRUPTIONS = (
+  NONE,
+  "impulse_noise",
+  "shot_noise",
+  "motion_blur",
+  "zoom_blur",
+  "snow",
+  "contrast",
+  "elastic_transform",
+  "pixelate",
+)
+ROBUST_TEST_CORRUPTIONS = (
+  "gaussian_noise",
+  "defocus_blur",
+  "glass_blur",
+  "brightness",
+  "fog",
+  "frost",
+  "jpeg_compression",
+)
 ROBUST_SEVERITY = 3
 # First word of every draw's SeedSequence entropy: keeps these draws apart from any other use of
 # (seed, position) (the augmentations use stateless TF ops keyed on seed * 1,000,003 + position).
@@ -57,13 +73,13 @@ def check(corruptions, severity=ROBUST_SEVERITY):
   for name in corruptions:
     if name != NONE and name not in corruption_registry.CORRUPTIONS:
       raise CorruptionError(
-          f"unknown train corruption {name!r} (known: {NONE}, "
-          f"{', '.join(corruption_registry.CORRUPTIONS)})")
+        f"unknown train corruption {name!r} (known: {NONE}, "
+        f"{', '.join(corruption_registry.CORRUPTIONS)})"
+      )
     if corruptions.count(name) > 1:
       raise CorruptionError(f"train corruption {name!r} is repeated")
   if isinstance(severity, bool) or severity not in tables.SEVERITIES:
-    raise CorruptionError(f"train corruption severity must be an integer in 1..5, got "
-                                   f"{severity!r}")
+    raise CorruptionError(f"train corruption severity must be an integer in 1..5, got {severity!r}")
 
 
 def draw(num_corruptions, seed, position):
@@ -79,7 +95,8 @@ def draw(num_corruptions, seed, position):
     uint32 word modulo `num_corruptions` (a bias below 1e-8 for 9 names).
   """
   words = np.random.SeedSequence([STREAM_TAG, int(seed), int(position)]).generate_state(
-      2, dtype=np.uint32)
+    2, dtype=np.uint32
+  )
   return int(words[0]) % int(num_corruptions), words[1]
 
 
@@ -103,8 +120,9 @@ def corrupt_batch(images, positions, corruptions, severity, seed):
   positions = np.asarray(positions).reshape(-1)
   corruptions = tuple(corruptions)
   if positions.shape[0] != images.shape[0]:
-    raise CorruptionError(f"need one position per image ({images.shape[0]}), got "
-                                   f"{positions.shape[0]}")
+    raise CorruptionError(
+      f"need one position per image ({images.shape[0]}), got {positions.shape[0]}"
+    )
   drawn = [draw(len(corruptions), seed, p) for p in positions.tolist()]
   choice = np.asarray([c for c, _ in drawn], np.int64)
   seeds = np.asarray([s for _, s in drawn], np.uint32)

@@ -40,7 +40,8 @@ def encode(encoding, images, **arrays):
       raise errors.Error(f"array {name!r} has dtype object; npz artifacts never hold pickles")
   buf = io.BytesIO()
   if encoding == "png":
-    import cv2  # pylint: disable=g-import-not-at-top (OpenCV: only where PNG is used)
+    import cv2  # OpenCV: only where PNG is used
+
     chunks = []
     for image in images:
       ok, png = cv2.imencode(".png", image, [cv2.IMWRITE_PNG_COMPRESSION, PNG_LEVEL])
@@ -50,8 +51,13 @@ def encode(encoding, images, **arrays):
     offsets = np.zeros(len(chunks) + 1, np.int64)
     offsets[1:] = np.cumsum([len(c) for c in chunks])
     data = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
-    np.savez(buf, png_bytes=data, png_offsets=offsets,
-             png_shape=np.asarray(images.shape, np.int64), **arrays)
+    np.savez(
+      buf,
+      png_bytes=data,
+      png_offsets=offsets,
+      png_shape=np.asarray(images.shape, np.int64),
+      **arrays,
+    )
   elif encoding == "deflate":
     np.savez_compressed(buf, images=images, **arrays)
   else:
@@ -63,12 +69,13 @@ def decode_images(encoding, arrays):
   """uint8 `[n, H, W, C]` images of a shard read by `fileio.read_npz` (exact pixels)."""
   if encoding in ("raw", "deflate"):
     return arrays.pop("images")
-  import cv2  # pylint: disable=g-import-not-at-top
+  import cv2
+
   data, offsets = arrays.pop("png_bytes"), arrays.pop("png_offsets")
   shape = tuple(int(v) for v in arrays.pop("png_shape"))
   images = np.empty(shape, np.uint8)
   for i in range(shape[0]):
-    image = cv2.imdecode(data[offsets[i]:offsets[i + 1]], cv2.IMREAD_UNCHANGED)
+    image = cv2.imdecode(data[offsets[i] : offsets[i + 1]], cv2.IMREAD_UNCHANGED)
     if image is None or image.size != images[i].size:
       raise errors.ReadError(f"PNG image {i} does not decode to {shape[1:]}")
     images[i] = image.reshape(shape[1:])

@@ -40,8 +40,11 @@ _CIFAR10_C_NAMES = {"glass_blur": "frosted_glass_blur", "elastic_transform": "el
 
 
 def _corrupted_splits():
-  return tuple(corruption_registry.split_name(c, s)
-               for c in corruption_registry.CORRUPTIONS for s in range(1, 6))
+  return tuple(
+    corruption_registry.split_name(c, s)
+    for c in corruption_registry.CORRUPTIONS
+    for s in range(1, 6)
+  )
 
 
 class _Suite(tfds_sets.TfdsDataset):
@@ -74,13 +77,15 @@ class _Suite(tfds_sets.TfdsDataset):
     builder = self._tfds_builder(split)
     decoders = None if decode_image else {"image": tfds_sets.tfds.decode.SkipDecoding()}
     try:
-      return builder.as_dataset(split=self.SOURCE_SPLIT or split, shuffle_files=False,
-                                decoders=decoders)
+      return builder.as_dataset(
+        split=self.SOURCE_SPLIT or split, shuffle_files=False, decoders=decoders
+      )
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
       where = self._data_dir or "the default tfds data_dir"
       raise dataset_api.DataError(
-          f"tfds builder {self.tfds_builder_name(split)!r} (split {split!r} of "
-          f"{self.NAME!r}) is not prepared in {where}: download_and_prepare it there") from e
+        f"tfds builder {self.tfds_builder_name(split)!r} (split {split!r} of "
+        f"{self.NAME!r}) is not prepared in {where}: download_and_prepare it there"
+      ) from e
 
   def check_prepared(self, split):
     """Raises the one-line `DataError` of `_raw` if `split` is not prepared (reads nothing)."""
@@ -94,8 +99,11 @@ class _Suite(tfds_sets.TfdsDataset):
       return int(info.splits[self.SOURCE_SPLIT or split].num_examples)
     except (KeyError, ValueError, AssertionError):
       pass  # no metadata (tfds.testing.mock_data): count the records
-    return int(self._raw(split, decode_image=False).reduce(
-        tf.constant(0, tf.int64), lambda total, _: total + 1))
+    return int(
+      self._raw(split, decode_image=False).reduce(
+        tf.constant(0, tf.int64), lambda total, _: total + 1
+      )
+    )
 
   def decode_record(self, record):
     """Raises `DataError`: a published suite is a test set, never trained on."""
@@ -105,10 +113,13 @@ class _Suite(tfds_sets.TfdsDataset):
     """sha256 of what `split` reads: tfds full name (with version), split and options."""
     self.check_split(split)
     info = self._tfds_builder(split).info
-    options = {str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
-               for k, v in self.spec.options.items()}
-    return hashing.sha256_json({"tfds": info.full_name, "split": self.SOURCE_SPLIT or split,
-                                "options": options})
+    options = {
+      str(k): (v if isinstance(v, (bool, int, float, str, type(None))) else repr(v))
+      for k, v in self.spec.options.items()
+    }
+    return hashing.sha256_json(
+      {"tfds": info.full_name, "split": self.SOURCE_SPLIT or split, "options": options}
+    )
 
 
 class _ConfigPerSplit(_Suite):
@@ -127,6 +138,7 @@ class _ConfigPerSplit(_Suite):
 
 class Cifar10Corrupted(_ConfigPerSplit):
   """CIFAR-10-C as published (tfds `cifar10_corrupted`)."""
+
   TFDS_NAME = NAME = "cifar10_corrupted"
   NUM_CLASSES = 10
   NATIVE_SHAPE = (32, 32, 3)
@@ -140,6 +152,7 @@ class Cifar10Corrupted(_ConfigPerSplit):
 
 class Imagenet2012Corrupted(_ConfigPerSplit):
   """tfds' regeneration of ImageNet-C from manually downloaded ImageNet (see module doc)."""
+
   TFDS_NAME = NAME = "imagenet2012_corrupted"
   NUM_CLASSES = 1000
   NATIVE_SHAPE = (224, 224, 3)
@@ -148,14 +161,17 @@ class Imagenet2012Corrupted(_ConfigPerSplit):
   SOURCE_SPLIT = "validation"
 
   def __init__(self, data_dir=None, image_size=None, download=False, manual_dir=None):
-    super().__init__(data_dir=data_dir, image_size=image_size, download=download,
-                     manual_dir=manual_dir)
-    self.spec.options["source"] = ("tfds regeneration from manually downloaded ImageNet "
-                                   "(not the published ImageNet-C)")
+    super().__init__(
+      data_dir=data_dir, image_size=image_size, download=download, manual_dir=manual_dir
+    )
+    self.spec.options["source"] = (
+      "tfds regeneration from manually downloaded ImageNet (not the published ImageNet-C)"
+    )
 
 
-class Cifar10_1(_Suite):  # pylint: disable=invalid-name
+class Cifar10_1(_Suite):
   """CIFAR-10.1 (tfds `cifar10_1`, configs v4 / v6)."""
+
   TFDS_NAME = NAME = "cifar10_1"
   NUM_CLASSES = 10
   NATIVE_SHAPE = (32, 32, 3)
@@ -164,13 +180,14 @@ class Cifar10_1(_Suite):  # pylint: disable=invalid-name
   def __init__(self, data_dir=None, version="v6", image_size=None, download=False):
     if version not in ("v4", "v6"):
       raise dataset_api.DataError(f"cifar10_1 version must be 'v4' or 'v6', got {version!r}")
-    self.TFDS_NAME = f"cifar10_1/{version}"  # pylint: disable=invalid-name
+    self.TFDS_NAME = f"cifar10_1/{version}"
     super().__init__(data_dir=data_dir, image_size=image_size, download=download)
     self.spec.options["version"] = version
 
 
 class ImagenetA(_Suite):
   """ImageNet-A (tfds `imagenet_a`), preprocessed like `imagenet2012`."""
+
   TFDS_NAME = NAME = "imagenet_a"
   NUM_CLASSES = 1000
   NATIVE_SHAPE = None
@@ -184,10 +201,10 @@ class ImagenetA(_Suite):
 
 
 SUITES = {
-    "cifar10_corrupted": Cifar10Corrupted,
-    "cifar10_1": Cifar10_1,
-    "imagenet_a": ImagenetA,
-    "imagenet2012_corrupted": Imagenet2012Corrupted,
+  "cifar10_corrupted": Cifar10Corrupted,
+  "cifar10_1": Cifar10_1,
+  "imagenet_a": ImagenetA,
+  "imagenet2012_corrupted": Imagenet2012Corrupted,
 }
 
 
@@ -211,6 +228,7 @@ def get(name, **options):
   accepted = inspect.signature(SUITES[name]).parameters
   for key in options:
     if key not in accepted:
-      raise dataset_api.DataError(f"published suite {name!r} takes no option {key!r} "
-                                  f"(options: {', '.join(accepted)})")
+      raise dataset_api.DataError(
+        f"published suite {name!r} takes no option {key!r} (options: {', '.join(accepted)})"
+      )
   return SUITES[name](**options)

@@ -76,8 +76,9 @@ def fog(images, severity, seeds, table):
   for n, s in enumerate(seeds):
     xi = x[n]
     max_val = xi.max()
-    xi = xi + strength * plasma_fractal(mapsize, decay,
-                                        corruption_kit.rng(s))[:h, :w][..., np.newaxis]
+    xi = (
+      xi + strength * plasma_fractal(mapsize, decay, corruption_kit.rng(s))[:h, :w][..., np.newaxis]
+    )
     out[n] = np.clip(xi * max_val / (max_val + strength), 0, 1) * 255
   return corruption_kit.to_uint8(out)
 
@@ -95,7 +96,7 @@ def frost(images, severity, seeds, table):
     idx = rs.randint(5)
     texture = frost_textures.resized(idx, h, w, scale)
     x0, y0 = rs.randint(0, texture.shape[0] - h), rs.randint(0, texture.shape[1] - w)
-    crop = texture[x0:x0 + h, y0:y0 + w][..., [2, 1, 0]]
+    crop = texture[x0 : x0 + h, y0 : y0 + w][..., [2, 1, 0]]
     if ch == 1:
       crop = np.dot(crop, _GRAY_WEIGHTS)[..., np.newaxis]
     out[n] = corruption_kit.to_uint8(np.clip(c_img * images[n] + c_frost * crop, 0, 255))
@@ -117,7 +118,7 @@ def snow(images, severity, seeds, table, renormalize=True):
   """
   loc, scale, zoom, thresh, radius, sigma, weight = tables.params(table, "snow", severity)
   trim = tables.variant(table, "zoom_trim")
-  x = images.astype(np.float32) / 255.
+  x = images.astype(np.float32) / 255.0
   n_img, h, w, ch = x.shape
   layers, angles = [], []
   for s in seeds:
@@ -131,7 +132,7 @@ def snow(images, severity, seeds, table, renormalize=True):
   out = np.empty(images.shape, dtype=np.uint8)
   for n, angle in enumerate(angles):
     layer = corruption_kit.motion_blur_image(layers[n], radius, sigma, angle, renormalize)
-    layer = (np.round(layer * 255).astype(np.uint8) / 255.)[:h, :w, np.newaxis]
+    layer = (np.round(layer * 255).astype(np.uint8) / 255.0)[:h, :w, np.newaxis]
     xi = x[n]
     if ch == 3:
       gray = cv2.cvtColor(xi, cv2.COLOR_RGB2GRAY).reshape(h, w, 1)
@@ -163,15 +164,16 @@ def _water_mask(liquid):
 def spatter(images, severity, seeds, table):
   """Water (severities 1-3) or mud (4-5) splashes from a thresholded smoothed noise layer."""
   loc, scale, sigma, thresh, intensity, mud = tables.params(table, "spatter", severity)
-  x = images.astype(np.float32) / 255.
+  x = images.astype(np.float32) / 255.0
   n_img, h, w, ch = x.shape
-  liquid = np.stack([corruption_kit.rng(s).normal(size=(h, w), loc=loc, scale=scale)
-                     for s in seeds])
+  liquid = np.stack(
+    [corruption_kit.rng(s).normal(size=(h, w), loc=loc, scale=scale) for s in seeds]
+  )
   liquid = corruption_kit.gaussian(liquid, sigma)
   liquid[liquid < thresh] = 0
   out = np.empty(images.shape, dtype=np.uint8)
   if mud == 0:
-    color = np.array([175 / 255., 238 / 255., 238 / 255.], dtype=np.float32)
+    color = np.array([175 / 255.0, 238 / 255.0, 238 / 255.0], dtype=np.float32)
     for n in range(n_img):
       m = _water_mask(liquid[n])
       m *= intensity
@@ -182,7 +184,7 @@ def spatter(images, severity, seeds, table):
         gray = np.dot(np.clip(layer, 0, 1), _GRAY_WEIGHTS)[..., np.newaxis]
         out[n] = corruption_kit.to_uint8(np.clip(x[n] + gray, 0, 1) * 255)
     return out
-  color = np.array([63 / 255., 42 / 255., 20 / 255.])
+  color = np.array([63 / 255.0, 42 / 255.0, 20 / 255.0])
   m = corruption_kit.gaussian(np.where(liquid > thresh, 1, 0).astype(np.float32), intensity)
   m[m < 0.8] = 0
   for n in range(n_img):

@@ -29,10 +29,14 @@ def _make_kernel():
           wx1 = fx[j]
           wx0 = 1.0 - wx1
           for c in range(n_ch):
-            r_lo = np.float64(x[n, lo_h[i], lo_w[j], c]) * wy0 + \
-                np.float64(x[n, hi_h[i], lo_w[j], c]) * wy1
-            r_hi = np.float64(x[n, lo_h[i], hi_w[j], c]) * wy0 + \
-                np.float64(x[n, hi_h[i], hi_w[j], c]) * wy1
+            r_lo = (
+              np.float64(x[n, lo_h[i], lo_w[j], c]) * wy0
+              + np.float64(x[n, hi_h[i], lo_w[j], c]) * wy1
+            )
+            r_hi = (
+              np.float64(x[n, lo_h[i], hi_w[j], c]) * wy0
+              + np.float64(x[n, hi_h[i], hi_w[j], c]) * wy1
+            )
             out[n, i, j, c] += np.float32(r_lo * wx0 + r_hi * wx1)
 
   return kernel
@@ -50,5 +54,13 @@ def accumulate(x, out, taps):
   if _KERNEL is None:
     _KERNEL = _make_kernel()
   (lo_h, hi_h, fy), (lo_w, hi_w, fx) = taps
-  _KERNEL(x, out, lo_h.astype(np.int64), hi_h.astype(np.int64), fy.astype(np.float64),
-          lo_w.astype(np.int64), hi_w.astype(np.int64), fx.astype(np.float64))
+  _KERNEL(
+    x,
+    out,
+    lo_h.astype(np.int64),
+    hi_h.astype(np.int64),
+    fy.astype(np.float64),
+    lo_w.astype(np.int64),
+    hi_w.astype(np.int64),
+    fx.astype(np.float64),
+  )

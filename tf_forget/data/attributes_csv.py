@@ -30,26 +30,32 @@ class AttributeCsv:
 
   def __init__(self, path):
     self.path = path
-    rows = [r for r in csv.reader(io.StringIO(user_inputs.read_text(path, "attributes CSV")))
-            if any(cell.strip() for cell in r)]
+    rows = [
+      r
+      for r in csv.reader(io.StringIO(user_inputs.read_text(path, "attributes CSV")))
+      if any(cell.strip() for cell in r)
+    ]
     if not rows:
       raise dataset_api.DataError(f"attributes CSV {path} is empty")
     header = [h.strip() for h in rows[0]]
     self.key = next((k for k in KEY_COLUMNS if k in header), None)
     if self.key is None:
-      raise dataset_api.DataError(f"attributes CSV {path} needs a column 'path' or 'id' "
-                                  f"(columns: {', '.join(header)})")
+      raise dataset_api.DataError(
+        f"attributes CSV {path} needs a column 'path' or 'id' (columns: {', '.join(header)})"
+      )
     user_inputs.parse_names(header, f"the header of attributes CSV {path}")
     body = rows[1:]
     for line, row in enumerate(body, start=2):
       if len(row) != len(header):
-        raise dataset_api.DataError(f"attributes CSV {path} line {line}: {len(row)} fields, the "
-                                    f"header has {len(header)}")
+        raise dataset_api.DataError(
+          f"attributes CSV {path} line {line}: {len(row)} fields, the header has {len(header)}"
+        )
     cells = {h: [row[j].strip() for row in body] for j, h in enumerate(header)}
     for h, values in cells.items():
       if "" in values:
-        raise dataset_api.DataError(f"attributes CSV {path} line {values.index('') + 2}: empty "
-                                    f"{h!r}")
+        raise dataset_api.DataError(
+          f"attributes CSV {path} line {values.index('') + 2}: empty {h!r}"
+        )
     self.keys = [self._key(v, line) for line, v in enumerate(cells[self.key], start=2)]
     self.splits = cells.get("split")
     self.names, self.values = [], {}
@@ -69,8 +75,9 @@ class AttributeCsv:
     try:
       return int(value)
     except ValueError as e:
-      raise dataset_api.DataError(f"attributes CSV {self.path} line {line}: id {value!r} is not an "
-                                  "integer") from e
+      raise dataset_api.DataError(
+        f"attributes CSV {self.path} line {line}: id {value!r} is not an integer"
+      ) from e
 
   def _add(self, name, values):
     if name in self.values:

@@ -45,6 +45,7 @@ class DatasetSpec:
     protected_attributes: the attributes the subgroup audit crosses by default (004: Male, Young).
     options: the options the data set was built with (recorded in member configs).
   """
+
   name: str
   num_classes: int
   image_shape: Tuple[int, int, int]
@@ -66,6 +67,7 @@ class Examples:
     ids: int64 `[N]`, stable per split.
     attributes: name -> bool `[N]`.
   """
+
   images: np.ndarray
   labels: np.ndarray
   ids: np.ndarray
@@ -77,10 +79,11 @@ class Examples:
   def take(self, index):
     """Returns the examples at `index` (a slice, int array or boolean mask)."""
     return Examples(
-        images=self.images[index],
-        labels=self.labels[index],
-        ids=self.ids[index],
-        attributes={k: v[index] for k, v in self.attributes.items()})
+      images=self.images[index],
+      labels=self.labels[index],
+      ids=self.ids[index],
+      attributes={k: v[index] for k, v in self.attributes.items()},
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Annotations:
     ids: int64 `[N]`, stable per split.
     attributes: name -> bool `[N]`.
   """
+
   labels: np.ndarray
   ids: np.ndarray
   attributes: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
@@ -107,8 +111,10 @@ def in_order(parts, ids, split):
   position = {int(i): n for n, i in enumerate(found.ids)} if found is not None else {}
   missing = [int(i) for i in ids if int(i) not in position]
   if missing:
-    raise DataError(f"split {split!r} has no example with id {missing[0]} "
-                    f"({len(missing)} of {ids.size} requested ids missing)")
+    raise DataError(
+      f"split {split!r} has no example with id {missing[0]} "
+      f"({len(missing)} of {ids.size} requested ids missing)"
+    )
   return found.take(np.asarray([position[int(i)] for i in ids], np.int64))
 
 
@@ -118,13 +124,11 @@ def concatenate(parts):
   if not parts:
     raise DataError("no examples to concatenate")
   return Examples(
-      images=np.concatenate([p.images for p in parts]),
-      labels=np.concatenate([p.labels for p in parts]),
-      ids=np.concatenate([p.ids for p in parts]),
-      attributes={
-          k: np.concatenate([p.attributes[k] for p in parts])
-          for k in parts[0].attributes
-      })
+    images=np.concatenate([p.images for p in parts]),
+    labels=np.concatenate([p.labels for p in parts]),
+    ids=np.concatenate([p.ids for p in parts]),
+    attributes={k: np.concatenate([p.attributes[k] for p in parts]) for k in parts[0].attributes},
+  )
 
 
 class Dataset(abc.ABC):
@@ -136,16 +140,19 @@ class Dataset(abc.ABC):
   def check_split(self, split):
     """Raises `DataError` unless `split` is one of the data set's splits."""
     if split not in self.spec.splits:
-      raise DataError(f"data set {self.spec.name!r} has no split {split!r} "
-                      f"(splits: {', '.join(self.spec.splits)})")
+      raise DataError(
+        f"data set {self.spec.name!r} has no split {split!r} "
+        f"(splits: {', '.join(self.spec.splits)})"
+      )
 
   def check_attributes(self, names):
     """Raises `DataError` naming the first attribute the data set lacks."""
     for name in names:
       if name not in self.spec.attribute_names:
         known = ", ".join(self.spec.attribute_names) or "none"
-        raise DataError(f"data set {self.spec.name!r} has no attribute {name!r} "
-                        f"(attributes: {known})")
+        raise DataError(
+          f"data set {self.spec.name!r} has no attribute {name!r} (attributes: {known})"
+        )
 
   @abc.abstractmethod
   def batches(self, split, batch_size) -> Iterator[Examples]:
@@ -197,9 +204,12 @@ class Dataset(abc.ABC):
 
   def no_examples(self) -> Examples:
     """Zero examples of the data set's image shape and attributes."""
-    return Examples(images=np.zeros((0,) + tuple(self.spec.image_shape), np.uint8),
-                    labels=np.zeros(0, np.int64), ids=np.zeros(0, np.int64),
-                    attributes={n: np.zeros(0, bool) for n in self.spec.attribute_names})
+    return Examples(
+      images=np.zeros((0,) + tuple(self.spec.image_shape), np.uint8),
+      labels=np.zeros(0, np.int64),
+      ids=np.zeros(0, np.int64),
+      attributes={n: np.zeros(0, bool) for n in self.spec.attribute_names},
+    )
 
   def calibration_examples(self, split, n) -> Examples:
     """The examples that calibrate a full int8 file: the first `n` of `split` (docs/spec.md §2.5; a
@@ -225,7 +235,8 @@ class Dataset(abc.ABC):
     Fixed order; the trainer shuffles and augments. The default builds it from the numpy split
     (fine for small data sets); tfds-backed data sets override it to stream.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
+
     data = self.load(split)
     return tf.data.Dataset.from_tensor_slices((data.images, data.labels))
 

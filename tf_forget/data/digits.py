@@ -25,10 +25,11 @@ def load_source():
     dataset_api.DataError: if scikit-learn is not installed.
   """
   try:
-    from sklearn import datasets  # pylint: disable=g-import-not-at-top
+    from sklearn import datasets
   except ImportError as e:
     raise dataset_api.DataError(
-        "data set 'digits' needs scikit-learn (pip install scikit-learn)") from e
+      "data set 'digits' needs scikit-learn (pip install scikit-learn)"
+    ) from e
   raw = datasets.load_digits()
   images = np.rint(raw.images * (255.0 / 16.0)).astype(np.uint8)[..., np.newaxis]
   return images, raw.target.astype(np.int64)
@@ -53,8 +54,9 @@ def balanced_test_index(labels, test_per_class, seed):
   for c in np.unique(labels):
     members = np.flatnonzero(labels == c)
     if len(members) <= test_per_class:
-      raise dataset_api.DataError(f"class {c} has {len(members)} examples; cannot hold out "
-                                  f"test_per_class={test_per_class}")
+      raise dataset_api.DataError(
+        f"class {c} has {len(members)} examples; cannot hold out test_per_class={test_per_class}"
+      )
     chosen.append(rng.permutation(members)[:test_per_class])
   return np.sort(np.concatenate(chosen)).astype(np.int64)
 
@@ -79,8 +81,11 @@ class InMemoryDataset(dataset_api.Dataset):
     data = self.load(split)
     for start in range(0, len(data), batch_size):
       part = slice(start, start + batch_size)
-      yield dataset_api.Annotations(labels=data.labels[part], ids=data.ids[part],
-                                    attributes={k: v[part] for k, v in data.attributes.items()})
+      yield dataset_api.Annotations(
+        labels=data.labels[part],
+        ids=data.ids[part],
+        attributes={k: v[part] for k, v in data.attributes.items()},
+      )
 
   def num_examples(self, split):
     return len(self.load(split))
@@ -105,10 +110,11 @@ class Digits(InMemoryDataset):
     for name, mask in (("train", ~is_test), ("test", is_test)):
       splits[name] = dataset_api.Examples(images=images[mask], labels=labels[mask], ids=ids[mask])
     spec = dataset_api.DatasetSpec(
-        name="digits",
-        num_classes=NUM_CLASSES,
-        image_shape=(8, 8, 1),
-        splits=("train", "test"),
-        class_names=tuple(str(c) for c in range(NUM_CLASSES)),
-        options={"test_per_class": int(test_per_class), "split_seed": int(split_seed)})
+      name="digits",
+      num_classes=NUM_CLASSES,
+      image_shape=(8, 8, 1),
+      splits=("train", "test"),
+      class_names=tuple(str(c) for c in range(NUM_CLASSES)),
+      options={"test_per_class": int(test_per_class), "split_seed": int(split_seed)},
+    )
     super().__init__(spec, splits)

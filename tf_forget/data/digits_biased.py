@@ -62,15 +62,21 @@ def _biased_split(source, seed, rare_count=None):
   images = source.images.copy()
   images[faint] = np.rint(images[faint] * FAINT_SCALE).astype(np.uint8)
   images[inverted] = 255 - images[inverted]
-  return dataset_api.Examples(images=images, labels=target, ids=source.ids,
-                              attributes={"Inverted": inverted, "Faint": faint})
+  return dataset_api.Examples(
+    images=images, labels=target, ids=source.ids, attributes={"Inverted": inverted, "Faint": faint}
+  )
 
 
 class DigitsBiased(digits.InMemoryDataset):
   """Binary digits task with a rare planted subgroup (positive ∧ Inverted ≈ 1% of train)."""
 
-  def __init__(self, rare_rate=0.01, attribute_seed=ATTRIBUTE_SEED,
-               test_per_class=50, split_seed=digits.SPLIT_SEED):
+  def __init__(
+    self,
+    rare_rate=0.01,
+    attribute_seed=ATTRIBUTE_SEED,
+    test_per_class=50,
+    split_seed=digits.SPLIT_SEED,
+  ):
     """Builds the splits.
 
     Args:
@@ -87,20 +93,25 @@ class DigitsBiased(digits.InMemoryDataset):
     positive_share = float(np.isin(train.labels, POSITIVE_DIGITS).mean())
     if not 0.0 < rare_rate < positive_share:
       raise dataset_api.DataError(
-          f"rare_rate must be in (0, {positive_share:.3f}), got {rare_rate}")
+        f"rare_rate must be in (0, {positive_share:.3f}), got {rare_rate}"
+      )
     splits = {
-        "train": _biased_split(train, attribute_seed,
-                               rare_count=int(round(rare_rate * len(train)))),
-        "test": _biased_split(source.load("test"), attribute_seed),
+      "train": _biased_split(train, attribute_seed, rare_count=int(round(rare_rate * len(train)))),
+      "test": _biased_split(source.load("test"), attribute_seed),
     }
     spec = dataset_api.DatasetSpec(
-        name="digits_biased",
-        num_classes=2,
-        image_shape=(8, 8, 1),
-        splits=("train", "test"),
-        class_names=("other", "zero_or_one"),
-        attribute_names=("Inverted", "Faint"),
-        protected_attributes=("Inverted", "Faint"),
-        options={"rare_rate": float(rare_rate), "attribute_seed": int(attribute_seed),
-                 "test_per_class": int(test_per_class), "split_seed": int(split_seed)})
+      name="digits_biased",
+      num_classes=2,
+      image_shape=(8, 8, 1),
+      splits=("train", "test"),
+      class_names=("other", "zero_or_one"),
+      attribute_names=("Inverted", "Faint"),
+      protected_attributes=("Inverted", "Faint"),
+      options={
+        "rare_rate": float(rare_rate),
+        "attribute_seed": int(attribute_seed),
+        "test_per_class": int(test_per_class),
+        "split_seed": int(split_seed),
+      },
+    )
     super().__init__(spec, splits)

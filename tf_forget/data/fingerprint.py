@@ -49,6 +49,7 @@ class Entry:
   """One file of a split: its relative path, size, mtime (ns), sha256, for an image its
   (width, height) (so that a cached image is held to a lower `max_pixels` too), and its ctime
   (ns) and inode when it was hashed (None: not known, a URL file or an older record)."""
+
   path: str
   size: int
   mtime_ns: int
@@ -58,16 +59,30 @@ class Entry:
   inode: Optional[int] = None
 
   def to_json(self):
-    return [self.path, self.size, self.mtime_ns, self.sha256, list(self.shape), self.ctime_ns,
-            self.inode]
+    return [
+      self.path,
+      self.size,
+      self.mtime_ns,
+      self.sha256,
+      list(self.shape),
+      self.ctime_ns,
+      self.inode,
+    ]
 
   @classmethod
   def from_json(cls, row):
     path, size, mtime_ns, sha, shape = row[:5]
     ctime_ns, inode = (list(row[5:7]) + [None, None])[:2]
     width, height = shape
-    return cls(str(path), int(size), int(mtime_ns), str(sha), (int(width), int(height)),
-               None if ctime_ns is None else int(ctime_ns), None if inode is None else int(inode))
+    return cls(
+      str(path),
+      int(size),
+      int(mtime_ns),
+      str(sha),
+      (int(width), int(height)),
+      None if ctime_ns is None else int(ctime_ns),
+      None if inode is None else int(inode),
+    )
 
   def unchanged(self, st):
     """Whether the file now stat'ed as `st` (`filesystem.FileStat`) is the one this entry
@@ -83,6 +98,7 @@ class Entry:
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:
   """The files of a split and how many of them were read (not taken from the cache)."""
+
   entries: Tuple[Entry, ...]
   hashed: int
 
@@ -100,7 +116,8 @@ def digest(entries):
 
 
 def _pil():
-  from PIL import Image  # pylint: disable=g-import-not-at-top (only where images are checked)
+  from PIL import Image  # only where images are checked
+
   return Image
 
 
@@ -111,8 +128,9 @@ def check_size(shape, name, max_pixels):
     mp = width * height / 1e6
     shown = f"{mp:.0f}" if mp >= 1 else f"{mp:.2g}"
     raise dataset_api.DataError(
-        f"{name} is {width}x{height} = {shown} megapixels, over the limit of "
-        f"{max_pixels / 1e6:g} (--max_image_pixels)")
+      f"{name} is {width}x{height} = {shown} megapixels, over the limit of "
+      f"{max_pixels / 1e6:g} (--max_image_pixels)"
+    )
 
 
 def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
@@ -132,11 +150,13 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
     image = image_lib.open(io.BytesIO(data))
     fmt, (width, height) = image.format, image.size
   except image_lib.UnidentifiedImageError as e:
-    raise dataset_api.DataError(f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, "
-                                "JPEG, GIF or BMP header)") from e
-  except Exception as e:  # pylint: disable=broad-except (Pillow raises many kinds)
-    raise dataset_api.DataError(f"{name} is not a readable image ({type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:120]})") from e
+    raise dataset_api.DataError(
+      f"{name} is not an image (its bytes start {data[:8]!r}, not a PNG, JPEG, GIF or BMP header)"
+    ) from e
+  except Exception as e:  # Pillow raises many kinds
+    raise dataset_api.DataError(
+      f"{name} is not a readable image ({type(e).__name__}: {' '.join(str(e).split())[:120]})"
+    ) from e
   finally:
     image_lib.MAX_IMAGE_PIXELS = guard
   if fmt not in set(_FORMATS.values()):
@@ -145,9 +165,11 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
   if fmt == "PNG":
     try:
       image_lib.open(io.BytesIO(data)).verify()
-    except Exception as e:  # pylint: disable=broad-except
-      raise dataset_api.DataError(f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
-                                  f"{' '.join(str(e).split())[:120]})") from e
+    except Exception as e:
+      raise dataset_api.DataError(
+        f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "
+        f"{' '.join(str(e).split())[:120]})"
+      ) from e
   if fmt == "JPEG" and b"\xff\xd9" not in data[-64:]:
     raise dataset_api.DataError(f"{name} is a truncated JPEG (no end-of-image marker)")
   return (int(width), int(height))
@@ -174,10 +196,11 @@ def check_header(head, size, name, max_pixels=DEFAULT_MAX_PIXELS):
   try:
     image = image_lib.open(io.BytesIO(head))
     fmt, (width, height) = image.format, image.size
-  except Exception:  # pylint: disable=broad-except (Pillow raises many kinds)
+  except Exception:  # Pillow raises many kinds
     if not head.startswith(_MAGIC):
-      raise dataset_api.DataError(f"{name} is not an image (its bytes start {head[:8]!r}, not "
-                                  "a PNG, JPEG, GIF or BMP header)") from None
+      raise dataset_api.DataError(
+        f"{name} is not an image (its bytes start {head[:8]!r}, not a PNG, JPEG, GIF or BMP header)"
+      ) from None
     return image_files.MAX_IMAGE_BYTES  # a header longer than `head`
   finally:
     image_lib.MAX_IMAGE_PIXELS = guard
@@ -220,13 +243,23 @@ def fingerprint(files, cache=None, check=None, name=str):
       continue
     header = getattr(check, "header", None)
     try:  # a regular file only, its header checked before the rest is read (`image_files`)
-      data = image_files.read(path, name(rel), st.size,
-                              header and (lambda head, size, rel=rel: header(head, size, rel)))
+      data = image_files.read(
+        path, name(rel), st.size, header and (lambda head, size, rel=rel: header(head, size, rel))
+      )
     except (OSError,) + tuple(filesystem.io_errors()) as e:
       raise dataset_api.DataError(f"cannot read {name(rel)}: {' '.join(str(e).split())}") from e
     shape = check(data, rel) if check is not None else None
-    entries.append(Entry(rel, len(data), st.mtime_ns, hashlib.sha256(data).hexdigest(),
-                         tuple(shape or (0, 0)), st.ctime_ns, st.inode))
+    entries.append(
+      Entry(
+        rel,
+        len(data),
+        st.mtime_ns,
+        hashlib.sha256(data).hexdigest(),
+        tuple(shape or (0, 0)),
+        st.ctime_ns,
+        st.inode,
+      )
+    )
     hashed += 1
   return Fingerprint(tuple(entries), hashed)
 
@@ -251,8 +284,12 @@ def describe(old, new):
     if left[e.sha256] > 0:
       left[e.sha256] -= 1
       moved += 1
-  counts = (("moved", moved), ("added", len(came) - moved), ("edited", edited),
-            ("removed", len(gone) - moved))
+  counts = (
+    ("moved", moved),
+    ("added", len(came) - moved),
+    ("edited", edited),
+    ("removed", len(gone) - moved),
+  )
   return ", ".join(f"{n} {what}" for what, n in counts if n)
 
 
@@ -263,6 +300,7 @@ def image_check(describe_file, max_pixels=DEFAULT_MAX_PIXELS):
     describe_file: callable(relative path) -> how an error names it.
     max_pixels: see `check_image`.
   """
+
   def check(data, rel):
     if rel.lower().endswith(IMAGE_SUFFIXES):
       return check_image(data, describe_file(rel), max_pixels)
@@ -272,6 +310,7 @@ def image_check(describe_file, max_pixels=DEFAULT_MAX_PIXELS):
     if rel.lower().endswith(IMAGE_SUFFIXES):
       return check_header(head, size, describe_file(rel), max_pixels)
     return None
+
   check.max_pixels = max_pixels
   check.header = header
   return check

@@ -25,8 +25,8 @@ from tf_forget.data import dataset_api
 
 # The file stems of a split's images and labels (the database's own names).
 FILES = {
-    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+  "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+  "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 SIZES = {"train": 60_000, "test": 10_000}
 IMAGE_SHAPE = (28, 28)
@@ -36,22 +36,30 @@ NUM_CLASSES = 10
 # MNIST: the original database's .gz files and their uncompressed content; Fashion-MNIST: the
 # .gz MD5s of its README (zalandoresearch/fashion-mnist), no uncompressed ones published.
 CHECKSUMS = {
-    "mnist": {
-        "train-images-idx3-ubyte": ("f68b3c2dcbeaaa9fbdd348bbdeb94873",
-                                    "6bbc9ace898e44ae57da46a324031adb"),
-        "train-labels-idx1-ubyte": ("d53e105ee54ea40749a09fcbcd1e9432",
-                                    "a25bea736e30d166cdddb491f175f624"),
-        "t10k-images-idx3-ubyte": ("9fb629c4189551a2d022fa330f9573f3",
-                                   "2646ac647ad5339dbf082846283269ea"),
-        "t10k-labels-idx1-ubyte": ("ec29112dd5afa0611ce80d1b7f02629c",
-                                   "27ae3e4e09519cfbb04c329615203637"),
-    },
-    "fashion_mnist": {
-        "train-images-idx3-ubyte": ("8d4fb7e6c68d591d4c3dfef9ec88bf0d", None),
-        "train-labels-idx1-ubyte": ("25c81989df183df01b3e8a0aad5dffbe", None),
-        "t10k-images-idx3-ubyte": ("bef4ecab320f06d8554ea6380940ec79", None),
-        "t10k-labels-idx1-ubyte": ("bb300cfdad3c16e7a12a480ee83cd310", None),
-    },
+  "mnist": {
+    "train-images-idx3-ubyte": (
+      "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+      "6bbc9ace898e44ae57da46a324031adb",
+    ),
+    "train-labels-idx1-ubyte": (
+      "d53e105ee54ea40749a09fcbcd1e9432",
+      "a25bea736e30d166cdddb491f175f624",
+    ),
+    "t10k-images-idx3-ubyte": (
+      "9fb629c4189551a2d022fa330f9573f3",
+      "2646ac647ad5339dbf082846283269ea",
+    ),
+    "t10k-labels-idx1-ubyte": (
+      "ec29112dd5afa0611ce80d1b7f02629c",
+      "27ae3e4e09519cfbb04c329615203637",
+    ),
+  },
+  "fashion_mnist": {
+    "train-images-idx3-ubyte": ("8d4fb7e6c68d591d4c3dfef9ec88bf0d", None),
+    "train-labels-idx1-ubyte": ("25c81989df183df01b3e8a0aad5dffbe", None),
+    "t10k-images-idx3-ubyte": ("bef4ecab320f06d8554ea6380940ec79", None),
+    "t10k-labels-idx1-ubyte": ("bb300cfdad3c16e7a12a480ee83cd310", None),
+  },
 }
 _GZIP_MAGIC = b"\x1f\x8b"
 # The largest uncompressed IDX file of either database (train images), with room for a header.
@@ -69,8 +77,7 @@ def find(directory, stem):
 
 def has_files(directory):
   """True if `directory` holds all four IDX files (plain or gzip)."""
-  return bool(directory) and all(find(directory, stem) for pair in FILES.values()
-                                 for stem in pair)
+  return bool(directory) and all(find(directory, stem) for pair in FILES.values() for stem in pair)
 
 
 def parse(data, what="IDX data"):
@@ -98,8 +105,10 @@ def parse(data, what="IDX data"):
   shape = struct.unpack(f">{ndim}I", data[4:header])
   expected = header + int(np.prod(shape, dtype=np.int64))
   if len(data) != expected:
-    raise dataset_api.DataError(f"{what}: {len(data):,} bytes, the header {tuple(shape)} needs "
-                                f"{expected:,} (truncated or not an IDX file)")
+    raise dataset_api.DataError(
+      f"{what}: {len(data):,} bytes, the header {tuple(shape)} needs "
+      f"{expected:,} (truncated or not an IDX file)"
+    )
   return np.frombuffer(data, np.uint8, offset=header).reshape(shape)
 
 
@@ -147,12 +156,15 @@ def _load_file(directory, stem, database):
   if found == database:
     return array, raw_md5, "published md5"
   if found is not None:
-    raise dataset_api.DataError(f"{path} is {found}'s file, not {database}'s: use "
-                                f"--dataset={found}")
+    raise dataset_api.DataError(
+      f"{path} is {found}'s file, not {database}'s: use --dataset={found}"
+    )
   if CHECKSUMS[database][stem][1] is None and not compressed:
     return array, raw_md5, "structure (no published md5 of the uncompressed file)"
-  raise dataset_api.DataError(f"{path}: md5 {raw_md5} matches no published {database} file "
-                              "(truncated, edited, or not the database)")
+  raise dataset_api.DataError(
+    f"{path}: md5 {raw_md5} matches no published {database} file "
+    "(truncated, edited, or not the database)"
+  )
 
 
 def load(directory, database):
@@ -177,8 +189,9 @@ def load(directory, database):
     n = SIZES[split]
     if images.shape != (n,) + IMAGE_SHAPE or labels.shape != (n,):
       raise dataset_api.DataError(
-          f"{database} {split}: images {images.shape} and labels {labels.shape} in {directory}, "
-          f"expected ({n}, 28, 28) and ({n},)")
+        f"{database} {split}: images {images.shape} and labels {labels.shape} in {directory}, "
+        f"expected ({n}, 28, 28) and ({n},)"
+      )
     if labels.max() >= NUM_CLASSES:
       raise dataset_api.DataError(f"{database} {split}: label {int(labels.max())} out of range")
     splits[split] = (images[..., np.newaxis], labels.astype(np.int64))

@@ -29,24 +29,29 @@ from tf_forget.data import dataset_api
 MAX_IMAGE_BYTES = 1_000_000_000
 HEADER_BYTES = 64 * 1024  # an image's header (a JPEG's EXIF and ICC segments included)
 
-_KINDS = ((stat_lib.S_ISFIFO, "a FIFO (named pipe)"), (stat_lib.S_ISCHR, "a character device"),
-          (stat_lib.S_ISBLK, "a block device"), (stat_lib.S_ISSOCK, "a socket"),
-          (stat_lib.S_ISDIR, "a directory"))
+_KINDS = (
+  (stat_lib.S_ISFIFO, "a FIFO (named pipe)"),
+  (stat_lib.S_ISCHR, "a character device"),
+  (stat_lib.S_ISBLK, "a block device"),
+  (stat_lib.S_ISSOCK, "a socket"),
+  (stat_lib.S_ISDIR, "a directory"),
+)
 
 
 def _not_regular(path, name, mode):
   kind = next((text for test, text in _KINDS if test(mode)), "not a regular file")
   if os.path.islink(path):
-    return dataset_api.DataError(f"{name} is a link to {os.readlink(path)}, {kind}; only "
-                                 "regular files are read")
-  return dataset_api.DataError(f"{name} is {kind}, not a regular file; only regular files "
-                               "are read")
+    return dataset_api.DataError(
+      f"{name} is a link to {os.readlink(path)}, {kind}; only regular files are read"
+    )
+  return dataset_api.DataError(f"{name} is {kind}, not a regular file; only regular files are read")
 
 
 def too_big(name, size, limit, why):
   """The `DataError` of a file of `size` bytes over `limit` ("... more than <why>")."""
-  return dataset_api.DataError(f"{name} is {fileio.size_text(size)}, more than {why} "
-                               f"({fileio.size_text(limit)})")
+  return dataset_api.DataError(
+    f"{name} is {fileio.size_text(size)}, more than {why} ({fileio.size_text(limit)})"
+  )
 
 
 def stat(path, name, stat_fn=os.stat):
@@ -54,8 +59,11 @@ def stat(path, name, stat_fn=os.stat):
   try:
     return stat_fn(path)
   except OSError as e:
-    what = (f"a dangling link (to {os.readlink(path)})" if os.path.islink(path)
-            else f"unreadable ({e.strerror or e})")
+    what = (
+      f"a dangling link (to {os.readlink(path)})"
+      if os.path.islink(path)
+      else f"unreadable ({e.strerror or e})"
+    )
     raise dataset_api.DataError(f"{name} is {what}") from e
 
 

@@ -34,9 +34,19 @@ class Folder(user_sets.UserDataset):
   are those paths (relative to the folder root, "/"-separated).
   """
 
-  def __init__(self, path=None, image_size=None, channels=None, class_names=None,
-               attributes=None, protected=None, preprocess=None, calibration=None,
-               train_data=None, content=None):
+  def __init__(
+    self,
+    path=None,
+    image_size=None,
+    channels=None,
+    class_names=None,
+    attributes=None,
+    protected=None,
+    preprocess=None,
+    calibration=None,
+    train_data=None,
+    content=None,
+  ):
     """Lists the folder (no image decoded except the first, if the size is not given).
 
     Args:
@@ -62,18 +72,33 @@ class Folder(user_sets.UserDataset):
     split_roots = self._split_roots()
     given = user_inputs.parse_names(class_names, "class_names")
     self._names_from = "class_names" if given else LABELS_FILE
-    class_names = given or self._labels_file() or tuple(
-        sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
+    class_names = (
+      given
+      or self._labels_file()
+      or tuple(sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
+    )
     if not class_names:
       raise dataset_api.DataError(f"image folder {self.root} holds no class folder")
     self._files = {s: self._list(s, r, class_names) for s, r in split_roots.items()}
     first = self._files["test"][0][0]
-    self._finish("folder", split_roots, images.parse_image_size(image_size),
-                 images.parse_channels(channels), class_names, attributes, protected,
-                 {"path": self.root, "class_names": list(given) if given else None,
-                  "calibration": calibration, "train_data": train_data, "content": content},
-                 lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
-                 preprocess)
+    self._finish(
+      "folder",
+      split_roots,
+      images.parse_image_size(image_size),
+      images.parse_channels(channels),
+      class_names,
+      attributes,
+      protected,
+      {
+        "path": self.root,
+        "class_names": list(given) if given else None,
+        "calibration": calibration,
+        "train_data": train_data,
+        "content": content,
+      },
+      lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
+      preprocess,
+    )
 
   def _split_roots(self):
     top = self._subfolders(self.root)
@@ -83,13 +108,17 @@ class Folder(user_sets.UserDataset):
     if set(SPLIT_FOLDERS) <= set(top):
       other = next(d for d in top if d not in SPLIT_FOLDERS)
       raise dataset_api.DataError(
-          f"image folder {self.root} has {other}/ next to train/ and test/: "
-          "put the class folders inside train/ and test/")
+        f"image folder {self.root} has {other}/ next to train/ and test/: "
+        "put the class folders inside train/ and test/"
+      )
     return {"test": self.root}
 
   def _subfolders(self, path):
-    return [n for n in filesystem.listdir(path)
-            if not n.startswith(".") and filesystem.isdir(filesystem.join(path, n))]
+    return [
+      n
+      for n in filesystem.listdir(path)
+      if not n.startswith(".") and filesystem.isdir(filesystem.join(path, n))
+    ]
 
   def _class_folders(self, split_root):
     self._check_no_stray(split_root)
@@ -113,7 +142,7 @@ class Folder(user_sets.UserDataset):
     return user_inputs.parse_names(lines, str(path))
 
   def _relative(self, path):
-    rel = str(path)[len(self.root):].replace("\\", "/").lstrip("/")
+    rel = str(path)[len(self.root) :].replace("\\", "/").lstrip("/")
     return posixpath.normpath(rel)
 
   def _list(self, split, split_root, class_names):
@@ -123,10 +152,12 @@ class Folder(user_sets.UserDataset):
     for folder in self._class_folders(split_root):
       rel_folder = self._relative(filesystem.join(split_root, folder))
       if folder not in index:
-        raise dataset_api.DataError(f"folder {rel_folder}/ of {self.root} is not a class of "
-                                    f"{self._names_from} ({len(class_names)} classes: "
-                                    f"{', '.join(class_names[:5])}"
-                                    f"{', ...' if len(class_names) > 5 else ''})")
+        raise dataset_api.DataError(
+          f"folder {rel_folder}/ of {self.root} is not a class of "
+          f"{self._names_from} ({len(class_names)} classes: "
+          f"{', '.join(class_names[:5])}"
+          f"{', ...' if len(class_names) > 5 else ''})"
+        )
       found = 0
       for dirpath, dirnames, filenames in filesystem.walk(filesystem.join(split_root, folder)):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
@@ -138,13 +169,15 @@ class Folder(user_sets.UserDataset):
             files.append((rel, index[folder]))
             found += 1
       if not found:
-        raise dataset_api.DataError(f"class folder {rel_folder}/ of {self.root} holds no image "
-                                    f"({', '.join(IMAGE_EXTENSIONS)})")
+        raise dataset_api.DataError(
+          f"class folder {rel_folder}/ of {self.root} holds no image "
+          f"({', '.join(IMAGE_EXTENSIONS)})"
+        )
     if not files:
       where = self._relative(split_root) + "/" if split_root != self.root else ""
       raise dataset_api.DataError(
-          f"image folder {self.root}{'/' + where if where else ''} holds no "
-          "class folder")
+        f"image folder {self.root}{'/' + where if where else ''} holds no class folder"
+      )
     files.sort()
     return ([f for f, _ in files], np.asarray([c for _, c in files], np.int64))
 
@@ -156,8 +189,8 @@ class Folder(user_sets.UserDataset):
     ids = np.arange(len(names), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
     prefix = self.root.rstrip("/") + "/"
     return tf.data.Dataset.from_tensor_slices(
-        (tf.constant([names[i] for i in ids], tf.string), labels[ids], ids)).map(
-            lambda rel, label, i: (prefix + rel, label, i))
+      (tf.constant([names[i] for i in ids], tf.string), labels[ids], ids)
+    ).map(lambda rel, label, i: (prefix + rel, label, i))
 
   def _records_of(self, split, ids):
     known = ids[(ids >= 0) & (ids < self.num_examples(split))]
@@ -196,8 +229,9 @@ class Folder(user_sets.UserDataset):
     for line, key in enumerate(self._csv.keys, start=2):
       if key not in where:
         raise dataset_api.DataError(
-            f"attributes CSV {self._csv.path} line {line}: path {key!r} is no "
-            f"image of folder {self.root}")
+          f"attributes CSV {self._csv.path} line {line}: path {key!r} is no "
+          f"image of folder {self.root}"
+        )
       rows.append(where[key])
     return [s for s, _ in rows], [i for _, i in rows]
 

@@ -23,7 +23,8 @@ def parse_image_size(size):
     h, w = (int(size), int(size)) if np.ndim(size) == 0 else (int(v) for v in size)
   except (TypeError, ValueError) as e:
     raise dataset_api.DataError(
-        f"image_size must be an int or (height, width), got {size!r}") from e
+      f"image_size must be an int or (height, width), got {size!r}"
+    ) from e
   if h <= 0 or w <= 0:
     raise dataset_api.DataError(f"image_size must be positive, got {size!r}")
   return (h, w)

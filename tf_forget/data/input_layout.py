@@ -38,8 +38,10 @@ NHWC, NHW, NCHW = "NHWC", "NHW", "NCHW"
 CHANNELS = (1, 3)
 QUANTIZED_DTYPES = ("uint8", "int8", "int16")
 DTYPES = ("float32",) + QUANTIZED_DTYPES
-EXPECTED = ("[batch, height, width] (grey), [batch, height, width, 1 or 3 channels] or "
-            "[batch, 1 or 3 channels, height, width]")
+EXPECTED = (
+  "[batch, height, width] (grey), [batch, height, width, 1 or 3 channels] or "
+  "[batch, 1 or 3 channels, height, width]"
+)
 
 
 class LayoutError(errors.Error):
@@ -58,6 +60,7 @@ class InputLayout:
     scale, zero_point: the input tensor's quantization (None for float32).
     batch: the fixed batch size of a file whose input cannot be resized, or None (dynamic).
   """
+
   height: int
   width: int
   channels: int
@@ -70,7 +73,7 @@ class InputLayout:
 
   @property
   def name(self):
-    """"NHWC", "NHW" or "NCHW"."""
+    """ "NHWC", "NHW" or "NCHW"."""
     if not self.has_channel_axis:
       return NHW
     return NCHW if self.channels_first else NHWC
@@ -94,12 +97,16 @@ class InputLayout:
     return self.dtype in QUANTIZED_DTYPES
 
   def describe(self):
-    """"[N, 8, 8] (grey, no channel axis) uint8 (scale 0.00392, zero point 0)"."""
-    dims = "[" + ", ".join(["N" if self.batch is None else str(self.batch)]
-                           + [str(d) for d in self.model_shape]) + "]"
+    """ "[N, 8, 8] (grey, no channel axis) uint8 (scale 0.00392, zero point 0)"."""
+    dims = (
+      "["
+      + ", ".join(
+        ["N" if self.batch is None else str(self.batch)] + [str(d) for d in self.model_shape]
+      )
+      + "]"
+    )
     kind = {NHW: " (grey, no channel axis)", NCHW: " (channels first)", NHWC: ""}[self.name]
-    quant = (f" (scale {self.scale:.3g}, zero point {self.zero_point})" if self.quantized
-             else "")
+    quant = f" (scale {self.scale:.3g}, zero point {self.zero_point})" if self.quantized else ""
     return f"{dims}{kind} {self.dtype}{quant}"
 
   def to_model(self, images):
@@ -116,8 +123,10 @@ class InputLayout:
     if shape == self.model_shape:
       return images
     if shape != self.image_shape:
-      raise LayoutError(f"images of shape {shape} do not fit the model input "
-                        f"{self.describe()} (images {self.image_shape})")
+      raise LayoutError(
+        f"images of shape {shape} do not fit the model input "
+        f"{self.describe()} (images {self.image_shape})"
+      )
     images = np.asarray(images)
     if not self.has_channel_axis:
       return images[..., 0]
@@ -129,8 +138,9 @@ class InputLayout:
     """The inverse of `to_model`: model inputs `[N, *model_shape]` as images `[N, H, W, C]`."""
     inputs = np.asarray(inputs)
     if tuple(inputs.shape[1:]) != self.model_shape:
-      raise LayoutError(f"inputs of shape {tuple(inputs.shape[1:])} are not of the model "
-                        f"input {self.describe()}")
+      raise LayoutError(
+        f"inputs of shape {tuple(inputs.shape[1:])} are not of the model input {self.describe()}"
+      )
     if not self.has_channel_axis:
       return inputs[..., None]
     if self.channels_first:
@@ -151,8 +161,9 @@ def _check_dtype(dtype, scale, zero_point, what):
   if dtype not in DTYPES:
     raise LayoutError(f"{what} is {dtype}, not {', '.join(DTYPES[:-1])} or {DTYPES[-1]}")
   if dtype in QUANTIZED_DTYPES and not (scale and scale > 0):
-    raise LayoutError(f"{what} is {dtype} without a quantization scale: its values cannot be "
-                      "read as numbers")
+    raise LayoutError(
+      f"{what} is {dtype} without a quantization scale: its values cannot be read as numbers"
+    )
   return dtype
 
 
@@ -174,9 +185,12 @@ def from_shape(shape, dtype="float32", scale=None, zero_point=None):
     raise LayoutError(f"input shape {shape_text} is not an image: expected {EXPECTED}")
   batch = dims[0]
   dtype = _check_dtype(dtype, scale, zero_point, "its input")
-  quant = dict(dtype=dtype, batch=batch,
-               scale=float(scale) if dtype in QUANTIZED_DTYPES else None,
-               zero_point=int(zero_point or 0) if dtype in QUANTIZED_DTYPES else None)
+  quant = dict(
+    dtype=dtype,
+    batch=batch,
+    scale=float(scale) if dtype in QUANTIZED_DTYPES else None,
+    zero_point=int(zero_point or 0) if dtype in QUANTIZED_DTYPES else None,
+  )
   if len(dims) == 3:
     return InputLayout(dims[1], dims[2], 1, has_channel_axis=False, **quant)
   if dims[3] in CHANNELS:
@@ -194,8 +208,9 @@ def _first(values):
 def of_io(entry):
   """The `InputLayout` of a `.tflite` input from `tf_forget.export.flatbuffer_graph.io_details`
   ({"shape": its shape signature, "dtype", "scale": [...], "zero_point": [...]})."""
-  return from_shape(entry["shape"], entry["dtype"], _first(entry.get("scale")),
-                    _first(entry.get("zero_point")))
+  return from_shape(
+    entry["shape"], entry["dtype"], _first(entry.get("scale")), _first(entry.get("zero_point"))
+  )
 
 
 def of_details(details):
@@ -215,5 +230,6 @@ def check_output(entry, what="its output"):
   Raises:
     LayoutError: another dtype (an int32 argmax, a float16 output) or no scale (one line).
   """
-  return _check_dtype(entry["dtype"], _first(entry.get("scale")),
-                      _first(entry.get("zero_point")), what)
+  return _check_dtype(
+    entry["dtype"], _first(entry.get("scale")), _first(entry.get("zero_point")), what
+  )

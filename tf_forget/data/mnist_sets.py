@@ -17,8 +17,10 @@ from tf_forget.data import digits
 from tf_forget.data import idx_files
 from tf_forget.data import tfds_sets
 
-_CLASS_NAMES = {"mnist": tuple(str(c) for c in range(10)),
-                "fashion_mnist": tfds_sets.FASHION_MNIST_CLASSES}
+_CLASS_NAMES = {
+  "mnist": tuple(str(c) for c in range(10)),
+  "fashion_mnist": tfds_sets.FASHION_MNIST_CLASSES,
+}
 
 
 class IdxDataset(digits.InMemoryDataset):
@@ -35,13 +37,20 @@ class IdxDataset(digits.InMemoryDataset):
       dataset_api.DataError: a missing or bad file (one line naming it).
     """
     splits, checks = idx_files.load(data_dir, database)
-    examples = {name: dataset_api.Examples(images=images, labels=labels,
-                                           ids=np.arange(len(labels), dtype=np.int64))
-                for name, (images, labels) in splits.items()}
+    examples = {
+      name: dataset_api.Examples(
+        images=images, labels=labels, ids=np.arange(len(labels), dtype=np.int64)
+      )
+      for name, (images, labels) in splits.items()
+    }
     spec = dataset_api.DatasetSpec(
-        name=database, num_classes=idx_files.NUM_CLASSES, image_shape=(28, 28, 1),
-        splits=("train", "test"), class_names=_CLASS_NAMES[database],
-        options={"data_dir": data_dir, "idx_md5": {stem: c["md5"] for stem, c in checks.items()}})
+      name=database,
+      num_classes=idx_files.NUM_CLASSES,
+      image_shape=(28, 28, 1),
+      splits=("train", "test"),
+      class_names=_CLASS_NAMES[database],
+      options={"data_dir": data_dir, "idx_md5": {stem: c["md5"] for stem, c in checks.items()}},
+    )
     super().__init__(spec, examples)
     self.checks = checks
 
@@ -53,8 +62,9 @@ def _build(database, tfds_class, data_dir, image_size, download, manual_dir):
     if image_size is not None and tuple(np.broadcast_to(image_size, 2)) != (28, 28):
       raise dataset_api.DataError(f"{database} from IDX files is 28x28: drop image_size")
     return IdxDataset(database, local)
-  return tfds_class(data_dir=data_dir, image_size=image_size, download=download,
-                    manual_dir=manual_dir)
+  return tfds_class(
+    data_dir=data_dir, image_size=image_size, download=download, manual_dir=manual_dir
+  )
 
 
 def mnist(data_dir=None, image_size=None, download=False, manual_dir=None, idx_md5=None):
@@ -63,9 +73,7 @@ def mnist(data_dir=None, image_size=None, download=False, manual_dir=None, idx_m
   return _build("mnist", tfds_sets.Mnist, data_dir, image_size, download, manual_dir)
 
 
-def fashion_mnist(data_dir=None, image_size=None, download=False, manual_dir=None,
-                  idx_md5=None):
+def fashion_mnist(data_dir=None, image_size=None, download=False, manual_dir=None, idx_md5=None):
   """Fashion-MNIST from `data_dir`'s IDX files, or tfds' prepared `fashion_mnist`."""
   del idx_md5
-  return _build("fashion_mnist", tfds_sets.FashionMnist, data_dir, image_size, download,
-                manual_dir)
+  return _build("fashion_mnist", tfds_sets.FashionMnist, data_dir, image_size, download, manual_dir)

@@ -43,16 +43,18 @@ _TORCH_STD = np.array([0.229, 0.224, 0.225], np.float32)
 def _rgb(images, name):
   if images.shape[-1] != 3:
     raise dataset_api.DataError(
-        f"preprocess {name!r} needs RGB images, got {images.shape[-1]} channel(s)")
+      f"preprocess {name!r} needs RGB images, got {images.shape[-1]} channel(s)"
+    )
   return images
 
 
 TRANSFORMS = {
-    "unit": lambda x: x / np.float32(255.0),
-    "symmetric": lambda x: x / np.float32(127.5) - np.float32(1.0),
-    "imagenet_caffe": lambda x: _rgb(x, "imagenet_caffe")[..., ::-1] - _CAFFE_MEAN_BGR,
-    "imagenet_torch": lambda x: (_rgb(x, "imagenet_torch") / np.float32(255.0) - _TORCH_MEAN)
-                                / _TORCH_STD,
+  "unit": lambda x: x / np.float32(255.0),
+  "symmetric": lambda x: x / np.float32(127.5) - np.float32(1.0),
+  "imagenet_caffe": lambda x: _rgb(x, "imagenet_caffe")[..., ::-1] - _CAFFE_MEAN_BGR,
+  "imagenet_torch": lambda x: (
+    (_rgb(x, "imagenet_torch") / np.float32(255.0) - _TORCH_MEAN) / _TORCH_STD
+  ),
 }
 
 
@@ -69,13 +71,15 @@ def resolve(name):
     return lambda images: TRANSFORMS[name](np.asarray(images, np.float32)).astype(np.float32)
   module, sep, function = str(name).partition(":")
   if not sep or not module or not function:
-    raise dataset_api.DataError(f"unknown preprocess {name!r} (known: {', '.join(TRANSFORMS)}, or "
-                                "MODULE:FUNCTION)")
+    raise dataset_api.DataError(
+      f"unknown preprocess {name!r} (known: {', '.join(TRANSFORMS)}, or MODULE:FUNCTION)"
+    )
   try:
     fn = getattr(importlib.import_module(module), function)
-  except Exception as e:  # pylint: disable=broad-except  (the user's module runs on import)
-    raise dataset_api.DataError(f"preprocess {name!r} cannot be imported: "
-                                f"{errors.one_line(e, 300)}") from e
+  except Exception as e:  # the user's module runs on import
+    raise dataset_api.DataError(
+      f"preprocess {name!r} cannot be imported: {errors.one_line(e, 300)}"
+    ) from e
   _check_function(fn, name)
   return lambda images: _checked(_call(fn, images, name), images, name)
 
@@ -91,36 +95,46 @@ def _check_function(fn, name):
   where = f"{module}.{function}"
   if not inspect.isfunction(fn):
     raise dataset_api.DataError(
-        f"--preprocess={name}: {where} is a {type(fn).__name__}, not a Python "
-        "function (def) of your own module; refused without calling it")
+      f"--preprocess={name}: {where} is a {type(fn).__name__}, not a Python "
+      "function (def) of your own module; refused without calling it"
+    )
   if _stdlib(fn.__module__) or _stdlib(module):
-    raise dataset_api.DataError(f"--preprocess={name}: {where} is a function of Python's standard "
-                                "library, not a preprocessing function; refused without calling it")
+    raise dataset_api.DataError(
+      f"--preprocess={name}: {where} is a function of Python's standard "
+      "library, not a preprocessing function; refused without calling it"
+    )
 
 
 def _call(fn, images, name):
   try:
     return fn(np.asarray(images, np.uint8))
-  except Exception as e:  # pylint: disable=broad-except  (the user's code raises anything)
-    raise dataset_api.DataError(f"--preprocess={name} raised {type(e).__name__}: "
-                                f"{errors.one_line(e, 300)}") from e
+  except Exception as e:  # the user's code raises anything
+    raise dataset_api.DataError(
+      f"--preprocess={name} raised {type(e).__name__}: {errors.one_line(e, 300)}"
+    ) from e
 
 
 def _checked(out, images, name):
   """`out` as float32 if it is an array (numpy, or a tensor) of `images`' shape and of a
   numeric dtype; else a one-line `DataError` naming the function and what it returned."""
   want = "[" + ", ".join(str(d) for d in np.shape(images)) + "]"
-  if not (isinstance(out, np.ndarray)
-          or all(hasattr(out, a) for a in ("__array__", "shape", "dtype"))):
-    raise dataset_api.DataError(f"--preprocess={name}: returned {type(out).__name__}, not an array "
-                                f"of shape {want}")
+  if not (
+    isinstance(out, np.ndarray) or all(hasattr(out, a) for a in ("__array__", "shape", "dtype"))
+  ):
+    raise dataset_api.DataError(
+      f"--preprocess={name}: returned {type(out).__name__}, not an array of shape {want}"
+    )
   out = np.asarray(out)
   got = "[" + ", ".join(str(d) for d in out.shape) + "]"
   if out.shape != np.shape(images):
-    raise dataset_api.DataError(f"--preprocess={name}: returned an array of shape {got}, not "
-                                f"{want} (the images it was given)")
-  if out.dtype == np.bool_ or not (np.issubdtype(out.dtype, np.integer)
-                                   or np.issubdtype(out.dtype, np.floating)):
-    raise dataset_api.DataError(f"--preprocess={name}: returned an array of dtype {out.dtype}, not "
-                                "numbers (integers or floats)")
+    raise dataset_api.DataError(
+      f"--preprocess={name}: returned an array of shape {got}, not {want} (the images it was given)"
+    )
+  if out.dtype == np.bool_ or not (
+    np.issubdtype(out.dtype, np.integer) or np.issubdtype(out.dtype, np.floating)
+  ):
+    raise dataset_api.DataError(
+      f"--preprocess={name}: returned an array of dtype {out.dtype}, not "
+      "numbers (integers or floats)"
+    )
   return out.astype(np.float32)

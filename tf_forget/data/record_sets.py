@@ -40,10 +40,25 @@ class Tfds(user_sets.UserDataset):
   `class_names`, else the label feature's names (a `ClassLabel`).
   """
 
-  def __init__(self, tfds_name=None, config=None, split="test", train_split=None, data_dir=None,
-               image_size=None, channels=None, image_key="image", label_key="label",
-               class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None, train_data=None, content=None):
+  def __init__(
+    self,
+    tfds_name=None,
+    config=None,
+    split="test",
+    train_split=None,
+    data_dir=None,
+    image_size=None,
+    channels=None,
+    image_key="image",
+    label_key="label",
+    class_names=None,
+    attributes=None,
+    protected=None,
+    preprocess=None,
+    calibration=None,
+    train_data=None,
+    content=None,
+  ):
     """Builds the tfds builder (its features; no data is read).
 
     Args:
@@ -70,8 +85,9 @@ class Tfds(user_sets.UserDataset):
     """
     name = tfds_name
     if not name:
-      raise dataset_api.DataError("data set 'tfds' needs tfds_name (spell it "
-                                  "tfds:NAME[/CONFIG][:SPLIT])")
+      raise dataset_api.DataError(
+        "data set 'tfds' needs tfds_name (spell it tfds:NAME[/CONFIG][:SPLIT])"
+      )
     self._name = f"{name}/{config}" if config else str(name)
     self._data_dir = filesystem.user_path(data_dir)
     self._splits = {"train": train_split, "test": split} if train_split else {"test": split}
@@ -82,13 +98,30 @@ class Tfds(user_sets.UserDataset):
     self._image_feature = self._image_of(features)
     given, names = self._class_names(features, class_names)
     size, channels = self._image_shape(image_size, channels)
-    self._finish("tfds", self._splits, size, channels, names, attributes, protected,
-                 {"tfds_name": str(name), "config": config, "split": split,
-                  "train_split": train_split, "data_dir": self._data_dir,
-                  "image_key": image_key, "label_key": label_key,
-                  "class_names": list(given) if given else None, "calibration": calibration,
-                  "train_data": train_data, "content": content},
-                 None, preprocess)
+    self._finish(
+      "tfds",
+      self._splits,
+      size,
+      channels,
+      names,
+      attributes,
+      protected,
+      {
+        "tfds_name": str(name),
+        "config": config,
+        "split": split,
+        "train_split": train_split,
+        "data_dir": self._data_dir,
+        "image_key": image_key,
+        "label_key": label_key,
+        "class_names": list(given) if given else None,
+        "calibration": calibration,
+        "train_data": train_data,
+        "content": content,
+      },
+      None,
+      preprocess,
+    )
 
   def _tfds_builder(self, name, config):
     kwargs = {"config": config} if config else {}
@@ -97,27 +130,28 @@ class Tfds(user_sets.UserDataset):
     except tfds.core.registered.DatasetNotFoundError as e:
       raise dataset_api.DataError(f"tfds has no data set {name!r}") from e
     except (ValueError, KeyError) as e:
-      raise dataset_api.DataError(f"cannot build tfds data set {self._name!r}: "
-                                  f"{errors.one_line(e, 160)}") from e
+      raise dataset_api.DataError(
+        f"cannot build tfds data set {self._name!r}: {errors.one_line(e, 160)}"
+      ) from e
 
   def _image_of(self, features):
     """The `image_key` feature, a uint8 image."""
     feature = self._feature(features, self._image_key, "image_key")
     if not isinstance(feature, tfds.features.Image) or feature.np_dtype != np.uint8:
-      raise dataset_api.DataError(f"image_key {self._image_key!r} of tfds {self._name!r} is not a "
-                                  "uint8 image feature")
+      raise dataset_api.DataError(
+        f"image_key {self._image_key!r} of tfds {self._name!r} is not a uint8 image feature"
+      )
     return feature
 
   def _class_names(self, features, class_names):
     """(the `class_names` option, the classes): the option, else the label feature's names."""
     label = self._feature(features, self._label_key, "label_key")
     given = user_inputs.parse_names(class_names, "class_names")
-    names = given or (tuple(label.names) if isinstance(label, tfds.features.ClassLabel)
-                      else None)
+    names = given or (tuple(label.names) if isinstance(label, tfds.features.ClassLabel) else None)
     if not names:
       raise dataset_api.DataError(
-          f"label_key {self._label_key!r} of tfds {self._name!r} has no class "
-          "names: pass class_names")
+        f"label_key {self._label_key!r} of tfds {self._name!r} has no class names: pass class_names"
+      )
     return given, names
 
   def _image_shape(self, image_size, channels):
@@ -126,7 +160,8 @@ class Tfds(user_sets.UserDataset):
     size = images.parse_image_size(image_size) or ((h, w) if h and w else None)
     if size is None:
       raise dataset_api.DataError(
-          f"tfds {self._name!r} has images of varying size: pass image_size")
+        f"tfds {self._name!r} has images of varying size: pass image_size"
+      )
     return size, images.parse_channels(channels) or (1 if c and c < 3 else 3)
 
   def _feature(self, features, key, option):
@@ -134,8 +169,9 @@ class Tfds(user_sets.UserDataset):
       return _nested(features, key)
     except (KeyError, TypeError) as e:
       raise dataset_api.DataError(
-          f"tfds {self._name!r} has no feature {key!r} ({option}; features: "
-          f"{', '.join(features.keys())})") from e
+        f"tfds {self._name!r} has no feature {key!r} ({option}; features: "
+        f"{', '.join(features.keys())})"
+      ) from e
 
   def _raw(self, split, decode_image):
     self.check_split(split)
@@ -150,16 +186,26 @@ class Tfds(user_sets.UserDataset):
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
       where = self._data_dir or "the default tfds data_dir (~/tensorflow_datasets)"
       raise dataset_api.DataError(
-          f"tfds {self._name!r} is not prepared in {where}: prepare it once "
-          f"with `tfds build {self._name} --data_dir=DIR`") from e
+        f"tfds {self._name!r} is not prepared in {where}: prepare it once "
+        f"with `tfds build {self._name} --data_dir=DIR`"
+      ) from e
     except (ValueError, KeyError) as e:
-      raise dataset_api.DataError(f"cannot read split {tfds_split!r} of tfds {self._name!r}: "
-                                  f"{errors.one_line(e, 160)}") from e
+      raise dataset_api.DataError(
+        f"cannot read split {tfds_split!r} of tfds {self._name!r}: {errors.one_line(e, 160)}"
+      ) from e
 
   def _records(self, split):
-    return self._raw(split, decode_image=False).enumerate().map(
-        lambda i, ex: (_nested(ex, self._image_key),
-                       tf.cast(_nested(ex, self._label_key), tf.int64), i))
+    return (
+      self._raw(split, decode_image=False)
+      .enumerate()
+      .map(
+        lambda i, ex: (
+          _nested(ex, self._image_key),
+          tf.cast(_nested(ex, self._label_key), tf.int64),
+          i,
+        )
+      )
+    )
 
   def _decode(self, record):
     return self._image_feature.decode_example(record)
@@ -169,11 +215,9 @@ class Tfds(user_sets.UserDataset):
     self.check_split(split)
     if split not in self._counts:
       try:
-        self._counts[split] = int(
-            self._builder.info.splits[self._splits[split]].num_examples)
+        self._counts[split] = int(self._builder.info.splits[self._splits[split]].num_examples)
       except (KeyError, ValueError, AssertionError):  # no metadata (tfds.testing.mock_data)
-        self._counts[split] = int(self._records(split).reduce(
-            np.int64(0), lambda n, _: n + 1))
+        self._counts[split] = int(self._records(split).reduce(np.int64(0), lambda n, _: n + 1))
     return self._counts[split]
 
   def example_names(self, split):
@@ -207,9 +251,20 @@ class TfRecord(user_sets.UserDataset):
   position.
   """
 
-  def __init__(self, pattern=None, spec=None, image_size=None, channels=None,
-               class_names=None, attributes=None, protected=None, preprocess=None,
-               calibration=None, train_data=None, content=None):
+  def __init__(
+    self,
+    pattern=None,
+    spec=None,
+    image_size=None,
+    channels=None,
+    class_names=None,
+    attributes=None,
+    protected=None,
+    preprocess=None,
+    calibration=None,
+    train_data=None,
+    content=None,
+  ):
     """Lists the files and reads the spec (and the first record if size or channels is unset).
 
     Args:
@@ -234,29 +289,48 @@ class TfRecord(user_sets.UserDataset):
     try:
       self._paths = sorted(tf.io.gfile.glob(self.pattern))
     except tf.errors.OpError as e:
-      raise dataset_api.DataError(f"cannot list tfrecord files {self.pattern}: "
-                                  f"{user_inputs.tf_message(e)}") from e
+      raise dataset_api.DataError(
+        f"cannot list tfrecord files {self.pattern}: {user_inputs.tf_message(e)}"
+      ) from e
     if not self._paths:
       raise dataset_api.DataError(f"no file matches tfrecord pattern {self.pattern}")
     self._spec_path = filesystem.user_path(spec) if spec else None
     self._fields = self._read_spec()
     given = user_inputs.parse_names(class_names, "class_names")
-    names = given or user_inputs.parse_names(self._fields.get("class_names"),
-                                             f"class_names of {spec}")
+    names = given or user_inputs.parse_names(
+      self._fields.get("class_names"), f"class_names of {spec}"
+    )
     if not names:
-      raise dataset_api.DataError(f"tfrecord {self.pattern} needs class_names (the option, or "
-                                  "\"class_names\" in the spec file)")
-    self._parse_spec = {self._fields["image"]: tf.io.FixedLenFeature([], tf.string),
-                        self._fields["label"]: tf.io.FixedLenFeature([], tf.int64)}
+      raise dataset_api.DataError(
+        f"tfrecord {self.pattern} needs class_names (the option, or "
+        "\"class_names\" in the spec file)"
+      )
+    self._parse_spec = {
+      self._fields["image"]: tf.io.FixedLenFeature([], tf.string),
+      self._fields["label"]: tf.io.FixedLenFeature([], tf.int64),
+    }
     if self._fields.get("id"):
       self._parse_spec[self._fields["id"]] = tf.io.FixedLenFeature([], tf.int64)
     self._count, self._ids = None, None
-    self._finish("tfrecord", ("test",), images.parse_image_size(image_size),
-                 images.parse_channels(channels), names, attributes, protected,
-                 {"pattern": self.pattern, "spec": self._spec_path,
-                  "class_names": list(given) if given else None, "calibration": calibration,
-                  "train_data": train_data, "content": content},
-                 self._first, preprocess)
+    self._finish(
+      "tfrecord",
+      ("test",),
+      images.parse_image_size(image_size),
+      images.parse_channels(channels),
+      names,
+      attributes,
+      protected,
+      {
+        "pattern": self.pattern,
+        "spec": self._spec_path,
+        "class_names": list(given) if given else None,
+        "calibration": calibration,
+        "train_data": train_data,
+        "content": content,
+      },
+      self._first,
+      preprocess,
+    )
 
   def content_files(self, split):
     """The TFRecord files (by path), the spec file and the attributes CSV."""
@@ -272,25 +346,30 @@ class TfRecord(user_sets.UserDataset):
       try:
         fields = json.loads(user_inputs.read_text(self._spec_path, "tfrecord spec"))
       except ValueError as e:
-        raise dataset_api.DataError(f"tfrecord spec {self._spec_path} is not JSON: "
-                                    f"{errors.one_line(e, 120)}") from e
+        raise dataset_api.DataError(
+          f"tfrecord spec {self._spec_path} is not JSON: {errors.one_line(e, 120)}"
+        ) from e
       if not isinstance(fields, dict):
         raise dataset_api.DataError(f"tfrecord spec {self._spec_path} must be a JSON object")
       for key, value in fields.items():
         if key not in TFRECORD_SPEC_KEYS:
-          raise dataset_api.DataError(f"tfrecord spec {self._spec_path} has unknown key {key!r} "
-                                      f"(keys: {', '.join(TFRECORD_SPEC_KEYS)})")
+          raise dataset_api.DataError(
+            f"tfrecord spec {self._spec_path} has unknown key {key!r} "
+            f"(keys: {', '.join(TFRECORD_SPEC_KEYS)})"
+          )
         if key != "class_names" and not (isinstance(value, str) and value):
           raise dataset_api.DataError(
-              f"tfrecord spec {self._spec_path}: {key!r} must name a feature")
+            f"tfrecord spec {self._spec_path}: {key!r} must name a feature"
+          )
     return dict(DEFAULT_TFRECORD_SPEC, **fields)
 
   def _first(self):
     try:
       record = next(iter(self._parsed()))
     except tf.errors.OpError as e:
-      raise dataset_api.DataError(f"cannot read {self._describe('test', 0)}: "
-                                  f"{user_inputs.tf_message(e)}") from e
+      raise dataset_api.DataError(
+        f"cannot read {self._describe('test', 0)}: {user_inputs.tf_message(e)}"
+      ) from e
     return record[0], self._describe("test", 0)
 
   def _records(self, split):
@@ -299,8 +378,7 @@ class TfRecord(user_sets.UserDataset):
 
   def _parsed(self):
     """(encoded image, label, id or position) of every record, in file order."""
-    image, label, ident = (self._fields["image"], self._fields["label"],
-                           self._fields.get("id"))
+    image, label, ident = (self._fields["image"], self._fields["label"], self._fields.get("id"))
 
     def parse(i, serialized):
       ex = tf.io.parse_single_example(serialized, self._parse_spec)
@@ -315,11 +393,13 @@ class TfRecord(user_sets.UserDataset):
     self.check_split(split)
     if self._count is None:
       try:
-        self._count = int(tf.data.TFRecordDataset(self._paths).reduce(
-            np.int64(0), lambda n, _: n + 1))
+        self._count = int(
+          tf.data.TFRecordDataset(self._paths).reduce(np.int64(0), lambda n, _: n + 1)
+        )
       except tf.errors.OpError as e:
-        raise dataset_api.DataError(f"cannot read tfrecord files {self.pattern}: "
-                                    f"{user_inputs.tf_message(e)}") from e
+        raise dataset_api.DataError(
+          f"cannot read tfrecord files {self.pattern}: {user_inputs.tf_message(e)}"
+        ) from e
     return self._count
 
   def _split_ids(self, split):

@@ -19,19 +19,19 @@ from tf_forget.data import record_sets
 from tf_forget.data import tfds_sets
 
 DATASETS = {
-    "digits": digits.Digits,
-    "digits_biased": digits_biased.DigitsBiased,
-    "celeb_a": tfds_sets.CelebA,
-    "cifar10": tfds_sets.Cifar10,
-    "cifar100": tfds_sets.Cifar100,
-    "mnist": mnist_sets.mnist,
-    "fashion_mnist": mnist_sets.fashion_mnist,
-    "imagenet2012": tfds_sets.Imagenet2012,
-    # The user's own data, spelled folder:PATH, tfds:NAME, tfrecord:GLOB
-    # (sources.parse).
-    "folder": image_folders.Folder,
-    "tfds": record_sets.Tfds,
-    "tfrecord": record_sets.TfRecord,
+  "digits": digits.Digits,
+  "digits_biased": digits_biased.DigitsBiased,
+  "celeb_a": tfds_sets.CelebA,
+  "cifar10": tfds_sets.Cifar10,
+  "cifar100": tfds_sets.Cifar100,
+  "mnist": mnist_sets.mnist,
+  "fashion_mnist": mnist_sets.fashion_mnist,
+  "imagenet2012": tfds_sets.Imagenet2012,
+  # The user's own data, spelled folder:PATH, tfds:NAME, tfrecord:GLOB
+  # (sources.parse).
+  "folder": image_folders.Folder,
+  "tfds": record_sets.Tfds,
+  "tfrecord": record_sets.TfRecord,
 }
 
 DEFAULT_DATASET = "digits"
@@ -51,13 +51,13 @@ def get(name, **options):
     dataset_api.DataError: unknown name or option, or an option the builder rejects.
   """
   if name not in DATASETS:
-    raise dataset_api.DataError(
-        f"unknown data set {name!r} (known: {', '.join(sorted(DATASETS))})")
+    raise dataset_api.DataError(f"unknown data set {name!r} (known: {', '.join(sorted(DATASETS))})")
   builder = DATASETS[name]
   options = {k: v for k, v in options.items() if v is not None}
   accepted = inspect.signature(builder).parameters
   for key in options:
     if key not in accepted:
-      raise dataset_api.DataError(f"data set {name!r} takes no option {key!r} "
-                                  f"(options: {', '.join(accepted) or 'none'})")
+      raise dataset_api.DataError(
+        f"data set {name!r} takes no option {key!r} (options: {', '.join(accepted) or 'none'})"
+      )
   return builder(**options)

@@ -28,11 +28,12 @@ from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 PREFIXES = ("folder", "tfds", "tfrecord")
-FORMS = ("folder:/path/to/images, tfds:NAME[/CONFIG][:SPLIT], tfrecord:GLOB, or a data set "
-         "name")
+FORMS = "folder:/path/to/images, tfds:NAME[/CONFIG][:SPLIT], tfrecord:GLOB, or a data set name"
 _SLICE = r"\w+(?:\[[^\[\]]*\])?"
-_TFDS = re.compile(r"(?P<tfds_name>[a-z][a-z0-9_]*)(?:/(?P<config>[\w.\-+]+))?"
-                   rf"(?::(?P<split>{_SLICE}(?:\+{_SLICE})*))?")
+_TFDS = re.compile(
+  r"(?P<tfds_name>[a-z][a-z0-9_]*)(?:/(?P<config>[\w.\-+]+))?"
+  rf"(?::(?P<split>{_SLICE}(?:\+{_SLICE})*))?"
+)
 
 
 def _refuse(spec, problem):
@@ -73,6 +74,9 @@ def parse(spec):
     return "tfrecord", {"pattern": filesystem.user_path(rest)}
   match = _TFDS.fullmatch(rest)
   if not match:
-    raise _refuse(spec, f"{rest!r} is not NAME[/CONFIG][:SPLIT] (a lower-case tfds name, "
-                  "e.g. tfds:mnist, tfds:cifar10:test, tfds:celeb_a:validation[:50%])")
+    raise _refuse(
+      spec,
+      f"{rest!r} is not NAME[/CONFIG][:SPLIT] (a lower-case tfds name, "
+      "e.g. tfds:mnist, tfds:cifar10:test, tfds:celeb_a:validation[:50%])",
+    )
   return "tfds", match.groupdict()

@@ -77,11 +77,19 @@ class TfdsDataset(dataset_api.Dataset):
     shape = (size[0], size[1], channels) if size else tuple(self.NATIVE_SHAPE)
     self._size = size
     options = {"image_size": list(size) if size else None, "data_dir": data_dir}
-    super().__init__(dataset_api.DatasetSpec(
-        name=self.NAME, num_classes=self.NUM_CLASSES, image_shape=shape, splits=self.SPLITS,
-        eval_split=self.EVAL_SPLIT, class_names=self._class_names(),
-        attribute_names=tuple(self.ATTRIBUTES), protected_attributes=tuple(self.PROTECTED),
-        options=options))
+    super().__init__(
+      dataset_api.DatasetSpec(
+        name=self.NAME,
+        num_classes=self.NUM_CLASSES,
+        image_shape=shape,
+        splits=self.SPLITS,
+        eval_split=self.EVAL_SPLIT,
+        class_names=self._class_names(),
+        attribute_names=tuple(self.ATTRIBUTES),
+        protected_attributes=tuple(self.PROTECTED),
+        options=options,
+      )
+    )
 
   def _class_names(self):
     return tuple(str(c) for c in range(self.NUM_CLASSES))
@@ -124,9 +132,11 @@ class TfdsDataset(dataset_api.Dataset):
     tfds' own command line and passes its directory.
     """
     where = self._data_dir or "the default tfds data_dir (~/tensorflow_datasets)"
-    return (f"data set {self.NAME!r} is not prepared in {where}: pass --data_dir=DIR with a "
-            f"prepared {self.TFDS_NAME}; prepare it once with `tfds build {self.TFDS_NAME} "
-            f"--data_dir=DIR`{self.PREPARE_NOTE}")
+    return (
+      f"data set {self.NAME!r} is not prepared in {where}: pass --data_dir=DIR with a "
+      f"prepared {self.TFDS_NAME}; prepare it once with `tfds build {self.TFDS_NAME} "
+      f"--data_dir=DIR`{self.PREPARE_NOTE}"
+    )
 
   def _image(self, image):
     """uint8 image [H, W, C] at the configured size."""
@@ -138,12 +148,15 @@ class TfdsDataset(dataset_api.Dataset):
   def _label(self, example):
     return tf.cast(example[self.LABEL_KEY], tf.int64)
 
-  def _attributes(self, example):  # pylint: disable=unused-argument
+  def _attributes(self, example):
     return {}
 
   def _convert(self, example):
-    return {"image": self._image(example["image"]), "label": self._label(example),
-            "attributes": self._attributes(example)}
+    return {
+      "image": self._image(example["image"]),
+      "label": self._label(example),
+      "attributes": self._attributes(example),
+    }
 
   def num_examples(self, split):
     """The split's size from tfds metadata; without metadata, counted with images undecoded."""
@@ -156,18 +169,26 @@ class TfdsDataset(dataset_api.Dataset):
     n = int(records.cardinality())
     if n >= 0:
       return n
-    return int(records.map(lambda ex: tf.constant(1, tf.int64)).reduce(
-        tf.constant(0, tf.int64), lambda total, one: total + one))
+    return int(
+      records.map(lambda ex: tf.constant(1, tf.int64)).reduce(
+        tf.constant(0, tf.int64), lambda total, one: total + one
+      )
+    )
 
   def tf_dataset(self, split):
-    return self._raw(split).map(lambda ex: (self._image(ex["image"]), self._label(ex)),
-                                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return self._raw(split).map(
+      lambda ex: (self._image(ex["image"]), self._label(ex)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
 
   def train_records(self, split):
     """(encoded image bytes, label int64) in fixed order; see `decode_record`."""
     return self._raw(split, decode_image=False).map(
-        lambda ex: (ex["image"], self._label(ex)), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
+      lambda ex: (ex["image"], self._label(ex)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
 
   def decode_record(self, record):
     """(image uint8 [H, W, C] at the configured size, label) of a `train_records` element."""
@@ -177,49 +198,90 @@ class TfdsDataset(dataset_api.Dataset):
 
   def annotation_batches(self, split, batch_size):
     ds = self._raw(split, decode_image=False).map(
-        lambda ex: {"label": self._label(ex), "attributes": self._attributes(ex)},
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+      lambda ex: {"label": self._label(ex), "attributes": self._attributes(ex)},
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
     start = 0
     for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
       yield dataset_api.Annotations(
-          labels=np.asarray(batch["label"], np.int64),
-          ids=np.arange(start, start + n, dtype=np.int64),
-          attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()})
+        labels=np.asarray(batch["label"], np.int64),
+        ids=np.arange(start, start + n, dtype=np.int64),
+        attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()},
+      )
       start += n
 
   def batches(self, split, batch_size):
-    ds = self._raw(split).map(self._convert, num_parallel_calls=tf.data.AUTOTUNE,
-                              deterministic=True)
+    ds = self._raw(split).map(
+      self._convert, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     start = 0
     for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
       yield dataset_api.Examples(
-          images=np.asarray(batch["image"], np.uint8),
-          labels=np.asarray(batch["label"], np.int64),
-          ids=np.arange(start, start + n, dtype=np.int64),
-          attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()})
+        images=np.asarray(batch["image"], np.uint8),
+        labels=np.asarray(batch["label"], np.int64),
+        ids=np.arange(start, start + n, dtype=np.int64),
+        attributes={k: np.asarray(v, bool) for k, v in batch["attributes"].items()},
+      )
       start += n
 
 
 # The 40 CelebA attributes, in tfds' order (tfds.image.CelebA).
 CELEB_A_ATTRIBUTES = (
-    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs",
-    "Big_Lips", "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair",
-    "Bushy_Eyebrows", "Chubby", "Double_Chin", "Eyeglasses", "Goatee", "Gray_Hair",
-    "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open", "Mustache",
-    "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose", "Receding_Hairline",
-    "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair", "Wavy_Hair",
-    "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick", "Wearing_Necklace",
-    "Wearing_Necktie", "Young")
+  "5_o_Clock_Shadow",
+  "Arched_Eyebrows",
+  "Attractive",
+  "Bags_Under_Eyes",
+  "Bald",
+  "Bangs",
+  "Big_Lips",
+  "Big_Nose",
+  "Black_Hair",
+  "Blond_Hair",
+  "Blurry",
+  "Brown_Hair",
+  "Bushy_Eyebrows",
+  "Chubby",
+  "Double_Chin",
+  "Eyeglasses",
+  "Goatee",
+  "Gray_Hair",
+  "Heavy_Makeup",
+  "High_Cheekbones",
+  "Male",
+  "Mouth_Slightly_Open",
+  "Mustache",
+  "Narrow_Eyes",
+  "No_Beard",
+  "Oval_Face",
+  "Pale_Skin",
+  "Pointy_Nose",
+  "Receding_Hairline",
+  "Rosy_Cheeks",
+  "Sideburns",
+  "Smiling",
+  "Straight_Hair",
+  "Wavy_Hair",
+  "Wearing_Earrings",
+  "Wearing_Hat",
+  "Wearing_Lipstick",
+  "Wearing_Necklace",
+  "Wearing_Necktie",
+  "Young",
+)
 
 
 class CelebA(TfdsDataset):
   """CelebA, target `Blond_Hair` (1 = blond), all 40 attributes kept (004 §2)."""
+
   TFDS_NAME = "celeb_a"
   NAME = "celeb_a"
-  PREPARE_NOTE = (" (CelebA may need a manual download: put its files in DIR/downloads/manual, "
-                  "as tfds' celeb_a page says)")
+  PREPARE_NOTE = (
+    " (CelebA may need a manual download: put its files in DIR/downloads/manual, "
+    "as tfds' celeb_a page says)"
+  )
   NUM_CLASSES = 2
   NATIVE_SHAPE = (218, 178, 3)
   SPLITS = ("train", "validation", "test")
@@ -250,8 +312,18 @@ class Cifar100(TfdsDataset):
 
 
 # Fashion-MNIST's class names, in label order (Xiao et al. 2017, Table 2).
-FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
-                         "Sneaker", "Bag", "Ankle boot")
+FASHION_MNIST_CLASSES = (
+  "T-shirt/top",
+  "Trouser",
+  "Pullover",
+  "Dress",
+  "Coat",
+  "Sandal",
+  "Shirt",
+  "Sneaker",
+  "Bag",
+  "Ankle boot",
+)
 
 
 class Mnist(TfdsDataset):
@@ -271,9 +343,12 @@ class FashionMnist(TfdsDataset):
 
 class Imagenet2012(TfdsDataset):
   """ImageNet 2012 from manually downloaded archives; centre crop 0.875, resize to 224²."""
+
   TFDS_NAME = NAME = "imagenet2012"
-  PREPARE_NOTE = (" (ImageNet needs its archives downloaded by hand into DIR/downloads/manual, "
-                  "as tfds' imagenet2012 page says)")
+  PREPARE_NOTE = (
+    " (ImageNet needs its archives downloaded by hand into DIR/downloads/manual, "
+    "as tfds' imagenet2012 page says)"
+  )
   NUM_CLASSES = 1000
   NATIVE_SHAPE = None
   SPLITS = ("train", "validation")
@@ -282,10 +357,12 @@ class Imagenet2012(TfdsDataset):
   def __init__(self, data_dir=None, image_size=224, download=False, manual_dir=None):
     if download and not (manual_dir and tf.io.gfile.isdir(manual_dir)):
       raise dataset_api.DataError(
-          "data set 'imagenet2012' needs manual_dir: a directory holding "
-          "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar")
-    super().__init__(data_dir=data_dir, image_size=image_size, download=download,
-                     manual_dir=manual_dir)
+        "data set 'imagenet2012' needs manual_dir: a directory holding "
+        "ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar"
+      )
+    super().__init__(
+      data_dir=data_dir, image_size=image_size, download=download, manual_dir=manual_dir
+    )
 
   def _image(self, image):
     cropped = tf.image.central_crop(image, 0.875)

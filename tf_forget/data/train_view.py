@@ -71,8 +71,9 @@ def _check_classes(train, options, audited):
   if tuple(own) != tuple(audited):
     shown = lambda names: ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
     raise dataset_api.DataError(
-        f"the train data's classes ({shown(tuple(own))}) are not the audited data set's "
-        f"({shown(tuple(audited))}) in its order: its labels would index other outputs")
+      f"the train data's classes ({shown(tuple(own))}) are not the audited data set's "
+      f"({shown(tuple(audited))}) in its order: its labels would index other outputs"
+    )
 
 
 class TrainView(dataset_api.Dataset):
@@ -96,8 +97,7 @@ class TrainView(dataset_api.Dataset):
     options = dict(train["options"], image_size=[height, width], channels=channels)
     _check_classes(train, options, dataset.spec.class_names)
     self.dataset = dataset
-    self.source = registry.get(train["name"], **options,
-                               class_names=list(dataset.spec.class_names))
+    self.source = registry.get(train["name"], **options, class_names=list(dataset.spec.class_names))
     self.split = source_split(self.source)
     name = dataset.spec.options.get("preprocess")
     self._preprocess = preprocess_lib.resolve(name) if name else None
@@ -113,8 +113,9 @@ class TrainView(dataset_api.Dataset):
     """An image as the model takes it (uint8 unchanged; float32 after the preprocess)."""
     if self._preprocess is None:
       return image
-    fed = tf.numpy_function(lambda x: self._preprocess(x[None])[0], [image], tf.float32,
-                            stateful=False)
+    fed = tf.numpy_function(
+      lambda x: self._preprocess(x[None])[0], [image], tf.float32, stateful=False
+    )
     fed.set_shape(image.shape)
     return fed
 
@@ -136,14 +137,18 @@ class TrainView(dataset_api.Dataset):
   def tf_dataset(self, split):
     """`split` in fixed order as (image as the model takes it, label)."""
     data, name = self._of(split)
-    return data.tf_dataset(name).map(lambda image, label: (self._fed(image), label),
-                                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return data.tf_dataset(name).map(
+      lambda image, label: (self._fed(image), label),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
 
   def train_records(self, split):
     """The train data's records (only "train": `decode_record` decodes the train data's)."""
     if split != TRAIN:
-      raise dataset_api.DataError(f"the training records of {self.spec.name!r} are its {TRAIN!r} "
-                                  f"split's, not {split!r}'s")
+      raise dataset_api.DataError(
+        f"the training records of {self.spec.name!r} are its {TRAIN!r} split's, not {split!r}'s"
+      )
     return self.source.train_records(self.split)
 
   def decode_record(self, record):
@@ -152,14 +157,21 @@ class TrainView(dataset_api.Dataset):
 
   def describe(self):
     """What the member metadata records of the train data: source, split, examples."""
-    return {"source": dict(self.dataset.spec.options[OPTION]), "split": self.split,
-            "examples": int(self.source.num_examples(self.split))}
+    return {
+      "source": dict(self.dataset.spec.options[OPTION]),
+      "split": self.split,
+      "examples": int(self.source.num_examples(self.split)),
+    }
 
   def fingerprint(self):
     """sha256 of the train data's source, split, number of examples and example names."""
     names = getattr(self.source, "example_names", None)
-    return hashing.sha256_json(dict(self.describe(), names=hashing.sha256_json(
-        list(names(self.split)) if names is not None else None)))
+    return hashing.sha256_json(
+      dict(
+        self.describe(),
+        names=hashing.sha256_json(list(names(self.split)) if names is not None else None),
+      )
+    )
 
 
 def of(dataset):

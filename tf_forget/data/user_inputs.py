@@ -15,8 +15,9 @@ def tf_message(error):
   """The one-line text of a TensorFlow OpError: its `message` without the function / node /
   op names and the tf.data transformation prefix."""
   text = str(getattr(error, "message", None) or error)
-  text = re.sub(r"\{\{function_node [^}]*\}\}|\[\[\{\{node [^}]*\}\}\]\]|\[Op:\w+\].*$",
-                "", text, flags=re.S)
+  text = re.sub(
+    r"\{\{function_node [^}]*\}\}|\[\[\{\{node [^}]*\}\}\]\]|\[Op:\w+\].*$", "", text, flags=re.S
+  )
   text = re.sub(r"^.*transformation with iterator: [\w:]+: ", "", text.strip(), flags=re.S)
   return errors.one_line(text, 200)
 
@@ -36,8 +37,9 @@ def decode_text(data, path, what):
   except UnicodeDecodeError as e:
     line = data.count(b"\n", 0, e.start) + 1
     raise dataset_api.DataError(
-        f"{what} {path} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}, line "
-        f"{line}): re-save it as UTF-8") from None
+      f"{what} {path} is not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}, line "
+      f"{line}): re-save it as UTF-8"
+    ) from None
 
 
 def read_text(path, what):

@@ -64,8 +64,19 @@ class UserDataset(dataset_api.Dataset):
   `[h, w, c]`), `num_examples`, `example_names` and `_describe(split, position)`.
   """
 
-  def _finish(self, name, splits, image_size, channels, class_names, attributes, protected,
-              options, first, preprocess=None):
+  def _finish(
+    self,
+    name,
+    splits,
+    image_size,
+    channels,
+    class_names,
+    attributes,
+    protected,
+    options,
+    first,
+    preprocess=None,
+  ):
     """Resolves the size and channels (if unset, from the image record `first()` returns with
     its description), reads the attributes CSV and sets `spec`."""
     if image_size is None or channels is None:
@@ -73,20 +84,34 @@ class UserDataset(dataset_api.Dataset):
       image_size = image_size or tuple(int(v) for v in first.shape[:2])
       channels = channels or (1 if first.shape[2] < 3 else 3)
     self._size, self._channels = image_size, channels
-    self._csv = (attributes_csv.AttributeCsv(filesystem.user_path(attributes)) if attributes
-                 else None)
+    self._csv = (
+      attributes_csv.AttributeCsv(filesystem.user_path(attributes)) if attributes else None
+    )
     self._attribute_index, self._checked = {}, set()
     names = tuple(self._csv.names) if self._csv else ()
     protected = user_inputs.parse_names(protected, "protected") or ()
     self._preprocess = preprocess_lib.resolve(preprocess) if preprocess else None
-    options = dict(options, image_size=list(image_size), channels=channels,
-                   attributes=self._csv.path if self._csv else None,
-                   protected=list(protected) or None, preprocess=preprocess)
-    super().__init__(dataset_api.DatasetSpec(
-        name=name, num_classes=len(class_names), image_shape=tuple(image_size) + (channels,),
-        splits=tuple(splits), eval_split="test", class_names=tuple(class_names),
-        attribute_names=names, protected_attributes=protected,
-        options={k: v for k, v in options.items() if v is not None}))
+    options = dict(
+      options,
+      image_size=list(image_size),
+      channels=channels,
+      attributes=self._csv.path if self._csv else None,
+      protected=list(protected) or None,
+      preprocess=preprocess,
+    )
+    super().__init__(
+      dataset_api.DatasetSpec(
+        name=name,
+        num_classes=len(class_names),
+        image_shape=tuple(image_size) + (channels,),
+        splits=tuple(splits),
+        eval_split="test",
+        class_names=tuple(class_names),
+        attribute_names=names,
+        protected_attributes=protected,
+        options={k: v for k, v in options.items() if v is not None},
+      )
+    )
     self.check_attributes(protected)
     if self._csv:
       self._index_attribute_rows()
@@ -104,7 +129,8 @@ class UserDataset(dataset_api.Dataset):
       return self._decode(record)
     except tf.errors.OpError as e:
       raise dataset_api.DataError(
-          f"cannot decode {description}: {user_inputs.tf_message(e)}") from e
+        f"cannot decode {description}: {user_inputs.tf_message(e)}"
+      ) from e
 
   @abc.abstractmethod
   def _records(self, split):
@@ -151,20 +177,23 @@ class UserDataset(dataset_api.Dataset):
       for line, s in enumerate(self._csv.splits, start=2):
         if s not in self.spec.splits:
           raise dataset_api.DataError(
-              f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
-              f"not one of {', '.join(self.spec.splits)}")
+            f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
+            f"not one of {', '.join(self.spec.splits)}"
+          )
       return list(self._csv.splits)
     if len(self.spec.splits) > 1:
       raise dataset_api.DataError(
-          f"attributes CSV {self._csv.path} is keyed by id but the data set "
-          f"has splits {', '.join(self.spec.splits)}: add a column 'split'")
+        f"attributes CSV {self._csv.path} is keyed by id but the data set "
+        f"has splits {', '.join(self.spec.splits)}: add a column 'split'"
+      )
     return [self.spec.splits[0]] * len(self._csv.keys)
 
   def _path_rows(self):
     """(split, id) of every CSV row from `path` keys (folder sets override)."""
     raise dataset_api.DataError(
-        f"attributes CSV {self._csv.path}: data set {self.spec.name!r} has no "
-        "paths; key the rows by 'id'")
+      f"attributes CSV {self._csv.path}: data set {self.spec.name!r} has no "
+      "paths; key the rows by 'id'"
+    )
 
   def _index_attribute_rows(self):
     """Per split: the rows' ids, sorted, and their row numbers."""
@@ -183,8 +212,9 @@ class UserDataset(dataset_api.Dataset):
       twice = np.flatnonzero(keys[1:] == keys[:-1])
       if twice.size:
         raise dataset_api.DataError(
-            f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
-            f": a second row for {self._describe(split, None, keys[twice[0]])}")
+          f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
+          f": a second row for {self._describe(split, None, keys[twice[0]])}"
+        )
       self._attribute_index[split] = (keys, numbers)
 
   def _check_attribute_rows(self, split):
@@ -197,14 +227,17 @@ class UserDataset(dataset_api.Dataset):
     found = np.isin(ids, keys)
     if not found.all():
       first = int(np.flatnonzero(~found)[0])
-      raise dataset_api.DataError(f"attributes CSV {self._csv.path} has no row for "
-                                  f"{self._describe(split, first, ids[first])}")
+      raise dataset_api.DataError(
+        f"attributes CSV {self._csv.path} has no row for {self._describe(split, first, ids[first])}"
+      )
     known = np.isin(keys, ids)
     if not known.all():
       line = int(np.min(numbers[~known])) + 2
-      raise dataset_api.DataError(f"attributes CSV {self._csv.path} line {line}: "
-                                  f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
-                                  f"split {split!r}")
+      raise dataset_api.DataError(
+        f"attributes CSV {self._csv.path} line {line}: "
+        f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
+        f"split {split!r}"
+      )
     self._checked.add(split)
 
   def _attributes_of(self, split, ids):
@@ -219,8 +252,10 @@ class UserDataset(dataset_api.Dataset):
   def _checked_labels(self, split, start, labels):
     bad = np.flatnonzero((labels < 0) | (labels >= self.spec.num_classes))
     if bad.size:
-      raise dataset_api.DataError(f"{self._describe(split, start + int(bad[0]))} has label "
-                                  f"{labels[bad[0]]}, not in [0, {self.spec.num_classes})")
+      raise dataset_api.DataError(
+        f"{self._describe(split, start + int(bad[0]))} has label "
+        f"{labels[bad[0]]}, not in [0, {self.spec.num_classes})"
+      )
     return labels
 
   def _stream(self, split, batch_size, ds):
@@ -251,15 +286,19 @@ class UserDataset(dataset_api.Dataset):
       except StopIteration:
         break
       except tf.errors.OpError as e:
-        return dataset_api.DataError(f"cannot read {self._describe(split, position)}: "
-                                     f"{user_inputs.tf_message(e)}")
+        return dataset_api.DataError(
+          f"cannot read {self._describe(split, position)}: {user_inputs.tf_message(e)}"
+        )
       try:
         self.image(record[0])
       except tf.errors.OpError as e:
-        return dataset_api.DataError(f"cannot decode {self._describe(split, position)}: "
-                                     f"{user_inputs.tf_message(e)}")
-    return dataset_api.DataError(f"cannot read split {split!r} of data set {self.spec.name!r} near "
-                                 f"example {start}: {user_inputs.tf_message(error)}")
+        return dataset_api.DataError(
+          f"cannot decode {self._describe(split, position)}: {user_inputs.tf_message(e)}"
+        )
+    return dataset_api.DataError(
+      f"cannot read split {split!r} of data set {self.spec.name!r} near "
+      f"example {start}: {user_inputs.tf_message(error)}"
+    )
 
   def batches(self, split, batch_size):
     """The split in fixed order, decoded once per process when its content is recorded and it
@@ -292,9 +331,12 @@ class UserDataset(dataset_api.Dataset):
     ds = self._records(split).map(lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
     for start, (pixels, labels, ids) in self._stream(split, batch_size, ds):
       ids = ids.numpy()
-      yield dataset_api.Examples(images=pixels.numpy(),
-                                 labels=self._checked_labels(split, start, labels.numpy()),
-                                 ids=ids, attributes=self._attributes_of(split, ids))
+      yield dataset_api.Examples(
+        images=pixels.numpy(),
+        labels=self._checked_labels(split, start, labels.numpy()),
+        ids=ids,
+        attributes=self._attributes_of(split, ids),
+      )
 
   def calibration_examples(self, split, n):
     """`n` examples evenly spaced over `split`'s fixed order (both ends included), not its first
@@ -306,14 +348,21 @@ class UserDataset(dataset_api.Dataset):
       return self.take(split, n)
     positions = np.unique(np.round(np.linspace(0, total - 1, n)).astype(np.int64))
     ds = self._records_at(split, positions).map(
-        lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
+      lambda r, label, i: (self.image(r), label, i), **_PARALLEL
+    )
     self.check_split(split)
     self._check_attribute_rows(split)
     parts = []
     for _, (pixels, labels, ids) in self._stream_unchecked(split, ds, len(positions)):
       ids = ids.numpy()
-      parts.append(dataset_api.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=ids,
-                                        attributes=self._attributes_of(split, ids)))
+      parts.append(
+        dataset_api.Examples(
+          images=pixels.numpy(),
+          labels=labels.numpy(),
+          ids=ids,
+          attributes=self._attributes_of(split, ids),
+        )
+      )
     return dataset_api.concatenate(parts)
 
   def examples(self, split, ids):
@@ -323,21 +372,31 @@ class UserDataset(dataset_api.Dataset):
     if not ids.size:
       return self.no_examples()
     ds = self._records_of(split, np.unique(ids)).map(
-        lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
+      lambda r, label, i: (self.image(r), label, i), **_PARALLEL
+    )
     parts = []
     for _, (pixels, labels, found) in self._stream(split, 1024, ds):
       found = found.numpy()
-      parts.append(dataset_api.Examples(images=pixels.numpy(), labels=labels.numpy(), ids=found,
-                                        attributes=self._attributes_of(split, found)))
+      parts.append(
+        dataset_api.Examples(
+          images=pixels.numpy(),
+          labels=labels.numpy(),
+          ids=found,
+          attributes=self._attributes_of(split, found),
+        )
+      )
     return dataset_api.in_order(parts, ids, split)
 
   def _records_at(self, split, positions):
     """The records at `positions` (sorted unique) of `split`'s fixed order, read before any
     image is decoded; a data set that indexes its records overrides it."""
     keep = tf.constant(positions)
-    return (self._records(split).enumerate()
-            .filter(lambda i, rec: tf.reduce_any(tf.equal(i, keep)))
-            .map(lambda i, rec: rec))
+    return (
+      self._records(split)
+      .enumerate()
+      .filter(lambda i, rec: tf.reduce_any(tf.equal(i, keep)))
+      .map(lambda i, rec: rec)
+    )
 
   def _records_of(self, split, ids):
     """The records of `split` whose id is in `ids` (sorted unique), read before any image is
@@ -355,8 +414,11 @@ class UserDataset(dataset_api.Dataset):
     ds = self._records(split).map(lambda r, label, i: (label, label, i))
     for start, (_, labels, ids) in self._stream(split, batch_size, ds):
       ids = ids.numpy()
-      yield dataset_api.Annotations(labels=self._checked_labels(split, start, labels.numpy()),
-                                    ids=ids, attributes=self._attributes_of(split, ids))
+      yield dataset_api.Annotations(
+        labels=self._checked_labels(split, start, labels.numpy()),
+        ids=ids,
+        attributes=self._attributes_of(split, ids),
+      )
 
   def tf_dataset(self, split):
     self.check_split(split)

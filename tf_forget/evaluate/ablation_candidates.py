@@ -32,11 +32,14 @@ RULE = f"nmse {NMSE_PICKS} + range diagnosis {RANGE_PICKS}, ranked by ablation"
 def nmse_picks(rows, count=NMSE_PICKS, subset="forgotten"):
   """The `tensor_name`s of the `count` ops of `layer_error.layer_errors` rows with the largest
   error on `subset` (nmse; ops without one last, then by op index), in that order."""
+
   def score(row):
     value = (row.get("subsets") or {}).get(subset, {}).get("nmse")
     return -1.0 if value is None else float(value)
-  ranked = sorted((r for r in rows if r.get("tensor_name")),
-                  key=lambda r: (-score(r), r.get("op_index") or 0))
+
+  ranked = sorted(
+    (r for r in rows if r.get("tensor_name")), key=lambda r: (-score(r), r.get("op_index") or 0)
+  )
   return [r["tensor_name"] for r in ranked[:count]]
 
 
@@ -52,14 +55,16 @@ def range_picks(rows, touching, origins=None, count=RANGE_PICKS):
     hit = touching[row["op_index"]]
     start = origins.get(hit["tensor"], hit["op_index"])
     return (start != row["op_index"], -float(hit["ratio"]), row["op_index"])
-  named = [r for r in rows
-           if r.get("tensor_name") and r.get("op_index") is not None
-           and r["op_index"] in touching]
+
+  named = [
+    r
+    for r in rows
+    if r.get("tensor_name") and r.get("op_index") is not None and r["op_index"] in touching
+  ]
   return [r["tensor_name"] for r in sorted(named, key=key)][:count]
 
 
-def choose(rows, touching, origins=None, nmse=NMSE_PICKS, ranged=RANGE_PICKS,
-           subset="forgotten"):
+def choose(rows, touching, origins=None, nmse=NMSE_PICKS, ranged=RANGE_PICKS, subset="forgotten"):
   """The ops to ablate: the union of `nmse_picks` and `range_picks`.
 
   Args:
@@ -74,8 +79,10 @@ def choose(rows, touching, origins=None, nmse=NMSE_PICKS, ranged=RANGE_PICKS,
     order, then the range picks that are not among them; each name once.
   """
   picked = {}
-  for source, found in ((NMSE, nmse_picks(rows, nmse, subset)),
-                        (RANGE, range_picks(rows, touching, origins, ranged))):
+  for source, found in (
+    (NMSE, nmse_picks(rows, nmse, subset)),
+    (RANGE, range_picks(rows, touching, origins, ranged)),
+  ):
     for name in found:
       sources = picked.setdefault(name, [])
       if source not in sources:

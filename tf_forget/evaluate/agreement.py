@@ -48,10 +48,10 @@ def compare(scores, reference, ids=None, reference_ids=None):
     raise AgreementError("the two predictions are not on the same example ids")
   err = np.abs(scores - reference)
   return {
-      "n": int(scores.shape[0]),
-      "top1_agreement": float(np.mean(np.argmax(scores, 1) == np.argmax(reference, 1))),
-      "max_abs_logit_error": float(err.max()) if err.size else float("nan"),
-      "mean_abs_logit_error": float(err.mean()) if err.size else float("nan"),
+    "n": int(scores.shape[0]),
+    "top1_agreement": float(np.mean(np.argmax(scores, 1) == np.argmax(reference, 1))),
+    "max_abs_logit_error": float(err.max()) if err.size else float("nan"),
+    "mean_abs_logit_error": float(err.mean()) if err.size else float("nan"),
   }
 
 
@@ -96,8 +96,10 @@ def twin_mismatch(scores, plain_scores, topk=None, plain_topk=None, output_scale
     err = np.abs(scores - plain_scores)
     over = err > atol + TWIN_RTOL * np.abs(plain_scores)
     if np.any(over):
-      reasons.append(f"{int(np.sum(over))} scores differ by up to {float(err.max()):.3g} "
-                     f"(tolerance {atol:.3g} + {TWIN_RTOL:g} x |score|)")
+      reasons.append(
+        f"{int(np.sum(over))} scores differ by up to {float(err.max()):.3g} "
+        f"(tolerance {atol:.3g} + {TWIN_RTOL:g} x |score|)"
+      )
   return ("sparse file disagrees with its plain twin: " + "; ".join(reasons)) if reasons else None
 
 
@@ -109,20 +111,30 @@ def compare_twin_files(path, plain_path, output_scale=None):
   """
   a, b = predictions.read(path), predictions.read(plain_path)
   if not np.array_equal(a["ids"], b["ids"]):
-    raise AgreementError("the sparse file's predictions and its plain twin's are not on the "
-                         "same example ids")
+    raise AgreementError(
+      "the sparse file's predictions and its plain twin's are not on the same example ids"
+    )
   both = "logits" in a and "logits" in b
   if both:
     result = compare(a["logits"], b["logits"])
   else:
-    result = {"n": int(len(a["ids"])),
-              "top1_agreement": float(np.mean(a["topk"][:, 0] == b["topk"][:, 0])),
-              "max_abs_logit_error": None, "mean_abs_logit_error": None}
+    result = {
+      "n": int(len(a["ids"])),
+      "top1_agreement": float(np.mean(a["topk"][:, 0] == b["topk"][:, 0])),
+      "max_abs_logit_error": None,
+      "mean_abs_logit_error": None,
+    }
   reason = twin_mismatch(a.get("logits"), b.get("logits"), a["topk"], b["topk"], output_scale)
-  return dict(result, equal=reason is None, reason=reason, logits_checked=both,
-              atol=twin_tolerance(output_scale), rtol=TWIN_RTOL,
-              runtime=a["metadata"].get("runtime"),
-              plain_runtime=b["metadata"].get("runtime"))
+  return dict(
+    result,
+    equal=reason is None,
+    reason=reason,
+    logits_checked=both,
+    atol=twin_tolerance(output_scale),
+    rtol=TWIN_RTOL,
+    runtime=a["metadata"].get("runtime"),
+    plain_runtime=b["metadata"].get("runtime"),
+  )
 
 
 def compare_files(path, reference_path):
@@ -132,9 +144,12 @@ def compare_files(path, reference_path):
     return compare(a["logits"], b["logits"], a["ids"], b["ids"])
   if not np.array_equal(a["ids"], b["ids"]):
     raise AgreementError("the two predictions are not on the same example ids")
-  return {"n": int(len(a["ids"])),
-          "top1_agreement": float(np.mean(a["topk"][:, 0] == b["topk"][:, 0])),
-          "max_abs_logit_error": None, "mean_abs_logit_error": None}
+  return {
+    "n": int(len(a["ids"])),
+    "top1_agreement": float(np.mean(a["topk"][:, 0] == b["topk"][:, 0])),
+    "max_abs_logit_error": None,
+    "mean_abs_logit_error": None,
+  }
 
 
 def keras_scores(model, batches, batch_size=256):
@@ -149,7 +164,7 @@ def keras_scores(model, batches, batch_size=256):
   for batch in batches:
     images = layout.to_model(np.asarray(batch.images, np.float32))
     for start in range(0, len(images), batch_size):
-      scores.append(np.asarray(model(images[start:start + batch_size], training=False)))
+      scores.append(np.asarray(model(images[start : start + batch_size], training=False)))
     ids.append(np.asarray(batch.ids, np.int64))
     labels.append(np.asarray(batch.labels, np.int64))
   return np.concatenate(ids), np.concatenate(labels), np.concatenate(scores).astype(np.float32)
@@ -175,10 +190,10 @@ def summarize(rows, key):
     max_err = [c["max_abs_logit_error"] for c in cmp if c["max_abs_logit_error"] is not None]
     mean_err = [c["mean_abs_logit_error"] for c in cmp if c["mean_abs_logit_error"] is not None]
     out[variant] = {
-        "members": len(cmp),
-        "min_top1_agreement": min(agree),
-        "mean_top1_agreement": float(np.mean(agree)),
-        "max_abs_logit_error": max(max_err) if max_err else None,
-        "mean_abs_logit_error": float(np.mean(mean_err)) if mean_err else None,
+      "members": len(cmp),
+      "min_top1_agreement": min(agree),
+      "mean_top1_agreement": float(np.mean(agree)),
+      "max_abs_logit_error": max(max_err) if max_err else None,
+      "mean_abs_logit_error": float(np.mean(mean_err)) if mean_err else None,
     }
   return out

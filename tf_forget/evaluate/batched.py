@@ -50,9 +50,15 @@ class BatchedRunner:
     input_dtype, output_dtype: the file's I/O dtypes (int8 for `full_int8`).
   """
 
-  def __init__(self, model, batch_size=DEFAULT_BATCH_SIZE,
-               num_threads=interpreter.DEFAULT_NUM_THREADS, runtime="xnnpack", tail="resize",
-               output_index=None):
+  def __init__(
+    self,
+    model,
+    batch_size=DEFAULT_BATCH_SIZE,
+    num_threads=interpreter.DEFAULT_NUM_THREADS,
+    runtime="xnnpack",
+    tail="resize",
+    output_index=None,
+  ):
     """Creates the interpreter (via the factory) at batch size `batch_size`.
 
     Args:
@@ -75,7 +81,8 @@ class BatchedRunner:
       raise interpreter.TfliteError(f"unknown tail policy {tail!r} ({', '.join(TAIL_POLICIES)})")
     named = not isinstance(model, (bytes, bytearray))
     self.layout = interpreter.input_layout_of(
-        interpreter.read_model(model) if named else model, str(model) if named else "model bytes")
+      interpreter.read_model(model) if named else model, str(model) if named else "model bytes"
+    )
     if self.layout.batch is not None:  # its input cannot be resized: run it at its own batch
       batch_size, tail = self.layout.batch, "pad"
     self.batch_size = batch_size
@@ -88,7 +95,8 @@ class BatchedRunner:
     self._invoked = False
     if self._auto:
       self.interpreter, self.runtime, self.fallback_reason = interpreter.create_for_device(
-          model, num_threads, batch_size, probe=False)
+        model, num_threads, batch_size, probe=False
+      )
     else:
       self.interpreter = interpreter.create(model, num_threads, runtime, batch_size)
       self.runtime = runtime
@@ -100,12 +108,16 @@ class BatchedRunner:
     inputs = self.interpreter.get_input_details()
     outputs = self.interpreter.get_output_details()
     index = self._output_index or 0
-    if ((self._output_index is None and len(outputs) != 1) or not 0 <= index < len(outputs)
-        or len(outputs[index]["shape"]) != 2):
+    if (
+      (self._output_index is None and len(outputs) != 1)
+      or not 0 <= index < len(outputs)
+      or len(outputs[index]["shape"]) != 2
+    ):
       raise interpreter.TfliteError(
-          f"expected one [batch, classes] output{'' if self._output_index is None else ' at '}"
-          f"{'' if self._output_index is None else f'output_index {index}'}, got "
-          f"{[list(o['shape']) for o in outputs]}")
+        f"expected one [batch, classes] output{'' if self._output_index is None else ' at '}"
+        f"{'' if self._output_index is None else f'output_index {index}'}, got "
+        f"{[list(o['shape']) for o in outputs]}"
+      )
     output = outputs[index]
     self._in, self._out = inputs[0]["index"], output["index"]
     self.input_shape = self.layout.image_shape
@@ -119,8 +131,7 @@ class BatchedRunner:
 
   def _allocate(self, size):
     if size != self._allocated:
-      self.interpreter.resize_tensor_input(self._in, [size, *self.layout.model_shape],
-                                           strict=True)
+      self.interpreter.resize_tensor_input(self._in, [size, *self.layout.model_shape], strict=True)
       self.interpreter.allocate_tensors()
       self._allocated = size
       self.reallocations += 1
@@ -130,7 +141,8 @@ class BatchedRunner:
     shape = tuple(np.shape(images)[1:])
     if shape != self.input_shape:
       raise interpreter.TfliteError(
-          f"model input shape {self.input_shape} does not match the data's image shape {shape}")
+        f"model input shape {self.input_shape} does not match the data's image shape {shape}"
+      )
 
   def run_raw(self, images, out=None):
     """Returns the raw (possibly int8) outputs `[N, num_classes]` for images `[N, H, W, C]`
@@ -146,7 +158,7 @@ class BatchedRunner:
       out = np.empty([n, self.num_classes], self.output_dtype)
     b = self.batch_size
     for start in range(0, n, b):
-      chunk = images[start:start + b]
+      chunk = images[start : start + b]
       m = len(chunk)
       if m < b and self.tail == "pad":
         self._buffer[m:] = 0
@@ -156,7 +168,7 @@ class BatchedRunner:
       self._allocate(len(feed))
       self.quantize(self.layout.to_model(chunk), out=self._buffer[:m])
       self._invoke(feed)
-      out[start:start + m] = self.interpreter.get_tensor(self._out)[:m]
+      out[start : start + m] = self.interpreter.get_tensor(self._out)[:m]
     return out
 
   def _invoke(self, feed):
@@ -165,13 +177,16 @@ class BatchedRunner:
       self.interpreter.set_tensor(self._in, feed)
       self.interpreter.invoke()
     except (RuntimeError, ValueError) as e:
-      if not (self._auto and not self._invoked and self.runtime == "xnnpack" and
-              interpreter.is_delegate_refusal(e)):
+      if not (
+        self._auto
+        and not self._invoked
+        and self.runtime == "xnnpack"
+        and interpreter.is_delegate_refusal(e)
+      ):
         raise interpreter.TfliteError(f"invoke failed: {' '.join(str(e).split())[:300]}") from e
       self.fallback_reason = f"XNNPACK refused the model: {' '.join(str(e).split())[:300]}"
       self.runtime = "builtin"
-      self.interpreter = interpreter.create(self._model, self._num_threads, "builtin",
-                                            len(feed))
+      self.interpreter = interpreter.create(self._model, self._num_threads, "builtin", len(feed))
       self._allocated = len(feed)
       self.interpreter.set_tensor(self._in, feed)
       self.interpreter.invoke()

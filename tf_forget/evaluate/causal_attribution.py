@@ -71,15 +71,19 @@ def ablate(quantizer, candidates, subsets, num_threads=1):
     "rank", "recovered", "broken", "kl_float_op", "caused", "caused_stable", "kl_only_op"}]}
     ranked (see the module docstring).
   """
-  refs = {name: (images, np.asarray(labels), np.asarray(scores, np.float64),
-                 np.argmax(scores, axis=1))
-          for name, (images, labels, scores) in subsets.items()}
+  refs = {
+    name: (images, np.asarray(labels), np.asarray(scores, np.float64), np.argmax(scores, axis=1))
+    for name, (images, labels, scores) in subsets.items()
+  }
 
   def measure(data):
     out = {}
     for name, (images, labels, scores, top1) in refs.items():
-      out[name] = _effect(_scores(data, images, num_threads), scores, labels, top1) \
-          if len(images) else (np.zeros(0, bool), None)
+      out[name] = (
+        _effect(_scores(data, images, num_threads), scores, labels, top1)
+        if len(images)
+        else (np.zeros(0, bool), None)
+      )
     return out
 
   plain = measure(quantizer([]))
@@ -89,33 +93,45 @@ def ablate(quantizer, candidates, subsets, num_threads=1):
   for name in candidates:
     with_float = measure(quantizer([name]))
     alone = measure(quantizer([n for n in others if n != name]))
-    rows.append({
+    rows.append(
+      {
         "tensor_name": name,
         "recovered": int(np.sum(base_broken & ~with_float["forgotten"][0])),
         "broken": int(np.sum(with_float["forgotten"][0])),
         "kl_float_op": with_float["forgotten"][1],
         "caused": int(np.sum(alone["forgotten"][0])),
         "caused_stable": int(np.sum(alone["stable"][0])),
-        "kl_only_op": alone["forgotten"][1]})
+        "kl_only_op": alone["forgotten"][1],
+      }
+    )
   base_kl = plain["forgotten"][1] or 0.0
-  rows.sort(key=lambda r: (-(r["recovered"] + r["caused"]), -r["caused"],
-                           -(base_kl - (r["kl_float_op"] or base_kl))))
+  rows.sort(
+    key=lambda r: (
+      -(r["recovered"] + r["caused"]),
+      -r["caused"],
+      -(base_kl - (r["kl_float_op"] or base_kl)),
+    )
+  )
   for rank, row in enumerate(rows, start=1):
     row["rank"] = rank
-  return {"plain": {"broken_forgotten": int(np.sum(base_broken)),
-                    "broken_stable": int(np.sum(plain["stable"][0])),
-                    "kl_forgotten": plain["forgotten"][1]},
-          "ops": rows}
+  return {
+    "plain": {
+      "broken_forgotten": int(np.sum(base_broken)),
+      "broken_stable": int(np.sum(plain["stable"][0])),
+      "kl_forgotten": plain["forgotten"][1],
+    },
+    "ops": rows,
+  }
 
 
 # The kinds of fault an ablated op is given (`fault_kind`), and what each means in words.
 FAULTS = {
-    "range": "its activation range: one channel of a tensor it writes or reads spans far more "
-             "than the others, and a per-tensor int8 scale leaves the others a few levels",
-    "weights": "its own int8 weights and output: quantized alone, or kept alone in float, it "
-               "breaks or recovers a large share of the forgotten examples",
-    "inherited": "error inherited from earlier ops: quantized alone it breaks few of the "
-                 "forgotten examples, and keeping it in float recovers few",
+  "range": "its activation range: one channel of a tensor it writes or reads spans far more "
+  "than the others, and a per-tensor int8 scale leaves the others a few levels",
+  "weights": "its own int8 weights and output: quantized alone, or kept alone in float, it "
+  "breaks or recovers a large share of the forgotten examples",
+  "inherited": "error inherited from earlier ops: quantized alone it breaks few of the "
+  "forgotten examples, and keeping it in float recovers few",
 }
 # An op "owns" the fault when quantizing it alone breaks, or keeping it alone in float
 # recovers, at least this share of the examples the plain file broke.
@@ -123,7 +139,7 @@ OWN_SHARE = 0.25
 
 
 def fault_kind(effect, range_row, plain_broken):
-  """"range", "weights" or "inherited" (`FAULTS`) of an ablated op.
+  """ "range", "weights" or "inherited" (`FAULTS`) of an ablated op.
 
   Args:
     effect: its `ablate` row ("recovered", "caused").
@@ -143,9 +159,11 @@ def _order(ablated, effects, touching, origins):
   op where the fault starts first: quantized alone, each of them reproduces the same
   per-tensor rounding, so their effects differ by noise, and the fault is made by the first
   op's weights (the op an equalization rescales)."""
+
   def fault(row):
     hit = touching.get(row.get("op_index"))
     return None if hit is None else origins.get(hit["tensor"], hit["op_index"])
+
   place = {r["tensor_name"]: effects[r["tensor_name"]]["rank"] for r in ablated}
   best = {}
   for row in ablated:
@@ -158,6 +176,7 @@ def _order(ablated, effects, touching, origins):
     if start is None:
       return (place[row["tensor_name"]], False, 0)
     return (best[start], row.get("op_index") != start, place[row["tensor_name"]])
+
   return sorted(ablated, key=key)
 
 
@@ -183,27 +202,44 @@ def rank(ranking, ablation, touching, picked_by=None, origins=None):
   picked_by = picked_by or {}
   effects = {row["tensor_name"]: row for row in ablation["ops"]}
   plain_broken = ablation["plain"]["broken_forgotten"]
-  ablated = _order([r for r in ranking if r["tensor_name"] in effects], effects, touching,
-                   origins or {})
+  ablated = _order(
+    [r for r in ranking if r["tensor_name"] in effects], effects, touching, origins or {}
+  )
   rest = [r for r in ranking if r["tensor_name"] not in effects]
   out = []
   for position, row in enumerate(ablated + rest, start=1):
     effect = effects.get(row["tensor_name"])
     hit = touching.get(row.get("op_index"))
-    out.append(dict(
-        row, rank=position, nmse_rank=row["rank"],
+    out.append(
+      dict(
+        row,
+        rank=position,
+        nmse_rank=row["rank"],
         evidence="ablation" if effect else "error statistic",
         picked_by=list(picked_by.get(row["tensor_name"], [])) if effect else None,
-        recovered=effect and effect["recovered"], broken_float_op=effect and effect["broken"],
-        kl_float_op=effect and effect["kl_float_op"], caused=effect and effect["caused"],
+        recovered=effect and effect["recovered"],
+        broken_float_op=effect and effect["broken"],
+        kl_float_op=effect and effect["kl_float_op"],
+        caused=effect and effect["caused"],
         caused_stable=effect and effect["caused_stable"],
         kl_only_op=effect and effect["kl_only_op"],
-        fault=fault_kind(effect, hit, plain_broken) if effect else None, range=hit))
+        fault=fault_kind(effect, hit, plain_broken) if effect else None,
+        range=hit,
+      )
+    )
   return out
 
 
-def attribute(quantizer, rows, ranking, subsets, calibration_images, num_threads=1,
-              nmse=ablation_candidates.NMSE_PICKS, ranged=ablation_candidates.RANGE_PICKS):
+def attribute(
+  quantizer,
+  rows,
+  ranking,
+  subsets,
+  calibration_images,
+  num_threads=1,
+  nmse=ablation_candidates.NMSE_PICKS,
+  ranged=ablation_candidates.RANGE_PICKS,
+):
   """The causal ranking of a full int8 file (module docstring).
 
   Args:
@@ -221,13 +257,18 @@ def attribute(quantizer, rows, ranking, subsets, calibration_images, num_threads
     `range_diagnosis.dominant` rows of the plain file, "candidates": `ablation_candidates.choose`}.
   """
   plain = quantizer([])
-  ranges = range_diagnosis.dominant(range_diagnosis.channel_ranges(
-      plain, calibration_images, num_threads=num_threads))
+  ranges = range_diagnosis.dominant(
+    range_diagnosis.channel_ranges(plain, calibration_images, num_threads=num_threads)
+  )
   graph = flatbuffer_graph.graph(plain)
   touching = range_diagnosis.ops_touching(graph, ranges)
   origins = range_diagnosis.origins(graph, ranges)
   candidates = ablation_candidates.choose(rows, touching, origins, nmse, ranged)
   ablation = ablate(quantizer, [c["tensor_name"] for c in candidates], subsets, num_threads)
   picked_by = {c["tensor_name"]: c["picked_by"] for c in candidates}
-  return {"ranking": rank(ranking, ablation, touching, picked_by, origins),
-          "ablation": ablation, "ranges": ranges, "candidates": candidates}
+  return {
+    "ranking": rank(ranking, ablation, touching, picked_by, origins),
+    "ablation": ablation,
+    "ranges": ranges,
+    "candidates": candidates,
+  }

@@ -26,6 +26,7 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
@@ -50,8 +51,12 @@ class DeployError(errors.Error):
 
 
 def _positive(value):
-  return (isinstance(value, (int, float)) and not isinstance(value, bool) and
-          math.isfinite(value) and value > 0)
+  return (
+    isinstance(value, (int, float))
+    and not isinstance(value, bool)
+    and math.isfinite(value)
+    and value > 0
+  )
 
 
 def check_encoding_options(mode, max_sparse_latency_ratio):
@@ -59,7 +64,9 @@ def check_encoding_options(mode, max_sparse_latency_ratio):
   if mode not in ENCODING_MODES:
     raise DeployError(f"unknown deploy encoding {mode!r} (known: {', '.join(ENCODING_MODES)})")
   if not _positive(max_sparse_latency_ratio):
-    raise DeployError(f"max_sparse_latency_ratio must be a finite number > 0, got {max_sparse_latency_ratio!r}")
+    raise DeployError(
+      f"max_sparse_latency_ratio must be a finite number > 0, got {max_sparse_latency_ratio!r}"
+    )
 
 
 def _latency_ratio(plain, sparse):
@@ -79,7 +86,9 @@ def _latency_ratio(plain, sparse):
   return {"median": r, "low": r, "high": r}
 
 
-def choose_encoding(plain, sparse, max_sparse_latency_ratio=DEFAULT_MAX_SPARSE_LATENCY_RATIO, mode="auto"):
+def choose_encoding(
+  plain, sparse, max_sparse_latency_ratio=DEFAULT_MAX_SPARSE_LATENCY_RATIO, mode="auto"
+):
   """Chooses the plain file or its sparse-encoded twin for one variant.
 
   The latency bound refuses a sparse twin only when it is slower beyond the spread of the
@@ -115,35 +124,39 @@ def choose_encoding(plain, sparse, max_sparse_latency_ratio=DEFAULT_MAX_SPARSE_L
   if sparse.get("error"):
     return "plain", f"sparse conversion failed: {sparse['error']}"
   if not sparse.get("twin_equal"):
-    return "plain", (sparse.get("twin_reason") or
-                     "sparse file not checked against its plain twin")
+    return "plain", (sparse.get("twin_reason") or "sparse file not checked against its plain twin")
   if mode == "sparse":
     return "sparse", "sparse encoding requested; predictions equal the plain twin's"
   size_ratio = sparse["size"] / plain["size"]
   if size_ratio >= 1:
     return "plain", f"sparse file is not smaller ({size_ratio:.3f}x the plain size)"
   if size_ratio > 1 - MIN_SIZE_SAVING:
-    return "plain", (f"sparse file saves under {100 * MIN_SIZE_SAVING:g}% "
-                     f"({size_ratio:.4f}x the plain size)")
+    return "plain", (
+      f"sparse file saves under {100 * MIN_SIZE_SAVING:g}% ({size_ratio:.4f}x the plain size)"
+    )
   r = _latency_ratio(plain, sparse)
   if r is None:
     return "plain", "latency not measured for both files; cannot check the latency bound"
   bound = f"max {max_sparse_latency_ratio:g}x"
   spread = "" if r["low"] == r["high"] else f"ratio interval {r['low']:.2f}–{r['high']:.2f}x"
   if r["low"] > max_sparse_latency_ratio:
-    return "plain", (f"sparse file is {r['median']:.2f}x slower than plain "
-                     f"({spread + ' > ' if spread else ''}{bound})")
+    return "plain", (
+      f"sparse file is {r['median']:.2f}x slower than plain "
+      f"({spread + ' > ' if spread else ''}{bound})"
+    )
   noise = ", over the bound only within noise" if r["median"] > max_sparse_latency_ratio else ""
-  return "sparse", (f"sparse file {size_ratio:.3f}x the plain size, latency "
-                    f"{r['median']:.2f}x ({spread + ', ' if spread else ''}{bound}{noise}), "
-                    "predictions equal")
+  return "sparse", (
+    f"sparse file {size_ratio:.3f}x the plain size, latency "
+    f"{r['median']:.2f}x ({spread + ', ' if spread else ''}{bound}{noise}), "
+    "predictions equal"
+  )
 
 
 def _dense_size(run_dir, k, cache):
   """Raw size of member k's dense float32 file (None if not exported), memoized in `cache`."""
   if k not in cache:
     _, meta = export_state.export_paths(run_dir, names.parse_variant(names.DENSE), k)
-    cache[k] = tflite_json.read(meta)["size_bytes"]["raw"] if fileio.exists(meta) else None
+    cache[k] = tflite_json.read(meta)["size_bytes"]["raw"] if filesystem.exists(meta) else None
   return cache[k]
 
 
@@ -151,22 +164,25 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
   """The manifest entry of one shipped file (see `write_bundle`)."""
   worst = (summary.get("worst_subgroup") or {}).get("fnr") or {}
   entry = {
-      "variant": variant_name, "k": int(k), "file": os.path.join(variant_name, f"{k}.tflite"),
-      "format": meta["format"], "encoding": meta["encoding"], "sha256": meta["sha256"],
-      "size_bytes": meta["size_bytes"],
-      "size_ratio_to_dense_float32": (meta["size_bytes"]["raw"] / dense_size
-                                      if dense_size else None),
-      "runtime": (choice or {}).get("runtime"),
-      "latency_ratio_to_plain": (choice or {}).get("latency_ratio"),
-      "sparsity": meta["sparsity"]["kernels"]["fraction"],
-      "top1_accuracy_population": summary.get("top1"),
-      "top1_change_vs_dense": summary.get("top1_change"),
-      "cie_count": summary.get("pie_count"),
-      "significant_classes": summary.get("significant_classes"),
-      "worst_subgroup_fnr": worst or None,
-      "flip_rate": summary.get("flip_rate"),
-      "kl_mean": summary.get("kl_mean"),
-      "gate": {"passed": gate[0], "reasons": gate[1]},
+    "variant": variant_name,
+    "k": int(k),
+    "file": os.path.join(variant_name, f"{k}.tflite"),
+    "format": meta["format"],
+    "encoding": meta["encoding"],
+    "sha256": meta["sha256"],
+    "size_bytes": meta["size_bytes"],
+    "size_ratio_to_dense_float32": (meta["size_bytes"]["raw"] / dense_size if dense_size else None),
+    "runtime": (choice or {}).get("runtime"),
+    "latency_ratio_to_plain": (choice or {}).get("latency_ratio"),
+    "sparsity": meta["sparsity"]["kernels"]["fraction"],
+    "top1_accuracy_population": summary.get("top1"),
+    "top1_change_vs_dense": summary.get("top1_change"),
+    "cie_count": summary.get("pie_count"),
+    "significant_classes": summary.get("significant_classes"),
+    "worst_subgroup_fnr": worst or None,
+    "flip_rate": summary.get("flip_rate"),
+    "kl_mean": summary.get("kl_mean"),
+    "gate": {"passed": gate[0], "reasons": gate[1]},
   }
   if choice is not None:
     entry["encoding_choice"] = dict(choice)
@@ -175,8 +191,9 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
 
 def _gate_measures(report, variant_name, summary):
   """The variant's measures the gates read (`gates.gate_measures`)."""
-  return gates_lib.gate_measures(variant_name, summary, report.get("settings"),
-                               report.get("tables"))
+  return gates_lib.gate_measures(
+    variant_name, summary, report.get("settings"), report.get("tables")
+  )
 
 
 def _build(run_dir, bundle, report, gates, members, encodings):
@@ -193,13 +210,25 @@ def _build(run_dir, bundle, report, gates, members, encodings):
       shipped = names.Variant(variant.member_variant, variant.format, choice["encoding"])
     for k in ks[:1] if members == "first" else ks:
       src, meta_path = export_state.export_paths(run_dir, shipped, k)
-      entries.append(_entry(variant_name, k, tflite_json.read(meta_path), summary, gate, choice,
-                            _dense_size(run_dir, k, dense_sizes)))
+      entries.append(
+        _entry(
+          variant_name,
+          k,
+          tflite_json.read(meta_path),
+          summary,
+          gate,
+          choice,
+          _dense_size(run_dir, k, dense_sizes),
+        )
+      )
       fileio.copy(src, os.path.join(bundle, entries[-1]["file"]))
-  manifest = {"schema": MANIFEST_SCHEMA, "dataset": report["dataset"]["name"],
-              "gates": dataclasses.asdict(gates), "files": entries,
-              "failed_variants": sorted({e["variant"] for e in entries
-                                         if not e["gate"]["passed"]})}
+  manifest = {
+    "schema": MANIFEST_SCHEMA,
+    "dataset": report["dataset"]["name"],
+    "gates": dataclasses.asdict(gates),
+    "files": entries,
+    "failed_variants": sorted({e["variant"] for e in entries if not e["gate"]["passed"]}),
+  }
   fileio.write_json(os.path.join(bundle, MANIFEST), manifest, strict=True)
   return manifest
 
@@ -245,8 +274,7 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
 
 def _number(value, spec, scale=1, unit=""):
   """`scale * value` formatted with `spec` plus `unit`, or "n/a" if None or not finite."""
-  if not (isinstance(value, (int, float)) and not isinstance(value, bool) and
-          math.isfinite(value)):
+  if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
     return "n/a"
   return format(scale * value, spec) + unit
 
@@ -261,33 +289,41 @@ def print_summary(report, manifest, log=print):
     manifest: the bundle's manifest dict (`write_bundle`).
     log: callable(str) taking each line.
   """
-  failed = {e["variant"]: e["gate"]["reasons"] for e in manifest["files"]
-            if not e["gate"]["passed"]}
+  failed = {
+    e["variant"]: e["gate"]["reasons"] for e in manifest["files"] if not e["gate"]["passed"]
+  }
   gated = any(v is not None for v in (manifest.get("gates") or {}).values())
-  ship = {r["variant"]: r.get("verdict") or "" for r in
-          (report.get("tables") or {}).get("verdict") or []}
+  ship = {
+    r["variant"]: r.get("verdict") or "" for r in (report.get("tables") or {}).get("verdict") or []
+  }
   shipped = {}
   for e in manifest["files"]:
     ratio = e.get("size_ratio_to_dense_float32")
     shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
   bound = (manifest.get("gates") or {}).get("max_flip_rate")
-  log(f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-      f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} "
-      f"{'verdict':<14}" + (" gate" if gated else ""))
+  log(
+    f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
+    f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} "
+    f"{'verdict':<14}" + (" gate" if gated else "")
+  )
   for variant in _users_first(report["variants"]):
     s = _gate_measures(report, variant, report["variants"][variant])  # what the gates read
     worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
     worst = _number(worst, "+.1f", 100, "pt")
-    log(f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
-        f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
-        f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
-        f"{worst:>11} {_flip_rate(s.get('flip_rate'), bound):>7} "
-        f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
-        f"{ship.get(variant, ''):<14}"
-        + (f" {'FAIL' if variant in failed else 'pass'}" if gated else ""))
-  log("(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
-      "and KL: mean KL(reference ‖ file) in nats, vs the dense reference; verdict: the ship "
-      "rule's" + ("; gate: the gates set" if gated else "; no gate set") + ")")
+    log(
+      f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
+      f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
+      f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
+      f"{worst:>11} {_flip_rate(s.get('flip_rate'), bound):>7} "
+      f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
+      f"{ship.get(variant, ''):<14}"
+      + (f" {'FAIL' if variant in failed else 'pass'}" if gated else "")
+    )
+  log(
+    "(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
+    "and KL: mean KL(reference ‖ file) in nats, vs the dense reference; verdict: the ship "
+    "rule's" + ("; gate: the gates set" if gated else "; no gate set") + ")"
+  )
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")

@@ -31,7 +31,7 @@ import dataclasses
 from tf_forget.artifacts import agreement_table
 from tf_forget.artifacts import encodings as encodings_file
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import names
 from tf_forget.evaluate import deploy
@@ -59,15 +59,21 @@ def _twin_check(agreement, sparse_name, k):
 
 def _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats, block):
   """The settings a recorded decision depends on, JSON-ready."""
-  return {"mode": mode, "max_sparse_latency_ratio": max_sparse_latency_ratio, "num_threads": num_threads,
-          "batch_sizes": list(batch_sizes), "repeats": repeats, "block": block,
-          "coverage": latency.DEFAULT_COVERAGE}
+  return {
+    "mode": mode,
+    "max_sparse_latency_ratio": max_sparse_latency_ratio,
+    "num_threads": num_threads,
+    "batch_sizes": list(batch_sizes),
+    "repeats": repeats,
+    "block": block,
+    "coverage": latency.DEFAULT_COVERAGE,
+  }
 
 
 def _recorded(run_dir, log):
   """{variant: entry} of the encodings.json on disk; {} if there is none or it is unreadable."""
   path = encodings_file.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return {}
   try:
     doc = encodings_file.read(path)
@@ -92,8 +98,9 @@ def _why_stale(entry, inputs):
   if rec.get("twin_check") != inputs["twin_check"]:
     return "its sparse twin's check changed"
   old, new = rec.get("settings") or {}, inputs["settings"]
-  changed = [f"{key} {old.get(key)!r} -> {value!r}" for key, value in new.items()
-             if old.get(key) != value]
+  changed = [
+    f"{key} {old.get(key)!r} -> {value!r}" for key, value in new.items() if old.get(key) != value
+  ]
   return f"settings changed ({', '.join(changed)})" if changed else None
 
 
@@ -101,8 +108,10 @@ def _interval(timed, batch_sizes):
   """{batch: latency.ratio_interval of sparse / plain}, {} when no sparse file was timed."""
   if "sparse" not in timed:
     return {}
-  return {b: latency.ratio_interval(latency.paired_ratios(timed["sparse"], timed["plain"], b))
-          for b in batch_sizes}
+  return {
+    b: latency.ratio_interval(latency.paired_ratios(timed["sparse"], timed["plain"], b))
+    for b in batch_sizes
+  }
 
 
 def _vs_reference(timed, encoding, batch_sizes):
@@ -110,8 +119,12 @@ def _vs_reference(timed, encoding, batch_sizes):
   the same rounds; {} without a reference (the dense file itself)."""
   if "reference" not in timed:
     return {}
-  return {f"batch_{b}": latency.ratio_interval(
-      latency.paired_ratios(timed[encoding], timed["reference"], b)) for b in batch_sizes}
+  return {
+    f"batch_{b}": latency.ratio_interval(
+      latency.paired_ratios(timed[encoding], timed["reference"], b)
+    )
+    for b in batch_sizes
+  }
 
 
 def _measure(plain, sparse, sparse_in, timed, settings, dense_size):
@@ -120,41 +133,56 @@ def _measure(plain, sparse, sparse_in, timed, settings, dense_size):
   deciding the encoding."""
   batch_sizes = settings["batch_sizes"]
   intervals = _interval(timed, batch_sizes)
-  worst = (max(intervals, key=lambda b: (intervals[b]["low"], intervals[b]["median"]))
-           if intervals else batch_sizes[0])
+  worst = (
+    max(intervals, key=lambda b: (intervals[b]["low"], intervals[b]["median"]))
+    if intervals
+    else batch_sizes[0]
+  )
   if sparse_in is not None:
-    sparse_in = dict(sparse_in, latency_ratio=intervals.get(worst), latency=timed.get(
-        "sparse", {}).get(f"batch_{worst}", {}).get("median_s"))
+    sparse_in = dict(
+      sparse_in,
+      latency_ratio=intervals.get(worst),
+      latency=timed.get("sparse", {}).get(f"batch_{worst}", {}).get("median_s"),
+    )
   encoding, reason = deploy.choose_encoding(
-      {"size": plain["size_bytes"]["raw"],
-       "latency": timed["plain"][f"batch_{worst}"]["median_s"]},
-      sparse_in, settings["max_sparse_latency_ratio"], settings["mode"])
+    {"size": plain["size_bytes"]["raw"], "latency": timed["plain"][f"batch_{worst}"]["median_s"]},
+    sparse_in,
+    settings["max_sparse_latency_ratio"],
+    settings["mode"],
+  )
   chosen = sparse if encoding == "sparse" else plain
   timed_chosen = timed[encoding]
   check = dict(intervals[worst], batch_size=worst) if intervals else None
   return {
-      "encoding": encoding, "reason": reason, "file_variant": chosen["variant"],
-      "runtime": timed_chosen["runtime"], "runtime_fallback": timed_chosen["fallback_reason"],
-      "sparsity": plain["sparsity"]["kernels"]["fraction"],
-      "size_bytes": {"plain": plain["size_bytes"],
-                     "sparse": sparse["size_bytes"] if sparse else None},
-      "size_ratio_to_dense_float32": chosen["size_bytes"]["raw"] / dense_size,
-      "sparse_to_plain_size": (sparse["size_bytes"]["raw"] / plain["size_bytes"]["raw"]
-                               if sparse else None),
-      "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items() if e != "reference"},
-      "latency_vs_reference": _vs_reference(timed, encoding, batch_sizes),
-      "sparse_runtime": timed.get("sparse", {}).get("runtime"),
-      "latency_ratio": check["median"] if encoding == "sparse" else 1.0,
-      "sparse_latency_ratio": {f"batch_{b}": i["median"] for b, i in intervals.items()},
-      "sparse_latency_interval": {f"batch_{b}": i for b, i in intervals.items()},
-      "latency_check": check,
-      "twin_equal": sparse_in["twin_equal"] if sparse_in else None,
+    "encoding": encoding,
+    "reason": reason,
+    "file_variant": chosen["variant"],
+    "runtime": timed_chosen["runtime"],
+    "runtime_fallback": timed_chosen["fallback_reason"],
+    "sparsity": plain["sparsity"]["kernels"]["fraction"],
+    "size_bytes": {
+      "plain": plain["size_bytes"],
+      "sparse": sparse["size_bytes"] if sparse else None,
+    },
+    "size_ratio_to_dense_float32": chosen["size_bytes"]["raw"] / dense_size,
+    "sparse_to_plain_size": (
+      sparse["size_bytes"]["raw"] / plain["size_bytes"]["raw"] if sparse else None
+    ),
+    "latency_s": {e: _medians(t, batch_sizes) for e, t in timed.items() if e != "reference"},
+    "latency_vs_reference": _vs_reference(timed, encoding, batch_sizes),
+    "sparse_runtime": timed.get("sparse", {}).get("runtime"),
+    "latency_ratio": check["median"] if encoding == "sparse" else 1.0,
+    "sparse_latency_ratio": {f"batch_{b}": i["median"] for b, i in intervals.items()},
+    "sparse_latency_interval": {f"batch_{b}": i for b, i in intervals.items()},
+    "latency_check": check,
+    "twin_equal": sparse_in["twin_equal"] if sparse_in else None,
   }
 
 
 @dataclasses.dataclass(frozen=True)
 class _Inputs:
   """What `choose` read once for every variant."""
+
   run_dir: str
   exports: dict  # (variant, k) -> export JSON with "path"
   failures: dict  # (variant, k) -> failed sparse conversion reason
@@ -175,16 +203,25 @@ def _files(run, name):
   sparse = run.exports.get((sparse_name, run.k))
   if sparse is None and (sparse_name, run.k) not in run.failures:
     return plain, None, None
-  equal, reason = (_twin_check(run.agreement, sparse_name, run.k) if sparse is not None
-                   else (False, None))
-  return plain, sparse, {"size": sparse["size_bytes"]["raw"] if sparse else None,
-                         "twin_equal": equal, "twin_reason": reason,
-                         "error": run.failures.get((sparse_name, run.k))}
+  equal, reason = (
+    _twin_check(run.agreement, sparse_name, run.k) if sparse is not None else (False, None)
+  )
+  return (
+    plain,
+    sparse,
+    {
+      "size": sparse["size_bytes"]["raw"] if sparse else None,
+      "twin_equal": equal,
+      "twin_reason": reason,
+      "error": run.failures.get((sparse_name, run.k)),
+    },
+  )
 
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
   """One variant's files, the inputs its entry records, and why it is timed (None: reused)."""
+
   files: tuple  # (plain export, sparse export or None, sparse twin's input or None)
   data: dict  # {"plain", "sparse"?: bytes}: the bytes hashed are the bytes timed
   inputs: dict
@@ -198,14 +235,22 @@ def _plan(run, name, recorded, remeasure):
   if sparse is not None and run.settings["mode"] != "plain":
     data["sparse"] = interpreter.read_model(sparse["path"])
   reference = None if name == names.DENSE else run.dense_bytes
-  inputs = {"plain_sha256": hashing.sha256_bytes(data["plain"]),
-            "sparse_sha256": hashing.sha256_bytes(data["sparse"]) if "sparse" in data else None,
-            "reference_sha256": hashing.sha256_bytes(reference) if reference else None,
-            "twin_check": ({key: sparse_in[key] for key in ("twin_equal", "twin_reason", "error")}
-                           if sparse_in else None),
-            "settings": run.settings}
-  why = ("missing" if name not in recorded else "re-measure requested" if remeasure else
-         _why_stale(recorded[name], inputs))
+  inputs = {
+    "plain_sha256": hashing.sha256_bytes(data["plain"]),
+    "sparse_sha256": hashing.sha256_bytes(data["sparse"]) if "sparse" in data else None,
+    "reference_sha256": hashing.sha256_bytes(reference) if reference else None,
+    "twin_check": (
+      {key: sparse_in[key] for key in ("twin_equal", "twin_reason", "error")} if sparse_in else None
+    ),
+    "settings": run.settings,
+  }
+  why = (
+    "missing"
+    if name not in recorded
+    else "re-measure requested"
+    if remeasure
+    else _why_stale(recorded[name], inputs)
+  )
   return _Plan((plain, sparse, sparse_in), data, inputs, why)
 
 
@@ -219,12 +264,12 @@ def _time_together(run, plans):
       if not (name == names.DENSE and enc == "plain"):  # the dense file is the reference
         models[f"{name}\t{enc}"] = data
   s = run.settings
-  timed = latency.measure(models, s["batch_sizes"], s["num_threads"], s["repeats"],
-                          block=s["block"])
+  timed = latency.measure(
+    models, s["batch_sizes"], s["num_threads"], s["repeats"], block=s["block"]
+  )
   out = {}
   for name, plan in plans.items():
-    mine = {enc: timed[f"{name}\t{enc}"] for enc in plan.data
-            if f"{name}\t{enc}" in timed}
+    mine = {enc: timed[f"{name}\t{enc}"] for enc in plan.data if f"{name}\t{enc}" in timed}
     if name == names.DENSE:
       mine["plain"] = timed["reference"]
     else:
@@ -235,8 +280,9 @@ def _time_together(run, plans):
 
 def _reused(run, entry):
   """A recorded entry as it is (sizes are not timings: the dense file's is read anew)."""
-  size = (entry["size_bytes"]["sparse"] if entry["encoding"] == "sparse"
-          else entry["size_bytes"]["plain"])["raw"]
+  size = (
+    entry["size_bytes"]["sparse"] if entry["encoding"] == "sparse" else entry["size_bytes"]["plain"]
+  )["raw"]
   return dict(entry, size_ratio_to_dense_float32=size / run.dense_size)
 
 
@@ -245,19 +291,37 @@ def _read_inputs(run_dir, split, k, settings):
   exports = {(m["variant"], int(m["k"])): m for m in evaluate.list_exports(run_dir)}
   failures = {(f["variant"], int(f["k"])): f["reason"] for f in evaluate.list_failures(run_dir)}
   table_path = agreement_table.path(run_dir, split)
-  if not fileio.exists(table_path):
+  if not filesystem.exists(table_path):
     raise evaluate.EvaluationError(f"{table_path} is missing: evaluate the {split} split first")
   dense = exports.get((names.DENSE, k))
   if dense is None:
     raise evaluate.EvaluationError(f"no dense float32 export of member {k} in {run_dir}")
-  return _Inputs(run_dir, exports, failures, agreement_table.read(table_path), k, settings,
-                 dense["size_bytes"]["raw"], interpreter.read_model(dense["path"]))
+  return _Inputs(
+    run_dir,
+    exports,
+    failures,
+    agreement_table.read(table_path),
+    k,
+    settings,
+    dense["size_bytes"]["raw"],
+    interpreter.read_model(dense["path"]),
+  )
 
 
-def choose(run_dir, variants, split, k=0, mode="auto",
-           max_sparse_latency_ratio=deploy.DEFAULT_MAX_SPARSE_LATENCY_RATIO, num_threads=2,
-           batch_sizes=latency.DEFAULT_BATCH_SIZES, repeats=DEFAULT_REPEATS,
-           block=DEFAULT_BLOCK, remeasure=False, log=None):
+def choose(
+  run_dir,
+  variants,
+  split,
+  k=0,
+  mode="auto",
+  max_sparse_latency_ratio=deploy.DEFAULT_MAX_SPARSE_LATENCY_RATIO,
+  num_threads=2,
+  batch_sizes=latency.DEFAULT_BATCH_SIZES,
+  repeats=DEFAULT_REPEATS,
+  block=DEFAULT_BLOCK,
+  remeasure=False,
+  log=None,
+):
   """Chooses plain or sparse for each variant and writes `eval/encodings.json`.
 
   Args:
@@ -304,7 +368,10 @@ def choose(run_dir, variants, split, k=0, mode="auto",
     else:
       entries[name] = _reused(run, recorded[name])
     if log:
-      log(f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
-          + ("" if name in todo else " [recorded]"))
-  return encodings_file.write(encodings_file.path(run_dir),
-                             dict({"split": split, "k": k}, **settings, variants=entries))
+      log(
+        f"{name}: {entries[name]['encoding']} ({entries[name]['reason']})"
+        + ("" if name in todo else " [recorded]")
+      )
+  return encodings_file.write(
+    encodings_file.path(run_dir), dict({"split": split, "k": k}, **settings, variants=entries)
+  )

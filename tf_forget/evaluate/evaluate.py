@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -121,8 +121,7 @@ def run(runner, batches):
     labels.append(np.asarray(batch.labels, np.int64))
   if not raw:
     raise EvaluationError("no examples to evaluate")
-  return (np.concatenate(ids), np.concatenate(labels),
-          runner.dequantize(np.concatenate(raw)))
+  return (np.concatenate(ids), np.concatenate(labels), runner.dequantize(np.concatenate(raw)))
 
 
 def check_finite(scores, what, examples="examples"):
@@ -137,8 +136,9 @@ def check_finite(scores, what, examples="examples"):
   bad = int(np.count_nonzero(~np.isfinite(np.asarray(scores, np.float64)).all(axis=1)))
   if bad:
     raise EvaluationError(
-        f"{what} gives NaN or infinite outputs on {bad} of {len(scores)} {examples}: no "
-        "accuracy can be reported for it; check the model, or leave it out of the audit")
+      f"{what} gives NaN or infinite outputs on {bad} of {len(scores)} {examples}: no "
+      "accuracy can be reported for it; check the model, or leave it out of the audit"
+    )
 
 
 def current_sha256(tflite_path, expected=None):
@@ -159,8 +159,10 @@ def current_sha256(tflite_path, expected=None):
   except OSError as e:
     raise interpreter.TfliteError(f"cannot read {tflite_path}: {errors.one_line(e)}") from e
   if expected is not None and sha != expected:
-    raise EvaluationError(f"{tflite_path} changed since it was exported (sha256 {sha[:12]} is "
-                          f"not its JSON's {expected[:12]}): run the export again")
+    raise EvaluationError(
+      f"{tflite_path} changed since it was exported (sha256 {sha[:12]} is "
+      f"not its JSON's {expected[:12]}): run the export again"
+    )
   return sha
 
 
@@ -172,11 +174,24 @@ def runner_for(data, tflite_path, *args, **kwargs):
     raise interpreter.TfliteError(str(e).replace("model bytes", tflite_path, 1)) from e
 
 
-def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
-                  batch_size=batched.DEFAULT_BATCH_SIZE,
-                  num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
-                  overwrite=False, tflite_sha256=None, image_shape=None, tail="resize",
-                  runtime="auto", split_id=None, log=None, output_index=None):
+def evaluate_file(
+  tflite_path,
+  batches,
+  out_path,
+  split,
+  metadata=None,
+  batch_size=batched.DEFAULT_BATCH_SIZE,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  save_logits=True,
+  overwrite=False,
+  tflite_sha256=None,
+  image_shape=None,
+  tail="resize",
+  runtime="auto",
+  split_id=None,
+  log=None,
+  output_index=None,
+):
   """Evaluates one `.tflite` file on one split and writes its predictions file.
 
   Args:
@@ -225,24 +240,41 @@ def evaluate_file(tflite_path, batches, out_path, split, metadata=None,
   sha = hashing.sha256_bytes(data)
   if sha != inputs["tflite"]:
     raise EvaluationError(f"{tflite_path} changed while it was being evaluated")
-  runner = runner_for(data, tflite_path, batch_size, num_threads, runtime=runtime, tail=tail,
-                      output_index=output_index)
+  runner = runner_for(
+    data,
+    tflite_path,
+    batch_size,
+    num_threads,
+    runtime=runtime,
+    tail=tail,
+    output_index=output_index,
+  )
   if image_shape is not None and tuple(image_shape) != runner.input_shape:
     raise interpreter.TfliteError(
-        f"{tflite_path}: model input shape {runner.input_shape} does not match the data "
-        f"set's image shape {tuple(image_shape)}")
+      f"{tflite_path}: model input shape {runner.input_shape} does not match the data "
+      f"set's image shape {tuple(image_shape)}"
+    )
   start = time.time()
   ids, labels, scores = run(runner, batches() if callable(batches) else batches)
   seconds = time.time() - start
   label = "/".join(str((metadata or {}).get(key, "?")) for key in ("variant", "k"))
   check_finite(scores, f"{label} {split}: {tflite_path}", f"{split} examples")
-  meta = dict(metadata or {}, split=split, tflite=fileio.abspath(tflite_path),
-              tflite_sha256=sha, inputs=inputs, batch_size=batch_size, num_threads=num_threads,
-              runtime=runner.runtime, runtime_fallback=runner.fallback_reason,
-              input_dtype=runner.input_dtype.name,
-              output_dtype=runner.output_dtype.name, seconds=seconds,
-              examples_per_second=len(ids) / seconds if seconds > 0 else None,
-              top1_accuracy=float(np.mean(np.argmax(scores, axis=1) == labels)))
+  meta = dict(
+    metadata or {},
+    split=split,
+    tflite=filesystem.abspath(tflite_path),
+    tflite_sha256=sha,
+    inputs=inputs,
+    batch_size=batch_size,
+    num_threads=num_threads,
+    runtime=runner.runtime,
+    runtime_fallback=runner.fallback_reason,
+    input_dtype=runner.input_dtype.name,
+    output_dtype=runner.output_dtype.name,
+    seconds=seconds,
+    examples_per_second=len(ids) / seconds if seconds > 0 else None,
+    top1_accuracy=float(np.mean(np.argmax(scores, axis=1) == labels)),
+  )
   predictions.write(out_path, ids, labels, scores, meta, save_logits)  # errors.WriteError
   return predictions.read(out_path)["metadata"], False
 
@@ -256,11 +288,11 @@ def list_exports(run_dir):
     EvaluationError: no `tflite/` directory or no finished export.
   """
   root = layout.tflite_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise EvaluationError(f"{run_dir} has no tflite/ directory (run export_population first)")
   found = []
   for _, _, kdir in layout.walk(root):
-    for name in fileio.listdir(kdir):
+    for name in filesystem.listdir(kdir):
       if not tflite_json.is_export_json(name):
         continue
       try:
@@ -269,14 +301,21 @@ def list_exports(run_dir):
         continue
       except errors.ReadError as e:
         raise EvaluationError(f"{e}: run the export again") from e
-      meta["path"] = os.path.join(kdir, name[:-len(".json")] + ".tflite")
+      meta["path"] = os.path.join(kdir, name[: -len(".json")] + ".tflite")
       found.append(meta)
   if not found:
     raise EvaluationError(f"{run_dir} has no finished export under tflite/")
   order = {name: i for i, name in enumerate(names.FORMAT_NAMES)}
-  return sorted(found, key=lambda m: (m["member_variant"] != names.DENSE, m["member_variant"],
-                                      int(m["k"]), order.get(m["format"], len(order)),
-                                      m["encoding"]))
+  return sorted(
+    found,
+    key=lambda m: (
+      m["member_variant"] != names.DENSE,
+      m["member_variant"],
+      int(m["k"]),
+      order.get(m["format"], len(order)),
+      m["encoding"],
+    ),
+  )
 
 
 def list_failures(run_dir):
@@ -286,9 +325,9 @@ def list_failures(run_dir):
   """
   root = layout.tflite_root(run_dir)
   found = []
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return found
-  for dirpath, _, filenames in sorted(fileio.walk(root)):
+  for dirpath, _, filenames in sorted(filesystem.walk(root)):
     for name in filenames:
       if name.endswith(".failed.json") and ".tmp-" not in name:
         try:

@@ -85,8 +85,7 @@ def spelling(name):
 def candidates(given, channels):
   """The preprocessings to compare: `given` first, then the other standard ones that apply to
   images of `channels` channels."""
-  return [given] + [n for n in STANDARD
-                    if n != given and (channels == 3 or n not in RGB_ONLY)]
+  return [given] + [n for n in STANDARD if n != given and (channels == 3 or n not in RGB_ONLY)]
 
 
 def _feed(name, images):
@@ -98,8 +97,9 @@ def _feed(name, images):
 
 def _tflite_predict(path, output_index):
   data = fileio.read_bytes(path)
-  runner = batched.BatchedRunner(data, batch_size=64, num_threads=1, runtime="auto",
-                                 output_index=output_index)
+  runner = batched.BatchedRunner(
+    data, batch_size=64, num_threads=1, runtime="auto", output_index=output_index
+  )
 
   def predict(inputs):
     return np.argmax(runner.run(inputs), axis=1)
@@ -113,7 +113,7 @@ def _keras_predict(path, output_index, trust_model_code):
 
   def predict(inputs):
     x = layout.to_model(np.asarray(inputs, np.float32))
-    scores = [np.asarray(model(x[i:i + 64], training=False)) for i in range(0, len(x), 64)]
+    scores = [np.asarray(model(x[i : i + 64], training=False)) for i in range(0, len(x), 64)]
     return np.argmax(np.concatenate(scores), axis=1)
 
   return predict
@@ -135,9 +135,15 @@ def scores(predict, examples, names):
     dataset_api.DataError: a preprocessing that fails on the images (the user's own function).
   """
   images = examples.images
-  return {name: np.concatenate([np.asarray(predict(_feed(name, images[i:i + CHUNK])))
-                                for i in range(0, len(images), CHUNK)]).astype(np.int64)
-          for name in names}
+  return {
+    name: np.concatenate(
+      [
+        np.asarray(predict(_feed(name, images[i : i + CHUNK])))
+        for i in range(0, len(images), CHUNK)
+      ]
+    ).astype(np.int64)
+    for name in names
+  }
 
 
 class _Scored:
@@ -164,7 +170,7 @@ def _pct(value):
 
 
 def _p(value, digits):
-  """"p = 3e-11", or "p < 1e-300" for a p-value that underflows to 0."""
+  """ "p = 3e-11", or "p < 1e-300" for a p-value that underflows to 0."""
   return f"p = {value:.{digits}g}" if value > 0 else "p < 1e-300"
 
 
@@ -178,26 +184,32 @@ def message(reference, decision, given, num_classes):
   said = f"reference {reference} scores {_pct(acc[given])} with {spelling(given)}"
   if decision.kind == "better":
     best = decision.other
-    return (f"{said} but {_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test "
-            f"images (paired, exact McNemar {_p(best.p_value, 1)}): your model probably "
-            f"expects {spelling(best.name)}; {_advice(given, best.name)}, or {FLAG} to audit as "
-            "given")
-  return (f"{said} on {decision.n} test images, no better than chance "
-          f"({100 / num_classes:.0f}%, {num_classes} classes), and no other standard "
-          "preprocessing scores clearly higher: check what your model takes (--preprocess) and "
-          f"the order of its classes (--class_names), or {FLAG} to audit as given")
+    return (
+      f"{said} but {_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test "
+      f"images (paired, exact McNemar {_p(best.p_value, 1)}): your model probably "
+      f"expects {spelling(best.name)}; {_advice(given, best.name)}, or {FLAG} to audit as "
+      "given"
+    )
+  return (
+    f"{said} on {decision.n} test images, no better than chance "
+    f"({100 / num_classes:.0f}%, {num_classes} classes), and no other standard "
+    "preprocessing scores clearly higher: check what your model takes (--preprocess) and "
+    f"the order of its classes (--class_names), or {FLAG} to audit as given"
+  )
 
 
 def caveat(reference, decision, given):
   """The one-sentence caveat of a "caveat" `scaling_evidence.Decision`: another preprocessing
   scores higher, not clearly enough to refuse."""
   best = decision.other
-  return (f"The input scaling check is unsure: reference {reference} scores "
-          f"{_pct(decision.accuracy[given])} with {spelling(given)}, as audited, but "
-          f"{_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test images "
-          f"(paired, exact McNemar {_p(best.p_value, 2)}; it refuses a gain of "
-          f"{100 * evidence.MARGIN:g} points at p < {evidence.ALPHA:g}): if your model takes "
-          f"{spelling(best.name)}, {_advice(given, best.name)} and audit again.")
+  return (
+    f"The input scaling check is unsure: reference {reference} scores "
+    f"{_pct(decision.accuracy[given])} with {spelling(given)}, as audited, but "
+    f"{_pct(best.accuracy)} with {spelling(best.name)} on {decision.n} test images "
+    f"(paired, exact McNemar {_p(best.p_value, 2)}; it refuses a gain of "
+    f"{100 * evidence.MARGIN:g} points at p < {evidence.ALPHA:g}): if your model takes "
+    f"{spelling(best.name)}, {_advice(given, best.name)} and audit again."
+  )
 
 
 def check(user, kind, dataset):
@@ -233,8 +245,7 @@ def check(user, kind, dataset):
 
   decision = evidence.settle(sample, given, dataset.spec.num_classes)
   if decision.refused:
-    raise tree.AuditError(message(user.references[0], decision, given,
-                                  dataset.spec.num_classes))
+    raise tree.AuditError(message(user.references[0], decision, given, dataset.spec.num_classes))
   _check_candidate_ranges(user, dataset, first[0], given, names)
   return caveat(user.references[0], decision, given) if decision.kind == "caveat" else None
 
@@ -277,12 +288,14 @@ def range_verdict(clipped, use, given):
 def range_message(name, path, layout, value_range, clipped, given, best):
   """The one-line refusal of candidate `name` when preprocessing `best` fits it."""
   low, high = value_range
-  return (f"candidate {name} {path} takes {layout.dtype} input calibrated for values in "
-          f"[{low:.4g}, {high:.4g}] (scale {layout.scale:.3g}, zero point {layout.zero_point}), "
-          f"but {100 * clipped[given]:.0f}% of the test images' values with {spelling(given)} "
-          f"fall outside it and are clamped (with {spelling(best)}: "
-          f"{100 * clipped[best]:.1f}%): it was calibrated for {spelling(best)}; give it, or "
-          f"{FLAG} to audit as given")
+  return (
+    f"candidate {name} {path} takes {layout.dtype} input calibrated for values in "
+    f"[{low:.4g}, {high:.4g}] (scale {layout.scale:.3g}, zero point {layout.zero_point}), "
+    f"but {100 * clipped[given]:.0f}% of the test images' values with {spelling(given)} "
+    f"fall outside it and are clamped (with {spelling(best)}: "
+    f"{100 * clipped[best]:.1f}%): it was calibrated for {spelling(best)}; give it, or "
+    f"{FLAG} to audit as given"
+  )
 
 
 def _check_candidate_ranges(user, dataset, examples, given, names):
@@ -298,5 +311,4 @@ def _check_candidate_ranges(user, dataset, examples, given, names):
       use = {n: range_use(x, value_range) for n, x in fed.items()}
       best = range_verdict(clipped, use, given)
       if best is not None:
-        raise tree.AuditError(range_message(name, path, layout, value_range, clipped,
-                                                    given, best))
+        raise tree.AuditError(range_message(name, path, layout, value_range, clipped, given, best))

@@ -29,14 +29,14 @@ from ai_edge_litert import interpreter as litert
 import numpy as np
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.data import input_layout
 from tf_forget.export import flatbuffer
 from tf_forget.export import flatbuffer_graph
 
 RUNTIMES = {
-    "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate
-    "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+  "xnnpack": litert.OpResolverType.AUTO,  # built-in kernels + the default XNNPACK delegate
+  "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
 }
 DEFAULT_NUM_THREADS = 2
 # A delegate that refuses a model: LiteRT's messages at allocate / invoke.
@@ -58,9 +58,9 @@ def read_model(path):
     TfliteError: missing, unreadable, or not a TFLite flatbuffer.
   """
   try:
-    with fileio.open_file(path, "rb") as f:  # local or URL (gs://)
+    with filesystem.open_file(path, "rb") as f:  # local or URL (gs://)
       data = f.read()
-  except fileio.io_errors() as e:
+  except filesystem.io_errors() as e:
     reason = getattr(e, "strerror", None) or _one_line(getattr(e, "message", None) or e)
     raise TfliteError(f"cannot read {path}: {reason}") from e
   try:
@@ -70,8 +70,13 @@ def read_model(path):
   return data
 
 
-def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size=None,
-           preserve_all_tensors=False):
+def create(
+  model,
+  num_threads=DEFAULT_NUM_THREADS,
+  runtime="xnnpack",
+  batch_size=None,
+  preserve_all_tensors=False,
+):
   """Creates a LiteRT interpreter with tensors allocated.
 
   Args:
@@ -105,9 +110,12 @@ def create(model, num_threads=DEFAULT_NUM_THREADS, runtime="xnnpack", batch_size
     name = str(model)
     data = read_model(model)
   try:
-    interp = litert.Interpreter(model_content=data, num_threads=num_threads,
-                                experimental_op_resolver_type=RUNTIMES[runtime],
-                                experimental_preserve_all_tensors=bool(preserve_all_tensors))
+    interp = litert.Interpreter(
+      model_content=data,
+      num_threads=num_threads,
+      experimental_op_resolver_type=RUNTIMES[runtime],
+      experimental_preserve_all_tensors=bool(preserve_all_tensors),
+    )
     if batch_size is not None:
       inputs = interp.get_input_details()
       if len(inputs) != 1:
@@ -210,8 +218,9 @@ class InputQuantizer:
       if self.scale <= 0:
         raise TfliteError(f"input {details['name']!r} is {self.dtype} without quantization")
     elif self.dtype != np.dtype(np.float32):
-      raise TfliteError(f"unsupported input dtype {self.dtype} (expected float32, uint8, int8 "
-                        "or int16)")
+      raise TfliteError(
+        f"unsupported input dtype {self.dtype} (expected float32, uint8, int8 or int16)"
+      )
     self._table = self.quantize(np.arange(256, dtype=np.float32))
 
   def quantize(self, values):
@@ -250,5 +259,4 @@ class OutputDequantizer:
   def __call__(self, values):
     if not self.quantized:
       return np.asarray(values, np.float32)
-    return ((values.astype(np.float32) - np.float32(self.zero_point)) *
-            np.float32(self.scale))
+    return (values.astype(np.float32) - np.float32(self.zero_point)) * np.float32(self.scale)

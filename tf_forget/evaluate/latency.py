@@ -69,8 +69,7 @@ def _prepare(model, batch_size, num_threads, runtime, seed):
     interp = interpreter.create(model, num_threads, runtime, size)
     used, reason = runtime, None
   details = interp.get_input_details()[0]
-  images = np.random.default_rng(seed).integers(
-      0, 256, size=details["shape"], dtype=np.uint8)
+  images = np.random.default_rng(seed).integers(0, 256, size=details["shape"], dtype=np.uint8)
   interp.set_tensor(details["index"], interpreter.InputQuantizer(details)(images))
   if fixed is not None:
     return _FixedBatch(interp, -(-batch_size // fixed)), used, reason
@@ -122,14 +121,25 @@ def _round(data, order, n, batch_size, num_threads, runtimes, fallbacks, warmup,
 
 def _stats(times, round_medians):
   t = np.asarray(times)
-  return {"median_s": float(np.median(t)), "p10_s": float(np.percentile(t, 10)),
-          "p90_s": float(np.percentile(t, 90)), "repeats": int(t.size),
-          "round_medians_s": [float(m) for m in round_medians]}
+  return {
+    "median_s": float(np.median(t)),
+    "p10_s": float(np.percentile(t, 10)),
+    "p90_s": float(np.percentile(t, 90)),
+    "repeats": int(t.size),
+    "round_medians_s": [float(m) for m in round_medians],
+  }
 
 
-def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
-            num_threads=interpreter.DEFAULT_NUM_THREADS, repeats=DEFAULT_REPEATS,
-            warmup=DEFAULT_WARMUP, runtime="auto", seed=0, block=DEFAULT_BLOCK):
+def measure(
+  models,
+  batch_sizes=DEFAULT_BATCH_SIZES,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  repeats=DEFAULT_REPEATS,
+  warmup=DEFAULT_WARMUP,
+  runtime="auto",
+  seed=0,
+  block=DEFAULT_BLOCK,
+):
   """Latency of several files, measured interleaved in rounds of fresh interpreters.
 
   Args:
@@ -152,8 +162,9 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     interpreter.TfliteError: a file that cannot be read or run.
   """
   _check_options(models, batch_sizes, repeats, warmup, block)
-  data = {name: interpreter.read_model(m) if isinstance(m, str) else m
-          for name, m in models.items()}
+  data = {
+    name: interpreter.read_model(m) if isinstance(m, str) else m for name, m in models.items()
+  }
   names = list(models)
   results = {name: {} for name in names}
   for b in batch_sizes:
@@ -161,9 +172,18 @@ def measure(models, batch_sizes=DEFAULT_BATCH_SIZES,
     times = {name: [] for name in names}
     medians = {name: [] for name in names}
     for r in range(-(-repeats // block)):
-      order = names[r % len(names):] + names[:r % len(names)]
-      timed = _round(data, order, min(block, repeats - r * block), b, num_threads, runtimes,
-                     fallbacks, warmup, seed)
+      order = names[r % len(names) :] + names[: r % len(names)]
+      timed = _round(
+        data,
+        order,
+        min(block, repeats - r * block),
+        b,
+        num_threads,
+        runtimes,
+        fallbacks,
+        warmup,
+        seed,
+      )
       for name, t in timed.items():
         times[name] += t
         medians[name].append(np.median(t))
@@ -190,8 +210,9 @@ def paired_ratios(result, reference, batch_size):
     float array [rounds].
   """
   key = f"batch_{batch_size}"
-  return (np.asarray(result[key]["round_medians_s"], float) /
-          np.asarray(reference[key]["round_medians_s"], float))
+  return np.asarray(result[key]["round_medians_s"], float) / np.asarray(
+    reference[key]["round_medians_s"], float
+  )
 
 
 def ratio_interval(ratios, coverage=DEFAULT_COVERAGE):
@@ -214,5 +235,10 @@ def ratio_interval(ratios, coverage=DEFAULT_COVERAGE):
   if not 0 < coverage <= 1:
     raise LatencyError(f"coverage must be in (0, 1], got {coverage!r}")
   low, median, high = np.percentile(r, [50 * (1 - coverage), 50, 50 * (1 + coverage)])
-  return {"median": float(median), "low": float(low), "high": float(high),
-          "rounds": int(r.size), "coverage": float(coverage)}
+  return {
+    "median": float(median),
+    "low": float(low),
+    "high": float(high),
+    "rounds": int(r.size),
+    "coverage": float(coverage),
+  }

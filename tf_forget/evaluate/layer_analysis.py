@@ -50,6 +50,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
@@ -76,8 +77,10 @@ ABLATION_FORGOTTEN = 1000  # forgotten examples the ablation runs on at most (ev
 ABLATION_STABLE = 250  # stable examples the ablation runs on (evenly spaced)
 REFERENCE_FORMAT = names.DEFAULT_FORMAT
 FORMAT = names.REPAIRED_FORMAT
-TOOL = ("tf.lite.experimental.QuantizationDebugger: NumericVerify per layer (the int8 op vs the "
-        "float op on the same dequantized inputs), one calibration for every subset")
+TOOL = (
+  "tf.lite.experimental.QuantizationDebugger: NumericVerify per layer (the int8 op vs the "
+  "float op on the same dequantized inputs), one calibration for every subset"
+)
 
 
 class LayerAnalysisError(errors.Error):
@@ -96,30 +99,34 @@ def analysed_by_debugger(file_format):
     return True
   if names.is_user_format(file_format):
     return False
-  raise LayerAnalysisError(f"no layer analysis of format {file_format!r} "
-                           f"({FORMAT} or a user's user_<NAME> file)")
+  raise LayerAnalysisError(
+    f"no layer analysis of format {file_format!r} ({FORMAT} or a user's user_<NAME> file)"
+  )
 
 
 def applies(run_dir, member_variant, k, file_format=FORMAT):
   """Whether member k has what an analysis of its `file_format` file needs: the file and the
   float32 file (`REFERENCE_FORMAT`) exported, and for `full_int8` the member's model.keras."""
-  paths = [export_state.export_paths(run_dir, names.Variant(member_variant, f), k)[1]
-           for f in (file_format, REFERENCE_FORMAT)]
+  paths = [
+    export_state.export_paths(run_dir, names.Variant(member_variant, f), k)[1]
+    for f in (file_format, REFERENCE_FORMAT)
+  ]
   if analysed_by_debugger(file_format):
     paths[1] = layout.member_model(run_dir, member_variant, k)
-  return all(fileio.exists(p) for p in paths)
+  return all(filesystem.exists(p) for p in paths)
 
 
 def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
   """The lineage `inputs` an analysis of member k's `file_format` file would record now."""
   split = dataset.spec.eval_split
-  inputs = {file_format: _export_meta(run_dir, member_variant, k, file_format)["sha256"],
-            REFERENCE_FORMAT: _export_meta(run_dir, member_variant, k, REFERENCE_FORMAT)["sha256"],
-            "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
-            "stable_max": STABLE_MAX}
+  inputs = {
+    file_format: _export_meta(run_dir, member_variant, k, file_format)["sha256"],
+    REFERENCE_FORMAT: _export_meta(run_dir, member_variant, k, REFERENCE_FORMAT)["sha256"],
+    "split": predictions.split_identity(dataset.spec.name, dataset.spec.options, split),
+    "stable_max": STABLE_MAX,
+  }
   if analysed_by_debugger(file_format):
-    inputs["model"] = hashing.path_sha256_or_none(layout.member_model(run_dir, member_variant,
-                                                                      k))
+    inputs["model"] = hashing.path_sha256_or_none(layout.member_model(run_dir, member_variant, k))
     inputs["representative"] = export_state.representative_images(dataset).key
     inputs["ablation"] = ablation_candidates.RULE
   else:
@@ -130,11 +137,13 @@ def expected_inputs(run_dir, member_variant, k, dataset, file_format=FORMAT):
 def status(run_dir, member_variant, k, dataset, file_format=FORMAT):
   """`lineage.Status` of member k's analysis of its `file_format` file."""
   path = layout.layers(run_dir, member_variant, k, file_format)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return lineage.MISSING
-  return lineage.status(lambda: layers_json.read(path),
-                        expected_inputs(run_dir, member_variant, k, dataset, file_format),
-                        "analysed")
+  return lineage.status(
+    lambda: layers_json.read(path),
+    expected_inputs(run_dir, member_variant, k, dataset, file_format),
+    "analysed",
+  )
 
 
 def read_analysis(run_dir, member_variant, k, file_format=FORMAT):
@@ -168,25 +177,35 @@ def subsets(labels, ref, cand, num_classes):
     worst = labels == worst_class
     keep = np.flatnonzero(worst)[STABLE_MAX:]
     worst[keep] = False
-  return ({"forgotten": forgotten, "worst_class": worst, "stable": stable},
-          {"forgotten": {k: int(v.sum()) for k, v in
-                         (("broken", flips.broken), ("fixed", flips.fixed),
-                          ("changed", flips.changed))},
-           "worst_class": worst_class})
+  return (
+    {"forgotten": forgotten, "worst_class": worst, "stable": stable},
+    {
+      "forgotten": {
+        k: int(v.sum())
+        for k, v in (("broken", flips.broken), ("fixed", flips.fixed), ("changed", flips.changed))
+      },
+      "worst_class": worst_class,
+    },
+  )
 
 
 def _images(dataset, split, ids, masks):
   """{subset: the model inputs of its examples, in the order of `ids[mask]`}; the subsets
   overlap, and each example is decoded once (`Dataset.examples`)."""
-  wanted = np.unique(np.concatenate([ids[mask] for mask in masks.values()] +
-                                    [np.zeros(0, np.int64)]).astype(np.int64))
+  wanted = np.unique(
+    np.concatenate([ids[mask] for mask in masks.values()] + [np.zeros(0, np.int64)]).astype(
+      np.int64
+    )
+  )
   try:
     fed = dataset.model_inputs(dataset.examples(split, wanted))
   except dataset_api.DataError as e:
     raise LayerAnalysisError(f"split {split!r} lacks some analysed example ids: {e}") from e
   empty = np.zeros((0,) + tuple(dataset.spec.image_shape), np.uint8)
-  return {name: fed.images[np.searchsorted(wanted, ids[mask])] if mask.any() else empty
-          for name, mask in masks.items()}
+  return {
+    name: fed.images[np.searchsorted(wanted, ids[mask])] if mask.any() else empty
+    for name, mask in masks.items()
+  }
 
 
 def _debugger_rows(run_dir, member_variant, k, dataset, images):
@@ -195,8 +214,11 @@ def _debugger_rows(run_dir, member_variant, k, dataset, images):
   model, _ = export_state.load_member(run_dir, member_variant, k)
   rep = export_state.representative_images(dataset)
   quantizer = layer_error.SelectiveQuantizer(model, rep.images)
-  return (layer_error.layer_errors(model, rep.images, images, quantizer=quantizer),
-          {"tool": TOOL}, (quantizer, rep.images))
+  return (
+    layer_error.layer_errors(model, rep.images, images, quantizer=quantizer),
+    {"tool": TOOL},
+    (quantizer, rep.images),
+  )
 
 
 def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_threads):
@@ -206,41 +228,59 @@ def _why(run_dir, member_variant, k, made, rows, ranking, images, labels, num_th
   diagnosis of the plain file names, ablated — and the activation ranges of the plain file
   over the calibration images (`range_diagnosis`)."""
   quantizer, rep_images = made
-  reference = fileio.read_bytes(export_state.export_paths(
-      run_dir, names.Variant(member_variant, REFERENCE_FORMAT), k)[0])
+  reference = fileio.read_bytes(
+    export_state.export_paths(run_dir, names.Variant(member_variant, REFERENCE_FORMAT), k)[0]
+  )
   runner = batched.BatchedRunner(reference, num_threads=num_threads, runtime="builtin")
   subsets = {}
   for name, count in (("forgotten", ABLATION_FORGOTTEN), ("stable", ABLATION_STABLE)):
     chosen = slice(None, None, max(1, -(-len(images[name]) // count)))
     pick = images[name][chosen]
-    subsets[name] = (pick, labels[name][chosen], runner.run(pick) if len(pick) else
-                     np.zeros((0, 1), np.float32))
-  found = causal_attribution.attribute(quantizer, rows, ranking, subsets, rep_images,
-                                       num_threads, NMSE_PICKS, RANGE_PICKS)
+    subsets[name] = (
+      pick,
+      labels[name][chosen],
+      runner.run(pick) if len(pick) else np.zeros((0, 1), np.float32),
+    )
+  found = causal_attribution.attribute(
+    quantizer, rows, ranking, subsets, rep_images, num_threads, NMSE_PICKS, RANGE_PICKS
+  )
   picked = [c["picked_by"] for c in found["candidates"]]
   return found["ranking"], {
-      "ranked_by": "ablation", "ablation": {
-          "plain": found["ablation"]["plain"], "ablated": len(found["ablation"]["ops"]),
-          "picked_nmse": sum(ablation_candidates.NMSE in p for p in picked),
-          "picked_range": sum(ablation_candidates.RANGE in p for p in picked),
-          "forgotten": int(len(subsets["forgotten"][0])),
-          "stable": int(len(subsets["stable"][0]))},
-      "ranges": found["ranges"]}
+    "ranked_by": "ablation",
+    "ablation": {
+      "plain": found["ablation"]["plain"],
+      "ablated": len(found["ablation"]["ops"]),
+      "picked_nmse": sum(ablation_candidates.NMSE in p for p in picked),
+      "picked_range": sum(ablation_candidates.RANGE in p for p in picked),
+      "forgotten": int(len(subsets["forgotten"][0])),
+      "stable": int(len(subsets["stable"][0])),
+    },
+    "ranges": found["ranges"],
+  }
 
 
 def _tensor_rows(run_dir, member_variant, k, file_format, images, num_threads):
   """(rows, extra doc fields) of the tensor-by-tensor comparison of a user's file; files that
   cannot be compared (`tensor_match.TensorMatchError`) give no rows and the reason ("error"),
   so that the audit of the file goes on."""
-  data = [fileio.read_bytes(export_state.export_paths(
-      run_dir, names.Variant(member_variant, f), k)[0]) for f in (REFERENCE_FORMAT, file_format)]
+  data = [
+    fileio.read_bytes(export_state.export_paths(run_dir, names.Variant(member_variant, f), k)[0])
+    for f in (REFERENCE_FORMAT, file_format)
+  ]
   try:
     rows, facts = tensor_match.tensor_errors(data[0], data[1], images, num_threads=num_threads)
   except tensor_match.TensorMatchError as e:  # the audit goes on; the report says why
-    return [], {"tool": tensor_match.METHOD, "error": errors.one_line(e, 300),
-                "matched": {"name": 0, "position": 0}, "unmatched": None}
-  return rows, {"tool": tensor_match.METHOD, "matched": facts["matched"],
-                "unmatched": facts["unmatched"]}
+    return [], {
+      "tool": tensor_match.METHOD,
+      "error": errors.one_line(e, 300),
+      "matched": {"name": 0, "position": 0},
+      "unmatched": None,
+    }
+  return rows, {
+    "tool": tensor_match.METHOD,
+    "matched": facts["matched"],
+    "unmatched": facts["unmatched"],
+  }
 
 
 def _rank(rows, counts, by_debugger):
@@ -283,8 +323,10 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   ids, labels, ref = _top1(run_dir, member_variant, k, REFERENCE_FORMAT, split)
   ids_c, _, cand = _top1(run_dir, member_variant, k, file_format, split)
   if not np.array_equal(ids, ids_c):
-    raise LayerAnalysisError(f"{member_variant}/{k}: the float32 and {file_format} predictions "
-                             "are not on the same examples")
+    raise LayerAnalysisError(
+      f"{member_variant}/{k}: the float32 and {file_format} predictions "
+      "are not on the same examples"
+    )
   masks, facts = subsets(labels, ref, cand, dataset.spec.num_classes)
   start = time.time()
   images = _images(dataset, split, ids, masks)
@@ -295,34 +337,61 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
   counts = {name: int(mask.sum()) for name, mask in masks.items()}
   basis, ranking = _rank(rows, counts, by_debugger)
   extra["ranked_by"] = "error statistic"
-  if by_debugger and paired.forgot_significantly(facts["forgotten"]["broken"],
-                                                 facts["forgotten"]["fixed"])[0]:
-    ranking, why = _why(run_dir, member_variant, k, made, rows, ranking, images,
-                        {name: labels[mask] for name, mask in masks.items()}, num_threads)
+  if (
+    by_debugger
+    and paired.forgot_significantly(facts["forgotten"]["broken"], facts["forgotten"]["fixed"])[0]
+  ):
+    ranking, why = _why(
+      run_dir,
+      member_variant,
+      k,
+      made,
+      rows,
+      ranking,
+      images,
+      {name: labels[mask] for name, mask in masks.items()},
+      num_threads,
+    )
     extra.update(why)
   paths = report_collect.dataset_paths(dataset, split)
-  doc = {"member_variant": member_variant, "k": int(k),
-         "format": file_format, "reference": REFERENCE_FORMAT, "split": split, **extra,
-         "basis": basis,
-         "subsets": {name: _subset(counts[name], ids[masks[name]][:STABLE_MAX], paths)
-                     for name in masks},
-         "flips": facts["forgotten"], "worst_class": facts["worst_class"],
-         "rows": rows, "ranking": ranking, "seconds": round(time.time() - start, 3),
-         "inputs": inputs}
+  doc = {
+    "member_variant": member_variant,
+    "k": int(k),
+    "format": file_format,
+    "reference": REFERENCE_FORMAT,
+    "split": split,
+    **extra,
+    "basis": basis,
+    "subsets": {
+      name: _subset(counts[name], ids[masks[name]][:STABLE_MAX], paths) for name in masks
+    },
+    "flips": facts["forgotten"],
+    "worst_class": facts["worst_class"],
+    "rows": rows,
+    "ranking": ranking,
+    "seconds": round(time.time() - start, 3),
+    "inputs": inputs,
+  }
   subset = "forgotten" if basis == "forgotten" else "stable"
   model_explorer.write_model_explorer_json(
-      layout.model_explorer(run_dir, member_variant, k, file_format),
-      model_explorer.model_explorer_node_data(rows, "nmse", subset))
+    layout.model_explorer(run_dir, member_variant, k, file_format),
+    model_explorer.model_explorer_node_data(rows, "nmse", subset),
+  )
   return layers_json.write(path, doc)
 
 
-def analyze_task(run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT,
-                 num_threads=1):
+def analyze_task(
+  run_dir, member_variant, k, dataset, dataset_options, file_format=FORMAT, num_threads=1
+):
   """`analyze` as an executor task (JSON arguments)."""
   data = data_registry.get(dataset, **dict(dataset_options or {}))
   doc = analyze(run_dir, member_variant, int(k), data, file_format, num_threads=num_threads)
-  return {"member": f"{member_variant}/{int(k)}", "format": file_format,
-          "basis": doc["basis"], "forgotten": doc["subsets"]["forgotten"]["count"]}
+  return {
+    "member": f"{member_variant}/{int(k)}",
+    "format": file_format,
+    "basis": doc["basis"],
+    "forgotten": doc["subsets"]["forgotten"]["count"],
+  }
 
 
 # A layer whose int8 twin errs less than this (NMSE) is lossless (RESHAPE, pooling: float

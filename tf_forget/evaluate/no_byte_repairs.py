@@ -37,8 +37,9 @@ def convert(model, kind, representative_images):
     RepairError: not such a repair, or a conversion that fails.
   """
   if kind not in names.NO_BYTE_REPAIRS:
-    raise RepairError(f"{kind!r} is not a repair that costs no bytes "
-                      f"({', '.join(names.NO_BYTE_REPAIRS)})")
+    raise RepairError(
+      f"{kind!r} is not a repair that costs no bytes ({', '.join(names.NO_BYTE_REPAIRS)})"
+    )
   record = None
   try:
     if kind == "cle":
@@ -61,8 +62,10 @@ def make(run_dir, variant, k, dataset, inputs):
   """
   kind = names.repair_kind(variant.format)
   if kind not in names.NO_BYTE_REPAIRS:
-    raise RepairError(f"{variant.name} is not a repair that costs no bytes "
-                      f"({', '.join(map(names.repair_format, names.NO_BYTE_REPAIRS))})")
+    raise RepairError(
+      f"{variant.name} is not a repair that costs no bytes "
+      f"({', '.join(map(names.repair_format, names.NO_BYTE_REPAIRS))})"
+    )
   mv = variant.member_variant
   model, metadata = export_state.load_member(run_dir, mv, k)
   rep = export_state.representative_images(dataset)
@@ -71,8 +74,17 @@ def make(run_dir, variant, k, dataset, inputs):
     data, record = convert(model, kind, rep.images)
   except RepairError as e:
     raise RepairError(f"{mv}/{k} {e}") from e
-  meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,
-                            inputs["model"], {"repair": kind}, time.time() - start, rep)
+  meta = export.export_json(
+    variant,
+    k,
+    data,
+    flatbuffer.weight_stats(data),
+    metadata,
+    inputs["model"],
+    {"repair": kind},
+    time.time() - start,
+    rep,
+  )
   meta["repair"] = {"kind": kind, "equalization": record}
   meta["inputs"] = inputs
   return export.write_variant(run_dir, variant, k, data, meta)

@@ -17,6 +17,7 @@ from scipy import special
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import noise_artifact
@@ -44,7 +45,7 @@ def select_examples(dataset, protocol):
   chosen[np.random.default_rng(protocol.seed).choice(n, protocol.examples, replace=False)] = True
   parts, start = [], 0
   for batch in dataset.batches(split, 1024):
-    keep = chosen[start:start + len(batch)]
+    keep = chosen[start : start + len(batch)]
     start += len(batch)
     if keep.any():
       parts.append(batch.take(keep))
@@ -61,9 +62,12 @@ def noise_scale(model_options, channels):
 
 def _inputs(tflite_path, tflite_sha256, split_id, protocol, scale):
   """The lineage `inputs` of a noise artifact (what it must record to be current)."""
-  return {"tflite": evaluate.current_sha256(tflite_path, tflite_sha256), "split": split_id,
-          "protocol": hashing.sha256_json(protocol.to_json()),
-          "noise_scale": hashing.sha256_json([float(s) for s in scale])}
+  return {
+    "tflite": evaluate.current_sha256(tflite_path, tflite_sha256),
+    "split": split_id,
+    "protocol": hashing.sha256_json(protocol.to_json()),
+    "noise_scale": hashing.sha256_json([float(s) for s in scale]),
+  }
 
 
 def file_status(run_dir, meta, dataset, protocol):
@@ -72,17 +76,28 @@ def file_status(run_dir, meta, dataset, protocol):
   What `evaluate_population` would find: an executor's driver skips current files with it.
   """
   scale = noise_scale(_model_options(run_dir, meta), dataset.spec.image_shape[-1])
-  split_id = predictions.split_identity(dataset.spec.name, dataset.spec.options,
-                                        dataset.spec.eval_split)
+  split_id = predictions.split_identity(
+    dataset.spec.name, dataset.spec.options, dataset.spec.eval_split
+  )
   return noise_artifact.status(
-      noise_artifact.path(run_dir, meta["variant"], int(meta["k"])),
-      _inputs(meta["path"], meta["sha256"], split_id, protocol, scale))
+    noise_artifact.path(run_dir, meta["variant"], int(meta["k"])),
+    _inputs(meta["path"], meta["sha256"], split_id, protocol, scale),
+  )
 
 
-def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=None,
-                  num_threads=interpreter.DEFAULT_NUM_THREADS,
-                  batch_size=batched.DEFAULT_BATCH_SIZE, tflite_sha256=None, split_id=None,
-                  log=None):
+def evaluate_file(
+  tflite_path,
+  examples,
+  protocol,
+  scale,
+  out_path,
+  metadata=None,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  batch_size=batched.DEFAULT_BATCH_SIZE,
+  tflite_sha256=None,
+  split_id=None,
+  log=None,
+):
   """Runs one `.tflite` file on `examples` under every noise level and draw; writes `linf.npz`.
 
   Args:
@@ -117,8 +132,14 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
   data = interpreter.read_model(tflite_path)  # the bytes hashed are the bytes run
   if hashing.sha256_bytes(data) != sha:
     raise evaluate.EvaluationError(f"{tflite_path} changed while it was being evaluated")
-  runner = evaluate.runner_for(data, tflite_path, batch_size, num_threads, runtime="auto",
-                               output_index=(metadata or {}).get("output_index"))
+  runner = evaluate.runner_for(
+    data,
+    tflite_path,
+    batch_size,
+    num_threads,
+    runtime="auto",
+    output_index=(metadata or {}).get("output_index"),
+  )
   runner.check_images(examples.images)
   raw = np.asarray(examples.images, np.float32)
   eps = np.asarray(protocol.eps, np.float64)
@@ -139,18 +160,31 @@ def evaluate_file(tflite_path, examples, protocol, scale, out_path, metadata=Non
       soft[l, d] = special.softmax(scores.astype(np.float64), axis=-1)
   seconds = time.time() - start
   meta = noise_artifact.write(
-      out_path, eps, examples.ids, examples.labels, top1, soft,
-      dict(metadata or {}, protocol=protocol.to_json(), tflite=fileio.abspath(tflite_path),
-           tflite_sha256=sha, inputs=inputs, noise_scale=[float(s) for s in scale],
-           runtime=runner.runtime, runtime_fallback=runner.fallback_reason, seconds=seconds,
-           top1_accuracy=[float(np.mean(top1[l] == examples.labels))
-                          for l in range(eps.size)]))
+    out_path,
+    eps,
+    examples.ids,
+    examples.labels,
+    top1,
+    soft,
+    dict(
+      metadata or {},
+      protocol=protocol.to_json(),
+      tflite=filesystem.abspath(tflite_path),
+      tflite_sha256=sha,
+      inputs=inputs,
+      noise_scale=[float(s) for s in scale],
+      runtime=runner.runtime,
+      runtime_fallback=runner.fallback_reason,
+      seconds=seconds,
+      top1_accuracy=[float(np.mean(top1[l] == examples.labels)) for l in range(eps.size)],
+    ),
+  )
   return meta, False
 
 
 def _model_options(run_dir, meta):
   member = layout.member_metadata(run_dir, meta["member_variant"], meta["k"])
-  if fileio.exists(member):
+  if filesystem.exists(member):
     try:
       return fileio.read_json(member, "member metadata").get("model_options") or {}
     except errors.ReadError as e:
@@ -158,10 +192,17 @@ def _model_options(run_dir, meta):
   return meta.get("source", {}).get("model_options") or {}
 
 
-def evaluate_population(run_dir, dataset, protocol, variants=None,
-                        num_threads=interpreter.DEFAULT_NUM_THREADS,
-                        batch_size=batched.DEFAULT_BATCH_SIZE, log=None, redo_log=None,
-                        files=None):
+def evaluate_population(
+  run_dir,
+  dataset,
+  protocol,
+  variants=None,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  batch_size=batched.DEFAULT_BATCH_SIZE,
+  log=None,
+  redo_log=None,
+  files=None,
+):
   """Evaluates every plain-encoded export of `run_dir` under the noise protocol.
 
   Sparse twins are left out: their predictions equal their plain twin's (checked on the clean
@@ -185,8 +226,11 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
     noise_artifact.NoiseError, evaluate.EvaluationError, interpreter.TfliteError (one line).
   """
   protocol.check()
-  exports = [m for m in evaluate.list_exports(run_dir) if m["encoding"] == "plain" and
-             (variants is None or m["variant"] in set(variants))]
+  exports = [
+    m
+    for m in evaluate.list_exports(run_dir)
+    if m["encoding"] == "plain" and (variants is None or m["variant"] in set(variants))
+  ]
   if files is not None:
     wanted = {(str(v), int(k)) for v, k in files}
     exports = [m for m in exports if (m["variant"], int(m["k"])) in wanted]
@@ -194,24 +238,38 @@ def evaluate_population(run_dir, dataset, protocol, variants=None,
     raise noise_artifact.NoiseError(f"no plain export to evaluate under noise in {run_dir}")
   examples = select_examples(dataset, protocol)
   channels = dataset.spec.image_shape[-1]
-  split_id = predictions.split_identity(dataset.spec.name, dataset.spec.options,
-                                        dataset.spec.eval_split)
+  split_id = predictions.split_identity(
+    dataset.spec.name, dataset.spec.options, dataset.spec.eval_split
+  )
   metas = []
   for meta in exports:
     k = int(meta["k"])
     out, skipped = evaluate_file(
-        meta["path"], examples, protocol, noise_scale(_model_options(run_dir, meta), channels),
-        noise_artifact.path(run_dir, meta["variant"], k),
-        metadata={"variant": meta["variant"], "member_variant": meta["member_variant"],
-                  "k": k, "format": meta["format"], "encoding": meta["encoding"],
-                  "dataset": dataset.spec.name,
-                  **({"output_index": meta["output_index"]}
-                     if meta.get("output_index") is not None else {})},
-        num_threads=num_threads, batch_size=batch_size, tflite_sha256=meta["sha256"],
-        split_id=split_id, log=redo_log or log)
+      meta["path"],
+      examples,
+      protocol,
+      noise_scale(_model_options(run_dir, meta), channels),
+      noise_artifact.path(run_dir, meta["variant"], k),
+      metadata={
+        "variant": meta["variant"],
+        "member_variant": meta["member_variant"],
+        "k": k,
+        "format": meta["format"],
+        "encoding": meta["encoding"],
+        "dataset": dataset.spec.name,
+        **({"output_index": meta["output_index"]} if meta.get("output_index") is not None else {}),
+      },
+      num_threads=num_threads,
+      batch_size=batch_size,
+      tflite_sha256=meta["sha256"],
+      split_id=split_id,
+      log=redo_log or log,
+    )
     metas.append(out)
     if log:
       acc = out["top1_accuracy"]
-      log(f"{'skip' if skipped else 'noise'} {meta['variant']}/{k}: top-1 {acc[0]:.4f} at "
-          f"eps {protocol.eps[0]:g} -> {acc[-1]:.4f} at eps {protocol.eps[-1]:g}")
+      log(
+        f"{'skip' if skipped else 'noise'} {meta['variant']}/{k}: top-1 {acc[0]:.4f} at "
+        f"eps {protocol.eps[0]:g} -> {acc[-1]:.4f} at eps {protocol.eps[-1]:g}"
+      )
   return metas

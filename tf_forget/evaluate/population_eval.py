@@ -22,7 +22,6 @@ split; a twin-runtime file the plain twin's bytes. The agreement tables are reco
 from the current predictions files.
 """
 
-
 from tf_forget.artifacts import agreement_table
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import hashing
@@ -46,8 +45,20 @@ def _output_scale(meta):
   return out["scale"][0] if out["dtype"] in ("int8", "uint8") and out["scale"] else None
 
 
-def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
-                      output_scale, overwrite, tail, split_id=None, log=None):
+def _diagnose_runtime(
+  run_dir,
+  row,
+  twin_meta,
+  split,
+  stream,
+  batch_size,
+  num_threads,
+  output_scale,
+  overwrite,
+  tail,
+  split_id=None,
+  log=None,
+):
   """Tells a runtime-path difference from an encoding difference in a failed twin check.
 
   When the sparse file ran on another runtime path than its plain twin (XNNPACK refused it),
@@ -64,18 +75,34 @@ def _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_th
   k = row["k"]
   out = layout.twin_runtime(run_dir, twin_meta["variant"], k, split, runtime)
   evaluate.evaluate_file(
-      twin_meta["path"], lambda: stream(batch_size), out, split,
-      metadata={"variant": twin_meta["variant"], "member_variant": twin_meta["member_variant"],
-                "k": k, "format": twin_meta["format"], "encoding": twin_meta["encoding"]},
-      batch_size=batch_size, num_threads=num_threads, overwrite=overwrite,
-      tflite_sha256=twin_meta["sha256"], tail=tail, runtime=runtime, split_id=split_id,
-      log=log)
+    twin_meta["path"],
+    lambda: stream(batch_size),
+    out,
+    split,
+    metadata={
+      "variant": twin_meta["variant"],
+      "member_variant": twin_meta["member_variant"],
+      "k": k,
+      "format": twin_meta["format"],
+      "encoding": twin_meta["encoding"],
+    },
+    batch_size=batch_size,
+    num_threads=num_threads,
+    overwrite=overwrite,
+    tflite_sha256=twin_meta["sha256"],
+    tail=tail,
+    runtime=runtime,
+    split_id=split_id,
+    log=log,
+  )
   same = agreement.compare_twin_files(row["path"], out, output_scale)
   twin["same_runtime"] = same
   twin["encoding_exact"] = same["equal"]
   if same["equal"]:
-    twin["reason"] += (f" ({runtime} vs {twin['plain_runtime']}; on {runtime} the plain twin "
-                       f"gives equal predictions: the runtime path differs, not the encoding)")
+    twin["reason"] += (
+      f" ({runtime} vs {twin['plain_runtime']}; on {runtime} the plain twin "
+      f"gives equal predictions: the runtime path differs, not the encoding)"
+    )
   else:
     twin["reason"] += f" (also on the same runtime {runtime}: {same['reason']})"
 
@@ -90,12 +117,14 @@ def check_shapes(exports, image_shape):
       raise interpreter.TfliteError(f"{meta['path']}: {e}") from e
     if shape != tuple(image_shape):
       raise interpreter.TfliteError(
-          f"{meta['path']}: model input shape {shape} does not match the data set's image "
-          f"shape {tuple(image_shape)}")
+        f"{meta['path']}: model input shape {shape} does not match the data set's image "
+        f"shape {tuple(image_shape)}"
+      )
 
 
-def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=False,
-                      split_id=None, log=None):
+def keras_predictions(
+  run_dir, member_variant, k, split, batches, overwrite=False, split_id=None, log=None
+):
   """Path of the Keras model's predictions of member k on `split` (computed once, cached).
 
   Reused only if they record the sha256 of the member's current `model.keras` bytes (or its
@@ -113,28 +142,52 @@ def keras_predictions(run_dir, member_variant, k, split, batches, overwrite=Fals
     return out
   if log and state.reason != "missing":
     log(f"redo keras:{member_variant}/{k} {split}: {state.reason}")
-  from tf_forget.export import export_state  # pylint: disable=g-import-not-at-top  (TensorFlow)
-  from tf_forget.export import model_files  # pylint: disable=g-import-not-at-top
+  from tf_forget.export import export_state  # TensorFlow
+  from tf_forget.export import model_files
+
   model, metadata = export_state.load_member(run_dir, member_variant, k)
   if hashing.path_sha256(model_path, memo=False) != model_sha:
     raise evaluate.EvaluationError(f"{model_path} changed while it was being evaluated")
   ids, labels, scores = agreement.keras_scores(model, batches())
-  evaluate.check_finite(scores, f"keras:{member_variant}/{k} {split}: {model_path}",
-                        f"{split} examples")
-  predictions.write(out, ids, labels, scores,
-                    {"variant": f"keras:{member_variant}", "member_variant": member_variant,
-                     "k": k, "split": split, "inputs": inputs,
-                     # what ran it: tf_keras, Keras 3 or a SavedModel's signature
-                     "runtime": model_files.member_kind(metadata)})
+  evaluate.check_finite(
+    scores, f"keras:{member_variant}/{k} {split}: {model_path}", f"{split} examples"
+  )
+  predictions.write(
+    out,
+    ids,
+    labels,
+    scores,
+    {
+      "variant": f"keras:{member_variant}",
+      "member_variant": member_variant,
+      "k": k,
+      "split": split,
+      "inputs": inputs,
+      # what ran it: tf_keras, Keras 3 or a SavedModel's signature
+      "runtime": model_files.member_kind(metadata),
+    },
+  )
   return out
 
 
-def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
-                        batch_size=batched.DEFAULT_BATCH_SIZE,
-                        num_threads=interpreter.DEFAULT_NUM_THREADS, save_logits=True,
-                        check_keras=True, variants=None, overwrite=False, log=None,
-                        tail="resize", split_ids=None, redo_log=None, files=None,
-                        write_tables=True):
+def evaluate_population(
+  run_dir,
+  dataset=None,
+  splits=None,
+  split_batches=None,
+  batch_size=batched.DEFAULT_BATCH_SIZE,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  save_logits=True,
+  check_keras=True,
+  variants=None,
+  overwrite=False,
+  log=None,
+  tail="resize",
+  split_ids=None,
+  redo_log=None,
+  files=None,
+  write_tables=True,
+):
   """Evaluates all finished exports of `run_dir` on the given splits.
 
   Args:
@@ -165,35 +218,77 @@ def evaluate_population(run_dir, dataset=None, splits=None, split_batches=None,
       the failing (file, split).
   """
   exports, dataset, failures, streams, ids = _select(
-      run_dir, dataset, splits, split_batches, split_ids, variants, files)
+    run_dir, dataset, splits, split_batches, split_ids, variants, files
+  )
   redo_log = redo_log or log
   for split, stream in streams.items():
     for meta in exports:
       member_variant, k = _member_key(meta)
       pmeta, skipped = evaluate.evaluate_file(
-          meta["path"], lambda st=stream: st(batch_size),
-          predictions.path(run_dir, meta["variant"], k, split), split,
-          metadata={"variant": meta["variant"], "member_variant": member_variant, "k": k,
-                    "format": meta["format"], "encoding": meta["encoding"],
-                    "dataset": dataset.spec.name},
-          batch_size=batch_size, num_threads=num_threads, save_logits=save_logits,
-          overwrite=overwrite, tflite_sha256=meta["sha256"],
-          image_shape=dataset.spec.image_shape, tail=tail, split_id=ids.get(split),
-          log=redo_log, output_index=meta.get("output_index"))
+        meta["path"],
+        lambda st=stream: st(batch_size),
+        predictions.path(run_dir, meta["variant"], k, split),
+        split,
+        metadata={
+          "variant": meta["variant"],
+          "member_variant": member_variant,
+          "k": k,
+          "format": meta["format"],
+          "encoding": meta["encoding"],
+          "dataset": dataset.spec.name,
+        },
+        batch_size=batch_size,
+        num_threads=num_threads,
+        save_logits=save_logits,
+        overwrite=overwrite,
+        tflite_sha256=meta["sha256"],
+        image_shape=dataset.spec.image_shape,
+        tail=tail,
+        split_id=ids.get(split),
+        log=redo_log,
+        output_index=meta.get("output_index"),
+      )
       if log:
-        log(f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
-            f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)")
+        log(
+          f"{'skip' if skipped else 'eval'} {meta['variant']}/{k} {split}: top-1 "
+          f"{pmeta['top1_accuracy']:.4f} ({pmeta['examples_per_second'] or 0:.0f} img/s)"
+        )
   if not write_tables:
     return {}
-  return {split: _table(run_dir, dataset, split, stream, ids.get(split), exports, failures,
-                        check_keras, batch_size, num_threads, overwrite, tail, redo_log)
-          for split, stream in streams.items()}
+  return {
+    split: _table(
+      run_dir,
+      dataset,
+      split,
+      stream,
+      ids.get(split),
+      exports,
+      failures,
+      check_keras,
+      batch_size,
+      num_threads,
+      overwrite,
+      tail,
+      redo_log,
+    )
+    for split, stream in streams.items()
+  }
 
 
-def agreement_tables(run_dir, dataset, splits=None, split_batches=None, split_ids=None,
-                     variants=None, files=None, check_keras=True,
-                     batch_size=batched.DEFAULT_BATCH_SIZE,
-                     num_threads=interpreter.DEFAULT_NUM_THREADS, tail="resize", log=None):
+def agreement_tables(
+  run_dir,
+  dataset,
+  splits=None,
+  split_batches=None,
+  split_ids=None,
+  variants=None,
+  files=None,
+  check_keras=True,
+  batch_size=batched.DEFAULT_BATCH_SIZE,
+  num_threads=interpreter.DEFAULT_NUM_THREADS,
+  tail="resize",
+  log=None,
+):
   """Writes the agreement tables of predictions files already made (an evaluation stage's finish).
 
   The arguments select the files and splits as `evaluate_population`'s do; every predictions file
@@ -205,10 +300,27 @@ def agreement_tables(run_dir, dataset, splits=None, split_batches=None, split_id
     {split: agreement table dict}, also written to `<run>/eval/agreement/<split>.json`.
   """
   exports, dataset, failures, streams, ids = _select(
-      run_dir, dataset, splits, split_batches, split_ids, variants, files)
-  return {split: _table(run_dir, dataset, split, stream, ids.get(split), exports, failures,
-                        check_keras, batch_size, num_threads, False, tail, log, keras_ready=True)
-          for split, stream in streams.items()}
+    run_dir, dataset, splits, split_batches, split_ids, variants, files
+  )
+  return {
+    split: _table(
+      run_dir,
+      dataset,
+      split,
+      stream,
+      ids.get(split),
+      exports,
+      failures,
+      check_keras,
+      batch_size,
+      num_threads,
+      False,
+      tail,
+      log,
+      keras_ready=True,
+    )
+    for split, stream in streams.items()
+  }
 
 
 def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files):
@@ -226,73 +338,132 @@ def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files)
     source = exports[0]["source"]
     dataset = data_registry.get(source["dataset"], **(source.get("dataset_options") or {}))
   check_shapes(exports, dataset.spec.image_shape)
-  failures = [f for f in evaluate.list_failures(run_dir)
-              if variants is None or f["variant"] in set(variants)]
+  failures = [
+    f for f in evaluate.list_failures(run_dir) if variants is None or f["variant"] in set(variants)
+  ]
   streams, ids = {}, dict(split_ids or {})
-  for split in (splits if splits is not None else
-                ([] if split_batches else [dataset.spec.eval_split])):
+  for split in (
+    splits if splits is not None else ([] if split_batches else [dataset.spec.eval_split])
+  ):
     dataset.check_split(split)
-    streams[split] = (lambda b, s=split: dataset.batches(s, b))
+    streams[split] = lambda b, s=split: dataset.batches(s, b)
     ids[split] = predictions.split_identity(dataset.spec.name, dataset.spec.options, split)
   streams.update(split_batches or {})
   if not streams:
     raise evaluate.EvaluationError("no split to evaluate")
-  fed = {split: evaluate.replayable(lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
-         for split, stream in streams.items()}  # what the models take (`preprocess`)
+  fed = {
+    split: evaluate.replayable(lambda b, st=stream: (dataset.model_inputs(e) for e in st(b)))
+    for split, stream in streams.items()
+  }  # what the models take (`preprocess`)
   return exports, dataset, failures, fed, ids
 
 
-def _table(run_dir, dataset, split, stream, split_id, exports, failures, check_keras,
-           batch_size, num_threads, overwrite, tail, redo_log, keras_ready=False):
+def _table(
+  run_dir,
+  dataset,
+  split,
+  stream,
+  split_id,
+  exports,
+  failures,
+  check_keras,
+  batch_size,
+  num_threads,
+  overwrite,
+  tail,
+  redo_log,
+  keras_ready=False,
+):
   """Builds and writes the agreement table of one split from its current predictions files."""
   rows = []
   for meta in exports:
     member_variant, k = _member_key(meta)
     out = predictions.path(run_dir, meta["variant"], k, split)
     pmeta = predictions.read(out)["metadata"]
-    rows.append({"variant": meta["variant"], "format": meta["format"],
-                 "encoding": meta["encoding"], "runtime": pmeta.get("runtime"),
-                 "member_variant": member_variant, "k": k, "path": out,
-                 "top1_accuracy": pmeta["top1_accuracy"]})
-  by_member = {(_member_key(m), m["format"], m["encoding"]): r
-               for m, r in zip(exports, rows)}
+    rows.append(
+      {
+        "variant": meta["variant"],
+        "format": meta["format"],
+        "encoding": meta["encoding"],
+        "runtime": pmeta.get("runtime"),
+        "member_variant": member_variant,
+        "k": k,
+        "path": out,
+        "top1_accuracy": pmeta["top1_accuracy"],
+      }
+    )
+  by_member = {(_member_key(m), m["format"], m["encoding"]): r for m, r in zip(exports, rows)}
   twin_failures = []
   for meta, row in zip(exports, rows):
     if meta["encoding"] != "plain":
       twin = by_member.get((_member_key(meta), meta["format"], "plain"))
       if twin is None:
         row["vs_plain_twin"] = None
-        twin_failures.append({"variant": meta["variant"], "k": row["k"],
-                              "reason": "no plain twin evaluated to compare with"})
+        twin_failures.append(
+          {
+            "variant": meta["variant"],
+            "k": row["k"],
+            "reason": "no plain twin evaluated to compare with",
+          }
+        )
       else:
-        row["vs_plain_twin"] = agreement.compare_twin_files(row["path"], twin["path"],
-                                                            _output_scale(meta))
+        row["vs_plain_twin"] = agreement.compare_twin_files(
+          row["path"], twin["path"], _output_scale(meta)
+        )
         row["vs_plain_twin"]["encoding_exact"] = row["vs_plain_twin"]["equal"]
         if not row["vs_plain_twin"]["equal"]:
           twin_meta = exports[rows.index(twin)]
-          _diagnose_runtime(run_dir, row, twin_meta, split, stream, batch_size, num_threads,
-                            _output_scale(meta), overwrite, tail, split_id, redo_log)
-          twin_failures.append({"variant": meta["variant"], "k": row["k"],
-                                "reason": row["vs_plain_twin"]["reason"]})
+          _diagnose_runtime(
+            run_dir,
+            row,
+            twin_meta,
+            split,
+            stream,
+            batch_size,
+            num_threads,
+            _output_scale(meta),
+            overwrite,
+            tail,
+            split_id,
+            redo_log,
+          )
+          twin_failures.append(
+            {"variant": meta["variant"], "k": row["k"], "reason": row["vs_plain_twin"]["reason"]}
+          )
     ref = by_member.get((_member_key(meta), "float32", "plain"))
     if ref is not None:
       row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
     if check_keras:
-      kpath = (layout.keras_predictions(run_dir, row["member_variant"], row["k"], split)
-               if keras_ready else
-               keras_predictions(run_dir, row["member_variant"], row["k"], split,
-                                 lambda st=stream: st(batch_size), overwrite, split_id,
-                                 redo_log))
+      kpath = (
+        layout.keras_predictions(run_dir, row["member_variant"], row["k"], split)
+        if keras_ready
+        else keras_predictions(
+          run_dir,
+          row["member_variant"],
+          row["k"],
+          split,
+          lambda st=stream: st(batch_size),
+          overwrite,
+          split_id,
+          redo_log,
+        )
+      )
       row["vs_keras"] = agreement.compare_files(row["path"], kpath)
   table = {
-      "split": split,
-      "dataset": dataset.spec.name,
-      "rows": rows,
-      "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
-      "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
-      "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
-      "twin_failures": twin_failures + [
-          {"variant": f["variant"], "k": f["k"], "reason": f"sparse conversion failed, "
-           f"plain file kept: {f['reason']}"} for f in failures],
+    "split": split,
+    "dataset": dataset.spec.name,
+    "rows": rows,
+    "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
+    "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
+    "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
+    "twin_failures": twin_failures
+    + [
+      {
+        "variant": f["variant"],
+        "k": f["k"],
+        "reason": f"sparse conversion failed, plain file kept: {f['reason']}",
+      }
+      for f in failures
+    ],
   }
   return agreement_table.write(agreement_table.path(run_dir, split), table)  # WriteError

@@ -51,14 +51,17 @@ def channel_ranges(data, images, batch_size=tensor_match.DEFAULT_BATCH_SIZE, num
     tensor_match.TensorMatchError, flatbuffer.TfliteFileError: a file that cannot be run.
   """
   graph = flatbuffer_graph.graph(data)
-  acts = [(i, t) for i, t in tensor_match.activations(graph)
-          if len(graph.tensors[t].shape) >= 2 and graph.tensors[t].shape[-1] >= 2]
+  acts = [
+    (i, t)
+    for i, t in tensor_match.activations(graph)
+    if len(graph.tensors[t].shape) >= 2 and graph.tensors[t].shape[-1] >= 2
+  ]
   (runner,), size = tensor_match.interpreters((data,), batch_size, num_threads)
   details = runner.get_input_details()[0]
   feed, layout = interpreter.InputQuantizer(details), input_layout.of_details(details)
   low, high = {}, {}
   for start in range(0, len(images), size):
-    batch = np.asarray(images[start:start + size])
+    batch = np.asarray(images[start : start + size])
     n = len(batch)
     if n < size:  # pad with the last example; only the first n rows count
       batch = np.concatenate([batch, np.repeat(batch[-1:], size - n, axis=0)])
@@ -73,9 +76,18 @@ def channel_ranges(data, images, batch_size=tensor_match.DEFAULT_BATCH_SIZE, num
       lo, hi = values.min(axis=0), values.max(axis=0)
       low[t] = lo if t not in low else np.minimum(low[t], lo)
       high[t] = hi if t not in high else np.maximum(high[t], hi)
-  return [{"tensor": int(t), "tensor_name": graph.tensors[t].name, "op_index": int(i),
-           "op_name": graph.ops[i].name, "low": low[t].tolist(), "high": high[t].tolist()}
-          for i, t in acts if t in low]
+  return [
+    {
+      "tensor": int(t),
+      "tensor_name": graph.tensors[t].name,
+      "op_index": int(i),
+      "op_name": graph.ops[i].name,
+      "low": low[t].tolist(),
+      "high": high[t].tolist(),
+    }
+    for i, t in acts
+    if t in low
+  ]
 
 
 def levels_left(low, high):
@@ -103,12 +115,19 @@ def dominant(rows, dominance=DOMINANCE):
     if median <= 0 or span[top] < dominance * median:
       continue
     others = np.delete(levels, top)
-    found.append({"tensor": row["tensor"], "tensor_name": row["tensor_name"],
-                  "op_index": row["op_index"],
-                  "op_name": row["op_name"], "channel": top, "channels": int(span.size),
-                  "ratio": float(span[top] / median),
-                  "levels_others": float(np.median(others)),
-                  "levels_channel": float(levels[top])})
+    found.append(
+      {
+        "tensor": row["tensor"],
+        "tensor_name": row["tensor_name"],
+        "op_index": row["op_index"],
+        "op_name": row["op_name"],
+        "channel": top,
+        "channels": int(span.size),
+        "ratio": float(span[top] / median),
+        "levels_others": float(np.median(others)),
+        "levels_channel": float(levels[top]),
+      }
+    )
   return found
 
 
@@ -120,8 +139,7 @@ def ops_touching(graph, found):
   by_tensor = {row["tensor"]: row for row in found}
   out = {}
   for index, op in enumerate(graph.ops):
-    hit = next((by_tensor[t] for t in tuple(op.outputs) + tuple(op.inputs) if t in by_tensor),
-               None)
+    hit = next((by_tensor[t] for t in tuple(op.outputs) + tuple(op.inputs) if t in by_tensor), None)
     if hit is not None:
       out[index] = hit
   return out
@@ -135,7 +153,13 @@ def origins(graph, found):
   by_tensor = {row["tensor"]: row for row in found}
   out = {}
   for row in sorted(found, key=lambda r: r["op_index"]):
-    source = next((t for t in graph.ops[row["op_index"]].inputs
-                   if t in out and by_tensor[t]["channel"] == row["channel"]), None)
+    source = next(
+      (
+        t
+        for t in graph.ops[row["op_index"]].inputs
+        if t in out and by_tensor[t]["channel"] == row["channel"]
+      ),
+      None,
+    )
     out[row["tensor"]] = out[source] if source is not None else row["op_index"]
   return out

@@ -53,8 +53,9 @@ REPORT_HALF = "report"
 def settings(gates, max_size, seed=halves.DEFAULT_SEED):
   """The search's settings as recorded in the repaired file's lineage: the gates it stops at
   (`GATES` of a `gates.Gates`, unset ones left out), the size budget and the halves' seed."""
-  bounds = {g: getattr(gates, g) for g in GATES if gates is not None and
-            getattr(gates, g, None) is not None}
+  bounds = {
+    g: getattr(gates, g) for g in GATES if gates is not None and getattr(gates, g, None) is not None
+  }
   return {"gates": bounds, "max_size": float(max_size), "seed": int(seed)}
 
 
@@ -69,11 +70,15 @@ def measures(labels, ref_top1, ref_logits, logits, num_classes):
   counts = {name: int(np.sum(getattr(flips, name))) for name in ("broken", "fixed", "changed")}
   n = int(len(labels))
   classes = paired.per_class_recall_change(labels, ref_top1, top1, num_classes)
-  return {"n": n, **counts, "flip_rate": sum(counts.values()) / n,
-          "kl": float(np.mean(divergence.kl_divergence(ref_logits, logits))),
-          "accuracy_drop": float(np.mean(ref_top1 == labels) - np.mean(top1 == labels)),
-          "significant_classes": int(np.sum(classes["significant"])),
-          "p": paired.mcnemar_p(counts["broken"], counts["fixed"])}
+  return {
+    "n": n,
+    **counts,
+    "flip_rate": sum(counts.values()) / n,
+    "kl": float(np.mean(divergence.kl_divergence(ref_logits, logits))),
+    "accuracy_drop": float(np.mean(ref_top1 == labels) - np.mean(top1 == labels)),
+    "significant_classes": int(np.sum(classes["significant"])),
+    "p": paired.mcnemar_p(counts["broken"], counts["fixed"]),
+  }
 
 
 def failures(m, bounds):
@@ -81,24 +86,35 @@ def failures(m, bounds):
   out = []
   forgot, p = paired.forgot_significantly(m["broken"], m["fixed"])
   if forgot:
-    out.append(f"forgot significantly ({m['broken']} broken, {m['fixed']} fixed; "
-               f"McNemar p = {p:.2g})")
-  measured = {"max_accuracy_drop": m["accuracy_drop"],
-              "max_significant_classes": m["significant_classes"],
-              "max_flip_rate": m["flip_rate"], "max_kl": m["kl"]}
-  out += [f"{gate.removeprefix('max_')} {measured[gate]:.4g} > {bound:g}"
-          for gate, bound in bounds.items() if measured[gate] > bound]
+    out.append(
+      f"forgot significantly ({m['broken']} broken, {m['fixed']} fixed; McNemar p = {p:.2g})"
+    )
+  measured = {
+    "max_accuracy_drop": m["accuracy_drop"],
+    "max_significant_classes": m["significant_classes"],
+    "max_flip_rate": m["flip_rate"],
+    "max_kl": m["kl"],
+  }
+  out += [
+    f"{gate.removeprefix('max_')} {measured[gate]:.4g} > {bound:g}"
+    for gate, bound in bounds.items()
+    if measured[gate] > bound
+  ]
   return out
 
 
 def _choose_half(run_dir, member_variant, k, dataset, seed):
   """(images, labels, float32 top-1, float32 logits) of the choose half."""
   split = dataset.spec.eval_split
-  ref = predictions.read(layout.predictions(
-      run_dir, names.Variant(member_variant, layer_analysis.REFERENCE_FORMAT).name, k, split))
+  ref = predictions.read(
+    layout.predictions(
+      run_dir, names.Variant(member_variant, layer_analysis.REFERENCE_FORMAT).name, k, split
+    )
+  )
   if "logits" not in ref:
     raise layer_analysis.LayerAnalysisError(
-        f"{member_variant}/{k}: the float32 predictions have no logits; evaluate again")
+      f"{member_variant}/{k}: the float32 predictions have no logits; evaluate again"
+    )
   labels = ref["labels"].astype(np.int64)
   choose, _ = halves.held_out_halves_by_id(ref["ids"], labels, seed)
   ids = ref["ids"].astype(np.int64)[choose]
@@ -134,8 +150,7 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
     layer_analysis.LayerAnalysisError, no_byte_repairs.RepairError, errors.Error.
   """
   mv, setting = variant.member_variant, inputs["search"]
-  images, labels, ref_top1, ref_logits = _choose_half(run_dir, mv, k, dataset,
-                                                      setting["seed"])
+  images, labels, ref_top1, ref_logits = _choose_half(run_dir, mv, k, dataset, setting["seed"])
   model, metadata = export_state.load_member(run_dir, mv, k)
   rep = export_state.representative_images(dataset)
   plain_path, _ = export_state.export_paths(run_dir, names.Variant(mv, names.REPAIRED_FORMAT), k)
@@ -145,9 +160,16 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
   def measure(name, data, nodes):
     runner = batched.BatchedRunner(data, num_threads=num_threads, runtime="builtin")
     m = measures(labels, ref_top1, ref_logits, runner.run(images), dataset.spec.num_classes)
-    trials.append({"candidate": name, "bytes": len(data),
-                   "size_vs_int8": len(data) / len(plain), "float_nodes": nodes, **m,
-                   "failed": failures(m, setting["gates"])})
+    trials.append(
+      {
+        "candidate": name,
+        "bytes": len(data),
+        "size_vs_int8": len(data) / len(plain),
+        "float_nodes": nodes,
+        **m,
+        "failed": failures(m, setting["gates"]),
+      }
+    )
     return trials[-1]
 
   measure("plain", plain, [])
@@ -157,28 +179,47 @@ def search(run_dir, variant, k, dataset, inputs, num_threads=1):
       trials.append({"candidate": name, "float_nodes": nodes, "failed": [data]})
       continue
     if len(data) > setting["max_size"] * len(plain):
-      trials.append({"candidate": name, "bytes": len(data),
-                     "size_vs_int8": len(data) / len(plain), "float_nodes": nodes,
-                     "failed": [f"over the size budget ({setting['max_size']:g}x)"]})
+      trials.append(
+        {
+          "candidate": name,
+          "bytes": len(data),
+          "size_vs_int8": len(data) / len(plain),
+          "float_nodes": nodes,
+          "failed": [f"over the size budget ({setting['max_size']:g}x)"],
+        }
+      )
       break
     kept[name] = data
     if not measure(name, data, nodes)["failed"]:
       chosen = name
       break
   if chosen is None and kept:
-    chosen = min((t for t in trials if t["candidate"] in kept),
-                 key=lambda t: (t["broken"], t["bytes"]))["candidate"]
+    chosen = min(
+      (t for t in trials if t["candidate"] in kept), key=lambda t: (t["broken"], t["bytes"])
+    )["candidate"]
   if chosen is None:  # nothing within the budget: the int8 file itself, "no gain" in the report
     chosen, kept["plain"] = "plain", plain
   pick = next(t for t in trials if t["candidate"] == chosen)
   data = kept[chosen]
-  meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,
-                            inputs["model"], {"repair": "auto", "chosen": chosen},
-                            time.time() - start, rep)
-  meta["repair"] = {"kind": "auto", "chosen": chosen, "float_nodes": pick["float_nodes"],
-                    "holds": not pick["failed"], "search": trials,
-                    "halves": {"seed": setting["seed"], "choose": int(len(labels)),
-                               "reported_on": REPORT_HALF},
-                    "analysis": os.path.relpath(layout.layers(run_dir, mv, k), run_dir)}
+  meta = export.export_json(
+    variant,
+    k,
+    data,
+    flatbuffer.weight_stats(data),
+    metadata,
+    inputs["model"],
+    {"repair": "auto", "chosen": chosen},
+    time.time() - start,
+    rep,
+  )
+  meta["repair"] = {
+    "kind": "auto",
+    "chosen": chosen,
+    "float_nodes": pick["float_nodes"],
+    "holds": not pick["failed"],
+    "search": trials,
+    "halves": {"seed": setting["seed"], "choose": int(len(labels)), "reported_on": REPORT_HALF},
+    "analysis": os.path.relpath(layout.layers(run_dir, mv, k), run_dir),
+  }
   meta["inputs"] = inputs
   return export.write_variant(run_dir, variant, k, data, meta)

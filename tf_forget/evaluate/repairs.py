@@ -21,7 +21,7 @@ import os
 import time
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -52,15 +52,20 @@ def repair_needed(run_dir, member_variant, k):
     return True, ""
   flips = doc.get("flips") or {}
   needed, p = paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))
-  return needed, ("" if needed else f"no repair of {member_variant}/{k} "
-                  f"{layer_analysis.FORMAT}: it forgot nothing significant "
-                  f"({no_repair_facts(flips, p)})")
+  return needed, (
+    ""
+    if needed
+    else f"no repair of {member_variant}/{k} "
+    f"{layer_analysis.FORMAT}: it forgot nothing significant "
+    f"({no_repair_facts(flips, p)})"
+  )
 
 
 def no_repair_facts(flips, p):
   """'7 broken, 5 fixed; McNemar p = 0.77' (the numbers behind `repair_needed`)."""
-  return (f"{flips.get('broken', 0)} broken, {flips.get('fixed', 0)} fixed; exact McNemar "
-          f"p = {p:.2g}")
+  return (
+    f"{flips.get('broken', 0)} broken, {flips.get('fixed', 0)} fixed; exact McNemar p = {p:.2g}"
+  )
 
 
 def repair_inputs(run_dir, variant, k, dataset, search=None):
@@ -73,13 +78,16 @@ def repair_inputs(run_dir, variant, k, dataset, search=None):
   if kind in ("float", "auto"):
     try:
       nodes = layer_analysis.float_nodes(
-          layer_analysis.read_analysis(run_dir, mv, k),
-          names.repair_layers(variant.format) or repair_search.MAX_FLOAT_OPS)
+        layer_analysis.read_analysis(run_dir, mv, k),
+        names.repair_layers(variant.format) or repair_search.MAX_FLOAT_OPS,
+      )
     except errors.Error:
       nodes = None
-  out = {"model": hashing.path_sha256_or_none(layout.member_model(run_dir, mv, k)),
-         "representative": export_state.representative_images(dataset).key,
-         "float_nodes": nodes}
+  out = {
+    "model": hashing.path_sha256_or_none(layout.member_model(run_dir, mv, k)),
+    "representative": export_state.representative_images(dataset).key,
+    "float_nodes": nodes,
+  }
   if kind == "auto":
     out["search"] = search
     out["analysis"] = hashing.path_sha256_or_none(layout.layers(run_dir, mv, k))
@@ -90,12 +98,14 @@ def repair_status(run_dir, variant, k, dataset, search=None):
   """`lineage.Status` of the repaired export `variant` of member k (`search`: as for
   `repair_inputs`)."""
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
-      lambda: tflite_json.read(meta_path),
-      repair_inputs(run_dir, variant, k, dataset, search), "repaired",
-      extra=lambda meta: lineage.file_reason(path, meta.get("sha256"), ".tflite", "repaired"))
+    lambda: tflite_json.read(meta_path),
+    repair_inputs(run_dir, variant, k, dataset, search),
+    "repaired",
+    extra=lambda meta: lineage.file_reason(path, meta.get("sha256"), ".tflite", "repaired"),
+  )
 
 
 def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
@@ -114,8 +124,9 @@ def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
   kind = names.repair_kind(variant.format)
   if kind is None:
     raise layer_analysis.LayerAnalysisError(
-        f"{variant.name} is not a repaired format (full_int8~<repair>, <repair>: "
-        f"{names.REPAIR_NAMES})")
+      f"{variant.name} is not a repaired format (full_int8~<repair>, <repair>: "
+      f"{names.REPAIR_NAMES})"
+    )
   inputs = repair_inputs(run_dir, variant, k, dataset, search)
   if kind in names.NO_BYTE_REPAIRS:
     return no_byte_repairs.make(run_dir, variant, k, dataset, inputs)
@@ -123,7 +134,8 @@ def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
   mv = variant.member_variant
   if not layer_analysis.status(run_dir, mv, k, dataset):
     raise layer_analysis.LayerAnalysisError(
-        f"{mv}/{k}: its layer analysis is not current; run it first")
+      f"{mv}/{k}: its layer analysis is not current; run it first"
+    )
   if kind == "auto":
     if search is None:
       raise layer_analysis.LayerAnalysisError(f"{variant.name}: no search settings")
@@ -134,21 +146,35 @@ def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
   rep = export_state.representative_images(dataset)
   start = time.time()
   data = layer_error.SelectiveQuantizer(model, rep.images)(nodes)
-  meta = export.export_json(variant, k, data, flatbuffer.weight_stats(data), metadata,
-                            inputs["model"], {"float_nodes": nodes}, time.time() - start, rep)
-  meta["converter"]["api"] = ("tf.lite.experimental.QuantizationDebugger("
-                              "denylisted_nodes).get_nondebug_quantized_model")
-  meta["repair"] = {"layers": layers, "kept": len(nodes), "float_nodes": nodes,
-                    "ops": [r["op_name"] for r in doc["ranking"]
-                            if r["tensor_name"] in nodes],
-                    "basis": doc["basis"],
-                    "analysis": os.path.relpath(layout.layers(run_dir, mv, k), run_dir)}
+  meta = export.export_json(
+    variant,
+    k,
+    data,
+    flatbuffer.weight_stats(data),
+    metadata,
+    inputs["model"],
+    {"float_nodes": nodes},
+    time.time() - start,
+    rep,
+  )
+  meta["converter"]["api"] = (
+    "tf.lite.experimental.QuantizationDebugger(denylisted_nodes).get_nondebug_quantized_model"
+  )
+  meta["repair"] = {
+    "layers": layers,
+    "kept": len(nodes),
+    "float_nodes": nodes,
+    "ops": [r["op_name"] for r in doc["ranking"] if r["tensor_name"] in nodes],
+    "basis": doc["basis"],
+    "analysis": os.path.relpath(layout.layers(run_dir, mv, k), run_dir),
+  }
   meta["inputs"] = inputs
   return export.write_variant(run_dir, variant, k, data, meta)
 
 
-def repair_task(run_dir, member_variant, k, file_format, dataset, dataset_options, search=None,
-                num_threads=1):
+def repair_task(
+  run_dir, member_variant, k, file_format, dataset, dataset_options, search=None, num_threads=1
+):
   """`repair` as an executor task (JSON arguments)."""
   data = data_registry.get(dataset, **dict(dataset_options or {}))
   variant = names.Variant(member_variant, file_format)

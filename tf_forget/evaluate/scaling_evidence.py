@@ -66,6 +66,7 @@ class Comparison:
     high: upper limit of Newcombe's paired interval of `gain` at `CONFIDENCE`.
     p_value: exact two-sided McNemar p of the paired correctness.
   """
+
   name: str
   accuracy: float
   gain: float
@@ -85,8 +86,9 @@ class Comparison:
   @property
   def caveat(self):
     """Higher by `MARGIN` but not significantly, or significantly by less than `MARGIN`."""
-    return (not self.clearly_better and self.gain > 0
-            and (self.gain >= MARGIN or self.p_value < ALPHA))
+    return (
+      not self.clearly_better and self.gain > 0 and (self.gain >= MARGIN or self.p_value < ALPHA)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Decision:
     other: the `Comparison` named ("better", "open", "caveat": the highest scoring of its
       kind), else None.
   """
+
   kind: str
   accuracy: dict
   n: int
@@ -124,10 +127,18 @@ def compare(labels, top1, given):
   for name, predicted in top1.items():
     if name == given:
       continue
-    d = paired.paired_accuracy_difference(y, np.asarray(top1[given]), np.asarray(predicted),
-                                          confidence=CONFIDENCE)
-    out.append(Comparison(name=name, accuracy=d["accuracy_b"], gain=d["difference"],
-                          high=d["high"], p_value=paired.mcnemar_p(d["broken"], d["fixed"])))
+    d = paired.paired_accuracy_difference(
+      y, np.asarray(top1[given]), np.asarray(predicted), confidence=CONFIDENCE
+    )
+    out.append(
+      Comparison(
+        name=name,
+        accuracy=d["accuracy_b"],
+        gain=d["difference"],
+        high=d["high"],
+        p_value=paired.mcnemar_p(d["broken"], d["fixed"]),
+      )
+    )
   return out
 
 

@@ -49,23 +49,28 @@ DELEGATE_OP = "DELEGATE"  # the node LiteRT lists for each partition a delegate 
 
 # `candidates.reference_kind` (descriptive) -> quantization kind.
 _KINDS = {
-    None: "float32",
-    "float16-weight": "float16",
-    "dynamic-range int8": "dynamic_range_int8",
-    "dynamic-range uint8": "dynamic_range_uint8",
-    "dynamic-range int16": "dynamic_range_int16",
-    "full-integer int8": "full_int8",
-    "full-integer uint8": "full_int8",  # uint8 I/O around int8 activations, or legacy uint8
-    "full-integer int16": "int16x8",
+  None: "float32",
+  "float16-weight": "float16",
+  "dynamic-range int8": "dynamic_range_int8",
+  "dynamic-range uint8": "dynamic_range_uint8",
+  "dynamic-range int16": "dynamic_range_int16",
+  "full-integer int8": "full_int8",
+  "full-integer uint8": "full_int8",  # uint8 I/O around int8 activations, or legacy uint8
+  "full-integer int16": "int16x8",
 }
 KINDS = tuple(dict.fromkeys(_KINDS.values()))
 _LABELS = {
-    "float32": "float32", "float16": "float16", "dynamic_range_int8": "dynamic-range int8",
-    "dynamic_range_uint8": "dynamic-range uint8", "dynamic_range_int16": "dynamic-range int16",
-    "full_int8": "full int8", "int16x8": "16x8",
+  "float32": "float32",
+  "float16": "float16",
+  "dynamic_range_int8": "dynamic-range int8",
+  "dynamic_range_uint8": "dynamic-range uint8",
+  "dynamic_range_int16": "dynamic-range int16",
+  "full_int8": "full int8",
+  "int16x8": "16x8",
 }
-_INTEGER_DTYPES = frozenset({"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                             "uint64", "bool"})
+_INTEGER_DTYPES = frozenset(
+  {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"}
+)
 _INTEGER_IO = ("int8", "uint8")
 _FLOAT_ACTIVATIONS = "its activations are float"
 
@@ -86,6 +91,7 @@ class Delegation:
     fallback_reason: why XNNPACK refused the whole model (the interpreter was then created
       without it, `interpreter.create_for_device`), or None.
   """
+
   total_ops: int
   delegated_ops: int
   builtin_ops: Mapping[str, int]
@@ -105,6 +111,7 @@ class Target:
     integer_ops: every tensor of every op must be integer.
     measured: its latency is measured on this machine (`latency_measurable`).
   """
+
   name: str
   title: str
   refuses: Mapping[str, str]
@@ -114,20 +121,31 @@ class Target:
 
 
 TARGETS = {
-    "cpu": Target("cpu", names.TARGET_TITLES["cpu"], {}, measured=True),
-    "integer_only": Target(
-        "integer_only", names.TARGET_TITLES["integer_only"],
-        {"float32": _FLOAT_ACTIVATIONS, "float16": _FLOAT_ACTIVATIONS,
-         "dynamic_range_int8": _FLOAT_ACTIVATIONS, "dynamic_range_uint8": _FLOAT_ACTIVATIONS,
-         "dynamic_range_int16": _FLOAT_ACTIVATIONS,
-         "int16x8": "its activations are int16: integer_only targets run int8 ops"},
-        integer_io=True, integer_ops=True),
-    "gpu": Target(
-        "gpu", names.TARGET_TITLES["gpu"],
-        {"int16x8": "its activations are int16: the GPU delegate runs float and 8-bit "
-                    "quantized models",
-         "dynamic_range_int16": "its weights are int16: the GPU delegate runs float and "
-                                "8-bit quantized models"}),
+  "cpu": Target("cpu", names.TARGET_TITLES["cpu"], {}, measured=True),
+  "integer_only": Target(
+    "integer_only",
+    names.TARGET_TITLES["integer_only"],
+    {
+      "float32": _FLOAT_ACTIVATIONS,
+      "float16": _FLOAT_ACTIVATIONS,
+      "dynamic_range_int8": _FLOAT_ACTIVATIONS,
+      "dynamic_range_uint8": _FLOAT_ACTIVATIONS,
+      "dynamic_range_int16": _FLOAT_ACTIVATIONS,
+      "int16x8": "its activations are int16: integer_only targets run int8 ops",
+    },
+    integer_io=True,
+    integer_ops=True,
+  ),
+  "gpu": Target(
+    "gpu",
+    names.TARGET_TITLES["gpu"],
+    {
+      "int16x8": "its activations are int16: the GPU delegate runs float and 8-bit "
+      "quantized models",
+      "dynamic_range_int16": "its weights are int16: the GPU delegate runs float and "
+      "8-bit quantized models",
+    },
+  ),
 }
 DEFAULT_TARGET = "cpu"
 
@@ -197,20 +215,28 @@ def delegation(model, num_threads=interpreter.DEFAULT_NUM_THREADS, batch_size=No
   data, name = _read(model)
   ops = flatbuffer_graph.graph(data).ops
   interp, _, reason = interpreter.create_for_device(data, num_threads, batch_size)
-  details = interp._get_ops_details()  # pylint: disable=protected-access
-  originals, nodes = details[:len(ops)], details[len(ops):]
-  if (any(d["op_name"] == DELEGATE_OP for d in originals) or
-      any(d["op_name"] != DELEGATE_OP for d in nodes) or len(originals) != len(ops)):
+  details = interp._get_ops_details()
+  originals, nodes = details[: len(ops)], details[len(ops) :]
+  if (
+    any(d["op_name"] == DELEGATE_OP for d in originals)
+    or any(d["op_name"] != DELEGATE_OP for d in nodes)
+    or len(originals) != len(ops)
+  ):
     raise interpreter.TfliteError(
-        f"{name}: LiteRT lists {len(details)} nodes for {len(ops)} ops, not the original ops "
-        "followed by DELEGATE nodes")
+      f"{name}: LiteRT lists {len(details)} nodes for {len(ops)} ops, not the original ops "
+      "followed by DELEGATE nodes"
+    )
   delegated = set()
   for node in nodes:
     delegated |= _replaced(originals, node)
   builtin = collections.Counter(op.name for i, op in enumerate(ops) if i not in delegated)
-  return Delegation(total_ops=len(ops), delegated_ops=len(delegated),
-                    builtin_ops=dict(sorted(builtin.items())),
-                    runtime="xnnpack" if delegated else "builtin", fallback_reason=reason)
+  return Delegation(
+    total_ops=len(ops),
+    delegated_ops=len(delegated),
+    builtin_ops=dict(sorted(builtin.items())),
+    runtime="xnnpack" if delegated else "builtin",
+    fallback_reason=reason,
+  )
 
 
 def quantization_kind(model):
@@ -235,24 +261,28 @@ def _integer_io_problem(io):
   for side, entries in (("input", io["inputs"]), ("output", io["outputs"])):
     for entry in entries:
       if entry["dtype"] not in _INTEGER_IO:
-        return (f"its {side} is {entry['dtype']}: integer_only targets take int8/uint8 I/O")
+        return f"its {side} is {entry['dtype']}: integer_only targets take int8/uint8 I/O"
   return None
 
 
 def _float_op_problem(graph):
   """The ops with a non-integer tensor, named (conversions QUANTIZE / DEQUANTIZE only when
   no other op is)."""
+
   def dtypes(op):
     return {graph.tensors[t].dtype for t in op.inputs + op.outputs if t >= 0}
+
   odd = [op for op in graph.ops if dtypes(op) - _INTEGER_DTYPES]
   compute = [op for op in odd if op.name not in ("QUANTIZE", "DEQUANTIZE")] or odd
   if not compute:
     return None
   names = ", ".join(dict.fromkeys(op.name for op in compute))
   found = sorted(set().union(*(dtypes(op) - _INTEGER_DTYPES for op in compute)))
-  return (f"{'op' if len(compute) == 1 else 'ops'} {names} "
-          f"{'runs' if len(compute) == 1 else 'run'} in {'/'.join(found)}: integer_only "
-          "targets run integer ops only")
+  return (
+    f"{'op' if len(compute) == 1 else 'ops'} {names} "
+    f"{'runs' if len(compute) == 1 else 'run'} in {'/'.join(found)}: integer_only "
+    "targets run integer ops only"
+  )
 
 
 def runs_on(model, target=DEFAULT_TARGET):
@@ -309,7 +339,6 @@ def latency_label(target):
   return f"this machine's CPU latency, not measured on {spec.title}"
 
 
-
 def describe(model, num_threads=interpreter.DEFAULT_NUM_THREADS):
   """What the encodings artifact records of a shipped file: its quantization kind, the ops
   XNNPACK took (`delegation`) and whether each target of `TARGETS` runs it (`runs_on`).
@@ -323,7 +352,12 @@ def describe(model, num_threads=interpreter.DEFAULT_NUM_THREADS):
   for target in TARGETS:
     ok, reason = runs_on(model, target)
     runs[target] = {"runs": bool(ok), "reason": reason or ""}
-  return {"kind": quantization_kind(model),
-          "delegation": {"ops": d.total_ops, "delegated_ops": d.delegated_ops,
-                         "builtin_ops": dict(d.builtin_ops)},
-          "targets": runs}
+  return {
+    "kind": quantization_kind(model),
+    "delegation": {
+      "ops": d.total_ops,
+      "delegated_ops": d.delegated_ops,
+      "builtin_ops": dict(d.builtin_ops),
+    },
+    "targets": runs,
+  }

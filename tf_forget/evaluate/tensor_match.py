@@ -45,9 +45,11 @@ from tf_forget.evaluate import interpreter
 from tf_forget.export import flatbuffer_graph
 from tf_forget.export import layer_error
 
-METHOD = ("tensor match: the float32 file and the candidate run with every tensor kept "
-          "(experimental_preserve_all_tensors); matched tensors (by name, else by position) "
-          "compared after dequantizing; accumulated error, ranked by its growth")
+METHOD = (
+  "tensor match: the float32 file and the candidate run with every tensor kept "
+  "(experimental_preserve_all_tensors); matched tensors (by name, else by position) "
+  "compared after dequantizing; accumulated error, ranked by its growth"
+)
 SKIPPED_OPS = ("QUANTIZE", "DEQUANTIZE")
 DEFAULT_BATCH_SIZE = 32
 INPUT = "INPUT"
@@ -69,8 +71,12 @@ def activations(graph):
       continue
     for t in op.outputs:
       tensor = graph.tensors[t] if t >= 0 else None
-      if (tensor is not None and not tensor.constant and tensor.dtype in _VALUES
-          and len(tensor.shape) >= 1):
+      if (
+        tensor is not None
+        and not tensor.constant
+        and tensor.dtype in _VALUES
+        and len(tensor.shape) >= 1
+      ):
         out.append((index, t))
   return out
 
@@ -85,10 +91,16 @@ def _by_name(reference, candidate, ref_acts, cand_acts):
   found = {}
   for j, c in cand_acts:
     name = candidate.tensors[c].name
-    hits = [ref_by_name[name]] if name in ref_by_name else [
-        v for n, v in ref_by_name.items() if name.startswith(n) and name[len(n):].isdigit()]
-    hits = [(i, r) for i, r in hits
-            if _key(reference, i, r) == _key(candidate, j, c) and r not in found.values()]
+    hits = (
+      [ref_by_name[name]]
+      if name in ref_by_name
+      else [v for n, v in ref_by_name.items() if name.startswith(n) and name[len(n) :].isdigit()]
+    )
+    hits = [
+      (i, r)
+      for i, r in hits
+      if _key(reference, i, r) == _key(candidate, j, c) and r not in found.values()
+    ]
     if len(hits) == 1:
       found[c] = hits[0][1]
   return found
@@ -144,11 +156,14 @@ def match(reference, candidate):
   """
   (ri,), (ci,) = reference.inputs[:1], candidate.inputs[:1]
   same_layout = reference.tensors[ri].shape[1:] == candidate.tensors[ci].shape[1:]
-  if not same_layout and (_image_shape(reference.tensors[ri]) is None or
-                          _image_shape(reference.tensors[ri])
-                          != _image_shape(candidate.tensors[ci])):
-    raise TensorMatchError(f"input shapes differ: {reference.tensors[ri].shape[1:]} and "
-                           f"{candidate.tensors[ci].shape[1:]}")
+  if not same_layout and (
+    _image_shape(reference.tensors[ri]) is None
+    or _image_shape(reference.tensors[ri]) != _image_shape(candidate.tensors[ci])
+  ):
+    raise TensorMatchError(
+      f"input shapes differ: {reference.tensors[ri].shape[1:]} and "
+      f"{candidate.tensors[ci].shape[1:]}"
+    )
   ref_acts, cand_acts = activations(reference), activations(candidate)
   pairs = _by_name(reference, candidate, ref_acts, cand_acts)
   how = dict.fromkeys(pairs, "name")
@@ -156,15 +171,38 @@ def match(reference, candidate):
   pairs.update(by_position)
   how.update(dict.fromkeys(by_position, "position"))
   producers = {t: i for i, op in enumerate(candidate.ops) for t in op.outputs}
-  matches = [{"reference": ri, "candidate": ci, "op_index": None, "op_name": INPUT,
-              "how": "input", "inputs": []}] if same_layout else []
+  matches = (
+    [
+      {
+        "reference": ri,
+        "candidate": ci,
+        "op_index": None,
+        "op_name": INPUT,
+        "how": "input",
+        "inputs": [],
+      }
+    ]
+    if same_layout
+    else []
+  )
   for j, c in cand_acts:
     if c in pairs:
       op = candidate.ops[j]
-      inputs = [_source(candidate, t, producers) for t in op.inputs
-                if t >= 0 and not candidate.tensors[t].constant]
-      matches.append({"reference": pairs[c], "candidate": c, "op_index": j,
-                      "op_name": op.name, "how": how[c], "inputs": inputs})
+      inputs = [
+        _source(candidate, t, producers)
+        for t in op.inputs
+        if t >= 0 and not candidate.tensors[t].constant
+      ]
+      matches.append(
+        {
+          "reference": pairs[c],
+          "candidate": c,
+          "op_index": j,
+          "op_name": op.name,
+          "how": how[c],
+          "inputs": inputs,
+        }
+      )
   return matches, len(cand_acts) - len(pairs)
 
 
@@ -192,8 +230,10 @@ def interpreters(files, batch_size, num_threads):
   does not follow)."""
   for size in dict.fromkeys((batch_size, 1)):
     try:
-      pair = [interpreter.create(data, num_threads, "builtin", size, preserve_all_tensors=True)
-              for data in files]
+      pair = [
+        interpreter.create(data, num_threads, "builtin", size, preserve_all_tensors=True)
+        for data in files
+      ]
     except interpreter.TfliteError:
       if size == 1:
         raise
@@ -228,7 +268,7 @@ def _measure(pair, graphs, matches, images, size):
 
   rows = 0
   for start in range(0, len(images), size):
-    batch = np.asarray(images[start:start + size])
+    batch = np.asarray(images[start : start + size])
     n = len(batch)
     if n < size:  # pad with the last example; only the first n rows count
       batch = np.concatenate([batch, np.repeat(batch[-1:], size - n, axis=0)])
@@ -237,10 +277,12 @@ def _measure(pair, graphs, matches, images, size):
       p.invoke()
     for m in matches:
       refs, values = pending[m["candidate"]]
-      refs.append(_dequantize(pair[0].get_tensor(m["reference"]),
-                              graphs[0].tensors[m["reference"]])[:n])
-      values.append(_dequantize(pair[1].get_tensor(m["candidate"]),
-                                graphs[1].tensors[m["candidate"]])[:n])
+      refs.append(
+        _dequantize(pair[0].get_tensor(m["reference"]), graphs[0].tensors[m["reference"]])[:n]
+      )
+      values.append(
+        _dequantize(pair[1].get_tensor(m["candidate"]), graphs[1].tensors[m["candidate"]])[:n]
+      )
     rows += n
     if rows >= _SUM_ROWS:
       flush()
@@ -276,27 +318,41 @@ def tensor_errors(reference, candidate, subsets, batch_size=DEFAULT_BATCH_SIZE, 
   matches, unmatched = match(*graphs)
   try:
     pair, size = interpreters((reference, candidate), batch_size, num_threads)
-    measured = {name: _measure(pair, graphs, matches, images, size) if len(images) else {}
-                for name, images in subsets.items()}
+    measured = {
+      name: _measure(pair, graphs, matches, images, size) if len(images) else {}
+      for name, images in subsets.items()
+    }
   except (interpreter.TfliteError, RuntimeError, ValueError) as e:
-    raise TensorMatchError(f"cannot run the files with every tensor kept: "
-                           f"{errors.one_line(e, 200)}") from e
+    raise TensorMatchError(
+      f"cannot run the files with every tensor kept: {errors.one_line(e, 200)}"
+    ) from e
   row_of = {m["candidate"]: i for i, m in enumerate(matches)}
   rows = []
   for m in matches:
     tensor = graphs[1].tensors[m["candidate"]]
-    rows.append({
-        "tensor_name": tensor.name, "file_tensor_name": tensor.name,
+    rows.append(
+      {
+        "tensor_name": tensor.name,
+        "file_tensor_name": tensor.name,
         "reference_tensor_name": graphs[0].tensors[m["reference"]].name,
-        "op_name": m["op_name"], "op_index": m["op_index"], "match": m["how"],
+        "op_name": m["op_name"],
+        "op_index": m["op_index"],
+        "match": m["how"],
         "inputs": [row_of[t] for t in m["inputs"] if t in row_of],
-        "scale": tensor.scale, "zero_point": tensor.zero_point,
+        "scale": tensor.scale,
+        "zero_point": tensor.zero_point,
         "size": int(np.prod(tensor.shape[1:], dtype=np.int64)),
-        "subsets": {name: layer_error.metrics(measured[name].get(m["candidate"]) or {})
-                    for name in subsets}})
+        "subsets": {
+          name: layer_error.metrics(measured[name].get(m["candidate"]) or {}) for name in subsets
+        },
+      }
+    )
   hows = [m["how"] for m in matches]
-  return rows, {"matched": {h: hows.count(h) for h in ("name", "position")},
-                "unmatched": unmatched, "batch_size": size}
+  return rows, {
+    "matched": {h: hows.count(h) for h in ("name", "position")},
+    "unmatched": unmatched,
+    "batch_size": size,
+  }
 
 
 # growth_db's smallest denominator: about the NMSE of rounding one tensor to int8 (-40 dB; a
@@ -310,13 +366,16 @@ def _growth(rows, subset):
   out = []
   for row in rows:
     nmse = row["subsets"][subset]["nmse"]
-    before = max([b for b in (rows[i]["subsets"][subset]["nmse"] for i in row["inputs"])
-                  if b is not None], default=0.0)
+    before = max(
+      [b for b in (rows[i]["subsets"][subset]["nmse"] for i in row["inputs"]) if b is not None],
+      default=0.0,
+    )
     if nmse is None:
       out.append((None, None))
     else:
-      out.append((nmse - before,
-                  10.0 * math.log10(max(nmse, NMSE_FLOOR) / max(before, NMSE_FLOOR))))
+      out.append(
+        (nmse - before, 10.0 * math.log10(max(nmse, NMSE_FLOOR) / max(before, NMSE_FLOOR)))
+      )
   return out
 
 
@@ -338,18 +397,34 @@ def rank_growth(rows, forgotten="forgotten", stable="stable"):
   ranked = []
   for row, (gf, df), (gs, ds) in zip(rows, growth_f, growth_s):
     f, s = row["subsets"][forgotten], row["subsets"][stable]
-    ranked.append({
-        "tensor_name": row["tensor_name"], "op_name": row["op_name"],
-        "op_index": row["op_index"], "match": row["match"], "nmse_forgotten": f["nmse"],
+    ranked.append(
+      {
+        "tensor_name": row["tensor_name"],
+        "op_name": row["op_name"],
+        "op_index": row["op_index"],
+        "match": row["match"],
+        "nmse_forgotten": f["nmse"],
         "nmse_stable": s["nmse"],
         "excess": None if f["nmse"] is None or s["nmse"] is None else f["nmse"] - s["nmse"],
-        "growth_forgotten": gf, "growth_stable": gs, "growth_db_forgotten": df,
-        "growth_db_stable": ds, "snr_db_forgotten": f["snr_db"],
+        "growth_forgotten": gf,
+        "growth_stable": gs,
+        "growth_db_forgotten": df,
+        "growth_db_stable": ds,
+        "snr_db_forgotten": f["snr_db"],
         "snr_db_stable": s["snr_db"],
-        "snr_drop_db": (None if f["snr_db"] is None or s["snr_db"] is None
-                        else s["snr_db"] - f["snr_db"])})
-  ranked.sort(key=lambda r: (r["op_index"] is None, r["growth_db_forgotten"] is None,
-                             -(r["growth_db_forgotten"] or 0.0), r["op_index"] or 0))
+        "snr_drop_db": (
+          None if f["snr_db"] is None or s["snr_db"] is None else s["snr_db"] - f["snr_db"]
+        ),
+      }
+    )
+  ranked.sort(
+    key=lambda r: (
+      r["op_index"] is None,
+      r["growth_db_forgotten"] is None,
+      -(r["growth_db_forgotten"] or 0.0),
+      r["op_index"] or 0,
+    )
+  )
   for i, r in enumerate(ranked):
     r["rank"] = i + 1
   return ranked

@@ -19,13 +19,23 @@ from tf_forget.executor.inline import InlineExecutor
 from tf_forget.executor.local import LocalExecutor
 from tf_forget.executor.ray_executor import RayExecutor
 
-__all__ = ["EXECUTORS", "Executor", "ExecutorError", "InlineExecutor", "LocalExecutor",
-           "RayExecutor", "RunProgress", "Task", "check_address", "make"]
+__all__ = [
+  "EXECUTORS",
+  "Executor",
+  "ExecutorError",
+  "InlineExecutor",
+  "LocalExecutor",
+  "RayExecutor",
+  "RunProgress",
+  "Task",
+  "check_address",
+  "make",
+]
 
 EXECUTORS = {
-    "inline": InlineExecutor,
-    "local": LocalExecutor,
-    "ray": RayExecutor,
+  "inline": InlineExecutor,
+  "local": LocalExecutor,
+  "ray": RayExecutor,
 }
 
 
@@ -48,8 +58,9 @@ def make(name, workers=None, address=None, max_retries=2, env=None):
   """
   if name not in EXECUTORS:
     raise ExecutorError(f"unknown executor {name!r} (known: {', '.join(sorted(EXECUTORS))})")
-  if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                              or workers < 0):
+  if workers is not None and (
+    isinstance(workers, bool) or not isinstance(workers, int) or workers < 0
+  ):
     raise ExecutorError(f"workers must be an integer >= 0, got {workers!r}")
   if address is not None and name != "ray":
     raise ExecutorError(f"an address is for the ray executor only, not {name!r}")

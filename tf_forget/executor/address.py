@@ -64,8 +64,8 @@ def resolve_auto():
     ExecutorError: Ray is not installed, or no cluster is found (one line).
   """
   try:
-    from ray._private import services  # pylint: disable=g-import-not-at-top
-    from ray._private import utils  # pylint: disable=g-import-not-at-top
+    from ray._private import services
+    from ray._private import utils
   except ImportError as e:
     raise executor_api.ExecutorError("ray is not installed: pip install ray==2.60.0") from e
   try:
@@ -74,9 +74,10 @@ def resolve_auto():
     found = None
   if not found or found == "auto":
     raise executor_api.ExecutorError(
-        "ray address 'auto': no running Ray cluster found (RAY_ADDRESS is unset, "
-        f"{utils.get_ray_address_file(None)} names none and no Ray runs on this machine): "
-        "start one with `ray start --head` or give its address")
+      "ray address 'auto': no running Ray cluster found (RAY_ADDRESS is unset, "
+      f"{utils.get_ray_address_file(None)} names none and no Ray runs on this machine): "
+      "start one with `ray start --head` or give its address"
+    )
   return found
 
 
@@ -92,8 +93,9 @@ def probe(host, port, timeout_s):
   Raises:
     OSError: the lookup or the connection failed; TimeoutError after `timeout_s` seconds.
   """
-  _bounded(lambda: socket.create_connection((host, port), timeout=timeout_s).close(),
-           timeout_s, "answer")
+  _bounded(
+    lambda: socket.create_connection((host, port), timeout=timeout_s).close(), timeout_s, "answer"
+  )
 
 
 def _bounded(fn, timeout_s, what):
@@ -131,6 +133,7 @@ def handshake(host, port, timeout_s):
     OSError: the connection failed or was closed; TimeoutError: no answer within `timeout_s`;
       ConnectionError: an answer that is not HTTP/2 (its first bytes named).
   """
+
   def exchange():
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
       sock.sendall(_H2_PREFACE)
@@ -185,13 +188,15 @@ def check_address(name, address, timeout_s=DEFAULT_TIMEOUT_S, handshake_s=None):
     probe(host, port, timeout_s)
   except OSError as e:  # TimeoutError and socket.gaierror are OSErrors
     raise executor_api.ExecutorError(
-        f"cannot reach the Ray cluster at {where}: {reason(e)}") from None
+      f"cannot reach the Ray cluster at {where}: {reason(e)}"
+    ) from None
   tls = os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
   if handshake_s is not None and not tls:
     try:
       handshake(host, port, handshake_s)
     except OSError as e:
       raise executor_api.ExecutorError(
-          f"{where} answers but is not a Ray cluster ({reason(e)}): give the address of its "
-          "GCS (host:6379, printed by `ray start --head`) or ray://host:10001") from None
+        f"{where} answers but is not a Ray cluster ({reason(e)}): give the address of its "
+        "GCS (host:6379, printed by `ray start --head`) or ray://host:10001"
+      ) from None
   return f"{host}:{port}"

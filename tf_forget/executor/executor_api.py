@@ -36,6 +36,7 @@ _FN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 class RunProgress(typing.NamedTuple):
   """How far the current (or last) `Executor.run` got: `stage`, `done` of `total` tasks."""
+
   stage: str
   done: int
   total: int
@@ -65,6 +66,7 @@ class Task:
     num_gpus: GPUs the task uses (Ray only).
     cost: relative cost (> 0): weights the ETA and schedules the biggest tasks first.
   """
+
   key: str
   fn: str
   kwargs: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -125,7 +127,7 @@ def failure_from_envelope(key, envelope):
   if envelope.get("pickled") is not None:
     try:
       exc = pickle.loads(envelope["pickled"])
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
       exc = None
     if not isinstance(exc, errors.Error):
       exc = None

@@ -23,7 +23,7 @@ class InlineExecutor(executor_api.Executor):
       try:
         value = worker.call(task.fn, dict(task.kwargs))
         worker.check_result(value)
-      except Exception as e:  # pylint: disable=broad-except
+      except Exception as e:
         progress.note(f"{task.key} failed: {type(e).__name__}: {worker.message(e)[:200]}")
         if isinstance(e, errors.Error):
           raise

@@ -59,7 +59,7 @@ def set_parent_death_signal(signum):
 def _watch(parent_pid, interval_s):
   while os.getppid() == parent_pid:
     time.sleep(interval_s)
-  os._exit(ORPHAN_EXIT_CODE)  # pylint: disable=protected-access
+  os._exit(ORPHAN_EXIT_CODE)
 
 
 def watch_parent(parent_pid, interval_s=1.0):
@@ -73,9 +73,10 @@ def watch_parent(parent_pid, interval_s=1.0):
     interval_s: seconds between two checks.
   """
   if os.getppid() != parent_pid:
-    os._exit(ORPHAN_EXIT_CODE)  # pylint: disable=protected-access
-  threading.Thread(target=_watch, args=(parent_pid, interval_s), daemon=True,
-                   name="tf_forget-parent-watchdog").start()
+    os._exit(ORPHAN_EXIT_CODE)
+  threading.Thread(
+    target=_watch, args=(parent_pid, interval_s), daemon=True, name="tf_forget-parent-watchdog"
+  ).start()
 
 
 def pid_alive(pid):

@@ -118,14 +118,18 @@ class LocalExecutor(scheduler.PooledExecutor):
     self._pool_size = 0
     if env is not None and not isinstance(env, dict):
       raise executor_api.ExecutorError(
-          f"env must be a dict of environment variables, got {env!r:.100}")
+        f"env must be a dict of environment variables, got {env!r:.100}"
+      )
     self._env = {str(k): str(v) for k, v in (env or {}).items()}
     self._pool = None
     self._state_dir = None
 
   def describe(self):
-    capped = (f" ({self.asked} asked: at most {WORKERS_PER_CORE} per core)"
-              if self.asked > self.workers else "")
+    capped = (
+      f" ({self.asked} asked: at most {WORKERS_PER_CORE} per core)"
+      if self.asked > self.workers
+      else ""
+    )
     return f"local process pool, {self.workers} worker{'' if self.workers == 1 else 's'}{capped}"
 
   def _run(self, tasks, progress):
@@ -150,9 +154,11 @@ class LocalExecutor(scheduler.PooledExecutor):
       on_main_thread = threading.current_thread() is threading.main_thread()
       self._pool_size = self._wanted
       self._pool = concurrent.futures.ProcessPoolExecutor(
-          max_workers=self._pool_size, mp_context=multiprocessing.get_context("spawn"),
-          initializer=worker.initialize,
-          initargs=(self._env, self._state_dir, os.getpid(), on_main_thread))
+        max_workers=self._pool_size,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=worker.initialize,
+        initargs=(self._env, self._state_dir, os.getpid(), on_main_thread),
+      )
       launch = getattr(self._pool, "_launch_processes", None)  # CPython >= 3.9
       if launch is not None:
         with _sigint_blocked():
@@ -175,8 +181,9 @@ class LocalExecutor(scheduler.PooledExecutor):
     if any(isinstance(f.exception(), futures_process.BrokenProcessPool) for f in done):
       culprits = self._reset_broken_pool()
       done = handles  # the broken pool has set every future of the pool
-      in_flight = {f.task_key for f in handles
-                   if isinstance(f.exception(), futures_process.BrokenProcessPool)}
+      in_flight = {
+        f.task_key for f in handles if isinstance(f.exception(), futures_process.BrokenProcessPool)
+      }
       if not culprits & in_flight:
         culprits = in_flight
     else:
@@ -191,8 +198,17 @@ class LocalExecutor(scheduler.PooledExecutor):
         status = scheduler.LOST if lost else scheduler.COLLATERAL
         outcomes.append((future, scheduler.Outcome(status)))
       else:  # the envelope could not be sent or received (it cannot be the task's exception)
-        outcomes.append((future, scheduler.Outcome(scheduler.FAILED, error=executor_api.task_error(
-            future.task_key, type(error).__name__, errors.one_line(error)))))
+        outcomes.append(
+          (
+            future,
+            scheduler.Outcome(
+              scheduler.FAILED,
+              error=executor_api.task_error(
+                future.task_key, type(error).__name__, errors.one_line(error)
+              ),
+            ),
+          )
+        )
     return outcomes
 
   def _reset_broken_pool(self):

@@ -103,8 +103,11 @@ def _keep_sigterm_handler():
   try:
     yield
   finally:
-    if (callable(handler) and threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) is not handler):
+    if (
+      callable(handler)
+      and threading.current_thread() is threading.main_thread()
+      and signal.getsignal(signal.SIGTERM) is not handler
+    ):
       signal.signal(signal.SIGTERM, handler)
 
 
@@ -123,7 +126,7 @@ def bounded_init(ray, timeout_s, **kwargs):
   def connect():
     try:
       ray.init(**kwargs)
-    except BaseException as e:  # pylint: disable=broad-except
+    except BaseException as e:
       box["error"] = e
 
   logger = logging.getLogger("ray._private.worker")
@@ -164,7 +167,7 @@ def _ensure_local_token():
 
 def _import_ray():
   try:
-    import ray  # pylint: disable=g-import-not-at-top
+    import ray
   except ImportError as e:
     raise executor_api.ExecutorError(INSTALL) from e
   return ray
@@ -182,17 +185,22 @@ def project_paths():
   the worker's interpreter cannot start).
   """
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  prefixes = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix,
-                                                          sys.exec_prefix})
-  inherited = {os.path.abspath(p or os.curdir)
-               for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)}
+  prefixes = tuple(
+    os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}
+  )
+  inherited = {
+    os.path.abspath(p or os.curdir) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+  }
   inherited.add(os.path.abspath(os.curdir))
   paths = []
   for entry in [root, *sys.path]:
     path = os.path.abspath(entry or os.curdir)
-    if (path not in inherited and os.path.isdir(path)
-        and not os.path.exists(os.path.join(path, "__init__.py"))
-        and not (os.path.realpath(path) + os.sep).startswith(prefixes)):
+    if (
+      path not in inherited
+      and os.path.isdir(path)
+      and not os.path.exists(os.path.join(path, "__init__.py"))
+      and not (os.path.realpath(path) + os.sep).startswith(prefixes)
+    ):
       paths.append(path)
   return list(dict.fromkeys(paths))
 
@@ -202,8 +210,15 @@ class RayExecutor(scheduler.PooledExecutor):
 
   name = "ray"
 
-  def __init__(self, address=None, max_retries=2, env=None, num_cpus=None, runtime_env=None,
-               connect_timeout_s=CONNECT_TIMEOUT_S):
+  def __init__(
+    self,
+    address=None,
+    max_retries=2,
+    env=None,
+    num_cpus=None,
+    runtime_env=None,
+    connect_timeout_s=CONNECT_TIMEOUT_S,
+  ):
     """A Ray executor (Ray starts or is connected to on the first `run` / `describe`).
 
     Args:
@@ -221,16 +236,22 @@ class RayExecutor(scheduler.PooledExecutor):
     super().__init__(max_retries)
     if address is not None and (not isinstance(address, str) or not address):
       raise executor_api.ExecutorError(
-          f"ray address must be 'auto' or 'ray://host:port', got {address!r}")
+        f"ray address must be 'auto' or 'ray://host:port', got {address!r}"
+      )
     if address is not None and num_cpus is not None:
       raise executor_api.ExecutorError("num_cpus is for a local Ray only (address=None)")
-    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)
-                                 or num_cpus < 1):
+    if num_cpus is not None and (
+      isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1
+    ):
       raise executor_api.ExecutorError(f"ray num_cpus must be an integer >= 1, got {num_cpus!r}")
-    if (isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, (int, float))
-        or not connect_timeout_s > 0):
+    if (
+      isinstance(connect_timeout_s, bool)
+      or not isinstance(connect_timeout_s, (int, float))
+      or not connect_timeout_s > 0
+    ):
       raise executor_api.ExecutorError(
-          f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}")
+        f"connect_timeout_s must be a number > 0, got {connect_timeout_s!r}"
+      )
     for name, value in (("env", env), ("runtime_env", runtime_env)):
       if value is not None and not isinstance(value, dict):
         raise executor_api.ExecutorError(f"{name} must be a dict, got {value!r:.100}")
@@ -263,19 +284,26 @@ class RayExecutor(scheduler.PooledExecutor):
     if self._ray is not None:
       return self._ray
     ray = _import_ray()
-    options = dict(logging_level=logging.WARNING, log_to_driver=True,
-                   runtime_env=self.runtime_env() or None)
+    options = dict(
+      logging_level=logging.WARNING, log_to_driver=True, runtime_env=self.runtime_env() or None
+    )
     try:
       if ray.is_initialized():
         self._owned = None  # someone else's connection: used, never shut down; our runtime_env
         self._task_options["runtime_env"] = options["runtime_env"]  # goes with each task
       elif self.address is None:
-        self._temp_dir = tempfile.mkdtemp(prefix="ray_", dir="/tmp" if os.path.isdir("/tmp")
-                                          else None)
+        self._temp_dir = tempfile.mkdtemp(
+          prefix="ray_", dir="/tmp" if os.path.isdir("/tmp") else None
+        )
         _ensure_local_token()
         with _quiet(_AUTH_LOGGER), _keep_sigterm_handler():
-          ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
-                   _temp_dir=self._temp_dir, **options)
+          ray.init(
+            address="local",
+            num_cpus=self.num_cpus,
+            include_dashboard=False,
+            _temp_dir=self._temp_dir,
+            **options,
+          )
         self._owned = True
       else:
         address_lib.check_address(self.name, self.address)
@@ -283,11 +311,12 @@ class RayExecutor(scheduler.PooledExecutor):
         self._owned = False
     except executor_api.ExecutorError:
       raise
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       self._cleanup_temp_dir()
       where = self.address or "a local Ray"
       raise executor_api.ExecutorError(
-          f"cannot start or connect to {where}: {errors.one_line(e, 200)}")
+        f"cannot start or connect to {where}: {errors.one_line(e, 200)}"
+      )
     self._ray = ray
     self._remote = ray.remote(worker.envelope)
     return ray
@@ -310,7 +339,7 @@ class RayExecutor(scheduler.PooledExecutor):
     resources = self._resources()
     try:
       where = self._ray.get_runtime_context().gcs_address
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
       where = None
     where = where or self.address or "local"
     if self.address is None:
@@ -324,8 +353,14 @@ class RayExecutor(scheduler.PooledExecutor):
     return {"CPU": float(task.num_cpus), "GPU": float(task.num_gpus)}
 
   def _submit(self, task):
-    options = dict(num_cpus=task.num_cpus, num_gpus=task.num_gpus, max_retries=self.max_retries,
-                   retry_exceptions=False, name=task.key, **self._task_options)
+    options = dict(
+      num_cpus=task.num_cpus,
+      num_gpus=task.num_gpus,
+      max_retries=self.max_retries,
+      retry_exceptions=False,
+      name=task.key,
+      **self._task_options,
+    )
     ref = self._remote.options(**options).remote(task.key, task.fn, dict(task.kwargs))
     self._keys[ref] = task.key
     return ref
@@ -333,8 +368,9 @@ class RayExecutor(scheduler.PooledExecutor):
   def _wait(self, handles):
     ray = self._ray
     ready, _ = ray.wait(handles, num_returns=1)
-    lost = tuple(getattr(ray.exceptions, name) for name in _LOST_ERRORS
-                 if hasattr(ray.exceptions, name))
+    lost = tuple(
+      getattr(ray.exceptions, name) for name in _LOST_ERRORS if hasattr(ray.exceptions, name)
+    )
     outcomes = []
     for ref in ready:
       key = self._keys.pop(ref, "?")
@@ -352,7 +388,7 @@ class RayExecutor(scheduler.PooledExecutor):
     for ref in handles:
       try:
         self._ray.cancel(ref, force=True)
-      except Exception:  # pylint: disable=broad-except
+      except Exception:
         pass
 
   def _cleanup_temp_dir(self):

@@ -19,9 +19,9 @@ from tf_forget.executor import executor_api
 
 OK = "ok"
 FAILED = "failed"
-LOST = "lost"              # the task's worker died; the scheduler retries (counts the loss)
+LOST = "lost"  # the task's worker died; the scheduler retries (counts the loss)
 COLLATERAL = "collateral"  # lost with another task's worker; resubmitted without counting
-EXHAUSTED = "exhausted"    # the worker was lost and the backend's own retries are used up
+EXHAUSTED = "exhausted"  # the worker was lost and the backend's own retries are used up
 
 
 @dataclasses.dataclass
@@ -33,6 +33,7 @@ class Outcome:
     value: the task's return value (OK).
     error: the exception to raise in the driver (FAILED).
   """
+
   status: str
   value: object = None
   error: BaseException = None
@@ -76,7 +77,7 @@ class PooledExecutor(executor_api.Executor):
     queue = sorted(tasks, key=lambda t: -t.cost)  # stable: equal costs keep the caller's order
     capacity = self._capacity()
     losses = {task.key: 0 for task in tasks}
-    in_flight = {}   # handle -> task
+    in_flight = {}  # handle -> task
     used = {}
     results = {}
     failure = None
@@ -90,8 +91,9 @@ class PooledExecutor(executor_api.Executor):
           task = in_flight.pop(handle)
           for resource, amount in self._need(task).items():
             used[resource] -= amount
-          failure = self._settle(task, outcome, losses, queue, results, progress, failure,
-                                 len(in_flight))
+          failure = self._settle(
+            task, outcome, losses, queue, results, progress, failure, len(in_flight)
+          )
     except BaseException:
       self._abort(list(in_flight))
       raise
@@ -123,8 +125,10 @@ class PooledExecutor(executor_api.Executor):
       error = outcome.error
       if isinstance(error, dict):
         error = executor_api.failure_from_envelope(key, error)
-      progress.note(f"{key} failed: {type(error).__name__}: {errors.one_line(error, 200)}"
-                    + (f"; waiting for {running} running task(s)" if running else ""))
+      progress.note(
+        f"{key} failed: {type(error).__name__}: {errors.one_line(error, 200)}"
+        + (f"; waiting for {running} running task(s)" if running else "")
+      )
       return failure or error
     if outcome.status == EXHAUSTED:
       error = executor_api.ExecutorError(f"task {key}: worker lost {self.max_retries + 1} times")

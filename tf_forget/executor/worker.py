@@ -40,7 +40,7 @@ def call(fn, kwargs):
 
 def message(exc):
   """`exc`'s message on one line (for an OSError with its path, unlike `errors.one_line`)."""
-  return " ".join((str(exc) or type(exc).__name__).split())[:errors.MAX_MESSAGE]
+  return " ".join((str(exc) or type(exc).__name__).split())[: errors.MAX_MESSAGE]
 
 
 def check_result(value):
@@ -110,7 +110,7 @@ def _pickled_error(exc):
   try:
     data = pickle.dumps(exc)
     clone = pickle.loads(data)
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     return None
   if type(clone) is not type(exc) or str(clone) != str(exc):
     return None
@@ -135,14 +135,14 @@ def envelope(key, fn, kwargs):
     value = call(fn, kwargs)
     check_result(value)
     return {"ok": True, "value": value}
-  except (Exception, SystemExit) as e:  # pylint: disable=broad-except
+  except (Exception, SystemExit) as e:
     return {
-        "ok": False,
-        "type": type(e).__name__,
-        "message": message(e),
-        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
-        "is_error": isinstance(e, errors.Error),
-        "pickled": _pickled_error(e),
+      "ok": False,
+      "type": type(e).__name__,
+      "message": message(e),
+      "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)),
+      "is_error": isinstance(e, errors.Error),
+      "pickled": _pickled_error(e),
     }
   finally:
     _note_running("")

@@ -26,6 +26,7 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import lineage
 from tf_forget.artifacts import names
@@ -80,11 +81,14 @@ def signature(data, path, output_index=None):
   io = flatbuffer_graph.io_details(data)
   outputs = len(io["outputs"])
   if len(io["inputs"]) != 1:
-    raise CandidateError(f"{path} has {len(io['inputs'])} inputs; a .tflite file is audited "
-                         "with one image input")
+    raise CandidateError(
+      f"{path} has {len(io['inputs'])} inputs; a .tflite file is audited with one image input"
+    )
   if output_index is None and outputs != 1:
-    raise CandidateError(f"{path} has {outputs} outputs: choose the class scores with "
-                         "--output_index (in the file's output order)")
+    raise CandidateError(
+      f"{path} has {outputs} outputs: choose the class scores with "
+      "--output_index (in the file's output order)"
+    )
   index = output_index or 0
   if not 0 <= index < outputs:
     raise CandidateError(f"{path}: --output_index={index} but it has {outputs} outputs")
@@ -146,15 +150,16 @@ def check_float_reference(data, path):
   """
   kind = reference_kind(data)
   if kind is not None:
-    raise CandidateError(f"--reference must be the float model; {path} is a {kind} file: give "
-                         f"it as --candidate=NAME={path}")
+    raise CandidateError(
+      f"--reference must be the float model; {path} is a {kind} file: give "
+      f"it as --candidate=NAME={path}"
+    )
 
 
 def check_signature(path, got, want, what="the reference"):
   """Raises `CandidateError` unless `got` == `want` (((H, W, C), classes) pairs)."""
   if tuple(got[0]) != tuple(want[0]):
-    raise CandidateError(f"{path} takes {tuple(got[0])} images but {what} takes "
-                         f"{tuple(want[0])}")
+    raise CandidateError(f"{path} takes {tuple(got[0])} images but {what} takes {tuple(want[0])}")
   if got[1] != want[1]:
     raise CandidateError(f"{path} outputs {got[1]} classes but {what} outputs {want[1]}")
 
@@ -163,12 +168,14 @@ def status(run_dir, variant, k, path):
   """`lineage.Status` of a stored user file: its JSON records the current sha256 of `path` and
   the stored copy is intact."""
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
   return lineage.status(
-      lambda: tflite_json.read(meta_path), {"file": hashing.file_sha256(path)},
-      "stored", extra=lambda meta: lineage.file_reason(stored, meta.get("sha256"), ".tflite",
-                                                       "stored"))
+    lambda: tflite_json.read(meta_path),
+    {"file": hashing.file_sha256(path)},
+    "stored",
+    extra=lambda meta: lineage.file_reason(stored, meta.get("sha256"), ".tflite", "stored"),
+  )
 
 
 def store(run_dir, variant, k, path, dataset, reference=None, output_index=None):
@@ -195,18 +202,32 @@ def store(run_dir, variant, k, path, dataset, reference=None, output_index=None)
   check_signature(path, got, want, "the reference" if reference else "the data set")
   sha = hashing.sha256_bytes(data)
   meta = {
-      "schema": tflite_json.SCHEMA, "variant": variant.name,
-      "member_variant": variant.member_variant, "k": int(k), "format": variant.format,
-      "encoding": variant.encoding,
-      "source": {"file": fileio.abspath(path), "sha256": sha, "kind": "user .tflite",
-                 "dataset": dataset.spec.name, "dataset_options": dict(dataset.spec.options)},
-      "converter": None, "representative": None, "inputs": {"file": sha},
-      "versions": converter.versions(), "sha256": sha, "size_bytes": flatbuffer.sizes(data),
-      "sparsity": flatbuffer.weight_stats(data),
-      "sparse_tensors": flatbuffer.sparse_tensors(data), "io": flatbuffer_graph.io_details(data),
-      "output_index": output_index}
+    "schema": tflite_json.SCHEMA,
+    "variant": variant.name,
+    "member_variant": variant.member_variant,
+    "k": int(k),
+    "format": variant.format,
+    "encoding": variant.encoding,
+    "source": {
+      "file": filesystem.abspath(path),
+      "sha256": sha,
+      "kind": "user .tflite",
+      "dataset": dataset.spec.name,
+      "dataset_options": dict(dataset.spec.options),
+    },
+    "converter": None,
+    "representative": None,
+    "inputs": {"file": sha},
+    "versions": converter.versions(),
+    "sha256": sha,
+    "size_bytes": flatbuffer.sizes(data),
+    "sparsity": flatbuffer.weight_stats(data),
+    "sparse_tensors": flatbuffer.sparse_tensors(data),
+    "io": flatbuffer_graph.io_details(data),
+    "output_index": output_index,
+  }
   stored, meta_path = export_state.export_paths(run_dir, variant, k)
-  fileio.makedirs(os.path.dirname(stored))
+  filesystem.makedirs(os.path.dirname(stored))
   export.write_export(stored, meta_path, data, meta)
   return meta
 

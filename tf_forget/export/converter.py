@@ -100,7 +100,7 @@ def representative_dataset(images):
 
   def generator():
     for i in range(images.shape[0]):
-      yield [images[i:i + 1].astype(np.float32)]
+      yield [images[i : i + 1].astype(np.float32)]
 
   return generator
 
@@ -141,13 +141,13 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
   if optimizations:
     converter.optimizations = optimizations
   if options["supported_types"]:
-    converter.target_spec.supported_types = [
-        tf.as_dtype(t) for t in options["supported_types"]]
+    converter.target_spec.supported_types = [tf.as_dtype(t) for t in options["supported_types"]]
   if options["int8_only"]:
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
   if options["int16x8"]:
     converter.target_spec.supported_ops = [
-        tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+      tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+    ]
   if options["io_type"]:
     converter.inference_input_type = tf.as_dtype(options["io_type"])
     converter.inference_output_type = tf.as_dtype(options["io_type"])
@@ -157,13 +157,15 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
     expected = tuple(spec.shape[1:])
     representative_images = model_inputs(model, representative_images)
     if tuple(np.shape(representative_images)[1:]) != expected:
-      raise ConversionError(f"representative images have shape "
-                            f"{tuple(np.shape(representative_images)[1:])}, model input "
-                            f"{expected}")
+      raise ConversionError(
+        f"representative images have shape "
+        f"{tuple(np.shape(representative_images)[1:])}, model input "
+        f"{expected}"
+      )
     converter.representative_dataset = representative_dataset(representative_images)
   try:
     return converter.convert()
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     what = fmt if encoding == names.DEFAULT_ENCODING else f"{fmt} ({encoding} encoding)"
     raise ConversionError(f"TFLite conversion to {what} failed: {_one_line(e)}") from e
 
@@ -171,9 +173,14 @@ def convert(model, fmt, representative_images=None, encoding=names.DEFAULT_ENCOD
 def versions():
   """Versions recorded with every export."""
   try:
-    from importlib import metadata  # pylint: disable=g-import-not-at-top
+    from importlib import metadata
+
     litert = metadata.version("ai-edge-litert")
-  except Exception:  # pylint: disable=broad-except
+  except Exception:
     litert = None
-  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
-          "ai_edge_litert": litert, "numpy": np.__version__}
+  return {
+    "tensorflow": tf.__version__,
+    "tf_keras": keras2.keras().__version__,
+    "ai_edge_litert": litert,
+    "numpy": np.__version__,
+  }

@@ -11,6 +11,7 @@ import os
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.data.protocols import protocol_registry as protocols
 
@@ -23,13 +24,13 @@ def members_dataset(run_dir):
       sets.
   """
   path = layout.run_file(run_dir)
-  if fileio.exists(path):
+  if filesystem.exists(path):
     run = fileio.read_json(path, "run config")
     return run.get("dataset") if isinstance(run, dict) else None
   found = set()
   for _, _, kdir in layout.walk(layout.members_root(run_dir)):
     meta_path = os.path.join(kdir, layout.METADATA_FILE)
-    if fileio.exists(meta_path):
+    if filesystem.exists(meta_path):
       meta = fileio.read_json(meta_path, "member metadata")
       found.add(meta.get("dataset") if isinstance(meta, dict) else None)
   if len(found) != 1:
@@ -45,5 +46,7 @@ def protocol_formats(run_dir):
     errors.ReadError: see `members_dataset`; protocols.ProtocolError: no protocol.
   """
   protocol = protocols.get(members_dataset(run_dir))
-  return (",".join(("float32",) + protocol.quantizations),
-          ",".join(("float32",) + protocol.pruned_quantizations))
+  return (
+    ",".join(("float32",) + protocol.quantizations),
+    ",".join(("float32",) + protocol.pruned_quantizations),
+  )

@@ -30,8 +30,15 @@ from typing import List, Tuple
 import numpy as np
 
 # Layers between a pair's two layers that commute with a positive per-channel scale.
-_PASS_THROUGH = ("MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
-                 "GlobalMaxPooling2D", "Dropout", "ZeroPadding2D", "Flatten")
+_PASS_THROUGH = (
+  "MaxPooling2D",
+  "AveragePooling2D",
+  "GlobalAveragePooling2D",
+  "GlobalMaxPooling2D",
+  "Dropout",
+  "ZeroPadding2D",
+  "Flatten",
+)
 _WEIGHTED = ("Conv2D", "DepthwiseConv2D", "SeparableConv2D", "Dense")
 
 
@@ -48,6 +55,7 @@ class Pair:
     inner: the pair inside one SeparableConv2D (depthwise -> pointwise).
     repeat: positions per channel between them (a Flatten: H * W; else 1).
   """
+
   first: str
   second: str
   inner: bool = False
@@ -69,8 +77,9 @@ def _passes(layer):
     return True
   if kind == "ReLU":
     cfg = layer.get_config()
-    return (cfg.get("max_value") is None and not cfg.get("negative_slope")
-            and not cfg.get("threshold"))
+    return (
+      cfg.get("max_value") is None and not cfg.get("negative_slope") and not cfg.get("threshold")
+    )
   if kind == "Activation":
     return _homogeneous_activation(layer)
   return False
@@ -153,8 +162,9 @@ def _step(pair, weights, kinds):
   r1 = np.abs(out).reshape(-1, channels).max(axis=0)
   r2 = _ranges_in(inp, axis, channels, pair.repeat)
   if r2.shape != r1.shape:
-    raise EqualizationError(f"{pair.first} has {channels} output channels but {pair.second} "
-                            f"takes {r2.shape[0]}")
+    raise EqualizationError(
+      f"{pair.first} has {channels} output channels but {pair.second} takes {r2.shape[0]}"
+    )
   ok = (r1 > 0) & (r2 > 0)
   scale = np.where(ok, np.sqrt(np.where(ok, r1, 1.0) / np.where(ok, r2, 1.0)), 1.0)
   out /= scale
@@ -180,16 +190,19 @@ def equalize(model, iterations=50, tolerance=1e-4) -> Tuple[object, dict]:
     untouched); record {"pairs": [{"first", "second", "inner", "channels", "max_scale",
     "min_scale"}] with the product of each pair's scales over the sweeps, "sweeps"}.
   """
-  import tf_keras as keras  # pylint: disable=g-import-not-at-top
+  import tf_keras as keras
+
   if not isinstance(model, keras.Model):  # Keras 3 layers have no `outbound_nodes`
     raise EqualizationError(
-        f"cross-layer equalization needs a tf_keras model, not a {type(model).__module__}."
-        f"{type(model).__name__} (a Keras 3 or SavedModel reference): repair it with int16x8 "
-        "or float<N>")
+      f"cross-layer equalization needs a tf_keras model, not a {type(model).__module__}."
+      f"{type(model).__name__} (a Keras 3 or SavedModel reference): repair it with int16x8 "
+      "or float<N>"
+    )
   found = pairs(model)
   kinds = {layer.name: _kind(layer) for layer in model.layers}
-  weights = {layer.name: [np.array(w, np.float64) for w in layer.get_weights()]
-             for layer in model.layers}
+  weights = {
+    layer.name: [np.array(w, np.float64) for w in layer.get_weights()] for layer in model.layers
+  }
   total = {p: None for p in found}
   sweeps = 0
   for sweeps in range(1, iterations + 1):
@@ -202,10 +215,22 @@ def equalize(model, iterations=50, tolerance=1e-4) -> Tuple[object, dict]:
       break
   clone = keras.models.clone_model(model)
   for layer, original in zip(clone.layers, model.layers):
-    layer.set_weights([w.astype(v.dtype) for w, v in
-                       zip(weights[original.name], original.get_weights())])
-  record = {"sweeps": sweeps if found else 0, "pairs": [
-      {"first": p.first, "second": p.second, "inner": p.inner, "channels": int(s.size),
-       "max_scale": float(s.max()), "min_scale": float(s.min())}
-      for p, s in total.items() if s is not None]}
+    layer.set_weights(
+      [w.astype(v.dtype) for w, v in zip(weights[original.name], original.get_weights())]
+    )
+  record = {
+    "sweeps": sweeps if found else 0,
+    "pairs": [
+      {
+        "first": p.first,
+        "second": p.second,
+        "inner": p.inner,
+        "channels": int(s.size),
+        "max_scale": float(s.max()),
+        "min_scale": float(s.min()),
+      }
+      for p, s in total.items()
+      if s is not None
+    ],
+  }
   return clone, record

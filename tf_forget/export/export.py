@@ -23,6 +23,7 @@ import time
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -42,9 +43,16 @@ def file_stem(variant):
   return variant.file_stem
 
 
-def export_member(run_dir, variant, k, dataset=None,
-                  representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE, model=None,
-                  metadata=None, overwrite=False):
+def export_member(
+  run_dir,
+  variant,
+  k,
+  dataset=None,
+  representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE,
+  model=None,
+  metadata=None,
+  overwrite=False,
+):
   """Exports member k of `variant.member_variant` in `variant.format`; skips a finished export.
 
   Args:
@@ -83,13 +91,14 @@ def export_member(run_dir, variant, k, dataset=None,
   seconds = time.time() - start
   stats = flatbuffer.weight_stats(data)
   if _source_sha256(run_dir, variant, k) != source_sha:
-    raise export_state.ExportError(f"member {variant.member_variant}/{k}: model.keras changed "
-                                   "while it was being exported")
+    raise export_state.ExportError(
+      f"member {variant.member_variant}/{k}: model.keras changed while it was being exported"
+    )
   meta = export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep)
   if variant.encoding != names.DEFAULT_ENCODING:
     meta["plain_twin"] = _twin_summary(run_dir, variant, k, len(data))
   write_export(path, meta_path, data, meta)
-  fileio.remove(tflite_failure.path(run_dir, variant, k))
+  filesystem.remove(tflite_failure.path(run_dir, variant, k))
   return dict(meta, skipped=False, redo=None if overwrite else state.reason)
 
 
@@ -105,8 +114,11 @@ def _representative(run_dir, variant, k, dataset, representative_size, metadata)
   if dataset is None:
     if metadata is None:
       metadata = fileio.read_json(
-          os.path.join(export_state.member_dir(run_dir, variant.member_variant, k),
-                       layout.METADATA_FILE), "member metadata")
+        os.path.join(
+          export_state.member_dir(run_dir, variant.member_variant, k), layout.METADATA_FILE
+        ),
+        "member metadata",
+      )
     dataset = data_registry.get(metadata["dataset"], **metadata.get("dataset_options", {}))
   return export_state.representative_images(dataset, representative_size), metadata
 
@@ -119,44 +131,50 @@ def _source_sha256(run_dir, variant, k):
 def export_json(variant, k, data, stats, metadata, source_sha, options, seconds, rep):
   """The export's JSON dict (docs/artifacts/tflite.md) of the converted bytes `data`."""
   return {
-      "schema": tflite_json.SCHEMA,
-      "variant": variant.name,
-      "member_variant": variant.member_variant,
-      "k": k,
-      "format": variant.format,
-      "encoding": variant.encoding,
-      "source": {
-          "model": layout.member_model_relpath(
-              variant.member_variant, k,
-              saved_model=model_files.member_kind(metadata) == "saved_model"),
-          "sha256": source_sha,
-          "seed": metadata.get("seed"),
-          "dataset": metadata.get("dataset"),
-          "dataset_options": metadata.get("dataset_options", {}),
-          "model_name": metadata.get("model"),
-      },
-      "converter": {
-          "api": "tf.lite.TFLiteConverter.from_concrete_functions",
-          "options": {key: (list(v) if isinstance(v, tuple) else v)
-                      for key, v in options.items()},
-          "seconds": seconds,
-      },
-      "representative": (dict({
+    "schema": tflite_json.SCHEMA,
+    "variant": variant.name,
+    "member_variant": variant.member_variant,
+    "k": k,
+    "format": variant.format,
+    "encoding": variant.encoding,
+    "source": {
+      "model": layout.member_model_relpath(
+        variant.member_variant, k, saved_model=model_files.member_kind(metadata) == "saved_model"
+      ),
+      "sha256": source_sha,
+      "seed": metadata.get("seed"),
+      "dataset": metadata.get("dataset"),
+      "dataset_options": metadata.get("dataset_options", {}),
+      "model_name": metadata.get("model"),
+    },
+    "converter": {
+      "api": "tf.lite.TFLiteConverter.from_concrete_functions",
+      "options": {key: (list(v) if isinstance(v, tuple) else v) for key, v in options.items()},
+      "seconds": seconds,
+    },
+    "representative": (
+      dict(
+        {
           "split": rep.split,
           "size": int(len(rep.ids)),
           "first_ids": [int(i) for i in rep.ids[:5]],
           "ids_sha256": export_state.representative_sha256(rep.ids),
-      }, **({"calibration": rep.calibration} if rep.calibration else {}))
-                         if rep is not None else None),
-      "inputs": dict({"model": source_sha,
-                      "converter": export_state.converter_key(options, variant.encoding)},
-                     **({"representative": rep.key} if rep is not None else {})),
-      "versions": converter.versions(),
-      "sha256": export_state.sha256(data),
-      "size_bytes": flatbuffer.sizes(data),
-      "sparsity": stats,
-      "sparse_tensors": flatbuffer.sparse_tensors(data),
-      "io": flatbuffer_graph.io_details(data),
+        },
+        **({"calibration": rep.calibration} if rep.calibration else {}),
+      )
+      if rep is not None
+      else None
+    ),
+    "inputs": dict(
+      {"model": source_sha, "converter": export_state.converter_key(options, variant.encoding)},
+      **({"representative": rep.key} if rep is not None else {}),
+    ),
+    "versions": converter.versions(),
+    "sha256": export_state.sha256(data),
+    "size_bytes": flatbuffer.sizes(data),
+    "sparsity": stats,
+    "sparse_tensors": flatbuffer.sparse_tensors(data),
+    "io": flatbuffer_graph.io_details(data),
   }
 
 
@@ -164,7 +182,7 @@ def write_variant(run_dir, variant, k, data, meta):
   """`write_export` of `variant` of member k at its place in the run (its folder made); returns
   `meta`."""
   path, meta_path = export_state.export_paths(run_dir, variant, k)
-  fileio.makedirs(os.path.dirname(path))
+  filesystem.makedirs(os.path.dirname(path))
   write_export(path, meta_path, data, meta)
   return meta
 
@@ -176,14 +194,14 @@ def write_export(path, meta_path, data, meta):
     export_state.ExportError: either file cannot be written (one line).
   """
   try:
-    fileio.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
+    filesystem.remove(meta_path)  # a stale JSON never describes the new file, even if killed here
     fileio.write_bytes(path, data)
     hashing.remember(path, meta["sha256"])
     tflite_json.write(meta_path, meta)  # Last: its presence marks a finished export.
   except errors.WriteError as e:
     for p in (meta_path, path):
       try:
-        fileio.remove(p)
+        filesystem.remove(p)
       except errors.WriteError:
         pass
     raise export_state.ExportError(str(e)) from e
@@ -198,20 +216,33 @@ def _twin_summary(run_dir, variant, k, size):
   except errors.ReadError:
     return None
   raw = twin_meta["size_bytes"]["raw"]
-  return {"file": file_stem(twin) + ".tflite", "sha256": twin_meta["sha256"],
-          "size_bytes": twin_meta["size_bytes"], "size_ratio": size / raw if raw else None}
+  return {
+    "file": file_stem(twin) + ".tflite",
+    "sha256": twin_meta["sha256"],
+    "size_bytes": twin_meta["size_bytes"],
+    "size_ratio": size / raw if raw else None,
+  }
 
 
 def record_failure(run_dir, variant, k, reason):
   """Writes `<stem>.failed.json` for a conversion that failed; returns the record."""
-  return tflite_failure.write(tflite_failure.path(run_dir, variant, k),
-                              tflite_failure.record(variant, k, reason))
+  return tflite_failure.write(
+    tflite_failure.path(run_dir, variant, k), tflite_failure.record(variant, k, reason)
+  )
 
 
-def export_population(run_dir, dense_formats=names.FORMAT_NAMES, pruned_formats=("float32",),
-                      representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE, dataset=None,
-                      overwrite=False, log=None, encodings=(names.DEFAULT_ENCODING,),
-                      dense_encodings=None, members=None):
+def export_population(
+  run_dir,
+  dense_formats=names.FORMAT_NAMES,
+  pruned_formats=("float32",),
+  representative_size=export_state.DEFAULT_REPRESENTATIVE_SIZE,
+  dataset=None,
+  overwrite=False,
+  log=None,
+  encodings=(names.DEFAULT_ENCODING,),
+  dense_encodings=None,
+  members=None,
+):
   """Exports every finished member of a run (see `export_state.plan`); returns the export dicts.
 
   Members are loaded once for all their formats; the data set (for representative data) is
@@ -235,24 +266,36 @@ def export_population(run_dir, dense_formats=names.FORMAT_NAMES, pruned_formats=
   results = []
   datasets, rep_keys = {}, {}
   for member_variant, k in _selected_members(run_dir, members):
-    jobs = [v for v, _ in export_state.plan([(member_variant, k)], dense_formats,
-                                            pruned_formats, encodings, dense_encodings)]
-    metadata = fileio.read_json(os.path.join(export_state.member_dir(run_dir, member_variant, k),
-                                             layout.METADATA_FILE), "member metadata")
+    jobs = [
+      v
+      for v, _ in export_state.plan(
+        [(member_variant, k)], dense_formats, pruned_formats, encodings, dense_encodings
+      )
+    ]
+    metadata = fileio.read_json(
+      os.path.join(export_state.member_dir(run_dir, member_variant, k), layout.METADATA_FILE),
+      "member metadata",
+    )
     data = None
     if any(tflite_formats.get(v.format).representative for v in jobs):
       data = _member_dataset(metadata, dataset, datasets)
       if id(data) not in rep_keys:
         rep_keys[id(data)] = export_state.representative_images(data, representative_size).key
-    todo = [v for v in jobs if overwrite or not export_state.is_complete(
-        run_dir, v, k, rep_keys[id(data)] if tflite_formats.get(v.format).representative
-        else None)]
+    todo = [
+      v
+      for v in jobs
+      if overwrite
+      or not export_state.is_complete(
+        run_dir, v, k, rep_keys[id(data)] if tflite_formats.get(v.format).representative else None
+      )
+    ]
     model = None
     if todo:  # the member is loaded once for all its formats
       export_state.check_member(run_dir, member_variant, k)
       model, metadata = export_state.load_member(run_dir, member_variant, k)
-    results.extend(_export_jobs(run_dir, jobs, k, data, representative_size, model, metadata,
-                                overwrite, log))
+    results.extend(
+      _export_jobs(run_dir, jobs, k, data, representative_size, model, metadata, overwrite, log)
+    )
   return results
 
 
@@ -268,7 +311,8 @@ def _selected_members(run_dir, members):
   missing = sorted(set(map(tuple, members)) - set(on_disk))
   if missing:
     raise export_state.ExportError(
-        f"member {missing[0][0]}/{missing[0][1]} is not finished in {run_dir}")
+      f"member {missing[0][0]}/{missing[0][1]} is not finished in {run_dir}"
+    )
   wanted = set(map(tuple, members))
   return [m for m in on_disk if m in wanted]
 
@@ -279,8 +323,7 @@ def _member_dataset(metadata, dataset, datasets):
     return dataset
   key = (metadata["dataset"], repr(sorted(metadata.get("dataset_options", {}).items())))
   if key not in datasets:
-    datasets[key] = data_registry.get(metadata["dataset"],
-                                      **metadata.get("dataset_options", {}))
+    datasets[key] = data_registry.get(metadata["dataset"], **metadata.get("dataset_options", {}))
   return datasets[key]
 
 
@@ -293,8 +336,9 @@ def _export_jobs(run_dir, jobs, k, data, representative_size, model, metadata, o
   results = []
   for variant in jobs:
     try:
-      result = export_member(run_dir, variant, k, data, representative_size, model,
-                             metadata, overwrite)
+      result = export_member(
+        run_dir, variant, k, data, representative_size, model, metadata, overwrite
+      )
     except converter.ConversionError as e:
       if variant.encoding == names.DEFAULT_ENCODING:
         raise
@@ -306,8 +350,10 @@ def _export_jobs(run_dir, jobs, k, data, representative_size, model, metadata, o
     if log and result.get("redo") not in (None, "missing"):
       log(f"redo {variant.name}/{k} export: {result['redo']}")
     if log:
-      log(f"{'skip' if result['skipped'] else 'wrote'} {variant.name}/{k}: "
-          f"{result['size_bytes']['raw']} B (gzip {result['size_bytes']['gzip']} B), "
-          f"kernel sparsity {result['sparsity']['kernels']['fraction']:.4f}")
+      log(
+        f"{'skip' if result['skipped'] else 'wrote'} {variant.name}/{k}: "
+        f"{result['size_bytes']['raw']} B (gzip {result['size_bytes']['gzip']} B), "
+        f"kernel sparsity {result['sparsity']['kernels']['fraction']:.4f}"
+      )
     results.append(result)
   return results

@@ -20,6 +20,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -48,17 +49,25 @@ def list_members(run_dir):
     ExportError: no `members/` directory or no finished member.
   """
   root = layout.members_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise ExportError(f"{run_dir} has no members/ directory (not a population run)")
-  found = [(variant, k) for variant, k, kdir in layout.walk(root)
-           if fileio.exists(os.path.join(kdir, layout.METADATA_FILE))]
+  found = [
+    (variant, k)
+    for variant, k, kdir in layout.walk(root)
+    if filesystem.exists(os.path.join(kdir, layout.METADATA_FILE))
+  ]
   if not found:
     raise ExportError(f"{run_dir} has no finished member (members/<variant>/<k>/metadata.json)")
   return sorted(found, key=lambda vk: (vk[0] != names.DENSE, vk[0], vk[1]))
 
 
-def plan(members, dense_formats, pruned_formats=("float32",),
-         encodings=(names.DEFAULT_ENCODING,), dense_encodings=None):
+def plan(
+  members,
+  dense_formats,
+  pruned_formats=("float32",),
+  encodings=(names.DEFAULT_ENCODING,),
+  dense_encodings=None,
+):
   """The exports to make: [(Variant, k)] for the given members (docs/spec.md §1.1).
 
   Args:
@@ -74,6 +83,7 @@ def plan(members, dense_formats, pruned_formats=("float32",),
   Returns:
     A list of (`names.Variant`, k).
   """
+
   def ordered(encs):
     return sorted(dict.fromkeys(encs), key=lambda e: e != names.DEFAULT_ENCODING)
 
@@ -84,7 +94,7 @@ def plan(members, dense_formats, pruned_formats=("float32",),
     dense = member_variant == names.DENSE
     fmts = dense_formats if dense else pruned_formats
     for fmt in fmts:
-      for encoding in (dense_order if dense else order):
+      for encoding in dense_order if dense else order:
         jobs.append((names.Variant(member_variant, fmt, encoding), k))
   return jobs
 
@@ -120,9 +130,10 @@ def expected_inputs(run_dir, variant, k, representative=None):
     {"model": sha256 of the member's current model.keras (None if unreadable), "converter":
     `converter_inputs`, and "representative" when `representative` is given}.
   """
-  out = {"model": hashing.path_sha256_or_none(layout.member_model(run_dir,
-                                                                  variant.member_variant, k)),
-         "converter": converter_inputs(variant)}
+  out = {
+    "model": hashing.path_sha256_or_none(layout.member_model(run_dir, variant.member_variant, k)),
+    "converter": converter_inputs(variant),
+  }
   if representative is not None:
     out["representative"] = representative
   return out
@@ -136,7 +147,7 @@ def status(run_dir, variant, k, representative=None):
   converter options and, if given, representative data: a `Representative.key`).
   """
   path, meta_path = export_paths(run_dir, variant, k)
-  if not fileio.exists(meta_path):
+  if not filesystem.exists(meta_path):
     return lineage.MISSING
 
   def intact(meta):
@@ -144,9 +155,12 @@ def status(run_dir, variant, k, representative=None):
       return "its JSON describes another format or encoding"
     return lineage.file_reason(path, meta.get("sha256"), ".tflite", "exported")
 
-  return lineage.status(lambda: tflite_json.read(meta_path),
-                        expected_inputs(run_dir, variant, k, representative), "exported",
-                        extra=intact)
+  return lineage.status(
+    lambda: tflite_json.read(meta_path),
+    expected_inputs(run_dir, variant, k, representative),
+    "exported",
+    extra=intact,
+  )
 
 
 def is_complete(run_dir, variant, k, representative=None):
@@ -166,18 +180,24 @@ def load_member(run_dir, member_variant, k):
     metadata = fileio.read_json(os.path.join(mdir, layout.METADATA_FILE), "member metadata")
     # Keras' safe mode off only for the members of a reference the user trusted
     # (`--trust_model_code`: `tf_forget.train.member_files.trusts_model_code`).
-    trusted = any(isinstance(ref, dict) and ref.get("trust_model_code") is True
-                  for ref in (metadata.get("reference"),
-                              (metadata.get("parent") or {}).get("reference")))
+    trusted = any(
+      isinstance(ref, dict) and ref.get("trust_model_code") is True
+      for ref in (metadata.get("reference"), (metadata.get("parent") or {}).get("reference"))
+    )
     kind = model_files.member_kind(metadata)
     # A stored SavedModel is the user's directory as it is: its audited output is chosen here.
     reference = metadata.get("reference") or {}
     output = reference.get("output_index") if kind == "saved_model" else None
-    model = model_files.load(layout.member_model(run_dir, member_variant, k), kind,
-                             safe_mode=not trusted, output_index=output)
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
-    raise ExportError(f"cannot load member {member_variant}/{k} from {mdir}: "
-                      f"{errors.one_line(e)}") from e
+    model = model_files.load(
+      layout.member_model(run_dir, member_variant, k),
+      kind,
+      safe_mode=not trusted,
+      output_index=output,
+    )
+  except Exception as e:  # Keras raises anything on bad files
+    raise ExportError(
+      f"cannot load member {member_variant}/{k} from {mdir}: {errors.one_line(e)}"
+    ) from e
   return model, metadata
 
 
@@ -193,9 +213,12 @@ def check_member(run_dir, member_variant, k):
     raise ExportError(f"member {member_variant}/{k}: {e}") from e
   recorded = metadata.get("model_sha256")
   if recorded is not None and recorded != hashing.path_sha256_or_none(
-      layout.member_model(run_dir, member_variant, k)):
-    raise ExportError(f"member {member_variant}/{k} is not finished: its model.keras changed "
-                      "since it was trained; re-run train_population")
+    layout.member_model(run_dir, member_variant, k)
+  ):
+    raise ExportError(
+      f"member {member_variant}/{k} is not finished: its model.keras changed "
+      "since it was trained; re-run train_population"
+    )
 
 
 Representative = collections.namedtuple("Representative", "images ids split calibration key")
@@ -248,7 +271,12 @@ def representative_images(dataset, size=DEFAULT_REPRESENTATIVE_SIZE):
   calibration = dataset.spec.options.get("calibration") or None
   key = representative_sha256(examples.ids)
   if calibration:  # the user's files may change in place: their pixels are part of the key
-    key = hashing.sha256_json({"ids": key, "calibration": calibration, "split": split,
-                               "images": sha256(np.ascontiguousarray(examples.images).tobytes())})
+    key = hashing.sha256_json(
+      {
+        "ids": key,
+        "calibration": calibration,
+        "split": split,
+        "images": sha256(np.ascontiguousarray(examples.images).tobytes()),
+      }
+    )
   return Representative(examples.images, examples.ids, split, calibration, key)
-

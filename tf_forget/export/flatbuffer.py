@@ -36,11 +36,11 @@ TFLITE_IDENTIFIER = b"TFL3"
 _OP = schema.BuiltinOperator
 # op code -> index of its weight (kernel) input.
 _KERNEL_INPUT = {
-    _OP.CONV_2D: 1,
-    _OP.DEPTHWISE_CONV_2D: 1,
-    _OP.CONV_3D: 1,
-    _OP.FULLY_CONNECTED: 1,
-    _OP.TRANSPOSE_CONV: 1,
+  _OP.CONV_2D: 1,
+  _OP.DEPTHWISE_CONV_2D: 1,
+  _OP.CONV_3D: 1,
+  _OP.FULLY_CONNECTED: 1,
+  _OP.TRANSPOSE_CONV: 1,
 }
 # Ops that only re-represent a constant (followed back to the stored tensor).
 _PASS_THROUGH = (_OP.DEQUANTIZE, _OP.DENSIFY)
@@ -48,18 +48,18 @@ _PASS_THROUGH = (_OP.DEQUANTIZE, _OP.DENSIFY)
 _T = schema.TensorType
 # TFLite tensor type -> numpy dtype of its stored values (other types are not decoded).
 DTYPES = {
-    _T.FLOAT32: np.float32,
-    _T.FLOAT16: np.float16,
-    _T.FLOAT64: np.float64,
-    _T.INT8: np.int8,
-    _T.UINT8: np.uint8,
-    _T.INT16: np.int16,
-    _T.UINT16: np.uint16,
-    _T.INT32: np.int32,
-    _T.UINT32: np.uint32,
-    _T.INT64: np.int64,
-    _T.UINT64: np.uint64,
-    _T.BOOL: np.bool_,
+  _T.FLOAT32: np.float32,
+  _T.FLOAT16: np.float16,
+  _T.FLOAT64: np.float64,
+  _T.INT8: np.int8,
+  _T.UINT8: np.uint8,
+  _T.INT16: np.int16,
+  _T.UINT16: np.uint16,
+  _T.INT32: np.int32,
+  _T.UINT32: np.uint32,
+  _T.INT64: np.int64,
+  _T.UINT64: np.uint64,
+  _T.BOOL: np.bool_,
 }
 
 
@@ -89,13 +89,16 @@ def verify(data, what="file"):
     what: the file's name, for the message.
   """
   if len(data) < 8:
-    raise TfliteFileError(f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: "
-                          f"{len(data)} bytes, shorter than the 8-byte header)")
+    raise TfliteFileError(
+      f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: "
+      f"{len(data)} bytes, shorter than the 8-byte header)"
+    )
   check_identifier(data, what)
   reason = flatbuffer_verify.problem(data)
   if reason is not None:
-    raise TfliteFileError(f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: "
-                          f"{reason})")
+    raise TfliteFileError(
+      f"{what} is not a complete TFLite flatbuffer (truncated or corrupt: {reason})"
+    )
 
 
 def sizes(data):
@@ -116,7 +119,7 @@ def buffer_bytes(model, data, tensor):
     return None
   buf = model.Buffers(index)
   if buf.Offset() > 1:  # Large models (> 2 GB) keep buffers after the flatbuffer.
-    return bytes(data[buf.Offset():buf.Offset() + buf.Size()])
+    return bytes(data[buf.Offset() : buf.Offset() + buf.Size()])
   if buf.DataLength() == 0:
     return None
   return buf.DataAsNumpy().tobytes()
@@ -125,8 +128,7 @@ def buffer_bytes(model, data, tensor):
 def _is_zero(tensor, values):
   """Boolean mask of the stored values that represent the real number 0."""
   quant = tensor.Quantization()
-  if quant is not None and quant.ZeroPointLength() > 0 and np.issubdtype(values.dtype,
-                                                                       np.integer):
+  if quant is not None and quant.ZeroPointLength() > 0 and np.issubdtype(values.dtype, np.integer):
     zero_points = quant.ZeroPointAsNumpy().astype(np.int64)
     if zero_points.size == 1 or tensor.Sparsity() is not None:
       return values.astype(np.int64) == zero_points.reshape(-1)[0]
@@ -149,8 +151,9 @@ def _tensor_stats(model, data, tensor):
     return {"count": count, "zeros": None, "dtype": int(tensor.Type())}
   values = np.frombuffer(raw, dtype=dtype)
   if tensor.Sparsity() is None and values.size != count:
-    raise TfliteFileError(f"tensor {tensor.Name().decode()!r} stores {values.size} values for "
-                          f"shape {list(shape)}")
+    raise TfliteFileError(
+      f"tensor {tensor.Name().decode()!r} stores {values.size} values for shape {list(shape)}"
+    )
   nonzero = int(np.count_nonzero(~_is_zero(tensor, values)))
   return {"count": count, "zeros": count - nonzero, "dtype": np.dtype(dtype).name}
 
@@ -207,13 +210,11 @@ def zero_filters(data):
       tensor = model.Subgraphs(s).Tensors(t)
       raw = buffer_bytes(model, data, tensor)
       dtype = DTYPES.get(tensor.Type())
-      if raw is None or dtype is None or tensor.Sparsity() is not None or \
-          tensor.ShapeLength() < 2:
+      if raw is None or dtype is None or tensor.Sparsity() is not None or tensor.ShapeLength() < 2:
         continue
       shape = tensor.ShapeAsNumpy()
       zero = _is_zero(tensor, np.frombuffer(raw, dtype=dtype)).reshape(shape[0], -1)
-      out[tensor.Name().decode("utf-8", "replace")] = [int(zero.all(axis=1).sum()),
-                                                       int(shape[0])]
+      out[tensor.Name().decode("utf-8", "replace")] = [int(zero.all(axis=1).sum()), int(shape[0])]
   except (IndexError, TypeError, ValueError, struct.error) as e:
     raise TfliteFileError(f"cannot parse the TFLite flatbuffer: {e}") from e
   return out
@@ -266,9 +267,9 @@ def weight_stats(data):
       name = model.Subgraphs(key[0]).Tensors(key[1]).Name().decode("utf-8", "replace")
       per_kernel[name] = dict(st, fraction=_fraction(st["zeros"] or 0, st["count"]))
   return {
-      "kernels": total([k for k in kernel_tensors if k in stats]),
-      "constants": total(stats),
-      "per_kernel": per_kernel,
+    "kernels": total([k for k in kernel_tensors if k in stats]),
+    "constants": total(stats),
+    "per_kernel": per_kernel,
   }
 
 
@@ -288,6 +289,7 @@ def sparse_tensors(data):
   Raises:
     TfliteFileError: not a complete TFLite flatbuffer (`verify`).
   """
+
   def read(model):
     names = []
     for s in range(model.SubgraphsLength()):
@@ -297,4 +299,5 @@ def sparse_tensors(data):
         if tensor.Sparsity() is not None:
           names.append(tensor.Name().decode("utf-8", "replace"))
     return names
+
   return parse(data, read)

@@ -24,17 +24,19 @@ def _io_tensor(graph, index):
   tensor = graph.Tensors(index)
   quant = tensor.Quantization()
   scale = quant.ScaleAsNumpy().tolist() if quant is not None and quant.ScaleLength() else []
-  zero = (quant.ZeroPointAsNumpy().tolist()
-          if quant is not None and quant.ZeroPointLength() else [])
-  signature = (tensor.ShapeSignatureAsNumpy().tolist() if tensor.ShapeSignatureLength()
-               else tensor.ShapeAsNumpy().tolist())
+  zero = quant.ZeroPointAsNumpy().tolist() if quant is not None and quant.ZeroPointLength() else []
+  signature = (
+    tensor.ShapeSignatureAsNumpy().tolist()
+    if tensor.ShapeSignatureLength()
+    else tensor.ShapeAsNumpy().tolist()
+  )
   dtype = flatbuffer.DTYPES.get(tensor.Type())
   return {
-      "name": tensor.Name().decode("utf-8", "replace"),
-      "shape": signature,  # -1: dynamic (the batch dimension of our exports)
-      "dtype": np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
-      "scale": scale,
-      "zero_point": zero,
+    "name": tensor.Name().decode("utf-8", "replace"),
+    "shape": signature,  # -1: dynamic (the batch dimension of our exports)
+    "dtype": np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
+    "scale": scale,
+    "zero_point": zero,
   }
 
 
@@ -48,12 +50,14 @@ def io_details(data):
   Raises:
     flatbuffer.TfliteFileError: not a complete TFLite flatbuffer (`flatbuffer.verify`).
   """
+
   def read(model):
     graph = model.Subgraphs(0)
     return {
-        "inputs": [_io_tensor(graph, graph.Inputs(i)) for i in range(graph.InputsLength())],
-        "outputs": [_io_tensor(graph, graph.Outputs(i)) for i in range(graph.OutputsLength())],
+      "inputs": [_io_tensor(graph, graph.Inputs(i)) for i in range(graph.InputsLength())],
+      "outputs": [_io_tensor(graph, graph.Outputs(i)) for i in range(graph.OutputsLength())],
     }
+
   return flatbuffer.parse(data, read)
 
 
@@ -62,6 +66,7 @@ class Tensor:
   """A tensor of the main subgraph: its shape (the stored one; batch 1 in our exports), dtype
   name, per-tensor quantization (None for float tensors and per-channel weights) and whether
   the file stores its values (a constant)."""
+
   name: str
   shape: Tuple[int, ...]
   dtype: str
@@ -74,6 +79,7 @@ class Tensor:
 class Op:
   """An op of the main subgraph: builtin name ("CONV_2D") or custom code ("NumericVerify"),
   input and output tensor indices (-1: an omitted optional input)."""
+
   name: str
   inputs: Tuple[int, ...]
   outputs: Tuple[int, ...]
@@ -82,6 +88,7 @@ class Op:
 @dataclasses.dataclass(frozen=True)
 class Graph:
   """The main subgraph of a `.tflite` file: ops in execution order, tensors, inputs, outputs."""
+
   ops: Tuple[Op, ...]
   tensors: Tuple[Tensor, ...]
   inputs: Tuple[int, ...]
@@ -92,13 +99,14 @@ def _tensor(model, data, tensor):
   quant = tensor.Quantization()
   per_tensor = quant is not None and quant.ScaleLength() == 1 and quant.ZeroPointLength() == 1
   dtype = flatbuffer.DTYPES.get(tensor.Type())
-  return Tensor(name=tensor.Name().decode("utf-8", "replace"),
-                shape=tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength()
-                else (),
-                dtype=np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
-                scale=float(quant.Scale(0)) if per_tensor else None,
-                zero_point=int(quant.ZeroPoint(0)) if per_tensor else None,
-                constant=flatbuffer.buffer_bytes(model, data, tensor) is not None)
+  return Tensor(
+    name=tensor.Name().decode("utf-8", "replace"),
+    shape=tuple(int(d) for d in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else (),
+    dtype=np.dtype(dtype).name if dtype is not None else str(tensor.Type()),
+    scale=float(quant.Scale(0)) if per_tensor else None,
+    zero_point=int(quant.ZeroPoint(0)) if per_tensor else None,
+    constant=flatbuffer.buffer_bytes(model, data, tensor) is not None,
+  )
 
 
 def graph(data):
@@ -107,19 +115,29 @@ def graph(data):
   Raises:
     flatbuffer.TfliteFileError: not a complete TFLite flatbuffer (`flatbuffer.verify`).
   """
+
   def read(model):
     sub = model.Subgraphs(0)
     ops = []
     for op in map(sub.Operators, range(sub.OperatorsLength())):
       code = flatbuffer.opcode(model, op)
-      name = (model.OperatorCodes(op.OpcodeIndex()).CustomCode().decode("utf-8", "replace")
-              if code == schema.BuiltinOperator.CUSTOM else _OP_NAMES.get(code, str(code)))
-      ops.append(Op(name, tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength()
-                    else (), tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength()
-                    else ()))
-    return Graph(ops=tuple(ops),
-                 tensors=tuple(_tensor(model, data, sub.Tensors(i))
-                               for i in range(sub.TensorsLength())),
-                 inputs=tuple(sub.Inputs(i) for i in range(sub.InputsLength())),
-                 outputs=tuple(sub.Outputs(i) for i in range(sub.OutputsLength())))
+      name = (
+        model.OperatorCodes(op.OpcodeIndex()).CustomCode().decode("utf-8", "replace")
+        if code == schema.BuiltinOperator.CUSTOM
+        else _OP_NAMES.get(code, str(code))
+      )
+      ops.append(
+        Op(
+          name,
+          tuple(int(i) for i in op.InputsAsNumpy()) if op.InputsLength() else (),
+          tuple(int(i) for i in op.OutputsAsNumpy()) if op.OutputsLength() else (),
+        )
+      )
+    return Graph(
+      ops=tuple(ops),
+      tensors=tuple(_tensor(model, data, sub.Tensors(i)) for i in range(sub.TensorsLength())),
+      inputs=tuple(sub.Inputs(i) for i in range(sub.InputsLength())),
+      outputs=tuple(sub.Outputs(i) for i in range(sub.OutputsLength())),
+    )
+
   return flatbuffer.parse(data, read)

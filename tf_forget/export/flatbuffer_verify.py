@@ -101,14 +101,17 @@ class _Table:
     """The tables of the vector of tables at `slot`, the i-th named f"{what} {i}"."""
     start, length = self.vector(slot, 4, f"{what}s")
     prefix = "" if self.what == "model" else f"{self.what}: "
-    return [_Table(self.data, _follow(self.data, start + 4 * i, f"{prefix}{what} {i}"),
-                   f"{prefix}{what} {i}") for i in range(length)]
+    return [
+      _Table(
+        self.data, _follow(self.data, start + 4 * i, f"{prefix}{what} {i}"), f"{prefix}{what} {i}"
+      )
+      for i in range(length)
+    ]
 
 
 def _span(data, pos, nbytes, what):
   if pos < 0 or pos + nbytes > len(data):
-    raise _Corrupt(f"{what}: bytes {pos}-{pos + nbytes} past the end of the {len(data)}-byte "
-                   "file")
+    raise _Corrupt(f"{what}: bytes {pos}-{pos + nbytes} past the end of the {len(data)}-byte file")
 
 
 def _scalar(data, fmt, pos, what):
@@ -139,8 +142,12 @@ def _tensor(tensor, buffers):
   tensor.string(_TENSOR_NAME, "name")
   quant = tensor.table(_TENSOR_QUANT, "quantization")
   if quant is not None:
-    for slot, elem, what in ((_QUANT_MIN, 4, "min"), (_QUANT_MAX, 4, "max"),
-                             (_QUANT_SCALE, 4, "scale"), (_QUANT_ZERO, 8, "zero point")):
+    for slot, elem, what in (
+      (_QUANT_MIN, 4, "min"),
+      (_QUANT_MAX, 4, "max"),
+      (_QUANT_SCALE, 4, "scale"),
+      (_QUANT_ZERO, 8, "zero point"),
+    ):
       quant.vector(slot, elem, what)
     quant.scalar(_QUANT_DIM, "<i")
   tensor.table(_TENSOR_SPARSITY, "sparsity")

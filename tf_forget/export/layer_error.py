@@ -75,8 +75,11 @@ class LayerErrorError(errors.Error):
 def _quiet():
   """Silences the notices the debugger's own `tf.lite.Interpreter` emits each time."""
   with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", message=r"\s*Warning: (tf.lite.Interpreter is deprecated|"
-                            r"Enabling `experimental_preserve_all_tensors)")
+    warnings.filterwarnings(
+      "ignore",
+      message=r"\s*Warning: (tf.lite.Interpreter is deprecated|"
+      r"Enabling `experimental_preserve_all_tensors)",
+    )
     yield
 
 
@@ -86,12 +89,14 @@ def _full_int8_converter(model, representative_images):
   spec = converter.input_signature(model)
   if representative_images is None or len(representative_images) == 0:
     raise converter.ConversionError(
-        f"format {FORMAT!r} needs representative images (docs/spec.md §2.5)")
+      f"format {FORMAT!r} needs representative images (docs/spec.md §2.5)"
+    )
   representative_images = converter.model_inputs(model, representative_images)
   if tuple(np.shape(representative_images)[1:]) != tuple(spec.shape[1:]):
     raise converter.ConversionError(
-        f"representative images have shape {tuple(np.shape(representative_images)[1:])}, "
-        f"model input {tuple(spec.shape[1:])}")
+      f"representative images have shape {tuple(np.shape(representative_images)[1:])}, "
+      f"model input {tuple(spec.shape[1:])}"
+    )
   concrete, trackable = model_files.trace(model, spec)  # tf_keras, Keras 3, SavedModel
   conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete], trackable)
   conv.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -105,28 +110,36 @@ def _full_int8_converter(model, representative_images):
 def _debugger(model, representative_images, float_nodes=None):
   """A QuantizationDebugger calibrated once; int8 in- and outputs (`fully_quantize=True`)."""
   options = tf.lite.experimental.QuantizationDebugOptions(
-      fully_quantize=True, denylisted_nodes=float_nodes or None)
+    fully_quantize=True, denylisted_nodes=float_nodes or None
+  )
   conv = _full_int8_converter(model, representative_images)
   try:
     with _quiet():
       return tf.lite.experimental.QuantizationDebugger(converter=conv, debug_options=options)
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     raise converter.ConversionError(
-        f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e
+      f"quantization debugger failed: {' '.join(str(e).split())[:300]}"
+    ) from e
 
 
 def _graph(data):
   """Ops [(op name, [input tensor], [output tensor])], tensors [(name, scale, zero point)] and
   the input tensor of a model's first subgraph (`flatbuffer_graph.graph`)."""
   g = flatbuffer_graph.graph(data)
-  return ([(op.name, list(op.inputs), list(op.outputs)) for op in g.ops],
-          [(t.name, t.scale, t.zero_point) for t in g.tensors], g.inputs[0])
+  return (
+    [(op.name, list(op.inputs), list(op.outputs)) for op in g.ops],
+    [(t.name, t.scale, t.zero_point) for t in g.tensors],
+    g.inputs[0],
+  )
 
 
 def _base(names, candidates):
   """The longest candidate c such that every name is c followed by digits only, or None."""
-  fits = [c for c in candidates
-          if all(n.startswith(c) and (n[len(c):] == "" or n[len(c):].isdigit()) for n in names)]
+  fits = [
+    c
+    for c in candidates
+    if all(n.startswith(c) and (n[len(c) :] == "" or n[len(c) :].isdigit()) for n in names)
+  ]
   return max(fits, key=len) if fits else None
 
 
@@ -153,17 +166,23 @@ def _layers(debug_model, calibrated_model, plain_model):
     op_name = producer[q_index][1]
     q_name, scale, zero = tensors[q_index]
     base = _base([q_name, tensors[f_index][0]], [n for _, n in calibrated.get(op_name, [])])
-    in_plain = [(i, n) for i, n in plain.get(op_name, []) if base is not None and
-                (n == base or _base([n], [base]) == base)]
+    in_plain = [
+      (i, n)
+      for i, n in plain.get(op_name, [])
+      if base is not None and (n == base or _base([n], [base]) == base)
+    ]
     in_plain.sort(key=lambda x: (x[1] != base, x[0]))  # the exact name first
-    layers.append({
+    layers.append(
+      {
         "key": tensors[outs[0]][0],
         "tensor_name": base,
         "op_name": op_name,
         "op_index": in_plain[0][0] if in_plain else None,
         "file_tensor_name": in_plain[0][1] if in_plain else None,
-        "scale": scale, "zero_point": zero,
-    })
+        "scale": scale,
+        "zero_point": zero,
+      }
+    )
   return layers
 
 
@@ -188,18 +207,23 @@ def error_sums(reference, values):
   the values compared with them (summed over more batches by adding them key by key)."""
   f = np.asarray(reference, np.float64).reshape(len(reference), -1)
   q = np.asarray(values, np.float64).reshape(f.shape)
-  return {"sum_sq_error": _sum_sq_error(f, q), "sum_sq_float": float(np.sum(f ** 2)),
-          "sum_cosine": _sum_cosine(f, q), "examples": float(len(f)), "elements": float(f.size)}
+  return {
+    "sum_sq_error": _sum_sq_error(f, q),
+    "sum_sq_float": float(np.sum(f**2)),
+    "sum_cosine": _sum_cosine(f, q),
+    "examples": float(len(f)),
+    "elements": float(f.size),
+  }
 
 
 # layer_direct_compare_metrics: (float value, int8 value, scale, zero point) -> a sum over the
 # examples of one invoke (the keys of `error_sums`).
 _SUMS = {
-    "sum_sq_error": lambda *args: _sum_sq_error(*_pair(*args)),
-    "sum_sq_float": lambda f, *_: float(np.sum(np.asarray(f, np.float64) ** 2)),
-    "sum_cosine": lambda *args: _sum_cosine(*_pair(*args)),
-    "examples": lambda f, *_: float(len(f)),
-    "elements": lambda f, *_: float(np.size(f)),
+  "sum_sq_error": lambda *args: _sum_sq_error(*_pair(*args)),
+  "sum_sq_float": lambda f, *_: float(np.sum(np.asarray(f, np.float64) ** 2)),
+  "sum_cosine": lambda *args: _sum_cosine(*_pair(*args)),
+  "examples": lambda f, *_: float(len(f)),
+  "elements": lambda f, *_: float(np.size(f)),
 }
 
 
@@ -223,11 +247,12 @@ def _measure(debug_model, images, batch_size):
 
     def dataset(lo=lo, hi=hi, size=size):
       for start in range(lo, hi, size):
-        yield [_quantize_input(images[start:start + size], in_scale, in_zero)]
+        yield [_quantize_input(images[start : start + size], in_scale, in_zero)]
 
     with _quiet():
       debugger = tf.lite.experimental.QuantizationDebugger(
-          quant_debug_model_content=debug_model, debug_dataset=dataset, debug_options=options)
+        quant_debug_model_content=debug_model, debug_dataset=dataset, debug_options=options
+      )
       debugger.run()
     invokes = (hi - lo) // size
     for name, stats in debugger.layer_statistics.items():
@@ -245,13 +270,19 @@ def metrics(sums):
     return {"count": 0, **dict.fromkeys(METRICS)}
   err, power, elements = sums["sum_sq_error"], sums["sum_sq_float"], sums["elements"]
   snr = None if power == 0 or err == 0 else 10.0 * math.log10(power / err)  # +-inf: None
-  return {"count": count, "mse": err / elements, "float_power": power / elements,
-          "nmse": err / power if power > 0 else None, "snr_db": snr,
-          "cosine": sums["sum_cosine"] / count}
+  return {
+    "count": count,
+    "mse": err / elements,
+    "float_power": power / elements,
+    "nmse": err / power if power > 0 else None,
+    "snr_db": snr,
+    "cosine": sums["sum_cosine"] / count,
+  }
 
 
-def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH_SIZE,
-                 quantizer=None):
+def layer_errors(
+  model, representative_images, subsets, batch_size=DEFAULT_BATCH_SIZE, quantizer=None
+):
   """Per-layer float-vs-int8 error of the `full_int8` quantization, per subset of examples.
 
   Args:
@@ -278,29 +309,39 @@ def layer_errors(model, representative_images, subsets, batch_size=DEFAULT_BATCH
     LayerErrorError: a subset whose image shape is not the model's, or a bad batch size.
   """
   shape = tuple(converter.input_signature(model).shape[1:])
-  subsets = {name: converter.model_inputs(model, images) if len(images) else images
-             for name, images in subsets.items()}  # in the model's input layout
+  subsets = {
+    name: converter.model_inputs(model, images) if len(images) else images
+    for name, images in subsets.items()
+  }  # in the model's input layout
   for name, images in subsets.items():
     if len(images) and tuple(np.shape(images)[1:]) != shape:
-      raise LayerErrorError(f"subset {name!r} has images of shape "
-                            f"{tuple(np.shape(images)[1:])}, model input {shape}")
+      raise LayerErrorError(
+        f"subset {name!r} has images of shape {tuple(np.shape(images)[1:])}, model input {shape}"
+      )
   if not isinstance(batch_size, int) or batch_size < 1:
     raise LayerErrorError(f"batch_size must be an int >= 1, got {batch_size!r}")
-  debugger = (quantizer.debugger if quantizer is not None else
-              _debugger(model, representative_images))
+  debugger = (
+    quantizer.debugger if quantizer is not None else _debugger(model, representative_images)
+  )
   debug_model = debugger.get_debug_quantized_model()
-  layers = _layers(debug_model, debugger.calibrated_model,
-                   debugger.get_nondebug_quantized_model())
-  measured = {name: _measure(debug_model, np.asarray(images), batch_size) if len(images) else {}
-              for name, images in subsets.items()}
+  layers = _layers(debug_model, debugger.calibrated_model, debugger.get_nondebug_quantized_model())
+  measured = {
+    name: _measure(debug_model, np.asarray(images), batch_size) if len(images) else {}
+    for name, images in subsets.items()
+  }
   rows = []
   for layer in layers:
     key = layer.pop("key")
     per_subset = {name: metrics(measured[name].get(key, {})) for name in subsets}
-    size = next((measured[name][key]["elements"] / measured[name][key]["examples"]
-                 for name in subsets if key in measured[name]), None)
-    rows.append(dict(layer, size=None if size is None else int(round(size)),
-                     subsets=per_subset))
+    size = next(
+      (
+        measured[name][key]["elements"] / measured[name][key]["examples"]
+        for name in subsets
+        if key in measured[name]
+      ),
+      None,
+    )
+    rows.append(dict(layer, size=None if size is None else int(round(size)), subsets=per_subset))
   return rows
 
 
@@ -338,20 +379,36 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
   for row in result:
     for name in (forgotten, stable):
       if name not in row["subsets"]:
-        raise LayerErrorError(f"layer errors have no subset {name!r} "
-                              f"(have {', '.join(sorted(row['subsets']))})")
+        raise LayerErrorError(
+          f"layer errors have no subset {name!r} (have {', '.join(sorted(row['subsets']))})"
+        )
     f, s = row["subsets"][forgotten], row["subsets"][stable]
     excess = (f["nmse"] - s["nmse"]) if f["nmse"] is not None and s["nmse"] is not None else None
-    drop = (s["snr_db"] - f["snr_db"]
-            if f["snr_db"] is not None and s["snr_db"] is not None else None)
-    ranked.append({"tensor_name": row["tensor_name"], "op_name": row["op_name"],
-                   "op_index": row["op_index"], "nmse_forgotten": f["nmse"],
-                   "nmse_stable": s["nmse"], "excess": excess, "snr_db_forgotten": f["snr_db"],
-                   "snr_db_stable": s["snr_db"], "snr_drop_db": drop})
-  ranked.sort(key=lambda r: (r["nmse_forgotten"] is None, -(r["nmse_forgotten"] or 0.0),
-                             -(r["excess"] or 0.0),
-                             r["op_index"] if r["op_index"] is not None else math.inf,
-                             r["tensor_name"] or ""))
+    drop = (
+      s["snr_db"] - f["snr_db"] if f["snr_db"] is not None and s["snr_db"] is not None else None
+    )
+    ranked.append(
+      {
+        "tensor_name": row["tensor_name"],
+        "op_name": row["op_name"],
+        "op_index": row["op_index"],
+        "nmse_forgotten": f["nmse"],
+        "nmse_stable": s["nmse"],
+        "excess": excess,
+        "snr_db_forgotten": f["snr_db"],
+        "snr_db_stable": s["snr_db"],
+        "snr_drop_db": drop,
+      }
+    )
+  ranked.sort(
+    key=lambda r: (
+      r["nmse_forgotten"] is None,
+      -(r["nmse_forgotten"] or 0.0),
+      -(r["excess"] or 0.0),
+      r["op_index"] if r["op_index"] is not None else math.inf,
+      r["tensor_name"] or "",
+    )
+  )
   for i, r in enumerate(ranked):
     r["rank"] = i + 1
   return ranked
@@ -370,8 +427,9 @@ class SelectiveQuantizer:
 
   def __init__(self, model, representative_images):
     self.debugger = _debugger(model, representative_images)
-    self.nodes = frozenset(n for outs in _outputs(self.debugger.calibrated_model).values()
-                           for _, n in outs)
+    self.nodes = frozenset(
+      n for outs in _outputs(self.debugger.calibrated_model).values() for _, n in outs
+    )
     self._made = {}
 
   def __call__(self, float_nodes):
@@ -384,17 +442,20 @@ class SelectiveQuantizer:
     float_nodes = [float_nodes] if isinstance(float_nodes, str) else list(float_nodes)
     unknown = [n for n in float_nodes if n not in self.nodes]
     if unknown:
-      raise LayerErrorError(f"no op has output tensor {unknown[0]!r} (names: the tensor_name "
-                            "of layer_errors rows)")
+      raise LayerErrorError(
+        f"no op has output tensor {unknown[0]!r} (names: the tensor_name of layer_errors rows)"
+      )
     key = tuple(sorted(float_nodes))
     if key in self._made:
       return self._made[key]
     try:
       with _quiet():
         self.debugger.options = tf.lite.experimental.QuantizationDebugOptions(
-            fully_quantize=True, denylisted_nodes=float_nodes or None)
+          fully_quantize=True, denylisted_nodes=float_nodes or None
+        )
         self._made[key] = self.debugger.get_nondebug_quantized_model()
         return self._made[key]
-    except Exception as e:  # pylint: disable=broad-except
+    except Exception as e:
       raise converter.ConversionError(
-          f"quantization debugger failed: {' '.join(str(e).split())[:300]}") from e
+        f"quantization debugger failed: {' '.join(str(e).split())[:300]}"
+      ) from e

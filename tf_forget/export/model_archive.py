@@ -21,6 +21,7 @@ import zlib
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 MAX_JSON_BYTES = 64_000_000  # a model's configuration: a few kB to a few MB
 
@@ -42,20 +43,26 @@ def read_member(archive, name, path, limit=None):
   limit = MAX_JSON_BYTES if limit is None else limit
   info = archive.getinfo(name)
   if info.file_size > limit:
-    raise ArchiveError(f"model file {path}: its {name} unpacks to "
-                       f"{fileio.size_text(info.file_size)}, over the "
-                       f"{fileio.size_text(limit)} a model's configuration may take (refused "
-                       "unread)")
+    raise ArchiveError(
+      f"model file {path}: its {name} unpacks to "
+      f"{fileio.size_text(info.file_size)}, over the "
+      f"{fileio.size_text(limit)} a model's configuration may take (refused "
+      "unread)"
+    )
   try:
     with archive.open(info) as f:  # inflates no more than it records, whatever it holds
       data = f.read(info.file_size + 1)
   except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
-    raise ArchiveError(f"model file {path}: its {name} does not unpack to the "
-                       f"{fileio.size_text(info.file_size)} its archive records "
-                       f"({errors.one_line(e, 120)})") from e
+    raise ArchiveError(
+      f"model file {path}: its {name} does not unpack to the "
+      f"{fileio.size_text(info.file_size)} its archive records "
+      f"({errors.one_line(e, 120)})"
+    ) from e
   if len(data) != info.file_size:
-    raise ArchiveError(f"model file {path}: its {name} does not unpack to the "
-                       f"{fileio.size_text(info.file_size)} its archive records")
+    raise ArchiveError(
+      f"model file {path}: its {name} does not unpack to the "
+      f"{fileio.size_text(info.file_size)} its archive records"
+    )
   return data
 
 
@@ -79,9 +86,9 @@ def check(path):
   """Raises `ArchiveError` if the model file `path` (local or `gs://`) is a zip archive holding
   a configuration over the cap (module docstring); a directory (SavedModel) or a file that is
   no zip archive passes."""
-  if fileio.isdir(path):
+  if filesystem.isdir(path):
     return
-  with fileio.open_file(path, "rb") as f:
+  with filesystem.open_file(path, "rb") as f:
     if not zipfile.is_zipfile(f):
       return
     f.seek(0)

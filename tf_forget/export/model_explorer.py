@@ -70,11 +70,13 @@ def model_explorer_node_data(result, metric, subset):
   for row in result:
     values = row["subsets"].get(subset)
     if values is None:
-      raise NodeDataError(f"layer errors have no subset {subset!r} "
-                          f"(have {', '.join(sorted(row['subsets']))})")
+      raise NodeDataError(
+        f"layer errors have no subset {subset!r} (have {', '.join(sorted(row['subsets']))})"
+      )
     if metric not in values or metric == "count":
-      raise NodeDataError(f"unknown metric {metric!r} "
-                          f"(one of {', '.join(k for k in values if k != 'count')})")
+      raise NodeDataError(
+        f"unknown metric {metric!r} (one of {', '.join(k for k in values if k != 'count')})"
+      )
     if values[metric] is not None and row.get("file_tensor_name"):
       results[row["file_tensor_name"]] = {"value": float(values[metric])}
   colors = [LOW_COLOR, MID_COLOR, HIGH_COLOR]

@@ -26,7 +26,7 @@ import zipfile
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
 from tf_forget.export import model_archive
@@ -48,14 +48,14 @@ def _zip_version(f, path):
   with zipfile.ZipFile(f) as archive:
     if "metadata.json" not in archive.namelist():
       return "2"
-    version = model_archive.read_json_member(archive, "metadata.json", path).get(
-        "keras_version")
+    version = model_archive.read_json_member(archive, "metadata.json", path).get("keras_version")
   return version.split(".")[0] if isinstance(version, str) else "2"
 
 
 def _h5_version(f):
   """The major Keras version an HDF5 model file (open file `f`) records: "2" or "3"."""
-  import h5py  # pylint: disable=g-import-not-at-top
+  import h5py
+
   with h5py.File(f, "r") as h5:
     version = h5.attrs.get("keras_version")
   version = version.decode() if isinstance(version, bytes) else str(version or "")
@@ -72,15 +72,14 @@ def detect(path):
   Raises:
     model_archive.ArchiveError: a configuration over the cap (one line).
   """
-  if fileio.isdir(path):
-    keras_saved = fileio.exists(fileio.join(path, "keras_metadata.pb"))
+  if filesystem.isdir(path):
+    keras_saved = filesystem.exists(filesystem.join(path, "keras_metadata.pb"))
     return "tf_keras" if keras_saved else "saved_model"
   model_archive.check(path)
   try:
-    with fileio.open_file(path, "rb") as f:
-      major = (_zip_version(f, path) if zipfile.is_zipfile(f)
-               else (f.seek(0), _h5_version(f))[1])
-  except Exception:  # pylint: disable=broad-except  (zipfile, JSON, h5py errors)
+    with filesystem.open_file(path, "rb") as f:
+      major = _zip_version(f, path) if zipfile.is_zipfile(f) else (f.seek(0), _h5_version(f))[1]
+  except Exception:  # zipfile, JSON, h5py errors
     return "tf_keras"
   return "keras3" if major == "3" else "tf_keras"
 
@@ -99,24 +98,31 @@ class SavedModelClassifier(tf.Module):
     signatures = dict(getattr(loaded, "signatures", None) or {})
     if SERVING not in signatures:
       raise ModelFileError(
-          f"SavedModel {path} has no {SERVING} signature (it has "
-          f"{', '.join(sorted(signatures)) or 'none'}): save it with signatures="
-          f"{{'{SERVING}': ...}}, or with Keras 3's model.export()")
+        f"SavedModel {path} has no {SERVING} signature (it has "
+        f"{', '.join(sorted(signatures)) or 'none'}): save it with signatures="
+        f"{{'{SERVING}': ...}}, or with Keras 3's model.export()"
+      )
     function = signatures[SERVING]
     args, kwargs = function.structured_input_signature
     specs = dict(kwargs) if not args else {}
     if len(specs) != 1:
-      raise ModelFileError(f"SavedModel {path}: its {SERVING} signature takes "
-                           f"{len(args) + len(kwargs)} inputs; an audit runs image classifiers "
-                           "with one image input")
-    (self._input_name, spec), = specs.items()
+      raise ModelFileError(
+        f"SavedModel {path}: its {SERVING} signature takes "
+        f"{len(args) + len(kwargs)} inputs; an audit runs image classifiers "
+        "with one image input"
+      )
+    ((self._input_name, spec),) = specs.items()
     if spec.dtype != tf.float32:
-      raise ModelFileError(f"SavedModel {path}: its {SERVING} input is {spec.dtype.name}; an "
-                           "audit feeds float32 images [batch, H, W, C]")
+      raise ModelFileError(
+        f"SavedModel {path}: its {SERVING} input is {spec.dtype.name}; an "
+        "audit feeds float32 images [batch, H, W, C]"
+      )
     if spec.shape.rank is not None and spec.shape.rank > 0 and spec.shape[0] is not None:
-      raise ModelFileError(f"SavedModel {path}: its {SERVING} input shape "
-                           f"{tuple(spec.shape)} has a fixed batch size; save the signature "
-                           "with shape [None, H, W, C]")
+      raise ModelFileError(
+        f"SavedModel {path}: its {SERVING} input shape "
+        f"{tuple(spec.shape)} has a fixed batch size; save the signature "
+        "with shape [None, H, W, C]"
+      )
     outputs = function.structured_outputs
     if not isinstance(outputs, dict):
       outputs = {"output_0": outputs}

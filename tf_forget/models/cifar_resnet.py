@@ -38,8 +38,9 @@ def _conv_bn(x, filters, strides, weight_decay, name, relu=True):
   if strides > 1:
     x = keras.layers.ZeroPadding2D(1, name=f"{name}_pad")(x)
     padding = "valid"
-  x = model_kit.conv(filters, 3, strides=strides, padding=padding, weight_decay=weight_decay,
-                     name=f"{name}_conv")(x)
+  x = model_kit.conv(
+    filters, 3, strides=strides, padding=padding, weight_decay=weight_decay, name=f"{name}_conv"
+  )(x)
   x = model_kit.batch_norm(name=f"{name}_bn")(x)
   if relu:
     x = model_kit.relu(name=f"{name}_relu")(x)
@@ -54,8 +55,9 @@ def _shortcut_a(x, filters, strides, name):
   extra = filters - x.shape[-1]
   if extra:
     x = keras.layers.Permute((3, 1, 2), name=f"{name}_to_cf")(x)  # [batch, C, H, W]
-    x = keras.layers.ZeroPadding2D(((extra // 2, extra - extra // 2), (0, 0)),
-                                   data_format="channels_last", name=f"{name}_pad_c")(x)
+    x = keras.layers.ZeroPadding2D(
+      ((extra // 2, extra - extra // 2), (0, 0)), data_format="channels_last", name=f"{name}_pad_c"
+    )(x)
     x = keras.layers.Permute((2, 3, 1), name=f"{name}_to_cl")(x)  # [batch, H, W, filters]
   return x
 
@@ -80,8 +82,14 @@ def basic_block(x, filters, strides, shortcut, weight_decay, name):
   elif shortcut == "A":
     skip = _shortcut_a(x, filters, strides, name)
   else:
-    skip = model_kit.conv(filters, 1, strides=strides, padding="valid", weight_decay=weight_decay,
-                          name=f"{name}_proj_conv")(x)
+    skip = model_kit.conv(
+      filters,
+      1,
+      strides=strides,
+      padding="valid",
+      weight_decay=weight_decay,
+      name=f"{name}_proj_conv",
+    )(x)
     skip = model_kit.batch_norm(name=f"{name}_proj_bn")(skip)
   y = _conv_bn(x, filters, strides, weight_decay, f"{name}_1")
   y = _conv_bn(y, filters, 1, weight_decay, f"{name}_2", relu=False)
@@ -89,8 +97,9 @@ def basic_block(x, filters, strides, shortcut, weight_decay, name):
   return model_kit.relu(name=f"{name}_out")(y)
 
 
-def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_decay=0.0,
-                 mean=None, std=None):
+def cifar_resnet(
+  input_shape, num_classes, *, depth=20, shortcut="A", weight_decay=0.0, mean=None, std=None
+):
   """Builds the CIFAR ResNet of `depth` = 6n + 2 layers.
 
   Args:
@@ -126,7 +135,8 @@ def cifar_resnet(input_shape, num_classes, *, depth=20, shortcut="A", weight_dec
   for stage, filters in enumerate(STAGE_FILTERS, start=1):
     for i in range(blocks):
       strides = 2 if stage > 1 and i == 0 else 1
-      x = basic_block(x, filters, strides, shortcut, weight_decay,
-                      name=f"stage{stage}_block{i + 1}")
+      x = basic_block(
+        x, filters, strides, shortcut, weight_decay, name=f"stage{stage}_block{i + 1}"
+      )
   logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"cifar_resnet{depth}")

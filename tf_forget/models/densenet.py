@@ -52,8 +52,13 @@ def bottleneck_layer(x, growth_rate, weight_decay, name):
   keras = keras2.keras()
   y = model_kit.batch_norm(name=f"{name}_bn1")(x)
   y = model_kit.relu(name=f"{name}_relu1")(y)
-  y = model_kit.conv(BOTTLENECK_WIDTH * growth_rate, 1, padding="valid",
-                     weight_decay=weight_decay, name=f"{name}_conv1")(y)
+  y = model_kit.conv(
+    BOTTLENECK_WIDTH * growth_rate,
+    1,
+    padding="valid",
+    weight_decay=weight_decay,
+    name=f"{name}_conv1",
+  )(y)
   y = model_kit.batch_norm(name=f"{name}_bn2")(y)
   y = model_kit.relu(name=f"{name}_relu2")(y)
   y = model_kit.conv(growth_rate, 3, weight_decay=weight_decay, name=f"{name}_conv2")(y)
@@ -75,13 +80,23 @@ def transition(x, channels, weight_decay, name):
   keras = keras2.keras()
   y = model_kit.batch_norm(name=f"{name}_bn")(x)
   y = model_kit.relu(name=f"{name}_relu")(y)
-  y = model_kit.conv(channels, 1, padding="valid", weight_decay=weight_decay,
-                     name=f"{name}_conv")(y)
+  y = model_kit.conv(channels, 1, padding="valid", weight_decay=weight_decay, name=f"{name}_conv")(
+    y
+  )
   return keras.layers.AveragePooling2D(2, strides=2, name=f"{name}_pool")(y)
 
 
-def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=0.5,
-             weight_decay=0.0, mean=None, std=None):
+def densenet(
+  input_shape,
+  num_classes,
+  *,
+  depth=22,
+  growth_rate=12,
+  compression=0.5,
+  weight_decay=0.0,
+  mean=None,
+  std=None,
+):
   """Builds the CIFAR DenseNet-BC of `depth` layers and growth rate `growth_rate`.
 
   Args:
@@ -109,8 +124,11 @@ def densenet(input_shape, num_classes, *, depth=22, growth_rate=12, compression=
     raise model_kit.ModelError(f"densenet depth must be an int 6n + 4 >= 10, got {depth!r}")
   if isinstance(growth_rate, bool) or not isinstance(growth_rate, int) or growth_rate < 1:
     raise model_kit.ModelError(f"densenet growth_rate must be a positive int, got {growth_rate!r}")
-  if isinstance(compression, bool) or not isinstance(compression, (int, float)) or not (
-      0 < compression <= 1):
+  if (
+    isinstance(compression, bool)
+    or not isinstance(compression, (int, float))
+    or not (0 < compression <= 1)
+  ):
     raise model_kit.ModelError(f"densenet compression must be in (0, 1], got {compression!r}")
   input_shape = model_kit.check_input_shape(input_shape, min_size=4)
   num_classes = model_kit.check_num_classes(num_classes)

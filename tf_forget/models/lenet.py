@@ -28,13 +28,14 @@ from tf_forget.models import model_kit
 
 # variant -> (conv kernel size, C1 padding, conv widths, dense widths, smallest H / W).
 VARIANTS = {
-    "shrinkbench": (3, "valid", (6, 16), (120, 84), 10),
-    "lecun1998": (5, "same", (6, 16), (120, 84), 12),
+  "shrinkbench": (3, "valid", (6, 16), (120, 84), 10),
+  "lecun1998": (5, "same", (6, 16), (120, 84), 12),
 }
 
 
-def lenet5(input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0, mean=None,
-           std=None):
+def lenet5(
+  input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0, mean=None, std=None
+):
   """Builds LeNet-5 (see the module docstring for the two variants).
 
   Args:
@@ -56,17 +57,22 @@ def lenet5(input_shape, num_classes, *, variant="shrinkbench", weight_decay=0.0,
   """
   keras = keras2.keras()
   if variant not in VARIANTS:
-    raise model_kit.ModelError(
-        f"unknown lenet5 variant {variant!r} (known: {', '.join(VARIANTS)})")
+    raise model_kit.ModelError(f"unknown lenet5 variant {variant!r} (known: {', '.join(VARIANTS)})")
   kernel, first_padding, conv_widths, dense_widths, min_size = VARIANTS[variant]
   input_shape = model_kit.check_input_shape(input_shape, min_size=min_size)
   num_classes = model_kit.check_num_classes(num_classes)
 
   inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   for i, width in enumerate(conv_widths, start=1):
-    x = model_kit.conv(width, kernel, padding=first_padding if i == 1 else "valid",
-                       use_bias=True, weight_decay=weight_decay,
-                       kernel_initializer="glorot_uniform", name=f"conv{i}")(x)
+    x = model_kit.conv(
+      width,
+      kernel,
+      padding=first_padding if i == 1 else "valid",
+      use_bias=True,
+      weight_decay=weight_decay,
+      kernel_initializer="glorot_uniform",
+      name=f"conv{i}",
+    )(x)
     x = model_kit.relu(name=f"conv{i}_relu")(x)
     x = keras.layers.MaxPooling2D(2, name=f"pool{i}")(x)
   x = keras.layers.Flatten(name="flatten")(x)

@@ -41,15 +41,13 @@ def check_input_shape(input_shape, min_size=1):
   """
   try:
     shape = tuple(int(d) for d in input_shape)
-    ok = len(shape) == 3 and all(d > 0 for d in shape) and all(
-        int(d) == d for d in input_shape)
+    ok = len(shape) == 3 and all(d > 0 for d in shape) and all(int(d) == d for d in input_shape)
   except (TypeError, ValueError):
     ok = False
   if not ok:
     raise ModelError(f"input_shape must be (H, W, C) positive ints, got {input_shape!r}")
   if shape[0] < min_size or shape[1] < min_size:
-    raise ModelError(
-        f"input_shape {shape} too small: this model needs H, W >= {min_size}")
+    raise ModelError(f"input_shape {shape} too small: this model needs H, W >= {min_size}")
   return shape
 
 
@@ -146,13 +144,21 @@ def image_input(input_shape, mean=None, std=None):
     if any(s <= 0 for s in std):
       raise ModelError(f"std must be > 0, got {std!r}")
     x = keras.layers.Rescaling(
-        scale=[1.0 / s for s in std], offset=[-m / s for m, s in zip(mean, std)],
-        name="normalize")(x)
+      scale=[1.0 / s for s in std], offset=[-m / s for m, s in zip(mean, std)], name="normalize"
+    )(x)
   return inputs, x
 
 
-def conv(filters, kernel_size, strides=1, padding="same", use_bias=False, weight_decay=0.0,
-         kernel_initializer="he_normal", name=None):
+def conv(
+  filters,
+  kernel_size,
+  strides=1,
+  padding="same",
+  use_bias=False,
+  weight_decay=0.0,
+  kernel_initializer="he_normal",
+  name=None,
+):
   """A `Conv2D` with the zoo's defaults: no bias (a BatchNorm follows), L2 on the kernel.
 
   Args:
@@ -172,16 +178,23 @@ def conv(filters, kernel_size, strides=1, padding="same", use_bias=False, weight
   """
   keras = keras2.keras()
   return keras.layers.Conv2D(
-      filters, kernel_size, strides=strides, padding=padding, use_bias=use_bias,
-      kernel_initializer=kernel_initializer, kernel_regularizer=l2(weight_decay), name=name)
+    filters,
+    kernel_size,
+    strides=strides,
+    padding=padding,
+    use_bias=use_bias,
+    kernel_initializer=kernel_initializer,
+    kernel_regularizer=l2(weight_decay),
+    name=name,
+  )
 
 
 def dense(units, weight_decay=0.0, kernel_initializer="glorot_uniform", name=None):
   """A `Dense` with bias and L2 on the kernel (no activation: logits or followed by ReLU)."""
   keras = keras2.keras()
   return keras.layers.Dense(
-      units, kernel_initializer=kernel_initializer, kernel_regularizer=l2(weight_decay),
-      name=name)
+    units, kernel_initializer=kernel_initializer, kernel_regularizer=l2(weight_decay), name=name
+  )
 
 
 def batch_norm(momentum=0.9, epsilon=1e-5, gamma_zero=False, name=None):
@@ -199,8 +212,12 @@ def batch_norm(momentum=0.9, epsilon=1e-5, gamma_zero=False, name=None):
   """
   keras = keras2.keras()
   return keras.layers.BatchNormalization(
-      axis=-1, momentum=momentum, epsilon=epsilon,
-      gamma_initializer="zeros" if gamma_zero else "ones", name=name)
+    axis=-1,
+    momentum=momentum,
+    epsilon=epsilon,
+    gamma_initializer="zeros" if gamma_zero else "ones",
+    name=name,
+  )
 
 
 def relu(name=None):

@@ -45,38 +45,41 @@ def _preset(builder, name, **fixed):
 
   def build(input_shape, num_classes, **options):
     model = builder(input_shape, num_classes, **fixed, **options)
-    model._name = name  # pylint: disable=protected-access
+    model._name = name
     return model
 
   signature = inspect.signature(builder)
-  build.__signature__ = signature.replace(parameters=[
-      p for key, p in signature.parameters.items() if key not in fixed])
+  build.__signature__ = signature.replace(
+    parameters=[p for key, p in signature.parameters.items() if key not in fixed]
+  )
   build.__name__ = name
-  build.__doc__ = (f"`{builder.__name__}` with " +
-                   ", ".join(f"{k}={v!r}" for k, v in fixed.items()) + ".")
+  build.__doc__ = (
+    f"`{builder.__name__}` with " + ", ".join(f"{k}={v!r}" for k, v in fixed.items()) + "."
+  )
   return build
 
 
 MODELS = {
-    # 000 §2.4 / 004 §2: CelebA (ResNet-18), ImageNet (ResNet-50).
-    "resnet18": resnet.resnet18,
-    "resnet50": resnet.resnet50,
-    # 000 §2.4: CIFAR-10 wide ResNet; `wrn` takes `depth` and `width`.
-    "wrn": wide_resnet.wide_resnet,
-    "wrn_28_10": _preset(wide_resnet.wide_resnet, "wrn_28_10", depth=28, width=10),
-    "wrn_16_8": _preset(wide_resnet.wide_resnet, "wrn_16_8", depth=16, width=8),
-    # 002 §6: CIFAR ResNet-{20, 32, 44, 56, 110}.
-    **{f"cifar_resnet{depth}": _preset(cifar_resnet.cifar_resnet, f"cifar_resnet{depth}",
-                                       depth=depth)
-       for depth in (20, 32, 44, 56, 110)},
-    # 003 appendix B (Table 3): torchprune's CIFAR `vgg16_bn` and `densenet22` (DenseNet-BC,
-    # k = 12); 003's ResNet20/56/110 and WRN-16-8 are the entries above.
-    "vgg16": _preset(vgg.vgg, "vgg16", depth=16),
-    "densenet22": _preset(densenet.densenet, "densenet22", depth=22, growth_rate=12),
-    # 002 §6: MNIST / Fashion-MNIST.
-    "lenet5": lenet.lenet5,
-    # The embedded default data set `digits` (8×8×1).
-    "small_cnn": small_cnn.small_cnn,
+  # 000 §2.4 / 004 §2: CelebA (ResNet-18), ImageNet (ResNet-50).
+  "resnet18": resnet.resnet18,
+  "resnet50": resnet.resnet50,
+  # 000 §2.4: CIFAR-10 wide ResNet; `wrn` takes `depth` and `width`.
+  "wrn": wide_resnet.wide_resnet,
+  "wrn_28_10": _preset(wide_resnet.wide_resnet, "wrn_28_10", depth=28, width=10),
+  "wrn_16_8": _preset(wide_resnet.wide_resnet, "wrn_16_8", depth=16, width=8),
+  # 002 §6: CIFAR ResNet-{20, 32, 44, 56, 110}.
+  **{
+    f"cifar_resnet{depth}": _preset(cifar_resnet.cifar_resnet, f"cifar_resnet{depth}", depth=depth)
+    for depth in (20, 32, 44, 56, 110)
+  },
+  # 003 appendix B (Table 3): torchprune's CIFAR `vgg16_bn` and `densenet22` (DenseNet-BC,
+  # k = 12); 003's ResNet20/56/110 and WRN-16-8 are the entries above.
+  "vgg16": _preset(vgg.vgg, "vgg16", depth=16),
+  "densenet22": _preset(densenet.densenet, "densenet22", depth=22, growth_rate=12),
+  # 002 §6: MNIST / Fashion-MNIST.
+  "lenet5": lenet.lenet5,
+  # The embedded default data set `digits` (8×8×1).
+  "small_cnn": small_cnn.small_cnn,
 }
 
 
@@ -87,8 +90,11 @@ def options(name):
     ModelError: unknown name.
   """
   builder = _builder(name)
-  return tuple(key for key in inspect.signature(builder).parameters
-               if key not in ("input_shape", "num_classes"))
+  return tuple(
+    key
+    for key in inspect.signature(builder).parameters
+    if key not in ("input_shape", "num_classes")
+  )
 
 
 def _builder(name):
@@ -119,8 +125,9 @@ def get(name, input_shape, num_classes, **options_):
   given = {k: v for k, v in options_.items() if v is not None}
   for key in given:
     if key not in accepted:
-      raise ModelError(f"model {name!r} takes no option {key!r} "
-                       f"(options: {', '.join(accepted) or 'none'})")
+      raise ModelError(
+        f"model {name!r} takes no option {key!r} (options: {', '.join(accepted) or 'none'})"
+      )
   model = builder(input_shape, num_classes, **given)
-  model._name = name  # pylint: disable=protected-access
+  model._name = name
   return model

@@ -35,8 +35,7 @@ STAGE_FILTERS = (64, 128, 256, 512)
 BOTTLENECK_EXPANSION = 4
 
 
-def _conv_bn(x, filters, kernel_size, strides, weight_decay, name, relu=True,
-             gamma_zero=False):
+def _conv_bn(x, filters, kernel_size, strides, weight_decay, name, relu=True, gamma_zero=False):
   """Conv (symmetric padding) -> BN (-> ReLU). Returns the output tensor."""
   keras = keras2.keras()
   if kernel_size > 1 and strides > 1:
@@ -44,8 +43,14 @@ def _conv_bn(x, filters, kernel_size, strides, weight_decay, name, relu=True,
     padding = "valid"
   else:
     padding = "same"
-  x = model_kit.conv(filters, kernel_size, strides=strides, padding=padding,
-                     weight_decay=weight_decay, name=f"{name}_conv")(x)
+  x = model_kit.conv(
+    filters,
+    kernel_size,
+    strides=strides,
+    padding=padding,
+    weight_decay=weight_decay,
+    name=f"{name}_conv",
+  )(x)
   x = model_kit.batch_norm(gamma_zero=gamma_zero, name=f"{name}_bn")(x)
   if relu:
     x = model_kit.relu(name=f"{name}_relu")(x)
@@ -76,8 +81,9 @@ def basic_block(x, filters, strides, weight_decay, zero_init_residual, name):
   keras = keras2.keras()
   shortcut = _shortcut(x, filters, strides, weight_decay, name)
   y = _conv_bn(x, filters, 3, strides, weight_decay, f"{name}_1")
-  y = _conv_bn(y, filters, 3, 1, weight_decay, f"{name}_2", relu=False,
-               gamma_zero=zero_init_residual)
+  y = _conv_bn(
+    y, filters, 3, 1, weight_decay, f"{name}_2", relu=False, gamma_zero=zero_init_residual
+  )
   y = keras.layers.Add(name=f"{name}_add")([shortcut, y])
   return model_kit.relu(name=f"{name}_out")(y)
 
@@ -100,14 +106,30 @@ def bottleneck_block(x, filters, strides, weight_decay, zero_init_residual, name
   shortcut = _shortcut(x, BOTTLENECK_EXPANSION * filters, strides, weight_decay, name)
   y = _conv_bn(x, filters, 1, 1, weight_decay, f"{name}_1")
   y = _conv_bn(y, filters, 3, strides, weight_decay, f"{name}_2")
-  y = _conv_bn(y, BOTTLENECK_EXPANSION * filters, 1, 1, weight_decay, f"{name}_3",
-               relu=False, gamma_zero=zero_init_residual)
+  y = _conv_bn(
+    y,
+    BOTTLENECK_EXPANSION * filters,
+    1,
+    1,
+    weight_decay,
+    f"{name}_3",
+    relu=False,
+    gamma_zero=zero_init_residual,
+  )
   y = keras.layers.Add(name=f"{name}_add")([shortcut, y])
   return model_kit.relu(name=f"{name}_out")(y)
 
 
-def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weight_decay=0.0,
-           mean=None, std=None):
+def resnet(
+  input_shape,
+  num_classes,
+  *,
+  depth=50,
+  zero_init_residual=True,
+  weight_decay=0.0,
+  mean=None,
+  std=None,
+):
   """Builds an ImageNet-style ResNet of `depth` 18, 34, 50 or 101.
 
   Args:
@@ -129,8 +151,7 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
   """
   keras = keras2.keras()
   if depth not in STAGES:
-    raise model_kit.ModelError(
-        f"resnet depth must be one of {sorted(STAGES)}, got {depth!r}")
+    raise model_kit.ModelError(f"resnet depth must be one of {sorted(STAGES)}, got {depth!r}")
   input_shape = model_kit.check_input_shape(input_shape)
   num_classes = model_kit.check_num_classes(num_classes)
   block = basic_block if depth < 50 else bottleneck_block
@@ -142,21 +163,38 @@ def resnet(input_shape, num_classes, *, depth=50, zero_init_residual=True, weigh
   for stage, (blocks, filters) in enumerate(zip(STAGES[depth], STAGE_FILTERS), start=1):
     for i in range(blocks):
       strides = 2 if stage > 1 and i == 0 else 1
-      x = block(x, filters, strides, weight_decay, zero_init_residual,
-                name=f"stage{stage}_block{i + 1}")
+      x = block(
+        x, filters, strides, weight_decay, zero_init_residual, name=f"stage{stage}_block{i + 1}"
+      )
   logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)
   return keras.Model(inputs, logits, name=f"resnet{depth}")
 
 
-def resnet18(input_shape, num_classes, *, zero_init_residual=True, weight_decay=0.0, mean=None,
-             std=None):
+def resnet18(
+  input_shape, num_classes, *, zero_init_residual=True, weight_decay=0.0, mean=None, std=None
+):
   """ResNet-18 (000 §2.4 / 004 §2: CelebA). Args as `resnet`."""
-  return resnet(input_shape, num_classes, depth=18, zero_init_residual=zero_init_residual,
-                weight_decay=weight_decay, mean=mean, std=std)
+  return resnet(
+    input_shape,
+    num_classes,
+    depth=18,
+    zero_init_residual=zero_init_residual,
+    weight_decay=weight_decay,
+    mean=mean,
+    std=std,
+  )
 
 
-def resnet50(input_shape, num_classes, *, zero_init_residual=True, weight_decay=0.0, mean=None,
-             std=None):
+def resnet50(
+  input_shape, num_classes, *, zero_init_residual=True, weight_decay=0.0, mean=None, std=None
+):
   """ResNet-50 v1.5 (000 §2.4: ImageNet). Args as `resnet`."""
-  return resnet(input_shape, num_classes, depth=50, zero_init_residual=zero_init_residual,
-                weight_decay=weight_decay, mean=mean, std=std)
+  return resnet(
+    input_shape,
+    num_classes,
+    depth=50,
+    zero_init_residual=zero_init_residual,
+    weight_decay=weight_decay,
+    mean=mean,
+    std=std,
+  )

@@ -35,8 +35,17 @@ from tf_forget.models import model_kit
 MIN_SIZE = 4
 
 
-def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=128,
-              dropout_rate=0.25, weight_decay=0.0, mean=None, std=None):
+def small_cnn(
+  input_shape,
+  num_classes,
+  *,
+  filters=(32, 64, 128),
+  hidden_units=128,
+  dropout_rate=0.25,
+  weight_decay=0.0,
+  mean=None,
+  std=None,
+):
   """Builds the small CNN (see the module docstring for the layer table).
 
   Args:
@@ -72,16 +81,16 @@ def small_cnn(input_shape, num_classes, *, filters=(32, 64, 128), hidden_units=1
 
   inputs, x = model_kit.image_input(input_shape, mean=mean, std=std)
   for i, (width, pool) in enumerate(zip(filters, (False, True, True)), start=1):
-    x = model_kit.conv(width, 3, use_bias=True, weight_decay=weight_decay,
-                       name=f"conv{i}")(x)
+    x = model_kit.conv(width, 3, use_bias=True, weight_decay=weight_decay, name=f"conv{i}")(x)
     x = model_kit.relu(name=f"conv{i}_relu")(x)
     if pool:
       x = keras.layers.MaxPooling2D(2, name=f"pool{i - 1}")(x)
   x = keras.layers.Flatten(name="flatten")(x)
   if dropout_rate:
     x = keras.layers.Dropout(dropout_rate, name="dropout1")(x)
-  x = model_kit.dense(hidden_units, weight_decay=weight_decay,
-                      kernel_initializer="he_normal", name="fc1")(x)
+  x = model_kit.dense(
+    hidden_units, weight_decay=weight_decay, kernel_initializer="he_normal", name="fc1"
+  )(x)
   x = model_kit.relu(name="fc1_relu")(x)
   if dropout_rate:
     x = keras.layers.Dropout(dropout_rate, name="dropout2")(x)

@@ -31,12 +31,32 @@ from tf_forget.models import model_kit
 POOL = "M"
 # bearpaw/pytorch-classification models/cifar/vgg.py `cfg` (the ImageNet VGG configurations).
 CONFIGS = {
-    11: (64, POOL, 128, POOL, 256, 256, POOL, 512, 512, POOL, 512, 512, POOL),
-    13: (64, 64, POOL, 128, 128, POOL, 256, 256, POOL, 512, 512, POOL, 512, 512, POOL),
-    16: (64, 64, POOL, 128, 128, POOL, 256, 256, 256, POOL, 512, 512, 512, POOL,
-         512, 512, 512, POOL),
-    19: (64, 64, POOL, 128, 128, POOL, 256, 256, 256, 256, POOL, 512, 512, 512, 512, POOL,
-         512, 512, 512, 512, POOL),
+  11: (64, POOL, 128, POOL, 256, 256, POOL, 512, 512, POOL, 512, 512, POOL),
+  13: (64, 64, POOL, 128, 128, POOL, 256, 256, POOL, 512, 512, POOL, 512, 512, POOL),
+  16: (64, 64, POOL, 128, 128, POOL, 256, 256, 256, POOL, 512, 512, 512, POOL, 512, 512, 512, POOL),
+  19: (
+    64,
+    64,
+    POOL,
+    128,
+    128,
+    POOL,
+    256,
+    256,
+    256,
+    256,
+    POOL,
+    512,
+    512,
+    512,
+    512,
+    POOL,
+    512,
+    512,
+    512,
+    512,
+    POOL,
+  ),
 }
 MIN_SIZE = 32  # five 2×2 poolings
 

@@ -37,8 +37,9 @@ def _pad_conv(x, filters, strides, weight_decay, name):
   if strides > 1:
     x = keras.layers.ZeroPadding2D(1, name=f"{name}_pad")(x)
     padding = "valid"
-  return model_kit.conv(filters, 3, strides=strides, padding=padding,
-                        weight_decay=weight_decay, name=name)(x)
+  return model_kit.conv(
+    filters, 3, strides=strides, padding=padding, weight_decay=weight_decay, name=name
+  )(x)
 
 
 def wide_block(x, filters, strides, dropout_rate, weight_decay, name):
@@ -61,8 +62,9 @@ def wide_block(x, filters, strides, dropout_rate, weight_decay, name):
   if strides == 1 and x.shape[-1] == filters:
     shortcut = x
   else:
-    shortcut = model_kit.conv(filters, 1, strides=strides, padding="valid",
-                              weight_decay=weight_decay, name=f"{name}_proj")(pre)
+    shortcut = model_kit.conv(
+      filters, 1, strides=strides, padding="valid", weight_decay=weight_decay, name=f"{name}_proj"
+    )(pre)
   y = _pad_conv(pre, filters, strides, weight_decay, f"{name}_conv1")
   y = model_kit.batch_norm(name=f"{name}_bn2")(y)
   y = model_kit.relu(name=f"{name}_relu2")(y)
@@ -72,8 +74,17 @@ def wide_block(x, filters, strides, dropout_rate, weight_decay, name):
   return keras.layers.Add(name=f"{name}_add")([shortcut, y])
 
 
-def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.0,
-                weight_decay=0.0, mean=None, std=None):
+def wide_resnet(
+  input_shape,
+  num_classes,
+  *,
+  depth=28,
+  width=10,
+  dropout_rate=0.0,
+  weight_decay=0.0,
+  mean=None,
+  std=None,
+):
   """Builds WRN-`depth`-`width`.
 
   Args:
@@ -109,8 +120,9 @@ def wide_resnet(input_shape, num_classes, *, depth=28, width=10, dropout_rate=0.
   for group, base in enumerate(BASE_WIDTHS, start=1):
     for i in range(blocks):
       strides = 2 if group > 1 and i == 0 else 1
-      x = wide_block(x, base * width, strides, dropout_rate, weight_decay,
-                     name=f"group{group}_block{i + 1}")
+      x = wide_block(
+        x, base * width, strides, dropout_rate, weight_decay, name=f"group{group}_block{i + 1}"
+      )
   x = model_kit.batch_norm(name="final_bn")(x)
   x = model_kit.relu(name="final_relu")(x)
   logits = model_kit.classifier_head(x, num_classes, weight_decay=weight_decay)

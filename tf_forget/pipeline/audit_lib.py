@@ -103,14 +103,18 @@ def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   executor = stages.make_executor(config.execution, log, seconds)
   try:
     try:
-      log(audit_plan.describe(p, config.execution,
-                              workers=getattr(executor, "workers", None)))
+      log(audit_plan.describe(p, config.execution, workers=getattr(executor, "workers", None)))
     except errors.Error as e:  # the plan informs: a missing size or cost file stops nothing
       log(f"(no cost plan: {errors.one_line(e, 300)})")
     made, final = stages.audit_stages(p), final_stages.sections()
-    ctx = stages.context(p, config.out, config.deployment.num_threads, executor, log,
-                         final_stages.Final(config.deployment, config.gates, config.to_json(),
-                                            config.human_study))
+    ctx = stages.context(
+      p,
+      config.out,
+      config.deployment.num_threads,
+      executor,
+      log,
+      final_stages.Final(config.deployment, config.gates, config.to_json(), config.human_study),
+    )
     stages.run_sections(made, ctx, executor, t_start, log, total=len(made) + len(final))
   finally:
     executor.close()
@@ -118,7 +122,9 @@ def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   stages.run_sections(final, ctx, None, t_start, log, first=len(made) + 1)
   report = ctx.results[final_stages.ReportStage.name]
   manifest = ctx.results[final_stages.BundleStage.name]
-  log(f"\nreport: {os.path.join(config.out, 'report.html')}\n"
-      f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
-      f"wall time: {time.time() - started:.0f} s (from the command's start)")
+  log(
+    f"\nreport: {os.path.join(config.out, 'report.html')}\n"
+    f"bundle: {os.path.join(config.out, 'deploy', 'manifest.json')}\n"
+    f"wall time: {time.time() - started:.0f} s (from the command's start)"
+  )
   return report, manifest

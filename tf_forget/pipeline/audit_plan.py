@@ -67,6 +67,7 @@ class Plan:
     estimate: an audit of the user's files: its `user_costs.Estimate` (from the files' MACs
       and the number of images), or None; `estimate_note`: why there is none.
   """
+
   population: Union[population.PopulationConfig, user_plan.ImportedPopulation]
   quantizations: tuple
   pruned_quantizations: tuple
@@ -104,8 +105,9 @@ def _check_static(config):
     raise tree.AuditError(problems[0])
   if config.execution.executor != "inline" and str(config.out).startswith("ram://"):
     raise tree.AuditError(
-        f"{config.out} is in this process's memory, which worker processes do not "
-        "share: use --executor=inline, or a shared path (gs://, a shared disk)")
+      f"{config.out} is in this process's memory, which worker processes do not "
+      "share: use --executor=inline, or a shared path (gs://, a shared disk)"
+    )
 
 
 def plan(config, check_data=True):
@@ -164,34 +166,44 @@ def describe(p, execution, unit_costs=None, workers=None):
   pop, spec = p.population, p.dataset.spec
   protocol = trained_plan.protocol_of(pop.dataset)
   if spec.eval_split not in protocol.split_sizes:
-    raise tree.AuditError(
-        f"protocol of {pop.dataset!r} has no size for split {spec.eval_split!r}")
+    raise tree.AuditError(f"protocol of {pop.dataset!r} has no size for split {spec.eval_split!r}")
   n_dense = sum(v == names.DENSE for v in pop.variants)
   finetune_images = 0
   if p.oneshot:
     n_train = protocol.split_sizes.get("train", 0)
     finetune_images = p.oneshot_schedule.epochs * (
-        n_train - -(-n_train // p.oneshot_schedule.validation_every))
+      n_train - -(-n_train // p.oneshot_schedule.validation_every)
+    )
   retrain_images = 0
   if p.iterative:
-    retrain_images = (p.iterative_schedule.retrain_steps or pop.preset.steps) * \
-        pop.preset.batch_size
+    retrain_images = (
+      p.iterative_schedule.retrain_steps or pop.preset.steps
+    ) * pop.preset.batch_size
   inputs = costs.PlanInputs(
-      dataset=pop.dataset, model=pop.model, image_shape=tuple(spec.image_shape),
-      members=pop.members, dense_variants=n_dense,
-      pruned_variants=len(p.variants) - n_dense, oneshot_variants=len(p.oneshot),
-      finetune_images=finetune_images,
-      retrain_variants=len(p.iterative), retrain_images=retrain_images,
-      steps=pop.preset.steps, batch_size=pop.preset.batch_size,
-      quantizations=p.quantizations, pruned_quantizations=p.pruned_quantizations,
-      sparse="sparse" in p.encodings, corrupted_splits=len(p.corrupted),
-      robustness_members=len(p.robustness_members),
-      published=p.published is not None,
-      published_examples=sum(x.examples for x in p.published.extra) if p.published else 0,
-      noise_eps=tuple(p.noise.eps) if p.noise is not None else (),
-      noise_draws=p.noise.draws if p.noise is not None else 0,
-      noise_examples=p.noise.examples if p.noise is not None else 0,
-      eval_size=protocol.split_sizes[spec.eval_split])
+    dataset=pop.dataset,
+    model=pop.model,
+    image_shape=tuple(spec.image_shape),
+    members=pop.members,
+    dense_variants=n_dense,
+    pruned_variants=len(p.variants) - n_dense,
+    oneshot_variants=len(p.oneshot),
+    finetune_images=finetune_images,
+    retrain_variants=len(p.iterative),
+    retrain_images=retrain_images,
+    steps=pop.preset.steps,
+    batch_size=pop.preset.batch_size,
+    quantizations=p.quantizations,
+    pruned_quantizations=p.pruned_quantizations,
+    sparse="sparse" in p.encodings,
+    corrupted_splits=len(p.corrupted),
+    robustness_members=len(p.robustness_members),
+    published=p.published is not None,
+    published_examples=sum(x.examples for x in p.published.extra) if p.published else 0,
+    noise_eps=tuple(p.noise.eps) if p.noise is not None else (),
+    noise_draws=p.noise.draws if p.noise is not None else 0,
+    noise_examples=p.noise.examples if p.noise is not None else 0,
+    eval_size=protocol.split_sizes[spec.eval_split],
+  )
   if workers is None:
     workers = execution.workers or (os.cpu_count() if execution.executor == "local" else 1)
   return costs.plan_text(inputs, costs.default_unit_costs(unit_costs), workers)

@@ -66,6 +66,7 @@ class PlanInputs:
     noise_draws, noise_examples: draws per level, examples at most.
     eval_size: examples of the eval split.
   """
+
   dataset: str
   model: str
   image_shape: Tuple[int, int, int]
@@ -130,12 +131,17 @@ def counts(p):
     _add(robust, fmt, r_pruned)
   robustness_files = sum(robust.values())
   zero_levels = sum(1 for e in p.noise_eps if float(e) == 0.0)
-  per_noise_file = ((len(p.noise_eps) - zero_levels) * p.noise_draws + zero_levels) * min(
-      p.noise_examples, p.eval_size) if len(p.noise_eps) else 0
+  per_noise_file = (
+    ((len(p.noise_eps) - zero_levels) * p.noise_draws + zero_levels)
+    * min(p.noise_examples, p.eval_size)
+    if len(p.noise_eps)
+    else 0
+  )
   by_format = dict(clean)
   for fmt, n in robust.items():
-    _add(by_format, fmt, n * (p.corrupted_splits * p.eval_size + p.published_examples
-                              + per_noise_file))
+    _add(
+      by_format, fmt, n * (p.corrupted_splits * p.eval_size + p.published_examples + per_noise_file)
+    )
   corrupted = robustness_files * (p.corrupted_splits * p.eval_size + p.published_examples)
   generated = 0 if p.published else p.corrupted_splits
   noise = robustness_files * per_noise_file
@@ -143,17 +149,30 @@ def counts(p):
   k_retrain = p.retrain_variants * p.members
   trained_images = (members - k_oneshot - k_retrain) * p.steps * p.batch_size
   return {
-      "train": {"members": members, "images_per_member": p.steps * p.batch_size,
-                "oneshot_members": k_oneshot, "finetune_images_per_member": p.finetune_images,
-                "retrain_members": k_retrain, "retrain_images_per_member": p.retrain_images,
-                "images": (trained_images + k_oneshot * p.finetune_images
-                           + k_retrain * p.retrain_images)},
-      "export": {"files": files, "plain_files": plain_files, "conversions": files,
-                 "by_format": conversions},
-      "corruptions": {"splits": generated, "images": generated * p.eval_size},
-      "evaluation": {"clean": files * p.eval_size, "corrupted": corrupted, "noise": noise,
-                     "inferences": files * p.eval_size + corrupted + noise,
-                     "robustness_files": robustness_files, "by_format": by_format},
+    "train": {
+      "members": members,
+      "images_per_member": p.steps * p.batch_size,
+      "oneshot_members": k_oneshot,
+      "finetune_images_per_member": p.finetune_images,
+      "retrain_members": k_retrain,
+      "retrain_images_per_member": p.retrain_images,
+      "images": (trained_images + k_oneshot * p.finetune_images + k_retrain * p.retrain_images),
+    },
+    "export": {
+      "files": files,
+      "plain_files": plain_files,
+      "conversions": files,
+      "by_format": conversions,
+    },
+    "corruptions": {"splits": generated, "images": generated * p.eval_size},
+    "evaluation": {
+      "clean": files * p.eval_size,
+      "corrupted": corrupted,
+      "noise": noise,
+      "inferences": files * p.eval_size + corrupted + noise,
+      "robustness_files": robustness_files,
+      "by_format": by_format,
+    },
   }
 
 
@@ -172,13 +191,20 @@ def load_unit_costs(path):
   if not isinstance(models, dict) or not isinstance(corruption, dict):
     raise CostError(f"{path}: needs 'models' and 'corruption_seconds_per_image' objects")
   for name, m in models.items():
-    ok = (isinstance(m, dict) and _number(m.get("train_seconds_per_image"))
-          and _shape(m.get("image_shape"))
-          and all(isinstance(m.get(key), dict) and _number(m[key].get(FLOAT32))
-                  for key in ("convert_seconds", "infer_seconds_per_image")))
+    ok = (
+      isinstance(m, dict)
+      and _number(m.get("train_seconds_per_image"))
+      and _shape(m.get("image_shape"))
+      and all(
+        isinstance(m.get(key), dict) and _number(m[key].get(FLOAT32))
+        for key in ("convert_seconds", "infer_seconds_per_image")
+      )
+    )
     if not ok:
-      raise CostError(f"{path}: model {name!r} needs image_shape, train_seconds_per_image and "
-                      "float32 convert_seconds / infer_seconds_per_image numbers")
+      raise CostError(
+        f"{path}: model {name!r} needs image_shape, train_seconds_per_image and "
+        "float32 convert_seconds / infer_seconds_per_image numbers"
+      )
   if not all(_number(v) for v in corruption.values()):
     raise CostError(f"{path}: corruption_seconds_per_image values must be numbers")
   return data
@@ -211,17 +237,21 @@ def estimate(c, p, unit_costs, workers=1):
   else:
     scale = _pixels(p.image_shape) / _pixels(model["image_shape"])
     if abs(scale - 1) > 1e-9:
-      notes.append(f"{p.model} measured at {_shape_key(model['image_shape'])}, scaled by pixels "
-                   f"to {_shape_key(p.image_shape)} (x{scale:.3g})")
+      notes.append(
+        f"{p.model} measured at {_shape_key(model['image_shape'])}, scaled by pixels "
+        f"to {_shape_key(p.image_shape)} (x{scale:.3g})"
+      )
     seconds["train"] = c["train"]["images"] * model["train_seconds_per_image"] * scale
     convert, infer = model["convert_seconds"], model["infer_seconds_per_image"]
     guessed = sorted(set(c["export"]["by_format"]) - set(convert))
     if guessed:
       notes.append(f"formats costed as float32 (not measured): {', '.join(guessed)}")
-    seconds["export"] = sum(n * convert.get(f, convert[FLOAT32])
-                            for f, n in c["export"]["by_format"].items())
-    seconds["evaluation"] = sum(n * infer.get(f, infer[FLOAT32]) * scale
-                                for f, n in c["evaluation"]["by_format"].items())
+    seconds["export"] = sum(
+      n * convert.get(f, convert[FLOAT32]) for f, n in c["export"]["by_format"].items()
+    )
+    seconds["evaluation"] = sum(
+      n * infer.get(f, infer[FLOAT32]) * scale for f, n in c["evaluation"]["by_format"].items()
+    )
   if c["corruptions"]["images"]:
     table = unit_costs["corruption_seconds_per_image"]
     key = _shape_key(p.image_shape)
@@ -240,8 +270,13 @@ def estimate(c, p, unit_costs, workers=1):
   known = [s for s in seconds.values() if s is not None]
   total = sum(known) if len(known) == len(seconds) else None
   workers = max(1, int(workers))
-  return {"seconds": seconds, "total": total, "wall": None if total is None else total / workers,
-          "workers": workers, "notes": notes}
+  return {
+    "seconds": seconds,
+    "total": total,
+    "wall": None if total is None else total / workers,
+    "workers": workers,
+    "notes": notes,
+  }
 
 
 def _shape_key(shape):
@@ -264,50 +299,78 @@ def human_seconds(s):
 
 def human_count(n, what=""):
   """'950', '3.4 k', '1.2 M', '5.6 G' (+ ' what')."""
-  text = f"{n:,}" if n < 1000 else next(
-      f"{n / size:.1f} {unit}" for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
-      if n >= size)
+  text = (
+    f"{n:,}"
+    if n < 1000
+    else next(
+      f"{n / size:.1f} {unit}"
+      for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+      if n >= size
+    )
+  )
   return f"{text} {what}".rstrip()
 
 
 def format_plan(p, c, est=None, unit_costs_path=None):
   """The printed plan: one row per stage (counts, estimate), totals and notes."""
-  lines = [f"audit plan: {p.dataset}, model {p.model}, input {_shape_key(p.image_shape)}, "
-           f"eval split {human_count(p.eval_size, 'images')}"]
+  lines = [
+    f"audit plan: {p.dataset}, model {p.model}, input {_shape_key(p.image_shape)}, "
+    f"eval split {human_count(p.eval_size, 'images')}"
+  ]
   tr, ex, co, ev = (c[s] for s in STAGES)
   trained = tr["members"] - tr["oneshot_members"] - tr.get("retrain_members", 0)
-  train_row = (f"{trained} members x {human_count(tr['images_per_member'])} images "
-               f"({p.steps} steps x {p.batch_size})")
+  train_row = (
+    f"{trained} members x {human_count(tr['images_per_member'])} images "
+    f"({p.steps} steps x {p.batch_size})"
+  )
   if tr["oneshot_members"]:
-    train_row += (f" + {tr['oneshot_members']} one-shot fine-tunings x "
-                  f"{human_count(tr['finetune_images_per_member'])} images")
+    train_row += (
+      f" + {tr['oneshot_members']} one-shot fine-tunings x "
+      f"{human_count(tr['finetune_images_per_member'])} images"
+    )
   if tr.get("retrain_members"):
-    train_row += (f" + {tr['retrain_members']} prune-retrain cycles x "
-                  f"{human_count(tr['retrain_images_per_member'])} images")
+    train_row += (
+      f" + {tr['retrain_members']} prune-retrain cycles x "
+      f"{human_count(tr['retrain_images_per_member'])} images"
+    )
   rows = [
-      ("train", f"{train_row} = {human_count(tr['images'], 'images')}"),
-      ("export", f"{ex['conversions']} conversions ("
-                 + ", ".join(f"{f} {n}" for f, n in ex["by_format"].items()) + ")"),
-      ("corruptions", f"{co['splits']} splits x {human_count(p.eval_size)} = "
-                      f"{human_count(co['images'], 'images')}"),
-      ("evaluation", f"{human_count(ev['inferences'], 'inferences')} (clean "
-                     f"{human_count(ev['clean'])}, corrupted {human_count(ev['corrupted'])}, "
-                     f"noise {human_count(ev['noise'])}; {ev['robustness_files']} robustness "
-                     "files)"),
+    ("train", f"{train_row} = {human_count(tr['images'], 'images')}"),
+    (
+      "export",
+      f"{ex['conversions']} conversions ("
+      + ", ".join(f"{f} {n}" for f, n in ex["by_format"].items())
+      + ")",
+    ),
+    (
+      "corruptions",
+      f"{co['splits']} splits x {human_count(p.eval_size)} = {human_count(co['images'], 'images')}",
+    ),
+    (
+      "evaluation",
+      f"{human_count(ev['inferences'], 'inferences')} (clean "
+      f"{human_count(ev['clean'])}, corrupted {human_count(ev['corrupted'])}, "
+      f"noise {human_count(ev['noise'])}; {ev['robustness_files']} robustness "
+      "files)",
+    ),
   ]
   for stage, text in rows:
     cost = ""
     if est is not None:
-      cost = human_seconds(est["seconds"][stage]) if est["seconds"][stage] is not None else (
-          "no measured cost")
+      cost = (
+        human_seconds(est["seconds"][stage])
+        if est["seconds"][stage] is not None
+        else ("no measured cost")
+      )
     lines.append(f"  {stage:<12} {cost:>16}  {text}")
   if est is not None:
     shown = unit_costs_path or "unit costs"
     if os.sep + os.path.join("eval", "unit_costs") + os.sep in shown:  # the committed file
       shown = os.path.join("eval", "unit_costs", os.path.basename(shown))
     lines.append(f"  {'total':<12} {human_seconds(est['total']):>16}  worker-time ({shown})")
-    lines.append(f"  {'wall':<12} {human_seconds(est['wall']):>16}  with {est['workers']} "
-                 "worker(s): total / workers, ignoring stage barriers")
+    lines.append(
+      f"  {'wall':<12} {human_seconds(est['wall']):>16}  with {est['workers']} "
+      "worker(s): total / workers, ignoring stage barriers"
+    )
     lines.extend(f"  note: {n}" for n in est["notes"])
   else:
     lines.append("  (no estimate: give --unit_costs=<file>)")
@@ -331,6 +394,7 @@ def default_unit_costs(path: Optional[str] = None):
   """`path`, or the committed CPU file next to this module if it exists (else None)."""
   if path:
     return path
-  default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit_costs",
-                         "cpu_2core_avx512.json")
+  default = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "unit_costs", "cpu_2core_avx512.json"
+  )
   return default if os.path.exists(default) else None

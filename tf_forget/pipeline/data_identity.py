@@ -23,6 +23,7 @@ import dataclasses
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.data import fingerprint as fingerprint_lib
@@ -38,6 +39,7 @@ CONTENT = predictions.CONTENT
 @dataclasses.dataclass(frozen=True)
 class Hashed:
   """One role's files: what `write` stores and `lines` compares."""
+
   role: str
   what: str
   fingerprint: fingerprint_lib.Fingerprint
@@ -48,7 +50,7 @@ def _previous(out, role):
   """The entries `<out>/data/<role>.json` records ((), if none or unreadable)."""
   path = layout.data_fingerprint(out, role)
   try:
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return ()
     doc = fileio.read_json(path, "data files")
     return tuple(fingerprint_lib.entries_from_json(doc.get("files")))
@@ -63,8 +65,11 @@ def _hash(source, split, role, what, out, max_pixels):
     return f"{what}: {rel}"
 
   fp = fingerprint_lib.fingerprint(
-      source.content_files(split), cache=fingerprint_lib.cache_of(previous),
-      check=fingerprint_lib.image_check(name, max_pixels), name=name)
+    source.content_files(split),
+    cache=fingerprint_lib.cache_of(previous),
+    check=fingerprint_lib.image_check(name, max_pixels),
+    name=name,
+  )
   return Hashed(role, what, fp, previous)
 
 
@@ -105,20 +110,25 @@ def attach(p, out, max_pixels=fingerprint_lib.DEFAULT_MAX_PIXELS):
   if not isinstance(dataset, user_sets.UserDataset):
     return p, []
   spelled = _spelling(dataset)
-  hashed = [_hash(dataset, split, split, f"{split} split of {spelled}", out, max_pixels)
-            for split in dataset.spec.splits]
+  hashed = [
+    _hash(dataset, split, split, f"{split} split of {spelled}", out, max_pixels)
+    for split in dataset.spec.splits
+  ]
   options = dict(dataset.spec.options)
   options[CONTENT] = {h.role: h.fingerprint.digest for h in hashed}
-  for key, role, build in (("calibration", "calibration", export_state.calibration_source),
-                           (train_view.OPTION, "train_data", _train_source)):
+  for key, role, build in (
+    ("calibration", "calibration", export_state.calibration_source),
+    (train_view.OPTION, "train_data", _train_source),
+  ):
     found = _source(dataset, key, build)
     if found is None:
       continue
     source, split = found
     if not isinstance(source, user_sets.UserDataset):
       continue
-    h = _hash(source, split, role, f"{role.replace('_', ' ')} data {_spelling(source)}", out,
-              max_pixels)
+    h = _hash(
+      source, split, role, f"{role.replace('_', ' ')} data {_spelling(source)}", out, max_pixels
+    )
     hashed.append(h)
     options[key] = dict(options[key], **{CONTENT: h.fingerprint.digest})
   rebuilt = data_registry.get(dataset.spec.name, **options)
@@ -132,18 +142,28 @@ def lines(hashed):
   out = []
   for h in hashed:
     fp = h.fingerprint
-    out.append(f"  data: {h.what}: {len(fp.entries)} files, {fp.hashed} read "
-               f"({len(fp.entries) - fp.hashed} unchanged since the last run)")
+    out.append(
+      f"  data: {h.what}: {len(fp.entries)} files, {fp.hashed} read "
+      f"({len(fp.entries) - fp.hashed} unchanged since the last run)"
+    )
     what = fingerprint_lib.describe(h.previous, fp.entries) if h.previous else ""
     if what:
-      out.append(f"  the {h.what} changed since the last run ({what}): what was made from it "
-                 "is redone")
+      out.append(
+        f"  the {h.what} changed since the last run ({what}): what was made from it is redone"
+      )
   return out
 
 
 def write(out, hashed):
   """Stores each role's files in `<out>/data/<role>.json` (after the run directory is locked)."""
   for h in hashed:
-    fileio.write_json(layout.data_fingerprint(out, h.role), {
-        "schema": SCHEMA, "role": h.role, "what": h.what, "digest": h.fingerprint.digest,
-        "files": [e.to_json() for e in h.fingerprint.entries]})
+    fileio.write_json(
+      layout.data_fingerprint(out, h.role),
+      {
+        "schema": SCHEMA,
+        "role": h.role,
+        "what": h.what,
+        "digest": h.fingerprint.digest,
+        "files": [e.to_json() for e in h.fingerprint.entries],
+      },
+    )

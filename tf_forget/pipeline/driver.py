@@ -35,6 +35,7 @@ class Check:
       input that cannot be read) counts as stale: the task raises the one-line error.
     item: what the unit's task is told to make when this artifact is stale (e.g. a variant).
   """
+
   what: str
   status: Callable[[], object]
   item: object = None
@@ -48,6 +49,7 @@ class Unit:
     checks: its artifacts (`Check`); none means "always run" (a task that checks itself).
     task: callable([items of the stale checks]) -> `executor.Task`.
   """
+
   checks: Sequence[Check]
   task: Callable[[list], executor_api.Task]
 
@@ -61,11 +63,11 @@ class Stage:
   def units(self, ctx):
     raise NotImplementedError
 
-  def describe(self, ctx, done, total):  # pylint: disable=unused-argument
+  def describe(self, ctx, done, total):
     """An optional line printed before the stage's work (None: nothing)."""
     return None
 
-  def finish(self, ctx, results):  # pylint: disable=unused-argument
+  def finish(self, ctx, results):
     """Writes the stage-wide files from {task key: result}; returns what later stages read."""
     return None
 
@@ -73,8 +75,13 @@ class Stage:
 def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
   """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function":
   that)."""
-  return executor_api.Task(key=key, fn=fn if ":" in fn else f"{TASKS}:{fn}", kwargs=kwargs,
-                           cost=float(cost), num_gpus=num_gpus)
+  return executor_api.Task(
+    key=key,
+    fn=fn if ":" in fn else f"{TASKS}:{fn}",
+    kwargs=kwargs,
+    cost=float(cost),
+    num_gpus=num_gpus,
+  )
 
 
 def stale(check, log):

@@ -41,12 +41,15 @@ def _chunks(items, n):
   """`items` cut into at most `n` contiguous chunks of nearly equal size."""
   items = list(items)
   size = max(1, math.ceil(len(items) / max(1, n)))
-  return [items[i:i + size] for i in range(0, len(items), size)]
+  return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def dataset_kwargs(ctx):
-  return {"run_dir": ctx.run_dir, "dataset": ctx.dataset.spec.name,
-          "dataset_options": dict(ctx.dataset.spec.options)}
+  return {
+    "run_dir": ctx.run_dir,
+    "dataset": ctx.dataset.spec.name,
+    "dataset_options": dict(ctx.dataset.spec.options),
+  }
 
 
 class ExportStage(driver.Stage):
@@ -58,9 +61,12 @@ class ExportStage(driver.Stage):
   def _plan(self, ctx):
     p = ctx.plan
     dense = ("float32",) + tuple(p.quantizations) if ctx.keras_members else ()
-    return {"dense_formats": dense,
-            "pruned_formats": ("float32",) + tuple(p.pruned_quantizations),
-            "encodings": tuple(p.encodings), "dense_encodings": (names.DEFAULT_ENCODING,)}
+    return {
+      "dense_formats": dense,
+      "pruned_formats": ("float32",) + tuple(p.pruned_quantizations),
+      "encodings": tuple(p.encodings),
+      "dense_encodings": (names.DEFAULT_ENCODING,),
+    }
 
   def _members(self, ctx):
     """The audited members in the order the export lists them (`export_state.list_members`);
@@ -81,22 +87,39 @@ class ExportStage(driver.Stage):
         continue
       if any(tflite_formats.get(j.format).representative for j in jobs) and rep_key is None:
         rep_key = export_state.representative_images(ctx.dataset).key
-      units.append(driver.Unit(
-          checks=[driver.Check(f"{j.name}/{k} export", lambda j=j, k=k: export_state.status(
-              ctx.run_dir, j, k,
-              rep_key if tflite_formats.get(j.format).representative else None), j)
-                  for j in jobs],
+      units.append(
+        driver.Unit(
+          checks=[
+            driver.Check(
+              f"{j.name}/{k} export",
+              lambda j=j, k=k: export_state.status(
+                ctx.run_dir, j, k, rep_key if tflite_formats.get(j.format).representative else None
+              ),
+              j,
+            )
+            for j in jobs
+          ],
           task=lambda pending, v=v, k=k: driver.task(
-              f"export {v}/{k}", "export_member", cost=len(pending), run_dir=ctx.run_dir,
-              member_variant=v, k=int(k), **{key: list(val) for key, val in plan.items()})))
+            f"export {v}/{k}",
+            "export_member",
+            cost=len(pending),
+            run_dir=ctx.run_dir,
+            member_variant=v,
+            k=int(k),
+            **{key: list(val) for key, val in plan.items()},
+          ),
+        )
+      )
     return units
 
   def finish(self, ctx, results):
     files = [f for r in results.values() for f in r["files"]]
     if files:
-      ctx.log(f"  export: {sum(not f['skipped'] for f in files)} files written, "
-              f"{sum(bool(f['skipped']) for f in files)} reused, "
-              f"{sum(bool(f['failed']) for f in files)} failed")
+      ctx.log(
+        f"  export: {sum(not f['skipped'] for f in files)} files written, "
+        f"{sum(bool(f['skipped']) for f in files)} reused, "
+        f"{sum(bool(f['failed']) for f in files)} failed"
+      )
     failed = {}
     for r in results.values():
       k = int(r["member"].rsplit("/", 1)[1])
@@ -104,11 +127,20 @@ class ExportStage(driver.Stage):
         if f["failed"]:
           failed[(f["variant"], k)] = f["failed"]
           ctx.log(f"  FAILED {f['variant']}/{k}: {f['failed']} (plain file kept)")
-    ctx.variants = list(dict.fromkeys(
-        [j.name for v, k in self._members(ctx) for j in self._jobs(ctx, (v, k))
-         if (j.name, k) not in failed] + ctx.stored))
-    ctx.plain_variants = [v for v in ctx.variants
-                          if names.parse_variant(v).encoding == names.DEFAULT_ENCODING]
+    ctx.variants = list(
+      dict.fromkeys(
+        [
+          j.name
+          for v, k in self._members(ctx)
+          for j in self._jobs(ctx, (v, k))
+          if (j.name, k) not in failed
+        ]
+        + ctx.stored
+      )
+    )
+    ctx.plain_variants = [
+      v for v in ctx.variants if names.parse_variant(v).encoding == names.DEFAULT_ENCODING
+    ]
 
 
 def by_member(run_dir, variants, members=None):
@@ -125,17 +157,24 @@ def by_member(run_dir, variants, members=None):
 def predictions_check(run_dir, meta, split, split_id, need_logits):
   k = int(meta["k"])
   out = predictions.path(run_dir, meta["variant"], k, split)
-  return driver.Check(f"{meta['variant']}/{k} {split}", lambda: predictions.status(out, {
-      "tflite": evaluate.current_sha256(meta["path"], meta["sha256"]), "split": split_id},
-                                                                       need_logits=need_logits),
-                      meta["variant"])
+  return driver.Check(
+    f"{meta['variant']}/{k} {split}",
+    lambda: predictions.status(
+      out,
+      {"tflite": evaluate.current_sha256(meta["path"], meta["sha256"]), "split": split_id},
+      need_logits=need_logits,
+    ),
+    meta["variant"],
+  )
 
 
 def _keras_check(run_dir, member_variant, k, split, split_id):
   out = layout.keras_predictions(run_dir, member_variant, k, split)
   model = layout.member_model(run_dir, member_variant, k)
-  return driver.Check(f"keras:{member_variant}/{k} {split}", lambda: predictions.status(
-      out, {"model": hashing.path_sha256(model), "split": split_id}))
+  return driver.Check(
+    f"keras:{member_variant}/{k} {split}",
+    lambda: predictions.status(out, {"model": hashing.path_sha256(model), "split": split_id}),
+  )
 
 
 def _robust_members(ctx):
@@ -164,20 +203,36 @@ class EvaluateStage(driver.Stage):
     clean_id = predictions.split_identity(data.spec.name, data.spec.options, split)
     units = []
     for (mv, k), metas in sorted(by_member(ctx.run_dir, ctx.variants).items()):
-      units.append(driver.Unit(
+      units.append(
+        driver.Unit(
           checks=[predictions_check(ctx.run_dir, m, split, clean_id, True) for m in metas],
           task=lambda todo, mv=mv, k=k: driver.task(
-              f"eval {mv}/{k} {split}", "evaluate_files", cost=len(todo),
-              files=[[v, k] for v in todo], num_threads=ctx.num_threads, splits=[split],
-              **common)))
+            f"eval {mv}/{k} {split}",
+            "evaluate_files",
+            cost=len(todo),
+            files=[[v, k] for v in todo],
+            num_threads=ctx.num_threads,
+            splits=[split],
+            **common,
+          ),
+        )
+      )
       if not ctx.keras_members:
         continue
-      units.append(driver.Unit(
+      units.append(
+        driver.Unit(
           checks=[_keras_check(ctx.run_dir, mv, k, split, clean_id)],
           task=lambda _, mv=mv, k=k: driver.task(
-              f"keras {mv}/{k} {split}", "keras_predictions",
-              num_gpus=1.0 if ctx.num_gpus else 0.0, member_variant=mv, k=k, split=split,
-              **common)))
+            f"keras {mv}/{k} {split}",
+            "keras_predictions",
+            num_gpus=1.0 if ctx.num_gpus else 0.0,
+            member_variant=mv,
+            k=k,
+            split=split,
+            **common,
+          ),
+        )
+      )
     units += self._corruption_units(ctx)
     if ctx.plan.noise is not None:
       units += self._noise_units(ctx)
@@ -192,33 +247,66 @@ class EvaluateStage(driver.Stage):
     table = corruption_cache.resolve_table(data)
 
     def check(split):
-      key = corruption_cache.CacheKey(data.spec.name, data.spec.eval_split,
-                                      *corruption_registry.parse_split_name(split), table)
-      return driver.Check(f"corruptions {split}", lambda: corruption_cache.entry_status(
-          key, cache_dir, data, verify=True), split)
+      key = corruption_cache.CacheKey(
+        data.spec.name, data.spec.eval_split, *corruption_registry.parse_split_name(split), table
+      )
+      return driver.Check(
+        f"corruptions {split}",
+        lambda: corruption_cache.entry_status(key, cache_dir, data, verify=True),
+        split,
+      )
 
-    return [driver.Unit(checks=[check(s) for s in chunk], task=lambda todo: driver.task(
-        f"corrupt {todo[0]}..{todo[-1]}", "corrupt_splits", cost=len(todo),
-        dataset=data.spec.name, dataset_options=dict(data.spec.options), splits=todo,
-        cache_dir=cache_dir)) for chunk in _chunks(corrupted, ctx.workers * TASKS_PER_WORKER)]
+    return [
+      driver.Unit(
+        checks=[check(s) for s in chunk],
+        task=lambda todo: driver.task(
+          f"corrupt {todo[0]}..{todo[-1]}",
+          "corrupt_splits",
+          cost=len(todo),
+          dataset=data.spec.name,
+          dataset_options=dict(data.spec.options),
+          splits=todo,
+          cache_dir=cache_dir,
+        ),
+      )
+      for chunk in _chunks(corrupted, ctx.workers * TASKS_PER_WORKER)
+    ]
 
   def _noise_units(self, ctx):
     noise, common = ctx.plan.noise, dataset_kwargs(ctx)
-    return [driver.Unit(
-        checks=[driver.Check(f"{m['variant']}/{k} l-inf noise",
-                             lambda m=m: noise_eval.file_status(ctx.run_dir, m, ctx.dataset,
-                                                                noise), m["variant"])
-                for m in metas],
+    return [
+      driver.Unit(
+        checks=[
+          driver.Check(
+            f"{m['variant']}/{k} l-inf noise",
+            lambda m=m: noise_eval.file_status(ctx.run_dir, m, ctx.dataset, noise),
+            m["variant"],
+          )
+          for m in metas
+        ],
         task=lambda todo, mv=mv, k=k: driver.task(
-            f"noise {mv}/{k}", "evaluate_noise",
-            cost=len(todo) * len(noise.eps) * noise.draws / 10, files=[[v, k] for v in todo],
-            protocol=noise.to_json(), num_threads=ctx.num_threads, **common))
-            for (mv, k), metas in sorted(_robust_members(ctx).items())]
+          f"noise {mv}/{k}",
+          "evaluate_noise",
+          cost=len(todo) * len(noise.eps) * noise.draws / 10,
+          files=[[v, k] for v in todo],
+          protocol=noise.to_json(),
+          num_threads=ctx.num_threads,
+          **common,
+        ),
+      )
+      for (mv, k), metas in sorted(_robust_members(ctx).items())
+    ]
 
   def finish(self, ctx, results):
     population_eval.agreement_tables(
-        ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
-        check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
+      ctx.run_dir,
+      ctx.dataset,
+      splits=[ctx.dataset.spec.eval_split],
+      variants=ctx.variants,
+      check_keras=ctx.keras_members,
+      num_threads=ctx.num_threads,
+      log=ctx.redo_log,
+    )
 
 
 class RobustnessStage(driver.Stage):
@@ -245,23 +333,41 @@ class RobustnessStage(driver.Stage):
     units = []
     for (mv, k), metas in sorted(robust.items()):
       for chunk in _chunks(splits, per_member):
-        units.append(driver.Unit(
-            checks=[predictions_check(ctx.run_dir, m, s, ids[s], s in logits)
-                    for m in metas for s in chunk],
+        units.append(
+          driver.Unit(
+            checks=[
+              predictions_check(ctx.run_dir, m, s, ids[s], s in logits)
+              for m in metas
+              for s in chunk
+            ],
             task=lambda todo, mv=mv, k=k, chunk=chunk: driver.task(
-                f"eval {mv}/{k} {chunk[0]}..{chunk[-1]}", "evaluate_files",
-                cost=len(set(todo)) * len(chunk), files=[[v, k] for v in dict.fromkeys(todo)],
-                num_threads=ctx.num_threads, **{kind: chunk}, **extra,
-                **dataset_kwargs(ctx))))
+              f"eval {mv}/{k} {chunk[0]}..{chunk[-1]}",
+              "evaluate_files",
+              cost=len(set(todo)) * len(chunk),
+              files=[[v, k] for v in dict.fromkeys(todo)],
+              num_threads=ctx.num_threads,
+              **{kind: chunk},
+              **extra,
+              **dataset_kwargs(ctx),
+            ),
+          )
+        )
     return units
 
   def finish(self, ctx, results):
     splits, _, _, streams, ids = self._suite(ctx)
     files = [(v, k) for v in ctx.plain_variants for k in ctx.plan.robustness_members]
     population_eval.agreement_tables(
-        ctx.run_dir, ctx.dataset, split_batches=streams, split_ids=ids, check_keras=False,
-        variants=ctx.plain_variants, files=files, num_threads=ctx.num_threads,
-        log=ctx.redo_log)
+      ctx.run_dir,
+      ctx.dataset,
+      split_batches=streams,
+      split_ids=ids,
+      check_keras=False,
+      variants=ctx.plain_variants,
+      files=files,
+      num_threads=ctx.num_threads,
+      log=ctx.redo_log,
+    )
 
 
 def stages(plan):

@@ -31,6 +31,7 @@ class Final:
     config_json: the whole configuration's JSON (recorded in report.json).
     human_study: the `human_study_options.Options`, or None.
   """
+
   deployment: tree.Deployment
   gates: gates_lib.Gates
   config_json: dict
@@ -48,10 +49,16 @@ class EncodingsStage(driver.Stage):
   def finish(self, ctx, results):
     dep = ctx.final.deployment
     return encodings_lib.choose(
-        ctx.run_dir, ctx.plain_variants, ctx.dataset.spec.eval_split, mode=dep.encoding,
-        max_sparse_latency_ratio=dep.max_sparse_latency_ratio, num_threads=dep.num_threads,
-        batch_sizes=tuple(sorted({1, dep.latency_batch})),
-        remeasure=dep.remeasure_latency, log=ctx.redo_log)
+      ctx.run_dir,
+      ctx.plain_variants,
+      ctx.dataset.spec.eval_split,
+      mode=dep.encoding,
+      max_sparse_latency_ratio=dep.max_sparse_latency_ratio,
+      num_threads=dep.num_threads,
+      batch_sizes=tuple(sorted({1, dep.latency_batch})),
+      remeasure=dep.remeasure_latency,
+      log=ctx.redo_log,
+    )
 
 
 class ReportStage(driver.Stage):
@@ -65,9 +72,15 @@ class ReportStage(driver.Stage):
   def finish(self, ctx, results):
     p = ctx.plan
     return report_write.write_report(
-        ctx.run_dir, ctx.run_dir, ctx.final.config_json, log=ctx.log, dataset=p.dataset,
-        human_study=ctx.final.human_study, variants=ctx.plain_variants,
-        splits=[p.dataset.spec.eval_split] + list(p.corrupted) + list(p.extra_splits))
+      ctx.run_dir,
+      ctx.run_dir,
+      ctx.final.config_json,
+      log=ctx.log,
+      dataset=p.dataset,
+      human_study=ctx.final.human_study,
+      variants=ctx.plain_variants,
+      splits=[p.dataset.spec.eval_split] + list(p.corrupted) + list(p.extra_splits),
+    )
 
 
 class BundleStage(driver.Stage):
@@ -82,14 +95,23 @@ class BundleStage(driver.Stage):
   def finish(self, ctx, results):
     report = ctx.results[ReportStage.name]
     chosen = ctx.results[EncodingsStage.name]
-    manifest = deploy.write_bundle(ctx.run_dir, ctx.run_dir, report, ctx.final.gates,
-                                   log=ctx.log, members=ctx.final.deployment.members,
-                                   encodings=chosen["variants"])
+    manifest = deploy.write_bundle(
+      ctx.run_dir,
+      ctx.run_dir,
+      report,
+      ctx.final.gates,
+      log=ctx.log,
+      members=ctx.final.deployment.members,
+      encodings=chosen["variants"],
+    )
     deploy.print_summary(report, manifest, ctx.log)
     return manifest
 
 
 def sections():
   """[(section title, [stages])] of the last stages, in order."""
-  return [("deployment encodings", [EncodingsStage()]), ("report", [ReportStage()]),
-          ("deployment bundle", [BundleStage()])]
+  return [
+    ("deployment encodings", [EncodingsStage()]),
+    ("report", [ReportStage()]),
+    ("deployment bundle", [BundleStage()]),
+  ]

@@ -31,25 +31,26 @@ def check_gates(gates, user, data, dataset):
   users = user is not None and str(data.dataset).partition(":")[0] in sources.PREFIXES
   if not users and not spec.protected_attributes:
     raise tree.AuditError(
-        f"{gate} gates protected subgroups, but {spec.name} has no protected attributes "
-        "to gate")
+      f"{gate} gates protected subgroups, but {spec.name} has no protected attributes to gate"
+    )
   if spec.num_classes != 2:
     raise tree.AuditError(
-        f"{gate} gates the false-negative rate of protected subgroups, which needs a binary "
-        f"task (positive = class 1): {spec.name} has {spec.num_classes} classes")
+      f"{gate} gates the false-negative rate of protected subgroups, which needs a binary "
+      f"task (positive = class 1): {spec.name} has {spec.num_classes} classes"
+    )
   if spec.protected_attributes:
     return
-  given = ", ".join(spec.attribute_names[:8]) + (", ..." if len(spec.attribute_names) > 8
-                                                 else "")
+  given = ", ".join(spec.attribute_names[:8]) + (", ..." if len(spec.attribute_names) > 8 else "")
   if spec.attribute_names:
-    of = (f"attributes CSV {user.attributes}" if user.attributes
-          else spec.name)
+    of = f"attributes CSV {user.attributes}" if user.attributes else spec.name
     raise tree.AuditError(
-        f"{gate} gates protected subgroups: it needs --protected=ATTR[,ATTR] naming "
-        f"attributes of {of} (attributes: {given})")
+      f"{gate} gates protected subgroups: it needs --protected=ATTR[,ATTR] naming "
+      f"attributes of {of} (attributes: {given})"
+    )
   raise tree.AuditError(
-      f"{gate} gates protected subgroups: it needs --attributes=CSV (a column 'path' or 'id', "
-      "then one column per attribute) and --protected=ATTR[,ATTR] naming its columns")
+    f"{gate} gates protected subgroups: it needs --attributes=CSV (a column 'path' or 'id', "
+    "then one column per attribute) and --protected=ATTR[,ATTR] naming its columns"
+  )
 
 
 STEP = plan_steps.Step(check_gates, reads=("gates", "user", "data"), needs=("dataset",))

@@ -25,19 +25,37 @@ def _gpus(ctx):
 
 
 def _member_task(ctx, key, fn, cost, member_cfg, **kwargs):
-  return driver.task(key, fn, cost=cost, num_gpus=_gpus(ctx), run_dir=ctx.run_dir,
-                     **kwargs, **tasks.member_kwargs(member_cfg))
+  return driver.task(
+    key,
+    fn,
+    cost=cost,
+    num_gpus=_gpus(ctx),
+    run_dir=ctx.run_dir,
+    **kwargs,
+    **tasks.member_kwargs(member_cfg),
+  )
 
 
 def _pruned_units(ctx, configs, verb, status, cost, protocol):
   """One unit per pruned member config: task `<verb>_member`, its status `status(run, cfg)`."""
-  return [driver.Unit(
-      checks=[driver.Check(f"members {cfg.member.variant}/{cfg.member.k}",
-                           lambda c=cfg: status(ctx.run_dir, c))],
+  return [
+    driver.Unit(
+      checks=[
+        driver.Check(
+          f"members {cfg.member.variant}/{cfg.member.k}", lambda c=cfg: status(ctx.run_dir, c)
+        )
+      ],
       task=lambda _, c=cfg: _member_task(
-          ctx, f"{verb} {c.member.variant}/{c.member.k}", f"{verb}_member", cost(c), c.member,
-          protocol=protocol.to_json()))
-          for cfg in configs]
+        ctx,
+        f"{verb} {c.member.variant}/{c.member.k}",
+        f"{verb}_member",
+        cost(c),
+        c.member,
+        protocol=protocol.to_json(),
+      ),
+    )
+    for cfg in configs
+  ]
 
 
 class TrainStage(driver.Stage):
@@ -48,18 +66,30 @@ class TrainStage(driver.Stage):
 
   def units(self, ctx):
     pop = ctx.plan.population
-    return [driver.Unit(
-        checks=[driver.Check(f"members {cfg.variant}/{cfg.k}", lambda c=cfg: member_files.status(
-            member_files.member_dir(pop.run_dir, c.variant, c.k), c))],
-        task=lambda _, c=cfg: _member_task(ctx, f"train {c.variant}/{c.k}", "train_member",
-                                           c.preset.steps * c.preset.batch_size, c))
-            for cfg in population.member_configs(pop)]
+    return [
+      driver.Unit(
+        checks=[
+          driver.Check(
+            f"members {cfg.variant}/{cfg.k}",
+            lambda c=cfg: member_files.status(
+              member_files.member_dir(pop.run_dir, c.variant, c.k), c
+            ),
+          )
+        ],
+        task=lambda _, c=cfg: _member_task(
+          ctx, f"train {c.variant}/{c.k}", "train_member", c.preset.steps * c.preset.batch_size, c
+        ),
+      )
+      for cfg in population.member_configs(pop)
+    ]
 
   def describe(self, ctx, done, total):
     pop = ctx.plan.population
-    return (f"population: {pop.dataset} / {pop.model} / preset {pop.preset.name}: "
-            f"{len(pop.variants)} variants x {pop.members} members = {total} "
-            f"({done} already finished) in {pop.run_dir}")
+    return (
+      f"population: {pop.dataset} / {pop.model} / preset {pop.preset.name}: "
+      f"{len(pop.variants)} variants x {pop.members} members = {total} "
+      f"({done} already finished) in {pop.run_dir}"
+    )
 
   def finish(self, ctx, results):
     pop = ctx.plan.population
@@ -76,13 +106,25 @@ class GradientStage(driver.Stage):
   def units(self, ctx):
     pop, proto = ctx.plan.population, ctx.plan.oneshot_schedule
     configs = pruned_population.oneshot_configs(pop, ctx.plan.oneshot, proto)
-    return [driver.Unit(
-        checks=[driver.Check(f"gradient {parent.variant}/{parent.k}",
-                             lambda p=parent: prune_gradient.current(pop.run_dir, p, proto))],
+    return [
+      driver.Unit(
+        checks=[
+          driver.Check(
+            f"gradient {parent.variant}/{parent.k}",
+            lambda p=parent: prune_gradient.current(pop.run_dir, p, proto),
+          )
+        ],
         task=lambda _, p=parent: _member_task(
-            ctx, f"gradient {p.variant}/{p.k}", "oneshot_gradient",
-            proto.grad_batches * proto.grad_batch_size, p, protocol=proto.to_json()))
-            for parent in pruned_population.gradient_parents(configs)]
+          ctx,
+          f"gradient {p.variant}/{p.k}",
+          "oneshot_gradient",
+          proto.grad_batches * proto.grad_batch_size,
+          p,
+          protocol=proto.to_json(),
+        ),
+      )
+      for parent in pruned_population.gradient_parents(configs)
+    ]
 
 
 class PruneStage(driver.Stage):
@@ -93,14 +135,21 @@ class PruneStage(driver.Stage):
 
   def units(self, ctx):
     proto = ctx.plan.oneshot_schedule
-    return _pruned_units(ctx, pruned_population.oneshot_configs(
-        ctx.plan.population, ctx.plan.oneshot, proto), "prune", oneshot_member.status,
-                         lambda c: proto.epochs * proto.batch_size, proto)
+    return _pruned_units(
+      ctx,
+      pruned_population.oneshot_configs(ctx.plan.population, ctx.plan.oneshot, proto),
+      "prune",
+      oneshot_member.status,
+      lambda c: proto.epochs * proto.batch_size,
+      proto,
+    )
 
   def describe(self, ctx, done, total):
-    return (f"one-shot pruning: {len(ctx.plan.oneshot)} variants x "
-            f"{ctx.plan.population.members} parents = {total} ({done} already finished), "
-            f"fine-tuning {ctx.plan.oneshot_schedule.epochs} epochs")
+    return (
+      f"one-shot pruning: {len(ctx.plan.oneshot)} variants x "
+      f"{ctx.plan.population.members} parents = {total} ({done} already finished), "
+      f"fine-tuning {ctx.plan.oneshot_schedule.epochs} epochs"
+    )
 
   def finish(self, ctx, results):
     pop = ctx.plan.population
@@ -119,14 +168,20 @@ class RetrainStage(driver.Stage):
     self.name = f"retrain cycle {cycle}"
 
   def _configs(self, ctx):
-    return pruned_population.iterative_configs(ctx.plan.population, ctx.plan.iterative,
-                                               ctx.plan.iterative_schedule)
+    return pruned_population.iterative_configs(
+      ctx.plan.population, ctx.plan.iterative, ctx.plan.iterative_schedule
+    )
 
   def units(self, ctx):
     batch_size = ctx.plan.population.preset.batch_size
-    return _pruned_units(ctx, [c for c in self._configs(ctx) if c.variant.cycle == self.cycle],
-                         "retrain", retrain_lib.status,
-                         lambda c: c.retrain_steps() * batch_size, ctx.plan.iterative_schedule)
+    return _pruned_units(
+      ctx,
+      [c for c in self._configs(ctx) if c.variant.cycle == self.cycle],
+      "retrain",
+      retrain_lib.status,
+      lambda c: c.retrain_steps() * batch_size,
+      ctx.plan.iterative_schedule,
+    )
 
   def describe(self, ctx, done, total):
     if self.cycle != 1:
@@ -134,14 +189,17 @@ class RetrainStage(driver.Stage):
     configs = self._configs(ctx)
     last = max(c.variant.cycle for c in configs)
     ratios = ", ".join(f"{k:.3g}" for k in ctx.plan.iterative_schedule.keep_ratios[:last])
-    return (f"prune-retrain: {len(configs)} cycles, keep ratios {ratios}, "
-            f"{configs[0].retrain_steps()} retraining steps each")
+    return (
+      f"prune-retrain: {len(configs)} cycles, keep ratios {ratios}, "
+      f"{configs[0].retrain_steps()} retraining steps each"
+    )
 
   def finish(self, ctx, results):
     configs = [c for c in self._configs(ctx) if c.variant.cycle == self.cycle]
     if self.cycle == 1:
-      pruned_population.register_variants(ctx.plan.population, list(dict.fromkeys(
-          c.member.variant for c in self._configs(ctx))))
+      pruned_population.register_variants(
+        ctx.plan.population, list(dict.fromkeys(c.member.variant for c in self._configs(ctx)))
+      )
     ctx.members += [(c.member.variant, c.member.k) for c in configs]
 
 
@@ -155,7 +213,11 @@ def stages(plan):
   """The member stages of `plan` (an `tf_forget.pipeline.audit_plan.Plan`), in order."""
   out = [TrainStage()] + oneshot_stages(plan)
   if plan.iterative:
-    cycles = {c.variant.cycle for c in pruned_population.iterative_configs(
-        plan.population, plan.iterative, plan.iterative_schedule)}
+    cycles = {
+      c.variant.cycle
+      for c in pruned_population.iterative_configs(
+        plan.population, plan.iterative, plan.iterative_schedule
+      )
+    }
     out += [RetrainStage(n) for n in sorted(cycles)]
   return out

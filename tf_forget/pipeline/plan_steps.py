@@ -33,6 +33,7 @@ class Step:
     needs: the values made by earlier steps (or given to `run`) it receives.
     makes: the names of the values it returns.
   """
+
   resolve: Callable[..., Optional[dict]]
   reads: tuple = ()
   needs: tuple = ()
@@ -81,7 +82,6 @@ def run(steps, config, **given):
     kwargs.update((name, made[name]) for name in step.needs)
     found = step.resolve(**kwargs) or {}
     if set(found) != set(step.makes):
-      raise ValueError(f"plan step {step.name} made {sorted(found)}, declares "
-                       f"{sorted(step.makes)}")
+      raise ValueError(f"plan step {step.name} made {sorted(found)}, declares {sorted(step.makes)}")
     made.update(found)
   return made

@@ -25,22 +25,31 @@ def fields(repair, gates, user, quantizations, pruned_quantizations):
     AuditError: no full int8 format audited, or `cle` of a Keras 3 or SavedModel reference.
   """
   repairs = names.sorted_repairs(repair.repairs)
-  if repairs and names.REPAIRED_FORMAT not in tuple(quantizations) + tuple(
-      pruned_quantizations):
+  if repairs and names.REPAIRED_FORMAT not in tuple(quantizations) + tuple(pruned_quantizations):
     raise tree.AuditError(
-        f"--repair repairs full int8 files: add {names.REPAIRED_FORMAT} to "
-        "--quantizations (or --compress)")
+      f"--repair repairs full int8 files: add {names.REPAIRED_FORMAT} to "
+      "--quantizations (or --compress)"
+    )
   if "cle" in repairs and user is not None:  # equalization clones tf_keras layers
-    other = next(((r, k) for r in user.references
-                  if (k := model_files.detect(r)) != "tf_keras"), None)
+    other = next(
+      ((r, k) for r in user.references if (k := model_files.detect(r)) != "tf_keras"), None
+    )
     if other is not None:
       raise tree.AuditError(
-          f"--repair=cle needs tf_keras references: {other[0]} is a "
-          f"{model_files.LOADERS[other[1]]} model (use --repair=auto, int16x8 or float<N>)")
-  return {"repairs": repairs, "repair_always": bool(repair.always),
-          "max_repair_size": float(repair.max_size), "repair_gates": gates}
+        f"--repair=cle needs tf_keras references: {other[0]} is a "
+        f"{model_files.LOADERS[other[1]]} model (use --repair=auto, int16x8 or float<N>)"
+      )
+  return {
+    "repairs": repairs,
+    "repair_always": bool(repair.always),
+    "max_repair_size": float(repair.max_size),
+    "repair_gates": gates,
+  }
 
 
-STEP = plan_steps.Step(fields, reads=("repair", "gates", "user"),
-                       needs=("quantizations", "pruned_quantizations"),
-                       makes=("repairs", "repair_always", "max_repair_size", "repair_gates"))
+STEP = plan_steps.Step(
+  fields,
+  reads=("repair", "gates", "user"),
+  needs=("quantizations", "pruned_quantizations"),
+  makes=("repairs", "repair_always", "max_repair_size", "repair_gates"),
+)

@@ -35,12 +35,17 @@ def _analysed(ctx):
   out = []
   for mv, k in ctx.members:
     formats = [layer_analysis.FORMAT] if ctx.keras_members else []
-    formats += [names.parse_variant(v).format for v in ctx.variants
-                if names.parse_variant(v).member_variant == mv
-                and names.is_user_format(names.parse_variant(v).format)]
-    out += [(mv, k, f) for f in formats
-            if names.Variant(mv, f).name in ctx.variants
-            and layer_analysis.applies(ctx.run_dir, mv, k, f)]
+    formats += [
+      names.parse_variant(v).format
+      for v in ctx.variants
+      if names.parse_variant(v).member_variant == mv
+      and names.is_user_format(names.parse_variant(v).format)
+    ]
+    out += [
+      (mv, k, f)
+      for f in formats
+      if names.Variant(mv, f).name in ctx.variants and layer_analysis.applies(ctx.run_dir, mv, k, f)
+    ]
   return out
 
 
@@ -52,19 +57,33 @@ class LayersStage(driver.Stage):
   noun = "layer analyses already current"
 
   def units(self, ctx):
-    return [driver.Unit(
-        checks=[driver.Check(f"layers {mv}/{k} {f}", lambda mv=mv, k=k, f=f: (
-            layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f)))],
+    return [
+      driver.Unit(
+        checks=[
+          driver.Check(
+            f"layers {mv}/{k} {f}",
+            lambda mv=mv, k=k, f=f: layer_analysis.status(ctx.run_dir, mv, k, ctx.dataset, f),
+          )
+        ],
         task=lambda _, mv=mv, k=k, f=f: driver.task(
-            f"layers {mv}/{k} {f}", "tf_forget.evaluate.layer_analysis:analyze_task",
-            member_variant=mv, k=int(k), file_format=f, num_threads=ctx.num_threads,
-            **file_stages.dataset_kwargs(ctx)))
-            for mv, k, f in _analysed(ctx)]
+          f"layers {mv}/{k} {f}",
+          "tf_forget.evaluate.layer_analysis:analyze_task",
+          member_variant=mv,
+          k=int(k),
+          file_format=f,
+          num_threads=ctx.num_threads,
+          **file_stages.dataset_kwargs(ctx),
+        ),
+      )
+      for mv, k, f in _analysed(ctx)
+    ]
 
   def describe(self, ctx, done, total):
-    return (f"why: where {total} compressed file{'' if total == 1 else 's'} depart"
-            f"{'s' if total == 1 else ''} from float32 on the examples they forgot "
-            f"({done} already current)")
+    return (
+      f"why: where {total} compressed file{'' if total == 1 else 's'} depart"
+      f"{'s' if total == 1 else ''} from float32 on the examples they forgot "
+      f"({done} already current)"
+    )
 
 
 class RepairStage(driver.Stage):
@@ -85,8 +104,11 @@ class RepairStage(driver.Stage):
     return needed, skipped
 
   def _variants(self, ctx):
-    return [(names.Variant(mv, names.repair_format(r)), k) for r in ctx.plan.repairs
-            for mv, k in self._members(ctx)[0]]
+    return [
+      (names.Variant(mv, names.repair_format(r)), k)
+      for r in ctx.plan.repairs
+      for mv, k in self._members(ctx)[0]
+    ]
 
   @staticmethod
   def _search(ctx, variant):
@@ -96,22 +118,40 @@ class RepairStage(driver.Stage):
     return repair_search.settings(ctx.plan.repair_gates, ctx.plan.max_repair_size)
 
   def units(self, ctx):
-    return [driver.Unit(
-        checks=[driver.Check(f"{v.name}/{k} export", lambda v=v, k=k: repairs.repair_status(
-            ctx.run_dir, v, k, ctx.dataset, self._search(ctx, v)), v)],
+    return [
+      driver.Unit(
+        checks=[
+          driver.Check(
+            f"{v.name}/{k} export",
+            lambda v=v, k=k: repairs.repair_status(
+              ctx.run_dir, v, k, ctx.dataset, self._search(ctx, v)
+            ),
+            v,
+          )
+        ],
         task=lambda _, v=v, k=k: driver.task(
-            f"repair {v.name}/{k}", "tf_forget.evaluate.repairs:repair_task",
-            member_variant=v.member_variant, k=int(k), file_format=v.format,
-            search=self._search(ctx, v), num_threads=ctx.num_threads,
-            **file_stages.dataset_kwargs(ctx)))
-            for v, k in self._variants(ctx)]
+          f"repair {v.name}/{k}",
+          "tf_forget.evaluate.repairs:repair_task",
+          member_variant=v.member_variant,
+          k=int(k),
+          file_format=v.format,
+          search=self._search(ctx, v),
+          num_threads=ctx.num_threads,
+          **file_stages.dataset_kwargs(ctx),
+        ),
+      )
+      for v, k in self._variants(ctx)
+    ]
 
   def describe(self, ctx, done, total):
     asked = ",".join(ctx.plan.repairs)
     skipped = self._members(ctx)[1]
-    head = (f"repair: {total} repaired file{'' if total == 1 else 's'} of the full int8 "
-            f"files that forgot something ({asked}; {done} already made)" if total else
-            f"repair: no full int8 file needs one (--repair={asked})")
+    head = (
+      f"repair: {total} repaired file{'' if total == 1 else 's'} of the full int8 "
+      f"files that forgot something ({asked}; {done} already made)"
+      if total
+      else f"repair: no full int8 file needs one (--repair={asked})"
+    )
     return "\n".join([head] + [f"  {line}" for line in skipped])
 
   def finish(self, ctx, results):
@@ -130,19 +170,34 @@ class EvaluateRepairsStage(driver.Stage):
     data, split = ctx.dataset, ctx.dataset.spec.eval_split
     clean_id = predictions.split_identity(data.spec.name, data.spec.options, split)
     by_member = file_stages.by_member(ctx.run_dir, ctx.repaired)
-    return [driver.Unit(
-        checks=[file_stages.predictions_check(ctx.run_dir, m, split, clean_id, True)
-                for m in metas],
+    return [
+      driver.Unit(
+        checks=[
+          file_stages.predictions_check(ctx.run_dir, m, split, clean_id, True) for m in metas
+        ],
         task=lambda todo, mv=mv, k=k: driver.task(
-            f"eval repaired {mv}/{k} {split}", "evaluate_files", cost=len(todo),
-            files=[[v, k] for v in todo], num_threads=ctx.num_threads, splits=[split],
-            **file_stages.dataset_kwargs(ctx)))
-            for (mv, k), metas in sorted(by_member.items())]
+          f"eval repaired {mv}/{k} {split}",
+          "evaluate_files",
+          cost=len(todo),
+          files=[[v, k] for v in todo],
+          num_threads=ctx.num_threads,
+          splits=[split],
+          **file_stages.dataset_kwargs(ctx),
+        ),
+      )
+      for (mv, k), metas in sorted(by_member.items())
+    ]
 
   def finish(self, ctx, results):
     population_eval.agreement_tables(
-        ctx.run_dir, ctx.dataset, splits=[ctx.dataset.spec.eval_split], variants=ctx.variants,
-        check_keras=ctx.keras_members, num_threads=ctx.num_threads, log=ctx.redo_log)
+      ctx.run_dir,
+      ctx.dataset,
+      splits=[ctx.dataset.spec.eval_split],
+      variants=ctx.variants,
+      check_keras=ctx.keras_members,
+      num_threads=ctx.num_threads,
+      log=ctx.redo_log,
+    )
 
 
 def stages(plan):

@@ -27,6 +27,7 @@ import threading
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import user_output
@@ -59,15 +60,17 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
     except errors.Error as e:
       outcome["error"] = e
 
-  if not fileio.is_url(out):
+  if not filesystem.is_url(out):
     probe()
   else:
     thread = threading.Thread(target=probe, daemon=True)
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-      raise tree.AuditError(f"cannot reach {out} within {timeout_s:.0f} s: check the "
-                            "bucket name, the network and the credentials")
+      raise tree.AuditError(
+        f"cannot reach {out} within {timeout_s:.0f} s: check the "
+        "bucket name, the network and the credentials"
+      )
   if "error" in outcome:
     raise tree.AuditError(errors.one_line(outcome["error"], 1000)) from outcome["error"]
 
@@ -85,23 +88,24 @@ def users_files(out):
   Raises:
     AuditError: one line naming the files (at most 5).
   """
-  if not fileio.exists(out):
+  if not filesystem.exists(out):
     return
   found, unlisted = [], []
   try:
     for label, entries in SWAPPED:
       files = swap.foreign_files(out, label, entries)
       found += files
-      if files and not fileio.exists(swap.listing(out, label)):
+      if files and not filesystem.exists(swap.listing(out, label)):
         unlisted.append(os.path.basename(swap.listing(out, label)))
   except errors.Error as e:
     raise tree.AuditError(errors.one_line(e, 300)) from e
   if found:
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    why = (f"; no {' or '.join(unlisted)} records them as tf_forget's" if unlisted else "")
+    why = f"; no {' or '.join(unlisted)} records them as tf_forget's" if unlisted else ""
     raise tree.AuditError(
-        f"{out} holds files tf_forget did not write in the folders it replaces ({shown}{why}): "
-        "move them out of the run directory (a re-run replaces those folders whole)")
+      f"{out} holds files tf_forget did not write in the folders it replaces ({shown}{why}): "
+      "move them out of the run directory (a re-run replaces those folders whole)"
+    )
 
 
 def human_study(human_study):
@@ -118,7 +122,7 @@ def outputs(out, human_study):
   if where is None:
     return
   user_output.check_outside(out, where, "--annotation_export")
-  if not fileio.is_url(where):
+  if not filesystem.is_url(where):
     try:
       fileio.remove_created(fileio.check_writable(where))
     except errors.WriteError as e:
@@ -139,7 +143,7 @@ def identity(plan):
 
 def url_reachable(out):
   """Step: an unreachable bucket is one line, before anything is read."""
-  if fileio.is_url(out):
+  if filesystem.is_url(out):
     _check_out(out)
 
 
@@ -148,7 +152,7 @@ def ours(out):
   run_lock.check_ours(out)
 
 
-def recorded(out, identity):  # pylint: disable=redefined-outer-name
+def recorded(out, identity):
   """Step: `<out>/audit.json`, if any, records the same identity."""
   run_identity.check_audit_file(out, identity)
 
@@ -170,22 +174,22 @@ def input_scaling(plan):
 
 def writable(out):
   """Step: a local `out` can be written; it is created if it does not exist (last)."""
-  if not fileio.is_url(out):
+  if not filesystem.is_url(out):
     _check_out(out)
 
 
 Step = plan_steps.Step
 STEPS = (
-    Step(outputs, reads=("out", "human_study")),
-    Step(human_study, reads=("human_study",)),
-    Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
-    Step(identity, needs=("plan",), makes=("identity",)),
-    Step(url_reachable, reads=("out",)),
-    Step(ours, reads=("out",)),
-    Step(recorded, reads=("out",), needs=("identity",)),
-    Step(users_files, reads=("out",)),
-    Step(run_dir, needs=("plan",)),
-    Step(stages.check_executor, reads=("execution",)),
-    Step(input_scaling, needs=("plan",), makes=("caveats",)),
-    Step(writable, reads=("out",)),
+  Step(outputs, reads=("out", "human_study")),
+  Step(human_study, reads=("human_study",)),
+  Step(attach, reads=("out", "data"), needs=("planned",), makes=("plan", "hashed")),
+  Step(identity, needs=("plan",), makes=("identity",)),
+  Step(url_reachable, reads=("out",)),
+  Step(ours, reads=("out",)),
+  Step(recorded, reads=("out",), needs=("identity",)),
+  Step(users_files, reads=("out",)),
+  Step(run_dir, needs=("plan",)),
+  Step(stages.check_executor, reads=("execution",)),
+  Step(input_scaling, needs=("plan",), makes=("caveats",)),
+  Step(writable, reads=("out",)),
 )

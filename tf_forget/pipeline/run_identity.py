@@ -18,7 +18,7 @@ import json
 
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import predictions
 from tf_forget.config import tree
 
@@ -39,42 +39,63 @@ def audit_identity(p):
   if p.user is not None:  # the user's models: their paths, not their bytes
     return json.loads(json.dumps(_user_identity(p.user, p)))
   pop = p.population
-  oneshot = ({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {})
+  oneshot = {"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}
   if p.iterative:
     oneshot["iterative_protocol"] = p.iterative_schedule.to_json()
-  return json.loads(json.dumps({
-      "dataset": pop.dataset,
-      "dataset_options": predictions.without_content(pop.dataset_options),
-      "preset": pop.preset.name,
-      "preset_params": pop.preset.to_json(),
-      "model": pop.model,
-      "members": int(pop.members),
-      "variants": list(p.variants),
-      **oneshot,
-      "quantizations": list(p.quantizations),
-      "pruned_quantizations": list(p.pruned_quantizations),
-      "encodings": list(p.encodings),
-      "corruptions": list(p.corrupted),
-      "noise": p.noise.to_json() if p.noise is not None else None,
-      **({"robustness": {"source": "published", "corrupted_suite": p.published.corrupted,
-                         "extra_splits": {x.name: x.suite for x in p.published.extra}}}
-         if p.published is not None else {}),
-      "population_seed": int(pop.population_seed),
-  }))
+  return json.loads(
+    json.dumps(
+      {
+        "dataset": pop.dataset,
+        "dataset_options": predictions.without_content(pop.dataset_options),
+        "preset": pop.preset.name,
+        "preset_params": pop.preset.to_json(),
+        "model": pop.model,
+        "members": int(pop.members),
+        "variants": list(p.variants),
+        **oneshot,
+        "quantizations": list(p.quantizations),
+        "pruned_quantizations": list(p.pruned_quantizations),
+        "encodings": list(p.encodings),
+        "corruptions": list(p.corrupted),
+        "noise": p.noise.to_json() if p.noise is not None else None,
+        **(
+          {
+            "robustness": {
+              "source": "published",
+              "corrupted_suite": p.published.corrupted,
+              "extra_splits": {x.name: x.suite for x in p.published.extra},
+            }
+          }
+          if p.published is not None
+          else {}
+        ),
+        "population_seed": int(pop.population_seed),
+      }
+    )
+  )
 
 
 def _user_identity(user, p):
   """The identity of an audit of the user's models (`tree.UserModels`)."""
-  return {"user": {"references": list(user.references),
-                   "candidates": {n: list(paths) for n, paths in user.candidates},
-                   "compress": list(user.compress), "output_index": user.output_index,
-                   "calibration": user.calibration, "train": user.train},
-          **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
-          "dataset": p.population.dataset,
-          "dataset_options": predictions.without_content(p.population.dataset_options),
-          "members": p.population.members, "variants": list(p.variants),
-          "quantizations": list(p.quantizations), "encodings": list(p.encodings),
-          "corruptions": list(p.corrupted), "noise": None}
+  return {
+    "user": {
+      "references": list(user.references),
+      "candidates": {n: list(paths) for n, paths in user.candidates},
+      "compress": list(user.compress),
+      "output_index": user.output_index,
+      "calibration": user.calibration,
+      "train": user.train,
+    },
+    **({"oneshot_protocol": p.oneshot_schedule.to_json()} if p.oneshot else {}),
+    "dataset": p.population.dataset,
+    "dataset_options": predictions.without_content(p.population.dataset_options),
+    "members": p.population.members,
+    "variants": list(p.variants),
+    "quantizations": list(p.quantizations),
+    "encodings": list(p.encodings),
+    "corruptions": list(p.corrupted),
+    "noise": None,
+  }
 
 
 def write_audit_file(out, identity, config, caveats=()):
@@ -92,8 +113,11 @@ def _differences(old, new):
     if before == value:
       continue
     if isinstance(before, dict) and isinstance(value, dict):
-      out.extend((f"{key}.{sub}", before.get(sub), value.get(sub))
-                 for sub in sorted(set(before) | set(value)) if before.get(sub) != value.get(sub))
+      out.extend(
+        (f"{key}.{sub}", before.get(sub), value.get(sub))
+        for sub in sorted(set(before) | set(value))
+        if before.get(sub) != value.get(sub)
+      )
     else:
       out.append((key, before, value))
   return out
@@ -106,7 +130,7 @@ def check_audit_file(out, identity):
     True if an equal audit.json exists, False if there is none.
   """
   path = audit_json.path(out)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return False
   try:
     old = audit_json.read(path)
@@ -116,6 +140,7 @@ def check_audit_file(out, identity):
   if diffs:
     was = ", ".join(f"{f}={a!r}" for f, a, _ in diffs)
     asks = ", ".join(f"{f}={b!r}" for f, _, b in diffs)
-    raise tree.AuditError(f"{out} was made with {was}; this run asks {asks}: use another "
-                          "--out or remove it")
+    raise tree.AuditError(
+      f"{out} was made with {was}; this run asks {asks}: use another --out or remove it"
+    )
   return True

@@ -25,9 +25,15 @@ from tf_forget.pipeline import member_stages
 from tf_forget.pipeline import repair_stages
 
 # Environment a Ray worker needs before it imports TensorFlow (a local pool inherits it).
-WORKER_ENV = ("TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA",
-              "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_CPP_MIN_LOG_LEVEL",
-              "TF_DETERMINISTIC_OPS")
+WORKER_ENV = (
+  "TF_USE_LEGACY_KERAS",
+  "TF_ENABLE_ONEDNN_OPTS",
+  "ONEDNN_MAX_CPU_ISA",
+  "TF_NUM_INTRAOP_THREADS",
+  "TF_NUM_INTEROP_THREADS",
+  "TF_CPP_MIN_LOG_LEVEL",
+  "TF_DETERMINISTIC_OPS",
+)
 
 
 @dataclasses.dataclass
@@ -49,6 +55,7 @@ class Context:
     final: what the last stages read of the configuration (`final_stages.Final`), or None.
     results: {stage name: what its `finish` returned} (`run_sections`).
   """
+
   plan: object
   run_dir: str
   num_threads: int
@@ -85,10 +92,14 @@ def audit_stages(plan):
   """
   files = file_stages.stages(plan)
   why = repair_stages.stages(plan)
-  first = (("your models", import_stages.stages(plan)) if plan.user is not None
-           else ("populations", member_stages.stages(plan)))
+  first = (
+    ("your models", import_stages.stages(plan))
+    if plan.user is not None
+    else ("populations", member_stages.stages(plan))
+  )
   return [first, ("TFLite export", files[:1]), ("TFLite evaluation", files[1:])] + (
-      [("why and repair", why)] if why else [])
+    [("why and repair", why)] if why else []
+  )
 
 
 def header(log, index, name, t_start, stages):
@@ -115,18 +126,22 @@ def check_executor(execution):
   workers, address = execution.workers, execution.ray_address
   if execution.executor == "inline" and workers:
     raise executor_lib.ExecutorError(
-        f"--workers={workers} is for --executor=local (processes) or ray; --executor=inline "
-        "runs everything in this process: drop one of them")
+      f"--workers={workers} is for --executor=local (processes) or ray; --executor=inline "
+      "runs everything in this process: drop one of them"
+    )
   if execution.executor == "ray" and workers == 0:
     raise executor_lib.ExecutorError(
-        "--executor=ray needs --workers >= 1 (or none: every CPU); --workers=0 means inline")
+      "--executor=ray needs --workers >= 1 (or none: every CPU); --workers=0 means inline"
+    )
   if execution.executor == "ray" and address and workers is not None:
     raise executor_lib.ExecutorError(
-        f"--workers sets the CPUs of a Ray started here; the cluster at --ray_address="
-        f"{address} has its own: drop --workers")
+      f"--workers sets the CPUs of a Ray started here; the cluster at --ray_address="
+      f"{address} has its own: drop --workers"
+    )
   if execution.executor == "ray" and address:
-    executor_lib.check_address("ray", address, timeout_s=CONNECT_CHECK_S,
-                               handshake_s=CONNECT_CHECK_S)
+    executor_lib.check_address(
+      "ray", address, timeout_s=CONNECT_CHECK_S, handshake_s=CONNECT_CHECK_S
+    )
 
 
 # Below this estimate of one worker's time (`tf_forget.pipeline.user_costs`), an audit of the user's
@@ -144,15 +159,25 @@ def make_executor(execution, log, estimated_seconds=None):
       the default local pool (no --workers) becomes this process.
   """
   name = execution.executor
-  if (name == "local" and execution.workers is None and estimated_seconds is not None
-      and estimated_seconds < SMALL_WORK_S):
+  if (
+    name == "local"
+    and execution.workers is None
+    and estimated_seconds is not None
+    and estimated_seconds < SMALL_WORK_S
+  ):
     name = "inline"
-    log(f"executor: this process (the work is estimated at {estimated_seconds:.0f} s, under "
-        f"{SMALL_WORK_S:.0f} s: a pool's start-up would cost more than it saves; --workers=N "
-        "for a pool)")
+    log(
+      f"executor: this process (the work is estimated at {estimated_seconds:.0f} s, under "
+      f"{SMALL_WORK_S:.0f} s: a pool's start-up would cost more than it saves; --workers=N "
+      "for a pool)"
+    )
   env = {k: os.environ[k] for k in WORKER_ENV if k in os.environ}
-  executor = executor_lib.make(name, workers=execution.workers if name != "inline" else None,
-                               address=execution.ray_address, env=env)
+  executor = executor_lib.make(
+    name,
+    workers=execution.workers if name != "inline" else None,
+    address=execution.ray_address,
+    env=env,
+  )
   if name == execution.executor:
     log(f"executor: {executor.describe()}")
   return executor
@@ -160,9 +185,15 @@ def make_executor(execution, log, estimated_seconds=None):
 
 def context(p, run_dir, num_threads, executor, log, final=None):
   """The `Context` of an audit's stages on `executor`."""
-  return Context(plan=p, run_dir=run_dir, num_threads=num_threads,
-                 workers=max(1, int(getattr(executor, "workers", 0) or 1)),
-                 num_gpus=getattr(executor, "num_gpus", 0) or 0, log=log, final=final)
+  return Context(
+    plan=p,
+    run_dir=run_dir,
+    num_threads=num_threads,
+    workers=max(1, int(getattr(executor, "workers", 0) or 1)),
+    num_gpus=getattr(executor, "num_gpus", 0) or 0,
+    log=log,
+    final=final,
+  )
 
 
 def run_sections(sections, ctx, executor, t_start, log, first=1, total=None):

@@ -68,10 +68,16 @@ def _oneshot_schedule(protocol_json):
 
 def member_kwargs(cfg):
   """The JSON kwargs of `train_member` for a `member_lib.MemberConfig` (driver side)."""
-  return {"dataset": cfg.dataset, "model": cfg.model, "variant": cfg.variant, "k": int(cfg.k),
-          "preset": cfg.preset.to_json(), "dataset_options": dict(cfg.dataset_options),
-          "model_options": dict(cfg.model_options),
-          "population_seed": int(cfg.population_seed)}
+  return {
+    "dataset": cfg.dataset,
+    "model": cfg.model,
+    "variant": cfg.variant,
+    "k": int(cfg.k),
+    "preset": cfg.preset.to_json(),
+    "dataset_options": dict(cfg.dataset_options),
+    "model_options": dict(cfg.model_options),
+    "population_seed": int(cfg.population_seed),
+  }
 
 
 def _dataset(name, options):
@@ -85,27 +91,55 @@ def _clear_keras():
   keras2.keras().backend.clear_session()
 
 
-def train_member(run_dir, dataset, model, variant, k, preset, dataset_options=None,
-                 model_options=None, population_seed=0):
+def train_member(
+  run_dir,
+  dataset,
+  model,
+  variant,
+  k,
+  preset,
+  dataset_options=None,
+  model_options=None,
+  population_seed=0,
+):
   """Trains (or resumes, or finds finished) one member; returns its model hash.
 
   Returns:
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
   cfg = member_lib.MemberConfig(
-      dataset=dataset, model=model, variant=variant, k=int(k), preset=_preset(preset),
-      dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
-      population_seed=int(population_seed))
+    dataset=dataset,
+    model=model,
+    variant=variant,
+    k=int(k),
+    preset=_preset(preset),
+    dataset_options=dict(dataset_options or {}),
+    model_options=dict(model_options or {}),
+    population_seed=int(population_seed),
+  )
   try:
     meta = member_lib.train_member(cfg, member_files.member_dir(run_dir, variant, int(k)))
   finally:
     _clear_keras()
-  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
-          "test_accuracy": meta.get("test_accuracy")}
+  return {
+    "member": f"{variant}/{k}",
+    "model_sha256": meta["model_sha256"],
+    "test_accuracy": meta.get("test_accuracy"),
+  }
 
 
-def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
-                 model_options=None, population_seed=0):
+def prune_member(
+  run_dir,
+  dataset,
+  model,
+  variant,
+  k,
+  preset,
+  protocol,
+  dataset_options=None,
+  model_options=None,
+  population_seed=0,
+):
   """Makes (or finds current) one one-shot member from its dense parent.
 
   Args:
@@ -115,21 +149,41 @@ def prune_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
   cfg = oneshot_member.OneshotConfig(
-      member=member_lib.MemberConfig(
-          dataset=dataset, model=model, variant=variant, k=int(k),
-          preset=_preset(preset), dataset_options=dict(dataset_options or {}),
-          model_options=dict(model_options or {}), population_seed=int(population_seed)),
-      protocol=_oneshot_schedule(protocol))
+    member=member_lib.MemberConfig(
+      dataset=dataset,
+      model=model,
+      variant=variant,
+      k=int(k),
+      preset=_preset(preset),
+      dataset_options=dict(dataset_options or {}),
+      model_options=dict(model_options or {}),
+      population_seed=int(population_seed),
+    ),
+    protocol=_oneshot_schedule(protocol),
+  )
   try:
     meta = oneshot_member.prune_member(cfg, run_dir)
   finally:
     _clear_keras()
-  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
-          "test_accuracy": meta.get("test_accuracy")}
+  return {
+    "member": f"{variant}/{k}",
+    "model_sha256": meta["model_sha256"],
+    "test_accuracy": meta.get("test_accuracy"),
+  }
 
 
-def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
-                     dataset_options=None, model_options=None, population_seed=0):
+def oneshot_gradient(
+  run_dir,
+  dataset,
+  model,
+  variant,
+  k,
+  preset,
+  protocol,
+  dataset_options=None,
+  model_options=None,
+  population_seed=0,
+):
   """Computes (or finds current) g of one dense parent, read by its GP and UP members.
 
   docs/spec.md §6.2 ("the same g for GP and UP"): one task per parent, run before the
@@ -144,9 +198,15 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
     {"parent": "<variant>/<k>", "path", "sha256"} of the g artifact.
   """
   parent = member_lib.MemberConfig(
-      dataset=dataset, model=model, variant=variant, k=int(k), preset=_preset(preset),
-      dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
-      population_seed=int(population_seed))
+    dataset=dataset,
+    model=model,
+    variant=variant,
+    k=int(k),
+    preset=_preset(preset),
+    dataset_options=dict(dataset_options or {}),
+    model_options=dict(model_options or {}),
+    population_seed=int(population_seed),
+  )
   try:
     grad = prune_gradient.ensure(run_dir, parent, _oneshot_schedule(protocol))
   finally:
@@ -154,8 +214,18 @@ def oneshot_gradient(run_dir, dataset, model, variant, k, preset, protocol,
   return {"parent": f"{variant}/{k}", "path": grad.path, "sha256": grad.sha256}
 
 
-def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, dataset_options=None,
-                   model_options=None, population_seed=0):
+def retrain_member(
+  run_dir,
+  dataset,
+  model,
+  variant,
+  k,
+  preset,
+  protocol,
+  dataset_options=None,
+  model_options=None,
+  population_seed=0,
+):
   """Makes (or resumes, or finds current) one prune-retrain cycle from its parent.
 
   Args:
@@ -169,21 +239,32 @@ def retrain_member(run_dir, dataset, model, variant, k, preset, protocol, datase
   except iterative_schedule.IterativeScheduleError as e:
     raise TaskError(f"{e}: worker and driver versions differ") from e
   cfg = retrain_lib.RetrainConfig(
-      member=member_lib.MemberConfig(
-          dataset=dataset, model=model, variant=variant, k=int(k),
-          preset=_preset(preset), dataset_options=dict(dataset_options or {}),
-          model_options=dict(model_options or {}), population_seed=int(population_seed)),
-      protocol=proto)
+    member=member_lib.MemberConfig(
+      dataset=dataset,
+      model=model,
+      variant=variant,
+      k=int(k),
+      preset=_preset(preset),
+      dataset_options=dict(dataset_options or {}),
+      model_options=dict(model_options or {}),
+      population_seed=int(population_seed),
+    ),
+    protocol=proto,
+  )
   try:
     meta = retrain_lib.retrain_member(cfg, run_dir)
   finally:
     _clear_keras()
-  return {"member": f"{variant}/{k}", "model_sha256": meta["model_sha256"],
-          "test_accuracy": meta.get("test_accuracy")}
+  return {
+    "member": f"{variant}/{k}",
+    "model_sha256": meta["model_sha256"],
+    "test_accuracy": meta.get("test_accuracy"),
+  }
 
 
-def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, encodings,
-                  dense_encodings):
+def export_member(
+  run_dir, member_variant, k, dense_formats, pruned_formats, encodings, dense_encodings
+):
   """Exports every file of one member (`export_lib.export_population` restricted to it).
 
   Returns:
@@ -192,15 +273,27 @@ def export_member(run_dir, member_variant, k, dense_formats, pruned_formats, enc
   gpu.configure()
   try:
     results = export_lib.export_population(
-        run_dir, dense_formats=tuple(dense_formats), pruned_formats=tuple(pruned_formats),
-        encodings=tuple(encodings), dense_encodings=tuple(dense_encodings),
-        members=[(member_variant, int(k))])
+      run_dir,
+      dense_formats=tuple(dense_formats),
+      pruned_formats=tuple(pruned_formats),
+      encodings=tuple(encodings),
+      dense_encodings=tuple(dense_encodings),
+      members=[(member_variant, int(k))],
+    )
   finally:
     _clear_keras()
-  return {"member": f"{member_variant}/{k}",
-          "files": [{"variant": r["variant"], "sha256": r.get("sha256"),
-                     "failed": r.get("failed"), "skipped": bool(r.get("skipped"))}
-                    for r in results]}
+  return {
+    "member": f"{member_variant}/{k}",
+    "files": [
+      {
+        "variant": r["variant"],
+        "sha256": r.get("sha256"),
+        "failed": r.get("failed"),
+        "skipped": bool(r.get("skipped")),
+      }
+      for r in results
+    ],
+  }
 
 
 def corrupted_suite(dataset, cache_dir, splits):
@@ -251,8 +344,14 @@ def evaluate_published(run_dir, data, splits, **options):
     group = [s for s in splits if suite.keeps_logits(s) == with_logits]
     if group:
       population_eval.evaluate_population(
-          run_dir, dataset=data, split_batches={s: streams[s] for s in group}, split_ids=ids,
-          check_keras=False, save_logits=with_logits, **options)
+        run_dir,
+        dataset=data,
+        split_batches={s: streams[s] for s in group},
+        split_ids=ids,
+        check_keras=False,
+        save_logits=with_logits,
+        **options,
+      )
 
 
 def corrupt_splits(dataset, dataset_options, splits, cache_dir):
@@ -263,15 +362,30 @@ def corrupt_splits(dataset, dataset_options, splits, cache_dir):
   """
   data = _dataset(dataset, dataset_options)
   suite = corruption_cache.CorruptedDataset(data, cache_dir, splits)
-  keys = corruption_cache.fill(data, suite.source_split,
-                               [corruption_registry.parse_split_name(s) for s in splits],
-                               cache_dir, table=suite.table)
-  return {"generated": [corruption_registry.split_name(k.corruption, k.severity) for k in keys],
-          "splits": list(splits)}
+  keys = corruption_cache.fill(
+    data,
+    suite.source_split,
+    [corruption_registry.parse_split_name(s) for s in splits],
+    cache_dir,
+    table=suite.table,
+  )
+  return {
+    "generated": [corruption_registry.split_name(k.corruption, k.severity) for k in keys],
+    "splits": list(splits),
+  }
 
 
-def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits=(),
-                   corrupted=(), cache_dir=None, published=()):
+def evaluate_files(
+  run_dir,
+  files,
+  dataset,
+  dataset_options,
+  num_threads,
+  splits=(),
+  corrupted=(),
+  cache_dir=None,
+  published=(),
+):
   """Evaluates some `.tflite` files on clean, cached corrupted and / or published splits.
 
   Writes predictions files only (the stage's `finish` writes the agreement tables); clean
@@ -289,18 +403,32 @@ def evaluate_files(run_dir, files, dataset, dataset_options, num_threads, splits
   data = _dataset(dataset, dataset_options)
   files = [(v, int(k)) for v, k in files]
   if splits:
-    population_eval.evaluate_population(run_dir, dataset=data, splits=list(splits),
-                                        num_threads=num_threads, check_keras=False,
-                                        files=files, write_tables=False)
+    population_eval.evaluate_population(
+      run_dir,
+      dataset=data,
+      splits=list(splits),
+      num_threads=num_threads,
+      check_keras=False,
+      files=files,
+      write_tables=False,
+    )
   if corrupted:
     _, streams, ids = corrupted_suite(data, cache_dir, list(corrupted))
-    population_eval.evaluate_population(run_dir, dataset=data, split_batches=streams,
-                                        split_ids=ids, num_threads=num_threads,
-                                        check_keras=False, save_logits=False, files=files,
-                                        write_tables=False)
+    population_eval.evaluate_population(
+      run_dir,
+      dataset=data,
+      split_batches=streams,
+      split_ids=ids,
+      num_threads=num_threads,
+      check_keras=False,
+      save_logits=False,
+      files=files,
+      write_tables=False,
+    )
   if published:
-    evaluate_published(run_dir, data, list(published), num_threads=num_threads, files=files,
-                       write_tables=False)
+    evaluate_published(
+      run_dir, data, list(published), num_threads=num_threads, files=files, write_tables=False
+    )
   return {"files": len(files), "splits": len(splits) + len(corrupted) + len(published)}
 
 
@@ -314,9 +442,13 @@ def keras_predictions(run_dir, member_variant, k, dataset, dataset_options, spli
   split_id = predictions.split_identity(data.spec.name, data.spec.options, split)
   try:
     out = population_eval.keras_predictions(
-        run_dir, member_variant, int(k), split,
-        lambda: (data.model_inputs(e) for e in data.batches(split, batched.DEFAULT_BATCH_SIZE)),
-        split_id=split_id)
+      run_dir,
+      member_variant,
+      int(k),
+      split,
+      lambda: (data.model_inputs(e) for e in data.batches(split, batched.DEFAULT_BATCH_SIZE)),
+      split_id=split_id,
+    )
   finally:
     _clear_keras()
   return {"path": out}
@@ -333,15 +465,20 @@ def evaluate_noise(run_dir, files, dataset, dataset_options, protocol, num_threa
     {"files": [noise artifact paths]}.
   """
   data = _dataset(dataset, dataset_options)
-  noise = noise_artifact.NoiseProtocol(eps=tuple(protocol["eps"]), draws=protocol["draws"],
-                                       examples=protocol["examples"], seed=protocol["seed"])
+  noise = noise_artifact.NoiseProtocol(
+    eps=tuple(protocol["eps"]),
+    draws=protocol["draws"],
+    examples=protocol["examples"],
+    seed=protocol["seed"],
+  )
   files = [(v, int(k)) for v, k in files]
   noise_eval.evaluate_population(run_dir, data, noise, num_threads=num_threads, files=files)
   return {"files": [layout.noise(run_dir, v, k) for v, k in files]}
 
 
-def import_reference(run_dir, k, path, dataset, dataset_options, output_index=None,
-                     trust_model_code=False):
+def import_reference(
+  run_dir, k, path, dataset, dataset_options, output_index=None, trust_model_code=False
+):
   """Imports the user's Keras reference `path` as dense member k (`tf_forget.train.imported`;
   `trust_model_code`: `--trust_model_code`).
 
@@ -350,15 +487,15 @@ def import_reference(run_dir, k, path, dataset, dataset_options, output_index=No
   """
   data = _dataset(dataset, dataset_options)
   try:
-    meta = imported.import_member(run_dir, int(k), path, data, output_index,
-                                  bool(trust_model_code))
+    meta = imported.import_member(run_dir, int(k), path, data, output_index, bool(trust_model_code))
   finally:
     _clear_keras()
   return {"member": f"dense/{k}", "model_sha256": meta["model_sha256"]}
 
 
-def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, dataset_options,
-                    output_index=None):
+def store_user_file(
+  run_dir, k, file_format, path, shape, classes, dataset, dataset_options, output_index=None
+):
   """Stores the user's `.tflite` file `path` as the export `file_format` of dense member k
   (`tf_forget.export.candidates`: a candidate `user_<name>`, or a float32 reference).
 
@@ -367,6 +504,13 @@ def store_user_file(run_dir, k, file_format, path, shape, classes, dataset, data
   """
   data = _dataset(dataset, dataset_options)
   variant = names.Variant(names.DENSE, file_format)
-  meta = candidates.store(run_dir, variant, int(k), path, data,
-                          reference=(tuple(shape), int(classes)), output_index=output_index)
+  meta = candidates.store(
+    run_dir,
+    variant,
+    int(k),
+    path,
+    data,
+    reference=(tuple(shape), int(classes)),
+    output_index=output_index,
+  )
   return {"variant": variant.name, "k": int(k), "sha256": meta["sha256"]}

@@ -40,8 +40,9 @@ def protocol_of(dataset):
   `DataError`."""
   if str(dataset).split(":", 1)[0] in sources.PREFIXES:
     raise tree.AuditError(
-        f"--dataset={dataset} is your own data: tf_forget trains only on its registered data "
-        "sets; audit your model on it with --reference (and --candidate / --compress)")
+      f"--dataset={dataset} is your own data: tf_forget trains only on its registered data "
+      "sets; audit your model on it with --reference (and --candidate / --compress)"
+    )
   if dataset not in data_registry.DATASETS:
     data_registry.get(dataset)  # raises, naming the known data sets
   try:
@@ -62,11 +63,9 @@ def variants(population, pruning, protocol):
   trained, oneshot, iterative = None, [], []
   if population.variants is not None:
     trained, oneshot, iterative = pruned_population.split_variants(population.variants)
-  extra_trained, extra, extra_iterative = pruned_population.split_variants(
-      pruning.oneshot.variants)
+  extra_trained, extra, extra_iterative = pruned_population.split_variants(pruning.oneshot.variants)
   if extra_trained or extra_iterative:
-    raise tree.AuditError(
-        f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
+    raise tree.AuditError(f"not one-shot variants: {', '.join(extra_trained + extra_iterative)}")
   oneshot = list(dict.fromkeys(oneshot + extra))
   schedule = None
   if oneshot:
@@ -76,9 +75,14 @@ def variants(population, pruning, protocol):
   iterative, iter_schedule = _iterative(pruning.iterative, preset_name, iterative)
   if (oneshot or iterative) and trained is not None and names.DENSE not in trained:
     trained = [names.DENSE] + trained
-  return {"preset_name": preset_name, "trained": trained, "oneshot": tuple(oneshot),
-          "oneshot_schedule": schedule, "iterative": iterative,
-          "iterative_schedule": iter_schedule}
+  return {
+    "preset_name": preset_name,
+    "trained": trained,
+    "oneshot": tuple(oneshot),
+    "oneshot_schedule": schedule,
+    "iterative": iterative,
+    "iterative_schedule": iter_schedule,
+  }
 
 
 def _iterative(iterative, preset_name, named):
@@ -101,40 +105,52 @@ def population_config(out, data, population, preset_name, trained):
   overrides = dict(population.preset_overrides or {}, steps=population.steps)
   if population.robust_training:
     overrides.setdefault("train_corruptions", robust_lib.ROBUST_TRAIN_CORRUPTIONS)
-  dataset_options = {"data_dir": data.data_dir,
-                     "image_size": list(data.image_size) if data.image_size else None}
+  dataset_options = {
+    "data_dir": data.data_dir,
+    "image_size": list(data.image_size) if data.image_size else None,
+  }
   pop = population_lib.make_config(
-      out, preset_name, dataset=data.dataset, model=population.model, variants=trained,
-      members=population.members,
-      dataset_options={k: v for k, v in dataset_options.items() if v is not None},
-      population_seed=population.population_seed, **overrides)
+    out,
+    preset_name,
+    dataset=data.dataset,
+    model=population.model,
+    variants=trained,
+    members=population.members,
+    dataset_options={k: v for k, v in dataset_options.items() if v is not None},
+    population_seed=population.population_seed,
+    **overrides,
+  )
   if pop.members < 2:
-    raise tree.AuditError(
-        f"an audit compares populations: members must be >= 2, got {pop.members}")
+    raise tree.AuditError(f"an audit compares populations: members must be >= 2, got {pop.members}")
   return {"population": pop}
 
 
 def formats(formats, deployment, protocol):
   """Step: (quantizations, pruned quantizations, encodings) of the `tree.Formats` and
   `tree.Deployment` sections, checked (defaults: the protocol's)."""
-  quantizations = tuple(formats.quantizations if formats.quantizations is not None
-                        else protocol.quantizations)
-  pruned_quantizations = tuple(protocol.pruned_quantizations
-                               if formats.pruned_quantizations is None
-                               else formats.pruned_quantizations)
+  quantizations = tuple(
+    formats.quantizations if formats.quantizations is not None else protocol.quantizations
+  )
+  pruned_quantizations = tuple(
+    protocol.pruned_quantizations
+    if formats.pruned_quantizations is None
+    else formats.pruned_quantizations
+  )
   for fmt in quantizations + pruned_quantizations:
     names.check_format(fmt)
   deploy.check_encoding_options(deployment.encoding, deployment.max_sparse_latency_ratio)
   encodings = ("plain",) if deployment.encoding == "plain" else ("plain", "sparse")
-  return {"quantizations": quantizations, "pruned_quantizations": pruned_quantizations,
-          "encodings": encodings}
+  return {
+    "quantizations": quantizations,
+    "pruned_quantizations": pruned_quantizations,
+    "encodings": encodings,
+  }
 
 
 def corruption_splits(protocol, robustness, robust_training):
   """Corrupted split names (corruptions x severities of a `tree.Robustness`; defaults: the
   protocol's, or with robust training docs/spec.md §6.8's test distribution)."""
-  found = (robustness.corruptions if robustness.corruptions is not None
-           else protocol.corruptions)
+  found = robustness.corruptions if robustness.corruptions is not None else protocol.corruptions
   severities = tuple(robustness.severities or protocol.severities)
   if robust_training and robustness.corruptions is None:
     found = robust_lib.ROBUST_TEST_CORRUPTIONS
@@ -148,8 +164,7 @@ def corruption_splits(protocol, robustness, robust_training):
 
 def corrupted(robustness, population, protocol):
   """Step: the corrupted splits of the `tree.Robustness` section (`corruption_splits`)."""
-  return {"corrupted": tuple(corruption_splits(protocol, robustness,
-                                               population.robust_training))}
+  return {"corrupted": tuple(corruption_splits(protocol, robustness, population.robust_training))}
 
 
 def published(robustness, data):
@@ -164,11 +179,14 @@ def noise_protocol(defaults, noise, seed):
   """The `NoiseProtocol` of a `tree.Noise` (defaults: the data set's protocol `defaults`), or
   None when its levels are ()."""
   eps = noise.levels if noise.levels is not None else defaults.noise_eps
-  if not len(eps):  # pylint: disable=g-explicit-length-test
+  if not len(eps):
     return None
   found = noise_artifact.NoiseProtocol(
-      eps=tuple(float(e) for e in eps), draws=noise.draws or defaults.noise_draws,
-      examples=noise.examples or defaults.noise_examples, seed=seed)
+    eps=tuple(float(e) for e in eps),
+    draws=noise.draws or defaults.noise_draws,
+    examples=noise.examples or defaults.noise_examples,
+    seed=seed,
+  )
   found.check()
   return found
 
@@ -187,8 +205,9 @@ def dataset(population, published, corrupted, check_data):
   extra = ()
   if published is not None:  # every split maps to a loader of the right shape; readable
     extra = tuple(x.name for x in published.extra)
-    suite = published_suites.PublishedSuite(found, published_suites.split_names(published,
-                                                                               corrupted))
+    suite = published_suites.PublishedSuite(
+      found, published_suites.split_names(published, corrupted)
+    )
     if check_data:
       suite.check_readable()
   return {"dataset": found, "extra_splits": extra}
@@ -198,8 +217,9 @@ def parents(population, oneshot, iterative):
   """Step: pruning after training needs float32 parents (not a mixed_float16 preset)."""
   if (oneshot or iterative) and population.preset.mixed_precision:
     raise tree.AuditError(
-        f"preset {population.preset.name!r} trains under mixed_float16: pruning after "
-        "training needs float32 parents")
+      f"preset {population.preset.name!r} trains under mixed_float16: pruning after "
+      "training needs float32 parents"
+    )
 
 
 def robustness_members(protocol, population):
@@ -209,29 +229,48 @@ def robustness_members(protocol, population):
 
 def members_of(protocol, members):
   """The k's of `members` evaluated on corrupted splits and noise (docs/spec.md §1.5)."""
-  n = members if protocol.robustness_members is None else min(protocol.robustness_members,
-                                                               members)
+  n = members if protocol.robustness_members is None else min(protocol.robustness_members, members)
   return tuple(range(n))
 
 
 Step = plan_steps.Step
 STEPS = (
-    Step(protocol, reads=("data",), makes=("protocol",)),
-    Step(variants, reads=("population", "pruning"), needs=("protocol",),
-         makes=("preset_name", "trained", "oneshot", "oneshot_schedule", "iterative",
-                "iterative_schedule")),
-    Step(population_config, reads=("out", "data", "population"),
-         needs=("preset_name", "trained"), makes=("population",)),
-    Step(formats, reads=("formats", "deployment"), needs=("protocol",),
-         makes=("quantizations", "pruned_quantizations", "encodings")),
-    Step(corrupted, reads=("robustness", "population"), needs=("protocol",),
-         makes=("corrupted",)),
-    Step(published, reads=("robustness", "data"), makes=("robustness", "published")),
-    Step(noise, reads=("noise", "population"), needs=("protocol",), makes=("noise",)),
-    Step(dataset, needs=("population", "published", "corrupted", "check_data"),
-         makes=("dataset", "extra_splits")),
-    gate_plan.STEP,
-    Step(parents, needs=("population", "oneshot", "iterative")),
-    Step(robustness_members, needs=("protocol", "population"), makes=("robustness_members",)),
-    repair_plan.STEP,
+  Step(protocol, reads=("data",), makes=("protocol",)),
+  Step(
+    variants,
+    reads=("population", "pruning"),
+    needs=("protocol",),
+    makes=(
+      "preset_name",
+      "trained",
+      "oneshot",
+      "oneshot_schedule",
+      "iterative",
+      "iterative_schedule",
+    ),
+  ),
+  Step(
+    population_config,
+    reads=("out", "data", "population"),
+    needs=("preset_name", "trained"),
+    makes=("population",),
+  ),
+  Step(
+    formats,
+    reads=("formats", "deployment"),
+    needs=("protocol",),
+    makes=("quantizations", "pruned_quantizations", "encodings"),
+  ),
+  Step(corrupted, reads=("robustness", "population"), needs=("protocol",), makes=("corrupted",)),
+  Step(published, reads=("robustness", "data"), makes=("robustness", "published")),
+  Step(noise, reads=("noise", "population"), needs=("protocol",), makes=("noise",)),
+  Step(
+    dataset,
+    needs=("population", "published", "corrupted", "check_data"),
+    makes=("dataset", "extra_splits"),
+  ),
+  gate_plan.STEP,
+  Step(parents, needs=("population", "oneshot", "iterative")),
+  Step(robustness_members, needs=("protocol", "population"), makes=("robustness_members",)),
+  repair_plan.STEP,
 )

@@ -45,22 +45,25 @@ def distinct(user):
   if pair:
     i, j = pair
     raise tree.AuditError(
-        f"--reference gives the same model twice: {refs[i]} and {refs[j]} have the same "
-        "content (K references are K independently trained networks); give each once")
+      f"--reference gives the same model twice: {refs[i]} and {refs[j]} have the same "
+      "content (K references are K independently trained networks); give each once"
+    )
   for name, paths in user.candidates:
     pair = _same_content(paths)
     if pair:
       i, j = pair
       raise tree.AuditError(
-          f"--candidate {name} gives the same file for references {i} and {j}: {paths[i]} "
-          f"and {paths[j]} have the same content; give each reference's own file")
+        f"--candidate {name} gives the same file for references {i} and {j}: {paths[i]} "
+        f"and {paths[j]} have the same content; give each reference's own file"
+      )
   files = {}
   for name, paths in user.candidates:
     key = tuple(hashing.path_sha256_or_none(p) for p in paths)
     if None not in key and key in files:
       raise tree.AuditError(
-          f"--candidate {files[key]} and --candidate {name} are the same files (the same "
-          "content): give each once")
+        f"--candidate {files[key]} and --candidate {name} are the same files (the same "
+        "content): give each once"
+      )
     files.setdefault(key, name)
 
 
@@ -84,12 +87,17 @@ def finite_outputs(user, kind, dataset, check_data):
   if not files:
     return
   split = dataset.spec.eval_split
-  images = dataset.model_inputs(dataset.take(split, min(
-      FINITE_CHECK_IMAGES, dataset.num_examples(split)))).images
+  images = dataset.model_inputs(
+    dataset.take(split, min(FINITE_CHECK_IMAGES, dataset.num_examples(split)))
+  ).images
   for flag, path in files:
-    runner = batched.BatchedRunner(candidates_lib.read(path), batch_size=len(images),
-                                   num_threads=1, runtime="builtin",
-                                   output_index=user.output_index)
+    runner = batched.BatchedRunner(
+      candidates_lib.read(path),
+      batch_size=len(images),
+      num_threads=1,
+      runtime="builtin",
+      output_index=user.output_index,
+    )
     try:
       evaluate.check_finite(runner.run(images), f"{flag}: {path}", f"{split} images")
     except evaluate.EvaluationError as e:

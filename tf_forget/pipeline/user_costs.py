@@ -44,8 +44,14 @@ CONVERT_PER_PARAMETER = 5.6e-7
 # through two files; a user's file with every tensor kept, on the built-in kernels.
 ANALYSIS_EXAMPLES = 2000
 ANALYSIS_FACTOR = 5.0
-_MAC_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV",
-            "BATCH_MATMUL", "CONV_3D")
+_MAC_OPS = (
+  "CONV_2D",
+  "DEPTHWISE_CONV_2D",
+  "FULLY_CONNECTED",
+  "TRANSPOSE_CONV",
+  "BATCH_MATMUL",
+  "CONV_3D",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +65,7 @@ class FileCost:
     integer: whether it computes in int8 (a format of cost class "int8",
       `tflite_formats.Format.cost_class`; a quantized file of the user's).
   """
+
   name: str
   macs: Optional[int]
   size: Optional[int]
@@ -137,6 +144,7 @@ def convert_seconds(params, fmt):
 @dataclasses.dataclass(frozen=True)
 class Estimate:
   """The cost of an audit of the user's files (see `estimate`)."""
+
   images: int
   files: Tuple[FileCost, ...]
   inferences: int
@@ -146,8 +154,16 @@ class Estimate:
   seconds: Optional[float]
 
 
-def estimate(files, images, references, keras_macs_per_image=None, params=0, conversions=(),
-             analyses=0, corrupted_splits=0):
+def estimate(
+  files,
+  images,
+  references,
+  keras_macs_per_image=None,
+  params=0,
+  conversions=(),
+  analyses=0,
+  corrupted_splits=0,
+):
   """The audit's inferences and time per worker.
 
   Args:
@@ -169,18 +185,31 @@ def estimate(files, images, references, keras_macs_per_image=None, params=0, con
   keras = references * images if keras_macs_per_image is not None else 0
   times = [seconds_per_image(f) for f in files]
   if any(t is None for t in times):
-    return Estimate(images, tuple(files), inferences, keras, len(conversions) * references,
-                    analyses * references, None)
+    return Estimate(
+      images,
+      tuple(files),
+      inferences,
+      keras,
+      len(conversions) * references,
+      analyses * references,
+      None,
+    )
   seconds = references * per_file * sum(times)
   if keras:
     keras_file = FileCost("keras", keras_macs_per_image, None, False)
     seconds += keras * KERAS_FACTOR * seconds_per_image(keras_file)
   seconds += references * sum(convert_seconds(params, fmt) for fmt in conversions)
   slowest = max(times) if times else 0.0
-  seconds += (analyses * references * min(images, ANALYSIS_EXAMPLES) * 2 * ANALYSIS_FACTOR
-              * slowest)
-  return Estimate(images, tuple(files), inferences, keras, len(conversions) * references,
-                  analyses * references, seconds)
+  seconds += analyses * references * min(images, ANALYSIS_EXAMPLES) * 2 * ANALYSIS_FACTOR * slowest
+  return Estimate(
+    images,
+    tuple(files),
+    inferences,
+    keras,
+    len(conversions) * references,
+    analyses * references,
+    seconds,
+  )
 
 
 def _count(n):
@@ -208,27 +237,29 @@ def _seconds(s):
 def lines(e, references):
   """The plan's cost lines (indented), from an `Estimate`."""
   k = f" x {references} references" if references > 1 else ""
-  out = [f"  cost: {len(e.files)} files{k} x {_count(e.images)} test images = "
-         f"{_count(e.inferences)} inferences"
-         + (f" (+ {_count(e.keras_inferences)} of the Keras model)" if e.keras_inferences
-            else "")
-         + (f"; {e.conversions} conversion{'' if e.conversions == 1 else 's'}"
-            if e.conversions else "")
-         + (f"; {e.analyses} layer analys{'i' if e.analyses == 1 else 'e'}s"
-            if e.analyses else "")]
+  out = [
+    f"  cost: {len(e.files)} files{k} x {_count(e.images)} test images = "
+    f"{_count(e.inferences)} inferences"
+    + (f" (+ {_count(e.keras_inferences)} of the Keras model)" if e.keras_inferences else "")
+    + (f"; {e.conversions} conversion{'' if e.conversions == 1 else 's'}" if e.conversions else "")
+    + (f"; {e.analyses} layer analys{'i' if e.analyses == 1 else 'e'}s" if e.analyses else "")
+  ]
   for f in e.files:
     per = seconds_per_image(f)
     size = "" if f.size is None else f", {f.size / 1024:.1f} KiB"
-    out.append(f"    {f.name:<20} {_macs(f.macs)} per image{size}"
-               + ("" if per is None else f", about {_seconds(per * e.images)} for the images"))
-  out.append(f"  estimate: about {_seconds(e.seconds)} of one worker's time (from each file's "
-             "MACs per image and the number of images, at the speeds of "
-             "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json; no image was read)")
+    out.append(
+      f"    {f.name:<20} {_macs(f.macs)} per image{size}"
+      + ("" if per is None else f", about {_seconds(per * e.images)} for the images")
+    )
+  out.append(
+    f"  estimate: about {_seconds(e.seconds)} of one worker's time (from each file's "
+    "MACs per image and the number of images, at the speeds of "
+    "tf_forget/pipeline/unit_costs/cpu_2core_avx512.json; no image was read)"
+  )
   return out
 
 
-def user_estimate(user, dataset, quantizations, corrupted, keras_model=None,
-                  candidate_bytes=()):
+def user_estimate(user, dataset, quantizations, corrupted, keras_model=None, candidate_bytes=()):
   """The `Estimate` of an audit of the user's files.
 
   Args:
@@ -258,5 +289,13 @@ def user_estimate(user, dataset, quantizations, corrupted, keras_model=None,
       macs, integer = None, False
     files.append(FileCost(name, macs, len(data), integer))
   analyses = (names.REPAIRED_FORMAT in quantizations) + len(user.candidates)
-  return estimate(files, images, references, kmacs if keras_model is not None else None,
-                  params, conversions, analyses, len(corrupted))
+  return estimate(
+    files,
+    images,
+    references,
+    kmacs if keras_model is not None else None,
+    params,
+    conversions,
+    analyses,
+    len(corrupted),
+  )

@@ -69,6 +69,7 @@ class ImportedPopulation:
     model_options, population_seed: {} and 0 (what member configs read of a population,
       `tf_forget.prune.pruned_population`).
   """
+
   run_dir: str
   dataset: str
   dataset_options: dict
@@ -90,8 +91,9 @@ def _asked(user, population, pruning):
   oneshot = user_prune_plan.variants(population, pruning.oneshot)
   if not user.candidates and not user.compress and not oneshot:
     raise tree.AuditError(
-        "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
-        f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)")
+      "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
+      f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)"
+    )
   return {"oneshot_asked": oneshot}
 
 
@@ -113,10 +115,12 @@ def read_tflite(path):
     reason = str(e).partition(": ")[2] or str(e)
     if "not a valid flatbuffer" in reason.lower():
       raise candidates_lib.CandidateError(
-          f"{path} is not a complete TFLite flatbuffer (truncated or corrupt: the LiteRT "
-          f"interpreter refuses it: {reason})") from e
-    raise candidates_lib.CandidateError(f"{path} does not load in the LiteRT interpreter: "
-                                        f"{reason}") from e
+        f"{path} is not a complete TFLite flatbuffer (truncated or corrupt: the LiteRT "
+        f"interpreter refuses it: {reason})"
+      ) from e
+    raise candidates_lib.CandidateError(
+      f"{path} does not load in the LiteRT interpreter: {reason}"
+    ) from e
   return data
 
 
@@ -147,20 +151,34 @@ def _dataset(data, user, signature, train, check_data):
   if name in sources.PREFIXES:
     (height, width, channels), _ = signature
     options.update(image_size=[height, width], channels=channels)
-    options.update({k: v for k, v in (
-        ("class_names", list(user.class_names) if user.class_names else None),
-        ("attributes", user.attributes),
-        ("protected", list(user.protected) if user.protected else None),
-        ("preprocess", user.preprocess),
-        ("calibration", _calibration(data.data_dir, user)), ("train_data", train))
-        if v is not None})
+    options.update(
+      {
+        k: v
+        for k, v in (
+          ("class_names", list(user.class_names) if user.class_names else None),
+          ("attributes", user.attributes),
+          ("protected", list(user.protected) if user.protected else None),
+          ("preprocess", user.preprocess),
+          ("calibration", _calibration(data.data_dir, user)),
+          ("train_data", train),
+        )
+        if v is not None
+      }
+    )
     if data.data_dir and name == "tfds":
       options["data_dir"] = data.data_dir
-  elif (user.class_names or user.attributes or user.protected or user.preprocess
-        or user.calibration or train):
+  elif (
+    user.class_names
+    or user.attributes
+    or user.protected
+    or user.preprocess
+    or user.calibration
+    or train
+  ):
     raise tree.AuditError(
-        f"--class_names / --attributes / --protected / --preprocess / --calibration / --train "
-        f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own")
+      f"--class_names / --attributes / --protected / --preprocess / --calibration / --train "
+      f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own"
+    )
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
   if check_data:
@@ -187,17 +205,21 @@ def _check_out_apart(out, data, user):
     AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
   """
   real_out = _real(out)
-  for flag, spelling in (("--dataset", data.dataset), ("--calibration", user.calibration),
-                         ("--train", user.train)):
+  for flag, spelling in (
+    ("--dataset", data.dataset),
+    ("--calibration", user.calibration),
+    ("--train", user.train),
+  ):
     name, options = sources.parse(spelling) if spelling else (None, {})
     if name != "folder":
       continue
     folder = _real(options["path"])
     if real_out == folder or real_out.startswith(folder.rstrip("/") + "/"):
       raise tree.AuditError(
-          f"--out {out} is inside the data folder {options['path']} ({flag}): the "
-          "audit would write into your data and read its own files as examples; give an "
-          "--out outside it")
+        f"--out {out} is inside the data folder {options['path']} ({flag}): the "
+        "audit would write into your data and read its own files as examples; give an "
+        "--out outside it"
+      )
 
 
 def _check_image_size(data, user, signature):
@@ -213,8 +235,9 @@ def _check_image_size(data, user, signature):
   given = tuple(int(v) for v in data.image_size)
   if given != (height, width):
     raise tree.AuditError(
-        f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
-        f"the images are resized to what {user.references[0]} takes; drop --image_size")
+      f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
+      f"the images are resized to what {user.references[0]} takes; drop --image_size"
+    )
 
 
 def _calibration(data_dir, user):
@@ -226,12 +249,13 @@ def _calibration(data_dir, user):
   if not user.calibration:
     return None
   if "full_int8" not in user.compress:
-    raise tree.AuditError("--calibration calibrates --compress=full_int8; nothing "
-                                  "else uses it")
+    raise tree.AuditError("--calibration calibrates --compress=full_int8; nothing else uses it")
   name, options = sources.parse(user.calibration)
   if name not in sources.PREFIXES:
-    raise tree.AuditError(f"--calibration={user.calibration}: give your own data "
-                                  "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)")
+    raise tree.AuditError(
+      f"--calibration={user.calibration}: give your own data "
+      "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)"
+    )
   if data_dir and name == "tfds":
     options["data_dir"] = data_dir
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
@@ -252,12 +276,13 @@ def _check_candidates(user, signature):
     seen.add(name)
     if len(paths) != len(user.references):
       raise tree.AuditError(
-          f"--candidate {name} has {len(paths)} files for {len(user.references)} references: "
-          "give one file per reference, in the same order")
+        f"--candidate {name} has {len(paths)} files for {len(user.references)} references: "
+        "give one file per reference, in the same order"
+      )
     for path in paths:
       candidates_lib.check_signature(
-          path, candidates_lib.signature(read_tflite(path), path, user.output_index),
-          signature)
+        path, candidates_lib.signature(read_tflite(path), path, user.output_index), signature
+      )
 
 
 def _check_compress(user, kind, dataset, check_data):
@@ -265,18 +290,21 @@ def _check_compress(user, kind, dataset, check_data):
   calibration data, readable unless `check_data` is False."""
   for fmt in user.compress:
     if fmt not in COMPRESS_FORMATS:
-      raise tree.AuditError(f"--compress: unknown format {fmt!r} (known: "
-                                    f"{', '.join(COMPRESS_FORMATS)})")
+      raise tree.AuditError(
+        f"--compress: unknown format {fmt!r} (known: {', '.join(COMPRESS_FORMATS)})"
+      )
   if user.compress and kind != "keras":
     raise tree.AuditError(
-        "--compress converts the reference model: it needs Keras references (.keras, .h5, "
-        "SavedModel), not .tflite files")
+      "--compress converts the reference model: it needs Keras references (.keras, .h5, "
+      "SavedModel), not .tflite files"
+    )
   if "full_int8" in user.compress:
     source, split = export_state.calibration_source(dataset)
     if source is dataset and "train" not in dataset.spec.splits:
       raise tree.AuditError(
-          "--compress=full_int8 calibrates on 100 train examples (docs/spec.md §2.3): give "
-          "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)")
+        "--compress=full_int8 calibrates on 100 train examples (docs/spec.md §2.3): give "
+        "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)"
+      )
     if check_data:
       source.take(split, 1)
 
@@ -296,16 +324,31 @@ def _corrupted(robustness):
 def _population(out, user, deployment, robustness, dataset, kind, signature, preset, oneshot):
   """Step: the `ImportedPopulation` and the plan's fields of an audit of the user's files (the
   formats tf_forget makes, the encodings, the corrupted splits: `_corrupted`)."""
-  pop = ImportedPopulation(run_dir=out, dataset=dataset.spec.name,
-                           dataset_options=dict(dataset.spec.options),
-                           members=len(user.references), kind=kind, signature=signature,
-                           preset=preset)
+  pop = ImportedPopulation(
+    run_dir=out,
+    dataset=dataset.spec.name,
+    dataset_options=dict(dataset.spec.options),
+    members=len(user.references),
+    kind=kind,
+    signature=signature,
+    preset=preset,
+  )
   # Sparse twins of the one-shot members' files as in a trained audit (`deploy_encoding`).
-  encodings = ((names.DEFAULT_ENCODING,) if not oneshot or deployment.encoding == "plain"
-               else (names.DEFAULT_ENCODING, "sparse"))
-  return dict(population=pop, quantizations=tuple(user.compress), pruned_quantizations=(),
-              encodings=encodings, corrupted=_corrupted(robustness), noise=None,
-              robustness_members=tuple(range(pop.members)), user=user)
+  encodings = (
+    (names.DEFAULT_ENCODING,)
+    if not oneshot or deployment.encoding == "plain"
+    else (names.DEFAULT_ENCODING, "sparse")
+  )
+  return dict(
+    population=pop,
+    quantizations=tuple(user.compress),
+    pruned_quantizations=(),
+    encodings=encodings,
+    corrupted=_corrupted(robustness),
+    noise=None,
+    robustness_members=tuple(range(pop.members)),
+    user=user,
+  )
 
 
 def _estimate(user, dataset, kind, quantizations, corrupted, reference_model):
@@ -313,12 +356,12 @@ def _estimate(user, dataset, kind, quantizations, corrupted, reference_model):
   of images (no image is read), or None and why; the plan informs: a cost that
   cannot be told stops nothing."""
   try:
-    files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in
-             user.candidates]
+    files = [(names.user_format(n), candidates_lib.read(paths[0])) for n, paths in user.candidates]
     if kind != "keras":  # the float reference file is audited as float32
       files.insert(0, (names.DEFAULT_FORMAT, candidates_lib.read(user.references[0])))
-    found = user_costs.user_estimate(user, dataset, quantizations, corrupted, reference_model,
-                                     files)
+    found = user_costs.user_estimate(
+      user, dataset, quantizations, corrupted, reference_model, files
+    )
   except errors.Error as e:
     return {"estimate": None, "estimate_note": errors.one_line(e, 200)}
   return {"estimate": found, "estimate_note": ""}
@@ -329,33 +372,54 @@ Step = plan_steps.Step
 # check_data=False (`--plan`) the data are listed but no image is decoded: the models and
 # files are checked, the images are not.
 STEPS = (
-    Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
-    Step(_check_out_apart, reads=("out", "data", "user")),
-    Step(_kind, reads=("user",), makes=("kind",)),
-    Step(user_checks.distinct, reads=("user",)),
-    Step(user_prune_plan.train_option, reads=("data", "user"), needs=("kind", "oneshot_asked"),
-         makes=("train",)),
-    Step(_signature, reads=("user",), needs=("kind",),
-         makes=("signature", "reference_model")),
-    Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
-    Step(_dataset, reads=("data", "user"), needs=("signature", "train", "check_data"),
-         makes=("dataset",)),
-    Step(_matches, reads=("user",), needs=("signature", "dataset")),
-    Step(_check_candidates, reads=("user",), needs=("signature",)),
-    Step(user_checks.finite_outputs, reads=("user",), needs=("kind", "dataset", "check_data")),
-    Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
-    Step(user_prune_plan.plan, reads=("pruning", "user"),
-         needs=("dataset", "oneshot_asked", "check_data"),
-         makes=("oneshot", "oneshot_schedule", "preset")),
-    Step(_population, reads=("out", "user", "deployment", "robustness"),
-         needs=("dataset", "kind", "signature", "preset", "oneshot"),
-         makes=("population", "quantizations", "pruned_quantizations", "encodings",
-                "corrupted", "noise", "robustness_members", "user")),
-    gate_plan.STEP,
-    repair_plan.STEP,
-    Step(_estimate, reads=("user",),
-         needs=("dataset", "kind", "quantizations", "corrupted", "reference_model"),
-         makes=("estimate", "estimate_note")),
+  Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
+  Step(_check_out_apart, reads=("out", "data", "user")),
+  Step(_kind, reads=("user",), makes=("kind",)),
+  Step(user_checks.distinct, reads=("user",)),
+  Step(
+    user_prune_plan.train_option,
+    reads=("data", "user"),
+    needs=("kind", "oneshot_asked"),
+    makes=("train",),
+  ),
+  Step(_signature, reads=("user",), needs=("kind",), makes=("signature", "reference_model")),
+  Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
+  Step(
+    _dataset, reads=("data", "user"), needs=("signature", "train", "check_data"), makes=("dataset",)
+  ),
+  Step(_matches, reads=("user",), needs=("signature", "dataset")),
+  Step(_check_candidates, reads=("user",), needs=("signature",)),
+  Step(user_checks.finite_outputs, reads=("user",), needs=("kind", "dataset", "check_data")),
+  Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
+  Step(
+    user_prune_plan.plan,
+    reads=("pruning", "user"),
+    needs=("dataset", "oneshot_asked", "check_data"),
+    makes=("oneshot", "oneshot_schedule", "preset"),
+  ),
+  Step(
+    _population,
+    reads=("out", "user", "deployment", "robustness"),
+    needs=("dataset", "kind", "signature", "preset", "oneshot"),
+    makes=(
+      "population",
+      "quantizations",
+      "pruned_quantizations",
+      "encodings",
+      "corrupted",
+      "noise",
+      "robustness_members",
+      "user",
+    ),
+  ),
+  gate_plan.STEP,
+  repair_plan.STEP,
+  Step(
+    _estimate,
+    reads=("user",),
+    needs=("dataset", "kind", "quantizations", "corrupted", "reference_model"),
+    makes=("estimate", "estimate_note"),
+  ),
 )
 
 
@@ -366,13 +430,15 @@ def describe(p):
   pop, spec = p.population, p.dataset.spec
   (h, w, c), classes = pop.signature
   cands = [name for name, _ in p.user.candidates]
-  return (f"audit plan: your model ({pop.kind}, {pop.members} reference"
-          f"{'' if pop.members == 1 else 's'}, {h}x{w}x{c} -> {classes} classes) on "
-          f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
-          f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
-          f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-          f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}\n"
-          + "\n".join(_cost_lines(p)))
+  return (
+    f"audit plan: your model ({pop.kind}, {pop.members} reference"
+    f"{'' if pop.members == 1 else 's'}, {h}x{w}x{c} -> {classes} classes) on "
+    f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
+    f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
+    f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
+    f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}\n"
+    + "\n".join(_cost_lines(p))
+  )
 
 
 def _cost_lines(p):

@@ -49,14 +49,18 @@ def variants(population, oneshot_config):
       one-shot variant.
   """
   trained, oneshot, iterative = pruned_population.split_variants(
-      list(population.variants or ()) + list(oneshot_config.variants))
+    list(population.variants or ()) + list(oneshot_config.variants)
+  )
   other = [v for v in trained + iterative if v != names.DENSE]
   if other:
-    raise tree.AuditError(f"{', '.join(other)} describe a population tf_forget "
-                          "trains; your model can be pruned one-shot (--pruning=oneshot)")
+    raise tree.AuditError(
+      f"{', '.join(other)} describe a population tf_forget "
+      "trains; your model can be pruned one-shot (--pruning=oneshot)"
+    )
   if oneshot_config.overrides() and not oneshot:
-    raise tree.AuditError("one-shot options given but no one-shot variant asked for "
-                          "(--pruning=oneshot)")
+    raise tree.AuditError(
+      "one-shot options given but no one-shot variant asked for (--pruning=oneshot)"
+    )
   return tuple(dict.fromkeys(oneshot))
 
 
@@ -73,32 +77,35 @@ def train_option(data, user, kind, oneshot_asked):
   oneshot, data_dir = oneshot_asked, data.data_dir
   if oneshot and kind != "keras":
     raise tree.AuditError(
-        "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
-        "references (.keras, .h5, SavedModel), not .tflite files")
+      "--pruning=oneshot prunes and fine-tunes your model's weights: it needs Keras "
+      "references (.keras, .h5, SavedModel), not .tflite files"
+    )
   for path in user.references if oneshot else ():
     found = imported.model_kind(path)
     if found != "tf_keras":  # Keras 3 files and SavedModels
       raise tree.AuditError(
-          f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
-          f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
-          "build the same model with tf_keras (import tf_keras), set its weights and save it, "
-          "or audit this file without --pruning")
+        f"--pruning=oneshot uses tfmot, which needs a tf_keras model; {path} is "
+        f"{'a Keras 3 file' if found == 'keras3' else 'a SavedModel without Keras metadata'}: "
+        "build the same model with tf_keras (import tf_keras), set its weights and save it, "
+        "or audit this file without --pruning"
+      )
   if oneshot and not user.train:
     raise tree.AuditError(
-        f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: "
-        f"{SPELLINGS})")
+      f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: {SPELLINGS})"
+    )
   if not user.train:
     return {"train": None}
   if not oneshot:
-    raise tree.AuditError("--train is the data one-shot pruning fine-tunes on: give "
-                          "--pruning=oneshot, or leave --train out")
+    raise tree.AuditError(
+      "--train is the data one-shot pruning fine-tunes on: give "
+      "--pruning=oneshot, or leave --train out"
+    )
   name, options = sources.parse(user.train)
   if name not in sources.PREFIXES:
     raise tree.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
   if data_dir and name == "tfds":
     options["data_dir"] = data_dir
-  return {"train": {"name": name,
-                    "options": {k: v for k, v in options.items() if v is not None}}}
+  return {"train": {"name": name, "options": {k: v for k, v in options.items() if v is not None}}}
 
 
 def _weight_decay(user, oneshot):
@@ -114,9 +121,10 @@ def _weight_decay(user, oneshot):
   ups = [v for v in oneshot if names.parse_trained(v).algorithm == "up"]
   if len(decays) > 1 and ups:
     raise tree.AuditError(
-        f"{ups[0]} scores with one weight decay ε (docs/spec.md §6.1), but your reference"
-        f"{'s were' if len(user.references) > 1 else ' was'} trained with several: "
-        f"{', '.join(f'{e:g}' for e in sorted(decays))}; leave out up (--algorithms)")
+      f"{ups[0]} scores with one weight decay ε (docs/spec.md §6.1), but your reference"
+      f"{'s were' if len(user.references) > 1 else ' was'} trained with several: "
+      f"{', '.join(f'{e:g}' for e in sorted(decays))}; leave out up (--algorithms)"
+    )
   return decays.pop() / 2 if len(decays) == 1 else 0.0
 
 
@@ -129,12 +137,15 @@ def _check_examples(user, view, schedule, oneshot):
   if any(prune_gradient.needs(names.parse_trained(v).algorithm) for v in oneshot):
     grad = schedule.grad_batches * schedule.grad_batch_size
     if grad > need:
-      need, what = grad, (f"g's {schedule.grad_batches} batch(es) of "
-                          f"{schedule.grad_batch_size} (--grad_batches)")
+      need, what = (
+        grad,
+        (f"g's {schedule.grad_batches} batch(es) of {schedule.grad_batch_size} (--grad_batches)"),
+      )
   if kept < need:
     raise tree.AuditError(
-        f"--train={user.train} has {n} examples in split {view.split!r}, {kept} after the "
-        f"validation hold-out (every {schedule.validation_every}th): fewer than {what}")
+      f"--train={user.train} has {n} examples in split {view.split!r}, {kept} after the "
+      f"validation hold-out (every {schedule.validation_every}th): fewer than {what}"
+    )
 
 
 def plan(pruning, user, dataset, oneshot_asked, check_data):
@@ -165,8 +176,11 @@ def plan(pruning, user, dataset, oneshot_asked, check_data):
   if check_data:  # `--plan` decodes no image
     view.take(train_view.TRAIN, 1)  # readable: decodes the first image
   _check_examples(user, view, schedule, oneshot)
-  return {"oneshot": oneshot, "oneshot_schedule": schedule,
-          "preset": imported_parent.preset(_weight_decay(user, oneshot))}
+  return {
+    "oneshot": oneshot,
+    "oneshot_schedule": schedule,
+    "preset": imported_parent.preset(_weight_decay(user, oneshot)),
+  }
 
 
 def describe(p):
@@ -174,6 +188,8 @@ def describe(p):
   if not p.oneshot:
     return ""
   members = p.population.members
-  return (f"\n  one-shot: {len(p.oneshot)} variant{'' if len(p.oneshot) == 1 else 's'} x "
-          f"{members} reference{'' if members == 1 else 's'} = {len(p.oneshot) * members} "
-          f"members, fine-tuned {p.oneshot_schedule.epochs} epochs on --train={p.user.train}")
+  return (
+    f"\n  one-shot: {len(p.oneshot)} variant{'' if len(p.oneshot) == 1 else 's'} x "
+    f"{members} reference{'' if members == 1 else 's'} = {len(p.oneshot) * members} "
+    f"members, fine-tuned {p.oneshot_schedule.epochs} epochs on --train={p.user.train}"
+  )

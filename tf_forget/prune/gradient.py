@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -72,6 +73,7 @@ class Gradient:
     grads: {kernel name: float64 array of the kernel's shape}, in layer order.
     metadata: the artifact's metadata dict.
   """
+
   path: str
   sha256: str
   grads: Dict[str, np.ndarray]
@@ -82,12 +84,17 @@ class Gradient:
     meta = self.metadata
     parent = meta["parent"]
     protocol = meta["protocol"]
-    return {"path": layout.gradient_file("", parent["variant"], parent["k"],
-                                         meta["protocol_sha256"]),
-            "sha256": self.sha256, "protocol": protocol,
-            "protocol_sha256": meta["protocol_sha256"], "seed": meta["seed"],
-            "batches": protocol["batches"], "batch_size": protocol["batch_size"],
-            "records": protocol["records"], "positions_sha256": meta["positions_sha256"]}
+    return {
+      "path": layout.gradient_file("", parent["variant"], parent["k"], meta["protocol_sha256"]),
+      "sha256": self.sha256,
+      "protocol": protocol,
+      "protocol_sha256": meta["protocol_sha256"],
+      "seed": meta["seed"],
+      "batches": protocol["batches"],
+      "batch_size": protocol["batch_size"],
+      "records": protocol["records"],
+      "positions_sha256": meta["positions_sha256"],
+    }
 
 
 def needs(algorithm):
@@ -97,14 +104,18 @@ def needs(algorithm):
 
 def protocol_json(protocol):
   """What g depends on besides the parent (docs/spec.md §6.2), from a `protocol.OneshotSchedule`."""
-  return {"schema": SCHEMA, "batches": int(protocol.grad_batches),
-          "batch_size": int(protocol.grad_batch_size),
-          "validation_every": int(protocol.validation_every),
-          "records": "train records not held out for validation, unaugmented, shuffled with "
-                     "the seed, the first batches x batch_size",
-          "seed_rule": SEED_RULE,
-          "loss": "mean sparse cross-entropy of the logits, no regularization, inference mode",
-          "kernels": "every prunable kernel (conv, dense) in layer order", "dtype": "float64"}
+  return {
+    "schema": SCHEMA,
+    "batches": int(protocol.grad_batches),
+    "batch_size": int(protocol.grad_batch_size),
+    "validation_every": int(protocol.validation_every),
+    "records": "train records not held out for validation, unaugmented, shuffled with "
+    "the seed, the first batches x batch_size",
+    "seed_rule": SEED_RULE,
+    "loss": "mean sparse cross-entropy of the logits, no regularization, inference mode",
+    "kernels": "every prunable kernel (conv, dense) in layer order",
+    "dtype": "float64",
+  }
 
 
 def protocol_sha256(protocol):
@@ -125,8 +136,11 @@ def path(run_dir, parent, protocol):
 def _inputs(parent, protocol, parent_sha256):
   """g's lineage inputs; `train_data` only with the user's `--train` data, so that
   the g of a trained parent keeps the inputs it recorded."""
-  out = {"model": parent_sha256, "gradient_protocol": protocol_sha256(protocol),
-         "seed": seed(parent)}
+  out = {
+    "model": parent_sha256,
+    "gradient_protocol": protocol_sha256(protocol),
+    "seed": seed(parent),
+  }
   train_data = train_view.fingerprint_of(parent.dataset, parent.dataset_options)
   if train_data is not None:
     out["train_data"] = train_data
@@ -145,10 +159,16 @@ def write(file, grads, metadata):
     The metadata written.
   """
   arrays = [(name, np.asarray(g, np.float64)) for name, g in grads.items()]
-  meta = dict(metadata, kernels=[{"name": n, "shape": list(a.shape)} for n, a in arrays],
-              arrays_sha256=hashing.arrays_sha256(arrays))
-  fileio.write_npz(file, metadata=np.array(json.dumps(meta, sort_keys=True)),
-                   **{f"g_{i}": a for i, (_, a) in enumerate(arrays)})
+  meta = dict(
+    metadata,
+    kernels=[{"name": n, "shape": list(a.shape)} for n, a in arrays],
+    arrays_sha256=hashing.arrays_sha256(arrays),
+  )
+  fileio.write_npz(
+    file,
+    metadata=np.array(json.dumps(meta, sort_keys=True)),
+    **{f"g_{i}": a for i, (_, a) in enumerate(arrays)},
+  )
   return meta
 
 
@@ -174,8 +194,12 @@ def read(file):
 def status(run_dir, parent, protocol, parent_sha256):
   """`lineage.Status` of g: readable, not garbage, of the current parent model and protocol."""
   file = path(run_dir, parent, protocol)
-  return lineage.status(lambda: read(file)[1], _inputs(parent, protocol, parent_sha256),
-                        "computed", exists=lambda: fileio.exists(file))
+  return lineage.status(
+    lambda: read(file)[1],
+    _inputs(parent, protocol, parent_sha256),
+    "computed",
+    exists=lambda: filesystem.exists(file),
+  )
 
 
 def draw_batches(dataset, train_records, n, protocol, draw_seed):
@@ -224,10 +248,15 @@ def _parent_sha256(run_dir, parent):
   directory = layout.member_dir(run_dir, parent.variant, parent.k)
   state = imported_parent.member_status(run_dir, parent)
   if not state:
-    first = ("import the reference first" if parent.model == imported.MODEL
-             else "train the dense population first")
-    raise GradientError(f"gradient of {parent.variant}/{parent.k}: the parent is not finished "
-                        f"({state.reason}); {first}")
+    first = (
+      "import the reference first"
+      if parent.model == imported.MODEL
+      else "train the dense population first"
+    )
+    raise GradientError(
+      f"gradient of {parent.variant}/{parent.k}: the parent is not finished "
+      f"({state.reason}); {first}"
+    )
   return member_files.read_metadata(directory)["model_sha256"]
 
 
@@ -262,10 +291,17 @@ def ensure(run_dir, parent, protocol, log=None):
     if state.reason != "missing" and log:
       log(f"redo gradient {parent.variant}/{parent.k}: {state.reason}")
     grads, drawn = compute(run_dir, parent, protocol)
-    write(file, grads, dict(
-        drawn, schema=SCHEMA, protocol=protocol_json(protocol),
+    write(
+      file,
+      grads,
+      dict(
+        drawn,
+        schema=SCHEMA,
+        protocol=protocol_json(protocol),
         protocol_sha256=protocol_sha256(protocol),
         parent={"variant": parent.variant, "k": int(parent.k), "model_sha256": parent_sha},
-        inputs=_inputs(parent, protocol, parent_sha)))
+        inputs=_inputs(parent, protocol, parent_sha),
+      ),
+    )
   grads, meta = read(file)
   return Gradient(path=file, sha256=hashing.file_sha256(file), grads=grads, metadata=meta)

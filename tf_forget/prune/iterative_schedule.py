@@ -38,8 +38,11 @@ from tf_forget.data.protocols import protocol_registry as protocols
 SCHEDULES = ("torchprune", "alpha")
 # torchprune paper/lost/param/cifar/resnet20.yaml (every CIFAR network of 003 uses the same):
 # (type, numIntervals, maxVal, minVal) per spacing block, and retrainIterations.
-TORCHPRUNE_SPACING = (("geometric", 2, 0.99, 0.855), ("geometric", 58, 0.85, 0.15),
-                      ("linear", 9, 0.132, 0.02))
+TORCHPRUNE_SPACING = (
+  ("geometric", 2, 0.99, 0.855),
+  ("geometric", 58, 0.85, 0.15),
+  ("linear", 9, 0.132, 0.02),
+)
 TORCHPRUNE_RETRAIN_ITERATIONS = 23
 
 
@@ -115,6 +118,7 @@ class IterativeSchedule:
     exclude_classifier: WT leaves the classifier's kernel unpruned (default False: WT is
       global over every prunable kernel). FT never prunes the classifier's outputs.
   """
+
   name: str
   keep_ratios: Tuple[float, ...]
   schedule: str = "torchprune"
@@ -140,8 +144,9 @@ class IterativeSchedule:
   def check(self):
     """Raises `IterativeScheduleError` unless the fields are consistent."""
     if self.schedule not in SCHEDULES:
-      raise IterativeScheduleError(f"schedule must be one of {', '.join(SCHEDULES)}, got "
-                                   f"{self.schedule!r}")
+      raise IterativeScheduleError(
+        f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
+      )
     ks = self.keep_ratios
     if not ks or any(not 0.0 < k < 1.0 for k in ks):
       raise IterativeScheduleError(f"keep ratios must be in (0, 1), got {list(ks)}")
@@ -168,8 +173,9 @@ class IterativeSchedule:
     """
     fields = {f.name for f in dataclasses.fields(cls)}
     if set(d) != fields:
-      raise IterativeScheduleError(f"iterative protocol fields {sorted(d)} differ from "
-                                   f"{sorted(fields)}")
+      raise IterativeScheduleError(
+        f"iterative protocol fields {sorted(d)} differ from {sorted(fields)}"
+      )
     proto = cls(**dict(d, keep_ratios=tuple(d["keep_ratios"]))).check()
     if proto.to_json() != d:
       raise IterativeScheduleError(f"iterative protocol {d.get('name')!r} does not round-trip")
@@ -192,12 +198,18 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
     IterativeScheduleError: unknown field, or a bad value.
   """
   fields = {f.name for f in dataclasses.fields(IterativeSchedule)} - {
-      "name", "keep_ratios", "schedule", "alpha"}
+    "name",
+    "keep_ratios",
+    "schedule",
+    "alpha",
+  }
   overrides = {k: v for k, v in overrides.items() if v is not None}
   for key in overrides:
     if key not in fields:
-      raise IterativeScheduleError(f"iterative protocol has no option {key!r} (options: "
-                                   f"cycles, alpha, {', '.join(sorted(fields))})")
+      raise IterativeScheduleError(
+        f"iterative protocol has no option {key!r} (options: "
+        f"cycles, alpha, {', '.join(sorted(fields))})"
+      )
   training = protocols.TRAININGS.get(preset_name)
   scaled = training.iterative if training is not None else None
   if scaled is not None:
@@ -211,8 +223,9 @@ def get(preset_name, cycles=None, alpha=None, **overrides):
     ks = torchprune_keep_ratios()
     if cycles is not None:
       if not 1 <= int(cycles) <= len(ks):
-        raise IterativeScheduleError(f"cycles must be in 1..{len(ks)} for the torchprune "
-                                     f"schedule, got {cycles}")
-      ks = ks[:int(cycles)]
+        raise IterativeScheduleError(
+          f"cycles must be in 1..{len(ks)} for the torchprune schedule, got {cycles}"
+        )
+      ks = ks[: int(cycles)]
     proto = IterativeSchedule(preset_name, ks, "torchprune", None, **overrides)
   return proto.check()

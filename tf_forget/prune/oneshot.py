@@ -69,8 +69,11 @@ def mean_gradient(model, batches, num_batches=1, exclude_classifier=False):
       break
     with tf.GradientTape() as tape:
       logits = model(tf.convert_to_tensor(images), training=False)
-      loss = tf.reduce_mean(keras2.keras().losses.sparse_categorical_crossentropy(
-          tf.convert_to_tensor(labels), logits, from_logits=True))
+      loss = tf.reduce_mean(
+        keras2.keras().losses.sparse_categorical_crossentropy(
+          tf.convert_to_tensor(labels), logits, from_logits=True
+        )
+      )
     grads = tape.gradient(loss, list(variables.values()))
     for name, grad in zip(variables, grads):
       if grad is None:
@@ -93,8 +96,9 @@ def trainable_count(model):
   return int(sum(np.prod(v.shape) for v in model.trainable_weights))
 
 
-def compression_of(model, ratio=None, fraction=None, ratio_over="prunable",
-                   exclude_classifier=False):
+def compression_of(
+  model, ratio=None, fraction=None, ratio_over="prunable", exclude_classifier=False
+):
   """The exact `scores.Compression` of a model, with r over prunable kernels or all parameters.
 
   With `ratio_over="all"` (002's reference, docs/spec.md §6.3) the kept count is round(N / r) of all
@@ -112,14 +116,26 @@ def compression_of(model, ratio=None, fraction=None, ratio_over="prunable",
   comp = scores.compression(trainable_count(model), ratio=ratio, fraction=fraction)
   if comp.pruned > prunable:
     raise scores.PruneError(
-        f"ratio {comp.ratio:g} over all {comp.total} parameters removes {comp.pruned}, more than "
-        f"the {prunable} prunable kernel weights: it cannot be met")
+      f"ratio {comp.ratio:g} over all {comp.total} parameters removes {comp.pruned}, more than "
+      f"the {prunable} prunable kernel weights: it cannot be met"
+    )
   return comp
 
 
-def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches=1, eps=0.0,
-          seed=0, up_formula="code", exclude_classifier=False, ratio_over="prunable",
-          grads=None):
+def prune(
+  model,
+  algorithm,
+  ratio=None,
+  fraction=None,
+  batches=None,
+  num_batches=1,
+  eps=0.0,
+  seed=0,
+  up_formula="code",
+  exclude_classifier=False,
+  ratio_over="prunable",
+  grads=None,
+):
   """Prunes `model` in place, one-shot, with one global threshold and an exact count.
 
   Args:
@@ -153,8 +169,9 @@ def prune(model, algorithm, ratio=None, fraction=None, batches=None, num_batches
     raise scores.PruneError(f"{algorithm.upper()} needs training batches for its gradient")
   else:
     grads = mean_gradient(model, batches, num_batches, exclude_classifier)
-  masks = scores.masks(algorithm, weights, comp.pruned, grads=grads, eps=eps, seed=seed,
-                       up_formula=up_formula)
+  masks = scores.masks(
+    algorithm, weights, comp.pruned, grads=grads, eps=eps, seed=seed, up_formula=up_formula
+  )
   apply_masks(model, masks, exclude_classifier)
   return masks, comp
 

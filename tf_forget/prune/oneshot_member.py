@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -76,6 +76,7 @@ class OneshotConfig:
       are the parent's, `gradient.seed`).
     protocol: the `protocol.OneshotSchedule`.
   """
+
   member: member_lib.MemberConfig
   protocol: oneshot_schedule.OneshotSchedule
 
@@ -94,15 +95,20 @@ class OneshotConfig:
     return gradient_lib.needs(self.variant.algorithm)
 
   def identity(self):
-    return {"member": self.member.identity(), "oneshot": self.protocol.to_json(),
-            "parent": {"variant": self.variant.parent, "k": int(self.member.k)}}
+    return {
+      "member": self.member.identity(),
+      "oneshot": self.protocol.to_json(),
+      "parent": {"variant": self.variant.parent, "k": int(self.member.k)},
+    }
 
   def inputs(self, parent_sha256, gradient_sha256=None, train_data=None):
     """Lineage inputs: the config's hash, the parent's `model.keras` sha256, for GP / UP the
     sha256 of the g artifact read (docs/spec.md §6.2) and, with the user's `--train`
     data, its `train_view.fingerprint`."""
-    out = {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
-           "parent": parent_sha256}
+    out = {
+      "config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
+      "parent": parent_sha256,
+    }
     if self.needs_gradient:
       out["gradient"] = gradient_sha256
     if train_data is not None:
@@ -118,20 +124,24 @@ def _gradient_sha256(run_dir, config, parent_sha):
   """(sha256 of the parent's current g, None) or (None, why g is not current)."""
   state = gradient_lib.status(run_dir, config.parent, config.protocol, parent_sha)
   if not state:
-    return None, (f"its gradient g of {config.variant.parent}/{config.member.k} is not "
-                  f"current ({state.reason})")
+    return None, (
+      f"its gradient g of {config.variant.parent}/{config.member.k} is not current ({state.reason})"
+    )
   return hashing.file_sha256(gradient_lib.path(run_dir, config.parent, config.protocol)), None
 
 
 def status(run_dir, config):
   """`lineage.Status` of the member: finished, from the current parent (and g), this config."""
   directory = layout.member_dir(run_dir, config.member.variant, config.member.k)
-  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
   parent_state = imported_parent.member_status(run_dir, config.parent)
   if not parent_state:
-    return lineage.Status(False, f"its parent {config.variant.parent}/{config.member.k} is not "
-                          f"current ({parent_state.reason})")
+    return lineage.Status(
+      False,
+      f"its parent {config.variant.parent}/{config.member.k} is not "
+      f"current ({parent_state.reason})",
+    )
   parent_sha = member_files.read_metadata(parent_dir(run_dir, config))["model_sha256"]
   g_sha = None
   if config.needs_gradient:
@@ -141,10 +151,13 @@ def status(run_dir, config):
   model_path = os.path.join(directory, member_files.MODEL_FILE)
   train_data = train_view.fingerprint_of(config.member.dataset, config.member.dataset_options)
   return lineage.status(
-      lambda: member_files.read_metadata(directory), config.inputs(parent_sha, g_sha, train_data),
-      "pruned",
-      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
-                                             "model.keras", "pruned"))
+    lambda: member_files.read_metadata(directory),
+    config.inputs(parent_sha, g_sha, train_data),
+    "pruned",
+    extra=lambda meta: lineage.file_reason(
+      model_path, meta.get("model_sha256"), "model.keras", "pruned"
+    ),
+  )
 
 
 def _optimizer(protocol, steps_per_epoch, momentum):
@@ -154,8 +167,11 @@ def _optimizer(protocol, steps_per_epoch, momentum):
     values.append(float(lr))
     step += epochs * steps_per_epoch
     boundaries.append(step)
-  schedule = keras.optimizers.schedules.PiecewiseConstantDecay(boundaries[:-1], values) \
-      if len(values) > 1 else values[0]
+  schedule = (
+    keras.optimizers.schedules.PiecewiseConstantDecay(boundaries[:-1], values)
+    if len(values) > 1
+    else values[0]
+  )
   return keras.optimizers.SGD(learning_rate=schedule, momentum=momentum, nesterov=True)
 
 
@@ -169,12 +185,20 @@ def _check_masks(model, masks, exclude_classifier):
 
 def _finished_parent(run_dir, config):
   """The parent's metadata; PruneMemberError if it is not finished, current and float32."""
-  first = ("import the reference first" if config.parent.model == imported.MODEL
-           else "train the dense population first")
+  first = (
+    "import the reference first"
+    if config.parent.model == imported.MODEL
+    else "train the dense population first"
+  )
   return member_files.finished_parent(
-      parent_dir(run_dir, config), imported_parent.member_status(run_dir, config.parent),
-      f"{config.member.variant}/{config.member.k}", f"{config.variant.parent}/{config.member.k}",
-      PruneMemberError, first, "one-shot pruning")
+    parent_dir(run_dir, config),
+    imported_parent.member_status(run_dir, config.parent),
+    f"{config.member.variant}/{config.member.k}",
+    f"{config.variant.parent}/{config.member.k}",
+    PruneMemberError,
+    first,
+    "one-shot pruning",
+  )
 
 
 def prune_member(config, run_dir, log=None):
@@ -207,7 +231,7 @@ def prune_member(config, run_dir, log=None):
     grad = gradient_lib.ensure(run_dir, config.parent, config.protocol, log)
     if status(run_dir, config):
       return member_files.read_metadata(directory)
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   return _make(config, run_dir, parent_meta, grad, log)
 
 
@@ -218,22 +242,38 @@ def _finetune(model, config, dataset, train_recs, n_train, masks, best, log):
   member, proto = config.member, config.protocol
   steps_per_epoch = n_train // proto.batch_size
   if steps_per_epoch < 1:
-    raise PruneMemberError(f"{n_train} fine-tuning examples are fewer than the batch size "
-                           f"{proto.batch_size}")
-  model.compile(optimizer=_optimizer(proto, steps_per_epoch, proto.momentum),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
-  stream = inputs.train_stream(dataset, member.preset, member.seed, records=train_recs,
-                               num_examples=n_train, batch_size=proto.batch_size)
+    raise PruneMemberError(
+      f"{n_train} fine-tuning examples are fewer than the batch size {proto.batch_size}"
+    )
+  model.compile(
+    optimizer=_optimizer(proto, steps_per_epoch, proto.momentum),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+  )
+  stream = inputs.train_stream(
+    dataset,
+    member.preset,
+    member.seed,
+    records=train_recs,
+    num_examples=n_train,
+    batch_size=proto.batch_size,
+  )
 
   class _Log(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
       if log:
-        log(f"    epoch {epoch + 1}/{proto.epochs} loss {(logs or {}).get('loss', 0):.4f} "
-            f"val data loss {best.losses[-1]:.4f}")
+        log(
+          f"    epoch {epoch + 1}/{proto.epochs} loss {(logs or {}).get('loss', 0):.4f} "
+          f"val data loss {best.losses[-1]:.4f}"
+        )
 
-  model.fit(stream, epochs=proto.epochs, steps_per_epoch=steps_per_epoch, verbose=0,
-            callbacks=[oneshot.FixedMasks(masks, proto.exclude_classifier), best, _Log()])
+  model.fit(
+    stream,
+    epochs=proto.epochs,
+    steps_per_epoch=steps_per_epoch,
+    verbose=0,
+    callbacks=[oneshot.FixedMasks(masks, proto.exclude_classifier), best, _Log()],
+  )
   model.set_weights(best.best_weights)
   if not all(np.isfinite(w).all() for w in model.get_weights()):
     raise RuntimeError(f"member {member.variant}/{member.k}: fine-tuning diverged")
@@ -241,29 +281,34 @@ def _finetune(model, config, dataset, train_recs, n_train, masks, best, log):
   return int(model.optimizer.iterations.numpy())
 
 
-def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, split, best,
-                    dataset):
+def _pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc, split, best, dataset):
   """The member metadata's `pruning` dict (docs/artifacts/members.md)."""
   variant, proto = config.variant, config.protocol
   n_train, n_val = split
-  data = ({"data": dataset.describe()} if isinstance(dataset, train_view.TrainView) else {})
+  data = {"data": dataset.describe()} if isinstance(dataset, train_view.TrainView) else {}
   return {
-      "method": names.ONESHOT, "algorithm": variant.algorithm,
-      "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
-      "compression": comp.to_json(), "ratio_over": proto.ratio_over,
-      "exclude_classifier": proto.exclude_classifier,
-      "pruned_weights": pruned_count,
-      "eps": eps if variant.algorithm == "up" else None,
-      "up_formula": proto.up_formula if variant.algorithm == "up" else None,
-      "gradient": grad.record() if grad is not None else None,
-      "rp_seed": int(config.member.seed) if variant.algorithm == "rp" else None,
-      "pruned_test_accuracy": pruned_test_acc,
-      "finetune": {"protocol": proto.to_json(), "train_examples": int(n_train),
-                   "validation_examples": int(n_val),
-                   "validation": f"every {proto.validation_every}th train record "
-                                 "(held out of fine-tuning, seen by the parent)",
-                   "validation_data_loss": [round(x, 6) for x in best.losses],
-                   "best_epoch": int(best.best_epoch), **data},
+    "method": names.ONESHOT,
+    "algorithm": variant.algorithm,
+    "asked": {"ratio": variant.ratio, "fraction": variant.fraction},
+    "compression": comp.to_json(),
+    "ratio_over": proto.ratio_over,
+    "exclude_classifier": proto.exclude_classifier,
+    "pruned_weights": pruned_count,
+    "eps": eps if variant.algorithm == "up" else None,
+    "up_formula": proto.up_formula if variant.algorithm == "up" else None,
+    "gradient": grad.record() if grad is not None else None,
+    "rp_seed": int(config.member.seed) if variant.algorithm == "rp" else None,
+    "pruned_test_accuracy": pruned_test_acc,
+    "finetune": {
+      "protocol": proto.to_json(),
+      "train_examples": int(n_train),
+      "validation_examples": int(n_val),
+      "validation": f"every {proto.validation_every}th train record "
+      "(held out of fine-tuning, seen by the parent)",
+      "validation_data_loss": [round(x, 6) for x in best.losses],
+      "best_epoch": int(best.best_epoch),
+      **data,
+    },
   }
 
 
@@ -284,12 +329,21 @@ def _make(config, run_dir, parent_meta, grad, log):
   val_batches = epoch_selection.batches(dataset, val_recs)
   eps = proto.epsilon(member.preset.weight_decay)
   masks, comp = oneshot.prune(
-      model, variant.algorithm, ratio=variant.ratio, fraction=variant.fraction, eps=eps,
-      seed=member.seed, up_formula=proto.up_formula, exclude_classifier=proto.exclude_classifier,
-      ratio_over=proto.ratio_over, grads=grad.grads if grad is not None else None)
+    model,
+    variant.algorithm,
+    ratio=variant.ratio,
+    fraction=variant.fraction,
+    eps=eps,
+    seed=member.seed,
+    up_formula=proto.up_formula,
+    exclude_classifier=proto.exclude_classifier,
+    ratio_over=proto.ratio_over,
+    grads=grad.grads if grad is not None else None,
+  )
   test_stream = inputs.eval_stream(dataset, dataset.spec.eval_split)
-  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  model.compile(
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+  )
   pruned_test_acc = float(model.evaluate(test_stream, verbose=0)[1])
   best = epoch_selection.BestEpoch(val_batches)
   steps = _finetune(model, config, dataset, train_recs, n_train, masks, best, log)
@@ -298,28 +352,44 @@ def _make(config, run_dir, parent_meta, grad, log):
     raise RuntimeError(f"pruned {pruned_count} weights, the compression asks {comp.pruned}")
   # One global threshold: layers differ, so the per-layer check of gradual pruning does not
   # apply; the exact global count (checked above) and the zeros (`_check_masks`) do.
-  report = dict(pruning.sparsity_report(model, 0.0), target=comp.achieved_fraction,
-                target_over=proto.ratio_over, meets_target=True, global_threshold=True)
-  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])  # saved without the fine-tuning optimizer, as members are
+  report = dict(
+    pruning.sparsity_report(model, 0.0),
+    target=comp.achieved_fraction,
+    target_over=proto.ratio_over,
+    meets_target=True,
+    global_threshold=True,
+  )
+  model.compile(
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+  )  # saved without the fine-tuning optimizer, as members are
   train_acc = float(model.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1])
   test_acc = float(model.evaluate(test_stream, verbose=0)[1])
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
   metadata = member_files.derived_metadata(
-      member, dataset, steps=steps, resumed_from_step=0, sparsity=report,
-      train_accuracy=train_acc, test_accuracy=test_acc,
-      wall_time_s=round(time.time() - t0, 3),
-      parent={"variant": variant.parent, "k": int(member.k),
-              "model_sha256": parent_meta["model_sha256"],
-              "weights_sha256": parent_weights,
-              "test_accuracy": parent_meta.get("test_accuracy"),
-              **({"reference": parent_meta["reference"]} if "reference" in parent_meta
-                 else {})},
-      pruning=_pruning_record(config, comp, pruned_count, eps, grad, pruned_test_acc,
-                              (n_train, n_val), best, dataset),
-      model_sha256=model_sha256,
-      inputs=config.inputs(parent_meta["model_sha256"], grad.sha256 if grad else None,
-                           train_view.fingerprint(dataset)))
+    member,
+    dataset,
+    steps=steps,
+    resumed_from_step=0,
+    sparsity=report,
+    train_accuracy=train_acc,
+    test_accuracy=test_acc,
+    wall_time_s=round(time.time() - t0, 3),
+    parent={
+      "variant": variant.parent,
+      "k": int(member.k),
+      "model_sha256": parent_meta["model_sha256"],
+      "weights_sha256": parent_weights,
+      "test_accuracy": parent_meta.get("test_accuracy"),
+      **({"reference": parent_meta["reference"]} if "reference" in parent_meta else {}),
+    },
+    pruning=_pruning_record(
+      config, comp, pruned_count, eps, grad, pruned_test_acc, (n_train, n_val), best, dataset
+    ),
+    model_sha256=model_sha256,
+    inputs=config.inputs(
+      parent_meta["model_sha256"], grad.sha256 if grad else None, train_view.fingerprint(dataset)
+    ),
+  )
   member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)
   return member_files.read_metadata(directory)

@@ -63,6 +63,7 @@ class OneshotSchedule:
     up_formula: "code" (the released code, default) or "derivation" (docs/spec.md §6.1).
     eps: ε of UP; None = 2 × the parent preset's weight_decay λ.
   """
+
   name: str
   phases: Tuple[Tuple[int, float], ...]
   batch_size: int = 128
@@ -99,12 +100,16 @@ class OneshotSchedule:
     """
     fields = {f.name for f in dataclasses.fields(cls)}
     if set(protocol_json) != fields:
-      raise OneshotScheduleError(f"one-shot protocol fields {sorted(protocol_json)} differ from "
-                          f"{sorted(fields)}: worker and driver versions differ")
+      raise OneshotScheduleError(
+        f"one-shot protocol fields {sorted(protocol_json)} differ from "
+        f"{sorted(fields)}: worker and driver versions differ"
+      )
     values = dict(protocol_json, phases=tuple(tuple(p) for p in protocol_json["phases"]))
     proto = cls(**values)
     if proto.to_json() != protocol_json:
-      raise OneshotScheduleError(f"one-shot protocol {protocol_json.get('name')!r} does not round-trip")
+      raise OneshotScheduleError(
+        f"one-shot protocol {protocol_json.get('name')!r} does not round-trip"
+      )
     return proto
 
 
@@ -120,8 +125,9 @@ def parse_phases(text):
       epochs, lr = part.split("@")
       epochs, lr = int(epochs), float(lr)
     except ValueError:
-      raise OneshotScheduleError(f"bad fine-tuning phase {part!r}: expected <epochs>@<learning rate>, "
-                          "e.g. 3@0.05") from None
+      raise OneshotScheduleError(
+        f"bad fine-tuning phase {part!r}: expected <epochs>@<learning rate>, e.g. 3@0.05"
+      ) from None
     if epochs < 1 or not lr > 0:
       raise OneshotScheduleError(f"bad fine-tuning phase {part!r}: epochs >= 1 and LR > 0 needed")
     phases.append((epochs, lr))
@@ -138,14 +144,17 @@ def get(preset_name, **overrides):
     OneshotScheduleError: no protocol for the preset, an unknown field or an invalid value.
   """
   if preset_name not in protocols.TRAININGS:
-    raise OneshotScheduleError(f"no one-shot fine-tuning protocol for preset {preset_name!r} "
-                        f"(known: {', '.join(sorted(protocols.TRAININGS))})")
+    raise OneshotScheduleError(
+      f"no one-shot fine-tuning protocol for preset {preset_name!r} "
+      f"(known: {', '.join(sorted(protocols.TRAININGS))})"
+    )
   fields = {f.name for f in dataclasses.fields(OneshotSchedule)} - {"name"}
   declared = protocols.TRAININGS[preset_name].oneshot
   unknown = sorted(set(declared) - fields)
   if unknown:
-    raise OneshotScheduleError(f"the one-shot protocol of preset {preset_name!r} declares "
-                               f"unknown fields {unknown}")
+    raise OneshotScheduleError(
+      f"the one-shot protocol of preset {preset_name!r} declares unknown fields {unknown}"
+    )
   overrides = {k: v for k, v in overrides.items() if v is not None}
   for key in overrides:
     if key not in fields:
@@ -158,11 +167,13 @@ def get(preset_name, **overrides):
   if p.validation_every < 2:
     raise OneshotScheduleError(f"validation_every must be >= 2, got {p.validation_every}")
   if p.ratio_over not in RATIO_OVER:
-    raise OneshotScheduleError(f"ratio_over must be one of {', '.join(RATIO_OVER)}, got "
-                        f"{p.ratio_over!r}")
+    raise OneshotScheduleError(
+      f"ratio_over must be one of {', '.join(RATIO_OVER)}, got {p.ratio_over!r}"
+    )
   if p.up_formula not in scores.UP_FORMULAS:
-    raise OneshotScheduleError(f"up_formula must be one of {', '.join(scores.UP_FORMULAS)}, got "
-                        f"{p.up_formula!r}")
+    raise OneshotScheduleError(
+      f"up_formula must be one of {', '.join(scores.UP_FORMULAS)}, got {p.up_formula!r}"
+    )
   if p.eps is not None and not p.eps >= 0:
     raise OneshotScheduleError(f"eps must be >= 0, got {p.eps}")
   parse_phases(",".join(f"{e}@{lr}" for e, lr in p.phases))

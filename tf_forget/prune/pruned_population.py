@@ -11,7 +11,6 @@ The dense population must be trained first (`tf_forget.train.population`); the r
 `run.json` lists the pruned variants next to the trained ones (`register_variants`).
 """
 
-
 from tf_forget.artifacts import names
 from tf_forget.artifacts import run_json
 from tf_forget.prune import oneshot_member
@@ -22,15 +21,24 @@ from tf_forget.train import member as train_member
 def split_variants(variants):
   """(trained, one-shot, iterative) variant names of a population's variant list."""
   parsed = [names.parse_trained(v) for v in variants]
-  return ([v.name for v in parsed if not (v.oneshot or v.iterative)],
-          [v.name for v in parsed if v.oneshot], [v.name for v in parsed if v.iterative])
+  return (
+    [v.name for v in parsed if not (v.oneshot or v.iterative)],
+    [v.name for v in parsed if v.oneshot],
+    [v.name for v in parsed if v.iterative],
+  )
 
 
 def _member(pop, variant, k):
   return train_member.MemberConfig(
-      dataset=pop.dataset, model=pop.model, variant=variant, k=k, preset=pop.preset,
-      dataset_options=pop.dataset_options, model_options=pop.model_options,
-      population_seed=pop.population_seed)
+    dataset=pop.dataset,
+    model=pop.model,
+    variant=variant,
+    k=k,
+    preset=pop.preset,
+    dataset_options=pop.dataset_options,
+    model_options=pop.model_options,
+    population_seed=pop.population_seed,
+  )
 
 
 def oneshot_configs(pop, variants, protocol):
@@ -41,8 +49,11 @@ def oneshot_configs(pop, variants, protocol):
     variants: one-shot variant names.
     protocol: a `protocol.OneshotSchedule`.
   """
-  return [oneshot_member.OneshotConfig(member=_member(pop, v, k), protocol=protocol)
-          for k in range(pop.members) for v in variants]
+  return [
+    oneshot_member.OneshotConfig(member=_member(pop, v, k), protocol=protocol)
+    for k in range(pop.members)
+    for v in variants
+  ]
 
 
 def gradient_parents(configs):
@@ -63,7 +74,8 @@ def register_variants(pop, variants):
   path = run_json.path(pop.run_dir)
   doc = run_json.read(path)
   doc["variants"] = list(doc.get("variants", [])) + [
-      v for v in variants if v not in doc.get("variants", [])]
+    v for v in variants if v not in doc.get("variants", [])
+  ]
   run_json.write(path, doc)
 
 
@@ -80,8 +92,10 @@ def iterative_configs(pop, variants, protocol):
     parsed = names.parse_trained(v)
     protocol.keep_ratio(parsed.cycle)
     wanted[parsed.algorithm] = max(wanted.get(parsed.algorithm, 0), parsed.cycle)
-  return [retrain.RetrainConfig(member=_member(pop, names.iterative_name(alg, n), k),
-                                protocol=protocol)
-          for n in range(1, max(wanted.values(), default=0) + 1)
-          for k in range(pop.members)
-          for alg in names.ITERATIVE_ALGORITHMS if wanted.get(alg, 0) >= n]
+  return [
+    retrain.RetrainConfig(member=_member(pop, names.iterative_name(alg, n), k), protocol=protocol)
+    for n in range(1, max(wanted.values(), default=0) + 1)
+    for k in range(pop.members)
+    for alg in names.ITERATIVE_ALGORITHMS
+    if wanted.get(alg, 0) >= n
+  ]

@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -72,6 +73,7 @@ class RetrainConfig:
       population's preset and options; its `seed` seeds the retraining).
     protocol: the `iterative_schedule.IterativeSchedule`.
   """
+
   member: member_lib.MemberConfig
   protocol: iterative_schedule.IterativeSchedule
 
@@ -92,14 +94,20 @@ class RetrainConfig:
     return int(self.protocol.retrain_steps or self.member.preset.steps)
 
   def identity(self):
-    return {"member": self.member.identity(), "iterative": self.protocol.to_json(),
-            "cycle": int(self.variant.cycle), "keep_ratio": float(self.keep_ratio),
-            "parent": {"variant": self.variant.parent, "k": int(self.member.k)}}
+    return {
+      "member": self.member.identity(),
+      "iterative": self.protocol.to_json(),
+      "cycle": int(self.variant.cycle),
+      "keep_ratio": float(self.keep_ratio),
+      "parent": {"variant": self.variant.parent, "k": int(self.member.k)},
+    }
 
   def inputs(self, parent_sha256):
     """Lineage inputs: the config's hash and the parent's `model.keras` sha256."""
-    return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
-            "parent": parent_sha256}
+    return {
+      "config": hashing.sha256_json(json.loads(json.dumps(self.identity()))),
+      "parent": parent_sha256,
+    }
 
 
 def _dir(run_dir, member):
@@ -116,26 +124,35 @@ def _status_of(run_dir, config):
 def status(run_dir, config):
   """`lineage.Status` of the cycle: finished, from the current parent chain, with this config."""
   directory = _dir(run_dir, config.member)
-  if not fileio.exists(os.path.join(directory, member_files.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, member_files.METADATA_FILE)):
     return lineage.MISSING
   parent = config.parent()
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
   parent_state = _status_of(run_dir, parent)
   if not parent_state:
-    return lineage.Status(False, f"its parent {parent_member.variant}/{parent_member.k} is not "
-                          f"current ({parent_state.reason})")
+    return lineage.Status(
+      False,
+      f"its parent {parent_member.variant}/{parent_member.k} is not "
+      f"current ({parent_state.reason})",
+    )
   parent_sha = member_files.read_metadata(_dir(run_dir, parent_member))["model_sha256"]
   model_path = os.path.join(directory, member_files.MODEL_FILE)
   return lineage.status(
-      lambda: member_files.read_metadata(directory), config.inputs(parent_sha), "retrained",
-      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
-                                             "model.keras", "retrained"))
+    lambda: member_files.read_metadata(directory),
+    config.inputs(parent_sha),
+    "retrained",
+    extra=lambda meta: lineage.file_reason(
+      model_path, meta.get("model_sha256"), "model.keras", "retrained"
+    ),
+  )
 
 
 def read_masks(directory):
   """The algorithm masks of a cycle's `masks.npz` ({layer name: bool array})."""
-  return {k: v.astype(bool) for k, v in
-          fileio.read_npz(os.path.join(directory, MASKS_FILE), "pruning masks").items()}
+  return {
+    k: v.astype(bool)
+    for k, v in fileio.read_npz(os.path.join(directory, MASKS_FILE), "pruning masks").items()
+  }
 
 
 def _warmup_steps(protocol, n_train, batch_size):
@@ -150,8 +167,9 @@ def _chunk(preset, steps):
 
 def _evaluate(model, stream):
   keras = keras2.keras()
-  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  model.compile(
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+  )
   return float(model.evaluate(stream, verbose=0)[1])
 
 
@@ -161,9 +179,14 @@ def _prepare(config, run_dir):
   parent_member = parent.member if isinstance(parent, RetrainConfig) else parent
   p_dir = _dir(run_dir, parent_member)
   meta = member_files.finished_parent(
-      p_dir, _status_of(run_dir, parent), f"{config.member.variant}/{config.member.k}",
-      f"{parent_member.variant}/{parent_member.k}", RetrainError, "make the earlier cycles first",
-      "prune-retrain")
+    p_dir,
+    _status_of(run_dir, parent),
+    f"{config.member.variant}/{config.member.k}",
+    f"{parent_member.variant}/{parent_member.k}",
+    RetrainError,
+    "make the earlier cycles first",
+    "prune-retrain",
+  )
   return p_dir, meta
 
 
@@ -189,7 +212,7 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   if status(run_dir, config):
     return member_files.read_metadata(directory)
   p_dir, parent_meta = _prepare(config, run_dir)
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   keras = keras2.keras()
   member = config.member
   dataset = data_registry.get(member.dataset, **dict(member.dataset_options))
@@ -203,8 +226,9 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   n_train = dataset.num_examples("train")
   optimizer, steps, warmup = _compile_for_retraining(config, model, n_train)
   ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
-  retrained = _retrain_chunks(config, dataset, model, optimizer, var_masks, steps, ckpt_dir,
-                              log, stop_after_chunks)
+  retrained = _retrain_chunks(
+    config, dataset, model, optimizer, var_masks, steps, ckpt_dir, log, stop_after_chunks
+  )
   if retrained is None:
     return None
   resumed_from_step, elapsed = retrained
@@ -212,16 +236,27 @@ def retrain_member(config, run_dir, log=None, stop_after_chunks=None):
   done_steps = int(optimizer.iterations.numpy())
   train_acc = _evaluate(model, inputs.eval_stream(dataset, "train"))
   test_acc = _evaluate(model, test_stream)  # compiled without the optimizer: saved as members are
-  retrain = {"protocol": config.protocol.to_json(), "steps": steps, "warmup_steps": warmup,
-             "train_examples": int(n_train)}
+  retrain = {
+    "protocol": config.protocol.to_json(),
+    "steps": steps,
+    "warmup_steps": warmup,
+    "train_examples": int(n_train),
+  }
   _write_member(
-      config, directory, dataset, model, masks, parent_meta, elapsed,
-      steps=done_steps,
-      resumed_from_step=int(resumed_from_step),
-      train_accuracy=train_acc,
-      test_accuracy=test_acc,
-      pruning_record=_pruning_record(config, masks, zeros, total, pruned_test_acc, retrain))
-  fileio.rmtree(ckpt_dir)
+    config,
+    directory,
+    dataset,
+    model,
+    masks,
+    parent_meta,
+    elapsed,
+    steps=done_steps,
+    resumed_from_step=int(resumed_from_step),
+    train_accuracy=train_acc,
+    test_accuracy=test_acc,
+    pruning_record=_pruning_record(config, masks, zeros, total, pruned_test_acc, retrain),
+  )
+  filesystem.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
 
 
@@ -230,8 +265,9 @@ def _prune_parent(config, p_dir):
   variant = config.variant
   model = member_files.load_model(p_dir)
   previous = read_masks(p_dir) if variant.cycle > 1 else None
-  masks, var_masks = structured.prune(model, variant.algorithm, config.keep_ratio, previous,
-                                      config.protocol.exclude_classifier)
+  masks, var_masks = structured.prune(
+    model, variant.algorithm, config.keep_ratio, previous, config.protocol.exclude_classifier
+  )
   return model, masks, var_masks
 
 
@@ -246,17 +282,22 @@ def _compile_for_retraining(config, model, n_train):
   steps = config.retrain_steps()
   warmup = _warmup_steps(proto, n_train, preset.batch_size)
   if warmup >= steps:
-    raise RetrainError(f"warm-up of {proto.warmup_epochs} epochs ({warmup} steps) does not fit "
-                       f"in {steps} retraining steps")
+    raise RetrainError(
+      f"warm-up of {proto.warmup_epochs} epochs ({warmup} steps) does not fit "
+      f"in {steps} retraining steps"
+    )
   optimizer = schedule.optimizer(dataclasses.replace(preset, warmup_steps=warmup), steps=steps)
-  model.compile(optimizer=optimizer,
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  model.compile(
+    optimizer=optimizer,
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+  )
   return optimizer, steps, warmup
 
 
-def _retrain_chunks(config, dataset, model, optimizer, var_masks, steps, ckpt_dir, log,
-                    stop_after_chunks):
+def _retrain_chunks(
+  config, dataset, model, optimizer, var_masks, steps, ckpt_dir, log, stop_after_chunks
+):
   """Retrains the chunks not yet checkpointed, masked entries re-zeroed after every step.
 
   Returns:
@@ -277,15 +318,22 @@ def _retrain_chunks(config, dataset, model, optimizer, var_masks, steps, ckpt_di
   def on_chunk(done, logs):
     checkpoints.write_wall(ckpt_dir, elapsed())
     if log:
-      log(f"    step {done * chunk}/{steps} loss {logs.get('loss', float('nan')):.4f} "
-          f"acc {logs.get('accuracy', float('nan')):.3f}")
+      log(
+        f"    step {done * chunk}/{steps} loss {logs.get('loss', float('nan')):.4f} "
+        f"acc {logs.get('accuracy', float('nan')):.3f}"
+      )
 
   stream = inputs.train_stream(dataset, preset, member.seed, start_step=start_chunk * chunk)
   end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
   if start_chunk < end_chunk:
-    model.fit(stream, epochs=end_chunk, initial_epoch=start_chunk, steps_per_epoch=chunk,
-              verbose=0, callbacks=[structured.HeldMasks(var_masks),
-                                    checkpoints.Checkpointer(manager, on_chunk)])
+    model.fit(
+      stream,
+      epochs=end_chunk,
+      initial_epoch=start_chunk,
+      steps_per_epoch=chunk,
+      verbose=0,
+      callbacks=[structured.HeldMasks(var_masks), checkpoints.Checkpointer(manager, on_chunk)],
+    )
   if end_chunk < chunks:
     return None
   return start_chunk * chunk, elapsed
@@ -308,42 +356,69 @@ def _pruning_record(config, masks, zeros, total, pruned_test_acc, retrain):
   """The `pruning` entry of the cycle's metadata."""
   variant, proto = config.variant, config.protocol
   kept_weights = total - zeros
-  filters = ({name: [int(m.sum()), int(m.size)] for name, m in masks.items()}
-             if variant.algorithm == "ft" else None)
+  filters = (
+    {name: [int(m.sum()), int(m.size)] for name, m in masks.items()}
+    if variant.algorithm == "ft"
+    else None
+  )
   return {
-      "method": names.ITERATIVE, "algorithm": variant.algorithm, "cycle": variant.cycle,
-      "keep_ratio": float(config.keep_ratio),
-      "kept_weights": int(kept_weights), "prunable_weights": int(total),
-      "prune_ratio": zeros / total,
-      "filters_kept": filters,
-      "exclude_classifier": bool(proto.exclude_classifier and variant.algorithm == "wt"),
-      "pruned_test_accuracy": pruned_test_acc,
-      "retrain": retrain,
+    "method": names.ITERATIVE,
+    "algorithm": variant.algorithm,
+    "cycle": variant.cycle,
+    "keep_ratio": float(config.keep_ratio),
+    "kept_weights": int(kept_weights),
+    "prunable_weights": int(total),
+    "prune_ratio": zeros / total,
+    "filters_kept": filters,
+    "exclude_classifier": bool(proto.exclude_classifier and variant.algorithm == "wt"),
+    "pruned_test_accuracy": pruned_test_acc,
+    "retrain": retrain,
   }
 
 
-def _write_member(config, directory, dataset, model, masks, parent_meta, elapsed, steps,
-                  resumed_from_step, train_accuracy, test_accuracy, pruning_record):
+def _write_member(
+  config,
+  directory,
+  dataset,
+  model,
+  masks,
+  parent_meta,
+  elapsed,
+  steps,
+  resumed_from_step,
+  train_accuracy,
+  test_accuracy,
+  pruning_record,
+):
   """Writes the cycle's `model.keras`, `masks.npz` and, last, `metadata.json`."""
   member, variant = config.member, config.variant
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha256 = member_files.save_model(model, os.path.join(directory, member_files.MODEL_FILE))
   fileio.write_npz(os.path.join(directory, MASKS_FILE), **masks)
-  report = dict(pruning.sparsity_report(model, 0.0), target=1.0 - config.keep_ratio,
-                target_over="prunable", meets_target=True,
-                global_threshold=variant.algorithm == "wt")
+  report = dict(
+    pruning.sparsity_report(model, 0.0),
+    target=1.0 - config.keep_ratio,
+    target_over="prunable",
+    meets_target=True,
+    global_threshold=variant.algorithm == "wt",
+  )
   metadata = member_files.derived_metadata(
-      member, dataset,
-      steps=steps,
-      resumed_from_step=resumed_from_step,
-      sparsity=report,
-      train_accuracy=train_accuracy,
-      test_accuracy=test_accuracy,
-      wall_time_s=round(elapsed(), 3),
-      parent={"variant": variant.parent, "k": int(member.k),
-              "model_sha256": parent_meta["model_sha256"],
-              "test_accuracy": parent_meta.get("test_accuracy")},
-      pruning=pruning_record,
-      model_sha256=model_sha256,
-      inputs=config.inputs(parent_meta["model_sha256"]))
+    member,
+    dataset,
+    steps=steps,
+    resumed_from_step=resumed_from_step,
+    sparsity=report,
+    train_accuracy=train_accuracy,
+    test_accuracy=test_accuracy,
+    wall_time_s=round(elapsed(), 3),
+    parent={
+      "variant": variant.parent,
+      "k": int(member.k),
+      "model_sha256": parent_meta["model_sha256"],
+      "test_accuracy": parent_meta.get("test_accuracy"),
+    },
+    pruning=pruning_record,
+    model_sha256=model_sha256,
+    inputs=config.inputs(parent_meta["model_sha256"]),
+  )
   member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)

@@ -95,6 +95,7 @@ class Compression:
     achieved_ratio: n / keep.
     achieved_fraction: pruned / n.
   """
+
   ratio: float
   fraction: fractions.Fraction
   total: int
@@ -104,10 +105,16 @@ class Compression:
   achieved_fraction: float
 
   def to_json(self):
-    return {"ratio": self.ratio, "fraction": float(self.fraction),
-            "fraction_exact": str(self.fraction), "total": self.total, "keep": self.keep,
-            "pruned": self.pruned, "achieved_ratio": self.achieved_ratio,
-            "achieved_fraction": self.achieved_fraction}
+    return {
+      "ratio": self.ratio,
+      "fraction": float(self.fraction),
+      "fraction_exact": str(self.fraction),
+      "total": self.total,
+      "keep": self.keep,
+      "pruned": self.pruned,
+      "achieved_ratio": self.achieved_ratio,
+      "achieved_fraction": self.achieved_fraction,
+    }
 
 
 def compression(total, ratio=None, fraction=None):
@@ -142,8 +149,15 @@ def compression(total, ratio=None, fraction=None):
   keep = int(fractions.Fraction(total) * (1 - t) + fractions.Fraction(1, 2))  # half up
   if keep < 1:
     raise PruneError(f"ratio {float(r):g} keeps no weight of {total}: it cannot be met")
-  return Compression(ratio=float(r), fraction=t, total=total, keep=keep, pruned=total - keep,
-                     achieved_ratio=total / keep, achieved_fraction=(total - keep) / total)
+  return Compression(
+    ratio=float(r),
+    fraction=t,
+    total=total,
+    keep=keep,
+    pruned=total - keep,
+    achieved_ratio=total / keep,
+    achieved_fraction=(total - keep) / total,
+  )
 
 
 def global_masks(scores, pruned):
@@ -170,7 +184,7 @@ def global_masks(scores, pruned):
   keep[np.argsort(allscores, kind="stable")[:pruned]] = False
   out, start = {}, 0
   for name, f in zip(names, flat):
-    out[name] = keep[start:start + f.size].reshape(np.shape(scores[name]))
+    out[name] = keep[start : start + f.size].reshape(np.shape(scores[name]))
     start += f.size
   return out
 
@@ -190,13 +204,20 @@ def random_masks(shapes, pruned, seed):
   order = np.random.default_rng(seed).permutation(sum(sizes)).astype(np.float64)
   scores, start = {}, 0
   for (name, shape), size in zip(shapes.items(), sizes):
-    scores[name] = order[start:start + size].reshape(shape)
+    scores[name] = order[start : start + size].reshape(shape)
     start += size
   return global_masks(scores, pruned)
 
 
-def masks(algorithm, weights: Mapping[str, np.ndarray], pruned, grads=None, eps=0.0,
-          seed=0, up_formula="code") -> Dict[str, np.ndarray]:
+def masks(
+  algorithm,
+  weights: Mapping[str, np.ndarray],
+  pruned,
+  grads=None,
+  eps=0.0,
+  seed=0,
+  up_formula="code",
+) -> Dict[str, np.ndarray]:
   """The masks of one algorithm (MP, GP, UP, RP) pruning exactly `pruned` weights.
 
   Args:
@@ -215,7 +236,9 @@ def masks(algorithm, weights: Mapping[str, np.ndarray], pruned, grads=None, eps=
     PruneError: unknown algorithm, missing gradients, bad shapes or counts.
   """
   if algorithm not in names.ONESHOT_ALGORITHMS:
-    raise PruneError(f"unknown pruning algorithm {algorithm!r} (known: {', '.join(names.ONESHOT_ALGORITHMS)})")
+    raise PruneError(
+      f"unknown pruning algorithm {algorithm!r} (known: {', '.join(names.ONESHOT_ALGORITHMS)})"
+    )
   if algorithm == "rp":
     return random_masks({n: np.shape(w) for n, w in weights.items()}, pruned, seed)
   if algorithm == "mp":
@@ -224,5 +247,6 @@ def masks(algorithm, weights: Mapping[str, np.ndarray], pruned, grads=None, eps=
     raise PruneError(f"{algorithm.upper()} needs the gradient of every pruned layer")
   if algorithm == "gp":
     return global_masks({n: gradient(w, grads[n]) for n, w in weights.items()}, pruned)
-  return global_masks({n: unified(w, grads[n], eps, up_formula) for n, w in weights.items()},
-                      pruned)
+  return global_masks(
+    {n: unified(w, grads[n], eps, up_formula) for n, w in weights.items()}, pruned
+  )

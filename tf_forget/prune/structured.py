@@ -78,8 +78,10 @@ def weight_masks(model, keep_ratio, previous=None, exclude_classifier=False):
   if previous is not None:
     before = int(sum(m.sum() for m in previous.values()))
     if kept > before:
-      raise scores.PruneError(f"keep ratio {keep_ratio:g} keeps {kept} weights, more than the "
-                              f"{before} the previous cycle kept")
+      raise scores.PruneError(
+        f"keep ratio {keep_ratio:g} keeps {kept} weights, more than the "
+        f"{before} the previous cycle kept"
+      )
   return scores.global_masks(score, total - kept)
 
 
@@ -92,8 +94,11 @@ def filter_layers(model):
   plain = (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D, keras.layers.Dense)
   layers = [getattr(l, "layer", l) for l in model.layers]
   layers = [l for l in layers if pruning.is_prunable(l)]
-  excluded = (keras.layers.DepthwiseConv2D, keras.layers.SeparableConv2D,
-              keras.layers.Conv2DTranspose)
+  excluded = (
+    keras.layers.DepthwiseConv2D,
+    keras.layers.SeparableConv2D,
+    keras.layers.Conv2DTranspose,
+  )
   return [l for l in layers[:-1] if isinstance(l, plain) and not isinstance(l, excluded)]
 
 
@@ -114,8 +119,10 @@ def filter_masks(model, keep_ratio, previous=None):
   _check_keep(keep_ratio)
   layers = filter_layers(model)
   if not layers:
-    raise scores.PruneError(f"model {model.name!r} has no conv / dense layer before its "
-                            "classifier: filter thresholding has nothing to prune")
+    raise scores.PruneError(
+      f"model {model.name!r} has no conv / dense layer before its "
+      "classifier: filter thresholding has nothing to prune"
+    )
   out = {}
   for layer in layers:
     norms = filter_norms(layer)
@@ -127,7 +134,7 @@ def filter_masks(model, keep_ratio, previous=None):
       kept = min(kept, int(previous[layer.name].sum()))
     order = np.argsort(norms, kind="stable")
     mask = np.ones(f, bool)
-    mask[order[:f - kept]] = False
+    mask[order[: f - kept]] = False
     out[layer.name] = mask
   return out
 
@@ -220,8 +227,10 @@ def prune(model, algorithm, keep_ratio, previous=None, exclude_classifier=False)
   elif algorithm == "ft":
     masks = filter_masks(model, keep_ratio, previous)
   else:
-    raise scores.PruneError(f"unknown iterative pruning algorithm {algorithm!r} (known: "
-                            f"{', '.join(names.ITERATIVE_ALGORITHMS)})")
+    raise scores.PruneError(
+      f"unknown iterative pruning algorithm {algorithm!r} (known: "
+      f"{', '.join(names.ITERATIVE_ALGORITHMS)})"
+    )
   var_masks = variable_masks(model, algorithm, masks, exclude_classifier)
   apply(model, var_masks)
   return masks, var_masks

@@ -35,7 +35,7 @@ import numpy as np
 
 from tf_forget.artifacts import audit_json
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions as predictions_lib
@@ -60,6 +60,7 @@ class SplitPredictions:
     topk: int32 `[members, N, k]` labels by decreasing score; `topk[:, :, 0]` is the top-1.
     metadata: one metadata dict per member (the npz `metadata`).
   """
+
   members: np.ndarray
   ids: np.ndarray
   labels: np.ndarray
@@ -75,8 +76,13 @@ class SplitPredictions:
     """The rows of the given member indices (a subset of `self.members`, in that order)."""
     pos = {int(k): i for i, k in enumerate(self.members)}
     rows = [pos[int(k)] for k in members]
-    return SplitPredictions(np.asarray(members, np.int64), self.ids, self.labels,
-                            self.topk[rows], tuple(self.metadata[i] for i in rows))
+    return SplitPredictions(
+      np.asarray(members, np.int64),
+      self.ids,
+      self.labels,
+      self.topk[rows],
+      tuple(self.metadata[i] for i in rows),
+    )
 
 
 @dataclasses.dataclass
@@ -100,6 +106,7 @@ class Run:
       index pairing for a variant it lacks (a `Run` built by hand).
     caveats: the sentences of the run's `audit.json` `caveats` (() without one).
   """
+
   run_dir: str
   dataset_name: str
   dataset_options: Mapping[str, object]
@@ -120,8 +127,9 @@ class Run:
       return self.pairing[variant]
     dense = self.predictions.get(names.DENSE, {})
     dense = {self.eval_split: dense[self.eval_split]} if self.eval_split in dense else dense
-    return pairing_lib.index_pairing(variant, _members(self.predictions.get(variant, {})),
-                                     _members(dense))
+    return pairing_lib.index_pairing(
+      variant, _members(self.predictions.get(variant, {})), _members(dense)
+    )
 
   @property
   def variants(self):
@@ -131,8 +139,11 @@ class Run:
   @property
   def eval(self):
     """variant -> `SplitPredictions` on the evaluation split."""
-    return {v: self.predictions[v][self.eval_split] for v in self.variants
-            if self.eval_split in self.predictions[v]}
+    return {
+      v: self.predictions[v][self.eval_split]
+      for v in self.variants
+      if self.eval_split in self.predictions[v]
+    }
 
   def corrupted_splits(self):
     """Sorted list of (split, corruption, severity) of the corrupted splits present."""
@@ -164,13 +175,13 @@ def _scan(run_dir, variants=None, splits=None):
   Only `variants` and `splits` if given (None: every file on disk).
   """
   root = layout.predictions_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     raise CollectError(f"no predictions directory {root}")
   files = {}
   for variant, k, kdir in layout.walk(root):
     if variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants):
       continue
-    for name in fileio.listdir(kdir):
+    for name in filesystem.listdir(kdir):
       if name.endswith(".npz") and (splits is None or name[:-4] in splits):
         files.setdefault(variant, {}).setdefault(name[:-4], {})[k] = os.path.join(kdir, name)
   if names.DENSE not in files:
@@ -191,19 +202,20 @@ def _population(variant, split, paths):
     if ids is None:
       ids, labels = data["ids"].astype(np.int64), data["labels"].astype(np.int64)
     elif not np.array_equal(data["ids"], ids):
-      raise CollectError(f"{variant}/{k}/{split}: example ids differ from member "
-                         f"{members[0]}'s ({paths[k]})")
+      raise CollectError(
+        f"{variant}/{k}/{split}: example ids differ from member {members[0]}'s ({paths[k]})"
+      )
     elif not np.array_equal(data["labels"], labels):
       raise CollectError(f"{variant}/{k}/{split}: labels differ from member {members[0]}'s")
     if topks and data["topk"].shape[1] != topks[0].shape[1]:
-      raise CollectError(f"{variant}/{k}/{split}: top-k width {data['topk'].shape[1]} != "
-                         f"{topks[0].shape[1]}")
+      raise CollectError(
+        f"{variant}/{k}/{split}: top-k width {data['topk'].shape[1]} != {topks[0].shape[1]}"
+      )
     topks.append(data["topk"].astype(np.int32))
     metas.append(data["metadata"])
   if len(np.unique(ids)) != len(ids):
     raise CollectError(f"{variant}/{split}: duplicate example ids")
-  return SplitPredictions(np.asarray(members, np.int64), ids, labels, np.stack(topks),
-                          tuple(metas))
+  return SplitPredictions(np.asarray(members, np.int64), ids, labels, np.stack(topks), tuple(metas))
 
 
 def row_order(ids, ref_ids, where):
@@ -216,8 +228,10 @@ def row_order(ids, ref_ids, where):
   if np.array_equal(ids, ref_ids):
     return None
   if ids.shape != ref_ids.shape or not np.array_equal(np.sort(ids), np.sort(ref_ids)):
-    raise CollectError(f"{where}: example ids differ from the dense population's "
-                       f"({ids.size} vs {ref_ids.size} examples)")
+    raise CollectError(
+      f"{where}: example ids differ from the dense population's "
+      f"({ids.size} vs {ref_ids.size} examples)"
+    )
   return np.argsort(ids)[np.searchsorted(np.sort(ids), ref_ids)]
 
 
@@ -236,8 +250,9 @@ def _index_of(data_ids, ids, where):
   pos = {int(i): n for n, i in enumerate(data_ids)}
   missing = [int(i) for i in ids if int(i) not in pos]
   if missing:
-    raise CollectError(f"{where}: {len(missing)} example ids not in the data set "
-                       f"(first: {missing[0]})")
+    raise CollectError(
+      f"{where}: {len(missing)} example ids not in the data set (first: {missing[0]})"
+    )
   return np.asarray([pos[int(i)] for i in ids], np.int64)
 
 
@@ -254,12 +269,21 @@ def _stream_attributes(dataset, split, names):
     ids.append(np.asarray(batch.ids, np.int64))
     for n in names:
       attrs[n].append(np.asarray(batch.attributes[n], bool))
-  return (np.concatenate(ids) if ids else np.zeros(0, np.int64),
-          {n: np.concatenate(v) if v else np.zeros(0, bool) for n, v in attrs.items()})
+  return (
+    np.concatenate(ids) if ids else np.zeros(0, np.int64),
+    {n: np.concatenate(v) if v else np.zeros(0, bool) for n, v in attrs.items()},
+  )
 
 
-def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
-             train_attribute_shares=None, variants=None, splits=None):
+def load_run(
+  run_dir,
+  dataset=None,
+  dataset_name=None,
+  dataset_options=None,
+  train_attribute_shares=None,
+  variants=None,
+  splits=None,
+):
   """Loads every predictions file of a run (docs/artifacts/predictions.md).
 
   Args:
@@ -279,18 +303,22 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
     CollectError: no predictions, no dense population, unreadable files, members or variants
       whose ids / labels differ, no evaluation split, ids absent from the data set.
   """
-  files = _scan(run_dir, None if variants is None else set(variants),
-                None if splits is None else set(splits))
-  raw = {v: {s: _population(v, s, paths) for s, paths in splits.items()}
-         for v, splits in files.items()}
+  files = _scan(
+    run_dir, None if variants is None else set(variants), None if splits is None else set(splits)
+  )
+  raw = {
+    v: {s: _population(v, s, paths) for s, paths in splits.items()} for v, splits in files.items()
+  }
   dense_meta = next(iter(next(iter(raw[names.DENSE].values())).metadata))
   if dataset is None:
-    from tf_forget.data import registry  # pylint: disable=g-import-not-at-top (TensorFlow)
+    from tf_forget.data import registry  # TensorFlow
+
     name = dataset_name or dense_meta.get("dataset")
     if not name:
       raise CollectError("predictions record no data set; pass dataset_name")
-    options = dict(dataset_options if dataset_options is not None
-                   else dense_meta.get("dataset_options") or {})
+    options = dict(
+      dataset_options if dataset_options is not None else dense_meta.get("dataset_options") or {}
+    )
     try:
       dataset = registry.get(name, **options)
     except ValueError as e:
@@ -298,8 +326,10 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
   spec = dataset.spec
   eval_split = spec.eval_split
   if eval_split not in raw[names.DENSE]:
-    raise CollectError(f"no dense predictions on the evaluation split {eval_split!r} "
-                       f"(found: {', '.join(sorted(raw[names.DENSE]))})")
+    raise CollectError(
+      f"no dense predictions on the evaluation split {eval_split!r} "
+      f"(found: {', '.join(sorted(raw[names.DENSE]))})"
+    )
   aligned = {}
   for variant, splits in raw.items():
     aligned[variant] = {}
@@ -309,10 +339,14 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
       aligned[variant][split] = _align(pop, raw[names.DENSE][split], f"{variant}/{split}")
   for variant, splits in aligned.items():
     for split, pop in splits.items():
-      if pop.labels.size and (pop.labels.min() < 0 or pop.labels.max() >= spec.num_classes
-                              or pop.topk.max() >= spec.num_classes):
-        raise CollectError(f"{variant}/{split}: labels out of range for {spec.num_classes} "
-                           f"classes of {spec.name!r}")
+      if pop.labels.size and (
+        pop.labels.min() < 0
+        or pop.labels.max() >= spec.num_classes
+        or pop.topk.max() >= spec.num_classes
+      ):
+        raise CollectError(
+          f"{variant}/{split}: labels out of range for {spec.num_classes} classes of {spec.name!r}"
+        )
   ref = aligned[names.DENSE][eval_split]
   attr_names = tuple(spec.attribute_names)
   attributes = {}
@@ -323,19 +357,27 @@ def load_run(run_dir, dataset=None, dataset_name=None, dataset_options=None,
     if train_attribute_shares is None and "train" in spec.splits:
       _, train = _stream_attributes(dataset, "train", attr_names)
       train_attribute_shares = {n: float(v.mean()) for n, v in train.items() if v.size}
-  return Run(run_dir=run_dir, dataset_name=spec.name,
-             dataset_options=dict(spec.options or {}), num_classes=int(spec.num_classes),
-             class_names=tuple(spec.class_names), eval_split=eval_split,
-             protected_attributes=tuple(spec.protected_attributes),
-             predictions=aligned, attributes=attributes,
-             train_attribute_shares=dict(train_attribute_shares or {}), dataset=dataset,
-             pairing=_pairing(run_dir, aligned, eval_split), caveats=_caveats(run_dir))
+  return Run(
+    run_dir=run_dir,
+    dataset_name=spec.name,
+    dataset_options=dict(spec.options or {}),
+    num_classes=int(spec.num_classes),
+    class_names=tuple(spec.class_names),
+    eval_split=eval_split,
+    protected_attributes=tuple(spec.protected_attributes),
+    predictions=aligned,
+    attributes=attributes,
+    train_attribute_shares=dict(train_attribute_shares or {}),
+    dataset=dataset,
+    pairing=_pairing(run_dir, aligned, eval_split),
+    caveats=_caveats(run_dir),
+  )
 
 
 def _caveats(run_dir):
   """The `caveats` of `<run_dir>/audit.json` (() without the file or the field)."""
   path = audit_json.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return ()
   try:
     doc = audit_json.read(path)
@@ -349,8 +391,11 @@ def _pairing(run_dir, aligned, eval_split):
   """`Run.pairing`: every compressed variant against the dense evaluation population."""
   dense = [int(k) for k in aligned[names.DENSE][eval_split].members]
   cache = {}
-  return {v: pairing_lib.pair_members(run_dir, v, _members(splits), dense, cache)
-          for v, splits in sorted(aligned.items()) if v != names.DENSE}
+  return {
+    v: pairing_lib.pair_members(run_dir, v, _members(splits), dense, cache)
+    for v, splits in sorted(aligned.items())
+    if v != names.DENSE
+  }
 
 
 def images_for(run, ids):

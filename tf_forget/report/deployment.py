@@ -15,7 +15,7 @@ XNNPACK / all ops) and which deployment targets run it (`runs_on_<target>`, `why
 import pandas as pd
 
 from tf_forget.artifacts import encodings as encodings_file
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 
 def load(run_dir):
@@ -25,7 +25,7 @@ def load(run_dir):
     errors.ReadError: an unreadable file, or one of another schema (`errors.SchemaError`).
   """
   path = encodings_file.path(run_dir)
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return None
   return encodings_file.read(path)
 
@@ -47,8 +47,9 @@ def runtime_words(entry):
   if not d["delegated_ops"]:
     return f"reference kernels, 0/{d['ops']} ops delegated ({names})"
   rest = d["ops"] - d["delegated_ops"]
-  return (f"XNNPACK {d['delegated_ops']}/{d['ops']} ops"
-          + (f" ({rest} on reference kernels: {names})" if rest else ""))
+  return f"XNNPACK {d['delegated_ops']}/{d['ops']} ops" + (
+    f" ({rest} on reference kernels: {names})" if rest else ""
+  )
 
 
 def table(doc, variants_summary):
@@ -71,15 +72,20 @@ def table(doc, variants_summary):
     sizes = e.get("size_bytes") or {}
     plain = (sizes.get("plain") or {}).get("raw")
     sparse = (sizes.get("sparse") or {}).get("raw")
-    row = {"variant": variant, "encoding": e["encoding"], "runtime": runtime_words(e),
-           "sparsity": e.get("sparsity"),
-           "top1": (variants_summary.get(variant) or {}).get("top1"),
-           "top1_change": (variants_summary.get(variant) or {}).get("top1_change"),
-           "plain_bytes": plain, "sparse_bytes": sparse,
-           "plain_gzip_bytes": (sizes.get("plain") or {}).get("gzip"),
-           "sparse_gzip_bytes": (sizes.get("sparse") or {}).get("gzip"),
-           "sparse_to_plain": e.get("sparse_to_plain_size"),
-           "shipped_vs_dense_float32": e.get("size_ratio_to_dense_float32")}
+    row = {
+      "variant": variant,
+      "encoding": e["encoding"],
+      "runtime": runtime_words(e),
+      "sparsity": e.get("sparsity"),
+      "top1": (variants_summary.get(variant) or {}).get("top1"),
+      "top1_change": (variants_summary.get(variant) or {}).get("top1_change"),
+      "plain_bytes": plain,
+      "sparse_bytes": sparse,
+      "plain_gzip_bytes": (sizes.get("plain") or {}).get("gzip"),
+      "sparse_gzip_bytes": (sizes.get("sparse") or {}).get("gzip"),
+      "sparse_to_plain": e.get("sparse_to_plain_size"),
+      "shipped_vs_dense_float32": e.get("size_ratio_to_dense_float32"),
+    }
     for b in batches:
       row[f"plain_ms_b{b}"] = _ms(e, "plain", b)
       row[f"sparse_ms_b{b}"] = _ms(e, "sparse", b)
@@ -100,6 +106,8 @@ def compute(run_dir, variants_summary):
   doc = load(run_dir)
   if doc is None:
     return {}, ["no deployment encodings in the run (eval/encodings.json)"], None
-  settings = {k: doc.get(k) for k in ("mode", "max_sparse_latency_ratio", "split", "k",
-                                      "batch_sizes", "num_threads")}
+  settings = {
+    k: doc.get(k)
+    for k in ("mode", "max_sparse_latency_ratio", "split", "k", "batch_sizes", "num_threads")
+  }
   return {"deployment": table(doc, variants_summary)}, [], settings

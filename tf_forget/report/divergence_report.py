@@ -52,22 +52,72 @@ KEY = "divergence"  # the settings and notes key
 BASELINE = "dense (independent)"
 SAME, INDEPENDENT = "same network", "independent member"
 SAME_TOP1 = "same top-1"  # an example's kind when neither flip happened
-COLUMNS = ["variant", "pairing", "reference", "pairs", "pair_members", "design", "method", "n",
-           "kl_mean", "kl_low", "kl_high", "kl_p50", "kl_p90", "kl_p99", "kl_max",
-           "delta_p_mean", "delta_p_low", "delta_p_high", "delta_p_min", "delta_p_p1",
-           "delta_p_p10", "delta_p_p50", "delta_p_p90", "delta_p_p99", "agreement",
-           "flip_rate", "broken", "fixed", "changed"]
-GROUP_STATS = ["n", "kl_mean", "kl_low", "kl_high", "kl_p90", "kl_max", "delta_p_mean",
-               "delta_p_low", "delta_p_high", "delta_p_min", "delta_p_p10", "flip_rate"]
+COLUMNS = [
+  "variant",
+  "pairing",
+  "reference",
+  "pairs",
+  "pair_members",
+  "design",
+  "method",
+  "n",
+  "kl_mean",
+  "kl_low",
+  "kl_high",
+  "kl_p50",
+  "kl_p90",
+  "kl_p99",
+  "kl_max",
+  "delta_p_mean",
+  "delta_p_low",
+  "delta_p_high",
+  "delta_p_min",
+  "delta_p_p1",
+  "delta_p_p10",
+  "delta_p_p50",
+  "delta_p_p90",
+  "delta_p_p99",
+  "agreement",
+  "flip_rate",
+  "broken",
+  "fixed",
+  "changed",
+]
+GROUP_STATS = [
+  "n",
+  "kl_mean",
+  "kl_low",
+  "kl_high",
+  "kl_p90",
+  "kl_max",
+  "delta_p_mean",
+  "delta_p_low",
+  "delta_p_high",
+  "delta_p_min",
+  "delta_p_p10",
+  "flip_rate",
+]
 CLASS_COLUMNS = ["variant", "class", "class_name"] + GROUP_STATS + ["design"]
 SUBGROUP_COLUMNS = ["variant", "subgroup"] + GROUP_STATS + ["design"]
-EXAMPLE_COLUMNS = ["variant", "rank", "id", "position", "label", "label_name",
-                   "reference_prediction", "candidate_prediction", "kind", "kl", "delta_p",
-                   "k_dense", "k_variant"]
+EXAMPLE_COLUMNS = [
+  "variant",
+  "rank",
+  "id",
+  "position",
+  "label",
+  "label_name",
+  "reference_prediction",
+  "candidate_prediction",
+  "kind",
+  "kl",
+  "delta_p",
+  "k_dense",
+  "k_variant",
+]
 
 
 def reference_words(run, variant, pairs):
-  """"same network", or "independent member k" (k the dense member when there is one pair)."""
+  """ "same network", or "independent member k" (k the dense member when there is one pair)."""
   if variant != BASELINE and pairing_lib.is_paired(run, variant):
     return SAME
   return f"{INDEPENDENT} {pairs[0][0] if len(pairs) == 1 else 'k'}"
@@ -100,8 +150,9 @@ def _logits(run, variant, k, order):
   if "logits" not in data:
     return None
   if variant not in order:
-    order[variant] = collect.row_order(data["ids"], run.eval[names.DENSE].ids,
-                                       f"{variant}/{k}/{run.eval_split}")
+    order[variant] = collect.row_order(
+      data["ids"], run.eval[names.DENSE].ids, f"{variant}/{k}/{run.eval_split}"
+    )
   return data["logits"] if order[variant] is None else data["logits"][order[variant]]
 
 
@@ -120,7 +171,8 @@ def pair_results(run, plan, masks, size, confidence, notes):
       cand = None if ref is None else _logits(run, source, kt, order)
       if cand is None:
         missing.setdefault(variant, []).append(
-            f"{names.DENSE}/{k0}" if ref is None else f"{source}/{kt}")
+          f"{names.DENSE}/{k0}" if ref is None else f"{source}/{kt}"
+        )
         continue
       try:
         d = divergence.divergence(ref, cand, y, masks, gallery=size, confidence=confidence)
@@ -130,8 +182,9 @@ def pair_results(run, plan, masks, size, confidence, notes):
       out.setdefault(variant, []).append((k0, kt, d))
   for variant, files in missing.items():
     left = "no output divergence" if variant not in out else "those pairs left out"
-    notes.append(f"{variant}: no saved logits in {', '.join(files)} (predictions without "
-                 f"logits); {left}")
+    notes.append(
+      f"{variant}: no saved logits in {', '.join(files)} (predictions without logits); {left}"
+    )
   return {v: sorted(r, key=lambda x: x[1]) for v, r in out.items()}
 
 
@@ -145,8 +198,9 @@ def _interval(pooled, pair_means, confidence, bounds):
     valid = ~np.isnan(pair_means)
     out = [(np.nan,) * 3] * len(pooled)
     if valid.any():
-      over = divergence.summarize_by_class(pair_means[valid], np.nonzero(valid)[1],
-                                           pair_means.shape[1], confidence)
+      over = divergence.summarize_by_class(
+        pair_means[valid], np.nonzero(valid)[1], pair_means.shape[1], confidence
+      )
       out = [(s.mean, s.low, s.high) if s.n else (np.nan,) * 3 for s in over]
   return [(m, float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))) for m, lo, hi in out]
 
@@ -154,12 +208,26 @@ def _interval(pooled, pair_means, confidence, bounds):
 def _stats(p, kl, dp, neg, flip_rate, kl_ci, dp_ci):
   """One group's measures (a superset of the table columns) from its pooled summaries; `neg`
   summarizes −Δp (0.0 − x: a percentile of 0 stays +0.0)."""
-  return {"n": kl.n // p, "kl_mean": kl_ci[0], "kl_low": kl_ci[1], "kl_high": kl_ci[2],
-          "kl_p50": kl.p50, "kl_p90": kl.p90, "kl_p99": kl.p99, "kl_max": kl.max,
-          "delta_p_mean": dp_ci[0], "delta_p_low": dp_ci[1], "delta_p_high": dp_ci[2],
-          "delta_p_min": 0.0 - neg.max, "delta_p_p1": 0.0 - neg.p99,
-          "delta_p_p10": 0.0 - neg.p90, "delta_p_p50": dp.p50, "delta_p_p90": dp.p90,
-          "delta_p_p99": dp.p99, "flip_rate": float(flip_rate)}
+  return {
+    "n": kl.n // p,
+    "kl_mean": kl_ci[0],
+    "kl_low": kl_ci[1],
+    "kl_high": kl_ci[2],
+    "kl_p50": kl.p50,
+    "kl_p90": kl.p90,
+    "kl_p99": kl.p99,
+    "kl_max": kl.max,
+    "delta_p_mean": dp_ci[0],
+    "delta_p_low": dp_ci[1],
+    "delta_p_high": dp_ci[2],
+    "delta_p_min": 0.0 - neg.max,
+    "delta_p_p1": 0.0 - neg.p99,
+    "delta_p_p10": 0.0 - neg.p90,
+    "delta_p_p50": dp.p50,
+    "delta_p_p90": dp.p90,
+    "delta_p_p99": dp.p99,
+    "flip_rate": float(flip_rate),
+  }
 
 
 class _Pooled:
@@ -177,8 +245,9 @@ class _Pooled:
     out = []
     for _, _, d in self.results:
       s = getattr(getattr(d, f"{quantity}_summary"), part)
-      out.append([s[name] for name in masks] if part == "by_subgroup" else
-                 s if part == "by_class" else [s])
+      out.append(
+        [s[name] for name in masks] if part == "by_subgroup" else s if part == "by_class" else [s]
+      )
     return out
 
   def _pooled(self, values, part, num_classes, masks):
@@ -195,8 +264,10 @@ class _Pooled:
     tiled over the pairs)."""
     masks = {k: np.tile(np.asarray(m, bool), self.p) for k, m in (masks or {}).items()}
     pairs = {q: self._part(q, part, masks) for q in ("kl", "delta_p")}
-    kl, dp = ((pairs[q][0] if self.p == 1 else self._pooled(v, part, num_classes, masks))
-              for q, v in (("kl", self.kl), ("delta_p", self.dp)))
+    kl, dp = (
+      (pairs[q][0] if self.p == 1 else self._pooled(v, part, num_classes, masks))
+      for q, v in (("kl", self.kl), ("delta_p", self.dp))
+    )
     neg = self._pooled(-self.dp, part, num_classes, masks)
     if part == "by_class":
       counts = np.bincount(self.y, minlength=num_classes)
@@ -205,8 +276,7 @@ class _Pooled:
     else:
       selected = masks.values() if part == "by_subgroup" else [slice(None)]
       rates = [self.flipped[m].mean() if self.flipped[m].size else np.nan for m in selected]
-    means = {q: np.asarray([[s.mean for s in r] for r in pairs[q]], np.float64)
-             for q in pairs}
+    means = {q: np.asarray([[s.mean for s in r] for r in pairs[q]], np.float64) for q in pairs}
     kl_ci = _interval(kl, means["kl"], self.confidence, (0.0, np.inf))
     dp_ci = _interval(dp, means["delta_p"], self.confidence, (-1.0, 1.0))
     return [_stats(self.p, *g) for g in zip(kl, dp, neg, rates, kl_ci, dp_ci)]
@@ -216,18 +286,27 @@ def variant_row(run, variant, pooled):
   """The variant's `divergence` row (`design` / `method`: see the module docstring)."""
   results = pooled.results
   row = pooled.groups("overall")[0]
-  counts = {k: sum(d.flips.counts[k] for _, _, d in results)
-            for k in single_network.FLIP_KINDS}
+  counts = {k: sum(d.flips.counts[k] for _, _, d in results) for k in single_network.FLIP_KINDS}
   design, method = (
-      ("examples", f"Student t over the {row['n']} test examples (one member pair)")
-      if len(results) < 2 else
-      ("pairs", f"Student t over the {len(results)} member pairs' means; percentiles pooled"))
-  label = (pairing_lib.LABELS["independent"] if variant == BASELINE
-           else run.pairing_of(variant)["label"])
-  return dict(row, variant=variant, pairing=label,
-              reference=reference_words(run, variant, [(k0, kt) for k0, kt, _ in results]),
-              pairs=len(results), pair_members=", ".join(f"{k0}→{kt}" for k0, kt, _ in results),
-              design=design, method=method, agreement=1 - row["flip_rate"], **counts)
+    ("examples", f"Student t over the {row['n']} test examples (one member pair)")
+    if len(results) < 2
+    else ("pairs", f"Student t over the {len(results)} member pairs' means; percentiles pooled")
+  )
+  label = (
+    pairing_lib.LABELS["independent"] if variant == BASELINE else run.pairing_of(variant)["label"]
+  )
+  return dict(
+    row,
+    variant=variant,
+    pairing=label,
+    reference=reference_words(run, variant, [(k0, kt) for k0, kt, _ in results]),
+    pairs=len(results),
+    pair_members=", ".join(f"{k0}→{kt}" for k0, kt, _ in results),
+    design=design,
+    method=method,
+    agreement=1 - row["flip_rate"],
+    **counts,
+  )
 
 
 def example_rows(run, variant, results, size, paths=None):
@@ -248,23 +327,38 @@ def example_rows(run, variant, results, size, paths=None):
     kind = next((k for k in single_network.FLIP_KINDS if getattr(d.flips, k)[i]), SAME_TOP1)
     label = int(dense.labels[i])
     path = {} if paths is None else {"path": paths.get(int(dense.ids[i]), "")}
-    rows.append({"variant": variant, "rank": rank + 1, "id": int(dense.ids[i]), **path,
-                 "position": int(i), "label": label, "label_name": class_names[label],
-                 "reference_prediction": int(dense.top1[row_0[k0], i]),
-                 "candidate_prediction": int(pop.top1[row_t[kt], i]), "kind": kind,
-                 "kl": float(d.kl[i]), "delta_p": float(d.delta_p[i]), "k_dense": k0,
-                 "k_variant": kt})
+    rows.append(
+      {
+        "variant": variant,
+        "rank": rank + 1,
+        "id": int(dense.ids[i]),
+        **path,
+        "position": int(i),
+        "label": label,
+        "label_name": class_names[label],
+        "reference_prediction": int(dense.top1[row_0[k0], i]),
+        "candidate_prediction": int(pop.top1[row_t[kt], i]),
+        "kind": kind,
+        "kl": float(d.kl[i]),
+        "delta_p": float(d.delta_p[i]),
+        "k_dense": k0,
+        "k_variant": kt,
+      }
+    )
   return rows
 
 
 def settings(confidence, size):
   """The report's `settings.divergence`."""
-  return {"units": "nats", "confidence": confidence,
-          "interval": f"{divergence.INTERVAL_METHOD}: over the test examples with one member "
-                      "pair, over the pairs' means with several (docs/spec.md §1.3)",
-          "percentiles": f"{divergence.PERCENTILE_METHOD} (numpy), pooled over pairs",
-          "reference": "the dense member's float32 file, paired as report.pairing says",
-          "examples_per_variant": size}
+  return {
+    "units": "nats",
+    "confidence": confidence,
+    "interval": f"{divergence.INTERVAL_METHOD}: over the test examples with one member "
+    "pair, over the pairs' means with several (docs/spec.md §1.3)",
+    "percentiles": f"{divergence.PERCENTILE_METHOD} (numpy), pooled over pairs",
+    "reference": "the dense member's float32 file, paired as report.pairing says",
+    "examples_per_variant": size,
+  }
 
 
 def compute(run, size=divergence.GALLERY, confidence=divergence.CONFIDENCE):
@@ -287,8 +381,11 @@ def compute(run, size=divergence.GALLERY, confidence=divergence.CONFIDENCE):
     return {}, {}, {}
   notes = []
   masks, missing = single_network.subgroup_masks(run)
-  mask_notes = ["protected attributes missing from the evaluation split; no "
-                "divergence_subgroups"] if missing else []
+  mask_notes = (
+    ["protected attributes missing from the evaluation split; no divergence_subgroups"]
+    if missing
+    else []
+  )
   plan = _plan(run, notes)
   results = pair_results(run, plan, masks, size, confidence, notes)
   y = run.eval[names.DENSE].labels
@@ -301,18 +398,26 @@ def compute(run, size=divergence.GALLERY, confidence=divergence.CONFIDENCE):
     if variant == BASELINE:
       continue
     design = tops[-1]["design"]
-    classes += [dict(s, variant=variant, design=design, **{"class": c,
-                                                          "class_name": class_names[c]})
-                for c, s in enumerate(pooled.groups("by_class", num_classes=run.num_classes))]
+    classes += [
+      dict(s, variant=variant, design=design, **{"class": c, "class_name": class_names[c]})
+      for c, s in enumerate(pooled.groups("by_class", num_classes=run.num_classes))
+    ]
     if masks is not None:
-      groups += [dict(s, variant=variant, subgroup=name, design=design)
-                 for name, s in zip(masks, pooled.groups("by_subgroup", masks=masks))]
+      groups += [
+        dict(s, variant=variant, subgroup=name, design=design)
+        for name, s in zip(masks, pooled.groups("by_subgroup", masks=masks))
+      ]
     examples += example_rows(run, variant, results[variant], size, paths)
-  tables = {"divergence": pd.DataFrame(tops, columns=COLUMNS),
-            "divergence_classes": pd.DataFrame(classes, columns=CLASS_COLUMNS),
-            "divergence_examples": pd.DataFrame(examples, columns=(
-                EXAMPLE_COLUMNS if paths is None else
-                EXAMPLE_COLUMNS[:3] + ["path"] + EXAMPLE_COLUMNS[3:]))}
+  tables = {
+    "divergence": pd.DataFrame(tops, columns=COLUMNS),
+    "divergence_classes": pd.DataFrame(classes, columns=CLASS_COLUMNS),
+    "divergence_examples": pd.DataFrame(
+      examples,
+      columns=(
+        EXAMPLE_COLUMNS if paths is None else EXAMPLE_COLUMNS[:3] + ["path"] + EXAMPLE_COLUMNS[3:]
+      ),
+    ),
+  }
   if masks is not None:
     tables["divergence_subgroups"] = pd.DataFrame(groups, columns=SUBGROUP_COLUMNS)
   return tables, {KEY: notes + mask_notes}, {KEY: settings(confidence, size)}

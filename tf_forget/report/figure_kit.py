@@ -37,13 +37,31 @@ GREEN = "#2ca02c"
 GREY = "#b0b0b0"
 REFERENCE = "#c9c9c9"  # the dense population as a reference bar beside a variant
 # A fixed, colour-blind-friendly cycle for series that are not variants (distributions).
-PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
-           "#8c8c8c", "#ccb974", "#64b5cd")
+PALETTE = (
+  "#4c72b0",
+  "#dd8452",
+  "#55a868",
+  "#c44e52",
+  "#8172b3",
+  "#937860",
+  "#da8bc3",
+  "#8c8c8c",
+  "#ccb974",
+  "#64b5cd",
+)
 _LINESTYLES = ("-", "--", "-.", ":")
 _MARKERS = ("o", "s", "^", "D")
-_RC = {"font.size": 9, "axes.titlesize": 10, "axes.grid": True, "grid.alpha": 0.3,
-       "axes.axisbelow": True, "svg.hashsalt": "tf_forget", "path.simplify": False,
-       "legend.fontsize": 8, "figure.titlesize": 10}
+_RC = {
+  "font.size": 9,
+  "axes.titlesize": 10,
+  "axes.grid": True,
+  "grid.alpha": 0.3,
+  "axes.axisbelow": True,
+  "svg.hashsalt": "tf_forget",
+  "path.simplify": False,
+  "legend.fontsize": 8,
+  "figure.titlesize": 10,
+}
 
 
 def color(i):
@@ -65,12 +83,13 @@ def variant_styles(variants):
 def figure(height, ncols=1, width=WIDTH, sharey=False, nrows=1, sharex=False):
   """A figure of `nrows` x `ncols` axes (a flat list, row-major); `height` is per row."""
   with matplotlib.rc_context(_RC):
-    fig = mpl_figure.Figure(figsize=(width, height * nrows), dpi=DPI * SCALE,
-                            layout="constrained")
+    fig = mpl_figure.Figure(figsize=(width, height * nrows), dpi=DPI * SCALE, layout="constrained")
     axes = []
     for i in range(ncols * nrows):
-      kw = {"sharey": axes[0] if sharey and axes else None,
-            "sharex": axes[0] if sharex and axes else None}
+      kw = {
+        "sharey": axes[0] if sharey and axes else None,
+        "sharex": axes[0] if sharex and axes else None,
+      }
       axes.append(fig.add_subplot(nrows, ncols, i + 1, **kw))
   return fig, axes
 
@@ -114,20 +133,32 @@ def legend_below(fig, handles, labels, fontsize=8, title=None):
   if not handles:
     return None
   ncol, _ = legend_shape(fig.get_figwidth(), labels, fontsize)
-  return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize,
-                    frameon=False, title=title, title_fontsize=fontsize)
+  return fig.legend(
+    handles,
+    labels,
+    loc="outside lower center",
+    ncol=ncol,
+    fontsize=fontsize,
+    frameon=False,
+    title=title,
+    title_fontsize=fontsize,
+  )
 
 
 def patch(style, label=None):
   """A legend patch with a variant's fill and hatch."""
-  return mpl_patches.Patch(facecolor=style["color"], hatch=style["hatch"] or None,
-                           edgecolor=style["hatch_color"], linewidth=0, label=label)
+  return mpl_patches.Patch(
+    facecolor=style["color"],
+    hatch=style["hatch"] or None,
+    edgecolor=style["hatch_color"],
+    linewidth=0,
+    label=label,
+  )
 
 
 def line(style, label=None, **kw):
   """A legend line with a variant's colour, marker and line style."""
-  kw = {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"],
-        **kw}
+  kw = {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"], **kw}
   return mpl_lines.Line2D([], [], label=label, **kw)
 
 
@@ -135,9 +166,17 @@ def variant_barh(ax, pos, values, styles, height, xerr=None, left=0.0):
   """Horizontal bars at y = pos, each in its variant's style (`styles` aligned with pos)."""
   v = np.asarray(values, dtype=float)
   for p, val, s in zip(pos, v, styles):
-    ax.barh(p, 0.0 if np.isnan(val) else val - left, height, left=left, color=s["color"],
-            hatch=s["hatch"] or None, edgecolor=s["hatch_color"], hatchcolor=s["hatch_color"],
-            linewidth=0)
+    ax.barh(
+      p,
+      0.0 if np.isnan(val) else val - left,
+      height,
+      left=left,
+      color=s["color"],
+      hatch=s["hatch"] or None,
+      edgecolor=s["hatch_color"],
+      hatchcolor=s["hatch_color"],
+      linewidth=0,
+    )
   if xerr is not None:
     ax.errorbar(v, pos, xerr=xerr, fmt="none", ecolor="black", capsize=2.5, linewidth=0.8)
 
@@ -150,8 +189,14 @@ def bar_labels(ax, pos, values, texts, pad=0.01, fontsize=7):
       ax.text(0, p, " n/a", va="center", ha="left", fontsize=fontsize, color="#666")
       continue
     right = v >= 0
-    ax.text(v + (pad if right else -pad) * span, p, t, va="center",
-            ha="left" if right else "right", fontsize=fontsize)
+    ax.text(
+      v + (pad if right else -pad) * span,
+      p,
+      t,
+      va="center",
+      ha="left" if right else "right",
+      fontsize=fontsize,
+    )
 
 
 def variant_yaxis(axes, variants):
@@ -177,24 +222,35 @@ def heatmap(ax, values, rows, cols, fmt="{:+.1f}", cmap="RdBu", vmax=None, fonts
     vmax = float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 1.0
   norm = mpl_colors.Normalize(-max(vmax, 1e-9), max(vmax, 1e-9))
   cm = matplotlib.colormaps[cmap].with_extremes(bad="#e6e6e6")
-  image = ax.imshow(np.ma.masked_invalid(v), cmap=cm, norm=norm, aspect="auto",
-                    interpolation="nearest")
+  image = ax.imshow(
+    np.ma.masked_invalid(v), cmap=cm, norm=norm, aspect="auto", interpolation="nearest"
+  )
   for i in range(v.shape[0]):
     for j in range(v.shape[1]):
       bg = "#e6e6e6" if np.isnan(v[i, j]) else mpl_colors.to_hex(cm(norm(v[i, j])))
-      ax.text(j, i, "n/a" if np.isnan(v[i, j]) else fmt.format(v[i, j]), ha="center",
-              va="center", fontsize=fontsize, color=palette.ink(bg))
+      ax.text(
+        j,
+        i,
+        "n/a" if np.isnan(v[i, j]) else fmt.format(v[i, j]),
+        ha="center",
+        va="center",
+        fontsize=fontsize,
+        color=palette.ink(bg),
+      )
   ax.set_xticks(np.arange(len(cols)))
-  ax.set_xticklabels(cols, rotation=40 if len(cols) > 1 else 0, ha="right" if len(cols) > 1
-                     else "center", rotation_mode="anchor")
+  ax.set_xticklabels(
+    cols,
+    rotation=40 if len(cols) > 1 else 0,
+    ha="right" if len(cols) > 1 else "center",
+    rotation_mode="anchor",
+  )
   ax.set_yticks(np.arange(len(rows)))
   ax.set_yticklabels(rows)
   ax.grid(False)
   return image
 
 
-def place_labels(fig, ax, xy, texts, fontsize=7, gap=5.0, colors=None, obstacles=(),
-                 segments=()):
+def place_labels(fig, ax, xy, texts, fontsize=7, gap=5.0, colors=None, obstacles=(), segments=()):
   """Annotates data points with texts that overlap neither each other nor the points.
 
   Each label goes right of its point if it fits inside the axes, else left, moved up or down
@@ -224,17 +280,18 @@ def place_labels(fig, ax, xy, texts, fontsize=7, gap=5.0, colors=None, obstacles
   frame = ax.get_window_extent(renderer)
   pts = [ax.transData.transform(p) for p in xy]
   r = 4 * px
-  placed = [(x - r, y - r, x + r, y + r)
-            for x, y in pts + [ax.transData.transform(p) for p in obstacles]]
+  placed = [
+    (x - r, y - r, x + r, y + r) for x, y in pts + [ax.transData.transform(p) for p in obstacles]
+  ]
   for a, b in segments:
     (x0, y0), (x1, y1) = ax.transData.transform(a), ax.transData.transform(b)
     placed.append((min(x0, x1), min(y0, y1) - 2 * px, max(x0, x1), max(y0, y1) + 2 * px))
 
   def free(box):
-    inside = (box[0] >= frame.x0 and box[2] <= frame.x1 and box[1] >= frame.y0
-              and box[3] <= frame.y1)
-    return inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3]
-                              and b[1] < box[3] for b in placed)
+    inside = box[0] >= frame.x0 and box[2] <= frame.x1 and box[1] >= frame.y0 and box[3] <= frame.y1
+    return inside and not any(
+      box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed
+    )
 
   colors = list(colors or ["black"] * len(texts))
   for i in sorted(range(len(texts)), key=lambda i: (-pts[i][1], pts[i][0])):
@@ -252,11 +309,20 @@ def place_labels(fig, ax, xy, texts, fontsize=7, gap=5.0, colors=None, obstacles
         break
     placed.append(_box(x, y + dy, g, w, h, side))
     moved = abs(dy) > 0.6 * h
-    a = ax.annotate(texts[i], xy[i], xytext=(side * gap, dy / px), textcoords="offset points",
-                    fontsize=fontsize, va="center", ha="left" if side == 1 else "right",
-                    color=colors[i], annotation_clip=False,
-                    arrowprops={"arrowstyle": "-", "color": "#999", "linewidth": 0.5,
-                                "shrinkA": 0, "shrinkB": 3} if moved else None)
+    a = ax.annotate(
+      texts[i],
+      xy[i],
+      xytext=(side * gap, dy / px),
+      textcoords="offset points",
+      fontsize=fontsize,
+      va="center",
+      ha="left" if side == 1 else "right",
+      color=colors[i],
+      annotation_clip=False,
+      arrowprops={"arrowstyle": "-", "color": "#999", "linewidth": 0.5, "shrinkA": 0, "shrinkB": 3}
+      if moved
+      else None,
+    )
     a.set_in_layout(False)
 
 

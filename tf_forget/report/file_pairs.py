@@ -34,6 +34,7 @@ class Difference:
     mean, low, high: the mean of the per-example differences and its `CONFIDENCE` t interval.
     count: the mean difference in examples (mean * N).
   """
+
   mean: float
   low: float
   high: float
@@ -66,6 +67,7 @@ class Pairs:
     top1: variant -> [members, N] top-1 (member order of `members`).
     members: variant -> member indices k.
   """
+
   examples: int
   flip_share: dict
   correct_share: dict
@@ -105,8 +107,9 @@ def _flip_share(run, variant, dense, pop):
   row_0 = {int(k): r for r, k in enumerate(dense.members)}
   row_t = {int(k): r for r, k in enumerate(pop.members)}
   pairs = [(int(k0), int(kt)) for k0, kt in run.pairing_of(variant)["pairs"]]
-  flips = [dense.top1[row_0[k0]] != pop.top1[row_t[kt]] for k0, kt in pairs
-           if k0 in row_0 and kt in row_t]
+  flips = [
+    dense.top1[row_0[k0]] != pop.top1[row_t[kt]] for k0, kt in pairs if k0 in row_0 and kt in row_t
+  ]
   return np.mean(flips, axis=0) if flips else None
 
 
@@ -120,8 +123,7 @@ def compute(run, variants):
       continue
     top1[v], members[v] = pop.top1, [int(k) for k in pop.members]
     correct[v] = np.mean(pop.top1 == pop.labels[None, :], axis=0)
-    share = (np.zeros(dense.ids.size) if v == names.DENSE
-             else _flip_share(run, v, dense, pop))
+    share = np.zeros(dense.ids.size) if v == names.DENSE else _flip_share(run, v, dense, pop)
     if share is not None:
       flip_share[v] = share
   return Pairs(int(dense.ids.size), flip_share, correct, top1, members)

@@ -34,8 +34,20 @@ MIN_SIDE = 64
 MAX_SIDE = 128
 BROKEN, CHANGED, FIXED, SAME = "broken", "changed", "fixed", "same modal"
 KINDS = (BROKEN, CHANGED, FIXED, SAME)  # a card's kind: the first of these any variant has
-ANNOTATION_COLUMNS = ("variant", "family", "rank", "id", "position", "distance", "max_distance",
-                      "label", "label_name", "dense_modal", "compressed_modal", "kind")
+ANNOTATION_COLUMNS = (
+  "variant",
+  "family",
+  "rank",
+  "id",
+  "position",
+  "distance",
+  "max_distance",
+  "label",
+  "label_name",
+  "dense_modal",
+  "compressed_modal",
+  "kind",
+)
 
 
 def thumbnail(image, min_side=MIN_SIDE, max_side=MAX_SIDE):
@@ -65,7 +77,7 @@ def _name(run, label):
 
 
 def kind_of(label, dense_modal, compressed_modal):
-  """"broken", "fixed", "changed" or "same modal" (see the module docstring).
+  """ "broken", "fixed", "changed" or "same modal" (see the module docstring).
 
   Works on ints or on equal-shape int arrays (then returns a str array).
   """
@@ -107,16 +119,23 @@ def entries(run, cie, size=12):
     pos = int(pos)
     if cie["distance"][pos] <= 0:
       break
-    out.append({
-        "rank": rank + 1, "position": pos, "id": int(pop.ids[pos]),
+    out.append(
+      {
+        "rank": rank + 1,
+        "position": pos,
+        "id": int(pop.ids[pos]),
         **_path(paths, pop.ids[pos]),
-        "distance": int(cie["distance"][pos]), "max_distance": 2 * int(cie["members"]),
-        "label": int(pop.labels[pos]), "label_name": _name(run, pop.labels[pos]),
+        "distance": int(cie["distance"][pos]),
+        "max_distance": 2 * int(cie["members"]),
+        "label": int(pop.labels[pos]),
+        "label_name": _name(run, pop.labels[pos]),
         "dense_modal": int(cie["modal_0"][pos]),
         "dense_modal_name": _name(run, cie["modal_0"][pos]),
         "compressed_modal": int(cie["modal_t"][pos]),
         "compressed_modal_name": _name(run, cie["modal_t"][pos]),
-        "attributes": _attributes(run, pos)})
+        "attributes": _attributes(run, pos),
+      }
+    )
   return out
 
 
@@ -170,16 +189,33 @@ def family_entries(run, cies, size=12):
       if c["distance"][pos] <= 0:
         continue
       d, t = int(c["modal_0"][pos]), int(c["modal_t"][pos])
-      rows.append({"variant": v, "rank": int(ranks[v][pos]),
-                   "distance": int(c["distance"][pos]), "max_distance": 2 * int(c["members"]),
-                   "dense_modal": d, "dense_modal_name": _name(run, d),
-                   "compressed_modal": t, "compressed_modal_name": _name(run, t),
-                   "kind": kind_of(label, d, t)})
+      rows.append(
+        {
+          "variant": v,
+          "rank": int(ranks[v][pos]),
+          "distance": int(c["distance"][pos]),
+          "max_distance": 2 * int(c["members"]),
+          "dense_modal": d,
+          "dense_modal_name": _name(run, d),
+          "compressed_modal": t,
+          "compressed_modal_name": _name(run, t),
+          "kind": kind_of(label, d, t),
+        }
+      )
     rows.sort(key=lambda row: row["rank"])
-    out.append({"rank": best[pos][0], "position": pos, "id": int(pop.ids[pos]),
-                **_path(paths, pop.ids[pos]), "label": label, "label_name": _name(run, label),
-                "kind": next(k for k in KINDS if any(row["kind"] == k for row in rows)),
-                "attributes": _attributes(run, pos), "variants": rows})
+    out.append(
+      {
+        "rank": best[pos][0],
+        "position": pos,
+        "id": int(pop.ids[pos]),
+        **_path(paths, pop.ids[pos]),
+        "label": label,
+        "label_name": _name(run, label),
+        "kind": next(k for k in KINDS if any(row["kind"] == k for row in rows)),
+        "attributes": _attributes(run, pos),
+        "variants": rows,
+      }
+    )
   return out
 
 
@@ -232,9 +268,10 @@ def build_families(run, cies, size=12, with_images=True):
   Raises:
     collect.CollectError: an id the data set lacks.
   """
-  gallery = {f: {"variants": list(vs),
-                 "cards": family_entries(run, {v: cies[v] for v in vs}, size)}
-             for f, vs in families(cies).items()}
+  gallery = {
+    f: {"variants": list(vs), "cards": family_entries(run, {v: cies[v] for v in vs}, size)}
+    for f, vs in families(cies).items()
+  }
   if with_images:
     _attach_images(run, [g["cards"] for g in gallery.values()])
   return gallery
@@ -242,9 +279,13 @@ def build_families(run, cies, size=12, with_images=True):
 
 def without_images(gallery):
   """A `build_families` gallery without `png` bytes (JSON-ready, for report.json)."""
-  return {f: {"variants": list(g["variants"]),
-              "cards": [{k: x for k, x in e.items() if k != "png"} for e in g["cards"]]}
-          for f, g in gallery.items()}
+  return {
+    f: {
+      "variants": list(g["variants"]),
+      "cards": [{k: x for k, x in e.items() if k != "png"} for e in g["cards"]],
+    }
+    for f, g in gallery.items()
+  }
 
 
 def table(gallery):
@@ -257,13 +298,22 @@ def table(gallery):
   rows = []
   for fam, g in gallery.items():
     for e in g["cards"]:
-      card = {"family": fam, "card_rank": e["rank"], "id": e["id"],
-              **({"path": e["path"]} if "path" in e else {}), "position": e["position"],
-              "label": e["label"], "label_name": e["label_name"], "card_kind": e["kind"]}
+      card = {
+        "family": fam,
+        "card_rank": e["rank"],
+        "id": e["id"],
+        **({"path": e["path"]} if "path" in e else {}),
+        "position": e["position"],
+        "label": e["label"],
+        "label_name": e["label_name"],
+        "card_kind": e["kind"],
+      }
       attrs = {f"attr_{a}": v for a, v in e["attributes"].items()}
       rows += [{**card, **row, **attrs} for row in e["variants"]]
-  return pd.DataFrame(rows, columns=None if rows else [
-      "family", "card_rank", "id", "variant", "rank", "distance", "kind"])
+  return pd.DataFrame(
+    rows,
+    columns=None if rows else ["family", "card_rank", "id", "variant", "rank", "distance", "kind"],
+  )
 
 
 def annotation_table(run, cies, percentile=90, seed=0):
@@ -300,18 +350,26 @@ def annotation_table(run, cies, percentile=90, seed=0):
     pos = order[rank]
     labels = np.asarray(pop.labels)[pos]
     modal_0, modal_t = np.asarray(c["modal_0"])[pos], np.asarray(c["modal_t"])[pos]
-    frame = pd.DataFrame({
-        "variant": variant, "family": names.family(variant), "rank": rank + 1,
+    frame = pd.DataFrame(
+      {
+        "variant": variant,
+        "family": names.family(variant),
+        "rank": rank + 1,
         "id": np.asarray(pop.ids)[pos].astype(np.int64),
         **({} if paths is None else {"path": collect.paths_of(paths, np.asarray(pop.ids)[pos])}),
         "position": pos,
-        "distance": distance[pos].astype(np.int64), "max_distance": 2 * int(c["members"]),
+        "distance": distance[pos].astype(np.int64),
+        "max_distance": 2 * int(c["members"]),
         "label": labels.astype(np.int64),
         "label_name": [_name(run, label) for label in labels],
-        "dense_modal": modal_0.astype(np.int64), "compressed_modal": modal_t.astype(np.int64),
+        "dense_modal": modal_0.astype(np.int64),
+        "compressed_modal": modal_t.astype(np.int64),
         "kind": kind_of(labels, modal_0, modal_t),
         **{f"attr_{a}": np.asarray(run.attributes[a], bool)[pos] for a in attrs},
-        "annotation": ""}, columns=columns)
+        "annotation": "",
+      },
+      columns=columns,
+    )
     if len(frame):
       frames.append(frame)
   if not frames:

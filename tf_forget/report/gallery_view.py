@@ -14,13 +14,17 @@ from tf_forget.report import html as html_lib
 from tf_forget.report import wording
 
 ORDER = (gallery_lib.BROKEN, gallery_lib.FIXED, gallery_lib.CHANGED, gallery_lib.SAME)
-CLASS = {gallery_lib.BROKEN: "gal-broken", gallery_lib.FIXED: "gal-fixed",
-         gallery_lib.CHANGED: "gal-changed", gallery_lib.SAME: "gal-same"}
+CLASS = {
+  gallery_lib.BROKEN: "gal-broken",
+  gallery_lib.FIXED: "gal-fixed",
+  gallery_lib.CHANGED: "gal-changed",
+  gallery_lib.SAME: "gal-same",
+}
 MEANING = {
-    gallery_lib.BROKEN: "dense modal label right, compressed modal label wrong",
-    gallery_lib.FIXED: "dense modal label wrong, compressed modal label right",
-    gallery_lib.CHANGED: "both modal labels wrong, and different",
-    gallery_lib.SAME: "the label counts differ (d_T > 0) but the modal label is the same",
+  gallery_lib.BROKEN: "dense modal label right, compressed modal label wrong",
+  gallery_lib.FIXED: "dense modal label wrong, compressed modal label right",
+  gallery_lib.CHANGED: "both modal labels wrong, and different",
+  gallery_lib.SAME: "the label counts differ (d_T > 0) but the modal label is the same",
 }
 
 CSS = """
@@ -65,8 +69,7 @@ def legend(cards):
   """The line above a family's cards: how many cards of each kind."""
   counts = {k: sum(e["kind"] == k for e in cards) for k in ORDER}
   parts = "".join(f"{badge(k)} {counts[k]}" for k in ORDER)
-  return (f"<p class=\"gal-legend\">{len(cards)} card{'s' if len(cards) != 1 else ''}:"
-          f"{parts}</p>")
+  return f"<p class=\"gal-legend\">{len(cards)} card{'s' if len(cards) != 1 else ''}:{parts}</p>"
 
 
 def _row(row):
@@ -74,12 +77,14 @@ def _row(row):
   kind = row["kind"]
   dense = wording.shown_label(row["dense_modal_name"], row["dense_modal"])
   compressed = wording.shown_label(row["compressed_modal_name"], row["compressed_modal"])
-  return (f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">"
-          f"{html_lib.esc(row['variant'])}</span>"
-          f"<br>#{html_lib.esc(row['rank'])} · d<sub>T</sub> {html_lib.esc(row['distance'])}/"
-          f"{html_lib.esc(row['max_distance'])} · <span class=\"gal-word {CLASS[kind]}\">"
-          f"{html_lib.esc(kind)}"
-          f"</span><br>modal: dense {html_lib.esc(dense)} → {html_lib.esc(compressed)}</li>")
+  return (
+    f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">"
+    f"{html_lib.esc(row['variant'])}</span>"
+    f"<br>#{html_lib.esc(row['rank'])} · d<sub>T</sub> {html_lib.esc(row['distance'])}/"
+    f"{html_lib.esc(row['max_distance'])} · <span class=\"gal-word {CLASS[kind]}\">"
+    f"{html_lib.esc(kind)}"
+    f"</span><br>modal: dense {html_lib.esc(dense)} → {html_lib.esc(compressed)}</li>"
+  )
 
 
 def path_line(path):
@@ -96,18 +101,26 @@ def card(entry, protected):
   """
   kind = entry["kind"]
   label = wording.shown_label(entry["label_name"], entry["label"])
-  thumb = (html_lib.img(entry["png"], f"example {entry.get('path') or entry['id']}, true label "
-                        f"{label}") if "png" in entry else "")
+  thumb = (
+    html_lib.img(entry["png"], f"example {entry.get('path') or entry['id']}, true label {label}")
+    if "png" in entry
+    else ""
+  )
   attrs = [f"{a}={int(v)}" for a, v in entry["attributes"].items() if a in protected or v]
-  attrs_html = (f"<div class=\"gal-attrs\">{html_lib.esc(', '.join(attrs) or 'no attributes')}"
-                "</div>" if entry["attributes"] else "")
+  attrs_html = (
+    f"<div class=\"gal-attrs\">{html_lib.esc(', '.join(attrs) or 'no attributes')}</div>"
+    if entry["attributes"]
+    else ""
+  )
   rows = "".join(_row(r) for r in entry["variants"])
-  return (f"<div class=\"gal-card {CLASS[kind]}\" title=\"{html_lib.esc(kind)}: "
-          f"{html_lib.esc(MEANING[kind])}\">"
-          f"<div class=\"gal-head\">{badge(kind)}<span>#{html_lib.esc(entry['rank'])} · id "
-          f"{html_lib.esc(entry['id'])}</span></div>{thumb}{path_line(entry.get('path'))}"
-          f"<div>true: <b>{html_lib.esc(label)}</b></div>"
-          f"<ul class=\"gal-rows\">{rows}</ul>{attrs_html}</div>")
+  return (
+    f"<div class=\"gal-card {CLASS[kind]}\" title=\"{html_lib.esc(kind)}: "
+    f"{html_lib.esc(MEANING[kind])}\">"
+    f"<div class=\"gal-head\">{badge(kind)}<span>#{html_lib.esc(entry['rank'])} · id "
+    f"{html_lib.esc(entry['id'])}</span></div>{thumb}{path_line(entry.get('path'))}"
+    f"<div>true: <b>{html_lib.esc(label)}</b></div>"
+    f"<ul class=\"gal-rows\">{rows}</ul>{attrs_html}</div>"
+  )
 
 
 def html(gallery, protected):
@@ -121,18 +134,24 @@ def html(gallery, protected):
     str.
   """
   meanings = "; ".join(f"<b>{html_lib.esc(k)}</b>: {html_lib.esc(MEANING[k])}" for k in ORDER)
-  parts = [f"<p class=\"gal-intro\">One gallery per family: a trained variant and its "
-           f"quantized or encoded children. Each example is shown once, with every variant of "
-           f"the family that changes its label counts (Taxicab distance d<sub>T</sub> &gt; 0 "
-           f"out of 2N), ordered by its best rank in any of them. A card's kind is the first "
-           f"of broken, changed, fixed, same modal among its variants. {meanings}.</p>"]
+  parts = [
+    f"<p class=\"gal-intro\">One gallery per family: a trained variant and its "
+    f"quantized or encoded children. Each example is shown once, with every variant of "
+    f"the family that changes its label counts (Taxicab distance d<sub>T</sub> &gt; 0 "
+    f"out of 2N), ordered by its best rank in any of them. A card's kind is the first "
+    f"of broken, changed, fixed, same modal among its variants. {meanings}.</p>"
+  ]
   for fam, g in gallery.items():
     variants = ", ".join(g["variants"])
-    parts.append(f"<h3>{html_lib.esc(fam)} <span class=\"gal-intro\">(variants: "
-                 f"{html_lib.esc(variants)})</span></h3>")
+    parts.append(
+      f"<h3>{html_lib.esc(fam)} <span class=\"gal-intro\">(variants: "
+      f"{html_lib.esc(variants)})</span></h3>"
+    )
     if not g["cards"]:
-      parts.append("<p class=\"gal-empty\">No example changed between dense and any variant "
-                   "of this family (every Taxicab distance is 0).</p>")
+      parts.append(
+        "<p class=\"gal-empty\">No example changed between dense and any variant "
+        "of this family (every Taxicab distance is 0).</p>"
+      )
       continue
     parts.append(legend(g["cards"]))
     parts.append("<div class=\"gal-cards\">")

@@ -48,8 +48,10 @@ K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
 K1_RATES = ("fnr", "error")
 # The table the flip-rate and KL gates read (`divergence_report`; not imported).
 DIVERGENCE_TABLE = "divergence"
-NO_DIVERGENCE = ("no output divergence (no saved logits for the variant or its dense "
-                 "reference, or no paired member)")
+NO_DIVERGENCE = (
+  "no output divergence (no saved logits for the variant or its dense "
+  "reference, or no paired member)"
+)
 
 
 class GateError(errors.Error):
@@ -58,8 +60,7 @@ class GateError(errors.Error):
 
 def _finite(value):
   """Whether `value` is a real number (not a bool) and finite."""
-  return (isinstance(value, numbers.Real) and not isinstance(value, bool) and
-          math.isfinite(value))
+  return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Gates:
   Raises:
     GateError: a bound that is not a finite number >= 0 (NaN, infinity, negative, a string).
   """
+
   max_accuracy_drop: Optional[float] = None
   max_subgroup_fnr_increase: Optional[float] = None
   max_significant_classes: Optional[int] = None
@@ -124,17 +126,24 @@ def k1_worst_rate(rows, measure):
   """
   best = None
   for r in rows:
-    if (r.get("measure") != measure or r.get("subgroup") == AGGREGATE or
-        not _finite(r.get("change"))):
+    if (
+      r.get("measure") != measure or r.get("subgroup") == AGGREGATE or not _finite(r.get("change"))
+    ):
       continue
     if best is None or r["change"] > best["change"]:
       best = r
   if best is None:
     return None
-  return {"subgroup": str(best["subgroup"]), "baseline": _number(best.get("rate_reference")),
-          "compressed": _number(best.get("rate_candidate")), "increase": float(best["change"]),
-          "low": _number(best.get("low")), "high": _number(best.get("high")),
-          "n": int(best["n"]) if _finite(best.get("n")) else None, "test": K1_SUBGROUP_TEST}
+  return {
+    "subgroup": str(best["subgroup"]),
+    "baseline": _number(best.get("rate_reference")),
+    "compressed": _number(best.get("rate_candidate")),
+    "increase": float(best["change"]),
+    "low": _number(best.get("low")),
+    "high": _number(best.get("high")),
+    "n": int(best["n"]) if _finite(best.get("n")) else None,
+    "test": K1_SUBGROUP_TEST,
+  }
 
 
 def divergence_measures(rows):
@@ -148,10 +157,18 @@ def divergence_measures(rows):
   if not rows:
     return {"flip_rate": None, "kl_mean": None, "divergence": None}
   r = rows[0]
-  return {"flip_rate": _number(r.get("flip_rate")), "kl_mean": _number(r.get("kl_mean")),
-          "divergence": {"kl_low": _number(r.get("kl_low")), "kl_high": _number(r.get("kl_high")),
-                         "design": r.get("design"), "pairs": r.get("pairs"), "n": r.get("n"),
-                         **{k: r.get(k) for k in ("broken", "fixed", "changed")}}}
+  return {
+    "flip_rate": _number(r.get("flip_rate")),
+    "kl_mean": _number(r.get("kl_mean")),
+    "divergence": {
+      "kl_low": _number(r.get("kl_low")),
+      "kl_high": _number(r.get("kl_high")),
+      "design": r.get("design"),
+      "pairs": r.get("pairs"),
+      "n": r.get("n"),
+      **{k: r.get(k) for k in ("broken", "fixed", "changed")},
+    },
+  }
 
 
 def gate_measures(variant, summary, settings, tables):
@@ -187,11 +204,15 @@ def gate_measures(variant, summary, settings, tables):
   out["design"] = K1_DESIGN
   top = _rows(tables.get("k1_topline"), variant)
   if top:
-    out.update(top1_change=_number(top[0].get("difference")),
-               top1_low=_number(top[0].get("low")), top1_high=_number(top[0].get("high")))
+    out.update(
+      top1_change=_number(top[0].get("difference")),
+      top1_low=_number(top[0].get("low")),
+      top1_high=_number(top[0].get("high")),
+    )
   classes = _rows(tables.get("k1_classes"), variant)
-  out["significant_classes"] = (sum(r.get("significant") is True for r in classes)
-                                if classes else None)
+  out["significant_classes"] = (
+    sum(r.get("significant") is True for r in classes) if classes else None
+  )
   groups = _rows(tables.get("k1_subgroups"), variant)
   worst = {m: k1_worst_rate(groups, m) for m in K1_RATES}
   out["worst_subgroup"] = worst if any(worst.values()) else None
@@ -208,23 +229,28 @@ def _interval_words(low, high, test):
 def _classes_reason(significant, bound, k1):
   """Why the significant-classes gate fails; at K = 1 with the paired test's name."""
   if k1:
-    return (f"{significant} significant class{'' if significant == 1 else 'es'} "
-            f"({K1_CLASS_TEST}; max {bound})")
+    return (
+      f"{significant} significant class{'' if significant == 1 else 'es'} "
+      f"({K1_CLASS_TEST}; max {bound})"
+    )
   return f"{significant} classes change significantly (max {bound})"
 
 
 def _flip_reason(rate, bound, div):
   """Why the flip-rate gate fails: the rate, its flips and pairs, the bound (percent)."""
   div = div or {}
-  counts = ", ".join(f"{div[k]} {k}" for k in ("broken", "fixed", "changed")
-                     if div.get(k) is not None)
+  counts = ", ".join(
+    f"{div[k]} {k}" for k in ("broken", "fixed", "changed") if div.get(k) is not None
+  )
   pairs = div.get("pairs")
   over = f" over {pairs} member pairs" if isinstance(pairs, int) and pairs > 1 else ""
   digits = 2  # more where two decimals cannot tell the rate from its bound
   while digits < 8 and round(100 * rate, digits) == round(100 * bound, digits):
     digits += 1
-  return (f"top-1 flip rate {100 * rate:.{digits}f}% of test examples vs the reference"
-          f"{' (' + counts + over + ')' if counts else ''} (max {100 * bound:.{digits}f}%)")
+  return (
+    f"top-1 flip rate {100 * rate:.{digits}f}% of test examples vs the reference"
+    f"{' (' + counts + over + ')' if counts else ''} (max {100 * bound:.{digits}f}%)"
+  )
 
 
 def _kl_reason(kl, bound, div):
@@ -232,8 +258,9 @@ def _kl_reason(kl, bound, div):
   div = div or {}
   low, high = div.get("kl_low"), div.get("kl_high")
   unit = "member pairs" if div.get("design") == "pairs" else "test examples"
-  ci = (f"95% CI {low:.4g} to {high:.4g}, t over the {unit}; " if _finite(low) and _finite(high)
-        else "")
+  ci = (
+    f"95% CI {low:.4g} to {high:.4g}, t over the {unit}; " if _finite(low) and _finite(high) else ""
+  )
   return f"mean KL(reference ‖ file) {kl:.4g} nats ({ci}max {bound:g})"
 
 
@@ -280,26 +307,54 @@ def verdict(variant, summary, gates):
   increase = worst.get("increase")
   significant = summary.get("significant_classes")
   # K = 1: the reason names the paired test (and interval) the measure comes from.
-  top_how = (_interval_words(-summary["top1_high"], -summary["top1_low"], K1_TOP1_TEST)
-             if k1 and _finite(summary.get("top1_low")) and _finite(summary.get("top1_high"))
-             else "")
+  top_how = (
+    _interval_words(-summary["top1_high"], -summary["top1_low"], K1_TOP1_TEST)
+    if k1 and _finite(summary.get("top1_low")) and _finite(summary.get("top1_high"))
+    else ""
+  )
   fnr_how = _interval_words(worst.get("low"), worst.get("high"), K1_SUBGROUP_TEST) if k1 else ""
   reasons = [
-      _check("max_accuracy_drop", gates.max_accuracy_drop, drop, "top-1 change undefined",
-             lambda: (f"top-1 accuracy drops by {100 * drop:.2f} points "
-                      f"({top_how}max {100 * gates.max_accuracy_drop:.2f})")),
-      _check("max_subgroup_fnr_increase", gates.max_subgroup_fnr_increase, increase,
-             "no subgroup FNR change (no protected attributes, or undefined)",
-             lambda: (f"FNR of subgroup {worst.get('subgroup')} rises by {100 * increase:.2f} "
-                      f"points ({fnr_how}max {100 * gates.max_subgroup_fnr_increase:.2f})")),
-      _check("max_significant_classes", gates.max_significant_classes, significant,
-             "significant classes undefined" + (" (no per-class McNemar test)" if k1 else ""),
-             lambda: _classes_reason(int(significant), gates.max_significant_classes, k1)),
-      _check("max_flip_rate", gates.max_flip_rate, summary.get("flip_rate"), NO_DIVERGENCE,
-             lambda: _flip_reason(summary["flip_rate"], gates.max_flip_rate,
-                                  summary.get("divergence"))),
-      _check("max_kl", gates.max_kl, summary.get("kl_mean"), NO_DIVERGENCE,
-             lambda: _kl_reason(summary["kl_mean"], gates.max_kl, summary.get("divergence"))),
+    _check(
+      "max_accuracy_drop",
+      gates.max_accuracy_drop,
+      drop,
+      "top-1 change undefined",
+      lambda: (
+        f"top-1 accuracy drops by {100 * drop:.2f} points "
+        f"({top_how}max {100 * gates.max_accuracy_drop:.2f})"
+      ),
+    ),
+    _check(
+      "max_subgroup_fnr_increase",
+      gates.max_subgroup_fnr_increase,
+      increase,
+      "no subgroup FNR change (no protected attributes, or undefined)",
+      lambda: (
+        f"FNR of subgroup {worst.get('subgroup')} rises by {100 * increase:.2f} "
+        f"points ({fnr_how}max {100 * gates.max_subgroup_fnr_increase:.2f})"
+      ),
+    ),
+    _check(
+      "max_significant_classes",
+      gates.max_significant_classes,
+      significant,
+      "significant classes undefined" + (" (no per-class McNemar test)" if k1 else ""),
+      lambda: _classes_reason(int(significant), gates.max_significant_classes, k1),
+    ),
+    _check(
+      "max_flip_rate",
+      gates.max_flip_rate,
+      summary.get("flip_rate"),
+      NO_DIVERGENCE,
+      lambda: _flip_reason(summary["flip_rate"], gates.max_flip_rate, summary.get("divergence")),
+    ),
+    _check(
+      "max_kl",
+      gates.max_kl,
+      summary.get("kl_mean"),
+      NO_DIVERGENCE,
+      lambda: _kl_reason(summary["kl_mean"], gates.max_kl, summary.get("divergence")),
+    ),
   ]
   reasons = [r for r in reasons if r is not None]
   return not reasons, reasons

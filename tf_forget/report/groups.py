@@ -52,18 +52,27 @@ def subgroup_tables(run, subgroup_members=10):
   pop_0 = run.eval[names.DENSE]
   compressed = {v: v for v in run.eval if v != names.DENSE}
   masks = subgroups.subgroup_masks(run.attributes, pop_0.labels.size, protected)
+
   def table(variant):
     pop_t = run.eval[variant]
-    t = subgroups.subgroup_table(pop_0.top1, pop_t.top1, pop_0.labels, run.attributes,
-                                 protected=protected, num_members=subgroup_members)
+    t = subgroups.subgroup_table(
+      pop_0.top1,
+      pop_t.top1,
+      pop_0.labels,
+      run.attributes,
+      protected=protected,
+      num_members=subgroup_members,
+    )
     diff = t.loc["compressed"] - t.loc["baseline"]
     low, high = _difference_intervals(run, variant, masks, subgroup_members)
     parts = [t]
-    for model, frame in (("absolute_difference", diff), ("absolute_low", low),
-                         ("absolute_high", high)):
+    for model, frame in (
+      ("absolute_difference", diff),
+      ("absolute_low", low),
+      ("absolute_high", high),
+    ):
       frame = frame.reindex(diff.index)[list(diff.columns)]
-      frame.index = pd.MultiIndex.from_tuples([(model, m) for m in diff.index],
-                                              names=t.index.names)
+      frame.index = pd.MultiIndex.from_tuples([(model, m) for m in diff.index], names=t.index.names)
       parts.append(frame)
     return pd.concat(parts)
 
@@ -89,13 +98,18 @@ def _difference_intervals(run, variant, masks, subgroup_members):
   rt = subgroups.subgroup_rates(pt.top1[:m], labels, masks)
   low, high = {}, {}
   for metric in subgroups.METRICS:
-    cis = [intervals.mean_difference_interval(r0[metric][:, g], rt[metric][:, g],
-                                              paired=is_paired, bounds=(0.0, 1.0))
-           for g in range(len(masks))]
+    cis = [
+      intervals.mean_difference_interval(
+        r0[metric][:, g], rt[metric][:, g], paired=is_paired, bounds=(0.0, 1.0)
+      )
+      for g in range(len(masks))
+    ]
     low[metric] = [c["low"] for c in cis]
     high[metric] = [c["high"] for c in cis]
-  return (pd.DataFrame.from_dict(low, orient="index", columns=list(masks)),
-          pd.DataFrame.from_dict(high, orient="index", columns=list(masks)))
+  return (
+    pd.DataFrame.from_dict(low, orient="index", columns=list(masks)),
+    pd.DataFrame.from_dict(high, orient="index", columns=list(masks)),
+  )
 
 
 def subgroup_counts(run):
@@ -106,12 +120,18 @@ def subgroup_counts(run):
     `examples`, `positives`, `negatives`.
   """
   labels = run.eval[names.DENSE].labels
-  masks = subgroups.subgroup_masks(run.attributes, labels.size,
-                                   tuple(run.protected_attributes))
-  return pd.DataFrame([{"subgroup": name, "examples": int(m.sum()),
-                        "positives": int(np.sum(m & (labels == 1))),
-                        "negatives": int(np.sum(m & (labels != 1)))}
-                       for name, m in masks.items()])
+  masks = subgroups.subgroup_masks(run.attributes, labels.size, tuple(run.protected_attributes))
+  return pd.DataFrame(
+    [
+      {
+        "subgroup": name,
+        "examples": int(m.sum()),
+        "positives": int(np.sum(m & (labels == 1))),
+        "negatives": int(np.sum(m & (labels != 1))),
+      }
+      for name, m in masks.items()
+    ]
+  )
 
 
 def worst_subgroups(table):
@@ -130,17 +150,22 @@ def worst_subgroups(table):
   for variant, t in table.groupby("variant", sort=False):
     out[variant] = {}
     for metric in ("fnr", "error"):
-      cell = {m: t[(t.model == m) & (t.metric == metric)][groups].iloc[0].to_numpy(float)
-              for m in ("baseline", "compressed", "normalized_difference")}
+      cell = {
+        m: t[(t.model == m) & (t.metric == metric)][groups].iloc[0].to_numpy(float)
+        for m in ("baseline", "compressed", "normalized_difference")
+      }
       increase = cell["compressed"] - cell["baseline"]
       if np.isnan(increase).all():
         out[variant][metric] = None
         continue
       i = int(np.nanargmax(increase))
       out[variant][metric] = {
-          "subgroup": groups[i], "baseline": float(cell["baseline"][i]),
-          "compressed": float(cell["compressed"][i]), "increase": float(increase[i]),
-          "normalized_difference": float(cell["normalized_difference"][i])}
+        "subgroup": groups[i],
+        "baseline": float(cell["baseline"][i]),
+        "compressed": float(cell["compressed"][i]),
+        "increase": float(increase[i]),
+        "normalized_difference": float(cell["normalized_difference"][i]),
+      }
   return out
 
 
@@ -162,10 +187,15 @@ def over_indexing_table(run, cies, percentile=80, seed=0):
   if not run.train_attribute_shares:
     return None, ["no training-split attribute shares"]
   return _per_variant(
-      cies, lambda c: subgroups.over_indexing(
-          run.train_attribute_shares, run.attributes,
-          cie.select_percentile(c["distance"], percentile, seed)),
-      "over-indexing", ["variant"])
+    cies,
+    lambda c: subgroups.over_indexing(
+      run.train_attribute_shares,
+      run.attributes,
+      cie.select_percentile(c["distance"], percentile, seed),
+    ),
+    "over-indexing",
+    ["variant"],
+  )
 
 
 def robustness_accuracy(run):
@@ -199,10 +229,12 @@ def robustness_accuracy(run):
       pops = [p.select(members) for p in pops]
       kept[(variant, corruption)] = [int(k) for k in members]
       top1[(variant, corruption)] = np.stack(
-          [accuracy.top1_accuracy(p.top1, p.labels) for p in pops], axis=1)
+        [accuracy.top1_accuracy(p.top1, p.labels) for p in pops], axis=1
+      )
       if k5:
         top5[(variant, corruption)] = np.stack(
-            [accuracy.topk_accuracy(p.topk, p.labels, k=5) for p in pops], axis=1)
+          [accuracy.topk_accuracy(p.topk, p.labels, k=5) for p in pops], axis=1
+        )
   return top1, top5, notes, kept
 
 
@@ -236,18 +268,23 @@ def robustness_measures(run):
   if not top1:
     return None, notes or ["no corrupted splits (`<corruption>@<severity>`) in the run"]
   table = robustness.robustness_table(top1, top5, dense=names.DENSE)
-  cis = [_change_interval(run, top1, kept, v, c) if v != names.DENSE and (names.DENSE, c) in top1
-         else {"difference": np.nan, "low": np.nan, "high": np.nan}
-         for v, c in zip(table.variant, table.corruption)]
+  cis = [
+    _change_interval(run, top1, kept, v, c)
+    if v != names.DENSE and (names.DENSE, c) in top1
+    else {"difference": np.nan, "low": np.nan, "high": np.nan}
+    for v, c in zip(table.variant, table.corruption)
+  ]
   table["top1_change"] = [c["difference"] for c in cis]
   table["top1_change_low"] = [c["low"] for c in cis]
   table["top1_change_high"] = [c["high"] for c in cis]
-  table["severities"] = [top1[(v, c)].shape[1] for v, c in zip(table.variant,
-                                                               table.corruption)]
+  table["severities"] = [top1[(v, c)].shape[1] for v, c in zip(table.variant, table.corruption)]
   table["members"] = [top1[(v, c)].shape[0] for v, c in zip(table.variant, table.corruption)]
   order = {v: i for i, v in enumerate(run.variants)}
-  table = table.sort_values(["corruption", "variant"], key=lambda s: s.map(order)
-                            if s.name == "variant" else s, kind="stable")
+  table = table.sort_values(
+    ["corruption", "variant"],
+    key=lambda s: s.map(order) if s.name == "variant" else s,
+    kind="stable",
+  )
   return table.reset_index(drop=True), notes
 
 

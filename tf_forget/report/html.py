@@ -109,8 +109,7 @@ def fmt(value, kind="num"):
   return f"{v:.4f}"
 
 
-def table(frame, formats=None, highlight=None, max_rows=None, classes="sortable",
-          row_classes=None):
+def table(frame, formats=None, highlight=None, max_rows=None, classes="sortable", row_classes=None):
   """An HTML table of a DataFrame; `formats` col -> kind (see `fmt`); text columns left.
 
   Args:
@@ -171,16 +170,20 @@ def img(png, alt, scale=1):
   CSS px (width and height set: never upscaled; CSS may only shrink it to the column)."""
   data = base64.b64encode(png).decode("ascii")
   w, h = png_size(png)
-  return (f"<img alt=\"{esc(alt)}\" width=\"{w // scale}\" height=\"{h // scale}\" "
-          f"src=\"data:image/png;base64,{data}\">")
+  return (
+    f"<img alt=\"{esc(alt)}\" width=\"{w // scale}\" height=\"{h // scale}\" "
+    f"src=\"data:image/png;base64,{data}\">"
+  )
 
 
 def pair(png, alt, numbers_html, stacked=False):
   """A figure (drawn at `FIGURE_SCALE`) with its numbers beside it (`stacked`: a full-width
   figure, numbers below)."""
   cls = "pair stack" if stacked else "pair"
-  return (f"<div class=\"{cls}\"><figure>{img(png, alt, FIGURE_SCALE)}</figure>"
-          f"<div class=\"numbers\">{numbers_html}</div></div>")
+  return (
+    f"<div class=\"{cls}\"><figure>{img(png, alt, FIGURE_SCALE)}</figure>"
+    f"<div class=\"numbers\">{numbers_html}</div></div>"
+  )
 
 
 def skipped(reasons):
@@ -202,13 +205,18 @@ def page(title, intro_rows, sections, css=""):
   Returns:
     str, the whole document.
   """
-  out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-         f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>",
-         f"<h1>{esc(title)}</h1><p class=\"meta\">"]
+  out = [
+    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+    f"<title>{esc(title)}</title><style>{CSS}{css}</style></head><body>",
+    f"<h1>{esc(title)}</h1><p class=\"meta\">",
+  ]
   out.append(" · ".join(f"<b>{esc(k)}</b>: {esc(v)}" for k, v in intro_rows))
   out.append("</p><nav id=\"toc\">")
-  out.append(" ".join(f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(nav)}</a>"
-                      for sid, name, nav, _ in sections))
+  out.append(
+    " ".join(
+      f"<a href=\"#{sid}\" title=\"{esc(name)}\">{esc(nav)}</a>" for sid, name, nav, _ in sections
+    )
+  )
   out.append("</nav>")
   for sid, name, _, inner in sections:
     out.append(f"<section id=\"{sid}\"><h2>{esc(name)}</h2>{inner}</section>")

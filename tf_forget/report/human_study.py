@@ -49,6 +49,7 @@ import pandas as pd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
@@ -59,18 +60,34 @@ DEFAULT_PER_GROUP = 100
 DEFAULT_PERCENTILE = 90
 DEFAULT_SEED = 0
 CONFIDENCE = human_study_options.CONFIDENCE
-TABLE_COLUMNS = ("variant", "group", "attribute", "source", "flagged_count", "flagged_n",
-                 "flagged_share", "flagged_share_low", "flagged_share_high", "other_count",
-                 "other_n", "other_share", "other_share_low", "other_share_high", "ratio",
-                 "ratio_low", "ratio_high", "interval_method", "p_value")
+TABLE_COLUMNS = (
+  "variant",
+  "group",
+  "attribute",
+  "source",
+  "flagged_count",
+  "flagged_n",
+  "flagged_share",
+  "flagged_share_low",
+  "flagged_share_high",
+  "other_count",
+  "other_n",
+  "other_share",
+  "other_share_low",
+  "other_share_high",
+  "ratio",
+  "ratio_low",
+  "ratio_high",
+  "interval_method",
+  "p_value",
+)
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-
 
 
 @dataclasses.dataclass(frozen=True)
 class Attribute:
   """One codified attribute: CSV column `name`, its title, what to mark, where it comes from."""
+
   name: str
   title: str
   definition: str
@@ -78,28 +95,51 @@ class Attribute:
 
 
 VOCABULARY = (
-    Attribute("incorrect_label", "ground truth label incorrect or inadequate",
-              "The label shown is wrong, or the image holds too little information for a "
-              "human to arrive at it (000 appendix C: 'Does label 1 accurately label an "
-              "object in the image?' answered no).", "000 §3.3 (1)"),
-    Attribute("multiple_objects", "multiple-object image",
-              "The image depicts several objects, so a human may consider several labels "
-              "appropriate (a paddle and a canoe; a screen, mouse and keyboard).",
-              "000 §3.3 (2)"),
-    Attribute("corrupted_image", "corrupted image",
-              "Common corruptions: motion or defocus blur, contrast, brightness, fog, "
-              "pixelation, noise, JPEG artefacts; also super-imposed text, an artificial "
-              "frame, or black and white instead of colour.", "000 §3.3 (3)"),
-    Attribute("fine_grained", "fine-grained classification",
-              "The object is semantically close to other classes of the data set (rock crab "
-              "vs fiddler crab, bassinet vs cradle, cuirass vs breastplate).", "000 §3.3 (4)"),
-    Attribute("abstract_representation", "abstract representation",
-              "The object is shown in an abstract form: a cartoon, painting, drawing, "
-              "sculpture, or a rendering in another material.", "000 §3.3 (5)"),
-    Attribute("atypical", "atypical exemplar",
-              "Not a typical exemplar of its class: an unusual or outlier example of the "
-              "images of that category (000 appendix C's 'typical exemplar' question, "
-              "answered no; 001 'atypical exemplars').", "000 appendix C"),
+  Attribute(
+    "incorrect_label",
+    "ground truth label incorrect or inadequate",
+    "The label shown is wrong, or the image holds too little information for a "
+    "human to arrive at it (000 appendix C: 'Does label 1 accurately label an "
+    "object in the image?' answered no).",
+    "000 §3.3 (1)",
+  ),
+  Attribute(
+    "multiple_objects",
+    "multiple-object image",
+    "The image depicts several objects, so a human may consider several labels "
+    "appropriate (a paddle and a canoe; a screen, mouse and keyboard).",
+    "000 §3.3 (2)",
+  ),
+  Attribute(
+    "corrupted_image",
+    "corrupted image",
+    "Common corruptions: motion or defocus blur, contrast, brightness, fog, "
+    "pixelation, noise, JPEG artefacts; also super-imposed text, an artificial "
+    "frame, or black and white instead of colour.",
+    "000 §3.3 (3)",
+  ),
+  Attribute(
+    "fine_grained",
+    "fine-grained classification",
+    "The object is semantically close to other classes of the data set (rock crab "
+    "vs fiddler crab, bassinet vs cradle, cuirass vs breastplate).",
+    "000 §3.3 (4)",
+  ),
+  Attribute(
+    "abstract_representation",
+    "abstract representation",
+    "The object is shown in an abstract form: a cartoon, painting, drawing, "
+    "sculpture, or a rendering in another material.",
+    "000 §3.3 (5)",
+  ),
+  Attribute(
+    "atypical",
+    "atypical exemplar",
+    "Not a typical exemplar of its class: an unusual or outlier example of the "
+    "images of that category (000 appendix C's 'typical exemplar' question, "
+    "answered no; 001 'atypical exemplars').",
+    "000 appendix C",
+  ),
 )
 VOCABULARY_NAMES = tuple(a.name for a in VOCABULARY)
 
@@ -114,6 +154,7 @@ class Study:
     settings: `report.json["settings"]["human_study"]`.
     export: (export_dir, {relative path: bytes}) to write, or None (none asked, or kept).
   """
+
   tables: dict
   notes: list
   settings: dict
@@ -139,32 +180,41 @@ def check_options(options):
       or a non-empty directory without a key (one line).
   """
   if options.group is not None and options.group not in sample.GROUPS:
-    raise sample.HumanStudyError(f"human-study group must be one of "
-                                 f"{', '.join(sample.GROUPS)}, got {options.group!r}")
+    raise sample.HumanStudyError(
+      f"human-study group must be one of {', '.join(sample.GROUPS)}, got {options.group!r}"
+    )
   if options.per_group is not None and int(options.per_group) < 1:
     raise sample.HumanStudyError(f"human-study per_group must be >= 1, got {options.per_group}")
   if options.seed is not None and int(options.seed) < 0:
     raise sample.HumanStudyError(f"human-study seed must be >= 0, got {options.seed}")
   if options.percentile is not None and not 0 <= float(options.percentile) < 100:
-    raise sample.HumanStudyError(f"human-study percentile must be in [0, 100), got "
-                                 f"{options.percentile}")
+    raise sample.HumanStudyError(
+      f"human-study percentile must be in [0, 100), got {options.percentile}"
+    )
   if not 0 < float(options.confidence) < 1:
-    raise sample.HumanStudyError(f"human-study confidence must be in (0, 1), got "
-                                 f"{options.confidence}")
+    raise sample.HumanStudyError(
+      f"human-study confidence must be in (0, 1), got {options.confidence}"
+    )
   seen = set(VOCABULARY_NAMES)
   for name in options.columns:
-    if (not _NAME.match(str(name)) or name in (sample.ITEM, sample.NOTES)
-        or str(name).startswith(sample.NOTES)):
-      raise sample.HumanStudyError(f"human-study column {name!r}: use a name of letters, "
-                                   f"digits and _ (not {sample.ITEM!r} or {sample.NOTES}*)")
+    if (
+      not _NAME.match(str(name))
+      or name in (sample.ITEM, sample.NOTES)
+      or str(name).startswith(sample.NOTES)
+    ):
+      raise sample.HumanStudyError(
+        f"human-study column {name!r}: use a name of letters, "
+        f"digits and _ (not {sample.ITEM!r} or {sample.NOTES}*)"
+      )
     if name in seen:
-      raise sample.HumanStudyError(f"human-study column {name!r} is given twice (or is in the "
-                                   "vocabulary already)")
+      raise sample.HumanStudyError(
+        f"human-study column {name!r} is given twice (or is in the vocabulary already)"
+      )
     seen.add(name)
   if options.export_dir is not None:
     human_study_sheet.existing_key(options.export_dir)  # a file, a foreign directory
   if options.annotations is not None:
-    if not fileio.isfile(options.annotations):
+    if not filesystem.isfile(options.annotations):
       raise sample.HumanStudyError(f"no annotations file {options.annotations}")
     sample.read_key(key_path(options))
 
@@ -175,16 +225,17 @@ def key_path(options):
     return options.key
   candidates = []
   if options.export_dir is not None:
-    candidates.append(fileio.join(options.export_dir, sample.KEY_FILE))
+    candidates.append(filesystem.join(options.export_dir, sample.KEY_FILE))
   folder = os.path.dirname(os.path.abspath(options.annotations))
   if os.path.basename(folder) == sample.SHEET_DIR:
     candidates.append(os.path.join(os.path.dirname(folder), sample.KEY_FILE))
   for path in candidates:
-    if fileio.isfile(path):
+    if filesystem.isfile(path):
       return path
-  raise sample.HumanStudyError(f"no key for annotations {options.annotations}: pass the "
-                               "key.json the export wrote (--annotation_key)")
-
+  raise sample.HumanStudyError(
+    f"no key for annotations {options.annotations}: pass the "
+    "key.json the export wrote (--annotation_key)"
+  )
 
 
 def read_annotations(path, key):
@@ -209,8 +260,9 @@ def read_annotations(path, key):
     raise sample.HumanStudyError(errors.one_line(e)) from e
   except UnicodeDecodeError as e:
     raise sample.HumanStudyError(
-        f"annotations {path} are not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
-        f"{e.start}): re-save them as UTF-8") from e
+      f"annotations {path} are not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+      f"{e.start}): re-save them as UTF-8"
+    ) from e
   try:
     rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
   except csv.Error as e:
@@ -220,8 +272,9 @@ def read_annotations(path, key):
   header = [c.strip() for c in rows[0]]
   where = f"annotations {path}"
   if sample.ITEM not in header:
-    raise sample.HumanStudyError(f"{where} have no {sample.ITEM!r} column (header: "
-                                 f"{', '.join(header)[:120]})")
+    raise sample.HumanStudyError(
+      f"{where} have no {sample.ITEM!r} column (header: {', '.join(header)[:120]})"
+    )
   for i, name in enumerate(header):
     if not name:
       raise sample.HumanStudyError(f"{where}: column {i + 1} has no name")
@@ -229,26 +282,32 @@ def read_annotations(path, key):
       raise sample.HumanStudyError(f"{where}: column {name!r} appears twice")
   missing = [a for a in key["attributes"] if a not in header]
   if missing:
-    raise sample.HumanStudyError(f"{where} lack column {missing[0]!r} (the key's attributes: "
-                                 f"{', '.join(key['attributes'])})")
-  attrs = list(key["attributes"]) + [c for c in header
-                                     if c != sample.ITEM and not c.startswith(sample.NOTES)
-                                     and c not in key["attributes"]]
+    raise sample.HumanStudyError(
+      f"{where} lack column {missing[0]!r} (the key's attributes: {', '.join(key['attributes'])})"
+    )
+  attrs = list(key["attributes"]) + [
+    c
+    for c in header
+    if c != sample.ITEM and not c.startswith(sample.NOTES) and c not in key["attributes"]
+  ]
   index = {it["item"]: i for i, it in enumerate(key["items"])}
   prefix = key["study"].get("study", "")
   values = np.full((len(index), len(attrs)), -1, np.int64)
   col = {c: header.index(c) for c in attrs}
   for n, row in enumerate(rows[1:], start=2):
     if len(row) > len(header):
-      raise sample.HumanStudyError(f"{where} row {n} has {len(row)} cells, the header "
-                                   f"{len(header)}")
+      raise sample.HumanStudyError(
+        f"{where} row {n} has {len(row)} cells, the header {len(header)}"
+      )
     row = [c.strip() for c in row] + [""] * (len(header) - len(row))
     item = row[header.index(sample.ITEM)]
     if item not in index:
       if item and not item.startswith(prefix + "-"):
-        raise sample.HumanStudyError(f"{where} belong to another export (row {n}: item "
-                                     f"{item[:40]!r}; the key {key['study'].get('study')!r} is "
-                                     f"for {_study(key)})")
+        raise sample.HumanStudyError(
+          f"{where} belong to another export (row {n}: item "
+          f"{item[:40]!r}; the key {key['study'].get('study')!r} is "
+          f"for {_study(key)})"
+        )
       raise sample.HumanStudyError(f"{where} row {n}: unknown item {item[:40]!r} (not in the key)")
     i = index[item]
     if values[i, 0] >= 0:
@@ -256,20 +315,24 @@ def read_annotations(path, key):
     for j, a in enumerate(attrs):
       cell = row[col[a]]
       if cell not in ("0", "1"):
-        raise sample.HumanStudyError(f"{where} row {n} (item {item}), column {a!r}: "
-                                     f"{cell[:20]!r} is not 0 or 1")
+        raise sample.HumanStudyError(
+          f"{where} row {n} (item {item}), column {a!r}: {cell[:20]!r} is not 0 or 1"
+        )
       values[i, j] = int(cell)
   absent = [it["item"] for it, v in zip(key["items"], values) if v[0] < 0]
   if absent:
-    raise sample.HumanStudyError(f"{where} lack {len(absent)} of the key's {len(index)} items "
-                                 f"(first: {absent[0]})")
+    raise sample.HumanStudyError(
+      f"{where} lack {len(absent)} of the key's {len(index)} items (first: {absent[0]})"
+    )
   return attrs, values
 
 
 def _study(key):
   s = key["study"]
-  return (f"{s.get('variant')}, group {s.get('group')}, {s.get('per_group')} per group, "
-          f"seed {s.get('seed')}")
+  return (
+    f"{s.get('variant')}, group {s.get('group')}, {s.get('per_group')} per group, "
+    f"seed {s.get('seed')}"
+  )
 
 
 def table(key, attrs, values, confidence=CONFIDENCE):
@@ -285,27 +348,59 @@ def table(key, attrs, values, confidence=CONFIDENCE):
   rows = []
   for j, a in enumerate(attrs):
     r = representation.relative_representation(
-        int(values[flagged, j].sum()), int(flagged.sum()), int(values[~flagged, j].sum()),
-        int((~flagged).sum()), confidence)
-    rows.append({"variant": s["variant"], "group": s["group"], "attribute": a,
-                 "source": sources.get(a, "user"), "flagged_count": r["count_1"],
-                 "flagged_n": r["n_1"], "flagged_share": r["share_1"],
-                 "flagged_share_low": r["share_1_low"], "flagged_share_high": r["share_1_high"],
-                 "other_count": r["count_0"], "other_n": r["n_0"], "other_share": r["share_0"],
-                 "other_share_low": r["share_0_low"], "other_share_high": r["share_0_high"],
-                 "ratio": r["ratio"], "ratio_low": r["low"], "ratio_high": r["high"],
-                 "interval_method": r["method"], "p_value": r["p_value"]})
+      int(values[flagged, j].sum()),
+      int(flagged.sum()),
+      int(values[~flagged, j].sum()),
+      int((~flagged).sum()),
+      confidence,
+    )
+    rows.append(
+      {
+        "variant": s["variant"],
+        "group": s["group"],
+        "attribute": a,
+        "source": sources.get(a, "user"),
+        "flagged_count": r["count_1"],
+        "flagged_n": r["n_1"],
+        "flagged_share": r["share_1"],
+        "flagged_share_low": r["share_1_low"],
+        "flagged_share_high": r["share_1_high"],
+        "other_count": r["count_0"],
+        "other_n": r["n_0"],
+        "other_share": r["share_0"],
+        "other_share_low": r["share_0_low"],
+        "other_share_high": r["share_0_high"],
+        "ratio": r["ratio"],
+        "ratio_low": r["low"],
+        "ratio_high": r["high"],
+        "interval_method": r["method"],
+        "p_value": r["p_value"],
+      }
+    )
   return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def _settings(key, confidence):
   s = key["study"]
-  return {k: s.get(k) for k in ("variant", "group", "percentile", "per_group",
-                                "requested_per_group", "seed", "study", "flagged_total",
-                                "other_total")} | {
-      "confidence": confidence, "attributes": list(key["attributes"]),
-      "interval": "Katz log interval of the ratio of two proportions (scipy "
-                  "relative_risk); +0.5 adjusted where a count is 0; p: Fisher's exact test"}
+  return {
+    k: s.get(k)
+    for k in (
+      "variant",
+      "group",
+      "percentile",
+      "per_group",
+      "requested_per_group",
+      "seed",
+      "study",
+      "flagged_total",
+      "other_total",
+    )
+  } | {
+    "confidence": confidence,
+    "attributes": list(key["attributes"]),
+    "interval": "Katz log interval of the ratio of two proportions (scipy "
+    "relative_risk); +0.5 adjusted where a count is 0; p: Fisher's exact test",
+  }
 
 
 def _export(run, measures, options):
@@ -313,19 +408,31 @@ def _export(run, measures, options):
   group = options.group or DEFAULT_GROUP
   percentile = DEFAULT_PERCENTILE if options.percentile is None else options.percentile
   variant = options.variant or sample.default_variant(run, measures, group, percentile)
-  key = sample.draw(run, measures, variant, group,
-                    DEFAULT_PER_GROUP if options.per_group is None else options.per_group,
-                    DEFAULT_SEED if options.seed is None else options.seed, percentile,
-                    VOCABULARY_NAMES + tuple(options.columns))
+  key = sample.draw(
+    run,
+    measures,
+    variant,
+    group,
+    DEFAULT_PER_GROUP if options.per_group is None else options.per_group,
+    DEFAULT_SEED if options.seed is None else options.seed,
+    percentile,
+    VOCABULARY_NAMES + tuple(options.columns),
+  )
   where = options.export_dir
   if human_study_sheet.kept(where, key):
     return key, None, f"export {where} of study {key['study']['study']} is already there: kept"
   files = human_study_sheet.files(run, key, VOCABULARY)
   s = key["study"]
-  return key, files, (f"export for blind annotation written to {where}: {s['per_group']} "
-                      f"{sample.label(group)} + {s['per_group']} others of {variant}, seed "
-                      f"{s['seed']} (annotators get {sample.SHEET_DIR}/; {sample.KEY_FILE} "
-                      "stays apart)")
+  return (
+    key,
+    files,
+    (
+      f"export for blind annotation written to {where}: {s['per_group']} "
+      f"{sample.label(group)} + {s['per_group']} others of {variant}, seed "
+      f"{s['seed']} (annotators get {sample.SHEET_DIR}/; {sample.KEY_FILE} "
+      "stays apart)"
+    ),
+  )
 
 
 def compute(run, measures, options):
@@ -360,8 +467,12 @@ def compute(run, measures, options):
     attrs, values = read_annotations(options.annotations, key)
     tables["human_study"] = table(key, attrs, values, options.confidence)
     settings = _settings(key, options.confidence) | {
-        "export": options.export_dir, "annotations": options.annotations, "key": path,
-        "items": len(key["items"]), "attributes": attrs,
-        "annotations_sha256": hashlib.sha256(fileio.read_bytes(options.annotations)).hexdigest(),
-        "key_sha256": hashlib.sha256(fileio.read_bytes(path)).hexdigest()}
+      "export": options.export_dir,
+      "annotations": options.annotations,
+      "key": path,
+      "items": len(key["items"]),
+      "attributes": attrs,
+      "annotations_sha256": hashlib.sha256(fileio.read_bytes(options.annotations)).hexdigest(),
+      "key_sha256": hashlib.sha256(fileio.read_bytes(path)).hexdigest(),
+    }
   return Study(tables=tables, notes=notes, settings=settings, export=export)

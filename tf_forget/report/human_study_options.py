@@ -29,6 +29,7 @@ class Options:
     columns: extra 0/1 attribute columns put on the sheet after `VOCABULARY`.
     confidence: level of the ratio intervals.
   """
+
   export_dir: Optional[str] = None
   annotations: Optional[str] = None
   key: Optional[str] = None

@@ -21,6 +21,7 @@ import json
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
@@ -60,24 +61,30 @@ def _definitions(key, vocabulary):
   out = []
   for name in key["attributes"]:
     a = known.get(name)
-    out.append((name, a.title if a else name,
-                a.definition if a else "(a column added for this study; see its instructions)"))
+    out.append(
+      (
+        name,
+        a.title if a else name,
+        a.definition if a else "(a column added for this study; see its instructions)",
+      )
+    )
   return out
 
 
 def readme(key, vocabulary):
   """README.txt of the sheet: the task and the vocabulary."""
   lines = [
-      "Blind annotation of images (a human study as in Hooker et al., 'What Do Compressed",
-      "Deep Neural Networks Forget?', section 3.3 and appendix C).",
-      "",
-      f"{len(key['items'])} images, each with an item id and its label. For every image and",
-      "every attribute below, write 1 if the attribute applies and 0 if it does not, in",
-      "annotations.csv (one row per item; keep the item ids as they are; notes are free",
-      "text). Or open sheet.html in a browser, tick the boxes and press 'download",
-      "annotations.csv'. Every cell of an attribute column must be 0 or 1.",
-      "",
-      "Attributes:"]
+    "Blind annotation of images (a human study as in Hooker et al., 'What Do Compressed",
+    "Deep Neural Networks Forget?', section 3.3 and appendix C).",
+    "",
+    f"{len(key['items'])} images, each with an item id and its label. For every image and",
+    "every attribute below, write 1 if the attribute applies and 0 if it does not, in",
+    "annotations.csv (one row per item; keep the item ids as they are; notes are free",
+    "text). Or open sheet.html in a browser, tick the boxes and press 'download",
+    "annotations.csv'. Every cell of an attribute column must be 0 or 1.",
+    "",
+    "Attributes:",
+  ]
   for name, title, definition in _definitions(key, vocabulary):
     lines += [f"  {name}: {title}.", f"    {definition}"]
   return "\n".join(lines) + "\n"
@@ -129,30 +136,39 @@ def sheet_html(key, labels, pngs, vocabulary):
     vocabulary: `human_study.VOCABULARY`.
   """
   attrs = list(key["attributes"])
-  defs = "".join(f"<dt><code>{html_lib.esc(n)}</code>: {html_lib.esc(t)}</dt>"
-                 f"<dd>{html_lib.esc(d)}</dd>" for n, t, d in _definitions(key, vocabulary))
+  defs = "".join(
+    f"<dt><code>{html_lib.esc(n)}</code>: {html_lib.esc(t)}</dt><dd>{html_lib.esc(d)}</dd>"
+    for n, t, d in _definitions(key, vocabulary)
+  )
   cards = []
   for it in key["items"]:
     item = it["item"]
     data = base64.b64encode(pngs[item]).decode("ascii")
     w, h = html_lib.png_size(pngs[item])
-    boxes = "".join(f"<label><input type=\"checkbox\" data-item=\"{html_lib.esc(item)}\" "
-                    f"data-col=\"{html_lib.esc(a)}\"> {html_lib.esc(a)}</label>" for a in attrs)
-    cards.append(f"<div class=\"it\" data-id=\"{html_lib.esc(item)}\"><b>{html_lib.esc(item)}</b>"
-                 f"<img alt=\"{html_lib.esc(item)}\" width=\"{w}\" height=\"{h}\" "
-                 f"src=\"data:image/png;base64,{data}\"><div>label: <b>{html_lib.esc(labels[item])}"
-                 f"</b></div>{boxes}<input type=\"text\" placeholder=\"notes\" "
-                 f"data-item=\"{html_lib.esc(item)}\" data-col=\"notes\"></div>")
-  return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-          f"<title>Annotation sheet</title><style>{SHEET_CSS}</style></head>"
-          f"<body data-study=\"{html_lib.esc(key['study']['study'])}\" "
-          f"data-attrs=\"{html_lib.esc(json.dumps(attrs))}\"><h1>Annotation sheet</h1>"
-          f"<p>{len(key['items'])} images. Tick every attribute that applies to an image "
-          "(an unticked box is a 0), then download annotations.csv and send it back. Your "
-          "ticks are kept in this browser until then.</p><dl>" + defs + "</dl>"
-          "<div class=\"bar\"><button id=\"dl\" type=\"button\">download annotations.csv"
-          "</button></div><div class=\"items\">" + "".join(cards) + "</div>"
-          f"<script>{SHEET_SCRIPT}</script></body></html>\n")
+    boxes = "".join(
+      f"<label><input type=\"checkbox\" data-item=\"{html_lib.esc(item)}\" "
+      f"data-col=\"{html_lib.esc(a)}\"> {html_lib.esc(a)}</label>"
+      for a in attrs
+    )
+    cards.append(
+      f"<div class=\"it\" data-id=\"{html_lib.esc(item)}\"><b>{html_lib.esc(item)}</b>"
+      f"<img alt=\"{html_lib.esc(item)}\" width=\"{w}\" height=\"{h}\" "
+      f"src=\"data:image/png;base64,{data}\"><div>label: <b>{html_lib.esc(labels[item])}"
+      f"</b></div>{boxes}<input type=\"text\" placeholder=\"notes\" "
+      f"data-item=\"{html_lib.esc(item)}\" data-col=\"notes\"></div>"
+    )
+  return (
+    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    f"<title>Annotation sheet</title><style>{SHEET_CSS}</style></head>"
+    f"<body data-study=\"{html_lib.esc(key['study']['study'])}\" "
+    f"data-attrs=\"{html_lib.esc(json.dumps(attrs))}\"><h1>Annotation sheet</h1>"
+    f"<p>{len(key['items'])} images. Tick every attribute that applies to an image "
+    "(an unticked box is a 0), then download annotations.csv and send it back. Your "
+    "ticks are kept in this browser until then.</p><dl>" + defs + "</dl>"
+    "<div class=\"bar\"><button id=\"dl\" type=\"button\">download annotations.csv"
+    "</button></div><div class=\"items\">" + "".join(cards) + "</div>"
+    f"<script>{SHEET_SCRIPT}</script></body></html>\n"
+  )
 
 
 def files(run, key, vocabulary):
@@ -171,9 +187,11 @@ def files(run, key, vocabulary):
     labels[it["item"]] = wording.class_label(label, run.class_names[label] if named else None)
     pngs[it["item"]] = png(image)
   sheet = hs.SHEET_DIR
-  out = {f"{sheet}/annotations.csv": csv_text(key).encode("utf-8"),
-         f"{sheet}/README.txt": readme(key, vocabulary).encode("utf-8"),
-         f"{sheet}/sheet.html": sheet_html(key, labels, pngs, vocabulary).encode("utf-8")}
+  out = {
+    f"{sheet}/annotations.csv": csv_text(key).encode("utf-8"),
+    f"{sheet}/README.txt": readme(key, vocabulary).encode("utf-8"),
+    f"{sheet}/sheet.html": sheet_html(key, labels, pngs, vocabulary).encode("utf-8"),
+  }
   out.update({f"{sheet}/images/{item}.png": data for item, data in pngs.items()})
   out[hs.KEY_FILE] = key_bytes(key)
   return out
@@ -186,15 +204,16 @@ def existing_key(export_dir):
     HumanStudyError: `export_dir` is a file, a non-empty directory without a key, or holds a
       key that cannot be read.
   """
-  if not fileio.exists(export_dir):
+  if not filesystem.exists(export_dir):
     return None
-  if not fileio.isdir(export_dir):
+  if not filesystem.isdir(export_dir):
     raise hs.HumanStudyError(f"export directory {export_dir} is a file")
-  path = fileio.join(export_dir, hs.KEY_FILE)
-  if not fileio.exists(path):
-    if [e for e in fileio.listdir(export_dir) if not e.startswith(STAGING)]:
-      raise hs.HumanStudyError(f"export directory {export_dir} is not empty and holds no "
-                               f"{hs.KEY_FILE}: choose another")
+  path = filesystem.join(export_dir, hs.KEY_FILE)
+  if not filesystem.exists(path):
+    if [e for e in filesystem.listdir(export_dir) if not e.startswith(STAGING)]:
+      raise hs.HumanStudyError(
+        f"export directory {export_dir} is not empty and holds no {hs.KEY_FILE}: choose another"
+      )
     return None
   try:
     return hs.read_key(path)
@@ -214,12 +233,15 @@ def kept(export_dir, key):
     return False
   if old != key:
     theirs, mine = old["study"], key["study"]
-    diff = [f"{k} {theirs.get(k)}" for k in ("variant", "group", "per_group", "seed",
-                                             "percentile", "fingerprint")
-            if theirs.get(k) != mine.get(k)]
+    diff = [
+      f"{k} {theirs.get(k)}"
+      for k in ("variant", "group", "per_group", "seed", "percentile", "fingerprint")
+      if theirs.get(k) != mine.get(k)
+    ]
     raise hs.HumanStudyError(
-        f"export directory {export_dir} holds another study ({', '.join(diff) or 'columns'}"
-        "); its key would be lost: choose another directory")
+      f"export directory {export_dir} holds another study ({', '.join(diff) or 'columns'}"
+      "); its key would be lost: choose another directory"
+    )
   return True
 
 
@@ -229,10 +251,10 @@ def write(export_dir, contents):
   Raises:
     errors.WriteError: a write or rename failed; nothing of the export is left.
   """
-  fileio.makedirs(export_dir)
+  filesystem.makedirs(export_dir)
   swap.clean_staging(export_dir, STAGING, ENTRIES)
   with swap.staging(export_dir, STAGING) as tmp:
-    fileio.makedirs(fileio.join(tmp, hs.SHEET_DIR, "images"))
+    filesystem.makedirs(filesystem.join(tmp, hs.SHEET_DIR, "images"))
     for rel, data in sorted(contents.items()):
-      fileio.write_bytes(fileio.join(tmp, *rel.split("/")), data)
+      fileio.write_bytes(filesystem.join(tmp, *rel.split("/")), data)
     swap.swap_in(tmp, ENTRIES)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import noise_artifact
@@ -50,14 +50,14 @@ def load(run_dir, variants=None):
     NoiseReportError: an unreadable artifact, or artifacts of different protocols / examples.
   """
   root = layout.noise_root(run_dir)
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return None
   out, ref = {}, None
   for variant, k, _ in layout.walk(root):
     if variants is not None and variant not in set(variants):
       continue
     path = layout.noise(run_dir, variant, k)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       continue
     try:
       art = noise_artifact.read(path)
@@ -65,11 +65,15 @@ def load(run_dir, variants=None):
       raise NoiseReportError(str(e)) from e
     if ref is None:
       ref = art
-    elif (art["metadata"].get("protocol") != ref["metadata"].get("protocol") or
-          not np.array_equal(art["ids"], ref["ids"]) or
-          not np.array_equal(art["labels"], ref["labels"])):
-      raise NoiseReportError(f"{path}: other noise protocol or examples than "
-                             f"{ref['metadata'].get('variant')}/{ref['metadata'].get('k')}")
+    elif (
+      art["metadata"].get("protocol") != ref["metadata"].get("protocol")
+      or not np.array_equal(art["ids"], ref["ids"])
+      or not np.array_equal(art["labels"], ref["labels"])
+    ):
+      raise NoiseReportError(
+        f"{path}: other noise protocol or examples than "
+        f"{ref['metadata'].get('variant')}/{ref['metadata'].get('k')}"
+      )
     out.setdefault(variant, {})[k] = art
   if not out:
     return None
@@ -105,9 +109,12 @@ def _change_intervals(acc, variant, pairs, ks):
     post = {k: i for i, k in enumerate(ks[variant])}
     use = [(pos0[a], post[b]) for a, b in pairs if a in pos0 and b in post]
     a0, at = a0[[i for i, _ in use]], at[[j for _, j in use]]
-  cis = [intervals.mean_difference_interval(a0[:, l], at[:, l], paired=pairs is not None,
-                                            bounds=(0.0, 1.0))
-         for l in range(acc[names.DENSE].shape[1])]
+  cis = [
+    intervals.mean_difference_interval(
+      a0[:, l], at[:, l], paired=pairs is not None, bounds=(0.0, 1.0)
+    )
+    for l in range(acc[names.DENSE].shape[1])
+  ]
   return [c["low"] for c in cis], [c["high"] for c in cis]
 
 
@@ -133,26 +140,34 @@ def accuracy_table(noise, variants=None, pairs=None):
     mean = a.mean(axis=0)
     excess = lost_in_pruning.excess_error(1 - mean[:, None], 1 - mean[0])
     nan = [np.nan] * len(eps)
-    lows, highs = (nan, nan) if v == names.DENSE else _change_intervals(
-        acc, v, (pairs or {}).get(v), ks)
+    lows, highs = (
+      (nan, nan) if v == names.DENSE else _change_intervals(acc, v, (pairs or {}).get(v), ks)
+    )
     for l, e in enumerate(eps):
-      rows.append({
-          "variant": v, "eps": float(e), "members": a.shape[0], "top1": mean[l],
+      rows.append(
+        {
+          "variant": v,
+          "eps": float(e),
+          "members": a.shape[0],
+          "top1": mean[l],
           "top1_sd": a[:, l].std(ddof=1) if a.shape[0] > 1 else np.nan,
-          "top1_change": mean[l] - dense[l], "top1_change_low": lows[l],
+          "top1_change": mean[l] - dense[l],
+          "top1_change_low": lows[l],
           "top1_change_high": highs[l],
           "top1_norm": 100 * (mean[l] / dense[l] - 1) if dense[l] > 0 else np.nan,
           "excess_error": excess[l],
           "excess_error_vs_dense": lost_in_pruning.excess_error_difference(
-              excess[l], dense_excess[l])})
+            excess[l], dense_excess[l]
+          ),
+        }
+      )
   return pd.DataFrame(rows)
 
 
 def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
   """`noise_prune_potential` rows: eps, members, prune_potential (mean), prune_potential_sd,
   ratios (the pruned variants used); None without a pruned float32 variant."""
-  pruned = sorted((float(m.group("t")), v) for v in noise
-                  if (m := _PRUNED.match(v)))
+  pruned = sorted((float(m.group("t")), v) for v in noise if (m := _PRUNED.match(v)))
   if not pruned:
     return None
   ks = sorted(set.intersection(set(noise[names.DENSE]), *(set(noise[v]) for _, v in pruned)))
@@ -161,15 +176,23 @@ def prune_potential_table(noise, delta=lost_in_pruning.DELTA):
   eps = noise[names.DENSE][ks[0]]["eps"]
   ratios = np.array([t for t, _ in pruned])
 
-  errors = np.stack([1 - _member_accuracy(noise[v], ks) for _, v in pruned],
-                    axis=-1)  # [K, L, R]
+  errors = np.stack([1 - _member_accuracy(noise[v], ks) for _, v in pruned], axis=-1)  # [K, L, R]
   potential = lost_in_pruning.prune_potential(
-      ratios, errors, 1 - _member_accuracy(noise[names.DENSE], ks), delta,
-      num_examples=noise[names.DENSE][ks[0]]["top1"][0].size)  # [K, L]; n = draws x examples
-  return pd.DataFrame({"eps": eps.astype(float), "members": len(ks),
-                       "prune_potential": potential.mean(axis=0),
-                       "prune_potential_sd": potential.std(axis=0, ddof=0),
-                       "ratios": ", ".join(f"{t:g}" for t in ratios)})
+    ratios,
+    errors,
+    1 - _member_accuracy(noise[names.DENSE], ks),
+    delta,
+    num_examples=noise[names.DENSE][ks[0]]["top1"][0].size,
+  )  # [K, L]; n = draws x examples
+  return pd.DataFrame(
+    {
+      "eps": eps.astype(float),
+      "members": len(ks),
+      "prune_potential": potential.mean(axis=0),
+      "prune_potential_sd": potential.std(axis=0, ddof=0),
+      "ratios": ", ".join(f"{t:g}" for t in ratios),
+    }
+  )
 
 
 def similarity_table(noise, variants=None):
@@ -187,17 +210,26 @@ def similarity_table(noise, variants=None):
   for v, ps in pairs.items():
     if not ps:
       continue
-    sims = [lost_in_pruning.noise_similarity(a["softmax"].astype(np.float32),
-                                             b["softmax"].astype(np.float32)) for a, b in ps]
-    match = np.stack([lost_in_pruning.matching_label_share(a["top1"], b["top1"])
-                      for a, b in ps])
+    sims = [
+      lost_in_pruning.noise_similarity(
+        a["softmax"].astype(np.float32), b["softmax"].astype(np.float32)
+      )
+      for a, b in ps
+    ]
+    match = np.stack([lost_in_pruning.matching_label_share(a["top1"], b["top1"]) for a, b in ps])
     l2 = np.stack([s["l2"] for s in sims])
     for l, e in enumerate(eps):
-      rows.append({"variant": v, "eps": float(e), "pairs": len(ps),
-                   "matching": match[:, l].mean(), "matching_sd": match[:, l].std(ddof=0),
-                   "l2": l2[:, l].mean()})
-  return pd.DataFrame(rows, columns=["variant", "eps", "pairs", "matching", "matching_sd",
-                                     "l2"])
+      rows.append(
+        {
+          "variant": v,
+          "eps": float(e),
+          "pairs": len(ps),
+          "matching": match[:, l].mean(),
+          "matching_sd": match[:, l].std(ddof=0),
+          "l2": l2[:, l].mean(),
+        }
+      )
+  return pd.DataFrame(rows, columns=["variant", "eps", "pairs", "matching", "matching_sd", "l2"])
 
 
 def compute(run_dir, variants=None, pairs=None):
@@ -217,8 +249,10 @@ def compute(run_dir, variants=None, pairs=None):
   noise = load(run_dir, variants)
   if noise is None:
     return {}, ["no l-inf noise evaluation in the run (noise/)"], None
-  tables = {"noise_accuracy": accuracy_table(noise, variants, pairs),
-            "noise_similarity": similarity_table(noise, variants)}
+  tables = {
+    "noise_accuracy": accuracy_table(noise, variants, pairs),
+    "noise_similarity": similarity_table(noise, variants),
+  }
   notes = []
   pp = prune_potential_table(noise)
   if pp is None:
@@ -226,7 +260,8 @@ def compute(run_dir, variants=None, pairs=None):
   else:
     tables["noise_prune_potential"] = pp
   art = next(iter(noise[names.DENSE].values()))
-  runtimes = sorted({a["metadata"].get("runtime") for arts in noise.values()
-                     for a in arts.values()})
+  runtimes = sorted(
+    {a["metadata"].get("runtime") for arts in noise.values() for a in arts.values()}
+  )
   notes.append(f"runtime paths under noise: {', '.join(str(r) for r in runtimes)}")
   return tables, notes, art["metadata"].get("protocol")

@@ -29,15 +29,19 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 
 PARENT = "parent"
 INDEX = "index"
 # The `label` of a pairing, shown beside every paired measure.
-LABELS = {"parent": "parent", "same": "index (same network)",
-          "independent": "index (independent members)",
-          "no_metadata": "index (no member metadata)"}
+LABELS = {
+  "parent": "parent",
+  "same": "index (same network)",
+  "independent": "index (independent members)",
+  "no_metadata": "index (no member metadata)",
+}
 
 
 def _trained(variant):
@@ -58,9 +62,13 @@ def index_pairing(variant, members, dense_members):
   else:
     label = LABELS["independent"]
   dense = set(dense_members)
-  return {"kind": INDEX, "label": label,
-          "pairs": [(int(k), int(k)) for k in members if k in dense], "notes": [],
-          "pruning": {}}
+  return {
+    "kind": INDEX,
+    "label": label,
+    "pairs": [(int(k), int(k)) for k in members if k in dense],
+    "notes": [],
+    "pruning": {},
+  }
 
 
 def _read_metadata(run_dir, variant, k):
@@ -100,8 +108,14 @@ def _parent_of(run_dir, member_variant, k, dense_members):
   if not current:
     return k_parent, "the parent's metadata.json records no model_sha256", pruning
   if parent.get("model_sha256") != current:
-    return k_parent, ("stale parent link: the parent's model.keras sha256 differs from the one "
-                      "pruned (retrained since?)"), pruning
+    return (
+      k_parent,
+      (
+        "stale parent link: the parent's model.keras sha256 differs from the one "
+        "pruned (retrained since?)"
+      ),
+      pruning,
+    )
   if expected == names.DENSE:
     return k_parent, None, pruning
   k_dense, reason, _ = _parent_of(run_dir, expected, k_parent, dense_members)
@@ -112,8 +126,10 @@ def _note(variant, reason, found):
   """One line: which members of `variant` are left out and why (parents named if known)."""
   ks = [k for k, _ in found]
   parents = [f"{names.DENSE}/{p}" for _, p in found if p is not None]
-  return (f"{variant}: member{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))} left out "
-          f"of paired measures: {reason}" + (f" ({', '.join(parents)})" if parents else ""))
+  return (
+    f"{variant}: member{'s' if len(ks) > 1 else ''} {', '.join(map(str, ks))} left out "
+    f"of paired measures: {reason}" + (f" ({', '.join(parents)})" if parents else "")
+  )
 
 
 def pair_members(run_dir, variant, members, dense_members, cache=None):
@@ -134,8 +150,11 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
     settings such as `ratio_over` / `exclude_classifier`, docs/spec.md §6.3 — or {}).
   """
   trained = _trained(variant)
-  if (trained is None or not (trained.oneshot or trained.iterative) or
-      not fileio.isdir(layout.members_root(run_dir))):
+  if (
+    trained is None
+    or not (trained.oneshot or trained.iterative)
+    or not filesystem.isdir(layout.members_root(run_dir))
+  ):
     return index_pairing(variant, members, dense_members)
   cache = {} if cache is None else cache
   dense = set(int(k) for k in dense_members)
@@ -151,8 +170,13 @@ def pair_members(run_dir, variant, members, dense_members, cache=None):
     else:
       left_out.setdefault(reason, []).append((k, k_dense))
   notes = [_note(variant, reason, found) for reason, found in left_out.items()]
-  return {"kind": PARENT, "label": LABELS["parent"], "pairs": pairs, "notes": notes,
-          "pruning": pruning}
+  return {
+    "kind": PARENT,
+    "label": LABELS["parent"],
+    "pairs": pairs,
+    "notes": notes,
+    "pruning": pruning,
+  }
 
 
 def paired(pop_0, pop_t, pairs=None):

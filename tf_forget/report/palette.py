@@ -25,17 +25,27 @@ from tf_forget.artifacts import tflite_formats
 DENSE_COLOR = "#3a3a3a"
 # Base colour of each (method, algorithm) group (seaborn "deep"-like, colour-blind friendly).
 GROUP_COLORS = {
-    (names.GRADUAL, None): "#dd8452",   # orange
-    (names.ONESHOT, "mp"): "#4c72b0",   # blue
-    (names.ONESHOT, "gp"): "#55a868",   # green
-    (names.ONESHOT, "up"): "#8172b3",   # purple
-    (names.ONESHOT, "rp"): "#937860",   # brown
-    (names.ITERATIVE, "wt"): "#c44e52",  # red
-    (names.ITERATIVE, "ft"): "#3a9fbf",  # teal
+  (names.GRADUAL, None): "#dd8452",  # orange
+  (names.ONESHOT, "mp"): "#4c72b0",  # blue
+  (names.ONESHOT, "gp"): "#55a868",  # green
+  (names.ONESHOT, "up"): "#8172b3",  # purple
+  (names.ONESHOT, "rp"): "#937860",  # brown
+  (names.ITERATIVE, "wt"): "#c44e52",  # red
+  (names.ITERATIVE, "ft"): "#3a9fbf",  # teal
 }
 # Families outside the name grammar, in order of appearance.
-EXTRA = ("#da8bc3", "#ccb974", "#64b5cd", "#8c613c", "#82c6e2", "#a1c9f4", "#d0bbff",
-         "#ff9f9b", "#8de5a1", "#fab0e4")
+EXTRA = (
+  "#da8bc3",
+  "#ccb974",
+  "#64b5cd",
+  "#8c613c",
+  "#82c6e2",
+  "#a1c9f4",
+  "#d0bbff",
+  "#ff9f9b",
+  "#8de5a1",
+  "#fab0e4",
+)
 LIGHTEST, DARKEST = 0.74, 0.30  # HLS lightness range of a group's families
 # A repaired full int8 file `full_int8~float<N>`: hatch "x" with a mark per N (and
 # one more "x" every 8), its own marker; the same dash-dot line. Several N of one family differ.
@@ -55,8 +65,11 @@ def _repaired_child(fmt):
   if kind in _OTHER_REPAIRS:
     return _OTHER_REPAIRS[kind] + (_REPAIRED_LINE,)
   i = names.repair_layers(fmt) - 1
-  return ("x" * (1 + i // len(_REPAIRED_MARKS)) + _REPAIRED_MARKS[i % len(_REPAIRED_MARKS)],
-          _REPAIRED_MARKERS[i % len(_REPAIRED_MARKERS)], _REPAIRED_LINE)
+  return (
+    "x" * (1 + i // len(_REPAIRED_MARKS)) + _REPAIRED_MARKS[i % len(_REPAIRED_MARKS)],
+    _REPAIRED_MARKERS[i % len(_REPAIRED_MARKERS)],
+    _REPAIRED_LINE,
+  )
 
 
 def _child(fmt, encoding):
@@ -108,7 +121,7 @@ def _hex(rgb):
 
 
 def _rgb(color):
-  return tuple(int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+  return tuple(int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
 
 
 def with_lightness(color, lightness):
@@ -119,8 +132,10 @@ def with_lightness(color, lightness):
 
 def luminance(color):
   """Relative luminance (sRGB, WCAG) of #rrggbb, 0 (black) to 1 (white)."""
+
   def lin(c):
     return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
   r, g, b = (lin(c) for c in _rgb(color))
   return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
@@ -178,10 +193,14 @@ def styles(variants):
   colors = family_colors(sorted({f for f, _, _ in parsed.values()}, key=str))
   out = {}
   for v, (fam, fmt, enc) in parsed.items():
-    hatch, marker, linestyle = (_repaired_child(fmt) if names.repair_kind(fmt) else
-                                _child(fmt, enc))
-    out[v] = {"color": colors[fam], "hatch": hatch, "hatch_color": ink(colors[fam]),
-              "marker": marker, "linestyle": linestyle}
+    hatch, marker, linestyle = _repaired_child(fmt) if names.repair_kind(fmt) else _child(fmt, enc)
+    out[v] = {
+      "color": colors[fam],
+      "hatch": hatch,
+      "hatch_color": ink(colors[fam]),
+      "marker": marker,
+      "linestyle": linestyle,
+    }
   seen = {}
   for v, s in out.items():
     key = (s["color"], s["hatch"], s["marker"])

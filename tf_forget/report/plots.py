@@ -24,8 +24,9 @@ MAX_SUBGROUP_BARS = 6  # more compressed variants: the subgroup figure becomes a
 def _points(table, model):
   """Long-format rows (`metric`, `variant`, `subgroup`, value) of one `model` of `subgroups`."""
   groups = [c for c in table.columns if c not in ("variant", "model", "metric")]
-  t = table[table.model == model].melt(id_vars=["variant", "metric"], value_vars=groups,
-                                       var_name="subgroup", value_name="value")
+  t = table[table.model == model].melt(
+    id_vars=["variant", "metric"], value_vars=groups, var_name="subgroup", value_name="value"
+  )
   return t, groups
 
 
@@ -39,8 +40,9 @@ def topline(table):
   metrics = list(dict.fromkeys(table.metric))
   variants = list(dict.fromkeys(table.variant))
   styles = figure_kit.variant_styles(variants)
-  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.2),
-                                ncols=len(metrics), sharey=True, sharex=True)
+  fig, axes = figure_kit.figure(
+    figure_kit.rows_height(len(variants), base=1.2), ncols=len(metrics), sharey=True, sharex=True
+  )
   lo = max(0.0, 100 * float(table["min"].min()) - 10)
   pos = np.arange(len(variants))
   for ax, metric in zip(axes, metrics):
@@ -51,13 +53,15 @@ def topline(table):
     figure_kit.variant_barh(ax, pos, mean, [styles[v] for v in variants], 0.7, xerr=err, left=lo)
     figure_kit.bar_labels(ax, pos, 100 * t["max"].to_numpy(float), [f"{m:.1f}" for m in mean])
     if "dense" in t.index and not np.isnan(t.loc["dense", "mean"]):
-      ax.axvline(100 * t.loc["dense", "mean"], color=palette.DENSE_COLOR, linestyle="--",
-                 linewidth=0.8)
+      ax.axvline(
+        100 * t.loc["dense", "mean"], color=palette.DENSE_COLOR, linestyle="--", linewidth=0.8
+      )
     ax.set_xticks([x for x in ax.get_xticks() if lo <= x <= 100])
     ax.set_xlabel(f"{metric} accuracy (%)")
   figure_kit.variant_yaxis(axes, variants)
-  fig.suptitle("Top-line accuracy per variant (mean over members; whiskers: min-max; "
-               "dashed: dense)")
+  fig.suptitle(
+    "Top-line accuracy per variant (mean over members; whiskers: min-max; dashed: dense)"
+  )
   return figure_kit.to_png(fig)
 
 
@@ -75,8 +79,11 @@ def class_level(table, variant):
   if len(t) > MAX_CLASSES:
     sig = t[t.significant]
     t = (sig if len(sig) else t).reindex(
-        (sig if len(sig) else t).absolute_recall_difference.abs()
-        .sort_values(ascending=False, kind="stable").index[:MAX_CLASSES])
+      (sig if len(sig) else t)
+      .absolute_recall_difference.abs()
+      .sort_values(ascending=False, kind="stable")
+      .index[:MAX_CLASSES]
+    )
   t = t.sort_values("absolute_recall_difference", kind="stable")
   fig, (ax,) = figure_kit.figure(3.6)
   x = np.arange(len(t))
@@ -89,18 +96,30 @@ def class_level(table, variant):
   ax.set_xticks(x)
   names = [str(n) for n in t.class_name]
   crowded = len(t) * max(map(len, names), default=1) > 60
-  ax.set_xticklabels(names, rotation=60 if crowded else 0, ha="right" if crowded else "center",
-                     rotation_mode="anchor" if crowded else "default",
-                     fontsize=7 if len(t) > 30 else 9)
+  ax.set_xticklabels(
+    names,
+    rotation=60 if crowded else 0,
+    ha="right" if crowded else "center",
+    rotation_mode="anchor" if crowded else "default",
+    fontsize=7 if len(t) > 30 else 9,
+  )
   ax.grid(False, axis="x")
   ax.set_ylabel("recall change (points)")
   ax.set_xlabel("class")
   ax.set_title(f"{variant} vs dense: per-class recall difference (000 Figure 2)")
   figure_kit.legend_below(
-      fig, [mpl_patches.Patch(color=figure_kit.PLUM), mpl_patches.Patch(color=figure_kit.GREY),
-            mpl_lines.Line2D([], [], color=figure_kit.GREEN, marker="o", linestyle="none")],
-      ["absolute, significant (Welch p ≤ level)", "absolute, not significant",
-       "normalized (minus the accuracy change)"])
+    fig,
+    [
+      mpl_patches.Patch(color=figure_kit.PLUM),
+      mpl_patches.Patch(color=figure_kit.GREY),
+      mpl_lines.Line2D([], [], color=figure_kit.GREEN, marker="o", linestyle="none"),
+    ],
+    [
+      "absolute, significant (Welch p ≤ level)",
+      "absolute, not significant",
+      "normalized (minus the accuracy change)",
+    ],
+  )
   return figure_kit.to_png(fig)
 
 
@@ -108,17 +127,19 @@ def counts(pie_table, variants_summary):
   """#significant classes and #PIE per compressed variant (000 Table 2), variants down y."""
   variants = list(pie_table.variant)
   styles = figure_kit.variant_styles(variants)
-  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.0, least=2.0),
-                                ncols=2, sharey=True)
+  fig, axes = figure_kit.figure(
+    figure_kit.rows_height(len(variants), base=1.0, least=2.0), ncols=2, sharey=True
+  )
   sig = [variants_summary[v].get("significant_classes", 0) for v in variants]
   pos = np.arange(len(variants))
-  for ax, values, title in ((axes[0], sig, "# significant classes"),
-                            (axes[1], list(pie_table.pie_count), "# PIE (modal label changed)")):
+  for ax, values, title in (
+    (axes[0], sig, "# significant classes"),
+    (axes[1], list(pie_table.pie_count), "# PIE (modal label changed)"),
+  ):
     values = np.asarray(values, dtype=float)
     figure_kit.variant_barh(ax, pos, values, [styles[v] for v in variants], 0.7)
     ax.set_xlim(0, max(1.0, np.nanmax(values, initial=0)) * 1.18)
-    figure_kit.bar_labels(ax, pos, values,
-                          [f"{int(v)}" if np.isfinite(v) else "" for v in values])
+    figure_kit.bar_labels(ax, pos, values, [f"{int(v)}" if np.isfinite(v) else "" for v in values])
     ax.set_title(title)
   figure_kit.variant_yaxis(axes, variants)
   return figure_kit.to_png(fig)
@@ -131,16 +152,26 @@ def pie_accuracy(table):
   subsets = list(dict.fromkeys(table.subset))
   styles = figure_kit.variant_styles(variants)
   dense = {"color": figure_kit.REFERENCE, "hatch": "", "hatch_color": "black"}
-  fig, axes = figure_kit.figure(figure_kit.rows_height(len(variants), base=1.5, per=0.36),
-                                ncols=max(1, len(subsets)), sharey=True, sharex=True)
+  fig, axes = figure_kit.figure(
+    figure_kit.rows_height(len(variants), base=1.5, per=0.36),
+    ncols=max(1, len(subsets)),
+    sharey=True,
+    sharex=True,
+  )
   pos = np.arange(len(variants))
   for ax, subset in zip(axes, subsets):
     t = table[table.subset == subset]
     ax.set_xlim(0, 118)
-    for offset, pop, style in ((-0.19, "dense", lambda v: dense),
-                               (0.19, "compressed", lambda v: styles[v])):
-      vals = np.array([100 * float(next(iter(t[(t.variant == v) & (t.population == pop)]
-                                             .top1), np.nan)) for v in variants])
+    for offset, pop, style in (
+      (-0.19, "dense", lambda v: dense),
+      (0.19, "compressed", lambda v: styles[v]),
+    ):
+      vals = np.array(
+        [
+          100 * float(next(iter(t[(t.variant == v) & (t.population == pop)].top1), np.nan))
+          for v in variants
+        ]
+      )
       figure_kit.variant_barh(ax, pos + offset, vals, [style(v) for v in variants], 0.36)
       figure_kit.bar_labels(ax, pos + offset, vals, [f"{v:.1f}" for v in vals], fontsize=6)
     ax.set_xticks([0, 25, 50, 75, 100])
@@ -148,9 +179,14 @@ def pie_accuracy(table):
     ax.set_title({"pie": "PIE", "non_pie": "non-PIE"}.get(subset, subset))
   figure_kit.variant_yaxis(axes, variants)
   figure_kit.legend_below(
-      fig, [figure_kit.patch(dense), mpl_patches.Patch(facecolor="white", edgecolor="#555")],
-      ["dense population on the variant's subset (upper bar)",
-       "compressed population (lower bar, the variant's colour)"], fontsize=7.5)
+    fig,
+    [figure_kit.patch(dense), mpl_patches.Patch(facecolor="white", edgecolor="#555")],
+    [
+      "dense population on the variant's subset (upper bar)",
+      "compressed population (lower bar, the variant's colour)",
+    ],
+    fontsize=7.5,
+  )
   return figure_kit.to_png(fig)
 
 
@@ -168,12 +204,16 @@ def subgroup_points(table):
   normalized, _ = _points(table, "normalized_difference")
   out = absolute.rename(columns={"value": "points"})
   out["points"] = 100 * out["points"].astype(float)
-  out = out.merge(normalized.rename(columns={"value": "normalized"}), how="left",
-                  on=["variant", "metric", "subgroup"])
+  out = out.merge(
+    normalized.rename(columns={"value": "normalized"}),
+    how="left",
+    on=["variant", "metric", "subgroup"],
+  )
   order = {m: i for i, m in enumerate(("error", "fpr", "fnr"))}
   out["_g"] = out.subgroup.map({g: i for i, g in enumerate(groups)})
-  out = out.sort_values(["metric", "_g"], key=lambda s: s.map(order) if s.name == "metric"
-                        else s, kind="stable")
+  out = out.sort_values(
+    ["metric", "_g"], key=lambda s: s.map(order) if s.name == "metric" else s, kind="stable"
+  )
   return out[["metric", "variant", "subgroup", "points", "normalized"]].reset_index(drop=True)
 
 
@@ -193,22 +233,37 @@ def subgroups(table):
   n = max(1, len(variants))
   if n > MAX_SUBGROUP_BARS:
     fig, axes = figure_kit.figure(
-        figure_kit.rows_height(n, base=1.2 + 0.05 * max(map(len, groups), default=0)),
-        ncols=3, width=figure_kit.WIDE, sharey=True)
+      figure_kit.rows_height(n, base=1.2 + 0.05 * max(map(len, groups), default=0)),
+      ncols=3,
+      width=figure_kit.WIDE,
+      sharey=True,
+    )
     for ax, metric in zip(axes, metrics):
       t = pts[pts.metric == metric].pivot(index="variant", columns="subgroup", values="points")
-      image = figure_kit.heatmap(ax, t.reindex(index=variants, columns=groups), variants,
-                                 groups, cmap="RdBu_r", vmax=max(-lo, hi, 5.0), fontsize=6.5)
+      image = figure_kit.heatmap(
+        ax,
+        t.reindex(index=variants, columns=groups),
+        variants,
+        groups,
+        cmap="RdBu_r",
+        vmax=max(-lo, hi, 5.0),
+        fontsize=6.5,
+      )
       ax.set_title(f"{names[metric]}: compressed − dense (points)")
     figure_kit.variant_yaxis(axes, variants)
     fig.colorbar(image, ax=axes, shrink=0.7, label="points, compressed − dense (red: worse)")
-    fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points "
-                 "(004 Tables 3-4)")
+    fig.suptitle(
+      "Subgroup error / FPR / FNR: compressed − dense in percentage points (004 Tables 3-4)"
+    )
     return figure_kit.to_png(fig)
   styles = figure_kit.variant_styles(variants)
   fig, axes = figure_kit.figure(
-      1.3 + len(groups) * (0.16 * n + 0.18) + figure_kit.legend_height(figure_kit.WIDE, variants),
-      ncols=3, width=figure_kit.WIDE, sharey=True, sharex=True)
+    1.3 + len(groups) * (0.16 * n + 0.18) + figure_kit.legend_height(figure_kit.WIDE, variants),
+    ncols=3,
+    width=figure_kit.WIDE,
+    sharey=True,
+    sharex=True,
+  )
   span = max(hi - lo, 1.0)
   ax_lo, ax_hi = lo - (0.45 * span if lo < 0 else 0.04 * span), hi + 0.45 * span
   height = 0.8 / n
@@ -220,17 +275,21 @@ def subgroups(table):
       pos = y + (i - (n - 1) / 2) * height
       vals = t.points.to_numpy(float)
       figure_kit.variant_barh(ax, pos, vals, [styles[v]] * len(groups), height * 0.92)
-      texts = [("0" if abs(p) < 0.05 else f"{p:+.1f}") +
-               (f" ({q:+.0f}%)" if n <= 2 and np.isfinite(q) and abs(p) >= 0.05 else "")
-               for p, q in zip(vals, t.normalized.to_numpy(float))]
+      texts = [
+        ("0" if abs(p) < 0.05 else f"{p:+.1f}")
+        + (f" ({q:+.0f}%)" if n <= 2 and np.isfinite(q) and abs(p) >= 0.05 else "")
+        for p, q in zip(vals, t.normalized.to_numpy(float))
+      ]
       figure_kit.bar_labels(ax, pos, vals, texts, fontsize=7 if n <= 3 else 6.5)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("points (compressed − dense)")
     ax.set_title(names[metric])
   figure_kit.variant_yaxis(axes, groups)  # subgroup names down y, first at the top
   figure_kit.legend_below(fig, [figure_kit.patch(styles[v]) for v in variants], variants)
-  fig.suptitle("Subgroup error / FPR / FNR: compressed − dense in percentage points (004 "
-               "Tables 3-4)" + ("; in brackets the normalized difference, %" if n <= 2 else ""))
+  fig.suptitle(
+    "Subgroup error / FPR / FNR: compressed − dense in percentage points (004 "
+    "Tables 3-4)" + ("; in brackets the normalized difference, %" if n <= 2 else "")
+  )
   return figure_kit.to_png(fig)
 
 
@@ -244,22 +303,34 @@ def over_indexing(table):
   for v in variants:
     t = table[table.variant == v]
     s = styles[v]
-    ax.scatter(100 * t.train_share, t.relative_representation, color=s["color"],
-               marker=s["marker"], s=22, edgecolors="white", linewidths=0.4, zorder=3)
+    ax.scatter(
+      100 * t.train_share,
+      t.relative_representation,
+      color=s["color"],
+      marker=s["marker"],
+      s=22,
+      edgecolors="white",
+      linewidths=0.4,
+      zorder=3,
+    )
   ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
   ax.set_xlabel("share of the training set (%)")
   ax.set_ylabel("relative representation among CIEs")
   ax.set_title("Attribute over-indexing among Taxicab CIEs (004 Figure 2)")
   ax.margins(x=0.15, y=0.12)
-  figure_kit.legend_below(fig, [figure_kit.line(styles[v], linestyle="none") for v in variants],
-                          variants)
-  top = table.loc[table.groupby("attribute", sort=False).relative_representation.idxmax()
-                  .dropna()]
+  figure_kit.legend_below(
+    fig, [figure_kit.line(styles[v], linestyle="none") for v in variants], variants
+  )
+  top = table.loc[table.groupby("attribute", sort=False).relative_representation.idxmax().dropna()]
   if 0 < len(top) <= 45:
     figure_kit.place_labels(
-        fig, ax, list(zip(100 * top.train_share, top.relative_representation)),
-        [str(a) for a in top.attribute], fontsize=6.5,
-        obstacles=list(zip(100 * table.train_share, table.relative_representation)))
+      fig,
+      ax,
+      list(zip(100 * top.train_share, top.relative_representation)),
+      [str(a) for a in top.attribute],
+      fontsize=6.5,
+      obstacles=list(zip(100 * table.train_share, table.relative_representation)),
+    )
   return figure_kit.to_png(fig)
 
 
@@ -269,18 +340,23 @@ def robustness(table):
   dense, blue: better; grey: n/a)."""
   corruptions = list(dict.fromkeys(table.corruption))
   variants = [v for v in dict.fromkeys(table.variant) if v != "dense"] or ["dense"]
-  t = table.drop_duplicates(["variant", "corruption"]).pivot(
-      index="variant", columns="corruption", values="top1_norm").reindex(
-          index=variants, columns=corruptions).to_numpy(float)
+  t = (
+    table.drop_duplicates(["variant", "corruption"])
+    .pivot(index="variant", columns="corruption", values="top1_norm")
+    .reindex(index=variants, columns=corruptions)
+    .to_numpy(float)
+  )
   longest = max(map(len, corruptions), default=0)
   width = figure_kit.WIDE if len(corruptions) > 8 else figure_kit.WIDTH
   base = 1.0 + (0.05 * longest if len(corruptions) > 1 else 0.2)
   fig, (ax,) = figure_kit.figure(base + 0.3 * len(variants), width=width)
   vmax = max(5.0, float(np.nanmax(np.abs(t))) if np.isfinite(t).any() else 0.0)
-  image = figure_kit.heatmap(ax, t, variants, corruptions, vmax=vmax,
-                             fontsize=7 if len(corruptions) <= 14 else 6.5)
-  fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, aspect=max(8, 4 * len(variants)),
-               label="top-1 vs dense (%)")
+  image = figure_kit.heatmap(
+    ax, t, variants, corruptions, vmax=vmax, fontsize=7 if len(corruptions) <= 14 else 6.5
+  )
+  fig.colorbar(
+    image, ax=ax, shrink=0.9, pad=0.01, aspect=max(8, 4 * len(variants)), label="top-1 vs dense (%)"
+  )
   ax.set_title("Top-1 vs dense per corruption, 100 (A_t / A_0 − 1) (000 Table 3)")
   return figure_kit.to_png(fig)
 
@@ -292,13 +368,23 @@ def noise(accuracy, similarity, potential=None):
   variants = list(dict.fromkeys(accuracy.variant))
   extra = [v for v in dict.fromkeys(similarity.variant) if v not in variants]
   styles = figure_kit.variant_styles(variants)
-  fig, axes = figure_kit.figure(3.1 + figure_kit.legend_height(figure_kit.WIDE, variants + extra),
-                                ncols=panels, width=figure_kit.WIDE)
+  fig, axes = figure_kit.figure(
+    3.1 + figure_kit.legend_height(figure_kit.WIDE, variants + extra),
+    ncols=panels,
+    width=figure_kit.WIDE,
+  )
   for v in variants:
     t = accuracy[accuracy.variant == v]
     s = styles[v]
-    axes[0].plot(t.eps, 100 * t.top1, markersize=3.5, linewidth=2.2 if v == "dense" else 1.3,
-                 color=s["color"], marker=s["marker"], linestyle=s["linestyle"])
+    axes[0].plot(
+      t.eps,
+      100 * t.top1,
+      markersize=3.5,
+      linewidth=2.2 if v == "dense" else 1.3,
+      color=s["color"],
+      marker=s["marker"],
+      linestyle=s["linestyle"],
+    )
   axes[0].set_xlabel("ε (normalized input)")
   axes[0].set_ylabel("top-1 (%)")
   axes[0].set_title("Accuracy under l-inf noise")
@@ -307,25 +393,37 @@ def noise(accuracy, similarity, potential=None):
   for v in dict.fromkeys(similarity.variant):
     t = similarity[similarity.variant == v]
     s = reference if v in extra else styles[v]
-    ax.plot(t.eps, 100 * t.matching, markersize=3.5, linewidth=1.3, color=s["color"],
-            marker=s["marker"], linestyle=s["linestyle"])
+    ax.plot(
+      t.eps,
+      100 * t.matching,
+      markersize=3.5,
+      linewidth=1.3,
+      color=s["color"],
+      marker=s["marker"],
+      linestyle=s["linestyle"],
+    )
   ax.set_xlabel("ε (normalized input)")
   ax.set_ylabel("labels = dense member k's (%)")
   ax.set_title("Noise similarity (003 Figure 4a)")
   if potential is not None:
-    axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o",
-                 color=figure_kit.PLUM)
-    axes[1].fill_between(potential.eps,
-                         100 * (potential.prune_potential - potential.prune_potential_sd),
-                         100 * (potential.prune_potential + potential.prune_potential_sd),
-                         color=figure_kit.PLUM, alpha=0.15)
+    axes[1].plot(potential.eps, 100 * potential.prune_potential, marker="o", color=figure_kit.PLUM)
+    axes[1].fill_between(
+      potential.eps,
+      100 * (potential.prune_potential - potential.prune_potential_sd),
+      100 * (potential.prune_potential + potential.prune_potential_sd),
+      color=figure_kit.PLUM,
+      alpha=0.15,
+    )
     axes[1].set_ylim(-5, 105)
     axes[1].set_xlabel("ε (normalized input)")
     axes[1].set_ylabel("prune potential (%)")
     axes[1].set_title("Prune potential under noise (003 Figure 1)")
-  figure_kit.legend_below(fig, [figure_kit.line(styles[v], markersize=4) for v in variants] +
-                          [figure_kit.line(reference, markersize=4) for _ in extra],
-                          variants + extra)
+  figure_kit.legend_below(
+    fig,
+    [figure_kit.line(styles[v], markersize=4) for v in variants]
+    + [figure_kit.line(reference, markersize=4) for _ in extra],
+    variants + extra,
+  )
   return figure_kit.to_png(fig)
 
 
@@ -335,12 +433,18 @@ def size_accuracy(table):
   A hollow marker is the plain file, a filled one the shipped file; an arrow joins them when
   the sparse twin is shipped. Each shipped point is named beside it (labels moved apart).
   """
-  rows = [r for r in table.itertuples(index=False)
-          if r.top1 is not None and r.shipped_vs_dense_float32 is not None
-          and np.isfinite(r.top1) and np.isfinite(r.shipped_vs_dense_float32)]
+  rows = [
+    r
+    for r in table.itertuples(index=False)
+    if r.top1 is not None
+    and r.shipped_vs_dense_float32 is not None
+    and np.isfinite(r.top1)
+    and np.isfinite(r.shipped_vs_dense_float32)
+  ]
   styles = figure_kit.variant_styles([r.variant for r in rows])
-  dense_bytes = next((r.plain_bytes for r in table.itertuples(index=False)
-                      if r.variant == "dense"), None)
+  dense_bytes = next(
+    (r.plain_bytes for r in table.itertuples(index=False) if r.variant == "dense"), None
+  )
   fig, (ax,) = figure_kit.figure(max(3.8, 1.6 + 0.17 * len(rows)))
   shipped_xy, plain_xy, shipped_sparse, texts, colors = [], [], [], [], []
   for row in rows:
@@ -348,18 +452,33 @@ def size_accuracy(table):
     shipped = row.shipped_vs_dense_float32
     plain = row.plain_bytes / dense_bytes if dense_bytes and row.plain_bytes else shipped
     s = styles[row.variant]
-    ax.scatter([shipped], [y], color=s["color"], s=36, marker=s["marker"], zorder=4,
-               edgecolors="white", linewidths=0.4)
+    ax.scatter(
+      [shipped],
+      [y],
+      color=s["color"],
+      s=36,
+      marker=s["marker"],
+      zorder=4,
+      edgecolors="white",
+      linewidths=0.4,
+    )
     if row.encoding == "sparse":
-      ax.scatter([plain], [y], facecolors="none", edgecolors=s["color"], s=36,
-                 marker=s["marker"], zorder=3)
-      ax.annotate("", xy=(shipped, y), xytext=(plain, y),
-                  arrowprops={"arrowstyle": "->", "color": s["color"], "linewidth": 0.9})
+      ax.scatter(
+        [plain], [y], facecolors="none", edgecolors=s["color"], s=36, marker=s["marker"], zorder=3
+      )
+      ax.annotate(
+        "",
+        xy=(shipped, y),
+        xytext=(plain, y),
+        arrowprops={"arrowstyle": "->", "color": s["color"], "linewidth": 0.9},
+      )
       plain_xy.append((plain, y))
       shipped_sparse.append((shipped, y))
     shipped_xy.append((shipped, y))
-    texts.append(row.variant + (" (sparse)" if row.encoding == "sparse"
-                                and "sparse" not in row.variant else ""))
+    texts.append(
+      row.variant
+      + (" (sparse)" if row.encoding == "sparse" and "sparse" not in row.variant else "")
+    )
     colors.append("black")
   ax.set_xscale("log")
   if shipped_xy:
@@ -371,7 +490,14 @@ def size_accuracy(table):
   ax.set_xlabel("shipped file size / dense float32 file (log)")
   ax.set_ylabel("population top-1 (%)")
   ax.set_title("Size vs accuracy per variant (filled: shipped file; hollow: its plain twin)")
-  figure_kit.place_labels(fig, ax, shipped_xy, texts, fontsize=7, colors=colors,
-                          obstacles=plain_xy, segments=list(zip(shipped_sparse, plain_xy)))
+  figure_kit.place_labels(
+    fig,
+    ax,
+    shipped_xy,
+    texts,
+    fontsize=7,
+    colors=colors,
+    obstacles=plain_xy,
+    segments=list(zip(shipped_sparse, plain_xy)),
+  )
   return figure_kit.to_png(fig)
-

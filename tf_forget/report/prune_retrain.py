@@ -49,6 +49,7 @@ _NOISE = re.compile(r"^noise ε=")
 @dataclasses.dataclass
 class Study:
   """The study's tables (name -> DataFrame) and notes."""
+
   tables: dict
   notes: list
 
@@ -88,8 +89,11 @@ def _distributions(run, noise):
   splits = [(run.eval_split, NOMINAL, "nominal")]
   # 003 §5 evaluates every corruption at severity 3 (other severities are left out here).
   splits += [(s, s, "corruption") for s, _, severity in corrupted if severity == SEVERITY]
-  extra = sorted({s for v in run.predictions.values() for s in v} -
-                 {run.eval_split} - {s for s, _, _ in corrupted})
+  extra = sorted(
+    {s for v in run.predictions.values() for s in v}
+    - {run.eval_split}
+    - {s for s, _, _ in corrupted}
+  )
   splits += [(s, s, "published") for s in extra]
   for split, name, kind in splits:
     counts = {v: _correct(p[split]) for v, p in run.predictions.items() if split in p}
@@ -139,47 +143,88 @@ def compute(run, noise=None, delta=lost_in_pruning.DELTA):
       notes.append(f"{alg}: no parent has a member in every cycle")
       continue
     parents = sorted(pairs)
-    ratios = np.array([[_prune_ratio(run.run_dir, v, pairs[p][i]) for i, (_, v) in
-                        enumerate(chain)] for p in parents])  # [K, R]
+    ratios = np.array(
+      [
+        [_prune_ratio(run.run_dir, v, pairs[p][i]) for i, (_, v) in enumerate(chain)]
+        for p in parents
+      ]
+    )  # [K, R]
     per_dist = {}
     for name, kind, counts in dists:
       if names.DENSE not in counts or any(v not in counts for _, v in chain):
         continue
       dense, n = counts[names.DENSE]
-      ks = [p for p in parents if p in dense and all(
-          pairs[p][i] in counts[v][0] for i, (_, v) in enumerate(chain))]
+      ks = [
+        p
+        for p in parents
+        if p in dense and all(pairs[p][i] in counts[v][0] for i, (_, v) in enumerate(chain))
+      ]
       if not ks:
         continue
       rows = [parents.index(p) for p in ks]
-      err = np.array([[1 - counts[v][0][pairs[p][i]] / n for i, (_, v) in enumerate(chain)]
-                      for p in ks])  # [K', R]
+      err = np.array(
+        [[1 - counts[v][0][pairs[p][i]] / n for i, (_, v) in enumerate(chain)] for p in ks]
+      )  # [K', R]
       parent_err = np.array([1 - dense[p] / n for p in ks])
       r = ratios[rows]
-      pot = np.array([lost_in_pruning.prune_potential(r[j], err[j], parent_err[j], delta,
-                                                      num_examples=n)
-                      for j in range(len(ks))]) if np.isfinite(r).all() else None
+      pot = (
+        np.array(
+          [
+            lost_in_pruning.prune_potential(r[j], err[j], parent_err[j], delta, num_examples=n)
+            for j in range(len(ks))
+          ]
+        )
+        if np.isfinite(r).all()
+        else None
+      )
       per_dist[name] = (kind, ks, err, parent_err, pot)
-      curve.append({"method": alg, "cycle": 0, "variant": names.DENSE, "distribution": name,
-                    "kind": kind, "prune_ratio": 0.0, "top1": 1 - parent_err.mean(),
-                    "top1_sd": parent_err.std(ddof=0), "parents": len(ks)})
+      curve.append(
+        {
+          "method": alg,
+          "cycle": 0,
+          "variant": names.DENSE,
+          "distribution": name,
+          "kind": kind,
+          "prune_ratio": 0.0,
+          "top1": 1 - parent_err.mean(),
+          "top1_sd": parent_err.std(ddof=0),
+          "parents": len(ks),
+        }
+      )
       for i, (c, v) in enumerate(chain):
-        curve.append({"method": alg, "cycle": c, "variant": v, "distribution": name,
-                      "kind": kind, "prune_ratio": float(np.nanmean(r[:, i])),
-                      "top1": 1 - err[:, i].mean(), "top1_sd": err[:, i].std(ddof=0),
-                      "parents": len(ks)})
+        curve.append(
+          {
+            "method": alg,
+            "cycle": c,
+            "variant": v,
+            "distribution": name,
+            "kind": kind,
+            "prune_ratio": float(np.nanmean(r[:, i])),
+            "top1": 1 - err[:, i].mean(),
+            "top1_sd": err[:, i].std(ddof=0),
+            "parents": len(ks),
+          }
+        )
       if pot is not None:
-        potential.append({"method": alg, "distribution": name, "kind": kind,
-                          "prune_potential": pot.mean(), "prune_potential_sd": pot.std(ddof=0),
-                          "parents": len(ks)})
+        potential.append(
+          {
+            "method": alg,
+            "distribution": name,
+            "kind": kind,
+            "prune_potential": pot.mean(),
+            "prune_potential_sd": pot.std(ddof=0),
+            "parents": len(ks),
+          }
+        )
     summary_row = _summary(alg, per_dist, notes)
     if summary_row is not None:
       summary.append(summary_row)
     excess.extend(_excess(alg, chain, ratios, parents, per_dist))
   tables = {
-      "prune_retrain_curve": pd.DataFrame(curve),
-      "prune_retrain_potential": pd.DataFrame(potential),
-      "prune_retrain_summary": pd.DataFrame(summary),
-      "prune_retrain_excess": pd.DataFrame(excess),
+    "prune_retrain_curve": pd.DataFrame(curve),
+    "prune_retrain_potential": pd.DataFrame(potential),
+    "prune_retrain_summary": pd.DataFrame(summary),
+    "prune_retrain_excess": pd.DataFrame(excess),
   }
   sim = _similarity(run, noise, by_alg)
   if sim is not None:
@@ -196,8 +241,12 @@ def _summary(alg, per_dist, notes):
   if NOMINAL not in per_dist or per_dist[NOMINAL][4] is None:
     return None
   test = [d for d in _test_distribution(per_dist) if per_dist[d][4] is not None]
-  row = {"method": alg, "train": per_dist[NOMINAL][4].mean(),
-         "train_sd": per_dist[NOMINAL][4].std(ddof=0), "test_distributions": len(test)}
+  row = {
+    "method": alg,
+    "train": per_dist[NOMINAL][4].mean(),
+    "train_sd": per_dist[NOMINAL][4].std(ddof=0),
+    "test_distributions": len(test),
+  }
   if not test:
     notes.append(f"{alg}: no corrupted or published split: no test-distribution potential")
     return row
@@ -206,12 +255,18 @@ def _summary(alg, per_dist, notes):
   pots = np.array([[per_dist[d][4][per_dist[d][1].index(k)] for d in test] for k in ks])
   s = lost_in_pruning.prune_potential_summary(pots)
   train = np.array([per_dist[NOMINAL][4][per_dist[NOMINAL][1].index(k)] for k in ks])
-  row.update({"train": train.mean(), "train_sd": train.std(ddof=0),
-              "test_average": s["average_mean"], "test_average_sd": s["average_sd"],
-              "test_minimum": s["minimum_mean"], "test_minimum_sd": s["minimum_sd"],
-              "diff": float(lost_in_pruning.prune_potential_difference(
-                  train.mean(), s["average_mean"])),
-              "parents": len(ks)})
+  row.update(
+    {
+      "train": train.mean(),
+      "train_sd": train.std(ddof=0),
+      "test_average": s["average_mean"],
+      "test_average_sd": s["average_sd"],
+      "test_minimum": s["minimum_mean"],
+      "test_minimum_sd": s["minimum_sd"],
+      "diff": float(lost_in_pruning.prune_potential_difference(train.mean(), s["average_mean"])),
+      "parents": len(ks),
+    }
+  )
   return row
 
 
@@ -238,11 +293,20 @@ def _excess(alg, chain, ratios, parents, per_dist):
   rows = []
   r = ratios[[parents.index(k) for k in ks]]
   for i, (c, v) in enumerate(chain):
-    rows.append({"method": alg, "cycle": c, "variant": v,
-                 "prune_ratio": float(np.nanmean(r[:, i])),
-                 "excess_error": e_pruned[:, i].mean(), "parent_excess_error": e_parent.mean(),
-                 "excess_vs_parent": diff[:, i].mean(), "excess_vs_parent_sd":
-                 diff[:, i].std(ddof=0), "parents": len(ks), "test_distributions": len(test)})
+    rows.append(
+      {
+        "method": alg,
+        "cycle": c,
+        "variant": v,
+        "prune_ratio": float(np.nanmean(r[:, i])),
+        "excess_error": e_pruned[:, i].mean(),
+        "parent_excess_error": e_parent.mean(),
+        "excess_vs_parent": diff[:, i].mean(),
+        "excess_vs_parent_sd": diff[:, i].std(ddof=0),
+        "parents": len(ks),
+        "test_distributions": len(test),
+      }
+    )
   return rows
 
 
@@ -256,34 +320,53 @@ def _similarity(run, noise, by_alg):
   eps = next(iter(dense.values()))["eps"]
 
   def sim(a, b):
-    s = lost_in_pruning.noise_similarity(a["softmax"].astype(np.float32),
-                                         b["softmax"].astype(np.float32))
+    s = lost_in_pruning.noise_similarity(
+      a["softmax"].astype(np.float32), b["softmax"].astype(np.float32)
+    )
     return lost_in_pruning.matching_label_share(a["top1"], b["top1"]), s["l2"]
 
   rows = []
   ref = [sim(dense[k], dense[other[k]]) for k in ks]
   for l, e in enumerate(eps):
-    rows.append({"method": names.DENSE, "cycle": 0, "variant": "dense (independent)",
-                 "eps": float(e), "prune_ratio": 0.0,
-                 "matching_parent": np.nan, "matching_independent":
-                 np.mean([m[l] for m, _ in ref]), "l2_parent": np.nan,
-                 "l2_independent": np.mean([d[l] for _, d in ref]), "pairs": len(ks)})
+    rows.append(
+      {
+        "method": names.DENSE,
+        "cycle": 0,
+        "variant": "dense (independent)",
+        "eps": float(e),
+        "prune_ratio": 0.0,
+        "matching_parent": np.nan,
+        "matching_independent": np.mean([m[l] for m, _ in ref]),
+        "l2_parent": np.nan,
+        "l2_independent": np.mean([d[l] for _, d in ref]),
+        "pairs": len(ks),
+      }
+    )
   for alg, chain in by_alg.items():
     for c, v in chain:
       if v not in noise:
         continue
-      pairs = [(k_d, k_t) for k_d, k_t in run.pairing_of(v)["pairs"]
-               if k_t in noise[v] and k_d in dense]
+      pairs = [
+        (k_d, k_t) for k_d, k_t in run.pairing_of(v)["pairs"] if k_t in noise[v] and k_d in dense
+      ]
       if not pairs:
         continue
       own = [sim(noise[v][k_t], dense[k_d]) for k_d, k_t in pairs]
       ind = [sim(noise[v][k_t], dense[other[k_d]]) for k_d, k_t in pairs]
       ratio = np.nanmean([_prune_ratio(run.run_dir, v, k_t) for _, k_t in pairs])
       for l, e in enumerate(eps):
-        rows.append({"method": alg, "cycle": c, "variant": v, "eps": float(e),
-                     "prune_ratio": float(ratio),
-                     "matching_parent": np.mean([m[l] for m, _ in own]),
-                     "matching_independent": np.mean([m[l] for m, _ in ind]),
-                     "l2_parent": np.mean([d[l] for _, d in own]),
-                     "l2_independent": np.mean([d[l] for _, d in ind]), "pairs": len(pairs)})
+        rows.append(
+          {
+            "method": alg,
+            "cycle": c,
+            "variant": v,
+            "eps": float(e),
+            "prune_ratio": float(ratio),
+            "matching_parent": np.mean([m[l] for m, _ in own]),
+            "matching_independent": np.mean([m[l] for m, _ in ind]),
+            "l2_parent": np.mean([d[l] for _, d in own]),
+            "l2_independent": np.mean([d[l] for _, d in ind]),
+            "pairs": len(pairs),
+          }
+        )
   return pd.DataFrame(rows)

@@ -13,10 +13,11 @@ Each panel has its own y scale. PNG bytes via `figure_kit.to_png` (deterministic
 
 from tf_forget.report import figure_kit
 
-STYLE = {"nominal": {"linewidth": 2.4, "color": "black", "marker": "o"},
-         "published": {"linewidth": 1.4, "linestyle": "--", "marker": "s"},
-         "noise": {"linewidth": 0.9, "linestyle": ":", "color": figure_kit.GREY,
-                   "marker": None}}
+STYLE = {
+  "nominal": {"linewidth": 2.4, "color": "black", "marker": "o"},
+  "published": {"linewidth": 1.4, "linestyle": "--", "marker": "s"},
+  "noise": {"linewidth": 0.9, "linestyle": ":", "color": figure_kit.GREY, "marker": None},
+}
 
 
 def curves(curve):
@@ -25,20 +26,26 @@ def curves(curve):
   methods = list(dict.fromkeys(curve.method))
   n = max(1, len(methods))
   width = figure_kit.WIDE if n > 1 else figure_kit.WIDTH
-  labels = list(dict.fromkeys("l-inf noise (all ε)" if k == "noise" else d
-                              for d, k in zip(curve.distribution, curve.kind)))
-  fig, axes = figure_kit.figure(3.3 + figure_kit.legend_height(width, labels, 7), ncols=n,
-                                width=width)
+  labels = list(
+    dict.fromkeys(
+      "l-inf noise (all ε)" if k == "noise" else d for d, k in zip(curve.distribution, curve.kind)
+    )
+  )
+  fig, axes = figure_kit.figure(
+    3.3 + figure_kit.legend_height(width, labels, 7), ncols=n, width=width
+  )
   legend = {}
   for ax, method in zip(axes, methods):
     t = curve[curve.method == method]
-    others = [d for d in dict.fromkeys(t.distribution)
-              if t[t.distribution == d].kind.iloc[0] not in STYLE]
+    others = [
+      d for d in dict.fromkeys(t.distribution) if t[t.distribution == d].kind.iloc[0] not in STYLE
+    ]
     for dist in dict.fromkeys(t.distribution):
       d = t[t.distribution == dist].sort_values("prune_ratio")
       kind = d.kind.iloc[0]
-      style = dict(STYLE.get(kind) or dict(figure_kit.line_style(others.index(dist)),
-                                           linewidth=1.0))
+      style = dict(
+        STYLE.get(kind) or dict(figure_kit.line_style(others.index(dist)), linewidth=1.0)
+      )
       if kind == "published":
         style.setdefault("color", figure_kit.color(len(others)))
       (handle,) = ax.plot(100 * d.prune_ratio, 100 * d.top1, markersize=3, **style)
@@ -63,17 +70,33 @@ def excess(table):
   for i, method in enumerate(methods):
     t = table[table.method == method].sort_values("prune_ratio")
     style = _method_style(method)
-    ax.errorbar(100 * t.prune_ratio, 100 * t.excess_vs_parent, yerr=100 * t.excess_vs_parent_sd,
-                capsize=2, color=style["color"], marker=figure_kit.line_style(i)["marker"],
-                linestyle=figure_kit.line_style(i)["linestyle"])
+    ax.errorbar(
+      100 * t.prune_ratio,
+      100 * t.excess_vs_parent,
+      yerr=100 * t.excess_vs_parent_sd,
+      capsize=2,
+      color=style["color"],
+      marker=figure_kit.line_style(i)["marker"],
+      linestyle=figure_kit.line_style(i)["linestyle"],
+    )
   ax.axhline(0, color="black", linewidth=0.8)
   ax.set_xlabel("prune ratio (% of prunable weights)")
   ax.set_ylabel("ê − e (points of error)")
   ax.set_title("Excess error over the parent's on the test distribution (003 Fig. 6c)")
   figure_kit.legend_below(
-      fig, [figure_kit.line(dict(_method_style(m), marker=figure_kit.line_style(i)["marker"],
-                                 linestyle=figure_kit.line_style(i)["linestyle"]))
-            for i, m in enumerate(methods)], [m.upper() for m in methods])
+    fig,
+    [
+      figure_kit.line(
+        dict(
+          _method_style(m),
+          marker=figure_kit.line_style(i)["marker"],
+          linestyle=figure_kit.line_style(i)["linestyle"],
+        )
+      )
+      for i, m in enumerate(methods)
+    ],
+    [m.upper() for m in methods],
+  )
   return figure_kit.to_png(fig)
 
 
@@ -81,8 +104,7 @@ def similarity(table):
   """Share of equal labels (%) under noise against ε, per method (parent vs independent)."""
   methods = [m for m in dict.fromkeys(table.method) if m != "dense"]
   n = max(1, len(methods))
-  fig, axes = figure_kit.figure(3.6, ncols=n,
-                                width=figure_kit.WIDE if n > 1 else figure_kit.WIDTH)
+  fig, axes = figure_kit.figure(3.6, ncols=n, width=figure_kit.WIDE if n > 1 else figure_kit.WIDTH)
   ref = table[table.method == "dense"]
   for ax, method in zip(axes, methods):
     t = table[table.method == method]
@@ -93,8 +115,9 @@ def similarity(table):
       c = t[t.cycle == cycle]
       color = styles[f"iter_{method}_c{cycle}"]["color"]
       (h,) = ax.plot(c.eps, 100 * c.matching_parent, markersize=3, color=color, marker="o")
-      ax.plot(c.eps, 100 * c.matching_independent, markersize=3, color=color,
-              linestyle="--", marker="x")
+      ax.plot(
+        c.eps, 100 * c.matching_independent, markersize=3, color=color, linestyle="--", marker="x"
+      )
       handles.append(h)
       labels.append(f"c{cycle} ({100 * c.prune_ratio.iloc[0]:.0f}%)")
     if len(ref):
@@ -104,13 +127,18 @@ def similarity(table):
     ax.set_xlabel("ε (normalized input)")
     ax.set_ylabel("labels equal (%)")
     ax.set_title(f"{method.upper()}: noise similarity (003 Fig. 4)")
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=7,
-              ncol=min(4, len(labels)), frameon=False,
-              title="solid: vs own parent; dashed: vs an independent dense member",
-              title_fontsize=7)
+    ax.legend(
+      handles,
+      labels,
+      loc="upper center",
+      bbox_to_anchor=(0.5, -0.2),
+      fontsize=7,
+      ncol=min(4, len(labels)),
+      frameon=False,
+      title="solid: vs own parent; dashed: vs an independent dense member",
+      title_fontsize=7,
+    )
   return figure_kit.to_png(fig)
-
-
 
 
 def section(curve, summary, potential, excess_t, sim, notes):
@@ -121,48 +149,87 @@ def section(curve, summary, potential, excess_t, sim, notes):
       `_potential`, `_excess` and `_similarity` tables (None when not made).
     notes: the `prune_retrain` notes, or None.
   """
-  from tf_forget.report import html  # pylint: disable=g-import-not-at-top
-  from tf_forget.report import unit  # pylint: disable=g-import-not-at-top
+  from tf_forget.report import html
+  from tf_forget.report import unit
+
   if curve is None or curve.empty:
     return unit.Skip("no prune-retrain cycles in this run")
-  parts = ["<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
-           "retrained cycle after cycle (003 Algorithm 1, docs/spec.md §6.5): WT removes the "
-           "smallest |θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
-           "filters, their bias and the BatchNorm γ/β behind them). prune_ratio: zeros among the "
-           "prunable kernels of the exported networks. Prune potential (003 Definition 1): the "
-           "largest prune ratio whose top-1 error stays within 0.5 points of the parent's on the "
-           "same distribution; train = nominal test data, test = the corrupted and published "
-           "splits (average and minimum over them), mean ± SD over parents; diff = test − train "
-           "(003 Table 2).</p>"]
+  parts = [
+    "<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
+    "retrained cycle after cycle (003 Algorithm 1, docs/spec.md §6.5): WT removes the "
+    "smallest |θ| globally, FT the filters with the smallest L1 norm in every layer (whole "
+    "filters, their bias and the BatchNorm γ/β behind them). prune_ratio: zeros among the "
+    "prunable kernels of the exported networks. Prune potential (003 Definition 1): the "
+    "largest prune ratio whose top-1 error stays within 0.5 points of the parent's on the "
+    "same distribution; train = nominal test data, test = the corrupted and published "
+    "splits (average and minimum over them), mean ± SD over parents; diff = test − train "
+    "(003 Table 2).</p>"
+  ]
   numbers = ""
   if summary is not None and not summary.empty:
-    numbers += html.table(summary, {c: html.PCT for c in summary.columns
-                                    if c.startswith(("train", "test_a", "test_m", "diff"))}
-                          | {"parents": "int", "test_distributions": "int"})
-  parts.append(html.pair(curves(curve), "prune-accuracy curves per distribution", numbers,
-                         stacked=True))
+    numbers += html.table(
+      summary,
+      {c: html.PCT for c in summary.columns if c.startswith(("train", "test_a", "test_m", "diff"))}
+      | {"parents": "int", "test_distributions": "int"},
+    )
+  parts.append(
+    html.pair(curves(curve), "prune-accuracy curves per distribution", numbers, stacked=True)
+  )
   if potential is not None and not potential.empty:
-    parts.append("<h3>Prune potential per distribution</h3>" + html.table(
-        potential, {"prune_potential": html.PCT, "prune_potential_sd": html.PCT, "parents": "int"},
-        max_rows=80))
+    parts.append(
+      "<h3>Prune potential per distribution</h3>"
+      + html.table(
+        potential,
+        {"prune_potential": html.PCT, "prune_potential_sd": html.PCT, "parents": "int"},
+        max_rows=80,
+      )
+    )
   if excess_t is not None and not excess_t.empty:
-    parts.append("<h3>Excess error (003 Definition 2)</h3><p class=\"lead\">e = mean error "
-                 "over the test distribution − nominal error; ê − e: the pruned network's "
-                 "minus its parent's, mean ± SD over parents.</p>" + html.pair(
-                     excess(excess_t), "excess error over the parent", html.table(
-                         excess_t, {"prune_ratio": html.PCT, "excess_error": html.PCT,
-                                    "parent_excess_error": html.PCT, "excess_vs_parent": html.PCT,
-                                    "excess_vs_parent_sd": html.PCT, "parents": "int",
-                                    "test_distributions": "int", "cycle": "int"})))
+    parts.append(
+      "<h3>Excess error (003 Definition 2)</h3><p class=\"lead\">e = mean error "
+      "over the test distribution − nominal error; ê − e: the pruned network's "
+      "minus its parent's, mean ± SD over parents.</p>"
+      + html.pair(
+        excess(excess_t),
+        "excess error over the parent",
+        html.table(
+          excess_t,
+          {
+            "prune_ratio": html.PCT,
+            "excess_error": html.PCT,
+            "parent_excess_error": html.PCT,
+            "excess_vs_parent": html.PCT,
+            "excess_vs_parent_sd": html.PCT,
+            "parents": "int",
+            "test_distributions": "int",
+            "cycle": "int",
+          },
+        ),
+      )
+    )
   if sim is not None and not sim.empty:
-    parts.append("<h3>Noise similarity to the parent (003 §4.1)</h3><p class=\"lead\">Share "
-                 "of equal labels on the same noisy inputs: each pruned member against its own "
-                 "parent (the dense member its chain of parent links starts from) and against "
-                 "an independently trained dense member (k+1 mod K).</p>" + html.pair(
-                     similarity(sim), "noise similarity to the parent", html.table(
-                         sim, {"prune_ratio": html.PCT, "matching_parent": html.PCT,
-                               "matching_independent": html.PCT, "pairs": "int", "cycle": "int"},
-                         max_rows=60), stacked=True))
+    parts.append(
+      "<h3>Noise similarity to the parent (003 §4.1)</h3><p class=\"lead\">Share "
+      "of equal labels on the same noisy inputs: each pruned member against its own "
+      "parent (the dense member its chain of parent links starts from) and against "
+      "an independently trained dense member (k+1 mod K).</p>"
+      + html.pair(
+        similarity(sim),
+        "noise similarity to the parent",
+        html.table(
+          sim,
+          {
+            "prune_ratio": html.PCT,
+            "matching_parent": html.PCT,
+            "matching_independent": html.PCT,
+            "pairs": "int",
+            "cycle": "int",
+          },
+          max_rows=60,
+        ),
+        stacked=True,
+      )
+    )
   if notes:
     parts.append(html.skipped(notes))
   return "".join(parts)

@@ -41,14 +41,38 @@ from tf_forget.stats import accuracy
 from tf_forget.stats import recall_distortion
 from tf_forget.stats import validate
 
-ALPHA_COLUMNS = ["pairing", "members", "n", "mean_alpha", "ci_low", "ci_high", "label",
-                 "alpha_hat", "r2", "mean_accuracy_0", "mean_accuracy_t", "recall_variance_0",
-                 "recall_variance_t"]
-TEST_COLUMNS = ["variant_first", "variant_second", "alternative", "n", "mean_first",
-                "mean_second", "statistic", "p_value", "rows", "p_bonferroni"]
-MODELS_NOTE = ("002's model-size (M, Tables 5-6) and data-set (D, Table 7) comparisons need "
-               "several architectures / data sets; one run has one of each, so they are not "
-               "computed")
+ALPHA_COLUMNS = [
+  "pairing",
+  "members",
+  "n",
+  "mean_alpha",
+  "ci_low",
+  "ci_high",
+  "label",
+  "alpha_hat",
+  "r2",
+  "mean_accuracy_0",
+  "mean_accuracy_t",
+  "recall_variance_0",
+  "recall_variance_t",
+]
+TEST_COLUMNS = [
+  "variant_first",
+  "variant_second",
+  "alternative",
+  "n",
+  "mean_first",
+  "mean_second",
+  "statistic",
+  "p_value",
+  "rows",
+  "p_bonferroni",
+]
+MODELS_NOTE = (
+  "002's model-size (M, Tables 5-6) and data-set (D, Table 7) comparisons need "
+  "several architectures / data sets; one run has one of each, so they are not "
+  "computed"
+)
 
 
 @dataclasses.dataclass
@@ -63,6 +87,7 @@ class Study:
       `ratio`, `sparsity`, `alphas` {k_dense: α}, `nrb_0` / `nrb_t` float `[K, C]` normalized
       recall balance of the paired dense parents / pruned members (None if undefined).
   """
+
   tables: Dict[str, pd.DataFrame]
   notes: List[str]
   cells: List[dict]
@@ -92,10 +117,23 @@ def oneshot_cells(variants):
     if audited.format != names.DEFAULT_FORMAT or audited.encoding != names.DEFAULT_ENCODING:
       children.append(v)
       continue
-    cells.append({"variant": v, "algorithm": trained.algorithm, "ratio": ratio_of(trained),
-                  "sparsity": trained.sparsity, "by_fraction": trained.fraction is not None})
-  cells.sort(key=lambda c: (names.ONESHOT_ALGORITHMS.index(c["algorithm"]),
-                            round(c["ratio"], 9), c["by_fraction"], c["variant"]))
+    cells.append(
+      {
+        "variant": v,
+        "algorithm": trained.algorithm,
+        "ratio": ratio_of(trained),
+        "sparsity": trained.sparsity,
+        "by_fraction": trained.fraction is not None,
+      }
+    )
+  cells.sort(
+    key=lambda c: (
+      names.ONESHOT_ALGORITHMS.index(c["algorithm"]),
+      round(c["ratio"], 9),
+      c["by_fraction"],
+      c["variant"],
+    )
+  )
   return cells, children
 
 
@@ -113,8 +151,8 @@ def _tests(groups, key, alternative):
     if not comparisons:
       continue
     table = recall_distortion.paired_tests(
-        [(f, s, *_aligned(a["alphas"], b["alphas"])) for f, s, a, b in comparisons],
-        alternative)
+      [(f, s, *_aligned(a["alphas"], b["alphas"])) for f, s, a, b in comparisons], alternative
+    )
     table.insert(0, key, value)
     table.insert(3, "variant_first", [a["variant"] for _, _, a, _ in comparisons])
     table.insert(4, "variant_second", [b["variant"] for _, _, _, b in comparisons])
@@ -144,10 +182,10 @@ def ratio_tests(cells):
   """
   groups = []
   for alg in names.ONESHOT_ALGORITHMS:
-    ordered = [c for r, by_alg in _by_ratio(cells).items() for a, c in by_alg.items()
-               if a == alg]
-    groups.append((alg, [(a["ratio"], b["ratio"], a, b)
-                         for a, b in zip(ordered[:-1], ordered[1:])]))
+    ordered = [c for r, by_alg in _by_ratio(cells).items() for a, c in by_alg.items() if a == alg]
+    groups.append(
+      (alg, [(a["ratio"], b["ratio"], a, b) for a, b in zip(ordered[:-1], ordered[1:])])
+    )
   return _tests(groups, "algorithm", "less")
 
 
@@ -161,8 +199,12 @@ def algorithm_tests(cells):
   groups = []
   for ratio, by_alg in _by_ratio(cells).items():
     ordered = [by_alg[a] for a in names.ONESHOT_ALGORITHMS if a in by_alg]
-    groups.append((ratio, [(a["algorithm"], b["algorithm"], a, b)
-                           for a, b in itertools.combinations(ordered, 2)]))
+    groups.append(
+      (
+        ratio,
+        [(a["algorithm"], b["algorithm"], a, b) for a, b in itertools.combinations(ordered, 2)],
+      )
+    )
   return _tests(groups, "ratio", "two-sided")
 
 
@@ -173,26 +215,33 @@ def mp_vs_up_tests(cells):
     DataFrame `ratio`, `first` ("mp"), `second` ("up") + `TEST_COLUMNS`; one column of
     rows: Bonferroni × the number of ratio cells (002: × 25 over 5 models × 5 ratios).
   """
-  comparisons = [(ratio, by_alg["mp"], by_alg["up"]) for ratio, by_alg in
-                 _by_ratio(cells).items() if "mp" in by_alg and "up" in by_alg]
+  comparisons = [
+    (ratio, by_alg["mp"], by_alg["up"])
+    for ratio, by_alg in _by_ratio(cells).items()
+    if "mp" in by_alg and "up" in by_alg
+  ]
   if not comparisons:
     return _tests([], "ratio", "two-sided")
-  table = _tests([("all", [("mp", "up", a, b) for _, a, b in comparisons])], "ratio",
-                 "two-sided")
+  table = _tests([("all", [("mp", "up", a, b) for _, a, b in comparisons])], "ratio", "two-sided")
   table["ratio"] = [r for r, _, _ in comparisons]
   return table
 
 
 def _balances(run, variant):
   """(B̄ of the paired dense parents, B̄ of the pruned members), float `[K, C]`, or Nones."""
-  q0, qt = pairing_lib.paired(run.eval[names.DENSE], run.eval[variant],
-                              run.pairing_of(variant)["pairs"])
+  q0, qt = pairing_lib.paired(
+    run.eval[names.DENSE], run.eval[variant], run.pairing_of(variant)["pairs"]
+  )
   if not q0.members.size:
     return None, None
   try:
-    return tuple(recall_distortion.normalized_recall_balance(
+    return tuple(
+      recall_distortion.normalized_recall_balance(
         accuracy.per_class_recall(q.top1, q.labels, run.num_classes),
-        accuracy.top1_accuracy(q.top1, q.labels)) for q in (q0, qt))
+        accuracy.top1_accuracy(q.top1, q.labels),
+      )
+      for q in (q0, qt)
+    )
   except validate.StatsInputError:
     return None, None
 
@@ -211,12 +260,22 @@ def alpha_table(cells, rd_table, pruning):
   for c in cells:
     row = rows.loc[c["variant"]]
     record = pruning.get(c["variant"]) or {}
-    out.append({"variant": c["variant"], "algorithm": c["algorithm"], "ratio": c["ratio"],
-                "sparsity": c["sparsity"], "ratio_over": record.get("ratio_over"),
-                "exclude_classifier": record.get("exclude_classifier"),
-                **{k: row[k] for k in ALPHA_COLUMNS}})
-  return pd.DataFrame(out, columns=["variant", "algorithm", "ratio", "sparsity", "ratio_over",
-                                    "exclude_classifier"] + ALPHA_COLUMNS)
+    out.append(
+      {
+        "variant": c["variant"],
+        "algorithm": c["algorithm"],
+        "ratio": c["ratio"],
+        "sparsity": c["sparsity"],
+        "ratio_over": record.get("ratio_over"),
+        "exclude_classifier": record.get("exclude_classifier"),
+        **{k: row[k] for k in ALPHA_COLUMNS},
+      }
+    )
+  return pd.DataFrame(
+    out,
+    columns=["variant", "algorithm", "ratio", "sparsity", "ratio_over", "exclude_classifier"]
+    + ALPHA_COLUMNS,
+  )
 
 
 def compute(run, variants, rd_table):
@@ -236,31 +295,42 @@ def compute(run, variants, rd_table):
     return None
   notes = [MODELS_NOTE]
   if children:
-    notes.append(f"quantized / encoded one-shot variants ({', '.join(children)}) are in the "
-                 "recall_distortion table, not in this study (002 prunes float networks)")
+    notes.append(
+      f"quantized / encoded one-shot variants ({', '.join(children)}) are in the "
+      "recall_distortion table, not in this study (002 prunes float networks)"
+    )
   for c in cells:
     s = variants[c["variant"]]
-    c["alphas"] = {int(k0): float(a) for (k0, _), a in zip(s.get("alpha_pairs") or [],
-                                                         s.get("alphas") or [])}
+    c["alphas"] = {
+      int(k0): float(a) for (k0, _), a in zip(s.get("alpha_pairs") or [], s.get("alphas") or [])
+    }
     c["nrb_0"], c["nrb_t"] = _balances(run, c["variant"])
-  tables = {"oneshot_alpha": alpha_table(
-                cells, rd_table, {c["variant"]: run.pairing_of(c["variant"]).get("pruning")
-                                  for c in cells}),
-            "oneshot_ratio_tests": ratio_tests(cells),
-            "oneshot_algorithm_tests": algorithm_tests(cells),
-            "oneshot_mp_vs_up": mp_vs_up_tests(cells)}
-  for name, why in (("oneshot_ratio_tests", "no algorithm has two ratios"),
-                    ("oneshot_algorithm_tests", "no ratio has two algorithms"),
-                    ("oneshot_mp_vs_up", "no ratio has both mp and up")):
+  tables = {
+    "oneshot_alpha": alpha_table(
+      cells, rd_table, {c["variant"]: run.pairing_of(c["variant"]).get("pruning") for c in cells}
+    ),
+    "oneshot_ratio_tests": ratio_tests(cells),
+    "oneshot_algorithm_tests": algorithm_tests(cells),
+    "oneshot_mp_vs_up": mp_vs_up_tests(cells),
+  }
+  for name, why in (
+    ("oneshot_ratio_tests", "no algorithm has two ratios"),
+    ("oneshot_algorithm_tests", "no ratio has two algorithms"),
+    ("oneshot_mp_vs_up", "no ratio has both mp and up"),
+  ):
     if tables[name].empty:
       notes.append(f"{name}: {why}")
     for row in tables[name].itertuples(index=False):
       if row.n < 2:
-        notes.append(f"{name}: {row.variant_first} vs {row.variant_second}: {row.n} dense "
-                     f"model{'' if row.n == 1 else 's'} with a defined α on both sides; a "
-                     "paired test needs 2")
+        notes.append(
+          f"{name}: {row.variant_first} vs {row.variant_second}: {row.n} dense "
+          f"model{'' if row.n == 1 else 's'} with a defined α on both sides; a "
+          "paired test needs 2"
+        )
   used = {(c["algorithm"], round(c["ratio"], 9)) for c in cells}
   if len(used) < len(cells):
-    notes.append("one-shot variants with the same algorithm and ratio (given as r and as t): "
-                 "the tests use the first in table order")
+    notes.append(
+      "one-shot variants with the same algorithm and ratio (given as r and as t): "
+      "the tests use the first in table order"
+    )
   return Study(tables=tables, notes=notes, cells=cells)

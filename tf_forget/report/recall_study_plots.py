@@ -38,7 +38,8 @@ def alpha(table, variants_summary):
   variants = list(table.variant)
   styles = figure_kit.variant_styles(variants)
   fig, (ax,) = figure_kit.figure(
-      figure_kit.rows_height(len(variants), base=1.1, per=0.32, least=2.2))
+    figure_kit.rows_height(len(variants), base=1.1, per=0.32, least=2.2)
+  )
   right = []
   for i, v in enumerate(variants):
     row = table[table.variant == v].iloc[0]
@@ -50,13 +51,25 @@ def alpha(table, variants_summary):
       continue
     ci = not np.isnan(row.ci_low)
     s = styles[v]
-    ax.errorbar([row.mean_alpha], [i], xerr=np.clip([[row.mean_alpha - row.ci_low],
-                                                     [row.ci_high - row.mean_alpha]], 0, None)
-                if ci else None, fmt=s["marker"], color=s["color"], capsize=3, markersize=5,
-                zorder=3)
-    right.append((max(row.ci_high if ci else row.mean_alpha,
-                      members.max(initial=row.mean_alpha)), i, f"{row.mean_alpha:.2f} "
-                  f"{row.label}"))
+    ax.errorbar(
+      [row.mean_alpha],
+      [i],
+      xerr=np.clip([[row.mean_alpha - row.ci_low], [row.ci_high - row.mean_alpha]], 0, None)
+      if ci
+      else None,
+      fmt=s["marker"],
+      color=s["color"],
+      capsize=3,
+      markersize=5,
+      zorder=3,
+    )
+    right.append(
+      (
+        max(row.ci_high if ci else row.mean_alpha, members.max(initial=row.mean_alpha)),
+        i,
+        f"{row.mean_alpha:.2f} {row.label}",
+      )
+    )
   ax.axvline(1, color="black", linewidth=0.8, linestyle="--")
   lo, hi = ax.get_xlim()
   ax.set_xlim(lo, hi + 0.18 * (hi - lo))
@@ -83,29 +96,49 @@ def alpha_boxplots(table, cells):
   styles = figure_kit.variant_styles(table.variant)
   algs = list(dict.fromkeys(table.algorithm))
   n = max(1, len(algs))
-  fig, axes = figure_kit.figure(3.4, ncols=n,
-                                width=figure_kit.WIDE if n > 2 else figure_kit.WIDTH,
-                                sharey=False)  # own scale: a collapsed algorithm's α spans ±100s
+  fig, axes = figure_kit.figure(
+    3.4, ncols=n, width=figure_kit.WIDE if n > 2 else figure_kit.WIDTH, sharey=False
+  )  # own scale: a collapsed algorithm's α spans ±100s
   for ax, alg in zip(axes, algs):
     rows = list(table[table.algorithm == alg].itertuples(index=False))
     for j, row in enumerate(rows):
       a = np.array([x for x in by_variant[row.variant]["alphas"].values() if np.isfinite(x)])
       if a.size:
-        ax.boxplot([a], positions=[j], widths=0.45, patch_artist=True, manage_ticks=False,
-                   boxprops={"facecolor": styles[row.variant]["color"], "alpha": 0.55},
-                   medianprops={"color": "black"}, flierprops={"markersize": 3})
+        ax.boxplot(
+          [a],
+          positions=[j],
+          widths=0.45,
+          patch_artist=True,
+          manage_ticks=False,
+          boxprops={"facecolor": styles[row.variant]["color"], "alpha": 0.55},
+          medianprops={"color": "black"},
+          flierprops={"markersize": 3},
+        )
       if np.isfinite(row.mean_alpha):
-        err = (None if not np.isfinite(row.ci_low) else
-               np.clip([[row.mean_alpha - row.ci_low], [row.ci_high - row.mean_alpha]], 0,
-                       None))
-        ax.errorbar([j + 0.32], [row.mean_alpha], yerr=err, fmt="o", color=figure_kit.PLUM,
-                    capsize=3, markersize=4, zorder=3)
+        err = (
+          None
+          if not np.isfinite(row.ci_low)
+          else np.clip([[row.mean_alpha - row.ci_low], [row.ci_high - row.mean_alpha]], 0, None)
+        )
+        ax.errorbar(
+          [j + 0.32],
+          [row.mean_alpha],
+          yerr=err,
+          fmt="o",
+          color=figure_kit.PLUM,
+          capsize=3,
+          markersize=4,
+          zorder=3,
+        )
     ax.axhline(1, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(np.arange(len(rows)))
     crowded = len(rows) * 3.4 / 7.5 * n > 6 or len(rows) > 8
-    ax.set_xticklabels([f"{row.ratio:g}{row.label}" for row in rows],
-                       rotation=45 if crowded else 0, ha="right" if crowded else "center",
-                       rotation_mode="anchor" if crowded else "default")
+    ax.set_xticklabels(
+      [f"{row.ratio:g}{row.label}" for row in rows],
+      rotation=45 if crowded else 0,
+      ha="right" if crowded else "center",
+      rotation_mode="anchor" if crowded else "default",
+    )
     ax.grid(False, axis="x")
     ax.set_xlim(-0.6, max(len(rows), 2) - 0.4)
     ax.set_xlabel("compression ratio r (CI label)")
@@ -132,8 +165,9 @@ def balance_scatter(table, cells):
   algs = list(dict.fromkeys(table.algorithm))
   ratios = sorted({round(float(r), 9) for r in table.ratio})[-MAX_SCATTER_ROWS:]
   ncols, nrows = max(1, len(algs)), max(1, len(ratios))
-  fig, axes = figure_kit.figure(2.5, ncols=ncols, nrows=nrows,
-                                width=figure_kit.WIDE if ncols > 2 else figure_kit.WIDTH)
+  fig, axes = figure_kit.figure(
+    2.5, ncols=ncols, nrows=nrows, width=figure_kit.WIDE if ncols > 2 else figure_kit.WIDTH
+  )
   for ax in axes:
     ax.set_visible(False)
   for row in table.itertuples(index=False):
@@ -155,14 +189,27 @@ def balance_scatter(table, cells):
         lim = max(lim, float(np.nanmax(np.abs(both))))
     lim *= 1.08
     if cell["nrb_0"] is not None:
-      ax.scatter(cell["nrb_0"].ravel(), cell["nrb_t"].ravel(), s=6, alpha=0.45,
-                 color=styles[row.variant]["color"], linewidths=0)
+      ax.scatter(
+        cell["nrb_0"].ravel(),
+        cell["nrb_t"].ravel(),
+        s=6,
+        alpha=0.45,
+        color=styles[row.variant]["color"],
+        linewidths=0,
+      )
     ax.plot([-lim, lim], [-lim, lim], color=figure_kit.GREY, linestyle="--", linewidth=0.9)
     if np.isfinite(row.alpha_hat):
-      ax.plot([-lim, lim], [-lim * row.alpha_hat, lim * row.alpha_hat], color="black",
-              linewidth=1.0)
-    ax.text(0.03, 0.97, f"α̂ = {row.alpha_hat:.2f}\nr² = {row.r2:.2f}\n"
-            f"Ā_t = {row.mean_accuracy_t:.3f}", transform=ax.transAxes, va="top", fontsize=7)
+      ax.plot(
+        [-lim, lim], [-lim * row.alpha_hat, lim * row.alpha_hat], color="black", linewidth=1.0
+      )
+    ax.text(
+      0.03,
+      0.97,
+      f"α̂ = {row.alpha_hat:.2f}\nr² = {row.r2:.2f}\nĀ_t = {row.mean_accuracy_t:.3f}",
+      transform=ax.transAxes,
+      va="top",
+      fontsize=7,
+    )
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_title(f"{row.algorithm.upper()}, r = {row.ratio:g}", fontsize=9)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
@@ -46,12 +46,25 @@ from tf_forget.stats import paired
 NOTES_KEY = "repair"
 NOT_REPAIRED_KEY = "not_repaired"  # the notes' lines of the files left unrepaired
 WHY_KEY = "why"  # the notes' "why" sentences (`why_words.sentences`)
-MEAN_COLUMNS = ["size_vs_int8", "size_vs_float32", "top1_int8", "top1_repaired",
-                "flip_rate_int8", "flip_rate_repaired", "broken_int8", "broken_repaired",
-                "worst_class_change_int8", "worst_class_change_repaired"]
-REPAIR_COLUMNS = (["variant", "base", "repair", "chosen", "layers", "members", "examples",
-                   "kept_ops"] + MEAN_COLUMNS[:8] + ["worst_class"] + MEAN_COLUMNS[8:] +
-                  ["gain"])
+MEAN_COLUMNS = [
+  "size_vs_int8",
+  "size_vs_float32",
+  "top1_int8",
+  "top1_repaired",
+  "flip_rate_int8",
+  "flip_rate_repaired",
+  "broken_int8",
+  "broken_repaired",
+  "worst_class_change_int8",
+  "worst_class_change_repaired",
+]
+REPAIR_COLUMNS = (
+  ["variant", "base", "repair", "chosen", "layers", "members", "examples", "kept_ops"]
+  + MEAN_COLUMNS[:8]
+  + ["worst_class"]
+  + MEAN_COLUMNS[8:]
+  + ["gain"]
+)
 ALL_EXAMPLES = "all"
 HELD_OUT = "held-out half"  # `auto`: numbers on the half its search did not choose on
 NO_GAIN = "no gain"
@@ -64,16 +77,17 @@ def _analyses(run_dir):
   """{(member variant, k, format): analysis dict} of the run's readable analyses."""
   root = os.path.join(run_dir, "layers")
   out = {}
-  if not fileio.isdir(root):
+  if not filesystem.isdir(root):
     return out
   for member_variant, k, directory in layout.walk(root):
-    for name in sorted(fileio.listdir(directory)):
-      fmt = name[:-len(".json")]
+    for name in sorted(filesystem.listdir(directory)):
+      fmt = name[: -len(".json")]
       if not name.endswith(".json") or fmt.endswith(".model_explorer"):
         continue
       try:
         out[(member_variant, int(k), fmt)] = layers_json.read(
-            layers_json.path(run_dir, member_variant, k, fmt))
+          layers_json.path(run_dir, member_variant, k, fmt)
+        )
       except errors.Error:
         continue
   return out
@@ -106,8 +120,7 @@ def _report_half(run, repair):
   if repair.get("kind") != names.AUTO_REPAIR:
     return None
   dense = run.eval[names.DENSE]
-  return halves.held_out_halves_by_id(dense.ids, dense.labels,
-                                      int(repair["halves"]["seed"]))[1]
+  return halves.held_out_halves_by_id(dense.ids, dense.labels, int(repair["halves"]["seed"]))[1]
 
 
 def member_effect(run, member_variant, k, variant, doc, mask=None):
@@ -118,21 +131,24 @@ def member_effect(run, member_variant, k, variant, doc, mask=None):
   ref, before, after = (_top1(run, v, k) for v in (member_variant, int8, variant))
   if mask is not None:
     labels, ref, before, after = (a[mask] for a in (labels, ref, before, after))
-  sizes = {v: _export(run.run_dir, v, k)["size_bytes"]["raw"]
-           for v in (member_variant, int8, variant)}
+  sizes = {
+    v: _export(run.run_dir, v, k)["size_bytes"]["raw"] for v in (member_variant, int8, variant)
+  }
   cls = doc.get("worst_class")
-  return {"examples": int(labels.size),
-          "size_vs_int8": sizes[variant] / sizes[int8],
-          "size_vs_float32": sizes[variant] / sizes[member_variant],
-          "top1_int8": float(np.mean(before == labels)),
-          "top1_repaired": float(np.mean(after == labels)),
-          "flip_rate_int8": float(np.mean(before != ref)),
-          "flip_rate_repaired": float(np.mean(after != ref)),
-          "broken_int8": int(np.sum((ref == labels) & (before != labels))),
-          "broken_repaired": int(np.sum((ref == labels) & (after != labels))),
-          "worst_class": cls,
-          "worst_class_change_int8": _recall_change(labels, ref, before, cls),
-          "worst_class_change_repaired": _recall_change(labels, ref, after, cls)}
+  return {
+    "examples": int(labels.size),
+    "size_vs_int8": sizes[variant] / sizes[int8],
+    "size_vs_float32": sizes[variant] / sizes[member_variant],
+    "top1_int8": float(np.mean(before == labels)),
+    "top1_repaired": float(np.mean(after == labels)),
+    "flip_rate_int8": float(np.mean(before != ref)),
+    "flip_rate_repaired": float(np.mean(after != ref)),
+    "broken_int8": int(np.sum((ref == labels) & (before != labels))),
+    "broken_repaired": int(np.sum((ref == labels) & (after != labels))),
+    "worst_class": cls,
+    "worst_class_change_int8": _recall_change(labels, ref, before, cls),
+    "worst_class_change_repaired": _recall_change(labels, ref, after, cls),
+  }
 
 
 def _repaired_variants(run, member_variant):
@@ -153,9 +169,13 @@ def _effect(run, mv, k, variant, doc, labels):
   """(the repair's effect row for member k, the tensor names it keeps in float)."""
   repair = _export(run.run_dir, variant, k).get("repair", {})
   nodes = repair.get("float_nodes") or []
-  effect = dict(member_effect(run, mv, k, variant, doc, _report_half(run, repair)),
-                kind=repair.get("kind", "float"), chosen=repair.get("chosen"),
-                kept=len(nodes), ops=[labels.get(t, t) for t in nodes])
+  effect = dict(
+    member_effect(run, mv, k, variant, doc, _report_half(run, repair)),
+    kind=repair.get("kind", "float"),
+    chosen=repair.get("chosen"),
+    kept=len(nodes),
+    ops=[labels.get(t, t) for t in nodes],
+  )
   return effect, set(nodes)
 
 
@@ -168,21 +188,30 @@ def _notes_of(doc, fmt):
   if doc.get("error"):
     notes.append(f"{who}: not compared tensor by tensor ({doc['error']})")
   if doc.get("unmatched"):
-    notes.append(f"{who}: {doc['unmatched']} of its tensors match no tensor of the float32 "
-                 "file (by name or position) and are not compared")
+    notes.append(
+      f"{who}: {doc['unmatched']} of its tensors match no tensor of the float32 "
+      "file (by name or position) and are not compared"
+    )
   return notes
 
 
 def _repair_row(key, effs):
   base, repair, v = key
-  return dict({"variant": v, "base": base, "repair": effs[0]["kind"],
-               "chosen": effs[0]["chosen"], "layers": max(e["kept"] for e in effs),
-               "members": len(effs),
-               "examples": HELD_OUT if effs[0]["kind"] == names.AUTO_REPAIR else ALL_EXAMPLES,
-               "kept_ops": ", ".join(dict.fromkeys(op for e in effs for op in e["ops"]))},
-              **{c: _mean([e[c] for e in effs]) for c in MEAN_COLUMNS},
-              worst_class=effs[0]["worst_class"] if len(effs) == 1 else None,
-              n=effs[0]["examples"])
+  return dict(
+    {
+      "variant": v,
+      "base": base,
+      "repair": effs[0]["kind"],
+      "chosen": effs[0]["chosen"],
+      "layers": max(e["kept"] for e in effs),
+      "members": len(effs),
+      "examples": HELD_OUT if effs[0]["kind"] == names.AUTO_REPAIR else ALL_EXAMPLES,
+      "kept_ops": ", ".join(dict.fromkeys(op for e in effs for op in e["ops"])),
+    },
+    **{c: _mean([e[c] for e in effs]) for c in MEAN_COLUMNS},
+    worst_class=effs[0]["worst_class"] if len(effs) == 1 else None,
+    n=effs[0]["examples"],
+  )
 
 
 def compute(run, repair_asked=False):
@@ -210,8 +239,10 @@ def compute(run, repair_asked=False):
     if paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))[0]:
       why += why_words.sentences(doc)  # only what the audit would repair
   order = names.sorted_repairs({repair for _, repair, _ in effects})
-  rows = [_repair_row(key, effs) for key, effs in sorted(
-      effects.items(), key=lambda item: (item[0][0], order.index(item[0][1])))]
+  rows = [
+    _repair_row(key, effs)
+    for key, effs in sorted(effects.items(), key=lambda item: (item[0][0], order.index(item[0][1])))
+  ]
   for row in rows:
     row["gain"] = gained(row)
   tables = {"layers": pd.DataFrame(layers, columns=why_words.LAYER_COLUMNS)}
@@ -230,8 +261,13 @@ def gained(row):
   the worst class, than the int8 file."""
   fewer = row["broken_repaired"] < row["broken_int8"] - EPS
   before, after = row["worst_class_change_int8"], row["worst_class_change_repaired"]
-  less_loss = (before is not None and after is not None and np.isfinite(before)
-               and np.isfinite(after) and after > before + EPS)
+  less_loss = (
+    before is not None
+    and after is not None
+    and np.isfinite(before)
+    and np.isfinite(after)
+    and after > before + EPS
+  )
   return bool(fewer or less_loss)
 
 
@@ -241,10 +277,15 @@ def no_gain(tables):
   t = tables.get("repair")
   if t is None or "gain" not in t:
     return {}
-  return {row["variant"]: (f"{NO_GAIN}: broken examples {row['broken_int8']:g} → "
-                           f"{row['broken_repaired']:g}, at {row['size_vs_int8']:.2f}x the "
-                           "int8 file's size")
-          for row in t.to_dict("records") if not row["gain"]}
+  return {
+    row["variant"]: (
+      f"{NO_GAIN}: broken examples {row['broken_int8']:g} → "
+      f"{row['broken_repaired']:g}, at {row['size_vs_int8']:.2f}x the "
+      "int8 file's size"
+    )
+    for row in t.to_dict("records")
+    if not row["gain"]
+  }
 
 
 def not_repaired(run):
@@ -261,10 +302,12 @@ def not_repaired(run):
       variant = names.Variant(mv, fmt).name
       several = len(run.eval.get(variant, run.eval[names.DENSE]).members) > 1
       who = variant + (f" (member {k})" if several else "")
-      out.append(f"No repair of {who}: it forgot nothing significant against its float32 "
-                 f"file ({flips.get('broken', 0)} broken, "
-                 f"{flips.get('fixed', 0)} fixed of {_examples(run)} test examples; exact "
-                 f"McNemar p = {p:.2g}), so no layer is kept in float.")
+      out.append(
+        f"No repair of {who}: it forgot nothing significant against its float32 "
+        f"file ({flips.get('broken', 0)} broken, "
+        f"{flips.get('fixed', 0)} fixed of {_examples(run)} test examples; exact "
+        f"McNemar p = {p:.2g}), so no layer is kept in float."
+      )
   return out
 
 
@@ -276,19 +319,24 @@ def _what(row):
   """'2 ops of full_int8 kept in float (CONV_2D #2 (...), ...)', 'full_int8 equalized across
   layers first', ... (what a repaired file is)."""
   ops = [op for op in str(row["kept_ops"] or "").split(", ") if op]
-  floated = (f"{row['layers']:g} op{'' if row['layers'] == 1 else 's'} of {row['base']} kept "
-             f"in float{' (' + ', '.join(ops) + ')' if ops else ''}")
+  floated = (
+    f"{row['layers']:g} op{'' if row['layers'] == 1 else 's'} of {row['base']} kept "
+    f"in float{' (' + ', '.join(ops) + ')' if ops else ''}"
+  )
   kind = row["repair"]
   if kind == "cle":
     return f"{row['base']} equalized across layers first (no bytes)"
   if kind == "int16x8":
     return f"{row['base']} with 16-bit activations"
   if kind == names.AUTO_REPAIR:
-    how = {"cle": "equalized across layers",
-           "plain": "no repair within the size budget: the int8 file itself"}.get(
-               row["chosen"], floated)
-    return (f"the search's choice ({how}; chosen on one half of the test examples, the numbers "
-            f"below on the other {int(row['n']):,})")
+    how = {
+      "cle": "equalized across layers",
+      "plain": "no repair within the size budget: the int8 file itself",
+    }.get(row["chosen"], floated)
+    return (
+      f"the search's choice ({how}; chosen on one half of the test examples, the numbers "
+      f"below on the other {int(row['n']):,})"
+    )
   return floated
 
 
@@ -302,23 +350,31 @@ def sentences(tables, skipped=()):
   out = []
   for row in t.to_dict("records"):
     cls = row["worst_class"]
-    worst = ("" if cls is None or not np.isfinite(row["worst_class_change_int8"]) else
-             f"; recall of class {int(cls)}, the one {row['base']} hurt most, "
-             f"{100 * row['worst_class_change_int8']:+.1f} → "
-             f"{100 * row['worst_class_change_repaired']:+.1f} pt")
+    worst = (
+      ""
+      if cls is None or not np.isfinite(row["worst_class_change_int8"])
+      else f"; recall of class {int(cls)}, the one {row['base']} hurt most, "
+      f"{100 * row['worst_class_change_int8']:+.1f} → "
+      f"{100 * row['worst_class_change_repaired']:+.1f} pt"
+    )
     verb = "buys" if row.get("gain", True) else "changes"
     out.append(
-        f"Repair {row['variant']}: {_what(row)} costs "
-        f"{row['size_vs_int8']:.2f}x the int8 file's size ({row['size_vs_float32']:.2f}x "
-        f"float32) and {verb} top-1 {100 * row['top1_int8']:.2f}% → "
-        f"{100 * row['top1_repaired']:.2f}%, flips vs float32 "
-        f"{wording.rate(row['flip_rate_int8'])} → {wording.rate(row['flip_rate_repaired'])}, "
-        f"broken examples {row['broken_int8']:g} → {row['broken_repaired']:g}{worst}"
-        f"{' (means over ' + str(row['members']) + ' members)' if row['members'] > 1 else ''}"
-        + ("" if row.get("gain", True) else
-           f" — {NO_GAIN}: it breaks no fewer examples and loses no less on the worst class"
-           f"{' on the held-out half' if row['repair'] == names.AUTO_REPAIR else ''}; "
-           "not recommended") + ".")
+      f"Repair {row['variant']}: {_what(row)} costs "
+      f"{row['size_vs_int8']:.2f}x the int8 file's size ({row['size_vs_float32']:.2f}x "
+      f"float32) and {verb} top-1 {100 * row['top1_int8']:.2f}% → "
+      f"{100 * row['top1_repaired']:.2f}%, flips vs float32 "
+      f"{wording.rate(row['flip_rate_int8'])} → {wording.rate(row['flip_rate_repaired'])}, "
+      f"broken examples {row['broken_int8']:g} → {row['broken_repaired']:g}{worst}"
+      f"{' (means over ' + str(row['members']) + ' members)' if row['members'] > 1 else ''}"
+      + (
+        ""
+        if row.get("gain", True)
+        else f" — {NO_GAIN}: it breaks no fewer examples and loses no less on the worst class"
+        f"{' on the held-out half' if row['repair'] == names.AUTO_REPAIR else ''}; "
+        "not recommended"
+      )
+      + "."
+    )
   return out + list(skipped)
 
 

@@ -30,9 +30,9 @@ RATIOS = (2, 4, 10, 20, 50)
 CONFIDENCE = 0.99
 # The paper's numbers (002 appendix D Table 10, appendix F Table 11, §7 Table 3), as printed.
 PAPER = {
-    "accuracy": 0.989,
-    "recall_variance": {1: 0.0038, 2: 0.0038, 4: 0.0038, 10: 0.0038, 20: 0.0039, 50: 0.0111},
-    "ratio_tests": {(2, 4): "0.389", (4, 10): "1.000", (10, 20): "0.071", (20, 50): "<0.001"},
+  "accuracy": 0.989,
+  "recall_variance": {1: 0.0038, 2: 0.0038, 4: 0.0038, 10: 0.0038, 20: 0.0039, 50: 0.0111},
+  "ratio_tests": {(2, 4): "0.389", (4, 10): "1.000", (10, 20): "0.071", (20, 50): "<0.001"},
 }
 
 
@@ -67,8 +67,14 @@ def members_table(run, ratios=RATIOS):
     recall = accuracy.per_class_recall(pop.top1, pop.labels, run.num_classes)
     acc = accuracy.top1_accuracy(pop.top1, pop.labels)
     for i, k in enumerate(parents):
-      rows.append({"model": int(k), "ratio": int(ratio), "accuracy": float(acc[i]),
-                   **{f"recall_{c}": float(recall[i, c]) for c in range(run.num_classes)}})
+      rows.append(
+        {
+          "model": int(k),
+          "ratio": int(ratio),
+          "accuracy": float(acc[i]),
+          **{f"recall_{c}": float(recall[i, c]) for c in range(run.num_classes)},
+        }
+      )
   return pd.DataFrame(rows).sort_values(["model", "ratio"]).reset_index(drop=True)
 
 
@@ -81,9 +87,12 @@ def alphas(table, ratio):
   before = table[table.ratio == 1].set_index("model")
   after = table[table.ratio == ratio].set_index("model")
   models = sorted(set(before.index) & set(after.index))
-  nrb = [recall_distortion.normalized_recall_balance(_recall(t.loc[models]),
-                                                     t.loc[models, "accuracy"].to_numpy())
-         for t in (before, after)]
+  nrb = [
+    recall_distortion.normalized_recall_balance(
+      _recall(t.loc[models]), t.loc[models, "accuracy"].to_numpy()
+    )
+    for t in (before, after)
+  ]
   return pd.Series(recall_distortion.model_slope(*nrb), index=models)
 
 
@@ -107,13 +116,18 @@ def compute(table):
   ratios = sorted(r for r in table.ratio.unique() if r != 1)
   table = complete(table)
   parents = table[table.ratio == 1]
-  out = {"models": int(len(parents)),
-         "accuracy": intervals.mean_interval(parents.accuracy, CONFIDENCE),
-         "recall_variance": {}, "accuracy_t": {}, "alpha": {}}
+  out = {
+    "models": int(len(parents)),
+    "accuracy": intervals.mean_interval(parents.accuracy, CONFIDENCE),
+    "recall_variance": {},
+    "accuracy_t": {},
+    "alpha": {},
+  }
   for ratio in [1] + ratios:
     rows = table[table.ratio == ratio]
     out["recall_variance"][ratio] = intervals.mean_interval(
-        recall_distortion.recall_variance(_recall(rows)), CONFIDENCE)
+      recall_distortion.recall_variance(_recall(rows)), CONFIDENCE
+    )
     out["accuracy_t"][ratio] = intervals.mean_interval(rows.accuracy, CONFIDENCE)
   by_ratio = {}
   for ratio in ratios:
@@ -122,7 +136,8 @@ def compute(table):
     by_ratio[ratio] = a
   common = sorted(set.intersection(*(set(a.index) for a in by_ratio.values()))) if ratios else []
   out["ratio_tests"] = recall_distortion.ratio_trend_tests(
-      {r: a.loc[common].to_numpy() for r, a in by_ratio.items()})
+    {r: a.loc[common].to_numpy() for r, a in by_ratio.items()}
+  )
   return out
 
 
@@ -151,16 +166,29 @@ def _where(value, d, digits=4):
 
 def comparison_rows(result):
   """The side-by-side rows: (result, paper, ours with 99% interval, difference, where)."""
-  rows = [("Table 10: mean accuracy before pruning", f"{PAPER['accuracy']:.3f}",
-           _ci(result["accuracy"]), f"{result['accuracy']['mean'] - PAPER['accuracy']:+.4f}",
-           _where(PAPER["accuracy"], result["accuracy"]))]
+  rows = [
+    (
+      "Table 10: mean accuracy before pruning",
+      f"{PAPER['accuracy']:.3f}",
+      _ci(result["accuracy"]),
+      f"{result['accuracy']['mean'] - PAPER['accuracy']:+.4f}",
+      _where(PAPER["accuracy"], result["accuracy"]),
+    )
+  ]
   for ratio, published in PAPER["recall_variance"].items():
     if ratio not in result["recall_variance"]:
       continue
     ours = result["recall_variance"][ratio]
     label = "before pruning" if ratio == 1 else f"ratio {ratio}"
-    rows.append((f"Table 11: mean recall variance, {label}", f"{published:.4f}", _ci(ours),
-                 f"{ours['mean'] - published:+.4f}", _where(published, ours)))
+    rows.append(
+      (
+        f"Table 11: mean recall variance, {label}",
+        f"{published:.4f}",
+        _ci(ours),
+        f"{ours['mean'] - published:+.4f}",
+        _where(published, ours),
+      )
+    )
   return rows
 
 
@@ -174,8 +202,15 @@ def test_rows(result):
       continue
     paper_sig = paper.startswith("<") or float(paper) <= 0.05
     ours_sig = r.p_bonferroni <= 0.05
-    rows.append((f"{pair[0]} vs {pair[1]}", paper, p_text(r.p_bonferroni),
-                 f"{r.statistic:+.2f}", "yes" if paper_sig == ours_sig else "no"))
+    rows.append(
+      (
+        f"{pair[0]} vs {pair[1]}",
+        paper,
+        p_text(r.p_bonferroni),
+        f"{r.statistic:+.2f}",
+        "yes" if paper_sig == ours_sig else "no",
+      )
+    )
   return rows
 
 
@@ -185,50 +220,58 @@ def _collapse(result, kept):
   k = kept.get(str(ratio))
   if not k:
     return None
-  layers = ", ".join(f"{name} {100 * frac:.3g}%" for name, frac in k.items()
-                     if name not in ("weights", "total"))
-  return (f"Ratio {ratio}: counted over all {k['total']:,} parameters with the classifier "
-          f"unpruned, as 002's released code counts, {k['weights']:,.0f} are kept; per layer "
-          f"{layers} of the weights. Fine-tuned, our networks reach a mean accuracy of "
-          f"{result['accuracy_t'][ratio]['mean']:.4f} (chance: 0.1). 002's recall variance at "
-          f"ratio {ratio}, {PAPER['recall_variance'].get(ratio)}, is that of networks far from "
-          "chance (one that predicts a single class has 0.09): its networks kept more than "
-          "this counting leaves, or trained differently.")
+  layers = ", ".join(
+    f"{name} {100 * frac:.3g}%" for name, frac in k.items() if name not in ("weights", "total")
+  )
+  return (
+    f"Ratio {ratio}: counted over all {k['total']:,} parameters with the classifier "
+    f"unpruned, as 002's released code counts, {k['weights']:,.0f} are kept; per layer "
+    f"{layers} of the weights. Fine-tuned, our networks reach a mean accuracy of "
+    f"{result['accuracy_t'][ratio]['mean']:.4f} (chance: 0.1). 002's recall variance at "
+    f"ratio {ratio}, {PAPER['recall_variance'].get(ratio)}, is that of networks far from "
+    "chance (one that predicts a single class has 0.09): its networks kept more than "
+    "this counting leaves, or trained differently."
+  )
 
 
 def differences(table, result, kept=None):
   """Where ours and 002's differ, in numbers: member count, the recalls behind Table 11, Table 3,
   and what the largest ratio kept (`kept`: the run facts' per-ratio kept weights)."""
-  from scipy import stats as sp_stats  # pylint: disable=g-import-not-at-top
+  from scipy import stats as sp_stats
+
   k = result["models"]
   half = {n: sp_stats.t.ppf(0.995, n - 1) / np.sqrt(n) for n in (k, 30)}
   parents = table[table.ratio == 1]
   recall = _recall(parents)
   lines = [
-      f"Members: {k} parents where 002 has 30. A t-based 99% interval's half-width is "
-      f"t_0.995,K−1 · s / √K: {half[k]:.3f} s at K = {k} and {half[30]:.3f} s at K = 30, so "
-      f"ours are {half[k] / half[30]:.1f}× as wide as 30 parents would give.",
-      f"Accuracy: our parents score {parents.accuracy.min():.4f} to {parents.accuracy.max():.4f} "
-      f"(SD {parents.accuracy.std(ddof=1):.4f}); docs/spec.md §7.3 lists 002's Table 10 "
-      "accuracies among the published values not to use as goldens.",
+    f"Members: {k} parents where 002 has 30. A t-based 99% interval's half-width is "
+    f"t_0.995,K−1 · s / √K: {half[k]:.3f} s at K = {k} and {half[30]:.3f} s at K = 30, so "
+    f"ours are {half[k] / half[30]:.1f}× as wide as 30 parents would give.",
+    f"Accuracy: our parents score {parents.accuracy.min():.4f} to {parents.accuracy.max():.4f} "
+    f"(SD {parents.accuracy.std(ddof=1):.4f}); docs/spec.md §7.3 lists 002's Table 10 "
+    "accuracies among the published values not to use as goldens.",
   ]
   worst = recall.mean(axis=0)
   mu = float(recall.mean())
   var0 = PAPER["recall_variance"][1]
   one_class = 1 - np.sqrt(var0 / 0.09)  # one recall at x, nine at 1: variance 0.09 (1 − x)²
   lines.append(
-      "Recall variance: ten recalls in [0, 1] with mean μ have a variance of at most μ(1 − μ) "
-      f"(Bhatia–Davis): {mu * (1 - mu):.4f} at our parents' mean recall μ = {mu:.4f}, about "
-      f"{PAPER['accuracy'] * (1 - PAPER['accuracy']):.4f} at 002's accuracy 0.989. 002's "
-      f"{var0} before pruning is an SD of {np.sqrt(var0):.3f} across classes — one class at "
-      f"{one_class:.2f} and nine at 1.00 (mean {(9 + one_class) / 10:.3f}) — while our parents' "
-      f"class recalls average {worst.min():.4f} (class {int(worst.argmin())}) to "
-      f"{worst.max():.4f} (class {int(worst.argmax())}), an SD of "
-      f"{float(np.sqrt(result['recall_variance'][1]['mean'])):.4f}. What the two runs can "
-      "share is the growth: 002's variance at ratio 50 over before is "
-      f"{PAPER['recall_variance'][50] / var0:.2f}, ours "
-      + (f"{result['recall_variance'][50]['mean'] / result['recall_variance'][1]['mean']:.2f}."
-         if 50 in result["recall_variance"] else "not measured."))
+    "Recall variance: ten recalls in [0, 1] with mean μ have a variance of at most μ(1 − μ) "
+    f"(Bhatia–Davis): {mu * (1 - mu):.4f} at our parents' mean recall μ = {mu:.4f}, about "
+    f"{PAPER['accuracy'] * (1 - PAPER['accuracy']):.4f} at 002's accuracy 0.989. 002's "
+    f"{var0} before pruning is an SD of {np.sqrt(var0):.3f} across classes — one class at "
+    f"{one_class:.2f} and nine at 1.00 (mean {(9 + one_class) / 10:.3f}) — while our parents' "
+    f"class recalls average {worst.min():.4f} (class {int(worst.argmin())}) to "
+    f"{worst.max():.4f} (class {int(worst.argmax())}), an SD of "
+    f"{float(np.sqrt(result['recall_variance'][1]['mean'])):.4f}. What the two runs can "
+    "share is the growth: 002's variance at ratio 50 over before is "
+    f"{PAPER['recall_variance'][50] / var0:.2f}, ours "
+    + (
+      f"{result['recall_variance'][50]['mean'] / result['recall_variance'][1]['mean']:.2f}."
+      if 50 in result["recall_variance"]
+      else "not measured."
+    )
+  )
   collapse = _collapse(result, kept or {})
   if collapse:
     lines.append(collapse)
@@ -236,9 +279,10 @@ def differences(table, result, kept=None):
     if row[4] == "no":
       first, second = (int(x) for x in row[0].split(" vs "))
       lines.append(
-          f"Table 3, {row[0]}: 002 prints p = {row[1]}, ours is {row[2]} (t = {row[3]} over "
-          f"{k} pairs; mean α {result['alpha'][first]['mean']:.3f} at {first}, "
-          f"{result['alpha'][second]['mean']:.3f} at {second}).")
+        f"Table 3, {row[0]}: 002 prints p = {row[1]}, ours is {row[2]} (t = {row[3]} over "
+        f"{k} pairs; mean α {result['alpha'][first]['mean']:.3f} at {first}, "
+        f"{result['alpha'][second]['mean']:.3f} at {second})."
+      )
   return lines
 
 
@@ -258,71 +302,79 @@ def render(table, facts):
   result = compute(table)
   k = result["models"]
   table = complete(table)
-  alpha_rows = [(ratio, _ci(a, 3), a["label"], f"{result['accuracy_t'][ratio]['mean']:.4f}",
-                 f"{float(np.std(alphas(table, ratio), ddof=1)):.3f}")
-                for ratio, a in result["alpha"].items()]
+  alpha_rows = [
+    (
+      ratio,
+      _ci(a, 3),
+      a["label"],
+      f"{result['accuracy_t'][ratio]['mean']:.4f}",
+      f"{float(np.std(alphas(table, ratio), ddof=1)):.3f}",
+    )
+    for ratio, a in result["alpha"].items()
+  ]
   inside = sum(row[4] == "inside our interval" for row in comparison_rows(result))
   agree = sum(row[4] == "yes" for row in test_rows(result))
   sections = [
-      "# 002 on MNIST / LeNet-5, reproduced",
-      "",
-      "Good et al., *Recall Distortion in Neural Network Pruning and the Undecayed Pruning "
-      "Algorithm* (002; [protocols.md](../protocols.md#prune-after-training-002-one-shot-mp--gp--up--rp)), trains 30 LeNet-5 parents on MNIST, prunes "
-      "each one-shot by magnitude (MP) at ratios 2, 4, 10, 20 and 50, fine-tunes, and reports "
-      "the mean accuracy before pruning (appendix D, Table 10), the mean recall variance "
-      "(appendix F, Table 11), the paired tests of the slope α between consecutive ratios "
-      "(§7, Table 3) and α per ratio (Figures 3 and 11). This page sets our run of the same "
-      "protocol beside those numbers. Every number below is computed from "
-      "[002_mnist_members.csv](002_mnist_members.csv) (one row per network: test accuracy and "
-      "the ten per-class recalls) by `tf_forget/report/reproduction_002.py`; a test recomputes "
-      "this page from the CSV and fails when they disagree.",
-      "",
-      "## The command",
-      "",
-      "```sh",
-      facts["command"],
-      "```",
-      "",
-      f"Members: **{k} parents** (002: 30) and their {int((table.ratio != 1).sum())} pruned "
-      "children. "
-      f"Compute: {facts['train_hours']:.2f} h of training and {facts['finetune_hours']:.2f} h "
-      f"of fine-tuning (worker time), on {facts['machine']}. Stack: {facts['versions']}. "
-      f"Run finished {facts['date']}.",
-      "",
-      "## Side by side",
-      "",
-      "Ours: mean over the networks with its t-based 99% interval (002's level), "
-      f"K = {k}.",
-      "",
-      _table(("result", "002", "ours (99% interval)", "ours − 002", "002's value"),
-             comparison_rows(result)),
-      "",
-      "Table 3, MNIST column: paired one-sided t-tests of H_a: E[α_{t_i}] < E[α_{t_i+1}] "
-      "(the same parent on both sides), Bonferroni × 4 (docs/spec.md §5.4).",
-      "",
-      _table(("ratios", "002 p", "ours p", "ours t", "same decision at 0.05"),
-             test_rows(result)),
-      "",
-      "α per ratio (Figures 3 and 11 show these as box plots and 99% intervals; the paper "
-      "prints no number, so there is no column of its own): mean α over parents with its "
-      "t-based 99% interval and 002's label (`<` interval below 1, `>` above, `?` contains 1; "
-      "docs/spec.md §5.3), beside the pruned networks' mean accuracy and the SD of α.",
-      "",
-      _table(("ratio", "mean α (99% interval)", "label", "mean accuracy", "SD of α"),
-             alpha_rows),
-      "",
-      "## Where ours differ",
-      "",
-      f"- {inside} of {len(comparison_rows(result))} published values lie inside our 99% "
-      f"intervals, and {agree} of {len(test_rows(result))} of Table 3's decisions at 0.05 are "
-      "ours too.",
+    "# 002 on MNIST / LeNet-5, reproduced",
+    "",
+    "Good et al., *Recall Distortion in Neural Network Pruning and the Undecayed Pruning "
+    "Algorithm* (002; [protocols.md](../protocols.md#prune-after-training-002-one-shot-mp--gp--up--rp)), trains 30 LeNet-5 parents on MNIST, prunes "
+    "each one-shot by magnitude (MP) at ratios 2, 4, 10, 20 and 50, fine-tunes, and reports "
+    "the mean accuracy before pruning (appendix D, Table 10), the mean recall variance "
+    "(appendix F, Table 11), the paired tests of the slope α between consecutive ratios "
+    "(§7, Table 3) and α per ratio (Figures 3 and 11). This page sets our run of the same "
+    "protocol beside those numbers. Every number below is computed from "
+    "[002_mnist_members.csv](002_mnist_members.csv) (one row per network: test accuracy and "
+    "the ten per-class recalls) by `tf_forget/report/reproduction_002.py`; a test recomputes "
+    "this page from the CSV and fails when they disagree.",
+    "",
+    "## The command",
+    "",
+    "```sh",
+    facts["command"],
+    "```",
+    "",
+    f"Members: **{k} parents** (002: 30) and their {int((table.ratio != 1).sum())} pruned "
+    "children. "
+    f"Compute: {facts['train_hours']:.2f} h of training and {facts['finetune_hours']:.2f} h "
+    f"of fine-tuning (worker time), on {facts['machine']}. Stack: {facts['versions']}. "
+    f"Run finished {facts['date']}.",
+    "",
+    "## Side by side",
+    "",
+    f"Ours: mean over the networks with its t-based 99% interval (002's level), K = {k}.",
+    "",
+    _table(
+      ("result", "002", "ours (99% interval)", "ours − 002", "002's value"), comparison_rows(result)
+    ),
+    "",
+    "Table 3, MNIST column: paired one-sided t-tests of H_a: E[α_{t_i}] < E[α_{t_i+1}] "
+    "(the same parent on both sides), Bonferroni × 4 (docs/spec.md §5.4).",
+    "",
+    _table(("ratios", "002 p", "ours p", "ours t", "same decision at 0.05"), test_rows(result)),
+    "",
+    "α per ratio (Figures 3 and 11 show these as box plots and 99% intervals; the paper "
+    "prints no number, so there is no column of its own): mean α over parents with its "
+    "t-based 99% interval and 002's label (`<` interval below 1, `>` above, `?` contains 1; "
+    "docs/spec.md §5.3), beside the pruned networks' mean accuracy and the SD of α.",
+    "",
+    _table(("ratio", "mean α (99% interval)", "label", "mean accuracy", "SD of α"), alpha_rows),
+    "",
+    "## Where ours differ",
+    "",
+    f"- {inside} of {len(comparison_rows(result))} published values lie inside our 99% "
+    f"intervals, and {agree} of {len(test_rows(result))} of Table 3's decisions at 0.05 are "
+    "ours too.",
   ]
   sections += [f"- {line}" for line in differences(table, result, facts.get("kept"))]
-  sections += [
+  sections += (
+    [
       "",
       "## The protocol, and what it leaves open",
       "",
-  ] + [f"- {line}" for line in facts["protocol"]] + [
+    ]
+    + [f"- {line}" for line in facts["protocol"]]
+    + [
       "",
       "## Recompute, rerun, Fashion-MNIST",
       "",
@@ -337,5 +389,6 @@ def render(table, facts):
       "`--dataset=fashion_mnist --data_dir=DIR`; the reader checks them against Fashion-MNIST's "
       "published checksums.",
       "",
-  ]
+    ]
+  )
   return "\n".join(sections)

@@ -41,11 +41,11 @@ AS_GOOD_MARGIN = 0.005  # half a point of the test examples: flips and top-1 "as
 NAN = float("nan")
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """What the rule weighs (the configuration's `deployment` section: `--target`, `--size`,
   `--max_latency_ratio`, `--latency_batch`)."""
+
   target: str = "cpu"
   size: str = "bytes"
   max_latency_ratio: float = DEFAULT_MAX_LATENCY_RATIO
@@ -79,9 +79,11 @@ def too_slow(row, bound):
     return ""
   batch, low, median, high = worst
   batch = "" if batch is None or batch != batch else f" at batch {int(batch)}"
-  out = (f"{median:.1f}x the float reference's latency{batch} (interquartile "
-         f"{low:.1f}-{high:.1f}x over the timing rounds, this machine), over the "
-         f"--max_latency_ratio of {bound:g}x")
+  out = (
+    f"{median:.1f}x the float reference's latency{batch} (interquartile "
+    f"{low:.1f}-{high:.1f}x over the timing rounds, this machine), over the "
+    f"--max_latency_ratio of {bound:g}x"
+  )
   ran = row.get("runtime") or ""
   return f"{out}: {ran}" if ran else out
 
@@ -170,8 +172,9 @@ def dominates(frame, j, i, pairs, size_col):
   if _finite(sa) and _finite(sb) and sa < sb * (1 - SIZE_TIE):
     better.append(f"smaller ({sa / 1024:.1f} vs {sb / 1024:.1f} KiB)")
   if _fewer_flips(pairs, a["variant"], b["variant"]):
-    better.append(f"fewer flips ({pairs.flips(a['variant']):.0f} vs "
-                  f"{pairs.flips(b['variant']):.0f})")
+    better.append(
+      f"fewer flips ({pairs.flips(a['variant']):.0f} vs {pairs.flips(b['variant']):.0f})"
+    )
   if la is not None and lb is not None and _slower(lb, la):
     better.append(f"faster ({la[0]:.2f}x vs {lb[0]:.2f}x the reference's latency)")
   return ", ".join(better) or None
@@ -180,12 +183,20 @@ def dominates(frame, j, i, pairs, size_col):
 def front(frame, eligible, pairs, size_col):
   """(front indices, {dominated index: (index of a dominating row, how)}); a dominated row is
   named with a dominating row of the front when one dominates it."""
-  beats = {i: [(j, how) for j in eligible if j != i
-               for how in [dominates(frame, j, i, pairs, size_col)] if how]
-           for i in eligible}
+  beats = {
+    i: [
+      (j, how)
+      for j in eligible
+      if j != i
+      for how in [dominates(frame, j, i, pairs, size_col)]
+      if how
+    ]
+    for i in eligible
+  }
   on_front = [i for i in eligible if not beats[i]]
-  dominated = {i: next((b for b in beats[i] if b[0] in on_front), beats[i][0])
-               for i in eligible if beats[i]}
+  dominated = {
+    i: next((b for b in beats[i] if b[0] in on_front), beats[i][0]) for i in eligible if beats[i]
+  }
   return on_front, dominated
 
 
@@ -201,8 +212,13 @@ def choose(frame, on_front, pairs, size_col):
   tied = [i for i in sized if size(i) <= least * (1 + SIZE_TIE)]  # the same size
   smallest = max(tied, key=lambda i: (frame.loc[i, "top1"], -size(i), -i))
   limit = size(smallest) * (1 + SIZE_TOLERANCE)
-  better = [i for i in sized if size(i) <= limit and i != smallest
-            and _fewer_flips(pairs, frame.loc[i, "variant"], frame.loc[smallest, "variant"])]
+  better = [
+    i
+    for i in sized
+    if size(i) <= limit
+    and i != smallest
+    and _fewer_flips(pairs, frame.loc[i, "variant"], frame.loc[smallest, "variant"])
+  ]
   if not better:
     return smallest
   return min(better, key=lambda i: (pairs.flips(frame.loc[i, "variant"]), size(i), i))
@@ -217,8 +233,12 @@ def as_good(pairs, frame, user, best, size_col="size_bytes"):
   top1 = None if pairs is None else pairs.top1_apart(a, b)
   if flips is None or top1 is None:
     return False, flips, top1
-  ok = (not flips.low > 0 and flips.high <= AS_GOOD_MARGIN
-        and not top1.high < 0 and -top1.low <= AS_GOOD_MARGIN)
+  ok = (
+    not flips.low > 0
+    and flips.high <= AS_GOOD_MARGIN
+    and not top1.high < 0
+    and -top1.low <= AS_GOOD_MARGIN
+  )
   su, sb = _size(frame, user, size_col), _size(frame, best, size_col)
   ok = ok and (not (_finite(su) and _finite(sb)) or su <= sb * (1 + SIZE_TOLERANCE))
   return ok, flips, top1
@@ -234,20 +254,28 @@ def rule_text(gates, ship, budget, users=False):
   gated = gates.max_accuracy_drop is not None
   size = "gzip size (the download)" if ship.size == "gzip" else "size in bytes"
   return (
-      "Rule: eligible are the compressed files that "
-      + ("pass every gate and " if gates.any() else "")
-      + f"lose at most {100 * budget:.2f} points of top-1 "
-      + ("(--max_accuracy_drop)" if gated else "(default budget, not a gate; "
-                                                "--max_accuracy_drop sets it)")
-      + f", run on the target ({ship.target}: {names.TARGET_TITLES.get(ship.target, ship.target)}) "
-      f"and are at most {ship.max_latency_ratio:g}x slower than the float reference at batch 1 "
-      f"and {ship.latency_batch} (--max_latency_ratio, this machine). Of those no other beats "
-      f"on {size}, flips against the reference and latency (the front), the smallest ships, "
-      f"unless one at most {100 * SIZE_TOLERANCE:g}% larger flips significantly fewer test "
-      "examples (paired over the examples)."
-      + (" Your own files (--candidate) ship instead when as good: extra flips and top-1 loss "
-         f"not significant and within {100 * AS_GOOD_MARGIN:g}% of the test examples, at most "
-         f"{100 * SIZE_TOLERANCE:g}% larger." if users else ""))
+    "Rule: eligible are the compressed files that "
+    + ("pass every gate and " if gates.any() else "")
+    + f"lose at most {100 * budget:.2f} points of top-1 "
+    + (
+      "(--max_accuracy_drop)"
+      if gated
+      else "(default budget, not a gate; --max_accuracy_drop sets it)"
+    )
+    + f", run on the target ({ship.target}: {names.TARGET_TITLES.get(ship.target, ship.target)}) "
+    f"and are at most {ship.max_latency_ratio:g}x slower than the float reference at batch 1 "
+    f"and {ship.latency_batch} (--max_latency_ratio, this machine). Of those no other beats "
+    f"on {size}, flips against the reference and latency (the front), the smallest ships, "
+    f"unless one at most {100 * SIZE_TOLERANCE:g}% larger flips significantly fewer test "
+    "examples (paired over the examples)."
+    + (
+      " Your own files (--candidate) ship instead when as good: extra flips and top-1 loss "
+      f"not significant and within {100 * AS_GOOD_MARGIN:g}% of the test examples, at most "
+      f"{100 * SIZE_TOLERANCE:g}% larger."
+      if users
+      else ""
+    )
+  )
 
 
 def front_note(frame, on_front, dominated, size):
@@ -257,8 +285,9 @@ def front_note(frame, on_front, dominated, size):
   names_of = lambda idx: ", ".join(frame.loc[i, "variant"] for i in idx)
   out = f"Front ({what} × flips × latency): {names_of(on_front)}"
   if dominated:
-    out += "; dominated: " + ", ".join(f"{frame.loc[i, 'variant']} (by {frame.loc[j, 'variant']})"
-                                       for i, (j, _) in dominated.items())
+    out += "; dominated: " + ", ".join(
+      f"{frame.loc[i, 'variant']} (by {frame.loc[j, 'variant']})" for i, (j, _) in dominated.items()
+    )
   return out + "."
 
 
@@ -275,10 +304,14 @@ def gives_up(frame, best, on_front, pairs, size_col="size_bytes"):
     if d is None or not d.low > 0:
       continue
     ratio = _size(frame, i, size_col) / _size(frame, best, size_col)
-    out.append(f"{b['variant']} flips {d.count:.0f} more test examples than {o['variant']} "
-               f"({100 * d.mean:+.2f} pt of the examples, {100 * file_pairs.CONFIDENCE:g}% CI "
-               f"{100 * d.low:+.2f} to {100 * d.high:+.2f}), which is "
-               + (f"{ratio:.2f}x its {'gzip ' if size_col == 'gzip_bytes' else ''}size."
-                  if ratio == ratio else "of unmeasured size."))
+    out.append(
+      f"{b['variant']} flips {d.count:.0f} more test examples than {o['variant']} "
+      f"({100 * d.mean:+.2f} pt of the examples, {100 * file_pairs.CONFIDENCE:g}% CI "
+      f"{100 * d.low:+.2f} to {100 * d.high:+.2f}), which is "
+      + (
+        f"{ratio:.2f}x its {'gzip ' if size_col == 'gzip_bytes' else ''}size."
+        if ratio == ratio
+        else "of unmeasured size."
+      )
+    )
   return out
-

@@ -44,28 +44,63 @@ from tf_forget.stats import validate
 
 SETTINGS_KEY = "single_network"
 NOTES_KEY = "single_network"
-DESIGN = ("single network (K = 1): one reference network against its own compressed files; "
-          "examples are the unit of uncertainty")
+DESIGN = (
+  "single network (K = 1): one reference network against its own compressed files; "
+  "examples are the unit of uncertainty"
+)
 METHODS = {
-    "top1_test": "exact McNemar (two-sided binomial test of the discordant pairs)",
-    "top1_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
-    "class_test": "exact McNemar per class, Benjamini-Hochberg adjusted over the classes",
-    "class_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
-    "subgroup_interval":
-        f"{paired_bootstrap.BOOTSTRAP_METHOD} (the same examples resampled for both)",
-    "confidence": paired.CONFIDENCE,
+  "top1_test": "exact McNemar (two-sided binomial test of the discordant pairs)",
+  "top1_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
+  "class_test": "exact McNemar per class, Benjamini-Hochberg adjusted over the classes",
+  "class_interval": f"{paired.INTERVAL_METHOD} (Newcombe 1998, method 10)",
+  "subgroup_interval": f"{paired_bootstrap.BOOTSTRAP_METHOD} (the same examples resampled for both)",
+  "confidence": paired.CONFIDENCE,
 }
 TOPLINE_METHOD = f"mcnemar_exact + {paired.INTERVAL_METHOD}"
 FLIP_KINDS = ("broken", "fixed", "changed")
-TOPLINE_COLUMNS = ["variant", "n", "accuracy_reference", "accuracy_candidate", "difference",
-                   "low", "high", "broken", "fixed", "changed", "mcnemar_p", "method"]
-CLASS_COLUMNS = ["variant", "class", "class_name", "n", "recall_reference",
-                 "recall_candidate", "change", "low", "high", "broken", "fixed", "p_value",
-                 "p_adjusted", "significant"]
-SUBGROUP_COLUMNS = ["variant", "subgroup", "measure", "n", "rate_reference", "rate_candidate",
-                    "change", "low", "high", "n_resamples"]
-FLIP_COLUMNS = ["variant", "id", "label", "reference_prediction", "candidate_prediction",
-                "kind"]
+TOPLINE_COLUMNS = [
+  "variant",
+  "n",
+  "accuracy_reference",
+  "accuracy_candidate",
+  "difference",
+  "low",
+  "high",
+  "broken",
+  "fixed",
+  "changed",
+  "mcnemar_p",
+  "method",
+]
+CLASS_COLUMNS = [
+  "variant",
+  "class",
+  "class_name",
+  "n",
+  "recall_reference",
+  "recall_candidate",
+  "change",
+  "low",
+  "high",
+  "broken",
+  "fixed",
+  "p_value",
+  "p_adjusted",
+  "significant",
+]
+SUBGROUP_COLUMNS = [
+  "variant",
+  "subgroup",
+  "measure",
+  "n",
+  "rate_reference",
+  "rate_candidate",
+  "change",
+  "low",
+  "high",
+  "n_resamples",
+]
+FLIP_COLUMNS = ["variant", "id", "label", "reference_prediction", "candidate_prediction", "kind"]
 
 
 def applies(run):
@@ -89,8 +124,9 @@ def candidate_pairs(run):
       notes.append(f"{variant}: no member paired with dense member {k_ref}; not compared")
       continue
     if len(ks) > 1:
-      notes.append(f"{variant}: {len(ks)} members pair with dense member {k_ref}; "
-                   f"member {ks[0]} compared")
+      notes.append(
+        f"{variant}: {len(ks)} members pair with dense member {k_ref}; member {ks[0]} compared"
+      )
     row = list(pop.members).index(ks[0])
     out[variant] = (dense.top1[0], pop.top1[row])
   return out, notes
@@ -100,11 +136,20 @@ def topline_row(variant, y, a, b):
   """One `k1_topline` row: accuracy change, Newcombe interval, flips, McNemar p."""
   diff = paired.paired_accuracy_difference(y, a, b)
   counts = paired.flips(y, a, b).counts
-  return {"variant": variant, "n": diff["n"], "accuracy_reference": diff["accuracy_a"],
-          "accuracy_candidate": diff["accuracy_b"], "difference": diff["difference"],
-          "low": diff["low"], "high": diff["high"], "broken": counts["broken"],
-          "fixed": counts["fixed"], "changed": counts["changed"],
-          "mcnemar_p": paired.mcnemar_exact(y, a, b)["p_value"], "method": TOPLINE_METHOD}
+  return {
+    "variant": variant,
+    "n": diff["n"],
+    "accuracy_reference": diff["accuracy_a"],
+    "accuracy_candidate": diff["accuracy_b"],
+    "difference": diff["difference"],
+    "low": diff["low"],
+    "high": diff["high"],
+    "broken": counts["broken"],
+    "fixed": counts["fixed"],
+    "changed": counts["changed"],
+    "mcnemar_p": paired.mcnemar_exact(y, a, b)["p_value"],
+    "method": TOPLINE_METHOD,
+  }
 
 
 def class_names_of(run):
@@ -117,12 +162,25 @@ def class_names_of(run):
 def class_rows(variant, y, a, b, num_classes, class_names, alpha):
   """`k1_classes` rows of one variant: recall change per class, McNemar, BH."""
   r = paired.per_class_recall_change(y, a, b, num_classes, alpha=alpha)
-  return pd.DataFrame({
-      "variant": variant, "class": np.arange(num_classes), "class_name": class_names,
-      "n": r["n"], "recall_reference": r["recall_a"], "recall_candidate": r["recall_b"],
-      "change": r["change"], "low": r["low"], "high": r["high"], "broken": r["broken"],
-      "fixed": r["fixed"], "p_value": r["p_value"], "p_adjusted": r["p_adjusted"],
-      "significant": r["significant"]}, columns=CLASS_COLUMNS)
+  return pd.DataFrame(
+    {
+      "variant": variant,
+      "class": np.arange(num_classes),
+      "class_name": class_names,
+      "n": r["n"],
+      "recall_reference": r["recall_a"],
+      "recall_candidate": r["recall_b"],
+      "change": r["change"],
+      "low": r["low"],
+      "high": r["high"],
+      "broken": r["broken"],
+      "fixed": r["fixed"],
+      "p_value": r["p_value"],
+      "p_adjusted": r["p_adjusted"],
+      "significant": r["significant"],
+    },
+    columns=CLASS_COLUMNS,
+  )
 
 
 def subgroup_masks(run):
@@ -147,8 +205,9 @@ def check_subgroup_inputs(y, a, b, measures, seed, n_resamples):
   library's own checks: an empty subset returns before any resampling)."""
   nothing = np.zeros(np.shape(y)[:1] or (0,), dtype=bool)
   for measure in measures:
-    paired_bootstrap.paired_bootstrap_change(y, a, b, nothing, measure,
-                                             n_resamples=n_resamples, seed=seed)
+    paired_bootstrap.paired_bootstrap_change(
+      y, a, b, nothing, measure, n_resamples=n_resamples, seed=seed
+    )
 
 
 def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONFIDENCE):
@@ -181,7 +240,7 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
   words = []
   for first in range(0, len(columns), per_word):
     word = np.zeros(n, dtype=np.uint64)
-    for j, column in enumerate(columns[first:first + per_word]):
+    for j, column in enumerate(columns[first : first + per_word]):
       word |= np.asarray(column, dtype=np.uint64) << np.uint64(j * width)
     words.append(word)
   counts = [[] for _ in columns]
@@ -192,8 +251,7 @@ def bootstrap_intervals(err_a, errs_b, seed, n_resamples, confidence=paired.CONF
     for w, word in enumerate(words):
       total = word[index].sum(axis=-1)
       for j in range(min(per_word, len(columns) - w * per_word)):
-        counts[w * per_word + j].append(
-            ((total >> np.uint64(j * width)) & field).astype(np.int64))
+        counts[w * per_word + j].append(((total >> np.uint64(j * width)) & field).astype(np.int64))
   mean_a = np.concatenate(counts[0]) / n
   alpha = np.asarray((1 - confidence) / 2, dtype=np.float64)
   interval = np.stack((alpha, 1 - alpha), axis=-1)
@@ -219,18 +277,34 @@ def subgroup_rows(candidates, y, a, masks, measures, seed, n_resamples):
     mask = np.asarray(mask, dtype=bool)
     for measure in measures:
       err_a, _ = paired_bootstrap.rate_examples(y, a, a, mask, measure, 1)
-      errs = {v: paired_bootstrap.rate_examples(y, a, b, mask, measure, 1)[1]
-              for v, b in bs.items()}
+      errs = {
+        v: paired_bootstrap.rate_examples(y, a, b, mask, measure, 1)[1] for v, b in bs.items()
+      }
       n = int(err_a.size)
-      intervals = (bootstrap_intervals(err_a, list(errs.values()), seed, int(n_resamples))
-                   if n >= 2 else [(nan, nan)] * len(errs))
+      intervals = (
+        bootstrap_intervals(err_a, list(errs.values()), seed, int(n_resamples))
+        if n >= 2
+        else [(nan, nan)] * len(errs)
+      )
       for (variant, err_b), (low, high) in zip(errs.items(), intervals):
-        row = {"variant": variant, "subgroup": name, "measure": measure, "n": n,
-               "rate_reference": nan, "rate_candidate": nan, "change": nan, "low": low,
-               "high": high, "n_resamples": int(n_resamples)}
+        row = {
+          "variant": variant,
+          "subgroup": name,
+          "measure": measure,
+          "n": n,
+          "rate_reference": nan,
+          "rate_candidate": nan,
+          "change": nan,
+          "low": low,
+          "high": high,
+          "n_resamples": int(n_resamples),
+        }
         if n:
-          row.update(rate_reference=float(err_a.mean()), rate_candidate=float(err_b.mean()),
-                     change=float(paired_bootstrap.mean_change(err_a, err_b)))
+          row.update(
+            rate_reference=float(err_a.mean()),
+            rate_candidate=float(err_b.mean()),
+            change=float(paired_bootstrap.mean_change(err_a, err_b)),
+          )
         rows[variant, name, measure] = row
   return [rows[v, name, measure] for v in bs for name in masks for measure in measures]
 
@@ -246,8 +320,12 @@ def flip_rows(variant, ids, y, a, b, paths=None):
   columns = dict(variant=variant, id=ids[where])
   if paths is not None:
     columns["path"] = collect.paths_of(paths, ids[where])
-  columns.update(label=y[where], reference_prediction=a[where], candidate_prediction=b[where],
-                 kind=kind[where].astype(str))
+  columns.update(
+    label=y[where],
+    reference_prediction=a[where],
+    candidate_prediction=b[where],
+    kind=kind[where].astype(str),
+  )
   return pd.DataFrame(columns, columns=_with_path(FLIP_COLUMNS, paths))
 
 
@@ -261,8 +339,12 @@ def _with_path(columns, paths):
 
 def settings(seed, n_resamples, alpha):
   """The report's `settings.single_network`: the design and the methods, in words."""
-  return {"design": DESIGN, "methods": dict(METHODS, alpha=alpha),
-          "n_resamples": int(n_resamples), "seed": seed}
+  return {
+    "design": DESIGN,
+    "methods": dict(METHODS, alpha=alpha),
+    "n_resamples": int(n_resamples),
+    "seed": seed,
+  }
 
 
 def _concat(frames, columns):
@@ -277,9 +359,11 @@ def variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples, paths=No
   y = dense.labels
   if masks is not None:
     check_subgroup_inputs(y, a, b, rate_measures(run.num_classes), seed, n_resamples)
-  return (topline_row(variant, y, a, b),
-          class_rows(variant, y, a, b, run.num_classes, class_names_of(run), alpha),
-          flip_rows(variant, dense.ids, y, a, b, paths))
+  return (
+    topline_row(variant, y, a, b),
+    class_rows(variant, y, a, b, run.num_classes, class_names_of(run), alpha),
+    flip_rows(variant, dense.ids, y, a, b, paths),
+  )
 
 
 def compute(run, seed, alpha=0.05, n_resamples=paired_bootstrap.MIN_RESAMPLES):
@@ -304,8 +388,7 @@ def compute(run, seed, alpha=0.05, n_resamples=paired_bootstrap.MIN_RESAMPLES):
   top, classes, flips, compared = [], [], [], {}
   for variant, (a, b) in pairs.items():
     try:
-      row, cls, flp = variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples,
-                                     paths)
+      row, cls, flp = variant_tables(run, variant, a, b, masks, seed, alpha, n_resamples, paths)
     except validate.StatsInputError as e:
       notes.append(f"{variant}: K = 1 measures not computed ({e})")
       continue
@@ -316,11 +399,20 @@ def compute(run, seed, alpha=0.05, n_resamples=paired_bootstrap.MIN_RESAMPLES):
   groups = []
   if masks is not None and compared:
     dense = run.eval[names.DENSE]
-    groups = subgroup_rows(compared, dense.labels, dense.top1[0], masks,
-                           rate_measures(run.num_classes), seed, n_resamples)
-  tables = {"k1_topline": pd.DataFrame(top, columns=TOPLINE_COLUMNS),
-            "k1_classes": _concat(classes, CLASS_COLUMNS),
-            "flips": _concat(flips, _with_path(FLIP_COLUMNS, paths))}
+    groups = subgroup_rows(
+      compared,
+      dense.labels,
+      dense.top1[0],
+      masks,
+      rate_measures(run.num_classes),
+      seed,
+      n_resamples,
+    )
+  tables = {
+    "k1_topline": pd.DataFrame(top, columns=TOPLINE_COLUMNS),
+    "k1_classes": _concat(classes, CLASS_COLUMNS),
+    "flips": _concat(flips, _with_path(FLIP_COLUMNS, paths)),
+  }
   if masks is not None:
     tables["k1_subgroups"] = pd.DataFrame(groups, columns=SUBGROUP_COLUMNS)
   return tables, {NOTES_KEY: notes}, {SETTINGS_KEY: settings(seed, n_resamples, alpha)}

@@ -33,8 +33,10 @@ def _cell(value):
 
 def table(frame):
   """A DataFrame as a Markdown table (every cell as text)."""
-  lines = ["| " + " | ".join(_cell(c) for c in frame.columns) + " |",
-           "| " + " | ".join("---" for _ in frame.columns) + " |"]
+  lines = [
+    "| " + " | ".join(_cell(c) for c in frame.columns) + " |",
+    "| " + " | ".join("---" for _ in frame.columns) + " |",
+  ]
   for row in frame.itertuples(index=False):
     lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
   return "\n".join(lines)
@@ -90,8 +92,13 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
   failed = _failed(manifest)
   variants = sorted({v for v, _ in failed} | set(manifest.get("failed_variants") or ()))
   gated = any(v is not None for v in (manifest.get("gates") or {}).values())
-  head = (f"a gate failed: {', '.join(variants)}" if variants else
-          "passed: every gate holds" if gated else "no gate set")
+  head = (
+    f"a gate failed: {', '.join(variants)}"
+    if variants
+    else "passed: every gate holds"
+    if gated
+    else "no gate set"
+  )
   rec = report.get("recommendation") or {}
   out = [f"### tf_forget audit — {head}", "", sentence(rec), ""]
   lines = ([rec["front_note"]] if rec.get("front_note") else []) + list(rec.get("gives_up", []))

@@ -43,6 +43,7 @@ DESIGNS = (POPULATION, K1)
 @dataclasses.dataclass(frozen=True)
 class Skip:
   """A section with nothing to show, and why (one clause, no final period)."""
+
   reason: str
 
   @classmethod
@@ -60,6 +61,7 @@ class Part:
   """What one unit adds to the report: its tables, notes and settings, and the values it gives
   (`Unit.gives`). A notes key that is present is added to the report's notes even with no
   note."""
+
   tables: dict = dataclasses.field(default_factory=dict)
   notes: dict = dataclasses.field(default_factory=dict)
   settings: dict = dataclasses.field(default_factory=dict)
@@ -79,6 +81,7 @@ class Section:
     designs: the designs it serves (`DESIGNS`); left out for the others.
     optional: left out of the page (and its navigation) when it renders a `Skip`.
   """
+
   id: str
   title: str
   nav: str
@@ -100,6 +103,7 @@ class Unit:
     compute: callable(**reads) -> `Part`, or None for a unit that only shows sections.
     sections: the `Section`s it shows.
   """
+
   name: str
   reads: Tuple[str, ...] = ()
   makes: Tuple[str, ...] = ()
@@ -145,6 +149,7 @@ class Measures:
     config: the settings (report.json's `settings`).
     values: name -> value given by a unit (`Unit.gives`).
   """
+
   tables: collections.abc.Mapping
   notes: Dict[str, List[str]]
   config: dict
@@ -190,8 +195,10 @@ def check(units, page=()):
       if unit.reads or unit.makes or unit.gives:
         problems.append(f"{unit.name}: declares reads / makes / gives but has no compute")
     elif _parameters(unit.compute) != set(unit.reads):
-      problems.append(f"{unit.name}: compute takes {sorted(_parameters(unit.compute))}, "
-                      f"declares {sorted(unit.reads)}")
+      problems.append(
+        f"{unit.name}: compute takes {sorted(_parameters(unit.compute))}, "
+        f"declares {sorted(unit.reads)}"
+      )
     twice = [n for n in unit.makes + unit.gives if n in made]
     if twice:
       problems.append(f"{unit.name}: makes {twice}, made before (or an input)")
@@ -205,8 +212,10 @@ def check(units, page=()):
       if not callable(section.render):
         problems.append(f"{where} has no render")
       elif _parameters(section.render) != set(section.reads):
-        problems.append(f"{where}: render takes {sorted(_parameters(section.render))}, "
-                        f"declares {sorted(section.reads)}")
+        problems.append(
+          f"{where}: render takes {sorted(_parameters(section.render))}, "
+          f"declares {sorted(section.reads)}"
+        )
       if not section.designs or set(section.designs) - set(DESIGNS):
         problems.append(f"{where} serves {list(section.designs)}, not some of {list(DESIGNS)}")
   repeated = sorted({i for i in ids if ids.count(i) > 1})
@@ -246,8 +255,11 @@ def compute(units, **inputs):
   for unit in units:
     if unit.compute is None:
       continue
-    known = dict(inputs, settings=types.MappingProxyType(dict(settings)),
-                 notes=types.MappingProxyType({k: list(v) for k, v in notes.items()}))
+    known = dict(
+      inputs,
+      settings=types.MappingProxyType(dict(settings)),
+      notes=types.MappingProxyType({k: list(v) for k, v in notes.items()}),
+    )
     part = unit.compute(**{n: known[n] if n in known else values.get(n) for n in unit.reads})
     extra = sorted(set(part.tables) - set(unit.makes)) + sorted(set(part.gives) - set(unit.gives))
     if extra:
@@ -271,17 +283,25 @@ def _left_out_line(folded):
   empty = [f"{s.nav} ({reason})" for s, reason in folded if reason is not None]
   parts = []
   if population:
-    parts.append(f"{', '.join(population)}: these compare populations of K ≥ 2 independently "
-                 "trained networks (means, Welch tests and intervals over members, modal "
-                 "labels); with one network, section 1b answers the same questions over the "
-                 "test examples (paired), and the verdict reads it")
+    parts.append(
+      f"{', '.join(population)}: these compare populations of K ≥ 2 independently "
+      "trained networks (means, Welch tests and intervals over members, modal "
+      "labels); with one network, section 1b answers the same questions over the "
+      "test examples (paired), and the verdict reads it"
+    )
   if empty:
     parts.append("not measured in this run: " + "; ".join(empty))
   return f"<p class=\"lead\">{html.esc('. '.join(parts))}.</p>"
 
 
-LEFT_OUT = Section("left-out", "Left out for one network (K = 1)", "Left out", (),
-                   lambda: Skip("nothing left out"), optional=True)
+LEFT_OUT = Section(
+  "left-out",
+  "Left out for one network (K = 1)",
+  "Left out",
+  (),
+  lambda: Skip("nothing left out"),
+  optional=True,
+)
 
 
 def render(units, page, measures, design, **inputs):
@@ -302,16 +322,20 @@ def render(units, page, measures, design, **inputs):
     ValueError: a section that rendered neither HTML nor a `Skip` (a bug in its render).
   """
   sections = {s.id: s for u in units for s in u.sections}
-  known = dict(inputs, settings=types.MappingProxyType(dict(measures.config)),
-               notes=types.MappingProxyType(dict(measures.notes)))
+  known = dict(
+    inputs,
+    settings=types.MappingProxyType(dict(measures.config)),
+    notes=types.MappingProxyType(dict(measures.notes)),
+  )
   out, folded = [], []
   for i, sid in enumerate(page):
     section, last = sections[sid], i == len(page) - 1
     if design not in section.designs:
       folded.append((section, None))
       continue
-    shown = section.render(**{n: known[n] if n in known else measures.values.get(n)
-                              for n in section.reads})
+    shown = section.render(
+      **{n: known[n] if n in known else measures.values.get(n) for n in section.reads}
+    )
     if not isinstance(shown, (str, Skip)):
       raise ValueError(f"report section {sid!r} rendered {type(shown).__name__}")
     if isinstance(shown, Skip) and (section.optional or (design == K1 and not last)):

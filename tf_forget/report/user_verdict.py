@@ -35,7 +35,7 @@ def is_user(variant):
 
 def user_name(variant):
   """The NAME of `--candidate=NAME=FILE` of a `user_<NAME>` variant."""
-  return names.parse_variant(variant).format[len(names.USER_FORMAT_PREFIX):]
+  return names.parse_variant(variant).format[len(names.USER_FORMAT_PREFIX) :]
 
 
 def preferred(frame, best, candidates, pairs, size_col="size_bytes"):
@@ -52,13 +52,21 @@ def preferred(frame, best, candidates, pairs, size_col="size_bytes"):
   """
   if pairs is None or is_user(frame.loc[best, "variant"]):
     return None
-  good = [i for i in candidates if is_user(frame.loc[i, "variant"])
-          and ship_rule.as_good(pairs, frame, i, best, size_col)[0]]
+  good = [
+    i
+    for i in candidates
+    if is_user(frame.loc[i, "variant"]) and ship_rule.as_good(pairs, frame, i, best, size_col)[0]
+  ]
   if not good:
     return None
   size = lambda i: frame.loc[i].get(size_col, float("nan"))
-  return min(good, key=lambda i: (size(i) if size(i) == size(i) else float("inf"),
-                                  pairs.flips(frame.loc[i, "variant"])))
+  return min(
+    good,
+    key=lambda i: (
+      size(i) if size(i) == size(i) else float("inf"),
+      pairs.flips(frame.loc[i, "variant"]),
+    ),
+  )
 
 
 def _kib(size):
@@ -89,17 +97,23 @@ def _why_not(frame, user, best, pairs, size_col):
   ok, flips, top1 = ship_rule.as_good(pairs, frame, user, best, size_col)
   out = []
   if flips is not None and flips.low > 0:
-    out.append(f"it flips {wording.count(flips.count)} more test examples than {_whose(b['variant'])}"
-               f" ({wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(b['variant']))} "
-               f"against the reference; {_pt(flips)}, paired)")
+    out.append(
+      f"it flips {wording.count(flips.count)} more test examples than {_whose(b['variant'])}"
+      f" ({wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(b['variant']))} "
+      f"against the reference; {_pt(flips)}, paired)"
+    )
   elif flips is not None and flips.high > ship_rule.AS_GOOD_MARGIN:
-    out.append(f"its flips cannot be shown as few as {_whose(b['variant'])}'s "
-               f"({_pt(flips)}: the interval reaches past {100 * ship_rule.AS_GOOD_MARGIN:g} pt)")
+    out.append(
+      f"its flips cannot be shown as few as {_whose(b['variant'])}'s "
+      f"({_pt(flips)}: the interval reaches past {100 * ship_rule.AS_GOOD_MARGIN:g} pt)"
+    )
   if top1 is not None and (top1.high < 0 or -top1.low > ship_rule.AS_GOOD_MARGIN):
     gap = 100 * (b["top1"] - u["top1"])
-    out.append(f"its top-1 is {abs(gap):.2f} points {'lower' if gap > 0 else 'higher'} "
-               f"({100 * top1.mean:+.2f} pt [{100 * top1.low:+.2f}, {100 * top1.high:+.2f}], "
-               "paired)")
+    out.append(
+      f"its top-1 is {abs(gap):.2f} points {'lower' if gap > 0 else 'higher'} "
+      f"({100 * top1.mean:+.2f} pt [{100 * top1.low:+.2f}, {100 * top1.high:+.2f}], "
+      "paired)"
+    )
   su, sb = u.get(size_col, float("nan")), b.get(size_col, float("nan"))
   ratio = su / sb if sb == sb else float("nan")
   if ratio == ratio and ratio > 1 + ship_rule.SIZE_TOLERANCE:
@@ -155,23 +169,35 @@ def sentence(frame, user, best, pairs, gated, instead_of=None, size_col="size_by
   if user == best:
     if instead_of is None:
       alt = _next_best(frame)
-      return (f"{head} {_status(u, gated)} and is recommended: the rule's choice{forgot}"
-              + ("" if alt is None else
-                 f"; against {_whose(alt['variant'])} ({_sizes(alt)}): "
-                 f"{_same(pairs, u['variant'], alt['variant'])}{means}") + ".")
+      return (
+        f"{head} {_status(u, gated)} and is recommended: the rule's choice{forgot}"
+        + (
+          ""
+          if alt is None
+          else f"; against {_whose(alt['variant'])} ({_sizes(alt)}): "
+          f"{_same(pairs, u['variant'], alt['variant'])}{means}"
+        )
+        + "."
+      )
     o = frame.loc[instead_of]
     _, flips, _ = ship_rule.as_good(pairs, frame, user, instead_of, size_col)
-    return (f"{head} {_status(u, gated)} and is recommended instead of {_whose(o['variant'])} "
-            f"({_sizes(o)}): {_same(pairs, u['variant'], o['variant'])}, "
-            f"{wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(o['variant']))} flips "
-            f"against the reference{means} ({_pt(flips)}, paired) — as good, and within "
-            f"{100 * ship_rule.SIZE_TOLERANCE:g}% of its size: you ship your own bytes{forgot}.")
-  against = (f"against the recommended file, {_whose(b['variant'])} ({_sizes(b)}): "
-             f"{_same(pairs, u['variant'], b['variant'])}{means}")
+    return (
+      f"{head} {_status(u, gated)} and is recommended instead of {_whose(o['variant'])} "
+      f"({_sizes(o)}): {_same(pairs, u['variant'], o['variant'])}, "
+      f"{wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(o['variant']))} flips "
+      f"against the reference{means} ({_pt(flips)}, paired) — as good, and within "
+      f"{100 * ship_rule.SIZE_TOLERANCE:g}% of its size: you ship your own bytes{forgot}."
+    )
+  against = (
+    f"against the recommended file, {_whose(b['variant'])} ({_sizes(b)}): "
+    f"{_same(pairs, u['variant'], b['variant'])}{means}"
+  )
   status = _status(u, gated)
   if u["verdict"] in ("pass", "dominated"):
-    return (f"{head} {status}{forgot}; {against}; not chosen: "
-            f"{_why_not(frame, user, best, pairs, size_col)}.")
+    return (
+      f"{head} {status}{forgot}; {against}; not chosen: "
+      f"{_why_not(frame, user, best, pairs, size_col)}."
+    )
   return f"{head} {status}{forgot}; {against}."
 
 
@@ -180,9 +206,12 @@ def sentences(frame, recommendation, pairs, gated, size_col="size_bytes"):
   rule weighs."""
   best = frame.index[frame.variant == recommendation["variant"]][0]
   instead = recommendation.get("instead_of")
-  instead_of = (frame.index[frame.variant == instead][0] if instead else None)
-  return [sentence(frame, i, best, pairs, gated, instead_of, size_col) for i in frame.index
-          if is_user(frame.loc[i, "variant"])]
+  instead_of = frame.index[frame.variant == instead][0] if instead else None
+  return [
+    sentence(frame, i, best, pairs, gated, instead_of, size_col)
+    for i in frame.index
+    if is_user(frame.loc[i, "variant"])
+  ]
 
 
 def users_first(frame):

@@ -53,15 +53,25 @@ from tf_forget.stats import intervals
 
 NAN = float("nan")
 
+
 def _interval(values_0, values_t, paired, confidence):
-  return intervals.mean_difference_interval(values_0, values_t, paired=paired,
-                                            confidence=confidence, bounds=(0.0, 1.0))
+  return intervals.mean_difference_interval(
+    values_0, values_t, paired=paired, confidence=confidence, bounds=(0.0, 1.0)
+  )
 
 
 def _empty(paired):
   nan = float("nan")
-  return {"difference": nan, "low": nan, "high": nan, "n_0": 0, "n_t": 0, "spread": nan,
-          "method": "paired" if paired else "welch", "confidence": intervals.CONFIDENCE}
+  return {
+    "difference": nan,
+    "low": nan,
+    "high": nan,
+    "n_0": 0,
+    "n_t": 0,
+    "spread": nan,
+    "method": "paired" if paired else "welch",
+    "confidence": intervals.CONFIDENCE,
+  }
 
 
 def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
@@ -70,8 +80,12 @@ def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
   p0, pt, paired = pairing_lib.comparison(run, variant)
   if not pt.members.size:
     return _empty(paired)
-  return _interval(accuracy.top1_accuracy(p0.top1, p0.labels),
-                   accuracy.top1_accuracy(pt.top1, pt.labels), paired, confidence)
+  return _interval(
+    accuracy.top1_accuracy(p0.top1, p0.labels),
+    accuracy.top1_accuracy(pt.top1, pt.labels),
+    paired,
+    confidence,
+  )
 
 
 def k1_top1(measures, variant):
@@ -81,8 +95,11 @@ def k1_top1(measures, variant):
   if t is None or variant not in set(t.variant):
     return None
   row = t[t.variant == variant].iloc[0]
-  return {"difference": float(row["difference"]), "low": float(row["low"]),
-          "high": float(row["high"])}
+  return {
+    "difference": float(row["difference"]),
+    "low": float(row["low"]),
+    "high": float(row["high"]),
+  }
 
 
 def _shipped(deploy, variant, settings):
@@ -90,15 +107,25 @@ def _shipped(deploy, variant, settings):
   encoding, bytes and gzip bytes, batch-1 latency, the latency ratios to the float reference
   (batch 1 and the user's batch, median and interquartile range over the timing rounds), what
   ran (`deployment.runtime_words`) and whether the target runs it."""
-  out = {"encoding": "", "size_bytes": NAN, "gzip_bytes": NAN, "latency_ms": NAN,
-         "latency_batch": settings.latency_batch, "runtime": ""}
+  out = {
+    "encoding": "",
+    "size_bytes": NAN,
+    "gzip_bytes": NAN,
+    "latency_ms": NAN,
+    "latency_batch": settings.latency_batch,
+    "runtime": "",
+  }
   if deploy is None or variant not in set(deploy.variant):
     return out
   row = deploy[deploy.variant == variant].iloc[0]
   enc = row["encoding"]
-  out.update(encoding=enc, size_bytes=_number(row.get(f"{enc}_bytes")),
-             gzip_bytes=_number(row.get(f"{enc}_gzip_bytes")),
-             latency_ms=_number(row.get(f"{enc}_ms_b1")), runtime=row.get("runtime") or "")
+  out.update(
+    encoding=enc,
+    size_bytes=_number(row.get(f"{enc}_bytes")),
+    gzip_bytes=_number(row.get(f"{enc}_gzip_bytes")),
+    latency_ms=_number(row.get(f"{enc}_ms_b1")),
+    runtime=row.get("runtime") or "",
+  )
   for key, batch in (("latency_vs_dense", 1), ("latency_batch_vs_dense", settings.latency_batch)):
     for part in ("", "_low", "_high"):
       out[key + part] = _number(row.get(f"vs_reference_b{batch}{part}"))
@@ -157,18 +184,29 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
   rows = []
   for variant, s in measures.variants.items():
     shipped = _shipped(deploy, variant, settings)
-    row = dict({"variant": variant, "members": s["members"],
-                "file": f"deploy/{variant}/0.tflite"}, **shipped,
-               size_vs_dense=shipped["size_bytes"] / dense["size_bytes"], top1=s["top1"])
+    row = dict(
+      {"variant": variant, "members": s["members"], "file": f"deploy/{variant}/0.tflite"},
+      **shipped,
+      size_vs_dense=shipped["size_bytes"] / dense["size_bytes"],
+      top1=s["top1"],
+    )
     if variant == names.DENSE:
-      rows.append(dict(row, top1_change=0.0, verdict="baseline", latency_vs_dense=1.0,
-                       reason="the uncompressed reference"))
+      rows.append(
+        dict(
+          row,
+          top1_change=0.0,
+          verdict="baseline",
+          latency_vs_dense=1.0,
+          reason="the uncompressed reference",
+        )
+      )
       continue
     k1 = k1_top1(measures, variant)
     top = k1 or top1_interval(run, variant, confidence)
     pairing = words.K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
-    row.update(top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"],
-               pairing=pairing)
+    row.update(
+      top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"], pairing=pairing
+    )
     # K = 1: the worst class / subgroup and the gates from the paired tests.
     g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
     k1_design = g.get("design") == gates_lib.K1_DESIGN
@@ -178,29 +216,52 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
     else:
       wc = cells.worst_class(run, classes[classes.variant == variant])
     row["forgot"] = cells.forgot_words(
-        cells.significant_changes(measures.tables.get("k1_classes") if k1_design
-                                  else classes[classes.variant == variant], variant, k1_design),
-        cells.significant_subgroups(measures.tables.get("k1_subgroups"), variant)
-        if k1_design else ())
+      cells.significant_changes(
+        measures.tables.get("k1_classes") if k1_design else classes[classes.variant == variant],
+        variant,
+        k1_design,
+      ),
+      cells.significant_subgroups(measures.tables.get("k1_subgroups"), variant)
+      if k1_design
+      else (),
+    )
     if wc is not None:
-      row.update(worst_class=wc["name"], worst_class_n=wc["n"],
-                 worst_class_change=wc["difference"], worst_class_low=wc["low"],
-                 worst_class_high=wc["high"], worst_class_p=wc["p_value"],
-                 worst_class_p_bh=wc["p_bh"])
+      row.update(
+        worst_class=wc["name"],
+        worst_class_n=wc["n"],
+        worst_class_change=wc["difference"],
+        worst_class_low=wc["low"],
+        worst_class_high=wc["high"],
+        worst_class_p=wc["p_value"],
+        worst_class_p_bh=wc["p_bh"],
+      )
     ws = cells.k1_worst_subgroup(g) if k1_design else cells.worst_subgroup(measures, variant)
     if ws is not None:
-      row.update(worst_subgroup=ws["name"], worst_subgroup_n=ws["n"],
-                 worst_subgroup_fnr_change=ws["difference"], worst_subgroup_low=ws["low"],
-                 worst_subgroup_high=ws["high"])
+      row.update(
+        worst_subgroup=ws["name"],
+        worst_subgroup_n=ws["n"],
+        worst_subgroup_fnr_change=ws["difference"],
+        worst_subgroup_low=ws["low"],
+        worst_subgroup_high=ws["high"],
+      )
     passed, reasons = gates_lib.verdict(variant, g, gates)
-    row.update(pie_count=s.get("pie_count", NAN), gate="pass" if passed else "fail",
-               reasons="; ".join(reasons))
+    row.update(
+      pie_count=s.get("pie_count", NAN),
+      gate="pass" if passed else "fail",
+      reasons="; ".join(reasons),
+    )
     rows.append(row)
   return pd.DataFrame(rows)
 
 
-def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
-              default_budget=ship_rule.DEFAULT_ACCURACY_BUDGET):
+def recommend(
+  frame,
+  gates,
+  settings=None,
+  pairs=None,
+  no_gain=None,
+  default_budget=ship_rule.DEFAULT_ACCURACY_BUDGET,
+):
   """Names the file to ship and the rule that chose it (`ship_rule`); fills the table's
   `verdict` and `reason` columns.
 
@@ -223,8 +284,9 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
   """
   settings = settings or ship_rule.Settings()
   budget = gates.max_accuracy_drop if gates.max_accuracy_drop is not None else default_budget
-  rule = ship_rule.rule_text(gates, settings, budget,
-                             users=bool(frame["variant"].map(user_verdict.is_user).any()))
+  rule = ship_rule.rule_text(
+    gates, settings, budget, users=bool(frame["variant"].map(user_verdict.is_user).any())
+  )
   eligible = ship_rule.eligibility(frame, gates, settings, no_gain, budget)
   size_col = ship_rule.size_column(settings.size)
   if not ship_rule.has_sizes(frame, size_col):
@@ -236,37 +298,59 @@ def recommend(frame, gates, settings=None, pairs=None, no_gain=None,
   best = ship_rule.choose(frame, on_front, pairs, size_col)
   if best is None:
     dense = frame[frame.variant == names.DENSE].iloc[0]
-    return {"variant": names.DENSE, "file": dense["file"], "rule": rule,
-            "why": "no compressed file is eligible: ship the dense float32 file.",
-            "caveats": words.caveats(frame, None, budget, gates, settings), "front": [],
-            "gives_up": []}
-  out = {"front": [frame.loc[i, "variant"] for i in on_front],
-         "front_note": ship_rule.front_note(frame, on_front, dominated, settings.size),
-         "gives_up": ship_rule.gives_up(frame, best, on_front, pairs, size_col)}
+    return {
+      "variant": names.DENSE,
+      "file": dense["file"],
+      "rule": rule,
+      "why": "no compressed file is eligible: ship the dense float32 file.",
+      "caveats": words.caveats(frame, None, budget, gates, settings),
+      "front": [],
+      "gives_up": [],
+    }
+  out = {
+    "front": [frame.loc[i, "variant"] for i in on_front],
+    "front_note": ship_rule.front_note(frame, on_front, dominated, settings.size),
+    "gives_up": ship_rule.gives_up(frame, best, on_front, pairs, size_col),
+  }
   other = "gzip" if settings.size == "bytes" else "bytes"
   other_col = ship_rule.size_column(other)
-  other_best = (ship_rule.choose(frame, ship_rule.front(frame, eligible, pairs, other_col)[0],
-                                 pairs, other_col)
-                if ship_rule.has_sizes(frame, other_col) else None)
+  other_best = (
+    ship_rule.choose(frame, ship_rule.front(frame, eligible, pairs, other_col)[0], pairs, other_col)
+    if ship_rule.has_sizes(frame, other_col)
+    else None
+  )
   if other_best is not None and (
-      frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)):
+    frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)
+  ):
     out["size_note"] = words.size_note(frame, best, other_best, other)
   mine = user_verdict.preferred(frame, best, eligible, pairs, size_col)
   if mine is not None:  # the user's own bytes, as good as the rule's choice
     out["instead_of"] = frame.loc[best, "variant"]
-    frame.at[best, "reason"] = (f"within every bound; your {frame.loc[mine, 'variant']} is as "
-                                "good and ships instead")
+    frame.at[best, "reason"] = (
+      f"within every bound; your {frame.loc[mine, 'variant']} is as good and ships instead"
+    )
     best = mine
   frame.at[best, "verdict"] = "recommended"
   frame.at[best, "reason"] = "the rule's choice"
   row = frame.loc[best]
-  out.update(variant=row["variant"], file=row["file"], rule=rule, why=words.why(row, pairs),
-             caveats=words.caveats(frame, best, budget, gates, settings))
+  out.update(
+    variant=row["variant"],
+    file=row["file"],
+    rule=rule,
+    why=words.why(row, pairs),
+    caveats=words.caveats(frame, best, budget, gates, settings),
+  )
   return out
 
 
-def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, deployment=None,
-            scaling_checked=False):
+def compute(
+  run,
+  measures,
+  gates_json=None,
+  confidence=intervals.CONFIDENCE,
+  deployment=None,
+  scaling_checked=False,
+):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
   K = 1 the recommendation also has `design` (`verdict_words.design`); with the user's files `users` (one
   sentence per file, `user_verdict`), and their rows come first in the table.
@@ -293,7 +377,8 @@ def compute(run, measures, gates_json=None, confidence=intervals.CONFIDENCE, dep
   # The audit's own checks that did not refuse but are unsure (the input scaling), first too.
   rec["caveats"][:0] = list(run.caveats)
   if frame["variant"].map(user_verdict.is_user).any():  # one sentence per file of the user's
-    rec["users"] = user_verdict.sentences(frame, rec, pairs, gates.any(),
-                                          ship_rule.size_column(settings.size))
+    rec["users"] = user_verdict.sentences(
+      frame, rec, pairs, gates.any(), ship_rule.size_column(settings.size)
+    )
     frame = user_verdict.users_first(frame)
   return frame, rec

@@ -33,11 +33,16 @@ def worst_class(run, class_rows):
     return None
   row = class_rows.iloc[int(np.nanargmin(diff))]
   c = int(row["class"])
-  return {"name": str(row["class_name"]), "class": c,
-          "n": int(np.sum(run.eval[names.DENSE].labels == c)),
-          "difference": float(row["absolute_recall_difference"]),
-          "low": float(row["absolute_low"]), "high": float(row["absolute_high"]),
-          "p_value": float(row["p_value"]), "p_bh": float(row["p_bh"])}
+  return {
+    "name": str(row["class_name"]),
+    "class": c,
+    "n": int(np.sum(run.eval[names.DENSE].labels == c)),
+    "difference": float(row["absolute_recall_difference"]),
+    "low": float(row["absolute_low"]),
+    "high": float(row["absolute_high"]),
+    "p_value": float(row["p_value"]),
+    "p_bh": float(row["p_bh"]),
+  }
 
 
 def k1_worst_class(k1_classes, variant):
@@ -51,10 +56,16 @@ def k1_worst_class(k1_classes, variant):
   if rows.empty or np.isnan(change).all():
     return None
   row = rows.iloc[int(np.nanargmin(change))]
-  return {"name": str(row["class_name"]), "class": int(row["class"]), "n": int(row["n"]),
-          "difference": float(row["change"]), "low": float(row["low"]),
-          "high": float(row["high"]), "p_value": float(row["p_value"]),
-          "p_bh": float(row["p_adjusted"])}
+  return {
+    "name": str(row["class_name"]),
+    "class": int(row["class"]),
+    "n": int(row["n"]),
+    "difference": float(row["change"]),
+    "low": float(row["low"]),
+    "high": float(row["high"]),
+    "p_value": float(row["p_value"]),
+    "p_bh": float(row["p_adjusted"]),
+  }
 
 
 def k1_worst_subgroup(gate_measures):
@@ -63,9 +74,13 @@ def k1_worst_subgroup(gate_measures):
   worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
   if not worst:
     return None
-  return {"name": worst["subgroup"], "n": worst["n"], "difference": worst["increase"],
-          "low": NAN if worst["low"] is None else worst["low"],
-          "high": NAN if worst["high"] is None else worst["high"]}
+  return {
+    "name": worst["subgroup"],
+    "n": worst["n"],
+    "difference": worst["increase"],
+    "low": NAN if worst["low"] is None else worst["low"],
+    "high": NAN if worst["high"] is None else worst["high"],
+  }
 
 
 def worst_subgroup(measures, variant):
@@ -83,9 +98,13 @@ def worst_subgroup(measures, variant):
   t = measures.tables["subgroups"]
   t = t[(t.variant == variant) & (t.metric == "fnr")].set_index("model")[name]
   counts = measures.tables["subgroup_counts"].set_index("subgroup")
-  return {"name": name, "n": int(counts.loc[name, "positives"]),
-          "difference": float(t["absolute_difference"]), "low": float(t["absolute_low"]),
-          "high": float(t["absolute_high"])}
+  return {
+    "name": name,
+    "n": int(counts.loc[name, "positives"]),
+    "difference": float(t["absolute_difference"]),
+    "low": float(t["absolute_low"]),
+    "high": float(t["absolute_high"]),
+  }
 
 
 def significant_changes(rows, variant, k1):
@@ -109,8 +128,9 @@ def significant_subgroups(k1_subgroups, variant):
   if k1_subgroups is None or k1_subgroups.empty:
     return []
   rows = k1_subgroups[(k1_subgroups.variant == variant) & (k1_subgroups.measure == "fnr")]
-  rows = rows[(rows["low"] > 0) | (rows["high"] < 0)].sort_values("change", ascending=False,
-                                                                  kind="stable")
+  rows = rows[(rows["low"] > 0) | (rows["high"] < 0)].sort_values(
+    "change", ascending=False, kind="stable"
+  )
   return [(str(r["subgroup"]), float(r["change"])) for _, r in rows.iterrows()]
 
 
@@ -125,10 +145,15 @@ def forgot_words(changes, subgroups=(), shown=3):
   'no class changed significantly'; then the subgroups whose FNR changed significantly
   ('FNR changed significantly in 1 subgroup: Male=1 +4.00 pt')."""
   n = len(changes)
-  out = (f"{n} class{'' if n == 1 else 'es'} changed significantly: {_listed(changes, shown)}"
-         if changes else "no class changed significantly")
+  out = (
+    f"{n} class{'' if n == 1 else 'es'} changed significantly: {_listed(changes, shown)}"
+    if changes
+    else "no class changed significantly"
+  )
   if subgroups:
     m = len(subgroups)
-    out += (f"; FNR changed significantly in {m} subgroup{'' if m == 1 else 's'}: "
-            f"{_listed(list(subgroups), shown)}")
+    out += (
+      f"; FNR changed significantly in {m} subgroup{'' if m == 1 else 's'}: "
+      f"{_listed(list(subgroups), shown)}"
+    )
   return out

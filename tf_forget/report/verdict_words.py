@@ -27,16 +27,16 @@ MISSCALED_P = 0.001
 MISSCALED_RATIO = 2
 
 
-
 def design(run, measures):
   """The K = 1 design in one sentence for the first screen, or None (K > 1)."""
   if not measures.config.get(single_network.SETTINGS_KEY):
     return None
   n = int(run.eval[names.DENSE].ids.size)
-  return (f"Design: one network (K = 1) against its own compressed files: intervals and tests "
-          f"are over the {n} test examples (paired: McNemar, Newcombe), not over training "
-          "seeds — they describe this trained network, not its training recipe.")
-
+  return (
+    f"Design: one network (K = 1) against its own compressed files: intervals and tests "
+    f"are over the {n} test examples (paired: McNemar, Newcombe), not over training "
+    "seeds — they describe this trained network, not its training recipe."
+  )
 
 
 def kib(x):
@@ -48,29 +48,39 @@ def size_note(frame, best, other_best, other):
   b, o = frame.loc[best], frame.loc[other_best]
   col = ship_rule.size_column(other)
   what = "gzip size (the download)" if other == "gzip" else "size in bytes (the file on disk)"
-  made = (" Pruned and clustered files are made to compress:" if other == "gzip" else "")
-  return (f"Weighed by {what}, the rule would choose {o['variant']} ({kib(o[col])} against "
-          f"{kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
-          "your deployment pays for.")
+  made = " Pruned and clustered files are made to compress:" if other == "gzip" else ""
+  return (
+    f"Weighed by {what}, the rule would choose {o['variant']} ({kib(o[col])} against "
+    f"{kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
+    "your deployment pays for."
+  )
 
 
 def why(row, pairs):
   """The recommended file in one sentence: sizes, top-1 change, flips, latency, runtime."""
-  size = ("size not measured" if not _finite(row["size_bytes"]) else
-          f"{kib(row['size_bytes'])}"
-          + (f" (gzip {kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
-          + f", {row['size_vs_dense']:.2f}x the dense file")
+  size = (
+    "size not measured"
+    if not _finite(row["size_bytes"])
+    else f"{kib(row['size_bytes'])}"
+    + (f" (gzip {kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
+    + f", {row['size_vs_dense']:.2f}x the dense file"
+  )
   flips = pairs.flips(row["variant"]) if pairs is not None else NAN
   n = pairs.examples if pairs is not None else 0
-  out = (f"{row['variant']}: {size}; top-1 {points(row['top1_change'])} "
-         f"({100 * intervals.CONFIDENCE:g}% CI {points(row['top1_low'])} to "
-         f"{points(row['top1_high'])}, {pairing_words(row['pairing'])})")
+  out = (
+    f"{row['variant']}: {size}; top-1 {points(row['top1_change'])} "
+    f"({100 * intervals.CONFIDENCE:g}% CI {points(row['top1_low'])} to "
+    f"{points(row['top1_high'])}, {pairing_words(row['pairing'])})"
+  )
   if _finite(flips):
-    out += (f"; {wording.count(flips)} of {n:,} test examples flipped against the reference"
-            + (" (a mean over member pairs)" if int(row["members"]) > 1 else ""))
+    out += f"; {wording.count(flips)} of {n:,} test examples flipped against the reference" + (
+      " (a mean over member pairs)" if int(row["members"]) > 1 else ""
+    )
   if _finite(row.get("latency_vs_dense")):
-    out += (f"; {row['latency_vs_dense']:.2f}x the float reference's latency at batch 1 "
-            "(this machine" + (f", {row['runtime']}" if row.get("runtime") else "") + ")")
+    out += (
+      f"; {row['latency_vs_dense']:.2f}x the float reference's latency at batch 1 "
+      "(this machine" + (f", {row['runtime']}" if row.get("runtime") else "") + ")"
+    )
   forgot = row.get("forgot") or ""
   return out + (f"; {forgot}" if forgot else "") + "."
 
@@ -82,32 +92,41 @@ def _finite(x):
 def caveats(frame, best, budget, gates=None, settings=None):
   out = []
   if settings is not None and settings.target != "cpu":
-    out.append(f"Latency is this machine's CPU (LiteRT, XNNPACK where it takes the ops), not "
-               f"the {settings.target} target's: measure on the device before you rely on it.")
+    out.append(
+      f"Latency is this machine's CPU (LiteRT, XNNPACK where it takes the ops), not "
+      f"the {settings.target} target's: measure on the device before you rely on it."
+    )
   if best is not None:
     row = frame.loc[best]
     name = row["variant"]
     low = row["top1_low"]
     if low == low and -low > budget:
-      out.append(f"The interval of {name}'s top-1 change reaches {points(low)}, past the "
-                 "budget: the data do not rule out a larger loss.")
+      out.append(
+        f"The interval of {name}'s top-1 change reaches {points(low)}, past the "
+        "budget: the data do not rule out a larger loss."
+      )
     loss = row.get("worst_class_change", NAN)
     if loss == loss and -loss > WATCH:
-      out.append(f"{name} loses {-100 * loss:.2f} pt of recall on class {row['worst_class']} "
-                 f"(n = {int(row['worst_class_n'])}); set --max_significant_classes to gate "
-                 "on class-level changes.")
+      out.append(
+        f"{name} loses {-100 * loss:.2f} pt of recall on class {row['worst_class']} "
+        f"(n = {int(row['worst_class_n'])}); set --max_significant_classes to gate "
+        "on class-level changes."
+      )
     rise = row.get("worst_subgroup_fnr_change", NAN)
-    if rise == rise and rise > WATCH and (gates is None or
-                                           gates.max_subgroup_fnr_increase is None):
-      out.append(f"{name} raises the false-negative rate of subgroup {row['worst_subgroup']} "
-                 f"by {points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
-                 "--max_subgroup_fnr_increase to gate on it.")
+    if rise == rise and rise > WATCH and (gates is None or gates.max_subgroup_fnr_increase is None):
+      out.append(
+        f"{name} raises the false-negative rate of subgroup {row['worst_subgroup']} "
+        f"by {points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
+        "--max_subgroup_fnr_increase to gate on it."
+      )
   k = int(frame["members"].min())
   k1 = k == 1 and "pairing" in frame and (frame["pairing"] == K1_PAIRING).any()  # design says it
   if k < SMALL_K and not k1:
-    out.append(f"Small populations (K = {k} members; the papers use 30): intervals are wide, "
-               "and a class flagged significant at p ≤ 0.05 without correction may be chance "
-               "(see the BH-adjusted p).")
+    out.append(
+      f"Small populations (K = {k} members; the papers use 30): intervals are wide, "
+      "and a class flagged significant at p ≤ 0.05 without correction may be chance "
+      "(see the BH-adjusted p)."
+    )
   return out
 
 
@@ -129,18 +148,23 @@ def misscaled_caveat(measures, scaling_checked=False):
   if not len(hits):
     return None
   row = hits.sort_values("difference", ascending=False, kind="stable").iloc[0]
-  head = (f"{row['variant']} beats its reference by {points(row['difference'])} "
-          f"({row['fixed']} examples fixed, {row['broken']} broken; exact McNemar p = "
-          f"{row['mcnemar_p']:.1g}), more than chance allows: ")
+  head = (
+    f"{row['variant']} beats its reference by {points(row['difference'])} "
+    f"({row['fixed']} examples fixed, {row['broken']} broken; exact McNemar p = "
+    f"{row['mcnemar_p']:.1g}), more than chance allows: "
+  )
   if scaling_checked:
-    return head + ("a post-training conversion does not add accuracy, so it was trained "
-                   "further than the reference (fine-tuned while pruning, clustering or "
-                   "quantization-aware training) or made from another model; the input "
-                   "scaling check found the reference's preprocessing right.")
-  return head + ("compression does not add accuracy, so the inputs are probably mis-scaled — "
-                 "check --preprocess (what the reference was trained on) — or the file was "
-                 "trained further than the reference.")
-
+    return head + (
+      "a post-training conversion does not add accuracy, so it was trained "
+      "further than the reference (fine-tuned while pruning, clustering or "
+      "quantization-aware training) or made from another model; the input "
+      "scaling check found the reference's preprocessing right."
+    )
+  return head + (
+    "compression does not add accuracy, so the inputs are probably mis-scaled — "
+    "check --preprocess (what the reference was trained on) — or the file was "
+    "trained further than the reference."
+  )
 
 
 def pairing_words(pairing):
@@ -150,5 +174,3 @@ def pairing_words(pairing):
 
 def points(x):
   return f"{100 * x:+.2f} pt"
-
-

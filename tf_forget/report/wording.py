@@ -75,7 +75,7 @@ def class_label(index, name=None):
 def shown_label(label_name, index):
   """A stored `label_name` ('3 (3)', 'cat (3)') as `class_label` shows it."""
   text, suffix = str(label_name), f" ({int(index)})"
-  name = text[:-len(suffix)] if text.endswith(suffix) else text
+  name = text[: -len(suffix)] if text.endswith(suffix) else text
   return class_label(index, name)
 
 
@@ -144,8 +144,9 @@ def _value(value):
   if isinstance(value, (list, tuple)):
     return ", ".join(str(v) for v in value)
   if isinstance(value, dict):
-    return ", ".join(f"{k} {_value(v)}" for k, v in sorted(value.items())
-                     if k not in HIDDEN_OPTIONS)
+    return ", ".join(
+      f"{k} {_value(v)}" for k, v in sorted(value.items()) if k not in HIDDEN_OPTIONS
+    )
   return str(value)
 
 
@@ -157,8 +158,12 @@ def option_rows(name, options):
   size, channels = options.pop("image_size", None), options.pop("channels", None)
   if size:
     size = "x".join(str(int(v)) for v in size)
-    rows.append(("image size", size + (f", {channels} channel{'' if channels == 1 else 's'}"
-                                       if channels else "")))
+    rows.append(
+      (
+        "image size",
+        size + (f", {channels} channel{'' if channels == 1 else 's'}" if channels else ""),
+      )
+    )
   if name in ("folder", "tfds", "tfrecord"):  # in `source_words`
     for key in ("path", "tfds_name", "config", "split", "pattern"):
       options.pop(key, None)
@@ -175,7 +180,7 @@ def title(dataset_name, dataset_options, references=None):
   (`references`: its paths), 'tf_forget audit: digits' for a registered data set."""
   data = source_words(dataset_name, dataset_options)
   if dataset_name == "folder" and data.startswith("folder "):
-    data = data[len("folder "):]
+    data = data[len("folder ") :]
   if not references:
     return f"tf_forget audit: {data}"
   shown = posixpath.basename(str(references[0]).rstrip("/").replace("\\", "/"))
@@ -193,12 +198,20 @@ def user_rows(user):
   if not user:
     return []
   refs = list(user.get("references") or [])
-  rows = [("your model" if len(refs) == 1 else f"your models (K = {len(refs)})",
-           ", ".join(_base(r) for r in refs))]
+  rows = [
+    (
+      "your model" if len(refs) == 1 else f"your models (K = {len(refs)})",
+      ", ".join(_base(r) for r in refs),
+    )
+  ]
   cands = dict(user.get("candidates") or {})
   if cands:
-    rows.append(("your files", "; ".join(f"{n}: {', '.join(_base(p) for p in paths)}"
-                                         for n, paths in cands.items())))
+    rows.append(
+      (
+        "your files",
+        "; ".join(f"{n}: {', '.join(_base(p) for p in paths)}" for n, paths in cands.items()),
+      )
+    )
   if user.get("compress"):
     rows.append(("made here", ", ".join(user["compress"])))
   return rows

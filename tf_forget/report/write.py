@@ -22,6 +22,7 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
@@ -36,8 +37,19 @@ SCHEMA_VERSION = "tf_forget.report/1"
 # What `save` swaps in, report.json (the completion marker) last, and its staging label.
 ENTRIES = ("tables", "report.html", "report.json")
 STAGING = ".report"
-TOOLS = ("numpy", "scipy", "pandas", "matplotlib", "pillow", "tensorflow-cpu", "tensorflow",
-         "tf-keras", "tensorflow-model-optimization", "tensorflow-datasets", "ai-edge-litert")
+TOOLS = (
+  "numpy",
+  "scipy",
+  "pandas",
+  "matplotlib",
+  "pillow",
+  "tensorflow-cpu",
+  "tensorflow",
+  "tf-keras",
+  "tensorflow-model-optimization",
+  "tensorflow-datasets",
+  "ai-edge-litert",
+)
 
 
 class ReportError(errors.Error):
@@ -56,6 +68,7 @@ class Report:
     export: (directory, {relative path: bytes}) of a blind-annotation export to write with
       the report (`human_study`), or None.
   """
+
   json: dict
   tables: Dict[str, str]
   html: str
@@ -101,26 +114,47 @@ def tool_versions():
 
 def _inputs(run):
   """variant -> split -> member indices and the `.tflite` sha256 of each member's file."""
-  return {v: {s: {"members": [int(k) for k in p.members],
-                  "tflite_sha256": [m.get("tflite_sha256") for m in p.metadata]}
-              for s, p in sorted(splits.items())}
-          for v, splits in sorted(run.predictions.items())}
+  return {
+    v: {
+      s: {
+        "members": [int(k) for k in p.members],
+        "tflite_sha256": [m.get("tflite_sha256") for m in p.metadata],
+      }
+      for s, p in sorted(splits.items())
+    }
+    for v, splits in sorted(run.predictions.items())
+  }
 
 
 def _dataset_json(run, examples):
   """report.json's `dataset`: the data set's facts and the evaluation split's size."""
-  return {"name": run.dataset_name, "options": run.dataset_options,
-          "num_classes": run.num_classes, "class_names": list(run.class_names),
-          "eval_split": run.eval_split, "examples": examples,
-          "protected_attributes": list(run.protected_attributes),
-          "attributes": sorted(run.attributes),
-          "train_attribute_shares": run.train_attribute_shares}
+  return {
+    "name": run.dataset_name,
+    "options": run.dataset_options,
+    "num_classes": run.num_classes,
+    "class_names": list(run.class_names),
+    "eval_split": run.eval_split,
+    "examples": examples,
+    "protected_attributes": list(run.protected_attributes),
+    "attributes": sorted(run.attributes),
+    "train_attribute_shares": run.train_attribute_shares,
+  }
 
 
-def build_report(run_dir, config=None, dataset=None, dataset_name=None,
-                 dataset_options=None, train_attribute_shares=None, gallery_size=12,
-                 title=None, variants=None, splits=None, human_study=None,
-                 **measure_options):
+def build_report(
+  run_dir,
+  config=None,
+  dataset=None,
+  dataset_name=None,
+  dataset_options=None,
+  train_attribute_shares=None,
+  gallery_size=12,
+  title=None,
+  variants=None,
+  splits=None,
+  human_study=None,
+  **measure_options,
+):
   """Computes and renders a report in memory (nothing is written).
 
   Args:
@@ -153,17 +187,30 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       (`units.registry.check`).
     TypeError: an unknown measure option.
   """
-  run = collect.load_run(run_dir, dataset=dataset, dataset_name=dataset_name,
-                         dataset_options=dataset_options,
-                         train_attribute_shares=train_attribute_shares, variants=variants,
-                         splits=splits)
-  inputs = {"run": run, "run_dir": run_dir, "config": config or {},
-            "options": {"gallery_size": gallery_size, "human_study": human_study,
-                        "measures": measure_options}}
+  run = collect.load_run(
+    run_dir,
+    dataset=dataset,
+    dataset_name=dataset_name,
+    dataset_options=dataset_options,
+    train_attribute_shares=train_attribute_shares,
+    variants=variants,
+    splits=splits,
+  )
+  inputs = {
+    "run": run,
+    "run_dir": run_dir,
+    "config": config or {},
+    "options": {
+      "gallery_size": gallery_size,
+      "human_study": human_study,
+      "measures": measure_options,
+    },
+  }
   m = registry.compute(**inputs)
   recommendation = m.values.get("recommendation")
   n = int(run.eval[names.DENSE].ids.size)
-  doc = jsonable({
+  doc = jsonable(
+    {
       "schema_version": SCHEMA_VERSION,
       "config": config or {},
       "tools": tool_versions(),
@@ -175,25 +222,32 @@ def build_report(run_dir, config=None, dataset=None, dataset_name=None,
       "gallery": gallery_lib.without_images(m.values["gallery_cards"]),
       "recommendation": recommendation,
       "notes": m.notes,
-      "files": {"html": "report.html",
-                "tables": [f"tables/{name}.csv" for name in sorted(m.tables)]},
-  })
+      "files": {
+        "html": "report.html",
+        "tables": [f"tables/{name}.csv" for name in sorted(m.tables)],
+      },
+    }
+  )
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
   user = (config or {}).get("user")  # the user's model and files, in words
   intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
-      ("variants (members)", members), ("run directory", run_dir), ("schema", SCHEMA_VERSION)]
-  page = html.page(title or wording.title(run.dataset_name, run.dataset_options,
-                                          (user or {}).get("references")), intro,
-                   [(sec.id, sec.title, sec.nav, inner)
-                    for sec, inner in registry.render(m, **inputs)],
-                   css=gallery_view.CSS)
+    ("variants (members)", members),
+    ("run directory", run_dir),
+    ("schema", SCHEMA_VERSION),
+  ]
+  page = html.page(
+    title or wording.title(run.dataset_name, run.dataset_options, (user or {}).get("references")),
+    intro,
+    [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(m, **inputs)],
+    css=gallery_view.CSS,
+  )
   return Report(json=doc, tables=csvs, html=page, measures=m, export=m.values.get("export"))
 
 
 def _write_files(report, directory):
   """Writes the report's tables, page and report.json under `directory` (`errors.WriteError`)."""
-  fileio.makedirs(os.path.join(directory, "tables"))
+  filesystem.makedirs(os.path.join(directory, "tables"))
   for name, text in sorted(report.tables.items()):
     fileio.write_bytes(os.path.join(directory, "tables", f"{name}.csv"), text.encode("utf-8"))
   fileio.write_bytes(os.path.join(directory, "report.html"), report.html.encode("utf-8"))
@@ -220,14 +274,14 @@ def save(report, out_dir, log=print):
       disk, a directory where report.html goes); the previous report, if any, is left as it
       was and nothing of this one.
   """
-  if fileio.exists(out_dir) and not fileio.isdir(out_dir):
+  if filesystem.exists(out_dir) and not filesystem.isdir(out_dir):
     raise ReportError(f"report output {out_dir} exists and is not a directory")
   try:
     notes = swap.clean_staging(out_dir, STAGING, ENTRIES)
     with swap.staging(out_dir, STAGING) as tmp:
       _write_files(report, tmp)
       notes += swap.swap_in(tmp, ENTRIES, record=True)
-  except Exception as e:  # pylint: disable=broad-except (any I/O error; re-raised as one line)
+  except Exception as e:  # any I/O error; re-raised as one line
     raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
   for note in notes:
     log(f"warning: {note}")
@@ -235,9 +289,10 @@ def save(report, out_dir, log=print):
     where, contents = report.export
     try:
       human_study_sheet.write(where, contents)
-    except Exception as e:  # pylint: disable=broad-except (I/O; re-raised as one line)
-      raise ReportError(f"cannot write the annotation export under {where}: "
-                        f"{errors.one_line(e)}") from e
+    except Exception as e:  # I/O; re-raised as one line
+      raise ReportError(
+        f"cannot write the annotation export under {where}: {errors.one_line(e)}"
+      ) from e
 
 
 def write_report(run_dir, out_dir, config, log=print, **options):

@@ -48,11 +48,13 @@ def topk_accuracy(topk_predictions, labels, k=5):
     validate.StatsInputError: bad shapes, fewer than k labels per example.
   """
   labels = validate.check_labels(labels)
-  preds = validate.check_predictions(topk_predictions, labels.shape[0], ndim=3,
-                                     name="topk_predictions")
+  preds = validate.check_predictions(
+    topk_predictions, labels.shape[0], ndim=3, name="topk_predictions"
+  )
   if preds.shape[2] < k:
     raise validate.StatsInputError(
-        f"topk_predictions has {preds.shape[2]} labels per example, fewer than k={k}")
+      f"topk_predictions has {preds.shape[2]} labels per example, fewer than k={k}"
+    )
   return (preds[:, :, :k] == labels[None, :, None]).any(axis=2).mean(axis=1)
 
 
@@ -110,5 +112,10 @@ def population_summary(values, ddof=0):
   """
   v = validate.check_finite(values, "values", ndim=1)
   std = float(np.std(v, ddof=ddof)) if v.size > ddof else float("nan")
-  return {"mean": float(v.mean()), "std": std, "min": float(v.min()),
-          "max": float(v.max()), "members": int(v.size)}
+  return {
+    "mean": float(v.mean()),
+    "std": std,
+    "min": float(v.min()),
+    "max": float(v.max()),
+    "members": int(v.size),
+  }

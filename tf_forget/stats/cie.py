@@ -28,12 +28,11 @@ _TABLE_MAX_CLASSES = 16
 
 
 def _paired_populations(predictions_0, predictions_t, num_classes):
-  p0 = validate.check_predictions(predictions_0, num_classes=num_classes,
-                                  name="predictions_0")
-  pt = validate.check_predictions(predictions_t, p0.shape[1], num_classes,
-                                  name="predictions_t")
-  validate.check_same_members(p0, pt, ("predictions_0", "predictions_t"),
-                              "Taxicab / Jaccard CIE (004 A.1)")
+  p0 = validate.check_predictions(predictions_0, num_classes=num_classes, name="predictions_0")
+  pt = validate.check_predictions(predictions_t, p0.shape[1], num_classes, name="predictions_t")
+  validate.check_same_members(
+    p0, pt, ("predictions_0", "predictions_t"), "Taxicab / Jaccard CIE (004 A.1)"
+  )
   if num_classes is None:
     num_classes = validate.infer_num_classes(p0, pt)
   return p0, pt, num_classes
@@ -100,8 +99,9 @@ def _taxicab_from_counts(p0, pt, num_classes):
   n = p0.shape[1]
   out = np.empty(n, dtype=np.int64)
   for sl in exemplars.example_chunks(n, num_classes):
-    diff = (exemplars.counts_unchecked(p0[:, sl], num_classes)
-            - exemplars.counts_unchecked(pt[:, sl], num_classes))
+    diff = exemplars.counts_unchecked(p0[:, sl], num_classes) - exemplars.counts_unchecked(
+      pt[:, sl], num_classes
+    )
     out[sl] = np.abs(diff).sum(axis=1)
   return out
 
@@ -162,13 +162,21 @@ def select_percentile(distance, percentile, seed=0):
   d = validate.check_finite(distance, "distance", ndim=1)
   order = rank_by_distance(d, seed)
   mask = np.zeros(d.shape[0], dtype=bool)
-  mask[order[:num_selected(percentile, d.shape[0])]] = True
+  mask[order[: num_selected(percentile, d.shape[0])]] = True
   return mask
 
 
-def taxicab_cie_accuracy(predictions_0, predictions_t, labels, percentiles=PERCENTILES,
-                         seed=0, num_classes=None, topk_predictions_0=None,
-                         topk_predictions_t=None, k=5):
+def taxicab_cie_accuracy(
+  predictions_0,
+  predictions_t,
+  labels,
+  percentiles=PERCENTILES,
+  seed=0,
+  num_classes=None,
+  topk_predictions_0=None,
+  topk_predictions_t=None,
+  k=5,
+):
   """Accuracy of both populations on Taxicab CIEs at each percentile (004 Table 2).
 
   Accuracy as in docs/spec.md §3.5: mean over members of the accuracy on the selected subset, for
@@ -198,17 +206,24 @@ def taxicab_cie_accuracy(predictions_0, predictions_t, labels, percentiles=PERCE
   subsets = []
   for p in percentiles:
     mask = np.zeros(n, dtype=bool)
-    mask[order[:num_selected(p, n)]] = True
+    mask[order[: num_selected(p, n)]] = True
     subsets.append((f"p{p:g}", float(p), mask))
   subsets.append(("all", float("nan"), np.ones(n, dtype=bool)))
   rows = []
-  for pop, preds, topk in (("dense", p0, topk_predictions_0),
-                           ("compressed", pt, topk_predictions_t)):
+  for pop, preds, topk in (
+    ("dense", p0, topk_predictions_0),
+    ("compressed", pt, topk_predictions_t),
+  ):
     if topk is not None:
       topk = validate.check_predictions(topk, n, ndim=3, name=f"topk_predictions_{pop}")
     hits = exemplars.example_hits(preds, labels, topk, k)
     for name, p, mask in subsets:
-      rows.append({"population": pop, "subset": name, "percentile": p,
-                   **exemplars.subset_accuracy(hits, mask)})
-  return pd.DataFrame(rows,
-                      columns=["population", "subset", "percentile", "top1", "topk", "n"])
+      rows.append(
+        {
+          "population": pop,
+          "subset": name,
+          "percentile": p,
+          **exemplars.subset_accuracy(hits, mask),
+        }
+      )
+  return pd.DataFrame(rows, columns=["population", "subset", "percentile", "top1", "topk", "n"])

@@ -31,7 +31,8 @@ def _recall_and_accuracy(recall, accuracy, name):
     raise validate.StatsInputError(f"{name}_recall is an empty population (0 members)")
   if a.shape[0] != r.shape[0]:
     raise validate.StatsInputError(
-        f"{name}_accuracy has {a.shape[0]} members but {name}_recall has {r.shape[0]}")
+      f"{name}_accuracy has {a.shape[0]} members but {name}_recall has {r.shape[0]}"
+    )
   return r, a
 
 
@@ -91,8 +92,9 @@ def _constant_over_members(shifted):
   return np.all(shifted == shifted[:1], axis=0)
 
 
-def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
-                     center="member", correction=None):
+def welch_class_test(
+  recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05, center="member", correction=None
+):
   """Per-class two-tailed Welch t-test on mean-shifted class recall (000 §2.2; docs/spec.md §3.1).
 
   For each class c, tests S_t^c against S_0^c with
@@ -135,13 +137,13 @@ def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
       unknown `correction`.
   """
   if correction not in CORRECTIONS:
-    raise validate.StatsInputError(
-        f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    raise validate.StatsInputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
   s0 = mean_shifted_class_recall(recall_0, accuracy_0, center)
   st = mean_shifted_class_recall(recall_t, accuracy_t, center)
   if s0.shape[1] != st.shape[1]:
     raise validate.StatsInputError(
-        f"recall_0 has {s0.shape[1]} classes but recall_t has {st.shape[1]}")
+      f"recall_0 has {s0.shape[1]} classes but recall_t has {st.shape[1]}"
+    )
   if s0.shape[0] < 2 or st.shape[0] < 2:
     raise validate.StatsInputError("Welch's t-test needs at least 2 members per population")
   with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
@@ -166,14 +168,17 @@ def welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
   else:
     p_adj = p.copy()
   significant = np.where(np.isnan(p_adj), False, p_adj <= alpha)
-  return pd.DataFrame({
+  return pd.DataFrame(
+    {
       "t_statistic": t_stat,
       "p_value": p,
       "p_adjusted": p_adj,
       "significant": significant.astype(bool),
       "mean_shift_0": s0.mean(axis=0),
       "mean_shift_t": st.mean(axis=0),
-  }, index=pd.RangeIndex(s0.shape[1], name="class"))
+    },
+    index=pd.RangeIndex(s0.shape[1], name="class"),
+  )
 
 
 def count_significant_classes(test_result):
@@ -235,7 +240,8 @@ def absolute_recall_difference(recall_0, recall_t):
   rt = validate.check_finite(recall_t, "recall_t", allow_nan=True, ndim=2)
   if r0.shape[1] != rt.shape[1]:
     raise validate.StatsInputError(
-        f"recall_0 has {r0.shape[1]} classes but recall_t has {rt.shape[1]}")
+      f"recall_0 has {r0.shape[1]} classes but recall_t has {rt.shape[1]}"
+    )
   return rt.mean(axis=0) - r0.mean(axis=0)
 
 
@@ -271,21 +277,21 @@ def gained_lost_summary(difference, significant):
   d = np.asarray(difference, dtype=np.float64)
   s = np.asarray(significant, dtype=bool)
   if d.shape != s.shape:
-    raise validate.StatsInputError(
-        f"difference shape {d.shape} != significant shape {s.shape}")
+    raise validate.StatsInputError(f"difference shape {d.shape} != significant shape {s.shape}")
   gained = s & (d > 0)
   lost = s & (d < 0)
   return {
-      "n_significant": int(s.sum()),
-      "n_gained": int(gained.sum()),
-      "n_lost": int(lost.sum()),
-      "mean_gain": float(d[gained].mean()) if gained.any() else float("nan"),
-      "mean_loss": float(d[lost].mean()) if lost.any() else float("nan"),
+    "n_significant": int(s.sum()),
+    "n_gained": int(gained.sum()),
+    "n_lost": int(lost.sum()),
+    "mean_gain": float(d[gained].mean()) if gained.any() else float("nan"),
+    "mean_loss": float(d[lost].mean()) if lost.any() else float("nan"),
   }
 
 
-def class_level_report(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
-                       center="member", correction=None):
+def class_level_report(
+  recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05, center="member", correction=None
+):
   """All per-class measures of 000 §2.2 / Figure 2 in one table.
 
   Args:
@@ -299,11 +305,11 @@ def class_level_report(recall_0, accuracy_0, recall_t, accuracy_t, alpha=0.05,
     `absolute_recall_difference`, `normalized_recall_difference`,
     `relative_recall_difference`, `relative_excluded_pairs`.
   """
-  table = welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha, center,
-                           correction)
+  table = welch_class_test(recall_0, accuracy_0, recall_t, accuracy_t, alpha, center, correction)
   table["absolute_recall_difference"] = absolute_recall_difference(recall_0, recall_t)
   table["normalized_recall_difference"] = normalized_recall_difference(
-      recall_0, accuracy_0, recall_t, accuracy_t)
+    recall_0, accuracy_0, recall_t, accuracy_t
+  )
   if np.shape(recall_0)[0] == np.shape(recall_t)[0]:
     rel, excluded = relative_recall_difference(recall_0, recall_t)
   else:

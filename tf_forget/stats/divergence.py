@@ -43,7 +43,8 @@ def _check_logits(x, name):
     raise validate.StatsInputError(f"{name} must hold real numbers, got dtype {arr.dtype}")
   if arr.ndim != 2 or arr.size == 0:
     raise validate.StatsInputError(
-        f"{name} must be 2-D [examples, classes] and non-empty, got shape {arr.shape}")
+      f"{name} must be 2-D [examples, classes] and non-empty, got shape {arr.shape}"
+    )
   return arr
 
 
@@ -56,7 +57,8 @@ def _check_finite(chunk, name, first_row):
 
 
 def _check_pair(
-    ref_logits, cand_logits, y=None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+  ref_logits, cand_logits, y=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
   a, b = _check_logits(ref_logits, "ref_logits"), _check_logits(cand_logits, "cand_logits")
   if a.shape != b.shape:
     raise validate.StatsInputError(f"ref_logits has shape {a.shape}, cand_logits {b.shape}")
@@ -86,21 +88,21 @@ def _scan(a, b, y):
   delta = None if y is None else np.empty(n)
   buf_a, buf_b = np.empty((min(rows, n), c)), np.empty((min(rows, n), c))
   for s in range(0, n, rows):
-    ca, cb = a[s:s + rows], b[s:s + rows]
+    ca, cb = a[s : s + rows], b[s : s + rows]
     k, i = ca.shape[0], np.arange(ca.shape[0])
     _check_finite(ca, "ref_logits", s)
     _check_finite(cb, "cand_logits", s)
-    top_a[s:s + k], top_b[s:s + k] = ca.argmax(axis=1), cb.argmax(axis=1)
-    m_a = ca[i, top_a[s:s + k]].astype(np.float64)
-    m_b = cb[i, top_b[s:s + k]].astype(np.float64)
+    top_a[s : s + k], top_b[s : s + k] = ca.argmax(axis=1), cb.argmax(axis=1)
+    m_a = ca[i, top_a[s : s + k]].astype(np.float64)
+    m_b = cb[i, top_b[s : s + k]].astype(np.float64)
     e_a = np.exp(np.subtract(ca, m_a[:, None], out=buf_a[:k]), out=buf_a[:k])
     e_b = np.exp(np.subtract(cb, m_b[:, None], out=buf_b[:k]), out=buf_b[:k])
     s_a, s_b = e_a.sum(axis=1), e_b.sum(axis=1)
     if delta is not None:  # y given
-      delta[s:s + k] = e_b[i, y[s:s + k]] / s_b - e_a[i, y[s:s + k]] / s_a
+      delta[s : s + k] = e_b[i, y[s : s + k]] / s_b - e_a[i, y[s : s + k]] / s_a
     r = np.subtract(ca, cb, out=buf_b[:k], dtype=np.float64)  # log p_c − log q_c = r_c − s
     r -= ((m_a - m_b) + np.log(s_a) - np.log(s_b))[:, None]
-    kl[s:s + k] = np.einsum("ij,ij->i", e_a, r) / s_a
+    kl[s : s + k] = np.einsum("ij,ij->i", e_a, r) / s_a
   return np.maximum(kl, 0.0), delta, top_a, top_b
 
 
@@ -144,6 +146,7 @@ def top1_agreement(ref_logits, cand_logits):
 class Summary:
   """A quantity over n examples: mean, its `INTERVAL_METHOD` interval (low, high),
   `PERCENTILE_METHOD` percentiles, max. NaN if undefined (all at n = 0, low / high at n = 1)."""
+
   n: int
   mean: float
   low: float
@@ -154,8 +157,10 @@ class Summary:
   max: float
 
   def to_json(self):  # NaN as None (strict JSON)
-    return {k: None if isinstance(v, float) and math.isnan(v) else v
-            for k, v in dataclasses.asdict(self).items()}
+    return {
+      k: None if isinstance(v, float) and math.isnan(v) else v
+      for k, v in dataclasses.asdict(self).items()
+    }
 
 
 def _lerp(lo, hi, t):  # numpy.percentile's interpolation, with the same rounding
@@ -166,8 +171,10 @@ def _lerp(lo, hi, t):  # numpy.percentile's interpolation, with the same roundin
 def _grouped(values, groups, num_groups, confidence):
   """list of `Summary`, one per group g of float64 `values [n]` (int `groups [n]` in [0, G))."""
   n = np.bincount(groups, minlength=num_groups)
-  fields = {k: np.full(num_groups, np.nan)
-            for k in ("mean", "low", "high", "max") + tuple(q for q, _ in QUANTILES)}
+  fields = {
+    k: np.full(num_groups, np.nan)
+    for k in ("mean", "low", "high", "max") + tuple(q for q, _ in QUANTILES)
+  }
   has, two = n > 0, n > 1
   if has.any():
     v = values[np.lexsort((values, groups))]  # by group, ascending within a group
@@ -179,11 +186,11 @@ def _grouped(values, groups, num_groups, confidence):
       fields[key][has] = _lerp(v[start + j], v[start + np.minimum(j + 1, last)], last * q - j)
     mean = np.nan_to_num(fields["mean"])
     ss = np.bincount(groups, weights=(values - mean[groups]) ** 2, minlength=num_groups)
-    half = (stats.t.ppf(0.5 + confidence / 2, n[two] - 1)
-            * np.sqrt(ss[two] / (n[two] - 1) / n[two]))
+    half = stats.t.ppf(0.5 + confidence / 2, n[two] - 1) * np.sqrt(ss[two] / (n[two] - 1) / n[two])
     fields["low"][two], fields["high"][two] = mean[two] - half, mean[two] + half
-  return [Summary(n=int(n[g]), **{k: float(f[g]) for k, f in fields.items()})
-          for g in range(num_groups)]
+  return [
+    Summary(n=int(n[g]), **{k: float(f[g]) for k, f in fields.items()}) for g in range(num_groups)
+  ]
 
 
 def _check_values(values, confidence):
@@ -237,24 +244,29 @@ def largest(values, m):
   v = validate.check_finite(values, "values", ndim=1)
   if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 0:
     raise validate.StatsInputError(f"m must be an integer >= 0, got {m!r}")
-  return np.argsort(-v, kind="stable")[:int(m)]
+  return np.argsort(-v, kind="stable")[: int(m)]
 
 
 @dataclasses.dataclass(frozen=True)
 class Summaries:
   """One quantity summarized overall, per class (list, index c) and per subgroup (dict)."""
+
   overall: Summary
   by_class: list
   by_subgroup: dict
 
   def to_json(self):
-    return {"overall": self.overall.to_json(), "by_class": [s.to_json() for s in self.by_class],
-            "by_subgroup": {k: s.to_json() for k, s in self.by_subgroup.items()}}
+    return {
+      "overall": self.overall.to_json(),
+      "by_class": [s.to_json() for s in self.by_class],
+      "by_subgroup": {k: s.to_json() for k, s in self.by_subgroup.items()},
+    }
 
 
 @dataclasses.dataclass(frozen=True)
 class Divergence:
   """What `divergence` returns; the per-example arrays are `[N]` in test-set order."""
+
   kl: np.ndarray  # float64 KL(p ‖ q)
   delta_p: np.ndarray  # float64 q_y − p_y
   agree: np.ndarray  # bool, top-1 agreement
@@ -265,8 +277,7 @@ class Divergence:
   flip_rate: float  # (broken + fixed + changed) / N: the share whose top-1 label changed
 
 
-def divergence(ref_logits, cand_logits, y, subgroups=None, gallery=GALLERY,
-               confidence=CONFIDENCE):
+def divergence(ref_logits, cand_logits, y, subgroups=None, gallery=GALLERY, confidence=CONFIDENCE):
   """KL, Δp, top-1 agreement and flips of a candidate against its reference, summarized.
 
   Args:
@@ -291,11 +302,19 @@ def divergence(ref_logits, cand_logits, y, subgroups=None, gallery=GALLERY,
   kl, delta, top_a, top_b = _scan(a, b, y)
 
   def summaries(v):
-    return Summaries(overall=summarize(v, confidence=confidence),
-                     by_class=summarize_by_class(v, y, a.shape[1], confidence),
-                     by_subgroup={k: summarize(v, m, confidence) for k, m in masks.items()})
+    return Summaries(
+      overall=summarize(v, confidence=confidence),
+      by_class=summarize_by_class(v, y, a.shape[1], confidence),
+      by_subgroup={k: summarize(v, m, confidence) for k, m in masks.items()},
+    )
 
-  return Divergence(kl=kl, delta_p=delta, agree=top_a == top_b,
-                    flips=paired.flips(y, top_a, top_b), kl_summary=summaries(kl),
-                    delta_p_summary=summaries(delta), largest_kl=largest(kl, gallery),
-                    flip_rate=float(np.mean(top_a != top_b)))
+  return Divergence(
+    kl=kl,
+    delta_p=delta,
+    agree=top_a == top_b,
+    flips=paired.flips(y, top_a, top_b),
+    kl_summary=summaries(kl),
+    delta_p_summary=summaries(delta),
+    largest_kl=largest(kl, gallery),
+    flip_rate=float(np.mean(top_a != top_b)),
+  )

@@ -119,17 +119,21 @@ def pruning_identified_exemplars(predictions_0, predictions_t, num_classes=None)
     "# Modal CIEs"), `modal_0`, `modal_t` int `[examples]`, `ties_0`, `ties_t` int (examples
     whose modal label was decided by the tie rule).
   """
-  p0 = validate.check_predictions(predictions_0, num_classes=num_classes,
-                                  name="predictions_0")
-  pt = validate.check_predictions(predictions_t, p0.shape[1], num_classes,
-                                  name="predictions_t")
+  p0 = validate.check_predictions(predictions_0, num_classes=num_classes, name="predictions_0")
+  pt = validate.check_predictions(predictions_t, p0.shape[1], num_classes, name="predictions_t")
   if num_classes is None:
     num_classes = validate.infer_num_classes(p0, pt)
   m0, t0 = modal_label(p0, num_classes)
   mt, tt = modal_label(pt, num_classes)
   pie = m0 != mt
-  return {"pie": pie, "count": int(pie.sum()), "modal_0": m0, "modal_t": mt,
-          "ties_0": int(t0.sum()), "ties_t": int(tt.sum())}
+  return {
+    "pie": pie,
+    "count": int(pie.sum()),
+    "modal_0": m0,
+    "modal_t": mt,
+    "ties_0": int(t0.sum()),
+    "ties_t": int(tt.sum()),
+  }
 
 
 modal_cie = pruning_identified_exemplars
@@ -147,13 +151,16 @@ def example_hits(predictions, labels, topk_predictions=None, k=5):
   Returns:
     dict `top1` int `[examples]`, `topk` int `[examples]` or None, `members` int.
   """
-  out = {"top1": (predictions == labels[None, :]).sum(axis=0), "topk": None,
-         "members": predictions.shape[0]}
+  out = {
+    "top1": (predictions == labels[None, :]).sum(axis=0),
+    "topk": None,
+    "members": predictions.shape[0],
+  }
   if topk_predictions is not None:
     if topk_predictions.shape[2] < k:
       raise validate.StatsInputError(
-          f"topk_predictions has {topk_predictions.shape[2]} labels per example,"
-          f" fewer than k={k}")
+        f"topk_predictions has {topk_predictions.shape[2]} labels per example, fewer than k={k}"
+      )
     hit = (topk_predictions[:, :, :k] == labels[None, :, None]).any(axis=2)
     out["topk"] = hit.sum(axis=0)
   return out
@@ -194,9 +201,18 @@ def _sample_mask(mask, size, rng):
   return out
 
 
-def accuracy_on_subsets(predictions_0, predictions_t, labels, subset,
-                        topk_predictions_0=None, topk_predictions_t=None, k=5,
-                        sample_size=None, seed=0, subset_name="pie"):
+def accuracy_on_subsets(
+  predictions_0,
+  predictions_t,
+  labels,
+  subset,
+  topk_predictions_0=None,
+  topk_predictions_t=None,
+  k=5,
+  sample_size=None,
+  seed=0,
+  subset_name="pie",
+):
   """Accuracy of both populations on a subset, its complement and all examples.
 
   000 Table 6 / Figure 3 (PIE, non-PIE, all); 004 Table 2 (Modal CIE, All); docs/spec.md §3.5: for

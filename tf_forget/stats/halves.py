@@ -28,13 +28,14 @@ def held_out_halves(labels, seed=DEFAULT_SEED):
   labels = np.asarray(labels)
   if labels.ndim != 1 or labels.size < 2 or not np.issubdtype(labels.dtype, np.integer):
     raise validate.StatsInputError(
-        f"labels must be a 1-D integer array of at least 2 examples, got shape "
-        f"{labels.shape} and dtype {labels.dtype}")
+      f"labels must be a 1-D integer array of at least 2 examples, got shape "
+      f"{labels.shape} and dtype {labels.dtype}"
+    )
   rng = np.random.default_rng(seed)
   choose = np.zeros(labels.size, bool)
   for c in np.unique(labels):
     members = np.flatnonzero(labels == c)
-    picked = rng.permutation(members)[:members.size // 2]
+    picked = rng.permutation(members)[: members.size // 2]
     choose[picked] = True
   return choose, ~choose
 
@@ -48,8 +49,9 @@ def held_out_halves_by_id(ids, labels, seed=DEFAULT_SEED):
   """
   ids = np.asarray(ids)
   if ids.shape != np.shape(labels) or np.unique(ids).size != ids.size:
-    raise validate.StatsInputError(f"ids must be {np.shape(labels)} distinct values, got "
-                                   f"shape {ids.shape}")
+    raise validate.StatsInputError(
+      f"ids must be {np.shape(labels)} distinct values, got shape {ids.shape}"
+    )
   order = np.argsort(ids, kind="stable")
   choose_sorted, _ = held_out_halves(np.asarray(labels)[order], seed)
   choose = np.zeros(ids.size, bool)

@@ -53,8 +53,7 @@ def _clip(out, bounds):
   return clipped
 
 
-def mean_difference_interval(values_0, values_t, paired=False, confidence=CONFIDENCE,
-                             bounds=None):
+def mean_difference_interval(values_0, values_t, paired=False, confidence=CONFIDENCE, bounds=None):
   """Difference of means (t minus 0) with its t-based confidence interval.
 
   Args:
@@ -91,11 +90,11 @@ def _difference_interval(values_0, values_t, paired, confidence):
     b = np.asarray(values_t, dtype=np.float64)
     if a.ndim != 1 or b.shape != a.shape:
       raise validate.StatsInputError(
-          f"paired values must be 1-D of equal length, got {a.shape} and {b.shape}")
+        f"paired values must be 1-D of equal length, got {a.shape} and {b.shape}"
+      )
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
-    out = {"n_0": int(a.size), "n_t": int(b.size), "method": "paired",
-           "confidence": confidence}
+    out = {"n_0": int(a.size), "n_t": int(b.size), "method": "paired", "confidence": confidence}
     if not a.size:
       return dict(out, difference=nan, low=nan, high=nan, spread=nan)
     d = b - a
@@ -107,8 +106,7 @@ def _difference_interval(values_0, values_t, paired, confidence):
     ci = stats.ttest_rel(b, a).confidence_interval(confidence)
     return dict(out, low=float(ci.low), high=float(ci.high))
   a, b = _values(values_0, "values_0"), _values(values_t, "values_t")
-  out = {"n_0": int(a.size), "n_t": int(b.size), "method": "welch",
-         "confidence": confidence}
+  out = {"n_0": int(a.size), "n_t": int(b.size), "method": "welch", "confidence": confidence}
   if not (a.size and b.size):
     return dict(out, difference=nan, low=nan, high=nan, spread=nan)
   out["difference"] = float(b.mean() - a.mean())

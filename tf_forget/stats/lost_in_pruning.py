@@ -47,10 +47,12 @@ def _exact_delta(delta):
 
 
 def _check_num_examples(num_examples):
-  if (isinstance(num_examples, (bool, np.bool_))
-      or not isinstance(num_examples, (int, np.integer)) or num_examples < 1):
-    raise validate.StatsInputError(
-        f"num_examples must be a positive integer, got {num_examples!r}")
+  if (
+    isinstance(num_examples, (bool, np.bool_))
+    or not isinstance(num_examples, (int, np.integer))
+    or num_examples < 1
+  ):
+    raise validate.StatsInputError(f"num_examples must be a positive integer, got {num_examples!r}")
   return int(num_examples)
 
 
@@ -61,16 +63,15 @@ def _error_counts(errors, num_examples, name):
   if np.any(np.abs(scaled - counts) > 1e-6):
     worst = float(errors.ravel()[np.argmax(np.abs(scaled - counts).ravel())])
     raise validate.StatsInputError(
-        f"{name} are not whole error counts out of num_examples={num_examples}"
-        f" (e.g. {worst!r})")
+      f"{name} are not whole error counts out of num_examples={num_examples} (e.g. {worst!r})"
+    )
   return counts.astype(np.int64)
 
 
 def _error_fractions(errors):
   """object array of `Fraction`: each float64 error as the closest fraction with a
   denominator ≤ MAX_DENOMINATOR."""
-  flat = [fractions.Fraction(float(x)).limit_denominator(MAX_DENOMINATOR)
-          for x in errors.ravel()]
+  flat = [fractions.Fraction(float(x)).limit_denominator(MAX_DENOMINATOR) for x in errors.ravel()]
   out = np.empty(len(flat), dtype=object)
   out[:] = flat
   return out.reshape(errors.shape)
@@ -125,17 +126,16 @@ def prune_potential(prune_ratios, errors, parent_error, delta=DELTA, num_example
   p = validate.check_finite(parent_error, "parent_error")
   if e.shape[-1] != r.shape[0]:
     raise validate.StatsInputError(
-        f"errors has {e.shape[-1]} prune ratios on its last axis but prune_ratios has"
-        f" {r.shape[0]}")
+      f"errors has {e.shape[-1]} prune ratios on its last axis but prune_ratios has {r.shape[0]}"
+    )
   d = _exact_delta(delta)
   if num_examples is None:
     ok = np.asarray(_error_fractions(e) <= _error_fractions(p)[..., None] + d, dtype=bool)
   else:
     n = _check_num_examples(num_examples)
     # k_t ≤ k_parent + δ·n ⟺ k_t − k_parent ≤ ⌊δ·n⌋ (integers); clipped into int64.
-    allowed = min(max(math.floor(d * n), -2**62), 2**62)
-    ok = (_error_counts(e, n, "errors")
-          - _error_counts(p, n, "parent_error")[..., None]) <= allowed
+    allowed = min(max(math.floor(d * n), -(2**62)), 2**62)
+    ok = (_error_counts(e, n, "errors") - _error_counts(p, n, "parent_error")[..., None]) <= allowed
   return np.where(ok, r, 0.0).max(axis=-1, initial=0.0)
 
 
@@ -156,14 +156,19 @@ def prune_potential_summary(potentials, ddof=0):
   p = validate.check_finite(potentials, "potentials", ndim=2)
   avg = p.mean(axis=1)
   low = p.min(axis=1)
-  return {"average_mean": float(avg.mean()), "average_sd": float(avg.std(ddof=ddof)),
-          "minimum_mean": float(low.mean()), "minimum_sd": float(low.std(ddof=ddof))}
+  return {
+    "average_mean": float(avg.mean()),
+    "average_sd": float(avg.std(ddof=ddof)),
+    "minimum_mean": float(low.mean()),
+    "minimum_sd": float(low.std(ddof=ddof)),
+  }
 
 
 def prune_potential_difference(train_potential, test_potential):
   """003 Table 2 "Diff.": prune potential on the test minus the train distribution, p' − p."""
-  return (np.asarray(test_potential, dtype=np.float64)
-          - np.asarray(train_potential, dtype=np.float64))
+  return np.asarray(test_potential, dtype=np.float64) - np.asarray(
+    train_potential, dtype=np.float64
+  )
 
 
 def excess_error(test_errors, nominal_error):
@@ -186,8 +191,7 @@ def excess_error(test_errors, nominal_error):
 
 def excess_error_difference(excess_pruned, excess_parent):
   """ê − e: additional excess error of the pruned network over its parent (003 §5.1)."""
-  return (np.asarray(excess_pruned, dtype=np.float64)
-          - np.asarray(excess_parent, dtype=np.float64))
+  return np.asarray(excess_pruned, dtype=np.float64) - np.asarray(excess_parent, dtype=np.float64)
 
 
 def matching_label_share(labels_a, labels_b):
@@ -230,5 +234,7 @@ def noise_similarity(softmax_a, softmax_b):
     raise validate.StatsInputError("softmax arrays need at least [examples, classes]")
   dist = np.linalg.norm(a - b, axis=-1)
   axes = tuple(range(max(0, dist.ndim - 2), dist.ndim))
-  return {"matching": matching_label_share(a.argmax(axis=-1), b.argmax(axis=-1)),
-          "l2": dist.mean(axis=axes)}
+  return {
+    "matching": matching_label_share(a.argmax(axis=-1), b.argmax(axis=-1)),
+    "l2": dist.mean(axis=axes),
+  }

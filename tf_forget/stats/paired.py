@@ -55,6 +55,7 @@ class Flips:
     unchanged: bool `[n]`, both right, or both wrong with the same label.
     selected: bool `[n]`, the examples counted (the mask; all True without one).
   """
+
   broken: np.ndarray
   fixed: np.ndarray
   changed: np.ndarray
@@ -64,9 +65,13 @@ class Flips:
   @property
   def counts(self):
     """dict category -> int count, plus `n` (selected examples)."""
-    return {"broken": int(self.broken.sum()), "fixed": int(self.fixed.sum()),
-            "changed": int(self.changed.sum()), "unchanged": int(self.unchanged.sum()),
-            "n": int(self.selected.sum())}
+    return {
+      "broken": int(self.broken.sum()),
+      "fixed": int(self.fixed.sum()),
+      "changed": int(self.changed.sum()),
+      "unchanged": int(self.unchanged.sum()),
+      "n": int(self.selected.sum()),
+    }
 
 
 def flips(y, a, b, mask=None):
@@ -156,8 +161,14 @@ def mcnemar_exact(y, a, b, mask=None):
   """
   c = flips(y, a, b, mask).counts
   n01, n10 = c["broken"], c["fixed"]
-  return {"broken": n01, "fixed": n10, "discordant": n01 + n10, "statistic": min(n01, n10),
-          "p_value": _mcnemar_p(n01, n10), "n": c["n"]}
+  return {
+    "broken": n01,
+    "fixed": n10,
+    "discordant": n01 + n10,
+    "statistic": min(n01, n10),
+    "p_value": _mcnemar_p(n01, n10),
+    "n": c["n"],
+  }
 
 
 def _newcombe_interval(both, fixed, broken, neither, confidence):
@@ -220,20 +231,30 @@ def paired_accuracy_difference(y, a, b, confidence=CONFIDENCE, mask=None):
 
 def _paired_proportions(right_a, right_b, confidence):
   n = int(right_a.size)
-  out = {"n": n, "confidence": confidence, "method": INTERVAL_METHOD,
-         "broken": int((right_a & ~right_b).sum()), "fixed": int((~right_a & right_b).sum())}
+  out = {
+    "n": n,
+    "confidence": confidence,
+    "method": INTERVAL_METHOD,
+    "broken": int((right_a & ~right_b).sum()),
+    "fixed": int((~right_a & right_b).sum()),
+  }
   if n == 0:
     nan = float("nan")
     return dict(out, difference=nan, low=nan, high=nan, accuracy_a=nan, accuracy_b=nan)
   both = int((right_a & right_b).sum())
   neither = n - both - out["broken"] - out["fixed"]
   low, high = _newcombe_interval(both, out["fixed"], out["broken"], neither, confidence)
-  return dict(out, difference=(out["fixed"] - out["broken"]) / n, low=low, high=high,
-              accuracy_a=float(right_a.mean()), accuracy_b=float(right_b.mean()))
+  return dict(
+    out,
+    difference=(out["fixed"] - out["broken"]) / n,
+    low=low,
+    high=high,
+    accuracy_a=float(right_a.mean()),
+    accuracy_b=float(right_b.mean()),
+  )
 
 
-def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDENCE,
-                            mask=None):
+def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDENCE, mask=None):
   """Per-class recall change with exact McNemar tests and Benjamini-Hochberg adjustment.
 
   For class c over its examples E_c = {i : y_i = c} (n_c = |E_c|): recall R^c_a = mean[a_i = c],
@@ -269,10 +290,17 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   y, a, b, m = validate.check_triplet(y, a, b, mask, int(num_classes))
   nan = np.full(num_classes, np.nan)
   out: dict  # arrays [C], and the int `num_tests`
-  out = {"n": np.zeros(num_classes, dtype=np.int64), "recall_a": nan.copy(),
-         "recall_b": nan.copy(), "change": nan.copy(), "low": nan.copy(), "high": nan.copy(),
-         "broken": np.zeros(num_classes, dtype=np.int64),
-         "fixed": np.zeros(num_classes, dtype=np.int64), "p_value": nan.copy()}
+  out = {
+    "n": np.zeros(num_classes, dtype=np.int64),
+    "recall_a": nan.copy(),
+    "recall_b": nan.copy(),
+    "change": nan.copy(),
+    "low": nan.copy(),
+    "high": nan.copy(),
+    "broken": np.zeros(num_classes, dtype=np.int64),
+    "fixed": np.zeros(num_classes, dtype=np.int64),
+    "p_value": nan.copy(),
+  }
   for c in range(num_classes):
     sel = m & (y == c)
     if not sel.any():
@@ -285,8 +313,7 @@ def per_class_recall_change(y, a, b, num_classes, alpha=0.05, confidence=CONFIDE
   tested = ~np.isnan(out["p_value"])
   out["p_adjusted"] = nan.copy()
   if tested.any():
-    out["p_adjusted"][tested] = stats.false_discovery_control(out["p_value"][tested],
-                                                              method="bh")
+    out["p_adjusted"][tested] = stats.false_discovery_control(out["p_value"][tested], method="bh")
   out["significant"] = np.where(tested, out["p_adjusted"] <= alpha, False).astype(bool)
   out["num_tests"] = int(tested.sum())
   return out

@@ -45,8 +45,17 @@ def mean_change(err_a, err_b, axis=-1):
   return np.mean(err_b, axis=axis) - np.mean(err_a, axis=axis)
 
 
-def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, seed=0,
-                            confidence=paired.CONFIDENCE, positive=1):
+def paired_bootstrap_change(
+  y,
+  a,
+  b,
+  mask,
+  measure,
+  n_resamples=MIN_RESAMPLES,
+  seed=0,
+  confidence=paired.CONFIDENCE,
+  positive=1,
+):
   """Change of a subgroup's error / FNR / FPR with a paired percentile bootstrap interval.
 
   The rate r is a mean of per-example indicators over its denominator set D (docs/spec.md §4.2;
@@ -83,7 +92,8 @@ def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, s
     raise validate.StatsInputError(f"measure must be one of {MEASURES}, got {measure!r}")
   if int(n_resamples) != n_resamples or n_resamples < MIN_RESAMPLES:
     raise validate.StatsInputError(
-        f"n_resamples must be an integer >= {MIN_RESAMPLES}, got {n_resamples}")
+      f"n_resamples must be an integer >= {MIN_RESAMPLES}, got {n_resamples}"
+    )
   validate.check_confidence(confidence)
   if int(positive) != positive or positive < 0:
     raise validate.StatsInputError(f"positive must be a non-negative label, got {positive}")
@@ -91,17 +101,29 @@ def paired_bootstrap_change(y, a, b, mask, measure, n_resamples=MIN_RESAMPLES, s
   err_a, err_b = rate_examples(y, a, b, m, measure, int(positive))
   n = int(err_a.size)
   nan = float("nan")
-  out = {"measure": measure, "n": n, "n_resamples": int(n_resamples),
-         "confidence": confidence, "method": BOOTSTRAP_METHOD}
+  out = {
+    "measure": measure,
+    "n": n,
+    "n_resamples": int(n_resamples),
+    "confidence": confidence,
+    "method": BOOTSTRAP_METHOD,
+  }
   if n == 0:
     return dict(out, change=nan, rate_a=nan, rate_b=nan, low=nan, high=nan)
-  out.update(change=float(mean_change(err_a, err_b)), rate_a=float(err_a.mean()),
-             rate_b=float(err_b.mean()))
+  out.update(
+    change=float(mean_change(err_a, err_b)), rate_a=float(err_a.mean()), rate_b=float(err_b.mean())
+  )
   if n < 2:
     return dict(out, low=nan, high=nan)
-  res = stats.bootstrap((err_a.astype(np.float64), err_b.astype(np.float64)), mean_change,
-                        n_resamples=int(n_resamples), batch=max(1, BOOTSTRAP_CELLS // n),
-                        vectorized=True, paired=True, confidence_level=confidence,
-                        method="percentile", rng=np.random.default_rng(seed))
-  return dict(out, low=float(res.confidence_interval.low),
-              high=float(res.confidence_interval.high))
+  res = stats.bootstrap(
+    (err_a.astype(np.float64), err_b.astype(np.float64)),
+    mean_change,
+    n_resamples=int(n_resamples),
+    batch=max(1, BOOTSTRAP_CELLS // n),
+    vectorized=True,
+    paired=True,
+    confidence_level=confidence,
+    method="percentile",
+    rng=np.random.default_rng(seed),
+  )
+  return dict(out, low=float(res.confidence_interval.low), high=float(res.confidence_interval.high))

@@ -33,7 +33,8 @@ def _recall_accuracy(recall, accuracy):
   a = validate.check_finite(accuracy, "accuracy")
   if r.shape[:-1] != a.shape:
     raise validate.StatsInputError(
-        f"recall shape {r.shape} does not match accuracy shape {a.shape} + [classes]")
+      f"recall shape {r.shape} does not match accuracy shape {a.shape} + [classes]"
+    )
   return r, a
 
 
@@ -170,11 +171,9 @@ def mean_slope_ci(alphas, confidence=0.99):
   if a.size < 2:
     raise validate.StatsInputError(f"a t-based CI needs at least 2 slopes, got {a.size}")
   mean = float(a.mean())
-  half = float(sp_stats.t.ppf((1 + confidence) / 2, a.size - 1) * a.std(ddof=1)
-               / np.sqrt(a.size))
+  half = float(sp_stats.t.ppf((1 + confidence) / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
   low, high = mean - half, mean + half
-  return {"mean": mean, "low": low, "high": high, "label": ci_label(low, high),
-          "n": int(a.size)}
+  return {"mean": mean, "low": low, "high": high, "label": ci_label(low, high), "n": int(a.size)}
 
 
 def bonferroni(p_value, rows):
@@ -228,9 +227,10 @@ def ratio_trend_tests(alphas_by_ratio):
     `statistic`, `p_value`, `p_bonferroni` = p × number of rows).
   """
   ratios = sorted(alphas_by_ratio)
-  rows = [(r1, r2, "less", *paired_t_test(alphas_by_ratio[r1], alphas_by_ratio[r2],
-                                          "less").values())
-          for r1, r2 in zip(ratios[:-1], ratios[1:])]
+  rows = [
+    (r1, r2, "less", *paired_t_test(alphas_by_ratio[r1], alphas_by_ratio[r2], "less").values())
+    for r1, r2 in zip(ratios[:-1], ratios[1:])
+  ]
   return _table(rows, len(rows))
 
 
@@ -245,9 +245,15 @@ def model_size_tests(alphas_by_model):
     DataFrame as `ratio_trend_tests` (alternative "greater").
   """
   names = list(alphas_by_model)
-  rows = [(m1, m2, "greater", *independent_t_test(alphas_by_model[m1], alphas_by_model[m2],
-                                                  "greater").values())
-          for m1, m2 in zip(names[:-1], names[1:])]
+  rows = [
+    (
+      m1,
+      m2,
+      "greater",
+      *independent_t_test(alphas_by_model[m1], alphas_by_model[m2], "greater").values(),
+    )
+    for m1, m2 in zip(names[:-1], names[1:])
+  ]
   return _table(rows, len(rows))
 
 
@@ -262,9 +268,15 @@ def dataset_tests(alphas_by_dataset, pairs):
   Returns:
     DataFrame as `ratio_trend_tests` (alternative "less").
   """
-  rows = [(d1, d2, "less", *independent_t_test(alphas_by_dataset[d1], alphas_by_dataset[d2],
-                                               "less").values())
-          for d1, d2 in pairs]
+  rows = [
+    (
+      d1,
+      d2,
+      "less",
+      *independent_t_test(alphas_by_dataset[d1], alphas_by_dataset[d2], "less").values(),
+    )
+    for d1, d2 in pairs
+  ]
   return _table(rows, len(rows))
 
 
@@ -277,9 +289,10 @@ def algorithm_tests(alphas_by_algorithm):
   Returns:
     DataFrame as `ratio_trend_tests` (alternative "two-sided"), pairs in insertion order.
   """
-  rows = [(p1, p2, "two-sided", *paired_t_test(alphas_by_algorithm[p1],
-                                               alphas_by_algorithm[p2]).values())
-          for p1, p2 in itertools.combinations(list(alphas_by_algorithm), 2)]
+  rows = [
+    (p1, p2, "two-sided", *paired_t_test(alphas_by_algorithm[p1], alphas_by_algorithm[p2]).values())
+    for p1, p2 in itertools.combinations(list(alphas_by_algorithm), 2)
+  ]
   return _table(rows, len(rows))
 
 
@@ -293,8 +306,10 @@ def mp_vs_up_tests(cells):
     DataFrame with `first` = model, `second` = ratio, ..., `p_bonferroni` = p × number of
     cells (002: 25), capped at 1.
   """
-  rows = [(m, r, "two-sided", *paired_t_test(a_mp, a_up).values())
-          for (m, r), (a_mp, a_up) in cells.items()]
+  rows = [
+    (m, r, "two-sided", *paired_t_test(a_mp, a_up).values())
+    for (m, r), (a_mp, a_up) in cells.items()
+  ]
   return _table(rows, len(rows))
 
 
@@ -328,13 +343,31 @@ def paired_tests(comparisons, alternative="two-sided"):
       validate.check_same_members(a, b, ("a", "b"), "a paired t-test")
     else:
       a = b = np.zeros(0)
-    res = (paired_t_test(a, b, alternative) if a.size >= 2 else
-           {"statistic": nan, "p_value": nan})
-    rows.append({"first": first, "second": second, "alternative": alternative,
-                 "n": int(a.size), "mean_first": float(a.mean()) if a.size else nan,
-                 "mean_second": float(b.mean()) if b.size else nan, **res})
-  df = pd.DataFrame(rows, columns=["first", "second", "alternative", "n", "mean_first",
-                                   "mean_second", "statistic", "p_value"])
+    res = paired_t_test(a, b, alternative) if a.size >= 2 else {"statistic": nan, "p_value": nan}
+    rows.append(
+      {
+        "first": first,
+        "second": second,
+        "alternative": alternative,
+        "n": int(a.size),
+        "mean_first": float(a.mean()) if a.size else nan,
+        "mean_second": float(b.mean()) if b.size else nan,
+        **res,
+      }
+    )
+  df = pd.DataFrame(
+    rows,
+    columns=[
+      "first",
+      "second",
+      "alternative",
+      "n",
+      "mean_first",
+      "mean_second",
+      "statistic",
+      "p_value",
+    ],
+  )
   df["rows"] = len(df)
   df["p_bonferroni"] = bonferroni(df["p_value"].to_numpy(dtype=np.float64), len(df))
   return df
@@ -367,19 +400,33 @@ def recall_distortion_summary(recall_0, accuracy_0, recall_t, accuracy_t, confid
     than 2 slopes), `alpha_hat`, `r2`, `mean_accuracy_0`, `mean_accuracy_t`,
     `recall_variance_0`, `recall_variance_t` (means over models, Table 11).
   """
-  validate.check_same_members(recall_0, recall_t, ("recall_0", "recall_t"),
-                              "002's slope pairs each model with its pruned self and")
+  validate.check_same_members(
+    recall_0,
+    recall_t,
+    ("recall_0", "recall_t"),
+    "002's slope pairs each model with its pruned self and",
+  )
   x = normalized_recall_balance(recall_0, accuracy_0)
   y = normalized_recall_balance(recall_t, accuracy_t)
   alphas = model_slope(x, y)
   try:
     ci = mean_slope_ci(alphas, confidence)
   except validate.StatsInputError:
-    ci = {"mean": float("nan"), "low": float("nan"), "high": float("nan"), "label": "?",
-          "n": int((~np.isnan(alphas)).sum())}
+    ci = {
+      "mean": float("nan"),
+      "low": float("nan"),
+      "high": float("nan"),
+      "label": "?",
+      "n": int((~np.isnan(alphas)).sum()),
+    }
   pooled = pooled_slope(x, y)
-  return {"alphas": alphas, "mean_alpha": ci, "alpha_hat": pooled["alpha_hat"],
-          "r2": pooled["r2"], "mean_accuracy_0": mean_accuracy(accuracy_0),
-          "mean_accuracy_t": mean_accuracy(accuracy_t),
-          "recall_variance_0": float(recall_variance(recall_0).mean()),
-          "recall_variance_t": float(recall_variance(recall_t).mean())}
+  return {
+    "alphas": alphas,
+    "mean_alpha": ci,
+    "alpha_hat": pooled["alpha_hat"],
+    "r2": pooled["r2"],
+    "mean_accuracy_0": mean_accuracy(accuracy_0),
+    "mean_accuracy_t": mean_accuracy(accuracy_t),
+    "recall_variance_0": float(recall_variance(recall_0).mean()),
+    "recall_variance_t": float(recall_variance(recall_t).mean()),
+  }

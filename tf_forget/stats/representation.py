@@ -93,7 +93,8 @@ def relative_representation(count_1, n_1, count_0, n_0, confidence=CONFIDENCE):
   nan = float("nan")
   if x_1 > 0 and x_0 > 0:
     ci = contingency.relative_risk(x_1, n_1, x_0, n_0).confidence_interval(
-        confidence_level=float(confidence))
+      confidence_level=float(confidence)
+    )
     ratio, low, high, method = share_1 / share_0, float(ci.low), float(ci.high), KATZ
   elif x_1 == 0 and x_0 == 0:
     ratio, low, high, method = nan, nan, nan, UNDEFINED
@@ -102,13 +103,26 @@ def relative_representation(count_1, n_1, count_0, n_0, confidence=CONFIDENCE):
     low, high = _log_interval(x_1 + 0.5, n_1 + 0.5, x_0 + 0.5, n_0 + 0.5, z)
     ratio = 0.0 if x_1 == 0 else float("inf")
     method = KATZ_ADJUSTED
-  p_value = float(stats.fisher_exact([[x_1, n_1 - x_1], [x_0, n_0 - x_0]],
-                                     alternative="two-sided")[1])
+  p_value = float(
+    stats.fisher_exact([[x_1, n_1 - x_1], [x_0, n_0 - x_0]], alternative="two-sided")[1]
+  )
   wilson_1 = stats.binomtest(x_1, n_1).proportion_ci(float(confidence), method="wilson")
   wilson_0 = stats.binomtest(x_0, n_0).proportion_ci(float(confidence), method="wilson")
-  return {"count_1": x_1, "n_1": n_1, "share_1": share_1, "share_1_low": float(wilson_1.low),
-          "share_1_high": float(wilson_1.high), "count_0": x_0, "n_0": n_0,
-          "share_0": share_0, "share_0_low": float(wilson_0.low),
-          "share_0_high": float(wilson_0.high), "ratio": float(ratio), "low": float(low),
-          "high": float(high), "method": method, "p_value": p_value,
-          "confidence": float(confidence)}
+  return {
+    "count_1": x_1,
+    "n_1": n_1,
+    "share_1": share_1,
+    "share_1_low": float(wilson_1.low),
+    "share_1_high": float(wilson_1.high),
+    "count_0": x_0,
+    "n_0": n_0,
+    "share_0": share_0,
+    "share_0_low": float(wilson_0.low),
+    "share_0_high": float(wilson_0.high),
+    "ratio": float(ratio),
+    "low": float(low),
+    "high": float(high),
+    "method": method,
+    "p_value": p_value,
+    "confidence": float(confidence),
+  }

@@ -42,7 +42,8 @@ def corruption_accuracy(accuracies):
   a = validate.check_finite(accuracies, "accuracies")
   if a.ndim not in (1, 2):
     raise validate.StatsInputError(
-        f"accuracies must be [members] or [members, severities], got shape {a.shape}")
+      f"accuracies must be [members] or [members, severities], got shape {a.shape}"
+    )
   return float(a.mean())
 
 
@@ -69,15 +70,24 @@ def robustness_table(top1, top5=None, dense="dense"):
   for (variant, corruption), acc in top1.items():
     if (dense, corruption) not in top1:
       raise validate.StatsInputError(
-          f"no dense entry ({dense!r}, {corruption!r}) to normalize {variant!r} by")
+        f"no dense entry ({dense!r}, {corruption!r}) to normalize {variant!r} by"
+      )
     a1 = corruption_accuracy(acc)
     d1 = corruption_accuracy(top1[(dense, corruption)])
     a5 = d5 = float("nan")
     if top5 is not None:
       a5 = corruption_accuracy(top5[(variant, corruption)])
       d5 = corruption_accuracy(top5[(dense, corruption)])
-    rows.append({"variant": variant, "corruption": corruption, "top1": a1, "top5": a5,
-                 "top1_norm": float(normalized_robustness(a1, d1)),
-                 "top5_norm": float(normalized_robustness(a5, d5))})
-  return pd.DataFrame(rows, columns=["variant", "corruption", "top1", "top5", "top1_norm",
-                                     "top5_norm"])
+    rows.append(
+      {
+        "variant": variant,
+        "corruption": corruption,
+        "top1": a1,
+        "top5": a5,
+        "top1_norm": float(normalized_robustness(a1, d1)),
+        "top5_norm": float(normalized_robustness(a5, d5)),
+      }
+    )
+  return pd.DataFrame(
+    rows, columns=["variant", "corruption", "top1", "top5", "top1_norm", "top5_norm"]
+  )

@@ -87,7 +87,8 @@ def subgroup_rates(predictions, labels, masks, positive=1):
   g = np.stack([np.asarray(m, dtype=bool) for m in masks.values()], axis=1)
   if g.shape[0] != labels.shape[0]:
     raise validate.StatsInputError(
-        f"subgroup masks have {g.shape[0]} examples but labels have {labels.shape[0]}")
+      f"subgroup masks have {g.shape[0]} examples but labels have {labels.shape[0]}"
+    )
   g = g.astype(np.float64)
   pos = labels == positive
   pred_pos = preds == positive
@@ -99,9 +100,9 @@ def subgroup_rates(predictions, labels, masks, positive=1):
   n_pos = pos.astype(np.float64) @ g
   with np.errstate(invalid="ignore", divide="ignore"):
     out = {
-        "error": np.where(n_all > 0, (wrong @ g) / n_all, np.nan),
-        "fpr": np.where(n_neg > 0, (fp @ g) / n_neg, np.nan),
-        "fnr": np.where(n_pos > 0, (fn @ g) / n_pos, np.nan),
+      "error": np.where(n_all > 0, (wrong @ g) / n_all, np.nan),
+      "fpr": np.where(n_neg > 0, (fp @ g) / n_neg, np.nan),
+      "fnr": np.where(n_pos > 0, (fn @ g) / n_pos, np.nan),
     }
   return out
 
@@ -143,8 +144,9 @@ def normalized_difference(rate_t, rate_0):
     return np.where(r0 != 0, 100.0 * (rt - r0) / np.where(r0 != 0, r0, 1.0), np.nan)
 
 
-def subgroup_table(predictions_0, predictions_t, labels, attributes,
-                   protected=PROTECTED, num_members=10, positive=1):
+def subgroup_table(
+  predictions_0, predictions_t, labels, attributes, protected=PROTECTED, num_members=10, positive=1
+):
   """004 Tables 5 (absolute rates) and 3 (normalized difference) for one variant.
 
   Args:
@@ -163,10 +165,8 @@ def subgroup_table(predictions_0, predictions_t, labels, attributes,
   """
   labels = validate.check_labels(labels)
   masks = subgroup_masks(attributes, labels.shape[0], protected)
-  r0 = member_averaged_rates(subgroup_rates(predictions_0, labels, masks, positive),
-                             num_members)
-  rt = member_averaged_rates(subgroup_rates(predictions_t, labels, masks, positive),
-                             num_members)
+  r0 = member_averaged_rates(subgroup_rates(predictions_0, labels, masks, positive), num_members)
+  rt = member_averaged_rates(subgroup_rates(predictions_t, labels, masks, positive), num_members)
   rows, index = [], []
   for model, source in (("baseline", r0), ("compressed", rt)):
     for metric in METRICS:
@@ -175,8 +175,11 @@ def subgroup_table(predictions_0, predictions_t, labels, attributes,
   for metric in METRICS:
     rows.append(normalized_difference(rt[metric], r0[metric]))
     index.append(("normalized_difference", metric))
-  return pd.DataFrame(np.stack(rows), columns=list(masks),
-                      index=pd.MultiIndex.from_tuples(index, names=["model", "metric"]))
+  return pd.DataFrame(
+    np.stack(rows),
+    columns=list(masks),
+    index=pd.MultiIndex.from_tuples(index, names=["model", "metric"]),
+  )
 
 
 def attribute_shares(attributes, num_examples=None):
@@ -190,8 +193,13 @@ def attribute_shares(attributes, num_examples=None):
     pandas Series attribute -> share in [0, 1].
   """
   if num_examples is None:
-    first = (attributes[attributes.columns[0]] if isinstance(attributes, pd.DataFrame)
-             else next(iter(attributes.values())) if isinstance(attributes, dict) else None)
+    first = (
+      attributes[attributes.columns[0]]
+      if isinstance(attributes, pd.DataFrame)
+      else next(iter(attributes.values()))
+      if isinstance(attributes, dict)
+      else None
+    )
     num_examples = len(first) if first is not None else 0
   attrs = validate.check_attributes(attributes, num_examples)
   if num_examples == 0:
@@ -226,8 +234,8 @@ def over_indexing(train_attributes, test_attributes, cie_mask):
     raise validate.StatsInputError("cie_mask selects no example")
   test = validate.check_attributes(test_attributes, mask.shape[0], "test_attributes")
   if isinstance(train_attributes, pd.Series) or (
-      isinstance(train_attributes, dict)
-      and all(np.ndim(v) == 0 for v in train_attributes.values())):
+    isinstance(train_attributes, dict) and all(np.ndim(v) == 0 for v in train_attributes.values())
+  ):
     train = pd.Series(train_attributes, dtype=np.float64)
   else:
     train = attribute_shares(train_attributes)
@@ -240,9 +248,13 @@ def over_indexing(train_attributes, test_attributes, cie_mask):
   cie_share = cie_count / selected.shape[0]
   train_share = train.loc[names].to_numpy(dtype=np.float64)
   with np.errstate(invalid="ignore", divide="ignore"):
-    rel = np.where(train_share > 0, cie_share / np.where(train_share > 0, train_share, 1),
-                   np.nan)
-  return pd.DataFrame({"train_share": train_share, "cie_share": cie_share,
-                       "relative_representation": rel,
-                       "cie_count": cie_count},
-                      index=pd.Index(names, name="attribute"))
+    rel = np.where(train_share > 0, cie_share / np.where(train_share > 0, train_share, 1), np.nan)
+  return pd.DataFrame(
+    {
+      "train_share": train_share,
+      "cie_share": cie_share,
+      "relative_representation": rel,
+      "cie_count": cie_count,
+    },
+    index=pd.Index(names, name="attribute"),
+  )

@@ -70,12 +70,10 @@ def check_range(arr, num_classes, name):
   if lo < 0:
     raise StatsInputError(f"{name} has a negative label ({lo})")
   if num_classes is not None and hi >= num_classes:
-    raise StatsInputError(
-        f"{name} has label {hi} out of range for num_classes={num_classes}")
+    raise StatsInputError(f"{name} has label {hi} out of range for num_classes={num_classes}")
 
 
-def check_predictions(predictions, num_examples=None, num_classes=None, ndim=2,
-                      name="predictions"):
+def check_predictions(predictions, num_examples=None, num_classes=None, ndim=2, name="predictions"):
   """Checks a population's predicted labels.
 
   Args:
@@ -104,8 +102,7 @@ def check_predictions(predictions, num_examples=None, num_classes=None, ndim=2,
   if ndim == 3 and arr.shape[2] == 0:
     raise StatsInputError(f"{name} has k = 0 top-k labels")
   if num_examples is not None and arr.shape[1] != num_examples:
-    raise StatsInputError(
-        f"{name} has {arr.shape[1]} examples but labels have {num_examples}")
+    raise StatsInputError(f"{name} has {arr.shape[1]} examples but labels have {num_examples}")
   check_range(arr, num_classes, name)
   return arr
 
@@ -114,15 +111,17 @@ def check_same_members(a, b, names=("baseline", "compressed"), why="pairing"):
   """Raises unless two populations have the same number of members (first axis)."""
   if np.shape(a)[0] != np.shape(b)[0]:
     raise StatsInputError(
-        f"{names[0]} has {np.shape(a)[0]} members but {names[1]} has {np.shape(b)[0]};"
-        f" {why} needs equal populations")
+      f"{names[0]} has {np.shape(a)[0]} members but {names[1]} has {np.shape(b)[0]};"
+      f" {why} needs equal populations"
+    )
 
 
 def check_same_examples(a, b, names=("baseline", "compressed")):
   """Raises unless two populations cover the same number of examples (second axis)."""
   if np.shape(a)[1] != np.shape(b)[1]:
     raise StatsInputError(
-        f"{names[0]} has {np.shape(a)[1]} examples but {names[1]} has {np.shape(b)[1]}")
+      f"{names[0]} has {np.shape(a)[1]} examples but {names[1]} has {np.shape(b)[1]}"
+    )
 
 
 def check_finite(x, name, allow_nan=False, ndim=None):
@@ -168,8 +167,9 @@ def check_attributes(attributes, num_examples, name="attributes"):
     items = [(str(k), np.asarray(v)) for k, v in attributes.items()]
   else:
     raise StatsInputError(
-        f"{name} must be a pandas DataFrame or a dict of boolean arrays,"
-        f" got {type(attributes).__name__}")
+      f"{name} must be a pandas DataFrame or a dict of boolean arrays,"
+      f" got {type(attributes).__name__}"
+    )
   if not items:
     raise StatsInputError(f"{name} is empty (no attributes)")
   out = {}
@@ -177,7 +177,8 @@ def check_attributes(attributes, num_examples, name="attributes"):
     v = np.asarray(v)
     if v.ndim != 1 or v.shape[0] != num_examples:
       raise StatsInputError(
-          f"{name}[{key!r}] has shape {v.shape} but there are {num_examples} examples")
+        f"{name}[{key!r}] has shape {v.shape} but there are {num_examples} examples"
+      )
     if v.dtype == bool:
       out[key] = v
       continue

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 
 
@@ -25,9 +26,9 @@ def rng_states(model):
     inner = getattr(layer, "layer", layer)
     rng = getattr(inner, "_random_generator", None)
     if rng is not None:
-      rng._maybe_init()  # pylint: disable=protected-access
+      rng._maybe_init()
       if getattr(rng, "_generator", None) is not None:
-        states[f"rng_{inner.name}"] = rng._generator  # pylint: disable=protected-access
+        states[f"rng_{inner.name}"] = rng._generator
   return states
 
 
@@ -51,7 +52,7 @@ class Checkpointer(keras2.keras().callbacks.Callback):
 def read_wall(ckpt_dir):
   path = os.path.join(ckpt_dir, "wall_time.json")
   try:
-    return float(fileio.read_json(path)["seconds"]) if fileio.exists(path) else 0.0
+    return float(fileio.read_json(path)["seconds"]) if filesystem.exists(path) else 0.0
   except (errors.ReadError, KeyError, TypeError):
     return 0.0  # a torn wall-time record only loses the time statistic
 

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 
 BEST_RECORD = "best_epoch.json"
@@ -36,13 +37,13 @@ def holdout(dataset, every):
   records = dataset.train_records("train").enumerate()
   every = tf.constant(int(every), tf.int64)
 
-  def held_out(i, record):  # pylint: disable=unused-argument
+  def held_out(i, record):
     return tf.equal(i % every, 0)
 
   def kept(i, record):
     return tf.logical_not(held_out(i, record))
 
-  def drop_index(i, record):  # pylint: disable=unused-argument
+  def drop_index(i, record):
     return record
 
   val = records.filter(held_out).map(drop_index)
@@ -59,17 +60,21 @@ def _record(parts):
 
 def decoded(dataset, records, batch_size):
   """Unaugmented (images float32 `[B, H, W, C]`, labels `[B]`) batches of `records`, in order."""
+
   def decode(*parts):
     image, label = dataset.decode_record(_record(parts))
     return tf.cast(image, tf.float32), label
-  return records.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
-                     deterministic=True).batch(batch_size)
+
+  return records.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(
+    batch_size
+  )
 
 
 def batches(dataset, records, batch_size=256):
   """`decoded` batches as numpy (images float32, labels), held in memory for repeated scoring."""
-  return [(x.astype(np.float32), y)
-          for x, y in decoded(dataset, records, batch_size).as_numpy_iterator()]
+  return [
+    (x.astype(np.float32), y) for x, y in decoded(dataset, records, batch_size).as_numpy_iterator()
+  ]
 
 
 def data_loss(model, val_batches):
@@ -132,7 +137,7 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
 
   def _read(self):
     path = os.path.join(self.directory, BEST_RECORD)
-    if not fileio.exists(path):
+    if not filesystem.exists(path):
       return {}
     try:
       return fileio.read_json(path, "epoch selection")
@@ -145,18 +150,20 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
   def score(self, model, epoch):
     """Scores `model` as the weights after `epoch` (1-based) and keeps them if best so far."""
     loss = data_loss(model, self.val_batches)
-    self.losses = self.losses[:epoch - 1] + [loss]
+    self.losses = self.losses[: epoch - 1] + [loss]
     previous = self.best_epoch
     if not previous or previous >= epoch or loss < min(self.losses[:-1]):
-      fileio.makedirs(self.directory)
+      filesystem.makedirs(self.directory)
       tmp = self._weights(epoch)[:-3] + ".tmp.h5"
       model.save_weights(tmp)
       os.replace(tmp, self._weights(epoch))
       self.best_epoch = epoch
-    fileio.write_json(os.path.join(self.directory, BEST_RECORD),
-                      {"losses": self.losses, "best_epoch": self.best_epoch})
+    fileio.write_json(
+      os.path.join(self.directory, BEST_RECORD),
+      {"losses": self.losses, "best_epoch": self.best_epoch},
+    )
     if previous and previous != self.best_epoch:
-      fileio.remove(self._weights(previous))
+      filesystem.remove(self._weights(previous))
 
   def catch_up(self, model, start_chunk):
     """Scores the restored checkpoint when the record stops short of it."""
@@ -169,5 +176,8 @@ class ResumableBestEpoch(keras2.keras().callbacks.Callback):
   def restore_best(self, model):
     """Loads the best epoch's weights into `model`; returns the record for the metadata."""
     model.load_weights(self._weights(self.best_epoch))
-    return dict(self.describe, validation_data_loss=[round(x, 6) for x in self.losses],
-                best_epoch=int(self.best_epoch))
+    return dict(
+      self.describe,
+      validation_data_loss=[round(x, 6) for x in self.losses],
+      best_epoch=int(self.best_epoch),
+    )

@@ -36,6 +36,7 @@ import uuid
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -55,22 +56,23 @@ class ReferenceModelError(errors.Error):
 
 
 def kind(path):
-  """"keras" (a `.keras` / `.h5` file or a SavedModel directory) or "tflite".
+  """ "keras" (a `.keras` / `.h5` file or a SavedModel directory) or "tflite".
 
   Raises:
     ReferenceModelError: a path that is none of these, or that does not exist.
   """
   path = str(path)
-  if path.endswith(".tflite") and fileio.isfile(path):
+  if path.endswith(".tflite") and filesystem.isfile(path):
     return "tflite"
-  if path.endswith(KERAS_SUFFIXES) and fileio.isfile(path):
+  if path.endswith(KERAS_SUFFIXES) and filesystem.isfile(path):
     return "keras"
-  if fileio.isdir(path) and fileio.exists(os.path.join(path, "saved_model.pb")):
+  if filesystem.isdir(path) and filesystem.exists(os.path.join(path, "saved_model.pb")):
     return "keras"
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     raise ReferenceModelError(f"reference {path} does not exist")
-  raise ReferenceModelError(f"reference {path}: not a .keras / .h5 file, a SavedModel directory or a "
-                     ".tflite file")
+  raise ReferenceModelError(
+    f"reference {path}: not a .keras / .h5 file, a SavedModel directory or a .tflite file"
+  )
 
 
 def file_sha256(path):
@@ -104,9 +106,10 @@ def load(path, trust_model_code=False):
     return model_files.load(path, kind, safe_mode=not trust_model_code)
   except model_files.ModelFileError as e:
     raise ReferenceModelError(str(e)) from e
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
-    raise ReferenceModelError(f"cannot load reference {path} with "
-                              f"{model_files.LOADERS[kind]}: {errors.one_line(e)}") from e
+  except Exception as e:  # Keras raises anything on bad files
+    raise ReferenceModelError(
+      f"cannot load reference {path} with {model_files.LOADERS[kind]}: {errors.one_line(e)}"
+    ) from e
 
 
 def input_layout_of(model, path):
@@ -116,8 +119,10 @@ def input_layout_of(model, path):
     ReferenceModelError: several inputs, or an input no audit can feed (one line).
   """
   if len(model.inputs) != 1:
-    raise ReferenceModelError(f"reference {path} has {len(model.inputs)} inputs; an audit runs "
-                       "image classifiers with one image input")
+    raise ReferenceModelError(
+      f"reference {path} has {len(model.inputs)} inputs; an audit runs "
+      "image classifiers with one image input"
+    )
   try:
     return input_layout.from_shape(tuple(model.inputs[0].shape))
   except input_layout.LayoutError as e:
@@ -137,12 +142,14 @@ def signature(model, path, output_index=None):
   shape = input_layout_of(model, path).image_shape
   outputs = list(model.outputs)
   if output_index is None and len(outputs) != 1:
-    raise ReferenceModelError(f"reference {path} has {len(outputs)} outputs: choose one with "
-                       "--output_index")
+    raise ReferenceModelError(
+      f"reference {path} has {len(outputs)} outputs: choose one with --output_index"
+    )
   index = output_index or 0
   if not 0 <= index < len(outputs):
-    raise ReferenceModelError(f"reference {path}: --output_index={index} but it has {len(outputs)} "
-                       "outputs")
+    raise ReferenceModelError(
+      f"reference {path}: --output_index={index} but it has {len(outputs)} outputs"
+    )
   out = tuple(outputs[index].shape)
   if len(out) != 2 or out[-1] is None:
     raise ReferenceModelError(f"reference {path}: output shape {out} is not [batch, classes]")
@@ -161,13 +168,17 @@ def status(run_dir, k, path):
   """`lineage.Status` of dense member k imported from `path`: its metadata records the current
   sha256 of `path`, and its model.keras is the one it wrote."""
   directory = layout.member_dir(run_dir, names.DENSE, k)
-  if not fileio.exists(os.path.join(directory, layout.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, layout.METADATA_FILE)):
     return lineage.MISSING
   model_path = layout.member_model(run_dir, names.DENSE, k)
   return lineage.status(
-      lambda: member_files.read_metadata(directory), expected_inputs(path), "imported",
-      extra=lambda meta: lineage.file_reason(model_path, meta.get("model_sha256"),
-                                             os.path.basename(model_path), "imported"))
+    lambda: member_files.read_metadata(directory),
+    expected_inputs(path),
+    "imported",
+    extra=lambda meta: lineage.file_reason(
+      model_path, meta.get("model_sha256"), os.path.basename(model_path), "imported"
+    ),
+  )
 
 
 def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code=False):
@@ -195,16 +206,31 @@ def import_member(run_dir, k, path, dataset, output_index=None, trust_model_code
   shape, classes = signature(model, path, output_index)
   check_matches(path, shape, classes, dataset)
   directory = layout.member_dir(run_dir, names.DENSE, k)
-  fileio.makedirs(directory)
+  filesystem.makedirs(directory)
   model_sha = _store(model, kind, path, directory, output_index)
-  meta = {"schema": member_metadata.SCHEMA, "variant": names.DENSE, "k": int(k), "model": MODEL,
-          "model_options": {}, "dataset": dataset.spec.name,
-          "dataset_options": dict(dataset.spec.options), "eval_split": dataset.spec.eval_split,
-          "model_sha256": model_sha, "inputs": {"reference": sha},
-          "reference": {"path": fileio.abspath(path), "sha256": sha, "kind": kind,
-                        "output_index": output_index, "input_shape": list(shape),
-                        "classes": classes, "trust_model_code": bool(trust_model_code)},
-          "precision_policy": "float32", "versions": member_files.versions()}
+  meta = {
+    "schema": member_metadata.SCHEMA,
+    "variant": names.DENSE,
+    "k": int(k),
+    "model": MODEL,
+    "model_options": {},
+    "dataset": dataset.spec.name,
+    "dataset_options": dict(dataset.spec.options),
+    "eval_split": dataset.spec.eval_split,
+    "model_sha256": model_sha,
+    "inputs": {"reference": sha},
+    "reference": {
+      "path": filesystem.abspath(path),
+      "sha256": sha,
+      "kind": kind,
+      "output_index": output_index,
+      "input_shape": list(shape),
+      "classes": classes,
+      "trust_model_code": bool(trust_model_code),
+    },
+    "precision_policy": "float32",
+    "versions": member_files.versions(),
+  }
   member_metadata.write(os.path.join(directory, layout.METADATA_FILE), meta)
   return meta
 
@@ -220,20 +246,20 @@ def _store(model, kind, path, directory, output_index):
   keras_file = os.path.join(directory, layout.MODEL_FILE)
   saved = os.path.join(directory, layout.SAVED_MODEL_DIR)
   if kind != "saved_model":
-    fileio.rmtree(saved)
+    filesystem.rmtree(saved)
     return member_files.save_model(classifier(model, output_index), keras_file)
-  fileio.remove(keras_file)
+  filesystem.remove(keras_file)
   staged = f"{saved}.tmp-{uuid.uuid4().hex[:8]}"
   try:
-    for root, _, files in fileio.walk(path):
-      fileio.makedirs(os.path.join(staged, os.path.relpath(root, path)))  # empty ones too
+    for root, _, files in filesystem.walk(path):
+      filesystem.makedirs(os.path.join(staged, os.path.relpath(root, path)))  # empty ones too
       for name in files:
         full = os.path.join(root, name)
         fileio.copy(full, os.path.join(staged, os.path.relpath(full, path)))
-    fileio.rmtree(saved)
+    filesystem.rmtree(saved)
     fileio.rename(staged, saved)
   finally:
-    fileio.rmtree(staged)
+    filesystem.rmtree(staged)
   return hashing.path_sha256(saved, memo=False)
 
 
@@ -241,10 +267,14 @@ def check_matches(path, shape, classes, dataset):
   """Raises `ReferenceModelError` unless a model of input `shape` and `classes` outputs fits
   `dataset`."""
   if classes != dataset.spec.num_classes:
-    raise ReferenceModelError(f"{path} outputs {classes} classes but the data set has "
-                       f"{dataset.spec.num_classes} ({', '.join(dataset.spec.class_names[:5])}"
-                       f"{', ...' if dataset.spec.num_classes > 5 else ''}): give the class "
-                       "names in the model's output order (--class_names or labels.txt)")
+    raise ReferenceModelError(
+      f"{path} outputs {classes} classes but the data set has "
+      f"{dataset.spec.num_classes} ({', '.join(dataset.spec.class_names[:5])}"
+      f"{', ...' if dataset.spec.num_classes > 5 else ''}): give the class "
+      "names in the model's output order (--class_names or labels.txt)"
+    )
   if tuple(shape) != tuple(dataset.spec.image_shape):
-    raise ReferenceModelError(f"{path} takes {tuple(shape)} images but the data set yields "
-                       f"{tuple(dataset.spec.image_shape)}")
+    raise ReferenceModelError(
+      f"{path} takes {tuple(shape)} images but the data set yields "
+      f"{tuple(dataset.spec.image_shape)}"
+    )

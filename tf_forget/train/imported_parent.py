@@ -29,7 +29,7 @@ such a parent, in one place:
 import os
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
 from tf_forget.compat import keras2
@@ -50,10 +50,19 @@ def preset(weight_decay=0.0):
   """The training preset of an imported member, as one-shot pruning reads it (see the module
   docstring): `weight_decay` is λ of the reference (ε of UP = 2λ)."""
   return presets.Preset(
-      name=PRESET, dataset=imported.MODEL, model=imported.MODEL, steps=0,
-      batch_size=PRESET_BATCH_SIZE, learning_rate=0.0, lr_boundaries=(),
-      weight_decay=float(weight_decay), augmentation="none", sparsities=(), members=1,
-      checkpoint_every=1)
+    name=PRESET,
+    dataset=imported.MODEL,
+    model=imported.MODEL,
+    steps=0,
+    batch_size=PRESET_BATCH_SIZE,
+    learning_rate=0.0,
+    lr_boundaries=(),
+    weight_decay=float(weight_decay),
+    augmentation="none",
+    sparsities=(),
+    members=1,
+    checkpoint_every=1,
+  )
 
 
 def _compiled(path, trust_model_code=False):
@@ -61,11 +70,12 @@ def _compiled(path, trust_model_code=False):
   if not trust_model_code:
     model_code.check(path, compiled=True)
   try:
-    return keras2.keras().models.load_model(path, compile=True,
-                                            safe_mode=not trust_model_code)
-  except Exception as e:  # pylint: disable=broad-except  (Keras raises anything on bad files)
-    raise imported.ReferenceModelError(f"cannot load reference {path} compiled (its loss and "
-                                       f"optimizer) with tf_keras: {errors.one_line(e)}") from e
+    return keras2.keras().models.load_model(path, compile=True, safe_mode=not trust_model_code)
+  except Exception as e:  # Keras raises anything on bad files
+    raise imported.ReferenceModelError(
+      f"cannot load reference {path} compiled (its loss and "
+      f"optimizer) with tf_keras: {errors.one_line(e)}"
+    ) from e
 
 
 def _output_loss(model, output_index):
@@ -110,8 +120,10 @@ def _softmax_output(model):
   keras = keras2.keras()
   history = getattr(model.outputs[0], "_keras_history", None)
   layer = getattr(history, "layer", None)
-  return (isinstance(layer, keras.layers.Softmax)
-          or getattr(layer, "activation", None) is keras.activations.softmax)
+  return (
+    isinstance(layer, keras.layers.Softmax)
+    or getattr(layer, "activation", None) is keras.activations.softmax
+  )
 
 
 def trainable(path, output_index=None, trust_model_code=False):
@@ -135,25 +147,33 @@ def trainable(path, output_index=None, trust_model_code=False):
   model = _compiled(path, trust_model_code)
   layout = imported.input_layout_of(model, path)
   if layout.name != input_layout.NHWC:
-    raise imported.ReferenceModelError(f"reference {path} takes {layout.describe()} inputs; "
-                                       "one-shot pruning feeds [N, H, W, C] images: prune a model "
-                                       "with that input")
-  fix = ("one-shot pruning fine-tunes with the mean sparse categorical cross-entropy of the "
-         "logits (docs/spec.md §6.2, §6.4): compile it with "
-         "loss=SparseCategoricalCrossentropy(from_logits=True) and save it again")
+    raise imported.ReferenceModelError(
+      f"reference {path} takes {layout.describe()} inputs; "
+      "one-shot pruning feeds [N, H, W, C] images: prune a model "
+      "with that input"
+    )
+  fix = (
+    "one-shot pruning fine-tunes with the mean sparse categorical cross-entropy of the "
+    "logits (docs/spec.md §6.2, §6.4): compile it with "
+    "loss=SparseCategoricalCrossentropy(from_logits=True) and save it again"
+  )
   if not getattr(model, "_is_compiled", False) or getattr(model, "loss", None) is None:
-    raise imported.ReferenceModelError(f"reference {path} was saved without model.compile: "
-                                       f"{fix}")
+    raise imported.ReferenceModelError(f"reference {path} was saved without model.compile: {fix}")
   loss = _output_loss(model, output_index)
-  if not (isinstance(loss, keras2.keras().losses.SparseCategoricalCrossentropy)
-          and loss.get_config().get("from_logits") is True):
-    raise imported.ReferenceModelError(f"reference {path} is compiled with loss "
-                                       f"{_describe_loss(loss)}: {fix}")
+  if not (
+    isinstance(loss, keras2.keras().losses.SparseCategoricalCrossentropy)
+    and loss.get_config().get("from_logits") is True
+  ):
+    raise imported.ReferenceModelError(
+      f"reference {path} is compiled with loss {_describe_loss(loss)}: {fix}"
+    )
   audited = imported.classifier(model, output_index)
   if _softmax_output(audited):
-    raise imported.ReferenceModelError(f"reference {path} outputs probabilities (its last layer "
-                                       f"is a softmax): {fix}, with logits out (no final "
-                                       "softmax)")
+    raise imported.ReferenceModelError(
+      f"reference {path} outputs probabilities (its last layer "
+      f"is a softmax): {fix}, with logits out (no final "
+      "softmax)"
+    )
   if not pruning.prunable_kernels(audited):
     raise imported.ReferenceModelError(f"reference {path} has no conv or dense kernel to prune")
   return _weight_decays(model)
@@ -171,7 +191,7 @@ def member_status(run_dir, config):
   directory = layout.member_dir(run_dir, config.variant, config.k)
   if config.model != imported.MODEL:
     return member_files.status(directory, config)
-  if not fileio.exists(os.path.join(directory, layout.METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, layout.METADATA_FILE)):
     return lineage.MISSING
   try:
     path = member_files.read_metadata(directory)["reference"]["path"]

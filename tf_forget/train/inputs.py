@@ -37,7 +37,7 @@ def _augment_fn(augmentation, shift_pixels, image_shape):
   """Returns f(index, image uint8) -> image float32 for the named augmentation."""
   h, w, c = image_shape
 
-  def none(index, image):  # pylint: disable=unused-argument
+  def none(index, image):
     return tf.cast(image, tf.float32)
 
   def shift(index, image, flip=False):
@@ -85,8 +85,9 @@ def _corrupt_fn(corruptions, severity, seed):
   return corrupt
 
 
-def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples=None,
-                 batch_size=None):
+def train_stream(
+  dataset, preset, seed, start_step=0, records=None, num_examples=None, batch_size=None
+):
   """The batched, infinite training stream of a member.
 
   Args:
@@ -109,8 +110,9 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
   batch_size = int(batch_size or preset.batch_size)
   n = dataset.num_examples("train") if records is None else int(num_examples)
   if n < batch_size:
-    raise ValueError(f"train split of {dataset.spec.name!r} has {n} examples, fewer than "
-                     f"batch_size={batch_size}")
+    raise ValueError(
+      f"train split of {dataset.spec.name!r} has {n} examples, fewer than batch_size={batch_size}"
+    )
   augment = _augment_fn(preset.augmentation, preset.shift_pixels, dataset.spec.image_shape)
   corrupt = _corrupt_fn(preset.train_corruptions, preset.train_corruption_severity, seed)
   ds = dataset.train_records("train") if records is None else records
@@ -142,15 +144,20 @@ def train_stream(dataset, preset, seed, start_step=0, records=None, num_examples
     # augmented.
     ds = ds.map(decode, **parallel).batch(batch_size)
     ds = ds.map(lambda i, images, labels: (i, corrupt(i, images), labels), **parallel)
-    ds = ds.unbatch().map(lambda i, image, label: (augment(i + offset, image), label),
-                          **parallel)
+    ds = ds.unbatch().map(lambda i, image, label: (augment(i + offset, image), label), **parallel)
   ds = ds.batch(batch_size, drop_remainder=True)
   return ds.prefetch(tf.data.AUTOTUNE)
 
 
 def eval_stream(dataset, split, batch_size=256):
   """A split in fixed order as (images float32, labels) batches, for Keras `evaluate`."""
-  return dataset.tf_dataset(split).map(
+  return (
+    dataset.tf_dataset(split)
+    .map(
       lambda image, label: (tf.cast(image, tf.float32), label),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).batch(batch_size).prefetch(
-          tf.data.AUTOTUNE)
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
+    .batch(batch_size)
+    .prefetch(tf.data.AUTOTUNE)
+  )

@@ -32,7 +32,7 @@ from typing import Mapping
 import numpy as np
 import tensorflow as tf
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import member_metadata
@@ -68,6 +68,7 @@ class MemberConfig:
     model_options: model builder options.
     population_seed: base seed of the population (0 by default).
   """
+
   dataset: str
   model: str
   variant: str
@@ -92,11 +93,17 @@ class MemberConfig:
     (`train_content`) and not the test split's. The `--train` data of one-shot pruning enters
     through `inputs.train_data` (`train_view.fingerprint`) instead.
     """
-    out = {"dataset": self.dataset,
-           "dataset_options": predictions.without_content(self.dataset_options),
-           "model": self.model, "model_options": dict(self.model_options),
-           "variant": self.variant, "k": int(self.k), "seed": int(self.seed),
-           "population_seed": int(self.population_seed), "preset": self.preset.to_json()}
+    out = {
+      "dataset": self.dataset,
+      "dataset_options": predictions.without_content(self.dataset_options),
+      "model": self.model,
+      "model_options": dict(self.model_options),
+      "variant": self.variant,
+      "k": int(self.k),
+      "seed": int(self.seed),
+      "population_seed": int(self.population_seed),
+      "preset": self.preset.to_json(),
+    }
     train = dict(dict(self.dataset_options).get(predictions.CONTENT) or {}).get("train")
     if train is not None:
       out["train_content"] = train
@@ -126,8 +133,7 @@ def _float32_logits(model):
   keras = keras2.keras()
   if model.output.dtype == tf.float32:
     return model
-  outputs = keras.layers.Activation("linear", dtype="float32", name="logits_float32")(
-      model.output)
+  outputs = keras.layers.Activation("linear", dtype="float32", name="logits_float32")(model.output)
   return keras.Model(model.inputs, outputs, name=model.name)
 
 
@@ -157,16 +163,22 @@ def _build_model(config, dataset, mixed=False):
   model_options = dict(preset.model_options)
   model_options.update(config.model_options)
   model_options.setdefault("weight_decay", preset.weight_decay)
-  model = model_registry.get(config.model, input_shape=dataset.spec.image_shape,
-                             num_classes=dataset.spec.num_classes, **model_options)
+  model = model_registry.get(
+    config.model,
+    input_shape=dataset.spec.image_shape,
+    num_classes=dataset.spec.num_classes,
+    **model_options,
+  )
   if mixed:
     model = _float32_logits(model)
   if variant.pruned:
     model = pruning.wrap(model, variant.sparsity, *preset.pruning_schedule())
   optimizer = schedule.optimizer(preset)
-  model.compile(optimizer=optimizer,
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  model.compile(
+    optimizer=optimizer,
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+  )
   return model, optimizer, variant
 
 
@@ -192,18 +204,20 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     return member_files.read_metadata(directory)
   # Not current (or not there): the old metadata goes first, so that a kill while retraining
   # never leaves metadata that describes another model.keras.
-  fileio.remove(os.path.join(directory, member_files.METADATA_FILE))
+  filesystem.remove(os.path.join(directory, member_files.METADATA_FILE))
   preset = config.preset
   if preset.steps % preset.checkpoint_every:
-    raise presets.PresetError(f"steps={preset.steps} is not a multiple of "
-                              f"checkpoint_every={preset.checkpoint_every}")
+    raise presets.PresetError(
+      f"steps={preset.steps} is not a multiple of checkpoint_every={preset.checkpoint_every}"
+    )
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
   _seed(config.seed)
   model, optimizer, variant = _build(config, dataset)
 
   ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
-  trained = _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log,
-                          stop_after_chunks)
+  trained = _train_chunks(
+    config, dataset, model, optimizer, variant, ckpt_dir, log, stop_after_chunks
+  )
   if trained is None:
     return None
   resumed_from_step, elapsed, selector = trained
@@ -211,14 +225,22 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
   final, report = _finalize(config, model, variant)
   train_acc, test_acc = _accuracies(final, dataset)
   model_sha256 = member_files.save_model(final, os.path.join(directory, member_files.MODEL_FILE))
-  metadata = _metadata(config, dataset, variant, steps=int(optimizer.iterations.numpy()),
-                       resumed_from_step=resumed_from_step, report=report,
-                       train_acc=train_acc, test_acc=test_acc, elapsed=elapsed,
-                       model_sha256=model_sha256)
+  metadata = _metadata(
+    config,
+    dataset,
+    variant,
+    steps=int(optimizer.iterations.numpy()),
+    resumed_from_step=resumed_from_step,
+    report=report,
+    train_acc=train_acc,
+    test_acc=test_acc,
+    elapsed=elapsed,
+    model_sha256=model_sha256,
+  )
   if selection:
     metadata["epoch_selection"] = selection
   member_metadata.write(os.path.join(directory, member_files.METADATA_FILE), metadata)
-  fileio.rmtree(ckpt_dir)
+  filesystem.rmtree(ckpt_dir)
   return member_files.read_metadata(directory)
 
 
@@ -255,27 +277,45 @@ def _train_chunks(config, dataset, model, optimizer, variant, ckpt_dir, log, sto
   def on_chunk(chunk, logs):
     checkpoints.write_wall(ckpt_dir, elapsed())
     if log:
-      log(f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
-          f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}")
+      log(
+        f"    step {chunk * preset.checkpoint_every}/{preset.steps} "
+        f"loss {logs.get('loss', float('nan')):.4f} acc {logs.get('accuracy', float('nan')):.3f}"
+      )
 
   records, n_records, selector = None, None, None
   if preset.validation_every and not variant.pruned:
     records, val, n_records, n_val = epoch_selection.holdout(dataset, preset.validation_every)
     selector = epoch_selection.ResumableBestEpoch(
-        epoch_selection.batches(dataset, val), ckpt_dir,
-        {"validation": f"every {preset.validation_every}th train record (never trained on)",
-         "train_examples": int(n_records), "validation_examples": int(n_val)})
+      epoch_selection.batches(dataset, val),
+      ckpt_dir,
+      {
+        "validation": f"every {preset.validation_every}th train record (never trained on)",
+        "train_examples": int(n_records),
+        "validation_examples": int(n_val),
+      },
+    )
     selector.catch_up(model, start_chunk)
-  stream = inputs.train_stream(dataset, preset, config.seed,
-                               start_step=start_chunk * preset.checkpoint_every,
-                               records=records, num_examples=n_records)
+  stream = inputs.train_stream(
+    dataset,
+    preset,
+    config.seed,
+    start_step=start_chunk * preset.checkpoint_every,
+    records=records,
+    num_examples=n_records,
+  )
   end_chunk = chunks if stop_after_chunks is None else min(chunks, start_chunk + stop_after_chunks)
   cbs = [checkpoints.Checkpointer(manager, on_chunk)] + ([selector] if selector else [])
   if variant.pruned:
     cbs = pruning.callbacks() + cbs
   if start_chunk < end_chunk:
-    model.fit(stream, epochs=end_chunk, initial_epoch=start_chunk,
-              steps_per_epoch=preset.checkpoint_every, callbacks=cbs, verbose=0)
+    model.fit(
+      stream,
+      epochs=end_chunk,
+      initial_epoch=start_chunk,
+      steps_per_epoch=preset.checkpoint_every,
+      callbacks=cbs,
+      verbose=0,
+    )
   if end_chunk < chunks:
     return None
   return start_chunk * preset.checkpoint_every, elapsed, selector
@@ -289,47 +329,73 @@ def _finalize(config, model, variant):
   """
   preset = config.preset
   if not all(np.isfinite(w).all() for w in model.get_weights()):
-    raise RuntimeError(f"member {config.variant}/{config.k}: training diverged (non-finite "
-                       f"weights); lower the preset's learning_rate ({preset.learning_rate})")
+    raise RuntimeError(
+      f"member {config.variant}/{config.k}: training diverged (non-finite "
+      f"weights); lower the preset's learning_rate ({preset.learning_rate})"
+    )
   final = pruning.finalize(model) if variant.pruned else model
   report = pruning.sparsity_report(final, variant.sparsity)
   if variant.pruned and not report["meets_target"]:
-    raise RuntimeError(f"member {config.variant}/{config.k}: achieved sparsity "
-                       f"{report['prunable']:.4f} misses target {variant.sparsity}")
+    raise RuntimeError(
+      f"member {config.variant}/{config.k}: achieved sparsity "
+      f"{report['prunable']:.4f} misses target {variant.sparsity}"
+    )
   return final, report
 
 
 def _accuracies(final, dataset):
   """(train accuracy, test accuracy) of the plain model, compiled without an optimizer."""
   keras = keras2.keras()
-  final.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                metrics=["accuracy"])
+  final.compile(
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+  )
   train_acc = final.evaluate(inputs.eval_stream(dataset, "train"), verbose=0)[1]
   test_acc = final.evaluate(inputs.eval_stream(dataset, dataset.spec.eval_split), verbose=0)[1]
   return train_acc, test_acc
 
 
-def _metadata(config, dataset, variant, steps, resumed_from_step, report, train_acc, test_acc,
-              elapsed, model_sha256):
+def _metadata(
+  config,
+  dataset,
+  variant,
+  steps,
+  resumed_from_step,
+  report,
+  train_acc,
+  test_acc,
+  elapsed,
+  model_sha256,
+):
   """The trained member's `metadata.json` dict (docs/artifacts/members.md).
 
   `elapsed` is called for the wall time of every run so far (`_train_chunks`).
   """
   preset = config.preset
   return {
-      "schema": member_metadata.SCHEMA, "dataset": config.dataset,
-      "dataset_options": dict(dataset.spec.options), "model": config.model,
-      "model_options": dict(config.model_options), "variant": variant.name,
-      "k": int(config.k), "seed": int(config.seed),
-      "population_seed": int(config.population_seed), "preset": preset.to_json(),
-      "precision_policy": precision_policy(preset), "gpus": gpu.describe(),
-      "steps": steps, "resumed_from_step": int(resumed_from_step), "sparsity": report,
-      "train_accuracy": float(train_acc), "test_accuracy": float(test_acc),
-      "eval_split": dataset.spec.eval_split, "wall_time_s": round(elapsed(), 3),
-      "versions": member_files.versions(),
-      # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
-      # the same weights when these match; stages after training do not depend on them.
-      "machine": cpu_kernels.describe(),
-      # Lineage: the bytes of model.keras and what they are a function of.
-      "model_sha256": model_sha256, "inputs": config.inputs(),
+    "schema": member_metadata.SCHEMA,
+    "dataset": config.dataset,
+    "dataset_options": dict(dataset.spec.options),
+    "model": config.model,
+    "model_options": dict(config.model_options),
+    "variant": variant.name,
+    "k": int(config.k),
+    "seed": int(config.seed),
+    "population_seed": int(config.population_seed),
+    "preset": preset.to_json(),
+    "precision_policy": precision_policy(preset),
+    "gpus": gpu.describe(),
+    "steps": steps,
+    "resumed_from_step": int(resumed_from_step),
+    "sparsity": report,
+    "train_accuracy": float(train_acc),
+    "test_accuracy": float(test_acc),
+    "eval_split": dataset.spec.eval_split,
+    "wall_time_s": round(elapsed(), 3),
+    "versions": member_files.versions(),
+    # What decides CPU float results (tf_forget/compat/cpu_kernels.py): the same config gives
+    # the same weights when these match; stages after training do not depend on them.
+    "machine": cpu_kernels.describe(),
+    # Lineage: the bytes of model.keras and what they are a function of.
+    "model_sha256": model_sha256,
+    "inputs": config.inputs(),
   }

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import lineage
@@ -46,16 +47,19 @@ def status(directory, config=None):
   Finished means: `metadata.json` readable, `model.keras` present with the recorded sha256, and
   (if `config` is given) the same member config (`member.MemberConfig.inputs`).
   """
-  if not fileio.exists(os.path.join(directory, METADATA_FILE)):
+  if not filesystem.exists(os.path.join(directory, METADATA_FILE)):
     return lineage.MISSING
   model_path = os.path.join(directory, MODEL_FILE)
 
   def model_matches(meta):
     return lineage.file_reason(model_path, meta.get("model_sha256"), "model.keras", "trained")
 
-  return lineage.status(lambda: read_metadata(directory),
-                        config.inputs() if config is not None else {}, "trained",
-                        extra=model_matches)
+  return lineage.status(
+    lambda: read_metadata(directory),
+    config.inputs() if config is not None else {},
+    "trained",
+    extra=model_matches,
+  )
 
 
 def is_finished(directory, config=None):
@@ -66,9 +70,13 @@ def is_finished(directory, config=None):
 def versions():
   """The versions of the software a member is made with (its metadata's `versions`)."""
   tfmot = keras2.tfmot()
-  return {"tensorflow": tf.__version__, "tf_keras": keras2.keras().__version__,
-          "tfmot": tfmot.__version__, "numpy": np.__version__,
-          "python": platform.python_version()}
+  return {
+    "tensorflow": tf.__version__,
+    "tf_keras": keras2.keras().__version__,
+    "tfmot": tfmot.__version__,
+    "numpy": np.__version__,
+    "python": platform.python_version(),
+  }
 
 
 def derived_metadata(config, dataset, **fields):
@@ -80,14 +88,23 @@ def derived_metadata(config, dataset, **fields):
   parent, pruning, model_sha256, inputs, ...).
   """
   return {
-      "schema": member_metadata.SCHEMA, "dataset": config.dataset,
-      "dataset_options": dict(dataset.spec.options), "model": config.model,
-      "model_options": dict(config.model_options), "variant": config.variant,
-      "k": int(config.k), "seed": int(config.seed),
-      "population_seed": int(config.population_seed), "preset": config.preset.to_json(),
-      "precision_policy": "float32", "gpus": gpu.describe(),
-      "eval_split": dataset.spec.eval_split, "versions": versions(),
-      "machine": cpu_kernels.describe(), **fields}
+    "schema": member_metadata.SCHEMA,
+    "dataset": config.dataset,
+    "dataset_options": dict(dataset.spec.options),
+    "model": config.model,
+    "model_options": dict(config.model_options),
+    "variant": config.variant,
+    "k": int(config.k),
+    "seed": int(config.seed),
+    "population_seed": int(config.population_seed),
+    "preset": config.preset.to_json(),
+    "precision_policy": "float32",
+    "gpus": gpu.describe(),
+    "eval_split": dataset.spec.eval_split,
+    "versions": versions(),
+    "machine": cpu_kernels.describe(),
+    **fields,
+  }
 
 
 def finished_parent(directory, state, member_label, parent_label, error, first, needs):
@@ -109,12 +126,12 @@ def finished_parent(directory, state, member_label, parent_label, error, first, 
     error: the parent is not finished and current, or was not trained in float32.
   """
   if not state:
-    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); "
-                f"{first}")
+    raise error(f"{member_label}: parent {parent_label} is not finished ({state.reason}); {first}")
   meta = read_metadata(directory)
   if meta.get("precision_policy", "float32") != "float32":
-    raise error(f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} "
-                "needs float32")
+    raise error(
+      f"parent {parent_label} was trained under {meta['precision_policy']}: {needs} needs float32"
+    )
   return meta
 
 
@@ -127,7 +144,7 @@ def save_model(model, path):
   Raises:
     errors.WriteError: the file cannot be written (one line); no temporary file is left.
   """
-  tmp = path[:-len(".keras")] + ".tmp.keras"
+  tmp = path[: -len(".keras")] + ".tmp.keras"
   try:
     try:
       model.save(tmp)  # Keras writes local and URL (gs://) paths through TF's file systems
@@ -137,7 +154,7 @@ def save_model(model, path):
     fileio.rename(tmp, path)
   except errors.WriteError:
     try:
-      fileio.remove(tmp)
+      filesystem.remove(tmp)
     except errors.WriteError:
       pass
     raise
@@ -161,5 +178,6 @@ def load_model(directory):
     trusted = trusts_model_code(read_metadata(directory))
   except errors.ReadError:
     trusted = False
-  return keras2.keras().models.load_model(os.path.join(directory, MODEL_FILE), compile=False,
-                                          safe_mode=not trusted)
+  return keras2.keras().models.load_model(
+    os.path.join(directory, MODEL_FILE), compile=False, safe_mode=not trusted
+  )

@@ -40,27 +40,79 @@ import zipfile
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.compat import keras2
 from tf_forget.compat import keras3
 from tf_forget.export import model_files
 
 FLAG = "--trust_model_code"
 # Serialized plain values of a `.keras` / SavedModel config, not objects with code.
-_DATA = ("__tuple__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__",
-         "TensorShape", "TypeSpec", "CompositeTensor", "__keras_tensor__")
+_DATA = (
+  "__tuple__",
+  "__tensor__",
+  "__numpy__",
+  "__bytes__",
+  "__ellipsis__",
+  "__slice__",
+  "TensorShape",
+  "TypeSpec",
+  "CompositeTensor",
+  "__keras_tensor__",
+)
 # Layers that call a TensorFlow API function named in their config (`function`).
 _TF_OP_LAYERS = ("TFOpLambda", "SlicingOpLambda")
 # Parts of a TensorFlow function's name (`tf.<name>`) that a model's layer may not call.
-_RISKY_TF = ("io", "gfile", "debugging", "summary", "saved_model", "raw_ops", "autograph",
-             "config", "distribute", "data", "train", "sysconfig", "test", "lite", "keras",
-             "experimental", "profiler", "tpu", "estimator", "queue")
-_RISKY_TF_WORDS = ("print", "py_func", "numpy_function", "file", "save", "load", "restore",
-                   "write", "read")
+_RISKY_TF = (
+  "io",
+  "gfile",
+  "debugging",
+  "summary",
+  "saved_model",
+  "raw_ops",
+  "autograph",
+  "config",
+  "distribute",
+  "data",
+  "train",
+  "sysconfig",
+  "test",
+  "lite",
+  "keras",
+  "experimental",
+  "profiler",
+  "tpu",
+  "estimator",
+  "queue",
+)
+_RISKY_TF_WORDS = (
+  "print",
+  "py_func",
+  "numpy_function",
+  "file",
+  "save",
+  "load",
+  "restore",
+  "write",
+  "read",
+)
 # Keras 3 layers that load or run code from outside the model file (see the module docstring).
 _KERAS3_FOREIGN = ("Lambda", "TFSMLayer", "JaxLayer", "FlaxLayer", "TorchModuleWrapper")
 # Parts of a graph op's type that read or write files, print, or call Python (a SavedModel).
-_RISKY_OPS = ("PyFunc", "File", "Save", "Restore", "Load", "Print", "Summary", "Dataset",
-              "Reader", "Checkpoint", "Debug", "ImmutableConst", "Proto")
+_RISKY_OPS = (
+  "PyFunc",
+  "File",
+  "Save",
+  "Restore",
+  "Load",
+  "Print",
+  "Summary",
+  "Dataset",
+  "Reader",
+  "Checkpoint",
+  "Debug",
+  "ImmutableConst",
+  "Proto",
+)
 
 
 class UntrustedCodeError(errors.Error):
@@ -71,11 +123,22 @@ class UntrustedCodeError(errors.Error):
 def _builtin_names():
   """The class names tf_keras deserializes as its own (minus `Lambda`)."""
   keras = keras2.keras()
-  modules = (keras.layers, keras.layers.experimental,
-             keras.layers.experimental.preprocessing, keras.initializers, keras.regularizers,
-             keras.constraints, keras.losses, keras.metrics, keras.optimizers,
-             keras.optimizers.legacy, keras.optimizers.experimental,
-             keras.optimizers.schedules, keras.mixed_precision, keras.models)
+  modules = (
+    keras.layers,
+    keras.layers.experimental,
+    keras.layers.experimental.preprocessing,
+    keras.initializers,
+    keras.regularizers,
+    keras.constraints,
+    keras.losses,
+    keras.metrics,
+    keras.optimizers,
+    keras.optimizers.legacy,
+    keras.optimizers.experimental,
+    keras.optimizers.schedules,
+    keras.mixed_precision,
+    keras.models,
+  )
   found = set()
   for module in modules:
     for name, value in vars(module).items():
@@ -84,10 +147,26 @@ def _builtin_names():
   optimizers = {n for n, v in vars(keras.optimizers).items() if isinstance(v, type)}
   found.update(f"Custom>{name}" for name in optimizers)  # how .h5 files name built-in ones
   found.update(f"{name}V2" for name in vars(keras.initializers) if name[:1].isupper())
-  found.update(("Functional", "TFOpLambda", "SlicingOpLambda", "ClassMethod", "InstanceMethod",
-                "InstanceProperty", "BatchNormalizationV1", "BatchNormalizationV2", "GRUV1",
-                "GRUV2", "LSTMV1", "LSTMV2", "GRUCellV1", "GRUCellV2", "LSTMCellV1",
-                "LSTMCellV2"))
+  found.update(
+    (
+      "Functional",
+      "TFOpLambda",
+      "SlicingOpLambda",
+      "ClassMethod",
+      "InstanceMethod",
+      "InstanceProperty",
+      "BatchNormalizationV1",
+      "BatchNormalizationV2",
+      "GRUV1",
+      "GRUV2",
+      "LSTMV1",
+      "LSTMV2",
+      "GRUCellV1",
+      "GRUCellV2",
+      "LSTMCellV1",
+      "LSTMCellV2",
+    )
+  )
   found.discard("Lambda")
   return frozenset(found)
 
@@ -96,9 +175,18 @@ def _builtin_names():
 def _keras3_names():
   """The class names Keras 3 deserializes as its own (minus `_KERAS3_FOREIGN`)."""
   keras = keras3.keras()
-  modules = (keras.layers, keras.initializers, keras.regularizers, keras.constraints,
-             keras.losses, keras.metrics, keras.optimizers, keras.optimizers.schedules,
-             keras.dtype_policies, keras.models)
+  modules = (
+    keras.layers,
+    keras.initializers,
+    keras.regularizers,
+    keras.constraints,
+    keras.losses,
+    keras.metrics,
+    keras.optimizers,
+    keras.optimizers.schedules,
+    keras.dtype_policies,
+    keras.models,
+  )
   found = {"Functional", "Sequential", "Model"}
   for module in modules:
     found.update(name for name, value in vars(module).items() if isinstance(value, type))
@@ -106,8 +194,9 @@ def _keras3_names():
 
 
 def _keras_module(module):
-  return module is None or any(module == m or module.startswith(m + ".")
-                               for m in ("keras", "tf_keras"))
+  return module is None or any(
+    module == m or module.startswith(m + ".") for m in ("keras", "tf_keras")
+  )
 
 
 def _refusal(node, builtin):
@@ -117,14 +206,17 @@ def _refusal(node, builtin):
     return None
   if cls == "Lambda":
     return "runs Python code stored in the model file"
-  if (not isinstance(cls, str) or cls not in builtin or not _keras_module(node.get("module"))
-      or node.get("registered_name") not in (None, cls)):
+  if (
+    not isinstance(cls, str)
+    or cls not in builtin
+    or not _keras_module(node.get("module"))
+    or node.get("registered_name") not in (None, cls)
+  ):
     return "is not a built-in Keras class: loading it runs the model's own code"
   function = (node.get("config") or {}).get("function") if cls in _TF_OP_LAYERS else None
   if isinstance(function, str):
     parts = function.lower().split(".")
-    if (set(parts) & set(_RISKY_TF)
-        or any(word in parts[-1] for word in _RISKY_TF_WORDS)):
+    if set(parts) & set(_RISKY_TF) or any(word in parts[-1] for word in _RISKY_TF_WORDS):
       return f"calls tf.{function}"
   return None
 
@@ -166,33 +258,39 @@ def _json(text):
 
 def _saved_model(path):
   """The JSON metadata of every Keras object of the SavedModel directory `path`."""
-  metadata = fileio.join(path, "keras_metadata.pb")
-  if fileio.exists(metadata):
+  metadata = filesystem.join(path, "keras_metadata.pb")
+  if filesystem.exists(metadata):
     proto = keras2.keras().protobuf.saved_metadata_pb2.SavedMetadata()
     proto.ParseFromString(fileio.read_bytes(metadata))
     return [_json(node.metadata) for node in proto.nodes]
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
+
   proto = saved_model_pb2.SavedModel()
-  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
-  return [_json(node.user_object.metadata)
-          for graph in proto.meta_graphs for node in graph.object_graph_def.nodes
-          if node.WhichOneof("kind") == "user_object"
-          and node.user_object.identifier.startswith("_tf_keras") and node.user_object.metadata]
+  proto.ParseFromString(fileio.read_bytes(filesystem.join(path, "saved_model.pb")))
+  return [
+    _json(node.user_object.metadata)
+    for graph in proto.meta_graphs
+    for node in graph.object_graph_def.nodes
+    if node.WhichOneof("kind") == "user_object"
+    and node.user_object.identifier.startswith("_tf_keras")
+    and node.user_object.metadata
+  ]
 
 
 def _configs(path, compiled):
   """The JSON configurations tf_keras would deserialize when loading `path` (as it decides
   the format: `tf_keras.saving.load_model`)."""
-  if fileio.isdir(path):
+  if filesystem.isdir(path):
     return _saved_model(path)
-  with fileio.open_file(path, "rb") as f:
+  with filesystem.open_file(path, "rb") as f:
     if str(path).endswith(".keras") and zipfile.is_zipfile(f):
       with zipfile.ZipFile(f) as archive:
         config = _json(archive.read("config.json"))
       if not compiled and isinstance(config, dict):
         config.pop("compile_config", None)
       return [config]
-    import h5py  # pylint: disable=g-import-not-at-top
+    import h5py
+
     f.seek(0)
     with h5py.File(f, "r") as h5:
       keys = ("model_config", "training_config") if compiled else ("model_config",)
@@ -201,9 +299,10 @@ def _configs(path, compiled):
 
 def _graph_ops(path):
   """[(op type, node name)] the `serving_default` signature of SavedModel `path` runs."""
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import saved_model_pb2
+
   proto = saved_model_pb2.SavedModel()
-  proto.ParseFromString(fileio.read_bytes(fileio.join(path, "saved_model.pb")))
+  proto.ParseFromString(fileio.read_bytes(filesystem.join(path, "saved_model.pb")))
   found = []
   for graph in proto.meta_graphs:
     signature = graph.signature_def.get(model_files.SERVING)
@@ -248,14 +347,17 @@ def _check_graph(path):
   `_RISKY_OPS` (one without that signature is refused when loaded, `model_files`)."""
   try:
     ops = _graph_ops(path)
-  except Exception as e:  # pylint: disable=broad-except  (protobuf, file errors)
-    raise UntrustedCodeError(f"cannot load reference {path}: cannot read its graph "
-                             f"({errors.one_line(e, 300)})") from e
+  except Exception as e:  # protobuf, file errors
+    raise UntrustedCodeError(
+      f"cannot load reference {path}: cannot read its graph ({errors.one_line(e, 300)})"
+    ) from e
   for op, name in ops:
     if any(part in op for part in _RISKY_OPS):
-      raise UntrustedCodeError(f"reference {path}: its {model_files.SERVING} signature runs op "
-                               f"{op} ({name!r}), which reads or writes files, prints or calls "
-                               f"Python; refused unless {FLAG}")
+      raise UntrustedCodeError(
+        f"reference {path}: its {model_files.SERVING} signature runs op "
+        f"{op} ({name!r}), which reads or writes files, prints or calls "
+        f"Python; refused unless {FLAG}"
+      )
 
 
 def check(path, compiled=False, kind=None):
@@ -278,13 +380,17 @@ def check(path, compiled=False, kind=None):
     return
   try:
     configs = _configs(path, compiled)
-  except Exception as e:  # pylint: disable=broad-except  (h5py, zipfile, protobuf, JSON errors)
-    raise UntrustedCodeError(f"cannot load reference {path}: cannot read its model "
-                             f"configuration ({errors.one_line(e, 300)})") from e
+  except Exception as e:  # h5py, zipfile, protobuf, JSON errors
+    raise UntrustedCodeError(
+      f"cannot load reference {path}: cannot read its model "
+      f"configuration ({errors.one_line(e, 300)})"
+    ) from e
   builtin = _keras3_names() if kind == "keras3" else _builtin_names()
   for config in configs:
     found = _first_refusal(config, builtin)
     if found:
       what, why = found
-      raise UntrustedCodeError(f"reference {path}: {what} {why}; refused unless {FLAG} "
-                               "(runs the model's own Python code while loading it)")
+      raise UntrustedCodeError(
+        f"reference {path}: {what} {why}; refused unless {FLAG} "
+        "(runs the model's own Python code while loading it)"
+      )

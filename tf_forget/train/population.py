@@ -21,7 +21,7 @@ import time
 from typing import Mapping, Sequence
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import run_json
@@ -53,6 +53,7 @@ class PopulationConfig:
     model_options: model builder options.
     population_seed: base seed (docs/spec.md §1.3).
   """
+
   run_dir: str
   preset: presets.Preset
   dataset: str
@@ -65,15 +66,32 @@ class PopulationConfig:
 
   def identity(self):
     """What must match for two configs to describe the same population (JSON-normalised)."""
-    return json.loads(json.dumps({"dataset": self.dataset, "model": self.model, "preset": self.preset.to_json(),
-            "dataset_options": dict(self.dataset_options),
-            "model_options": dict(self.model_options),
-            "population_seed": int(self.population_seed)}))
+    return json.loads(
+      json.dumps(
+        {
+          "dataset": self.dataset,
+          "model": self.model,
+          "preset": self.preset.to_json(),
+          "dataset_options": dict(self.dataset_options),
+          "model_options": dict(self.model_options),
+          "population_seed": int(self.population_seed),
+        }
+      )
+    )
 
 
-def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model=None,
-                variants=None, members=None, dataset_options=None, model_options=None,
-                population_seed=0, **preset_overrides):
+def make_config(
+  run_dir,
+  preset_name=presets.DEFAULT_PRESET,
+  dataset=None,
+  model=None,
+  variants=None,
+  members=None,
+  dataset_options=None,
+  model_options=None,
+  population_seed=0,
+  **preset_overrides,
+):
   """Builds a validated `PopulationConfig` from a preset and overrides.
 
   Raises:
@@ -86,12 +104,15 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
   except presets.PresetError as e:
     raise PopulationError(str(e)) from e
   if preset.steps % preset.checkpoint_every:
-    raise PopulationError(f"steps={preset.steps} is not a multiple of checkpoint_every="
-                          f"{preset.checkpoint_every} (preset {preset.name!r})")
+    raise PopulationError(
+      f"steps={preset.steps} is not a multiple of checkpoint_every="
+      f"{preset.checkpoint_every} (preset {preset.name!r})"
+    )
   model = model or preset.model
   if model not in model_registry.MODELS:
-    raise PopulationError(f"unknown model {model!r} (known: "
-                          f"{', '.join(sorted(model_registry.MODELS))})")
+    raise PopulationError(
+      f"unknown model {model!r} (known: {', '.join(sorted(model_registry.MODELS))})"
+    )
   if variants is None:
     chosen = [v.name for v in names.population_variants(preset.sparsities)]
   else:
@@ -101,27 +122,41 @@ def make_config(run_dir, preset_name=presets.DEFAULT_PRESET, dataset=None, model
   pruned = [n for n in chosen if n != names.DENSE]
   if preset.mixed_precision and pruned:
     raise PopulationError(
-        f"preset {preset.name!r} trains under mixed_float16, which only dense members support: "
-        f"tfmot's pruning misses its sparsity target under it (measured 0.4999 of 0.5); "
-        f"train {', '.join(pruned)} with a float32 preset")
+      f"preset {preset.name!r} trains under mixed_float16, which only dense members support: "
+      f"tfmot's pruning misses its sparsity target under it (measured 0.4999 of 0.5); "
+      f"train {', '.join(pruned)} with a float32 preset"
+    )
   k = preset.members if members is None else int(members)
   if k < 1:
     raise PopulationError(f"members must be >= 1, got {k}")
   return PopulationConfig(
-      run_dir=run_dir, preset=preset, dataset=dataset or preset.dataset,
-      model=model, variants=tuple(chosen), members=k,
-      dataset_options=dict(dataset_options or {}), model_options=dict(model_options or {}),
-      population_seed=int(population_seed))
+    run_dir=run_dir,
+    preset=preset,
+    dataset=dataset or preset.dataset,
+    model=model,
+    variants=tuple(chosen),
+    members=k,
+    dataset_options=dict(dataset_options or {}),
+    model_options=dict(model_options or {}),
+    population_seed=int(population_seed),
+  )
 
 
 def member_configs(config):
   """All member configs, k-major."""
   return [
-      member_lib.MemberConfig(
-          dataset=config.dataset, model=config.model, variant=v, k=k, preset=config.preset,
-          dataset_options=config.dataset_options, model_options=config.model_options,
-          population_seed=config.population_seed)
-      for k in range(config.members) for v in config.variants
+    member_lib.MemberConfig(
+      dataset=config.dataset,
+      model=config.model,
+      variant=v,
+      k=k,
+      preset=config.preset,
+      dataset_options=config.dataset_options,
+      model_options=config.model_options,
+      population_seed=config.population_seed,
+    )
+    for k in range(config.members)
+    for v in config.variants
   ]
 
 
@@ -133,7 +168,7 @@ def _read_run_file(path, log):
   population's identity, which the audit has already checked against `audit.json`, and the
   members' own metadata carry their lineage.
   """
-  if not fileio.exists(path):
+  if not filesystem.exists(path):
     return None
   try:
     return run_json.read(path)
@@ -162,8 +197,9 @@ def check_run_dir(config, log=None):
   if old is not None:
     for key, value in identity.items():
       if old.get(key) != value:
-        raise PopulationError(f"{config.run_dir} holds a population with a different {key}; "
-                              "use another run directory")
+        raise PopulationError(
+          f"{config.run_dir} holds a population with a different {key}; use another run directory"
+        )
     variants_all = list(old.get("variants", []))
     variants_all += [v for v in config.variants if v not in variants_all]
     members = max(int(old.get("members", 0)), config.members)
@@ -174,8 +210,11 @@ def check_run_dir(config, log=None):
 
 def format_seconds(seconds):
   seconds = int(round(seconds))
-  return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else \
-      f"{seconds // 60}m{seconds % 60:02d}s"
+  return (
+    f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+    if seconds >= 3600
+    else f"{seconds // 60}m{seconds % 60:02d}s"
+  )
 
 
 def write_run_file(config, log=print):
@@ -185,7 +224,7 @@ def write_run_file(config, log=print):
     PopulationError: run.json of another population; errors.WriteError (one line).
   """
   run_doc = check_run_dir(config, log=log)
-  fileio.makedirs(config.run_dir)
+  filesystem.makedirs(config.run_dir)
   run_json.write(run_json.path(config.run_dir), run_doc)
 
 
@@ -206,12 +245,18 @@ def train_population(config, log=print):
   write_run_file(config, log=log)
   todo = member_configs(config)
   total = len(todo)
-  states = {(m.variant, m.k): member_files.status(
-      member_files.member_dir(config.run_dir, m.variant, m.k), m) for m in todo}
+  states = {
+    (m.variant, m.k): member_files.status(
+      member_files.member_dir(config.run_dir, m.variant, m.k), m
+    )
+    for m in todo
+  }
   done = sum(bool(st) for st in states.values())
-  log(f"population: {config.dataset} / {config.model} / preset {config.preset.name}: "
-      f"{len(config.variants)} variants x {config.members} members = {total} "
-      f"({done} already finished) in {config.run_dir}")
+  log(
+    f"population: {config.dataset} / {config.model} / preset {config.preset.name}: "
+    f"{len(config.variants)} variants x {config.members} members = {total} "
+    f"({done} already finished) in {config.run_dir}"
+  )
   results, trained_times = [], []
   status.begin("populations", total)
   status.advance(done)
@@ -230,9 +275,11 @@ def train_population(config, log=print):
     done += 1
     status.advance()
     eta = (total - done) * sum(trained_times) / len(trained_times)
-    log(f"[{done}/{total}] {cfg.variant} k={cfg.k}: test accuracy {meta['test_accuracy']:.4f}, "
-        f"sparsity {meta['sparsity']['prunable']:.4f} (target {meta['sparsity']['target']}), "
-        f"{trained_times[-1]:.1f} s; ETA {format_seconds(eta)}")
+    log(
+      f"[{done}/{total}] {cfg.variant} k={cfg.k}: test accuracy {meta['test_accuracy']:.4f}, "
+      f"sparsity {meta['sparsity']['prunable']:.4f} (target {meta['sparsity']['target']}), "
+      f"{trained_times[-1]:.1f} s; ETA {format_seconds(eta)}"
+    )
     results.append(meta)
   log(f"population complete: {total} members in {os.path.join(config.run_dir, 'members')}")
   return results

@@ -75,6 +75,7 @@ class Preset:
       weights (their schedule reaches its target at the end). `to_json` records it only
       when not 0.
   """
+
   name: str
   dataset: str
   model: str
@@ -132,8 +133,9 @@ class Preset:
       del d["train_corruptions"]
       if self.train_corruption_severity == robust_training.ROBUST_SEVERITY:
         del d["train_corruption_severity"]
-    d["pruning_schedule"] = dict(zip(("begin_step", "end_step", "frequency"),
-                                     self.pruning_schedule()))
+    d["pruning_schedule"] = dict(
+      zip(("begin_step", "end_step", "frequency"), self.pruning_schedule())
+    )
     return d
 
   @classmethod
@@ -151,8 +153,9 @@ class Preset:
     unknown = sorted(set(preset_json) - fields - {"pruning_schedule"})
     if unknown:
       raise PresetError(f"preset has unknown fields {unknown}: worker and driver versions differ")
-    values = {k: tuple(v) if isinstance(v, list) else v
-              for k, v in preset_json.items() if k in fields}
+    values = {
+      k: tuple(v) if isinstance(v, list) else v for k, v in preset_json.items() if k in fields
+    }
     values["model_options"] = tuple(sorted(dict(preset_json.get("model_options") or {}).items()))
     preset = cls(**values)
     # Compared as JSON: a dict read from JSON holds lists where `to_json` holds tuples.
@@ -209,11 +212,11 @@ def get(name, **overrides):
     overrides["train_corruptions"] = tuple(overrides["train_corruptions"])
   preset = dataclasses.replace(preset, **overrides)
   if preset.steps < 1 or preset.batch_size < 1:
-    raise PresetError(f"steps and batch_size must be >= 1, got {preset.steps}, "
-                      f"{preset.batch_size}")
+    raise PresetError(f"steps and batch_size must be >= 1, got {preset.steps}, {preset.batch_size}")
   if not 0 <= preset.warmup_steps <= preset.steps:
-    raise PresetError(f"warmup_steps must be in [0, steps={preset.steps}], got "
-                      f"{preset.warmup_steps}")
+    raise PresetError(
+      f"warmup_steps must be in [0, steps={preset.steps}], got {preset.warmup_steps}"
+    )
   if preset.validation_every == 1 or preset.validation_every < 0:
     raise PresetError(f"validation_every must be 0 or >= 2, got {preset.validation_every}")
   if preset.train_corruptions:
@@ -223,6 +226,8 @@ def get(name, **overrides):
       raise PresetError(f"preset {preset.name!r}: {e}") from e
   begin, end, frequency = preset.pruning_schedule()
   if not 0 <= begin < end <= preset.steps or frequency < 1:
-    raise PresetError(f"pruning schedule begin={begin}, end={end}, frequency={frequency} "
-                      f"does not fit in {preset.steps} steps")
+    raise PresetError(
+      f"pruning schedule begin={begin}, end={end}, frequency={frequency} "
+      f"does not fit in {preset.steps} steps"
+    )
   return preset

@@ -36,8 +36,15 @@ from tf_forget.compat import keras2
 def _prunable_types():
   keras = keras2.keras()
   layers = keras.layers
-  return (layers.Conv1D, layers.Conv2D, layers.Conv3D, layers.DepthwiseConv2D,
-          layers.SeparableConv2D, layers.Conv2DTranspose, layers.Dense)
+  return (
+    layers.Conv1D,
+    layers.Conv2D,
+    layers.Conv3D,
+    layers.DepthwiseConv2D,
+    layers.SeparableConv2D,
+    layers.Conv2DTranspose,
+    layers.Dense,
+  )
 
 
 def is_prunable(layer):
@@ -61,14 +68,19 @@ def prunable_kernels(model):
     inner = getattr(layer, "layer", layer)
     if is_prunable(inner):
       for name in _kernel_names(inner):
-        out.append((inner.name if len(_kernel_names(inner)) == 1 else f"{inner.name}/{name}",
-                    getattr(inner, name)))
+        out.append(
+          (
+            inner.name if len(_kernel_names(inner)) == 1 else f"{inner.name}/{name}",
+            getattr(inner, name),
+          )
+        )
   return out
 
 
 def _registry_supports(layer):
   """Whether tfmot's `PruneRegistry` knows `layer` (what `prune_low_magnitude` wraps)."""
-  from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry  # pylint: disable=g-import-not-at-top
+  from tensorflow_model_optimization.python.core.sparsity.keras import prune_registry
+
   return prune_registry.PruneRegistry.supports(layer)
 
 
@@ -83,7 +95,7 @@ def _policy(wrap_all_layers):
       return _registry_supports(layer) if wrap_all_layers else is_prunable(layer)
 
     def ensure_model_supports_pruning(self, model):
-      if not isinstance(model, keras2.keras().Model) or not model._is_graph_network:  # pylint: disable=protected-access
+      if not isinstance(model, keras2.keras().Model) or not model._is_graph_network:
         raise ValueError("pruning needs a functional or Sequential tf_keras model")
 
   return Policy()
@@ -93,8 +105,13 @@ def schedule(target_sparsity, begin_step, end_step, frequency):
   """tfmot's `PolynomialDecay` from 0 to `target_sparsity` (Zhu & Gupta's cubic schedule)."""
   tfmot = keras2.tfmot()
   return tfmot.sparsity.keras.PolynomialDecay(
-      initial_sparsity=0.0, final_sparsity=float(target_sparsity), begin_step=int(begin_step),
-      end_step=int(end_step), frequency=int(frequency), power=3)
+    initial_sparsity=0.0,
+    final_sparsity=float(target_sparsity),
+    begin_step=int(begin_step),
+    end_step=int(end_step),
+    frequency=int(frequency),
+    power=3,
+  )
 
 
 def wrap(model, target_sparsity, begin_step, end_step, frequency, wrap_all_layers=False):
@@ -114,8 +131,10 @@ def wrap(model, target_sparsity, begin_step, end_step, frequency, wrap_all_layer
   tfmot = keras2.tfmot()
   policy = _policy(wrap_all_layers)
   return tfmot.sparsity.keras.prune_low_magnitude(
-      model, pruning_schedule=schedule(target_sparsity, begin_step, end_step, frequency),
-      pruning_policy=policy)
+    model,
+    pruning_schedule=schedule(target_sparsity, begin_step, end_step, frequency),
+    pruning_policy=policy,
+  )
 
 
 def callbacks():
@@ -126,10 +145,14 @@ def callbacks():
 def wrappers(model):
   """The tfmot pruning wrappers in `model`."""
   tfmot = keras2.tfmot()
-  cls = tfmot.sparsity.keras.PruneLowMagnitude if hasattr(
-      tfmot.sparsity.keras, "PruneLowMagnitude") else None
+  cls = (
+    tfmot.sparsity.keras.PruneLowMagnitude
+    if hasattr(tfmot.sparsity.keras, "PruneLowMagnitude")
+    else None
+  )
   if cls is None:
-    from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper  # pylint: disable=g-import-not-at-top
+    from tensorflow_model_optimization.python.core.sparsity.keras import pruning_wrapper
+
     cls = pruning_wrapper.PruneLowMagnitude
   return [layer for layer in model.layers if isinstance(layer, cls)]
 
@@ -171,11 +194,11 @@ def sparsity_report(model, target):
   all_zeros = sum(int(np.count_nonzero(w == 0)) for w in all_w)
   all_total = sum(w.size for w in all_w)
   return {
-      "target": float(target),
-      "prunable": zeros / max(total, 1),
-      "all_params": all_zeros / max(all_total, 1),
-      "per_layer": per_layer,
-      "prunable_weights": int(total),
-      "all_weights": int(all_total),
-      "meets_target": bool(ok),
+    "target": float(target),
+    "prunable": zeros / max(total, 1),
+    "all_params": all_zeros / max(all_total, 1),
+    "per_layer": per_layer,
+    "prunable_weights": int(total),
+    "all_weights": int(all_total),
+    "meets_target": bool(ok),
   }

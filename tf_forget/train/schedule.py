@@ -53,14 +53,19 @@ class WarmupPiecewiseConstant(keras.optimizers.schedules.LearningRateSchedule):
     if int(warmup_steps) < 1:
       raise ValueError(f"warmup_steps must be >= 1, got {warmup_steps!r}")
     if len(values) != len(boundaries) + 1:
-      raise ValueError(f"need len(boundaries) + 1 values, got {len(boundaries)} boundaries and "
-                       f"{len(values)} values")
+      raise ValueError(
+        f"need len(boundaries) + 1 values, got {len(boundaries)} boundaries and "
+        f"{len(values)} values"
+      )
     self.boundaries = [int(b) for b in boundaries]
     self.values = [float(v) for v in values]
     self.warmup_steps = int(warmup_steps)
     self.name = name
-    self._piecewise = keras.optimizers.schedules.PiecewiseConstantDecay(
-        self.boundaries, self.values) if self.boundaries else None
+    self._piecewise = (
+      keras.optimizers.schedules.PiecewiseConstantDecay(self.boundaries, self.values)
+      if self.boundaries
+      else None
+    )
 
   def __call__(self, step):
     with tf.name_scope(self.name or "WarmupPiecewiseConstant"):
@@ -72,8 +77,12 @@ class WarmupPiecewiseConstant(keras.optimizers.schedules.LearningRateSchedule):
       return lr * tf.minimum(ramp, tf.ones([], lr.dtype))
 
   def get_config(self):
-    return {"boundaries": list(self.boundaries), "values": list(self.values),
-            "warmup_steps": self.warmup_steps, "name": self.name}
+    return {
+      "boundaries": list(self.boundaries),
+      "values": list(self.values),
+      "warmup_steps": self.warmup_steps,
+      "name": self.name,
+    }
 
 
 def learning_rate(preset, steps=None):
@@ -95,7 +104,7 @@ def learning_rate(preset, steps=None):
     boundaries = preset.lr_boundary_steps()
   else:
     boundaries = [int(round(b * steps)) for b in preset.lr_boundaries]
-  values = [preset.learning_rate * preset.lr_decay ** i for i in range(len(boundaries) + 1)]
+  values = [preset.learning_rate * preset.lr_decay**i for i in range(len(boundaries) + 1)]
   if not preset.warmup_steps:
     if not boundaries:
       return float(preset.learning_rate)
@@ -113,5 +122,6 @@ def optimizer(preset, steps=None):
   Returns:
     A fresh `keras.optimizers.SGD`.
   """
-  return keras.optimizers.SGD(learning_rate=learning_rate(preset, steps),
-                              momentum=preset.momentum, nesterov=preset.nesterov)
+  return keras.optimizers.SGD(
+    learning_rate=learning_rate(preset, steps), momentum=preset.momentum, nesterov=preset.nesterov
+  )

@@ -19,19 +19,36 @@ QUANTIZATIONS = ("dynamic_int8", "full_int8")  # 004, docs/spec.md §2.3
 SPARSITIES = (0.3, 0.5, 0.7, 0.9, 0.95, 0.99)  # 004
 
 PROTOCOLS = (
-    schema.AuditProtocol(
-        dataset="celeb_a", preset="celeb_a_paper", quantizations=QUANTIZATIONS,
-        corruptions=(), noise_eps=(),
-        split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
-        image_shape=(218, 178, 3)),
+  schema.AuditProtocol(
+    dataset="celeb_a",
+    preset="celeb_a_paper",
+    quantizations=QUANTIZATIONS,
+    corruptions=(),
+    noise_eps=(),
+    split_sizes={"train": 162_770, "validation": 19_867, "test": 19_962},
+    image_shape=(218, 178, 3),
+  ),
 )
 
 TRAININGS = (
-    schema.TrainingProtocol(
-        name="celeb_a_paper", dataset="celeb_a",
-        preset=dict(model="resnet18", steps=10_000, batch_size=256, learning_rate=0.1,
-                    weight_decay=1e-4, augmentation="crop_flip", shift_pixels=8,
-                    prune_begin=1000, prune_end=9000, prune_frequency=500,
-                    sparsities=SPARSITIES, members=30, checkpoint_every=500),
-        oneshot=dict(phases=schema.RESNET_FINETUNE)),
+  schema.TrainingProtocol(
+    name="celeb_a_paper",
+    dataset="celeb_a",
+    preset=dict(
+      model="resnet18",
+      steps=10_000,
+      batch_size=256,
+      learning_rate=0.1,
+      weight_decay=1e-4,
+      augmentation="crop_flip",
+      shift_pixels=8,
+      prune_begin=1000,
+      prune_end=9000,
+      prune_frequency=500,
+      sparsities=SPARSITIES,
+      members=30,
+      checkpoint_every=500,
+    ),
+    oneshot=dict(phases=schema.RESNET_FINETUNE),
+  ),
 )

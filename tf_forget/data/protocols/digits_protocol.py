@@ -43,30 +43,60 @@ def scaled_down(dataset, split_sizes, image_shape):
     image_shape: (H, W, C) of the model input.
   """
   return schema.AuditProtocol(
-      dataset=dataset, preset="digits", severities=(3,), robustness_members=None,
-      noise_eps=FAST_EPS, noise_draws=FAST_DRAWS, split_sizes=split_sizes,
-      image_shape=image_shape)
+    dataset=dataset,
+    preset="digits",
+    severities=(3,),
+    robustness_members=None,
+    noise_eps=FAST_EPS,
+    noise_draws=FAST_DRAWS,
+    split_sizes=split_sizes,
+    image_shape=image_shape,
+  )
 
 
 PROTOCOLS = (
-    scaled_down("digits", _SPLITS, (8, 8, 1)),
-    scaled_down("digits_biased", _SPLITS, (8, 8, 1)),
+  scaled_down("digits", _SPLITS, (8, 8, 1)),
+  scaled_down("digits_biased", _SPLITS, (8, 8, 1)),
 )
 
 TRAININGS = (
-    schema.TrainingProtocol(
-        name="digits", dataset="digits",
-        preset=dict(model="small_cnn", steps=600, batch_size=64, learning_rate=0.05,
-                    weight_decay=1e-4, augmentation="shift", shift_pixels=1,
-                    sparsities=(0.5, 0.9), members=5, checkpoint_every=300),
-        oneshot=dict(phases=((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
-        iterative=dict(alpha=0.5, cycles=6, warmup_epochs=5)),
-    schema.TrainingProtocol(
-        name="tiny", dataset="digits",
-        preset=dict(model="small_cnn", steps=60, batch_size=32, learning_rate=0.05,
-                    weight_decay=1e-4, augmentation="shift", shift_pixels=1, prune_begin=10,
-                    prune_end=40, prune_frequency=10, sparsities=(0.5,), members=2,
-                    checkpoint_every=20),
-        oneshot=dict(phases=((2, 0.01),), batch_size=32, grad_batch_size=32),
-        iterative=dict(alpha=0.5, cycles=2, warmup_epochs=0.5)),
+  schema.TrainingProtocol(
+    name="digits",
+    dataset="digits",
+    preset=dict(
+      model="small_cnn",
+      steps=600,
+      batch_size=64,
+      learning_rate=0.05,
+      weight_decay=1e-4,
+      augmentation="shift",
+      shift_pixels=1,
+      sparsities=(0.5, 0.9),
+      members=5,
+      checkpoint_every=300,
+    ),
+    oneshot=dict(phases=((3, 0.05), (2, 5e-3), (2, 5e-4)), batch_size=64),
+    iterative=dict(alpha=0.5, cycles=6, warmup_epochs=5),
+  ),
+  schema.TrainingProtocol(
+    name="tiny",
+    dataset="digits",
+    preset=dict(
+      model="small_cnn",
+      steps=60,
+      batch_size=32,
+      learning_rate=0.05,
+      weight_decay=1e-4,
+      augmentation="shift",
+      shift_pixels=1,
+      prune_begin=10,
+      prune_end=40,
+      prune_frequency=10,
+      sparsities=(0.5,),
+      members=2,
+      checkpoint_every=20,
+    ),
+    oneshot=dict(phases=((2, 0.01),), batch_size=32, grad_batch_size=32),
+    iterative=dict(alpha=0.5, cycles=2, warmup_epochs=0.5),
+  ),
 )

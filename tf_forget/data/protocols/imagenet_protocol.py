@@ -24,24 +24,39 @@ the torchprune keep ratios (`schema`).
 from tf_forget.data.protocols import schema
 
 PUBLISHED = schema.Published(
-    corrupted="imagenet2012_corrupted",
-    extra=(schema.PublishedSplit("imagenet_a", "imagenet_a", "test", 7500),),
-    note="corrupted splits from tfds' imagenet2012_corrupted: tfds' regeneration of ImageNet-C "
-         "from the validation set, not the published ImageNet-C files")
+  corrupted="imagenet2012_corrupted",
+  extra=(schema.PublishedSplit("imagenet_a", "imagenet_a", "test", 7500),),
+  note="corrupted splits from tfds' imagenet2012_corrupted: tfds' regeneration of ImageNet-C "
+  "from the validation set, not the published ImageNet-C files",
+)
 
 PROTOCOLS = (
-    schema.AuditProtocol(
-        dataset="imagenet2012", preset="imagenet_paper", eval_split="validation",
-        split_sizes={"train": 1_281_167, "validation": 50_000}, image_shape=(224, 224, 3),
-        published=PUBLISHED),
+  schema.AuditProtocol(
+    dataset="imagenet2012",
+    preset="imagenet_paper",
+    eval_split="validation",
+    split_sizes={"train": 1_281_167, "validation": 50_000},
+    image_shape=(224, 224, 3),
+    published=PUBLISHED,
+  ),
 )
 
 TRAININGS = (
-    schema.TrainingProtocol(
-        name="imagenet_paper", dataset="imagenet2012",
-        preset=dict(model="resnet50", steps=32_000, batch_size=1024, learning_rate=0.4,
-                    weight_decay=5e-5, lr_boundaries=(1 / 3, 2 / 3, 8 / 9),
-                    augmentation="crop_flip", shift_pixels=16, members=30,
-                    checkpoint_every=1000),
-        oneshot=dict(phases=schema.RESNET_FINETUNE)),
+  schema.TrainingProtocol(
+    name="imagenet_paper",
+    dataset="imagenet2012",
+    preset=dict(
+      model="resnet50",
+      steps=32_000,
+      batch_size=1024,
+      learning_rate=0.4,
+      weight_decay=5e-5,
+      lr_boundaries=(1 / 3, 2 / 3, 8 / 9),
+      augmentation="crop_flip",
+      shift_pixels=16,
+      members=30,
+      checkpoint_every=1000,
+    ),
+    oneshot=dict(phases=schema.RESNET_FINETUNE),
+  ),
 )

@@ -21,15 +21,26 @@ from tf_forget.data.protocols import schema
 _SPLITS = {"train": 60_000, "test": 10_000}
 
 PROTOCOLS = (
-    digits_protocol.scaled_down("mnist", _SPLITS, (28, 28, 1)),
-    digits_protocol.scaled_down("fashion_mnist", _SPLITS, (28, 28, 1)),
+  digits_protocol.scaled_down("mnist", _SPLITS, (28, 28, 1)),
+  digits_protocol.scaled_down("fashion_mnist", _SPLITS, (28, 28, 1)),
 )
 
 TRAININGS = (
-    schema.TrainingProtocol(
-        name="lenet5_002", dataset="mnist",
-        preset=dict(model="lenet5", steps=12_630, batch_size=128, learning_rate=0.01,
-                    lr_boundaries=(), weight_decay=0.0, sparsities=(), members=30,
-                    checkpoint_every=421, validation_every=10),
-        oneshot=dict(phases=((15, 0.01),))),
+  schema.TrainingProtocol(
+    name="lenet5_002",
+    dataset="mnist",
+    preset=dict(
+      model="lenet5",
+      steps=12_630,
+      batch_size=128,
+      learning_rate=0.01,
+      lr_boundaries=(),
+      weight_decay=0.0,
+      sparsities=(),
+      members=30,
+      checkpoint_every=421,
+      validation_every=10,
+    ),
+    oneshot=dict(phases=((15, 0.01),)),
+  ),
 )

@@ -33,8 +33,14 @@ from tf_forget.data.protocols import user_protocol
 
 # The protocol modules, registered in this order (a module may name the presets of those
 # before it).
-MODULES = (digits_protocol, mnist_protocol, celeb_a_protocol, cifar_protocol, imagenet_protocol,
-           user_protocol)
+MODULES = (
+  digits_protocol,
+  mnist_protocol,
+  celeb_a_protocol,
+  cifar_protocol,
+  imagenet_protocol,
+  user_protocol,
+)
 # The keys of `TrainingProtocol.iterative` (the "alpha" schedule's defaults).
 ITERATIVE_KEYS = ("alpha", "cycles", "warmup_epochs")
 
@@ -53,11 +59,15 @@ def _check_training(t, known):
   if t.name in known:
     raise ProtocolError(f"training protocol {t.name!r} is declared twice")
   if not (t.oneshot or {}).get("phases"):
-    raise ProtocolError(f"training protocol {t.name!r} has no one-shot schedule: its oneshot "
-                        "needs phases, ((epochs, learning rate), ...)")
+    raise ProtocolError(
+      f"training protocol {t.name!r} has no one-shot schedule: its oneshot "
+      "needs phases, ((epochs, learning rate), ...)"
+    )
   if t.iterative is not None and sorted(t.iterative) != sorted(ITERATIVE_KEYS):
-    raise ProtocolError(f"training protocol {t.name!r}: iterative needs exactly "
-                        f"{', '.join(ITERATIVE_KEYS)}, got {', '.join(sorted(t.iterative))}")
+    raise ProtocolError(
+      f"training protocol {t.name!r}: iterative needs exactly "
+      f"{', '.join(ITERATIVE_KEYS)}, got {', '.join(sorted(t.iterative))}"
+    )
 
 
 def _check_protocol(p, known, trainings):
@@ -68,8 +78,9 @@ def _check_protocol(p, known, trainings):
   if p.dataset in known:
     raise ProtocolError(f"data set {p.dataset!r} has two protocols")
   if p.preset not in trainings or trainings[p.preset].preset is None:
-    raise ProtocolError(f"data set {p.dataset!r}: its preset {p.preset!r} is not a registered "
-                        "training protocol")
+    raise ProtocolError(
+      f"data set {p.dataset!r}: its preset {p.preset!r} is not a registered training protocol"
+    )
   if p.eval_split not in p.split_sizes:
     raise ProtocolError(f"data set {p.dataset!r}: no size for its eval split {p.eval_split!r}")
 
@@ -116,8 +127,9 @@ def get(dataset):
     ProtocolError: no protocol for `dataset`.
   """
   if dataset not in PROTOCOLS:
-    raise ProtocolError(f"unknown data set {dataset!r}: no protocol (known: "
-                        f"{', '.join(sorted(PROTOCOLS))})")
+    raise ProtocolError(
+      f"unknown data set {dataset!r}: no protocol (known: {', '.join(sorted(PROTOCOLS))})"
+    )
   return PROTOCOLS[dataset]
 
 

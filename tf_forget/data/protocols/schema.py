@@ -62,6 +62,7 @@ class PublishedSplit:
     source_split: the loader's split read.
     examples: its size (tfds' published count; for the cost plan).
   """
+
   name: str
   suite: str
   source_split: str = "test"
@@ -78,6 +79,7 @@ class Published:
     extra: published test sets evaluated besides them.
     note: a line the report and docs repeat (e.g. that a suite is a regeneration).
   """
+
   corrupted: str
   extra: Tuple[PublishedSplit, ...] = ()
   note: str = ""
@@ -104,6 +106,7 @@ class AuditProtocol:
     image_shape: (H, W, C) of the model input at the default options.
     published: the published robustness suites (`Published`), or None.
   """
+
   dataset: str
   preset: str
   quantizations: Tuple[str, ...] = DENSE_QUANTIZATIONS
@@ -145,6 +148,7 @@ class TrainingProtocol:
       "warmup_epochs": e}; None: the torchprune keep ratios (docs/spec.md §6.5) with the schedule's
       default warm-up.
   """
+
   name: str
   dataset: Optional[str]
   preset: Optional[Mapping[str, object]]

@@ -13,6 +13,7 @@ from tf_forget.data.protocols import schema
 PROTOCOLS = ()
 
 TRAININGS = (
-    schema.TrainingProtocol(name="user", dataset=None, preset=None,
-                            oneshot=dict(phases=((5, 0.01), (5, 1e-3)))),
+  schema.TrainingProtocol(
+    name="user", dataset=None, preset=None, oneshot=dict(phases=((5, 0.01), (5, 1e-3)))
+  ),
 )

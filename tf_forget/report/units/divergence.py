@@ -17,13 +17,28 @@ def _compute(run, options):
 
 
 def _render(divergence, divergence_classes, divergence_examples, divergence_subgroups, notes):
-  return divergence_view.section(divergence, divergence_classes, divergence_examples,
-                                 divergence_subgroups, notes.get(divergence_report.KEY, []))
+  return divergence_view.section(
+    divergence,
+    divergence_classes,
+    divergence_examples,
+    divergence_subgroups,
+    notes.get(divergence_report.KEY, []),
+  )
 
 
 UNIT = unit.Unit(
-    "divergence", reads=("run", "options"), makes=TABLES, gives=("divergence_images",),
-    compute=_compute,
-    sections=(unit.Section("divergence",
-                           "1c. Output divergence: how far each file's outputs moved (KL, Δp)",
-                           "1c Divergence", TABLES + ("notes",), _render),))
+  "divergence",
+  reads=("run", "options"),
+  makes=TABLES,
+  gives=("divergence_images",),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "divergence",
+      "1c. Output divergence: how far each file's outputs moved (KL, Δp)",
+      "1c Divergence",
+      TABLES + ("notes",),
+      _render,
+    ),
+  ),
+)

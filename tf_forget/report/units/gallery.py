@@ -16,9 +16,12 @@ ANNOTATION_PERCENTILE = 90
 
 def _compute(run, cie, measure_options, options):
   cards = gallery_lib.build_families(run, cie, size=options["gallery_size"])
-  tables = {"gallery": gallery_lib.table(gallery_lib.without_images(cards)),
-            "cie_annotation": gallery_lib.annotation_table(
-                run, cie, percentile=ANNOTATION_PERCENTILE, seed=measure_options["seed"])}
+  tables = {
+    "gallery": gallery_lib.table(gallery_lib.without_images(cards)),
+    "cie_annotation": gallery_lib.annotation_table(
+      run, cie, percentile=ANNOTATION_PERCENTILE, seed=measure_options["seed"]
+    ),
+  }
   return unit.Part(tables, gives={"gallery_cards": cards})
 
 
@@ -26,19 +29,32 @@ def section(cards, protected, more=""):
   """The gallery section: the cards, or why there are none, then `more` (HTML)."""
   if not cards and not more:
     return unit.Skip.of(["no compressed variant"])
-  return (gallery_view.html(cards, protected) if cards
-          else html.skipped(["no compressed variant"])) + more
+  return (
+    gallery_view.html(cards, protected) if cards else html.skipped(["no compressed variant"])
+  ) + more
 
 
 def _render(run, gallery_cards, divergence_examples, divergence_images):
-  return section(gallery_cards, run.protected_attributes,
-                          divergence_view.gallery(divergence_examples, divergence_images or {}))
+  return section(
+    gallery_cards,
+    run.protected_attributes,
+    divergence_view.gallery(divergence_examples, divergence_images or {}),
+  )
 
 
 UNIT = unit.Unit(
-    "gallery", reads=("run", "cie", "measure_options", "options"),
-    makes=("gallery", "cie_annotation"), gives=("gallery_cards",), compute=_compute,
-    sections=(unit.Section("gallery",
-                           "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)",
-                           "11 Gallery", ("run", "gallery_cards", "divergence_examples",
-                                          "divergence_images"), _render),))
+  "gallery",
+  reads=("run", "cie", "measure_options", "options"),
+  makes=("gallery", "cie_annotation"),
+  gives=("gallery_cards",),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "gallery",
+      "11. Gallery: top Taxicab CIEs for human review (004 Figure 3)",
+      "11 Gallery",
+      ("run", "gallery_cards", "divergence_examples", "divergence_images"),
+      _render,
+    ),
+  ),
+)

@@ -6,7 +6,6 @@ arguments of `measure_options`), gives them with their defaults to the units of 
 variant is paired with dense (`tf_forget.report.pairing`, docs/spec.md §1.3).
 """
 
-
 from tf_forget.artifacts import names
 from tf_forget.report import unit
 from tf_forget.stats import cie
@@ -19,9 +18,18 @@ def use_topk(num_classes):
   return num_classes > TOPK
 
 
-def measure_options(seed=0, alpha=0.05, center="member", correction=None,
-            percentiles=cie.PERCENTILES, over_indexing_percentile=80, subgroup_members=10,
-            sample_size=None, confidence=0.99, imagenet_a_mask=False):
+def measure_options(
+  seed=0,
+  alpha=0.05,
+  center="member",
+  correction=None,
+  percentiles=cie.PERCENTILES,
+  over_indexing_percentile=80,
+  subgroup_members=10,
+  sample_size=None,
+  confidence=0.99,
+  imagenet_a_mask=False,
+):
   """The core measures' options with their defaults (a dict of the arguments).
 
   Args:
@@ -45,20 +53,29 @@ def measure_options(seed=0, alpha=0.05, center="member", correction=None,
 
 def settings(run, o):
   """report.json's settings of the core measures (`o`: `measure_options`)."""
-  return {"seed": o["seed"], "alpha": o["alpha"], "center": o["center"],
-          "correction": o["correction"], "percentiles": [float(p) for p in o["percentiles"]],
-          "over_indexing_percentile": float(o["over_indexing_percentile"]),
-          "subgroup_members": o["subgroup_members"], "pie_sample_size": o["sample_size"],
-          "confidence": o["confidence"], "topk": use_topk(run.num_classes)}
+  return {
+    "seed": o["seed"],
+    "alpha": o["alpha"],
+    "center": o["center"],
+    "correction": o["correction"],
+    "percentiles": [float(p) for p in o["percentiles"]],
+    "over_indexing_percentile": float(o["over_indexing_percentile"]),
+    "subgroup_members": o["subgroup_members"],
+    "pie_sample_size": o["sample_size"],
+    "confidence": o["confidence"],
+    "topk": use_topk(run.num_classes),
+  }
 
 
 def _compute(run, options):
   """The options and settings, and the pairing notes of the compressed variants."""
   resolved = measure_options(**(options.get("measures") or {}))
   pairing = [n for v in run.eval if v != names.DENSE for n in run.pairing_of(v)["notes"]]
-  return unit.Part(notes={"pairing": pairing} if pairing else {},
-                   settings=settings(run, resolved), gives={"measure_options": resolved})
+  return unit.Part(
+    notes={"pairing": pairing} if pairing else {},
+    settings=settings(run, resolved),
+    gives={"measure_options": resolved},
+  )
 
 
-UNIT = unit.Unit("settings", reads=("run", "options"), gives=("measure_options",),
-                 compute=_compute)
+UNIT = unit.Unit("settings", reads=("run", "options"), gives=("measure_options",), compute=_compute)

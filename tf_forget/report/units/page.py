@@ -15,7 +15,12 @@ def notes_section(notes, settings):
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
 
 
-GLOSSARY = unit.Unit("glossary", sections=(
-    unit.Section("glossary", "How to read this report", "Terms", (), verdict_view.glossary),))
-NOTES = unit.Unit("notes", sections=(
-    unit.Section("notes", "Notes", "Notes", ("notes", "settings"), notes_section),))
+GLOSSARY = unit.Unit(
+  "glossary",
+  sections=(
+    unit.Section("glossary", "How to read this report", "Terms", (), verdict_view.glossary),
+  ),
+)
+NOTES = unit.Unit(
+  "notes", sections=(unit.Section("notes", "Notes", "Notes", ("notes", "settings"), notes_section),)
+)

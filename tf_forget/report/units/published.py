@@ -10,8 +10,11 @@ TABLES = (published_report.IMAGENET_A, "published_splits")
 
 def _compute(run, measure_options):
   tables, notes, settings = published_report.compute(run, measure_options["imagenet_a_mask"])
-  return unit.Part(tables, {"published": notes} if notes else {},
-                   {} if settings is None else {"published": settings})
+  return unit.Part(
+    tables,
+    {"published": notes} if notes else {},
+    {} if settings is None else {"published": settings},
+  )
 
 
 def _render(imagenet_a, published_splits, settings):
@@ -19,8 +22,18 @@ def _render(imagenet_a, published_splits, settings):
 
 
 UNIT = unit.Unit(
-    "published", reads=("run", "measure_options"), makes=TABLES, compute=_compute,
-    sections=(unit.Section("published",
-                           "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1",
-                           "6b Published sets", TABLES + ("settings",), _render,
-                           optional=True),))
+  "published",
+  reads=("run", "measure_options"),
+  makes=TABLES,
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "published",
+      "6b. Published test sets: ImageNet-A (000 Table 8), CIFAR-10.1",
+      "6b Published sets",
+      TABLES + ("settings",),
+      _render,
+      optional=True,
+    ),
+  ),
+)

@@ -34,34 +34,54 @@ from tf_forget.report.units import topline
 from tf_forget.report.units import verdict
 
 CORE = (
-    measure_settings.UNIT,
-    topline.UNIT,
-    classes.UNIT,
-    exemplars.PIE,
-    exemplars.CIE,
-    recall.RECALL_DISTORTION,
-    recall.RECALL_STUDY,
-    subgroups.UNIT,
-    robustness.UNIT,
-    published.UNIT,
-    overview.UNIT,
+  measure_settings.UNIT,
+  topline.UNIT,
+  classes.UNIT,
+  exemplars.PIE,
+  exemplars.CIE,
+  recall.RECALL_DISTORTION,
+  recall.RECALL_STUDY,
+  subgroups.UNIT,
+  robustness.UNIT,
+  published.UNIT,
+  overview.UNIT,
 )
 UNITS = CORE + (
-    noise.UNIT,
-    prune_retrain.UNIT,
-    deployment.UNIT,
-    single_network.UNIT,
-    divergence.UNIT,
-    repair.UNIT,
-    verdict.UNIT,
-    gallery.UNIT,
-    human_study.UNIT,
-    page.GLOSSARY,
-    page.NOTES,
+  noise.UNIT,
+  prune_retrain.UNIT,
+  deployment.UNIT,
+  single_network.UNIT,
+  divergence.UNIT,
+  repair.UNIT,
+  verdict.UNIT,
+  gallery.UNIT,
+  human_study.UNIT,
+  page.GLOSSARY,
+  page.NOTES,
 )
-PAGE = ("verdict", "glossary", "overview", "topline", "k1", "divergence", "why", "class-level",
-        "pie", "human-study", "subgroups", "over-indexing", "robustness", "published", "noise",
-        "recall-distortion", "recall-study", "prune-retrain", "deployment", "gallery", "notes")
+PAGE = (
+  "verdict",
+  "glossary",
+  "overview",
+  "topline",
+  "k1",
+  "divergence",
+  "why",
+  "class-level",
+  "pie",
+  "human-study",
+  "subgroups",
+  "over-indexing",
+  "robustness",
+  "published",
+  "noise",
+  "recall-distortion",
+  "recall-study",
+  "prune-retrain",
+  "deployment",
+  "gallery",
+  "notes",
+)
 
 
 def check(units=None, page_order=None):
@@ -83,8 +103,9 @@ def core(run, **measure_options):
     **measure_options: see `measure_settings.measure_options`.
   """
   unit.refuse(CORE)
-  return unit.compute(CORE, run=run, run_dir=run.run_dir, config={},
-                      options={"measures": measure_options})
+  return unit.compute(
+    CORE, run=run, run_dir=run.run_dir, config={}, options={"measures": measure_options}
+  )
 
 
 def compute(run, run_dir, config, options):
@@ -108,5 +129,13 @@ def design(measures):
 
 def render(measures, run, run_dir, config, options):
   """[(section, inner HTML)] of the page, in `PAGE` order (`unit.render`)."""
-  return unit.render(UNITS, PAGE, measures, design(measures), run=run, run_dir=run_dir,
-                     config=config, options=options)
+  return unit.render(
+    UNITS,
+    PAGE,
+    measures,
+    design(measures),
+    run=run,
+    run_dir=run_dir,
+    config=config,
+    options=options,
+  )

@@ -12,13 +12,28 @@ def _compute(run, config):
   return unit.Part(*repair_report.compute(run, repair_asked=asked))
 
 
-def _render(layers, repair, notes):  # pylint: disable=redefined-outer-name
-  return repair_view.section(layers, repair, notes.get(repair_report.WHY_KEY, ()),
-                             notes.get(repair_report.NOT_REPAIRED_KEY, ()))
+def _render(layers, repair, notes):
+  return repair_view.section(
+    layers,
+    repair,
+    notes.get(repair_report.WHY_KEY, ()),
+    notes.get(repair_report.NOT_REPAIRED_KEY, ()),
+  )
 
 
 UNIT = unit.Unit(
-    "repair", reads=("run", "config"), makes=("layers", "repair"), compute=_compute,
-    sections=(unit.Section("why",
-                           "1d. Why a full int8 file forgot: per-layer error, and its repair",
-                           "1d Why", ("layers", "repair", "notes"), _render, optional=True),))
+  "repair",
+  reads=("run", "config"),
+  makes=("layers", "repair"),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "why",
+      "1d. Why a full int8 file forgot: per-layer error, and its repair",
+      "1d Why",
+      ("layers", "repair", "notes"),
+      _render,
+      optional=True,
+    ),
+  ),
+)

@@ -10,17 +10,28 @@ TABLES = ("k1_topline", "k1_classes", "flips", "k1_subgroups")
 
 
 def _compute(run, measure_options):
-  return unit.Part(*single_network.compute(run, measure_options["seed"],
-                                           measure_options["alpha"]))
+  return unit.Part(*single_network.compute(run, measure_options["seed"], measure_options["alpha"]))
 
 
 def _render(k1_topline, k1_classes, flips, k1_subgroups, settings):
-  return single_network_view.section(k1_topline, k1_classes, flips, k1_subgroups,
-                                     settings.get(single_network.SETTINGS_KEY))
+  return single_network_view.section(
+    k1_topline, k1_classes, flips, k1_subgroups, settings.get(single_network.SETTINGS_KEY)
+  )
 
 
 UNIT = unit.Unit(
-    "single_network", reads=("run", "measure_options"), makes=TABLES, compute=_compute,
-    sections=(unit.Section("k1",
-                           "1b. One network, its compressed files: flips and paired tests (K = 1)",
-                           "1b K = 1", TABLES + ("settings",), _render, optional=True),))
+  "single_network",
+  reads=("run", "measure_options"),
+  makes=TABLES,
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "k1",
+      "1b. One network, its compressed files: flips and paired tests (K = 1)",
+      "1b K = 1",
+      TABLES + ("settings",),
+      _render,
+      optional=True,
+    ),
+  ),
+)

@@ -23,11 +23,11 @@ def _compute(run, cie, measure_options):
     tables["subgroup_counts"] = groups.subgroup_counts(run)
     worst = groups.worst_subgroups(sub)
   over, notes["over_indexing"] = groups.over_indexing_table(
-      run, cie, o["over_indexing_percentile"], o["seed"])
+    run, cie, o["over_indexing_percentile"], o["seed"]
+  )
   if over is not None:
     tables["over_indexing"] = over
-  return unit.Part(tables, {k: v for k, v in notes.items() if v},
-                   gives={"worst_subgroups": worst})
+  return unit.Part(tables, {k: v for k, v in notes.items() if v}, gives={"worst_subgroups": worst})
 
 
 def subgroups_section(t, counts, variants, subgroup_members, notes):
@@ -47,21 +47,32 @@ def subgroups_section(t, counts, variants, subgroup_members, notes):
   nd = t[t.model == "normalized_difference"]
   absolute = _with_intervals(t, groups)
   members = min(subgroup_members, min(s["members"] for s in variants.values()))
-  return ("<p class=\"lead\">Rates averaged over the first "
-          f"{html.esc(members)} members of each population (docs/spec.md §1.5); positive = class "
-          "1; FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
-          "absolute difference, compressed − dense, in points with its 95% interval over the "
-          "members [low, high]; below it the normalized difference 100·(compressed − dense)/dense "
-          "in % (004 Table 3), which explodes on a near-zero baseline, and the rates themselves. "
-          "n: the examples, positives (FNR's denominator) and negatives (FPR's) of each "
-          "subgroup.</p>"
-          + html.pair(plots.subgroups(t), "subgroup absolute differences (points)",
-                      html.table(absolute), stacked=True)
-          + ("" if counts is None else "<h3>n per subgroup</h3>" + html.table(
-              counts, {"examples": "int", "positives": "int", "negatives": "int"}))
-          + "<h3>Normalized difference (relative, %; 004 Table 3)</h3>"
-          + html.table(nd, {g: html.PTS for g in groups})
-          + "<h3>Rates</h3>" + html.table(rates, {g: html.PCT for g in groups}))
+  return (
+    "<p class=\"lead\">Rates averaged over the first "
+    f"{html.esc(members)} members of each population (docs/spec.md §1.5); positive = class "
+    "1; FPR / FNR are n/a in a subgroup without actual negatives / positives. Headline: the "
+    "absolute difference, compressed − dense, in points with its 95% interval over the "
+    "members [low, high]; below it the normalized difference 100·(compressed − dense)/dense "
+    "in % (004 Table 3), which explodes on a near-zero baseline, and the rates themselves. "
+    "n: the examples, positives (FNR's denominator) and negatives (FPR's) of each "
+    "subgroup.</p>"
+    + html.pair(
+      plots.subgroups(t),
+      "subgroup absolute differences (points)",
+      html.table(absolute),
+      stacked=True,
+    )
+    + (
+      ""
+      if counts is None
+      else "<h3>n per subgroup</h3>"
+      + html.table(counts, {"examples": "int", "positives": "int", "negatives": "int"})
+    )
+    + "<h3>Normalized difference (relative, %; 004 Table 3)</h3>"
+    + html.table(nd, {g: html.PTS for g in groups})
+    + "<h3>Rates</h3>"
+    + html.table(rates, {g: html.PCT for g in groups})
+  )
 
 
 def _interval_text(value, low, high):
@@ -80,9 +91,16 @@ def _with_intervals(table, groups):
   low = table[table.model == "absolute_low"].set_index(key)
   high = table[table.model == "absolute_high"].set_index(key)
   for (variant, metric), row in diff.iterrows():
-    rows.append({"variant": variant, "metric": metric, **{
-        g: _interval_text(row[g], low.loc[(variant, metric), g],
-                          high.loc[(variant, metric), g]) for g in groups}})
+    rows.append(
+      {
+        "variant": variant,
+        "metric": metric,
+        **{
+          g: _interval_text(row[g], low.loc[(variant, metric), g], high.loc[(variant, metric), g])
+          for g in groups
+        },
+      }
+    )
   return pd.DataFrame(rows, columns=["variant", "metric"] + groups)
 
 
@@ -91,32 +109,52 @@ def over_indexing_section(t, p, notes):
   percentile, `notes` why it was not measured."""
   if t is None:
     return unit.Skip.of(notes)
-  return (f"<p class=\"lead\">CIEs: Taxicab at percentile {html.esc(html.fmt(p, 'int'))} "
-          "(docs/spec.md §4.4). Relative representation = share among CIEs / share in the training "
-          "set; above 1 the attribute is over-indexed.</p>"
-          + html.pair(plots.over_indexing(t), "attribute over-indexing",
-                      html.table(t, {"train_share": html.PCT, "cie_share": html.PCT,
-                                     "cie_count": "int"})))
+  return (
+    f"<p class=\"lead\">CIEs: Taxicab at percentile {html.esc(html.fmt(p, 'int'))} "
+    "(docs/spec.md §4.4). Relative representation = share among CIEs / share in the training "
+    "set; above 1 the attribute is over-indexed.</p>"
+    + html.pair(
+      plots.over_indexing(t),
+      "attribute over-indexing",
+      html.table(t, {"train_share": html.PCT, "cie_share": html.PCT, "cie_count": "int"}),
+    )
+  )
 
 
 def _subgroups(subgroups, subgroup_counts, variants, settings, notes):
-  return subgroups_section(subgroups, subgroup_counts, variants, settings["subgroup_members"],
-                            notes.get("subgroups"))
+  return subgroups_section(
+    subgroups, subgroup_counts, variants, settings["subgroup_members"], notes.get("subgroups")
+  )
 
 
 def _over_indexing(over_indexing, settings, notes):
-  return over_indexing_section(over_indexing, settings["over_indexing_percentile"],
-                                notes.get("over_indexing"))
+  return over_indexing_section(
+    over_indexing, settings["over_indexing_percentile"], notes.get("over_indexing")
+  )
 
 
 UNIT = unit.Unit(
-    "subgroups", reads=("run", "cie", "measure_options"),
-    makes=("subgroups", "subgroup_counts", "over_indexing"), gives=("worst_subgroups",),
-    compute=_compute,
-    sections=(
-        unit.Section("subgroups", "4. Subgroups: error, FPR, FNR (004 Tables 3-5)",
-                     "4 Subgroups", ("subgroups", "subgroup_counts", "variants", "settings",
-                                     "notes"), _subgroups, designs=(unit.POPULATION,)),
-        unit.Section("over-indexing", "5. Attribute over-indexing among CIEs (004 Figure 2)",
-                     "5 Over-indexing", ("over_indexing", "settings", "notes"), _over_indexing,
-                     designs=(unit.POPULATION,))))
+  "subgroups",
+  reads=("run", "cie", "measure_options"),
+  makes=("subgroups", "subgroup_counts", "over_indexing"),
+  gives=("worst_subgroups",),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "subgroups",
+      "4. Subgroups: error, FPR, FNR (004 Tables 3-5)",
+      "4 Subgroups",
+      ("subgroups", "subgroup_counts", "variants", "settings", "notes"),
+      _subgroups,
+      designs=(unit.POPULATION,),
+    ),
+    unit.Section(
+      "over-indexing",
+      "5. Attribute over-indexing among CIEs (004 Figure 2)",
+      "5 Over-indexing",
+      ("over_indexing", "settings", "notes"),
+      _over_indexing,
+      designs=(unit.POPULATION,),
+    ),
+  ),
+)

@@ -30,11 +30,18 @@ def table(run):
       metrics["top5"] = accuracy.topk_accuracy(pop.topk, pop.labels, k=measure_settings.TOPK)
     for metric, values in metrics.items():
       ci = intervals.mean_interval(values)
-      rows.append({"variant": variant, "metric": metric,
-                   **accuracy.population_summary(values), "ci_low": ci["low"],
-                   "ci_high": ci["high"]})
-  frame = pd.DataFrame(rows, columns=["variant", "metric", "mean", "std", "min", "max",
-                                      "members", "ci_low", "ci_high"])
+      rows.append(
+        {
+          "variant": variant,
+          "metric": metric,
+          **accuracy.population_summary(values),
+          "ci_low": ci["low"],
+          "ci_high": ci["high"],
+        }
+      )
+  frame = pd.DataFrame(
+    rows, columns=["variant", "metric", "mean", "std", "min", "max", "members", "ci_low", "ci_high"]
+  )
   dense_mean = frame[frame.variant == names.DENSE].set_index("metric")["mean"]
   frame["change"] = frame["mean"] - frame["metric"].map(dense_mean)
   return frame
@@ -49,15 +56,40 @@ def _compute(run):
 def render(topline):
   """The section: the figure beside the table."""
   t = topline
-  return html.pair(plots.topline(t), "top-line accuracy per variant",
-                   html.table(t, {"mean": html.PCT, "std": html.PCT, "min": html.PCT,
-                                  "max": html.PCT, "members": "int", "ci_low": html.PCT,
-                                  "ci_high": html.PCT, "change": html.PTS_ABS})
-                   + "<p class=\"lead\">ci_low / ci_high: 95% t interval of the mean over "
-                   "members; the interval of each change is in the verdict table.</p>")
+  return html.pair(
+    plots.topline(t),
+    "top-line accuracy per variant",
+    html.table(
+      t,
+      {
+        "mean": html.PCT,
+        "std": html.PCT,
+        "min": html.PCT,
+        "max": html.PCT,
+        "members": "int",
+        "ci_low": html.PCT,
+        "ci_high": html.PCT,
+        "change": html.PTS_ABS,
+      },
+    )
+    + "<p class=\"lead\">ci_low / ci_high: 95% t interval of the mean over "
+    "members; the interval of each change is in the verdict table.</p>",
+  )
 
 
 UNIT = unit.Unit(
-    "topline", reads=("run",), makes=("topline",), compute=_compute,
-    sections=(unit.Section("topline", "1. Top-line accuracy: the \"nothing changed\" view",
-                           "1 Top-1", ("topline",), render, designs=(unit.POPULATION,)),))
+  "topline",
+  reads=("run",),
+  makes=("topline",),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "topline",
+      "1. Top-line accuracy: the \"nothing changed\" view",
+      "1 Top-1",
+      ("topline",),
+      render,
+      designs=(unit.POPULATION,),
+    ),
+  ),
+)

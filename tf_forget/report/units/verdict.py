@@ -9,23 +9,60 @@ from tf_forget.report import verdict as verdict_lib
 from tf_forget.report import verdict_view
 
 # The tables the verdict, its gates (`gates.gate_measures`) and its words read.
-TABLES = ("class_level", "subgroups", "subgroup_counts", "k1_topline", "k1_classes",
-          "k1_subgroups", "divergence", "deployment", "repair")
+TABLES = (
+  "class_level",
+  "subgroups",
+  "subgroup_counts",
+  "k1_topline",
+  "k1_classes",
+  "k1_subgroups",
+  "divergence",
+  "deployment",
+  "repair",
+)
 
 
-def _compute(run, config, settings, notes, variants, class_level, subgroups, subgroup_counts,
-             k1_topline, k1_classes, k1_subgroups, divergence, deployment, repair):
-  # pylint: disable=redefined-outer-name
-  tables = unit.Reads(TABLES, {
-      "class_level": class_level, "subgroups": subgroups, "subgroup_counts": subgroup_counts,
-      "k1_topline": k1_topline, "k1_classes": k1_classes, "k1_subgroups": k1_subgroups,
-      "divergence": divergence, "deployment": deployment, "repair": repair})
-  measures = unit.Measures(tables=tables, notes=dict(notes), config=dict(settings),
-                           values={"variants": variants})
+def _compute(
+  run,
+  config,
+  settings,
+  notes,
+  variants,
+  class_level,
+  subgroups,
+  subgroup_counts,
+  k1_topline,
+  k1_classes,
+  k1_subgroups,
+  divergence,
+  deployment,
+  repair,
+):
+  tables = unit.Reads(
+    TABLES,
+    {
+      "class_level": class_level,
+      "subgroups": subgroups,
+      "subgroup_counts": subgroup_counts,
+      "k1_topline": k1_topline,
+      "k1_classes": k1_classes,
+      "k1_subgroups": k1_subgroups,
+      "divergence": divergence,
+      "deployment": deployment,
+      "repair": repair,
+    },
+  )
+  measures = unit.Measures(
+    tables=tables, notes=dict(notes), config=dict(settings), values={"variants": variants}
+  )
   user = config.get("user") or {}
-  table, rec = verdict_lib.compute(run, measures, config.get("gates"),
-                                   deployment=config.get("deployment"),
-                                   scaling_checked=bool(user.get("input_scaling_check", False)))
+  table, rec = verdict_lib.compute(
+    run,
+    measures,
+    config.get("gates"),
+    deployment=config.get("deployment"),
+    scaling_checked=bool(user.get("input_scaling_check", False)),
+  )
   skipped = notes.get(repair_report.NOT_REPAIRED_KEY, [])
   if rec is not None and (repair is not None or skipped):
     rec["repairs"] = repair_report.sentences(tables, skipped)
@@ -39,7 +76,18 @@ def _render(verdict, deployment, recommendation):
 
 
 UNIT = unit.Unit(
-    "verdict", reads=("run", "config", "settings", "notes", "variants") + TABLES,
-    makes=("verdict",), gives=("recommendation",), compute=_compute,
-    sections=(unit.Section("verdict", "Verdict: which file to ship, and what it costs",
-                           "Verdict", ("verdict", "deployment", "recommendation"), _render),))
+  "verdict",
+  reads=("run", "config", "settings", "notes", "variants") + TABLES,
+  makes=("verdict",),
+  gives=("recommendation",),
+  compute=_compute,
+  sections=(
+    unit.Section(
+      "verdict",
+      "Verdict: which file to ship, and what it costs",
+      "Verdict",
+      ("verdict", "deployment", "recommendation"),
+      _render,
+    ),
+  ),
+)

@@ -20,15 +20,15 @@ from tf_forget.data import registry
 from tf_forget.report import collect
 from tf_forget.report import gallery
 from tf_forget.report import gallery_view
-from tf_forget.report import measures
+from tf_forget.report.units import exemplars
 
 CHILD = "prune_0.9+full_int8"
 MEMBERS = 5
 
 
 def _cies(run):
-  """compressed variant -> Taxicab dict, as `measures.compute` builds `Measures.cie`."""
-  return {v: measures.taxicab_measures(run, v)[0] for v in run.eval if v != names.DENSE}
+  """compressed variant -> Taxicab dict, as the `cie` unit gives it (`Measures.cie`)."""
+  return {v: exemplars.taxicab_measures(run, v)[0] for v in run.eval if v != names.DENSE}
 
 
 def _make_kinds_run(run_dir):

@@ -9,7 +9,7 @@ import pandas as pd
 from PIL import Image
 
 from tf_forget.report import html
-from tf_forget.report import section_registry
+from tf_forget.report.units import registry
 
 
 def _png(width, height):
@@ -42,7 +42,7 @@ def test_formats():
 
 def test_page_has_every_section_in_order_and_no_external_resource():
   png = _png(40, 20)
-  shown = [sec for sec in section_registry.SECTIONS if not sec.optional]
+  shown = [sec for sec in registry.sections() if not sec.optional]
   page = html.page(
     "audit",
     [],

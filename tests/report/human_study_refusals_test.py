@@ -26,8 +26,8 @@ from tf_forget.report import collect
 from tf_forget.report import human_study
 from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
+from tf_forget.report.units import registry
 
 CONFIG = human_study_run.CONFIG
 
@@ -159,7 +159,7 @@ def test_keys_of_another_study_or_run_are_refused(loaded, export, filled_report,
   r2 = collect.load_run(run_2)
   text = _one_line_error(
     lambda: human_study.compute(
-      r2, measures_lib.compute(r2), human_study_options.Options(annotations=path, key=key)
+      r2, registry.core(r2), human_study_options.Options(annotations=path, key=key)
     )
   )
   assert re.search(
@@ -173,7 +173,7 @@ def test_keys_of_another_study_or_run_are_refused(loaded, export, filled_report,
   r3 = collect.load_run(run_3)
   text = _one_line_error(
     lambda: human_study.compute(
-      r3, measures_lib.compute(r3), human_study_options.Options(annotations=path, key=key)
+      r3, registry.core(r3), human_study_options.Options(annotations=path, key=key)
     )
   )
   assert "made for data set digits (test), this run is digits_biased" in text

@@ -22,8 +22,8 @@ from tf_forget.report import collect
 from tf_forget.report import human_study
 from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sheet
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import write
+from tf_forget.report.units import registry
 
 CONFIG = {"dataset": "test"}
 PIES = 40
@@ -50,7 +50,7 @@ def run_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(run_dir):
   run = collect.load_run(run_dir)
-  return run, measures_lib.compute(run)
+  return run, registry.core(run)
 
 
 def export_study(loaded, where, **options):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.report import fake_run
 from tf_forget.report import collect
-from tf_forget.report import measures
+from tf_forget.report.units import registry
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def digits(tmp_path_factory):
   run_dir = str(tmp_path_factory.mktemp("digits"))
   ids, labels, lost, gained = fake_run.make_digits_run(run_dir, members=5)
   run = collect.load_run(run_dir)
-  return run, measures.compute(run, seed=0), lost, gained
+  return run, registry.core(run, seed=0), lost, gained
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def biased(tmp_path_factory):
   run_dir = str(tmp_path_factory.mktemp("biased"))
   ids, labels, attributes, planted = fake_run.make_biased_run(run_dir, members=5)
   run = collect.load_run(run_dir)
-  return run, measures.compute(run), attributes, planted
+  return run, registry.core(run), attributes, planted
 
 
 def test_topline(digits):
@@ -129,7 +129,7 @@ def test_planted_subgroup_loses_most(biased):
 def test_small_populations_never_crash(tmp_path, members):
   fake_run.make_biased_run(str(tmp_path), members=members)
   run = collect.load_run(str(tmp_path))
-  m = measures.compute(run)
+  m = registry.core(run)
   cls = m.tables["class_level"]
   if members == 1:
     assert cls.p_value.isna().all() and not cls.significant.any()
@@ -146,7 +146,7 @@ def test_paired_measures_use_shared_members(tmp_path):
 
   shutil.rmtree(tmp_path / "predictions" / "prune_0.9" / "1")
   run = collect.load_run(str(tmp_path))
-  m = measures.compute(run)
+  m = registry.core(run)
   assert m.cie["prune_0.9"]["members"] == 2
   assert m.variants["prune_0.9"]["members"] == 2
   assert len(m.variants["prune_0.9"]["alphas"]) == 2

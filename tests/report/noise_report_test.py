@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from tf_forget.artifacts import noise_artifact
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import noise_report
-from tf_forget.report import sections
+from tf_forget.report import unit
+from tf_forget.report.units import noise as noise_unit
 
 LABELS = [0, 1, 0, 1]
 EPS = [0.0, 0.5]
@@ -127,20 +127,17 @@ def test_mixed_protocols_and_missing_dense_are_one_line_errors(tmp_path):
 
 
 def test_section_shows_plot_and_tables(tables):
-  m = measures_lib.Measures(
-    tables=dict(tables),
-    variants={},
-    cie={},
-    notes={},
-    config={"noise": {"draws": 2, "examples": 4}},
+  body = noise_unit.section(
+    tables["noise_accuracy"],
+    tables["noise_similarity"],
+    tables.get("noise_prune_potential"),
+    {"draws": 2, "examples": 4},
+    None,
   )
-  body = sections.noise(m)
   assert "data:image/png;base64," in body and "4 examples max × 2 draws" in body
   assert body.count("<table class=") == 3
-  empty = measures_lib.Measures(
-    tables={}, variants={}, cie={}, config={}, notes={"noise": ["no l-inf noise evaluation"]}
-  )
-  assert "no l-inf noise evaluation" in sections.noise(empty)
+  empty = noise_unit.section(None, None, None, {}, ["no l-inf noise evaluation"])
+  assert empty == unit.Skip("no l-inf noise evaluation")
 
 
 def test_change_intervals_welch_and_paired(tmp_path):

@@ -13,10 +13,10 @@ from tests.report import fake_run
 from tf_forget.report import collect
 from tf_forget.report import figure_kit
 from tf_forget.report import gallery
-from tf_forget.report import measures
 from tf_forget.report import palette
 from tf_forget.report import plots
 from tf_forget.report import recall_study_plots
+from tf_forget.report.units import registry
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PX = figure_kit.DPI * figure_kit.SCALE  # pixels per inch of every PNG
@@ -80,7 +80,7 @@ def biased(tmp_path_factory):
   run_dir = str(tmp_path_factory.mktemp("biased"))
   fake_run.make_biased_run(run_dir, members=3)
   run = collect.load_run(run_dir)
-  return run, measures.compute(run)
+  return run, registry.core(run)
 
 
 def _size(png):

@@ -104,8 +104,14 @@ def test_curve_starts_at_the_parents_and_follows_the_cycles(run):
   np.testing.assert_allclose(
     nominal.top1, [1 - 15 / 200, 1 - 16 / 200, 1 - 15.5 / 200, 1 - 26 / 200]
   )
+  t = prune_retrain.compute(run).tables
   html = prune_retrain_plots.section(
-    type("M", (), {"tables": prune_retrain.compute(run).tables, "notes": {}})()
+    t["prune_retrain_curve"],
+    t["prune_retrain_summary"],
+    t["prune_retrain_potential"],
+    t["prune_retrain_excess"],
+    t.get("prune_retrain_similarity"),
+    None,
   )
   assert "Prune potential per distribution" in html and "<img" in html
 

@@ -14,9 +14,8 @@ from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.report import collect
 from tf_forget.report import html
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import published_report
-from tf_forget.report import section_registry
+from tf_forget.report.units import registry
 
 # tfds' imagenet2012 label file: the label space of tfds' imagenet_a (its ClassLabel reads it).
 IMAGENET_LABELS = os.path.join(
@@ -37,11 +36,16 @@ class _Stub:
     )
 
 
-def _page(m):
-  """The report page of measures `m` alone (no gallery, no recommendation)."""
-  view = section_registry.View(measures=m)
+def _page(m, run):
+  """The report page of the core measures `m` of `run` alone (no gallery, no
+  recommendation)."""
   return html.page(
-    "t", [], [(sec.id, sec.title, sec.nav, inner) for sec, inner in section_registry.render(view)]
+    "t",
+    [],
+    [
+      (sec.id, sec.title, sec.nav, inner)
+      for sec, inner in registry.render(m, run, run.run_dir, {}, {})
+    ],
   )
 
 
@@ -156,11 +160,11 @@ def test_table8_against_hand_computed_values(imagenet_run):
 
 
 def test_table8_in_measures_and_its_section(imagenet_run):
-  m = measures_lib.compute(imagenet_run, imagenet_a_mask=True)
+  m = registry.core(imagenet_run, imagenet_a_mask=True)
   assert set(m.tables["imagenet_a"].classes) == {1000, 200}
   assert m.config["published"]["splits"] == ["imagenet_a"]
   assert "tfds' regeneration" in m.config["published"]["note"]
-  page = _page(m)
+  page = _page(m, imagenet_run)
   ids = re.findall(r"<section id=\"([^\"]+)\"", page)
   assert ids[ids.index("robustness") + 1] == "published"
   section = page.split("<section id=\"published\">")[1].split("</section>")[0]
@@ -224,10 +228,11 @@ def test_cifar10_1_table_against_hand_computed_values(tmp_path):
 
 def test_a_run_without_published_splits_is_unchanged(tmp_path):
   fake_run.make_digits_run(str(tmp_path), members=3)
-  m = measures_lib.compute(collect.load_run(str(tmp_path)))
+  run = collect.load_run(str(tmp_path))
+  m = registry.core(run)
   assert "published" not in m.config and "imagenet_a" not in m.tables
   assert "published_splits" not in m.tables and "published" not in m.notes
-  page = _page(m)
+  page = _page(m, run)
   assert re.findall(r"<section id=\"([^\"]+)\"", page) == [
-    sec.id for sec in section_registry.SECTIONS if not sec.optional
+    sec.id for sec in registry.sections() if not sec.optional
   ]

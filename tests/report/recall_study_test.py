@@ -19,11 +19,11 @@ from scipy import stats as sp_stats
 from tests.report import fake_run
 from tf_forget.report import class_measures
 from tf_forget.report import collect
-from tf_forget.report import measures
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import recall_study
 from tf_forget.report import recall_study_plots
 from tf_forget.report import write
+from tf_forget.report.units import registry
 from tf_forget.stats import recall_distortion
 
 CHILD = "oneshot_up_r10+full_int8"
@@ -38,7 +38,7 @@ def shifted(tmp_path_factory):
     run_dir, parent_shift=1, children=(CHILD,), gradual=True
   )
   run = collect.load_run(run_dir)
-  return run_dir, run, measures.compute(run), planted, parents
+  return run_dir, run, registry.core(run), planted, parents
 
 
 def _by_parent(planted, parents, variant):
@@ -191,7 +191,7 @@ def test_stale_or_missing_parent_link_drops_the_member(tmp_path):
   _set_dense_sha(run_dir, 2, "f" * 64)  # dense/2 retrained after the pruning
   os.remove(os.path.join(run_dir, "members", "oneshot_mp_r2", "4", "metadata.json"))
   run = collect.load_run(run_dir)
-  m = measures.compute(run)
+  m = registry.core(run)
   for variant in list(fake_run.ONESHOT) + [CHILD]:
     pairs = run.pairing[variant]["pairs"]
     dropped = {2, 4} if variant == "oneshot_mp_r2" else {2}
@@ -220,7 +220,7 @@ def test_without_members_directory_pairs_by_index(tmp_path):
   pairing = run.pairing["oneshot_up_r2"]
   assert pairing["kind"] == "index" and pairing["label"] == "index (no member metadata)"
   assert pairing["pairs"] == [(k, k) for k in range(6)]
-  m = measures.compute(run)
+  m = registry.core(run)
   assert set(m.tables["oneshot_alpha"].pairing) == {"index (no member metadata)"}
   assert (m.tables["oneshot_alpha"].ratio_over.isna()).all()
 
@@ -248,7 +248,7 @@ def test_html_json_and_csv_have_the_study(shifted, tmp_path):
 def test_no_study_without_oneshot_variants(tmp_path):
   fake_run.make_biased_run(str(tmp_path), members=3)
   run = collect.load_run(str(tmp_path))
-  m = measures.compute(run)
+  m = registry.core(run)
   assert m.study is None and not any(n.startswith("oneshot") for n in m.tables)
   assert run.pairing["full_int8"]["label"] == "index (same network)"
 

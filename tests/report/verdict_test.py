@@ -15,15 +15,15 @@ from tests.report import fake_run
 from tf_forget.data import registry
 from tf_forget.report import collect
 from tf_forget.report import gates as gates_lib
-from tf_forget.report import measures as measures_lib
 from tf_forget.report import verdict
 from tf_forget.report import verdict_view
+from tf_forget.report.units import registry as unit_registry
 from tf_forget.stats import accuracy
 
 
 def _verdict(run_dir, dataset, gates=None):
   run = collect.load_run(run_dir, dataset_name=dataset)
-  m = measures_lib.compute(run)
+  m = unit_registry.core(run)
   frame, rec = verdict.compute(run, m, gates)
   return run, frame.set_index("variant"), rec
 
@@ -240,7 +240,7 @@ def test_robustness_change_has_its_interval(tmp_path):
   0.12·s·N + k, so its change averaged over s = 1..5 is −10·(1+…+5)/5/500 = −0.06 exactly."""
   fake_run.make_digits_run(str(tmp_path))
   run = collect.load_run(str(tmp_path), dataset_name="digits")
-  t = measures_lib.compute(run).tables["robustness"].set_index(["variant", "corruption"])
+  t = unit_registry.core(run).tables["robustness"].set_index(["variant", "corruption"])
   row = t.loc[("prune_0.9", "gaussian_noise")]
   assert row["top1_change"] == pytest.approx(-0.06)
   assert row["top1_change_low"] <= -0.06 <= row["top1_change_high"]

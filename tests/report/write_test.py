@@ -16,8 +16,8 @@ import pytest
 from tests.report import fake_run
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
-from tf_forget.report import section_registry
 from tf_forget.report import write
+from tf_forget.report.units import registry
 from tf_forget.stats import accuracy
 from tf_forget.stats import class_level
 from tf_forget.stats import exemplars
@@ -154,7 +154,7 @@ def test_html_is_self_contained_with_every_section_and_the_numbers(digits, biase
     assert not re.search(r"<(link|iframe)|<script[^>]*src", page)
     assert page.count("<script>") == 1
     ids = re.findall(r"<section id=\"([^\"]+)\"", page)
-    assert ids == [sec.id for sec in section_registry.SECTIONS if not sec.optional]
+    assert ids == [sec.id for sec in registry.sections() if not sec.optional]
     for sid in ("topline", "class-level", "pie", "recall-distortion"):
       body = page.split(f"<section id=\"{sid}\">")[1].split("</section>")[0]
       assert "data:image/png;base64," in body, sid

@@ -4,8 +4,8 @@
 `collect.Run`: per class, the Welch test of the recall over members, the absolute / normalized
 recall difference and eq. 3's relative one (over paired members, `tf_forget.report.pairing`),
 the interval of each class's recall change and the Benjamini-Hochberg adjusted p;
-and the counts of significant classes the variant's summary shows. `measures` gathers these
-with the run's other measures.
+and the counts of significant classes the variant's summary shows. The `classes` unit
+(`units.classes`) puts these in the report.
 """
 
 import numpy as np
@@ -99,7 +99,7 @@ def class_table(run, variant, alpha=0.05, center="member", correction=None):
 
 
 def class_summary(run, variant, table, alpha):
-  """The class-level fields of a variant's summary (`measures.Measures.variants`).
+  """The class-level fields of a variant's summary (`units.overview.summaries`).
 
   The Welch test's counts of significant classes (000 §2.2), `significant_classes` and
   `significant_classes_bh` (by `p_bh`), or None for both when one side has a single member:

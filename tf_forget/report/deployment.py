@@ -57,7 +57,8 @@ def table(doc, variants_summary):
 
   Args:
     doc: the encodings artifact (`load`).
-    variants_summary: `Measures.variants` (for top-1 and its change).
+    variants_summary: the variants' summaries (`units.overview.summaries`: top-1 and its
+      change).
 
   Returns:
     DataFrame.

@@ -11,6 +11,7 @@ why (no saved logits, no compressed variant).
 from tf_forget.report import divergence_report
 from tf_forget.report import gallery_view
 from tf_forget.report import html
+from tf_forget.report import unit
 from tf_forget.report import wording
 
 # KL and Δp in "g" (6 significant digits): a quantized file's KL is often ~1e-6.
@@ -173,13 +174,16 @@ def examples(rows):
   )
 
 
-def section(measures):
-  """The "divergence" section's HTML (says why when there is no row)."""
-  t = measures.tables
-  top = t.get("divergence")
-  notes = measures.notes.get(divergence_report.KEY, [])
+def section(top, divergence_classes, divergence_examples, divergence_subgroups, notes):
+  """The "divergence" section's HTML (`unit.Skip` with why when there is no row).
+
+  Args:
+    top, divergence_classes, divergence_examples, divergence_subgroups: the tables of
+      `divergence_report.compute` (None when not made).
+    notes: its notes (a list).
+  """
   if top is None or top.empty:
-    return html.skipped(notes or ["no compressed variant"])
+    return unit.Skip.of(notes or ["no compressed variant"])
   out = [
     f"<p class=\"lead\">{html.esc(LEAD)}</p>",
     references(top),
@@ -187,9 +191,9 @@ def section(measures):
     html.table(top[KL_COLUMNS], FORMATS),
     "<h3>Δp of the true class, and flips</h3>",
     html.table(top[FLIP_COLUMNS], FORMATS),
-    worst_classes(t["divergence_classes"]),
-    subgroups(t.get("divergence_subgroups")),
-    examples(t["divergence_examples"]),
+    worst_classes(divergence_classes),
+    subgroups(divergence_subgroups),
+    examples(divergence_examples),
   ]
   if notes:
     out.append(html.skipped(notes))
@@ -220,14 +224,13 @@ def _card(row, png):
   )
 
 
-def gallery(measures, images):
+def gallery(rows, images):
   """The gallery section's largest-KL cards, one block per variant ("" without rows).
 
   Args:
-    measures: the report's measures (`divergence_examples`).
+    rows: the `divergence_examples` table, or None.
     images: {example id: PNG bytes} (`divergence_report.thumbnails`).
   """
-  rows = measures.tables.get("divergence_examples")
   if rows is None or rows.empty:
     return ""
   parts = [

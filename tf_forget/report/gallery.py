@@ -103,7 +103,7 @@ def entries(run, cie, size=12):
 
   Args:
     run: `collect.Run`.
-    cie: the variant's dict from `measures.taxicab_measures` (`order`, `distance`,
+    cie: the variant's dict from `units.exemplars.taxicab_measures` (`order`, `distance`,
       `modal_0`, `modal_t`, `members`).
     size: at most this many entries.
 
@@ -161,7 +161,7 @@ def family_entries(run, cies, size=12):
 
   Args:
     run: `collect.Run`.
-    cies: the family's variants -> Taxicab dict (`measures.taxicab_measures`).
+    cies: the family's variants -> Taxicab dict (`units.exemplars.taxicab_measures`).
     size: at most this many entries.
 
   Returns:
@@ -235,7 +235,7 @@ def build(run, cies, size=12, with_images=True):
 
   Args:
     run: `collect.Run`.
-    cies: variant -> Taxicab dict (`measures.Measures.cie`).
+    cies: variant -> Taxicab dict (`unit.Measures.cie`).
     size: entries per variant.
     with_images: attach `png` thumbnail bytes (read from the data registry by id).
 
@@ -256,7 +256,7 @@ def build_families(run, cies, size=12, with_images=True):
 
   Args:
     run: `collect.Run`.
-    cies: compressed variant -> Taxicab dict (`measures.Measures.cie`).
+    cies: compressed variant -> Taxicab dict (`unit.Measures.cie`).
     size: cards per family.
     with_images: attach `png` thumbnail bytes to every card (read from the data set by id).
 
@@ -323,7 +323,7 @@ def annotation_table(run, cies, percentile=90, seed=0):
   annotation by a domain expert": threshold d_T at percentile p (ceil((100 − p)/100 · n)
   examples, ties by the seeded permutation; docs/spec.md §4.1, `cie.select_percentile`), here
   without those at d_T = 0 (nothing changed: nothing to annotate). Ranked by `cie.rank_by_distance`
-  with the same seed (the `order` of `measures.taxicab_measures` when `seed` is its seed).
+  with the same seed (the `order` of `units.exemplars.taxicab_measures` when `seed` is its seed).
 
   Args:
     run: `collect.Run`.

@@ -188,8 +188,8 @@ def gate_measures(variant, summary, settings, tables):
 
   Args:
     variant: variant name.
-    summary: `report.json["variants"][variant]` / `Measures.variants[variant]`.
-    settings: the report's settings (`report.json["settings"]` / `Measures.config`).
+    summary: `report.json["variants"][variant]` / `unit.Measures.variants[variant]`.
+    settings: the report's settings (`report.json["settings"]` / `unit.Measures.config`).
     tables: name -> table (DataFrame or list of row dicts) of the report.
 
   Returns:

@@ -8,7 +8,8 @@ attributes), over-indexing (training-split attribute shares) and robustness (cor
 * Robustness per corruption normalized to dense, 000 Table 3 (docs/spec.md §3.6): accuracy averaged
   over members and severities 1-5 first.
 
-All numbers come from `tf_forget.stats` (subgroups, cie, robustness, accuracy).
+All numbers come from `tf_forget.stats` (subgroups, cie, robustness, accuracy); the units
+`tf_forget.report.units.subgroups` and `robustness` put them in the report.
 """
 
 import numpy as np
@@ -173,7 +174,7 @@ def over_indexing_table(run, cies, percentile=80, seed=0):
 
   Args:
     run: `collect.Run`.
-    cies: variant -> dict with `distance` (from `measures.taxicab_measures`).
+    cies: variant -> dict with `distance` (from `units.exemplars.taxicab_measures`).
     percentile: CIE threshold (docs/spec.md §4.4: 80).
     seed: tie-breaking seed (docs/spec.md §4.1).
 
@@ -285,28 +286,6 @@ def robustness_measures(run):
     kind="stable",
   )
   return table.reset_index(drop=True), notes
-
-
-def compute(run, cies, subgroup_members=10, over_indexing_percentile=80, seed=0):
-  """Subgroup, over-indexing and robustness tables of a run.
-
-  Returns:
-    (tables: name -> DataFrame for the measures that apply (`subgroups`, `over_indexing`,
-    `robustness`); notes: name -> list of str; worst: variant -> `worst_subgroups` entry).
-  """
-  tables, notes, worst = {}, {}, {}
-  sub, notes["subgroups"] = subgroup_tables(run, subgroup_members)
-  if sub is not None:
-    tables["subgroups"] = sub
-    tables["subgroup_counts"] = subgroup_counts(run)
-    worst = worst_subgroups(sub)
-  over, notes["over_indexing"] = over_indexing_table(run, cies, over_indexing_percentile, seed)
-  if over is not None:
-    tables["over_indexing"] = over
-  rob, notes["robustness"] = robustness_measures(run)
-  if rob is not None:
-    tables["robustness"] = rob
-  return tables, notes, worst
 
 
 def _per_variant(items, table_fn, what, first):

@@ -1,7 +1,7 @@
 """The self-contained `report.html`: one page, read top to bottom.
 
 The page's parts — tables, figure-beside-numbers pairs, the page itself — for the sections of
-`section_registry.SECTIONS` (which gives their order: the verdict and the "nothing changed" view
+`units.registry.PAGE` (which gives their order: the verdict and the "nothing changed" view
 first, then what changed). Every figure sits beside the table of its numbers.
 
 Self-contained: images are base64 PNG data URIs, the CSS is inline, nothing is fetched. Every
@@ -151,6 +151,13 @@ def table(frame, formats=None, highlight=None, max_rows=None, classes="sortable"
   return "".join(out)
 
 
+def without_empty(frame, column="topk"):
+  """The frame without `column` when it is entirely NaN (top-5 of a task with <= 5 classes)."""
+  if column in frame and frame[column].isna().all():
+    return frame.drop(columns=[column])
+  return frame
+
+
 def png_size(png):
   """(width, height) in pixels of PNG bytes, read from the IHDR chunk."""
   if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
@@ -191,7 +198,7 @@ def page(title, intro_rows, sections, css=""):
   Args:
     title: page title (escaped here).
     intro_rows: list of (label, value) pairs shown under the title (escaped here).
-    sections: [(id, title, short name, inner HTML)] in page order (`section_registry.render`): the
+    sections: [(id, title, short name, inner HTML)] in page order (`unit.render`): the
       title and short name are escaped here, the inner HTML is not.
     css: more style rules (e.g. `gallery_view.CSS`).
 

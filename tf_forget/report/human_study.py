@@ -440,7 +440,7 @@ def compute(run, measures, options):
 
   Args:
     run: `collect.Run`.
-    measures: `measures.Measures` (Taxicab CIEs and their seed).
+    measures: `unit.Measures` (Taxicab CIEs and their seed).
     options: `Options` (or a dict of its fields).
 
   Returns:

@@ -101,7 +101,7 @@ def draw(run, measures, variant, group, per_group, seed, percentile, attributes)
   """The study's key: a balanced, shuffled, seeded sample (see the module docstring).
 
   Args:
-    run, measures: `collect.Run`, `measures.Measures` (its `cie` and `config["seed"]`).
+    run, measures: `collect.Run`, `unit.Measures` (its `cie` and `config["seed"]`).
     variant, group, per_group, seed: the study.
     percentile: Taxicab percentile (group "cie"; ignored for "pie").
     attributes: the sheet's attribute columns.

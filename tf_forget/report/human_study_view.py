@@ -1,6 +1,6 @@
 """The human-study section of the page: 000 Table 7 and a Figure 5 (`human_study`).
 
-Shown only when the report was built with human-study options (`section_registry.SECTIONS`,
+Shown only when the report was built with human-study options (`units.registry.PAGE`,
 after "pie"). Figure: left, each attribute's share among the sample's PIEs (CIEs) and among
 its non-PIEs, with Wilson 95% intervals (000 Figure 5 draws these shares as two pie charts;
 the attributes are not exclusive — an image may have several — so here side by side bars);
@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tf_forget.report import html
+from tf_forget.report import unit
 from tf_forget.report.figure_kit import figure
 from tf_forget.report.figure_kit import GREY
 from tf_forget.report.figure_kit import legend_below
@@ -97,15 +98,19 @@ def _interval(low, high):
   return "n/a" if low != low or high != high else f"[{low:.3g}, {high:.3g}]"
 
 
-def section(measures):
-  """The "human-study" section's HTML when the report has human-study settings, else None."""
-  settings = measures.config.get("human_study")
+def section(t, settings, notes):
+  """The "human-study" section's HTML when the report has human-study settings, else
+  `unit.Skip`.
+
+  Args:
+    t: the `human_study` table (None: no annotations read).
+    settings: the `human_study` settings, or None.
+    notes: its notes (a list).
+  """
   if not settings:
-    return None
+    return unit.Skip("no human study asked")
   group = settings.get("group") or "pie"
   flagged, other = group.upper(), f"non-{group.upper()}"
-  notes = measures.notes.get("human_study") or []
-  t = measures.tables.get("human_study")
   definition = (
     "modal label of the compressed population differs from the dense one's"
     if group == "pie"

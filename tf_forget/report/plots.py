@@ -1,7 +1,8 @@
 """The report's figures, returned as PNG bytes; drawn with the helpers of `figure_kit`
 (Agg canvas, deterministic PNGs, legible from 2 to 30 variants).
 
-Inputs are the tables of `measures.compute` (docs/artifacts/report.md). Figures follow the
+Inputs are the tables of the report's units (`tf_forget.report.units`;
+docs/artifacts/report.md). Figures follow the
 papers: 000 Figure 2 (per-class recall difference, significant classes in plum, normalized
 difference as green points), 000 Table 2 / Figure 3 (#PIE, PIE accuracy), 004 Tables 3-4
 (subgroup differences, in points), 004 Figure 2 (over-indexing), 000 Table 3 (robustness),

@@ -141,17 +141,19 @@ def similarity(table):
   return figure_kit.to_png(fig)
 
 
-def section(measures):
-  """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else None."""
-  from tf_forget.report import html
+def section(curve, summary, potential, excess_t, sim, notes):
+  """The "prune-retrain" section's HTML when the run has prune-retrain cycles, else `unit.Skip`.
 
-  curve = measures.tables.get("prune_retrain_curve")
+  Args:
+    curve, summary, potential, excess_t, sim: the `prune_retrain_curve`, `_summary`,
+      `_potential`, `_excess` and `_similarity` tables (None when not made).
+    notes: the `prune_retrain` notes, or None.
+  """
+  from tf_forget.report import html
+  from tf_forget.report import unit
+
   if curve is None or curve.empty:
-    return None
-  summary = measures.tables.get("prune_retrain_summary")
-  potential = measures.tables.get("prune_retrain_potential")
-  excess_t = measures.tables.get("prune_retrain_excess")
-  sim = measures.tables.get("prune_retrain_similarity")
+    return unit.Skip("no prune-retrain cycles in this run")
   parts = [
     "<p class=\"lead\">Each dense member (a parent; 003's repetitions) pruned and "
     "retrained cycle after cycle (003 Algorithm 1, docs/spec.md §6.5): WT removes the "
@@ -228,7 +230,6 @@ def section(measures):
         stacked=True,
       )
     )
-  notes = measures.notes.get("prune_retrain")
   if notes:
     parts.append(html.skipped(notes))
   return "".join(parts)

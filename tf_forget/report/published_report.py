@@ -32,6 +32,7 @@ from tf_forget.artifacts import predictions as predictions_lib
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.report import collect
 from tf_forget.report import html
+from tf_forget.report import unit
 from tf_forget.stats import accuracy
 from tf_forget.stats import robustness
 
@@ -588,7 +589,7 @@ def compute(run, imagenet_a_mask=False):
 
   Returns:
     (tables: name -> DataFrame (`imagenet_a`, `published_splits`), notes, settings dict for
-    `Measures.config["published"]` or None when no table applies).
+    report.json's `settings["published"]` or None when no table applies).
   """
   tables, notes = {}, []
   table8, n = imagenet_a_table(run, imagenet_a_mask)
@@ -613,12 +614,16 @@ def compute(run, imagenet_a_mask=False):
   )
 
 
-def section(measures):
-  """The "published" section's HTML when a published table exists, else None (left out)."""
-  t8, other = measures.tables.get(IMAGENET_A), measures.tables.get("published_splits")
+def section(t8, other, settings):
+  """The "published" section's HTML when a published table exists, else `unit.Skip` (left out).
+
+  Args:
+    t8: the `imagenet_a` table (000 Table 8), or None.
+    other: the `published_splits` table, or None.
+    settings: the `published` settings ({} if none).
+  """
   if t8 is None and other is None:
-    return None
-  settings = measures.config.get("published") or {}
+    return unit.Skip("no published test set in this run")
   parts = []
   if t8 is not None:
     parts.append(

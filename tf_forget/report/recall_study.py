@@ -22,7 +22,8 @@ docs/spec.md §5.4). A paired test uses the dense models present on both of its 
 both variants have, with a defined α). 002's model-size (M, Tables 5-6) and data-set (D,
 Table 7) tests need several architectures / data sets, which one run does not have.
 
-Numbers come from `measures` (the per-member α and the `recall_distortion` table) and
+Numbers come from the `recall_distortion` unit (the per-member α and its table,
+`units.recall`) and
 `tf_forget.stats.recall_distortion`; figures from `recall_study_plots`. No TensorFlow.
 """
 
@@ -250,7 +251,7 @@ def alpha_table(cells, rd_table, pruning):
 
   Args:
     cells: `Study.cells`.
-    rd_table: the `recall_distortion` table of `measures.compute`.
+    rd_table: the `recall_distortion` table (`units.recall`).
     pruning: variant -> its members' `pruning` record (`Run.pairing`), for docs/spec.md §6.3's
       `ratio_over` and `exclude_classifier` (None when not recorded).
   """
@@ -282,8 +283,9 @@ def compute(run, variants, rd_table):
 
   Args:
     run: a `collect.Run`.
-    variants: `Measures.variants` (per variant `alphas` and `alpha_pairs` [k_dense, k_t]).
-    rd_table: the `recall_distortion` table (`measures.compute`).
+    variants: per variant its `alphas` and `alpha_pairs` [k_dense, k_t] (the
+      `alpha_summaries` of `units.recall`).
+    rd_table: the `recall_distortion` table (`units.recall`).
 
   Returns:
     `Study` or None.

@@ -1,7 +1,7 @@
 """Figures of 002's recall distortion, drawn with `figure_kit` (Agg, PNG bytes).
 
 * `alpha`: the slope α of every compressed variant against 1 (002 Figures 3-5): mean with its
-  99% CI, member slopes as grey dots; from the `recall_distortion` table of `measures.compute`.
+  99% CI, member slopes as grey dots; from the `recall_distortion` table (`units.recall`).
 * `alpha_boxplots`: 002 Figure 1 — boxplots of the model slopes α_t(m) across dense models m
   at each compression ratio t, one panel per pruning algorithm P; each tick names the ratio
   with its CI label ("<", ">", "?", 002 §6.2), the mean with its 99% CI beside the box, α = 1

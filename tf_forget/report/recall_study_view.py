@@ -9,6 +9,7 @@
 
 from tf_forget.report import html
 from tf_forget.report import recall_study_plots
+from tf_forget.report import unit
 
 ALPHA_FORMATS = {
   "members": "int",
@@ -19,17 +20,22 @@ ALPHA_FORMATS = {
 TEST_FORMATS = {"n": "int", "rows": "int", "p_value": "p", "p_bonferroni": "p"}
 
 
-def distortion(measures):
-  """The "recall-distortion" section: α of every compressed variant (002 §5)."""
-  t = measures.tables["recall_distortion"]
+def distortion(recall_distortion, alpha_summaries):
+  """The "recall-distortion" section: α of every compressed variant (002 §5).
+
+  Args:
+    recall_distortion: the `recall_distortion` table.
+    alpha_summaries: variant -> its member slopes (`alphas`).
+  """
+  t = recall_distortion
   if t.empty:
-    return html.skipped(["no compressed variant"])
+    return unit.Skip.of(["no compressed variant"])
   return (
     "<p class=\"lead\">α: slope through the origin of each class's normalized recall "
     "balance after vs before compression, per member (grey dots); mean with a "
     "t-based 99% CI; label &lt; (CI below 1), &gt; (above), ? (contains 1).</p>"
     + html.pair(
-      recall_study_plots.alpha(t, measures.variants),
+      recall_study_plots.alpha(t, alpha_summaries),
       "recall distortion slope",
       "<p class=\"lead\">pairing: 002's α compares the same network before "
       "and after pruning. One-shot members are paired with the dense parent "
@@ -42,12 +48,17 @@ def distortion(measures):
   )
 
 
-def oneshot_study(measures):
-  """The "recall-study" section: 002's one-shot study (α per algorithm and ratio, its tests)."""
-  study = measures.study
+def oneshot_study(study, t, tests):
+  """The "recall-study" section: 002's one-shot study (α per algorithm and ratio, its tests).
+
+  Args:
+    study: the `recall_study.Study`, or None without one-shot variants.
+    t: the `oneshot_alpha` table.
+    tests: the tables of its tests by name (`oneshot_ratio_tests`, `oneshot_algorithm_tests`,
+      `oneshot_mp_vs_up`).
+  """
   if study is None:
-    return html.skipped(["no one-shot variant (oneshot_<alg>_r<r>) in this run"])
-  t = measures.tables["oneshot_alpha"]
+    return unit.Skip.of(["no one-shot variant (oneshot_<alg>_r<r>) in this run"])
   lead = (
     "<p class=\"lead\">Each dense member pruned once by magnitude (mp), gradient "
     "(gp), 002's UP (up) or at random (rp) to ratio r, then fine-tuned (docs/spec.md §6), "
@@ -98,7 +109,7 @@ def oneshot_study(measures):
       "paired, two-sided; rows = every ratio cell at once",
     ),
   ):
-    frame = measures.tables[name]
+    frame = tests[name]
     parts.append(f"<h3>{html.esc(title)}</h3><p class=\"lead\">{what}.</p>")
     parts.append(
       html.table(frame, dict(TEST_FORMATS, ratio="g", first="g", second="g"))

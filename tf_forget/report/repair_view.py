@@ -8,6 +8,7 @@ is. An optional section: None without an analysis (no full int8 file with its fl
 
 from tf_forget.report import html
 from tf_forget.report import repair_report
+from tf_forget.report import unit
 
 FORMATS = {
   "size_vs_int8": "num",
@@ -110,18 +111,16 @@ def layers(t):
   )
 
 
-def section(measures):
-  """The "why" section's HTML, or None without a layer analysis."""
-  t = measures.tables.get("layers")
+def section(t, repaired, why_lines, not_repaired):
+  """The "why" section's HTML, or `unit.Skip` without a layer analysis.
+
+  Args:
+    t: the `layers` table (None: no analysis).
+    repaired: the `repair` table, or None.
+    why_lines: the "why" sentences (`repair_report.WHY_KEY` notes).
+    not_repaired: the lines of the files left unrepaired (`repair_report.NOT_REPAIRED_KEY`).
+  """
   if t is None:
-    return None
-  why = "".join(
-    f"<p class=\"lead why\">{html.esc(line)}</p>"
-    for line in measures.notes.get(repair_report.WHY_KEY, ())
-  )
-  return (
-    f"<p class=\"lead\">{LEAD}</p>"
-    + why
-    + repair(measures.tables.get("repair"), measures.notes.get(repair_report.NOT_REPAIRED_KEY, ()))
-    + layers(t)
-  )
+    return unit.Skip("no layer analysis in this run")
+  why = "".join(f"<p class=\"lead why\">{html.esc(line)}</p>" for line in why_lines)
+  return f"<p class=\"lead\">{LEAD}</p>" + why + repair(repaired, not_repaired) + layers(t)

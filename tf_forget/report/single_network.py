@@ -1,7 +1,7 @@
 """One network against its own compressed files: flips and paired per-example tests (K = 1).
 
 Statistics when K = 1. When the dense population has exactly one member, the
-population measures (Welch tests and t intervals over members, `measures`) have no spread over
+population measures (Welch tests and t intervals over members, the core units) have no spread over
 training seeds to work with: the uncertainty left is the finite test set's. This module then
 compares, for every compressed variant v, the reference network (the dense member) with its
 compressed file (v's member paired with it, `run.pairing_of(v)`) on the same test examples,

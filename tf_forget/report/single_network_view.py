@@ -11,6 +11,7 @@ import pandas as pd
 
 from tf_forget.report import html
 from tf_forget.report import single_network
+from tf_forget.report import unit
 from tf_forget.report import wording
 
 MAX_FLIP_ROWS = 60
@@ -133,21 +134,24 @@ def flip_counts(flips, classes):
   )
 
 
-def section(measures):
-  """The "k1" section's HTML, or None without K = 1 tables."""
-  top = measures.tables.get("k1_topline")
-  settings = measures.config.get(single_network.SETTINGS_KEY)
+def section(top, k1_classes, flips, k1_subgroups, settings):
+  """The "k1" section's HTML, or `unit.Skip` without K = 1 tables.
+
+  Args:
+    top, k1_classes, flips, k1_subgroups: the K = 1 tables (`single_network.compute`; None when
+      the run is not of one network, `k1_subgroups` None without protected attributes).
+    settings: the `single_network` settings, or None.
+  """
   if top is None or not settings:
-    return None
+    return unit.Skip("not one network (K = 1)")
   examples = int(top["n"].max()) if not top.empty else 0
   alpha = settings["methods"].get("alpha", 0.05)
-  t = measures.tables
   return "".join(
     [
       f"<p class=\"lead\"><b>{html.esc(design(settings, examples))}</b></p>",
       topline(top),
-      classes(t["k1_classes"], alpha),
-      subgroups(t.get("k1_subgroups")),
-      flip_counts(t["flips"], t["k1_classes"]),
+      classes(k1_classes, alpha),
+      subgroups(k1_subgroups),
+      flip_counts(flips, k1_classes),
     ]
   )

@@ -168,7 +168,7 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
 
   Args:
     run: `collect.Run`.
-    measures: `measures.Measures` (with the `deployment` table when the run has one).
+    measures: `unit.Measures` (with the `deployment` table when the run has one).
     gates: `gates.Gates`.
     confidence: level of the top-1 interval (the class and subgroup intervals come from their
       tables, at `intervals.CONFIDENCE`).
@@ -357,7 +357,7 @@ def compute(
 
   Args:
     run: `collect.Run`.
-    measures: `measures.Measures`.
+    measures: `unit.Measures`.
     gates_json: the configuration's `gates` dict.
     confidence: level of the top-1 interval.
     deployment: the configuration's `deployment` dict (`ship_rule.Settings.from_json`).

@@ -10,6 +10,7 @@ measure in one or two plain sentences with its paper reference.
 import pandas as pd
 
 from tf_forget.report import html
+from tf_forget.report import unit
 from tf_forget.report import verdict
 from tf_forget.report import verdict_words
 from tf_forget.report import wording
@@ -177,11 +178,16 @@ K1_TAIL = (
 )
 
 
-def section(measures, recommendation):
-  """The verdict section's HTML: the recommendation, its rule and caveats, the table."""
-  frame = measures.tables.get("verdict")
+def section(frame, deployment, recommendation):
+  """The verdict section's HTML: the recommendation, its rule and caveats, the table.
+
+  Args:
+    frame: the `verdict` table (None: not computed).
+    deployment: the `deployment` table, or None.
+    recommendation: `verdict.recommend`'s dict, or None.
+  """
   if frame is None or recommendation is None:
-    return html.skipped(["no verdict computed"])
+    return unit.Skip.of(["no verdict computed"])
   rec = recommendation
   none = rec["variant"] == "dense"
   head = (
@@ -203,7 +209,7 @@ def section(measures, recommendation):
   out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in wording.fold(rec["caveats"])]
   out += [f"<p class=\"lead why\">{html.esc(r)}</p>" for r in rec.get("why_forgot", [])]
   out += [f"<p class=\"lead repair\">{html.esc(r)}</p>" for r in rec.get("repairs", [])]
-  shown = verdict_rows(frame, measures.tables.get("deployment"))
+  shown = verdict_rows(frame, deployment)
   out.append(
     html.table(
       shown,

@@ -30,10 +30,8 @@ from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import human_study_sheet
-from tf_forget.report import measures as measures_lib
-from tf_forget.report import section_registry
-from tf_forget.report import studies
 from tf_forget.report import wording
+from tf_forget.report.units import registry
 
 SCHEMA_VERSION = "tf_forget.report/1"
 # What `save` swaps in, report.json (the completion marker) last, and its staging label.
@@ -66,7 +64,7 @@ class Report:
     json: the report.json dict (JSON-ready: NaN as None).
     tables: name -> CSV text.
     html: the page.
-    measures: the `measures.Measures` it was built from.
+    measures: the `unit.Measures` it was built from.
     export: (directory, {relative path: bytes}) of a blind-annotation export to write with
       the report (`human_study`), or None.
   """
@@ -173,10 +171,10 @@ def build_report(
     human_study: `human_study_options.Options` (or a dict of its fields): the blind-annotation
     export
       of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
-    **measure_options: keyword arguments of `measures.compute` (seed, alpha, center,
-      correction, percentiles, over_indexing_percentile, subgroup_members, sample_size,
-      confidence). The core measures are then followed by the registered studies, in order
-      (`studies.STUDIES`).
+    **measure_options: the core measures' options (`measure_settings.measure_options`: seed,
+      alpha, center, correction, percentiles, over_indexing_percentile, subgroup_members,
+      sample_size, confidence, imagenet_a_mask). The report's units run in the registry's
+      order (`units.registry.UNITS`).
 
   Returns:
     `Report`.
@@ -185,8 +183,9 @@ def build_report(
     collect.CollectError: missing / misaligned predictions, unknown data set.
     noise_report.NoiseReportError, errors.ReadError: bad noise / encoding artifacts.
     human_study_sample.HumanStudyError: an annotation file or key that does not match the run.
-    ValueError: bad measure options (from `tf_forget.stats`); a study of `studies.STUDIES`
-      that names an input or a section that does not exist (`studies.check`).
+    ValueError: bad measure options (from `tf_forget.stats`); an unsound registry of units
+      (`units.registry.check`).
+    TypeError: an unknown measure option.
   """
   run = collect.load_run(
     run_dir,
@@ -197,11 +196,18 @@ def build_report(
     variants=variants,
     splits=splits,
   )
-  core = measures_lib.compute(run, **measure_options)
-  m, given = studies.compute(
-    run, run_dir, core, config or {}, {"gallery_size": gallery_size, "human_study": human_study}
-  )
-  recommendation = given.get("recommendation")
+  inputs = {
+    "run": run,
+    "run_dir": run_dir,
+    "config": config or {},
+    "options": {
+      "gallery_size": gallery_size,
+      "human_study": human_study,
+      "measures": measure_options,
+    },
+  }
+  m = registry.compute(**inputs)
+  recommendation = m.values.get("recommendation")
   n = int(run.eval[names.DENSE].ids.size)
   doc = jsonable(
     {
@@ -213,7 +219,7 @@ def build_report(
       "variants": m.variants,
       "inputs": _inputs(run),
       "tables": {name: records(t) for name, t in sorted(m.tables.items())},
-      "gallery": gallery_lib.without_images(given["gallery"]),
+      "gallery": gallery_lib.without_images(m.values["gallery_cards"]),
       "recommendation": recommendation,
       "notes": m.notes,
       "files": {
@@ -230,20 +236,13 @@ def build_report(
     ("run directory", run_dir),
     ("schema", SCHEMA_VERSION),
   ]
-  view = section_registry.View(
-    measures=m,
-    gallery=given["gallery"],
-    protected=run.protected_attributes,
-    recommendation=recommendation,
-    divergence_images=given.get("divergence_images", {}),
-  )
   page = html.page(
     title or wording.title(run.dataset_name, run.dataset_options, (user or {}).get("references")),
     intro,
-    [(sec.id, sec.title, sec.nav, inner) for sec, inner in section_registry.render(view)],
+    [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(m, **inputs)],
     css=gallery_view.CSS,
   )
-  return Report(json=doc, tables=csvs, html=page, measures=m, export=given.get("export"))
+  return Report(json=doc, tables=csvs, html=page, measures=m, export=m.values.get("export"))
 
 
 def _write_files(report, directory):

@@ -10,33 +10,15 @@ settings that decide (`mode`, `max_sparse_latency_ratio`, `batch_sizes`, `num_th
 `repeats`, `block`, `coverage`) and `variants` ({variant: entry}). JSON only (no TensorFlow).
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 
 SCHEMA = "tf_forget.encodings/1"
+RECORD = json_record.Record(SCHEMA, "encodings artifact")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def path(run_dir):
   """`<run>/eval/encodings.json`."""
   return layout.encodings(run_dir)
-
-
-def read(file_path):
-  """The encodings artifact at `file_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file that is not an object of `SCHEMA`.
-    errors.ReadError: missing, truncated or not JSON.
-  """
-  return fileio.read_record(file_path, SCHEMA, "encodings artifact")
-
-
-def write(file_path, doc):
-  """Writes `doc` (its `schema` set to `SCHEMA`) atomically; returns the dict written.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  doc = dict(doc, schema=SCHEMA)
-  fileio.write_json(file_path, doc)
-  return doc

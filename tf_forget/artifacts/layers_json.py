@@ -10,33 +10,15 @@ the repairs and the report (`tf_forget.report.repair_report`). A JSON object of 
 `worst_class`, `rows`, `ranking`, `inputs` (lineage), ... JSON only (no TensorFlow).
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 
 SCHEMA = "tf_forget.layers/1"
+RECORD = json_record.Record(SCHEMA, "layer analysis")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def path(run_dir, member_variant, k, file_format):
   """`<run>/layers/<member variant>/<k>/<format>.json`."""
   return layout.layers(run_dir, member_variant, k, file_format)
-
-
-def read(file_path):
-  """The layer analysis at `file_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file that is not an object of `SCHEMA`.
-    errors.ReadError: missing, truncated or not JSON.
-  """
-  return fileio.read_record(file_path, SCHEMA, "layer analysis")
-
-
-def write(file_path, doc):
-  """Writes the analysis `doc` (its `schema` set to `SCHEMA`) atomically; returns it.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  doc = dict(doc, schema=SCHEMA)
-  fileio.write_json(file_path, doc)
-  return doc

@@ -9,33 +9,15 @@ and pruning after training (`tf_forget.train.member_files.derived_metadata`). A 
 `model_sha256`, `inputs` (lineage), ... (docs/artifacts/members.md). JSON only (no TensorFlow).
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 
 SCHEMA = "tf_forget.member/1"
+RECORD = json_record.Record(SCHEMA, "member metadata")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def path(run_dir, member_variant, k):
   """`<run>/members/<member variant>/<k>/metadata.json`."""
   return layout.member_metadata(run_dir, member_variant, k)
-
-
-def read(file_path):
-  """The member metadata at `file_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file that is not an object of `SCHEMA`.
-    errors.ReadError: missing, truncated or not JSON.
-  """
-  return fileio.read_record(file_path, SCHEMA, "member metadata")
-
-
-def write(file_path, doc):
-  """Writes the metadata `doc` (its `schema` set to `SCHEMA`) atomically; returns it.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  doc = dict(doc, schema=SCHEMA)
-  fileio.write_json(file_path, doc)
-  return doc

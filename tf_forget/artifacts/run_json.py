@@ -10,33 +10,15 @@ of the user's references (`tf_forget.pipeline.import_stages`); the pruning stage
 variants (`tf_forget.prune.pruned_population.register_variants`). JSON only (no TensorFlow).
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 
 SCHEMA = "tf_forget.run/1"
+RECORD = json_record.Record(SCHEMA, "run config")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def path(run_dir):
   """`<run>/run.json`."""
   return layout.run_file(run_dir)
-
-
-def read(file_path):
-  """The run.json at `file_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file that is not an object of `SCHEMA`.
-    errors.ReadError: missing, truncated or not JSON.
-  """
-  return fileio.read_record(file_path, SCHEMA, "run config")
-
-
-def write(file_path, doc):
-  """Writes the run.json `doc` (its `schema` set to `SCHEMA`) atomically; returns it.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  doc = dict(doc, schema=SCHEMA)
-  fileio.write_json(file_path, doc)
-  return doc

@@ -11,11 +11,14 @@ read by `tf_forget.evaluate.evaluate.list_failures`. JSON only (no TensorFlow).
 """
 
 from tf_forget.artifacts import errors
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 
 SCHEMA = "tf_forget.tflite_failure/1"
+RECORD = json_record.Record(SCHEMA, "failure record")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def path(run_dir, variant, k):
@@ -36,24 +39,3 @@ def record(variant, k, reason):
     "reason": errors.one_line(reason),
     "plain_twin": twin.file_stem + ".tflite",
   }
-
-
-def read(file_path):
-  """The failure record at `file_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file of another schema.
-    errors.ReadError: missing, truncated (a torn record) or not JSON.
-  """
-  return fileio.read_record(file_path, SCHEMA, "failure record")
-
-
-def write(file_path, doc):
-  """Writes the failure record `doc` (its `schema` set to `SCHEMA`) atomically; returns it.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  doc = dict(doc, schema=SCHEMA)
-  fileio.write_json(file_path, doc)
-  return doc

@@ -11,37 +11,18 @@ model, `inputs` (lineage: `tf_forget.export.export_state.status`), ... Written b
 encodings stage, the repairs, the report and the bundle. JSON only (no TensorFlow).
 """
 
-from tf_forget.artifacts import fileio
+from tf_forget.artifacts import json_record
 from tf_forget.artifacts import layout
 
 SCHEMA = "tf_forget.tflite/1"
+RECORD = json_record.Record(SCHEMA, "export JSON")
+# `read(file_path)` -> the checked dict; `write(file_path, doc)` -> the dict written, atomically.
+read, write = RECORD.read, RECORD.write
 
 
 def paths(run_dir, variant, k):
   """(`.tflite` path, `.json` path) of a `names.Variant`'s export of member k."""
   return layout.tflite_paths(run_dir, variant, k)
-
-
-def read(meta_path):
-  """The export JSON at `meta_path`, a dict of `SCHEMA`.
-
-  Raises:
-    errors.SchemaError: a readable file that is not an export JSON (a failure record beside it,
-      `tflite_failure`, is one).
-    errors.ReadError: missing, truncated or not JSON.
-  """
-  return fileio.read_record(meta_path, SCHEMA, "export JSON")
-
-
-def write(meta_path, meta):
-  """Writes the export JSON `meta` (its `schema` set to `SCHEMA`) atomically; returns it.
-
-  Raises:
-    errors.WriteError: the file cannot be written.
-  """
-  meta = dict(meta, schema=SCHEMA)
-  fileio.write_json(meta_path, meta)
-  return meta
 
 
 def is_export_json(file_name):

@@ -118,10 +118,11 @@ def test_bad_input_is_one_line():
 def test_scores_import_no_tensorflow():
   # Pure numpy: nothing of the pipeline but the error base (`tf_forget.artifacts.errors`,
   # standard library only), which makes a bad ratio a one-line error of the binaries, and the
-  # name grammar that owns the algorithm names (`tf_forget.artifacts.names`, no TensorFlow).
-  assert (
-    import_check.foreign_modules("from tf_forget.prune import scores", "tf_forget.prune")
-    == "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names"
+  # name grammar that owns the algorithm names (`tf_forget.artifacts.names`, with the TFLite
+  # format table it reads the format names from, `tflite_formats`; no TensorFlow).
+  assert import_check.foreign_modules("from tf_forget.prune import scores", "tf_forget.prune") == (
+    "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names,"
+    "tf_forget.artifacts.tflite_formats"
   )
   # The check itself can fail: a module that loads TensorFlow is reported.
   assert "tensorflow" in import_check.foreign_modules(

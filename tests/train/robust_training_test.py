@@ -147,7 +147,10 @@ def test_the_corruption_side_imports_no_tensorflow():
   foreign = import_check.foreign_modules(
     "from tf_forget.corruptions import robust_training", "tf_forget.corruptions"
   )
-  assert foreign == "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names"
+  assert foreign == (
+    "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names,"
+    "tf_forget.artifacts.tflite_formats"
+  )
 
 
 def test_stream_rejects_unknown_corruptions_without_presets_get():

@@ -1,10 +1,15 @@
-"""Runs the audit binary (`eval/audit.py`) in a subprocess, as a user does, for the tests that
-check what a command promises (the exit status, one-line errors, the files it writes)."""
+"""Runs the audit command for the end-to-end tests: in a subprocess (`audit`: `eval/audit.py`,
+as a user does, for what only the process shows — its stderr, signals, the start-up), or through
+the command's `main` in this process (`in_process`: the same exit status, one-line error and
+files, without a second interpreter importing TensorFlow)."""
 
+import contextlib
 import hashlib
+import io
 import os
 import subprocess
 import sys
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,6 +32,23 @@ def audit(args, cwd=None, timeout=600):
     timeout=timeout,
     check=False,
   )
+
+
+def in_process(args, cwd=None):
+  """`eval/audit.py args` through the audit command's `main` in this process, as a
+  `subprocess.CompletedProcess`-like result: `returncode` (0, 3 for a failed gate, 1 with the
+  one-line error as `stderr`) and `stdout` (what the command printed). Needs the audit's flags
+  on this process's `flags.FLAGS` (`tests/audit_main.py`), so a test file uses it only if it
+  runs no other command in-process."""
+  from tests import audit_main  # the audit's flags, defined on import
+  from tests import binary_main
+
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    code = binary_main.run_argv(audit_main.main, "audit", list(args), cwd or os.getcwd())
+  if isinstance(code, str):
+    return types.SimpleNamespace(returncode=1, stdout=out.getvalue(), stderr=code + "\n")
+  return types.SimpleNamespace(returncode=code or 0, stdout=out.getvalue(), stderr="")
 
 
 def one_line(result):

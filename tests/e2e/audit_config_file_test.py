@@ -1,4 +1,4 @@
-"""`audit --config=PATH`, through the audit command in a subprocess.
+"""`audit --config=PATH`, through the audit command's `main` (`audit_binary.in_process`).
 
 A finished run's `audit.json` records the whole configuration it was made with; fed back with
 `--config` into a new `--out`, it reproduces the run: from the same trained members (the
@@ -53,14 +53,14 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   # Both runs start from the committed tiny members (tests/e2e/tiny_run.py).
   first = tiny_run.copy_members(str(tmp_path / "first"))
   again = tiny_run.copy_members(str(tmp_path / "again"))
-  result = audit_binary.audit([f"--out={first}", *TINY])
+  result = audit_binary.in_process([f"--out={first}", *TINY])
   assert result.returncode == 0, result.stderr[-3000:]
   recorded = json.loads((tmp_path / "first" / "audit.json").read_text())
   config = tree.AuditConfig.from_json(recorded[audit_json.CONFIG_KEY])
   assert config.out == first and config.population.members == 2
   assert config.robustness.corruptions == ("gaussian_noise",)
 
-  result = audit_binary.audit([f"--config={first}/audit.json", f"--out={again}"])
+  result = audit_binary.in_process([f"--config={first}/audit.json", f"--out={again}"])
   assert result.returncode == 0, result.stderr[-3000:]
   tiny_run.assert_reused(first)
   tiny_run.assert_reused(again)
@@ -82,10 +82,12 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
   pd.testing.assert_frame_equal(a.tables["verdict"], csv)
 
   # Flags given with --config replace its fields and are checked as flags.
-  bad = audit_binary.audit([f"--config={first}/audit.json", f"--out={tmp_path}/x", "--members=1"])
+  bad = audit_binary.in_process(
+    [f"--config={first}/audit.json", f"--out={tmp_path}/x", "--members=1"]
+  )
   assert audit_binary.one_line(bad) == "audit: error: --members must be an integer >= 2, got 1"
   assert not (tmp_path / "x").exists()
-  plan = audit_binary.audit(
+  plan = audit_binary.in_process(
     [f"--config={first}/audit.json", "--plan", "--members=3", "--variants=dense"]
   )
   assert plan.returncode == 0, plan.stderr[-3000:]
@@ -118,10 +120,10 @@ def test_a_runs_audit_json_fed_back_reproduces_the_run(tmp_path):
 def test_a_bad_configuration_file_is_one_line_and_writes_nothing(tmp_path):
   (tmp_path / "c.json").write_text(json.dumps({"schema": tree.CONFIG_SCHEMA, "noise": {"draw": 3}}))
   out = tmp_path / "run"
-  result = audit_binary.audit([f"--config={tmp_path}/c.json", f"--out={out}"])
+  result = audit_binary.in_process([f"--config={tmp_path}/c.json", f"--out={out}"])
   assert audit_binary.one_line(result).startswith(
     f"audit: error: {tmp_path}/c.json: unknown configuration field noise.draw (known: "
   )
-  result = audit_binary.audit([f"--config={tmp_path}/none.json", f"--out={out}"])
+  result = audit_binary.in_process([f"--config={tmp_path}/none.json", f"--out={out}"])
   assert "cannot read" in audit_binary.one_line(result)
   assert not out.exists()

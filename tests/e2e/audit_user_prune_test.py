@@ -1,13 +1,13 @@
 """One-shot pruning of the user's own Keras model (`--reference --pruning=oneshot
---train=DATA`), through the binary.
+--train=DATA`), through the audit command.
 
 The test plays the user: it trains a tiny compiled Keras classifier with plain tf_keras (not
 tf_forget's training; sparse categorical cross-entropy of the logits, an l2(1e-4) kernel regularizer
 on its convolution) on scikit-learn's digits, writes the test split and, apart, the train split as
-PNG folders (one folder per class), and runs `eval/audit.py` in a subprocess, as a user would. The
-one-shot members are made by the same stages and code as a trained population's
-(`tf_forget.pipeline.member_stages`, `tf_forget.prune`) with a one-epoch fine-tuning
-(`--finetune=1@0.01`).
+PNG folders (one folder per class), and runs the audit command (its `main`, in this process:
+`audit_binary.in_process`). The one-shot members are made by the same stages and code as a
+trained population's (`tf_forget.pipeline.member_stages`, `tf_forget.prune`) with a one-epoch
+fine-tuning (`--finetune=1@0.01`).
 """
 
 import glob
@@ -93,7 +93,7 @@ def user(tmp_path_factory):
 def pruned(user):
   """The audit of model.keras with its one-shot MP and GP members at ratio 2."""
   args = [*PRUNE, "--out=p1", *COMMON]
-  result = audit_binary.audit(args, user)
+  result = audit_binary.in_process(args, user)
   assert result.returncode == 0, result.stderr[-3000:]
   return args, result
 
@@ -164,7 +164,7 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
 
 def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members(user, pruned):
   args, _ = pruned
-  again = audit_binary.audit(args, user)
+  again = audit_binary.in_process(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 parents' g already computed" in again.stdout
   assert "2 of 2 one-shot members already made" in again.stdout
@@ -173,7 +173,7 @@ def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members
   target = user / "train" / "5" / moved.name.replace(".png", "_was3.png")
   moved.rename(target)  # a training image moved to another class
   try:
-    changed = audit_binary.audit(args, user)
+    changed = audit_binary.in_process(args, user)
   finally:
     target.rename(moved)
   assert changed.returncode == 0, changed.stderr[-3000:]
@@ -231,7 +231,7 @@ def test_bad_input_is_one_line_and_writes_nothing(user, args, expected):
 
 def test_bad_input_through_the_binary_is_one_line_and_writes_nothing(user):
   out = user / "refused"
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       "--dataset=folder:test",
       f"--out={out}",

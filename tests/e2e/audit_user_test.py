@@ -3,7 +3,8 @@
 The test plays the user: it trains tiny Keras classifiers with plain tf_keras (not tf_forget's
 training) on scikit-learn's digits, writes the test split as a PNG folder (one folder per
 class), converts the models with the plain TFLite converter to full int8 and to float32, and
-runs `eval/audit.py --reference=... --candidate=...` in a subprocess, as a user would.
+runs the audit command `--reference=... --candidate=...` through its `main` in this process
+(`audit_binary.in_process`; the process itself: `test_bad_input_through_the_binary_...`).
 """
 
 import dataclasses
@@ -56,7 +57,7 @@ def k1(user):
     "--out=k1",
     *COMMON,
   ]
-  result = audit_binary.audit(args, user)
+  result = audit_binary.in_process(args, user)
   assert result.returncode == 0, result.stderr[-3000:]
   return args, result
 
@@ -105,14 +106,14 @@ def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
 
 def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
   args, _ = k1
-  again = audit_binary.audit(args, user)
+  again = audit_binary.in_process(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 candidate files already stored" in again.stdout
   assert "redo" not in again.stdout
   original = (user / "int8_0.tflite").read_bytes()
   try:
     (user / "int8_0.tflite").write_bytes((user / "int8_1.tflite").read_bytes())
-    changed = audit_binary.audit(args, user)
+    changed = audit_binary.in_process(args, user)
   finally:
     (user / "int8_0.tflite").write_bytes(original)
   assert changed.returncode == 0, changed.stderr[-3000:]
@@ -122,7 +123,7 @@ def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
 
 
 def test_three_references_and_float_tflite_references(user):
-  keras_refs = audit_binary.audit(
+  keras_refs = audit_binary.in_process(
     [
       "--dataset=folder:images",
       "--reference=model0.keras,model1.keras,model2.keras",
@@ -136,7 +137,7 @@ def test_three_references_and_float_tflite_references(user):
   report = json.loads((user / "k3" / "report.json").read_text())
   assert report["variants"]["user_int8"]["members"] == 3
   assert "K = 3 networks" in keras_refs.stdout
-  tflite_refs = audit_binary.audit(
+  tflite_refs = audit_binary.in_process(
     [
       "--dataset=folder:images",
       "--reference=float_0.tflite",
@@ -229,7 +230,7 @@ def test_a_model_of_other_classes_is_refused(user, tmp_path):
     (nine / str(label)).mkdir(parents=True)
     src = next((user / "images" / str(label)).iterdir())
     (nine / str(label) / src.name).write_bytes(src.read_bytes())
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       f"--dataset=folder:{nine}",
       "--reference=model0.keras",
@@ -266,20 +267,20 @@ def test_preprocess_feeds_a_model_trained_on_normalized_images(user):
   want = float(np.mean(np.argmax(model.predict(norm(test.images), verbose=0), 1) == test.labels))
   model.save(str(user / "symmetric.keras"))
   args = ["--dataset=folder:images", "--reference=symmetric.keras", "--compress=float16", *COMMON]
-  fed = audit_binary.audit([*args, "--preprocess=symmetric", "--out=symmetric"], user)
+  fed = audit_binary.in_process([*args, "--preprocess=symmetric", "--out=symmetric"], user)
   assert fed.returncode == 0, fed.stderr[-3000:]
   report = json.loads((user / "symmetric" / "report.json").read_text())
   assert report["variants"]["dense"]["top1"] == pytest.approx(want, abs=0.002)
   assert report["variants"]["float16"]["top1"] == pytest.approx(want, abs=0.01)
   # The same model fed raw pixels: refused (`tf_forget.evaluate.input_scaling`), or, when asked,
   # a wrong audit.
-  refused = audit_binary.one_line(audit_binary.audit([*args, "--out=raw"], user))
+  refused = audit_binary.one_line(audit_binary.in_process([*args, "--out=raw"], user))
   assert (
     "with raw pixels (0-255) but" in refused
     and "your model probably expects --preprocess=symmetric; give it" in refused
   ), refused
   assert not (user / "raw").exists()
-  raw = audit_binary.audit([*args, "--out=raw", "--input_scaling_check=off"], user)
+  raw = audit_binary.in_process([*args, "--out=raw", "--input_scaling_check=off"], user)
   assert raw.returncode == 0, raw.stderr[-3000:]
   wrong = json.loads((user / "raw" / "report.json").read_text())
   assert wrong["variants"]["dense"]["top1"] < want - 0.1
@@ -339,7 +340,7 @@ def test_a_gap_under_ten_points_is_refused_once_the_sample_decides(unit_trained)
   assert 0.02 <= gain < 0.10 and p >= 0.001, (gain, p)
   gain, p = _gain(test.labels, raw, unit)
   assert gain >= 0.02 and p < 0.001, (gain, p)
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       "--dataset=folder:images",
       f"--reference={root / 'model.keras'}",
@@ -377,7 +378,7 @@ def test_an_unsure_gain_is_a_caveat_printed_and_recorded_for_the_report(unit_tra
     "--compress=float16",
     *COMMON,
   ]
-  result = audit_binary.audit([*args, "--out=few_raw"], root)
+  result = audit_binary.in_process([*args, "--out=few_raw"], root)
   assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
   want = (
     f"The input scaling check is unsure: reference {root / 'model.keras'} scores 90.0% "
@@ -389,7 +390,7 @@ def test_an_unsure_gain_is_a_caveat_printed_and_recorded_for_the_report(unit_tra
   assert json.loads((root / "few_raw" / "audit.json").read_text())["caveats"] == [want]
   few = registry.get("folder", path=str(root / "few"), image_size=[8, 8], channels=1)
   assert collect.load_run(str(root / "few_raw"), dataset=few).caveats == (want,)
-  fed = audit_binary.audit([*args, "--preprocess=unit", "--out=few_unit"], root)
+  fed = audit_binary.in_process([*args, "--preprocess=unit", "--out=few_unit"], root)
   assert fed.returncode == 0 and "input scaling" not in fed.stdout, fed.stderr[-3000:]
   assert json.loads((root / "few_unit" / "audit.json").read_text())["caveats"] == []
 
@@ -424,7 +425,7 @@ def test_calibration_data_calibrates_the_full_int8_file(user):
     "--out=cal",
     *COMMON,
   ]
-  result = audit_binary.audit([*args, "--calibration=folder:calib"], user)
+  result = audit_binary.in_process([*args, "--calibration=folder:calib"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   meta = json.loads((user / "cal" / "tflite" / "dense" / "0" / "full_int8.json").read_text())
   rep = meta["representative"]
@@ -433,7 +434,7 @@ def test_calibration_data_calibrates_the_full_int8_file(user):
   int8_file = user / "cal" / "tflite" / "dense" / "0" / "full_int8.tflite"
   assert _input_scale(int8_file) == pytest.approx(float(picked.max()) / 255, rel=0.01)
   _write_folder(user / "calib", data.images[:150] // 2, data.labels[:150])
-  again = audit_binary.audit([*args, "--calibration=folder:calib"], user)
+  again = audit_binary.in_process([*args, "--calibration=folder:calib"], user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "redo full_int8/0 export" in again.stdout, again.stdout
   assert _input_scale(int8_file) == pytest.approx(float((picked // 2).max()) / 255, rel=0.01)
@@ -455,7 +456,7 @@ def test_a_k1_gate_on_the_paired_tests_fails_the_command_with_exit_3(user):
   )
   converter = tf.lite.TFLiteConverter.from_keras_model(untrained)
   (user / "untrained.tflite").write_bytes(converter.convert())
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       "--dataset=folder:images",
       "--reference=model0.keras",
@@ -516,11 +517,11 @@ def test_output_index_picks_the_class_scores_of_tflite_files_with_two_outputs(us
     "--candidate=int8=two_i8.tflite",
     *COMMON,
   ]
-  refused = audit_binary.audit([*args, "--out=two_refused"], user)
+  refused = audit_binary.in_process([*args, "--out=two_refused"], user)
   assert "has 2 outputs: choose the class scores with --output_index" in audit_binary.one_line(
     refused
   )
-  result = audit_binary.audit([*args, f"--output_index={index}", "--out=two"], user)
+  result = audit_binary.in_process([*args, f"--output_index={index}", "--out=two"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((user / "two" / "report.json").read_text())
   interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"], [len(test), 8, 8, 1])

@@ -1,4 +1,4 @@
-"""Why and repair through the audit binary: two planted faults found causally and repaired, chosen
+"""Why and repair through the audit command: two planted faults found causally and repaired, chosen
 on one half of the test examples and reported on the other.
 
 The user's model: an ordinary BN-free CNN (Conv2D -> pool -> SeparableConv2D x2 -> GAP ->
@@ -67,7 +67,7 @@ def audits(tmp_path_factory):
     assert np.max(np.abs(after - before)) < 1e-3 * max(1.0, np.max(np.abs(before)))
     model.save(str(root / f"{fault}.keras"))
     (root / f"{fault}_int8.tflite").write_bytes(user_files.convert(model, train, int8=True))
-    result = audit_binary.audit(
+    result = audit_binary.in_process(
       [
         f"--reference={fault}.keras",
         f"--candidate=int8={fault}_int8.tflite",

@@ -1,4 +1,4 @@
-"""Real files as users have them, through the audit binary: the report answers "is my file OK,
+"""Real files as users have them, through the audit command: the report answers "is my file OK,
 and why (not) mine".
 
 The user's directory is `user_files.make`'s (a tiny model, its int8 file calibrated on the
@@ -71,7 +71,7 @@ SAME = (
 
 
 def _audit(root, out, *extra):
-  result = audit_binary.audit([*ARGS, f"--out={out}", *extra], root)
+  result = audit_binary.in_process([*ARGS, f"--out={out}", *extra], root)
   assert result.returncode in (0, 3), result.stderr[-3000:]
   with open(root / out / "report.json") as f:
     return result, json.load(f)
@@ -262,7 +262,7 @@ def test_plan_prints_the_cost_without_reading_an_image(root):
     "--calibration=folder:calib",
     "--out=planned",
   ]
-  result = audit_binary.audit([*args, "--plan"], root)
+  result = audit_binary.in_process([*args, "--plan"], root)
   assert result.returncode == 0, result.stderr[-3000:]
   out = result.stdout
   assert "audit plan: your model (keras, 1 reference, 8x8x1 -> 10 classes)" in out
@@ -272,5 +272,5 @@ def test_plan_prints_the_cost_without_reading_an_image(root):
   assert re.search(r"estimate: about [0-9.]+ (s|min)", out) and "no image was read" in out
   assert not (root / "planned").exists() and first.read_bytes() == b"not a png"
   # The audit itself reads every image's header: it refuses the file in one line.
-  line = audit_binary.one_line(audit_binary.audit(args, root))
+  line = audit_binary.one_line(audit_binary.in_process(args, root))
   assert first.name in line and "plan_images" in line

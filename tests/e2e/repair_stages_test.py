@@ -1,5 +1,5 @@
 """Per-layer error of the full int8 files on the examples they forgot, and the repaired files
-`full_int8~float<N>` (tf_forget/evaluate/layer_analysis.py), through the audit binary.
+`full_int8~float<N>` (tf_forget/evaluate/layer_analysis.py), through the audit command.
 
 A tiny digits audit (2 members, full int8, `--repair=float2 --repair_always`: its int8 files forget
 too little to be repaired by default). The checks recompute what the artifacts claim from the
@@ -41,7 +41,7 @@ def run(tmp_path_factory):
   tiny_run.copy_members(str(out), variants=("dense",))  # tests/e2e/tiny_run.py
   # --repair_always: this tiny audit's int8 files forget too little to call for a repair;
   # the repair's mechanics are what this file tests.
-  result = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
+  result = audit_binary.in_process([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert result.returncode == 0, result.stderr[-3000:]
   tiny_run.assert_reused(out, variants=("dense",))
   return out, result
@@ -171,12 +171,12 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
 
 def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
   out, _ = run
-  again = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
+  again = audit_binary.in_process([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert again.returncode == 0, again.stderr[-3000:]
   assert "2 of 2 layer analyses already current" in again.stdout
   assert "2 of 2 repaired files already made" in again.stdout
   os.remove(out / "layers" / "dense" / "1" / "full_int8.json")
-  third = audit_binary.audit([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
+  third = audit_binary.in_process([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert third.returncode == 0, third.stderr[-3000:]
   assert "1 of 2 layer analyses already current" in third.stdout
   # The same analysis is made again (same inputs, deterministic): the repair stays current.
@@ -187,7 +187,9 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
   # --repair=float2,float1 on the same run: full_int8~float2 is reused, full_int8~float1 made; both
   # are reported side by side, float1 keeps the first of float2's layers.
   out, _ = run
-  result = audit_binary.audit([f"--out={out}", "--repair=float2,float1", "--repair_always", *ARGS])
+  result = audit_binary.in_process(
+    [f"--out={out}", "--repair=float2,float1", "--repair_always", *ARGS]
+  )
   assert result.returncode == 0, result.stderr[-3000:]
   assert "2 of 4 repaired files already made" in result.stdout
   report = _json(out / "report.json")
@@ -212,7 +214,7 @@ def test_several_repairs_are_made_and_the_verdict_ships_the_smallest_that_passes
 
 def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   args = [a for a in ARGS if not a.startswith("--quantizations")]
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [f"--out={tmp_path / 'run'}", "--repair=float2", "--quantizations=dynamic_int8", *args]
   )
   lines = result.stderr.strip().splitlines()
@@ -220,7 +222,7 @@ def test_repair_without_a_full_int8_file_is_one_line(tmp_path):
   assert "--repair repairs full int8 files" in lines[0]
   assert not (tmp_path / "run").exists()
   for bad in ("x", "float1,-2", "float100", "2"):
-    result = audit_binary.audit([f"--out={tmp_path / 'run'}", f"--repair={bad}", *ARGS])
+    result = audit_binary.in_process([f"--out={tmp_path / 'run'}", f"--repair={bad}", *ARGS])
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr[-2000:]
     assert "--repair must be repairs (float<N>" in lines[0]

@@ -124,7 +124,7 @@ def user(tmp_path_factory):
 
 
 def _audit(root, *extra):
-  result = audit_binary.audit([*COMMON, *extra], root, timeout=1200)
+  result = audit_binary.in_process([*COMMON, *extra], root)
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads((root / "run" / "report.json").read_text())
   rows = {r["variant"]: r for r in report["tables"]["verdict"]}

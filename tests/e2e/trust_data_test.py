@@ -1,5 +1,6 @@
 """The user's data identified by content, validated before anything is written, and
-the user's own files in the run directory kept — through the audit binary, as a user runs it.
+the user's own files in the run directory kept — through the audit command (its `main` in this
+process; one refusal through the binary, as a user runs it).
 
 The user's files (`tests/e2e/user_files.py`): a tiny tf_keras model, its plain-converter int8
 file and 200 digits test images as a PNG folder. Each case checks the exit status, the one
@@ -28,7 +29,7 @@ def user(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(user):
   """A finished audit of the user's files into `run/`."""
-  result = audit_binary.audit(user_files.args("run"), user)
+  result = audit_binary.in_process(user_files.args("run"), user)
   assert result.returncode == 0, result.stderr[-3000:]
   return user / "run"
 
@@ -48,7 +49,7 @@ def test_the_users_files_in_replaced_folders_are_never_deleted(user, run):
     (run / rel).write_bytes(data)
   before = files.snapshot(str(run))
   try:
-    result = audit_binary.audit(user_files.args("run"), user)
+    result = audit_binary.in_process(user_files.args("run"), user)
     line = audit_binary.one_line(result)
     assert "holds files tf_forget did not write in the folders it replaces" in line
     for rel in mine:
@@ -58,12 +59,12 @@ def test_the_users_files_in_replaced_folders_are_never_deleted(user, run):
     shutil.rmtree(run / "deploy" / "extra")
     (run / "deploy" / "notes.txt").unlink()
     (run / "tables" / "mine.csv").unlink()
-  again = audit_binary.audit(user_files.args("run"), user)
+  again = audit_binary.in_process(user_files.args("run"), user)
   assert again.returncode == 0, again.stderr[-3000:]
 
 
 def test_an_unchanged_folder_is_not_read_again(user, run):
-  result = audit_binary.audit(user_files.args("run"), user)
+  result = audit_binary.in_process(user_files.args("run"), user)
   assert result.returncode == 0, result.stderr[-3000:]
   assert (
     f"data: test split of folder:{user / 'images'}: 200 files, 0 read (200 unchanged "
@@ -96,11 +97,11 @@ def test_changed_images_redo_what_depends_on_them_as_a_fresh_run(user, tmp_path)
   for name in ("model.keras", "int8.tflite"):
     shutil.copy(user / name, work / name)
   shutil.copytree(user / "images", work / "images")
-  first = audit_binary.audit(user_files.args("run"), work)
+  first = audit_binary.in_process(user_files.args("run"), work)
   assert first.returncode == 0, first.stderr[-3000:]
   count = _edit(work / "images")
   assert count == 220
-  rerun = audit_binary.audit(user_files.args("run"), work)
+  rerun = audit_binary.in_process(user_files.args("run"), work)
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   assert (
     f"the test split of folder:{work / 'images'} changed since the last run "
@@ -110,7 +111,7 @@ def test_changed_images_redo_what_depends_on_them_as_a_fresh_run(user, tmp_path)
   for what in ("dense/0 test", "user_int8/0 test", "keras:dense/0 test"):
     assert f"redo {what}: its input split changed since it was evaluated" in rerun.stdout
   assert "1 of 1 candidate files already stored" in rerun.stdout  # the model files did not change
-  fresh = audit_binary.audit(user_files.args("fresh"), work)
+  fresh = audit_binary.in_process(user_files.args("fresh"), work)
   assert fresh.returncode == 0, fresh.stderr[-3000:]
   again, new = _report(work / "run"), _report(work / "fresh")
   assert again["tables"]["k1_topline"] == new["tables"]["k1_topline"]
@@ -162,14 +163,14 @@ def test_a_bad_image_is_one_line_before_anything_is_written(user, tmp_path, case
     f"--out={out}",
     *user_files.COMMON,
   ]
-  line = audit_binary.one_line(audit_binary.audit(args, tmp_path))
+  line = audit_binary.one_line(audit_binary.audit(args, tmp_path))  # the process itself
   assert line.startswith(start.format(images=images)) and expected in line, line
   assert not out.exists()
 
 
 def test_the_pixel_limit_is_a_flag_and_an_existing_run_is_left_as_it_was(user, run):
   before = files.snapshot(str(run))
-  result = audit_binary.audit(user_files.args("run", "--max_image_pixels=50"), user)
+  result = audit_binary.in_process(user_files.args("run", "--max_image_pixels=50"), user)
   line = audit_binary.one_line(result)
   assert "is 8x8 = 6.4e-05 megapixels, over the limit of 5e-05 (--max_image_pixels)" in line
   assert files.snapshot(str(run)) == before

@@ -77,9 +77,10 @@ def _refused(root, args, expected, binary=False):
 
 
 def _planned(root, args):
-  """Runs `--plan` (validates all, writes nothing), which must succeed; returns stdout."""
+  """Runs `--plan` (validates all, writes nothing; the command's `main` in this process), which
+  must succeed; returns stdout."""
   before = _tree(root)
-  result = audit_binary.audit([*args, "--plan"], root)
+  result = audit_binary.in_process([*args, "--plan"], root)
   assert result.returncode == 0, result.stderr[-3000:]
   assert _tree(root) == before
   return result.stdout

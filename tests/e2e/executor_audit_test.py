@@ -1,8 +1,8 @@
 """The same audit on every executor gives the same bytes and the same report.
 
-One tiny audit (preset "tiny": 2 members of dense and prune_0.5, a full_int8 quantization of
-the dense members, two corrupted splits, two noise levels) runs three times into three run
-directories: `--executor=local --workers=1`, `--executor=local --workers=2`, and
+One tiny audit (preset "tiny", 40 steps: 2 members of dense and prune_0.5, a full_int8
+quantization of the dense members, two corrupted splits, two noise levels) runs three times into
+three run directories: `--executor=local --workers=1`, `--executor=local --workers=2`, and
 `--executor=ray` on a local Ray started by the test (2 CPUs). Every member's `model.keras`,
 every `.tflite` file (full_int8 included: same machine), every predictions file (top-1
 digest per file and split, noise too) and report.json's numbers must be identical: a task is a
@@ -16,6 +16,7 @@ import os
 import pytest
 
 from tests.e2e import run_digest
+from tests.e2e import tiny_run
 from tf_forget.config import tree
 from tf_forget.pipeline import audit_lib
 from tf_forget.pipeline import audit_plan
@@ -28,7 +29,9 @@ RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
 def _config(out, executor, workers):
   return tree.AuditConfig(
     out=out,
-    population=tree.Population(preset="tiny", members=2, variants=("dense", "prune_0.5")),
+    population=tree.Population(
+      preset="tiny", members=2, variants=("dense", "prune_0.5"), steps=tiny_run.STEPS
+    ),
     formats=tree.Formats(quantizations=("full_int8",), pruned_quantizations=()),
     deployment=tree.Deployment(encoding="plain"),
     robustness=tree.Robustness(corruptions=("gaussian_noise", "contrast"), severities=(3,)),

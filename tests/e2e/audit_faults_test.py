@@ -1,4 +1,8 @@
-"""Faults and misuse through the audit command itself (a subprocess, as a user runs it).
+"""Faults and misuse through the audit command itself.
+
+A subprocess, as a user runs it, where the process is the point (locks held by a live or killed
+process, signals, what reaches the terminal); the command's `main` in this process for the
+refusals and the `ram://` run (`audit_binary.in_process`: the same exit status and one line).
 
 Nothing lost (a directory that is not a run directory is refused, not written into), nothing
 misplaced (`--out=ram://…` stays off the local disk, an unknown scheme is one line), one writer
@@ -23,6 +27,7 @@ import pytest
 
 from tests import audit_main
 from tests import binary_main
+from tests.e2e import audit_binary
 from tests.e2e import tiny_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -173,27 +178,29 @@ def test_a_directory_that_is_not_a_run_directory_is_refused(tmp_path):
   out = tmp_path / "p"
   (out / "deploy").mkdir(parents=True)
   (out / "deploy" / "key").write_text("k")
-  result = _run([f"--out={out}", *TINY])
-  assert result.returncode == 1
-  line = _one_line(result)
+  result = audit_binary.in_process([f"--out={out}", *TINY])
+  line = audit_binary.one_line(result)
   assert line.startswith("audit: error:") and "not a tf_forget run directory" in line
   assert (out / "deploy" / "key").read_text() == "k"
   assert sorted(p.name for p in out.iterdir()) == ["deploy"]
 
 
 def test_ram_out_is_not_written_to_the_local_disk(tmp_path):
+  """The committed members copied into `ram://`, then the command audits there (in this
+  process, where that file system lives): nothing lands in the working directory."""
   cwd = tmp_path / "cwd"
   cwd.mkdir()
-  result = _run(["--out=ram://bucket/run", *TINY], cwd=str(cwd))
+  out = tiny_run.copy_members(f"ram://bucket-{os.getpid()}/run")
+  result = audit_binary.in_process([f"--out={out}", *TINY], cwd=str(cwd))
   assert result.returncode == 0, result.stderr[-3000:]
   assert "== 6/6 deployment bundle" in result.stdout
+  tiny_run.assert_reused(out)
   assert list(cwd.iterdir()) == [], "the ram:// run landed in the working directory"
 
 
 def test_an_unknown_scheme_is_one_line_before_anything_is_written(tmp_path):
-  result = _run(["--out=foo://bucket/run", *TINY], cwd=str(tmp_path))
-  assert result.returncode == 1
-  line = _one_line(result)
+  result = audit_binary.in_process(["--out=foo://bucket/run", *TINY], cwd=str(tmp_path))
+  line = audit_binary.one_line(result)
   assert line.startswith("audit: error: cannot write to foo://bucket/run")
   assert list(tmp_path.iterdir()) == []
 
@@ -290,12 +297,19 @@ def test_a_second_audit_is_refused_and_a_dead_holder_is_taken_over(tmp_path):
   assert _lock_holder(out)["pid"] == first.pid  # the dead holder's record is still there
   with open(os.path.join(out, "run.json"), "w", encoding="utf-8") as f:
     f.write("garbage{")  # and a garbage run.json: redone, not refused
-  again = _run(args)
+  # The take-over is the point, not training again: the killed run's members and what they
+  # were made with are replaced by the committed tiny ones, which the tiny audit then reuses.
+  shutil.rmtree(os.path.join(out, "members"))
+  os.remove(os.path.join(out, "audit.json"))
+  tiny_run.copy_members(out)
+  again = audit_binary.in_process([f"--out={out}", *TINY])
   assert again.returncode == 0, again.stderr[-3000:]
   assert f"taking over the lock of audit (pid {first.pid} on" in again.stdout
   assert "redo run.json: " in again.stdout
+  tiny_run.assert_reused(out)
   with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
     assert json.load(f)["dataset"] == "digits"
+  assert _lock_holder(out) is None
 
 
 @pytest.mark.parametrize(

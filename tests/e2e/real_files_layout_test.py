@@ -13,7 +13,8 @@ converts it with the plain converter (`from_keras_model`) to the files a user ha
     nchw.tflite     float32 taking channels first, input [-1, 1, 8, 8] (as from PyTorch)
 
 plus a tf_keras model with input [N, 8, 8] that rescales raw pixels itself (`tfk.keras`).
-They are audited through the binary (`audit_binary`) on the digits test split as PNGs:
+They are audited on the digits test split as PNGs, through the binary (`audit_binary.audit`: the
+`--preprocess=unit` run and the refusal) or the command's `main` in this process (the others):
 
   * with `--preprocess=unit` every file is accepted; every stored top-1 equals an independent
     LiteRT run of the file here (the test's own feeding: x / 255, the channel axis dropped or
@@ -248,7 +249,7 @@ def test_without_preprocess_unit_it_is_refused_in_one_line(user, tmp_path):
 
 
 def test_the_override_audits_as_given_and_the_verdict_says_mis_scaled(user):
-  result = audit_binary.audit([*TUTORIAL, "--input_scaling_check=off", "--out=raw"], user)
+  result = audit_binary.in_process([*TUTORIAL, "--input_scaling_check=off", "--out=raw"], user)
   assert result.returncode == 0, result.stderr[-3000:]
   report = _report(user / "raw")
   _, images, labels = _png_images(user)
@@ -270,7 +271,7 @@ def test_the_override_audits_as_given_and_the_verdict_says_mis_scaled(user):
 
 
 def test_a_tf_keras_reference_without_a_channel_axis_is_converted_and_analysed(user):
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       "--dataset=folder:images",
       "--reference=tfk.keras",

@@ -7,7 +7,8 @@ without `TF_USE_LEGACY_KERAS` (`USER_SCRIPT`): a small Sequential on scikit-lear
 `model.export("saved")`, its predictions on the PNG folder (Keras 3 `predict`), the tutorial's
 full integer `.tflite` (plain converter, int8 in and out), and a plain `tf.saved_model.save` of
 a `tf.Module` (a least-squares linear classifier) with a `serving_default` signature. Each
-kind is audited through the binary; what the audit stored is checked against an independent
+kind is audited: the Keras 3 file through the binary, as a user runs it, the others through the
+command's `main` in this process; what the audit stored is checked against an independent
 computation here: Keras 3's predictions, numpy's for the linear model, and the LiteRT
 interpreter run directly on the PNG files (as tests/e2e/audit_user_test.py does).
 """
@@ -237,7 +238,7 @@ def test_h5_and_savedmodels_are_references(user, expected):
   plain `tf.Module` SavedModel. Each member stored as its kind needs (the SavedModels copied
   as they are, lineage the hash of their files), its Keras predictions and float32 file the
   independent top-1, its full int8 file's predictions the interpreter's on the PNGs."""
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     ["--dataset=folder:images", "--reference=model.h5,saved,plain", "--out=kinds", *COMMON], user
   )
   assert result.returncode == 0, result.stderr[-3000:]
@@ -261,7 +262,7 @@ def test_h5_and_savedmodels_are_references(user, expected):
       _top1(run, "predictions", "full_int8", k)[0],
       _interpreter_top1(run / "tflite" / "dense" / str(k) / "full_int8.tflite", user),
     )
-  again = audit_binary.audit(
+  again = audit_binary.in_process(
     ["--dataset=folder:images", "--reference=model.h5,saved,plain", "--out=kinds", *COMMON], user
   )
   assert again.returncode == 0, again.stderr[-3000:]
@@ -291,7 +292,7 @@ def _tree_sha256(folder):
 )
 def test_oneshot_pruning_of_keras3_is_one_line(user, reference, expected):
   out = user / "pruned"
-  result = audit_binary.audit(
+  result = audit_binary.in_process(
     [
       "--dataset=folder:images",
       f"--reference={reference}",

@@ -12,7 +12,9 @@ Training itself is tested where training is the point (the interrupt and lock te
 
 import hashlib
 import os
-import shutil
+
+from tf_forget.artifacts import fileio
+from tf_forget.artifacts import filesystem
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(TESTS, "fixtures", "tiny")
@@ -35,18 +37,22 @@ def _models(root, variants):
   for variant in variants:
     for k in range(MEMBERS):
       rel = os.path.join("members", variant, str(k), "model.keras")
-      with open(os.path.join(root, rel), "rb") as f:
+      with filesystem.open_file(filesystem.join(root, rel)) as f:
         out[rel] = hashlib.sha256(f.read()).hexdigest()
   return out
 
 
 def copy_members(out, variants=VARIANTS):
-  """Puts the committed tiny members of `variants` under `out/members/` (creating `out`);
-  returns `out`."""
+  """Puts the committed tiny members of `variants` under `out/members/` (creating `out`, a local
+  path or a URL such as `ram://...`); returns `out`."""
   for variant in variants:
-    shutil.copytree(
-      os.path.join(FIXTURE, "members", variant), os.path.join(out, "members", variant)
-    )
+    src = os.path.join(FIXTURE, "members", variant)
+    for folder, _, files in os.walk(src):
+      rel = os.path.relpath(folder, src)
+      target = filesystem.join(out, "members", variant, *([] if rel == "." else [rel]))
+      filesystem.makedirs(target)
+      for name in files:
+        fileio.copy(os.path.join(folder, name), filesystem.join(target, name))
   return out
 
 

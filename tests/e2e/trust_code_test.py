@@ -129,18 +129,28 @@ def _audit(args, root):
   )
 
 
+def _here(args, root):
+  """The same command through its `main` in this process (`audit_binary.in_process`), with
+  `root` importable."""
+  sys.path.insert(0, str(root))
+  try:
+    return audit_binary.in_process(args, cwd=str(root))
+  finally:
+    sys.path.remove(str(root))
+
+
 @pytest.mark.parametrize(
-  "reference, layer",
+  "reference, layer, run",
   [
-    ("lambda.h5", "layer 'marker' (Lambda)"),
-    ("lambda.keras", "layer 'marker' (Lambda)"),
-    ("lambda_savedmodel", "layer 'marker' (Lambda)"),
-    ("custom.keras", "layer 'doubling' (Doubling)"),
+    ("lambda.h5", "layer 'marker' (Lambda)", _audit),  # as a user runs it
+    ("lambda.keras", "layer 'marker' (Lambda)", _here),
+    ("lambda_savedmodel", "layer 'marker' (Lambda)", _here),
+    ("custom.keras", "layer 'doubling' (Doubling)", _here),
   ],
 )
-def test_model_code_is_refused_before_it_runs_and_nothing_is_written(user, reference, layer):
+def test_model_code_is_refused_before_it_runs_and_nothing_is_written(user, reference, layer, run):
   out = f"out_{reference.replace('.', '_')}"
-  line = audit_binary.one_line(_audit([f"--reference={reference}", f"--out={out}", *ARGS], user))
+  line = audit_binary.one_line(run([f"--reference={reference}", f"--out={out}", *ARGS], user))
   assert line.startswith("audit: error: reference ") and f"{reference}: {layer} " in line, line
   assert "--trust_model_code" in line
   assert not (user / "marker").exists()  # the layer's code never ran
@@ -149,7 +159,7 @@ def test_model_code_is_refused_before_it_runs_and_nothing_is_written(user, refer
 
 def test_the_plan_refuses_it_too(user):
   line = audit_binary.one_line(
-    _audit(["--reference=lambda.h5", "--plan", "--out=planned", *ARGS], user)
+    _here(["--reference=lambda.h5", "--plan", "--out=planned", *ARGS], user)
   )
   assert "layer 'marker' (Lambda)" in line and "--trust_model_code" in line
   assert not (user / "marker").exists()
@@ -159,7 +169,7 @@ def test_a_trusted_lambda_model_is_audited(user):
   """With --trust_model_code, the .keras Lambda model loads (safe mode off) and is audited
   end to end: its float32 and float16 files are made from the imported member, whose
   model.keras (holding the Lambda) the export loads again."""
-  result = _audit(["--reference=lambda.keras", "--trust_model_code", "--out=trusted", *ARGS], user)
+  result = _here(["--reference=lambda.keras", "--trust_model_code", "--out=trusted", *ARGS], user)
   assert result.returncode == 0, result.stderr[-3000:]
   assert (user / "marker").exists()  # the user asked for it: the lambda ran
   report = json.loads((user / "trusted" / "report.json").read_text())
@@ -297,7 +307,7 @@ def test_a_bad_preprocess_function_is_refused_by_the_binary(user):
 
 def test_a_good_preprocess_function_feeds_the_model(user):
   """user_prep:good passes the pixels as float32: the same model as without --preprocess."""
-  result = _audit(
+  result = _here(
     ["--reference=model.keras", "--preprocess=user_prep:good", "--out=good", *ARGS], user
   )
   assert result.returncode == 0, result.stderr[-3000:]

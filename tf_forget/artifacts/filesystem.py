@@ -8,8 +8,9 @@ matches names by string prefix: with only `ram://a/deploy.tmp/` there, `tf.io.gf
 deletes `ram://` trees entry by entry. Only directories made with `makedirs` are listed there.
 
 Atomic writes and checked reads of artifacts are `tf_forget.artifacts.fileio`'s; a failed
-removal or `makedirs` is an `errors.WriteError`. A URL whose scheme `tf.io.gfile` does not serve (s3://, http://) or that cannot be reached (no network, no
-credentials) is a one-line `errors.ReadError` from `exists`, `isdir`, `isfile` and `listdir`
+removal or `makedirs` is an `errors.WriteError`. A URL whose scheme `tf.io.gfile` does not
+serve (s3://, http://) or that cannot be reached (no network, no credentials) is a one-line
+`errors.ReadError` from `exists`, `isdir`, `isfile` and `listdir`
 (`url_error`), never a TensorFlow traceback.
 """
 

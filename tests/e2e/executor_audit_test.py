@@ -2,7 +2,7 @@
 
 One tiny audit (preset "tiny", 40 steps: 2 members of dense and prune_0.5, a full_int8
 quantization of the dense members, two corrupted splits, two noise levels) runs three times into
-three run directories: `--executor=local --workers=1`, `--executor=local --workers=2`, and
+three run directories: `--executor=inline` (in the driver), `--executor=local --workers=2`, and
 `--executor=ray` on a local Ray started by the test (2 CPUs). Every member's `model.keras`,
 every `.tflite` file (full_int8 included: same machine), every predictions file (top-1
 digest per file and split, noise too) and report.json's numbers must be identical: a task is a
@@ -23,7 +23,7 @@ from tf_forget.pipeline import audit_plan
 from tf_forget.train import presets
 
 ALL_FORMATS = ("float32", "full_int8")
-RUNS = (("local_1", "local", 1), ("local_2", "local", 2), ("ray", "ray", 2))
+RUNS = (("inline", "inline", None), ("local_2", "local", 2), ("ray", "ray", 2))
 
 
 def _config(out, executor, workers):
@@ -65,8 +65,10 @@ def test_every_executor_did_the_work_in_its_workers(runs):
     assert "executor: " in logs, name
     if executor == "local":
       assert f"{workers} worker" in logs, (name, logs[:500])
-    else:
+    elif executor == "ray":
       assert "ray" in logs.lower(), name
+    else:
+      assert "executor: inline (driver process)" in logs, (name, logs[:500])
     assert "0 of 4 members already trained" in logs, name
     assert "[train] 4/4" in logs, name
 

@@ -27,9 +27,10 @@ def py_pytest(name, src, deps = [], data = [], size = "small", **kwargs):
 def py_pytest_suite(name, srcs, deps = [], data = [], size = "large", **kwargs):
     """Declares one py_test that runs several test files in one pytest process.
 
-    The files of a test package that can share a process (none defines a command's absl flags
-    or runs a command in-process) pay for one interpreter and one TensorFlow import together;
-    a file that cannot stays a `py_pytest` of its own (docs/testing.md).
+    The files of a test package that can share a process (none defines absl flags, or all
+    define the same command's: the audit's, run in-process) pay for one interpreter and one
+    TensorFlow import together; a file that cannot stays a `py_pytest` of its own
+    (docs/testing.md).
 
     Args:
       name: target name.

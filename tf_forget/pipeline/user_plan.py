@@ -43,6 +43,7 @@ from tf_forget.export import export_state
 from tf_forget.pipeline import gate_plan
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import repair_plan
+from tf_forget.pipeline import unlabelled_plan
 from tf_forget.pipeline import user_checks
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
@@ -143,13 +144,19 @@ def _signature(user, kind):
   return {"signature": found[0], "reference_model": models[0] if models else None}
 
 
-def _dataset(data, user, signature, train, check_data):
+def _dataset(data, user, repair, signature, train, check_data):
   """Step: the audited data set, read at the references' image size and channels (`train`: the
-  `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
-  decoded (`--plan`)."""
+  `train_data` option, `user_prune_plan.train_option`); without labels as
+  `unlabelled_plan.dataset_options` says; `check_data=False`: listed, no image decoded
+  (`--plan`)."""
   name, options = sources.parse(data.dataset)
+  if data.data_dir and name == "tfds":
+    options["data_dir"] = data.data_dir
+  unlabelled = unlabelled_plan.labels(name, options, user) is not None
   if name in sources.PREFIXES:
-    (height, width, channels), _ = signature
+    (height, width, channels), classes = signature
+    if unlabelled:
+      options.update(unlabelled_plan.dataset_options(name, options, user, repair, classes))
     options.update(image_size=[height, width], channels=channels)
     options.update(
       {
@@ -162,11 +169,9 @@ def _dataset(data, user, signature, train, check_data):
           ("calibration", _calibration(data.data_dir, user)),
           ("train_data", train),
         )
-        if v is not None
+        if v is not None and k not in options
       }
     )
-    if data.data_dir and name == "tfds":
-      options["data_dir"] = data.data_dir
   elif (
     user.class_names
     or user.attributes
@@ -385,7 +390,10 @@ STEPS = (
   Step(_signature, reads=("user",), needs=("kind",), makes=("signature", "reference_model")),
   Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
   Step(
-    _dataset, reads=("data", "user"), needs=("signature", "train", "check_data"), makes=("dataset",)
+    _dataset,
+    reads=("data", "user", "repair"),
+    needs=("signature", "train", "check_data"),
+    makes=("dataset",),
   ),
   Step(_matches, reads=("user",), needs=("signature", "dataset")),
   Step(_check_candidates, reads=("user",), needs=("signature",)),

@@ -38,6 +38,7 @@ from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
+from tf_forget.report import unlabelled_gates
 
 # K = 1: the settings key of a single-network report (`single_network.SETTINGS_KEY`;
 # not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1
@@ -49,8 +50,7 @@ K1_TOP1_TEST = "Newcombe, paired over the test examples"
 K1_CLASS_TEST = "McNemar + BH over the test examples"
 K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
 K1_RATES = ("fnr", "error")
-# The `design` of an audit without labels' summaries: `tf_forget.report.unlabelled_gates` gates them.
-UNLABELLED_DESIGN = "unlabelled"
+UNLABELLED_DESIGN = unlabelled_gates.DESIGN  # summaries of an audit without labels
 # The table the flip-rate and KL gates read (`divergence_report`; not imported).
 DIVERGENCE_TABLE = "divergence"
 NO_DIVERGENCE = (
@@ -308,8 +308,6 @@ def verdict(variant, summary, gates):
   if variant == names.DENSE:
     return True, []
   if summary.get("design") == UNLABELLED_DESIGN:
-    from tf_forget.report import unlabelled_gates  # its policy imports this module
-
     return unlabelled_gates.verdict(variant, summary, gates)
   k1 = summary.get("design") == K1_DESIGN
   change = summary.get("top1_change")

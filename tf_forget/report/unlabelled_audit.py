@@ -163,7 +163,7 @@ def _file(run, variant, a, ref_logits, gates, threshold):
       confident_high=sure["high"],
       confident_images=sure["confident"],
       kl_mean=kl.mean,
-      kl_low=kl.low,
+      kl_low=max(kl.low, 0.0) if kl.low == kl.low else kl.low,  # KL >= 0
       kl_high=kl.high,
       kl_p99=kl.p99,
       confidence_change_mean=change.mean,

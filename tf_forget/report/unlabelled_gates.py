@@ -25,9 +25,10 @@ labels (`check`), before anything is written.
 import math
 import numbers
 
-from tf_forget.report import gates as gates_lib
+from tf_forget.artifacts import errors
 
-DESIGN = gates_lib.UNLABELLED_DESIGN
+# The `design` of the summaries of an audit without labels (`gates.verdict` hands them here).
+DESIGN = "unlabelled"
 LABELLED_GATES = ("max_accuracy_drop", "max_subgroup_fnr_increase", "max_significant_classes")
 UNLABELLED_GATES = ("max_class_flip_rate", "max_confident_flip_rate")
 # The verdict's bounds for the rates whose gate is not set (docs/spec.md §8.9).
@@ -42,6 +43,10 @@ RULE = (
 )
 
 
+class GateError(errors.Error):
+  """A gate the audited data cannot evaluate (one line)."""
+
+
 def _finite(value):
   return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -50,23 +55,23 @@ def check(gates, unlabelled):
   """Refuses gates the audited data cannot evaluate (one line).
 
   Args:
-    gates: the `gates_lib.Gates`.
+    gates: the `gates.Gates`.
     unlabelled: whether the audited data has no labels.
 
   Raises:
-    gates_lib.GateError: a labelled gate without labels, or a gate without labels with labels.
+    GateError: a labelled gate without labels, or a gate without labels with labels.
   """
   wrong = LABELLED_GATES if unlabelled else UNLABELLED_GATES
   given = [g for g in wrong if getattr(gates, g) is not None]
   if not given:
     return
   if unlabelled:
-    raise gates_lib.GateError(
+    raise GateError(
       f"--{given[0]} needs labels, and the audited data has none (docs/spec.md §8.9): bound "
       "what the file changes with --max_flip_rate, --max_class_flip_rate, "
       "--max_confident_flip_rate or --max_kl"
     )
-  raise gates_lib.GateError(
+  raise GateError(
     f"--{given[0]} gates an audit without labels (--labels=none, docs/spec.md §8.9); with "
     "labels use --max_flip_rate, --max_significant_classes or --max_accuracy_drop"
   )
@@ -129,7 +134,7 @@ def reasons(summary, rule_bounds):
 
 
 def verdict(variant, summary, gates):
-  """(passed, reasons) of the gates set (`gates_lib.verdict` of an audit without labels; the
+  """(passed, reasons) of the gates set (`gates.verdict` of an audit without labels; the
   reference itself is never gated)."""
   if variant == "dense":
     return True, []

@@ -87,7 +87,7 @@ PAGE = (
 
 # A run whose data has no labels (docs/spec.md §8): its own units instead of all the above.
 UNLABELLED = (unlabelled.UNIT, page.NOTES)
-UNLABELLED_PAGE = ("unlabelled-verdict", "unlabelled", "unlabelled-gallery", "notes")
+UNLABELLED_PAGE = ("verdict", "unlabelled", "unlabelled-gallery", "notes")
 
 
 def _of(run):

@@ -150,6 +150,7 @@ def _render(unlabelled_files, unlabelled_classes, unlabelled_transitions, unlabe
           "low": "pct",
           "high": "pct",
           "share_change": "pts",
+          "class": "int",
           "p_value": "p",
           "p_adjusted": "p",
           "n": "int",
@@ -163,14 +164,32 @@ def _render(unlabelled_files, unlabelled_classes, unlabelled_transitions, unlabe
   if unlabelled_transitions is not None and not unlabelled_transitions.empty:
     parts += [
       "<h3>Largest moves: your model's class → the file's</h3>",
-      html.table(unlabelled_transitions, {"share_of_flips": "pct", "share_of_reference": "pct"}),
+      html.table(
+        unlabelled_transitions,
+        {
+          "reference": "int",
+          "candidate": "int",
+          "count": "int",
+          "share_of_flips": "pct",
+          "share_of_reference": "pct",
+        },
+      ),
     ]
   if unlabelled_confidence is not None:
     parts += [
       "<h3>Flips by your model's confidence</h3>",
       html.table(
         unlabelled_confidence,
-        {"flip_rate": "pct", "low": "pct", "high": "pct", "share_of_flips": "pct"},
+        {
+          "low_edge": "g",
+          "high_edge": "g",
+          "n": "int",
+          "flips": "int",
+          "flip_rate": "pct",
+          "low": "pct",
+          "high": "pct",
+          "share_of_flips": "pct",
+        },
       ),
     ]
   return "".join(parts)
@@ -222,7 +241,7 @@ UNIT = unit.Unit(
   compute=_compute,
   sections=(
     unit.Section(
-      "unlabelled-verdict",
+      "verdict",
       "Verdict without labels: which file decides like your model on these images",
       "Verdict",
       ("recommendation", "settings"),

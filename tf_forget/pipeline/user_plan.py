@@ -35,6 +35,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 from tf_forget.corruptions import corruption_registry
+from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.evaluate import interpreter
@@ -49,6 +50,8 @@ from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
 from tf_forget.train import imported
 
+# The statistics of an audit without labels, in the plan's words (docs/spec.md §8).
+UNLABELLED = "one network (K = 1) without labels: flips against your model's decisions"
 # Formats tf_forget can make from a Keras reference (`--compress`).
 COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
 
@@ -442,9 +445,10 @@ def describe(p):
     f"audit plan: your model ({pop.kind}, {pop.members} reference"
     f"{'' if pop.members == 1 else 's'}, {h}x{w}x{c} -> {classes} classes) on "
     f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
-    f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
+    f"images{', no labels' if dataset_api.unlabelled(spec.options) else ''})\n  candidates: {', '.join(cands) or 'none'}; made here: "
     f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-    f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}\n"
+    f"{user_prune_plan.describe(p)}\n  statistics: "
+    f"{UNLABELLED if dataset_api.unlabelled(spec.options) else _design(pop.members)}\n"
     + "\n".join(_cost_lines(p))
   )
 

@@ -241,6 +241,54 @@ def compute(run, gates, threshold=CONFIDENT):
   return tables, summaries, notes
 
 
+def _pct(value):
+  return f"{100 * value:.2f}%" if value == value and value is not None else "n/a"
+
+
+def is_unlabelled(report):
+  """Whether a report.json dict is of an audit without labels (its data's option `labels`)."""
+  return ((report.get("dataset") or {}).get("options") or {}).get("labels") == "none"
+
+
+def summary_lines(report, manifest):
+  """The terminal summary of an audit without labels (`deploy.print_summary`): one row per file
+  (flips with their exact interval, the class with the largest flip rate, confident flips, KL,
+  the verdict of the rule, the shipped size, the gates), then why each failed gate failed."""
+  sizes = {e["variant"]: e.get("size_ratio_to_dense_float32") for e in manifest.get("files") or []}
+  gated = any(v is not None for v in (manifest.get("gates") or {}).values())
+  out = [
+    f"\n{'file':<22} {'flips':>6} {'95% CI':>16} {'worst class':>20} {'confident':>9} "
+    f"{'KL':>8} {'size':>7}  {'decides like your model':<23}" + (" gate" if gated else "")
+  ]
+  for v, s in sorted(report["variants"].items(), key=lambda x: (x[0] != names.DENSE, x[0])):
+    if v == names.DENSE:
+      out.append(f"{v:<22} (your model as the float32 file: the reference)")
+      continue
+    worst = (
+      f"{s['worst_class']}: {_pct(s['worst_class_flip_rate'])}" if s.get("worst_class") else "n/a"
+    )
+    ratio = sizes.get(v)
+    kl = s.get("kl_mean")
+    out.append(
+      f"{v:<22} {_pct(s['flip_rate']):>6} {_pct(s['flip_low']) + '-' + _pct(s['flip_high']):>16} "
+      f"{worst:>20} {_pct(s.get('confident_flip_rate')):>9} "
+      f"{'n/a' if kl is None else format(kl, '.2e'):>8} "
+      f"{'n/a' if not ratio else format(ratio, '.3f') + 'x':>7}  "
+      f"{'yes' if s.get('decides_like') else 'no':<23}"
+      + (f" {'pass' if s.get('gate_passed') else 'FAIL'}" if gated else "")
+    )
+  out.append(
+    "(without labels: flips = decisions that differ from your model's on these images, "
+    "exact 95% interval; worst class: the largest flip rate of a class your model predicts; "
+    "confident: flips where your model's confidence >= 0.9, over all images; size: over the "
+    "dense float32 file" + ("; gate: the gates set)" if gated else "; no gate set)")
+  )
+  for v, s in sorted(report["variants"].items()):
+    for reason in s.get("gate_reasons") or []:
+      out.append(f"gate failed: {v}: {reason}")
+  return out
+
+
 def recommend(summaries, files):
   """The verdict: the smallest file that decides like the reference on these images (ties: the
   lower flip rate, then the name), else the reference itself.
@@ -259,13 +307,14 @@ def recommend(summaries, files):
   for v, s in sorted(summaries.items()):
     if v == names.DENSE:
       continue
-    words = "decides like your model" if s["decides_like"] else "decides otherwise"
-    why = f" ({'; '.join(s['reasons'])})" if s["reasons"] else ""
     moved = f"; decisions moved: {'; '.join(s['moved_classes'])}" if s["moved_classes"] else ""
-    lines.append(
-      f"{files.get(v, v)}: {words}: flip rate {100 * s['flip_rate']:.2f}% "
-      f"({s['flips']} of {s['n']}){why}{moved}"
-    )
+    if s["decides_like"]:
+      words = (
+        f"decides like your model: flip rate {_pct(s['flip_rate'])} ({s['flips']} of {s['n']})"
+      )
+    else:
+      words = f"decides otherwise: {'; '.join(s['reasons'])}"
+    lines.append(f"{files.get(v, v)}: {words}{moved}")
   caveats = [
     "without labels: a flip is a changed decision, not an error; nothing here says which of "
     "the two is right, nor how accurate either is"

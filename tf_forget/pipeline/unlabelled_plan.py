@@ -85,6 +85,16 @@ def dataset_options(name, options, user, repair, classes):
   return out
 
 
+def calibration_options(name, options, user, classes):
+  """The options that read `--calibration` data without labels (a folder laid out without them,
+  `image_folders.layout`, or `--labels=none`): `labels` and the model's class names, which no
+  calibration reads; {} for labelled data."""
+  if name != "folder" or image_folders.layout(options["path"]) is None:
+    return {}
+  names = list(user.class_names) if user.class_names else [str(c) for c in range(classes)]
+  return {dataset_api.LABELS_OPTION: dataset_api.LABELS_NONE, "class_names": names}
+
+
 def _spelling(name, options):
   """How the message names the data: the folder's path, the tfds name or the TFRecord glob."""
   where = options.get("path") or options.get("tfds_name") or options.get("pattern") or ""

@@ -169,7 +169,7 @@ def _dataset(data, user, repair, signature, train, check_data):
           ("attributes", user.attributes),
           ("protected", list(user.protected) if user.protected else None),
           ("preprocess", user.preprocess),
-          ("calibration", _calibration(data.data_dir, user)),
+          ("calibration", _calibration(data.data_dir, user, classes)),
           ("train_data", train),
         )
         if v is not None and k not in options
@@ -248,8 +248,9 @@ def _check_image_size(data, user, signature):
     )
 
 
-def _calibration(data_dir, user):
-  """{"name", "options"} of `--calibration` (`sources.parse`), or None.
+def _calibration(data_dir, user, classes):
+  """{"name", "options"} of `--calibration` (`sources.parse`; data without labels read with the
+  model's `classes`, `unlabelled_plan.calibration_options`), or None.
 
   Raises:
     AuditError: not a folder:, tfds: or tfrecord: spelling, or no full_int8 to calibrate.
@@ -266,6 +267,7 @@ def _calibration(data_dir, user):
     )
   if data_dir and name == "tfds":
     options["data_dir"] = data_dir
+  options.update(unlabelled_plan.calibration_options(name, options, user, classes))
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 

@@ -119,6 +119,7 @@ def unlabelled(user):
     "--dataset=folder:images",
     "--candidate=int8=int8.tflite",
     "--candidate=planted=planted.tflite",
+    "--compress=full_int8",
     "--max_flip_rate=0.01",
     "--max_class_flip_rate=0.03",
     "--max_confident_flip_rate=0.005",
@@ -145,6 +146,11 @@ def test_flips_classes_and_marginal_homogeneity_equal_the_interpreters(user, unl
   result, report = unlabelled
   assert result.returncode == 3, result.stdout[-3000:] + result.stderr
   assert report["dataset"]["options"]["labels"] == "none"
+  calibration = report["dataset"]["options"]["calibration"]  # full_int8: the same images
+  assert calibration["name"] == "folder" and calibration["options"]["labels"] == "none"
+  assert calibration["options"]["path"] == str(root / "images")
+  assert report["variants"]["full_int8"]["n"] == a.size
+  assert "without labels" in result.stdout
   tables = report["tables"]
   rows = {r["variant"]: r for r in tables["unlabelled_files"]}
   for variant, b in files.items():

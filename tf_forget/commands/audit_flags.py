@@ -258,6 +258,18 @@ def define(flag_values):
     "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
     "nats (from the saved logits).",
   )
+  on.float(
+    "max_class_flip_rate",
+    None,
+    "Gate without labels (--labels=none): max flip rate of any class the reference predicts, "
+    "over the images it gives that class (0.05 = 5%; docs/spec.md §8.9).",
+  )
+  on.float(
+    "max_confident_flip_rate",
+    None,
+    "Gate without labels (--labels=none): max share of the images that are flips where the "
+    "reference's softmax confidence is >= 0.9 (0.001 = 0.1%; docs/spec.md §8.9).",
+  )
   # 000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py).
   on.string(
     "annotation_export",
@@ -353,6 +365,14 @@ def define(flag_values):
     "Labelled data that --pruning=oneshot of your Keras --reference reads for the "
     "gradient g and fine-tuning, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
     "tfrecord:GLOB): its train split if it has one, else its only split.",
+  )
+  on.enum(
+    "labels",
+    "auto",
+    ["auto", "none"],
+    "none: audit without labels (every image of --dataset, class folders ignored; the "
+    "reference's decisions are the yardstick, docs/spec.md §8); auto: a folder whose images "
+    "sit at its root, with no subfolder of images, has none, any other data its labels.",
   )
   on.list(
     "class_names",
@@ -464,6 +484,7 @@ HELP_SECTIONS = (
       "compress",
       "calibration",
       "train",
+      "labels",
       "class_names",
       "attributes",
       "protected",
@@ -517,6 +538,8 @@ HELP_SECTIONS = (
       "max_significant_classes",
       "max_flip_rate",
       "max_kl",
+      "max_class_flip_rate",
+      "max_confident_flip_rate",
     ],
   ),
   ("why it forgot, and repairs", ["repair", "max_repair_size", "repair_always"]),

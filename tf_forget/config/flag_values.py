@@ -120,6 +120,8 @@ FLAG_PATHS = {
   "max_significant_classes": ("gates.max_significant_classes", None),
   "max_flip_rate": ("gates.max_flip_rate", None),
   "max_kl": ("gates.max_kl", None),
+  "max_class_flip_rate": ("gates.max_class_flip_rate", None),
+  "max_confident_flip_rate": ("gates.max_confident_flip_rate", None),
   "deploy_encoding": ("deployment.encoding", None),
   "max_sparse_latency_ratio": ("deployment.max_sparse_latency_ratio", None),
   "num_threads": ("deployment.num_threads", None),
@@ -137,6 +139,7 @@ USER_FLAGS = {
   "reference": ("user.references", lambda v: tuple(_path(p) for p in v)),
   "candidate": ("user.candidates", _candidates),
   "compress": ("user.compress", tuple),
+  "labels": ("user.labels", lambda v: None if v == "auto" else v),
   "class_names": ("user.class_names", _opt_tuple),
   "attributes": ("user.attributes", _path),
   "protected": ("user.protected", _opt_tuple),
@@ -271,7 +274,7 @@ MODEL_FLAGS = (
   "trust_model_code",
   "input_scaling_check",
 )
-DATA_FLAGS = ("class_names", "attributes", "protected")
+DATA_FLAGS = ("labels", "class_names", "attributes", "protected")
 
 
 def _refuse_without_reference(present):
@@ -284,7 +287,7 @@ def _refuse_without_reference(present):
     )
   if any(f in present for f in DATA_FLAGS):
     raise tree.AuditError(
-      "--class_names, --attributes and --protected describe your own data "
+      "--labels, --class_names, --attributes and --protected describe your own data "
       "for your own model: give it with --reference"
     )
 

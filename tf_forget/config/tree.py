@@ -204,7 +204,9 @@ class UserModels:
     candidates: ((name, (K paths)), ...): the user's `.tflite` files, audited as they are.
     compress: formats tf_forget converts from the (Keras) references (`user_plan.
       COMPRESS_FORMATS`).
-    class_names: the model's output classes in order (default: the data set's / labels.txt).
+    labels: "none": the data has no labels (docs/spec.md §8.8); None: as the data is laid out.
+    class_names: the model's output classes in order (default: the data set's / labels.txt;
+      without labels the model's output indices).
     attributes: CSV of per-example attributes (`tf_forget.data.user_sets`).
     protected: attributes the subgroup audit and gates cross.
     output_index: the output to audit, for a model or file with several.
@@ -221,6 +223,7 @@ class UserModels:
   references: Tuple[str, ...]
   candidates: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   compress: Tuple[str, ...] = ()
+  labels: Optional[str] = None
   class_names: Optional[Tuple[str, ...]] = None
   attributes: Optional[str] = None
   protected: Optional[Tuple[str, ...]] = None

@@ -4,7 +4,8 @@ The contract (docs/artifacts/data.md):
   * images are `uint8` arrays `[N, H, W, C]` of raw pixel values in [0, 255], in the data set's
     fixed order (tfds `shuffle_files=False`); models take these values as float32 and normalise
     inside the model, so a `.tflite` file is fed exactly what the data set yields;
-  * labels are `int64` `[N]` in `[0, num_classes)`;
+  * labels are `int64` `[N]` in `[0, num_classes)`, or `NO_LABEL` for every example of a data
+    set without labels (option `labels` = `LABELS_NONE`, `unlabelled`; docs/spec.md §8.8);
   * ids are `int64` `[N]`, a stable integer per example of a split (its position in the split's
     fixed order, or the source's own index), so predictions of different models align;
   * attributes are named boolean arrays `[N]` where the data set has them (CelebA's 40).
@@ -25,9 +26,33 @@ import numpy as np
 
 from tf_forget.artifacts import errors
 
+# A data set without labels (docs/spec.md §8.8): its option `labels` is "none" and every
+# example's label is NO_LABEL.
+LABELS_OPTION = "labels"
+LABELS_NONE = "none"
+NO_LABEL = -1
+
 
 class DataError(errors.Error):
   """A data set, split, option or attribute that does not exist or cannot be read."""
+
+
+def unlabelled(options):
+  """Whether a data set's options (`DatasetSpec.options`, a run's `dataset_options`) say it has
+  no labels."""
+  return (options or {}).get(LABELS_OPTION) == LABELS_NONE
+
+
+def check_labels_option(labels):
+  """`labels` as the data sets take it: None (labelled, or a folder's layout decides) or
+  `LABELS_NONE`.
+
+  Raises:
+    DataError: another value (one line).
+  """
+  if labels in (None, LABELS_NONE):
+    return labels
+  raise DataError(f"labels must be {LABELS_NONE!r} (no labels) or unset, got {labels!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,10 @@
-"""The `folder` data set: a folder of images, one subfolder per class.
+"""The `folder` data set: a folder of images, one subfolder per class, or without labels.
+
+A folder whose images sit at its root, with no subfolder holding an image, or any folder read with
+the option `labels="none"` (`--labels=none`), is a data set without labels: every image under it,
+at any depth, is an example of its one split "test", labelled `dataset_api.NO_LABEL`
+(docs/spec.md §8.8; `layout` decides). Images at the root next to subfolders of images are
+refused unless `labels="none"` says how to read them.
 
 Registered as `folder`, spelled `folder:PATH` (`sources.parse`). What it shares with the other
 user data sets (decoding, attributes, batches, splits) is `user_sets`.
@@ -19,6 +25,33 @@ from tf_forget.data import user_sets
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")  # as image_dataset_from_directory
 LABELS_FILE = "labels.txt"
 SPLIT_FOLDERS = ("train", "test")
+
+
+def _is_image(name):
+  """Whether a file name is an image the folder reads (its extension, not hidden)."""
+  return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith(".")
+
+
+def _holds_image(path):
+  """Whether a folder holds an image at any depth (hidden folders skipped)."""
+  for _, dirnames, filenames in filesystem.walk(path):
+    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    if any(_is_image(n) for n in filenames):
+      return True
+  return False
+
+
+def layout(root):
+  """How a folder read without the option `labels` is laid out (docs/spec.md §8.8): "none" (no
+  labels) when images sit at its root and none of its subfolders holds one, else None (class
+  folders, today's layout, whose own checks refuse a stray image or an empty class)."""
+  entries = [n for n in filesystem.listdir(root) if not n.startswith(".")]
+  if not any(_is_image(n) and not filesystem.isdir(filesystem.join(root, n)) for n in entries):
+    return None
+  subfolders = [n for n in entries if filesystem.isdir(filesystem.join(root, n))]
+  if any(_holds_image(filesystem.join(root, n)) for n in subfolders):
+    return None  # a mixed layout: `_check_no_stray` refuses it, naming the image
+  return dataset_api.LABELS_NONE
 
 
 class Folder(user_sets.UserDataset):
@@ -46,6 +79,7 @@ class Folder(user_sets.UserDataset):
     calibration=None,
     train_data=None,
     content=None,
+    labels=None,
   ):
     """Lists the folder (no image decoded except the first, if the size is not given).
 
@@ -60,26 +94,34 @@ class Folder(user_sets.UserDataset):
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
       content: recorded only (`user_sets`, option `content`).
+      labels: "none": every image is an unlabelled example (docs/spec.md §8.8); None: `layout`
+        decides. A folder without labels needs `class_names` (the model's classes).
 
     Raises:
-      dataset_api.DataError: missing folder, stray image, empty class, bad option (one line).
+      dataset_api.DataError: missing folder, stray image, empty class, no image, bad option (one
+        line).
     """
     if not path:
       raise dataset_api.DataError("data set 'folder' needs path (spell it folder:/path/to/images)")
     self.root = filesystem.user_path(path)
     if not filesystem.isdir(self.root):
       raise dataset_api.DataError(f"image folder {self.root} does not exist")
-    split_roots = self._split_roots()
+    labels = dataset_api.check_labels_option(labels) or layout(self.root)
     given = user_inputs.parse_names(class_names, "class_names")
-    self._names_from = "class_names" if given else LABELS_FILE
-    class_names = (
-      given
-      or self._labels_file()
-      or tuple(sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
-    )
-    if not class_names:
-      raise dataset_api.DataError(f"image folder {self.root} holds no class folder")
-    self._files = {s: self._list(s, r, class_names) for s, r in split_roots.items()}
+    if labels == dataset_api.LABELS_NONE:
+      self._names_from, split_roots, class_names = "class_names", ("test",), given
+      self._list_unlabelled(given)
+    else:
+      split_roots = self._split_roots()
+      self._names_from = "class_names" if given else LABELS_FILE
+      class_names = (
+        given
+        or self._labels_file()
+        or tuple(sorted({c for s in split_roots.values() for c in self._class_folders(s)}))
+      )
+      if not class_names:
+        raise dataset_api.DataError(f"image folder {self.root} holds no class folder")
+      self._files = {s: self._list(s, r, class_names) for s, r in split_roots.items()}
     first = self._files["test"][0][0]
     self._finish(
       "folder",
@@ -98,7 +140,35 @@ class Folder(user_sets.UserDataset):
       },
       lambda: (filesystem.join(self.root, first), self._describe("test", 0)),
       preprocess,
+      labels,
     )
+
+  def _list_unlabelled(self, class_names):
+    """Every image under the root at any depth, sorted, as the one split "test" (labels
+    `dataset_api.NO_LABEL`); `class_names` (the model's) are required: no folder names one.
+
+    Raises:
+      dataset_api.DataError: no class names, or no image (one line).
+    """
+    if not class_names:
+      raise dataset_api.DataError(
+        f"image folder {self.root} has no labels: give class_names (the model's classes)"
+      )
+    files = []
+    for dirpath, dirnames, filenames in filesystem.walk(self.root):
+      dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+      for name in filenames:
+        if _is_image(name):
+          path = filesystem.join(dirpath, name)
+          rel = self._relative(path)
+          image_files.check_listed(path, f"image {rel} of folder {self.root}")
+          files.append(rel)
+    if not files:
+      raise dataset_api.DataError(
+        f"image folder {self.root} holds no image ({', '.join(IMAGE_EXTENSIONS)})"
+      )
+    files.sort()
+    self._files = {"test": (files, np.full(len(files), dataset_api.NO_LABEL, np.int64))}
 
   def _split_roots(self):
     top = self._subfolders(self.root)
@@ -126,9 +196,13 @@ class Folder(user_sets.UserDataset):
 
   def _check_no_stray(self, path):
     for name in filesystem.listdir(path):
-      if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
+      if _is_image(name):
         rel = self._relative(filesystem.join(path, name))
-        raise dataset_api.DataError(f"image {rel} of folder {self.root} is in no class folder")
+        raise dataset_api.DataError(
+          f"image {rel} of folder {self.root} is in no class folder: the folder mixes images "
+          "outside class folders with class folders; move it into its class folder, or give "
+          "--labels=none to audit every image without labels"
+        )
 
   def _labels_file(self):
     path = filesystem.join(self.root, LABELS_FILE)
@@ -162,7 +236,7 @@ class Folder(user_sets.UserDataset):
       for dirpath, dirnames, filenames in filesystem.walk(filesystem.join(split_root, folder)):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
-          if name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("."):
+          if _is_image(name):
             path = filesystem.join(dirpath, name)
             rel = self._relative(path)
             image_files.check_listed(path, f"image {rel} of folder {self.root}")

@@ -58,6 +58,7 @@ class Tfds(user_sets.UserDataset):
     calibration=None,
     train_data=None,
     content=None,
+    labels=None,
   ):
     """Builds the tfds builder (its features; no data is read).
 
@@ -79,6 +80,7 @@ class Tfds(user_sets.UserDataset):
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
       content: recorded only (`user_sets`, option `content`).
+      labels: "none": no labels (docs/spec.md §8.8; every label `dataset_api.NO_LABEL`).
 
     Raises:
       dataset_api.DataError: unknown data set, config or feature, or a bad option (one line).
@@ -121,6 +123,7 @@ class Tfds(user_sets.UserDataset):
       },
       None,
       preprocess,
+      labels,
     )
 
   def _tfds_builder(self, name, config):
@@ -264,6 +267,7 @@ class TfRecord(user_sets.UserDataset):
     calibration=None,
     train_data=None,
     content=None,
+    labels=None,
   ):
     """Lists the files and reads the spec (and the first record if size or channels is unset).
 
@@ -279,6 +283,7 @@ class TfRecord(user_sets.UserDataset):
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
       content: recorded only (`user_sets`, option `content`).
+      labels: "none": no labels (docs/spec.md §8.8; every label `dataset_api.NO_LABEL`).
 
     Raises:
       dataset_api.DataError: no file matches, bad spec file, no class names, bad option (one line).
@@ -305,10 +310,10 @@ class TfRecord(user_sets.UserDataset):
         f"tfrecord {self.pattern} needs class_names (the option, or "
         "\"class_names\" in the spec file)"
       )
-    self._parse_spec = {
-      self._fields["image"]: tf.io.FixedLenFeature([], tf.string),
-      self._fields["label"]: tf.io.FixedLenFeature([], tf.int64),
-    }
+    self._labelled = dataset_api.check_labels_option(labels) is None
+    self._parse_spec = {self._fields["image"]: tf.io.FixedLenFeature([], tf.string)}
+    if self._labelled:  # without labels the label feature is not read (it may be absent)
+      self._parse_spec[self._fields["label"]] = tf.io.FixedLenFeature([], tf.int64)
     if self._fields.get("id"):
       self._parse_spec[self._fields["id"]] = tf.io.FixedLenFeature([], tf.int64)
     self._count, self._ids = None, None
@@ -330,6 +335,7 @@ class TfRecord(user_sets.UserDataset):
       },
       self._first,
       preprocess,
+      labels,
     )
 
   def content_files(self, split):
@@ -367,9 +373,10 @@ class TfRecord(user_sets.UserDataset):
     try:
       record = next(iter(self._parsed()))
     except tf.errors.OpError as e:
-      raise dataset_api.DataError(
-        f"cannot read {self._describe('test', 0)}: {user_inputs.tf_message(e)}"
-      ) from e
+      message = user_inputs.tf_message(e)
+      if self._labelled and self._fields["label"] in message:
+        message += " (records without labels: give --labels=none)"
+      raise dataset_api.DataError(f"cannot read {self._describe('test', 0)}: {message}") from e
     return record[0], self._describe("test", 0)
 
   def _records(self, split):
@@ -382,7 +389,8 @@ class TfRecord(user_sets.UserDataset):
 
     def parse(i, serialized):
       ex = tf.io.parse_single_example(serialized, self._parse_spec)
-      return ex[image], ex[label], ex[ident] if ident else i
+      value = ex[label] if self._labelled else tf.constant(dataset_api.NO_LABEL, tf.int64)
+      return ex[image], value, ex[ident] if ident else i
 
     return tf.data.TFRecordDataset(self._paths).enumerate().map(parse)
 

@@ -11,7 +11,8 @@ what the three share, `UserDataset`.
 Images: decoded, converted to `channels` and resized to `image_size` (the model's input size)
 as `images` says. `image_size` and `channels` default to the first example's.
 
-Common options: `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes` (a
+Common options: `labels` ("none": a data set without labels, every label `dataset_api.NO_LABEL`,
+docs/spec.md §8.8), `image_size` (int or (H, W)), `channels` (1 or 3), `class_names`, `attributes` (a
 CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgroup audit gates),
 `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose first examples
 calibrate full_int8, `--calibration`; read by `tf_forget.export.export_state.calibration_source`),
@@ -76,9 +77,12 @@ class UserDataset(dataset_api.Dataset):
     options,
     first,
     preprocess=None,
+    labels=None,
   ):
     """Resolves the size and channels (if unset, from the image record `first()` returns with
-    its description), reads the attributes CSV and sets `spec`."""
+    its description), reads the attributes CSV and sets `spec`; `labels` "none": every example's
+    label is `dataset_api.NO_LABEL` (docs/spec.md §8.8)."""
+    self.unlabelled = dataset_api.check_labels_option(labels) is not None
     if image_size is None or channels is None:
       first = self._probe(first)
       image_size = image_size or tuple(int(v) for v in first.shape[:2])
@@ -98,6 +102,7 @@ class UserDataset(dataset_api.Dataset):
       attributes=self._csv.path if self._csv else None,
       protected=list(protected) or None,
       preprocess=preprocess,
+      labels=dataset_api.LABELS_NONE if self.unlabelled else None,
     )
     super().__init__(
       dataset_api.DatasetSpec(
@@ -249,7 +254,16 @@ class UserDataset(dataset_api.Dataset):
 
   # Reading ----------------------------------------------------------------------------------
 
+  def _labels(self, labels):
+    """int64 labels of a batch: `dataset_api.NO_LABEL` for every example of a data set without
+    labels (what the source holds is not read as one)."""
+    if self.unlabelled:
+      return np.full(np.shape(labels), dataset_api.NO_LABEL, np.int64)
+    return labels
+
   def _checked_labels(self, split, start, labels):
+    if self.unlabelled:
+      return self._labels(labels)
     bad = np.flatnonzero((labels < 0) | (labels >= self.spec.num_classes))
     if bad.size:
       raise dataset_api.DataError(
@@ -358,7 +372,7 @@ class UserDataset(dataset_api.Dataset):
       parts.append(
         dataset_api.Examples(
           images=pixels.numpy(),
-          labels=labels.numpy(),
+          labels=self._labels(labels.numpy()),
           ids=ids,
           attributes=self._attributes_of(split, ids),
         )
@@ -380,7 +394,7 @@ class UserDataset(dataset_api.Dataset):
       parts.append(
         dataset_api.Examples(
           images=pixels.numpy(),
-          labels=labels.numpy(),
+          labels=self._labels(labels.numpy()),
           ids=found,
           attributes=self._attributes_of(split, found),
         )

@@ -32,6 +32,7 @@ from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
 from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
+from tf_forget.report import unlabelled_audit
 from tf_forget.report import user_verdict
 from tf_forget.report import wording
 
@@ -289,6 +290,12 @@ def print_summary(report, manifest, log=print):
     manifest: the bundle's manifest dict (`write_bundle`).
     log: callable(str) taking each line.
   """
+  if unlabelled_audit.is_unlabelled(report):  # no accuracy to show: the flips (spec §8.9)
+    for line in unlabelled_audit.summary_lines(report, manifest):
+      log(line)
+    for line in first_screen(report.get("recommendation") or {}):
+      log(line)
+    return
   failed = {
     e["variant"]: e["gate"]["reasons"] for e in manifest["files"] if not e["gate"]["passed"]
   }

@@ -7,12 +7,16 @@ of audit run once their data set is known (`trained_plan.STEPS`, `user_plan.STEP
 """
 
 from tf_forget.config import tree
+from tf_forget.data import dataset_api
 from tf_forget.data import sources
 from tf_forget.pipeline import plan_steps
+from tf_forget.report import unlabelled_gates
 
 
 def check_gates(gates, user, data, dataset):
-  """Refuses a subgroup gate of the `gates_lib.Gates` that could never be evaluated: a task that
+  """Refuses a gate of the `gates_lib.Gates` that could never be evaluated: one that needs labels
+  on data without them, or one without labels on labelled data (`unlabelled_gates.check`); a
+  subgroup gate of a task that
   is not binary (the FNR of a subgroup needs a positive class, docs/spec.md §4.2), or no protected
   attributes.
 
@@ -25,6 +29,7 @@ def check_gates(gates, user, data, dataset):
   Raises:
     AuditError: one line saying what to give.
   """
+  unlabelled_gates.check(gates, dataset_api.unlabelled(dataset.spec.options))
   if gates.max_subgroup_fnr_increase is None:
     return
   spec, gate = dataset.spec, "--max_subgroup_fnr_increase"

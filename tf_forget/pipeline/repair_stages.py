@@ -21,6 +21,7 @@ audited formats).
 
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
+from tf_forget.data import dataset_api
 from tf_forget.evaluate import layer_analysis
 from tf_forget.evaluate import population_eval
 from tf_forget.evaluate import repair_search
@@ -202,9 +203,11 @@ class EvaluateRepairsStage(driver.Stage):
 
 def stages(plan):
   """The why-and-repair stages of `plan`: none without a full int8 format or a user's file to
-  analyse."""
+  analyse, nor on data without labels (docs/spec.md §8.8)."""
   formats = tuple(plan.quantizations) + tuple(plan.pruned_quantizations)
   if layer_analysis.FORMAT not in formats and not (plan.user and plan.user.candidates):
+    return []
+  if dataset_api.unlabelled(plan.dataset.spec.options):  # it ranks what was forgotten of labels
     return []
   out = [LayersStage()]
   if plan.repairs:

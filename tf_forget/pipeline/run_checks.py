@@ -32,6 +32,7 @@ from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import user_output
 from tf_forget.config import tree
+from tf_forget.data import dataset_api
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import input_scaling as input_scaling_lib
 from tf_forget.pipeline import data_identity
@@ -163,11 +164,19 @@ def run_dir(plan):
     population.check_run_dir(plan.population)
 
 
+NO_SCALING_CHECK = (
+  "the input scaling check was not run: it needs labels, and the audited images have none; "
+  "make sure --preprocess is what your model was trained with"
+)
+
+
 def input_scaling(plan):
   """Step: the user's model sees images at its scale (it runs the model); makes `caveats`, the
   check's caveat as a tuple of one sentence, or ()."""
   caveat = None
-  if plan.user is not None and plan.user.input_scaling_check:
+  if plan.user is not None and dataset_api.unlabelled(plan.dataset.spec.options):
+    caveat = NO_SCALING_CHECK  # it scores the preprocessings on the labels
+  elif plan.user is not None and plan.user.input_scaling_check:
     caveat = input_scaling_lib.check(plan.user, plan.population.kind, plan.dataset)
   return {"caveats": (caveat,) if caveat else ()}
 

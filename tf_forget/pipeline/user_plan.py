@@ -35,6 +35,7 @@ from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.config import tree
 from tf_forget.corruptions import corruption_registry
+from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
 from tf_forget.evaluate import interpreter
@@ -43,11 +44,14 @@ from tf_forget.export import export_state
 from tf_forget.pipeline import gate_plan
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import repair_plan
+from tf_forget.pipeline import unlabelled_plan
 from tf_forget.pipeline import user_checks
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_prune_plan
 from tf_forget.train import imported
 
+# The statistics of an audit without labels, in the plan's words (docs/spec.md §8).
+UNLABELLED = "one network (K = 1) without labels: flips against your model's decisions"
 # Formats tf_forget can make from a Keras reference (`--compress`).
 COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
 
@@ -143,13 +147,19 @@ def _signature(user, kind):
   return {"signature": found[0], "reference_model": models[0] if models else None}
 
 
-def _dataset(data, user, signature, train, check_data):
+def _dataset(data, user, repair, signature, train, check_data):
   """Step: the audited data set, read at the references' image size and channels (`train`: the
-  `train_data` option, `user_prune_plan.train_option`); `check_data=False`: listed, no image
-  decoded (`--plan`)."""
+  `train_data` option, `user_prune_plan.train_option`); without labels as
+  `unlabelled_plan.dataset_options` says; `check_data=False`: listed, no image decoded
+  (`--plan`)."""
   name, options = sources.parse(data.dataset)
+  if data.data_dir and name == "tfds":
+    options["data_dir"] = data.data_dir
+  unlabelled = unlabelled_plan.labels(name, options, user) is not None
   if name in sources.PREFIXES:
-    (height, width, channels), _ = signature
+    (height, width, channels), classes = signature
+    if unlabelled:
+      options.update(unlabelled_plan.dataset_options(name, options, user, repair, classes))
     options.update(image_size=[height, width], channels=channels)
     options.update(
       {
@@ -159,14 +169,12 @@ def _dataset(data, user, signature, train, check_data):
           ("attributes", user.attributes),
           ("protected", list(user.protected) if user.protected else None),
           ("preprocess", user.preprocess),
-          ("calibration", _calibration(data.data_dir, user)),
+          ("calibration", _calibration(data.data_dir, user, classes)),
           ("train_data", train),
         )
-        if v is not None
+        if v is not None and k not in options
       }
     )
-    if data.data_dir and name == "tfds":
-      options["data_dir"] = data.data_dir
   elif (
     user.class_names
     or user.attributes
@@ -240,8 +248,9 @@ def _check_image_size(data, user, signature):
     )
 
 
-def _calibration(data_dir, user):
-  """{"name", "options"} of `--calibration` (`sources.parse`), or None.
+def _calibration(data_dir, user, classes):
+  """{"name", "options"} of `--calibration` (`sources.parse`; data without labels read with the
+  model's `classes`, `unlabelled_plan.calibration_options`), or None.
 
   Raises:
     AuditError: not a folder:, tfds: or tfrecord: spelling, or no full_int8 to calibrate.
@@ -258,6 +267,7 @@ def _calibration(data_dir, user):
     )
   if data_dir and name == "tfds":
     options["data_dir"] = data_dir
+  options.update(unlabelled_plan.calibration_options(name, options, user, classes))
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 
 
@@ -385,7 +395,10 @@ STEPS = (
   Step(_signature, reads=("user",), needs=("kind",), makes=("signature", "reference_model")),
   Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
   Step(
-    _dataset, reads=("data", "user"), needs=("signature", "train", "check_data"), makes=("dataset",)
+    _dataset,
+    reads=("data", "user", "repair"),
+    needs=("signature", "train", "check_data"),
+    makes=("dataset",),
   ),
   Step(_matches, reads=("user",), needs=("signature", "dataset")),
   Step(_check_candidates, reads=("user",), needs=("signature",)),
@@ -434,9 +447,10 @@ def describe(p):
     f"audit plan: your model ({pop.kind}, {pop.members} reference"
     f"{'' if pop.members == 1 else 's'}, {h}x{w}x{c} -> {classes} classes) on "
     f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
-    f"images)\n  candidates: {', '.join(cands) or 'none'}; made here: "
+    f"images{', no labels' if dataset_api.unlabelled(spec.options) else ''})\n  candidates: {', '.join(cands) or 'none'}; made here: "
     f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-    f"{user_prune_plan.describe(p)}\n  statistics: {_design(pop.members)}\n"
+    f"{user_prune_plan.describe(p)}\n  statistics: "
+    f"{UNLABELLED if dataset_api.unlabelled(spec.options) else _design(pop.members)}\n"
     + "\n".join(_cost_lines(p))
   )
 

@@ -337,10 +337,13 @@ def load_run(
       if split not in raw[names.DENSE]:
         raise CollectError(f"{variant}/{split}: no dense predictions on split {split!r}")
       aligned[variant][split] = _align(pop, raw[names.DENSE][split], f"{variant}/{split}")
+  no_labels = dataset_api.unlabelled(spec.options)  # every label NO_LABEL (docs/spec.md §8.8)
   for variant, splits in aligned.items():
     for split, pop in splits.items():
+      if no_labels and (pop.labels != dataset_api.NO_LABEL).any():
+        raise CollectError(f"{variant}/{split}: labels of a data set without labels")
       if pop.labels.size and (
-        pop.labels.min() < 0
+        (pop.labels.min() < 0 and not no_labels)
         or pop.labels.max() >= spec.num_classes
         or pop.topk.max() >= spec.num_classes
       ):

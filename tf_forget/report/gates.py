@@ -11,6 +11,9 @@ A gate is a bound on a variant's change relative to the dense population:
     and `max_kl`: the mean KL(reference ‖ file) of the softmax outputs in nats — both from the
     report's `divergence` table (`tf_forget/report/divergence_report.py`), for every
     design (K = 1 and K > 1).
+Without labels (docs/spec.md §8.9) the gates bound flip rates: `max_flip_rate`, `max_kl`, and
+`max_class_flip_rate`, `max_confident_flip_rate`, which `tf_forget/report/unlabelled_gates.py`
+evaluates on the summaries of design `UNLABELLED_DESIGN`.
 A variant fails if it exceeds any gate, or if a gate's measure is missing or undefined (the gate
 cannot be evaluated); the dense baseline is never gated. Bounds must be finite numbers >=
 0 (`GateError`). The audit's exit status (eval/audit.py) and the bundle's manifest
@@ -35,6 +38,7 @@ from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
+from tf_forget.report import unlabelled_gates
 
 # K = 1: the settings key of a single-network report (`single_network.SETTINGS_KEY`;
 # not imported, to keep this module light for tf_forget/evaluate/deploy.py), the `design` a K = 1
@@ -46,6 +50,7 @@ K1_TOP1_TEST = "Newcombe, paired over the test examples"
 K1_CLASS_TEST = "McNemar + BH over the test examples"
 K1_SUBGROUP_TEST = "paired bootstrap over the test examples"
 K1_RATES = ("fnr", "error")
+UNLABELLED_DESIGN = unlabelled_gates.DESIGN  # summaries of an audit without labels
 # The table the flip-rate and KL gates read (`divergence_report`; not imported).
 DIVERGENCE_TABLE = "divergence"
 NO_DIVERGENCE = (
@@ -76,6 +81,8 @@ class Gates:
   max_significant_classes: Optional[int] = None
   max_flip_rate: Optional[float] = None
   max_kl: Optional[float] = None
+  max_class_flip_rate: Optional[float] = None
+  max_confident_flip_rate: Optional[float] = None
 
   def __post_init__(self):
     for f in dataclasses.fields(self):
@@ -195,7 +202,7 @@ def gate_measures(variant, summary, settings, tables):
   Returns:
     dict (for dense the summary itself: the baseline is never gated).
   """
-  if variant == names.DENSE:
+  if variant == names.DENSE or summary.get("design") == UNLABELLED_DESIGN:
     return summary
   tables = tables or {}
   out = dict(summary, **divergence_measures(_rows(tables.get(DIVERGENCE_TABLE), variant)))
@@ -300,6 +307,8 @@ def verdict(variant, summary, gates):
   """
   if variant == names.DENSE:
     return True, []
+  if summary.get("design") == UNLABELLED_DESIGN:
+    return unlabelled_gates.verdict(variant, summary, gates)
   k1 = summary.get("design") == K1_DESIGN
   change = summary.get("top1_change")
   drop = -change if _finite(change) else None

@@ -11,6 +11,7 @@ Adding a part of the report: one unit module of this package and its line in `UN
 section's id in `PAGE`); docs/architecture.md, "A report unit".
 """
 
+from tf_forget.data import dataset_api
 from tf_forget.report import single_network as single_network_lib
 from tf_forget.report import unit
 from tf_forget.report.units import classes
@@ -31,6 +32,7 @@ from tf_forget.report.units import robustness
 from tf_forget.report.units import single_network
 from tf_forget.report.units import subgroups
 from tf_forget.report.units import topline
+from tf_forget.report.units import unlabelled
 from tf_forget.report.units import verdict
 
 CORE = (
@@ -83,6 +85,17 @@ PAGE = (
   "notes",
 )
 
+# A run whose data has no labels (docs/spec.md §8): its own units instead of all the above.
+UNLABELLED = (unlabelled.UNIT, page.NOTES)
+UNLABELLED_PAGE = ("verdict", "unlabelled", "unlabelled-gallery", "notes")
+
+
+def _of(run):
+  """(units, page) of `run`: `UNLABELLED` for data without labels, else `UNITS`."""
+  if dataset_api.unlabelled(run.dataset_options):
+    return UNLABELLED, UNLABELLED_PAGE
+  return UNITS, PAGE
+
 
 def check(units=None, page_order=None):
   """The problems of the registry (or of `units` / `page_order`): `unit.check`'s lines."""
@@ -109,7 +122,8 @@ def core(run, **measure_options):
 
 
 def compute(run, run_dir, config, options):
-  """Runs `UNITS` in order (after `check`): the report's `unit.Measures`.
+  """Runs `UNITS` (`UNLABELLED` for data without labels) in order (after `check`): the report's
+  `unit.Measures`.
 
   Args:
     run, run_dir, config, options: the `unit.INPUTS` (options: `gallery_size`, `human_study`
@@ -118,8 +132,9 @@ def compute(run, run_dir, config, options):
   Raises:
     ValueError: an unsound registry (`unit.check`'s first problem).
   """
-  unit.refuse(UNITS, PAGE)
-  return unit.compute(UNITS, run=run, run_dir=run_dir, config=config, options=options)
+  units, page_order = _of(run)
+  unit.refuse(units, page_order)
+  return unit.compute(units, run=run, run_dir=run_dir, config=config, options=options)
 
 
 def design(measures):
@@ -129,9 +144,10 @@ def design(measures):
 
 def render(measures, run, run_dir, config, options):
   """[(section, inner HTML)] of the page, in `PAGE` order (`unit.render`)."""
+  units, page_order = _of(run)
   return unit.render(
-    UNITS,
-    PAGE,
+    units,
+    page_order,
     measures,
     design(measures),
     run=run,

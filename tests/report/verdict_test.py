@@ -13,8 +13,8 @@ from scipy import stats
 
 from tests.report import fake_run
 from tf_forget.data import registry
+from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
-from tf_forget.report import gates as gates_lib
 from tf_forget.report import verdict
 from tf_forget.report import verdict_view
 from tf_forget.report.units import registry as unit_registry

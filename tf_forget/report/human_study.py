@@ -50,7 +50,7 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
-from tf_forget.report import human_study_options
+from tf_forget.policy import human_study_options
 from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
 from tf_forget.stats import representation

@@ -22,8 +22,9 @@ One row per variant, against the dense population:
   docs/spec.md §4.2; first `subgroup_members` members, docs/spec.md §1.5), its number of actual
   positives and interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
   examples);
-* #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
-  the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
+* #PIE (000 §2.3) and the gate verdict with its reasons (`tf_forget/policy/gates.py`; with K = 1
+  the gates read the same paired numbers, `gate_inputs.gate_measures`, and a failed gate's reason
+  names the test);
   the flip-rate and KL gates read the `divergence` table through the same function.
 
 The recommendation (`recommend`) applies `ship_rule`: eligibility (gates, the accuracy
@@ -40,11 +41,12 @@ machine's (`verdict_words`).
 import pandas as pd
 
 from tf_forget.artifacts import names
-from tf_forget.report import file_pairs
-from tf_forget.report import gates as gates_lib
+from tf_forget.policy import file_pairs
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import ship_rule
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.report import repair_report
-from tf_forget.report import ship_rule
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
 from tf_forget.report import verdict_words as words
@@ -208,8 +210,8 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
       top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"], pairing=pairing
     )
     # K = 1: the worst class / subgroup and the gates from the paired tests.
-    g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
-    k1_design = g.get("design") == gates_lib.K1_DESIGN
+    g = gate_inputs.gate_measures(variant, s, measures.config, measures.tables)
+    k1_design = g.get("design") == gate_inputs.K1_DESIGN
     if k1_design:
       wc = cells.k1_worst_class(measures.tables.get("k1_classes"), variant)
       row["significant_classes"] = g["significant_classes"]

@@ -4,7 +4,7 @@ The cells `verdict`'s table reads: per compressed variant, the class with the la
 recall loss and the protected subgroup whose false-negative rate rose most, each with its
 number of test examples (positives), interval and p-values — from the population tables
 (`class_level`, `subgroups`: intervals over members, docs/spec.md §3.1, §4.2) or, with one dense
-member, from the paired tests (`k1_classes`, `gates.gate_measures`' K = 1 worst subgroup).
+member, from the paired tests (`k1_classes`, `gate_inputs.gate_measures`' K = 1 worst subgroup).
 """
 
 import numpy as np
@@ -69,7 +69,7 @@ def k1_worst_class(k1_classes, variant):
 
 
 def k1_worst_subgroup(gate_measures):
-  """The worst subgroup (FNR) of a variant's `gates.gate_measures` (K = 1), as
+  """The worst subgroup (FNR) of a variant's `gate_inputs.gate_measures` (K = 1), as
   `worst_subgroup`'s dict, or None without one."""
   worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
   if not worst:

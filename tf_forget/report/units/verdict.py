@@ -8,7 +8,7 @@ from tf_forget.report import unit
 from tf_forget.report import verdict as verdict_lib
 from tf_forget.report import verdict_view
 
-# The tables the verdict, its gates (`gates.gate_measures`) and its words read.
+# The tables the verdict, its gates (`gate_inputs.gate_measures`) and its words read.
 TABLES = (
   "class_level",
   "subgroups",

@@ -16,8 +16,8 @@ from tf_forget.data import registry
 from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
 from tf_forget.report import verdict
-from tf_forget.report import verdict_view
 from tf_forget.report.units import registry as unit_registry
+from tf_forget.report.units import verdict as verdict_unit
 from tf_forget.stats import accuracy
 
 
@@ -287,12 +287,12 @@ def test_verdict_table_shows_why_a_pruned_variant_ships_plain(digits):
   _, frame, _ = _verdict(digits, "digits")
   frame = frame.reset_index()
   frame["encoding"] = "plain"
-  shown = verdict_view.verdict_rows(frame, _deployment()).set_index("file to ship")
+  shown = verdict_unit.verdict_rows(frame, _deployment()).set_index("file to ship")
   assert (
     "deploy/prune_0.9/0.tflite (plain) — ships plain: sparse file is 1.90x slower than "
     "plain (ratio interval 1.70–2.10x > max 1.5x)"
   ) in shown.index
   assert "deploy/full_int8/0.tflite (plain)" in shown.index
   # Without the deployment table the cell is the file alone, as before.
-  plain = verdict_view.verdict_rows(frame)["file to ship"]
+  plain = verdict_unit.verdict_rows(frame)["file to ship"]
   assert "deploy/prune_0.9/0.tflite (plain)" in plain.values

@@ -33,7 +33,7 @@ Attribute vocabulary (`VOCABULARY`): 000 §3.3's five codified attributes plus a
 (`Options.columns` on the sheet, or any extra column in the filled file). Statistics:
 `tf_forget.stats.representation` (Katz log interval of the ratio of two proportions, Fisher's
 exact p). The sample and its key: `human_study_sample`; the sheet's files:
-`human_study_sheet`; the section and figure: `human_study_view`.
+`human_study_sheet`; the section and figure: `tf_forget.report.units.human_study`.
 """
 
 import csv

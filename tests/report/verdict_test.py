@@ -6,6 +6,8 @@ here from the data set itself, and the intervals from the t formula with `scipy.
 (a second method: verdict.py goes through `ttest_rel` / `ttest_ind`).
 """
 
+import types
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +15,11 @@ from scipy import stats
 
 from tests.report import fake_run
 from tf_forget.data import registry
+from tf_forget.policy import gate_inputs
 from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
 from tf_forget.report import verdict
+from tf_forget.report import verdict_cells
 from tf_forget.report.units import registry as unit_registry
 from tf_forget.report.units import verdict as verdict_unit
 from tf_forget.stats import accuracy
@@ -296,3 +300,17 @@ def test_verdict_table_shows_why_a_pruned_variant_ships_plain(digits):
   # Without the deployment table the cell is the file alone, as before.
   plain = verdict_unit.verdict_rows(frame)["file to ship"]
   assert "deploy/prune_0.9/0.tflite (plain)" in plain.values
+
+
+def test_the_two_designs_share_one_interface():
+  # K >= 2 and K = 1 answer the same questions of the verdict table (`verdict_cells.design`).
+  methods = {"top1", "counts", "worst_class", "forgot", "worst_subgroup", "statement"}
+  for design in (verdict_cells.POPULATION, verdict_cells.SINGLE_NETWORK):
+    assert methods <= {m for m in dir(design) if not m.startswith("_")}
+  k1 = types.SimpleNamespace(config={gate_inputs.K1_SETTINGS_KEY: {"reference": "dense/0"}})
+  assert verdict_cells.design(k1) is verdict_cells.SINGLE_NETWORK
+  assert verdict_cells.design(types.SimpleNamespace(config={})) is verdict_cells.POPULATION
+  assert verdict_cells.POPULATION.counts({"significant_classes": 2}) == {}
+  assert verdict_cells.SINGLE_NETWORK.counts({"significant_classes": 2}) == {
+    "significant_classes": 2
+  }

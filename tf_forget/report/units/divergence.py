@@ -2,12 +2,12 @@
 file against its reference, per class and subgroup, and the largest-KL examples (with their
 thumbnails, `divergence_images`, for the gallery).
 
-The "divergence" section renders `divergence_report`'s tables: a lead saying what KL and Δp are and which reference
-each variant is compared with ("same network" or "independent member k"), one row per variant
-(KL and Δp with their interval and percentiles, agreement, flips), the classes of largest mean
-KL, the subgroups of the protected attributes, and the largest-KL examples (a table here; their
-thumbnails as cards in the gallery section, `gallery`). Always shown: without a row it says
-why (no saved logits, no compressed variant).
+The "divergence" section renders `divergence_report`'s tables: a lead saying what KL and Δp are and
+which reference each variant is compared with ("same network" or "independent member k"), one row
+per variant (KL and Δp with their interval and percentiles, agreement, flips), the classes of
+largest mean KL, the subgroups of the protected attributes, and the largest-KL examples (a table
+here; their thumbnails as cards in the gallery section, `gallery`). Always shown: without a row it
+says why (no saved logits, no compressed variant).
 """
 
 from tf_forget.report import divergence_report

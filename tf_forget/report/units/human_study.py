@@ -2,12 +2,12 @@
 with its options: the blind-annotation export (given as `export`, written beside the report)
 and / or Table 7 from filled annotations (`human_study`).
 
-Its section shows 000 Table 7 and a Figure 5 (`human_study`), only when the report was built
-with human-study options (`units.registry.PAGE`, after "pie"). Figure: left, each attribute's share among the sample's PIEs (CIEs) and among
-its non-PIEs, with Wilson 95% intervals (000 Figure 5 draws these shares as two pie charts;
-the attributes are not exclusive — an image may have several — so here side by side bars);
-right, the relative representation (share ratio) with its interval on a log axis, 1 dashed
-(000 Table 7).
+Its section shows 000 Table 7 and a Figure 5 (`human_study`), only when the report was built with
+human-study options (`units.registry.PAGE`, after "pie"). Figure: left, each attribute's share among
+the sample's PIEs (CIEs) and among its non-PIEs, with Wilson 95% intervals (000 Figure 5 draws these
+shares as two pie charts; the attributes are not exclusive — an image may have several — so here
+side by side bars); right, the relative representation (share ratio) with its interval on a log
+axis, 1 dashed (000 Table 7).
 """
 
 from matplotlib import patches as mpl_patches

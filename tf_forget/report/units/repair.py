@@ -1,10 +1,10 @@
 """Why a full int8 file forgot, and its repair (`repair_report`): per-layer error, the causal
 ranking and the repaired files; the section is left out without a layer analysis.
 
-The "why" section renders `repair_report`'s tables: what the per-layer analysis measured and how, the repaired
-files' cost (size) and effect (flips, broken examples, the worst class) against the plain int8
-file, and each analysed member's best-ranked layers, with where the Model Explorer node data
-is. An optional section: None without an analysis (no full int8 file with its float model).
+The "why" section renders `repair_report`'s tables: what the per-layer analysis measured and how,
+the repaired files' cost (size) and effect (flips, broken examples, the worst class) against the
+plain int8 file, and each analysed member's best-ranked layers, with where the Model Explorer node
+data is. An optional section: None without an analysis (no full int8 file with its float model).
 """
 
 from tf_forget.report import html

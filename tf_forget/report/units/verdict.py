@@ -2,11 +2,11 @@
 recommendation, the file to ship (given as `recommendation`), with the repairs' sentences and
 why a file forgot from the repair unit's tables and notes; shown first on the page.
 
-The page's first screen: `section` renders `verdict.table` / `verdict.recommend` (tf_forget/report/verdict.py): the
-recommended file in one sentence, the rule that chose it, caveats, then one row per variant —
-file, size and latency against dense, top-1 change with its interval, worst class and worst
-subgroup with n and interval, #PIE, gate verdict and why. `glossary` introduces every
-measure in one or two plain sentences with its paper reference.
+The page's first screen: `section` renders `verdict.table` / `verdict.recommend`
+(tf_forget/report/verdict.py): the recommended file in one sentence, the rule that chose it,
+caveats, then one row per variant — file, size and latency against dense, top-1 change with its
+interval, worst class and worst subgroup with n and interval, #PIE, gate verdict and why. `glossary`
+introduces every measure in one or two plain sentences with its paper reference.
 """
 
 import pandas as pd

@@ -7,7 +7,7 @@ import pytest
 from tests import audit_main
 from tests import binary_main
 from tests.e2e import tiny_run
-from tf_forget.report import gates as gates_lib
+from tf_forget.policy import gates as gates_lib
 
 
 def _run_main(**flag_values):

@@ -21,7 +21,7 @@ from tests.export import fake_run
 from tf_forget.artifacts import errors
 from tf_forget.evaluate import deploy
 from tf_forget.export import export_state
-from tf_forget.report import gates as gates_lib
+from tf_forget.policy import gates as gates_lib
 
 NAN, INF = float("nan"), float("inf")
 FIELDS = (

@@ -10,7 +10,7 @@ from tf_forget.artifacts import names
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import latency
 from tf_forget.export import export_state
-from tf_forget.report import gates as gates_lib
+from tf_forget.policy import gates as gates_lib
 
 PLAIN = {"size": 1000, "latency": 0.010}
 

@@ -17,8 +17,8 @@ from tf_forget.evaluate import encodings
 from tf_forget.evaluate import latency
 from tf_forget.evaluate import population_eval
 from tf_forget.export import export
+from tf_forget.policy import gates as gates_lib
 from tf_forget.report import deployment
-from tf_forget.report import gates as gates_lib
 
 
 @pytest.fixture(scope="module")

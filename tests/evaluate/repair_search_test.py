@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tf_forget.evaluate import repair_search
-from tf_forget.report import gates
+from tf_forget.policy import gates
 
 LABELS = np.array([0, 1] * 5)
 REF_TOP1 = np.where(np.arange(10) < 9, LABELS, 1 - LABELS)

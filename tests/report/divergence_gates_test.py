@@ -10,9 +10,10 @@ import pytest
 
 from tests.report import divergence_run
 from tests.report.divergence_run import single
-from tf_forget.evaluate import deploy
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
-from tf_forget.report import gates as gates_lib
+from tf_forget.report import summary_terminal
 from tf_forget.report import verdict
 
 KL_RR, KL_UR = divergence_run.KL_RR, divergence_run.KL_UR
@@ -27,7 +28,7 @@ def _reasons(case, gates):
   out = {}
   for variant in ("full_int8", "prune_0.9", "float16"):
     row = frame.set_index("variant").loc[variant]
-    m = gates_lib.gate_measures(variant, doc["variants"][variant], doc["settings"], doc["tables"])
+    m = gate_inputs.gate_measures(variant, doc["variants"][variant], doc["settings"], doc["tables"])
     passed, reasons = gates_lib.verdict(variant, m, gates_lib.Gates(**gates))
     assert (row.gate == "pass") == passed and (row.reasons or "") == "; ".join(reasons)
     out[variant] = (passed, reasons)
@@ -68,18 +69,18 @@ def test_kl_gate(single):
 
 def test_gate_measures_and_the_manifest_fields(single):
   doc = single["report"].json
-  m = gates_lib.gate_measures(
+  m = gate_inputs.gate_measures(
     "full_int8", doc["variants"]["full_int8"], doc["settings"], doc["tables"]
   )
   assert m["flip_rate"] == pytest.approx(0.06)
   assert m["kl_mean"] == pytest.approx((20 * KL_RR + 10 * KL_UR) / 500, rel=REL)
-  assert m["design"] == gates_lib.K1_DESIGN  # K = 1: the paired tests too
+  assert m["design"] == gate_inputs.K1_DESIGN  # K = 1: the paired tests too
   summary = {"top1": 0.9, "top1_change": 0.0}
-  assert gates_lib.gate_measures("dense", summary, {}, {}) is summary  # never gated
-  unknown = gates_lib.gate_measures("prune_0.9", summary, {}, {})
+  assert gate_inputs.gate_measures("dense", summary, {}, {}) is summary  # never gated
+  unknown = gate_inputs.gate_measures("prune_0.9", summary, {}, {})
   assert unknown["flip_rate"] is None and unknown["kl_mean"] is None and "design" not in unknown
   lines = []
-  deploy.print_summary(doc, {"files": []}, log=lines.append)
+  summary_terminal.print_summary(doc, {"files": []}, log=lines.append)
   assert any("flips" in ln and "KL" in ln for ln in lines)
   cells = next(ln for ln in lines if ln.startswith("full_int8")).split()
   assert "6.0%" in cells and f"{m['kl_mean']:.2e}" in cells

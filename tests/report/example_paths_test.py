@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.report import fake_run
-from tf_forget.report import collect
+from tf_forget.data import dataset_api
 from tf_forget.report import write
 
 
@@ -30,7 +30,7 @@ def folder_run(tmp_path_factory):
 
 
 def test_paths_are_the_files_relative_to_the_root(folder_run):
-  paths = collect.dataset_paths(folder_run["data"], "test")
+  paths = dataset_api.example_paths(folder_run["data"], "test")
   assert [paths[i] for i in sorted(paths)] == folder_run["files"]
 
 

@@ -22,9 +22,9 @@ from tests.report.human_study_run import filled_report
 from tests.report.human_study_run import loaded
 from tests.report.human_study_run import run_dir
 from tf_forget.artifacts import errors
+from tf_forget.policy import human_study_options
 from tf_forget.report import collect
 from tf_forget.report import human_study
-from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sample
 from tf_forget.report import write
 from tf_forget.report.units import registry

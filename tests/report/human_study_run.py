@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from tests.report import fake_run
+from tf_forget.policy import human_study_options
 from tf_forget.report import collect
 from tf_forget.report import human_study
-from tf_forget.report import human_study_options
 from tf_forget.report import human_study_sheet
 from tf_forget.report import write
 from tf_forget.report.units import registry

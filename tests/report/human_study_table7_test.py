@@ -21,8 +21,8 @@ from tests.report.human_study_run import export
 from tests.report.human_study_run import filled_report
 from tests.report.human_study_run import loaded
 from tests.report.human_study_run import run_dir
+from tf_forget.policy import human_study_options
 from tf_forget.report import human_study
-from tf_forget.report import human_study_options
 from tf_forget.report import write
 
 CONFIG = human_study_run.CONFIG

@@ -19,7 +19,7 @@ import pytest
 
 from tf_forget.report import collect
 from tf_forget.report import prune_retrain
-from tf_forget.report import prune_retrain_plots
+from tf_forget.report.units import prune_retrain as prune_retrain_unit
 
 N = 200
 RATIOS = (0.5, 0.75, 0.875)
@@ -105,7 +105,7 @@ def test_curve_starts_at_the_parents_and_follows_the_cycles(run):
     nominal.top1, [1 - 15 / 200, 1 - 16 / 200, 1 - 15.5 / 200, 1 - 26 / 200]
   )
   t = prune_retrain.compute(run).tables
-  html = prune_retrain_plots.section(
+  html = prune_retrain_unit.section(
     t["prune_retrain_curve"],
     t["prune_retrain_summary"],
     t["prune_retrain_potential"],

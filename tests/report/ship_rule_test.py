@@ -1,13 +1,13 @@
-"""The ship rule (tf_forget/report/ship_rule.py) on hand-made verdict tables: the target, the
+"""The ship rule (tf_forget/policy/ship_rule.py) on hand-made verdict tables: the target, the
 latency bound on the ratio's interquartile range, the front, and the paired "as good"."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tf_forget.report import file_pairs
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import ship_rule
+from tf_forget.policy import file_pairs
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import ship_rule
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict
 from tf_forget.report import verdict_cells

@@ -1,6 +1,6 @@
 """The K = 1 tables (tf_forget/report/single_network.py), their section, the verdict's design
-statement, and the verdict cells and gates that read them (`gates.gate_measures`), on fake runs
-with one dense member and planted flips.
+statement, and the verdict cells and gates that read them (`gate_inputs.gate_measures`), on fake
+runs with one dense member and planted flips.
 
 Expected values are counted here from the plants of tests/report/fake_run.py (its docstring):
 with one member, dense member 0 and every compressed member 0 share the noise pattern (wrong on
@@ -19,10 +19,11 @@ import pytest
 from scipy import stats
 
 from tests.report import fake_run
-from tf_forget.evaluate import deploy
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
-from tf_forget.report import gates as gates_lib
 from tf_forget.report import single_network
+from tf_forget.report import summary_terminal
 from tf_forget.report import verdict
 from tf_forget.report import write
 from tf_forget.stats import paired
@@ -88,9 +89,9 @@ def _gated(case, dataset, gates):
 
 def _json_gate(case, variant, gates):
   """The gate verdict the bundle gives (tf_forget/evaluate/deploy.py): from report.json, through
-  `gates.gate_measures`."""
+  `gate_inputs.gate_measures`."""
   doc = case["report"].json
-  measures = gates_lib.gate_measures(
+  measures = gate_inputs.gate_measures(
     variant, doc["variants"][variant], doc["settings"], doc["tables"]
   )
   return gates_lib.verdict(variant, measures, gates_lib.Gates(**gates)), measures
@@ -249,10 +250,10 @@ def test_verdict_worst_class_and_count_come_from_mcnemar(digits):
   assert "McNemar p 1.9e-06, BH 1.9e-05; 1 class significant (McNemar + BH)" in cells
   assert "0 classes significant (McNemar + BH)" in cells  # full_int8
   assert "exact McNemar p-value" in cells and "Welch p-value" not in cells
-  # The audit's summary line (tf_forget/evaluate/deploy.py) counts the same: #signif 1 for
+  # The audit's summary line (tf_forget/report/summary_terminal.py) counts the same: #signif 1 for
   # prune_0.9.
   lines = []
-  deploy.print_summary(digits["report"].json, {"files": []}, log=lines.append)
+  summary_terminal.print_summary(digits["report"].json, {"files": []}, log=lines.append)
   (line,) = [ln for ln in lines if ln.startswith("prune_0.9 ")]
   head = next(ln for ln in lines if "#signif" in ln)
   assert line[head.index("#signif") : head.index("#signif") + 7].strip() == "1"
@@ -271,24 +272,24 @@ def test_significant_classes_gate_reads_mcnemar_at_k1(digits):
   assert not passed and reasons == [
     "1 significant class (McNemar + BH over the test examples; max 0)"
   ]
-  assert measures["significant_classes"] == 1 and measures["design"] == gates_lib.K1_DESIGN
+  assert measures["significant_classes"] == 1 and measures["design"] == gate_inputs.K1_DESIGN
   assert _json_gate(digits, "full_int8", gates)[0] == (True, [])
-  assert gates_lib.K1_SETTINGS_KEY == single_network.SETTINGS_KEY
+  assert gate_inputs.K1_SETTINGS_KEY == single_network.SETTINGS_KEY
 
 
 def test_k1_gates_refuse_a_variant_without_paired_tests():
   settings = {single_network.SETTINGS_KEY: {}}
   summary = {"top1_change": 0.0, "significant_classes": 0, "worst_subgroup": None}
-  m = gates_lib.gate_measures("prune_0.9", summary, settings, {"k1_classes": []})
+  m = gate_inputs.gate_measures("prune_0.9", summary, settings, {"k1_classes": []})
   assert m["significant_classes"] is None  # not the population's (Welch) 0
   passed, reasons = gates_lib.verdict("prune_0.9", m, gates_lib.Gates(max_significant_classes=3))
   assert not passed and reasons == [
     "gate max_significant_classes could not be evaluated: "
     "significant classes undefined (no per-class McNemar test)"
   ]
-  k5 = gates_lib.gate_measures("prune_0.9", summary, {}, {})  # K > 1: the summary's measures
+  k5 = gate_inputs.gate_measures("prune_0.9", summary, {}, {})  # K > 1: the summary's measures
   assert "design" not in k5 and {k: k5[k] for k in summary} == summary
-  assert gates_lib.gate_measures("dense", summary, settings, {}) is summary
+  assert gate_inputs.gate_measures("dense", summary, settings, {}) is summary
 
 
 def test_k1_worst_rate_skips_the_aggregate_and_keeps_the_first_tie():
@@ -308,10 +309,10 @@ def test_k1_worst_rate_skips_the_aggregate_and_keeps_the_first_tie():
     },
     {"subgroup": "B=0", "measure": "fnr", "change": 0.3, "n": 9},
   ]
-  worst = gates_lib.k1_worst_rate(rows, "fnr")
+  worst = gate_inputs.k1_worst_rate(rows, "fnr")
   assert (worst["subgroup"], worst["increase"], worst["n"]) == ("B=1", 0.3, 7)
   assert (worst["low"], worst["high"]) == (0.1, 0.5)
-  assert gates_lib.k1_worst_rate(rows[:3], "fnr") is None
+  assert gate_inputs.k1_worst_rate(rows[:3], "fnr") is None
 
 
 def test_biased_worst_subgroup_and_fnr_gate_at_k1(biased):
@@ -341,7 +342,7 @@ def test_biased_worst_subgroup_and_fnr_gate_at_k1(biased):
   assert (worst["subgroup"], worst["n"], worst["test"]) == (
     "Inverted=1",
     want["n"],
-    gates_lib.K1_SUBGROUP_TEST,
+    gate_inputs.K1_SUBGROUP_TEST,
   )
   # The accuracy gate names its paired interval too.
   top = biased["tables"]["k1_topline"].set_index("variant").loc["prune_0.9"]
@@ -366,7 +367,7 @@ def test_k5_has_no_k1_tables_and_renders_as_before(tmp_path, monkeypatch):
   assert 'id="k1"' not in report.html and "K = 1" not in report.html
   assert "significant_classes" not in report.measures.tables["verdict"]
   for variant, s in report.json["variants"].items():  # the gates read the summary's measures
-    g = gates_lib.gate_measures(variant, s, report.json["settings"], report.json["tables"])
+    g = gate_inputs.gate_measures(variant, s, report.json["settings"], report.json["tables"])
     assert "design" not in g and {k: g[k] for k in s} == s
   # The same page with the K = 1 module switched off: byte for byte.
   monkeypatch.setattr(single_network, "compute", lambda *a, **k: ({}, {}, {}))

@@ -6,6 +6,8 @@ here from the data set itself, and the intervals from the t formula with `scipy.
 (a second method: verdict.py goes through `ttest_rel` / `ttest_ind`).
 """
 
+import types
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,11 +15,13 @@ from scipy import stats
 
 from tests.report import fake_run
 from tf_forget.data import registry
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
 from tf_forget.report import collect
-from tf_forget.report import gates as gates_lib
 from tf_forget.report import verdict
-from tf_forget.report import verdict_view
+from tf_forget.report import verdict_cells
 from tf_forget.report.units import registry as unit_registry
+from tf_forget.report.units import verdict as verdict_unit
 from tf_forget.stats import accuracy
 
 
@@ -287,12 +291,26 @@ def test_verdict_table_shows_why_a_pruned_variant_ships_plain(digits):
   _, frame, _ = _verdict(digits, "digits")
   frame = frame.reset_index()
   frame["encoding"] = "plain"
-  shown = verdict_view.verdict_rows(frame, _deployment()).set_index("file to ship")
+  shown = verdict_unit.verdict_rows(frame, _deployment()).set_index("file to ship")
   assert (
     "deploy/prune_0.9/0.tflite (plain) — ships plain: sparse file is 1.90x slower than "
     "plain (ratio interval 1.70–2.10x > max 1.5x)"
   ) in shown.index
   assert "deploy/full_int8/0.tflite (plain)" in shown.index
   # Without the deployment table the cell is the file alone, as before.
-  plain = verdict_view.verdict_rows(frame)["file to ship"]
+  plain = verdict_unit.verdict_rows(frame)["file to ship"]
   assert "deploy/prune_0.9/0.tflite (plain)" in plain.values
+
+
+def test_the_two_designs_share_one_interface():
+  # K >= 2 and K = 1 answer the same questions of the verdict table (`verdict_cells.design`).
+  methods = {"top1", "counts", "worst_class", "forgot", "worst_subgroup", "statement"}
+  for design in (verdict_cells.POPULATION, verdict_cells.SINGLE_NETWORK):
+    assert methods <= {m for m in dir(design) if not m.startswith("_")}
+  k1 = types.SimpleNamespace(config={gate_inputs.K1_SETTINGS_KEY: {"reference": "dense/0"}})
+  assert verdict_cells.design(k1) is verdict_cells.SINGLE_NETWORK
+  assert verdict_cells.design(types.SimpleNamespace(config={})) is verdict_cells.POPULATION
+  assert verdict_cells.POPULATION.counts({"significant_classes": 2}) == {}
+  assert verdict_cells.SINGLE_NETWORK.counts({"significant_classes": 2}) == {
+    "significant_classes": 2
+  }

@@ -1,6 +1,6 @@
 """The verdict about the user's own files (tf_forget/report/user_verdict.py): one sentence per
 file, the preference rule (the user ships their own bytes when their file is as good, paired over
-the test examples: tf_forget/report/file_pairs.py, ship_rule.as_good), their rows first, the
+the test examples: tf_forget/policy/file_pairs.py, ship_rule.as_good), their rows first, the
 terminal summary; and a repair that bought nothing is "no gain" and never recommended.
 
 Planted runs: `fake_run.make_user_run` (`full_int8` breaks 2 clean examples, `user_int8`
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tests.report import fake_run
-from tf_forget.evaluate import deploy
-from tf_forget.report import file_pairs
-from tf_forget.report import gates as gates_lib
+from tf_forget.policy import file_pairs
+from tf_forget.policy import gates as gates_lib
+from tf_forget.report import summary_terminal
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict
 from tf_forget.report import write
@@ -251,7 +251,7 @@ def test_terminal_summary_lists_the_users_files_first_with_their_sentences(run_d
   doc = _report(run_dir, None).json
   manifest = {"files": [], "gates": {"max_flip_rate": 0.0099}}
   lines = []
-  deploy.print_summary(doc, manifest, log=lines.append)
+  summary_terminal.print_summary(doc, manifest, log=lines.append)
   rows = [ln.split()[0] for ln in lines if ln.split() and ln.split()[0] in doc["variants"]]
   assert rows == ["user_int8", "user_worse", "dense", "full_int8"]
   worse = next(ln for ln in lines if ln.startswith("user_worse"))

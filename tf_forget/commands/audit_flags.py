@@ -19,8 +19,9 @@ from absl import flags
 from tf_forget import executor as executor_lib
 from tf_forget.artifacts import names
 from tf_forget.corruptions import robust_training
+from tf_forget.policy import gates
+from tf_forget.policy import ship_rule
 from tf_forget.prune import scores as prune_scores
-from tf_forget.report import ship_rule
 
 COMMAND_FLAGS = ("config", "plan", "unit_costs", "summary", "verbose")
 
@@ -241,35 +242,8 @@ def define(flag_values):
     "Time the plain and sparse files again although a decision for the same files and settings "
     "is recorded in eval/encodings.json (by default a re-run keeps the recorded choice).",
   )
-  on.float("max_accuracy_drop", None, "Gate: max top-1 drop vs dense, in points (0.01 = 1 pt).")
-  on.float(
-    "max_subgroup_fnr_increase", None, "Gate: max FNR increase of a protected subgroup (fraction)."
-  )
-  on.integer("max_significant_classes", None, "Gate: max classes with a significant recall change.")
-  on.float(
-    "max_flip_rate",
-    None,
-    "Gate: max share of test examples whose top-1 label differs from the dense reference's "
-    "(broken + fixed + changed over n; 0.01 = 1%).",
-  )
-  on.float(
-    "max_kl",
-    None,
-    "Gate: max mean KL(reference || file) of the softmax outputs over the test examples, in "
-    "nats (from the saved logits).",
-  )
-  on.float(
-    "max_class_flip_rate",
-    None,
-    "Gate without labels (--labels=none): max flip rate of any class the reference predicts, "
-    "over the images it gives that class (0.05 = 5%; docs/spec.md §8.9).",
-  )
-  on.float(
-    "max_confident_flip_rate",
-    None,
-    "Gate without labels (--labels=none): max share of the images that are flips where the "
-    "reference's softmax confidence is >= 0.9 (0.001 = 0.1%; docs/spec.md §8.9).",
-  )
+  for gate in gates.GATES:  # one flag per gate, off by default
+    getattr(on, gate.kind)(gate.name, None, gate.help)
   # 000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py).
   on.string(
     "annotation_export",
@@ -530,18 +504,7 @@ HELP_SECTIONS = (
     "robustness and noise",
     ["corruptions", "severities", "robustness", "noise_levels", "noise_draws", "noise_examples"],
   ),
-  (
-    "gates (exit status 3 when one fails)",
-    [
-      "max_accuracy_drop",
-      "max_subgroup_fnr_increase",
-      "max_significant_classes",
-      "max_flip_rate",
-      "max_kl",
-      "max_class_flip_rate",
-      "max_confident_flip_rate",
-    ],
-  ),
+  ("gates (exit status 3 when one fails)", [gate.name for gate in gates.GATES]),
   ("why it forgot, and repairs", ["repair", "max_repair_size", "repair_always"]),
   (
     "deployment bundle",

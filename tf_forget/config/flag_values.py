@@ -23,6 +23,7 @@ from tf_forget.artifacts import names
 from tf_forget.config import checks
 from tf_forget.config import codec
 from tf_forget.config import tree
+from tf_forget.policy import gates as gates_lib
 
 PRUNING_KINDS = ("gradual", "oneshot", "iterative", "both")
 _NONE = ["none"]  # --corruptions=none, --pruned_quantizations=none, --noise_levels=none: ()
@@ -115,13 +116,7 @@ FLAG_PATHS = {
   "noise_levels": ("noise.levels", _none_list(float, "'none' or ascending numbers >= 0")),
   "noise_draws": ("noise.draws", None),
   "noise_examples": ("noise.examples", None),
-  "max_accuracy_drop": ("gates.max_accuracy_drop", None),
-  "max_subgroup_fnr_increase": ("gates.max_subgroup_fnr_increase", None),
-  "max_significant_classes": ("gates.max_significant_classes", None),
-  "max_flip_rate": ("gates.max_flip_rate", None),
-  "max_kl": ("gates.max_kl", None),
-  "max_class_flip_rate": ("gates.max_class_flip_rate", None),
-  "max_confident_flip_rate": ("gates.max_confident_flip_rate", None),
+  **{gate.name: (f"gates.{gate.name}", None) for gate in gates_lib.GATES},
   "deploy_encoding": ("deployment.encoding", None),
   "max_sparse_latency_ratio": ("deployment.max_sparse_latency_ratio", None),
   "num_threads": ("deployment.num_threads", None),

@@ -23,9 +23,9 @@ from tf_forget.artifacts import fileio
 from tf_forget.config import checks
 from tf_forget.config import codec
 from tf_forget.data import fingerprint
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import human_study_options
-from tf_forget.report import ship_rule
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import human_study_options
+from tf_forget.policy import ship_rule
 
 CONFIG_SCHEMA = "tf_forget.config/1"  # a configuration file of its own (`load`)
 DEFAULT_MAX_REPAIR_SIZE = 1.5  # --max_repair_size: times the plain full int8 file
@@ -146,7 +146,7 @@ class Noise:
 
 @_frozen
 class Deployment:
-  """The bundle (`tf_forget.evaluate.deploy`) and the ship decision (`tf_forget.report.ship_rule`).
+  """The bundle (`tf_forget.evaluate.deploy`) and the ship decision (`tf_forget.policy.ship_rule`).
 
   Attributes:
     members: "first" or "all" members' files in the bundle.

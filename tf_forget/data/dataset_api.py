@@ -143,6 +143,22 @@ def in_order(parts, ids, split):
   return found.take(np.asarray([position[int(i)] for i in ids], np.int64))
 
 
+def example_paths(dataset, split):
+  """{example id: its path relative to the data root} of a data set's split, or None.
+
+  A user's data set names each example (`example_names(split)`, `tf_forget.data.user_sets`):
+  a folder's image paths, in the split's fixed order, where an example's id is its position.
+  A data set without names, or whose names are its ids (tfds, TFRecord files, the registered
+  sets), has none: None.
+  """
+  if dataset is None or not hasattr(dataset, "example_names"):
+    return None
+  names = [str(n) for n in dataset.example_names(split)]
+  if all(n.lstrip("-").isdigit() for n in names):
+    return None
+  return dict(enumerate(names))
+
+
 def concatenate(parts):
   """Concatenates a non-empty sequence of `Examples` along axis 0."""
   parts = list(parts)

@@ -3,11 +3,11 @@
     <out>/deploy/<variant>/<k>.tflite     copies of the audited files (one member, or all)
     <out>/deploy/manifest.json            schema `tf_forget.manifest/1`
 
-The gates (`Gates`, `verdict`) live in `tf_forget/report/gates.py` (the report's verdict block
-shows the same verdicts); each variant's measures go through `gates.gate_measures`: the
-manifest, the gates and the summary carry the output divergence of the report (flip rate and
-mean KL) and, with one dense member (K = 1), its paired per-example
-tests, as its verdict does. The bundle is written
+The gates (`Gates`, `verdict`) live in `tf_forget/policy/gates.py` (the report's verdict block
+shows the same verdicts); each variant's measures go through `gate_inputs.gate_measures`: the
+manifest and the gates carry the output divergence of the report (flip rate and mean KL) and,
+with one dense member (K = 1), its paired per-example tests, as its verdict does; the audit's
+terminal summary of the manifest is `tf_forget.report.summary_terminal`. The bundle is written
 whole into a staging directory and swapped in by renames (`swap.swap_in`; file by file on a
 URL file system such as gs://, the manifest out first and in last), so a failed or killed run
 leaves the previous bundle or the new one, never a mixture.
@@ -31,10 +31,8 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
 from tf_forget.export import export_state
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import unlabelled_audit
-from tf_forget.report import user_verdict
-from tf_forget.report import wording
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
 BUNDLE = "deploy"  # out_dir/deploy
@@ -191,8 +189,8 @@ def _entry(variant_name, k, meta, summary, gate, choice, dense_size):
 
 
 def _gate_measures(report, variant_name, summary):
-  """The variant's measures the gates read (`gates.gate_measures`)."""
-  return gates_lib.gate_measures(
+  """The variant's measures the gates read (`gate_inputs.gate_measures`)."""
+  return gate_inputs.gate_measures(
     variant_name, summary, report.get("settings"), report.get("tables")
   )
 
@@ -271,94 +269,3 @@ def write_bundle(run_dir, out_dir, report, gates, members="first", encodings=Non
   for note in notes:
     log(f"warning: {note} (the new bundle is in place)")
   return manifest
-
-
-def _number(value, spec, scale=1, unit=""):
-  """`scale * value` formatted with `spec` plus `unit`, or "n/a" if None or not finite."""
-  if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
-    return "n/a"
-  return format(scale * value, spec) + unit
-
-
-def print_summary(report, manifest, log=print):
-  """Prints the audit's short summary table (the shipped file of each variant, the ship rule's
-  verdict, and the gate column only when a gate is set), the failed gates and the verdict's first
-  screen (`first_screen`).
-
-  Args:
-    report: the report dict (`tf_forget.report.write`).
-    manifest: the bundle's manifest dict (`write_bundle`).
-    log: callable(str) taking each line.
-  """
-  if unlabelled_audit.is_unlabelled(report):  # no accuracy to show: the flips (spec §8.9)
-    for line in unlabelled_audit.summary_lines(report, manifest):
-      log(line)
-    for line in first_screen(report.get("recommendation") or {}):
-      log(line)
-    return
-  failed = {
-    e["variant"]: e["gate"]["reasons"] for e in manifest["files"] if not e["gate"]["passed"]
-  }
-  gated = any(v is not None for v in (manifest.get("gates") or {}).values())
-  ship = {
-    r["variant"]: r.get("verdict") or "" for r in (report.get("tables") or {}).get("verdict") or []
-  }
-  shipped = {}
-  for e in manifest["files"]:
-    ratio = e.get("size_ratio_to_dense_float32")
-    shipped.setdefault(e["variant"], f"{e['encoding']} {ratio:.3f}x" if ratio else e["encoding"])
-  bound = (manifest.get("gates") or {}).get("max_flip_rate")
-  log(
-    f"\n{'variant':<22} {'members':>7} {'top-1':>7} {'change':>7} {'#signif':>7} "
-    f"{'#PIE':>6} {'worst FNR +':>11} {'flips':>7} {'KL':>8}  {'shipped (size)':<15} "
-    f"{'verdict':<14}" + (" gate" if gated else "")
-  )
-  for variant in _users_first(report["variants"]):
-    s = _gate_measures(report, variant, report["variants"][variant])  # what the gates read
-    worst = ((s.get("worst_subgroup") or {}).get("fnr") or {}).get("increase")
-    worst = _number(worst, "+.1f", 100, "pt")
-    log(
-      f"{variant:<22} {s.get('members', 0):>7} {_number(s.get('top1'), '.4f'):>7} "
-      f"{_number(s.get('top1_change'), '+.2f', 100):>6} "
-      f"{_number(s.get('significant_classes'), 'd'):>7} {_number(s.get('pie_count'), 'd'):>6} "
-      f"{worst:>11} {_flip_rate(s.get('flip_rate'), bound):>7} "
-      f"{_number(s.get('kl_mean'), '.2e'):>8}  {shipped.get(variant, ''):<15} "
-      f"{ship.get(variant, ''):<14}"
-      + (f" {'FAIL' if variant in failed else 'pass'}" if gated else "")
-    )
-  log(
-    "(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
-    "and KL: mean KL(reference ‖ file) in nats, vs the dense reference; verdict: the ship "
-    "rule's" + ("; gate: the gates set" if gated else "; no gate set") + ")"
-  )
-  for variant, reasons in sorted(failed.items()):
-    for reason in reasons:
-      log(f"gate failed: {variant}: {reason}")
-  for line in first_screen(report.get("recommendation") or {}):
-    log(line)
-
-
-def first_screen(rec):
-  """The verdict's first screen as terminal lines: the file to ship and why, the choice's
-  trade-offs, your files, the caveats (folded: a repeated caveat once, with its count)."""
-  if not rec.get("variant"):
-    return []
-  out = [f"\nrecommended: {rec['file']} — {rec.get('why', '')}"]
-  if rec.get("front_note"):
-    out.append(f"  {rec['front_note']}")
-  out += [f"  {line}" for line in rec.get("gives_up", [])]
-  if rec.get("size_note"):
-    out.append(f"  {rec['size_note']}")
-  out += [f"  {line}" for line in rec.get("users", [])]
-  out += [f"  caveat: {line}" for line in wording.fold(rec.get("caveats", []))]
-  return out
-
-
-def _users_first(variants):
-  """Variant names, the user's files (`user_<NAME>`) first, then the others sorted."""
-  return sorted(variants, key=lambda v: (not user_verdict.is_user(v), v))
-
-
-def _flip_rate(rate, bound):
-  """A flip rate with the digits its gate needs (`wording.rate`), "n/a" if undefined."""
-  return wording.rate(rate, bound=bound) if isinstance(rate, (int, float)) else "n/a"

@@ -67,7 +67,6 @@ from tf_forget.evaluate import tensor_match
 from tf_forget.export import export_state
 from tf_forget.export import layer_error
 from tf_forget.export import model_explorer
-from tf_forget.report import collect as report_collect
 from tf_forget.stats import paired
 
 STABLE_MAX = 1000
@@ -294,7 +293,7 @@ def _rank(rows, counts, by_debugger):
 
 def _subset(count, ids, paths):
   """A subset's `count`, its first ids and, when the data set names its examples (a folder's
-  image paths, `collect.dataset_paths`), their `paths`."""
+  image paths, `dataset_api.example_paths`), their `paths`."""
   out = {"count": int(count), "ids": [int(i) for i in ids]}
   if paths is not None:
     out["paths"] = [paths.get(int(i), "") for i in ids]
@@ -353,7 +352,7 @@ def analyze(run_dir, member_variant, k, dataset, file_format=FORMAT, log=None, n
       num_threads,
     )
     extra.update(why)
-  paths = report_collect.dataset_paths(dataset, split)
+  paths = dataset_api.example_paths(dataset, split)
   doc = {
     "member_variant": member_variant,
     "k": int(k),

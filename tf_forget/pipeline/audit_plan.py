@@ -30,9 +30,9 @@ from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import trained_plan
 from tf_forget.pipeline import user_costs
 from tf_forget.pipeline import user_plan
+from tf_forget.policy import gates as gates_lib
 from tf_forget.prune import iterative_schedule
 from tf_forget.prune import oneshot_schedule
-from tf_forget.report import gates as gates_lib
 from tf_forget.train import population
 
 

@@ -16,8 +16,9 @@ from tf_forget.config import tree
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import encodings as encodings_lib
 from tf_forget.pipeline import driver
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import human_study_options
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import human_study_options
+from tf_forget.report import summary_terminal
 from tf_forget.report import write as report_write
 
 
@@ -104,7 +105,7 @@ class BundleStage(driver.Stage):
       members=ctx.final.deployment.members,
       encodings=chosen["variants"],
     )
-    deploy.print_summary(report, manifest, ctx.log)
+    summary_terminal.print_summary(report, manifest, ctx.log)
     return manifest
 
 

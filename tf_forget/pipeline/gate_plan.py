@@ -10,7 +10,7 @@ from tf_forget.config import tree
 from tf_forget.data import dataset_api
 from tf_forget.data import sources
 from tf_forget.pipeline import plan_steps
-from tf_forget.report import unlabelled_gates
+from tf_forget.policy import unlabelled_gates
 
 
 def check_gates(gates, user, data, dataset):

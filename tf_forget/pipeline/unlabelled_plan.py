@@ -11,7 +11,7 @@ tf_forget makes is calibrated on the same images unless `--calibration` names ot
 label is read). One reference is compared with its files (K = 1). What needs labels is refused
 in one line before anything is written: `--attributes` / `--protected` (subgroup error rates)
 and `--repair` (it repairs what a file forgot of the labels). The gates that need labels, and
-the gates without labels given with labels, are refused by `tf_forget.report.unlabelled_gates`
+the gates without labels given with labels, are refused by `tf_forget.policy.unlabelled_gates`
 (`gate_plan`).
 """
 

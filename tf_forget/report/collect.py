@@ -420,24 +420,9 @@ def images_for(run, ids):
 
 
 def example_paths(run):
-  """{example id: its path relative to the data root} of the evaluation split, or None.
-
-  A user's data set names each example (`example_names(split)`, `tf_forget.data.user_sets`):
-  a folder's image paths, in the split's fixed order, where an example's id is its position.
-  A data set without names, or whose names are its ids (tfds, TFRecord files, the registered
-  sets), has no paths: None, and the report's tables leave the `path` column out.
-  """
-  return dataset_paths(run.dataset, run.eval_split)
-
-
-def dataset_paths(dataset, split):
-  """{example id: path} of a data set's split (see `example_paths`), or None."""
-  if dataset is None or not hasattr(dataset, "example_names"):
-    return None
-  names_ = [str(n) for n in dataset.example_names(split)]
-  if all(n.lstrip("-").isdigit() for n in names_):
-    return None
-  return dict(enumerate(names_))
+  """{example id: its path relative to the data root} of the evaluation split
+  (`dataset_api.example_paths`), or None: the report's tables then leave the `path` column out."""
+  return dataset_api.example_paths(run.dataset, run.eval_split)
 
 
 def paths_of(paths, ids):

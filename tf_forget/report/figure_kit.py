@@ -1,5 +1,5 @@
 """Generic drawing helpers of the report's figures (`plots`, `recall_study_plots`,
-`prune_retrain_plots`): figure creation, PNG rendering, legends, variant bars, heatmaps and
+`units/prune_retrain`): figure creation, PNG rendering, legends, variant bars, heatmaps and
 scatter labels, with the style constants they share.
 
 No pyplot (no global state, no display): each figure is a `matplotlib.figure.Figure`

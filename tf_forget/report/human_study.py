@@ -33,7 +33,7 @@ Attribute vocabulary (`VOCABULARY`): 000 §3.3's five codified attributes plus a
 (`Options.columns` on the sheet, or any extra column in the filled file). Statistics:
 `tf_forget.stats.representation` (Katz log interval of the ratio of two proportions, Fisher's
 exact p). The sample and its key: `human_study_sample`; the sheet's files:
-`human_study_sheet`; the section and figure: `human_study_view`.
+`human_study_sheet`; the section and figure: `tf_forget.report.units.human_study`.
 """
 
 import csv
@@ -50,7 +50,7 @@ import pandas as pd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
-from tf_forget.report import human_study_options
+from tf_forget.policy import human_study_options
 from tf_forget.report import human_study_sample as sample
 from tf_forget.report import human_study_sheet
 from tf_forget.stats import representation

@@ -3,14 +3,14 @@
 `render(report, verdict_table, deployment_table, manifest, report_path)` writes, from a
 finished run (its report.json, `tables/verdict.csv` and `tables/deployment.csv`, the bundle's
 manifest), what a reviewer reads first in the report's verdict block
-(`tf_forget.report.verdict_view.section`):
+(`tf_forget.report.units.verdict.section`):
 
   * a heading: which variants failed a gate, passed when gates were set, or "no gate set";
   * the verdict sentence: the file to ship and why;
   * what the choice gives up against the front, whether the other size measure would choose
     another file, what it says of the user's own files (`--candidate`), then the caveats
     (repeats folded) and the rule;
-  * the verdict table, one row per variant (`verdict_view.verdict_rows`: the same cells as
+  * the verdict table, one row per variant (`verdict_unit.verdict_rows`: the same cells as
     the HTML page);
   * every failed gate with its reason, and where the whole report is.
 
@@ -22,8 +22,8 @@ in place, never replaced. The audit command's `--summary` calls both (`tf_forget
 
 from tf_forget.artifacts import names
 from tf_forget.artifacts import user_output
-from tf_forget.report import verdict_view
 from tf_forget.report import wording
+from tf_forget.report.units import verdict as verdict_unit
 
 
 def _cell(value):
@@ -111,7 +111,7 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
   if rec.get("rule"):
     out += [f"<sub>{_cell(rec['rule'])}</sub>", ""]
   if verdict_table is not None and len(verdict_table):
-    out += [table(verdict_view.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
+    out += [table(verdict_unit.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
   if failed:
     out += ["Failed gates:", ""] + [f"- `{v}`: {_cell(r)}" for v, r in failed] + [""]
   out.append(f"The whole report: `{report_path}`")

@@ -25,8 +25,8 @@ import pandas as pd
 from tf_forget.artifacts import names
 from tf_forget.artifacts import predictions
 from tf_forget.artifacts import tflite_json
+from tf_forget.policy import unlabelled_gates
 from tf_forget.report import collect
-from tf_forget.report import unlabelled_gates
 from tf_forget.stats import unlabelled
 from tf_forget.stats import unlabelled_confidence
 

@@ -21,7 +21,7 @@ Numpy / pandas and the report's own modules only; the numbers come from the verd
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
-from tf_forget.report import ship_rule
+from tf_forget.policy import ship_rule
 from tf_forget.report import wording
 
 

@@ -22,9 +22,14 @@ One row per variant, against the dense population:
   docs/spec.md §4.2; first `subgroup_members` members, docs/spec.md §1.5), its number of actual
   positives and interval; with K = 1 that of `k1_subgroups` (paired bootstrap interval over the test
   examples);
-* #PIE (000 §2.3) and the gate verdict with its reasons (`gates.py`; with K = 1 the gates read
-  the same paired numbers, `gates.gate_measures`, and a failed gate's reason names the test);
+* #PIE (000 §2.3) and the gate verdict with its reasons (`tf_forget/policy/gates.py`; with K = 1
+  the gates read the same paired numbers, `gate_inputs.gate_measures`, and a failed gate's reason
+  names the test);
   the flip-rate and KL gates read the `divergence` table through the same function.
+
+The cells that differ between the designs (the top-1 interval and its pairing, the worst class,
+the worst subgroup, what changed significantly) come from the report's design, one interface
+with two implementations (`verdict_cells.design`: K >= 2 or K = 1).
 
 The recommendation (`recommend`) applies `ship_rule`: eligibility (gates, the accuracy
 budget, the target, `--max_latency_ratio`), the size × flips × latency front, the choice on it,
@@ -40,66 +45,17 @@ machine's (`verdict_words`).
 import pandas as pd
 
 from tf_forget.artifacts import names
-from tf_forget.report import file_pairs
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import pairing as pairing_lib
+from tf_forget.policy import file_pairs
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import ship_rule
 from tf_forget.report import repair_report
-from tf_forget.report import ship_rule
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
 from tf_forget.report import verdict_words as words
-from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
 NAN = float("nan")
-
-
-def _interval(values_0, values_t, paired, confidence):
-  return intervals.mean_difference_interval(
-    values_0, values_t, paired=paired, confidence=confidence, bounds=(0.0, 1.0)
-  )
-
-
-def _empty(paired):
-  nan = float("nan")
-  return {
-    "difference": nan,
-    "low": nan,
-    "high": nan,
-    "n_0": 0,
-    "n_t": 0,
-    "spread": nan,
-    "method": "paired" if paired else "welch",
-    "confidence": intervals.CONFIDENCE,
-  }
-
-
-def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
-  """The interval of the variant's top-1 change (fraction), `intervals` dict (NaN without a
-  paired member: every parent link stale, `pairing.py`)."""
-  p0, pt, paired = pairing_lib.comparison(run, variant)
-  if not pt.members.size:
-    return _empty(paired)
-  return _interval(
-    accuracy.top1_accuracy(p0.top1, p0.labels),
-    accuracy.top1_accuracy(pt.top1, pt.labels),
-    paired,
-    confidence,
-  )
-
-
-def k1_top1(measures, variant):
-  """The variant's `k1_topline` row as an interval dict (`difference`, `low`, `high`), or None
-  when the report has no K = 1 tables (`single_network`) or none for the variant."""
-  t = measures.tables.get("k1_topline")
-  if t is None or variant not in set(t.variant):
-    return None
-  row = t[t.variant == variant].iloc[0]
-  return {
-    "difference": float(row["difference"]),
-    "low": float(row["low"]),
-    "high": float(row["high"]),
-  }
 
 
 def _shipped(deploy, variant, settings):
@@ -180,7 +136,7 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
   settings = settings or ship_rule.Settings()
   deploy = measures.tables.get("deployment")
   dense = _shipped(deploy, names.DENSE, settings)
-  classes = measures.tables["class_level"]
+  design = cells.design(measures)
   rows = []
   for variant, s in measures.variants.items():
     shipped = _shipped(deploy, variant, settings)
@@ -201,30 +157,14 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
         )
       )
       continue
-    k1 = k1_top1(measures, variant)
-    top = k1 or top1_interval(run, variant, confidence)
-    pairing = words.K1_PAIRING if k1 else "paired" if top["method"] == "paired" else "independent"
+    top, pairing = design.top1(run, measures, variant, confidence)
     row.update(
       top1_change=top["difference"], top1_low=top["low"], top1_high=top["high"], pairing=pairing
     )
-    # K = 1: the worst class / subgroup and the gates from the paired tests.
-    g = gates_lib.gate_measures(variant, s, measures.config, measures.tables)
-    k1_design = g.get("design") == gates_lib.K1_DESIGN
-    if k1_design:
-      wc = cells.k1_worst_class(measures.tables.get("k1_classes"), variant)
-      row["significant_classes"] = g["significant_classes"]
-    else:
-      wc = cells.worst_class(run, classes[classes.variant == variant])
-    row["forgot"] = cells.forgot_words(
-      cells.significant_changes(
-        measures.tables.get("k1_classes") if k1_design else classes[classes.variant == variant],
-        variant,
-        k1_design,
-      ),
-      cells.significant_subgroups(measures.tables.get("k1_subgroups"), variant)
-      if k1_design
-      else (),
-    )
+    g = gate_inputs.gate_measures(variant, s, measures.config, measures.tables)
+    row.update(design.counts(g))
+    wc = design.worst_class(run, measures, variant)
+    row["forgot"] = design.forgot(measures, variant)
     if wc is not None:
       row.update(
         worst_class=wc["name"],
@@ -235,7 +175,7 @@ def table(run, measures, gates, confidence=intervals.CONFIDENCE, settings=None):
         worst_class_p=wc["p_value"],
         worst_class_p_bh=wc["p_bh"],
       )
-    ws = cells.k1_worst_subgroup(g) if k1_design else cells.worst_subgroup(measures, variant)
+    ws = design.worst_subgroup(measures, variant, g)
     if ws is not None:
       row.update(
         worst_subgroup=ws["name"],
@@ -352,8 +292,8 @@ def compute(
   scaling_checked=False,
 ):
   """(verdict DataFrame, recommendation dict) of a run; see `table` and `recommend`. With
-  K = 1 the recommendation also has `design` (`verdict_words.design`); with the user's files `users` (one
-  sentence per file, `user_verdict`), and their rows come first in the table.
+  K = 1 the recommendation also has `design` (the design's `statement`); with the user's files
+  `users` (one sentence per file, `user_verdict`), and their rows come first in the table.
 
   Args:
     run: `collect.Run`.
@@ -368,7 +308,7 @@ def compute(
   frame = table(run, measures, gates, confidence, settings)
   pairs = file_pairs.compute(run, list(frame["variant"]))
   rec = recommend(frame, gates, settings, pairs, no_gain=repair_report.no_gain(measures.tables))
-  sentence = words.design(run, measures)
+  sentence = cells.design(measures).statement(run, measures)
   if sentence:
     rec["design"] = sentence
   misscaled = words.misscaled_caveat(measures, scaling_checked)

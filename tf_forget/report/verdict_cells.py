@@ -1,17 +1,80 @@
-"""The verdict table's worst-class and worst-subgroup cells (K >= 2 and K = 1).
+"""The verdict table's cells that depend on the design: K >= 2 and K = 1, one interface.
 
-The cells `verdict`'s table reads: per compressed variant, the class with the largest
-recall loss and the protected subgroup whose false-negative rate rose most, each with its
-number of test examples (positives), interval and p-values — from the population tables
-(`class_level`, `subgroups`: intervals over members, docs/spec.md §3.1, §4.2) or, with one dense
-member, from the paired tests (`k1_classes`, `gates.gate_measures`' K = 1 worst subgroup).
+A report has one of two designs (`design(measures)`), each an object with the same methods —
+`top1` (the top-1 change's interval and its `pairing`), `counts` (cells only the design has),
+`worst_class`, `forgot` (the classes and subgroups that changed significantly, in words),
+`worst_subgroup` and `statement` (the design in one sentence, or None):
+
+* `POPULATION` (K >= 2 dense members): the population tables — the top-1 interval over members
+  (`tf_forget.stats.intervals`: Welch, or paired as `tf_forget.report.pairing` says), the worst
+  class and the significant classes of `class_level` (Welch per class, docs/spec.md §3.1), the
+  worst subgroup of `subgroups` (intervals over members, docs/spec.md §4.2);
+* `SINGLE_NETWORK` (K = 1: one network against its own compressed files,
+  `tf_forget.report.single_network`): the paired tests over the test examples — the Newcombe
+  interval of `k1_topline`, the classes `k1_classes` marks significant (exact McNemar, BH) and
+  their count, the subgroups whose FNR changed in `k1_subgroups`, and the worst subgroup of
+  `gate_inputs.gate_measures` (paired bootstrap interval). A variant without paired tests keeps
+  the population's top-1 interval.
 """
 
 import numpy as np
 
 from tf_forget.artifacts import names
+from tf_forget.policy import gate_inputs
+from tf_forget.report import pairing as pairing_lib
+from tf_forget.report import verdict_words as words
+from tf_forget.stats import accuracy
+from tf_forget.stats import intervals
 
 NAN = float("nan")
+
+
+def _interval(values_0, values_t, paired, confidence):
+  return intervals.mean_difference_interval(
+    values_0, values_t, paired=paired, confidence=confidence, bounds=(0.0, 1.0)
+  )
+
+
+def _empty(paired):
+  nan = float("nan")
+  return {
+    "difference": nan,
+    "low": nan,
+    "high": nan,
+    "n_0": 0,
+    "n_t": 0,
+    "spread": nan,
+    "method": "paired" if paired else "welch",
+    "confidence": intervals.CONFIDENCE,
+  }
+
+
+def top1_interval(run, variant, confidence=intervals.CONFIDENCE):
+  """The interval of the variant's top-1 change (fraction), `intervals` dict (NaN without a
+  paired member: every parent link stale, `pairing.py`)."""
+  p0, pt, paired = pairing_lib.comparison(run, variant)
+  if not pt.members.size:
+    return _empty(paired)
+  return _interval(
+    accuracy.top1_accuracy(p0.top1, p0.labels),
+    accuracy.top1_accuracy(pt.top1, pt.labels),
+    paired,
+    confidence,
+  )
+
+
+def k1_top1(measures, variant):
+  """The variant's `k1_topline` row as an interval dict (`difference`, `low`, `high`), or None
+  when the report has no K = 1 tables (`single_network`) or none for the variant."""
+  t = measures.tables.get("k1_topline")
+  if t is None or variant not in set(t.variant):
+    return None
+  row = t[t.variant == variant].iloc[0]
+  return {
+    "difference": float(row["difference"]),
+    "low": float(row["low"]),
+    "high": float(row["high"]),
+  }
 
 
 def worst_class(run, class_rows):
@@ -69,7 +132,7 @@ def k1_worst_class(k1_classes, variant):
 
 
 def k1_worst_subgroup(gate_measures):
-  """The worst subgroup (FNR) of a variant's `gates.gate_measures` (K = 1), as
+  """The worst subgroup (FNR) of a variant's `gate_inputs.gate_measures` (K = 1), as
   `worst_subgroup`'s dict, or None without one."""
   worst = (gate_measures.get("worst_subgroup") or {}).get("fnr")
   if not worst:
@@ -157,3 +220,72 @@ def forgot_words(changes, subgroups=(), shown=3):
       f"{_listed(list(subgroups), shown)}"
     )
   return out
+
+
+class Population:
+  """K >= 2: the cells from the population tables (intervals over members)."""
+
+  def top1(self, run, measures, variant, confidence):
+    """(the top-1 change's interval dict, its `pairing`: "paired" or "independent")."""
+    top = top1_interval(run, variant, confidence)
+    return top, "paired" if top["method"] == "paired" else "independent"
+
+  def counts(self, gate_measures):
+    """Cells of this design only: none."""
+    return {}
+
+  def worst_class(self, run, measures, variant):
+    classes = measures.tables["class_level"]
+    return worst_class(run, classes[classes.variant == variant])
+
+  def forgot(self, measures, variant):
+    classes = measures.tables["class_level"]
+    return forgot_words(significant_changes(classes[classes.variant == variant], variant, False))
+
+  def worst_subgroup(self, measures, variant, gate_measures):
+    return worst_subgroup(measures, variant)
+
+  def statement(self, run, measures):
+    """The design in one sentence for the first screen: none (the usual design)."""
+    return None
+
+
+class SingleNetwork:
+  """K = 1: the cells from the paired tests over the test examples."""
+
+  def top1(self, run, measures, variant, confidence):
+    """(`k1_topline`'s interval, "paired examples"); the population's without paired tests."""
+    top = k1_top1(measures, variant)
+    return (top, words.K1_PAIRING) if top else POPULATION.top1(run, measures, variant, confidence)
+
+  def counts(self, gate_measures):
+    """The number of classes `k1_classes` marks significant (`significant_classes`)."""
+    return {"significant_classes": gate_measures["significant_classes"]}
+
+  def worst_class(self, run, measures, variant):
+    return k1_worst_class(measures.tables.get("k1_classes"), variant)
+
+  def forgot(self, measures, variant):
+    return forgot_words(
+      significant_changes(measures.tables.get("k1_classes"), variant, True),
+      significant_subgroups(measures.tables.get("k1_subgroups"), variant),
+    )
+
+  def worst_subgroup(self, measures, variant, gate_measures):
+    return k1_worst_subgroup(gate_measures)
+
+  def statement(self, run, measures):
+    """The design in one sentence for the first screen (`verdict_words.design`)."""
+    return words.design(run, measures)
+
+
+POPULATION = Population()
+SINGLE_NETWORK = SingleNetwork()
+
+
+def design(measures):
+  """The report's design: `SINGLE_NETWORK` when its settings carry the K = 1 design
+  (`gate_inputs.K1_SETTINGS_KEY`), else `POPULATION`."""
+  if measures.config.get(gate_inputs.K1_SETTINGS_KEY) is None:
+    return POPULATION
+  return SINGLE_NETWORK

@@ -8,7 +8,7 @@ latency measured on this machine), `misscaled_caveat` and `design` (K = 1).
 """
 
 from tf_forget.artifacts import names
-from tf_forget.report import ship_rule
+from tf_forget.policy import ship_rule
 from tf_forget.report import single_network
 from tf_forget.report import wording
 from tf_forget.stats import intervals

@@ -1,7 +1,7 @@
 """How the report says things in words: rates, class labels, ops, data and files.
 
 Pure formatting, shared by the page, the verdict's sentences and the audit's terminal summary
-(`tf_forget/evaluate/deploy.py`):
+(`tf_forget/report/summary_terminal.py`):
 
 * `rate`: a fraction as a percentage with enough digits to tell it from a gate's bound (two
   significant digits, more when the bound needs them: 0.07% and 0.15% differ, a flip rate of

@@ -4,11 +4,11 @@ exported for human annotation (`cie_annotation`, 004 §3.2: Taxicab p90); the se
 the largest-KL examples of the divergence unit.
 """
 
-from tf_forget.report import divergence_view
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import unit
+from tf_forget.report.units import divergence
 
 # The CIEs exported for human annotation (tables/cie_annotation.csv; 004 §3.2): Taxicab p90.
 ANNOTATION_PERCENTILE = 90
@@ -38,7 +38,7 @@ def _render(run, gallery_cards, divergence_examples, divergence_images):
   return section(
     gallery_cards,
     run.protected_attributes,
-    divergence_view.gallery(divergence_examples, divergence_images or {}),
+    divergence.gallery(divergence_examples, divergence_images or {}),
   )
 
 

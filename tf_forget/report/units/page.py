@@ -1,11 +1,11 @@
-"""The page's own sections, which no computation feeds: the glossary (`verdict_view.glossary`)
+"""The page's own sections, which no computation feeds: the glossary (`verdict.glossary`)
 and the notes (every unit's notes and the report's settings), the page's last section.
 """
 
 from tf_forget.report import html
 from tf_forget.report import unit
-from tf_forget.report import verdict_view
 from tf_forget.report import wording
+from tf_forget.report.units import verdict
 
 
 def notes_section(notes, settings):
@@ -17,9 +17,7 @@ def notes_section(notes, settings):
 
 GLOSSARY = unit.Unit(
   "glossary",
-  sections=(
-    unit.Section("glossary", "How to read this report", "Terms", (), verdict_view.glossary),
-  ),
+  sections=(unit.Section("glossary", "How to read this report", "Terms", (), verdict.glossary),),
 )
 NOTES = unit.Unit(
   "notes", sections=(unit.Section("notes", "Notes", "Notes", ("notes", "settings"), notes_section),)

@@ -11,14 +11,14 @@ design `unlabelled_gates.DESIGN`, which the gates read through `gates.verdict`),
 import os
 
 from tf_forget.artifacts import names
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import unlabelled_gates
 from tf_forget.report import collect
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
-from tf_forget.report import gates as gates_lib
 from tf_forget.report import html
 from tf_forget.report import unit
 from tf_forget.report import unlabelled_audit
-from tf_forget.report import unlabelled_gates
 
 TABLES = (
   "unlabelled_files",

@@ -1,14 +1,314 @@
 """The verdict (`tf_forget.report.verdict`): one row per variant (`verdict`) and the
 recommendation, the file to ship (given as `recommendation`), with the repairs' sentences and
 why a file forgot from the repair unit's tables and notes; shown first on the page.
+
+The page's first screen: `section` renders `verdict.table` / `verdict.recommend`
+(tf_forget/report/verdict.py): the recommended file in one sentence, the rule that chose it,
+caveats, then one row per variant — file, size and latency against dense, top-1 change with its
+interval, worst class and worst subgroup with n and interval, #PIE, gate verdict and why. `glossary`
+introduces every measure in one or two plain sentences with its paper reference.
 """
 
+import pandas as pd
+
+from tf_forget.report import html
 from tf_forget.report import repair_report
 from tf_forget.report import unit
+from tf_forget.report import verdict
 from tf_forget.report import verdict as verdict_lib
-from tf_forget.report import verdict_view
+from tf_forget.report import verdict_words
+from tf_forget.report import wording
 
-# The tables the verdict, its gates (`gates.gate_measures`) and its words read.
+
+def _pt(x, digits=2):
+  return "n/a" if x is None or x != x else f"{100 * x:+.{digits}f} pt"
+
+
+def _change(value, low, high):
+  """'−0.40 pt [−0.90, +0.10]': a change with its interval (points)."""
+  if value is None or value != value:
+    return "n/a"
+  ci = "" if low != low or high != high else f" [{_pt(low)[:-3]}, {_pt(high)[:-3]}]"
+  return _pt(value) + ci
+
+
+def _size(row):
+  if row.get("size_bytes") != row.get("size_bytes"):
+    return "not measured"
+  gz = row.get("gzip_bytes")
+  return f"{row['size_bytes'] / 1024:.1f} KiB ({row['size_vs_dense']:.2f}×)" + (
+    "" if gz is None or gz != gz else f", gzip {gz / 1024:.1f} KiB"
+  )
+
+
+def _ratio(row, key):
+  """'1.9× [1.8–2.1]': a latency ratio to the float reference with its interquartile range."""
+  x, low, high = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
+  if x is None or x != x:
+    return ""
+  return f"{x:.2f}×" + ("" if low is None or low != low else f" [{low:.2f}–{high:.2f}]")
+
+
+def _latency(row):
+  if row.get("latency_ms") != row.get("latency_ms"):
+    return "not measured"
+  out = f"{row['latency_ms']:.3f} ms"
+  if row["variant"] == "dense":
+    return out
+  b1, bb = _ratio(row, "latency_vs_dense"), _ratio(row, "latency_batch_vs_dense")
+  batch = row.get("latency_batch")
+  out += f" ({b1}" if b1 else ""
+  if bb and batch == batch and batch is not None and int(batch) != 1:
+    out += f"; b={int(batch)} {bb}"
+  return out + (")" if b1 else "")
+
+
+VERDICT_CLASSES = {
+  "recommended": "verdict-rec",
+  "fail": "verdict-fail",
+  "over budget": "verdict-over",
+  "no gain": "verdict-over",
+  "not for target": "verdict-over",
+  "too slow": "verdict-over",
+  "dominated": "verdict-over",
+  "pass": "verdict-pass",
+}
+
+
+def _p(value):
+  v = html.fmt(value, "p")
+  return v if v == "n/a" else f"{float(value):.2g}"
+
+
+def _significant(count):
+  """'1 class significant (McNemar + BH)': the K = 1 count of `k1_classes`."""
+  if count is None or count != count:
+    return "significant classes n/a"
+  n = int(count)
+  return f"{n} class{'' if n == 1 else 'es'} significant (McNemar + BH)"
+
+
+def _file(r, deploy):
+  """'deploy/v/0.tflite (plain) — ships plain: <why>' (the why for pruned variants)."""
+  out = r["file"] + (f" ({r['encoding']})" if r.get("encoding") else "")
+  why = verdict.ships_plain_why(deploy, r["variant"])
+  return f"{out} — {why}" if why else out
+
+
+def verdict_rows(frame, deploy=None):
+  """The verdict table as display strings (one row per variant; empty columns dropped).
+
+  Args:
+    frame: `verdict.table`.
+    deploy: the `deployment` table, for why a pruned variant ships plain (None: not said).
+  """
+  rows = []
+  for _, r in frame.iterrows():
+    r = r.to_dict()
+    dense = r["variant"] == "dense"
+    k1 = not dense and r.get("pairing") == verdict_words.K1_PAIRING  # K = 1: the paired tests
+    wc = (
+      ""
+      if dense or not isinstance(r.get("worst_class"), str)
+      else "no class lost recall"
+      if r["worst_class_change"] >= 0
+      else f"{r['worst_class']} (n={int(r['worst_class_n'])}) "
+      f"{_change(r['worst_class_change'], r['worst_class_low'], r['worst_class_high'])} "
+      f"{'McNemar ' if k1 else ''}p {_p(r['worst_class_p'])}, "
+      f"BH {_p(r['worst_class_p_bh'])}"
+    )
+    if k1:
+      wc = (wc + "; " if wc else "") + _significant(r.get("significant_classes"))
+    ws = (
+      ""
+      if dense or not isinstance(r.get("worst_subgroup"), str)
+      else f"{r['worst_subgroup']} (n={int(r['worst_subgroup_n'])} pos.) "
+      + _change(r["worst_subgroup_fnr_change"], r["worst_subgroup_low"], r["worst_subgroup_high"])
+    )
+    reason = r.get("reason") or ""
+    rows.append(
+      {
+        "variant": r["variant"]
+        + f" (K={int(r['members'])}"
+        + ("" if dense else f", {r['pairing']}")
+        + ")",
+        "verdict": r.get("verdict") or "",
+        "file to ship": _file(r, deploy),
+        "size (× dense)": _size(r),
+        "latency b=1 (× float reference)": _latency(r),
+        "ran": r.get("runtime") or "",
+        "top-1": html.fmt(r["top1"], "pct"),
+        "top-1 change [95% CI]": ""
+        if dense
+        else _change(r["top1_change"], r["top1_low"], r["top1_high"]),
+        "worst class: recall change": wc,
+        "worst subgroup: FNR change": ws,
+        "#PIE": "" if dense else html.fmt(r.get("pie_count"), "int"),
+        "why": ""
+        if reason in ("within every bound", "the uncompressed reference", "the rule's choice")
+        else reason,
+      }
+    )
+  out = pd.DataFrame(rows)
+  keep = [c for c in out.columns if c in ("variant", "verdict") or (out[c] != "").any()]
+  return out[keep]
+
+
+POPULATION_LEAD = (
+  "Changes are in percentage points (pt) of the dense population's value, mean "
+  "over members, with the t-based 95% interval over members: paired where "
+  "member k is the same network before and after compression, Welch where the "
+  "populations are trained independently."
+)
+K1_LEAD = (
+  "Changes are in percentage points (pt) of the reference network's value; the top-1 "
+  "interval is Newcombe's paired 95% interval over the test examples (K = 1; "
+  "section 1b has the per-example tests, per class and per subgroup)."
+)
+POPULATION_TAIL = (
+  " Worst class: the largest recall loss, its test examples n, the Welch p-value "
+  "(000 §2.2) and the Benjamini-Hochberg adjusted one over all classes. Worst "
+  "subgroup: the largest false-negative-rate increase over the protected "
+  "subgroups (004 Table 3)."
+)
+K1_TAIL = (
+  " Worst class: the largest recall drop, its test examples n, Newcombe's 95% interval, "
+  "the exact McNemar p-value over the class's examples and the Benjamini-Hochberg "
+  "adjusted one over all classes, then how many classes that test marks significant "
+  "(what --max_significant_classes counts). Worst subgroup: the largest "
+  "false-negative-rate increase over the protected subgroups, with its paired "
+  "bootstrap 95% interval over the test examples (what --max_subgroup_fnr_increase "
+  "reads)."
+)
+
+
+def section(frame, deployment, recommendation):
+  """The verdict section's HTML: the recommendation, its rule and caveats, the table.
+
+  Args:
+    frame: the `verdict` table (None: not computed).
+    deployment: the `deployment` table, or None.
+    recommendation: `verdict.recommend`'s dict, or None.
+  """
+  if frame is None or recommendation is None:
+    return unit.Skip.of(["no verdict computed"])
+  rec = recommendation
+  none = rec["variant"] == "dense"
+  head = (
+    f"Ship <b>{html.esc(rec['file'])}</b>" + ("" if none else f" — {html.esc(rec['why'])}")
+    if not none
+    else f"Ship <b>{html.esc(rec['file'])}</b>: {html.esc(rec['why'])}"
+  )
+  out = [f"<p class=\"recommendation{' none' if none else ''}\">{head}</p>"]
+  # Your own files: does each pass, and why it is (not) the one to ship.
+  out += [f"<p class=\"user-file\">{html.esc(u)}</p>" for u in rec.get("users", [])]
+  if rec.get("design"):  # K = 1: the design before anything else
+    out.append(f"<p class=\"lead design\"><b>{html.esc(rec['design'])}</b></p>")
+  if rec.get("front_note"):
+    out.append(f"<p class=\"lead front\">{html.esc(rec['front_note'])}</p>")
+  out += [f"<p class=\"lead gives-up\">{html.esc(g)}</p>" for g in rec.get("gives_up", [])]
+  if rec.get("size_note"):
+    out.append(f"<p class=\"lead\">{html.esc(rec['size_note'])}</p>")
+  out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
+  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in wording.fold(rec["caveats"])]
+  out += [f"<p class=\"lead why\">{html.esc(r)}</p>" for r in rec.get("why_forgot", [])]
+  out += [f"<p class=\"lead repair\">{html.esc(r)}</p>" for r in rec.get("repairs", [])]
+  shown = verdict_rows(frame, deployment)
+  out.append(
+    html.table(
+      shown,
+      classes="verdict sortable",
+      row_classes=[VERDICT_CLASSES.get(v, "") for v in shown.verdict],
+    )
+  )
+  tail = K1_TAIL if rec.get("design") else POPULATION_TAIL
+  out.append(
+    "<p class=\"lead\">"
+    + (K1_LEAD if rec.get("design") else POPULATION_LEAD)
+    + tail
+    + " The file column is the one written to the deployment bundle "
+    "(deploy/manifest.json).</p>"
+  )
+  return "".join(out)
+
+
+GLOSSARY = (
+  (
+    "top-1, top-1 change",
+    "Share of test images whose highest-scoring class is the true "
+    "one, averaged over the members of a population; the change is compressed minus dense, "
+    "in percentage points (pt). 000 Table 2.",
+  ),
+  (
+    "members, K",
+    "Independently trained (or compressed) copies of a model; every number is "
+    "a mean over them. The papers use K = 30 (000 §2.4); with a few members intervals are "
+    "wide.",
+  ),
+  (
+    "significant class",
+    "A class whose recall, relative to each member's overall accuracy, "
+    "differs between the populations in a two-tailed Welch t-test at p ≤ 0.05 (000 §2.2, "
+    "docs/spec.md §3.1). No multiple-testing correction is applied by default; the BH column "
+    "shows the Benjamini-Hochberg adjusted p-value.",
+  ),
+  (
+    "PIE (#PIE)",
+    "Pruning Identified Exemplar: a test image whose most frequent label over "
+    "the compressed population differs from the most frequent label over the dense one "
+    "(000 §2.3). #PIE counts them.",
+  ),
+  (
+    "CIE, Taxicab distance d_T",
+    "Compression Identified Exemplar: 004 ranks images by the "
+    "Taxicab distance between the two populations' label counts (0 = identical votes, 2K = "
+    "every member changed its vote); the top ranks are the images compression changed most "
+    "(004 §3.1).",
+  ),
+  (
+    "subgroup FNR / FPR",
+    "False-negative (false-positive) rate within a subgroup of the "
+    "protected attributes, e.g. Male × Young (004 Tables 3-5). Normalized difference = "
+    "relative change in %, absolute = change in points.",
+  ),
+  (
+    "α, recall distortion",
+    "Slope of each class's recall balance after vs before "
+    "compression; α > 1: compression widened the gaps between classes, α < 1: narrowed them. "
+    "Label <, >, ? : the 99% interval lies below, above or around 1 (002 §5-6).",
+  ),
+  (
+    "prune potential, excess error",
+    "The largest pruned fraction whose error stays within "
+    "0.5 points of the parent's, per test distribution; excess error = error under a "
+    "distribution shift minus error on the nominal test set (003 Definitions 1-2).",
+  ),
+  (
+    "robustness (normalized)",
+    "Accuracy on corrupted images relative to the dense "
+    "population's on the same corruption, 100·(A_t/A_0 − 1) % (000 Table 3).",
+  ),
+  (
+    "KL, Δp, flip rate",
+    "How far a compressed file's outputs moved from its reference's "
+    "(the dense float32 file of the same network, or an independent dense member for "
+    "gradual pruning), from the saved logits: KL(reference ‖ file) of the softmax outputs in "
+    "nats, Δp the change of the true class's probability, flip rate the share of examples "
+    "whose top-1 label changed (section 1c).",
+  ),
+)
+
+
+def glossary():
+  """The glossary section's HTML (collapsed)."""
+  items = "".join(f"<dt>{html.esc(t)}</dt><dd>{html.esc(d)}</dd>" for t, d in GLOSSARY)
+  return (
+    "<details><summary>The measures in one or two sentences each (click to open)"
+    f"</summary><dl class=\"glossary\">{items}</dl></details>"
+  )
+
+
+# The tables the verdict, its gates (`gate_inputs.gate_measures`) and its words read.
 TABLES = (
   "class_level",
   "subgroups",
@@ -72,7 +372,7 @@ def _compute(
 
 
 def _render(verdict, deployment, recommendation):
-  return verdict_view.section(verdict, deployment, recommendation)
+  return section(verdict, deployment, recommendation)
 
 
 UNIT = unit.Unit(

@@ -13,7 +13,8 @@ CONFIDENCE = 0.95  # the level of the ratio intervals
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-  """What the report does for the human study (`write.build_report(human_study=...)`).
+  """What the report does for the human study (`tf_forget.report.write.build_report`'s
+  `human_study`).
 
   Attributes:
     export_dir: write the blind-annotation export here (`sheet/` for the annotators,

@@ -11,8 +11,9 @@ TensorFlow).
 import numpy as np
 import pytest
 
-from tf_forget.report import gates as gates_lib
-from tf_forget.report import unlabelled_gates
+from tf_forget.policy import gate_inputs
+from tf_forget.policy import gates as gates_lib
+from tf_forget.policy import unlabelled_gates
 from tf_forget.stats import unlabelled
 from tf_forget.stats import unlabelled_confidence
 
@@ -58,7 +59,7 @@ def test_an_even_swap_is_caught_by_class_and_confident_gates_not_by_the_flip_rat
     "class 3: flip rate 4.00% (2 of 50 images the reference gives it; max 3.00%)",
     "confident flips 0.80% (4 of 500 images, reference confidence >= 0.9; max 0.50%)",
   ]
-  assert gates_lib.gate_measures("user_swap", s, {}, {}) is s  # no labelled measure added
+  assert gate_inputs.gate_measures("user_swap", s, {}, {}) is s  # no labelled measure added
 
 
 def test_the_verdict_takes_the_defaults_where_no_gate_is_set():

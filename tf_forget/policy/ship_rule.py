@@ -22,15 +22,15 @@ interquartile ranges of the two files' per-round ratios apart). Of the undominat
 without measured sizes, the smallest top-1 loss), unless one at most `SIZE_TOLERANCE` larger flips
 significantly fewer test examples: then the one of those with the fewest flips. A file of
 the user's (`--candidate`) that is eligible and as good as that choice ships instead
-(`user_verdict`): as good means its extra flips and its top-1 loss against the choice are not
-significant and their intervals stay within `AS_GOOD_MARGIN` of the test examples, and it
-is at most `SIZE_TOLERANCE` larger.
+(`tf_forget.report.user_verdict`): as good means its extra flips and its top-1 loss against the
+choice are not significant and their intervals stay within `AS_GOOD_MARGIN` of the test
+examples, and it is at most `SIZE_TOLERANCE` larger.
 """
 
 import dataclasses
 
 from tf_forget.artifacts import names
-from tf_forget.report import file_pairs
+from tf_forget.policy import file_pairs
 
 DEFAULT_ACCURACY_BUDGET = 0.01
 DEFAULT_MAX_LATENCY_RATIO = 2.0  # --max_latency_ratio: over the float reference's latency
@@ -92,7 +92,7 @@ def eligibility(frame, gates, ship, no_gain=None, budget=None):
   """Fills the `verdict` and `reason` columns up to the front; returns the eligible indices.
 
   Args:
-    frame: the verdict table (`verdict.table`), modified in place.
+    frame: the verdict table (`tf_forget.report.verdict.table`), modified in place.
     gates: `gates.Gates`.
     ship: the `tree.Deployment` section (target, max_latency_ratio).
     no_gain: {repaired variant: why} of the repairs that bought nothing: "no gain".

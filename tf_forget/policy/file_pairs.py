@@ -1,12 +1,12 @@
 """Two shipped files compared on the same test examples: flips and top-1, paired.
 
-The ship rule (`tf_forget.report.ship_rule`) calls a file "as good" as another, or "better" on
+The ship rule (`tf_forget.policy.ship_rule`) calls a file "as good" as another, or "better" on
 flips, only when a paired comparison over the test examples supports it. Per variant and test
 example i this module keeps
 
-  * f_i, the share of the variant's member pairs (`collect.Run.pairing_of`: dense member k0
-    against the variant's member kt) whose top-1 differs at example i (a flip against the
-    reference; 0 or 1 with one member);
+  * f_i, the share of the variant's member pairs (`tf_forget.report.collect.Run.pairing_of`:
+    dense member k0 against the variant's member kt) whose top-1 differs at example i (a flip
+    against the reference; 0 or 1 with one member);
   * c_i, the share of the variant's members right at example i.
 
 Two variants a, b are compared by the mean of the per-example differences

@@ -1,7 +1,7 @@
 """The audit with one-shot pruning after training: flags, a tiny run per algorithm.
 
-A tiny dense population (preset `tiny`, 2 members) is pruned by MP, GP, UP and RP to ratio 4 and
-fine-tuned; the one-shot members are exported, evaluated and reported like any member, and the
+The committed tiny dense population (`tiny_run`, 2 members) is pruned by MP, GP, UP and RP to
+ratio 4 and fine-tuned; the one-shot members are exported, evaluated and reported like any member, and the
 report pairs each with its parent.
 """
 
@@ -14,6 +14,7 @@ import pytest
 
 from tests import audit_main
 from tests import binary_main
+from tests.e2e import tiny_run
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
@@ -110,10 +111,10 @@ def _check_one_g_per_parent(out, k, dense_meta):
 
 def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
   out = tmp_path / "run"
+  tiny_run.copy_members(str(out), variants=("dense",))  # the parents: trained and converted
   args = dict(
     out=str(out),
-    preset="tiny",
-    members=2,
+    **dict(tiny_run.CONFIG, variants=["dense"]),
     pruning=["oneshot"],
     ratios=["4"],
     quantizations=[],
@@ -123,7 +124,8 @@ def test_tiny_oneshot_audit_end_to_end(tmp_path, capsys):
     executor="local",
     workers=2,
   )
-  _run_main(**args)
+  assert _run_main(**args) == 0
+  tiny_run.assert_reused(str(out), variants=("dense",))
   report = json.loads((out / "report.json").read_text())
   variants = {"dense"} | {f"oneshot_{a}_r4" for a in ALGORITHMS}
   assert set(report["variants"]) == variants

@@ -2,10 +2,12 @@
 
 `FLAGS` are the population flags of every tiny end-to-end audit (2 members x {dense,
 prune_0.5} of the `tiny` preset, 40 steps on the embedded digits). Its trained members are
-committed under `tests/fixtures/tiny/members/` (regenerate: `tests/fixtures/make_fixtures.py
-tiny`). A test copies them into its `--out` (`copy_members`) before its first audit, which then
-reuses them instead of training — and checks that it did (`assert_reused`), so a change that
-makes the committed members stale fails here, in one line saying how to regenerate them.
+committed under `tests/fixtures/tiny/members/`, their float32 `.tflite` files under
+`tests/fixtures/tiny/tflite/` (regenerate both: `tests/fixtures/make_fixtures.py tiny`). A test
+copies them into its `--out` (`copy_members`) before its first audit, which then reuses them
+instead of training and converting — and checks that it kept the members (`assert_reused`), so
+a change that makes the committed members stale fails here, in one line saying how to
+regenerate them (stale files are converted again, which the export's own records decide).
 Training itself is tested where training is the point (the interrupt and lock tests of
 `audit_faults_test.py`, `audit_properties_test.py`, the executor tests).
 """
@@ -43,16 +45,18 @@ def _models(root, variants):
 
 
 def copy_members(out, variants=VARIANTS):
-  """Puts the committed tiny members of `variants` under `out/members/` (creating `out`, a local
-  path or a URL such as `ram://...`); returns `out`."""
-  for variant in variants:
-    src = os.path.join(FIXTURE, "members", variant)
-    for folder, _, files in os.walk(src):
-      rel = os.path.relpath(folder, src)
-      target = filesystem.join(out, "members", variant, *([] if rel == "." else [rel]))
-      filesystem.makedirs(target)
-      for name in files:
-        fileio.copy(os.path.join(folder, name), filesystem.join(target, name))
+  """Puts the committed tiny members of `variants` under `out/members/`, and their float32
+  `.tflite` files with their records under `out/tflite/` (creating `out`, a local path or a
+  URL such as `ram://...`); returns `out`."""
+  for root in ("members", "tflite"):
+    for variant in variants:
+      src = os.path.join(FIXTURE, root, variant)
+      for folder, _, files in os.walk(src):
+        rel = os.path.relpath(folder, src)
+        target = filesystem.join(out, root, variant, *([] if rel == "." else [rel]))
+        filesystem.makedirs(target)
+        for name in files:
+          fileio.copy(os.path.join(folder, name), filesystem.join(target, name))
   return out
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from tf_forget.artifacts import lineage
 from tf_forget.corruptions import cache
+from tf_forget.corruptions import corrupted_split
 from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import reference
 from tf_forget.data import dataset_api
@@ -47,7 +48,7 @@ def test_fill_and_read_back(tmp_path):
   data = _Tiny()
   keys = cache.fill(data, "test", [("fog", 2), ("glass_blur", 3)], str(tmp_path), batch_size=16)
   assert [k.split_name for k in keys] == ["fog@2", "glass_blur@3"]
-  split = cache.CorruptedSplit(data, "test", "glass_blur", 3, str(tmp_path))
+  split = corrupted_split.CorruptedSplit(data, "test", "glass_blur", 3, str(tmp_path))
   assert split.name == "glass_blur@3" and len(split) == 50 and split.key.table == "32"
   with open(os.path.join(keys[1].directory(str(tmp_path)), "meta.json")) as f:
     meta = json.load(f)
@@ -70,17 +71,17 @@ def test_complete_entries_are_skipped_and_keys_separate(tmp_path):
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path), overwrite=True)
   other = cache.fill(data, "test", [("fog", 2)], str(tmp_path), table="224", base_seed=1)
   assert other[0].directory(str(tmp_path)).endswith(os.path.join("fog@2", "table=224,seed=1"))
-  a = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)).batches(50)
-  b = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path), table="224", base_seed=1).batches(
-    50
-  )
+  a = corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)).batches(50)
+  b = corrupted_split.CorruptedSplit(
+    data, "test", "fog", 2, str(tmp_path), table="224", base_seed=1
+  ).batches(50)
   assert np.any(next(a).images != next(b).images)
 
 
 def test_missing_or_stale_entries_raise_and_fill_makes_them_again(tmp_path):
   data = _Tiny()
   with pytest.raises(cache.CacheError, match="not cached .*: run the same command again"):
-    cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+    corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
   cache.fill(data, "test", [("fog", 2)], str(tmp_path))
   changed = _Tiny()
   changed.spec = dataset_api.DatasetSpec(**{**changed.spec.__dict__, "options": {"size": 9}})
@@ -89,13 +90,13 @@ def test_missing_or_stale_entries_raise_and_fill_makes_them_again(tmp_path):
     match=r"is stale \(its input split changed since it "
     r"was generated\): run the same command again",
   ):
-    cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
+    corrupted_split.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))
   # No flag needed: the data changed, so `fill` generates the entry again (and only then).
   assert [k.split_name for k in cache.fill(changed, "test", [("fog", 2)], str(tmp_path))] == [
     "fog@2"
   ]
   assert cache.fill(changed, "test", [("fog", 2)], str(tmp_path)) == []
-  assert len(cache.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))) == 50
+  assert len(corrupted_split.CorruptedSplit(changed, "test", "fog", 2, str(tmp_path))) == 50
   with pytest.raises(dataset_api.DataError):
     cache.fill(data, "validation", [("fog", 2)], str(tmp_path))
 
@@ -110,13 +111,17 @@ def _garbage(path):
 def test_a_damaged_shard_is_made_again(tmp_path):
   data = _Tiny()
   (key,) = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
-  before = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  before = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  )
   directory = key.directory(str(tmp_path))
   _garbage(os.path.join(directory, "part-00001.npz"))
   state = cache.entry_status(key, str(tmp_path), data, verify=True)
   assert not state and "shard part-00001.npz is not the one written" in state.reason
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == [key]
-  again = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  again = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  )
   np.testing.assert_array_equal(again.images, before.images)
 
 
@@ -133,7 +138,7 @@ def test_an_unreadable_shard_read_discards_its_entry(tmp_path):
   with open(os.path.join(directory, "meta.json"), "w") as f:
     json.dump(meta, f)
   _garbage(os.path.join(directory, "part-00000.npz"))
-  split = cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  split = corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
   with pytest.raises(
     cache.CacheError, match="its cached split was discarded; run the same command again"
   ) as e:
@@ -142,7 +147,10 @@ def test_an_unreadable_shard_read_discards_its_entry(tmp_path):
   assert cache.entry_status(key, str(tmp_path), data) == lineage.MISSING
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == [key]
   assert (
-    len(dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))) == 50
+    len(
+      dataset_api.concatenate(corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+    )
+    == 50
   )
 
 
@@ -150,14 +158,18 @@ def test_parallel_workers_write_the_same_images(tmp_path):
   data = _Tiny()
   cache.fill(data, "test", [("snow", 4)], str(tmp_path / "a"), batch_size=25)
   cache.fill(data, "test", [("snow", 4)], str(tmp_path / "b"), batch_size=10, processes=2)
-  a = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "a")))
-  b = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "b")))
+  a = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "a"))
+  )
+  b = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "snow", 4, str(tmp_path / "b"))
+  )
   np.testing.assert_array_equal(a.images, b.images)
 
 
 def test_corrupted_dataset_serves_corrupted_and_clean_splits(tmp_path):
   data = _Tiny()
-  view = cache.CorruptedDataset(data, str(tmp_path), ["contrast@5"], generate=True)
+  view = corrupted_split.CorruptedDataset(data, str(tmp_path), ["contrast@5"], generate=True)
   assert view.spec.splits == ("train", "test", "contrast@5") and view.spec.name == "tiny"
   corrupted = view.load("contrast@5")
   clean = view.load("test")
@@ -184,7 +196,9 @@ def test_encodings_round_trip_uint8_exactly(tmp_path, size, channels, encoding):
   with open(os.path.join(key.directory(str(tmp_path)), "meta.json")) as f:
     meta = json.load(f)
   assert meta["encoding"] == encoding and meta["schema_version"] == cache.SCHEMA_VERSION
-  got = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "contrast", 1, str(tmp_path)))
+  got = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "contrast", 1, str(tmp_path))
+  )
   seeds = corruption_registry.example_seeds("tiny", data.ids, "contrast", 1)
   want = corruption_registry.apply("contrast", data.images, 1, seeds)
   assert got.images.dtype == np.uint8 and got.images.shape == want.shape
@@ -204,7 +218,9 @@ def test_shards_are_compressed(tmp_path):
 def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
   data = _Tiny()
   (key,) = cache.fill(data, "test", [("fog", 2)], str(tmp_path), batch_size=20)
-  new = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  new = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  )
   # Rewrite the entry as schema 1 wrote it: uncompressed `images`, no `encoding` in meta.json.
   directory = key.directory(str(tmp_path))
   with open(os.path.join(directory, "meta.json")) as f:
@@ -222,7 +238,9 @@ def test_schema_1_uncompressed_entries_are_still_read(tmp_path):
   meta["schema_version"] = 1
   with open(os.path.join(directory, "meta.json"), "w") as f:
     json.dump(meta, f)
-  old = dataset_api.concatenate(cache.CorruptedSplit(data, "test", "fog", 2, str(tmp_path)))
+  old = dataset_api.concatenate(
+    corrupted_split.CorruptedSplit(data, "test", "fog", 2, str(tmp_path))
+  )
   np.testing.assert_array_equal(old.images, new.images)
   np.testing.assert_array_equal(old.attributes["Bright"], new.attributes["Bright"])
   assert cache.fill(data, "test", [("fog", 2)], str(tmp_path)) == []  # complete: not redone

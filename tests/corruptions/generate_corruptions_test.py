@@ -6,7 +6,7 @@ import pytest
 
 from tests import command_main
 from tf_forget.commands import generate_corruptions_command
-from tf_forget.corruptions import cache
+from tf_forget.corruptions import corrupted_split
 from tf_forget.data import registry as data_registry
 
 MAIN = command_main.main_of(generate_corruptions_command)
@@ -22,7 +22,7 @@ def test_fills_the_cache_for_digits(tmp_path, capsys):
     MAIN(["generate_corruptions"])
   assert "generated 2 of 2" in capsys.readouterr().out
   data = data_registry.get("digits")
-  split = cache.CorruptedSplit(data, data.spec.eval_split, "fog", 2, str(tmp_path))
+  split = corrupted_split.CorruptedSplit(data, data.spec.eval_split, "fog", 2, str(tmp_path))
   assert len(split) == data.num_examples(data.spec.eval_split)
   with flagsaver.flagsaver(
     dataset="digits", cache_dir=str(tmp_path), corruptions=["fog"], severities=["2"]

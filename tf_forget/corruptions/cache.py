@@ -1,7 +1,7 @@
-"""On-disk cache of corrupted splits, and the corrupted splits as `Examples` for the evaluator.
+"""On-disk cache of corrupted splits: the entries, their status, and `fill`.
 
 Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
-`CorruptedSplit` / `CorruptedDataset`, which yield `tf_forget.data.dataset_api.Examples` with the
+`tf_forget.corruptions.corrupted_split` (`CorruptedSplit` / `CorruptedDataset`), which yield `tf_forget.data.dataset_api.Examples` with the
 same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3`
 (docs/spec.md §1.1) like any split. Schema: docs/artifacts/corruptions.md.
 
@@ -27,7 +27,7 @@ image shape are recorded in meta.json. meta.json also records `inputs` (lineage)
 identity of the clean split it was made from (`predictions.split_identity`) and the sha256 of
 the clean examples' ids and labels; and the sha256 of every shard as written (`shard_sha256`).
 The sha256 of meta.json is in turn the identity of the corrupted split that predictions record
-(`CorruptedSplit.identity`).
+(`corrupted_split.CorruptedSplit.identity`).
 
 Nothing stale is kept and nothing stale stops a run (`entry_status`): an entry whose meta.json
 is unreadable, whose data set options, image shape or clean split differ from the current ones
@@ -59,7 +59,7 @@ from tf_forget.data import dataset_api
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = (1, 2)  # version 1: uncompressed shards ("raw")
-_ATTR = "attr__"
+ATTR = "attr__"
 
 
 class CacheError(dataset_api.DataError):
@@ -106,7 +106,7 @@ def resolve_table(dataset, table=None):
   return tables.family_for_shape(height, width)
 
 
-def _read_meta(directory):
+def read_meta(directory):
   meta = fileio.read_json(os.path.join(directory, "meta.json"), "corruption cache entry")
   if (
     not isinstance(meta, dict)
@@ -147,7 +147,7 @@ def entry_status(key, cache_dir, dataset=None, verify=False):
   if not filesystem.exists(os.path.join(directory, "meta.json")):
     return lineage.MISSING
   try:
-    meta = _read_meta(directory)
+    meta = read_meta(directory)
   except errors.ReadError as e:
     return lineage.Status(False, f"its meta.json is unreadable ({errors.one_line(e, 160)})")
   reason = _dataset_reason(meta, dataset, key.split) if dataset is not None else None
@@ -169,7 +169,7 @@ def _shards_reason(directory, meta, verify):
   return None
 
 
-def _discard(directory):
+def discard(directory):
   """Removes an entry's meta.json, so that the entry reads as missing and is generated again."""
   try:
     filesystem.remove(os.path.join(directory, "meta.json"))
@@ -224,7 +224,7 @@ def fill(
   if not keys:
     return []
   for key in keys:  # meta.json first: an interrupted generation leaves an incomplete entry
-    _discard(key.directory(cache_dir))
+    discard(key.directory(cache_dir))
     filesystem.rmtree(key.directory(cache_dir))
   counts = {key: [] for key in keys}
   digests = {key: [] for key in keys}
@@ -260,7 +260,7 @@ def fill(
           labels=np.asarray(batch.labels, np.int64),
           ids=np.asarray(batch.ids, np.int64),
         )
-        arrays.update({_ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
+        arrays.update({ATTR + k: np.asarray(v, bool) for k, v in batch.attributes.items()})
         data = shard_codec.encode(encoding, **arrays)
         fileio.write_bytes(os.path.join(key.directory(cache_dir), f"part-{index:05d}.npz"), data)
         counts[key].append(int(len(batch)))
@@ -297,157 +297,3 @@ def fill(
       ),
     )
   return keys
-
-
-class CorruptedSplit:
-  """A cached corrupted split, iterable as `Examples` (see module docstring).
-
-  Attributes:
-    key: the `CacheKey`.
-    name: the split name `<corruption>@<severity>` (docs/spec.md §1.1).
-    meta: the entry's meta.json.
-  """
-
-  def __init__(self, dataset, split, corruption, severity, cache_dir, table=None, base_seed=0):
-    corruption_registry.check(corruption, severity)
-    self.key = CacheKey(
-      dataset.spec.name,
-      split,
-      corruption,
-      int(severity),
-      resolve_table(dataset, table),
-      int(base_seed),
-    )
-    self.name = self.key.split_name
-    self._dir = self.key.directory(cache_dir)
-    state = entry_status(self.key, cache_dir, dataset)
-    if state.reason == lineage.MISSING.reason:
-      raise CacheError(
-        f"corrupted split {self.name} of {dataset.spec.name}/{split} "
-        f"(table {self.key.table}, seed {base_seed}) is not cached in "
-        f"{cache_dir}: run the same command again (the audit generates the "
-        "corrupted splits it evaluates), or use CorruptedDataset(..., "
-        "generate=True)"
-      )
-    if not state:
-      raise CacheError(
-        f"cached split {self._dir} is stale ({state.reason}): run the same "
-        "command again, which generates it again"
-      )
-    try:
-      self.meta = _read_meta(self._dir)
-    except errors.ReadError as e:
-      raise CacheError(str(e)) from e
-
-  def __len__(self):
-    return int(self.meta["num_examples"])
-
-  def identity(self):
-    """sha256 of this entry's meta.json: the identity of the split predictions record."""
-    return hashing.sha256_bytes(fileio.read_bytes(os.path.join(self._dir, "meta.json")))
-
-  def _unreadable(self, path, reason):
-    """The `CacheError` of a shard that cannot be read; its entry is discarded first, so that
-    the next run (`entry_status`: missing) generates it again."""
-    _discard(self._dir)
-    return CacheError(
-      f"corrupted shard {path} {reason}: its cached split was discarded; run "
-      "the same command again, which generates it again"
-    )
-
-  def _shards(self):
-    digests = list(self.meta.get("shard_sha256") or [])
-    for i, shard in enumerate(self.meta["shards"]):
-      path = os.path.join(self._dir, shard)
-      if i < len(digests) and hashing.file_sha256_or_none(path) != digests[i]:
-        raise self._unreadable(path, "is not the one written (sha256 differs from meta.json's)")
-      try:
-        arrays = fileio.read_npz(path, "corrupted shard")
-        images = shard_codec.decode_images(self.meta.get("encoding", "raw"), arrays)
-      except errors.ReadError as e:
-        raise self._unreadable(path, f"is unreadable ({errors.one_line(e, 200)})") from e
-      except KeyError as e:
-        raise self._unreadable(path, f"lacks {e}") from e
-      attrs = {k[len(_ATTR) :]: v for k, v in arrays.items() if k.startswith(_ATTR)}
-      yield dataset_api.Examples(
-        images=images, labels=arrays["labels"], ids=arrays["ids"], attributes=attrs
-      )
-
-  def batches(self, batch_size):
-    """Yields the split in its fixed order as `Examples` of at most `batch_size` examples."""
-    if batch_size < 1:
-      raise CacheError(f"batch_size must be >= 1, got {batch_size}")
-    pending = []
-    held = 0
-    for shard in self._shards():
-      pending.append(shard)
-      held += len(shard)
-      while held >= batch_size:
-        merged = dataset_api.concatenate(pending)
-        yield merged.take(slice(0, batch_size))
-        rest = merged.take(slice(batch_size, None))
-        pending, held = ([rest], len(rest)) if len(rest) else ([], 0)
-    if held:
-      yield dataset_api.concatenate(pending)
-
-  def __iter__(self):
-    return self.batches(1024)
-
-
-class CorruptedDataset(dataset_api.Dataset):
-  """A data set whose splits are the clean splits plus cached `<corruption>@<severity>` splits.
-
-  `batches("glass_blur@3", n)` reads the cached corruption of `source_split` (default the data
-  set's eval split); clean split names pass through to the wrapped data set. With
-  `generate=True`, a missing entry is generated in this process on first use.
-  """
-
-  def __init__(
-    self,
-    dataset,
-    cache_dir,
-    corrupted_splits,
-    source_split=None,
-    table=None,
-    base_seed=0,
-    generate=False,
-  ):
-    names = tuple(corrupted_splits)
-    for name in names:
-      corruption_registry.parse_split_name(name)
-    spec = dataclasses.replace(dataset.spec, splits=tuple(dataset.spec.splits) + names)
-    super().__init__(spec)
-    self.base = dataset
-    self.cache_dir = cache_dir
-    self.source_split = source_split or dataset.spec.eval_split
-    self.table = resolve_table(dataset, table)
-    self.base_seed = base_seed
-    self.generate = generate
-
-  def corrupted_split(self, name):
-    """The `CorruptedSplit` of `name` (`<corruption>@<severity>`)."""
-    self.check_split(name)
-    corruption, severity = corruption_registry.parse_split_name(name)
-    if self.generate:
-      fill(
-        self.base,
-        self.source_split,
-        [(corruption, severity)],
-        self.cache_dir,
-        table=self.table,
-        base_seed=self.base_seed,
-      )
-    return CorruptedSplit(
-      self.base,
-      self.source_split,
-      corruption,
-      severity,
-      self.cache_dir,
-      table=self.table,
-      base_seed=self.base_seed,
-    )
-
-  def batches(self, split, batch_size):
-    if split in self.base.spec.splits:
-      return self.base.batches(split, batch_size)
-    return self.corrupted_split(split).batches(batch_size)

@@ -6,7 +6,7 @@ r"""Fills the corrupted-split cache for a data set (schema docs/artifacts/corrup
 
 Generates `<corruption>@<severity>` (docs/spec.md §1.1) of the data set's eval split (or `--split`)
 for every requested corruption and severity, skipping complete entries unless `--overwrite`. The
-evaluator reads them through `tf_forget.corruptions.cache.CorruptedDataset`. The flags and
+evaluator reads them through `tf_forget.corruptions.corrupted_split.CorruptedDataset`. The flags and
 the body are `tf_forget.commands.generate_corruptions_command`'s.
 """
 

@@ -27,6 +27,7 @@ from tf_forget.artifacts import predictions
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
 from tf_forget.corruptions import cache as corruption_cache
+from tf_forget.corruptions import corrupted_split
 from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import published_suites
 from tf_forget.data import registry as data_registry
@@ -297,14 +298,14 @@ def export_member(
 
 
 def corrupted_suite(dataset, cache_dir, splits):
-  """The `CorruptedDataset`, stream callables and split identities of cached corrupted splits.
+  """The `corrupted_split.CorruptedDataset`, stream callables and split identities of cached corrupted splits.
 
   Shared by the driver and the tasks so that both evaluate exactly the same streams.
 
   Returns:
     (suite, {split: callable(batch_size)}, {split: identity}).
   """
-  suite = corruption_cache.CorruptedDataset(dataset, cache_dir, splits)
+  suite = corrupted_split.CorruptedDataset(dataset, cache_dir, splits)
   streams = {s: (lambda b, s=s: suite.batches(s, b)) for s in splits}
   ids = {s: suite.corrupted_split(s).identity() for s in splits}
   return suite, streams, ids
@@ -361,7 +362,7 @@ def corrupt_splits(dataset, dataset_options, splits, cache_dir):
     {"generated": [split names made], "splits": splits}.
   """
   data = _dataset(dataset, dataset_options)
-  suite = corruption_cache.CorruptedDataset(data, cache_dir, splits)
+  suite = corrupted_split.CorruptedDataset(data, cache_dir, splits)
   keys = corruption_cache.fill(
     data,
     suite.source_split,

@@ -1,9 +1,9 @@
 """On-disk cache of corrupted splits: the entries, their status, and `fill`.
 
 Corrupted splits are generated once (`fill`, optionally in parallel processes) and read back by
-`tf_forget.corruptions.corrupted_split` (`CorruptedSplit` / `CorruptedDataset`), which yield `tf_forget.data.dataset_api.Examples` with the
-same ids, labels and attributes as the clean split, so the evaluator evaluates `glass_blur@3`
-(docs/spec.md §1.1) like any split. Schema: docs/artifacts/corruptions.md.
+`tf_forget.corruptions.corrupted_split` (`CorruptedSplit` / `CorruptedDataset`), which yield
+`tf_forget.data.dataset_api.Examples` with the same ids, labels and attributes as the clean
+split, so the evaluator evaluates `glass_blur@3` (docs/spec.md §1.1) like any split. Schema: docs/artifacts/corruptions.md.
 
     <cache_dir>/<dataset>/<split>/<corruption>@<severity>/table=<table>,seed=<base_seed>/
         part-00000.npz ...   images (see "Encodings"), labels int64 [n], ids int64 [n],

@@ -32,6 +32,7 @@ from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
 from tf_forget.export import export_state
 from tf_forget.report import gates as gates_lib
+from tf_forget.report import side_by_side
 from tf_forget.report import unlabelled_audit
 from tf_forget.report import user_verdict
 from tf_forget.report import wording
@@ -334,6 +335,8 @@ def print_summary(report, manifest, log=print):
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
+  for line in side_by_side.summary_lines(report):  # --deployment_images (spec §8.11)
+    log(line)
   for line in first_screen(report.get("recommendation") or {}):
     log(line)
 

@@ -124,7 +124,6 @@ UNIT = unit.Unit(
       "Side by side",
       TABLES[:-1] + ("settings",),
       _render_all,
-      designs=(unit.K1,),
       optional=True,
     ),
     unit.Section(
@@ -133,7 +132,6 @@ UNIT = unit.Unit(
       "Deployment gallery",
       (P + "flips", "deployment_gallery"),
       _gallery,
-      designs=(unit.K1,),
       optional=True,
     ),
   ),

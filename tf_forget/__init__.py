@@ -95,7 +95,9 @@ def audit(config=None, *, log=print, **options):
     log: callable(str) taking the progress lines.
     **options: the audit's flags as keywords (`tf-forget audit --help`), e.g.
       `dataset="folder:images"`, `reference="model.keras"`, `candidate={"int8": "q.tflite"}`,
-      `compress=["dynamic_int8"]`, `max_accuracy_drop=0.01`, `out="audit"`.
+      `compress=["dynamic_int8"]`, `max_accuracy_drop=0.01`, `out="audit"`;
+      `deployment_images="folder:frames"` beside a labelled `dataset` puts the test set and the
+      deployment's images side by side (docs/spec.md §8.11).
 
   Raises:
     TypeError: a keyword that is not an audit flag, or a value of another kind than its flag

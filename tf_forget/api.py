@@ -12,6 +12,9 @@
     api.load_report("/tmp/run")             # the same Result of a finished run
     api.render_report("/tmp/run")           # its report written again from its artifacts
 
+The images a deployment sees go beside labelled data as
+`UserModels(deployment_images="folder:frames")` (docs/spec.md §8.11; `result.tables["side_by_side"]`).
+
 `AuditConfig` and its sections are `tf_forget.config.tree`'s (one configuration, to_json /
 from_json, `validate`); `load_config` reads a configuration file or a run's `audit.json`. The
 audit binary (`eval/audit.py`), the examples and the benchmarks use this module.

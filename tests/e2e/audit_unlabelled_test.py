@@ -244,3 +244,23 @@ def test_bad_input_is_one_line_before_anything_is_written(user, layout, extra, m
   assert result.returncode == 1
   assert message in result.stderr and result.stderr.count("\n") == 1
   assert not (root / f"bad_{layout}").exists()
+
+
+def test_tf_forget_report_renders_the_same_report_again(user, unlabelled):
+  """`tf-forget report RUN_DIR` of the run without labels: the same report.json, page and tables
+  (every artifact current: nothing is redone), and the same exit status (a gate failed)."""
+  from tf_forget.commands import audit_command
+
+  run = user[0] / "run"
+  before = {p.relative_to(run): p.read_bytes() for p in _report_files(run)}
+  with pytest.raises(SystemExit) as failed:
+    audit_command.render(str(run), name="report")
+  assert failed.value.code == 3
+  after = {p.relative_to(run): p.read_bytes() for p in _report_files(run)}
+  assert sorted(after) == sorted(before)
+  changed = [str(p) for p in before if after[p] != before[p]]
+  assert changed == [], changed
+
+
+def _report_files(run):
+  return [run / "report.json", run / "report.html", *sorted((run / "tables").glob("*.csv"))]

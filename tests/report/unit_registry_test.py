@@ -77,6 +77,7 @@ def test_the_registry_is_sound_and_in_order():
     "verdict",
     "gallery",
     "human_study",
+    "side_by_side",
     "glossary",
     "notes",
   ]

@@ -235,13 +235,13 @@ def twin_runtime(run_dir, variant, k, split, runtime):
   )
 
 
-DATA_ROLES = ("test", "train", "calibration", "train_data")
+DATA_ROLES = ("test", "train", "calibration", "train_data", "deployment_images")
 
 
 def data_fingerprint(run_dir, role):
   """`<run>/data/<role>.json`: the files of the user's data a run read, hashed
-  (`tf_forget/pipeline/data_identity.py`); role is a split of the audited data set, "calibration" or
-  "train_data"."""
+  (`tf_forget/pipeline/data_identity.py`); role is a split of the audited data set, "calibration",
+  "train_data" or "deployment_images"."""
   if role not in DATA_ROLES:
     raise ValueError(f"unknown data role {role!r} (roles: {', '.join(DATA_ROLES)})")
   return os.path.join(run_dir, "data", f"{role}.json")

@@ -424,6 +424,11 @@ def family(variant):
 
 
 # --- splits -----------------------------------------------------------------------------------
+# The split of the deployment's images, evaluated beside the labelled test split
+# (`tf_forget.data.deployment_view`; `predictions/<variant>/<k>/deployment.npz`).
+DEPLOYMENT_SPLIT = "deployment"
+
+
 def split_name(corruption, severity):
   """`glass_blur@3` (grammar only; `corruption_registry.split_name` also checks the name)."""
   name = f"{corruption}@{int(severity)}"

@@ -340,6 +340,14 @@ def define(flag_values):
     "gradient g and fine-tuning, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
     "tfrecord:GLOB): its train split if it has one, else its only split.",
   )
+  on.string(
+    "deployment_images",
+    None,
+    "The images your deployment sees, spelled like --dataset (folder:PATH, tfds:NAME[:SPLIT], "
+    "tfrecord:GLOB), read without labels: beside a labelled --dataset, every file is also "
+    "compared with your model on them, and the report puts both views side by side "
+    "(docs/spec.md §8.11).",
+  )
   on.enum(
     "labels",
     "auto",
@@ -458,6 +466,7 @@ HELP_SECTIONS = (
       "compress",
       "calibration",
       "train",
+      "deployment_images",
       "labels",
       "class_names",
       "attributes",

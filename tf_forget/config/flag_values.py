@@ -142,6 +142,7 @@ USER_FLAGS = {
   "preprocess": ("user.preprocess", None),
   "calibration": ("user.calibration", _data_spec),
   "train": ("user.train", _data_spec),
+  "deployment_images": ("user.deployment_images", _data_spec),
   "trust_model_code": ("user.trust_model_code", None),
   "input_scaling_check": ("user.input_scaling_check", lambda v: v == "on"),
 }
@@ -264,6 +265,7 @@ MODEL_FLAGS = (
   "compress",
   "calibration",
   "train",
+  "deployment_images",
   "output_index",
   "preprocess",
   "trust_model_code",

@@ -215,7 +215,9 @@ class UserModels:
     calibration: the data that calibrates a full int8 file made here (a `sources` spelling);
       None: the audited data set's train split.
     train: the labelled data one-shot pruning reads (`tf_forget.pipeline.user_prune_plan`); None:
-    none. trust_model_code: load references whose loading runs their own Python code.
+    none. deployment_images: the images a deployment sees, audited without labels beside the
+    labelled data (`tf_forget.data.deployment_view`, docs/spec.md §8.11); None: none.
+    trust_model_code: load references whose loading runs their own Python code.
     input_scaling_check: refuse a `preprocess` that looks wrong
     (`tf_forget.evaluate.input_scaling`).
   """
@@ -231,6 +233,7 @@ class UserModels:
   preprocess: Optional[str] = None
   calibration: Optional[str] = None
   train: Optional[str] = None
+  deployment_images: Optional[str] = None
   trust_model_code: bool = False
   input_scaling_check: bool = True
 

@@ -78,6 +78,7 @@ class Folder(user_sets.UserDataset):
     preprocess=None,
     calibration=None,
     train_data=None,
+    deployment_images=None,
     content=None,
     labels=None,
   ):
@@ -93,6 +94,7 @@ class Folder(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      deployment_images: recorded only (`user_sets`, option `deployment_images`).
       content: recorded only (`user_sets`, option `content`).
       labels: "none": every image is an unlabelled example (docs/spec.md §8.8); None: `layout`
         decides. A folder without labels needs `class_names` (the model's classes).
@@ -136,6 +138,7 @@ class Folder(user_sets.UserDataset):
         "class_names": list(given) if given else None,
         "calibration": calibration,
         "train_data": train_data,
+        "deployment_images": deployment_images,
         "content": content,
       },
       lambda: (filesystem.join(self.root, first), self._describe("test", 0)),

@@ -57,6 +57,7 @@ class Tfds(user_sets.UserDataset):
     preprocess=None,
     calibration=None,
     train_data=None,
+    deployment_images=None,
     content=None,
     labels=None,
   ):
@@ -79,6 +80,7 @@ class Tfds(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      deployment_images: recorded only (`user_sets`, option `deployment_images`).
       content: recorded only (`user_sets`, option `content`).
       labels: "none": no labels (docs/spec.md §8.8; every label `dataset_api.NO_LABEL`).
 
@@ -119,6 +121,7 @@ class Tfds(user_sets.UserDataset):
         "class_names": list(given) if given else None,
         "calibration": calibration,
         "train_data": train_data,
+        "deployment_images": deployment_images,
         "content": content,
       },
       None,
@@ -266,6 +269,7 @@ class TfRecord(user_sets.UserDataset):
     preprocess=None,
     calibration=None,
     train_data=None,
+    deployment_images=None,
     content=None,
     labels=None,
   ):
@@ -282,6 +286,7 @@ class TfRecord(user_sets.UserDataset):
       preprocess: what the model takes (`tf_forget.data.preprocess`); default raw pixels.
       calibration: recorded only (`user_sets`, option `calibration`).
       train_data: recorded only (`user_sets`, option `train_data`).
+      deployment_images: recorded only (`user_sets`, option `deployment_images`).
       content: recorded only (`user_sets`, option `content`).
       labels: "none": no labels (docs/spec.md §8.8; every label `dataset_api.NO_LABEL`).
 
@@ -331,6 +336,7 @@ class TfRecord(user_sets.UserDataset):
         "class_names": list(given) if given else None,
         "calibration": calibration,
         "train_data": train_data,
+        "deployment_images": deployment_images,
         "content": content,
       },
       self._first,

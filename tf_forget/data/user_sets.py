@@ -17,10 +17,12 @@ CSV, see `attributes_csv.AttributeCsv`), `protected` (attribute names the subgro
 `calibration` (recorded only: {"name", "options"} of the `sources.parse`d data whose first examples
 calibrate full_int8, `--calibration`; read by `tf_forget.export.export_state.calibration_source`),
 `train_data` (recorded only: {"name", "options"} of the labelled data one-shot pruning fine-tunes
-on, `--train`; read by `tf_forget.data.train_view`), `content` (recorded only: {split: sha256 of the
+on, `--train`; read by `tf_forget.data.train_view`), `deployment_images` (recorded only: {"name",
+"options"} of the images a deployment sees, `--deployment_images`, read without labels by
+`tf_forget.data.deployment_view`), `content` (recorded only: {split: sha256 of the
 split's files, `fingerprint`}, set by `tf_forget.pipeline.data_identity` before the audit runs, so
 that every artifact made from a split records its content through `predictions.split_identity`;
-`calibration` and `train_data` carry their own "content" key). The recorded
+`calibration`, `train_data` and `deployment_images` carry their own "content" key). The recorded
 `spec.options` are JSON-able and rebuild the same data set with `registry.get`.
 
 Splits: the eval split is always named "test". A folder whose top-level subfolders include

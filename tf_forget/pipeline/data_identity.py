@@ -2,11 +2,12 @@
 
 A split's spelling and options (`folder:images`, split "test") do not say whether its images
 changed, so while the audit is validated (nothing written yet), `attach` hashes every file of the
-user's data — the audited data set's splits, the `--calibration` data and the `--train` data
+user's data — the audited data set's splits, the `--calibration`, `--train` and
+`--deployment_images` data
 (`tf_forget.data.fingerprint`: path, size, sha256; Pillow checks every image's header, and
 a PNG's chunks, before anything is written) — and records the digests in the audited data set's
 options (`predictions.CONTENT`: {split: digest} at the top level, "content" inside the
-`calibration` and `train_data` sources). Every artifact made from a split records
+`calibration`, `train_data` and `deployment_images` sources). Every artifact made from a split records
 `predictions.split_identity`, which holds that split's digest, so a changed file redoes exactly
 what depends on it: predictions, Keras predictions, corruptions and layer analyses of the
 changed split; the full int8 export of changed calibration data (its lineage holds the
@@ -26,6 +27,7 @@ from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
+from tf_forget.data import deployment_view
 from tf_forget.data import fingerprint as fingerprint_lib
 from tf_forget.data import registry as data_registry
 from tf_forget.data import train_view
@@ -87,6 +89,11 @@ def _source(dataset, key, build):
   return build(dataset)
 
 
+def _deployment_source(dataset):
+  view = deployment_view.DeploymentView(dataset)
+  return view.source, view.split
+
+
 def _train_source(dataset):
   view = train_view.of(dataset)
   return view.source, view.split
@@ -119,6 +126,7 @@ def attach(p, out, max_pixels=fingerprint_lib.DEFAULT_MAX_PIXELS):
   for key, role, build in (
     ("calibration", "calibration", export_state.calibration_source),
     (train_view.OPTION, "train_data", _train_source),
+    (deployment_view.OPTION, "deployment_images", _deployment_source),
   ):
     found = _source(dataset, key, build)
     if found is None:

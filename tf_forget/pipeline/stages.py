@@ -18,6 +18,7 @@ import time
 
 from tf_forget import executor as executor_lib
 from tf_forget.cli import status
+from tf_forget.pipeline import deployment_stage
 from tf_forget.pipeline import driver
 from tf_forget.pipeline import file_stages
 from tf_forget.pipeline import import_stages
@@ -97,6 +98,7 @@ def audit_stages(plan):
     if plan.user is not None
     else ("populations", member_stages.stages(plan))
   )
+  files += deployment_stage.stages(plan)  # the deployment's images, beside the test split
   return [first, ("TFLite export", files[:1]), ("TFLite evaluation", files[1:])] + (
     [("why and repair", why)] if why else []
   )

@@ -41,6 +41,7 @@ from tf_forget.data import sources
 from tf_forget.evaluate import interpreter
 from tf_forget.export import candidates as candidates_lib
 from tf_forget.export import export_state
+from tf_forget.pipeline import deployment_plan
 from tf_forget.pipeline import gate_plan
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import repair_plan
@@ -171,6 +172,7 @@ def _dataset(data, user, repair, signature, train, check_data):
           ("preprocess", user.preprocess),
           ("calibration", _calibration(data.data_dir, user, classes)),
           ("train_data", train),
+          ("deployment_images", deployment_plan.option(data.data_dir, user, unlabelled)),
         )
         if v is not None and k not in options
       }
@@ -182,10 +184,11 @@ def _dataset(data, user, repair, signature, train, check_data):
     or user.preprocess
     or user.calibration
     or train
+    or user.deployment_images
   ):
     raise tree.AuditError(
       f"--class_names / --attributes / --protected / --preprocess / --calibration / --train "
-      f"describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own"
+      f"/ --deployment_images describe the user's own data (folder:, tfds:, tfrecord:); {name!r} has its own"
     )
   options = {k: v for k, v in options.items() if v is not None}
   dataset = data_registry.get(name, **options)
@@ -217,6 +220,7 @@ def _check_out_apart(out, data, user):
     ("--dataset", data.dataset),
     ("--calibration", user.calibration),
     ("--train", user.train),
+    ("--deployment_images", user.deployment_images),
   ):
     name, options = sources.parse(spelling) if spelling else (None, {})
     if name != "folder":
@@ -401,6 +405,7 @@ STEPS = (
     makes=("dataset",),
   ),
   Step(_matches, reads=("user",), needs=("signature", "dataset")),
+  Step(deployment_plan.check, reads=("user",), needs=("dataset", "check_data")),
   Step(_check_candidates, reads=("user",), needs=("signature",)),
   Step(user_checks.finite_outputs, reads=("user",), needs=("kind", "dataset", "check_data")),
   Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
@@ -449,7 +454,7 @@ def describe(p):
     f"{spec.name} ({spec.eval_split} split, {p.dataset.num_examples(spec.eval_split)} "
     f"images{', no labels' if dataset_api.unlabelled(spec.options) else ''})\n  candidates: {', '.join(cands) or 'none'}; made here: "
     f"{', '.join(('float32',) + tuple(p.quantizations)) if pop.kind == 'keras' else 'none'}"
-    f"{user_prune_plan.describe(p)}\n  statistics: "
+    f"{user_prune_plan.describe(p)}{deployment_plan.describe(p)}\n  statistics: "
     f"{UNLABELLED if dataset_api.unlabelled(spec.options) else _design(pop.members)}\n"
     + "\n".join(_cost_lines(p))
   )

@@ -172,7 +172,8 @@ def _members(splits):
 def _scan(run_dir, variants=None, splits=None):
   """{variant: {split: {k: path}}} of the predictions files under `<run>/predictions`.
 
-  Only `variants` and `splits` if given (None: every file on disk).
+  Only `variants` and `splits` if given (None: every file on disk but the deployment's images,
+  `names.DEPLOYMENT_SPLIT`, a data set of their own: `tf_forget.data.deployment_view`).
   """
   root = layout.predictions_root(run_dir)
   if not filesystem.isdir(root):
@@ -182,7 +183,10 @@ def _scan(run_dir, variants=None, splits=None):
     if variant.endswith(SPARSE_SUFFIX) or (variants is not None and variant not in variants):
       continue
     for name in filesystem.listdir(kdir):
-      if name.endswith(".npz") and (splits is None or name[:-4] in splits):
+      split = name[:-4]
+      if name.endswith(".npz") and (
+        split in splits if splits is not None else split != names.DEPLOYMENT_SPLIT
+      ):
         files.setdefault(variant, {}).setdefault(name[:-4], {})[k] = os.path.join(kdir, name)
   if names.DENSE not in files:
     raise CollectError(f"no '{names.DENSE}' predictions under {root} (the baseline population)")

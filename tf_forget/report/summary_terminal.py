@@ -11,6 +11,7 @@ choice gives up, the user's own files, the caveats). The numbers are those the g
 import math
 
 from tf_forget.policy import gate_inputs
+from tf_forget.report import side_by_side
 from tf_forget.report import unlabelled_audit
 from tf_forget.report import user_verdict
 from tf_forget.report import wording
@@ -79,6 +80,8 @@ def print_summary(report, manifest, log=print):
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
+  for line in side_by_side.summary_lines(report):  # --deployment_images (spec §8.11)
+    log(line)
   for line in first_screen(report.get("recommendation") or {}):
     log(line)
 

@@ -251,7 +251,7 @@ def is_unlabelled(report):
 
 
 def summary_lines(report, manifest):
-  """The terminal summary of an audit without labels (`deploy.print_summary`): one row per file
+  """The terminal summary of an audit without labels (`summary_terminal.print_summary`): one row per file
   (flips with their exact interval, the class with the largest flip rate, confident flips, KL,
   the verdict of the rule, the shipped size, the gates), then why each failed gate failed."""
   sizes = {e["variant"]: e.get("size_ratio_to_dense_float32") for e in manifest.get("files") or []}
@@ -299,7 +299,7 @@ def recommend(summaries, files):
 
   Returns:
     dict `variant`, `file`, `why`, `users` (one line per file), `caveats` (the first screen of
-    the verdict, `deploy.first_screen`).
+    the verdict, `summary_terminal.first_screen`).
   """
   like = [v for v, s in summaries.items() if v != names.DENSE and s.get("decides_like")]
   size = lambda v: summaries[v].get("size_bytes") or float("inf")  # noqa: E731

@@ -29,6 +29,7 @@ from tf_forget.report.units import published
 from tf_forget.report.units import recall
 from tf_forget.report.units import repair
 from tf_forget.report.units import robustness
+from tf_forget.report.units import side_by_side
 from tf_forget.report.units import single_network
 from tf_forget.report.units import subgroups
 from tf_forget.report.units import topline
@@ -58,11 +59,13 @@ UNITS = CORE + (
   verdict.UNIT,
   gallery.UNIT,
   human_study.UNIT,
+  side_by_side.UNIT,
   page.GLOSSARY,
   page.NOTES,
 )
 PAGE = (
   "verdict",
+  "side-by-side",
   "glossary",
   "overview",
   "topline",
@@ -82,6 +85,7 @@ PAGE = (
   "prune-retrain",
   "deployment",
   "gallery",
+  "deployment-gallery",
   "notes",
 )
 

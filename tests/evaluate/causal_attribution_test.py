@@ -31,6 +31,7 @@ from tf_forget.evaluate import ablation_candidates
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import causal_attribution
 from tf_forget.export import layer_error
+from tf_forget.export import selective_quantizer
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def _planted(trained, fault):
 def _ablate(model, x, y):
   test, labels = x[1200:], y[1200:]
   reference = model.predict(test.astype(np.float32), verbose=0)
-  quantizer = layer_error.SelectiveQuantizer(model, x[:100])
+  quantizer = selective_quantizer.SelectiveQuantizer(model, x[:100])
   plain = batched.BatchedRunner(quantizer([]), runtime="builtin").run(test).argmax(axis=1)
   broken = (reference.argmax(axis=1) == labels) & (plain != labels)
   stable = np.flatnonzero(~broken)[:200]
@@ -108,7 +109,7 @@ def test_a_range_fault_below_the_nmse_cut_is_ablated_and_ranked_first(narrow):
   model, x, y = narrow
   test, labels = x[1200:], y[1200:]
   reference = model.predict(test.astype(np.float32), verbose=0)
-  quantizer = layer_error.SelectiveQuantizer(model, x[:100])
+  quantizer = selective_quantizer.SelectiveQuantizer(model, x[:100])
   plain = batched.BatchedRunner(quantizer([]), runtime="builtin").run(test).argmax(axis=1)
   forgotten = reference.argmax(axis=1) != plain
   stable = np.flatnonzero(~forgotten)[:100]

@@ -24,6 +24,7 @@ from tf_forget.export import converter
 from tf_forget.export import flatbuffer_graph
 from tf_forget.export import layer_error
 from tf_forget.export import model_explorer
+from tf_forget.export import selective_quantizer
 
 NUM_CLASSES = broken_model.NUM_CLASSES
 make_images = broken_model.make_images
@@ -130,7 +131,7 @@ def test_bad_layer_is_ranked_first(case):
 
 def test_keeping_the_top_layer_in_float_repairs_the_broken_examples(case):
   top = layer_error.rank_layers(case["result"])[0]["tensor_name"]
-  repaired = layer_error.SelectiveQuantizer(case["model"], case["rep"])([top])
+  repaired = selective_quantizer.SelectiveQuantizer(case["model"], case["rep"])([top])
   assert flatbuffer_graph.io_details(repaired)["inputs"][0]["dtype"] == "int8"
   assert flatbuffer_graph.io_details(repaired)["outputs"][0]["dtype"] == "int8"
   assert ("FULLY_CONNECTED", top, "FLOAT32") in op_outputs(repaired)
@@ -149,7 +150,7 @@ def test_every_row_name_is_a_denylisted_nodes_name(case):
   # would ignore, are refused, and an empty list gives the plain full_int8 model (the same
   # predictions as `converter.convert`).
   rows = [r for r in case["result"] if not _bad(r["tensor_name"])]
-  quantizer = layer_error.SelectiveQuantizer(case["model"], case["rep"])
+  quantizer = selective_quantizer.SelectiveQuantizer(case["model"], case["rep"])
   data = quantizer([r["tensor_name"] for r in rows])
   float_ops = [(name, tensor) for name, tensor, dtype in op_outputs(data) if dtype == "FLOAT32"]
   for row in rows:

@@ -5,7 +5,7 @@ says where the numbers differ; it does not say which op's quantization broke the
 forgot: a per-tensor statistic favours the last layers, where error has piled up, and cannot see a
 range fault at all. Here each candidate op's effect is measured on the examples themselves, with two
 files the quantization debugger builds from the same calibration (`denylisted_nodes`,
-`layer_error.SelectiveQuantizer`):
+`selective_quantizer.SelectiveQuantizer`):
 
   * "float op": the plain full-int8 file with only that op kept in float. Its `recovered`
     count is how many of the examples the plain file broke (reference right, file wrong) it
@@ -60,7 +60,7 @@ def ablate(quantizer, candidates, subsets, num_threads=1):
   """The end-to-end effect of each candidate op's quantization.
 
   Args:
-    quantizer: a `layer_error.SelectiveQuantizer` of the float model.
+    quantizer: a `selective_quantizer.SelectiveQuantizer` of the float model.
     candidates: `tensor_name`s of the ops to ablate (`ablation_candidates.choose`).
     subsets: {"forgotten": (images, labels, reference scores), "stable": (...)}: uint8 images
       `[n, H, W, C]`, int labels, the reference's float scores (logits) `[n, classes]`.
@@ -243,7 +243,7 @@ def attribute(
   """The causal ranking of a full int8 file (module docstring).
 
   Args:
-    quantizer: the `layer_error.SelectiveQuantizer` the rows were measured with.
+    quantizer: the `selective_quantizer.SelectiveQuantizer` the rows were measured with.
     rows: its `layer_error.layer_errors` rows (with a "forgotten" subset).
     ranking: `layer_error.rank_layers` of the rows.
     subsets: `ablate`'s subsets.

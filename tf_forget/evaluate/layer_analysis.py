@@ -67,6 +67,7 @@ from tf_forget.evaluate import tensor_match
 from tf_forget.export import export_state
 from tf_forget.export import layer_error
 from tf_forget.export import model_explorer
+from tf_forget.export import selective_quantizer
 from tf_forget.stats import paired
 
 STABLE_MAX = 1000
@@ -208,11 +209,11 @@ def _images(dataset, split, ids, masks):
 
 
 def _debugger_rows(run_dir, member_variant, k, dataset, images):
-  """(rows, extra doc fields, (its `layer_error.SelectiveQuantizer`, representative images)) of
+  """(rows, extra doc fields, (its `selective_quantizer.SelectiveQuantizer`, representative images)) of
   the per-layer analysis of the full int8 file (one calibration for it and the ablations)."""
   model, _ = export_state.load_member(run_dir, member_variant, k)
   rep = export_state.representative_images(dataset)
-  quantizer = layer_error.SelectiveQuantizer(model, rep.images)
+  quantizer = selective_quantizer.SelectiveQuantizer(model, rep.images)
   return (
     layer_error.layer_errors(model, rep.images, images, quantizer=quantizer),
     {"tool": TOOL},

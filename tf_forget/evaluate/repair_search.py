@@ -40,7 +40,7 @@ from tf_forget.evaluate import no_byte_repairs
 from tf_forget.export import export
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
-from tf_forget.export import layer_error
+from tf_forget.export import selective_quantizer
 from tf_forget.stats import divergence
 from tf_forget.stats import halves
 from tf_forget.stats import paired
@@ -133,7 +133,7 @@ def _candidates(model, rep_images, nodes):
     yield "cle", no_byte_repairs.convert(model, "cle", rep_images)[0], []
   except no_byte_repairs.RepairError as e:
     yield "cle", errors.one_line(e, 300), []
-  quantizer = layer_error.SelectiveQuantizer(model, rep_images)
+  quantizer = selective_quantizer.SelectiveQuantizer(model, rep_images)
   for n in range(1, min(len(nodes), MAX_FLOAT_OPS) + 1):
     yield f"float{n}", quantizer(nodes[:n]), list(nodes[:n])
 

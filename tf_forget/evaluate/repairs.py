@@ -4,7 +4,7 @@ lineage, and the one entry point that makes any of them.
 `repair` makes `full_int8~<repair>` of member k (`names.repair_format`):
   * `float<N>`: the full int8 quantization with the N top-ranked ops of the current layer
     analysis (`tf_forget.evaluate.layer_analysis`: causal order first) kept in float
-    (`layer_error.SelectiveQuantizer`);
+    (`selective_quantizer.SelectiveQuantizer`);
   * `cle`, `int16x8`: `tf_forget.evaluate.no_byte_repairs` (no analysis needed);
   * `auto`: `tf_forget.evaluate.repair_search` (equalization, then ops in float in causal order,
     chosen on one half of the test examples).
@@ -34,7 +34,7 @@ from tf_forget.evaluate import repair_search
 from tf_forget.export import export
 from tf_forget.export import export_state
 from tf_forget.export import flatbuffer
-from tf_forget.export import layer_error
+from tf_forget.export import selective_quantizer
 from tf_forget.stats import paired
 
 
@@ -145,7 +145,7 @@ def repair(run_dir, variant, k, dataset, search=None, num_threads=1):
   model, metadata = export_state.load_member(run_dir, mv, k)
   rep = export_state.representative_images(dataset)
   start = time.time()
-  data = layer_error.SelectiveQuantizer(model, rep.images)(nodes)
+  data = selective_quantizer.SelectiveQuantizer(model, rep.images)(nodes)
   meta = export.export_json(
     variant,
     k,

@@ -1,4 +1,4 @@
-"""Per-layer quantization error on chosen examples, and selectively quantized files.
+"""Per-layer quantization error on chosen examples (`layer_errors`, `rank_layers`).
 
 Tool: TensorFlow's own `tf.lite.experimental.QuantizationDebugger` (TF 2.21,
 `tensorflow/lite/tools/optimize/debugging/python/debugger.py`), facts read in that source and
@@ -32,10 +32,11 @@ checked on the graphs it builds:
     quantize pattern compares them with the op's `NameLoc`, which is the op's output tensor
     name in `calibrated_model` (the whole name, fused parts joined by ";"). Checked: that name
     keeps the op in float; one fused part ("model/dense/MatMul") or the uniquified names of the
-    debug / plain model ("...Relu1") are ignored silently, so `SelectiveQuantizer` refuses
-    names `calibrated_model` does not have. The debug model names an op's float twin and its
-    int8 output after that name plus digits ("X", "X1"), which is how rows find it (None if
-    not found); rows carry exactly that name (`tensor_name`).
+    debug / plain model ("...Relu1") are ignored silently, so
+    `selective_quantizer.SelectiveQuantizer` refuses names `calibrated_model` does not have.
+    The debug model names an op's float twin and its int8 output after that name plus digits
+    ("X", "X1"), which is how rows find it (None if not found); rows carry exactly that name
+    (`tensor_name`).
 
 Metrics: our metric functions return sums over the examples of an invoke, so the debugger's mean
 over invokes times their number is the subset's total (a smaller last batch gets its own run).
@@ -72,7 +73,7 @@ class LayerErrorError(errors.Error):
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
   """Silences the notices the debugger's own `tf.lite.Interpreter` emits each time."""
   with warnings.catch_warnings():
     warnings.filterwarnings(
@@ -107,14 +108,14 @@ def _full_int8_converter(model, representative_images):
   return conv
 
 
-def _debugger(model, representative_images, float_nodes=None):
+def make_debugger(model, representative_images, float_nodes=None):
   """A QuantizationDebugger calibrated once; int8 in- and outputs (`fully_quantize=True`)."""
   options = tf.lite.experimental.QuantizationDebugOptions(
     fully_quantize=True, denylisted_nodes=float_nodes or None
   )
   conv = _full_int8_converter(model, representative_images)
   try:
-    with _quiet():
+    with quiet():
       return tf.lite.experimental.QuantizationDebugger(converter=conv, debug_options=options)
   except Exception as e:
     raise converter.ConversionError(
@@ -143,7 +144,7 @@ def _base(names, candidates):
   return max(fits, key=len) if fits else None
 
 
-def _outputs(data):
+def op_outputs(data):
   """{op name: [(op index, output tensor name)]} of a model's first subgraph."""
   ops, tensors, _ = _graph(data)
   found = {}
@@ -157,7 +158,7 @@ def _layers(debug_model, calibrated_model, plain_model):
   """One dict per NumericVerify op of `debug_model`: names, op, quantization (see module doc)."""
   ops, tensors, _ = _graph(debug_model)
   producer = {out: (i, name) for i, (name, _, outs) in enumerate(ops) for out in outs}
-  calibrated, plain = _outputs(calibrated_model), _outputs(plain_model)
+  calibrated, plain = op_outputs(calibrated_model), op_outputs(plain_model)
   layers = []
   for name, inputs, outs in ops:
     if name != _NUMERIC_VERIFY:
@@ -249,7 +250,7 @@ def _measure(debug_model, images, batch_size):
       for start in range(lo, hi, size):
         yield [_quantize_input(images[start : start + size], in_scale, in_zero)]
 
-    with _quiet():
+    with quiet():
       debugger = tf.lite.experimental.QuantizationDebugger(
         quant_debug_model_content=debug_model, debug_dataset=dataset, debug_options=options
       )
@@ -293,7 +294,7 @@ def layer_errors(
       "forgotten" (the examples the int8 file flips), "stable".
     batch_size: examples per invoke (the debug interpreter keeps every intermediate tensor
       of a batch, float twins included: memory grows with it).
-    quantizer: a `SelectiveQuantizer` of the same model and images not called yet, whose
+    quantizer: a `selective_quantizer.SelectiveQuantizer` of the same model and images not called yet, whose
       calibration to use instead of calibrating again (one calibration for the
       errors and the ablations).
 
@@ -321,7 +322,7 @@ def layer_errors(
   if not isinstance(batch_size, int) or batch_size < 1:
     raise LayerErrorError(f"batch_size must be an int >= 1, got {batch_size!r}")
   debugger = (
-    quantizer.debugger if quantizer is not None else _debugger(model, representative_images)
+    quantizer.debugger if quantizer is not None else make_debugger(model, representative_images)
   )
   debug_model = debugger.get_debug_quantized_model()
   layers = _layers(debug_model, debugger.calibrated_model, debugger.get_nondebug_quantized_model())
@@ -368,7 +369,7 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
     forgotten, stable: names of two of its subsets.
 
   Returns:
-    [{"rank", "tensor_name" (the `denylisted_nodes` name: pass it to `SelectiveQuantizer`),
+    [{"rank", "tensor_name" (the `denylisted_nodes` name: pass it to `selective_quantizer.SelectiveQuantizer`),
       "op_name", "op_index", "nmse_forgotten", "nmse_stable", "excess", "snr_db_forgotten",
       "snr_db_stable", "snr_drop_db" (stable minus forgotten SNR)}], best first.
 
@@ -412,50 +413,3 @@ def rank_layers(result, forgotten="forgotten", stable="stable"):
   for i, r in enumerate(ranked):
     r["rank"] = i + 1
   return ranked
-
-
-class SelectiveQuantizer:
-  """Full-int8 files (int8 in- and output) with chosen ops kept in float, calibrated once as
-  `layer_errors` calibrates (the repairs; the ablations: two files per op).
-
-  A call is the debugger's `denylisted_nodes` + `get_nondebug_quantized_model()`: each op kept
-  in float reads DEQUANTIZE of its int8 input, runs in float with float weights, and QUANTIZE
-  feeds its output on to the next int8 op. `nodes` are the names it accepts (the
-  `tensor_name`s of `layer_errors` / `rank_layers` rows), in no particular order; each set's
-  file is made once. The constructor raises converter.ConversionError as `layer_errors` does.
-  """
-
-  def __init__(self, model, representative_images):
-    self.debugger = _debugger(model, representative_images)
-    self.nodes = frozenset(
-      n for outs in _outputs(self.debugger.calibrated_model).values() for _, n in outs
-    )
-    self._made = {}
-
-  def __call__(self, float_nodes):
-    """The `.tflite` bytes with `float_nodes` (a name or names; [] the plain file) in float.
-
-    Raises:
-      LayerErrorError: a name that is not an op output of the model (it would be ignored).
-      converter.ConversionError: the quantizer failed.
-    """
-    float_nodes = [float_nodes] if isinstance(float_nodes, str) else list(float_nodes)
-    unknown = [n for n in float_nodes if n not in self.nodes]
-    if unknown:
-      raise LayerErrorError(
-        f"no op has output tensor {unknown[0]!r} (names: the tensor_name of layer_errors rows)"
-      )
-    key = tuple(sorted(float_nodes))
-    if key in self._made:
-      return self._made[key]
-    try:
-      with _quiet():
-        self.debugger.options = tf.lite.experimental.QuantizationDebugOptions(
-          fully_quantize=True, denylisted_nodes=float_nodes or None
-        )
-        self._made[key] = self.debugger.get_nondebug_quantized_model()
-        return self._made[key]
-    except Exception as e:
-      raise converter.ConversionError(
-        f"quantization debugger failed: {' '.join(str(e).split())[:300]}"
-      ) from e

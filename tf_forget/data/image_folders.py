@@ -157,15 +157,7 @@ class Folder(user_sets.UserDataset):
       raise dataset_api.DataError(
         f"image folder {self.root} has no labels: give class_names (the model's classes)"
       )
-    files = []
-    for dirpath, dirnames, filenames in filesystem.walk(self.root):
-      dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-      for name in filenames:
-        if _is_image(name):
-          path = filesystem.join(dirpath, name)
-          rel = self._relative(path)
-          image_files.check_listed(path, f"image {rel} of folder {self.root}")
-          files.append(rel)
+    files = list(self._images(self.root))
     if not files:
       raise dataset_api.DataError(
         f"image folder {self.root} holds no image ({', '.join(IMAGE_EXTENSIONS)})"
@@ -218,6 +210,18 @@ class Folder(user_sets.UserDataset):
       raise dataset_api.DataError(f"{path}: an empty line (one class name per line)")
     return user_inputs.parse_names(lines, str(path))
 
+  def _images(self, top):
+    """The relative paths of the image files under `top` (hidden folders skipped), each checked
+    to be a readable listed file."""
+    for dirpath, dirnames, filenames in filesystem.walk(top):
+      dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+      for name in filenames:
+        if _is_image(name):
+          path = filesystem.join(dirpath, name)
+          rel = self._relative(path)
+          image_files.check_listed(path, f"image {rel} of folder {self.root}")
+          yield rel
+
   def _relative(self, path):
     rel = str(path)[len(self.root) :].replace("\\", "/").lstrip("/")
     return posixpath.normpath(rel)
@@ -236,15 +240,9 @@ class Folder(user_sets.UserDataset):
           f"{', ...' if len(class_names) > 5 else ''})"
         )
       found = 0
-      for dirpath, dirnames, filenames in filesystem.walk(filesystem.join(split_root, folder)):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-          if _is_image(name):
-            path = filesystem.join(dirpath, name)
-            rel = self._relative(path)
-            image_files.check_listed(path, f"image {rel} of folder {self.root}")
-            files.append((rel, index[folder]))
-            found += 1
+      for rel in self._images(filesystem.join(split_root, folder)):
+        files.append((rel, index[folder]))
+        found += 1
       if not found:
         raise dataset_api.DataError(
           f"class folder {rel_folder}/ of {self.root} holds no image "

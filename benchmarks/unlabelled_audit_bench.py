@@ -22,7 +22,7 @@ Prints both and the ratio audit / baseline (the target: <= 1.5), per round, and 
 stages (from its `== i/n name [elapsed s]` lines). Timings are ratios: run it on an idle machine.
 
     PYTHONPATH=. TF_USE_LEGACY_KERAS=1 .venv/bin/python benchmarks/unlabelled_audit_bench.py \
-        [--mnist=/work/shared/data/mnist] [--images=10000] [--rounds=2] [--keep=DIR]
+        --mnist=DIR [--images=10000] [--rounds=2] [--keep=DIR]
 """
 
 import argparse
@@ -175,7 +175,7 @@ def baseline(frames, models, batch_size, num_threads, runtimes):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--mnist", default="/work/shared/data/mnist")
+  parser.add_argument("--mnist", required=True, help="the folder of the MNIST IDX files")
   parser.add_argument("--images", type=int, default=10_000)
   parser.add_argument("--rounds", type=int, default=2, help="audit / baseline pairs")
   parser.add_argument("--num_threads", type=int, default=2, help="as the audit's default")

@@ -1,5 +1,5 @@
-"""The sections' fixed paragraphs: what the verdict's table, the output divergence and the
-repairs measure, and the glossary of the measures (one or two plain sentences each, with the
+"""The sections' fixed paragraphs: what the verdict's table, the published test sets, the
+output divergence and the repairs measure, and the glossary of the measures (one or two plain sentences each, with the
 paper's reference).
 
 Plain text, except `REPAIR_LEAD` (HTML: its emphasis and file names marked). Standard library
@@ -104,6 +104,21 @@ GLOSSARY = (
   ),
 )
 GLOSSARY_SUMMARY = "The measures in one or two sentences each (click to open)"
+
+# The published test sets' section: what its two tables hold.
+IMAGENET_A_LEAD = (
+  "7,500 natural adversarial images "
+  "(Hendrycks et al.), ImageNet labels. Top-1 / top-5 averaged over members; normalized "
+  "= 100·(A_t/A_0 − 1) against dense (docs/spec.md §3.6). classes 1000: the 1000-way argmax "
+  "(the default: 000's dense top-1 of 0.89% suggests no masking); classes 200: the argmax "
+  "over ImageNet-A's 200 classes only (Hendrycks' protocol, from the stored logits)."
+)
+PUBLISHED_SPLITS_LEAD = (
+  "Accuracy on a published test set of "
+  "the same classes (CIFAR-10.1: Recht et al. 2018, 003 Table 11), averaged over "
+  "members; top1_change in points and top1_norm = 100·(A_t/A_0 − 1) against dense; "
+  "clean_top1: the same members on the clean evaluation split."
+)
 
 # The output divergence section: what KL, Δp and a flip are.
 DIVERGENCE_LEAD = (

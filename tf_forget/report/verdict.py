@@ -230,7 +230,7 @@ def recommend(
   eligible = ship_rule.eligibility(frame, gates, settings, no_gain, budget)
   size_col = ship_rule.size_column(settings.size)
   if not ship_rule.has_sizes(frame, size_col):
-    rule += " No file sizes were measured in this run, so the smallest top-1 loss decides."
+    rule += verdict_sentences.NO_SIZES
   on_front, dominated = ship_rule.front(frame, eligible, pairs, size_col)
   for i, (j, how) in dominated.items():
     frame.at[i, "verdict"] = "dominated"
@@ -242,7 +242,7 @@ def recommend(
       "variant": names.DENSE,
       "file": dense["file"],
       "rule": rule,
-      "why": "no compressed file is eligible: ship the dense float32 file.",
+      "why": verdict_sentences.NONE_ELIGIBLE,
       "caveats": verdict_sentences.caveats(frame, None, budget, gates, settings),
       "front": [],
       "gives_up": [],

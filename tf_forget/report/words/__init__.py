@@ -10,5 +10,6 @@ the same words, and the helpers that build them, one module per topic.
 * `paragraphs`: the sections' fixed paragraphs and the glossary;
 * `summaries`: the terminal and Markdown summaries' fixed lines.
 
-The gates' reasons are policy (`tf_forget.policy.gates`, below the report).
+The gates' reasons and the ship rule's sentences are the policy's (`tf_forget.policy.gates`,
+`ship_rule`: below the report, which cannot be imported there).
 """

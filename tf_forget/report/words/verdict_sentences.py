@@ -4,7 +4,9 @@ What `verdict.recommend` and `verdict.compute` say on the first screen, in one p
 recommended file's sizes, top-1 change with its interval, flips, latency, what ran it, what it
 forgot), `size_note` (the other size measure's choice), `caveats` (an interval reaching past the
 budget, a class or subgroup that lost more than `WATCH` with no gate on it, small populations,
-latency measured on this machine), `misscaled_caveat` and `design` (K = 1).
+latency measured on this machine), `misscaled_caveat`, `design` (K = 1), `NONE_ELIGIBLE` and
+`NO_SIZES`. The rule, the front and what the choice gives up are the policy's words
+(`tf_forget.policy.ship_rule`).
 """
 
 from tf_forget.artifacts import names
@@ -25,6 +27,11 @@ NAN = float("nan")
 # McNemar p below this, with more than MISSCALED_RATIO times as many fixed as broken examples.
 MISSCALED_P = 0.001
 MISSCALED_RATIO = 2
+
+# The recommendation's `why` when no compressed file is eligible.
+NONE_ELIGIBLE = "no compressed file is eligible: ship the dense float32 file."
+# Added to the rule when the run measured no file size.
+NO_SIZES = " No file sizes were measured in this run, so the smallest top-1 loss decides."
 
 
 def design(run, measures):

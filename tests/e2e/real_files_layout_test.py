@@ -24,7 +24,7 @@ They are audited on the digits test split as PNGs, through the binary (`audit_bi
     (the reference scores far lower on raw pixels: `tf_forget.evaluate.input_scaling`); with
     `--input_scaling_check=off` it runs, the uint8 file (which quantizes raw pixels with its
     own scale) beats its reference, and the verdict's first caveat says the inputs are
-    probably mis-scaled (`tf_forget.report.verdict_words.misscaled_caveat`);
+    probably mis-scaled (`tf_forget.report.verdict_sentences.misscaled_caveat`);
   * the tf_keras reference without a channel axis is imported, converted (dynamic range and
     full int8, calibrated on the images) and analysed layer by layer.
 
@@ -51,7 +51,7 @@ from tf_forget.data import input_layout
 from tf_forget.data import registry
 from tf_forget.evaluate import input_scaling
 from tf_forget.evaluate import scaling_evidence
-from tf_forget.report import verdict_words
+from tf_forget.report.words import verdict_sentences
 
 KERAS3_FILES = '''
 """The tutorial's model and files, made with Keras 3 as a user makes them."""
@@ -383,7 +383,7 @@ def test_misscaled_caveat_needs_a_significant_one_sided_gain():
         }
       ]
     )
-    return verdict_words.misscaled_caveat(types.SimpleNamespace(tables={"k1_topline": table}))
+    return verdict_sentences.misscaled_caveat(types.SimpleNamespace(tables={"k1_topline": table}))
 
   assert caveat(36, 115, 8e-11).startswith(
     "user_u8 beats its reference by +15.80 pt (115 "
@@ -392,7 +392,7 @@ def test_misscaled_caveat_needs_a_significant_one_sided_gain():
   assert caveat(5, 9, 0.42) is None  # not significant
   assert caveat(40, 70, 0.0005) is None  # significant, but not many more fixed than broken
   assert caveat(30, 2, 1e-7) is None  # a significant loss is the audit's usual news
-  assert verdict_words.misscaled_caveat(types.SimpleNamespace(tables={})) is None
+  assert verdict_sentences.misscaled_caveat(types.SimpleNamespace(tables={})) is None
   # The input scaling check ran and found the preprocessing right: a fine-tuned file (pruned,
   # clustered, QAT) can beat its reference; the sentence does not blame the scaling.
   table = pd.DataFrame(
@@ -406,7 +406,7 @@ def test_misscaled_caveat_needs_a_significant_one_sided_gain():
       }
     ]
   )
-  checked = verdict_words.misscaled_caveat(
+  checked = verdict_sentences.misscaled_caveat(
     types.SimpleNamespace(tables={"k1_topline": table}), True
   )
   assert "trained further than the reference" in checked and "mis-scaled" not in checked

@@ -34,7 +34,7 @@ from tests.e2e import user_files
 from tf_forget.compat import keras2
 from tf_forget.data import dataset_api
 from tf_forget.data import registry
-from tf_forget.report import wording
+from tf_forget.report.words import quantities
 
 
 @pytest.fixture(scope="module")
@@ -198,8 +198,8 @@ def test_flip_rates_with_the_digits_their_gate_needs(root, same):
   result, doc = _audit(root, "same", *SAME, f"--max_flip_rate={bound}")
   assert result.returncode == 3
   cell = next(ln for ln in result.stdout.splitlines() if ln.startswith("user_worse")).split()
-  shown = wording.rate(rate, bound=bound)
-  assert shown in cell and shown != wording.rate(bound, bound=rate)
+  shown = quantities.rate(rate, bound=bound)
+  assert shown in cell and shown != quantities.rate(bound, bound=rate)
   assert f"{100 * rate:.1f}" == f"{100 * bound:.1f}"  # what one decimal would have printed
   assert f"gate failed: user_worse: top-1 flip rate {shown[:-1]}" in result.stdout
   line = next(s for s in doc["recommendation"]["users"] if s.startswith("Your worse file"))

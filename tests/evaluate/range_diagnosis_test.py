@@ -21,7 +21,7 @@ from tests import planted
 from tf_forget.evaluate import range_diagnosis
 from tf_forget.export import converter
 from tf_forget.export import flatbuffer_graph
-from tf_forget.report import why_words
+from tf_forget.report.words import why_forgot
 
 L = keras.layers
 
@@ -51,7 +51,7 @@ def test_by_hand():
   assert found["ratio"] == pytest.approx(160.0, rel=1e-6)
   assert found["levels_others"] == pytest.approx(255 / 400 * 2, rel=1e-6)
   assert found["levels_channel"] == pytest.approx(255.0, rel=1e-6)
-  words = why_words.range_sentence(found)
+  words = why_forgot.range_sentence(found)
   assert words.startswith("CONV_2D") and words.endswith(
     "output channel 3 spans 160x the median channel: per-tensor int8 leaves the other 3 "
     "channels about 1 levels"

@@ -16,6 +16,7 @@ from tf_forget.report import gallery
 from tf_forget.report import palette
 from tf_forget.report import plots
 from tf_forget.report import recall_study_plots
+from tf_forget.report import subgroup_plots
 from tf_forget.report.units import registry
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -160,8 +161,8 @@ def _figures(m):
     ),
     "counts": lambda: plots.counts(t["pie"], m.variants),
     "pie_accuracy": lambda: plots.pie_accuracy(t["pie_accuracy"]),
-    "subgroups": lambda: plots.subgroups(t["subgroups"]),
-    "over_indexing": lambda: plots.over_indexing(t["over_indexing"]),
+    "subgroups": lambda: subgroup_plots.subgroups(t["subgroups"]),
+    "over_indexing": lambda: subgroup_plots.over_indexing(t["over_indexing"]),
     "alpha": lambda: recall_study_plots.alpha(t["recall_distortion"], m.variants),
   }
 
@@ -270,18 +271,18 @@ def test_subgroup_figure_plots_absolute_points():
       },
     ]
   table = pd.DataFrame(rows)
-  pts = plots.subgroup_points(table)
+  pts = subgroup_plots.subgroup_points(table)
   row = pts[(pts.metric == "fnr") & (pts.subgroup == "Inverted=1")].iloc[0]
   assert row.points == pytest.approx(17.9)
   assert row.normalized == pytest.approx(22.487, abs=1e-3)
   assert list(pts.columns) == ["metric", "variant", "subgroup", "points", "normalized"]
-  assert plots.subgroups(table).startswith(PNG_MAGIC)
+  assert subgroup_plots.subgroups(table).startswith(PNG_MAGIC)
 
 
 def test_subgroup_points_of_a_run_are_compressed_minus_baseline(biased):
   _, m = biased
   t = m.tables["subgroups"]
-  pts = plots.subgroup_points(t)
+  pts = subgroup_plots.subgroup_points(t)
   groups = [c for c in t.columns if c not in ("variant", "model", "metric")]
   for variant in ("prune_0.9", "full_int8"):
     for metric in ("error", "fpr", "fnr"):
@@ -311,7 +312,7 @@ def test_subgroups_with_many_variants_is_a_heatmap_of_the_same_width():
         ("absolute_difference", 0.05),
       ):
         rows.append({"variant": v, "model": model, "metric": metric, "a": value, "b": value})
-  png = plots.subgroups(pd.DataFrame(rows))
+  png = subgroup_plots.subgroups(pd.DataFrame(rows))
   assert _size(png)[0] == figure_kit.WIDE * PX
 
 

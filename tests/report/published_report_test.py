@@ -14,6 +14,7 @@ from tf_forget.artifacts import predictions
 from tf_forget.data import dataset_api
 from tf_forget.report import collect
 from tf_forget.report import html
+from tf_forget.report import imagenet_a_classes
 from tf_forget.report import published_report
 from tf_forget.report.units import registry
 
@@ -112,14 +113,14 @@ def _imagenet_run(tmp_path):
 def test_the_200_classes_agree_with_tfds_label_space():
   # Two sources: Hendrycks' eval.py indices and the ImageNet-A class folders (wnids), paired
   # through tfds' imagenet2012 labels.txt, the label space of tfds' imagenet_a.
-  idx = published_report.IMAGENET_A_INDICES_IN_1K
+  idx = imagenet_a_classes.INDICES_IN_1K
   assert len(idx) == 200 and list(idx) == sorted(set(idx)) and 0 <= idx[0] and idx[-1] < 1000
   with open(IMAGENET_LABELS) as f:
     wnids = f.read().split()
   assert len(wnids) == 1000
-  assert [wnids[i] for i in idx] == list(published_report.IMAGENET_A_WNIDS)
+  assert [wnids[i] for i in idx] == list(imagenet_a_classes.WNIDS)
   # ImageNet-A's first and last classes: stingray (index 6) and acorn.
-  assert wnids[6] == "n01498041" and published_report.IMAGENET_A_WNIDS[-1] == "n12267677"
+  assert wnids[6] == "n01498041" and imagenet_a_classes.WNIDS[-1] == "n12267677"
 
 
 def test_masked_topk_is_the_argmax_over_the_200_classes():

@@ -17,8 +17,8 @@ tensor kept over the calibration images and records each activation tensor's per
 minimum and maximum (the channel axis is the last: NHWC, [N, C]); `dominant` names the tensors
 where one channel spans at least `DOMINANCE` times the median channel, with the levels the
 other channels keep (`levels_left`), `ops_touching` the ops that write or read them (the
-report says it in words: `tf_forget.report.why_words.range_sentence`), and `origins` where each
-fault starts: a wide channel passed on (through pooling: the same channel of the next tensor)
+report says it in words: `tf_forget.report.words.why_forgot.range_sentence`), and `origins`
+where each fault starts: a wide channel passed on (through pooling: the same channel of the next tensor)
 is one fault, made by the op writing its first tensor — the op the causal ranking names first
 among the ops around it (`tf_forget.evaluate.causal_attribution.rank`).
 """

@@ -11,7 +11,7 @@ them. Every piece of text goes through `html.escape`; class names start with `ga
 
 from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import html as html_lib
-from tf_forget.report import wording
+from tf_forget.report.words import naming
 
 ORDER = (gallery_lib.BROKEN, gallery_lib.FIXED, gallery_lib.CHANGED, gallery_lib.SAME)
 CLASS = {
@@ -75,8 +75,8 @@ def legend(cards):
 def _row(row):
   """One variant flagging the example: its rank, d_T, dense -> compressed modal, kind."""
   kind = row["kind"]
-  dense = wording.shown_label(row["dense_modal_name"], row["dense_modal"])
-  compressed = wording.shown_label(row["compressed_modal_name"], row["compressed_modal"])
+  dense = naming.shown_label(row["dense_modal_name"], row["dense_modal"])
+  compressed = naming.shown_label(row["compressed_modal_name"], row["compressed_modal"])
   return (
     f"<li class=\"{CLASS[kind]}\"><span class=\"gal-v\">"
     f"{html_lib.esc(row['variant'])}</span>"
@@ -100,7 +100,7 @@ def card(entry, protected):
     protected: attribute names always shown (the others only when True).
   """
   kind = entry["kind"]
-  label = wording.shown_label(entry["label_name"], entry["label"])
+  label = naming.shown_label(entry["label_name"], entry["label"])
   thumb = (
     html_lib.img(entry["png"], f"example {entry.get('path') or entry['id']}, true label {label}")
     if "png" in entry

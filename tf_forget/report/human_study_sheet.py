@@ -28,7 +28,7 @@ from tf_forget.report import collect
 from tf_forget.report import gallery
 from tf_forget.report import html as html_lib
 from tf_forget.report import human_study_sample as hs
-from tf_forget.report import wording
+from tf_forget.report.words import naming
 
 MIN_SIDE = 128  # smaller images are upscaled (nearest) so their pixels stay visible
 MAX_SIDE = 512  # larger images are downscaled
@@ -184,7 +184,7 @@ def files(run, key, vocabulary):
   for it, image in zip(key["items"], images):
     label = int(pop.labels[it["position"]])
     named = len(run.class_names) == run.num_classes
-    labels[it["item"]] = wording.class_label(label, run.class_names[label] if named else None)
+    labels[it["item"]] = naming.class_label(label, run.class_names[label] if named else None)
     pngs[it["item"]] = png(image)
   sheet = hs.SHEET_DIR
   out = {

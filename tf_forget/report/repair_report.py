@@ -4,9 +4,9 @@ Reads what the audit's "why and repair" stages wrote (docs/artifacts/layers.md):
 analysed member's `layers/<member variant>/<k>/<format>.json`, and the predictions and export
 JSONs of its files. Two tables:
 
-* `layers`: per analysed member and file, its best-ranked ops (`why_words.layer_rows`: the
+* `layers`: per analysed member and file, its best-ranked ops (`why_forgot.layer_rows`: the
   causal ranking's ablation counts and fault kinds, the error statistics as columns), and the
-  "why" in words under `WHY_KEY` (`why_words.sentences`);
+  "why" in words under `WHY_KEY` (`why_forgot.sentences`);
 * `repair`: per repaired variant `<base>~<repair>` (`float<N>`, `cle`, `int16x8`, `auto`),
   averaged over its members (each against its own float32 file): size over the plain int8
   file and over float32, top-1 of the int8 and the repaired file, their flip rates against
@@ -24,7 +24,7 @@ JSONs of its files. Two tables:
 A full int8 file that forgot nothing significant is not repaired (`not_repaired` says so, by
 the audit's rule `paired.forgot_significantly`). Without an analysis both tables are empty and
 the section is left out. Numpy / pandas, `tf_forget.artifacts`, `tf_forget.stats` and
-`why_words` / `wording` only.
+`words` only.
 """
 
 import os
@@ -38,14 +38,14 @@ from tf_forget.artifacts import layers_json
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import tflite_json
-from tf_forget.report import why_words
-from tf_forget.report import wording
+from tf_forget.report.words import quantities
+from tf_forget.report.words import why_forgot
 from tf_forget.stats import halves
 from tf_forget.stats import paired
 
 NOTES_KEY = "repair"
 NOT_REPAIRED_KEY = "not_repaired"  # the notes' lines of the files left unrepaired
-WHY_KEY = "why"  # the notes' "why" sentences (`why_words.sentences`)
+WHY_KEY = "why"  # the notes' "why" sentences (`why_forgot.sentences`)
 MEAN_COLUMNS = [
   "size_vs_int8",
   "size_vs_float32",
@@ -225,7 +225,7 @@ def compute(run, repair_asked=False):
   layers, effects, notes, why = [], {}, [], []
   for (mv, k, fmt), doc in sorted(analyses.items()):
     repaired = _repaired_variants(run, mv) if fmt == names.REPAIRED_FORMAT else []
-    kept, labels = set(), why_words.op_labels(doc)
+    kept, labels = set(), why_forgot.op_labels(doc)
     for variant, base, repair in repaired:
       try:
         effect, nodes = _effect(run, mv, k, variant, doc, labels)
@@ -233,11 +233,11 @@ def compute(run, repair_asked=False):
         effects.setdefault((base, repair, variant), []).append(effect)
       except (errors.Error, KeyError) as e:
         notes.append(f"{variant}/{k}: repair effect not computed ({errors.one_line(e, 160)})")
-    layers += why_words.layer_rows(doc, kept)
+    layers += why_forgot.layer_rows(doc, kept)
     notes += _notes_of(doc, fmt)
     flips = doc.get("flips") or {}
     if paired.forgot_significantly(flips.get("broken", 0), flips.get("fixed", 0))[0]:
-      why += why_words.sentences(doc)  # only what the audit would repair
+      why += why_forgot.sentences(doc)  # only what the audit would repair
   order = names.sorted_repairs({repair for _, repair, _ in effects})
   rows = [
     _repair_row(key, effs)
@@ -245,7 +245,7 @@ def compute(run, repair_asked=False):
   ]
   for row in rows:
     row["gain"] = gained(row)
-  tables = {"layers": pd.DataFrame(layers, columns=why_words.LAYER_COLUMNS)}
+  tables = {"layers": pd.DataFrame(layers, columns=why_forgot.LAYER_COLUMNS)}
   if rows:
     tables["repair"] = pd.DataFrame(rows, columns=REPAIR_COLUMNS + ["n"])
   out = {NOTES_KEY: notes} if notes else {}
@@ -363,7 +363,7 @@ def sentences(tables, skipped=()):
       f"{row['size_vs_int8']:.2f}x the int8 file's size ({row['size_vs_float32']:.2f}x "
       f"float32) and {verb} top-1 {100 * row['top1_int8']:.2f}% → "
       f"{100 * row['top1_repaired']:.2f}%, flips vs float32 "
-      f"{wording.rate(row['flip_rate_int8'])} → {wording.rate(row['flip_rate_repaired'])}, "
+      f"{quantities.rate(row['flip_rate_int8'])} → {quantities.rate(row['flip_rate_repaired'])}, "
       f"broken examples {row['broken_int8']:g} → {row['broken_repaired']:g}{worst}"
       f"{' (means over ' + str(row['members']) + ' members)' if row['members'] > 1 else ''}"
       + (

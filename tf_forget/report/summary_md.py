@@ -22,8 +22,9 @@ in place, never replaced. The audit command's `--summary` calls both (`tf_forget
 
 from tf_forget.artifacts import names
 from tf_forget.artifacts import user_output
-from tf_forget.report import wording
 from tf_forget.report.units import verdict as verdict_unit
+from tf_forget.report.words import folding
+from tf_forget.report.words import summaries
 
 
 def _cell(value):
@@ -74,7 +75,7 @@ def sentence(recommendation):
   """The verdict sentence: "Ship `<file>` — <why>" (the report's first line)."""
   rec = recommendation or {}
   if not rec.get("file"):
-    return "No file is recommended (no verdict was computed)."
+    return summaries.NO_RECOMMENDATION
   joint = ": " if rec.get("variant") == "dense" else " — "
   return f"**Ship `{rec['file']}`**{joint}{rec.get('why', '')}"
 
@@ -92,20 +93,14 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
   failed = _failed(manifest)
   variants = sorted({v for v, _ in failed} | set(manifest.get("failed_variants") or ()))
   gated = any(v is not None for v in (manifest.get("gates") or {}).values())
-  head = (
-    f"a gate failed: {', '.join(variants)}"
-    if variants
-    else "passed: every gate holds"
-    if gated
-    else "no gate set"
-  )
+  head = summaries.markdown_head(variants, gated)
   rec = report.get("recommendation") or {}
   out = [f"### tf_forget audit — {head}", "", sentence(rec), ""]
   lines = ([rec["front_note"]] if rec.get("front_note") else []) + list(rec.get("gives_up", []))
   lines += [rec["size_note"]] if rec.get("size_note") else []
   lines += list(rec.get("users", []))
   out += [f"- {_cell(line)}" for line in lines]
-  out += [f"- ⚠ {_cell(line)}" for line in wording.fold(rec.get("caveats", []))]
+  out += [f"- ⚠ {_cell(line)}" for line in folding.fold(rec.get("caveats", []))]
   if lines or rec.get("caveats"):
     out.append("")
   if rec.get("rule"):
@@ -114,7 +109,7 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
     out += [table(verdict_unit.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
   if failed:
     out += ["Failed gates:", ""] + [f"- `{v}`: {_cell(r)}" for v, r in failed] + [""]
-  out.append(f"The whole report: `{report_path}`")
+  out.append(summaries.whole_report(report_path))
   return "\n".join(out) + "\n"
 
 

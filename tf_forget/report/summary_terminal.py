@@ -14,7 +14,9 @@ from tf_forget.policy import gate_inputs
 from tf_forget.report import side_by_side
 from tf_forget.report import unlabelled_audit
 from tf_forget.report import user_verdict
-from tf_forget.report import wording
+from tf_forget.report.words import folding
+from tf_forget.report.words import quantities
+from tf_forget.report.words import summaries
 
 
 def _number(value, spec, scale=1, unit=""):
@@ -72,11 +74,7 @@ def print_summary(report, manifest, log=print):
       f"{ship.get(variant, ''):<14}"
       + (f" {'FAIL' if variant in failed else 'pass'}" if gated else "")
     )
-  log(
-    "(shipped size: the bundled file over the dense float32 file; flips: top-1 flip rate "
-    "and KL: mean KL(reference ‖ file) in nats, vs the dense reference; verdict: the ship "
-    "rule's" + ("; gate: the gates set" if gated else "; no gate set") + ")"
-  )
+  log(summaries.terminal_legend(gated))
   for variant, reasons in sorted(failed.items()):
     for reason in reasons:
       log(f"gate failed: {variant}: {reason}")
@@ -98,7 +96,7 @@ def first_screen(rec):
   if rec.get("size_note"):
     out.append(f"  {rec['size_note']}")
   out += [f"  {line}" for line in rec.get("users", [])]
-  out += [f"  caveat: {line}" for line in wording.fold(rec.get("caveats", []))]
+  out += [f"  caveat: {line}" for line in folding.fold(rec.get("caveats", []))]
   return out
 
 
@@ -108,5 +106,5 @@ def _users_first(variants):
 
 
 def _flip_rate(rate, bound):
-  """A flip rate with the digits its gate needs (`wording.rate`), "n/a" if undefined."""
-  return wording.rate(rate, bound=bound) if isinstance(rate, (int, float)) else "n/a"
+  """A flip rate with the digits its gate needs (`quantities.rate`), "n/a" if undefined."""
+  return quantities.rate(rate, bound=bound) if isinstance(rate, (int, float)) else "n/a"

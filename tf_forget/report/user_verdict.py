@@ -22,7 +22,7 @@ Numpy / pandas and the report's own modules only; the numbers come from the verd
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import names
 from tf_forget.policy import ship_rule
-from tf_forget.report import wording
+from tf_forget.report.words import quantities
 
 
 def is_user(variant):
@@ -98,8 +98,8 @@ def _why_not(frame, user, best, pairs, size_col):
   out = []
   if flips is not None and flips.low > 0:
     out.append(
-      f"it flips {wording.count(flips.count)} more test examples than {_whose(b['variant'])}"
-      f" ({wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(b['variant']))} "
+      f"it flips {quantities.count(flips.count)} more test examples than {_whose(b['variant'])}"
+      f" ({quantities.count(pairs.flips(u['variant']))} vs {quantities.count(pairs.flips(b['variant']))} "
       f"against the reference; {_pt(flips)}, paired)"
     )
   elif flips is not None and flips.high > ship_rule.AS_GOOD_MARGIN:
@@ -131,7 +131,7 @@ def _same(pairs, a, b):
     return f"the same top-1 predictions on all {pairs.examples:,} test examples"
   if apart != apart:
     return "no member to compare with"
-  return f"{wording.count(apart)} of {pairs.examples:,} test examples apart"
+  return f"{quantities.count(apart)} of {pairs.examples:,} test examples apart"
 
 
 def _next_best(frame):
@@ -184,7 +184,7 @@ def sentence(frame, user, best, pairs, gated, instead_of=None, size_col="size_by
     return (
       f"{head} {_status(u, gated)} and is recommended instead of {_whose(o['variant'])} "
       f"({_sizes(o)}): {_same(pairs, u['variant'], o['variant'])}, "
-      f"{wording.count(pairs.flips(u['variant']))} vs {wording.count(pairs.flips(o['variant']))} flips "
+      f"{quantities.count(pairs.flips(u['variant']))} vs {quantities.count(pairs.flips(o['variant']))} flips "
       f"against the reference{means} ({_pt(flips)}, paired) — as good, and within "
       f"{100 * ship_rule.SIZE_TOLERANCE:g}% of its size: you ship your own bytes{forgot}."
     )

@@ -12,7 +12,7 @@ One row per variant, against the dense population:
   network compared with itself before compression — the pairing of `tf_forget.report.pairing`);
   with one dense member (K = 1) instead the paired per-example interval of the
   `k1_topline` table (Newcombe's, over the test examples; `single_network`), and the
-  recommendation states that design (`verdict_words.design`);
+  recommendation states that design (`verdict_sentences.design`);
 * the worst class: the largest mean recall loss (000 Figure 2's absolute recall difference,
   docs/spec.md §3.3), its number of test examples, interval, Welch p-value (docs/spec.md §3.1) and
   the Benjamini-Hochberg adjusted one over the variant's classes; with K = 1 instead the largest
@@ -38,8 +38,8 @@ instead, and each gets one sentence. If no file is eligible: the dense float32 f
 file that bought nothing (`repair_report.no_gain`) is "no gain", never recommended. Caveats say
 when the interval of the recommended file's change reaches past the budget, when a class or
 subgroup lost much with no gate on it, when populations are small (K <
-`verdict_words.SMALL_K`; the papers use K = 30, docs/spec.md §1.5), and that latency is this
-machine's (`verdict_words`).
+`verdict_sentences.SMALL_K`; the papers use K = 30, docs/spec.md §1.5), and that latency is this
+machine's (`verdict_sentences`).
 """
 
 import pandas as pd
@@ -52,7 +52,7 @@ from tf_forget.policy import ship_rule
 from tf_forget.report import repair_report
 from tf_forget.report import user_verdict
 from tf_forget.report import verdict_cells as cells
-from tf_forget.report import verdict_words as words
+from tf_forget.report.words import verdict_sentences
 from tf_forget.stats import intervals
 
 NAN = float("nan")
@@ -230,7 +230,7 @@ def recommend(
   eligible = ship_rule.eligibility(frame, gates, settings, no_gain, budget)
   size_col = ship_rule.size_column(settings.size)
   if not ship_rule.has_sizes(frame, size_col):
-    rule += " No file sizes were measured in this run, so the smallest top-1 loss decides."
+    rule += verdict_sentences.NO_SIZES
   on_front, dominated = ship_rule.front(frame, eligible, pairs, size_col)
   for i, (j, how) in dominated.items():
     frame.at[i, "verdict"] = "dominated"
@@ -242,8 +242,8 @@ def recommend(
       "variant": names.DENSE,
       "file": dense["file"],
       "rule": rule,
-      "why": "no compressed file is eligible: ship the dense float32 file.",
-      "caveats": words.caveats(frame, None, budget, gates, settings),
+      "why": verdict_sentences.NONE_ELIGIBLE,
+      "caveats": verdict_sentences.caveats(frame, None, budget, gates, settings),
       "front": [],
       "gives_up": [],
     }
@@ -262,7 +262,7 @@ def recommend(
   if other_best is not None and (
     frame.loc[other_best, other_col] < frame.loc[best, other_col] * (1 - ship_rule.SIZE_TIE)
   ):
-    out["size_note"] = words.size_note(frame, best, other_best, other)
+    out["size_note"] = verdict_sentences.size_note(frame, best, other_best, other)
   mine = user_verdict.preferred(frame, best, eligible, pairs, size_col)
   if mine is not None:  # the user's own bytes, as good as the rule's choice
     out["instead_of"] = frame.loc[best, "variant"]
@@ -277,8 +277,8 @@ def recommend(
     variant=row["variant"],
     file=row["file"],
     rule=rule,
-    why=words.why(row, pairs),
-    caveats=words.caveats(frame, best, budget, gates, settings),
+    why=verdict_sentences.why(row, pairs),
+    caveats=verdict_sentences.caveats(frame, best, budget, gates, settings),
   )
   return out
 
@@ -301,7 +301,8 @@ def compute(
     gates_json: the configuration's `gates` dict.
     confidence: level of the top-1 interval.
     deployment: the configuration's `deployment` dict (`ship_rule.Settings.from_json`).
-    scaling_checked: whether the audit's input scaling check ran (`verdict_words.misscaled_caveat`).
+    scaling_checked: whether the audit's input scaling check ran
+      (`verdict_sentences.misscaled_caveat`).
   """
   gates = gates_lib.Gates.from_json(gates_json)
   settings = ship_rule.Settings.from_json(deployment)
@@ -311,7 +312,7 @@ def compute(
   sentence = cells.design(measures).statement(run, measures)
   if sentence:
     rec["design"] = sentence
-  misscaled = words.misscaled_caveat(measures, scaling_checked)
+  misscaled = verdict_sentences.misscaled_caveat(measures, scaling_checked)
   if misscaled:  # first: it puts every other number in doubt
     rec["caveats"].insert(0, misscaled)
   # The audit's own checks that did not refuse but are unsure (the input scaling), first too.

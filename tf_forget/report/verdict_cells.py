@@ -22,7 +22,7 @@ import numpy as np
 from tf_forget.artifacts import names
 from tf_forget.policy import gate_inputs
 from tf_forget.report import pairing as pairing_lib
-from tf_forget.report import verdict_words as words
+from tf_forget.report.words import verdict_sentences
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 
@@ -256,7 +256,11 @@ class SingleNetwork:
   def top1(self, run, measures, variant, confidence):
     """(`k1_topline`'s interval, "paired examples"); the population's without paired tests."""
     top = k1_top1(measures, variant)
-    return (top, words.K1_PAIRING) if top else POPULATION.top1(run, measures, variant, confidence)
+    return (
+      (top, verdict_sentences.K1_PAIRING)
+      if top
+      else POPULATION.top1(run, measures, variant, confidence)
+    )
 
   def counts(self, gate_measures):
     """The number of classes `k1_classes` marks significant (`significant_classes`)."""
@@ -275,8 +279,8 @@ class SingleNetwork:
     return k1_worst_subgroup(gate_measures)
 
   def statement(self, run, measures):
-    """The design in one sentence for the first screen (`verdict_words.design`)."""
-    return words.design(run, measures)
+    """The design in one sentence for the first screen (`verdict_sentences.design`)."""
+    return verdict_sentences.design(run, measures)
 
 
 POPULATION = Population()

@@ -30,8 +30,8 @@ from tf_forget.report import gallery as gallery_lib
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import human_study_sheet
-from tf_forget.report import wording
 from tf_forget.report.units import registry
+from tf_forget.report.words import header
 
 SCHEMA_VERSION = "tf_forget.report/1"
 # What `save` swaps in, report.json (the completion marker) last, and its staging label.
@@ -167,7 +167,7 @@ def build_report(
       variant (`divergence_examples`).
     variants, splits: the variants and splits to report (None: every predictions file).
     title: page title (default "tf_forget audit: <data set>", or with the user's model
-      "tf_forget audit: model.keras on images/", `wording.title`).
+      "tf_forget audit: model.keras on images/", `header.title`).
     human_study: `human_study_options.Options` (or a dict of its fields): the blind-annotation
     export
       of 000's human study and / or 000 Table 7 from a filled annotation file (None: neither).
@@ -231,13 +231,13 @@ def build_report(
   csvs = {name: t.to_csv(index=False, lineterminator="\n") for name, t in m.tables.items()}
   members = ", ".join(f"{v} ({s['members']})" for v, s in m.variants.items())
   user = (config or {}).get("user")  # the user's model and files, in words
-  intro = wording.header(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
+  intro = header.rows(run.dataset_name, run.dataset_options, run.eval_split, n, user) + [
     ("variants (members)", members),
     ("run directory", run_dir),
     ("schema", SCHEMA_VERSION),
   ]
   page = html.page(
-    title or wording.title(run.dataset_name, run.dataset_options, (user or {}).get("references")),
+    title or header.title(run.dataset_name, run.dataset_options, (user or {}).get("references")),
     intro,
     [(sec.id, sec.title, sec.nav, inner) for sec, inner in registry.render(m, **inputs)],
     css=gallery_view.CSS,

@@ -14,7 +14,8 @@ from tf_forget.report import divergence_report
 from tf_forget.report import gallery_view
 from tf_forget.report import html
 from tf_forget.report import unit
-from tf_forget.report import wording
+from tf_forget.report.words import naming
+from tf_forget.report.words import paragraphs
 
 # KL and Δp in "g" (6 significant digits): a quantized file's KL is often ~1e-6.
 FORMATS = {
@@ -70,17 +71,6 @@ FLIP_COLUMNS = [
   "fixed",
   "changed",
 ]
-LEAD = (
-  "KL = KL(reference ‖ file) = Σ_c p_c log(p_c / q_c) in nats, per test example, of the "
-  "softmax outputs p of the reference and q of the compressed file, from the saved "
-  "logits: 0 when the file's output distribution is the reference's, whatever the arg "
-  "max. Δp = q_y − p_y: the change of the true class's probability (negative: the file "
-  "is less sure of the right answer; its bad tail is the min, p1 and p10). A flip is an "
-  "example whose top-1 label changed (broken: right → wrong, fixed: wrong → right, "
-  "changed: wrong → another wrong); flip rate = flips / examples. With one member pair "
-  "the 95% interval of a mean is over the test examples; with several, over the pairs' "
-  "means (the member is the unit, docs/spec.md §1.3), and percentiles pool the pairs."
-)
 
 
 def references(top):
@@ -166,7 +156,7 @@ def examples(rows):
     ]
   )
   shown = rows[cols].assign(
-    label_name=[wording.shown_label(n, c) for n, c in zip(rows["label_name"], rows["label"])]
+    label_name=[naming.shown_label(n, c) for n, c in zip(rows["label_name"], rows["label"])]
   )
   return (
     "<h3>Examples of largest KL</h3>"
@@ -187,7 +177,7 @@ def section(top, divergence_classes, divergence_examples, divergence_subgroups, 
   if top is None or top.empty:
     return unit.Skip.of(notes or ["no compressed variant"])
   out = [
-    f"<p class=\"lead\">{html.esc(LEAD)}</p>",
+    f"<p class=\"lead\">{html.esc(paragraphs.DIVERGENCE_LEAD)}</p>",
     references(top),
     "<h3>KL(reference ‖ file), nats</h3>",
     html.table(top[KL_COLUMNS], FORMATS),
@@ -211,7 +201,7 @@ def _card(row, png):
     else f"<span class=\"gal-badge gal-same\">{html.esc(kind)}</span>"
   )
   css = gallery_view.CLASS.get(kind, "gal-same")
-  label = wording.shown_label(row["label_name"], row["label"])
+  label = naming.shown_label(row["label_name"], row["label"])
   path = row.get("path") if isinstance(row.get("path"), str) else None
   thumb = html.img(png, f"example {path or row['id']}, true label {label}") if png else ""
   return (

@@ -4,13 +4,13 @@ and the notes (every unit's notes and the report's settings), the page's last se
 
 from tf_forget.report import html
 from tf_forget.report import unit
-from tf_forget.report import wording
 from tf_forget.report.units import verdict
+from tf_forget.report.words import folding
 
 
 def notes_section(notes, settings):
   """The notes section: every note, folded, and the settings."""
-  items = [f"{k}: {n}" for k, ns in sorted(notes.items()) for n in wording.fold_notes(ns)]
+  items = [f"{k}: {n}" for k, ns in sorted(notes.items()) for n in folding.fold_notes(ns)]
   items.append("settings: " + ", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
   return "<ul>" + "".join(f"<li>{html.esc(i)}</li>" for i in items) + "</ul>"
 

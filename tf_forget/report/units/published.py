@@ -1,9 +1,12 @@
 """Published test sets: ImageNet-A (000 Table 8; docs/spec.md §3.6) and CIFAR-10.1
-(`published_report`), only when such a split was evaluated; the section is left out otherwise.
+(`published_report` computes the tables), only when such a split was evaluated; the section
+(`section`) is left out otherwise.
 """
 
+from tf_forget.report import html
 from tf_forget.report import published_report
 from tf_forget.report import unit
+from tf_forget.report.words import paragraphs
 
 TABLES = (published_report.IMAGENET_A, "published_splits")
 
@@ -17,8 +20,56 @@ def _compute(run, measure_options):
   )
 
 
+def section(t8, other, settings):
+  """The "published" section's HTML when a published table exists, else `unit.Skip` (left out).
+
+  Args:
+    t8: the `imagenet_a` table (000 Table 8), or None.
+    other: the `published_splits` table, or None.
+    settings: the `published` settings ({} if none).
+  """
+  if t8 is None and other is None:
+    return unit.Skip("no published test set in this run")
+  parts = []
+  if t8 is not None:
+    parts.append(
+      f"<h3>ImageNet-A (000 Table 8)</h3><p class=\"lead\">{paragraphs.IMAGENET_A_LEAD}</p>"
+      + html.table(
+        t8,
+        {
+          "classes": "int",
+          "top1": html.PCT,
+          "top5": html.PCT,
+          "top1_norm": html.PTS,
+          "top5_norm": html.PTS,
+          "members": "int",
+          "examples": "int",
+        },
+      )
+    )
+  if other is not None:
+    parts.append(
+      f"<h3>Published test sets</h3><p class=\"lead\">{paragraphs.PUBLISHED_SPLITS_LEAD}</p>"
+      + html.table(
+        other.dropna(axis=1, how="all"),
+        {
+          "top1": html.PCT,
+          "top5": html.PCT,
+          "top1_change": html.PCT,
+          "top1_norm": html.PTS,
+          "clean_top1": html.PCT,
+          "members": "int",
+          "examples": "int",
+        },
+      )
+    )
+  if settings.get("note"):
+    parts.append(f"<p class=\"skip\">Note: {html.esc(settings['note'])}.</p>")
+  return "".join(parts)
+
+
 def _render(imagenet_a, published_splits, settings):
-  return published_report.section(imagenet_a, published_splits, settings.get("published") or {})
+  return section(imagenet_a, published_splits, settings.get("published") or {})
 
 
 UNIT = unit.Unit(

@@ -10,6 +10,7 @@ data is. An optional section: None without an analysis (no full int8 file with i
 from tf_forget.report import html
 from tf_forget.report import repair_report
 from tf_forget.report import unit
+from tf_forget.report.words import paragraphs
 
 FORMATS = {
   "size_vs_int8": "num",
@@ -37,34 +38,6 @@ FORMATS = {
   "nmse_rank": "int",
   "snr_db_stable": "num",
 }
-LEAD = (
-  "Each full int8 file is compared with its float model on the examples it "
-  "<b>forgot</b> (its top-1 differs from the float32 file's) and on the <b>stable</b> "
-  "rest. First, with LiteRT's QuantizationDebugger, each int8 op's output is compared "
-  "with the float op run on the same dequantized inputs (NMSE: squared error over the "
-  "float tensor's power; excess = NMSE(forgotten) − NMSE(stable)). Then the ops of "
-  "largest error and the ops that write or read a tensor where one channel dominates "
-  "the int8 range (which the NMSE cannot see; <b>picked_by</b>: NMSE pick, range "
-  "diagnosis) are tested <b>causally</b>, end to end on the forgotten examples: the "
-  "file with only that op kept in float (<b>recovered</b>: broken examples it gets right "
-  "again) and the file with only that op quantized (<b>caused</b>: forgotten examples it "
-  "breaks by itself). Those ops are ranked by that effect (<b>evidence</b> "
-  "\"ablation\"; the ops around one wide tensor together, the op writing it first), "
-  "the others after them by NMSE (<b>nmse_rank</b> keeps the error "
-  "ranking). <b>fault</b> says what kind: its activation range (a channel of a tensor "
-  "it writes or reads spans far more than the others, so a per-tensor int8 scale leaves "
-  "the others a few levels), its own int8 weights and output, or error inherited from "
-  "earlier ops. Open the int8 file in Model Explorer and add "
-  "<code>layers/&lt;member&gt;/&lt;k&gt;/full_int8.model_explorer.json</code> as node "
-  "data to see its graph coloured by the NMSE. A <code>.tflite</code> file you brought "
-  "has no float model to quantize again: it is run beside the float32 file with every "
-  "tensor kept, the tensors the two graphs share are matched (by name, else by position: "
-  "<b>match</b>) and compared after dequantizing. That error is accumulated from the "
-  "layers before, so its rows are ranked by where it grows relative to its inputs "
-  "(<b>growth_db_forgotten</b>: 10 log10 of the op's output NMSE over its inputs' "
-  "largest): it shows where error appears, not which op caused the forgetting, and "
-  "cannot see one channel's range crowding out the others."
-)
 
 
 def repair(t, skipped=()):
@@ -124,7 +97,12 @@ def section(t, repaired, why_lines, not_repaired):
   if t is None:
     return unit.Skip("no layer analysis in this run")
   why = "".join(f"<p class=\"lead why\">{html.esc(line)}</p>" for line in why_lines)
-  return f"<p class=\"lead\">{LEAD}</p>" + why + repair(repaired, not_repaired) + layers(t)
+  return (
+    f"<p class=\"lead\">{paragraphs.REPAIR_LEAD}</p>"
+    + why
+    + repair(repaired, not_repaired)
+    + layers(t)
+  )
 
 
 def _compute(run, config):

@@ -13,7 +13,7 @@ import pandas as pd
 from tf_forget.report import html
 from tf_forget.report import single_network
 from tf_forget.report import unit
-from tf_forget.report import wording
+from tf_forget.report.words import naming
 
 MAX_FLIP_ROWS = 60
 
@@ -120,7 +120,7 @@ def flip_counts(flips, classes):
   counts.insert(2, "class_name", [names.get(int(c), str(c)) for c in counts["label"]])
   out = head + html.table(counts, {k: "int" for k in ("label",) + single_network.FLIP_KINDS})
   if "path" in flips:  # the user's files, by name
-    shown = flips.assign(label=[wording.class_label(c, names.get(int(c))) for c in flips["label"]])
+    shown = flips.assign(label=[naming.class_label(c, names.get(int(c))) for c in flips["label"]])
     out += "<h3>Flipped examples, by file</h3>" + html.table(
       shown,
       {"id": "int", "reference_prediction": "int", "candidate_prediction": "int"},

@@ -11,7 +11,7 @@ import pandas as pd
 
 from tf_forget.report import groups
 from tf_forget.report import html
-from tf_forget.report import plots
+from tf_forget.report import subgroup_plots
 from tf_forget.report import unit
 
 
@@ -57,7 +57,7 @@ def subgroups_section(t, counts, variants, subgroup_members, notes):
     "n: the examples, positives (FNR's denominator) and negatives (FPR's) of each "
     "subgroup.</p>"
     + html.pair(
-      plots.subgroups(t),
+      subgroup_plots.subgroups(t),
       "subgroup absolute differences (points)",
       html.table(absolute),
       stacked=True,
@@ -114,7 +114,7 @@ def over_indexing_section(t, p, notes):
     "(docs/spec.md §4.4). Relative representation = share among CIEs / share in the training "
     "set; above 1 the attribute is over-indexed.</p>"
     + html.pair(
-      plots.over_indexing(t),
+      subgroup_plots.over_indexing(t),
       "attribute over-indexing",
       html.table(t, {"train_share": html.PCT, "cie_share": html.PCT, "cie_count": "int"}),
     )

@@ -16,8 +16,9 @@ from tf_forget.report import repair_report
 from tf_forget.report import unit
 from tf_forget.report import verdict
 from tf_forget.report import verdict as verdict_lib
-from tf_forget.report import verdict_words
-from tf_forget.report import wording
+from tf_forget.report.words import folding
+from tf_forget.report.words import paragraphs
+from tf_forget.report.words import verdict_sentences
 
 
 def _pt(x, digits=2):
@@ -106,7 +107,7 @@ def verdict_rows(frame, deploy=None):
   for _, r in frame.iterrows():
     r = r.to_dict()
     dense = r["variant"] == "dense"
-    k1 = not dense and r.get("pairing") == verdict_words.K1_PAIRING  # K = 1: the paired tests
+    k1 = not dense and r.get("pairing") == verdict_sentences.K1_PAIRING  # K = 1: the paired tests
     wc = (
       ""
       if dense or not isinstance(r.get("worst_class"), str)
@@ -154,34 +155,6 @@ def verdict_rows(frame, deploy=None):
   return out[keep]
 
 
-POPULATION_LEAD = (
-  "Changes are in percentage points (pt) of the dense population's value, mean "
-  "over members, with the t-based 95% interval over members: paired where "
-  "member k is the same network before and after compression, Welch where the "
-  "populations are trained independently."
-)
-K1_LEAD = (
-  "Changes are in percentage points (pt) of the reference network's value; the top-1 "
-  "interval is Newcombe's paired 95% interval over the test examples (K = 1; "
-  "section 1b has the per-example tests, per class and per subgroup)."
-)
-POPULATION_TAIL = (
-  " Worst class: the largest recall loss, its test examples n, the Welch p-value "
-  "(000 §2.2) and the Benjamini-Hochberg adjusted one over all classes. Worst "
-  "subgroup: the largest false-negative-rate increase over the protected "
-  "subgroups (004 Table 3)."
-)
-K1_TAIL = (
-  " Worst class: the largest recall drop, its test examples n, Newcombe's 95% interval, "
-  "the exact McNemar p-value over the class's examples and the Benjamini-Hochberg "
-  "adjusted one over all classes, then how many classes that test marks significant "
-  "(what --max_significant_classes counts). Worst subgroup: the largest "
-  "false-negative-rate increase over the protected subgroups, with its paired "
-  "bootstrap 95% interval over the test examples (what --max_subgroup_fnr_increase "
-  "reads)."
-)
-
-
 def section(frame, deployment, recommendation):
   """The verdict section's HTML: the recommendation, its rule and caveats, the table.
 
@@ -210,7 +183,7 @@ def section(frame, deployment, recommendation):
   if rec.get("size_note"):
     out.append(f"<p class=\"lead\">{html.esc(rec['size_note'])}</p>")
   out.append(f"<p class=\"lead\">{html.esc(rec['rule'])}</p>")
-  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in wording.fold(rec["caveats"])]
+  out += [f"<p class=\"caveat\">⚠ {html.esc(c)}</p>" for c in folding.fold(rec["caveats"])]
   out += [f"<p class=\"lead why\">{html.esc(r)}</p>" for r in rec.get("why_forgot", [])]
   out += [f"<p class=\"lead repair\">{html.esc(r)}</p>" for r in rec.get("repairs", [])]
   shown = verdict_rows(frame, deployment)
@@ -221,91 +194,21 @@ def section(frame, deployment, recommendation):
       row_classes=[VERDICT_CLASSES.get(v, "") for v in shown.verdict],
     )
   )
-  tail = K1_TAIL if rec.get("design") else POPULATION_TAIL
+  tail = paragraphs.VERDICT_K1_TAIL if rec.get("design") else paragraphs.VERDICT_POPULATION_TAIL
   out.append(
     "<p class=\"lead\">"
-    + (K1_LEAD if rec.get("design") else POPULATION_LEAD)
+    + (paragraphs.VERDICT_K1_LEAD if rec.get("design") else paragraphs.VERDICT_POPULATION_LEAD)
     + tail
-    + " The file column is the one written to the deployment bundle "
-    "(deploy/manifest.json).</p>"
+    + paragraphs.VERDICT_FILES
+    + "</p>"
   )
   return "".join(out)
 
 
-GLOSSARY = (
-  (
-    "top-1, top-1 change",
-    "Share of test images whose highest-scoring class is the true "
-    "one, averaged over the members of a population; the change is compressed minus dense, "
-    "in percentage points (pt). 000 Table 2.",
-  ),
-  (
-    "members, K",
-    "Independently trained (or compressed) copies of a model; every number is "
-    "a mean over them. The papers use K = 30 (000 §2.4); with a few members intervals are "
-    "wide.",
-  ),
-  (
-    "significant class",
-    "A class whose recall, relative to each member's overall accuracy, "
-    "differs between the populations in a two-tailed Welch t-test at p ≤ 0.05 (000 §2.2, "
-    "docs/spec.md §3.1). No multiple-testing correction is applied by default; the BH column "
-    "shows the Benjamini-Hochberg adjusted p-value.",
-  ),
-  (
-    "PIE (#PIE)",
-    "Pruning Identified Exemplar: a test image whose most frequent label over "
-    "the compressed population differs from the most frequent label over the dense one "
-    "(000 §2.3). #PIE counts them.",
-  ),
-  (
-    "CIE, Taxicab distance d_T",
-    "Compression Identified Exemplar: 004 ranks images by the "
-    "Taxicab distance between the two populations' label counts (0 = identical votes, 2K = "
-    "every member changed its vote); the top ranks are the images compression changed most "
-    "(004 §3.1).",
-  ),
-  (
-    "subgroup FNR / FPR",
-    "False-negative (false-positive) rate within a subgroup of the "
-    "protected attributes, e.g. Male × Young (004 Tables 3-5). Normalized difference = "
-    "relative change in %, absolute = change in points.",
-  ),
-  (
-    "α, recall distortion",
-    "Slope of each class's recall balance after vs before "
-    "compression; α > 1: compression widened the gaps between classes, α < 1: narrowed them. "
-    "Label <, >, ? : the 99% interval lies below, above or around 1 (002 §5-6).",
-  ),
-  (
-    "prune potential, excess error",
-    "The largest pruned fraction whose error stays within "
-    "0.5 points of the parent's, per test distribution; excess error = error under a "
-    "distribution shift minus error on the nominal test set (003 Definitions 1-2).",
-  ),
-  (
-    "robustness (normalized)",
-    "Accuracy on corrupted images relative to the dense "
-    "population's on the same corruption, 100·(A_t/A_0 − 1) % (000 Table 3).",
-  ),
-  (
-    "KL, Δp, flip rate",
-    "How far a compressed file's outputs moved from its reference's "
-    "(the dense float32 file of the same network, or an independent dense member for "
-    "gradual pruning), from the saved logits: KL(reference ‖ file) of the softmax outputs in "
-    "nats, Δp the change of the true class's probability, flip rate the share of examples "
-    "whose top-1 label changed (section 1c).",
-  ),
-)
-
-
 def glossary():
   """The glossary section's HTML (collapsed)."""
-  items = "".join(f"<dt>{html.esc(t)}</dt><dd>{html.esc(d)}</dd>" for t, d in GLOSSARY)
-  return (
-    "<details><summary>The measures in one or two sentences each (click to open)"
-    f"</summary><dl class=\"glossary\">{items}</dl></details>"
-  )
+  items = "".join(f"<dt>{html.esc(t)}</dt><dd>{html.esc(d)}</dd>" for t, d in paragraphs.GLOSSARY)
+  return f"<details><summary>{paragraphs.GLOSSARY_SUMMARY}</summary><dl class=\"glossary\">{items}</dl></details>"
 
 
 # The tables the verdict, its gates (`gate_inputs.gate_measures`) and its words read.

@@ -1,16 +1,18 @@
-"""The verdict's words: the recommended file's sentence, the caveats, the K = 1 design.
+"""The verdict's sentences: the recommended file's, the caveats, the K = 1 design.
 
 What `verdict.recommend` and `verdict.compute` say on the first screen, in one place: `why` (the
 recommended file's sizes, top-1 change with its interval, flips, latency, what ran it, what it
 forgot), `size_note` (the other size measure's choice), `caveats` (an interval reaching past the
 budget, a class or subgroup that lost more than `WATCH` with no gate on it, small populations,
-latency measured on this machine), `misscaled_caveat` and `design` (K = 1).
+latency measured on this machine), `misscaled_caveat`, `design` (K = 1), `NONE_ELIGIBLE` and
+`NO_SIZES`. The rule, the front and what the choice gives up are the policy's words
+(`tf_forget.policy.ship_rule`).
 """
 
 from tf_forget.artifacts import names
 from tf_forget.policy import ship_rule
 from tf_forget.report import single_network
-from tf_forget.report import wording
+from tf_forget.report.words import quantities
 from tf_forget.stats import intervals
 
 # The `pairing` of a row whose top-1 interval is over the test examples (K = 1).
@@ -26,6 +28,11 @@ NAN = float("nan")
 MISSCALED_P = 0.001
 MISSCALED_RATIO = 2
 
+# The recommendation's `why` when no compressed file is eligible.
+NONE_ELIGIBLE = "no compressed file is eligible: ship the dense float32 file."
+# Added to the rule when the run measured no file size.
+NO_SIZES = " No file sizes were measured in this run, so the smallest top-1 loss decides."
+
 
 def design(run, measures):
   """The K = 1 design in one sentence for the first screen, or None (K > 1)."""
@@ -39,10 +46,6 @@ def design(run, measures):
   )
 
 
-def kib(x):
-  return f"{x / 1024:.1f} KiB"
-
-
 def size_note(frame, best, other_best, other):
   """The sentence saying that weighing the other size measure changes the choice."""
   b, o = frame.loc[best], frame.loc[other_best]
@@ -50,8 +53,8 @@ def size_note(frame, best, other_best, other):
   what = "gzip size (the download)" if other == "gzip" else "size in bytes (the file on disk)"
   made = " Pruned and clustered files are made to compress:" if other == "gzip" else ""
   return (
-    f"Weighed by {what}, the rule would choose {o['variant']} ({kib(o[col])} against "
-    f"{kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
+    f"Weighed by {what}, the rule would choose {o['variant']} ({quantities.kib(o[col])} against "
+    f"{quantities.kib(b[col])} for {b['variant']}).{made} give --size={other} if that is what "
     "your deployment pays for."
   )
 
@@ -61,19 +64,19 @@ def why(row, pairs):
   size = (
     "size not measured"
     if not _finite(row["size_bytes"])
-    else f"{kib(row['size_bytes'])}"
-    + (f" (gzip {kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
+    else f"{quantities.kib(row['size_bytes'])}"
+    + (f" (gzip {quantities.kib(row.get('gzip_bytes'))})" if _finite(row.get("gzip_bytes")) else "")
     + f", {row['size_vs_dense']:.2f}x the dense file"
   )
   flips = pairs.flips(row["variant"]) if pairs is not None else NAN
   n = pairs.examples if pairs is not None else 0
   out = (
-    f"{row['variant']}: {size}; top-1 {points(row['top1_change'])} "
-    f"({100 * intervals.CONFIDENCE:g}% CI {points(row['top1_low'])} to "
-    f"{points(row['top1_high'])}, {pairing_words(row['pairing'])})"
+    f"{row['variant']}: {size}; top-1 {quantities.points(row['top1_change'])} "
+    f"({100 * intervals.CONFIDENCE:g}% CI {quantities.points(row['top1_low'])} to "
+    f"{quantities.points(row['top1_high'])}, {pairing_words(row['pairing'])})"
   )
   if _finite(flips):
-    out += f"; {wording.count(flips)} of {n:,} test examples flipped against the reference" + (
+    out += f"; {quantities.count(flips)} of {n:,} test examples flipped against the reference" + (
       " (a mean over member pairs)" if int(row["members"]) > 1 else ""
     )
   if _finite(row.get("latency_vs_dense")):
@@ -90,6 +93,7 @@ def _finite(x):
 
 
 def caveats(frame, best, budget, gates=None, settings=None):
+  """The recommendation's caveats (module docstring), one sentence each."""
   out = []
   if settings is not None and settings.target != "cpu":
     out.append(
@@ -102,7 +106,7 @@ def caveats(frame, best, budget, gates=None, settings=None):
     low = row["top1_low"]
     if low == low and -low > budget:
       out.append(
-        f"The interval of {name}'s top-1 change reaches {points(low)}, past the "
+        f"The interval of {name}'s top-1 change reaches {quantities.points(low)}, past the "
         "budget: the data do not rule out a larger loss."
       )
     loss = row.get("worst_class_change", NAN)
@@ -116,7 +120,7 @@ def caveats(frame, best, budget, gates=None, settings=None):
     if rise == rise and rise > WATCH and (gates is None or gates.max_subgroup_fnr_increase is None):
       out.append(
         f"{name} raises the false-negative rate of subgroup {row['worst_subgroup']} "
-        f"by {points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
+        f"by {quantities.points(rise)} (n = {int(row['worst_subgroup_n'])} positives); set "
         "--max_subgroup_fnr_increase to gate on it."
       )
   k = int(frame["members"].min())
@@ -149,7 +153,7 @@ def misscaled_caveat(measures, scaling_checked=False):
     return None
   row = hits.sort_values("difference", ascending=False, kind="stable").iloc[0]
   head = (
-    f"{row['variant']} beats its reference by {points(row['difference'])} "
+    f"{row['variant']} beats its reference by {quantities.points(row['difference'])} "
     f"({row['fixed']} examples fixed, {row['broken']} broken; exact McNemar p = "
     f"{row['mcnemar_p']:.1g}), more than chance allows: "
   )
@@ -170,7 +174,3 @@ def misscaled_caveat(measures, scaling_checked=False):
 def pairing_words(pairing):
   """How the top-1 interval pairs, for the recommendation's sentence."""
   return "paired over the test examples" if pairing == K1_PAIRING else f"{pairing} members"
-
-
-def points(x):
-  return f"{100 * x:+.2f} pt"

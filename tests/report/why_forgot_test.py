@@ -1,4 +1,4 @@
-"""The "why" in words (tf_forget/report/why_words.py), on hand-made analyses.
+"""The "why" in words (tf_forget/report/words/why_forgot.py), on hand-made analyses.
 
 An ablation over 40 forgotten examples (at most 1,000 of the file's 90 are ablated; here 40)
 of which the plain file broke 30: the top op recovered 3 and caused 28 alone, and reads a
@@ -8,7 +8,7 @@ the dB sentence and says what its ranking cannot see; an error-statistic analysi
 ablated op says what picked it (its NMSE, the range diagnosis), in words and in the table.
 """
 
-from tf_forget.report import why_words
+from tf_forget.report.words import why_forgot
 
 RANGE = {
   "tensor": 7,
@@ -70,7 +70,7 @@ def test_an_ablated_range_fault_in_words():
       _row("FULLY_CONNECTED", 5, "head", 2, evidence="error statistic", nmse_rank=1),
     ],
   )
-  lines = why_words.sentences(doc)
+  lines = why_forgot.sentences(doc)
   assert lines[0].startswith("Why full_int8/0 forgot (ranked by ablation: each of the 6 ops")
   assert "40 forgotten and 250 stable examples" in lines[0]
   assert lines[1] == (
@@ -80,7 +80,7 @@ def test_an_ablated_range_fault_in_words():
     "median channel: per-tensor int8 leaves the other 15 channels about 3 levels."
   )
   assert len(lines) == 2  # the range is told once, with the op that touches it
-  rows = why_words.layer_rows(doc, kept={"head"})
+  rows = why_forgot.layer_rows(doc, kept={"head"})
   assert [(r["rank"], r["nmse_rank"], r["evidence"], r["kept"]) for r in rows] == [
     (1, 4, "ablation", False),
     (2, 1, "error statistic", True),
@@ -142,7 +142,7 @@ def test_each_ablated_op_says_what_picked_it():
       _row("MEAN", 4, "mean", 8, nmse_rank=8, evidence="error statistic", picked_by=None),
     ],
   )
-  lines = why_words.sentences(doc)
+  lines = why_forgot.sentences(doc)
   assert lines[0].startswith(
     "Why full_int8/0 forgot (ranked by ablation: each of the 7 ops of largest error (6) or "
     "named by the range diagnosis (2) quantized alone and kept alone in float"
@@ -154,7 +154,7 @@ def test_each_ablated_op_says_what_picked_it():
   assert lines[2].startswith(
     "DEPTHWISE_CONV_2D, picked by its NMSE and the range diagnosis: its activation range"
   )
-  rows = why_words.layer_rows(doc, kept=set())
+  rows = why_forgot.layer_rows(doc, kept=set())
   assert [r["picked_by"] for r in rows] == [
     "range diagnosis",
     "NMSE pick, range diagnosis",
@@ -169,15 +169,15 @@ def test_a_user_file_and_an_error_statistic_say_what_they_are():
     ranked_by="error statistic",
     ranking=[_row("CONV_2D", 3, "c", 1, match="name", growth_db_forgotten=27.96)],
   )
-  (line,) = why_words.sentences(user)
+  (line,) = why_forgot.sentences(user)
   assert line.startswith(
     "Where user_int8/0's error grows most (on the forgotten examples): "
     "CONV_2D, +28.0 dB over its inputs."
   )
   assert "not which op's quantization caused the forgetting" in line
   plain = _doc(ranked_by="error statistic", ranking=[_row("CONV_2D", 3, "c", 1)])
-  assert why_words.sentences(plain) == [
+  assert why_forgot.sentences(plain) == [
     "Where full_int8/0 errs most (on the forgotten examples): CONV_2D, NMSE 0.1 (an error "
     "statistic, not an ablation)."
   ]
-  assert why_words.sentences(_doc(error="could not run", ranking=[])) == []
+  assert why_forgot.sentences(_doc(error="could not run", ranking=[])) == []

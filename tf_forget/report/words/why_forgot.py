@@ -14,11 +14,11 @@ From one layer analysis (docs/artifacts/layers.md, `tf_forget.evaluate.layer_ana
     fault and evidence, and each activation tensor where one channel dominates
     the per-tensor int8 range (`range_diagnosis.sentence`, restated here without importing the
     pipeline).
-Numpy-free; `tf_forget.artifacts.names` and `wording` only.
+Numpy-free; `tf_forget.artifacts.names` and `naming` only.
 """
 
 from tf_forget.artifacts import names
-from tf_forget.report import wording
+from tf_forget.report.words import naming
 
 TOP_LAYERS = 10
 # How a row's tensors were compared: per layer by the debugger, or matched between two files.
@@ -61,10 +61,10 @@ PICKED_WORDS = {"nmse": "its NMSE", "range": "the range diagnosis"}
 
 def op_labels(doc):
   """{tensor name: 'CONV_2D #2 (sequential/conv2d_1)'} of an analysis's ranked ops, so that
-  two ops of one type differ (`wording.op_label`)."""
-  ordinals = wording.op_ordinals(doc.get("rows") or doc.get("ranking") or [])
+  two ops of one type differ (`naming.op_label`)."""
+  ordinals = naming.op_ordinals(doc.get("rows") or doc.get("ranking") or [])
   return {
-    r["tensor_name"]: wording.op_label(
+    r["tensor_name"]: naming.op_label(
       r["op_name"], r.get("file_tensor_name") or r["tensor_name"], ordinals.get(r.get("op_index"))
     )
     for r in doc.get("ranking") or []
@@ -107,7 +107,7 @@ def layer_rows(doc, kept):
 def range_sentence(row, label=None):
   """'CONV_2D (sequential/conv2d) output channel 6 spans 100x the median channel: per-tensor
   int8 leaves the other 15 channels about 7 levels' (a `range_diagnosis.dominant` row)."""
-  op = label or wording.op_label(row["op_name"], row["tensor_name"])
+  op = label or naming.op_label(row["op_name"], row["tensor_name"])
   return (
     f"{op} output channel {row['channel']} spans {row['ratio']:.0f}x the median "
     f"channel: per-tensor int8 leaves the other {row['channels'] - 1} channels about "

@@ -105,8 +105,8 @@ def finished(config, summary, name):
   out = config.out
   checked = len(doc["inputs"]) + len(doc["run"])
   print(
-    f"{name}: nothing to redo: {out} is a finished run of this configuration, and nothing it "
-    f"was made from has changed since ({checked:,} files and folders checked, none read)"
+    f"{name}: {out} is a finished run of this configuration, and nothing it was made from "
+    f"has changed since ({checked:,} files and folders checked, none read): it stands as written"
   )
   for line in doc["lines"]:
     print(line)

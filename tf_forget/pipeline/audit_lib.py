@@ -78,7 +78,6 @@ def run_audit(config, log=print, on_locked=None, started=None):
   try:
     if lock.note:
       log(lock.note)
-    finished_run.forget(config.out)
     # Again: another command may have written it between the check and the lock.
     run_identity.check_audit_file(config.out, identity)
     # The run's record first (`run_lock.check_ours` knows the directory by it), then the log.

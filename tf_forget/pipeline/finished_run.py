@@ -29,7 +29,8 @@ There is no record, and so no shortcut, for a run whose inputs cannot be listed 
 run directory or input, code the configuration lets run (`trust_model_code`, a
 `MODULE:FUNCTION` preprocess), a registered data set read from a default location, a latency
 measured again on every run (`remeasure_latency`), or a folder of over `MAX_ENTRIES` entries.
-The run directory's lock removes the record (`forget`) before a command writes anything.
+The run directory's lock removes the record (`tf_forget.artifacts.run_lock.acquire`) before a
+command writes anything; an audit writes it again when it ends.
 """
 
 import json
@@ -45,7 +46,8 @@ from tf_forget.artifacts import layout
 SCHEMA = "tf_forget.finished/1"
 MAX_ENTRIES = 200_000  # files and folders one walk may list before the run gets no record
 ENV_PREFIXES = ("TF_", "ONEDNN_", "DNNL_", "CUDA_", "OMP_", "KMP_", "MKL_", "XLA_", "PYTHONHASH")
-# Registered data sets held in tf_forget's own files (the code's digest covers them).
+# Registered data sets held in installed files (scikit-learn's digits: the code's digest covers
+# them).
 EMBEDDED = ("digits", "digits_biased")
 _SKIP = (layout.LOCK_FILE, "logs")
 # A file or folder changed this close to (or after) the run's start may hold a change the run
@@ -182,25 +184,9 @@ def _data_rows(hashed):
   return rows
 
 
-def _named_data_dir(doc):
-  found = []
-
-  def visit(value):
-    if isinstance(value, dict):
-      for k, v in value.items():
-        if k == "data_dir" and v:
-          found.append(v)
-        visit(v)
-
-  visit(doc)
-  return bool(found)
-
-
-def forget(out):
-  """Removes the record (the run directory is about to be written); no error if none."""
-  path = layout.finished_file(out)
-  if not filesystem.is_url(out) and os.path.lexists(path):
-    os.remove(path)
+def _under(path, roots):
+  """Whether `path` is one of `roots` or under one (the user's data: `_data_rows` lists it)."""
+  return any(path == root or path.startswith(root + os.sep) for root in roots)
 
 
 class Snapshot:
@@ -238,10 +224,13 @@ def record(snapshot, hashed, lines, passed):
     return
   out = snapshot.config.out
   doc = snapshot.doc
-  if not hashed and doc.get("dataset") not in EMBEDDED and not _named_data_dir(doc):
+  data = doc.get("data") or {}
+  if not hashed and data.get("dataset") not in EMBEDDED and not data.get("data_dir"):
     return  # a registered data set read from its default location
   try:
-    inputs = snapshot.inputs + _data_rows(hashed)
+    data = _data_rows(hashed)
+    roots = tuple(h.folders[0][0] for h in hashed if h.folders)  # sorted: the root first
+    inputs = [r for r in snapshot.inputs if not _under(r[0], roots)] + data
     if any(max(r[2], r[3]) >= snapshot.started_ns - RACY_NS for r in inputs):
       return  # an input changed while the run read it, or just before
     run = _run_files(out)

@@ -34,7 +34,6 @@ from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.config import flag_values
 from tf_forget.config import tree
-from tf_forget.evaluate import deploy
 
 # The configuration's classes, for callers of this module (their one home is `tree`).
 AuditConfig = tree.AuditConfig
@@ -83,7 +82,7 @@ def _paths(run_dir):
     "report_html": join(run_dir, "report.html"),
     "report_json": layout.report_file(run_dir),
     "tables": join(run_dir, "tables"),
-    "bundle": join(run_dir, deploy.BUNDLE, deploy.MANIFEST),
+    "bundle": join(run_dir, layout.BUNDLE_DIR, layout.MANIFEST_FILE),
     "audit_json": layout.audit_file(run_dir),
   }
 

@@ -9,6 +9,7 @@ runs the audit command `--reference=... --candidate=...` through its `main` in t
 
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from tests import audit_main
 from tests import binary_main
 from tests.e2e import audit_binary
 from tests.e2e import user_files
+from tf_forget.artifacts import layout
 from tf_forget.compat import keras2
 from tf_forget.config import tree
 from tf_forget.data import registry
@@ -106,6 +108,7 @@ def test_k1_predictions_are_the_interpreters_on_the_png_folder(user, k1):
 
 def test_rerun_reuses_and_a_changed_candidate_is_redone(user, k1):
   args, _ = k1
+  os.remove(layout.finished_file(str(user / "k1")))  # the stages' own reuse: no finished-run record
   again = audit_binary.in_process(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 candidate files already stored" in again.stdout

@@ -19,6 +19,7 @@ import tensorflow as tf
 from tests.e2e import audit_binary
 from tests.e2e import tiny_run
 from tests.export import model_explorer_schema
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import predictions
 from tf_forget.data import registry
 from tf_forget.stats import paired
@@ -171,6 +172,7 @@ def test_the_report_shows_what_the_repair_bought_and_cost(run):
 
 def test_a_rerun_reuses_and_a_changed_analysis_redoes_the_repair(run):
   out, _ = run
+  os.remove(layout.finished_file(str(out)))  # the stages' own reuse: no finished-run record
   again = audit_binary.in_process([f"--out={out}", "--repair=float2", "--repair_always", *ARGS])
   assert again.returncode == 0, again.stderr[-3000:]
   assert "2 of 2 layer analyses already current" in again.stdout

@@ -19,6 +19,7 @@ import pytest
 from tests import files
 from tests.e2e import audit_binary
 from tests.e2e import user_files
+from tf_forget.artifacts import layout
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,7 @@ def test_the_users_files_in_replaced_folders_are_never_deleted(user, run):
 
 
 def test_an_unchanged_folder_is_not_read_again(user, run):
+  os.remove(layout.finished_file(str(run)))  # the stages' own reuse: no finished-run record
   result = audit_binary.in_process(user_files.args("run"), user)
   assert result.returncode == 0, result.stderr[-3000:]
   assert (

@@ -143,9 +143,15 @@ def test_bad_train_corruptions_are_one_line_preset_errors(overrides, match):
 
 
 def test_the_corruption_side_imports_no_tensorflow():
-  # The train stage imports it (tf_forget.train.inputs); it must stay pure numpy.
+  # The train stage imports it (tf_forget.train.inputs); it must stay pure numpy, and the
+  # corruption kernels load only where a corruption is named or applied.
   foreign = import_check.foreign_modules(
     "from tf_forget.corruptions import robust_training", "tf_forget.corruptions"
+  )
+  assert foreign == "tf_forget.artifacts,tf_forget.artifacts.errors"
+  foreign = import_check.foreign_modules(
+    "from tf_forget.corruptions import robust_training\nrobust_training.check(['none', 'snow'], 3)",
+    "tf_forget.corruptions",
   )
   assert foreign == (
     "tf_forget.artifacts,tf_forget.artifacts.errors,tf_forget.artifacts.names,"

@@ -35,6 +35,9 @@ METADATA_FILE = "metadata.json"
 CHECKPOINT_DIR = "checkpoints"
 NOISE_FILE = "linf.npz"
 LOCK_FILE = ".tf_forget.lock"
+FINISHED_FILE = ".tf_forget.finished.json"  # what a finished run was made from
+BUNDLE_DIR = "deploy"
+MANIFEST_FILE = "manifest.json"  # the bundle's completion marker, written last
 # Every top-level entry tf_forget writes in a run directory (the tree above); `.tf_forget.*`
 # records and the swaps' `<entry>.tmp-*` / `<entry>.old-*` / `.report.*` names are its own too.
 RUN_ENTRIES = (
@@ -88,6 +91,10 @@ def run_file(run_dir):
 
 def lock_file(run_dir):
   return os.path.join(run_dir, LOCK_FILE)
+
+
+def finished_file(run_dir):
+  return os.path.join(run_dir, FINISHED_FILE)
 
 
 def audit_file(run_dir):
@@ -252,4 +259,4 @@ def corruptions_dir(run_dir):
 
 
 def deploy_dir(run_dir):
-  return os.path.join(run_dir, "deploy")
+  return os.path.join(run_dir, BUNDLE_DIR)

@@ -221,7 +221,8 @@ def acquire(run_dir, command, check=True):
   """Takes `run_dir`'s lock for `command` (creating the directory); returns the `RunLock`.
 
   Its `note` is a line to show when the lock of a dead holder was taken over (else None).
-  `check=False` skips `check_ours` (a command that adds artifacts to an existing run).
+  `check=False` skips `check_ours` (a command that adds artifacts to an existing run). The
+  finished run's record (`layout.finished_file`) is removed once the lock is held.
 
   Raises:
     LockError: another live command holds the lock, or `run_dir` is not tf_forget's.
@@ -232,6 +233,20 @@ def acquire(run_dir, command, check=True):
   try:
     if filesystem.is_url(run_dir):
       return _acquire_url(run_dir, command)
-    return _acquire_local(run_dir, command)
+    lock = _acquire_local(run_dir, command)
   except OSError as e:
     raise errors.write_error(layout.lock_file(run_dir), e) from e
+  _forget_finished(run_dir)
+  return lock
+
+
+def _forget_finished(run_dir):
+  """Removes the finished run's record (`tf_forget.pipeline.finished_run`): its holder is about
+  to write, and the run is finished again only when an audit ends."""
+  path = layout.finished_file(run_dir)
+  try:
+    os.remove(path)
+  except FileNotFoundError:
+    pass
+  except OSError as e:
+    raise errors.write_error(path, e) from e

@@ -11,10 +11,16 @@ rules (stray arguments, interrupts 130 / 143, TensorFlow's output to `<run>/logs
 
 `render(run_dir, ...)` is `tf-forget report RUN_DIR`: a finished run's report re-rendered
 (`tf_forget.api.render_report`). `help_text(flag_values, doc)` is `--help`, section by section.
+
+Both first ask `tf_forget.pipeline.finished_run` whether the run directory holds a finished run
+of the same configuration that nothing changed since (`finished`): then nothing could be redone
+and the report would be written again byte for byte, so the command prints the run's recorded
+end and exits with its status, without importing TensorFlow.
 """
 
 import os
 import sys
+import time
 
 from absl import logging
 
@@ -88,6 +94,38 @@ def _audit_with_summary(run_audit, target):
     user_output.close(target)
 
 
+def finished(config, summary, name):
+  """The exit status of a finished run of `config` that nothing changed since, its recorded end
+  printed and its summary written (`finished_run.unchanged`); None if there is no such run."""
+  from tf_forget.pipeline import finished_run
+
+  doc = finished_run.unchanged(config)
+  if doc is None:
+    return None
+  out = config.out
+  checked = len(doc["inputs"]) + len(doc["run"])
+  print(
+    f"{name}: {out} is a finished run of this configuration, and nothing it was made from "
+    f"has changed since ({checked:,} files and folders checked, none read): it stands as written"
+  )
+  for line in doc["lines"]:
+    print(line)
+  target = summary_target(summary, run_dir=out)
+  try:
+    if target is not None:
+      from tf_forget import api
+
+      write_summary(api.load_report(out), target)
+  finally:
+    user_output.close(target)
+  print(
+    f"\nreport: {os.path.join(out, 'report.html')}\n"
+    f"bundle: {os.path.join(out, 'deploy', 'manifest.json')}\n"
+    f"wall time: {time.time() - startup.STARTED:.0f} s (from the command's start)"
+  )
+  return 0 if doc["passed"] else GATE_FAILED
+
+
 def run(flag_values, name="audit"):
   """The audit command (module docstring) over the parsed `flag_values`; returns its status.
 
@@ -105,6 +143,10 @@ def run(flag_values, name="audit"):
     base = tree.load(filesystem.user_path(config_path)) if config_path else None
     config = flag_values_lib.config_from_flags(*audit_flags.values(fv), base=base)
     flag_values_lib.check(config)
+    if not fv["plan"].value:
+      code = finished(config, fv["summary"].value, name)
+      if code is not None:
+        return _exit(code)
     # TensorFlow is imported once the flags are known good: a bad flag is one line at once.
     from tf_forget import api
 
@@ -133,10 +175,14 @@ def render(run_dir, summary=None, name="report", trust_model_code=False, preproc
     SystemExit: "<name>: error: <one line>": no finished run there, or its inputs are gone.
   """
   prepare()
-  from tf_forget import api
-
   try:
     run_dir = filesystem.user_path(run_dir)
+    if not trust_model_code and not preprocess:
+      code = _finished_report(run_dir, summary, name)
+      if code is not None:
+        return _exit(code)
+    from tf_forget import api
+
     target = summary_target(summary, run_dir=run_dir)
     result = _audit_with_summary(
       lambda: api.render_report(
@@ -148,6 +194,27 @@ def render(run_dir, summary=None, name="report", trust_model_code=False, preproc
     sys.exit(f"{name}: error: {errors.one_line(e, 1000)}")
   if not result.passed:
     sys.exit(GATE_FAILED)
+  return 0
+
+
+def _finished_report(run_dir, summary, name):
+  """`finished` for `tf-forget report RUN_DIR`: the configuration its audit.json records, as
+  `api.render_report` audits it again (None: no such run, or no audit.json)."""
+  from tf_forget.artifacts import layout
+  from tf_forget.config import tree
+
+  path = layout.audit_file(run_dir)
+  try:
+    config = tree.with_overrides(tree.load(path), {"out": run_dir})
+  except errors.Error:  # no finished run there: `api.render_report` says so
+    return None
+  return finished(config, summary, name)
+
+
+def _exit(code):
+  """`code` as `run` and `render` end: 0 returned, `GATE_FAILED` raised."""
+  if code:
+    sys.exit(code)
   return 0
 
 

@@ -40,7 +40,9 @@ report.html, tables/, the deployment bundle) from its artifacts.
 
 The run's own audit.json is audited again in this process: every artifact is current, so only
 the report and the bundle are written (an artifact that is not is remade, with its redo line).
-The files and data the run read must still be there. Exit status as the audit's."""
+A run that nothing changed since it finished (docs/artifacts/runs.md) is not written again: its
+recorded end is printed. The files and data the run read must still be there. Exit status as
+the audit's."""
 
 
 def _error(message):

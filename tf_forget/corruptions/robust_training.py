@@ -24,10 +24,18 @@ training input pipeline (`tf_forget.train.inputs`) calls `corrupt_batch` through
 
 import numpy as np
 
-from tf_forget.corruptions import corruption_registry
 from tf_forget.corruptions import tables
 
-CorruptionError = corruption_registry.CorruptionError
+CorruptionError = tables.CorruptionError
+
+
+def _registry():
+  """`corruption_registry`, imported where a corruption is named or applied (its kernels import
+  SciPy and Numba: the names above are read by the flags' help)."""
+  from tf_forget.corruptions import corruption_registry
+
+  return corruption_registry
+
 
 NONE = "none"  # the clean image: "or no corruption" (003 appendix E.1)
 ROBUST_TRAIN_CORRUPTIONS = (
@@ -70,6 +78,7 @@ def check(corruptions, severity=ROBUST_SEVERITY):
   corruptions = tuple(corruptions)
   if not corruptions:
     raise CorruptionError("train corruptions: need at least one name")
+  corruption_registry = _registry()
   for name in corruptions:
     if name != NONE and name not in corruption_registry.CORRUPTIONS:
       raise CorruptionError(
@@ -131,7 +140,7 @@ def corrupt_batch(images, positions, corruptions, severity, seed):
     rows = np.flatnonzero(choice == index)
     if name == NONE or not rows.size:
       continue
-    out[rows] = corruption_registry.apply(name, images[rows], severity, seeds[rows])
+    out[rows] = _registry().apply(name, images[rows], severity, seeds[rows])
   return out
 
 

@@ -27,6 +27,7 @@ import os
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import tflite_json
@@ -35,8 +36,8 @@ from tf_forget.policy import gate_inputs
 from tf_forget.policy import gates as gates_lib
 
 MANIFEST_SCHEMA = "tf_forget.manifest/1"
-BUNDLE = "deploy"  # out_dir/deploy
-MANIFEST = "manifest.json"  # the bundle's completion marker, written last
+BUNDLE = layout.BUNDLE_DIR  # out_dir/deploy
+MANIFEST = layout.MANIFEST_FILE  # the bundle's completion marker, written last
 ENCODING_MODES = ("auto", "plain", "sparse")
 DEFAULT_MAX_SPARSE_LATENCY_RATIO = 1.5
 # `auto` ships a sparse twin only if it saves at least 1% of the plain file: on a dense (or

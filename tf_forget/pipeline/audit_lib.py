@@ -34,6 +34,7 @@ from tf_forget.artifacts import run_lock
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages
+from tf_forget.pipeline import finished_run
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import run_checks
 from tf_forget.pipeline import run_identity
@@ -71,6 +72,7 @@ def run_audit(config, log=print, on_locked=None, started=None):
     check has passed.
   """
   started = time.time() if started is None else started
+  snapshot = finished_run.take(config)  # before anything is read
   p, identity, hashed, caveats = _validate(config)
   lock = run_lock.acquire(config.out, "audit")
   try:
@@ -82,9 +84,21 @@ def run_audit(config, log=print, on_locked=None, started=None):
     run_identity.write_audit_file(config.out, identity, config, caveats)
     if on_locked is not None:
       on_locked(config.out)
-    return _run_locked(config, p, log, hashed, caveats, started)
+    report, manifest = _run_locked(config, p, log, hashed, caveats, started)
+    _record(snapshot, hashed, caveats, report, manifest)
+    return report, manifest
   finally:
     lock.release()
+
+
+def _record(snapshot, hashed, caveats, report, manifest):
+  """The finished run's record (`finished_run`): its end as printed, minus the wall time."""
+  from tf_forget.report import summary_terminal
+
+  lines = [f"warning: {caveat}" for caveat in caveats]
+  summary_terminal.print_summary(report, manifest, lines.append)
+  passed = not manifest.get("failed_variants")
+  finished_run.record(snapshot, hashed, lines, passed)
 
 
 def _run_locked(config, p, log, hashed=(), caveats=(), started=None):

@@ -21,6 +21,8 @@ get no digest, and their identities are as before.
 """
 
 import dataclasses
+import os
+from typing import Optional
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
@@ -46,6 +48,42 @@ class Hashed:
   what: str
   fingerprint: fingerprint_lib.Fingerprint
   previous: tuple  # the `Entry`s the run directory recorded, () if none
+  files: tuple = ()  # the (relative path, path) the fingerprint read, in its order
+  # (path, size, mtime, ctime, inode) of the folders from each file up to the data's root,
+  # taken right after the files were listed (`finished_run`); None for a URL.
+  folders: Optional[tuple] = None
+
+
+def _root(source, paths):
+  """The data's root: the folder its spelling names (or its pattern's folder) and its files'."""
+  options = source.spec.options
+  named = options.get("path") or (options.get("pattern") and os.path.dirname(options["pattern"]))
+  named = [os.path.abspath(named)] if named and not filesystem.is_url(named) else []
+  return os.path.commonpath(paths + named) if paths or named else None
+
+
+def _folders(source, files):
+  """The rows of `Hashed.folders` (None: a URL, or a folder gone)."""
+  if any(filesystem.is_url(path) for _, path in files):
+    return None
+  paths = [os.path.abspath(path) for _, path in files]
+  root = _root(source, paths)
+  if root is None:
+    return None
+  found = {root}
+  for path in paths:
+    folder = os.path.dirname(path)
+    while folder not in found and folder.startswith(root + os.sep):
+      found.add(folder)
+      folder = os.path.dirname(folder)
+  rows = []
+  for folder in sorted(found):
+    try:
+      st = os.stat(folder)
+    except OSError:
+      return None
+    rows.append((folder, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+  return tuple(rows)
 
 
 def _previous(out, role):
@@ -66,13 +104,15 @@ def _hash(source, split, role, what, out, max_pixels):
   def name(rel):
     return f"{what}: {rel}"
 
+  files = tuple(source.content_files(split))
+  folders = _folders(source, files)
   fp = fingerprint_lib.fingerprint(
-    source.content_files(split),
+    files,
     cache=fingerprint_lib.cache_of(previous),
     check=fingerprint_lib.image_check(name, max_pixels),
     name=name,
   )
-  return Hashed(role, what, fp, previous)
+  return Hashed(role, what, fp, previous, files, folders)
 
 
 def _spelling(dataset):

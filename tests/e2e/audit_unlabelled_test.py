@@ -14,6 +14,7 @@ Analysis, §11.3) over the classes with a flip.
 """
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from tests.e2e import audit_binary
 from tests.e2e import user_files
+from tf_forget.artifacts import layout
 from tf_forget.data import registry
 
 COMMON = ["--executor=inline", "--deploy_encoding=plain", "--reference=model.keras"]
@@ -248,18 +250,24 @@ def test_bad_input_is_one_line_before_anything_is_written(user, layout, extra, m
 
 def test_tf_forget_report_renders_the_same_report_again(user, unlabelled):
   """`tf-forget report RUN_DIR` of the run without labels: the same report.json, page and tables
-  (every artifact current: nothing is redone), and the same exit status (a gate failed)."""
+  (every artifact current: nothing is redone), and the same exit status (a gate failed), from
+  the finished run's record and rendered again without it."""
   from tf_forget.commands import audit_command
 
   run = user[0] / "run"
   before = {p.relative_to(run): p.read_bytes() for p in _report_files(run)}
-  with pytest.raises(SystemExit) as failed:
-    audit_command.render(str(run), name="report")
-  assert failed.value.code == 3
-  after = {p.relative_to(run): p.read_bytes() for p in _report_files(run)}
-  assert sorted(after) == sorted(before)
-  changed = [str(p) for p in before if after[p] != before[p]]
-  assert changed == [], changed
+  # With the finished run's record (nothing changed: the recorded end), then without it (the
+  # report rendered again from the run's artifacts).
+  for record in (True, False):
+    if not record:
+      os.remove(layout.finished_file(str(run)))
+    with pytest.raises(SystemExit) as failed:
+      audit_command.render(str(run), name="report")
+    assert failed.value.code == 3
+    after = {p.relative_to(run): p.read_bytes() for p in _report_files(run)}
+    assert sorted(after) == sorted(before)
+    changed = [str(p) for p in before if after[p] != before[p]]
+    assert changed == [], (record, changed)
 
 
 def _report_files(run):

@@ -13,6 +13,7 @@ fine-tuning (`--finetune=1@0.01`).
 import glob
 import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ import tensorflow as tf
 from tests import audit_main
 from tests import binary_main
 from tests.e2e import audit_binary
+from tf_forget.artifacts import layout
 from tf_forget.compat import keras2
 from tf_forget.data import registry
 
@@ -164,6 +166,7 @@ def test_a_member_records_its_parent_the_train_data_and_meets_its_ratio(user, pr
 
 def test_rerun_reuses_everything_and_changed_train_data_redoes_g_and_the_members(user, pruned):
   args, _ = pruned
+  os.remove(layout.finished_file(str(user / "p1")))  # the stages' own reuse: no finished record
   again = audit_binary.in_process(args, user)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "1 of 1 parents' g already computed" in again.stdout

@@ -14,7 +14,14 @@ import pytest
 from tests import import_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULES = ("gate_inputs", "gates", "file_pairs", "ship_rule", "human_study_options")
+MODULES = (
+  "gate_inputs",
+  "gates",
+  "unlabelled_gates",
+  "file_pairs",
+  "ship_rule",
+  "human_study_options",
+)
 
 
 def _foreign(imports):

@@ -28,6 +28,7 @@ from tf_forget.data import dataset_api
 from tf_forget.data import registry
 
 PREFIXES = ("folder", "tfds", "tfrecord")
+OWN_FORMS = "folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB"  # the user's own data
 FORMS = "folder:/path/to/images, tfds:NAME[/CONFIG][:SPLIT], tfrecord:GLOB, or a data set name"
 _SLICE = r"\w+(?:\[[^\[\]]*\])?"
 _TFDS = re.compile(
@@ -80,3 +81,20 @@ def parse(spec):
       "e.g. tfds:mnist, tfds:cifar10:test, tfds:celeb_a:validation[:50%])",
     )
   return "tfds", match.groupdict()
+
+
+def parse_own(flag, spec, data_dir=None, what="data"):
+  """(registry name, options) of the user's own data given as `--<flag>=<spec>`.
+
+  A `folder:`, `tfds:` or `tfrecord:` source (`parse`), never a registered data set; a tfds
+  source reads from `data_dir` when one is given; options that are None are dropped.
+
+  Raises:
+    dataset_api.DataError: a spelling `parse` refuses, or a registered data set (one line).
+  """
+  name, options = parse(spec)
+  if name not in PREFIXES:
+    raise dataset_api.DataError(f"--{flag}={spec}: give your own {what} ({OWN_FORMS})")
+  if data_dir and name == "tfds":
+    options["data_dir"] = data_dir
+  return name, {k: v for k, v in options.items() if v is not None}

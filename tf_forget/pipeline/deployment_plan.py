@@ -44,16 +44,9 @@ def option(data_dir, user, unlabelled):
       f"--deployment_images compares one model with its files (K = 1, docs/spec.md §8.11); "
       f"--reference gives {len(user.references)}: give one"
     )
-  name, options = sources.parse(given)
-  if name not in sources.PREFIXES:
-    raise tree.AuditError(
-      f"--deployment_images={given}: give your own images "
-      "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)"
-    )
-  if data_dir and name == "tfds":
-    options["data_dir"] = data_dir
+  name, options = sources.parse_own("deployment_images", given, data_dir, what="images")
   options[dataset_api.LABELS_OPTION] = dataset_api.LABELS_NONE
-  return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
+  return {"name": name, "options": options}
 
 
 def check(user, dataset, check_data):

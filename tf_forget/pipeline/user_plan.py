@@ -263,14 +263,7 @@ def _calibration(data_dir, user, classes):
     return None
   if "full_int8" not in user.compress:
     raise tree.AuditError("--calibration calibrates --compress=full_int8; nothing else uses it")
-  name, options = sources.parse(user.calibration)
-  if name not in sources.PREFIXES:
-    raise tree.AuditError(
-      f"--calibration={user.calibration}: give your own data "
-      "(folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB)"
-    )
-  if data_dir and name == "tfds":
-    options["data_dir"] = data_dir
+  name, options = sources.parse_own("calibration", user.calibration, data_dir)
   options.update(unlabelled_plan.calibration_options(name, options, user, classes))
   return {"name": name, "options": {k: v for k, v in options.items() if v is not None}}
 

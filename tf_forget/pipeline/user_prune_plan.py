@@ -37,8 +37,6 @@ from tf_forget.prune import pruned_population
 from tf_forget.train import imported
 from tf_forget.train import imported_parent
 
-SPELLINGS = "folder:PATH, tfds:NAME[:SPLIT], tfrecord:GLOB"
-
 
 def variants(population, oneshot_config):
   """The one-shot variants asked for: a `tree.Oneshot`'s, or one-shot names among a
@@ -91,7 +89,8 @@ def train_option(data, user, kind, oneshot_asked):
       )
   if oneshot and not user.train:
     raise tree.AuditError(
-      f"one-shot pruning fine-tunes your model: give --train=DATA (labelled images: {SPELLINGS})"
+      "one-shot pruning fine-tunes your model: give --train=DATA "
+      f"(labelled images: {sources.OWN_FORMS})"
     )
   if not user.train:
     return {"train": None}
@@ -100,12 +99,8 @@ def train_option(data, user, kind, oneshot_asked):
       "--train is the data one-shot pruning fine-tunes on: give "
       "--pruning=oneshot, or leave --train out"
     )
-  name, options = sources.parse(user.train)
-  if name not in sources.PREFIXES:
-    raise tree.AuditError(f"--train={user.train}: give your own data ({SPELLINGS})")
-  if data_dir and name == "tfds":
-    options["data_dir"] = data_dir
-  return {"train": {"name": name, "options": {k: v for k, v in options.items() if v is not None}}}
+  name, options = sources.parse_own("train", user.train, data_dir)
+  return {"train": {"name": name, "options": options}}
 
 
 def _weight_decay(user, oneshot):

@@ -68,6 +68,19 @@ def test_float32_and_float16_agree_with_keras(exports):
   assert np.mean(np.argmax(keras, 1) == test.labels) > 0.9  # the model did learn
 
 
+def test_keras_scores_equal_the_eager_call(exports):
+  # The scores come from one compiled graph per batch shape; a second method, the model called
+  # eagerly batch by batch, gives the same bits (batches of 7 leave a shorter last one).
+  model, dataset, _ = exports
+  test = dataset.load("test")
+  _, _, scores = agreement.keras_scores(model, [test], batch_size=7)
+  eager = [
+    np.asarray(model(test.images[s : s + 7].astype(np.float32), training=False))
+    for s in range(0, len(test.images), 7)
+  ]
+  np.testing.assert_array_equal(scores, np.concatenate(eager))
+
+
 def test_compare_is_exact_on_hand_values():
   a = np.array([[1.0, 2.0], [3.0, 0.0], [0.5, 0.5]])
   b = np.array([[1.5, 2.0], [1.0, 2.0], [0.5, 0.25]])

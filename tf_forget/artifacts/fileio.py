@@ -232,7 +232,7 @@ def _finite(obj):
   return obj
 
 
-def write_json(path, obj, strict=False):
+def write_json(path, obj, strict=False, compact=False):
   """Writes `obj` as indented, key-sorted JSON to `path` atomically (`errors.WriteError`).
 
   Args:
@@ -240,10 +240,12 @@ def write_json(path, obj, strict=False):
     obj: JSON-ready object.
     strict: write strict JSON (RFC 8259), NaN and infinities as null; otherwise they are
       written as JavaScript's `NaN` / `Infinity` (the bytes of valid JSON are the same).
+    compact: no indentation or spaces (a long list of rows, written several times faster).
   """
   if strict:
     obj = _finite(obj)
-  text = json.dumps(obj, indent=2, sort_keys=True, allow_nan=not strict) + "\n"
+  shape = dict(separators=(",", ":")) if compact else dict(indent=2)
+  text = json.dumps(obj, sort_keys=True, allow_nan=not strict, **shape) + "\n"
   write_bytes(path, text.encode("utf-8"))
 
 

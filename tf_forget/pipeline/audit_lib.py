@@ -31,6 +31,7 @@ import time
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import run_lock
+from tf_forget.data import registry as data_registry
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages
@@ -73,6 +74,12 @@ def run_audit(config, log=print, on_locked=None, started=None):
   """
   started = time.time() if started is None else started
   snapshot = finished_run.take(config)  # before anything is read
+  with data_registry.reuse():  # the data listed and checked once, for every step and task
+    return _validated_run(config, log, on_locked, started, snapshot)
+
+
+def _validated_run(config, log, on_locked, started, snapshot):
+  """`run_audit` once the finished run's snapshot is taken."""
   p, identity, hashed, caveats = _validate(config)
   lock = run_lock.acquire(config.out, "audit")
   try:

@@ -179,7 +179,8 @@ def attach(p, out, max_pixels=fingerprint_lib.DEFAULT_MAX_PIXELS):
     )
     hashed.append(h)
     options[key] = dict(options[key], **{CONTENT: h.fingerprint.digest})
-  rebuilt = data_registry.get(dataset.spec.name, **options)
+  recorded = {k: options[k] for k in user_sets.RECORDED if k in options}
+  rebuilt = data_registry.keep(dataset.with_recorded(**recorded))
   population = dataclasses.replace(p.population, dataset_options=dict(rebuilt.spec.options))
   return dataclasses.replace(p, dataset=rebuilt, population=population), hashed
 
@@ -214,4 +215,5 @@ def write(out, hashed):
         "digest": h.fingerprint.digest,
         "files": [e.to_json() for e in h.fingerprint.entries],
       },
+      compact=True,
     )

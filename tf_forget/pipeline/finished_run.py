@@ -247,6 +247,7 @@ def record(snapshot, hashed, lines, passed):
       "passed": bool(passed),
       "lines": list(lines),
     },
+    compact=True,
   )
 
 

@@ -41,7 +41,12 @@ def clean(user):  # noqa: F811
 @pytest.fixture(scope="module")
 def side(clean):
   result = _run(
-    clean, "--dataset=folder:clean", "--deployment_images=folder:images", *FILES, "--out=side"
+    clean,
+    "--dataset=folder:clean",
+    "--deployment_images=folder:images",
+    *FILES,
+    "--out=side",
+    f"--summary={clean / 'side_summary.md'}",
   )
   return result, json.loads((clean / "side" / "report.json").read_text())
 
@@ -87,6 +92,21 @@ def test_a_file_fine_on_the_test_set_that_moves_deployment_decisions_is_named(si
   assert f"disagree: {said}" in result.stdout
   assert "side by side: the labelled test set and your deployment images" in result.stdout
   assert not rows["user_int8"]["disagreement"] or rows["user_int8"]["decides_like"] is False
+
+
+def test_the_markdown_summary_has_both_views(clean, side):
+  # --summary: the same block as the terminal, as a Markdown table (one row per file), and the
+  # sentence where the views disagree.
+  _, report = side
+  text = (clean / "side_summary.md").read_text()
+  assert "**Side by side: the labelled test set and your deployment images" in text
+  rows = [line for line in text.splitlines() if line.startswith("| user_planted |")]
+  assert len(rows) == 1
+  planted = {r["variant"]: r for r in report["tables"]["side_by_side"]}["user_planted"]
+  cells = [c.strip() for c in rows[0].strip("|").split("|")]
+  assert cells[4] == f"{100 * planted['flip_rate']:.2f}%" == "0.80%"
+  assert cells[-1] == "no" and cells[3] == planted["labelled_verdict"]
+  assert f"- ⚠ {planted['disagreement']}" in text
 
 
 def test_the_page_shows_both_views_and_the_flipped_deployment_images(clean, side):

@@ -150,36 +150,68 @@ def compute(run, verdict):
   return out, summaries, settings, deployed
 
 
+COLUMNS = (
+  "file",
+  "top-1",
+  "#signif",
+  "test set",
+  "flips",
+  "95% CI",
+  "worst class",
+  "confident",
+  "decides like your model",
+)
+NOTE = (
+  "(test set: top-1 change vs your model and the ship rule's verdict; deployment images: "
+  "flips = decisions that differ from your model's, exact 95% interval, no labels)"
+)
+
+
+def summary_cells(report):
+  """The summaries' side-by-side block from report.json, or None without deployment images:
+  (title, one row of `COLUMNS` cells per file, the sentences where the views disagree)."""
+  rows = (report.get("tables") or {}).get(TABLE)
+  if not rows:
+    return None
+  s = (report.get("settings") or {}).get(SETTINGS_KEY) or {}
+  title = (
+    f"side by side: the labelled test set and your deployment images ({s.get('source')}:"
+    f"{s.get('where')}, {s.get('images')} images, no labels)"
+  )
+  cells = []
+  for r in rows:
+    change, signif = r.get("top1_change"), r.get("significant_classes")
+    worst = r.get("worst_class")
+    cells.append(
+      (
+        r["variant"],
+        "n/a" if change is None else format(100 * change, "+.2f") + "pt",
+        "n/a" if signif is None else str(int(signif)),
+        str(r.get("labelled_verdict")),
+        _pct(r["flip_rate"]),
+        _pct(r["flip_low"]) + "-" + _pct(r["flip_high"]),
+        f"{worst}: {_pct(r['worst_class_flip_rate'])}" if worst else "n/a",
+        _pct(r.get("confident_flip_rate")),
+        "yes" if r.get("decides_like") else "no",
+      )
+    )
+  return title, cells, [r["disagreement"] for r in rows if r.get("disagreement")]
+
+
+_WIDTHS = (-22, 8, 7, -12, 6, 16, 18, 9, 0)  # negative: left-aligned
+
+
 def summary_lines(report):
   """The terminal's side-by-side block from report.json ([] without deployment images): one row
   per file, both views, then the sentences where they disagree."""
-  rows = (report.get("tables") or {}).get(TABLE)
-  if not rows:
+  found = summary_cells(report)
+  if found is None:
     return []
-  s = (report.get("settings") or {}).get(SETTINGS_KEY) or {}
-  out = [
-    f"\nside by side: the labelled test set and your deployment images ({s.get('source')}:"
-    f"{s.get('where')}, {s.get('images')} images, no labels)",
-    f"{'file':<22} {'top-1':>8} {'#signif':>7} {'test set':<12} | {'flips':>6} "
-    f"{'95% CI':>16} {'worst class':>18} {'confident':>9}  decides like your model",
-  ]
-  for r in rows:
-    change = r.get("top1_change")
-    worst = (
-      f"{r['worst_class']}: {_pct(r['worst_class_flip_rate'])}" if r.get("worst_class") else "n/a"
-    )
-    signif = r.get("significant_classes")
-    out.append(
-      f"{r['variant']:<22} "
-      f"{'n/a' if change is None else format(100 * change, '+.2f') + 'pt':>8} "
-      f"{'n/a' if signif is None else int(signif):>7} {str(r.get('labelled_verdict')):<12} | "
-      f"{_pct(r['flip_rate']):>6} {_pct(r['flip_low']) + '-' + _pct(r['flip_high']):>16} "
-      f"{worst:>18} {_pct(r.get('confident_flip_rate')):>9}  "
-      f"{'yes' if r.get('decides_like') else 'no'}"
-    )
-  out.append(
-    "(test set: top-1 change vs your model and the ship rule's verdict; deployment images: "
-    "flips = decisions that differ from your model's, exact 95% interval, no labels)"
-  )
-  out += [f"disagree: {r['disagreement']}" for r in rows if r.get("disagreement")]
-  return out
+  title, cells, disagreements = found
+
+  def line(row):
+    parts = [f"{c:{'<' if w < 0 else '>'}{abs(w)}}" for c, w in zip(row, _WIDTHS)]
+    return " ".join(parts[:4]) + " | " + " ".join(parts[4:8]) + "  " + parts[8]
+
+  out = [f"\n{title}", line(COLUMNS)] + [line(row) for row in cells] + [NOTE]
+  return out + [f"disagree: {d}" for d in disagreements]

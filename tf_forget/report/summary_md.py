@@ -12,6 +12,8 @@ manifest), what a reviewer reads first in the report's verdict block
     (repeats folded) and the rule;
   * the verdict table, one row per variant (`verdict_unit.verdict_rows`: the same cells as
     the HTML page);
+  * with `--deployment_images`, both views side by side (`side_by_side.summary_cells`) and
+    the sentences where they disagree;
   * every failed gate with its reason, and where the whole report is.
 
 `write(output, text)` writes it at the user's path as `tf_forget.artifacts.user_output` says:
@@ -20,8 +22,11 @@ collects the summaries of a step's commands —, a symlink's target, a device or
 in place, never replaced. The audit command's `--summary` calls both (`tf_forget.commands`).
 """
 
+import pandas as pd
+
 from tf_forget.artifacts import names
 from tf_forget.artifacts import user_output
+from tf_forget.report import side_by_side
 from tf_forget.report.units import verdict as verdict_unit
 from tf_forget.report.words import folding
 from tf_forget.report.words import summaries
@@ -107,10 +112,26 @@ def render(report, verdict_table, deployment_table, manifest, report_path):
     out += [f"<sub>{_cell(rec['rule'])}</sub>", ""]
   if verdict_table is not None and len(verdict_table):
     out += [table(verdict_unit.verdict_rows(_as_text(verdict_table), deployment_table)), ""]
+  out += _side_by_side(report)
   if failed:
     out += ["Failed gates:", ""] + [f"- `{v}`: {_cell(r)}" for v, r in failed] + [""]
   out.append(summaries.whole_report(report_path))
   return "\n".join(out) + "\n"
+
+
+def _side_by_side(report):
+  """The side-by-side block (`side_by_side.summary_cells`, docs/spec.md §8.11) as lines of
+  Markdown ([] without deployment images)."""
+  found = side_by_side.summary_cells(report)
+  if found is None:
+    return []
+  title, cells, disagreements = found
+  frame = pd.DataFrame(list(cells), columns=list(side_by_side.COLUMNS))
+  out = [f"**{_cell(title[0].upper() + title[1:])}**", "", table(frame), ""]
+  out += [f"<sub>{_cell(side_by_side.NOTE)}</sub>", ""]
+  if disagreements:
+    out += [f"- ⚠ {_cell(d)}" for d in disagreements] + [""]
+  return out
 
 
 def write(output, text):

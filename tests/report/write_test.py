@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.report import fake_run
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
 from tf_forget.report import write
@@ -355,7 +356,7 @@ def test_leftovers_of_a_killed_save_are_finished_or_undone(digits, previous):
   for name in ("report.html", "report.json"):
     shutil.copy(os.path.join(digits[1], name), os.path.join(staged, name))
   shutil.copytree(staged, os.path.join(previous, ".report.tmp-2-build"))  # a killed build
-  assert swap.clean_staging(previous, write.STAGING, write.ENTRIES) == []
+  assert swap.clean_staging(previous, layout.REPORT_STAGING, layout.REPORT_ENTRIES) == []
   assert _snapshot(previous) == before  # the previous report, whole
   os.mkdir(os.path.join(previous, ".report.tmp-3-build"))
   write.write_report(digits[0], previous, CONFIG)  # a save cleans leftovers first

@@ -38,6 +38,10 @@ LOCK_FILE = ".tf_forget.lock"
 FINISHED_FILE = ".tf_forget.finished.json"  # what a finished run was made from
 BUNDLE_DIR = "deploy"
 MANIFEST_FILE = "manifest.json"  # the bundle's completion marker, written last
+# What the report's writer swaps in, report.json (the completion marker) last, and its staging
+# label (`tf_forget.report.write`).
+REPORT_ENTRIES = ("tables", "report.html", REPORT_FILE)
+REPORT_STAGING = ".report"
 # Every top-level entry tf_forget writes in a run directory (the tree above); `.tf_forget.*`
 # records and the swaps' `<entry>.tmp-*` / `<entry>.old-*` / `.report.*` names are its own too.
 RUN_ENTRIES = (
@@ -53,9 +57,7 @@ RUN_ENTRIES = (
   "eval",
   "data",
   "corruptions",
-  REPORT_FILE,
-  "report.html",
-  "tables",
+  *REPORT_ENTRIES,
   "deploy",
   "logs",
 )

@@ -13,20 +13,26 @@ Draws: one `RandomState(seed)` per image, `randint(-d, d, size=(iterations * n_h
 which yields the same numbers as the reference's per-pixel `randint(-d, d, size=(2,))` calls.
 """
 
+import importlib.util
+
 import numpy as np
 
 from tf_forget.corruptions import corruption_kit
 
-try:
-  import numba
-except ImportError:  # pragma: no cover - numba is optional
-  numba = None
+# numba is optional, and imported (a third of a second) only when a kernel is compiled.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-HAVE_NUMBA = numba is not None
+
+def numba_module():
+  """The numba module (only called when `HAVE_NUMBA`)."""
+  import numba
+
+  return numba
 
 
 def _make_numba_kernel():
   """Compiles the batch kernel (numba.njit of the reference loop)."""
+  numba = numba_module()
 
   @numba.njit(cache=False, nogil=True)
   def kernel(x, deltas, d, iterations, swap):

@@ -19,7 +19,7 @@ _KERNEL = None
 
 
 def _make_kernel():
-  numba = glass_kernel.numba
+  numba = glass_kernel.numba_module()
 
   @numba.njit(cache=False, nogil=True)
   def clip01(v):

@@ -16,7 +16,7 @@ _KERNEL = None
 
 
 def _make_kernel():
-  numba = glass_kernel.numba
+  numba = glass_kernel.numba_module()
 
   @numba.njit(cache=False, nogil=True)
   def kernel(x, out, lo_h, hi_h, fy, lo_w, hi_w, fx):

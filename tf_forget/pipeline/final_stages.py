@@ -18,8 +18,6 @@ from tf_forget.evaluate import encodings as encodings_lib
 from tf_forget.pipeline import driver
 from tf_forget.policy import gates as gates_lib
 from tf_forget.policy import human_study_options
-from tf_forget.report import summary_terminal
-from tf_forget.report import write as report_write
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +70,8 @@ class ReportStage(driver.Stage):
 
   def finish(self, ctx, results):
     p = ctx.plan
+    from tf_forget.report import write as report_write  # its units' libraries, when it runs
+
     return report_write.write_report(
       ctx.run_dir,
       ctx.run_dir,
@@ -105,6 +105,8 @@ class BundleStage(driver.Stage):
       members=ctx.final.deployment.members,
       encodings=chosen["variants"],
     )
+    from tf_forget.report import summary_terminal
+
     summary_terminal.print_summary(report, manifest, ctx.log)
     return manifest
 

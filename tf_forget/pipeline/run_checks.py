@@ -28,6 +28,7 @@ import threading
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import run_lock
 from tf_forget.artifacts import swap
 from tf_forget.artifacts import user_output
@@ -40,7 +41,6 @@ from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import run_identity
 from tf_forget.pipeline import stages
 from tf_forget.report import human_study as human_study_lib
-from tf_forget.report import write as report_write
 from tf_forget.train import population
 
 # How long a `scheme://` --out may take to answer the write probe before the audit gives up.
@@ -78,7 +78,7 @@ def _check_out(out, timeout_s=URL_CHECK_TIMEOUT_S):
 
 # What the audit replaces whole in the run directory: (swap label, entries) of the report and
 # of the bundle.
-SWAPPED = ((report_write.STAGING, report_write.ENTRIES), (deploy.BUNDLE, (deploy.BUNDLE,)))
+SWAPPED = ((layout.REPORT_STAGING, layout.REPORT_ENTRIES), (deploy.BUNDLE, (deploy.BUNDLE,)))
 
 
 def users_files(out):

@@ -23,6 +23,7 @@ import numpy as np
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import filesystem
+from tf_forget.artifacts import layout
 from tf_forget.artifacts import names
 from tf_forget.artifacts import swap
 from tf_forget.report import collect
@@ -34,9 +35,6 @@ from tf_forget.report.units import registry
 from tf_forget.report.words import header
 
 SCHEMA_VERSION = "tf_forget.report/1"
-# What `save` swaps in, report.json (the completion marker) last, and its staging label.
-ENTRIES = ("tables", "report.html", "report.json")
-STAGING = ".report"
 TOOLS = (
   "numpy",
   "scipy",
@@ -277,10 +275,10 @@ def save(report, out_dir, log=print):
   if filesystem.exists(out_dir) and not filesystem.isdir(out_dir):
     raise ReportError(f"report output {out_dir} exists and is not a directory")
   try:
-    notes = swap.clean_staging(out_dir, STAGING, ENTRIES)
-    with swap.staging(out_dir, STAGING) as tmp:
+    notes = swap.clean_staging(out_dir, layout.REPORT_STAGING, layout.REPORT_ENTRIES)
+    with swap.staging(out_dir, layout.REPORT_STAGING) as tmp:
       _write_files(report, tmp)
-      notes += swap.swap_in(tmp, ENTRIES, record=True)
+      notes += swap.swap_in(tmp, layout.REPORT_ENTRIES, record=True)
   except Exception as e:  # any I/O error; re-raised as one line
     raise ReportError(f"cannot write the report under {out_dir}: {errors.one_line(e)}") from e
   for note in notes:

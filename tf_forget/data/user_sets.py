@@ -47,6 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
+from tf_forget.data import attribute_rows
 from tf_forget.data import attributes_csv
 from tf_forget.data import dataset_api
 from tf_forget.data import images
@@ -96,7 +97,7 @@ class UserDataset(dataset_api.Dataset):
     self._csv = (
       attributes_csv.AttributeCsv(filesystem.user_path(attributes)) if attributes else None
     )
-    self._attribute_index, self._checked, self._first = {}, set(), {}
+    self._rows, self._first = None, {}
     names = tuple(self._csv.names) if self._csv else ()
     protected = user_inputs.parse_names(protected, "protected") or ()
     self._preprocess = preprocess_lib.resolve(preprocess) if preprocess else None
@@ -199,23 +200,6 @@ class UserDataset(dataset_api.Dataset):
 
   # Attributes -------------------------------------------------------------------------------
 
-  def _row_splits(self):
-    """The split of every CSV row, for `id` keys."""
-    if self._csv.splits is not None:
-      for line, s in enumerate(self._csv.splits, start=2):
-        if s not in self.spec.splits:
-          raise dataset_api.DataError(
-            f"attributes CSV {self._csv.path} line {line}: split {s!r} is "
-            f"not one of {', '.join(self.spec.splits)}"
-          )
-      return list(self._csv.splits)
-    if len(self.spec.splits) > 1:
-      raise dataset_api.DataError(
-        f"attributes CSV {self._csv.path} is keyed by id but the data set "
-        f"has splits {', '.join(self.spec.splits)}: add a column 'split'"
-      )
-    return [self.spec.splits[0]] * len(self._csv.keys)
-
   def _path_rows(self):
     """(split, id) of every CSV row from `path` keys (folder sets override)."""
     raise dataset_api.DataError(
@@ -224,56 +208,15 @@ class UserDataset(dataset_api.Dataset):
     )
 
   def _index_attribute_rows(self):
-    """Per split: the rows' ids, sorted, and their row numbers."""
-    if self._csv.key == "path":
-      splits, ids = self._path_rows()
-    else:
-      splits, ids = self._row_splits(), self._csv.keys
-    rows = {s: ([], []) for s in self.spec.splits}
-    for row, (split, key) in enumerate(zip(splits, ids)):
-      rows[split][0].append(key)
-      rows[split][1].append(row)
-    for split, (keys, numbers) in rows.items():
-      keys, numbers = np.asarray(keys, np.int64), np.asarray(numbers, np.int64)
-      order = np.argsort(keys, kind="stable")
-      keys, numbers = keys[order], numbers[order]
-      twice = np.flatnonzero(keys[1:] == keys[:-1])
-      if twice.size:
-        raise dataset_api.DataError(
-          f"attributes CSV {self._csv.path} line {numbers[twice[0] + 1] + 2}"
-          f": a second row for {self._describe(split, None, keys[twice[0]])}"
-        )
-      self._attribute_index[split] = (keys, numbers)
+    """Matches the attributes CSV's rows to the examples (`attribute_rows`)."""
+    self._rows = attribute_rows.AttributeRows(self._csv, self, self._path_rows)
 
   def _check_attribute_rows(self, split):
-    """Raises DataError naming the first example without a row, or the first row of no
-    example, of `split` (once per split; a pass over the split's ids, no image read)."""
-    if not self._csv or split in self._checked:
-      return
-    keys, numbers = self._attribute_index[split]
-    ids = self._split_ids(split)
-    found = np.isin(ids, keys)
-    if not found.all():
-      first = int(np.flatnonzero(~found)[0])
-      raise dataset_api.DataError(
-        f"attributes CSV {self._csv.path} has no row for {self._describe(split, first, ids[first])}"
-      )
-    known = np.isin(keys, ids)
-    if not known.all():
-      line = int(np.min(numbers[~known])) + 2
-      raise dataset_api.DataError(
-        f"attributes CSV {self._csv.path} line {line}: "
-        f"{self._csv.key} {self._csv.keys[line - 2]!r} is no example of "
-        f"split {split!r}"
-      )
-    self._checked.add(split)
+    if self._rows is not None:
+      self._rows.check(split)
 
   def _attributes_of(self, split, ids):
-    if not self._csv:
-      return {}
-    keys, numbers = self._attribute_index[split]
-    rows = numbers[np.searchsorted(keys, ids)]
-    return {n: self._csv.values[n][rows] for n in self._csv.names}
+    return {} if self._rows is None else self._rows.of(split, ids)
 
   # Reading ----------------------------------------------------------------------------------
 

@@ -44,12 +44,20 @@ class _On:
 
 
 def define(flag_values):
-  """Defines every flag of the audit on `flag_values` (an absl `FlagValues`).
+  """Defines every flag of the audit on `flag_values` (an absl `FlagValues`), section by
+  section (`SECTIONS`).
 
   Returns:
     The flags' names, in definition order.
   """
   on = _On(flag_values)
+  for _, section in SECTIONS:
+    section(on)
+  return tuple(on.defined)
+
+
+def _what_and_where(on):
+  """What to audit, and where."""
   on.string("dataset", "digits", "Data set to audit (tf_forget/data).")
   on.string("out", None, "Run directory (default: runs/<dataset>).")
   on.string(
@@ -73,234 +81,24 @@ def define(flag_values):
     None,
     "Unit-cost file of --plan (default: tf_forget/pipeline/unit_costs/cpu_2core_avx512.json).",
   )
-  on.string("preset", None, "Training protocol (default: the data set's).")
-  on.string("model", None, "Model (default: the preset's).")
-  on.integer("members", None, "Members per variant (K >= 2).")
-  on.list("variants", None, "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
-  on.list("sparsities", None, "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
-  on.list(
-    "pruning",
-    ["gradual"],
-    "Comma-separated: gradual = pruning during training (000, the preset's or --sparsities "
-    "levels); oneshot = dense members pruned after training by --algorithms to --ratios and "
-    "fine-tuned (002); iterative = dense members pruned and retrained cycle after cycle by "
-    "--methods (003 Algorithm 1); both = gradual,oneshot.",
-  )
-  on.list(
-    "ratios",
-    ["2", "4", "10", "20", "50"],
-    "One-shot compression ratios r > 1 (weights before / after; 002).",
-  )
-  on.list(
-    "algorithms",
-    list(names.ONESHOT_ALGORITHMS),
-    "One-shot algorithms: mp magnitude, gp gradient, up undecayed, rp random (002 §3).",
-  )
-  on.string(
-    "finetune",
-    None,
-    "One-shot fine-tuning phases <epochs>@<lr>,... (default: the "
-    "preset's, e.g. digits 3@0.05,2@0.005,2@0.0005).",
-  )
-  on.integer(
-    "grad_batches",
-    None,
-    "Training batches averaged for GP/UP's gradient (default 1, docs/spec.md §6.2).",
-  )
-  on.bool("exclude_classifier", None, "Leave the classifier unpruned (002's reference).")
-  on.enum(
-    "ratio_over",
-    None,
-    ["prunable", "all"],
-    "Count one-shot ratios over the prunable kernels (default) "
-    "or all parameters (002's reference; docs/spec.md §6.3).",
-  )
-  on.enum(
-    "up_formula",
-    None,
-    list(prune_scores.UP_FORMULAS),
-    "UP score: the authors' code (default) or 002's derivation "
-    "line read literally (docs/spec.md §6.1).",
-  )
-  on.list(
-    "methods",
-    list(names.ITERATIVE_ALGORITHMS),
-    "Iterative prune-retrain methods: wt weight thresholding (global "
-    "|w|), ft filter thresholding (per-layer filter L1 norm; 003).",
-  )
-  on.integer(
-    "cycles",
-    None,
-    "Prune-retrain cycles (default: the preset's; digits 6, paper presets the released 23).",
-  )
-  on.float(
-    "keep_alpha",
-    None,
-    "Constant keep fraction per cycle instead of the released "
-    "sequence (keep alpha^n after n cycles; docs/spec.md §6.5).",
-  )
-  on.float("warmup_epochs", None, "Linear LR warm-up epochs of each retraining (003: 5).")
-  on.integer(
-    "retrain_steps", None, "Steps of each retraining (default: the preset's full schedule, as 003)."
-  )
-  on.list(
-    "quantizations", None, "Post-training formats of dense members (default: docs/spec.md §2.3)."
-  )
-  on.list(
-    "pruned_quantizations",
-    None,
-    "Formats of pruned members besides float32 (default: the "
-    "--quantizations; 'none': float32 only).",
-  )
-  on.list("corruptions", None, "Corruptions to evaluate (default: all 19; 'none': none).")
-  on.list("severities", None, "Corruption severities (1-5).")
-  on.enum(
-    "robustness",
-    "generated",
-    ["generated", "published"],
-    "generated = corrupt the eval split here (tf_forget/corruptions); published = read the "
-    "data set's published suites instead (cifar10: CIFAR-10-C + CIFAR-10.1; imagenet2012: tfds' "
-    "imagenet2012_corrupted + ImageNet-A, 000 Table 8), from --data_dir.",
-  )
-  on.bool(
-    "robust_training",
-    False,
-    "003 §6 / docs/spec.md §6.8: train and retrain with one corruption per image drawn uniformly "
-    f"from {', '.join(robust_training.ROBUST_TRAIN_CORRUPTIONS)} at severity 3; evaluate (unless "
-    f"--corruptions) {', '.join(robust_training.ROBUST_TEST_CORRUPTIONS)} at --severities "
-    "(default 3).",
-  )
-  on.list(
-    "noise_levels",
-    None,
-    "l-inf noise levels ε on the normalized input, ascending, e.g. "
-    "0,0.1,0.2 (default: docs/spec.md §6.7 grid, thinned for digits; 'none': "
-    "no noise evaluation).",
-  )
-  on.integer("noise_draws", None, "Noise draws per example and level (default 100; 10 on digits).")
-  on.integer("noise_examples", None, "Examples evaluated under noise, at most (default 1000).")
-  on.integer("steps", None, "Override the preset's steps.")
-  on.integer("population_seed", 0, "Base seed of the population.")
+  define_summary(on)
   on.string("data_dir", None, "tfds data directory.")
   on.list(
     "image_size",
     None,
     "Resize inputs to H,W (with --reference: the model's input size, which is the default).",
   )
-  on.enum(
-    "executor",
-    "local",
-    sorted(executor_lib.EXECUTORS),
-    "Where the work runs: local = a process pool of --workers; ray = Ray core tasks at "
-    "--ray_address; inline = this process, one unit after another. All give the same bytes.",
-  )
   on.integer(
-    "workers",
-    None,
-    "Worker processes of --executor=local (default: every core; "
-    "0 = inline), CPUs of a Ray started here.",
-  )
-  on.string(
-    "ray_address",
-    None,
-    "Ray cluster: auto, ray://host:port (default: start a local Ray). Only with --executor=ray.",
-  )
-  on.integer("num_threads", 2, "TFLite interpreter threads.")
-  on.bool("deploy_all_members", False, "Ship every member's file, not only member 0's.")
-  on.enum(
-    "deploy_encoding",
-    "auto",
-    ["auto", "plain", "sparse"],
-    "Shipped encoding: auto = the sparse twin where it is smaller, predicts the same and is "
-    "within --max_sparse_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).",
-  )
-  on.float("max_sparse_latency_ratio", 1.5, "Largest sparse / plain median latency 'auto' accepts.")
-  on.enum(
-    "target",
-    "cpu",
-    list(names.TARGETS),
-    "Where the shipped file runs: cpu = LiteRT with XNNPACK; integer_only = accelerators and "
-    "microcontrollers that run only int8 ops with int8/uint8 I/O; gpu = the LiteRT GPU "
-    "delegate. A file the target cannot run is not recommended.",
-  )
-  on.enum(
-    "size",
-    "bytes",
-    list(names.SIZE_MEASURES),
-    "The size the ship rule weighs: bytes = the file; gzip = its compressed download.",
-  )
-  on.float(
-    "max_latency_ratio",
-    ship_rule.DEFAULT_MAX_LATENCY_RATIO,
-    "A recommended file is at most this many times slower than the float reference "
-    "(batch 1 and --latency_batch, this machine's runtime).",
-  )
-  on.integer("latency_batch", 64, "The batch timed besides batch 1.")
-  on.bool(
-    "remeasure_latency",
-    False,
-    "Time the plain and sparse files again although a decision for the same files and settings "
-    "is recorded in eval/encodings.json (by default a re-run keeps the recorded choice).",
-  )
-  for gate in gates.GATES:  # one flag per gate, off by default
-    getattr(on, gate.kind)(gate.name, None, gate.help)
-  # 000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py).
-  on.string(
-    "annotation_export",
-    None,
-    "Write a blind-annotation export of 000's human study to this directory: sheet/ for the "
-    "annotators (shuffled images, label, annotations.csv, sheet.html), key.json kept apart.",
-  )
-  on.string(
-    "annotations",
-    None,
-    "A filled sheet/annotations.csv: adds 000 Table 7 / Figure 5 (tables/human_study.csv).",
-  )
-  on.string(
-    "annotation_key",
-    None,
-    "The export's key.json (default: the one beside the sheet/ the annotations sit in, or in "
-    "--annotation_export).",
-  )
-  on.string(
-    "annotation_variant",
-    None,
-    "Variant of the study (default: the one with the most PIEs; reading back: the key's).",
-  )
-  on.enum(
-    "annotation_group",
-    None,
-    ["pie", "cie"],
-    "pie (000: modal label changed) or cie (Taxicab p90 with d_T > 0, 004 §3.2); default pie.",
-  )
-  on.integer("annotation_per_group", None, "Examples per group, both groups alike (default 100).")
-  on.integer("annotation_seed", None, "Sample seed (default 0).")
-  on.list("annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
-
-  on.list(
-    "repair",
-    [],
-    "Also make and audit repaired files of each full int8 file that forgot "
-    "something significant (more than 3 broken examples, McNemar p <= 0.05): float<N> (the N "
-    "ops whose quantization broke most of the examples it forgot kept in float), cle "
-    "(cross-layer equalization first: no bytes), int16x8 (16-bit activations), auto (a search: "
-    "cle, then ops in float in causal order, until the gates hold or --max_repair_size; chosen "
-    "on one half of the test examples, reported on the other). E.g. auto or cle,float1,float2.",
-  )
-  on.float(
-    "max_repair_size",
-    1.5,
-    "--repair=auto keeps no more ops in float than keep the file "
-    "within this many times the full int8 file's bytes (default 1.5).",
-  )
-  on.bool(
-    "repair_always",
-    False,
-    "With --repair: repair every full int8 file, also one that "
-    "forgot nothing significant (to measure what a repair costs).",
+    "max_image_pixels",
+    50_000_000,
+    "The largest image (width x height) of your data the audit accepts; a larger one (a "
+    "decompression bomb, or a photo that needs resizing first) is refused before anything is "
+    "written.",
   )
 
-  # Your own model, files and data (tf_forget/pipeline/user_plan.py).
+
+def _your_own(on):
+  """Your own model, files and data (tf_forget/pipeline/user_plan.py)."""
   on.list(
     "reference",
     None,
@@ -318,13 +116,6 @@ def define(flag_values):
     [],
     "Formats tf_forget makes from Keras references: float16, dynamic_int8, "
     "full_int8 (full_int8 calibrates on 100 train examples, or on --calibration).",
-  )
-  on.integer(
-    "max_image_pixels",
-    50_000_000,
-    "The largest image (width x height) of your data the audit accepts; a larger one (a "
-    "decompression bomb, or a photo that needs resizing first) is refused before anything is "
-    "written.",
   )
   on.string(
     "calibration",
@@ -403,8 +194,276 @@ def define(flag_values):
     "2 points higher (exact McNemar p < 0.001) or the given one near chance; an unclear gain "
     "is a caveat; off: audit as given.",
   )
-  define_summary(on)
-  return tuple(on.defined)
+
+
+def _populations(on):
+  """Populations tf_forget trains."""
+  on.string("preset", None, "Training protocol (default: the data set's).")
+  on.string("model", None, "Model (default: the preset's).")
+  on.integer("members", None, "Members per variant (K >= 2).")
+  on.list("variants", None, "Trained variants, e.g. dense,prune_0.5,prune_0.9.")
+  on.list("sparsities", None, "Pruning levels in (0, 1), e.g. 0.5,0.9 (adds dense).")
+  on.integer("steps", None, "Override the preset's steps.")
+  on.integer("population_seed", 0, "Base seed of the population.")
+  on.bool(
+    "robust_training",
+    False,
+    "003 §6 / docs/spec.md §6.8: train and retrain with one corruption per image drawn uniformly "
+    f"from {', '.join(robust_training.ROBUST_TRAIN_CORRUPTIONS)} at severity 3; evaluate (unless "
+    f"--corruptions) {', '.join(robust_training.ROBUST_TEST_CORRUPTIONS)} at --severities "
+    "(default 3).",
+  )
+
+
+def _pruning(on):
+  """Pruning after training (002 one-shot, 003 prune-retrain)."""
+  on.list(
+    "pruning",
+    ["gradual"],
+    "Comma-separated: gradual = pruning during training (000, the preset's or --sparsities "
+    "levels); oneshot = dense members pruned after training by --algorithms to --ratios and "
+    "fine-tuned (002); iterative = dense members pruned and retrained cycle after cycle by "
+    "--methods (003 Algorithm 1); both = gradual,oneshot.",
+  )
+  on.list(
+    "ratios",
+    ["2", "4", "10", "20", "50"],
+    "One-shot compression ratios r > 1 (weights before / after; 002).",
+  )
+  on.list(
+    "algorithms",
+    list(names.ONESHOT_ALGORITHMS),
+    "One-shot algorithms: mp magnitude, gp gradient, up undecayed, rp random (002 §3).",
+  )
+  on.string(
+    "finetune",
+    None,
+    "One-shot fine-tuning phases <epochs>@<lr>,... (default: the "
+    "preset's, e.g. digits 3@0.05,2@0.005,2@0.0005).",
+  )
+  on.integer(
+    "grad_batches",
+    None,
+    "Training batches averaged for GP/UP's gradient (default 1, docs/spec.md §6.2).",
+  )
+  on.bool("exclude_classifier", None, "Leave the classifier unpruned (002's reference).")
+  on.enum(
+    "ratio_over",
+    None,
+    ["prunable", "all"],
+    "Count one-shot ratios over the prunable kernels (default) "
+    "or all parameters (002's reference; docs/spec.md §6.3).",
+  )
+  on.enum(
+    "up_formula",
+    None,
+    list(prune_scores.UP_FORMULAS),
+    "UP score: the authors' code (default) or 002's derivation "
+    "line read literally (docs/spec.md §6.1).",
+  )
+  on.list(
+    "methods",
+    list(names.ITERATIVE_ALGORITHMS),
+    "Iterative prune-retrain methods: wt weight thresholding (global "
+    "|w|), ft filter thresholding (per-layer filter L1 norm; 003).",
+  )
+  on.integer(
+    "cycles",
+    None,
+    "Prune-retrain cycles (default: the preset's; digits 6, paper presets the released 23).",
+  )
+  on.float(
+    "keep_alpha",
+    None,
+    "Constant keep fraction per cycle instead of the released "
+    "sequence (keep alpha^n after n cycles; docs/spec.md §6.5).",
+  )
+  on.float("warmup_epochs", None, "Linear LR warm-up epochs of each retraining (003: 5).")
+  on.integer(
+    "retrain_steps", None, "Steps of each retraining (default: the preset's full schedule, as 003)."
+  )
+
+
+def _formats(on):
+  """Post-training formats."""
+  on.list(
+    "quantizations", None, "Post-training formats of dense members (default: docs/spec.md §2.3)."
+  )
+  on.list(
+    "pruned_quantizations",
+    None,
+    "Formats of pruned members besides float32 (default: the "
+    "--quantizations; 'none': float32 only).",
+  )
+
+
+def _robustness(on):
+  """Robustness and noise."""
+  on.list("corruptions", None, "Corruptions to evaluate (default: all 19; 'none': none).")
+  on.list("severities", None, "Corruption severities (1-5).")
+  on.enum(
+    "robustness",
+    "generated",
+    ["generated", "published"],
+    "generated = corrupt the eval split here (tf_forget/corruptions); published = read the "
+    "data set's published suites instead (cifar10: CIFAR-10-C + CIFAR-10.1; imagenet2012: tfds' "
+    "imagenet2012_corrupted + ImageNet-A, 000 Table 8), from --data_dir.",
+  )
+  on.list(
+    "noise_levels",
+    None,
+    "l-inf noise levels ε on the normalized input, ascending, e.g. "
+    "0,0.1,0.2 (default: docs/spec.md §6.7 grid, thinned for digits; 'none': "
+    "no noise evaluation).",
+  )
+  on.integer("noise_draws", None, "Noise draws per example and level (default 100; 10 on digits).")
+  on.integer("noise_examples", None, "Examples evaluated under noise, at most (default 1000).")
+
+
+def _gates(on):
+  """Gates (exit status 3 when one fails)."""
+  for gate in gates.GATES:  # one flag per gate, off by default
+    getattr(on, gate.kind)(gate.name, None, gate.help)
+
+
+def _why_and_repairs(on):
+  """Why it forgot, and repairs."""
+  on.list(
+    "repair",
+    [],
+    "Also make and audit repaired files of each full int8 file that forgot "
+    "something significant (more than 3 broken examples, McNemar p <= 0.05): float<N> (the N "
+    "ops whose quantization broke most of the examples it forgot kept in float), cle "
+    "(cross-layer equalization first: no bytes), int16x8 (16-bit activations), auto (a search: "
+    "cle, then ops in float in causal order, until the gates hold or --max_repair_size; chosen "
+    "on one half of the test examples, reported on the other). E.g. auto or cle,float1,float2.",
+  )
+  on.float(
+    "max_repair_size",
+    1.5,
+    "--repair=auto keeps no more ops in float than keep the file "
+    "within this many times the full int8 file's bytes (default 1.5).",
+  )
+  on.bool(
+    "repair_always",
+    False,
+    "With --repair: repair every full int8 file, also one that "
+    "forgot nothing significant (to measure what a repair costs).",
+  )
+
+
+def _bundle(on):
+  """Deployment bundle."""
+  on.enum(
+    "target",
+    "cpu",
+    list(names.TARGETS),
+    "Where the shipped file runs: cpu = LiteRT with XNNPACK; integer_only = accelerators and "
+    "microcontrollers that run only int8 ops with int8/uint8 I/O; gpu = the LiteRT GPU "
+    "delegate. A file the target cannot run is not recommended.",
+  )
+  on.enum(
+    "size",
+    "bytes",
+    list(names.SIZE_MEASURES),
+    "The size the ship rule weighs: bytes = the file; gzip = its compressed download.",
+  )
+  on.float(
+    "max_latency_ratio",
+    ship_rule.DEFAULT_MAX_LATENCY_RATIO,
+    "A recommended file is at most this many times slower than the float reference "
+    "(batch 1 and --latency_batch, this machine's runtime).",
+  )
+  on.integer("latency_batch", 64, "The batch timed besides batch 1.")
+  on.bool("deploy_all_members", False, "Ship every member's file, not only member 0's.")
+  on.enum(
+    "deploy_encoding",
+    "auto",
+    ["auto", "plain", "sparse"],
+    "Shipped encoding: auto = the sparse twin where it is smaller, predicts the same and is "
+    "within --max_sparse_latency_ratio of plain; plain (no sparse twins); sparse (whenever equal).",
+  )
+  on.float("max_sparse_latency_ratio", 1.5, "Largest sparse / plain median latency 'auto' accepts.")
+  on.integer("num_threads", 2, "TFLite interpreter threads.")
+  on.bool(
+    "remeasure_latency",
+    False,
+    "Time the plain and sparse files again although a decision for the same files and settings "
+    "is recorded in eval/encodings.json (by default a re-run keeps the recorded choice).",
+  )
+
+
+def _where_it_runs(on):
+  """Where the work runs."""
+  on.enum(
+    "executor",
+    "local",
+    sorted(executor_lib.EXECUTORS),
+    "Where the work runs: local = a process pool of --workers; ray = Ray core tasks at "
+    "--ray_address; inline = this process, one unit after another. All give the same bytes.",
+  )
+  on.integer(
+    "workers",
+    None,
+    "Worker processes of --executor=local (default: every core; "
+    "0 = inline), CPUs of a Ray started here.",
+  )
+  on.string(
+    "ray_address",
+    None,
+    "Ray cluster: auto, ray://host:port (default: start a local Ray). Only with --executor=ray.",
+  )
+
+
+def _human_study(on):
+  """000's human study (§3.3, Table 7 / Figure 5; tf_forget/report/human_study.py)."""
+  on.string(
+    "annotation_export",
+    None,
+    "Write a blind-annotation export of 000's human study to this directory: sheet/ for the "
+    "annotators (shuffled images, label, annotations.csv, sheet.html), key.json kept apart.",
+  )
+  on.string(
+    "annotations",
+    None,
+    "A filled sheet/annotations.csv: adds 000 Table 7 / Figure 5 (tables/human_study.csv).",
+  )
+  on.string(
+    "annotation_key",
+    None,
+    "The export's key.json (default: the one beside the sheet/ the annotations sit in, or in "
+    "--annotation_export).",
+  )
+  on.string(
+    "annotation_variant",
+    None,
+    "Variant of the study (default: the one with the most PIEs; reading back: the key's).",
+  )
+  on.enum(
+    "annotation_group",
+    None,
+    ["pie", "cie"],
+    "pie (000: modal label changed) or cie (Taxicab p90 with d_T > 0, 004 §3.2); default pie.",
+  )
+  on.integer("annotation_per_group", None, "Examples per group, both groups alike (default 100).")
+  on.integer("annotation_seed", None, "Sample seed (default 0).")
+  on.list("annotation_columns", None, "More 0/1 attribute columns on the sheet, after 000's.")
+
+
+# The flags by --help section, in order.
+SECTIONS = (
+  ("what to audit, and where", _what_and_where),
+  ("your own model, files and data", _your_own),
+  ("populations tf_forget trains", _populations),
+  ("pruning after training (002 one-shot, 003 prune-retrain)", _pruning),
+  ("post-training formats", _formats),
+  ("robustness and noise", _robustness),
+  ("gates (exit status 3 when one fails)", _gates),
+  ("why it forgot, and repairs", _why_and_repairs),
+  ("deployment bundle", _bundle),
+  ("where the work runs", _where_it_runs),
+  ("000's human study", _human_study),
+)
 
 
 def define_summary(flag_values):
@@ -441,108 +500,18 @@ def define_report_trust(flag_values):
   )
 
 
-# --help, section by section (every flag of `define` under one title, and --verbose).
-HELP_SECTIONS = (
-  (
-    "what to audit, and where",
-    [
-      "dataset",
-      "out",
-      "config",
-      "plan",
-      "unit_costs",
-      "summary",
-      "data_dir",
-      "image_size",
-      "max_image_pixels",
-      "verbose",
-    ],
-  ),
-  (
-    "your own model, files and data",
-    [
-      "reference",
-      "candidate",
-      "compress",
-      "calibration",
-      "train",
-      "deployment_images",
-      "labels",
-      "class_names",
-      "attributes",
-      "protected",
-      "output_index",
-      "preprocess",
-      "trust_model_code",
-      "input_scaling_check",
-    ],
-  ),
-  (
-    "populations tf_forget trains",
-    [
-      "preset",
-      "model",
-      "members",
-      "variants",
-      "sparsities",
-      "steps",
-      "population_seed",
-      "robust_training",
-    ],
-  ),
-  (
-    "pruning after training (002 one-shot, 003 prune-retrain)",
-    [
-      "pruning",
-      "ratios",
-      "algorithms",
-      "finetune",
-      "grad_batches",
-      "exclude_classifier",
-      "ratio_over",
-      "up_formula",
-      "methods",
-      "cycles",
-      "keep_alpha",
-      "warmup_epochs",
-      "retrain_steps",
-    ],
-  ),
-  ("post-training formats", ["quantizations", "pruned_quantizations"]),
-  (
-    "robustness and noise",
-    ["corruptions", "severities", "robustness", "noise_levels", "noise_draws", "noise_examples"],
-  ),
-  ("gates (exit status 3 when one fails)", [gate.name for gate in gates.GATES]),
-  ("why it forgot, and repairs", ["repair", "max_repair_size", "repair_always"]),
-  (
-    "deployment bundle",
-    [
-      "target",
-      "size",
-      "max_latency_ratio",
-      "latency_batch",
-      "deploy_all_members",
-      "deploy_encoding",
-      "max_sparse_latency_ratio",
-      "num_threads",
-      "remeasure_latency",
-    ],
-  ),
-  ("where the work runs", ["executor", "workers", "ray_address"]),
-  (
-    "000's human study",
-    [
-      "annotation_export",
-      "annotations",
-      "annotation_key",
-      "annotation_variant",
-      "annotation_group",
-      "annotation_per_group",
-      "annotation_seed",
-      "annotation_columns",
-    ],
-  ),
+def _names(section):
+  """The flags `section` defines (on a scratch `FlagValues`)."""
+  on = _On(flags.FlagValues())
+  section(on)
+  return on.defined
+
+
+# --help, section by section: each section's title and the flags it defines, in order, and
+# --verbose (the command line's own) with the first.
+HELP_SECTIONS = tuple(
+  (title, list(_names(section)) + (["verbose"] if i == 0 else []))
+  for i, (title, section) in enumerate(SECTIONS)
 )
 
 

@@ -57,6 +57,8 @@ from tf_forget.data import user_inputs
 _PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 # The options a user data set records and never reads while it lists its files (module docstring).
 RECORDED = ("calibration", "train_data", "deployment_images", "content")
+# The first images of a split decoded at once by `take` (the plan's checks read up to 32).
+FIRST = 32
 # Decoded splits kept in this process (`UserDataset._decoded`), oldest first, at most this
 # many bytes of pixels in all.
 DECODED_BYTES = 256 << 20
@@ -162,8 +164,8 @@ class UserDataset(dataset_api.Dataset):
     """The first `n` examples of `split`, decoded once for this data set object: the plan's
     checks read the same first images."""
     first = self._first.get(split)
-    if first is None or len(first.ids) < n:
-      first = self._first[split] = super().take(split, n)
+    if first is None or len(first.ids) < n:  # at least `FIRST`: one decode for the checks
+      first = self._first[split] = super().take(split, max(n, FIRST))
     return first.take(np.arange(min(n, len(first.ids))))  # a copy: the caller may change it
 
   def with_recorded(self, **options):

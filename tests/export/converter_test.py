@@ -2,11 +2,13 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.export import fake_run
 from tf_forget.artifacts import names
 from tf_forget.evaluate import batched
 from tf_forget.export import converter
+from tf_forget.export import model_files
 
 
 def test_float32_equals_hand_computed_outputs():
@@ -34,6 +36,40 @@ def test_conversion_is_byte_deterministic(trained, fmt):
   second = converter.convert(model, fmt, rep)
   assert first[4:8] == b"TFL3"
   assert first == second
+
+
+@pytest.mark.parametrize(
+  "fmt, encoding",
+  [(f, names.DEFAULT_ENCODING) for f in names.FORMAT_NAMES] + [("float32", "sparse")],
+)
+def test_variable_holder_gives_the_bytes_of_the_whole_model(trained, fmt, encoding, monkeypatch):
+  # The converter saves the trackable object with the function; a `VariableHolder` of the
+  # function's variables gives the same file as the tf_keras model itself.
+  model, dataset = trained
+  rep = dataset.take("train", 20).images
+  light = converter.convert(model, fmt, rep, encoding)
+  traced = model_files.trace
+
+  def with_whole_model(m, spec):
+    concrete, holder = traced(m, spec)
+    assert isinstance(holder, model_files.VariableHolder)
+    assert {id(v) for v in holder.held} == {id(v) for v in concrete.variables}
+    return concrete, m
+
+  monkeypatch.setattr(model_files, "trace", with_whole_model)
+  assert converter.convert(model, fmt, rep, encoding) == light
+
+
+def test_a_function_reading_another_resource_keeps_its_model():
+  table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer([1], [2.0]), 0.0)
+  scale = tf.Variable(3.0)
+  concrete = tf.function(lambda x: table.lookup(x) * scale).get_concrete_function(
+    tf.TensorSpec([None], tf.int32)
+  )
+  model = object()
+  assert model_files._holder(concrete, model) is model
+  plain = tf.function(lambda x: x * scale).get_concrete_function(tf.TensorSpec([None]))
+  assert model_files._holder(plain, model).held == [scale]
 
 
 def test_full_int8_has_int8_io_and_needs_representative_data(trained):

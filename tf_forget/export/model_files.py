@@ -194,10 +194,47 @@ def member_kind(metadata):
   return ref["kind"] if isinstance(ref, dict) and ref.get("kind") in KINDS else "tf_keras"
 
 
+class VariableHolder(tf.Module):
+  """The variables a concrete function reads, as the one object the converter saves.
+
+  `tf.lite.TFLiteConverter.from_concrete_functions(funcs, trackable)` first writes `trackable`
+  and the function as a temporary SavedModel and converts that. Saving a tf_keras model writes
+  a trace of every layer's call besides (~1 s for the small CNN, ~80% of a conversion); this
+  object holds only the variables, so the SavedModel is the function and its variables, and
+  the `.tflite` bytes are the same (tests/export/converter_test.py compares them).
+
+  Attributes:
+    held: the function's variables, in its capture order.
+  """
+
+  def __init__(self, variables):
+    super().__init__(name="variables")
+    self.held = list(variables)
+
+
+def _holder(concrete, model):
+  """A `VariableHolder` of `concrete`'s variables, or `model` itself when the function reads a
+  resource that is not one of them (a lookup table: only the model tracks it)."""
+  variables = list(concrete.variables)
+  handles = {id(v.handle) for v in variables}
+  for captured in concrete.captured_inputs:
+    if captured.dtype == tf.resource and id(captured) not in handles:
+      return model
+  return VariableHolder(variables)
+
+
 def trace(model, spec):
   """(concrete function, trackable object) of `model(image, training=False)` at `spec`, for
-  `tf.lite.TFLiteConverter.from_concrete_functions`."""
+  `tf.lite.TFLiteConverter.from_concrete_functions`.
+
+  The trackable object of a tf_keras model is a `VariableHolder` of the function's variables
+  (what the converter saves with the function, without tf_keras' per-layer traces); a Keras 3
+  model's is its `ExportArchive`, a SavedModel's the loaded object.
+  """
   if keras3.is_model(model):
     return keras3.serving_function(model, spec)
   function = tf.function(lambda image: model(image, training=False))
-  return function.get_concrete_function(spec), model
+  concrete = function.get_concrete_function(spec)
+  if isinstance(model, SavedModelClassifier):
+    return concrete, model
+  return concrete, _holder(concrete, model)

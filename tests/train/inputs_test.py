@@ -42,6 +42,31 @@ def test_digits_stream_is_unchanged(seed, start):
   assert got.hexdigest() == DIGITS_STREAM_SHA256[(seed, start)]
 
 
+def _one_image(augmentation, pixels, index, image):
+  """The augmentation of one image by the per-image `tf.image` ops (the definition)."""
+  h, w, c = image.shape
+  seed = tf.constant([index, 0], tf.int64)
+  padded = tf.pad(tf.cast(image, tf.float32), [[pixels, pixels], [pixels, pixels], [0, 0]])
+  out = tf.image.stateless_random_crop(padded, [h, w, c], seed=seed)
+  if augmentation == "crop_flip":
+    out = tf.image.stateless_random_flip_left_right(out, seed=seed + 1)
+  return out.numpy()
+
+
+@pytest.mark.parametrize(
+  "augmentation, pixels, shape",
+  [("shift", 1, (8, 8, 1)), ("shift", 3, (6, 5, 3)), ("crop_flip", 2, (7, 9, 3))],
+)
+def test_batch_augmentation_is_the_per_image_crop_and_flip(augmentation, pixels, shape):
+  rng = np.random.default_rng(0)
+  images = rng.integers(0, 256, (300, *shape), dtype=np.uint8)
+  indices = rng.integers(-(2**40), 2**40, 300)
+  got = inputs._augment_fn(augmentation, pixels, shape)(tf.constant(indices), images).numpy()
+  assert got.dtype == np.float32 and got.shape == images.shape
+  for i in range(len(images)):
+    np.testing.assert_array_equal(got[i], _one_image(augmentation, pixels, indices[i], images[i]))
+
+
 def test_resume_sees_the_uninterrupted_batches_digits():
   data, preset = registry.get("digits"), presets.get("tiny")
   full = _batches(data, preset, 7, 0, 90)  # crosses epochs (1,297 / 32 batches per pass)

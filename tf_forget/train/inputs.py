@@ -8,10 +8,13 @@ uninterrupted run would have seen.
 
 Order of the stages: the data set's cheap `train_records` (encoded images for tfds
 sets, the arrays for in-memory sets) are shuffled, repeated and numbered, the first
-`start_step * batch_size` of them are skipped, and only then are records decoded and augmented
-(in parallel, deterministic order) and batched. A resume therefore reads but never decodes the
-skipped batches; the numbering happens before the skip, so a record's augmentation seed is the
-same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places the batches.
+`start_step * batch_size` of them are skipped, and only then are records decoded (in parallel,
+deterministic order), batched and augmented a batch at a time (`_augment_fn`: the pixels of the
+per-image `tf.image` ops, each image with its own seed). A resume therefore reads but never
+decodes the skipped batches; the numbering happens before the skip, so a record's augmentation
+seed is the same as in an uninterrupted run. Nothing is pinned to a device: `model.fit` places
+the batches. tf.data's autotuning is off (`_fixed_options`): it stalls training steps on a busy
+machine and changes no batch.
 
 Robust training (003 §6, appendix E.1; docs/spec.md §6.8): with a preset's `train_corruptions`, each
 decoded uint8 image is first corrupted with one of them drawn uniformly ("none": left clean) at
@@ -33,30 +36,66 @@ from tf_forget.corruptions import robust_training
 AUGMENTATIONS = ("none", "shift", "crop_flip")
 
 
+def _offsets(seeds, limit, flip):
+  """Each image's crop offset (and flip) from its seed, as `tf.image.stateless_random_crop`
+  (and `stateless_random_flip_left_right` at seed + 1) draw them for one image.
+
+  Args:
+    seeds: int64 `[B, 2]`, one stateless seed per image.
+    limit: int32 `[3]`, padded shape - crop size + 1 (the crop's offset range per axis).
+    flip: whether to draw the flips too.
+
+  Returns:
+    (int32 `[B, 3]` offsets, bool `[B]` flips or None).
+  """
+
+  def draw(seed):
+    offset = (
+      tf.random.stateless_uniform([3], seed=seed, minval=0, maxval=tf.int32.max, dtype=tf.int32)
+      % limit
+    )
+    if not flip:
+      return offset, False
+    return offset, tf.random.stateless_uniform([], seed=seed + 1) < 0.5
+
+  signature = (tf.TensorSpec([3], tf.int32), tf.TensorSpec([], tf.bool))
+  offsets, flips = tf.map_fn(draw, seeds, fn_output_signature=signature)
+  return offsets, (flips if flip else None)
+
+
 def _augment_fn(augmentation, shift_pixels, image_shape):
-  """Returns f(index, image uint8) -> image float32 for the named augmentation."""
+  """Returns f(indices int64 [B], images uint8 [B, H, W, C]) -> images float32 [B, H, W, C].
+
+  "shift": each image zero-padded by `shift_pixels` and cropped back to (H, W) at an offset
+  drawn from its stateless seed (stream index, 0); "crop_flip" also mirrors it left-right on a
+  draw at seed + 1. The pixels are those of `tf.image.stateless_random_crop` (and
+  `stateless_random_flip_left_right`) applied to each image alone (tests/train/inputs_test.py
+  compares them); only the seeds' draws run per image (`_offsets`), the crops are two gathers
+  over the batch (per-image augmentation cost ~2x the CPU time of the whole stream).
+  """
   h, w, c = image_shape
+  p = int(shift_pixels)
 
-  def none(index, image):
-    return tf.cast(image, tf.float32)
+  def none(indices, images):
+    return tf.cast(images, tf.float32)
 
-  def shift(index, image, flip=False):
-    seed = tf.stack([tf.cast(index, tf.int64), tf.constant(0, tf.int64)])
-    seed = tf.cast(seed, tf.int64)
-    image = tf.cast(image, tf.float32)
-    p = shift_pixels
-    padded = tf.pad(image, [[p, p], [p, p], [0, 0]])
-    image = tf.image.stateless_random_crop(padded, [h, w, c], seed=seed)
+  def shift(indices, images, flip=False):
+    seeds = tf.stack([tf.cast(indices, tf.int64), tf.zeros_like(indices, tf.int64)], axis=1)
+    offsets, flips = _offsets(seeds, tf.constant([2 * p + 1, 2 * p + 1, 1], tf.int32), flip)
+    padded = tf.pad(tf.cast(images, tf.float32), [[0, 0], [p, p], [p, p], [0, 0]])
+    rows = offsets[:, 0:1] + tf.range(h)[tf.newaxis]
+    cols = offsets[:, 1:2] + tf.range(w)[tf.newaxis]
+    out = tf.gather(tf.gather(padded, rows, batch_dims=1), cols, axis=2, batch_dims=1)
     if flip:
-      image = tf.image.stateless_random_flip_left_right(image, seed=seed + 1)
-    return image
+      out = tf.where(flips[:, tf.newaxis, tf.newaxis, tf.newaxis], tf.reverse(out, [2]), out)
+    return out
 
   if augmentation == "none" or (augmentation == "shift" and shift_pixels == 0):
     return none
   if augmentation == "shift":
     return shift
   if augmentation == "crop_flip":
-    return lambda index, image: shift(index, image, flip=True)
+    return lambda indices, images: shift(indices, images, flip=True)
   raise ValueError(f"unknown augmentation {augmentation!r} (known: {', '.join(AUGMENTATIONS)})")
 
 
@@ -126,27 +165,34 @@ def train_stream(
     # skipping start_step * batch_size records is skipping start_step batches.
     ds = ds.skip(int(start_step) * batch_size)
 
-  def decode_and_augment(i, record):
-    image, label = dataset.decode_record(record)
-    return augment(i + offset, image), label
-
   def decode(i, record):
     image, label = dataset.decode_record(record)
     return i, image, label
 
   parallel = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  if corrupt is None:
-    ds = ds.map(decode_and_augment, **parallel)
-  else:
+  ds = ds.map(decode, **parallel).batch(batch_size, drop_remainder=True)
+  if corrupt is not None:
     # Robust training: the decoded images are corrupted a batch at a time (one Python call per
     # batch, images that draw the same corruption in one `corruption_registry.apply`: measured ~3x
     # faster than one call per image; the same pixels, every image has its own seed), then
     # augmented.
-    ds = ds.map(decode, **parallel).batch(batch_size)
     ds = ds.map(lambda i, images, labels: (i, corrupt(i, images), labels), **parallel)
-    ds = ds.unbatch().map(lambda i, image, label: (augment(i + offset, image), label), **parallel)
-  ds = ds.batch(batch_size, drop_remainder=True)
-  return ds.prefetch(tf.data.AUTOTUNE)
+  ds = ds.map(lambda i, images, labels: (augment(i + offset, images), labels), **parallel)
+  return ds.prefetch(tf.data.AUTOTUNE).with_options(_fixed_options())
+
+
+def _fixed_options():
+  """The training stream's `tf.data.Options`: autotuning off.
+
+  `AUTOTUNE` then takes tf.data's static defaults. The autotuner stalls training steps
+  whenever the trainer's threads share one core (measured on 2 cores, digits preset: a member
+  pinned to one core trains 580 steps in 20.5 s with autotuning, 12.7 s without; two pool
+  workers train the default 15 members in 123 s with it, 108 s without). The batches are the
+  same (the maps keep their order), so the weights are too.
+  """
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return options
 
 
 def eval_stream(dataset, split, batch_size=256):

@@ -11,7 +11,10 @@ is an `errors.WriteError` with one line, raised where it happens. Member k of ea
 own seed, derived stably from (population seed, data set, model, variant, k) (docs/spec.md §1.3);
 with TensorFlow's op determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
-kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata).
+kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata). The
+members of one configuration that a process trains share one compiled training step
+(`tf_forget.train.shared_step`): each member's model is built and seeded as alone, trained on the
+process's trainer and given its weights back, the same bytes as alone.
 
 GPUs: `train_member` first turns on memory growth for every visible GPU
 (`tf_forget.compat.gpu`, a no-op on CPU) and records them as `gpus`. A preset with
@@ -50,6 +53,7 @@ from tf_forget.train import member_files
 from tf_forget.train import presets
 from tf_forget.train import pruning
 from tf_forget.train import schedule
+from tf_forget.train import shared_step
 
 CHECKPOINT_DIR = layout.CHECKPOINT_DIR
 
@@ -182,7 +186,7 @@ def _build_model(config, dataset, mixed=False):
   return model, optimizer, variant
 
 
-def train_member(config, directory, log=None, stop_after_chunks=None):
+def train_member(config, directory, log=None, stop_after_chunks=None, share_step=True):
   """Trains (or resumes, or skips) one member and writes its artifacts.
 
   Args:
@@ -190,6 +194,9 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     directory: the member's directory (`member_files.member_dir(run, variant, k)`).
     log: optional callable taking a progress string.
     stop_after_chunks: test hook: stop (as if killed) after this many checkpoint chunks.
+    share_step: train on this process's `shared_step.Trainer` of the member's configuration
+      (float32 members; the same bytes, without tracing the training step again); False: on
+      the member's own model.
 
   Returns:
     The member's metadata dict, or None if stopped early by `stop_after_chunks`.
@@ -211,17 +218,27 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
       f"steps={preset.steps} is not a multiple of checkpoint_every={preset.checkpoint_every}"
     )
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
+  trainer = None
+  if share_step and precision_policy(config.preset) == "float32":
+    trainer = shared_step.trainer(config, lambda: _seed(config.seed) or _build(config, dataset)[:2])
   _seed(config.seed)
   model, optimizer, variant = _build(config, dataset)
+  # The random layers' generators, drawn here as `checkpoints.resume_or_start` draws them.
+  checkpoints.rng_states(model)
+  train_model, train_optimizer = model, optimizer
+  if trainer is not None and trainer.adopt(model, optimizer):
+    train_model, train_optimizer = trainer.model, trainer.optimizer
 
   ckpt_dir = os.path.join(directory, CHECKPOINT_DIR)
   trained = _train_chunks(
-    config, dataset, model, optimizer, variant, ckpt_dir, log, stop_after_chunks
+    config, dataset, train_model, train_optimizer, variant, ckpt_dir, log, stop_after_chunks
   )
   if trained is None:
     return None
   resumed_from_step, elapsed, selector = trained
-  selection = selector.restore_best(model) if selector else None
+  selection = selector.restore_best(train_model) if selector else None
+  if train_model is not model:
+    trainer.give_back(model)
   final, report = _finalize(config, model, variant)
   train_acc, test_acc = _accuracies(final, dataset)
   model_sha256 = member_files.save_model(final, os.path.join(directory, member_files.MODEL_FILE))
@@ -229,7 +246,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None):
     config,
     dataset,
     variant,
-    steps=int(optimizer.iterations.numpy()),
+    steps=int(train_optimizer.iterations.numpy()),
     resumed_from_step=resumed_from_step,
     report=report,
     train_acc=train_acc,

@@ -81,6 +81,25 @@ def test_a_worker_dying_while_idle_costs_no_retry(tmp_path):
   assert min(pids) not in {v["pid"] for v in got.values()}
 
 
+def test_close_stops_idle_workers_without_waiting_for_their_teardown():
+  # The task makes its worker's exit take 30 s; an idle pool's close stops it at once, and no
+  # worker outlives close.
+  ex = local.LocalExecutor(workers=1)
+  pid = ex.run([contract.toy("t", "slow_teardown", seconds=30.0)], log=lambda _: None)["t"]
+  start = time.monotonic()
+  ex.close()
+  assert time.monotonic() - start < 10.0
+  with pytest.raises(ProcessLookupError):
+    os.kill(pid, 0)
+
+
+def test_what_a_task_printed_survives_close(capfd, monkeypatch):
+  monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # the worker's stdout block-buffered
+  with local.LocalExecutor(workers=1) as ex:
+    assert ex.run([contract.toy("p", "print_unflushed", text="toy output")], log=lambda _: None)
+  assert "toy output" in capfd.readouterr().out
+
+
 def test_progress_lines(pool):
   contract.check_progress_lines(pool)
 

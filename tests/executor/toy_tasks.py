@@ -112,3 +112,17 @@ def parent_death_signal():
 def interrupt():
   """Raises KeyboardInterrupt, as Ctrl-C does in the driver (InlineExecutor runs it there)."""
   raise KeyboardInterrupt()
+
+
+def slow_teardown(seconds):
+  """Makes this worker's exit take `seconds` (as TensorFlow's teardown does); returns its pid."""
+  import atexit
+
+  atexit.register(time.sleep, seconds)
+  return os.getpid()
+
+
+def print_unflushed(text):
+  """Prints `text` to a block-buffered stdout, without flushing it."""
+  print(text, end="")
+  return len(text)

@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import signal
+import sys
 import traceback
 
 from tf_forget.artifacts import errors
@@ -146,3 +147,13 @@ def envelope(key, fn, kwargs):
     }
   finally:
     _note_running("")
+    _flush_standard_streams()
+
+
+def _flush_standard_streams():
+  """Flushes what the task printed: an idle worker may be stopped with SIGTERM (`local.close`)."""
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (AttributeError, OSError, ValueError):
+      pass

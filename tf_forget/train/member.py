@@ -220,7 +220,12 @@ def train_member(config, directory, log=None, stop_after_chunks=None, share_step
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
   trainer = None
   if share_step and precision_policy(config.preset) == "float32":
-    trainer = shared_step.trainer(config, lambda: _seed(config.seed) or _build(config, dataset)[:2])
+
+    def build_trainer():
+      _seed(config.seed)  # Keras' random layers then hold generators, as the member's own do
+      return _build(config, dataset)[:2]
+
+    trainer = shared_step.trainer(config, build_trainer)
   _seed(config.seed)
   model, optimizer, variant = _build(config, dataset)
   # The random layers' generators, drawn here as `checkpoints.resume_or_start` draws them.

@@ -126,3 +126,29 @@ def print_unflushed(text):
   """Prints `text` to a block-buffered stdout, without flushing it."""
   print(text, end="")
   return len(text)
+
+
+def cores_of_my_threads():
+  """{sorted cores}: the distinct CPU masks of this process's threads, as sorted lists."""
+  import threading
+
+  threading.Thread(target=time.sleep, args=(0.2,)).start()  # a thread started now inherits
+  masks = set()
+  for tid in os.listdir("/proc/self/task"):
+    try:
+      masks.add(tuple(sorted(os.sched_getaffinity(int(tid)))))
+    except OSError:
+      pass
+  return sorted(list(m) for m in masks)
+
+
+def cores_while_meeting(marker_dir, me, peer, timeout=30.0):
+  """Meets `peer` (`meet`), waits until the driver has pinned this worker to one core (at most
+  `timeout` s), notes `cores_of_my_threads()`, and returns it once `peer` has noted its own."""
+  meet(marker_dir, me, peer, timeout)
+  deadline = time.monotonic() + timeout
+  while len(os.sched_getaffinity(0)) > 1 and time.monotonic() < deadline:
+    time.sleep(0.02)
+  cores = cores_of_my_threads()
+  meet(marker_dir, f"{me}-noted", f"{peer}-noted", timeout)
+  return cores

@@ -9,6 +9,7 @@ import pytest
 from tf_forget.artifacts import names
 from tf_forget.train import population
 from tf_forget.train import presets
+from tf_forget.train import shared_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -47,10 +48,21 @@ def test_mixed_precision_is_refused_for_pruned_variants():
   assert config.preset.mixed_precision
 
 
-def test_population_trains_then_skips_everything(tmp_path):
+def test_population_trains_then_skips_everything(tmp_path, monkeypatch):
   config = population.make_config(str(tmp_path), "tiny", members=2)
   lines = []
+  built = []
+  shared_step.clear()
+  monkeypatch.setattr(shared_step, "Trainer", _counted(shared_step.Trainer, built))
   metas = population.train_population(config, log=lines.append)
+  # Trained grouped by variant, so one compiled step per variant serves both its members.
+  assert [line.split("] ")[1].split(" (seed")[0] for line in lines if "] training" in line] == [
+    "training dense k=0",
+    "training dense k=1",
+    "training prune_0.5 k=0",
+    "training prune_0.5 k=1",
+  ]
+  assert len(built) == 2
   assert [(m["variant"], m["k"]) for m in metas] == [
     ("dense", 0),
     ("prune_0.5", 0),
@@ -63,6 +75,15 @@ def test_population_trains_then_skips_everything(tmp_path):
   assert again == metas
   assert "(4 already finished)" in lines[0]
   assert not any("training" in line for line in lines)
+
+
+def _counted(cls, built):
+  class Counted(cls):
+    def __init__(self, *args, **kwargs):
+      built.append(1)
+      super().__init__(*args, **kwargs)
+
+  return Counted
 
 
 def test_run_dir_of_another_population_is_refused(tmp_path):

@@ -36,6 +36,9 @@ workers (SIGTERM, SIGKILL after 5 s), drops the pool and the state directory and
 tasks that finished keep their artifacts, the running ones leave none (atomic writes), and
 `progress()` says how many were done.
 
+Affinity: while at least two tasks are in flight, a pool of as many workers as cores has each
+worker pinned to its own core; a lone task's worker gets every core (`affinity.Spread`).
+
 Closing: `close()` waits for running tasks; the workers of an idle pool are stopped with SIGTERM
 rather than asked to exit, since every result is received and what is left is the interpreter's
 teardown (~1.5 s for a worker that imported TensorFlow). A task's printed output is flushed
@@ -58,6 +61,7 @@ import signal
 import threading
 
 from tf_forget.artifacts import errors
+from tf_forget.executor import affinity
 from tf_forget.executor import executor_api
 from tf_forget.executor import lifeline
 from tf_forget.executor import scheduler
@@ -128,7 +132,8 @@ class LocalExecutor(scheduler.PooledExecutor):
     self._env = {str(k): str(v) for k, v in (env or {}).items()}
     self._pool = None
     self._state_dir = None
-    self._in_flight = set()  # futures submitted and not yet seen done (`_shut`)
+    self._in_flight = set()  # futures submitted and not yet seen done (`_running`)
+    self._spread = None  # the pool's `affinity.Spread`
 
   def describe(self):
     capped = (
@@ -169,6 +174,8 @@ class LocalExecutor(scheduler.PooledExecutor):
       if launch is not None:
         with _sigint_blocked():
           launch()  # all of them now, from this thread: see lifeline.py on PR_SET_PDEATHSIG
+      processes = (getattr(self._pool, "_processes", None) or {}).values()
+      self._spread = affinity.Spread([p.pid for p in processes], affinity.driver_cores())
     return self._pool
 
   def _submit(self, task):
@@ -176,6 +183,7 @@ class LocalExecutor(scheduler.PooledExecutor):
       future = self._get_pool().submit(worker.envelope, task.key, task.fn, dict(task.kwargs))
       future.never_ran = False
       self._in_flight.add(future)
+      self._spread.update(self._running())
     except futures_process.BrokenProcessPool as e:  # a worker died while idle, since the last wait
       future = concurrent.futures.Future()
       future.set_exception(e)
@@ -183,8 +191,15 @@ class LocalExecutor(scheduler.PooledExecutor):
     future.task_key = task.key
     return future
 
+  def _running(self):
+    """How many submitted tasks have not finished (`_in_flight` pruned of the finished)."""
+    self._in_flight = {f for f in self._in_flight if not f.done()}
+    return len(self._in_flight)
+
   def _wait(self, handles):
     done, _ = concurrent.futures.wait(handles, return_when=concurrent.futures.FIRST_COMPLETED)
+    if self._spread is not None:
+      self._spread.update(self._running())
     if any(isinstance(f.exception(), futures_process.BrokenProcessPool) for f in done):
       culprits = self._reset_broken_pool()
       done = handles  # the broken pool has set every future of the pool
@@ -261,8 +276,7 @@ class LocalExecutor(scheduler.PooledExecutor):
 
   def _shut(self, pool):
     """Shuts `pool` down: its workers stopped at once when idle, else its running tasks awaited."""
-    self._in_flight = {f for f in self._in_flight if not f.done()}
-    if self._in_flight:
+    if self._running():
       pool.shutdown(wait=True, cancel_futures=True)
     else:
       _stop_workers(pool)

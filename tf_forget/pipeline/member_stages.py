@@ -80,7 +80,7 @@ class TrainStage(driver.Stage):
           ctx, f"train {c.variant}/{c.k}", "train_member", c.preset.steps * c.preset.batch_size, c
         ),
       )
-      for cfg in population.member_configs(pop)
+      for cfg in population.training_order(pop)
     ]
 
   def describe(self, ctx, done, total):

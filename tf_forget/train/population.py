@@ -160,6 +160,16 @@ def member_configs(config):
   ]
 
 
+def training_order(config):
+  """The member configs in the order they train: grouped by variant, k ascending.
+
+  The members of one configuration in turn share a process's compiled training step
+  (`tf_forget.train.shared_step`, which keeps one), so a process given them one after another
+  traces it once rather than once per member.
+  """
+  return sorted(member_configs(config), key=lambda m: config.variants.index(m.variant))
+
+
 def _read_run_file(path, log):
   """The existing run.json dict, or None if there is none or it is unreadable (then redone).
 
@@ -243,7 +253,7 @@ def train_population(config, log=print):
       a checkpoint or a member cannot be written (one line).
   """
   write_run_file(config, log=log)
-  todo = member_configs(config)
+  todo = training_order(config)
   total = len(todo)
   states = {
     (m.variant, m.k): member_files.status(
@@ -257,14 +267,14 @@ def train_population(config, log=print):
     f"{len(config.variants)} variants x {config.members} members = {total} "
     f"({done} already finished) in {config.run_dir}"
   )
-  results, trained_times = [], []
+  results, trained_times = {}, []
   status.begin("populations", total)
   status.advance(done)
   for cfg in todo:
     directory = member_files.member_dir(config.run_dir, cfg.variant, cfg.k)
     state = states[(cfg.variant, cfg.k)]
     if state:
-      results.append(member_lib.train_member(cfg, directory))
+      results[(cfg.variant, cfg.k)] = member_lib.train_member(cfg, directory)
       continue
     if state.reason != "missing":
       log(f"redo members {cfg.variant}/{cfg.k}: {state.reason}")
@@ -280,6 +290,6 @@ def train_population(config, log=print):
       f"sparsity {meta['sparsity']['prunable']:.4f} (target {meta['sparsity']['target']}), "
       f"{trained_times[-1]:.1f} s; ETA {format_seconds(eta)}"
     )
-    results.append(meta)
+    results[(cfg.variant, cfg.k)] = meta
   log(f"population complete: {total} members in {os.path.join(config.run_dir, 'members')}")
-  return results
+  return [results[(m.variant, m.k)] for m in member_configs(config)]

@@ -62,6 +62,9 @@ def test_forced_builtin_runtime(files):
     ({"batch_sizes": (0,)}, "batch sizes"),
     ({"batch_sizes": ()}, "batch sizes"),
     ({"block": 0}, "block"),
+    ({"reference": "nope"}, "reference"),
+    ({"precision": 0}, "precision"),
+    ({"min_rounds": 0}, "min_rounds"),
   ],
 )
 def test_bad_options(files, kwargs, message):
@@ -127,3 +130,53 @@ def test_ratio_interval_is_the_interquartile_range():
 def test_ratio_interval_bad_input(ratios, coverage, message):
   with pytest.raises(latency.LatencyError, match=message):
     latency.ratio_interval(ratios, coverage)
+
+
+def _scripted_rounds(monkeypatch, seconds):
+  """Makes every round time file `name` at `seconds[name][round]` (no interpreter runs)."""
+  count = {"round": 0}
+
+  def fake_round(data, order, n, *args):
+    r = count["round"]
+    count["round"] += 1
+    return {name: [seconds[name][r % len(seconds[name])]] * n for name in order}
+
+  monkeypatch.setattr(latency, "_round", fake_round)
+
+
+def test_rounds_stop_once_every_ratio_is_settled(monkeypatch):
+  # "steady" is 2x the reference every round; "noisy" alternates 1x and 2x, whose quartiles
+  # (1 and 2 over an even count) never come within 10% of the median.
+  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3], "noisy": [1e-3, 2e-3]})
+  steady = latency.measure(
+    {"ref": b"", "steady": b""},
+    (1,),
+    repeats=20,
+    block=1,
+    reference="ref",
+    precision=0.1,
+    min_rounds=3,
+  )
+  assert [len(r["batch_1"]["round_medians_s"]) for r in steady.values()] == [3, 3]
+  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3], "noisy": [1e-3, 2e-3]})
+  noisy = latency.measure(
+    {"ref": b"", "steady": b"", "noisy": b""},
+    (1,),
+    repeats=20,
+    block=1,
+    reference="ref",
+    precision=0.1,
+    min_rounds=3,
+  )
+  assert [len(r["batch_1"]["round_medians_s"]) for r in noisy.values()] == [20, 20, 20]
+  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3]})
+  unasked = latency.measure({"ref": b"", "steady": b""}, (1,), repeats=20, block=1)
+  assert len(unasked["ref"]["batch_1"]["round_medians_s"]) == 20
+
+
+def test_settled_compares_the_interquartile_range_with_the_median():
+  # Sorted 0.95, 1.0, 1.05, 1.1: quartiles by linear interpolation at positions 0.75 and 2.25,
+  # 0.9875 and 1.0625, a width of 0.075 against a median of 1.025 (0.0732 of it), by hand.
+  ratios = [1.0, 1.1, 0.95, 1.05]
+  assert latency.settled(ratios, precision=0.074)
+  assert not latency.settled(ratios, precision=0.073)

@@ -7,7 +7,8 @@ variant, with sizes, latencies, the chosen file's delegation and targets, and th
 recorded decision is reused for); read again by that stage on a re-run, and by the report's
 deployment table (`tf_forget.report.deployment`). A JSON object of `SCHEMA`: `split`, `k`, the
 settings that decide (`mode`, `max_sparse_latency_ratio`, `batch_sizes`, `num_threads`,
-`repeats`, `block`, `coverage`) and `variants` ({variant: entry}). JSON only (no TensorFlow).
+`repeats`, `block`, `coverage`, `min_rounds`, `precision`) and `variants` ({variant: entry}).
+JSON only (no TensorFlow).
 """
 
 from tf_forget.artifacts import json_record

@@ -11,7 +11,8 @@ at batch 1 and the user's batch (`--latency_batch`) with the interpreter threads
 to time — each variant's plain and sparse files and the dense float32 file of the same member,
 the float reference — is timed once, all interleaved in the same rounds of fresh interpreters
 (`_time_together`), so that each ratio (sparse / plain, file / reference) is paired by round:
-`latency_vs_reference` is the per-round ratios' median and interquartile range. The chosen
+`latency_vs_reference` is the per-round ratios' median and interquartile range; the rounds stop
+once those are known to `latency.DEFAULT_PRECISION` (`latency.measure`). The chosen
 file's ops delegated to XNNPACK and the deployment targets that run it are recorded too
 (`tf_forget.evaluate.targets.describe`). `deploy.choose_encoding` then decides. The latency
 bound is checked at the batch size where the sparse file fares worst (the highest low end of its
@@ -67,6 +68,8 @@ def _settings(mode, max_sparse_latency_ratio, num_threads, batch_sizes, repeats,
     "repeats": repeats,
     "block": block,
     "coverage": latency.DEFAULT_COVERAGE,
+    "min_rounds": latency.DEFAULT_MIN_ROUNDS,
+    "precision": latency.DEFAULT_PRECISION,
   }
 
 
@@ -265,7 +268,14 @@ def _time_together(run, plans):
         models[f"{name}\t{enc}"] = data
   s = run.settings
   timed = latency.measure(
-    models, s["batch_sizes"], s["num_threads"], s["repeats"], block=s["block"]
+    models,
+    s["batch_sizes"],
+    s["num_threads"],
+    s["repeats"],
+    block=s["block"],
+    reference="reference",
+    precision=s["precision"],
+    min_rounds=s["min_rounds"],
   )
   out = {}
   for name, plan in plans.items():
@@ -339,7 +349,8 @@ def choose(
 
   Returns:
     The written dict: {"schema", "mode", "max_sparse_latency_ratio", "split", "k", "batch_sizes",
-    "num_threads", "repeats", "block", "coverage", "variants": {variant: entry}}; the entry's
+    "num_threads", "repeats", "block", "coverage", "min_rounds", "precision", "variants":
+    {variant: entry}}; the entry's
     keys are documented in docs/artifacts/predictions.md ("encoding", "reason", "runtime",
     "size_bytes", "size_ratio_to_dense_float32", "latency_s", "latency_ratio",
     "sparse_latency_interval", "latency_check", "twin_equal", "inputs", ...).

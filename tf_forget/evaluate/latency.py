@@ -25,6 +25,11 @@ timed (the input is set before); the inputs are fixed pseudo-random pixels
 interpreter are not timed (XNNPACK packs weights at the first invoke). The runtime path is
 chosen in the first round (`interpreter.create_for_device`: XNNPACK, else the built-in kernels)
 and kept for the later ones; it is returned with the numbers.
+
+Rounds stop early once the ratios are known (`measure`'s `reference` and `precision`): after
+`min_rounds`, as soon as every file's per-round ratio to the reference (`paired_ratios`) has an
+interquartile range no wider than `precision` of its median (`settled`). On a quiet machine
+that is after the minimum; under load, the spread keeps the rounds going up to `repeats`.
 """
 
 import time
@@ -40,6 +45,9 @@ DEFAULT_REPEATS = 15 * DEFAULT_BLOCK  # 15 rounds
 DEFAULT_WARMUP = 3
 # `ratio_interval`'s central share of the per-round ratios: 0.5 is the interquartile range.
 DEFAULT_COVERAGE = 0.5
+# Early stop (`settled`): at least this many rounds, and ratio intervals this narrow.
+DEFAULT_MIN_ROUNDS = 5
+DEFAULT_PRECISION = 0.1
 
 
 class LatencyError(errors.Error):
@@ -76,9 +84,15 @@ def _prepare(model, batch_size, num_threads, runtime, seed):
   return interp, used, reason
 
 
-def _check_options(models, batch_sizes, repeats, warmup, block):
+def _check_options(models, batch_sizes, repeats, warmup, block, reference, precision, min_rounds):
   if not models:
     raise LatencyError("no file to time")
+  if reference is not None and reference not in models:
+    raise LatencyError(f"reference {reference!r} is not one of the files to time")
+  if precision is not None and not (isinstance(precision, (int, float)) and precision > 0):
+    raise LatencyError(f"precision must be a number > 0, got {precision!r}")
+  if not isinstance(min_rounds, int) or min_rounds < 1:
+    raise LatencyError(f"min_rounds must be an int >= 1, got {min_rounds!r}")
   if not isinstance(repeats, int) or repeats < 1:
     raise LatencyError(f"repeats must be an int >= 1, got {repeats!r}")
   if not isinstance(warmup, int) or warmup < 0:
@@ -139,6 +153,9 @@ def measure(
   runtime="auto",
   seed=0,
   block=DEFAULT_BLOCK,
+  reference=None,
+  precision=None,
+  min_rounds=DEFAULT_MIN_ROUNDS,
 ):
   """Latency of several files, measured interleaved in rounds of fresh interpreters.
 
@@ -151,6 +168,12 @@ def measure(
     runtime: "auto" (as on a device), "xnnpack" or "builtin".
     seed: seed of the input pixels.
     block: timed invocations of one file in a row within a round (>= 1).
+    reference: the name of the file the others are compared with; with `precision`, the
+      rounds of a batch size stop once every other file's ratio to it is `settled` (after
+      `min_rounds`), else they run to `repeats`.
+    precision: the widest interquartile range of the per-round ratios, relative to their median,
+      at which the rounds may stop (None: never early).
+    min_rounds: rounds before an early stop.
 
   Returns:
     {name: {"runtime": path timed, "fallback_reason": str or None,
@@ -161,7 +184,7 @@ def measure(
     LatencyError: bad options.
     interpreter.TfliteError: a file that cannot be read or run.
   """
-  _check_options(models, batch_sizes, repeats, warmup, block)
+  _check_options(models, batch_sizes, repeats, warmup, block, reference, precision, min_rounds)
   data = {
     name: interpreter.read_model(m) if isinstance(m, str) else m for name, m in models.items()
   }
@@ -187,6 +210,14 @@ def measure(
       for name, t in timed.items():
         times[name] += t
         medians[name].append(np.median(t))
+      if reference is not None and precision is not None and r + 1 >= min_rounds:
+        base = np.asarray(medians[reference])
+        if all(
+          settled(np.asarray(medians[name]) / base, precision)
+          for name in names
+          if name != reference
+        ):
+          break
     for name in names:
       results[name].setdefault("runtime", runtimes[name])
       results[name].setdefault("fallback_reason", fallbacks.get(name))
@@ -213,6 +244,16 @@ def paired_ratios(result, reference, batch_size):
   return np.asarray(result[key]["round_medians_s"], float) / np.asarray(
     reference[key]["round_medians_s"], float
   )
+
+
+def settled(ratios, precision=DEFAULT_PRECISION, coverage=DEFAULT_COVERAGE):
+  """Whether per-round ratios are known to `precision`: (high - low) / median <= precision.
+
+  high and low bound the central `coverage` share of the ratios (`ratio_interval`: the
+  interquartile range by default).
+  """
+  interval = ratio_interval(ratios, coverage)
+  return interval["high"] - interval["low"] <= precision * interval["median"]
 
 
 def ratio_interval(ratios, coverage=DEFAULT_COVERAGE):

@@ -144,34 +144,19 @@ def _scripted_rounds(monkeypatch, seconds):
   monkeypatch.setattr(latency, "_round", fake_round)
 
 
+def _rounds_timed(monkeypatch, names, **options):
+  """Rounds each file got, with "steady" at 2x "ref" every round and "noisy" alternating 1x
+  and 2x (its quartiles, 1 and 2 over an even count, never within 10% of the median)."""
+  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3], "noisy": [1e-3, 2e-3]})
+  timed = latency.measure({n: b"" for n in names}, (1,), repeats=20, block=1, **options)
+  return [len(r["batch_1"]["round_medians_s"]) for r in timed.values()]
+
+
 def test_rounds_stop_once_every_ratio_is_settled(monkeypatch):
-  # "steady" is 2x the reference every round; "noisy" alternates 1x and 2x, whose quartiles
-  # (1 and 2 over an even count) never come within 10% of the median.
-  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3], "noisy": [1e-3, 2e-3]})
-  steady = latency.measure(
-    {"ref": b"", "steady": b""},
-    (1,),
-    repeats=20,
-    block=1,
-    reference="ref",
-    precision=0.1,
-    min_rounds=3,
-  )
-  assert [len(r["batch_1"]["round_medians_s"]) for r in steady.values()] == [3, 3]
-  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3], "noisy": [1e-3, 2e-3]})
-  noisy = latency.measure(
-    {"ref": b"", "steady": b"", "noisy": b""},
-    (1,),
-    repeats=20,
-    block=1,
-    reference="ref",
-    precision=0.1,
-    min_rounds=3,
-  )
-  assert [len(r["batch_1"]["round_medians_s"]) for r in noisy.values()] == [20, 20, 20]
-  _scripted_rounds(monkeypatch, {"ref": [1e-3], "steady": [2e-3]})
-  unasked = latency.measure({"ref": b"", "steady": b""}, (1,), repeats=20, block=1)
-  assert len(unasked["ref"]["batch_1"]["round_medians_s"]) == 20
+  early = dict(reference="ref", precision=0.1, min_rounds=3)
+  assert _rounds_timed(monkeypatch, ["ref", "steady"], **early) == [3, 3]
+  assert _rounds_timed(monkeypatch, ["ref", "steady", "noisy"], **early) == [20, 20, 20]
+  assert _rounds_timed(monkeypatch, ["ref", "steady"]) == [20, 20]
 
 
 def test_settled_compares_the_interquartile_range_with_the_median():

@@ -111,8 +111,11 @@ def test_a_split_with_a_recorded_digest_is_decoded_once_per_process(tmp_path, mo
   other = registry.get("folder", path=str(tmp_path), content={"test": "d2"})
   _same(other.load("test"), first)
   assert len(decoded) == 4  # another digest is other content
+  user_sets.forget_decoded()
+  _same(again.load("test"), first)
+  assert len(decoded) == 5  # dropped: decoded anew
   monkeypatch.setattr(user_sets, "DECODED_BYTES", 10)
   big = registry.get("folder", path=str(tmp_path), content={"test": "d3"})
   _same(big.load("test"), first)
   _same(big.load("test"), first)
-  assert len(decoded) == 6  # over the budget: streamed each time
+  assert len(decoded) == 7  # over the budget: streamed each time

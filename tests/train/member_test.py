@@ -153,3 +153,24 @@ def test_default_members_record_float32_policy(tmp_path):
   )
   assert meta["precision_policy"] == "float32"
   assert "mixed_precision" not in meta["preset"]  # presets without it hash as before
+
+
+def test_versions_record_tfmot_without_importing_it():
+  # An audit of the user's own model records a member's versions and prunes nothing: tfmot's
+  # import (~1.2 s) is left to pruning. Checked in a fresh process (this one imported it).
+  script = (
+    "import sys, importlib.metadata as m\n"
+    "from tf_forget.compat import keras2\n"
+    "keras2.enable()\n"
+    "from tf_forget.train import member_files\n"
+    "v = member_files.versions()\n"
+    "assert 'tensorflow_model_optimization' not in sys.modules\n"
+    "assert v['tfmot'] == m.version('tensorflow-model-optimization'), v\n"
+    "import tensorflow_model_optimization as t\n"
+    "assert v['tfmot'] == t.__version__, (v, t.__version__)\n"
+  )
+  env = dict(os.environ, PYTHONPATH=ROOT)
+  done = subprocess.run(
+    [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+  )
+  assert done.returncode == 0, done.stderr[-2000:]

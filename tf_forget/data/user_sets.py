@@ -65,6 +65,11 @@ DECODED_BYTES = 256 << 20
 _DECODED = {}
 
 
+def forget_decoded():
+  """Drops the decoded splits this process keeps (`UserDataset.batches`)."""
+  _DECODED.clear()
+
+
 class UserDataset(dataset_api.Dataset):
   """What the three sources share: decode + convert, attributes, batches, errors by name.
 

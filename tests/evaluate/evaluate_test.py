@@ -81,6 +81,17 @@ def test_keras_scores_equal_the_eager_call(exports):
   np.testing.assert_array_equal(scores, np.concatenate(eager))
 
 
+def test_keras_scores_of_model_after_model_log_no_retracing(exports, caplog):
+  # A worker scores one member after another: each is traced once, which TensorFlow must not
+  # report as "retracing" (it counts traces by the traced function's code).
+  model, dataset, _ = exports
+  test = dataset.load("test").take(np.arange(8))
+  with caplog.at_level("WARNING", logger="tensorflow"):
+    for _ in range(7):
+      agreement.keras_scores(model, [test], batch_size=8)
+  assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+
+
 def test_compare_is_exact_on_hand_values():
   a = np.array([[1.0, 2.0], [3.0, 0.0], [0.5, 0.5]])
   b = np.array([[1.5, 2.0], [1.0, 2.0], [0.5, 0.25]])

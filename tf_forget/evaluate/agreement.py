@@ -17,6 +17,8 @@ the built-in kernels vs plain `full_int8` on XNNPACK, some scores differ by exac
 top-1 identical). Any difference is a one-line reason.
 """
 
+import functools
+
 import numpy as np
 
 from tf_forget.artifacts import errors
@@ -163,8 +165,10 @@ def keras_scores(model, batches, batch_size=256):
 
   layout = input_layout.from_shape(tuple(model.inputs[0].shape))
   # One graph for every batch (at most two shapes: full and last), not eager layer by layer:
-  # the same logits, bit for bit (tests/evaluate/evaluate_test.py), in half the time.
-  call = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+  # the same logits, bit for bit (tests/evaluate/evaluate_test.py), in half the time. A partial,
+  # not a lambda: TensorFlow counts traces by the function's code, and a worker calling this for
+  # model after model would log "triggered tf.function retracing" for every one.
+  call = tf.function(functools.partial(model.__call__, training=False), reduce_retracing=True)
   ids, labels, scores = [], [], []
   for batch in batches:
     images = layout.to_model(np.asarray(batch.images, np.float32))

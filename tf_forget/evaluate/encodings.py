@@ -350,10 +350,9 @@ def choose(
   Returns:
     The written dict: {"schema", "mode", "max_sparse_latency_ratio", "split", "k", "batch_sizes",
     "num_threads", "repeats", "block", "coverage", "min_rounds", "precision", "variants":
-    {variant: entry}}; the entry's
-    keys are documented in docs/artifacts/predictions.md ("encoding", "reason", "runtime",
-    "size_bytes", "size_ratio_to_dense_float32", "latency_s", "latency_ratio",
-    "sparse_latency_interval", "latency_check", "twin_equal", "inputs", ...).
+    {variant: entry}}; the entry's keys are documented in docs/artifacts/predictions.md
+    ("encoding", "reason", "runtime", "size_bytes", "size_ratio_to_dense_float32", "latency_s",
+    "latency_ratio", "sparse_latency_interval", "latency_check", "twin_equal", "inputs", ...).
 
   Raises:
     deploy.DeployError: bad mode / bound; evaluate.EvaluationError: missing exports or

@@ -8,8 +8,8 @@ two tasks are in flight, and gives every worker all the driver's cores again whe
 left (the last member of a stage then uses every core).
 
 Affinity decides where threads run, never how many there are or how work is split among them,
-so results do not depend on it (`benchmarks/make_audit_bench.py` compares every output of a
-run with and without it). Linux only (`os.sched_setaffinity` per thread, from
+so results do not depend on it (`benchmarks/make_audit_bench.py` compares every output of the
+default audit against a tree without it: the same). Linux only (`os.sched_setaffinity` per thread, from
 /proc/<pid>/task); elsewhere, or where the call is not permitted, nothing is pinned.
 """
 

@@ -8,7 +8,8 @@ the pickled exception. So a task's exception can never break the transport (an e
 class that cannot be unpickled in the driver would otherwise break a process pool).
 
 Standard library and `tf_forget.artifacts.errors` only: a worker imports TensorFlow only when a
-task function does.
+task function does. Once one has, the objects it made are kept from the cycle collector
+(`collector.settle`).
 """
 
 import importlib
@@ -20,6 +21,7 @@ import sys
 import traceback
 
 from tf_forget.artifacts import errors
+from tf_forget.executor import collector
 from tf_forget.executor import lifeline
 
 _STATE = {"dir": None}
@@ -132,6 +134,7 @@ def envelope(key, fn, kwargs):
     "pickled": <bytes or None>}.
   """
   _note_running(key)
+  collector.settle()  # from the task after the one that imported TensorFlow
   try:
     value = call(fn, kwargs)
     check_result(value)

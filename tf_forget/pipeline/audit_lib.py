@@ -32,6 +32,7 @@ import time
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import run_lock
 from tf_forget.data import registry as data_registry
+from tf_forget.executor import collector
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages
@@ -74,7 +75,9 @@ def run_audit(config, log=print, on_locked=None, started=None):
   """
   started = time.time() if started is None else started
   snapshot = finished_run.take(config)  # before anything is read
-  with data_registry.reuse():  # the data listed and checked once, for every step and task
+  # The data listed and checked once, for every step and task; the caller's objects out of the
+  # collector's walks.
+  with data_registry.reuse(), collector.frozen():
     return _validated_run(config, log, on_locked, started, snapshot)
 
 

@@ -81,20 +81,34 @@ def check_listed(path, name):
 
 
 def _open(path, name):
-  """(open binary file, its size) of `path`, refused unless it is a regular file; a local file
-  is opened without waiting for a FIFO's writer."""
+  """(read(n=-1) of the open file, its size or None, close) for `path`, refused unless it is a
+  regular file; a local file is opened without waiting for a FIFO's writer and read through
+  its descriptor (no Python file object per image)."""
   if filesystem.is_url(path):
-    return filesystem.open_file(path, "rb"), None
+    f = filesystem.open_file(path, "rb")
+    return f.read, None, f.close
   fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
   try:
     st = os.fstat(fd)
     if not stat_lib.S_ISREG(st.st_mode):
       raise _not_regular(path, name, st.st_mode)
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb"), st.st_size
   except BaseException:
     os.close(fd)
     raise
+  return (lambda n=-1: _read_fd(fd, n)), st.st_size, lambda: os.close(fd)
+
+
+def _read_fd(fd, n):
+  """Up to `n` bytes (n < 0: to the end) of the descriptor `fd`, fewer only at its end."""
+  parts, left = [], n
+  while left:
+    chunk = os.read(fd, left if 0 < left < (1 << 20) else 1 << 20)
+    if not chunk:
+      break
+    parts.append(chunk)
+    left -= len(chunk) if left > 0 else 0
+  return b"".join(parts)
 
 
 def read(path, name, size, header=None):
@@ -113,19 +127,21 @@ def read(path, name, size, header=None):
       `header` allows (a file that grew while read).
     OSError, TensorFlow errors (`filesystem.io_errors`): it cannot be read.
   """
-  f, own_size = _open(path, name)
-  with f:
+  read_bytes, own_size, close = _open(path, name)
+  try:
     size = size if own_size is None else own_size
     if header is None:
-      return f.read()
-    head = f.read(min(size + 1, HEADER_BYTES))
+      return read_bytes()
+    head = read_bytes(min(size + 1, HEADER_BYTES))
     if len(head) <= size < HEADER_BYTES:  # the whole file: `header` sees it all
       header(head, len(head))
       return head
     limit = header(head, size)
     if limit is None:
-      return head + f.read()
-    data = head + f.read(max(limit - len(head), 0) + 1)
+      return head + read_bytes()
+    data = head + read_bytes(max(limit - len(head), 0) + 1)
+  finally:
+    close()
   if len(data) > limit:
     raise too_big(name, len(data), limit, "its header allows")
   return data

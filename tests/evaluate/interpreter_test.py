@@ -61,6 +61,9 @@ def test_input_quantizer_formula():
   np.testing.assert_array_equal(q(images), q.quantize(images.astype(np.float32)))
   f = interpreter.InputQuantizer({"name": "x", "dtype": np.float32, "quantization": (0.0, 0)})
   assert f(images).dtype == np.float32 and np.array_equal(f(images), images)
+  into = np.full(images.shape, -1.0, np.float32)
+  assert f(images, out=into) is into and np.array_equal(into, images)
+  np.testing.assert_array_equal(f(images), f.quantize(images.astype(np.float32)))
 
 
 def test_output_dequantizer_formula():

@@ -163,12 +163,16 @@ def keras_scores(model, batches, batch_size=256):
   """
   import tensorflow as tf  # only where a Keras model runs
 
-  layout = input_layout.from_shape(tuple(model.inputs[0].shape))
-  # One graph for every batch (at most two shapes: full and last), not eager layer by layer:
-  # the same logits, bit for bit (tests/evaluate/evaluate_test.py), in half the time. A partial,
+  shape = tuple(model.inputs[0].shape)
+  layout = input_layout.from_shape(shape)
+  # One graph for every batch (traced once, for any batch size), not eager layer by layer: the
+  # same logits, bit for bit (tests/evaluate/evaluate_test.py), in half the time. A partial,
   # not a lambda: TensorFlow counts traces by the function's code, and a worker calling this for
   # model after model would log "triggered tf.function retracing" for every one.
-  call = tf.function(functools.partial(model.__call__, training=False), reduce_retracing=True)
+  call = tf.function(
+    functools.partial(model.__call__, training=False),
+    input_signature=[tf.TensorSpec((None,) + shape[1:], tf.float32)],
+  )
   ids, labels, scores = [], [], []
   for batch in batches:
     images = layout.to_model(np.asarray(batch.images, np.float32))

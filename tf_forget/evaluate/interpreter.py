@@ -236,6 +236,10 @@ class InputQuantizer:
   def __call__(self, images, out=None):
     """Converts uint8 `[N, ...]` images (table lookup) or float ones, optionally into `out`."""
     images = np.asarray(images)
+    if images.dtype == np.uint8 and not self.quantized:  # the pixel values, exactly
+      out = np.empty(images.shape, np.float32) if out is None else out
+      np.copyto(out, images, casting="unsafe")
+      return out
     if images.dtype == np.uint8:
       return np.take(self._table, images, out=out)
     result = self.quantize(images)

@@ -12,7 +12,7 @@ this process (TensorFlow imported once, before either clock):
         executor=inline, deploy_encoding=plain, out=<tmp>/audit_<i>
       (a new run directory each round: everything is made: the float32 file of the reference,
       the predictions, the report and its gallery, the bundle; and the images decoded anew:
-      the decoded splits a process keeps are dropped first, `user_sets.forget_decoded`);
+      the decoded splits a process keeps are dropped first, `decoded_splits.forget`);
   (b) the baseline: decoding the 10,000 PNGs from disk once (`tf.io.decode_png`) and running the
       raw LiteRT interpreters (the reference's float32 file the audit made and the two files)
       over them once, batched (`batched.DEFAULT_BATCH_SIZE`, 2 threads, the runtime each
@@ -113,9 +113,9 @@ def write_inputs(tmp, mnist, n_images, seed):
 def run_audit(paths, out):
   """(wall seconds, [(name, seconds)] of its stages, exit status) of the audit in this process."""
   import tf_forget
-  from tf_forget.data import user_sets
+  from tf_forget.data import decoded_splits
 
-  user_sets.forget_decoded()  # every round decodes the images, as a first audit of them does
+  decoded_splits.forget()  # every round decodes the images, as a first audit of them does
   lines, marks = [], []
   start = time.perf_counter()
 

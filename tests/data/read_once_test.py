@@ -4,7 +4,8 @@
 order asked, for every kind of data set: a folder (records indexed directly), TFRecord files
 with an id feature (records filtered by id before decoding) and a registered data set (the
 streaming default). A user's split whose content digest is recorded is decoded once per process;
-without a digest, or under another digest, it is decoded again.
+without a digest, or under another digest, it is decoded again. Inside an audit
+(`held_files.holding`) a folder fingerprinted whole is decoded from the bytes hashed.
 """
 
 import os
@@ -14,6 +15,9 @@ import pytest
 import tensorflow as tf
 
 from tf_forget.data import dataset_api
+from tf_forget.data import decoded_splits
+from tf_forget.data import fingerprint
+from tf_forget.data import held_files
 from tf_forget.data import registry
 from tf_forget.data import user_sets
 
@@ -88,13 +92,13 @@ def test_folder_calibration_examples_index_the_records(tmp_path):
 
 def test_a_split_with_a_recorded_digest_is_decoded_once_per_process(tmp_path, monkeypatch):
   _folder(tmp_path)
-  monkeypatch.setattr(user_sets, "_DECODED", {})
+  monkeypatch.setattr(decoded_splits, "_kept", {})
   decoded = []
   original = user_sets.UserDataset._decode_batches
 
-  def counting(self, split, batch_size):
+  def counting(self, split, *args):
     decoded.append(split)
-    return original(self, split, batch_size)
+    return original(self, split, *args)
 
   monkeypatch.setattr(user_sets.UserDataset, "_decode_batches", counting)
   plain = registry.get("folder", path=str(tmp_path))
@@ -111,11 +115,95 @@ def test_a_split_with_a_recorded_digest_is_decoded_once_per_process(tmp_path, mo
   other = registry.get("folder", path=str(tmp_path), content={"test": "d2"})
   _same(other.load("test"), first)
   assert len(decoded) == 4  # another digest is other content
-  user_sets.forget_decoded()
+  decoded_splits.forget()
   _same(again.load("test"), first)
   assert len(decoded) == 5  # dropped: decoded anew
-  monkeypatch.setattr(user_sets, "DECODED_BYTES", 10)
+  monkeypatch.setattr(decoded_splits, "DECODED_BYTES", 10)
   big = registry.get("folder", path=str(tmp_path), content={"test": "d3"})
   _same(big.load("test"), first)
   _same(big.load("test"), first)
   assert len(decoded) == 7  # over the budget: streamed each time
+
+
+def _recorded(root):
+  """The folder at `root` with its content digest recorded, as an audit's validation leaves it."""
+  plain = registry.get("folder", path=str(root))
+  digest = fingerprint.fingerprint(plain.content_files("test")).digest
+  return registry.get("folder", path=str(root), content={"test": digest})
+
+
+def test_an_audit_decodes_the_bytes_it_hashed_not_the_file_read_again(tmp_path, monkeypatch):
+  _folder(tmp_path)
+  monkeypatch.setattr(decoded_splits, "_kept", {})
+  before = registry.get("folder", path=str(tmp_path)).load("test")
+  changed = tmp_path / "b" / "03.png"
+  with held_files.holding():
+    data = _recorded(tmp_path)  # every file read and hashed: held
+    new_pixels = np.full((5, 4, 3), 7, np.uint8)
+    tf.io.write_file(str(changed), tf.io.encode_png(new_pixels))  # after the hash
+    _same(data.load("test"), before)  # the bytes whose digest the run records
+  decoded_splits.forget()
+  after = data.load("test")  # outside an audit: the files as they are now
+  position = data.example_names("test").index("b/03.png")
+  np.testing.assert_array_equal(after.images[position], new_pixels)
+  np.testing.assert_array_equal(
+    np.delete(after.images, position, 0), np.delete(before.images, position, 0)
+  )
+
+
+def test_a_split_partly_from_the_fingerprint_cache_is_read_from_its_files(tmp_path, monkeypatch):
+  _folder(tmp_path)
+  monkeypatch.setattr(decoded_splits, "_kept", {})
+  plain = registry.get("folder", path=str(tmp_path))
+  files = plain.content_files("test")
+  first = fingerprint.fingerprint(files)
+  cache = fingerprint.cache_of(first.entries[:5])  # a re-run: 5 files known unchanged
+  with held_files.holding():
+    again = fingerprint.fingerprint(files, cache=cache)
+    assert again.digest == first.digest and again.hashed == len(files) - 5
+    assert held_files.get(again.digest) is None  # not every byte was read: nothing held
+    reads = []
+    original = plain._records
+
+    def counting(split, ids=None):
+      reads.append(split)
+      return original(split, ids)
+
+    data = registry.get("folder", path=str(tmp_path), content={"test": again.digest})
+    monkeypatch.setattr(data, "_records", counting)
+    _same(data.load("test"), plain.load("test"))
+    assert reads == ["test"]
+
+
+def test_examples_come_from_the_split_kept_decoded(tmp_path, monkeypatch):
+  _folder(tmp_path)
+  monkeypatch.setattr(decoded_splits, "_kept", {})
+  data = registry.get("folder", path=str(tmp_path), content={"test": "d1"})
+  everything = data.load("test")  # decoded whole and kept
+  monkeypatch.setattr(data, "_records_of", lambda split, ids: pytest.fail("decoded again"))
+  _check_examples(data, "test")  # the ids asked, in their order; a missing id refused
+  decoded_splits.forget()
+  monkeypatch.undo()
+  fresh = registry.get("folder", path=str(tmp_path), content={"test": "d1"})
+  ids = everything.ids[[20, 2, 9]]
+  _same(fresh.examples("test", ids), everything.take(np.asarray([20, 2, 9])))
+
+
+def test_the_first_images_are_decoded_alone_and_equal_the_pipelines(tmp_path, monkeypatch):
+  _folder(tmp_path, per_class=20)  # 60 images
+  whole = registry.get("folder", path=str(tmp_path)).load("test")
+  data = registry.get("folder", path=str(tmp_path))
+  monkeypatch.setattr(data, "_decode_batches", lambda *a: pytest.fail("a pipeline traced"))
+  _same(data.take("test", 3), whole.take(np.arange(3)))
+  assert len(data._first["test"].ids) == user_sets.FIRST  # the checks' images, once
+  _same(data.take("test", user_sets.FIRST), whole.take(np.arange(user_sets.FIRST)))
+  monkeypatch.undo()
+  _same(data.take("test", 50), whole.take(np.arange(50)))  # more: through the pipeline
+
+
+def test_a_bad_image_among_the_first_is_named(tmp_path):
+  _folder(tmp_path)
+  (tmp_path / "a" / "02.png").write_bytes(b"\x89PNG\r\n\x1a\n broken")
+  data = registry.get("folder", path=str(tmp_path), image_size=[5, 4], channels=3)
+  with pytest.raises(dataset_api.DataError, match="cannot decode image a/02.png of folder"):
+    data.take("test", 1)

@@ -3,12 +3,14 @@
 `stages.make_executor` with the default local pool (no --workers): below `SMALL_WORK_S` of one
 worker's estimated time it makes the inline executor and says why in one line; an explicit
 --workers, another executor, no estimate (a population audit) or a large estimate keep what
-was asked.
+was asked. Only then does the audit decode its images ahead, in a thread of this process, while
+the stages before the evaluation run (`audit_lib._decode_ahead`).
 """
 
 import pytest
 
 from tf_forget.config import tree
+from tf_forget.pipeline import audit_lib
 from tf_forget.pipeline import stages
 
 
@@ -38,3 +40,28 @@ def test_the_default_pool_becomes_this_process_only_for_small_work(config, secon
       assert "--workers=N for a pool" in lines[0]
   finally:
     executor.close()
+
+
+class _Dataset:
+  """A user data set's face to `audit_lib._decode_ahead`: its eval split, `decode_ahead`."""
+
+  def __init__(self):
+    self.spec, self.asked = type("Spec", (), {"eval_split": "test"})(), []
+
+  def decode_ahead(self, split):
+    self.asked.append(split)
+    return "future"
+
+
+@pytest.mark.parametrize(
+  "config,seconds,ahead", [(_config(), 10.0, True), (_config(), None, False)]
+)
+def test_the_images_are_decoded_ahead_only_for_tasks_in_this_process(config, seconds, ahead):
+  dataset = _Dataset()
+  executor = stages.make_executor(config, lambda line: None, seconds)
+  try:
+    found = audit_lib._decode_ahead(dataset, executor)
+  finally:
+    executor.close()
+  assert (found, dataset.asked) == (("future", ["test"]) if ahead else (None, []))
+  assert audit_lib._decode_ahead(object(), executor) is None  # a registered data set

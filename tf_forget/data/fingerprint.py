@@ -35,6 +35,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 from tf_forget.artifacts import filesystem
 from tf_forget.data import dataset_api
+from tf_forget.data import held_files
 from tf_forget.data import image_files
 from tf_forget.data import png_chunks
 
@@ -228,11 +229,14 @@ def fingerprint(files, cache=None, check=None, name=str):
       (`image_files.read`).
     name: callable(relative path) -> how an error names the file.
 
+  Within `held_files.holding()`, the bytes of a split whose every file was read are held there.
+
   Raises:
     dataset_api.DataError: a file cannot be read (missing, a dangling link), or `check` refuses it.
   """
   cache = cache or {}
   entries, hashed = [], 0
+  read, size = ({}, 0) if held_files.active() else (None, 0)  # every byte read, for `held_files`
   for rel, path in files:
     st = image_files.stat(path, name(rel), filesystem.stat)
     old = cache.get(rel)
@@ -249,6 +253,9 @@ def fingerprint(files, cache=None, check=None, name=str):
     except (OSError,) + tuple(filesystem.io_errors()) as e:
       raise dataset_api.DataError(f"cannot read {name(rel)}: {' '.join(str(e).split())}") from e
     shape = check(data, rel) if check is not None else None
+    if read is not None:
+      read[rel], size = data, size + len(data)
+      read = read if size <= held_files.HELD_BYTES else None
     entries.append(
       Entry(
         rel,
@@ -261,7 +268,10 @@ def fingerprint(files, cache=None, check=None, name=str):
       )
     )
     hashed += 1
-  return Fingerprint(tuple(entries), hashed)
+  found = Fingerprint(tuple(entries), hashed)
+  if read is not None and hashed == len(entries):
+    held_files.keep(found.digest, read)
+  return found
 
 
 def describe(old, new):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
 from tf_forget.data import dataset_api
+from tf_forget.data import held_files
 from tf_forget.data import image_files
 from tf_forget.data import images
 from tf_forget.data import user_inputs
@@ -266,6 +267,19 @@ class Folder(user_sets.UserDataset):
     return tf.data.Dataset.from_tensor_slices(
       (tf.constant([names[i] for i in ids], tf.string), labels[ids], ids)
     ).map(lambda rel, label, i: (prefix + rel, label, i))
+
+  def _held_records(self, split):
+    held = held_files.get(self.content(split))
+    names, labels = self._files[split]
+    if held is None or any(name not in held for name in names):
+      return None
+    return tf.data.Dataset.from_tensor_slices(
+      (
+        tf.constant([held[name] for name in names], tf.string),
+        labels,
+        np.arange(len(names), dtype=np.int64),
+      )
+    )
 
   def _records_of(self, split, ids):
     known = ids[(ids >= 0) & (ids < self.num_examples(split))]

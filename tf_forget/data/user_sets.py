@@ -31,10 +31,11 @@ any other folder is one "test" split. A tfds source reads its `split` (default "
 and `train_split` if given as "train". TFRecord files are one "test" split.
 
 Streaming: the file list / record order is in memory, images are decoded per batch (`batches`), or
-once per process for a split whose content digest is recorded and whose pixels fit `DECODED_BYTES`
-(an audit evaluates every file on it); `examples(split, ids)` decodes only the images
-asked for; `annotation_batches` reads no image; `train_records` are paths or encoded images that the
-trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
+once per process for a split whose content digest is recorded and whose pixels fit the budget of
+`decoded_splits` (an audit evaluates every file on it), from the bytes its fingerprint read if they
+are held (`held_files`); `examples(split, ids)` takes the images asked for from such a split, or
+decodes only them; `annotation_batches` reads no image; `train_records` are paths or encoded
+images that the trainer decodes with `decode_record`. An image that cannot be decoded is a one-line
 `dataset_api.DataError` naming the file (folder) or record, raised by the batch holding it.
 """
 
@@ -50,6 +51,8 @@ from tf_forget.artifacts import filesystem
 from tf_forget.data import attribute_rows
 from tf_forget.data import attributes_csv
 from tf_forget.data import dataset_api
+from tf_forget.data import decoded_splits
+from tf_forget.data import held_files
 from tf_forget.data import images
 from tf_forget.data import preprocess as preprocess_lib
 from tf_forget.data import user_inputs
@@ -59,15 +62,6 @@ _PARALLEL = dict(num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 RECORDED = ("calibration", "train_data", "deployment_images", "content")
 # The first images of a split decoded at once by `take` (the plan's checks read up to 32).
 FIRST = 32
-# Decoded splits kept in this process (`UserDataset._decoded`), oldest first, at most this
-# many bytes of pixels in all.
-DECODED_BYTES = 256 << 20
-_DECODED = {}
-
-
-def forget_decoded():
-  """Drops the decoded splits this process keeps (`UserDataset.batches`)."""
-  _DECODED.clear()
 
 
 class UserDataset(dataset_api.Dataset):
@@ -170,8 +164,36 @@ class UserDataset(dataset_api.Dataset):
     checks read the same first images."""
     first = self._first.get(split)
     if first is None or len(first.ids) < n:  # at least `FIRST`: one decode for the checks
-      first = self._first[split] = super().take(split, max(n, FIRST))
+      head = max(n, FIRST)
+      if head == FIRST:
+        first = self._decode_head(split, head)
+      else:
+        first = dataset_api.concatenate(self._decode_batches(split, min(head, 1024), head))
+      self._first[split] = first
     return first.take(np.arange(min(n, len(first.ids))))  # a copy: the caller may change it
+
+  def _decode_head(self, split, n):
+    """The first `n` examples of `split`, each image decoded eagerly (the same ops as
+    `_decode_batches`, without tracing a pipeline for a few images)."""
+    self.check_split(split)
+    self._check_attribute_rows(split)
+    pixels, labels, ids = [], [], []
+    try:
+      for record, label, i in self._records(split).take(n):
+        pixels.append(self.image(record).numpy())
+        labels.append(label.numpy())
+        ids.append(i.numpy())
+    except tf.errors.OpError as e:
+      raise self._locate(split, len(ids), 1, e) from e
+    if not ids:
+      return self.no_examples()
+    ids = np.asarray(ids, np.int64)
+    return dataset_api.Examples(
+      images=np.stack(pixels),
+      labels=self._checked_labels(split, 0, np.asarray(labels, np.int64)),
+      ids=ids,
+      attributes=self._attributes_of(split, ids),
+    )
 
   def with_recorded(self, **options):
     """A copy of this data set whose `spec.options` record `options`, which must be among the
@@ -245,16 +267,18 @@ class UserDataset(dataset_api.Dataset):
       )
     return labels
 
-  def _stream(self, split, batch_size, ds):
-    """Iterates a batched pipeline over `split` after checking its attribute rows; yields
-    (position of the batch's first example, batch). An OpError becomes a DataError naming the
-    example (found by re-reading the failing batch one example at a time)."""
+  def _stream(self, split, batch_size, ds, batched=False):
+    """Iterates a pipeline over `split` in batches of `batch_size` (`batched`: `ds` is batched
+    so already) after checking its attribute rows; yields (position of the batch's first
+    example, batch). An OpError becomes a DataError naming the example (found by re-reading
+    the failing batch one example at a time)."""
     self.check_split(split)
     self._check_attribute_rows(split)
-    return self._stream_unchecked(split, ds, batch_size)
+    return self._stream_unchecked(split, ds, batch_size, batched)
 
-  def _stream_unchecked(self, split, ds, batch_size=4096):
-    iterator, start = iter(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)), 0
+  def _stream_unchecked(self, split, ds, batch_size=4096, batched=False):
+    ds = ds if batched else ds.batch(batch_size)
+    iterator, start = iter(ds.prefetch(tf.data.AUTOTUNE)), 0
     while True:
       try:
         batch = next(iterator)
@@ -289,7 +313,7 @@ class UserDataset(dataset_api.Dataset):
 
   def batches(self, split, batch_size):
     """The split in fixed order, decoded once per process when its content is recorded and it
-    fits `DECODED_BYTES` (`_decoded`), streamed otherwise."""
+    fits `decoded_splits.DECODED_BYTES` (`_decoded`), streamed otherwise."""
     whole = self._decoded(split)
     if whole is None:
       yield from self._decode_batches(split, batch_size)
@@ -299,24 +323,64 @@ class UserDataset(dataset_api.Dataset):
 
   def _decoded(self, split):
     """The whole split decoded, kept for the next pass of this process (an audit evaluates
-    every file on the same images), or None: no recorded content digest (the files may change
-    between passes), or more than `DECODED_BYTES` of pixels."""
+    every file on the same images, `decoded_splits`), or None: no recorded content digest (the
+    files may change between passes), or more pixels than `decoded_splits.DECODED_BYTES`."""
     if self.content(split) is None:
       return None
-    key = (type(self).__name__, json.dumps(self.spec.options, sort_keys=True, default=str), split)
-    if key in _DECODED:
-      return _DECODED[key]
-    size = self.num_examples(split) * int(np.prod(self.spec.image_shape))
-    if size > DECODED_BYTES:
-      return None
-    while _DECODED and size + sum(e.images.nbytes for e in _DECODED.values()) > DECODED_BYTES:
-      _DECODED.pop(next(iter(_DECODED)))
-    _DECODED[key] = dataset_api.concatenate(self._decode_batches(split, 1024))
-    return _DECODED[key]
+    return decoded_splits.decode(
+      self._decoded_key(split), self._decoded_size(split), lambda: self._decode_whole(split)
+    )
 
-  def _decode_batches(self, split, batch_size):
-    ds = self._records(split).map(lambda r, label, i: (self.image(r), label, i), **_PARALLEL)
-    for start, (pixels, labels, ids) in self._stream(split, batch_size, ds):
+  def decode_ahead(self, split):
+    """Starts decoding `split` whole in a thread of this process (`decoded_splits.ahead`) when
+    its files' bytes are held (`held_files`: every file was just read for its hash, so a first
+    audit of them will evaluate on them); the thread's Future, or None."""
+    if held_files.get(self.content(split)) is None:
+      return None
+    return decoded_splits.ahead(
+      self._decoded_key(split), self._decoded_size(split), lambda: self._decode_whole(split)
+    )
+
+  def _decode_whole(self, split):
+    return dataset_api.concatenate(self._decode_batches(split, 1024))
+
+  def _decoded_size(self, split):
+    return self.num_examples(split) * int(np.prod(self.spec.image_shape))
+
+  def _decoded_key(self, split):
+    return (type(self).__name__, json.dumps(self.spec.options, sort_keys=True, default=str), split)
+
+  def _kept(self, split, ids):
+    """The examples among the (unique, sorted) `ids` taken from the split this process keeps
+    decoded (`_decoded`; an id it lacks is not in the split), or None if it keeps none."""
+    if self.content(split) is None:
+      return None
+    whole = decoded_splits.get(self._decoded_key(split))
+    if whole is None:
+      return None
+    return whole.take(np.flatnonzero(np.isin(whole.ids, ids)))
+
+  def _held_records(self, split):
+    """(encoded image bytes, label int64, id int64) of `split` in fixed order, from the bytes
+    its fingerprint read (`held_files`), or None: the images are read from `_records`."""
+    del split
+    return None
+
+  def _decode_batches(self, split, batch_size, limit=None):
+    """`Examples` of `split` (its first `limit`, if given) in batches of `batch_size`, each
+    batch's images decoded in one graph call (`tf.map_fn`), from the held bytes if any
+    (`_held_records`)."""
+    held = self._held_records(split)
+    if held is None:
+      records, image = self._records(split), self.image
+    else:
+      records, image = held, self._image_of_bytes
+    records = records if limit is None else records.take(limit)
+    spec = tf.TensorSpec(self.spec.image_shape, tf.uint8)
+    ds = records.batch(batch_size).map(
+      lambda r, label, i: (tf.map_fn(image, r, fn_output_signature=spec), label, i), **_PARALLEL
+    )
+    for start, (pixels, labels, ids) in self._stream(split, batch_size, ds, batched=True):
       ids = ids.numpy()
       yield dataset_api.Examples(
         images=pixels.numpy(),
@@ -324,6 +388,10 @@ class UserDataset(dataset_api.Dataset):
         ids=ids,
         attributes=self._attributes_of(split, ids),
       )
+
+  def _image_of_bytes(self, data):
+    """uint8 `[H, W, channels]` of encoded image bytes (a held file, `_held_records`)."""
+    return images.convert_image(images.decode_image_bytes(data), self._size, self._channels)
 
   def calibration_examples(self, split, n):
     """`n` examples evenly spaced over `split`'s fixed order (both ends included), not its first
@@ -353,11 +421,15 @@ class UserDataset(dataset_api.Dataset):
     return dataset_api.concatenate(parts)
 
   def examples(self, split, ids):
-    """The examples with the given ids, in the order of `ids`; only those images are decoded
+    """The examples with the given ids, in the order of `ids`: taken from the split decoded
+    whole if this process keeps it (`_decoded`), else only those images are decoded
     (`_records_of`)."""
     ids = np.asarray(ids, np.int64)
     if not ids.size:
       return self.no_examples()
+    kept = self._kept(split, np.unique(ids))
+    if kept is not None:
+      return dataset_api.in_order([kept], ids, split)
     ds = self._records_of(split, np.unique(ids)).map(
       lambda r, label, i: (self.image(r), label, i), **_PARALLEL
     )

@@ -26,13 +26,16 @@ refused with one line naming the differing fields. The report holds only the var
 this config asks for.
 """
 
+import concurrent.futures
 import os
 import time
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import run_lock
+from tf_forget.data import held_files
 from tf_forget.data import registry as data_registry
 from tf_forget.executor import collector
+from tf_forget.executor import inline
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
 from tf_forget.pipeline import final_stages
@@ -75,9 +78,9 @@ def run_audit(config, log=print, on_locked=None, started=None):
   """
   started = time.time() if started is None else started
   snapshot = finished_run.take(config)  # before anything is read
-  # The data listed and checked once, for every step and task; the caller's objects out of the
-  # collector's walks.
-  with data_registry.reuse(), collector.frozen():
+  # The data listed and checked once, for every step and task; its bytes as hashed, for the
+  # tasks of this process that decode it; the caller's objects out of the collector's walks.
+  with data_registry.reuse(), held_files.holding(), collector.frozen():
     return _validated_run(config, log, on_locked, started, snapshot)
 
 
@@ -111,6 +114,15 @@ def _record(snapshot, hashed, caveats, report, manifest):
   finished_run.record(snapshot, hashed, lines, passed)
 
 
+def _decode_ahead(dataset, executor):
+  """The audited split's decoding started in a thread when the tasks run in this process
+  (`UserDataset.decode_ahead`: a first audit of the files just hashed): it runs while the
+  stages before the evaluation do. Its Future, or None."""
+  if not isinstance(executor, inline.InlineExecutor) or not hasattr(dataset, "decode_ahead"):
+    return None
+  return dataset.decode_ahead(dataset.spec.eval_split)
+
+
 def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   """The audit's stages, once the run directory is locked and its audit.json written (see
   `run_audit`); the validation's `caveats` are printed first, one line each; `started` is
@@ -125,6 +137,7 @@ def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   # An audit of the user's files: one worker's estimated time (`user_plan`), for the ETA.
   seconds = p.estimate.seconds if p.estimate is not None else None
   executor = stages.make_executor(config.execution, log, seconds)
+  ahead = _decode_ahead(p.dataset, executor)
   try:
     try:
       log(audit_plan.describe(p, config.execution, workers=getattr(executor, "workers", None)))
@@ -142,6 +155,8 @@ def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
     stages.run_sections(made, ctx, executor, t_start, log, total=len(made) + len(final))
   finally:
     executor.close()
+    if ahead is not None:  # no thread outlives the audit, also one that ends early
+      concurrent.futures.wait([ahead])
   # In this process, the pool closed: the encodings time files on a quiet CPU.
   stages.run_sections(final, ctx, None, t_start, log, first=len(made) + 1)
   report = ctx.results[final_stages.ReportStage.name]

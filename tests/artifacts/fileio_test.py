@@ -1,6 +1,7 @@
 """Atomic writes (os + rename for local paths), one-line write errors, hashing, names, layout,
 strict JSON."""
 
+import collections
 import errno
 import hashlib
 import json
@@ -144,6 +145,36 @@ def test_npz_round_trip_refuses_object_arrays(tmp_path):
   with pytest.raises(ValueError, match="dtype object"):
     fileio.write_npz(str(tmp_path / "q.npz"), bad=np.array([{"a": 1}], dtype=object))
   assert not (tmp_path / "q.npz").exists()
+
+
+def test_npz_read_again_is_parsed_once_and_never_stale(tmp_path, monkeypatch):
+  monkeypatch.setattr(fileio, "_PARSED", collections.OrderedDict())
+  monkeypatch.setattr(fileio, "_PARSED_SIZE", [0])
+  parsed = []
+  load = np.load
+  monkeypatch.setattr(fileio.np, "load", lambda *a, **k: parsed.append(1) or load(*a, **k))
+  path = str(tmp_path / "p.npz")
+  fileio.write_npz(path, ids=np.arange(3))
+  first = fileio.read_npz(path)
+  first["ids"][0] = 99  # the caller's own copy
+  np.testing.assert_array_equal(fileio.read_npz(path)["ids"], np.arange(3))
+  assert len(parsed) == 1  # the same bytes: parsed once
+  fileio.write_npz(path, ids=np.arange(4))  # rewritten: other bytes, parsed again
+  np.testing.assert_array_equal(fileio.read_npz(path)["ids"], np.arange(4))
+  assert len(parsed) == 2
+
+
+def test_npz_parsed_arrays_kept_within_the_budget(tmp_path, monkeypatch):
+  monkeypatch.setattr(fileio, "_PARSED", collections.OrderedDict())
+  monkeypatch.setattr(fileio, "_PARSED_SIZE", [0])
+  monkeypatch.setattr(fileio, "PARSED_BYTES", 100)
+  for i in range(5):  # 5 x 40 bytes: the two most recent fit
+    fileio.write_npz(str(tmp_path / f"{i}.npz"), v=np.full(5, i, np.int64))
+    fileio.read_npz(str(tmp_path / f"{i}.npz"))
+  assert len(fileio._PARSED) == 2 and fileio._PARSED_SIZE[0] == 80
+  fileio.write_npz(str(tmp_path / "big.npz"), v=np.zeros(20, np.int64))  # 160 bytes
+  np.testing.assert_array_equal(fileio.read_npz(str(tmp_path / "big.npz"))["v"], np.zeros(20))
+  assert len(fileio._PARSED) == 2 and fileio._PARSED_SIZE[0] == 80  # never kept
 
 
 def test_failed_write_leaves_nothing(tmp_path):

@@ -20,7 +20,9 @@ this artifact current?" turn a `ReadError` into "no" and redo the artifact.
 """
 
 import builtins
+import collections
 import contextlib
+import hashlib
 import io
 import json
 import math
@@ -41,6 +43,11 @@ from tf_forget.artifacts.filesystem import remove
 from tf_forget.artifacts.filesystem import stat
 from tf_forget.artifacts.filesystem import tf_errors
 from tf_forget.artifacts.filesystem import url_error
+
+# Arrays of `.npz` bytes parsed lately, by the sha256 of the bytes (`read_npz`), oldest first.
+PARSED_BYTES = 64 << 20
+_PARSED: "collections.OrderedDict[bytes, dict]" = collections.OrderedDict()
+_PARSED_SIZE = [0]
 
 
 def _write_file(path, data):
@@ -301,17 +308,39 @@ def write_npz(path, **arrays):
 
 
 def read_npz(path, what="npz artifact"):
-  """Reads an `.npz` artifact into a dict of arrays, refusing pickled objects.
+  """Reads an `.npz` artifact into a dict of arrays (copies: the caller's own), refusing pickled
+  objects. The bytes are read every time; arrays parsed from the same bytes before (the same
+  sha256) are copied instead of parsed again, within `PARSED_BYTES`: the stages of an audit
+  read each predictions file many times.
 
   Raises:
     errors.ReadError: missing, truncated (BadZipFile, EOFError), pickled or malformed file.
   """
   data = read_bytes(path)
-  try:
-    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-      return {k: npz[k] for k in npz.files}
-  except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
-    raise errors.read_error(path, e, what) from e
+  key = hashlib.sha256(data).digest()
+  arrays = _PARSED.get(key)
+  if arrays is None:
+    try:
+      with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
+      raise errors.read_error(path, e, what) from e
+    _keep_parsed(key, arrays)
+  else:
+    _PARSED.move_to_end(key)
+  return {k: v.copy() for k, v in arrays.items()}
+
+
+def _keep_parsed(key, arrays):
+  """Keeps `arrays` for `read_npz`, dropping the least recently read beyond `PARSED_BYTES`."""
+  size = sum(a.nbytes for a in arrays.values())
+  if size > PARSED_BYTES:
+    return
+  _PARSED[key] = arrays
+  _PARSED_SIZE[0] += size
+  while _PARSED_SIZE[0] > PARSED_BYTES:
+    _, dropped = _PARSED.popitem(last=False)
+    _PARSED_SIZE[0] -= sum(a.nbytes for a in dropped.values())
 
 
 def read_npz_with_metadata(path, what):

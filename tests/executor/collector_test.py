@@ -1,10 +1,15 @@
-"""Tests of `collector`: objects frozen for an audit and given back; a worker settled once."""
+"""Tests of `collector`: objects frozen for an audit and given back; a worker settled once; a
+command's process frozen when it exits."""
 
 import gc
+import os
+import subprocess
 import sys
 import types
 
 from tf_forget.executor import collector
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_frozen_freezes_for_the_duration_and_unfreezes():
@@ -50,3 +55,23 @@ def test_settle_waits_for_tensorflow_then_collects_and_freezes_once(monkeypatch)
   collector.settle()
   collector.settle()
   assert calls == ["collect", "freeze"]  # collected first: no garbage is frozen
+
+
+def test_a_command_exits_with_everything_frozen():
+  # The handler registered first runs last (atexit is LIFO): it sees what the interpreter's
+  # final collection will walk.
+  code = (
+    "import atexit, gc\n"
+    "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+    "from tf_forget.executor import collector\n"
+    "collector.skip_final_collection()\n"
+    "print('before exit', gc.get_freeze_count() > 0)\n"
+  )
+  out = subprocess.run(
+    [sys.executable, "-c", code],
+    capture_output=True,
+    text=True,
+    check=True,
+    env=dict(os.environ, PYTHONPATH=ROOT),
+  ).stdout
+  assert out.split("\n")[:2] == ["before exit False", "at exit True"]

@@ -1,5 +1,7 @@
-"""Members trained on a process's shared step are byte for byte the members trained alone."""
+"""Members trained on a process's shared step are byte for byte the members trained alone; a
+dense member's steps run ten a call with the weights of one a call."""
 
+import dataclasses
 import os
 import zipfile
 
@@ -77,3 +79,18 @@ def test_a_member_resumed_on_the_shared_step_is_the_member_trained_alone(tmp_pat
 def test_key_is_the_identity_without_k_and_seed():
   assert shared_step.key(_config("dense", 0)) == shared_step.key(_config("dense", 3))
   assert shared_step.key(_config("dense", 0)) != shared_step.key(_config("prune_0.5", 0))
+
+
+def test_a_dense_member_runs_several_steps_a_call_with_the_weights_of_one(tmp_path, adopted):
+  # 15 steps a chunk: the last call of each is cut to 5 (Keras truncates it at the epoch end).
+  preset = presets.get("tiny", steps=60, checkpoint_every=15)
+  config = dataclasses.replace(_config("dense", 0), preset=preset)
+  member_lib.train_member(config, str(tmp_path / "ten"))
+  trainer = shared_step._CACHE["trainer"].model
+  assert int(trainer._steps_per_execution.numpy()) == member_lib.STEPS_PER_EXECUTION > 1
+  shared_step.clear()
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(member_lib, "STEPS_PER_EXECUTION", 1)
+    member_lib.train_member(config, str(tmp_path / "one"))
+    assert int(shared_step._CACHE["trainer"].model._steps_per_execution.numpy()) == 1
+  assert _contents(str(tmp_path / "ten")) == _contents(str(tmp_path / "one"))

@@ -1,5 +1,5 @@
 """Members trained on a process's shared step are byte for byte the members trained alone; a
-dense member's steps run ten a call with the weights of one a call."""
+member's steps run ten a call with the weights of one a call."""
 
 import dataclasses
 import os
@@ -81,10 +81,12 @@ def test_key_is_the_identity_without_k_and_seed():
   assert shared_step.key(_config("dense", 0)) != shared_step.key(_config("prune_0.5", 0))
 
 
-def test_a_dense_member_runs_several_steps_a_call_with_the_weights_of_one(tmp_path, adopted):
-  # 15 steps a chunk: the last call of each is cut to 5 (Keras truncates it at the epoch end).
+@pytest.mark.parametrize("variant", ["dense", "prune_0.5"])
+def test_a_member_runs_several_steps_a_call_with_the_weights_of_one(tmp_path, adopted, variant):
+  # 15 steps a chunk: the last call of each is cut to 5 (Keras truncates it at the epoch end);
+  # the pruning masks are updated every 10 steps of `tiny` (tfmot counts the steps in the graph).
   preset = presets.get("tiny", steps=60, checkpoint_every=15)
-  config = dataclasses.replace(_config("dense", 0), preset=preset)
+  config = dataclasses.replace(_config(variant, 0), preset=preset)
   member_lib.train_member(config, str(tmp_path / "ten"))
   trainer = shared_step._CACHE["trainer"].model
   assert int(trainer._steps_per_execution.numpy()) == member_lib.STEPS_PER_EXECUTION > 1

@@ -56,11 +56,12 @@ from tf_forget.train import schedule
 from tf_forget.train import shared_step
 
 CHECKPOINT_DIR = layout.CHECKPOINT_DIR
-# Training steps a call of a dense member's compiled step runs (Keras' `steps_per_execution`):
-# the same kernels on the same values in the same order, so the same weights as one step a call
+# Training steps a call of a member's compiled step runs (Keras' `steps_per_execution`): the
+# same kernels on the same values in the same order, so the same weights as one step a call
 # (tests/train/shared_step_test.py), with a tenth of the per-step Python (a digits member: 12%
-# less time). A pruned member runs one: tfmot's `UpdatePruningStep` sets the pruning step
-# before every batch. Ten steps keep a call short enough for Ctrl-C in the audit's process.
+# less time). tfmot's pruning wrappers count their pruning step in the graph, and its callback
+# acts at the end of an epoch, which Keras keeps. Ten steps keep a call short for Ctrl-C in the
+# audit's own process.
 STEPS_PER_EXECUTION = 10
 
 
@@ -188,7 +189,7 @@ def _build_model(config, dataset, mixed=False):
     optimizer=optimizer,
     loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     metrics=["accuracy"],
-    steps_per_execution=1 if variant.pruned else STEPS_PER_EXECUTION,
+    steps_per_execution=STEPS_PER_EXECUTION,
   )
   return model, optimizer, variant
 

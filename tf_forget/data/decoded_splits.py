@@ -2,7 +2,7 @@
 
 An audit evaluates every file (and the reference) on the same images: a user's split whose
 content digest is recorded is decoded whole once per process and kept under a key naming the
-data set, its options (the digest among them) and the split (`user_sets.UserDataset.batches`).
+data set, its options (the digest among them) and the split (`record_reader.RecordReader.batches`).
 `ahead` starts that decoding in a thread, so that an audit running its tasks in its own process
 decodes while its earlier stages run (`tf_forget.pipeline.audit_lib`); whoever asks for the
 split first waits for it, and gets its error if the decoding failed.

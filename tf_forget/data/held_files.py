@@ -4,7 +4,7 @@
 `holding()` (one audit: `tf_forget.pipeline.audit_lib.run_audit`) it also keeps what it read,
 under the split's content digest (`fingerprint.digest`), when every file of the split was read
 and all fit `HELD_BYTES`. A data set whose recorded content is that digest then decodes these
-bytes (`user_sets.UserDataset.batches`) instead of reading each file a second time: the images
+bytes (`record_reader.RecordReader.batches`) instead of reading each file a second time: the images
 audited are the bytes whose digest the run records, even if a file changes meanwhile. A task in
 another process, or a split partly taken from the fingerprint's cache, reads the files.
 

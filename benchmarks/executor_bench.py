@@ -89,7 +89,7 @@ def _eval_tasks(run_dir, n):
 
 def bench_ray_overhead(tmp, n=40):
   from tf_forget import executor
-  from tf_forget.pipeline import stages
+  from tf_forget.pipeline import executors
 
   run = os.path.join(tmp, "overhead")
   _audit(
@@ -103,7 +103,7 @@ def bench_ray_overhead(tmp, n=40):
     "--deploy_encoding=plain",
     "--steps=300",
   )
-  env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
+  env = executors.worker_env()
   for name, workers in (("inline", None), ("local", 2), ("ray", 2)):
     with executor.make(name, workers=workers, env=env) as ex:
       ex.run(_eval_tasks(run, 2), stage="warm-up", log=lambda line: None)  # workers started
@@ -119,12 +119,12 @@ def bench_ray_overhead(tmp, n=40):
 def bench_ray_train(tmp, steps=600):
   from tf_forget import executor
   from tf_forget.executor import executor_api
-  from tf_forget.pipeline import stages
+  from tf_forget.pipeline import executors
   from tf_forget.pipeline import tasks
   from tf_forget.train import member
   from tf_forget.train import presets
 
-  env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
+  env = executors.worker_env()
   preset = presets.get("digits", steps=steps)
   times = {}
   for cpus in (1, 2):

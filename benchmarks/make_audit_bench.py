@@ -56,6 +56,7 @@ def run_audit(tree, out, env):
   """Runs the default audit of `tree` into `out`; (wall s, [(section, s)], output lines)."""
   shutil.rmtree(out, ignore_errors=True)
   env = dict(os.environ, PYTHONUNBUFFERED="1", TF_USE_LEGACY_KERAS="1", PYTHONPATH=tree, **env)
+  env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
   start = time.perf_counter()
   proc = subprocess.Popen(
     [sys.executable, "eval/audit.py", f"--out={out}"],
@@ -199,6 +200,13 @@ def main():
   parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for every run")
   args = parser.parse_args()
   trees = [os.path.abspath(t) for t in args.trees.split(",")]
+  for tree in trees:  # compiled first, as an installed package's modules are
+    subprocess.run(
+      [sys.executable, "-m", "compileall", "-q", "tf_forget", "eval"],
+      cwd=tree,
+      check=True,
+      stdout=subprocess.DEVNULL,
+    )
   env = dict(item.split("=", 1) for item in args.env)
   runs = {t: [] for t in trees}
   for r in range(args.repeats):

@@ -147,6 +147,7 @@ def run(tree, args, stages=False):
     TF_CPP_MIN_LOG_LEVEL="2",
     PYTHONPATH=tree,
   )
+  env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
   cmd = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "tf_forget", *args]
   start = time.perf_counter()
   proc = subprocess.Popen(
@@ -181,6 +182,13 @@ def main():
   parser.add_argument("--only", default="import,rerun,report")
   args = parser.parse_args()
   trees = [os.path.abspath(t) for t in args.trees.split(",")]
+  for tree in trees:  # compiled first, as an installed package's modules are
+    subprocess.run(
+      [sys.executable, "-m", "compileall", "-q", "tf_forget", "eval"],
+      cwd=tree,
+      check=True,
+      stdout=subprocess.DEVNULL,
+    )
   paths = build_inputs(args.work, args.mnist, args.images, args.steps)
   outs = {t: os.path.join(args.work, f"run_{i}") for i, t in enumerate(trees)}
   times = {}

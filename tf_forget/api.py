@@ -170,12 +170,23 @@ def audit(config, log=print, on_locked=None, started=None):
     errors.Error subclasses with a one-line message: a field of the wrong type
       (`codec.ConfigError`), the checks of `tf_forget.pipeline.audit_lib.run_audit`.
   """
-  from tf_forget.pipeline import audit_lib
+  from tf_forget.pipeline import executors
 
   config = _checked_config(config)
   _callable(log, "log")
   _callable(on_locked, "on_locked")
-  report, manifest = audit_lib.run_audit(config, log=log, on_locked=on_locked, started=started)
+  # A first audit's pool starts before TensorFlow is imported here: its workers import theirs
+  # meanwhile. The audit closes it (also when its validation refuses it).
+  executor = executors.early_executor(config)
+  try:
+    from tf_forget.pipeline import audit_lib
+  except BaseException:
+    if executor is not None:
+      executor.close()
+    raise
+  report, manifest = audit_lib.run_audit(
+    config, log=log, on_locked=on_locked, started=started, executor=executor
+  )
   return _result(config.out, report, manifest)
 
 

@@ -27,7 +27,7 @@ from tf_forget import executor as executor_lib
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import layout
 from tf_forget.executor import executor_api
-from tf_forget.pipeline import stages
+from tf_forget.pipeline import executors
 from tf_forget.pipeline import tasks
 from tf_forget.train import member as member_lib
 from tf_forget.train import member_files
@@ -72,7 +72,7 @@ def test_worker_killed_mid_member_is_retried_identically(tmp_path, uninterrupted
     fn="tests.e2e.fault_tasks:train_member_recording_pid",
     kwargs=dict(pid_dir=str(pid_dir), run_dir=run, **tasks.member_kwargs(_member())),
   )
-  env = {k: os.environ[k] for k in stages.WORKER_ENV if k in os.environ}
+  env = executors.worker_env()
   result, failure = {}, []
   with executor_lib.make(name, workers=1 if name == "local" else 2, env=env) as executor:
 

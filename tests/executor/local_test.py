@@ -145,3 +145,61 @@ def test_the_pool_starts_no_more_processes_than_tasks_or_its_cores_take():
       4,
     ]
     assert len(set(multiprocessing.active_children()) - before) == min(3, cap)
+
+
+PROBE = "tests.executor.preload_probe"
+
+
+def test_start_has_every_worker_import_its_preload_before_any_run(tmp_path):
+  with local.LocalExecutor(workers=2, env={"TF_FORGET_PRELOAD_DIR": str(tmp_path)}) as ex:
+    ex.start(preload=[PROBE])
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("preloaded-*"))) < 2 and time.monotonic() < deadline:
+      time.sleep(0.05)
+    preloaded = {int(p.read_text()) for p in tmp_path.glob("preloaded-*")}
+    assert len(preloaded) == 2, "each worker imports the module as it starts, with no task"
+    tasks = [contract.toy(f"t{i}", "loaded", names=[PROBE]) for i in range(4)]
+    results = ex.run(tasks, log=lambda _: None).values()
+    assert all(r["loaded"] == [PROBE] and r["pid"] in preloaded for r in results)
+    ex.start(preload=["json"])  # started already: the same pool
+    assert {r["pid"] for r in ex.run(tasks, log=lambda _: None).values()} <= preloaded
+
+
+def test_a_preload_that_fails_leaves_its_error_to_the_task():
+  with local.LocalExecutor(workers=1) as ex:
+    ex.start(preload=["tests.executor.preload_broken"])
+    task = executor.Task("t", "tests.executor.preload_broken:anything")
+    with pytest.raises(executor.ExecutorError, match=r"^task t: RuntimeError: broken on import$"):
+      ex.run([task], log=lambda _: None)
+    assert ex.run([contract.toy("ok", "square", x=3)], log=lambda _: None)["ok"]["square"] == 9
+
+
+def _stderr_to(path):
+  """Points this process's file descriptor 2 at `path` (as `console.attach` moves the log)."""
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+  os.dup2(fd, 2)
+  os.close(fd)
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_the_workers_stderr_goes_where_the_driver_s_is_when_they_write(tmp_path, early):
+  """A pool started early (`start`) writes to the driver's stderr as it is when a task writes,
+  not as it was when the pool started; its close waits for those lines, not for 5 s."""
+  before, after = tmp_path / "before.log", tmp_path / "after.log"
+  saved = os.dup(2)
+  try:
+    _stderr_to(before)
+    ex = local.LocalExecutor(workers=1)
+    if early:
+      ex.start()
+    _stderr_to(after)
+    ex.run([contract.toy("w", "to_stderr", text="worker line")], log=lambda _: None)
+    start = time.monotonic()
+    ex.close()
+    closing = time.monotonic() - start
+  finally:
+    os.dup2(saved, 2)
+    os.close(saved)
+  assert "worker line" in after.read_text()
+  assert "worker line" not in before.read_text()
+  assert closing < 3.0

@@ -6,6 +6,7 @@ workers; the marker files in a test's temporary directory say what ran where and
 
 import os
 import signal
+import sys
 import time
 
 from tf_forget.artifacts import errors
@@ -152,3 +153,14 @@ def cores_while_meeting(marker_dir, me, peer, timeout=30.0):
   cores = cores_of_my_threads()
   meet(marker_dir, f"{me}-noted", f"{peer}-noted", timeout)
   return cores
+
+
+def loaded(names):
+  """Which of the modules `names` this worker has imported, and its pid."""
+  return {"loaded": [n for n in names if n in sys.modules], "pid": os.getpid()}
+
+
+def to_stderr(text):
+  """Writes `text` and a newline to this process's file descriptor 2."""
+  os.write(2, (text + "\n").encode())
+  return text

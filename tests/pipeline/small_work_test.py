@@ -1,6 +1,6 @@
 """An audit of the user's files whose estimated work is small runs in this process.
 
-`stages.make_executor` with the default local pool (no --workers): below `SMALL_WORK_S` of one
+`executors.make_executor` with the default local pool (no --workers): below `SMALL_WORK_S` of one
 worker's estimated time it makes the inline executor and says why in one line; an explicit
 --workers, another executor, no estimate (a population audit) or a large estimate keep what
 was asked. Only then does the audit decode its images ahead, in a thread of this process, while
@@ -11,7 +11,7 @@ import pytest
 
 from tf_forget.config import tree
 from tf_forget.pipeline import audit_lib
-from tf_forget.pipeline import stages
+from tf_forget.pipeline import executors
 
 
 def _config(executor="local", workers=None):
@@ -22,8 +22,8 @@ def _config(executor="local", workers=None):
   "config,seconds,kind",
   [
     (_config(), 10.0, "InlineExecutor"),
-    (_config(), stages.SMALL_WORK_S - 0.1, "InlineExecutor"),
-    (_config(), stages.SMALL_WORK_S, "LocalExecutor"),
+    (_config(), executors.SMALL_WORK_S - 0.1, "InlineExecutor"),
+    (_config(), executors.SMALL_WORK_S, "LocalExecutor"),
     (_config(), None, "LocalExecutor"),
     (_config(workers=2), 10.0, "LocalExecutor"),
     (_config("inline"), 1000.0, "InlineExecutor"),
@@ -31,7 +31,7 @@ def _config(executor="local", workers=None):
 )
 def test_the_default_pool_becomes_this_process_only_for_small_work(config, seconds, kind):
   lines = []
-  executor = stages.make_executor(config, lines.append, seconds)
+  executor = executors.make_executor(config, lines.append, seconds)
   try:
     assert type(executor).__name__ == kind
     assert len(lines) == 1 and lines[0].startswith("executor: ")
@@ -58,7 +58,7 @@ class _Dataset:
 )
 def test_the_images_are_decoded_ahead_only_for_tasks_in_this_process(config, seconds, ahead):
   dataset = _Dataset()
-  executor = stages.make_executor(config, lambda line: None, seconds)
+  executor = executors.make_executor(config, lambda line: None, seconds)
   try:
     found = audit_lib._decode_ahead(dataset, executor)
   finally:

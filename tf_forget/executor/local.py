@@ -2,7 +2,9 @@
 
 A `concurrent.futures.ProcessPoolExecutor` with the "spawn" start method (TensorFlow is not
 fork-safe). The pool is created on the first `run` and its processes are reused by later tasks
-and `run` calls (a worker pays TensorFlow's ~5 s import once).
+and `run` calls (a worker pays TensorFlow's ~3-5 s import once). `start(preload)` creates it
+before any run, its workers importing `preload` while the driver goes on (their stderr is then
+forwarded: `forwarded_stderr`).
 
 Scheduling: at most `workers` tasks run at once. A task occupies min(workers, ceil(num_cpus))
 worker slots (a task with num_cpus=2 on 2 workers runs alone); `num_gpus` is ignored. This is a
@@ -55,6 +57,7 @@ from concurrent.futures import process as futures_process
 import contextlib
 import math
 import multiprocessing
+from multiprocessing import resource_tracker
 import os
 import shutil
 import signal
@@ -63,6 +66,7 @@ import threading
 from tf_forget.artifacts import errors
 from tf_forget.executor import affinity
 from tf_forget.executor import executor_api
+from tf_forget.executor import forwarded_stderr
 from tf_forget.executor import lifeline
 from tf_forget.executor import scheduler
 from tf_forget.executor import worker
@@ -134,6 +138,8 @@ class LocalExecutor(scheduler.PooledExecutor):
     self._state_dir = None
     self._in_flight = set()  # futures submitted and not yet seen done (`_running`)
     self._spread = None  # the pool's `affinity.Spread`
+    self._preload = ()  # modules a worker imports as it starts (`start`)
+    self._stderr = None  # the `forwarded_stderr.Pipe` of a pool started early (`start`)
 
   def describe(self):
     capped = (
@@ -157,6 +163,22 @@ class LocalExecutor(scheduler.PooledExecutor):
   def _need(self, task):
     return {"slots": min(self.workers, max(1, math.ceil(task.num_cpus)))}
 
+  def start(self, preload=()):
+    """Starts the pool's `workers` processes now, before any run, each importing the modules
+    `preload` as it starts (a first audit's workers import TensorFlow while the driver
+    validates). Their stderr is forwarded to wherever the driver's is when they write
+    (`forwarded_stderr`): the command moves its log into the run directory meanwhile. A pool
+    already started is kept."""
+    if self._pool is not None:
+      return
+    self._preload = tuple(preload)
+    self._wanted = self.workers
+    # The resource tracker that spawning starts once per process would hold the pipe for good.
+    resource_tracker.ensure_running()
+    self._stderr = forwarded_stderr.Pipe()
+    with self._stderr:
+      self._get_pool()
+
   def _get_pool(self):
     if self._pool is None:
       if self._state_dir is None:
@@ -168,7 +190,7 @@ class LocalExecutor(scheduler.PooledExecutor):
         max_workers=self._pool_size,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=worker.initialize,
-        initargs=(self._env, self._state_dir, os.getpid(), on_main_thread),
+        initargs=(self._env, self._state_dir, os.getpid(), on_main_thread, self._preload),
       )
       launch = getattr(self._pool, "_launch_processes", None)  # CPython >= 3.9
       if launch is not None:
@@ -273,6 +295,9 @@ class LocalExecutor(scheduler.PooledExecutor):
     if pool is not None:
       self._shut(pool)
     self._remove_state_dir()
+    if self._stderr is not None:  # the workers have exited: what they wrote last is copied
+      self._stderr.join(timeout=_TERMINATE_WAIT_S)
+      self._stderr = None
 
   def _shut(self, pool):
     """Shuts `pool` down: its workers stopped at once when idle, else its running tasks awaited."""

@@ -54,8 +54,9 @@ def check_result(value):
     raise TypeError(f"the task returned a value that is not JSON-able: {errors.one_line(e, 200)}")
 
 
-def initialize(env, state_dir, parent_pid=None, death_signal=False):
-  """Initializer of a local pool worker: lifeline to the driver, SIGINT, `env`, state directory.
+def initialize(env, state_dir, parent_pid=None, death_signal=False, preload=()):
+  """Initializer of a local pool worker: lifeline to the driver, SIGINT, `env`, state directory,
+  then the modules `preload` imported.
 
   Args:
     env: {name: value} environment variables to set (None: keep the inherited environment).
@@ -65,6 +66,8 @@ def initialize(env, state_dir, parent_pid=None, death_signal=False):
       (`lifeline.watch_parent`). None: no watchdog.
     death_signal: also ask Linux for SIGKILL when the spawning thread exits
       (`lifeline.set_parent_death_signal`; only when the driver spawned it from its main thread).
+    preload: modules to import now, before the first task; one that fails to import is left to
+      the task that needs it, which raises its error.
   """
   ignore_sigint()
   if death_signal:
@@ -74,6 +77,11 @@ def initialize(env, state_dir, parent_pid=None, death_signal=False):
   for name, value in (env or {}).items():
     os.environ[str(name)] = str(value)
   _STATE["dir"] = state_dir
+  for module in preload:
+    try:
+      importlib.import_module(module)
+    except Exception:  # an error here would break the pool: the task reports it instead
+      pass
 
 
 def ignore_sigint():

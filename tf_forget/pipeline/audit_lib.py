@@ -38,6 +38,7 @@ from tf_forget.executor import collector
 from tf_forget.executor import inline
 from tf_forget.pipeline import audit_plan
 from tf_forget.pipeline import data_identity
+from tf_forget.pipeline import executors
 from tf_forget.pipeline import final_stages
 from tf_forget.pipeline import finished_run
 from tf_forget.pipeline import plan_steps
@@ -54,7 +55,7 @@ def _validate(config):
   return made["plan"], made["identity"], made["hashed"], made["caveats"]
 
 
-def run_audit(config, log=print, on_locked=None, started=None):
+def run_audit(config, log=print, on_locked=None, started=None, executor=None):
   """Runs the audit and returns (report dict, manifest dict).
 
   Validates everything first, then takes the run directory's lock (`run_lock`: one writer per
@@ -68,6 +69,9 @@ def run_audit(config, log=print, on_locked=None, started=None):
       first artifact is written (the binary moves its log file there).
     started: when the command started (`time.time()`): the wall time printed at the end
       counts from it, start-up and validation included (None: from this call).
+    executor: a first audit's process pool started before this module was imported
+      (`executors.early_executor`), run on and closed by the audit; None: the audit makes its
+      executor once validated.
 
   Raises:
     errors.Error subclasses with a one-line message: bad data set, preset, model, variant,
@@ -77,15 +81,19 @@ def run_audit(config, log=print, on_locked=None, started=None):
     check has passed.
   """
   started = time.time() if started is None else started
-  snapshot = finished_run.take(config)  # before anything is read
-  # The data listed and checked once, for every step and task; its bytes as hashed, for the
-  # tasks of this process that decode it; the caller's objects out of the collector's walks.
-  with data_registry.reuse(), held_files.holding(), collector.frozen():
-    return _validated_run(config, log, on_locked, started, snapshot)
+  try:
+    snapshot = finished_run.take(config)  # before anything is read
+    # The data listed and checked once, for every step and task; its bytes as hashed, for the
+    # tasks of this process that decode it; the caller's objects out of the collector's walks.
+    with data_registry.reuse(), held_files.holding(), collector.frozen():
+      return _validated_run(config, log, on_locked, started, snapshot, executor)
+  finally:
+    if executor is not None:  # also when the validation refused the audit
+      executor.close()
 
 
-def _validated_run(config, log, on_locked, started, snapshot):
-  """`run_audit` once the finished run's snapshot is taken."""
+def _validated_run(config, log, on_locked, started, snapshot, executor=None):
+  """`run_audit` once the finished run's snapshot is taken (`executor`: one started early)."""
   p, identity, hashed, caveats = _validate(config)
   lock = run_lock.acquire(config.out, "audit")
   try:
@@ -97,7 +105,7 @@ def _validated_run(config, log, on_locked, started, snapshot):
     run_identity.write_audit_file(config.out, identity, config, caveats)
     if on_locked is not None:
       on_locked(config.out)
-    report, manifest = _run_locked(config, p, log, hashed, caveats, started)
+    report, manifest = _run_locked(config, p, log, hashed, caveats, started, executor)
     _record(snapshot, hashed, caveats, report, manifest)
     return report, manifest
   finally:
@@ -123,10 +131,11 @@ def _decode_ahead(dataset, executor):
   return dataset.decode_ahead(dataset.spec.eval_split)
 
 
-def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
+def _run_locked(config, p, log, hashed=(), caveats=(), started=None, executor=None):
   """The audit's stages, once the run directory is locked and its audit.json written (see
   `run_audit`); the validation's `caveats` are printed first, one line each; `started` is
-  when the command started (None: now)."""
+  when the command started (None: now); `executor`: the pool started early
+  (`executors.early_executor`), or None: made here."""
   started = time.time() if started is None else started
   for caveat in caveats:
     log(f"warning: {caveat}")
@@ -136,7 +145,10 @@ def _run_locked(config, p, log, hashed=(), caveats=(), started=None):
   t_start = time.time()
   # An audit of the user's files: one worker's estimated time (`user_plan`), for the ETA.
   seconds = p.estimate.seconds if p.estimate is not None else None
-  executor = stages.make_executor(config.execution, log, seconds)
+  if executor is None:
+    executor = executors.make_executor(config.execution, log, seconds)
+  else:
+    log(f"executor: {executor.describe()}")
   ahead = _decode_ahead(p.dataset, executor)
   try:
     try:

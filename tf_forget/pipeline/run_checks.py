@@ -14,7 +14,7 @@ In order, a refusal naming the first problem:
 7. `recorded`: its `audit.json` records the same identity (`run_identity.check_audit_file`);
 8. `users_files`: the folders the audit replaces hold only files their listing names;
 9. `run_dir`: a trained population's `run.json` agrees (`population.check_run_dir`);
-10. `check_executor`: the executor can be made (`stages.check_executor`);
+10. `check_executor`: the executor can be made (`executors.check_executor`);
 11. `input_scaling`: the user's model sees images at the scale it was trained on (it runs the
     model: late, `tf_forget.evaluate.input_scaling`); it makes `caveats`, the sentences of a
     check that did not refuse but is unsure (`audit_lib.run_audit` prints them and records
@@ -37,9 +37,9 @@ from tf_forget.data import dataset_api
 from tf_forget.evaluate import deploy
 from tf_forget.evaluate import input_scaling as input_scaling_lib
 from tf_forget.pipeline import data_identity
+from tf_forget.pipeline import executors
 from tf_forget.pipeline import plan_steps
 from tf_forget.pipeline import run_identity
-from tf_forget.pipeline import stages
 from tf_forget.report import human_study as human_study_lib
 from tf_forget.train import population
 
@@ -198,7 +198,7 @@ STEPS = (
   Step(recorded, reads=("out",), needs=("identity",)),
   Step(users_files, reads=("out",)),
   Step(run_dir, needs=("plan",)),
-  Step(stages.check_executor, reads=("execution",)),
+  Step(executors.check_executor, reads=("execution",)),
   Step(input_scaling, needs=("plan",), makes=("caveats",)),
   Step(writable, reads=("out",)),
 )

@@ -143,3 +143,14 @@ def test_calibration_examples_are_spread_over_a_class_sorted_folder(tmp_path):
   np.testing.assert_array_equal(
     digits.calibration_examples("train", 5).ids, digits.take("train", 5).ids
   )
+
+
+def test_an_unreadable_image_among_the_calibration_examples_is_named(tmp_path):
+  """The picked images are decoded one by one (`record_reader.EAGER`): the one that cannot be
+  decoded is named by its path, not by a position of the split's head."""
+  spec = {f"{c}/{i:02d}.png": (6, 6, 3) for c in ("a", "b", "c") for i in range(20)}
+  user_data.folder(tmp_path, spec)
+  data = registry.get("folder", path=str(tmp_path))
+  (tmp_path / "b" / "10.png").write_bytes(b"\x89PNG broken")  # position 30: a picked one
+  message = user_data.one_line(lambda: data.calibration_examples("test", 7))
+  assert "cannot decode image b/10.png" in message, message

@@ -64,9 +64,9 @@ class _Suite(tfds_sets.TfdsDataset):
       builders = self._builders = {}
     name = self.tfds_builder_name(split)
     if name not in builders:
-      builder = tfds_sets.tfds.builder(name, data_dir=self._data_dir)
+      builder = tfds_sets.tfds_lib().builder(name, data_dir=self._data_dir)
       if self._download:
-        config = tfds_sets.tfds.download.DownloadConfig(manual_dir=self._manual_dir)
+        config = tfds_sets.tfds_lib().download.DownloadConfig(manual_dir=self._manual_dir)
         builder.download_and_prepare(download_config=config)
       builders[name] = builder
     return builders[name]
@@ -75,7 +75,7 @@ class _Suite(tfds_sets.TfdsDataset):
     """The split as tfds yields it (fixed order); `DataError` naming the builder if unprepared."""
     self.check_split(split)
     builder = self._tfds_builder(split)
-    decoders = None if decode_image else {"image": tfds_sets.tfds.decode.SkipDecoding()}
+    decoders = None if decode_image else {"image": tfds_sets.tfds_lib().decode.SkipDecoding()}
     try:
       return builder.as_dataset(
         split=self.SOURCE_SPLIT or split, shuffle_files=False, decoders=decoders

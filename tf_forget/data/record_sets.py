@@ -11,12 +11,12 @@ import json
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import filesystem
 from tf_forget.data import dataset_api
 from tf_forget.data import images
+from tf_forget.data import tfds_sets
 from tf_forget.data import user_inputs
 from tf_forget.data import user_sets
 
@@ -132,8 +132,8 @@ class Tfds(user_sets.UserDataset):
   def _tfds_builder(self, name, config):
     kwargs = {"config": config} if config else {}
     try:
-      return tfds.builder(str(name), data_dir=self._data_dir, **kwargs)
-    except tfds.core.registered.DatasetNotFoundError as e:
+      return tfds_sets.tfds_lib().builder(str(name), data_dir=self._data_dir, **kwargs)
+    except tfds_sets.tfds_lib().core.registered.DatasetNotFoundError as e:
       raise dataset_api.DataError(f"tfds has no data set {name!r}") from e
     except (ValueError, KeyError) as e:
       raise dataset_api.DataError(
@@ -143,7 +143,7 @@ class Tfds(user_sets.UserDataset):
   def _image_of(self, features):
     """The `image_key` feature, a uint8 image."""
     feature = self._feature(features, self._image_key, "image_key")
-    if not isinstance(feature, tfds.features.Image) or feature.np_dtype != np.uint8:
+    if not isinstance(feature, tfds_sets.tfds_lib().features.Image) or feature.np_dtype != np.uint8:
       raise dataset_api.DataError(
         f"image_key {self._image_key!r} of tfds {self._name!r} is not a uint8 image feature"
       )
@@ -153,7 +153,9 @@ class Tfds(user_sets.UserDataset):
     """(the `class_names` option, the classes): the option, else the label feature's names."""
     label = self._feature(features, self._label_key, "label_key")
     given = user_inputs.parse_names(class_names, "class_names")
-    names = given or (tuple(label.names) if isinstance(label, tfds.features.ClassLabel) else None)
+    names = given or (
+      tuple(label.names) if isinstance(label, tfds_sets.tfds_lib().features.ClassLabel) else None
+    )
     if not names:
       raise dataset_api.DataError(
         f"label_key {self._label_key!r} of tfds {self._name!r} has no class names: pass class_names"
@@ -183,7 +185,7 @@ class Tfds(user_sets.UserDataset):
     self.check_split(split)
     decoders = None
     if not decode_image:
-      decoders = tfds.decode.SkipDecoding()
+      decoders = tfds_sets.tfds_lib().decode.SkipDecoding()
       for part in reversed(self._image_key.split("/")):
         decoders = {part: decoders}
     tfds_split = self._splits[split]

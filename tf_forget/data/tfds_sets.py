@@ -27,7 +27,6 @@ import re
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from tf_forget.data import dataset_api
 
@@ -41,6 +40,14 @@ def _pair(size):
   if h <= 0 or w <= 0:
     raise dataset_api.DataError(f"image_size must be positive, got {size!r}")
   return (h, w)
+
+
+def tfds_lib():
+  """The `tensorflow_datasets` module, imported when a data set first needs it (a run on other
+  data never does)."""
+  import tensorflow_datasets
+
+  return tensorflow_datasets
 
 
 class TfdsDataset(dataset_api.Dataset):
@@ -103,9 +110,9 @@ class TfdsDataset(dataset_api.Dataset):
     """The tfds builder (prepared first if `download`); made once per data set object."""
     builder = getattr(self, "_tfds_builder", None)
     if builder is None:
-      builder = tfds.builder(self.TFDS_NAME, data_dir=self._data_dir)
+      builder = tfds_lib().builder(self.TFDS_NAME, data_dir=self._data_dir)
       if self._download:
-        config = tfds.download.DownloadConfig(manual_dir=self._manual_dir)
+        config = tfds_lib().download.DownloadConfig(manual_dir=self._manual_dir)
         builder.download_and_prepare(download_config=config)
       self._tfds_builder = builder
     return builder
@@ -119,7 +126,7 @@ class TfdsDataset(dataset_api.Dataset):
     """
     self.check_split(split)
     builder = self._builder()
-    decoders = None if decode_image else {"image": tfds.decode.SkipDecoding()}
+    decoders = None if decode_image else {"image": tfds_lib().decode.SkipDecoding()}
     try:
       return builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     except (AssertionError, FileNotFoundError, tf.errors.NotFoundError) as e:
@@ -203,7 +210,7 @@ class TfdsDataset(dataset_api.Dataset):
       deterministic=True,
     )
     start = 0
-    for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
+    for batch in tfds_lib().as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
       yield dataset_api.Annotations(
         labels=np.asarray(batch["label"], np.int64),
@@ -217,7 +224,7 @@ class TfdsDataset(dataset_api.Dataset):
       self._convert, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     start = 0
-    for batch in tfds.as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
+    for batch in tfds_lib().as_numpy(ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)):
       n = len(batch["label"])
       yield dataset_api.Examples(
         images=np.asarray(batch["image"], np.uint8),

@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from tests.data import user_data
+from tf_forget.data import record_reader
 from tf_forget.data import registry
 
 
@@ -154,3 +155,18 @@ def test_an_unreadable_image_among_the_calibration_examples_is_named(tmp_path):
   (tmp_path / "b" / "10.png").write_bytes(b"\x89PNG broken")  # position 30: a picked one
   message = user_data.one_line(lambda: data.calibration_examples("test", 7))
   assert "cannot decode image b/10.png" in message, message
+
+
+def test_calibration_examples_decoded_in_a_batch_are_the_ones_decoded_one_by_one(
+  tmp_path, monkeypatch
+):
+  """More picked images than `record_reader.EAGER` go through one batched pipeline: the same
+  images, labels and ids."""
+  spec = {f"{c}/{i:02d}.png": (6, 6, 3) for c in ("a", "b", "c") for i in range(20)}
+  user_data.folder(tmp_path, spec)
+  data = registry.get("folder", path=str(tmp_path))
+  eager = data.calibration_examples("test", 7)
+  monkeypatch.setattr(record_reader, "EAGER", 2)
+  batched = data.calibration_examples("test", 7)
+  for field in ("images", "labels", "ids"):
+    np.testing.assert_array_equal(getattr(batched, field), getattr(eager, field))

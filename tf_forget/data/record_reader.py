@@ -265,18 +265,18 @@ class RecordReader(dataset_api.Dataset):
     ds = self._decoded_in_batches(self._records_at(split, positions), len(positions))
     self.check_split(split)
     self._check_attribute_rows(split)
-    parts = []
-    for _, (pixels, labels, ids) in self._stream_unchecked(split, ds, len(positions), True):
-      ids = ids.numpy()
-      parts.append(
-        dataset_api.Examples(
-          images=pixels.numpy(),
-          labels=self._labels(labels.numpy()),
-          ids=ids,
-          attributes=self._attributes_of(split, ids),
-        )
-      )
-    return dataset_api.concatenate(parts)
+    batches = self._stream_unchecked(split, ds, len(positions), True)
+    return dataset_api.concatenate([self._picked(split, *batch) for _, batch in batches])
+
+  def _picked(self, split, pixels, labels, ids):
+    """The `Examples` of a decoded batch of records picked from `split` (labels as read)."""
+    ids = ids.numpy()
+    return dataset_api.Examples(
+      images=pixels.numpy(),
+      labels=self._labels(labels.numpy()),
+      ids=ids,
+      attributes=self._attributes_of(split, ids),
+    )
 
   def examples(self, split, ids):
     """The examples with the given ids, in the order of `ids`: taken from the split decoded
@@ -289,18 +289,8 @@ class RecordReader(dataset_api.Dataset):
     if kept is not None:
       return dataset_api.in_order([kept], ids, split)
     ds = self._decoded_in_batches(self._records_of(split, np.unique(ids)), 1024)
-    parts = []
-    for _, (pixels, labels, found) in self._stream(split, 1024, ds, batched=True):
-      found = found.numpy()
-      parts.append(
-        dataset_api.Examples(
-          images=pixels.numpy(),
-          labels=self._labels(labels.numpy()),
-          ids=found,
-          attributes=self._attributes_of(split, found),
-        )
-      )
-    return dataset_api.in_order(parts, ids, split)
+    batches = self._stream(split, 1024, ds, batched=True)
+    return dataset_api.in_order([self._picked(split, *b) for _, b in batches], ids, split)
 
   def _records_at(self, split, positions):
     """The records at `positions` (sorted unique) of `split`'s fixed order, read before any

@@ -121,7 +121,7 @@ def bench_ray_train(tmp, steps=600):
   from tf_forget.executor import executor_api
   from tf_forget.pipeline import executors
   from tf_forget.pipeline import tasks
-  from tf_forget.train import member
+  from tf_forget.train import member_config
   from tf_forget.train import presets
 
   env = executors.worker_env()
@@ -136,7 +136,9 @@ def bench_ray_train(tmp, steps=600):
         kwargs=dict(
           run_dir=run,
           **tasks.member_kwargs(
-            member.MemberConfig(dataset="digits", model="small_cnn", variant=v, k=k, preset=preset)
+            member_config.MemberConfig(
+              dataset="digits", model="small_cnn", variant=v, k=k, preset=preset
+            )
           ),
         ),
       )

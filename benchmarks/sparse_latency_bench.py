@@ -51,13 +51,14 @@ _JSON = flags.DEFINE_string("json", None, "Optional path for the raw results as 
 
 def _train(work_dir, steps, sparsities, log):
   from tf_forget.train import member
+  from tf_forget.train import member_config
   from tf_forget.train import member_files
   from tf_forget.train import presets
 
   preset = dataclasses.replace(presets.get("digits"), steps=steps, checkpoint_every=steps // 2)
   variants = ["dense"] + [f"prune_{s}" for s in sparsities]
   for variant in variants:
-    config = member.MemberConfig(
+    config = member_config.MemberConfig(
       dataset="digits", model="small_cnn", variant=variant, k=0, preset=preset
     )
     log(f"member {variant}/0 ...")

@@ -21,9 +21,9 @@ _TRAIN = """
 import hashlib, tempfile
 from tf_forget.compat import cpu_kernels, keras2
 keras2.enable(); cpu_kernels.configure()
-from tf_forget.train import member, member_files, presets
+from tf_forget.train import member, member_config, member_files, presets
 d = tempfile.mkdtemp()
-cfg = member.MemberConfig(dataset="digits", model="small_cnn", variant="prune_0.5", k=0,
+cfg = member_config.MemberConfig(dataset="digits", model="small_cnn", variant="prune_0.5", k=0,
                           preset=presets.get("tiny"))
 meta = member.train_member(cfg, d)
 m = member_files.load_model(d)

@@ -18,7 +18,7 @@ from tests.e2e import tiny_run
 from tf_forget.data.protocols import protocol_registry as protocols
 from tf_forget.prune import gradient as prune_gradient
 from tf_forget.prune import oneshot_schedule
-from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import presets
 
 ALGORITHMS = ("mp", "gp", "up", "rp")
@@ -93,7 +93,7 @@ def _check_one_g_per_parent(out, k, dense_meta):
     else:
       assert meta["pruning"]["gradient"] is None and "gradient" not in meta["inputs"]
   run = json.loads((out / "run.json").read_text())
-  parent = member_lib.MemberConfig(
+  parent = member_config.MemberConfig(
     dataset=run["dataset"],
     model=run["model"],
     variant="dense",

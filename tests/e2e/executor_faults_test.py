@@ -29,7 +29,7 @@ from tf_forget.artifacts import layout
 from tf_forget.executor import executor_api
 from tf_forget.pipeline import executors
 from tf_forget.pipeline import tasks
-from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 
@@ -38,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _member():
   # 300 steps, a checkpoint every 20: the kill lands early in a ~10 s training.
-  return member_lib.MemberConfig(
+  return member_config.MemberConfig(
     dataset="digits",
     model="small_cnn",
     variant="prune_0.5",

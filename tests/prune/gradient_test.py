@@ -24,7 +24,7 @@ from tf_forget.prune import oneshot
 from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import scores
-from tf_forget.train import member as train_member
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import population
 
@@ -47,7 +47,7 @@ def _protocol():
 
 def _config(pop, variant):
   return oneshot_member.OneshotConfig(
-    member=train_member.MemberConfig(
+    member=member_config.MemberConfig(
       dataset=pop.dataset, model=pop.model, variant=variant, k=0, preset=pop.preset
     ),
     protocol=_protocol(),

@@ -21,7 +21,7 @@ from tf_forget.prune import oneshot_member
 from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import scores
 from tf_forget.train import epoch_selection
-from tf_forget.train import member as train_member
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import population
 
@@ -44,7 +44,7 @@ def run(parent_run, tmp_path):
 
 def _config(pop, variant, **overrides):
   return oneshot_member.OneshotConfig(
-    member=train_member.MemberConfig(
+    member=member_config.MemberConfig(
       dataset=pop.dataset, model=pop.model, variant=variant, k=0, preset=pop.preset
     ),
     protocol=oneshot_schedule.get("tiny", **overrides),

@@ -8,13 +8,14 @@ import pytest
 from tf_forget.data import registry
 from tf_forget.train import epoch_selection
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 
 
 def _config(**overrides):
   overrides.setdefault("validation_every", 10)
-  return member_lib.MemberConfig(
+  return member_config.MemberConfig(
     dataset="digits",
     model="small_cnn",
     variant="dense",

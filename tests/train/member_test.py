@@ -12,6 +12,7 @@ import pytest
 from tf_forget.artifacts import fileio
 from tf_forget.artifacts import member_metadata
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 
@@ -19,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _config(variant="prune_0.5", k=0, **overrides):
-  return member_lib.MemberConfig(
+  return member_config.MemberConfig(
     dataset="digits",
     model="small_cnn",
     variant=variant,

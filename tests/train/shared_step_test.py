@@ -8,13 +8,14 @@ import zipfile
 import pytest
 
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 from tf_forget.train import shared_step
 
 
 def _config(variant, k):
-  return member_lib.MemberConfig(
+  return member_config.MemberConfig(
     dataset="digits", model="small_cnn", variant=variant, k=k, preset=presets.get("tiny")
   )
 

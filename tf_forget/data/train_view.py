@@ -17,7 +17,7 @@ yields through `tf_dataset` / `decode_record` is what the model takes: the audit
 to the model (a registered data set has no preprocess: `of` returns it unchanged).
 
 Why an option of the audited data set and not a second data set in the member config: the
-member config (`train.member.MemberConfig`: data set and options) is what every task receives
+member config (`train.member_config.MemberConfig`: data set and options) is what every task receives
 and what every member's identity hashes, so the train data is part of each one-shot member's
 config hash and of the run's `audit.json` identity without a new field anywhere, and the prune
 code has one path — `of(data_registry.get(name, **options))` — for trained and imported parents.

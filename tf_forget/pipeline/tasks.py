@@ -43,6 +43,7 @@ from tf_forget.prune import oneshot_schedule
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import imported
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 
@@ -68,7 +69,7 @@ def _oneshot_schedule(protocol_json):
 
 
 def member_kwargs(cfg):
-  """The JSON kwargs of `train_member` for a `member_lib.MemberConfig` (driver side)."""
+  """The JSON kwargs of `train_member` for a `member_config.MemberConfig` (driver side)."""
   return {
     "dataset": cfg.dataset,
     "model": cfg.model,
@@ -108,7 +109,7 @@ def train_member(
   Returns:
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
-  cfg = member_lib.MemberConfig(
+  cfg = member_config.MemberConfig(
     dataset=dataset,
     model=model,
     variant=variant,
@@ -150,7 +151,7 @@ def prune_member(
     {"member": "<variant>/<k>", "model_sha256", "test_accuracy"}.
   """
   cfg = oneshot_member.OneshotConfig(
-    member=member_lib.MemberConfig(
+    member=member_config.MemberConfig(
       dataset=dataset,
       model=model,
       variant=variant,
@@ -198,7 +199,7 @@ def oneshot_gradient(
   Returns:
     {"parent": "<variant>/<k>", "path", "sha256"} of the g artifact.
   """
-  parent = member_lib.MemberConfig(
+  parent = member_config.MemberConfig(
     dataset=dataset,
     model=model,
     variant=variant,
@@ -240,7 +241,7 @@ def retrain_member(
   except iterative_schedule.IterativeScheduleError as e:
     raise TaskError(f"{e}: worker and driver versions differ") from e
   cfg = retrain_lib.RetrainConfig(
-    member=member_lib.MemberConfig(
+    member=member_config.MemberConfig(
       dataset=dataset,
       model=model,
       variant=variant,

@@ -129,7 +129,7 @@ def seed(parent):
 
 
 def path(run_dir, parent, protocol):
-  """g's file of `parent` (a dense `train.member.MemberConfig`) under `protocol`."""
+  """g's file of `parent` (a dense `train.member_config.MemberConfig`) under `protocol`."""
   return layout.gradient_file(run_dir, parent.variant, parent.k, protocol_sha256(protocol))
 
 
@@ -274,7 +274,7 @@ def ensure(run_dir, parent, protocol, log=None):
 
   Args:
     run_dir: the run directory.
-    parent: the dense parent's `train.member.MemberConfig`.
+    parent: the dense parent's `train.member_config.MemberConfig`.
     protocol: the `OneshotSchedule`.
     log: optional callable for the `redo gradient <parent>/<k>: <why>` line.
 

@@ -57,7 +57,7 @@ from tf_forget.train import epoch_selection
 from tf_forget.train import imported
 from tf_forget.train import imported_parent
 from tf_forget.train import inputs
-from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import pruning
 
@@ -71,13 +71,13 @@ class OneshotConfig:
   """Everything a one-shot member depends on besides its parent's weights (and g).
 
   Attributes:
-    member: the member's `train.member.MemberConfig` (variant `oneshot_<alg>_r<r>`, its k,
+    member: the member's `train.member_config.MemberConfig` (variant `oneshot_<alg>_r<r>`, its k,
       the population's preset and options; its `seed` seeds RP and fine-tuning; g's batches
       are the parent's, `gradient.seed`).
     protocol: the `protocol.OneshotSchedule`.
   """
 
-  member: member_lib.MemberConfig
+  member: member_config.MemberConfig
   protocol: oneshot_schedule.OneshotSchedule
 
   @property

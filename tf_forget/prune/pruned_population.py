@@ -15,7 +15,7 @@ from tf_forget.artifacts import names
 from tf_forget.artifacts import run_json
 from tf_forget.prune import oneshot_member
 from tf_forget.prune import retrain
-from tf_forget.train import member as train_member
+from tf_forget.train import member_config
 
 
 def split_variants(variants):
@@ -29,7 +29,7 @@ def split_variants(variants):
 
 
 def _member(pop, variant, k):
-  return train_member.MemberConfig(
+  return member_config.MemberConfig(
     dataset=pop.dataset,
     model=pop.model,
     variant=variant,
@@ -57,7 +57,7 @@ def oneshot_configs(pop, variants, protocol):
 
 
 def gradient_parents(configs):
-  """The distinct dense parents (`train.member.MemberConfig`) whose g some of `configs` read.
+  """The distinct dense parents (`train.member_config.MemberConfig`) whose g some of `configs` read.
 
   GP and UP members of a parent, at every ratio, read one g (docs/spec.md §6.2); MP and
   RP read none.

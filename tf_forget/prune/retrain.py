@@ -52,6 +52,7 @@ from tf_forget.prune import structured
 from tf_forget.train import checkpoints
 from tf_forget.train import inputs
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import pruning
 from tf_forget.train import schedule
@@ -69,12 +70,12 @@ class RetrainConfig:
   """Everything a prune-retrain cycle depends on besides its parent's weights.
 
   Attributes:
-    member: the member's `train.member.MemberConfig` (variant `iter_<alg>_c<n>`, its k, the
+    member: the member's `train.member_config.MemberConfig` (variant `iter_<alg>_c<n>`, its k, the
       population's preset and options; its `seed` seeds the retraining).
     protocol: the `iterative_schedule.IterativeSchedule`.
   """
 
-  member: member_lib.MemberConfig
+  member: member_config.MemberConfig
   protocol: iterative_schedule.IterativeSchedule
 
   @property

@@ -9,7 +9,7 @@ such a parent, in one place:
     read the images as they are), no robust training, float32; its batch size is the one-shot
     schedule's ("user", `tf_forget.prune.oneshot_schedule`), steps 0 (nothing is trained here);
     seeds are the member seeds of (population seed 0, data set, model "user", variant, k)
-    (`member.MemberConfig.seed`), as for a trained population;
+    (`member_config.MemberConfig.seed`), as for a trained population;
   * "a compiled model" (`trainable`): the pruning code's data loss is the mean sparse
     categorical cross-entropy of the logits (docs/spec.md §6.2, §6.4), so the reference must be
     saved compiled with `SparseCategoricalCrossentropy(from_logits=True)`; any other loss or none is
@@ -182,7 +182,7 @@ def trainable(path, output_index=None, trust_model_code=False):
 def member_status(run_dir, config):
   """`lineage.Status` of dense member `config` as a parent of pruned members.
 
-  `config` is a `member.MemberConfig`. An imported member (`config.model == imported.MODEL`)
+  `config` is a `member_config.MemberConfig`. An imported member (`config.model == imported.MODEL`)
   is current when `imported.status` holds for the reference at the path its metadata records
   (the path the import stage checked against `--reference`: the file's sha256 and the saved
   `model.keras`); a trained member is checked by `member_files.status` against its config, as

@@ -7,9 +7,9 @@ and written by `tf_forget.train.member_files`). The metadata records the sha256 
 `model.keras` bytes (`model_sha256`) and of the member's config (`inputs.config`): a member is
 finished only if both match (`member_files.status`); otherwise it is trained again, and the
 caller logs why. A checkpoint or model that cannot be written (read-only directory, full disk)
-is an `errors.WriteError` with one line, raised where it happens. Member k of each variant gets its
-own seed, derived stably from (population seed, data set, model, variant, k) (docs/spec.md §1.3);
-with TensorFlow's op determinism on, the same config gives the same weights on the same machine and
+is an `errors.WriteError` with one line, raised where it happens. The config, its seed (docs/spec.md
+§1.3) and identity are `tf_forget.train.member_config.MemberConfig`'s; with TensorFlow's op
+determinism on, the same config gives the same weights on the same machine and
 stack, and a resumed member the same weights as an uninterrupted one. Across machines the CPU
 kernels decide (`tf_forget.compat.cpu_kernels`, recorded as `machine` in the metadata). The
 members of one configuration that a process trains share one compiled training step
@@ -21,26 +21,19 @@ GPUs: `train_member` first turns on memory growth for every visible GPU
 `mixed_precision` builds and trains its model under Keras' `mixed_float16` policy, set for the
 model's building only and then restored (other members, later stages see the old policy); the
 logits are cast to float32 by a last float32 linear `Activation` (losses and saved outputs stay
-float32) and the policy is recorded as
-`precision_policy` ("float32" otherwise).
+float32) and the policy is recorded as `precision_policy` ("float32" otherwise).
 """
 
-import dataclasses
-import hashlib
-import json
 import os
 import time
-from typing import Mapping
 
 import numpy as np
 import tensorflow as tf
 
 from tf_forget.artifacts import filesystem
-from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
 from tf_forget.artifacts import member_metadata
 from tf_forget.artifacts import names
-from tf_forget.artifacts import predictions
 from tf_forget.compat import cpu_kernels
 from tf_forget.compat import gpu
 from tf_forget.compat import keras2
@@ -49,6 +42,7 @@ from tf_forget.models import model_registry
 from tf_forget.train import checkpoints
 from tf_forget.train import epoch_selection
 from tf_forget.train import inputs
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 from tf_forget.train import pruning
@@ -63,74 +57,6 @@ CHECKPOINT_DIR = layout.CHECKPOINT_DIR
 # acts at the end of an epoch, which Keras keeps. Ten steps keep a call short for Ctrl-C in the
 # audit's own process.
 STEPS_PER_EXECUTION = 10
-
-
-@dataclasses.dataclass(frozen=True)
-class MemberConfig:
-  """Everything a member's training depends on.
-
-  Attributes:
-    dataset: data registry name.
-    model: model registry name.
-    variant: `dense` or `prune_<t>`.
-    k: member index (pairs members across variants, 000 eq. 3).
-    preset: the training protocol.
-    dataset_options: data builder options.
-    model_options: model builder options.
-    population_seed: base seed of the population (0 by default).
-  """
-
-  dataset: str
-  model: str
-  variant: str
-  k: int
-  preset: presets.Preset
-  dataset_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
-  model_options: Mapping[str, object] = dataclasses.field(default_factory=dict)
-  population_seed: int = 0
-
-  @property
-  def seed(self):
-    """Stable 31-bit seed from (population seed, data set, model, variant, k)
-    (docs/spec.md §1.3)."""
-    key = f"{self.population_seed}|{self.dataset}|{self.model}|{self.variant}|{self.k}"
-    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big") & 0x7FFFFFFF
-
-  def identity(self):
-    """What the member's weights are a function of (JSON-ready; hashed into `inputs.config`).
-
-    The user's data records the content of its splits in its options (`predictions.CONTENT`); a
-    member trains on the train split only, so its identity holds that split's digest
-    (`train_content`) and not the test split's. The `--train` data of one-shot pruning enters
-    through `inputs.train_data` (`train_view.fingerprint`) instead.
-    """
-    out = {
-      "dataset": self.dataset,
-      "dataset_options": predictions.without_content(self.dataset_options),
-      "model": self.model,
-      "model_options": dict(self.model_options),
-      "variant": self.variant,
-      "k": int(self.k),
-      "seed": int(self.seed),
-      "population_seed": int(self.population_seed),
-      "preset": self.preset.to_json(),
-    }
-    train = dict(dict(self.dataset_options).get(predictions.CONTENT) or {}).get("train")
-    if train is not None:
-      out["train_content"] = train
-    return out
-
-  def inputs(self):
-    """The lineage `inputs` of the member's metadata: {"config": sha256 of `identity`}."""
-    return {"config": hashing.sha256_json(json.loads(json.dumps(self.identity())))}
-
-
-MIXED_POLICY = "mixed_float16"
-
-
-def precision_policy(preset):
-  """The Keras dtype policy a preset trains under: "mixed_float16" or "float32"."""
-  return MIXED_POLICY if getattr(preset, "mixed_precision", False) else "float32"
 
 
 def _float32_logits(model):
@@ -156,10 +82,10 @@ def _build(config, dataset):
   is returned), and the previous global policy is restored before returning.
   """
   keras = keras2.keras()
-  if precision_policy(config.preset) == "float32":
+  if member_config.precision_policy(config.preset) == "float32":
     return _build_model(config, dataset)
   previous = keras.mixed_precision.global_policy()
-  keras.mixed_precision.set_global_policy(MIXED_POLICY)
+  keras.mixed_precision.set_global_policy(member_config.MIXED_POLICY)
   try:
     model, _, variant = _build_model(config, dataset, mixed=True)
   finally:
@@ -198,7 +124,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None, share_step
   """Trains (or resumes, or skips) one member and writes its artifacts.
 
   Args:
-    config: a `MemberConfig`.
+    config: a `member_config.MemberConfig`.
     directory: the member's directory (`member_files.member_dir(run, variant, k)`).
     log: optional callable taking a progress string.
     stop_after_chunks: test hook: stop (as if killed) after this many checkpoint chunks.
@@ -227,7 +153,7 @@ def train_member(config, directory, log=None, stop_after_chunks=None, share_step
     )
   dataset = data_registry.get(config.dataset, **dict(config.dataset_options))
   trainer = None
-  if share_step and precision_policy(config.preset) == "float32":
+  if share_step and member_config.precision_policy(config.preset) == "float32":
 
     def build_trainer():
       _seed(config.seed)  # Keras' random layers then hold generators, as the member's own do
@@ -412,7 +338,7 @@ def _metadata(
     "seed": int(config.seed),
     "population_seed": int(config.population_seed),
     "preset": preset.to_json(),
-    "precision_policy": precision_policy(preset),
+    "precision_policy": member_config.precision_policy(preset),
     "gpus": gpu.describe(),
     "steps": steps,
     "resumed_from_step": int(resumed_from_step),

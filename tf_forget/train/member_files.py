@@ -46,7 +46,7 @@ def status(directory, config=None):
   """`lineage.Status` of a member: finished, and its `model.keras` is the one it recorded.
 
   Finished means: `metadata.json` readable, `model.keras` present with the recorded sha256, and
-  (if `config` is given) the same member config (`member.MemberConfig.inputs`).
+  (if `config` is given) the same member config (`member_config.MemberConfig.inputs`).
   """
   if not filesystem.exists(os.path.join(directory, METADATA_FILE)):
     return lineage.MISSING

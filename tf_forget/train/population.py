@@ -28,6 +28,7 @@ from tf_forget.artifacts import run_json
 from tf_forget.cli import status
 from tf_forget.models import model_registry
 from tf_forget.train import member as member_lib
+from tf_forget.train import member_config
 from tf_forget.train import member_files
 from tf_forget.train import presets
 
@@ -145,7 +146,7 @@ def make_config(
 def member_configs(config):
   """All member configs, k-major."""
   return [
-    member_lib.MemberConfig(
+    member_config.MemberConfig(
       dataset=config.dataset,
       model=config.model,
       variant=v,

@@ -26,6 +26,7 @@ from tf_forget.executor import worker
     (dict(key="k", fn="m:f", kwargs={1: 2}), "task k: kwargs must be a mapping with string keys"),
     (dict(key="k", fn="m:f", num_cpus=-1), "task k: num_cpus must be a number >= 0"),
     (dict(key="k", fn="m:f", cost=0), "task k: cost must be > 0"),
+    (dict(key="k", fn="m:f", affinity=None), "task k: affinity must be a string"),
   ],
 )
 def test_bad_tasks_are_one_line_errors(kwargs, message):

@@ -65,6 +65,10 @@ class Task:
     num_cpus: CPUs the task uses (Ray schedules by it; see each executor for the details).
     num_gpus: GPUs the task uses (Ray only).
     cost: relative cost (> 0): weights the ETA and schedules the biggest tasks first.
+    affinity: tasks that share what a worker builds once (e.g. a compiled training step) share
+      this name: among the tasks as costly as the next one, a worker that has just finished
+      one is given another of them first, and a new name goes to a worker no running task of
+      that name holds (`scheduler`). "" (default): none.
   """
 
   key: str
@@ -73,6 +77,7 @@ class Task:
   num_cpus: float = 1.0
   num_gpus: float = 0.0
   cost: float = 1.0
+  affinity: str = ""
 
   def __post_init__(self):
     if not isinstance(self.key, str) or not self.key.strip():
@@ -92,6 +97,8 @@ class Task:
         raise ExecutorError(f"task {self.key}: {name} must be a number >= 0, got {value!r}")
     if not self.cost > 0:
       raise ExecutorError(f"task {self.key}: cost must be > 0, got {self.cost!r}")
+    if not isinstance(self.affinity, str):
+      raise ExecutorError(f"task {self.key}: affinity must be a string, got {self.affinity!r}")
 
 
 def check_tasks(tasks):

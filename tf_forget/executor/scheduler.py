@@ -1,7 +1,9 @@
 """The scheduling loop shared by the executors that run tasks in worker processes.
 
 `PooledExecutor._run` keeps a window of tasks in flight (biggest `cost` first, as many as fit the
-executor's capacity, always at least one), collects their outcomes, retries the tasks whose
+executor's capacity, always at least one; among equally costly tasks, one of the `affinity` of
+the task that just freed a slot first — the pool's freed worker takes it —, else one of an
+affinity no running task holds), collects their outcomes, retries the tasks whose
 worker was lost, and on the first task failure stops submitting, lets the running tasks finish
 and raises the failure (executor_api.py describes the semantics). A subclass provides:
 
@@ -46,6 +48,22 @@ def from_envelope(envelope):
   return Outcome(FAILED, error=envelope)
 
 
+def _next(queue, freed, held):
+  """The index in `queue` (biggest cost first) of the task to start next: among the tasks as
+  costly as the first, one of the affinity `freed` (of the task whose slot is being filled),
+  else one of an affinity no running task holds (`held`), else the first."""
+  top = queue[0].cost
+  same = [i for i, task in enumerate(queue) if task.cost == top]
+  if freed:
+    for i in same:
+      if queue[i].affinity == freed:
+        return i
+  for i in same:
+    if queue[i].affinity and queue[i].affinity not in held:
+      return i
+  return 0
+
+
 def _fits(used, need, capacity):
   return all(used.get(r, 0) + amount <= capacity.get(r, 0) + 1e-9 for r, amount in need.items())
 
@@ -81,14 +99,17 @@ class PooledExecutor(executor_api.Executor):
     used = {}
     results = {}
     failure = None
+    freed = []  # the affinities of the tasks whose slots are free again
     try:
       while queue or in_flight:
         if failure is None:
-          self._fill(queue, in_flight, used, capacity)
+          self._fill(queue, in_flight, used, capacity, freed)
         if not in_flight:
           break
+        freed = []
         for handle, outcome in self._wait(list(in_flight)):
           task = in_flight.pop(handle)
+          freed.append(task.affinity)
           for resource, amount in self._need(task).items():
             used[resource] -= amount
           failure = self._settle(
@@ -101,14 +122,18 @@ class PooledExecutor(executor_api.Executor):
       raise failure
     return results
 
-  def _fill(self, queue, in_flight, used, capacity):
-    """Submits queued tasks, biggest first, while they fit (at least one task in flight)."""
-    i = 0
-    while i < len(queue):
-      need = self._need(queue[i])
-      if in_flight and not _fits(used, need, capacity):
-        i += 1
-        continue
+  def _fill(self, queue, in_flight, used, capacity, freed=()):
+    """Submits queued tasks while they fit (at least one task in flight): for each slot, the
+    task `_next` picks if it fits, else the first that fits (biggest first)."""
+    freed = list(freed)
+    while queue:
+      held = {task.affinity for task in in_flight.values()}
+      for i in [_next(queue, freed.pop(0) if freed else "", held), *range(len(queue))]:
+        need = self._need(queue[i])
+        if not in_flight or _fits(used, need, capacity):
+          break
+      else:
+        return
       task = queue.pop(i)
       in_flight[self._submit(task)] = task
       for resource, amount in need.items():

@@ -72,7 +72,7 @@ class Stage:
     return None
 
 
-def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
+def task(key, fn, cost=1.0, num_gpus=0.0, affinity="", **kwargs):
   """The `executor.Task` `key` running `tf_forget.pipeline.tasks.<fn>(**kwargs)` ("module:function":
   that)."""
   return executor_api.Task(
@@ -81,6 +81,7 @@ def task(key, fn, cost=1.0, num_gpus=0.0, **kwargs):
     kwargs=kwargs,
     cost=float(cost),
     num_gpus=num_gpus,
+    affinity=affinity,
   )
 
 

@@ -17,6 +17,7 @@ from tf_forget.prune import pruned_population
 from tf_forget.prune import retrain as retrain_lib
 from tf_forget.train import member_files
 from tf_forget.train import population
+from tf_forget.train import shared_step
 
 
 def _gpus(ctx):
@@ -24,12 +25,13 @@ def _gpus(ctx):
   return 1.0 if ctx.num_gpus else 0.0
 
 
-def _member_task(ctx, key, fn, cost, member_cfg, **kwargs):
+def _member_task(ctx, key, fn, cost, member_cfg, affinity="", **kwargs):
   return driver.task(
     key,
     fn,
     cost=cost,
     num_gpus=_gpus(ctx),
+    affinity=affinity,
     run_dir=ctx.run_dir,
     **kwargs,
     **tasks.member_kwargs(member_cfg),
@@ -76,8 +78,14 @@ class TrainStage(driver.Stage):
             ),
           )
         ],
+        # Members of one configuration share a worker's compiled step (`shared_step`).
         task=lambda _, c=cfg: _member_task(
-          ctx, f"train {c.variant}/{c.k}", "train_member", c.preset.steps * c.preset.batch_size, c
+          ctx,
+          f"train {c.variant}/{c.k}",
+          "train_member",
+          c.preset.steps * c.preset.batch_size,
+          c,
+          affinity=shared_step.key(c),
         ),
       )
       for cfg in population.training_order(pop)

@@ -45,6 +45,8 @@ import zipfile
 
 import numpy as np
 
+from benchmarks import code_trees
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER = re.compile(r"^== (\d+)/(\d+) (.+?)\s+\[(\d+) s\]\s*$")
 MEASURED = ("seconds", "examples_per_second")
@@ -55,8 +57,7 @@ SHIP_RULE = re.compile(r"^/recommendation/front|^/tables/verdict\[\d+\]/(verdict
 def run_audit(tree, out, env):
   """Runs the default audit of `tree` into `out`; (wall s, [(section, s)], output lines)."""
   shutil.rmtree(out, ignore_errors=True)
-  env = dict(os.environ, PYTHONUNBUFFERED="1", TF_USE_LEGACY_KERAS="1", PYTHONPATH=tree, **env)
-  env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
+  env = code_trees.env(tree, **env)
   start = time.perf_counter()
   proc = subprocess.Popen(
     [sys.executable, "eval/audit.py", f"--out={out}"],
@@ -199,14 +200,7 @@ def main():
   parser.add_argument("--work", default="/tmp/make_audit_bench")
   parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for every run")
   args = parser.parse_args()
-  trees = [os.path.abspath(t) for t in args.trees.split(",")]
-  for tree in trees:  # compiled first, as an installed package's modules are
-    subprocess.run(
-      [sys.executable, "-m", "compileall", "-q", "tf_forget", "eval"],
-      cwd=tree,
-      check=True,
-      stdout=subprocess.DEVNULL,
-    )
+  trees = code_trees.compiled(args.trees.split(","))
   env = dict(item.split("=", 1) for item in args.env)
   runs = {t: [] for t in trees}
   for r in range(args.repeats):

@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from benchmarks import code_trees
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MNIST = "/work/shared/data/mnist"
 HEADER = re.compile(r"^== (\d+)/(\d+) (.+?)\s+\[(\d+) s\]\s*$")
@@ -140,14 +142,7 @@ def audit_args(paths, out):
 def run(tree, args, stages=False):
   """Runs `python -m tf_forget <args>` from the code tree `tree`; (wall seconds, seconds before
   the first stage header or None, exit code, output lines)."""
-  env = dict(
-    os.environ,
-    PYTHONUNBUFFERED="1",
-    TF_USE_LEGACY_KERAS="1",
-    TF_CPP_MIN_LOG_LEVEL="2",
-    PYTHONPATH=tree,
-  )
-  env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
+  env = code_trees.env(tree, TF_CPP_MIN_LOG_LEVEL="2")
   cmd = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "tf_forget", *args]
   start = time.perf_counter()
   proc = subprocess.Popen(
@@ -181,14 +176,7 @@ def main():
   parser.add_argument("--fresh", action="store_true", help="also time the first audit")
   parser.add_argument("--only", default="import,rerun,report")
   args = parser.parse_args()
-  trees = [os.path.abspath(t) for t in args.trees.split(",")]
-  for tree in trees:  # compiled first, as an installed package's modules are
-    subprocess.run(
-      [sys.executable, "-m", "compileall", "-q", "tf_forget", "eval"],
-      cwd=tree,
-      check=True,
-      stdout=subprocess.DEVNULL,
-    )
+  trees = code_trees.compiled(args.trees.split(","))
   paths = build_inputs(args.work, args.mnist, args.images, args.steps)
   outs = {t: os.path.join(args.work, f"run_{i}") for i, t in enumerate(trees)}
   times = {}

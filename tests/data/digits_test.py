@@ -1,9 +1,13 @@
 """digits and digits_biased: real offline data, balanced seeded split, planted subgroup."""
 
+import gzip
+import sys
+
 import numpy as np
 import pytest
 
 from tf_forget.data import dataset_api
+from tf_forget.data import digits
 from tf_forget.data import registry
 
 
@@ -26,6 +30,45 @@ def test_digits_ids_are_source_rows():
   np.testing.assert_array_equal(
     test.images[..., 0], np.rint(raw.images[test.ids] * 255 / 16).astype(np.uint8)
   )
+
+
+def _load_digits_source():
+  """The source as scikit-learn's `load_digits` gives it, mapped to uint8 as docs say."""
+  from sklearn import datasets
+
+  raw = datasets.load_digits()
+  return np.rint(raw.images * 255 / 16).astype(np.uint8)[..., None], raw.target
+
+
+def test_the_shipped_file_is_read_without_importing_scikit_learn(monkeypatch):
+  want_images, want_labels = _load_digits_source()
+  assert digits.shipped_file() is not None
+  for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+    monkeypatch.delitem(sys.modules, name)
+  monkeypatch.setitem(sys.modules, "sklearn", None)  # importing it now raises ImportError
+  images, labels = digits.load_source()
+  np.testing.assert_array_equal(images, want_images)
+  np.testing.assert_array_equal(labels, want_labels)
+  assert labels.dtype == np.int64
+
+
+def test_without_the_file_load_digits_gives_the_same_source(monkeypatch):
+  want_images, want_labels = _load_digits_source()
+  monkeypatch.setattr(digits, "shipped_file", lambda: None)
+  images, labels = digits.load_source()
+  np.testing.assert_array_equal(images, want_images)
+  np.testing.assert_array_equal(labels, want_labels)
+
+
+def test_a_digits_file_of_other_columns_is_one_line(tmp_path):
+  path = tmp_path / "digits.csv.gz"
+  with gzip.open(path, "wt") as f:
+    f.write("0,1,2\n3,4,5\n")
+  with pytest.raises(dataset_api.DataError, match="has 3 columns, not 65"):
+    digits.read_shipped(str(path))
+  path.write_bytes(b"not gzip")
+  with pytest.raises(dataset_api.DataError, match="cannot read scikit-learn's digits file"):
+    digits.read_shipped(str(path))
 
 
 def test_digits_split_is_seeded():

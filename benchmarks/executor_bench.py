@@ -73,7 +73,7 @@ def _eval_tasks(run_dir, n):
   return [
     executor_api.Task(
       key=f"eval dense/0 #{i}",
-      fn="tf_forget.pipeline.tasks:evaluate_files",
+      fn="tf_forget.pipeline.eval_tasks:evaluate_files",
       kwargs={
         "run_dir": run_dir,
         "files": [["dense", 0]],

@@ -20,8 +20,8 @@ from tf_forget.corruptions import published_suites
 from tf_forget.data import registry
 from tf_forget.pipeline import audit_lib
 from tf_forget.pipeline import audit_plan
+from tf_forget.pipeline import eval_tasks
 from tf_forget.pipeline import run_identity
-from tf_forget.pipeline import tasks
 
 SPLITS = ["gaussian_noise@3", "glass_blur@3"]
 
@@ -155,7 +155,7 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   logs = []
   with tfds.testing.mock_data(num_examples=8):
     # The robustness stage's tasks (tf_forget.pipeline.file_stages ->
-    # tf_forget.pipeline.tasks.evaluate_files, in this process); its finish writes the published
+    # tf_forget.pipeline.eval_tasks.evaluate_files, in this process); its finish writes the published
     # splits' agreement tables from their files.
     report, _ = audit_lib.run_audit(
       _config(run, {"execution.executor": "local", "execution.workers": 0}), log=logs.append
@@ -198,6 +198,6 @@ def test_tiny_audit_evaluates_tflite_files_on_the_published_splits(tmp_path):
   assert {p: os.path.getmtime(os.path.join(run, p)) for p in files} == stamps
   assert not any("tasks on" in line for line in logs), logs
   assert not any(line.lstrip().startswith("redo") for line in logs)
-  assert tasks.published_suite(registry.get("cifar10"), ["cifar10_1"])[2] == {
+  assert eval_tasks.published_suite(registry.get("cifar10"), ["cifar10_1"])[2] == {
     "cifar10_1": want_ids["cifar10_1"]
   }

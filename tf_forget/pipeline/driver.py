@@ -22,7 +22,9 @@ from typing import Callable, Sequence
 from tf_forget.artifacts import errors
 from tf_forget.executor import executor_api
 
-TASKS = "tf_forget.pipeline.tasks"
+TASKS = "tf_forget.pipeline.tasks"  # the members' and files' tasks
+EVAL_TASKS = "tf_forget.pipeline.eval_tasks"  # the evaluation tasks
+TASK_MODULES = (TASKS, EVAL_TASKS)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -129,5 +129,5 @@ def early_executor(config):
     return None  # the validation says why
   if not isinstance(executor, executor_lib.LocalExecutor):
     return None
-  executor.start(preload=(driver.TASKS,))
+  executor.start(preload=driver.TASK_MODULES)
   return executor

@@ -30,7 +30,7 @@ from tf_forget.evaluate import noise_eval
 from tf_forget.evaluate import population_eval
 from tf_forget.export import export_state
 from tf_forget.pipeline import driver
-from tf_forget.pipeline import tasks
+from tf_forget.pipeline import eval_tasks
 
 # Tasks per worker of a chunked stage: more than one, so that a slow task does not leave the
 # other workers idle at the end, and not many, since each task loads its data set.
@@ -208,7 +208,7 @@ class EvaluateStage(driver.Stage):
           checks=[predictions_check(ctx.run_dir, m, split, clean_id, True) for m in metas],
           task=lambda todo, mv=mv, k=k: driver.task(
             f"eval {mv}/{k} {split}",
-            "evaluate_files",
+            f"{driver.EVAL_TASKS}:evaluate_files",
             cost=len(todo),
             files=[[v, k] for v in todo],
             num_threads=ctx.num_threads,
@@ -224,7 +224,7 @@ class EvaluateStage(driver.Stage):
           checks=[_keras_check(ctx.run_dir, mv, k, split, clean_id)],
           task=lambda _, mv=mv, k=k: driver.task(
             f"keras {mv}/{k} {split}",
-            "keras_predictions",
+            f"{driver.EVAL_TASKS}:keras_predictions",
             num_gpus=1.0 if ctx.num_gpus else 0.0,
             member_variant=mv,
             k=k,
@@ -261,7 +261,7 @@ class EvaluateStage(driver.Stage):
         checks=[check(s) for s in chunk],
         task=lambda todo: driver.task(
           f"corrupt {todo[0]}..{todo[-1]}",
-          "corrupt_splits",
+          f"{driver.EVAL_TASKS}:corrupt_splits",
           cost=len(todo),
           dataset=data.spec.name,
           dataset_options=dict(data.spec.options),
@@ -286,7 +286,7 @@ class EvaluateStage(driver.Stage):
         ],
         task=lambda todo, mv=mv, k=k: driver.task(
           f"noise {mv}/{k}",
-          "evaluate_noise",
+          f"{driver.EVAL_TASKS}:evaluate_noise",
           cost=len(todo) * len(noise.eps) * noise.draws / 10,
           files=[[v, k] for v in todo],
           protocol=noise.to_json(),
@@ -319,10 +319,10 @@ class RobustnessStage(driver.Stage):
     """(splits, kind, splits kept with logits, {split: stream}, {split: identity})."""
     published = _published(ctx)
     if published:
-      suite, streams, ids = tasks.published_suite(ctx.dataset, published)
+      suite, streams, ids = eval_tasks.published_suite(ctx.dataset, published)
       return published, "published", set(filter(suite.keeps_logits, published)), streams, ids
     corrupted = list(ctx.plan.corrupted)
-    _, streams, ids = tasks.corrupted_suite(ctx.dataset, _cache_dir(ctx), corrupted)
+    _, streams, ids = eval_tasks.corrupted_suite(ctx.dataset, _cache_dir(ctx), corrupted)
     return corrupted, "corrupted", set(), streams, ids
 
   def units(self, ctx):
@@ -342,7 +342,7 @@ class RobustnessStage(driver.Stage):
             ],
             task=lambda todo, mv=mv, k=k, chunk=chunk: driver.task(
               f"eval {mv}/{k} {chunk[0]}..{chunk[-1]}",
-              "evaluate_files",
+              f"{driver.EVAL_TASKS}:evaluate_files",
               cost=len(set(todo)) * len(chunk),
               files=[[v, k] for v in dict.fromkeys(todo)],
               num_threads=ctx.num_threads,

@@ -178,7 +178,7 @@ class EvaluateRepairsStage(driver.Stage):
         ],
         task=lambda todo, mv=mv, k=k: driver.task(
           f"eval repaired {mv}/{k} {split}",
-          "evaluate_files",
+          f"{driver.EVAL_TASKS}:evaluate_files",
           cost=len(todo),
           files=[[v, k] for v in todo],
           num_threads=ctx.num_threads,

@@ -40,8 +40,20 @@ def parse_channels(channels):
 
 
 def convert_image(image, image_size, channels):
-  """uint8 `[h, w, c]` (c = 1..4) -> uint8 `[H, W, channels]` as the module docstring says."""
+  """uint8 `[h, w, c]` (c = 1..4) -> uint8 `[H, W, channels]` as the module docstring says.
+
+  An image whose shape is known to be `[H, W, channels]` already is returned as it is: the
+  conversion is the identity on it (bilinear resizing to the same size samples every pixel at
+  its centre with weight 1), and skipping its ops makes an eagerly decoded image ~4x cheaper.
+  """
   image = tf.convert_to_tensor(image)
+  if image.dtype == tf.uint8 and tuple(image.shape) == (*tuple(image_size), channels):
+    return image
+  return converted(image, image_size, channels)
+
+
+def converted(image, image_size, channels):
+  """`convert_image` always through its ops (cast, channels, resize, round, clip)."""
   pixels = tf.cast(image, tf.float32)
 
   def from_grey():  # c = 1 or 2 (grey, grey + alpha)

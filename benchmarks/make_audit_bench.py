@@ -5,9 +5,10 @@ Each code tree (`--trees`: e.g. the base commit's worktree in /tmp/base, then th
     python eval/audit.py --out=<work>/<tree index>_<repeat>
 
 (what `bazel run //eval:audit` runs: the default digits audit), alternating the trees
-`--repeats` times. It prints each run's wall time (process start to exit) and the seconds of
-each section (from its `== i/n name [s]` header to the next one), then the median per tree and
-its ratio to the first tree.
+`--repeats` times. It prints each run's wall time (process start to exit), the seconds of
+each section (from its `== i/n name [s]` header to the next one) and the CPU time of the audit
+and its workers (user + system core-seconds: work done, which drifts less with the machine than
+the wall time does), then the median per tree and its ratio to the first tree.
 
 Then it compares every tree's first run with the first tree's:
 
@@ -36,6 +37,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,9 +57,11 @@ SHIP_RULE = re.compile(r"^/recommendation/front|^/tables/verdict\[\d+\]/(verdict
 
 
 def run_audit(tree, out, env):
-  """Runs the default audit of `tree` into `out`; (wall s, [(section, s)], output lines)."""
+  """Runs the default audit of `tree` into `out`; (wall s, [(section, s)], output lines, CPU
+  core-seconds of the audit's processes)."""
   shutil.rmtree(out, ignore_errors=True)
   env = code_trees.env(tree, **env)
+  used = resource.getrusage(resource.RUSAGE_CHILDREN)
   start = time.perf_counter()
   proc = subprocess.Popen(
     [sys.executable, "eval/audit.py", f"--out={out}"],
@@ -75,13 +79,15 @@ def run_audit(tree, out, env):
       marks.append((match.group(3), time.perf_counter() - start))
   code = proc.wait()
   wall = time.perf_counter() - start
+  now = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers too: the audit waited for them
+  cpu = (now.ru_utime + now.ru_stime) - (used.ru_utime + used.ru_stime)
   if code not in (0, 3):
     print("\n".join(lines[-30:]))
     raise SystemExit(f"the audit of {tree} failed (exit {code})")
   ends = [t for _, t in marks[1:]] + [wall]
   sections = [("start", marks[0][1] if marks else wall)]
   sections += [(name, end - t) for (name, t), end in zip(marks, ends)]
-  return wall, sections, lines
+  return wall, sections, lines, cpu
 
 
 def _files(root):
@@ -206,10 +212,13 @@ def main():
   for r in range(args.repeats):
     for i, tree in enumerate(trees):
       out = os.path.join(args.work, f"{i}_{r}")
-      wall, sections, _ = run_audit(tree, out, env)
-      runs[tree].append((wall, dict(sections), out))
+      wall, sections, _, cpu = run_audit(tree, out, env)
+      runs[tree].append((wall, dict(sections, cpu=cpu), out))
       parts = " ".join(f"{name} {s:.1f}" for name, s in sections)
-      print(f"run {r} {tree}: wall {wall:.1f} s ({parts}) load {os.getloadavg()[0]:.2f}")
+      print(
+        f"run {r} {tree}: wall {wall:.1f} s ({parts}) cpu {cpu:.1f} core-s"
+        f" load {os.getloadavg()[0]:.2f}"
+      )
   names = list(runs[trees[0]][0][1])
   print(
     f"\n{'section':22s}" + "".join(f"{os.path.basename(t) or t:>16s}" for t in trees) + "   ratio"

@@ -14,7 +14,7 @@ int8 and float32 files, a PNG folder):
     float32 file stays accepted.
 
 Every cut, overwrite and quantized file is checked by the function the audit calls on each `.tflite`
-it is given (`tf_forget.pipeline.user_plan.read_tflite`, then `candidates.check_float_reference` for
+it is given (`tf_forget.pipeline.user_checks.read_tflite`, then `candidates.check_float_reference` for
 a reference); one case of each kind also goes through the audit binary as a user runs it
 (`audit_binary`), which must refuse it in that one line and write nothing: `--out` does not exist
 afterwards when it did not before, and an existing empty one stays empty.
@@ -32,7 +32,7 @@ from tests.e2e import user_files
 from tf_forget.compat import keras2
 from tf_forget.export import candidates
 from tf_forget.export import flatbuffer_graph
-from tf_forget.pipeline import user_plan
+from tf_forget.pipeline import user_checks
 
 CUTS = ("0", "1", "7", "8", "100", "half", "len-100", "len-1")
 INCOMPLETE = "is not a complete TFLite flatbuffer (truncated or corrupt: "
@@ -102,7 +102,7 @@ def _existing_out(tmp_path):
 def _read_error(path):
   """The one-line error of the audit's read of a user's `.tflite` file."""
   with pytest.raises(candidates.CandidateError) as e:
-    user_plan.read_tflite(str(path))
+    user_checks.read_tflite(str(path))
   return str(e.value)
 
 
@@ -206,7 +206,7 @@ KINDS = {
 def test_quantized_reference_is_refused(root, name):
   path = root / name
   with pytest.raises(candidates.CandidateError) as e:
-    candidates.check_float_reference(user_plan.read_tflite(str(path)), str(path))
+    candidates.check_float_reference(user_checks.read_tflite(str(path)), str(path))
   assert str(e.value) == _quantized_reference_error(path)
 
 

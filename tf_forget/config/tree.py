@@ -202,7 +202,7 @@ class UserModels:
     references: K paths: `.keras` / `.h5` files, SavedModel directories or float `.tflite`
       files (all of one kind), the dense members 0..K-1.
     candidates: ((name, (K paths)), ...): the user's `.tflite` files, audited as they are.
-    compress: formats tf_forget converts from the (Keras) references (`user_plan.
+    compress: formats tf_forget converts from the (Keras) references (`user_checks.
       COMPRESS_FORMATS`).
     labels: "none": the data has no labels (docs/spec.md §8.8); None: as the data is laid out.
     class_names: the model's output classes in order (default: the data set's / labels.txt;

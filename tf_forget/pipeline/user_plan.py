@@ -27,8 +27,6 @@ carries.
 """
 
 import dataclasses
-import os
-import posixpath
 from typing import Tuple
 
 from tf_forget.artifacts import errors
@@ -38,9 +36,7 @@ from tf_forget.corruptions import corruption_registry
 from tf_forget.data import dataset_api
 from tf_forget.data import registry as data_registry
 from tf_forget.data import sources
-from tf_forget.evaluate import interpreter
 from tf_forget.export import candidates as candidates_lib
-from tf_forget.export import export_state
 from tf_forget.pipeline import deployment_plan
 from tf_forget.pipeline import gate_plan
 from tf_forget.pipeline import plan_steps
@@ -53,8 +49,6 @@ from tf_forget.train import imported
 
 # The statistics of an audit without labels, in the plan's words (docs/spec.md §8).
 UNLABELLED = "one network (K = 1) without labels: flips against your model's decisions"
-# Formats tf_forget can make from a Keras reference (`--compress`).
-COMPRESS_FORMATS = tuple(f for f in names.FORMAT_NAMES if f != names.DEFAULT_FORMAT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +91,7 @@ def _asked(user, population, pruning):
   if not user.candidates and not user.compress and not oneshot:
     raise tree.AuditError(
       "nothing to audit against the reference: give --candidate=NAME=FILE.tflite and / or "
-      f"--compress={','.join(COMPRESS_FORMATS)} (or --pruning=oneshot)"
+      f"--compress={','.join(user_checks.COMPRESS_FORMATS)} (or --pruning=oneshot)"
     )
   return {"oneshot_asked": oneshot}
 
@@ -108,25 +102,6 @@ def _kind(user):
   if len(kinds) != 1:
     raise tree.AuditError("--reference: mix of Keras and .tflite files; give one kind")
   return {"kind": kinds.pop()}
-
-
-def read_tflite(path):
-  """The bytes of a user's `.tflite` file: a complete flatbuffer (`candidates.read`) that the
-  LiteRT interpreter loads and allocates (built-in kernels, one thread)."""
-  data = candidates_lib.read(path)
-  try:
-    interpreter.create(data, num_threads=1, runtime="builtin")
-  except interpreter.TfliteError as e:
-    reason = str(e).partition(": ")[2] or str(e)
-    if "not a valid flatbuffer" in reason.lower():
-      raise candidates_lib.CandidateError(
-        f"{path} is not a complete TFLite flatbuffer (truncated or corrupt: the LiteRT "
-        f"interpreter refuses it: {reason})"
-      ) from e
-    raise candidates_lib.CandidateError(
-      f"{path} does not load in the LiteRT interpreter: {reason}"
-    ) from e
-  return data
 
 
 def _signature(user, kind):
@@ -140,7 +115,7 @@ def _signature(user, kind):
       models.append(imported.load(path, user.trust_model_code))
       found.append(imported.signature(models[-1], path, output_index))
     else:
-      data = read_tflite(path)
+      data = user_checks.read_tflite(path)
       candidates_lib.check_float_reference(data, path)
       found.append(candidates_lib.signature(data, path, output_index))
   for path, sig in zip(references[1:], found[1:]):
@@ -199,59 +174,6 @@ def _dataset(data, user, repair, signature, train, check_data):
   return {"dataset": dataset}
 
 
-def _real(path):
-  """`path` with symbolic links resolved (a `scheme://` URL normalized only)."""
-  if "://" in str(path):
-    scheme, _, rest = str(path).partition("://")
-    return f"{scheme}://{posixpath.normpath(rest)}"
-  return os.path.realpath(path)
-
-
-def _check_out_apart(out, data, user):
-  """Step: refuses an --out in a data folder the audit reads (`folder:PATH` of --dataset,
-  --calibration or --train): the audit would write into the user's data, and a re-run would
-  read its own files (the gallery's images, the bundle) as examples.
-
-  Raises:
-    AuditError: "--out ... is inside the data folder ... (--dataset): ..." (one line).
-  """
-  real_out = _real(out)
-  for flag, spelling in (
-    ("--dataset", data.dataset),
-    ("--calibration", user.calibration),
-    ("--train", user.train),
-    ("--deployment_images", user.deployment_images),
-  ):
-    name, options = sources.parse(spelling) if spelling else (None, {})
-    if name != "folder":
-      continue
-    folder = _real(options["path"])
-    if real_out == folder or real_out.startswith(folder.rstrip("/") + "/"):
-      raise tree.AuditError(
-        f"--out {out} is inside the data folder {options['path']} ({flag}): the "
-        "audit would write into your data and read its own files as examples; give an "
-        "--out outside it"
-      )
-
-
-def _check_image_size(data, user, signature):
-  """Step: `--image_size` with your model: the model's input size decides (the images are resized to
-  it, `_dataset`); the same size is accepted, another refused rather than ignored.
-
-  Raises:
-    AuditError: "--image_size 16x16 is not the model's input size 8x8: ..." (one line).
-  """
-  if not data.image_size:
-    return
-  (height, width, _), _ = signature
-  given = tuple(int(v) for v in data.image_size)
-  if given != (height, width):
-    raise tree.AuditError(
-      f"--image_size {given[0]}x{given[1]} is not the model's input size {height}x{width}: "
-      f"the images are resized to what {user.references[0]} takes; drop --image_size"
-    )
-
-
 def _calibration(data_dir, user, classes):
   """{"name", "options"} of `--calibration` (`sources.parse`; data without labels read with the
   model's `classes`, `unlabelled_plan.calibration_options`), or None.
@@ -272,48 +194,6 @@ def _matches(user, signature, dataset):
   """Step: the references' classes and image layout match the data set
   (`imported.check_matches`)."""
   imported.check_matches(user.references[0], *signature, dataset)
-
-
-def _check_candidates(user, signature):
-  """Step: every candidate has one file per reference, readable and of the references' signature."""
-  seen = set()
-  for name, paths in user.candidates:
-    if name in seen:
-      raise tree.AuditError(f"--candidate {name} given twice")
-    seen.add(name)
-    if len(paths) != len(user.references):
-      raise tree.AuditError(
-        f"--candidate {name} has {len(paths)} files for {len(user.references)} references: "
-        "give one file per reference, in the same order"
-      )
-    for path in paths:
-      candidates_lib.check_signature(
-        path, candidates_lib.signature(read_tflite(path), path, user.output_index), signature
-      )
-
-
-def _check_compress(user, kind, dataset, check_data):
-  """Step: the formats of `--compress` are known and made from Keras references; full int8 has
-  calibration data, readable unless `check_data` is False."""
-  for fmt in user.compress:
-    if fmt not in COMPRESS_FORMATS:
-      raise tree.AuditError(
-        f"--compress: unknown format {fmt!r} (known: {', '.join(COMPRESS_FORMATS)})"
-      )
-  if user.compress and kind != "keras":
-    raise tree.AuditError(
-      "--compress converts the reference model: it needs Keras references (.keras, .h5, "
-      "SavedModel), not .tflite files"
-    )
-  if "full_int8" in user.compress:
-    source, split = export_state.calibration_source(dataset)
-    if source is dataset and "train" not in dataset.spec.splits:
-      raise tree.AuditError(
-        "--compress=full_int8 calibrates on 100 train examples (docs/spec.md §2.3): give "
-        "--calibration=DATA, or a data set with a train split (a folder with train/ and test/)"
-      )
-    if check_data:
-      source.take(split, 1)
 
 
 def _corrupted(robustness):
@@ -380,7 +260,7 @@ Step = plan_steps.Step
 # files are checked, the images are not.
 STEPS = (
   Step(_asked, reads=("user", "population", "pruning"), makes=("oneshot_asked",)),
-  Step(_check_out_apart, reads=("out", "data", "user")),
+  Step(user_checks.out_apart, reads=("out", "data", "user")),
   Step(_kind, reads=("user",), makes=("kind",)),
   Step(user_checks.distinct, reads=("user",)),
   Step(
@@ -390,7 +270,7 @@ STEPS = (
     makes=("train",),
   ),
   Step(_signature, reads=("user",), needs=("kind",), makes=("signature", "reference_model")),
-  Step(_check_image_size, reads=("data", "user"), needs=("signature",)),
+  Step(user_checks.image_size, reads=("data", "user"), needs=("signature",)),
   Step(
     _dataset,
     reads=("data", "user", "repair"),
@@ -399,9 +279,9 @@ STEPS = (
   ),
   Step(_matches, reads=("user",), needs=("signature", "dataset")),
   Step(deployment_plan.check, reads=("user",), needs=("dataset", "check_data")),
-  Step(_check_candidates, reads=("user",), needs=("signature",)),
+  Step(user_checks.candidates, reads=("user",), needs=("signature",)),
   Step(user_checks.finite_outputs, reads=("user",), needs=("kind", "dataset", "check_data")),
-  Step(_check_compress, reads=("user",), needs=("kind", "dataset", "check_data")),
+  Step(user_checks.compress, reads=("user",), needs=("kind", "dataset", "check_data")),
   Step(
     user_prune_plan.plan,
     reads=("pruning", "user"),

@@ -245,7 +245,7 @@ def test_the_fingerprint_of_tfds_train_data_follows_its_examples(digit_folder):
 
 def _write_tfrecord(path, examples):
   """Writes [(uint8 image, label)] as `tf.train.Example`s of a PNG and a label under the
-  default feature names (`record_sets.DEFAULT_TFRECORD_SPEC`; `--train` gives no spec file)."""
+  default feature names (`tfrecord_files.DEFAULT_TFRECORD_SPEC`; `--train` gives no spec file)."""
   with tf.io.TFRecordWriter(str(path)) as writer:
     for image, label in examples:
       writer.write(

@@ -21,8 +21,9 @@ from tf_forget.data import digits
 from tf_forget.data import digits_biased
 from tf_forget.data import image_folders
 from tf_forget.data import mnist_sets
-from tf_forget.data import record_sets
+from tf_forget.data import tfds_records
 from tf_forget.data import tfds_sets
+from tf_forget.data import tfrecord_files
 
 DATASETS = {
   "digits": digits.Digits,
@@ -36,8 +37,8 @@ DATASETS = {
   # The user's own data, spelled folder:PATH, tfds:NAME, tfrecord:GLOB
   # (sources.parse).
   "folder": image_folders.Folder,
-  "tfds": record_sets.Tfds,
-  "tfrecord": record_sets.TfRecord,
+  "tfds": tfds_records.Tfds,
+  "tfrecord": tfrecord_files.TfRecord,
 }
 
 DEFAULT_DATASET = "digits"

@@ -1,7 +1,7 @@
 """The user's own data: an image folder, any tfds data set, TFRecord files.
 
-Registered as `folder` (`image_folders.Folder`), `tfds` and `tfrecord` (`record_sets.Tfds`,
-`record_sets.TfRecord`), spelled `folder:PATH`, `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`
+Registered as `folder` (`image_folders.Folder`), `tfds` and `tfrecord` (`tfds_records.Tfds`,
+`tfrecord_files.TfRecord`), spelled `folder:PATH`, `tfds:NAME[/CONFIG][:SPLIT]`, `tfrecord:GLOB`
 on the command line (`sources.parse`). They yield what every data set yields (`dataset_api`,
 docs/artifacts/data.md): uint8 images `[N, H, W, C]`, int64 labels, int64 ids, boolean
 attributes, and `example_names(split)` — the image's path relative to the folder root for

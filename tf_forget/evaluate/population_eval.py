@@ -2,14 +2,14 @@
 
     <run>/predictions/<variant>/<k>/<split>.npz        artifacts.predictions, one per file x split
     <run>/predictions_keras/<member>/<k>/<split>.npz   the Keras models' own predictions
-    <run>/eval/agreement/<split>.json                  agreement table (tf_forget.evaluate.agreement)
+    <run>/eval/agreement/<split>.json                  agreement table (tf_forget.evaluate.split_agreement)
     <run>/eval/twin_runtime/<variant>/<k>/<split>.<runtime>.npz   plain twin re-run on a sparse
                                                        file's fallback path
 
 (docs/artifacts/predictions.md). Files run as on a device (`runtime="auto"`: XNNPACK, else the
 built-in kernels). Every sparse-encoded file is checked against its plain twin
-(`agreement.compare_twin_files`): a mismatch, or a sparse conversion that failed at export, is
-a one-line entry of the table's `twin_failures`, never silent. The data set is the one the
+(`split_agreement`): a mismatch, or a sparse conversion that failed at export, is a one-line
+entry of the table's `twin_failures`, never silent. The data set is the one the
 members were trained on (from the export JSON) unless another registry data set is given; its
 image shape must match every file's input, checked before anything is written. Custom streams
 (corrupted splits) are passed as `split_batches`: name -> callable(batch_size) returning an
@@ -22,7 +22,6 @@ split; a twin-runtime file the plain twin's bytes. The agreement tables are reco
 from the current predictions files.
 """
 
-from tf_forget.artifacts import agreement_table
 from tf_forget.artifacts import errors
 from tf_forget.artifacts import hashing
 from tf_forget.artifacts import layout
@@ -33,78 +32,7 @@ from tf_forget.evaluate import agreement
 from tf_forget.evaluate import batched
 from tf_forget.evaluate import evaluate
 from tf_forget.evaluate import interpreter
-
-
-def _member_key(meta):
-  return meta["member_variant"], int(meta["k"])
-
-
-def _output_scale(meta):
-  """The int8 output scale of an export (None for float outputs)."""
-  out = meta["io"]["outputs"][meta.get("output_index") or 0]
-  return out["scale"][0] if out["dtype"] in ("int8", "uint8") and out["scale"] else None
-
-
-def _diagnose_runtime(
-  run_dir,
-  row,
-  twin_meta,
-  split,
-  stream,
-  batch_size,
-  num_threads,
-  output_scale,
-  overwrite,
-  tail,
-  split_id=None,
-  log=None,
-):
-  """Tells a runtime-path difference from an encoding difference in a failed twin check.
-
-  When the sparse file ran on another runtime path than its plain twin (XNNPACK refused it),
-  the plain twin is also run on the sparse file's path (`<run>/eval/twin_runtime/<plain
-  variant>/<k>/<split>.<runtime>.npz`) and compared: `vs_plain_twin` gains `same_runtime`
-  (that comparison) and `encoding_exact`, and its `reason` says which one differs. The twin
-  check itself stays failed: on a device the two files give different predictions.
-  """
-  twin = row["vs_plain_twin"]
-  runtime = twin["runtime"]
-  if runtime is None or runtime == twin["plain_runtime"]:
-    twin["encoding_exact"] = False
-    return
-  k = row["k"]
-  out = layout.twin_runtime(run_dir, twin_meta["variant"], k, split, runtime)
-  evaluate.evaluate_file(
-    twin_meta["path"],
-    lambda: stream(batch_size),
-    out,
-    split,
-    metadata={
-      "variant": twin_meta["variant"],
-      "member_variant": twin_meta["member_variant"],
-      "k": k,
-      "format": twin_meta["format"],
-      "encoding": twin_meta["encoding"],
-    },
-    batch_size=batch_size,
-    num_threads=num_threads,
-    overwrite=overwrite,
-    tflite_sha256=twin_meta["sha256"],
-    tail=tail,
-    runtime=runtime,
-    split_id=split_id,
-    log=log,
-  )
-  same = agreement.compare_twin_files(row["path"], out, output_scale)
-  twin["same_runtime"] = same
-  twin["encoding_exact"] = same["equal"]
-  if same["equal"]:
-    twin["reason"] += (
-      f" ({runtime} vs {twin['plain_runtime']}; on {runtime} the plain twin "
-      f"gives equal predictions: the runtime path differs, not the encoding)"
-    )
-  else:
-    twin["reason"] += f" (also on the same runtime {runtime}: {same['reason']})"
+from tf_forget.evaluate import split_agreement
 
 
 def check_shapes(exports, image_shape):
@@ -223,7 +151,7 @@ def evaluate_population(
   redo_log = redo_log or log
   for split, stream in streams.items():
     for meta in exports:
-      member_variant, k = _member_key(meta)
+      member_variant, k = split_agreement.member_key(meta)
       pmeta, skipped = evaluate.evaluate_file(
         meta["path"],
         lambda st=stream: st(batch_size),
@@ -255,8 +183,22 @@ def evaluate_population(
         )
   if not write_tables:
     return {}
-  return {
-    split: _table(
+  tables = {}
+  for split, stream in streams.items():
+
+    def keras_path(member_variant, k, split=split, stream=stream):
+      return keras_predictions(
+        run_dir,
+        member_variant,
+        k,
+        split,
+        lambda: stream(batch_size),
+        overwrite,
+        ids.get(split),
+        redo_log,
+      )
+
+    tables[split] = split_agreement.write(
       run_dir,
       dataset,
       split,
@@ -264,15 +206,14 @@ def evaluate_population(
       ids.get(split),
       exports,
       failures,
-      check_keras,
+      keras_path if check_keras else None,
       batch_size,
       num_threads,
       overwrite,
       tail,
       redo_log,
     )
-    for split, stream in streams.items()
-  }
+  return tables
 
 
 def agreement_tables(
@@ -294,7 +235,7 @@ def agreement_tables(
   The arguments select the files and splits as `evaluate_population`'s do; every predictions file
   (and, with `check_keras`, every Keras predictions file) must already be current, as the evaluation
   stages' tasks leave them (`tf_forget.pipeline.file_stages`). Only a failed twin check runs a file
-  again (`_diagnose_runtime`); `log` gets its "redo" lines.
+  again (`split_agreement`); `log` gets its "redo" lines.
 
   Returns:
     {split: agreement table dict}, also written to `<run>/eval/agreement/<split>.json`.
@@ -303,7 +244,7 @@ def agreement_tables(
     run_dir, dataset, splits, split_batches, split_ids, variants, files
   )
   return {
-    split: _table(
+    split: split_agreement.write(
       run_dir,
       dataset,
       split,
@@ -311,13 +252,12 @@ def agreement_tables(
       ids.get(split),
       exports,
       failures,
-      check_keras,
+      (lambda mv, k, s=split: layout.keras_predictions(run_dir, mv, k, s)) if check_keras else None,
       batch_size,
       num_threads,
       False,
       tail,
       log,
-      keras_ready=True,
     )
     for split, stream in streams.items()
   }
@@ -356,114 +296,3 @@ def _select(run_dir, dataset, splits, split_batches, split_ids, variants, files)
     for split, stream in streams.items()
   }  # what the models take (`preprocess`)
   return exports, dataset, failures, fed, ids
-
-
-def _table(
-  run_dir,
-  dataset,
-  split,
-  stream,
-  split_id,
-  exports,
-  failures,
-  check_keras,
-  batch_size,
-  num_threads,
-  overwrite,
-  tail,
-  redo_log,
-  keras_ready=False,
-):
-  """Builds and writes the agreement table of one split from its current predictions files."""
-  rows = []
-  for meta in exports:
-    member_variant, k = _member_key(meta)
-    out = predictions.path(run_dir, meta["variant"], k, split)
-    pmeta = predictions.read(out)["metadata"]
-    rows.append(
-      {
-        "variant": meta["variant"],
-        "format": meta["format"],
-        "encoding": meta["encoding"],
-        "runtime": pmeta.get("runtime"),
-        "member_variant": member_variant,
-        "k": k,
-        "path": out,
-        "top1_accuracy": pmeta["top1_accuracy"],
-      }
-    )
-  by_member = {(_member_key(m), m["format"], m["encoding"]): r for m, r in zip(exports, rows)}
-  twin_failures = []
-  for meta, row in zip(exports, rows):
-    if meta["encoding"] != "plain":
-      twin = by_member.get((_member_key(meta), meta["format"], "plain"))
-      if twin is None:
-        row["vs_plain_twin"] = None
-        twin_failures.append(
-          {
-            "variant": meta["variant"],
-            "k": row["k"],
-            "reason": "no plain twin evaluated to compare with",
-          }
-        )
-      else:
-        row["vs_plain_twin"] = agreement.compare_twin_files(
-          row["path"], twin["path"], _output_scale(meta)
-        )
-        row["vs_plain_twin"]["encoding_exact"] = row["vs_plain_twin"]["equal"]
-        if not row["vs_plain_twin"]["equal"]:
-          twin_meta = exports[rows.index(twin)]
-          _diagnose_runtime(
-            run_dir,
-            row,
-            twin_meta,
-            split,
-            stream,
-            batch_size,
-            num_threads,
-            _output_scale(meta),
-            overwrite,
-            tail,
-            split_id,
-            redo_log,
-          )
-          twin_failures.append(
-            {"variant": meta["variant"], "k": row["k"], "reason": row["vs_plain_twin"]["reason"]}
-          )
-    ref = by_member.get((_member_key(meta), "float32", "plain"))
-    if ref is not None:
-      row["vs_float32_tflite"] = agreement.compare_files(row["path"], ref["path"])
-    if check_keras:
-      kpath = (
-        layout.keras_predictions(run_dir, row["member_variant"], row["k"], split)
-        if keras_ready
-        else keras_predictions(
-          run_dir,
-          row["member_variant"],
-          row["k"],
-          split,
-          lambda st=stream: st(batch_size),
-          overwrite,
-          split_id,
-          redo_log,
-        )
-      )
-      row["vs_keras"] = agreement.compare_files(row["path"], kpath)
-  table = {
-    "split": split,
-    "dataset": dataset.spec.name,
-    "rows": rows,
-    "summary_vs_float32_tflite": agreement.summarize(rows, "vs_float32_tflite"),
-    "summary_vs_keras": agreement.summarize(rows, "vs_keras") if check_keras else {},
-    "summary_vs_plain_twin": agreement.summarize(rows, "vs_plain_twin"),
-    "twin_failures": twin_failures
-    + [
-      {
-        "variant": f["variant"],
-        "k": f["k"],
-        "reason": f"sparse conversion failed, plain file kept: {f['reason']}",
-      }
-      for f in failures
-    ],
-  }
-  return agreement_table.write(agreement_table.path(run_dir, split), table)  # WriteError

@@ -22,6 +22,7 @@ from tf_forget.stats import class_level
 from tf_forget.stats import exemplars
 from tf_forget.stats import lost_in_pruning as lip
 from tf_forget.stats import recall_distortion as rd
+from tf_forget.stats import recall_tests
 from tf_forget.stats import robustness
 from tf_forget.stats import subgroups
 
@@ -64,8 +65,8 @@ def run_library(labels, pops, classes, attributes=None, train_attributes=None):
     if attributes is not None:
       subgroups.subgroup_table(dense, p, labels, attributes)
       subgroups.over_indexing(train_attributes, attributes, cie.select_percentile(d, 80))
-  rd.ratio_trend_tests(dict(enumerate(alphas.values())))
-  rd.algorithm_tests(alphas)
+  recall_tests.ratio_trend_tests(dict(enumerate(alphas.values())))
+  recall_tests.algorithm_tests(alphas)
   members = dense.shape[0]
   top1 = {(v, c): np.full((members, 5), acc[v].mean()) for v in pops for c in ("fog", "snow")}
   robustness.robustness_table(top1, top1)

@@ -25,6 +25,7 @@ from tf_forget.report import recall_study_plots
 from tf_forget.report import write
 from tf_forget.report.units import registry
 from tf_forget.stats import recall_distortion
+from tf_forget.stats import recall_tests
 
 CHILD = "oneshot_up_r10+full_int8"
 LABELS = {"oneshot_mp_r2": "<", "oneshot_mp_r10": ">", "oneshot_up_r2": "?", "oneshot_up_r10": ">"}
@@ -159,7 +160,7 @@ def test_bonferroni_multipliers_and_intersection_of_parents():
   np.testing.assert_allclose(algs.p_bonferroni, np.minimum(1, 6 * algs.p_value))
   # With every parent on every side, the rows are the stats library's 002 Table 8.
   at2 = {c["algorithm"]: list(c["alphas"].values()) for c in cells if c["ratio"] == 2.0}
-  lib = recall_distortion.algorithm_tests(at2)
+  lib = recall_tests.algorithm_tests(at2)
   np.testing.assert_allclose(algs[algs.ratio == 2.0].p_value, lib.p_value, rtol=1e-12)
   ratios = recall_study.ratio_tests(cells)
   assert len(ratios) == 8 and (ratios.rows == 2).all() and (ratios.alternative == "less").all()

@@ -25,6 +25,7 @@ from tf_forget.stats import class_level
 from tf_forget.stats import exemplars
 from tf_forget.stats import lost_in_pruning as lip
 from tf_forget.stats import recall_distortion as rd
+from tf_forget.stats import recall_tests
 from tf_forget.stats import robustness
 from tf_forget.stats import subgroups
 
@@ -139,9 +140,9 @@ def compute_outputs():
     2: out["prune_0.5"]["recall_distortion"]["alphas"],
     10: out["prune_0.9"]["recall_distortion"]["alphas"],
   }
-  out["ratio_tests"] = rd.ratio_trend_tests(alphas)
-  out["algorithm_tests"] = rd.algorithm_tests({"MP": alphas[2], "UP": alphas[10]})
-  out["model_size_tests"] = rd.model_size_tests({"small": alphas[10], "large": alphas[2]})
+  out["ratio_tests"] = recall_tests.ratio_trend_tests(alphas)
+  out["algorithm_tests"] = recall_tests.algorithm_tests({"MP": alphas[2], "UP": alphas[10]})
+  out["model_size_tests"] = recall_tests.model_size_tests({"small": alphas[10], "large": alphas[2]})
 
   # Binary task with attributes (004 §2): target 1 = "blond".
   blabels = (rng.random(EXAMPLES) < 0.2).astype(int)

@@ -39,6 +39,7 @@ from tf_forget.artifacts import names
 from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import recall_distortion
+from tf_forget.stats import recall_tests
 from tf_forget.stats import validate
 
 ALPHA_COLUMNS = [
@@ -150,7 +151,7 @@ def _tests(groups, key, alternative):
   for value, comparisons in groups:
     if not comparisons:
       continue
-    table = recall_distortion.paired_tests(
+    table = recall_tests.paired_tests(
       [(f, s, *_aligned(a["alphas"], b["alphas"])) for f, s, a, b in comparisons], alternative
     )
     table.insert(0, key, value)

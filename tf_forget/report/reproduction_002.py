@@ -25,6 +25,7 @@ from tf_forget.report import pairing as pairing_lib
 from tf_forget.stats import accuracy
 from tf_forget.stats import intervals
 from tf_forget.stats import recall_distortion
+from tf_forget.stats import recall_tests
 
 RATIOS = (2, 4, 10, 20, 50)
 CONFIDENCE = 0.99
@@ -135,7 +136,7 @@ def compute(table):
     out["alpha"][ratio] = recall_distortion.mean_slope_ci(a.to_numpy(), CONFIDENCE)
     by_ratio[ratio] = a
   common = sorted(set.intersection(*(set(a.index) for a in by_ratio.values()))) if ratios else []
-  out["ratio_tests"] = recall_distortion.ratio_trend_tests(
+  out["ratio_tests"] = recall_tests.ratio_trend_tests(
     {r: a.loc[common].to_numpy() for r, a in by_ratio.items()}
   )
   return out
